@@ -1,0 +1,1 @@
+"""cluster stage (not built yet; see the open issues)."""

@@ -1,0 +1,62 @@
+"""The error tree. Every error chatmem raises on purpose is one of these.
+
+    ChatmemError
+    ├── ConfigError                 bad settings or CLI usage (exit code 2)
+    ├── ExportError                 a whole export file cannot be read (exit code 1)
+    │   ├── MalformedExportError    not valid JSON / JSONL, truncated, wrong encoding
+    │   ├── UnsupportedFormatError  valid JSON, but a format chatmem does not ingest (names the format)
+    │   └── UnsafeArchiveError      a .zip with path traversal, a bomb, or no conversations file
+    └── StageError                  a pipeline stage failed; names the stage, the run and how to re-run
+
+A single bad *record* inside a good file is not an error: it becomes a quarantine row.
+"""
+
+from __future__ import annotations
+
+
+class ChatmemError(Exception):
+    """Base class of every error chatmem raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(ChatmemError):
+    """Settings or arguments that cannot work."""
+
+    exit_code = 2
+
+
+class ExportError(ChatmemError):
+    """An export file that cannot be ingested at all. The message names the file and the problem."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+
+class MalformedExportError(ExportError):
+    """The file is not valid JSON/JSONL (or not text at all)."""
+
+
+class UnsupportedFormatError(ExportError):
+    """The file is valid, but of a format chatmem does not ingest."""
+
+    def __init__(self, path: str, detected: str, problem: str | None = None) -> None:
+        self.detected = detected
+        super().__init__(path, problem or f"detected format {detected!r} is not supported")
+
+
+class UnsafeArchiveError(ExportError):
+    """A zip archive that is unsafe or useless to open (zip-slip paths, bombs, no conversations file)."""
+
+
+class StageError(ChatmemError):
+    """A stage failed. The message says which stage, which run, why, and the command that re-runs it."""
+
+    def __init__(self, stage: str, run_id: str, cause: str, rerun_hint: str | None = None) -> None:
+        self.stage = stage
+        self.run_id = run_id
+        self.cause = cause
+        self.rerun_hint = rerun_hint or f"chatmem stage {stage} --run-id {run_id}"
+        super().__init__(f"stage {stage} failed in run {run_id}: {cause} (re-run: {self.rerun_hint})")

@@ -1,0 +1,1 @@
+"""extract stage (not built yet; see the open issues)."""

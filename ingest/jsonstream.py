@@ -1,0 +1,61 @@
+"""Streaming JSON reading with errors that name the file and the byte position.
+
+Parsers read with `ijson` so memory does not grow with the file: one top-level record (one conversation)
+at a time. Any JSON error becomes a `MalformedExportError` saying where it happened.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import ijson
+
+from contracts.errors import MalformedExportError
+
+CHUNK = 1 << 20  # 1 MiB reads
+
+
+class _CountingReader(io.RawIOBase):
+    """Wrap a binary stream and count bytes read, so a parse error can say where it happened."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self.position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self.position += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def iter_json_items(stream: BinaryIO, prefix: str, *, name: str) -> Iterator[Any]:
+    """Yield each value under `prefix` ('item' for a top-level list) as Python objects.
+
+    Numbers come back as float/int (not Decimal). Raises MalformedExportError naming `name` and roughly
+    where in the file the JSON broke (the error is raised after every complete item before it was yielded).
+    """
+    reader = _CountingReader(stream)
+    try:
+        yield from ijson.items(reader, prefix, use_float=True, buf_size=CHUNK)
+    except ijson.common.IncompleteJSONError as exc:
+        raise MalformedExportError(name, _describe(exc, reader.position, truncated=True)) from exc
+    except ijson.common.JSONError as exc:
+        raise MalformedExportError(name, _describe(exc, reader.position, truncated=False)) from exc
+    except UnicodeDecodeError as exc:
+        raise MalformedExportError(name, f"not UTF-8 text near byte {reader.position}: {exc.reason}") from exc
+
+
+def _describe(exc: Exception, position: int, *, truncated: bool) -> str:
+    detail = " ".join(str(exc).split())[:200]
+    kind = "invalid or truncated JSON" if truncated else "invalid JSON"
+    return f"{kind} within the first {position} bytes ({detail})"

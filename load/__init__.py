@@ -1,0 +1,1 @@
+"""load stage (not built yet; see the open issues)."""

@@ -1,0 +1,1 @@
+"""Staging: archive.db (source of truth) and staging.db (run ledger and stage outputs)."""
