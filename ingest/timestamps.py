@@ -15,7 +15,7 @@ def to_utc(value: object) -> datetime | None:
     if isinstance(value, int | float):
         return _from_epoch(float(value))
     if hasattr(value, "__float__") and not isinstance(value, str):  # ijson yields Decimal
-        return _from_epoch(float(value))  # type: ignore[arg-type]
+        return _from_epoch(float(value))  # type: ignore[arg-type, unused-ignore]
     if isinstance(value, str):
         text = value.strip()
         if not text:

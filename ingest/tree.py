@@ -206,7 +206,8 @@ def _active_leaf(
         if resolved is not None:
             return resolved
     leaves = [uuid for uuid in kept if not children.get(uuid)]
-    # The latest leaf: ones with a timestamp beat ones without, then the latest time, then the last in the file.
+
+    # The latest leaf: ones with a timestamp beat ones without, then the latest time, then the last one.
     def latest(uuid: str) -> tuple[int, float, int]:
         no_time, timestamp, order = sort_key(uuid)
         return (1 - no_time, timestamp, order)
@@ -217,4 +218,6 @@ def _active_leaf(
 def _raw(draft: DraftMessage) -> str:
     if draft.source_json is not None:
         return json.dumps(draft.source_json, ensure_ascii=False, default=str)
-    return json.dumps({"uuid": draft.uuid, "parent": draft.parent_ref, "text": draft.text}, ensure_ascii=False)
+    return json.dumps(
+        {"uuid": draft.uuid, "parent": draft.parent_ref, "text": draft.text}, ensure_ascii=False
+    )

@@ -1,0 +1,172 @@
+"""Open what the user points at: a loose export file, a downloaded .zip, or an unzipped export folder.
+
+A zip is recognised by its bytes, not its name. It is never extracted to disk: the conversations member is
+streamed. Before reading, the archive is checked: member paths that climb out of the archive (zip-slip),
+absolute paths, and members whose declared size or compression ratio looks like a bomb are refused; while
+reading, the bytes actually produced are counted against the same limit, so a lying header does not help.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO, BinaryIO
+
+from contracts.errors import MalformedExportError, UnsafeArchiveError
+
+CONVERSATIONS_FILE = "conversations.json"
+# Files that sit beside conversations.json in a real download; recorded, not parsed.
+KNOWN_SIDE_FILES = frozenset(
+    {
+        "model_comparisons.json",
+        "message_feedback.json",
+        "shared_conversations.json",
+        "user.json",
+        "users.json",
+        "projects.json",
+        "chat.html",
+    }
+)
+ZIP_MAGIC = b"PK\x03\x04"
+EMPTY_ZIP_MAGIC = b"PK\x05\x06"
+
+
+@dataclass
+class OpenedExport:
+    """One thing to parse: its display path, the sha256 of the bytes the user gave, how to open it."""
+
+    path: str
+    sha256: str
+    size_bytes: int
+    open: Callable[[], AbstractContextManager[BinaryIO]]
+    side_files: list[str] = field(default_factory=list)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def open_export(path: Path, *, max_member_bytes: int, max_ratio: float) -> OpenedExport:
+    """Resolve `path` to the one stream to parse. Raises an ExportError subclass naming the file."""
+    if path.is_dir():
+        candidate = path / CONVERSATIONS_FILE
+        if not candidate.is_file():
+            raise MalformedExportError(str(path), f"folder has no {CONVERSATIONS_FILE}")
+        side = sorted(p.name for p in path.iterdir() if p.name in KNOWN_SIDE_FILES)
+        opened = open_export(candidate, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
+        opened.side_files = side
+        return opened
+    if not path.is_file():
+        raise MalformedExportError(str(path), "no such file")
+    with path.open("rb") as handle:
+        magic = handle.read(4)
+    if magic in (ZIP_MAGIC, EMPTY_ZIP_MAGIC):
+        return _open_zip(path, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
+
+    @contextmanager
+    def open_plain() -> Iterator[BinaryIO]:
+        with path.open("rb") as handle:
+            yield handle
+
+    return OpenedExport(
+        path=str(path), sha256=sha256_file(path), size_bytes=path.stat().st_size, open=open_plain
+    )
+
+
+def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float) -> OpenedExport:
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise UnsafeArchiveError(str(path), f"not a readable zip archive ({exc})") from exc
+    with archive:
+        infos = archive.infolist()
+    for info in infos:
+        name = PurePosixPath(info.filename.replace("\\", "/"))
+        if name.is_absolute() or ".." in name.parts or (name.parts and name.parts[0].endswith(":")):
+            raise UnsafeArchiveError(str(path), f"unsafe member path {info.filename!r} (zip-slip); refused")
+    candidates = [
+        info
+        for info in infos
+        if not info.is_dir() and PurePosixPath(info.filename).name == CONVERSATIONS_FILE
+    ]
+    if not candidates:
+        names = ", ".join(i.filename for i in infos[:10]) or "none"
+        raise UnsafeArchiveError(str(path), f"zip has no {CONVERSATIONS_FILE} (members: {names})")
+    member = min(candidates, key=lambda i: (i.filename.count("/"), i.filename))
+    _check_bomb(path, member, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
+    prefix = str(PurePosixPath(member.filename).parent)
+    side = sorted(
+        i.filename
+        for i in infos
+        if PurePosixPath(i.filename).name in KNOWN_SIDE_FILES
+        and str(PurePosixPath(i.filename).parent) == prefix
+    )
+
+    @contextmanager
+    def open_member() -> Iterator[BinaryIO]:
+        with zipfile.ZipFile(path) as archive, archive.open(member) as stream:
+            limited = _LimitedReader(stream, limit=min(member.file_size, max_member_bytes), name=str(path))
+            yield limited  # type: ignore[misc]  # a RawIOBase is a binary stream
+
+    return OpenedExport(
+        path=f"{path}!{member.filename}",
+        sha256=sha256_file(path),
+        size_bytes=member.file_size,
+        open=open_member,
+        side_files=side,
+    )
+
+
+def _check_bomb(path: Path, member: zipfile.ZipInfo, *, max_member_bytes: int, max_ratio: float) -> None:
+    if member.file_size > max_member_bytes:
+        raise UnsafeArchiveError(
+            str(path),
+            f"{member.filename} declares {member.file_size} bytes uncompressed, over the limit of "
+            f"{max_member_bytes} (zip bomb guard; raise CHATMEM_INGEST__MAX_ZIP_MEMBER_BYTES if genuine)",
+        )
+    ratio = member.file_size / max(member.compress_size, 1)
+    if member.file_size > 1 << 20 and ratio > max_ratio:
+        raise UnsafeArchiveError(
+            str(path),
+            f"{member.filename} expands {ratio:.0f}x (limit {max_ratio:.0f}x): refused as a likely zip bomb",
+        )
+
+
+class _LimitedReader(io.RawIOBase):
+    """Stop a zip member that produces more bytes than it declared (or than the limit)."""
+
+    def __init__(self, stream: IO[bytes], *, limit: int, name: str) -> None:
+        self._stream = stream
+        self._limit = limit
+        self._name = name
+        self._read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self._read += len(data)
+        if self._read > self._limit:
+            raise UnsafeArchiveError(self._name, f"member produced more than {self._limit} bytes; refused")
+        return data
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def read_head(opened: OpenedExport, size: int = 64 * 1024) -> bytes:
+    """The first bytes of the stream, for format detection."""
+    with opened.open() as stream:
+        return stream.read(size)

@@ -1,0 +1,264 @@
+"""The ingest stage: export files in, archive.db rows out, every file's outcome in the ledger.
+
+The six steps: open a stage run; read the inputs (the export files, hashed); compute (parse, pure); validate
+(parsers build contract models); write in batches of whole conversations (idempotent upserts); close the
+stage run with counts, or record the failure and raise a StageError that says how to re-run.
+
+A file whose bytes were already ingested completely (same sha256) is skipped at no cost. A file that breaks
+partway (truncated JSON) keeps every complete conversation before the break and gets a quarantine row for
+the rest; a file that cannot be read at all is a one-line error naming it, and the other files still arrive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from contracts.errors import ExportError, MalformedExportError, StageError
+from contracts.records import ExportConversation, ExportSource, QuarantineRecord
+from contracts.results import StageResult
+from contracts.settings import Settings
+from contracts.version import code_version
+from ingest.detect import detect_format, parser_for
+from ingest.jsonstream import Utf8RepairReader
+from ingest.sources import OpenedExport, open_export, read_head
+from staging.archive import ArchiveWriter, WriteCounts
+from staging.ledger import StageRun, record_ingest_file
+
+log = logging.getLogger(__name__)
+
+STAGE = "ingest"
+ProgressFactory = Callable[[str, int], AbstractContextManager[Callable[[int], object]]]
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    status: str
+    sha256: str | None = None
+    format: str | None = None
+    messages_read: int = 0
+    counts: WriteCounts = field(default_factory=WriteCounts)
+    detail: str | None = None
+
+
+def run(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    *,
+    run_id: str,
+    settings: Settings,
+    exports: Sequence[Path],
+    force_format: str | None = None,
+    progress: ProgressFactory | None = None,
+) -> StageResult:
+    """Ingest `exports` into archive.db, recording the stage run in staging.db."""
+    fingerprint = hashlib.sha256("\n".join(sorted(str(p) for p in exports)).encode()).hexdigest()
+    stage_run = StageRun(
+        staging,
+        run_id=run_id,
+        stage=STAGE,
+        input_fingerprint=fingerprint,
+        settings=settings.ingest.model_dump(mode="json"),
+        code_version=code_version(),
+    )
+    writer = ArchiveWriter(archive)
+    outcomes: list[FileOutcome] = []
+    try:
+        for path in exports:
+            outcome = _ingest_one(writer, path, settings, force_format, progress)
+            outcomes.append(outcome)
+            record_ingest_file(
+                staging,
+                stage_run,
+                path=outcome.path,
+                sha256=outcome.sha256,
+                format=outcome.format,
+                status=outcome.status,
+                conversations=outcome.counts.conversations,
+                messages_read=outcome.messages_read,
+                messages_inserted=outcome.counts.inserted,
+                messages_updated=outcome.counts.updated,
+                messages_unchanged=outcome.counts.unchanged,
+                messages_retired=outcome.counts.retired,
+                quarantined=outcome.counts.quarantined,
+                detail=outcome.detail,
+            )
+    except BaseException as exc:  # record even KeyboardInterrupt, then let it go on
+        stage_run.fail(f"{type(exc).__name__}: {exc}", f"chatmem stage ingest --run-id {run_id}")
+        raise
+
+    total = WriteCounts()
+    for outcome in outcomes:
+        total.add(outcome.counts)
+    counts = {
+        "files": len(outcomes),
+        "files_skipped": sum(o.status == "skipped" for o in outcomes),
+        "files_failed": sum(o.status == "failed" for o in outcomes),
+        "files_partial": sum(o.status == "partial" for o in outcomes),
+        "conversations_written": total.conversations,
+        "messages_read": sum(o.messages_read for o in outcomes),
+        "messages_inserted": total.inserted,
+        "messages_updated": total.updated,
+        "messages_unchanged": total.unchanged,
+        "messages_retired": total.retired,
+        "quarantined": total.quarantined,
+    }
+    notes = [f"{o.path}: {o.detail}" for o in outcomes if o.detail]
+    failed = [o for o in outcomes if o.status == "failed"]
+    if failed:
+        cause = "; ".join(f"{o.detail}" for o in failed)
+        hint = f"fix or remove the file, then: chatmem stage ingest --run-id {run_id}"
+        stage_run.fail(cause, hint)
+        raise StageError(STAGE, run_id, cause, hint)
+    stage_run.succeed(
+        rows_in=counts["messages_read"],
+        rows_out=total.inserted + total.updated + total.retired,
+        counts=counts,
+        notes=notes,
+        skipped=all(o.status == "skipped" for o in outcomes),
+    )
+    return StageResult(
+        stage=STAGE,
+        run_id=run_id,
+        status="skipped" if all(o.status == "skipped" for o in outcomes) else "succeeded",
+        rows_in=counts["messages_read"],
+        rows_out=total.inserted + total.updated + total.retired,
+        counts=counts,
+        notes=notes,
+    )
+
+
+def _ingest_one(
+    writer: ArchiveWriter,
+    path: Path,
+    settings: Settings,
+    force_format: str | None,
+    progress: ProgressFactory | None,
+) -> FileOutcome:
+    try:
+        opened = open_export(
+            path,
+            max_member_bytes=settings.ingest.max_zip_member_bytes,
+            max_ratio=settings.ingest.max_zip_ratio,
+        )
+        if writer.source_status(opened.sha256) == "complete":
+            log.info("ingest - %s already ingested (same sha256), skipped", opened.path)
+            return FileOutcome(opened.path, "skipped", opened.sha256, detail=None)
+        fmt = force_format or detect_format(read_head(opened), name=opened.path)
+    except ExportError as exc:
+        log.error("ingest - %s", exc)
+        return FileOutcome(str(path), "failed", detail=str(exc))
+
+    source = ExportSource(path=opened.path, sha256=opened.sha256, format=fmt, size_bytes=opened.size_bytes)  # type: ignore[arg-type]
+    source_id = writer.begin_source(source)
+    outcome = FileOutcome(opened.path, "ingested", opened.sha256, fmt)
+    notes = [f"side files present, not parsed: {', '.join(opened.side_files)}"] if opened.side_files else []
+    try:
+        _parse_and_write(writer, opened, source_id, fmt, settings, outcome, progress, repair=False)
+    except MalformedExportError as exc:
+        if getattr(exc, "invalid_utf8", False):
+            # Second pass over the whole file with invalid bytes replaced; upserts make the re-write safe.
+            outcome = FileOutcome(opened.path, "ingested", opened.sha256, fmt)
+            try:
+                replaced = _parse_and_write(
+                    writer, opened, source_id, fmt, settings, outcome, progress, repair=True
+                )
+                notes.append(f"{replaced} invalid UTF-8 byte sequence(s) replaced with U+FFFD")
+            except MalformedExportError as again:
+                exc = again
+            else:
+                writer.finish_source(source_id, partial=False, notes=notes)
+                outcome.detail = "; ".join(notes) or None
+                return outcome
+        if outcome.messages_read == 0 and outcome.counts.conversations == 0 and outcome.counts.unchanged == 0:
+            writer.finish_source(source_id, partial=True, notes=[*notes, str(exc)])
+            return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=str(exc))
+        rest = QuarantineRecord(locator="end of file", reason=f"unreadable remainder: {exc.problem}", raw="")
+        counts, _ = writer.write_batch(source_id, fmt, [], [rest])
+        outcome.counts.add(counts)
+        outcome.status = "partial"
+        notes.append(f"partial: {exc.problem}")
+        writer.finish_source(source_id, partial=True, notes=notes)
+        outcome.detail = "; ".join(notes)
+        return outcome
+    except ExportError as exc:
+        writer.finish_source(source_id, partial=True, notes=[*notes, str(exc)])
+        return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=str(exc))
+    writer.finish_source(source_id, partial=False, notes=notes)
+    outcome.detail = "; ".join(notes) or None
+    return outcome
+
+
+def _parse_and_write(
+    writer: ArchiveWriter,
+    opened: OpenedExport,
+    source_id: int,
+    fmt: str,
+    settings: Settings,
+    outcome: FileOutcome,
+    progress: ProgressFactory | None,
+    *,
+    repair: bool,
+) -> int:
+    """Parse one stream and write it in batches. Returns the number of UTF-8 replacements made."""
+    parse = parser_for(fmt)
+    batch: list[ExportConversation] = []
+    quarantined: list[QuarantineRecord] = []
+    batch_messages = 0
+    limit = settings.ingest.batch_size
+
+    def flush() -> None:
+        nonlocal batch_messages
+        counts, _ = writer.write_batch(source_id, fmt, batch, quarantined)
+        outcome.counts.add(counts)
+        batch.clear()
+        quarantined.clear()
+        batch_messages = 0
+
+    with opened.open() as raw_stream, _progress(progress, opened, raw_stream) as stream:
+        reader: BinaryIO = Utf8RepairReader(stream) if repair else stream  # type: ignore[assignment]
+        try:
+            for item in parse(reader, name=opened.path):
+                if isinstance(item, QuarantineRecord):
+                    quarantined.append(item)
+                    continue
+                batch.append(item)
+                batch_messages += len(item.messages)
+                outcome.messages_read += len(item.messages)
+                # Bound memory by messages too: a batch of huge conversations must not hold the whole file.
+                if len(batch) >= limit or batch_messages >= limit * 50:
+                    flush()
+        finally:
+            # Whatever was parsed before an error is complete and good: it is written, not lost.
+            if batch or quarantined:
+                flush()
+        return reader.replacements if isinstance(reader, Utf8RepairReader) else 0
+
+
+@contextmanager
+def _progress(progress: ProgressFactory | None, opened: OpenedExport, stream: BinaryIO) -> Iterator[BinaryIO]:
+    if progress is None:
+        yield stream
+        return
+    with progress(opened.path, opened.size_bytes) as advance:
+        yield _ProgressReader(stream, advance)  # type: ignore[misc]
+
+
+class _ProgressReader:
+    """Report bytes read to a progress callback."""
+
+    def __init__(self, stream: BinaryIO, advance: Callable[[int], object]) -> None:
+        self._stream = stream
+        self._advance = advance
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self._advance(len(data))
+        return data

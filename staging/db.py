@@ -1,0 +1,60 @@
+"""Opening the two SQLite databases: WAL, foreign keys on, schema created or migrated on open."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def connect(path: Path, migrations: Sequence[Migration] = ()) -> sqlite3.Connection:
+    """Open (creating if needed) a read-write database and apply pending migrations.
+
+    `migrations[i]` moves the schema from version i to i+1 (PRAGMA user_version), each in its own
+    transaction, so a database written by an older chatmem is upgraded in place.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)  # autocommit; we BEGIN explicitly
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoint, safe against corruption
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=30000")
+    for version, migrate in enumerate(migrations):
+        current = conn.execute("PRAGMA user_version").fetchone()[0]
+        if current > version:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            migrate(conn)
+            conn.execute(f"PRAGMA user_version={version + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return conn
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open an existing database read-only (for inspection commands). Raises FileNotFoundError if absent."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist (nothing has been ingested into this data dir yet)")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+class Transaction:
+    """`with Transaction(conn):` runs a BEGIN IMMEDIATE ... COMMIT block, rolling back on any exception."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")

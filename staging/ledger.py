@@ -1,0 +1,202 @@
+"""staging.db: the run ledger (runs, stage runs) and what each stage did, keyed by run id.
+
+"What did run R do" is one query: `SELECT * FROM stage_runs WHERE run_id = R`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from staging.db import Transaction, connect
+
+SCHEMA_V1 = [
+    """CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed')),
+        stages TEXT NOT NULL,
+        exports TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        code_version TEXT NOT NULL,
+        error TEXT
+    )""",
+    """CREATE TABLE stage_runs (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        stage TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'skipped', 'failed')),
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        duration_s REAL,
+        input_fingerprint TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        code_version TEXT NOT NULL,
+        rows_in INTEGER,
+        rows_out INTEGER,
+        counts TEXT,
+        notes TEXT,
+        error TEXT,
+        rerun_hint TEXT
+    )""",
+    "CREATE INDEX stage_runs_by_run ON stage_runs (run_id, stage)",
+    """CREATE TABLE ingest_files (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        stage_run_id INTEGER NOT NULL REFERENCES stage_runs(id),
+        path TEXT NOT NULL,
+        sha256 TEXT,
+        format TEXT,
+        status TEXT NOT NULL CHECK (status IN ('ingested', 'partial', 'skipped', 'failed')),
+        conversations INTEGER NOT NULL DEFAULT 0,
+        messages_read INTEGER NOT NULL DEFAULT 0,
+        messages_inserted INTEGER NOT NULL DEFAULT 0,
+        messages_updated INTEGER NOT NULL DEFAULT 0,
+        messages_unchanged INTEGER NOT NULL DEFAULT 0,
+        messages_retired INTEGER NOT NULL DEFAULT 0,
+        quarantined INTEGER NOT NULL DEFAULT 0,
+        detail TEXT,
+        PRIMARY KEY (run_id, path)
+    )""",
+]
+
+
+def _migrate_v1(conn: sqlite3.Connection) -> None:
+    for statement in SCHEMA_V1:
+        conn.execute(statement)
+
+
+MIGRATIONS = [_migrate_v1]
+
+
+def open_staging(path: Path) -> sqlite3.Connection:
+    """Open staging.db read-write, creating or upgrading its schema."""
+    return connect(path, MIGRATIONS)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def new_run_id() -> str:
+    """Sortable and unique: UTC time to the second plus 6 random hex digits."""
+    return datetime.now(UTC).strftime("r%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def open_run(
+    conn: sqlite3.Connection,
+    *,
+    stages: list[str],
+    exports: list[str],
+    settings: Mapping[str, Any],
+    code_version: str,
+    run_id: str | None = None,
+) -> str:
+    """Record a new run (or re-open an existing one, for `chatmem stage X --run-id R`)."""
+    run_id = run_id or new_run_id()
+    with Transaction(conn):
+        existing = conn.execute("SELECT id FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if existing is None:
+            conn.execute(
+                "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version)"
+                " VALUES (?, ?, 'running', ?, ?, ?, ?)",
+                (run_id, _now(), json.dumps(stages), json.dumps(exports), json.dumps(settings), code_version),
+            )
+        else:
+            conn.execute(
+                "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?", (run_id,)
+            )
+    return run_id
+
+
+def close_run(conn: sqlite3.Connection, run_id: str, *, error: str | None = None) -> None:
+    with Transaction(conn):
+        conn.execute(
+            "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?",
+            ("failed" if error else "succeeded", _now(), error, run_id),
+        )
+
+
+def run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is not None
+
+
+def run_exports(conn: sqlite3.Connection, run_id: str) -> list[str]:
+    row = conn.execute("SELECT exports FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return [] if row is None else list(json.loads(row["exports"]))
+
+
+class StageRun:
+    """One stage's entry in the ledger: opened on start, closed with counts or with the failure."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        run_id: str,
+        stage: str,
+        input_fingerprint: str,
+        settings: Mapping[str, Any],
+        code_version: str,
+    ) -> None:
+        self.conn = conn
+        self.run_id = run_id
+        self.stage = stage
+        self._started = time.monotonic()
+        with Transaction(conn):
+            cursor = conn.execute(
+                "INSERT INTO stage_runs (run_id, stage, status, started_at, input_fingerprint, settings,"
+                " code_version) VALUES (?, ?, 'running', ?, ?, ?, ?)",
+                (run_id, stage, _now(), input_fingerprint, json.dumps(settings), code_version),
+            )
+            self.id = int(cursor.lastrowid or 0)
+
+    def succeed(
+        self,
+        *,
+        rows_in: int,
+        rows_out: int,
+        counts: Mapping[str, int],
+        notes: list[str] | None = None,
+        skipped: bool = False,
+    ) -> None:
+        self._close(
+            "skipped" if skipped else "succeeded",
+            rows_in=rows_in,
+            rows_out=rows_out,
+            counts=json.dumps(dict(counts)),
+            notes="\n".join(notes or []) or None,
+        )
+
+    def fail(self, error: str, rerun_hint: str) -> None:
+        self._close("failed", error=error, rerun_hint=rerun_hint)
+
+    def _close(self, status: str, **values: Any) -> None:
+        values.update(
+            status=status, finished_at=_now(), duration_s=round(time.monotonic() - self._started, 3)
+        )
+        assignments = ", ".join(f"{name} = ?" for name in values)
+        with Transaction(self.conn):
+            self.conn.execute(
+                f"UPDATE stage_runs SET {assignments} WHERE id = ?", (*values.values(), self.id)
+            )
+
+
+def record_ingest_file(conn: sqlite3.Connection, stage_run: StageRun, **row: Any) -> None:
+    """Upsert what the ingest stage did with one file in this run."""
+    row = {"run_id": stage_run.run_id, "stage_run_id": stage_run.id, **row}
+    columns = ", ".join(row)
+    marks = ", ".join("?" * len(row))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("run_id", "path"))
+    with Transaction(conn):
+        conn.execute(
+            f"INSERT INTO ingest_files ({columns}) VALUES ({marks})"
+            f" ON CONFLICT (run_id, path) DO UPDATE SET {updates}",
+            tuple(row.values()),
+        )
