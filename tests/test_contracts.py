@@ -1,0 +1,110 @@
+"""Contracts: the strict-schema validator, strict models, settings, golden schemas."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts import StrictBase
+from contracts.errors import StageError
+from contracts.records import ExportConversation, QuarantineRecord
+from contracts.results import StageResult
+from contracts.schema_check import assert_strict_model, strict_schema_violations
+from contracts.settings import Settings
+
+GOLDEN = Path(__file__).parent / "golden"
+# Bump a model's version (then run python tests/golden/regenerate.py) whenever its schema changes.
+GOLDEN_MODELS: dict[str, tuple[type[BaseModel], int]] = {
+    "ExportConversation": (ExportConversation, 1),
+    "QuarantineRecord": (QuarantineRecord, 1),
+    "StageResult": (StageResult, 1),
+}
+
+
+class _Leaf(StrictBase):
+    name: str = Field(description="n")
+    note: str | None = Field(description="optional values are null unions, still required")
+
+
+class _Strict(StrictBase):
+    leaves: list[_Leaf] = Field(description="nested objects are checked too")
+
+
+class _LooseLeaf(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str
+
+
+class _WithDefault(StrictBase):
+    name: str = "x"
+
+
+class _Nested(StrictBase):
+    items: list[_LooseLeaf]
+    mapping: dict[str, int]
+
+
+def test_strict_model_passes() -> None:
+    """A StrictBase tree with every field required is strict at every depth."""
+    schema = assert_strict_model(_Strict)
+    assert schema["additionalProperties"] is False
+
+
+def test_default_makes_a_property_not_required() -> None:
+    """A field with a default is not in `required`: named as a violation."""
+    assert strict_schema_violations(_WithDefault.model_json_schema()) == ["#: properties not required: name"]
+
+
+def test_violations_name_the_path_at_depth() -> None:
+    """A loose nested model and a dict field are reported with their JSON paths."""
+    problems = strict_schema_violations(_Nested.model_json_schema())
+    assert "#/$defs/_LooseLeaf: additionalProperties must be false" in problems
+    assert any(p.startswith("#/properties/mapping") for p in problems)
+    with pytest.raises(ValueError, match="_LooseLeaf"):
+        assert_strict_model(_Nested)
+
+
+def test_settings_read_nested_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """CHATMEM_DATA_DIR and CHATMEM_INGEST__BATCH_SIZE reach the settings object when it is created."""
+    monkeypatch.setenv("CHATMEM_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("CHATMEM_INGEST__BATCH_SIZE", "7")
+    settings = Settings()
+    assert settings.data_dir == tmp_path and settings.ingest.batch_size == 7
+    assert settings.archive_path == tmp_path / "archive.db"
+
+
+def test_every_settings_field_has_a_description() -> None:
+    """Each setting documents itself (the CLI and docs read these)."""
+
+    def fields(model: type[BaseModel]) -> list[tuple[str, str | None]]:
+        out = []
+        for name, info in model.model_fields.items():
+            out.append((name, info.description))
+            annotation = info.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                out.extend(fields(annotation))
+        return out
+
+    missing = [name for name, description in fields(Settings) if not description]
+    assert missing == []
+
+
+def test_stage_error_names_stage_run_and_rerun_command() -> None:
+    """A stage failure says which stage, which run and how to re-run."""
+    error = StageError("ingest", "r1", "boom")
+    assert str(error) == "stage ingest failed in run r1: boom (re-run: chatmem stage ingest --run-id r1)"
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_MODELS))
+def test_schema_matches_golden_file(name: str) -> None:
+    """A contract's JSON schema only changes together with a version bump and a new golden file."""
+    model, version = GOLDEN_MODELS[name]
+    golden = GOLDEN / f"{name}.v{version}.json"
+    assert golden.exists(), f"no golden schema {golden.name}: run python tests/golden/regenerate.py"
+    expected = json.loads(golden.read_text())
+    assert model.model_json_schema() == expected, (
+        f"{name} schema changed: bump its version in GOLDEN_MODELS and run python tests/golden/regenerate.py"
+    )
