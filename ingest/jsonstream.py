@@ -29,6 +29,9 @@ class _CountingReader(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         data = self._stream.read(size)
+        if self.position == 0 and data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:] or self._stream.read(size)  # yajl rejects a UTF-8 BOM (Windows tools write one)
+            self.position += 3
         self.position += len(data)
         return data
 

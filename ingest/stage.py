@@ -156,7 +156,9 @@ def _ingest_one(
         log.error("ingest - %s", exc)
         return FileOutcome(str(path), "failed", detail=str(exc))
 
-    source = ExportSource(path=opened.path, sha256=opened.sha256, format=fmt, size_bytes=opened.size_bytes)  # type: ignore[arg-type]
+    source = ExportSource(
+        path=opened.path, sha256=opened.sha256, format=fmt, size_bytes=opened.size_bytes
+    )
     source_id = writer.begin_source(source)
     outcome = FileOutcome(opened.path, "ingested", opened.sha256, fmt)
     notes = [f"side files present, not parsed: {', '.join(opened.side_files)}"] if opened.side_files else []

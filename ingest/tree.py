@@ -215,9 +215,11 @@ def _active_leaf(
     return max(leaves, key=latest)
 
 
-def _raw(draft: DraftMessage) -> str:
+def _raw(draft: DraftMessage, limit: int = 1_000_000) -> str:
     if draft.source_json is not None:
-        return json.dumps(draft.source_json, ensure_ascii=False, default=str)
-    return json.dumps(
-        {"uuid": draft.uuid, "parent": draft.parent_ref, "text": draft.text}, ensure_ascii=False
-    )
+        text = json.dumps(draft.source_json, ensure_ascii=False, default=str)
+    else:
+        fields = {"uuid": draft.uuid, "parent": draft.parent_ref, "text": draft.text}
+        text = json.dumps(fields, ensure_ascii=False)
+    # QuarantineRecord.raw is "possibly truncated": one huge message must not make a huge quarantine row.
+    return text if len(text) <= limit else f"{text[:limit]}... [truncated: {len(text)} characters in all]"

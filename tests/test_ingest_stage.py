@@ -193,7 +193,7 @@ def test_truncated_file_keeps_every_complete_conversation(tmp_path: Path) -> Non
 def test_invalid_utf8_bytes_are_replaced_and_every_record_kept(tmp_path: Path) -> None:
     """Non-UTF-8 bytes inside one message do not cost the file: they become U+FFFD and are reported."""
     text = json.dumps(make_chatgpt_export(3), ensure_ascii=False).encode("utf-8")
-    broken = text.replace("turn 1 of c1".encode(), b"turn 1 of c1 \xff\xfe latin-1 \xe9t\xe9", 1)
+    broken = text.replace(b"turn 1 of c1", b"turn 1 of c1 \xff\xfe latin-1 \xe9t\xe9", 1)
     path = tmp_path / "conversations.json"
     path.write_bytes(broken)
     archive, result = ingest(tmp_path / "data", path)

@@ -1,0 +1,273 @@
+"""Recognise an export's format from its first bytes, never from its file name.
+
+`detect_format` gets the head of a file (about 64 KiB, possibly cut mid-record), streams JSON events over it
+with ijson and looks at the keys of the first record:
+
+    [ {mapping | current_node ...} ]           chatgpt
+    [ {chat_messages ... } ] / [ {uuid, name} ] claude
+    [ {id, name, messages} ]                   chatbotui (version 1 had no envelope)
+    {chat_messages ...}                        claude (one conversation, as the web API returns it)
+    {conversationId, messages}                 librechat
+    {version, history}                         chatbotui
+    one JSON object per line with conversation_id, role, text    jsonl
+
+Keys are collected until the first record closes or the head runs out, so key order does not matter and a
+cut head still decides. A head that breaks (bad JSON) after enough keys were seen still decides: the parser
+then reports the break after yielding every complete record before it. Files that are valid but not a
+conversations file (ChatGPT and Claude side files, JSON of unknown shape) raise UnsupportedFormatError naming
+what was seen; empty and non-JSON files raise MalformedExportError.
+
+`peek_start`, `raw_json` and `json_kind` are small helpers the parsers of this package share.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
+
+import ijson
+
+from contracts.errors import ConfigError, MalformedExportError, UnsupportedFormatError
+from contracts.records import EXPORT_FORMATS, ExportConversation, QuarantineRecord
+
+HEAD_BYTES = 64 * 1024
+RAW_LIMIT = 1_000_000  # characters of a quarantined record's JSON that are kept
+_BOM = b"\xef\xbb\xbf"
+_WHITESPACE = b" \t\r\n"
+_JSONL_KEYS = frozenset({"conversation_id", "role", "text"})
+# Keys that settle the format as soon as they are seen, whatever else the record holds.
+_DECISIVE = frozenset({"mapping", "current_node", "chat_messages", "history", "conversationId"})
+
+Parser = Callable[..., Iterator[ExportConversation | QuarantineRecord]]
+
+
+def detect_format(head: bytes, *, name: str) -> str:
+    """Return one of EXPORT_FORMATS for a file whose first bytes are `head`.
+
+    Raises MalformedExportError (empty, not JSON) or UnsupportedFormatError (valid, but not a conversations
+    export: the message names the kind detected, e.g. 'chatgpt-side-file').
+    """
+    body = head[len(_BOM) :] if head.startswith(_BOM) else head
+    body = body.lstrip(_WHITESPACE)
+    if not body:
+        raise MalformedExportError(name, "empty file: no JSON found")
+    first = body[:1]
+    if first == b"[":
+        keys, closed, error = _first_record_keys(body, "item")
+        # `[]` is an export with no conversations: any list parser yields nothing from it.
+        fmt = "chatgpt" if body[1:].lstrip(_WHITESPACE).startswith(b"]") else _classify_list(keys, name)
+    elif first == b"{":
+        keys, closed, error = _first_record_keys(body, "")
+        fmt = _classify_object(keys, name)
+        if fmt is None and _looks_like_jsonl(body):  # the first line may be the one bad line of a JSONL file
+            fmt = "jsonl"
+    else:
+        keys, closed, error = [], False, None
+        fmt = "jsonl" if _looks_like_jsonl(body) else None
+        if fmt is None:
+            problem = f"not a JSON list or object: the file starts with {_describe_start(body)}"
+            raise MalformedExportError(name, problem)
+    if fmt is not None:
+        return fmt
+    if error is not None:
+        raise MalformedExportError(name, f"invalid JSON before the format could be recognised ({error})")
+    if not closed and len(head) < HEAD_BYTES:  # the head is the whole file, and it stops mid-record
+        problem = f"truncated JSON: the file ends inside its first record ({len(head)} bytes)"
+        raise MalformedExportError(name, problem)
+    if not closed:
+        problem = f"format not recognised in the first {len(head)} bytes (first record's keys: {_keys(keys)})"
+        raise UnsupportedFormatError(name, "unknown", problem)
+    shape = "list" if first == b"[" else "object"
+    problem = f"JSON {shape} of an unknown shape (first record's keys: {_keys(keys)}); expected one of "
+    raise UnsupportedFormatError(name, "unknown", problem + ", ".join(EXPORT_FORMATS))
+
+
+def _first_record_keys(body: bytes, prefix: str) -> tuple[list[str], bool, str | None]:
+    """The keys of the first record under `prefix`, whether that record closed, and the JSON error if any.
+
+    Stops early on a decisive key. A record that is not an object gives no keys.
+    """
+    keys: list[str] = []
+    events = ijson.parse(io.BytesIO(body), multiple_values=True)
+    try:
+        for path, event, value in events:
+            if path != prefix:
+                continue
+            if event == "map_key":
+                keys.append(value)
+                if value in _DECISIVE or set(keys) >= _JSONL_KEYS:
+                    break
+            elif event not in ("start_map", "start_array"):
+                return keys, True, None  # the first record ended (or was a scalar)
+        else:
+            return keys, True, None  # the document ended: an empty list or object
+    except ijson.common.JSONError as exc:
+        message = " ".join(str(exc).split())[:120]
+        # The head is usually cut mid-record: running out of bytes is not an error, bad bytes are.
+        return keys, False, None if "premature EOF" in message else message
+    return keys, False, None  # stopped on a decisive key
+
+
+def _classify_list(keys: list[str], name: str) -> str | None:
+    found = set(keys)
+    if found & {"mapping", "current_node"}:
+        return "chatgpt"
+    if "chat_messages" in found:
+        return "claude"
+    side = _chatgpt_side_file(found)
+    if side is not None:
+        raise UnsupportedFormatError(name, "chatgpt-side-file", _side_problem("chatgpt-side-file", side))
+    if "uuid" in found and found & {"docs", "prompt_template", "is_starter_project", "email_address"}:
+        problem = _side_problem("claude-side-file", "projects.json or users.json")
+        raise UnsupportedFormatError(name, "claude-side-file", problem)
+    if {"uuid", "name"} <= found:
+        return "claude"  # a conversation with no chat_messages key, or cut before it
+    if {"id", "name", "messages"} <= found:
+        return "chatbotui"
+    if found >= _JSONL_KEYS:
+        problem = "detected 'json-message-list': write one message per line instead (JSONL, docs/formats.md)"
+        raise UnsupportedFormatError(name, "json-message-list", problem)
+    return None
+
+
+def _classify_object(keys: list[str], name: str) -> str | None:
+    found = set(keys)
+    if "chat_messages" in found:
+        return "claude"
+    if "conversationId" in found:
+        return "librechat"
+    if "history" in found:
+        return "chatbotui"
+    if found >= _JSONL_KEYS:
+        return "jsonl"
+    if {"uuid", "name"} <= found:
+        return "claude"  # cut before chat_messages
+    if found & {"mapping", "current_node"}:
+        problem = "detected 'chatgpt-single-conversation': a ChatGPT export is a list of conversations"
+        raise UnsupportedFormatError(name, "chatgpt-single-conversation", problem)
+    if {"email", "chatgpt_plus_user"} & found:
+        problem = _side_problem("chatgpt-side-file", "user.json")
+        raise UnsupportedFormatError(name, "chatgpt-side-file", problem)
+    return None
+
+
+def _chatgpt_side_file(found: set[str]) -> str | None:
+    """Which of the files beside ChatGPT's conversations.json the first record's keys point to."""
+    if "rating" in found:
+        return "message_feedback.json"
+    if "is_anonymous" in found:
+        return "shared_conversations.json"
+    if "user_id" in found or "input" in found:
+        return "model_comparisons.json"
+    return None
+
+
+def _side_problem(kind: str, which: str) -> str:
+    return f"detected {kind!r} ({which}): it sits beside conversations.json and holds no conversations"
+
+
+def _looks_like_jsonl(body: bytes) -> bool:
+    """True when some complete line of the head is a JSON object with the JSONL message keys."""
+    for line in body.split(b"\n", 200)[:200]:  # a line cut by the end of the head just fails to decode
+        try:
+            record = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(record, dict) and record.keys() >= _JSONL_KEYS:
+            return True
+    return False
+
+
+def _describe_start(body: bytes) -> str:
+    if body.startswith(b"PK\x03\x04"):
+        return "a zip signature (open it as a zip export)"
+    if body.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "a UTF-16 byte order mark (chatmem reads UTF-8)"
+    return repr(body[:20])
+
+
+def _keys(keys: list[str]) -> str:
+    return ", ".join(keys[:12]) or "none"
+
+
+def parser_for(fmt: str) -> Parser:
+    """The parse function for a format in EXPORT_FORMATS. Imports are lazy: parsers import this module."""
+    if fmt == "chatgpt":
+        from ingest import chatgpt
+
+        return chatgpt.parse
+    if fmt == "claude":
+        from ingest.claude import parse
+
+        return parse
+    if fmt == "jsonl":
+        from ingest.jsonl import parse as parse_jsonl
+
+        return parse_jsonl
+    if fmt in ("librechat", "chatbotui"):
+        from ingest.librechat import parse_chatbotui, parse_librechat
+
+        return parse_librechat if fmt == "librechat" else parse_chatbotui
+    raise ConfigError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
+
+
+def peek_start(stream: BinaryIO) -> tuple[bytes, BinaryIO]:
+    """The first byte after a BOM and whitespace (b"" for an empty stream), and a stream that replays it all.
+
+    Parsers use it to choose a top-level list or object without needing a seekable stream.
+    """
+    seen: list[bytes] = []
+    while chunk := stream.read(HEAD_BYTES):
+        seen.append(chunk)
+        start = b"".join(seen)
+        start = start[len(_BOM) :] if start.startswith(_BOM) else start
+        stripped = start.lstrip(_WHITESPACE)
+        if stripped and stripped != _BOM[: len(stripped)]:
+            return stripped[:1], _Replay(b"".join(seen), stream)  # type: ignore[return-value]
+    return b"", _Replay(b"".join(seen), stream)  # type: ignore[return-value]
+
+
+class _Replay(io.RawIOBase):
+    """Read `prefix` first, then the rest of `stream`."""
+
+    def __init__(self, prefix: bytes, stream: BinaryIO) -> None:
+        self._prefix = prefix
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if not self._prefix:
+            return self._stream.read(size)
+        if size is None or size < 0:
+            data, self._prefix = self._prefix + self._stream.read(), b""
+            return data
+        data, self._prefix = self._prefix[:size], self._prefix[size:]
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def raw_json(record: object) -> str:
+    """A record as JSON text for a quarantine row, cut to RAW_LIMIT characters with a marker."""
+    text = json.dumps(record, ensure_ascii=False, default=str)
+    if len(text) <= RAW_LIMIT:
+        return text
+    return f"{text[:RAW_LIMIT]}... [truncated: {len(text)} characters in all]"
+
+
+def json_kind(value: object) -> str:
+    """The JSON name of a decoded value's type, for quarantine reasons."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {dict: "object", list: "list", str: "string", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )

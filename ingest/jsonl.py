@@ -1,0 +1,232 @@
+"""The generic JSONL parser: one JSON message per line (the format is specified in docs/formats.md).
+
+    {"conversation_id": "c1", "id": "m1", "role": "user", "text": "hi", "created_at": "2024-05-01T10:00:00Z"}
+
+Each line is decoded on its own, so a bad line (not UTF-8, not JSON, not an object, a required field missing
+or of the wrong type) becomes a quarantine row "line N" and the rest of the file still arrives; this parser
+never raises for one bad line. It raises MalformedExportError only when no line at all is a message.
+
+Grouping. The lines of one conversation need not be contiguous, and a parser cannot emit a conversation
+before it knows no later line belongs to it. Holding every conversation in a dict would make memory grow
+with the file, and a second pass needs a seekable stream (the stage gives a plain reader). So each good line
+is written, already decoded, to a private temporary SQLite database (stdlib; it lives in the page cache and
+spills to a temp file when large, and is deleted on close); after the last line the conversations are read
+back one at a time in order of first appearance. Memory is bounded by the largest conversation, whatever the
+line order; the price is writing the text once more to temp storage, and conversations arrive only after
+the whole file is read (quarantine rows arrive as the bad lines are met). A file whose conversations are
+contiguous is read back in insertion order, with no index and no sort.
+
+Parents: a line's `parent_id` when it has one; without one (missing or null), the previous line of the same
+conversation, so a file without parent ids is a chain in line order.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any, BinaryIO
+
+from contracts.errors import MalformedExportError
+from contracts.records import ExportConversation, QuarantineRecord, Role
+from ingest.detect import RAW_LIMIT, raw_json
+from ingest.timestamps import to_utc
+from ingest.tree import DraftMessage, build_thread
+
+CHUNK = 1 << 20
+BATCH = 10_000
+REQUIRED = ("conversation_id", "id", "role", "text")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_ROLES: dict[str, Role] = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+    "function": "tool",
+    "other": "other",
+}
+# conv (order of first appearance), line, id, parent, role, author, content_type, text, created (µs, epoch)
+Row = tuple[int, int, str, str | None, str, str | None, str, str, int | None]
+
+
+def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | QuarantineRecord]:
+    """Yield a quarantine row per bad line as it is read, then the conversations in order of appearance."""
+    spill = sqlite3.connect("")  # "" = private temporary database, deleted when closed
+    try:
+        spill.executescript(
+            "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-32768;"
+            "CREATE TABLE m (conv INTEGER, line INTEGER, id TEXT, parent TEXT, role TEXT, author TEXT,"
+            " content_type TEXT, text TEXT, created INTEGER);"
+        )
+        conversations: dict[str, int] = {}  # conversation id → order of first appearance
+        titles: dict[int, str] = {}
+        contiguous = True
+        good = bad = 0
+        batch: list[Row] = []
+        for number, line in enumerate(_lines(stream), start=1):
+            if not line.strip():
+                continue  # blank lines (and the final newline's empty piece) are not records
+            decoded = _decode(line, number)
+            if isinstance(decoded, QuarantineRecord):
+                bad += 1
+                yield decoded
+                continue
+            record, conversation_id = decoded
+            conv = conversations.setdefault(conversation_id, len(conversations))
+            contiguous = contiguous and conv >= len(conversations) - 1
+            title = record.get("conversation_title") or record.get("title")
+            if isinstance(title, str) and conv not in titles:
+                titles[conv] = title
+            parent = record.get("parent_id")
+            created = to_utc(record.get("created_at"))
+            role = record["role"].strip().lower()
+            author = record.get("author")
+            content_type = record.get("content_type")
+            batch.append(
+                (
+                    conv,
+                    number,
+                    _id(record["id"]),
+                    None if parent is None else _id(parent),
+                    _ROLES.get(role, "other"),
+                    author
+                    if isinstance(author, str)
+                    else (None if role in _ROLES else record["role"] or None),
+                    content_type if isinstance(content_type, str) else "text",
+                    record["text"],
+                    None if created is None else (created - _EPOCH) // _MICROSECOND,
+                )
+            )
+            good += 1
+            if len(batch) >= BATCH:
+                spill.executemany("INSERT INTO m VALUES (?,?,?,?,?,?,?,?,?)", batch)
+                batch.clear()
+        spill.executemany("INSERT INTO m VALUES (?,?,?,?,?,?,?,?,?)", batch)
+        if not good and bad:
+            raise MalformedExportError(name, f"no line is a JSONL message ({bad} bad line(s), quarantined)")
+        if contiguous:
+            rows = spill.execute("SELECT * FROM m ORDER BY rowid")
+        else:
+            spill.execute("CREATE INDEX m_order ON m (conv, line)")
+            rows = spill.execute("SELECT * FROM m ORDER BY conv, line")
+        ids = list(conversations)
+        for conv, group in _grouped(rows):
+            yield from _conversation(ids[conv], group, titles.get(conv))
+    finally:
+        spill.close()
+
+
+def _lines(stream: BinaryIO) -> Iterator[bytes]:
+    """Split a stream on b"\\n" reading 1 MiB at a time (the stage's readers have only `read`)."""
+    tail: list[bytes] = []
+    while chunk := stream.read(CHUNK):
+        pieces = chunk.split(b"\n")
+        if len(pieces) == 1:
+            tail.append(chunk)
+            continue
+        tail.append(pieces[0])
+        yield b"".join(tail)
+        yield from pieces[1:-1]
+        tail = [pieces[-1]]
+    last = b"".join(tail)
+    if last:
+        yield last
+
+
+def _decode(line: bytes, number: int) -> tuple[dict[str, Any], str] | QuarantineRecord:
+    """The line's record and conversation id, or a quarantine row saying why it cannot be used."""
+    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+        line = line[3:]
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _bad(number, f"not UTF-8 text (invalid byte at offset {exc.start})", line)
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _bad(number, f"invalid JSON: {exc.msg} at column {exc.colno}", line)
+    if not isinstance(record, dict):
+        return _bad(number, f"a JSON {type(record).__name__}, not an object", line)
+    missing = [key for key in REQUIRED if record.get(key) is None]
+    if missing:
+        return _bad(number, f"missing required field(s): {', '.join(missing)}", line, record)
+    for key in ("conversation_id", "id", "parent_id"):
+        value = record.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, str | int)):
+            return _bad(number, f"{key} must be a string or an integer", line, record)
+    for key in ("role", "text"):
+        if not isinstance(record[key], str):
+            return _bad(number, f"{key} must be a string", line, record)
+    return record, _id(record["conversation_id"])
+
+
+def _bad(number: int, reason: str, line: bytes, record: object = None) -> QuarantineRecord:
+    conversation_id = record.get("conversation_id") if isinstance(record, dict) else None
+    return QuarantineRecord(
+        locator=f"line {number}",
+        reason=reason,
+        raw=line[:RAW_LIMIT].decode("utf-8", "backslashreplace"),
+        conversation_id=None if conversation_id is None else str(conversation_id),
+    )
+
+
+def _id(value: str | int) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _grouped(rows: Iterable[Row]) -> Iterator[tuple[int, list[Row]]]:
+    current: list[Row] = []
+    for row in rows:
+        if current and row[0] != current[0][0]:
+            yield current[0][0], current
+            current = []
+        current.append(row)
+    if current:
+        yield current[0][0], current
+
+
+def _conversation(
+    conversation_id: str, rows: list[Row], title: str | None
+) -> Iterator[ExportConversation | QuarantineRecord]:
+    drafts: list[DraftMessage] = []
+    seen: dict[str, int] = {}
+    previous: str | None = None
+    for _, number, uuid, parent, role, author, content_type, text, created in rows:
+        if uuid in seen:
+            reason = f"duplicate message id {uuid!r} (first on line {seen[uuid]})"
+            record = {"conversation_id": conversation_id, "id": uuid, "parent_id": parent, "text": text}
+            yield QuarantineRecord(
+                locator=f"line {number}", reason=reason, raw=raw_json(record), conversation_id=conversation_id
+            )
+            continue
+        seen[uuid] = number
+        drafts.append(
+            DraftMessage(
+                uuid=uuid,
+                parent_ref=previous if parent is None else parent,
+                role=role,  # type: ignore[arg-type]  # one of _ROLES' values, as written above
+                author=author,
+                content_type=content_type,
+                text=text,
+                created_at=None if created is None else _EPOCH + created * _MICROSECOND,
+            )
+        )
+        previous = uuid
+    thread = build_thread(conversation_id, drafts, locator=f"conversation[{conversation_id}].")
+    yield from thread.quarantined
+    times = [m.created_at for m in thread.messages if m.created_at is not None]
+    yield ExportConversation(
+        id=conversation_id,
+        title=title,
+        created_at=min(times, default=None),
+        updated_at=max(times, default=None),
+        current_node=thread.current_node,
+        messages=thread.messages,
+    )
