@@ -177,6 +177,11 @@ def _bad(number: int, reason: str, line: bytes, record: object = None) -> Quaran
     )
 
 
+def scoped_id(conversation_id: str, message_id: str) -> str:
+    """The archive id of a JSONL message: `<conversation_id>:<id>`."""
+    return f"{conversation_id}:{message_id}"
+
+
 def _id(value: str | int) -> str:
     return value if isinstance(value, str) else str(value)
 
@@ -207,10 +212,12 @@ def _conversation(
             )
             continue
         seen[uuid] = number
+        # Ids in this format only need to be unique within their conversation (the docs promise that), but
+        # archive message ids are global: scope them by the conversation so two logs may both have a "1".
         drafts.append(
             DraftMessage(
-                uuid=uuid,
-                parent_ref=previous if parent is None else parent,
+                uuid=scoped_id(conversation_id, uuid),
+                parent_ref=previous if parent is None else scoped_id(conversation_id, parent),
                 role=role,  # type: ignore[arg-type]  # one of _ROLES' values, as written above
                 author=author,
                 content_type=content_type,
@@ -218,7 +225,7 @@ def _conversation(
                 created_at=None if created is None else _EPOCH + created * _MICROSECOND,
             )
         )
-        previous = uuid
+        previous = scoped_id(conversation_id, uuid)
     thread = build_thread(conversation_id, drafts, locator=f"conversation[{conversation_id}].")
     yield from thread.quarantined
     times = [m.created_at for m in thread.messages if m.created_at is not None]

@@ -22,6 +22,11 @@ SHARED = ROOT.parent / "shared" / "data"
 LONGMEMEVAL = SHARED / "benchmarks" / "longmemeval" / "longmemeval_s_dev50.jsonl.gz"
 
 
+def _local(message_id: str | None) -> str | None:
+    """The id as written in the file: the archive id is `<conversation_id>:<id>`."""
+    return None if message_id is None else message_id.split(":", 1)[1]
+
+
 def _parse(data: bytes) -> tuple[list[ExportConversation], list[QuarantineRecord]]:
     conversations: list[ExportConversation] = []
     quarantined: list[QuarantineRecord] = []
@@ -62,7 +67,7 @@ def test_the_example_in_docs_formats_parses_as_documented() -> None:
         ("recipes", None, 1),
     ]
     trip = conversations[0]
-    assert [(m.uuid, m.parent_id, m.seq) for m in trip.messages] == [
+    assert [(_local(m.uuid), _local(m.parent_id), m.seq) for m in trip.messages] == [
         ("1", None, 0),
         ("2", "1", 1),
         ("3", "2", 2),
@@ -89,7 +94,10 @@ def test_bad_lines_are_quarantined_with_their_line_numbers_while_good_lines_arri
     assert "missing required field(s): role" in reasons[2] and "text must be a string" in reasons[3]
     assert quarantined[0].raw == "{not json" and quarantined[2].conversation_id == "c1"
     (conversation,) = conversations
-    assert [(m.uuid, m.parent_id) for m in conversation.messages] == [("m1", None), ("m2", "m1")]
+    assert [(_local(m.uuid), _local(m.parent_id)) for m in conversation.messages] == [
+        ("m1", None),
+        ("m2", "m1"),
+    ]
 
 
 def test_a_non_utf8_line_is_quarantined_and_its_neighbours_arrive() -> None:
@@ -100,7 +108,7 @@ def test_a_non_utf8_line_is_quarantined_and_its_neighbours_arrive() -> None:
     conversations, quarantined = _parse(data)
     (bad,) = quarantined
     assert bad.locator == "line 2" and "not UTF-8" in bad.reason and "\\xe9" in bad.raw
-    assert [m.uuid for m in conversations[0].messages] == ["m1", "m3"]
+    assert [_local(m.uuid) for m in conversations[0].messages] == ["m1", "m3"]
 
 
 def test_a_conversation_split_across_non_contiguous_lines_is_one_conversation() -> None:
@@ -115,12 +123,15 @@ def test_a_conversation_split_across_non_contiguous_lines_is_one_conversation() 
     conversations, quarantined = _parse(data)
     assert quarantined == []
     assert [c.id for c in conversations] == ["a", "b"]
-    assert [(m.uuid, m.parent_id) for m in conversations[0].messages] == [
+    assert [(_local(m.uuid), _local(m.parent_id)) for m in conversations[0].messages] == [
         ("a1", None),
         ("a2", "a1"),
         ("a3", "a2"),
     ]
-    assert [(m.uuid, m.parent_id) for m in conversations[1].messages] == [("b1", None), ("b2", "b1")]
+    assert [(_local(m.uuid), _local(m.parent_id)) for m in conversations[1].messages] == [
+        ("b1", None),
+        ("b2", "b1"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -156,9 +167,9 @@ def test_parent_ids_make_branches_and_the_latest_leaf_is_active() -> None:
         _line("c", "r2", role="assistant", parent_id="q", created_at=1714557700),
     )
     (conversation,), _ = _parse(data)
-    parents = {m.uuid: m.parent_id for m in conversation.messages}
+    parents = {_local(m.uuid): _local(m.parent_id) for m in conversation.messages}
     assert parents == {"q": None, "r1": "q", "r2": "q", "f": "r1"}
-    assert [(m.uuid, m.is_active) for m in conversation.messages] == [
+    assert [(_local(m.uuid), m.is_active) for m in conversation.messages] == [
         ("q", True),
         ("r2", True),
         ("r1", False),
@@ -174,7 +185,10 @@ def test_a_duplicate_message_id_in_one_conversation_is_quarantined_with_its_line
     (duplicate,) = quarantined
     assert duplicate.locator == "line 2" and "first on line 1" in duplicate.reason
     assert json.loads(duplicate.raw)["text"] == "again"
-    assert [(m.uuid, m.parent_id) for m in conversation.messages] == [("m1", None), ("m2", "m1")]
+    assert [(_local(m.uuid), _local(m.parent_id)) for m in conversation.messages] == [
+        ("m1", None),
+        ("m2", "m1"),
+    ]
 
 
 def test_roles_are_normalised_and_an_unknown_role_is_kept_as_the_author() -> None:
@@ -196,7 +210,7 @@ def test_blank_lines_crlf_and_a_bom_are_tolerated_and_line_numbers_count_every_l
     data = b"\xef\xbb\xbf" + _line("c", "m1") + b"\r\n\r\n   \n" + b"oops\r\n" + _line("c", "m2") + b"\r\n"
     (conversation,), quarantined = _parse(data)
     assert [q.locator for q in quarantined] == ["line 4"]
-    assert [m.uuid for m in conversation.messages] == ["m1", "m2"]
+    assert [_local(m.uuid) for m in conversation.messages] == ["m1", "m2"]
 
 
 def test_a_file_with_no_message_line_is_malformed_after_its_lines_are_quarantined() -> None:
@@ -256,3 +270,14 @@ def test_real_chat_sessions_written_as_interleaved_jsonl_all_arrive() -> None:
     for conversation in conversations:
         assert [m.text for m in conversation.messages] == [t["content"] for t in sessions[conversation.id]]
         assert_thread_invariants(conversation)
+
+
+def test_the_same_id_in_two_conversations_gives_two_distinct_archive_ids() -> None:
+    """Ids are scoped by conversation, so logs that both number their messages from 1 do not collide."""
+    data = b"".join(
+        json.dumps({"conversation_id": c, "id": 1, "role": "user", "text": c}).encode() + b"\n"
+        for c in ("a", "b")
+    )
+    conversations, quarantined = _parse(data)
+    assert quarantined == []
+    assert [m.uuid for c in conversations for m in c.messages] == ["a:1", "b:1"]
