@@ -1,16 +1,27 @@
 """Streaming JSON reading with errors that name the file and the byte position.
 
-Parsers read with `ijson` so memory does not grow with the file: one top-level record (one conversation)
-at a time. Any JSON error becomes a `MalformedExportError` saying where it happened.
+Parsers read one top-level record (one conversation) at a time, so memory does not grow with the file. Any
+JSON error becomes a `MalformedExportError` saying where it happened.
+
+A top-level array (ChatGPT and Claude exports) takes a fast path, `iter_array_items`: exports are
+dominated by object-building cost, and orjson builds objects several times faster than ijson. The array is
+cut into elements without a tokenizer: an element that starts with `{` ends at some `}` followed by `,` or
+`]`; each such candidate is tried with `orjson.loads`. A wrong candidate (a `}` inside a string or a nested
+object) can never parse, because the slice would leave a string or an object open, so a slice that parses is
+exactly one element. After a few wrong candidates in one element, or for an element that is not an object,
+the standard library's `raw_decode` finds the end instead, so the cost stays linear.
 """
 
 from __future__ import annotations
 
 import io
+import json
+import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import ijson
+import orjson
 
 from contracts.errors import MalformedExportError
 
@@ -47,6 +58,9 @@ def iter_json_items(stream: BinaryIO, prefix: str, *, name: str) -> Iterator[Any
     Numbers come back as float/int (not Decimal). Raises MalformedExportError naming `name` and roughly
     where in the file the JSON broke (the error is raised after every complete item before it was yielded).
     """
+    if prefix == "item":
+        yield from iter_array_items(stream, name=name)
+        return
     reader = _CountingReader(stream)
     try:
         yield from ijson.items(reader, prefix, use_float=True, buf_size=CHUNK)
@@ -103,3 +117,158 @@ class Utf8RepairReader(io.RawIOBase):
         data = self.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
+
+
+_WHITESPACE = b" \t\r\n"
+# The end of an object followed by the next object or by the end of the array. Inside a conversation this
+# pattern only occurs in arrays of objects (message parts, citations), so wrong candidates are few.
+_OBJECT_END = re.compile(rb"\}[ \t\r\n]*(?:,[ \t\r\n]*\{|\])")
+_MAX_SCAN_BYTES = 64 << 20  # past this without a parse, an element is decoded by the fallback instead
+_MAX_WRONG_CANDIDATES = 8
+_DECODER = json.JSONDecoder()
+
+
+class _ArrayReader:
+    """A byte buffer over the stream that keeps only the unconsumed tail plus the element being read."""
+
+    def __init__(self, stream: BinaryIO, name: str) -> None:
+        self.stream = stream
+        self.name = name
+        self.buf = b""
+        self.pos = 0  # index into buf
+        self.offset = 0  # file offset of buf[0]
+        self.eof = False
+
+    def more(self) -> bool:
+        """Read another chunk (dropping what is consumed). False at end of file."""
+        if self.eof:
+            return False
+        chunk = self.stream.read(CHUNK)
+        if not chunk:
+            self.eof = True
+            return False
+        if self.offset == 0 and not self.buf and chunk.startswith(b"\xef\xbb\xbf"):
+            chunk = chunk[3:]  # a UTF-8 BOM (Windows tools write one) is not JSON
+            self.offset = 3
+        if self.pos:
+            self.offset += self.pos
+            self.buf = self.buf[self.pos :]
+            self.pos = 0
+        self.buf += chunk
+        return True
+
+    def peek(self) -> int | None:
+        """The next non-whitespace byte (consuming the whitespace), or None at end of file."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in _WHITESPACE:
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return None
+
+    def fail(self, problem: str, *, invalid_utf8: bool = False) -> MalformedExportError:
+        error = MalformedExportError(self.name, f"{problem} at byte {self.offset + self.pos}")
+        error.invalid_utf8 = invalid_utf8  # type: ignore[attr-defined]
+        return error
+
+
+def iter_array_items(stream: BinaryIO, *, name: str) -> Iterator[Any]:
+    """Yield each element of a top-level JSON array, one at a time (see the module docstring)."""
+    reader = _ArrayReader(stream, name)
+    first = reader.peek()
+    if first is None:
+        raise reader.fail("empty file, expected a JSON array")
+    if first != ord("["):
+        raise reader.fail("invalid JSON: expected a JSON array '['")
+    reader.pos += 1
+    if reader.peek() == ord("]"):
+        return
+    while True:
+        head = reader.peek()
+        if head is None:
+            raise reader.fail("invalid or truncated JSON: the file ends inside the array")
+        item = _object_by_candidates(reader) if head == ord("{") else None
+        if item is None:
+            item = _decode_with_stdlib(reader)
+        self_delimited = head in (ord("{"), ord("["), ord('"'))
+        if self_delimited:
+            yield item  # complete even if the file is cut right after it
+        separator = reader.peek()
+        if not self_delimited and separator in (ord(","), ord("]")):
+            yield item  # a number or literal is only known to be whole once its separator is seen
+        if separator == ord(","):
+            reader.pos += 1
+        elif separator == ord("]"):
+            return
+        elif separator is None:
+            raise reader.fail("invalid or truncated JSON: the file ends inside the array")
+        else:
+            raise reader.fail(f"invalid JSON: expected ',' or ']' after an element, found {chr(separator)!r}")
+
+
+def _object_by_candidates(reader: _ArrayReader) -> Any | None:
+    """Find the element's end by trying each `}` + `,`/`]` candidate with orjson. None: give up (fallback)."""
+    start = reader.pos
+    search_from = start
+    wrong = 0
+    while wrong < _MAX_WRONG_CANDIDATES:
+        match = _OBJECT_END.search(reader.buf, search_from)
+        if match is None:
+            if len(reader.buf) - start > _MAX_SCAN_BYTES:
+                return None  # e.g. a number or string element: no `}` candidate will ever parse
+            # Read on; re-search the last bytes too, since a candidate may straddle the chunk boundary.
+            resume = max(start, len(reader.buf) - 64) - start
+            offset_before = reader.offset
+            if not reader.more():
+                return None
+            start -= reader.offset - offset_before  # the buffer dropped the consumed bytes before `start`
+            search_from = start + resume
+            continue
+        end = match.start() + 1
+        try:
+            item = orjson.loads(reader.buf[start:end])
+        except orjson.JSONDecodeError:
+            wrong += 1
+            search_from = end
+            continue
+        reader.pos = end
+        return item
+    return None
+
+
+def _decode_with_stdlib(reader: _ArrayReader) -> Any:
+    """Decode one element with json.raw_decode, reading more while it may only be incomplete."""
+    while True:
+        data = reader.buf[reader.pos :]
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start >= len(data) - 3 and not reader.eof:  # a character cut by the chunk boundary
+                text = data[: exc.start].decode("utf-8")
+            else:
+                reader.pos += exc.start
+                raise reader.fail("not valid UTF-8", invalid_utf8=True) from exc
+        try:
+            item, end = _DECODER.raw_decode(text)
+        except json.JSONDecodeError as exc:
+            # An element cut by the end of the buffer fails at the end, or as a string left open; any other
+            # error is in the data itself and is reported without reading the rest of the file.
+            maybe_incomplete = exc.pos >= len(text) - 64 or exc.msg.startswith("Unterminated string")
+            if maybe_incomplete and _grow(reader, len(data)):
+                continue
+            reader.pos += len(text[: exc.pos].encode("utf-8"))
+            kind = "invalid or truncated JSON" if maybe_incomplete else "invalid JSON"
+            raise reader.fail(f"{kind} ({exc.msg})") from exc
+        if end >= len(text) - 1 and not reader.eof and _grow(reader, len(data)):
+            continue  # a number or literal that touches the end of the buffer may go on in the next chunk
+        reader.pos += len(text[:end].encode("utf-8"))
+        return item
+
+
+def _grow(reader: _ArrayReader, have: int) -> bool:
+    """Read until the buffer holds about twice `have` unconsumed bytes (so retries stay linear)."""
+    grew = False
+    while len(reader.buf) - reader.pos < 2 * have + CHUNK and reader.more():
+        grew = True
+    return grew

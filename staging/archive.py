@@ -54,8 +54,7 @@ CREATE TABLE messages (
     seq INTEGER NOT NULL,
     content_hash TEXT NOT NULL,
     raw TEXT,
-    source_id INTEGER NOT NULL REFERENCES sources(id),
-    row_hash TEXT NOT NULL
+    source_id INTEGER NOT NULL REFERENCES sources(id)
 );
 CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
 CREATE TABLE quarantine (
@@ -169,10 +168,20 @@ class ArchiveWriter:
         counts = WriteCounts()
         collisions: list[QuarantineRecord] = []
         with Transaction(self.conn):
+            known = self._known_conversations([c.id for c in conversations])
+            fresh: list[ExportConversation] = []
+            again: list[ExportConversation] = []
             for conversation in conversations:
+                if conversation.id in known:
+                    again.append(conversation)
+                else:
+                    known.add(conversation.id)  # a second copy later in the same batch is not fresh
+                    fresh.append(conversation)
+            collisions.extend(self._insert_fresh(source_id, fmt, fresh, counts))
+            for conversation in again:
                 collisions.extend(self._write_conversation(source_id, fmt, conversation, counts))
             rows = [
-                (source_id, q.locator, q.reason, q.raw, q.conversation_id)
+                (source_id, q.locator, q.reason, _utf8_safe(q.raw), q.conversation_id)
                 for q in (*quarantined, *collisions)
             ]
             if rows:
@@ -185,6 +194,66 @@ class ArchiveWriter:
                 counts.quarantined += self.conn.total_changes - before
         return counts, collisions
 
+    def _known_conversations(self, ids: list[str]) -> set[str]:
+        known: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            known.update(
+                row[0]
+                for row in self.conn.execute(f"SELECT id FROM conversations WHERE id IN ({marks})", chunk)
+            )
+        return known
+
+    def _insert_fresh(
+        self, source_id: int, fmt: str, conversations: list[ExportConversation], counts: WriteCounts
+    ) -> list[QuarantineRecord]:
+        """The common case, conversations not in the archive yet: plain bulk inserts, no per-row lookups.
+
+        A message id already stored under another conversation makes its insert do nothing; that is
+        noticed from the change count, and only then are the ids looked up to quarantine the intruders.
+        """
+        if not conversations:
+            return []
+        conn = self.conn
+        conversation_rows = [_conversation_row(source_id, fmt, c, len(c.messages)) for c in conversations]
+        conn.executemany(
+            "INSERT INTO conversations (id, title, created_at, updated_at, current_node, format,"
+            " message_count, source_id, row_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            conversation_rows,
+        )
+        counts.conversations += len(conversation_rows)
+        message_rows = [
+            _message_row(source_id, c.id, m, m.seq, active=m.is_active)
+            for c in conversations
+            for m in c.messages
+        ]
+        before = conn.total_changes
+        conn.executemany(_INSERT_MESSAGE + " ON CONFLICT (uuid) DO NOTHING", message_rows)
+        inserted = conn.total_changes - before
+        counts.inserted += inserted
+        if inserted == len(message_rows):
+            return []
+        collisions: list[QuarantineRecord] = []
+        by_uuid = {m.uuid: (c.id, m) for c in conversations for m in c.messages}
+        uuids = list(by_uuid)
+        for start in range(0, len(uuids), 500):
+            chunk = uuids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for uuid, owner in conn.execute(
+                f"SELECT uuid, conversation_id FROM messages WHERE uuid IN ({marks})", chunk
+            ):
+                conversation_id, message = by_uuid[uuid]
+                if owner != conversation_id:
+                    collisions.append(_collision(conversation_id, message, owner))
+        for affected in {c.conversation_id for c in collisions}:
+            conn.execute(
+                "UPDATE conversations SET message_count ="
+                " (SELECT COUNT(*) FROM messages WHERE conversation_id = ?1) WHERE id = ?1",
+                (affected,),
+            )
+        return collisions
+
     def _write_conversation(
         self, source_id: int, fmt: str, conversation: ExportConversation, counts: WriteCounts
     ) -> list[QuarantineRecord]:
@@ -196,8 +265,7 @@ class ArchiveWriter:
         # An older dump of a conversation arriving after a newer one may add messages, but must not move the
         # active path or the title back in time.
         older_dump = (
-            existing is not None
-            and existing["updated_at"] is not None
+            existing["updated_at"] is not None
             and new_updated is not None
             and new_updated < existing["updated_at"]
         )
@@ -208,7 +276,7 @@ class ArchiveWriter:
             chunk = uuids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for row in conn.execute(
-                f"SELECT uuid, conversation_id, row_hash FROM messages WHERE uuid IN ({marks})", chunk
+                f"SELECT {_COMPARED_COLUMNS} FROM messages WHERE uuid IN ({marks})", chunk
             ):
                 stored[row["uuid"]] = row
 
@@ -238,59 +306,39 @@ class ArchiveWriter:
             row = _message_row(source_id, conversation.id, message, message.seq, active=message.is_active)
             if previous is None:
                 inserts.append(row)
-            elif previous["row_hash"] != row[-1]:
+            elif tuple(previous) != _compared(row):
                 updates.append(row)
             else:
                 counts.unchanged += 1
 
         if not older_dump:
-            conversation_row = (
-                conversation.title,
-                _iso(conversation.created_at),
-                new_updated,
-                conversation.current_node,
-                fmt,
-                len(kept_uuids),
-            )
-            conversation_hash = _row_hash(*conversation_row)
-            if existing is None:
+            row = _conversation_row(source_id, fmt, conversation, len(kept_uuids))
+            if existing["row_hash"] != row[-1]:
                 conn.execute(
-                    "INSERT INTO conversations (id, title, created_at, updated_at, current_node, format,"
-                    " message_count, source_id, row_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (conversation.id, *conversation_row, source_id, conversation_hash),
-                )
-                counts.conversations += 1
-            elif existing["row_hash"] != conversation_hash:
-                conn.execute(
-                    "UPDATE conversations SET title = ?, created_at = ?, updated_at = ?, current_node = ?,"
-                    " format = ?, message_count = ?, source_id = ?, row_hash = ? WHERE id = ?",
-                    (*conversation_row, source_id, conversation_hash, conversation.id),
+                    "UPDATE conversations SET title = ?2, created_at = ?3, updated_at = ?4,"
+                    " current_node = ?5, format = ?6, message_count = ?7, source_id = ?8, row_hash = ?9"
+                    " WHERE id = ?1",
+                    row,
                 )
                 counts.conversations += 1
         if inserts:
-            conn.executemany(
-                "INSERT INTO messages (uuid, conversation_id, parent_id, role, author, content_type, text,"
-                " created_at, is_active, is_hidden, seq, content_hash, raw, source_id, row_hash)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                inserts,
-            )
+            conn.executemany(_INSERT_MESSAGE, inserts)
             counts.inserted += len(inserts)
         if updates:
             conn.executemany(
                 "UPDATE messages SET conversation_id = ?2, parent_id = ?3, role = ?4, author = ?5,"
                 " content_type = ?6, text = ?7, created_at = ?8, is_active = ?9, is_hidden = ?10, seq = ?11,"
-                " content_hash = ?12, raw = ?13, source_id = ?14, row_hash = ?15 WHERE uuid = ?1",
+                " content_hash = ?12, raw = ?13, source_id = ?14 WHERE uuid = ?1",
                 updates,
             )
             counts.updated += len(updates)
-        if existing is not None and not older_dump:
+        if not older_dump:
             counts.retired += self._retire_missing(conversation.id, kept_uuids, len(conversation.messages))
-        if older_dump or existing is not None:
-            conn.execute(
-                "UPDATE conversations SET message_count ="
-                " (SELECT COUNT(*) FROM messages WHERE conversation_id = ?1) WHERE id = ?1",
-                (conversation.id,),
-            )
+        conn.execute(
+            "UPDATE conversations SET message_count ="
+            " (SELECT COUNT(*) FROM messages WHERE conversation_id = ?1) WHERE id = ?1",
+            (conversation.id,),
+        )
         return collisions
 
     def _retire_missing(self, conversation_id: str, present: set[str], first_free_seq: int) -> int:
@@ -311,31 +359,74 @@ class ArchiveWriter:
         return changed
 
 
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (uuid, conversation_id, parent_id, role, author, content_type, text,"
+    " created_at, is_active, is_hidden, seq, content_hash, raw, source_id)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# What decides whether a stored message changed: every column but the text (its digest stands in for it)
+# and source_id (the same message in a second dump is unchanged).
+_COMPARED_COLUMNS = (
+    "uuid, conversation_id, parent_id, role, author, content_type, created_at, is_active, is_hidden, seq,"
+    " content_hash, raw"
+)
+
+
+def _compared(row: tuple[object, ...]) -> tuple[object, ...]:
+    """The _COMPARED_COLUMNS of a row built by _message_row."""
+    return (*row[:6], *row[7:13])
+
+
+def _utf8_safe(text: str) -> str:
+    """Replace lone surrogates (from an escaped half of an emoji, e.g. "\\ud83d") with U+FFFD.
+
+    SQLite stores UTF-8 and refuses such strings; the replacement marks exactly what could not be stored.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+def _conversation_row(
+    source_id: int, fmt: str, conversation: ExportConversation, message_count: int
+) -> tuple[object, ...]:
+    title = None if conversation.title is None else _utf8_safe(conversation.title)
+    fields = (
+        title,
+        _iso(conversation.created_at),
+        _iso(conversation.updated_at),
+        conversation.current_node,
+        fmt,
+    )
+    return (conversation.id, *fields, message_count, source_id, _row_hash(*fields))
+
+
 def _message_row(
     source_id: int, conversation_id: str, message: ExportMessage, seq: int, *, active: bool
 ) -> tuple[object, ...]:
-    created = _iso(message.created_at)
+    text = message.text
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = _utf8_safe(text)
+        encoded = text.encode("utf-8")
+    digest = hashlib.sha256(encoded).hexdigest()
+    raw = None if message.raw is None else _utf8_safe(message.raw)
     fields = (
         conversation_id,
         message.parent_id,
         message.role,
         message.author,
         message.content_type,
-        message.text,
-        created,
+        text,
+        _iso(message.created_at),
         int(active),
         int(message.is_hidden),
         seq,
     )
-    # The row hash leaves out source_id so that the same message in a second dump counts as unchanged.
-    return (
-        message.uuid,
-        *fields,
-        content_hash(message.text),
-        message.raw,
-        source_id,
-        _row_hash(*fields, message.raw),
-    )
+    return (message.uuid, *fields, digest, raw, source_id)
 
 
 def _collision(conversation_id: str, message: ExportMessage, owner: str) -> QuarantineRecord:

@@ -1,0 +1,154 @@
+"""Read-only inspection of staging.db and archive.db, for `chatmem staging ...` and `chatmem archive ...`.
+
+Pure functions over a sqlite3.Connection (opened with `staging.db.connect_readonly`); they return plain
+JSON-able data and never write. Table names given by a user are checked against the database's own table
+list before they reach SQL, so `staging show` cannot be used to inject SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from contracts.errors import ConfigError
+
+Row = dict[str, Any]
+
+
+def _rows(cursor: sqlite3.Cursor) -> list[Row]:
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, (_jsonable(value) for value in row), strict=True)) for row in cursor]
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, bytes):  # no table stores blobs today; do not let one break --json later
+        return f"<{len(value)} bytes>"
+    return value
+
+
+def table_names(conn: sqlite3.Connection) -> list[str]:
+    """Tables and views of the database, without SQLite's own."""
+    cursor = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'"
+        " ORDER BY type, name"
+    )
+    return [str(row[0]) for row in cursor]
+
+
+def columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    _check_table(conn, table)
+    return [str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+def list_tables(conn: sqlite3.Connection) -> list[Row]:
+    """Every table with its row count. Views are listed without a count: counting one runs its query."""
+    kinds = dict(
+        conn.execute("SELECT name, type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
+    )
+    result: list[Row] = []
+    for name in table_names(conn):
+        rows = None
+        if kinds[name] == "table":
+            rows = int(conn.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0])
+        result.append({"table": name, "type": kinds[name], "rows": rows})
+    return result
+
+
+def show_rows(
+    conn: sqlite3.Connection, table: str, *, run_id: str | None = None, limit: int = 20
+) -> list[Row]:
+    """Rows of `table` in insertion order, optionally only those of one run (tables with a run_id column)."""
+    names = columns(conn, table)  # validates the table name
+    sql = f'SELECT * FROM "{table}"'
+    params: list[object] = []
+    if run_id is not None:
+        key = "run_id" if "run_id" in names else "id" if table == "runs" else None
+        if key is None:
+            raise ConfigError(f"table {table!r} has no run_id column; drop --run-id")
+        sql += f' WHERE "{key}" = ?'
+        params.append(run_id)
+    if limit > 0:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return _rows(conn.execute(sql, params))
+
+
+def _check_table(conn: sqlite3.Connection, table: str) -> None:
+    known = table_names(conn)
+    if table not in known:
+        raise ConfigError(f"unknown table {table!r}; tables: {', '.join(known)}")
+
+
+def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
+    """The most recent runs first, each with the latest status of each of its stages."""
+    runs = _rows(
+        conn.execute(
+            "SELECT id, status, started_at, finished_at, stages, exports, code_version, error FROM runs"
+            " ORDER BY started_at DESC, id DESC LIMIT ?",
+            (limit if limit > 0 else -1,),
+        )
+    )
+    for run in runs:
+        run["stages"] = json.loads(run["stages"])
+        run["exports"] = json.loads(run["exports"])
+        latest = conn.execute(
+            "SELECT stage, status FROM stage_runs WHERE id IN"
+            " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? GROUP BY stage) ORDER BY id",
+            (run["id"],),
+        )
+        run["stage_status"] = {str(row[0]): str(row[1]) for row in latest}
+    return runs
+
+
+def run_files(conn: sqlite3.Connection, run_id: str) -> list[Row]:
+    """What the ingest stage of one run did with each file."""
+    return _rows(
+        conn.execute(
+            "SELECT path, status, format, conversations, messages_read, messages_inserted, messages_updated,"
+            " messages_unchanged, messages_retired, quarantined, detail FROM ingest_files"
+            " WHERE run_id = ? ORDER BY rowid",
+            (run_id,),
+        )
+    )
+
+
+def failures(
+    staging: sqlite3.Connection, archive: sqlite3.Connection | None = None, *, limit: int = 50
+) -> dict[str, list[Row]]:
+    """What still needs attention.
+
+    - stage runs that failed and were not re-run with success since (same run, same stage), with the
+      command that re-runs them;
+    - files whose latest outcome is failed or partial (one row per path, the latest: a later ingest of the
+      same path replaces it);
+    - quarantined records, counted per source file and reason (the `limit` largest groups).
+    """
+    stages = _rows(
+        staging.execute(
+            "SELECT s.run_id, s.stage, s.finished_at, s.error, s.rerun_hint FROM stage_runs s"
+            " WHERE s.status = 'failed' AND NOT EXISTS (SELECT 1 FROM stage_runs later"
+            "   WHERE later.run_id = s.run_id AND later.stage = s.stage AND later.id > s.id"
+            "   AND later.status IN ('succeeded', 'skipped'))"
+            " ORDER BY s.id"
+        )
+    )
+    files = _rows(
+        staging.execute(
+            "SELECT f.run_id, f.path, f.status, f.detail FROM ingest_files f"
+            " WHERE f.status IN ('failed', 'partial') AND NOT EXISTS (SELECT 1 FROM ingest_files later"
+            "   WHERE later.path = f.path AND later.stage_run_id > f.stage_run_id)"
+            " ORDER BY f.stage_run_id, f.path"
+        )
+    )
+    quarantine: list[Row] = []
+    if archive is not None:
+        quarantine = _rows(
+            archive.execute(
+                "SELECT s.path AS source, q.reason, COUNT(*) AS rows FROM quarantine q"
+                " JOIN sources s ON s.id = q.source_id GROUP BY s.path, q.reason ORDER BY rows DESC, s.path"
+                " LIMIT ?",
+                (limit if limit > 0 else -1,),
+            )
+        )
+    return {"stage_runs": stages, "files": files, "quarantine": quarantine}
