@@ -9,6 +9,7 @@ transaction that holds whole conversations, so a killed ingest leaves no half-wr
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -377,6 +378,9 @@ def _compared(row: tuple[object, ...]) -> tuple[object, ...]:
     return (*row[:6], *row[7:13])
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _utf8_safe(text: str) -> str:
     """Replace lone surrogates (from an escaped half of an emoji, e.g. "\\ud83d") with U+FFFD.
 
@@ -385,7 +389,7 @@ def _utf8_safe(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return _SURROGATE.sub("\ufffd", text)
     return text
 
 

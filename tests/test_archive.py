@@ -200,3 +200,23 @@ def test_export_message_rejects_unknown_fields() -> None:
             seq=0,
             bogus=1,
         )  # type: ignore[call-arg]
+
+
+def test_lone_surrogate_is_stored_as_replacement_character(archive: sqlite3.Connection) -> None:
+    """Half an emoji escaped in the export ("\\ud83d") is stored as U+FFFD instead of failing the batch."""
+    writer = ArchiveWriter(archive)
+    conversation = _conversation("c1", [("m1", None, "cut emoji \ud83d here")])
+    counts, _ = writer.write_batch(_source(writer, "a"), "jsonl", [conversation], [])
+    assert counts.inserted == 1
+    assert archive.execute("SELECT text FROM messages").fetchone()[0] == "cut emoji \ufffd here"
+
+
+def test_same_conversation_twice_in_one_batch_is_written_once(archive: sqlite3.Connection) -> None:
+    """A conversation repeated inside one file is upserted, not inserted twice."""
+    writer = ArchiveWriter(archive)
+    first = _conversation("c1", [("m1", None, "q")], updated=1)
+    second = _conversation("c1", [("m1", None, "q"), ("m2", "m1", "a")], updated=2)
+    counts, collisions = writer.write_batch(_source(writer, "a"), "jsonl", [first, second], [])
+    assert collisions == [] and counts.inserted == 2
+    stats = archive_stats(archive)
+    assert (stats["conversations"], stats["messages"]) == (1, 2)
