@@ -1,22 +1,34 @@
 """archive.db: the source of truth for every conversation and message.
 
-Writes are idempotent upserts keyed by the export's own ids and compared by a hash of every stored column:
-the same dump twice changes nothing, a newer dump adds what is new and updates what changed, and a message
-that a newer dump no longer contains is kept (marked inactive), never deleted. Each batch is one
-transaction that holds whole conversations, so a killed ingest leaves no half-written conversation.
+Writes are idempotent upserts keyed by the export's own ids and compared column by column (the text by
+its digest): the same dump twice changes nothing, a newer dump adds what is new and updates what changed,
+and a message that a newer dump no longer contains is kept (marked inactive), never deleted. Each batch is
+one transaction that holds whole conversations, so a killed ingest leaves no half-written conversation.
+Rows are built by the pure functions in `staging.archive_rows`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from contracts.records import ExportConversation, ExportMessage, ExportSource, QuarantineRecord
+from contracts.records import ExportConversation, ExportSource, QuarantineRecord
+from staging.archive_rows import (
+    COMPARED_COLUMNS,
+    CONVERSATION_ID,
+    MESSAGE_COLUMNS,
+    UUID,
+    ConversationRows,
+    MessageRow,
+    compared,
+    relocated,
+    row_as_json,
+    to_rows,
+    utf8_safe,
+)
 from staging.db import Transaction, connect
 
 SCHEMA_V1 = """
@@ -106,18 +118,19 @@ class WriteCounts:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-def content_hash(text: str) -> str:
-    """The key later stages cache on (embeddings, extractions): the message text alone."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.astimezone(UTC).isoformat()
-
-
-def _row_hash(*fields: object) -> str:
-    joined = "\x1f".join("\x00" if f is None else str(f) for f in fields)
-    return hashlib.blake2b(joined.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+_INSERT_CONVERSATION = (
+    "INSERT INTO conversations (id, title, created_at, updated_at, current_node, format, row_hash,"
+    " message_count, source_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_MESSAGE = (
+    f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}, source_id)"
+    f" VALUES ({', '.join('?' * (len(MESSAGE_COLUMNS) + 1))})"
+)
+_UPDATE_MESSAGE = (
+    "UPDATE messages SET "
+    + ", ".join(f"{column} = ?{index + 1}" for index, column in enumerate(MESSAGE_COLUMNS) if index)
+    + f", source_id = ?{len(MESSAGE_COLUMNS) + 1} WHERE uuid = ?1"
+)
 
 
 class ArchiveWriter:
@@ -158,7 +171,7 @@ class ArchiveWriter:
         self,
         source_id: int,
         fmt: str,
-        conversations: Sequence[ExportConversation],
+        conversations: Sequence[ExportConversation | ConversationRows],
         quarantined: Sequence[QuarantineRecord],
     ) -> tuple[WriteCounts, list[QuarantineRecord]]:
         """Write whole conversations and quarantine rows in one transaction.
@@ -166,23 +179,24 @@ class ArchiveWriter:
         Returns the counts and the extra quarantine records this write produced (a message id that already
         belongs to another conversation cannot be stored twice: it is quarantined, not overwritten).
         """
+        batch = [c if isinstance(c, ConversationRows) else to_rows(c, fmt) for c in conversations]
         counts = WriteCounts()
         collisions: list[QuarantineRecord] = []
         with Transaction(self.conn):
-            known = self._known_conversations([c.id for c in conversations])
-            fresh: list[ExportConversation] = []
-            again: list[ExportConversation] = []
-            for conversation in conversations:
+            known = self._known_conversations([c.id for c in batch])
+            fresh: list[ConversationRows] = []
+            again: list[ConversationRows] = []
+            for conversation in batch:
                 if conversation.id in known:
                     again.append(conversation)
                 else:
                     known.add(conversation.id)  # a second copy later in the same batch is not fresh
                     fresh.append(conversation)
-            collisions.extend(self._insert_fresh(source_id, fmt, fresh, counts))
+            collisions.extend(self._insert_fresh(source_id, fresh, counts))
             for conversation in again:
-                collisions.extend(self._write_conversation(source_id, fmt, conversation, counts))
+                collisions.extend(self._write_known(source_id, conversation, counts))
             rows = [
-                (source_id, q.locator, q.reason, _utf8_safe(q.raw), q.conversation_id)
+                (source_id, q.locator, q.reason, utf8_safe(q.raw), q.conversation_id)
                 for q in (*quarantined, *collisions)
             ]
             if rows:
@@ -197,8 +211,7 @@ class ArchiveWriter:
 
     def _known_conversations(self, ids: list[str]) -> set[str]:
         known: set[str] = set()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
+        for chunk in _chunks(ids):
             marks = ",".join("?" * len(chunk))
             known.update(
                 row[0]
@@ -206,8 +219,18 @@ class ArchiveWriter:
             )
         return known
 
+    def _stored_messages(self, uuids: list[str]) -> dict[str, MessageRow]:
+        stored: dict[str, MessageRow] = {}
+        for chunk in _chunks(uuids):
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(
+                f"SELECT {COMPARED_COLUMNS} FROM messages WHERE uuid IN ({marks})", chunk
+            ):
+                stored[row[0]] = tuple(row)
+        return stored
+
     def _insert_fresh(
-        self, source_id: int, fmt: str, conversations: list[ExportConversation], counts: WriteCounts
+        self, source_id: int, conversations: list[ConversationRows], counts: WriteCounts
     ) -> list[QuarantineRecord]:
         """The common case, conversations not in the archive yet: plain bulk inserts, no per-row lookups.
 
@@ -217,130 +240,95 @@ class ArchiveWriter:
         if not conversations:
             return []
         conn = self.conn
-        conversation_rows = [_conversation_row(source_id, fmt, c, len(c.messages)) for c in conversations]
         conn.executemany(
-            "INSERT INTO conversations (id, title, created_at, updated_at, current_node, format,"
-            " message_count, source_id, row_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            conversation_rows,
+            _INSERT_CONVERSATION,
+            [(c.id, *c.fields, c.row_hash, len(c.messages), source_id) for c in conversations],
         )
-        counts.conversations += len(conversation_rows)
-        message_rows = [
-            _message_row(source_id, c.id, m, m.seq, active=m.is_active)
-            for c in conversations
-            for m in c.messages
-        ]
+        counts.conversations += len(conversations)
+        rows = [(*row, source_id) for c in conversations for row in c.messages]
         before = conn.total_changes
-        conn.executemany(_INSERT_MESSAGE + " ON CONFLICT (uuid) DO NOTHING", message_rows)
+        conn.executemany(_INSERT_MESSAGE + " ON CONFLICT (uuid) DO NOTHING", rows)
         inserted = conn.total_changes - before
         counts.inserted += inserted
-        if inserted == len(message_rows):
+        if inserted == len(rows):
             return []
-        collisions: list[QuarantineRecord] = []
-        by_uuid = {m.uuid: (c.id, m) for c in conversations for m in c.messages}
-        uuids = list(by_uuid)
-        for start in range(0, len(uuids), 500):
-            chunk = uuids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for uuid, owner in conn.execute(
-                f"SELECT uuid, conversation_id FROM messages WHERE uuid IN ({marks})", chunk
-            ):
-                conversation_id, message = by_uuid[uuid]
-                if owner != conversation_id:
-                    collisions.append(_collision(conversation_id, message, owner))
+        stored = self._stored_messages(list({str(row[UUID]) for row in rows}))
+        collisions = [
+            _collision(row, str(owner))
+            for row in rows
+            if (owner := stored[str(row[UUID])][CONVERSATION_ID]) != row[CONVERSATION_ID]
+        ]
         for affected in {c.conversation_id for c in collisions}:
-            conn.execute(
-                "UPDATE conversations SET message_count ="
-                " (SELECT COUNT(*) FROM messages WHERE conversation_id = ?1) WHERE id = ?1",
-                (affected,),
-            )
+            self._recount(str(affected))
         return collisions
 
-    def _write_conversation(
-        self, source_id: int, fmt: str, conversation: ExportConversation, counts: WriteCounts
+    def _write_known(
+        self, source_id: int, conversation: ConversationRows, counts: WriteCounts
     ) -> list[QuarantineRecord]:
+        """A conversation the archive already has: insert what is new, update what changed, keep the rest."""
         conn = self.conn
         existing = conn.execute(
             "SELECT updated_at, row_hash FROM conversations WHERE id = ?", (conversation.id,)
         ).fetchone()
-        new_updated = _iso(conversation.updated_at)
         # An older dump of a conversation arriving after a newer one may add messages, but must not move the
         # active path or the title back in time.
+        new_updated = conversation.updated_at
         older_dump = (
             existing["updated_at"] is not None
             and new_updated is not None
             and new_updated < existing["updated_at"]
         )
-
-        uuids = [m.uuid for m in conversation.messages]
-        stored: dict[str, sqlite3.Row] = {}
-        for start in range(0, len(uuids), 500):
-            chunk = uuids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in conn.execute(
-                f"SELECT {_COMPARED_COLUMNS} FROM messages WHERE uuid IN ({marks})", chunk
-            ):
-                stored[row["uuid"]] = row
-
+        stored = self._stored_messages([str(row[UUID]) for row in conversation.messages])
         collisions: list[QuarantineRecord] = []
-        inserts: list[tuple[object, ...]] = []
-        updates: list[tuple[object, ...]] = []
-        kept_uuids: set[str] = set()
-        next_seq = len(conversation.messages)
+        inserts: list[MessageRow] = []
+        updates: list[MessageRow] = []
+        kept: set[str] = set()
+        next_seq = 0
         if older_dump:
-            row = conn.execute(
+            found = conn.execute(
                 "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE conversation_id = ?", (conversation.id,)
             ).fetchone()
-            next_seq = int(row[0])
-        for message in conversation.messages:
-            previous = stored.get(message.uuid)
-            if previous is not None and previous["conversation_id"] != conversation.id:
-                collisions.append(_collision(conversation.id, message, previous["conversation_id"]))
+            next_seq = int(found[0])
+        for row in conversation.messages:
+            uuid = str(row[UUID])
+            previous = stored.get(uuid)
+            if previous is not None and previous[CONVERSATION_ID] != conversation.id:
+                collisions.append(_collision(row, str(previous[CONVERSATION_ID])))
                 continue
-            kept_uuids.add(message.uuid)
-            if older_dump:
-                if previous is None:
-                    inserts.append(_message_row(source_id, conversation.id, message, next_seq, active=False))
-                    next_seq += 1
-                else:
-                    counts.unchanged += 1
-                continue
-            row = _message_row(source_id, conversation.id, message, message.seq, active=message.is_active)
-            if previous is None:
-                inserts.append(row)
-            elif tuple(previous) != _compared(row):
-                updates.append(row)
+            kept.add(uuid)
+            if previous is None and older_dump:
+                inserts.append((*relocated(row, next_seq), source_id))
+                next_seq += 1
+            elif previous is None:
+                inserts.append((*row, source_id))
+            elif not older_dump and previous != compared(row):
+                updates.append((*row, source_id))
             else:
                 counts.unchanged += 1
-
-        if not older_dump:
-            row = _conversation_row(source_id, fmt, conversation, len(kept_uuids))
-            if existing["row_hash"] != row[-1]:
-                conn.execute(
-                    "UPDATE conversations SET title = ?2, created_at = ?3, updated_at = ?4,"
-                    " current_node = ?5, format = ?6, message_count = ?7, source_id = ?8, row_hash = ?9"
-                    " WHERE id = ?1",
-                    row,
-                )
-                counts.conversations += 1
+        if not older_dump and existing["row_hash"] != conversation.row_hash:
+            conn.execute(
+                "UPDATE conversations SET title = ?, created_at = ?, updated_at = ?, current_node = ?,"
+                " format = ?, row_hash = ?, source_id = ? WHERE id = ?",
+                (*conversation.fields, conversation.row_hash, source_id, conversation.id),
+            )
+            counts.conversations += 1
         if inserts:
             conn.executemany(_INSERT_MESSAGE, inserts)
             counts.inserted += len(inserts)
         if updates:
-            conn.executemany(
-                "UPDATE messages SET conversation_id = ?2, parent_id = ?3, role = ?4, author = ?5,"
-                " content_type = ?6, text = ?7, created_at = ?8, is_active = ?9, is_hidden = ?10, seq = ?11,"
-                " content_hash = ?12, raw = ?13, source_id = ?14 WHERE uuid = ?1",
-                updates,
-            )
+            conn.executemany(_UPDATE_MESSAGE, updates)
             counts.updated += len(updates)
         if not older_dump:
-            counts.retired += self._retire_missing(conversation.id, kept_uuids, len(conversation.messages))
-        conn.execute(
+            counts.retired += self._retire_missing(conversation.id, kept, len(conversation.messages))
+        self._recount(conversation.id)
+        return collisions
+
+    def _recount(self, conversation_id: str) -> None:
+        self.conn.execute(
             "UPDATE conversations SET message_count ="
             " (SELECT COUNT(*) FROM messages WHERE conversation_id = ?1) WHERE id = ?1",
-            (conversation.id,),
+            (conversation_id,),
         )
-        return collisions
 
     def _retire_missing(self, conversation_id: str, present: set[str], first_free_seq: int) -> int:
         """Messages stored earlier but absent from this newer dump: kept, inactive, ordered after the rest."""
@@ -360,84 +348,18 @@ class ArchiveWriter:
         return changed
 
 
-_INSERT_MESSAGE = (
-    "INSERT INTO messages (uuid, conversation_id, parent_id, role, author, content_type, text,"
-    " created_at, is_active, is_hidden, seq, content_hash, raw, source_id)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-# What decides whether a stored message changed: every column but the text (its digest stands in for it)
-# and source_id (the same message in a second dump is unchanged).
-_COMPARED_COLUMNS = (
-    "uuid, conversation_id, parent_id, role, author, content_type, created_at, is_active, is_hidden, seq,"
-    " content_hash, raw"
-)
+def _chunks(values: list[str], size: int = 500) -> Iterable[list[str]]:
+    """SQLite limits the number of bound parameters: look ids up 500 at a time."""
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
-def _compared(row: tuple[object, ...]) -> tuple[object, ...]:
-    """The _COMPARED_COLUMNS of a row built by _message_row."""
-    return (*row[:6], *row[7:13])
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _utf8_safe(text: str) -> str:
-    """Replace lone surrogates (from an escaped half of an emoji, e.g. "\\ud83d") with U+FFFD.
-
-    SQLite stores UTF-8 and refuses such strings; the replacement marks exactly what could not be stored.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
-
-
-def _conversation_row(
-    source_id: int, fmt: str, conversation: ExportConversation, message_count: int
-) -> tuple[object, ...]:
-    title = None if conversation.title is None else _utf8_safe(conversation.title)
-    fields = (
-        title,
-        _iso(conversation.created_at),
-        _iso(conversation.updated_at),
-        conversation.current_node,
-        fmt,
-    )
-    return (conversation.id, *fields, message_count, source_id, _row_hash(*fields))
-
-
-def _message_row(
-    source_id: int, conversation_id: str, message: ExportMessage, seq: int, *, active: bool
-) -> tuple[object, ...]:
-    text = message.text
-    try:
-        encoded = text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = _utf8_safe(text)
-        encoded = text.encode("utf-8")
-    digest = hashlib.sha256(encoded).hexdigest()
-    raw = None if message.raw is None else _utf8_safe(message.raw)
-    fields = (
-        conversation_id,
-        message.parent_id,
-        message.role,
-        message.author,
-        message.content_type,
-        text,
-        _iso(message.created_at),
-        int(active),
-        int(message.is_hidden),
-        seq,
-    )
-    return (message.uuid, *fields, digest, raw, source_id)
-
-
-def _collision(conversation_id: str, message: ExportMessage, owner: str) -> QuarantineRecord:
+def _collision(row: MessageRow, owner: str) -> QuarantineRecord:
+    uuid, conversation_id = row[UUID], str(row[CONVERSATION_ID])
     return QuarantineRecord(
-        locator=f"conversation[{conversation_id}].message[{message.uuid}]",
-        reason=f"message id {message.uuid!r} already belongs to conversation {owner!r}; not overwritten",
-        raw=message.model_dump_json(),
+        locator=f"conversation[{conversation_id}].message[{uuid}]",
+        reason=f"message id {uuid!r} already belongs to conversation {owner!r}; not overwritten",
+        raw=row_as_json(row[: len(MESSAGE_COLUMNS)]),
         conversation_id=conversation_id,
     )
 

@@ -220,3 +220,14 @@ def test_same_conversation_twice_in_one_batch_is_written_once(archive: sqlite3.C
     assert collisions == [] and counts.inserted == 2
     stats = archive_stats(archive)
     assert (stats["conversations"], stats["messages"]) == (1, 2)
+
+
+def test_an_id_reused_by_two_new_conversations_quarantines_both(archive: sqlite3.Connection) -> None:
+    """Three new conversations share one message id in a batch: the first keeps it, two are quarantined."""
+    writer = ArchiveWriter(archive)
+    batch = [_conversation(cid, [("shared", None, cid)]) for cid in ("c1", "c2", "c3")]
+    counts, collisions = writer.write_batch(_source(writer, "a"), "jsonl", batch, [])
+    assert sorted(c.conversation_id or "" for c in collisions) == ["c2", "c3"]
+    assert counts.inserted == 1 and counts.quarantined == 2
+    counts_by_conversation = dict(archive.execute("SELECT id, message_count FROM conversations").fetchall())
+    assert counts_by_conversation == {"c1": 1, "c2": 0, "c3": 0}
