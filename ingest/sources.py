@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import io
 import zipfile
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, BinaryIO
@@ -38,13 +38,28 @@ EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 
 @dataclass
 class OpenedExport:
-    """One thing to parse: its display path, the sha256 of the bytes the user gave, how to open it."""
+    """One thing to parse: its display path, the sha256 of the bytes the user gave, how to open it.
+
+    Plain data (no open handles, no closures), so it can be sent to a worker process that parses it.
+    """
 
     path: str
+    file: Path
     sha256: str
     size_bytes: int
-    open: Callable[[], AbstractContextManager[BinaryIO]]
+    member: str | None = None  # the zip member to read, when `file` is a zip
+    member_limit: int = 0  # the most bytes the member may produce (its declared size, capped)
     side_files: list[str] = field(default_factory=list)
+
+    @contextmanager
+    def open(self) -> Iterator[BinaryIO]:
+        if self.member is None:
+            with self.file.open("rb") as handle:
+                yield handle
+            return
+        with zipfile.ZipFile(self.file) as archive, archive.open(self.member) as stream:
+            limited = _LimitedReader(stream, limit=self.member_limit, name=str(self.file))
+            yield limited  # type: ignore[misc]  # a RawIOBase is a binary stream
 
 
 def sha256_file(path: Path) -> str:
@@ -72,14 +87,7 @@ def open_export(path: Path, *, max_member_bytes: int, max_ratio: float) -> Opene
     if magic in (ZIP_MAGIC, EMPTY_ZIP_MAGIC):
         return _open_zip(path, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
 
-    @contextmanager
-    def open_plain() -> Iterator[BinaryIO]:
-        with path.open("rb") as handle:
-            yield handle
-
-    return OpenedExport(
-        path=str(path), sha256=sha256_file(path), size_bytes=path.stat().st_size, open=open_plain
-    )
+    return OpenedExport(path=str(path), file=path, sha256=sha256_file(path), size_bytes=path.stat().st_size)
 
 
 def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float) -> OpenedExport:
@@ -111,17 +119,13 @@ def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float) -> OpenedE
         and str(PurePosixPath(i.filename).parent) == prefix
     )
 
-    @contextmanager
-    def open_member() -> Iterator[BinaryIO]:
-        with zipfile.ZipFile(path) as archive, archive.open(member) as stream:
-            limited = _LimitedReader(stream, limit=min(member.file_size, max_member_bytes), name=str(path))
-            yield limited  # type: ignore[misc]  # a RawIOBase is a binary stream
-
     return OpenedExport(
         path=f"{path}!{member.filename}",
+        file=path,
         sha256=sha256_file(path),
         size_bytes=member.file_size,
-        open=open_member,
+        member=member.filename,
+        member_limit=min(member.file_size, max_member_bytes),
         side_files=side,
     )
 

@@ -18,15 +18,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from contracts.errors import ExportError, MalformedExportError, StageError
-from contracts.records import ExportConversation, ExportSource, QuarantineRecord
+from contracts.records import ExportSource, QuarantineRecord
 from contracts.results import StageResult
 from contracts.settings import Settings
 from contracts.version import code_version
-from ingest.detect import detect_format, parser_for
-from ingest.jsonstream import Utf8RepairReader
+from ingest.batches import BatchStats, iter_batches
+from ingest.detect import detect_format
 from ingest.sources import OpenedExport, open_export, read_head
 from staging.archive import ArchiveWriter, WriteCounts
 from staging.ledger import StageRun, record_ingest_file
@@ -156,9 +155,7 @@ def _ingest_one(
         log.error("ingest - %s", exc)
         return FileOutcome(str(path), "failed", detail=str(exc))
 
-    source = ExportSource(
-        path=opened.path, sha256=opened.sha256, format=fmt, size_bytes=opened.size_bytes
-    )
+    source = ExportSource(path=opened.path, sha256=opened.sha256, format=fmt, size_bytes=opened.size_bytes)
     source_id = writer.begin_source(source)
     outcome = FileOutcome(opened.path, "ingested", opened.sha256, fmt)
     notes = [f"side files present, not parsed: {', '.join(opened.side_files)}"] if opened.side_files else []
@@ -210,57 +207,23 @@ def _parse_and_write(
     repair: bool,
 ) -> int:
     """Parse one stream and write it in batches. Returns the number of UTF-8 replacements made."""
-    parse = parser_for(fmt)
-    batch: list[ExportConversation] = []
-    quarantined: list[QuarantineRecord] = []
-    batch_messages = 0
-    limit = settings.ingest.batch_size
-
-    def flush() -> None:
-        nonlocal batch_messages
-        counts, _ = writer.write_batch(source_id, fmt, batch, quarantined)
-        outcome.counts.add(counts)
-        batch.clear()
-        quarantined.clear()
-        batch_messages = 0
-
-    with opened.open() as raw_stream, _progress(progress, opened, raw_stream) as stream:
-        reader: BinaryIO = Utf8RepairReader(stream) if repair else stream  # type: ignore[assignment]
-        try:
-            for item in parse(reader, name=opened.path):
-                if isinstance(item, QuarantineRecord):
-                    quarantined.append(item)
-                    continue
-                batch.append(item)
-                batch_messages += len(item.messages)
-                outcome.messages_read += len(item.messages)
-                # Bound memory by messages too: a batch of huge conversations must not hold the whole file.
-                if len(batch) >= limit or batch_messages >= limit * 50:
-                    flush()
-        finally:
-            # Whatever was parsed before an error is complete and good: it is written, not lost.
-            if batch or quarantined:
-                flush()
-        return reader.replacements if isinstance(reader, Utf8RepairReader) else 0
+    stats = BatchStats()
+    batches = iter_batches(opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats)
+    with _progress(progress, opened) as advance:
+        reported = 0
+        for batch in batches:
+            counts, _ = writer.write_batch(source_id, fmt, batch.conversations, batch.quarantined)
+            outcome.counts.add(counts)
+            outcome.messages_read += batch.messages
+            advance(batch.bytes_read - reported)
+            reported = batch.bytes_read
+    return stats.utf8_replacements
 
 
 @contextmanager
-def _progress(progress: ProgressFactory | None, opened: OpenedExport, stream: BinaryIO) -> Iterator[BinaryIO]:
+def _progress(progress: ProgressFactory | None, opened: OpenedExport) -> Iterator[Callable[[int], object]]:
     if progress is None:
-        yield stream
+        yield lambda _: None
         return
     with progress(opened.path, opened.size_bytes) as advance:
-        yield _ProgressReader(stream, advance)  # type: ignore[misc]
-
-
-class _ProgressReader:
-    """Report bytes read to a progress callback."""
-
-    def __init__(self, stream: BinaryIO, advance: Callable[[int], object]) -> None:
-        self._stream = stream
-        self._advance = advance
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._stream.read(size)
-        self._advance(len(data))
-        return data
+        yield advance
