@@ -112,9 +112,7 @@ def run_child(argv: list[str]) -> int:
 
     kind, export, data_dir = argv[0], Path(argv[1]), Path(argv[2])
     profile = Path(argv[3]) if len(argv) > 3 else None
-    figures = (
-        child_chatmem(export, data_dir, profile) if kind == "chatmem" else child_baseline(export, data_dir)
-    )
+    figures = child_chatmem(export, data_dir, profile) if kind == "chatmem" else child_baseline(export, data_dir)
     # Linux reports ru_maxrss in KiB.
     figures["maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print("BENCH " + json.dumps(figures))
@@ -281,9 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zip", action="store_true", help="benchmark a .zip export instead of plain JSON")
     parser.add_argument("--keep", action="store_true", help="keep the export and databases under out/")
     parser.add_argument("--profile", action="store_true", help="only profile chatmem's ingest (cProfile)")
-    parser.add_argument(
-        "--results", type=Path, default=HERE / "RESULTS.md", help="where a full run writes its report"
-    )
+    parser.add_argument("--results", type=Path, default=HERE / "RESULTS.md", help="where a full run writes its report")
     args = parser.parse_args(argv)
     messages = 50_000 if args.quick else args.messages
     command = " ".join(["python benchmarks/bench_ingest.py", *argv])

@@ -72,9 +72,7 @@ class Generator:
         rng, pieces, size, starts = self.rng, [], 0, []
         while size < CORPUS_CHARS:
             sentence = " ".join(rng.choices(WORDS, k=rng.randint(4, 22)))
-            sentence = (
-                sentence[0].upper() + sentence[1:] + rng.choice((". ", ". ", "? ", "! ", ".\n\n", ': "'))
-            )
+            sentence = sentence[0].upper() + sentence[1:] + rng.choice((". ", ". ", "? ", "! ", ".\n\n", ': "'))
             starts.append(size)
             pieces.append(sentence)
             size += len(sentence)
@@ -102,8 +100,7 @@ class Generator:
         root_id = "client-created-root" if start >= CLIENT_ROOT_SINCE else self.uuid()
         conv.mapping[root_id] = {"id": root_id, "message": None, "parent": None, "children": []}
         head: str = (
-            conv.add(root_id, "system", None, {"content_type": "text", "parts": [""]}, hidden=True, t=None)
-            or root_id
+            conv.add(root_id, "system", None, {"content_type": "text", "parts": [""]}, hidden=True, t=None) or root_id
         )
         if head != root_id and rng.random() < 0.10:
             head = conv.add(head, "user", None, conv.user_context(), hidden=True, t=None) or head
@@ -294,9 +291,7 @@ class _Conversation:
             head = self.add(head, "assistant", None, recap, end_turn=False) or head
         elif kind < 0.19:  # image generation: the tool answers with an image, no text
             prompt = {"content_type": "text", "parts": [json.dumps({"prompt": gen.text(4.5, 0.5)})]}
-            head = (
-                self.add(head, "assistant", None, prompt, recipient="dalle.text2im", end_turn=False) or head
-            )
+            head = self.add(head, "assistant", None, prompt, recipient="dalle.text2im", end_turn=False) or head
             picture = {"content_type": "multimodal_text", "parts": [self.image()]}
             head = self.add(head, "tool", "dalle.text2im", picture) or head
         elif kind < 0.195:  # a tool that failed

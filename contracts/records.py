@@ -32,9 +32,7 @@ class ExportMessage(StrictBase):
     text: str = Field(description="Deterministic plain-text rendering of the content.")
     created_at: datetime | None = Field(description="Creation time in UTC, or null when the export has none.")
     is_active: bool = Field(description="True when the message is on the conversation's active path.")
-    is_hidden: bool = Field(
-        description="True for messages the chat UI hides (hidden system/context messages)."
-    )
+    is_hidden: bool = Field(description="True for messages the chat UI hides (hidden system/context messages).")
     seq: int = Field(
         ge=0,
         description="Order within the conversation: the active path first (0..n-1 root to leaf), then "
@@ -63,17 +61,13 @@ class QuarantineRecord(StrictBase):
     locator: str = Field(description="Where in the file: e.g. 'conversations[3].mapping[abc]', 'line 17'.")
     reason: str = Field(description="Why the record was not ingested.")
     raw: str = Field(description="The raw record (JSON text), possibly truncated for very large records.")
-    conversation_id: str | None = Field(
-        default=None, description="The conversation it belonged to, if known."
-    )
+    conversation_id: str | None = Field(default=None, description="The conversation it belonged to, if known.")
 
 
 class ExportSource(StrictBase):
     """One export file (or one member of a zip) being ingested."""
 
-    path: str = Field(
-        description="The path given by the user; for a zip member 'dump.zip!conversations.json'."
-    )
+    path: str = Field(description="The path given by the user; for a zip member 'dump.zip!conversations.json'.")
     sha256: str = Field(description="sha256 of the file's bytes (the whole zip for a zip).")
     format: ExportFormat = Field(description="Detected (or forced) export format.")
     size_bytes: int = Field(ge=0, description="Size of the file in bytes.")

@@ -21,9 +21,7 @@ class IngestSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    batch_size: int = Field(
-        default=2000, ge=1, description="Conversations written to archive.db per transaction."
-    )
+    batch_size: int = Field(default=2000, ge=1, description="Conversations written to archive.db per transaction.")
     max_zip_member_bytes: int = Field(
         default=8 * 1024**3,
         ge=1,

@@ -190,12 +190,8 @@ def _suspected_duplicates(mapping: dict[str, Any]) -> dict[str, str]:
     return suspects
 
 
-def _quarantine(
-    locator: str, reason: str, record: object, conversation_id: str | None = None
-) -> QuarantineRecord:
-    return QuarantineRecord(
-        locator=locator, reason=reason, raw=raw_json(record), conversation_id=conversation_id
-    )
+def _quarantine(locator: str, reason: str, record: object, conversation_id: str | None = None) -> QuarantineRecord:
+    return QuarantineRecord(locator=locator, reason=reason, raw=raw_json(record), conversation_id=conversation_id)
 
 
 def raw_json(record: object) -> str:

@@ -143,9 +143,7 @@ def _thoughts(content: dict[str, Any]) -> str:
     thoughts = content.get("thoughts")
     if not isinstance(thoughts, list):
         return ""
-    rendered = (
-        _join(item.get("summary"), item.get("content")) for item in thoughts if isinstance(item, dict)
-    )
+    rendered = (_join(item.get("summary"), item.get("content")) for item in thoughts if isinstance(item, dict))
     return "\n\n".join(text for text in rendered if text)
 
 

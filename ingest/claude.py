@@ -98,9 +98,7 @@ def parse_conversation(record: object, locator: str) -> Iterator[ExportConversat
         locator=f"{locator}.",
     )
     if thread.orphans:
-        log.info(
-            "ingest - claude %s: %d message(s) with an unknown parent kept as roots", locator, thread.orphans
-        )
+        log.info("ingest - claude %s: %d message(s) with an unknown parent kept as roots", locator, thread.orphans)
     yield from thread.quarantined
     title = record.get("name")
     yield ExportConversation(
@@ -225,9 +223,5 @@ def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _quarantine(
-    locator: str, reason: str, record: object, conversation_id: str | None = None
-) -> QuarantineRecord:
-    return QuarantineRecord(
-        locator=locator, reason=reason, raw=raw_json(record), conversation_id=conversation_id
-    )
+def _quarantine(locator: str, reason: str, record: object, conversation_id: str | None = None) -> QuarantineRecord:
+    return QuarantineRecord(locator=locator, reason=reason, raw=raw_json(record), conversation_id=conversation_id)

@@ -268,6 +268,4 @@ def json_kind(value: object) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {dict: "object", list: "list", str: "string", type(None): "null"}.get(
-        type(value), type(value).__name__
-    )
+    return {dict: "object", list: "list", str: "string", type(None): "null"}.get(type(value), type(value).__name__)

@@ -96,9 +96,7 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
                     _id(record["id"]),
                     None if parent is None else _id(parent),
                     _ROLES.get(role, "other"),
-                    author
-                    if isinstance(author, str)
-                    else (None if role in _ROLES else record["role"] or None),
+                    author if isinstance(author, str) else (None if role in _ROLES else record["role"] or None),
                     content_type if isinstance(content_type, str) else "text",
                     record["text"],
                     None if created is None else (created - _EPOCH) // _MICROSECOND,

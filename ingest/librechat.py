@@ -69,9 +69,7 @@ def _librechat_conversation(document: dict[str, Any]) -> Iterator[ExportConversa
         children = message.get("children") if isinstance(message, dict) else None
         if isinstance(children, list):  # a bad message's replies are still messages: kept, as roots
             parent = None if isinstance(draft, str) else draft.uuid
-            stack.extend(
-                (f"{locator}.children[{i}]", c, parent) for i, c in reversed(list(enumerate(children)))
-            )
+            stack.extend((f"{locator}.children[{i}]", c, parent) for i, c in reversed(list(enumerate(children))))
     if not linked:
         _chain(drafts)  # an export without parent ids: list order is the only order there is
     thread = build_thread(conversation_id, drafts, locator="")
@@ -201,8 +199,6 @@ def _chain(drafts: list[DraftMessage]) -> None:
         previous = draft.uuid
 
 
-def _quarantine(
-    locator: str, reason: str, record: object, conversation_id: str | None = None
-) -> QuarantineRecord:
+def _quarantine(locator: str, reason: str, record: object, conversation_id: str | None = None) -> QuarantineRecord:
     raw = raw_json(record)
     return QuarantineRecord(locator=locator, reason=reason, raw=raw, conversation_id=conversation_id)

@@ -102,9 +102,7 @@ def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float) -> OpenedE
         if name.is_absolute() or ".." in name.parts or (name.parts and name.parts[0].endswith(":")):
             raise UnsafeArchiveError(str(path), f"unsafe member path {info.filename!r} (zip-slip); refused")
     candidates = [
-        info
-        for info in infos
-        if not info.is_dir() and PurePosixPath(info.filename).name == CONVERSATIONS_FILE
+        info for info in infos if not info.is_dir() and PurePosixPath(info.filename).name == CONVERSATIONS_FILE
     ]
     if not candidates:
         names = ", ".join(i.filename for i in infos[:10]) or "none"
@@ -115,8 +113,7 @@ def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float) -> OpenedE
     side = sorted(
         i.filename
         for i in infos
-        if PurePosixPath(i.filename).name in KNOWN_SIDE_FILES
-        and str(PurePosixPath(i.filename).parent) == prefix
+        if PurePosixPath(i.filename).name in KNOWN_SIDE_FILES and str(PurePosixPath(i.filename).parent) == prefix
     )
 
     return OpenedExport(

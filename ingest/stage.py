@@ -166,9 +166,7 @@ def _ingest_one(
             # Second pass over the whole file with invalid bytes replaced; upserts make the re-write safe.
             outcome = FileOutcome(opened.path, "ingested", opened.sha256, fmt)
             try:
-                replaced = _parse_and_write(
-                    writer, opened, source_id, fmt, settings, outcome, progress, repair=True
-                )
+                replaced = _parse_and_write(writer, opened, source_id, fmt, settings, outcome, progress, repair=True)
                 notes.append(f"{replaced} invalid UTF-8 byte sequence(s) replaced with U+FFFD")
             except MalformedExportError as again:
                 exc = again

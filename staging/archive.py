@@ -214,8 +214,7 @@ class ArchiveWriter:
         for chunk in _chunks(ids):
             marks = ",".join("?" * len(chunk))
             known.update(
-                row[0]
-                for row in self.conn.execute(f"SELECT id FROM conversations WHERE id IN ({marks})", chunk)
+                row[0] for row in self.conn.execute(f"SELECT id FROM conversations WHERE id IN ({marks})", chunk)
             )
         return known
 
@@ -223,9 +222,7 @@ class ArchiveWriter:
         stored: dict[str, MessageRow] = {}
         for chunk in _chunks(uuids):
             marks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(
-                f"SELECT {COMPARED_COLUMNS} FROM messages WHERE uuid IN ({marks})", chunk
-            ):
+            for row in self.conn.execute(f"SELECT {COMPARED_COLUMNS} FROM messages WHERE uuid IN ({marks})", chunk):
                 stored[row[0]] = tuple(row)
         return stored
 
@@ -274,9 +271,7 @@ class ArchiveWriter:
         # active path or the title back in time.
         new_updated = conversation.updated_at
         older_dump = (
-            existing["updated_at"] is not None
-            and new_updated is not None
-            and new_updated < existing["updated_at"]
+            existing["updated_at"] is not None and new_updated is not None and new_updated < existing["updated_at"]
         )
         stored = self._stored_messages([str(row[UUID]) for row in conversation.messages])
         collisions: list[QuarantineRecord] = []
@@ -341,9 +336,7 @@ class ArchiveWriter:
         for offset, row in enumerate(missing):
             seq = first_free_seq + offset
             if row["is_active"] or row["seq"] != seq:
-                self.conn.execute(
-                    "UPDATE messages SET is_active = 0, seq = ? WHERE uuid = ?", (seq, row["uuid"])
-                )
+                self.conn.execute("UPDATE messages SET is_active = 0, seq = ? WHERE uuid = ?", (seq, row["uuid"]))
                 changed += 1
         return changed
 

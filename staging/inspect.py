@@ -43,9 +43,7 @@ def columns(conn: sqlite3.Connection, table: str) -> list[str]:
 
 def list_tables(conn: sqlite3.Connection) -> list[Row]:
     """Every table with its row count. Views are listed without a count: counting one runs its query."""
-    kinds = dict(
-        conn.execute("SELECT name, type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
-    )
+    kinds = dict(conn.execute("SELECT name, type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall())
     result: list[Row] = []
     for name in table_names(conn):
         rows = None
@@ -55,9 +53,7 @@ def list_tables(conn: sqlite3.Connection) -> list[Row]:
     return result
 
 
-def show_rows(
-    conn: sqlite3.Connection, table: str, *, run_id: str | None = None, limit: int = 20
-) -> list[Row]:
+def show_rows(conn: sqlite3.Connection, table: str, *, run_id: str | None = None, limit: int = 20) -> list[Row]:
     """Rows of `table` in insertion order, optionally only those of one run (tables with a run_id column)."""
     names = columns(conn, table)  # validates the table name
     sql = f'SELECT * FROM "{table}"'

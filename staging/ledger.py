@@ -109,9 +109,7 @@ def open_run(
                 (run_id, _now(), json.dumps(stages), json.dumps(exports), json.dumps(settings), code_version),
             )
         else:
-            conn.execute(
-                "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?", (run_id,)
-            )
+            conn.execute("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?", (run_id,))
     return run_id
 
 
@@ -178,14 +176,10 @@ class StageRun:
         self._close("failed", error=error, rerun_hint=rerun_hint)
 
     def _close(self, status: str, **values: Any) -> None:
-        values.update(
-            status=status, finished_at=_now(), duration_s=round(time.monotonic() - self._started, 3)
-        )
+        values.update(status=status, finished_at=_now(), duration_s=round(time.monotonic() - self._started, 3))
         assignments = ", ".join(f"{name} = ?" for name in values)
         with Transaction(self.conn):
-            self.conn.execute(
-                f"UPDATE stage_runs SET {assignments} WHERE id = ?", (*values.values(), self.id)
-            )
+            self.conn.execute(f"UPDATE stage_runs SET {assignments} WHERE id = ?", (*values.values(), self.id))
 
 
 def record_ingest_file(conn: sqlite3.Connection, stage_run: StageRun, **row: Any) -> None:
@@ -196,7 +190,6 @@ def record_ingest_file(conn: sqlite3.Connection, stage_run: StageRun, **row: Any
     updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("run_id", "path"))
     with Transaction(conn):
         conn.execute(
-            f"INSERT INTO ingest_files ({columns}) VALUES ({marks})"
-            f" ON CONFLICT (run_id, path) DO UPDATE SET {updates}",
+            f"INSERT INTO ingest_files ({columns}) VALUES ({marks}) ON CONFLICT (run_id, path) DO UPDATE SET {updates}",
             tuple(row.values()),
         )

@@ -53,8 +53,7 @@ def _snapshot(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
     return [
         tuple(r)
         for r in conn.execute(
-            "SELECT uuid, conversation_id, parent_id, text, is_active, seq, content_hash"
-            " FROM messages ORDER BY uuid"
+            "SELECT uuid, conversation_id, parent_id, text, is_active, seq, content_hash FROM messages ORDER BY uuid"
         )
     ]
 

@@ -248,9 +248,7 @@ def test_spark_first_uses_the_mapping_key_as_uuid_when_message_id_differs() -> N
     """spark-first has nodes whose message.id differs from the mapping key; uuid is the key parents cite."""
     path = _needs(SHARED_EXPORTS[1])
     source = json.loads(path.read_bytes())
-    differing = {
-        key for c in source for key, n in c["mapping"].items() if n["message"] and n["message"]["id"] != key
-    }
+    differing = {key for c in source for key, n in c["mapping"].items() if n["message"] and n["message"]["id"] != key}
     conversations, _ = _parse_file(path)
     uuids = {m.uuid for c in conversations for m in c.messages}
     assert len(differing) == 62 and differing <= uuids
@@ -489,9 +487,7 @@ def test_quarantined_raw_json_is_cut_at_the_limit_with_a_marker() -> None:
     ],
     ids=lambda value: value.get("content_type", "") if isinstance(value, dict) else None,
 )
-def test_each_known_content_type_renders_deterministic_text_without_raw(
-    content: dict[str, Any], expected: str
-) -> None:
+def test_each_known_content_type_renders_deterministic_text_without_raw(content: dict[str, Any], expected: str) -> None:
     """Every documented content_type has its own rendering, the same on every call, and keeps no raw JSON."""
     assert render_content(content) == (expected, None)
 

@@ -36,9 +36,7 @@ def _parse(data: bytes) -> tuple[list[ExportConversation], list[QuarantineRecord
 
 
 def _line(conversation: str, uuid: str, text: str = "hi", role: str = "user", **extra: Any) -> bytes:
-    return json.dumps(
-        {"conversation_id": conversation, "id": uuid, "role": role, "text": text, **extra}
-    ).encode()
+    return json.dumps({"conversation_id": conversation, "id": uuid, "role": role, "text": text, **extra}).encode()
 
 
 def _file(*lines: bytes) -> bytes:
@@ -102,9 +100,7 @@ def test_bad_lines_are_quarantined_with_their_line_numbers_while_good_lines_arri
 
 def test_a_non_utf8_line_is_quarantined_and_its_neighbours_arrive() -> None:
     """A line with invalid UTF-8 bytes is one quarantine row with the bytes escaped; nothing else is lost."""
-    data = _file(
-        _line("c1", "m1"), b'{"conversation_id": "c1", "id": "m2", "text": "caf\xe9"}', _line("c1", "m3")
-    )
+    data = _file(_line("c1", "m1"), b'{"conversation_id": "c1", "id": "m2", "text": "caf\xe9"}', _line("c1", "m3"))
     conversations, quarantined = _parse(data)
     (bad,) = quarantined
     assert bad.locator == "line 2" and "not UTF-8" in bad.reason and "\\xe9" in bad.raw
@@ -148,9 +144,7 @@ def test_a_conversation_split_across_non_contiguous_lines_is_one_conversation() 
     ],
     ids=["iso-z", "iso-offset", "iso-naive", "epoch-s", "epoch-ms", "epoch-fraction", "null", "unreadable"],
 )
-def test_created_at_accepts_iso_epoch_seconds_and_milliseconds_and_null(
-    value: object, expected: object
-) -> None:
+def test_created_at_accepts_iso_epoch_seconds_and_milliseconds_and_null(value: object, expected: object) -> None:
     """Each timestamp form becomes the same UTC instant; null or unreadable is None, the message kept."""
     (conversation,), quarantined = _parse(_file(_line("c", "m", created_at=value)))
     assert quarantined == []
@@ -251,8 +245,7 @@ def test_real_chat_sessions_written_as_interleaved_jsonl_all_arrive() -> None:
         question = json.loads(stream.readline())
     sessions = dict(zip(question["haystack_session_ids"], question["haystack_sessions"], strict=True))
     turns = [
-        [(session_id, index, turn) for index, turn in enumerate(session)]
-        for session_id, session in sessions.items()
+        [(session_id, index, turn) for index, turn in enumerate(session)] for session_id, session in sessions.items()
     ]
     lines = [  # one turn of each session in turn, so no conversation's lines are contiguous
         _line(session_id, f"{session_id}:{index}", text=turn["content"], role=turn["role"])
@@ -275,8 +268,7 @@ def test_real_chat_sessions_written_as_interleaved_jsonl_all_arrive() -> None:
 def test_the_same_id_in_two_conversations_gives_two_distinct_archive_ids() -> None:
     """Ids are scoped by conversation, so logs that both number their messages from 1 do not collide."""
     data = b"".join(
-        json.dumps({"conversation_id": c, "id": 1, "role": "user", "text": c}).encode() + b"\n"
-        for c in ("a", "b")
+        json.dumps({"conversation_id": c, "id": 1, "role": "user", "text": c}).encode() + b"\n" for c in ("a", "b")
     )
     conversations, quarantined = _parse(data)
     assert quarantined == []

@@ -33,9 +33,7 @@ def _parse(parser: Parser, data: bytes) -> tuple[list[ExportConversation], list[
     return conversations, quarantined
 
 
-def _walk(
-    messages: list[dict[str, Any]], enclosing: str | None = None
-) -> Iterator[tuple[dict[str, Any], str | None]]:
+def _walk(messages: list[dict[str, Any]], enclosing: str | None = None) -> Iterator[tuple[dict[str, Any], str | None]]:
     """Every message of a LibreChat export with the id of the message it is nested in (plain recursion)."""
     for message in messages:
         yield message, enclosing
@@ -79,9 +77,7 @@ def test_every_message_of_a_real_librechat_export_is_parsed_with_its_parent(path
 
 def test_flat_export_with_two_roots_keeps_both_and_activates_the_latest_leaf() -> None:
     """Branches without nesting: both root questions kept; the active path ends at the newest reply."""
-    (conversation,), _ = _parse(
-        parse_librechat, (FIXTURES / "librechat-opts-nonr-branches.json").read_bytes()
-    )
+    (conversation,), _ = _parse(parse_librechat, (FIXTURES / "librechat-opts-nonr-branches.json").read_bytes())
     roots = [m.uuid for m in conversation.messages if m.parent_id is None]
     assert len(roots) == 2
     latest = max(conversation.messages, key=lambda m: m.created_at or 0)  # type: ignore[arg-type, return-value]
@@ -184,8 +180,6 @@ def test_a_bad_chatbot_ui_message_is_quarantined_and_the_chain_skips_it() -> Non
             "messages": [{"role": "user", "content": "q"}, 5, {"role": "assistant", "content": "r"}],
         }
     ]
-    (conversation,), quarantined = _parse(
-        parse_chatbotui, json.dumps({"version": 4, "history": history}).encode()
-    )
+    (conversation,), quarantined = _parse(parse_chatbotui, json.dumps({"version": 4, "history": history}).encode())
     assert [q.locator for q in quarantined] == ["history[0].messages[1]"]
     assert [(m.uuid, m.parent_id) for m in conversation.messages] == [("c:0", None), ("c:2", "c:0")]

@@ -87,9 +87,7 @@ def dump_tables(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
     return {
         "conversations": [tuple(r) for r in conn.execute("SELECT * FROM conversations ORDER BY id")],
         "messages": [tuple(r) for r in conn.execute("SELECT * FROM messages ORDER BY uuid")],
-        "quarantine": [
-            tuple(r)[1:] for r in conn.execute("SELECT * FROM quarantine ORDER BY locator, reason")
-        ],
+        "quarantine": [tuple(r)[1:] for r in conn.execute("SELECT * FROM quarantine ORDER BY locator, reason")],
         "sources": [tuple(r)[1:6] for r in conn.execute("SELECT * FROM sources ORDER BY sha256")],
     }
 
@@ -139,9 +137,7 @@ def test_zip_with_side_files_is_read_without_extracting(tmp_path: Path) -> None:
         ("notes.txt", "no conversations.json"),
     ],
 )
-def test_unsafe_or_useless_zip_is_refused_with_the_file_named(
-    tmp_path: Path, member: str, expected: str
-) -> None:
+def test_unsafe_or_useless_zip_is_refused_with_the_file_named(tmp_path: Path, member: str, expected: str) -> None:
     """Zip-slip paths and zips without conversations.json fail the file with a one-line reason."""
     dump = tmp_path / "bad.zip"
     with zipfile.ZipFile(dump, "w") as archive_zip:
