@@ -1,0 +1,72 @@
+"""What an extractor receives and returns. The offline extractor and the LLM extractor both implement
+`Extractor`; the extract stage does not care which one it has.
+
+    stage ──SegmentInput──▶ Extractor.extract_many ──(SegmentInput, ExtractionOutput | ExtractionFailure)──▶
+          semantic mapper (verifies every evidence span against the real message) ──▶ staging
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from contracts.concepts import ConceptHypothesis
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentMessage:
+    message_id: str
+    role: str
+    text: str
+    created_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInput:
+    """One segment to extract from: consecutive messages of one conversation's active path."""
+
+    segment_id: str
+    conversation_id: str
+    title: str | None
+    messages: tuple[SegmentMessage, ...]
+    content_hash: str  # of the segment's message ids and texts: the cache key's first part
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+@dataclass(slots=True)
+class ExtractionOutput:
+    """What the extractor proposed for one segment, before the semantic mapper checks it."""
+
+    hypotheses: list[ConceptHypothesis]
+    usage: Usage = field(default_factory=Usage)
+    raw_response: str | None = None  # the model's raw text (LLM only), kept in staging for inspection
+
+
+@dataclass(slots=True)
+class ExtractionFailure:
+    """A segment the extractor could not handle (contract violation, refusal, retries exhausted)."""
+
+    reason: str
+    raw_response: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+class Extractor(Protocol):
+    name: str  # "offline" or "llm"
+    # Everything besides the segment that changes the output: prompt version, schema version, model,
+    # reasoning effort. An extraction is cached by (segment content_hash, *cache_key_parts).
+    cache_key_parts: tuple[str, ...]
+
+    def extract_many(
+        self, segments: Sequence[SegmentInput]
+    ) -> Iterator[tuple[SegmentInput, ExtractionOutput | ExtractionFailure]]:
+        """Extract every segment (in any order, possibly concurrently); one result per segment."""
+        ...
