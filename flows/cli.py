@@ -1,0 +1,342 @@
+"""The `chatmem` command line: global options, `run`, `stage` and `serve` (the inspection commands are in
+flows/cli_inspect.py).
+
+Inspection commands only read SQLite and never import the engine: prefect and the pipeline are imported
+inside `run`, `stage` and `serve`, after `flows.prefect_env` has set Prefect's environment.
+Exit codes: 0 success, 1 a stage or file failed (the message says how to re-run), 2 usage.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import click
+from click.core import ParameterSource
+from pydantic import ValidationError
+
+from contracts.errors import ChatmemError, ConfigError, StageError
+from contracts.records import EXPORT_FORMATS
+from contracts.results import STAGE_ORDER, StageResult
+from contracts.settings import Settings
+from flows.cli_inspect import JSON_OPTION, archive, emit, open_readonly, staging
+from flows.prefect_env import configure_prefect, describe_api
+from staging import inspect as inspection
+from staging.ledger import run_exists, run_exports
+
+
+@dataclass
+class App:
+    """What the global options decided, shared by every command."""
+
+    data_dir: Path | None
+    data_dir_source: ParameterSource | None
+    quiet: bool
+    verbose: bool
+
+    def settings(self) -> Settings:
+        """The settings (environment, then these options); --quiet sets pipeline.quiet."""
+        try:
+            settings = Settings(data_dir=self.data_dir) if self.data_dir is not None else Settings()
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"invalid settings: {problems}") from exc
+        if self.quiet:
+            settings.pipeline = settings.pipeline.model_copy(update={"quiet": True})
+        return settings
+
+    def defaults(self, settings: Settings, *, serving: bool = False) -> list[str]:
+        """The defaults in use, announced once per run so that nothing happens by surprise."""
+        if settings.pipeline.quiet:
+            return []
+        lines = []
+        if self.data_dir_source in (None, ParameterSource.DEFAULT):
+            lines.append(f"data dir: {settings.data_dir} (default; set --data-dir or CHATMEM_DATA_DIR)")
+        lines.append(describe_api(serving=serving))
+        return lines
+
+    def engine(self, settings: Settings, name: str = "pipeline") -> ModuleType:
+        """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first."""
+        configure_prefect(settings.data_dir, verbose=self.verbose)
+        return importlib.import_module(f"flows.{name}")
+
+
+OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", "memory", "flows")
+
+
+class ChatmemGroup(click.Group):
+    """Turns a ChatmemError anywhere below into one line on stderr and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ChatmemError as exc:
+            click.echo(f"error: {' '.join(str(exc).splitlines())}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+class CliLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever sys.stderr is at the time (click's test runner swaps it per invocation).
+
+    Public name on purpose: Prefect keeps the root handlers it finds unless their class name starts with "_".
+    """
+
+    chatmem = True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+def _below_error(record: logging.LogRecord) -> bool:
+    return record.levelno < logging.ERROR
+
+
+def _setup_logging(verbose: bool) -> None:
+    """Library modules log through `logging` and own no handlers; the CLI decides where lines go.
+
+    Without --verbose, error records are dropped: every failure reaches the user anyway, once, as the CLI's
+    one-line `error:` message with its re-run hint (or as a traceback for a bug), and Prefect would otherwise
+    add a traceback of the same StageError for each flow it passed through. Warnings still show.
+    """
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "chatmem", False)]:
+        root.removeHandler(old)
+    handler = CliLogHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    if not verbose:
+        handler.addFilter(_below_error)
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)  # third-party chatter (httpx logs every request at INFO) stays out
+    for package in OUR_PACKAGES:
+        logging.getLogger(package).setLevel(logging.INFO if verbose else logging.NOTSET)
+
+
+def select_stages(from_: str | None, to: str | None, only: str | None) -> list[str]:
+    """The slice of STAGE_ORDER that --from/--to/--only select; ConfigError (exit 2) if it makes no sense."""
+    names = list(STAGE_ORDER)
+    for option, value in (("--from", from_), ("--to", to), ("--only", only)):
+        if value is not None and value not in names:
+            raise ConfigError(f"{option} {value!r}: unknown stage; stages are: {', '.join(names)}")
+    if only is not None:
+        if from_ is not None or to is not None:
+            raise ConfigError("--only cannot be combined with --from or --to")
+        return [only]
+    start = names.index(from_) if from_ else 0
+    end = names.index(to) if to else len(names) - 1
+    if start > end:
+        raise ConfigError(f"--from {from_} comes after --to {to} in the pipeline ({', '.join(names)})")
+    return names[start : end + 1]
+
+
+@click.group(cls=ChatmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="CHATMEM_DATA_DIR",
+    help="Directory of archive.db, staging.db and Prefect's state [env CHATMEM_DATA_DIR; default .chatmem].",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars, no announcements of defaults.")
+@click.option("--verbose", "-v", is_flag=True, help="Log what each stage does (INFO), Prefect's logs too.")
+@click.pass_context
+def cli(ctx: click.Context, data_dir: Path | None, quiet: bool, verbose: bool) -> None:
+    """chatmem: turn chat-assistant export dumps into a memory.
+
+    \b
+    Example: chatmem run ~/Downloads/chatgpt-export.zip && chatmem archive stats
+    """
+    if quiet and verbose:
+        raise click.UsageError("--quiet and --verbose exclude each other")
+    _setup_logging(verbose)
+    ctx.obj = App(data_dir, ctx.get_parameter_source("data_dir"), quiet, verbose)
+
+
+# ---------------------------------------------------------------- run, stage
+
+
+def _format_counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in counts.items())
+
+
+def _report(
+    app: App,
+    settings: Settings,
+    run_id: str,
+    results: list[StageResult],
+    as_json: bool,
+    error: StageError | None = None,
+) -> None:
+    """The run summary on stdout, text or JSON. On failure the error line goes to stderr (ChatmemGroup)."""
+    with open_readonly(settings.staging_path, settings) as staging:
+        files = inspection.run_files(staging, run_id)
+    defaults = app.defaults(settings)
+    if as_json:
+        data: dict[str, Any] = {
+            "run_id": run_id,
+            "status": "failed" if error else "succeeded",
+            "stages": [r.model_dump(mode="json") for r in results],
+            "files": files,
+            "defaults": defaults,
+        }
+        if error is not None:
+            data.update(error=error.cause, failed_stage=error.stage, rerun=error.rerun_hint)
+        emit(data)
+        return
+    for line in defaults:
+        click.echo(line)
+    click.echo(f"run {run_id}: {'failed' if error else 'succeeded'}")
+    for result in results:
+        click.echo(f"  {result.stage}: {result.status}; {_format_counts(result.counts)}")
+        for note in result.notes:
+            click.echo(f"    note: {note}")
+        if result.counts.get("quarantined"):
+            click.echo(f"    {result.counts['quarantined']} record(s) quarantined: chatmem staging failures")
+    for row in files:
+        if row["status"] == "skipped":
+            click.echo(f"  skipped (already ingested, same sha256): {row['path']}")
+        elif row["status"] in ("failed", "partial"):
+            detail = str(row["detail"] or "")
+            # Export errors already start with the file name; do not say it twice.
+            shown = detail if detail.startswith(row["path"]) else f"{row['path']}: {detail}"
+            click.echo(f"  {row['status']}: {shown}")
+
+
+def _run(
+    app: App,
+    settings: Settings,
+    exports: list[str | Path],
+    stages: list[str],
+    *,
+    as_json: bool,
+    force_format: str | None,
+    run_id: str | None = None,
+) -> None:
+    engine = app.engine(settings)
+    try:
+        run_id, results = engine.run_pipeline(settings, exports, stages, run_id=run_id, force_format=force_format)
+    except StageError as exc:
+        _report(app, settings, exc.run_id, [], as_json, error=exc)
+        raise
+    _report(app, settings, run_id, results, as_json)
+
+
+FORMAT_OPTION = click.option(
+    "--format", "force_format", type=click.Choice(EXPORT_FORMATS), help="Skip detection: read as this format."
+)
+
+
+@cli.command()
+@click.argument("exports", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--from", "from_", metavar="STAGE", help=f"First stage to run ({', '.join(STAGE_ORDER)}).")
+@click.option("--to", metavar="STAGE", help="Last stage to run.")
+@click.option("--only", metavar="STAGE", help="Run this one stage.")
+@FORMAT_OPTION
+@JSON_OPTION
+@click.pass_obj
+def run(
+    app: App,
+    exports: tuple[Path, ...],
+    from_: str | None,
+    to: str | None,
+    only: str | None,
+    force_format: str | None,
+    as_json: bool,
+) -> None:
+    """Run the pipeline over export dumps (.zip, conversations.json, .jsonl, export folders).
+
+    A dump whose bytes were already ingested is skipped; exit 1 if a stage or a file failed.
+
+    \b
+    Example: chatmem run ~/Downloads/chatgpt-export.zip notes.jsonl --only ingest
+    """
+    stages = select_stages(from_, to, only)
+    settings = app.settings()
+    _run(app, settings, list(exports), stages, force_format=force_format, as_json=as_json)
+
+
+@cli.command("stage")
+@click.argument("stage_name", metavar="STAGE")
+@click.option("--run-id", required=True, help="The run whose stage to re-run (see `chatmem staging runs`).")
+@FORMAT_OPTION
+@JSON_OPTION
+@click.pass_obj
+def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, as_json: bool) -> None:
+    """Re-run one stage of an existing run (ingest re-reads the run's recorded exports).
+
+    \b
+    Example: chatmem stage ingest --run-id r20260101T120000-1a2b3c
+    """
+    stages = select_stages(None, None, stage_name)
+    settings = app.settings()
+    with open_readonly(settings.staging_path, settings) as staging:
+        if not run_exists(staging, run_id):
+            raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
+        exports: list[str | Path] = list(run_exports(staging, run_id))
+    _run(app, settings, exports, stages, run_id=run_id, force_format=force_format, as_json=as_json)
+
+
+# ---------------------------------------------------------------- serve
+
+
+@cli.command()
+@click.option(
+    "--watch",
+    "watch_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder of export dumps.",
+)
+@click.option("--cron", default="*/15 * * * *", show_default=True, help="When to look for new dumps.")
+@click.option("--once", is_flag=True, help="Look once, ingest what is new, exit (no server, no schedule).")
+@FORMAT_OPTION
+@JSON_OPTION
+@click.pass_obj
+def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | None, as_json: bool) -> None:
+    """Ingest new dumps dropped in a folder, on a cron schedule (a served Prefect deployment).
+
+    Dumps already ingested (same bytes) are skipped; failed ones are reported and retried next time.
+
+    \b
+    Example: chatmem serve --cron "*/15 * * * *" --watch ~/dumps
+    """
+    settings = app.settings()
+    engine = app.engine(settings, "serve")
+    if not once:
+        engine.check_schedule(watch_dir, cron)
+        for line in app.defaults(settings, serving=True):
+            click.echo(line, err=True)
+        engine.serve_forever(watch_dir, settings, cron, force_format, lambda line: click.echo(line, err=True))
+        return
+    result = engine.run_once(watch_dir, settings, force_format)
+    if as_json:
+        emit(result)
+    else:
+        click.echo(f"watch {watch_dir}: run {result['run_id'] or '(nothing new)'}")
+        for path in result["already_ingested"]:
+            click.echo(f"  skipped (already ingested): {path}")
+        for row in result["ingested"]:
+            click.echo(f"  {row['status']}: {row['path']}")
+        for row in result["failed"]:
+            click.echo(f"  failed (retried next time): {row['path']}: {row['error']}")
+    if result["failed"]:
+        raise ChatmemError(f"{len(result['failed'])} dump(s) failed; see `chatmem staging failures`")
+    if result["error"]:
+        raise ChatmemError(result["error"])
+
+
+cli.add_command(staging)
+cli.add_command(archive)
+
+
+def main() -> None:
+    """The `chatmem` console script."""
+    cli(prog_name="chatmem")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""The read-only commands of `chatmem`: `staging runs|tables|show|failures` and `archive stats`.
+
+They only read SQLite (staging.db and archive.db, opened read-only) and never import prefect or the
+pipeline, so they answer at once and work while a run is going on. Output is a text table, or JSON only on
+stdout with --json.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from contracts.errors import ChatmemError, ConfigError
+from contracts.settings import Settings
+from staging import inspect as inspection
+from staging.archive import archive_stats
+from staging.db import connect_readonly
+
+if TYPE_CHECKING:
+    from flows.cli import App
+
+CELL_WIDTH = 60  # text tables cut long cells (message text, raw JSON); --json gives them whole
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+
+
+def emit(data: object) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def cell(value: object) -> str:
+    text = "" if value is None else " ".join(str(value).split())
+    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+
+
+def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None) -> None:
+    if not rows:
+        click.echo("(no rows)")
+        return
+    cols = cols or list(rows[0])
+    cells = [[cell(row.get(c)) for c in cols] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
+    for r in cells:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+
+
+@contextmanager
+def open_readonly(path: Path, settings: Settings) -> Iterator[sqlite3.Connection]:
+    """A read-only connection, closed on exit; a clear message when the data dir has nothing yet."""
+    try:
+        conn = connect_readonly(path)
+    except FileNotFoundError:
+        raise ChatmemError(
+            f"nothing in {settings.data_dir} yet ({path.name} does not exist):"
+            " run `chatmem run EXPORT` first, or point --data-dir / CHATMEM_DATA_DIR at an existing data dir"
+        ) from None
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@click.group()
+def staging() -> None:
+    """Inspect staging.db (the run ledger) and archive.db tables, read-only.
+
+    \b
+    Example: chatmem staging runs --limit 5
+    """
+
+
+@staging.command("runs")
+@click.option("--limit", default=20, show_default=True, help="How many recent runs (0: all).")
+@JSON_OPTION
+@click.pass_obj
+def staging_runs(app: App, limit: int, as_json: bool) -> None:
+    """List recent runs, newest first, with each stage's latest status.
+
+    \b
+    Example: chatmem staging runs --json --limit 5
+    """
+    settings = app.settings()
+    with open_readonly(settings.staging_path, settings) as conn:
+        runs = inspection.list_runs(conn, limit=limit)
+    if as_json:
+        emit(runs)
+        return
+    for run_row in runs:
+        run_row["stages"] = " ".join(f"{k}:{v}" for k, v in run_row.pop("stage_status").items())
+        run_row["exports"] = len(run_row["exports"])
+    print_table(runs, ["id", "status", "started_at", "stages", "exports", "error"])
+
+
+def _databases(settings: Settings) -> list[tuple[str, Path]]:
+    found = [(n, p) for n, p in (("staging", settings.staging_path), ("archive", settings.archive_path))]
+    found = [(n, p) for n, p in found if p.exists()]
+    if not found:
+        with open_readonly(settings.staging_path, settings):  # raises the "nothing here yet" message
+            pass
+    return found
+
+
+@staging.command("tables")
+@JSON_OPTION
+@click.pass_obj
+def staging_tables(app: App, as_json: bool) -> None:
+    """List the tables of staging.db and archive.db with their row counts.
+
+    \b
+    Example: chatmem staging tables
+    """
+    settings = app.settings()
+    rows: list[dict[str, Any]] = []
+    for name, path in _databases(settings):
+        with open_readonly(path, settings) as conn:
+            rows.extend({"database": name, **t} for t in inspection.list_tables(conn))
+    emit(rows) if as_json else print_table(rows, ["database", "table", "type", "rows"])
+
+
+@staging.command("show")
+@click.argument("table")
+@click.option("--run-id", help="Only the rows of this run (tables with a run_id column).")
+@click.option("--limit", default=20, show_default=True, help="How many rows (0: all).")
+@JSON_OPTION
+@click.pass_obj
+def staging_show(app: App, table: str, run_id: str | None, limit: int, as_json: bool) -> None:
+    """Show rows of one table of staging.db or archive.db (see `staging tables`).
+
+    \b
+    Example: chatmem staging show ingest_files --run-id r20260101T120000-1a2b3c
+    """
+    settings = app.settings()
+    known: list[str] = []
+    for _name, path in _databases(settings):
+        with open_readonly(path, settings) as conn:
+            names = inspection.table_names(conn)
+            if table in names:
+                rows = inspection.show_rows(conn, table, run_id=run_id, limit=limit)
+                emit(rows) if as_json else print_table(rows)
+                return
+            known.extend(names)
+    raise ConfigError(f"unknown table {table!r}; tables: {', '.join(known)}")
+
+
+@staging.command("failures")
+@JSON_OPTION
+@click.pass_obj
+def staging_failures(app: App, as_json: bool) -> None:
+    """Show what needs attention: failed stages (with the re-run command), failed files, quarantine.
+
+    \b
+    Example: chatmem staging failures --json
+    """
+    settings = app.settings()
+    with open_readonly(settings.staging_path, settings) as staging_conn:
+        if settings.archive_path.exists():
+            with open_readonly(settings.archive_path, settings) as archive_conn:
+                found = inspection.failures(staging_conn, archive_conn)
+        else:
+            found = inspection.failures(staging_conn)
+    if as_json:
+        emit(found)
+        return
+    if not any(found.values()):
+        click.echo("no failures")
+    titles = {
+        "stage_runs": "failed stage runs",
+        "files": "failed or partial files",
+        "quarantine": "quarantine",
+    }
+    for key, title in titles.items():
+        if found[key]:
+            click.echo(f"{title}:")
+            print_table(found[key])
+
+
+@click.group()
+def archive() -> None:
+    """Inspect archive.db, the source of truth, read-only.
+
+    \b
+    Example: chatmem archive stats --json
+    """
+
+
+@archive.command("stats")
+@JSON_OPTION
+@click.pass_obj
+def archive_stats_cmd(app: App, as_json: bool) -> None:
+    """Count sources, conversations, messages and quarantined records.
+
+    \b
+    Example: chatmem archive stats --json
+    """
+    settings = app.settings()
+    with open_readonly(settings.archive_path, settings) as conn:
+        stats = archive_stats(conn)
+    if as_json:
+        emit(stats)
+        return
+    for name, value in stats.items():
+        click.echo(f"{name:<16}{value}")

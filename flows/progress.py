@@ -1,0 +1,49 @@
+"""Progress bars for long stages: tqdm on stderr, off with --quiet or when stderr is not a terminal.
+
+Stages take a `progress` factory rather than tqdm itself, so that they stay free of any display concern:
+`progress(label, total_bytes)` is a context manager that yields an `advance(nbytes)` callable.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TextIO
+
+ProgressFactory = Callable[[str, int], AbstractContextManager[Callable[[int], object]]]
+
+
+def bars_wanted(quiet: bool, stream: TextIO | None = None) -> bool:
+    """Bars only for a person watching: not with --quiet, not into a pipe or a log file."""
+    stream = stream if stream is not None else sys.stderr
+    isatty = getattr(stream, "isatty", None)
+    return not quiet and callable(isatty) and bool(isatty())
+
+
+def progress_factory(enabled: bool) -> ProgressFactory | None:
+    """The factory to hand a stage, or None for no bars at all."""
+    return tqdm_bar if enabled else None
+
+
+@contextmanager
+def tqdm_bar(label: str, total: int) -> Iterator[Callable[[int], object]]:
+    from tqdm import tqdm  # imported here: inspection commands never pay for it
+
+    with tqdm(
+        total=total,
+        desc=_shorten(label),
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        file=sys.stderr,
+        leave=False,
+        dynamic_ncols=True,
+        mininterval=0.5,
+    ) as bar:
+        yield bar.update
+
+
+def _shorten(label: str, width: int = 40) -> str:
+    """Keep the end of a long path: the file name is the part a reader needs."""
+    return label if len(label) <= width else "…" + label[-(width - 1) :]

@@ -1,0 +1,235 @@
+"""Scheduling: a `watch_folder` flow over a folder of dumps, served as a Prefect deployment on a cron.
+
+Each run lists the dumps in the folder (export files, zips, unzipped export folders), skips those whose bytes
+were already ingested completely (same sha256: the archive's `sources` row is 'complete'), and runs the
+pipeline over the rest. A dump that fails is logged and listed in the flow's result; since its source is not
+'complete', the next run tries it again, and a fixed copy (new bytes) is simply new.
+
+Prefect's ephemeral API has no scheduler, so `serve_forever` starts a Prefect server on loopback (state under
+PREFECT_HOME) unless PREFECT_API_URL points at one already. `--once` runs the flow once on the ephemeral API.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flows.prefect_env import ensure_no_outbound
+
+ensure_no_outbound()  # before prefect is imported
+
+from prefect import flow, get_run_logger  # noqa: E402
+
+from contracts.errors import ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
+from contracts.results import STAGE_ORDER  # noqa: E402
+from contracts.settings import Settings  # noqa: E402
+from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
+from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES, ZIP_MAGIC, open_export  # noqa: E402
+from staging.archive import ArchiveWriter  # noqa: E402
+from staging.db import connect_readonly  # noqa: E402
+from staging.inspect import run_files  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+DUMP_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".zip"})
+DEPLOYMENT_NAME = "chatmem-watch"
+
+
+def list_dumps(watch_dir: Path) -> list[Path]:
+    """The entries of `watch_dir` that look like exports, in name order (not recursive).
+
+    Hidden files, partial downloads and the side files of an unzipped ChatGPT export (user.json, ...) are left
+    alone: ingesting them could only fail, again at every run.
+    """
+    if not watch_dir.is_dir():
+        raise ConfigError(f"--watch {watch_dir}: not a directory")
+    found: list[Path] = []
+    for entry in sorted(watch_dir.iterdir()):
+        if entry.name.startswith(".") or entry.name in KNOWN_SIDE_FILES:
+            continue
+        if entry.is_dir():
+            if (entry / CONVERSATIONS_FILE).is_file():
+                found.append(entry)
+        elif entry.is_file() and (entry.suffix.lower() in DUMP_SUFFIXES or _is_zip(entry)):
+            found.append(entry)
+    return found
+
+
+def _is_zip(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(4) == ZIP_MAGIC
+
+
+def split_new(settings: Settings, dumps: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(new, already ingested completely). A dump that cannot even be opened counts as new: the ingest
+    stage then records why it failed, in the ledger where `chatmem staging failures` finds it."""
+    if not settings.archive_path.exists():
+        return list(dumps), []
+    new: list[Path] = []
+    done: list[Path] = []
+    archive = connect_readonly(settings.archive_path)
+    try:
+        writer = ArchiveWriter(archive)  # only its read method is used: the connection is read-only
+        for path in dumps:
+            try:
+                opened = open_export(
+                    path,
+                    max_member_bytes=settings.ingest.max_zip_member_bytes,
+                    max_ratio=settings.ingest.max_zip_ratio,
+                )
+            except ExportError:
+                new.append(path)
+                continue
+            (done if writer.source_status(opened.sha256) == "complete" else new).append(path)
+    finally:
+        archive.close()
+    return new, done
+
+
+@flow(name="chatmem-watch", persist_result=False, validate_parameters=False)
+def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None) -> dict[str, Any]:
+    """Ingest the dumps in `watch_dir` that are not in the archive yet; report the ones that fail."""
+    logger = get_run_logger()
+    settings = Settings(data_dir=Path(data_dir))
+    new, done = split_new(settings, list_dumps(Path(watch_dir)))
+    result: dict[str, Any] = {
+        "watch_dir": watch_dir,
+        "run_id": None,
+        "already_ingested": [str(p) for p in done],
+        "ingested": [],
+        "failed": [],
+        "error": None,  # a stage failure, whether or not a particular dump is to blame
+    }
+    if not new:
+        logger.info("watch - nothing new in %s (%d dump(s) already ingested)", watch_dir, len(done))
+        return result
+    logger.info("watch - %d new dump(s) in %s", len(new), watch_dir)
+    try:
+        run_id, _ = run_pipeline(settings, new, STAGE_ORDER, force_format=force_format, quiet=True)
+    except StageError as exc:
+        run_id = exc.run_id
+        result["error"] = str(exc)
+        logger.error("watch - %s", exc)
+    result["run_id"] = run_id
+    staging = connect_readonly(settings.staging_path)
+    try:
+        files = run_files(staging, run_id)
+    finally:
+        staging.close()
+    for row in files:
+        if row["status"] == "failed":
+            # Not 'complete' in the archive, so the next run retries it.
+            logger.error("watch - %s failed (retried next run): %s", row["path"], row["detail"])
+            result["failed"].append({"path": row["path"], "error": row["detail"]})
+        else:
+            result["ingested"].append({"path": row["path"], "status": row["status"]})
+    return result
+
+
+def run_once(watch_dir: Path, settings: Settings, force_format: str | None = None) -> dict[str, Any]:
+    """One watch run on the ephemeral API (what `chatmem serve --once` does)."""
+    with without_heartbeats():
+        return dict(
+            watch_folder(
+                watch_dir=str(watch_dir.absolute()),
+                data_dir=str(settings.data_dir.absolute()),
+                force_format=force_format,
+            )
+        )
+
+
+def check_schedule(watch_dir: Path, cron: str) -> None:
+    """ConfigError (exit 2) now for a bad --cron or --watch, rather than a failed run in 15 minutes."""
+    from prefect.client.schemas.schedules import CronSchedule
+
+    try:
+        CronSchedule(cron=cron)
+    except ValueError as exc:
+        raise ConfigError(f"--cron {cron!r} is not a valid cron expression") from exc
+    list_dumps(watch_dir)
+
+
+def serve_forever(
+    watch_dir: Path,
+    settings: Settings,
+    cron: str,
+    force_format: str | None = None,
+    announce: Callable[[str], object] = print,
+) -> None:
+    """Serve `watch_folder` as a deployment on `cron` until interrupted (SIGINT or SIGTERM).
+
+    `announce` receives one line once the deployment's API is up (the CLI prints it to stderr).
+    """
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    check_schedule(watch_dir, cron)
+    server: subprocess.Popen[bytes] | None = None
+    api_url = os.environ.get("PREFECT_API_URL")
+    if not api_url:
+        server, api_url = start_local_server()
+    announce(f"serving {DEPLOYMENT_NAME}: {watch_dir} on {cron!r}, Prefect API {api_url}; stop with Ctrl-C")
+    os.environ["PREFECT_API_URL"] = api_url  # the runner's flow-run subprocesses inherit it
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: api_url}):
+            watch_folder.serve(
+                name=DEPLOYMENT_NAME,
+                cron=cron,
+                parameters={
+                    "watch_dir": str(watch_dir.absolute()),
+                    "data_dir": str(settings.data_dir.absolute()),
+                    "force_format": force_format,
+                },
+                print_starting_message=False,
+                limit=1,  # a long ingest must not overlap the next tick's run over the same dumps
+                # The runner imports the flow by module in its subprocesses: chatmem is an installed package.
+                entrypoint_type=_module_entrypoint(),
+            )
+    finally:
+        if server is not None:
+            server.terminate()
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def _module_entrypoint() -> Any:
+    from prefect.types.entrypoint import EntrypointType
+
+    return EntrypointType.MODULE_PATH
+
+
+def start_local_server(timeout_s: float = 120.0) -> tuple[subprocess.Popen[bytes], str]:
+    """`prefect server start` on a free loopback port; returns the process and its API URL once healthy."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    env = {**os.environ, "PREFECT_UI_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    api_url = f"http://127.0.0.1:{port}/api"
+    # No proxy: a proxy variable in the environment must not send a loopback health check elsewhere.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise ChatmemError(f"the local Prefect server exited with code {server.returncode}")
+        try:
+            with opener.open(f"{api_url}/health", timeout=2) as response:
+                if response.status == 200:
+                    log.info("serve - Prefect server on %s", api_url)
+                    return server, api_url
+        except OSError:
+            pass
+        time.sleep(0.5)
+    server.terminate()
+    raise ChatmemError(f"the local Prefect server did not answer on {api_url} within {timeout_s:.0f} s")

@@ -1,0 +1,86 @@
+"""Shared fixtures: where the fixtures live, a fresh data dir, and Prefect's environment for the session."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+# The MIT-licensed example export of chatgpt2graph: one conversation with branches and hidden messages.
+_CHATGPT_EXAMPLE = FIXTURES / "exports" / "chatgpt" / "chatgpt2graph" / "conversations.json"
+_CHATGPT_EXAMPLE_SHARED = Path("/work/shared/data/exports/chatgpt/chatgpt2graph/examples/conversations.json")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefect_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Prefect's variables for the whole session: no outbound calls, an ephemeral API, state in a temp dir.
+
+    Prefect reads them when it is first imported, so they are set once, before any test runs, and test
+    modules import `flows.pipeline` / `flows.serve` inside tests, never at module level. One PREFECT_HOME
+    for the session: its database migrates once (seconds) instead of once per test.
+    """
+    if "prefect" in sys.modules:
+        raise pytest.UsageError("prefect was imported while collecting tests; import it inside the tests")
+    values = {
+        "DO_NOT_TRACK": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_EPHEMERAL_ENABLED": "true",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+        "PREFECT_HOME": str(tmp_path_factory.mktemp("prefect-home")),
+        "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in values.items():
+            patch.setenv(name, value)
+        for name in ("PREFECT_API_URL", "CHATMEM_DATA_DIR"):
+            patch.delenv(name, raising=False)
+        yield values
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A data dir that does not exist yet (chatmem creates it)."""
+    return tmp_path / "data"
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def chatgpt_export() -> Path:
+    """A real ChatGPT export (chatgpt2graph's example, MIT)."""
+    return _CHATGPT_EXAMPLE if _CHATGPT_EXAMPLE.exists() else _CHATGPT_EXAMPLE_SHARED
+
+
+def write_jsonl(path: Path, conversations: int = 2, turns: int = 3, prefix: str = "j") -> Path:
+    """A small generic-JSONL export (docs/formats.md): `conversations` x `turns` messages."""
+    lines = []
+    for c in range(conversations):
+        for t in range(turns):
+            role = "user" if t % 2 == 0 else "assistant"
+            message = {"conversation_id": f"{prefix}{c}", "id": f"{prefix}{c}-m{t}", "role": role}
+            message |= {"text": f"turn {t} of {prefix}{c}", "created_at": f"2024-05-01T10:0{t}:00Z"}
+            lines.append(json.dumps(message))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def make_jsonl() -> Callable[..., Path]:
+    """`make_jsonl(path, conversations=2, turns=3, prefix="j")` writes a generic-JSONL export."""
+    return write_jsonl
+
+
+@pytest.fixture
+def jsonl_export(tmp_path: Path) -> Path:
+    """Two conversations of three messages each, as generic JSONL."""
+    return write_jsonl(tmp_path / "exports" / "notes.jsonl")

@@ -1,0 +1,231 @@
+"""The `chatmem` CLI: in-process with click's CliRunner (real flows, real SQLite), and as a real process.
+
+Pipeline runs cost a Prefect flow each, so read-only tests share one ingested data dir (`ingested`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+
+from flows.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def chatmem(*args: str | Path, data_dir: Path | None = None) -> Result:
+    """Invoke the CLI in-process; `data_dir` becomes --data-dir."""
+    argv = [str(a) for a in args]
+    if data_dir is not None:
+        argv = ["--data-dir", str(data_dir), *argv]
+    return CliRunner().invoke(cli, argv, catch_exceptions=False)
+
+
+def as_json(result: Result) -> Any:
+    """stdout must be JSON and nothing else."""
+    return json.loads(result.stdout)
+
+
+def chatmem_process(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run `chatmem` as its own process: the console script when installed, else its module."""
+    script = Path(sys.executable).with_name("chatmem")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "flows.cli"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([*command, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+
+
+@pytest.fixture(scope="module")
+def ingested(
+    tmp_path_factory: pytest.TempPathFactory, chatgpt_export: Path, make_jsonl: Callable[..., Path]
+) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """One real `chatmem run --json` of a ChatGPT export and a JSONL file, for tests that only read."""
+    base = tmp_path_factory.mktemp("ingested")
+    jsonl = make_jsonl(base / "notes.jsonl")
+    result = chatmem("run", chatgpt_export, jsonl, "--json", data_dir=base / "data")
+    assert result.exit_code == 0, result.output
+    yield base / "data", as_json(result)
+
+
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for name, command in group.commands.items():
+        yield (*prefix, name)
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*prefix, name))
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    paths = [(), *_commands(cli)]
+    assert ("staging", "show") in paths and ("archive", "stats") in paths and ("serve",) in paths
+    for path in paths:
+        result = chatmem(*path, "--help")
+        assert result.exit_code == 0, path
+        assert "Example:" in result.stdout, f"`chatmem {' '.join(path)} --help` has no Example: line"
+
+
+def test_inspection_never_imports_the_engine(ingested: tuple[Path, dict[str, Any]]) -> None:
+    """`import flows.cli` and the read-only commands leave prefect and flows.pipeline unimported."""
+    data_dir, _ = ingested
+    code = (
+        "import sys\n"
+        "from flows.cli import cli\n"
+        "for argv in (['staging', 'runs'], ['staging', 'tables'], ['staging', 'failures'],\n"
+        "             ['staging', 'show', 'runs'], ['archive', 'stats', '--json']):\n"
+        f"    cli(['--data-dir', {str(data_dir)!r}, *argv], standalone_mode=False)\n"
+        "engine = ('prefect', 'flows.pipeline', 'flows.serve', 'tqdm')\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in engine or m in engine)\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert '"conversations": 3' in done.stdout
+
+
+def test_run_then_archive_stats_counts_what_was_ingested(ingested: tuple[Path, dict[str, Any]]) -> None:
+    data_dir, run = ingested
+    assert run["status"] == "succeeded" and run["run_id"].startswith("r")
+    [stage] = run["stages"]
+    assert stage["stage"] == "ingest" and stage["status"] == "succeeded"
+    assert [f["status"] for f in run["files"]] == ["ingested", "ingested"]
+    stats = as_json(chatmem("archive", "stats", "--json", data_dir=data_dir))
+    assert stats["conversations"] == 3  # one ChatGPT conversation, two JSONL ones
+    assert stats["messages"] == stage["counts"]["messages_inserted"] > 6
+    assert stats["quarantined"] == 0
+    text = chatmem("archive", "stats", data_dir=data_dir).stdout
+    assert f"messages        {stats['messages']}" in text
+
+
+def test_same_dump_twice_is_skipped_and_defaults_announced_once(
+    tmp_path: Path, jsonl_export: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no --data-dir the default .chatmem is used and said so; a second run skips the file."""
+    monkeypatch.chdir(tmp_path)
+    first = chatmem("run", jsonl_export, "--only", "ingest")
+    assert first.exit_code == 0, first.output
+    assert first.stdout.count("data dir: .chatmem (default") == 1
+    assert first.stdout.count("Prefect: local ephemeral API") == 1
+    assert "ingest: succeeded" in first.stdout
+    stats = chatmem("archive", "stats", "--json").stdout
+    second = chatmem("-q", "run", jsonl_export, "--from", "ingest", "--to", "ingest")
+    assert second.exit_code == 0, second.output
+    assert f"skipped (already ingested, same sha256): {jsonl_export.absolute()}" in second.stdout
+    assert "ingest: skipped" in second.stdout and "data dir:" not in second.stdout  # --quiet
+    assert chatmem("archive", "stats", "--json").stdout == stats
+    assert (tmp_path / ".chatmem" / "archive.db").exists()
+
+
+def test_bad_stage_options_are_usage_errors(data_dir: Path, jsonl_export: Path) -> None:
+    cases = [
+        ("run", jsonl_export, "--from", "nope"),
+        ("run", jsonl_export, "--to", "nope"),
+        ("run", jsonl_export, "--only", "ingest", "--from", "ingest"),
+        ("stage", "nope", "--run-id", "r1"),
+        ("run", data_dir.parent / "missing.json"),
+        ("run",),
+    ]
+    for args in cases:
+        result = chatmem(*args, data_dir=data_dir)
+        assert result.exit_code == 2, (args, result.output)
+    assert "unknown stage" in chatmem("run", jsonl_export, "--from", "nope", data_dir=data_dir).stderr
+    assert not data_dir.exists()  # refused before anything started
+
+
+@pytest.mark.slow
+def test_malformed_file_fails_in_one_line_and_stage_rerun_fixes_it(
+    tmp_path: Path, chatgpt_export: Path, jsonl_export: Path
+) -> None:
+    """A real `chatmem` process: exit 1, one `error:` line naming the file and the re-run; then re-run."""
+    data_dir = tmp_path / "data"
+    broken = tmp_path / "conversations.json"
+    broken.write_bytes(chatgpt_export.read_bytes()[:3000])  # cut inside the first conversation
+    done = chatmem_process("--data-dir", data_dir, "run", broken, jsonl_export, "--json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert str(broken) in errors[0] and "chatmem stage ingest --run-id" in errors[0]
+    report = json.loads(done.stdout)
+    assert report["status"] == "failed" and report["failed_stage"] == "ingest"
+    statuses = {f["path"]: f["status"] for f in report["files"]}
+    assert statuses == {str(broken): "failed", str(jsonl_export): "ingested"}
+    assert as_json(chatmem("archive", "stats", "--json", data_dir=data_dir))["conversations"] == 2
+
+    failures = as_json(chatmem("staging", "failures", "--json", data_dir=data_dir))
+    assert [f["path"] for f in failures["files"]] == [str(broken)]
+    assert failures["stage_runs"][0]["run_id"] == report["run_id"]
+    broken.write_bytes(chatgpt_export.read_bytes())  # the user fixes the file and re-runs the stage
+    rerun = chatmem("stage", "ingest", "--run-id", report["run_id"], data_dir=data_dir)
+    assert rerun.exit_code == 0, rerun.output
+    assert f"run {report['run_id']}: succeeded" in rerun.stdout
+    assert f"skipped (already ingested, same sha256): {jsonl_export}" in rerun.stdout
+    assert as_json(chatmem("archive", "stats", "--json", data_dir=data_dir))["conversations"] == 3
+    failures = as_json(chatmem("staging", "failures", "--json", data_dir=data_dir))
+    assert failures["files"] == [] and failures["stage_runs"] == []
+
+
+def test_stage_with_an_unknown_run_id_is_a_usage_error(ingested: tuple[Path, dict[str, Any]]) -> None:
+    data_dir, _ = ingested
+    result = chatmem("stage", "ingest", "--run-id", "r-nope", data_dir=data_dir)
+    assert result.exit_code == 2
+    assert "unknown run id 'r-nope'" in result.stderr and "chatmem staging runs" in result.stderr
+
+
+def test_staging_runs_text_and_json(ingested: tuple[Path, dict[str, Any]]) -> None:
+    data_dir, run = ingested
+    runs = as_json(chatmem("staging", "runs", "--json", "--limit", "1", data_dir=data_dir))
+    assert [(r["id"], r["status"], r["stage_status"]) for r in runs] == [
+        (run["run_id"], "succeeded", {"ingest": "succeeded"})
+    ]
+    text = chatmem("staging", "runs", data_dir=data_dir).stdout
+    assert text.splitlines()[0].split() == ["id", "status", "started_at", "stages", "exports", "error"]
+    assert run["run_id"] in text and "ingest:succeeded" in text
+
+
+def test_staging_tables_lists_both_databases_with_counts(ingested: tuple[Path, dict[str, Any]]) -> None:
+    data_dir, _ = ingested
+    tables = as_json(chatmem("staging", "tables", "--json", data_dir=data_dir))
+    counts = {(t["database"], t["table"]): t["rows"] for t in tables}
+    stats = as_json(chatmem("archive", "stats", "--json", data_dir=data_dir))
+    assert counts[("archive", "messages")] == stats["messages"]
+    assert counts[("staging", "ingest_files")] == 2 and ("staging", "runs") in counts
+    assert "message_chronology" in chatmem("staging", "tables", data_dir=data_dir).stdout
+
+
+def test_staging_show_filters_by_run_and_rejects_unknown_tables(
+    ingested: tuple[Path, dict[str, Any]],
+) -> None:
+    data_dir, run = ingested
+    rows = as_json(chatmem("staging", "show", "ingest_files", "--run-id", run["run_id"], "--json", data_dir=data_dir))
+    assert len(rows) == 2 and {r["run_id"] for r in rows} == {run["run_id"]}
+    messages = as_json(chatmem("staging", "show", "messages", "--limit", "3", "--json", data_dir=data_dir))
+    assert len(messages) == 3 and {"uuid", "text", "is_active"} <= set(messages[0])
+    assert "path" in chatmem("staging", "show", "ingest_files", data_dir=data_dir).stdout.splitlines()[0]
+    for table in ("nope", "runs; DROP TABLE runs"):
+        result = chatmem("staging", "show", table, data_dir=data_dir)
+        assert result.exit_code == 2 and "unknown table" in result.stderr
+    assert chatmem("staging", "show", "messages", "--run-id", "x", data_dir=data_dir).exit_code == 2
+    assert len(as_json(chatmem("staging", "runs", "--json", data_dir=data_dir))) >= 1  # nothing dropped
+
+
+def test_staging_failures_when_all_is_well(ingested: tuple[Path, dict[str, Any]]) -> None:
+    data_dir, _ = ingested
+    assert as_json(chatmem("staging", "failures", "--json", data_dir=data_dir)) == {
+        "stage_runs": [],
+        "files": [],
+        "quarantine": [],
+    }
+    assert chatmem("staging", "failures", data_dir=data_dir).stdout.strip() == "no failures"
+
+
+def test_inspection_of_an_empty_data_dir_says_so(data_dir: Path) -> None:
+    for args in (("staging", "runs"), ("staging", "tables"), ("staging", "failures"), ("archive", "stats")):
+        result = chatmem(*args, data_dir=data_dir)
+        assert result.exit_code == 1 and "nothing in" in result.stderr and "chatmem run" in result.stderr
+    assert not data_dir.exists()  # reading never creates anything

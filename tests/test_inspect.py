@@ -1,0 +1,127 @@
+"""staging/inspect.py: read-only queries over real databases written by the real ingest stage (no Prefect)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from contracts.errors import ConfigError, StageError
+from contracts.settings import Settings
+from ingest.stage import run as ingest_run
+from staging import inspect as inspection
+from staging.archive import open_archive
+from staging.db import connect_readonly
+from staging.ledger import close_run, open_run, open_staging
+
+
+def _ingest(settings: Settings, run_id: str, *exports: Path) -> str | None:
+    """One run of the ingest stage, recorded like the pipeline records it. Returns the error, if any."""
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        paths = [str(p) for p in exports]
+        open_run(staging, stages=["ingest"], exports=paths, settings={}, code_version="t", run_id=run_id)
+        try:
+            ingest_run(archive, staging, run_id=run_id, settings=settings, exports=list(exports))
+        except StageError as exc:
+            close_run(staging, run_id, error=str(exc))
+            return str(exc)
+        close_run(staging, run_id)
+        return None
+    finally:
+        archive.close()
+        staging.close()
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, make_jsonl: Callable[..., Path]) -> tuple[Settings, Path, Path]:
+    """Run r1 ingests a good JSONL file with one bad line and fails on a malformed file; nothing else."""
+    settings = Settings(data_dir=tmp_path / "data")
+    good = make_jsonl(tmp_path / "good.jsonl")
+    with good.open("a", encoding="utf-8") as handle:
+        handle.write('{"conversation_id": "j9", "role": "user"}\n')  # no id, no text: quarantined
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"mapping": {', encoding="utf-8")
+    assert _ingest(settings, "r1", good, bad) is not None
+    return settings, good, bad
+
+
+def _ro(path: Path) -> sqlite3.Connection:
+    return connect_readonly(path)
+
+
+def test_list_tables_counts_every_table_of_both_databases(ledger: tuple[Settings, Path, Path]) -> None:
+    settings, _, _ = ledger
+    for path in (settings.staging_path, settings.archive_path):
+        conn = _ro(path)
+        for row in inspection.list_tables(conn):
+            if row["type"] == "table":
+                expected = conn.execute(f'SELECT COUNT(*) FROM "{row["table"]}"').fetchone()[0]
+                assert row["rows"] == expected
+            else:
+                assert row["rows"] is None  # a view is listed, not counted
+        conn.close()
+    names = inspection.table_names(_ro(settings.archive_path))
+    assert {"sources", "conversations", "messages", "quarantine", "message_chronology"} <= set(names)
+
+
+def test_show_rows_filters_by_run_and_limits(ledger: tuple[Settings, Path, Path], tmp_path: Path) -> None:
+    settings, good, _ = ledger
+    assert _ingest(settings, "r2", good) is None
+    conn = _ro(settings.staging_path)
+    assert {row["run_id"] for row in inspection.show_rows(conn, "ingest_files", run_id="r2")} == {"r2"}
+    assert len(inspection.show_rows(conn, "ingest_files", run_id="r1")) == 2
+    assert len(inspection.show_rows(conn, "ingest_files", limit=1)) == 1
+    assert [row["id"] for row in inspection.show_rows(conn, "runs", run_id="r2")] == ["r2"]
+
+
+def test_show_rows_rejects_unknown_tables_and_sql(ledger: tuple[Settings, Path, Path]) -> None:
+    settings, _, _ = ledger
+    conn = _ro(settings.staging_path)
+    for name in ("nope", 'runs"; DROP TABLE runs; --', "sqlite_master"):
+        with pytest.raises(ConfigError, match="unknown table") as caught:
+            inspection.show_rows(conn, name)
+        assert caught.value.exit_code == 2
+    with pytest.raises(ConfigError, match="no run_id column"):
+        inspection.show_rows(_ro(settings.archive_path), "messages", run_id="r1")
+    assert inspection.show_rows(conn, "runs")  # still there
+
+
+def test_list_runs_newest_first_with_stage_status(ledger: tuple[Settings, Path, Path]) -> None:
+    settings, good, _ = ledger
+    assert _ingest(settings, "r2", good) is None
+    runs = inspection.list_runs(_ro(settings.staging_path))
+    assert [run["id"] for run in runs] == ["r2", "r1"]
+    assert runs[0]["status"] == "succeeded" and runs[0]["stage_status"] == {"ingest": "skipped"}
+    assert runs[1]["status"] == "failed" and runs[1]["stage_status"] == {"ingest": "failed"}
+    assert runs[1]["exports"] == [str(p) for p in ledger[1:]]
+    assert len(inspection.list_runs(_ro(settings.staging_path), limit=1)) == 1
+
+
+def test_failures_lists_failed_stage_file_and_quarantine(ledger: tuple[Settings, Path, Path]) -> None:
+    settings, good, bad = ledger
+    found = inspection.failures(_ro(settings.staging_path), _ro(settings.archive_path))
+    [stage] = found["stage_runs"]
+    assert stage["run_id"] == "r1" and "chatmem stage ingest --run-id r1" in stage["rerun_hint"]
+    assert [(f["path"], f["status"]) for f in found["files"]] == [(str(bad), "failed")]
+    [group] = found["quarantine"]
+    assert group["source"] == str(good) and group["rows"] == 1
+
+
+def test_failures_clear_once_the_stage_is_rerun_with_success(ledger: tuple[Settings, Path, Path]) -> None:
+    settings, _, bad = ledger
+    bad.write_text('{"conversation_id": "k", "id": "k1", "role": "user", "text": "ok"}\n', encoding="utf-8")
+    [run] = inspection.list_runs(_ro(settings.staging_path))
+    assert _ingest(settings, "r1", *map(Path, run["exports"])) is None  # the same run, re-run
+    found = inspection.failures(_ro(settings.staging_path))
+    assert found["stage_runs"] == [] and found["files"] == []
+
+
+def test_run_files_reports_each_file_of_a_run(ledger: tuple[Settings, Path, Path]) -> None:
+    settings, good, bad = ledger
+    files = {row["path"]: row for row in inspection.run_files(_ro(settings.staging_path), "r1")}
+    assert files[str(good)]["status"] == "ingested" and files[str(good)]["messages_inserted"] == 6
+    assert files[str(good)]["quarantined"] == 1
+    assert files[str(bad)]["status"] == "failed" and str(bad) in files[str(bad)]["detail"]

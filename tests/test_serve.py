@@ -1,0 +1,157 @@
+"""flows/serve.py and `chatmem serve`: the watch flow once (in-process), and a served deployment (a process).
+
+Prefect is imported inside the tests (see conftest.prefect_env).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from flows.cli import cli
+
+pytestmark = pytest.mark.prefect
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def serve_once(watch: Path, data_dir: Path) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch), "--json"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_list_dumps_recognises_exports_and_leaves_the_rest(tmp_path: Path, chatgpt_export: Path) -> None:
+    from flows.serve import list_dumps
+
+    (tmp_path / "a.json").write_text("[]")
+    (tmp_path / "b.JSONL").write_text("")
+    with zipfile.ZipFile(tmp_path / "download", "w") as archive:  # a zip recognised by its bytes
+        archive.write(chatgpt_export, "conversations.json")
+    (tmp_path / "unzipped").mkdir()
+    (tmp_path / "unzipped" / "conversations.json").write_text("[]")
+    (tmp_path / "other-folder").mkdir()
+    for ignored in (".hidden.json", "user.json", "notes.txt", "dump.json.crdownload"):
+        (tmp_path / ignored).write_text("{}")
+    assert [p.name for p in list_dumps(tmp_path)] == ["a.json", "b.JSONL", "download", "unzipped"]
+
+
+def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them(
+    tmp_path: Path, chatgpt_export: Path, make_jsonl: Callable[..., Path]
+) -> None:
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    first = make_jsonl(watch / "one.jsonl", prefix="a")
+    second = watch / "export"  # an unzipped ChatGPT export folder
+    second.mkdir()
+    (second / "conversations.json").write_bytes(chatgpt_export.read_bytes())
+
+    code, result = serve_once(watch, data_dir)
+    assert code == 0 and result["failed"] == []
+    assert {r["path"] for r in result["ingested"]} == {str(first), str(second / "conversations.json")}
+
+    bad = watch / "three.json"
+    bad.write_text('[{"mapping": {"x": ', encoding="utf-8")
+    code, result = serve_once(watch, data_dir)
+    assert code == 1
+    assert result["already_ingested"] == [str(second), str(first)]
+    assert [f["path"] for f in result["failed"]] == [str(bad)] and str(bad) in result["failed"][0]["error"]
+    assert "chatmem stage ingest --run-id" in result["error"]
+
+    code, result = serve_once(watch, data_dir)  # the failed dump is tried again, the others are not
+    assert code == 1 and [f["path"] for f in result["failed"]] == [str(bad)]
+    assert len(result["already_ingested"]) == 2
+
+    make_jsonl(bad, prefix="c")  # the user replaces it with a good dump
+    code, result = serve_once(watch, data_dir)
+    assert code == 0 and result["failed"] == []
+    assert result["ingested"] == [{"path": str(bad), "status": "ingested"}]
+    archive = sqlite3.connect(data_dir / "archive.db")
+    assert archive.execute("SELECT COUNT(*) FROM conversations").fetchone()[0] == 1 + 2 + 2
+
+    code, result = serve_once(watch, data_dir)  # nothing new: no run at all
+    assert code == 0 and result["run_id"] is None and len(result["already_ingested"]) == 3
+    assert result["error"] is None
+
+
+def _api(url: str, body: object | None = None) -> Any:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with opener.open(request, timeout=10) as response:
+        return json.loads(response.read() or b"null")
+
+
+def _wait(what: str, check: Callable[[], Any], timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+@pytest.mark.slow
+def test_serve_runs_a_cron_deployment_that_ingests_the_folder(tmp_path: Path, chatgpt_export: Path) -> None:
+    """`chatmem serve --cron` starts a loopback Prefect server and serves the watch deployment.
+
+    The cron is set far in the future and one run is triggered through the API, so the test does not wait
+    for a minute boundary. The process is stopped with SIGTERM and must take its server with it.
+    """
+    watch = tmp_path / "watch"
+    watch.mkdir()
+    (watch / "conversations.json").write_bytes(chatgpt_export.read_bytes())
+    data_dir = tmp_path / "data"
+    log = (tmp_path / "serve.log").open("w+")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_HOME": str(tmp_path / "prefect")}
+    env["PREFECT_RUNNER_POLL_FREQUENCY"] = "2"  # the runner looks for runs every 2 s instead of 10
+    command = [sys.executable, "-m", "flows.cli", "--data-dir", str(data_dir), "serve"]
+    command += ["--cron", "0 0 1 1 *", "--watch", str(watch)]
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=log, start_new_session=True)
+    try:
+
+        def api_url() -> str | None:
+            log.seek(0)
+            found = re.search(r"Prefect API (http://127\.0\.0\.1:\d+/api)", log.read())
+            assert process.poll() is None, "serve exited early"
+            return found.group(1) if found else None
+
+        api = _wait("the served deployment", api_url, 180)
+        filters = {"deployments": {"name": {"any_": ["chatmem-watch"]}}}
+        [deployment] = _wait("the deployment", lambda: _api(f"{api}/deployments/filter", filters), 60)
+        schedules = _api(f"{api}/deployments/{deployment['id']}/schedules")
+        assert [s["schedule"]["cron"] for s in schedules] == ["0 0 1 1 *"]
+        assert deployment["parameters"]["watch_dir"] == str(watch)
+
+        flow_run = _api(f"{api}/deployments/{deployment['id']}/create_flow_run", {})
+
+        def finished() -> str | None:
+            state = _api(f"{api}/flow_runs/{flow_run['id']}")["state"]["type"]
+            return state if state in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED") else None
+
+        assert _wait("the triggered watch run", finished, 150) == "COMPLETED"
+        archive = sqlite3.connect(data_dir / "archive.db")
+        assert archive.execute("SELECT COUNT(*) FROM conversations").fetchone()[0] == 1
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # only the group this test started
+            process.wait()
+            raise
+    with pytest.raises(urllib.error.URLError):
+        _api(f"{api}/health")  # the server went with it
