@@ -66,3 +66,12 @@ class ConceptHypothesis(StrictBase):
     revision_count: int = Field(description="How many times chatmem revised the concept; 0 when new.")
     first_seen: datetime | None = Field(description="Time of the earliest evidence, or null if unknown.")
     last_seen: datetime | None = Field(description="Time of the latest evidence, or null if unknown.")
+
+
+class ExtractionResponse(StrictBase):
+    """What an extractor returns for one segment: the JSON object an LLM is asked for (strict schema)."""
+
+    hypotheses: list[ConceptHypothesis] = Field(
+        description="The concepts this segment shows about the user; an empty list when there is nothing worth "
+        "remembering."
+    )

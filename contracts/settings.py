@@ -7,11 +7,13 @@ Environment variables use the prefix `CHATMEM_` and `__` between section and fie
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 DEFAULT_DATA_DIR = Path(".chatmem")
 
@@ -39,6 +41,306 @@ class IngestSettings(BaseModel):
     )
 
 
+class LLMSettings(BaseModel):
+    """The LLM extractor: any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp).
+
+    The API key is a secret: it is never logged, never written to staging, and masked in every dump. When it
+    is unset, the OPENAI_API_KEY environment variable is used (read when the extractor is built).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = Field(
+        default=None,
+        description="Endpoint, e.g. http://localhost:11434/v1 for Ollama; unset: OPENAI_BASE_URL or OpenAI's API.",
+    )
+    model: str = Field(min_length=1, description="Model name as the endpoint knows it, e.g. gpt-5-mini, qwen3:8b.")
+    api_key: SecretStr | None = Field(
+        default=None, description="API key (secret); unset: OPENAI_API_KEY. Local servers accept any value."
+    )
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
+        default="low", description="reasoning_effort sent to the model; null: not sent (for servers that reject it)."
+    )
+    api: Literal["chat", "responses"] = Field(
+        default="chat", description="chat: /v1/chat/completions; responses: /v1/responses (OpenAI only)."
+    )
+    structured_output: Literal["json_schema", "json_object"] = Field(
+        default="json_schema",
+        description="json_schema: strict structured outputs; json_object: {type: json_object, schema} for servers "
+        "without json_schema support (llama.cpp's server). The schema is the same strict one either way.",
+    )
+    timeout_s: float = Field(default=120.0, gt=0, description="Seconds to wait for one reply before retrying it.")
+    max_concurrency: int = Field(default=4, ge=1, description="Requests in flight at once.")
+    max_retries: int = Field(
+        default=4, ge=0, description="Retries of one request after a transient error (429, 5xx, timeout, connection)."
+    )
+    retry_backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles on each retry.")
+    retry_backoff_max_s: float = Field(
+        default=60.0, ge=0, description="Longest delay between retries (also caps a server's retry-after)."
+    )
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature; null: not sent.")
+    seed: int | None = Field(default=None, description="Sampling seed; null: not sent.")
+    max_output_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Cap on output tokens; null: not sent. Sent as max_completion_tokens (json_schema mode) or "
+        "max_tokens (json_object mode, for llama.cpp); small models ramble without it.",
+    )
+    token_budget: int | None = Field(
+        default=None, ge=1, description="Stop starting new calls once this many tokens (in + out) are spent in a run."
+    )
+    cost_budget_usd: float | None = Field(
+        default=None, gt=0, description="Stop starting new calls once this cost is reached (needs both prices)."
+    )
+    input_usd_per_mtok: float | None = Field(
+        default=None, ge=0, description="Price of 1M input tokens, for the cost budget."
+    )
+    output_usd_per_mtok: float | None = Field(
+        default=None, ge=0, description="Price of 1M output (incl. reasoning) tokens, for the budget."
+    )
+    batch_api: bool = Field(
+        default=False, description="Submit the segments as one OpenAI Batch API job (cheaper, slower backfills)."
+    )
+    batch_poll_s: float = Field(default=30.0, gt=0, description="Seconds between polls of a submitted batch.")
+    batch_max_wait_s: float = Field(
+        default=24 * 3600.0, gt=0, description="Give up waiting for a batch after this long (it keeps running)."
+    )
+
+
+class SegmentSettings(BaseModel):
+    """How each conversation's active path is cut into segments (token budget and lexical topic shifts)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int = Field(
+        default=1500,
+        ge=16,
+        description="Token budget of one segment (estimate: ceil(characters / 4)); a longer message stays whole.",
+    )
+    min_tokens: int = Field(
+        default=300, ge=0, description="A topic shift starts a new segment only once the current one has this many."
+    )
+    window: int = Field(default=2, ge=1, description="Messages on each side compared when looking for a shift.")
+    shift_threshold: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Keyword cosine between the windows below which a topic shift is declared (0 turns it off).",
+    )
+
+
+class ExtractSettings(BaseModel):
+    """Which extractor proposes ConceptHypothesis objects per segment: offline (default) or an LLM."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    llm: LLMSettings | None = Field(
+        default=None,
+        description="An OpenAI-compatible endpoint; unset: the offline extractor (deterministic, no model). "
+        "Set e.g. CHATMEM_EXTRACT__LLM__MODEL and CHATMEM_EXTRACT__LLM__BASE_URL.",
+    )
+    batch_size: int = Field(
+        default=64, ge=1, description="Segments handed to the extractor at once and written per transaction."
+    )
+    offline_max_concepts: int = Field(
+        default=5, ge=1, description="Most hypotheses the offline extractor proposes for one segment."
+    )
+
+
+class ConceptsSettings(BaseModel):
+    """The concept loop: how hypotheses are resolved against the concept store, and when states change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reject_below: float = Field(
+        default=0.2, ge=0, le=1, description="Hypotheses with a lower confidence are rejected, not stored."
+    )
+    weak_below: float = Field(default=0.5, ge=0, le=1, description="A concept with a lower confidence is weak.")
+    weak_min_evidence: int = Field(
+        default=2, ge=1, description="A concept with fewer evidence spans than this is weak (thin evidence)."
+    )
+    fuzzy_threshold: float = Field(
+        default=0.85, ge=0, le=1, description="difflib ratio of normalised titles at or above which two names match."
+    )
+    similarity: Literal["char-ngram"] = Field(
+        default="char-ngram",
+        description="Similarity used after exact and fuzzy matching: char-ngram (cosine of character 3-grams); "
+        "an embedding similarity plugs in here once embeddings exist.",
+    )
+    similarity_threshold: float = Field(
+        default=0.8, ge=0, le=1, description="Similarity at or above which two names of one type match."
+    )
+    split_min_segments: int = Field(
+        default=2, ge=1, description="A concept seen as two types, each in this many segments, is split in two."
+    )
+    stale_after_days: int | None = Field(
+        default=365,
+        ge=1,
+        description="Archive concepts whose last evidence is this much older than the newest evidence; null: never.",
+    )
+    batch_size: int = Field(default=500, ge=1, description="Hypotheses resolved per write transaction.")
+
+
+class EmbedEndpointSettings(BaseModel):
+    """An OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp): POST /embeddings.
+
+    The API key is a secret: never logged, never written to staging. Unset: OPENAI_API_KEY, read when the
+    embedder is built.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(
+        min_length=1, description="Endpoint base, e.g. http://localhost:11434/v1 (POST {base}/embeddings)."
+    )
+    model: str = Field(min_length=1, description="Embedding model name as the endpoint knows it.")
+    api_key: SecretStr | None = Field(default=None, description="API key (secret); unset: OPENAI_API_KEY, or none.")
+    timeout_s: float = Field(default=60.0, gt=0, description="Seconds to wait for one reply.")
+    max_retries: int = Field(default=3, ge=0, description="Retries of one request after a 429, a 5xx or a timeout.")
+
+
+class EmbedSettings(BaseModel):
+    """How messages, segments and concepts are embedded (cached by text hash and model in staging.db)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["minilm-static", "minilm-onnx", "endpoint"] = Field(
+        default="minilm-static",
+        description="minilm-static: static token vectors distilled once from the packaged int8 all-MiniLM-L6-v2 "
+        "(fast; default); minilm-onnx: the same model run in full by onnxruntime (better, ~100x slower on CPU); "
+        "endpoint: an OpenAI-compatible embeddings endpoint (set `endpoint`).",
+    )
+    max_tokens: int = Field(
+        default=256, ge=8, le=512, description="Word pieces per text the model reads (the rest is cut; MiniLM: 256)."
+    )
+    batch_size: int = Field(default=32, ge=1, description="Texts per model call (texts are sorted by length first).")
+    device: Literal["cpu", "cuda"] = Field(
+        default="cpu", description="Where minilm-onnx runs: cuda needs onnxruntime-gpu; ignored by the other backends."
+    )
+    threads: int | None = Field(default=None, ge=1, description="CPU threads for onnxruntime; null: its default.")
+    model_cache_dir: Path | None = Field(
+        default=None,
+        description="Where the distilled static table is kept (built once from the packaged model, ~20 s); "
+        "null: $XDG_CACHE_HOME/chatmem or ~/.cache/chatmem.",
+    )
+    endpoint: EmbedEndpointSettings | None = Field(
+        default=None, description="The endpoint for backend=endpoint (e.g. CHATMEM_EMBED__ENDPOINT__MODEL)."
+    )
+    write_batch: int = Field(default=2000, ge=1, description="Vectors written to staging.db per transaction.")
+
+
+class ClusterSettings(BaseModel):
+    """Topic clustering: UMAP then HDBSCAN on segment embeddings, hyper-parameters tuned by Optuna on a sample."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = Field(default=42, description="Seed of the sample, UMAP, the Optuna sampler: same seed, same topics.")
+    min_points: int = Field(
+        default=30, ge=3, description="Fewer segments than this: clustering is skipped with a note (nothing to tune)."
+    )
+    n_trials: int = Field(default=30, ge=1, description="Optuna trials per study (a re-run reuses finished ones).")
+    sample_size: int = Field(default=20000, ge=10, description="Points Optuna tunes on (a seeded random sample).")
+    fit_max: int = Field(
+        default=50000,
+        ge=10,
+        description="Most points the final UMAP + HDBSCAN is fitted on; the rest are placed by UMAP transform "
+        "and HDBSCAN approximate_predict.",
+    )
+    noise_weight: float = Field(
+        default=0.5, ge=0, description="Objective: weight of the outlier share subtracted from the validity score."
+    )
+    count_weight: float = Field(
+        default=0.5, ge=0, description="Objective: weight of the shortfall below min_topics subtracted from it."
+    )
+    min_topics: int | None = Field(
+        default=None, ge=2, description="Objective: topics below which a result is penalised; null: sqrt(points)/4."
+    )
+    outlier_quantile: float | None = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="A noise point joins its nearest topic when its cosine to the topic centre is at least this "
+        "quantile of the members' own cosines; null: noise stays noise.",
+    )
+    timeout_s: float | None = Field(default=None, gt=0, description="Stop starting Optuna trials after this long.")
+    keywords: int = Field(default=10, ge=1, description="c-TF-IDF keywords kept per topic (the label is the top 3).")
+    representatives: int = Field(default=3, ge=1, description="Representative segments kept per topic.")
+    label_docs: int = Field(
+        default=300, ge=1, description="Most segments per topic whose text feeds c-TF-IDF (a seeded sample)."
+    )
+
+
+class LoadSettings(BaseModel):
+    """Where and how the graph is loaded (Neo4j 5 over Bolt, or the local ArcadeDB Bolt server)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    uri: str | None = Field(
+        default=None,
+        description="Bolt URI of the graph, e.g. neo4j://host:7687 (env NEO4J_URI or CHATMEM_LOAD__URI). Unset: "
+        "the local ArcadeDB server under the data dir is used (if local_server is on).",
+    )
+    user: str = Field(default="neo4j", description="Graph user (env NEO4J_USER / NEO4J_USERNAME).")
+    password: SecretStr | None = Field(
+        default=None, description="Graph password (env NEO4J_PASSWORD). Never logged nor written to staging."
+    )
+    database: str | None = Field(
+        default=None,
+        description="Graph database (env NEO4J_DATABASE); unset: the server's default (Neo4j) or 'chatmem' (local).",
+    )
+    batch_size: int = Field(default=10_000, ge=1, le=100_000, description="Rows per UNWIND batch (one transaction).")
+    max_batch_bytes: int = Field(
+        default=8 * 1024**2,
+        ge=64 * 1024,
+        description="A batch is cut early at about this many bytes of property data (ArcadeDB refuses Bolt "
+        "messages over 16 MiB).",
+    )
+    retries: int = Field(default=3, ge=0, le=20, description="Retries of a batch that failed on a transient error.")
+    retry_backoff_s: float = Field(
+        default=1.0, ge=0, description="First wait before a retry, in seconds; doubled after each one."
+    )
+    connect_timeout_s: float = Field(default=10.0, gt=0, description="Timeout of one connection attempt, seconds.")
+    local_server: bool = Field(
+        default=True,
+        description="With no uri: start (or reuse) the local ArcadeDB Bolt server. Off: the load stage is skipped.",
+    )
+    local_dir: Path | None = Field(
+        default=None, description="Directory of the local server (databases, password, log); default <data_dir>/graph."
+    )
+    local_bolt_port: int = Field(default=0, ge=0, le=65535, description="Local server's Bolt port; 0: a free one.")
+    local_http_port: int = Field(default=0, ge=0, le=65535, description="Local server's HTTP port; 0: a free one.")
+    local_heap: str = Field(
+        default="2g", pattern=r"^[0-9]+[kKmMgG]$", description="Local server's Java max heap (-Xmx), e.g. 2g."
+    )
+    local_start_timeout_s: float = Field(
+        default=90.0, gt=0, description="How long to wait for the local server to answer before giving up."
+    )
+    java: Path | None = Field(
+        default=None, description="Java executable for the local server; default: the JRE bundled in arcadedb-embedded."
+    )
+
+
+NEO4J_ENV = {
+    "NEO4J_URI": "uri",
+    "NEO4J_USERNAME": "user",
+    "NEO4J_USER": "user",
+    "NEO4J_PASSWORD": "password",
+    "NEO4J_DATABASE": "database",
+}
+"""The standard Neo4j variables, read into the `load` section (CHATMEM_LOAD__* win over them)."""
+
+
+class _Neo4jEnvSource(PydanticBaseSettingsSource):
+    """Reads NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE into `load`, when the settings are built."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ returns the whole section at once
+
+    def __call__(self) -> dict[str, Any]:
+        found = {field: os.environ[name] for name, field in NEO4J_ENV.items() if os.environ.get(name)}
+        return {"load": found} if found else {}
+
+
 class PipelineSettings(BaseModel):
     """How the Prefect pipeline runs."""
 
@@ -59,7 +361,25 @@ class Settings(BaseSettings):
         description="Directory holding archive.db and staging.db (env CHATMEM_DATA_DIR).",
     )
     ingest: IngestSettings = Field(default_factory=IngestSettings, description="Ingest stage settings.")
+    segment: SegmentSettings = Field(default_factory=SegmentSettings, description="Segment stage settings.")
+    extract: ExtractSettings = Field(default_factory=ExtractSettings, description="Extract stage settings.")
+    concepts: ConceptsSettings = Field(default_factory=ConceptsSettings, description="Concepts stage settings.")
+    embed: EmbedSettings = Field(default_factory=EmbedSettings, description="Embed stage settings.")
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings, description="Cluster stage settings.")
+    load: LoadSettings = Field(default_factory=LoadSettings, description="Graph load stage settings.")
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings, description="Pipeline settings.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The standard NEO4J_* variables come right after chatmem's own environment variables."""
+        return init_settings, env_settings, _Neo4jEnvSource(settings_cls), dotenv_settings, file_secret_settings
 
     @property
     def archive_path(self) -> Path:
@@ -69,6 +389,11 @@ class Settings(BaseSettings):
     def staging_path(self) -> Path:
         return self.data_dir / "staging.db"
 
+    @property
+    def graph_dir(self) -> Path:
+        """The local graph server's directory."""
+        return self.load.local_dir if self.load.local_dir is not None else self.data_dir / "graph"
+
     def public_dump(self) -> dict[str, Any]:
-        """Settings as JSON-able data for the run ledger. Secret fields (none yet) must be excluded here."""
-        return self.model_dump(mode="json")
+        """Settings as JSON-able data for the run ledger. Secret fields are excluded here."""
+        return self.model_dump(mode="json", exclude={"load": {"password"}})

@@ -24,7 +24,11 @@ from contracts.errors import ChatmemError, ConfigError, StageError
 from contracts.records import EXPORT_FORMATS
 from contracts.results import STAGE_ORDER, StageResult
 from contracts.settings import Settings
+from flows.cli_concepts import concepts
+from flows.cli_eval import eval_group
+from flows.cli_graph import graph
 from flows.cli_inspect import JSON_OPTION, archive, emit, open_readonly, staging
+from flows.cli_topics import report, topics
 from flows.prefect_env import configure_prefect, describe_api
 from staging import inspect as inspection
 from staging.ledger import run_exists, run_exports
@@ -331,6 +335,11 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
 
 cli.add_command(staging)
 cli.add_command(archive)
+cli.add_command(eval_group)
+cli.add_command(concepts)
+cli.add_command(topics)
+cli.add_command(report)
+cli.add_command(graph)
 
 
 def main() -> None:

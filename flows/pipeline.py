@@ -26,6 +26,9 @@ from contracts.errors import ChatmemError, ConfigError  # noqa: E402
 from contracts.results import STAGE_ORDER, StageResult  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from contracts.version import code_version  # noqa: E402
+from flows.cluster_flows import cluster_flow, embed_flow  # noqa: E402
+from flows.extract_flows import concepts_flow, extract_flow, segment_flow  # noqa: E402
+from flows.load_flow import load_flow  # noqa: E402
 from flows.progress import bars_wanted, progress_factory  # noqa: E402
 from staging.archive import open_archive  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
@@ -68,7 +71,15 @@ def ingest_flow(
 
 
 StageFlow = Callable[..., StageResult]
-STAGE_FLOWS: dict[str, StageFlow] = {"ingest": ingest_flow}
+STAGE_FLOWS: dict[str, StageFlow] = {
+    "ingest": ingest_flow,
+    "segment": segment_flow,
+    "extract": extract_flow,
+    "concepts": concepts_flow,
+    "embed": embed_flow,
+    "cluster": cluster_flow,
+    "load": load_flow,
+}
 
 
 def check_stages(stages: Sequence[str]) -> list[str]:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from contracts.settings import NEO4J_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 # The MIT-licensed example export of chatgpt2graph: one conversation with branches and hidden messages.
@@ -34,11 +36,14 @@ def prefect_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         "PREFECT_HOME": str(tmp_path_factory.mktemp("prefect-home")),
         "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
         "PREFECT_LOGGING_LEVEL": "WARNING",
+        # `chatmem run` would start a local graph server (a JVM) for its load stage: the stage is skipped instead,
+        # and says so. The graph tests point the stage at their own server (tests/graph_fixtures.py).
+        "CHATMEM_LOAD__LOCAL_SERVER": "false",
     }
     with pytest.MonkeyPatch.context() as patch:
         for name, value in values.items():
             patch.setenv(name, value)
-        for name in ("PREFECT_API_URL", "CHATMEM_DATA_DIR"):
+        for name in ("PREFECT_API_URL", "CHATMEM_DATA_DIR", *NEO4J_ENV):  # a developer's own graph stays untouched
             patch.delenv(name, raising=False)
         yield values
 

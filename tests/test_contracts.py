@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts import StrictBase
+from contracts.concepts import SCHEMA_VERSION, ConceptHypothesis, ExtractionResponse
 from contracts.errors import StageError
 from contracts.records import ExportConversation, QuarantineRecord
 from contracts.results import StageResult
@@ -21,6 +22,8 @@ GOLDEN_MODELS: dict[str, tuple[type[BaseModel], int]] = {
     "ExportConversation": (ExportConversation, 1),
     "QuarantineRecord": (QuarantineRecord, 1),
     "StageResult": (StageResult, 1),
+    "ConceptHypothesis": (ConceptHypothesis, SCHEMA_VERSION),
+    "ExtractionResponse": (ExtractionResponse, SCHEMA_VERSION),
 }
 
 
@@ -108,3 +111,9 @@ def test_schema_matches_golden_file(name: str) -> None:
     assert model.model_json_schema() == expected, (
         f"{name} schema changed: bump its version in GOLDEN_MODELS and run python tests/golden/regenerate.py"
     )
+
+
+def test_the_llm_response_schema_is_strict() -> None:
+    """ExtractionResponse (with ConceptHypothesis inside) passes the strict structured-outputs check."""
+    schema = assert_strict_model(ExtractionResponse)
+    assert schema["required"] == ["hypotheses"]

@@ -1,0 +1,319 @@
+"""Measure the load stage against two references on the same local ArcadeDB server, in the same run.
+
+1. Build an archive: a generated ChatGPT export (gen_chatgpt_export.py) through the ingest stage (no Prefect).
+2. Start a fresh local server (load.server.LocalServer) and warm its JIT up on a scratch database.
+3. For each round, on fresh databases of that one server:
+   - loader: `load.stage.run` with the node layers, then with the edge layers (wall time of the whole stage:
+     SQLite reads, the diff against the manifest, hashing, the ledger rows and the graph writes);
+   - raw: the very same rows (built beforehand, in memory) sent as `UNWIND ... CREATE` in batches of the same
+     size: no MERGE, no uniqueness constraint (nodes go into an unindexed database; a plain index is built,
+     untimed, before the edges, which need it to find their ends);
+   - one row per transaction: the loader's own statements with a single row each, on a sample.
+4. Report rows/s for nodes and edges (the best round of each contender) and the ratios against the targets.
+
+Example:
+    python benchmarks/bench_load.py                   # 25,000 messages; appends its section to RESULTS.md
+    python benchmarks/bench_load.py --messages 250000 --rounds 1
+    python benchmarks/bench_load.py --quick           # 5,000 messages, prints only
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+import time
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+OUT = HERE / "out"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+from contracts.settings import Settings  # noqa: E402
+from load import cypher  # noqa: E402
+from load.graph import Graph, Target  # noqa: E402
+from load.layers import LAYERS, Layer, edge_layers, node_layers  # noqa: E402
+from load.plan import ordered_sql, source_rows  # noqa: E402
+from load.server import USER, LocalServer  # noqa: E402
+from staging.archive import open_archive  # noqa: E402
+from staging.ledger import open_run, open_staging  # noqa: E402
+
+MARK_BEGIN = "<!-- bench_load:begin -->"
+MARK_END = "<!-- bench_load:end -->"
+TARGET_RAW = 0.85
+TARGET_SINGLE = 15.0
+
+
+def build_archive(messages: int, seed: int) -> tuple[Settings, str]:
+    """Generate the export (kept in benchmarks/out) and ingest it into a fresh data dir."""
+    from gen_chatgpt_export import generate
+
+    from ingest import stage as ingest_stage
+
+    OUT.mkdir(exist_ok=True)
+    export = OUT / f"export-{messages}-seed{seed}.json"
+    if not export.exists():
+        generate(export, messages, seed, report=lambda *a, **k: None)
+    data_dir = OUT / f"load-data-{messages}"
+    shutil.rmtree(data_dir, ignore_errors=True)
+    settings = Settings(data_dir=data_dir)
+    with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as st:
+        run_id = open_run(st, stages=["ingest", "load"], exports=[str(export)], settings={}, code_version="bench")
+        ingest_stage.run(archive, st, run_id=run_id, settings=settings, exports=[export])
+    return settings, run_id
+
+
+def rows_of(settings: Settings, layer: Layer) -> list[dict[str, Any]]:
+    with closing(open_archive(settings.archive_path)) as archive:
+        return [change.params for change in source_rows(archive.execute(ordered_sql(layer)), layer)]
+
+
+class Bench:
+    def __init__(self, settings: Settings, run_id: str, server: LocalServer, batch_size: int) -> None:
+        self.settings, self.run_id, self.server, self.batch_size = settings, run_id, server, batch_size
+        self.rows = {layer.name: rows_of(settings, layer) for layer in LAYERS}
+        self.databases = 0
+
+    def target(self, prefix: str) -> Target:
+        self.databases += 1
+        name = f"{prefix}{self.databases}"
+        self.server.create_database(name)
+        info = self.server.status()
+        assert info is not None
+        return Target(info.uri, USER, self.server.password(), name, key=f"bench:{name}")
+
+    def count(self, layers: list[Layer]) -> int:
+        return sum(len(self.rows[layer.name]) for layer in layers)
+
+    def loader(self) -> tuple[float, float]:
+        """Seconds of the load stage for the node layers, then for the edge layers."""
+        from load import stage as load_stage
+
+        target = self.target("loader")
+        settings = self.settings.model_copy(
+            update={"load": self.settings.load.model_copy(update={"batch_size": self.batch_size})}
+        )
+        seconds = []
+        for layers in (node_layers(LAYERS), edge_layers(LAYERS)):
+            with (
+                closing(open_archive(settings.archive_path)) as archive,
+                closing(open_staging(settings.staging_path)) as st,
+            ):
+                start = time.perf_counter()
+                result = load_stage.run(
+                    archive, st, run_id=self.run_id, settings=settings, layers=layers, target=target
+                )
+                seconds.append(time.perf_counter() - start)
+            assert result.status == "succeeded", result
+        return seconds[0], seconds[1]
+
+    def raw(self, constrained: bool = False) -> tuple[float, float]:
+        """Seconds of plain UNWIND CREATE batches of the same rows: nodes unindexed, then edges.
+
+        `constrained`: the same, under the loader's uniqueness constraints (created untimed, before the nodes).
+        """
+        target = self.target("rawc" if constrained else "raw")
+        seconds = []
+        with Graph(target) as graph:
+            graph.check()
+            if constrained:
+                graph.ensure_constraints([layer.label for layer in node_layers(LAYERS)])
+            for layers in (node_layers(LAYERS), edge_layers(LAYERS)):
+                if layers[0].kind == "edge" and not constrained:
+                    for layer in node_layers(LAYERS):
+                        graph.run(cypher.plain_index(layer.label))
+                start = time.perf_counter()
+                for layer in layers:
+                    rows = self.rows[layer.name]
+                    query = cypher.create_raw(layer)
+                    for at in range(0, len(rows), self.batch_size):
+                        graph.write(query, rows[at : at + self.batch_size])
+                seconds.append(time.perf_counter() - start)
+        return seconds[0], seconds[1]
+
+    def single(self, sample: int) -> tuple[float, float]:
+        """rows/s with one row per transaction (the loader's MERGE statements), on a sample of each kind."""
+        target = self.target("single")
+        rates = []
+        with Graph(target) as graph:
+            graph.check()
+            graph.ensure_constraints([layer.label for layer in node_layers(LAYERS)])
+            for layers in (node_layers(LAYERS), edge_layers(LAYERS)):
+                # the edges' ends must exist: load the nodes in batches first, untimed
+                if layers[0].kind == "edge":
+                    for layer in node_layers(LAYERS):
+                        rows = self.rows[layer.name]
+                        for at in range(0, len(rows), self.batch_size):
+                            graph.write(cypher.upsert(layer), rows[at : at + self.batch_size])
+                picked = [(layer, row) for layer in layers for row in self.rows[layer.name][: sample // len(layers)]]
+                start = time.perf_counter()
+                for layer, row in picked:
+                    graph.write(cypher.upsert(layer), [row])
+                rates.append(len(picked) / (time.perf_counter() - start))
+        return rates[0], rates[1]
+
+    def warm_up(self) -> None:
+        """Run every statement shape for a while so that the JIT has compiled them before anything is timed."""
+        self.loader()
+        self.raw()
+
+
+def machine() -> dict[str, str]:
+    import subprocess
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True)
+        version = commit.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
+    except OSError:
+        version = "unknown"
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    import neo4j
+
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu,
+        "cores": f"{len(os.sched_getaffinity(0))} usable of {os.cpu_count()}",
+        "ram": f"{ram:.1f} GiB",
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "server": "ArcadeDB 26.10.2 (arcadedb-embedded 26.10.2.post1, bundled JRE 25), Bolt plugin, loopback",
+        "driver": f"neo4j {neo4j.__version__}",
+        "commit": version,
+        "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=25_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=2, help="measurements of each contender; the best counts")
+    parser.add_argument("--batch-size", type=int, default=10_000)
+    parser.add_argument("--single-sample", type=int, default=2000, help="rows sent one per transaction")
+    parser.add_argument("--heap", default="2g")
+    parser.add_argument("--quick", action="store_true", help="5,000 messages, one round, no RESULTS.md")
+    parser.add_argument("--print-only", action="store_true", help="print the section, leave RESULTS.md alone")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.messages, args.rounds = 5000, 1
+    load_avg = os.getloadavg()
+    began = time.perf_counter()
+    settings, run_id = build_archive(args.messages, args.seed)
+    print(f"archive: {args.messages:,} messages ingested in {time.perf_counter() - began:.1f} s", file=sys.stderr)
+    graph_dir = OUT / f"load-graph-{args.messages}"
+    shutil.rmtree(graph_dir, ignore_errors=True)
+    server = LocalServer(graph_dir, heap=args.heap, start_timeout_s=180)
+    started = time.perf_counter()
+    server.start()
+    startup = time.perf_counter() - started
+    try:
+        bench = Bench(settings, run_id, server, args.batch_size)
+        bench.warm_up()
+        best: dict[str, list[float]] = {"loader": [1e9, 1e9], "raw": [1e9, 1e9], "raw_constrained": [1e9, 1e9]}
+        contenders = [
+            ("raw", bench.raw),
+            ("loader", bench.loader),
+            ("raw_constrained", lambda: bench.raw(constrained=True)),
+        ]
+        for round_no in range(args.rounds):
+            # rotate the order: on a shared machine, whoever runs during a burst of other work should vary
+            order = contenders[round_no % 3 :] + contenders[: round_no % 3]
+            for name, measure in order:
+                nodes_s, edges_s = measure()
+                best[name] = [min(best[name][0], nodes_s), min(best[name][1], edges_s)]
+                print(f"round {round_no + 1} {name}: nodes {nodes_s:.2f} s, edges {edges_s:.2f} s", file=sys.stderr)
+        single = bench.single(args.single_sample)
+        node_rows, edge_rows = bench.count(node_layers(LAYERS)), bench.count(edge_layers(LAYERS))
+    finally:
+        server.stop()
+    report = render(args, node_rows, edge_rows, best, single, startup, machine(), load_avg)
+    print(report)
+    if not (args.quick or args.print_only):
+        write_section(HERE / "RESULTS.md", report)
+    shutil.rmtree(graph_dir, ignore_errors=True)
+    return 0
+
+
+def render(
+    args: argparse.Namespace,
+    node_rows: int,
+    edge_rows: int,
+    best: dict[str, list[float]],
+    single: tuple[float, float],
+    startup: float,
+    host: dict[str, str],
+    load_avg: tuple[float, float, float],
+) -> str:
+    rates = {name: (node_rows / s[0], edge_rows / s[1]) for name, s in best.items()}
+    lines = [
+        f"## Load benchmark ({args.messages:,} messages)",
+        "",
+        "Written by `benchmarks/bench_load.py` (see its docstring for what is measured). One run on a shared",
+        "machine: the contenders ran one after the other on the same server, on fresh databases, best of"
+        f" {args.rounds} round(s) each, after a warm-up.",
+        "",
+        f"Rows: {node_rows:,} nodes (Conversation, Message), {edge_rows:,} relationships (HAS_MESSAGE, NEXT, BRANCH);"
+        f" batches of {args.batch_size:,}.",
+        "",
+        "| | nodes rows/s | edges rows/s |",
+        "|---|---:|---:|",
+        f"| chatmem load stage (constraints, diff, MERGE, ledger) | {rates['loader'][0]:,.0f}"
+        f" | {rates['loader'][1]:,.0f} |",
+        f"| raw UNWIND CREATE, same rows, no MERGE, no checks | {rates['raw'][0]:,.0f} | {rates['raw'][1]:,.0f} |",
+        f"| raw UNWIND CREATE under the loader's uniqueness constraints | {rates['raw_constrained'][0]:,.0f}"
+        f" | {rates['raw_constrained'][1]:,.0f} |",
+        f"| one row per transaction (sample of {args.single_sample:,}) | {single[0]:,.0f} | {single[1]:,.0f} |",
+        "",
+    ]
+    for i, kind in enumerate(("nodes", "edges")):
+        to_raw = rates["loader"][i] / rates["raw"][i]
+        to_single = rates["loader"][i] / single[i]
+        to_constrained = rates["loader"][i] / rates["raw_constrained"][i]
+        verdict = "meets" if to_raw >= TARGET_RAW and to_single >= TARGET_SINGLE else "MISSES"
+        lines.append(
+            f"- {kind}: loader / raw = **{to_raw:.0%}** (target ≥ {TARGET_RAW:.0%}); loader / one-row-per-transaction"
+            f" = **{to_single:.1f}×** (target ≥ {TARGET_SINGLE:.0f}×): {verdict}. Loader / raw under the same"
+            f" constraints: {to_constrained:.0%}."
+        )
+    lines += ["", f"Local server start-up (fresh directory, database created): {startup:.1f} s.", "", "Machine:", ""]
+    lines += [f"- {name}: {value}" for name, value in host.items()]
+    command = "python benchmarks/bench_load.py" + (f" --messages {args.messages}" if args.messages != 25_000 else "")
+    command += f" --rounds {args.rounds}" if args.rounds != 2 else ""
+    lines += ["", "Command:", "", "```", command, "```"]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, report: str) -> None:
+    """Replace this benchmark's section of RESULTS.md for the same size (or append it); other sections stay."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    title = report.splitlines()[0]
+    block = f"{MARK_BEGIN}\n{report}{MARK_END}\n"
+    sections = text.split(MARK_BEGIN)
+    kept = [sections[0]]
+    for section in sections[1:]:
+        body, _, rest = section.partition(MARK_END)
+        if body.strip().splitlines()[0] != title:
+            kept.append(MARK_BEGIN + body + MARK_END)
+        kept.append(rest)
+    text = "".join(kept).rstrip("\n")
+    path.write_text(text + "\n\n" + block, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""Embedding with the staging cache: length-sorted batches, nothing embedded twice for the same (text, model).
+
+`embed_cached` is the one place texts reach a model. A segment's vector is not a model call: it is the mean of
+its messages' vectors weighted by their (capped) length, so it covers the whole segment where a 256-piece
+model would read only its head, and it costs nothing once the messages are embedded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from cluster.embedders import Embedder
+from staging import embeddings as store
+from staging.embeddings import Matrix
+
+ProgressFactory = Callable[[str, int], AbstractContextManager[Callable[[int], object]]]
+SEGMENT_RECIPE = "segment-mean-v1"
+WEIGHT_CAP_CHARS = 2000  # a pasted log weighs no more in its segment than a long answer does
+
+
+@dataclass(slots=True)
+class EmbedCounts:
+    texts: int = 0  # texts asked for
+    cached: int = 0  # found in staging.db: no model call
+    embedded: int = 0  # sent to the model
+    written: int = 0  # new vectors stored
+
+
+def batches_by_length(texts: Sequence[str], batch_size: int) -> Iterator[list[int]]:
+    """Indices of `texts` in batches of similar length: padding (and static bookkeeping) is wasted least."""
+    order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+def embed_texts(
+    embedder: Embedder, texts: Sequence[str], batch_size: int, advance: Callable[[int], object] | None = None
+) -> Matrix:
+    """Embed `texts` in length-sorted batches; rows come back in the input order."""
+    out: Matrix | None = None
+    for batch in batches_by_length(texts, batch_size):
+        vectors = embedder.embed([texts[i] for i in batch])
+        if out is None:
+            out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+        out[batch] = vectors
+        if advance is not None:
+            advance(len(batch))
+    return out if out is not None else np.zeros((0, embedder.dim), dtype=np.float32)
+
+
+@contextmanager
+def _bar(progress: ProgressFactory | None, label: str, total: int) -> Iterator[Callable[[int], object]]:
+    if progress is None or total == 0:
+        yield lambda _: None
+        return
+    with progress(label, total) as advance:
+        yield advance
+
+
+def embed_cached(
+    staging: sqlite3.Connection,
+    embedder: Embedder,
+    run_id: str,
+    texts: Sequence[str],
+    *,
+    batch_size: int,
+    write_batch: int,
+    counts: EmbedCounts,
+    progress: ProgressFactory | None = None,
+    label: str = "embed",
+) -> list[str]:
+    """Make sure every text has a vector under `embedder.key` in staging.db; returns the texts' hashes."""
+    hashes = [store.text_hash(t) for t in texts]
+    counts.texts += len(texts)
+    cached = store.cached_hashes(staging, embedder.key, hashes)
+    todo: dict[str, str] = {}
+    for h, text in zip(hashes, texts, strict=True):
+        if h not in cached and h not in todo:
+            todo[h] = text
+    counts.cached += len(texts) - len(todo)
+    keys = list(todo)
+    with _bar(progress, label, len(keys)) as advance:
+        for start in range(0, len(keys), write_batch):
+            chunk = keys[start : start + write_batch]
+            vectors = embed_texts(embedder, [todo[h] for h in chunk], batch_size, advance)
+            if not np.isfinite(vectors).all():  # step 4: never store a NaN that would poison every distance
+                raise ValueError(f"embedder {embedder.key} returned non-finite values")
+            counts.embedded += len(chunk)
+            counts.written += store.put_vectors(staging, embedder.key, run_id, list(zip(chunk, vectors, strict=True)))
+    return hashes
+
+
+def segment_key(member_hashes: Sequence[str], weights: Sequence[float]) -> str:
+    """The cache key of a segment vector: its members' text hashes and weights, and the recipe."""
+    digest = hashlib.sha256(SEGMENT_RECIPE.encode())
+    for h, w in zip(member_hashes, weights, strict=True):
+        digest.update(f"{h}:{w:g}\n".encode())
+    return digest.hexdigest()
+
+
+def message_weight(text: str) -> float:
+    return float(min(len(text), WEIGHT_CAP_CHARS))
+
+
+def mean_vector(vectors: Matrix, weights: Sequence[float]) -> Matrix:
+    """Weighted mean of unit rows, normalised; all-zero when every weight or row is zero (an empty segment)."""
+    w = np.asarray(weights, dtype=np.float32)
+    total = vectors.T @ w if len(w) else np.zeros(vectors.shape[1], dtype=np.float32)
+    norm = float(np.linalg.norm(total))
+    return (total / norm if norm > 0 else total).astype(np.float32)

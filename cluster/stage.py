@@ -1,0 +1,278 @@
+"""The cluster stage: segment embeddings -> topics (UMAP -> HDBSCAN, tuned by Optuna), weighted BELONGS_TO links.
+
+The six steps: open a stage run; read the current segments' vectors (written by the embed stage under the
+configured model) and the concepts'; compute (cluster.tuning: the study on a seeded sample, stored in
+optuna.db under the data dir and reused when the inputs are the same; cluster.topics: final fit, outlier
+handling, c-TF-IDF labels, the 2-D map); check the links (weights in 0..1, every topic non-empty); replace
+this run's rows in staging.db in one transaction; close the stage run with counts, or record the failure.
+
+Fewer points than `cluster.min_points` (a tiny archive, a test): nothing to tune, so the stage records a
+skipped run with a note instead of forcing a meaningless clustering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from cluster import topics as fit_topics
+from cluster.embed import EmbedCounts, ProgressFactory
+from cluster.embedders import Embedder, build_embedder, embedder_key
+from cluster.ledger import finish, stage_run
+from cluster.stage_embed import embed_concepts
+from cluster.tuning import Objective, tune
+from contracts.results import StageResult
+from contracts.settings import Settings
+from staging import concepts as concept_store
+from staging import embeddings as vectors
+from staging import segments as segment_store
+from staging import topics as store
+
+log = logging.getLogger(__name__)
+
+STAGE = "cluster"
+MAP_MAX = 20000  # points drawn on the topic map (a seeded sample beyond that)
+
+
+def optuna_url(settings: Settings) -> str:
+    return f"sqlite:///{(settings.data_dir / 'optuna.db').absolute()}"
+
+
+def run(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    *,
+    run_id: str,
+    settings: Settings,
+    progress: ProgressFactory | None = None,
+    embedder: Embedder | None = None,
+) -> StageResult:
+    """Cluster the current segments into topics and link segments and concepts to them."""
+    for module in (vectors, segment_store, store):
+        module.ensure_schema(staging)
+    key = embedder.key if embedder is not None else embedder_key(settings.embed)
+    cfg = settings.cluster
+    fingerprint = f"{key}:{segment_store.current_segments_fingerprint(staging)}"
+    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=cfg.model_dump()) as ledger:
+        seconds: dict[str, float] = {}
+        with _timed(seconds, "read"):
+            members = {s.segment_id: s.message_ids for s in segment_store.iter_current_segments(staging)}
+            segment_ids = list(members)
+            ids, points = vectors.item_matrix(staging, "segment", key, segment_ids)
+            keep = np.linalg.norm(points, axis=1) > 0 if len(ids) else np.zeros(0, dtype=bool)
+            ids = [i for i, k in zip(ids, keep, strict=True) if k]
+            points = points[keep] if len(ids) else points
+        notes = [f"model: {key}"]
+        if len(segment_ids) > len(ids):
+            notes.append(f"{len(segment_ids) - len(ids)} segment(s) without a vector (empty, or not embedded)")
+        distinct = len(np.unique(points.round(5), axis=0)) if len(ids) else 0
+        if distinct < cfg.min_points:
+            same = f" ({distinct} distinct)" if distinct < len(ids) else ""
+            notes.append(
+                f"{len(ids)} segment vector(s){same}, fewer than cluster.min_points={cfg.min_points}: not clustered"
+            )
+            store.write_run(
+                staging, run_id, {"status": "skipped", "model": key, "points": len(ids), "topics": 0, "notes": notes}
+            )
+            counts = {"points": len(ids), "topics": 0, "trials_run": 0, "trials_reused": 0, "links": 0}
+            return finish(ledger, rows_in=len(ids), rows_out=1, counts=counts, notes=notes, skipped=True)
+
+        objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics)
+        sample = fit_topics.seeded_sample(len(ids), cfg.sample_size, cfg.seed)
+        with _timed(seconds, "tune"), _bar(progress, "cluster trials", cfg.n_trials) as advance:
+            tuned = tune(
+                points[sample],
+                storage_url=optuna_url(settings),
+                seed=cfg.seed,
+                n_trials=cfg.n_trials,
+                objective=objective,
+                tag=key,
+                timeout_s=cfg.timeout_s,
+                on_trial=advance,
+            )
+        trials = [
+            {"number": t.number, "state": t.state, "value": t.value, "params": t.params, **t.attrs}
+            for t in tuned.trials
+        ]
+        store.write_trials(staging, run_id, tuned.study_name, trials)
+        with _timed(seconds, "fit"):
+            fit = fit_topics.fit_all(points, tuned.best, seed=cfg.seed, fit_max=cfg.fit_max)
+        raw_noise = float(np.mean(fit.labels == -1))
+        labels, weights, source = fit.labels, fit.weights, list(fit.source)
+        with _timed(seconds, "outliers"):
+            if cfg.outlier_quantile is not None:
+                labels, weights, moved = fit_topics.reassign_outliers(points, labels, weights, cfg.outlier_quantile)
+                for i in np.flatnonzero(moved):
+                    source[i] = "reassigned"
+            labels = fit_topics.renumber(labels)
+        with _timed(seconds, "labels"):
+            topic_rows = _describe_topics(archive, members, points, labels, ids, key, settings)
+        uids = {t["topic"]: t["topic_uid"] for t in topic_rows}
+        links = [
+            ("segment", ids[i], int(labels[i]), uids[int(labels[i])], _unit(weights[i]), source[i])
+            for i in np.flatnonzero(labels >= 0)
+        ]
+        with _timed(seconds, "concepts"):
+            links += _concept_links(staging, run_id, settings, key, embedder, fit, points, labels, uids)
+        with _timed(seconds, "map"):
+            shown = sample[fit_topics.seeded_sample(len(sample), MAP_MAX, cfg.seed)]
+            xy = fit_topics.map_layout(points[shown], tuned.best.n_neighbors, cfg.seed)
+            map_rows = [(ids[i], float(x), float(y), int(labels[i])) for i, (x, y) in zip(shown, xy, strict=True)]
+        outlier_share = float(np.mean(labels == -1))
+        summary = {
+            "status": "clustered",
+            "model": key,
+            "study_name": tuned.study_name,
+            "points": len(ids),
+            "topics": len(topic_rows),
+            "outlier_share": round(outlier_share, 6),
+            "outlier_share_raw": round(raw_noise, 6),
+            "validity": round(fit.validity, 6),
+            "params": {**_asdict(tuned.best), "objective": round(tuned.best_value, 6)},
+            "seconds": {k: round(v, 3) for k, v in seconds.items()},
+            "notes": notes,
+        }
+        with _timed(seconds, "write"):
+            store.write_run(staging, run_id, summary, topic_rows, links, map_rows)
+        counts = {
+            "points": len(ids),
+            "topics": len(topic_rows),
+            "outliers": int(np.sum(labels == -1)),
+            "outliers_reassigned": int(sum(s == "reassigned" for s in source)),
+            "outlier_share_pct": round(100 * outlier_share),
+            "trials_run": tuned.trials_run,
+            "trials_reused": len([t for t in tuned.trials if t.state == "COMPLETE"]) - tuned.trials_run,
+            "links": len(links),
+            "concept_links": sum(1 for link in links if link[0] == "concept"),
+        }
+        log.info("cluster - %s; %s", counts, summary["seconds"])
+        return finish(ledger, rows_in=len(ids), rows_out=len(links) + len(topic_rows), counts=counts, notes=notes)
+
+
+def _describe_topics(
+    archive: sqlite3.Connection,
+    members: dict[str, tuple[str, ...]],
+    points: np.ndarray[Any, Any],
+    labels: np.ndarray[Any, Any],
+    ids: list[str],
+    key: str,
+    settings: Settings,
+) -> list[dict[str, Any]]:
+    """Label, size, keywords, representatives and content key of every topic."""
+    cfg = settings.cluster
+    topics = sorted(set(labels.tolist()) - {-1})
+    rng = np.random.default_rng(cfg.seed)
+    chosen: dict[int, list[str]] = {}
+    for topic in topics:
+        indices = np.flatnonzero(labels == topic)
+        picked = indices if len(indices) <= cfg.label_docs else rng.choice(indices, cfg.label_docs, replace=False)
+        chosen[topic] = [ids[i] for i in sorted(picked)]
+    docs = _segment_texts(archive, members, [s for c in chosen.values() for s in c])
+    keywords = fit_topics.ctfidf({t: [docs.get(s, "") for s in chosen[t]] for t in topics}, cfg.keywords)
+    rows = []
+    for topic in topics:
+        in_topic = sorted(ids[i] for i in np.flatnonzero(labels == topic))
+        uid = hashlib.sha256("\n".join([key, *in_topic]).encode()).hexdigest()[:16]
+        reps = [ids[i] for i in fit_topics.representatives(points, labels, topic, cfg.representatives)]
+        rows.append(
+            {
+                "topic": topic,
+                "topic_uid": f"topic-{uid}",
+                "label": fit_topics.label_of(keywords[topic], topic),
+                "size": len(in_topic),
+                "keywords": keywords[topic],
+                "representatives": reps,
+            }
+        )
+    return rows
+
+
+def _segment_texts(
+    archive: sqlite3.Connection, members: dict[str, tuple[str, ...]], segment_ids: list[str]
+) -> dict[str, str]:
+    """The text of each wanted segment (its messages joined), read 2,000 segments at a time."""
+    texts: dict[str, str] = {}
+    for start in range(0, len(segment_ids), 2000):
+        chunk = segment_ids[start : start + 2000]
+        rows = segment_store.messages_by_id(archive, [m for s in chunk for m in members.get(s, ())])
+        for s in chunk:
+            texts[s] = "\n".join(str(rows[m]["text"]) for m in members.get(s, ()) if m in rows)
+    return texts
+
+
+def _concept_links(
+    staging: sqlite3.Connection,
+    run_id: str,
+    settings: Settings,
+    key: str,
+    embedder: Embedder | None,
+    fit: fit_topics.Fit,
+    points: np.ndarray[Any, Any],
+    labels: np.ndarray[Any, Any],
+    uids: dict[int, str],
+) -> list[tuple[str, str, int, str, float, str]]:
+    """Concept -> Topic links: each concept's vector placed in the fitted model, else its nearest topic."""
+    if not uids or not concept_store.has_store(staging):
+        return []
+    concept_ids = [c.concept_id for c in concept_store.load_concepts(staging).values() if c.merged_into is None]
+    if not concept_ids:
+        return []
+    embed_concepts(staging, embedder or build_embedder(settings.embed), run_id, settings, EmbedCounts())
+    found, matrix = vectors.item_matrix(staging, "concept", key, concept_ids)
+    if not found:
+        return []
+    placed, strengths = fit_topics.place(fit.reducer, fit.clusterer, matrix)
+    renumbered = _old_to_new(fit.labels, labels)
+    links = []
+    centres = fit_topics.centroids(points, labels)
+    for row, concept_id in enumerate(found):
+        topic = renumbered.get(int(placed[row]), -1)
+        if topic >= 0:
+            links.append(("concept", concept_id, topic, uids[topic], _unit(strengths[row]), "predicted"))
+            continue
+        sims = {t: float(matrix[row] @ c) for t, c in centres.items()}
+        best = max(sims, key=lambda t: (sims[t], -t))
+        links.append(("concept", concept_id, best, uids[best], _unit(max(sims[best], 0.0)), "reassigned"))
+    return links
+
+
+def _old_to_new(before: np.ndarray[Any, Any], after: np.ndarray[Any, Any]) -> dict[int, int]:
+    """HDBSCAN's label -> the renumbered topic, from points that kept their fitted label."""
+    mapping: dict[int, int] = {}
+    for old, new in zip(before.tolist(), after.tolist(), strict=True):
+        if old >= 0 and old not in mapping:
+            mapping[old] = new
+    return mapping
+
+
+def _unit(value: float) -> float:
+    return round(float(min(max(value, 0.0), 1.0)), 6)
+
+
+def _asdict(params: Any) -> dict[str, Any]:
+    return {name: getattr(params, name) for name in params.__slots__}
+
+
+@contextmanager
+def _timed(seconds: dict[str, float], step: str) -> Iterator[None]:
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        seconds[step] = seconds.get(step, 0.0) + time.monotonic() - started
+
+
+@contextmanager
+def _bar(progress: ProgressFactory | None, label: str, total: int) -> Iterator[Callable[[int], object]]:
+    if progress is None:
+        yield lambda _: None
+        return
+    with progress(label, total) as advance:
+        yield advance

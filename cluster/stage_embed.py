@@ -1,0 +1,180 @@
+"""The embed stage: every current segment's messages, the segments themselves and the concepts, as vectors.
+
+The six steps: open a stage run; read the current segments (staging.db) and their messages' texts
+(archive.db) a chunk at a time; embed what the cache does not have (`cluster.embed.embed_cached`: keyed by
+the text's sha256 and the model, so a re-run embeds nothing unchanged) and derive each segment's vector from
+its messages'; check every vector is finite; write vectors and item rows in batches (idempotent upserts);
+close the stage run with counts, or record the failure and raise a StageError with the re-run command.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+
+from cluster.embed import (
+    EmbedCounts,
+    ProgressFactory,
+    embed_cached,
+    mean_vector,
+    message_weight,
+    segment_key,
+)
+from cluster.embedders import Embedder, build_embedder
+from cluster.ledger import finish, stage_run
+from contracts.results import StageResult
+from contracts.settings import Settings
+from staging import concepts as concept_store
+from staging import embeddings as store
+from staging import segments as segment_store
+
+log = logging.getLogger(__name__)
+
+STAGE = "embed"
+CHUNK_MESSAGES = 20000  # messages read, embedded and written per round: memory stays bounded at any size
+
+
+def run(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    *,
+    run_id: str,
+    settings: Settings,
+    progress: ProgressFactory | None = None,
+    embedder: Embedder | None = None,
+) -> StageResult:
+    """Embed the current segments' messages, the segments and the concepts under the configured model."""
+    store.ensure_schema(staging)
+    segment_store.ensure_schema(staging)
+    embedder = embedder or build_embedder(settings.embed)
+    fingerprint = f"{embedder.key}:{segment_store.current_segments_fingerprint(staging)}"
+    config = settings.embed.model_dump(mode="json")
+    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
+        counts = EmbedCounts()
+        segments = list(segment_store.iter_current_segments(staging))
+        notes = [] if segments else ["no current segments: run the segment stage first"]
+        message_items = segment_items = 0
+        chunk: list[segment_store.SegmentRow] = []
+        size = 0
+        for segment in segments:
+            chunk.append(segment)
+            size += len(segment.message_ids)
+            if size >= CHUNK_MESSAGES:
+                m, s = _embed_segments(archive, staging, embedder, run_id, settings, chunk, counts, progress)
+                message_items, segment_items = message_items + m, segment_items + s
+                chunk, size = [], 0
+        m, s = _embed_segments(archive, staging, embedder, run_id, settings, chunk, counts, progress)
+        message_items, segment_items = message_items + m, segment_items + s
+        concept_items = embed_concepts(staging, embedder, run_id, settings, counts, progress)
+        result = {
+            "segments": len(segments),
+            "texts": counts.texts,
+            "texts_cached": counts.cached,
+            "texts_embedded": counts.embedded,
+            "vectors_written": counts.written,
+            "message_items_changed": message_items,
+            "segment_items_changed": segment_items,
+            "concept_items_changed": concept_items,
+        }
+        log.info("embed - %s with %s", result, embedder.key)
+        changed = counts.written + message_items + segment_items + concept_items
+        return finish(
+            ledger,
+            rows_in=counts.texts,
+            rows_out=changed,
+            counts=result,
+            notes=[*notes, f"model: {embedder.key}"],
+            skipped=changed == 0,
+        )
+
+
+def _embed_segments(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    embedder: Embedder,
+    run_id: str,
+    settings: Settings,
+    segments: Sequence[segment_store.SegmentRow],
+    counts: EmbedCounts,
+    progress: ProgressFactory | None,
+) -> tuple[int, int]:
+    """One chunk: embed its messages, derive its segment vectors, write both. Returns item rows changed."""
+    if not segments:
+        return 0, 0
+    ids = [m for s in segments for m in s.message_ids]
+    rows = segment_store.messages_by_id(archive, ids)
+    texts = {m: str(rows[m]["text"]) if m in rows else "" for m in ids}
+    unique = list(dict.fromkeys(ids))
+    hashes = embed_cached(
+        staging,
+        embedder,
+        run_id,
+        [texts[m] for m in unique],
+        batch_size=embedder.batch_size or settings.embed.batch_size,
+        write_batch=settings.embed.write_batch,
+        counts=counts,
+        progress=progress,
+        label="embed messages",
+    )
+    by_message = dict(zip(unique, hashes, strict=True))
+    changed_messages = store.put_items(staging, "message", embedder.key, run_id, list(by_message.items()))
+    segment_rows: list[tuple[str, str]] = []
+    new_vectors = []
+    keys = []
+    for segment in segments:
+        member_hashes = [by_message[m] for m in segment.message_ids]
+        weights = [message_weight(texts[m]) for m in segment.message_ids]
+        key = segment_key(member_hashes, weights)
+        keys.append(key)
+        segment_rows.append((segment.segment_id, key))
+        new_vectors.append((key, member_hashes, weights))
+    known = store.cached_hashes(staging, embedder.key, keys)
+    needed = [h for key, members, _ in new_vectors if key not in known for h in members]
+    vectors = store.load_vectors(staging, embedder.key, needed)  # a re-run with nothing new reads none
+    derived = [
+        (key, mean_vector(_stack([vectors[h] for h in members]), weights))
+        for key, members, weights in new_vectors
+        if key not in known
+    ]
+    counts.written += store.put_vectors(staging, embedder.key, run_id, list(dict(derived).items()))
+    return changed_messages, store.put_items(staging, "segment", embedder.key, run_id, segment_rows)
+
+
+def _stack(rows: list[store.Matrix]) -> store.Matrix:
+    return np.stack(rows).astype(np.float32, copy=False)
+
+
+def concept_text(title: str, description: str) -> str:
+    return f"{title}: {description}" if description else title
+
+
+def embed_concepts(
+    staging: sqlite3.Connection,
+    embedder: Embedder,
+    run_id: str,
+    settings: Settings,
+    counts: EmbedCounts,
+    progress: ProgressFactory | None = None,
+) -> int:
+    """Embed every concept that is not merged away (title and description). Returns item rows changed."""
+    if not concept_store.has_store(staging):
+        return 0
+    concepts = [c for c in concept_store.load_concepts(staging).values() if c.merged_into is None]
+    if not concepts:
+        return 0
+    hashes = embed_cached(
+        staging,
+        embedder,
+        run_id,
+        [concept_text(c.title, c.description) for c in concepts],
+        batch_size=embedder.batch_size or settings.embed.batch_size,
+        write_batch=settings.embed.write_batch,
+        counts=counts,
+        progress=progress,
+        label="embed concepts",
+    )
+    rows = [(c.concept_id, h) for c, h in zip(concepts, hashes, strict=True)]
+    return store.put_items(staging, "concept", embedder.key, run_id, rows)

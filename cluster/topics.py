@@ -1,0 +1,190 @@
+"""From the best parameters to topics: the final fit, outlier handling, c-TF-IDF labels. Pure functions.
+
+- `fit_all`: UMAP + HDBSCAN fitted on up to `fit_max` points (a seeded sample when there are more); the other
+  points go through `reducer.transform` and `hdbscan.approximate_predict`. Membership weights are HDBSCAN's
+  `probabilities_` for fitted points and approximate_predict's strengths for placed ones (the all-points soft
+  membership is far too slow at scale, FACTS).
+- `reassign_outliers`: a noise point joins its nearest topic (cosine to the topic's centre in the embedding
+  space) only when it is at least as close as the `quantile` least typical of the topic's own members are;
+  its weight is that similarity's percentile among the members' (low: a fringe member). Topics are never
+  merged: a point that fits no topic stays noise, and the share that stays is reported.
+- `ctfidf`: BERTopic's class-based TF-IDF (each topic one document; tf normalised per topic, idf =
+  log(1 + average words per topic / frequency of the word over all topics)).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cluster.tuning import Params, run_hdbscan, umap_layout, validity_of
+from staging.embeddings import Matrix
+
+Labels = np.ndarray[Any, np.dtype[np.int64]]
+Floats = np.ndarray[Any, np.dtype[np.float64]]
+PREDICT_CHUNK = 20000
+
+
+@dataclass(slots=True)
+class Fit:
+    labels: Labels  # -1: noise
+    weights: Floats  # membership strength 0..1
+    source: list[str]  # per point: hdbscan | predicted | noise
+    validity: float
+    reducer: Any
+    clusterer: Any
+    fitted: np.ndarray[Any, np.dtype[np.bool_]]
+
+
+def seeded_sample(n: int, size: int, seed: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Sorted indices of a seeded sample of `size` of range(n) (all of them when n <= size)."""
+    if n <= size:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
+
+
+def fit_all(points: Matrix, params: Params, *, seed: int, fit_max: int) -> Fit:
+    fit_idx = seeded_sample(len(points), fit_max, seed)
+    layout, reducer = umap_layout(points[fit_idx], params.n_neighbors, params.n_components, params.min_dist, seed)
+    clusterer = run_hdbscan(layout, params, prediction_data=True)
+    labels = np.full(len(points), -1, dtype=np.int64)
+    weights = np.zeros(len(points), dtype=np.float64)
+    labels[fit_idx] = clusterer.labels_
+    weights[fit_idx] = np.where(clusterer.labels_ >= 0, clusterer.probabilities_, 0.0)
+    source = ["noise"] * len(points)
+    for i in fit_idx[clusterer.labels_ >= 0]:
+        source[i] = "hdbscan"
+    fitted = np.zeros(len(points), dtype=bool)
+    fitted[fit_idx] = True
+    rest = np.flatnonzero(~fitted)
+    if len(rest):
+        predicted, strengths = place(reducer, clusterer, points[rest])
+        labels[rest] = predicted
+        weights[rest] = np.where(predicted >= 0, strengths, 0.0)
+        for i in rest[predicted >= 0]:
+            source[i] = "predicted"
+    return Fit(labels, weights, source, validity_of(clusterer), reducer, clusterer, fitted)
+
+
+def place(reducer: Any, clusterer: Any, points: Matrix) -> tuple[Labels, Floats]:
+    """Labels and strengths of points the model was not fitted on (transform, then approximate_predict)."""
+    import hdbscan
+
+    labels: list[Labels] = []
+    strengths: list[Floats] = []
+    for start in range(0, len(points), PREDICT_CHUNK):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            layout = reducer.transform(points[start : start + PREDICT_CHUNK])
+            chunk_labels, chunk_strengths = hdbscan.approximate_predict(clusterer, layout)
+        labels.append(np.asarray(chunk_labels, dtype=np.int64))
+        strengths.append(np.asarray(chunk_strengths, dtype=np.float64))
+    return np.concatenate(labels), np.concatenate(strengths)
+
+
+def centroids(points: Matrix, labels: Labels) -> dict[int, Matrix]:
+    """Each topic's unit-length mean vector."""
+    found: dict[int, Matrix] = {}
+    for topic in sorted(set(labels.tolist()) - {-1}):
+        mean = points[labels == topic].mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        found[topic] = (mean / norm if norm > 0 else mean).astype(np.float32)
+    return found
+
+
+def reassign_outliers(
+    points: Matrix, labels: Labels, weights: Floats, quantile: float
+) -> tuple[Labels, Floats, np.ndarray[Any, np.dtype[np.bool_]]]:
+    """Noise points that look like a typical-enough member of their nearest topic join it (see module doc)."""
+    centres = centroids(points, labels)
+    moved = np.zeros(len(labels), dtype=bool)
+    noise = np.flatnonzero(labels == -1)
+    if not centres or not len(noise):
+        return labels, weights, moved
+    topics = list(centres)
+    matrix = np.stack([centres[t] for t in topics])
+    member_sims = {t: np.sort(points[labels == t] @ centres[t]) for t in topics}
+    thresholds = {t: float(np.quantile(s, quantile)) for t, s in member_sims.items()}
+    sims = points[noise] @ matrix.T
+    best = sims.argmax(axis=1)
+    labels, weights = labels.copy(), weights.copy()
+    for row, point in enumerate(noise):
+        topic = topics[int(best[row])]
+        sim = float(sims[row, best[row]])
+        if sim >= thresholds[topic] and np.linalg.norm(points[point]) > 0:
+            labels[point] = topic
+            rank = np.searchsorted(member_sims[topic], sim) / len(member_sims[topic])
+            weights[point] = float(max(rank, 1e-3))
+            moved[point] = True
+    return labels, weights, moved
+
+
+def renumber(labels: Labels) -> Labels:
+    """Topics numbered by size, largest first (ties by old number): stable and readable ids within a run."""
+    sizes = {t: int(np.sum(labels == t)) for t in set(labels.tolist()) - {-1}}
+    order = sorted(sizes, key=lambda t: (-sizes[t], t))
+    mapping = {old: new for new, old in enumerate(order)}
+    return np.array([mapping.get(int(t), -1) for t in labels], dtype=np.int64)
+
+
+def ctfidf(docs: dict[int, Sequence[str]], top_k: int) -> dict[int, list[str]]:
+    """Top `top_k` class-based TF-IDF keywords per topic (English stop words out, words and word pairs)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    topics = [t for t in sorted(docs) if any(d.strip() for d in docs[t])]
+    if not topics:
+        return {t: [] for t in docs}
+    joined = [" ".join(docs[t]) for t in topics]
+    vectorizer = CountVectorizer(stop_words="english", ngram_range=(1, 2), min_df=1, max_features=50000)
+    vectorizer.set_params(token_pattern=r"(?u)\b[a-zA-Z][a-zA-Z0-9]+\b")  # no bare numbers as topic words
+    try:
+        counts = vectorizer.fit_transform(joined)
+    except ValueError:  # only stop words everywhere
+        return {t: [] for t in docs}
+    tf = counts.multiply(1.0 / np.maximum(counts.sum(axis=1), 1)).tocsr()
+    frequency = np.asarray(counts.sum(axis=0)).ravel()
+    average = counts.sum() / len(topics)
+    idf = np.log(1.0 + average / np.maximum(frequency, 1))
+    scores = tf.multiply(idf).tocsr()
+    words = vectorizer.get_feature_names_out()
+    result: dict[int, list[str]] = {t: [] for t in docs}
+    for row, topic in enumerate(topics):
+        line = scores.getrow(row).toarray().ravel()
+        best = [i for i in np.argsort(-line)[: top_k * 2] if line[i] > 0]
+        result[topic] = _dedupe([str(words[i]) for i in best])[:top_k]
+    return result
+
+
+def _dedupe(words: list[str]) -> list[str]:
+    """Drop a single word already shown inside a kept pair, and a pair whose words are both already kept."""
+    kept: list[str] = []
+    for word in words:
+        parts = word.split()
+        if len(parts) == 1 and any(word in k.split() for k in kept):
+            continue
+        if len(parts) > 1 and all(p in kept for p in parts):
+            continue
+        kept.append(word)
+    return kept
+
+
+def label_of(keywords: Sequence[str], topic: int) -> str:
+    return " / ".join(keywords[:3]) if keywords else f"topic {topic}"
+
+
+def representatives(points: Matrix, labels: Labels, topic: int, k: int) -> list[int]:
+    """Indices of the `k` members closest to the topic's centre (most typical first)."""
+    members = np.flatnonzero(labels == topic)
+    centre = points[members].mean(axis=0)
+    sims = points[members] @ centre
+    return [int(members[i]) for i in np.argsort(-sims, kind="stable")[:k]]
+
+
+def map_layout(points: Matrix, n_neighbors: int, seed: int) -> Matrix:
+    """A 2-D UMAP of `points` for the topic map (min_dist 0.1 spreads points out for the eye)."""
+    layout, _ = umap_layout(points, min(n_neighbors, len(points) - 1), 2, 0.1, seed)
+    return layout

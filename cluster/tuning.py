@@ -1,0 +1,277 @@
+"""UMAP + HDBSCAN hyper-parameters tuned by Optuna on a sample. Pure apart from the study's SQLite storage.
+
+The objective (maximised), for the labels HDBSCAN gives one trial's parameters on the sample:
+
+    score = validity - noise_weight * noise_share - count_weight * max(0, 1 - topics / min_topics)
+
+- validity: HDBSCAN's `relative_validity_`, its fast approximation of DBCV (density-based cluster validity,
+  -1..1), comparable between trials on the same points;
+- noise_share: the share of points HDBSCAN leaves as noise (label -1);
+- the last term is 0 once there are at least `min_topics` topics (default sqrt(points) / 4) and grows to
+  count_weight as the count falls towards 0. DBCV alone rewards one or two huge well-separated blobs (FACTS:
+  it picked a useless 2-cluster result on real chats); this term and the noise term are what stop that.
+- fewer than 2 topics: -1, the worst score.
+
+The search space: n_neighbors in {10, 15, 30, 50}, n_components in {5, 10}, min_dist in {0.0, 0.1} (a few
+values each, so UMAP layouts repeat across trials and are computed once: `LayoutCache`, over one shared k-NN
+graph); min_cluster_size log-uniform in [0.1 %, 2 %] of the points; min_samples log-uniform in [1,
+min_cluster_size]; cluster_selection_method in {eom, leaf}. Every trial is seeded: same points, same seed,
+same trials and the same best parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from staging.embeddings import Matrix
+
+log = logging.getLogger(__name__)
+
+OBJECTIVE_VERSION = "v1"  # part of the study name: a changed objective never reuses old trials
+NEIGHBORS = (10, 15, 30, 50)
+COMPONENTS = (5, 10)
+MIN_DISTS = (0.0, 0.1)
+METHODS = ("eom", "leaf")
+
+
+@dataclass(frozen=True, slots=True)
+class Objective:
+    noise_weight: float = 0.5
+    count_weight: float = 0.5
+    min_topics: int | None = None
+
+    def target_topics(self, n_points: int) -> int:
+        return self.min_topics or max(2, round(math.sqrt(n_points) / 4))
+
+    def score(self, validity: float, noise_share: float, topics: int, n_points: int) -> float:
+        """The value Optuna maximises (see the module docstring)."""
+        if topics < 2 or not math.isfinite(validity):
+            return -1.0
+        shortfall = max(0.0, 1.0 - topics / self.target_topics(n_points))
+        return validity - self.noise_weight * noise_share - self.count_weight * shortfall
+
+
+@dataclass(frozen=True, slots=True)
+class Params:
+    n_neighbors: int
+    n_components: int
+    min_dist: float
+    min_cluster_size: int
+    min_samples: int
+    cluster_selection_method: str
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> Params:
+        return cls(**{name: values[name] for name in cls.__slots__})
+
+
+@dataclass(slots=True)
+class TrialRecord:
+    number: int
+    state: str
+    value: float | None
+    params: dict[str, Any]
+    attrs: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Tuned:
+    study_name: str
+    best: Params
+    best_value: float
+    trials: list[TrialRecord]
+    trials_run: int  # in this call; the rest were reused from the stored study
+    seconds: float
+
+
+def neighbors_for(n_points: int) -> tuple[int, ...]:
+    """The n_neighbors choices that fit `n_points` (k-NN needs k < n)."""
+    return tuple(sorted({min(k, n_points - 1) for k in NEIGHBORS}))
+
+
+def cluster_size_range(n_points: int) -> tuple[int, int]:
+    low = max(3, round(n_points * 0.001))
+    return low, max(low + 1, min(round(n_points * 0.02), 1000))
+
+
+def study_name(sample: Matrix, seed: int, objective: Objective, tag: str) -> str:
+    """Same points (bytes), seed, objective and search space -> same name -> the stored study is reused."""
+    digest = hashlib.sha256(np.ascontiguousarray(sample, dtype="<f4").tobytes())
+    digest.update(repr((seed, objective, NEIGHBORS, COMPONENTS, MIN_DISTS, METHODS, OBJECTIVE_VERSION, tag)).encode())
+    return f"cluster-{digest.hexdigest()[:20]}"
+
+
+Knn = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], Any]
+
+
+def knn_graph(points: Matrix, k: int, seed: int) -> Knn:
+    """The k nearest neighbours (cosine) of every point and their search index (NN-descent, seeded).
+
+    Computed once and shared by every UMAP fit on the same points; it is also the one k-NN code path, so numba
+    compiles it once per process (UMAP's own exact path for small data would be a second compile).
+    """
+    from umap.umap_ import nearest_neighbors
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return nearest_neighbors(  # type: ignore[no-any-return]
+            points, min(k, len(points) - 1), "cosine", {}, False, np.random.RandomState(seed), n_jobs=1
+        )
+
+
+def umap_layout(
+    points: Matrix, n_neighbors: int, n_components: int, min_dist: float, seed: int, knn: Knn | None = None
+) -> tuple[Matrix, Any]:
+    """Reduce `points` with UMAP (cosine, seeded). Returns the layout and the fitted reducer (with `transform`)."""
+    import umap
+
+    knn = knn if knn is not None else knn_graph(points, n_neighbors, seed)
+    # Sliced to exactly n_neighbors: umap does not prune a larger precomputed k-NN below 4,096 points itself.
+    precomputed = (knn[0][:, :n_neighbors], knn[1][:, :n_neighbors], knn[2])
+    reducer = umap.UMAP(
+        n_neighbors=n_neighbors,
+        n_components=n_components,
+        min_dist=min_dist,
+        metric="cosine",
+        random_state=seed,
+        n_jobs=1,  # a seeded UMAP is single-threaded anyway; saying so silences its warning
+        low_memory=True,
+        precomputed_knn=precomputed,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # spectral-init fallbacks and precomputed-k-NN notices on small data
+        layout = reducer.fit_transform(points)
+    return np.asarray(layout, dtype=np.float32), reducer
+
+
+def run_hdbscan(layout: Matrix, params: Params, *, prediction_data: bool = False) -> Any:
+    import hdbscan
+
+    clusterer = hdbscan.HDBSCAN(
+        min_cluster_size=params.min_cluster_size,
+        min_samples=params.min_samples,
+        cluster_selection_method=params.cluster_selection_method,
+        gen_min_span_tree=True,
+        prediction_data=prediction_data,
+        core_dist_n_jobs=1,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clusterer.fit(layout)
+    return clusterer
+
+
+def validity_of(clusterer: Any) -> float:
+    """relative_validity_, or -1 when HDBSCAN cannot compute it (fewer than two clusters)."""
+    if len(set(clusterer.labels_.tolist()) - {-1}) < 2:
+        return -1.0
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            value = float(clusterer.relative_validity_)
+    except (ValueError, ZeroDivisionError, IndexError):
+        return -1.0
+    return value if math.isfinite(value) else -1.0
+
+
+@dataclass(slots=True)
+class LayoutCache:
+    """UMAP layouts of the sample by (n_neighbors, n_components, min_dist), over one k-NN graph."""
+
+    points: Matrix
+    seed: int
+    knn: Knn | None = None
+    layouts: dict[tuple[int, int, float], Matrix] = field(default_factory=dict)
+    fits: int = 0
+
+    def get(self, n_neighbors: int, n_components: int, min_dist: float) -> Matrix:
+        key = (n_neighbors, n_components, min_dist)
+        if key not in self.layouts:
+            if self.knn is None:
+                self.knn = knn_graph(self.points, max(neighbors_for(len(self.points))), self.seed)
+            self.layouts[key], _ = umap_layout(self.points, *key, self.seed, self.knn)
+            self.fits += 1
+        return self.layouts[key]
+
+
+def evaluate(cache: LayoutCache, params: Params, objective: Objective) -> tuple[float, dict[str, Any]]:
+    """One trial: HDBSCAN on the cached layout, scored. Returns the score and what it was made of."""
+    started = time.monotonic()
+    layout = cache.get(params.n_neighbors, params.n_components, params.min_dist)
+    clusterer = run_hdbscan(layout, params)
+    labels = clusterer.labels_
+    topics = len(set(labels.tolist()) - {-1})
+    noise = float(np.mean(labels == -1))
+    validity = validity_of(clusterer)
+    score = objective.score(validity, noise, topics, len(labels))
+    attrs = {"topics": topics, "noise_share": round(noise, 6), "validity": round(validity, 6)}
+    attrs["seconds"] = round(time.monotonic() - started, 3)
+    return score, attrs
+
+
+def tune(
+    sample: Matrix,
+    *,
+    storage_url: str,
+    seed: int,
+    n_trials: int,
+    objective: Objective,
+    tag: str = "",
+    timeout_s: float | None = None,
+    on_trial: Callable[[int], object] | None = None,
+) -> Tuned:
+    """Run (or resume, or just reload) the study for `sample`; returns the best parameters and every trial."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    started = time.monotonic()
+    name = study_name(sample, seed, objective, tag)
+    study = optuna.create_study(
+        study_name=name,
+        storage=optuna.storages.RDBStorage(storage_url, engine_kwargs={"connect_args": {"timeout": 60}}),
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=seed),
+        load_if_exists=True,
+    )
+    done = sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    todo = max(0, n_trials - done)
+    n = len(sample)
+    cache = LayoutCache(sample, seed)
+    low, high = cluster_size_range(n)
+
+    def trial_fn(trial: optuna.Trial) -> float:
+        size = trial.suggest_int("min_cluster_size", low, high, log=True)
+        params = Params(
+            n_neighbors=trial.suggest_categorical("n_neighbors", neighbors_for(n)),
+            n_components=trial.suggest_categorical("n_components", COMPONENTS),
+            min_dist=trial.suggest_categorical("min_dist", MIN_DISTS),
+            min_cluster_size=size,
+            min_samples=trial.suggest_int("min_samples", 1, size, log=True),
+            cluster_selection_method=trial.suggest_categorical("cluster_selection_method", METHODS),
+        )
+        score, attrs = evaluate(cache, params, objective)
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        log.info("cluster - trial %d: %.4f %s %s", trial.number, score, params, attrs)
+        if on_trial is not None:
+            on_trial(1)
+        return score
+
+    if todo:
+        log.info("cluster - study %s: %d trial(s) to run, %d reused, %d points", name, todo, done, n)
+        study.optimize(trial_fn, n_trials=todo, timeout=timeout_s, gc_after_trial=False)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    if not complete:
+        raise RuntimeError(f"study {name} has no complete trial (timeout too short?)")
+    best = max(complete, key=lambda t: (t.value if t.value is not None else -math.inf, -t.number))
+    records = [TrialRecord(t.number, t.state.name, t.value, dict(t.params), dict(t.user_attrs)) for t in study.trials]
+    return Tuned(name, Params.of(best.params), float(best.value or 0.0), records, todo, time.monotonic() - started)

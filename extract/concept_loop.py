@@ -1,0 +1,367 @@
+"""The concept loop: each new hypothesis creates, attaches to, refines or is rejected by the concept store.
+
+Per hypothesis (in segment time order): rejected below `reject_below` confidence; else resolved by
+`extract.resolve.Resolver` (exact title/alias, fuzzy, similarity). No match: create a concept. A match:
+attach (new evidence spans, revision_count + 1, first/last_seen from the evidence times, new names become
+aliases) or refine (the same, and the description is replaced by a more confident one). Evidence already on
+the concept changes nothing (decision 'duplicate'). When a hypothesis's alias exactly names a second concept
+of the same type, the two merge: the one with more evidence survives, the other becomes 'merged' with a
+pointer to it, and its evidence and names move over.
+
+After the new hypotheses, the concepts touched are re-checked: type by majority of segments; split in two
+when two types each hold `split_min_segments` segments and the smaller at least half of the larger (the
+parent becomes 'split', a child per type); 'weak' when confidence < `weak_below` or evidence count <
+`weak_min_evidence`, else 'active'; and across the store, concepts whose last evidence is `stale_after_days`
+older than the newest evidence become 'archived' (attach revives them). Every state change is a transition
+row. Database work goes through `staging.concepts`; decisions are made here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from contracts.concepts import ConceptHypothesis
+from contracts.settings import ConceptsSettings
+from extract.resolve import Match, Resolver, Similarity
+from extract.text import fold, match_key, short_hash, slug
+from staging import concepts as store
+from staging.concepts import ConceptRow
+from staging.extractions import CurrentExtraction
+
+LIVE = ("active", "weak", "archived")
+
+
+class ConceptLoop:
+    def __init__(
+        self, conn: sqlite3.Connection, run_id: str, settings: ConceptsSettings, similarity: Similarity
+    ) -> None:
+        self.conn, self.run_id, self.settings = conn, run_id, settings
+        self.concepts = store.load_concepts(conn)
+        self.transitions = store.transition_counts(conn)
+        self.children: dict[str, list[str]] = {}
+        for child, parent in conn.execute(
+            "SELECT concept_id, other_id FROM concept_transitions WHERE reason = 'split_from' ORDER BY concept_id"
+        ):
+            self.children.setdefault(str(parent), []).append(str(child))
+        self.resolver = Resolver(settings.fuzzy_threshold, settings.similarity_threshold, similarity)
+        for row in sorted(self.concepts.values(), key=lambda r: (r.state == "merged", r.concept_id)):
+            owner = store.survivor(self.concepts, row.concept_id)
+            self.resolver.add(owner, self.concepts[owner].type, [row.title, *row.aliases])
+        self.dirty: set[str] = set()
+        self.counts: Counter[str] = Counter()
+
+    # ------------------------------------------------------------ per segment
+
+    def segment(
+        self,
+        extraction: CurrentExtraction,
+        hypotheses: list[tuple[int, ConceptHypothesis]],
+        times: dict[str, str | None],
+    ) -> None:
+        """Handle the new hypotheses (index, hypothesis) of one segment, then their relations."""
+        local: dict[str, str] = {}
+        for index, hypothesis in hypotheses:
+            self.counts["hypotheses"] += 1
+            concept_id = self._one(f"{extraction.cache_key}:{index}", extraction, hypothesis, times)
+            if concept_id is not None:
+                local[match_key(hypothesis.concept_id)] = local[match_key(hypothesis.title)] = concept_id
+        for _, hypothesis in hypotheses:
+            source = local.get(match_key(hypothesis.concept_id))
+            for relation in hypothesis.relations:
+                target = (
+                    local.get(match_key(relation.target_id))
+                    or (relation.target_id if relation.target_id in self.concepts else None)
+                    or self.resolver.owner(relation.target_id)
+                )
+                target = None if target is None else self._live(target, None)
+                if source is None or target is None or target == self._live(source, None):
+                    self.counts["relations_dropped"] += 1
+                    continue
+                live_source = self._live(source, None)
+                if store.add_relation(
+                    self.conn, live_source, relation.relation, target, relation.confidence, self.run_id
+                ):
+                    self.counts["relations_added"] += 1
+
+    def _one(
+        self, key: str, extraction: CurrentExtraction, hypothesis: ConceptHypothesis, times: dict[str, str | None]
+    ) -> str | None:
+        record = {"segment_id": extraction.segment_id, "title": hypothesis.title}
+        if hypothesis.confidence < self.settings.reject_below:
+            self.counts["rejected"] += 1
+            store.record_input(self.conn, key, self.run_id, decision="reject", **record)
+            return None
+        match = self.resolver.resolve(hypothesis.title, hypothesis.aliases, hypothesis.type)
+        if match is None:
+            concept_id = self._create(extraction, hypothesis, times)
+            store.record_input(self.conn, key, self.run_id, decision="create", concept_id=concept_id, **record)
+            return concept_id
+        concept_id = self._live(match.concept_id, hypothesis.type)
+        decision = self._attach(concept_id, extraction, hypothesis, times, match)
+        store.record_input(
+            self.conn,
+            key,
+            self.run_id,
+            decision=decision,
+            concept_id=concept_id,
+            method=match.method,
+            score=round(match.score, 4),
+            **record,
+        )
+        return concept_id
+
+    def _live(self, concept_id: str, concept_type: str | None) -> str:
+        """The concept to use for a resolved id: a merged one's survivor, a split one's child of this type."""
+        concept_id = store.survivor(self.concepts, concept_id)
+        children = self.children.get(concept_id)
+        if self.concepts[concept_id].state == "split" and children:
+            same = [c for c in children if self.concepts[c].type == concept_type]
+            biggest = max(children, key=lambda c: (self.concepts[c].evidence_count, c))
+            return self._live(same[0] if same else biggest, concept_type)
+        return concept_id
+
+    def _create(
+        self, extraction: CurrentExtraction, hypothesis: ConceptHypothesis, times: dict[str, str | None]
+    ) -> str:
+        concept_id = self._new_id(hypothesis.title)
+        row = ConceptRow(
+            concept_id=concept_id,
+            title=hypothesis.title,
+            title_key=match_key(hypothesis.title),
+            type=hypothesis.type,
+            description=hypothesis.description,
+            state="active",
+            confidence=hypothesis.confidence,
+            aliases=[a for a in hypothesis.aliases if self.resolver.owner(a) is None],
+            revision_count=0,
+            evidence_count=0,
+            first_seen=None,
+            last_seen=None,
+            merged_into=None,
+            extractors=[extraction.extractor],
+            created_run_id=self.run_id,
+            run_id=self.run_id,
+        )
+        self.concepts[concept_id] = row
+        self.resolver.add(concept_id, row.type, [row.title, *row.aliases])
+        self._add_evidence(row, extraction, hypothesis, times)
+        row.state = self._state(row)
+        self._transition(row, None, row.state, "created")
+        self.counts["created"] += 1
+        return concept_id
+
+    def _attach(
+        self,
+        concept_id: str,
+        extraction: CurrentExtraction,
+        hypothesis: ConceptHypothesis,
+        times: dict[str, str | None],
+        match: Match,
+    ) -> str:
+        row = self.concepts[concept_id]
+        if self._add_evidence(row, extraction, hypothesis, times) == 0:
+            self.counts["duplicates"] += 1
+            return "duplicate"
+        row.revision_count += 1
+        row.run_id = self.run_id
+        if extraction.extractor not in row.extractors:
+            row.extractors.append(extraction.extractor)
+        for name in (hypothesis.title, *hypothesis.aliases):
+            owner = self.resolver.owner(name)
+            if owner is None:
+                row.aliases.append(name)
+                self.resolver.add(concept_id, row.type, [name])
+            elif (other := self._live(owner, row.type)) != concept_id and self._mergeable(other, concept_id):
+                concept_id = self._merge(concept_id, other, f"alias {name!r}")
+                row = self.concepts[concept_id]
+        refine = hypothesis.confidence > row.confidence or not row.description
+        if refine:
+            row.description = hypothesis.description or row.description
+        row.confidence = max(row.confidence, hypothesis.confidence)
+        if row.state == "archived":
+            self._transition(row, "archived", self._state(row), "revived")
+        self.dirty.add(concept_id)
+        self.counts["refined" if refine else "attached"] += 1
+        return "refine" if refine else "attach"
+
+    def _mergeable(self, left: str, right: str) -> bool:
+        a, b = self.concepts[left], self.concepts[right]
+        return a.type == b.type and a.state in LIVE and b.state in LIVE
+
+    def _add_evidence(
+        self,
+        row: ConceptRow,
+        extraction: CurrentExtraction,
+        hypothesis: ConceptHypothesis,
+        times: dict[str, str | None],
+    ) -> int:
+        added = 0
+        for span in hypothesis.evidence_spans:
+            added += store.add_evidence(
+                self.conn,
+                row.concept_id,
+                self.run_id,
+                message_id=span.message_id,
+                text_key=short_hash(fold(span.text), size=8),
+                text=span.text,
+                confidence=span.confidence,
+                segment_id=extraction.segment_id,
+                created_at=times.get(span.message_id),
+                hypothesis_type=hypothesis.type,
+                extractor=extraction.extractor,
+            )
+        if added:
+            row.evidence_count, row.first_seen, row.last_seen = store.evidence_summary(self.conn, row.concept_id)
+            self.dirty.add(row.concept_id)
+        return added
+
+    def _merge(self, left: str, right: str, why: str) -> str:
+        """Merge two concepts of one type; the one with more evidence (then older, then smaller id) survives."""
+        a, b = self.concepts[left], self.concepts[right]
+        keep, gone = sorted((a, b), key=lambda r: (-r.evidence_count, r.first_seen or "~", r.concept_id))
+        store.copy_evidence(self.conn, gone.concept_id, keep.concept_id, self.run_id)
+        self.conn.execute(
+            "INSERT OR IGNORE INTO concept_relations (concept_id, relation, target_id, confidence, run_id)"
+            " SELECT ?, relation, target_id, confidence, ? FROM concept_relations WHERE concept_id = ?"
+            " AND target_id != ?",
+            (keep.concept_id, self.run_id, gone.concept_id, keep.concept_id),
+        )
+        keep.evidence_count, keep.first_seen, keep.last_seen = store.evidence_summary(self.conn, keep.concept_id)
+        keys = {match_key(n) for n in (keep.title, *keep.aliases)}
+        keep.aliases += [n for n in (gone.title, *gone.aliases) if match_key(n) not in keys]
+        keep.confidence = max(keep.confidence, gone.confidence)
+        keep.revision_count += 1
+        gone.merged_into = keep.concept_id
+        self._transition(gone, gone.state, "merged", f"merged ({why})", keep.concept_id)
+        self.resolver.move(gone.concept_id, keep.concept_id)
+        self.dirty.update((keep.concept_id, gone.concept_id))
+        self.counts["merged"] += 1
+        return keep.concept_id
+
+    # ------------------------------------------------------------ after the new hypotheses
+
+    def flush(self) -> None:
+        """Write the concepts changed since the last flush (inside the caller's transaction)."""
+        for concept_id in self.dirty:
+            self.concepts[concept_id].settled = False
+        store.upsert_concepts(self.conn, (self.concepts[c] for c in sorted(self.dirty)))
+        self.dirty.clear()
+
+    def settle(self) -> None:
+        """Type, split and weak/active checks on every unsettled concept; stale ones archived; rows written.
+
+        Unsettled is stored: a run killed before this step leaves its concepts unsettled for the next run.
+        """
+        self.flush()
+        for concept_id in sorted(c for c, row in self.concepts.items() if not row.settled):
+            row = self.concepts[concept_id]
+            row.settled = True
+            self.dirty.add(concept_id)
+            if row.state not in ("active", "weak"):
+                continue
+            by_type = store.type_segments(self.conn, concept_id)
+            ranked = sorted(by_type.items(), key=lambda item: (-item[1], item[0] != row.type, item[0]))
+            if ranked and ranked[0][0] != row.type:
+                row.type = ranked[0][0]
+                self.resolver.retype(concept_id, row.type)
+                self.counts["retyped"] += 1
+            strong = [(t, n) for t, n in ranked if n >= self.settings.split_min_segments]
+            # The offline extractor types by sentence cues: its type disagreements are noise, not homonyms.
+            typed_by_model = any(e != "offline" for e in row.extractors)
+            if typed_by_model and len(strong) >= 2 and strong[1][1] * 2 >= strong[0][1]:
+                self._split(row, [t for t, _ in strong[:2]])
+                continue
+            self._transition(row, row.state, self._state(row), "evidence")
+        self._archive_stale()
+        for concept_id in self.dirty:
+            self.concepts[concept_id].settled = True
+        store.upsert_concepts(self.conn, (self.concepts[c] for c in sorted(self.dirty)))
+        self.dirty.clear()
+
+    def _split(self, parent: ConceptRow, types: list[str]) -> None:
+        for index, concept_type in enumerate(types):
+            title = f"{parent.title} ({concept_type.replace('_', ' ')})"
+            if self.resolver.owner(title) is not None:
+                continue
+            child = replace(
+                parent,
+                concept_id=self._new_id(title),
+                title=title,
+                title_key=match_key(title),
+                type=concept_type,
+                aliases=[],
+                revision_count=0,
+                extractors=list(parent.extractors),
+                created_run_id=self.run_id,
+                run_id=self.run_id,
+            )
+            self.concepts[child.concept_id] = child
+            self.resolver.add(child.concept_id, concept_type, [title])
+            # The main type's child (index 0) also takes the evidence of any minor type.
+            store.copy_evidence(
+                self.conn, parent.concept_id, child.concept_id, self.run_id, concept_type if index else None
+            )
+            if not index:
+                self.conn.execute(
+                    "DELETE FROM concept_evidence WHERE concept_id = ? AND hypothesis_type = ?",
+                    (child.concept_id, types[1]),
+                )
+            child.evidence_count, child.first_seen, child.last_seen = store.evidence_summary(
+                self.conn, child.concept_id
+            )
+            child.state = self._state(child)
+            self._transition(child, None, child.state, "split_from", parent.concept_id)
+            self.children.setdefault(parent.concept_id, []).append(child.concept_id)
+            self.dirty.add(child.concept_id)
+        self._transition(parent, parent.state, "split", f"split by type: {', '.join(types)}")
+        self.counts["split"] += 1
+
+    def _archive_stale(self) -> None:
+        days = self.settings.stale_after_days
+        seen = [r.last_seen for r in self.concepts.values() if r.last_seen and r.state != "merged"]
+        if days is None or not seen:
+            return
+        cutoff = (datetime.fromisoformat(max(seen)) - timedelta(days=days)).isoformat()
+        for row in self.concepts.values():
+            if row.state in ("active", "weak") and row.last_seen and row.last_seen < cutoff:
+                self._transition(row, row.state, "archived", f"stale: no evidence after {cutoff[:10]}")
+                self.dirty.add(row.concept_id)
+
+    # ------------------------------------------------------------ helpers
+
+    def _state(self, row: ConceptRow) -> str:
+        thin = row.evidence_count < self.settings.weak_min_evidence
+        return "weak" if row.confidence < self.settings.weak_below or thin else "active"
+
+    def _transition(
+        self, row: ConceptRow, before: str | None, after: str, reason: str, other: str | None = None
+    ) -> None:
+        if before == after:
+            return
+        row.state = after
+        row.run_id = self.run_id
+        ordinal = self.transitions.get(row.concept_id, 0)
+        self.transitions[row.concept_id] = ordinal + 1
+        store.add_transition(
+            self.conn,
+            row.concept_id,
+            ordinal,
+            from_state=before,
+            to_state=after,
+            reason=reason,
+            other_id=other,
+            run_id=self.run_id,
+        )
+        self.dirty.add(row.concept_id)
+        self.counts[f"to_{after}"] += 1
+
+    def _new_id(self, title: str) -> str:
+        base = slug(title) or "concept"
+        concept_id, n = base, 1
+        while concept_id in self.concepts:
+            n += 1
+            concept_id = f"{base}-{n}"
+        return concept_id

@@ -1,0 +1,69 @@
+"""The ledger steps shared by the segment, extract and concepts stages: open a stage run, and close it with
+counts or with the failure (steps 1 and 6 of every stage).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from contracts.errors import ChatmemError, StageError
+from contracts.results import StageResult
+from contracts.version import code_version
+from staging.ledger import StageRun
+
+
+@contextmanager
+def stage_run(
+    staging: sqlite3.Connection, *, stage: str, run_id: str, fingerprint: str, settings: Mapping[str, Any]
+) -> Iterator[StageRun]:
+    """Open the stage run; on any failure record it with the re-run command and raise a StageError.
+
+    Chatmem's own errors (a ConfigError keeps exit code 2) and KeyboardInterrupt pass through as they are,
+    after being recorded: the ledger must never say 'running' for a stage that stopped.
+    """
+    run = StageRun(
+        staging,
+        run_id=run_id,
+        stage=stage,
+        input_fingerprint=fingerprint,
+        settings=settings,
+        code_version=code_version(),
+    )
+    hint = f"chatmem stage {stage} --run-id {run_id}"
+    try:
+        yield run
+    except ChatmemError as exc:
+        run.fail(str(exc), hint)
+        raise
+    except Exception as exc:
+        cause = f"{type(exc).__name__}: {exc}"
+        run.fail(cause, hint)
+        raise StageError(stage, run_id, cause, hint) from exc
+    except BaseException as exc:
+        run.fail(f"{type(exc).__name__}: {exc}", hint)
+        raise
+
+
+def finish(
+    run: StageRun,
+    *,
+    rows_in: int,
+    rows_out: int,
+    counts: Mapping[str, int],
+    notes: list[str] | None = None,
+    skipped: bool = False,
+) -> StageResult:
+    """Close the stage run with its counts and return the same facts as a StageResult."""
+    run.succeed(rows_in=rows_in, rows_out=rows_out, counts=counts, notes=notes, skipped=skipped)
+    return StageResult(
+        stage=run.stage,
+        run_id=run.run_id,
+        status="skipped" if skipped else "succeeded",
+        rows_in=rows_in,
+        rows_out=rows_out,
+        counts=dict(counts),
+        notes=list(notes or []),
+    )

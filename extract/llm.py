@@ -1,0 +1,294 @@
+"""The LLM extractor: segments in, concept hypotheses out, through any OpenAI-compatible endpoint.
+
+    LLMExtractor.extract_many(segments)
+      ├─ per segment, in a bounded thread pool: build_messages → build_request → send, retried while
+      │  is_transient(error) says so → raw text → JSON → semantic mapper → ExtractionOutput | ExtractionFailure
+      ├─ every attempt becomes an LLMCall handed to `on_call` (on the iterating thread: safe for sqlite3)
+      └─ token / cost budget: once spent, no new call starts; the segments left are yielded as SegmentNotDone
+
+Failures are per segment and say why: a refusal, invalid JSON, a reply the mapper cannot turn into the contract
+(raw text kept), a non-transient API error, or retries exhausted. A bug of ours is not caught: it propagates.
+With `batch_api` the segments go to the OpenAI Batch API instead (extract/llm_batch.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from pydantic import ValidationError
+
+from contracts.concepts import SCHEMA_VERSION, ConceptHypothesis, ExtractionResponse
+from contracts.errors import ConfigError
+from contracts.settings import LLMSettings
+from extract.llm_client import Reply, build_request, describe, is_transient, make_client, retry_delay, send
+from extract.mapper import MapperDecision, map_raw_hypotheses
+from extract.prompts import PROMPT_VERSION, RESPONSE_NAME, build_messages
+from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, Usage
+from staging.extractions import cache_key as extraction_cache_key
+from staging.llm_calls import CallRecorder, CallStatus, LLMCall
+
+log = logging.getLogger(__name__)
+
+Result = ExtractionOutput | ExtractionFailure
+# extract.mapper.map_raw_hypotheses: raw JSON, segment, known names -> (hypotheses, decisions)
+MapRaw = Callable[[Any, SegmentInput, Mapping[str, str] | None], tuple[list[ConceptHypothesis], list[MapperDecision]]]
+
+
+@dataclass(slots=True)
+class SegmentNotDone(ExtractionFailure):
+    """Not attempted because the budget ran out first. Not the segment's fault: a re-run picks it up."""
+
+
+@dataclass(slots=True)
+class LLMExtractionOutput(ExtractionOutput):
+    """ExtractionOutput plus what the semantic mapper did to the raw answer, for the stage to stage and the eval
+    harness to count: `decisions` (one per change, drop or rejection) and whether the raw answer already met
+    the contract before any mapping (`contract_ok`, schema adherence)."""
+
+    decisions: list[MapperDecision] = field(default_factory=list)
+    contract_ok: bool = True
+
+
+class Budget:
+    """Tokens and dollars spent so far, and whether the next call may start. Used from one thread only."""
+
+    def __init__(self, settings: LLMSettings) -> None:
+        if settings.cost_budget_usd is not None and (
+            settings.input_usd_per_mtok is None or settings.output_usd_per_mtok is None
+        ):
+            raise ConfigError("cost_budget_usd needs input_usd_per_mtok and output_usd_per_mtok")
+        self.settings = settings
+        self.tokens = 0
+        self.usd = 0.0
+
+    def spend(self, usage: Usage) -> None:
+        # Reasoning tokens are part of completion_tokens in OpenAI's usage, so they are not added twice.
+        self.tokens += usage.prompt_tokens + usage.completion_tokens
+        self.usd += (
+            usage.prompt_tokens * (self.settings.input_usd_per_mtok or 0.0)
+            + usage.completion_tokens * (self.settings.output_usd_per_mtok or 0.0)
+        ) / 1e6
+
+    def exhausted(self) -> str | None:
+        """Why no new call may start, or None. Calls already in flight finish: the overshoot is < concurrency."""
+        if self.settings.token_budget is not None and self.tokens >= self.settings.token_budget:
+            return f"token budget reached ({self.tokens} of {self.settings.token_budget} tokens)"
+        if self.settings.cost_budget_usd is not None and self.usd >= self.settings.cost_budget_usd:
+            return f"cost budget reached (${self.usd:.4f} of ${self.settings.cost_budget_usd:.4f})"
+        return None
+
+
+class LLMExtractor:
+    """The `Extractor` that asks a model. Build it per stage run: the budget counts from construction."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        known_concepts: Mapping[str, str] | None = None,
+        on_call: CallRecorder | None = None,
+        map_raw: MapRaw | None = None,
+    ) -> None:
+        self.settings = settings
+        self.known_concepts: Mapping[str, str] = known_concepts or {}  # any name -> concept_id
+        self.on_call = on_call
+        self.map_raw: MapRaw = map_raw or map_raw_hypotheses
+        self.client = make_client(settings)
+        self.budget = Budget(settings)
+        self.stopped: str | None = None  # why the last extract_many stopped early, if it did
+        build_request(settings, [])  # fail now on settings that cannot work (e.g. responses + json_object)
+        self.cache_key_parts: tuple[str, ...] = (
+            f"prompt-v{PROMPT_VERSION}",
+            f"schema-v{SCHEMA_VERSION}",
+            settings.model,
+            settings.reasoning_effort or "unset",
+        )
+
+    def extract_many(self, segments: Sequence[SegmentInput]) -> Iterator[tuple[SegmentInput, Result]]:
+        """One result per segment, in completion order; at most max_concurrency requests in flight."""
+        if self.settings.batch_api:
+            from extract.llm_batch import run_batch  # only backfills need it
+
+            yield from run_batch(self, segments)
+            return
+        pending = iter(segments)
+        with ThreadPoolExecutor(self.settings.max_concurrency, thread_name_prefix="chatmem-llm") as pool:
+            in_flight: dict[Future[tuple[Result, list[LLMCall]]], SegmentInput] = {}
+            while True:
+                while len(in_flight) < self.settings.max_concurrency and not self.budget.exhausted():
+                    segment = next(pending, None)
+                    if segment is None:
+                        break
+                    in_flight[pool.submit(self.extract_one, segment)] = segment
+                if not in_flight:
+                    break
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    segment = in_flight.pop(future)
+                    result, attempts = future.result()  # a bug in a worker re-raises here, loudly
+                    yield segment, self.finish(segment, result, attempts)
+        left = list(pending)  # only segments the budget stopped
+        self.stopped = self.budget.exhausted() if left else None
+        if self.stopped:
+            log.warning("extract - %d segment(s) not done: %s", len(left), self.stopped)
+        for segment in left:
+            yield segment, SegmentNotDone(reason=f"not done: {self.stopped}; re-run the stage to continue")
+
+    def finish(self, segment: SegmentInput, result: Result, attempts: list[LLMCall]) -> Result:
+        """On the iterating thread: record every attempt, count the spend, log a failure."""
+        for call in attempts:
+            if self.on_call is not None:
+                self.on_call(call)
+            self.budget.spend(Usage(call.prompt_tokens, call.completion_tokens, call.reasoning_tokens))
+        if isinstance(result, ExtractionFailure):
+            log.info("extract - segment %s failed: %s", segment.segment_id, result.reason)
+        return result
+
+    def cache_key(self, segment: SegmentInput) -> str:
+        """The extract stage's cache key of this segment: llm_calls rows join extractions on it."""
+        return extraction_cache_key(segment.content_hash, self.cache_key_parts)
+
+    def request_record(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        """What staging keeps of a request: no key, no headers, the schema by name and version only."""
+        s = self.settings
+        return {
+            "api": s.api,
+            "base_url": s.base_url,
+            "model": s.model,
+            "reasoning_effort": s.reasoning_effort,
+            "messages": messages,
+            "schema": {"name": RESPONSE_NAME, "schema_version": SCHEMA_VERSION, "prompt_version": PROMPT_VERSION},
+            "structured_output": s.structured_output,
+            "params": {"temperature": s.temperature, "seed": s.seed, "max_output_tokens": s.max_output_tokens},
+        }
+
+    def new_call(self, segment: SegmentInput, attempt: int, request: dict[str, Any], **values: Any) -> LLMCall:
+        s = self.settings
+        return LLMCall(
+            segment_id=segment.segment_id,
+            cache_key=self.cache_key(segment),
+            attempt=attempt,
+            api="batch-" + s.api if s.batch_api else s.api,
+            model=s.model,
+            reasoning_effort=s.reasoning_effort,
+            request=request,
+            **values,
+        )
+
+    def extract_one(self, segment: SegmentInput) -> tuple[Result, list[LLMCall]]:
+        """One segment, retried on transient errors (runs on a worker thread; touches no shared state)."""
+        messages = build_messages(segment, self.known_concepts)
+        body = build_request(self.settings, messages)
+        record = self.request_record(messages)
+        attempts: list[LLMCall] = []
+        for attempt in range(1, self.settings.max_retries + 2):
+            started = time.monotonic()
+            try:
+                reply = send(self.client, self.settings.api, body)
+            except openai.OpenAIError as error:
+                transient = is_transient(error)
+                body_text = _error_body(error)
+                status: CallStatus = "transient_error" if transient else "error"
+                attempts.append(
+                    self.new_call(
+                        segment,
+                        attempt,
+                        record,
+                        status=status,
+                        latency_s=round(time.monotonic() - started, 4),
+                        error=describe(error),
+                        raw_response=body_text,
+                    )
+                )
+                if transient and attempt <= self.settings.max_retries:
+                    delay = retry_delay(error, attempt, self.settings)
+                    log.info("extract - %s: %s, retry %d in %.2fs", segment.segment_id, describe(error), attempt, delay)
+                    time.sleep(delay)
+                    continue
+                why = f"retries exhausted after {attempt} attempts" if transient else "API error (not retried)"
+                return ExtractionFailure(reason=f"{why}: {describe(error)}", raw_response=body_text), attempts
+            latency = round(time.monotonic() - started, 4)
+            result, status, error_text = self.interpret(reply, segment)
+            attempts.append(
+                self.new_call(
+                    segment,
+                    attempt,
+                    record,
+                    status=status,
+                    latency_s=latency,
+                    error=error_text,
+                    raw_response=reply.text if reply.text is not None else reply.refusal,
+                    prompt_tokens=reply.usage.prompt_tokens,
+                    completion_tokens=reply.usage.completion_tokens,
+                    reasoning_tokens=reply.usage.reasoning_tokens,
+                )
+            )
+            return result, attempts
+        raise AssertionError("unreachable: the loop returns on its last attempt")
+
+    def interpret(self, reply: Reply, segment: SegmentInput) -> tuple[Result, CallStatus, str | None]:
+        """The reply's text → the contract, via the semantic mapper; every way it can fail, named."""
+        usage = reply.usage
+        if reply.refusal:
+            reason = f"refusal: {reply.refusal}"
+            return ExtractionFailure(reason, raw_response=reply.refusal, usage=usage), "refused", reason
+        if reply.finish_reason == "content_filter":
+            reason = "refusal: the reply was stopped by the endpoint's content filter"
+            return ExtractionFailure(reason, raw_response=reply.text, usage=usage), "refused", reason
+        text = reply.text or ""
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            cut = " (cut off at the output-token limit)" if reply.finish_reason == "length" else ""
+            reason = f"invalid JSON{cut}: {exc}"
+            return ExtractionFailure(reason, raw_response=text, usage=usage), "invalid_json", reason
+        contract_error = _contract_error(raw)
+        hypotheses, decisions = self.map_raw(raw, segment, self.known_concepts)
+        if contract_error is not None and not hypotheses:
+            # Off-contract and nothing salvageable: a schema violation. Off-contract but mapped (type "Project")
+            # is a success whose corrections are in `decisions`.
+            reason = f"schema violation: {contract_error}"
+            return ExtractionFailure(reason, raw_response=text, usage=usage), "schema_violation", reason
+        output = LLMExtractionOutput(
+            hypotheses=hypotheses,
+            usage=usage,
+            raw_response=text,
+            decisions=decisions,
+            contract_ok=contract_error is None,
+        )
+        return output, "ok", None
+
+
+def _contract_error(raw: Any) -> str | None:
+    """Why the raw answer is not an ExtractionResponse as it stands, or None when it is."""
+    try:
+        ExtractionResponse.model_validate(raw)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors()[:5]]
+        more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        return _one_line("; ".join(problems) + more)
+    return None
+
+
+def _error_body(error: openai.OpenAIError) -> str | None:
+    """The HTTP body of an API error, kept for staging (it explains a 400 better than the status)."""
+    if isinstance(error, openai.APIStatusError):
+        try:
+            return error.response.text[:10_000]
+        except Exception:  # a streamed or closed body: the status and message are still recorded
+            return None
+    return None
+
+
+def _one_line(error: object) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 500 else text[:499] + "…"

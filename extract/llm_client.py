@@ -1,0 +1,190 @@
+"""One request to an OpenAI-compatible endpoint, what the reply says, and which errors are worth a retry.
+
+    build_request(settings, messages) -> body      the exact keyword arguments sent (also a Batch API line's body)
+    send(client, api, body) -> Reply                one HTTP call through the official SDK, no SDK retries
+    reply_from_chat / reply_from_response           SDK objects (or Batch API bodies) -> Reply
+    is_transient(error)                             the ONE predicate that says what is retried
+    retry_delay(error, attempt, settings)           exponential backoff, honouring retry-after
+
+The strict JSON schema is built from the contract by the SDK's own helper (`to_strict_json_schema`), but the
+reply is read as raw text, never with `.parse()`: pydantic would reject a near-miss such as type "Project"
+before the semantic mapper could map it, and the raw text must be kept for staging either way.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import openai
+from openai import OpenAI
+from openai.lib._pydantic import to_strict_json_schema
+from openai.types.chat import ChatCompletion
+from openai.types.responses import Response
+
+from contracts.concepts import ExtractionResponse
+from contracts.errors import ConfigError
+from contracts.settings import LLMSettings
+from extract.prompts import RESPONSE_NAME
+from extract.types import Usage
+
+PLACEHOLDER_KEY = "not-needed"  # local servers (Ollama, vLLM, llama.cpp) ignore the key but the SDK wants one
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What came back from one successful HTTP call, before anyone interprets the text."""
+
+    text: str | None
+    refusal: str | None
+    finish_reason: str | None  # "stop", "length", "content_filter"; for /v1/responses the incomplete reason
+    usage: Usage
+
+
+@cache
+def strict_schema() -> dict[str, Any]:
+    """The strict JSON schema of ExtractionResponse (additionalProperties false, every property required)."""
+    return to_strict_json_schema(ExtractionResponse)
+
+
+def make_client(settings: LLMSettings) -> OpenAI:
+    """An SDK client with its own retries off: `is_transient` decides, and every attempt is recorded."""
+    key = settings.api_key.get_secret_value() if settings.api_key else os.environ.get("OPENAI_API_KEY")
+    if not key:
+        if settings.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
+            raise ConfigError(
+                "the LLM extractor talks to OpenAI's API but no key is set:"
+                " set CHATMEM_EXTRACT__LLM__API_KEY or OPENAI_API_KEY, or set a base_url for a local server"
+            )
+        key = PLACEHOLDER_KEY
+    return OpenAI(api_key=key, base_url=settings.base_url, timeout=settings.timeout_s, max_retries=0)
+
+
+def build_request(settings: LLMSettings, messages: list[dict[str, str]]) -> dict[str, Any]:
+    """The request body for settings.api, with the strict schema; optional parameters only when set."""
+    schema = strict_schema()
+    body: dict[str, Any] = {"model": settings.model}
+    if settings.api == "chat":
+        body["messages"] = messages
+        if settings.structured_output == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": RESPONSE_NAME, "schema": schema, "strict": True},
+            }
+        else:  # llama.cpp's server turns this schema into a grammar; it rejects type json_schema
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        if settings.reasoning_effort is not None:
+            body["reasoning_effort"] = settings.reasoning_effort
+        if settings.max_output_tokens is not None:
+            # OpenAI's reasoning models reject max_tokens; servers without json_schema (llama.cpp) only know it.
+            name = "max_completion_tokens" if settings.structured_output == "json_schema" else "max_tokens"
+            body[name] = settings.max_output_tokens
+        if settings.seed is not None:
+            body["seed"] = settings.seed
+    else:
+        if settings.structured_output != "json_schema":
+            raise ConfigError("api 'responses' needs structured_output 'json_schema'")
+        body["input"] = messages
+        body["text"] = {"format": {"type": "json_schema", "name": RESPONSE_NAME, "schema": schema, "strict": True}}
+        if settings.reasoning_effort is not None:
+            body["reasoning"] = {"effort": settings.reasoning_effort}
+        if settings.max_output_tokens is not None:
+            body["max_output_tokens"] = settings.max_output_tokens
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    return body
+
+
+def send(client: OpenAI, api: str, body: dict[str, Any]) -> Reply:
+    """One HTTP call. Raises the SDK's errors unchanged; `is_transient` sorts them."""
+    if api == "chat":
+        return reply_from_chat(client.chat.completions.create(**body))
+    return reply_from_response(client.responses.create(**body))
+
+
+def reply_from_chat(completion: ChatCompletion) -> Reply:
+    usage = Usage()
+    if completion.usage is not None:
+        details = completion.usage.completion_tokens_details
+        usage = Usage(
+            prompt_tokens=completion.usage.prompt_tokens,
+            completion_tokens=completion.usage.completion_tokens,
+            reasoning_tokens=(details.reasoning_tokens or 0) if details else 0,
+        )
+    if not completion.choices:
+        return Reply(None, None, None, usage)
+    choice = completion.choices[0]
+    return Reply(choice.message.content, choice.message.refusal, choice.finish_reason, usage)
+
+
+def reply_from_response(response: Response) -> Reply:
+    usage = Usage()
+    if response.usage is not None:
+        usage = Usage(
+            prompt_tokens=response.usage.input_tokens,
+            completion_tokens=response.usage.output_tokens,
+            reasoning_tokens=response.usage.output_tokens_details.reasoning_tokens,
+        )
+    texts: list[str] = []
+    refusals: list[str] = []
+    for item in response.output:
+        if item.type != "message":
+            continue  # reasoning summaries and tool calls carry no answer
+        for part in item.content:
+            if part.type == "output_text":
+                texts.append(part.text)
+            elif part.type == "refusal":
+                refusals.append(part.refusal)
+    reason = response.incomplete_details.reason if response.incomplete_details else None
+    finish: str | None = "length" if reason == "max_output_tokens" else reason
+    return Reply("".join(texts) if texts else None, "".join(refusals) or None, finish, usage)
+
+
+def is_transient(error: BaseException) -> bool:
+    """True for errors that a later identical request may not hit: rate limits (429, except an exhausted
+    quota), server errors (5xx), timeouts (client-side, or 408) and dropped connections. Everything else (400,
+    401, 404, 422, a bug of ours) fails the segment at once: retrying it would only spend time and money."""
+    if isinstance(error, openai.APIConnectionError):  # APITimeoutError is a subclass
+        return True
+    if isinstance(error, openai.APIStatusError):
+        if error.status_code == 429:
+            return error.code != "insufficient_quota"  # billing, not load: waiting does not help
+        return error.status_code == 408 or error.status_code >= 500
+    return False
+
+
+def retry_after(error: BaseException) -> float | None:
+    """Seconds the server asked us to wait (retry-after-ms or retry-after in seconds), if it said."""
+    if not isinstance(error, openai.APIStatusError):
+        return None
+    for header, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = error.response.headers.get(header)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(str(value)) / divisor)
+        except ValueError:
+            continue  # an HTTP date: rare from model servers; fall back to our own backoff
+    return None
+
+
+def retry_delay(error: BaseException, attempt: int, settings: LLMSettings) -> float:
+    """Backoff before retry `attempt` (1-based): base * 2^(attempt-1) with up to 25 % jitter, or the server's
+    retry-after when longer, never beyond retry_backoff_max_s. Jitter spreads concurrent retries apart."""
+    backoff = settings.retry_backoff_s * 2.0 ** (attempt - 1) * (1 + random.random() / 4)
+    return min(max(backoff, retry_after(error) or 0.0), settings.retry_backoff_max_s)
+
+
+def describe(error: BaseException) -> str:
+    """A one-line description of an API error (status, code, message) for the failure reason and staging."""
+    if isinstance(error, openai.APIStatusError):
+        code = f" {error.code}" if error.code else ""
+        return " ".join(f"HTTP {error.status_code}{code}: {error.message}".split())[:1000]
+    if isinstance(error, openai.APITimeoutError):
+        return "timed out"
+    if isinstance(error, openai.APIConnectionError):
+        return f"connection failed: {error.__cause__ or error}"
+    return f"{type(error).__name__}: {error}"

@@ -1,0 +1,193 @@
+"""Entity resolution for the concept loop: which stored concept (if any) a hypothesis's name refers to.
+
+Three steps, first hit wins:
+
+1. exact: the match key (`extract.text.match_key`: folded case and whitespace, punctuation dropped, plurals
+   folded) of the title, then of each alias, equals the key of a stored title or alias (any type: titles stay
+   unique);
+2. fuzzy: same type, and the content words agree (below), and difflib's ratio of the two name keys is at
+   least `fuzzy_threshold` (0.92 at least when both names are one word), or the content words are the same
+   set ("wedding planning" / "planning the wedding");
+3. similarity: same type, content words agree and as many of them, and `similarity(a, b) >=
+   similarity_threshold` ("Fly fishing vest" is not "Fly fishing", however similar the letters). The default is
+   the cosine of character 3-grams (`char_ngram_cosine`), deterministic and dependency-free; an embedding
+   similarity plugs in through the `Similarity` type once embeddings exist (issue 5).
+
+"Content words agree" is a veto that keeps near-names apart: after stopwords and plural endings, if each name
+has a word the other lacks (allowing a typo: difflib ratio >= 0.8 between the odd words), or their numbers
+differ, they name different things: "Spanish lessons" / "French lessons", "2023 taxes" / "2024 taxes". Its
+cost: a name that only adds words ("half marathon training" vs "marathon training") can still match.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from extract.text import char_ngrams, content_words, cosine, match_key, name_key
+
+Similarity = Callable[[str, str], float]
+TYPO_RATIO = 0.8
+SINGLE_WORD_RATIO = 0.92
+_DIGITS = re.compile(r"\d+")
+
+
+def char_ngram_cosine(left: str, right: str) -> float:
+    """Cosine of the character 3-gram counts of two names (1.0: the same name up to case and punctuation)."""
+    return cosine(char_ngrams(left), char_ngrams(right))
+
+
+SIMILARITIES: dict[str, Similarity] = {"char-ngram": char_ngram_cosine}
+
+
+def tokens(name: str) -> tuple[str, ...]:
+    """The content words of a name, in order, each once."""
+    return tuple(dict.fromkeys(content_words(name)))
+
+
+def words_agree(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
+    """The veto: False when the names' content words say they are different things.
+
+    Different: each side has a word the other lacks (a typo, difflib ratio >= 0.8, pairs off), their numbers
+    differ, or the longer one only adds words in front of all shared ones: a leading modifier makes another
+    kind of thing ("half marathon training", "bass guitar lessons"), a trailing one mostly refines it
+    ("grandma's 80th birthday party").
+    """
+    if {t for t in left if _DIGITS.search(t)} != {t for t in right if _DIGITS.search(t)}:
+        return False
+    only_left = [w for w in left if w not in right]
+    only_right = [w for w in right if w not in left]
+    for word in list(only_left):
+        twin = next((w for w in only_right if difflib.SequenceMatcher(None, word, w).ratio() >= TYPO_RATIO), None)
+        if twin is not None:
+            only_left.remove(word)
+            only_right.remove(twin)
+    if only_left and only_right:
+        return False
+    longer, extra = (left, only_left) if only_left else (right, only_right)
+    shared = [i for i, w in enumerate(longer) if w not in extra]
+    return not (extra and shared and all(longer.index(w) < shared[0] for w in extra))
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    concept_id: str
+    method: str  # exact, alias, fuzzy, similarity
+    score: float
+    name: str  # the stored name that matched
+
+
+@dataclass
+class _Entry:
+    concept_id: str
+    type: str
+    names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name key -> its content words
+    keys: set[str] = field(default_factory=set)  # the match keys it owns in the exact index
+
+
+class Resolver:
+    """An index of concept names: exact keys for every type, blocked candidates per type for the rest."""
+
+    def __init__(self, fuzzy_threshold: float, similarity_threshold: float, similarity: Similarity) -> None:
+        self.fuzzy_threshold = fuzzy_threshold
+        self.similarity_threshold = similarity_threshold
+        self.similarity = similarity
+        self.exact: dict[str, str] = {}  # name key -> concept_id
+        self._entries: dict[str, _Entry] = {}
+        self._blocks: dict[tuple[str, str], set[str]] = {}  # (type, 4-letter word prefix) -> concept ids
+
+    def owner(self, name: str) -> str | None:
+        """The concept a name belongs to exactly, if any."""
+        return self.exact.get(match_key(name))
+
+    def add(self, concept_id: str, concept_type: str, names: Iterable[str]) -> None:
+        """Index `names` (title and aliases) under the concept; a name key already owned elsewhere is kept there."""
+        entry = self._entries.setdefault(concept_id, _Entry(concept_id, concept_type))
+        for name in names:
+            key = match_key(name)
+            if not key or self.exact.setdefault(key, concept_id) != concept_id:
+                continue
+            words = tokens(name)
+            entry.keys.add(key)
+            entry.names[name_key(name)] = words
+            for block in _blocks(words):
+                self._blocks.setdefault((concept_type, block), set()).add(concept_id)
+
+    def move(self, source: str, target: str) -> None:
+        """After a merge: every name of `source` now resolves to `target`."""
+        entry = self._entries.pop(source, None)
+        if entry is None:
+            return
+        for key in entry.keys:
+            self.exact[key] = target
+        for ids in self._blocks.values():
+            if source in ids:
+                ids.discard(source)
+                ids.add(target)
+        survivor = self._entries.get(target)
+        if survivor is not None:
+            survivor.names.update(entry.names)
+            survivor.keys.update(entry.keys)
+
+    def retype(self, concept_id: str, concept_type: str) -> None:
+        entry = self._entries.get(concept_id)
+        if entry is None or entry.type == concept_type:
+            return
+        for words in entry.names.values():
+            for block in _blocks(words):
+                self._blocks.get((entry.type, block), set()).discard(concept_id)
+                self._blocks.setdefault((concept_type, block), set()).add(concept_id)
+        entry.type = concept_type
+
+    def resolve(self, title: str, aliases: Iterable[str], concept_type: str) -> Match | None:
+        for method, name in (("exact", title), *(("alias", a) for a in aliases)):
+            found = self.exact.get(match_key(name))
+            if found is not None:
+                return Match(found, method, 1.0, name)
+        key, words = name_key(title), tokens(title)
+        best: Match | None = None
+        for concept_id in self._candidates(concept_type, words):
+            for stored, stored_words in self._entries[concept_id].names.items():
+                # The same words in another order, or the same letters spaced differently ("set up"/"setup").
+                same = set(words) == set(stored_words) or key.replace(" ", "") == stored.replace(" ", "")
+                if not same and not words_agree(words, stored_words):
+                    continue
+                ratio = difflib.SequenceMatcher(None, key, stored).ratio()
+                # One word is the whole name: a few letters more make another word ("Customs" / "Customers").
+                single = len(words) == len(stored_words) == 1
+                if same or ratio >= (max(self.fuzzy_threshold, SINGLE_WORD_RATIO) if single else self.fuzzy_threshold):
+                    found_match = Match(concept_id, "fuzzy", 1.0 if same else ratio, stored)
+                elif len(words) == len(stored_words):  # a name with more words is left to the fuzzy step
+                    score = self.similarity(key, stored)
+                    if score < self.similarity_threshold:
+                        continue
+                    found_match = Match(concept_id, "similarity", score, stored)
+                else:
+                    continue
+                if best is None or _rank(found_match) > _rank(best):
+                    best = found_match
+        return best
+
+    def _candidates(self, concept_type: str, words: tuple[str, ...]) -> list[str]:
+        """Concepts of this type sharing enough word prefixes to pass the veto (sorted: deterministic)."""
+        shared: Counter[str] = Counter()
+        blocks = _blocks(words)
+        for block in blocks:
+            shared.update(self._blocks.get((concept_type, block), ()))
+        wanted = max(1, len(blocks) - 1)  # all but one word (a typo in a short prefix) must be shared...
+        return sorted(c for c, n in shared.items() if n >= wanted or n >= self._size(c))  # ...or all of theirs
+
+    def _size(self, concept_id: str) -> int:
+        names = self._entries[concept_id].names.values()
+        return min((len(_blocks(w)) for w in names), default=1)
+
+
+def _blocks(words: tuple[str, ...]) -> set[str]:
+    return {w[:4] for w in words}
+
+
+def _rank(match: Match) -> tuple[int, float, str]:
+    return (match.method == "fuzzy", match.score, match.concept_id)

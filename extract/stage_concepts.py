@@ -1,0 +1,133 @@
+"""The concepts stage: every current extraction's hypotheses through the concept loop into the concept store.
+
+The six steps: open a stage run; read the current extraction of every current segment (oldest segment first)
+and skip the hypotheses already handled (`concept_inputs`), so a re-run with nothing new does nothing; compute
+with `extract.concept_loop` (decisions) and `extract.resolve` (matching); write in batches, each one
+transaction that holds its concepts, evidence, relations, transitions and handled inputs, so a killed run
+resumes where it stopped; validate the store (no two concepts with one title, every live concept with
+evidence, every merge pointer resolvable); close with counts, or record the failure with the re-run command.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections import Counter
+
+from contracts.concepts import ConceptHypothesis
+from contracts.errors import StageError
+from contracts.results import StageResult
+from contracts.settings import Settings
+from extract.concept_loop import ConceptLoop
+from extract.ledger import finish, stage_run
+from extract.resolve import SIMILARITIES, Similarity
+from staging import concepts as store
+from staging import extractions as extraction_store
+from staging import segments as segment_store
+from staging.db import Transaction
+from staging.extractions import CurrentExtraction
+
+log = logging.getLogger(__name__)
+
+STAGE = "concepts"
+
+
+def run(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    *,
+    run_id: str,
+    settings: Settings,
+    similarity: Similarity | None = None,
+) -> StageResult:
+    """Resolve every new hypothesis against the concept store (`similarity`: the third matching step)."""
+    for ensure in (segment_store.ensure_schema, extraction_store.ensure_schema, store.ensure_schema):
+        ensure(staging)
+    config = settings.concepts.model_dump(mode="json")
+    fingerprint = extraction_store.current_fingerprint(staging) + ":" + json.dumps(config, sort_keys=True)
+    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
+        loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
+        done = store.processed_inputs(staging)
+        batch: list[CurrentExtraction] = []
+        size = 0
+        for extraction in extraction_store.iter_current(staging):
+            batch.append(extraction)
+            size += 1
+            if size >= settings.concepts.batch_size:
+                _batch(archive, staging, loop, batch, done)
+                batch, size = [], 0
+        _batch(archive, staging, loop, batch, done)
+        with Transaction(staging):
+            loop.settle()
+        counts: Counter[str] = Counter(loop.counts)
+        counts.update(_validate(staging, run_id))
+        for name in ("hypotheses", "created", "attached", "refined", "rejected", "duplicates", "merged", "split"):
+            counts.setdefault(name, 0)
+        log.info("concepts - %s", dict(counts))
+        return finish(
+            ledger,
+            rows_in=counts["hypotheses"],
+            rows_out=counts["created"] + counts["attached"] + counts["refined"] + counts["merged"] + counts["split"],
+            counts=dict(counts),
+            skipped=counts["hypotheses"] == 0,
+        )
+
+
+def _batch(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    loop: ConceptLoop,
+    batch: list[CurrentExtraction],
+    done: set[str],
+) -> None:
+    """One transaction: the new hypotheses of a batch of segments, and the concepts they changed."""
+    if not batch:
+        return
+    stored = extraction_store.hypotheses_for(staging, [e.cache_key for e in batch])
+    work: list[tuple[CurrentExtraction, list[tuple[int, ConceptHypothesis]]]] = []
+    for extraction in batch:
+        items = json.loads(stored.get(extraction.cache_key, "[]"))
+        new = [
+            (index, ConceptHypothesis.model_validate(item))
+            for index, item in enumerate(items)
+            if f"{extraction.cache_key}:{index}" not in done
+        ]
+        if new:
+            work.append((extraction, new))
+    if not work:
+        return
+    times = store.message_times(archive, (s.message_id for _, new in work for _, h in new for s in h.evidence_spans))
+    with Transaction(staging):
+        for extraction, new in work:
+            loop.segment(extraction, new, times)
+        loop.flush()
+
+
+def _validate(staging: sqlite3.Connection, run_id: str) -> dict[str, int]:
+    """Step 4: the store's invariants. A broken one is a bug: the stage fails and says so."""
+    duplicates = staging.execute(
+        "SELECT COUNT(*) FROM (SELECT lower(title) FROM concepts GROUP BY lower(title) HAVING COUNT(*) > 1)"
+    ).fetchone()[0]
+    bare = staging.execute(
+        "SELECT COUNT(*) FROM concepts c WHERE c.state NOT IN ('merged', 'split')"
+        " AND NOT EXISTS (SELECT 1 FROM concept_evidence e WHERE e.concept_id = c.concept_id)"
+    ).fetchone()[0]
+    dangling = staging.execute(
+        "SELECT COUNT(*) FROM concepts c WHERE c.merged_into IS NOT NULL"
+        " AND NOT EXISTS (SELECT 1 FROM concepts s WHERE s.concept_id = c.merged_into)"
+    ).fetchone()[0]
+    if duplicates or bare or dangling:
+        raise StageError(
+            STAGE,
+            run_id,
+            f"concept store check failed: {duplicates} duplicate title(s), {bare} concept(s) without evidence,"
+            f" {dangling} dangling merge pointer(s)",
+        )
+    states = dict(staging.execute("SELECT state, COUNT(*) FROM concepts GROUP BY state").fetchall())
+    counts = {
+        f"concepts_{state}": int(states.get(state, 0)) for state in ("active", "weak", "merged", "split", "archived")
+    }
+    counts["concepts_total"] = sum(counts.values())
+    counts["duplicate_titles"] = int(duplicates)
+    return counts

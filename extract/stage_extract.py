@@ -1,0 +1,232 @@
+"""The extract stage: every current segment -> ConceptHypothesis objects, through the semantic mapper, cached.
+
+The six steps: open a stage run; read the current segments (staging) with their messages (archive); compute:
+for each batch, look up the cache (key = segment content_hash + extractor.cache_key_parts), hand only the
+uncached segments to `extractor.extract_many`, and pass every output through `extract.mapper`; validate
+(the mapper returns contract objects only); write each batch in one transaction (extractions, mapper
+decisions, the current extraction per segment); close with counts, tokens per 1k messages included.
+
+Which extractor: the offline one unless `settings.extract.llm` is set; then `extract.llm.LLMExtractor` is
+imported lazily and built as `LLMExtractor(settings.extract.llm, known_concepts=..., on_call=
+staging.llm_calls.recorder(staging, run_id))`. Tests pass `extractor=`.
+
+What the stage stores as mapper decisions: an output that carries its own `decisions` (the LLM extractor's,
+made by `map_raw_hypotheses` with the same known concepts) is stored as it is; any other output is mapped
+here, from `raw_response` when that is JSON (a model's own answer, so "Project" can still be mapped), else
+from the `hypotheses` given (the offline extractor's).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from itertools import islice
+from typing import Any, cast
+
+from contracts.concepts import ConceptHypothesis
+from contracts.errors import ConfigError
+from contracts.results import StageResult
+from contracts.settings import Settings
+from extract.ledger import finish, stage_run
+from extract.mapper import REJECT_RULES, MapperDecision, map_raw_hypotheses
+from extract.offline import OfflineExtractor
+from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput, SegmentMessage
+from staging import concepts as concept_store
+from staging import extractions as store
+from staging import segments as segment_store
+
+log = logging.getLogger(__name__)
+
+STAGE = "extract"
+
+
+def make_extractor(
+    settings: Settings, staging: sqlite3.Connection, run_id: str, known_concepts: dict[str, str] | None = None
+) -> Extractor:
+    """The offline extractor, or the LLM one when an endpoint is configured (ConfigError if it cannot load)."""
+    llm = settings.extract.llm
+    if llm is None:
+        return OfflineExtractor(settings.extract.offline_max_concepts)
+    try:
+        module = importlib.import_module("extract.llm")
+        from staging.llm_calls import recorder
+    except ImportError as exc:
+        raise ConfigError(
+            f"extract.llm is configured (model {llm.model!r}) but the LLM extractor cannot be loaded ({exc});"
+            " unset CHATMEM_EXTRACT__LLM__* to use the offline extractor"
+        ) from exc
+    extractor = module.LLMExtractor(llm, known_concepts=known_concepts or {}, on_call=recorder(staging, run_id))
+    return cast(Extractor, extractor)
+
+
+def announce(extractor: Extractor, settings: Settings) -> str:
+    if extractor.name == "offline":
+        return (
+            "extractor: offline (deterministic keyphrase rules, no model); set CHATMEM_EXTRACT__LLM__MODEL and"
+            " CHATMEM_EXTRACT__LLM__BASE_URL to use an LLM"
+        )
+    llm = settings.extract.llm
+    where = f"{llm.model} at {llm.base_url or 'the default endpoint'}" if llm is not None else "injected"
+    return f"extractor: {extractor.name} ({where})"
+
+
+def run(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    *,
+    run_id: str,
+    settings: Settings,
+    extractor: Extractor | None = None,
+) -> StageResult:
+    """Extract every current segment that has no cached extraction under the extractor's cache key."""
+    for ensure in (segment_store.ensure_schema, store.ensure_schema, concept_store.ensure_schema):
+        ensure(staging)
+    config = settings.extract.model_dump(mode="json")
+    fingerprint = segment_store.current_segments_fingerprint(staging)
+    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
+        known = concept_store.name_index(staging)
+        extractor = extractor or make_extractor(settings, staging, run_id, known)
+        parts = tuple(extractor.cache_key_parts)
+        ledger_note = announce(extractor, settings)
+        log.info("extract - %s", ledger_note)
+        counts: Counter[str] = Counter()
+        segments = segment_store.iter_current_segments(staging)
+        while batch := list(islice(segments, settings.extract.batch_size)):
+            _batch(archive, staging, run_id, extractor, parts, known, batch, counts)
+        counts["segments_dropped"] = store.drop_retired(staging)
+        tokens = counts["prompt_tokens"] + counts["completion_tokens"]
+        counts["tokens_per_1k_messages"] = (
+            round(tokens * 1000 / counts["messages_sent"]) if counts["messages_sent"] else 0
+        )
+        for name in ("extractor_calls", "extracted", "failed", "not_returned", "hypotheses_kept", "mapper_decisions"):
+            counts.setdefault(name, 0)
+        notes = [ledger_note]
+        if counts["failed"] or counts["not_returned"]:
+            notes.append(
+                f"{counts['failed'] + counts['not_returned']} segment(s) not extracted (failed or budget reached);"
+                f" re-run to retry them: chatmem stage extract --run-id {run_id}"
+            )
+        return finish(
+            ledger,
+            rows_in=counts["segments"],
+            rows_out=counts["extracted"] + counts["failed"],
+            counts=dict(counts),
+            notes=notes,
+            skipped=counts["extractor_calls"] == 0 and counts["current_changed"] == 0,
+        )
+
+
+def _batch(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    run_id: str,
+    extractor: Extractor,
+    parts: tuple[str, ...],
+    known: dict[str, str],
+    batch: list[segment_store.SegmentRow],
+    counts: Counter[str],
+) -> None:
+    keys = {s.segment_id: store.cache_key(s.content_hash, parts) for s in batch}
+    cached = store.cached_ok(staging, keys.values())
+    todo = [s for s in batch if keys[s.segment_id] not in cached]
+    counts["segments"] += len(batch)
+    counts["segments_cached"] += len(batch) - len(todo)
+    rows: list[store.ExtractionRow] = []
+    done = {s.segment_id for s in batch if keys[s.segment_id] in cached}
+    if todo:
+        inputs = _inputs(archive, todo)
+        counts["extractor_calls"] += len(inputs)
+        for segment, output in extractor.extract_many(inputs):
+            row = _row(segment, output, extractor.name, parts, keys[segment.segment_id], known, counts)
+            rows.append(row)
+            if row.status == "ok":
+                done.add(segment.segment_id)
+            counts["messages_sent"] += len(segment.messages)
+        counts["not_returned"] += len(inputs) - len(rows)
+    current = [(s.segment_id, keys[s.segment_id]) for s in batch if s.segment_id in done]
+    counts["current_changed"] += store.write_batch(staging, run_id, rows, current)
+
+
+def _inputs(archive: sqlite3.Connection, segments: Sequence[segment_store.SegmentRow]) -> list[SegmentInput]:
+    found = segment_store.messages_by_id(archive, (m for s in segments for m in s.message_ids))
+    inputs = []
+    for s in segments:
+        rows = [found[m] for m in s.message_ids if m in found]
+        messages = tuple(
+            SegmentMessage(str(r["uuid"]), str(r["role"]), str(r["text"]), _time(r["created_at"])) for r in rows
+        )
+        title = rows[0]["title"] if rows else None
+        inputs.append(SegmentInput(s.segment_id, s.conversation_id, title, messages, s.content_hash))
+    return inputs
+
+
+def _time(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _row(
+    segment: SegmentInput,
+    output: ExtractionOutput | ExtractionFailure,
+    extractor: str,
+    parts: tuple[str, ...],
+    key: str,
+    known: dict[str, str],
+    counts: Counter[str],
+) -> store.ExtractionRow:
+    usage = output.usage
+    counts["prompt_tokens"] += usage.prompt_tokens
+    counts["completion_tokens"] += usage.completion_tokens
+    counts["reasoning_tokens"] += usage.reasoning_tokens
+    base: dict[str, Any] = {
+        "cache_key": key,
+        "content_hash": segment.content_hash,
+        "extractor": extractor,
+        "key_parts": parts,
+        "segment_id": segment.segment_id,
+        "raw_response": output.raw_response,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+    }
+    if isinstance(output, ExtractionFailure):
+        counts["failed"] += 1
+        log.warning("extract - segment %s failed: %s", segment.segment_id, output.reason)
+        return store.ExtractionRow(status="failed", hypotheses=None, reason=output.reason, **base)
+    given = getattr(output, "decisions", None)
+    if isinstance(given, list):
+        hypotheses, decisions = output.hypotheses, cast(list[MapperDecision], given)
+    else:
+        hypotheses, decisions = map_raw_hypotheses(_raw(output), segment, known)
+    rejected = sum(d.rule in REJECT_RULES for d in decisions)
+    counts["extracted"] += 1
+    counts["hypotheses_kept"] += len(hypotheses)
+    counts["hypotheses_rejected"] += rejected
+    counts["mapper_decisions"] += len(decisions)
+    return store.ExtractionRow(
+        status="ok",
+        hypotheses=json.dumps([h.model_dump(mode="json") for h in hypotheses], ensure_ascii=False),
+        hypotheses_proposed=len(hypotheses) + rejected,
+        hypotheses_kept=len(hypotheses),
+        decisions=[(d.hypothesis, d.field, d.rule, d.before, d.after) for d in decisions],
+        **base,
+    )
+
+
+def _raw(output: ExtractionOutput) -> object:
+    """The model's own JSON when there is one (mapped from scratch), else the hypotheses the extractor gave."""
+    if output.raw_response is not None:
+        try:
+            return json.loads(output.raw_response)
+        except ValueError:
+            pass
+    return {"hypotheses": [h.model_dump(mode="json") for h in output.hypotheses]}
+
+
+def parse_hypotheses(text: str) -> list[ConceptHypothesis]:
+    """The stored JSON list of an extraction, back as contract objects."""
+    return [ConceptHypothesis.model_validate(item) for item in json.loads(text)]

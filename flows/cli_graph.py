@@ -1,0 +1,183 @@
+"""`chatmem graph up|down|status|stats`: the local ArcadeDB Bolt server, and what the graph holds.
+
+The graph is the one NEO4J_URI names, else the local server under `<data_dir>/graph`. These commands never
+import prefect or the pipeline; the neo4j driver loads only inside the commands that talk to a server.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from contracts.errors import ChatmemError
+from flows.cli_inspect import JSON_OPTION, emit, print_table
+from staging.db import connect_readonly
+
+if TYPE_CHECKING:
+    from flows.cli import App
+
+
+@click.group("graph")
+def graph() -> None:
+    """The graph: start or stop the local Bolt server, show its status and what it holds.
+
+    With NEO4J_URI set, `status` and `stats` talk to that server; `up` and `down` always manage the local
+    ArcadeDB server (bound to 127.0.0.1, files under <data_dir>/graph).
+
+    \b
+    Example: chatmem graph up && chatmem graph stats --json
+    """
+
+
+@graph.command("up")
+@JSON_OPTION
+@click.pass_obj
+def graph_up(app: App, as_json: bool) -> None:
+    """Start the local graph server (ArcadeDB with its Bolt plugin) unless it is running; wait until it answers.
+
+    Prints the Bolt URI, database and user; the password stays in the file named (mode 0600).
+
+    \b
+    Example: chatmem graph up --json
+    """
+    from load.server import USER
+    from load.target import local_server
+
+    settings = app.settings()
+    server = local_server(settings)
+    info, started = server.start()
+    data = {
+        "status": "started" if started else "running",
+        "uri": info.uri,
+        "database": info.database,
+        "user": USER,
+        "password_file": str(server.password_path),
+        "pid": info.pid,
+        "log": str(server.log_path),
+    }
+    if settings.load.uri:
+        data["note"] = "NEO4J_URI is set: the load stage writes there, not to this server"
+    _show(data, as_json)
+
+
+@graph.command("down")
+@JSON_OPTION
+@click.pass_obj
+def graph_down(app: App, as_json: bool) -> None:
+    """Stop the local graph server (it closes its databases cleanly); nothing to do if it is not running.
+
+    \b
+    Example: chatmem graph down
+    """
+    from load.target import local_server
+
+    server = local_server(app.settings())
+    stopped = server.stop()
+    _show({"status": "stopped" if stopped else "not running", "dir": str(server.directory)}, as_json)
+
+
+@graph.command("status")
+@JSON_OPTION
+@click.pass_obj
+def graph_status(app: App, as_json: bool) -> None:
+    """Say which graph the load stage writes to, and whether the local server is running.
+
+    \b
+    Example: chatmem graph status --json
+    """
+    from load.errors import LoadError
+    from load.graph import Graph, redact
+    from load.target import local_server
+
+    settings = app.settings()
+    server = local_server(settings)
+    info = server.status()
+    local: dict[str, Any] = {"running": info is not None, "dir": str(server.directory)}
+    if info is not None:
+        local.update(uri=info.uri, database=info.database, pid=info.pid, started_at=info.started_at)
+    data: dict[str, Any] = {"local_server": local}
+    if settings.load.uri:
+        from load.target import resolve_target
+
+        target, _ = resolve_target(settings, start=False)
+        data["target"] = {"uri": redact(settings.load.uri), "database": settings.load.database}
+        try:
+            if target is not None:  # always, with a uri set
+                with Graph(target, connect_timeout_s=settings.load.connect_timeout_s) as graph_client:
+                    graph_client.check()
+            data["target"]["reachable"] = True
+        except LoadError as exc:
+            data["target"].update(reachable=False, error=str(exc))
+    elif settings.load.local_server:
+        data["target"] = {"uri": info.uri if info else None, "database": local.get("database"), "local": True}
+    else:
+        data["target"] = None
+    if as_json:
+        emit(data)
+        return
+    target_line = data["target"]
+    if target_line is None:
+        click.echo("target: none (no NEO4J_URI, local server off): the load stage is skipped")
+    elif target_line.get("local"):
+        click.echo("target: the local server (set NEO4J_URI to load into Neo4j)")
+    else:
+        reach = "reachable" if target_line["reachable"] else f"NOT reachable: {target_line['error']}"
+        click.echo(f"target: {target_line['uri']} (database {target_line['database'] or 'default'}), {reach}")
+    state = f"running at {local['uri']} (pid {local['pid']})" if info else "not running"
+    click.echo(f"local server: {state}; files in {local['dir']}")
+
+
+@graph.command("stats")
+@JSON_OPTION
+@click.pass_obj
+def graph_stats(app: App, as_json: bool) -> None:
+    """Count nodes per label and relationships per type in the graph, next to what staging expects.
+
+    --json prints {"nodes": {label: n}, "edges": {type: n}, "expected": {"nodes": {...}, "edges": {...}}}.
+
+    \b
+    Example: chatmem graph stats --json
+    """
+    from load.graph import Graph
+    from load.stage import expected_counts
+    from load.target import NO_GRAPH, resolve_target
+
+    settings = app.settings()
+    target, _ = resolve_target(settings, start=False)
+    if target is None:
+        raise ChatmemError(NO_GRAPH)
+    with Graph(target, connect_timeout_s=settings.load.connect_timeout_s) as graph_client:
+        graph_client.check()
+        nodes, edges = graph_client.graph_counts()
+    with _readonly(settings.archive_path) as archive_db, _readonly(settings.staging_path) as staging_db:
+        expected = expected_counts(archive_db, staging_db)
+    if as_json:
+        emit({"nodes": nodes, "edges": edges, "expected": expected})
+        return
+    click.echo(f"graph {target.describe()}")
+    rows: list[dict[str, Any]] = []
+    for kind, found, wanted in (("node", nodes, expected["nodes"]), ("edge", edges, expected["edges"])):
+        for name in sorted(set(found) | set(wanted)):
+            rows.append({"kind": kind, "name": name, "graph": found.get(name, 0), "expected": wanted.get(name, "")})
+    print_table(rows, ["kind", "name", "graph", "expected"])
+
+
+@contextmanager
+def _readonly(path: Path) -> Iterator[sqlite3.Connection]:
+    """The database read-only, or an empty in-memory one when it does not exist yet (nothing is expected)."""
+    conn = connect_readonly(path) if path.exists() else sqlite3.connect(":memory:")
+    with closing(conn):
+        yield conn
+
+
+def _show(data: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit(data)
+        return
+    for name, value in data.items():
+        click.echo(f"{name + ':':<15}{value}")

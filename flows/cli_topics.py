@@ -1,0 +1,107 @@
+"""`chatmem topics` and `chatmem report`: the cluster stage's results, read-only.
+
+Both open staging.db read-only and never import prefect or the pipeline; `report` writes image and HTML files
+(into the data dir by default) but changes no database.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from contracts.errors import ChatmemError
+from flows.cli_inspect import JSON_OPTION, emit, open_readonly, print_table
+from staging import topics as store
+
+if TYPE_CHECKING:
+    from flows.cli import App
+
+RUN_OPTION = click.option("--run-id", help="The run whose topics to show (default: the latest clustered run).")
+
+
+def _pick_run(conn: sqlite3.Connection, run_id: str | None) -> dict[str, Any]:
+    chosen = run_id or store.latest_run(conn)
+    summary = store.run_summary(conn, chosen) if chosen and store.has_topics(conn) else None
+    if summary is None:
+        what = f"run {run_id!r} has no cluster results" if run_id else "no run has been clustered yet"
+        raise ChatmemError(f"{what}: run `chatmem run EXPORT` (or `chatmem stage cluster --run-id R`) first")
+    return summary
+
+
+@click.command("topics")
+@RUN_OPTION
+@click.option("--limit", default=0, help="Show only the largest N topics (0: all).")
+@JSON_OPTION
+@click.pass_obj
+def topics(app: App, run_id: str | None, limit: int, as_json: bool) -> None:
+    """List the topics of a run: label, size, keywords, and the run's outlier share.
+
+    --json prints {"run_id", "outlier_share", "outlier_share_raw", "validity", "status", "topics": [...]}.
+
+    \b
+    Example: chatmem topics --json --limit 20
+    """
+    settings = app.settings()
+    with open_readonly(settings.staging_path, settings) as conn:
+        summary = _pick_run(conn, run_id)
+        found = store.list_topics(conn, summary["run_id"])
+    shown = found[:limit] if limit > 0 else found
+    if as_json:
+        emit(
+            {
+                "run_id": summary["run_id"],
+                "status": summary["status"],
+                "outlier_share": summary["outlier_share"],
+                "outlier_share_raw": summary["outlier_share_raw"],
+                "validity": summary["validity"],
+                "points": summary["points"],
+                "topics": shown,
+            }
+        )
+        return
+    share = summary["outlier_share"]
+    click.echo(
+        f"run {summary['run_id']}: {summary['status']}, {summary['points']} segments, {len(found)} topics,"
+        f" outlier share {'-' if share is None else f'{share:.1%}'}"
+    )
+    for note in summary["notes"]:
+        click.echo(f"  note: {note}")
+    rows = [{**t, "keywords": ", ".join(t["keywords"][:6])} for t in shown]
+    if rows:
+        print_table(rows, ["topic", "size", "label", "keywords"])
+
+
+@click.command("report")
+@RUN_OPTION
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the files (default: DATA_DIR/reports/RUN_ID).",
+)
+@JSON_OPTION
+@click.pass_obj
+def report(app: App, run_id: str | None, out_dir: Path | None, as_json: bool) -> None:
+    """Write the topic map (PNG), topic sizes and Optuna history plots, and an HTML page with all three.
+
+    \b
+    Example: chatmem report --out /tmp/topics && xdg-open /tmp/topics/index.html
+    """
+    from cluster.report import write_report  # matplotlib loads only for this command
+
+    settings = app.settings()
+    with open_readonly(settings.staging_path, settings) as conn:
+        summary = _pick_run(conn, run_id)
+        found = store.list_topics(conn, summary["run_id"])
+        points = store.map_points(conn, summary["run_id"])
+        trials = store.study_trials(conn, summary["study_name"]) if summary["study_name"] else []
+    target = out_dir or settings.data_dir / "reports" / summary["run_id"]
+    files = write_report(target, summary, found, points, trials)
+    if as_json:
+        emit({"run_id": summary["run_id"], "files": [str(f) for f in files]})
+        return
+    for path in files:
+        click.echo(str(path))

@@ -1,0 +1,100 @@
+"""Every Cypher statement the loader sends, built from a layer. Labels and types are checked against the
+allow-lists here, at the one place they are interpolated; every value is a parameter (`$rows`).
+
+The statements are the Neo4j 5 forms, and ArcadeDB's Bolt plugin runs them unchanged. Where ArcadeDB behaves
+differently, the adaptation is made here and only here:
+
+1. Relationship MERGE. ArcadeDB checks whether the relationship exists by walking the edges of the node written
+   first in the MERGE pattern, so `MERGE (conversation)-[:HAS_MESSAGE]->(message)` costs O(messages in the
+   conversation) per row (measured: 179 rows/s falling to 31 rows/s as one conversation grew to 30k messages).
+   Written from the sparse end, `MERGE (message)<-[:HAS_MESSAGE]-(conversation)`, it is ~12k rows/s. Both forms
+   mean the same relationship in the same direction, and Neo4j plans either one the same way, so the layer names
+   its sparse end (`anchor`) and the pattern starts there.
+2. Counting. Neo4j answers `MATCH ()-[r:T]->() RETURN count(r)` from its count store; ArcadeDB scans every edge
+   (0.5 s per 30k). ArcadeDB answers `CALL apoc.meta.stats()` from its type counters in milliseconds, but in a
+   shape of its own (one `value` map; Neo4j's APOC, when installed, yields columns). So `graph_counts` in graph.py
+   asks ArcadeDB for apoc.meta.stats and Neo4j for one count per label and type.
+3. New nodes. MERGE on a unique key costs ArcadeDB an index lookup per row on top of the insert (measured on
+   26k messages: 16.4k rows/s against 19.1k for CREATE under the same constraint). A batch of nodes that are all
+   new to the manifest is sent as CREATE: the uniqueness constraint, created before the first batch, turns a
+   node that exists after all (a batch the graph committed but staging never recorded, a graph loaded by
+   someone else) into a ConstraintValidationFailed for the whole transaction, which is then re-sent as MERGE.
+   So a duplicate can never be written, and the result is the MERGE's. Relationships have no such constraint
+   and are always MERGEd. This holds on Neo4j too (same error, same rollback).
+4. Message size. ArcadeDB refuses a Bolt message over 16 MiB and then leaves the connection hanging; batches are
+   cut by bytes (`max_batch_bytes`, 8 MiB by default) and a single row above the limit is refused before it is
+   sent (`ARCADEDB_MAX_MESSAGE`).
+"""
+
+from __future__ import annotations
+
+from load.layers import KEY, EdgeLayer, Layer, NodeLayer, check_label, check_type
+
+ARCADEDB_MAX_MESSAGE = 16 * 1024 * 1024
+
+
+def constraint(label: str) -> str:
+    """A uniqueness constraint on the key (it also creates the index MERGE looks up)."""
+    label = check_label(label)
+    return f"CREATE CONSTRAINT chatmem_{label.lower()}_{KEY} IF NOT EXISTS FOR (n:{label}) REQUIRE n.{KEY} IS UNIQUE"
+
+
+def upsert(layer: Layer) -> str:
+    """MERGE each row on its key and overwrite the properties it carries (`SET +=`; a null removes one).
+
+    Returns `written`: the rows that found their nodes (an edge whose end node is missing writes nothing).
+    """
+    if isinstance(layer, NodeLayer):
+        label = check_label(layer.label)
+        return f"UNWIND $rows AS row MERGE (n:{label} {{{KEY}: row.id}}) SET n += row.props RETURN count(n) AS written"
+    return f"UNWIND $rows AS row {_ends(layer)} MERGE {_pattern(layer)} SET r += row.props RETURN count(r) AS written"
+
+
+def create_nodes(layer: NodeLayer) -> str:
+    """CREATE for a batch of nodes the manifest has never seen (see point 3 above): the uniqueness constraint
+    makes it fail, whole, if any of them exists after all; the batch is then sent again with `upsert`."""
+    label = check_label(layer.label)
+    return f"UNWIND $rows AS row CREATE (n:{label} {{{KEY}: row.id}}) SET n += row.props RETURN count(n) AS written"
+
+
+def delete(layer: Layer) -> str:
+    """Remove the graph elements of rows that vanished (a node with its relationships)."""
+    if isinstance(layer, NodeLayer):
+        label = check_label(layer.label)
+        return f"UNWIND $rows AS row MATCH (n:{label} {{{KEY}: row.id}}) DETACH DELETE n RETURN count(*) AS written"
+    return f"UNWIND $rows AS row {_ends(layer)} MATCH {_pattern(layer)} DELETE r RETURN count(*) AS written"
+
+
+def create_raw(layer: Layer) -> str:
+    """The benchmark's reference: the same rows with CREATE, no MERGE and no uniqueness check."""
+    if isinstance(layer, NodeLayer):
+        label = check_label(layer.label)
+        return f"UNWIND $rows AS row CREATE (n:{label} {{{KEY}: row.id}}) SET n += row.props RETURN count(*) AS written"
+    return f"UNWIND $rows AS row {_ends(layer)} CREATE {_pattern(layer)} SET r += row.props RETURN count(*) AS written"
+
+
+def plain_index(label: str) -> str:
+    """A non-unique index on the key: what the benchmark's raw reference needs to find edge ends."""
+    label = check_label(label)
+    return f"CREATE INDEX chatmem_{label.lower()}_{KEY}_plain IF NOT EXISTS FOR (n:{label}) ON (n.{KEY})"
+
+
+def count_nodes(label: str) -> str:
+    return f"MATCH (n:{check_label(label)}) RETURN count(n) AS n"
+
+
+def count_edges(rel_type: str) -> str:
+    return f"MATCH ()-[r:{check_type(rel_type)}]->() RETURN count(r) AS n"
+
+
+def _ends(layer: EdgeLayer) -> str:
+    src, dst = check_label(layer.src), check_label(layer.dst)
+    first, second = (f"(a:{src} {{{KEY}: row.src}})", f"(b:{dst} {{{KEY}: row.dst}})")
+    if layer.anchor == "dst":
+        first, second = second, first
+    return f"MATCH {first} MATCH {second}"
+
+
+def _pattern(layer: EdgeLayer) -> str:
+    rel_type = check_type(layer.type)
+    return f"(a)-[r:{rel_type}]->(b)" if layer.anchor == "src" else f"(b)<-[r:{rel_type}]-(a)"

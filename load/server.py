@@ -1,0 +1,359 @@
+"""The local graph server: ArcadeDB with its Bolt plugin, from the `arcadedb-embedded` package (which bundles a JRE).
+
+It runs as its own Java process, detached from chatmem, under one directory (default `<data_dir>/graph`):
+
+    graph/
+      password     the root password, generated once, mode 0600 (never printed, never logged)
+      java.args    the JVM's argument file, mode 0600: it holds the password, so it is not on the command line
+                   where `ps` would show it to every user of the machine
+      server.json  pid, ports, database and start time of the running server
+      server.log   the server's stdout and stderr
+      arcadedb/    ArcadeDB's root: databases, config (users with hashed passwords), its own logs
+
+Both listeners bind to 127.0.0.1 only. Ports are free ones picked at the first start (or the configured ones) and
+kept for later starts while they stay free, so the URI is stable. Readiness is a real Bolt query on the database,
+not an open port: ArcadeDB opens the Bolt port before it has created the database. Measured on a busy 2-core
+machine: ready in ~2 s; a start after a kill recovers the database from its WAL in well under a second.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from load.errors import LocalServerError
+
+log = logging.getLogger(__name__)
+
+USER = "root"
+DEFAULT_DATABASE = "chatmem"
+MAIN_CLASS = "com.arcadedb.server.ArcadeDBServer"
+BOLT_PLUGIN = "Bolt:com.arcadedb.bolt.BoltProtocolPlugin"
+# What the arcadedb-embedded package itself passes to the JVM (jvm.py), minus what only the embedded mode needs.
+JVM_FLAGS = (
+    "--add-modules=jdk.incubator.vector",
+    "--enable-native-access=ALL-UNNAMED",
+    "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio.channels.spi=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "-Dfile.encoding=UTF8",
+    "-Djava.awt.headless=true",
+    "-Dpolyglot.engine.WarnInterpreterOnly=false",
+)
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started: reaped, never left as zombies
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """A running local server, as recorded in server.json."""
+
+    pid: int
+    bolt_port: int
+    http_port: int
+    database: str
+    started_at: str
+
+    @property
+    def uri(self) -> str:
+        return f"bolt://127.0.0.1:{self.bolt_port}"
+
+
+def package_dir() -> Path:
+    """Where arcadedb-embedded keeps its jars and JRE (not imported: that would start a JVM in this process)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("arcadedb_embedded")
+    if spec is None or spec.origin is None:
+        raise LocalServerError("local graph server: the package arcadedb-embedded is not installed")
+    return Path(spec.origin).parent
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    """Nothing listens on the port. SO_REUSEADDR as Java's server sockets use it: connections of a killed server
+    left in TIME_WAIT do not keep the port from it (nor should they make us move to another port)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class LocalServer:
+    """Start, find and stop the local server that lives in `directory`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        database: str = DEFAULT_DATABASE,
+        bolt_port: int = 0,
+        http_port: int = 0,
+        heap: str = "2g",
+        java: Path | None = None,
+        start_timeout_s: float = 90.0,
+    ) -> None:
+        self.directory = directory.absolute()
+        self.database = database
+        self.bolt_port = bolt_port
+        self.http_port = http_port
+        self.heap = heap
+        self.java = java
+        self.start_timeout_s = start_timeout_s
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "server.log"
+
+    @property
+    def password_path(self) -> Path:
+        return self.directory / "password"
+
+    @property
+    def _info_path(self) -> Path:
+        return self.directory / "server.json"
+
+    def password(self) -> str:
+        """The root password: generated at the first start into a file only its owner can read."""
+        try:
+            return self.password_path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # it holds a secret and the chat text
+            value = secrets.token_urlsafe(24)
+            _write_private(self.password_path, value + "\n")
+            return value
+
+    def status(self) -> ServerInfo | None:
+        """The running server, or None. server.json stays after a stop: the next start reuses its ports."""
+        info = self._recorded()
+        if info is None or not _alive(info.pid) or not _is_our_java(info.pid, self.directory):
+            return None
+        return info
+
+    def start(self) -> tuple[ServerInfo, bool]:
+        """Start the server unless it runs already; wait until it answers. Returns (info, started_now)."""
+        running = self.status()
+        if running is not None:
+            return running, False
+        java = self.java or package_dir() / "jre" / "bin" / "java"
+        if not java.exists():
+            raise LocalServerError(f"local graph server: no Java at {java}")
+        previous = self._recorded()
+        bolt = self.bolt_port or _reuse(previous.bolt_port if previous else 0)
+        http = self.http_port or _reuse(previous.http_port if previous else 0, avoid=bolt)
+        args = self._jvm_args(bolt, http)
+        _write_private(self.directory / "java.args", "\n".join(_quote_arg(a) for a in args) + "\n")
+        self._rotate_log()
+        with open(self.log_path, "ab") as out:
+            process = subprocess.Popen(
+                [str(java), f"@{self.directory / 'java.args'}"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.directory,
+                start_new_session=True,  # ^C in the CLI must not take the server down with it
+            )
+        _CHILDREN[process.pid] = process
+        info = ServerInfo(process.pid, bolt, http, self.database, datetime.now(UTC).isoformat())
+        _write_private(self._info_path, json.dumps(asdict(info)))
+        log.info("load - starting the local graph server (pid %d) at %s", process.pid, info.uri)
+        try:
+            self._wait_ready(process, info)
+        except BaseException:
+            _terminate(process)  # ours, whatever it turned into: a server that never answered is no server
+            raise
+        return info, True
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        """Stop the server (SIGTERM: ArcadeDB closes its databases cleanly; SIGKILL after `timeout_s`)."""
+        info = self.status()
+        if info is None:
+            return False
+        os.kill(info.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while _alive(info.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _alive(info.pid):
+            os.kill(info.pid, signal.SIGKILL)
+            while _alive(info.pid):
+                time.sleep(0.05)
+        return True
+
+    def create_database(self, name: str) -> None:
+        """Create another database on the running server (ArcadeDB's HTTP API; Cypher has no CREATE DATABASE here).
+
+        For tests and benchmarks that want a fresh graph without a fresh server.
+        """
+        if not name.isidentifier():
+            raise ValueError(f"database names are plain identifiers, not {name!r}")
+        info = self.status()
+        if info is None:
+            raise LocalServerError(f"local graph server ({self.directory}) is not running")
+        token = base64.b64encode(f"{USER}:{self.password()}".encode()).decode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{info.http_port}/api/v1/server",
+            data=json.dumps({"command": f"create database {name}"}).encode(),
+            headers={"Authorization": f"Basic {token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+        except urllib.error.HTTPError as exc:
+            raise LocalServerError(f"local graph server: cannot create database {name!r}: HTTP {exc.code}") from None
+
+    def _jvm_args(self, bolt: int, http: int) -> list[str]:
+        jars = package_dir() / "jars"
+        return [
+            f"-Xmx{self.heap}",
+            *JVM_FLAGS,
+            f"-XX:ErrorFile={self.directory / 'hs_err_pid%p.log'}",
+            "-cp",
+            f"{jars}/*",
+            f"-Darcadedb.server.rootPath={self.directory / 'arcadedb'}",
+            f"-Darcadedb.server.rootPassword={self.password()}",
+            f"-Darcadedb.server.defaultDatabases={self.database}[{USER}]",
+            f"-Darcadedb.server.plugins={BOLT_PLUGIN}",
+            "-Darcadedb.server.httpIncomingHost=127.0.0.1",
+            f"-Darcadedb.server.httpIncomingPort={http}",
+            "-Darcadedb.bolt.host=127.0.0.1",
+            f"-Darcadedb.bolt.port={bolt}",
+            MAIN_CLASS,
+        ]
+
+    def _wait_ready(self, process: subprocess.Popen[bytes], info: ServerInfo) -> None:
+        """Poll with a real query until the database answers; fail fast if the JVM exits, or at the timeout."""
+        from neo4j import GraphDatabase
+        from neo4j.exceptions import DriverError, Neo4jError
+
+        deadline = time.monotonic() + self.start_timeout_s
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            code = process.poll()
+            if code is not None:
+                raise LocalServerError(
+                    f"local graph server exited with code {code} while starting: {self._log_tail()}"
+                    f" (log: {self.log_path})"
+                )
+            if _listening(info.bolt_port):
+                try:
+                    with (
+                        GraphDatabase.driver(info.uri, auth=(USER, self.password()), connection_timeout=2.0) as driver,
+                        driver.session(database=info.database) as session,
+                    ):
+                        session.run("RETURN 1").consume()
+                    return
+                except (Neo4jError, DriverError, OSError) as exc:
+                    last = type(exc).__name__
+            time.sleep(0.2)
+        raise LocalServerError(
+            f"local graph server did not answer at {info.uri} within {self.start_timeout_s:.0f} s ({last});"
+            f" log: {self.log_path}"
+        )
+
+    def _log_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return "no log"
+        tail = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+        return " | ".join(tail)[-400:] or "empty log"
+
+    def _rotate_log(self, limit: int = 10 * 1024 * 1024) -> None:
+        if self.log_path.exists() and self.log_path.stat().st_size > limit:
+            self.log_path.replace(self.log_path.with_suffix(".log.1"))
+
+    def _recorded(self) -> ServerInfo | None:
+        try:
+            return ServerInfo(**json.loads(self._info_path.read_text(encoding="utf-8")))
+        except (FileNotFoundError, ValueError, TypeError):
+            return None
+
+
+def _listening(port: int) -> bool:
+    """Something accepts connections on the port (a connect, never a bind: a bind could steal it)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _reuse(port: int, avoid: int = 0) -> int:
+    """Last start's port while it is free (a stable URI), else a fresh free one."""
+    if port and port != avoid and _port_free(port):
+        return port
+    while True:
+        fresh = free_port()
+        if fresh != avoid:
+            return fresh
+
+
+def _terminate(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    _CHILDREN.pop(process.pid, None)
+
+
+def _alive(pid: int) -> bool:
+    child = _CHILDREN.get(pid)
+    if child is not None and child.poll() is not None:  # ours and exited: reap it, so it is not a zombie
+        del _CHILDREN[pid]
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
+def _is_our_java(pid: int, directory: Path) -> bool:
+    """The pid is an ArcadeDB server started from `directory` (a recycled pid is not)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return True  # no /proc: trust server.json
+    return str(directory / "java.args") in cmdline
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only the owner can read, created with that mode (never world-readable, even briefly)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)
+
+
+def _quote_arg(arg: str) -> str:
+    """One argument of a java @argfile: in double quotes, with backslashes and quotes escaped."""
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'

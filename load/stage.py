@@ -1,0 +1,361 @@
+"""The load stage: archive.db and staging.db rows in, the graph (Neo4j over Bolt) out, every batch in the ledger.
+
+The six steps: open a stage run; read the inputs (which layers exist, their watermark, the target graph, which
+is the local ArcadeDB server unless NEO4J_URI is set); compute what changed (plan.py: a streaming diff of each
+layer against the manifest of what the graph holds); validate (labels and types come from the allow-list, rows
+too big for the server are refused before they are sent); write uniqueness constraints, then UNWIND batches, one
+transaction each, MERGE on stable ids, retried on transient errors only; close the stage run with counts, or
+record the failure and raise a StageError that names the graph, the cause and how to re-run.
+
+Resuming: a batch's rows enter the manifest in the same staging transaction that marks the batch done. A load
+that died (a killed server, a killed process) is re-run and diffs again: finished batches are not in the diff,
+the unfinished one comes first and keeps its number; a batch the graph committed but staging did not record is
+sent again, and MERGE makes that harmless.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from contracts.errors import StageError
+from contracts.results import StageResult
+from contracts.settings import Settings
+from contracts.version import code_version
+from load import cypher
+from load.errors import GraphWriteError, LoadError
+from load.graph import Graph, Target
+from load.layers import LAYERS, Layer, NodeLayer, edge_layers, node_layers
+from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, source_rows
+from load.overlap import Prefetch, WriteBehind
+from load.target import resolve_target
+from staging.db import connect_readonly
+from staging.ledger import StageRun
+from staging.load_state import (
+    BatchKey,
+    begin_batch,
+    done_batches,
+    ensure_schema,
+    fail_batch,
+    finish_batch,
+    forget_layer,
+    iter_manifest,
+    manifest_counts,
+    record_target,
+    retried_batch,
+    target_watermark,
+)
+
+log = logging.getLogger(__name__)
+
+STAGE = "load"
+ProgressFactory = Callable[[str, int], AbstractContextManager[Callable[[int], object]]]
+FIRST_BATCH = 1000  # a layer's first batch is small: the server starts on it while the reader reads the next
+ARCADEDB_BATCH_BYTES = 12 * 1024 * 1024  # under ArcadeDB's 16 MiB Bolt message, with room for framing
+
+
+@dataclass
+class Tally:
+    """What the load did, for the ledger and the StageResult."""
+
+    counts: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            (
+                "layers",
+                "layers_missing",
+                "rows_read",
+                "nodes_upserted",
+                "nodes_deleted",
+                "edges_upserted",
+                "edges_deleted",
+                "edges_missing_ends",
+                "batches",
+                "batches_resumed",
+                "retries",
+            ),
+            0,
+        )
+    )
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, name: str, value: int = 1) -> None:
+        self.counts[name] += value
+
+
+def run(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    *,
+    run_id: str,
+    settings: Settings,
+    layers: Sequence[Layer] = LAYERS,
+    progress: ProgressFactory | None = None,
+    target: Target | None = None,
+) -> StageResult:
+    """Load the layers whose tables exist into the graph; resume where an earlier attempt stopped."""
+    ensure_schema(staging)
+    present, missing = available_layers(archive, staging, layers)
+    watermark = input_watermark(archive, staging, present)
+    stage_run = StageRun(
+        staging,
+        run_id=run_id,
+        stage=STAGE,
+        input_fingerprint=watermark,
+        settings=settings.load.model_dump(mode="json", exclude={"password"}),
+        code_version=code_version(),
+    )
+    hint = f"chatmem stage load --run-id {run_id}"
+    tally = Tally()
+    tally.counts["layers_missing"] = len(missing)
+    if missing:
+        tally.notes.append(f"layers not loaded (their tables do not exist yet): {', '.join(missing)}")
+    try:
+        if target is None:
+            target, notes = resolve_target(settings, start=True)
+            tally.notes.extend(notes)
+        if target is None:
+            stage_run.succeed(rows_in=0, rows_out=0, counts={}, notes=tally.notes, skipped=True)
+            return StageResult(stage=STAGE, run_id=run_id, status="skipped", rows_in=0, rows_out=0, notes=tally.notes)
+        skipped = _load(archive, staging, stage_run, target, present, watermark, settings, progress, tally)
+    except LoadError as exc:
+        stage_run.fail(str(exc), hint)
+        raise StageError(STAGE, run_id, str(exc), hint) from None
+    except BaseException as exc:  # recorded even for KeyboardInterrupt: the ledger must not say 'running'
+        stage_run.fail(f"{type(exc).__name__}: {exc}", hint)
+        raise
+    written = sum(tally.counts[k] for k in ("nodes_upserted", "nodes_deleted", "edges_upserted", "edges_deleted"))
+    stage_run.succeed(
+        rows_in=tally.counts["rows_read"], rows_out=written, counts=tally.counts, notes=tally.notes, skipped=skipped
+    )
+    return StageResult(
+        stage=STAGE,
+        run_id=run_id,
+        status="skipped" if skipped else "succeeded",
+        rows_in=tally.counts["rows_read"],
+        rows_out=written,
+        counts=tally.counts,
+        notes=tally.notes,
+    )
+
+
+def _load(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    stage_run: StageRun,
+    target: Target,
+    layers: list[Layer],
+    watermark: str,
+    settings: Settings,
+    progress: ProgressFactory | None,
+    tally: Tally,
+) -> bool:
+    """Write what changed. Returns True when nothing had to be done (the graph was up to date)."""
+    with Graph(target, connect_timeout_s=settings.load.connect_timeout_s) as graph:
+        graph.check()
+        graph.ensure_constraints([layer.label for layer in node_layers(layers)])
+        lost = _lost_layers(staging, graph, target, layers)
+        stored, last_run = target_watermark(staging, target.key)
+        if stored == watermark and not lost:
+            tally.notes.append(f"graph {target.describe()} is up to date (loaded by run {last_run})")
+            return True
+        for layer in lost:
+            forget_layer(staging, target.key, layer.name)
+        # Until this load succeeds, no later one may skip: forget the watermark first.
+        record_target(
+            staging, target.key, uri=target.uri, database=target.database, watermark=None, run_id=stage_run.run_id
+        )
+        for layer in layers:
+            _load_layer(archive, staging, stage_run, graph, layer, settings, progress, tally)
+        tally.counts["layers"] = len(layers)
+        record_target(
+            staging, target.key, uri=target.uri, database=target.database, watermark=watermark, run_id=stage_run.run_id
+        )
+    return False
+
+
+def _lost_layers(staging: sqlite3.Connection, graph: Graph, target: Target, layers: list[Layer]) -> list[Layer]:
+    """Layers the manifest cannot be trusted for: the graph holds fewer nodes than it lists (wiped, replaced).
+
+    Node counts are cheap on both servers; edges hang on nodes, so a lost node layer re-sends every edge layer.
+    Extra nodes are fine: a batch the graph committed but staging never recorded is sent again anyway.
+    """
+    loaded = manifest_counts(staging, target.key)
+    labels = [layer.label for layer in node_layers(layers)]
+    in_graph = graph.count_nodes(labels)
+    lost_nodes = [layer for layer in node_layers(layers) if in_graph[layer.label] < loaded.get(layer.name, 0)]
+    if not lost_nodes:
+        return []
+    log.warning("load - the graph lost nodes (%s): those layers are sent again", ", ".join(n.name for n in lost_nodes))
+    return [*lost_nodes, *[layer for layer in edge_layers(layers) if loaded.get(layer.name)]]
+
+
+def _load_layer(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    stage_run: StageRun,
+    graph: Graph,
+    layer: Layer,
+    settings: Settings,
+    progress: ProgressFactory | None,
+    tally: Tally,
+) -> None:
+    """Diff one layer against the manifest and write the changes in batches."""
+    key = graph.target.key
+    source = archive if layer.source == "archive" else staging
+    max_bytes = settings.load.max_batch_bytes
+    if graph.dialect == "arcadedb":
+        max_bytes = min(max_bytes, ARCADEDB_BATCH_BYTES)
+    numbers = {kind: done_batches(staging, stage_run.run_id, layer.name, kind) for kind in ("upsert", "delete")}
+    if any(numbers.values()):
+        tally.add("batches_resumed", sum(numbers.values()))
+        log.info("load - %s: resuming after %s done batch(es) of run %s", layer.name, numbers, stage_run.run_id)
+    rows_path, manifest_path = _path(source), _path(staging)
+
+    def produce() -> Iterator[Batch]:  # runs in the reader thread, with connections of its own
+        with _reader(rows_path) as rows_db, _reader(manifest_path) as manifest_db:
+            current = _counted(source_rows(rows_db.execute(ordered_sql(layer)), layer), tally)
+            changes = diff(layer, current, iter_manifest(manifest_db, key, layer.name))
+            size = settings.load.batch_size
+            yield from batches(layer, changes, batch_size=size, max_bytes=max_bytes, first_size=FIRST_BATCH)
+
+    with _bar(progress, layer, source) as advance:
+        for batch in Prefetch(produce):
+            numbers[batch.kind] += 1
+            _write_batch(staging, stage_run, graph, batch, numbers[batch.kind], settings, tally)
+            advance(len(batch.changes))
+
+
+def _write_batch(
+    staging: sqlite3.Connection,
+    stage_run: StageRun,
+    graph: Graph,
+    batch: Batch,
+    number: int,
+    settings: Settings,
+    tally: Tally,
+) -> None:
+    layer, target = batch.layer, graph.target
+    if graph.dialect == "arcadedb" and batch.nbytes > ARCADEDB_BATCH_BYTES:
+        raise GraphWriteError(
+            f"graph {target.describe()}: {layer.name} row {batch.first_key!r} is {batch.nbytes / 2**20:.1f} MiB;"
+            f" ArcadeDB refuses Bolt messages over {cypher.ARCADEDB_MAX_MESSAGE // 2**20} MiB (load into Neo4j)"
+        )
+    key = BatchKey(stage_run.run_id, layer.name, batch.kind, number)
+    started = begin_batch(
+        staging,
+        key,
+        stage_run_id=stage_run.id,
+        target=target.key,
+        rows=len(batch.changes),
+        first_key=batch.first_key,
+        last_key=batch.last_key,
+    )
+
+    def retried(_attempt: int, why: str) -> None:
+        tally.add("retries")
+        retried_batch(staging, key, why)
+
+    query, fallback = (cypher.upsert(layer), None) if batch.kind == "upsert" else (cypher.delete(layer), None)
+    if batch.kind == "upsert" and isinstance(layer, NodeLayer) and batch.all_new:
+        query, fallback = cypher.create_nodes(layer), cypher.upsert(layer)
+    try:
+        written = graph.write_retrying(
+            query,
+            batch.params,
+            retries=settings.load.retries,
+            backoff_s=settings.load.retry_backoff_s,
+            on_retry=retried,
+            on_conflict=fallback,
+        )
+    except BaseException as exc:
+        fail_batch(staging, key, started, str(exc) or type(exc).__name__)
+        raise
+    kind = "nodes" if isinstance(layer, NodeLayer) else "edges"
+    if batch.kind == "delete":
+        finish_batch(staging, key, started, target=target.key, written=written, deleted=[c.key for c in batch.changes])
+        tally.add(f"{kind}_deleted", len(batch.changes))
+    elif kind == "edges" and written < len(batch.changes):
+        # Some end nodes are missing: keep these rows out of the manifest so that a later load tries them again.
+        finish_batch(staging, key, started, target=target.key, written=written)
+        tally.add("edges_missing_ends", len(batch.changes) - written)
+        tally.add("edges_upserted", written)
+    else:
+        upserted = [(c.key, c.row_hash) for c in batch.changes]
+        finish_batch(staging, key, started, target=target.key, written=written, upserted=upserted)
+        tally.add(f"{kind}_upserted", len(batch.changes))
+    tally.add("batches")
+
+
+def available_layers(
+    archive: sqlite3.Connection, staging: sqlite3.Connection, layers: Sequence[Layer]
+) -> tuple[list[Layer], list[str]]:
+    """The layers whose tables exist, and the names of those skipped for a missing table."""
+    names = {"archive": _table_names(archive), "staging": _table_names(staging)}
+    present = [layer for layer in layers if set(layer.requires) <= names[layer.source]]
+    return present, [layer.name for layer in layers if layer not in present]
+
+
+def expected_counts(
+    archive: sqlite3.Connection, staging: sqlite3.Connection, layers: Sequence[Layer] = LAYERS
+) -> dict[str, dict[str, int]]:
+    """What the graph should hold: each present layer's row count now (`chatmem graph stats`)."""
+    present, _ = available_layers(archive, staging, layers)
+    expected: dict[str, dict[str, int]] = {"nodes": {}, "edges": {}}
+    for layer in present:
+        source = archive if layer.source == "archive" else staging
+        expected["nodes" if layer.kind == "node" else "edges"][layer.name] = int(
+            source.execute(count_sql(layer)).fetchone()[0]
+        )
+    return expected
+
+
+def input_watermark(archive: sqlite3.Connection, staging: sqlite3.Connection, layers: Sequence[Layer]) -> str:
+    """A fingerprint of everything the layers read: the archive's sources, the latest succeeded stage run of
+    any other stage, the layers' own SQL and the code version. Equal to the last succeeded load's: skip."""
+    parts: list[object] = [code_version(), [f"{layer.name}:{layer.source}:{layer.sql}" for layer in layers]]
+    if "sources" in _table_names(archive):
+        parts.append(
+            list(archive.execute("SELECT COUNT(*), MAX(id), SUM(status = 'complete') FROM sources").fetchone())
+        )
+    if "stage_runs" in _table_names(staging):
+        found = staging.execute("SELECT MAX(id) FROM stage_runs WHERE stage != ? AND status = 'succeeded'", (STAGE,))
+        parts.append(found.fetchone()[0])
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
+
+
+def _table_names(conn: sqlite3.Connection) -> set[str]:
+    return {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def _path(conn: sqlite3.Connection) -> Path:
+    return Path(next(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"))
+
+
+@contextmanager
+def _reader(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to the file: a snapshot for the whole layer while the stage writes batches."""
+    with closing(connect_readonly(path)) as reader:
+        reader.execute("BEGIN")  # one read transaction: rows and manifest stay consistent for the whole layer
+        yield reader
+
+
+def _counted(rows: Iterator[Change], tally: Tally) -> Iterator[Change]:
+    for row in rows:
+        tally.counts["rows_read"] += 1
+        yield row
+
+
+@contextmanager
+def _bar(progress: ProgressFactory | None, layer: Layer, conn: sqlite3.Connection) -> Iterator[Callable[[int], object]]:
+    if progress is None:
+        yield lambda _: None
+        return
+    total = int(conn.execute(count_sql(layer)).fetchone()[0])
+    with progress(f"load {layer.name} (rows)", total) as advance:
+        yield advance

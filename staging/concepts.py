@@ -1,0 +1,344 @@
+"""staging.db: the concept store the concepts stage maintains, and its read-only views.
+
+- `concepts`: one row per concept_id; `title_key` (folded title) is UNIQUE, so no two concepts share a title.
+  `merged_into` points at the survivor of a merge; `run_id` is the last run that changed the row.
+- `concept_evidence`: (concept_id, message_id, text_key) -> the verbatim span, its segment, the message time,
+  the type the hypothesis gave and which extractor proposed it ("offline" or "llm").
+- `concept_relations`: (concept_id, relation, target_id).
+- `concept_transitions`: (concept_id, ordinal) -> from_state, to_state, reason, other concept.
+- `concept_inputs`: every hypothesis the loop has handled (key: extraction cache key + index) and what it
+  decided (create, attach, refine, reject, duplicate): re-runs skip what is already here.
+
+Created by `ensure_schema` (CREATE TABLE IF NOT EXISTS), outside the versioned MIGRATIONS list.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass, fields
+from typing import Any
+
+from contracts.concepts import ConceptHypothesis
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS concepts (
+        concept_id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        title_key TEXT NOT NULL,
+        type TEXT NOT NULL,
+        description TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('active', 'weak', 'merged', 'split', 'archived')),
+        confidence REAL NOT NULL,
+        aliases TEXT NOT NULL,
+        revision_count INTEGER NOT NULL,
+        evidence_count INTEGER NOT NULL,
+        first_seen TEXT,
+        last_seen TEXT,
+        merged_into TEXT,
+        extractors TEXT NOT NULL,
+        created_run_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        settled INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS concepts_by_title ON concepts (title_key)",
+    """CREATE TABLE IF NOT EXISTS concept_evidence (
+        concept_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        text_key TEXT NOT NULL,
+        text TEXT NOT NULL,
+        confidence REAL NOT NULL,
+        segment_id TEXT NOT NULL,
+        created_at TEXT,
+        hypothesis_type TEXT NOT NULL,
+        extractor TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        PRIMARY KEY (concept_id, message_id, text_key)
+    )""",
+    """CREATE TABLE IF NOT EXISTS concept_relations (
+        concept_id TEXT NOT NULL,
+        relation TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        confidence REAL NOT NULL,
+        run_id TEXT NOT NULL,
+        PRIMARY KEY (concept_id, relation, target_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS concept_transitions (
+        concept_id TEXT NOT NULL,
+        ordinal INTEGER NOT NULL,
+        from_state TEXT,
+        to_state TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        other_id TEXT,
+        run_id TEXT NOT NULL,
+        PRIMARY KEY (concept_id, ordinal)
+    )""",
+    """CREATE TABLE IF NOT EXISTS concept_inputs (
+        input_key TEXT PRIMARY KEY,
+        segment_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        decision TEXT NOT NULL CHECK (decision IN ('create', 'attach', 'refine', 'reject', 'duplicate')),
+        concept_id TEXT,
+        method TEXT,
+        score REAL,
+        run_id TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS concept_inputs_by_run ON concept_inputs (run_id, decision)",
+]
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    for statement in SCHEMA:
+        conn.execute(statement)
+
+
+@dataclass(slots=True)
+class ConceptRow:
+    """A concept as stored (aliases and extractors as lists)."""
+
+    concept_id: str
+    title: str
+    title_key: str
+    type: str
+    description: str
+    state: str
+    confidence: float
+    aliases: list[str]
+    revision_count: int
+    evidence_count: int
+    first_seen: str | None
+    last_seen: str | None
+    merged_into: str | None
+    extractors: list[str]
+    created_run_id: str
+    run_id: str
+    settled: bool = False  # False until the end-of-run checks (type, split, state) have seen its last change
+
+
+_COLUMNS = [f.name for f in fields(ConceptRow)]
+_JSON = ("aliases", "extractors")
+
+
+def load_concepts(conn: sqlite3.Connection) -> dict[str, ConceptRow]:
+    found: dict[str, ConceptRow] = {}
+    for row in conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM concepts ORDER BY concept_id"):
+        values = dict(zip(_COLUMNS, row, strict=True))
+        for name in _JSON:
+            values[name] = json.loads(values[name])
+        values["settled"] = bool(values["settled"])
+        found[values["concept_id"]] = ConceptRow(**values)
+    return found
+
+
+def upsert_concepts(conn: sqlite3.Connection, rows: Iterable[ConceptRow]) -> None:
+    marks = ", ".join("?" * len(_COLUMNS))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:] if c != "created_run_id")
+    values = []
+    for row in rows:
+        value = list(astuple(row))
+        for name in _JSON:
+            value[_COLUMNS.index(name)] = json.dumps(value[_COLUMNS.index(name)], ensure_ascii=False)
+        values.append(value)
+    conn.executemany(
+        f"INSERT INTO concepts ({', '.join(_COLUMNS)}) VALUES ({marks})"
+        f" ON CONFLICT (concept_id) DO UPDATE SET {updates}",
+        values,
+    )
+
+
+def processed_inputs(conn: sqlite3.Connection) -> set[str]:
+    return {str(r[0]) for r in conn.execute("SELECT input_key FROM concept_inputs")}
+
+
+def transition_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    return {
+        str(r[0]): int(r[1]) for r in conn.execute("SELECT concept_id, COUNT(*) FROM concept_transitions GROUP BY 1")
+    }
+
+
+def add_evidence(conn: sqlite3.Connection, concept_id: str, run_id: str, **span: Any) -> bool:
+    """Insert one evidence span unless the concept already has it; True when it was new."""
+    before = conn.total_changes
+    conn.execute(
+        "INSERT OR IGNORE INTO concept_evidence (concept_id, message_id, text_key, text, confidence, segment_id,"
+        " created_at, hypothesis_type, extractor, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            concept_id,
+            span["message_id"],
+            span["text_key"],
+            span["text"],
+            span["confidence"],
+            span["segment_id"],
+            span["created_at"],
+            span["hypothesis_type"],
+            span["extractor"],
+            run_id,
+        ),
+    )
+    return conn.total_changes > before
+
+
+def copy_evidence(conn: sqlite3.Connection, source: str, target: str, run_id: str, only_type: str | None = None) -> int:
+    """Copy `source`'s evidence to `target` (a merge survivor or a split child); returns how many were new."""
+    before = conn.total_changes
+    conn.execute(
+        "INSERT OR IGNORE INTO concept_evidence (concept_id, message_id, text_key, text, confidence, segment_id,"
+        " created_at, hypothesis_type, extractor, run_id) SELECT ?, message_id, text_key, text, confidence,"
+        " segment_id, created_at, hypothesis_type, extractor, ? FROM concept_evidence WHERE concept_id = ?"
+        " AND (? IS NULL OR hypothesis_type = ?)",
+        (target, run_id, source, only_type, only_type),
+    )
+    return conn.total_changes - before
+
+
+def evidence_summary(conn: sqlite3.Connection, concept_id: str) -> tuple[int, str | None, str | None]:
+    """Evidence count and the earliest and latest evidence times of one concept."""
+    row = conn.execute(
+        "SELECT COUNT(*), MIN(created_at), MAX(created_at) FROM concept_evidence WHERE concept_id = ?", (concept_id,)
+    ).fetchone()
+    return int(row[0]), row[1], row[2]
+
+
+def type_segments(conn: sqlite3.Connection, concept_id: str) -> dict[str, int]:
+    """How many distinct segments gave this concept each type."""
+    rows = conn.execute(
+        "SELECT hypothesis_type, COUNT(DISTINCT segment_id) FROM concept_evidence WHERE concept_id = ? GROUP BY 1",
+        (concept_id,),
+    )
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def add_relation(
+    conn: sqlite3.Connection, concept_id: str, relation: str, target_id: str, confidence: float, run_id: str
+) -> bool:
+    before = conn.total_changes
+    conn.execute(
+        "INSERT INTO concept_relations (concept_id, relation, target_id, confidence, run_id) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (concept_id, relation, target_id) DO UPDATE SET confidence = excluded.confidence,"
+        " run_id = excluded.run_id WHERE excluded.confidence > concept_relations.confidence",
+        (concept_id, relation, target_id, confidence, run_id),
+    )
+    return conn.total_changes > before
+
+
+def add_transition(conn: sqlite3.Connection, concept_id: str, ordinal: int, **values: Any) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO concept_transitions (concept_id, ordinal, from_state, to_state, reason, other_id,"
+        " run_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            concept_id,
+            ordinal,
+            values["from_state"],
+            values["to_state"],
+            values["reason"],
+            values["other_id"],
+            values["run_id"],
+        ),
+    )
+
+
+def record_input(conn: sqlite3.Connection, input_key: str, run_id: str, **values: Any) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO concept_inputs (input_key, segment_id, title, decision, concept_id, method, score,"
+        " run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            input_key,
+            values["segment_id"],
+            values["title"],
+            values["decision"],
+            values.get("concept_id"),
+            values.get("method"),
+            values.get("score"),
+            run_id,
+        ),
+    )
+
+
+def message_times(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str | None]:
+    wanted = list(dict.fromkeys(ids))
+    found: dict[str, str | None] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in archive.execute(f"SELECT uuid, created_at FROM messages WHERE uuid IN ({marks})", chunk):
+            found[str(row[0])] = row[1]
+    return found
+
+
+def name_index(conn: sqlite3.Connection) -> dict[str, str]:
+    """Every concept_id, title and alias -> the concept it names now (a merged one's names -> its survivor).
+
+    What the semantic mapper resolves relation targets against. Empty before the first concepts run.
+    """
+    concepts = load_concepts(conn)
+    index: dict[str, str] = {}
+    for row in concepts.values():
+        target = survivor(concepts, row.concept_id)
+        for name in (row.concept_id, row.title, *row.aliases):
+            index.setdefault(name, target)
+    return index
+
+
+def survivor(concepts: dict[str, ConceptRow], concept_id: str) -> str:
+    """Follow merged_into pointers to the concept that absorbed this one (cycle-safe)."""
+    seen = {concept_id}
+    while (row := concepts.get(concept_id)) is not None and row.merged_into and row.merged_into not in seen:
+        concept_id = row.merged_into
+        seen.add(concept_id)
+    return concept_id
+
+
+# ---------------------------------------------------------------- read-only views (chatmem concepts)
+
+
+def has_store(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'concepts'").fetchone() is not None
+
+
+def list_concepts(
+    conn: sqlite3.Connection, *, concept_type: str | None = None, state: str | None = None
+) -> list[tuple[ConceptHypothesis, str | None]]:
+    """Concepts as contract objects (with evidence and relations), each with its merged_into pointer.
+
+    Ordered by evidence count (most first), then title. Works on a read-only connection.
+    """
+    if not has_store(conn):
+        return []
+    rows = [
+        r
+        for r in load_concepts(conn).values()
+        if (concept_type is None or r.type == concept_type) and (state is None or r.state == state)
+    ]
+    rows.sort(key=lambda r: (-r.evidence_count, r.title_key))
+    evidence: dict[str, list[dict[str, Any]]] = {}
+    for e in conn.execute(
+        "SELECT concept_id, segment_id, message_id, text, confidence FROM concept_evidence"
+        " ORDER BY concept_id, created_at IS NULL, created_at, message_id, text_key"
+    ):
+        evidence.setdefault(str(e[0]), []).append(
+            {"source_id": e[1], "message_id": e[2], "text": e[3], "confidence": e[4]}
+        )
+    relations: dict[str, list[dict[str, Any]]] = {}
+    for r in conn.execute("SELECT concept_id, target_id, relation, confidence FROM concept_relations ORDER BY 1, 3, 2"):
+        relations.setdefault(str(r[0]), []).append({"target_id": r[1], "relation": r[2], "confidence": r[3]})
+    result = []
+    for row in rows:
+        hypothesis = ConceptHypothesis.model_validate(
+            {
+                "concept_id": row.concept_id,
+                "title": row.title,
+                "type": row.type,
+                "description": row.description,
+                "state": row.state,
+                "confidence": row.confidence,
+                "aliases": row.aliases,
+                "evidence_spans": evidence.get(row.concept_id, []),
+                "relations": relations.get(row.concept_id, []),
+                "revision_count": row.revision_count,
+                "first_seen": row.first_seen,
+                "last_seen": row.last_seen,
+            }
+        )
+        result.append((hypothesis, row.merged_into))
+    return result

@@ -1,0 +1,140 @@
+"""staging.db: embedding vectors cached by (model, text hash), and which item (message, segment, concept) has which.
+
+Tables (created by `ensure_schema`, outside the versioned MIGRATIONS list so stages can land independently):
+
+- `embeddings`: one float32 vector (little-endian blob) per (model, content_hash). `content_hash` is the sha256
+  of exactly what the model read, so an unchanged text is never embedded twice by the same model, whatever
+  item or run it comes from. `run_id` is the run that computed it.
+- `embedding_items`: (kind, item_id, model) -> content_hash, the run that last pointed it there. Segments are
+  keyed by a hash of their members' hashes: their vector is the mean of their messages' vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from staging.db import Transaction
+
+Matrix = npt.NDArray[np.float32]
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS embeddings (
+        model TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        run_id TEXT NOT NULL,
+        PRIMARY KEY (model, content_hash)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS embedding_items (
+        kind TEXT NOT NULL CHECK (kind IN ('message', 'segment', 'concept')),
+        item_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        PRIMARY KEY (kind, item_id, model)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS embedding_items_by_run ON embedding_items (run_id)",
+]
+
+_CHUNK = 500  # SQLite host parameters per IN (...) query, well under the 32k limit
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    for statement in SCHEMA:
+        conn.execute(statement)
+
+
+def text_hash(text: str) -> str:
+    """The cache key of a text: sha256 of its UTF-8 bytes (lone surrogates replaced, as the archive does)."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start : start + _CHUNK]
+
+
+def cached_hashes(conn: sqlite3.Connection, model: str, hashes: Iterable[str]) -> set[str]:
+    """The subset of `hashes` that already has a vector for `model`."""
+    wanted = list(dict.fromkeys(hashes))
+    found: set[str] = set()
+    for chunk in _chunks(wanted):
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN ({marks})", (model, *chunk)
+        )
+        found.update(str(r[0]) for r in rows)
+    return found
+
+
+def load_vectors(conn: sqlite3.Connection, model: str, hashes: Sequence[str]) -> dict[str, Matrix]:
+    """Vectors by content hash (missing ones are left out)."""
+    found: dict[str, Matrix] = {}
+    for chunk in _chunks(list(dict.fromkeys(hashes))):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT content_hash, vector FROM embeddings WHERE model = ? AND content_hash IN ({marks})",
+            (model, *chunk),
+        ):
+            found[str(row[0])] = np.frombuffer(row[1], dtype="<f4")
+    return found
+
+
+def put_vectors(conn: sqlite3.Connection, model: str, run_id: str, rows: Sequence[tuple[str, Matrix]]) -> int:
+    """Insert (content_hash, vector) rows; an existing key is left as it is (same text, same model, same vector)."""
+    values = [(model, h, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes(), run_id) for h, v in rows]
+    with Transaction(conn):
+        before = conn.total_changes
+        conn.executemany(
+            "INSERT INTO embeddings (model, content_hash, dim, vector, run_id) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (model, content_hash) DO NOTHING",
+            values,
+        )
+        return conn.total_changes - before
+
+
+def put_items(conn: sqlite3.Connection, kind: str, model: str, run_id: str, rows: Sequence[tuple[str, str]]) -> int:
+    """Upsert (item_id, content_hash) for `kind`; a row whose hash did not change keeps its run id. Returns changes."""
+    with Transaction(conn):
+        before = conn.total_changes
+        conn.executemany(
+            "INSERT INTO embedding_items (kind, item_id, model, content_hash, run_id) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (kind, item_id, model) DO UPDATE SET content_hash = excluded.content_hash,"
+            " run_id = excluded.run_id WHERE embedding_items.content_hash IS NOT excluded.content_hash",
+            [(kind, item_id, model, h, run_id) for item_id, h in rows],
+        )
+        return conn.total_changes - before
+
+
+def item_hashes(conn: sqlite3.Connection, kind: str, model: str, item_ids: Sequence[str]) -> dict[str, str]:
+    """content_hash by item id for the given items (those with an embedding under `model`)."""
+    found: dict[str, str] = {}
+    for chunk in _chunks(list(dict.fromkeys(item_ids))):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT item_id, content_hash FROM embedding_items WHERE kind = ? AND model = ? AND item_id IN ({marks})",
+            (kind, model, *chunk),
+        ):
+            found[str(row[0])] = str(row[1])
+    return found
+
+
+def item_matrix(conn: sqlite3.Connection, kind: str, model: str, item_ids: Sequence[str]) -> tuple[list[str], Matrix]:
+    """The vectors of `item_ids` that have one, as (ids in the given order, matrix n x dim float32)."""
+    hashes = item_hashes(conn, kind, model, item_ids)
+    vectors = load_vectors(conn, model, list(hashes.values()))
+    ids = [i for i in item_ids if i in hashes and hashes[i] in vectors]
+    if not ids:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    return ids, np.stack([vectors[hashes[i]] for i in ids]).astype(np.float32, copy=False)
+
+
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?", (name,)).fetchone()
+    return row is not None

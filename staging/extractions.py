@@ -1,0 +1,193 @@
+"""staging.db: extractions (the cache), which extraction is current per segment, and every mapper decision.
+
+- `extractions`: one row per cache key = sha256(segment content_hash, *extractor.cache_key_parts). `status`
+  'ok' rows are reused: a re-run with nothing changed makes no extractor call. 'failed' rows are retried on
+  the next run. `hypotheses` is the JSON list of ConceptHypothesis after the semantic mapper; `extractor` says
+  which extractor produced them ("offline" or "llm"), so offline output is never mistaken for a model's.
+- `segment_extractions`: per current segment, the cache key of its extraction (the concepts stage's input).
+- `mapper_decisions`: (cache_key, ordinal) -> rule, hypothesis index, field, before, after.
+
+Created by `ensure_schema` (CREATE TABLE IF NOT EXISTS), outside the versioned MIGRATIONS list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from staging.db import Transaction
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS extractions (
+        cache_key TEXT PRIMARY KEY,
+        content_hash TEXT NOT NULL,
+        extractor TEXT NOT NULL,
+        key_parts TEXT NOT NULL,
+        segment_id TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        hypotheses TEXT,
+        hypotheses_proposed INTEGER NOT NULL DEFAULT 0,
+        hypotheses_kept INTEGER NOT NULL DEFAULT 0,
+        reason TEXT,
+        raw_response TEXT,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+        run_id TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS extractions_by_run ON extractions (run_id)",
+    """CREATE TABLE IF NOT EXISTS segment_extractions (
+        segment_id TEXT PRIMARY KEY,
+        cache_key TEXT NOT NULL,
+        run_id TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS mapper_decisions (
+        cache_key TEXT NOT NULL,
+        ordinal INTEGER NOT NULL,
+        segment_id TEXT NOT NULL,
+        hypothesis INTEGER NOT NULL,
+        field TEXT NOT NULL,
+        rule TEXT NOT NULL,
+        before TEXT,
+        after TEXT,
+        run_id TEXT NOT NULL,
+        PRIMARY KEY (cache_key, ordinal)
+    )""",
+    "CREATE INDEX IF NOT EXISTS mapper_decisions_by_run ON mapper_decisions (run_id, rule)",
+]
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    for statement in SCHEMA:
+        conn.execute(statement)
+
+
+def cache_key(content_hash: str, parts: Sequence[str]) -> str:
+    """The extraction cache key: the segment's content and everything else that changes the output."""
+    return hashlib.sha256("\x1f".join((content_hash, *parts)).encode("utf-8")).hexdigest()
+
+
+@dataclass(slots=True)
+class ExtractionRow:
+    """One extraction to store, with the mapper's decisions as (hypothesis, field, rule, before, after)."""
+
+    cache_key: str
+    content_hash: str
+    extractor: str
+    key_parts: tuple[str, ...]
+    segment_id: str
+    status: str  # 'ok' or 'failed'
+    hypotheses: str | None  # JSON list of ConceptHypothesis
+    hypotheses_proposed: int = 0
+    hypotheses_kept: int = 0
+    reason: str | None = None
+    raw_response: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    decisions: list[tuple[int, str, str, str | None, str | None]] = field(default_factory=list)
+
+
+def cached_ok(conn: sqlite3.Connection, keys: Iterable[str]) -> set[str]:
+    """The keys among `keys` that already have a successful extraction."""
+    wanted = list(keys)
+    found: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        found.update(
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT cache_key FROM extractions WHERE status = 'ok' AND cache_key IN ({marks})", chunk
+            )
+        )
+    return found
+
+
+def write_batch(
+    conn: sqlite3.Connection, run_id: str, rows: Sequence[ExtractionRow], current: Sequence[tuple[str, str]]
+) -> int:
+    """Store new extractions (replacing a failed try), their decisions, and each segment's current key.
+
+    `current` is (segment_id, cache_key) for every segment of the batch that has a successful extraction,
+    cached or new. Returns the number of segment_extractions rows that changed.
+    """
+    columns = [c for c in ExtractionRow.__slots__ if c != "decisions"]
+    names = ", ".join((*columns, "run_id"))
+    marks = ", ".join("?" * (len(columns) + 1))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in (*columns, "run_id") if c != "cache_key")
+    with Transaction(conn):
+        for row in rows:
+            values = [getattr(row, c) for c in columns]
+            values[columns.index("key_parts")] = json.dumps(list(row.key_parts))
+            conn.execute(
+                f"INSERT INTO extractions ({names}) VALUES ({marks}) ON CONFLICT (cache_key) DO UPDATE SET {updates}",
+                (*values, run_id),
+            )
+            conn.execute("DELETE FROM mapper_decisions WHERE cache_key = ?", (row.cache_key,))
+            conn.executemany(
+                "INSERT INTO mapper_decisions (cache_key, ordinal, segment_id, hypothesis, field, rule, before, after,"
+                " run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(row.cache_key, i, row.segment_id, *d, run_id) for i, d in enumerate(row.decisions)],
+            )
+        before = conn.total_changes
+        conn.executemany(
+            "INSERT INTO segment_extractions (segment_id, cache_key, run_id) VALUES (?, ?, ?)"
+            " ON CONFLICT (segment_id) DO UPDATE SET cache_key = excluded.cache_key, run_id = excluded.run_id"
+            " WHERE segment_extractions.cache_key IS NOT excluded.cache_key",
+            [(segment_id, key, run_id) for segment_id, key in current],
+        )
+        return conn.total_changes - before
+
+
+def drop_retired(conn: sqlite3.Connection) -> int:
+    """Forget the current extraction of segments that are no longer current (their rows stay cached)."""
+    with Transaction(conn):
+        cursor = conn.execute(
+            "DELETE FROM segment_extractions WHERE segment_id NOT IN"
+            " (SELECT segment_id FROM segments WHERE retired_run_id IS NULL)"
+        )
+        return cursor.rowcount
+
+
+def current_fingerprint(conn: sqlite3.Connection) -> str:
+    """A digest of every segment's current extraction: the concepts stage's input fingerprint."""
+    digest = hashlib.sha256()
+    for row in conn.execute("SELECT segment_id, cache_key FROM segment_extractions ORDER BY segment_id"):
+        digest.update(f"{row[0]}:{row[1]}\n".encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentExtraction:
+    segment_id: str
+    cache_key: str
+    extractor: str
+
+
+def iter_current(conn: sqlite3.Connection) -> list[CurrentExtraction]:
+    """Every current segment's successful extraction, oldest segment first (the concept loop's order).
+
+    Without the hypotheses themselves (`hypotheses_for` loads them a batch at a time).
+    """
+    cursor = conn.execute(
+        "SELECT se.segment_id, se.cache_key, e.extractor FROM segment_extractions se"
+        " JOIN extractions e ON e.cache_key = se.cache_key AND e.status = 'ok'"
+        " JOIN segments s ON s.segment_id = se.segment_id AND s.retired_run_id IS NULL"
+        " ORDER BY s.first_time IS NULL, s.first_time, s.conversation_id, s.ordinal"
+    )
+    return [CurrentExtraction(str(row[0]), str(row[1]), str(row[2])) for row in cursor]
+
+
+def hypotheses_for(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, str]:
+    """cache_key -> the JSON list of hypotheses stored for it."""
+    found: dict[str, str] = {}
+    for start in range(0, len(keys), 500):
+        chunk = list(keys[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT cache_key, hypotheses FROM extractions WHERE cache_key IN ({marks})", chunk):
+            found[str(row[0])] = str(row[1] or "[]")
+    return found

@@ -1,0 +1,217 @@
+"""staging.db tables of the load stage: every batch, the manifest of what the graph holds, and each target's watermark.
+
+- `load_batches`: one row per batch of one run (run, layer, kind, batch number, rows, status, attempts, duration),
+  so "what did the load of run R do" is one query and a load that died resumes at its first unfinished batch.
+- `load_manifest`: per target graph and layer, the key and content hash of every row the graph holds as loaded.
+  A re-run diffs the layer's current rows against it: only new or changed rows are sent, and rows that are gone
+  are deleted from the graph. A batch's manifest rows are written in the same transaction that marks it done.
+- `load_targets`: per target graph, the input watermark of its last succeeded load (nothing changed: skip).
+
+These tables are created with `CREATE TABLE IF NOT EXISTS` by `ensure_schema`, which the load stage calls; they
+are not part of staging.db's versioned migrations. The graph password never reaches any of them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from staging.db import Transaction
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS load_batches (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        stage_run_id INTEGER NOT NULL REFERENCES stage_runs(id),
+        target TEXT NOT NULL,
+        layer TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('upsert', 'delete')),
+        batch_no INTEGER NOT NULL,
+        rows INTEGER NOT NULL,
+        written INTEGER,
+        status TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        duration_s REAL,
+        first_key TEXT,
+        last_key TEXT,
+        error TEXT,
+        PRIMARY KEY (run_id, layer, kind, batch_no)
+    )""",
+    """CREATE TABLE IF NOT EXISTS load_manifest (
+        target TEXT NOT NULL,
+        layer TEXT NOT NULL,
+        key TEXT NOT NULL,
+        row_hash INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        PRIMARY KEY (target, layer, key)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS load_targets (
+        target TEXT PRIMARY KEY,
+        uri TEXT NOT NULL,
+        database TEXT,
+        watermark TEXT,
+        last_run_id TEXT,
+        loaded_at TEXT
+    )""",
+]
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    """Create the load stage's tables if they are missing (idempotent)."""
+    with Transaction(conn):
+        for statement in SCHEMA:
+            conn.execute(statement)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass(frozen=True)
+class BatchKey:
+    """Which batch: run, layer, kind (upsert or delete) and its number within them (from 1)."""
+
+    run_id: str
+    layer: str
+    kind: str
+    batch_no: int
+
+
+def done_batches(conn: sqlite3.Connection, run_id: str, layer: str, kind: str) -> int:
+    """How many batches of this run, layer and kind are done: a resumed load numbers on from there."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM load_batches WHERE run_id = ? AND layer = ? AND kind = ? AND status = 'done'",
+        (run_id, layer, kind),
+    ).fetchone()
+    return int(row[0])
+
+
+def begin_batch(
+    conn: sqlite3.Connection,
+    key: BatchKey,
+    *,
+    stage_run_id: int,
+    target: str,
+    rows: int,
+    first_key: str,
+    last_key: str,
+) -> float:
+    """Record a batch as running (a retry of the same batch number counts one more attempt). Returns a clock."""
+    with Transaction(conn):
+        conn.execute(
+            "INSERT INTO load_batches (run_id, stage_run_id, target, layer, kind, batch_no, rows, status, attempts,"
+            " started_at, first_key, last_key) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', 1, ?, ?, ?)"
+            " ON CONFLICT (run_id, layer, kind, batch_no) DO UPDATE SET stage_run_id = excluded.stage_run_id,"
+            " rows = excluded.rows, status = 'running', attempts = attempts + 1, started_at = excluded.started_at,"
+            " finished_at = NULL, duration_s = NULL, error = NULL, first_key = excluded.first_key,"
+            " last_key = excluded.last_key",
+            (key.run_id, stage_run_id, target, key.layer, key.kind, key.batch_no, rows, _now(), first_key, last_key),
+        )
+    return time.monotonic()
+
+
+def retried_batch(conn: sqlite3.Connection, key: BatchKey, error: str) -> None:
+    """One more attempt of a running batch, after a transient error."""
+    with Transaction(conn):
+        conn.execute(
+            "UPDATE load_batches SET attempts = attempts + 1, error = ?"
+            " WHERE run_id = ? AND layer = ? AND kind = ? AND batch_no = ?",
+            (error, key.run_id, key.layer, key.kind, key.batch_no),
+        )
+
+
+def finish_batch(
+    conn: sqlite3.Connection,
+    key: BatchKey,
+    started: float,
+    *,
+    target: str,
+    written: int,
+    upserted: Sequence[tuple[str, int]] = (),
+    deleted: Sequence[str] = (),
+) -> None:
+    """Mark a batch done and update the manifest with its rows, in one transaction.
+
+    `upserted` holds (key, row hash) of the rows now in the graph, `deleted` the keys removed from it.
+    """
+    with Transaction(conn):
+        conn.execute(
+            "UPDATE load_batches SET status = 'done', written = ?, finished_at = ?, duration_s = ?, error = NULL"
+            " WHERE run_id = ? AND layer = ? AND kind = ? AND batch_no = ?",
+            (written, _now(), round(time.monotonic() - started, 4), key.run_id, key.layer, key.kind, key.batch_no),
+        )
+        if upserted:
+            conn.executemany(
+                "INSERT INTO load_manifest (target, layer, key, row_hash, run_id) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (target, layer, key)"
+                " DO UPDATE SET row_hash = excluded.row_hash, run_id = excluded.run_id",
+                [(target, key.layer, k, h, key.run_id) for k, h in upserted],
+            )
+        if deleted:
+            conn.executemany(
+                "DELETE FROM load_manifest WHERE target = ? AND layer = ? AND key = ?",
+                [(target, key.layer, k) for k in deleted],
+            )
+
+
+def fail_batch(conn: sqlite3.Connection, key: BatchKey, started: float, error: str) -> None:
+    """Mark a batch failed: its rows stay out of the manifest, so the next load sends them again."""
+    with Transaction(conn):
+        conn.execute(
+            "UPDATE load_batches SET status = 'failed', finished_at = ?, duration_s = ?, error = ?"
+            " WHERE run_id = ? AND layer = ? AND kind = ? AND batch_no = ?",
+            (_now(), round(time.monotonic() - started, 4), error, key.run_id, key.layer, key.kind, key.batch_no),
+        )
+
+
+def iter_manifest(conn: sqlite3.Connection, target: str, layer: str) -> Iterator[tuple[str, int]]:
+    """(key, row hash) of the rows loaded into `target` for `layer`, in key order (BINARY, as Python sorts str)."""
+    cursor = conn.execute(
+        "SELECT key, row_hash FROM load_manifest WHERE target = ? AND layer = ? ORDER BY key", (target, layer)
+    )
+    for key, row_hash in cursor:
+        yield str(key), int(row_hash)
+
+
+def manifest_counts(conn: sqlite3.Connection, target: str) -> dict[str, int]:
+    """Rows the manifest says `target` holds, per layer."""
+    rows = conn.execute("SELECT layer, COUNT(*) FROM load_manifest WHERE target = ? GROUP BY layer", (target,))
+    return {str(layer): int(n) for layer, n in rows}
+
+
+def forget_layer(conn: sqlite3.Connection, target: str, layer: str) -> None:
+    """Drop a layer's manifest (the graph lost rows the manifest lists): the next diff sends every row again."""
+    with Transaction(conn):
+        conn.execute("DELETE FROM load_manifest WHERE target = ? AND layer = ?", (target, layer))
+
+
+def target_watermark(conn: sqlite3.Connection, target: str) -> tuple[str | None, str | None]:
+    """The watermark and run id of the target's last succeeded load, or (None, None)."""
+    row = conn.execute("SELECT watermark, last_run_id FROM load_targets WHERE target = ?", (target,)).fetchone()
+    return (None, None) if row is None else (row[0], row[1])
+
+
+def record_target(
+    conn: sqlite3.Connection, target: str, *, uri: str, database: str | None, watermark: str | None, run_id: str
+) -> None:
+    """Remember the target's watermark after a succeeded load (None: a failed load, nothing may be skipped)."""
+    with Transaction(conn):
+        conn.execute(
+            "INSERT INTO load_targets (target, uri, database, watermark, last_run_id, loaded_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (target) DO UPDATE SET uri = excluded.uri,"
+            " database = excluded.database, watermark = excluded.watermark, last_run_id = excluded.last_run_id,"
+            " loaded_at = excluded.loaded_at",
+            (target, uri, database, watermark, run_id, _now()),
+        )
+
+
+def run_batches(conn: sqlite3.Connection, run_id: str) -> list[dict[str, object]]:
+    """The batches of one run, in the order they were written."""
+    rows = conn.execute(
+        "SELECT * FROM load_batches WHERE run_id = ? ORDER BY started_at, layer, kind, batch_no", (run_id,)
+    )
+    return [dict(row) for row in rows]

@@ -1,0 +1,277 @@
+"""staging.db: segments and their messages (CONTAINS_MESSAGE), and reading active paths from archive.db.
+
+Tables (created by `ensure_schema`, outside the versioned MIGRATIONS list so stages can land independently):
+
+- `segment_conversations`: per conversation, the fingerprint of the active path it was last segmented from;
+  an unchanged fingerprint means no re-work.
+- `segments`: keyed by `segment_id` (hash of conversation id + first/last message uuid). `run_id` is the run
+  that last wrote the row; `retired_run_id` is set when a newer segmentation of the conversation no longer
+  has the segment (kept, not deleted: extractions and evidence may still name it).
+- `segment_messages`: membership, keyed by (segment_id, message_id), with the message's position.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+
+from staging.db import Transaction
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS segment_conversations (
+        conversation_id TEXT PRIMARY KEY,
+        fingerprint TEXT NOT NULL,
+        segments INTEGER NOT NULL,
+        run_id TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS segments (
+        segment_id TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL,
+        ordinal INTEGER NOT NULL,
+        boundary TEXT NOT NULL CHECK (boundary IN ('start', 'budget', 'topic')),
+        message_count INTEGER NOT NULL,
+        token_estimate INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        first_message_id TEXT NOT NULL,
+        last_message_id TEXT NOT NULL,
+        first_time TEXT,
+        last_time TEXT,
+        run_id TEXT NOT NULL,
+        retired_run_id TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS segments_by_conversation ON segments (conversation_id, ordinal)",
+    "CREATE INDEX IF NOT EXISTS segments_by_run ON segments (run_id)",
+    """CREATE TABLE IF NOT EXISTS segment_messages (
+        segment_id TEXT NOT NULL REFERENCES segments(segment_id),
+        message_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        PRIMARY KEY (segment_id, message_id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS segment_messages_by_message ON segment_messages (message_id)",
+]
+
+SEGMENT_COLUMNS = (
+    "segment_id",
+    "conversation_id",
+    "ordinal",
+    "boundary",
+    "message_count",
+    "token_estimate",
+    "content_hash",
+    "first_message_id",
+    "last_message_id",
+    "first_time",
+    "last_time",
+)
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    for statement in SCHEMA:
+        conn.execute(statement)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageMeta:
+    """A visible active message without its text (enough to tell whether a conversation changed)."""
+
+    uuid: str
+    role: str
+    created_at: str | None
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRow:
+    """A segment as stored: the columns of `segments` plus its ordered message ids."""
+
+    segment_id: str
+    conversation_id: str
+    ordinal: int
+    boundary: str
+    token_estimate: int
+    content_hash: str
+    first_time: str | None
+    last_time: str | None
+    message_ids: tuple[str, ...]
+
+
+# ---------------------------------------------------------------- archive.db reads
+
+
+def archive_fingerprint(archive: sqlite3.Connection) -> str:
+    """Cheap and sufficient: which dumps are in the archive, and how many messages it holds."""
+    shas = [str(r[0]) for r in archive.execute("SELECT sha256 FROM sources ORDER BY sha256")]
+    count = archive.execute("SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM messages").fetchone()
+    return hashlib.sha256(("\n".join(shas) + f"\n{count[0]}:{count[1]}").encode()).hexdigest()
+
+
+def iter_active_paths(archive: sqlite3.Connection) -> Iterator[tuple[str, list[MessageMeta]]]:
+    """Every conversation's visible active path (is_active = 1, is_hidden = 0, by seq), without texts.
+
+    Streams one conversation at a time; a conversation with no visible active message yields an empty list,
+    so its old segments can be retired.
+    """
+    cursor = archive.execute(
+        "SELECT c.id AS conversation_id, m.uuid, m.role, m.created_at, m.content_hash FROM conversations c"
+        " LEFT JOIN messages m ON m.conversation_id = c.id AND m.is_active = 1 AND m.is_hidden = 0"
+        " ORDER BY c.id, m.seq"
+    )
+    for conversation_id, rows in groupby(cursor, key=lambda row: str(row["conversation_id"])):
+        yield (
+            conversation_id,
+            [
+                MessageMeta(str(r["uuid"]), str(r["role"]), r["created_at"], str(r["content_hash"]))
+                for r in rows
+                if r["uuid"] is not None
+            ],
+        )
+
+
+def message_texts(archive: sqlite3.Connection, conversation_id: str) -> dict[str, str]:
+    """The texts of one conversation's visible active messages, by uuid."""
+    rows = archive.execute(
+        "SELECT uuid, text FROM messages WHERE conversation_id = ? AND is_active = 1 AND is_hidden = 0",
+        (conversation_id,),
+    )
+    return {str(r["uuid"]): str(r["text"]) for r in rows}
+
+
+# ---------------------------------------------------------------- staging.db
+
+
+def stored_fingerprints(conn: sqlite3.Connection) -> dict[str, str]:
+    return {
+        str(r[0]): str(r[1]) for r in conn.execute("SELECT conversation_id, fingerprint FROM segment_conversations")
+    }
+
+
+@dataclass(slots=True)
+class WriteCounts:
+    written: int = 0  # inserted, or updated because something changed
+    unchanged: int = 0
+    retired: int = 0
+
+
+def write_conversations(
+    conn: sqlite3.Connection,
+    run_id: str,
+    batch: Sequence[tuple[str, str, Sequence[SegmentRow]]],
+) -> WriteCounts:
+    """Replace the segmentation of each (conversation_id, fingerprint, segments) in one transaction.
+
+    Idempotent: a segment whose stored row is identical is left alone (its run_id stays the run that made
+    it); a changed one is updated and its membership rewritten; one no longer produced is retired.
+    """
+    counts = WriteCounts()
+    columns = ", ".join((*SEGMENT_COLUMNS, "run_id"))
+    marks = ", ".join("?" * (len(SEGMENT_COLUMNS) + 1))
+    changed = " OR ".join(f"segments.{c} IS NOT excluded.{c}" for c in SEGMENT_COLUMNS[1:])
+    updates = ", ".join(f"{c} = excluded.{c}" for c in (*SEGMENT_COLUMNS[1:], "run_id"))
+    upsert = (
+        f"INSERT INTO segments ({columns}) VALUES ({marks}) ON CONFLICT (segment_id) DO UPDATE SET {updates},"
+        f" retired_run_id = NULL WHERE {changed} OR segments.retired_run_id IS NOT NULL"
+    )
+    with Transaction(conn):
+        for conversation_id, fingerprint, segments in batch:
+            for s in segments:
+                values = (
+                    s.segment_id,
+                    s.conversation_id,
+                    s.ordinal,
+                    s.boundary,
+                    len(s.message_ids),
+                    s.token_estimate,
+                    s.content_hash,
+                    s.message_ids[0],
+                    s.message_ids[-1],
+                    s.first_time,
+                    s.last_time,
+                    run_id,
+                )
+                before = conn.total_changes
+                conn.execute(upsert, values)
+                if conn.total_changes == before:
+                    counts.unchanged += 1
+                    continue
+                counts.written += 1
+                conn.execute("DELETE FROM segment_messages WHERE segment_id = ?", (s.segment_id,))
+                conn.executemany(
+                    "INSERT INTO segment_messages (segment_id, message_id, position, run_id) VALUES (?, ?, ?, ?)",
+                    [(s.segment_id, m, i, run_id) for i, m in enumerate(s.message_ids)],
+                )
+            keep = [s.segment_id for s in segments]
+            counts.retired += _retire_others(conn, run_id, conversation_id, keep)
+            conn.execute(
+                "INSERT INTO segment_conversations (conversation_id, fingerprint, segments, run_id)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (conversation_id) DO UPDATE SET fingerprint = excluded.fingerprint,"
+                " segments = excluded.segments, run_id = excluded.run_id",
+                (conversation_id, fingerprint, len(segments), run_id),
+            )
+    return counts
+
+
+def _retire_others(conn: sqlite3.Connection, run_id: str, conversation_id: str, keep: list[str]) -> int:
+    current = conn.execute(
+        "SELECT segment_id FROM segments WHERE conversation_id = ? AND retired_run_id IS NULL", (conversation_id,)
+    ).fetchall()
+    kept = set(keep)
+    stale = [str(r[0]) for r in current if str(r[0]) not in kept]
+    conn.executemany("UPDATE segments SET retired_run_id = ? WHERE segment_id = ?", [(run_id, s) for s in stale])
+    return len(stale)
+
+
+def current_segments_fingerprint(conn: sqlite3.Connection) -> str:
+    """A digest of every current segment's id and content: the extract stage's input fingerprint."""
+    digest = hashlib.sha256()
+    for row in conn.execute(
+        "SELECT segment_id, content_hash FROM segments WHERE retired_run_id IS NULL ORDER BY segment_id"
+    ):
+        digest.update(f"{row[0]}:{row[1]}\n".encode())
+    return digest.hexdigest()
+
+
+def iter_current_segments(conn: sqlite3.Connection) -> Iterator[SegmentRow]:
+    """Current (not retired) segments by conversation and ordinal, each with its ordered message ids."""
+    cursor = conn.execute(
+        "SELECT s.segment_id, s.conversation_id, s.ordinal, s.boundary, s.token_estimate, s.content_hash,"
+        " s.first_time, s.last_time, m.message_id FROM segments s JOIN segment_messages m USING (segment_id)"
+        " WHERE s.retired_run_id IS NULL ORDER BY s.conversation_id, s.ordinal, m.position"
+    )
+    for _, rows in groupby(cursor, key=lambda row: str(row["segment_id"])):
+        group = list(rows)
+        first = group[0]
+        yield SegmentRow(
+            segment_id=str(first["segment_id"]),
+            conversation_id=str(first["conversation_id"]),
+            ordinal=int(first["ordinal"]),
+            boundary=str(first["boundary"]),
+            token_estimate=int(first["token_estimate"]),
+            content_hash=str(first["content_hash"]),
+            first_time=first["first_time"],
+            last_time=first["last_time"],
+            message_ids=tuple(str(r["message_id"]) for r in group),
+        )
+
+
+def count_current(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COUNT(*) FROM segments WHERE retired_run_id IS NULL").fetchone()[0])
+
+
+def messages_by_id(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:
+    """uuid, role, text, created_at, conversation title of the given messages (500 per query)."""
+    wanted = list(dict.fromkeys(ids))
+    found: dict[str, sqlite3.Row] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in archive.execute(
+            "SELECT m.uuid, m.role, m.text, m.created_at, c.title FROM messages m"
+            f" JOIN conversations c ON c.id = m.conversation_id WHERE m.uuid IN ({marks})",
+            chunk,
+        ):
+            found[str(row["uuid"])] = row
+    return found

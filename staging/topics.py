@@ -1,0 +1,228 @@
+"""staging.db: what the cluster stage made of one run: topics, weighted BELONGS_TO links, the map, the trials.
+
+Tables (created by `ensure_schema`, outside the versioned MIGRATIONS list so stages can land independently);
+every row is keyed by run id, and a re-run of the stage for the same run replaces that run's rows in one
+transaction:
+
+- `cluster_runs`: one row per run: status (clustered | skipped), model, study, points, topics, outlier share
+  before and after outlier handling, validity (relative DBCV), best parameters, seconds per step, notes.
+- `topics`: (run_id, topic) -> topic_uid (a content key: the embedding model and the sorted member segment
+  ids, so an unchanged topic keeps its id across runs), label, size, keywords, representative segment ids.
+- `topic_links`: the BELONGS_TO edges: (run_id, kind segment|concept, item_id) -> topic, weight 0..1 and where
+  it came from (hdbscan: fitted member; predicted: placed by approximate_predict; reassigned: outlier handling).
+- `cluster_points`: (run_id, segment_id) -> 2-D map coordinates and topic (-1: noise), for the topic map.
+- `cluster_trials`: every Optuna trial of a study (the study itself is in optuna.db under the data dir).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from staging.db import Transaction
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS cluster_runs (
+        run_id TEXT PRIMARY KEY,
+        status TEXT NOT NULL CHECK (status IN ('clustered', 'skipped')),
+        model TEXT,
+        study_name TEXT,
+        points INTEGER NOT NULL,
+        topics INTEGER NOT NULL,
+        outlier_share REAL,
+        outlier_share_raw REAL,
+        validity REAL,
+        params TEXT,
+        seconds TEXT,
+        notes TEXT
+    )""",
+    """CREATE TABLE IF NOT EXISTS topics (
+        run_id TEXT NOT NULL,
+        topic INTEGER NOT NULL,
+        topic_uid TEXT NOT NULL,
+        label TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        keywords TEXT NOT NULL,
+        representatives TEXT NOT NULL,
+        PRIMARY KEY (run_id, topic)
+    )""",
+    """CREATE TABLE IF NOT EXISTS topic_links (
+        run_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('segment', 'concept')),
+        item_id TEXT NOT NULL,
+        topic INTEGER NOT NULL,
+        topic_uid TEXT NOT NULL,
+        weight REAL NOT NULL,
+        source TEXT NOT NULL CHECK (source IN ('hdbscan', 'predicted', 'reassigned')),
+        PRIMARY KEY (run_id, kind, item_id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS topic_links_by_topic ON topic_links (run_id, topic)",
+    """CREATE TABLE IF NOT EXISTS cluster_points (
+        run_id TEXT NOT NULL,
+        segment_id TEXT NOT NULL,
+        x REAL NOT NULL,
+        y REAL NOT NULL,
+        topic INTEGER NOT NULL,
+        PRIMARY KEY (run_id, segment_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS cluster_trials (
+        study_name TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        value REAL,
+        params TEXT NOT NULL,
+        topics INTEGER,
+        noise_share REAL,
+        validity REAL,
+        seconds REAL,
+        PRIMARY KEY (study_name, number)
+    )""",
+]
+
+RUN_TABLES = ("cluster_runs", "topics", "topic_links", "cluster_points")
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    for statement in SCHEMA:
+        conn.execute(statement)
+
+
+def has_topics(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cluster_runs'").fetchone()
+    return row is not None
+
+
+def write_run(
+    conn: sqlite3.Connection,
+    run_id: str,
+    summary: Mapping[str, Any],
+    topics: Sequence[Mapping[str, Any]] = (),
+    links: Sequence[tuple[str, str, int, str, float, str]] = (),
+    points: Sequence[tuple[str, float, float, int]] = (),
+) -> None:
+    """Replace everything this run's cluster stage wrote, in one transaction (a re-run is idempotent)."""
+    row = dict(summary)
+    for name in ("params", "seconds"):
+        row[name] = json.dumps(row.get(name)) if row.get(name) is not None else None
+    row["notes"] = "\n".join(row.get("notes") or []) or None
+    columns = (
+        *("run_id", "status", "model", "study_name", "points", "topics", "outlier_share", "outlier_share_raw"),
+        *("validity", "params", "seconds", "notes"),
+    )
+    values = [run_id, *(row.get(c) for c in columns[1:])]
+    with Transaction(conn):
+        for table in RUN_TABLES:
+            conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+        conn.execute(
+            f"INSERT INTO cluster_runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values
+        )
+        conn.executemany(
+            "INSERT INTO topics (run_id, topic, topic_uid, label, size, keywords, representatives)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    run_id,
+                    t["topic"],
+                    t["topic_uid"],
+                    t["label"],
+                    t["size"],
+                    json.dumps(t["keywords"]),
+                    json.dumps(t["representatives"]),
+                )
+                for t in topics
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO topic_links (run_id, kind, item_id, topic, topic_uid, weight, source)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, *link) for link in links],
+        )
+        conn.executemany(
+            "INSERT INTO cluster_points (run_id, segment_id, x, y, topic) VALUES (?, ?, ?, ?, ?)",
+            [(run_id, *p) for p in points],
+        )
+
+
+def write_trials(conn: sqlite3.Connection, run_id: str, study: str, trials: Sequence[Mapping[str, Any]]) -> None:
+    """Upsert the study's trials (a trial reused by a later run keeps the run that ran it)."""
+    with Transaction(conn):
+        conn.executemany(
+            "INSERT INTO cluster_trials (study_name, number, run_id, state, value, params, topics, noise_share,"
+            " validity, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (study_name, number) DO UPDATE"
+            " SET state = excluded.state, value = excluded.value, params = excluded.params, topics = excluded.topics,"
+            " noise_share = excluded.noise_share, validity = excluded.validity, seconds = excluded.seconds"
+            " WHERE cluster_trials.state IS NOT excluded.state",
+            [
+                (
+                    study,
+                    t["number"],
+                    run_id,
+                    t["state"],
+                    t["value"],
+                    json.dumps(t["params"], sort_keys=True),
+                    t.get("topics"),
+                    t.get("noise_share"),
+                    t.get("validity"),
+                    t.get("seconds"),
+                )
+                for t in trials
+            ],
+        )
+
+
+# ---------------------------------------------------------------- read-only views (chatmem topics, report)
+
+
+def latest_run(conn: sqlite3.Connection) -> str | None:
+    """The newest run that has a cluster_runs row (run ids sort by time)."""
+    if not has_topics(conn):
+        return None
+    row = conn.execute("SELECT run_id FROM cluster_runs ORDER BY run_id DESC LIMIT 1").fetchone()
+    return None if row is None else str(row[0])
+
+
+def run_summary(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT * FROM cluster_runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        return None
+    found = {k: row[k] for k in row.keys()}  # noqa: SIM118 (a Row iterates values)
+    for name in ("params", "seconds"):
+        found[name] = json.loads(found[name]) if found[name] else None
+    found["notes"] = found["notes"].split("\n") if found["notes"] else []
+    return found
+
+
+def list_topics(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT topic, topic_uid, label, size, keywords, representatives FROM topics WHERE run_id = ? ORDER BY topic",
+        (run_id,),
+    )
+    return [
+        {
+            "topic": r["topic"],
+            "topic_uid": r["topic_uid"],
+            "label": r["label"],
+            "size": r["size"],
+            "keywords": json.loads(r["keywords"]),
+            "representatives": json.loads(r["representatives"]),
+        }
+        for r in rows
+    ]
+
+
+def map_points(conn: sqlite3.Connection, run_id: str) -> list[tuple[float, float, int]]:
+    rows = conn.execute("SELECT x, y, topic FROM cluster_points WHERE run_id = ? ORDER BY segment_id", (run_id,))
+    return [(float(r[0]), float(r[1]), int(r[2])) for r in rows]
+
+
+def study_trials(conn: sqlite3.Connection, study: str) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT number, state, value, params, topics, noise_share, validity FROM cluster_trials"
+        " WHERE study_name = ? ORDER BY number",
+        (study,),
+    )
+    # sqlite3.Row iterates values, not names: keys() is needed here
+    return [{**{k: r[k] for k in r.keys()}, "params": json.loads(r["params"])} for r in rows]  # noqa: SIM118

@@ -1,0 +1,85 @@
+"""`chatmem eval extraction` against the fake OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+
+from flows.cli import cli
+from tests import llm_guard, llm_server
+from tests.llm_server import FakeLLMServer, Reply, quoting_responder
+
+fake_llm = llm_server.fake_llm
+no_real_model_requests = llm_guard.no_real_model_requests
+
+
+def invoke(*argv: str) -> Result:
+    return CliRunner().invoke(cli, list(argv), catch_exceptions=False)
+
+
+def eval_json(server: FakeLLMServer, data_dir: Path, *extra: str) -> dict[str, Any]:
+    argv = ["--data-dir", str(data_dir), "eval", "extraction", "--model", "m", "--base-url", server.base_url]
+    result = invoke(*argv, "--json", *extra)
+    assert result.exit_code == 0, result.output
+    return dict(json.loads(result.stdout))
+
+
+def test_eval_help_has_an_example() -> None:
+    """Both the group and the command say how they are used, with an Example line."""
+    for argv in (("eval", "--help"), ("eval", "extraction", "--help")):
+        result = invoke(*argv)
+        assert result.exit_code == 0 and "Example: chatmem eval extraction" in result.output
+
+
+def test_eval_reports_adherence_determinism_evidence_and_tokens(
+    fake_llm: FakeLLMServer, data_dir: Path, jsonl_export: Path
+) -> None:
+    """A model that always quotes real text: full adherence, determinism and evidence validity; tokens counted."""
+    fake_llm.responder = quoting_responder()
+    report = eval_json(fake_llm, data_dir, "--export", str(jsonl_export), "--repeat", "3", "--segments", "2")
+    assert (report["segments"], report["repeat"], report["replies"]) == (2, 3, 6)
+    assert report["schema_adherence"] == 1.0 and report["determinism_jaccard"] == 1.0
+    assert report["identical_replies"] == 1.0
+    assert report["evidence_validity"] == 1.0 and report["evidence_spans_kept"] == 6
+    assert report["tokens_per_segment"] == {"prompt": 100.0, "completion": 50.0, "reasoning": 10.0}
+    assert report["failures"] == {} and "notes.jsonl" in report["source"]
+    assert len(fake_llm.model_requests()) == 6
+    assert {r.body["reasoning_effort"] for r in fake_llm.model_requests()} == {"low"}
+
+
+def test_eval_counts_what_the_mapper_corrected(fake_llm: FakeLLMServer, data_dir: Path, jsonl_export: Path) -> None:
+    """Replies with type 'Projects' are off-contract (adherence 0) but mapped: the corrections are counted by rule."""
+    quoting = quoting_responder()
+
+    def near_miss(body: dict[str, Any]) -> Reply:
+        data = json.loads(quoting(body).content or "")
+        data["hypotheses"][0]["type"] = "Projects"
+        return Reply.text(json.dumps(data))
+
+    fake_llm.responder = near_miss
+    report = eval_json(fake_llm, data_dir, "--export", str(jsonl_export), "--repeat", "1", "--segments", "2")
+    assert report["schema_adherence"] == 0.0 and report["hypotheses_kept_per_segment"] == 1.0
+    assert report["mapper_rules"]["type_synonym"] == 2
+
+
+def test_eval_reports_failures_by_kind(fake_llm: FakeLLMServer, data_dir: Path, jsonl_export: Path) -> None:
+    """A refusal and invalid JSON are counted as failures by kind, with examples; effort and api are passed on."""
+    fake_llm.reply_with(Reply.refused("No."), Reply.text("{not json"))
+    report = eval_json(
+        fake_llm, data_dir, "--export", str(jsonl_export), "--repeat", "1", "--segments", "2", "--effort", "high"
+    )
+    assert report["failures"] == {"invalid_json": 1, "refused": 1} and len(report["examples"]) == 2
+    assert report["effort"] == "high" and {r.body["reasoning_effort"] for r in fake_llm.model_requests()} == {"high"}
+
+
+def test_eval_defaults_to_the_demo_export(fake_llm: FakeLLMServer, data_dir: Path) -> None:
+    """With no segments in the data dir and no --export, the bundled demo is parsed on the fly; text output."""
+    fake_llm.responder = quoting_responder()
+    argv = ["--data-dir", str(data_dir), "eval", "extraction", "--model", "m", "--base-url", fake_llm.base_url]
+    result = invoke(*argv, "--repeat", "1", "--segments", "2")
+    assert result.exit_code == 0, result.output
+    assert "longmemeval-demo.zip (parsed on the fly)" in result.output
+    assert "schema adherence" in result.output and "evidence validity" in result.output

@@ -1,0 +1,278 @@
+"""The cluster stage on real UMAP, HDBSCAN and Optuna (small seeded data, no mocks), its objective and helpers.
+
+numba compiles UMAP once per process (~15-30 s): the stage runs once per module in a fixture and the tests
+read what it wrote; the other UMAP calls are small.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cluster import stage as cluster_stage
+from cluster import stage_embed
+from cluster.embedders import StaticMiniLM
+from cluster.topics import ctfidf, reassign_outliers, renumber
+from cluster.tuning import Objective, tune
+from contracts.results import StageResult
+from contracts.settings import Settings
+from extract import stage_segment
+from flows.cli import cli
+from ingest import stage as ingest_stage
+from staging import concepts as concept_store
+from staging import topics as store
+from staging.archive import open_archive
+from staging.concepts import ConceptRow
+from staging.ledger import open_run, open_staging
+
+VOCABULARIES = {
+    "baking": "sourdough flour yeast oven crust dough bake bread knead starter loaf butter",
+    "astronomy": "telescope jupiter moons orbit galaxy nebula planet saturn comet stars eclipse",
+    "gardening": "tomato soil compost seedlings garden mulch prune roses watering fertilizer",
+}
+THEMES = {theme: words.split() for theme, words in VOCABULARIES.items()}
+
+
+def themed_export(path: Path, per_theme: int = 20, seed: int = 3, conversation: str | None = None) -> Path:
+    """Generic JSONL: `per_theme` two-turn conversations per theme (or all turns in one `conversation`)."""
+    rng = random.Random(seed)
+    lines = []
+    for theme, words in THEMES.items():
+        for n in range(per_theme):
+            cid = conversation or f"{theme}-{n}"
+            for turn in range(2):
+                text = " ".join(rng.choice(words) for _ in range(12))
+                mid = f"{theme}-{n}-{turn}"
+                role = "user" if turn == 0 else "assistant"
+                lines.append(json.dumps({"conversation_id": cid, "id": mid, "role": role, "text": text}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def run_stages(settings: Settings, export: Path, run_id: str, embedder: StaticMiniLM) -> StageResult:
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        open_run(staging, stages=["all"], exports=[str(export)], settings={}, code_version="test", run_id=run_id)
+        ingest_stage.run(archive, staging, run_id=run_id, settings=settings, exports=[export])
+        stage_segment.run(archive, staging, run_id=run_id, settings=settings)
+        stage_embed.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
+        return cluster_stage.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
+    finally:
+        archive.close()
+        staging.close()
+
+
+def small_settings(data_dir: Path, **cluster: Any) -> Settings:
+    settings = Settings(data_dir=data_dir)
+    settings.cluster = settings.cluster.model_copy(update={"n_trials": 4, **cluster})
+    return settings
+
+
+@pytest.fixture(scope="module")
+def embedder() -> StaticMiniLM:
+    return StaticMiniLM()
+
+
+@pytest.fixture(scope="module")
+def clustered(tmp_path_factory: pytest.TempPathFactory, embedder: StaticMiniLM) -> tuple[Settings, StageResult]:
+    """60 segments in three themes, clustered once for the module (run r1)."""
+    root = tmp_path_factory.mktemp("clustered")
+    settings = small_settings(root / "data")
+    return settings, run_stages(settings, themed_export(root / "themes.jsonl"), "r1", embedder)
+
+
+def _staging(settings: Settings) -> sqlite3.Connection:
+    conn = sqlite3.connect(settings.staging_path)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def test_stage_finds_the_themes_and_links_every_member(clustered: tuple[Settings, StageResult]) -> None:
+    """Three vocabularies give topics each drawn from one theme; links are weighted 0..1 and name real topics."""
+    settings, result = clustered
+    assert result.status == "succeeded" and result.counts["points"] == 60 and result.counts["topics"] >= 3
+    with _staging(settings) as conn:
+        links = conn.execute(
+            "SELECT l.item_id, l.topic, l.weight, m.message_id FROM topic_links l JOIN "
+            "segment_messages m ON m.segment_id = l.item_id WHERE l.run_id = 'r1'"
+        ).fetchall()
+        summary = store.run_summary(conn, "r1")
+        topics = store.list_topics(conn, "r1")
+    assert summary is not None and summary["outlier_share"] <= 0.2
+    assert all(0 <= link["weight"] <= 1 for link in links)
+    themes_by_topic: dict[int, set[str]] = {}
+    for link in links:
+        themes_by_topic.setdefault(link["topic"], set()).add(link["message_id"].split("-")[0])
+    assert all(len(themes) == 1 for themes in themes_by_topic.values())  # no topic mixes two themes
+    words = {w for t in topics for w in t["keywords"]}
+    assert {"telescope", "sourdough", "compost"} & words
+    assert sum(t["size"] for t in topics) == len({link["item_id"] for link in links})
+
+
+def test_rerun_reuses_the_study_and_gives_the_same_topics(
+    clustered: tuple[Settings, StageResult], embedder: StaticMiniLM
+) -> None:
+    """Same inputs, same seed: the stored study is reused (no new trial) and the topics are identical."""
+    settings, _ = clustered
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        open_run(staging, stages=["cluster"], exports=[], settings={}, code_version="test", run_id="r2")
+        again = cluster_stage.run(archive, staging, run_id="r2", settings=settings, embedder=embedder)
+        before, after = store.list_topics(staging, "r1"), store.list_topics(staging, "r2")
+        trials = staging.execute("SELECT COUNT(*) FROM cluster_trials").fetchone()[0]
+    finally:
+        archive.close()
+        staging.close()
+    assert again.counts["trials_run"] == 0 and again.counts["trials_reused"] == 4 == trials
+    assert [(t["topic_uid"], t["size"], t["label"]) for t in before] == [
+        (t["topic_uid"], t["size"], t["label"]) for t in after
+    ]
+    assert (settings.data_dir / "optuna.db").exists()
+
+
+def test_tuning_is_reproducible_with_the_same_seed(tmp_path: Path) -> None:
+    """Two fresh studies on the same points and seed run the same trials to the same best parameters."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(4, 16))
+    points = np.concatenate([c + 0.2 * rng.normal(size=(25, 16)) for c in centres]).astype(np.float32)
+    runs = [
+        tune(points, storage_url=f"sqlite:///{tmp_path / f'{n}.db'}", seed=5, n_trials=3, objective=Objective())
+        for n in range(2)
+    ]
+    assert runs[0].best == runs[1].best
+    assert [t.value for t in runs[0].trials] == [t.value for t in runs[1].trials]
+
+
+def test_objective_penalises_noise_and_too_few_topics() -> None:
+    """DBCV alone would prefer 2 blobs; the count and noise terms make the many-topic, low-noise result win."""
+    objective = Objective(noise_weight=0.5, count_weight=0.5)
+    assert objective.target_topics(1600) == 10
+    two_blobs = objective.score(validity=0.9, noise_share=0.0, topics=2, n_points=1600)
+    ten_topics = objective.score(validity=0.6, noise_share=0.1, topics=10, n_points=1600)
+    assert ten_topics == pytest.approx(0.55) and two_blobs == pytest.approx(0.5)
+    assert ten_topics > two_blobs
+    assert objective.score(0.6, 0.4, 10, 1600) < ten_topics
+    assert objective.score(0.99, 0.0, 1, 1600) == -1.0
+    assert objective.score(float("nan"), 0.0, 5, 1600) == -1.0
+
+
+def test_outliers_join_a_topic_only_when_typical_enough() -> None:
+    """A noise point as close to a centre as the members are joins (low weight); one far from all stays noise."""
+    topic_a = np.array([[1, 0.1 * i, 0] for i in range(-2, 3)], dtype=np.float32)
+    topic_b = np.array([[0, 1, 0.1 * i] for i in range(-2, 3)], dtype=np.float32)
+    noise = np.array([[1, 0.05, 0], [0, 0, 1]], dtype=np.float32)
+    points = np.concatenate([topic_a, topic_b, noise])
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    labels = np.array([0] * 5 + [1] * 5 + [-1, -1])
+    new, weights, moved = reassign_outliers(points, labels, np.ones(12), quantile=0.1)
+    assert new[10] == 0 and moved[10] and 0 < weights[10] <= 1
+    assert new[11] == -1 and not moved[11]
+    assert list(renumber(np.array([1, 1, 0, -1, 1]))) == [0, 0, 1, -1, 0]
+
+
+def test_ctfidf_keywords_tell_topics_apart() -> None:
+    """Words frequent in one topic and rare elsewhere rank first; stop words and numbers never appear."""
+    keywords = ctfidf({0: ["the yeast and the dough", "dough rises 42 times"], 1: ["the telescope sees jupiter"]}, 3)
+    assert keywords[0][0] == "dough" and "telescope" in keywords[1]
+    assert not {"the", "and", "42"} & {w for ws in keywords.values() for w in ws}
+    assert ctfidf({0: ["the and of"], 1: [""]}, 3) == {0: [], 1: []}
+
+
+@pytest.mark.parametrize("case", ["too-few", "identical"])
+def test_degenerate_inputs_are_skipped_with_a_note(tmp_path: Path, embedder: StaticMiniLM, case: str) -> None:
+    """Fewer segments than cluster.min_points, or only identical texts: a skipped run that says why."""
+    export = themed_export(tmp_path / "x.jsonl", per_theme=3)
+    if case == "identical":
+        lines = [
+            json.dumps({"conversation_id": f"c{i}", "id": f"m{i}", "role": "user", "text": "sourdough bread"})
+            for i in range(40)
+        ]
+        export.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_stages(small_settings(tmp_path / "data"), export, "r1", embedder)
+    assert result.status == "skipped" and result.counts["topics"] == 0
+    assert any("not clustered" in note for note in result.notes)
+    if case == "identical":
+        assert any("(1 distinct)" in note for note in result.notes)
+
+
+def _concept(concept_id: str, title: str, description: str) -> ConceptRow:
+    return ConceptRow(
+        concept_id,
+        title,
+        title.lower(),
+        "topic",
+        description,
+        "active",
+        0.9,
+        [],
+        0,
+        1,
+        None,
+        None,
+        None,
+        ["offline"],
+        "r0",
+        "r0",
+    )
+
+
+def test_one_conversation_clusters_places_the_rest_and_links_concepts(tmp_path: Path, embedder: StaticMiniLM) -> None:
+    """One long conversation in many segments; points beyond fit_max are placed (approximate_predict), and each
+    concept links to the topic of its own theme."""
+    settings = small_settings(tmp_path / "data", min_points=10, fit_max=30)
+    settings.segment = settings.segment.model_copy(update={"max_tokens": 16, "min_tokens": 0})
+    staging = open_staging(settings.staging_path)
+    concept_store.ensure_schema(staging)
+    concept_store.upsert_concepts(
+        staging,
+        [
+            _concept("c-bread", "Sourdough baking", "flour yeast dough oven crust bread"),
+            _concept("c-sky", "Telescope astronomy", "telescope jupiter moons planet galaxy"),
+        ],
+    )
+    staging.close()
+    result = run_stages(
+        settings, themed_export(tmp_path / "one.jsonl", per_theme=8, conversation="only"), "r1", embedder
+    )
+    assert result.status == "succeeded" and result.counts["points"] >= 40 and result.counts["topics"] >= 2
+    assert result.counts["concept_links"] == 2
+    with _staging(settings) as conn:
+        sources = {r[0] for r in conn.execute("SELECT source FROM topic_links WHERE kind = 'segment'")}
+        concept_topics = dict(conn.execute("SELECT item_id, topic FROM topic_links WHERE kind = 'concept'").fetchall())
+        theme_of_topic = {
+            r["topic"]: r["message_id"].split(":")[-1].split("-")[0]
+            for r in conn.execute(
+                "SELECT l.topic, m.message_id FROM topic_links l JOIN segment_messages m"
+                " ON m.segment_id = l.item_id WHERE l.kind = 'segment'"
+            )
+        }
+    assert "predicted" in sources  # 48 segments, fit on 30: the rest went through transform + approximate_predict
+    assert theme_of_topic[concept_topics["c-bread"]] == "baking"
+    assert theme_of_topic[concept_topics["c-sky"]] == "astronomy"
+
+
+def test_topics_and_report_commands_read_the_run(clustered: tuple[Settings, StageResult], tmp_path: Path) -> None:
+    """`topics --json` has the outlier share and topics; `report` writes the map, sizes, history and HTML."""
+    settings, _ = clustered
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["--data-dir", str(settings.data_dir), "topics", "--json", "--run-id", "r1"])
+    assert shown.exit_code == 0, shown.output
+    data = json.loads(shown.output)
+    assert set(data) >= {"outlier_share", "topics"} and data["topics"][0]["keywords"]
+    written = runner.invoke(cli, ["--data-dir", str(settings.data_dir), "report", "--out", str(tmp_path / "r")])
+    assert written.exit_code == 0, written.output
+    names = {p.name for p in (tmp_path / "r").iterdir()}
+    assert names == {"topic_map.png", "topic_sizes.png", "optuna_history.png", "index.html"}
+    assert (tmp_path / "r" / "topic_map.png").read_bytes()[:4] == b"\x89PNG"
+    for command in ("topics", "report"):
+        assert "Example:" in runner.invoke(cli, [command, "--help"]).output
+    missing = runner.invoke(cli, ["--data-dir", str(settings.data_dir), "topics", "--run-id", "nope"])
+    assert missing.exit_code == 1 and "no cluster results" in missing.output

@@ -1,0 +1,42 @@
+"""The embed and cluster stages as Prefect flows: in the whole pipeline, and `chatmem stage cluster` alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from contracts.results import STAGE_ORDER
+from flows.cli import cli
+
+pytestmark = pytest.mark.prefect
+
+
+def test_stage_order_places_embed_after_segment_and_cluster_after_concepts() -> None:
+    """embed needs segments; cluster links concepts, so it runs once the concept loop is done."""
+    order = list(STAGE_ORDER)
+    assert order.index("embed") == order.index("segment") + 1
+    assert order.index("cluster") > order.index("concepts")
+
+
+def test_run_then_stage_cluster_alone(data_dir: Path, jsonl_export: Path) -> None:
+    """`chatmem run` goes through embed and cluster; `chatmem stage cluster --run-id R` re-runs cluster alone."""
+    runner = CliRunner()
+    ran = runner.invoke(cli, ["--data-dir", str(data_dir), "run", str(jsonl_export), "--json"], catch_exceptions=False)
+    assert ran.exit_code == 0, ran.output
+    report = json.loads(ran.stdout)
+    stages = {s["stage"]: s for s in report["stages"]}
+    assert stages["embed"]["counts"]["texts_embedded"] == 6
+    assert stages["cluster"]["status"] == "skipped"  # 2 segments: far fewer than cluster.min_points
+    again = runner.invoke(
+        cli,
+        ["--data-dir", str(data_dir), "stage", "cluster", "--run-id", report["run_id"], "--json"],
+        catch_exceptions=False,
+    )
+    assert again.exit_code == 0, again.output
+    [only] = json.loads(again.stdout)["stages"]
+    assert only["stage"] == "cluster" and any("not clustered" in n for n in only["notes"])
+    shown = runner.invoke(cli, ["--data-dir", str(data_dir), "topics", "--json"], catch_exceptions=False)
+    assert json.loads(shown.stdout)["status"] == "skipped" and json.loads(shown.stdout)["topics"] == []

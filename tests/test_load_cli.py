@@ -1,0 +1,118 @@
+"""`chatmem graph ...` and the load stage inside `chatmem run`, in-process, against the session's real server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from click.testing import CliRunner, Result
+
+from flows.cli import cli
+from tests.graph_helpers import BoltServer, GraphEnv, write_branchy_jsonl
+
+pytest_plugins = ["tests.graph_fixtures"]
+
+
+def chatmem(*args: str | Path, data_dir: Path) -> Result:
+    return CliRunner().invoke(cli, ["--data-dir", str(data_dir), *map(str, args)], catch_exceptions=False)
+
+
+def as_json(result: Result) -> Any:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.prefect
+def test_run_loads_the_graph_and_stats_json_matches_what_staging_expects(
+    graph: GraphEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With NEO4J_* set, `chatmem run` loads that graph; `graph stats --json` has the documented shape."""
+    graph.env(monkeypatch)
+    data_dir, export = tmp_path / "data", write_branchy_jsonl(tmp_path / "a.jsonl")
+    assert chatmem("run", export, "--only", "ingest", data_dir=data_dir).exit_code == 0
+    loaded = chatmem("run", export, "--only", "load", data_dir=data_dir)
+    assert loaded.exit_code == 0, loaded.output
+    assert "load: succeeded" in loaded.stdout and graph.password not in loaded.output
+    stats = as_json(chatmem("graph", "stats", "--json", data_dir=data_dir))
+    assert set(stats) == {"nodes", "edges", "expected"}
+    assert stats["expected"] == {
+        "nodes": {"Conversation": 3, "Message": 24},
+        "edges": {"HAS_MESSAGE": 24, "NEXT": 15, "BRANCH": 6},
+    }
+    assert {k: stats["nodes"][k] for k in stats["expected"]["nodes"]} == stats["expected"]["nodes"]
+    assert stats["edges"] == stats["expected"]["edges"]
+    text = chatmem("graph", "stats", data_dir=data_dir).stdout
+    assert graph.uri in text and "HAS_MESSAGE" in text
+
+
+@pytest.mark.prefect
+def test_a_wrong_password_exits_1_with_one_error_line(
+    graph: GraphEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph.env(monkeypatch, NEO4J_PASSWORD="definitely-wrong")
+    data_dir, export = tmp_path / "data", write_branchy_jsonl(tmp_path / "a.jsonl", conversations=1)
+    assert chatmem("run", export, "--only", "ingest", data_dir=data_dir).exit_code == 0
+    result = chatmem("run", export, "--only", "load", data_dir=data_dir)
+    assert result.exit_code == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    [error] = errors
+    assert graph.uri in error and "authentication failed" in error and "chatmem stage load --run-id" in error
+    assert "definitely-wrong" not in result.output
+    stats = chatmem("graph", "stats", data_dir=data_dir)
+    assert stats.exit_code == 1 and "authentication failed" in stats.stderr
+
+
+@pytest.mark.prefect
+def test_without_a_graph_the_load_stage_is_skipped_and_says_why(tmp_path: Path) -> None:
+    """The test session turns the local server off (conftest): no NEO4J_URI means no graph, exit 0."""
+    data_dir, export = tmp_path / "data", write_branchy_jsonl(tmp_path / "a.jsonl", conversations=1)
+    result = chatmem("run", export, "--only", "ingest", data_dir=data_dir)
+    result = chatmem("run", export, "--only", "load", data_dir=data_dir)
+    assert result.exit_code == 0, result.output
+    assert "load: skipped" in result.stdout and "no NEO4J_URI is set" in result.stdout
+    stats = chatmem("graph", "stats", data_dir=data_dir)
+    assert stats.exit_code == 1 and "not loaded" in stats.stderr
+
+
+@pytest.mark.prefect
+@pytest.mark.slow
+def test_graph_up_down_status_and_run_starting_the_local_server(
+    bolt_server: BoltServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session server's directory as the local server: down, status, `run` starts it (announced once), up."""
+    monkeypatch.setenv("CHATMEM_LOAD__LOCAL_SERVER", "true")
+    monkeypatch.setenv("CHATMEM_LOAD__LOCAL_DIR", str(bolt_server.server.directory))
+    monkeypatch.setenv("CHATMEM_LOAD__LOCAL_HEAP", "1g")
+    data_dir, export = tmp_path / "data", write_branchy_jsonl(tmp_path / "a.jsonl", conversations=2)
+    before = bolt_server.ensure_up()
+    status = as_json(chatmem("graph", "status", "--json", data_dir=data_dir))
+    assert status["local_server"]["running"] and status["local_server"]["uri"] == before.uri
+    assert as_json(chatmem("graph", "down", "--json", data_dir=data_dir))["status"] == "stopped"
+    assert not as_json(chatmem("graph", "status", "--json", data_dir=data_dir))["local_server"]["running"]
+    assert "not running" in chatmem("graph", "status", data_dir=data_dir).stdout
+
+    assert chatmem("run", export, "--only", "ingest", data_dir=data_dir).exit_code == 0
+    loaded = chatmem("run", export, "--only", "load", data_dir=data_dir)
+    assert loaded.exit_code == 0, loaded.output
+    assert loaded.stdout.count("graph: started the local ArcadeDB server at") == 1
+    up_result = chatmem("graph", "up", "--json", data_dir=data_dir)
+    up = as_json(up_result)
+    assert up["status"] == "running" and up["uri"] == before.uri  # the same ports after a restart
+    stats = as_json(chatmem("graph", "stats", "--json", data_dir=data_dir))
+    assert stats["expected"]["nodes"] == {"Conversation": 2, "Message": 16}
+
+    password = bolt_server.server.password()
+    directory = bolt_server.server.directory
+    for private in (directory / "password", directory / "java.args"):
+        assert private.stat().st_mode & 0o777 == 0o600
+    process = psutil.Process(up["pid"])
+    assert password not in " ".join(process.cmdline())
+    listening = [c.laddr for c in process.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+    assert listening and all(addr.ip in ("127.0.0.1", "::ffff:127.0.0.1") for addr in listening), listening
+    for result in (loaded, up_result):
+        assert password not in result.output
+    assert password not in (directory / "server.log").read_text(errors="replace")

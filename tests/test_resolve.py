@@ -1,0 +1,118 @@
+"""Entity resolution (extract.resolve): over-merging measured on a labelled set of near-names.
+
+The set is written for this test. SAME: two surface forms of one concept (plural, word order, hyphenation, a
+typo, a possessive or filler word, a refining trailing word); four are marked expected misses (a synonym, and
+names with an extra word whose letters differ too much), kept in so the recall figure stays honest. DIFFERENT:
+near-names of different concepts (another head or modifier, another number, a leading modifier or a
+trailing head that makes another kind of thing, one word a few letters longer). Each pair is resolved in a fresh
+store holding only the first name, both typed `project`, so the type gate does none of the work.
+Measured: precision 1.00 (0 wrong merges of 23), recall 0.80 (16 of 20).
+"""
+
+from __future__ import annotations
+
+from extract.resolve import Resolver, char_ngram_cosine, tokens, words_agree
+
+SAME = [
+    ("Kitchen renovation", "kitchen renovations"),
+    ("Kitchen renovation", "kitchen remodel"),  # synonym: expected miss
+    ("Marathon training", "training for the marathon"),
+    ("Spanish lessons", "Spanish lesson"),
+    ("Job search", "job-search"),
+    ("Photography hobby", "my photography hobby"),
+    ("Grandma's 80th birthday party", "grandma's 80th birthday"),
+    ("Home gym setup", "home-gym set up"),
+    ("Kubernetes migration", "migration to Kubernetes"),
+    ("Wedding planning", "planning the wedding"),
+    ("Sourdough baking", "baking sourdough"),
+    ("PhD thesis", "Ph.D. thesis"),
+    ("Vegetable garden", "vegetable gardening"),
+    ("Learning Python", "learning python programming"),  # a trailing word, low similarity: expected miss
+    ("Mediterranean diet", "Mediteranean diet"),
+    ("Book club", "book clubs"),
+    ("Morning run", "morning runs"),
+    ("Emergency fund", "emergency savings fund"),  # a word in the middle: expected miss
+    ("Kubernetes", "Kubernets"),
+    ("Strength training", "strength training sessions"),  # a trailing word, low ratio: expected miss
+]
+DIFFERENT = [
+    ("Spanish lessons", "French lessons"),
+    ("Marathon training", "Half marathon training"),
+    ("Kitchen renovation", "Bathroom renovation"),
+    ("Job search", "Job offer"),
+    ("Java", "JavaScript"),
+    ("Apple", "Apple pie"),
+    ("2023 tax return", "2024 tax return"),
+    ("Mom's birthday", "Dad's birthday"),
+    ("Morning run", "Morning routine"),
+    ("Data science course", "Data engineering course"),
+    ("iPhone 14", "iPhone 15"),
+    ("React", "React Native"),
+    ("Vegetarian diet", "Vegan diet"),
+    ("Car insurance", "Home insurance"),
+    ("Guitar lessons", "Bass guitar lessons"),
+    ("Coffee", "Coffee table"),
+    ("Trip to Paris", "Trip to Rome"),
+    ("Dog training", "Puppy training"),
+    ("Sister's wedding", "Brother's wedding"),
+    ("Customs", "Customers"),
+    ("Course", "Coursera"),
+    ("Fly fishing", "Fly fishing vest"),
+    ("Social media", "Social media break"),
+]
+
+
+def _merges(first: str, second: str) -> bool:
+    resolver = Resolver(fuzzy_threshold=0.85, similarity_threshold=0.8, similarity=char_ngram_cosine)
+    resolver.add("a", "project", [first])
+    return resolver.resolve(second, [], "project") is not None
+
+
+def test_over_merging_on_labelled_near_names_precision_and_recall() -> None:
+    """Default thresholds: no wrong merge (precision 1.0), and at least 80 % of true pairs found (recall)."""
+    true_merges = sum(_merges(a, b) for a, b in SAME)
+    false_merges = sum(_merges(a, b) for a, b in DIFFERENT)
+    precision = true_merges / (true_merges + false_merges)
+    recall = true_merges / len(SAME)
+    print(f"near-names: precision {precision:.2f} ({false_merges} wrong of {len(DIFFERENT)}), recall {recall:.2f}")
+    assert false_merges == 0 and precision == 1.0
+    assert recall >= 0.8
+
+
+def test_exact_match_ignores_case_punctuation_and_plurals_across_types() -> None:
+    """ "Games" finds "game" whatever the type: titles stay unique."""
+    resolver = Resolver(0.85, 0.8, char_ngram_cosine)
+    resolver.add("game", "entity", ["Game"])
+    match = resolver.resolve("GAMES!", [], "project")
+    assert match is not None and (match.concept_id, match.method) == ("game", "exact")
+
+
+def test_an_alias_resolves_to_its_concept() -> None:
+    """A hypothesis titled differently but carrying a known alias attaches to that concept."""
+    resolver = Resolver(0.85, 0.8, char_ngram_cosine)
+    resolver.add("reno", "project", ["Kitchen renovation", "the reno"])
+    match = resolver.resolve("House works", ["The Reno"], "project")
+    assert match is not None and (match.concept_id, match.method) == ("reno", "alias")
+
+
+def test_fuzzy_and_similarity_steps_need_the_same_type() -> None:
+    """A near-name of another type is not merged by the fuzzy or similarity steps."""
+    resolver = Resolver(0.85, 0.8, char_ngram_cosine)
+    resolver.add("a", "goal", ["Marathon training"])
+    assert resolver.resolve("training for the marathon", [], "event") is None
+
+
+def test_the_similarity_is_pluggable() -> None:
+    """An injected similarity decides the third step (issue 5 plugs embeddings in here)."""
+    resolver = Resolver(fuzzy_threshold=1.0, similarity_threshold=0.5, similarity=lambda a, b: 0.9)
+    resolver.add("a", "project", ["Garden shed build"])
+    match = resolver.resolve("Garden shed bild", [], "project")
+    assert match is not None and match.method == "similarity" and match.score == 0.9
+
+
+def test_the_veto_keeps_names_with_different_words_apart() -> None:
+    """Each side has its own word, or the numbers differ, or a leading modifier was added: different things."""
+    assert not words_agree(tokens("Spanish lessons"), tokens("French lessons"))
+    assert not words_agree(tokens("iPhone 14"), tokens("iPhone 15"))
+    assert not words_agree(tokens("Marathon training"), tokens("Half marathon training"))
+    assert words_agree(tokens("Grandma's 80th birthday"), tokens("Grandma's 80th birthday party"))

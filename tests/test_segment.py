@@ -1,0 +1,131 @@
+"""Segmentation (extract.segment, pure) and the segment stage (extract.stage_segment) on real SQLite files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from concept_support import Msg, conversation, open_dbs, write_archive
+
+from extract import stage_segment
+from extract.segment import PathMessage, SegmentParams, segment_conversation
+from extract.text import estimate_tokens
+
+GARDEN = "My vegetable garden has tomatoes and peppers; the tomato plants need staking and compost in the garden beds."
+GARDEN_REPLY = "For tomato plants in garden beds, stake early, add compost, and water the tomatoes deeply twice a week."
+TAXES = "Separate question: how do I file quarterly estimated taxes as a freelancer with income from two clients?"
+TAXES_REPLY = "Freelancers pay quarterly estimated taxes with Form 1040-ES; total the income from both clients first."
+
+
+def _path(*texts: tuple[str, str]) -> list[PathMessage]:
+    return [
+        PathMessage(f"m{i}", role, text, f"2024-01-01T00:0{i}:00+00:00", f"h{i}")
+        for i, (role, text) in enumerate(texts)
+    ]
+
+
+def test_token_estimate_is_a_quarter_of_the_characters_rounded_up() -> None:
+    """The budget's cheap estimate: ceil(len / 4), at least 1."""
+    assert [estimate_tokens(t) for t in ("", "abc", "abcd", "abcde", "x" * 400)] == [1, 1, 1, 2, 100]
+
+
+def test_segments_stay_within_the_token_budget_and_cover_the_path_in_order() -> None:
+    """Every segment fits the budget (a lone message may exceed it), and the segments tile the path."""
+    path = _path(
+        *[("user" if i % 2 == 0 else "assistant", f"message {i} " + "word " * (20 + 7 * i)) for i in range(12)]
+    )
+    drafts = segment_conversation("c", path, SegmentParams(max_tokens=120, min_tokens=0, shift_threshold=0))
+    assert [m for d in drafts for m in d.message_ids] == [m.uuid for m in path]
+    for draft in drafts:
+        assert draft.token_estimate <= 120 or len(draft.message_ids) == 1
+    assert {d.boundary for d in drafts[1:]} == {"budget"}
+
+
+def test_a_topic_shift_cuts_before_the_user_turn_that_changes_the_subject() -> None:
+    """Garden talk then taxes talk: two segments, the second starting at the taxes question."""
+    path = _path(("user", GARDEN), ("assistant", GARDEN_REPLY), ("user", TAXES), ("assistant", TAXES_REPLY))
+    drafts = segment_conversation("c", path, SegmentParams(max_tokens=1000, min_tokens=10))
+    assert [d.message_ids for d in drafts] == [("m0", "m1"), ("m2", "m3")]
+    assert drafts[1].boundary == "topic"
+
+
+def test_no_topic_cut_before_min_tokens() -> None:
+    """A shift inside a segment still under min_tokens does not cut it."""
+    path = _path(("user", GARDEN), ("assistant", GARDEN_REPLY), ("user", TAXES), ("assistant", TAXES_REPLY))
+    assert len(segment_conversation("c", path, SegmentParams(max_tokens=1000, min_tokens=500))) == 1
+
+
+def test_a_reply_that_overflows_takes_its_question_along() -> None:
+    """When the budget cuts before an answer, its question moves to the new segment with it."""
+    path = _path(("user", "a " * 100), ("assistant", "b " * 100), ("user", "c " * 100), ("assistant", "d " * 100))
+    drafts = segment_conversation("c", path, SegmentParams(max_tokens=130, min_tokens=0, shift_threshold=0))
+    assert [d.message_ids for d in drafts] == [("m0", "m1"), ("m2", "m3")]
+
+
+def test_segmentation_is_deterministic_and_ids_depend_on_conversation_and_ends() -> None:
+    """Same input, same segments; the id changes with the conversation id, the content hash with the text."""
+    path = _path(("user", GARDEN), ("assistant", GARDEN_REPLY), ("user", TAXES), ("assistant", TAXES_REPLY))
+    params = SegmentParams(max_tokens=1000, min_tokens=10)
+    first, again = segment_conversation("c", path, params), segment_conversation("c", path, params)
+    assert first == again
+    assert first[0].segment_id != segment_conversation("other", path, params)[0].segment_id
+    edited = [path[0], PathMessage("m1", "assistant", "changed", path[1].created_at, "other-hash"), *path[2:]]
+    assert segment_conversation("c", edited, params)[0].content_hash != first[0].content_hash
+
+
+def test_appending_messages_keeps_the_earlier_segments() -> None:
+    """Boundaries depend only on nearby messages: a longer conversation keeps its earlier segments as they were."""
+    turns = [("user", GARDEN), ("assistant", GARDEN_REPLY), ("user", TAXES), ("assistant", TAXES_REPLY)]
+    params = SegmentParams(max_tokens=1000, min_tokens=10)
+    before = segment_conversation("c", _path(*turns), params)
+    after = segment_conversation("c", _path(*turns, ("user", GARDEN), ("assistant", GARDEN_REPLY)), params)
+    assert after[0] == before[0]
+
+
+def test_stage_segments_the_visible_active_path_only(tmp_path: Path) -> None:
+    """Hidden and inactive messages are in no segment; membership rows list the rest in order."""
+    dbs = open_dbs(tmp_path)
+    messages = [
+        Msg("system", "hidden context", hidden=True),
+        Msg("user", GARDEN),
+        Msg("assistant", "an abandoned branch", active=False),
+        Msg("assistant", GARDEN_REPLY),
+    ]
+    write_archive(dbs.archive, [conversation("c1", messages)])
+    result = stage_segment.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
+    members = dbs.staging.execute("SELECT message_id FROM segment_messages ORDER BY segment_id, position").fetchall()
+    assert [m[0] for m in members] == ["c1-m1", "c1-m3"]
+    assert result.counts["segments_written"] == 1 and result.counts["messages_segmented"] == 2
+    row = dbs.staging.execute("SELECT * FROM segments").fetchone()
+    assert (row["first_message_id"], row["last_message_id"]) == ("c1-m1", "c1-m3")
+    assert row["first_time"] < row["last_time"] and row["token_estimate"] > 0
+
+
+def test_stage_rerun_on_unchanged_archive_does_no_work(tmp_path: Path) -> None:
+    """Same archive, second run: skipped, nothing written, rows keep the run that made them."""
+    dbs = open_dbs(tmp_path)
+    write_archive(dbs.archive, [conversation("c1", [("user", GARDEN), ("assistant", GARDEN_REPLY)])])
+    first = dbs.run_id()
+    stage_segment.run(dbs.archive, dbs.staging, run_id=first, settings=dbs.settings)
+    again = stage_segment.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
+    assert again.status == "skipped" and again.counts["conversations_unchanged"] == 1
+    assert again.counts["segments_written"] == 0
+    assert {r[0] for r in dbs.staging.execute("SELECT run_id FROM segments")} == {first}
+
+
+def test_stage_resegments_only_changed_conversations_and_retires_stale_segments(tmp_path: Path) -> None:
+    """A newer dump changes one conversation: its old segment is retired, the other conversation is untouched."""
+    dbs = open_dbs(tmp_path, segment={"min_tokens": 10})
+    garden = conversation("c1", [("user", GARDEN), ("assistant", GARDEN_REPLY)])
+    taxes = conversation("c2", [("user", TAXES), ("assistant", TAXES_REPLY)])
+    write_archive(dbs.archive, [garden, taxes], tag="dump1")
+    stage_segment.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
+    edited = conversation("c1", [("user", GARDEN), ("assistant", "Short answer now.")])
+    write_archive(dbs.archive, [edited], tag="dump2")
+    result = stage_segment.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
+    assert result.counts["conversations_segmented"] == 1 and result.counts["conversations_unchanged"] == 1
+    # Same first and last message: the same segment id, updated in place with the new content hash.
+    assert result.counts["segments_written"] == 1 and result.counts["segments_retired"] == 0
+    longer = conversation("c1", [("user", GARDEN), ("assistant", "Short answer now."), ("user", "More?")])
+    write_archive(dbs.archive, [longer], tag="dump3")
+    result = stage_segment.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
+    assert result.counts["segments_retired"] == 1 and result.counts["segments_current"] == 2
