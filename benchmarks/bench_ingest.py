@@ -255,6 +255,20 @@ def report(command: str, export: Path, results: dict[str, dict[str, Any]], info:
     return "\n".join(lines)
 
 
+def write_section(path: Path, section: str) -> None:
+    """Replace this benchmark's section of RESULTS.md (from its heading to the next top-level heading),
+    keeping the other benchmarks' sections."""
+    old = path.read_text() if path.exists() else ""
+    section = section.rstrip("\n") + "\n\n"
+    heading = section.splitlines()[0]
+    start = old.find(heading)
+    if start < 0:
+        path.write_text(section + old)
+        return
+    end = old.find("\n# ", start + len(heading))
+    path.write_text(old[:start] + section + (old[end + 1 :] if end >= 0 else ""))
+
+
 RESULTS_HEADER = """# Ingest benchmark results
 
 Written by `benchmarks/bench_ingest.py` (see `benchmarks/README.md` for what is measured and how). One run on
@@ -308,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(text)
         if not args.quick:
-            args.results.write_text(RESULTS_HEADER + text + "\n")
+            write_section(args.results, RESULTS_HEADER + text + "\n")
             print(f"\nwrote {args.results}")
     finally:
         if not args.keep:

@@ -27,7 +27,7 @@ WEIGHT_CAP_CHARS = 2000  # a pasted log weighs no more in its segment than a lon
 @dataclass(slots=True)
 class EmbedCounts:
     texts: int = 0  # texts asked for
-    cached: int = 0  # found in staging.db: no model call
+    cached: int = 0  # no model call: found in staging.db, or the same text earlier in this call
     embedded: int = 0  # sent to the model
     written: int = 0  # new vectors stored
 

@@ -3,8 +3,9 @@
 The six steps: open a stage run; read the current segments' vectors (written by the embed stage under the
 configured model) and the concepts'; compute (cluster.tuning: the study on a seeded sample, stored in
 optuna.db under the data dir and reused when the inputs are the same; cluster.topics: final fit, outlier
-handling, c-TF-IDF labels, the 2-D map); check the links (weights in 0..1, every topic non-empty); replace
-this run's rows in staging.db in one transaction; close the stage run with counts, or record the failure.
+handling, c-TF-IDF labels, LLM names when extract.llm is set, the 2-D map); check the links (`_check`: weights
+finite in 0..1, every link to a known topic, no empty topic); replace this run's rows in staging.db in one
+transaction; close the stage run with counts, or record the failure.
 
 Fewer points than `cluster.min_points` (a tiny archive, a test): nothing to tune, so the stage records a
 skipped run with a note instead of forcing a meaningless clustering.
@@ -25,11 +26,12 @@ import numpy as np
 from cluster import topics as fit_topics
 from cluster.embed import EmbedCounts, ProgressFactory
 from cluster.embedders import Embedder, build_embedder, embedder_key
+from cluster.labels_llm import LabelCounts, llm_labels
 from cluster.ledger import finish, stage_run
 from cluster.stage_embed import embed_concepts
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult
-from contracts.settings import Settings
+from contracts.settings import LLMSettings, Settings
 from staging import concepts as concept_store
 from staging import embeddings as vectors
 from staging import segments as segment_store
@@ -114,6 +116,12 @@ def run(
             labels = fit_topics.renumber(labels)
         with _timed(seconds, "labels"):
             topic_rows = _describe_topics(archive, members, points, labels, ids, key, settings)
+        named = LabelCounts()
+        if cfg.llm_labels and settings.extract.llm is not None and topic_rows:
+            with _timed(seconds, "llm_labels"):
+                _name_topics(archive, staging, members, topic_rows, settings.extract.llm, named)
+            if named.failed:
+                notes.append(f"{named.failed} topic(s) kept their keyword label: the LLM gave no usable name")
         uids = {t["topic"]: t["topic_uid"] for t in topic_rows}
         links = [
             ("segment", ids[i], int(labels[i]), uids[int(labels[i])], _unit(weights[i]), source[i])
@@ -139,6 +147,7 @@ def run(
             "seconds": {k: round(v, 3) for k, v in seconds.items()},
             "notes": notes,
         }
+        _check(topic_rows, links)
         with _timed(seconds, "write"):
             store.write_run(staging, run_id, summary, topic_rows, links, map_rows)
         counts = {
@@ -151,6 +160,9 @@ def run(
             "trials_reused": len([t for t in tuned.trials if t.state == "COMPLETE"]) - tuned.trials_run,
             "links": len(links),
             "concept_links": sum(1 for link in links if link[0] == "concept"),
+            "llm_label_calls": named.calls,
+            "llm_labels_cached": named.cached,
+            "llm_labels_failed": named.failed,
         }
         log.info("cluster - %s; %s", counts, summary["seconds"])
         return finish(ledger, rows_in=len(ids), rows_out=len(links) + len(topic_rows), counts=counts, notes=notes)
@@ -192,6 +204,22 @@ def _describe_topics(
             }
         )
     return rows
+
+
+def _name_topics(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    members: dict[str, tuple[str, ...]],
+    topic_rows: list[dict[str, Any]],
+    llm: LLMSettings,
+    counts: LabelCounts,
+) -> None:
+    """Replace keyword labels with the LLM's names where it gives one (cached per topic_uid)."""
+    texts = _segment_texts(archive, members, [r for t in topic_rows for r in t["representatives"]])
+    snippets = {t["topic"]: [texts.get(r, "") for r in t["representatives"]] for t in topic_rows}
+    names = llm_labels(staging, llm, topic_rows, snippets, counts)
+    for row in topic_rows:
+        row["label"] = names.get(row["topic"], row["label"])
 
 
 def _segment_texts(
@@ -241,6 +269,16 @@ def _concept_links(
         best = max(sims, key=lambda t: (sims[t], -t))
         links.append(("concept", concept_id, best, uids[best], _unit(max(sims[best], 0.0)), "reassigned"))
     return links
+
+
+def _check(topic_rows: list[dict[str, Any]], links: list[tuple[str, str, int, str, float, str]]) -> None:
+    """Step 4: what is about to be written holds together (a failure here is a bug: the stage fails)."""
+    uids = {t["topic_uid"] for t in topic_rows}
+    if any(t["size"] < 1 for t in topic_rows) or len(uids) != len(topic_rows):
+        raise ValueError("a topic is empty or two topics share a topic_uid")
+    bad = [link for link in links if link[3] not in uids or not 0.0 <= link[4] <= 1.0]
+    if bad:
+        raise ValueError(f"{len(bad)} BELONGS_TO link(s) name an unknown topic or a weight outside 0..1: {bad[0]}")
 
 
 def _old_to_new(before: np.ndarray[Any, Any], after: np.ndarray[Any, Any]) -> dict[int, int]:

@@ -266,6 +266,8 @@ def tune(
             on_trial(1)
         return score
 
+    if on_trial is not None and done:
+        on_trial(min(done, n_trials))  # a progress bar counts reused trials as done
     if todo:
         log.info("cluster - study %s: %d trial(s) to run, %d reused, %d points", name, todo, done, n)
         study.optimize(trial_fn, n_trials=todo, timeout=timeout_s, gc_after_trial=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic.fields import FieldInfo
@@ -268,6 +269,11 @@ class ClusterSettings(BaseModel):
     label_docs: int = Field(
         default=300, ge=1, description="Most segments per topic whose text feeds c-TF-IDF (a seeded sample)."
     )
+    llm_labels: bool = Field(
+        default=True,
+        description="When extract.llm is set, ask that endpoint for a short name per topic (cached per topic); "
+        "false, or no endpoint: the label is the top 3 c-TF-IDF keywords.",
+    )
 
 
 class LoadSettings(BaseModel):
@@ -318,6 +324,17 @@ class LoadSettings(BaseModel):
     java: Path | None = Field(
         default=None, description="Java executable for the local server; default: the JRE bundled in arcadedb-embedded."
     )
+
+
+def redact_uri(uri: str | None) -> str | None:
+    """The URI without a user:password@ part (a password written into NEO4J_URI stays out of the ledger)."""
+    if uri is None:
+        return None
+    parts = urlsplit(uri)
+    if parts.username is None and parts.password is None:
+        return uri
+    netloc = f"{parts.hostname or ''}:{parts.port}" if parts.port else parts.hostname or ""
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 NEO4J_ENV = {
@@ -396,4 +413,6 @@ class Settings(BaseSettings):
 
     def public_dump(self) -> dict[str, Any]:
         """Settings as JSON-able data for the run ledger. Secret fields are excluded here."""
-        return self.model_dump(mode="json", exclude={"load": {"password"}})
+        data = self.model_dump(mode="json", exclude={"load": {"password"}})
+        data["load"]["uri"] = redact_uri(self.load.uri)
+        return data

@@ -144,7 +144,7 @@ def graph_stats(app: App, as_json: bool) -> None:
     Example: chatmem graph stats --json
     """
     from load.graph import Graph
-    from load.stage import expected_counts
+    from load.inputs import expected_counts
     from load.target import NO_GRAPH, resolve_target
 
     settings = app.settings()

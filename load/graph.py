@@ -8,11 +8,11 @@ never part of a message, a log line or a staging row.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from neo4j import Driver, GraphDatabase
 from neo4j.exceptions import (
@@ -27,6 +27,7 @@ from neo4j.exceptions import (
     TransientError,
 )
 
+from contracts.settings import redact_uri
 from load import cypher
 from load.errors import GraphAuthError, GraphDatabaseMissing, GraphUnavailable, GraphWriteError, LoadError
 
@@ -52,21 +53,18 @@ class Target:
 
 def redact(uri: str) -> str:
     """The URI without any user:password@ part."""
-    parts = urlsplit(uri)
-    if parts.username is None and parts.password is None:
-        return uri
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return redact_uri(uri) or ""
 
 
 def is_transient(exc: BaseException) -> bool:
     """True for the errors a batch is retried on; the only place that decides it.
 
     - the connection was refused or lost (ServiceUnavailable, SessionExpired): the server restarts, a network
-      blip. This includes IncompleteCommit (the commit may or may not have happened): every batch is an
-      idempotent MERGE keyed on stable ids, so sending it again cannot duplicate anything;
-    - Neo.TransientError.* (deadlock, lock timeout, leader switch) and whatever else the driver calls retryable.
+      blip. This includes IncompleteCommit (the commit may or may not have happened): every batch is idempotent
+      (MERGE on stable ids, or CREATE under a uniqueness constraint that falls back to MERGE), so sending it
+      again cannot duplicate anything;
+    - Neo.TransientError.* (deadlock, lock timeout, leader switch; ArcadeDB reports a concurrent modification of
+      a page as DeadlockDetected) and whatever else the driver calls retryable.
     Authentication, a missing database, a constraint or a Cypher error are not transient: retrying cannot help.
     """
     if isinstance(exc, AuthError | ConfigurationError):
@@ -82,8 +80,11 @@ def cause(exc: BaseException) -> str:
         text = exc.message or str(exc)
         code = exc.code or type(exc).__name__
         return f"{code}: {' '.join(text.split())}"
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"{type(exc).__name__}: {first}"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    reason = re.search(r"\(reason (.+?)\)\s*$", text)  # "Couldn't connect to H (resolved to ...): ... (reason X)"
+    if reason is not None:
+        text = f"{text.split(' (resolved', 1)[0]}: {reason.group(1)}"
+    return f"{type(exc).__name__}: {text[:300]}"
 
 
 def classify(target: Target, exc: BaseException) -> LoadError:

@@ -15,12 +15,11 @@ sent again, and MERGE makes that harmless.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, closing, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,12 +29,13 @@ from contracts.settings import Settings
 from contracts.version import code_version
 from load import cypher
 from load.errors import GraphWriteError, LoadError
-from load.graph import Graph, Target
+from load.graph import Graph, Target, redact
+from load.inputs import available_layers, input_watermark
 from load.layers import LAYERS, Layer, NodeLayer, edge_layers, node_layers
-from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, source_rows
 from load.overlap import Prefetch, WriteBehind
+from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, source_rows
 from load.target import resolve_target
-from staging.db import connect_readonly
+from staging.db import connect, connect_readonly
 from staging.ledger import StageRun
 from staging.load_state import (
     BatchKey,
@@ -107,7 +107,7 @@ def run(
         run_id=run_id,
         stage=STAGE,
         input_fingerprint=watermark,
-        settings=settings.load.model_dump(mode="json", exclude={"password"}),
+        settings=settings.public_dump()["load"],
         code_version=code_version(),
     )
     hint = f"chatmem stage load --run-id {run_id}"
@@ -167,14 +167,13 @@ def _load(
         for layer in lost:
             forget_layer(staging, target.key, layer.name)
         # Until this load succeeds, no later one may skip: forget the watermark first.
-        record_target(
-            staging, target.key, uri=target.uri, database=target.database, watermark=None, run_id=stage_run.run_id
-        )
+        uri = redact(target.uri)
+        record_target(staging, target.key, uri=uri, database=target.database, watermark=None, run_id=stage_run.run_id)
         for layer in layers:
             _load_layer(archive, staging, stage_run, graph, layer, settings, progress, tally)
         tally.counts["layers"] = len(layers)
         record_target(
-            staging, target.key, uri=target.uri, database=target.database, watermark=watermark, run_id=stage_run.run_id
+            staging, target.key, uri=uri, database=target.database, watermark=watermark, run_id=stage_run.run_id
         )
     return False
 
@@ -224,15 +223,22 @@ def _load_layer(
             size = settings.load.batch_size
             yield from batches(layer, changes, batch_size=size, max_bytes=max_bytes, first_size=FIRST_BATCH)
 
-    with _bar(progress, layer, source) as advance:
-        for batch in Prefetch(produce):
-            numbers[batch.kind] += 1
-            _write_batch(staging, stage_run, graph, batch, numbers[batch.kind], settings, tally)
-            advance(len(batch.changes))
+    ledger: WriteBehind[sqlite3.Connection] = WriteBehind(lambda: connect(manifest_path), lambda conn: conn.close())
+    try:
+        with _bar(progress, layer, source) as advance:
+            for batch in Prefetch(produce):
+                numbers[batch.kind] += 1
+                _write_batch(ledger, stage_run, graph, batch, numbers[batch.kind], settings, tally)
+                advance(len(batch.changes))
+    except BaseException:
+        with suppress(BaseException):  # the batch's failure is the error to report; the ledger has recorded it
+            ledger.close()
+        raise
+    ledger.close()
 
 
 def _write_batch(
-    staging: sqlite3.Connection,
+    ledger: WriteBehind[sqlite3.Connection],
     stage_run: StageRun,
     graph: Graph,
     batch: Batch,
@@ -247,19 +253,17 @@ def _write_batch(
             f" ArcadeDB refuses Bolt messages over {cypher.ARCADEDB_MAX_MESSAGE // 2**20} MiB (load into Neo4j)"
         )
     key = BatchKey(stage_run.run_id, layer.name, batch.kind, number)
-    started = begin_batch(
-        staging,
-        key,
-        stage_run_id=stage_run.id,
-        target=target.key,
-        rows=len(batch.changes),
-        first_key=batch.first_key,
-        last_key=batch.last_key,
+    rows, first, last = len(batch.changes), batch.first_key, batch.last_key
+    ledger.submit(
+        lambda conn: begin_batch(
+            conn, key, stage_run_id=stage_run.id, target=target.key, rows=rows, first_key=first, last_key=last
+        )
     )
+    started = time.monotonic()
 
     def retried(_attempt: int, why: str) -> None:
         tally.add("retries")
-        retried_batch(staging, key, why)
+        ledger.submit(lambda conn: retried_batch(conn, key, why))
 
     query, fallback = (cypher.upsert(layer), None) if batch.kind == "upsert" else (cypher.delete(layer), None)
     if batch.kind == "upsert" and isinstance(layer, NodeLayer) and batch.all_new:
@@ -274,63 +278,29 @@ def _write_batch(
             on_conflict=fallback,
         )
     except BaseException as exc:
-        fail_batch(staging, key, started, str(exc) or type(exc).__name__)
+        error, seconds = str(exc) or type(exc).__name__, time.monotonic() - started
+        ledger.submit(lambda conn: fail_batch(conn, key, seconds, error))
         raise
+    seconds, target_key = time.monotonic() - started, target.key
     kind = "nodes" if isinstance(layer, NodeLayer) else "edges"
+    upserted: list[tuple[str, int]] = []
+    deleted: list[str] = []
     if batch.kind == "delete":
-        finish_batch(staging, key, started, target=target.key, written=written, deleted=[c.key for c in batch.changes])
+        deleted = [c.key for c in batch.changes]
         tally.add(f"{kind}_deleted", len(batch.changes))
     elif kind == "edges" and written < len(batch.changes):
         # Some end nodes are missing: keep these rows out of the manifest so that a later load tries them again.
-        finish_batch(staging, key, started, target=target.key, written=written)
         tally.add("edges_missing_ends", len(batch.changes) - written)
         tally.add("edges_upserted", written)
     else:
         upserted = [(c.key, c.row_hash) for c in batch.changes]
-        finish_batch(staging, key, started, target=target.key, written=written, upserted=upserted)
         tally.add(f"{kind}_upserted", len(batch.changes))
+    ledger.submit(
+        lambda conn: finish_batch(
+            conn, key, seconds, target=target_key, written=written, upserted=upserted, deleted=deleted
+        )
+    )
     tally.add("batches")
-
-
-def available_layers(
-    archive: sqlite3.Connection, staging: sqlite3.Connection, layers: Sequence[Layer]
-) -> tuple[list[Layer], list[str]]:
-    """The layers whose tables exist, and the names of those skipped for a missing table."""
-    names = {"archive": _table_names(archive), "staging": _table_names(staging)}
-    present = [layer for layer in layers if set(layer.requires) <= names[layer.source]]
-    return present, [layer.name for layer in layers if layer not in present]
-
-
-def expected_counts(
-    archive: sqlite3.Connection, staging: sqlite3.Connection, layers: Sequence[Layer] = LAYERS
-) -> dict[str, dict[str, int]]:
-    """What the graph should hold: each present layer's row count now (`chatmem graph stats`)."""
-    present, _ = available_layers(archive, staging, layers)
-    expected: dict[str, dict[str, int]] = {"nodes": {}, "edges": {}}
-    for layer in present:
-        source = archive if layer.source == "archive" else staging
-        expected["nodes" if layer.kind == "node" else "edges"][layer.name] = int(
-            source.execute(count_sql(layer)).fetchone()[0]
-        )
-    return expected
-
-
-def input_watermark(archive: sqlite3.Connection, staging: sqlite3.Connection, layers: Sequence[Layer]) -> str:
-    """A fingerprint of everything the layers read: the archive's sources, the latest succeeded stage run of
-    any other stage, the layers' own SQL and the code version. Equal to the last succeeded load's: skip."""
-    parts: list[object] = [code_version(), [f"{layer.name}:{layer.source}:{layer.sql}" for layer in layers]]
-    if "sources" in _table_names(archive):
-        parts.append(
-            list(archive.execute("SELECT COUNT(*), MAX(id), SUM(status = 'complete') FROM sources").fetchone())
-        )
-    if "stage_runs" in _table_names(staging):
-        found = staging.execute("SELECT MAX(id) FROM stage_runs WHERE stage != ? AND status = 'succeeded'", (STAGE,))
-        parts.append(found.fetchone()[0])
-    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
-
-
-def _table_names(conn: sqlite3.Connection) -> set[str]:
-    return {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
 
 
 def _path(conn: sqlite3.Connection) -> Path:

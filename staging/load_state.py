@@ -14,7 +14,6 @@ are not part of staging.db's versioned migrations. The graph password never reac
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -99,8 +98,8 @@ def begin_batch(
     rows: int,
     first_key: str,
     last_key: str,
-) -> float:
-    """Record a batch as running (a retry of the same batch number counts one more attempt). Returns a clock."""
+) -> None:
+    """Record a batch as running (a retry of the same batch number counts one more attempt)."""
     with Transaction(conn):
         conn.execute(
             "INSERT INTO load_batches (run_id, stage_run_id, target, layer, kind, batch_no, rows, status, attempts,"
@@ -111,7 +110,6 @@ def begin_batch(
             " last_key = excluded.last_key",
             (key.run_id, stage_run_id, target, key.layer, key.kind, key.batch_no, rows, _now(), first_key, last_key),
         )
-    return time.monotonic()
 
 
 def retried_batch(conn: sqlite3.Connection, key: BatchKey, error: str) -> None:
@@ -127,7 +125,7 @@ def retried_batch(conn: sqlite3.Connection, key: BatchKey, error: str) -> None:
 def finish_batch(
     conn: sqlite3.Connection,
     key: BatchKey,
-    started: float,
+    duration_s: float,
     *,
     target: str,
     written: int,
@@ -142,7 +140,7 @@ def finish_batch(
         conn.execute(
             "UPDATE load_batches SET status = 'done', written = ?, finished_at = ?, duration_s = ?, error = NULL"
             " WHERE run_id = ? AND layer = ? AND kind = ? AND batch_no = ?",
-            (written, _now(), round(time.monotonic() - started, 4), key.run_id, key.layer, key.kind, key.batch_no),
+            (written, _now(), round(duration_s, 4), key.run_id, key.layer, key.kind, key.batch_no),
         )
         if upserted:
             conn.executemany(
@@ -158,13 +156,13 @@ def finish_batch(
             )
 
 
-def fail_batch(conn: sqlite3.Connection, key: BatchKey, started: float, error: str) -> None:
+def fail_batch(conn: sqlite3.Connection, key: BatchKey, duration_s: float, error: str) -> None:
     """Mark a batch failed: its rows stay out of the manifest, so the next load sends them again."""
     with Transaction(conn):
         conn.execute(
             "UPDATE load_batches SET status = 'failed', finished_at = ?, duration_s = ?, error = ?"
             " WHERE run_id = ? AND layer = ? AND kind = ? AND batch_no = ?",
-            (_now(), round(time.monotonic() - started, 4), error, key.run_id, key.layer, key.kind, key.batch_no),
+            (_now(), round(duration_s, 4), error, key.run_id, key.layer, key.kind, key.batch_no),
         )
 
 

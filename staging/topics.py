@@ -12,6 +12,7 @@ transaction:
   it came from (hdbscan: fitted member; predicted: placed by approximate_predict; reassigned: outlier handling).
 - `cluster_points`: (run_id, segment_id) -> 2-D map coordinates and topic (-1: noise), for the topic map.
 - `cluster_trials`: every Optuna trial of a study (the study itself is in optuna.db under the data dir).
+- `topic_labels`: LLM labels cached by (topic_uid, model, prompt version): a re-run makes no call.
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ SCHEMA = [
         y REAL NOT NULL,
         topic INTEGER NOT NULL,
         PRIMARY KEY (run_id, segment_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS topic_labels (
+        topic_uid TEXT NOT NULL,
+        model TEXT NOT NULL,
+        prompt_version TEXT NOT NULL,
+        label TEXT NOT NULL,
+        PRIMARY KEY (topic_uid, model, prompt_version)
     )""",
     """CREATE TABLE IF NOT EXISTS cluster_trials (
         study_name TEXT NOT NULL,
@@ -170,6 +178,22 @@ def write_trials(conn: sqlite3.Connection, run_id: str, study: str, trials: Sequ
                 )
                 for t in trials
             ],
+        )
+
+
+def cached_labels(conn: sqlite3.Connection, model: str, prompt_version: str) -> dict[str, str]:
+    rows = conn.execute(
+        "SELECT topic_uid, label FROM topic_labels WHERE model = ? AND prompt_version = ?", (model, prompt_version)
+    )
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def cache_labels(conn: sqlite3.Connection, model: str, prompt_version: str, rows: Sequence[tuple[str, str]]) -> None:
+    with Transaction(conn):
+        conn.executemany(
+            "INSERT INTO topic_labels (topic_uid, model, prompt_version, label) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (topic_uid, model, prompt_version) DO UPDATE SET label = excluded.label",
+            [(uid, model, prompt_version, label) for uid, label in rows],
         )
 
 

@@ -182,7 +182,7 @@ def load(settings: Settings, run_id: str, **kwargs: Any) -> StageResult:
 
 def expected(settings: Settings) -> dict[str, dict[str, int]]:
     """What staging says the graph should hold (zero counts left out)."""
-    from load.stage import expected_counts
+    from load.inputs import expected_counts
 
     with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as st:
         found = expected_counts(archive, st)

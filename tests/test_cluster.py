@@ -22,7 +22,7 @@ from cluster.embedders import StaticMiniLM
 from cluster.topics import ctfidf, reassign_outliers, renumber
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult
-from contracts.settings import Settings
+from contracts.settings import LLMSettings, Settings
 from extract import stage_segment
 from flows.cli import cli
 from ingest import stage as ingest_stage
@@ -31,6 +31,10 @@ from staging import topics as store
 from staging.archive import open_archive
 from staging.concepts import ConceptRow
 from staging.ledger import open_run, open_staging
+from tests import llm_guard, llm_server
+
+no_real_model_requests = llm_guard.no_real_model_requests  # autouse: nothing leaves the machine
+fake_llm = llm_server.fake_llm
 
 VOCABULARIES = {
     "baking": "sourdough flour yeast oven crust dough bake bread knead starter loaf butter",
@@ -276,3 +280,38 @@ def test_topics_and_report_commands_read_the_run(clustered: tuple[Settings, Stag
         assert "Example:" in runner.invoke(cli, [command, "--help"]).output
     missing = runner.invoke(cli, ["--data-dir", str(settings.data_dir), "topics", "--run-id", "nope"])
     assert missing.exit_code == 1 and "no cluster results" in missing.output
+
+
+def test_llm_labels_name_topics_once_and_failures_keep_keywords(
+    clustered: tuple[Settings, StageResult], embedder: StaticMiniLM, fake_llm: llm_server.FakeLLMServer
+) -> None:
+    """With extract.llm set, each topic gets the model's name (a chat completion); a re-run asks nothing (cached
+    by topic); an endpoint that fails leaves the keyword labels and says so."""
+    settings, _ = clustered
+    llm = LLMSettings(model="tiny", base_url=fake_llm.base_url, reasoning_effort=None, max_retries=0)
+    named = settings.model_copy(update={"extract": settings.extract.model_copy(update={"llm": llm})})
+    fake_llm.responder = lambda body: llm_server.Reply.text('"Home baking."\n')
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        for run_id in ("r3", "r4"):
+            open_run(staging, stages=["cluster"], exports=[], settings={}, code_version="test", run_id=run_id)
+        first = cluster_stage.run(archive, staging, run_id="r3", settings=named, embedder=embedder)
+        again = cluster_stage.run(archive, staging, run_id="r4", settings=named, embedder=embedder)
+        labels = {t["label"] for t in store.list_topics(staging, "r4")}
+        broken = settings.model_copy(
+            update={"extract": settings.extract.model_copy(update={"llm": llm.model_copy(update={"model": "other"})})}
+        )
+        fake_llm.responder = lambda body: llm_server.Reply.fail(500)
+        open_run(staging, stages=["cluster"], exports=[], settings={}, code_version="test", run_id="r5")
+        failed = cluster_stage.run(archive, staging, run_id="r5", settings=broken, embedder=embedder)
+        kept = store.list_topics(staging, "r5")
+    finally:
+        archive.close()
+        staging.close()
+    topics = first.counts["topics"]
+    assert first.counts["llm_label_calls"] == topics and labels == {"Home baking"}
+    assert again.counts["llm_label_calls"] == 0 and again.counts["llm_labels_cached"] == topics
+    body = fake_llm.model_requests()[0].body
+    assert body["model"] == "tiny" and "Keywords:" in body["messages"][-1]["content"]
+    assert failed.status == "succeeded" and failed.counts["llm_labels_failed"] == topics
+    assert all(" / " in t["label"] for t in kept) and any("keyword label" in n for n in failed.notes)

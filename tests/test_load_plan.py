@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from contracts.settings import Settings
 from load import cypher
 from load.graph import redact
 from load.layers import HAS_MESSAGE, MESSAGES, NEXT, EdgeLayer
+from load.overlap import Prefetch, WriteBehind
 from load.plan import Change, batches, diff, ordered_sql, row_hash, source_rows
 
 
@@ -105,6 +107,38 @@ def test_settings_read_the_standard_neo4j_variables(monkeypatch: pytest.MonkeyPa
     assert settings.graph_dir == tmp_path / "graph"
 
 
-def test_a_password_written_into_the_uri_is_kept_out_of_staging() -> None:
+def test_a_password_written_into_the_uri_is_kept_out_of_staging(tmp_path: Path) -> None:
     assert redact("neo4j://bob:hunter2@db.example:7687/x") == "neo4j://db.example:7687/x"
     assert redact("bolt://127.0.0.1:7687") == "bolt://127.0.0.1:7687"
+    settings = Settings(data_dir=tmp_path, load={"uri": "bolt://bob:hunter2@db.example:7687"})
+    assert "hunter2" not in str(settings.public_dump())
+
+
+def test_read_ahead_raises_the_readers_failure_in_the_stage_thread() -> None:
+    def produce() -> Iterator[int]:
+        yield 1
+        raise sqlite3.OperationalError("no such column: x")
+
+    seen = []
+    with pytest.raises(sqlite3.OperationalError, match="no such column"):
+        for item in Prefetch(produce):
+            seen.append(item)
+    assert seen == [1]
+
+
+def test_write_behind_keeps_order_and_raises_a_failed_jobs_error() -> None:
+    done: list[int] = []
+    closed: list[bool] = []
+    ledger: WriteBehind[list[int]] = WriteBehind(lambda: done, lambda _: closed.append(True))
+    for i in range(5):
+        ledger.submit(lambda target, i=i: target.append(i))
+    ledger.close()
+    assert done == [0, 1, 2, 3, 4] and closed == [True]
+
+    def boom(_: list[int]) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    failing: WriteBehind[list[int]] = WriteBehind(list, lambda _: None)
+    failing.submit(boom)
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        failing.close()
