@@ -274,6 +274,17 @@ RESULTS_HEADER = """# Ingest benchmark results
 Written by `benchmarks/bench_ingest.py` (see `benchmarks/README.md` for what is measured and how). One run on
 a shared machine: treat the figures as orientation, and re-run before comparing against a change.
 
+Why the 100,000 messages/s target is missed, measured (200k generated messages, ~1.2 KB each, cProfile and
+wall-clock splits on a quiet machine, 38-40k msg/s there):
+
+- SQLite writes: ~2.1 s per 200k (~10 us/message) for rows of ~1.2 KB with the uuid primary key and the
+  (conversation_id, seq) index; a bare `executemany` re-insert of the finished 1M rows took 17.2 s (9.2 s with
+  no indexes), so the write floor alone is ~55-100k msg/s before any parsing.
+- JSON: orjson on array elements cut at object boundaries, ~0.7 s per 200k (ijson's object building was ~3.5 s).
+- Python per message (drafts, tree, contract models, archive rows): ~2.5 s per 200k.
+- Tried and left out: parsing in a worker process that pipes plain row tuples to the writer gained < 10 %
+  (pickling 1.2 KB rows costs nearly what the overlap saves); raising GC thresholds gained 4 %.
+
 """
 
 

@@ -39,7 +39,8 @@ sys.path.insert(0, str(HERE))
 from contracts.settings import Settings  # noqa: E402
 from load import cypher  # noqa: E402
 from load.graph import Graph, Target  # noqa: E402
-from load.layers import LAYERS, Layer, edge_layers, node_layers  # noqa: E402
+from load.layers import ARCHIVE_LAYERS as LAYERS  # noqa: E402
+from load.layers import Layer, edge_layers, node_layers  # noqa: E402
 from load.plan import ordered_sql, source_rows  # noqa: E402
 from load.server import USER, LocalServer  # noqa: E402
 from staging.archive import open_archive  # noqa: E402
