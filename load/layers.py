@@ -1,8 +1,7 @@
 """The graph, declared as data: one entry per node label or relationship type, each with the SQL that yields its rows.
 
 The loader's core (plan, cypher, stage) knows nothing about conversations or messages: it reads `LAYERS`. A later
-stage's layer (Segment, Concept, Topic, CONTAINS_MESSAGE, EVIDENCE_FOR, BELONGS_TO, concept relations) is one more
-entry here, for example:
+stage's layer is one more entry here, for example:
 
     NodeLayer("Concept", "staging", ("concepts",),
               "SELECT concept_id AS id, title, type, state, confidence FROM concepts WHERE state != 'merged'")
@@ -10,7 +9,12 @@ entry here, for example:
               "SELECT message_id AS src, concept_id AS dst, MAX(confidence) AS confidence FROM concept_evidence"
               " GROUP BY message_id, concept_id", anchor="src")
 
-A layer whose tables are missing is skipped (its stage has not run or not landed yet).
+A layer whose tables are missing is skipped (its stage has not run or not landed yet), and so is an edge layer
+whose end label has no node layer to load (its edges could only miss their ends). Node layers load before edge
+layers (`load_order`), so an edge's ends are in the graph before the edge is sent.
+
+A layer's `name` keys its state in staging (manifest, batches): a node layer's name is its label, an edge layer's
+is `Src-TYPE-Dst` (two layers may write one type: Segment-BELONGS_TO-Topic and Concept-BELONGS_TO-Topic).
 
 Rules a layer's SQL follows:
 - nodes: the first column is `id` (TEXT, stable across runs), the others are properties;
@@ -28,6 +32,7 @@ travel as parameters.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -122,7 +127,8 @@ class EdgeLayer:
 
     @property
     def name(self) -> str:
-        return self.type
+        """Distinct per layer even when two layers share a type (the manifest and batches are keyed by it)."""
+        return f"{self.src}-{self.type}-{self.dst}"
 
     @property
     def kind(self) -> Literal["node", "edge"]:
@@ -176,13 +182,132 @@ BRANCH = EdgeLayer(
     anchor="dst",
 )
 
-LAYERS: tuple[Layer, ...] = (CONVERSATIONS, MESSAGES, HAS_MESSAGE, NEXT, BRANCH)
-"""In load order: node layers before the edges that join them."""
+
+# ---------------------------------------------------------------- later stages (staging.db)
+#
+# Each reads the current output of its stage, the way that stage's own readers do:
+# - segments: the rows not retired by a newer segmentation (staging.segments.iter_current_segments);
+# - concepts: the concept store as it stands. A concept is a node while it is live (active, weak, archived: the
+#   `state` property says which). A merged concept (its evidence and relations copied to the survivor) and a split
+#   parent (its evidence copied to the children) are not: their nodes are deleted with their edges on the next
+#   load, and every concept edge below joins its ends to live concepts, so none is left pointing at them;
+# - topics: the newest cluster run (staging.topics.latest_run, what `chatmem topics` shows). A run the cluster
+#   stage recorded as skipped (too few points to cluster) has no topics: the graph then holds none either.
+
+LIVE_CONCEPT = "state IN ('active', 'weak', 'archived')"
+LATEST_CLUSTER_RUN = "(SELECT MAX(run_id) FROM cluster_runs)"
+
+SEGMENTS = NodeLayer(
+    "Segment",
+    "staging",
+    ("segments",),
+    "SELECT segment_id AS id, conversation_id, ordinal, boundary, message_count, token_estimate, first_message_id,"
+    " last_message_id, first_time, last_time, content_hash FROM segments WHERE retired_run_id IS NULL",
+)
+CONCEPTS = NodeLayer(
+    "Concept",
+    "staging",
+    ("concepts",),
+    "SELECT concept_id AS id, title, type, description, state, confidence, aliases, revision_count, evidence_count,"
+    f" first_seen, last_seen FROM concepts WHERE {LIVE_CONCEPT}",
+)
+TOPICS = NodeLayer(
+    "Topic",
+    "staging",
+    ("topics", "cluster_runs"),
+    "SELECT topic_uid AS id, label, size, keywords, representatives, topic AS number, run_id FROM topics"
+    f" WHERE run_id = {LATEST_CLUSTER_RUN}",
+)
+# A message sits in one current segment, a segment holds many messages: MERGE starts from the message.
+CONTAINS_MESSAGE = EdgeLayer(
+    "CONTAINS_MESSAGE",
+    "Segment",
+    "Message",
+    "staging",
+    ("segments", "segment_messages"),
+    "SELECT m.segment_id AS src, m.message_id AS dst, m.position FROM segment_messages AS m"
+    " JOIN segments AS s ON s.segment_id = m.segment_id WHERE s.retired_run_id IS NULL",
+    anchor="dst",
+)
+# One edge per (message, concept): a message may hold several spans of one concept; the edge carries the most
+# confident one's text (SQLite takes a bare column from the row that holds the MAX) and how many there are.
+EVIDENCE_FOR = EdgeLayer(
+    "EVIDENCE_FOR",
+    "Message",
+    "Concept",
+    "staging",
+    ("concepts", "concept_evidence"),
+    "SELECT e.message_id AS src, e.concept_id AS dst, MAX(e.confidence) AS confidence, e.text, COUNT(*) AS spans"
+    f" FROM concept_evidence AS e JOIN concepts AS c ON c.concept_id = e.concept_id WHERE c.{LIVE_CONCEPT}"
+    " GROUP BY e.message_id, e.concept_id",
+)
 
 
-def node_layers(layers: tuple[Layer, ...] | list[Layer]) -> list[NodeLayer]:
+def _relation(rel_type: str) -> EdgeLayer:
+    """(Concept)-[:TYPE {confidence}]->(Concept) from concept_relations, both ends live concepts."""
+    return EdgeLayer(
+        rel_type,
+        "Concept",
+        "Concept",
+        "staging",
+        ("concepts", "concept_relations"),
+        "SELECT r.concept_id AS src, r.target_id AS dst, r.confidence FROM concept_relations AS r"
+        " JOIN concepts AS a ON a.concept_id = r.concept_id JOIN concepts AS b ON b.concept_id = r.target_id"
+        f" WHERE r.relation = '{rel_type.lower()}' AND a.{LIVE_CONCEPT} AND b.{LIVE_CONCEPT}",
+    )
+
+
+CONCEPT_RELATIONS = tuple(_relation(t) for t in ("CAUSES", "CONFLICTS_WITH", "SUPPORTS", "INSTANCE_OF", "ENABLES"))
+# Weighted membership of the newest cluster run. A link whose item is no longer current (a segment retired by a
+# newer segmentation, a concept merged since the clustering) is left out: its node is not in the graph.
+SEGMENT_TOPIC = EdgeLayer(
+    "BELONGS_TO",
+    "Segment",
+    "Topic",
+    "staging",
+    ("topic_links", "cluster_runs", "segments"),
+    "SELECT l.item_id AS src, l.topic_uid AS dst, l.weight, l.source FROM topic_links AS l"
+    " JOIN segments AS s ON s.segment_id = l.item_id"
+    f" WHERE l.kind = 'segment' AND l.run_id = {LATEST_CLUSTER_RUN} AND s.retired_run_id IS NULL",
+)
+CONCEPT_TOPIC = EdgeLayer(
+    "BELONGS_TO",
+    "Concept",
+    "Topic",
+    "staging",
+    ("topic_links", "cluster_runs", "concepts"),
+    "SELECT l.item_id AS src, l.topic_uid AS dst, l.weight, l.source FROM topic_links AS l"
+    " JOIN concepts AS c ON c.concept_id = l.item_id"
+    f" WHERE l.kind = 'concept' AND l.run_id = {LATEST_CLUSTER_RUN} AND c.{LIVE_CONCEPT}",
+)
+
+ARCHIVE_LAYERS: tuple[Layer, ...] = (CONVERSATIONS, MESSAGES, HAS_MESSAGE, NEXT, BRANCH)
+LAYERS: tuple[Layer, ...] = (
+    CONVERSATIONS,
+    MESSAGES,
+    SEGMENTS,
+    CONCEPTS,
+    TOPICS,
+    HAS_MESSAGE,
+    NEXT,
+    BRANCH,
+    CONTAINS_MESSAGE,
+    EVIDENCE_FOR,
+    *CONCEPT_RELATIONS,
+    SEGMENT_TOPIC,
+    CONCEPT_TOPIC,
+)
+"""In load order: node layers before the edges that join them (`load_order` keeps any list so)."""
+
+
+def load_order(layers: Sequence[Layer]) -> list[Layer]:
+    """Node layers first, then edge layers, each in the order given: an edge's ends are written before it."""
+    return [*node_layers(layers), *edge_layers(layers)]
+
+
+def node_layers(layers: Sequence[Layer]) -> list[NodeLayer]:
     return [layer for layer in layers if isinstance(layer, NodeLayer)]
 
 
-def edge_layers(layers: tuple[Layer, ...] | list[Layer]) -> list[EdgeLayer]:
+def edge_layers(layers: Sequence[Layer]) -> list[EdgeLayer]:
     return [layer for layer in layers if isinstance(layer, EdgeLayer)]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from contracts.errors import StageError
-from load.layers import LAYERS, EdgeLayer, NodeLayer
+from load.layers import ARCHIVE_LAYERS, LAYERS, EdgeLayer, NodeLayer
 from tests.graph_helpers import GraphEnv, expected, ingest, load, write_branchy_jsonl
 
 pytest_plugins = ["tests.graph_fixtures"]
@@ -139,11 +139,13 @@ def test_a_layer_is_a_registry_entry_and_missing_tables_are_skipped(graph: Graph
         anchor="dst",
     )
     topic = NodeLayer("Topic", "staging", ("no_such_table",), "SELECT 1 AS id FROM no_such_table")
-    result = load(settings, run_id, layers=(*LAYERS, segment, contains, topic))
+    # Its edges wait for it: an edge layer whose end node layer is skipped is skipped too.
+    belongs = EdgeLayer("BELONGS_TO", "Segment", "Topic", "staging", ("test_segments",), "SELECT 's1' AS src, 1 AS dst")
+    result = load(settings, run_id, layers=(*ARCHIVE_LAYERS, segment, contains, topic, belongs))
     counts = graph.counts()
     assert counts["nodes"]["Segment"] == 2 and counts["edges"]["CONTAINS_MESSAGE"] == 3
-    assert "Topic" not in counts["nodes"]
-    assert result.counts["layers_missing"] == 1 and any("Topic" in note for note in result.notes)
+    assert "Topic" not in counts["nodes"] and "BELONGS_TO" not in counts["edges"]
+    assert result.counts["layers_missing"] == 2 and any("Segment-BELONGS_TO-Topic" in n for n in result.notes)
     rows = graph.query("MATCH (s:Segment {id: 's1'})-[r:CONTAINS_MESSAGE]->(m) RETURN m.id AS m, r.position AS p")
     assert sorted((r["m"], r["p"]) for r in rows) == [("c0:m0", 0), ("c0:m1", 1)]
 
