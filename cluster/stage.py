@@ -27,7 +27,6 @@ from cluster import topics as fit_topics
 from cluster.embed import EmbedCounts, ProgressFactory
 from cluster.embedders import Embedder, build_embedder, embedder_key
 from cluster.labels_llm import LabelCounts, llm_labels
-from cluster.ledger import finish, stage_run
 from cluster.stage_embed import embed_concepts
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult
@@ -36,6 +35,7 @@ from staging import concepts as concept_store
 from staging import embeddings as vectors
 from staging import segments as segment_store
 from staging import topics as store
+from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ from cluster.embed import (
     segment_key,
 )
 from cluster.embedders import Embedder, build_embedder
-from cluster.ledger import finish, stage_run
 from contracts.results import StageResult
 from contracts.settings import Settings
 from staging import concepts as concept_store
 from staging import embeddings as store
 from staging import segments as segment_store
+from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 

@@ -20,13 +20,13 @@ from contracts.errors import StageError
 from contracts.results import StageResult
 from contracts.settings import Settings
 from extract.concept_loop import ConceptLoop
-from extract.ledger import finish, stage_run
 from extract.resolve import SIMILARITIES, Similarity
 from staging import concepts as store
 from staging import extractions as extraction_store
 from staging import segments as segment_store
 from staging.db import Transaction
 from staging.extractions import CurrentExtraction
+from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 

@@ -32,13 +32,13 @@ from contracts.concepts import ConceptHypothesis
 from contracts.errors import ConfigError
 from contracts.results import StageResult
 from contracts.settings import Settings
-from extract.ledger import finish, stage_run
 from extract.mapper import REJECT_RULES, MapperDecision, map_raw_hypotheses
 from extract.offline import OfflineExtractor
 from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput, SegmentMessage
 from staging import concepts as concept_store
 from staging import extractions as store
 from staging import segments as segment_store
+from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 

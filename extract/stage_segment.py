@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from contracts.errors import StageError
 from contracts.results import StageResult
 from contracts.settings import Settings
-from extract.ledger import finish, stage_run
 from extract.segment import PathMessage, SegmentDraft, SegmentParams, path_fingerprint, segment_conversation
 from staging import segments as store
+from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 

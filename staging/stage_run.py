@@ -1,6 +1,4 @@
-"""The ledger steps shared by the segment, extract and concepts stages: open a stage run, and close it with
-counts or with the failure (steps 1 and 6 of every stage).
-"""
+"""Steps 1 and 6 of every stage: open a stage run in the ledger, and close it with counts or with the failure."""
 
 from __future__ import annotations
 
