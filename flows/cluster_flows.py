@@ -15,12 +15,11 @@ from flows.prefect_env import ensure_no_outbound
 
 ensure_no_outbound()  # before prefect is imported, even when this module is imported on its own
 
-from prefect import flow, get_run_logger  # noqa: E402
+from prefect import flow  # noqa: E402
 
 from contracts.results import StageResult  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
-from staging.archive import open_archive  # noqa: E402
-from staging.ledger import open_staging  # noqa: E402
+from flows.stage_runner import run_stage  # noqa: E402
 
 
 @contextmanager
@@ -37,19 +36,7 @@ def _run(name: str, settings: Settings, run_id: str, show_progress: bool) -> Sta
         from cluster import stage_embed as stage
     else:
         from cluster import stage  # type: ignore[no-redef]
-    logger = get_run_logger()
-    logger.info("%s - run %s", name, run_id)
-    archive = open_archive(settings.archive_path)
-    staging = open_staging(settings.staging_path)
-    try:
-        result = stage.run(
-            archive, staging, run_id=run_id, settings=settings, progress=count_bar if show_progress else None
-        )
-    finally:
-        archive.close()
-        staging.close()
-    logger.info("%s - %s: %s", name, result.status, result.counts)
-    return result
+    return run_stage(name, settings, run_id, stage.run, progress=count_bar if show_progress else None)
 
 
 # persist_result=False and validate_parameters=False for the reasons given in flows/pipeline.py.

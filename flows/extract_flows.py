@@ -7,36 +7,15 @@ the one every stage flow shares (the pipeline passes the same keyword arguments 
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
-
 from flows.prefect_env import ensure_no_outbound
 
 ensure_no_outbound()  # before prefect is imported, even when this module is imported on its own
 
-from prefect import flow, get_run_logger  # noqa: E402
+from prefect import flow  # noqa: E402
 
 from contracts.results import StageResult  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
-from staging.archive import open_archive  # noqa: E402
-from staging.ledger import open_staging  # noqa: E402
-
-StageRun = Callable[..., StageResult]
-
-
-def _run_stage(name: str, settings: Settings, run_id: str, stage: StageRun) -> StageResult:
-    logger = get_run_logger()
-    logger.info("%s - run %s", name, run_id)
-    archive: sqlite3.Connection = open_archive(settings.archive_path)
-    staging = open_staging(settings.staging_path)
-    try:
-        result = stage(archive, staging, run_id=run_id, settings=settings)
-    finally:
-        archive.close()
-        staging.close()
-    logger.info("%s - %s: %s", name, result.status, result.counts)
-    return result
-
+from flows.stage_runner import run_stage  # noqa: E402
 
 # persist_result=False and validate_parameters=False for the reasons given in flows/pipeline.py.
 
@@ -52,7 +31,7 @@ def segment_flow(
     """Active paths in archive.db -> segments in staging.db (extract.stage_segment.run)."""
     from extract import stage_segment
 
-    return _run_stage("segment", settings, run_id, stage_segment.run)
+    return run_stage("segment", settings, run_id, stage_segment.run)
 
 
 @flow(name="extract", flow_run_name="extract-{run_id}", persist_result=False, validate_parameters=False)
@@ -66,7 +45,7 @@ def extract_flow(
     """Segments -> ConceptHypothesis objects through the semantic mapper (extract.stage_extract.run)."""
     from extract import stage_extract
 
-    return _run_stage("extract", settings, run_id, stage_extract.run)
+    return run_stage("extract", settings, run_id, stage_extract.run)
 
 
 @flow(name="concepts", flow_run_name="concepts-{run_id}", persist_result=False, validate_parameters=False)
@@ -80,4 +59,4 @@ def concepts_flow(
     """Hypotheses -> the concept store: create / attach / refine / reject (extract.stage_concepts.run)."""
     from extract import stage_concepts
 
-    return _run_stage("concepts", settings, run_id, stage_concepts.run)
+    return run_stage("concepts", settings, run_id, stage_concepts.run)

@@ -11,13 +11,12 @@ from flows.prefect_env import ensure_no_outbound
 
 ensure_no_outbound()  # before prefect is imported, even when this module is imported on its own
 
-from prefect import flow, get_run_logger  # noqa: E402
+from prefect import flow  # noqa: E402
 
 from contracts.results import StageResult  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows.progress import progress_factory  # noqa: E402
-from staging.archive import open_archive  # noqa: E402
-from staging.ledger import open_staging  # noqa: E402
+from flows.stage_runner import run_stage  # noqa: E402
 
 # persist_result=False and validate_parameters=False for the reasons given in flows/pipeline.py.
 
@@ -33,16 +32,4 @@ def load_flow(
     """archive.db and staging.db -> the graph over Bolt (load.stage.run)."""
     from load import stage as load_stage  # the neo4j driver loads only when the stage runs
 
-    logger = get_run_logger()
-    logger.info("load - run %s", run_id)
-    archive = open_archive(settings.archive_path)
-    staging = open_staging(settings.staging_path)
-    try:
-        result = load_stage.run(
-            archive, staging, run_id=run_id, settings=settings, progress=progress_factory(show_progress)
-        )
-    finally:
-        archive.close()
-        staging.close()
-    logger.info("load - %s: %s", result.status, result.counts)
-    return result
+    return run_stage("load", settings, run_id, load_stage.run, progress=progress_factory(show_progress))

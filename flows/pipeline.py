@@ -30,7 +30,7 @@ from flows.cluster_flows import cluster_flow, embed_flow  # noqa: E402
 from flows.extract_flows import concepts_flow, extract_flow, segment_flow  # noqa: E402
 from flows.load_flow import load_flow  # noqa: E402
 from flows.progress import bars_wanted, progress_factory  # noqa: E402
-from staging.archive import open_archive  # noqa: E402
+from flows.stage_runner import run_stage  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
 
 # Every flow here: persist_result=False (stage outputs live in staging.db, not in Prefect's result store)
@@ -49,25 +49,15 @@ def ingest_flow(
     """Export files in, archive.db rows out (ingest.stage.run)."""
     from ingest import stage as ingest_stage  # the stage's parsers load only when the stage runs
 
-    logger = get_run_logger()
-    logger.info("ingest - %d export(s), run %s", len(exports), run_id)
-    archive = open_archive(settings.archive_path)
-    staging = open_staging(settings.staging_path)
-    try:
-        result = ingest_stage.run(
-            archive,
-            staging,
-            run_id=run_id,
-            settings=settings,
-            exports=[Path(p) for p in exports],
-            force_format=force_format,
-            progress=progress_factory(show_progress),
-        )
-    finally:
-        archive.close()
-        staging.close()
-    logger.info("ingest - %s: %s", result.status, result.counts)
-    return result
+    return run_stage(
+        "ingest",
+        settings,
+        run_id,
+        ingest_stage.run,
+        exports=[Path(p) for p in exports],
+        force_format=force_format,
+        progress=progress_factory(show_progress),
+    )
 
 
 StageFlow = Callable[..., StageResult]

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from llm_guard import no_real_model_requests  # noqa: F401  (autouse in every test: loopback only)
 
 from contracts.settings import NEO4J_ENV
 
@@ -15,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 # The MIT-licensed example export of chatgpt2graph: one conversation with branches and hidden messages.
 _CHATGPT_EXAMPLE = FIXTURES / "exports" / "chatgpt" / "chatgpt2graph" / "conversations.json"
-_CHATGPT_EXAMPLE_SHARED = Path("/work/shared/data/exports/chatgpt/chatgpt2graph/examples/conversations.json")
+_CHATGPT_EXAMPLE_SHARED = (
+    ROOT.parent / "shared" / "data" / "exports" / "chatgpt" / "chatgpt2graph" / "examples" / "conversations.json"
+)
 
 
 @pytest.fixture(scope="session", autouse=True)

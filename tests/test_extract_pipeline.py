@@ -25,7 +25,7 @@ from flows.cli import cli
 pytestmark = pytest.mark.prefect
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path("/work/shared/data/exports")
+SHARED = ROOT.parent / "shared" / "data" / "exports"
 STAGES = ["ingest", "segment", "extract", "concepts"]
 # Files beside a conversations.json and a deliberately broken sample are refused by ingest, by design.
 NOT_EXPORTS = ("invalid-skeleton", "side-files", "shared_conversations.json", "model_comparisons.json")
@@ -114,8 +114,11 @@ def test_concepts_command_never_imports_the_engine(ran: tuple[Settings, str, lis
         "import sys\n"
         "from flows.cli import main\n"
         f"sys.argv = ['chatmem', '--data-dir', {str(settings.data_dir)!r}, 'concepts', '--limit', '1']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "code = 0\n"
+        "try:\n    main()\nexcept SystemExit as exit_:\n    code = exit_.code or 0\n"
+        "assert code == 0, f'chatmem concepts exited {code}'\n"
         "assert 'prefect' not in sys.modules and 'flows.pipeline' not in sys.modules, 'engine imported'\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.strip(), "chatmem concepts printed nothing"
