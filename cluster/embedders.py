@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from contracts.errors import ConfigError
-from contracts.settings import EmbedSettings
+from contracts.settings import EmbedSettings, redact_uri
 from staging.embeddings import Matrix
 
 log = logging.getLogger(__name__)
@@ -244,7 +244,7 @@ def embedder_key(settings: EmbedSettings) -> str:
     if settings.backend == "minilm-onnx":
         return f"minilm-onnx@{MODEL_SHA256[:12]}/t{settings.max_tokens}"
     endpoint = _endpoint(settings)
-    return f"endpoint:{endpoint.model}@{endpoint.base_url.rstrip('/')}"
+    return f"endpoint:{endpoint.model}@{(redact_uri(endpoint.base_url) or '').rstrip('/')}"
 
 
 def _endpoint(settings: EmbedSettings) -> Any:

@@ -415,4 +415,10 @@ class Settings(BaseSettings):
         """Settings as JSON-able data for the run ledger. Secret fields are excluded here."""
         data = self.model_dump(mode="json", exclude={"load": {"password"}})
         data["load"]["uri"] = redact_uri(self.load.uri)
+        # An endpoint written as https://user:token@host keeps its credentials out of the ledger too.
+        if data.get("extract", {}).get("llm"):
+            data["extract"]["llm"]["base_url"] = redact_uri(data["extract"]["llm"].get("base_url"))
+        endpoint = data.get("embed", {}).get("endpoint")
+        if isinstance(endpoint, dict) and "base_url" in endpoint:
+            endpoint["base_url"] = redact_uri(endpoint["base_url"])
         return data

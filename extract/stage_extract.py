@@ -31,7 +31,7 @@ from typing import Any, cast
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import ConfigError
 from contracts.results import StageResult
-from contracts.settings import Settings
+from contracts.settings import Settings, redact_uri
 from extract.mapper import REJECT_RULES, MapperDecision, map_raw_hypotheses
 from extract.offline import OfflineExtractor
 from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput, SegmentMessage
@@ -71,7 +71,7 @@ def announce(extractor: Extractor, settings: Settings) -> str:
             " CHATMEM_EXTRACT__LLM__BASE_URL to use an LLM"
         )
     llm = settings.extract.llm
-    where = f"{llm.model} at {llm.base_url or 'the default endpoint'}" if llm is not None else "injected"
+    where = f"{llm.model} at {redact_uri(llm.base_url) or 'the default endpoint'}" if llm is not None else "injected"
     return f"extractor: {extractor.name} ({where})"
 
 

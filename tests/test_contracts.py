@@ -117,3 +117,14 @@ def test_the_llm_response_schema_is_strict() -> None:
     """ExtractionResponse (with ConceptHypothesis inside) passes the strict structured-outputs check."""
     schema = assert_strict_model(ExtractionResponse)
     assert schema["required"] == ["hypotheses"]
+
+
+def test_public_dump_strips_credentials_from_every_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token written into an endpoint URL never reaches the run ledger."""
+    monkeypatch.setenv("CHATMEM_EXTRACT__LLM__BASE_URL", "https://me:sk-secret@llm.example/v1")
+    monkeypatch.setenv("CHATMEM_EXTRACT__LLM__MODEL", "m")
+    monkeypatch.setenv("CHATMEM_EMBED__ENDPOINT__BASE_URL", "https://me:emb-secret@emb.example/v1")
+    monkeypatch.setenv("CHATMEM_EMBED__ENDPOINT__MODEL", "e")
+    dumped = json.dumps(Settings().public_dump())
+    assert "sk-secret" not in dumped and "emb-secret" not in dumped
+    assert "llm.example/v1" in dumped and "emb.example/v1" in dumped
