@@ -184,6 +184,31 @@ class LLMExtractor:
             **values,
         )
 
+    def reply_call(
+        self,
+        segment: SegmentInput,
+        attempt: int,
+        request: dict[str, Any],
+        reply: Any,
+        *,
+        status: CallStatus,
+        latency_s: float,
+        error: str | None,
+    ) -> LLMCall:
+        """The call record of an answered request (live or from a batch): raw text and usage from the reply."""
+        return self.new_call(
+            segment,
+            attempt,
+            request,
+            status=status,
+            latency_s=latency_s,
+            error=error,
+            raw_response=reply.text if reply.text is not None else reply.refusal,
+            prompt_tokens=reply.usage.prompt_tokens,
+            completion_tokens=reply.usage.completion_tokens,
+            reasoning_tokens=reply.usage.reasoning_tokens,
+        )
+
     def extract_one(self, segment: SegmentInput) -> tuple[Result, list[LLMCall]]:
         """One segment, retried on transient errors (runs on a worker thread; touches no shared state)."""
         messages = build_messages(segment, self.known_concepts)
@@ -219,18 +244,7 @@ class LLMExtractor:
             latency = round(time.monotonic() - started, 4)
             result, status, error_text = self.interpret(reply, segment)
             attempts.append(
-                self.new_call(
-                    segment,
-                    attempt,
-                    record,
-                    status=status,
-                    latency_s=latency,
-                    error=error_text,
-                    raw_response=reply.text if reply.text is not None else reply.refusal,
-                    prompt_tokens=reply.usage.prompt_tokens,
-                    completion_tokens=reply.usage.completion_tokens,
-                    reasoning_tokens=reply.usage.reasoning_tokens,
-                )
+                self.reply_call(segment, attempt, record, reply, status=status, latency_s=latency, error=error_text)
             )
             return result, attempts
         raise AssertionError("unreachable: the loop returns on its last attempt")

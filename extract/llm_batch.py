@@ -84,18 +84,7 @@ def parse_batch_output(
         else:
             reply = reply_from_response(Response.construct(**body))
         result, status, error = extractor.interpret(reply, segment)
-        call = extractor.new_call(
-            segment,
-            1,
-            record,
-            status=status,
-            latency_s=elapsed_s,
-            error=error,
-            raw_response=reply.text if reply.text is not None else reply.refusal,
-            prompt_tokens=reply.usage.prompt_tokens,
-            completion_tokens=reply.usage.completion_tokens,
-            reasoning_tokens=reply.usage.reasoning_tokens,
-        )
+        call = extractor.reply_call(segment, 1, record, reply, status=status, latency_s=elapsed_s, error=error)
         yield segment, extractor.finish(segment, result, [call])
 
 
