@@ -34,8 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from clients.embedders import StaticMiniLM  # noqa: E402
 from cluster import topics as fit_topics  # noqa: E402
-from cluster.embedders import StaticMiniLM  # noqa: E402
 from cluster.tuning import Objective, Params, tune  # noqa: E402
 from contracts.settings import ClusterSettings  # noqa: E402
 from staging import embeddings as store  # noqa: E402

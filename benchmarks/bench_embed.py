@@ -3,7 +3,7 @@
     python benchmarks/bench_embed.py                  # static on every turn; onnx and tf-idf on a sample
     python benchmarks/bench_embed.py --onnx-all       # also the full model on every turn (~10+ min on 2 cores)
 
-Measured per backend: texts/s through `cluster.embed.embed_texts` (length-sorted batches, as the stage runs
+Measured per backend: texts/s through `clients.embed_cache.embed_texts` (length-sorted batches, as the stage runs
 them) and the top-10 neighbour overlap with the reference (the full int8 MiniLM at 256 word pieces; FACTS:
 cosine >= 0.999 to sentence-transformers' fp32 model) on a seeded sample. Prints a markdown section for
 benchmarks/RESULTS.md and writes the figures to benchmarks/out/bench_embed.json. Not a test.
@@ -27,8 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cluster.embed import embed_texts  # noqa: E402
-from cluster.embedders import OnnxMiniLM, StaticMiniLM  # noqa: E402
+from clients.embed_cache import embed_texts  # noqa: E402
+from clients.embedders import OnnxMiniLM, StaticMiniLM  # noqa: E402
 
 DEV = ROOT.parent / "shared" / "data" / "benchmarks" / "longmemeval" / "longmemeval_s_dev50.jsonl.gz"
 OUT = ROOT / "benchmarks" / "out"

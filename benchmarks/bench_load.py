@@ -1,7 +1,7 @@
 """Measure the load stage against two references on the same local ArcadeDB server, in the same run.
 
 1. Build an archive: a generated ChatGPT export (gen_chatgpt_export.py) through the ingest stage (no Prefect).
-2. Start a fresh local server (load.server.LocalServer) and warm its JIT up on a scratch database.
+2. Start a fresh local server (clients.graph_server.LocalServer) and warm its JIT up on a scratch database.
 3. For each round, on fresh databases of that one server:
    - loader: `load.stage.run` with the node layers, then with the edge layers (wall time of the whole stage:
      SQLite reads, the diff against the manifest, hashing, the ledger rows and the graph writes);
@@ -36,13 +36,13 @@ OUT = HERE / "out"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
+from clients.graph import Graph, Target  # noqa: E402
+from clients.graph_server import USER, LocalServer  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from load import cypher  # noqa: E402
-from load.graph import Graph, Target  # noqa: E402
 from load.layers import ARCHIVE_LAYERS as LAYERS  # noqa: E402
 from load.layers import Layer, edge_layers, node_layers  # noqa: E402
 from load.plan import ordered_sql, source_rows  # noqa: E402
-from load.server import USER, LocalServer  # noqa: E402
 from staging.archive import open_archive  # noqa: E402
 from staging.ledger import open_run, open_staging  # noqa: E402
 
@@ -128,7 +128,7 @@ class Bench:
         with Graph(target) as graph:
             graph.check()
             if constrained:
-                graph.ensure_constraints([layer.label for layer in node_layers(LAYERS)])
+                cypher.ensure_constraints(graph, [layer.label for layer in node_layers(LAYERS)])
             for layers in (node_layers(LAYERS), edge_layers(LAYERS)):
                 if layers[0].kind == "edge" and not constrained:
                     for layer in node_layers(LAYERS):
@@ -148,7 +148,7 @@ class Bench:
         rates = []
         with Graph(target) as graph:
             graph.check()
-            graph.ensure_constraints([layer.label for layer in node_layers(LAYERS)])
+            cypher.ensure_constraints(graph, [layer.label for layer in node_layers(LAYERS)])
             for layers in (node_layers(LAYERS), edge_layers(LAYERS)):
                 # the edges' ends must exist: load the nodes in batches first, untimed
                 if layers[0].kind == "edge":

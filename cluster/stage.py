@@ -17,15 +17,16 @@ import hashlib
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
+from clients.embed_cache import EmbedCounts
+from clients.embedders import Embedder, build_embedder, embedder_key
+from clients.progress import ProgressFactory, bar
 from cluster import topics as fit_topics
-from cluster.embed import EmbedCounts, ProgressFactory
-from cluster.embedders import Embedder, build_embedder, embedder_key
 from cluster.labels_llm import LabelCounts, llm_labels
 from cluster.stage_embed import embed_concepts
 from cluster.tuning import Objective, tune
@@ -88,7 +89,7 @@ def run(
 
         objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics)
         sample = fit_topics.seeded_sample(len(ids), cfg.sample_size, cfg.seed)
-        with _timed(seconds, "tune"), _bar(progress, "cluster trials", cfg.n_trials) as advance:
+        with _timed(seconds, "tune"), bar(progress, "cluster trials", cfg.n_trials) as advance:
             tuned = tune(
                 points[sample],
                 storage_url=optuna_url(settings),
@@ -305,12 +306,3 @@ def _timed(seconds: dict[str, float], step: str) -> Iterator[None]:
         yield
     finally:
         seconds[step] = seconds.get(step, 0.0) + time.monotonic() - started
-
-
-@contextmanager
-def _bar(progress: ProgressFactory | None, label: str, total: int) -> Iterator[Callable[[int], object]]:
-    if progress is None:
-        yield lambda _: None
-        return
-    with progress(label, total) as advance:
-        yield advance

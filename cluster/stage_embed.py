@@ -1,7 +1,7 @@
 """The embed stage: every current segment's messages, the segments themselves and the concepts, as vectors.
 
 The six steps: open a stage run; read the current segments (staging.db) and their messages' texts
-(archive.db) a chunk at a time; embed what the cache does not have (`cluster.embed.embed_cached`: keyed by
+(archive.db) a chunk at a time; embed what the cache does not have (`clients.embed_cache.embed_cached`: keyed by
 the text's sha256 and the model, so a re-run embeds nothing unchanged) and derive each segment's vector from
 its messages'; check every vector is finite; write vectors and item rows in batches (idempotent upserts);
 close the stage run with counts, or record the failure and raise a StageError with the re-run command.
@@ -15,15 +15,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cluster.embed import (
+from clients.embed_cache import (
     EmbedCounts,
-    ProgressFactory,
     embed_cached,
     mean_vector,
     message_weight,
     segment_key,
 )
-from cluster.embedders import Embedder, build_embedder
+from clients.embedders import Embedder, build_embedder
+from clients.progress import ProgressFactory
 from contracts.results import StageResult
 from contracts.settings import Settings
 from staging import concepts as concept_store

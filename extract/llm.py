@@ -24,13 +24,14 @@ from typing import Any
 import openai
 from pydantic import ValidationError
 
+from clients.llm import Reply, Usage, describe, is_transient, make_client, retry_delay, send
 from contracts.concepts import SCHEMA_VERSION, ConceptHypothesis, ExtractionResponse
 from contracts.errors import ConfigError
 from contracts.settings import LLMSettings
-from extract.llm_client import Reply, build_request, describe, is_transient, make_client, retry_delay, send
+from extract.llm_request import build_request
 from extract.mapper import MapperDecision, map_raw_hypotheses
 from extract.prompts import PROMPT_VERSION, RESPONSE_NAME, build_messages
-from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, Usage
+from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput
 from staging.extractions import cache_key as extraction_cache_key
 from staging.llm_calls import CallRecorder, CallStatus, LLMCall
 

@@ -25,7 +25,8 @@ import openai
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
-from extract.llm_client import build_request, describe, is_transient, reply_from_chat, reply_from_response, retry_delay
+from clients.llm import describe, is_transient, reply_from_chat, reply_from_response, retry_delay
+from extract.llm_request import build_request
 from extract.prompts import build_messages
 from extract.types import ExtractionFailure, SegmentInput
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from clients.llm import Usage
 from contracts.concepts import ConceptHypothesis
 
 
@@ -32,13 +33,6 @@ class SegmentInput:
     title: str | None
     messages: tuple[SegmentMessage, ...]
     content_hash: str  # of the segment's message ids and texts: the cache key's first part
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
 
 
 @dataclass(slots=True)

@@ -45,8 +45,8 @@ def graph_up(app: App, as_json: bool) -> None:
     \b
     Example: chatmem graph up --json
     """
-    from load.server import USER
-    from load.target import local_server
+    from clients.graph_server import USER
+    from clients.graph_target import local_server
 
     settings = app.settings()
     server = local_server(settings)
@@ -74,7 +74,7 @@ def graph_down(app: App, as_json: bool) -> None:
     \b
     Example: chatmem graph down
     """
-    from load.target import local_server
+    from clients.graph_target import local_server
 
     server = local_server(app.settings())
     stopped = server.stop()
@@ -90,9 +90,9 @@ def graph_status(app: App, as_json: bool) -> None:
     \b
     Example: chatmem graph status --json
     """
-    from load.errors import LoadError
-    from load.graph import Graph, redact
-    from load.target import local_server
+    from clients.graph import Graph, redact
+    from clients.graph_errors import LoadError
+    from clients.graph_target import local_server
 
     settings = app.settings()
     server = local_server(settings)
@@ -102,7 +102,7 @@ def graph_status(app: App, as_json: bool) -> None:
         local.update(uri=info.uri, database=info.database, pid=info.pid, started_at=info.started_at)
     data: dict[str, Any] = {"local_server": local}
     if settings.load.uri:
-        from load.target import resolve_target
+        from clients.graph_target import resolve_target
 
         target, _ = resolve_target(settings, start=False)
         data["target"] = {"uri": redact(settings.load.uri), "database": settings.load.database}
@@ -143,9 +143,9 @@ def graph_stats(app: App, as_json: bool) -> None:
     \b
     Example: chatmem graph stats --json
     """
-    from load.graph import Graph
+    from clients.graph import Graph
+    from clients.graph_target import NO_GRAPH, resolve_target
     from load.inputs import expected_counts
-    from load.target import NO_GRAPH, resolve_target
 
     settings = app.settings()
     target, _ = resolve_target(settings, start=False)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import TextIO
 
-ProgressFactory = Callable[[str, int], AbstractContextManager[Callable[[int], object]]]
+from clients.progress import ProgressFactory
 
 
 def bars_wanted(quiet: bool, stream: TextIO | None = None) -> bool:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clients.progress import ProgressFactory, bar
 from contracts.errors import ExportError, MalformedExportError, StageError
 from contracts.records import ExportSource, QuarantineRecord
 from contracts.results import StageResult
@@ -33,7 +33,6 @@ from staging.ledger import StageRun, record_ingest_file
 log = logging.getLogger(__name__)
 
 STAGE = "ingest"
-ProgressFactory = Callable[[str, int], AbstractContextManager[Callable[[int], object]]]
 
 
 @dataclass
@@ -207,7 +206,7 @@ def _parse_and_write(
     """Parse one stream and write it in batches. Returns the number of UTF-8 replacements made."""
     stats = BatchStats()
     batches = iter_batches(opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats)
-    with _progress(progress, opened) as advance:
+    with bar(progress, opened.path, opened.size_bytes) as advance:
         reported = 0
         for batch in batches:
             counts, _ = writer.write_batch(source_id, fmt, batch.conversations, batch.quarantined)
@@ -216,12 +215,3 @@ def _parse_and_write(
             advance(batch.bytes_read - reported)
             reported = batch.bytes_read
     return stats.utf8_replacements
-
-
-@contextmanager
-def _progress(progress: ProgressFactory | None, opened: OpenedExport) -> Iterator[Callable[[int], object]]:
-    if progress is None:
-        yield lambda _: None
-        return
-    with progress(opened.path, opened.size_bytes) as advance:
-        yield advance

@@ -28,6 +28,9 @@ differently, the adaptation is made here and only here:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from clients.graph import Graph
 from load.layers import KEY, EdgeLayer, Layer, NodeLayer, check_label, check_type
 
 ARCADEDB_MAX_MESSAGE = 16 * 1024 * 1024
@@ -98,3 +101,14 @@ def _ends(layer: EdgeLayer) -> str:
 def _pattern(layer: EdgeLayer) -> str:
     rel_type = check_type(layer.type)
     return f"(a)-[r:{rel_type}]->(b)" if layer.anchor == "src" else f"(b)<-[r:{rel_type}]-(a)"
+
+
+def ensure_constraints(graph: Graph, labels: Sequence[str]) -> None:
+    """Uniqueness constraints on the key of every label, before the first batch (IF NOT EXISTS: idempotent)."""
+    for label in labels:
+        graph.run(constraint(label))
+
+
+def node_counts(graph: Graph, labels: Sequence[str]) -> dict[str, int]:
+    """Nodes per label; cheap on both servers (a counter, not a scan)."""
+    return {label: int(graph.run(count_nodes(label))[0]["n"]) for label in labels}

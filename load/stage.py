@@ -19,22 +19,23 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, closing, contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clients.graph import Graph, Target, redact
+from clients.graph_errors import GraphWriteError, LoadError
+from clients.graph_target import resolve_target
+from clients.progress import ProgressFactory, bar
 from contracts.errors import StageError
 from contracts.results import StageResult
 from contracts.settings import Settings
 from contracts.version import code_version
 from load import cypher
-from load.errors import GraphWriteError, LoadError
-from load.graph import Graph, Target, redact
 from load.inputs import available_layers, input_watermark
 from load.layers import LAYERS, Layer, NodeLayer, edge_layers, load_order, node_layers
 from load.overlap import Prefetch, WriteBehind
 from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, source_rows
-from load.target import resolve_target
 from staging.db import connect, connect_readonly
 from staging.ledger import StageRun
 from staging.load_state import (
@@ -55,7 +56,6 @@ from staging.load_state import (
 log = logging.getLogger(__name__)
 
 STAGE = "load"
-ProgressFactory = Callable[[str, int], AbstractContextManager[Callable[[int], object]]]
 FIRST_BATCH = 1000  # a layer's first batch is small: the server starts on it while the reader reads the next
 ARCADEDB_BATCH_BYTES = 12 * 1024 * 1024  # under ArcadeDB's 16 MiB Bolt message, with room for framing
 
@@ -160,7 +160,7 @@ def _load(
     """Write what changed. Returns True when nothing had to be done (the graph was up to date)."""
     with Graph(target, connect_timeout_s=settings.load.connect_timeout_s) as graph:
         graph.check()
-        graph.ensure_constraints([layer.label for layer in node_layers(layers)])
+        cypher.ensure_constraints(graph, [layer.label for layer in node_layers(layers)])
         lost = _lost_layers(staging, graph, target, layers)
         stored, last_run = target_watermark(staging, target.key)
         if stored == watermark and not lost:
@@ -195,7 +195,7 @@ def _lost_layers(staging: sqlite3.Connection, graph: Graph, target: Target, laye
     """
     loaded = manifest_counts(staging, target.key)
     labels = [layer.label for layer in node_layers(layers)]
-    in_graph = graph.count_nodes(labels)
+    in_graph = cypher.node_counts(graph, labels)
     lost_nodes = [layer for layer in node_layers(layers) if in_graph[layer.label] < loaded.get(layer.name, 0)]
     if not lost_nodes:
         return []
@@ -332,9 +332,6 @@ def _counted(rows: Iterator[Change], tally: Tally) -> Iterator[Change]:
 
 @contextmanager
 def _bar(progress: ProgressFactory | None, layer: Layer, conn: sqlite3.Connection) -> Iterator[Callable[[int], object]]:
-    if progress is None:
-        yield lambda _: None
-        return
-    total = int(conn.execute(count_sql(layer)).fetchone()[0])
-    with progress(f"load {layer.name} (rows)", total) as advance:
+    total = int(conn.execute(count_sql(layer)).fetchone()[0]) if progress is not None else 0
+    with bar(progress, f"load {layer.name} (rows)", total) as advance:
         yield advance

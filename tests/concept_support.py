@@ -103,7 +103,7 @@ class ScriptedExtractor:
     """
 
     def __init__(self, answer: object, name: str = "scripted", usage: tuple[int, int] = (0, 0)) -> None:
-        from extract.types import Usage
+        from clients.llm import Usage
 
         self.answer = answer
         self.name = name

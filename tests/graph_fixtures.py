@@ -1,7 +1,7 @@
 """The real Bolt server for the load tests: one local ArcadeDB server per session, a fresh database per test.
 
 A pytest plugin: test modules declare `pytest_plugins = ["tests.graph_fixtures"]` and import helpers from
-tests/graph_helpers.py. The server is started by the same code as `chatmem graph up` (load.server.LocalServer)
+tests/graph_helpers.py. The server is started by the same code as `chatmem graph up` (clients.graph_server.LocalServer)
 in a temp dir and stopped at the end of the session. A test may kill or stop it: the next test that asks for
 `graph` gets it back, on the same ports.
 """
@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from clients.graph_server import LocalServer
 from contracts.settings import NEO4J_ENV
-from load.server import LocalServer
 from tests.graph_helpers import BoltServer, GraphEnv
 
 

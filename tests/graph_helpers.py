@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from clients.graph import Graph, Target
+from clients.graph_server import USER, LocalServer, ServerInfo
 from contracts.results import StageResult
 from contracts.settings import Settings
-from load.graph import Graph, Target
-from load.server import USER, LocalServer, ServerInfo
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
 

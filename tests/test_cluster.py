@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from clients.embedders import StaticMiniLM
 from cluster import stage as cluster_stage
 from cluster import stage_embed
-from cluster.embedders import StaticMiniLM
 from cluster.topics import ctfidf, reassign_outliers, renumber
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult

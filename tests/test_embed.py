@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from clients.embed_cache import EmbedCounts, batches_by_length, embed_cached, embed_texts, mean_vector
+from clients.embedders import OnnxMiniLM, StaticMiniLM, build_embedder, embedder_key, packaged_file
+from clients.embedders_http import EmbeddingError, EndpointEmbedder
 from cluster import stage_embed
-from cluster.embed import EmbedCounts, batches_by_length, embed_cached, embed_texts, mean_vector
-from cluster.embedders import OnnxMiniLM, StaticMiniLM, build_embedder, embedder_key, packaged_file
-from cluster.embedders_http import EmbeddingError, EndpointEmbedder
 from contracts.errors import ConfigError
 from contracts.settings import EmbedEndpointSettings, EmbedSettings, Settings
 from extract import stage_segment

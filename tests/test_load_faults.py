@@ -22,9 +22,9 @@ from neo4j.exceptions import (
     TransientError,
 )
 
+from clients.graph import is_transient
+from clients.graph_server import free_port
 from contracts.errors import StageError
-from load.graph import is_transient
-from load.server import free_port
 from tests.graph_helpers import GraphEnv, expected, ingest, load, write_branchy_jsonl
 
 pytest_plugins = ["tests.graph_fixtures"]
@@ -147,8 +147,8 @@ def test_a_local_server_whose_java_cannot_start_fails_the_stage_clearly(tmp_path
 
 
 def test_a_local_server_that_never_answers_is_stopped_at_the_timeout(tmp_path: Path) -> None:
+    from clients.graph_target import local_server
     from contracts.settings import Settings
-    from load.target import local_server
 
     hang = tmp_path / "java"
     hang.write_text("#!/bin/sh\nexec sleep 600\n")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from clients.graph import redact
 from contracts.settings import Settings
 from load import cypher
-from load.graph import redact
 from load.layers import HAS_MESSAGE, MESSAGES, NEXT, EdgeLayer
 from load.overlap import Prefetch, WriteBehind
 from load.plan import Change, batches, diff, ordered_sql, row_hash, source_rows

@@ -196,7 +196,7 @@ def test_new_rows_already_in_the_graph_fall_back_to_merge_without_duplicates(
     staging = sqlite3.connect(settings.staging_path)
     staging.executescript("DELETE FROM load_manifest; UPDATE load_targets SET watermark = NULL;")
     staging.close()
-    with caplog.at_level("INFO", logger="load"):
+    with caplog.at_level("INFO", logger="clients.graph"):
         again = load(settings, ingest(settings, export))
     assert again.status == "succeeded" and again.counts["nodes_upserted"] == 27
     assert "sent again as MERGE" in caplog.text

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from cluster.embedders import normalise
+from clients.embedders import normalise
 from contracts.errors import ChatmemError
 from contracts.settings import EmbedEndpointSettings
 from staging.embeddings import Matrix

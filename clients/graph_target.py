@@ -7,10 +7,10 @@ wrote into the URI).
 
 from __future__ import annotations
 
+from clients.graph import Target, redact
+from clients.graph_errors import LocalServerError
+from clients.graph_server import DEFAULT_DATABASE, USER, LocalServer
 from contracts.settings import Settings
-from load.errors import LocalServerError
-from load.graph import Target, redact
-from load.server import DEFAULT_DATABASE, USER, LocalServer
 
 NO_GRAPH = (
     "graph: not loaded: no NEO4J_URI is set and the local server is off (CHATMEM_LOAD__LOCAL_SERVER=false);"

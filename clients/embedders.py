@@ -259,6 +259,6 @@ def build_embedder(settings: EmbedSettings) -> Embedder:
         return StaticMiniLM(settings.model_cache_dir, settings.threads)
     if settings.backend == "minilm-onnx":
         return OnnxMiniLM(settings.max_tokens, settings.device, settings.threads)
-    from cluster.embedders_http import EndpointEmbedder
+    from clients.embedders_http import EndpointEmbedder
 
     return EndpointEmbedder(_endpoint(settings), key=embedder_key(settings))

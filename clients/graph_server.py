@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from load.errors import LocalServerError
+from clients.graph_errors import LocalServerError
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,8 @@ from neo4j.exceptions import (
     TransientError,
 )
 
+from clients.graph_errors import GraphAuthError, GraphDatabaseMissing, GraphUnavailable, GraphWriteError, LoadError
 from contracts.settings import redact_uri
-from load import cypher
-from load.errors import GraphAuthError, GraphDatabaseMissing, GraphUnavailable, GraphWriteError, LoadError
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +165,7 @@ class Graph:
         """`write`, retried up to `retries` times on a transient error with doubling waits; else a LoadError.
 
         `on_conflict`: the statement to send instead when this one breaks a uniqueness constraint (the
-        optimistic CREATE of new nodes falls back to MERGE; see cypher.py, point 3).
+        optimistic CREATE of new nodes falls back to MERGE; see load/cypher.py, point 3).
         """
         attempt = 0
         while True:
@@ -187,17 +186,11 @@ class Graph:
                     on_retry(attempt, cause(exc))
                 time.sleep(wait)
 
-    def ensure_constraints(self, labels: Sequence[str]) -> None:
-        """Uniqueness constraints on the key of every label, before the first batch (IF NOT EXISTS: idempotent)."""
-        for label in labels:
-            self.run(cypher.constraint(label))
-
-    def count_nodes(self, labels: Sequence[str]) -> dict[str, int]:
-        """Nodes per label; cheap on both servers (a counter, not a scan)."""
-        return {label: int(self.run(cypher.count_nodes(label))[0]["n"]) for label in labels}
-
     def graph_counts(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Every label's and relationship type's count in the graph (see cypher.py, point 2, for the dialects)."""
+        """Every label's and relationship type's count in the graph.
+
+        ArcadeDB answers apoc.meta.stats from its type counters; Neo4j counts per label and type.
+        """
         if self.dialect == "arcadedb":
             value = self.run("CALL apoc.meta.stats()")[0]["value"]
             nodes = {str(k): int(v) for k, v in value.get("labels", {}).items() if "~" not in str(k)}

@@ -10,16 +10,15 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
-from cluster.embedders import Embedder
+from clients.embedders import Embedder
+from clients.progress import ProgressFactory, bar
 from staging import embeddings as store
 from staging.embeddings import Matrix
 
-ProgressFactory = Callable[[str, int], AbstractContextManager[Callable[[int], object]]]
 SEGMENT_RECIPE = "segment-mean-v1"
 WEIGHT_CAP_CHARS = 2000  # a pasted log weighs no more in its segment than a long answer does
 
@@ -54,15 +53,6 @@ def embed_texts(
     return out if out is not None else np.zeros((0, embedder.dim), dtype=np.float32)
 
 
-@contextmanager
-def _bar(progress: ProgressFactory | None, label: str, total: int) -> Iterator[Callable[[int], object]]:
-    if progress is None or total == 0:
-        yield lambda _: None
-        return
-    with progress(label, total) as advance:
-        yield advance
-
-
 def embed_cached(
     staging: sqlite3.Connection,
     embedder: Embedder,
@@ -85,7 +75,7 @@ def embed_cached(
             todo[h] = text
     counts.cached += len(texts) - len(todo)
     keys = list(todo)
-    with _bar(progress, label, len(keys)) as advance:
+    with bar(progress, label, len(keys)) as advance:
         for start in range(0, len(keys), write_batch):
             chunk = keys[start : start + write_batch]
             vectors = embed_texts(embedder, [todo[h] for h in chunk], batch_size, advance)

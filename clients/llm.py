@@ -1,14 +1,15 @@
-"""One request to an OpenAI-compatible endpoint, what the reply says, and which errors are worth a retry.
+"""One call to an OpenAI-compatible endpoint, what the reply says, and which errors are worth a retry.
 
-    build_request(settings, messages) -> body      the exact keyword arguments sent (also a Batch API line's body)
+The shared LLM client of every stage package (extraction, topic labels, recall):
+
+    make_client(settings) -> OpenAI                 the SDK client, its own retries off
     send(client, api, body) -> Reply                one HTTP call through the official SDK, no SDK retries
     reply_from_chat / reply_from_response           SDK objects (or Batch API bodies) -> Reply
     is_transient(error)                             the ONE predicate that says what is retried
     retry_delay(error, attempt, settings)           exponential backoff, honouring retry-after
+    describe(error)                                 one line for a failure reason
 
-The strict JSON schema is built from the contract by the SDK's own helper (`to_strict_json_schema`), but the
-reply is read as raw text, never with `.parse()`: pydantic would reject a near-miss such as type "Project"
-before the semantic mapper could map it, and the raw text must be kept for staging either way.
+What a request says (its schema, its prompt) belongs to the stage that sends it: see extract/llm_request.py.
 """
 
 from __future__ import annotations
@@ -16,20 +17,25 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import openai
 from openai import OpenAI
-from openai.lib._pydantic import to_strict_json_schema
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
-from contracts.concepts import ExtractionResponse
 from contracts.errors import ConfigError
 from contracts.settings import LLMSettings
-from extract.prompts import RESPONSE_NAME
-from extract.types import Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens one call spent, as the server reported them."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+
 
 PLACEHOLDER_KEY = "not-needed"  # local servers (Ollama, vLLM, llama.cpp) ignore the key but the SDK wants one
 
@@ -44,12 +50,6 @@ class Reply:
     usage: Usage
 
 
-@cache
-def strict_schema() -> dict[str, Any]:
-    """The strict JSON schema of ExtractionResponse (additionalProperties false, every property required)."""
-    return to_strict_json_schema(ExtractionResponse)
-
-
 def make_client(settings: LLMSettings) -> OpenAI:
     """An SDK client with its own retries off: `is_transient` decides, and every attempt is recorded."""
     key = settings.api_key.get_secret_value() if settings.api_key else os.environ.get("OPENAI_API_KEY")
@@ -61,41 +61,6 @@ def make_client(settings: LLMSettings) -> OpenAI:
             )
         key = PLACEHOLDER_KEY
     return OpenAI(api_key=key, base_url=settings.base_url, timeout=settings.timeout_s, max_retries=0)
-
-
-def build_request(settings: LLMSettings, messages: list[dict[str, str]]) -> dict[str, Any]:
-    """The request body for settings.api, with the strict schema; optional parameters only when set."""
-    schema = strict_schema()
-    body: dict[str, Any] = {"model": settings.model}
-    if settings.api == "chat":
-        body["messages"] = messages
-        if settings.structured_output == "json_schema":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": RESPONSE_NAME, "schema": schema, "strict": True},
-            }
-        else:  # llama.cpp's server turns this schema into a grammar; it rejects type json_schema
-            body["response_format"] = {"type": "json_object", "schema": schema}
-        if settings.reasoning_effort is not None:
-            body["reasoning_effort"] = settings.reasoning_effort
-        if settings.max_output_tokens is not None:
-            # OpenAI's reasoning models reject max_tokens; servers without json_schema (llama.cpp) only know it.
-            name = "max_completion_tokens" if settings.structured_output == "json_schema" else "max_tokens"
-            body[name] = settings.max_output_tokens
-        if settings.seed is not None:
-            body["seed"] = settings.seed
-    else:
-        if settings.structured_output != "json_schema":
-            raise ConfigError("api 'responses' needs structured_output 'json_schema'")
-        body["input"] = messages
-        body["text"] = {"format": {"type": "json_schema", "name": RESPONSE_NAME, "schema": schema, "strict": True}}
-        if settings.reasoning_effort is not None:
-            body["reasoning"] = {"effort": settings.reasoning_effort}
-        if settings.max_output_tokens is not None:
-            body["max_output_tokens"] = settings.max_output_tokens
-    if settings.temperature is not None:
-        body["temperature"] = settings.temperature
-    return body
 
 
 def send(client: OpenAI, api: str, body: dict[str, Any]) -> Reply:
