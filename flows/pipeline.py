@@ -29,6 +29,7 @@ from contracts.version import code_version  # noqa: E402
 from flows.cluster_flows import cluster_flow, embed_flow  # noqa: E402
 from flows.extract_flows import concepts_flow, extract_flow, segment_flow  # noqa: E402
 from flows.load_flow import load_flow  # noqa: E402
+from flows.memory_flows import cues_flow  # noqa: E402
 from flows.progress import bars_wanted, progress_factory  # noqa: E402
 from flows.stage_runner import run_stage  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
@@ -68,6 +69,7 @@ STAGE_FLOWS: dict[str, StageFlow] = {
     "concepts": concepts_flow,
     "embed": embed_flow,
     "cluster": cluster_flow,
+    "cues": cues_flow,
     "load": load_flow,
 }
 

@@ -1,0 +1,197 @@
+"""The embedded engine's memory: one cues run loaded from staging.db into arrays and sparse matrices.
+
+    MemoryIndex
+      content   ids, conversation / day / role codes, seq, time (epoch s), tokens, merged-group head
+      lexical   BM25 over the content keys (messages expanded with their cue names), BM25 over cue names
+      dense     the embed stage's message vectors (the configured embedder), embedded here when missing
+      graph     cue -> content and cue -> conversation-tag weights (sparse), content -> conversation, day
+
+Built once per process (`load_index`), then every recall is array arithmetic over it (memory/recall.py).
+Merged nodes are represented by their first original (`head`): recall scores the originals and shows the group
+once, with every original message id.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from scipy.sparse import csr_matrix
+
+from clients.embed_cache import embed_texts
+from clients.embedders import Embedder
+from contracts.errors import ConfigError
+from memory.graph import speaker
+from memory.text import BM25, terms
+from staging import embeddings as vectors
+from staging import memory as store
+from staging import memory_inputs as inputs
+from staging.memory import MemoryGraph
+
+Array = np.ndarray[Any, Any]
+
+
+def epoch(value: str | None) -> float:
+    """ISO time -> epoch seconds (UTC when no zone is given); NaN when unknown or unreadable."""
+    if not value:
+        return float("nan")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return float("nan")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+@dataclass
+class MemoryIndex:
+    run_id: str
+    ids: list[str]
+    conversation_ids: list[str]
+    conversation: Array  # int code per content
+    seq: Array
+    roles: list[str]
+    role_code: Array
+    times: Array  # epoch seconds, NaN when unknown
+    day: Array  # int code per content, -1 when unknown
+    tokens: Array
+    source: Array  # int code per content
+    sources: list[str]
+    head: Array  # index of the merged group's first original (itself when not merged)
+    group: dict[int, list[int]]  # head -> every original's index
+    bm25: BM25
+    dense: Array  # n x dim float32 (zero rows: no vector)
+    cue_ids: list[str]
+    cue_names: list[str]
+    cue_idf: Array
+    cue_hub: Array
+    cue_bm25: BM25
+    cue_content: Any  # csr cues x content
+    cue_conversation: Any  # csr cues x conversations
+    titles: dict[str, str | None] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    position: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+    def text(self, index: int) -> str:
+        return self.texts.get(self.ids[index], "")
+
+
+def _codes(values: Sequence[str | None]) -> tuple[Array, list[str]]:
+    names = sorted({v for v in values if v is not None})
+    lookup = {v: i for i, v in enumerate(names)}
+    return np.array([lookup[v] if v is not None else -1 for v in values], dtype=np.int64), names
+
+
+def build_index(
+    graph: MemoryGraph,
+    run_id: str,
+    dense: Array,
+    *,
+    texts: dict[str, str] | None = None,
+    titles: dict[str, str | None] | None = None,
+) -> MemoryIndex:
+    """Arrays and matrices from a graph (pure: the benchmark builds generated graphs with it too).
+
+    `dense` has one row per message content node, in `graph.content` order of the message rows.
+    """
+    rows = [c for c in graph.content if c.kind == "message"]
+    ids = [c.content_id for c in rows]
+    position = {c: i for i, c in enumerate(ids)}
+    conversation, conversation_ids = _codes([c.conversation_id for c in rows])
+    day, _ = _codes([c.day for c in rows])
+    role_code, roles = _codes([c.role for c in rows])
+    source, sources = _codes([c.source for c in rows])
+    head = np.arange(len(rows), dtype=np.int64)
+    group: dict[int, list[int]] = {}
+    members: dict[str, list[int]] = {}
+    for i, c in enumerate(rows):
+        if c.merged_into:
+            members.setdefault(c.merged_into, []).append(i)
+    for originals in members.values():
+        first = min(originals, key=lambda i: (int(rows[i].seq), ids[i]))
+        head[originals] = first
+        group[first] = sorted(originals, key=lambda i: int(rows[i].seq))
+    cue_ids = [c.cue_id for c in graph.cues]
+    cue_position = {c: i for i, c in enumerate(cue_ids)}
+    conv_position = {f"conv:{c}": i for i, c in enumerate(conversation_ids)}
+    cc_r, cc_c, cc_w, ct_r, ct_c, ct_w = [], [], [], [], [], []
+    for e in graph.edges:
+        if e.kind == "cue-content" and e.dst in position:
+            cc_r.append(cue_position[e.src])
+            cc_c.append(position[e.dst])
+            cc_w.append(e.weight)
+        elif e.kind == "cue-tag" and e.dst in conv_position:
+            ct_r.append(cue_position[e.src])
+            ct_c.append(conv_position[e.dst])
+            ct_w.append(e.weight)
+    cue_content = csr_matrix((cc_w, (cc_r, cc_c)), shape=(len(cue_ids), len(ids)), dtype=np.float32)
+    cue_conversation = csr_matrix((ct_w, (ct_r, ct_c)), shape=(len(cue_ids), len(conversation_ids)), dtype=np.float32)
+    return MemoryIndex(
+        run_id=run_id,
+        ids=ids,
+        conversation_ids=conversation_ids,
+        conversation=conversation,
+        seq=np.array([c.seq for c in rows], dtype=np.int64),
+        roles=roles,
+        role_code=role_code,
+        times=np.array([epoch(c.created_at) for c in rows], dtype=np.float64),
+        day=day,
+        tokens=np.array([c.tokens for c in rows], dtype=np.int64),
+        source=source,
+        sources=sources,
+        head=head,
+        group=group,
+        bm25=BM25.build([terms(c.key_text) for c in rows]),
+        dense=dense,
+        cue_ids=cue_ids,
+        cue_names=[c.name for c in graph.cues],
+        cue_idf=np.array([c.idf for c in graph.cues], dtype=np.float32),
+        cue_hub=np.array([c.hub for c in graph.cues], dtype=bool),
+        cue_bm25=BM25.build([terms(c.name) for c in graph.cues]),
+        cue_content=cue_content,
+        cue_conversation=cue_conversation,
+        titles=titles or {},
+        texts=texts or {},
+        position=position,
+    )
+
+
+def load_index(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    embedder: Embedder,
+    *,
+    run_id: str | None = None,
+    batch_size: int = 256,
+) -> MemoryIndex:
+    """The latest (or the given) cues run of a data dir, with texts and vectors; ConfigError when there is none."""
+    run_id = run_id or store.latest_run(staging)
+    if run_id is None:
+        raise ConfigError("no memory yet: run the pipeline (chatmem run EXPORT) or `chatmem stage cues` first")
+    graph = store.read_run(staging, run_id)
+    rows = [c for c in graph.content if c.kind == "message"]
+    ids = [c.content_id for c in rows]
+    texts = inputs.message_texts(archive, ids)
+    dense = np.zeros((len(ids), embedder.dim), dtype=np.float32)
+    have = np.zeros(len(ids), dtype=bool)
+    if vectors.has_table(staging, "embedding_items"):
+        found, matrix = vectors.item_matrix(staging, "message", embedder.key, ids)
+        if found:
+            where = {c: i for i, c in enumerate(ids)}
+            rows_found = [where[c] for c in found]
+            dense[rows_found] = matrix
+            have[rows_found] = True
+    missing = [int(i) for i in np.flatnonzero(~have)]
+    if missing:  # content the embed stage did not cover (no segment, or another model): embed it here, in memory
+        keyed = [f"{speaker(rows[i].role, rows[i].author)}: {texts.get(ids[i], '')}" for i in missing]
+        dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or batch_size)
+    return build_index(graph, run_id, dense, texts=texts, titles=inputs.conversation_titles(archive))
