@@ -167,3 +167,20 @@ def plain_keys(index: MemoryIndex, graph: MemoryGraph) -> list[str]:
 
 def without_consolidation(index: MemoryIndex) -> MemoryIndex:
     return replace(index, head=np.arange(index.size, dtype=np.int64), group={})
+
+
+def ablations(
+    index: MemoryIndex, plain: list[str], settings: MemorySettings
+) -> dict[str, tuple[MemoryIndex, MemorySettings, Switches]]:
+    """The system with one part taken out at a time (same memory, same questions)."""
+    unexpanded = replace(index, bm25=BM25.build([terms(k) for k in plain]))
+    return {
+        "no_cues": (index, settings, Switches(cues=False)),
+        "no_tags_session_prior": (index, settings, Switches(tags=False)),
+        "no_decay": (index, settings, Switches(decay=False)),
+        "no_time_filter": (index, settings, Switches(time_filter=False)),
+        "no_key_expansion": (unexpanded, settings, Switches()),
+        "no_consolidation": (without_consolidation(index), settings, Switches()),
+        "no_dense": (index, settings, Switches(dense=False)),
+        "no_lexical": (index, settings, Switches(lexical=False)),
+    }
