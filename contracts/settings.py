@@ -302,6 +302,9 @@ class MemorySettings(BaseModel):
         description="A cue linked to more than this share of all content is a hub: its weight is down-weighted "
         "by IDF and it stops spreading to tags.",
     )
+    hub_min_content: int = Field(
+        default=20, ge=1, description="A cue needs at least this many content links to count as a hub at all."
+    )
     keyphrases_per_content: int = Field(
         default=6, ge=0, description="Discriminative keyphrases (TF-IDF) kept as cues per content node."
     )

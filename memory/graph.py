@@ -101,14 +101,15 @@ def build_graph(
         weight = max(content_cues[e.message_id].get(cue_id, 0.0), min(max(e.confidence, 0.0), 1.0))
         content_cues[e.message_id][cue_id] = weight
     base_terms = [terms(m.text) for m in messages]
-    phrases = keyphrases(base_terms, settings.keyphrases_per_content, settings.keyphrase_min_df, settings.hub_share)
+    hub_floor = max(settings.hub_min_content, settings.hub_share * n)  # more links than this: a hub
+    phrases = keyphrases(base_terms, settings.keyphrases_per_content, settings.keyphrase_min_df, int(hub_floor))
     for message, found in zip(messages, phrases, strict=True):
         for rank, term in enumerate(found):
             cue_id = f"kp:{term}"
             cue_rows.setdefault(cue_id, (term, "keyphrase", None))
             content_cues[message.uuid].setdefault(cue_id, round(1.0 / math.sqrt(rank + 1), 6))
     df: Counter[str] = Counter(c for cues in content_cues.values() for c in cues)
-    hubs = {c for c, count in df.items() if count / n > settings.hub_share}
+    hubs = {c for c, count in df.items() if count > hub_floor}
     cues = []
     for cue_id in sorted(cue_rows):
         name, kind, ctype = cue_rows[cue_id]

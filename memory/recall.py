@@ -86,13 +86,17 @@ def candidate_mask(index: MemoryIndex, request: RecallRequest, at_s: float | Non
     return mask
 
 
-def _unit(values: Array, mask: Array) -> Array:
-    """Scale to 0..1 over the candidates (min-max); all zero when they do not differ."""
+def _unit(values: Array, mask: Array, *, shift: bool = False) -> Array:
+    """Scale to 0..1 over the candidates: divided by the best (`shift`: min-max, for cosines that can be
+    negative). A lone or tied positive best scores 1; nothing positive scores 0."""
     out = np.zeros_like(values, dtype=np.float32)
     if not mask.any():
         return out
     low, high = float(values[mask].min()), float(values[mask].max())
-    if high - low <= 1e-9:
+    if high <= 0:
+        return out
+    if not shift or high - low <= 1e-9:
+        out[mask] = np.clip(values[mask] / high, 0, None)
         return out
     out[mask] = (values[mask] - low) / (high - low)
     return out
@@ -122,7 +126,7 @@ def rank(
     words = terms(query)
     lexical = _unit(index.bm25.score(words), mask) if switches.lexical else np.zeros(index.size, np.float32)
     if switches.dense and query_vector is not None and index.dense.shape[0]:
-        dense = _unit(index.dense @ query_vector.astype(np.float32), mask)
+        dense = _unit(index.dense @ query_vector.astype(np.float32), mask, shift=True)
     else:
         dense = np.zeros(index.size, np.float32)
     cue_scores = np.zeros(index.size, np.float32)

@@ -96,14 +96,14 @@ class BM25:
         return np.asarray(part @ q, dtype=np.float32).ravel()
 
 
-def keyphrases(documents: Sequence[Sequence[str]], per_document: int, min_df: int, max_share: float) -> list[list[str]]:
+def keyphrases(documents: Sequence[Sequence[str]], per_document: int, min_df: int, max_df: int) -> list[list[str]]:
     """Each document's most discriminative terms (tf x idf), among terms in at least `min_df` documents and in
-    at most `max_share` of them: a keyphrase that links nothing, or everything, is no anchor."""
+    at most `max_df` of them: a keyphrase that links nothing, or everything, is no anchor."""
     df: Counter[str] = Counter()
     for document in documents:
         df.update(set(document))
     n = max(len(documents), 1)
-    ceiling = max(min_df, int(max_share * n))
+    ceiling = max(min_df, max_df)
     result = []
     for document in documents:
         counts = Counter(document)
