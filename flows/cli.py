@@ -29,6 +29,7 @@ from flows.cli_eval import eval_group
 from flows.cli_eval_recall import eval_recall
 from flows.cli_graph import graph
 from flows.cli_inspect import JSON_OPTION, archive, emit, open_readonly, staging
+from flows.cli_mcp import mcp_command
 from flows.cli_memory import recall
 from flows.cli_topics import report, topics
 from flows.prefect_env import configure_prefect, describe_api
@@ -344,6 +345,7 @@ cli.add_command(topics)
 cli.add_command(report)
 cli.add_command(graph)
 cli.add_command(recall)
+cli.add_command(mcp_command)
 
 
 def main() -> None:
