@@ -139,6 +139,5 @@ def eval_recall(
         emit(ordered)
         return
     print_report(benchmark, {**ordered, **ordered.get("ablations", {})})
-    click.echo(
-        f"\n{len(loaded.questions)} question(s), {index.size} turns, embedders {embedder.key} (system, *_keys) / {default.key} (dense, rrf), work dir {where}"
-    )
+    click.echo(f"\n{len(loaded.questions)} question(s), {index.size} turns, work dir {where}")
+    click.echo(f"embedders: {embedder.key} (system, *_keys), {default.key} (dense, rrf)")

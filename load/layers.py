@@ -290,8 +290,7 @@ CUES = NodeLayer(
     "Cue",
     "staging",
     ("memory_cues", "memory_runs"),
-    "SELECT cue_id AS id, name, kind, concept_type, df, idf, hub FROM memory_cues"
-    f" WHERE run_id = {LATEST_MEMORY_RUN}",
+    f"SELECT cue_id AS id, name, kind, concept_type, df, idf, hub FROM memory_cues WHERE run_id = {LATEST_MEMORY_RUN}",
     booleans=("hub",),
 )
 TAGS = NodeLayer(

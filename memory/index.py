@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
