@@ -326,6 +326,20 @@ class MemorySettings(BaseModel):
     other_role_weight: float = Field(
         default=0.5, ge=0, le=1, description="Direct-match weight of content whose role is not in key_roles."
     )
+    key_embedder: Literal["minilm-onnx", "embed"] = Field(
+        default="minilm-onnx",
+        description="What embeds content keys and queries: the full MiniLM model on the key roles' messages "
+        "(short user-side keys, where it matters; cached by text), or 'embed': the embed stage's message vectors.",
+    )
+    key_max_tokens: int = Field(
+        default=128, ge=8, le=512, description="Word pieces of a key the full model reads (minilm-onnx only)."
+    )
+    next_weight: float = Field(
+        default=0.2,
+        ge=0,
+        description="Share of a neighbour's direct activation passed along NEXT/PREV (an answer often sits in "
+        "the turn after the one that matches).",
+    )
     session_prior: float = Field(
         default=0.5, ge=0, description="Weight of a conversation tag's pooled activation fed back to its content."
     )

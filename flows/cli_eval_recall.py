@@ -19,8 +19,8 @@ from clients.embedders import build_embedder
 from contracts.settings import Settings
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
 from memory.benchmarks import read_benchmark, write_jsonl
-from memory.evaluate import KS, ablations, evaluate, plain_keys
-from memory.index import load_index
+from memory.evaluate import KS, ablations, evaluate, flat_vectors, plain_keys
+from memory.index import key_embedder, load_index
 from staging import memory as memory_store
 
 if TYPE_CHECKING:
@@ -98,17 +98,30 @@ def eval_recall(
     engine = app.engine(settings)
     run_id, _ = engine.run_pipeline(settings, [export], stages=PIPELINE, quiet=True)
     pipeline_s = time.monotonic() - started
-    embedder = build_embedder(settings.embed)
+    embedder = key_embedder(settings)
+    default = build_embedder(settings.embed)
     with (
         open_readonly(settings.archive_path, settings) as archive,
         open_readonly(settings.staging_path, settings) as staging,
     ):
-        index = load_index(archive, staging, embedder, batch_size=settings.embed.batch_size)
+        index = load_index(archive, staging, settings, embedder)
         graph = memory_store.read_run(staging, index.run_id)
+        flat = flat_vectors(staging, index, default)
     plain = plain_keys(index, graph)
     variants = ablations(index, plain, settings.memory) if with_ablations else None
-    report = evaluate(loaded, index, embedder, settings.memory, plain, budget_tokens=budget, ablations=variants)
-    ordered: dict[str, Any] = {name: report[name] for name in ("system", "bm25", "dense", "rrf")}
+    report = evaluate(
+        loaded,
+        index,
+        embedder,
+        settings.memory,
+        plain,
+        flat_embedder=default,
+        flat_dense=flat,
+        budget_tokens=budget,
+        ablations=variants,
+    )
+    names = ("system", "bm25", "dense", "rrf", "dense_keys", "rrf_keys")
+    ordered: dict[str, Any] = {name: report[name] for name in names}
     if variants:
         ordered["ablations"] = {name: report[name] for name in variants}
     ordered["run"] = {
@@ -117,7 +130,8 @@ def eval_recall(
         "pipeline_s": round(pipeline_s, 1),
         "turns": index.size,
         "questions": len(loaded.questions),
-        "embedder": embedder.key,
+        "embedder_system": embedder.key,
+        "embedder_baselines": default.key,
         "budget_tokens": budget,
         "notes": loaded.notes,
     }
@@ -125,4 +139,5 @@ def eval_recall(
         emit(ordered)
         return
     print_report(benchmark, {**ordered, **ordered.get("ablations", {})})
-    click.echo(f"\n{len(loaded.questions)} question(s), {index.size} turns, embedder {embedder.key}, work dir {where}")
+    click.echo(f"\n{len(loaded.questions)} question(s), {index.size} turns, work dir {where}")
+    click.echo(f"embedders: {embedder.key} (system, *_keys), {default.key} (dense, rrf)")

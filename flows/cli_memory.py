@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from clients.embedders import build_embedder
 from contracts.errors import ConfigError
 from contracts.memory import RecallRequest, RecallResult, RecallScope
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
-from memory.index import load_index
+from memory.index import key_embedder, load_index
 from memory.recall import recall as run_recall
 
 if TYPE_CHECKING:
@@ -112,12 +111,12 @@ def recall(
         scope=parse_scope(scope),
         max_pieces=max_pieces,
     )
-    embedder = build_embedder(settings.embed)
+    embedder = key_embedder(settings)
     with (
         open_readonly(settings.archive_path, settings) as archive,
         open_readonly(settings.staging_path, settings) as staging,
     ):
-        index = load_index(archive, staging, embedder, batch_size=settings.embed.batch_size)
+        index = load_index(archive, staging, settings, embedder)
     result = run_recall(index, embedder, request, settings.memory)
     if as_json:
         emit(result.model_dump(mode="json"))

@@ -24,6 +24,7 @@ def cues_flow(
     show_progress: bool = False,
 ) -> StageResult:
     """Messages, concepts and topics -> the Cue-Tag-Content graph in staging.db (memory.stage.run)."""
+    from flows.cluster_flows import count_bar
     from memory import stage
 
-    return run_stage("cues", settings, run_id, stage.run)
+    return run_stage("cues", settings, run_id, stage.run, progress=count_bar if show_progress else None)

@@ -3,8 +3,10 @@
 Every method ranks the same candidate turns (the question's scope, nothing after `at`):
 - system: memory.recall (cues, tags, session prior, decay, time filter, consolidation, expanded keys);
 - bm25: BM25 over the plain turns (speaker-prefixed, no cue expansion);
-- dense: the default embedder's vectors of the plain turns against the query's;
-- rrf: reciprocal-rank fusion of the two (k = 60).
+- dense: the default embedder's vectors of the plain turns (the embed stage's) against the query's;
+- rrf: reciprocal-rank fusion of the two (k = 60);
+- dense_keys / rrf_keys: the same with the system's key embedder over the same keys (so that a gain of the
+  system over the flat baselines is not just a stronger embedder).
 Metrics per method and per question category (memory.metrics). Nothing here is tuned to a dev question.
 """
 
@@ -27,6 +29,7 @@ from memory.graph import speaker
 from memory.index import Array, MemoryIndex
 from memory.recall import Switches, candidate_mask, rank, to_result
 from memory.text import BM25, terms
+from staging import embeddings as vectors
 from staging.memory import MemoryGraph
 
 KS = {"locomo": (5, 10, 20), "longmemeval": (1, 3, 5, 10)}
@@ -96,12 +99,16 @@ def evaluate(
     settings: MemorySettings,
     plain_keys: list[str],
     *,
+    flat_embedder: Embedder,
+    flat_dense: Array,
     budget_tokens: int,
     ablations: dict[str, tuple[MemoryIndex, MemorySettings, Switches]] | None = None,
 ) -> dict[str, Any]:
     """All methods over all questions: {"system": {...}, "bm25": {...}, "dense": {...}, "rrf": {...}, ...}."""
     flat = Baselines.build(index, plain_keys)
-    vectors = embedder.embed([q.question for q in benchmark.questions]) if benchmark.questions else None
+    asked = [q.question for q in benchmark.questions]
+    vectors = embedder.embed(asked) if asked else None
+    flat_vectors = flat_embedder.embed(asked) if asked else None
     methods: dict[str, Callable[[Question, Array], tuple[Array, int]]] = {}
 
     def system(variant: MemoryIndex, config: MemorySettings, switches: Switches) -> Callable[..., tuple[Array, int]]:
@@ -117,19 +124,26 @@ def evaluate(
     for name, (variant, config, switches) in (ablations or {}).items():
         methods[name] = system(variant, config, switches)
 
-    def flat_orders(question: Question, vector: Array) -> dict[str, Array]:
+    def flat_orders(question: Question, vector: Array, flat_vector: Array) -> dict[str, Array]:
         request = _request(question, budget_tokens)
         mask = candidate_mask(index, request, request.at.timestamp() if request.at else None)
         lexical = _order(flat.bm25.score(terms(question.question)), mask, index)
-        dense = _order(index.dense @ vector, mask, index)
-        return {"bm25": lexical, "dense": dense, "rrf": _order(_rrf([lexical, dense], index.size), mask, index)}
+        dense = _order(flat_dense @ flat_vector, mask, index)
+        keys = _order(index.dense @ vector, mask, index)
+        return {
+            "bm25": lexical,
+            "dense": dense,
+            "rrf": _order(_rrf([lexical, dense], index.size), mask, index),
+            "dense_keys": keys,
+            "rrf_keys": _order(_rrf([lexical, keys], index.size), mask, index),
+        }
 
     results: dict[str, Any] = {}
     rows: dict[str, list[tuple[str, dict[str, float]]]] = defaultdict(list)
     latency: dict[str, list[float]] = defaultdict(list)
     tokens: dict[str, list[int]] = defaultdict(list)
     for number, question in enumerate(benchmark.questions):
-        assert vectors is not None
+        assert vectors is not None and flat_vectors is not None
         vector = vectors[number]
         for name, method in methods.items():
             started = time.perf_counter()
@@ -138,13 +152,13 @@ def evaluate(
             tokens[name].append(used)
             rows[name].append((question.category, question_metrics(benchmark.name, index, order, question)))
         started = time.perf_counter()
-        orders = flat_orders(question, vector)
-        elapsed = (time.perf_counter() - started) * 1000 / 3
+        orders = flat_orders(question, vector, flat_vectors[number])
+        elapsed = (time.perf_counter() - started) * 1000 / len(orders)
         for name, order in orders.items():
             latency[name].append(elapsed)
             tokens[name].append(int(index.tokens[order[:10]].sum()))
             rows[name].append((question.category, question_metrics(benchmark.name, index, order, question)))
-    for name in [*methods, "bm25", "dense", "rrf"]:
+    for name in [*methods, "bm25", "dense", "rrf", "dense_keys", "rrf_keys"]:
         results[name] = _summarise(rows[name], latency[name], tokens[name])
     return results
 
@@ -157,6 +171,15 @@ def _request(question: Question, budget_tokens: int) -> RecallRequest:
         scope=RecallScope(conversation_ids=question.conversation_ids),
         max_pieces=200,
     )
+
+
+def flat_vectors(staging: Any, index: MemoryIndex, embedder: Embedder) -> Array:
+    """The embed stage's message vectors (the default embedder) in index order; zero rows where none."""
+    out = np.zeros((index.size, embedder.dim), dtype=np.float32)
+    found, matrix = vectors.item_matrix(staging, "message", embedder.key, index.ids)
+    if found:
+        out[[index.position[c] for c in found]] = matrix
+    return out
 
 
 def plain_keys(index: MemoryIndex, graph: MemoryGraph) -> list[str]:

@@ -79,6 +79,12 @@ def key_base(message: MessageInput) -> str:
     return f"{speaker(message.role, message.author)}: {message.text}"
 
 
+def dense_key(row: ContentRow, text: str) -> str:
+    """What the key embedder reads for a content node: who said it and what (no cue names: a sentence model
+    reads sentences)."""
+    return f"{speaker(row.role, row.author)}: {text}"
+
+
 def build_graph(
     messages: Sequence[MessageInput],
     evidence: Sequence[EvidenceInput],

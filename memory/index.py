@@ -17,15 +17,17 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_matrix
 
 from clients.embed_cache import embed_texts
-from clients.embedders import Embedder
+from clients.embedders import Embedder, OnnxMiniLM, build_embedder
 from contracts.errors import ConfigError
-from memory.graph import speaker
+from contracts.settings import Settings
+from memory.graph import dense_key
 from memory.text import BM25, terms
 from staging import embeddings as vectors
 from staging import memory as store
@@ -73,6 +75,8 @@ class MemoryIndex:
     cue_bm25: BM25
     cue_content: Any  # csr cues x content
     cue_conversation: Any  # csr cues x conversations
+    prev: Array  # index of the previous content of the same conversation (NEXT order), -1 at the start
+    next: Array  # index of the next one, -1 at the end
     titles: dict[str, str | None] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
@@ -135,6 +139,12 @@ def build_index(
             ct_w.append(e.weight)
     cue_content = csr_matrix((cc_w, (cc_r, cc_c)), shape=(len(cue_ids), len(ids)), dtype=np.float32)
     cue_conversation = csr_matrix((ct_w, (ct_r, ct_c)), shape=(len(cue_ids), len(conversation_ids)), dtype=np.float32)
+    prev = np.full(len(rows), -1, dtype=np.int64)
+    nxt = np.full(len(rows), -1, dtype=np.int64)
+    along = sorted(range(len(rows)), key=lambda i: (rows[i].conversation_id, rows[i].seq, ids[i]))
+    for a, b in pairwise(along):
+        if rows[a].conversation_id == rows[b].conversation_id:
+            nxt[a], prev[b] = b, a
     return MemoryIndex(
         run_id=run_id,
         ids=ids,
@@ -159,21 +169,34 @@ def build_index(
         cue_bm25=BM25.build([terms(c.name) for c in graph.cues]),
         cue_content=cue_content,
         cue_conversation=cue_conversation,
+        prev=prev,
+        next=nxt,
         titles=titles or {},
         texts=texts or {},
         position=position,
     )
 
 
+def key_embedder(settings: Settings) -> Embedder:
+    """The embedder of content keys and queries (memory.key_embedder)."""
+    if settings.memory.key_embedder == "minilm-onnx":
+        return OnnxMiniLM(max_tokens=settings.memory.key_max_tokens, threads=settings.embed.threads)
+    return build_embedder(settings.embed)
+
+
 def load_index(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
+    settings: Settings,
     embedder: Embedder,
     *,
     run_id: str | None = None,
-    batch_size: int = 256,
 ) -> MemoryIndex:
-    """The latest (or the given) cues run of a data dir, with texts and vectors; ConfigError when there is none."""
+    """The latest (or the given) cues run of a data dir, with texts and key vectors; ConfigError when none.
+
+    Key vectors come from the cache the cues stage filled (full model: key roles' messages only, by text
+    hash) or from the embed stage's message vectors; anything missing is embedded here, in memory.
+    """
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
         raise ConfigError("no memory yet: run the pipeline (chatmem run EXPORT) or `chatmem stage cues` first")
@@ -183,15 +206,27 @@ def load_index(
     texts = inputs.message_texts(archive, ids)
     dense = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     have = np.zeros(len(ids), dtype=bool)
-    if vectors.has_table(staging, "embedding_items"):
-        found, matrix = vectors.item_matrix(staging, "message", embedder.key, ids)
-        if found:
-            where = {c: i for i, c in enumerate(ids)}
-            rows_found = [where[c] for c in found]
-            dense[rows_found] = matrix
-            have[rows_found] = True
-    missing = [int(i) for i in np.flatnonzero(~have)]
-    if missing:  # content the embed stage did not cover (no segment, or another model): embed it here, in memory
-        keyed = [f"{speaker(rows[i].role, rows[i].author)}: {texts.get(ids[i], '')}" for i in missing]
-        dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or batch_size)
+    wanted = np.ones(len(ids), dtype=bool)
+    if settings.memory.key_embedder == "embed":
+        if vectors.has_table(staging, "embedding_items"):
+            found, matrix = vectors.item_matrix(staging, "message", embedder.key, ids)
+            if found:
+                where = {c: i for i, c in enumerate(ids)}
+                rows_found = [where[c] for c in found]
+                dense[rows_found] = matrix
+                have[rows_found] = True
+    else:
+        wanted = np.array([r.role in settings.memory.key_roles for r in rows], dtype=bool)
+        keys = {i: dense_key(rows[i], texts.get(ids[i], "")) for i in np.flatnonzero(wanted)}
+        hashes = {i: vectors.text_hash(k) for i, k in keys.items()}
+        if vectors.has_table(staging, "embeddings"):
+            cached = vectors.load_vectors(staging, embedder.key, list(hashes.values()))
+            for i, h in hashes.items():
+                if h in cached:
+                    dense[i] = cached[h]
+                    have[i] = True
+    missing = [int(i) for i in np.flatnonzero(wanted & ~have)]
+    if missing:  # content the stages did not cover (no segment, another model): embedded here, in memory
+        keyed = [dense_key(rows[i], texts.get(ids[i], "")) for i in missing]
+        dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or settings.embed.batch_size)
     return build_index(graph, run_id, dense, texts=texts, titles=inputs.conversation_titles(archive))

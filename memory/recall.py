@@ -150,6 +150,12 @@ def rank(
         settings.lexical_weight * lexical + settings.dense_weight * dense + settings.cue_weight * cue_scores
     ) * role_weight
     base[~mask] = 0.0
+    if settings.next_weight > 0 and index.size:  # one hop along NEXT/PREV: the turn beside a match
+        beside = np.zeros(index.size, np.float32)
+        has_prev, has_next = index.prev >= 0, index.next >= 0
+        beside[has_prev] = base[index.prev[has_prev]]
+        beside[has_next] = np.maximum(beside[has_next], base[index.next[has_next]])
+        base = base + settings.next_weight * np.where(mask, beside, 0.0).astype(np.float32)
     tag = np.zeros(index.size, np.float32)
     conversation_activation = np.zeros(len(index.conversation_ids), np.float32)
     if switches.tags and mask.any() and settings.max_depth >= 3:

@@ -15,9 +15,14 @@ import json
 import logging
 import sqlite3
 
+from clients.embed_cache import EmbedCounts, embed_cached
+from clients.embedders import Embedder
+from clients.progress import ProgressFactory
 from contracts.results import StageResult
 from contracts.settings import Settings
-from memory.graph import EvidenceInput, MessageInput, TopicInput, build_graph
+from memory.graph import EvidenceInput, MessageInput, TopicInput, build_graph, dense_key
+from memory.index import key_embedder
+from staging import embeddings as vector_store
 from staging import memory as store
 from staging import memory_inputs as inputs
 from staging.memory import MemoryGraph
@@ -29,9 +34,18 @@ log = logging.getLogger(__name__)
 STAGE = "cues"
 
 
-def run(archive: sqlite3.Connection, staging: sqlite3.Connection, *, run_id: str, settings: Settings) -> StageResult:
-    """Build the Cue-Tag-Content graph of the whole archive for this run."""
+def run(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    *,
+    run_id: str,
+    settings: Settings,
+    embedder: Embedder | None = None,
+    progress: ProgressFactory | None = None,
+) -> StageResult:
+    """Build the Cue-Tag-Content graph of the whole archive for this run, and embed its keys (cached)."""
     store.ensure_schema(staging)
+    vector_store.ensure_schema(staging)
     config = settings.memory.model_dump(mode="json")
     evidence = inputs.live_evidence(staging)
     topic_run, topics = inputs.topic_messages(staging)
@@ -58,6 +72,26 @@ def run(archive: sqlite3.Connection, staging: sqlite3.Connection, *, run_id: str
             notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
         summary = {"hubs": report.hubs, "topic_run": topic_run, "notes": notes}
         store.write_run(staging, run_id, graph, summary)
+        embedded = EmbedCounts()
+        if settings.memory.key_embedder == "minilm-onnx":
+            texts = {m.uuid: m.text for m in messages}
+            keys = [
+                dense_key(c, texts[c.content_id])
+                for c in graph.content
+                if c.kind == "message" and c.role in settings.memory.key_roles
+            ]
+            model = embedder or key_embedder(settings)
+            embed_cached(
+                staging,
+                model,
+                run_id,
+                keys,
+                batch_size=model.batch_size or settings.embed.batch_size,
+                write_batch=settings.embed.write_batch,
+                counts=embedded,
+                progress=progress,
+                label="embed keys",
+            )
         counts = {
             "content": content,
             "merged_nodes": report.merged_groups,
@@ -68,6 +102,8 @@ def run(archive: sqlite3.Connection, staging: sqlite3.Connection, *, run_id: str
             "hub_cues": len(report.hubs),
             "tags": len(graph.tags),
             "edges": len(graph.edges),
+            "keys_embedded": embedded.embedded,
+            "keys_cached": embedded.cached,
         }
         log.info("cues - %s", counts)
         rows_out = len(graph.content) + len(graph.cues) + len(graph.tags) + len(graph.edges)
