@@ -31,7 +31,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from clients.embedders import Embedder, build_embedder
+from clients.embedders import Embedder
 from contracts.errors import ChatmemError
 from contracts.mcp import (
     ConceptSearchRequest,
@@ -47,7 +47,7 @@ from contracts.memory import RecallRequest, RecallResult
 from contracts.settings import Settings
 from memory import queries
 from memory import timeline as timelines
-from memory.index import MemoryIndex, load_index
+from memory.index import MemoryIndex, key_embedder, load_index
 from memory.recall import recall as run_recall
 from staging import memory as memory_store
 from staging.db import connect_readonly
@@ -100,7 +100,7 @@ class MemoryService:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = build_embedder(self.settings.embed)
+            self._embedder = key_embedder(self.settings)  # the one the cues stage keyed content with
         return self._embedder
 
     def index(self, archive: sqlite3.Connection, staging: sqlite3.Connection) -> MemoryIndex:
@@ -109,9 +109,7 @@ class MemoryService:
         with self._lock:  # one build at a time; concurrent recalls wait for it instead of building it twice
             if self._index is None or (latest is not None and latest != self._index.run_id):
                 logger.info("memory - loading the recall index of run %s", latest)
-                self._index = load_index(
-                    archive, staging, self.embedder(), run_id=latest, batch_size=self.settings.embed.batch_size
-                )
+                self._index = load_index(archive, staging, self.settings, self.embedder(), run_id=latest)
             return self._index
 
     # ------------------------------------------------------------ the tools' bodies
