@@ -1,7 +1,7 @@
 """`chatmem mcp` as a real process, driven by the MCP SDK's own client over stdio and over streamable HTTP.
 
 One data dir for the module, built by the real pipeline (`chatmem run --to cues`: ingest, segment, embed,
-extract, concepts, cluster, cues) from a generated JSONL export of four themes; clustering gets 2 Optuna trials
+extract, concepts, cluster, cues) from a generated JSONL export of four themes; clustering gets 1 Optuna trial
 so that the 24 segments become topics in under a minute. Every test then only reads it.
 """
 
@@ -26,7 +26,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow
+# The fixture runs the whole pipeline once (about a minute on an idle 2-core machine, most of it UMAP compiling).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 THEMES = {
     "garden": ("Vegetable garden", "2024-03", ["tomatoes", "zucchini", "carrots", "lettuce", "peppers", "beans"]),
@@ -85,7 +86,7 @@ def server_env() -> dict[str, str]:
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "CHATMEM_CLUSTER__MIN_POINTS": "12",
-        "CHATMEM_CLUSTER__N_TRIALS": "2",
+        "CHATMEM_CLUSTER__N_TRIALS": "1",
     }
 
 
