@@ -326,10 +326,11 @@ class MemorySettings(BaseModel):
     other_role_weight: float = Field(
         default=0.5, ge=0, le=1, description="Direct-match weight of content whose role is not in key_roles."
     )
-    key_embedder: Literal["minilm-onnx", "embed"] = Field(
-        default="minilm-onnx",
-        description="What embeds content keys and queries: the full MiniLM model on the key roles' messages "
-        "(short user-side keys, where it matters; cached by text), or 'embed': the embed stage's message vectors.",
+    key_embedder: Literal["embed", "minilm-onnx"] = Field(
+        default="embed",
+        description="What embeds content keys and queries: 'embed', the embed stage's message vectors (the default "
+        "embedder, nothing extra to compute), or the full MiniLM model on the key roles' messages (cached by text; "
+        "~50x slower, and no better on the dev benchmarks, see benchmarks/RESULTS.md).",
     )
     key_max_tokens: int = Field(
         default=128, ge=8, le=512, description="Word pieces of a key the full model reads (minilm-onnx only)."

@@ -75,6 +75,8 @@ class MemoryIndex:
     cue_bm25: BM25
     cue_content: Any  # csr cues x content
     cue_conversation: Any  # csr cues x conversations
+    content_cue: Any  # csr content x cues (the transpose, for "which cue brought this piece")
+    conversation_code: dict[str, int]
     prev: Array  # index of the previous content of the same conversation (NEXT order), -1 at the start
     next: Array  # index of the next one, -1 at the end
     titles: dict[str, str | None] = field(default_factory=dict)
@@ -169,6 +171,8 @@ def build_index(
         cue_bm25=BM25.build([terms(c.name) for c in graph.cues]),
         cue_content=cue_content,
         cue_conversation=cue_conversation,
+        content_cue=cue_content.T.tocsr(),
+        conversation_code={c: i for i, c in enumerate(conversation_ids)},
         prev=prev,
         next=nxt,
         titles=titles or {},

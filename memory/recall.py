@@ -71,7 +71,7 @@ def candidate_mask(index: MemoryIndex, request: RecallRequest, at_s: float | Non
     mask = np.ones(index.size, dtype=bool)
     scope = request.scope
     if scope.conversation_ids:
-        codes = {c: i for i, c in enumerate(index.conversation_ids)}
+        codes = index.conversation_code
         wanted = np.array([codes[c] for c in scope.conversation_ids if c in codes], dtype=np.int64)
         mask &= np.isin(index.conversation, wanted)
     if scope.sources:
@@ -124,11 +124,13 @@ def rank(
     at_s = at.timestamp() if at is not None else newest
     mask = candidate_mask(index, request, at.timestamp() if at is not None else None)
     words = terms(query)
-    lexical = _unit(index.bm25.score(words), mask) if switches.lexical else np.zeros(index.size, np.float32)
+    lexical_raw = index.bm25.score(words) if switches.lexical else np.zeros(index.size, np.float32)
+    lexical = _unit(lexical_raw, mask)
     if switches.dense and query_vector is not None and index.dense.shape[0]:
-        dense = _unit(index.dense @ query_vector.astype(np.float32), mask, shift=True)
+        dense_raw = index.dense @ query_vector.astype(np.float32)
     else:
-        dense = np.zeros(index.size, np.float32)
+        dense_raw = np.zeros(index.size, np.float32)
+    dense = _unit(dense_raw, mask, shift=True)
     cue_scores = np.zeros(index.size, np.float32)
     active: list[tuple[int, float]] = []
     conv_from_cues = np.zeros(len(index.conversation_ids), np.float32)
@@ -163,7 +165,7 @@ def rank(
         if switches.decay and at_s is not None and settings.decay_lambda_per_day > 0:
             age = np.clip((at_s - index.times) / DAY_S, 0, None)
             decay = np.where(np.isfinite(age), np.exp(-settings.decay_lambda_per_day * age), 1.0).astype(np.float32)
-        pooled = _pool(index.conversation, base, mask, len(index.conversation_ids))
+        pooled = _session_pool(index, mask, base, lexical_raw, dense_raw, role_weight, settings)
         if conv_from_cues.max() > 0:
             pooled = pooled + settings.cue_weight * conv_from_cues / conv_from_cues.max() * pooled.max()
         conversation_activation = _prune(pooled, settings.theta)
@@ -203,6 +205,36 @@ def rank(
     )
 
 
+def _session_pool(
+    index: MemoryIndex,
+    mask: Array,
+    base: Array,
+    lexical_raw: Array,
+    dense_raw: Array,
+    role_weight: Array,
+    settings: MemorySettings,
+) -> Array:
+    """A conversation tag's activation from its candidate content: its best content's activation, plus the
+    conversation read as one key (BM25 summed over its keys, length-normalised; the mean key similarity),
+    each scaled 0..1 over the conversations. Only candidates count: nothing after `at` leaks in."""
+    size = len(index.conversation_ids)
+    pick = mask & (index.conversation >= 0)
+    codes = index.conversation[pick]
+    weights = role_weight[pick].astype(np.float64)
+    mass = np.bincount(codes, weights=weights, minlength=size)
+    has = mass > 0
+    best = _pool(index.conversation, base, mask, size)
+    lexical = np.bincount(codes, weights=weights * lexical_raw[pick], minlength=size)
+    lexical = np.where(has, lexical / np.sqrt(np.maximum(mass, 1e-9)), 0.0)
+    dense = np.where(
+        has, np.bincount(codes, weights=weights * dense_raw[pick], minlength=size) / np.maximum(mass, 1e-9), 0.0
+    )
+    pooled = (
+        _unit(best, has) + _unit(lexical.astype(np.float32), has) + _unit(dense.astype(np.float32), has, shift=True)
+    )
+    return (pooled / 3).astype(np.float32)
+
+
 def _prune(pooled: Array, theta: float) -> Array:
     """Tags scaled by the best one; those below θ spread nothing."""
     top = float(pooled.max()) if len(pooled) else 0.0
@@ -216,14 +248,15 @@ def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -
     """The best pieces that fit the budget (a piece too big for what is left is skipped, not cut)."""
     chosen: list[int] = []
     used = 0
-    for i in ranking.order:
-        members = index.group.get(int(i), [int(i)])
-        cost = int(index.tokens[members].sum())
-        if ranking.score[i] <= 0 or len(chosen) >= max_pieces:
+    skipped = 0
+    for i in ranking.order.tolist():
+        if ranking.score[i] <= 0 or len(chosen) >= max_pieces or skipped > 4 * max_pieces:
             break
+        cost = int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
         if used + cost > budget:
+            skipped += 1  # too big for what is left: a smaller one further down may still fit
             continue
-        chosen.append(int(i))
+        chosen.append(i)
         used += cost
     return chosen
 
@@ -231,18 +264,16 @@ def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -
 def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings) -> list[ActivationStep]:
     steps = [ActivationStep(kind="query", id="query", label="query", score=1.0)]
     if ranking.cue[i] > 0 and ranking.cue_activation:
-        active = [c for c, _ in ranking.cue_activation]
-        column = index.cue_content[active][:, i].toarray().ravel()
-        strengths = column * np.array([a for _, a in ranking.cue_activation], dtype=np.float32)
-        if strengths.max() > 0:
-            best = int(np.argmax(strengths))
-            cue = active[best]
+        active = dict(ranking.cue_activation)
+        row = index.content_cue[i]
+        strengths = [
+            (float(w) * active[int(c)], int(c)) for c, w in zip(row.indices, row.data, strict=True) if c in active
+        ]
+        if strengths:
+            _, cue = max(strengths, key=lambda x: (x[0], -x[1]))
             steps.append(
                 ActivationStep(
-                    kind="cue",
-                    id=index.cue_ids[cue],
-                    label=index.cue_names[cue],
-                    score=round(float(ranking.cue_activation[best][1]), 4),
+                    kind="cue", id=index.cue_ids[cue], label=index.cue_names[cue], score=round(active[cue], 4)
                 )
             )
     if ranking.tag[i] > 0:

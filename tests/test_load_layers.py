@@ -16,8 +16,8 @@ import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 
 from extract import stage_concepts, stage_extract, stage_segment
-from memory import stage as cues
 from load.layers import LAYERS, EdgeLayer, NodeLayer, load_order
+from memory import stage as cues
 from staging import concepts as concept_store
 from staging import topics as topic_store
 from staging.db import Transaction
