@@ -3,6 +3,7 @@ then the CLI in-process. Slow-ish: each builds a memory with every stage up to c
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,35 @@ def test_recall_usage_errors_exit_2(notes_dir: Path) -> None:
     assert chatmem("recall", "x", "--scope", "planet:mars", data_dir=notes_dir).exit_code == 2
 
 
+def longmemeval_slice(path: Path, sessions: int = 6) -> Path:
+    """The first non-abstention question of the dev file with its answer sessions and a few others."""
+    with gzip.open(LONGMEMEVAL, "rt", encoding="utf-8") as handle:
+        item = next(json.loads(line) for line in handle if not json.loads(line)["question_id"].endswith("_abs"))
+    keep = [
+        i for i, sid in enumerate(item["haystack_session_ids"]) if sid in item["answer_session_ids"] or i < sessions
+    ]
+    for name in ("haystack_session_ids", "haystack_dates", "haystack_sessions"):
+        item[name] = [item[name][i] for i in keep]
+    path.write_text(json.dumps(item) + "\n", encoding="utf-8")
+    return path
+
+
+def locomo_slice(path: Path, sessions: int = 3) -> Path:
+    """The first sample of the dev file cut to its first sessions, with the questions they answer."""
+    sample = json.loads(LOCOMO.read_text(encoding="utf-8"))[0]
+    conversation = sample["conversation"]
+    for key in [k for k in conversation if k.startswith("session_")]:
+        number = int(key.split("_")[1])
+        if number > sessions:
+            del conversation[key]
+    wanted = {f"D{n}:" for n in range(1, sessions + 1)}
+    sample["qa"] = [
+        qa for qa in sample["qa"] if qa.get("evidence") and all(e[: e.index(":") + 1] in wanted for e in qa["evidence"])
+    ]
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    return path
+
+
 def _check_report(report: dict[str, Any], headline: list[str]) -> None:
     for method in ("system", "bm25", "dense", "rrf"):
         values = report[method]
@@ -76,10 +106,10 @@ def _check_report(report: dict[str, Any], headline: list[str]) -> None:
 
 @pytest.mark.skipif(not LONGMEMEVAL.exists(), reason="../shared/data is absent")
 def test_eval_recall_on_a_longmemeval_slice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One question through the real pipeline: session metrics for the system and the three baselines."""
+    """One question (its answer sessions and six others) through the pipeline: session metrics for every method."""
     monkeypatch.setenv("CHATMEM_CLUSTER__MIN_POINTS", "100000")  # clustering is tested elsewhere; keep this fast
     result = chatmem(
-        "eval", "recall", "--benchmark", "longmemeval", "--data", LONGMEMEVAL, "--limit", "1", "--json",
+        "eval", "recall", "--benchmark", "longmemeval", "--data", longmemeval_slice(tmp_path / "lme.jsonl"), "--json",
         data_dir=tmp_path / "data",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -93,11 +123,11 @@ def test_eval_recall_on_a_longmemeval_slice(tmp_path: Path, monkeypatch: pytest.
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="../shared/data is absent")
 def test_eval_recall_on_a_locomo_slice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three questions of the first sample: evidence recall@5/10/20, per category, with ablations."""
+    """Three questions of the first sample's first sessions: evidence recall@5/10/20, per category, ablations."""
     monkeypatch.setenv("CHATMEM_CLUSTER__MIN_POINTS", "100000")
-    monkeypatch.setenv("CHATMEM_MEMORY__KEY_EMBEDDER", "embed")
     result = chatmem(
-        "eval", "recall", "--benchmark", "locomo", "--data", LOCOMO, "--limit", "3", "--ablations", "--json",
+        "eval", "recall", "--benchmark", "locomo", "--data", locomo_slice(tmp_path / "locomo.json"), "--limit", "3",
+        "--ablations", "--json",
         data_dir=tmp_path / "data",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
