@@ -35,6 +35,9 @@ from staging import memory_inputs as inputs
 from staging.memory import MemoryGraph
 
 Array = np.ndarray[Any, Any]
+COARSE_FROM = 150_000  # content nodes from which dense similarity takes a coarse pass first
+COARSE_DIM = 64
+RESCORE = 3_000
 
 
 def epoch(value: str | None) -> float:
@@ -83,9 +86,32 @@ class MemoryIndex:
     texts: dict[str, str] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
 
+    coarse: Array | None = None  # n x 64 projection of `dense` (large memories only), see `similarity`
+    projection: Array | None = None  # 384 x 64
+
     @property
     def size(self) -> int:
         return len(self.ids)
+
+    def similarity(self, query: Array) -> Array:
+        """Cosine of every key with the query. Beyond COARSE_FROM content nodes, reading every 384-d vector costs
+        more than a recall may (n x 1.5 KB per query): a 64-d projection (the top principal directions of a
+        seeded sample) scores everything, and the best RESCORE are scored exactly."""
+        query = query.astype(np.float32)
+        if self.coarse is None or self.projection is None:
+            return np.asarray(self.dense @ query, dtype=np.float32)
+        scores = np.asarray(self.coarse @ (self.projection.T @ query), dtype=np.float32)
+        best = np.argpartition(-scores, min(RESCORE, len(scores) - 1))[:RESCORE]
+        scores[best] = self.dense[best] @ query
+        return scores
+
+    def add_projection(self, seed: int = 7) -> None:
+        """Prepare `similarity`'s coarse pass (done by `build_index` for large memories)."""
+        rng = np.random.default_rng(seed)
+        sample = self.dense[rng.choice(self.size, min(self.size, 20_000), replace=False)]
+        _, _, vt = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
+        self.projection = np.ascontiguousarray(vt[:COARSE_DIM].T, dtype=np.float32)
+        self.coarse = np.ascontiguousarray(self.dense @ self.projection, dtype=np.float32)
 
     def text(self, index: int) -> str:
         return self.texts.get(self.ids[index], "")
@@ -147,7 +173,7 @@ def build_index(
     for a, b in pairwise(along):
         if rows[a].conversation_id == rows[b].conversation_id:
             nxt[a], prev[b] = b, a
-    return MemoryIndex(
+    index = MemoryIndex(
         run_id=run_id,
         ids=ids,
         conversation_ids=conversation_ids,
@@ -179,6 +205,9 @@ def build_index(
         texts=texts or {},
         position=position,
     )
+    if index.size >= COARSE_FROM:
+        index.add_projection()
+    return index
 
 
 def key_embedder(settings: Settings) -> Embedder:

@@ -105,7 +105,7 @@ def _unit(values: Array, mask: Array, *, shift: bool = False) -> Array:
 def _pool(codes: Array, values: Array, mask: Array, size: int) -> Array:
     """Each group's best value among the candidates (groups with none: 0)."""
     pooled = np.zeros(size, dtype=np.float32)
-    pick = mask & (codes >= 0)
+    pick = np.flatnonzero(mask & (codes >= 0) & (values > 0))  # zeros change no maximum: skip them (speed)
     np.maximum.at(pooled, codes[pick], values[pick])
     return pooled
 
@@ -117,8 +117,10 @@ def rank(
     request: RecallRequest,
     settings: MemorySettings,
     switches: Switches = Switches(),
+    limit: int | None = None,
 ) -> Ranking:
-    """Score every candidate for the query; the order covers all of them (the benchmarks need full rankings)."""
+    """Score every candidate for the query; `order` covers all of them (the benchmarks need full rankings), or
+    only the best `limit` (what a recall needs)."""
     at = _utc(request.at) if request.at is not None else None
     newest = float(np.nanmax(index.times)) if index.size and np.isfinite(index.times).any() else None
     at_s = at.timestamp() if at is not None else newest
@@ -127,7 +129,7 @@ def rank(
     lexical_raw = index.bm25.score(words) if switches.lexical else np.zeros(index.size, np.float32)
     lexical = _unit(lexical_raw, mask)
     if switches.dense and query_vector is not None and index.dense.shape[0]:
-        dense_raw = index.dense @ query_vector.astype(np.float32)
+        dense_raw = index.similarity(query_vector)
     else:
         dense_raw = np.zeros(index.size, np.float32)
     dense = _unit(dense_raw, mask, shift=True)
@@ -143,11 +145,12 @@ def rank(
             active = sorted(((int(c), float(raw[c])) for c in keep), key=lambda x: (-x[1], x[0]))
             weights = np.zeros(len(index.cue_ids), np.float32)
             weights[keep] = raw[keep]
-            cue_scores = _unit(np.asarray(index.cue_content.T @ weights).ravel(), mask)
+            cue_scores = _unit(np.asarray(index.content_cue @ weights).ravel(), mask)
             conv_from_cues = np.asarray(index.cue_conversation.T @ weights).ravel().astype(np.float32)
-    role_weight = np.ones(index.size, np.float32)
-    key_roles = {i for i, r in enumerate(index.roles) if r in settings.key_roles}
-    role_weight[~np.isin(index.role_code, list(key_roles))] = settings.other_role_weight
+    by_role = np.array(
+        [1.0 if r in settings.key_roles else settings.other_role_weight for r in index.roles] or [1.0], np.float32
+    )
+    role_weight = by_role[index.role_code]
     base = (
         settings.lexical_weight * lexical + settings.dense_weight * dense + settings.cue_weight * cue_scores
     ) * role_weight
@@ -161,10 +164,10 @@ def rank(
     tag = np.zeros(index.size, np.float32)
     conversation_activation = np.zeros(len(index.conversation_ids), np.float32)
     if switches.tags and mask.any() and settings.max_depth >= 3:
-        decay = np.ones(index.size, np.float32)
+        decay: Array | float = 1.0
         if switches.decay and at_s is not None and settings.decay_lambda_per_day > 0:
             age = np.clip((at_s - index.times) / DAY_S, 0, None)
-            decay = np.where(np.isfinite(age), np.exp(-settings.decay_lambda_per_day * age), 1.0).astype(np.float32)
+            decay = np.exp(-settings.decay_lambda_per_day * np.nan_to_num(age, nan=0.0)).astype(np.float32)
         pooled = _session_pool(index, mask, base, lexical_raw, dense_raw, role_weight, settings)
         if conv_from_cues.max() > 0:
             pooled = pooled + settings.cue_weight * conv_from_cues / conv_from_cues.max() * pooled.max()
@@ -189,6 +192,8 @@ def rank(
         np.maximum.at(score, index.head, score)
         mask = mask & (index.head == np.arange(index.size))
     candidates = np.flatnonzero(mask)
+    if limit is not None and len(candidates) > limit:  # only the best `limit` need an order (recall, not eval)
+        candidates = candidates[np.argpartition(-score[candidates], limit - 1)[:limit]]
     order = candidates[np.lexsort((index.seq[candidates], -score[candidates]))]
     return Ranking(
         order=order,
@@ -201,7 +206,7 @@ def rank(
         conversation_activation=conversation_activation,
         time_range=time_range,
         at=datetime.fromtimestamp(at_s, UTC) if at_s is not None else None,
-        candidates=len(candidates),
+        candidates=int(mask.sum()),
     )
 
 
@@ -348,5 +353,5 @@ def recall(
 ) -> RecallResult:
     """The entry point an agent (CLI, MCP server) calls: a reconstructed context for one question."""
     vector = embed_query(embedder, request.query) if embedder is not None else None
-    ranking = rank(index, request.query, vector, request, settings)
+    ranking = rank(index, request.query, vector, request, settings, limit=max(8 * request.max_pieces, 1000))
     return to_result(index, request, ranking, settings)
