@@ -18,6 +18,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from contracts.redact import redact
 from staging.db import Transaction
 
 SCHEMA = [
@@ -122,6 +123,8 @@ def write_batch(
     with Transaction(conn):
         for row in rows:
             values = [getattr(row, c) for c in columns]
+            for text in ("reason", "raw_response"):  # a failure's text may quote what the endpoint was sent
+                values[columns.index(text)] = redact(values[columns.index(text)])
             values[columns.index("key_parts")] = json.dumps(list(row.key_parts))
             conn.execute(
                 f"INSERT INTO extractions ({names}) VALUES ({marks}) ON CONFLICT (cache_key) DO UPDATE SET {updates}",

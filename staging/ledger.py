@@ -1,5 +1,7 @@
 """staging.db: the run ledger (runs, stage runs) and what each stage did, keyed by run id.
 
+Everything written here (settings, errors, notes, file details) goes through contracts.redact first.
+
 "What did run R do" is one query: `SELECT * FROM stage_runs WHERE run_id = R`.
 """
 
@@ -14,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contracts.redact import redact, redact_text
 from staging.db import Transaction, connect
 
 SCHEMA_V1 = [
@@ -106,7 +109,14 @@ def open_run(
             conn.execute(
                 "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version)"
                 " VALUES (?, ?, 'running', ?, ?, ?, ?)",
-                (run_id, _now(), json.dumps(stages), json.dumps(exports), json.dumps(settings), code_version),
+                (
+                    run_id,
+                    _now(),
+                    json.dumps(stages),
+                    json.dumps(redact(exports)),
+                    json.dumps(redact(settings)),
+                    code_version,
+                ),
             )
         else:
             conn.execute("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?", (run_id,))
@@ -117,7 +127,7 @@ def close_run(conn: sqlite3.Connection, run_id: str, *, error: str | None = None
     with Transaction(conn):
         conn.execute(
             "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?",
-            ("failed" if error else "succeeded", _now(), error, run_id),
+            ("failed" if error else "succeeded", _now(), redact_text(error) if error else None, run_id),
         )
 
 
@@ -151,7 +161,7 @@ class StageRun:
             cursor = conn.execute(
                 "INSERT INTO stage_runs (run_id, stage, status, started_at, input_fingerprint, settings,"
                 " code_version) VALUES (?, ?, 'running', ?, ?, ?, ?)",
-                (run_id, stage, _now(), input_fingerprint, json.dumps(settings), code_version),
+                (run_id, stage, _now(), input_fingerprint, json.dumps(redact(settings)), code_version),
             )
             self.id = int(cursor.lastrowid or 0)
 
@@ -176,6 +186,7 @@ class StageRun:
         self._close("failed", error=error, rerun_hint=rerun_hint)
 
     def _close(self, status: str, **values: Any) -> None:
+        values = {name: redact_text(value) if isinstance(value, str) else value for name, value in values.items()}
         values.update(status=status, finished_at=_now(), duration_s=round(time.monotonic() - self._started, 3))
         assignments = ", ".join(f"{name} = ?" for name in values)
         with Transaction(self.conn):
@@ -184,7 +195,7 @@ class StageRun:
 
 def record_ingest_file(conn: sqlite3.Connection, stage_run: StageRun, **row: Any) -> None:
     """Upsert what the ingest stage did with one file in this run."""
-    row = {"run_id": stage_run.run_id, "stage_run_id": stage_run.id, **row}
+    row = {"run_id": stage_run.run_id, "stage_run_id": stage_run.id, **redact(row)}
     columns = ", ".join(row)
     marks = ", ".join("?" * len(row))
     updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("run_id", "path"))

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from contracts.redact import redact
 from staging.db import Transaction
 
 CallStatus = Literal[
@@ -87,7 +88,7 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
 
 def record_call(conn: sqlite3.Connection, run_id: str, call: LLMCall) -> None:
     """Append one call (calls are a log: a retry or a re-run adds rows, it never overwrites)."""
-    row = asdict(call)
+    row = redact(asdict(call))  # no key, no URL credentials, even inside an error text the server echoed
     row["request"] = json.dumps(row["request"], ensure_ascii=False)
     row["run_id"] = run_id
     columns = ", ".join(row)
