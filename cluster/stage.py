@@ -58,8 +58,6 @@ def run(
     embedder: Embedder | None = None,
 ) -> StageResult:
     """Cluster the current segments into topics and link segments and concepts to them."""
-    for module in (vectors, segment_store, store):
-        module.ensure_schema(staging)
     key = embedder.key if embedder is not None else embedder_key(settings.embed)
     cfg = settings.cluster
     fingerprint = f"{key}:{segment_store.current_segments_fingerprint(staging)}"

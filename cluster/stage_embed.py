@@ -47,8 +47,6 @@ def run(
     embedder: Embedder | None = None,
 ) -> StageResult:
     """Embed the current segments' messages, the segments and the concepts under the configured model."""
-    store.ensure_schema(staging)
-    segment_store.ensure_schema(staging)
     embedder = embedder or build_embedder(settings.embed)
     fingerprint = f"{embedder.key}:{segment_store.current_segments_fingerprint(staging)}"
     config = section_dump(settings.embed)

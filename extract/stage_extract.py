@@ -85,8 +85,6 @@ def run(
     extractor: Extractor | None = None,
 ) -> StageResult:
     """Extract every current segment that has no cached extraction under the extractor's cache key."""
-    for ensure in (segment_store.ensure_schema, store.ensure_schema, concept_store.ensure_schema):
-        ensure(staging)
     config = section_dump(settings.extract)
     fingerprint = segment_store.current_segments_fingerprint(staging)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:

@@ -7,7 +7,7 @@
 - `segment_extractions`: per current segment, the cache key of its extraction (the concepts stage's input).
 - `mapper_decisions`: (cache_key, ordinal) -> rule, hypothesis index, field, before, after.
 
-Created by `ensure_schema` (CREATE TABLE IF NOT EXISTS), outside the versioned MIGRATIONS list.
+`SCHEMA` is migration 2 of staging/migrations.py (frozen: change a table with a new migration there).
 """
 
 from __future__ import annotations
@@ -59,11 +59,6 @@ SCHEMA = [
     )""",
     "CREATE INDEX IF NOT EXISTS mapper_decisions_by_run ON mapper_decisions (run_id, rule)",
 ]
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA:
-        conn.execute(statement)
 
 
 def cache_key(content_hash: str, parts: Sequence[str]) -> str:

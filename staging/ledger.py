@@ -18,69 +18,14 @@ from typing import Any
 
 from contracts.redact import redact, redact_text
 from staging.db import Transaction, connect
-
-SCHEMA_V1 = [
-    """CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
-        started_at TEXT NOT NULL,
-        finished_at TEXT,
-        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed')),
-        stages TEXT NOT NULL,
-        exports TEXT NOT NULL,
-        settings TEXT NOT NULL,
-        code_version TEXT NOT NULL,
-        error TEXT
-    )""",
-    """CREATE TABLE stage_runs (
-        id INTEGER PRIMARY KEY,
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        stage TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'skipped', 'failed')),
-        started_at TEXT NOT NULL,
-        finished_at TEXT,
-        duration_s REAL,
-        input_fingerprint TEXT NOT NULL,
-        settings TEXT NOT NULL,
-        code_version TEXT NOT NULL,
-        rows_in INTEGER,
-        rows_out INTEGER,
-        counts TEXT,
-        notes TEXT,
-        error TEXT,
-        rerun_hint TEXT
-    )""",
-    "CREATE INDEX stage_runs_by_run ON stage_runs (run_id, stage)",
-    """CREATE TABLE ingest_files (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        stage_run_id INTEGER NOT NULL REFERENCES stage_runs(id),
-        path TEXT NOT NULL,
-        sha256 TEXT,
-        format TEXT,
-        status TEXT NOT NULL CHECK (status IN ('ingested', 'partial', 'skipped', 'failed')),
-        conversations INTEGER NOT NULL DEFAULT 0,
-        messages_read INTEGER NOT NULL DEFAULT 0,
-        messages_inserted INTEGER NOT NULL DEFAULT 0,
-        messages_updated INTEGER NOT NULL DEFAULT 0,
-        messages_unchanged INTEGER NOT NULL DEFAULT 0,
-        messages_retired INTEGER NOT NULL DEFAULT 0,
-        quarantined INTEGER NOT NULL DEFAULT 0,
-        detail TEXT,
-        PRIMARY KEY (run_id, path)
-    )""",
-]
-
-
-def _migrate_v1(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA_V1:
-        conn.execute(statement)
-
-
-MIGRATIONS = [_migrate_v1]
+from staging.migrations import STAGING, migrate
 
 
 def open_staging(path: Path) -> sqlite3.Connection:
-    """Open staging.db read-write, creating or upgrading its schema."""
-    return connect(path, MIGRATIONS)
+    """Open staging.db read-write, creating or upgrading its schema (staging.migrations.STAGING)."""
+    conn = connect(path)
+    migrate(conn, STAGING, name=str(path))
+    return conn
 
 
 def _now() -> str:
