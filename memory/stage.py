@@ -22,7 +22,6 @@ from contracts.results import StageResult
 from contracts.settings import Settings
 from memory.graph import EvidenceInput, MessageInput, TopicInput, build_graph, dense_key
 from memory.index import key_embedder
-from staging import embeddings as vector_store
 from staging import memory as store
 from staging import memory_inputs as inputs
 from staging.memory import MemoryGraph
@@ -44,8 +43,6 @@ def run(
     progress: ProgressFactory | None = None,
 ) -> StageResult:
     """Build the Cue-Tag-Content graph of the whole archive for this run, and embed its keys (cached)."""
-    store.ensure_schema(staging)
-    vector_store.ensure_schema(staging)
     config = settings.memory.model_dump(mode="json")
     evidence = inputs.live_evidence(staging)
     topic_run, topics = inputs.topic_messages(staging)
