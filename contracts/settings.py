@@ -373,10 +373,6 @@ class MemorySettings(BaseModel):
     out_of_range_factor: float = Field(
         default=0.6, ge=0, le=1, description="Score multiplier of content outside an explicit time range."
     )
-    llm_expand: bool = Field(
-        default=False,
-        description="Ask the extract.llm endpoint whether to expand the best tags further (default: a fixed rule).",
-    )
 
 
 class LoadSettings(BaseModel):
