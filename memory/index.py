@@ -210,6 +210,12 @@ def build_index(
     return index
 
 
+def embeds_role(settings: Settings, role: str) -> bool:
+    """Whose messages get a key vector: everyone's with the cheap default embedder, the key roles' with the
+    full model (where it matters, within its time budget)."""
+    return settings.memory.key_embedder == "embed" or role in settings.memory.key_roles
+
+
 def key_embedder(settings: Settings) -> Embedder:
     """The embedder of content keys and queries (memory.key_embedder)."""
     if settings.memory.key_embedder == "minilm-onnx":
@@ -227,8 +233,8 @@ def load_index(
 ) -> MemoryIndex:
     """The latest (or the given) cues run of a data dir, with texts and key vectors; ConfigError when none.
 
-    Key vectors come from the cache the cues stage filled (full model: key roles' messages only, by text
-    hash) or from the embed stage's message vectors; anything missing is embedded here, in memory.
+    Key vectors ("speaker: text") come from the cache the cues stage filled, by text hash; anything missing is
+    embedded here, in memory.
     """
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
@@ -239,25 +245,14 @@ def load_index(
     texts = inputs.message_texts(archive, ids)
     dense = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     have = np.zeros(len(ids), dtype=bool)
-    wanted = np.ones(len(ids), dtype=bool)
-    if settings.memory.key_embedder == "embed":
-        if vectors.has_table(staging, "embedding_items"):
-            found, matrix = vectors.item_matrix(staging, "message", embedder.key, ids)
-            if found:
-                where = {c: i for i, c in enumerate(ids)}
-                rows_found = [where[c] for c in found]
-                dense[rows_found] = matrix
-                have[rows_found] = True
-    else:
-        wanted = np.array([r.role in settings.memory.key_roles for r in rows], dtype=bool)
-        keys = {i: dense_key(rows[i], texts.get(ids[i], "")) for i in np.flatnonzero(wanted)}
-        hashes = {i: vectors.text_hash(k) for i, k in keys.items()}
-        if vectors.has_table(staging, "embeddings"):
-            cached = vectors.load_vectors(staging, embedder.key, list(hashes.values()))
-            for i, h in hashes.items():
-                if h in cached:
-                    dense[i] = cached[h]
-                    have[i] = True
+    wanted = np.array([embeds_role(settings, r.role) for r in rows], dtype=bool)
+    keys = {i: dense_key(rows[i], texts.get(ids[i], "")) for i in np.flatnonzero(wanted)}
+    hashes = {i: vectors.text_hash(k) for i, k in keys.items()}
+    cached = vectors.load_vectors(staging, embedder.key, list(hashes.values()))
+    for i, h in hashes.items():
+        if h in cached:
+            dense[i] = cached[h]
+            have[i] = True
     missing = [int(i) for i in np.flatnonzero(wanted & ~have)]
     if missing:  # content the stages did not cover (no segment, another model): embedded here, in memory
         keyed = [dense_key(rows[i], texts.get(ids[i], "")) for i in missing]

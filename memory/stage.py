@@ -21,7 +21,7 @@ from clients.progress import ProgressFactory
 from contracts.results import StageResult
 from contracts.settings import Settings
 from memory.graph import EvidenceInput, MessageInput, TopicInput, build_graph, dense_key
-from memory.index import key_embedder
+from memory.index import embeds_role, key_embedder
 from staging import memory as store
 from staging import memory_inputs as inputs
 from staging.memory import MemoryGraph
@@ -70,12 +70,12 @@ def run(
         summary = {"hubs": report.hubs, "topic_run": topic_run, "notes": notes}
         store.write_run(staging, run_id, graph, summary)
         embedded = EmbedCounts()
-        if settings.memory.key_embedder == "minilm-onnx":
+        if graph.content:
             texts = {m.uuid: m.text for m in messages}
             keys = [
                 dense_key(c, texts[c.content_id])
                 for c in graph.content
-                if c.kind == "message" and c.role in settings.memory.key_roles
+                if c.kind == "message" and embeds_role(settings, c.role)
             ]
             model = embedder or key_embedder(settings)
             embed_cached(
