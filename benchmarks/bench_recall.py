@@ -4,6 +4,7 @@ generated memories up to the seed's scale. Not a test.
     python benchmarks/bench_recall.py --eval          # LoCoMo dev2, LongMemEval_S dev50 via `chatmem eval recall`
     python benchmarks/bench_recall.py --latency 100000 300000 600000
     python benchmarks/bench_recall.py --eval --latency 100000 300000 600000 --write   # and the RESULTS.md section
+    python benchmarks/bench_recall.py --latency 100000 300000 600000 --saved --write  # eval figures of the last run
 
 Eval part: `chatmem --data-dir benchmarks/out/recall eval recall --benchmark B --data FILE --ablations --json`
 for each dev file (the real pipeline ingest -> ... -> cues into a work dir under that data dir; a re-run reuses
@@ -225,9 +226,14 @@ def main() -> None:
     parser.add_argument("--latency", type=int, nargs="*", default=[], help="content sizes of generated memories")
     parser.add_argument("--data-dir", type=Path, default=OUT / "recall", help="data dir of the eval runs")
     parser.add_argument("--write", action="store_true", help="write the figures into benchmarks/RESULTS.md")
+    parser.add_argument(
+        "--saved", action="store_true", help="with --write: take the eval figures from the last --eval run's JSON files"
+    )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     reports = {b: run_eval(b, args.data_dir) for b in FILES} if args.eval else {}
+    if args.saved and not reports:
+        reports = {b: json.loads((OUT / f"bench_recall_{b}.json").read_text()) for b in FILES}
     latency = [measure_latency(n) for n in args.latency]
     if latency:
         (OUT / "bench_recall_latency.json").write_text(json.dumps(latency, indent=2))
