@@ -88,6 +88,3 @@ class RecallResult(StrictBase):
     time_filter: str | None = Field(
         default=None, description="The explicit time expression found in the query and the range it meant, if any."
     )
-    expanded: list[str] = Field(
-        default_factory=list, description="Tags the optional LLM step chose to expand (empty: the default rule)."
-    )

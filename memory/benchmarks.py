@@ -5,7 +5,8 @@ timestamps, and the harness asks each question with its own scope and moment:
 
 - LongMemEval: one conversation per haystack session (id = the session id; a session shared by several
   questions is written once); scope = the question's own haystack; `at` = the question date; gold = the answer
-  sessions; abstention questions (`_abs`) are left out, as the benchmark's retrieval metrics do.
+  sessions; abstention questions (`_abs`) are left out, as the benchmark's retrieval metrics do. `at` is the
+  end of the question's day (see `_end_of_day`).
 - LoCoMo: one conversation per session (`<sample>_s<N>`), both speakers as users with their names; scope = the
   sample's sessions; no `at` (the questions carry no date); gold = the evidence turns (`D<session>:<turn>`).
   Malformed evidence ids ("D8:6; D9:17", "D:11:26") are read leniently; ids naming no turn are counted.
@@ -82,6 +83,12 @@ def locomo_time(value: str) -> datetime | None:
     return parsed.replace(tzinfo=UTC)
 
 
+def _end_of_day(moment: datetime) -> datetime:
+    """A LongMemEval question date is good to the day, not to the minute: some questions' own answer sessions are
+    dated hours after the question on the same day. Recall at the end of that day keeps them."""
+    return moment.replace(hour=23, minute=59, second=59)
+
+
 def read_longmemeval(path: Path, limit: int | None = None) -> Benchmark:
     data = _read_any(path)
     items = data if isinstance(data, list) else [data]
@@ -119,7 +126,7 @@ def read_longmemeval(path: Path, limit: int | None = None) -> Benchmark:
                 question_id=str(item["question_id"]),
                 category=str(item["question_type"]),
                 question=str(item["question"]),
-                at=longmemeval_time(item["question_date"]) if item.get("question_date") else None,
+                at=_end_of_day(longmemeval_time(item["question_date"])) if item.get("question_date") else None,
                 conversation_ids=list(item["haystack_session_ids"]),
                 gold=sorted(set(item["answer_session_ids"])),
             )

@@ -35,6 +35,9 @@ from staging import memory_inputs as inputs
 from staging.memory import MemoryGraph
 
 Array = np.ndarray[Any, Any]
+COARSE_FROM = 150_000  # content nodes from which dense similarity takes a coarse pass first
+COARSE_DIM = 64
+RESCORE = 3_000
 
 
 def epoch(value: str | None) -> float:
@@ -75,15 +78,40 @@ class MemoryIndex:
     cue_bm25: BM25
     cue_content: Any  # csr cues x content
     cue_conversation: Any  # csr cues x conversations
+    content_cue: Any  # csr content x cues (the transpose, for "which cue brought this piece")
+    conversation_code: dict[str, int]
     prev: Array  # index of the previous content of the same conversation (NEXT order), -1 at the start
     next: Array  # index of the next one, -1 at the end
     titles: dict[str, str | None] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
 
+    coarse: Array | None = None  # n x 64 projection of `dense` (large memories only), see `similarity`
+    projection: Array | None = None  # 384 x 64
+
     @property
     def size(self) -> int:
         return len(self.ids)
+
+    def similarity(self, query: Array) -> Array:
+        """Cosine of every key with the query. Beyond COARSE_FROM content nodes, reading every 384-d vector costs
+        more than a recall may (n x 1.5 KB per query): a 64-d projection (the top principal directions of a
+        seeded sample) scores everything, and the best RESCORE are scored exactly."""
+        query = query.astype(np.float32)
+        if self.coarse is None or self.projection is None:
+            return np.asarray(self.dense @ query, dtype=np.float32)
+        scores = np.asarray(self.coarse @ (self.projection.T @ query), dtype=np.float32)
+        best = np.argpartition(-scores, min(RESCORE, len(scores) - 1))[:RESCORE]
+        scores[best] = self.dense[best] @ query
+        return scores
+
+    def add_projection(self, seed: int = 7) -> None:
+        """Prepare `similarity`'s coarse pass (done by `build_index` for large memories)."""
+        rng = np.random.default_rng(seed)
+        sample = self.dense[rng.choice(self.size, min(self.size, 20_000), replace=False)]
+        _, _, vt = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
+        self.projection = np.ascontiguousarray(vt[:COARSE_DIM].T, dtype=np.float32)
+        self.coarse = np.ascontiguousarray(self.dense @ self.projection, dtype=np.float32)
 
     def text(self, index: int) -> str:
         return self.texts.get(self.ids[index], "")
@@ -145,7 +173,7 @@ def build_index(
     for a, b in pairwise(along):
         if rows[a].conversation_id == rows[b].conversation_id:
             nxt[a], prev[b] = b, a
-    return MemoryIndex(
+    index = MemoryIndex(
         run_id=run_id,
         ids=ids,
         conversation_ids=conversation_ids,
@@ -169,12 +197,23 @@ def build_index(
         cue_bm25=BM25.build([terms(c.name) for c in graph.cues]),
         cue_content=cue_content,
         cue_conversation=cue_conversation,
+        content_cue=cue_content.T.tocsr(),
+        conversation_code={c: i for i, c in enumerate(conversation_ids)},
         prev=prev,
         next=nxt,
         titles=titles or {},
         texts=texts or {},
         position=position,
     )
+    if index.size >= COARSE_FROM:
+        index.add_projection()
+    return index
+
+
+def embeds_role(settings: Settings, role: str) -> bool:
+    """Whose messages get a key vector: everyone's with the cheap default embedder, the key roles' with the
+    full model (where it matters, within its time budget)."""
+    return settings.memory.key_embedder == "embed" or role in settings.memory.key_roles
 
 
 def key_embedder(settings: Settings) -> Embedder:
@@ -194,8 +233,8 @@ def load_index(
 ) -> MemoryIndex:
     """The latest (or the given) cues run of a data dir, with texts and key vectors; ConfigError when none.
 
-    Key vectors come from the cache the cues stage filled (full model: key roles' messages only, by text
-    hash) or from the embed stage's message vectors; anything missing is embedded here, in memory.
+    Key vectors ("speaker: text") come from the cache the cues stage filled, by text hash; anything missing is
+    embedded here, in memory.
     """
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
@@ -206,25 +245,14 @@ def load_index(
     texts = inputs.message_texts(archive, ids)
     dense = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     have = np.zeros(len(ids), dtype=bool)
-    wanted = np.ones(len(ids), dtype=bool)
-    if settings.memory.key_embedder == "embed":
-        if vectors.has_table(staging, "embedding_items"):
-            found, matrix = vectors.item_matrix(staging, "message", embedder.key, ids)
-            if found:
-                where = {c: i for i, c in enumerate(ids)}
-                rows_found = [where[c] for c in found]
-                dense[rows_found] = matrix
-                have[rows_found] = True
-    else:
-        wanted = np.array([r.role in settings.memory.key_roles for r in rows], dtype=bool)
-        keys = {i: dense_key(rows[i], texts.get(ids[i], "")) for i in np.flatnonzero(wanted)}
-        hashes = {i: vectors.text_hash(k) for i, k in keys.items()}
-        if vectors.has_table(staging, "embeddings"):
-            cached = vectors.load_vectors(staging, embedder.key, list(hashes.values()))
-            for i, h in hashes.items():
-                if h in cached:
-                    dense[i] = cached[h]
-                    have[i] = True
+    wanted = np.array([embeds_role(settings, r.role) for r in rows], dtype=bool)
+    keys = {i: dense_key(rows[i], texts.get(ids[i], "")) for i in np.flatnonzero(wanted)}
+    hashes = {i: vectors.text_hash(k) for i, k in keys.items()}
+    cached = vectors.load_vectors(staging, embedder.key, list(hashes.values()))
+    for i, h in hashes.items():
+        if h in cached:
+            dense[i] = cached[h]
+            have[i] = True
     missing = [int(i) for i in np.flatnonzero(wanted & ~have)]
     if missing:  # content the stages did not cover (no segment, another model): embedded here, in memory
         keyed = [dense_key(rows[i], texts.get(ids[i], "")) for i in missing]

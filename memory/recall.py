@@ -71,7 +71,7 @@ def candidate_mask(index: MemoryIndex, request: RecallRequest, at_s: float | Non
     mask = np.ones(index.size, dtype=bool)
     scope = request.scope
     if scope.conversation_ids:
-        codes = {c: i for i, c in enumerate(index.conversation_ids)}
+        codes = index.conversation_code
         wanted = np.array([codes[c] for c in scope.conversation_ids if c in codes], dtype=np.int64)
         mask &= np.isin(index.conversation, wanted)
     if scope.sources:
@@ -105,7 +105,7 @@ def _unit(values: Array, mask: Array, *, shift: bool = False) -> Array:
 def _pool(codes: Array, values: Array, mask: Array, size: int) -> Array:
     """Each group's best value among the candidates (groups with none: 0)."""
     pooled = np.zeros(size, dtype=np.float32)
-    pick = mask & (codes >= 0)
+    pick = np.flatnonzero(mask & (codes >= 0) & (values > 0))  # zeros change no maximum: skip them (speed)
     np.maximum.at(pooled, codes[pick], values[pick])
     return pooled
 
@@ -117,18 +117,22 @@ def rank(
     request: RecallRequest,
     settings: MemorySettings,
     switches: Switches = Switches(),
+    limit: int | None = None,
 ) -> Ranking:
-    """Score every candidate for the query; the order covers all of them (the benchmarks need full rankings)."""
+    """Score every candidate for the query; `order` covers all of them (the benchmarks need full rankings), or
+    only the best `limit` (what a recall needs)."""
     at = _utc(request.at) if request.at is not None else None
     newest = float(np.nanmax(index.times)) if index.size and np.isfinite(index.times).any() else None
     at_s = at.timestamp() if at is not None else newest
     mask = candidate_mask(index, request, at.timestamp() if at is not None else None)
     words = terms(query)
-    lexical = _unit(index.bm25.score(words), mask) if switches.lexical else np.zeros(index.size, np.float32)
+    lexical_raw = index.bm25.score(words) if switches.lexical else np.zeros(index.size, np.float32)
+    lexical = _unit(lexical_raw, mask)
     if switches.dense and query_vector is not None and index.dense.shape[0]:
-        dense = _unit(index.dense @ query_vector.astype(np.float32), mask, shift=True)
+        dense_raw = index.similarity(query_vector)
     else:
-        dense = np.zeros(index.size, np.float32)
+        dense_raw = np.zeros(index.size, np.float32)
+    dense = _unit(dense_raw, mask, shift=True)
     cue_scores = np.zeros(index.size, np.float32)
     active: list[tuple[int, float]] = []
     conv_from_cues = np.zeros(len(index.conversation_ids), np.float32)
@@ -141,11 +145,12 @@ def rank(
             active = sorted(((int(c), float(raw[c])) for c in keep), key=lambda x: (-x[1], x[0]))
             weights = np.zeros(len(index.cue_ids), np.float32)
             weights[keep] = raw[keep]
-            cue_scores = _unit(np.asarray(index.cue_content.T @ weights).ravel(), mask)
+            cue_scores = _unit(np.asarray(index.content_cue @ weights).ravel(), mask)
             conv_from_cues = np.asarray(index.cue_conversation.T @ weights).ravel().astype(np.float32)
-    role_weight = np.ones(index.size, np.float32)
-    key_roles = {i for i, r in enumerate(index.roles) if r in settings.key_roles}
-    role_weight[~np.isin(index.role_code, list(key_roles))] = settings.other_role_weight
+    by_role = np.array(
+        [1.0 if r in settings.key_roles else settings.other_role_weight for r in index.roles] or [1.0], np.float32
+    )
+    role_weight = by_role[index.role_code]
     base = (
         settings.lexical_weight * lexical + settings.dense_weight * dense + settings.cue_weight * cue_scores
     ) * role_weight
@@ -159,11 +164,11 @@ def rank(
     tag = np.zeros(index.size, np.float32)
     conversation_activation = np.zeros(len(index.conversation_ids), np.float32)
     if switches.tags and mask.any() and settings.max_depth >= 3:
-        decay = np.ones(index.size, np.float32)
+        decay: Array | float = 1.0
         if switches.decay and at_s is not None and settings.decay_lambda_per_day > 0:
             age = np.clip((at_s - index.times) / DAY_S, 0, None)
-            decay = np.where(np.isfinite(age), np.exp(-settings.decay_lambda_per_day * age), 1.0).astype(np.float32)
-        pooled = _pool(index.conversation, base, mask, len(index.conversation_ids))
+            decay = np.exp(-settings.decay_lambda_per_day * np.nan_to_num(age, nan=0.0)).astype(np.float32)
+        pooled = _session_pool(index, mask, base, lexical_raw, dense_raw, role_weight, settings)
         if conv_from_cues.max() > 0:
             pooled = pooled + settings.cue_weight * conv_from_cues / conv_from_cues.max() * pooled.max()
         conversation_activation = _prune(pooled, settings.theta)
@@ -187,6 +192,8 @@ def rank(
         np.maximum.at(score, index.head, score)
         mask = mask & (index.head == np.arange(index.size))
     candidates = np.flatnonzero(mask)
+    if limit is not None and len(candidates) > limit:  # only the best `limit` need an order (recall, not eval)
+        candidates = candidates[np.argpartition(-score[candidates], limit - 1)[:limit]]
     order = candidates[np.lexsort((index.seq[candidates], -score[candidates]))]
     return Ranking(
         order=order,
@@ -199,8 +206,38 @@ def rank(
         conversation_activation=conversation_activation,
         time_range=time_range,
         at=datetime.fromtimestamp(at_s, UTC) if at_s is not None else None,
-        candidates=len(candidates),
+        candidates=int(mask.sum()),
     )
+
+
+def _session_pool(
+    index: MemoryIndex,
+    mask: Array,
+    base: Array,
+    lexical_raw: Array,
+    dense_raw: Array,
+    role_weight: Array,
+    settings: MemorySettings,
+) -> Array:
+    """A conversation tag's activation from its candidate content: its best content's activation, plus the
+    conversation read as one key (BM25 summed over its keys, length-normalised; the mean key similarity),
+    each scaled 0..1 over the conversations. Only candidates count: nothing after `at` leaks in."""
+    size = len(index.conversation_ids)
+    pick = mask & (index.conversation >= 0)
+    codes = index.conversation[pick]
+    weights = role_weight[pick].astype(np.float64)
+    mass = np.bincount(codes, weights=weights, minlength=size)
+    has = mass > 0
+    best = _pool(index.conversation, base, mask, size)
+    lexical = np.bincount(codes, weights=weights * lexical_raw[pick], minlength=size)
+    lexical = np.where(has, lexical / np.sqrt(np.maximum(mass, 1e-9)), 0.0)
+    dense = np.where(
+        has, np.bincount(codes, weights=weights * dense_raw[pick], minlength=size) / np.maximum(mass, 1e-9), 0.0
+    )
+    pooled = (
+        _unit(best, has) + _unit(lexical.astype(np.float32), has) + _unit(dense.astype(np.float32), has, shift=True)
+    )
+    return (pooled / 3).astype(np.float32)
 
 
 def _prune(pooled: Array, theta: float) -> Array:
@@ -216,14 +253,15 @@ def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -
     """The best pieces that fit the budget (a piece too big for what is left is skipped, not cut)."""
     chosen: list[int] = []
     used = 0
-    for i in ranking.order:
-        members = index.group.get(int(i), [int(i)])
-        cost = int(index.tokens[members].sum())
-        if ranking.score[i] <= 0 or len(chosen) >= max_pieces:
+    skipped = 0
+    for i in ranking.order.tolist():
+        if ranking.score[i] <= 0 or len(chosen) >= max_pieces or skipped > 4 * max_pieces:
             break
+        cost = int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
         if used + cost > budget:
+            skipped += 1  # too big for what is left: a smaller one further down may still fit
             continue
-        chosen.append(int(i))
+        chosen.append(i)
         used += cost
     return chosen
 
@@ -231,18 +269,16 @@ def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -
 def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings) -> list[ActivationStep]:
     steps = [ActivationStep(kind="query", id="query", label="query", score=1.0)]
     if ranking.cue[i] > 0 and ranking.cue_activation:
-        active = [c for c, _ in ranking.cue_activation]
-        column = index.cue_content[active][:, i].toarray().ravel()
-        strengths = column * np.array([a for _, a in ranking.cue_activation], dtype=np.float32)
-        if strengths.max() > 0:
-            best = int(np.argmax(strengths))
-            cue = active[best]
+        active = dict(ranking.cue_activation)
+        row = index.content_cue[i]
+        strengths = [
+            (float(w) * active[int(c)], int(c)) for c, w in zip(row.indices, row.data, strict=True) if c in active
+        ]
+        if strengths:
+            _, cue = max(strengths, key=lambda x: (x[0], -x[1]))
             steps.append(
                 ActivationStep(
-                    kind="cue",
-                    id=index.cue_ids[cue],
-                    label=index.cue_names[cue],
-                    score=round(float(ranking.cue_activation[best][1]), 4),
+                    kind="cue", id=index.cue_ids[cue], label=index.cue_names[cue], score=round(active[cue], 4)
                 )
             )
     if ranking.tag[i] > 0:
@@ -317,5 +353,5 @@ def recall(
 ) -> RecallResult:
     """The entry point an agent (CLI, MCP server) calls: a reconstructed context for one question."""
     vector = embed_query(embedder, request.query) if embedder is not None else None
-    ranking = rank(index, request.query, vector, request, settings)
+    ranking = rank(index, request.query, vector, request, settings, limit=max(8 * request.max_pieces, 1000))
     return to_result(index, request, ranking, settings)

@@ -21,8 +21,7 @@ from clients.progress import ProgressFactory
 from contracts.results import StageResult
 from contracts.settings import Settings
 from memory.graph import EvidenceInput, MessageInput, TopicInput, build_graph, dense_key
-from memory.index import key_embedder
-from staging import embeddings as vector_store
+from memory.index import embeds_role, key_embedder
 from staging import memory as store
 from staging import memory_inputs as inputs
 from staging.memory import MemoryGraph
@@ -44,8 +43,6 @@ def run(
     progress: ProgressFactory | None = None,
 ) -> StageResult:
     """Build the Cue-Tag-Content graph of the whole archive for this run, and embed its keys (cached)."""
-    store.ensure_schema(staging)
-    vector_store.ensure_schema(staging)
     config = settings.memory.model_dump(mode="json")
     evidence = inputs.live_evidence(staging)
     topic_run, topics = inputs.topic_messages(staging)
@@ -73,12 +70,12 @@ def run(
         summary = {"hubs": report.hubs, "topic_run": topic_run, "notes": notes}
         store.write_run(staging, run_id, graph, summary)
         embedded = EmbedCounts()
-        if settings.memory.key_embedder == "minilm-onnx":
+        if graph.content:
             texts = {m.uuid: m.text for m in messages}
             keys = [
                 dense_key(c, texts[c.content_id])
                 for c in graph.content
-                if c.kind == "message" and c.role in settings.memory.key_roles
+                if c.kind == "message" and embeds_role(settings, c.role)
             ]
             model = embedder or key_embedder(settings)
             embed_cached(

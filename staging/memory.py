@@ -1,6 +1,6 @@
 """staging.db: the Cue-Tag-Content graph the cues stage builds, one set of rows per run.
 
-Tables (created by `ensure_schema`, outside the versioned MIGRATIONS list so stages can land independently);
+Tables (created by migration 3 of staging.db, staging/migrations.py; frozen: change them with a new migration);
 every row carries its run id, and a re-run of the stage for the same run replaces that run's rows in one
 transaction (an idempotent write: ids are content keys, so the same inputs give the same rows):
 
@@ -89,11 +89,6 @@ SCHEMA = [
 ]
 
 RUN_TABLES = ("memory_runs", "memory_content", "memory_cues", "memory_tags", "memory_edges", "memory_merges")
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA:
-        conn.execute(statement)
 
 
 @dataclass(slots=True)

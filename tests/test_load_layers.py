@@ -16,8 +16,8 @@ import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 
 from extract import stage_concepts, stage_extract, stage_segment
-from memory import stage as cues
 from load.layers import LAYERS, EdgeLayer, NodeLayer, load_order
+from memory import stage as cues
 from staging import concepts as concept_store
 from staging import topics as topic_store
 from staging.db import Transaction
@@ -70,7 +70,6 @@ def _live_concepts(dbs: Dbs) -> list[str]:
 
 def cluster(dbs: Dbs, run_id: str, segments: list[list[str]], concepts: list[list[str]]) -> None:
     """What the cluster stage writes for run `run_id`: topic i holds segments[i] and concepts[i]."""
-    topic_store.ensure_schema(dbs.staging)
     topics, links = [], []
     for i, (members, ideas) in enumerate(zip(segments, concepts, strict=True)):
         uid = f"topic-{run_id}-{i}"

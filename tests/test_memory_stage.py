@@ -10,6 +10,7 @@ from concept_support import Dbs, conversation, open_dbs, write_archive
 from extract import stage_concepts, stage_extract, stage_segment
 from memory import stage as cues
 from staging import memory as store
+from staging.ledger import open_run
 
 GARDEN = [
     ("user", "I want to grow a vegetable garden this spring. The vegetable garden needs compost."),
@@ -62,7 +63,7 @@ def test_a_rerun_writes_the_same_rows(tmp_path: Path) -> None:
     first = _rows(dbs.staging, run_id)
     cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
     assert _rows(dbs.staging, run_id) == first
-    other = dbs.run_id()
+    other = open_run(dbs.staging, stages=["cues"], exports=[], settings={}, code_version="t", run_id=f"{run_id}-z")
     cues.run(dbs.archive, dbs.staging, run_id=other, settings=dbs.settings)
     assert _rows(dbs.staging, other) == first and store.latest_run(dbs.staging) == other
 

@@ -110,7 +110,7 @@ def test_longmemeval_questions_keep_their_haystack_scope_and_date() -> None:
     bench = read_longmemeval(LONGMEMEVAL, limit=2)
     assert len(bench.questions) == 2 and all(not q.question_id.endswith("_abs") for q in bench.questions)
     first = bench.questions[0]
-    assert first.at == datetime(2023, 5, 30, 23, 42, tzinfo=UTC) and len(first.conversation_ids) > 10
+    assert first.at == datetime(2023, 5, 30, 23, 59, 59, tzinfo=UTC) and len(first.conversation_ids) > 10
     written = {line["conversation_id"] for line in bench.lines}
     assert set(first.gold) <= written and set(first.conversation_ids) <= written
     keys = [(line["conversation_id"], line["id"]) for line in bench.lines]
