@@ -60,7 +60,7 @@ def search_concepts(
     staging: sqlite3.Connection, archive: sqlite3.Connection, request: ConceptSearchRequest
 ) -> ConceptSearchResult:
     """Concepts whose title, aliases or description match the query (BM25; whole-name matches first)."""
-    if not concept_store.has_store(staging):
+    if not reads.has_concepts(staging):
         raise QueryError("no concepts in this memory yet: run the pipeline first (chatmem run EXPORT)")
     rows = [
         r

@@ -92,7 +92,7 @@ def timeline(
 ) -> TimelineResult:
     """The concept's entries from every source, oldest first (undated last), within since/until, at most limit."""
     sources = TIMELINE_SOURCES if sources is None else sources
-    if not concept_store.has_store(staging):
+    if not reads.has_concepts(staging):
         raise QueryError("no concepts in this memory yet: run the pipeline first (chatmem run EXPORT)")
     concepts = concept_store.load_concepts(staging)
     concept = resolve_concept(concepts, request.concept)

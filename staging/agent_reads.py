@@ -97,6 +97,11 @@ def evidence(staging: sqlite3.Connection, concept_ids: Iterable[str]) -> list[Ev
     return found
 
 
+def has_concepts(staging: sqlite3.Connection) -> bool:
+    """Whether the concepts stage has stored any concept yet (its table may exist, empty, from the first open)."""
+    return has_table(staging, "concepts") and staging.execute("SELECT 1 FROM concepts LIMIT 1").fetchone() is not None
+
+
 def evidence_counts(staging: sqlite3.Connection) -> dict[str, int]:
     """concept id -> how many evidence spans it has."""
     if not has_table(staging, "concept_evidence"):
