@@ -49,6 +49,7 @@ from memory import queries
 from memory import timeline as timelines
 from memory.index import MemoryIndex, key_embedder, load_index
 from memory.recall import recall as run_recall
+from staging import agent_reads
 from staging import memory as memory_store
 from staging.db import connect_readonly
 
@@ -74,6 +75,8 @@ class MemoryService:
         self._embedder = embedder
         self._index: MemoryIndex | None = None
         self._lock = threading.Lock()
+        self._catalog: queries.ConceptCatalog | None = None
+        self._catalog_lock = threading.Lock()
 
     def check(self) -> None:
         """Fail before serving when the data dir has no memory at all (ChatmemError, one line)."""
@@ -112,6 +115,14 @@ class MemoryService:
                 self._index = load_index(archive, staging, self.settings, self.embedder(), run_id=latest)
             return self._index
 
+    def catalog(self, staging: sqlite3.Connection) -> queries.ConceptCatalog:
+        """The concept catalog search_concepts scores: built once per state of the concept store."""
+        version = agent_reads.concepts_version(staging)
+        with self._catalog_lock:
+            if self._catalog is None or self._catalog.version != version:
+                self._catalog = queries.concept_catalog(staging)
+            return self._catalog
+
     # ------------------------------------------------------------ the tools' bodies
 
     def recall(self, request: RecallRequest) -> RecallResult:
@@ -121,7 +132,7 @@ class MemoryService:
 
     def search_concepts(self, request: ConceptSearchRequest) -> ConceptSearchResult:
         with self.databases() as (archive, staging):
-            return queries.search_concepts(staging, archive, request)
+            return queries.search_concepts(staging, archive, request, self.catalog(staging))
 
     def get_conversation(self, request: ConversationRequest) -> ConversationResult:
         with self.databases() as (archive, _):

@@ -10,6 +10,7 @@ error the agent can read.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from contracts.errors import ChatmemError
@@ -29,6 +30,7 @@ from memory.text import BM25, terms
 from staging import agent_reads as reads
 from staging import concepts as concept_store
 from staging import topics as topic_store
+from staging.concepts import ConceptRow
 
 EXACT_BONUS = 10.0  # a query that is a concept's whole title, alias or id outranks any partial BM25 match
 TOPIC_CONCEPTS = 5
@@ -56,28 +58,57 @@ def fold(text: str) -> str:
 # ---------------------------------------------------------------- search_concepts
 
 
-def search_concepts(
-    staging: sqlite3.Connection, archive: sqlite3.Connection, request: ConceptSearchRequest
-) -> ConceptSearchResult:
-    """Concepts whose title, aliases or description match the query (BM25; whole-name matches first)."""
+@dataclass(frozen=True)
+class ConceptCatalog:
+    """Every concept with its BM25 document and folded names: what a search scores, built once per store state."""
+
+    version: tuple[str | None, int]  # reads.concepts_version: a new concepts stage run makes a new catalog
+    rows: list[ConceptRow]
+    bm25: BM25
+    names: list[frozenset[str]]  # folded title, id and aliases: a query equal to one of them is a whole-name match
+    counts: dict[str, int]  # concept id -> evidence spans
+
+
+def concept_catalog(staging: sqlite3.Connection) -> ConceptCatalog:
+    """The catalog of the store as it is now; QueryError when the concepts stage has stored nothing yet."""
     if not reads.has_concepts(staging):
         raise QueryError("no concepts in this memory yet: run the pipeline first (chatmem run EXPORT)")
-    rows = [
-        r
-        for r in concept_store.load_concepts(staging).values()
-        if (request.type is None or r.type == request.type)
-        and (r.state == request.state if request.state is not None else r.state != "merged")
-    ]
-    if not rows:
-        return ConceptSearchResult(query=request.query, matches=0, concepts=[])
+    rows = sorted(concept_store.load_concepts(staging).values(), key=lambda r: r.concept_id)
     # The title counts twice: it is the concept's name, the description only talks about it.
     documents = [terms(" ".join([r.title, r.title, *r.aliases, r.description])) for r in rows]
-    scores = BM25.build(documents).score(terms(request.query))
+    return ConceptCatalog(
+        version=reads.concepts_version(staging),
+        rows=rows,
+        bm25=BM25.build(documents),
+        names=[frozenset(fold(n) for n in (r.title, r.concept_id, *r.aliases)) for r in rows],
+        counts=reads.evidence_counts(staging),
+    )
+
+
+def search_concepts(
+    staging: sqlite3.Connection,
+    archive: sqlite3.Connection,
+    request: ConceptSearchRequest,
+    catalog: ConceptCatalog | None = None,
+) -> ConceptSearchResult:
+    """Concepts whose title, aliases or description match the query (BM25; whole-name matches first).
+
+    `catalog`: a catalog of this store kept by the caller (the server keeps one per concepts run), else built here.
+    """
+    catalog = catalog or concept_catalog(staging)
+    scores = catalog.bm25.score(terms(request.query)).tolist()
     wanted = fold(request.query)
-    counts = reads.evidence_counts(staging)
+    counts = catalog.counts
     ranked = []
-    for row, score in zip(rows, scores.tolist(), strict=True):
-        if wanted in {fold(n) for n in (row.title, row.concept_id, *row.aliases)}:
+    for row, names, score in zip(catalog.rows, catalog.names, scores, strict=True):
+        if request.type is not None and row.type != request.type:
+            continue
+        if request.state is not None:
+            if row.state != request.state:
+                continue
+        elif row.state == "merged":  # by default a merged concept is found through its survivor only
+            continue
+        if wanted in names:
             score += EXACT_BONUS
         if score > 0:
             ranked.append((float(score), row))

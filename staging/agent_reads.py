@@ -102,6 +102,16 @@ def has_concepts(staging: sqlite3.Connection) -> bool:
     return has_table(staging, "concepts") and staging.execute("SELECT 1 FROM concepts LIMIT 1").fetchone() is not None
 
 
+def concepts_version(staging: sqlite3.Connection) -> tuple[str | None, int]:
+    """(when the last concepts stage run finished, how many concepts there are): it changes whenever the store
+    can have changed, since only the concepts stage writes it."""
+    finished = staging.execute(
+        "SELECT MAX(finished_at) FROM stage_runs WHERE stage = 'concepts' AND status = 'succeeded'"
+    ).fetchone()[0]
+    count = staging.execute("SELECT COUNT(*) FROM concepts").fetchone()[0] if has_table(staging, "concepts") else 0
+    return finished, int(count)
+
+
 def evidence_counts(staging: sqlite3.Connection) -> dict[str, int]:
     """concept id -> how many evidence spans it has."""
     if not has_table(staging, "concept_evidence"):

@@ -11,6 +11,7 @@ import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 
 from contracts.errors import ChatmemError
+from contracts.mcp import ConceptSearchRequest
 from contracts.memory import RecallRequest
 from contracts.settings import Settings
 from extract import stage_concepts, stage_extract, stage_segment
@@ -62,3 +63,21 @@ def test_a_data_dir_without_databases_is_refused_before_serving(tmp_path: Path) 
     service = MemoryService(Settings(data_dir=tmp_path / "none"))
     with pytest.raises(ChatmemError, match=r"archive\.db does not exist.*chatmem run"):
         service.check()
+
+
+def test_the_concept_catalog_is_reused_until_the_concept_store_changes(built: Dbs) -> None:
+    """search_concepts scores one cached catalog; a concepts run that adds concepts makes the next search rebuild it."""
+    service = MemoryService(built.settings)
+    with service.databases() as (_, staging):
+        catalog = service.catalog(staging)
+        assert service.catalog(staging) is catalog and "Sourdough starter" not in {r.title for r in catalog.rows}
+    time.sleep(1.1)  # stage runs are told apart by their finish time
+    bread = [("user", "My sourdough starter smells of acetone. The sourdough starter is hungry.")]
+    write_archive(built.archive, [conversation("bread", bread)], tag="b")
+    run_id = built.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts):
+        stage.run(built.archive, built.staging, run_id=run_id, settings=built.settings)
+    with service.databases() as (_, staging):
+        rebuilt = service.catalog(staging)
+        found = service.search_concepts(ConceptSearchRequest(query="sourdough starter"))
+    assert rebuilt is not catalog and found.concepts and found.concepts[0].title == "Sourdough starter"
