@@ -35,10 +35,13 @@ def mcp_command(app: App, http_port: int | None) -> None:
     # The SDK (starlette, uvicorn, ...) loads only for this command, so the other commands stay quick.
     from memory.mcp_server import MemoryService, build_server, serve_http, serve_stdio
 
-    service = MemoryService(app.settings())
+    settings = app.settings()
+    service = MemoryService(settings)
     service.check()  # no memory at all: one line and exit 1 now, not an error on every tool call later
     server = build_server(service)
     if http_port is None:
+        if not settings.pipeline.quiet:  # stderr: a client shows it in its server log, a person sees what runs
+            click.echo(f"chatmem mcp: MCP over stdin/stdout, read-only, data dir {settings.data_dir}", err=True)
         serve_stdio(server)
     else:
         serve_http(server, http_port, lambda line: click.echo(line, err=True))
