@@ -157,7 +157,8 @@ def section(reports: dict[str, dict[str, Any]], latency: list[dict[str, Any]], m
         verdict = "meets" if biggest["whole_memory"]["p95_ms"] <= 50 else "MISSES"
         lines += [
             "",
-            f"Target p95 ≤ 50 ms at the seed's scale: {verdict} ({biggest['whole_memory']['p95_ms']:.0f} ms whole memory,"
+            f"Target p95 ≤ 50 ms at the seed's scale: {verdict}"
+            f" ({biggest['whole_memory']['p95_ms']:.0f} ms whole memory,"
             f" {biggest['scoped_50_conversations']['p95_ms']:.0f} ms scoped, at {biggest['content']:,} content nodes"
             " on this shared machine). The cost grows about linearly with the content: every recall still touches"
             " every candidate's score arrays (~20 passes over n floats) and the coarse vectors (n x 64).",
