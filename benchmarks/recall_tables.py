@@ -88,6 +88,18 @@ def _targets(benchmark: str, report: dict[str, Any]) -> str:
     return "Targets: " + "; ".join(said) + "."
 
 
+def _stages(run: dict[str, Any]) -> str:
+    stages = run.get("stages") or {}
+    ran = [s for s, status in stages.items() if status != "skipped"]
+    skipped = [s for s, status in stages.items() if status == "skipped"]
+    if not stages:
+        return ""
+    return (
+        f"Stages run: {', '.join(ran) or 'none'}; skipped as unchanged since the work dir's first build:"
+        f" {', '.join(skipped) or 'none'} (a first build runs them all)."
+    )
+
+
 def section(reports: dict[str, dict[str, Any]], latency: list[dict[str, Any]], machine: str) -> str:
     lines = ["# Recall benchmarks (memory/, `chatmem eval recall`)", ""]
     lines += [
@@ -109,6 +121,7 @@ def section(reports: dict[str, dict[str, Any]], latency: list[dict[str, Any]], m
             "",
             f"Command: `{run['command']}` ({run['wall_s']:.0f} s wall, pipeline {run['pipeline_s']:.0f} s;"
             f" commit {run.get('commit', '?')}).",
+            _stages(run),
             f"Embedders: system and *_keys `{run['embedder_system']}`; dense and rrf `{run['embedder_baselines']}`.",
             *(f"Note: {n}." for n in run.get("notes", [])),
             "",

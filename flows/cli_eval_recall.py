@@ -96,7 +96,7 @@ def eval_recall(
     export = write_jsonl(loaded, where / "export" / f"{benchmark}.jsonl")
     started = time.monotonic()
     engine = app.engine(settings)
-    run_id, _ = engine.run_pipeline(settings, [export], stages=PIPELINE, quiet=True)
+    run_id, stage_results = engine.run_pipeline(settings, [export], stages=PIPELINE, quiet=True)
     pipeline_s = time.monotonic() - started
     embedder = key_embedder(settings)
     default = build_embedder(settings.embed)
@@ -128,6 +128,7 @@ def eval_recall(
         "run_id": run_id,
         "work_dir": str(where),
         "pipeline_s": round(pipeline_s, 1),
+        "stages": {r.stage: r.status for r in stage_results},
         "turns": index.size,
         "questions": len(loaded.questions),
         "embedder_system": embedder.key,
