@@ -140,7 +140,8 @@ class MemoryService:
 
     def timeline(self, request: TimelineRequest) -> TimelineResult:
         with self.databases() as (archive, staging):
-            return timelines.timeline(staging, archive, request)
+            concepts = {row.concept_id: row for row in self.catalog(staging).rows}
+            return timelines.timeline(staging, archive, request, concepts=concepts)
 
     def topics(self, request: TopicsRequest) -> TopicsResult:
         with self.databases() as (_, staging):

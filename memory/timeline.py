@@ -89,12 +89,17 @@ def timeline(
     archive: sqlite3.Connection,
     request: TimelineRequest,
     sources: dict[str, TimelineSource] | None = None,
+    concepts: dict[str, ConceptRow] | None = None,
 ) -> TimelineResult:
-    """The concept's entries from every source, oldest first (undated last), within since/until, at most limit."""
+    """The concept's entries from every source, oldest first (undated last), within since/until, at most limit.
+
+    `concepts`: the store's rows when the caller holds them already (the server's concept catalog).
+    """
     sources = TIMELINE_SOURCES if sources is None else sources
-    if not reads.has_concepts(staging):
-        raise QueryError("no concepts in this memory yet: run the pipeline first (chatmem run EXPORT)")
-    concepts = concept_store.load_concepts(staging)
+    if concepts is None:
+        if not reads.has_concepts(staging):
+            raise QueryError("no concepts in this memory yet: run the pipeline first (chatmem run EXPORT)")
+        concepts = concept_store.load_concepts(staging)
     concept = resolve_concept(concepts, request.concept)
     merged = (
         c for c in concepts if c != concept.concept_id and concept_store.survivor(concepts, c) == concept.concept_id
