@@ -20,6 +20,8 @@ ABLATION_NAMES = {
     "no_time_filter": "explicit time expressions",
     "no_key_expansion": "key expansion with extracted concepts",
     "no_consolidation": "consolidation",
+    "no_next_prev": "NEXT/PREV spreading (the turn beside a match)",
+    "no_hub_control": "hub control (hub cues count a quarter)",
     "no_dense": "dense key similarity",
     "no_lexical": "BM25 over keys",
 }

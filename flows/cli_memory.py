@@ -13,9 +13,8 @@ import click
 
 from contracts.errors import ConfigError
 from contracts.memory import RecallRequest, RecallResult, RecallScope
-from flows.cli_inspect import JSON_OPTION, emit, open_readonly
-from memory.index import key_embedder, load_index
-from memory.recall import recall as run_recall
+from flows.cli_inspect import JSON_OPTION, emit
+from memory.service import Memory
 
 if TYPE_CHECKING:
     from flows.cli import App
@@ -111,13 +110,7 @@ def recall(
         scope=parse_scope(scope),
         max_pieces=max_pieces,
     )
-    embedder = key_embedder(settings)
-    with (
-        open_readonly(settings.archive_path, settings) as archive,
-        open_readonly(settings.staging_path, settings) as staging,
-    ):
-        index = load_index(archive, staging, settings, embedder)
-    result = run_recall(index, embedder, request, settings.memory)
+    result = Memory.open(settings).recall(request)
     if as_json:
         emit(result.model_dump(mode="json"))
     else:
