@@ -29,13 +29,14 @@ from clients.progress import ProgressFactory, bar
 from cluster import topics as fit_topics
 from cluster.labels_llm import LabelCounts, llm_labels
 from cluster.stage_embed import embed_concepts
-from cluster.tuning import Objective, tune
+from cluster.tuning import Objective, budget, tune
 from contracts.results import StageResult
 from contracts.settings import LLMSettings, Settings, section_dump
 from staging import concepts as concept_store
 from staging import embeddings as vectors
 from staging import segments as segment_store
 from staging import topics as store
+from staging.llm_calls import recorder
 from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
@@ -87,16 +88,23 @@ def run(
 
         objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics)
         sample = fit_topics.seeded_sample(len(ids), cfg.sample_size, cfg.seed)
-        with _timed(seconds, "tune"), bar(progress, "cluster trials", cfg.n_trials) as advance:
+        n_trials, timeout_s = budget(len(sample), cfg.n_trials, cfg.timeout_s)
+        with _timed(seconds, "tune"), bar(progress, "cluster trials", n_trials) as advance:
             tuned = tune(
                 points[sample],
                 storage_url=optuna_url(settings),
                 seed=cfg.seed,
-                n_trials=cfg.n_trials,
+                n_trials=n_trials,
                 objective=objective,
                 tag=key,
-                timeout_s=cfg.timeout_s,
+                timeout_s=timeout_s,
                 on_trial=advance,
+            )
+        complete = sum(t.state == "COMPLETE" for t in tuned.trials)
+        if complete < n_trials:
+            notes.append(
+                f"tuning stopped after {complete} of {n_trials} trials (time cap {timeout_s or 0:.0f} s):"
+                " a re-run continues the stored study"
             )
         trials = [
             {"number": t.number, "state": t.state, "value": t.value, "params": t.params, **t.attrs}
@@ -118,7 +126,7 @@ def run(
         named = LabelCounts()
         if cfg.llm_labels and settings.extract.llm is not None and topic_rows:
             with _timed(seconds, "llm_labels"):
-                _name_topics(archive, staging, members, topic_rows, settings.extract.llm, named)
+                _name_topics(archive, staging, members, topic_rows, settings.extract.llm, named, run_id)
             if named.failed:
                 notes.append(f"{named.failed} topic(s) kept their keyword label: the LLM gave no usable name")
         uids = {t["topic"]: t["topic_uid"] for t in topic_rows}
@@ -212,11 +220,12 @@ def _name_topics(
     topic_rows: list[dict[str, Any]],
     llm: LLMSettings,
     counts: LabelCounts,
+    run_id: str,
 ) -> None:
     """Replace keyword labels with the LLM's names where it gives one (cached per topic_uid)."""
     texts = _segment_texts(archive, members, [r for t in topic_rows for r in t["representatives"]])
     snippets = {t["topic"]: [texts.get(r, "") for r in t["representatives"]] for t in topic_rows}
-    names = llm_labels(staging, llm, topic_rows, snippets, counts)
+    names = llm_labels(staging, llm, topic_rows, snippets, counts, on_call=recorder(staging, run_id))
     for row in topic_rows:
         row["label"] = names.get(row["topic"], row["label"])
 

@@ -71,9 +71,12 @@ def fit_all(points: Matrix, params: Params, *, seed: int, fit_max: int) -> Fit:
 
 
 def place(reducer: Any, clusterer: Any, points: Matrix) -> tuple[Labels, Floats]:
-    """Labels and strengths of points the model was not fitted on (transform, then approximate_predict)."""
+    """Labels and strengths of points the model was not fitted on (transform, then approximate_predict); a
+    model fitted on exact k-NN (small data: no search index to transform with) votes by neighbours instead."""
     import hdbscan
 
+    if getattr(reducer, "_knn_search_index", None) is None and getattr(reducer, "_raw_data", None) is not None:
+        return vote(np.asarray(reducer._raw_data), clusterer.labels_, points, int(reducer.n_neighbors))
     labels: list[Labels] = []
     strengths: list[Floats] = []
     for start in range(0, len(points), PREDICT_CHUNK):
@@ -84,6 +87,28 @@ def place(reducer: Any, clusterer: Any, points: Matrix) -> tuple[Labels, Floats]
         labels.append(np.asarray(chunk_labels, dtype=np.int64))
         strengths.append(np.asarray(chunk_strengths, dtype=np.float64))
     return np.concatenate(labels), np.concatenate(strengths)
+
+
+def vote(fitted: Matrix, fitted_labels: Labels, points: Matrix, k: int) -> tuple[Labels, Floats]:
+    """Each point takes the label with the most cosine weight among its k nearest fitted points (noise counts
+    as a label, so a point among outliers stays one); strength is that label's share of the weight."""
+    unit = fitted / np.maximum(np.linalg.norm(fitted, axis=1, keepdims=True), 1e-12)
+    query = points / np.maximum(np.linalg.norm(points, axis=1, keepdims=True), 1e-12)
+    k = max(1, min(k, len(fitted)))
+    labels = np.full(len(points), -1, dtype=np.int64)
+    strengths = np.zeros(len(points), dtype=np.float64)
+    for start in range(0, len(points), PREDICT_CHUNK):
+        sims = query[start : start + PREDICT_CHUNK] @ unit.T
+        nearest = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        for row, neighbours in enumerate(nearest):
+            weights = np.maximum(sims[row, neighbours], 0.0) + 1e-9
+            totals: dict[int, float] = {}
+            for label, weight in zip(fitted_labels[neighbours].tolist(), weights.tolist(), strict=True):
+                totals[label] = totals.get(label, 0.0) + weight
+            best = max(totals, key=lambda t: (totals[t], -t))
+            labels[start + row] = best
+            strengths[start + row] = totals[best] / sum(totals.values()) if best >= 0 else 0.0
+    return labels, strengths
 
 
 def centroids(points: Matrix, labels: Labels) -> dict[int, Matrix]:

@@ -251,7 +251,12 @@ class ClusterSettings(BaseModel):
     min_points: int = Field(
         default=30, ge=3, description="Fewer segments than this: clustering is skipped with a note (nothing to tune)."
     )
-    n_trials: int = Field(default=30, ge=1, description="Optuna trials per study (a re-run reuses finished ones).")
+    n_trials: int | None = Field(
+        default=None,
+        ge=1,
+        description="Optuna trials per study (a re-run reuses finished ones); null: scaled with the segments, "
+        "10 below 1,000 up to 30 from 20,000 (cluster.tuning.budget).",
+    )
     sample_size: int = Field(default=20000, ge=10, description="Points Optuna tunes on (a seeded random sample).")
     fit_max: int = Field(
         default=50000,
@@ -275,7 +280,11 @@ class ClusterSettings(BaseModel):
         description="A noise point joins its nearest topic when its cosine to the topic centre is at least this "
         "quantile of the members' own cosines; null: noise stays noise.",
     )
-    timeout_s: float | None = Field(default=None, gt=0, description="Stop starting Optuna trials after this long.")
+    timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Stop starting Optuna trials after this long; null: 30 s + 10 ms per segment, at most 600 s.",
+    )
     keywords: int = Field(default=10, ge=1, description="c-TF-IDF keywords kept per topic (the label is the top 3).")
     representatives: int = Field(default=3, ge=1, description="Representative segments kept per topic.")
     label_docs: int = Field(
