@@ -186,18 +186,13 @@ def _describe_topics(
 ) -> list[dict[str, Any]]:
     """Label, size, keywords, representatives and content key of every topic."""
     cfg = settings.cluster
-    topics = sorted(set(labels.tolist()) - {-1})
-    rng = np.random.default_rng(cfg.seed)
-    chosen: dict[int, list[str]] = {}
-    for topic in topics:
-        indices = np.flatnonzero(labels == topic)
-        picked = indices if len(indices) <= cfg.label_docs else rng.choice(indices, cfg.label_docs, replace=False)
-        chosen[topic] = [ids[i] for i in sorted(picked)]
+    groups = fit_topics.topic_members(ids, labels, cfg.label_docs, cfg.seed).sort("topic")
+    topics = groups["topic"].to_list()
+    chosen: dict[int, list[str]] = dict(zip(topics, groups["sample"].to_list(), strict=True))
     docs = _segment_texts(archive, members, [s for c in chosen.values() for s in c])
     keywords = fit_topics.ctfidf({t: [docs.get(s, "") for s in chosen[t]] for t in topics}, cfg.keywords)
     rows = []
-    for topic in topics:
-        in_topic = sorted(ids[i] for i in np.flatnonzero(labels == topic))
+    for topic, size, in_topic in groups.select("topic", "size", "members").iter_rows():
         uid = hashlib.sha256("\n".join([key, *in_topic]).encode()).hexdigest()[:16]
         reps = [ids[i] for i in fit_topics.representatives(points, labels, topic, cfg.representatives)]
         rows.append(
@@ -205,7 +200,7 @@ def _describe_topics(
                 "topic": topic,
                 "topic_uid": f"topic-{uid}",
                 "label": fit_topics.label_of(keywords[topic], topic),
-                "size": len(in_topic),
+                "size": size,
                 "keywords": keywords[topic],
                 "representatives": reps,
             }

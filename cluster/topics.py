@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from cluster.tuning import Params, run_hdbscan, umap_layout, validity_of
 from staging.embeddings import Matrix
@@ -148,12 +149,34 @@ def reassign_outliers(
     return labels, weights, moved
 
 
+def topic_sizes(labels: Labels) -> pl.DataFrame:
+    """(topic, size) of every topic (noise left out), largest first, ties by topic number: one group-by pass
+    instead of one scan of the labels per topic."""
+    frame = pl.DataFrame({"topic": np.asarray(labels, dtype=np.int64)})
+    sizes = frame.filter(pl.col("topic") >= 0).group_by("topic").len(name="size")
+    return sizes.sort(["size", "topic"], descending=[True, False])
+
+
 def renumber(labels: Labels) -> Labels:
     """Topics numbered by size, largest first (ties by old number): stable and readable ids within a run."""
-    sizes = {t: int(np.sum(labels == t)) for t in set(labels.tolist()) - {-1}}
-    order = sorted(sizes, key=lambda t: (-sizes[t], t))
+    order = topic_sizes(labels)["topic"].to_list()
     mapping = {old: new for new, old in enumerate(order)}
-    return np.array([mapping.get(int(t), -1) for t in labels], dtype=np.int64)
+    renumbered = pl.Series(np.asarray(labels, dtype=np.int64)).replace_strict(
+        mapping, default=-1, return_dtype=pl.Int64
+    )
+    return renumbered.to_numpy()
+
+
+def topic_members(ids: Sequence[str], labels: Labels, sample: int, seed: int) -> pl.DataFrame:
+    """Per topic, largest first: its size, its member ids (sorted) and a seeded sample of at most `sample` of
+    them (sorted), the documents its keywords are computed from."""
+    frame = pl.DataFrame({"item": list(ids), "topic": np.asarray(labels, dtype=np.int64)}).filter(pl.col("topic") >= 0)
+    grouped = frame.group_by("topic").agg(
+        pl.len().alias("size"),
+        pl.col("item").sort().alias("members"),
+        pl.col("item").shuffle(seed=seed).head(sample).sort().alias("sample"),
+    )
+    return grouped.sort(["size", "topic"], descending=[True, False])
 
 
 def ctfidf(docs: dict[int, Sequence[str]], top_k: int) -> dict[int, list[str]]:
