@@ -12,6 +12,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,35 @@ def run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
 def run_exports(conn: sqlite3.Connection, run_id: str) -> list[str]:
     row = conn.execute("SELECT exports FROM runs WHERE id = ?", (run_id,)).fetchone()
     return [] if row is None else list(json.loads(row["exports"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """A stage's latest stage run: what the skip rule and the fingerprints of later stages look at."""
+
+    id: int
+    run_id: str
+    status: str
+    input_fingerprint: str
+
+
+def latest_attempt(conn: sqlite3.Connection, stage: str) -> Attempt | None:
+    """The stage's most recent stage run, whatever its status ('running' too: a run that was killed)."""
+    row = conn.execute(
+        "SELECT id, run_id, status, input_fingerprint FROM stage_runs WHERE stage = ? ORDER BY id DESC LIMIT 1",
+        (stage,),
+    ).fetchone()
+    return None if row is None else Attempt(int(row[0]), str(row[1]), str(row[2]), str(row[3]))
+
+
+def set_input_fingerprint(conn: sqlite3.Connection, run_id: str, stage: str, fingerprint: str) -> None:
+    """Stamp the latest stage run of (run, stage) with the fingerprint of the inputs it finished with."""
+    with Transaction(conn):
+        conn.execute(
+            "UPDATE stage_runs SET input_fingerprint = ? WHERE id ="
+            " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? AND stage = ?)",
+            (fingerprint, run_id, stage),
+        )
 
 
 class StageRun:
