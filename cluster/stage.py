@@ -23,12 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from clients.embed_cache import EmbedCounts
-from clients.embedders import Embedder, build_embedder, embedder_key
+from clients.embedders import Embedder, embedder_key
 from clients.progress import ProgressFactory, bar
 from cluster import topics as fit_topics
 from cluster.labels_llm import LabelCounts, llm_labels
-from cluster.stage_embed import embed_concepts
 from cluster.tuning import Objective, budget, tune
 from contracts.results import StageResult
 from contracts.settings import LLMSettings, Settings, section_dump
@@ -135,7 +133,10 @@ def run(
             for i in np.flatnonzero(labels >= 0)
         ]
         with _timed(seconds, "concepts"):
-            links += _concept_links(staging, run_id, settings, key, embedder, fit, points, labels, uids)
+            missing: list[int] = []
+            links += _concept_links(staging, fit, key, points, labels, uids, missing)
+            if missing:
+                notes.append(f"{missing[0]} concept(s) without a vector got no topic: run the embed_concepts stage")
         with _timed(seconds, "map"):
             shown = sample[fit_topics.seeded_sample(len(sample), MAP_MAX, cfg.seed)]
             xy = fit_topics.map_layout(points[shown], tuned.best.n_neighbors, cfg.seed)
@@ -240,23 +241,24 @@ def _segment_texts(
 
 def _concept_links(
     staging: sqlite3.Connection,
-    run_id: str,
-    settings: Settings,
-    key: str,
-    embedder: Embedder | None,
     fit: fit_topics.Fit,
+    key: str,
     points: np.ndarray[Any, Any],
     labels: np.ndarray[Any, Any],
     uids: dict[int, str],
+    missing: list[int],
 ) -> list[tuple[str, str, int, str, float, str]]:
-    """Concept -> Topic links: each concept's vector placed in the fitted model, else its nearest topic."""
+    """Concept -> Topic links: each concept's vector placed in the fitted model, else its nearest topic.
+    Concepts without a vector (the embed_concepts stage has not run since they appeared) are counted in
+    `missing` and get no link."""
     if not uids or not concept_store.has_store(staging):
         return []
     concept_ids = [c.concept_id for c in concept_store.load_concepts(staging).values() if c.merged_into is None]
     if not concept_ids:
         return []
-    embed_concepts(staging, embedder or build_embedder(settings.embed), run_id, settings, EmbedCounts())
-    found, matrix = vectors.item_matrix(staging, "concept", key, concept_ids)
+    found, matrix = vectors.item_matrix(staging, "concept", key, concept_ids)  # the embed_concepts stage's
+    if len(found) < len(concept_ids):
+        missing.append(len(concept_ids) - len(found))
     if not found:
         return []
     placed, strengths = fit_topics.place(fit.reducer, fit.clusterer, matrix)

@@ -74,9 +74,17 @@ STAGES: tuple[StageSpec, ...] = (
         description="Hypotheses -> the concept store: create / attach / refine / reject.",
     ),
     StageSpec(
+        "embed_concepts",
+        "cluster.stage_embed_concepts",
+        reads=("concepts",),
+        settings_section="embed",
+        description="Concepts -> vectors cached in staging.db (the embed stage's model and cache).",
+        progress="items",
+    ),
+    StageSpec(
         "cluster",
         "cluster.stage",
-        reads=("segment", "embed", "concepts"),
+        reads=("segment", "embed", "concepts", "embed_concepts"),
         settings_section="cluster",
         description="Segment vectors -> topics and weighted BELONGS_TO links for segments and concepts.",
         progress="items",

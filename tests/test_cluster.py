@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from clients.embedders import StaticMiniLM
 from cluster import stage as cluster_stage
-from cluster import stage_embed
+from cluster import stage_embed, stage_embed_concepts
 from cluster.topics import ctfidf, reassign_outliers, renumber
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult
@@ -69,6 +69,7 @@ def run_stages(settings: Settings, export: Path, run_id: str, embedder: StaticMi
         ingest_stage.run(archive, staging, run_id=run_id, settings=settings, exports=[export])
         stage_segment.run(archive, staging, run_id=run_id, settings=settings)
         stage_embed.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
+        stage_embed_concepts.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
         return cluster_stage.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
     finally:
         archive.close()
@@ -258,7 +259,7 @@ def test_one_conversation_clusters_places_the_rest_and_links_concepts(tmp_path: 
                 " ON m.segment_id = l.item_id WHERE l.kind = 'segment'"
             )
         }
-    assert "predicted" in sources  # 48 segments, fit on 30: the rest went through transform + approximate_predict
+    assert "predicted" in sources  # 48 segments, fit on 30: the rest placed by their nearest fitted neighbours
     assert theme_of_topic[concept_topics["c-bread"]] == "baking"
     assert theme_of_topic[concept_topics["c-sky"]] == "astronomy"
 
