@@ -170,13 +170,21 @@ class ConceptsSettings(BaseModel):
     fuzzy_threshold: float = Field(
         default=0.85, ge=0, le=1, description="difflib ratio of normalised titles at or above which two names match."
     )
-    similarity: Literal["char-ngram"] = Field(
+    similarity: Literal["char-ngram", "embedding"] = Field(
         default="char-ngram",
-        description="Similarity used after exact and fuzzy matching: char-ngram (cosine of character 3-grams); "
-        "an embedding similarity plugs in here once embeddings exist.",
+        description="Similarity used after exact and fuzzy matching, behind the word veto: char-ngram (cosine of "
+        "character 3-grams) or embedding (cosine of the names' vectors under the embed settings, cached in "
+        "staging.db; names of different lengths may then match too, at longer_similarity_threshold).",
     )
     similarity_threshold: float = Field(
         default=0.8, ge=0, le=1, description="Similarity at or above which two names of one type match."
+    )
+    longer_similarity_threshold: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="similarity=embedding only: the bar for two names whose word counts differ (one adds "
+        "trailing words) and that pass the veto.",
     )
     split_min_segments: int = Field(
         default=2, ge=1, description="A concept seen as two types, each in this many segments, is split in two."

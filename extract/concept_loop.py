@@ -46,7 +46,8 @@ class ConceptLoop:
             "SELECT concept_id, other_id FROM concept_transitions WHERE reason = 'split_from' ORDER BY concept_id"
         ):
             self.children.setdefault(str(parent), []).append(str(child))
-        self.resolver = Resolver(settings.fuzzy_threshold, settings.similarity_threshold, similarity)
+        longer = settings.longer_similarity_threshold if settings.similarity == "embedding" else None
+        self.resolver = Resolver(settings.fuzzy_threshold, settings.similarity_threshold, similarity, longer)
         for row in sorted(self.concepts.values(), key=lambda r: (r.state == "merged", r.concept_id)):
             owner = store.survivor(self.concepts, row.concept_id)
             self.resolver.add(owner, self.concepts[owner].type, [row.title, *row.aliases])

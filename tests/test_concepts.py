@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from concept_support import T0, Dbs, ScriptedExtractor, conversation, open_dbs, write_archive
 
+from clients.embedders import embedder_key
 from contracts.errors import StageError
 from contracts.results import StageResult
 from extract import concept_loop, stage_concepts, stage_extract, stage_segment
@@ -205,3 +206,19 @@ def test_a_killed_run_resumes_to_the_same_store_as_a_clean_run(tmp_path: Path, m
     columns = "concept_id, title, type, state, revision_count, evidence_count, first_seen, last_seen, merged_into"
     query = f"SELECT {columns} FROM concepts ORDER BY concept_id"
     assert [tuple(r) for r in crashed.staging.execute(query)] == [tuple(r) for r in clean.staging.execute(query)]
+
+
+def test_embedding_similarity_resolves_a_refined_name_and_caches_the_name_vectors(tmp_path: Path) -> None:
+    """concepts.similarity=embedding: "learning python programming" attaches to "Learning Python" by meaning
+    (character 3-grams keep them apart), and the names' vectors land in staging.db's embedding cache."""
+    specs = {"a": [hyp("Learning Python", "goal")], "b": [hyp("learning python programming", "goal")]}
+    chats = [chat("a"), chat("b", days=1)]
+    letters, _ = pipeline(tmp_path / "letters", chats, specs)
+    assert len(concepts(letters)) == 2
+    dbs, _ = pipeline(tmp_path / "meaning", chats, specs, concepts={"similarity": "embedding"})
+    [row] = concepts(dbs).values()
+    assert row["title"] == "Learning Python" and json.loads(row["aliases"]) == ["learning python programming"]
+    method = dbs.staging.execute("SELECT method FROM concept_inputs WHERE decision != 'create'").fetchone()[0]
+    assert method == "similarity"
+    cached = dbs.staging.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (embedder_key(dbs.settings.embed),))
+    assert cached.fetchone()[0] >= 2
