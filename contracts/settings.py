@@ -291,7 +291,8 @@ class ClusterSettings(BaseModel):
     timeout_s: float | None = Field(
         default=None,
         gt=0,
-        description="Stop starting Optuna trials after this long; null: 30 s + 10 ms per segment, at most 600 s.",
+        description="Stop starting Optuna trials after this long (never before the 10th); null, with scaled "
+        "n_trials: 60 s + 20 ms per sampled segment, at most 900 s.",
     )
     keywords: int = Field(default=10, ge=1, description="c-TF-IDF keywords kept per topic (the label is the top 3).")
     representatives: int = Field(default=3, ge=1, description="Representative segments kept per topic.")

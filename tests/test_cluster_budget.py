@@ -11,11 +11,11 @@ from cluster.tuning import EXACT_KNN_MAX, budget, exact_knn, knn_graph
 
 
 def test_budget_scales_trials_and_time_cap_with_the_points() -> None:
-    """10 trials for the 919-segment demo, 30 from 20,000 points; the cap grows with the points, at most 600 s."""
-    assert budget(919, None, None) == (10, pytest.approx(39.19))
+    """10 trials for the 919-segment demo, 30 from 20,000 points; the cap grows with the points, at most 900 s."""
+    assert budget(919, None, None) == (10, pytest.approx(78.38))
     assert budget(5000, None, None)[0] == 21
-    assert budget(22_911, None, None) == (30, pytest.approx(259.11))
-    assert budget(2_000_000, None, None) == (30, 600.0)
+    assert budget(20_000, None, None) == (30, pytest.approx(460.0))
+    assert budget(2_000_000, None, None) == (30, 900.0)
 
 
 def test_configured_trials_run_in_full_unless_a_cap_is_configured() -> None:
