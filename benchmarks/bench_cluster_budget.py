@@ -7,9 +7,8 @@ Two settings, each run in a fresh Python process (so numba's per-process compile
 `chatmem run` pays it; its on-disk cache is warm, as on any second run):
 
 - `fixed30`: the stage before this change: 30 Optuna trials, no time cap, NN-descent k-NN at every size;
-- `budget`: `cluster.tuning.budget` (10 trials below 1,000 points up to 30 at 20,000; a time cap of 60 s +
-  20 ms per point on the trials after the 10th) and exact k-NN up to 4,096 points (no NN-descent, nor its
-  compile).
+- `budget`: `cluster.tuning.budget` (30 trials, a time cap of 60 s + 20 ms per point on the trials after the
+  10th) and exact k-NN up to 4,096 points (no NN-descent, nor its compile).
 
 On two datasets: the demo's segments (919 vectors read from a data dir's staging.db) and the 22,911 dev turns
 (LongMemEval_S dev50 embedded with minilm-static, as benchmarks/bench_cluster.py does). For each: seconds for

@@ -113,24 +113,26 @@ def study_name(sample: Matrix, seed: int, objective: Objective, tag: str) -> str
 Knn = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], Any]
 
 
+DEFAULT_TRIALS = 30
 UNCAPPED_TRIALS = 10  # a time cap never stops a study before this many trials (TPE's random start-up)
 EXACT_KNN_MAX = 4096  # UMAP's own small-data threshold: below it, exact k-NN is one matrix product
 
 
 def budget(n_points: int, n_trials: int | None, timeout_s: float | None) -> tuple[int, float | None]:
-    """Optuna trials and time cap for `n_points`: what was configured, else scaled with the data.
+    """Optuna trials and time cap for `n_points`: what was configured, else 30 trials under a cap that grows
+    with the data.
 
-    Trials: 10 below 1,000 points, rising with log10 to 30 at 20,000 and more (a trial on few points is cheap,
-    but the objective flattens early: on the 919-segment demo the best of 30 trials was found by trial 13-18).
-    Time cap (with scaled trials only): 60 s + 20 ms per point, at most 15 minutes, for the trials after the first
-    UNCAPPED_TRIALS (the first pays numba's per-process compile, and TPE builds on its random start-up trials);
-    it only stops new trials from starting, and a re-run resumes the stored study, so a slow machine converges
-    over runs instead of blocking one. On a quiet 2-core machine the 30 trials on 20k points took ~165 s.
+    What a trial costs grows with the points (a UMAP layout per new parameter set), and so does the cap: 60 s +
+    20 ms per point, at most 15 minutes, for the trials after the first UNCAPPED_TRIALS (the first pays numba's
+    per-process compile, and TPE builds on its random start-up trials). Fewer trials on few points would not buy
+    much: on the 919-segment demo the 29 trials after the first cost ~30 s on a loaded 2-core machine while the
+    first (compile) cost 145 s, and 10 trials found 61 topics where 30 found 110 (benchmarks/RESULTS.md). The cap
+    only stops new trials from starting, and a re-run resumes the stored study, so a slow machine converges
+    over runs instead of blocking one. On a quiet 2-core machine 30 trials on 20k points took ~165 s.
     """
     if n_trials is not None:
         return n_trials, timeout_s  # a configured trial count is run in full unless a cap is configured too
-    scaled = round(10 + 20 * math.log10(max(n_points, 1000) / 1000) / math.log10(20))
-    return int(min(30, max(10, scaled))), timeout_s if timeout_s is not None else min(900.0, 60.0 + 0.02 * n_points)
+    return DEFAULT_TRIALS, timeout_s if timeout_s is not None else min(900.0, 60.0 + 0.02 * n_points)
 
 
 def exact_knn(points: Matrix, k: int) -> Knn:

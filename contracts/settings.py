@@ -262,8 +262,8 @@ class ClusterSettings(BaseModel):
     n_trials: int | None = Field(
         default=None,
         ge=1,
-        description="Optuna trials per study (a re-run reuses finished ones); null: scaled with the segments, "
-        "10 below 1,000 up to 30 from 20,000 (cluster.tuning.budget).",
+        description="Optuna trials per study (a re-run reuses finished ones); null: 30 under a time cap that "
+        "grows with the segments (cluster.tuning.budget); set: all of them run unless timeout_s is set too.",
     )
     sample_size: int = Field(default=20000, ge=10, description="Points Optuna tunes on (a seeded random sample).")
     fit_max: int = Field(
