@@ -38,18 +38,14 @@ def expected_counts(
     archive: sqlite3.Connection, staging: sqlite3.Connection, layers: Sequence[Layer] = LAYERS
 ) -> dict[str, dict[str, int]]:
     """What the graph should hold now, per label and relationship type (`chatmem graph stats`): the present
-    layers' row counts, summed over layers that share a type (Segment- and Concept-BELONGS_TO-Topic). Layers
-    with no rows are left out: every stage's table exists from the first open (staging/migrations.py), so an
-    empty one only says that its stage has not run."""
+    layers' row counts, summed over layers that share a type (Segment- and Concept-BELONGS_TO-Topic)."""
     present, _ = available_layers(archive, staging, layers)
     expected: dict[str, dict[str, int]] = {"nodes": {}, "edges": {}}
     for layer in present:
         source = archive if layer.source == "archive" else staging
         counts = expected["nodes" if isinstance(layer, NodeLayer) else "edges"]
         key = layer.label if isinstance(layer, NodeLayer) else layer.type
-        rows = int(source.execute(count_sql(layer)).fetchone()[0])
-        if rows:
-            counts[key] = counts.get(key, 0) + rows
+        counts[key] = counts.get(key, 0) + int(source.execute(count_sql(layer)).fetchone()[0])
     return expected
 
 
