@@ -129,24 +129,19 @@ def _ask(
                 )
             )
 
+    attempts = 0
+
     def attempt_once(attempt: int) -> Reply:
-        nonlocal started
-        started = time.monotonic()
+        nonlocal started, attempts
+        started, attempts = time.monotonic(), attempt
         return send(client, "chat", body)
 
     def failed(error: BaseException, attempt: int, will_retry: bool) -> None:
         record("transient_error" if is_transient(error) else "error", attempt, error=describe(error))
 
-    attempts = 0
-
-    def counted(attempt: int) -> Reply:
-        nonlocal attempts
-        attempts = attempt
-        return attempt_once(attempt)
-
     try:
         reply = retrying(
-            counted,
+            attempt_once,
             transient=is_transient,
             delay=lambda error, attempt: retry_delay(error, attempt, llm),
             max_retries=llm.max_retries,
