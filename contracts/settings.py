@@ -174,12 +174,25 @@ class ConceptsSettings(BaseModel):
     split_min_segments: int = Field(
         default=2, ge=1, description="A concept seen as two types, each in this many segments, is split in two."
     )
+    batch_size: int = Field(default=500, ge=1, description="Hypotheses resolved per write transaction.")
+
+
+class GardenSettings(BaseModel):
+    """The garden stage: fact validity, and which concepts are archived as stale (measured per source)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     stale_after_days: int | None = Field(
         default=365,
         ge=1,
-        description="Archive concepts whose last evidence is this much older than the newest evidence; null: never.",
+        description="Archive an active concept whose last evidence in every source it appears in is this much older "
+        "than that source's newest message; null: never.",
     )
-    batch_size: int = Field(default=500, ge=1, description="Hypotheses resolved per write transaction.")
+    weak_stale_after_days: int | None = Field(
+        default=180,
+        ge=1,
+        description="The same for a weak concept (thin or unconfident evidence), which fades sooner; null: never.",
+    )
 
 
 class EmbedEndpointSettings(BaseModel):
@@ -381,6 +394,7 @@ class Settings(BaseSettings):
     segment: SegmentSettings = Field(default_factory=SegmentSettings, description="Segment stage settings.")
     extract: ExtractSettings = Field(default_factory=ExtractSettings, description="Extract stage settings.")
     concepts: ConceptsSettings = Field(default_factory=ConceptsSettings, description="Concepts stage settings.")
+    garden: GardenSettings = Field(default_factory=GardenSettings, description="Garden stage settings.")
     embed: EmbedSettings = Field(default_factory=EmbedSettings, description="Embed stage settings.")
     cluster: ClusterSettings = Field(default_factory=ClusterSettings, description="Cluster stage settings.")
     load: LoadSettings = Field(default_factory=LoadSettings, description="Graph load stage settings.")

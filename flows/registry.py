@@ -74,6 +74,13 @@ STAGES: tuple[StageSpec, ...] = (
         description="Hypotheses -> the concept store: create / attach / refine / reject.",
     ),
     StageSpec(
+        "garden",
+        "garden.stage",
+        reads=("archive", "extract", "concepts"),
+        settings_section="garden",
+        description="Facts -> validity over time; stale concepts archived per source; merged concepts' links moved.",
+    ),
+    StageSpec(
         "cluster",
         "cluster.stage",
         reads=("segment", "embed", "concepts"),

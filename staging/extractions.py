@@ -17,7 +17,9 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from staging import facts as fact_store
 from staging.db import Transaction
 
 SCHEMA = [
@@ -63,6 +65,7 @@ SCHEMA = [
 def ensure_schema(conn: sqlite3.Connection) -> None:
     for statement in SCHEMA:
         conn.execute(statement)
+    fact_store.ensure_schema(conn)  # an extraction's facts are written with it
 
 
 def cache_key(content_hash: str, parts: Sequence[str]) -> str:
@@ -89,6 +92,7 @@ class ExtractionRow:
     completion_tokens: int = 0
     reasoning_tokens: int = 0
     decisions: list[tuple[int, str, str, str | None, str | None]] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)  # contracts.facts.Fact dumps (staging.facts)
 
 
 def cached_ok(conn: sqlite3.Connection, keys: Iterable[str]) -> set[str]:
@@ -115,7 +119,7 @@ def write_batch(
     `current` is (segment_id, cache_key) for every segment of the batch that has a successful extraction,
     cached or new. Returns the number of segment_extractions rows that changed.
     """
-    columns = [c for c in ExtractionRow.__slots__ if c != "decisions"]
+    columns = [c for c in ExtractionRow.__slots__ if c not in ("decisions", "facts")]
     names = ", ".join((*columns, "run_id"))
     marks = ", ".join("?" * (len(columns) + 1))
     updates = ", ".join(f"{c} = excluded.{c}" for c in (*columns, "run_id") if c != "cache_key")
@@ -133,6 +137,7 @@ def write_batch(
                 " run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(row.cache_key, i, row.segment_id, *d, run_id) for i, d in enumerate(row.decisions)],
             )
+            fact_store.write_mentions(conn, row.cache_key, row.segment_id, row.facts, run_id)
         before = conn.total_changes
         conn.executemany(
             "INSERT INTO segment_extractions (segment_id, cache_key, run_id) VALUES (?, ?, ?)"

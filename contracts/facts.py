@@ -1,0 +1,95 @@
+"""Facts: statements a user makes about themselves and their things, and their validity over time.
+
+`Fact` is what an extractor proposes (the offline rules, or an LLM inside `ExtractionResponse.facts`): a subject,
+an attribute, a value and a polarity, with one verbatim evidence span. Every field carries a description (the
+guidance a model reads) and every field is required, so the schema is strict. Bump FACT_SCHEMA_VERSION (and
+contracts.concepts.SCHEMA_VERSION, whose ExtractionResponse embeds it) with any change.
+
+`FactRecord` is what the garden stage keeps: one interval of validity of one fact, bi-temporal:
+- event time: `valid_from` / `valid_to` (from the messages' timestamps; valid_to None: still valid);
+- ingestion time: `recorded_at` / `invalidated_at` (when chatmem learned the fact, and when it learned that it
+  stopped holding). Nothing is deleted: an invalidated fact stays queryable "as of" any date.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from contracts.base import StrictBase
+from contracts.concepts import EvidenceSpan
+
+FACT_SCHEMA_VERSION = 1
+
+Polarity = Literal["positive", "negative"]
+FactState = Literal["valid", "superseded", "retracted"]
+USER_SUBJECT = "user"
+
+# Attributes with one value at a time: a new value closes the old one. Any other attribute is multi-valued (the
+# user can learn Spanish and guitar at once), so only the same value with the other polarity contradicts it.
+FUNCTIONAL_ATTRIBUTES = frozenset(
+    {"lives in", "works at", "works as", "diet", "relationship status", "age", "name", "reading page", "model"}
+)
+
+
+def is_quantity(value: str) -> bool:
+    """A count, amount, time or score ("15", "$400,000", "25:50"): one current number per attribute."""
+    return any(c.isdigit() for c in value) and sum(c.isalpha() for c in value) <= 12
+
+
+def contradicts(attribute: str, old_value: str, old_positive: bool, new_value: str, new_positive: bool) -> bool:
+    """Whether a newer statement (same subject and attribute) ends an older one. Values compared folded.
+
+    The same value with the other polarity always does ("I eat meat" / "I no longer eat meat"). Two different
+    positive values do when the attribute is functional ("lives in Paris" / "lives in Berlin") or both values
+    are quantities ("on page 200" / "on page 220"). Nothing else does: different subjects or attributes never
+    reach this function, and a negative statement about one value says nothing about another.
+    """
+    same = " ".join(old_value.casefold().split()) == " ".join(new_value.casefold().split())
+    if same:
+        return old_positive != new_positive
+    if not (old_positive and new_positive):
+        return False
+    return attribute in FUNCTIONAL_ATTRIBUTES or (is_quantity(old_value) and is_quantity(new_value))
+
+
+class Fact(StrictBase):
+    """One thing the user states about themselves or one of their things, as they said it."""
+
+    subject: str = Field(
+        description="Who or what the fact is about: 'user' for the user themselves, else the user's thing or person "
+        "in a few words, e.g. 'user's phone', 'user's sister'."
+    )
+    attribute: str = Field(
+        description="What about the subject, as a short lowercase verb or noun phrase, e.g. 'lives in', 'works at', "
+        "'phone model', 'eats', 'is learning'."
+    )
+    value: str = Field(description="The value, copied from the message where possible, e.g. 'Berlin', 'Pixel 8'.")
+    polarity: Polarity = Field(
+        description="positive when the statement holds ('I eat meat'); negative when the user says it does not or "
+        "no longer holds ('I no longer eat meat', 'I quit my job at X')."
+    )
+    evidence: EvidenceSpan = Field(description="The verbatim span of the user's message that states the fact.")
+    confidence: float = Field(description="How clearly the message states the fact, from 0 to 1.")
+
+
+class FactRecord(StrictBase):
+    """One interval during which one fact held, as the garden stage keeps it (not LLM-facing)."""
+
+    fact_id: str = Field(description="Stable id of this interval: subject, attribute, value, polarity, valid_from.")
+    subject: str = Field(description="Folded subject, e.g. 'user' or the user's phone.")
+    attribute: str = Field(description="Folded attribute ('lives in').")
+    value: str = Field(description="The value as first stated.")
+    polarity: Polarity = Field(description="positive or negative.")
+    valid_from: datetime | None = Field(description="Event time of the first statement of this interval.")
+    valid_to: datetime | None = Field(description="Event time of the statement that ended it; null while it holds.")
+    recorded_at: datetime = Field(description="When chatmem first recorded the fact (ingestion time).")
+    invalidated_at: datetime | None = Field(description="When chatmem recorded that it stopped holding, or null.")
+    state: FactState = Field(description="valid, superseded (a newer fact closed it) or retracted (no evidence).")
+    superseded_by: str | None = Field(description="The fact_id of the fact that closed this one, or null.")
+    support: int = Field(description="How many statements support this interval (a restatement adds one).")
+    last_stated: datetime | None = Field(description="Event time of the latest supporting statement.")
+    message_ids: list[str] = Field(description="The messages that state it, oldest first.")
+    evidence: list[str] = Field(description="The verbatim spans, in the same order.")

@@ -1,0 +1,156 @@
+"""Reading facts over time: what held at a date, what chatmem knew at a date, a concept's timeline, and the
+sentence that says how an answer changed ("lives in: Paris until 2023-05-02, Berlin since").
+
+Read-only functions of a staging.db connection (they work on a read-only one), for `chatmem facts`, recall
+(`facts_for_query` with `at`) and the MCP server's `timeline` tool:
+
+    facts_at(conn, at)                  event time: valid_from <= at < valid_to
+    known_at(conn, at)                  ingestion time: recorded_at <= at < invalidated_at
+    timeline(conn, subject=..., attribute=..., concept_id=...)   every interval, oldest first
+    change_lines(records)               one sentence per (subject, attribute) whose value changed
+    facts_for_query(conn, query, at)    the facts a question is about, valid ones at `at` first
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from contracts.facts import FactRecord
+from staging.facts import FACT_COLUMNS, has_facts
+
+_WORD = re.compile(r"[a-z0-9]+")
+_QUERY_STOP_TEXT = (
+    "a an the i my me do did does is are was were what which where who how when have has had am to of in on at for"
+    " with about now currently still ever before after used use"
+)
+_QUERY_STOP = frozenset(_QUERY_STOP_TEXT.split())
+
+
+def _records(conn: sqlite3.Connection, where: str = "1", params: Sequence[object] = ()) -> list[FactRecord]:
+    if not has_facts(conn):
+        return []
+    rows = conn.execute(
+        f"SELECT {', '.join(FACT_COLUMNS)} FROM facts WHERE {where}"
+        " ORDER BY subject, attribute, valid_from IS NULL, valid_from, fact_id",
+        tuple(params),
+    )
+    found = []
+    for row in rows:
+        values = dict(zip(FACT_COLUMNS, row, strict=True))
+        found.append(
+            FactRecord.model_validate(
+                {
+                    **{k: values[k] for k in FactRecord.model_fields if k in values},
+                    "message_ids": json.loads(values["message_ids"]),
+                    "evidence": json.loads(values["evidence"]),
+                }
+            )
+        )
+    return found
+
+
+def _day(at: str) -> str:
+    """A date given as YYYY-MM-DD means the end of that day (a fact stated that day holds 'at' it)."""
+    return at + "T23:59:59.999999+00:00" if len(at) == 10 else at
+
+
+def facts_at(conn: sqlite3.Connection, at: str, subject: str | None = None) -> list[FactRecord]:
+    """The facts that held at event time `at` (ISO date or datetime), however late chatmem learned them."""
+    when = _day(at)
+    where = "state != 'retracted' AND valid_from IS NOT NULL AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)"
+    params: list[object] = [when, when]
+    if subject is not None:
+        where += " AND subject = ?"
+        params.append(subject)
+    return _records(conn, where, params)
+
+
+def known_at(conn: sqlite3.Connection, at: str) -> list[FactRecord]:
+    """The facts chatmem held as current at ingestion time `at`: recorded by then and not yet invalidated."""
+    when = _day(at)
+    return _records(conn, "recorded_at <= ? AND (invalidated_at IS NULL OR invalidated_at > ?)", [when, when])
+
+
+def timeline(
+    conn: sqlite3.Connection,
+    *,
+    subject: str | None = None,
+    attribute: str | None = None,
+    concept_id: str | None = None,
+) -> list[FactRecord]:
+    """Every interval of the matching facts (superseded and retracted ones included), oldest first.
+
+    `concept_id`: the facts whose subject or value is that concept (the MCP server's `timeline` tool).
+    """
+    clauses, params = ["1"], []
+    for column, value in (("subject", subject), ("attribute", attribute)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if concept_id is not None:
+        clauses.append("(subject_concept_id = ? OR value_concept_id = ?)")
+        params += [concept_id, concept_id]
+    return _records(conn, " AND ".join(clauses), params)
+
+
+def change_lines(records: Iterable[FactRecord]) -> list[str]:
+    """For each (subject, attribute) stated with more than one value over time, how it changed, in one line.
+
+    Example: "user lives in: Paris until 2023-05-02, Berlin since 2023-05-02".
+    """
+    groups: dict[tuple[str, str], list[FactRecord]] = {}
+    for record in records:
+        if record.state != "retracted" and record.valid_from is not None:
+            groups.setdefault((record.subject, record.attribute), []).append(record)
+    lines = []
+    for (subject, attribute), group in sorted(groups.items()):
+        group.sort(key=lambda r: (r.valid_from, r.fact_id))
+        if len({(r.value.casefold(), r.polarity) for r in group}) < 2:
+            continue
+        parts = []
+        for record in group:
+            value = record.value if record.polarity == "positive" else f"not {record.value}"
+            start = f"{record.valid_from:%Y-%m-%d}" if record.valid_from else "?"
+            if record.valid_to is None:
+                parts.append(f"{value} since {start}")
+            else:
+                parts.append(f"{value} from {start} until {record.valid_to:%Y-%m-%d}")
+        lines.append(f"{subject} {attribute}: {', '.join(parts)}")
+    return lines
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in _QUERY_STOP}
+
+
+def facts_for_query(conn: sqlite3.Connection, query: str, at: str | None = None) -> list[FactRecord]:
+    """The facts a question is about (its words meet the fact's attribute or value), best first.
+
+    With `at`, facts valid at that event time come first, then the others of the same (subject, attribute), most
+    recent first: so "where do I live?" answers with the current city and still shows where the user lived before.
+    Without `at`, facts still valid come first.
+    """
+    words = _words(query)
+    if not words:
+        return []
+    scored = []
+    valid_now = {r.fact_id for r in facts_at(conn, at)} if at else None
+    for record in _records(conn, "state != 'retracted'"):
+        overlap = len(words & _words(f"{record.attribute} {record.value}"))
+        if not overlap:
+            continue
+        current = record.fact_id in valid_now if valid_now is not None else record.valid_to is None
+        if at is not None and record.valid_from is not None and record.valid_from.isoformat() > _day(at):
+            continue  # stated after `at`: not known then
+        started = record.valid_from.isoformat() if record.valid_from else ""
+        scored.append((not current, -overlap, _neg(started), record.fact_id, record))
+    scored.sort(key=lambda item: item[:4])
+    return [item[4] for item in scored]
+
+
+def _neg(text: str) -> tuple[int, ...]:
+    """A sort key that orders ISO strings newest first."""
+    return tuple(-ord(c) for c in text)
