@@ -26,6 +26,7 @@ from contracts.results import StageResult
 from contracts.settings import Settings
 from flows.cli_concepts import concepts
 from flows.cli_eval import eval_group
+from flows.cli_garden import facts, garden
 from flows.cli_graph import graph
 from flows.cli_inspect import JSON_OPTION, archive, emit, open_readonly, staging
 from flows.cli_topics import report, topics
@@ -71,7 +72,7 @@ class App:
         return importlib.import_module(f"flows.{name}")
 
 
-OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", "memory", "flows")
+OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", "garden", "memory", "flows")
 
 
 class ChatmemGroup(click.Group):
@@ -336,6 +337,8 @@ cli.add_command(concepts)
 cli.add_command(topics)
 cli.add_command(report)
 cli.add_command(graph)
+cli.add_command(garden)
+cli.add_command(facts)
 
 
 def main() -> None:

@@ -123,7 +123,13 @@ def change_lines(records: Iterable[FactRecord]) -> list[str]:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.casefold()) if w not in _QUERY_STOP}
+    """Content words, a trailing s folded ("lives" = "live", "videos" = "video")."""
+    found = set()
+    for word in _WORD.findall(text.casefold()):
+        if word in _QUERY_STOP:
+            continue
+        found.add(word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word)
+    return found
 
 
 def facts_for_query(conn: sqlite3.Connection, query: str, at: str | None = None) -> list[FactRecord]:
