@@ -1,9 +1,8 @@
 """Facts: statements a user makes about themselves and their things, and their validity over time.
 
 `Fact` is what an extractor proposes (the offline rules, or an LLM inside `ExtractionResponse.facts`): a subject,
-an attribute, a value and a polarity, with one verbatim evidence span. Every field carries a description (the
-guidance a model reads) and every field is required, so the schema is strict. Bump FACT_SCHEMA_VERSION (and
-contracts.concepts.SCHEMA_VERSION, whose ExtractionResponse embeds it) with any change.
+an attribute, a value and a polarity, with one verbatim evidence span. It is defined in contracts/concepts.py
+beside the response that carries it (one SCHEMA_VERSION for everything the LLM fills) and re-exported here.
 
 `FactRecord` is what the garden stage keeps: one interval of validity of one fact, bi-temporal:
 - event time: `valid_from` / `valid_to` (from the messages' timestamps; valid_to None: still valid);
@@ -19,11 +18,8 @@ from typing import Literal
 from pydantic import Field
 
 from contracts.base import StrictBase
-from contracts.concepts import EvidenceSpan
+from contracts.concepts import FACT_SCHEMA_VERSION, Fact, Polarity
 
-FACT_SCHEMA_VERSION = 1
-
-Polarity = Literal["positive", "negative"]
 FactState = Literal["valid", "superseded", "retracted"]
 USER_SUBJECT = "user"
 
@@ -55,26 +51,6 @@ def contradicts(attribute: str, old_value: str, old_positive: bool, new_value: s
     return attribute in FUNCTIONAL_ATTRIBUTES or (is_quantity(old_value) and is_quantity(new_value))
 
 
-class Fact(StrictBase):
-    """One thing the user states about themselves or one of their things, as they said it."""
-
-    subject: str = Field(
-        description="Who or what the fact is about: 'user' for the user themselves, else the user's thing or person "
-        "in a few words, e.g. 'user's phone', 'user's sister'."
-    )
-    attribute: str = Field(
-        description="What about the subject, as a short lowercase verb or noun phrase, e.g. 'lives in', 'works at', "
-        "'phone model', 'eats', 'is learning'."
-    )
-    value: str = Field(description="The value, copied from the message where possible, e.g. 'Berlin', 'Pixel 8'.")
-    polarity: Polarity = Field(
-        description="positive when the statement holds ('I eat meat'); negative when the user says it does not or "
-        "no longer holds ('I no longer eat meat', 'I quit my job at X')."
-    )
-    evidence: EvidenceSpan = Field(description="The verbatim span of the user's message that states the fact.")
-    confidence: float = Field(description="How clearly the message states the fact, from 0 to 1.")
-
-
 class FactRecord(StrictBase):
     """One interval during which one fact held, as the garden stage keeps it (not LLM-facing)."""
 
@@ -93,3 +69,16 @@ class FactRecord(StrictBase):
     last_stated: datetime | None = Field(description="Event time of the latest supporting statement.")
     message_ids: list[str] = Field(description="The messages that state it, oldest first.")
     evidence: list[str] = Field(description="The verbatim spans, in the same order.")
+
+
+__all__ = [
+    "FACT_SCHEMA_VERSION",
+    "FUNCTIONAL_ATTRIBUTES",
+    "USER_SUBJECT",
+    "Fact",
+    "FactRecord",
+    "FactState",
+    "Polarity",
+    "contradicts",
+    "is_quantity",
+]

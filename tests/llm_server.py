@@ -63,7 +63,7 @@ class Reply:
 
     @classmethod
     def slow(cls, delay_s: float, then: Reply | None = None) -> Reply:
-        reply = then or cls.valid(ExtractionResponse(hypotheses=[]))
+        reply = then or cls.valid(ExtractionResponse(hypotheses=[], facts=[]))
         return Reply(**{**reply.__dict__, "delay_s": delay_s})
 
 
@@ -111,7 +111,7 @@ def quoting_responder(title: str = "Kitchen renovation", type_: str = "project")
             first_seen=None,
             last_seen=None,
         )
-        return Reply.valid(ExtractionResponse(hypotheses=[hypothesis]))
+        return Reply.valid(ExtractionResponse(hypotheses=[hypothesis], facts=[]))
 
     return respond
 
@@ -119,7 +119,9 @@ def quoting_responder(title: str = "Kitchen renovation", type_: str = "project")
 class FakeLLMServer:
     def __init__(self) -> None:
         self.script: deque[Reply] = deque()
-        self.responder: Callable[[dict[str, Any]], Reply] = lambda body: Reply.valid(ExtractionResponse(hypotheses=[]))
+        self.responder: Callable[[dict[str, Any]], Reply] = lambda body: Reply.valid(
+            ExtractionResponse(hypotheses=[], facts=[])
+        )
         self.requests: list[Recorded] = []
         self.in_flight = 0
         self.max_in_flight = 0
