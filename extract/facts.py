@@ -194,8 +194,17 @@ RULES: tuple[_Rule, ...] = (
         numeric_value=True,
     ),
     _rule(
+        "personal_best",
+        r"\b(?:my|a|new)\s+personal\s+(?:best|record)(?:\s+time)?\b[^.!?]{0,60}?\b(?:of|is|was|at)\s+"
+        r"(?P<value>\d[\d:.,]*(?:\s+(?:minutes|seconds|hours|kg|pounds|km|miles))?)",
+        "user",
+        "personal best",
+        numeric_value=True,
+        presupposed=True,
+    ),
+    _rule(
         "my_number",
-        r"\bmy\s+(?P<noun>(?:[a-z]+\s+){0,2}[a-z]+)\s+(?:is|was|of)\s+(?P<value>[$£€]?\d[\w:.,$%]*"
+        r"\bmy\s+(?!personal\s)(?P<noun>(?:[a-z]+\s+){0,2}[a-z]+)\s+(?:is|was|of)\s+(?P<value>[$£€]?\d[\w:.,$%]*"
         r"(?:\s+(?:minutes|seconds|hours|pounds|kg|km|miles|dollars|euros|years|months|pages))?)",
         "user",
         "{noun}",
