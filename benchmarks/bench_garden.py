@@ -84,7 +84,7 @@ def build(question: dict[str, Any], data_dir: Path) -> tuple[Settings, Any, Any]
                 updated_at=start,
                 current_node=messages[-1].uuid,
                 messages=messages,
-            )  # fmt: skip
+            )
         )
     writer = ArchiveWriter(archive)
     source = writer.begin_source(
@@ -199,7 +199,8 @@ def report(result: dict[str, Any], invalidation: dict[str, Any], seconds: float)
     for name, figures in result["systems"].items():
         cells = " | ".join(f"{figures.get(f'recall_all@{k}', 0):.2f}" for k in KS)
         lines.append(
-            f"| {name} | {figures.get('latest_first', 0):.2f} ({round(figures.get('latest_first', 0) * n)}/{n}) | {cells} |"
+            f"| {name} | {figures.get('latest_first', 0):.2f} ({round(figures.get('latest_first', 0) * n)}/{n})"
+            f" | {cells} |"
         )
     lines += [
         "",
@@ -224,7 +225,8 @@ def report(result: dict[str, Any], invalidation: dict[str, Any], seconds: float)
         "",
         "| expected invalidations | made | wrong | missed | precision | recall |",
         "|---|---|---|---|---|---|",
-        f"| {invalidation['expected']} | {invalidation['predicted']} | {invalidation['wrong']} | {invalidation['missed']} |"
+        f"| {invalidation['expected']} | {invalidation['predicted']} | {invalidation['wrong']}"
+        f" | {invalidation['missed']} |"
         f" {invalidation['precision']:.2f} | {invalidation['recall']:.2f} |",
         "",
         "Wrongly invalidated facts: "
