@@ -7,10 +7,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from concept_support import Dbs, ScriptedExtractor, conversation, open_dbs, write_archive
 from test_concepts import answer, hyp
 
+from contracts.settings import Settings
 from extract import stage_concepts, stage_extract, stage_segment
 from flows.cli import cli
 from garden import stage as garden_stage
@@ -188,3 +190,33 @@ def test_facts_command_answers_at_a_date(tmp_path: Path) -> None:
     assert first.startswith("user lives in Berlin") and "changed over time: user lives in: Paris" in result.output
     bad = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "facts", "--at", "June"])
     assert bad.exit_code == 2
+
+
+def _dump(path: Path, conversation_id: str, day: str, user: str, reply: str) -> Path:
+    lines = [
+        {"conversation_id": conversation_id, "id": f"{conversation_id}-u", "role": "user", "text": user,
+         "created_at": f"{day}T10:00:00Z"},
+        {"conversation_id": conversation_id, "id": f"{conversation_id}-a", "role": "assistant", "text": reply,
+         "created_at": f"{day}T10:01:00Z"},
+    ]  # fmt: skip
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.prefect
+def test_the_pipeline_flow_runs_the_garden_after_concepts_on_each_new_dump(tmp_path: Path) -> None:
+    """Two `chatmem run`s through Prefect (ingest..garden): the second dump's move closes the first's city."""
+    from flows.pipeline import run_pipeline
+
+    settings = Settings(data_dir=tmp_path / "data")
+    stages = ["ingest", "segment", "extract", "concepts", "garden"]
+    first = _dump(tmp_path / "a.jsonl", "paris", "2022-01-10", PARIS[0][1], PARIS[1][1])
+    _, results = run_pipeline(settings, [first], stages, quiet=True)
+    assert [r.stage for r in results] == stages and results[-1].counts["facts_recorded"] == 1
+    second = _dump(tmp_path / "b.jsonl", "berlin", "2023-05-02", BERLIN[0][1], BERLIN[1][1])
+    _, results = run_pipeline(settings, [second], stages, quiet=True)
+    assert results[-1].status == "succeeded" and results[-1].counts["facts_superseded_now"] == 1
+    result = CliRunner().invoke(cli, ["--data-dir", str(settings.data_dir), "facts", "--at", "2022-06-01", "--json"])
+    assert [f["value"] for f in json.loads(result.output)["facts"]] == ["Paris"]
+    result = CliRunner().invoke(cli, ["--data-dir", str(settings.data_dir), "facts", "--at", "2023-06-01", "--json"])
+    assert [f["value"] for f in json.loads(result.output)["facts"]] == ["Berlin"]
