@@ -180,7 +180,8 @@ def _report(
         click.echo(line)
     click.echo(f"run {run_id}: {'failed' if error else 'succeeded'}")
     for result in results:
-        click.echo(f"  {result.stage}: {result.status}; {_format_counts(result.counts)}")
+        counts = f"; {_format_counts(result.counts)}" if result.counts else ""
+        click.echo(f"  {result.stage}: {result.status}{counts}")
         for note in result.notes:
             click.echo(f"    note: {note}")
         if result.counts.get("quarantined"):
