@@ -7,7 +7,7 @@
    - bm25: BM25 over each session's text (user and assistant turns), the plain lexical baseline;
    - bm25+recency: the same with a recency prior (a control: does "newest first" alone do what the gardener does?);
    - bm25+garden: bm25 plus the gardener's facts for the question at the question's date
-     (`garden.timeline.facts_for_query`): a session that states a fact still valid then gains 1 (its normalised
+     (`staging.fact_timeline.facts_for_query`): a session that states a fact still valid then gains 1 (its normalised
      score is at most 1), one that states only a superseded fact of the same question gains 0.5, so the current
      statement ranks first and the history stays near the top.
    Measured: the share of questions whose latest evidence session ranks above every earlier one (the superseded
@@ -44,8 +44,8 @@ from contracts.settings import Settings  # noqa: E402
 from extract import stage_concepts, stage_extract, stage_segment  # noqa: E402
 from extract.text import content_words  # noqa: E402
 from garden import stage as garden_stage  # noqa: E402
-from garden.timeline import facts_for_query  # noqa: E402
 from staging.archive import ArchiveWriter, open_archive  # noqa: E402
+from staging.fact_timeline import facts_for_query  # noqa: E402
 from staging.ledger import open_run, open_staging  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "benchmarks" / "longmemeval" / "longmemeval_s_dev50.jsonl.gz"

@@ -15,7 +15,7 @@ from contracts.errors import ConfigError
 from contracts.facts import FactRecord
 from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly
 from garden.stage import plan_garden
-from garden.timeline import change_lines, facts_at, facts_for_query, timeline
+from staging.fact_timeline import change_lines, facts_at, facts_for_query, timeline
 
 if TYPE_CHECKING:
     from flows.cli import App

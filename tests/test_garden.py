@@ -16,8 +16,8 @@ from contracts.settings import Settings
 from extract import stage_concepts, stage_extract, stage_segment
 from flows.cli import cli
 from garden import stage as garden_stage
-from garden.timeline import change_lines, facts_at, facts_for_query, known_at, timeline
 from staging.concepts import ConceptRow, upsert_concepts
+from staging.fact_timeline import change_lines, facts_at, facts_for_query, known_at, timeline
 
 PARIS = [
     ("user", "I live in Paris and I love the bakeries here. Any ideas for a rainy weekend?"),

@@ -12,7 +12,7 @@ from concept_support import conversation, open_dbs, write_archive
 from contracts.concepts import EvidenceSpan, ExtractionResponse, Fact
 from extract import stage_extract, stage_segment
 from garden import stage as garden_stage
-from garden.timeline import timeline
+from staging.fact_timeline import timeline
 from tests import llm_guard, llm_server
 from tests.llm_cases import SECRET
 from tests.llm_server import FakeLLMServer, Reply

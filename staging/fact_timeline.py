@@ -1,8 +1,9 @@
 """Reading facts over time: what held at a date, what chatmem knew at a date, a concept's timeline, and the
 sentence that says how an answer changed ("lives in: Paris until 2023-05-02, Berlin since").
 
-Read-only functions of a staging.db connection (they work on a read-only one), for `chatmem facts`, recall
-(`facts_for_query` with `at`) and the MCP server's `timeline` tool:
+Read-only functions of a staging.db connection (they work on a read-only one), in the staging layer so that
+every stage package can use them: `chatmem facts`, recall (`facts_for_query` with `at`, from memory/) and the
+MCP server's `timeline` tool. The garden stage (garden/) writes the table they read (staging/facts.py).
 
     facts_at(conn, at)                  event time: valid_from <= at < valid_to
     known_at(conn, at)                  ingestion time: recorded_at <= at < invalidated_at
