@@ -186,11 +186,12 @@ RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         "counted",
-        _I + r"(?P<verb>watched|read|finished|completed|run|ran|lost|saved|visited)\s+(?P<value>\d[\d,.]*)\s+"
-        r"(?P<noun>(?:[A-Za-z][\w'-]*\s+){0,3}?(?:videos|books|episodes|courses|marathons|races|pounds|kg|km|"
-        r"miles|countries|lessons|chapters))\b",
+        # "I've finished 10 videos", "..., having watched 15 Crash Course videos": one running count per thing
+        r"(?:" + _I + r"|\bhaving\s+)(?P<verb>watched|read|finished|completed|run|ran|visited)\s+"
+        r"(?P<value>\d[\d,.]*)\s+(?P<noun>(?:[A-Za-z][\w'-]*\s+){0,3}?(?P<head>videos|books|episodes|courses|"
+        r"marathons|races|countries|lessons|chapters))\b",
         "user",
-        "{raw_verb} {noun}",
+        "number of {head}",
         numeric_value=True,
     ),
     _rule(
@@ -263,6 +264,8 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
                 continue
             if not rule.negative_rule and (_NEGATED.search(before[-30:]) or _negated_inside(match)):
                 continue
+            if match.group(0)[:6].casefold() == "having" and not re.search(r"\bI\b", before):
+                continue  # a participle states a fact only about the sentence's subject, which must be "I"
             fact = _fill(rule, match)
             if fact is not None:
                 facts.append(fact)
@@ -283,7 +286,8 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         value = verb  # "I quit smoking": the habit itself is the value
     if not value:
         return None
-    attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), raw_verb=verb, noun=noun)
+    head = (groups.get("head") or "").casefold()
+    attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
     if not attribute or attribute in _NO_VALUE:
         return None
     return {

@@ -155,6 +155,16 @@ CASES: tuple[Case, ...] = (
         {(1, 2)},
     ),
     case(
+        "running counts of different things",
+        "different-attribute",
+        [
+            ("2023-01-01", "I've read 12 books this year, mostly novels."),
+            ("2023-02-01", "I've watched 30 videos on Python so far."),
+            ("2023-03-01", "Update: I've read 14 books now."),
+        ],
+        {(0, 2)},
+    ),
+    case(
         "questions interleaved",
         "same-attribute",
         [

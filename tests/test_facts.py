@@ -26,6 +26,10 @@ def triples(sentence: str) -> list[tuple[str, str, str, str]]:
         ("I'm currently on page 200, which is great.", [("user", "reading page", "200", "positive")]),
         ("I'm 34 years old.", [("user", "age", "34", "positive")]),
         (
+            "I've been on a streak, having watched 15 Crash Course videos.",
+            [("user", "number of videos", "15", "positive")],
+        ),
+        (
             "I just moved from Paris to Berlin.",
             [("user", "lives in", "Berlin", "positive"), ("user", "lives in", "Paris", "negative")],
         ),
@@ -48,6 +52,7 @@ def test_first_person_statements_become_facts(sentence: str, expected: list[tupl
         "My dog is a good boy.",
         "I'm learning to cook.",
         "I'm engaged in a project at work.",
+        "Having watched 3 videos, you should rest.",
     ],
 )
 def test_questions_wishes_negations_and_vague_values_state_no_fact(sentence: str) -> None:
