@@ -10,6 +10,7 @@ MCP server's `timeline` tool. The garden stage (garden/) writes the table they r
     timeline(conn, subject=..., attribute=..., concept_id=...)   every interval, oldest first
     change_lines(records)               one sentence per (subject, attribute) whose value changed
     facts_for_query(conn, query, at)    the facts a question is about, valid ones at `at` first
+    rank_facts(records, query, at)      the same over records already in memory (pure)
 """
 
 from __future__ import annotations
@@ -134,25 +135,34 @@ def _words(text: str) -> set[str]:
 
 
 def facts_for_query(conn: sqlite3.Connection, query: str, at: str | None = None) -> list[FactRecord]:
-    """The facts a question is about (its words meet the fact's attribute or value), best first.
+    """The facts a question is about (its words meet the fact's attribute or value), best first: `rank_facts`
+    over every fact of the store that is not retracted."""
+    return rank_facts(_records(conn, "state != 'retracted'"), query, at)
 
-    With `at`, facts valid at that event time come first, then the others of the same (subject, attribute), most
-    recent first: so "where do I live?" answers with the current city and still shows where the user lived before.
-    Without `at`, facts still valid come first.
+
+def rank_facts(records: Iterable[FactRecord], query: str, at: str | None = None) -> list[FactRecord]:
+    """The records a question is about, best first. Pure (recall keeps the records in memory and calls this).
+
+    With `at`, facts valid at that event time come first, then the others of the question, most recent first, so
+    "where do I live?" answers with the city of that date and still shows where the user lived before; facts
+    first stated after `at` are left out (not known then). Without `at`, facts still valid come first.
     """
     words = _words(query)
     if not words:
         return []
+    when = _day(at) if at is not None else None
     scored = []
-    valid_now = {r.fact_id for r in facts_at(conn, at)} if at else None
-    for record in _records(conn, "state != 'retracted'"):
+    for record in records:
+        if record.state == "retracted":
+            continue
         overlap = len(words & _words(f"{record.attribute} {record.value}"))
         if not overlap:
             continue
-        current = record.fact_id in valid_now if valid_now is not None else record.valid_to is None
-        if at is not None and record.valid_from is not None and record.valid_from.isoformat() > _day(at):
-            continue  # stated after `at`: not known then
         started = record.valid_from.isoformat() if record.valid_from else ""
+        if when is not None and started and started > when:
+            continue  # stated after `at`: not known then
+        ended = record.valid_to.isoformat() if record.valid_to else None
+        current = (ended is None or ended > when) if when is not None else ended is None
         scored.append((not current, -overlap, _neg(started), record.fact_id, record))
     scored.sort(key=lambda item: item[:4])
     return [item[4] for item in scored]
