@@ -9,7 +9,8 @@ old whole-store rule archived it) comes back to the state its evidence gives it.
 
 Relations. A relation that starts or ends at a merged concept is moved to the survivor (the concept loop copied
 only outgoing ones, so incoming ones pointed at a concept the loader does not draw); one that would point a
-concept at itself is dropped. A relation whose end is not in the store at all is dropped. Merge pointers that
+concept at itself is dropped. A relation whose end is not in the store at all is dropped, and so is an evidence
+row of a concept that is not in the store. Merge pointers that
 lead to another merged concept are shortened to the final survivor. Every one of these is a change with a reason.
 """
 
@@ -31,6 +32,7 @@ class EvidenceTime:
     concept_id: str
     message_id: str
     created_at: str | None
+    text_key: str = ""
 
 
 @dataclass(slots=True)
@@ -40,12 +42,13 @@ class ConceptPlan:
     states: list[tuple[str, str, str, str]] = field(default_factory=list)  # concept_id, from, to, reason
     relations: list[tuple[RelationKey, RelationKey | None, float]] = field(default_factory=list)  # old, new, conf
     pointers: list[tuple[str, str, str]] = field(default_factory=list)  # concept_id, old merged_into, new
+    orphans: list[tuple[str, str, str]] = field(default_factory=list)  # evidence rows of no concept (key)
     changes: list[Change] = field(default_factory=list)
 
 
 def plan_concepts(
     concepts: Mapping[str, ConceptRow],
-    evidence: Iterable[EvidenceTime],
+    evidence: list[EvidenceTime],
     message_source: Mapping[str, int],
     source_newest: Mapping[int, str],
     relations: Iterable[tuple[str, str, str, float]],
@@ -56,7 +59,19 @@ def plan_concepts(
     _stale(plan, concepts, evidence, message_source, source_newest, garden, concept_settings)
     _relations(plan, concepts, relations)
     _pointers(plan, concepts)
+    _orphans(plan, concepts, evidence)
     return plan
+
+
+def _orphans(plan: ConceptPlan, concepts: Mapping[str, ConceptRow], evidence: Iterable[EvidenceTime]) -> None:
+    """Evidence rows whose concept is not in the store point at nothing: dropped (the span stays in the archive)."""
+    for item in evidence:
+        if item.concept_id not in concepts:
+            plan.orphans.append((item.concept_id, item.message_id, item.text_key))
+            reason = f"dangling: evidence of {item.concept_id}, which is not in the concept store"
+            plan.changes.append(
+                ("evidence_dropped", f"{item.concept_id}/{item.message_id}", reason, item.text_key, None)
+            )
 
 
 def _stale(

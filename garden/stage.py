@@ -88,8 +88,8 @@ def plan_garden(
     plan.counts["facts_restated"] = sum(len(i.statements) > 1 for i in computed)
     if has_concepts:
         evidence = [
-            EvidenceTime(str(r[0]), str(r[1]), r[2])
-            for r in staging.execute("SELECT concept_id, message_id, created_at FROM concept_evidence")
+            EvidenceTime(str(r[0]), str(r[1]), r[2], str(r[3]))
+            for r in staging.execute("SELECT concept_id, message_id, created_at, text_key FROM concept_evidence")
         ]
         sources = _message_sources(archive, {e.message_id for e in evidence})
         newest = {
@@ -206,4 +206,7 @@ def apply_plan(staging: sqlite3.Connection, plan: GardenPlan, run_id: str) -> No
         staging.execute(
             "UPDATE concepts SET merged_into = ?, run_id = ? WHERE concept_id = ?", (final, run_id, concept_id)
         )
+    staging.executemany(
+        "DELETE FROM concept_evidence WHERE concept_id = ? AND message_id = ? AND text_key = ?", plan.concepts.orphans
+    )
     fact_store.add_changes(staging, run_id, plan.changes, dry=False)

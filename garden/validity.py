@@ -219,6 +219,10 @@ def _changes(
         changes.append(
             ("fact_revalidated", fid, "the statement that closed it is no longer current", _brief(before), _brief(row))
         )
+    for link in ("subject_concept_id", "value_concept_id"):
+        if before is not None and before.get(link) != row[link]:
+            reason = f"{link[:-3].replace('_', ' ')} now {row[link] or 'none'} (concepts merged, created or gone)"
+            changes.append(("fact_link", fid, reason, before.get(link), row[link]))
     if before is not None and before.get("support") != row["support"] and before["state"] != "retracted":
         reason = f"restated: support {before.get('support')} -> {row['support']}, last stated {row['last_stated']}"
         changes.append(("fact_support", fid, reason, _brief(before), _brief(row)))

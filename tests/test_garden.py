@@ -132,7 +132,7 @@ def _concept(concept_id: str, merged_into: str | None = None) -> ConceptRow:
 
 
 def test_relations_of_merged_concepts_move_to_the_survivor_and_dangling_ones_go(tmp_path: Path) -> None:
-    """c->b and b->c follow b into a; a->b would be a self-loop (dropped); x->ghost is dangling (dropped)."""
+    """c->b and b->c follow b into a; a->b would be a self-loop (dropped); x->ghost and ghost's evidence dangle."""
     dbs = open_dbs(tmp_path)
     write_archive(dbs.archive, [conversation("paris", PARIS, at("2022-01-10"))])
     stages(dbs, "2024-01-01T00:00:00+00:00")
@@ -147,6 +147,11 @@ def test_relations_of_merged_concepts_move_to_the_survivor_and_dangling_ones_go(
         "INSERT INTO concept_relations (concept_id, relation, target_id, confidence, run_id) VALUES (?, ?, ?, ?, 'r0')",
         rows,
     )
+    dbs.staging.execute(
+        "INSERT INTO concept_evidence (concept_id, message_id, text_key, text, confidence, segment_id, created_at,"
+        " hypothesis_type, extractor, run_id) VALUES ('ghost', 'paris-m0', 'k', 'I live in Paris', 0.5, 's', NULL,"
+        " 'entity', 'offline', 'r0')"
+    )
     garden_stage.run(
         dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings, now="2024-01-02T00:00:00+00:00"
     )
@@ -156,6 +161,9 @@ def test_relations_of_merged_concepts_move_to_the_survivor_and_dangling_ones_go(
     assert left == [("a", "causes", "c"), ("c", "supports", "a")]
     kinds = sorted(r[0] for r in dbs.staging.execute("SELECT kind FROM garden_changes WHERE kind LIKE 'relation%'"))
     assert kinds == ["relation_dropped", "relation_dropped", "relation_redirected", "relation_redirected"]
+    assert dbs.staging.execute("SELECT COUNT(*) FROM concept_evidence WHERE concept_id = 'ghost'").fetchone()[0] == 0
+    [reason] = [r[0] for r in dbs.staging.execute("SELECT reason FROM garden_changes WHERE kind = 'evidence_dropped'")]
+    assert "ghost" in reason and reason.startswith("dangling")
 
 
 def test_dry_run_shows_the_changes_and_writes_nothing(tmp_path: Path) -> None:

@@ -100,3 +100,13 @@ def test_the_labelled_set_has_no_wrong_invalidation_and_misses_none() -> None:
         assert predicted_closures(item) == item.closes, item.name
     result = score()
     assert result["wrong"] == 0 and result["precision"] == result["recall"] == 1.0
+
+
+def test_a_fact_that_now_names_another_concept_is_a_change_with_its_reason() -> None:
+    """Berlin's concept merged into another: the fact's value_concept_id follows, logged as fact_link."""
+    found = intervals([said(1, "2023-01-01", "Berlin")])
+    first, _ = reconcile(found, {}, "2024-01-01T00:00:00+00:00", "r1", {"berlin": "berlin"})
+    stored = {r["fact_id"]: r for r in first}
+    rows, changes = reconcile(found, stored, "2024-02-01T00:00:00+00:00", "r2", {"berlin": "berlin-city"})
+    assert rows[0]["value_concept_id"] == "berlin-city"
+    assert [(c[0], c[3], c[4]) for c in changes] == [("fact_link", "berlin", "berlin-city")]
