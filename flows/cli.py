@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from contracts.errors import ChatmemError, ConfigError, StageError
 from contracts.records import EXPORT_FORMATS
+from contracts.redact import install_log_redaction
 from contracts.results import StageResult
 from contracts.settings import Settings
 from flows.cli_concepts import concepts
@@ -110,6 +111,7 @@ def _setup_logging(verbose: bool) -> None:
     one-line `error:` message with its re-run hint (or as a traceback for a bug), and Prefect would otherwise
     add a traceback of the same StageError for each flow it passed through. Warnings still show.
     """
+    install_log_redaction()  # every record's message loses URL credentials and known secrets (contracts.redact)
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "chatmem", False)]:
         root.removeHandler(old)

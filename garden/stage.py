@@ -28,7 +28,6 @@ from garden.validity import Change, Statement, intervals, reconcile, value_key
 from staging import concepts as concept_store
 from staging import extractions as extraction_store
 from staging import facts as fact_store
-from staging import segments as segment_store
 from staging.db import Transaction
 from staging.stage_run import finish, stage_run
 
@@ -150,9 +149,6 @@ def run(
     now: str | None = None,
 ) -> StageResult:
     """Garden the store: facts' validity, stale concepts per source, merged concepts' relations, dangling links."""
-    for ensure in (segment_store.ensure_schema, extraction_store.ensure_schema, concept_store.ensure_schema):
-        ensure(staging)
-    fact_store.ensure_schema(staging)
     config = settings.garden.model_dump(mode="json")
     fingerprint = hashlib.sha256(
         (extraction_store.current_fingerprint(staging) + json.dumps(config, sort_keys=True)).encode()

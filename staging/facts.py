@@ -8,7 +8,7 @@
 - `garden_changes`: (run_id, ordinal) -> kind, target, reason, before, after: every change the garden stage made
   (or, in a dry run, would make).
 
-Created by `ensure_schema` (CREATE TABLE IF NOT EXISTS), outside the versioned MIGRATIONS list: new tables only.
+`SCHEMA` is migration 3 of staging/migrations.py (frozen: change a table with a new migration there).
 """
 
 from __future__ import annotations
@@ -90,11 +90,6 @@ FACT_COLUMNS = (
     "value_concept_id",
     "run_id",
 )
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA:
-        conn.execute(statement)
 
 
 def has_facts(conn: sqlite3.Connection) -> bool:
