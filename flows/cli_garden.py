@@ -15,7 +15,7 @@ from contracts.errors import ConfigError
 from contracts.facts import FactRecord
 from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly
 from garden.stage import plan_garden
-from staging.fact_timeline import change_lines, facts_at, facts_for_query, timeline
+from staging.fact_timeline import as_of, change_lines, facts_at, facts_for_query, timeline
 
 if TYPE_CHECKING:
     from flows.cli import App
@@ -85,7 +85,7 @@ def facts(
             found = facts_at(staging, at, subject)
         else:
             found = timeline(staging, subject=subject, concept_id=concept_id)
-        history = change_lines(timeline(staging, subject=subject, concept_id=concept_id))
+        history = change_lines(as_of(timeline(staging, subject=subject, concept_id=concept_id), at))
     if as_json:
         emit({"facts": [f.model_dump(mode="json") for f in found], "changes": history})
         return

@@ -11,6 +11,9 @@ MCP server's `timeline` tool. The garden stage (garden/) writes the table they r
     change_lines(records)               one sentence per (subject, attribute) whose value changed
     facts_for_query(conn, query, at)    the facts a question is about, valid ones at `at` first
     rank_facts(records, query, at)      the same over records already in memory (pure)
+    fact_prior(records, query, at)      message_id -> recall's boost: 1 for a current fact, 0.5 for a superseded one
+    answer_lines(conn, query, at)       what recall prints: facts valid then, and how they changed
+    as_of(records, at)                  records as they stood at `at` (nothing stated later)
 """
 
 from __future__ import annotations
@@ -166,6 +169,58 @@ def rank_facts(records: Iterable[FactRecord], query: str, at: str | None = None)
         scored.append((not current, -overlap, _neg(started), record.fact_id, record))
     scored.sort(key=lambda item: item[:4])
     return [item[4] for item in scored]
+
+
+def fact_prior(records: Iterable[FactRecord], query: str, at: str | None = None) -> dict[str, float]:
+    """message_id -> how much recall should favour it for this question: 1.0 for a message stating a fact of the
+    question that holds at `at` (or now), 0.5 for one stating a fact of the question that a newer one superseded
+    (history is still relevant: "where did I live before?"). Messages of no fact of the question: absent.
+
+    How recall uses it: `score[i] += fact_weight * prior.get(index.ids[i], 0.0)`, with the records loaded once
+    with the index (`timeline(staging)`), so that the current statement outranks the superseded one.
+    """
+    when = _day(at) if at is not None else None
+    prior: dict[str, float] = {}
+    for record in rank_facts(records, query, at):
+        ended = record.valid_to.isoformat() if record.valid_to else None
+        current = ended is None or (when is not None and ended > when)
+        for message_id in record.message_ids:
+            prior[message_id] = max(prior.get(message_id, 0.0), 1.0 if current else 0.5)
+    return prior
+
+
+def answer_lines(conn: sqlite3.Connection, query: str, at: str | None = None, limit: int = 5) -> list[str]:
+    """What recall prints about a question's facts: the ones that hold at `at` (or now), each with since when,
+    then how each changed over time ("user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since ...")."""
+    found = facts_for_query(conn, query, at)
+    when = _day(at) if at is not None else None
+    lines = []
+    for record in found[:limit]:
+        ended = record.valid_to.isoformat() if record.valid_to else None
+        if ended is not None and (when is None or ended <= when):
+            continue
+        value = record.value if record.polarity == "positive" else f"not {record.value}"
+        since = f" since {record.valid_from:%Y-%m-%d}" if record.valid_from else ""
+        lines.append(f"{record.subject} {record.attribute} {value}{since}")
+    keys = {(r.subject, r.attribute) for r in found[:limit]}
+    history = change_lines(as_of((r for r in timeline(conn) if (r.subject, r.attribute) in keys), at))
+    return lines + [f"changed over time: {line}" for line in history]
+
+
+def as_of(records: Iterable[FactRecord], at: str | None) -> list[FactRecord]:
+    """The records as they stood at event time `at`: facts first stated later are left out, and one that ended
+    later still held then. `at` None: unchanged."""
+    if at is None:
+        return list(records)
+    when = _day(at)
+    kept = []
+    for record in records:
+        if record.valid_from is not None and record.valid_from.isoformat() > when:
+            continue
+        if record.valid_to is not None and record.valid_to.isoformat() > when:
+            record = record.model_copy(update={"valid_to": None, "superseded_by": None, "state": "valid"})
+        kept.append(record)
+    return kept
 
 
 def _neg(text: str) -> tuple[int, ...]:

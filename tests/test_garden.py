@@ -17,7 +17,7 @@ from extract import stage_concepts, stage_extract, stage_segment
 from flows.cli import cli
 from garden import stage as garden_stage
 from staging.concepts import ConceptRow, upsert_concepts
-from staging.fact_timeline import change_lines, facts_at, facts_for_query, known_at, timeline
+from staging.fact_timeline import answer_lines, change_lines, fact_prior, facts_at, facts_for_query, known_at, timeline
 
 PARIS = [
     ("user", "I live in Paris and I love the bakeries here. Any ideas for a rainy weekend?"),
@@ -196,6 +196,10 @@ def test_facts_command_answers_at_a_date(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     first = result.output.splitlines()[0]
     assert first.startswith("user lives in Berlin") and "changed over time: user lives in: Paris" in result.output
+    early = CliRunner().invoke(
+        cli, ["--data-dir", str(tmp_path), "facts", "--query", "where do I live", "--at", "2022-06-01"]
+    )
+    assert "Paris" in early.output and "Berlin" not in early.output  # nothing said later leaks into the past
     bad = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "facts", "--at", "June"])
     assert bad.exit_code == 2
 
@@ -228,3 +232,16 @@ def test_the_pipeline_flow_runs_the_garden_after_concepts_on_each_new_dump(tmp_p
     assert [f["value"] for f in json.loads(result.output)["facts"]] == ["Paris"]
     result = CliRunner().invoke(cli, ["--data-dir", str(settings.data_dir), "facts", "--at", "2023-06-01", "--json"])
     assert [f["value"] for f in json.loads(result.output)["facts"]] == ["Berlin"]
+
+
+def test_recall_lines_and_prior_say_what_held_then_without_leaking_later_facts(tmp_path: Path) -> None:
+    """answer_lines/fact_prior at 2022-06 know only Paris; at 2023-06 Berlin holds, Paris is history (half weight)."""
+    dbs = moved(tmp_path)
+    assert answer_lines(dbs.staging, "where do I live?", "2022-06-01") == ["user lives in Paris since 2022-01-10"]
+    assert answer_lines(dbs.staging, "where do I live?", "2023-06-01") == [
+        "user lives in Berlin since 2023-05-02",
+        "changed over time: user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02",
+    ]
+    records = timeline(dbs.staging)
+    assert fact_prior(records, "where do I live?", "2022-06-01") == {"paris-m0": 1.0}
+    assert fact_prior(records, "where do I live?", "2023-06-01") == {"berlin-m0": 1.0, "paris-m0": 0.5}
