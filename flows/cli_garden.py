@@ -85,6 +85,7 @@ def facts(
             found = facts_at(staging, at, subject)
         else:
             found = timeline(staging, subject=subject, concept_id=concept_id)
+        found = as_of(found, at)  # as it stood then: what ended later still held
         history = change_lines(as_of(timeline(staging, subject=subject, concept_id=concept_id), at))
     if as_json:
         emit({"facts": [f.model_dump(mode="json") for f in found], "changes": history})
