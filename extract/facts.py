@@ -30,7 +30,7 @@ _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)", re.MULTILINE)
 _VALUE_STOP_TEXT = (
     "and but because so since which who where when as for with to now too though although if or yet anymore"
     " recently lately last next this these that in on at from after before by about until while than again"
-    " already just still soon yesterday today tomorrow tonight"
+    " already just still soon yesterday today tomorrow tonight once twice every daily weekly"
 )
 _VALUE_STOP = frozenset(_VALUE_STOP_TEXT.split())
 _NO_VALUE_TEXT = "it there here them this that one something anything everything nothing much well often anymore"
@@ -213,6 +213,11 @@ RULES: tuple[_Rule, ...] = (
         presupposed=True,
     ),
 )
+_PEOPLE_TEXT = (
+    "mom mum mother dad father son daughter wife husband partner sister brother friend kid baby grandma grandpa"
+    " grandmother grandfather boss girlfriend boyfriend niece nephew cousin aunt uncle"
+)
+_PEOPLE = frozenset(_PEOPLE_TEXT.split())
 _VERB_NAMES = {
     "eat": "eats", "eating": "eats", "drink": "drinks", "drinking": "drinks", "smoke": "smokes", "smoking": "smokes",
     "play": "plays", "playing": "plays", "use": "uses", "using": "uses", "drive": "drives", "driving": "drives",
@@ -290,8 +295,11 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
     if not attribute or attribute in _NO_VALUE:
         return None
+    subject = rule.subject.format(noun=noun)
+    if rule.name == "my_number" and noun in _PEOPLE and value.isdigit() and int(value) <= 120:
+        subject, attribute = f"user's {noun}", "age"  # "my mom is 60" is her age, not a fact about the user
     return {
-        "subject": rule.subject.format(noun=noun),
+        "subject": subject,
         "attribute": attribute,
         "value": value,
         "polarity": rule.polarity,

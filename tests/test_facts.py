@@ -25,6 +25,8 @@ def triples(sentence: str) -> list[tuple[str, str, str, str]]:
         ("I quit my job at Globex.", [("user", "works at", "Globex", "negative")]),
         ("I'm currently on page 200, which is great.", [("user", "reading page", "200", "positive")]),
         ("I'm 34 years old.", [("user", "age", "34", "positive")]),
+        ("Since my mom is 60, a fruit cake is better.", [("user's mom", "age", "60", "positive")]),
+        ("I started using a hair mask once a week.", [("user", "uses", "hair mask", "positive")]),
         (
             "I've been on a streak, having watched 15 Crash Course videos.",
             [("user", "number of videos", "15", "positive")],
