@@ -25,15 +25,20 @@ FACT_RULES_VERSION = 1  # bump with any change below: part of the offline extrac
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)", re.MULTILINE)
+_SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+(?:[.!?]+|$)", re.MULTILINE)  # "12.8 seconds" is one sentence
 # A value ends at punctuation or at a word that starts a new clause or an adverbial.
 _VALUE_STOP_TEXT = (
     "and but because so since which who where when as for with to now too though although if or yet anymore"
     " recently lately last next this these that in on at from after before by about until while than again"
-    " already just still soon yesterday today tomorrow tonight once twice every daily weekly"
+    " already just still soon yesterday today tomorrow tonight once twice every daily weekly regularly ago a"
+    " one two three four five six seven eight nine ten several few couple around during late early mid"
 )
 _VALUE_STOP = frozenset(_VALUE_STOP_TEXT.split())
 _NO_VALUE_TEXT = "it there here them this that one something anything everything nothing much well often anymore"
+_TIME_UNITS = frozenset(
+    ["minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months", "year", "years"]
+)
+_PRONOUNS = frozenset(["her", "his", "their", "our", "your", "its", "my", "him", "them"])
 _NO_VALUE = frozenset(_NO_VALUE_TEXT.split())
 _ARTICLE = re.compile(r"^(?:a|an|the|my|our)\s+", re.IGNORECASE)
 # Sentences that state no fact: wishes, plans, hypotheticals, reported doubt.
@@ -197,7 +202,8 @@ RULES: tuple[_Rule, ...] = (
     _rule(
         "personal_best",
         r"\b(?:my|a|new)\s+personal\s+(?:best|record)(?:\s+time)?\b[^.!?]{0,60}?\b(?:of|is|was|at)\s+"
-        r"(?P<value>\d[\d:.,]*(?:\s+(?:minutes|seconds|hours|kg|pounds|km|miles))?)",
+        r"(?P<value>\d[\d:.,]*(?:\s+(?:minutes|seconds|hours|kg|pounds|km|miles)"
+        r"(?:\s+and\s+\d+\s+(?:seconds|minutes))?)?)",
         "user",
         "personal best",
         numeric_value=True,
@@ -205,7 +211,7 @@ RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         "my_number",
-        r"\bmy\s+(?!personal\s)(?P<noun>(?:[a-z]+\s+){0,2}[a-z]+)\s+(?:is|was|of)\s+(?P<value>[$£€]?\d[\w:.,$%]*"
+        r"\bmy\s+(?!personal\s)(?P<noun>(?:[a-z]+\s+){0,2}[a-z]+)\s+(?:is|was|of)\s+(?P<value>[$£€]?\d[\w:.,$%-]*"
         r"(?:\s+(?:minutes|seconds|hours|pounds|kg|km|miles|dollars|euros|years|months|pages))?)",
         "user",
         "{noun}",
@@ -215,7 +221,8 @@ RULES: tuple[_Rule, ...] = (
 )
 _PEOPLE_TEXT = (
     "mom mum mother dad father son daughter wife husband partner sister brother friend kid baby grandma grandpa"
-    " grandmother grandfather boss girlfriend boyfriend niece nephew cousin aunt uncle"
+    " grandmother grandfather boss girlfriend boyfriend niece nephew cousin aunt uncle colleague coworker"
+    " neighbor neighbour roommate teacher doctor"
 )
 _PEOPLE = frozenset(_PEOPLE_TEXT.split())
 _VERB_NAMES = {
@@ -287,7 +294,7 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     value = _value(groups["value"] or "", rule)
     verb = (groups.get("verb") or "").casefold()
     noun = " ".join((groups.get("noun") or "").casefold().split())
-    if rule.attribute == "{verb}" and not value and verb in ("smoking", "drinking"):
+    if rule.attribute == "{verb}" and not (groups["value"] or "").strip(" .,;:!?") and verb in ("smoking", "drinking"):
         value = verb  # "I quit smoking": the habit itself is the value
     if not value:
         return None
@@ -296,7 +303,9 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     if not attribute or attribute in _NO_VALUE:
         return None
     subject = rule.subject.format(noun=noun)
-    if rule.name == "my_number" and noun in _PEOPLE and value.isdigit() and int(value) <= 120:
+    if rule.name == "my_number" and noun in _PEOPLE:
+        if not (value.isdigit() and int(value) <= 120):
+            return None  # "my colleague is 10 years older": a comparison, not a value
         subject, attribute = f"user's {noun}", "age"  # "my mom is 60" is her age, not a fact about the user
     return {
         "subject": subject,
@@ -314,17 +323,21 @@ def _value(text: str, rule: _Rule) -> str:
         value = text.strip().rstrip(".,;:!")
         return value if any(c.isdigit() for c in value) else ""
     kept: list[str] = []
-    for token in re.split(r"\s+", text):
+    tokens = re.split(r"\s+", text)
+    for position, token in enumerate(tokens):
         bare = token.strip("\"'“”‘’()")
         stop = bare.rstrip(",;:.!?—–-")
-        if not stop or stop.casefold() in _VALUE_STOP:
-            break
+        after = tokens[position + 1].casefold().rstrip(",;:.!?") if position + 1 < len(tokens) else ""
+        if not stop or stop.casefold() in _VALUE_STOP or (stop.isdigit() and after in _TIME_UNITS):
+            break  # "salsa classes 6 weeks ago": a number of days/weeks starts a time, not the value
         kept.append(stop)
         if stop != bare or len(kept) == MAX_VALUE_WORDS:
             break  # punctuation after the word ends the phrase
     value = " ".join(kept).strip()
     if not value or value.casefold() in _NO_VALUE or value.casefold() in _VALUE_STOP:
         return ""
+    if value.split()[0].casefold() in _PRONOUNS:
+        return ""  # "her classes": whose, the sentence does not say
     if rule.named_value and not (value[:1].isupper() or any(c.isdigit() for c in value)):
         return ""  # "my dog is a good boy" names no breed; "my phone is a Pixel 8" does
     return value
