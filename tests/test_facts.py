@@ -6,7 +6,7 @@ import pytest
 from concept_support import segment_input
 
 from extract.fact_mapper import map_raw_facts, subject_key
-from extract.facts import facts_in_sentence
+from extract.facts import facts_in_sentence, sentences
 from extract.offline import OfflineExtractor
 
 
@@ -26,6 +26,11 @@ def triples(sentence: str) -> list[tuple[str, str, str, str]]:
         ("I'm currently on page 200, which is great.", [("user", "reading page", "200", "positive")]),
         ("I'm 34 years old.", [("user", "age", "34", "positive")]),
         ("Since my mom is 60, a fruit cake is better.", [("user's mom", "age", "60", "positive")]),
+        ("I started taking salsa classes 6 weeks ago.", [("user", "takes", "salsa classes", "positive")]),
+        (
+            "I set a personal best time of 12.8 seconds in the drag race.",
+            [("user", "personal best", "12.8 seconds", "positive")],
+        ),
         ("I started using a hair mask once a week.", [("user", "uses", "hair mask", "positive")]),
         (
             "I've been on a streak, having watched 15 Crash Course videos.",
@@ -55,6 +60,8 @@ def test_first_person_statements_become_facts(sentence: str, expected: list[tupl
         "I'm learning to cook.",
         "I'm engaged in a project at work.",
         "Having watched 3 videos, you should rest.",
+        "My colleague is 10 years older than me.",
+        "Since I started taking her classes I feel better.",
     ],
 )
 def test_questions_wishes_negations_and_vague_values_state_no_fact(sentence: str) -> None:
@@ -102,3 +109,11 @@ def test_fact_mapper_rejects_unverifiable_or_assistant_evidence_and_folds_names(
     rules = {d.rule for d in decisions}
     assert {"fact_evidence_text_not_in_message", "fact_not_from_user", "fact_duplicate"} <= rules
     assert subject_key("my car") == "user's car" and subject_key("The user") == "user"
+
+
+def test_a_decimal_point_does_not_end_a_sentence() -> None:
+    """'12.8 seconds' stays in its sentence, so the evidence span and the value are whole."""
+    assert list(sentences("My best was 12.8 seconds in the race. Next time!")) == [
+        "My best was 12.8 seconds in the race.",
+        "Next time!",
+    ]
