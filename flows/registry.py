@@ -89,9 +89,17 @@ STAGES: tuple[StageSpec, ...] = (
         progress="items",
     ),
     StageSpec(
+        "cues",
+        "memory.stage",
+        reads=("archive", "concepts", "cluster"),
+        settings_section="memory",
+        description="Messages, concepts and topics -> the Cue-Tag-Content graph (cues, tags, weighted edges).",
+        progress="items",
+    ),
+    StageSpec(
         "load",
         "load.stage",
-        reads=("archive", "segment", "concepts", "cluster"),
+        reads=("archive", "segment", "concepts", "cluster", "cues"),
         settings_section="load",
         description="archive.db and staging.db -> the graph over Bolt.",
         progress="items",
