@@ -375,6 +375,12 @@ class MemorySettings(BaseModel):
     )
     dense_weight: float = Field(default=1.0, ge=0, description="Weight of the query-to-key embedding similarity.")
     lexical_weight: float = Field(default=1.0, ge=0, description="Weight of BM25 over cue-expanded content keys.")
+    fact_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Score added to content that states a fact of the question (the garden's facts): the full "
+        "weight when the fact holds at `at`, half when a newer statement superseded it; 0: facts play no part.",
+    )
     expand_keys: bool = Field(
         default=True, description="Append each content node's cue names (extracted concepts) to its key text."
     )

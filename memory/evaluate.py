@@ -206,4 +206,5 @@ def ablations(
         "no_consolidation": (without_consolidation(index), settings, Switches()),
         "no_dense": (index, settings, Switches(dense=False)),
         "no_lexical": (index, settings, Switches(lexical=False)),
+        "no_garden_facts": (index, settings, Switches(facts=False)),
     }

@@ -12,6 +12,7 @@ MCP server's `timeline` tool. The garden stage (garden/) writes the table they r
     facts_for_query(conn, query, at)    the facts a question is about, valid ones at `at` first
     rank_facts(records, query, at)      the same over records already in memory (pure)
     fact_prior(records, query, at)      message_id -> recall's boost: 1 for a current fact, 0.5 for a superseded one
+    fact_groups(records, query, at)     per fact of the question: (current messages, superseded messages)
     answer_lines(conn, query, at)       what recall prints: facts valid then, and how they changed
     as_of(records, at)                  records as they stood at `at` (nothing stated later)
 """
@@ -21,9 +22,9 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from contracts.facts import FactRecord
+from contracts.facts import FactRecord, contradicts
 from staging.facts import FACT_COLUMNS, has_facts
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -171,22 +172,69 @@ def rank_facts(records: Iterable[FactRecord], query: str, at: str | None = None)
     return [item[4] for item in scored]
 
 
-def fact_prior(records: Iterable[FactRecord], query: str, at: str | None = None) -> dict[str, float]:
+def fact_groups(
+    records: Iterable[FactRecord],
+    query: str,
+    at: str | None = None,
+    within: Callable[[str], bool] | None = None,
+) -> list[tuple[list[str], list[str]]]:
+    """Per (subject, attribute) of the question: the messages stating what holds at `at`, and those stating what
+    a newer statement superseded. Recall puts the first above the second (memory/fact_boost.py); judged as in
+    `fact_prior`."""
+    prior = fact_prior(records, query, at, within)
+    groups: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for record in rank_facts(records, query, at):
+        current, superseded = groups.setdefault((record.subject, record.attribute), ([], []))
+        for message_id in record.message_ids:
+            weight = prior.get(message_id)
+            if weight is not None:
+                (current if weight == 1.0 else superseded).append(message_id)
+    return [(current, superseded) for current, superseded in groups.values() if current and superseded]
+
+
+def fact_prior(
+    records: Iterable[FactRecord],
+    query: str,
+    at: str | None = None,
+    within: Callable[[str], bool] | None = None,
+) -> dict[str, float]:
     """message_id -> how much recall should favour it for this question: 1.0 for a message stating a fact of the
     question that holds at `at` (or now), 0.5 for one stating a fact of the question that a newer one superseded
     (history is still relevant: "where did I live before?"). Messages of no fact of the question: absent.
 
-    How recall uses it: `score[i] += fact_weight * prior.get(index.ids[i], 0.0)`, with the records loaded once
-    with the index (`timeline(staging)`), so that the current statement outranks the superseded one.
+    `within`: recall's scope (which messages may be shown). Facts are then judged among the facts in scope only,
+    with the same rule the garden uses (`contracts.facts.contradicts`): a statement outside the scope (another
+    user's haystack in a benchmark, a conversation left out) never makes one inside look superseded.
+
+    How recall uses it: `score[i] += fact_weight * prior.get(ids[i], 0.0)`, with the records loaded once with the
+    index (`timeline(staging)`), so that the current statement outranks the superseded one.
     """
     when = _day(at) if at is not None else None
+    ranked = rank_facts(records, query, at)
+    if within is not None:
+        ranked = [r for r in ranked if any(within(m) for m in r.message_ids)]
     prior: dict[str, float] = {}
-    for record in rank_facts(records, query, at):
-        ended = record.valid_to.isoformat() if record.valid_to else None
-        current = ended is None or (when is not None and ended > when)
+    for record in ranked:
+        if within is None:
+            ended = record.valid_to.isoformat() if record.valid_to else None
+            current = ended is None or (when is not None and ended > when)
+        else:
+            current = not any(_closes(other, record) for other in ranked)
         for message_id in record.message_ids:
-            prior[message_id] = max(prior.get(message_id, 0.0), 1.0 if current else 0.5)
+            if within is None or within(message_id):
+                prior[message_id] = max(prior.get(message_id, 0.0), 1.0 if current else 0.5)
     return prior
+
+
+def _closes(newer: FactRecord, older: FactRecord) -> bool:
+    """Whether `newer` (stated later, same subject and attribute) ends `older`: the garden's rule."""
+    if (newer.subject, newer.attribute) != (older.subject, older.attribute) or newer.fact_id == older.fact_id:
+        return False
+    if newer.valid_from is None or older.valid_from is None or newer.valid_from <= older.valid_from:
+        return False
+    return contradicts(
+        older.attribute, older.value, older.polarity == "positive", newer.value, newer.polarity == "positive"
+    )
 
 
 def answer_lines(conn: sqlite3.Connection, query: str, at: str | None = None, limit: int = 5) -> list[str]:
