@@ -17,7 +17,10 @@
    precision and recall of invalidations, wrong ones by kind.
 3. The offline fact rules over every distinct user turn of the dev50 file: how many facts, from which rules.
 
-Example: nice -n 10 .venv/bin/python benchmarks/bench_garden.py --write
+4. With --eval-dir: the same knowledge-update questions through the recall engine (memory.recall) over the memory
+   `chatmem eval recall` built from the whole file, with and without the garden's facts (Switches(facts=False)).
+
+Example: nice -n 10 .venv/bin/python benchmarks/bench_garden.py --eval-dir DATA/eval/longmemeval-HASH-all --write
 """
 
 from __future__ import annotations
@@ -207,7 +210,61 @@ def rule_yield(questions: list[dict[str, Any]]) -> dict[str, Any]:
     return {"turns": len(seen), "facts": sum(rules.values()), "rules": dict(rules.most_common())}
 
 
-def report(result: dict[str, Any], invalidation: dict[str, Any], rules: dict[str, Any], seconds: float) -> str:
+def recall_system(eval_dir: Path, data: Path) -> dict[str, Any]:
+    """The same questions through i9's recall engine over the memory `chatmem eval recall` built (all 50 haystacks
+    in one data dir, each question scoped to its own): the system with and without the gardener's facts."""
+    from contracts.memory import RecallRequest, RecallScope
+    from memory.benchmarks import read_benchmark
+    from memory.index import key_embedder, load_index
+    from memory.recall import Switches, rank
+    from staging.db import connect_readonly
+
+    settings = Settings(data_dir=eval_dir)
+    embedder = key_embedder(settings)
+    archive, staging = connect_readonly(settings.archive_path), connect_readonly(settings.staging_path)
+    index = load_index(archive, staging, settings, embedder)
+    archive.close()
+    staging.close()
+    loaded = read_benchmark("longmemeval", data, None)
+    days = {}
+    with gzip.open(data, "rt") as handle:
+        for line in handle:
+            q = json.loads(line)
+            days.update({s: parse_date(d) for s, d in zip(q["haystack_session_ids"], q["haystack_dates"], strict=True)})
+    questions = [q for q in loaded.questions if q.category == "knowledge-update"]
+    vectors = embedder.embed([q.question for q in questions])
+    counts: dict[str, Counter[str]] = {"system": Counter(), "system without garden facts": Counter()}
+    ranks: dict[str, list[list[int]]] = {name: [] for name in counts}
+    for question, vector in zip(questions, vectors, strict=True):
+        scope = RecallScope(conversation_ids=question.conversation_ids)
+        request = RecallRequest(
+            query=question.question, at=question.at, budget_tokens=4000, scope=scope, max_pieces=200
+        )
+        evidence = sorted(question.gold, key=lambda s: days[s])
+        for name, switches in (("system", Switches()), ("system without garden facts", Switches(facts=False))):
+            order = rank(index, question.question, vector, request, settings.memory, switches).order
+            sessions = list(dict.fromkeys(index.conversation_ids[int(index.conversation[i])] for i in order))
+            found = {s: sessions.index(s) + 1 if s in sessions else len(sessions) + 1 for s in evidence}
+            counts[name]["latest_first"] += all(found[evidence[-1]] < found[s] for s in evidence[:-1])
+            for k in KS:
+                counts[name][f"recall_all@{k}"] += all(r <= k for r in found.values())
+            ranks[name].append([found[s] for s in evidence])
+    n = len(questions)
+    return {
+        "questions": [q.question_id for q in questions],
+        "systems": {name: {k: v / n for k, v in sorted(c.items())} for name, c in counts.items()},
+        "ranks": ranks,
+        "facts_loaded": len(index.facts),
+    }
+
+
+def report(
+    result: dict[str, Any],
+    invalidation: dict[str, Any],
+    rules: dict[str, Any],
+    seconds: float,
+    system: dict[str, Any] | None = None,
+) -> str:
     n = result["questions"]
     lines = [
         "# Gardener benchmark: knowledge updates and invalidation precision",
@@ -243,6 +300,22 @@ def report(result: dict[str, Any], invalidation: dict[str, Any], rules: dict[str
             f"| {d['question_id']} | {d['facts_matched']} | {'yes' if d['linked'] else 'no'} | {top} | {d['bm25']} |"
             f" {d['bm25+recency']} | {d['bm25+garden']} |"
         )
+    if system is not None:
+        lines += [
+            "",
+            "### The same questions through the recall engine (memory.recall), with and without the gardener",
+            "",
+            "The memory `chatmem eval recall --benchmark longmemeval` builds from the whole dev50 file (every haystack"
+            " in one data dir through ingest ... garden ... cues, each question scoped to its own haystack and asked at"
+            f" its date); {system['facts_loaded']} facts loaded with the index. Session ranks from the turn ranking.",
+            "",
+            "| system | latest evidence above superseded | recall_all@1 | @3 | @5 | @10 | evidence ranks |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, figures in system["systems"].items():
+            cells = " | ".join(f"{figures.get(f'recall_all@{k}', 0):.2f}" for k in KS)
+            share = figures.get("latest_first", 0)
+            lines.append(f"| {name} | {share:.2f} ({round(share * n)}/{n}) | {cells} | {system['ranks'][name]} |")
     lines += [
         "",
         f"## Invalidation precision on the labelled set ({invalidation['cases']} sequences, tests/fact_cases.py)",
@@ -291,6 +364,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write the section of benchmarks/RESULTS.md")
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--eval-dir",
+        type=Path,
+        help="the work dir of a `chatmem eval recall --benchmark longmemeval` run on the same file (its data dir/"
+        "eval/longmemeval-...): also rank the questions with memory.recall, with and without the garden's facts",
+    )
     args = parser.parse_args()
     from fact_cases import score
 
@@ -301,7 +380,8 @@ def main() -> None:
     invalidation = score()
     with gzip.open(args.data, "rt") as handle:
         rules = rule_yield([json.loads(line) for line in handle])
-    text = report(result, invalidation, rules, time.perf_counter() - started)
+    system = recall_system(args.eval_dir, args.data) if args.eval_dir else None
+    text = report(result, invalidation, rules, time.perf_counter() - started, system)
     print(text)
     out = HERE / "out"
     out.mkdir(exist_ok=True)
