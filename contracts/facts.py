@@ -12,6 +12,7 @@ beside the response that carries it (one SCHEMA_VERSION for everything the LLM f
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Literal
 
@@ -31,8 +32,22 @@ FUNCTIONAL_ATTRIBUTES = frozenset(
 
 
 def is_quantity(value: str) -> bool:
-    """A count, amount, time or score ("15", "$400,000", "25:50"): one current number per attribute."""
-    return any(c.isdigit() for c in value) and sum(c.isalpha() for c in value) <= 12
+    """A count, amount, time or score ("15", "$400,000", "25:50", "12.8 seconds"): it starts with a number."""
+    text = value.strip()
+    return bool(text) and (text[0].isdigit() or (text[0] in "$£€" and text[1:2].isdigit()))
+
+
+def quantity_kind(value: str) -> str:
+    """What a quantity measures, as written: money, a clock time (25:50), its unit words ("minutes seconds"), or a
+    plain number. Two quantities of different kinds are not two values of one thing ("12.8 seconds" of a drag race
+    and "27:12" of a 5K run are both personal bests, of different things)."""
+    text = value.strip().casefold()
+    if text[:1] in ("$", "£", "€"):
+        return "money"
+    if re.match(r"^\d+:\d{2}", text):
+        return "clock"
+    units = sorted({word for word in re.findall(r"[a-z]+", text) if word != "and"})
+    return " ".join(units) or "number"
 
 
 def contradicts(attribute: str, old_value: str, old_positive: bool, new_value: str, new_positive: bool) -> bool:
@@ -40,7 +55,7 @@ def contradicts(attribute: str, old_value: str, old_positive: bool, new_value: s
 
     The same value with the other polarity always does ("I eat meat" / "I no longer eat meat"). Two different
     positive values do when the attribute is functional ("lives in Paris" / "lives in Berlin") or both values
-    are quantities ("on page 200" / "on page 220"). Nothing else does: different subjects or attributes never
+    are quantities of one kind ("on page 200" / "on page 220", "27:12" / "25:50"). Nothing else does: different subjects or attributes never
     reach this function, and a negative statement about one value says nothing about another.
     """
     same = " ".join(old_value.casefold().split()) == " ".join(new_value.casefold().split())
@@ -48,7 +63,10 @@ def contradicts(attribute: str, old_value: str, old_positive: bool, new_value: s
         return old_positive != new_positive
     if not (old_positive and new_positive):
         return False
-    return attribute in FUNCTIONAL_ATTRIBUTES or (is_quantity(old_value) and is_quantity(new_value))
+    if attribute in FUNCTIONAL_ATTRIBUTES:
+        return True
+    both = is_quantity(old_value) and is_quantity(new_value)
+    return both and quantity_kind(old_value) == quantity_kind(new_value)
 
 
 class FactRecord(StrictBase):
@@ -81,4 +99,5 @@ __all__ = [
     "Polarity",
     "contradicts",
     "is_quantity",
+    "quantity_kind",
 ]

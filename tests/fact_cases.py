@@ -165,6 +165,16 @@ CASES: tuple[Case, ...] = (
         {(0, 2)},
     ),
     case(
+        "personal bests of different things",
+        "different-attribute",
+        [
+            ("2023-04-15", "At the track I set a personal best time of 12.8 seconds in the drag race."),
+            ("2023-05-23", "I set a new personal best in the charity 5K with a time of 27:12."),
+            ("2023-05-30", "I'm hoping to beat my personal best time of 25:50 next month."),
+        ],
+        {(1, 2)},
+    ),
+    case(
         "questions interleaved",
         "same-attribute",
         [

@@ -110,3 +110,16 @@ def test_a_fact_that_now_names_another_concept_is_a_change_with_its_reason() -> 
     rows, changes = reconcile(found, stored, "2024-02-01T00:00:00+00:00", "r2", {"berlin": "berlin-city"})
     assert rows[0]["value_concept_id"] == "berlin-city"
     assert [(c[0], c[3], c[4]) for c in changes] == [("fact_link", "berlin", "berlin-city")]
+
+
+def test_quantities_of_different_kinds_do_not_close_each_other() -> None:
+    """A drag race's 12.8 seconds and a 5K's 27:12 are both personal bests: neither closes the other; 25:50 does."""
+    found = intervals(
+        [
+            said(1, "2023-04-15", "12.8 seconds", attribute="personal best"),
+            said(2, "2023-05-23", "27:12", attribute="personal best"),
+            said(3, "2023-05-30", "25:50", attribute="personal best"),
+        ]
+    )
+    closed = {i.value: i.valid_to is not None for i in found}
+    assert closed == {"12.8 seconds": False, "27:12": True, "25:50": False}
