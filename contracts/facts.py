@@ -55,8 +55,9 @@ def contradicts(attribute: str, old_value: str, old_positive: bool, new_value: s
 
     The same value with the other polarity always does ("I eat meat" / "I no longer eat meat"). Two different
     positive values do when the attribute is functional ("lives in Paris" / "lives in Berlin") or both values
-    are quantities of one kind ("on page 200" / "on page 220", "27:12" / "25:50"). Nothing else does: different subjects or attributes never
-    reach this function, and a negative statement about one value says nothing about another.
+    are quantities of one kind ("on page 200" / "on page 220", "27:12" / "25:50"). Nothing else does: different
+    subjects or attributes never reach this function, and a negative statement about one value says nothing
+    about another.
     """
     same = " ".join(old_value.casefold().split()) == " ".join(new_value.casefold().split())
     if same:
