@@ -20,7 +20,10 @@
 4. With --eval-dir: the same knowledge-update questions through the recall engine (memory.recall) over the memory
    `chatmem eval recall` built from the whole file, with and without the garden's facts (Switches(facts=False)).
 
-Example: nice -n 10 .venv/bin/python benchmarks/bench_garden.py --eval-dir DATA/eval/longmemeval-HASH-all --write
+Example (the eval first, then this):
+    chatmem --data-dir D eval recall --benchmark longmemeval --data FILE --ablations --json > D/eval.json
+    nice -n 10 .venv/bin/python benchmarks/bench_garden.py --eval-dir D/eval/longmemeval-HASH-all \
+        --eval-json D/eval.json --write
 """
 
 from __future__ import annotations
@@ -264,6 +267,7 @@ def report(
     rules: dict[str, Any],
     seconds: float,
     system: dict[str, Any] | None = None,
+    eval_report: dict[str, Any] | None = None,
 ) -> str:
     n = result["questions"]
     lines = [
@@ -312,10 +316,37 @@ def report(
             "| system | latest evidence above superseded | recall_all@1 | @3 | @5 | @10 | evidence ranks |",
             "|---|---|---|---|---|---|---|",
         ]
+        asked = len(system["questions"])
         for name, figures in system["systems"].items():
             cells = " | ".join(f"{figures.get(f'recall_all@{k}', 0):.2f}" for k in KS)
             share = figures.get("latest_first", 0)
-            lines.append(f"| {name} | {share:.2f} ({round(share * n)}/{n}) | {cells} | {system['ranks'][name]} |")
+            lines.append(
+                f"| {name} | {share:.2f} ({round(share * asked)}/{asked}) | {cells} | {system['ranks'][name]} |"
+            )
+        lines += [
+            "",
+            f"Questions: {', '.join(system['questions'])} (eval recall leaves the abstention question out). Where the"
+            " gardener's facts reach a question, the engine already ranks the latest session first, so the facts"
+            " change no session rank here; what they add is the answer line (`chatmem recall` prints the fact valid"
+            " at the question's date, and how it changed).",
+        ]
+    if eval_report is not None:
+        lines += [
+            "",
+            "`chatmem eval recall --ablations` on the same file (its own table, knowledge-update category and all"
+            " questions):",
+            "",
+            "| method | knowledge-update recall_all@3 | @5 | @10 | ndcg@10 | all questions recall_all@5 | ndcg@10 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        methods = {"system": eval_report["system"], "bm25": eval_report["bm25"]}
+        methods["system, no_garden_facts"] = eval_report["ablations"]["no_garden_facts"]
+        for name, figures in methods.items():
+            ku = figures["categories"]["knowledge-update"]
+            lines.append(
+                f"| {name} | {ku['recall_all@3']:.2f} | {ku['recall_all@5']:.2f} | {ku['recall_all@10']:.2f} |"
+                f" {ku['ndcg@10']:.3f} | {figures['recall_all@5']:.3f} | {figures['ndcg@10']:.3f} |"
+            )
     lines += [
         "",
         f"## Invalidation precision on the labelled set ({invalidation['cases']} sequences, tests/fact_cases.py)",
@@ -330,7 +361,8 @@ def report(
         + (", ".join(f"{k[6:]} {v}" for k, v in invalidation.items() if k.startswith("wrong_")) or "0 of every kind")
         + " (same-attribute, different-attribute, different-subject, disjoint-interval, restated, polarity cases)."
         " Graphiti is reported to invalidate 16-49 % wrongly; here a statement can close only a fact with the same"
-        " subject and attribute, and only when `contracts.facts.contradicts` says so, which the stage re-checks.",
+        " subject and attribute (the stage re-checks that before it writes), and only when"
+        " `contracts.facts.contradicts` says so.",
         "",
         f"## Offline fact rules on real user turns (all {rules['turns']:,} distinct user turns of the dev50 file)",
         "",
@@ -343,7 +375,10 @@ def report(
         " statements only; an LLM extractor fills the same contract with far more.",
         "",
         f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}; whole run"
-        f" {seconds:.0f} s. Command: `nice -n 10 .venv/bin/python benchmarks/bench_garden.py --write`.",
+        f" {seconds:.0f} s (this script; the eval recall run it reads took its own ~9 min). Commands: `chatmem"
+        " --data-dir D eval recall --benchmark longmemeval --data longmemeval_s_dev50.jsonl.gz --ablations --json >"
+        " D/eval.json`, then `nice -n 10 .venv/bin/python benchmarks/bench_garden.py --eval-dir"
+        " D/eval/longmemeval-515c195d0608-all --eval-json D/eval.json --write`.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -365,6 +400,9 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write the section of benchmarks/RESULTS.md")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument(
+        "--eval-json", type=Path, help="the --json output of that `chatmem eval recall --ablations` run (its table)"
+    )
+    parser.add_argument(
         "--eval-dir",
         type=Path,
         help="the work dir of a `chatmem eval recall --benchmark longmemeval` run on the same file (its data dir/"
@@ -381,7 +419,8 @@ def main() -> None:
     with gzip.open(args.data, "rt") as handle:
         rules = rule_yield([json.loads(line) for line in handle])
     system = recall_system(args.eval_dir, args.data) if args.eval_dir else None
-    text = report(result, invalidation, rules, time.perf_counter() - started, system)
+    eval_report = json.loads(args.eval_json.read_text()) if args.eval_json else None
+    text = report(result, invalidation, rules, time.perf_counter() - started, system, eval_report)
     print(text)
     out = HERE / "out"
     out.mkdir(exist_ok=True)
