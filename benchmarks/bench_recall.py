@@ -73,6 +73,9 @@ def run_eval(benchmark: str, data_dir: Path) -> dict[str, Any]:
     report: dict[str, Any] = json.loads(done.stdout)
     report["run"]["wall_s"] = round(time.monotonic() - started, 1)
     report["run"]["command"] = "chatmem " + " ".join(command[4:])
+    report["run"]["commit"] = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     (OUT / f"bench_recall_{benchmark}.json").write_text(json.dumps(report, indent=2))
     return report
 
@@ -227,7 +230,9 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=OUT / "recall", help="data dir of the eval runs")
     parser.add_argument("--write", action="store_true", help="write the figures into benchmarks/RESULTS.md")
     parser.add_argument(
-        "--saved", action="store_true", help="with --write: take the eval figures from the last --eval run's JSON files"
+        "--saved",
+        action="store_true",
+        help="with --write: figures not measured now come from the last run's JSON files",
     )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -237,6 +242,8 @@ def main() -> None:
     latency = [measure_latency(n) for n in args.latency]
     if latency:
         (OUT / "bench_recall_latency.json").write_text(json.dumps(latency, indent=2))
+    elif args.saved and (OUT / "bench_recall_latency.json").exists():
+        latency = json.loads((OUT / "bench_recall_latency.json").read_text())
     print(json.dumps({"eval": reports, "latency": latency}, indent=2))
     if args.write:
         from benchmarks.recall_tables import section

@@ -107,7 +107,8 @@ def section(reports: dict[str, dict[str, Any]], latency: list[dict[str, Any]], m
         lines += [
             f"## {benchmark} ({run['questions']} questions, {run['turns']:,} turns)",
             "",
-            f"Command: `{run['command']}` ({run['wall_s']:.0f} s wall, pipeline {run['pipeline_s']:.0f} s).",
+            f"Command: `{run['command']}` ({run['wall_s']:.0f} s wall, pipeline {run['pipeline_s']:.0f} s;"
+            f" commit {run.get('commit', '?')}).",
             f"Embedders: system and *_keys `{run['embedder_system']}`; dense and rrf `{run['embedder_baselines']}`.",
             *(f"Note: {n}." for n in run.get("notes", [])),
             "",
@@ -152,6 +153,16 @@ def section(reports: dict[str, dict[str, Any]], latency: list[dict[str, Any]], m
                     ]
                 )
             )
-        lines.append("")
+        biggest = latency[-1]
+        verdict = "meets" if biggest["whole_memory"]["p95_ms"] <= 50 else "MISSES"
+        lines += [
+            "",
+            f"Target p95 ≤ 50 ms at the seed's scale: {verdict}"
+            f" ({biggest['whole_memory']['p95_ms']:.0f} ms whole memory,"
+            f" {biggest['scoped_50_conversations']['p95_ms']:.0f} ms scoped, at {biggest['content']:,} content nodes"
+            " on this shared machine). The cost grows about linearly with the content: every recall still touches"
+            " every candidate's score arrays (~20 passes over n floats) and the coarse vectors (n x 64).",
+            "",
+        ]
     lines += [f"Machine: {machine}.", ""]
     return "\n".join(lines)

@@ -25,7 +25,7 @@ from scipy.sparse import csr_matrix
 
 from clients.embed_cache import embed_texts
 from clients.embedders import Embedder, OnnxMiniLM, build_embedder
-from contracts.errors import ConfigError
+from contracts.errors import ChatmemError
 from contracts.facts import FactRecord
 from contracts.settings import Settings
 from memory.graph import dense_key
@@ -242,7 +242,7 @@ def load_index(
     """
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
-        raise ConfigError("no memory yet: run the pipeline (chatmem run EXPORT) or `chatmem stage cues` first")
+        raise ChatmemError("no memory yet: run the pipeline (chatmem run EXPORT) or `chatmem stage cues` first")
     graph = store.read_run(staging, run_id)
     rows = [c for c in graph.content if c.kind == "message"]
     ids = [c.content_id for c in rows]

@@ -43,6 +43,8 @@ _PAST = re.compile(rf"\b(?:past|last|previous)\s+{_NUM}\s+(day|week|month|year)s
 _LAST = re.compile(r"\b(yesterday|today|tonight|this morning|(?:last|this|past) (?:week|month|year|weekend))\b")
 _MONTH_YEAR = re.compile(r"\b(?:in|during|on|since|of|from)?\s*([a-z]{3,9})\.?,?\s+(\d{4})\b")
 _IN_MONTH = re.compile(r"\b(?:in|during|last|this past|since|early|late|mid)[\s-]+([a-z]{3,9})\b")
+_WEEKDAY = re.compile(r"\b(?:last|this past)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _IN_YEAR = re.compile(r"\b(?:in|during|since)\s+((?:19|20)\d{2})\b")
 
 
@@ -77,6 +79,10 @@ def find_range(question: str, at: datetime) -> TimeRange | None:
     if m := _PAST.search(text):
         days = _number(m.group(1)) * UNIT_DAYS[m.group(2)]
         return TimeRange(at - timedelta(days=days + 1), at, m.group(0))
+    if m := _WEEKDAY.search(text):  # the latest such day before `at`, a day either side
+        back = (at.weekday() - WEEKDAYS.index(m.group(1))) % 7 or 7
+        day = (at - timedelta(days=back)).replace(hour=0, minute=0, second=0, microsecond=0)
+        return TimeRange(day - timedelta(days=1), day + timedelta(days=2) - timedelta(seconds=1), m.group(0))
     if m := _LAST.search(text):
         phrase = m.group(1)
         spans = {"yesterday": (2, 0), "today": (1, 0), "tonight": (1, 0), "this morning": (1, 0)}

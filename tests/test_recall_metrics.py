@@ -64,6 +64,7 @@ def test_question_metrics_read_a_turn_ranking_as_sessions() -> None:
         ("What did I cook last month?", "2023-04-14", "2023-06-15"),
         ("What books did I read in the past 3 days?", "2023-06-11", "2023-06-15"),
         ("Which trip did I take in May?", "2023-05-01", "2023-05-31"),
+        ("Who came to the concert last Saturday?", "2023-06-09", "2023-06-11"),
     ],
 )
 def test_explicit_time_expressions_become_ranges_relative_to_at(question: str, start: str, end: str) -> None:
