@@ -30,6 +30,7 @@ from contracts.concepts import SCHEMA_VERSION, ConceptHypothesis, ExtractionResp
 from contracts.errors import ConfigError
 from contracts.redact import redact_uri
 from contracts.settings import LLMSettings
+from extract.fact_mapper import map_raw_facts
 from extract.llm_request import build_request
 from extract.mapper import MapperDecision, map_raw_hypotheses
 from extract.prompts import PROMPT_VERSION, RESPONSE_NAME, build_messages
@@ -57,6 +58,7 @@ class LLMExtractionOutput(ExtractionOutput):
 
     decisions: list[MapperDecision] = field(default_factory=list)
     contract_ok: bool = True
+    fact_decisions: list[MapperDecision] = field(default_factory=list)  # extract.fact_mapper's, stored beside
 
 
 class Budget:
@@ -275,7 +277,8 @@ class LLMExtractor:
             return ExtractionFailure(reason, raw_response=text, usage=usage), "invalid_json", reason
         contract_error = _contract_error(raw)
         hypotheses, decisions = self.map_raw(raw, segment, self.known_concepts)
-        if contract_error is not None and not hypotheses:
+        facts, fact_decisions = map_raw_facts(raw if isinstance(raw, dict) else {}, segment)  # a bare list: hypotheses
+        if contract_error is not None and not hypotheses and not facts:
             # Off-contract and nothing salvageable: a schema violation. Off-contract but mapped (type "Project")
             # is a success whose corrections are in `decisions`.
             reason = f"schema violation: {contract_error}"
@@ -286,6 +289,8 @@ class LLMExtractor:
             raw_response=text,
             decisions=decisions,
             contract_ok=contract_error is None,
+            facts=facts,
+            fact_decisions=fact_decisions,
         )
         return output, "ok", None
 

@@ -154,16 +154,6 @@ def test_offline_type_disagreements_do_not_split(tmp_path: Path) -> None:
     assert result.counts["split"] == 0 and list(concepts(dbs)) == ["Python"]
 
 
-def test_stale_concepts_are_archived(tmp_path: Path) -> None:
-    """Last evidence more than stale_after_days before the newest evidence: archived, with the reason."""
-    specs = {"old": [hyp("Old hobby")], "new": [hyp("New job")]}
-    dbs, _ = pipeline(tmp_path, [chat("old"), chat("new", 400)], specs, concepts={"stale_after_days": 365})
-    rows = concepts(dbs)
-    assert (rows["Old hobby"]["state"], rows["New job"]["state"]) == ("archived", "active")
-    reason = dbs.staging.execute("SELECT reason FROM concept_transitions WHERE to_state = 'archived'").fetchone()[0]
-    assert reason.startswith("stale")
-
-
 def test_relations_point_at_the_stored_concepts(tmp_path: Path) -> None:
     """A relation to a sibling hypothesis is stored between the two concepts' ids."""
     relation = {"target_id": "Save money", "relation": "conflicts_with", "confidence": 0.6}
