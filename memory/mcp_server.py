@@ -1,6 +1,6 @@
 """The MCP server: the memory's agent interface, read-only, over stdio or streamable HTTP on 127.0.0.1.
 
-    recall            RecallRequest         -> RecallResult         memory/recall.py over the loaded index
+    recall            RecallRequest         -> RecallResult         memory.service.Memory (the loaded index)
     search_concepts   ConceptSearchRequest  -> ConceptSearchResult  memory/queries.py
     get_conversation  ConversationRequest   -> ConversationResult   memory/queries.py
     timeline          TimelineRequest       -> TimelineResult       memory/timeline.py
@@ -31,7 +31,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from clients.embedders import Embedder
 from contracts.errors import ChatmemError
 from contracts.mcp import (
     ConceptSearchRequest,
@@ -47,8 +46,7 @@ from contracts.memory import RecallRequest, RecallResult
 from contracts.settings import Settings
 from memory import queries
 from memory import timeline as timelines
-from memory.index import MemoryIndex, key_embedder, load_index
-from memory.recall import recall as run_recall
+from memory.service import Memory
 from staging import agent_reads
 from staging import memory as memory_store
 from staging.db import connect_readonly
@@ -70,10 +68,9 @@ Pass `at` to recall the memory as it stood on a date."""
 class MemoryService:
     """What the tools read: the data dir's two databases, and the recall index (loaded once, shared by threads)."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._embedder = embedder
-        self._index: MemoryIndex | None = None
+        self._memory: Memory | None = None
         self._lock = threading.Lock()
         self._catalog: queries.ConceptCatalog | None = None
         self._catalog_lock = threading.Lock()
@@ -101,19 +98,14 @@ class MemoryService:
         finally:
             archive.close()
 
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = key_embedder(self.settings)  # the one the cues stage keyed content with
-        return self._embedder
-
-    def index(self, archive: sqlite3.Connection, staging: sqlite3.Connection) -> MemoryIndex:
-        """The latest cues run as an index: built on first use, rebuilt only when a newer run has appeared."""
+    def memory(self, staging: sqlite3.Connection) -> Memory:
+        """The latest cues run, opened once (memory.service.Memory) and reopened only when a newer run appears."""
         latest = memory_store.latest_run(staging)
-        with self._lock:  # one build at a time; concurrent recalls wait for it instead of building it twice
-            if self._index is None or (latest is not None and latest != self._index.run_id):
+        with self._lock:  # one load at a time; concurrent recalls wait for it instead of loading it twice
+            if self._memory is None or (latest is not None and latest != self._memory.index.run_id):
                 logger.info("memory - loading the recall index of run %s", latest)
-                self._index = load_index(archive, staging, self.settings, self.embedder(), run_id=latest)
-            return self._index
+                self._memory = Memory.open(self.settings, run_id=latest)
+            return self._memory
 
     def catalog(self, staging: sqlite3.Connection) -> queries.ConceptCatalog:
         """The concept catalog search_concepts scores: built once per state of the concept store."""
@@ -126,9 +118,9 @@ class MemoryService:
     # ------------------------------------------------------------ the tools' bodies
 
     def recall(self, request: RecallRequest) -> RecallResult:
-        with self.databases() as (archive, staging):
-            index = self.index(archive, staging)
-        return run_recall(index, self.embedder(), request, self.settings.memory)
+        with self.databases() as (_, staging):
+            memory = self.memory(staging)
+        return memory.recall(request)
 
     def search_concepts(self, request: ConceptSearchRequest) -> ConceptSearchResult:
         with self.databases() as (archive, staging):

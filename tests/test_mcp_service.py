@@ -1,5 +1,5 @@
-"""memory/mcp_server.MemoryService: the recall index is built once per process and rebuilt only for a newer run;
-every database connection it hands out is read-only."""
+"""memory/mcp_server.MemoryService: the memory (its recall index) is opened once per process and reopened only
+for a newer run; the concept catalog is cached the same way; every connection it hands out is read-only."""
 
 from __future__ import annotations
 
@@ -38,15 +38,15 @@ def test_the_index_is_loaded_once_and_reloaded_for_a_newer_run(built: Dbs) -> No
     service = MemoryService(built.settings)
     first = service.recall(RecallRequest(query="Lisbon tram"))
     assert min(first.pieces, key=lambda p: p.rank).conversation_id == "trip"
-    with service.databases() as (archive, staging):
-        index = service.index(archive, staging)
-        assert service.index(archive, staging) is index
+    with service.databases() as (_, staging):
+        memory = service.memory(staging)
+        assert service.memory(staging) is memory
     time.sleep(1.1)  # run ids sort by their second, then a random suffix: the next one must sort after
     newer = built.run_id()
     cues.run(built.archive, built.staging, run_id=newer, settings=built.settings)
-    with service.databases() as (archive, staging):
-        reloaded = service.index(archive, staging)
-    assert reloaded is not index and reloaded.run_id == newer and index.run_id != newer
+    with service.databases() as (_, staging):
+        reloaded = service.memory(staging)
+    assert reloaded is not memory and reloaded.index.run_id == newer and memory.index.run_id != newer
 
 
 def test_the_connections_it_hands_out_cannot_write(built: Dbs) -> None:
