@@ -2,12 +2,13 @@
 
 A timeline is assembled from entry sources, one function per kind of entry:
 
-    TIMELINE_SOURCES = {"evidence": evidence_entries}     every message that mentions the concept (concepts stage)
+    TIMELINE_SOURCES = {
+        "evidence": evidence_entries,   every message that mentions the concept (the concepts stage)
+        "fact": fact_entries,           every fact interval about it (the garden stage: valid_from .. valid_to)
+    }
 
-The seam for facts: the garden stage records bi-temporal facts (valid_from/valid_to, recorded_at/invalidated_at).
-Its reader becomes one more source, `"fact": fact_entries`, returning TimelineEntry(kind="fact", at=valid_from,
-valid_to=..., text=the statement, message_id=its evidence); nothing else here changes. A source gets the concept
-and every concept merged into it, so entries credited to a merged-away name still show up.
+Another kind of entry is one more source returning TimelineEntry objects; nothing else here changes. A source
+gets the concept and every concept merged into it, so entries credited to a merged-away name still show up.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from contracts.mcp import TimelineEntry, TimelineRequest, TimelineResult
 from memory.queries import QueryError, as_time, fold
 from staging import agent_reads as reads
 from staging import concepts as concept_store
+from staging import fact_timeline
 from staging.concepts import ConceptRow
 
 TimelineSource = Callable[[sqlite3.Connection, sqlite3.Connection, Sequence[str]], list[TimelineEntry]]
@@ -54,7 +56,37 @@ def evidence_entries(
     return entries
 
 
-TIMELINE_SOURCES: dict[str, TimelineSource] = {"evidence": evidence_entries}
+def fact_entries(
+    staging: sqlite3.Connection, archive: sqlite3.Connection, concept_ids: Sequence[str]
+) -> list[TimelineEntry]:
+    """One entry per fact interval about the concept (its subject or its value), from the garden stage's bi-temporal
+    facts: `at` is valid_from, `valid_to` when it stopped holding; retracted facts (no evidence left) are left out.
+
+    Confidence follows recall's fact prior: 1 for a fact that holds, 0.5 for one a newer fact superseded."""
+    records = {r.fact_id: r for c in concept_ids for r in fact_timeline.timeline(staging, concept_id=c)}
+    kept = [r for r in records.values() if r.state != "retracted" and r.message_ids]
+    places = reads.message_conversations(archive, [r.message_ids[0] for r in kept])
+    titles = reads.conversation_titles(archive, places.values())
+    entries = []
+    for record in kept:
+        conversation = places.get(record.message_ids[0])
+        value = record.value if record.polarity == "positive" else f"not {record.value}"
+        entries.append(
+            TimelineEntry(
+                kind="fact",
+                at=record.valid_from,
+                message_id=record.message_ids[0],
+                conversation_id=conversation,
+                conversation_title=titles.get(conversation) if conversation else None,
+                text=f"{record.subject} {record.attribute}: {value}",
+                confidence=1.0 if record.state == "valid" else 0.5,
+                valid_to=record.valid_to,
+            )
+        )
+    return entries
+
+
+TIMELINE_SOURCES: dict[str, TimelineSource] = {"evidence": evidence_entries, "fact": fact_entries}
 
 
 def resolve_concept(concepts: dict[str, ConceptRow], name: str) -> ConceptRow:
@@ -123,5 +155,5 @@ def timeline(
         last_seen=max(dated) if dated else None,
         total=len(entries),
         entries=entries[: request.limit],
-        kinds=[k for k in ("evidence", "fact") if k in sources],
+        kinds=[k for k in ("evidence", "fact") if k in sources and (k == "evidence" or reads.has_fact_rows(staging))],
     )

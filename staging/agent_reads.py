@@ -102,6 +102,11 @@ def has_concepts(staging: sqlite3.Connection) -> bool:
     return has_table(staging, "concepts") and staging.execute("SELECT 1 FROM concepts LIMIT 1").fetchone() is not None
 
 
+def has_fact_rows(staging: sqlite3.Connection) -> bool:
+    """Whether the garden stage has recorded any fact (its table may exist, empty, from the first open)."""
+    return has_table(staging, "facts") and staging.execute("SELECT 1 FROM facts LIMIT 1").fetchone() is not None
+
+
 def concepts_version(staging: sqlite3.Connection) -> tuple[str | None, int]:
     """(when the last concepts stage run finished, how many concepts there are): it changes whenever the store
     can have changed, since only the concepts stage writes it."""

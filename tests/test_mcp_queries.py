@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from concept_support import T0, Dbs, Msg, conversation, open_dbs, write_archive
@@ -16,6 +17,7 @@ from test_concepts import chat, hyp, pipeline
 from contracts.mcp import ConceptSearchRequest, ConversationRequest, TimelineRequest, TopicsRequest
 from memory.queries import QueryError, get_conversation, search_concepts, topics
 from memory.timeline import timeline
+from staging.facts import upsert_facts
 
 
 @pytest.fixture
@@ -91,6 +93,44 @@ def test_timeline_windows_and_limits_but_reports_the_whole_span(merged: Dbs) -> 
     assert result.first_seen == T0
     with pytest.raises(QueryError, match="search_concepts"):
         timeline(merged.staging, merged.archive, TimelineRequest(concept="bathroom"))
+
+
+def fact_row(
+    fact_id: str, value: str, day: int, message_id: str, state: str, until: int | None = None
+) -> dict[str, Any]:
+    """A stored fact interval (staging/facts.py's columns) about the kitchen renovation's budget."""
+    start, end = (
+        (T0 + timedelta(days=day)).isoformat(),
+        None if until is None else (T0 + timedelta(days=until)).isoformat(),
+    )
+    return {
+        "fact_id": fact_id, "subject": "kitchen renovation", "attribute": "budget", "value": value,
+        "value_key": value, "polarity": "positive", "valid_from": start, "valid_to": end, "recorded_at": start,
+        "invalidated_at": end, "state": state, "superseded_by": None, "support": 1, "last_stated": start,
+        "message_ids": [message_id], "evidence": [value], "subject_concept_id": "kitchen-renovation",
+        "value_concept_id": None, "run_id": "t",
+    }  # fmt: skip
+
+
+def test_timeline_shows_the_gardens_facts_with_their_validity(merged: Dbs) -> None:
+    """Facts about the concept join its evidence, dated by valid_from, with valid_to; retracted ones left out."""
+    upsert_facts(
+        merged.staging,
+        [
+            fact_row("f1", "10k", 0, "a-m1", "superseded", until=2),
+            fact_row("f2", "15k", 2, "c-m1", "valid"),
+            fact_row("f3", "20k", 1, "b-m0", "retracted"),
+        ],
+    )
+    merged.staging.commit()
+    result = timeline(merged.staging, merged.archive, TimelineRequest(concept="kitchen-renovation"))
+    facts = [(e.text, e.at, e.valid_to, e.confidence, e.conversation_id) for e in result.entries if e.kind == "fact"]
+    assert facts == [
+        ("kitchen renovation budget: 10k", T0, T0 + timedelta(days=2), 0.5, "a"),
+        ("kitchen renovation budget: 15k", T0 + timedelta(days=2), None, 1.0, "c"),
+    ]
+    assert result.kinds == ["evidence", "fact"] and result.total == 7
+    assert [e.at for e in result.entries] == sorted(e.at for e in result.entries if e.at)
 
 
 @pytest.fixture
