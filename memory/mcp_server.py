@@ -231,8 +231,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         server,
         "timeline",
         "Concept timeline",
-        "Show how one concept appears over time: first and last seen, and every dated mention (the evidence "
-        "message, its conversation and the span that mentions it), oldest first, optionally within since/until. "
+        "Show how one concept appears over time: first and last seen, every dated mention (the evidence message, "
+        "its conversation and the span that mentions it) and the facts recorded about it with when they held "
+        "(at .. valid_to; a fact with a valid_to was superseded), oldest first, optionally within since/until. "
         "Name the concept by its concept_id (from search_concepts) or its exact title or alias.",
         TimelineRequest,
         TimelineResult,
