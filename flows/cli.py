@@ -28,6 +28,7 @@ from contracts.settings import Settings
 from flows.cli_concepts import concepts
 from flows.cli_eval import eval_group
 from flows.cli_eval_recall import eval_recall
+from flows.cli_garden import facts, garden
 from flows.cli_graph import graph
 from flows.cli_inspect import JSON_OPTION, archive, emit, open_readonly, staging
 from flows.cli_memory import recall
@@ -74,7 +75,7 @@ class App:
         return importlib.import_module(f"flows.{name}")
 
 
-OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", "memory", "flows")
+OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", "garden", "memory", "flows")
 
 
 class ChatmemGroup(click.Group):
@@ -342,6 +343,8 @@ cli.add_command(concepts)
 cli.add_command(topics)
 cli.add_command(report)
 cli.add_command(graph)
+cli.add_command(garden)
+cli.add_command(facts)
 cli.add_command(recall)
 
 

@@ -26,7 +26,7 @@ from staging import memory as memory_store
 if TYPE_CHECKING:
     from flows.cli import App
 
-PIPELINE = ["ingest", "segment", "embed", "extract", "concepts", "cluster", "cues"]
+PIPELINE = ["ingest", "segment", "embed", "extract", "concepts", "garden", "cluster", "cues"]
 
 
 def work_dir(settings: Settings, benchmark: str, path: Path, limit: int | None) -> Path:

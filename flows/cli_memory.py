@@ -13,8 +13,9 @@ import click
 
 from contracts.errors import ConfigError
 from contracts.memory import RecallRequest, RecallResult, RecallScope
-from flows.cli_inspect import JSON_OPTION, emit
+from flows.cli_inspect import JSON_OPTION, emit, open_readonly
 from memory.service import Memory
+from staging.fact_timeline import answer_lines
 
 if TYPE_CHECKING:
     from flows.cli import App
@@ -97,7 +98,8 @@ def recall(
     """Reconstruct what the memory holds about QUESTION: pieces in conversation order, each with its path.
 
     --json prints the RecallResult (contracts/memory.py): pieces with message ids, conversation, time, score,
-    rank and the activation path (query -> cue -> tag -> content).
+    rank and the activation path (query -> cue -> tag -> content), plus "facts": what the user stated that holds
+    at --at (or now) and how it changed over time ("user lives in: Paris from ... until ..., Berlin since ...").
 
     \b
     Example: chatmem recall "what did I decide about the Lisbon trip?" --at 2024-06-01 --budget 1500
@@ -111,7 +113,12 @@ def recall(
         max_pieces=max_pieces,
     )
     result = Memory.open(settings).recall(request)
+    with open_readonly(settings.staging_path, settings) as staging:
+        # The garden's facts of the question as they stood at --at, and how they changed (staging.fact_timeline).
+        facts = answer_lines(staging, question, at)
     if as_json:
-        emit(result.model_dump(mode="json"))
+        emit({**result.model_dump(mode="json"), "facts": facts})
     else:
+        for line in facts:
+            click.echo(f"fact: {line}")
         print_result(result)

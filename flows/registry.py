@@ -74,9 +74,24 @@ STAGES: tuple[StageSpec, ...] = (
         description="Hypotheses -> the concept store: create / attach / refine / reject.",
     ),
     StageSpec(
+        "garden",
+        "garden.stage",
+        reads=("archive", "extract", "concepts"),
+        settings_section="garden",
+        description="Facts -> validity over time; stale concepts archived per source; merged concepts' links moved.",
+    ),
+    StageSpec(
+        "embed_concepts",
+        "cluster.stage_embed_concepts",
+        reads=("concepts", "garden"),
+        settings_section="embed",
+        description="Concepts -> vectors cached in staging.db (the embed stage's model and cache).",
+        progress="items",
+    ),
+    StageSpec(
         "cluster",
         "cluster.stage",
-        reads=("segment", "embed", "concepts"),
+        reads=("segment", "embed", "concepts", "embed_concepts"),
         settings_section="cluster",
         description="Segment vectors -> topics and weighted BELONGS_TO links for segments and concepts.",
         progress="items",
@@ -84,7 +99,7 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec(
         "cues",
         "memory.stage",
-        reads=("archive", "concepts", "cluster"),
+        reads=("archive", "segment", "concepts", "garden", "cluster"),
         settings_section="memory",
         description="Messages, concepts and topics -> the Cue-Tag-Content graph (cues, tags, weighted edges).",
         progress="items",
@@ -92,7 +107,7 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec(
         "load",
         "load.stage",
-        reads=("archive", "segment", "concepts", "cluster", "cues"),
+        reads=("archive", "segment", "concepts", "garden", "cluster", "cues"),
         settings_section="load",
         description="archive.db and staging.db -> the graph over Bolt.",
         progress="items",

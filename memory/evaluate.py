@@ -208,4 +208,5 @@ def ablations(
         "no_hub_control": (replace(index, cue_hub=np.zeros_like(index.cue_hub)), settings, Switches()),
         "no_dense": (index, settings, Switches(dense=False)),
         "no_lexical": (index, settings, Switches(lexical=False)),
+        "no_garden_facts": (index, settings, Switches(facts=False)),
     }

@@ -26,12 +26,14 @@ from scipy.sparse import csr_matrix
 from clients.embed_cache import embed_texts
 from clients.embedders import Embedder, OnnxMiniLM, build_embedder
 from contracts.errors import ChatmemError
+from contracts.facts import FactRecord
 from contracts.settings import Settings
 from memory.graph import dense_key
 from memory.text import BM25, terms
 from staging import embeddings as vectors
 from staging import memory as store
 from staging import memory_inputs as inputs
+from staging.fact_timeline import timeline
 from staging.memory import MemoryGraph
 
 Array = np.ndarray[Any, Any]
@@ -83,6 +85,8 @@ class MemoryIndex:
     prev: Array  # index of the previous content of the same conversation (NEXT order), -1 at the start
     next: Array  # index of the next one, -1 at the end
     titles: dict[str, str | None] = field(default_factory=dict)
+    facts: list[FactRecord] = field(default_factory=list)  # the garden's facts (memory/fact_boost.py)
+    fact_positions: dict[str, int] = field(default_factory=dict)  # their messages' content index
     texts: dict[str, str] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
 
@@ -257,4 +261,13 @@ def load_index(
     if missing:  # content the stages did not cover (no segment, another model): embedded here, in memory
         keyed = [dense_key(rows[i], texts.get(ids[i], "")) for i in missing]
         dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or settings.embed.batch_size)
-    return build_index(graph, run_id, dense, texts=texts, titles=inputs.conversation_titles(archive))
+    index = build_index(graph, run_id, dense, texts=texts, titles=inputs.conversation_titles(archive))
+    return attach_facts(index, staging)
+
+
+def attach_facts(index: MemoryIndex, staging: sqlite3.Connection) -> MemoryIndex:
+    """The garden's facts (superseded ones included) and where their messages sit: recall's fact boost."""
+    index.facts = [r for r in timeline(staging) if r.state != "retracted"]
+    wanted = {m for r in index.facts for m in r.message_ids}
+    index.fact_positions = {m: i for i, m in enumerate(index.ids) if m in wanted}
+    return index

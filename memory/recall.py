@@ -24,6 +24,7 @@ import numpy as np
 from clients.embedders import Embedder
 from contracts.memory import ActivationStep, RecallPiece, RecallRequest, RecallResult
 from contracts.settings import MemorySettings
+from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
 from memory.text import terms
 from memory.timeexpr import TimeRange, find_range
@@ -43,6 +44,7 @@ class Switches:
     time_filter: bool = True
     dense: bool = True
     lexical: bool = True
+    facts: bool = True  # the garden's facts: current statements first (memory/fact_boost.py)
 
 
 @dataclass
@@ -187,6 +189,11 @@ def rank(
             end = time_range.end.replace(tzinfo=UTC).timestamp()
             outside = (index.times < start) | (index.times > end)
             score = np.where(outside, score * settings.out_of_range_factor, score)
+    if switches.facts and settings.fact_weight > 0 and index.facts:
+        scoped = bool(request.scope.conversation_ids or request.scope.sources or request.scope.since)
+        scoped = scoped or request.scope.until is not None
+        at_time = datetime.fromtimestamp(at_s, UTC) if at_s is not None else None
+        score = score + fact_boost(index, query, at_time, mask, scoped, score, settings.fact_weight)
     score = score.astype(np.float32)
     if index.group:  # a merged group competes once, with its best original's score, as its head
         np.maximum.at(score, index.head, score)
