@@ -112,11 +112,10 @@ def recall(
         scope=parse_scope(scope),
         max_pieces=max_pieces,
     )
-    memory = Memory.open(settings)
+    result = Memory.open(settings).recall(request)
     with open_readonly(settings.staging_path, settings) as staging:
         # The garden's facts of the question as they stood at --at, and how they changed (staging.fact_timeline).
         facts = answer_lines(staging, question, at)
-    result = memory.recall(request)
     if as_json:
         emit({**result.model_dump(mode="json"), "facts": facts})
     else:
