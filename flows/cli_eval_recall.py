@@ -18,6 +18,7 @@ import click
 from clients.embedders import build_embedder
 from contracts.settings import Settings
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.registry import select_stages
 from memory.benchmarks import read_benchmark, write_jsonl
 from memory.evaluate import KS, ablations, evaluate, flat_vectors, plain_keys
 from memory.index import key_embedder, load_index
@@ -26,7 +27,7 @@ from staging import memory as memory_store
 if TYPE_CHECKING:
     from flows.cli import App
 
-PIPELINE = ["ingest", "segment", "embed", "extract", "concepts", "garden", "cluster", "cues"]
+PIPELINE = select_stages(to="cues")  # every stage the memory is built from (the registry's order); no load
 
 
 def work_dir(settings: Settings, benchmark: str, path: Path, limit: int | None) -> Path:
