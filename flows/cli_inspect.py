@@ -7,7 +7,6 @@ stdout with --json.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ import click
 
 from contracts.errors import ChatmemError, ConfigError
 from contracts.settings import Settings
+from flows.terminal import safe_json, safe_line
 from staging import inspect as inspection
 from staging.archive import archive_stats
 from staging.db import connect_readonly
@@ -30,11 +30,12 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Machine-read
 
 
 def emit(data: object) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    click.echo(safe_json(data))
 
 
 def cell(value: object) -> str:
-    text = "" if value is None else " ".join(str(value).split())
+    """One table cell: one line, control and bidi characters escaped (flows/terminal.py), cut to CELL_WIDTH."""
+    text = "" if value is None else safe_line(str(value))
     return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
 
 

@@ -10,7 +10,9 @@ inside the flow. Results are not persisted by Prefect: stage outputs live in sta
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,12 +28,15 @@ from contracts.errors import ChatmemError, ConfigError  # noqa: E402
 from contracts.results import STAGE_ORDER, StageResult  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from contracts.version import code_version  # noqa: E402
+from flows import server_guard  # noqa: E402
 from flows.cluster_flows import cluster_flow, embed_flow  # noqa: E402
 from flows.extract_flows import concepts_flow, extract_flow, segment_flow  # noqa: E402
+from flows.interrupt import interruptible  # noqa: E402
 from flows.load_flow import load_flow  # noqa: E402
 from flows.progress import bars_wanted, progress_factory  # noqa: E402
 from flows.stage_runner import run_stage  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
+from staging.lock import data_dir_lock  # noqa: E402
 
 # Every flow here: persist_result=False (stage outputs live in staging.db, not in Prefect's result store)
 # and validate_parameters=False (parameters come from typed code, and re-validating a Settings object would
@@ -124,7 +129,8 @@ def pipeline(
                 )
         except BaseException as exc:  # a KeyboardInterrupt too: the ledger must not say 'running' forever
             message = str(exc) if isinstance(exc, ChatmemError) else f"{type(exc).__name__}: {exc}"
-            close_run(staging, run_id, error=message)
+            with contextlib.suppress(sqlite3.Error):  # a full disk: the run shows as interrupted once we exit
+                close_run(staging, run_id, error=message)
             logger.error("run %s failed: %s", run_id, message)
             raise
         close_run(staging, run_id)
@@ -152,7 +158,12 @@ def run_pipeline(
     # Absolute paths: the ledger must name the same files whatever directory a re-run starts from.
     paths = [str(Path(p).expanduser().absolute()) for p in exports]
     run_id = run_id or new_run_id()
-    with without_heartbeats():
+    server_guard.install()  # faults (issue 13): Ctrl-C must not reach Prefect's server, nor SIGKILL orphan it
+    with (
+        data_dir_lock(settings.data_dir, run_id, wait_s=settings.pipeline.lock_wait_s),  # one writer per data dir
+        interruptible(settings, run_id, selected),  # Ctrl-C: one line, the ledger says interrupted, exit 130
+        without_heartbeats(),
+    ):
         results = pipeline(
             settings=settings,
             run_id=run_id,

@@ -28,6 +28,7 @@ from ingest.batches import BatchStats, iter_batches
 from ingest.detect import detect_format
 from ingest.sources import OpenedExport, open_export, read_head
 from staging.archive import ArchiveWriter, WriteCounts
+from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun, record_ingest_file
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,15 @@ def run(
                 detail=outcome.detail,
             )
     except BaseException as exc:  # record even KeyboardInterrupt, then let it go on
-        stage_run.fail(f"{type(exc).__name__}: {exc}", f"chatmem stage ingest --run-id {run_id}")
+        hint = f"chatmem stage ingest --run-id {run_id}"
+        storage = isinstance(exc, Exception) and is_storage_error(exc)
+        cause = describe_storage_failure(exc, staging) if storage else f"{type(exc).__name__}: {exc}"
+        try:
+            stage_run.fail(cause, hint)
+        except sqlite3.Error:
+            pass  # a full disk cannot take the ledger row either; the row shows as interrupted once we exit
+        if storage:  # a full disk or a damaged database: one line naming the file, not a traceback
+            raise StageError(STAGE, run_id, cause, hint) from exc
         raise
 
     total = WriteCounts()

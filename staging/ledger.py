@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from staging.db import Transaction, connect
+from staging.liveness import INTERRUPT_PREFIX, here, migrate_liveness, resume_command, unfinished_stages
 
 SCHEMA_V1 = [
     """CREATE TABLE runs (
@@ -72,7 +73,7 @@ def _migrate_v1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS = [_migrate_v1]
+MIGRATIONS = [_migrate_v1, migrate_liveness]
 
 
 def open_staging(path: Path) -> sqlite3.Connection:
@@ -104,20 +105,36 @@ def open_run(
         existing = conn.execute("SELECT id FROM runs WHERE id = ?", (run_id,)).fetchone()
         if existing is None:
             conn.execute(
-                "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?)",
-                (run_id, _now(), json.dumps(stages), json.dumps(exports), json.dumps(settings), code_version),
+                "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version, pid, host)"
+                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                (run_id, _now(), json.dumps(stages), json.dumps(exports), json.dumps(settings), code_version, *here()),
             )
         else:
-            conn.execute("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?", (run_id,))
+            conn.execute(
+                "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, pid = ?, host = ? WHERE id = ?",
+                (*here(), run_id),
+            )
     return run_id
 
 
 def close_run(conn: sqlite3.Connection, run_id: str, *, error: str | None = None) -> None:
+    """Close the run: failed with `error`, interrupted (Ctrl-C), or succeeded only when every stage it selected
+    has succeeded; a re-run of one stage (`chatmem stage embed --run-id R`) does not finish a run whose later
+    stages never ran: it stays failed, saying which stages are left and how to run them."""
+    status = "failed" if error else "succeeded"
+    if error and error.startswith(INTERRUPT_PREFIX):
+        status = "interrupted"
     with Transaction(conn):
+        if status == "succeeded":
+            left = unfinished_stages(conn, run_id)
+            if left:
+                status = "failed"
+                selected = json.loads(conn.execute("SELECT stages FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+                resume = resume_command(run_id, left, selected)
+                error = f"stage(s) not run yet: {', '.join(left)} (resume: {resume})"
         conn.execute(
             "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?",
-            ("failed" if error else "succeeded", _now(), error, run_id),
+            (status, _now(), error, run_id),
         )
 
 
@@ -150,8 +167,8 @@ class StageRun:
         with Transaction(conn):
             cursor = conn.execute(
                 "INSERT INTO stage_runs (run_id, stage, status, started_at, input_fingerprint, settings,"
-                " code_version) VALUES (?, ?, 'running', ?, ?, ?, ?)",
-                (run_id, stage, _now(), input_fingerprint, json.dumps(settings), code_version),
+                " code_version, pid, host) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                (run_id, stage, _now(), input_fingerprint, json.dumps(settings), code_version, *here()),
             )
             self.id = int(cursor.lastrowid or 0)
 
@@ -173,7 +190,9 @@ class StageRun:
         )
 
     def fail(self, error: str, rerun_hint: str) -> None:
-        self._close("failed", error=error, rerun_hint=rerun_hint)
+        """Record the failure; a Ctrl-C (the KeyboardInterrupt every stage records) is recorded as interrupted."""
+        status = "interrupted" if error.startswith(INTERRUPT_PREFIX) else "failed"
+        self._close(status, error=error, rerun_hint=rerun_hint)
 
     def _close(self, status: str, **values: Any) -> None:
         values.update(status=status, finished_at=_now(), duration_s=round(time.monotonic() - self._started, 3))
