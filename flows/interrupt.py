@@ -18,6 +18,7 @@ server and leaves with `os._exit(130)`. A second Ctrl-C does that at once.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sqlite3
@@ -53,6 +54,9 @@ class _Interruption:
 
     def on_sigint(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1
+        # From here on the run says one line: libraries that log the exception as it passes (Optuna logs a
+        # failed trial with its traceback) would bury it.
+        logging.disable(logging.CRITICAL)
         if self.signals == 1:
             raise KeyboardInterrupt
         self.exit_now()
@@ -126,6 +130,7 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
         raise RunInterrupted(state.message()) from None
     finally:
         state.finished.set()
+        logging.disable(logging.NOTSET)
         signal.signal(signal.SIGINT, old_handler)
         signal.set_wakeup_fd(old_wakeup)
         os.close(write_fd)  # wakes the watchdog, which then ends

@@ -217,6 +217,7 @@ def test_staging_show_filters_by_run_and_rejects_unknown_tables(
 def test_staging_failures_when_all_is_well(ingested: tuple[Path, dict[str, Any]]) -> None:
     data_dir, _ = ingested
     assert as_json(chatmem("staging", "failures", "--json", data_dir=data_dir)) == {
+        "runs": [],
         "stage_runs": [],
         "files": [],
         "quarantine": [],
