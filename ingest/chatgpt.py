@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.chatgpt_content import content_type_of, render_content
-from ingest.jsonstream import iter_json_items
+from ingest.jsonstream import TooDeep, guard_depth, iter_json_items
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
 
@@ -45,7 +45,10 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
     conversation before the break has been yielded.
     """
     for index, record in enumerate(iter_json_items(stream, "item", name=name)):
-        yield from parse_conversation(record, index)
+        if isinstance(record, TooDeep):
+            yield record.quarantine(f"conversations[{index}]")
+            continue
+        yield from guard_depth(parse_conversation(record, index), f"conversations[{index}]")
 
 
 def parse_conversation(record: object, index: int) -> Iterator[ExportConversation | QuarantineRecord]:

@@ -173,7 +173,7 @@ def _looks_like_jsonl(body: bytes) -> bool:
     for line in body.split(b"\n", 200)[:200]:  # a line cut by the end of the head just fails to decode
         try:
             record = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # a line nested too deep is the parser's to report
             continue
         if isinstance(record, dict) and record.keys() >= _JSONL_KEYS:
             return True

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from contracts.version import code_version
 from ingest.batches import BatchStats, iter_batches
 from ingest.detect import detect_format
 from ingest.sources import OpenedExport, open_export, read_head
+from ingest.timestamps import counting_dropped, describe_dropped
 from staging.archive import ArchiveWriter, WriteCounts
 from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun, record_ingest_file
@@ -45,6 +47,7 @@ class FileOutcome:
     messages_read: int = 0
     counts: WriteCounts = field(default_factory=WriteCounts)
     detail: str | None = None
+    timestamps_dropped: Counter[str] = field(default_factory=Counter)
 
 
 def run(
@@ -116,8 +119,10 @@ def run(
         "messages_unchanged": total.unchanged,
         "messages_retired": total.retired,
         "quarantined": total.quarantined,
+        "timestamps_dropped": sum(sum(o.timestamps_dropped.values()) for o in outcomes),
     }
     notes = [f"{o.path}: {o.detail}" for o in outcomes if o.detail]
+    notes += [f"{o.path}: {describe_dropped(o.timestamps_dropped)}" for o in outcomes if o.timestamps_dropped]
     failed = [o for o in outcomes if o.status == "failed"]
     if failed:
         cause = "; ".join(f"{o.detail}" for o in failed)
@@ -215,7 +220,7 @@ def _parse_and_write(
     """Parse one stream and write it in batches. Returns the number of UTF-8 replacements made."""
     stats = BatchStats()
     batches = iter_batches(opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats)
-    with bar(progress, opened.path, opened.size_bytes) as advance:
+    with bar(progress, opened.path, opened.size_bytes) as advance, counting_dropped() as dropped:
         reported = 0
         for batch in batches:
             counts, _ = writer.write_batch(source_id, fmt, batch.conversations, batch.quarantined)
@@ -223,4 +228,6 @@ def _parse_and_write(
             outcome.messages_read += batch.messages
             advance(batch.bytes_read - reported)
             reported = batch.bytes_read
+            outcome.timestamps_dropped.update(dropped)
+            dropped.clear()
     return stats.utf8_replacements
