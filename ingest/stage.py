@@ -29,7 +29,7 @@ from ingest.batches import BatchStats, iter_batches
 from ingest.detect import detect_format
 from ingest.sources import OpenedExport, open_export, read_head
 from ingest.timestamps import counting_dropped, describe_dropped
-from staging.archive import ArchiveWriter, WriteCounts
+from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
 from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun, record_ingest_file
 
@@ -190,7 +190,7 @@ def _ingest_one(
         if outcome.messages_read == 0 and outcome.counts.conversations == 0 and outcome.counts.unchanged == 0:
             writer.finish_source(source_id, partial=True, notes=[*notes, str(exc)])
             return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=str(exc))
-        rest = QuarantineRecord(locator="end of file", reason=f"unreadable remainder: {exc.problem}", raw="")
+        rest = QuarantineRecord(locator=END_OF_FILE, reason=f"unreadable remainder: {exc.problem}", raw="")
         counts, _ = writer.write_batch(source_id, fmt, [], [rest])
         outcome.counts.add(counts)
         outcome.status = "partial"
