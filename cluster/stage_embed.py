@@ -51,7 +51,7 @@ def run(
     segment_store.ensure_schema(staging)
     embedder = embedder or build_embedder(settings.embed)
     fingerprint = f"{embedder.key}:{segment_store.current_segments_fingerprint(staging)}"
-    config = settings.embed.model_dump(mode="json")
+    config = settings.public_dump()["embed"]  # without user:password@ of a base URL
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
         counts = EmbedCounts()
         segments = list(segment_store.iter_current_segments(staging))

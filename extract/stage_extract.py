@@ -86,7 +86,7 @@ def run(
     """Extract every current segment that has no cached extraction under the extractor's cache key."""
     for ensure in (segment_store.ensure_schema, store.ensure_schema, concept_store.ensure_schema):
         ensure(staging)
-    config = settings.extract.model_dump(mode="json")
+    config = settings.public_dump()["extract"]  # without user:password@ of a base URL
     fingerprint = segment_store.current_segments_fingerprint(staging)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
         known = concept_store.name_index(staging)
