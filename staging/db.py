@@ -1,4 +1,4 @@
-"""Opening the two SQLite databases: WAL, foreign keys on, schema created or migrated on open.
+"""Opening the SQLite databases: WAL, foreign keys on. Schemas are versioned in staging.migrations.
 
 A database that is there but damaged (0 bytes, truncated, not SQLite) is refused in one line naming the file
 and what to do; it is never silently replaced by a new empty one (see `check_database`).
@@ -8,32 +8,26 @@ from __future__ import annotations
 
 import errno
 import sqlite3
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from contracts.errors import StateError
 
-Migration = Callable[[sqlite3.Connection], None]
 
-
-def connect(path: Path, migrations: Sequence[Migration] = ()) -> sqlite3.Connection:
-    """Open (creating if needed) a read-write database and apply pending migrations.
-
-    `migrations[i]` moves the schema from version i to i+1 (PRAGMA user_version), each in its own
-    transaction, so a database written by an older chatmem is upgraded in place.
-    """
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating if needed) a read-write database with chatmem's pragmas; open_archive / open_staging
+    then bring its schema up to date (staging.migrations). A damaged file is refused (`check_database`)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StateError(f"{path.parent}: cannot create the data dir ({exc.strerror})") from None
     check_database(path)
     try:
-        return _open_and_migrate(path, migrations)
+        return _open(path)
     except sqlite3.DatabaseError as exc:
         raise storage_error(exc, path) from exc
 
 
-def _open_and_migrate(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
+def _open(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)  # autocommit; we BEGIN explicitly
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
@@ -43,18 +37,6 @@ def _open_and_migrate(path: Path, migrations: Sequence[Migration]) -> sqlite3.Co
     conn.execute("PRAGMA cache_size=-65536")  # 64 MiB page cache: bulk upserts touch many index pages
     # Checkpoint every ~64 MiB of WAL rather than every 4 MiB: fewer copies of the same pages on bulk loads.
     conn.execute("PRAGMA wal_autocheckpoint=16384")
-    for version, migrate in enumerate(migrations):
-        current = conn.execute("PRAGMA user_version").fetchone()[0]
-        if current > version:
-            continue
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            migrate(conn)
-            conn.execute(f"PRAGMA user_version={version + 1}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     return conn
 
 

@@ -136,7 +136,7 @@ def test_rerunning_one_stage_of_an_unfinished_run_does_not_mark_it_succeeded(kil
     result = run(data_dir, "stage", "embed", "--run-id", run_id, env=env)
     assert result.returncode == 0, result.stderr
     [after] = json.loads(run(data_dir, "staging", "runs", "--json", env=env).stdout)
-    assert after["stage_status"]["embed"] == "succeeded"
+    assert after["stage_status"]["embed"] in ("succeeded", "skipped")  # skipped: its inputs are unchanged
     assert after["status"] == "failed" and "stage(s) not run yet: cluster, load" in after["error"]
     assert after["resume"] == f"chatmem run --from cluster --to load --run-id {run_id}"
 
