@@ -28,7 +28,7 @@ ensure_no_outbound()  # before prefect is imported
 
 from prefect import flow, get_run_logger  # noqa: E402
 
-from contracts.errors import ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
+from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
@@ -118,6 +118,10 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
         run_id = exc.run_id
         result["error"] = str(exc)
         logger.error("watch - %s", exc)
+    except BusyError as exc:  # a manual run holds the data dir: this look is skipped, the next one retries
+        result["error"] = str(exc)
+        logger.warning("watch - %s", exc)
+        return result
     result["run_id"] = run_id
     staging = connect_readonly(settings.staging_path)
     try:

@@ -225,3 +225,24 @@ def test_a_full_disk_during_ingest_is_one_line_naming_the_data_dir(full_disk: tu
     )  # fmt: skip
     assert "Traceback" not in stats.stderr
     assert stats.returncode == 0 or (stats.returncode == 1 and str(data_dir) in stats.stderr)
+
+
+# ---------------------------------------------------------------- case 3: the data-dir lock, in-process
+
+
+def test_a_held_data_dir_refuses_run_and_skips_a_scheduled_look(tmp_path: Path, jsonl_export: Path) -> None:
+    """While another writer holds the lock, `run` refuses in one line naming it and the watch flow skips this
+    look with the same reason (the next one retries); read-only commands still answer."""
+    from staging.lock import data_dir_lock
+
+    data_dir, watch = tmp_path / "data", tmp_path / "watch"
+    assert chatmem("run", jsonl_export, "--only", "ingest", data_dir=data_dir).exit_code == 0
+    watch.mkdir()
+    write_chats(watch / "more.jsonl", 2)
+    with data_dir_lock(data_dir, "r-manual"):
+        refused = chatmem("run", jsonl_export, "--only", "ingest", data_dir=data_dir)
+        assert refused.exit_code == 1 and "in use by run r-manual (pid" in one_error_line(refused)
+        looked = chatmem("serve", "--once", "--watch", watch, "--json", data_dir=data_dir)
+        assert looked.exit_code == 1 and "in use by run r-manual" in json.loads(looked.stdout)["error"]
+        assert chatmem("archive", "stats", data_dir=data_dir).exit_code == 0
+    assert chatmem("serve", "--once", "--watch", watch, data_dir=data_dir).exit_code == 0
