@@ -26,20 +26,13 @@ from typing import Any
 
 from contracts.concepts import SCHEMA_VERSION
 from extract.mapper import map_raw_hypotheses
-from extract.text import is_stopword, slug, word_spans, words
+from extract.text import TERMINAL_ESCAPES, is_stopword, slug, word_spans, words
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
 OFFLINE_VERSION = 1  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 MAX_PHRASE_WORDS = 4
 
-# Terminal escape sequences (CSI "ESC [ ... m", OSC "ESC ] ... BEL", two-byte ESC x), other control characters
-# and bidi controls: pasted terminal output is full of them, and "31mWARNING" is no concept title. Phrases
-# are found in the text without them; evidence spans still quote the message verbatim.
-_ESCAPES = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]"
-)
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)", re.MULTILINE)
 _BREAK = re.compile(r"[,;:()\[\]{}\"“”|/]|\s[-–—]\s")
 # Nouns that are everywhere in chat and name nothing in particular on their own ("any ideas?", "a question").
@@ -123,7 +116,8 @@ def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     sources = users or list(segment.messages)
     candidates: dict[tuple[str, ...], _Candidate] = {}
     for message in sources:
-        for sentence in _sentences(_ESCAPES.sub(" ", message.text)):
+        # Phrases are found in the text without its terminal escapes (evidence spans still quote it verbatim).
+        for sentence in _sentences(TERMINAL_ESCAPES.sub(" ", message.text)):
             for surface, named in _phrases(sentence):
                 key = tuple(k for k, _, _ in word_spans(surface))
                 found = candidates.setdefault(key, _Candidate(key, surface, named))

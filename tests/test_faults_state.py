@@ -25,7 +25,7 @@ from extract import stage_extract, stage_segment
 from flows.cli import cli
 from staging import llm_calls
 from tests import llm_guard, llm_server
-from tests.llm_cases import SECRET
+from tests.llm_cases import SECRET, answer_for, extract_one, make_segment
 from tests.llm_server import FakeLLMServer, Reply, quoting_responder
 
 fake_llm = llm_server.fake_llm
@@ -85,6 +85,14 @@ def test_the_configured_key_is_sent_when_the_base_url_carries_credentials(
     [request] = fake_llm.model_requests()
     assert request.headers["authorization"] == f"Bearer {SECRET}"
     assert "url-password" not in "\n".join(dbs.staging.iterdump())
+
+
+def test_an_llm_title_with_escape_sequences_is_shown_without_them(fake_llm: FakeLLMServer) -> None:
+    """A model that copies terminal escapes from the chat into a title: the concept's title is the text only."""
+    answer = answer_for(make_segment())
+    hypothesis = answer.hypotheses[0].model_copy(update={"title": "\x1b[1;31mKitchen renovation\x1b[0m\u202e"})
+    result, _ = extract_one(fake_llm, Reply.valid(answer.model_copy(update={"hypotheses": [hypothesis]})))
+    assert [h.title for h in result.hypotheses] == ["Kitchen renovation"]
 
 
 # ---------------------------------------------------------------- case 7: the local graph server
