@@ -118,9 +118,14 @@ def fold(text: str) -> str:
 
 
 def clean_name(text: str) -> str:
-    """A title or alias as shown: terminal escapes and control characters out (an LLM may copy them from the
-    chat), whitespace collapsed, surrounding quotes and punctuation trimmed."""
-    return _SPACE.sub(" ", TERMINAL_ESCAPES.sub(" ", text)).strip().strip("\"'“”‘’`*.,;:!?()[]{}<>").strip()
+    """A title, alias or quoted span as shown: whitespace collapsed, surrounding quotes and punctuation trimmed."""
+    return _SPACE.sub(" ", text).strip().strip("\"'“”‘’`*.,;:!?()[]{}<>").strip()
+
+
+def clean_title(text: str) -> str:
+    """A concept's title or alias: `clean_name` without terminal escapes and control characters (a model may
+    copy them from the chat; a title is shown on terminals). Evidence spans keep them: they quote verbatim."""
+    return clean_name(TERMINAL_ESCAPES.sub(" ", text))
 
 
 def name_key(text: str) -> str:
