@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,3 +159,45 @@ def test_close_run_succeeds_only_when_every_selected_stage_succeeded(tmp_path: P
     )
     close_run(staging, run_id)
     assert staging.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0] == "succeeded"
+
+
+WATCHED = """
+import sys, time
+from pathlib import Path
+from contracts.settings import Settings
+from flows.interrupt import interruptible
+from staging.ledger import StageRun, open_run, open_staging
+
+settings = Settings(data_dir=Path(sys.argv[1]))
+staging = open_staging(settings.staging_path)
+run_id = open_run(staging, stages=["embed", "cluster"], exports=[], settings={}, code_version="t", run_id="r-stuck")
+StageRun(staging, run_id=run_id, stage="embed", input_fingerprint="x", settings={}, code_version="t")
+with interruptible(settings, run_id, ["embed", "cluster"]):
+    print("ready", flush=True)
+    while True:  # a stage that swallows KeyboardInterrupt, as code stuck in a native call would ignore it
+        try:
+            time.sleep(0.1)
+        except KeyboardInterrupt:
+            pass
+"""
+
+
+def test_a_stage_that_ignores_ctrl_c_is_stopped_by_the_watchdog(tmp_path: Path) -> None:
+    """When the stage does not stop, the watchdog records the interruption, says the line and exits 130."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", WATCHED, str(tmp_path / "data")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=process_env(tmp_path / "prefect"),
+    )
+    assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err.strip() == (
+        "error: interrupted in stage embed of run r-stuck; resume with: chatmem run --from embed --to cluster"
+        " --run-id r-stuck (stopped at once)"
+    )
+    runs, stages = ledger(tmp_path / "data")
+    assert [r["status"] for r in runs] == ["interrupted"] and [s["status"] for s in stages] == ["interrupted"]
