@@ -70,6 +70,7 @@ class Reply:
         """A reply whose body is these bytes, whatever they are (not JSON, not the wire format)."""
         return cls(status=status, body=body, headers={"content-type": content_type})
 
+    @classmethod
     def echoing(cls, status: int) -> Reply:
         """An error whose message quotes the credentials the request carried (Bearer key or Basic user:password)."""
         return cls(
