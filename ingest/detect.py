@@ -256,7 +256,10 @@ class _Replay(io.RawIOBase):
 
 def raw_json(record: object) -> str:
     """A record as JSON text for a quarantine row, cut to RAW_LIMIT characters with a marker."""
-    text = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        text = json.dumps(record, ensure_ascii=False, default=str)
+    except RecursionError:
+        return "[nested too deep to show as JSON]"
     if len(text) <= RAW_LIMIT:
         return text
     return f"{text[:RAW_LIMIT]}... [truncated: {len(text)} characters in all]"

@@ -23,7 +23,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TypeVar
 
 import ijson
@@ -45,6 +45,16 @@ class TooDeep:
     offset: int  # file offset of its first byte
     size: int
     excerpt: str
+    data: bytes = field(default=b"", repr=False)  # the element itself, for `load`
+
+    def load(self) -> Any:
+        """The element as Python objects, built without recursion (ijson's C builder keeps its own stack), for
+        a parser that can then quarantine only the deep part (a message) instead of the whole record; None
+        when it cannot be read that way either."""
+        try:
+            return next(ijson.items(io.BytesIO(self.data), "", use_float=True), None)
+        except (ijson.common.JSONError, ValueError, RecursionError):
+            return None
 
     def quarantine(self, locator: str) -> QuarantineRecord:
         reason = (
@@ -335,7 +345,7 @@ def _skip_too_deep(reader: _ArrayReader) -> TooDeep:
         at = found.end() - start
         if depth <= 0:
             reader.pos = found.end()
-            return TooDeep(offset=offset, size=at, excerpt=excerpt)
+            return TooDeep(offset=offset, size=at, excerpt=excerpt, data=bytes(reader.buf[start : found.end()]))
 
 
 def _grow(reader: _ArrayReader, have: int) -> bool:

@@ -59,13 +59,18 @@ def archive_rows(data_dir: Path, sql: str) -> list[tuple[Any, ...]]:
 # ---------------------------------------------------------------- case 1: nesting
 
 
-def test_a_conversation_nested_10000_deep_costs_only_itself(tmp_path: Path, jsonl_export: Path) -> None:
-    """Whole element 10,000 levels deep, and a message part 10,000 deep: each costs its own conversation (a
-    quarantine row with the reason); the file's other conversations and another file of the run arrive."""
-    good = [chatgpt_conversation("a", ["first question", "first answer"])]
+def test_json_nested_10000_deep_costs_only_the_record_it_is_in(tmp_path: Path, jsonl_export: Path) -> None:
+    """A conversation that is one 10,000-deep array is one quarantine row; a message part 10,000 deep costs that
+    message only; the file's other conversations and another file of the run arrive; no source is left
+    importing."""
     inner = chatgpt_conversation("b", ["PLACEHOLDER", "an answer"])
-    after = chatgpt_conversation("c", ["last question", "last answer"])
-    text = "[" + json.dumps(good[0]) + ", " + DEEP + ", " + json.dumps(inner) + ", " + json.dumps(after) + "]"
+    items = [
+        chatgpt_conversation("a", ["first question", "first answer"]),
+        DEEP,
+        inner,
+        chatgpt_conversation("c", ["x", "y"]),
+    ]
+    text = "[" + ", ".join(item if isinstance(item, str) else json.dumps(item) for item in items) + "]"
     export = tmp_path / "deep" / "conversations.json"
     export.parent.mkdir()
     export.write_text(text.replace('"PLACEHOLDER"', DEEP), encoding="utf-8")
@@ -73,12 +78,12 @@ def test_a_conversation_nested_10000_deep_costs_only_itself(tmp_path: Path, json
     result = chatmem("run", export, jsonl_export, "--only", "ingest", "--json", data_dir=data_dir)
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output and "RecursionError" not in result.output
-    conversations = {row[0] for row in archive_rows(data_dir, "SELECT id FROM conversations")}
-    assert {"chatgpt:a", "chatgpt:c"} <= conversations or {"a", "c"} <= conversations
-    assert len(conversations) == 4  # a, c, and the JSONL file's two
+    assert len(archive_rows(data_dir, "SELECT id FROM conversations")) == 5  # a, b, c and the JSONL file's two
+    texts = {row[0] for row in archive_rows(data_dir, "SELECT text FROM messages")}
+    assert {"first question", "first answer", "an answer", "x", "y"} <= texts
     quarantine = archive_rows(data_dir, "SELECT locator, reason FROM quarantine ORDER BY locator")
-    assert [locator for locator, _ in quarantine] == ["conversations[1]", "conversations[2]"]
-    assert all("nested deeper than 1024 levels" in reason for _, reason in quarantine)
+    assert [locator for locator, _ in quarantine] == ["conversations[1]", "conversations[2].mapping[b-m0]"]
+    assert all("nested deeper than 1024" in reason for _, reason in quarantine)
     assert {row[0] for row in archive_rows(data_dir, "SELECT status FROM sources")} == {"complete"}
 
 
