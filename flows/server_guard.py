@@ -38,11 +38,16 @@ class _GuardedSubprocess:
 
     @staticmethod
     def Popen(args: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
-        if len(args) >= 3 and args[1] == "-m":  # [python, -m, uvicorn, ...]
-            args = [args[0], "-m", __name__, str(os.getpid()), *args[1:]]
-        process = subprocess.Popen(args, start_new_session=True, **kwargs)
+        process = subprocess.Popen(guarded(args), start_new_session=True, **kwargs)
         _STARTED.append(process)
         return process
+
+
+def guarded(args: list[str]) -> list[str]:
+    """`[python, -m, module, ...]` run through the guard, so that it ends when this process does."""
+    if len(args) >= 3 and args[1] == "-m":
+        return [args[0], "-m", __name__, str(os.getpid()), *args[1:]]
+    return args
 
 
 def install() -> None:

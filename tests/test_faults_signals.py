@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from fault_support import (
+    chatmem_command,
     descendants,
     latest_stage_status,
     ledger,
@@ -201,3 +202,25 @@ def test_a_stage_that_ignores_ctrl_c_is_stopped_by_the_watchdog(tmp_path: Path) 
     )
     runs, stages = ledger(tmp_path / "data")
     assert [r["status"] for r in runs] == ["interrupted"] and [s["status"] for s in stages] == ["interrupted"]
+
+
+def test_a_killed_serve_leaves_no_prefect_server_behind(tmp_path: Path) -> None:
+    """`chatmem serve` killed with SIGKILL: the local Prefect server it started ends by itself."""
+    watch = tmp_path / "watch"
+    watch.mkdir()
+    log = (tmp_path / "serve.log").open("w+")
+    command = [*chatmem_command(), "--data-dir", str(tmp_path / "data"), "serve", "--cron", "0 0 1 1 *"]
+    process = subprocess.Popen(
+        [*command, "--watch", str(watch)], stdout=log, stderr=log, env=process_env(tmp_path / "prefect")
+    )
+
+    def serving() -> bool:
+        log.seek(0)
+        return "Prefect API http://127.0.0.1:" in log.read()
+
+    wait_for("the served deployment", serving, 180, process)  # type: ignore[arg-type]
+    children = descendants(process.pid)
+    assert any("server" in " ".join(c.cmdline()) for c in children)
+    process.kill()
+    process.wait()
+    assert still_running(children, within_s=15) == []
