@@ -13,7 +13,10 @@ History:
                 2  every stage's tables, which stages used to create on first use (`ensure_schema`, before
                    this list existed): segments, embeddings, extractions, llm_calls, concepts, topics,
                    load state. Their statements say IF NOT EXISTS, so a file from that release keeps its rows.
-                3  runs and stage_runs: pid and host of the process, and the status `interrupted`
+                3  the cues stage's Cue-Tag-Content graph (staging/memory.py)
+                4  facts: fact_mentions (written with each extraction), facts (bi-temporal validity) and
+                   garden_changes (the garden stage's log), staging/facts.py
+                5  runs and stage_runs: pid and host of the process, and the status `interrupted`
                    (staging/liveness.py: a `running` row whose process is gone is shown as interrupted)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
@@ -29,7 +32,7 @@ from datetime import UTC, datetime
 
 from contracts.errors import ConfigError
 from contracts.version import code_version
-from staging import concepts, embeddings, extractions, llm_calls, load_state, segments, topics
+from staging import concepts, embeddings, extractions, facts, llm_calls, load_state, memory, segments, topics
 from staging.liveness import migrate_liveness
 
 
@@ -178,7 +181,13 @@ STAGING = (
             load_state.SCHEMA,
         ),
     ),
-    Migration(3, "liveness: runs and stage_runs record pid and host; status 'interrupted'", migrate_liveness),
+    Migration(
+        3,
+        "the Cue-Tag-Content graph: memory_runs, memory_content, memory_cues, memory_tags, memory_edges, memory_merges",
+        statements(memory.SCHEMA),
+    ),
+    Migration(4, "facts: fact_mentions, facts, garden_changes", statements(facts.SCHEMA)),
+    Migration(5, "liveness: runs and stage_runs record pid and host; status 'interrupted'", migrate_liveness),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (
