@@ -27,8 +27,9 @@ from contracts.settings import Settings
 from flows.cli_concepts import concepts
 from flows.cli_eval import eval_group
 from flows.cli_graph import graph
-from flows.cli_inspect import JSON_OPTION, archive, emit, open_readonly, staging
-from flows.cli_topics import report, topics
+from flows.cli_inspect import JSON_OPTION, archive, emit, inspect_cmd, open_readonly, staging
+from flows.cli_report import report
+from flows.cli_topics import topics
 from flows.prefect_env import configure_prefect, describe_api
 from staging import inspect as inspection
 from staging.ledger import run_exists, run_exports
@@ -340,6 +341,7 @@ cli.add_command(concepts)
 cli.add_command(topics)
 cli.add_command(report)
 cli.add_command(graph)
+cli.add_command(inspect_cmd)
 
 
 def main() -> None:

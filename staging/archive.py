@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from contracts.records import ExportConversation, ExportSource, QuarantineRecord
+from staging import fts
 from staging.archive_rows import (
     COMPARED_COLUMNS,
     CONVERSATION_ID,
@@ -96,7 +97,12 @@ def _migrate_v1(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
-MIGRATIONS = [_migrate_v1]
+def _migrate_v2(conn: sqlite3.Connection) -> None:
+    """Full-text search over message text (staging/fts.py); an existing archive is indexed once here."""
+    fts.create(conn)
+
+
+MIGRATIONS = [_migrate_v1, _migrate_v2]
 
 
 def open_archive(path: Path) -> sqlite3.Connection:
