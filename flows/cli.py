@@ -116,10 +116,13 @@ def _setup_logging(verbose: bool) -> None:
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     if not verbose:
         handler.addFilter(_below_error)
+        handler.setLevel(logging.WARNING)
     root.addHandler(handler)
     root.setLevel(logging.WARNING)  # third-party chatter (httpx logs every request at INFO) stays out
     for package in OUR_PACKAGES:
-        logging.getLogger(package).setLevel(logging.INFO if verbose else logging.NOTSET)
+        # INFO always: Prefect's API handler (PREFECT_LOGGING_EXTRA_LOGGERS) shows it in the UI; the console
+        # handler above shows it only with --verbose
+        logging.getLogger(package).setLevel(logging.INFO)
 
 
 def select_stages(from_: str | None, to: str | None, only: str | None) -> list[str]:

@@ -50,6 +50,7 @@ class ChatmemPlugin:
     """Datasette hooks for one data dir (registered on the plugin manager as an object, not a module)."""
 
     def __init__(self, archive_path: Path) -> None:
+        self.__name__ = PLUGIN_NAME  # Datasette lists plugins by their module's name
         self.archive_uri = f"file:{archive_path.absolute()}?mode=ro"
         self.has_archive = archive_path.exists()
 

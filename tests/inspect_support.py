@@ -18,12 +18,8 @@ from typing import Any
 
 import pytest
 
-from clients.embedders import StaticMiniLM
-from cluster import stage as cluster_stage
-from cluster import stage_embed
 from contracts.concepts import ExtractionResponse
 from contracts.settings import Settings
-from extract import stage_concepts, stage_extract, stage_segment
 from ingest import stage as ingest_stage
 from staging.archive import open_archive
 from staging.ledger import close_run, open_run, open_staging
@@ -95,6 +91,12 @@ def _settings(data_dir: Path, llm_url: str | None = None) -> Settings:
 
 
 def build_full(root: Path) -> Inspected:
+    # imported here: conftest imports this module, and umap costs seconds to import in every test session
+    from clients.embedders import StaticMiniLM
+    from cluster import stage as cluster_stage
+    from cluster import stage_embed
+    from extract import stage_concepts, stage_extract, stage_segment
+
     export = themed_export(root / "exports" / "themes.jsonl")
     server = FakeLLMServer().start()
     server.responder = themed_responder
