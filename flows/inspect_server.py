@@ -4,13 +4,14 @@ Datasette opens each file with `?mode=ro` (a mutable database it never writes to
 you browse. The metadata and canned queries come from `staging.browse`; a small plugin object adds what
 Datasette cannot know on its own, because the two files are separate databases:
 
-- links across them: a message id anywhere in staging.db links to its message in archive.db, a conversation
-  id to its conversation, a concept id to its concept, and a concept's evidence count to its evidence (the
-  `concept_evidence` canned query, which shows the messages and their conversation);
+- links across them and within them: a message id anywhere (a table, a row page, a canned query) links to its
+  message in archive.db, a conversation id to its conversation, a concept id to its concept, a segment id to
+  its segment, and a concept's evidence count to its evidence (the `concept_evidence` canned query, which
+  shows the messages and their conversation). Datasette's own foreign-key links appear on table pages only,
+  and show a NULL title as "None": these links replace them;
 - archive.db attached read-only as `archive` to staging.db's connections, so canned queries can join them.
 
-Inside archive.db, Datasette's own foreign-key links take a message to its conversation, and the messages
-table gets a search box from the FTS5 index (`staging.fts`).
+The messages table gets a search box from the FTS5 index (`staging.fts`).
 """
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ from staging.browse import metadata
 PLUGIN_NAME = "chatmem-inspect"
 HOST = "127.0.0.1"
 
-# column name (in staging.db) -> (database, table) of the row it names
-CROSS_LINKS: dict[str, tuple[str, str]] = {
+# column name -> (database, table) of the row it names, in either database and in canned query results
+LINKS: dict[str, tuple[str, str]] = {
     "message_id": ("archive", "messages"),
     "first_message_id": ("archive", "messages"),
     "last_message_id": ("archive", "messages"),
+    "uuid": ("archive", "messages"),
+    "parent_id": ("archive", "messages"),
+    "prev_id": ("archive", "messages"),
+    "next_id": ("archive", "messages"),
     "conversation_id": ("archive", "conversations"),
     "concept_id": ("staging", "concepts"),
     "target_id": ("staging", "concepts"),
@@ -69,11 +74,11 @@ class ChatmemPlugin:
             concept = row["concept_id"]
             url = datasette.urls.database("staging") + "/concept_evidence?" + urlencode({"concept_id": concept})
             return Markup(f'<a href="{escape(url)}" class="chatmem-evidence">{escape(value)} evidence</a>')
-        target = CROSS_LINKS.get(column)
-        if database != "staging" or target is None:
-            return None  # archive.db's own foreign keys link its rows already
+        target = LINKS.get(column)
+        if target is None:
+            return None
         other_db, other_table = target
-        if table == other_table and other_db == "staging":
+        if database == other_db and table == other_table:
             return None  # the row's own key: Datasette links it already
         url = datasette.urls.table(other_db, other_table) + "/" + tilde_encode(str(value))
         return Markup(f'<a href="{escape(url)}">{escape(value)}</a>')

@@ -204,7 +204,10 @@ def recall(staging: sqlite3.Connection, run_id: str) -> list[Row]:
 
 
 def gather(staging: sqlite3.Connection, archive: sqlite3.Connection | None, run_id: str | None = None) -> Row:
-    """Every section of the report for one run (the newest when `run_id` is None)."""
+    """Every section of the report for one run (the newest when `run_id` is None).
+
+    Connections as `staging.db.connect_readonly` opens them (rows as sqlite3.Row).
+    """
     run = pick_run(staging, run_id)
     stages = timeline(staging, run["id"])
     return {
