@@ -59,21 +59,17 @@ def _decode_json(values: list[Any]) -> pl.Series | None:
 
 
 def read_frame(conn: sqlite3.Connection, table: str, *, run_id: str | None = None) -> pl.DataFrame:
-    """Every row of `table` (only run `run_id`'s when given), typed and decoded as the module docstring says."""
-    rows = inspection.show_rows(conn, table, run_id=run_id, limit=0)  # checks the table name and --run-id
+    """Every row of `table` in insertion order (only run `run_id`'s when given), typed and decoded as the
+    module docstring says."""
+    inspection.columns(conn, table)  # checks the name against the database's own list: no SQL injection
     declared = {str(r[1]): str(r[2] or "") for r in conn.execute(f'PRAGMA table_info("{table}")')}
-    if rows:  # show_rows replaced blobs by a size; read them again as bytes
-        blobs = [c for c, t in declared.items() if "BLOB" in t.upper()]
-        if blobs:
-            where, params = _run_filter(table, declared, run_id)
-            selected = ", ".join(f'"{c}"' for c in blobs)
-            raw = conn.execute(f'SELECT {selected} FROM "{table}"{where}', params).fetchall()
-            for row, values in zip(rows, raw, strict=True):
-                row.update(zip(blobs, values, strict=True))
+    where, params = _run_filter(table, declared, run_id)
+    order = " ORDER BY rowid" if _has_rowid(conn, table) else ""
+    rows = conn.execute(f'SELECT * FROM "{table}"{where}{order}', params).fetchall()
     doc = table_doc(table)
     columns: dict[str, pl.Series] = {}
-    for name, kind in declared.items():
-        values = [row[name] for row in rows]
+    for index, (name, kind) in enumerate(declared.items()):
+        values = [row[index] for row in rows]
         series = pl.Series(name, values, dtype=_polars_type(kind), strict=False)
         if doc is not None and name in doc.json:
             decoded = _decode_json(values)
@@ -86,10 +82,22 @@ def read_frame(conn: sqlite3.Connection, table: str, *, run_id: str | None = Non
     return pl.DataFrame(columns) if columns else pl.DataFrame()
 
 
+def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
+    """Views and WITHOUT ROWID tables have none (their rows come in key order)."""
+    try:
+        conn.execute(f'SELECT rowid FROM "{table}" LIMIT 0')
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
 def _run_filter(table: str, declared: dict[str, str], run_id: str | None) -> tuple[str, list[object]]:
+    """The WHERE clause of --run-id: tables with a run_id column, and `runs` itself (its id)."""
     if run_id is None:
         return "", []
-    key = "run_id" if "run_id" in declared else "id"  # show_rows already refused tables with neither
+    key = "run_id" if "run_id" in declared else "id" if table == "runs" else None
+    if key is None:
+        raise ConfigError(f"table {table!r} has no run_id column; drop --run-id")
     return f' WHERE "{key}" = ?', [run_id]
 
 

@@ -16,10 +16,11 @@ from staging.frames import Frames
 
 
 def test_frames_type_columns_and_decode_json(inspected: Inspected) -> None:
-    """Declared types, JSON decoded to lists/structs, ISO times to UTC datetimes, 0/1 flags to booleans."""
+    """Insertion order; declared types, JSON decoded to lists/structs, ISO times to UTC datetimes, flags to booleans."""
     frames = Frames(inspected.settings.data_dir)
     stages = frames.table("stage_runs", run_id=RUN_ID)
-    assert stages.height == 6 and stages.schema["duration_s"] == pl.Float64
+    assert stages["stage"].to_list() == ["ingest", "segment", "extract", "concepts", "embed", "cluster"]  # row order
+    assert stages.schema["duration_s"] == pl.Float64
     assert stages.schema["started_at"] == pl.Datetime("us", "UTC")
     ingest = stages.filter(pl.col("stage") == "ingest").row(0, named=True)
     assert ingest["counts"]["quarantined"] == 1 and ingest["counts"]["messages_read"] == 84
