@@ -42,12 +42,14 @@ def _hits(settings: Settings, query: str) -> list[str]:
 
 
 def test_ingest_keeps_the_index_in_step_with_inserts_and_changed_text(tmp_path: Path) -> None:
-    """New messages are found at once; a message whose text a newer dump changed is found by its new words only."""
+    """New messages (new or known conversations) are found at once; changed text is found by its new words only."""
     settings = Settings(data_dir=tmp_path / "data")
     _ingest(settings, "r1", _write(tmp_path / "a.jsonl", {"m1": "my sourdough starter died", "m2": "hello there"}))
     assert _hits(settings, "sourdough") == ["c1:m1"]
     assert _hits(settings, "starter AND died") == ["c1:m1"]
-    _ingest(settings, "r2", _write(tmp_path / "b.jsonl", {"m1": "my rye starter is thriving", "m2": "hello there"}))
+    newer = {"m1": "my rye starter is thriving", "m2": "hello there", "m3": "a new focaccia recipe"}
+    _ingest(settings, "r2", _write(tmp_path / "b.jsonl", newer))  # m3: a new message in a known conversation
+    assert _hits(settings, "focaccia") == ["c1:m3"]
     assert _hits(settings, "sourdough") == []
     assert _hits(settings, "thriving") == ["c1:m1"]
     assert _hits(settings, "hello") == ["c1:m2"]
