@@ -22,7 +22,6 @@ import gzip
 import json
 import os
 import resource
-import sqlite3
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ from cluster import topics as fit_topics  # noqa: E402
 from cluster.tuning import Objective, Params, tune  # noqa: E402
 from contracts.settings import ClusterSettings  # noqa: E402
 from staging import embeddings as store  # noqa: E402
+from staging.ledger import open_staging  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out"
 DEV = ROOT.parent / "shared" / "data" / "benchmarks" / "longmemeval" / "longmemeval_s_dev50.jsonl.gz"
@@ -145,9 +145,7 @@ def scale_run(vectors: np.ndarray, n: int, params: Params, cfg: ClusterSettings)
     fit_topics.reassign_outliers(points, fit.labels, fit.weights, cfg.outlier_quantile or 0.1)
     t = clock(seconds, "outliers", t)
     with tempfile.TemporaryDirectory() as tmp:
-        conn = sqlite3.connect(Path(tmp) / "s.db", isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        store.ensure_schema(conn)
+        conn = open_staging(Path(tmp) / "s.db")
         keys = [f"{i:064x}" for i in range(n)]
         for start in range(0, n, 2000):
             rows = list(zip(keys[start : start + 2000], points[start : start + 2000], strict=True))

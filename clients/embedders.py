@@ -27,7 +27,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from contracts.errors import ConfigError
-from contracts.settings import EmbedSettings, redact_uri
+from contracts.redact import redact_uri
+from contracts.settings import EmbedSettings
 from staging.embeddings import Matrix
 
 log = logging.getLogger(__name__)

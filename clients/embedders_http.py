@@ -18,6 +18,7 @@ import numpy as np
 
 from clients.embedders import normalise
 from contracts.errors import ChatmemError
+from contracts.redact import redact_uri
 from contracts.settings import EmbedEndpointSettings
 from staging.embeddings import Matrix
 
@@ -41,6 +42,7 @@ class EndpointEmbedder:
         self.settings = settings
         self.backoff_s = backoff_s
         self._client: httpx.Client | None = None
+        self._where = redact_uri(settings.base_url)  # what an error names: the endpoint without its credentials
 
     def _http(self) -> httpx.Client:
         if self._client is None:
@@ -64,7 +66,7 @@ class EndpointEmbedder:
                 return self._parse(response.json(), len(texts))
             except httpx.HTTPError as exc:
                 if not is_transient(exc) or attempt == self.settings.max_retries:
-                    raise EmbeddingError(f"embeddings endpoint {self.settings.base_url}: {_describe(exc)}") from None
+                    raise EmbeddingError(f"embeddings endpoint {self._where}: {_describe(exc)}") from None
                 time.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")  # the loop returns or raises
@@ -73,11 +75,11 @@ class EndpointEmbedder:
         data = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(data, list) or len(data) != expected:
             got = len(data) if isinstance(data, list) else type(data).__name__
-            raise EmbeddingError(f"embeddings endpoint {self.settings.base_url}: expected {expected} rows, got {got}")
+            raise EmbeddingError(f"embeddings endpoint {self._where}: expected {expected} rows, got {got}")
         rows = sorted(data, key=lambda row: int(row.get("index", 0)))
         matrix = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
         if matrix.ndim != 2 or not np.isfinite(matrix).all():
-            raise EmbeddingError(f"embeddings endpoint {self.settings.base_url}: malformed embedding rows")
+            raise EmbeddingError(f"embeddings endpoint {self._where}: malformed embedding rows")
         self.dim = int(matrix.shape[1])
         return normalise(matrix)
 

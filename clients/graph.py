@@ -28,7 +28,7 @@ from neo4j.exceptions import (
 )
 
 from clients.graph_errors import GraphAuthError, GraphDatabaseMissing, GraphUnavailable, GraphWriteError, LoadError
-from contracts.settings import redact_uri
+from contracts.redact import redact_uri
 
 log = logging.getLogger(__name__)
 

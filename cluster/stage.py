@@ -31,7 +31,7 @@ from cluster.labels_llm import LabelCounts, llm_labels
 from cluster.stage_embed import embed_concepts
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult
-from contracts.settings import LLMSettings, Settings
+from contracts.settings import LLMSettings, Settings, section_dump
 from staging import concepts as concept_store
 from staging import embeddings as vectors
 from staging import segments as segment_store
@@ -58,12 +58,10 @@ def run(
     embedder: Embedder | None = None,
 ) -> StageResult:
     """Cluster the current segments into topics and link segments and concepts to them."""
-    for module in (vectors, segment_store, store):
-        module.ensure_schema(staging)
     key = embedder.key if embedder is not None else embedder_key(settings.embed)
     cfg = settings.cluster
     fingerprint = f"{key}:{segment_store.current_segments_fingerprint(staging)}"
-    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=cfg.model_dump()) as ledger:
+    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=section_dump(cfg)) as ledger:
         seconds: dict[str, float] = {}
         with _timed(seconds, "read"):
             members = {s.segment_id: s.message_ids for s in segment_store.iter_current_segments(staging)}

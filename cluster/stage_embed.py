@@ -25,7 +25,7 @@ from clients.embed_cache import (
 from clients.embedders import Embedder, build_embedder
 from clients.progress import ProgressFactory
 from contracts.results import StageResult
-from contracts.settings import Settings
+from contracts.settings import Settings, section_dump
 from staging import concepts as concept_store
 from staging import embeddings as store
 from staging import segments as segment_store
@@ -47,11 +47,9 @@ def run(
     embedder: Embedder | None = None,
 ) -> StageResult:
     """Embed the current segments' messages, the segments and the concepts under the configured model."""
-    store.ensure_schema(staging)
-    segment_store.ensure_schema(staging)
     embedder = embedder or build_embedder(settings.embed)
     fingerprint = f"{embedder.key}:{segment_store.current_segments_fingerprint(staging)}"
-    config = settings.embed.model_dump(mode="json")
+    config = section_dump(settings.embed)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
         counts = EmbedCounts()
         segments = list(segment_store.iter_current_segments(staging))

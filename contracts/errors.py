@@ -13,11 +13,19 @@ A single bad *record* inside a good file is not an error: it becomes a quarantin
 
 from __future__ import annotations
 
+from typing import Any
+
+from contracts.redact import redact_text
+
 
 class ChatmemError(Exception):
-    """Base class of every error chatmem raises on purpose."""
+    """Base class of every error chatmem raises on purpose. Its text is redacted (contracts.redact): an error
+    that quotes an endpoint URL or a server's reply never carries a credential to a log or a table."""
 
     exit_code = 1
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(redact_text(arg) if isinstance(arg, str) else arg for arg in args))
 
 
 class ConfigError(ChatmemError):
@@ -57,6 +65,6 @@ class StageError(ChatmemError):
     def __init__(self, stage: str, run_id: str, cause: str, rerun_hint: str | None = None) -> None:
         self.stage = stage
         self.run_id = run_id
-        self.cause = cause
+        self.cause = redact_text(cause)
         self.rerun_hint = rerun_hint or f"chatmem stage {stage} --run-id {run_id}"
-        super().__init__(f"stage {stage} failed in run {run_id}: {cause} (re-run: {self.rerun_hint})")
+        super().__init__(f"stage {stage} failed in run {run_id}: {self.cause} (re-run: {self.rerun_hint})")

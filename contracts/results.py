@@ -8,9 +8,6 @@ from pydantic import Field
 
 from contracts.base import StrictBase
 
-STAGE_ORDER: tuple[str, ...] = ("ingest", "segment", "embed", "extract", "concepts", "cluster", "load")
-"""The stages that exist, in pipeline order. Later stages (segment, embed, extract, ...) join as they land."""
-
 
 class StageResult(StrictBase):
     """The outcome of one stage run, as recorded in the ledger."""

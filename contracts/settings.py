@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from contracts.redact import redact, remember_secret, remember_uri_secrets
+from contracts.redact import redact_uri as redact_uri  # re-exported: older callers import it from here
 
 DEFAULT_DATA_DIR = Path(".chatmem")
 
@@ -107,6 +109,11 @@ class LLMSettings(BaseModel):
         default=24 * 3600.0, gt=0, description="Give up waiting for a batch after this long (it keeps running)."
     )
 
+    def model_post_init(self, context: Any, /) -> None:
+        """Secrets are remembered as soon as they are read, so every writer masks them (contracts.redact)."""
+        remember_secret(self.api_key.get_secret_value() if self.api_key else None)
+        remember_uri_secrets(self.base_url)
+
 
 class SegmentSettings(BaseModel):
     """How each conversation's active path is cut into segments (token budget and lexical topic shifts)."""
@@ -198,6 +205,11 @@ class EmbedEndpointSettings(BaseModel):
     api_key: SecretStr | None = Field(default=None, description="API key (secret); unset: OPENAI_API_KEY, or none.")
     timeout_s: float = Field(default=60.0, gt=0, description="Seconds to wait for one reply.")
     max_retries: int = Field(default=3, ge=0, description="Retries of one request after a 429, a 5xx or a timeout.")
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Secrets are remembered as soon as they are read, so every writer masks them (contracts.redact)."""
+        remember_secret(self.api_key.get_secret_value() if self.api_key else None)
+        remember_uri_secrets(self.base_url)
 
 
 class EmbedSettings(BaseModel):
@@ -326,17 +338,6 @@ class LoadSettings(BaseModel):
     )
 
 
-def redact_uri(uri: str | None) -> str | None:
-    """The URI without a user:password@ part (a password written into NEO4J_URI stays out of the ledger)."""
-    if uri is None:
-        return None
-    parts = urlsplit(uri)
-    if parts.username is None and parts.password is None:
-        return uri
-    netloc = f"{parts.hostname or ''}:{parts.port}" if parts.port else parts.hostname or ""
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
 NEO4J_ENV = {
     "NEO4J_URI": "uri",
     "NEO4J_USERNAME": "user",
@@ -412,13 +413,27 @@ class Settings(BaseSettings):
         return self.load.local_dir if self.load.local_dir is not None else self.data_dir / "graph"
 
     def public_dump(self) -> dict[str, Any]:
-        """Settings as JSON-able data for the run ledger. Secret fields are excluded here."""
-        data = self.model_dump(mode="json", exclude={"load": {"password"}})
-        data["load"]["uri"] = redact_uri(self.load.uri)
-        # An endpoint written as https://user:token@host keeps its credentials out of the ledger too.
-        if data.get("extract", {}).get("llm"):
-            data["extract"]["llm"]["base_url"] = redact_uri(data["extract"]["llm"].get("base_url"))
-        endpoint = data.get("embed", {}).get("endpoint")
-        if isinstance(endpoint, dict) and "base_url" in endpoint:
-            endpoint["base_url"] = redact_uri(endpoint["base_url"])
-        return data
+        """Settings as JSON-able data for the run ledger: secret fields and URL credentials removed."""
+        return section_dump(self)
+
+
+def section_dump(section: BaseModel) -> dict[str, Any]:
+    """Any settings section (or the whole Settings) as JSON-able data with every secret removed: what a stage
+    records in `stage_runs.settings`. Secret fields are dropped, URLs lose their user:password@ part."""
+    data = section.model_dump(mode="json", exclude=_secret_fields(section))
+    redacted: dict[str, Any] = redact(data)
+    return redacted
+
+
+def _secret_fields(model: BaseModel) -> dict[str, Any] | set[str]:
+    """The `exclude` argument of model_dump that leaves out every SecretStr field, at any depth."""
+    exclude: dict[str, Any] = {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, SecretStr):
+            exclude[name] = True
+        elif isinstance(value, BaseModel):
+            inner = _secret_fields(value)
+            if inner:
+                exclude[name] = inner
+    return exclude

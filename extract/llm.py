@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from clients.llm import Reply, Usage, describe, is_transient, make_client, retry_delay, send
 from contracts.concepts import SCHEMA_VERSION, ConceptHypothesis, ExtractionResponse
 from contracts.errors import ConfigError
+from contracts.redact import redact_uri
 from contracts.settings import LLMSettings
 from extract.llm_request import build_request
 from extract.mapper import MapperDecision, map_raw_hypotheses
@@ -163,7 +164,7 @@ class LLMExtractor:
         s = self.settings
         return {
             "api": s.api,
-            "base_url": s.base_url,
+            "base_url": redact_uri(s.base_url),
             "model": s.model,
             "reasoning_effort": s.reasoning_effort,
             "messages": messages,

@@ -23,7 +23,6 @@ from extract.concept_loop import ConceptLoop
 from extract.resolve import SIMILARITIES, Similarity
 from staging import concepts as store
 from staging import extractions as extraction_store
-from staging import segments as segment_store
 from staging.db import Transaction
 from staging.extractions import CurrentExtraction
 from staging.stage_run import finish, stage_run
@@ -42,8 +41,6 @@ def run(
     similarity: Similarity | None = None,
 ) -> StageResult:
     """Resolve every new hypothesis against the concept store (`similarity`: the third matching step)."""
-    for ensure in (segment_store.ensure_schema, extraction_store.ensure_schema, store.ensure_schema):
-        ensure(staging)
     config = settings.concepts.model_dump(mode="json")
     fingerprint = extraction_store.current_fingerprint(staging) + ":" + json.dumps(config, sort_keys=True)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:

@@ -30,8 +30,9 @@ from typing import Any, cast
 
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import ConfigError
+from contracts.redact import redact_uri
 from contracts.results import StageResult
-from contracts.settings import Settings, redact_uri
+from contracts.settings import Settings, section_dump
 from extract.mapper import REJECT_RULES, MapperDecision, map_raw_hypotheses
 from extract.offline import OfflineExtractor
 from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput, SegmentMessage
@@ -84,9 +85,7 @@ def run(
     extractor: Extractor | None = None,
 ) -> StageResult:
     """Extract every current segment that has no cached extraction under the extractor's cache key."""
-    for ensure in (segment_store.ensure_schema, store.ensure_schema, concept_store.ensure_schema):
-        ensure(staging)
-    config = settings.extract.model_dump(mode="json")
+    config = section_dump(settings.extract)
     fingerprint = segment_store.current_segments_fingerprint(staging)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
         known = concept_store.name_index(staging)

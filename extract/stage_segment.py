@@ -29,7 +29,6 @@ BATCH_MESSAGES = 5000  # changed conversations are written once this many of the
 
 def run(archive: sqlite3.Connection, staging: sqlite3.Connection, *, run_id: str, settings: Settings) -> StageResult:
     """Segment every conversation whose active path changed since it was last segmented."""
-    store.ensure_schema(staging)
     params = SegmentParams(**settings.segment.model_dump())
     fingerprint = store.archive_fingerprint(archive) + ":" + repr(params)
     config = settings.segment.model_dump(mode="json")

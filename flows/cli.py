@@ -22,7 +22,8 @@ from pydantic import ValidationError
 
 from contracts.errors import ChatmemError, ConfigError, StageError
 from contracts.records import EXPORT_FORMATS
-from contracts.results import STAGE_ORDER, StageResult
+from contracts.redact import install_log_redaction
+from contracts.results import StageResult
 from contracts.settings import Settings
 from flows.cli_concepts import concepts
 from flows.cli_eval import eval_group
@@ -31,6 +32,7 @@ from flows.cli_inspect import JSON_OPTION, archive, emit, inspect_cmd, open_read
 from flows.cli_report import report
 from flows.cli_topics import topics
 from flows.prefect_env import configure_prefect, describe_api
+from flows.registry import STAGE_ORDER, select_stages
 from staging import inspect as inspection
 from staging.ledger import run_exists, run_exports
 
@@ -109,6 +111,7 @@ def _setup_logging(verbose: bool) -> None:
     one-line `error:` message with its re-run hint (or as a traceback for a bug), and Prefect would otherwise
     add a traceback of the same StageError for each flow it passed through. Warnings still show.
     """
+    install_log_redaction()  # every record's message loses URL credentials and known secrets (contracts.redact)
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "chatmem", False)]:
         root.removeHandler(old)
@@ -123,23 +126,6 @@ def _setup_logging(verbose: bool) -> None:
         # INFO always: Prefect's API handler (PREFECT_LOGGING_EXTRA_LOGGERS) shows it in the UI; the console
         # handler above shows it only with --verbose
         logging.getLogger(package).setLevel(logging.INFO)
-
-
-def select_stages(from_: str | None, to: str | None, only: str | None) -> list[str]:
-    """The slice of STAGE_ORDER that --from/--to/--only select; ConfigError (exit 2) if it makes no sense."""
-    names = list(STAGE_ORDER)
-    for option, value in (("--from", from_), ("--to", to), ("--only", only)):
-        if value is not None and value not in names:
-            raise ConfigError(f"{option} {value!r}: unknown stage; stages are: {', '.join(names)}")
-    if only is not None:
-        if from_ is not None or to is not None:
-            raise ConfigError("--only cannot be combined with --from or --to")
-        return [only]
-    start = names.index(from_) if from_ else 0
-    end = names.index(to) if to else len(names) - 1
-    if start > end:
-        raise ConfigError(f"--from {from_} comes after --to {to} in the pipeline ({', '.join(names)})")
-    return names[start : end + 1]
 
 
 @click.group(cls=ChatmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -199,7 +185,8 @@ def _report(
         click.echo(line)
     click.echo(f"run {run_id}: {'failed' if error else 'succeeded'}")
     for result in results:
-        click.echo(f"  {result.stage}: {result.status}; {_format_counts(result.counts)}")
+        counts = f"; {_format_counts(result.counts)}" if result.counts else ""
+        click.echo(f"  {result.stage}: {result.status}{counts}")
         for note in result.notes:
             click.echo(f"    note: {note}")
         if result.counts.get("quarantined"):
@@ -223,16 +210,22 @@ def _run(
     as_json: bool,
     force_format: str | None,
     run_id: str | None = None,
+    force: bool = False,
 ) -> None:
     engine = app.engine(settings)
     try:
-        run_id, results = engine.run_pipeline(settings, exports, stages, run_id=run_id, force_format=force_format)
+        run_id, results = engine.run_pipeline(
+            settings, exports, stages, run_id=run_id, force_format=force_format, force=force
+        )
     except StageError as exc:
         _report(app, settings, exc.run_id, [], as_json, error=exc)
         raise
     _report(app, settings, run_id, results, as_json)
 
 
+FORCE_OPTION = click.option(
+    "--force", is_flag=True, help="Recompute stages whose inputs, settings and code are unchanged (default: skip)."
+)
 FORMAT_OPTION = click.option(
     "--format", "force_format", type=click.Choice(EXPORT_FORMATS), help="Skip detection: read as this format."
 )
@@ -244,6 +237,7 @@ FORMAT_OPTION = click.option(
 @click.option("--to", metavar="STAGE", help="Last stage to run.")
 @click.option("--only", metavar="STAGE", help="Run this one stage.")
 @FORMAT_OPTION
+@FORCE_OPTION
 @JSON_OPTION
 @click.pass_obj
 def run(
@@ -253,28 +247,33 @@ def run(
     to: str | None,
     only: str | None,
     force_format: str | None,
+    force: bool,
     as_json: bool,
 ) -> None:
     """Run the pipeline over export dumps (.zip, conversations.json, .jsonl, export folders).
 
-    A dump whose bytes were already ingested is skipped; exit 1 if a stage or a file failed.
+    A dump whose bytes were already ingested is skipped, and so is every stage whose inputs, settings and
+    code are unchanged since its last successful run (--force recomputes). Exit 1 if a stage or a file failed.
 
     \b
     Example: chatmem run ~/Downloads/chatgpt-export.zip notes.jsonl --only ingest
     """
     stages = select_stages(from_, to, only)
     settings = app.settings()
-    _run(app, settings, list(exports), stages, force_format=force_format, as_json=as_json)
+    _run(app, settings, list(exports), stages, force_format=force_format, as_json=as_json, force=force)
 
 
 @cli.command("stage")
 @click.argument("stage_name", metavar="STAGE")
 @click.option("--run-id", required=True, help="The run whose stage to re-run (see `chatmem staging runs`).")
 @FORMAT_OPTION
+@FORCE_OPTION
 @JSON_OPTION
 @click.pass_obj
-def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, as_json: bool) -> None:
+def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, force: bool, as_json: bool) -> None:
     """Re-run one stage of an existing run (ingest re-reads the run's recorded exports).
+
+    Skipped when its inputs, settings and code are unchanged since it last succeeded; --force recomputes.
 
     \b
     Example: chatmem stage ingest --run-id r20260101T120000-1a2b3c
@@ -285,7 +284,7 @@ def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, 
         if not run_exists(staging, run_id):
             raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
         exports: list[str | Path] = list(run_exports(staging, run_id))
-    _run(app, settings, exports, stages, run_id=run_id, force_format=force_format, as_json=as_json)
+    _run(app, settings, exports, stages, run_id=run_id, force_format=force_format, as_json=as_json, force=force)
 
 
 # ---------------------------------------------------------------- serve

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.registry import STAGE_ORDER
 from staging import run_report
 
 if TYPE_CHECKING:
@@ -44,9 +45,9 @@ def report(app: App, run_id: str | None, out_dir: Path | None, as_json: bool) ->
     with open_readonly(settings.staging_path, settings) as staging:
         if settings.archive_path.exists():
             with open_readonly(settings.archive_path, settings) as archive:
-                data = run_report.gather(staging, archive, run_id)
+                data = run_report.gather(staging, archive, run_id, STAGE_ORDER)
         else:
-            data = run_report.gather(staging, None, run_id)
+            data = run_report.gather(staging, None, run_id, STAGE_ORDER)
     target = out_dir or settings.data_dir / "reports" / data["run"]["id"]
     files = write_run_report(target, data)
     if as_json:

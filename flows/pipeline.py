@@ -1,9 +1,11 @@
-"""The Prefect pipeline: one flow per stage, run as subflows of `pipeline`, in STAGE_ORDER.
+"""The Prefect pipeline: one flow per stage (made from the stage registry, flows/registry.py), run as subflows
+of `pipeline`, in STAGE_ORDER.
 
-Flows are wiring only (kedro's pipeline.py vs nodes.py): each stage flow opens the databases, calls the
-stage's pure `run(...)` and returns its StageResult; the parent records the run in the ledger. Parameters
-are plain data (settings, ids, paths) so that Prefect can show them; connections and progress bars are made
-inside the flow. Results are not persisted by Prefect: stage outputs live in staging.db.
+Flows are wiring only (kedro's pipeline.py vs nodes.py): each stage flow hands its stage to the one runner
+(flows/stage_runner.py), which skips it when nothing it reads has changed or calls the stage's `run(...)`; the
+parent records the run in the ledger. A flow's only parameters are the run id (and, for the parent, the stage
+names): settings hold secrets and stay in this process. Results are not persisted by Prefect: stage outputs
+live in staging.db.
 
 `run_pipeline` is the plain-Python entry point the CLI and the watch flow call.
 """
@@ -23,14 +25,12 @@ from prefect import flow, get_run_logger  # noqa: E402
 from prefect.settings import temporary_settings  # noqa: E402
 
 from contracts.errors import ChatmemError, ConfigError  # noqa: E402
-from contracts.results import STAGE_ORDER, StageResult  # noqa: E402
+from contracts.results import StageResult  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from contracts.version import code_version  # noqa: E402
-from flows.cluster_flows import cluster_flow, embed_flow  # noqa: E402
-from flows.extract_flows import concepts_flow, extract_flow, segment_flow  # noqa: E402
-from flows.load_flow import load_flow  # noqa: E402
-from flows.progress import bars_wanted, progress_factory  # noqa: E402
-from flows.stage_runner import run_stage  # noqa: E402
+from flows.progress import bars_wanted  # noqa: E402
+from flows.registry import STAGE_ORDER, STAGES, StageSpec, check_stages  # noqa: E402
+from flows.stage_runner import RunContext, active_run, run_context, run_stage  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
 
 # Every flow here: persist_result=False (stage outputs live in staging.db, not in Prefect's result store)
@@ -38,50 +38,24 @@ from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa
 # re-read the environment under the caller's feet).
 
 
-@flow(name="ingest", flow_run_name="ingest-{run_id}", persist_result=False, validate_parameters=False)
-def ingest_flow(
-    settings: Settings,
-    run_id: str,
-    exports: list[str],
-    force_format: str | None = None,
-    show_progress: bool = False,
-) -> StageResult:
-    """Export files in, archive.db rows out (ingest.stage.run)."""
-    from ingest import stage as ingest_stage  # the stage's parsers load only when the stage runs
+def stage_flow(stage: StageSpec) -> Callable[[str], StageResult]:
+    """The Prefect flow of one stage: named after it, its runs named `<stage>-<run id>`, its one parameter the
+    run id (the settings and export paths stay in this process: see flows/stage_runner.py)."""
 
-    return run_stage(
-        "ingest",
-        settings,
-        run_id,
-        ingest_stage.run,
-        exports=[Path(p) for p in exports],
-        force_format=force_format,
-        progress=progress_factory(show_progress),
+    @flow(
+        name=stage.name,
+        flow_run_name=f"{stage.name}-{{run_id}}",
+        description=stage.description,
+        persist_result=False,
+        validate_parameters=False,
     )
+    def run_one_stage(run_id: str) -> StageResult:
+        return run_stage(stage, run_id)
+
+    return run_one_stage
 
 
-StageFlow = Callable[..., StageResult]
-STAGE_FLOWS: dict[str, StageFlow] = {
-    "ingest": ingest_flow,
-    "segment": segment_flow,
-    "extract": extract_flow,
-    "concepts": concepts_flow,
-    "embed": embed_flow,
-    "cluster": cluster_flow,
-    "load": load_flow,
-}
-
-
-def check_stages(stages: Sequence[str]) -> list[str]:
-    """The stages in pipeline order; ConfigError (exit 2) for an unknown or missing one."""
-    unknown = [s for s in stages if s not in STAGE_ORDER]
-    if unknown or not stages:
-        what = f"unknown stage(s) {', '.join(map(repr, unknown))}" if unknown else "no stage selected"
-        raise ConfigError(f"{what}; stages are: {', '.join(STAGE_ORDER)}")
-    missing = [s for s in stages if s not in STAGE_FLOWS]
-    if missing:  # a stage listed in the contracts but not wired here yet: a bug, said plainly
-        raise ConfigError(f"stage(s) {', '.join(missing)} have no flow yet")
-    return [s for s in STAGE_ORDER if s in stages]
+STAGE_FLOWS: dict[str, Callable[[str], StageResult]] = {stage.name: stage_flow(stage) for stage in STAGES}
 
 
 @flow(
@@ -90,22 +64,17 @@ def check_stages(stages: Sequence[str]) -> list[str]:
     persist_result=False,
     validate_parameters=False,
 )
-def pipeline(
-    settings: Settings,
-    run_id: str,
-    stages: list[str],
-    exports: list[str],
-    force_format: str | None = None,
-    show_progress: bool = False,
-) -> list[StageResult]:
+def pipeline(run_id: str, stages: list[str]) -> list[StageResult]:
     """Open the run in the ledger, run each stage's flow in order, close the run with success or the error."""
     logger = get_run_logger()
+    context = run_context(run_id)
+    settings = context.settings
     staging = open_staging(settings.staging_path)
     try:
         open_run(
             staging,
             stages=stages,
-            exports=exports,
+            exports=context.exports,
             settings=settings.public_dump(),
             code_version=code_version(),
             run_id=run_id,
@@ -113,15 +82,7 @@ def pipeline(
         results: list[StageResult] = []
         try:
             for stage in stages:
-                results.append(
-                    STAGE_FLOWS[stage](
-                        settings=settings,
-                        run_id=run_id,
-                        exports=exports,
-                        force_format=force_format,
-                        show_progress=show_progress,
-                    )
-                )
+                results.append(STAGE_FLOWS[stage](run_id))
         except BaseException as exc:  # a KeyboardInterrupt too: the ledger must not say 'running' forever
             message = str(exc) if isinstance(exc, ChatmemError) else f"{type(exc).__name__}: {exc}"
             close_run(staging, run_id, error=message)
@@ -140,8 +101,12 @@ def run_pipeline(
     run_id: str | None = None,
     force_format: str | None = None,
     quiet: bool = False,
+    force: bool = False,
 ) -> tuple[str, list[StageResult]]:
     """Run `stages` (a slice of STAGE_ORDER) as one pipeline run. Returns the run id and the stage results.
+
+    A stage whose inputs, settings and code are unchanged since its last successful run is skipped with a note
+    (flows/fingerprint.py); `force` runs every selected stage regardless.
 
     Raises ConfigError for bad arguments before anything starts, and the stage's StageError when a stage
     fails (the run is then recorded as failed, with the error, in staging.db).
@@ -152,15 +117,15 @@ def run_pipeline(
     # Absolute paths: the ledger must name the same files whatever directory a re-run starts from.
     paths = [str(Path(p).expanduser().absolute()) for p in exports]
     run_id = run_id or new_run_id()
-    with without_heartbeats():
-        results = pipeline(
-            settings=settings,
-            run_id=run_id,
-            stages=selected,
-            exports=paths,
-            force_format=force_format,
-            show_progress=bars_wanted(quiet or settings.pipeline.quiet),
-        )
+    context = RunContext(
+        settings=settings,
+        exports=paths,
+        force_format=force_format,
+        force=force,
+        show_progress=bars_wanted(quiet or settings.pipeline.quiet),
+    )
+    with without_heartbeats(), active_run(run_id, context):
+        results = pipeline(run_id=run_id, stages=selected)
     return run_id, list(results)
 
 

@@ -21,9 +21,11 @@ def bars_wanted(quiet: bool, stream: TextIO | None = None) -> bool:
     return not quiet and callable(isatty) and bool(isatty())
 
 
-def progress_factory(enabled: bool) -> ProgressFactory | None:
-    """The factory to hand a stage, or None for no bars at all."""
-    return tqdm_bar if enabled else None
+def progress_factory(enabled: bool, unit: str = "bytes") -> ProgressFactory | None:
+    """The factory to hand a stage (bars counting bytes, or items such as texts and trials), or None."""
+    if not enabled:
+        return None
+    return tqdm_bar if unit == "bytes" else count_bar
 
 
 @contextmanager
@@ -47,3 +49,12 @@ def tqdm_bar(label: str, total: int) -> Iterator[Callable[[int], object]]:
 def _shorten(label: str, width: int = 40) -> str:
     """Keep the end of a long path: the file name is the part a reader needs."""
     return label if len(label) <= width else "…" + label[-(width - 1) :]
+
+
+@contextmanager
+def count_bar(label: str, total: int) -> Iterator[Callable[[int], object]]:
+    """A bar that counts items (texts, rows, trials) on stderr."""
+    from tqdm import tqdm
+
+    with tqdm(total=total, desc=_shorten(label), unit="it", file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
+        yield bar.update

@@ -29,9 +29,9 @@ ensure_no_outbound()  # before prefect is imported
 from prefect import flow, get_run_logger  # noqa: E402
 
 from contracts.errors import ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
-from contracts.results import STAGE_ORDER  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
+from flows.registry import STAGE_ORDER  # noqa: E402
 from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES, ZIP_MAGIC, open_export  # noqa: E402
 from staging.archive import ArchiveWriter  # noqa: E402
 from staging.db import connect_readonly  # noqa: E402

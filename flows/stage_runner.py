@@ -1,37 +1,128 @@
-"""The body every stage flow shares: open the two databases, call the stage's `run(...)`, close, log.
+"""The runner every stage goes through, ingest and load included.
 
-Stage flows stay one decorated function each (Prefect shows them by name); what they do is this one call.
+For stage S of run R: open the two databases; compute S's input fingerprint (flows/fingerprint.py); when the
+latest run of S succeeded with the same fingerprint, record a skipped stage run that says so and stop (`--force`
+recomputes); otherwise import S's module and call its `run(archive, staging, *, run_id, settings, **deps)`,
+which opens its stage run, computes, validates, writes and closes it (or records the failure and raises a
+StageError with the re-run command: staging/stage_run.py); then stamp that stage run with the fingerprint of
+the inputs it finished with.
+
+What a stage needs besides the databases (the settings with their secrets, the export paths, a progress bar)
+comes from the run's `RunContext`, held in this process by run id. Prefect's flow parameters carry only the
+run id, so nothing secret reaches Prefect's database.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import logging
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from flows.prefect_env import ensure_no_outbound
+from contracts.errors import ConfigError
+from contracts.results import StageResult
+from contracts.settings import Settings
+from contracts.version import code_version
+from flows.fingerprint import input_fingerprint, settings_section
+from flows.progress import progress_factory
+from flows.registry import StageSpec
+from staging.archive import open_archive
+from staging.ledger import Attempt, StageRun, latest_attempt, open_staging, set_input_fingerprint
 
-ensure_no_outbound()  # before prefect is imported, even when this module is imported on its own
-
-from prefect import get_run_logger  # noqa: E402
-
-from contracts.results import StageResult  # noqa: E402
-from contracts.settings import Settings  # noqa: E402
-from staging.archive import open_archive  # noqa: E402
-from staging.ledger import open_staging  # noqa: E402
+log = logging.getLogger(__name__)
 
 
-def run_stage(
-    name: str, settings: Settings, run_id: str, stage_run: Callable[..., StageResult], **deps: Any
-) -> StageResult:
-    """Run one stage's `run(archive, staging, *, run_id, settings, **deps)` with fresh connections."""
-    logger = get_run_logger()
-    logger.info("%s - run %s", name, run_id)
+@dataclass(frozen=True)
+class RunContext:
+    """Everything a run's stages need that is not a flow parameter."""
+
+    settings: Settings = field(repr=False)
+    exports: list[str] = field(default_factory=list)
+    force_format: str | None = None
+    force: bool = False  # recompute even when the inputs are unchanged
+    show_progress: bool = False
+
+
+_ACTIVE: dict[str, RunContext] = {}
+
+
+@contextmanager
+def active_run(run_id: str, context: RunContext) -> Iterator[None]:
+    """Make `context` the one `run_stage` uses for `run_id` while the block runs."""
+    _ACTIVE[run_id] = context
+    try:
+        yield
+    finally:
+        _ACTIVE.pop(run_id, None)
+
+
+def run_context(run_id: str) -> RunContext:
+    try:
+        return _ACTIVE[run_id]
+    except KeyError:
+        raise ConfigError(f"run {run_id} is not active in this process: start it with run_pipeline") from None
+
+
+def run_stage(stage: StageSpec, run_id: str) -> StageResult:
+    """Run (or skip, when nothing it reads has changed) one stage of run `run_id`."""
+    context = run_context(run_id)
+    settings = context.settings
     archive = open_archive(settings.archive_path)
     staging = open_staging(settings.staging_path)
     try:
-        result = stage_run(archive, staging, run_id=run_id, settings=settings, **deps)
+        before = input_fingerprint(stage, settings, archive, staging, context.exports)
+        latest = latest_attempt(staging, stage.name)
+        if not context.force and latest is not None and _unchanged(latest, before):
+            result = _record_unchanged(staging, stage, run_id, settings, before, latest)
+        else:
+            module = importlib.import_module(stage.entry)
+            result = module.run(archive, staging, run_id=run_id, settings=settings, **_deps(stage, context))
+            after = input_fingerprint(stage, settings, archive, staging, context.exports)
+            set_input_fingerprint(staging, run_id, stage.name, after)
     finally:
         archive.close()
         staging.close()
-    logger.info("%s - %s: %s", name, result.status, result.counts)
+    log.info("%s - %s: %s", stage.name, result.status, result.counts)
     return result
+
+
+def _unchanged(latest: Attempt, fingerprint: str) -> bool:
+    return latest.status in ("succeeded", "skipped") and latest.input_fingerprint == fingerprint
+
+
+def _deps(stage: StageSpec, context: RunContext) -> dict[str, Any]:
+    deps: dict[str, Any] = {}
+    if stage.progress is not None:
+        deps["progress"] = progress_factory(context.show_progress, stage.progress)
+    if stage.exports:
+        deps["exports"] = [Path(p) for p in context.exports]
+        deps["force_format"] = context.force_format
+    return deps
+
+
+def _record_unchanged(
+    staging: sqlite3.Connection,
+    stage: StageSpec,
+    run_id: str,
+    settings: Settings,
+    fingerprint: str,
+    latest: Attempt,
+) -> StageResult:
+    """A skipped stage run: same inputs, settings and code as the latest run of the stage, which succeeded."""
+    since = "this run" if latest.run_id == run_id else f"run {latest.run_id}"
+    note = f"unchanged since {since} (same inputs, settings and code): skipped; --force recomputes"
+    section = settings_section(settings, stage)
+    ledger = StageRun(
+        staging,
+        run_id=run_id,
+        stage=stage.name,
+        input_fingerprint=fingerprint,
+        settings=section if isinstance(section, dict) else {},
+        code_version=code_version(),
+    )
+    ledger.succeed(rows_in=0, rows_out=0, counts={}, notes=[note], skipped=True)
+    return StageResult(stage=stage.name, run_id=run_id, status="skipped", rows_in=0, rows_out=0, notes=[note])

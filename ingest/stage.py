@@ -22,7 +22,7 @@ from clients.progress import ProgressFactory, bar
 from contracts.errors import ExportError, MalformedExportError, StageError
 from contracts.records import ExportSource, QuarantineRecord
 from contracts.results import StageResult
-from contracts.settings import Settings
+from contracts.settings import Settings, section_dump
 from contracts.version import code_version
 from ingest.batches import BatchStats, iter_batches
 from ingest.detect import detect_format
@@ -63,7 +63,7 @@ def run(
         run_id=run_id,
         stage=STAGE,
         input_fingerprint=fingerprint,
-        settings=settings.ingest.model_dump(mode="json"),
+        settings=section_dump(settings.ingest),
         code_version=code_version(),
     )
     writer = ArchiveWriter(archive)

@@ -42,7 +42,6 @@ from staging.load_state import (
     BatchKey,
     begin_batch,
     done_batches,
-    ensure_schema,
     fail_batch,
     finish_batch,
     forget_layer,
@@ -99,7 +98,6 @@ def run(
     target: Target | None = None,
 ) -> StageResult:
     """Load the layers whose tables exist into the graph; resume where an earlier attempt stopped."""
-    ensure_schema(staging)
     present, missing = available_layers(archive, staging, layers)
     watermark = input_watermark(archive, staging, present)
     stage_run = StageRun(

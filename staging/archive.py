@@ -31,83 +31,14 @@ from staging.archive_rows import (
     utf8_safe,
 )
 from staging.db import Transaction, connect
-
-SCHEMA_V1 = """
-CREATE TABLE sources (
-    id INTEGER PRIMARY KEY,
-    path TEXT NOT NULL,
-    sha256 TEXT NOT NULL UNIQUE,
-    format TEXT NOT NULL,
-    size_bytes INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('importing', 'complete', 'partial')),
-    imported_at TEXT NOT NULL,
-    notes TEXT
-);
-CREATE TABLE conversations (
-    id TEXT PRIMARY KEY,
-    title TEXT,
-    created_at TEXT,
-    updated_at TEXT,
-    current_node TEXT,
-    format TEXT NOT NULL,
-    message_count INTEGER NOT NULL,
-    source_id INTEGER NOT NULL REFERENCES sources(id),
-    row_hash TEXT NOT NULL
-);
-CREATE TABLE messages (
-    uuid TEXT PRIMARY KEY,
-    conversation_id TEXT NOT NULL REFERENCES conversations(id),
-    parent_id TEXT,
-    role TEXT NOT NULL,
-    author TEXT,
-    content_type TEXT NOT NULL,
-    text TEXT NOT NULL,
-    created_at TEXT,
-    is_active INTEGER NOT NULL,
-    is_hidden INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    content_hash TEXT NOT NULL,
-    raw TEXT,
-    source_id INTEGER NOT NULL REFERENCES sources(id)
-);
-CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
-CREATE TABLE quarantine (
-    id INTEGER PRIMARY KEY,
-    source_id INTEGER NOT NULL REFERENCES sources(id),
-    locator TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    raw TEXT NOT NULL,
-    conversation_id TEXT,
-    UNIQUE (source_id, locator, reason)
-);
--- NEXT/PREV along each conversation's active path, by seq.
-CREATE VIEW message_chronology AS
-SELECT uuid, conversation_id, seq,
-       LAG(uuid) OVER w AS prev_id,
-       LEAD(uuid) OVER w AS next_id
-FROM messages
-WHERE is_active = 1
-WINDOW w AS (PARTITION BY conversation_id ORDER BY seq);
-"""
-
-
-def _migrate_v1(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA_V1.split(";\n"):
-        if statement.strip():
-            conn.execute(statement)
-
-
-def _migrate_v2(conn: sqlite3.Connection) -> None:
-    """Full-text search over message text (staging/fts.py); an existing archive is indexed once here."""
-    fts.create(conn)
-
-
-MIGRATIONS = [_migrate_v1, _migrate_v2]
+from staging.migrations import ARCHIVE, migrate
 
 
 def open_archive(path: Path) -> sqlite3.Connection:
-    """Open archive.db read-write, creating or upgrading its schema."""
-    return connect(path, MIGRATIONS)
+    """Open archive.db read-write, creating or upgrading its schema (staging.migrations.ARCHIVE)."""
+    conn = connect(path)
+    migrate(conn, ARCHIVE, name=str(path))
+    return conn
 
 
 @dataclass

@@ -9,7 +9,7 @@
 - `concept_inputs`: every hypothesis the loop has handled (key: extraction cache key + index) and what it
   decided (create, attach, refine, reject, duplicate): re-runs skip what is already here.
 
-Created by `ensure_schema` (CREATE TABLE IF NOT EXISTS), outside the versioned MIGRATIONS list.
+`SCHEMA` is migration 2 of staging/migrations.py (frozen: change a table with a new migration there).
 """
 
 from __future__ import annotations
@@ -86,11 +86,6 @@ SCHEMA = [
     )""",
     "CREATE INDEX IF NOT EXISTS concept_inputs_by_run ON concept_inputs (run_id, decision)",
 ]
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA:
-        conn.execute(statement)
 
 
 @dataclass(slots=True)

@@ -1,20 +1,14 @@
-"""Opening the two SQLite databases: WAL, foreign keys on, schema created or migrated on open."""
+"""Opening the SQLite databases: WAL, foreign keys on. Schemas are versioned in staging.migrations."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
-Migration = Callable[[sqlite3.Connection], None]
 
-
-def connect(path: Path, migrations: Sequence[Migration] = ()) -> sqlite3.Connection:
-    """Open (creating if needed) a read-write database and apply pending migrations.
-
-    `migrations[i]` moves the schema from version i to i+1 (PRAGMA user_version), each in its own
-    transaction, so a database written by an older chatmem is upgraded in place.
-    """
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating if needed) a read-write database with chatmem's pragmas; open_archive / open_staging
+    then bring its schema up to date (staging.migrations)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)  # autocommit; we BEGIN explicitly
     conn.row_factory = sqlite3.Row
@@ -25,18 +19,6 @@ def connect(path: Path, migrations: Sequence[Migration] = ()) -> sqlite3.Connect
     conn.execute("PRAGMA cache_size=-65536")  # 64 MiB page cache: bulk upserts touch many index pages
     # Checkpoint every ~64 MiB of WAL rather than every 4 MiB: fewer copies of the same pages on bulk loads.
     conn.execute("PRAGMA wal_autocheckpoint=16384")
-    for version, migrate in enumerate(migrations):
-        current = conn.execute("PRAGMA user_version").fetchone()[0]
-        if current > version:
-            continue
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            migrate(conn)
-            conn.execute(f"PRAGMA user_version={version + 1}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     return conn
 
 

@@ -1,6 +1,6 @@
 """staging.db: embedding vectors cached by (model, text hash), and which item (message, segment, concept) has which.
 
-Tables (created by `ensure_schema`, outside the versioned MIGRATIONS list so stages can land independently):
+Tables (`SCHEMA`: migration 2 of staging/migrations.py, frozen; change them with a new migration there):
 
 - `embeddings`: one float32 vector (little-endian blob) per (model, content_hash). `content_hash` is the sha256
   of exactly what the model read, so an unchanged text is never embedded twice by the same model, whatever
@@ -43,11 +43,6 @@ SCHEMA = [
 ]
 
 _CHUNK = 500  # SQLite host parameters per IN (...) query, well under the 32k limit
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA:
-        conn.execute(statement)
 
 
 def text_hash(text: str) -> str:

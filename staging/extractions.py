@@ -7,7 +7,7 @@
 - `segment_extractions`: per current segment, the cache key of its extraction (the concepts stage's input).
 - `mapper_decisions`: (cache_key, ordinal) -> rule, hypothesis index, field, before, after.
 
-Created by `ensure_schema` (CREATE TABLE IF NOT EXISTS), outside the versioned MIGRATIONS list.
+`SCHEMA` is migration 2 of staging/migrations.py (frozen: change a table with a new migration there).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from contracts.redact import redact
 from staging.db import Transaction
 
 SCHEMA = [
@@ -58,11 +59,6 @@ SCHEMA = [
     )""",
     "CREATE INDEX IF NOT EXISTS mapper_decisions_by_run ON mapper_decisions (run_id, rule)",
 ]
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA:
-        conn.execute(statement)
 
 
 def cache_key(content_hash: str, parts: Sequence[str]) -> str:
@@ -122,6 +118,8 @@ def write_batch(
     with Transaction(conn):
         for row in rows:
             values = [getattr(row, c) for c in columns]
+            for text in ("reason", "raw_response"):  # a failure's text may quote what the endpoint was sent
+                values[columns.index(text)] = redact(values[columns.index(text)])
             values[columns.index("key_parts")] = json.dumps(list(row.key_parts))
             conn.execute(
                 f"INSERT INTO extractions ({names}) VALUES ({marks}) ON CONFLICT (cache_key) DO UPDATE SET {updates}",

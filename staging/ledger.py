@@ -1,5 +1,7 @@
 """staging.db: the run ledger (runs, stage runs) and what each stage did, keyed by run id.
 
+Everything written here (settings, errors, notes, file details) goes through contracts.redact first.
+
 "What did run R do" is one query: `SELECT * FROM stage_runs WHERE run_id = R`.
 """
 
@@ -10,74 +12,21 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contracts.redact import redact, redact_text
 from staging.db import Transaction, connect
-
-SCHEMA_V1 = [
-    """CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
-        started_at TEXT NOT NULL,
-        finished_at TEXT,
-        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed')),
-        stages TEXT NOT NULL,
-        exports TEXT NOT NULL,
-        settings TEXT NOT NULL,
-        code_version TEXT NOT NULL,
-        error TEXT
-    )""",
-    """CREATE TABLE stage_runs (
-        id INTEGER PRIMARY KEY,
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        stage TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'skipped', 'failed')),
-        started_at TEXT NOT NULL,
-        finished_at TEXT,
-        duration_s REAL,
-        input_fingerprint TEXT NOT NULL,
-        settings TEXT NOT NULL,
-        code_version TEXT NOT NULL,
-        rows_in INTEGER,
-        rows_out INTEGER,
-        counts TEXT,
-        notes TEXT,
-        error TEXT,
-        rerun_hint TEXT
-    )""",
-    "CREATE INDEX stage_runs_by_run ON stage_runs (run_id, stage)",
-    """CREATE TABLE ingest_files (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        stage_run_id INTEGER NOT NULL REFERENCES stage_runs(id),
-        path TEXT NOT NULL,
-        sha256 TEXT,
-        format TEXT,
-        status TEXT NOT NULL CHECK (status IN ('ingested', 'partial', 'skipped', 'failed')),
-        conversations INTEGER NOT NULL DEFAULT 0,
-        messages_read INTEGER NOT NULL DEFAULT 0,
-        messages_inserted INTEGER NOT NULL DEFAULT 0,
-        messages_updated INTEGER NOT NULL DEFAULT 0,
-        messages_unchanged INTEGER NOT NULL DEFAULT 0,
-        messages_retired INTEGER NOT NULL DEFAULT 0,
-        quarantined INTEGER NOT NULL DEFAULT 0,
-        detail TEXT,
-        PRIMARY KEY (run_id, path)
-    )""",
-]
-
-
-def _migrate_v1(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA_V1:
-        conn.execute(statement)
-
-
-MIGRATIONS = [_migrate_v1]
+from staging.migrations import STAGING, migrate
 
 
 def open_staging(path: Path) -> sqlite3.Connection:
-    """Open staging.db read-write, creating or upgrading its schema."""
-    return connect(path, MIGRATIONS)
+    """Open staging.db read-write, creating or upgrading its schema (staging.migrations.STAGING)."""
+    conn = connect(path)
+    migrate(conn, STAGING, name=str(path))
+    return conn
 
 
 def _now() -> str:
@@ -106,7 +55,14 @@ def open_run(
             conn.execute(
                 "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version)"
                 " VALUES (?, ?, 'running', ?, ?, ?, ?)",
-                (run_id, _now(), json.dumps(stages), json.dumps(exports), json.dumps(settings), code_version),
+                (
+                    run_id,
+                    _now(),
+                    json.dumps(stages),
+                    json.dumps(redact(exports)),
+                    json.dumps(redact(settings)),
+                    code_version,
+                ),
             )
         else:
             conn.execute("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?", (run_id,))
@@ -117,7 +73,7 @@ def close_run(conn: sqlite3.Connection, run_id: str, *, error: str | None = None
     with Transaction(conn):
         conn.execute(
             "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?",
-            ("failed" if error else "succeeded", _now(), error, run_id),
+            ("failed" if error else "succeeded", _now(), redact_text(error) if error else None, run_id),
         )
 
 
@@ -128,6 +84,35 @@ def run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
 def run_exports(conn: sqlite3.Connection, run_id: str) -> list[str]:
     row = conn.execute("SELECT exports FROM runs WHERE id = ?", (run_id,)).fetchone()
     return [] if row is None else list(json.loads(row["exports"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """A stage's latest stage run: what the skip rule and the fingerprints of later stages look at."""
+
+    id: int
+    run_id: str
+    status: str
+    input_fingerprint: str
+
+
+def latest_attempt(conn: sqlite3.Connection, stage: str) -> Attempt | None:
+    """The stage's most recent stage run, whatever its status ('running' too: a run that was killed)."""
+    row = conn.execute(
+        "SELECT id, run_id, status, input_fingerprint FROM stage_runs WHERE stage = ? ORDER BY id DESC LIMIT 1",
+        (stage,),
+    ).fetchone()
+    return None if row is None else Attempt(int(row[0]), str(row[1]), str(row[2]), str(row[3]))
+
+
+def set_input_fingerprint(conn: sqlite3.Connection, run_id: str, stage: str, fingerprint: str) -> None:
+    """Stamp the latest stage run of (run, stage) with the fingerprint of the inputs it finished with."""
+    with Transaction(conn):
+        conn.execute(
+            "UPDATE stage_runs SET input_fingerprint = ? WHERE id ="
+            " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? AND stage = ?)",
+            (fingerprint, run_id, stage),
+        )
 
 
 class StageRun:
@@ -151,7 +136,7 @@ class StageRun:
             cursor = conn.execute(
                 "INSERT INTO stage_runs (run_id, stage, status, started_at, input_fingerprint, settings,"
                 " code_version) VALUES (?, ?, 'running', ?, ?, ?, ?)",
-                (run_id, stage, _now(), input_fingerprint, json.dumps(settings), code_version),
+                (run_id, stage, _now(), input_fingerprint, json.dumps(redact(settings)), code_version),
             )
             self.id = int(cursor.lastrowid or 0)
 
@@ -176,6 +161,7 @@ class StageRun:
         self._close("failed", error=error, rerun_hint=rerun_hint)
 
     def _close(self, status: str, **values: Any) -> None:
+        values = {name: redact_text(value) if isinstance(value, str) else value for name, value in values.items()}
         values.update(status=status, finished_at=_now(), duration_s=round(time.monotonic() - self._started, 3))
         assignments = ", ".join(f"{name} = ?" for name in values)
         with Transaction(self.conn):
@@ -184,7 +170,7 @@ class StageRun:
 
 def record_ingest_file(conn: sqlite3.Connection, stage_run: StageRun, **row: Any) -> None:
     """Upsert what the ingest stage did with one file in this run."""
-    row = {"run_id": stage_run.run_id, "stage_run_id": stage_run.id, **row}
+    row = {"run_id": stage_run.run_id, "stage_run_id": stage_run.id, **redact(row)}
     columns = ", ".join(row)
     marks = ", ".join("?" * len(row))
     updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("run_id", "path"))

@@ -1,7 +1,6 @@
 """staging.db: every LLM call, one row per attempt, so a user can see what was asked, answered and spent.
 
-The table lives outside the versioned MIGRATIONS list (`CREATE TABLE IF NOT EXISTS`, `ensure_schema`), so the
-extract stage can add it to any staging.db without renumbering anyone's migrations.
+`SCHEMA` is migration 2 of staging/migrations.py (frozen: change a table with a new migration there).
 
 How calls get here: the LLM extractor builds an `LLMCall` per attempt and hands it to a callback on the thread
 that iterates `extract_many`; `recorder(conn, run_id)` is that callback. The extract stage wires the two and
@@ -18,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from contracts.redact import redact
 from staging.db import Transaction
 
 CallStatus = Literal[
@@ -79,15 +79,9 @@ class LLMCall:
 CallRecorder = Callable[[LLMCall], None]
 
 
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Create the llm_calls table and its indexes if this staging.db does not have them yet."""
-    for statement in SCHEMA:
-        conn.execute(statement)
-
-
 def record_call(conn: sqlite3.Connection, run_id: str, call: LLMCall) -> None:
     """Append one call (calls are a log: a retry or a re-run adds rows, it never overwrites)."""
-    row = asdict(call)
+    row = redact(asdict(call))  # no key, no URL credentials, even inside an error text the server echoed
     row["request"] = json.dumps(row["request"], ensure_ascii=False)
     row["run_id"] = run_id
     columns = ", ".join(row)
@@ -97,7 +91,6 @@ def record_call(conn: sqlite3.Connection, run_id: str, call: LLMCall) -> None:
 
 def recorder(conn: sqlite3.Connection, run_id: str) -> CallRecorder:
     """A callback for `LLMExtractor(on_call=...)` that writes each call of run `run_id` to staging."""
-    ensure_schema(conn)
 
     def write(call: LLMCall) -> None:
         record_call(conn, run_id, call)

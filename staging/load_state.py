@@ -7,8 +7,8 @@
   are deleted from the graph. A batch's manifest rows are written in the same transaction that marks it done.
 - `load_targets`: per target graph, the input watermark of its last succeeded load (nothing changed: skip).
 
-These tables are created with `CREATE TABLE IF NOT EXISTS` by `ensure_schema`, which the load stage calls; they
-are not part of staging.db's versioned migrations. The graph password never reaches any of them.
+`SCHEMA` is migration 2 of staging/migrations.py (frozen: change a table with a new migration there).
+The graph password never reaches any of them, nor does a user:password@ in the URI.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from contracts.redact import redact_uri
 from staging.db import Transaction
 
 SCHEMA = [
@@ -57,13 +58,6 @@ SCHEMA = [
         loaded_at TEXT
     )""",
 ]
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Create the load stage's tables if they are missing (idempotent)."""
-    with Transaction(conn):
-        for statement in SCHEMA:
-            conn.execute(statement)
 
 
 def _now() -> str:
@@ -203,7 +197,7 @@ def record_target(
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (target) DO UPDATE SET uri = excluded.uri,"
             " database = excluded.database, watermark = excluded.watermark, last_run_id = excluded.last_run_id,"
             " loaded_at = excluded.loaded_at",
-            (target, uri, database, watermark, run_id, _now()),
+            (target, redact_uri(uri), database, watermark, run_id, _now()),
         )
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from contracts.errors import ChatmemError
-from contracts.results import STAGE_ORDER
 from staging import topics as topic_store
 
 Row = dict[str, Any]
@@ -64,12 +64,14 @@ def timeline(staging: sqlite3.Connection, run_id: str) -> list[Row]:
     return rows
 
 
-def skipped(run: Row, stages: list[Row]) -> list[Row]:
-    """Stages that did not do their work: skipped (with why), asked for but never run, or not asked for."""
+def skipped(run: Row, stages: list[Row], stage_order: Sequence[str]) -> list[Row]:
+    """Stages that did not do their work: skipped (with why), asked for but never run, or not asked for.
+
+    `stage_order` is the pipeline's (flows.registry.STAGE_ORDER): the registry lives above this layer."""
     latest = {s["stage"]: s for s in stages}
     asked = set(run["stages"] or [])
     out: list[Row] = []
-    for stage in STAGE_ORDER:
+    for stage in stage_order:
         row = latest.get(stage)
         if row is not None and row["status"] == "skipped":
             out.append({"stage": stage, "why": "; ".join(row["notes"]) or "skipped by the stage"})
@@ -203,7 +205,12 @@ def recall(staging: sqlite3.Connection, run_id: str) -> list[Row]:
     return out
 
 
-def gather(staging: sqlite3.Connection, archive: sqlite3.Connection | None, run_id: str | None = None) -> Row:
+def gather(
+    staging: sqlite3.Connection,
+    archive: sqlite3.Connection | None,
+    run_id: str | None,
+    stage_order: Sequence[str],
+) -> Row:
     """Every section of the report for one run (the newest when `run_id` is None).
 
     Connections as `staging.db.connect_readonly` opens them (rows as sqlite3.Row).
@@ -213,7 +220,7 @@ def gather(staging: sqlite3.Connection, archive: sqlite3.Connection | None, run_
     return {
         "run": run,
         "timeline": stages,
-        "skipped": skipped(run, stages),
+        "skipped": skipped(run, stages, stage_order),
         "tokens": tokens(staging, run, stages),
         "problems": problems(staging, archive, run["id"]),
         "topics": topics(staging, run["id"]),

@@ -1,6 +1,6 @@
 """staging.db: segments and their messages (CONTAINS_MESSAGE), and reading active paths from archive.db.
 
-Tables (created by `ensure_schema`, outside the versioned MIGRATIONS list so stages can land independently):
+Tables (`SCHEMA`: migration 2 of staging/migrations.py, frozen; change them with a new migration there):
 
 - `segment_conversations`: per conversation, the fingerprint of the active path it was last segmented from;
   an unchanged fingerprint means no re-work.
@@ -67,11 +67,6 @@ SEGMENT_COLUMNS = (
     "first_time",
     "last_time",
 )
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA:
-        conn.execute(statement)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,20 @@ def _doc(
 
 RUN_ID = "The run that wrote this row (runs.id)."
 
+SCHEMA_MIGRATIONS = _doc(
+    "Schema migrations",
+    "Which schema versions this file has been through, when, and by which chatmem (staging/migrations.py).",
+    {
+        "version": "Schema version the migration moved the file to.",
+        "description": "What the migration did.",
+        "applied_at": "When it was applied (UTC; NULL: the file had it before this table existed).",
+        "code_version": "chatmem's version and commit that applied it.",
+    },
+    times="applied_at",
+)
+
 ARCHIVE: dict[str, TableDoc] = {
+    "schema_migrations": SCHEMA_MIGRATIONS,
     "sources": _doc(
         "Export files",
         "Every export file ingested, once per distinct content (sha256).",
@@ -129,6 +142,7 @@ ARCHIVE: dict[str, TableDoc] = {
 }
 
 STAGING: dict[str, TableDoc] = {
+    "schema_migrations": SCHEMA_MIGRATIONS,
     "runs": _doc(
         "Runs",
         "The run ledger: one row per `chatmem run` (or re-opened by `chatmem stage`).",

@@ -1,6 +1,6 @@
 """staging.db: what the cluster stage made of one run: topics, weighted BELONGS_TO links, the map, the trials.
 
-Tables (created by `ensure_schema`, outside the versioned MIGRATIONS list so stages can land independently);
+Tables (`SCHEMA`: migration 2 of staging/migrations.py, frozen; change them with a new migration there);
 every row is keyed by run id, and a re-run of the stage for the same run replaces that run's rows in one
 transaction:
 
@@ -91,11 +91,6 @@ SCHEMA = [
 ]
 
 RUN_TABLES = ("cluster_runs", "topics", "topic_links", "cluster_points")
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA:
-        conn.execute(statement)
 
 
 def has_topics(conn: sqlite3.Connection) -> bool:

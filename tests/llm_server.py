@@ -3,6 +3,7 @@ refuses real model calls is in tests/llm_guard.py).
 
     fake_llm (fixture) -> FakeLLMServer
         POST /v1/chat/completions, /v1/responses       one scripted Reply per request
+        POST /v1/embeddings                             vectors (8 letter counts per input), or `embedding_script`
         POST /v1/files (multipart), /v1/batches         a Batch API job run through the same replies
         GET  /v1/batches/{id}, /v1/files/{id}/content
     Reply.valid(ExtractionResponse(...))                 contract instances, never hand-shaped dicts
@@ -15,6 +16,7 @@ server counts how many were in flight at once.
 
 from __future__ import annotations
 
+import base64
 import email.parser
 import itertools
 import json
@@ -42,6 +44,7 @@ class Reply:
     error: dict[str, Any] | None = None
     delay_s: float = 0.0
     usage: tuple[int, int, int] = (100, 50, 10)  # prompt, completion (incl. reasoning), reasoning
+    echo_credentials: bool = False  # an error that quotes the request's Authorization (decoded), as careless servers do
 
     @classmethod
     def valid(cls, response: ExtractionResponse, **kw: Any) -> Reply:
@@ -60,6 +63,15 @@ class Reply:
         headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
         error = {"message": f"scripted {status}", "type": "server_error" if status >= 500 else "invalid_request_error"}
         return cls(status=status, headers=headers, error={**error, "code": code, "param": None})
+
+    @classmethod
+    def echoing(cls, status: int) -> Reply:
+        """An error whose message quotes the credentials the request carried (Bearer key or Basic user:password)."""
+        return cls(
+            status=status,
+            error={"message": "", "type": "invalid_request_error", "code": None, "param": None},
+            echo_credentials=True,
+        )
 
     @classmethod
     def slow(cls, delay_s: float, then: Reply | None = None) -> Reply:
@@ -119,6 +131,7 @@ def quoting_responder(title: str = "Kitchen renovation", type_: str = "project")
 class FakeLLMServer:
     def __init__(self) -> None:
         self.script: deque[Reply] = deque()
+        self.embedding_script: deque[Reply] = deque()  # replies to /v1/embeddings before the default vectors
         self.responder: Callable[[dict[str, Any]], Reply] = lambda body: Reply.valid(ExtractionResponse(hypotheses=[]))
         self.requests: list[Recorded] = []
         self.in_flight = 0
@@ -139,6 +152,22 @@ class FakeLLMServer:
 
     def reply_with(self, *replies: Reply) -> None:
         self.script.extend(replies)
+
+    def embedding_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path == "/v1/embeddings"]
+
+    def embeddings(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], dict[str, Any]]:
+        """Scripted failures first; then one 8-dim vector per input (letter counts), rows in reverse order."""
+        with self._lock:
+            reply = self.embedding_script.popleft() if self.embedding_script else None
+        if reply is not None:
+            return reply.status, reply.headers, {"error": _error(reply, headers)}
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [
+            {"object": "embedding", "index": i, "embedding": [str(text).count(c) + 0.5 for c in "abcdefgh"]}
+            for i, text in enumerate(inputs)
+        ]
+        return 200, {}, {"object": "list", "data": data[::-1], "model": body.get("model", "?")}
 
     def model_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path in ("/v1/chat/completions", "/v1/responses")]
@@ -210,12 +239,14 @@ class FakeLLMServer:
             },
         }
 
-    def model_reply(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
+    def model_reply(
+        self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], dict[str, Any]]:
         reply = self.next_reply(body)
         if reply.delay_s:
             self._stop.wait(reply.delay_s)
         if reply.status != 200:
-            return reply.status, reply.headers, {"error": reply.error}
+            return reply.status, reply.headers, {"error": _error(reply, headers or {})}
         shaped = self.completion(reply, body) if path.endswith("/chat/completions") else self.response(reply, body)
         return 200, reply.headers, shaped
 
@@ -259,6 +290,16 @@ class FakeLLMServer:
         return _public(batch)
 
 
+def _error(reply: Reply, headers: dict[str, str]) -> dict[str, Any] | None:
+    """The error object of a failed reply; an echoing one quotes the request's credentials in its message."""
+    if not reply.echo_credentials:
+        return reply.error
+    auth = headers.get("authorization", "")
+    scheme, _, value = auth.partition(" ")
+    said = base64.b64decode(value).decode() if scheme.lower() == "basic" else value
+    return {**(reply.error or {}), "message": f"invalid credentials {said!r} for {headers.get('host', '?')}"}
+
+
 def _public(batch: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in batch.items() if not k.startswith("_")}
 
@@ -294,6 +335,10 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             if self.path == "/v1/batches":
                 self._send(200, {}, json.dumps(server.create_batch(body)).encode(), recorded)
                 return
+            if self.path == "/v1/embeddings":
+                status, headers, shaped = server.embeddings(body, recorded.headers)
+                self._send(status, headers, json.dumps(shaped).encode(), recorded)
+                return
             if self.path not in ("/v1/chat/completions", "/v1/responses"):
                 self._send(404, {}, b'{"error": {"message": "not found"}}', recorded)
                 return
@@ -301,7 +346,7 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 server.in_flight += 1
                 server.max_in_flight = max(server.max_in_flight, server.in_flight)
             try:
-                status, headers, shaped = server.model_reply(self.path, body)
+                status, headers, shaped = server.model_reply(self.path, body, recorded.headers)
                 self._send(status, headers, json.dumps(shaped).encode(), recorded)
             finally:
                 with server._lock:

@@ -106,7 +106,8 @@ def test_run_then_archive_stats_counts_what_was_ingested(ingested: tuple[Path, d
 def test_same_dump_twice_is_skipped_and_defaults_announced_once(
     tmp_path: Path, jsonl_export: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With no --data-dir the default .chatmem is used and said so; a second run skips the file."""
+    """With no --data-dir the default .chatmem is used and said so; a second run skips the stage, a forced one the
+    file (same sha256)."""
     monkeypatch.chdir(tmp_path)
     first = chatmem("run", jsonl_export, "--only", "ingest")
     assert first.exit_code == 0, first.output
@@ -116,8 +117,11 @@ def test_same_dump_twice_is_skipped_and_defaults_announced_once(
     stats = chatmem("archive", "stats", "--json").stdout
     second = chatmem("-q", "run", jsonl_export, "--from", "ingest", "--to", "ingest")
     assert second.exit_code == 0, second.output
-    assert f"skipped (already ingested, same sha256): {jsonl_export.absolute()}" in second.stdout
+    assert "note: unchanged since run" in second.stdout  # same file, same archive: the stage does not even start
     assert "ingest: skipped" in second.stdout and "data dir:" not in second.stdout  # --quiet
+    forced = chatmem("-q", "run", jsonl_export, "--only", "ingest", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert f"skipped (already ingested, same sha256): {jsonl_export.absolute()}" in forced.stdout
     assert chatmem("archive", "stats", "--json").stdout == stats
     assert (tmp_path / ".chatmem" / "archive.db").exists()
 

@@ -234,7 +234,6 @@ def test_one_conversation_clusters_places_the_rest_and_links_concepts(tmp_path: 
     settings = small_settings(tmp_path / "data", min_points=10, fit_max=30)
     settings.segment = settings.segment.model_copy(update={"max_tokens": 16, "min_tokens": 0})
     staging = open_staging(settings.staging_path)
-    concept_store.ensure_schema(staging)
     concept_store.upsert_concepts(
         staging,
         [

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from contracts.results import STAGE_ORDER
 from flows.cli import cli
+from flows.registry import STAGE_ORDER
 
 pytestmark = pytest.mark.prefect
 
@@ -22,7 +22,8 @@ def test_stage_order_places_embed_after_segment_and_cluster_after_concepts() -> 
 
 
 def test_run_then_stage_cluster_alone(data_dir: Path, jsonl_export: Path) -> None:
-    """`chatmem run` goes through embed and cluster; `chatmem stage cluster --run-id R` re-runs cluster alone."""
+    """`chatmem run` goes through embed and cluster; `chatmem stage cluster --run-id R` skips it while nothing
+    changed and re-runs it alone with --force."""
     runner = CliRunner()
     ran = runner.invoke(cli, ["--data-dir", str(data_dir), "run", str(jsonl_export), "--json"], catch_exceptions=False)
     assert ran.exit_code == 0, ran.output
@@ -37,6 +38,14 @@ def test_run_then_stage_cluster_alone(data_dir: Path, jsonl_export: Path) -> Non
     )
     assert again.exit_code == 0, again.output
     [only] = json.loads(again.stdout)["stages"]
+    assert only["stage"] == "cluster" and any("unchanged since this run" in n for n in only["notes"])
+    forced = runner.invoke(
+        cli,
+        ["--data-dir", str(data_dir), "stage", "cluster", "--run-id", report["run_id"], "--force", "--json"],
+        catch_exceptions=False,
+    )
+    assert forced.exit_code == 0, forced.output
+    [only] = json.loads(forced.stdout)["stages"]
     assert only["stage"] == "cluster" and any("not clustered" in n for n in only["notes"])
     shown = runner.invoke(cli, ["--data-dir", str(data_dir), "topics", "--json"], catch_exceptions=False)
     assert json.loads(shown.stdout)["status"] == "skipped" and json.loads(shown.stdout)["topics"] == []

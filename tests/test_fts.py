@@ -8,11 +8,11 @@ from pathlib import Path
 
 from contracts.settings import Settings
 from ingest import stage as ingest_stage
-from staging import archive as archive_schema
 from staging.archive import open_archive
 from staging.db import connect
 from staging.fts import rebuild, search_messages
 from staging.ledger import open_run, open_staging
+from staging.migrations import ARCHIVE, migrate
 
 
 def _ingest(settings: Settings, run_id: str, export: Path) -> None:
@@ -60,7 +60,8 @@ def test_an_archive_from_before_the_index_is_indexed_once_when_opened(
 ) -> None:
     """A v1 archive (no messages_fts) gets the table, its triggers and every existing message on open."""
     path = tmp_path / "data" / "archive.db"
-    old = connect(path, archive_schema.MIGRATIONS[:1])  # the schema as the release before this one wrote it
+    old = connect(path)
+    migrate(old, ARCHIVE[:1])  # the schema as the release before this one wrote it
     old.execute(
         "INSERT INTO sources (id, path, sha256, format, size_bytes, status, imported_at)"
         " VALUES (1, 'x', 'h', 'jsonl', 1, 'complete', 't')"
@@ -76,7 +77,7 @@ def test_an_archive_from_before_the_index_is_indexed_once_when_opened(
     old.close()
     upgraded = open_archive(path)
     try:
-        assert upgraded.execute("PRAGMA user_version").fetchone()[0] == len(archive_schema.MIGRATIONS)
+        assert upgraded.execute("PRAGMA user_version").fetchone()[0] == len(ARCHIVE)
         assert [r["uuid"] for r in search_messages(upgraded, "telescope")] == ["c:m"]
         rebuild(upgraded)  # idempotent: a second rebuild finds the same
         assert len(search_messages(upgraded, "telescope")) == 1

@@ -68,7 +68,6 @@ def _live_concepts(dbs: Dbs) -> list[str]:
 
 def cluster(dbs: Dbs, run_id: str, segments: list[list[str]], concepts: list[list[str]]) -> None:
     """What the cluster stage writes for run `run_id`: topic i holds segments[i] and concepts[i]."""
-    topic_store.ensure_schema(dbs.staging)
     topics, links = [], []
     for i, (members, ideas) in enumerate(zip(segments, concepts, strict=True)):
         uid = f"topic-{run_id}-{i}"

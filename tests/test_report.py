@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from inspect_support import INGEST_RUN_ID, RUN_ID, Inspected
 
 from flows.cli import cli
+from flows.registry import STAGE_ORDER
 from staging import run_report
 from staging.db import connect_readonly
 
@@ -17,7 +18,7 @@ def _gather(inspected: Inspected, run_id: str | None = None) -> dict[str, object
     staging = connect_readonly(inspected.settings.staging_path)
     archive = connect_readonly(inspected.settings.archive_path)
     try:
-        return run_report.gather(staging, archive, run_id)
+        return run_report.gather(staging, archive, run_id, STAGE_ORDER)
     finally:
         staging.close()
         archive.close()

@@ -1,0 +1,123 @@
+"""The one place secrets are removed before anything is written: tables, logs, exception texts.
+
+Two kinds of secret reach chatmem: credentials written into an endpoint URL (`https://user:token@host/v1`,
+`bolt://neo4j:pw@host`) and values of secret fields (API keys, passwords). Every writer passes what it writes
+through here:
+
+    redact_text(text)      a string with URL credentials cut out and every known secret value masked
+    redact(value)          the same over JSON-like data; values of secret-named keys masked whatever they are
+    redact_uri(uri)        one URI without its user:password@ part
+    remember_secret(value) a secret value that must be masked wherever it turns up (Settings call it)
+    install_log_redaction() every log record's message goes through redact_text (the CLI installs it)
+
+Masking known values is what catches a secret that arrives inside someone else's text (a server that echoes
+the key in its 401 body, a library exception that prints the URL): a pattern alone cannot know an API key.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+MASK = "***"
+SECRET_KEYS = frozenset({"api_key", "password", "token", "secret", "authorization", "access_token"})
+MIN_SECRET_CHARS = 4  # shorter values would mask ordinary words; no real key or password is that short
+
+# scheme://userinfo@ — userinfo is anything up to the first '@' that has no '/', whitespace or quote before it.
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/\s@'\"<>]+@")
+
+_known: set[str] = set()
+_lock = threading.Lock()
+
+
+def remember_secret(value: str | None) -> None:
+    """Mask `value` from now on wherever redact_text sees it (idempotent; short values are ignored)."""
+    if value and len(value) >= MIN_SECRET_CHARS:
+        with _lock:
+            _known.add(value)
+
+
+def remember_uri_secrets(uri: str | None) -> None:
+    """Remember the user and password written into `uri`, if any."""
+    if not uri:
+        return
+    try:
+        parts = urlsplit(uri)
+        password, user = parts.password, parts.username
+    except ValueError:
+        return
+    # user:password@ -> the password; token@ (no password) -> the user part is the token itself
+    remember_secret(password if password else user)
+
+
+def redact_uri(uri: str | None) -> str | None:
+    """The URI without a user:password@ part (a password written into NEO4J_URI stays out of the ledger)."""
+    if uri is None:
+        return None
+    try:
+        parts = urlsplit(uri)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return redact_text(uri)
+    if user is None and password is None:
+        return uri
+    netloc = f"{parts.hostname or ''}:{parts.port}" if parts.port else parts.hostname or ""
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def redact_text(text: str) -> str:
+    """`text` with URL credentials cut out and every remembered secret replaced by ***."""
+    if not text:
+        return text
+    cleaned = _URL_CREDENTIALS.sub(r"\g<scheme>", text)
+    with _lock:
+        known = sorted(_known, key=len, reverse=True)  # longest first: a token containing another is masked whole
+    for secret in known:
+        if secret in cleaned:
+            cleaned = cleaned.replace(secret, MASK)
+    return cleaned
+
+
+def redact(value: Any) -> Any:
+    """JSON-like data with every string redacted and the values of secret-named keys masked."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {
+            key: (MASK if value is not None and str(key).lower() in SECRET_KEYS else redact(item))
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(item) for item in value]
+    return value
+
+
+class _RedactingRecordFactory:
+    """Wraps the log record factory: the formatted message is redacted once, when the record is made."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record: logging.LogRecord = self.inner(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave it for the handler to report, as logging does
+            return record
+        redacted = redact_text(message)
+        if redacted != message or record.args:
+            record.msg, record.args = redacted, None
+        if record.exc_info and not record.exc_text:  # the traceback text, cached where Formatter looks for it
+            record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
+        return record
+
+
+def install_log_redaction() -> None:
+    """Every log record made from now on (chatmem's, Prefect's, httpx's) carries a redacted message."""
+    factory = logging.getLogRecordFactory()
+    if not isinstance(factory, _RedactingRecordFactory):
+        logging.setLogRecordFactory(_RedactingRecordFactory(factory))

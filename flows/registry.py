@@ -1,0 +1,141 @@
+"""The stage registry: one declaration per stage drives the stage order, the Prefect flows, the CLI's choices,
+`--from/--to/--only`, and the rule that skips a stage whose inputs did not change.
+
+Adding a stage is one `StageSpec` in STAGES, in pipeline order. The entry point is a module path, imported only
+when the stage runs, so that this module stays free of prefect and of every stage's libraries: the CLI's
+inspection commands read it without loading the engine.
+
+`reads` names what a stage's output is computed from: earlier stages (by name), "archive" (archive.db as
+ingest left it) or "exports" (the export files given to the run). It is what the input fingerprint is built
+from (flows/fingerprint.py), so it must be complete: a stage that reads something not listed here would be
+skipped when that thing changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contracts.errors import ConfigError
+
+EXTERNAL_INPUTS = ("archive", "exports")
+
+
+@dataclass(frozen=True, slots=True)
+class StageSpec:
+    """One stage: its name, where its `run(archive, staging, *, run_id, settings, **deps)` lives, what it reads."""
+
+    name: str
+    entry: str  # "package.module": the module's `run` is the stage's entry point
+    reads: tuple[str, ...]
+    settings_section: str | None  # the Settings field this stage is configured by (None: none of its own)
+    description: str
+    progress: str | None = None  # the unit of the stage's progress bars ("bytes", "items"); None: it takes none
+    exports: bool = False  # the stage takes the run's export files (`exports`, `force_format`)
+
+
+STAGES: tuple[StageSpec, ...] = (
+    StageSpec(
+        "ingest",
+        "ingest.stage",
+        reads=("exports", "archive"),
+        settings_section="ingest",
+        description="Export files in, archive.db rows out.",
+        progress="bytes",
+        exports=True,
+    ),
+    StageSpec(
+        "segment",
+        "extract.stage_segment",
+        reads=("archive",),
+        settings_section="segment",
+        description="Active paths in archive.db -> segments in staging.db.",
+    ),
+    StageSpec(
+        "embed",
+        "cluster.stage_embed",
+        reads=("archive", "segment"),
+        settings_section="embed",
+        description="Segments' messages and segments -> vectors cached in staging.db.",
+        progress="items",
+    ),
+    StageSpec(
+        "extract",
+        "extract.stage_extract",
+        reads=("archive", "segment"),
+        settings_section="extract",
+        description="Segments -> ConceptHypothesis objects through the semantic mapper.",
+    ),
+    StageSpec(
+        "concepts",
+        "extract.stage_concepts",
+        reads=("archive", "extract"),
+        settings_section="concepts",
+        description="Hypotheses -> the concept store: create / attach / refine / reject.",
+    ),
+    StageSpec(
+        "cluster",
+        "cluster.stage",
+        reads=("segment", "embed", "concepts"),
+        settings_section="cluster",
+        description="Segment vectors -> topics and weighted BELONGS_TO links for segments and concepts.",
+        progress="items",
+    ),
+    StageSpec(
+        "load",
+        "load.stage",
+        reads=("archive", "segment", "concepts", "cluster"),
+        settings_section="load",
+        description="archive.db and staging.db -> the graph over Bolt.",
+        progress="items",
+    ),
+)
+
+STAGE_ORDER: tuple[str, ...] = tuple(spec.name for spec in STAGES)
+"""The stages, in pipeline order."""
+
+_BY_NAME = {spec.name: spec for spec in STAGES}
+
+
+def spec(name: str) -> StageSpec:
+    """The declaration of stage `name`; ConfigError (exit 2) for an unknown one."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ConfigError(f"unknown stage {name!r}; stages are: {', '.join(STAGE_ORDER)}") from None
+
+
+def check_registry() -> None:
+    """Every stage reads only external inputs or stages declared before it: the order is a valid one."""
+    seen: set[str] = set()
+    for stage in STAGES:
+        unknown = [r for r in stage.reads if r not in seen and r not in EXTERNAL_INPUTS]
+        if unknown:
+            raise ConfigError(f"stage {stage.name!r} reads {unknown}, which no earlier stage writes")
+        seen.add(stage.name)
+
+
+def select_stages(from_: str | None = None, to: str | None = None, only: str | None = None) -> list[str]:
+    """The slice of STAGE_ORDER that --from/--to/--only select; ConfigError (exit 2) if it makes no sense."""
+    names = list(STAGE_ORDER)
+    for option, value in (("--from", from_), ("--to", to), ("--only", only)):
+        if value is not None and value not in names:
+            raise ConfigError(f"{option} {value!r}: unknown stage; stages are: {', '.join(names)}")
+    if only is not None:
+        if from_ is not None or to is not None:
+            raise ConfigError("--only cannot be combined with --from or --to")
+        return [only]
+    start = names.index(from_) if from_ else 0
+    end = names.index(to) if to else len(names) - 1
+    if start > end:
+        raise ConfigError(f"--from {from_} comes after --to {to} in the pipeline ({', '.join(names)})")
+    return names[start : end + 1]
+
+
+def check_stages(stages: Sequence[str]) -> list[str]:
+    """The given stages in pipeline order; ConfigError (exit 2) for an unknown one or none at all."""
+    unknown = [s for s in stages if s not in _BY_NAME]
+    if unknown or not stages:
+        what = f"unknown stage(s) {', '.join(map(repr, unknown))}" if unknown else "no stage selected"
+        raise ConfigError(f"{what}; stages are: {', '.join(STAGE_ORDER)}")
+    return [s for s in STAGE_ORDER if s in stages]

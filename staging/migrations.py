@@ -1,0 +1,243 @@
+"""Versioned schema migrations of archive.db and staging.db: one ordered list per file, applied on open.
+
+Each file records its schema version in `PRAGMA user_version` and the history of what was applied, when and by
+which code version, in `schema_migrations`. Opening a file read-write (`staging.db.connect`, through
+`open_archive` / `open_staging`) applies every migration above its version, each in its own transaction, so a
+data dir written by an older chatmem opens and upgrades in place; a file written by a newer chatmem than this
+one is refused with a clear message instead of being half-understood.
+
+History:
+
+    archive.db  1  sources, conversations, messages, quarantine, message_chronology
+                2  messages_fts: full-text search over message text (staging/fts.py), existing rows indexed once
+    staging.db  1  the run ledger: runs, stage_runs, ingest_files
+                2  every stage's tables, which stages used to create on first use (`ensure_schema`, before
+                   this list existed): segments, embeddings, extractions, llm_calls, concepts, topics,
+                   load state. Their statements say IF NOT EXISTS, so a file from that release keeps its rows.
+
+Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
+shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from contracts.errors import ConfigError
+from contracts.version import code_version
+from staging import concepts, embeddings, extractions, fts, llm_calls, load_state, segments, topics
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """Moves a file's schema from `version - 1` to `version`."""
+
+    version: int
+    description: str
+    apply: Callable[[sqlite3.Connection], None]
+
+
+def statements(*groups: Sequence[str]) -> Callable[[sqlite3.Connection], None]:
+    """A migration that runs DDL statements in order."""
+
+    def run(conn: sqlite3.Connection) -> None:
+        for group in groups:
+            for statement in group:
+                if statement.strip():
+                    conn.execute(statement)
+
+    return run
+
+
+ARCHIVE_V1 = """
+CREATE TABLE sources (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL UNIQUE,
+    format TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('importing', 'complete', 'partial')),
+    imported_at TEXT NOT NULL,
+    notes TEXT
+);
+CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    title TEXT,
+    created_at TEXT,
+    updated_at TEXT,
+    current_node TEXT,
+    format TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    source_id INTEGER NOT NULL REFERENCES sources(id),
+    row_hash TEXT NOT NULL
+);
+CREATE TABLE messages (
+    uuid TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id),
+    parent_id TEXT,
+    role TEXT NOT NULL,
+    author TEXT,
+    content_type TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at TEXT,
+    is_active INTEGER NOT NULL,
+    is_hidden INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    raw TEXT,
+    source_id INTEGER NOT NULL REFERENCES sources(id)
+);
+CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
+CREATE TABLE quarantine (
+    id INTEGER PRIMARY KEY,
+    source_id INTEGER NOT NULL REFERENCES sources(id),
+    locator TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    conversation_id TEXT,
+    UNIQUE (source_id, locator, reason)
+);
+-- NEXT/PREV along each conversation's active path, by seq.
+CREATE VIEW message_chronology AS
+SELECT uuid, conversation_id, seq,
+       LAG(uuid) OVER w AS prev_id,
+       LEAD(uuid) OVER w AS next_id
+FROM messages
+WHERE is_active = 1
+WINDOW w AS (PARTITION BY conversation_id ORDER BY seq);
+"""
+
+LEDGER_V1 = [
+    """CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed')),
+        stages TEXT NOT NULL,
+        exports TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        code_version TEXT NOT NULL,
+        error TEXT
+    )""",
+    """CREATE TABLE stage_runs (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        stage TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'skipped', 'failed')),
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        duration_s REAL,
+        input_fingerprint TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        code_version TEXT NOT NULL,
+        rows_in INTEGER,
+        rows_out INTEGER,
+        counts TEXT,
+        notes TEXT,
+        error TEXT,
+        rerun_hint TEXT
+    )""",
+    "CREATE INDEX stage_runs_by_run ON stage_runs (run_id, stage)",
+    """CREATE TABLE ingest_files (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        stage_run_id INTEGER NOT NULL REFERENCES stage_runs(id),
+        path TEXT NOT NULL,
+        sha256 TEXT,
+        format TEXT,
+        status TEXT NOT NULL CHECK (status IN ('ingested', 'partial', 'skipped', 'failed')),
+        conversations INTEGER NOT NULL DEFAULT 0,
+        messages_read INTEGER NOT NULL DEFAULT 0,
+        messages_inserted INTEGER NOT NULL DEFAULT 0,
+        messages_updated INTEGER NOT NULL DEFAULT 0,
+        messages_unchanged INTEGER NOT NULL DEFAULT 0,
+        messages_retired INTEGER NOT NULL DEFAULT 0,
+        quarantined INTEGER NOT NULL DEFAULT 0,
+        detail TEXT,
+        PRIMARY KEY (run_id, path)
+    )""",
+]
+
+ARCHIVE = (
+    Migration(1, "sources, conversations, messages, quarantine", statements(ARCHIVE_V1.split(";\n"))),
+    Migration(2, "messages_fts: full-text search over message text", fts.create),
+)
+STAGING = (
+    Migration(1, "run ledger: runs, stage_runs, ingest_files", statements(LEDGER_V1)),
+    Migration(
+        2,
+        "stage tables: segments, embeddings, extractions, llm_calls, concepts, topics, load state",
+        statements(
+            segments.SCHEMA,
+            embeddings.SCHEMA,
+            extractions.SCHEMA,
+            llm_calls.SCHEMA,
+            concepts.SCHEMA,
+            topics.SCHEMA,
+            load_state.SCHEMA,
+        ),
+    ),
+)
+
+_HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    description TEXT NOT NULL,
+    applied_at TEXT,
+    code_version TEXT
+)"""
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration], *, name: str = "database") -> list[int]:
+    """Apply every migration above the file's version, in order, one transaction each; returns those applied.
+
+    A file at a version this code does not know (written by a newer chatmem) raises a ConfigError. A file that
+    predates `schema_migrations` gets one row per version it already had, with no applied_at.
+    """
+    for expected, migration in enumerate(migrations, start=1):
+        if migration.version != expected:
+            raise ValueError(f"{name} migrations must be numbered 1, 2, ...: found {migration.version}")
+    latest = len(migrations)
+    current = schema_version(conn)
+    if current > latest:
+        raise ConfigError(
+            f"{name} is at schema version {current}, but this chatmem knows versions up to {latest}:"
+            " it was written by a newer chatmem; upgrade chatmem to open it"
+        )
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(_HISTORY)
+        known = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        conn.executemany(
+            "INSERT INTO schema_migrations (version, description) VALUES (?, ?)",
+            [(m.version, m.description) for m in migrations[:current] if m.version not in known],
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    applied: list[int] = []
+    for migration in migrations[current:]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if schema_version(conn) >= migration.version:  # another process upgraded it meanwhile
+                conn.execute("COMMIT")
+                continue
+            migration.apply(conn)
+            conn.execute(
+                "INSERT OR REPLACE INTO schema_migrations (version, description, applied_at, code_version)"
+                " VALUES (?, ?, ?, ?)",
+                (migration.version, migration.description, datetime.now(UTC).isoformat(), code_version()),
+            )
+            conn.execute(f"PRAGMA user_version={migration.version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(migration.version)
+    return applied
