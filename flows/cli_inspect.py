@@ -232,7 +232,7 @@ def staging_export(app: App, table: str, run_id: str | None, fmt: str, out: Path
 
     settings = app.settings()
     _databases(settings)  # the "nothing here yet" message when the data dir is empty
-    path, rows = Frames(settings.data_dir).export(table, out, fmt, run_id=run_id)  # type: ignore[arg-type]
+    path, rows = Frames(settings.data_dir).export(table, out, fmt, run_id=run_id)
     if as_json:
         emit({"table": table, "rows": rows, "format": fmt, "path": str(path)})
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from staging.table_docs import DATABASES, TableDoc
+from staging.table_docs import TableDoc, databases
 
 COST = (
     "round((c.prompt_tokens * coalesce(json_extract(r.settings, '$.extract.llm.input_usd_per_mtok'), 0)"
@@ -104,17 +104,17 @@ def _table_metadata(doc: TableDoc) -> dict[str, Any]:
 
 def metadata() -> dict[str, Any]:
     """Datasette metadata for the two databases: every table and column described, the canned queries."""
-    databases: dict[str, Any] = {}
-    for name, tables in DATABASES.items():
-        databases[name] = {
+    described: dict[str, Any] = {}
+    for name, tables in databases().items():
+        described[name] = {
             "title": "archive.db: the source of truth" if name == "archive" else "staging.db: what every run did",
             "tables": {table: _table_metadata(doc) for table, doc in tables.items()},
             "queries": QUERIES[name],
         }
     # the search box on the messages table uses this index (Datasette would also find it by its content=)
-    databases["archive"]["tables"]["messages"] |= {"fts_table": "messages_fts", "fts_pk": "rowid"}
+    described["archive"]["tables"]["messages"] |= {"fts_table": "messages_fts", "fts_pk": "rowid"}
     return {
         "title": "chatmem",
         "description": "The archive and the staging ledger of one data dir, read-only.",
-        "databases": databases,
+        "databases": described,
     }

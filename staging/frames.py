@@ -116,7 +116,7 @@ def _to_json(value: Any) -> str:
     return json.dumps(value.to_list() if isinstance(value, pl.Series) else value, ensure_ascii=False, default=str)
 
 
-def write_frame(frame: pl.DataFrame, out: Path, fmt: ExportFormat) -> Path:
+def write_frame(frame: pl.DataFrame, out: Path, fmt: str) -> Path:
     """Write `frame` as parquet, csv or jsonl (one JSON object per line); returns the path written."""
     out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
@@ -174,7 +174,7 @@ class Frames:
         with self._open(self.database_of(table)) as conn:
             return read_frame(conn, table, run_id=run_id)
 
-    def export(self, table: str, out: Path, fmt: ExportFormat, *, run_id: str | None = None) -> tuple[Path, int]:
+    def export(self, table: str, out: Path, fmt: str, *, run_id: str | None = None) -> tuple[Path, int]:
         """Write one table to `out`; returns the path and the number of rows."""
         frame = self.table(table, run_id=run_id)
         return write_frame(frame, out, fmt), frame.height

@@ -13,7 +13,7 @@ import staging
 from staging.archive import open_archive
 from staging.browse import QUERIES, metadata
 from staging.ledger import open_staging
-from staging.table_docs import DATABASES
+from staging.table_docs import databases
 
 FTS_SHADOWS = ("messages_fts_data", "messages_fts_idx", "messages_fts_docsize", "messages_fts_config")
 
@@ -41,7 +41,7 @@ def _schema(conn: sqlite3.Connection) -> dict[str, list[str]]:
 def test_every_table_and_column_has_a_description_and_no_entry_is_stale(tmp_path: Path) -> None:
     """A table or column added to a schema without a description (or removed while described) fails here."""
     for name, conn in _every_schema(tmp_path).items():
-        schema, docs = _schema(conn), DATABASES[name]
+        schema, docs = _schema(conn), databases()[name]
         assert sorted(schema) == sorted(docs), f"{name}: tables without docs or docs without tables"
         for table, columns in schema.items():
             doc = docs[table]
@@ -56,7 +56,7 @@ def test_every_table_and_column_has_a_description_and_no_entry_is_stale(tmp_path
 def test_datasette_metadata_describes_every_table_and_carries_the_canned_queries() -> None:
     """The metadata has a title, description and column descriptions per table, and every canned query."""
     data = metadata()["databases"]
-    for name, tables in DATABASES.items():
+    for name, tables in databases().items():
         for table, doc in tables.items():
             meta = data[name]["tables"][table]
             assert meta["title"] == doc.title and meta["columns"] == doc.columns
