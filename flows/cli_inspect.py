@@ -1,8 +1,9 @@
-"""The read-only commands of `chatmem`: `staging runs|tables|show|failures` and `archive stats`.
+"""The read-only commands of `chatmem`: `staging runs|tables|show|failures|export`, `archive stats` and
+`inspect` (Datasette, flows/inspect_server.py).
 
 They only read SQLite (staging.db and archive.db, opened read-only) and never import prefect or the
 pipeline, so they answer at once and work while a run is going on. Output is a text table, or JSON only on
-stdout with --json.
+stdout with --json; `export` writes a file (polars, loaded only for it), `inspect` serves until Ctrl-C.
 """
 
 from __future__ import annotations
