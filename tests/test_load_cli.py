@@ -38,12 +38,14 @@ def test_run_loads_the_graph_and_stats_json_matches_what_staging_expects(
     assert "load: succeeded" in loaded.stdout and graph.password not in loaded.output
     stats = as_json(chatmem("graph", "stats", "--json", data_dir=data_dir))
     assert set(stats) == {"nodes", "edges", "expected"}
-    assert stats["expected"] == {
+    # Every stage's tables exist from the first open (staging migrations), so later layers expect 0 rows.
+    assert {kind: {k: n for k, n in counts.items() if n} for kind, counts in stats["expected"].items()} == {
         "nodes": {"Conversation": 3, "Message": 24},
         "edges": {"HAS_MESSAGE": 24, "NEXT": 15, "BRANCH": 6},
     }
-    assert {k: stats["nodes"][k] for k in stats["expected"]["nodes"]} == stats["expected"]["nodes"]
-    assert stats["edges"] == stats["expected"]["edges"]
+    assert all(stats["nodes"].get(k, 0) == n for k, n in stats["expected"]["nodes"].items())
+    assert all(stats["edges"].get(k, 0) == n for k, n in stats["expected"]["edges"].items())
+    assert set(stats["edges"]) <= set(stats["expected"]["edges"])
     text = chatmem("graph", "stats", data_dir=data_dir).stdout
     assert graph.uri in text and "HAS_MESSAGE" in text
 
@@ -103,7 +105,7 @@ def test_graph_up_down_status_and_run_starting_the_local_server(
     up = as_json(up_result)
     assert up["status"] == "running" and up["uri"] == before.uri  # the same ports after a restart
     stats = as_json(chatmem("graph", "stats", "--json", data_dir=data_dir))
-    assert stats["expected"]["nodes"] == {"Conversation": 2, "Message": 16}
+    assert {k: n for k, n in stats["expected"]["nodes"].items() if n} == {"Conversation": 2, "Message": 16}
 
     password = bolt_server.server.password()
     directory = bolt_server.server.directory
