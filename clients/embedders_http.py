@@ -9,7 +9,6 @@ EmbeddingError that names the endpoint and the status, never the key.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ import httpx
 import numpy as np
 
 from clients.embedders import normalise
+from clients.retry import doubling, retrying
 from contracts.errors import ChatmemError
 from contracts.redact import redact_uri
 from contracts.settings import EmbedEndpointSettings
@@ -58,18 +58,22 @@ class EndpointEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         body = {"model": self.settings.model, "input": list(texts), "encoding_format": "float"}
-        delay = self.backoff_s
-        for attempt in range(self.settings.max_retries + 1):
-            try:
-                response = self._http().post("embeddings", json=body)
-                response.raise_for_status()
-                return self._parse(response.json(), len(texts))
-            except httpx.HTTPError as exc:
-                if not is_transient(exc) or attempt == self.settings.max_retries:
-                    raise EmbeddingError(f"embeddings endpoint {self._where}: {_describe(exc)}") from None
-                time.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")  # the loop returns or raises
+
+        def post(attempt: int) -> Any:
+            response = self._http().post("embeddings", json=body)
+            response.raise_for_status()
+            return response.json()
+
+        try:
+            payload = retrying(
+                post,
+                transient=lambda error: isinstance(error, Exception) and is_transient(error),
+                delay=doubling(self.backoff_s),
+                max_retries=self.settings.max_retries,
+            )
+        except httpx.HTTPError as exc:
+            raise EmbeddingError(f"embeddings endpoint {self._where}: {_describe(exc)}") from None
+        return self._parse(payload, len(texts))
 
     def _parse(self, payload: Any, expected: int) -> Matrix:
         data = payload.get("data") if isinstance(payload, dict) else None

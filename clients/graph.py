@@ -28,6 +28,7 @@ from neo4j.exceptions import (
 )
 
 from clients.graph_errors import GraphAuthError, GraphDatabaseMissing, GraphUnavailable, GraphWriteError, LoadError
+from clients.retry import retrying
 from contracts.redact import redact_uri
 
 log = logging.getLogger(__name__)
@@ -167,24 +168,38 @@ class Graph:
         `on_conflict`: the statement to send instead when this one breaks a uniqueness constraint (the
         optimistic CREATE of new nodes falls back to MERGE; see load/cypher.py, point 3).
         """
-        attempt = 0
-        while True:
+        fallback = on_conflict  # not used yet
+
+        def send(attempt: int) -> int:
+            nonlocal query, fallback
             try:
                 return self.write(query, rows)
             except ConstraintError as exc:
-                if on_conflict is None:
+                if fallback is None:
                     raise classify(self.target, exc) from None
                 log.info("load - %d row(s) exist already (%s): sent again as MERGE", len(rows), cause(exc))
-                query, on_conflict = on_conflict, None
-            except (Neo4jError, DriverError, OSError) as exc:
-                if not is_transient(exc) or attempt >= retries:
-                    raise classify(self.target, exc) from None
-                wait = backoff_s * (2**attempt)
-                attempt += 1
-                log.warning("load - transient error, retry %d/%d in %.1fs: %s", attempt, retries, wait, cause(exc))
+                query, fallback = fallback, None
+                return self.write(query, rows)  # its transient errors are retried like any other
+
+        def retried(error: BaseException, attempt: int, will_retry: bool) -> None:
+            if will_retry:
+                log.warning("load - transient error, retry %d/%d: %s", attempt, retries, cause(error))
                 if on_retry is not None:
-                    on_retry(attempt, cause(exc))
-                time.sleep(wait)
+                    on_retry(attempt, cause(error))
+
+        try:
+            return retrying(
+                send,
+                transient=lambda exc: isinstance(exc, Neo4jError | DriverError | OSError) and is_transient(exc),
+                delay=lambda exc, attempt: backoff_s * 2 ** (attempt - 1),
+                max_retries=retries,
+                on_error=retried,
+                sleep=lambda seconds: time.sleep(seconds),  # looked up at call time: tests may patch time.sleep
+            )
+        except LoadError:
+            raise
+        except (Neo4jError, DriverError, OSError) as exc:
+            raise classify(self.target, exc) from None
 
     def graph_counts(self) -> tuple[dict[str, int], dict[str, int]]:
         """Every label's and relationship type's count in the graph.

@@ -9,15 +9,21 @@ answer keeps the c-TF-IDF label and is counted: a label is a convenience, never 
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import openai
+from openai import OpenAI
 from openai.types.chat import ChatCompletionMessageParam
 
+from clients.llm import Reply, describe, is_transient, make_client, retry_delay, send
+from clients.retry import retrying
 from contracts.settings import LLMSettings
 from staging import topics as store
+from staging.llm_calls import CallRecorder, CallStatus, LLMCall
 
 log = logging.getLogger(__name__)
 
@@ -61,40 +67,27 @@ def llm_labels(
     topics: Sequence[Mapping[str, object]],
     snippets: Mapping[int, Sequence[str]],
     counts: LabelCounts,
+    on_call: CallRecorder | None = None,
 ) -> dict[int, str]:
-    """A label per topic number, from the cache or one chat completion each; topics that failed are left out."""
-    import openai
+    """A label per topic number, from the cache or one chat completion each; topics that failed are left out.
 
+    The client, the retry rule and the backoff are the extractor's (clients.llm, clients.retry); every attempt
+    is handed to `on_call` as an llm_calls row (segment_id `topic:<topic_uid>`), as extraction calls are.
+    """
     cached = store.cached_labels(staging, llm.model, PROMPT_VERSION)
     found: dict[int, str] = {}
     fresh: list[tuple[str, str]] = []
-    client: openai.OpenAI | None = None
+    client: OpenAI | None = None
     for topic in topics:
         number, uid = int(str(topic["topic"])), str(topic["topic_uid"])
         if uid in cached:
             found[number] = cached[uid]
             counts.cached += 1
             continue
-        if client is None:
-            secret = llm.api_key.get_secret_value() if llm.api_key else None
-            client = openai.OpenAI(
-                base_url=llm.base_url,
-                api_key=secret or os.environ.get("OPENAI_API_KEY") or "unused",  # local servers ignore it
-                timeout=llm.timeout_s,
-                max_retries=llm.max_retries,
-            )
+        client = client or make_client(llm)
         keywords = [str(k) for k in topic["keywords"]] if isinstance(topic["keywords"], list) else []
         counts.calls += 1
-        try:
-            reply = client.chat.completions.create(
-                model=llm.model,
-                messages=label_messages(keywords, snippets.get(number, [])),
-                reasoning_effort=llm.reasoning_effort if llm.reasoning_effort is not None else openai.omit,
-            )
-            label = clean_label(reply.choices[0].message.content if reply.choices else None)
-        except openai.OpenAIError as exc:
-            log.warning("cluster - topic %d: no LLM label (%s); keeping the keyword label", number, exc)
-            label = None
+        label = _ask(client, llm, uid, label_messages(keywords, snippets.get(number, [])), on_call)
         if label is None:
             counts.failed += 1
             continue
@@ -102,3 +95,71 @@ def llm_labels(
         fresh.append((uid, label))
     store.cache_labels(staging, llm.model, PROMPT_VERSION, fresh)
     return found
+
+
+def _ask(
+    client: OpenAI,
+    llm: LLMSettings,
+    uid: str,
+    messages: list[ChatCompletionMessageParam],
+    on_call: CallRecorder | None,
+) -> str | None:
+    """One topic's name, retried on transient errors; None (and a warning) when no usable name came back."""
+    body: dict[str, Any] = {"model": llm.model, "messages": messages}
+    if llm.reasoning_effort is not None:
+        body["reasoning_effort"] = llm.reasoning_effort
+    request = {"model": llm.model, "messages": messages, "prompt_version": PROMPT_VERSION}
+    started = time.monotonic()
+
+    def record(status: CallStatus, attempt: int, **values: Any) -> None:
+        if on_call is not None:
+            latency = round(time.monotonic() - started, 4)
+            on_call(
+                LLMCall(
+                    segment_id=f"topic:{uid}",
+                    cache_key=f"{uid}:{llm.model}:{PROMPT_VERSION}",
+                    attempt=attempt,
+                    api="chat",
+                    model=llm.model,
+                    reasoning_effort=llm.reasoning_effort,
+                    request=request,
+                    status=status,
+                    latency_s=latency,
+                    **values,
+                )
+            )
+
+    attempts = 0
+
+    def attempt_once(attempt: int) -> Reply:
+        nonlocal started, attempts
+        started, attempts = time.monotonic(), attempt
+        return send(client, "chat", body)
+
+    def failed(error: BaseException, attempt: int, will_retry: bool) -> None:
+        record("transient_error" if is_transient(error) else "error", attempt, error=describe(error))
+
+    try:
+        reply = retrying(
+            attempt_once,
+            transient=is_transient,
+            delay=lambda error, attempt: retry_delay(error, attempt, llm),
+            max_retries=llm.max_retries,
+            on_error=failed,
+        )
+    except openai.OpenAIError as exc:
+        log.warning("cluster - topic %s: no LLM label (%s); keeping the keyword label", uid, describe(exc))
+        return None
+    label = clean_label(reply.text)
+    status: CallStatus = "refused" if reply.refusal else "ok" if label else "schema_violation"
+    usage = reply.usage
+    record(
+        status,
+        attempts,
+        raw_response=reply.text if reply.text is not None else reply.refusal,
+        error=None if label else "no usable name in the reply",
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+    )
+    return label

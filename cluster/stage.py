@@ -23,19 +23,18 @@ from typing import Any
 
 import numpy as np
 
-from clients.embed_cache import EmbedCounts
-from clients.embedders import Embedder, build_embedder, embedder_key
+from clients.embedders import Embedder, embedder_key
 from clients.progress import ProgressFactory, bar
 from cluster import topics as fit_topics
 from cluster.labels_llm import LabelCounts, llm_labels
-from cluster.stage_embed import embed_concepts
-from cluster.tuning import Objective, tune
+from cluster.tuning import Objective, budget, tune
 from contracts.results import StageResult
 from contracts.settings import LLMSettings, Settings, section_dump
 from staging import concepts as concept_store
 from staging import embeddings as vectors
 from staging import segments as segment_store
 from staging import topics as store
+from staging.llm_calls import recorder
 from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
@@ -87,16 +86,23 @@ def run(
 
         objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics)
         sample = fit_topics.seeded_sample(len(ids), cfg.sample_size, cfg.seed)
-        with _timed(seconds, "tune"), bar(progress, "cluster trials", cfg.n_trials) as advance:
+        n_trials, timeout_s = budget(len(sample), cfg.n_trials, cfg.timeout_s)
+        with _timed(seconds, "tune"), bar(progress, "cluster trials", n_trials) as advance:
             tuned = tune(
                 points[sample],
                 storage_url=optuna_url(settings),
                 seed=cfg.seed,
-                n_trials=cfg.n_trials,
+                n_trials=n_trials,
                 objective=objective,
                 tag=key,
-                timeout_s=cfg.timeout_s,
+                timeout_s=timeout_s,
                 on_trial=advance,
+            )
+        complete = sum(t.state == "COMPLETE" for t in tuned.trials)
+        if complete < n_trials:
+            notes.append(
+                f"tuning stopped after {complete} of {n_trials} trials (time cap {timeout_s or 0:.0f} s):"
+                " a re-run continues the stored study"
             )
         trials = [
             {"number": t.number, "state": t.state, "value": t.value, "params": t.params, **t.attrs}
@@ -118,7 +124,7 @@ def run(
         named = LabelCounts()
         if cfg.llm_labels and settings.extract.llm is not None and topic_rows:
             with _timed(seconds, "llm_labels"):
-                _name_topics(archive, staging, members, topic_rows, settings.extract.llm, named)
+                _name_topics(archive, staging, members, topic_rows, settings.extract.llm, named, run_id)
             if named.failed:
                 notes.append(f"{named.failed} topic(s) kept their keyword label: the LLM gave no usable name")
         uids = {t["topic"]: t["topic_uid"] for t in topic_rows}
@@ -127,7 +133,10 @@ def run(
             for i in np.flatnonzero(labels >= 0)
         ]
         with _timed(seconds, "concepts"):
-            links += _concept_links(staging, run_id, settings, key, embedder, fit, points, labels, uids)
+            missing: list[int] = []
+            links += _concept_links(staging, fit, key, points, labels, uids, missing)
+            if missing:
+                notes.append(f"{missing[0]} concept(s) without a vector got no topic: run the embed_concepts stage")
         with _timed(seconds, "map"):
             shown = sample[fit_topics.seeded_sample(len(sample), MAP_MAX, cfg.seed)]
             xy = fit_topics.map_layout(points[shown], tuned.best.n_neighbors, cfg.seed)
@@ -178,18 +187,13 @@ def _describe_topics(
 ) -> list[dict[str, Any]]:
     """Label, size, keywords, representatives and content key of every topic."""
     cfg = settings.cluster
-    topics = sorted(set(labels.tolist()) - {-1})
-    rng = np.random.default_rng(cfg.seed)
-    chosen: dict[int, list[str]] = {}
-    for topic in topics:
-        indices = np.flatnonzero(labels == topic)
-        picked = indices if len(indices) <= cfg.label_docs else rng.choice(indices, cfg.label_docs, replace=False)
-        chosen[topic] = [ids[i] for i in sorted(picked)]
+    groups = fit_topics.topic_members(ids, labels, cfg.label_docs, cfg.seed).sort("topic")
+    topics = groups["topic"].to_list()
+    chosen: dict[int, list[str]] = dict(zip(topics, groups["sample"].to_list(), strict=True))
     docs = _segment_texts(archive, members, [s for c in chosen.values() for s in c])
     keywords = fit_topics.ctfidf({t: [docs.get(s, "") for s in chosen[t]] for t in topics}, cfg.keywords)
     rows = []
-    for topic in topics:
-        in_topic = sorted(ids[i] for i in np.flatnonzero(labels == topic))
+    for topic, size, in_topic in groups.select("topic", "size", "members").iter_rows():
         uid = hashlib.sha256("\n".join([key, *in_topic]).encode()).hexdigest()[:16]
         reps = [ids[i] for i in fit_topics.representatives(points, labels, topic, cfg.representatives)]
         rows.append(
@@ -197,7 +201,7 @@ def _describe_topics(
                 "topic": topic,
                 "topic_uid": f"topic-{uid}",
                 "label": fit_topics.label_of(keywords[topic], topic),
-                "size": len(in_topic),
+                "size": size,
                 "keywords": keywords[topic],
                 "representatives": reps,
             }
@@ -212,11 +216,12 @@ def _name_topics(
     topic_rows: list[dict[str, Any]],
     llm: LLMSettings,
     counts: LabelCounts,
+    run_id: str,
 ) -> None:
     """Replace keyword labels with the LLM's names where it gives one (cached per topic_uid)."""
     texts = _segment_texts(archive, members, [r for t in topic_rows for r in t["representatives"]])
     snippets = {t["topic"]: [texts.get(r, "") for r in t["representatives"]] for t in topic_rows}
-    names = llm_labels(staging, llm, topic_rows, snippets, counts)
+    names = llm_labels(staging, llm, topic_rows, snippets, counts, on_call=recorder(staging, run_id))
     for row in topic_rows:
         row["label"] = names.get(row["topic"], row["label"])
 
@@ -236,23 +241,24 @@ def _segment_texts(
 
 def _concept_links(
     staging: sqlite3.Connection,
-    run_id: str,
-    settings: Settings,
-    key: str,
-    embedder: Embedder | None,
     fit: fit_topics.Fit,
+    key: str,
     points: np.ndarray[Any, Any],
     labels: np.ndarray[Any, Any],
     uids: dict[int, str],
+    missing: list[int],
 ) -> list[tuple[str, str, int, str, float, str]]:
-    """Concept -> Topic links: each concept's vector placed in the fitted model, else its nearest topic."""
+    """Concept -> Topic links: each concept's vector placed in the fitted model, else its nearest topic.
+    Concepts without a vector (the embed_concepts stage has not run since they appeared) are counted in
+    `missing` and get no link."""
     if not uids or not concept_store.has_store(staging):
         return []
     concept_ids = [c.concept_id for c in concept_store.load_concepts(staging).values() if c.merged_into is None]
     if not concept_ids:
         return []
-    embed_concepts(staging, embedder or build_embedder(settings.embed), run_id, settings, EmbedCounts())
-    found, matrix = vectors.item_matrix(staging, "concept", key, concept_ids)
+    found, matrix = vectors.item_matrix(staging, "concept", key, concept_ids)  # the embed_concepts stage's
+    if len(found) < len(concept_ids):
+        missing.append(len(concept_ids) - len(found))
     if not found:
         return []
     placed, strengths = fit_topics.place(fit.reducer, fit.clusterer, matrix)

@@ -1,4 +1,5 @@
-"""The embed stage: every current segment's messages, the segments themselves and the concepts, as vectors.
+"""The embed stage: every current segment's messages and the segments themselves, as vectors (the concepts'
+vectors are the embed_concepts stage's, cluster/stage_embed_concepts.py, which runs once the concepts exist).
 
 The six steps: open a stage run; read the current segments (staging.db) and their messages' texts
 (archive.db) a chunk at a time; embed what the cache does not have (`clients.embed_cache.embed_cached`: keyed by
@@ -26,7 +27,6 @@ from clients.embedders import Embedder, build_embedder
 from clients.progress import ProgressFactory
 from contracts.results import StageResult
 from contracts.settings import Settings, section_dump
-from staging import concepts as concept_store
 from staging import embeddings as store
 from staging import segments as segment_store
 from staging.stage_run import finish, stage_run
@@ -46,7 +46,7 @@ def run(
     progress: ProgressFactory | None = None,
     embedder: Embedder | None = None,
 ) -> StageResult:
-    """Embed the current segments' messages, the segments and the concepts under the configured model."""
+    """Embed the current segments' messages and the segments under the configured model."""
     embedder = embedder or build_embedder(settings.embed)
     fingerprint = f"{embedder.key}:{segment_store.current_segments_fingerprint(staging)}"
     config = section_dump(settings.embed)
@@ -66,7 +66,6 @@ def run(
                 chunk, size = [], 0
         m, s = _embed_segments(archive, staging, embedder, run_id, settings, chunk, counts, progress)
         message_items, segment_items = message_items + m, segment_items + s
-        concept_items = embed_concepts(staging, embedder, run_id, settings, counts, progress)
         result = {
             "segments": len(segments),
             "texts": counts.texts,
@@ -75,10 +74,9 @@ def run(
             "vectors_written": counts.written,
             "message_items_changed": message_items,
             "segment_items_changed": segment_items,
-            "concept_items_changed": concept_items,
         }
         log.info("embed - %s with %s", result, embedder.key)
-        changed = counts.written + message_items + segment_items + concept_items
+        changed = counts.written + message_items + segment_items
         return finish(
             ledger,
             rows_in=counts.texts,
@@ -143,36 +141,3 @@ def _embed_segments(
 
 def _stack(rows: list[store.Matrix]) -> store.Matrix:
     return np.stack(rows).astype(np.float32, copy=False)
-
-
-def concept_text(title: str, description: str) -> str:
-    return f"{title}: {description}" if description else title
-
-
-def embed_concepts(
-    staging: sqlite3.Connection,
-    embedder: Embedder,
-    run_id: str,
-    settings: Settings,
-    counts: EmbedCounts,
-    progress: ProgressFactory | None = None,
-) -> int:
-    """Embed every concept that is not merged away (title and description). Returns item rows changed."""
-    if not concept_store.has_store(staging):
-        return 0
-    concepts = [c for c in concept_store.load_concepts(staging).values() if c.merged_into is None]
-    if not concepts:
-        return 0
-    hashes = embed_cached(
-        staging,
-        embedder,
-        run_id,
-        [concept_text(c.title, c.description) for c in concepts],
-        batch_size=embedder.batch_size or settings.embed.batch_size,
-        write_batch=settings.embed.write_batch,
-        counts=counts,
-        progress=progress,
-        label="embed concepts",
-    )
-    rows = [(c.concept_id, h) for c, h in zip(concepts, hashes, strict=True)]
-    return store.put_items(staging, "concept", embedder.key, run_id, rows)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from cluster.tuning import Params, run_hdbscan, umap_layout, validity_of
 from staging.embeddings import Matrix
@@ -71,9 +72,12 @@ def fit_all(points: Matrix, params: Params, *, seed: int, fit_max: int) -> Fit:
 
 
 def place(reducer: Any, clusterer: Any, points: Matrix) -> tuple[Labels, Floats]:
-    """Labels and strengths of points the model was not fitted on (transform, then approximate_predict)."""
+    """Labels and strengths of points the model was not fitted on (transform, then approximate_predict); a
+    model fitted on exact k-NN (small data: no search index to transform with) votes by neighbours instead."""
     import hdbscan
 
+    if getattr(reducer, "_knn_search_index", None) is None and getattr(reducer, "_raw_data", None) is not None:
+        return vote(np.asarray(reducer._raw_data), clusterer.labels_, points, int(reducer.n_neighbors))
     labels: list[Labels] = []
     strengths: list[Floats] = []
     for start in range(0, len(points), PREDICT_CHUNK):
@@ -84,6 +88,28 @@ def place(reducer: Any, clusterer: Any, points: Matrix) -> tuple[Labels, Floats]
         labels.append(np.asarray(chunk_labels, dtype=np.int64))
         strengths.append(np.asarray(chunk_strengths, dtype=np.float64))
     return np.concatenate(labels), np.concatenate(strengths)
+
+
+def vote(fitted: Matrix, fitted_labels: Labels, points: Matrix, k: int) -> tuple[Labels, Floats]:
+    """Each point takes the label with the most cosine weight among its k nearest fitted points (noise counts
+    as a label, so a point among outliers stays one); strength is that label's share of the weight."""
+    unit = fitted / np.maximum(np.linalg.norm(fitted, axis=1, keepdims=True), 1e-12)
+    query = points / np.maximum(np.linalg.norm(points, axis=1, keepdims=True), 1e-12)
+    k = max(1, min(k, len(fitted)))
+    labels = np.full(len(points), -1, dtype=np.int64)
+    strengths = np.zeros(len(points), dtype=np.float64)
+    for start in range(0, len(points), PREDICT_CHUNK):
+        sims = query[start : start + PREDICT_CHUNK] @ unit.T
+        nearest = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        for row, neighbours in enumerate(nearest):
+            weights = np.maximum(sims[row, neighbours], 0.0) + 1e-9
+            totals: dict[int, float] = {}
+            for label, weight in zip(fitted_labels[neighbours].tolist(), weights.tolist(), strict=True):
+                totals[label] = totals.get(label, 0.0) + weight
+            best = max(totals, key=lambda t: (totals[t], -t))
+            labels[start + row] = best
+            strengths[start + row] = totals[best] / sum(totals.values()) if best >= 0 else 0.0
+    return labels, strengths
 
 
 def centroids(points: Matrix, labels: Labels) -> dict[int, Matrix]:
@@ -123,12 +149,34 @@ def reassign_outliers(
     return labels, weights, moved
 
 
+def topic_sizes(labels: Labels) -> pl.DataFrame:
+    """(topic, size) of every topic (noise left out), largest first, ties by topic number: one group-by pass
+    instead of one scan of the labels per topic."""
+    frame = pl.DataFrame({"topic": np.asarray(labels, dtype=np.int64)})
+    sizes = frame.filter(pl.col("topic") >= 0).group_by("topic").len(name="size")
+    return sizes.sort(["size", "topic"], descending=[True, False])
+
+
 def renumber(labels: Labels) -> Labels:
     """Topics numbered by size, largest first (ties by old number): stable and readable ids within a run."""
-    sizes = {t: int(np.sum(labels == t)) for t in set(labels.tolist()) - {-1}}
-    order = sorted(sizes, key=lambda t: (-sizes[t], t))
+    order = topic_sizes(labels)["topic"].to_list()
     mapping = {old: new for new, old in enumerate(order)}
-    return np.array([mapping.get(int(t), -1) for t in labels], dtype=np.int64)
+    renumbered = pl.Series(np.asarray(labels, dtype=np.int64)).replace_strict(
+        mapping, default=-1, return_dtype=pl.Int64
+    )
+    return renumbered.to_numpy()
+
+
+def topic_members(ids: Sequence[str], labels: Labels, sample: int, seed: int) -> pl.DataFrame:
+    """Per topic, largest first: its size, its member ids (sorted) and a seeded sample of at most `sample` of
+    them (sorted), the documents its keywords are computed from."""
+    frame = pl.DataFrame({"item": list(ids), "topic": np.asarray(labels, dtype=np.int64)}).filter(pl.col("topic") >= 0)
+    grouped = frame.group_by("topic").agg(
+        pl.len().alias("size"),
+        pl.col("item").sort().alias("members"),
+        pl.col("item").shuffle(seed=seed).head(sample).sort().alias("sample"),
+    )
+    return grouped.sort(["size", "topic"], descending=[True, False])
 
 
 def ctfidf(docs: dict[int, Sequence[str]], top_k: int) -> dict[int, list[str]]:

@@ -113,13 +113,51 @@ def study_name(sample: Matrix, seed: int, objective: Objective, tag: str) -> str
 Knn = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], Any]
 
 
+DEFAULT_TRIALS = 30
+UNCAPPED_TRIALS = 10  # a time cap never stops a study before this many trials (TPE's random start-up)
+EXACT_KNN_MAX = 4096  # UMAP's own small-data threshold: below it, exact k-NN is one matrix product
+
+
+def budget(n_points: int, n_trials: int | None, timeout_s: float | None) -> tuple[int, float | None]:
+    """Optuna trials and time cap for `n_points`: what was configured, else 30 trials under a cap that grows
+    with the data.
+
+    What a trial costs grows with the points (a UMAP layout per new parameter set), and so does the cap: 60 s +
+    20 ms per point, at most 15 minutes, for the trials after the first UNCAPPED_TRIALS (the first pays numba's
+    per-process compile, and TPE builds on its random start-up trials). Fewer trials on few points would not buy
+    much: on the 919-segment demo the 29 trials after the first cost ~30 s on a loaded 2-core machine while the
+    first (compile) cost 145 s, and 10 trials found 61 topics where 30 found 110 (benchmarks/RESULTS.md). The cap
+    only stops new trials from starting, and a re-run resumes the stored study, so a slow machine converges
+    over runs instead of blocking one. On a quiet 2-core machine 30 trials on 20k points took ~165 s.
+    """
+    if n_trials is not None:
+        return n_trials, timeout_s  # a configured trial count is run in full unless a cap is configured too
+    return DEFAULT_TRIALS, timeout_s if timeout_s is not None else min(900.0, 60.0 + 0.02 * n_points)
+
+
+def exact_knn(points: Matrix, k: int) -> Knn:
+    """Exact cosine k-NN (self first, as NN-descent returns it) with no search index: for small point sets,
+    where NN-descent's numba compile alone costs more than the whole clustering."""
+    unit = points / np.maximum(np.linalg.norm(points, axis=1, keepdims=True), 1e-12)
+    sims = unit @ unit.T
+    np.fill_diagonal(sims, np.inf)  # each point is its own nearest neighbour, whatever duplicates exist
+    order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+    dists = np.clip(1.0 - np.take_along_axis(sims, order, axis=1), 0.0, 2.0)
+    dists[:, 0] = 0.0
+    return order.astype(np.int32), dists.astype(np.float32), None
+
+
 def knn_graph(points: Matrix, k: int, seed: int) -> Knn:
-    """The k nearest neighbours (cosine) of every point and their search index (NN-descent, seeded).
+    """The k nearest neighbours (cosine) of every point and their search index (NN-descent, seeded); exact and
+    without a search index up to EXACT_KNN_MAX points (then `cluster.topics.place` votes by neighbours).
 
     Computed once and shared by every UMAP fit on the same points; it is also the one k-NN code path, so numba
     compiles it once per process (UMAP's own exact path for small data would be a second compile).
     """
     from umap.umap_ import nearest_neighbors
+
+    if len(points) <= EXACT_KNN_MAX:
+        return exact_knn(points, min(k, len(points) - 1))
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -270,7 +308,13 @@ def tune(
         on_trial(min(done, n_trials))  # a progress bar counts reused trials as done
     if todo:
         log.info("cluster - study %s: %d trial(s) to run, %d reused, %d points", name, todo, done, n)
-        study.optimize(trial_fn, n_trials=todo, timeout=timeout_s, gc_after_trial=False)
+        # The first trials are never cut short: the first pays numba's per-process compile, and TPE's random
+        # start-up trials are what the rest build on (a study stopped after 4 of them found 2 topics on 23k turns).
+        first = min(todo, max(0, UNCAPPED_TRIALS - done)) if timeout_s is not None else 0
+        if first:
+            study.optimize(trial_fn, n_trials=first, gc_after_trial=False)
+        if todo > first:
+            study.optimize(trial_fn, n_trials=todo - first, timeout=timeout_s, gc_after_trial=False)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not complete:
         raise RuntimeError(f"study {name} has no complete trial (timeout too short?)")

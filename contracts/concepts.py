@@ -15,10 +15,12 @@ from pydantic import Field
 
 from contracts.base import StrictBase
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: ExtractionResponse.facts
+FACT_SCHEMA_VERSION = SCHEMA_VERSION  # the Fact model is part of the same LLM-facing schema
 
 ConceptType = Literal["behavioral_pattern", "project", "event", "tension", "goal", "belief", "entity"]
 ConceptState = Literal["active", "weak", "merged", "split", "archived"]
+Polarity = Literal["positive", "negative"]
 RelationType = Literal["causes", "conflicts_with", "supports", "instance_of", "enables"]
 
 CONCEPT_TYPES: tuple[str, ...] = ConceptType.__args__  # type: ignore[attr-defined]
@@ -68,10 +70,34 @@ class ConceptHypothesis(StrictBase):
     last_seen: datetime | None = Field(description="Time of the latest evidence, or null if unknown.")
 
 
+class Fact(StrictBase):
+    """One thing the user states about themselves or one of their things, as they said it."""
+
+    subject: str = Field(
+        description="Who or what the fact is about: 'user' for the user themselves, else the user's thing or person "
+        "in a few words, e.g. 'user's phone', 'user's sister'."
+    )
+    attribute: str = Field(
+        description="What about the subject, as a short lowercase verb or noun phrase, e.g. 'lives in', 'works at', "
+        "'model' (of the user's phone), 'eats', 'is learning'."
+    )
+    value: str = Field(description="The value, copied from the message where possible, e.g. 'Berlin', 'Pixel 8'.")
+    polarity: Polarity = Field(
+        description="positive when the statement holds ('I eat meat'); negative when the user says it does not or "
+        "no longer holds ('I no longer eat meat', 'I quit my job at X')."
+    )
+    evidence: EvidenceSpan = Field(description="The verbatim span of the user's message that states the fact.")
+    confidence: float = Field(description="How clearly the message states the fact, from 0 to 1.")
+
+
 class ExtractionResponse(StrictBase):
     """What an extractor returns for one segment: the JSON object an LLM is asked for (strict schema)."""
 
     hypotheses: list[ConceptHypothesis] = Field(
         description="The concepts this segment shows about the user; an empty list when there is nothing worth "
         "remembering."
+    )
+    facts: list[Fact] = Field(
+        description="Facts the user states about themselves or their things in their own messages (where they "
+        "live, work, what they own, use, eat, learn; a count or score they give); an empty list when there are none."
     )

@@ -170,23 +170,44 @@ class ConceptsSettings(BaseModel):
     fuzzy_threshold: float = Field(
         default=0.85, ge=0, le=1, description="difflib ratio of normalised titles at or above which two names match."
     )
-    similarity: Literal["char-ngram"] = Field(
+    similarity: Literal["char-ngram", "embedding"] = Field(
         default="char-ngram",
-        description="Similarity used after exact and fuzzy matching: char-ngram (cosine of character 3-grams); "
-        "an embedding similarity plugs in here once embeddings exist.",
+        description="Similarity used after exact and fuzzy matching, behind the word veto: char-ngram (cosine of "
+        "character 3-grams) or embedding (cosine of the names' vectors under the embed settings, cached in "
+        "staging.db; names of different lengths may then match too, at longer_similarity_threshold).",
     )
     similarity_threshold: float = Field(
         default=0.8, ge=0, le=1, description="Similarity at or above which two names of one type match."
     )
+    longer_similarity_threshold: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="similarity=embedding only: the bar for two names whose word counts differ (one adds "
+        "trailing words) and that pass the veto.",
+    )
     split_min_segments: int = Field(
         default=2, ge=1, description="A concept seen as two types, each in this many segments, is split in two."
     )
+    batch_size: int = Field(default=500, ge=1, description="Hypotheses resolved per write transaction.")
+
+
+class GardenSettings(BaseModel):
+    """The garden stage: fact validity, and which concepts are archived as stale (measured per source)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     stale_after_days: int | None = Field(
         default=365,
         ge=1,
-        description="Archive concepts whose last evidence is this much older than the newest evidence; null: never.",
+        description="Archive an active concept whose last evidence in every source it appears in is this much older "
+        "than that source's newest message; null: never.",
     )
-    batch_size: int = Field(default=500, ge=1, description="Hypotheses resolved per write transaction.")
+    weak_stale_after_days: int | None = Field(
+        default=180,
+        ge=1,
+        description="The same for a weak concept (thin or unconfident evidence), which fades sooner; null: never.",
+    )
 
 
 class EmbedEndpointSettings(BaseModel):
@@ -251,7 +272,12 @@ class ClusterSettings(BaseModel):
     min_points: int = Field(
         default=30, ge=3, description="Fewer segments than this: clustering is skipped with a note (nothing to tune)."
     )
-    n_trials: int = Field(default=30, ge=1, description="Optuna trials per study (a re-run reuses finished ones).")
+    n_trials: int | None = Field(
+        default=None,
+        ge=1,
+        description="Optuna trials per study (a re-run reuses finished ones); null: 30 under a time cap that "
+        "grows with the segments (cluster.tuning.budget); set: all of them run unless timeout_s is set too.",
+    )
     sample_size: int = Field(default=20000, ge=10, description="Points Optuna tunes on (a seeded random sample).")
     fit_max: int = Field(
         default=50000,
@@ -275,7 +301,12 @@ class ClusterSettings(BaseModel):
         description="A noise point joins its nearest topic when its cosine to the topic centre is at least this "
         "quantile of the members' own cosines; null: noise stays noise.",
     )
-    timeout_s: float | None = Field(default=None, gt=0, description="Stop starting Optuna trials after this long.")
+    timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Stop starting Optuna trials after this long (never before the 10th); null, with scaled "
+        "n_trials: 60 s + 20 ms per sampled segment, at most 900 s.",
+    )
     keywords: int = Field(default=10, ge=1, description="c-TF-IDF keywords kept per topic (the label is the top 3).")
     representatives: int = Field(default=3, ge=1, description="Representative segments kept per topic.")
     label_docs: int = Field(
@@ -285,6 +316,99 @@ class ClusterSettings(BaseModel):
         default=True,
         description="When extract.llm is set, ask that endpoint for a short name per topic (cached per topic); "
         "false, or no endpoint: the label is the top 3 c-TF-IDF keywords.",
+    )
+
+
+class MemorySettings(BaseModel):
+    """The Cue-Tag-Content graph (the cues stage) and active recall over it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decay_lambda_per_day: float = Field(
+        default=0.002,
+        ge=0,
+        description="λ of the temporal decay on tag -> content edges: w = sim * exp(-λ * days before `at`).",
+    )
+    theta: float = Field(
+        default=0.4,
+        ge=0,
+        le=1,
+        description="Activation spreading beyond a cue or tag whose combined path score (relative to the best) "
+        "falls below this is pruned.",
+    )
+    max_depth: int = Field(default=3, ge=1, le=3, description="Hops of spreading activation: query->cue->tag->content.")
+    budget_tokens: int = Field(default=2000, ge=1, description="Default token budget of a recalled context.")
+    hub_share: float = Field(
+        default=0.05,
+        gt=0,
+        le=1,
+        description="A cue linked to more than this share of all content is a hub: its weight is down-weighted "
+        "by IDF and it stops spreading to tags.",
+    )
+    hub_min_content: int = Field(
+        default=20, ge=1, description="A cue needs at least this many content links to count as a hub at all."
+    )
+    keyphrases_per_content: int = Field(
+        default=6, ge=0, description="Discriminative keyphrases (TF-IDF) kept as cues per content node."
+    )
+    keyphrase_min_df: int = Field(
+        default=2, ge=1, description="A keyphrase must occur in at least this many content nodes to become a cue."
+    )
+    consolidate_threshold: float = Field(
+        default=0.95,
+        gt=0,
+        le=1,
+        description="Content in one conversation and one day whose key texts have at least this token Jaccard "
+        "similarity and the same cues is merged into one node pointing at its originals.",
+    )
+    key_roles: list[str] = Field(
+        default_factory=lambda: ["user", "other"],
+        description="Roles whose messages are full-weight keys (the user's side of the conversation, where "
+        "what a person said lives); other roles' messages are content too, at `other_role_weight`.",
+    )
+    other_role_weight: float = Field(
+        default=0.5, ge=0, le=1, description="Direct-match weight of content whose role is not in key_roles."
+    )
+    key_embedder: Literal["embed", "minilm-onnx"] = Field(
+        default="embed",
+        description="What embeds content keys and queries: 'embed', the embed stage's message vectors (the default "
+        "embedder, nothing extra to compute), or the full MiniLM model on the key roles' messages (cached by text; "
+        "~50x slower, and no better on the dev benchmarks, see benchmarks/RESULTS.md).",
+    )
+    key_max_tokens: int = Field(
+        default=128, ge=8, le=512, description="Word pieces of a key the full model reads (minilm-onnx only)."
+    )
+    next_weight: float = Field(
+        default=0.2,
+        ge=0,
+        description="Share of a neighbour's direct activation passed along NEXT/PREV (an answer often sits in "
+        "the turn after the one that matches).",
+    )
+    session_prior: float = Field(
+        default=0.5, ge=0, description="Weight of a conversation tag's pooled activation fed back to its content."
+    )
+    day_prior: float = Field(default=0.1, ge=0, description="Same, for day tags (temporal decay applies).")
+    cue_weight: float = Field(
+        default=0.3, ge=0, description="Weight of cue activation (query -> cue -> content) in a content's score."
+    )
+    dense_weight: float = Field(default=1.0, ge=0, description="Weight of the query-to-key embedding similarity.")
+    lexical_weight: float = Field(default=1.0, ge=0, description="Weight of BM25 over cue-expanded content keys.")
+    fact_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Score added to content that states a fact of the question (the garden's facts): the full "
+        "weight when the fact holds at `at`, half when a newer statement superseded it; 0: facts play no part.",
+    )
+    expand_keys: bool = Field(
+        default=True, description="Append each content node's cue names (extracted concepts) to its key text."
+    )
+    time_filter: bool = Field(
+        default=True,
+        description="An explicit time expression in the query ('last week', 'in May 2023') moves content outside "
+        "that range down (never out); without one, nothing changes.",
+    )
+    out_of_range_factor: float = Field(
+        default=0.6, ge=0, le=1, description="Score multiplier of content outside an explicit time range."
     )
 
 
@@ -382,8 +506,10 @@ class Settings(BaseSettings):
     segment: SegmentSettings = Field(default_factory=SegmentSettings, description="Segment stage settings.")
     extract: ExtractSettings = Field(default_factory=ExtractSettings, description="Extract stage settings.")
     concepts: ConceptsSettings = Field(default_factory=ConceptsSettings, description="Concepts stage settings.")
+    garden: GardenSettings = Field(default_factory=GardenSettings, description="Garden stage settings.")
     embed: EmbedSettings = Field(default_factory=EmbedSettings, description="Embed stage settings.")
     cluster: ClusterSettings = Field(default_factory=ClusterSettings, description="Cluster stage settings.")
+    memory: MemorySettings = Field(default_factory=MemorySettings, description="Cues stage and recall settings.")
     load: LoadSettings = Field(default_factory=LoadSettings, description="Graph load stage settings.")
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings, description="Pipeline settings.")
 

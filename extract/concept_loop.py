@@ -11,9 +11,9 @@ pointer to it, and its evidence and names move over.
 After the new hypotheses, the concepts touched are re-checked: type by majority of segments; split in two
 when two types each hold `split_min_segments` segments and the smaller at least half of the larger (the
 parent becomes 'split', a child per type); 'weak' when confidence < `weak_below` or evidence count <
-`weak_min_evidence`, else 'active'; and across the store, concepts whose last evidence is `stale_after_days`
-older than the newest evidence become 'archived' (attach revives them). Every state change is a transition
-row. Database work goes through `staging.concepts`; decisions are made here.
+`weak_min_evidence`, else 'active'. Archiving stale concepts is the garden stage's work (garden/concepts.py),
+measured per source; attach revives an archived concept. Every state change is a transition row. Database
+work goes through `staging.concepts`; decisions are made here.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from dataclasses import replace
-from datetime import datetime, timedelta
 
 from contracts.concepts import ConceptHypothesis
 from contracts.settings import ConceptsSettings
@@ -46,7 +45,8 @@ class ConceptLoop:
             "SELECT concept_id, other_id FROM concept_transitions WHERE reason = 'split_from' ORDER BY concept_id"
         ):
             self.children.setdefault(str(parent), []).append(str(child))
-        self.resolver = Resolver(settings.fuzzy_threshold, settings.similarity_threshold, similarity)
+        longer = settings.longer_similarity_threshold if settings.similarity == "embedding" else None
+        self.resolver = Resolver(settings.fuzzy_threshold, settings.similarity_threshold, similarity, longer)
         for row in sorted(self.concepts.values(), key=lambda r: (r.state == "merged", r.concept_id)):
             owner = store.survivor(self.concepts, row.concept_id)
             self.resolver.add(owner, self.concepts[owner].type, [row.title, *row.aliases])
@@ -251,7 +251,7 @@ class ConceptLoop:
         self.dirty.clear()
 
     def settle(self) -> None:
-        """Type, split and weak/active checks on every unsettled concept; stale ones archived; rows written.
+        """Type, split and weak/active checks on every unsettled concept; rows written.
 
         Unsettled is stored: a run killed before this step leaves its concepts unsettled for the next run.
         """
@@ -275,7 +275,6 @@ class ConceptLoop:
                 self._split(row, [t for t, _ in strong[:2]])
                 continue
             self._transition(row, row.state, self._state(row), "evidence")
-        self._archive_stale()
         for concept_id in self.dirty:
             self.concepts[concept_id].settled = True
         store.upsert_concepts(self.conn, (self.concepts[c] for c in sorted(self.dirty)))
@@ -318,17 +317,6 @@ class ConceptLoop:
             self.dirty.add(child.concept_id)
         self._transition(parent, parent.state, "split", f"split by type: {', '.join(types)}")
         self.counts["split"] += 1
-
-    def _archive_stale(self) -> None:
-        days = self.settings.stale_after_days
-        seen = [r.last_seen for r in self.concepts.values() if r.last_seen and r.state != "merged"]
-        if days is None or not seen:
-            return
-        cutoff = (datetime.fromisoformat(max(seen)) - timedelta(days=days)).isoformat()
-        for row in self.concepts.values():
-            if row.state in ("active", "weak") and row.last_seen and row.last_seen < cutoff:
-                self._transition(row, row.state, "archived", f"stale: no evidence after {cutoff[:10]}")
-                self.dirty.add(row.concept_id)
 
     # ------------------------------------------------------------ helpers
 

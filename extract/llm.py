@@ -25,10 +25,12 @@ import openai
 from pydantic import ValidationError
 
 from clients.llm import Reply, Usage, describe, is_transient, make_client, retry_delay, send
+from clients.retry import retrying
 from contracts.concepts import SCHEMA_VERSION, ConceptHypothesis, ExtractionResponse
 from contracts.errors import ConfigError
 from contracts.redact import redact_uri
 from contracts.settings import LLMSettings
+from extract.fact_mapper import map_raw_facts
 from extract.llm_request import build_request
 from extract.mapper import MapperDecision, map_raw_hypotheses
 from extract.prompts import PROMPT_VERSION, RESPONSE_NAME, build_messages
@@ -56,6 +58,7 @@ class LLMExtractionOutput(ExtractionOutput):
 
     decisions: list[MapperDecision] = field(default_factory=list)
     contract_ok: bool = True
+    fact_decisions: list[MapperDecision] = field(default_factory=list)  # extract.fact_mapper's, stored beside
 
 
 class Budget:
@@ -217,39 +220,44 @@ class LLMExtractor:
         body = build_request(self.settings, messages)
         record = self.request_record(messages)
         attempts: list[LLMCall] = []
-        for attempt in range(1, self.settings.max_retries + 2):
+        started = time.monotonic()
+
+        def attempt_once(attempt: int) -> tuple[Reply, float]:
+            nonlocal started
             started = time.monotonic()
-            try:
-                reply = send(self.client, self.settings.api, body)
-            except openai.OpenAIError as error:
-                transient = is_transient(error)
-                body_text = _error_body(error)
-                status: CallStatus = "transient_error" if transient else "error"
-                attempts.append(
-                    self.new_call(
-                        segment,
-                        attempt,
-                        record,
-                        status=status,
-                        latency_s=round(time.monotonic() - started, 4),
-                        error=describe(error),
-                        raw_response=body_text,
-                    )
-                )
-                if transient and attempt <= self.settings.max_retries:
-                    delay = retry_delay(error, attempt, self.settings)
-                    log.info("extract - %s: %s, retry %d in %.2fs", segment.segment_id, describe(error), attempt, delay)
-                    time.sleep(delay)
-                    continue
-                why = f"retries exhausted after {attempt} attempts" if transient else "API error (not retried)"
-                return ExtractionFailure(reason=f"{why}: {describe(error)}", raw_response=body_text), attempts
+            return send(self.client, self.settings.api, body), round(time.monotonic() - started, 4)
+
+        def failed(error: BaseException, attempt: int, will_retry: bool) -> None:
+            status: CallStatus = "transient_error" if is_transient(error) else "error"
             latency = round(time.monotonic() - started, 4)
-            result, status, error_text = self.interpret(reply, segment)
-            attempts.append(
-                self.reply_call(segment, attempt, record, reply, status=status, latency_s=latency, error=error_text)
+            call = self.new_call(segment, attempt, record, status=status, latency_s=latency, error=describe(error))
+            call.raw_response = _error_body(error) if isinstance(error, openai.OpenAIError) else None
+            attempts.append(call)
+            if will_retry:
+                log.info("extract - %s: %s, retry %d", segment.segment_id, describe(error), attempt)
+
+        try:
+            reply, latency = retrying(
+                attempt_once,
+                transient=is_transient,
+                delay=lambda error, attempt: retry_delay(error, attempt, self.settings),
+                max_retries=self.settings.max_retries,
+                on_error=failed,
             )
-            return result, attempts
-        raise AssertionError("unreachable: the loop returns on its last attempt")
+        except openai.OpenAIError as error:
+            why = (
+                f"retries exhausted after {len(attempts)} attempts"
+                if is_transient(error)
+                else "API error (not retried)"
+            )
+            return ExtractionFailure(reason=f"{why}: {describe(error)}", raw_response=_error_body(error)), attempts
+        result, status, error_text = self.interpret(reply, segment)
+        attempts.append(
+            self.reply_call(
+                segment, len(attempts) + 1, record, reply, status=status, latency_s=latency, error=error_text
+            )
+        )
+        return result, attempts
 
     def interpret(self, reply: Reply, segment: SegmentInput) -> tuple[Result, CallStatus, str | None]:
         """The reply's text → the contract, via the semantic mapper; every way it can fail, named."""
@@ -269,7 +277,8 @@ class LLMExtractor:
             return ExtractionFailure(reason, raw_response=text, usage=usage), "invalid_json", reason
         contract_error = _contract_error(raw)
         hypotheses, decisions = self.map_raw(raw, segment, self.known_concepts)
-        if contract_error is not None and not hypotheses:
+        facts, fact_decisions = map_raw_facts(raw if isinstance(raw, dict) else {}, segment)  # a bare list: hypotheses
+        if contract_error is not None and not hypotheses and not facts:
             # Off-contract and nothing salvageable: a schema violation. Off-contract but mapped (type "Project")
             # is a success whose corrections are in `decisions`.
             reason = f"schema violation: {contract_error}"
@@ -280,6 +289,8 @@ class LLMExtractor:
             raw_response=text,
             decisions=decisions,
             contract_ok=contract_error is None,
+            facts=facts,
+            fact_decisions=fact_decisions,
         )
         return output, "ok", None
 

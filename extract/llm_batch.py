@@ -21,11 +21,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import openai
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
 from clients.llm import describe, is_transient, reply_from_chat, reply_from_response, retry_delay
+from clients.retry import retrying
 from extract.llm_request import build_request
 from extract.prompts import build_messages
 from extract.types import ExtractionFailure, SegmentInput
@@ -145,12 +145,15 @@ def _line_error(item: dict[str, Any]) -> str:
 
 def _retrying(settings: Any, call: Callable[[], T]) -> T:
     """Submission and polling requests, retried on the same transient errors as extraction calls."""
-    for attempt in range(1, settings.max_retries + 2):
-        try:
-            return call()
-        except openai.OpenAIError as error:
-            if not is_transient(error) or attempt > settings.max_retries:
-                raise
+
+    def logged(error: BaseException, attempt: int, will_retry: bool) -> None:
+        if will_retry:
             log.info("extract - batch request: %s, retry %d", describe(error), attempt)
-            time.sleep(retry_delay(error, attempt, settings))
-    raise AssertionError("unreachable: the loop returns or raises on its last attempt")
+
+    return retrying(
+        lambda attempt: call(),
+        transient=is_transient,
+        delay=lambda error, attempt: retry_delay(error, attempt, settings),
+        max_retries=settings.max_retries,
+        on_error=logged,
+    )

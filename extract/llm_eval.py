@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
+import polars as pl
+
 from contracts.settings import LLMSettings
 from extract.llm import LLMExtractionOutput, LLMExtractor, SegmentNotDone
 from extract.text import name_key
@@ -88,27 +90,29 @@ def evaluate(settings: LLMSettings, segments: Sequence[SegmentInput], repeat: in
     runs: list[dict[str, ExtractionOutput | ExtractionFailure]] = []
     for _ in range(repeat):
         runs.append({s.segment_id: r for s, r in extractor.extract_many(segments)})
-    outputs = [r for run in runs for r in run.values() if isinstance(r, LLMExtractionOutput)]
-    failures = Counter(_failure_kind(r) for run in runs for r in run.values() if isinstance(r, ExtractionFailure))
-    replied = [r for run in runs for r in run.values() if r.raw_response is not None and _failure_kind(r) != "error"]
-    adherent = sum(1 for r in outputs if r.contract_ok)
-    spans_raw = sum(raw_counts(r.raw_response)[1] for r in replied)
-    spans_kept = sum(len(h.evidence_spans) for r in outputs for h in r.hypotheses)
-    rules = Counter(d.rule for r in outputs for d in r.decisions)
-    pair_scores: list[float] = []
-    identical = 0
-    for segment in segments:
-        results = [run[segment.segment_id] for run in runs if segment.segment_id in run]
-        titles = [{name_key(h.title) for h in r.hypotheses} for r in results if isinstance(r, ExtractionOutput)]
-        pair_scores += [jaccard(a, b) for a, b in combinations(titles, 2)]
-        texts = {r.raw_response for r in results}
-        identical += len(texts) == 1 and len(results) == repeat
-    n_calls = max(1, sum(1 for run in runs for r in run.values() if not isinstance(r, SegmentNotDone)))
-    tokens = {
-        "prompt": sum(c.prompt_tokens for c in calls) / n_calls,
-        "completion": sum(c.completion_tokens for c in calls) / n_calls,
-        "reasoning": sum(c.reasoning_tokens for c in calls) / n_calls,
-    }
+    results = result_frame(runs)
+    replied = results.filter(pl.col("replied"))
+    outputs = results.filter(pl.col("kind") == "ok")
+    rules = decision_frame(runs)
+    spans_raw = int(replied["raw_spans"].sum())
+    spans_kept = int(outputs["kept_spans"].sum())
+    per_segment = results.group_by("segment_id").agg(
+        pl.col("titles").filter(pl.col("kind") == "ok").alias("title_sets"),
+        (pl.col("raw_response").n_unique() == 1).alias("one_text"),
+        pl.len().alias("results"),
+    )
+    pair_scores = [
+        jaccard(set(a), set(b)) for sets in per_segment["title_sets"].to_list() for a, b in combinations(sets, 2)
+    ]
+    identical = per_segment.filter(pl.col("one_text") & (pl.col("results") == repeat)).height
+    call_frame = pl.DataFrame(
+        [(c.prompt_tokens, c.completion_tokens, c.reasoning_tokens, c.latency_s) for c in calls],
+        schema={"prompt": pl.Int64, "completion": pl.Int64, "reasoning": pl.Int64, "latency_s": pl.Float64},
+        orient="row",
+    )
+    n_calls = max(1, results.filter(pl.col("kind") != "not_done").height)
+    tokens = {name: float(call_frame[name].sum()) / n_calls for name in ("prompt", "completion", "reasoning")}
+    failures = results.filter(pl.col("kind") != "ok").group_by("kind").len().sort("kind")
     examples = [
         {"segment_id": sid, "reason": r.reason[:300], "raw": (r.raw_response or "")[:300]}
         for run in runs
@@ -128,24 +132,73 @@ def evaluate(settings: LLMSettings, segments: Sequence[SegmentInput], repeat: in
         structured_output=settings.structured_output,
         repeat=repeat,
         segments=len(segments),
-        replies=len(replied),
-        failures=dict(sorted(failures.items())),
-        schema_adherence=round(adherent / max(1, len(replied)), 4),
+        replies=replied.height,
+        failures=dict(zip(failures["kind"].to_list(), failures["len"].to_list(), strict=True)),
+        schema_adherence=round(int(outputs["contract_ok"].sum()) / max(1, replied.height), 4),
         determinism_jaccard=round(sum(pair_scores) / len(pair_scores), 4) if pair_scores else 1.0,
         identical_replies=round(identical / max(1, len(segments)), 4),
         evidence_validity=round(spans_kept / spans_raw, 4) if spans_raw else None,
         evidence_spans_raw=spans_raw,
         evidence_spans_kept=spans_kept,
-        hypotheses_raw_per_segment=round(sum(raw_counts(r.raw_response)[0] for r in replied) / total, 3),
-        hypotheses_kept_per_segment=round(sum(len(r.hypotheses) for r in outputs) / total, 3),
+        hypotheses_raw_per_segment=round(int(replied["raw_hypotheses"].sum()) / total, 3),
+        hypotheses_kept_per_segment=round(int(outputs["kept_hypotheses"].sum()) / total, 3),
         tokens_per_segment={k: round(v, 1) for k, v in tokens.items()},
-        latency_s_mean=round(sum(c.latency_s for c in calls) / max(1, len(calls)), 3),
-        mapper_corrections_per_reply=round(sum(rules.values()) / max(1, len(outputs)), 3),
-        mapper_rules=dict(rules.most_common()),
+        latency_s_mean=round(call_frame.select(pl.col("latency_s").mean().fill_null(0.0)).item(), 3),
+        mapper_corrections_per_reply=round(rules.height / max(1, outputs.height), 3),
+        mapper_rules=dict(rules.group_by("rule").len().sort(["len", "rule"], descending=[True, False]).iter_rows()),
         wall_s=round(time.monotonic() - started, 2),
         examples=examples,
         samples=samples,
     )
+
+
+RESULT_SCHEMA = pl.Schema(
+    {
+        "repeat": pl.Int64(),
+        "segment_id": pl.String(),
+        "kind": pl.String(),  # ok, or the failure kind (refused, invalid_json, schema_violation, error, not_done)
+        "replied": pl.Boolean(),  # a reply came back (not a transport error, not stopped by the budget)
+        "contract_ok": pl.Boolean(),
+        "raw_response": pl.String(),
+        "raw_hypotheses": pl.Int64(),
+        "raw_spans": pl.Int64(),
+        "kept_hypotheses": pl.Int64(),
+        "kept_spans": pl.Int64(),
+        "titles": pl.List(pl.String()),  # normalised titles kept (name_key)
+    }
+)
+
+
+def result_frame(runs: Sequence[dict[str, ExtractionOutput | ExtractionFailure]]) -> pl.DataFrame:
+    """One row per (repeat, segment): what came back and what the mapper kept of it."""
+    rows = []
+    for number, run in enumerate(runs):
+        for segment_id, result in run.items():
+            kind = _failure_kind(result)
+            raw_hypotheses, raw_spans = raw_counts(result.raw_response)
+            hypotheses = result.hypotheses if isinstance(result, ExtractionOutput) else []
+            rows.append(
+                (
+                    number,
+                    segment_id,
+                    kind,
+                    result.raw_response is not None and kind != "error",
+                    isinstance(result, LLMExtractionOutput) and result.contract_ok,
+                    result.raw_response,
+                    raw_hypotheses,
+                    raw_spans,
+                    len(hypotheses),
+                    sum(len(h.evidence_spans) for h in hypotheses),
+                    sorted({name_key(h.title) for h in hypotheses}),
+                )
+            )
+    return pl.DataFrame(rows, schema=RESULT_SCHEMA, orient="row")
+
+
+def decision_frame(runs: Sequence[dict[str, ExtractionOutput | ExtractionFailure]]) -> pl.DataFrame:
+    """One row per mapper decision of every reply that met (or was mapped onto) the contract."""
+    rules = [d.rule for run in runs for r in run.values() if isinstance(r, LLMExtractionOutput) for d in r.decisions]
+    return pl.DataFrame({"rule": rules}, schema={"rule": pl.String})
 
 
 def _sample(segment: SegmentInput, result: ExtractionOutput | ExtractionFailure) -> dict[str, Any]:

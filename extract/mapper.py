@@ -113,7 +113,7 @@ def _items(raw: object, log: _Log) -> list[object]:
         log.add("response_unwrapped", -1, "", "list", "{hypotheses: list}")
         return raw
     if isinstance(raw, dict) and isinstance(raw.get("hypotheses"), list):
-        for extra in sorted(set(raw) - {"hypotheses"}):
+        for extra in sorted(set(raw) - {"hypotheses", "facts"}):  # facts: extract/fact_mapper.py
             log.add("unknown_field", -1, extra, raw[extra], None)
         return list(raw["hypotheses"])
     log.add("response_shape", -1, "", raw, None, note='expected {"hypotheses": [...]}')

@@ -12,7 +12,8 @@ output. For each segment:
 3. the best `max_concepts` are typed by a cue in the user's sentence around the first mention
    (tension, goal, project, behavioral_pattern, event, belief; otherwise entity);
 4. evidence spans are the sentences (up to 240 characters) around up to three mentions, copied verbatim;
-5. the result goes through the same semantic mapper as LLM output (`map_raw_hypotheses`).
+5. the result goes through the same semantic mapper as LLM output (`map_raw_hypotheses`);
+6. facts the user states about themselves (extract/facts.py) go through the fact mapper (extract/fact_mapper.py).
 
 Deterministic: the same segment gives the same hypotheses, byte for byte.
 """
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.concepts import SCHEMA_VERSION
+from extract.fact_mapper import map_raw_facts
+from extract.facts import FACT_RULES_VERSION, propose_facts
 from extract.mapper import map_raw_hypotheses
 from extract.text import is_stopword, slug, word_spans, words
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
@@ -95,6 +98,7 @@ class OfflineExtractor:
         self.cache_key_parts: tuple[str, ...] = (
             "offline",
             f"rules-v{OFFLINE_VERSION}",
+            f"facts-v{FACT_RULES_VERSION}",
             f"schema-v{SCHEMA_VERSION}",
             f"max-{max_concepts}",
         )
@@ -107,7 +111,8 @@ class OfflineExtractor:
 
     def extract(self, segment: SegmentInput) -> ExtractionOutput:
         hypotheses, _ = map_raw_hypotheses({"hypotheses": propose(segment, self.max_concepts)}, segment)
-        return ExtractionOutput(hypotheses=hypotheses)
+        facts, _ = map_raw_facts(propose_facts(segment), segment)
+        return ExtractionOutput(hypotheses=hypotheses, facts=facts)
 
 
 def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:

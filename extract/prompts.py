@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from contracts.concepts import CONCEPT_TYPES, RELATION_TYPES, ExtractionResponse
 from extract.types import SegmentInput
 
-PROMPT_VERSION = 1
+PROMPT_VERSION = 2  # 2: facts
 MAX_HYPOTHESES = 8  # more per segment are mostly noise, and each one costs output tokens
 MAX_MESSAGE_CHARS = 6000  # a pasted log must not blow the context; a cited span must come from what is shown
 MAX_KNOWN_CONCEPTS = 50
@@ -28,8 +28,8 @@ concepts it shows about the user: projects, goals, beliefs, recurring habits (be
 events, and entities (people, places, tools, organisations) that matter to them.
 
 Rules:
-- Answer with JSON that matches the schema: {{"hypotheses": [...]}}. Use an empty list when the segment holds \
-nothing worth remembering. At most {MAX_HYPOTHESES} hypotheses: the ones most worth remembering.
+- Answer with JSON that matches the schema: {{"hypotheses": [...], "facts": [...]}}. Use an empty list when the \
+segment holds nothing worth remembering. At most {MAX_HYPOTHESES} hypotheses: the ones most worth remembering.
 - type is one of: {", ".join(CONCEPT_TYPES)}. A relation is one of: {", ".join(RELATION_TYPES)}.
 - Every hypothesis needs at least one evidence span. Its message_id is one of the ids shown in square brackets, \
 its text is copied verbatim from that message (a few words up to one sentence), and its source_id is the \
@@ -38,6 +38,12 @@ segment id.
 unless the user confirms it.
 - Reuse the concept_id of a known concept when the segment is about it. Relations point only at known \
 concepts or at other concepts in your answer.
+- facts: what the user states about themselves or their things, in their own messages only: where they live \
+or work, what they own, use, eat, learn or do, a count or score they give. subject is "user" or "user's <thing>", \
+attribute a short lowercase phrase ("lives in", "works at", "model", "eats", "is learning"), value as the user \
+wrote it, polarity "negative" when they say it does not or no longer holds ("I no longer eat meat"). Never a \
+question, a wish or a plan ("should I move to Berlin?", "I want to work at X"). evidence cites the user's message \
+verbatim, like a hypothesis's evidence span.
 - concept_id is lowercase words joined by hyphens. state is "active" and revision_count is 0. first_seen and \
 last_seen are the times of the earliest and latest evidence messages, or null.
 """

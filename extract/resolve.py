@@ -9,9 +9,11 @@ Three steps, first hit wins:
    least `fuzzy_threshold` (0.92 at least when both names are one word), or the content words are the same
    set ("wedding planning" / "planning the wedding");
 3. similarity: same type, content words agree and as many of them, and `similarity(a, b) >=
-   similarity_threshold` ("Fly fishing vest" is not "Fly fishing", however similar the letters). The default is
-   the cosine of character 3-grams (`char_ngram_cosine`), deterministic and dependency-free; an embedding
-   similarity plugs in through the `Similarity` type once embeddings exist (issue 5).
+   similarity_threshold` ("Fly fishing vest" is not "Fly fishing", however similar the letters). With character
+   3-grams (`char_ngram_cosine`, deterministic and dependency-free) that is all; with name embeddings
+   (`extract.name_similarity.EmbeddingSimilarity`, concepts.similarity = "embedding") names whose word counts
+   differ also match at `longer_threshold` or above, since meaning, unlike letters, tells a refinement
+   ("learning python programming") from another thing ("fly fishing vest").
 
 "Content words agree" is a veto that keeps near-names apart: after stopwords and plural endings, if each name
 has a word the other lacks (allowing a typo: difflib ratio >= 0.8 between the odd words), or their numbers
@@ -91,10 +93,20 @@ class _Entry:
 class Resolver:
     """An index of concept names: exact keys for every type, blocked candidates per type for the rest."""
 
-    def __init__(self, fuzzy_threshold: float, similarity_threshold: float, similarity: Similarity) -> None:
+    def __init__(
+        self,
+        fuzzy_threshold: float,
+        similarity_threshold: float,
+        similarity: Similarity,
+        longer_threshold: float | None = None,
+    ) -> None:
         self.fuzzy_threshold = fuzzy_threshold
         self.similarity_threshold = similarity_threshold
         self.similarity = similarity
+        # Names of different lengths that pass the veto (one only adds trailing words) match on similarity only
+        # when it is a semantic one: letters alone cannot tell "Learning Python programming" (the same thing)
+        # from "Fly fishing vest" (another thing). None: left to the fuzzy step, as with character 3-grams.
+        self.longer_threshold = longer_threshold
         self.exact: dict[str, str] = {}  # name key -> concept_id
         self._entries: dict[str, _Entry] = {}
         self._blocks: dict[tuple[str, str], set[str]] = {}  # (type, 4-letter word prefix) -> concept ids
@@ -160,9 +172,10 @@ class Resolver:
                 single = len(words) == len(stored_words) == 1
                 if same or ratio >= (max(self.fuzzy_threshold, SINGLE_WORD_RATIO) if single else self.fuzzy_threshold):
                     found_match = Match(concept_id, "fuzzy", 1.0 if same else ratio, stored)
-                elif len(words) == len(stored_words):  # a name with more words is left to the fuzzy step
+                elif len(words) == len(stored_words) or self.longer_threshold is not None:
                     score = self.similarity(key, stored)
-                    if score < self.similarity_threshold:
+                    wanted = self.similarity_threshold if len(words) == len(stored_words) else self.longer_threshold
+                    if wanted is None or score < wanted:
                         continue
                     found_match = Match(concept_id, "similarity", score, stored)
                 else:

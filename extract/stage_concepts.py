@@ -14,12 +14,15 @@ import json
 import logging
 import sqlite3
 from collections import Counter
+from collections.abc import Callable, Iterable
 
+from clients.embedders import build_embedder
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import StageError
 from contracts.results import StageResult
 from contracts.settings import Settings
 from extract.concept_loop import ConceptLoop
+from extract.name_similarity import EmbeddingSimilarity
 from extract.resolve import SIMILARITIES, Similarity
 from staging import concepts as store
 from staging import extractions as extraction_store
@@ -28,6 +31,7 @@ from staging.extractions import CurrentExtraction
 from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
+Prepare = Callable[[Iterable[str]], None]  # embeds names ahead of the loop's transaction
 
 STAGE = "concepts"
 
@@ -44,6 +48,12 @@ def run(
     config = settings.concepts.model_dump(mode="json")
     fingerprint = extraction_store.current_fingerprint(staging) + ":" + json.dumps(config, sort_keys=True)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
+        prepare: Prepare | None = None
+        if similarity is None and settings.concepts.similarity == "embedding":
+            by_embedding = EmbeddingSimilarity(staging, build_embedder(settings.embed), run_id, settings)
+            similarity, prepare = by_embedding, by_embedding.prepare
+            if store.has_store(staging):  # the names the resolver starts with, in one bulk embedding
+                prepare(n for c in store.load_concepts(staging).values() for n in (c.title, *c.aliases))
         loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
         done = store.processed_inputs(staging)
         batch: list[CurrentExtraction] = []
@@ -52,9 +62,9 @@ def run(
             batch.append(extraction)
             size += 1
             if size >= settings.concepts.batch_size:
-                _batch(archive, staging, loop, batch, done)
+                _batch(archive, staging, loop, batch, done, prepare)
                 batch, size = [], 0
-        _batch(archive, staging, loop, batch, done)
+        _batch(archive, staging, loop, batch, done, prepare)
         with Transaction(staging):
             loop.settle()
         counts: Counter[str] = Counter(loop.counts)
@@ -77,6 +87,7 @@ def _batch(
     loop: ConceptLoop,
     batch: list[CurrentExtraction],
     done: set[str],
+    prepare: Prepare | None = None,
 ) -> None:
     """One transaction: the new hypotheses of a batch of segments, and the concepts they changed."""
     if not batch:
@@ -94,6 +105,8 @@ def _batch(
             work.append((extraction, new))
     if not work:
         return
+    if prepare is not None:  # embed the batch's new names before the write transaction opens
+        prepare(n for _, new in work for _, h in new for n in (h.title, *h.aliases))
     times = store.message_times(archive, (s.message_id for _, new in work for _, h in new for s in h.evidence_spans))
     with Transaction(staging):
         for extraction, new in work:

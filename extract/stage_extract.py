@@ -201,6 +201,8 @@ def _row(
         hypotheses, decisions = output.hypotheses, cast(list[MapperDecision], given)
     else:
         hypotheses, decisions = map_raw_hypotheses(_raw(output), segment, known)
+    decisions = decisions + cast(list[MapperDecision], getattr(output, "fact_decisions", []))
+    counts["facts_kept"] += len(output.facts)
     rejected = sum(d.rule in REJECT_RULES for d in decisions)
     counts["extracted"] += 1
     counts["hypotheses_kept"] += len(hypotheses)
@@ -212,6 +214,7 @@ def _row(
         hypotheses_proposed=len(hypotheses) + rejected,
         hypotheses_kept=len(hypotheses),
         decisions=[(d.hypothesis, d.field, d.rule, d.before, d.after) for d in decisions],
+        facts=[f.model_dump(mode="json") for f in output.facts],
         **base,
     )
 

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from clients.llm import Usage
 from contracts.concepts import ConceptHypothesis
+from contracts.facts import Fact
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class ExtractionOutput:
     hypotheses: list[ConceptHypothesis]
     usage: Usage = field(default_factory=Usage)
     raw_response: str | None = None  # the model's raw text (LLM only), kept in staging for inspection
+    facts: list[Fact] = field(default_factory=list)  # checked by extract.fact_mapper, like the hypotheses
 
 
 @dataclass(slots=True)

@@ -27,8 +27,11 @@ from contracts.results import StageResult
 from contracts.settings import Settings
 from flows.cli_concepts import concepts
 from flows.cli_eval import eval_group
+from flows.cli_eval_recall import eval_recall
+from flows.cli_garden import facts, garden
 from flows.cli_graph import graph
 from flows.cli_inspect import JSON_OPTION, archive, emit, inspect_cmd, open_readonly, staging
+from flows.cli_memory import recall
 from flows.cli_report import report
 from flows.cli_topics import topics
 from flows.prefect_env import configure_prefect, describe_api
@@ -73,7 +76,7 @@ class App:
         return importlib.import_module(f"flows.{name}")
 
 
-OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", "memory", "flows")
+OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", "garden", "memory", "flows")
 
 
 class ChatmemGroup(click.Group):
@@ -339,10 +342,14 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
 cli.add_command(staging)
 cli.add_command(archive)
 cli.add_command(eval_group)
+eval_group.add_command(eval_recall)
 cli.add_command(concepts)
 cli.add_command(topics)
 cli.add_command(report)
 cli.add_command(graph)
+cli.add_command(garden)
+cli.add_command(facts)
+cli.add_command(recall)
 cli.add_command(inspect_cmd)
 
 

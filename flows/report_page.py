@@ -222,9 +222,15 @@ def _bodies(data: Mapping[str, Any], images: Mapping[str, Path]) -> dict[str, st
             else _empty("Nothing loaded into a graph by this run (no load stage).")
         ),
         "recall": (
-            _table(data["recall"])
+            "<p>The memory graph recall reads (cues stage):</p>"
+            + _table(data["recall"]["graph"])
+            + (
+                _table(data["recall"]["figures"])
+                if data["recall"]["figures"]
+                else "<p>Recall figures are not stored per run: <code>chatmem eval recall</code> measures them.</p>"
+            )
             if data["recall"]
-            else _empty("Recall figures: not available (the memory stage has not written any for this data dir).")
+            else _empty("Recall: not available (the memory stage, cues, has not run for this run).")
         ),
     }
 

@@ -281,6 +281,54 @@ CONCEPT_TOPIC = EdgeLayer(
     f" WHERE l.kind = 'concept' AND l.run_id = {LATEST_CLUSTER_RUN} AND c.{LIVE_CONCEPT}",
 )
 
+# The Cue-Tag-Content graph of the newest cues run (staging.memory). Content nodes are the Message nodes above
+# (a merged group is a recall-time view over its originals, not a node of its own); cues and tags are nodes, and
+# their weighted associations edges: (Cue)-[:CUES]->(Message), (Tag)-[:TAGGED]->(Message), (Cue)-[:TAGGED]->(Tag).
+LATEST_MEMORY_RUN = "(SELECT MAX(run_id) FROM memory_runs)"
+
+CUES = NodeLayer(
+    "Cue",
+    "staging",
+    ("memory_cues", "memory_runs"),
+    f"SELECT cue_id AS id, name, kind, concept_type, df, idf, hub FROM memory_cues WHERE run_id = {LATEST_MEMORY_RUN}",
+    booleans=("hub",),
+)
+TAGS = NodeLayer(
+    "Tag",
+    "staging",
+    ("memory_tags", "memory_runs"),
+    f"SELECT tag_id AS id, kind, label, size FROM memory_tags WHERE run_id = {LATEST_MEMORY_RUN}",
+)
+# A message has a few cues, a cue many messages: MERGE starts from the message.
+CUE_CONTENT = EdgeLayer(
+    "CUES",
+    "Cue",
+    "Message",
+    "staging",
+    ("memory_edges", "memory_runs"),
+    "SELECT src, dst, weight FROM memory_edges"
+    f" WHERE run_id = {LATEST_MEMORY_RUN} AND kind = 'cue-content' AND dst NOT LIKE 'merged:%'",
+    anchor="dst",
+)
+TAG_CONTENT = EdgeLayer(
+    "TAGGED",
+    "Tag",
+    "Message",
+    "staging",
+    ("memory_edges", "memory_runs"),
+    "SELECT src, dst, weight FROM memory_edges"
+    f" WHERE run_id = {LATEST_MEMORY_RUN} AND kind = 'tag-content' AND dst NOT LIKE 'merged:%'",
+    anchor="dst",
+)
+CUE_TAG = EdgeLayer(
+    "TAGGED",
+    "Cue",
+    "Tag",
+    "staging",
+    ("memory_edges", "memory_runs"),
+    f"SELECT src, dst, weight FROM memory_edges WHERE run_id = {LATEST_MEMORY_RUN} AND kind = 'cue-tag'",
+)
+
 ARCHIVE_LAYERS: tuple[Layer, ...] = (CONVERSATIONS, MESSAGES, HAS_MESSAGE, NEXT, BRANCH)
 LAYERS: tuple[Layer, ...] = (
     CONVERSATIONS,
@@ -288,6 +336,8 @@ LAYERS: tuple[Layer, ...] = (
     SEGMENTS,
     CONCEPTS,
     TOPICS,
+    CUES,
+    TAGS,
     HAS_MESSAGE,
     NEXT,
     BRANCH,
@@ -296,6 +346,9 @@ LAYERS: tuple[Layer, ...] = (
     *CONCEPT_RELATIONS,
     SEGMENT_TOPIC,
     CONCEPT_TOPIC,
+    CUE_CONTENT,
+    TAG_CONTENT,
+    CUE_TAG,
 )
 """In load order: node layers before the edges that join them (`load_order` keeps any list so)."""
 

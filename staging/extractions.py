@@ -17,8 +17,10 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from contracts.redact import redact
+from staging import facts as fact_store
 from staging.db import Transaction
 
 SCHEMA = [
@@ -85,6 +87,7 @@ class ExtractionRow:
     completion_tokens: int = 0
     reasoning_tokens: int = 0
     decisions: list[tuple[int, str, str, str | None, str | None]] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)  # contracts.facts.Fact dumps (staging.facts)
 
 
 def cached_ok(conn: sqlite3.Connection, keys: Iterable[str]) -> set[str]:
@@ -111,7 +114,7 @@ def write_batch(
     `current` is (segment_id, cache_key) for every segment of the batch that has a successful extraction,
     cached or new. Returns the number of segment_extractions rows that changed.
     """
-    columns = [c for c in ExtractionRow.__slots__ if c != "decisions"]
+    columns = [c for c in ExtractionRow.__slots__ if c not in ("decisions", "facts")]
     names = ", ".join((*columns, "run_id"))
     marks = ", ".join("?" * (len(columns) + 1))
     updates = ", ".join(f"{c} = excluded.{c}" for c in (*columns, "run_id") if c != "cache_key")
@@ -131,6 +134,7 @@ def write_batch(
                 " run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(row.cache_key, i, row.segment_id, *d, run_id) for i, d in enumerate(row.decisions)],
             )
+            fact_store.write_mentions(conn, row.cache_key, row.segment_id, row.facts, run_id)
         before = conn.total_changes
         conn.executemany(
             "INSERT INTO segment_extractions (segment_id, cache_key, run_id) VALUES (?, ?, ?)"

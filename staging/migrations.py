@@ -14,6 +14,9 @@ History:
                 2  every stage's tables, which stages used to create on first use (`ensure_schema`, before
                    this list existed): segments, embeddings, extractions, llm_calls, concepts, topics,
                    load state. Their statements say IF NOT EXISTS, so a file from that release keeps its rows.
+                3  the cues stage's Cue-Tag-Content graph (staging/memory.py)
+                4  facts: fact_mentions (written with each extraction), facts (bi-temporal validity) and
+                   garden_changes (the garden stage's log), staging/facts.py
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -28,7 +31,7 @@ from datetime import UTC, datetime
 
 from contracts.errors import ConfigError
 from contracts.version import code_version
-from staging import concepts, embeddings, extractions, fts, llm_calls, load_state, segments, topics
+from staging import concepts, embeddings, extractions, facts, fts, llm_calls, load_state, memory, segments, topics
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +182,12 @@ STAGING = (
             load_state.SCHEMA,
         ),
     ),
+    Migration(
+        3,
+        "the Cue-Tag-Content graph: memory_runs, memory_content, memory_cues, memory_tags, memory_edges, memory_merges",
+        statements(memory.SCHEMA),
+    ),
+    Migration(4, "facts: fact_mentions, facts, garden_changes", statements(facts.SCHEMA)),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (

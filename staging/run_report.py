@@ -17,9 +17,8 @@ from contracts.errors import ChatmemError
 from staging import topics as topic_store
 
 Row = dict[str, Any]
-# The memory package's tables (its run summary, recall evaluations): until they exist the section says
-# "not available". Only these: memory_content and the like hold whole messages, not figures.
-RECALL_TABLES = ("memory_runs",)
+# Tables of recall figures per run, should a stage ever store them (`chatmem eval recall` prints its figures and
+# keeps none today); the section also shows the memory graph recall reads (memory_runs: counts, not messages).
 RECALL_PREFIX = "recall"
 
 
@@ -193,16 +192,24 @@ def graph(staging: sqlite3.Connection, run_id: str) -> list[Row]:
     )
 
 
-def recall(staging: sqlite3.Connection, run_id: str) -> list[Row]:
-    """Recall figures, once the memory package's tables exist: their rows for this run (empty: not available)."""
-    found = sorted(t for t in _tables(staging) if t in RECALL_TABLES or t.startswith(RECALL_PREFIX))
-    out: list[Row] = []
-    for table in found:
+def recall(staging: sqlite3.Connection, run_id: str) -> Row:
+    """What recall has for this run: the memory graph the cues stage built (counts) and any stored recall
+    figures. Empty when the memory stage has not run for it."""
+    tables = _tables(staging)
+    graph_rows: list[Row] = []
+    if "memory_runs" in tables:
+        graph_rows = _rows(
+            staging,
+            "SELECT content, cues, tags, edges, hubs, merged FROM memory_runs WHERE run_id = ?",
+            (run_id,),
+        )
+    figures: list[Row] = []
+    for table in sorted(t for t in tables if t.startswith(RECALL_PREFIX)):
         columns = [str(r[1]) for r in staging.execute(f'PRAGMA table_info("{table}")')]
-        where = " WHERE run_id = ?" if "run_id" in columns else ""
-        rows = _rows(staging, f'SELECT * FROM "{table}"{where} LIMIT 50', (run_id,) if where else ())
-        out.extend({"table": table, **row} for row in rows)
-    return out
+        if "run_id" in columns:
+            rows = _rows(staging, f'SELECT * FROM "{table}" WHERE run_id = ? LIMIT 50', (run_id,))
+            figures.extend({"table": table, **row} for row in rows)
+    return {"graph": graph_rows, "figures": figures} if graph_rows or figures else {}
 
 
 def gather(

@@ -1,10 +1,11 @@
 """Data dirs for the inspection tests (Datasette, frames, report), built by the real stages, once per session.
 
-`inspected_data_dir`: one run, r-inspect, through ingest (a themed JSONL export with one bad line, so the
-quarantine has a row), segment, extract with the LLM extractor against the loopback fake server (so
-llm_calls has tokens and the run has prices), concepts, embed and cluster (real UMAP/HDBSCAN, few trials).
+`inspected`: one run, RUN_ID, through every stage but load: ingest (a themed JSONL export with one bad line,
+so the quarantine has a row), segment, embed, extract with the LLM extractor against the loopback fake server
+(so llm_calls has tokens and the run has prices), concepts, garden, embed_concepts, cluster (real UMAP/HDBSCAN,
+few trials) and cues.
 The stages are called directly, each recording itself in the ledger as it does in the pipeline; Prefect would
-only add start-up time here. `ingest_only_data_dir` holds a run that only ingested.
+only add start-up time here. `ingest_only` holds a run that only ingested.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ THEMES = {
     "astronomy": ("Backyard astronomy", "goal", "telescope jupiter moons orbit galaxy nebula planet saturn comet"),
     "gardening": ("Tomato garden", "entity", "tomato soil compost seedlings garden mulch prune roses watering"),
 }
+# every stage but load, in pipeline order (a local graph server is a JVM: the load has tests of its own)
+FULL_STAGES = ("ingest", "segment", "embed", "extract", "concepts", "garden", "embed_concepts", "cluster", "cues")
 SEARCH_WORD = "zanzibarian"  # in exactly one message: what the full-text search tests look for
 
 
@@ -94,8 +97,10 @@ def build_full(root: Path) -> Inspected:
     # imported here: conftest imports this module, and umap costs seconds to import in every test session
     from clients.embedders import StaticMiniLM
     from cluster import stage as cluster_stage
-    from cluster import stage_embed
+    from cluster import stage_embed, stage_embed_concepts
     from extract import stage_concepts, stage_extract, stage_segment
+    from garden import stage as garden_stage
+    from memory import stage as memory_stage
 
     export = themed_export(root / "exports" / "themes.jsonl")
     server = FakeLLMServer().start()
@@ -103,7 +108,7 @@ def build_full(root: Path) -> Inspected:
     try:
         settings = _settings(root / "data", server.base_url)
         archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
-        stages = ["ingest", "segment", "extract", "concepts", "embed", "cluster"]
+        stages = list(FULL_STAGES)
         open_run(
             staging,
             stages=stages,
@@ -113,13 +118,17 @@ def build_full(root: Path) -> Inspected:
             run_id=RUN_ID,
         )
         try:
-            ingest_stage.run(archive, staging, run_id=RUN_ID, settings=settings, exports=[export])
-            stage_segment.run(archive, staging, run_id=RUN_ID, settings=settings)
-            stage_extract.run(archive, staging, run_id=RUN_ID, settings=settings)
-            stage_concepts.run(archive, staging, run_id=RUN_ID, settings=settings)
             embedder = StaticMiniLM()
-            stage_embed.run(archive, staging, run_id=RUN_ID, settings=settings, embedder=embedder)
-            cluster_stage.run(archive, staging, run_id=RUN_ID, settings=settings, embedder=embedder)
+            common = {"run_id": RUN_ID, "settings": settings}
+            ingest_stage.run(archive, staging, exports=[export], **common)
+            stage_segment.run(archive, staging, **common)
+            stage_embed.run(archive, staging, embedder=embedder, **common)
+            stage_extract.run(archive, staging, **common)
+            stage_concepts.run(archive, staging, **common)
+            garden_stage.run(archive, staging, **common)
+            stage_embed_concepts.run(archive, staging, embedder=embedder, **common)
+            cluster_stage.run(archive, staging, embedder=embedder, **common)
+            memory_stage.run(archive, staging, embedder=embedder, **common)
             close_run(staging, RUN_ID)
         finally:
             archive.close()

@@ -53,7 +53,7 @@ def answer_for(segment: SegmentInput) -> ExtractionResponse:
         first_seen=segment.messages[0].created_at,
         last_seen=segment.messages[0].created_at,
     )
-    return ExtractionResponse(hypotheses=[hypothesis])
+    return ExtractionResponse(hypotheses=[hypothesis], facts=[])
 
 
 def settings_for(server: FakeLLMServer, **overrides: Any) -> LLMSettings:

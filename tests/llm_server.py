@@ -75,7 +75,7 @@ class Reply:
 
     @classmethod
     def slow(cls, delay_s: float, then: Reply | None = None) -> Reply:
-        reply = then or cls.valid(ExtractionResponse(hypotheses=[]))
+        reply = then or cls.valid(ExtractionResponse(hypotheses=[], facts=[]))
         return Reply(**{**reply.__dict__, "delay_s": delay_s})
 
 
@@ -123,7 +123,7 @@ def quoting_responder(title: str = "Kitchen renovation", type_: str = "project")
             first_seen=None,
             last_seen=None,
         )
-        return Reply.valid(ExtractionResponse(hypotheses=[hypothesis]))
+        return Reply.valid(ExtractionResponse(hypotheses=[hypothesis], facts=[]))
 
     return respond
 
@@ -132,7 +132,9 @@ class FakeLLMServer:
     def __init__(self) -> None:
         self.script: deque[Reply] = deque()
         self.embedding_script: deque[Reply] = deque()  # replies to /v1/embeddings before the default vectors
-        self.responder: Callable[[dict[str, Any]], Reply] = lambda body: Reply.valid(ExtractionResponse(hypotheses=[]))
+        self.responder: Callable[[dict[str, Any]], Reply] = lambda body: Reply.valid(
+            ExtractionResponse(hypotheses=[], facts=[])
+        )
         self.requests: list[Recorded] = []
         self.in_flight = 0
         self.max_in_flight = 0

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 from browser import InspectServer, browser, screenshot
 from click.testing import CliRunner
-from inspect_support import RUN_ID, SEARCH_WORD, Inspected
+from inspect_support import FULL_STAGES, RUN_ID, SEARCH_WORD, Inspected
 
 from flows.cli import cli
 from flows.report_page import SECTIONS
@@ -51,7 +51,7 @@ def test_index_lists_both_databases(browser: Any, server: InspectServer) -> None
 def test_canned_queries_return_the_runs_stages_and_llm_calls(browser: Any, server: InspectServer) -> None:
     """run_stages lists the run's six stages in order; run_llm_calls has each call with its cost."""
     browser.get(f"{server.url}staging/run_stages?run_id={RUN_ID}")
-    assert _column(browser, "stage") == ["ingest", "segment", "extract", "concepts", "embed", "cluster"]
+    assert _column(browser, "stage") == list(FULL_STAGES)
     assert set(_column(browser, "status")) == {"succeeded"}
     browser.get(f"{server.url}staging/run_llm_calls?run_id={RUN_ID}&_size=100")
     costs = _column(browser, "cost_usd")
@@ -119,7 +119,7 @@ def test_report_renders_every_section_and_image(browser: Any, inspected: Inspect
         browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i) > 100 for i in images
     )
     assert "0.02625" in sections["tokens"].text  # 42 calls x (100 in x 1.25 + 50 out x 10) USD per 1M tokens
-    assert "quarantined records" in sections["problems"].text and "not available" in sections["recall"].text
+    assert "quarantined records" in sections["problems"].text and "memory graph" in sections["recall"].text
     screenshot(browser, "report.png")
 
 

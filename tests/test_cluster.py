@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from clients.embedders import StaticMiniLM
 from cluster import stage as cluster_stage
-from cluster import stage_embed
+from cluster import stage_embed, stage_embed_concepts
 from cluster.topics import ctfidf, reassign_outliers, renumber
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult
@@ -27,6 +27,7 @@ from extract import stage_segment
 from flows.cli import cli
 from ingest import stage as ingest_stage
 from staging import concepts as concept_store
+from staging import llm_calls
 from staging import topics as store
 from staging.archive import open_archive
 from staging.concepts import ConceptRow
@@ -68,6 +69,7 @@ def run_stages(settings: Settings, export: Path, run_id: str, embedder: StaticMi
         ingest_stage.run(archive, staging, run_id=run_id, settings=settings, exports=[export])
         stage_segment.run(archive, staging, run_id=run_id, settings=settings)
         stage_embed.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
+        stage_embed_concepts.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
         return cluster_stage.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
     finally:
         archive.close()
@@ -257,7 +259,7 @@ def test_one_conversation_clusters_places_the_rest_and_links_concepts(tmp_path: 
                 " ON m.segment_id = l.item_id WHERE l.kind = 'segment'"
             )
         }
-    assert "predicted" in sources  # 48 segments, fit on 30: the rest went through transform + approximate_predict
+    assert "predicted" in sources  # 48 segments, fit on 30: the rest placed by their nearest fitted neighbours
     assert theme_of_topic[concept_topics["c-bread"]] == "baking"
     assert theme_of_topic[concept_topics["c-sky"]] == "astronomy"
 
@@ -300,12 +302,17 @@ def test_llm_labels_name_topics_once_and_failures_keep_keywords(
         again = cluster_stage.run(archive, staging, run_id="r4", settings=named, embedder=embedder)
         labels = {t["label"] for t in store.list_topics(staging, "r4")}
         broken = settings.model_copy(
-            update={"extract": settings.extract.model_copy(update={"llm": llm.model_copy(update={"model": "other"})})}
+            update={
+                "extract": settings.extract.model_copy(
+                    update={"llm": llm.model_copy(update={"model": "other", "max_retries": 1, "retry_backoff_s": 0.01})}
+                )
+            }
         )
         fake_llm.responder = lambda body: llm_server.Reply.fail(500)
         open_run(staging, stages=["cluster"], exports=[], settings={}, code_version="test", run_id="r5")
         failed = cluster_stage.run(archive, staging, run_id="r5", settings=broken, embedder=embedder)
         kept = store.list_topics(staging, "r5")
+        calls = {run: llm_calls.calls(staging, run) for run in ("r3", "r4", "r5")}
     finally:
         archive.close()
         staging.close()
@@ -316,3 +323,11 @@ def test_llm_labels_name_topics_once_and_failures_keep_keywords(
     assert body["model"] == "tiny" and "Keywords:" in body["messages"][-1]["content"]
     assert failed.status == "succeeded" and failed.counts["llm_labels_failed"] == topics
     assert all(" / " in t["label"] for t in kept) and any("keyword label" in n for n in failed.notes)
+    # every attempt is an llm_calls row, as extraction's are: one ok call per topic, none when cached, and
+    # two transient failures per topic (the shared retry rule: 500 is retried max_retries times)
+    assert [c["status"] for c in calls["r3"]] == ["ok"] * topics and calls["r4"] == []
+    assert all(c["segment_id"].startswith("topic:") and c["model"] == "tiny" for c in calls["r3"])
+    assert [(c["status"], c["attempt"]) for c in calls["r5"]] == [
+        ("transient_error", 1),
+        ("transient_error", 2),
+    ] * topics

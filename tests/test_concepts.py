@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from concept_support import T0, Dbs, ScriptedExtractor, conversation, open_dbs, write_archive
 
+from clients.embedders import embedder_key
 from contracts.errors import StageError
 from contracts.results import StageResult
 from extract import concept_loop, stage_concepts, stage_extract, stage_segment
@@ -153,16 +154,6 @@ def test_offline_type_disagreements_do_not_split(tmp_path: Path) -> None:
     assert result.counts["split"] == 0 and list(concepts(dbs)) == ["Python"]
 
 
-def test_stale_concepts_are_archived(tmp_path: Path) -> None:
-    """Last evidence more than stale_after_days before the newest evidence: archived, with the reason."""
-    specs = {"old": [hyp("Old hobby")], "new": [hyp("New job")]}
-    dbs, _ = pipeline(tmp_path, [chat("old"), chat("new", 400)], specs, concepts={"stale_after_days": 365})
-    rows = concepts(dbs)
-    assert (rows["Old hobby"]["state"], rows["New job"]["state"]) == ("archived", "active")
-    reason = dbs.staging.execute("SELECT reason FROM concept_transitions WHERE to_state = 'archived'").fetchone()[0]
-    assert reason.startswith("stale")
-
-
 def test_relations_point_at_the_stored_concepts(tmp_path: Path) -> None:
     """A relation to a sibling hypothesis is stored between the two concepts' ids."""
     relation = {"target_id": "Save money", "relation": "conflicts_with", "confidence": 0.6}
@@ -205,3 +196,19 @@ def test_a_killed_run_resumes_to_the_same_store_as_a_clean_run(tmp_path: Path, m
     columns = "concept_id, title, type, state, revision_count, evidence_count, first_seen, last_seen, merged_into"
     query = f"SELECT {columns} FROM concepts ORDER BY concept_id"
     assert [tuple(r) for r in crashed.staging.execute(query)] == [tuple(r) for r in clean.staging.execute(query)]
+
+
+def test_embedding_similarity_resolves_a_refined_name_and_caches_the_name_vectors(tmp_path: Path) -> None:
+    """concepts.similarity=embedding: "learning python programming" attaches to "Learning Python" by meaning
+    (character 3-grams keep them apart), and the names' vectors land in staging.db's embedding cache."""
+    specs = {"a": [hyp("Learning Python", "goal")], "b": [hyp("learning python programming", "goal")]}
+    chats = [chat("a"), chat("b", days=1)]
+    letters, _ = pipeline(tmp_path / "letters", chats, specs)
+    assert len(concepts(letters)) == 2
+    dbs, _ = pipeline(tmp_path / "meaning", chats, specs, concepts={"similarity": "embedding"})
+    [row] = concepts(dbs).values()
+    assert row["title"] == "Learning Python" and json.loads(row["aliases"]) == ["learning python programming"]
+    method = dbs.staging.execute("SELECT method FROM concept_inputs WHERE decision != 'create'").fetchone()[0]
+    assert method == "similarity"
+    cached = dbs.staging.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (embedder_key(dbs.settings.embed),))
+    assert cached.fetchone()[0] >= 2

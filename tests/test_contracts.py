@@ -116,7 +116,7 @@ def test_schema_matches_golden_file(name: str) -> None:
 def test_the_llm_response_schema_is_strict() -> None:
     """ExtractionResponse (with ConceptHypothesis inside) passes the strict structured-outputs check."""
     schema = assert_strict_model(ExtractionResponse)
-    assert schema["required"] == ["hypotheses"]
+    assert schema["required"] == ["hypotheses", "facts"]
 
 
 def test_public_dump_strips_credentials_from_every_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from inspect_support import RUN_ID, Inspected
+from inspect_support import FULL_STAGES, RUN_ID, Inspected
 
 from contracts.errors import ConfigError
 from flows.cli import cli
@@ -19,7 +19,7 @@ def test_frames_type_columns_and_decode_json(inspected: Inspected) -> None:
     """Insertion order; declared types, JSON decoded to lists/structs, ISO times to UTC datetimes, flags to booleans."""
     frames = Frames(inspected.settings.data_dir)
     stages = frames.table("stage_runs", run_id=RUN_ID)
-    assert stages["stage"].to_list() == ["ingest", "segment", "extract", "concepts", "embed", "cluster"]  # row order
+    assert stages["stage"].to_list() == list(FULL_STAGES)  # row order
     assert stages.schema["duration_s"] == pl.Float64
     assert stages.schema["started_at"] == pl.Datetime("us", "UTC")
     ingest = stages.filter(pl.col("stage") == "ingest").row(0, named=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contracts.concepts import ExtractionResponse
+from contracts.concepts import SCHEMA_VERSION, ExtractionResponse
 from contracts.errors import ConfigError
 from contracts.schema_check import strict_schema_violations
 from contracts.settings import LLMSettings
@@ -28,7 +28,7 @@ no_real_model_requests = llm_guard.no_real_model_requests
 
 def test_token_budget_stops_cleanly_and_a_rerun_continues(fake_llm: FakeLLMServer) -> None:
     """Once the token budget is spent no new call starts; the rest are SegmentNotDone; a re-run does them."""
-    fake_llm.responder = lambda body: Reply.valid(ExtractionResponse(hypotheses=[]))
+    fake_llm.responder = lambda body: Reply.valid(ExtractionResponse(hypotheses=[], facts=[]))
     segments = [make_segment(i) for i in range(5)]
     extractor = LLMExtractor(settings_for(fake_llm, token_budget=250, max_concurrency=1))
     results = run(extractor, segments)
@@ -135,7 +135,7 @@ def test_calls_are_staged_without_the_api_key(fake_llm: FakeLLMServer, tmp_path:
     assert (ok["prompt_tokens"], ok["completion_tokens"], ok["reasoning_tokens"]) == (100, 50, 10)
     assert ok["raw_response"] == answer_for(make_segment()).model_dump_json() and ok["latency_s"] > 0
     assert ok["cache_key"] == extractor.cache_key(make_segment())
-    assert '"schema_version": 1' in ok["request"] and '"reasoning_effort": "low"' in ok["request"]
+    assert f'"schema_version": {SCHEMA_VERSION}' in ok["request"] and '"reasoning_effort": "low"' in ok["request"]
     assert llm_calls.usage_totals(conn, "r1") == {
         "calls": 2,
         "prompt_tokens": 100,
@@ -156,7 +156,7 @@ def test_api_key_from_environment(fake_llm: FakeLLMServer, monkeypatch: pytest.M
 def test_cache_key_parts_name_prompt_schema_model_and_effort(fake_llm: FakeLLMServer) -> None:
     """The cache key parts are (prompt version, schema version, model, effort): any change re-extracts."""
     extractor = LLMExtractor(settings_for(fake_llm))
-    assert extractor.cache_key_parts == (f"prompt-v{PROMPT_VERSION}", "schema-v1", "test-model", "low")
+    assert extractor.cache_key_parts == (f"prompt-v{PROMPT_VERSION}", f"schema-v{SCHEMA_VERSION}", "test-model", "low")
     other = LLMExtractor(settings_for(fake_llm, reasoning_effort="medium"))
     assert extractor.cache_key(make_segment()) != other.cache_key(make_segment())
     assert extractor.cache_key(make_segment()) == extraction_cache_key("hash-0", extractor.cache_key_parts)

@@ -17,6 +17,7 @@ from concept_support import Dbs, conversation, open_dbs, write_archive
 
 from extract import stage_concepts, stage_extract, stage_segment
 from load.layers import LAYERS, EdgeLayer, NodeLayer, load_order
+from memory import stage as cues
 from staging import concepts as concept_store
 from staging import topics as topic_store
 from staging.db import Transaction
@@ -44,7 +45,7 @@ BAKING = [
 @pytest.fixture
 def staged(graph: GraphEnv, tmp_path: Path) -> Iterator[Dbs]:
     """archive.db and staging.db after the real segment, extract and concepts stages, and one cluster run."""
-    dbs = open_dbs(tmp_path / "data", load=graph.load_settings())
+    dbs = open_dbs(tmp_path / "data", load=graph.load_settings(), memory={"key_embedder": "embed"})
     write_archive(
         dbs.archive, [conversation("garden", GARDEN), conversation("trip", TRIP), conversation("bake", BAKING)]
     )
@@ -52,6 +53,7 @@ def staged(graph: GraphEnv, tmp_path: Path) -> Iterator[Dbs]:
     for stage in (stage_segment, stage_extract, stage_concepts):
         assert stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings).status == "succeeded"
     cluster(dbs, run_id, [_segments(dbs)], [_live_concepts(dbs)])
+    assert cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings).status == "succeeded"
     try:
         yield dbs
     finally:

@@ -55,9 +55,10 @@ def test_an_old_staging_db_upgrades_in_place_and_keeps_every_row(tmp_path: Path)
     old.close()
 
     staging = open_staging(data_dir / "staging.db")
-    assert schema_version(staging) == len(STAGING) == 2
+    assert schema_version(staging) == len(STAGING) == 4
     history = staging.execute("SELECT version, applied_at IS NOT NULL FROM schema_migrations ORDER BY version")
-    assert [tuple(row) for row in history] == [(1, 0), (2, 1)]  # v1 predates the history; v2 applied now
+    # v1 predates the history; every later one is applied now
+    assert [tuple(row) for row in history] == [(1, 0)] + [(v, 1) for v in range(2, len(STAGING) + 1)]
     staging.close()
     assert _counts(data_dir / "staging.db", DATA_TABLES) == before
 
@@ -102,8 +103,8 @@ def test_a_failed_migration_leaves_the_file_at_its_old_version(tmp_path: Path) -
         c.execute("SELECT * FROM no_such_table")
 
     with pytest.raises(sqlite3.OperationalError):
-        migrate(conn, [*STAGING, Migration(3, "broken", broken)])
-    assert schema_version(conn) == 2
+        migrate(conn, [*STAGING, Migration(len(STAGING) + 1, "broken", broken)])
+    assert schema_version(conn) == len(STAGING)
     assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'half'").fetchone() is None
 
 

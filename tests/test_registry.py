@@ -32,7 +32,7 @@ def test_every_stage_is_declared_once_with_a_runnable_entry_point() -> None:
 
 def test_selection_follows_the_registry_order() -> None:
     """--from/--to slice the declared order, and a hand-picked list comes back in pipeline order."""
-    assert select_stages("extract", "cluster") == ["extract", "concepts", "cluster"]
+    assert select_stages("extract", "cluster") == ["extract", "concepts", "garden", "embed_concepts", "cluster"]
     assert select_stages(only="load") == ["load"]
     assert check_stages(["load", "ingest"]) == ["ingest", "load"]
 

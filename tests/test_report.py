@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from inspect_support import INGEST_RUN_ID, RUN_ID, Inspected
+from inspect_support import FULL_STAGES, INGEST_RUN_ID, RUN_ID, Inspected
 
 from flows.cli import cli
 from flows.registry import STAGE_ORDER
@@ -25,10 +25,10 @@ def _gather(inspected: Inspected, run_id: str | None = None) -> dict[str, object
 
 
 def test_full_run_has_every_section(inspected: Inspected) -> None:
-    """Timeline, tokens with cost, quarantine, topics with trials, concepts; no load, so no graph counts."""
+    """Timeline, tokens with cost, quarantine, topics with trials, concepts, the memory graph; no graph load."""
     data = _gather(inspected)
     assert data["run"]["id"] == RUN_ID  # the newest run, when none is named
-    assert [s["stage"] for s in data["timeline"]] == ["ingest", "segment", "extract", "concepts", "embed", "cluster"]
+    assert [s["stage"] for s in data["timeline"]] == list(FULL_STAGES)
     assert data["skipped"] == [{"stage": "load", "why": "not part of this run"}]
     [extract] = data["tokens"]["per_stage"]
     assert extract == {
@@ -44,16 +44,18 @@ def test_full_run_has_every_section(inspected: Inspected) -> None:
     assert len(data["topics"]["trials"]) == 3
     assert data["concepts"]["total"] == 3 and data["concepts"]["changed_by_run"] == 3
     assert {r["type"] for r in data["concepts"]["by_type_state"]} == {"project", "goal", "entity"}
-    assert data["graph"] == [] and data["recall"] == []
+    assert data["graph"] == []
+    [memory] = data["recall"]["graph"]  # the cues stage's graph of this run
+    assert memory["content"] > 0 and memory["cues"] > 0 and data["recall"]["figures"] == []
 
 
 def test_ingest_only_run_has_empty_sections_not_errors(ingest_only: Inspected) -> None:
     """A data dir that only ingested: the later stages' tables do not exist, and their sections are empty."""
     data = _gather(ingest_only, INGEST_RUN_ID)
     assert [s["stage"] for s in data["timeline"]] == ["ingest"]
-    assert {s["stage"] for s in data["skipped"]} == {"segment", "extract", "concepts", "embed", "cluster", "load"}
+    assert {s["stage"] for s in data["skipped"]} == set(STAGE_ORDER) - {"ingest"}
     assert data["tokens"]["per_stage"] == [] and data["tokens"]["calls"] == []
-    assert data["topics"] == {} and data["concepts"] == {} and data["graph"] == [] and data["recall"] == []
+    assert data["topics"] == {} and data["concepts"] == {} and data["graph"] == [] and data["recall"] == {}
     assert data["problems"]["quarantined"] == 1
 
 

@@ -3,7 +3,8 @@
 Both endpoints (the LLM extractor's and the embeddings') point at the real loopback server with credentials in
 the URL and an API key; the server fails some requests (retried), refuses others with a message that quotes
 the credentials it was sent, and the pipeline runs through the real CLI. Then every byte of the data dir
-(archive.db, staging.db, their WAL files, optuna.db, anything else), every table dumped as SQL, the CLI's
+(archive.db, staging.db, their WAL files, optuna.db, anything else) and of Prefect's home (its SQLite database
+of flow runs and their parameters), every table dumped as SQL, the CLI's
 output with --verbose logs, captured log records and the exception texts are searched for each secret.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,7 +68,9 @@ def _export(path: Path, tag: str) -> Path:
         f"{tag}-trip": ["We are planning a trip to Lisbon in May.", "Take tram 28 early in the morning."],
     }
     lines = [
-        json.dumps({"conversation_id": c, "id": f"{c}-{i}", "role": "user" if i % 2 == 0 else "assistant", "text": t})
+        json.dumps(
+            {"conversation_id": c, "id": f"{c}-{i}", "role": "user" if i % 2 == 0 else "assistant", "text": t + tag}
+        )
         for c, texts in turns.items()
         for i, t in enumerate(texts)
     ]
@@ -122,7 +126,7 @@ def test_no_secret_reaches_a_table_a_log_or_an_error(
     # a second export whose embeddings are refused with the credentials quoted: the embed stage fails
     fake_llm.embedding_script.append(Reply.echoing(401))
     second = _chatmem("run", _export(tmp_path / "two.jsonl", "two"))
-    assert second.exit_code == 1
+    assert second.exit_code == 1, second.output
     assert "error: embeddings endpoint http://127.0.0.1" in second.output and "invalid credentials" in second.output
     failed = staging.execute("SELECT error FROM stage_runs WHERE stage = 'embed' AND status = 'failed'").fetchone()
     assert failed is not None and "HTTP 401" in failed[0]
@@ -130,10 +134,12 @@ def test_no_secret_reaches_a_table_a_log_or_an_error(
     settings = [row for row in _everything_written(secret_env).splitlines() if "base_url" in row]
     assert settings and all("127.0.0.1" in row for row in settings if "stage_runs" in row)
 
-    written = _everything_written(secret_env)
+    prefect_home = Path(os.environ["PREFECT_HOME"])  # Prefect's own database: flow runs and their parameters
+    assert any(prefect_home.rglob("*.db")), "Prefect's database was not where the test looks"
+    written = _everything_written(secret_env) + "\n" + _everything_written(prefect_home)
     logged = "\n".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
     errors = "\n".join(str(result.exception or "") + result.output for result in (first, second))
-    assert not _leaks(written), f"a secret reached the data dir: {_where(written)}"
+    assert not _leaks(written), f"a secret reached the data dir or Prefect's database: {_where(written)}"
     assert not _leaks(logged), "a secret reached a log record"
     assert not _leaks(errors), "a secret reached the CLI output or an exception text"
 

@@ -7,7 +7,7 @@ import pkgutil
 import sqlite3
 from pathlib import Path
 
-from inspect_support import RUN_ID, Inspected
+from inspect_support import FULL_STAGES, RUN_ID, Inspected
 
 import staging
 from staging.archive import open_archive
@@ -76,7 +76,7 @@ def test_canned_queries_answer_on_a_real_run(inspected: Inspected) -> None:
     conn.execute("ATTACH DATABASE ? AS archive", (f"file:{inspected.settings.archive_path}?mode=ro",))
     q = QUERIES["staging"]
     stages = _run(conn, q["run_stages"]["sql"], run_id=RUN_ID)
-    assert [r["stage"] for r in stages] == ["ingest", "segment", "extract", "concepts", "embed", "cluster"]
+    assert [r["stage"] for r in stages] == list(FULL_STAGES)
     assert len(_run(conn, q["run_stages"]["sql"], run_id="")) == len(stages)  # empty: every run
     calls = _run(conn, q["run_llm_calls"]["sql"], run_id=RUN_ID)
     assert len(calls) == 42 and {r["status"] for r in calls} == {"ok"}

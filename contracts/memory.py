@@ -1,0 +1,90 @@
+"""What an agent sends to recall and what it gets back: the reconstructed context, piece by piece.
+
+    RecallRequest  -> the question, the moment it is asked (`at`), a scope and a token budget
+    RecallResult   -> pieces in conversation order, each with where it came from and why it is there
+      RecallPiece
+        ActivationStep  one hop of the path (query -> cue -> tag -> content) that brought the piece
+
+Nothing said after `at` ever comes back, and temporal decay is measured from `at`, never from the wall clock.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from contracts.base import StrictBase
+
+NodeKind = Literal["query", "cue", "tag", "content"]
+
+
+class RecallScope(StrictBase):
+    """Which part of the memory a recall may search. Empty lists mean no restriction."""
+
+    conversation_ids: list[str] = Field(
+        default_factory=list, description="Only these conversations (ids as stored in archive.db)."
+    )
+    sources: list[str] = Field(
+        default_factory=list, description="Only conversations imported from these export formats (e.g. chatgpt, jsonl)."
+    )
+    since: datetime | None = Field(default=None, description="Only content written at or after this time.")
+    until: datetime | None = Field(default=None, description="Only content written at or before this time.")
+
+
+class RecallRequest(StrictBase):
+    """A question to reconstruct memory for."""
+
+    query: str = Field(min_length=1, description="The question or topic, in natural language.")
+    at: datetime | None = Field(
+        default=None,
+        description="Recall the memory as it stood at this moment: content written later is never returned and "
+        "decay is measured from here. Null: the newest content time in the memory.",
+    )
+    budget_tokens: int = Field(
+        default=2000, ge=1, le=200_000, description="Most tokens (estimated) of content text in the result."
+    )
+    scope: RecallScope = Field(default_factory=RecallScope, description="Restrict the search; empty: everything.")
+    max_pieces: int = Field(default=50, ge=1, le=1000, description="Most pieces in the result.")
+
+
+class ActivationStep(StrictBase):
+    """One node on the path that activated a piece."""
+
+    kind: NodeKind = Field(description="query, cue (an anchor), tag (a grouping) or content.")
+    id: str = Field(description="The node's id (cue id, tag id, content id; 'query' for the query).")
+    label: str = Field(description="What the node says: a cue name, a tag label, the start of the content.")
+    score: float = Field(description="Activation reaching this node along the path.")
+
+
+class RecallPiece(StrictBase):
+    """One piece of reconstructed context: a message (or a merged group of near-identical messages)."""
+
+    content_id: str = Field(description="The content node's id (a message uuid, or merged:<hash> for a group).")
+    message_ids: list[str] = Field(description="The archive message(s) this piece stands for, oldest first.")
+    conversation_id: str = Field(description="The conversation it belongs to.")
+    conversation_title: str | None = Field(default=None, description="That conversation's title, when known.")
+    seq: int = Field(description="Position along the conversation's active path (NEXT order).")
+    role: str = Field(description="Who wrote it: user, assistant, system, tool or other.")
+    created_at: datetime | None = Field(default=None, description="When it was written, when known.")
+    text: str = Field(description="The content text, as stored in the archive.")
+    tokens: int = Field(ge=0, description="Estimated tokens of `text` (what counts against the budget).")
+    score: float = Field(description="Final activation; higher is more relevant.")
+    rank: int = Field(ge=1, description="Rank by score among all activated content (1 = best).")
+    path: list[ActivationStep] = Field(description="The strongest activation path, query first, this piece last.")
+
+
+class RecallResult(StrictBase):
+    """The reconstructed context, in conversation order (conversations by time, pieces by seq)."""
+
+    query: str = Field(description="The question asked.")
+    at: datetime | None = Field(description="The moment recalled (nothing later was considered).")
+    pieces: list[RecallPiece] = Field(description="The pieces, ordered along each conversation.")
+    tokens: int = Field(ge=0, description="Total estimated tokens of the pieces' text.")
+    budget_tokens: int = Field(ge=1, description="The budget the pieces had to fit.")
+    candidates: int = Field(ge=0, description="Content nodes that were in scope and activated at all.")
+    cues: list[ActivationStep] = Field(description="The cues the query activated, strongest first.")
+    time_filter: str | None = Field(
+        default=None, description="The explicit time expression found in the query and the range it meant, if any."
+    )

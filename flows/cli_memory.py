@@ -1,0 +1,130 @@
+"""`chatmem recall`: reconstruct a context from the memory for one question (read-only, no prefect).
+
+It loads the latest cues run of the data dir into the embedded engine (memory.index), asks memory.recall and
+prints the pieces in conversation order, each with when, who, its score and the path that activated it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import click
+
+from contracts.errors import ConfigError
+from contracts.memory import RecallRequest, RecallResult, RecallScope
+from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from memory.index import key_embedder, load_index
+from memory.recall import recall as run_recall
+from staging.fact_timeline import answer_lines
+
+if TYPE_CHECKING:
+    from flows.cli import App
+
+
+def parse_time(value: str | None, option: str) -> datetime | None:
+    """An ISO date or date-time (UTC when no zone is given); ConfigError (exit 2) when unreadable."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"{option} {value!r}: expected an ISO date such as 2024-05-01 or 2024-05-01T09:00") from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+
+
+def parse_scope(values: tuple[str, ...]) -> RecallScope:
+    """--scope conversation:ID, source:FORMAT, since:DATE, until:DATE (repeatable)."""
+    conversations: list[str] = []
+    sources: list[str] = []
+    since = until = None
+    for value in values:
+        kind, _, rest = value.partition(":")
+        if not rest:
+            raise ConfigError(f"--scope {value!r}: expected conversation:ID, source:FORMAT, since:DATE or until:DATE")
+        if kind == "conversation":
+            conversations.append(rest)
+        elif kind == "source":
+            sources.append(rest)
+        elif kind == "since":
+            since = parse_time(rest, "--scope since:")
+        elif kind == "until":
+            until = parse_time(rest, "--scope until:")
+        else:
+            raise ConfigError(f"--scope {value!r}: unknown kind {kind!r} (conversation, source, since, until)")
+    return RecallScope(conversation_ids=conversations, sources=sources, since=since, until=until)
+
+
+def print_result(result: RecallResult) -> None:
+    when = result.at.isoformat() if result.at else "now"
+    click.echo(f"recall at {when}: {len(result.pieces)} piece(s), {result.tokens}/{result.budget_tokens} tokens")
+    if result.time_filter:
+        click.echo(f"time expression {result.time_filter}")
+    if result.cues:
+        click.echo("cues: " + ", ".join(f"{c.label} ({c.score:.2f})" for c in result.cues[:8]))
+    current = None
+    for piece in result.pieces:
+        if piece.conversation_id != current:
+            current = piece.conversation_id
+            click.echo(f"\n== {piece.conversation_title or current} [{current}]")
+        stamp = piece.created_at.isoformat(timespec="minutes") if piece.created_at else "?"
+        path = " -> ".join(f"{s.kind}:{s.label[:30]}" for s in piece.path[1:-1]) or "direct match"
+        click.echo(f"-- #{piece.rank} {stamp} {piece.role} score {piece.score:.3f} via {path}")
+        click.echo(piece.text)
+
+
+@click.command("recall")
+@click.argument("question")
+@click.option("--at", "at", help="Recall the memory as it stood then (ISO date): nothing later comes back.")
+@click.option(
+    "--budget", type=click.IntRange(min=1), help="Token budget of the context (default: memory.budget_tokens)."
+)
+@click.option(
+    "--scope",
+    multiple=True,
+    help="Restrict the search: conversation:ID, source:FORMAT, since:DATE, until:DATE (repeatable).",
+)
+@click.option("--max-pieces", default=50, type=click.IntRange(1, 1000), help="Most pieces in the context.")
+@JSON_OPTION
+@click.pass_obj
+def recall(
+    app: App,
+    question: str,
+    at: str | None,
+    budget: int | None,
+    scope: tuple[str, ...],
+    max_pieces: int,
+    as_json: bool,
+) -> None:
+    """Reconstruct what the memory holds about QUESTION: pieces in conversation order, each with its path.
+
+    --json prints the RecallResult (contracts/memory.py): pieces with message ids, conversation, time, score,
+    rank and the activation path (query -> cue -> tag -> content), plus "facts": what the user stated that holds
+    at --at (or now) and how it changed over time ("user lives in: Paris from ... until ..., Berlin since ...").
+
+    \b
+    Example: chatmem recall "what did I decide about the Lisbon trip?" --at 2024-06-01 --budget 1500
+    """
+    settings = app.settings()
+    request = RecallRequest(
+        query=question,
+        at=parse_time(at, "--at"),
+        budget_tokens=budget or settings.memory.budget_tokens,
+        scope=parse_scope(scope),
+        max_pieces=max_pieces,
+    )
+    embedder = key_embedder(settings)
+    with (
+        open_readonly(settings.archive_path, settings) as archive,
+        open_readonly(settings.staging_path, settings) as staging,
+    ):
+        index = load_index(archive, staging, settings, embedder)
+        # The garden's facts of the question as they stood at --at, and how they changed (staging.fact_timeline).
+        facts = answer_lines(staging, question, at)
+    result = run_recall(index, embedder, request, settings.memory)
+    if as_json:
+        emit({**result.model_dump(mode="json"), "facts": facts})
+    else:
+        for line in facts:
+            click.echo(f"fact: {line}")
+        print_result(result)

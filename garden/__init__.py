@@ -1,0 +1,1 @@
+"""The garden stage: facts with bi-temporal validity, stale and merged concepts tidied (see garden/stage.py)."""

@@ -1,0 +1,208 @@
+"""The garden stage: facts kept current, stale and merged concepts tidied, every change a row with its reason.
+
+The six steps: open a stage run; read the current fact mentions (staging) with their messages' times (archive),
+the stored facts, the concept store and, per source, its newest message (archive); compute with pure functions
+(`garden.validity` for facts, `garden.concepts` for the store); validate (no fact closed by a statement about
+another subject or attribute, no interval that ends before it starts); write in one transaction (facts, concept
+states with transitions, relations, merge pointers, the change log `garden_changes`); close with counts.
+
+`plan_garden` is the read-only half: `chatmem garden --dry-run` prints what it returns and writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from contracts.errors import StageError
+from contracts.results import StageResult
+from contracts.settings import Settings
+from garden.concepts import ConceptPlan, EvidenceTime, plan_concepts
+from garden.validity import Change, Statement, intervals, reconcile, value_key
+from staging import concepts as concept_store
+from staging import extractions as extraction_store
+from staging import facts as fact_store
+from staging.db import Transaction
+from staging.stage_run import finish, stage_run
+
+log = logging.getLogger(__name__)
+
+STAGE = "garden"
+
+
+@dataclass(slots=True)
+class GardenPlan:
+    """Everything one garden run would change."""
+
+    fact_rows: list[dict[str, Any]] = field(default_factory=list)
+    concepts: ConceptPlan = field(default_factory=ConceptPlan)
+    fact_changes: list[Change] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def changes(self) -> list[Change]:
+        return [*self.fact_changes, *self.concepts.changes]
+
+
+def _table(conn: sqlite3.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def read_statements(archive: sqlite3.Connection, staging: sqlite3.Connection) -> list[Statement]:
+    """Every current fact mention, with its message's time from archive.db."""
+    if not _table(staging, "fact_mentions"):
+        return []
+    mentions = fact_store.current_mentions(staging)
+    times = concept_store.message_times(archive, (m.message_id for m in mentions))
+    return [
+        Statement(
+            m.mention_id, m.message_id, m.subject, m.attribute, m.value, m.polarity, m.text, times.get(m.message_id)
+        )
+        for m in mentions
+    ]
+
+
+def plan_garden(
+    archive: sqlite3.Connection, staging: sqlite3.Connection, settings: Settings, *, run_id: str, now: str
+) -> GardenPlan:
+    """What the garden would change now (reads only; works on read-only connections)."""
+    plan = GardenPlan()
+    statements = read_statements(archive, staging)
+    stored = fact_store.load_facts(staging) if _table(staging, "facts") else {}
+    has_concepts = concept_store.has_store(staging)
+    concepts = concept_store.load_concepts(staging) if has_concepts else {}
+    names = _concept_names(staging) if has_concepts else {}
+    computed = intervals(statements)
+    plan.fact_rows, plan.fact_changes = reconcile(computed, stored, now, run_id, names)
+    plan.counts["statements"] = len(statements)
+    plan.counts["facts"] = len(computed)
+    plan.counts["facts_valid"] = sum(i.valid_to is None for i in computed)
+    plan.counts["facts_superseded"] = sum(i.valid_to is not None for i in computed)
+    plan.counts["facts_restated"] = sum(len(i.statements) > 1 for i in computed)
+    if has_concepts:
+        evidence = [
+            EvidenceTime(str(r[0]), str(r[1]), r[2], str(r[3]))
+            for r in staging.execute("SELECT concept_id, message_id, created_at, text_key FROM concept_evidence")
+        ]
+        sources = _message_sources(archive, {e.message_id for e in evidence})
+        newest = {
+            int(r[0]): str(r[1])
+            for r in archive.execute(
+                "SELECT source_id, MAX(created_at) FROM messages WHERE created_at IS NOT NULL GROUP BY source_id"
+            )
+        }
+        relations = [
+            (str(r[0]), str(r[1]), str(r[2]), float(r[3]))
+            for r in staging.execute("SELECT concept_id, relation, target_id, confidence FROM concept_relations")
+        ]
+        plan.concepts = plan_concepts(
+            concepts, evidence, sources, newest, relations, settings.garden, settings.concepts
+        )
+    for kind, *_ in plan.changes:
+        plan.counts[kind] += 1
+    return plan
+
+
+def _concept_names(staging: sqlite3.Connection) -> dict[str, str]:
+    """Folded concept names (titles, aliases, ids) -> the live concept, for linking facts to concepts."""
+    return {value_key(name): concept_id for name, concept_id in concept_store.name_index(staging).items()}
+
+
+def _message_sources(archive: sqlite3.Connection, ids: set[str]) -> dict[str, int]:
+    wanted = sorted(ids)
+    found: dict[str, int] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in archive.execute(f"SELECT uuid, source_id FROM messages WHERE uuid IN ({marks})", chunk):
+            found[str(row[0])] = int(row[1])
+    return found
+
+
+def validate(plan: GardenPlan, stored: dict[str, dict[str, Any]]) -> list[str]:
+    """Step 4: the invariants a correct plan keeps. Each problem is one line."""
+    rows = {**stored, **{r["fact_id"]: r for r in plan.fact_rows}}
+    problems = []
+    for row in rows.values():
+        closer = rows.get(row["superseded_by"]) if row["superseded_by"] else None
+        if row["superseded_by"] and closer is None:
+            problems.append(f"{row['fact_id']} superseded by unknown fact {row['superseded_by']}")
+        if closer is not None and (closer["subject"], closer["attribute"]) != (row["subject"], row["attribute"]):
+            problems.append(f"{row['fact_id']} closed by a fact about another subject or attribute")
+        if row["valid_from"] and row["valid_to"] and row["valid_to"] < row["valid_from"]:
+            problems.append(f"{row['fact_id']} ends before it starts")
+    return problems
+
+
+def run(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    *,
+    run_id: str,
+    settings: Settings,
+    now: str | None = None,
+) -> StageResult:
+    """Garden the store: facts' validity, stale concepts per source, merged concepts' relations, dangling links."""
+    config = settings.garden.model_dump(mode="json")
+    fingerprint = hashlib.sha256(
+        (extraction_store.current_fingerprint(staging) + json.dumps(config, sort_keys=True)).encode()
+    ).hexdigest()
+    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
+        when = now or datetime.now(UTC).isoformat(timespec="seconds")
+        plan = plan_garden(archive, staging, settings, run_id=run_id, now=when)
+        problems = validate(plan, fact_store.load_facts(staging))
+        if problems:
+            raise StageError(STAGE, run_id, f"garden check failed: {'; '.join(problems[:5])}")
+        with Transaction(staging):
+            apply_plan(staging, plan, run_id)
+        counts = dict(plan.counts)
+        for name in ("facts_recorded", "facts_superseded_now", "concepts_archived", "relations_redirected"):
+            counts.setdefault(name, 0)
+        counts["facts_recorded"] = plan.counts["fact_recorded"]
+        counts["facts_superseded_now"] = plan.counts["fact_superseded"]
+        counts["concepts_archived"] = sum(1 for *_, after, _ in plan.concepts.states if after == "archived")
+        counts["relations_redirected"] = plan.counts["relation_redirected"]
+        log.info("garden - %s", counts)
+        return finish(
+            ledger,
+            rows_in=plan.counts["statements"],
+            rows_out=len(plan.changes),
+            counts=counts,
+            notes=[f"{len(plan.changes)} change(s); see chatmem staging show garden_changes --run-id {run_id}"],
+        )
+
+
+def apply_plan(staging: sqlite3.Connection, plan: GardenPlan, run_id: str) -> None:
+    """Write the plan (inside the caller's transaction)."""
+    fact_store.upsert_facts(staging, plan.fact_rows)
+    ordinals = concept_store.transition_counts(staging)
+    for concept_id, before, after, reason in plan.concepts.states:
+        staging.execute("UPDATE concepts SET state = ?, run_id = ? WHERE concept_id = ?", (after, run_id, concept_id))
+        ordinal = ordinals.get(concept_id, 0)
+        ordinals[concept_id] = ordinal + 1
+        concept_store.add_transition(
+            staging, concept_id, ordinal, from_state=before, to_state=after, reason=reason, other_id=None, run_id=run_id
+        )
+    for old, new, confidence in plan.concepts.relations:
+        staging.execute("DELETE FROM concept_relations WHERE concept_id = ? AND relation = ? AND target_id = ?", old)
+        if new is not None:
+            staging.execute(
+                "INSERT INTO concept_relations (concept_id, relation, target_id, confidence, run_id)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (concept_id, relation, target_id) DO UPDATE SET"
+                " confidence = MAX(confidence, excluded.confidence), run_id = excluded.run_id",
+                (*new, confidence, run_id),
+            )
+    for concept_id, _, final in plan.concepts.pointers:
+        staging.execute(
+            "UPDATE concepts SET merged_into = ?, run_id = ? WHERE concept_id = ?", (final, run_id, concept_id)
+        )
+    staging.executemany(
+        "DELETE FROM concept_evidence WHERE concept_id = ? AND message_id = ? AND text_key = ?", plan.concepts.orphans
+    )
+    fact_store.add_changes(staging, run_id, plan.changes, dry=False)

@@ -1,0 +1,210 @@
+"""Asking a benchmark's questions of a built memory: the system, the flat baselines, and ablations.
+
+Every method ranks the same candidate turns (the question's scope, nothing after `at`):
+- system: memory.recall (cues, tags, session prior, decay, time filter, consolidation, expanded keys);
+- bm25: BM25 over the plain turns (speaker-prefixed, no cue expansion);
+- dense: the default embedder's vectors of the plain turns (the embed stage's) against the query's;
+- rrf: reciprocal-rank fusion of the two (k = 60);
+- dense_keys / rrf_keys: the same with the system's key embedder over the same keys (so that a gain of the
+  system over the flat baselines is not just a stronger embedder).
+Metrics per method and per question category (memory.metrics). Nothing here is tuned to a dev question.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from clients.embedders import Embedder
+from contracts.memory import RecallRequest, RecallScope
+from contracts.settings import MemorySettings
+from memory import metrics
+from memory.benchmarks import Benchmark, Question
+from memory.graph import speaker
+from memory.index import Array, MemoryIndex
+from memory.recall import Switches, candidate_mask, rank, to_result
+from memory.text import BM25, terms
+from staging import embeddings as vectors
+from staging.memory import MemoryGraph
+
+KS = {"locomo": (5, 10, 20), "longmemeval": (1, 3, 5, 10)}
+RRF_K = 60
+
+
+@dataclass
+class Baselines:
+    """Flat indexes over the plain turns (no cues, no expansion)."""
+
+    bm25: BM25
+
+    @classmethod
+    def build(cls, index: MemoryIndex, plain_keys: list[str]) -> Baselines:
+        return cls(BM25.build([terms(k) for k in plain_keys]))
+
+
+def _order(scores: Array, mask: Array, index: MemoryIndex) -> Array:
+    candidates = np.flatnonzero(mask)
+    return candidates[np.lexsort((index.seq[candidates], -scores[candidates]))]
+
+
+def _rrf(orders: list[Array], size: int) -> Array:
+    fused = np.zeros(size, dtype=np.float64)
+    for order in orders:
+        fused[order] += 1.0 / (RRF_K + np.arange(1, len(order) + 1))
+    return fused
+
+
+def question_metrics(benchmark: str, index: MemoryIndex, order: Array, question: Question) -> dict[str, float]:
+    ks = KS[benchmark]
+    if benchmark == "locomo":
+        ranked = [index.ids[m] for i in order[: max(ks)] for m in index.group.get(int(i), [int(i)])]
+        return {f"evidence_recall@{k}": metrics.evidence_recall(ranked, question.gold, k) for k in ks}
+    sessions = metrics.sessions_in_order([index.conversation_ids[int(index.conversation[i])] for i in order])
+    found: dict[str, float] = {}
+    for k in ks:
+        found[f"recall_any@{k}"] = metrics.recall_any(sessions, question.gold, k)
+        found[f"recall_all@{k}"] = metrics.recall_all(sessions, question.gold, k)
+        found[f"ndcg@{k}"] = metrics.ndcg(sessions, question.gold, k)
+    return found
+
+
+def _summarise(rows: list[tuple[str, dict[str, float]]], latencies: list[float], tokens: list[int]) -> dict[str, Any]:
+    total: dict[str, list[float]] = defaultdict(list)
+    by_category: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for category, values in rows:
+        for name, value in values.items():
+            total[name].append(value)
+            by_category[category][name].append(value)
+    out: dict[str, Any] = {name: round(float(np.mean(v)), 4) for name, v in sorted(total.items())}
+    out["questions"] = len(rows)
+    out["latency_p50_ms"] = round(metrics.percentile(latencies, 50), 2)
+    out["latency_p95_ms"] = round(metrics.percentile(latencies, 95), 2)
+    out["context_tokens_mean"] = round(float(np.mean(tokens)), 1) if tokens else 0.0
+    out["categories"] = {
+        c: {"questions": len(next(iter(v.values()))), **{n: round(float(np.mean(x)), 4) for n, x in sorted(v.items())}}
+        for c, v in sorted(by_category.items())
+    }
+    return out
+
+
+def evaluate(
+    benchmark: Benchmark,
+    index: MemoryIndex,
+    embedder: Embedder,
+    settings: MemorySettings,
+    plain_keys: list[str],
+    *,
+    flat_embedder: Embedder,
+    flat_dense: Array,
+    budget_tokens: int,
+    ablations: dict[str, tuple[MemoryIndex, MemorySettings, Switches]] | None = None,
+) -> dict[str, Any]:
+    """All methods over all questions: {"system": {...}, "bm25": {...}, "dense": {...}, "rrf": {...}, ...}."""
+    flat = Baselines.build(index, plain_keys)
+    asked = [q.question for q in benchmark.questions]
+    vectors = embedder.embed(asked) if asked else None
+    flat_vectors = flat_embedder.embed(asked) if asked else None
+    methods: dict[str, Callable[[Question, Array], tuple[Array, int]]] = {}
+
+    def system(variant: MemoryIndex, config: MemorySettings, switches: Switches) -> Callable[..., tuple[Array, int]]:
+        def run(question: Question, vector: Array) -> tuple[Array, int]:
+            request = _request(question, budget_tokens)
+            ranking = rank(variant, question.question, vector, request, config, switches)
+            result = to_result(variant, request, ranking, config)
+            return ranking.order, result.tokens
+
+        return run
+
+    methods["system"] = system(index, settings, Switches())
+    for name, (variant, config, switches) in (ablations or {}).items():
+        methods[name] = system(variant, config, switches)
+
+    def flat_orders(question: Question, vector: Array, flat_vector: Array) -> dict[str, Array]:
+        request = _request(question, budget_tokens)
+        mask = candidate_mask(index, request, request.at.timestamp() if request.at else None)
+        lexical = _order(flat.bm25.score(terms(question.question)), mask, index)
+        dense = _order(flat_dense @ flat_vector, mask, index)
+        keys = _order(index.dense @ vector, mask, index)
+        return {
+            "bm25": lexical,
+            "dense": dense,
+            "rrf": _order(_rrf([lexical, dense], index.size), mask, index),
+            "dense_keys": keys,
+            "rrf_keys": _order(_rrf([lexical, keys], index.size), mask, index),
+        }
+
+    results: dict[str, Any] = {}
+    rows: dict[str, list[tuple[str, dict[str, float]]]] = defaultdict(list)
+    latency: dict[str, list[float]] = defaultdict(list)
+    tokens: dict[str, list[int]] = defaultdict(list)
+    for number, question in enumerate(benchmark.questions):
+        assert vectors is not None and flat_vectors is not None
+        vector = vectors[number]
+        for name, method in methods.items():
+            started = time.perf_counter()
+            order, used = method(question, vector)
+            latency[name].append((time.perf_counter() - started) * 1000)
+            tokens[name].append(used)
+            rows[name].append((question.category, question_metrics(benchmark.name, index, order, question)))
+        started = time.perf_counter()
+        orders = flat_orders(question, vector, flat_vectors[number])
+        elapsed = (time.perf_counter() - started) * 1000 / len(orders)
+        for name, order in orders.items():
+            latency[name].append(elapsed)
+            tokens[name].append(int(index.tokens[order[:10]].sum()))
+            rows[name].append((question.category, question_metrics(benchmark.name, index, order, question)))
+    for name in [*methods, "bm25", "dense", "rrf", "dense_keys", "rrf_keys"]:
+        results[name] = _summarise(rows[name], latency[name], tokens[name])
+    return results
+
+
+def _request(question: Question, budget_tokens: int) -> RecallRequest:
+    return RecallRequest(
+        query=question.question,
+        at=question.at,
+        budget_tokens=budget_tokens,
+        scope=RecallScope(conversation_ids=question.conversation_ids),
+        max_pieces=200,
+    )
+
+
+def flat_vectors(staging: Any, index: MemoryIndex, embedder: Embedder) -> Array:
+    """The embed stage's message vectors (the default embedder) in index order; zero rows where none."""
+    out = np.zeros((index.size, embedder.dim), dtype=np.float32)
+    found, matrix = vectors.item_matrix(staging, "message", embedder.key, index.ids)
+    if found:
+        out[[index.position[c] for c in found]] = matrix
+    return out
+
+
+def plain_keys(index: MemoryIndex, graph: MemoryGraph) -> list[str]:
+    """Each message as a flat retriever sees it: who said it and what, without cue names."""
+    rows = {c.content_id: c for c in graph.content if c.kind == "message"}
+    return [f"{speaker(rows[c].role, rows[c].author)}: {index.texts.get(c, '')}" for c in index.ids]
+
+
+def without_consolidation(index: MemoryIndex) -> MemoryIndex:
+    return replace(index, head=np.arange(index.size, dtype=np.int64), group={})
+
+
+def ablations(
+    index: MemoryIndex, plain: list[str], settings: MemorySettings
+) -> dict[str, tuple[MemoryIndex, MemorySettings, Switches]]:
+    """The system with one part taken out at a time (same memory, same questions)."""
+    unexpanded = replace(index, bm25=BM25.build([terms(k) for k in plain]))
+    return {
+        "no_cues": (index, settings, Switches(cues=False)),
+        "no_tags_session_prior": (index, settings, Switches(tags=False)),
+        "no_decay": (index, settings, Switches(decay=False)),
+        "no_time_filter": (index, settings, Switches(time_filter=False)),
+        "no_key_expansion": (unexpanded, settings, Switches()),
+        "no_consolidation": (without_consolidation(index), settings, Switches()),
+        "no_dense": (index, settings, Switches(dense=False)),
+        "no_lexical": (index, settings, Switches(lexical=False)),
+        "no_garden_facts": (index, settings, Switches(facts=False)),
+    }

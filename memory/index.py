@@ -1,0 +1,273 @@
+"""The embedded engine's memory: one cues run loaded from staging.db into arrays and sparse matrices.
+
+    MemoryIndex
+      content   ids, conversation / day / role codes, seq, time (epoch s), tokens, merged-group head
+      lexical   BM25 over the content keys (messages expanded with their cue names), BM25 over cue names
+      dense     the embed stage's message vectors (the configured embedder), embedded here when missing
+      graph     cue -> content and cue -> conversation-tag weights (sparse), content -> conversation, day
+
+Built once per process (`load_index`), then every recall is array arithmetic over it (memory/recall.py).
+Merged nodes are represented by their first original (`head`): recall scores the originals and shows the group
+once, with every original message id.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+from scipy.sparse import csr_matrix
+
+from clients.embed_cache import embed_texts
+from clients.embedders import Embedder, OnnxMiniLM, build_embedder
+from contracts.errors import ChatmemError
+from contracts.facts import FactRecord
+from contracts.settings import Settings
+from memory.graph import dense_key
+from memory.text import BM25, terms
+from staging import embeddings as vectors
+from staging import memory as store
+from staging import memory_inputs as inputs
+from staging.fact_timeline import timeline
+from staging.memory import MemoryGraph
+
+Array = np.ndarray[Any, Any]
+COARSE_FROM = 150_000  # content nodes from which dense similarity takes a coarse pass first
+COARSE_DIM = 64
+RESCORE = 3_000
+
+
+def epoch(value: str | None) -> float:
+    """ISO time -> epoch seconds (UTC when no zone is given); NaN when unknown or unreadable."""
+    if not value:
+        return float("nan")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return float("nan")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+@dataclass
+class MemoryIndex:
+    run_id: str
+    ids: list[str]
+    conversation_ids: list[str]
+    conversation: Array  # int code per content
+    seq: Array
+    roles: list[str]
+    role_code: Array
+    times: Array  # epoch seconds, NaN when unknown
+    day: Array  # int code per content, -1 when unknown
+    tokens: Array
+    source: Array  # int code per content
+    sources: list[str]
+    head: Array  # index of the merged group's first original (itself when not merged)
+    group: dict[int, list[int]]  # head -> every original's index
+    bm25: BM25
+    dense: Array  # n x dim float32 (zero rows: no vector)
+    cue_ids: list[str]
+    cue_names: list[str]
+    cue_idf: Array
+    cue_hub: Array
+    cue_bm25: BM25
+    cue_content: Any  # csr cues x content
+    cue_conversation: Any  # csr cues x conversations
+    content_cue: Any  # csr content x cues (the transpose, for "which cue brought this piece")
+    conversation_code: dict[str, int]
+    prev: Array  # index of the previous content of the same conversation (NEXT order), -1 at the start
+    next: Array  # index of the next one, -1 at the end
+    titles: dict[str, str | None] = field(default_factory=dict)
+    facts: list[FactRecord] = field(default_factory=list)  # the garden's facts (memory/fact_boost.py)
+    fact_positions: dict[str, int] = field(default_factory=dict)  # their messages' content index
+    texts: dict[str, str] = field(default_factory=dict)
+    position: dict[str, int] = field(default_factory=dict)
+
+    coarse: Array | None = None  # n x 64 projection of `dense` (large memories only), see `similarity`
+    projection: Array | None = None  # 384 x 64
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+    def similarity(self, query: Array) -> Array:
+        """Cosine of every key with the query. Beyond COARSE_FROM content nodes, reading every 384-d vector costs
+        more than a recall may (n x 1.5 KB per query): a 64-d projection (the top principal directions of a
+        seeded sample) scores everything, and the best RESCORE are scored exactly."""
+        query = query.astype(np.float32)
+        if self.coarse is None or self.projection is None:
+            return np.asarray(self.dense @ query, dtype=np.float32)
+        scores = np.asarray(self.coarse @ (self.projection.T @ query), dtype=np.float32)
+        best = np.argpartition(-scores, min(RESCORE, len(scores) - 1))[:RESCORE]
+        scores[best] = self.dense[best] @ query
+        return scores
+
+    def add_projection(self, seed: int = 7) -> None:
+        """Prepare `similarity`'s coarse pass (done by `build_index` for large memories)."""
+        rng = np.random.default_rng(seed)
+        sample = self.dense[rng.choice(self.size, min(self.size, 20_000), replace=False)]
+        _, _, vt = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
+        self.projection = np.ascontiguousarray(vt[:COARSE_DIM].T, dtype=np.float32)
+        self.coarse = np.ascontiguousarray(self.dense @ self.projection, dtype=np.float32)
+
+    def text(self, index: int) -> str:
+        return self.texts.get(self.ids[index], "")
+
+
+def _codes(values: Sequence[str | None]) -> tuple[Array, list[str]]:
+    names = sorted({v for v in values if v is not None})
+    lookup = {v: i for i, v in enumerate(names)}
+    return np.array([lookup[v] if v is not None else -1 for v in values], dtype=np.int64), names
+
+
+def build_index(
+    graph: MemoryGraph,
+    run_id: str,
+    dense: Array,
+    *,
+    texts: dict[str, str] | None = None,
+    titles: dict[str, str | None] | None = None,
+) -> MemoryIndex:
+    """Arrays and matrices from a graph (pure: the benchmark builds generated graphs with it too).
+
+    `dense` has one row per message content node, in `graph.content` order of the message rows.
+    """
+    rows = [c for c in graph.content if c.kind == "message"]
+    ids = [c.content_id for c in rows]
+    position = {c: i for i, c in enumerate(ids)}
+    conversation, conversation_ids = _codes([c.conversation_id for c in rows])
+    day, _ = _codes([c.day for c in rows])
+    role_code, roles = _codes([c.role for c in rows])
+    source, sources = _codes([c.source for c in rows])
+    head = np.arange(len(rows), dtype=np.int64)
+    group: dict[int, list[int]] = {}
+    members: dict[str, list[int]] = {}
+    for i, c in enumerate(rows):
+        if c.merged_into:
+            members.setdefault(c.merged_into, []).append(i)
+    for originals in members.values():
+        first = min(originals, key=lambda i: (int(rows[i].seq), ids[i]))
+        head[originals] = first
+        group[first] = sorted(originals, key=lambda i: int(rows[i].seq))
+    cue_ids = [c.cue_id for c in graph.cues]
+    cue_position = {c: i for i, c in enumerate(cue_ids)}
+    conv_position = {f"conv:{c}": i for i, c in enumerate(conversation_ids)}
+    cc_r, cc_c, cc_w, ct_r, ct_c, ct_w = [], [], [], [], [], []
+    for e in graph.edges:
+        if e.kind == "cue-content" and e.dst in position:
+            cc_r.append(cue_position[e.src])
+            cc_c.append(position[e.dst])
+            cc_w.append(e.weight)
+        elif e.kind == "cue-tag" and e.dst in conv_position:
+            ct_r.append(cue_position[e.src])
+            ct_c.append(conv_position[e.dst])
+            ct_w.append(e.weight)
+    cue_content = csr_matrix((cc_w, (cc_r, cc_c)), shape=(len(cue_ids), len(ids)), dtype=np.float32)
+    cue_conversation = csr_matrix((ct_w, (ct_r, ct_c)), shape=(len(cue_ids), len(conversation_ids)), dtype=np.float32)
+    prev = np.full(len(rows), -1, dtype=np.int64)
+    nxt = np.full(len(rows), -1, dtype=np.int64)
+    along = sorted(range(len(rows)), key=lambda i: (rows[i].conversation_id, rows[i].seq, ids[i]))
+    for a, b in pairwise(along):
+        if rows[a].conversation_id == rows[b].conversation_id:
+            nxt[a], prev[b] = b, a
+    index = MemoryIndex(
+        run_id=run_id,
+        ids=ids,
+        conversation_ids=conversation_ids,
+        conversation=conversation,
+        seq=np.array([c.seq for c in rows], dtype=np.int64),
+        roles=roles,
+        role_code=role_code,
+        times=np.array([epoch(c.created_at) for c in rows], dtype=np.float64),
+        day=day,
+        tokens=np.array([c.tokens for c in rows], dtype=np.int64),
+        source=source,
+        sources=sources,
+        head=head,
+        group=group,
+        bm25=BM25.build([terms(c.key_text) for c in rows]),
+        dense=dense,
+        cue_ids=cue_ids,
+        cue_names=[c.name for c in graph.cues],
+        cue_idf=np.array([c.idf for c in graph.cues], dtype=np.float32),
+        cue_hub=np.array([c.hub for c in graph.cues], dtype=bool),
+        cue_bm25=BM25.build([terms(c.name) for c in graph.cues]),
+        cue_content=cue_content,
+        cue_conversation=cue_conversation,
+        content_cue=cue_content.T.tocsr(),
+        conversation_code={c: i for i, c in enumerate(conversation_ids)},
+        prev=prev,
+        next=nxt,
+        titles=titles or {},
+        texts=texts or {},
+        position=position,
+    )
+    if index.size >= COARSE_FROM:
+        index.add_projection()
+    return index
+
+
+def embeds_role(settings: Settings, role: str) -> bool:
+    """Whose messages get a key vector: everyone's with the cheap default embedder, the key roles' with the
+    full model (where it matters, within its time budget)."""
+    return settings.memory.key_embedder == "embed" or role in settings.memory.key_roles
+
+
+def key_embedder(settings: Settings) -> Embedder:
+    """The embedder of content keys and queries (memory.key_embedder)."""
+    if settings.memory.key_embedder == "minilm-onnx":
+        return OnnxMiniLM(max_tokens=settings.memory.key_max_tokens, threads=settings.embed.threads)
+    return build_embedder(settings.embed)
+
+
+def load_index(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    embedder: Embedder,
+    *,
+    run_id: str | None = None,
+) -> MemoryIndex:
+    """The latest (or the given) cues run of a data dir, with texts and key vectors; ConfigError when none.
+
+    Key vectors ("speaker: text") come from the cache the cues stage filled, by text hash; anything missing is
+    embedded here, in memory.
+    """
+    run_id = run_id or store.latest_run(staging)
+    if run_id is None:
+        raise ChatmemError("no memory yet: run the pipeline (chatmem run EXPORT) or `chatmem stage cues` first")
+    graph = store.read_run(staging, run_id)
+    rows = [c for c in graph.content if c.kind == "message"]
+    ids = [c.content_id for c in rows]
+    texts = inputs.message_texts(archive, ids)
+    dense = np.zeros((len(ids), embedder.dim), dtype=np.float32)
+    have = np.zeros(len(ids), dtype=bool)
+    wanted = np.array([embeds_role(settings, r.role) for r in rows], dtype=bool)
+    keys = {i: dense_key(rows[i], texts.get(ids[i], "")) for i in np.flatnonzero(wanted)}
+    hashes = {i: vectors.text_hash(k) for i, k in keys.items()}
+    cached = vectors.load_vectors(staging, embedder.key, list(hashes.values()))
+    for i, h in hashes.items():
+        if h in cached:
+            dense[i] = cached[h]
+            have[i] = True
+    missing = [int(i) for i in np.flatnonzero(wanted & ~have)]
+    if missing:  # content the stages did not cover (no segment, another model): embedded here, in memory
+        keyed = [dense_key(rows[i], texts.get(ids[i], "")) for i in missing]
+        dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or settings.embed.batch_size)
+    index = build_index(graph, run_id, dense, texts=texts, titles=inputs.conversation_titles(archive))
+    return attach_facts(index, staging)
+
+
+def attach_facts(index: MemoryIndex, staging: sqlite3.Connection) -> MemoryIndex:
+    """The garden's facts (superseded ones included) and where their messages sit: recall's fact boost."""
+    index.facts = [r for r in timeline(staging) if r.state != "retracted"]
+    wanted = {m for r in index.facts for m in r.message_ids}
+    index.fact_positions = {m: i for i, m in enumerate(index.ids) if m in wanted}
+    return index

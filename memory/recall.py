@@ -1,0 +1,364 @@
+"""Active recall: query -> cues -> tags -> content over a MemoryIndex, then a context within a token budget.
+
+Spreading activation, depth <= 3 (query -> cue -> tag -> content):
+  1. the query reaches content directly (BM25 over cue-expanded keys, and the embedding of the query against
+     each key) and reaches cues (BM25 over cue names; a cue's activation is scaled by its IDF, so hubs count
+     little); cues whose activation is below θ x the best cue's are pruned;
+  2. cues pass activation to their content (cue -> content weights);
+  3. every conversation and day tag pools the activation of its best content (and what cues send it
+     directly); tags below θ x the best tag are pruned; the rest feed their pooled activation back to all their
+     content as a prior, decayed by w = exp(-λ·Δt) with Δt measured from `at` (never the wall clock).
+An explicit time expression in the query ("last month") moves content outside its range down (never out).
+Content said after `at`, or outside the scope, never takes part.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from clients.embedders import Embedder
+from contracts.memory import ActivationStep, RecallPiece, RecallRequest, RecallResult
+from contracts.settings import MemorySettings
+from memory.fact_boost import fact_boost
+from memory.index import Array, MemoryIndex
+from memory.text import terms
+from memory.timeexpr import TimeRange, find_range
+
+log = logging.getLogger(__name__)
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Switches:
+    """Parts of the engine that an ablation can turn off (all on in normal use)."""
+
+    cues: bool = True
+    tags: bool = True
+    decay: bool = True
+    time_filter: bool = True
+    dense: bool = True
+    lexical: bool = True
+    facts: bool = True  # the garden's facts: current statements first (memory/fact_boost.py)
+
+
+@dataclass
+class Ranking:
+    """Every candidate's score and why; `order` is best first (one entry per merged group)."""
+
+    order: Array
+    score: Array
+    lexical: Array
+    dense: Array
+    cue: Array
+    tag: Array
+    cue_activation: list[tuple[int, float]]
+    conversation_activation: Array
+    time_range: TimeRange | None
+    at: datetime | None
+    candidates: int
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def candidate_mask(index: MemoryIndex, request: RecallRequest, at_s: float | None) -> Array:
+    """Content in scope and not said after `at`."""
+    mask = np.ones(index.size, dtype=bool)
+    scope = request.scope
+    if scope.conversation_ids:
+        codes = index.conversation_code
+        wanted = np.array([codes[c] for c in scope.conversation_ids if c in codes], dtype=np.int64)
+        mask &= np.isin(index.conversation, wanted)
+    if scope.sources:
+        wanted = np.array([i for i, s in enumerate(index.sources) if s in scope.sources], dtype=np.int64)
+        mask &= np.isin(index.source, wanted)
+    if scope.since is not None:
+        mask &= index.times >= _utc(scope.since).timestamp()
+    if scope.until is not None:
+        mask &= index.times <= _utc(scope.until).timestamp()
+    if at_s is not None:
+        mask &= ~(index.times > at_s)  # unknown times (NaN) cannot be shown to be later: kept
+    return mask
+
+
+def _unit(values: Array, mask: Array, *, shift: bool = False) -> Array:
+    """Scale to 0..1 over the candidates: divided by the best (`shift`: min-max, for cosines that can be
+    negative). A lone or tied positive best scores 1; nothing positive scores 0."""
+    out = np.zeros_like(values, dtype=np.float32)
+    if not mask.any():
+        return out
+    low, high = float(values[mask].min()), float(values[mask].max())
+    if high <= 0:
+        return out
+    if not shift or high - low <= 1e-9:
+        out[mask] = np.clip(values[mask] / high, 0, None)
+        return out
+    out[mask] = (values[mask] - low) / (high - low)
+    return out
+
+
+def _pool(codes: Array, values: Array, mask: Array, size: int) -> Array:
+    """Each group's best value among the candidates (groups with none: 0)."""
+    pooled = np.zeros(size, dtype=np.float32)
+    pick = np.flatnonzero(mask & (codes >= 0) & (values > 0))  # zeros change no maximum: skip them (speed)
+    np.maximum.at(pooled, codes[pick], values[pick])
+    return pooled
+
+
+def rank(
+    index: MemoryIndex,
+    query: str,
+    query_vector: Array | None,
+    request: RecallRequest,
+    settings: MemorySettings,
+    switches: Switches = Switches(),
+    limit: int | None = None,
+) -> Ranking:
+    """Score every candidate for the query; `order` covers all of them (the benchmarks need full rankings), or
+    only the best `limit` (what a recall needs)."""
+    at = _utc(request.at) if request.at is not None else None
+    newest = float(np.nanmax(index.times)) if index.size and np.isfinite(index.times).any() else None
+    at_s = at.timestamp() if at is not None else newest
+    mask = candidate_mask(index, request, at.timestamp() if at is not None else None)
+    words = terms(query)
+    lexical_raw = index.bm25.score(words) if switches.lexical else np.zeros(index.size, np.float32)
+    lexical = _unit(lexical_raw, mask)
+    if switches.dense and query_vector is not None and index.dense.shape[0]:
+        dense_raw = index.similarity(query_vector)
+    else:
+        dense_raw = np.zeros(index.size, np.float32)
+    dense = _unit(dense_raw, mask, shift=True)
+    cue_scores = np.zeros(index.size, np.float32)
+    active: list[tuple[int, float]] = []
+    conv_from_cues = np.zeros(len(index.conversation_ids), np.float32)
+    if switches.cues and len(index.cue_ids):
+        raw = index.cue_bm25.score(words) * index.cue_idf
+        raw[index.cue_hub] *= 0.25  # a hub still counts, a little (it matched), but never leads
+        if raw.max() > 0:
+            raw = raw / raw.max()
+            keep = np.flatnonzero(raw >= settings.theta)
+            active = sorted(((int(c), float(raw[c])) for c in keep), key=lambda x: (-x[1], x[0]))
+            weights = np.zeros(len(index.cue_ids), np.float32)
+            weights[keep] = raw[keep]
+            cue_scores = _unit(np.asarray(index.content_cue @ weights).ravel(), mask)
+            conv_from_cues = np.asarray(index.cue_conversation.T @ weights).ravel().astype(np.float32)
+    by_role = np.array(
+        [1.0 if r in settings.key_roles else settings.other_role_weight for r in index.roles] or [1.0], np.float32
+    )
+    role_weight = by_role[index.role_code]
+    base = (
+        settings.lexical_weight * lexical + settings.dense_weight * dense + settings.cue_weight * cue_scores
+    ) * role_weight
+    base[~mask] = 0.0
+    if settings.next_weight > 0 and index.size:  # one hop along NEXT/PREV: the turn beside a match
+        beside = np.zeros(index.size, np.float32)
+        has_prev, has_next = index.prev >= 0, index.next >= 0
+        beside[has_prev] = base[index.prev[has_prev]]
+        beside[has_next] = np.maximum(beside[has_next], base[index.next[has_next]])
+        base = base + settings.next_weight * np.where(mask, beside, 0.0).astype(np.float32)
+    tag = np.zeros(index.size, np.float32)
+    conversation_activation = np.zeros(len(index.conversation_ids), np.float32)
+    if switches.tags and mask.any() and settings.max_depth >= 3:
+        decay: Array | float = 1.0
+        if switches.decay and at_s is not None and settings.decay_lambda_per_day > 0:
+            age = np.clip((at_s - index.times) / DAY_S, 0, None)
+            decay = np.exp(-settings.decay_lambda_per_day * np.nan_to_num(age, nan=0.0)).astype(np.float32)
+        pooled = _session_pool(index, mask, base, lexical_raw, dense_raw, role_weight, settings)
+        if conv_from_cues.max() > 0:
+            pooled = pooled + settings.cue_weight * conv_from_cues / conv_from_cues.max() * pooled.max()
+        conversation_activation = _prune(pooled, settings.theta)
+        tag = settings.session_prior * conversation_activation[index.conversation] * decay
+        if settings.day_prior > 0:
+            days = int(index.day.max()) + 1 if index.size else 0
+            day_activation = _prune(_pool(index.day, base, mask, days), settings.theta)
+            tag += settings.day_prior * np.where(index.day >= 0, day_activation[index.day], 0.0) * decay
+        tag[~mask] = 0.0
+    score = base + tag
+    time_range = None
+    if switches.time_filter and settings.time_filter and at_s is not None:
+        time_range = find_range(query, datetime.fromtimestamp(at_s, UTC))
+        if time_range is not None:
+            start = time_range.start.replace(tzinfo=UTC).timestamp()
+            end = time_range.end.replace(tzinfo=UTC).timestamp()
+            outside = (index.times < start) | (index.times > end)
+            score = np.where(outside, score * settings.out_of_range_factor, score)
+    if switches.facts and settings.fact_weight > 0 and index.facts:
+        scoped = bool(request.scope.conversation_ids or request.scope.sources or request.scope.since)
+        scoped = scoped or request.scope.until is not None
+        at_time = datetime.fromtimestamp(at_s, UTC) if at_s is not None else None
+        score = score + fact_boost(index, query, at_time, mask, scoped, score, settings.fact_weight)
+    score = score.astype(np.float32)
+    if index.group:  # a merged group competes once, with its best original's score, as its head
+        np.maximum.at(score, index.head, score)
+        mask = mask & (index.head == np.arange(index.size))
+    candidates = np.flatnonzero(mask)
+    if limit is not None and len(candidates) > limit:  # only the best `limit` need an order (recall, not eval)
+        candidates = candidates[np.argpartition(-score[candidates], limit - 1)[:limit]]
+    order = candidates[np.lexsort((index.seq[candidates], -score[candidates]))]
+    return Ranking(
+        order=order,
+        score=score,
+        lexical=lexical,
+        dense=dense,
+        cue=cue_scores,
+        tag=tag,
+        cue_activation=active,
+        conversation_activation=conversation_activation,
+        time_range=time_range,
+        at=datetime.fromtimestamp(at_s, UTC) if at_s is not None else None,
+        candidates=int(mask.sum()),
+    )
+
+
+def _session_pool(
+    index: MemoryIndex,
+    mask: Array,
+    base: Array,
+    lexical_raw: Array,
+    dense_raw: Array,
+    role_weight: Array,
+    settings: MemorySettings,
+) -> Array:
+    """A conversation tag's activation from its candidate content: its best content's activation, plus the
+    conversation read as one key (BM25 summed over its keys, length-normalised; the mean key similarity),
+    each scaled 0..1 over the conversations. Only candidates count: nothing after `at` leaks in."""
+    size = len(index.conversation_ids)
+    pick = mask & (index.conversation >= 0)
+    codes = index.conversation[pick]
+    weights = role_weight[pick].astype(np.float64)
+    mass = np.bincount(codes, weights=weights, minlength=size)
+    has = mass > 0
+    best = _pool(index.conversation, base, mask, size)
+    lexical = np.bincount(codes, weights=weights * lexical_raw[pick], minlength=size)
+    lexical = np.where(has, lexical / np.sqrt(np.maximum(mass, 1e-9)), 0.0)
+    dense = np.where(
+        has, np.bincount(codes, weights=weights * dense_raw[pick], minlength=size) / np.maximum(mass, 1e-9), 0.0
+    )
+    pooled = (
+        _unit(best, has) + _unit(lexical.astype(np.float32), has) + _unit(dense.astype(np.float32), has, shift=True)
+    )
+    return (pooled / 3).astype(np.float32)
+
+
+def _prune(pooled: Array, theta: float) -> Array:
+    """Tags scaled by the best one; those below θ spread nothing."""
+    top = float(pooled.max()) if len(pooled) else 0.0
+    if top <= 0:
+        return np.zeros_like(pooled)
+    scaled = pooled / top
+    return np.where(scaled >= theta, scaled, 0.0).astype(np.float32)
+
+
+def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> list[int]:
+    """The best pieces that fit the budget (a piece too big for what is left is skipped, not cut)."""
+    chosen: list[int] = []
+    used = 0
+    skipped = 0
+    for i in ranking.order.tolist():
+        if ranking.score[i] <= 0 or len(chosen) >= max_pieces or skipped > 4 * max_pieces:
+            break
+        cost = int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
+        if used + cost > budget:
+            skipped += 1  # too big for what is left: a smaller one further down may still fit
+            continue
+        chosen.append(i)
+        used += cost
+    return chosen
+
+
+def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings) -> list[ActivationStep]:
+    steps = [ActivationStep(kind="query", id="query", label="query", score=1.0)]
+    if ranking.cue[i] > 0 and ranking.cue_activation:
+        active = dict(ranking.cue_activation)
+        row = index.content_cue[i]
+        strengths = [
+            (float(w) * active[int(c)], int(c)) for c, w in zip(row.indices, row.data, strict=True) if c in active
+        ]
+        if strengths:
+            _, cue = max(strengths, key=lambda x: (x[0], -x[1]))
+            steps.append(
+                ActivationStep(
+                    kind="cue", id=index.cue_ids[cue], label=index.cue_names[cue], score=round(active[cue], 4)
+                )
+            )
+    if ranking.tag[i] > 0:
+        conversation = index.conversation_ids[int(index.conversation[i])]
+        steps.append(
+            ActivationStep(
+                kind="tag",
+                id=f"conv:{conversation}",
+                label=index.titles.get(conversation) or conversation,
+                score=round(float(ranking.conversation_activation[int(index.conversation[i])]), 4),
+            )
+        )
+    label = index.text(i)[:80]
+    steps.append(ActivationStep(kind="content", id=index.ids[i], label=label, score=round(float(ranking.score[i]), 4)))
+    return steps
+
+
+def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, settings: MemorySettings) -> RecallResult:
+    """Pack the best pieces into the budget and order them along their conversations."""
+    chosen = select(index, ranking, request.budget_tokens, request.max_pieces)
+    rank_of = {int(i): r + 1 for r, i in enumerate(ranking.order[: max(len(chosen) * 4, 1000)])}
+    first_time: dict[int, float] = {}
+    for i in chosen:
+        conversation = int(index.conversation[i])
+        t = float(index.times[i]) if np.isfinite(index.times[i]) else float("inf")
+        first_time[conversation] = min(first_time.get(conversation, float("inf")), t)
+    chosen.sort(key=lambda i: (first_time[int(index.conversation[i])], int(index.conversation[i]), int(index.seq[i])))
+    pieces = []
+    for i in chosen:
+        members = index.group.get(i, [i])
+        conversation_id = index.conversation_ids[int(index.conversation[i])]
+        text = "\n".join(index.text(m) for m in members) if len(members) > 1 else index.text(i)
+        created = datetime.fromtimestamp(float(index.times[i]), UTC) if np.isfinite(index.times[i]) else None
+        pieces.append(
+            RecallPiece(
+                content_id=index.ids[i],
+                message_ids=[index.ids[m] for m in members],
+                conversation_id=conversation_id,
+                conversation_title=index.titles.get(conversation_id),
+                seq=int(index.seq[i]),
+                role=index.roles[int(index.role_code[i])],
+                created_at=created,
+                text=text,
+                tokens=int(index.tokens[members].sum()),
+                score=round(float(ranking.score[i]), 6),
+                rank=rank_of.get(i, len(rank_of) + 1),
+                path=_path(index, ranking, i, settings),
+            )
+        )
+    cues = [
+        ActivationStep(kind="cue", id=index.cue_ids[c], label=index.cue_names[c], score=round(a, 4))
+        for c, a in ranking.cue_activation[:20]
+    ]
+    return RecallResult(
+        query=request.query,
+        at=ranking.at,
+        pieces=pieces,
+        tokens=sum(p.tokens for p in pieces),
+        budget_tokens=request.budget_tokens,
+        candidates=ranking.candidates,
+        cues=cues,
+        time_filter=ranking.time_range.describe() if ranking.time_range else None,
+    )
+
+
+def embed_query(embedder: Embedder, query: str) -> Any:
+    return embedder.embed([query])[0]
+
+
+def recall(
+    index: MemoryIndex, embedder: Embedder | None, request: RecallRequest, settings: MemorySettings
+) -> RecallResult:
+    """The entry point an agent (CLI, MCP server) calls: a reconstructed context for one question."""
+    vector = embed_query(embedder, request.query) if embedder is not None else None
+    ranking = rank(index, request.query, vector, request, settings, limit=max(8 * request.max_pieces, 1000))
+    return to_result(index, request, ranking, settings)

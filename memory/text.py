@@ -1,0 +1,115 @@
+"""Words, keyphrases and BM25: the lexical half of recall, as pure functions over plain lists.
+
+Terms are lower-cased word runs without English stop words, lightly stemmed (plural and verb endings), so
+"hiking", "hikes" and "hike" meet. BM25 keeps a sparse documents x terms matrix of saturated term weights:
+scoring a query is one sparse column slice and a sum, fast enough for hundreds of thousands of documents.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.sparse import csc_matrix, csr_matrix
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+STOP = frozenset(ENGLISH_STOP_WORDS) | {"s", "t", "don", "ll", "ve", "re", "m", "d", "just", "like", "really"}
+
+
+def stem(word: str) -> str:
+    """A deliberately small stemmer: enough to join plural and -ing/-ed forms, never clever."""
+    word = word.replace("’", "'").removesuffix("'s")
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """The text's terms in order (stop words dropped, stemmed)."""
+    out = []
+    for match in _WORD.finditer(text.lower()):
+        word = match.group(0)
+        if word in STOP or len(word) < 2:
+            continue
+        out.append(stem(word))
+    return out
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens a model would read, estimated as ~4 characters each (no tokenizer needed at recall time)."""
+    return max(1, math.ceil(len(text) / 4)) if text else 0
+
+
+@dataclass
+class BM25:
+    """Okapi BM25 (k1, b) over a fixed list of documents."""
+
+    vocabulary: dict[str, int]
+    weights: Any  # csc_matrix documents x terms: saturated tf, idf applied at query time
+    idf: np.ndarray[Any, np.dtype[np.float64]]
+
+    @classmethod
+    def build(cls, documents: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75) -> BM25:
+        vocabulary: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[float] = []
+        lengths = np.array([len(d) for d in documents], dtype=np.float64)
+        average = float(lengths.mean()) if len(documents) and lengths.sum() else 1.0
+        for row, document in enumerate(documents):
+            norm = k1 * (1 - b + b * lengths[row] / average)
+            for term, tf in Counter(document).items():
+                col = vocabulary.setdefault(term, len(vocabulary))
+                rows.append(row)
+                cols.append(col)
+                vals.append(tf * (k1 + 1) / (tf + norm))
+        shape = (len(documents), len(vocabulary))
+        weights = csc_matrix((vals, (rows, cols)), shape=shape, dtype=np.float32)
+        df = np.diff(weights.indptr).astype(np.float64)
+        n = len(documents)
+        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        return cls(vocabulary, weights, idf)
+
+    def score(self, query: Iterable[str], rows: np.ndarray[Any, Any] | None = None) -> np.ndarray[Any, Any]:
+        """BM25 of every document (or of `rows` only), as float32."""
+        counts = Counter(t for t in query if t in self.vocabulary)
+        size = self.weights.shape[0] if rows is None else len(rows)
+        if not counts:
+            return np.zeros(size, dtype=np.float32)
+        cols = [self.vocabulary[t] for t in counts]
+        q = np.array([self.idf[c] * counts[t] for t, c in zip(counts, cols, strict=True)], dtype=np.float32)
+        part = self.weights[:, cols]
+        if rows is not None:
+            part = csr_matrix(part)[rows]
+        return np.asarray(part @ q, dtype=np.float32).ravel()
+
+
+def keyphrases(documents: Sequence[Sequence[str]], per_document: int, min_df: int, max_df: int) -> list[list[str]]:
+    """Each document's most discriminative terms (tf x idf), among terms in at least `min_df` documents and in
+    at most `max_df` of them: a keyphrase that links nothing, or everything, is no anchor."""
+    df: Counter[str] = Counter()
+    for document in documents:
+        df.update(set(document))
+    n = max(len(documents), 1)
+    ceiling = max(min_df, max_df)
+    result = []
+    for document in documents:
+        counts = Counter(document)
+        scored = [
+            (tf * math.log(n / df[t]), t) for t, tf in counts.items() if min_df <= df[t] <= ceiling and len(t) > 2
+        ]
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        result.append([t for _, t in scored[:per_document]])
+    return result

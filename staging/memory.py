@@ -1,0 +1,248 @@
+"""staging.db: the Cue-Tag-Content graph the cues stage builds, one set of rows per run.
+
+Tables (created by migration 3 of staging.db, staging/migrations.py; frozen: change them with a new migration);
+every row carries its run id, and a re-run of the stage for the same run replaces that run's rows in one
+transaction (an idempotent write: ids are content keys, so the same inputs give the same rows):
+
+- `memory_runs`: one row per run: counts, the hub report (which cues were down-weighted and why), notes.
+- `memory_content`: Content nodes: a message (`content_id` = its uuid) or a merged group of near-identical
+  messages (`merged:<hash>`; its originals point at it through `merged_into`). Key text (what recall matches:
+  the message, expanded with its cue names), conversation, seq, role, time, day, source format, tokens.
+- `memory_cues`: Cue nodes (anchors): extracted concepts and discriminative keyphrases, with document
+  frequency, IDF and the hub flag.
+- `memory_tags`: Tag nodes (groupings): conversation, day, month, topic, role, concept type, source.
+- `memory_edges`: weighted associations (cue-content, cue-tag, tag-content), traversed both ways.
+- `memory_merges`: (merged node, original message) pairs: consolidation keeps every original.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import astuple, dataclass, fields
+from typing import Any
+
+from staging.db import Transaction
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS memory_runs (
+        run_id TEXT PRIMARY KEY,
+        content INTEGER NOT NULL,
+        cues INTEGER NOT NULL,
+        tags INTEGER NOT NULL,
+        edges INTEGER NOT NULL,
+        hubs INTEGER NOT NULL,
+        merged INTEGER NOT NULL,
+        summary TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS memory_content (
+        run_id TEXT NOT NULL,
+        content_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('message', 'merged')),
+        conversation_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        author TEXT,
+        created_at TEXT,
+        day TEXT,
+        source TEXT NOT NULL,
+        key_text TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        merged_into TEXT,
+        PRIMARY KEY (run_id, content_id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS memory_cues (
+        run_id TEXT NOT NULL,
+        cue_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('concept', 'keyphrase')),
+        concept_type TEXT,
+        df INTEGER NOT NULL,
+        idf REAL NOT NULL,
+        hub INTEGER NOT NULL,
+        PRIMARY KEY (run_id, cue_id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS memory_tags (
+        run_id TEXT NOT NULL,
+        tag_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('conversation', 'day', 'month', 'topic', 'role', 'concept_type', 'source')),
+        label TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        PRIMARY KEY (run_id, tag_id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS memory_edges (
+        run_id TEXT NOT NULL,
+        src TEXT NOT NULL,
+        dst TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('cue-content', 'cue-tag', 'tag-content')),
+        weight REAL NOT NULL,
+        PRIMARY KEY (run_id, src, dst)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS memory_edges_by_dst ON memory_edges (run_id, dst)",
+    """CREATE TABLE IF NOT EXISTS memory_merges (
+        run_id TEXT NOT NULL,
+        merged_id TEXT NOT NULL,
+        original_id TEXT NOT NULL,
+        PRIMARY KEY (run_id, merged_id, original_id)
+    ) WITHOUT ROWID""",
+]
+
+RUN_TABLES = ("memory_runs", "memory_content", "memory_cues", "memory_tags", "memory_edges", "memory_merges")
+
+
+@dataclass(slots=True)
+class ContentRow:
+    content_id: str
+    kind: str
+    conversation_id: str
+    seq: int
+    role: str
+    author: str | None
+    created_at: str | None
+    day: str | None
+    source: str
+    key_text: str
+    tokens: int
+    merged_into: str | None = None
+
+
+@dataclass(slots=True)
+class CueRow:
+    cue_id: str
+    name: str
+    kind: str
+    concept_type: str | None
+    df: int
+    idf: float
+    hub: bool
+
+
+@dataclass(slots=True)
+class TagRow:
+    tag_id: str
+    kind: str
+    label: str
+    size: int
+
+
+@dataclass(slots=True)
+class EdgeRow:
+    src: str
+    dst: str
+    kind: str
+    weight: float
+
+
+@dataclass(slots=True)
+class MemoryGraph:
+    """Everything one cues run writes (and what recall reads back)."""
+
+    content: list[ContentRow]
+    cues: list[CueRow]
+    tags: list[TagRow]
+    edges: list[EdgeRow]
+    merges: list[tuple[str, str]]
+
+
+def _columns(cls: Any) -> list[str]:
+    return [f.name for f in fields(cls)]
+
+
+_TABLES: list[tuple[str, Any, str]] = [
+    ("memory_content", ContentRow, "content"),
+    ("memory_cues", CueRow, "cues"),
+    ("memory_tags", TagRow, "tags"),
+    ("memory_edges", EdgeRow, "edges"),
+]
+
+
+def write_run(conn: sqlite3.Connection, run_id: str, graph: MemoryGraph, summary: Mapping[str, Any]) -> None:
+    """Replace everything this run's cues stage wrote, in one transaction (a re-run is idempotent)."""
+    with Transaction(conn):
+        for table in RUN_TABLES:
+            conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+        conn.execute(
+            "INSERT INTO memory_runs (run_id, content, cues, tags, edges, hubs, merged, summary)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                len(graph.content),
+                len(graph.cues),
+                len(graph.tags),
+                len(graph.edges),
+                sum(1 for c in graph.cues if c.hub),
+                sum(1 for c in graph.content if c.kind == "merged"),
+                json.dumps(summary, sort_keys=True),
+            ),
+        )
+        for table, cls, attr in _TABLES:
+            columns = _columns(cls)
+            marks = ", ".join("?" * (len(columns) + 1))
+            conn.executemany(
+                f"INSERT INTO {table} (run_id, {', '.join(columns)}) VALUES ({marks})",
+                ((run_id, *astuple(row)) for row in getattr(graph, attr)),
+            )
+        conn.executemany(
+            "INSERT INTO memory_merges (run_id, merged_id, original_id) VALUES (?, ?, ?)",
+            ((run_id, m, o) for m, o in graph.merges),
+        )
+
+
+def has_memory(conn: sqlite3.Connection) -> bool:
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_runs'").fetchone()
+    return found is not None
+
+
+def latest_run(conn: sqlite3.Connection) -> str | None:
+    """The newest run that built the graph (run ids sort by time)."""
+    if not has_memory(conn):
+        return None
+    row = conn.execute("SELECT run_id FROM memory_runs ORDER BY run_id DESC LIMIT 1").fetchone()
+    return None if row is None else str(row[0])
+
+
+def read_run(conn: sqlite3.Connection, run_id: str) -> MemoryGraph:
+    """The graph one run wrote, rows in key order (deterministic)."""
+    parts: dict[str, list[Any]] = {}
+    for table, cls, attr in _TABLES:
+        columns = _columns(cls)
+        key = columns[:2] if table == "memory_edges" else columns[:1]
+        rows = conn.execute(
+            f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY {', '.join(key)}", (run_id,)
+        )
+        parts[attr] = [cls(*row) for row in rows]
+    for cue in parts["cues"]:
+        cue.hub = bool(cue.hub)
+    merges = [
+        (str(r[0]), str(r[1]))
+        for r in conn.execute(
+            "SELECT merged_id, original_id FROM memory_merges WHERE run_id = ? ORDER BY 1, 2", (run_id,)
+        )
+    ]
+    return MemoryGraph(parts["content"], parts["cues"], parts["tags"], parts["edges"], merges)
+
+
+def run_summary(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT * FROM memory_runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        return None
+    found = {k: row[k] for k in row.keys()}  # noqa: SIM118 (a Row iterates values)
+    found["summary"] = json.loads(found["summary"])
+    return found
+
+
+def originals(conn: sqlite3.Connection, run_id: str, merged_ids: Iterable[str]) -> dict[str, list[str]]:
+    """The original message ids of each merged content node."""
+    wanted = list(merged_ids)
+    found: dict[str, list[str]] = {m: [] for m in wanted}
+    for start in range(0, len(wanted), 500):
+        chunk: Sequence[str] = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT merged_id, original_id FROM memory_merges WHERE run_id = ? AND merged_id IN ({marks})"
+            " ORDER BY 1, 2",
+            (run_id, *chunk),
+        ):
+            found[str(row[0])].append(str(row[1]))
+    return found

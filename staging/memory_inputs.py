@@ -1,0 +1,74 @@
+"""Reads the cues stage (and recall) need from the archive and from earlier stages' tables, read-only.
+
+Rows come back as plain tuples in a fixed order, so the pure graph builder sees the same inputs every time.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+
+from staging import concepts as concept_store
+from staging import topics as topic_store
+
+MessageTuple = tuple[str, str, str | None, int, str, str | None, str | None, str, str]
+"""uuid, conversation_id, title, seq, role, author, created_at, text, source format."""
+
+
+def iter_visible_messages(archive: sqlite3.Connection) -> Iterator[MessageTuple]:
+    """Every visible active message with text, conversation by conversation, in seq order."""
+    cursor = archive.execute(
+        "SELECT m.uuid, m.conversation_id, c.title, m.seq, m.role, m.author, m.created_at, m.text, c.format"
+        " FROM messages m JOIN conversations c ON c.id = m.conversation_id"
+        " WHERE m.is_active = 1 AND m.is_hidden = 0 AND length(trim(m.text)) > 0"
+        " ORDER BY m.conversation_id, m.seq"
+    )
+    for row in cursor:
+        yield (str(row[0]), str(row[1]), row[2], int(row[3]), str(row[4]), row[5], row[6], str(row[7]), str(row[8]))
+
+
+def message_texts(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
+    wanted = list(dict.fromkeys(ids))
+    found: dict[str, str] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in archive.execute(f"SELECT uuid, text FROM messages WHERE uuid IN ({marks})", chunk):
+            found[str(row[0])] = str(row[1])
+    return found
+
+
+def conversation_titles(archive: sqlite3.Connection) -> dict[str, str | None]:
+    return {str(r[0]): r[1] for r in archive.execute("SELECT id, title FROM conversations")}
+
+
+def live_evidence(staging: sqlite3.Connection) -> list[tuple[str, str, str, str, float]]:
+    """(concept_id, title, type, message_id, confidence) for every concept still alive, evidence of concepts merged
+    away credited to their survivor."""
+    if not concept_store.has_store(staging):
+        return []
+    concepts = concept_store.load_concepts(staging)
+    rows = []
+    for concept_id, message_id, confidence in staging.execute(
+        "SELECT concept_id, message_id, confidence FROM concept_evidence ORDER BY concept_id, message_id"
+    ):
+        target = concepts.get(concept_store.survivor(concepts, str(concept_id)))
+        if target is None or target.state in ("merged", "split", "archived"):
+            continue
+        rows.append((target.concept_id, target.title, target.type, str(message_id), float(confidence)))
+    return rows
+
+
+def topic_messages(staging: sqlite3.Connection) -> tuple[str | None, list[tuple[str, str, str, float]]]:
+    """The latest clustered run, and (message_id, topic_uid, label, weight) through each message's segment."""
+    run_id = topic_store.latest_run(staging)
+    if run_id is None:
+        return None, []
+    rows = staging.execute(
+        "SELECT sm.message_id, t.topic_uid, t.label, l.weight FROM topic_links l"
+        " JOIN topics t ON t.run_id = l.run_id AND t.topic = l.topic"
+        " JOIN segment_messages sm ON sm.segment_id = l.item_id"
+        " WHERE l.run_id = ? AND l.kind = 'segment' ORDER BY sm.message_id, t.topic_uid",
+        (run_id,),
+    )
+    return run_id, [(str(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in rows]

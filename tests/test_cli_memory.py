@@ -1,0 +1,138 @@
+"""`chatmem recall` and `chatmem eval recall` end to end: the real pipeline (Prefect, ephemeral API) into a data dir,
+then the CLI in-process. Slow-ish: each builds a memory with every stage up to cues."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from flows.cli import cli
+
+pytestmark = [pytest.mark.prefect, pytest.mark.slow]
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
+LOCOMO = SHARED / "locomo" / "locomo_dev2.json"
+LONGMEMEVAL = SHARED / "longmemeval" / "longmemeval_s_dev50.jsonl.gz"
+
+NOTES = [
+    ("trip", "1", "user", "We are planning a trip to Lisbon in May; tram 28 is a must.", "2024-03-01T09:00:00Z"),
+    ("trip", "2", "assistant", "Lisbon in May is lovely. Take tram 28 early in the morning.", "2024-03-01T09:01:00Z"),
+    ("bread", "1", "user", "My sourdough starter smells of acetone, what should I do?", "2024-04-10T18:00:00Z"),
+    ("bread", "2", "assistant", "Feed the starter twice a day for a few days.", "2024-04-10T18:01:00Z"),
+    ("trip2", "1", "user", "Back from Lisbon: the tram rides were the best part of the trip.", "2024-06-02T10:00:00Z"),
+]
+
+
+def chatmem(*args: str | Path, data_dir: Path) -> Result:
+    return CliRunner().invoke(cli, ["--data-dir", str(data_dir), *map(str, args)], catch_exceptions=False)
+
+
+@pytest.fixture
+def notes_dir(tmp_path: Path) -> Path:
+    """A data dir built by `chatmem run` from a small JSONL export (cluster skipped: too few points)."""
+    export = tmp_path / "notes.jsonl"
+    lines = [{"conversation_id": c, "id": i, "role": r, "text": t, "created_at": when} for c, i, r, t, when in NOTES]
+    export.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    result = chatmem("--quiet", "run", export, data_dir=data_dir)
+    assert result.exit_code == 0, result.output
+    return data_dir
+
+
+def test_recall_answers_from_a_pipeline_built_memory_and_respects_at(notes_dir: Path) -> None:
+    """The cues stage ran in the pipeline; recall finds the trip, and --at hides what was said later."""
+    now = chatmem("recall", "Lisbon tram", "--json", data_dir=notes_dir)
+    assert now.exit_code == 0, now.output
+    found = json.loads(now.stdout)
+    ids = {p["content_id"] for p in found["pieces"]}
+    assert {"trip:1", "trip2:1"} <= ids and found["tokens"] <= found["budget_tokens"]
+    assert all(p["path"][0]["kind"] == "query" and p["path"][-1]["id"] == p["content_id"] for p in found["pieces"])
+    before = json.loads(chatmem("recall", "Lisbon tram", "--at", "2024-05-01", "--json", data_dir=notes_dir).stdout)
+    assert before["pieces"] and "trip2:1" not in {p["content_id"] for p in before["pieces"]}
+    scoped = chatmem("recall", "Lisbon", "--scope", "conversation:trip2", "--json", data_dir=notes_dir)
+    assert {p["conversation_id"] for p in json.loads(scoped.stdout)["pieces"]} == {"trip2"}
+    text = chatmem("recall", "sourdough starter", "--budget", "40", data_dir=notes_dir)
+    assert text.exit_code == 0 and "acetone" in text.stdout
+
+
+def test_recall_usage_errors_exit_2(notes_dir: Path) -> None:
+    """An unreadable --at or --scope is a usage error with one line, exit code 2."""
+    bad = chatmem("recall", "x", "--at", "yesterday-ish", data_dir=notes_dir)
+    assert bad.exit_code == 2 and "--at" in bad.output
+    assert chatmem("recall", "x", "--scope", "planet:mars", data_dir=notes_dir).exit_code == 2
+
+
+def longmemeval_slice(path: Path, sessions: int = 6) -> Path:
+    """The first non-abstention question of the dev file with its answer sessions and a few others."""
+    with gzip.open(LONGMEMEVAL, "rt", encoding="utf-8") as handle:
+        item = next(json.loads(line) for line in handle if not json.loads(line)["question_id"].endswith("_abs"))
+    keep = [
+        i for i, sid in enumerate(item["haystack_session_ids"]) if sid in item["answer_session_ids"] or i < sessions
+    ]
+    for name in ("haystack_session_ids", "haystack_dates", "haystack_sessions"):
+        item[name] = [item[name][i] for i in keep]
+    path.write_text(json.dumps(item) + "\n", encoding="utf-8")
+    return path
+
+
+def locomo_slice(path: Path, sessions: int = 3) -> Path:
+    """The first sample of the dev file cut to its first sessions, with the questions they answer."""
+    sample = json.loads(LOCOMO.read_text(encoding="utf-8"))[0]
+    conversation = sample["conversation"]
+    for key in [k for k in conversation if k.startswith("session_")]:
+        number = int(key.split("_")[1])
+        if number > sessions:
+            del conversation[key]
+    wanted = {f"D{n}:" for n in range(1, sessions + 1)}
+    sample["qa"] = [
+        qa for qa in sample["qa"] if qa.get("evidence") and all(e[: e.index(":") + 1] in wanted for e in qa["evidence"])
+    ]
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    return path
+
+
+def _check_report(report: dict[str, Any], headline: list[str]) -> None:
+    for method in ("system", "bm25", "dense", "rrf"):
+        values = report[method]
+        assert values["questions"] >= 1 and values["latency_p95_ms"] >= values["latency_p50_ms"] >= 0
+        assert all(0.0 <= values[name] <= 1.0 for name in headline)
+        assert values["categories"]
+
+
+@pytest.mark.skipif(not LONGMEMEVAL.exists(), reason="../shared/data is absent")
+def test_eval_recall_on_a_longmemeval_slice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One question (its answer sessions and six others) through the pipeline: session metrics for every method."""
+    monkeypatch.setenv("CHATMEM_CLUSTER__MIN_POINTS", "100000")  # clustering is tested elsewhere; keep this fast
+    result = chatmem(
+        "eval", "recall", "--benchmark", "longmemeval", "--data", longmemeval_slice(tmp_path / "lme.jsonl"), "--json",
+        data_dir=tmp_path / "data",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    _check_report(report, ["recall_all@3", "recall_any@5", "ndcg@10"])
+    system = report["system"]
+    assert system["recall_all@10"] >= system["recall_all@5"] >= system["recall_all@3"] >= system["recall_all@1"]
+    assert system["recall_any@5"] >= system["recall_all@5"] and report["run"]["questions"] == 1
+    assert 0 < system["context_tokens_mean"] <= 4000
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="../shared/data is absent")
+def test_eval_recall_on_a_locomo_slice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three questions of the first sample's first sessions: evidence recall@5/10/20, per category, ablations."""
+    monkeypatch.setenv("CHATMEM_CLUSTER__MIN_POINTS", "100000")
+    result = chatmem(
+        "eval", "recall", "--benchmark", "locomo", "--data", locomo_slice(tmp_path / "locomo.json"), "--limit", "3",
+        "--ablations", "--json",
+        data_dir=tmp_path / "data",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    _check_report(report, ["evidence_recall@5", "evidence_recall@10", "evidence_recall@20"])
+    assert report["run"]["questions"] == 3 and "no_tags_session_prior" in report["ablations"]
+    system = report["system"]
+    assert system["evidence_recall@20"] >= system["evidence_recall@10"] >= system["evidence_recall@5"]

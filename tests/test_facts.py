@@ -1,0 +1,119 @@
+"""Fact extraction: the offline rules (extract/facts.py) and the fact mapper (extract/fact_mapper.py)."""
+
+from __future__ import annotations
+
+import pytest
+from concept_support import segment_input
+
+from extract.fact_mapper import map_raw_facts, subject_key
+from extract.facts import facts_in_sentence, sentences
+from extract.offline import OfflineExtractor
+
+
+def triples(sentence: str) -> list[tuple[str, str, str, str]]:
+    return [(f["subject"], f["attribute"], f["value"], f["polarity"]) for f in facts_in_sentence(sentence)]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("I moved to Berlin last year.", [("user", "lives in", "Berlin", "positive")]),
+        ("My phone is a Pixel 8 and I love it.", [("user's phone", "model", "Pixel 8", "positive")]),
+        ("I no longer eat meat.", [("user", "eats", "meat", "negative")]),
+        ("I work at Acme Corp as an engineer.", [("user", "works at", "Acme Corp", "positive")]),
+        ("I started learning Spanish.", [("user", "is learning", "Spanish", "positive")]),
+        ("I quit my job at Globex.", [("user", "works at", "Globex", "negative")]),
+        ("I'm currently on page 200, which is great.", [("user", "reading page", "200", "positive")]),
+        ("I'm 34 years old.", [("user", "age", "34", "positive")]),
+        ("Since my mom is 60, a fruit cake is better.", [("user's mom", "age", "60", "positive")]),
+        ("I started taking salsa classes 6 weeks ago.", [("user", "takes", "salsa classes", "positive")]),
+        (
+            "I set a personal best time of 12.8 seconds in the drag race.",
+            [("user", "personal best", "12.8 seconds", "positive")],
+        ),
+        ("I started using a hair mask once a week.", [("user", "uses", "hair mask", "positive")]),
+        (
+            "I've been on a streak, having watched 15 Crash Course videos.",
+            [("user", "number of videos", "15", "positive")],
+        ),
+        (
+            "I just moved from Paris to Berlin.",
+            [("user", "lives in", "Berlin", "positive"), ("user", "lives in", "Paris", "negative")],
+        ),
+    ],
+)
+def test_first_person_statements_become_facts(sentence: str, expected: list[tuple[str, str, str, str]]) -> None:
+    """A plain first-person statement gives (subject, attribute, value, polarity), the value cut at the clause."""
+    assert triples(sentence) == expected
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Should I move to Berlin?",
+        "I want to work at Google.",
+        "If I lived in Rome I'd be happy.",
+        "I'm thinking about moving to Lisbon.",
+        "I didn't move to Berlin.",
+        "I live in a small town.",
+        "My dog is a good boy.",
+        "I'm learning to cook.",
+        "I'm engaged in a project at work.",
+        "Having watched 3 videos, you should rest.",
+        "My colleague is 10 years older than me.",
+        "Since I started taking her classes I feel better.",
+    ],
+)
+def test_questions_wishes_negations_and_vague_values_state_no_fact(sentence: str) -> None:
+    """Precision over recall: questions, wishes, hypotheticals, negated verbs and unnamed values give nothing."""
+    assert triples(sentence) == []
+
+
+def test_offline_extractor_returns_checked_facts_from_the_users_messages_only() -> None:
+    """Facts come from user turns, with a verbatim sentence of that message as evidence; assistant turns give none."""
+    segment = segment_input(
+        "seg-f",
+        [
+            ("user", "Quick update: I moved to Berlin in March. My phone is a Pixel 8."),
+            ("assistant", "Great! I moved to Paris once, and I work at OpenAI."),
+        ],
+    )
+    facts = OfflineExtractor().extract(segment).facts
+    assert {(f.subject, f.attribute, f.value) for f in facts} == {
+        ("user", "lives in", "Berlin"),
+        ("user's phone", "model", "Pixel 8"),
+    }
+    for fact in facts:
+        assert fact.evidence.message_id == "m0" and fact.evidence.text in segment.messages[0].text
+
+
+def test_fact_mapper_rejects_unverifiable_or_assistant_evidence_and_folds_names() -> None:
+    """A span not in its message, or from the assistant, rejects the fact; 'I' / 'my car' fold to user / user's car."""
+    segment = segment_input("seg-m", [("user", "I drive a Volvo now."), ("assistant", "You drive a Volvo.")])
+
+    def raw(subject: str, message_id: str, text: str, polarity: str = "positive") -> dict[str, object]:
+        evidence = {"source_id": "seg-m", "message_id": message_id, "text": text, "confidence": 0.9}
+        return {"subject": subject, "attribute": "Drives", "value": "Volvo", "polarity": polarity,
+                "evidence": evidence, "confidence": 0.9}  # fmt: skip
+
+    facts, decisions = map_raw_facts(
+        [
+            raw("I", "m0", "I drive a Volvo now."),
+            raw("my car", "m0", "I drive a Tesla"),
+            raw("user", "m1", "You drive a Volvo."),
+            raw("me", "m0", "I drive a Volvo", polarity="true"),
+        ],
+        segment,
+    )
+    assert [(f.subject, f.attribute, f.polarity) for f in facts] == [("user", "drives", "positive")]
+    rules = {d.rule for d in decisions}
+    assert {"fact_evidence_text_not_in_message", "fact_not_from_user", "fact_duplicate"} <= rules
+    assert subject_key("my car") == "user's car" and subject_key("The user") == "user"
+
+
+def test_a_decimal_point_does_not_end_a_sentence() -> None:
+    """'12.8 seconds' stays in its sentence, so the evidence span and the value are whole."""
+    assert list(sentences("My best was 12.8 seconds in the race. Next time!")) == [
+        "My best was 12.8 seconds in the race.",
+        "Next time!",
+    ]

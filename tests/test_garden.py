@@ -1,0 +1,247 @@
+"""The garden stage on real SQLite files: segment -> extract (offline) -> concepts -> garden, on real-looking chats."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from concept_support import Dbs, ScriptedExtractor, conversation, open_dbs, write_archive
+from test_concepts import answer, hyp
+
+from contracts.settings import Settings
+from extract import stage_concepts, stage_extract, stage_segment
+from flows.cli import cli
+from garden import stage as garden_stage
+from staging.concepts import ConceptRow, upsert_concepts
+from staging.fact_timeline import answer_lines, change_lines, fact_prior, facts_at, facts_for_query, known_at, timeline
+
+PARIS = [
+    ("user", "I live in Paris and I love the bakeries here. Any ideas for a rainy weekend?"),
+    ("assistant", "Try the covered passages and a museum or two."),
+]
+BERLIN = [
+    ("user", "Big news: I moved to Berlin last week, still unpacking. Which neighbourhoods have good cafes?"),
+    ("assistant", "Kreuzberg and Prenzlauer Berg have many."),
+]
+MUNICH = [
+    ("user", "Another change: I moved to Munich for a new role. How do I register my address?"),
+    ("assistant", "Book an appointment at the Bürgerbüro."),
+]
+
+
+def at(day: str) -> datetime:
+    return datetime.fromisoformat(f"{day}T09:00:00+00:00")
+
+
+def stages(dbs: Dbs, now: str, extractor: Any = None) -> dict[str, Any]:
+    """segment, extract, concepts and garden, in one new run; the garden's counts."""
+    run_id = dbs.run_id()
+    stage_segment.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, extractor=extractor)
+    stage_concepts.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    return dict(garden_stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, now=now).counts)
+
+
+def moved(tmp_path: Path) -> Dbs:
+    dbs = open_dbs(tmp_path)
+    write_archive(
+        dbs.archive, [conversation("paris", PARIS, at("2022-01-10")), conversation("berlin", BERLIN, at("2023-05-02"))]
+    )
+    stages(dbs, "2024-01-01T00:00:00+00:00")
+    return dbs
+
+
+def test_recall_at_a_date_answers_before_and_after_a_move(tmp_path: Path) -> None:
+    """'Where do I live?' at 2022-06 is Paris, at 2023-06 Berlin, and the change is said in one line."""
+    dbs = moved(tmp_path)
+    before = facts_for_query(dbs.staging, "Where do I live?", "2022-06-01")
+    after = facts_for_query(dbs.staging, "Where do I live?", "2023-06-01")
+    assert before[0].value == "Paris" and [r.value for r in before] == ["Paris"]  # Berlin was not said yet
+    assert [r.value for r in after] == ["Berlin", "Paris"]
+    assert [r.value for r in facts_at(dbs.staging, "2022-06-01")] == ["Paris"]
+    [line] = change_lines(timeline(dbs.staging, subject="user"))
+    assert line == "user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02"
+
+
+def test_every_change_is_a_row_with_its_reason_and_a_rerun_changes_nothing(tmp_path: Path) -> None:
+    """fact_recorded x2 and fact_superseded (reason names the newer value); the same inputs again: no change."""
+    dbs = moved(tmp_path)
+    rows = dbs.staging.execute("SELECT kind, reason FROM garden_changes WHERE kind LIKE 'fact%'").fetchall()
+    kinds = sorted(r[0] for r in rows)
+    assert kinds == ["fact_recorded", "fact_recorded", "fact_superseded"]
+    assert any('contradicted by "Berlin"' in r[1] for r in rows)
+    again = garden_stage.run(
+        dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings, now="2024-02-01T00:00:00+00:00"
+    )
+    assert again.rows_out == 0 and dbs.staging.execute("SELECT COUNT(*) FROM facts").fetchone()[0] == 2
+
+
+def test_a_later_export_closes_the_current_fact_and_keeps_history_queryable(tmp_path: Path) -> None:
+    """A second dump says Munich: Berlin closes then (ingested in run 2); 'as known on' run 1 still says Berlin."""
+    dbs = moved(tmp_path)
+    write_archive(dbs.archive, [conversation("munich", MUNICH, at("2024-03-01"))], tag="second")
+    counts = stages(dbs, "2024-04-01T00:00:00+00:00")
+    assert counts["facts_superseded_now"] == 1
+    berlin = next(r for r in timeline(dbs.staging) if r.value == "Berlin")
+    assert berlin.state == "superseded" and f"{berlin.valid_to:%Y-%m-%d}" == "2024-03-01"
+    assert f"{berlin.recorded_at:%Y-%m-%d}" == "2024-01-01" and f"{berlin.invalidated_at:%Y-%m-%d}" == "2024-04-01"
+    assert {r.value for r in known_at(dbs.staging, "2024-02-01")} == {"Berlin"}
+    assert {r.value for r in known_at(dbs.staging, "2024-05-01")} == {"Munich"}
+    assert len(timeline(dbs.staging)) == 3  # nothing deleted
+
+
+def test_stale_concepts_are_measured_per_source(tmp_path: Path) -> None:
+    """An old dump beside a new one: only a concept stale within its own source is archived, with the reason."""
+    specs = {"early": [hyp("Old hobby")], "late": [hyp("Garden shed")], "new": [hyp("New job")]}
+    dbs = open_dbs(tmp_path)
+    write_archive(
+        dbs.archive,
+        [conversation("early", PARIS, at("2019-01-01")), conversation("late", BERLIN, at("2020-12-01"))],
+        tag="old",
+    )
+    write_archive(dbs.archive, [conversation("new", MUNICH, at("2024-06-01"))], tag="new")
+    stages(dbs, "2024-07-01T00:00:00+00:00", ScriptedExtractor(answer(specs)))
+    states = dict(dbs.staging.execute("SELECT title, state FROM concepts").fetchall())
+    assert states == {"Old hobby": "archived", "Garden shed": "active", "New job": "active"}
+    reason = dbs.staging.execute("SELECT reason FROM concept_transitions WHERE to_state = 'archived'").fetchone()[0]
+    assert reason.startswith("stale per source") and "newest message 2020-12-01" in reason
+
+
+def test_a_concept_archived_by_the_whole_store_rule_comes_back(tmp_path: Path) -> None:
+    """An archived concept with recent evidence in its own source returns to its evidence state."""
+    specs = {"late": [hyp("Garden shed")], "new": [hyp("New job")]}
+    dbs = open_dbs(tmp_path)
+    write_archive(dbs.archive, [conversation("late", BERLIN, at("2020-12-01"))], tag="old")
+    write_archive(dbs.archive, [conversation("new", MUNICH, at("2024-06-01"))], tag="new")
+    stages(dbs, "2024-07-01T00:00:00+00:00", ScriptedExtractor(answer(specs)))
+    dbs.staging.execute("UPDATE concepts SET state = 'archived' WHERE title = 'Garden shed'")
+    garden_stage.run(
+        dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings, now="2024-07-02T00:00:00+00:00"
+    )
+    assert dbs.staging.execute("SELECT state FROM concepts WHERE title = 'Garden shed'").fetchone()[0] == "active"
+
+
+def _concept(concept_id: str, merged_into: str | None = None) -> ConceptRow:
+    state = "merged" if merged_into else "active"
+    return ConceptRow(concept_id, concept_id.title(), concept_id, "project", "", state, 0.8, [], 0, 2, None, None,
+                      merged_into, ["llm"], "r0", "r0", True)  # fmt: skip
+
+
+def test_relations_of_merged_concepts_move_to_the_survivor_and_dangling_ones_go(tmp_path: Path) -> None:
+    """c->b and b->c follow b into a; a->b would be a self-loop (dropped); x->ghost and ghost's evidence dangle."""
+    dbs = open_dbs(tmp_path)
+    write_archive(dbs.archive, [conversation("paris", PARIS, at("2022-01-10"))])
+    stages(dbs, "2024-01-01T00:00:00+00:00")
+    upsert_concepts(dbs.staging, [_concept("a"), _concept("b", "a"), _concept("c"), _concept("x")])
+    rows = [
+        ("c", "supports", "b", 0.6),
+        ("b", "causes", "c", 0.7),
+        ("a", "enables", "b", 0.5),
+        ("x", "causes", "ghost", 0.4),
+    ]
+    dbs.staging.executemany(
+        "INSERT INTO concept_relations (concept_id, relation, target_id, confidence, run_id) VALUES (?, ?, ?, ?, 'r0')",
+        rows,
+    )
+    dbs.staging.execute(
+        "INSERT INTO concept_evidence (concept_id, message_id, text_key, text, confidence, segment_id, created_at,"
+        " hypothesis_type, extractor, run_id) VALUES ('ghost', 'paris-m0', 'k', 'I live in Paris', 0.5, 's', NULL,"
+        " 'entity', 'offline', 'r0')"
+    )
+    garden_stage.run(
+        dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings, now="2024-01-02T00:00:00+00:00"
+    )
+    left = sorted(
+        tuple(r) for r in dbs.staging.execute("SELECT concept_id, relation, target_id FROM concept_relations")
+    )
+    assert left == [("a", "causes", "c"), ("c", "supports", "a")]
+    kinds = sorted(r[0] for r in dbs.staging.execute("SELECT kind FROM garden_changes WHERE kind LIKE 'relation%'"))
+    assert kinds == ["relation_dropped", "relation_dropped", "relation_redirected", "relation_redirected"]
+    assert dbs.staging.execute("SELECT COUNT(*) FROM concept_evidence WHERE concept_id = 'ghost'").fetchone()[0] == 0
+    [reason] = [r[0] for r in dbs.staging.execute("SELECT reason FROM garden_changes WHERE kind = 'evidence_dropped'")]
+    assert "ghost" in reason and reason.startswith("dangling")
+
+
+def test_dry_run_shows_the_changes_and_writes_nothing(tmp_path: Path) -> None:
+    """`chatmem garden --dry-run --json` lists what the stage would do; staging.db is unchanged after it."""
+    dbs = open_dbs(tmp_path)
+    write_archive(
+        dbs.archive, [conversation("paris", PARIS, at("2022-01-10")), conversation("berlin", BERLIN, at("2023-05-02"))]
+    )
+    run_id = dbs.run_id()
+    for module in (stage_segment, stage_extract, stage_concepts):
+        module.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)  # type: ignore[attr-defined]
+    dbs.close()
+    before = (tmp_path / "staging.db").read_bytes()
+    result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "garden", "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["dry_run"] is True and data["counts"]["fact_superseded"] == 1
+    assert {c["kind"] for c in data["changes"]} >= {"fact_recorded", "fact_superseded"}
+    assert (tmp_path / "staging.db").read_bytes() == before
+    refused = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "garden"])
+    assert refused.exit_code == 2 and "--dry-run" in refused.output
+
+
+def test_facts_command_answers_at_a_date(tmp_path: Path) -> None:
+    """`chatmem facts --query ... --at` prints the fact valid then, and the line saying how it changed."""
+    moved(tmp_path).close()
+    result = CliRunner().invoke(
+        cli, ["--data-dir", str(tmp_path), "facts", "--query", "where do I live", "--at", "2023-06-01"]
+    )
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[0]
+    assert first.startswith("user lives in Berlin") and "changed over time: user lives in: Paris" in result.output
+    early = CliRunner().invoke(
+        cli, ["--data-dir", str(tmp_path), "facts", "--query", "where do I live", "--at", "2022-06-01"]
+    )
+    assert "Paris" in early.output and "Berlin" not in early.output  # nothing said later leaks into the past
+    bad = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "facts", "--at", "June"])
+    assert bad.exit_code == 2
+
+
+def _dump(path: Path, conversation_id: str, day: str, user: str, reply: str) -> Path:
+    lines = [
+        {"conversation_id": conversation_id, "id": f"{conversation_id}-u", "role": "user", "text": user,
+         "created_at": f"{day}T10:00:00Z"},
+        {"conversation_id": conversation_id, "id": f"{conversation_id}-a", "role": "assistant", "text": reply,
+         "created_at": f"{day}T10:01:00Z"},
+    ]  # fmt: skip
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.prefect
+def test_the_pipeline_flow_runs_the_garden_after_concepts_on_each_new_dump(tmp_path: Path) -> None:
+    """Two `chatmem run`s through Prefect (ingest..garden): the second dump's move closes the first's city."""
+    from flows.pipeline import run_pipeline
+
+    settings = Settings(data_dir=tmp_path / "data")
+    stages = ["ingest", "segment", "extract", "concepts", "garden"]
+    first = _dump(tmp_path / "a.jsonl", "paris", "2022-01-10", PARIS[0][1], PARIS[1][1])
+    _, results = run_pipeline(settings, [first], stages, quiet=True)
+    assert [r.stage for r in results] == stages and results[-1].counts["facts_recorded"] == 1
+    second = _dump(tmp_path / "b.jsonl", "berlin", "2023-05-02", BERLIN[0][1], BERLIN[1][1])
+    _, results = run_pipeline(settings, [second], stages, quiet=True)
+    assert results[-1].status == "succeeded" and results[-1].counts["facts_superseded_now"] == 1
+    result = CliRunner().invoke(cli, ["--data-dir", str(settings.data_dir), "facts", "--at", "2022-06-01", "--json"])
+    assert [f["value"] for f in json.loads(result.output)["facts"]] == ["Paris"]
+    result = CliRunner().invoke(cli, ["--data-dir", str(settings.data_dir), "facts", "--at", "2023-06-01", "--json"])
+    assert [f["value"] for f in json.loads(result.output)["facts"]] == ["Berlin"]
+
+
+def test_recall_lines_and_prior_say_what_held_then_without_leaking_later_facts(tmp_path: Path) -> None:
+    """answer_lines/fact_prior at 2022-06 know only Paris; at 2023-06 Berlin holds, Paris is history (half weight)."""
+    dbs = moved(tmp_path)
+    assert answer_lines(dbs.staging, "where do I live?", "2022-06-01") == ["user lives in Paris since 2022-01-10"]
+    assert answer_lines(dbs.staging, "where do I live?", "2023-06-01") == [
+        "user lives in Berlin since 2023-05-02",
+        "changed over time: user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02",
+    ]
+    records = timeline(dbs.staging)
+    assert fact_prior(records, "where do I live?", "2022-06-01") == {"paris-m0": 1.0}
+    assert fact_prior(records, "where do I live?", "2023-06-01") == {"berlin-m0": 1.0, "paris-m0": 0.5}

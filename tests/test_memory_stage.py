@@ -1,0 +1,78 @@
+"""memory/stage.py (the cues stage) on real SQLite files after the real segment, extract and concepts stages."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from concept_support import Dbs, conversation, open_dbs, write_archive
+
+from extract import stage_concepts, stage_extract, stage_segment
+from memory import stage as cues
+from staging import memory as store
+from staging.ledger import open_run
+
+GARDEN = [
+    ("user", "I want to grow a vegetable garden this spring. The vegetable garden needs compost."),
+    ("assistant", "A vegetable garden does well with compost and six hours of sun."),
+    ("user", "Which tomatoes grow well in a vegetable garden with compost?"),
+]
+TRIP = [
+    ("user", "We're planning a trip to Lisbon in May. Lisbon has great tram rides."),
+    ("assistant", "Lisbon in May is lovely; take tram 28 early."),
+]
+
+
+def built(tmp_path: Path) -> tuple[Dbs, str]:
+    dbs = open_dbs(tmp_path)
+    write_archive(dbs.archive, [conversation("garden", GARDEN), conversation("trip", TRIP)])
+    run_id = dbs.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts):
+        stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    return dbs, run_id
+
+
+def _rows(staging: sqlite3.Connection, run_id: str) -> dict[str, list[tuple[object, ...]]]:
+    return {
+        table: [
+            tuple(r)[1:] for r in staging.execute(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY 2, 3", (run_id,))
+        ]
+        for table in store.RUN_TABLES
+        if table != "memory_runs"
+    }
+
+
+def test_the_cues_stage_builds_content_cues_and_tags_from_the_concepts(tmp_path: Path) -> None:
+    """Every visible message is content; the offline extractor's concepts are cues linked to their evidence."""
+    dbs, run_id = built(tmp_path)
+    result = cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    assert result.status == "succeeded" and result.counts["content"] == 5 and result.counts["concept_cues"] > 0
+    graph = store.read_run(dbs.staging, run_id)
+    assert {c.content_id for c in graph.content} == {f"garden-m{i}" for i in range(3)} | {"trip-m0", "trip-m1"}
+    evidence = dbs.staging.execute("SELECT DISTINCT concept_id, message_id FROM concept_evidence").fetchall()
+    edges = {(e.src, e.dst) for e in graph.edges if e.kind == "cue-content"}
+    assert all((f"concept:{c}", m) in edges for c, m in evidence)
+    assert {t.kind for t in graph.tags} >= {"conversation", "day", "month", "role", "source"}
+    assert any("no topics yet" in note for note in result.notes)  # too small to cluster: said, not hidden
+
+
+def test_a_rerun_writes_the_same_rows(tmp_path: Path) -> None:
+    """Idempotent: the same run twice, or a new run over the same inputs, writes identical rows."""
+    dbs, run_id = built(tmp_path)
+    cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    first = _rows(dbs.staging, run_id)
+    cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    assert _rows(dbs.staging, run_id) == first
+    other = open_run(dbs.staging, stages=["cues"], exports=[], settings={}, code_version="t", run_id=f"{run_id}-z")
+    cues.run(dbs.archive, dbs.staging, run_id=other, settings=dbs.settings)
+    assert _rows(dbs.staging, other) == first and store.latest_run(dbs.staging) == other
+
+
+def test_the_stage_run_is_recorded_in_the_ledger(tmp_path: Path) -> None:
+    """Steps 1 and 6: a stage_runs row for `cues` with its counts."""
+    dbs, run_id = built(tmp_path)
+    cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    row = dbs.staging.execute(
+        "SELECT status, rows_in FROM stage_runs WHERE run_id = ? AND stage = 'cues'", (run_id,)
+    ).fetchone()
+    assert tuple(row) == ("succeeded", 5)

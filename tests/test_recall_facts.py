@@ -1,0 +1,111 @@
+"""Recall that knows what is current: the garden's facts in `chatmem recall --at` and in the recall ranking."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from memory_support import memory, msg
+
+from contracts.facts import FactRecord
+from contracts.memory import RecallRequest, RecallScope
+from flows.cli import cli
+from memory.recall import Switches, rank
+
+MOVES = [
+    (
+        "paris",
+        "u",
+        "user",
+        "I live in Paris and I love the bakeries here. Any ideas for a rainy weekend?",
+        "2022-01-10",
+    ),
+    ("paris", "a", "assistant", "Try the covered passages and a museum or two.", "2022-01-10"),
+    (
+        "berlin",
+        "u",
+        "user",
+        "Big news: I moved to Berlin last week. Which neighbourhoods have good cafes?",
+        "2023-05-02",
+    ),
+    ("berlin", "a", "assistant", "Kreuzberg and Prenzlauer Berg have many.", "2023-05-02"),
+]
+
+
+def chatmem(*args: str | Path, data_dir: Path) -> Result:
+    return CliRunner().invoke(cli, ["--data-dir", str(data_dir), *map(str, args)], catch_exceptions=False)
+
+
+@pytest.mark.prefect
+@pytest.mark.slow
+def test_recall_at_answers_differently_before_and_after_a_move(tmp_path: Path) -> None:
+    """`chatmem run` then `chatmem recall "where do I live?" --at`: Paris in 2022, Berlin (and the change) in 2023."""
+    export = tmp_path / "moves.jsonl"
+    lines = [
+        {"conversation_id": c, "id": i, "role": r, "text": t, "created_at": f"{day}T10:00:0{n}Z"}
+        for n, (c, i, r, t, day) in enumerate(MOVES)
+    ]
+    export.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    assert chatmem("--quiet", "run", export, data_dir=data_dir).exit_code == 0
+    before = json.loads(chatmem("recall", "where do I live?", "--at", "2022-06-01", "--json", data_dir=data_dir).stdout)
+    after = json.loads(chatmem("recall", "where do I live?", "--at", "2023-06-01", "--json", data_dir=data_dir).stdout)
+    assert before["facts"] == ["user lives in Paris since 2022-01-10"]
+    assert after["facts"] == [
+        "user lives in Berlin since 2023-05-02",
+        "changed over time: user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02",
+    ]
+    best = max(after["pieces"], key=lambda p: p["score"])
+    assert best["content_id"] == "berlin:u"
+    text = chatmem("recall", "where do I live?", "--at", "2023-06-01", data_dir=data_dir).stdout
+    assert text.startswith("fact: user lives in Berlin since 2023-05-02")
+
+
+def record(fact_id: str, value: str, day: str, message_id: str, valid_to: str | None = None) -> FactRecord:
+    start = datetime.fromisoformat(f"{day}T12:00:00+00:00")
+    end = datetime.fromisoformat(f"{valid_to}T12:00:00+00:00") if valid_to else None
+    return FactRecord(
+        fact_id=fact_id, subject="user", attribute="lives in", value=value, polarity="positive", valid_from=start,
+        valid_to=end, recorded_at=start, invalidated_at=end, state="superseded" if end else "valid",
+        superseded_by=None, support=1, last_stated=start, message_ids=[message_id], evidence=[value],
+    )  # fmt: skip
+
+
+def test_the_current_statement_outranks_the_superseded_one_and_the_switch_removes_it() -> None:
+    """Two equally matching statements: the fact boost puts the one valid at `at` first; facts=False does not."""
+    messages = [
+        msg("a", 0, "I live in Paris, near the river.", day=0),
+        msg("b", 0, "I live in Berlin, near the river.", day=100),
+        msg("c", 0, "Lovely weather by the river today.", day=120),
+    ]
+    index, settings = memory(messages)
+    index.facts = [
+        record("f1", "Paris", "2024-01-01", "a-0", "2024-04-10"),
+        record("f2", "Berlin", "2024-04-10", "b-0"),
+    ]
+    index.fact_positions = {"a-0": 0, "b-0": 1}
+    request = RecallRequest(query="where do I live", at=datetime(2024, 6, 1, tzinfo=UTC))
+    with_facts = rank(index, "where do I live", None, request, settings)
+    without = rank(index, "where do I live", None, request, settings, Switches(facts=False))
+    assert [index.ids[i] for i in with_facts.order[:2]] == ["b-0", "a-0"]
+    assert with_facts.score[1] - without.score[1] == pytest.approx(settings.fact_weight)
+    assert with_facts.score[0] - without.score[0] == pytest.approx(settings.fact_weight / 2)
+
+
+def test_in_a_scope_a_statement_outside_it_does_not_supersede_one_inside() -> None:
+    """Scoped to conversation a: Paris is the current fact there (Berlin, out of scope, does not close it)."""
+    messages = [msg("a", 0, "I live in Paris.", day=0), msg("b", 0, "I live in Berlin.", day=100)]
+    index, settings = memory(messages)
+    index.facts = [
+        record("f1", "Paris", "2024-01-01", "a-0", "2024-04-10"),
+        record("f2", "Berlin", "2024-04-10", "b-0"),
+    ]
+    index.fact_positions = {"a-0": 0, "b-0": 1}
+    scope = RecallScope(conversation_ids=["a"], sources=[], since=None, until=None)
+    request = RecallRequest(query="where do I live", at=datetime(2024, 6, 1, tzinfo=UTC), scope=scope)
+    with_facts = rank(index, "where do I live", None, request, settings)
+    without = rank(index, "where do I live", None, request, settings, Switches(facts=False))
+    assert with_facts.score[0] - without.score[0] == pytest.approx(settings.fact_weight)
