@@ -81,30 +81,45 @@ def skipped(run: Row, stages: list[Row], stage_order: Sequence[str]) -> list[Row
     return out
 
 
+# llm_calls rows of topic labels carry "topic:<uid>" where extraction calls carry a segment id
+CALL_STAGE = "CASE WHEN segment_id LIKE 'topic:%' THEN 'cluster' ELSE 'extract' END"
+TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
+
+
 def tokens(staging: sqlite3.Connection, run: Row, stages: list[Row]) -> Row:
-    """Tokens per stage (from the stages' counts), LLM calls by status, and the cost at the run's prices."""
-    per_stage = []
-    for row in stages:
-        counts = row["counts"]
-        used = {k: int(counts.get(k) or 0) for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens")}
-        if any(used.values()):
-            per_stage.append({"stage": row["stage"], **used})
+    """Tokens per stage, LLM calls by stage and status, and the cost at the run's prices.
+
+    Every call is a row of llm_calls (the extract stage's, and the cluster stage's topic labels); a stage whose
+    calls are not there but whose counts report tokens is taken from its counts.
+    """
+    calls: list[Row] = []
+    if "llm_calls" in _tables(staging):
+        calls = _rows(
+            staging,
+            f"SELECT {CALL_STAGE} AS stage, status, COUNT(*) AS calls, SUM(prompt_tokens) AS prompt_tokens,"
+            " SUM(completion_tokens) AS completion_tokens, SUM(reasoning_tokens) AS reasoning_tokens,"
+            " ROUND(AVG(latency_s), 3) AS mean_latency_s FROM llm_calls WHERE run_id = ?"
+            " GROUP BY 1, 2 ORDER BY 1, calls DESC",
+            (run["id"],),
+        )
+    by_stage: dict[str, Row] = {}
+    for call in calls:
+        row = by_stage.setdefault(call["stage"], {"stage": call["stage"], **dict.fromkeys(TOKEN_COLUMNS, 0)})
+        for key in TOKEN_COLUMNS:
+            row[key] += int(call[key] or 0)
+    for stage in stages:
+        used = {k: int(stage["counts"].get(k) or 0) for k in TOKEN_COLUMNS}
+        if any(used.values()) and stage["stage"] not in by_stage:
+            by_stage[stage["stage"]] = {"stage": stage["stage"], **used}
     llm = ((run["settings"] or {}).get("extract") or {}).get("llm") or {}
     prices = (llm.get("input_usd_per_mtok"), llm.get("output_usd_per_mtok"))
+    order = [s["stage"] for s in stages]  # pipeline order, as the timeline shows it
+    per_stage = sorted(by_stage.values(), key=lambda r: order.index(r["stage"]) if r["stage"] in order else len(order))
     for row in per_stage:
         row["cost_usd"] = (
             None
             if None in prices
             else round((row["prompt_tokens"] * prices[0] + row["completion_tokens"] * prices[1]) / 1e6, 6)
-        )
-    calls: list[Row] = []
-    if "llm_calls" in _tables(staging):
-        calls = _rows(
-            staging,
-            "SELECT status, COUNT(*) AS calls, SUM(prompt_tokens) AS prompt_tokens,"
-            " SUM(completion_tokens) AS completion_tokens, ROUND(AVG(latency_s), 3) AS mean_latency_s"
-            " FROM llm_calls WHERE run_id = ? GROUP BY status ORDER BY calls DESC",
-            (run["id"],),
         )
     return {"per_stage": per_stage, "calls": calls, "prices": prices, "model": llm.get("model")}
 

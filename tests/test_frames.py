@@ -47,12 +47,13 @@ def test_frames_refuse_unknown_tables_and_run_filters_they_cannot_apply(inspecte
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
 def test_export_writes_every_row_of_the_run_in_each_format(inspected: Inspected, tmp_path: Path, fmt: str) -> None:
-    """`chatmem staging export` writes the run's rows; parquet keeps types, csv and jsonl keep JSON as JSON."""
+    """`chatmem staging export` writes the run's rows (42 extraction calls, 3 topic labels); parquet keeps types,
+    csv and jsonl keep JSON as JSON."""
     out = tmp_path / f"calls.{fmt}"
     args = ["--data-dir", str(inspected.settings.data_dir), "staging", "export", "llm_calls", "--run-id", RUN_ID]
     result = CliRunner().invoke(cli, [*args, "--format", fmt, "--out", str(out), "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"table": "llm_calls", "rows": 42, "format": fmt, "path": str(out)}
+    assert json.loads(result.stdout) == {"table": "llm_calls", "rows": 45, "format": fmt, "path": str(out)}
     if fmt == "parquet":
         back = pl.read_parquet(out)
         assert back.schema["started_at"] == pl.Datetime("us", "UTC") and back["request"][0]["model"] == "test-model"
@@ -62,7 +63,7 @@ def test_export_writes_every_row_of_the_run_in_each_format(inspected: Inspected,
     else:
         first = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
         assert first["request"]["model"] == "test-model" and first["run_id"] == RUN_ID
-    assert back.height == 42 if fmt != "jsonl" else len(out.read_text(encoding="utf-8").splitlines()) == 42
+    assert back.height == 45 if fmt != "jsonl" else len(out.read_text(encoding="utf-8").splitlines()) == 45
 
 
 def test_export_of_binary_and_nested_columns_to_csv(inspected: Inspected, tmp_path: Path) -> None:

@@ -30,15 +30,19 @@ def test_full_run_has_every_section(inspected: Inspected) -> None:
     assert data["run"]["id"] == RUN_ID  # the newest run, when none is named
     assert [s["stage"] for s in data["timeline"]] == list(FULL_STAGES)
     assert data["skipped"] == [{"stage": "load", "why": "not part of this run"}]
-    [extract] = data["tokens"]["per_stage"]
+    extract, cluster = data["tokens"]["per_stage"]  # the extraction calls, and the cluster stage's topic labels
     assert extract == {
         "stage": "extract",
         "prompt_tokens": 4200,
         "completion_tokens": 2100,
         "reasoning_tokens": 420,
-        "cost_usd": 0.02625,
+        "cost_usd": 0.02625,  # 42 calls x (100 in x 1.25 + 50 out x 10) USD per 1M tokens
     }
-    assert data["tokens"]["calls"][0]["status"] == "ok" and data["tokens"]["calls"][0]["calls"] == 42
+    assert cluster["stage"] == "cluster" and cluster["prompt_tokens"] == 300 and cluster["cost_usd"] == 0.001875
+    assert [(c["stage"], c["status"], c["calls"]) for c in data["tokens"]["calls"]] == [
+        ("cluster", "ok", 3),
+        ("extract", "ok", 42),
+    ]
     assert data["problems"]["quarantined"] == 1 and data["problems"]["failed_stages"] == []
     assert data["topics"]["summary"]["status"] == "clustered" and len(data["topics"]["points"]) == 42
     assert len(data["topics"]["trials"]) == 3

@@ -79,7 +79,7 @@ def test_canned_queries_answer_on_a_real_run(inspected: Inspected) -> None:
     assert [r["stage"] for r in stages] == list(FULL_STAGES)
     assert len(_run(conn, q["run_stages"]["sql"], run_id="")) == len(stages)  # empty: every run
     calls = _run(conn, q["run_llm_calls"]["sql"], run_id=RUN_ID)
-    assert len(calls) == 42 and {r["status"] for r in calls} == {"ok"}
+    assert len(calls) == 45 and {r["status"] for r in calls} == {"ok"}  # 42 extractions, 3 topic labels
     assert calls[0]["cost_usd"] == (100 * 1.25 + 50 * 10.0) / 1e6  # the fake server's usage at the run's prices
     evidence = _run(conn, q["concept_evidence"]["sql"], concept_id="tomato-garden")
     assert len(evidence) == 14 and all(r["conversation_id"].startswith("gardening-") for r in evidence)
