@@ -8,7 +8,6 @@ stdout with --json; `export` writes a file (polars, loaded only for it), `inspec
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ import click
 
 from contracts.errors import ChatmemError, ConfigError
 from contracts.settings import Settings
+from flows.terminal import safe_json, safe_line
 from staging import inspect as inspection
 from staging.archive import archive_stats
 from staging.db import connect_readonly
@@ -27,16 +27,18 @@ if TYPE_CHECKING:
     from flows.cli import App
 
 CELL_WIDTH = 60  # text tables cut long cells (message text, raw JSON); --json gives them whole
+WHOLE_COLUMNS = frozenset({"resume", "rerun_hint"})  # commands to copy: never cut
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
 
 
 def emit(data: object) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    click.echo(safe_json(data))
 
 
-def cell(value: object) -> str:
-    text = "" if value is None else " ".join(str(value).split())
-    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+def cell(value: object, *, whole: bool = False) -> str:
+    """One table cell: one line, control and bidi characters escaped (flows/terminal.py), cut to CELL_WIDTH."""
+    text = "" if value is None else safe_line(str(value))
+    return text if whole or len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
 
 
 def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None) -> None:
@@ -44,7 +46,7 @@ def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None) -> No
         click.echo("(no rows)")
         return
     cols = cols or list(rows[0])
-    cells = [[cell(row.get(c)) for c in cols] for row in rows]
+    cells = [[cell(row.get(c), whole=c in WHOLE_COLUMNS) for c in cols] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
     click.echo("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
     for r in cells:
@@ -95,7 +97,8 @@ def staging_runs(app: App, limit: int, as_json: bool) -> None:
     for run_row in runs:
         run_row["stages"] = " ".join(f"{k}:{v}" for k, v in run_row.pop("stage_status").items())
         run_row["exports"] = len(run_row["exports"])
-    print_table(runs, ["id", "status", "started_at", "stages", "exports", "error"])
+        run_row.setdefault("resume", "")
+    print_table(runs, ["id", "status", "started_at", "stages", "exports", "error", "resume"])
 
 
 def _databases(settings: Settings) -> list[tuple[str, Path]]:
@@ -171,7 +174,8 @@ def staging_failures(app: App, as_json: bool) -> None:
     if not any(found.values()):
         click.echo("no failures")
     titles = {
-        "stage_runs": "failed stage runs",
+        "runs": "failed or interrupted runs",
+        "stage_runs": "failed or interrupted stage runs",
         "files": "failed or partial files",
         "quarantine": "quarantine",
     }

@@ -13,6 +13,7 @@ import click
 
 from contracts.errors import ChatmemError
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly, print_table
+from flows.terminal import safe_line
 from staging import topics as store
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def topics(app: App, run_id: str | None, limit: int, as_json: bool) -> None:
         f" outlier share {'-' if share is None else f'{share:.1%}'}"
     )
     for note in summary["notes"]:
-        click.echo(f"  note: {note}")
+        click.echo(f"  note: {safe_line(note)}")
     rows = [{**t, "keywords": ", ".join(t["keywords"][:6])} for t in shown]
     if rows:
         print_table(rows, ["topic", "size", "label", "keywords"])
