@@ -20,6 +20,8 @@ ABLATION_NAMES = {
     "no_time_filter": "explicit time expressions",
     "no_key_expansion": "key expansion with extracted concepts",
     "no_consolidation": "consolidation",
+    "no_next_prev": "NEXT/PREV spreading (the turn beside a match)",
+    "no_hub_control": "hub control (hub cues count a quarter)",
     "no_dense": "dense key similarity",
     "no_lexical": "BM25 over keys",
 }
@@ -88,6 +90,18 @@ def _targets(benchmark: str, report: dict[str, Any]) -> str:
     return "Targets: " + "; ".join(said) + "."
 
 
+def _stages(run: dict[str, Any]) -> str:
+    stages = run.get("stages") or {}
+    ran = [s for s, status in stages.items() if status != "skipped"]
+    skipped = [s for s, status in stages.items() if status == "skipped"]
+    if not stages:
+        return ""
+    return (
+        f"Stages run: {', '.join(ran) or 'none'}; skipped as unchanged since the work dir's first build:"
+        f" {', '.join(skipped) or 'none'} (a first build runs them all)."
+    )
+
+
 def section(reports: dict[str, dict[str, Any]], latency: list[dict[str, Any]], machine: str) -> str:
     lines = ["# Recall benchmarks (memory/, `chatmem eval recall`)", ""]
     lines += [
@@ -109,6 +123,7 @@ def section(reports: dict[str, dict[str, Any]], latency: list[dict[str, Any]], m
             "",
             f"Command: `{run['command']}` ({run['wall_s']:.0f} s wall, pipeline {run['pipeline_s']:.0f} s;"
             f" commit {run.get('commit', '?')}).",
+            _stages(run),
             f"Embedders: system and *_keys `{run['embedder_system']}`; dense and rrf `{run['embedder_baselines']}`.",
             *(f"Note: {n}." for n in run.get("notes", [])),
             "",

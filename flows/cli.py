@@ -32,9 +32,11 @@ from flows.cli_eval import eval_group
 from flows.cli_eval_recall import eval_recall
 from flows.cli_garden import facts, garden
 from flows.cli_graph import graph
-from flows.cli_inspect import JSON_OPTION, archive, emit, open_readonly, staging
+from flows.cli_inspect import JSON_OPTION, archive, emit, inspect_cmd, open_readonly, staging
+from flows.cli_mcp import mcp_command
 from flows.cli_memory import recall
-from flows.cli_topics import report, topics
+from flows.cli_report import report
+from flows.cli_topics import topics
 from flows.prefect_env import configure_prefect, describe_api
 from flows.registry import STAGE_ORDER, select_stages
 from flows.terminal import safe_line
@@ -133,10 +135,13 @@ def _setup_logging(verbose: bool) -> None:
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     if not verbose:
         handler.addFilter(_below_error)
+        handler.setLevel(logging.WARNING)
     root.addHandler(handler)
     root.setLevel(logging.WARNING)  # third-party chatter (httpx logs every request at INFO) stays out
     for package in OUR_PACKAGES:
-        logging.getLogger(package).setLevel(logging.INFO if verbose else logging.NOTSET)
+        # INFO always: Prefect's API handler (PREFECT_LOGGING_EXTRA_LOGGERS) shows it in the UI; the console
+        # handler above shows it only with --verbose
+        logging.getLogger(package).setLevel(logging.INFO)
 
 
 @click.group(cls=ChatmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -373,6 +378,8 @@ cli.add_command(graph)
 cli.add_command(garden)
 cli.add_command(facts)
 cli.add_command(recall)
+cli.add_command(mcp_command)
+cli.add_command(inspect_cmd)
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ import click
 from clients.embedders import build_embedder
 from contracts.settings import Settings
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.registry import select_stages
 from memory.benchmarks import read_benchmark, write_jsonl
 from memory.evaluate import KS, ablations, evaluate, flat_vectors, plain_keys
 from memory.index import key_embedder, load_index
@@ -26,7 +27,7 @@ from staging import memory as memory_store
 if TYPE_CHECKING:
     from flows.cli import App
 
-PIPELINE = ["ingest", "segment", "embed", "extract", "concepts", "garden", "cluster", "cues"]
+PIPELINE = select_stages(to="cues")  # every stage the memory is built from (the registry's order); no load
 
 
 def work_dir(settings: Settings, benchmark: str, path: Path, limit: int | None) -> Path:
@@ -96,7 +97,7 @@ def eval_recall(
     export = write_jsonl(loaded, where / "export" / f"{benchmark}.jsonl")
     started = time.monotonic()
     engine = app.engine(settings)
-    run_id, _ = engine.run_pipeline(settings, [export], stages=PIPELINE, quiet=True)
+    run_id, stage_results = engine.run_pipeline(settings, [export], stages=PIPELINE, quiet=True)
     pipeline_s = time.monotonic() - started
     embedder = key_embedder(settings)
     default = build_embedder(settings.embed)
@@ -128,6 +129,7 @@ def eval_recall(
         "run_id": run_id,
         "work_dir": str(where),
         "pipeline_s": round(pipeline_s, 1),
+        "stages": {r.stage: r.status for r in stage_results},
         "turns": index.size,
         "questions": len(loaded.questions),
         "embedder_system": embedder.key,

@@ -1,8 +1,9 @@
-"""The read-only commands of `chatmem`: `staging runs|tables|show|failures` and `archive stats`.
+"""The read-only commands of `chatmem`: `staging runs|tables|show|failures|export`, `archive stats` and
+`inspect` (Datasette, flows/inspect_server.py).
 
 They only read SQLite (staging.db and archive.db, opened read-only) and never import prefect or the
 pipeline, so they answer at once and work while a run is going on. Output is a text table, or JSON only on
-stdout with --json.
+stdout with --json; `export` writes a file (polars, loaded only for it), `inspect` serves until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -210,3 +211,64 @@ def archive_stats_cmd(app: App, as_json: bool) -> None:
         return
     for name, value in stats.items():
         click.echo(f"{name:<16}{value}")
+
+
+@staging.command("export")
+@click.argument("table")
+@click.option("--run-id", help="Only the rows of this run (tables with a run_id column).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "csv", "jsonl"]),
+    default="parquet",
+    show_default=True,
+    help="File format: parquet keeps types (JSON columns as lists/structs), csv and jsonl are text.",
+)
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The file to write.")
+@JSON_OPTION
+@click.pass_obj
+def staging_export(app: App, table: str, run_id: str | None, fmt: str, out: Path, as_json: bool) -> None:
+    """Export one table of staging.db or archive.db to a file, typed as `staging.frames` reads it.
+
+    \b
+    Example: chatmem staging export stage_runs --run-id r20260101T120000-1a2b3c --format csv --out runs.csv
+    """
+    from staging.frames import Frames  # polars loads only for this command
+
+    settings = app.settings()
+    _databases(settings)  # the "nothing here yet" message when the data dir is empty
+    path, rows = Frames(settings.data_dir).export(table, out, fmt, run_id=run_id)
+    if as_json:
+        emit({"table": table, "rows": rows, "format": fmt, "path": str(path)})
+    else:
+        click.echo(f"{rows} row(s) of {table} -> {path}")
+
+
+@click.command("inspect")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port on 127.0.0.1 (default: a free one, printed).")
+@click.pass_obj
+def inspect_cmd(app: App, port: int | None) -> None:
+    """Browse archive.db and staging.db in Datasette, read-only, on 127.0.0.1 until Ctrl-C.
+
+    Canned queries answer the usual questions (a run's stages, failures, LLM calls and cost, a concept's
+    evidence and mapper decisions, a topic's members, quarantine, load batches); the messages table has
+    full-text search.
+
+    \b
+    Example: chatmem inspect --port 8001   # then open http://127.0.0.1:8001/
+    """
+    settings = app.settings()
+    _databases(settings)
+    from flows import inspect_server  # Datasette loads only for this command
+
+    try:
+        sock = inspect_server.bind(port)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}; pick another --port") from None
+    ds = inspect_server.build(settings.archive_path, settings.staging_path)
+    try:
+        inspect_server.serve(ds, sock, lambda line: click.echo(line, err=False))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()

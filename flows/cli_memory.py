@@ -14,8 +14,7 @@ import click
 from contracts.errors import ConfigError
 from contracts.memory import RecallRequest, RecallResult, RecallScope
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
-from memory.index import key_embedder, load_index
-from memory.recall import recall as run_recall
+from memory.service import Memory
 from staging.fact_timeline import answer_lines
 
 if TYPE_CHECKING:
@@ -113,15 +112,10 @@ def recall(
         scope=parse_scope(scope),
         max_pieces=max_pieces,
     )
-    embedder = key_embedder(settings)
-    with (
-        open_readonly(settings.archive_path, settings) as archive,
-        open_readonly(settings.staging_path, settings) as staging,
-    ):
-        index = load_index(archive, staging, settings, embedder)
+    result = Memory.open(settings).recall(request)
+    with open_readonly(settings.staging_path, settings) as staging:
         # The garden's facts of the question as they stood at --at, and how they changed (staging.fact_timeline).
         facts = answer_lines(staging, question, at)
-    result = run_recall(index, embedder, request, settings.memory)
     if as_json:
         emit({**result.model_dump(mode="json"), "facts": facts})
     else:

@@ -204,6 +204,8 @@ def ablations(
         "no_time_filter": (index, settings, Switches(time_filter=False)),
         "no_key_expansion": (unexpanded, settings, Switches()),
         "no_consolidation": (without_consolidation(index), settings, Switches()),
+        "no_next_prev": (index, settings.model_copy(update={"next_weight": 0.0}), Switches()),
+        "no_hub_control": (replace(index, cue_hub=np.zeros_like(index.cue_hub)), settings, Switches()),
         "no_dense": (index, settings, Switches(dense=False)),
         "no_lexical": (index, settings, Switches(lexical=False)),
         "no_garden_facts": (index, settings, Switches(facts=False)),

@@ -19,7 +19,11 @@ from scipy.sparse import csc_matrix, csr_matrix
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
-STOP = frozenset(ENGLISH_STOP_WORDS) | {"s", "t", "don", "ll", "ve", "re", "m", "d", "just", "like", "really"}
+# scikit-learn's list lacks the auxiliaries questions are made of ("did", "does"): as cues they match everything.
+STOP = frozenset(ENGLISH_STOP_WORDS) | {
+    *("s", "t", "don", "ll", "ve", "re", "m", "d", "just", "like", "really"),
+    *("did", "does", "doing", "done", "got", "get", "gets", "getting", "let", "ok", "okay", "yes"),
+}
 
 
 def stem(word: str) -> str:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from contracts.records import ExportConversation, ExportSource, QuarantineRecord
+from staging import fts
 from staging.archive_rows import (
     COMPARED_COLUMNS,
     CONVERSATION_ID,
@@ -131,6 +132,7 @@ class ArchiveWriter:
         counts = WriteCounts()
         collisions: list[QuarantineRecord] = []
         with Transaction(self.conn):
+            indexed = fts.last_rowid(self.conn)  # full-text search: new messages are indexed below, in bulk
             known = self._known_conversations([c.id for c in batch])
             fresh: list[ConversationRows] = []
             again: list[ConversationRows] = []
@@ -155,6 +157,7 @@ class ArchiveWriter:
                     rows,
                 )
                 counts.quarantined += self.conn.total_changes - before
+            fts.index_new(self.conn, indexed)
         return counts, collisions
 
     def _known_conversations(self, ids: list[str]) -> set[str]:

@@ -9,6 +9,7 @@ one is refused with a clear message instead of being half-understood.
 History:
 
     archive.db  1  sources, conversations, messages, quarantine, message_chronology
+                2  messages_fts: full-text search over message text (staging/fts.py), existing rows indexed once
     staging.db  1  the run ledger: runs, stage_runs, ingest_files
                 2  every stage's tables, which stages used to create on first use (`ensure_schema`, before
                    this list existed): segments, embeddings, extractions, llm_calls, concepts, topics,
@@ -32,7 +33,7 @@ from datetime import UTC, datetime
 
 from contracts.errors import ConfigError
 from contracts.version import code_version
-from staging import concepts, embeddings, extractions, facts, llm_calls, load_state, memory, segments, topics
+from staging import concepts, embeddings, extractions, facts, fts, llm_calls, load_state, memory, segments, topics
 from staging.liveness import migrate_liveness
 
 
@@ -165,7 +166,10 @@ LEDGER_V1 = [
     )""",
 ]
 
-ARCHIVE = (Migration(1, "sources, conversations, messages, quarantine", statements(ARCHIVE_V1.split(";\n"))),)
+ARCHIVE = (
+    Migration(1, "sources, conversations, messages, quarantine", statements(ARCHIVE_V1.split(";\n"))),
+    Migration(2, "messages_fts: full-text search over message text", fts.create),
+)
 STAGING = (
     Migration(1, "run ledger: runs, stage_runs, ingest_files", statements(LEDGER_V1)),
     Migration(

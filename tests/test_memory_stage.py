@@ -5,10 +5,15 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 
+from contracts.errors import ChatmemError
+from contracts.memory import RecallRequest
+from contracts.settings import Settings
 from extract import stage_concepts, stage_extract, stage_segment
 from memory import stage as cues
+from memory.service import Memory
 from staging import memory as store
 from staging.ledger import open_run
 
@@ -76,3 +81,15 @@ def test_the_stage_run_is_recorded_in_the_ledger(tmp_path: Path) -> None:
         "SELECT status, rows_in FROM stage_runs WHERE run_id = ? AND stage = 'cues'", (run_id,)
     ).fetchone()
     assert tuple(row) == ("succeeded", 5)
+
+
+def test_memory_service_opens_the_latest_run_once_and_answers(tmp_path: Path) -> None:
+    """memory.service.Memory: what a long-lived caller (the MCP server) uses; a data dir without memory says so."""
+    dbs, run_id = built(tmp_path)
+    cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    memory = Memory.open(dbs.settings)
+    result = memory.recall(RecallRequest(query="Lisbon tram rides", budget_tokens=500))
+    best = min(result.pieces, key=lambda p: p.rank)
+    assert best.conversation_id == "trip" and memory.index.run_id == run_id
+    with pytest.raises(ChatmemError, match="nothing in"):
+        Memory.open(Settings(data_dir=tmp_path / "empty"))
