@@ -50,7 +50,10 @@ class EndpointEmbedder:
             api_key = secret or os.environ.get("OPENAI_API_KEY")
             headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
             self._client = httpx.Client(
-                base_url=self.settings.base_url.rstrip("/") + "/", headers=headers, timeout=self.settings.timeout_s
+                # without user:password@ (httpx would send it as Basic auth in place of the key)
+                base_url=(redact_uri(self.settings.base_url) or "").rstrip("/") + "/",
+                headers=headers,
+                timeout=self.settings.timeout_s,
             )
         return self._client
 

@@ -132,15 +132,52 @@ class LocalServer:
     def _info_path(self) -> Path:
         return self.directory / "server.json"
 
+    @property
+    def users_path(self) -> Path:
+        """ArcadeDB's user file (hashed passwords): present once the server has started here."""
+        return self.directory / "arcadedb" / "config" / "server-users.jsonl"
+
     def password(self) -> str:
-        """The root password: generated at the first start into a file only its owner can read."""
+        """The root password: generated at the first start into a file only its owner can read.
+
+        Lost after the first start (the server already holds root's hash), a new one would not open the
+        graph: refused in one line that says how to recover (`chatmem graph reset-password`).
+        """
         try:
             return self.password_path.read_text(encoding="utf-8").strip()
         except FileNotFoundError:
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # it holds a secret and the chat text
-            value = secrets.token_urlsafe(24)
-            _write_private(self.password_path, value + "\n")
-            return value
+            if self.users_path.exists():
+                raise LocalServerError(
+                    f"local graph server: {self.password_path} is missing, and the graph in {self.directory} was"
+                    " created with it; recover with `chatmem graph reset-password` (sets a new one, keeps the graph)"
+                ) from None
+            return self._new_password()
+
+    def _new_password(self) -> str:
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # it holds a secret and the chat text
+        value = secrets.token_urlsafe(24)
+        _write_private(self.password_path, value + "\n")
+        return value
+
+    def reset_password(self) -> bool:
+        """A new root password for a graph whose password file was lost; the databases are kept.
+
+        ArcadeDB keeps its users in arcadedb/config/server-users.jsonl and creates root from the
+        `rootPassword` setting only when no root user is recorded; so root's line is removed (other users
+        stay), a new password is written, and the next start creates root with it. Returns whether the
+        server was running (it is stopped for the change and started again).
+        """
+        was_running = self.stop()
+        if self.users_path.exists():
+            lines = self.users_path.read_text(encoding="utf-8").splitlines()
+            kept = [line for line in lines if line.strip() and json.loads(line).get("name") != USER]
+            if kept:
+                _write_private(self.users_path, "\n".join(kept) + "\n")
+            else:
+                self.users_path.unlink()
+        self.password_path.unlink(missing_ok=True)
+        self._new_password()
+        return was_running
 
     def status(self) -> ServerInfo | None:
         """The running server, or None. server.json stays after a stop: the next start reuses its ports."""
@@ -174,13 +211,15 @@ class LocalServer:
             )
         _CHILDREN[process.pid] = process
         info = ServerInfo(process.pid, bolt, http, self.database, datetime.now(UTC).isoformat())
-        _write_private(self._info_path, json.dumps(asdict(info)))
         log.info("load - starting the local graph server (pid %d) at %s", process.pid, info.uri)
         try:
             self._wait_ready(process, info)
         except BaseException:
             _terminate(process)  # ours, whatever it turned into: a server that never answered is no server
             raise
+        # Announced only now that it answers a query: a concurrent reader of server.json never finds a server
+        # that is still starting (its load would fail on a refused connection).
+        _write_private(self._info_path, json.dumps(asdict(info)))
         return info, True
 
     def stop(self, timeout_s: float = 30.0) -> bool:

@@ -25,7 +25,7 @@ from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
 from contracts.errors import ConfigError
-from contracts.settings import LLMSettings
+from contracts.settings import LLMSettings, redact_uri
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +60,39 @@ def make_client(settings: LLMSettings) -> OpenAI:
                 " set CHATMEM_EXTRACT__LLM__API_KEY or OPENAI_API_KEY, or set a base_url for a local server"
             )
         key = PLACEHOLDER_KEY
-    return OpenAI(api_key=key, base_url=settings.base_url, timeout=settings.timeout_s, max_retries=0)
+    # user:password@ in the base URL would reach the server as Basic auth in place of the key (httpx turns URL
+    # credentials into an Authorization header that wins over the SDK's Bearer): the configured key is sent.
+    base_url = redact_uri(settings.base_url)
+    return OpenAI(api_key=key, base_url=base_url, timeout=settings.timeout_s, max_retries=0)
+
+
+class MalformedReply(openai.OpenAIError):
+    """A successful HTTP status whose body is not the API's JSON (a proxy's HTML page, a cut or garbled body).
+
+    A fault of that one reply: the caller fails the request (a segment, a label), never the whole stage.
+    """
+
+    def __init__(self, problem: str, body: str | None) -> None:
+        super().__init__(problem)
+        self.body = body
 
 
 def send(client: OpenAI, api: str, body: dict[str, Any]) -> Reply:
-    """One HTTP call. Raises the SDK's errors unchanged; `is_transient` sorts them."""
-    if api == "chat":
-        return reply_from_chat(client.chat.completions.create(**body))
-    return reply_from_response(client.responses.create(**body))
+    """One HTTP call. Raises the SDK's errors unchanged (`is_transient` sorts them), and MalformedReply for a
+    2xx body that is not the wire format."""
+    create = client.chat.completions if api == "chat" else client.responses
+    raw = create.with_raw_response.create(**body)
+    text = raw.http_response.text
+    try:
+        parsed = raw.parse()
+        if api == "chat" and isinstance(parsed, ChatCompletion):
+            return reply_from_chat(parsed)
+        if api != "chat" and isinstance(parsed, Response):
+            return reply_from_response(parsed)
+        problem = f"the body is not the API's JSON (content-type {raw.http_response.headers.get('content-type')!r})"
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:  # ValidationError is a ValueError
+        problem = f"the body is not the API's JSON ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+    raise MalformedReply(f"HTTP {raw.http_response.status_code} but {problem}", text[:10_000])
 
 
 def reply_from_chat(completion: ChatCompletion) -> Reply:
@@ -148,6 +173,8 @@ def describe(error: BaseException) -> str:
     if isinstance(error, openai.APIStatusError):
         code = f" {error.code}" if error.code else ""
         return " ".join(f"HTTP {error.status_code}{code}: {error.message}".split())[:1000]
+    if isinstance(error, MalformedReply):
+        return str(error)
     if isinstance(error, openai.APITimeoutError):
         return "timed out"
     if isinstance(error, openai.APIConnectionError):

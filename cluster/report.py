@@ -1,4 +1,5 @@
-"""The topic report: a 2-D topic map, topic sizes and the Optuna history as PNGs, and one HTML page with them.
+"""The topic plots: a 2-D topic map, topic sizes and the Optuna history as PNGs (the run report,
+flows/report_page.py, puts them on its page).
 
 Pure in the sense that matters: it takes what staging.db holds (rows) and writes files; it opens no database.
 matplotlib runs on the Agg backend (no display, no GUI toolkit), selected before pyplot is imported.
@@ -6,7 +7,6 @@ matplotlib runs on the Agg backend (no display, no GUI toolkit), selected before
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -87,41 +87,3 @@ def optuna_history(trials: Sequence[Mapping[str, Any]], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
-
-
-def write_report(
-    out_dir: Path,
-    summary: Mapping[str, Any],
-    topics: Sequence[Mapping[str, Any]],
-    points: Sequence[tuple[float, float, int]],
-    trials: Sequence[Mapping[str, Any]],
-) -> list[Path]:
-    """Write the three PNGs and index.html into `out_dir`; returns the files written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = [out_dir / "topic_map.png", out_dir / "topic_sizes.png", out_dir / "optuna_history.png"]
-    topic_map(points, topics, files[0])
-    topic_sizes(topics, files[1])
-    optuna_history(trials, files[2])
-    page = out_dir / "index.html"
-    page.write_text(_html(summary, topics, [f.name for f in files]), encoding="utf-8")
-    return [*files, page]
-
-
-def _html(summary: Mapping[str, Any], topics: Sequence[Mapping[str, Any]], images: list[str]) -> str:
-    esc = html.escape
-    facts = ", ".join(
-        f"{name} {esc(str(summary.get(name)))}"
-        for name in ("points", "topics", "outlier_share", "outlier_share_raw", "validity", "model", "study_name")
-    )
-    rows = "\n".join(
-        f"<tr><td>{t['topic']}</td><td>{esc(str(t['label']))}</td><td>{t['size']}</td>"
-        f"<td>{esc(', '.join(t['keywords']))}</td></tr>"
-        for t in topics
-    )
-    pictures = "\n".join(f'<p><img src="{name}" alt="{name}" style="max-width:100%"></p>' for name in images)
-    return (
-        "<!doctype html><meta charset='utf-8'><title>chatmem topics</title>"
-        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;text-align:left}</style>"
-        f"<h1>Topics of run {esc(str(summary.get('run_id')))}</h1><p>{facts}</p>{pictures}"
-        f"<table><tr><th>topic</th><th>label</th><th>size</th><th>keywords</th></tr>{rows}</table>\n"
-    )

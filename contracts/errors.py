@@ -6,7 +6,10 @@
     │   ├── MalformedExportError    not valid JSON / JSONL, truncated, wrong encoding
     │   ├── UnsupportedFormatError  valid JSON, but a format chatmem does not ingest (names the format)
     │   └── UnsafeArchiveError      a .zip with path traversal, a bomb, or no conversations file
-    └── StageError                  a pipeline stage failed; names the stage, the run and how to re-run
+    ├── StageError                  a pipeline stage failed; names the stage, the run and how to re-run
+    ├── StateError                  damaged, missing or unwritable state (a database, a full disk, the graph
+    │                               password): names the file and what to do
+    └── BusyError                   another run holds the data dir (names it)
 
 A single bad *record* inside a good file is not an error: it becomes a quarantine row.
 """
@@ -68,3 +71,12 @@ class StageError(ChatmemError):
         self.cause = redact_text(cause)
         self.rerun_hint = rerun_hint or f"chatmem stage {stage} --run-id {run_id}"
         super().__init__(f"stage {stage} failed in run {run_id}: {self.cause} (re-run: {self.rerun_hint})")
+
+
+class StateError(ChatmemError):
+    """State chatmem keeps (archive.db, staging.db, the graph's password) is damaged, missing or cannot be
+    written. The message names the file and what to do: restore it, move it away, free space, re-run."""
+
+
+class BusyError(ChatmemError):
+    """Another process writes to the data dir: the message names its run and pid."""

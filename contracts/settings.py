@@ -489,6 +489,11 @@ class PipelineSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     quiet: bool = Field(default=False, description="Hide progress bars and default announcements.")
+    lock_wait_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="How long a run waits for another run that holds the data dir (0: refuse at once, naming it).",
+    )
 
 
 class Settings(BaseSettings):

@@ -24,7 +24,7 @@ from typing import Any
 import openai
 from pydantic import ValidationError
 
-from clients.llm import Reply, Usage, describe, is_transient, make_client, retry_delay, send
+from clients.llm import MalformedReply, Reply, Usage, describe, is_transient, make_client, retry_delay, send
 from clients.retry import retrying
 from contracts.concepts import SCHEMA_VERSION, ConceptHypothesis, ExtractionResponse
 from contracts.errors import ConfigError
@@ -308,6 +308,8 @@ def _contract_error(raw: Any) -> str | None:
 
 def _error_body(error: openai.OpenAIError) -> str | None:
     """The HTTP body of an API error, kept for staging (it explains a 400 better than the status)."""
+    if isinstance(error, MalformedReply):
+        return error.body
     if isinstance(error, openai.APIStatusError):
         try:
             return error.response.text[:10_000]

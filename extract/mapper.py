@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from contracts.concepts import ConceptHypothesis
 from extract.synonyms import RELATION_SYNONYMS, TYPE_SYNONYMS, ontology_key
-from extract.text import clean_name, fold, match_key, slug
+from extract.text import clean_name, clean_title, fold, match_key, slug
 from extract.types import SegmentInput, SegmentMessage
 
 MIN_SPAN_CHARS = 3  # "a", "it": a span this short occurs everywhere and supports nothing
@@ -128,7 +128,7 @@ def _hypothesis(
         return None
     for extra in sorted(set(item) - set(FIELDS)):
         log.add("unknown_field", index, extra, item[extra], None)
-    title = clean_name(item["title"]) if isinstance(item.get("title"), str) else ""
+    title = clean_title(item["title"]) if isinstance(item.get("title"), str) else ""
     if not title:
         log.add("title_missing", index, "title", item.get("title"), None)
         return None
@@ -228,7 +228,7 @@ def _aliases(index: int, value: object, title: str, log: _Log) -> list[str]:
     kept: list[str] = []
     for position, alias in enumerate(value):
         field = f"aliases[{position}]"
-        cleaned = clean_name(alias) if isinstance(alias, str) else ""
+        cleaned = clean_title(alias) if isinstance(alias, str) else ""
         key = match_key(cleaned)
         if not key or key in seen:
             log.add("alias_dropped", index, field, alias, None, note="empty, repeated or the title")

@@ -29,7 +29,7 @@ from contracts.concepts import SCHEMA_VERSION
 from extract.fact_mapper import map_raw_facts
 from extract.facts import FACT_RULES_VERSION, propose_facts
 from extract.mapper import map_raw_hypotheses
-from extract.text import is_stopword, slug, word_spans, words
+from extract.text import TERMINAL_ESCAPES, is_stopword, slug, word_spans, words
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
 OFFLINE_VERSION = 1  # bump with any change to the rules below: it is part of the extraction cache key
@@ -121,7 +121,8 @@ def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     sources = users or list(segment.messages)
     candidates: dict[tuple[str, ...], _Candidate] = {}
     for message in sources:
-        for sentence in _sentences(message.text):
+        # Phrases are found in the text without its terminal escapes (evidence spans still quote it verbatim).
+        for sentence in _sentences(TERMINAL_ESCAPES.sub(" ", message.text)):
             for surface, named in _phrases(sentence):
                 key = tuple(k for k, _, _ in word_spans(surface))
                 found = candidates.setdefault(key, _Candidate(key, surface, named))

@@ -48,6 +48,12 @@ def is_stopword(word: str) -> bool:
 
 _WORD = re.compile(r"[^\W_](?:[\w'’+#.-]*[^\W_+#.-]|[+#]+)?", re.UNICODE)
 _SPACE = re.compile(r"\s+")
+# Terminal escape sequences (CSI "ESC [ ... m", OSC "ESC ] ... BEL", two-byte ESC x), other control characters
+# and bidi controls: pasted terminal output is full of them, and "31mWARNING" is no concept name.
+TERMINAL_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]"
+)
 _NAME_JUNK = re.compile(r"[^\w+#'’ ]+")
 
 
@@ -112,8 +118,14 @@ def fold(text: str) -> str:
 
 
 def clean_name(text: str) -> str:
-    """A title or alias as shown: whitespace collapsed, surrounding quotes and punctuation trimmed."""
+    """A title, alias or quoted span as shown: whitespace collapsed, surrounding quotes and punctuation trimmed."""
     return _SPACE.sub(" ", text).strip().strip("\"'“”‘’`*.,;:!?()[]{}<>").strip()
+
+
+def clean_title(text: str) -> str:
+    """A concept's title or alias: `clean_name` without terminal escapes and control characters (a model may
+    copy them from the chat; a title is shown on terminals). Evidence spans keep them: they quote verbatim."""
+    return clean_name(TERMINAL_ESCAPES.sub(" ", text))
 
 
 def name_key(text: str) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
+import sqlite3
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,12 +32,16 @@ from flows.cli_eval import eval_group
 from flows.cli_eval_recall import eval_recall
 from flows.cli_garden import facts, garden
 from flows.cli_graph import graph
-from flows.cli_inspect import JSON_OPTION, archive, emit, open_readonly, staging
+from flows.cli_inspect import JSON_OPTION, archive, emit, inspect_cmd, open_readonly, staging
+from flows.cli_mcp import mcp_command
 from flows.cli_memory import recall
-from flows.cli_topics import report, topics
+from flows.cli_report import report
+from flows.cli_topics import topics
 from flows.prefect_env import configure_prefect, describe_api
 from flows.registry import STAGE_ORDER, select_stages
+from flows.terminal import safe_line
 from staging import inspect as inspection
+from staging.db import is_storage_error, storage_error
 from staging.ledger import run_exists, run_exports
 
 
@@ -85,8 +91,16 @@ class ChatmemGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ChatmemError as exc:
-            click.echo(f"error: {' '.join(str(exc).splitlines())}", err=True)
+            click.echo(f"error: {safe_line(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
+        except (sqlite3.Error, OSError) as exc:
+            # A full disk or a damaged database met outside a stage: one line naming the data dir, no traceback.
+            if not is_storage_error(exc):
+                raise
+            app = ctx.obj if isinstance(ctx.obj, App) else None
+            data_dir = app.data_dir if app and app.data_dir else Path(os.environ.get("CHATMEM_DATA_DIR", ".chatmem"))
+            click.echo(f"error: {safe_line(str(storage_error(exc, None, data_dir=data_dir)))}", err=True)
+            ctx.exit(1)
 
 
 class CliLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -121,10 +135,13 @@ def _setup_logging(verbose: bool) -> None:
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     if not verbose:
         handler.addFilter(_below_error)
+        handler.setLevel(logging.WARNING)
     root.addHandler(handler)
     root.setLevel(logging.WARNING)  # third-party chatter (httpx logs every request at INFO) stays out
     for package in OUR_PACKAGES:
-        logging.getLogger(package).setLevel(logging.INFO if verbose else logging.NOTSET)
+        # INFO always: Prefect's API handler (PREFECT_LOGGING_EXTRA_LOGGERS) shows it in the UI; the console
+        # handler above shows it only with --verbose
+        logging.getLogger(package).setLevel(logging.INFO)
 
 
 @click.group(cls=ChatmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -187,17 +204,17 @@ def _report(
         counts = f"; {_format_counts(result.counts)}" if result.counts else ""
         click.echo(f"  {result.stage}: {result.status}{counts}")
         for note in result.notes:
-            click.echo(f"    note: {note}")
+            click.echo(f"    note: {safe_line(note)}")
         if result.counts.get("quarantined"):
             click.echo(f"    {result.counts['quarantined']} record(s) quarantined: chatmem staging failures")
     for row in files:
         if row["status"] == "skipped":
-            click.echo(f"  skipped (already ingested, same sha256): {row['path']}")
+            click.echo(f"  skipped (already ingested, same sha256): {safe_line(str(row['path']))}")
         elif row["status"] in ("failed", "partial"):
             detail = str(row["detail"] or "")
             # Export errors already start with the file name; do not say it twice.
             shown = detail if detail.startswith(row["path"]) else f"{row['path']}: {detail}"
-            click.echo(f"  {row['status']}: {shown}")
+            click.echo(f"  {row['status']}: {safe_line(shown)}")
 
 
 def _run(
@@ -217,7 +234,10 @@ def _run(
             settings, exports, stages, run_id=run_id, force_format=force_format, force=force
         )
     except StageError as exc:
-        _report(app, settings, exc.run_id, [], as_json, error=exc)
+        try:
+            _report(app, settings, exc.run_id, [], as_json, error=exc)
+        except (ChatmemError, sqlite3.Error, OSError):
+            pass  # a full disk or a damaged staging.db: the error line below says so; the summary cannot
         raise
     _report(app, settings, run_id, results, as_json)
 
@@ -231,10 +251,11 @@ FORMAT_OPTION = click.option(
 
 
 @cli.command()
-@click.argument("exports", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("exports", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--from", "from_", metavar="STAGE", help=f"First stage to run ({', '.join(STAGE_ORDER)}).")
 @click.option("--to", metavar="STAGE", help="Last stage to run.")
 @click.option("--only", metavar="STAGE", help="Run this one stage.")
+@click.option("--run-id", help="Resume this run (its recorded exports) instead of starting a new one.")
 @FORMAT_OPTION
 @FORCE_OPTION
 @JSON_OPTION
@@ -245,6 +266,7 @@ def run(
     from_: str | None,
     to: str | None,
     only: str | None,
+    run_id: str | None,
     force_format: str | None,
     force: bool,
     as_json: bool,
@@ -253,13 +275,23 @@ def run(
 
     A dump whose bytes were already ingested is skipped, and so is every stage whose inputs, settings and
     code are unchanged since its last successful run (--force recomputes). Exit 1 if a stage or a file failed.
+    With --run-id, resume an interrupted or failed run: `chatmem run --from cluster --run-id R` (no exports
+    needed: the run's own are read again).
 
     \b
     Example: chatmem run ~/Downloads/chatgpt-export.zip notes.jsonl --only ingest
     """
     stages = select_stages(from_, to, only)
     settings = app.settings()
-    _run(app, settings, list(exports), stages, force_format=force_format, as_json=as_json, force=force)
+    paths: list[str | Path] = list(exports)
+    if run_id is not None:
+        with open_readonly(settings.staging_path, settings) as staging:
+            if not run_exists(staging, run_id):
+                raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
+            paths = paths or list(run_exports(staging, run_id))
+    elif not paths:
+        raise click.UsageError("give at least one export file (or --run-id RUN to resume a run)")
+    _run(app, settings, paths, stages, force_format=force_format, as_json=as_json, run_id=run_id, force=force)
 
 
 @cli.command("stage")
@@ -324,11 +356,11 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
     else:
         click.echo(f"watch {watch_dir}: run {result['run_id'] or '(nothing new)'}")
         for path in result["already_ingested"]:
-            click.echo(f"  skipped (already ingested): {path}")
+            click.echo(f"  skipped (already ingested): {safe_line(str(path))}")
         for row in result["ingested"]:
-            click.echo(f"  {row['status']}: {row['path']}")
+            click.echo(f"  {row['status']}: {safe_line(str(row['path']))}")
         for row in result["failed"]:
-            click.echo(f"  failed (retried next time): {row['path']}: {row['error']}")
+            click.echo(f"  failed (retried next time): {safe_line(str(row['path']))}: {safe_line(str(row['error']))}")
     if result["failed"]:
         raise ChatmemError(f"{len(result['failed'])} dump(s) failed; see `chatmem staging failures`")
     if result["error"]:
@@ -346,6 +378,8 @@ cli.add_command(graph)
 cli.add_command(garden)
 cli.add_command(facts)
 cli.add_command(recall)
+cli.add_command(mcp_command)
+cli.add_command(inspect_cmd)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import click
 
 from contracts.concepts import CONCEPT_STATES, CONCEPT_TYPES, ConceptHypothesis
 from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly
+from flows.terminal import safe_line
 from staging.concepts import list_concepts
 
 if TYPE_CHECKING:
@@ -51,13 +52,14 @@ def _show(concept: ConceptHypothesis, merged_into: str | None, evidence: int) ->
         else "-"
     )
     click.echo(
-        f"{concept.title}  [{concept.concept_id}] {concept.type}, {concept.state}, revision {concept.revision_count},"
+        f"{safe_line(concept.title)}  [{concept.concept_id}] {concept.type}, {concept.state},"
+        f" revision {concept.revision_count},"
         f" confidence {concept.confidence:.2f}, {len(concept.evidence_spans)} evidence, seen {seen}"
     )
     if merged_into:
         click.echo(f"    merged into {merged_into}")
     if concept.aliases:
-        click.echo(f"    aliases: {', '.join(concept.aliases)}")
+        click.echo(f"    aliases: {safe_line(', '.join(concept.aliases))}")
     spans = concept.evidence_spans if evidence <= 0 else concept.evidence_spans[:evidence]
     for span in spans:
         click.echo(f"    evidence {span.message_id} ({span.confidence:.2f}): {cell(span.text)}")

@@ -23,6 +23,7 @@ from contracts.settings import LLMSettings, Settings
 from extract.segment import PathMessage, SegmentParams, segment_conversation
 from extract.types import SegmentInput, SegmentMessage
 from flows.cli_inspect import JSON_OPTION, emit
+from flows.terminal import safe_line
 from ingest.detect import detect_format, parser_for
 from ingest.sources import open_export, read_head
 from staging import segments as segment_store
@@ -135,7 +136,7 @@ def _print(report: EvalReport) -> None:
     for name, value in lines:
         click.echo(f"  {name.ljust(width)}  {value}")
     for example in report.examples:
-        click.echo(f"  e.g. {example['segment_id']}: {example['reason']}")
+        click.echo(f"  e.g. {example['segment_id']}: {safe_line(str(example['reason']))}")
 
 
 @click.group("eval")

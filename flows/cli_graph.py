@@ -81,6 +81,30 @@ def graph_down(app: App, as_json: bool) -> None:
     _show({"status": "stopped" if stopped else "not running", "dir": str(server.directory)}, as_json)
 
 
+@graph.command("reset-password")
+@JSON_OPTION
+@click.pass_obj
+def graph_reset_password(app: App, as_json: bool) -> None:
+    """Give the local graph server a new root password, keeping every database (for a lost password file).
+
+    Stops the server if it runs, removes root's entry from ArcadeDB's user file, writes a new password file
+    (mode 0600) and starts the server again so that root is created with it. Waits for no run: it refuses
+    while a run holds the data dir.
+
+    \b
+    Example: chatmem graph reset-password
+    """
+    from clients.graph_target import local_server
+    from staging.lock import data_dir_lock
+
+    settings = app.settings()
+    server = local_server(settings)
+    with data_dir_lock(settings.data_dir, "graph reset-password", wait_s=settings.pipeline.lock_wait_s):
+        server.reset_password()
+        info, _ = server.start()
+    _show({"status": "password reset", "uri": info.uri, "password_file": str(server.password_path)}, as_json)
+
+
 @graph.command("status")
 @JSON_OPTION
 @click.pass_obj

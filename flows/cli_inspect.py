@@ -1,13 +1,13 @@
-"""The read-only commands of `chatmem`: `staging runs|tables|show|failures` and `archive stats`.
+"""The read-only commands of `chatmem`: `staging runs|tables|show|failures|export`, `archive stats` and
+`inspect` (Datasette, flows/inspect_server.py).
 
 They only read SQLite (staging.db and archive.db, opened read-only) and never import prefect or the
 pipeline, so they answer at once and work while a run is going on. Output is a text table, or JSON only on
-stdout with --json.
+stdout with --json; `export` writes a file (polars, loaded only for it), `inspect` serves until Ctrl-C.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +18,7 @@ import click
 
 from contracts.errors import ChatmemError, ConfigError
 from contracts.settings import Settings
+from flows.terminal import safe_json, safe_line
 from staging import inspect as inspection
 from staging.archive import archive_stats
 from staging.db import connect_readonly
@@ -26,16 +27,18 @@ if TYPE_CHECKING:
     from flows.cli import App
 
 CELL_WIDTH = 60  # text tables cut long cells (message text, raw JSON); --json gives them whole
+WHOLE_COLUMNS = frozenset({"resume", "rerun_hint"})  # commands to copy: never cut
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
 
 
 def emit(data: object) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    click.echo(safe_json(data))
 
 
-def cell(value: object) -> str:
-    text = "" if value is None else " ".join(str(value).split())
-    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+def cell(value: object, *, whole: bool = False) -> str:
+    """One table cell: one line, control and bidi characters escaped (flows/terminal.py), cut to CELL_WIDTH."""
+    text = "" if value is None else safe_line(str(value))
+    return text if whole or len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
 
 
 def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None) -> None:
@@ -43,7 +46,7 @@ def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None) -> No
         click.echo("(no rows)")
         return
     cols = cols or list(rows[0])
-    cells = [[cell(row.get(c)) for c in cols] for row in rows]
+    cells = [[cell(row.get(c), whole=c in WHOLE_COLUMNS) for c in cols] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
     click.echo("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
     for r in cells:
@@ -94,7 +97,8 @@ def staging_runs(app: App, limit: int, as_json: bool) -> None:
     for run_row in runs:
         run_row["stages"] = " ".join(f"{k}:{v}" for k, v in run_row.pop("stage_status").items())
         run_row["exports"] = len(run_row["exports"])
-    print_table(runs, ["id", "status", "started_at", "stages", "exports", "error"])
+        run_row.setdefault("resume", "")
+    print_table(runs, ["id", "status", "started_at", "stages", "exports", "error", "resume"])
 
 
 def _databases(settings: Settings) -> list[tuple[str, Path]]:
@@ -170,7 +174,8 @@ def staging_failures(app: App, as_json: bool) -> None:
     if not any(found.values()):
         click.echo("no failures")
     titles = {
-        "stage_runs": "failed stage runs",
+        "runs": "failed or interrupted runs",
+        "stage_runs": "failed or interrupted stage runs",
         "files": "failed or partial files",
         "quarantine": "quarantine",
     }
@@ -206,3 +211,64 @@ def archive_stats_cmd(app: App, as_json: bool) -> None:
         return
     for name, value in stats.items():
         click.echo(f"{name:<16}{value}")
+
+
+@staging.command("export")
+@click.argument("table")
+@click.option("--run-id", help="Only the rows of this run (tables with a run_id column).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "csv", "jsonl"]),
+    default="parquet",
+    show_default=True,
+    help="File format: parquet keeps types (JSON columns as lists/structs), csv and jsonl are text.",
+)
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The file to write.")
+@JSON_OPTION
+@click.pass_obj
+def staging_export(app: App, table: str, run_id: str | None, fmt: str, out: Path, as_json: bool) -> None:
+    """Export one table of staging.db or archive.db to a file, typed as `staging.frames` reads it.
+
+    \b
+    Example: chatmem staging export stage_runs --run-id r20260101T120000-1a2b3c --format csv --out runs.csv
+    """
+    from staging.frames import Frames  # polars loads only for this command
+
+    settings = app.settings()
+    _databases(settings)  # the "nothing here yet" message when the data dir is empty
+    path, rows = Frames(settings.data_dir).export(table, out, fmt, run_id=run_id)
+    if as_json:
+        emit({"table": table, "rows": rows, "format": fmt, "path": str(path)})
+    else:
+        click.echo(f"{rows} row(s) of {table} -> {path}")
+
+
+@click.command("inspect")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port on 127.0.0.1 (default: a free one, printed).")
+@click.pass_obj
+def inspect_cmd(app: App, port: int | None) -> None:
+    """Browse archive.db and staging.db in Datasette, read-only, on 127.0.0.1 until Ctrl-C.
+
+    Canned queries answer the usual questions (a run's stages, failures, LLM calls and cost, a concept's
+    evidence and mapper decisions, a topic's members, quarantine, load batches); the messages table has
+    full-text search.
+
+    \b
+    Example: chatmem inspect --port 8001   # then open http://127.0.0.1:8001/
+    """
+    settings = app.settings()
+    _databases(settings)
+    from flows import inspect_server  # Datasette loads only for this command
+
+    try:
+        sock = inspect_server.bind(port)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}; pick another --port") from None
+    ds = inspect_server.build(settings.archive_path, settings.staging_path)
+    try:
+        inspect_server.serve(ds, sock, lambda line: click.echo(line, err=False))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()

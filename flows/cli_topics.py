@@ -1,19 +1,19 @@
-"""`chatmem topics` and `chatmem report`: the cluster stage's results, read-only.
+"""`chatmem topics`: the cluster stage's results, read-only (the run report with the topic plots is
+flows/cli_report.py).
 
-Both open staging.db read-only and never import prefect or the pipeline; `report` writes image and HTML files
-(into the data dir by default) but changes no database.
+It opens staging.db read-only and never imports prefect or the pipeline.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from contracts.errors import ChatmemError
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly, print_table
+from flows.terminal import safe_line
 from staging import topics as store
 
 if TYPE_CHECKING:
@@ -68,40 +68,7 @@ def topics(app: App, run_id: str | None, limit: int, as_json: bool) -> None:
         f" outlier share {'-' if share is None else f'{share:.1%}'}"
     )
     for note in summary["notes"]:
-        click.echo(f"  note: {note}")
+        click.echo(f"  note: {safe_line(note)}")
     rows = [{**t, "keywords": ", ".join(t["keywords"][:6])} for t in shown]
     if rows:
         print_table(rows, ["topic", "size", "label", "keywords"])
-
-
-@click.command("report")
-@RUN_OPTION
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder for the files (default: DATA_DIR/reports/RUN_ID).",
-)
-@JSON_OPTION
-@click.pass_obj
-def report(app: App, run_id: str | None, out_dir: Path | None, as_json: bool) -> None:
-    """Write the topic map (PNG), topic sizes and Optuna history plots, and an HTML page with all three.
-
-    \b
-    Example: chatmem report --out /tmp/topics && xdg-open /tmp/topics/index.html
-    """
-    from cluster.report import write_report  # matplotlib loads only for this command
-
-    settings = app.settings()
-    with open_readonly(settings.staging_path, settings) as conn:
-        summary = _pick_run(conn, run_id)
-        found = store.list_topics(conn, summary["run_id"])
-        points = store.map_points(conn, summary["run_id"])
-        trials = store.study_trials(conn, summary["study_name"]) if summary["study_name"] else []
-    target = out_dir or settings.data_dir / "reports" / summary["run_id"]
-    files = write_report(target, summary, found, points, trials)
-    if as_json:
-        emit({"run_id": summary["run_id"], "files": [str(f) for f in files]})
-        return
-    for path in files:
-        click.echo(str(path))

@@ -12,7 +12,9 @@ live in staging.db.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,10 +30,13 @@ from contracts.errors import ChatmemError, ConfigError  # noqa: E402
 from contracts.results import StageResult  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from contracts.version import code_version  # noqa: E402
+from flows import server_guard  # noqa: E402
+from flows.interrupt import interruptible  # noqa: E402
 from flows.progress import bars_wanted  # noqa: E402
 from flows.registry import STAGE_ORDER, STAGES, StageSpec, check_stages  # noqa: E402
 from flows.stage_runner import RunContext, active_run, run_context, run_stage  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
+from staging.lock import data_dir_lock  # noqa: E402
 
 # Every flow here: persist_result=False (stage outputs live in staging.db, not in Prefect's result store)
 # and validate_parameters=False (parameters come from typed code, and re-validating a Settings object would
@@ -85,7 +90,8 @@ def pipeline(run_id: str, stages: list[str]) -> list[StageResult]:
                 results.append(STAGE_FLOWS[stage](run_id))
         except BaseException as exc:  # a KeyboardInterrupt too: the ledger must not say 'running' forever
             message = str(exc) if isinstance(exc, ChatmemError) else f"{type(exc).__name__}: {exc}"
-            close_run(staging, run_id, error=message)
+            with contextlib.suppress(sqlite3.Error):  # a full disk: the run shows as interrupted once we exit
+                close_run(staging, run_id, error=message)
             logger.error("run %s failed: %s", run_id, message)
             raise
         close_run(staging, run_id)
@@ -124,7 +130,13 @@ def run_pipeline(
         force=force,
         show_progress=bars_wanted(quiet or settings.pipeline.quiet),
     )
-    with without_heartbeats(), active_run(run_id, context):
+    server_guard.install()  # faults (issue 13): Ctrl-C must not reach Prefect's server, nor SIGKILL orphan it
+    with (
+        data_dir_lock(settings.data_dir, run_id, wait_s=settings.pipeline.lock_wait_s),  # one writer per data dir
+        interruptible(settings, run_id, selected),  # Ctrl-C: one line, the ledger says interrupted, exit 130
+        without_heartbeats(),
+        active_run(run_id, context),
+    ):
         results = pipeline(run_id=run_id, stages=selected)
     return run_id, list(results)
 

@@ -9,13 +9,19 @@ What the defaults buy:
   API on loopback with its SQLite database under `PREFECT_HOME` (next to chatmem's own databases);
 - a generous ephemeral start-up timeout: a busy 2-core machine needs more than Prefect's 20 s;
 - no result persistence: stage outputs live in staging.db, Prefect only orchestrates;
-- quiet logs (WARNING) unless `--verbose`.
+- quiet logs (WARNING) unless `--verbose`;
+- the stage packages' log lines (`logging.getLogger(__name__)`, INFO and up) sent to Prefect's API as the
+  logs of the flow run they happen in, so Prefect's UI shows them under each stage's flow run; lines logged
+  outside any flow run are not sent (and not warned about).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+# chatmem's packages below flows: they log with the standard library and never import prefect
+STAGE_LOGGERS = ("contracts", "staging", "clients", "ingest", "extract", "cluster", "load", "memory")
 
 # Set whatever else happens, even by a bare `import flows.pipeline`: they stop outbound calls.
 NO_OUTBOUND = {
@@ -51,6 +57,8 @@ def configure_prefect(data_dir: Path, *, verbose: bool = False) -> dict[str, str
         # An unsaved default storage block raises when anything is persisted; give it a real path instead.
         "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "storage"),
         "PREFECT_LOGGING_LEVEL": "INFO" if verbose else "WARNING",
+        "PREFECT_LOGGING_EXTRA_LOGGERS": ",".join(STAGE_LOGGERS),
+        "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
     }
     if not os.environ.get("PREFECT_API_URL"):
         # The profile shipped with prefect enables this too, but a user's own profiles.toml might not.

@@ -28,8 +28,9 @@ ensure_no_outbound()  # before prefect is imported
 
 from prefect import flow, get_run_logger  # noqa: E402
 
-from contracts.errors import ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
+from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
+from flows import server_guard  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
 from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES, ZIP_MAGIC, open_export  # noqa: E402
@@ -118,6 +119,10 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
         run_id = exc.run_id
         result["error"] = str(exc)
         logger.error("watch - %s", exc)
+    except BusyError as exc:  # a manual run holds the data dir: this look is skipped, the next one retries
+        result["error"] = str(exc)
+        logger.warning("watch - %s", exc)
+        return result
     result["run_id"] = run_id
     staging = connect_readonly(settings.staging_path)
     try:
@@ -215,7 +220,8 @@ def start_local_server(timeout_s: float = 120.0) -> tuple[subprocess.Popen[bytes
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     env = {**os.environ, "PREFECT_UI_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
-    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    # Through the guard: a `chatmem serve` killed with SIGKILL does not leave its Prefect server behind.
+    server = subprocess.Popen(server_guard.guarded(command), env=env, stdout=subprocess.DEVNULL)
     api_url = f"http://127.0.0.1:{port}/api"
     # No proxy: a proxy variable in the environment must not send a loopback health check elsewhere.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.chatgpt_content import content_type_of, render_content
-from ingest.jsonstream import iter_json_items
+from ingest.jsonstream import MAX_DEPTH, TooDeep, guard_depth, iter_json_items
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
 
@@ -45,7 +45,14 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
     conversation before the break has been yielded.
     """
     for index, record in enumerate(iter_json_items(stream, "item", name=name)):
-        yield from parse_conversation(record, index)
+        if isinstance(record, TooDeep):
+            # Read without recursion; a conversation object then loses only the message that is too deep.
+            loaded = record.load()
+            if not isinstance(loaded, dict):
+                yield record.quarantine(f"conversations[{index}]")
+                continue
+            record = loaded
+        yield from guard_depth(parse_conversation(record, index), f"conversations[{index}]")
 
 
 def parse_conversation(record: object, index: int) -> Iterator[ExportConversation | QuarantineRecord]:
@@ -80,7 +87,10 @@ def parse_conversation(record: object, index: int) -> Iterator[ExportConversatio
         if message is None:
             structural[node_id] = parent
             continue
-        draft_or_reason = _draft(node_id, parent, message, node)
+        try:
+            draft_or_reason: DraftMessage | str = _draft(node_id, parent, message, node)
+        except RecursionError:  # a part nested thousands of levels deep: this message only is lost
+            draft_or_reason = f"message nested deeper than {MAX_DEPTH} JSON levels: not rendered"
         if isinstance(draft_or_reason, str):
             yield _quarantine(f"{locator}.mapping[{node_id}]", draft_or_reason, node, conversation_id)
             # The node stays a link in the chain, so its children keep their place in the conversation
@@ -196,7 +206,10 @@ def _quarantine(locator: str, reason: str, record: object, conversation_id: str 
 
 def raw_json(record: object) -> str:
     """The record as JSON text, cut to RAW_LIMIT characters with a marker saying how long it was."""
-    text = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        text = json.dumps(record, ensure_ascii=False, default=str)
+    except RecursionError:
+        return "[nested too deep to show as JSON]"
     if len(text) <= RAW_LIMIT:
         return text
     return f"{text[:RAW_LIMIT]}... [truncated: {len(text)} characters in all]"

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.detect import json_kind, peek_start, raw_json
-from ingest.jsonstream import iter_json_items
+from ingest.jsonstream import TooDeep, guard_depth, iter_json_items
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
 
@@ -54,10 +54,13 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
     first, replay = peek_start(stream)
     if first == b"{":
         for record in iter_json_items(replay, "", name=name):
-            yield from parse_conversation(record, "conversation")
+            yield from guard_depth(parse_conversation(record, "conversation"), "conversation")
     elif first == b"[":
         for index, record in enumerate(iter_json_items(replay, "item", name=name)):
-            yield from parse_conversation(record, f"conversations[{index}]")
+            if isinstance(record, TooDeep):
+                yield record.quarantine(f"conversations[{index}]")
+                continue
+            yield from guard_depth(parse_conversation(record, f"conversations[{index}]"), f"conversations[{index}]")
     else:
         found = repr(first) if first else "an empty file"
         raise MalformedExportError(name, f"a Claude export is a JSON list or object, found {found}")

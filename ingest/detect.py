@@ -173,7 +173,7 @@ def _looks_like_jsonl(body: bytes) -> bool:
     for line in body.split(b"\n", 200)[:200]:  # a line cut by the end of the head just fails to decode
         try:
             record = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # a line nested too deep is the parser's to report
             continue
         if isinstance(record, dict) and record.keys() >= _JSONL_KEYS:
             return True
@@ -256,7 +256,10 @@ class _Replay(io.RawIOBase):
 
 def raw_json(record: object) -> str:
     """A record as JSON text for a quarantine row, cut to RAW_LIMIT characters with a marker."""
-    text = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        text = json.dumps(record, ensure_ascii=False, default=str)
+    except RecursionError:
+        return "[nested too deep to show as JSON]"
     if len(text) <= RAW_LIMIT:
         return text
     return f"{text[:RAW_LIMIT]}... [truncated: {len(text)} characters in all]"

@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.detect import RAW_LIMIT, raw_json
+from ingest.jsonstream import MAX_DEPTH
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
 
@@ -150,6 +151,8 @@ def _decode(line: bytes, number: int) -> tuple[dict[str, Any], str] | Quarantine
         record = json.loads(text)
     except json.JSONDecodeError as exc:
         return _bad(number, f"invalid JSON: {exc.msg} at column {exc.colno}", line)
+    except RecursionError:
+        return _bad(number, f"JSON nested deeper than {MAX_DEPTH} levels: line skipped", line)
     if not isinstance(record, dict):
         return _bad(number, f"a JSON {type(record).__name__}, not an object", line)
     missing = [key for key in REQUIRED if record.get(key) is None]

@@ -10,6 +10,11 @@ cut into elements without a tokenizer: an element that starts with `{` ends at s
 object) can never parse, because the slice would leave a string or an object open, so a slice that parses is
 exactly one element. After a few wrong candidates in one element, or for an element that is not an object,
 the standard library's `raw_decode` finds the end instead, so the cost stays linear.
+
+Nesting: orjson refuses more than 1024 levels and the standard library recurses (RecursionError near 1000).
+An element nested deeper is skipped by a scanner that counts brackets without recursing, and yielded as a
+`TooDeep` marker: the parser turns it into a quarantine row, and the rest of the file is read as usual.
+`guard_depth` does the same for a record that parses but is too deep to process.
 """
 
 from __future__ import annotations
@@ -18,14 +23,56 @@ import io
 import json
 import re
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, TypeVar
 
 import ijson
 import orjson
 
 from contracts.errors import MalformedExportError
+from contracts.records import QuarantineRecord
 
 CHUNK = 1 << 20  # 1 MiB reads
+MAX_DEPTH = 1024  # orjson's limit; the standard library's recursion gives out near the same depth
+_RAW_EXCERPT = 1000  # bytes of a skipped record kept in its quarantine row
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TooDeep:
+    """An element of the top-level array that is nested too deep to parse; skipped, its place kept."""
+
+    offset: int  # file offset of its first byte
+    size: int
+    excerpt: str
+    data: bytes = field(default=b"", repr=False)  # the element itself, for `load`
+
+    def load(self) -> Any:
+        """The element as Python objects, built without recursion (ijson's C builder keeps its own stack), for
+        a parser that can then quarantine only the deep part (a message) instead of the whole record; None
+        when it cannot be read that way either."""
+        try:
+            return next(ijson.items(io.BytesIO(self.data), "", use_float=True), None)
+        except (ijson.common.JSONError, ValueError, RecursionError):
+            return None
+
+    def quarantine(self, locator: str) -> QuarantineRecord:
+        reason = (
+            f"JSON nested deeper than {MAX_DEPTH} levels ({self.size} bytes at byte {self.offset}):"
+            " record skipped, the rest of the file is read"
+        )
+        return QuarantineRecord(locator=locator, reason=reason, raw=self.excerpt)
+
+
+def guard_depth(items: Iterator[T], locator: str) -> Iterator[T | QuarantineRecord]:
+    """The rows one record turns into, or one quarantine row if processing it recursed too deep."""
+    try:
+        produced = list(items)
+    except RecursionError:
+        reason = f"JSON nested too deep to process (over {MAX_DEPTH} levels): record skipped"
+        yield QuarantineRecord(locator=locator, reason=reason, raw="")
+        return
+    yield from produced
 
 
 class _CountingReader(io.RawIOBase):
@@ -251,6 +298,8 @@ def _decode_with_stdlib(reader: _ArrayReader) -> Any:
                 raise reader.fail("not valid UTF-8", invalid_utf8=True) from exc
         try:
             item, end = _DECODER.raw_decode(text)
+        except RecursionError:
+            return _skip_too_deep(reader)
         except json.JSONDecodeError as exc:
             # An element cut by the end of the buffer fails at the end, or as a string left open; any other
             # error is in the data itself and is reported without reading the rest of the file.
@@ -264,6 +313,39 @@ def _decode_with_stdlib(reader: _ArrayReader) -> Any:
             continue  # a number or literal that touches the end of the buffer may go on in the next chunk
         reader.pos += len(text[:end].encode("utf-8"))
         return item
+
+
+_STRUCTURE = re.compile(rb'[\[\]{}"]')
+_STRING_REST = re.compile(rb'(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def _skip_too_deep(reader: _ArrayReader) -> TooDeep:
+    """Step over one array or object by counting brackets (strings skipped whole), without recursion."""
+    start = reader.pos
+    offset = reader.offset + start
+    excerpt = reader.buf[start : start + _RAW_EXCERPT].decode("utf-8", "replace")
+    depth = 0
+    at = 0  # relative to `start`: reader.more() drops consumed bytes, so absolute indexes would move
+    while True:
+        found = _STRUCTURE.search(reader.buf, start + at)
+        string_end = None
+        if found is not None and reader.buf[found.start()] == ord('"'):
+            string_end = _STRING_REST.match(reader.buf, found.start() + 1)
+        if found is None or (reader.buf[found.start()] == ord('"') and string_end is None):
+            at = (found.start() if found is not None else len(reader.buf)) - start
+            before = reader.offset
+            if not reader.more():
+                raise reader.fail("invalid or truncated JSON: the file ends inside a deeply nested value")
+            start -= reader.offset - before
+            continue
+        if string_end is not None:
+            at = string_end.end() - start
+            continue
+        depth += 1 if reader.buf[found.start()] in b"[{" else -1
+        at = found.end() - start
+        if depth <= 0:
+            reader.pos = found.end()
+            return TooDeep(offset=offset, size=at, excerpt=excerpt, data=bytes(reader.buf[start : found.end()]))
 
 
 def _grow(reader: _ArrayReader, have: int) -> bool:

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.detect import json_kind, peek_start, raw_json
-from ingest.jsonstream import iter_json_items
+from ingest.jsonstream import TooDeep, guard_depth, iter_json_items
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
 
@@ -43,7 +43,7 @@ def parse_librechat(stream: BinaryIO, *, name: str) -> Iterator[ExportConversati
             found = "an object without a messages list" if isinstance(document, dict) else json_kind(document)
             problem = f"a LibreChat export is an object with a messages list, found {found}"
             raise MalformedExportError(name, problem)
-        yield from _librechat_conversation(document)
+        yield from guard_depth(_librechat_conversation(document), "conversation")
 
 
 def _librechat_conversation(document: dict[str, Any]) -> Iterator[ExportConversation | QuarantineRecord]:
@@ -145,7 +145,10 @@ def parse_chatbotui(stream: BinaryIO, *, name: str) -> Iterator[ExportConversati
     first, replay = peek_start(stream)
     prefix = "item" if first == b"[" else "history.item"
     for index, record in enumerate(iter_json_items(replay, prefix, name=name)):
-        yield from _chatbotui_conversation(record, f"history[{index}]")
+        if isinstance(record, TooDeep):
+            yield record.quarantine(f"history[{index}]")
+            continue
+        yield from guard_depth(_chatbotui_conversation(record, f"history[{index}]"), f"history[{index}]")
 
 
 def _chatbotui_conversation(record: object, locator: str) -> Iterator[ExportConversation | QuarantineRecord]:

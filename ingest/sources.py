@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import stat
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -81,13 +82,31 @@ def open_export(path: Path, *, max_member_bytes: int, max_ratio: float) -> Opene
         opened.side_files = side
         return opened
     if not path.is_file():
-        raise MalformedExportError(str(path), "no such file")
+        raise MalformedExportError(str(path), _not_a_file(path))
     with path.open("rb") as handle:
         magic = handle.read(4)
     if magic in (ZIP_MAGIC, EMPTY_ZIP_MAGIC):
         return _open_zip(path, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
 
     return OpenedExport(path=str(path), file=path, sha256=sha256_file(path), size_bytes=path.stat().st_size)
+
+
+def _not_a_file(path: Path) -> str:
+    """Why `path` cannot be read as an export: missing, or a FIFO, socket or device (named as what it is)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
+    kind = next((name for test, name in kinds if test(mode)), "not a regular file")
+    return f"{kind}, not a regular file: give an export file, a .zip or an export folder"
 
 
 def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float) -> OpenedExport:

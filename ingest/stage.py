@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,9 @@ from contracts.version import code_version
 from ingest.batches import BatchStats, iter_batches
 from ingest.detect import detect_format
 from ingest.sources import OpenedExport, open_export, read_head
-from staging.archive import ArchiveWriter, WriteCounts
+from ingest.timestamps import counting_dropped, describe_dropped
+from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
+from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun, record_ingest_file
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,7 @@ class FileOutcome:
     messages_read: int = 0
     counts: WriteCounts = field(default_factory=WriteCounts)
     detail: str | None = None
+    timestamps_dropped: Counter[str] = field(default_factory=Counter)
 
 
 def run(
@@ -89,7 +93,15 @@ def run(
                 detail=outcome.detail,
             )
     except BaseException as exc:  # record even KeyboardInterrupt, then let it go on
-        stage_run.fail(f"{type(exc).__name__}: {exc}", f"chatmem stage ingest --run-id {run_id}")
+        hint = f"chatmem stage ingest --run-id {run_id}"
+        storage = isinstance(exc, Exception) and is_storage_error(exc)
+        cause = describe_storage_failure(exc, staging) if storage else f"{type(exc).__name__}: {exc}"
+        try:
+            stage_run.fail(cause, hint)
+        except sqlite3.Error:
+            pass  # a full disk cannot take the ledger row either; the row shows as interrupted once we exit
+        if storage:  # a full disk or a damaged database: one line naming the file, not a traceback
+            raise StageError(STAGE, run_id, cause, hint) from exc
         raise
 
     total = WriteCounts()
@@ -107,8 +119,10 @@ def run(
         "messages_unchanged": total.unchanged,
         "messages_retired": total.retired,
         "quarantined": total.quarantined,
+        "timestamps_dropped": sum(sum(o.timestamps_dropped.values()) for o in outcomes),
     }
     notes = [f"{o.path}: {o.detail}" for o in outcomes if o.detail]
+    notes += [f"{o.path}: {describe_dropped(o.timestamps_dropped)}" for o in outcomes if o.timestamps_dropped]
     failed = [o for o in outcomes if o.status == "failed"]
     if failed:
         cause = "; ".join(f"{o.detail}" for o in failed)
@@ -176,7 +190,7 @@ def _ingest_one(
         if outcome.messages_read == 0 and outcome.counts.conversations == 0 and outcome.counts.unchanged == 0:
             writer.finish_source(source_id, partial=True, notes=[*notes, str(exc)])
             return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=str(exc))
-        rest = QuarantineRecord(locator="end of file", reason=f"unreadable remainder: {exc.problem}", raw="")
+        rest = QuarantineRecord(locator=END_OF_FILE, reason=f"unreadable remainder: {exc.problem}", raw="")
         counts, _ = writer.write_batch(source_id, fmt, [], [rest])
         outcome.counts.add(counts)
         outcome.status = "partial"
@@ -206,7 +220,7 @@ def _parse_and_write(
     """Parse one stream and write it in batches. Returns the number of UTF-8 replacements made."""
     stats = BatchStats()
     batches = iter_batches(opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats)
-    with bar(progress, opened.path, opened.size_bytes) as advance:
+    with bar(progress, opened.path, opened.size_bytes) as advance, counting_dropped() as dropped:
         reported = 0
         for batch in batches:
             counts, _ = writer.write_batch(source_id, fmt, batch.conversations, batch.quarantined)
@@ -214,4 +228,6 @@ def _parse_and_write(
             outcome.messages_read += batch.messages
             advance(batch.bytes_read - reported)
             reported = batch.bytes_read
+            outcome.timestamps_dropped.update(dropped)
+            dropped.clear()
     return stats.utf8_replacements

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from contracts.records import ExportConversation, ExportSource, QuarantineRecord
+from staging import fts
 from staging.archive_rows import (
     COMPARED_COLUMNS,
     CONVERSATION_ID,
@@ -31,6 +32,8 @@ from staging.archive_rows import (
 )
 from staging.db import Transaction, connect
 from staging.migrations import ARCHIVE, migrate
+
+END_OF_FILE = "end of file"  # the locator of the quarantine row for an unreadable remainder of a file
 
 
 def open_archive(path: Path) -> sqlite3.Connection:
@@ -97,11 +100,21 @@ class ArchiveWriter:
             return int(cursor.lastrowid or 0)
 
     def finish_source(self, source_id: int, *, partial: bool, notes: Sequence[str] = ()) -> None:
+        """Close the source. A complete one also clears the END_OF_FILE rows of earlier partial reads of the same
+        path (a dump read while it was still being written, in a watched folder): its remainder has arrived,
+        and those rows, which hold no data, would otherwise stay in `staging failures` for ever."""
         with Transaction(self.conn):
             self.conn.execute(
                 "UPDATE sources SET status = ?, notes = ? WHERE id = ?",
                 ("partial" if partial else "complete", "\n".join(notes) or None, source_id),
             )
+            if not partial:
+                self.conn.execute(
+                    "DELETE FROM quarantine WHERE locator = ? AND source_id IN (SELECT old.id FROM sources old"
+                    " JOIN sources done ON done.path = old.path WHERE done.id = ? AND old.id != done.id"
+                    " AND old.status = 'partial')",
+                    (END_OF_FILE, source_id),
+                )
 
     def write_batch(
         self,
@@ -119,6 +132,7 @@ class ArchiveWriter:
         counts = WriteCounts()
         collisions: list[QuarantineRecord] = []
         with Transaction(self.conn):
+            indexed = fts.last_rowid(self.conn)  # full-text search: new messages are indexed below, in bulk
             known = self._known_conversations([c.id for c in batch])
             fresh: list[ConversationRows] = []
             again: list[ConversationRows] = []
@@ -143,6 +157,7 @@ class ArchiveWriter:
                     rows,
                 )
                 counts.quarantined += self.conn.total_changes - before
+            fts.index_new(self.conn, indexed)
         return counts, collisions
 
     def _known_conversations(self, ids: list[str]) -> set[str]:

@@ -1,15 +1,33 @@
-"""Opening the SQLite databases: WAL, foreign keys on. Schemas are versioned in staging.migrations."""
+"""Opening the SQLite databases: WAL, foreign keys on. Schemas are versioned in staging.migrations.
+
+A database that is there but damaged (0 bytes, truncated, not SQLite) is refused in one line naming the file
+and what to do; it is never silently replaced by a new empty one (see `check_database`).
+"""
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 from pathlib import Path
+
+from contracts.errors import StateError
 
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open (creating if needed) a read-write database with chatmem's pragmas; open_archive / open_staging
-    then bring its schema up to date (staging.migrations)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    then bring its schema up to date (staging.migrations). A damaged file is refused (`check_database`)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StateError(f"{path.parent}: cannot create the data dir ({exc.strerror})") from None
+    check_database(path)
+    try:
+        return _open(path)
+    except sqlite3.DatabaseError as exc:
+        raise storage_error(exc, path) from exc
+
+
+def _open(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)  # autocommit; we BEGIN explicitly
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
@@ -26,9 +44,66 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
     """Open an existing database read-only (for inspection commands). Raises FileNotFoundError if absent."""
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist (nothing has been ingested into this data dir yet)")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
-    conn.row_factory = sqlite3.Row
+    check_database(path)
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        conn.row_factory = sqlite3.Row
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # reading the schema finds a damaged file
+    except sqlite3.DatabaseError as exc:
+        raise storage_error(exc, path) from exc
     return conn
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_database(path: Path) -> None:
+    """Refuse a database file that is there but cannot be what we wrote: 0 bytes, not SQLite, or shorter than
+    the pages its header counts. A missing file is fine (it is created); an empty one is not re-created over.
+
+    The size check is skipped while a WAL file holds pages: the database file may then be legitimately short.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    advice = f"restore {path.name} from a backup, or move it away to start a new one (then re-run)"
+    if size == 0:
+        raise StateError(f"{path}: the file is empty (0 bytes), not a database; {advice}")
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    if not header.startswith(SQLITE_MAGIC):
+        raise StateError(f"{path}: not an SQLite database (damaged or overwritten); {advice}")
+    if len(header) < 100:
+        raise StateError(f"{path}: truncated ({size} bytes, shorter than the SQLite header); {advice}")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    wal = path.with_name(path.name + "-wal")
+    wal_pages = wal.exists() and wal.stat().st_size > 0
+    if pages and not wal_pages and size < pages * page_size:
+        raise StateError(f"{path}: truncated ({size} bytes, its header says {pages * page_size}); {advice}")
+
+
+def storage_error(exc: BaseException, path: Path | None, *, data_dir: Path | None = None) -> StateError:
+    """One line for an SQLite or OS error about chatmem's files: which file, what happened, what to do."""
+    where = str(path) if path is not None else f"{data_dir} (archive.db / staging.db)" if data_dir else "the data dir"
+    message = " ".join(str(exc).split())
+    if _disk_full(exc):
+        return StateError(f"{where}: the disk is full ({message}); free space there, then re-run the same command")
+    if "malformed" in message or "not a database" in message:
+        return StateError(
+            f"{where}: damaged database ({message}); restore it from a backup, or move it away to start a new one"
+        )
+    if "readonly" in message or "read-only" in message or "unable to open" in message or "I/O" in message:
+        return StateError(f"{where}: cannot be opened or written ({message}); check the disk, free space, permissions")
+    return StateError(f"{where}: {message}")
+
+
+def _disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return True
+    return isinstance(exc, sqlite3.Error) and "full" in str(exc)
 
 
 class Transaction:
@@ -43,3 +118,25 @@ class Transaction:
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+
+
+def database_file(conn: sqlite3.Connection) -> Path | None:
+    """The file behind a connection (PRAGMA database_list reads no page: it works on a full disk too)."""
+    try:
+        for row in conn.execute("PRAGMA database_list").fetchall():
+            if row[1] == "main" and row[2]:
+                return Path(row[2])
+    except sqlite3.Error:
+        pass
+    return None
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    """An SQLite error, or an OS error about space: the state's problem, not a bug of the stage."""
+    return isinstance(exc, sqlite3.DatabaseError) or _disk_full(exc)
+
+
+def describe_storage_failure(exc: BaseException, staging: sqlite3.Connection) -> str:
+    """`storage_error`'s line for a failure inside a stage, naming the data dir of the stage's databases."""
+    path = database_file(staging)
+    return str(storage_error(exc, None, data_dir=path.parent if path else None))

@@ -12,6 +12,7 @@ import sqlite3
 from typing import Any
 
 from contracts.errors import ConfigError
+from staging.liveness import resume_command, shown_status, unfinished_stages
 
 Row = dict[str, Any]
 
@@ -77,10 +78,14 @@ def _check_table(conn: sqlite3.Connection, table: str) -> None:
 
 
 def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
-    """The most recent runs first, each with the latest status of each of its stages."""
+    """The most recent runs first, each with the latest status of each of its stages.
+
+    A run or stage recorded as `running` whose process is gone is shown as `interrupted` (staging/liveness.py),
+    and every run that is not succeeded (nor still running) carries `resume`, the command that finishes it.
+    """
     runs = _rows(
         conn.execute(
-            "SELECT id, status, started_at, finished_at, stages, exports, code_version, error FROM runs"
+            "SELECT id, status, started_at, finished_at, stages, exports, code_version, error, pid, host FROM runs"
             " ORDER BY started_at DESC, id DESC LIMIT ?",
             (limit if limit > 0 else -1,),
         )
@@ -88,12 +93,16 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
     for run in runs:
         run["stages"] = json.loads(run["stages"])
         run["exports"] = json.loads(run["exports"])
+        run["status"] = shown_status(run["status"], run.pop("pid"), run.pop("host"))
         latest = conn.execute(
-            "SELECT stage, status FROM stage_runs WHERE id IN"
+            "SELECT stage, status, pid, host FROM stage_runs WHERE id IN"
             " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? GROUP BY stage) ORDER BY id",
             (run["id"],),
         )
-        run["stage_status"] = {str(row[0]): str(row[1]) for row in latest}
+        run["stage_status"] = {str(row[0]): shown_status(str(row[1]), row[2], row[3]) for row in latest}
+        if run["status"] not in ("succeeded", "running"):
+            left = unfinished_stages(conn, run["id"]) or run["stages"]
+            run["resume"] = resume_command(run["id"], left, run["stages"])
     return runs
 
 
@@ -114,21 +123,28 @@ def failures(
 ) -> dict[str, list[Row]]:
     """What still needs attention.
 
-    - stage runs that failed and were not re-run with success since (same run, same stage), with the
-      command that re-runs them;
+    - runs that failed or were interrupted (or whose process is gone), with the command that resumes them;
+    - stage runs that failed or were interrupted and were not re-run with success since (same run, same
+      stage), with the command that re-runs them;
     - files whose latest outcome is failed or partial (one row per path, the latest: a later ingest of the
       same path replaces it);
     - quarantined records, counted per source file and reason (the `limit` largest groups).
     """
     stages = _rows(
         staging.execute(
-            "SELECT s.run_id, s.stage, s.finished_at, s.error, s.rerun_hint FROM stage_runs s"
-            " WHERE s.status = 'failed' AND NOT EXISTS (SELECT 1 FROM stage_runs later"
+            "SELECT s.run_id, s.stage, s.status, s.finished_at, s.error, s.rerun_hint, s.pid, s.host FROM stage_runs s"
+            " WHERE s.status IN ('failed', 'interrupted', 'running') AND NOT EXISTS (SELECT 1 FROM stage_runs later"
             "   WHERE later.run_id = s.run_id AND later.stage = s.stage AND later.id > s.id"
             "   AND later.status IN ('succeeded', 'skipped'))"
             " ORDER BY s.id"
         )
     )
+    for row in stages:  # a stage still `running` whose process is gone was interrupted (SIGKILL, a full disk)
+        row["status"] = shown_status(row["status"], row.pop("pid"), row.pop("host"))
+        if row["status"] == "interrupted" and not row["error"]:
+            row["error"] = "interrupted: its process is gone (killed, or it could not record how it ended)"
+        row["rerun_hint"] = row["rerun_hint"] or f"chatmem stage {row['stage']} --run-id {row['run_id']}"
+    stages = [row for row in stages if row["status"] != "running"]
     files = _rows(
         staging.execute(
             "SELECT f.run_id, f.path, f.status, f.detail FROM ingest_files f"
@@ -147,4 +163,9 @@ def failures(
                 (limit if limit > 0 else -1,),
             )
         )
-    return {"stage_runs": stages, "files": files, "quarantine": quarantine}
+    runs = [
+        {"run_id": r["id"], "status": r["status"], "error": r["error"], "resume": r["resume"]}
+        for r in list_runs(staging, limit=0)
+        if r["status"] in ("failed", "interrupted")
+    ]
+    return {"runs": runs, "stage_runs": stages, "files": files, "quarantine": quarantine}

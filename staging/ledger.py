@@ -19,6 +19,7 @@ from typing import Any
 
 from contracts.redact import redact, redact_text
 from staging.db import Transaction, connect
+from staging.liveness import INTERRUPT_PREFIX, here, resume_command, unfinished_stages
 from staging.migrations import STAGING, migrate
 
 
@@ -53,8 +54,8 @@ def open_run(
         existing = conn.execute("SELECT id FROM runs WHERE id = ?", (run_id,)).fetchone()
         if existing is None:
             conn.execute(
-                "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?)",
+                "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version, pid, host)"
+                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     _now(),
@@ -62,18 +63,35 @@ def open_run(
                     json.dumps(redact(exports)),
                     json.dumps(redact(settings)),
                     code_version,
+                    *here(),
                 ),
             )
         else:
-            conn.execute("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?", (run_id,))
+            conn.execute(
+                "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, pid = ?, host = ? WHERE id = ?",
+                (*here(), run_id),
+            )
     return run_id
 
 
 def close_run(conn: sqlite3.Connection, run_id: str, *, error: str | None = None) -> None:
+    """Close the run: failed with `error`, interrupted (Ctrl-C), or succeeded only when every stage it selected
+    has succeeded; a re-run of one stage (`chatmem stage embed --run-id R`) does not finish a run whose later
+    stages never ran: it stays failed, saying which stages are left and how to run them."""
+    status = "failed" if error else "succeeded"
+    if error and error.startswith(INTERRUPT_PREFIX):
+        status = "interrupted"
     with Transaction(conn):
+        if status == "succeeded":
+            left = unfinished_stages(conn, run_id)
+            if left:
+                status = "failed"
+                selected = json.loads(conn.execute("SELECT stages FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+                resume = resume_command(run_id, left, selected)
+                error = f"stage(s) not run yet: {', '.join(left)} (resume: {resume})"
         conn.execute(
             "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?",
-            ("failed" if error else "succeeded", _now(), redact_text(error) if error else None, run_id),
+            (status, _now(), redact_text(error) if error else None, run_id),
         )
 
 
@@ -135,8 +153,8 @@ class StageRun:
         with Transaction(conn):
             cursor = conn.execute(
                 "INSERT INTO stage_runs (run_id, stage, status, started_at, input_fingerprint, settings,"
-                " code_version) VALUES (?, ?, 'running', ?, ?, ?, ?)",
-                (run_id, stage, _now(), input_fingerprint, json.dumps(redact(settings)), code_version),
+                " code_version, pid, host) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                (run_id, stage, _now(), input_fingerprint, json.dumps(redact(settings)), code_version, *here()),
             )
             self.id = int(cursor.lastrowid or 0)
 
@@ -158,7 +176,9 @@ class StageRun:
         )
 
     def fail(self, error: str, rerun_hint: str) -> None:
-        self._close("failed", error=error, rerun_hint=rerun_hint)
+        """Record the failure; a Ctrl-C (the KeyboardInterrupt every stage records) is recorded as interrupted."""
+        status = "interrupted" if error.startswith(INTERRUPT_PREFIX) else "failed"
+        self._close(status, error=error, rerun_hint=rerun_hint)
 
     def _close(self, status: str, **values: Any) -> None:
         values = {name: redact_text(value) if isinstance(value, str) else value for name, value in values.items()}

@@ -9,6 +9,7 @@ one is refused with a clear message instead of being half-understood.
 History:
 
     archive.db  1  sources, conversations, messages, quarantine, message_chronology
+                2  messages_fts: full-text search over message text (staging/fts.py), existing rows indexed once
     staging.db  1  the run ledger: runs, stage_runs, ingest_files
                 2  every stage's tables, which stages used to create on first use (`ensure_schema`, before
                    this list existed): segments, embeddings, extractions, llm_calls, concepts, topics,
@@ -16,6 +17,8 @@ History:
                 3  the cues stage's Cue-Tag-Content graph (staging/memory.py)
                 4  facts: fact_mentions (written with each extraction), facts (bi-temporal validity) and
                    garden_changes (the garden stage's log), staging/facts.py
+                5  runs and stage_runs: pid and host of the process, and the status `interrupted`
+                   (staging/liveness.py: a `running` row whose process is gone is shown as interrupted)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -30,7 +33,8 @@ from datetime import UTC, datetime
 
 from contracts.errors import ConfigError
 from contracts.version import code_version
-from staging import concepts, embeddings, extractions, facts, llm_calls, load_state, memory, segments, topics
+from staging import concepts, embeddings, extractions, facts, fts, llm_calls, load_state, memory, segments, topics
+from staging.liveness import migrate_liveness
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +166,10 @@ LEDGER_V1 = [
     )""",
 ]
 
-ARCHIVE = (Migration(1, "sources, conversations, messages, quarantine", statements(ARCHIVE_V1.split(";\n"))),)
+ARCHIVE = (
+    Migration(1, "sources, conversations, messages, quarantine", statements(ARCHIVE_V1.split(";\n"))),
+    Migration(2, "messages_fts: full-text search over message text", fts.create),
+)
 STAGING = (
     Migration(1, "run ledger: runs, stage_runs, ingest_files", statements(LEDGER_V1)),
     Migration(
@@ -184,6 +191,7 @@ STAGING = (
         statements(memory.SCHEMA),
     ),
     Migration(4, "facts: fact_mentions, facts, garden_changes", statements(facts.SCHEMA)),
+    Migration(5, "liveness: runs and stage_runs record pid and host; status 'interrupted'", migrate_liveness),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -10,6 +10,7 @@ from typing import Any
 from contracts.errors import ChatmemError, StageError
 from contracts.results import StageResult
 from contracts.version import code_version
+from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun
 
 
@@ -37,8 +38,11 @@ def stage_run(
         run.fail(str(exc), hint)
         raise
     except Exception as exc:
-        cause = f"{type(exc).__name__}: {exc}"
-        run.fail(cause, hint)
+        cause = describe_storage_failure(exc, staging) if is_storage_error(exc) else f"{type(exc).__name__}: {exc}"
+        try:
+            run.fail(cause, hint)
+        except sqlite3.Error:
+            pass  # a full disk cannot take the ledger row either; the row shows as interrupted once we exit
         raise StageError(stage, run_id, cause, hint) from exc
     except BaseException as exc:
         run.fail(f"{type(exc).__name__}: {exc}", hint)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from inspect_support import ingest_only, inspected  # noqa: F401  (session data dirs of the inspection tests)
 from llm_guard import no_real_model_requests  # noqa: F401  (autouse in every test: loopback only)
 
 from contracts.settings import NEO4J_ENV

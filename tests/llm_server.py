@@ -44,6 +44,7 @@ class Reply:
     error: dict[str, Any] | None = None
     delay_s: float = 0.0
     usage: tuple[int, int, int] = (100, 50, 10)  # prompt, completion (incl. reasoning), reasoning
+    body: bytes | None = None  # sent as it is, instead of a wire-format reply (a proxy's HTML page, a cut body)
     echo_credentials: bool = False  # an error that quotes the request's Authorization (decoded), as careless servers do
 
     @classmethod
@@ -63,6 +64,11 @@ class Reply:
         headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
         error = {"message": f"scripted {status}", "type": "server_error" if status >= 500 else "invalid_request_error"}
         return cls(status=status, headers=headers, error={**error, "code": code, "param": None})
+
+    @classmethod
+    def raw(cls, body: bytes, *, status: int = 200, content_type: str = "application/json") -> Reply:
+        """A reply whose body is these bytes, whatever they are (not JSON, not the wire format)."""
+        return cls(status=status, body=body, headers={"content-type": content_type})
 
     @classmethod
     def echoing(cls, status: int) -> Reply:
@@ -243,10 +249,12 @@ class FakeLLMServer:
 
     def model_reply(
         self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
-    ) -> tuple[int, dict[str, str], dict[str, Any]]:
+    ) -> tuple[int, dict[str, str], dict[str, Any] | bytes]:
         reply = self.next_reply(body)
         if reply.delay_s:
             self._stop.wait(reply.delay_s)
+        if reply.body is not None:
+            return reply.status, reply.headers, reply.body
         if reply.status != 200:
             return reply.status, reply.headers, {"error": _error(reply, headers or {})}
         shaped = self.completion(reply, body) if path.endswith("/chat/completions") else self.response(reply, body)
@@ -349,7 +357,8 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 server.max_in_flight = max(server.max_in_flight, server.in_flight)
             try:
                 status, headers, shaped = server.model_reply(self.path, body, recorded.headers)
-                self._send(status, headers, json.dumps(shaped).encode(), recorded)
+                payload = shaped if isinstance(shaped, bytes) else json.dumps(shaped).encode()
+                self._send(status, headers, payload, recorded)
             finally:
                 with server._lock:
                     server.in_flight -= 1

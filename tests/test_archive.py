@@ -11,6 +11,7 @@ import pytest
 from contracts.records import ExportConversation, ExportMessage, ExportSource, QuarantineRecord
 from ingest.tree import DraftMessage, build_thread
 from staging.archive import ArchiveWriter, archive_stats, open_archive
+from staging.migrations import ARCHIVE
 
 
 def _conversation(
@@ -167,7 +168,7 @@ def test_schema_migrates_once_and_reopens(tmp_path: Path) -> None:
     writer.write_batch(_source(writer, "a"), "jsonl", [_conversation("c1", [("m1", None, "x")])], [])
     conn.close()
     again = open_archive(tmp_path / "a.db")
-    assert again.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert again.execute("PRAGMA user_version").fetchone()[0] == len(ARCHIVE)
     assert archive_stats(again)["messages"] == 1
     assert again.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

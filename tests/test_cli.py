@@ -188,7 +188,7 @@ def test_staging_runs_text_and_json(ingested: tuple[Path, dict[str, Any]]) -> No
         (run["run_id"], "succeeded", "succeeded")
     ]
     text = chatmem("staging", "runs", data_dir=data_dir).stdout
-    assert text.splitlines()[0].split() == ["id", "status", "started_at", "stages", "exports", "error"]
+    assert text.splitlines()[0].split() == ["id", "status", "started_at", "stages", "exports", "error", "resume"]
     assert run["run_id"] in text and "ingest:succeeded" in text
 
 
@@ -221,6 +221,7 @@ def test_staging_show_filters_by_run_and_rejects_unknown_tables(
 def test_staging_failures_when_all_is_well(ingested: tuple[Path, dict[str, Any]]) -> None:
     data_dir, _ = ingested
     assert as_json(chatmem("staging", "failures", "--json", data_dir=data_dir)) == {
+        "runs": [],
         "stage_runs": [],
         "files": [],
         "quarantine": [],

@@ -11,6 +11,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from contracts import StrictBase
 from contracts.concepts import SCHEMA_VERSION, ConceptHypothesis, ExtractionResponse
 from contracts.errors import StageError
+from contracts.mcp import (
+    MCP_SCHEMA_VERSION,
+    ConceptSearchRequest,
+    ConceptSearchResult,
+    ConversationRequest,
+    ConversationResult,
+    TimelineRequest,
+    TimelineResult,
+    TopicsRequest,
+    TopicsResult,
+)
 from contracts.records import ExportConversation, QuarantineRecord
 from contracts.results import StageResult
 from contracts.schema_check import assert_strict_model, strict_schema_violations
@@ -24,6 +35,20 @@ GOLDEN_MODELS: dict[str, tuple[type[BaseModel], int]] = {
     "StageResult": (StageResult, 1),
     "ConceptHypothesis": (ConceptHypothesis, SCHEMA_VERSION),
     "ExtractionResponse": (ExtractionResponse, SCHEMA_VERSION),
+    # the MCP tools' arguments and structured results (what agents read)
+    **{
+        model.__name__: (model, MCP_SCHEMA_VERSION)
+        for model in (
+            ConceptSearchRequest,
+            ConceptSearchResult,
+            ConversationRequest,
+            ConversationResult,
+            TimelineRequest,
+            TimelineResult,
+            TopicsRequest,
+            TopicsResult,
+        )
+    },
 }
 
 

@@ -1,0 +1,138 @@
+"""Ctrl-C during a run: stop within seconds, say in one line where and how to resume, leave no process behind.
+
+    with interruptible(settings, run_id): ...     around one pipeline run, in the main thread
+
+The first SIGINT raises KeyboardInterrupt in the main thread, as Python does: every stage records it in the
+ledger (as `interrupted`) on its way out, at whatever statement it was on; SQLite rolls back a half-written
+batch, and batches are idempotent upserts, so the resume re-does at most one batch. Prefect's API server is
+out of the signal's reach (flows/server_guard.py), so the flow engine reports the crash at once instead of
+retrying a dead server. The block then ends with `RunInterrupted`: "interrupted in stage X of run R; resume
+with: ...", exit code 130.
+
+A stage can sit in native code (an ONNX session, a numba kernel) where the KeyboardInterrupt waits for it.
+A watchdog thread, woken by the signal itself through `signal.set_wakeup_fd`, gives the orderly way GRACE_S
+seconds; then it records the interruption with a connection of its own, prints the line, stops the Prefect
+server and leaves with `os._exit(130)`. A second Ctrl-C does that at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sqlite3
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from contracts.errors import ChatmemError
+from contracts.settings import Settings
+from flows.server_guard import stop_servers
+from staging.liveness import current_stage, mark_interrupted, resume_command, unfinished_stages
+
+GRACE_S = 5.0
+EXIT_CODE = 130  # 128 + SIGINT, what shells report for a job stopped by Ctrl-C
+
+
+class RunInterrupted(ChatmemError):
+    """The run was stopped by Ctrl-C; the message says where and how to resume."""
+
+    exit_code = EXIT_CODE
+
+
+class _Interruption:
+    def __init__(self, settings: Settings, run_id: str, stages: list[str]) -> None:
+        self.settings = settings
+        self.run_id = run_id
+        self.stages = stages
+        self.signals = 0
+        self.finished = threading.Event()
+        self.hard_exit = threading.Lock()  # one thread does the hard exit
+
+    def on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        self.signals += 1
+        # From here on the run says one line: libraries that log the exception as it passes (Optuna logs a
+        # failed trial with its traceback) would bury it.
+        logging.disable(logging.CRITICAL)
+        if self.signals == 1:
+            raise KeyboardInterrupt
+        self.exit_now()
+
+    def watch(self, read_fd: int) -> None:
+        """Watchdog: woken by the signal byte; gives the orderly exit GRACE_S seconds, then exits itself."""
+        while not self.finished.is_set():
+            try:
+                data = os.read(read_fd, 64)
+            except OSError:
+                return
+            if not data or self.finished.is_set():
+                return
+            if signal.SIGINT in data and not self.finished.wait(GRACE_S):
+                self.exit_now()
+
+    def message(self) -> str:
+        """The one line: where the run stopped and the command that resumes it (read from the ledger)."""
+        stage, left = None, list(self.stages)
+        with contextlib.suppress(sqlite3.Error, OSError, ChatmemError):
+            conn = sqlite3.connect(f"file:{self.settings.staging_path}?mode=ro", uri=True, timeout=2.0)
+            try:
+                stage = current_stage(conn, self.run_id)
+                left = unfinished_stages(conn, self.run_id) or left
+            finally:
+                conn.close()
+        where = f"in stage {stage} " if stage else ""
+        return f"interrupted {where}of run {self.run_id}; resume with: {resume_command(self.run_id, left, self.stages)}"
+
+    def record(self) -> None:
+        """Mark what this process left `running` as interrupted (the stages record themselves when they can)."""
+        with contextlib.suppress(sqlite3.Error, OSError):
+            conn = sqlite3.connect(self.settings.staging_path, timeout=2.0, isolation_level=None)
+            try:
+                mark_interrupted(conn, self.run_id, current_stage(conn, self.run_id))
+            finally:
+                conn.close()
+
+    def exit_now(self) -> None:
+        """The hard way out: record, say where, stop Prefect's server, exit without waiting for anything."""
+        if not self.hard_exit.acquire(blocking=False):
+            return
+        self.record()
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"error: {self.message()} (stopped at once)\n")
+            sys.stderr.flush()
+        with contextlib.suppress(Exception):
+            stop_servers(timeout_s=2.0)
+        os._exit(EXIT_CODE)
+
+
+@contextmanager
+def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterator[None]:
+    """Handle Ctrl-C for one run (see the module docstring). Outside the main thread it does nothing: signals
+    are delivered there only (a scheduled run of `chatmem serve` is stopped with its server)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    state = _Interruption(settings, run_id, stages)
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    old_handler = signal.signal(signal.SIGINT, state.on_sigint)
+    watchdog = threading.Thread(target=state.watch, args=(read_fd,), name="chatmem-interrupt", daemon=True)
+    watchdog.start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        state.finished.set()
+        state.record()
+        raise RunInterrupted(state.message()) from None
+    finally:
+        state.finished.set()
+        logging.disable(logging.NOTSET)
+        signal.signal(signal.SIGINT, old_handler)
+        signal.set_wakeup_fd(old_wakeup)
+        os.close(write_fd)  # wakes the watchdog, which then ends
+        watchdog.join(1.0)
+        os.close(read_fd)

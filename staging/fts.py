@@ -1,0 +1,74 @@
+"""Full-text search over archive messages: an external-content SQLite FTS5 table kept in step with ingest.
+
+`messages_fts` indexes `messages.text` and stores no copy of it (content="messages", content_rowid="rowid").
+It changes in the same transaction as the messages, so the index cannot lag the archive:
+
+- new messages: `ArchiveWriter.write_batch` (the only writer of messages) indexes every row past the largest
+  rowid it saw when its transaction began, with one INSERT ... SELECT (`index_new`). A per-row AFTER INSERT
+  trigger did the same at twice the ingest time (benchmarks/bench_fts.py: FTS5 is far cheaper fed in bulk);
+- changed text and deleted messages: the triggers below (rare: a newer dump that edits a message).
+
+Datasette finds the index on its own (a search box on the messages table) and `search_messages` answers the
+same query from Python. The archive's schema migration v2 creates the table and triggers and indexes the rows
+an older archive already holds, once. A rowid of `messages` can change only on VACUUM (its key is a TEXT
+uuid): after a VACUUM run `rebuild(conn)`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+SCHEMA = [
+    # content="messages" in double quotes: the spelling Datasette looks for to find a table's search index
+    "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
+    'text, content="messages", content_rowid="rowid", tokenize="unicode61 remove_diacritics 2")',
+    # UPDATE OF text: re-indexing costs a delete and an insert, so only when the text itself changed
+    """CREATE TRIGGER IF NOT EXISTS messages_fts_update AFTER UPDATE OF text ON messages
+        WHEN old.text IS NOT new.text BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+        INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+    END""",
+]
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """Create the index and its triggers, then fill it from the messages already stored (one rebuild)."""
+    for statement in SCHEMA:
+        conn.execute(statement)
+    rebuild(conn)
+
+
+def rebuild(conn: sqlite3.Connection) -> None:
+    """Re-read every message into the index (FTS5's 'rebuild' command)."""
+    conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
+
+
+def last_rowid(conn: sqlite3.Connection) -> int:
+    """The largest rowid of messages now: rows inserted after this call have larger ones."""
+    return int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0])
+
+
+def index_new(conn: sqlite3.Connection, after: int) -> None:
+    """Index the messages inserted since `last_rowid` returned `after` (call inside the same transaction)."""
+    conn.execute("INSERT INTO messages_fts (rowid, text) SELECT rowid, text FROM messages WHERE rowid > ?", (after,))
+
+
+def search_messages(conn: sqlite3.Connection, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
+    """Messages matching an FTS5 query, best match first, with a highlighted snippet.
+
+    The query is FTS5 syntax (words, "a phrase", prefix*, AND/OR/NOT); a malformed one raises
+    sqlite3.OperationalError, which callers turn into a usage error.
+    """
+    rows = conn.execute(
+        "SELECT m.uuid, m.conversation_id, m.role, m.created_at,"
+        " snippet(messages_fts, 0, '[', ']', '…', 12) AS snippet"
+        " FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid"
+        " WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?",
+        (query, limit),
+    )
+    names = [c[0] for c in rows.description]
+    return [dict(zip(names, row, strict=True)) for row in rows]

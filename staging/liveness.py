@@ -1,0 +1,130 @@
+"""Is a run still running? The ledger records the pid and host of every run and stage run; a `running` row whose
+process is gone (SIGKILL, a full disk that stopped the ledger write, a power cut) can no longer be running, and
+is shown as `interrupted`, with the command that resumes it.
+
+    migrate_liveness(conn)           schema v2: `interrupted` is a status; runs and stage_runs get pid and host
+    here() -> (pid, host)            what this process records
+    shown_status(status, pid, host)  the status to show: `running` whose process is gone -> `interrupted`
+    unfinished_stages(conn, run_id)  the run's selected stages whose latest stage run did not succeed
+    resume_command(run_id, stages)   the one command that runs them
+    mark_interrupted(conn, run_id)   record a Ctrl-C on the rows this process left running
+
+Nothing here imports the pipeline: `chatmem staging runs` and `staging failures` use it read-only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+from datetime import UTC, datetime
+
+# How a Ctrl-C reads in the ledger: every stage records `f"{type(exc).__name__}: {exc}"` for what stopped it.
+INTERRUPT_PREFIX = "KeyboardInterrupt"
+DONE = ("succeeded", "skipped")
+
+
+def migrate_liveness(conn: sqlite3.Connection) -> None:
+    """Schema v2: allow the status `interrupted`, and record the pid and host of each run and stage run.
+
+    Widening a CHECK constraint changes nothing on disk, so it is done by editing the table's SQL in
+    sqlite_schema (the procedure SQLite's ALTER TABLE page describes for such changes) rather than by copying
+    tables that other tables' foreign keys point at; every existing row satisfies the wider check.
+    """
+    version = int(conn.execute("PRAGMA schema_version").fetchone()[0])
+    conn.execute("PRAGMA writable_schema=ON")
+    try:
+        for table, last in (("runs", "'failed'"), ("stage_runs", "'failed'")):
+            conn.execute(
+                "UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = ?",
+                (f"{last}))", f"{last}, 'interrupted'))", table),
+            )
+        conn.execute(f"PRAGMA schema_version={version + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema=OFF")
+    for table in ("runs", "stage_runs"):
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN pid INTEGER")
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN host TEXT")
+
+
+def here() -> tuple[int, str]:
+    return os.getpid(), socket.gethostname()
+
+
+def process_alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a killed child its parent has not reaped is gone for us)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
+def shown_status(status: str, pid: int | None, host: str | None) -> str:
+    """`running` only while the recorded process lives; on another host we cannot tell, and trust the row."""
+    if status != "running" or pid is None or host != socket.gethostname():
+        return status
+    return status if process_alive(pid) else "interrupted"
+
+
+def unfinished_stages(conn: sqlite3.Connection, run_id: str) -> list[str]:
+    """The stages the run selected (in its order) whose latest stage run has not succeeded or been skipped."""
+    row = conn.execute("SELECT stages FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if row is None:
+        return []
+    latest = dict(
+        conn.execute(
+            "SELECT stage, status FROM stage_runs WHERE id IN"
+            " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? GROUP BY stage)",
+            (run_id,),
+        ).fetchall()
+    )
+    return [stage for stage in json.loads(row[0]) if latest.get(stage) not in DONE]
+
+
+def resume_command(run_id: str, stages_left: list[str], selected: list[str]) -> str:
+    """`chatmem stage X --run-id R` for the run's last stage alone, else `chatmem run --from X --run-id R`."""
+    if not stages_left:
+        return f"chatmem run --run-id {run_id}"
+    first = stages_left[0]
+    if selected and first == selected[-1]:
+        return f"chatmem stage {first} --run-id {run_id}"
+    to = f" --to {selected[-1]}" if selected else ""
+    return f"chatmem run --from {first}{to} --run-id {run_id}"
+
+
+def mark_interrupted(conn: sqlite3.Connection, run_id: str, stage: str | None = None) -> None:
+    """Record a Ctrl-C: this process's rows of the run that still say running become interrupted."""
+    pid, host = here()
+    now = datetime.now(UTC).isoformat()
+    hint = f"chatmem stage {stage} --run-id {run_id}"
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "UPDATE stage_runs SET status = 'interrupted', finished_at = ?, error = ?, rerun_hint = ?"
+            " WHERE run_id = ? AND status = 'running' AND pid = ? AND host = ?",
+            (now, f"{INTERRUPT_PREFIX}: stopped by Ctrl-C", hint, run_id, pid, host),
+        )
+        conn.execute(
+            "UPDATE runs SET status = 'interrupted', finished_at = ?, error = ?"
+            " WHERE id = ? AND status = 'running' AND pid = ? AND host = ?",
+            (now, f"{INTERRUPT_PREFIX}: stopped by Ctrl-C in stage {stage}", run_id, pid, host),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def current_stage(conn: sqlite3.Connection, run_id: str) -> str | None:
+    """The stage of the run's most recent stage run (the one a Ctrl-C stopped)."""
+    row = conn.execute("SELECT stage FROM stage_runs WHERE run_id = ? ORDER BY id DESC LIMIT 1", (run_id,)).fetchone()
+    return None if row is None else str(row[0])

@@ -1,0 +1,82 @@
+"""One writer per data dir: an advisory lock (flock) on `<data_dir>/chatmem.lock`, holding the run id and pid.
+
+    with data_dir_lock(data_dir, run_id, wait_s=0): ...    write; BusyError if another run holds it
+
+A second `chatmem run` (or `stage`, or a watch-folder run) on the same data dir waits up to `wait_s` seconds
+for the holder and then refuses in one line that names the run holding it and its pid. The kernel drops the
+lock when its process dies, however it dies (SIGKILL included), so a stale lock file never blocks anyone: its
+text is only a description of the last holder. Read-only commands (`staging runs`, `archive stats`,
+`concepts`, ...) never take the lock: SQLite's WAL lets them read while a run writes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from contracts.errors import BusyError, StateError
+
+LOCK_NAME = "chatmem.lock"
+_POLL_S = 0.2
+
+
+def lock_path(data_dir: Path) -> Path:
+    return data_dir / LOCK_NAME
+
+
+def holder(data_dir: Path) -> dict[str, object] | None:
+    """What the lock file says about its last holder (run id, pid, host, since), or None."""
+    try:
+        return dict(json.loads(lock_path(data_dir).read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def describe_holder(info: dict[str, object] | None) -> str:
+    if not info:
+        return "another process"
+    return f"run {info.get('run_id')} (pid {info.get('pid')} on {info.get('host')}, since {info.get('since')})"
+
+
+@contextmanager
+def data_dir_lock(data_dir: Path, run_id: str, *, wait_s: float = 0.0) -> Iterator[None]:
+    """Hold the data dir's write lock for the block; wait up to `wait_s` for it, then raise BusyError."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path(data_dir), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StateError(f"{lock_path(data_dir)}: cannot create the lock file ({exc.strerror})") from None
+    try:
+        deadline = time.monotonic() + max(wait_s, 0.0)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise BusyError(
+                        f"{data_dir} is in use by {describe_holder(holder(data_dir))}: one run writes to a data dir"
+                        f" at a time; wait for it (or set CHATMEM_PIPELINE__LOCK_WAIT_S to wait), then re-run"
+                    ) from None
+                time.sleep(_POLL_S)
+        info = {
+            "run_id": run_id,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
+        except OSError:
+            pass  # a full disk: the lock still holds; only its description is missing
+        yield
+    finally:
+        os.close(fd)  # releases the flock
