@@ -127,7 +127,7 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]], load
     base = median["no-fts"]
     messages = runs["with-fts"][0]["messages"]
     lines = [
-        f"## Full-text search: cost to ingest ({messages:,} messages), and search latency",
+        f"# Full-text search: cost to ingest ({messages:,} messages), and search latency",
         "",
         "Written by `benchmarks/bench_fts.py`: the ingest stage on one generated ChatGPT export, each variant in its"
         f" own process and data dir, {args.rounds} interleaved round(s), medians. Baseline: the same stage with"

@@ -6,7 +6,7 @@ prints the pieces in conversation order, each with when, who, its score and the 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from typing import TYPE_CHECKING
 
 import click
@@ -21,14 +21,20 @@ if TYPE_CHECKING:
     from flows.cli import App
 
 
-def parse_time(value: str | None, option: str) -> datetime | None:
-    """An ISO date or date-time (UTC when no zone is given); ConfigError (exit 2) when unreadable."""
+def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> datetime | None:
+    """An ISO date or date-time (UTC when no zone is given); ConfigError (exit 2) when unreadable.
+
+    A plain date (no time) names a whole day: with `end_of_day` it means that day's last instant, so that
+    `--at 2024-05-01` and `until:2024-05-01` include what was said on May 1st; otherwise its first instant.
+    """
     if value is None:
         return None
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise ConfigError(f"{option} {value!r}: expected an ISO date such as 2024-05-01 or 2024-05-01T09:00") from None
+    if end_of_day and len(value.strip()) == 10:  # YYYY-MM-DD: no time given
+        parsed = datetime.combine(parsed.date(), time.max)
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
@@ -48,7 +54,7 @@ def parse_scope(values: tuple[str, ...]) -> RecallScope:
         elif kind == "since":
             since = parse_time(rest, "--scope since:")
         elif kind == "until":
-            until = parse_time(rest, "--scope until:")
+            until = parse_time(rest, "--scope until:", end_of_day=True)
         else:
             raise ConfigError(f"--scope {value!r}: unknown kind {kind!r} (conversation, source, since, until)")
     return RecallScope(conversation_ids=conversations, sources=sources, since=since, until=until)
@@ -104,10 +110,12 @@ def recall(
     \b
     Example: chatmem recall "what did I decide about the Lisbon trip?" --at 2024-06-01 --budget 1500
     """
+    if not question.strip():
+        raise ConfigError('QUESTION is empty: ask something, e.g. chatmem recall "where did I go in May?"')
     settings = app.settings()
     request = RecallRequest(
         query=question,
-        at=parse_time(at, "--at"),
+        at=parse_time(at, "--at", end_of_day=True),
         budget_tokens=budget or settings.memory.budget_tokens,
         scope=parse_scope(scope),
         max_pieces=max_pieces,

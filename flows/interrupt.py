@@ -17,16 +17,20 @@ server and leaves with `os._exit(130)`. A second Ctrl-C does that at once.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import logging
 import os
+import select
 import signal
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 from contracts.errors import ChatmemError
 from contracts.settings import Settings
@@ -35,6 +39,7 @@ from staging.liveness import current_stage, mark_interrupted, resume_command, un
 
 GRACE_S = 5.0
 EXIT_CODE = 130  # 128 + SIGINT, what shells report for a job stopped by Ctrl-C
+REARM = 0xFF  # a byte no signal number takes, written to the wakeup pipe to re-deliver a swallowed Ctrl-C
 
 
 class RunInterrupted(ChatmemError):
@@ -51,8 +56,26 @@ class _Interruption:
         self.signals = 0
         self.finished = threading.Event()
         self.hard_exit = threading.Lock()  # one thread does the hard exit
+        self.rearmed = False
+        self.previous_hook = sys.unraisablehook
+        self.write_fd = -1
+
+    def on_unraisable(self, unraisable: Any) -> None:
+        """The KeyboardInterrupt landed where Python cannot raise it (a weakref callback, a __del__): Python
+        would print "Exception ignored ..." and drop it. Deliver it again instead, where it can propagate."""
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and self.signals == 1:
+            self.rearmed = True
+            # The watchdog re-delivers it: from its thread it trips on the main thread's next instruction, not
+            # inside this hook (and writing one byte to a pipe never waits, unlike starting a thread).
+            with contextlib.suppress(OSError):
+                os.write(self.write_fd, bytes([REARM]))
+            return
+        self.previous_hook(unraisable)
 
     def on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if self.rearmed:  # the first Ctrl-C again, after a place that swallowed it (see on_unraisable)
+            self.rearmed = False
+            raise KeyboardInterrupt
         self.signals += 1
         # From here on the run says one line: libraries that log the exception as it passes (Optuna logs a
         # failed trial with its traceback) would bury it.
@@ -62,16 +85,28 @@ class _Interruption:
         self.exit_now()
 
     def watch(self, read_fd: int) -> None:
-        """Watchdog: woken by the signal byte; gives the orderly exit GRACE_S seconds, then exits itself."""
+        """Watchdog: woken by the signal byte; gives the orderly exit GRACE_S seconds, then exits itself.
+        A REARM byte asks it to deliver the swallowed first Ctrl-C again (on_unraisable)."""
+        deadline: float | None = None
         while not self.finished.is_set():
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                data = os.read(read_fd, 64)
-            except OSError:
+                ready, _, _ = select.select([read_fd], [], [], timeout)
+                data = os.read(read_fd, 64) if ready else b""
+            except (OSError, ValueError):
                 return
-            if not data or self.finished.is_set():
+            if self.finished.is_set():
                 return
-            if signal.SIGINT in data and not self.finished.wait(GRACE_S):
+            if not ready:  # the grace period is over and the run has not stopped
                 self.exit_now()
+                return
+            if not data:  # the pipe was closed: the run ended
+                return
+            if signal.SIGINT in data and deadline is None:
+                deadline = time.monotonic() + GRACE_S
+            if REARM in data:
+                time.sleep(0.05)
+                _thread.interrupt_main(signal.SIGINT)
 
     def message(self) -> str:
         """The one line: where the run stopped and the command that resumes it (read from the ledger)."""
@@ -117,9 +152,11 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
         return
     state = _Interruption(settings, run_id, stages)
     read_fd, write_fd = os.pipe()
+    state.write_fd = write_fd
     os.set_blocking(write_fd, False)
     old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     old_handler = signal.signal(signal.SIGINT, state.on_sigint)
+    sys.unraisablehook = state.on_unraisable
     watchdog = threading.Thread(target=state.watch, args=(read_fd,), name="chatmem-interrupt", daemon=True)
     watchdog.start()
     try:
@@ -131,6 +168,7 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
     finally:
         state.finished.set()
         logging.disable(logging.NOTSET)
+        sys.unraisablehook = state.previous_hook
         signal.signal(signal.SIGINT, old_handler)
         signal.set_wakeup_fd(old_wakeup)
         os.close(write_fd)  # wakes the watchdog, which then ends

@@ -52,8 +52,11 @@ def _read_any(path: Path) -> Any:
     if not path.is_file():
         raise ConfigError(f"{path}: no such benchmark file")
     opener: Any = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        text = handle.read()
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            text = handle.read()
+    except (UnicodeDecodeError, OSError, EOFError) as exc:  # not text, not gzip, unreadable: one line, exit 2
+        raise ConfigError(f"{path}: not a readable JSON or JSON-lines benchmark file ({type(exc).__name__})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError:

@@ -61,10 +61,32 @@ def test_recall_answers_from_a_pipeline_built_memory_and_respects_at(notes_dir: 
 
 
 def test_recall_usage_errors_exit_2(notes_dir: Path) -> None:
-    """An unreadable --at or --scope is a usage error with one line, exit code 2."""
+    """An unreadable --at or --scope, or an empty question, is a usage error with one line, exit code 2."""
     bad = chatmem("recall", "x", "--at", "yesterday-ish", data_dir=notes_dir)
     assert bad.exit_code == 2 and "--at" in bad.output
     assert chatmem("recall", "x", "--scope", "planet:mars", data_dir=notes_dir).exit_code == 2
+    for empty in ("", "   "):
+        result = chatmem("recall", empty, data_dir=notes_dir)
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert len(result.output.strip().splitlines()) == 1 and "QUESTION is empty" in result.output
+
+
+def test_a_plain_date_for_at_includes_that_whole_day(notes_dir: Path) -> None:
+    """--at 2024-06-02 recalls the memory as it stood at the end of June 2nd: that day's message comes back."""
+    that_day = json.loads(chatmem("recall", "Lisbon tram", "--at", "2024-06-02", "--json", data_dir=notes_dir).stdout)
+    assert "trip2:1" in {p["content_id"] for p in that_day["pieces"]}
+    morning = json.loads(
+        chatmem("recall", "Lisbon tram", "--at", "2024-06-02T09:00", "--json", data_dir=notes_dir).stdout
+    )
+    assert "trip2:1" not in {p["content_id"] for p in morning["pieces"]}
+
+
+def test_eval_recall_on_a_file_that_is_not_text_is_one_line(tmp_path: Path) -> None:
+    """Random bytes as --data: exit 2 with one line naming the file, no traceback."""
+    garbage = tmp_path / "garbage.json"
+    garbage.write_bytes(bytes(range(128, 256)) * 8)
+    result = chatmem("eval", "recall", "--benchmark", "locomo", "--data", garbage, data_dir=tmp_path / "data")
+    assert result.exit_code == 2 and "Traceback" not in result.output and str(garbage) in result.output
 
 
 def longmemeval_slice(path: Path, sessions: int = 6) -> Path:
