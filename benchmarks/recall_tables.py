@@ -22,6 +22,7 @@ ABLATION_NAMES = {
     "no_consolidation": "consolidation",
     "no_next_prev": "NEXT/PREV spreading (the turn beside a match)",
     "no_hub_control": "hub control (hub cues count a quarter)",
+    "no_garden_facts": "the garden's facts (memory/fact_boost.py)",
     "no_dense": "dense key similarity",
     "no_lexical": "BM25 over keys",
 }
