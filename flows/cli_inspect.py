@@ -107,6 +107,9 @@ def _databases(settings: Settings) -> list[tuple[str, Path]]:
     if not found:
         with open_readonly(settings.staging_path, settings):  # raises the "nothing here yet" message
             pass
+    for _, path in found:  # refuses a damaged file in one line, and upgrades one an older chatmem wrote
+        with open_readonly(path, settings):
+            pass
     return found
 
 

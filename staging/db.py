@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from contracts.errors import StateError
 
@@ -49,9 +50,37 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
         conn.row_factory = sqlite3.Row
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # reading the schema finds a damaged file
+        if _behind(conn, path):
+            # Written by an older chatmem: the reads below expect today's tables. Upgrade it once, as any
+            # writing command would (no writer can be running on it: a current one would have upgraded it).
+            conn.close()
+            _upgrade(path)
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+            conn.row_factory = sqlite3.Row
     except sqlite3.DatabaseError as exc:
         raise storage_error(exc, path) from exc
     return conn
+
+
+def _migrations_for(path: Path) -> tuple[Any, ...]:
+    from staging.migrations import ARCHIVE, STAGING  # imported here: migrations imports the stage tables' modules
+
+    return {"archive.db": ARCHIVE, "staging.db": STAGING}.get(path.name, ())
+
+
+def _behind(conn: sqlite3.Connection, path: Path) -> bool:
+    migrations = _migrations_for(path)
+    return bool(migrations) and int(conn.execute("PRAGMA user_version").fetchone()[0]) < len(migrations)
+
+
+def _upgrade(path: Path) -> None:
+    from staging.migrations import migrate
+
+    conn = connect(path)
+    try:
+        migrate(conn, _migrations_for(path), name=str(path))
+    finally:
+        conn.close()
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

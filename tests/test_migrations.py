@@ -127,3 +127,20 @@ def test_the_pipeline_runs_on_an_upgraded_data_dir(tmp_path: Path, jsonl_export:
     assert len(runs) == 2 and runs[-1] == run_id  # the old run's ledger is still there
     segments_by_run = dict(staging.execute("SELECT run_id, COUNT(*) FROM segments GROUP BY run_id").fetchall())
     assert segments_by_run[runs[0]] == 40 and segments_by_run[run_id] >= 2
+
+
+def test_read_only_commands_upgrade_a_data_dir_an_older_chatmem_wrote(tmp_path: Path) -> None:
+    """`staging runs` and `archive stats` on the old data dir answer (no 'no such column'), and leave it upgraded."""
+    from click.testing import CliRunner
+
+    from flows.cli import cli
+    from staging.migrations import ARCHIVE, STAGING
+
+    data_dir = _v0_data_dir(tmp_path)
+    for args in (["staging", "runs", "--json"], ["staging", "failures", "--json"], ["archive", "stats", "--json"]):
+        result = CliRunner().invoke(cli, ["--data-dir", str(data_dir), *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    for name, migrations in (("staging.db", STAGING), ("archive.db", ARCHIVE)):
+        conn = sqlite3.connect(data_dir / name)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(migrations)
+        conn.close()
