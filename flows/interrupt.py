@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
@@ -54,6 +55,7 @@ class _Interruption:
         self.run_id = run_id
         self.stages = stages
         self.signals = 0
+        self.signalled_at: str | None = None  # when the first Ctrl-C came (ledger time format)
         self.finished = threading.Event()
         self.hard_exit = threading.Lock()  # one thread does the hard exit
         self.rearmed = False
@@ -77,6 +79,8 @@ class _Interruption:
             self.rearmed = False
             raise KeyboardInterrupt
         self.signals += 1
+        if self.signals == 1:
+            self.signalled_at = datetime.now(UTC).isoformat()
         # From here on the run says one line: libraries that log the exception as it passes (Optuna logs a
         # failed trial with its traceback) would bury it.
         logging.disable(logging.CRITICAL)
@@ -121,12 +125,14 @@ class _Interruption:
         where = f"in stage {stage} " if stage else ""
         return f"interrupted {where}of run {self.run_id}; resume with: {resume_command(self.run_id, left, self.stages)}"
 
-    def record(self) -> None:
-        """Mark what this process left `running` as interrupted (the stages record themselves when they can)."""
+    def record(self, after_failure: bool = False) -> None:
+        """Mark what this process left `running` as interrupted (the stages record themselves when they can);
+        `after_failure`: also the rows a library's failure after the Ctrl-C marked failed since the signal."""
         with contextlib.suppress(sqlite3.Error, OSError):
             conn = sqlite3.connect(self.settings.staging_path, timeout=2.0, isolation_level=None)
             try:
-                mark_interrupted(conn, self.run_id, current_stage(conn, self.run_id))
+                since = self.signalled_at if after_failure else None
+                mark_interrupted(conn, self.run_id, current_stage(conn, self.run_id), failed_since=since)
             finally:
                 conn.close()
 
@@ -164,6 +170,14 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
     except KeyboardInterrupt:
         state.finished.set()
         state.record()
+        raise RunInterrupted(state.message()) from None
+    except Exception:
+        if not state.signals:
+            raise
+        # The KeyboardInterrupt surfaced inside a library that then failed on its own cleanup (the neo4j driver
+        # interrupted in a socket read raises BufferError as it resets): the run was still stopped by Ctrl-C.
+        state.finished.set()
+        state.record(after_failure=True)
         raise RunInterrupted(state.message()) from None
     finally:
         state.finished.set()

@@ -101,22 +101,29 @@ def resume_command(run_id: str, stages_left: list[str], selected: list[str]) -> 
     return f"chatmem run --from {first}{to} --run-id {run_id}"
 
 
-def mark_interrupted(conn: sqlite3.Connection, run_id: str, stage: str | None = None) -> None:
-    """Record a Ctrl-C: this process's rows of the run that still say running become interrupted."""
+def mark_interrupted(
+    conn: sqlite3.Connection, run_id: str, stage: str | None = None, failed_since: str | None = None
+) -> None:
+    """Record a Ctrl-C: this process's rows of the run that still say running become interrupted, and with
+    `failed_since` (the signal's time) also those marked failed since then by a failure the signal caused."""
     pid, host = here()
     now = datetime.now(UTC).isoformat()
     hint = f"chatmem stage {stage} --run-id {run_id}"
+    statuses = "('running', 'failed')" if failed_since else "('running')"
+    since = failed_since or ""  # finished_at of a 'running' row is NULL; a failed row must have ended after it
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(
             "UPDATE stage_runs SET status = 'interrupted', finished_at = ?, error = ?, rerun_hint = ?"
-            " WHERE run_id = ? AND status = 'running' AND pid = ? AND host = ?",
-            (now, f"{INTERRUPT_PREFIX}: stopped by Ctrl-C", hint, run_id, pid, host),
+            f" WHERE run_id = ? AND status IN {statuses} AND pid = ? AND host = ?"
+            " AND (status = 'running' OR finished_at >= ?)",
+            (now, f"{INTERRUPT_PREFIX}: stopped by Ctrl-C", hint, run_id, pid, host, since),
         )
         conn.execute(
             "UPDATE runs SET status = 'interrupted', finished_at = ?, error = ?"
-            " WHERE id = ? AND status = 'running' AND pid = ? AND host = ?",
-            (now, f"{INTERRUPT_PREFIX}: stopped by Ctrl-C in stage {stage}", run_id, pid, host),
+            f" WHERE id = ? AND status IN {statuses} AND pid = ? AND host = ?"
+            " AND (status = 'running' OR finished_at >= ?)",
+            (now, f"{INTERRUPT_PREFIX}: stopped by Ctrl-C in stage {stage}", run_id, pid, host, since),
         )
         conn.execute("COMMIT")
     except BaseException:

@@ -254,3 +254,27 @@ def test_a_held_data_dir_refuses_run_and_skips_a_scheduled_look(tmp_path: Path, 
         assert looked.exit_code == 1 and "in use by run r-manual" in json.loads(looked.stdout)["error"]
         assert chatmem("archive", "stats", data_dir=data_dir).exit_code == 0
     assert chatmem("serve", "--once", "--watch", watch, data_dir=data_dir).exit_code == 0
+
+
+def test_a_failure_a_ctrl_c_caused_is_recorded_as_the_interruption(tmp_path: Path) -> None:
+    """Ctrl-C in a library's socket read can surface as that library's own error (the neo4j driver's BufferError
+    on reset): rows it marked failed after the signal become interrupted; a failure before the signal stays."""
+    from datetime import UTC, datetime
+
+    from staging.ledger import StageRun, close_run, open_run, open_staging
+    from staging.liveness import mark_interrupted
+
+    conn = open_staging(tmp_path / "staging.db")
+    run_id = open_run(conn, stages=["embed", "load"], exports=[], settings={}, code_version="t")
+    earlier = StageRun(conn, run_id=run_id, stage="embed", input_fingerprint="f", settings={}, code_version="t")
+    earlier.fail("ValueError: before the signal", "chatmem stage embed --run-id R")
+    time.sleep(0.01)
+    signalled_at = datetime.now(UTC).isoformat()
+    load = StageRun(conn, run_id=run_id, stage="load", input_fingerprint="f", settings={}, code_version="t")
+    load.fail("BufferError: Existing exports of data: object cannot be re-sized", "chatmem stage load --run-id R")
+    close_run(conn, run_id, error="BufferError: ...")
+    mark_interrupted(conn, run_id, "load", failed_since=signalled_at)
+    statuses = dict(conn.execute("SELECT stage, status FROM stage_runs WHERE run_id = ?", (run_id,)).fetchall())
+    assert statuses == {"embed": "failed", "load": "interrupted"}
+    assert conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0] == "interrupted"
+    conn.close()
