@@ -65,6 +65,12 @@ def test_recall_usage_errors_exit_2(notes_dir: Path) -> None:
     bad = chatmem("recall", "x", "--at", "yesterday-ish", data_dir=notes_dir)
     assert bad.exit_code == 2 and "--at" in bad.output
     assert chatmem("recall", "x", "--scope", "planet:mars", data_dir=notes_dir).exit_code == 2
+    for scope in ("conversation:nope", "source:nosuchformat"):  # names nothing in the memory: said, not an empty answer
+        result = chatmem("recall", "Lisbon", "--scope", scope, data_dir=notes_dir)
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+        assert "not in the memory" in result.output or "no content in the memory" in result.output
+    backwards = chatmem("recall", "x", "--scope", "since:2024-06-01", "--scope", "until:2024-01-01", data_dir=notes_dir)
+    assert backwards.exit_code == 2 and "is after until" in backwards.output
     for empty in ("", "   "):
         result = chatmem("recall", empty, data_dir=notes_dir)
         assert result.exit_code == 2 and "Traceback" not in result.output
