@@ -13,9 +13,8 @@ import click
 
 from contracts.errors import ConfigError
 from contracts.memory import RecallRequest, RecallResult, RecallScope
-from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.cli_inspect import JSON_OPTION, emit
 from memory.service import Memory
-from staging.fact_timeline import answer_lines
 
 if TYPE_CHECKING:
     from flows.cli import App
@@ -65,6 +64,8 @@ def print_result(result: RecallResult) -> None:
     click.echo(f"recall at {when}: {len(result.pieces)} piece(s), {result.tokens}/{result.budget_tokens} tokens")
     if result.time_filter:
         click.echo(f"time expression {result.time_filter}")
+    if result.empty_reason:
+        click.echo(result.empty_reason)
     if result.cues:
         click.echo("cues: " + ", ".join(f"{c.label} ({c.score:.2f})" for c in result.cues[:8]))
     current = None
@@ -104,8 +105,9 @@ def recall(
     """Reconstruct what the memory holds about QUESTION: pieces in conversation order, each with its path.
 
     --json prints the RecallResult (contracts/memory.py): pieces with message ids, conversation, time, score,
-    rank and the activation path (query -> cue -> tag -> content), plus "facts": what the user stated that holds
-    at --at (or now) and how it changed over time ("user lives in: Paris from ... until ..., Berlin since ...").
+    rank and the activation path (query -> cue -> tag -> content); "facts": what the user stated about it as it
+    stood at --at (or now), each with valid_from / valid_to / superseded; "fact_changes": how it changed over time
+    ("user lives in: Paris from ... until ..., Berlin since ..."); "empty_reason" when nothing relevant was found.
 
     \b
     Example: chatmem recall "what did I decide about the Lisbon trip?" --at 2024-06-01 --budget 1500
@@ -120,13 +122,13 @@ def recall(
         scope=parse_scope(scope),
         max_pieces=max_pieces,
     )
+    # The result carries the garden's facts of the question as they stood at --at (memory/recall_facts.py).
     result = Memory.open(settings).recall(request)
-    with open_readonly(settings.staging_path, settings) as staging:
-        # The garden's facts of the question as they stood at --at, and how they changed (staging.fact_timeline).
-        facts = answer_lines(staging, question, at)
     if as_json:
-        emit({**result.model_dump(mode="json"), "facts": facts})
+        emit(result.model_dump(mode="json"))
     else:
-        for line in facts:
-            click.echo(f"fact: {line}")
+        for fact in result.facts:
+            click.echo(f"fact: {fact.line}")
+        for line in result.fact_changes:
+            click.echo(f"fact: changed over time: {line}")
         print_result(result)
