@@ -12,9 +12,10 @@ it). Writes benchmarks/out/bench_recall_<benchmark>.json.
 
 Latency part: a memory of n content nodes generated straight into the engine's arrays (memory.index.MemoryIndex:
 conversations of 20 messages over three years, ~12 Zipf-distributed terms per key, 3 cues per content, 384-d
-unit vectors), then 200 recalls (rank + a 2,000-token context with paths) with no scope, and 200 scoped to
-50 conversations, each with `at` and a random query (4 terms and a vector near a random content's). Reports
-p50/p95 ms, build seconds and RSS. Writes benchmarks/out/bench_recall_latency.json.
+unit vectors), then 200 recalls (candidate pre-pass, rank, a 2,000-token context with paths) with no scope, 200
+scoped to 50 conversations, and 50 with no scope and no pre-pass (every content node scored: the baseline), each
+with `at` and a random query (4 terms and a vector near a random content's). Reports p50/p95 ms, the median
+candidates activated, build seconds (index, pre-pass tables) and RSS. Writes benchmarks/out/bench_recall_latency.json.
 """
 
 from __future__ import annotations
@@ -170,9 +171,9 @@ def measure_latency(n: int, queries: int = 200, seed: int = 11) -> dict[str, Any
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {"content": n, "build_s": round(built, 1), "prepass_tables_s": round(tables, 1)}
     candidates: list[int] = []
-    for scoped in (False, True):
+    for scoped, exact in ((False, False), (True, False), (False, True)):
         timings = []
-        for _ in range(queries):
+        for _ in range(queries if not exact else queries // 4):
             words = [f"t{int(t)}" for t in rng.integers(5, 2000, 4)]
             anchor = int(rng.integers(0, n))
             vector = index.dense[anchor] + 0.5 * rng.standard_normal(DIM).astype(np.float32)
@@ -184,11 +185,12 @@ def measure_latency(n: int, queries: int = 200, seed: int = 11) -> dict[str, Any
                 scope = RecallScope(conversation_ids=[index.conversation_ids[int(i)] for i in picked])
             request = RecallRequest(query=" ".join(words), at=at, budget_tokens=2000, scope=scope)
             began = time.perf_counter()
-            view, ranking, _ = ranked(index, request.query, vector, request, settings, limit=1000)
+            config = settings.model_copy(update={"prepass_from": n + 1}) if exact else settings
+            view, ranking, _ = ranked(index, request.query, vector, request, config, limit=1000)
             to_result(view, request, ranking, settings)
             timings.append((time.perf_counter() - began) * 1000)
             candidates.append(view.size)
-        key = "scoped_50_conversations" if scoped else "whole_memory"
+        key = "exact_whole_memory" if exact else "scoped_50_conversations" if scoped else "whole_memory"
         out[key] = {
             "p50_ms": round(metrics.percentile(timings, 50), 1),
             "p95_ms": round(metrics.percentile(timings, 95), 1),

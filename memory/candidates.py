@@ -142,21 +142,25 @@ def _neighbourhood(
     first, while under `limit`; every seed keeps its NEXT/PREV turns, and merged groups stay whole. In scope
     only, ascending."""
     seeds = np.concatenate(picked).astype(np.int64)
-    ranks = np.concatenate([np.arange(len(p)) for p in picked]) if picked else np.zeros(0, np.int64)
+    ranks = np.concatenate([np.arange(len(p)) for p in picked])
     beside = np.concatenate([index.prev[seeds], index.next[seeds]])
     chosen = [seeds, beside[beside >= 0]]
-    total = len(seeds) + len(beside)
+    room = limit - len(seeds) - len(beside)
     codes = index.conversation[seeds]
-    best: dict[int, int] = {}
-    for code, r in zip(codes.tolist(), ranks.tolist(), strict=True):
-        if code >= 0 and r < best.get(code, 1 << 62):
-            best[code] = r
-    for code in sorted(best, key=lambda c: (best[c], c)):
-        size = members.size(code)
-        if total + size > limit:
-            continue  # too big for what is left: its seeds and their neighbours are in already
-        chosen.append(members.order[members.offsets[code] : members.offsets[code + 1]])
-        total += size
+    known = codes >= 0
+    conversations, where = np.unique(codes[known], return_inverse=True)
+    best = np.full(len(conversations), np.iinfo(np.int64).max)
+    np.minimum.at(best, where, ranks[known])
+    conversations = conversations[np.lexsort((conversations, best))]  # a better seed's conversation first
+    sizes = members.offsets[conversations + 1] - members.offsets[conversations]
+    fits = sizes <= max(room, 0) // 8  # one conversation never takes more than an eighth of the room
+    conversations, sizes = conversations[fits], sizes[fits]
+    taken = np.cumsum(sizes) <= room
+    conversations, sizes = conversations[taken], sizes[taken]
+    if len(conversations):  # every member of the taken conversations, without a Python loop
+        starts = members.offsets[conversations]
+        shift = np.repeat(starts - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+        chosen.append(members.order[shift + np.arange(int(sizes.sum()))])
     keep = np.unique(np.concatenate(chosen))
     if index.group:
         heads = np.unique(index.head[keep])
@@ -180,7 +184,7 @@ def _view(index: MemoryIndex, keep: Array, lexical: Array) -> MemoryIndex:
     head = _local(keep, index.head[keep])
     head = np.where(head >= 0, head, np.arange(len(keep)))
     group: dict[int, list[int]] = {}
-    for h in np.flatnonzero(head == np.arange(len(keep))).tolist():
+    for h in np.flatnonzero(head == np.arange(len(keep))).tolist() if index.group else []:
         originals = index.group.get(int(keep[h]))
         if originals:
             local = [int(x) for x in _local(keep, np.array(originals, dtype=np.int64)) if x >= 0]
