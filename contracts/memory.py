@@ -92,6 +92,48 @@ class RecallFact(StrictBase):
     line: str = Field(description="The fact in one line, e.g. 'user lives in Berlin since 2023-05-02'.")
 
 
+class ExpandTag(StrictBase):
+    """A conversation tag the first pass activated, as the expand-or-stop step shows it to the LLM."""
+
+    tag_id: str = Field(description="The tag's id, conv:<conversation id>.")
+    title: str = Field(description="The conversation's title, or its id.")
+    activation: float = Field(description="The tag's pooled activation, 0..1 (1 = the best tag).")
+    recalled: list[str] = Field(description="The starts of its pieces already in the context.")
+    more: int = Field(ge=0, description="How many more of its messages were activated but are not in the context.")
+
+
+class ExpandRequest(StrictBase):
+    """What the LLM sees: the question and the top tags of the first pass."""
+
+    question: str
+    tags: list[ExpandTag]
+
+
+class ExpandDecision(StrictBase):
+    """Expand a tag (bring more of its conversation into the context) or stop there."""
+
+    tag_id: str = Field(description="One of the tag ids of the request.")
+    action: Literal["expand", "stop"] = Field(description="expand: more of this conversation; stop: enough.")
+    reason: str = Field(max_length=300, description="Why, in a few words.")
+
+
+class ExpandResponse(StrictBase):
+    """The LLM's answer: one decision per tag of the request."""
+
+    decisions: list[ExpandDecision]
+
+
+class ExpandOutcome(StrictBase):
+    """What the expand-or-stop step did to this recall."""
+
+    decided_by: Literal["llm", "default"] = Field(
+        description="llm: the model's answer was used; default: the deterministic rule (stop everywhere: the first "
+        "pass stands), because no LLM is configured, the step is off, or the answer was unusable."
+    )
+    decisions: list[ExpandDecision] = Field(description="One per top tag.")
+    fallback_reason: str | None = Field(default=None, description="Why the LLM's answer was not used, if it was not.")
+
+
 class RecallResult(StrictBase):
     """The reconstructed context, in conversation order (conversations by time, pieces by seq)."""
 
@@ -114,6 +156,9 @@ class RecallResult(StrictBase):
         default_factory=list,
         description="How those facts changed over time, one line per subject and attribute "
         "('user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02').",
+    )
+    expansion: ExpandOutcome | None = Field(
+        default=None, description="The expand-or-stop step over the top conversation tags, when it ran."
     )
     empty_reason: str | None = Field(
         default=None,

@@ -6,6 +6,7 @@ prints the pieces in conversation order, each with when, who, its score and the 
 
 from __future__ import annotations
 
+from contextlib import closing
 from datetime import UTC, datetime, time
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,8 @@ from contracts.errors import ConfigError
 from contracts.memory import RecallRequest, RecallResult, RecallScope
 from flows.cli_inspect import JSON_OPTION, emit
 from memory.service import Memory
+from staging import llm_calls
+from staging.ledger import open_staging
 
 if TYPE_CHECKING:
     from flows.cli import App
@@ -123,7 +126,13 @@ def recall(
         max_pieces=max_pieces,
     )
     # The result carries the garden's facts of the question as they stood at --at (memory/recall_facts.py).
-    result = Memory.open(settings).recall(request)
+    memory = Memory.open(settings)
+    if settings.memory.expand_with_llm and settings.extract.llm is not None:
+        # the expand-or-stop step calls the LLM: each attempt is an llm_calls row (run id "recall")
+        with closing(open_staging(settings.staging_path)) as staging:
+            result = memory.recall(request, on_call=llm_calls.recorder(staging, "recall"))
+    else:
+        result = memory.recall(request)
     if as_json:
         emit(result.model_dump(mode="json"))
     else:

@@ -50,6 +50,7 @@ from memory.service import Memory
 from staging import agent_reads
 from staging import memory as memory_store
 from staging.db import connect_readonly
+from staging.llm_calls import LLMCall
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +121,8 @@ class MemoryService:
     def recall(self, request: RecallRequest) -> RecallResult:
         with self.databases() as (_, staging):
             memory = self.memory(staging)
-        return memory.recall(request)
+        # Read-only: the expand step's LLM calls (memory.expand_with_llm) go to this server's log, not llm_calls.
+        return memory.recall(request, on_call=log_call)
 
     def search_concepts(self, request: ConceptSearchRequest) -> ConceptSearchResult:
         with self.databases() as (archive, staging):
@@ -163,6 +165,10 @@ class ChatmemServer(MCPServer[Any]):
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
                 raise ToolError(one_line(name, cause)) from cause
             raise
+
+
+def log_call(call: LLMCall) -> None:
+    logger.info("recall - expand-or-stop LLM call: %s, attempt %d, %.2f s", call.status, call.attempt, call.latency_s)
 
 
 def _parameters(model: type[BaseModel]) -> list[inspect.Parameter]:

@@ -24,10 +24,12 @@ from contracts.errors import ChatmemError, ConfigError
 from contracts.memory import RecallPiece, RecallRequest, RecallResult
 from contracts.settings import MemorySettings, Settings
 from memory.candidates import prepare, ranked
+from memory.expand import expand
 from memory.index import Array, MemoryIndex, key_embedder, load_index
-from memory.recall import Ranking, embed_query, to_result
+from memory.recall import Ranking, embed_query, select, to_result
 from memory.recall_facts import question_facts
 from staging.db import connect_readonly
+from staging.llm_calls import CallRecorder
 
 
 @dataclass
@@ -56,7 +58,7 @@ class Memory:
             prepare(index)  # the pre-pass tables now, not on the first recall
         return cls(settings, index, embedder)
 
-    def recall(self, request: RecallRequest) -> RecallResult:
+    def recall(self, request: RecallRequest, on_call: CallRecorder | None = None) -> RecallResult:
         """Reconstruct a context; a scope that names nothing in the memory is a ConfigError (one line), not an
         empty answer that looks like "nothing was ever said about it"."""
         check_scope(self.index, request)
@@ -69,6 +71,13 @@ class Memory:
         if reason is not None:
             pieces: list[RecallPiece] = []
             result = result.model_copy(update={"pieces": pieces, "tokens": 0, "empty_reason": reason})
+        elif settings.expand_with_llm and result.pieces:  # every LLM call goes to `on_call` (llm_calls rows)
+            chosen = select(view, ranking, request.budget_tokens, request.max_pieces)
+            llm = self.settings.extract.llm
+            changed, outcome = expand(view, ranking, chosen, request.query, settings, llm, on_call)
+            if changed is not None:
+                result = to_result(view, request, changed, settings)
+            result = result.model_copy(update={"expansion": outcome})
         return result.model_copy(update={"facts": facts, "fact_changes": changes})
 
 
