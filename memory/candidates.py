@@ -98,7 +98,7 @@ def narrow(
     mask = np.zeros(index.size, dtype=bool)
     mask[inside] = True
     lexical = index.bm25.score(words)
-    picked = [_top(lexical, inside, settings.prepass_top)]
+    picked = [_top(lexical, np.flatnonzero((lexical > 0) & mask), settings.prepass_top)]
     if vector is not None and tables.lists is not None:
         picked.append(_dense_top(index, tables.lists, vector, mask, settings.prepass_top))
     picked.append(_cue_top(index, words, mask, settings))

@@ -25,9 +25,10 @@ from contracts.memory import RecallRequest, RecallScope
 from contracts.settings import MemorySettings
 from memory import metrics
 from memory.benchmarks import Benchmark, Question
+from memory.candidates import ranked
 from memory.graph import speaker
 from memory.index import Array, MemoryIndex
-from memory.recall import Switches, candidate_mask, rank, to_result
+from memory.recall import Switches, candidate_mask, to_result
 from memory.text import BM25, terms
 from staging import embeddings as vectors
 from staging.memory import MemoryGraph
@@ -114,9 +115,10 @@ def evaluate(
     def system(variant: MemoryIndex, config: MemorySettings, switches: Switches) -> Callable[..., tuple[Array, int]]:
         def run(question: Question, vector: Array) -> tuple[Array, int]:
             request = _request(question, budget_tokens)
-            ranking = rank(variant, question.question, vector, request, config, switches)
-            result = to_result(variant, request, ranking, config)
-            return ranking.order, result.tokens
+            # what a recall does (memory.candidates: the pre-pass on a large scope, else every candidate scored)
+            view, ranking, keep = ranked(variant, question.question, vector, request, config, switches)
+            result = to_result(view, request, ranking, config)
+            return (ranking.order if keep is None else keep[ranking.order]), result.tokens
 
         return run
 
