@@ -249,7 +249,8 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     reports = {b: run_eval(b, args.data_dir) for b in FILES} if args.eval else {}
     if args.saved and not reports:
-        reports = {b: json.loads((OUT / f"bench_recall_{b}.json").read_text()) for b in FILES}
+        saved = {b: OUT / f"bench_recall_{b}.json" for b in FILES}
+        reports = {b: json.loads(p.read_text()) for b, p in saved.items() if p.exists()}
     latency = [measure_latency(n) for n in args.latency]
     if latency:
         (OUT / "bench_recall_latency.json").write_text(json.dumps(latency, indent=2))
@@ -257,9 +258,12 @@ def main() -> None:
         latency = json.loads((OUT / "bench_recall_latency.json").read_text())
     print(json.dumps({"eval": reports, "latency": latency}, indent=2))
     if args.write:
-        from benchmarks.recall_tables import section
+        from benchmarks.recall_tables import latency_section, section
 
-        write_section(ROOT / "benchmarks" / "RESULTS.md", section(reports, latency, machine()))
+        if reports:
+            write_section(ROOT / "benchmarks" / "RESULTS.md", section(reports, latency, machine()))
+        elif latency:  # no eval figures at hand: only the latency subsection changes, the eval tables stay
+            write_section(ROOT / "benchmarks" / "RESULTS.md", latency_section(latency, machine()))
 
 
 if __name__ == "__main__":
