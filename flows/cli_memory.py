@@ -69,6 +69,10 @@ def print_result(result: RecallResult) -> None:
         click.echo(f"time expression {result.time_filter}")
     if result.empty_reason:
         click.echo(result.empty_reason)
+    if result.expansion is not None:
+        decided = ", ".join(f"{d.tag_id} {d.action}" for d in result.expansion.decisions) or "no tag"
+        note = f" ({result.expansion.fallback_reason})" if result.expansion.fallback_reason else ""
+        click.echo(f"expand-or-stop by {result.expansion.decided_by}: {decided}{note}")
     if result.cues:
         click.echo("cues: " + ", ".join(f"{c.label} ({c.score:.2f})" for c in result.cues[:8]))
     current = None
