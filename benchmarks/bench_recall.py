@@ -45,6 +45,7 @@ from memory import metrics  # noqa: E402
 from memory.candidates import prepare, ranked  # noqa: E402
 from memory.index import COARSE_FROM, MemoryIndex  # noqa: E402
 from memory.recall import to_result  # noqa: E402
+from memory.session import SessionKeys  # noqa: E402
 from memory.text import BM25  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out"
@@ -154,6 +155,18 @@ def generated_index(n: int, seed: int = 7) -> MemoryIndex:
         next=nxt.astype(np.int64),
         texts={},
         position={},
+    )
+    # Session keys (memory/session.py): a conversation's keys as one BM25 document and its mean key vector
+    members = csr_matrix((np.ones(n, np.float32), (conversation, np.arange(n))), shape=(conversations, n))
+    session_terms = csc_matrix(members @ matrix)
+    session_df = np.diff(session_terms.indptr).astype(np.float64)
+    session_idf = np.log(1 + (conversations - session_df + 0.5) / (session_df + 0.5))
+    session_dense = np.asarray(members @ dense, dtype=np.float32)
+    session_dense /= np.maximum(np.linalg.norm(session_dense, axis=1, keepdims=True), 1e-9)
+    index.sessions = SessionKeys(
+        bm25=BM25(bm25.vocabulary, session_terms, session_idf),
+        dense=session_dense,
+        messages=np.bincount(conversation, minlength=conversations).astype(np.int64),
     )
     if n >= COARSE_FROM:
         index.add_projection()

@@ -16,6 +16,9 @@ METHODS = ("system", "bm25", "dense", "rrf", "dense_keys", "rrf_keys")
 ABLATION_NAMES = {
     "no_cues": "cues (query -> cue -> content)",
     "no_tags_session_prior": "tags: conversation/day prior",
+    "no_session_keys": "session-level keys (the session prior reads its best turns only)",
+    "no_session_best_turns": "best turns in the session prior (session keys only)",
+    "session_max_pooling": "best 2 turns' mean -> the best turn only (max pooling)",
     "no_decay": "temporal decay on tag edges",
     "no_time_filter": "explicit time expressions",
     "no_key_expansion": "key expansion with extracted concepts",

@@ -388,6 +388,27 @@ class MemorySettings(BaseModel):
         default=0.5, ge=0, description="Weight of a conversation tag's pooled activation fed back to its content."
     )
     day_prior: float = Field(default=0.1, ge=0, description="Same, for day tags (temporal decay applies).")
+    session_lexical_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight, in a conversation tag's activation, of BM25 over the conversation read as one key "
+        "(its key-role messages' keys; memory/session.py).",
+    )
+    session_dense_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight, in a conversation tag's activation, of the query against the conversation's key vector "
+        "(the mean of its key-role message vectors).",
+    )
+    session_best_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight, in a conversation tag's activation, of its best turns' direct scores (the session "
+        "prior from its best turns).",
+    )
+    session_best_turns: int = Field(
+        default=2, ge=1, le=2, description="How many best turns (their mean) score a conversation: 1 is max pooling."
+    )
     cue_weight: float = Field(
         default=0.3, ge=0, description="Weight of cue activation (query -> cue -> content) in a content's score."
     )

@@ -29,6 +29,7 @@ from memory.candidates import ranked
 from memory.graph import speaker
 from memory.index import Array, MemoryIndex
 from memory.recall import Switches, candidate_mask, to_result
+from memory.session import build_session_keys
 from memory.text import BM25, terms
 from staging import embeddings as vectors
 from staging.memory import MemoryGraph
@@ -211,10 +212,17 @@ def ablations(
     index: MemoryIndex, plain: list[str], settings: MemorySettings
 ) -> dict[str, tuple[MemoryIndex, MemorySettings, Switches]]:
     """The system with one part taken out at a time (same memory, same questions)."""
-    unexpanded = replace(index, bm25=BM25.build([terms(k) for k in plain]))
+    roles = [index.roles[int(r)] for r in index.role_code]
+    sessions = build_session_keys(
+        plain, roles, index.conversation, len(index.conversation_ids), index.dense, settings.key_roles
+    )
+    unexpanded = replace(index, bm25=BM25.build([terms(k) for k in plain]), sessions=sessions)
     return {
         "no_cues": (index, settings, Switches(cues=False)),
         "no_tags_session_prior": (index, settings, Switches(tags=False)),
+        "no_session_keys": (index, settings, Switches(session_keys=False)),
+        "no_session_best_turns": (index, settings.model_copy(update={"session_best_weight": 0.0}), Switches()),
+        "session_max_pooling": (index, settings.model_copy(update={"session_best_turns": 1}), Switches()),
         "no_decay": (index, settings, Switches(decay=False)),
         "no_time_filter": (index, settings, Switches(time_filter=False)),
         "no_key_expansion": (unexpanded, settings, Switches()),
