@@ -435,6 +435,35 @@ class MemorySettings(BaseModel):
     out_of_range_factor: float = Field(
         default=0.6, ge=0, le=1, description="Score multiplier of content outside an explicit time range."
     )
+    prepass_from: int = Field(
+        default=50_000,
+        ge=0,
+        description="Content in scope from which recall first picks candidates (BM25 postings, k-means lists of the "
+        "key vectors, the query's cues) and activates only them and their conversations (memory/candidates.py); "
+        "below it every content node is scored.",
+    )
+    prepass_top: int = Field(
+        default=300, ge=1, description="Candidates the pre-pass takes from each of BM25, key similarity and cues."
+    )
+    prepass_max_candidates: int = Field(
+        default=6_000, ge=1, description="Most content the pre-pass hands to activation (whole conversations)."
+    )
+    min_similarity: float = Field(
+        default=0.35,
+        ge=-1,
+        le=1,
+        description="Relevance floor: a query none of whose words occur in any key in scope, activating no cue, "
+        "and whose best raw key cosine is below this, recalls nothing (an empty result with the reason).",
+    )
+    expand_with_llm: bool = Field(
+        default=False,
+        description="After the first pass, ask the extraction LLM (extract.llm settings) whether to expand each "
+        "top conversation tag (read more of it) or stop; off or with no LLM configured: the deterministic default.",
+    )
+    expand_tags: int = Field(default=3, ge=0, le=10, description="Top conversation tags the expand step decides on.")
+    expand_pieces: int = Field(
+        default=4, ge=0, le=50, description="Pieces an expanded tag adds (its best content not already recalled)."
+    )
 
 
 class LoadSettings(BaseModel):

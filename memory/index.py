@@ -28,6 +28,7 @@ from clients.embedders import Embedder, OnnxMiniLM, build_embedder
 from contracts.errors import ChatmemError
 from contracts.facts import FactRecord
 from contracts.settings import Settings
+from memory.dense_lists import PrepassTables
 from memory.graph import dense_key
 from memory.session import SessionKeys, build_session_keys
 from memory.text import BM25, terms
@@ -94,6 +95,7 @@ class MemoryIndex:
     sessions: SessionKeys | None = None  # one key per conversation (memory/session.py)
     coarse: Array | None = None  # n x 64 projection of `dense` (large memories only), see `similarity`
     projection: Array | None = None  # 384 x 64
+    prepass: PrepassTables | None = None  # recall's candidate pre-pass tables (memory/candidates.py), large only
 
     @property
     def size(self) -> int:
