@@ -27,8 +27,8 @@ from contracts.settings import Settings, section_dump
 from contracts.version import code_version
 from ingest.batches import Batch, BatchStats, iter_batches
 from ingest.detect import detect_format
-from ingest.sources import OpenedExport, open_export, read_head
 from ingest.overlap import prefetched
+from ingest.sources import OpenedExport, open_export, read_head
 from ingest.timestamps import describe_dropped
 from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
 from staging.db import describe_storage_failure, is_storage_error

@@ -39,7 +39,9 @@ END_OF_FILE = "end of file"  # the locator of the quarantine row for an unreadab
 # Indexes a bulk load into an empty archive builds once at the end instead of row by row (`ArchiveWriter.bulk`).
 # The uuid primary key stays: every insert is checked against it.
 DEFERRABLE_INDEXES = {
-    "messages_by_conversation": "CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, seq)",
+    "messages_by_conversation": (
+        "CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, seq)"
+    ),
 }
 
 
