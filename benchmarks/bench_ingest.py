@@ -350,16 +350,20 @@ RESULTS_HEADER = """# Ingest benchmark results
 Written by `benchmarks/bench_ingest.py` (see `benchmarks/README.md` for what is measured and how). One run on
 a shared machine: treat the figures as orientation, and re-run before comparing against a change.
 
-Why the 100,000 messages/s target is missed, measured (200k generated messages, ~1.2 KB each, cProfile and
-wall-clock splits on a quiet machine, 38-40k msg/s there):
+Where an ingest's time goes (issue 12: cProfile of 250k real messages, floors, and the CLI split by the ledger):
 
-- SQLite writes: ~2.1 s per 200k (~10 us/message) for rows of ~1.2 KB with the uuid primary key and the
-  (conversation_id, seq) index; a bare `executemany` re-insert of the finished 1M rows took 17.2 s (9.2 s with
-  no indexes), so the write floor alone is ~55-100k msg/s before any parsing.
-- JSON: orjson on array elements cut at object boundaries, ~0.7 s per 200k (ijson's object building was ~3.5 s).
-- Python per message (drafts, tree, contract models, archive rows): ~2.5 s per 200k.
-- Tried and left out: parsing in a worker process that pipes plain row tuples to the writer gained < 10 %
-  (pickling 1.2 KB rows costs nearly what the overlap saves); raising GC thresholds gained 4 %.
+- Full-text search: filling `messages_fts` (archive.db v2, added after the 30.4k msg/s stage-only figure of
+  2026-11-30) costs ~3x the bare write floor of the same rows on real chat text (~1.5 KB a message), and is the
+  largest part of the stage. FTS5's `hashsize` raised from 1 MiB to 64 MiB (staging/fts.py) cut it by ~30 %.
+- Parsing runs in a thread while the batch before it is written (ingest/overlap.py): SQLite and FTS5 release the
+  GIL while they work, so both cores are busy without pickling rows to a process.
+- Into an empty archive the (conversation_id, seq) index is built once at the end (`ArchiveWriter.begin_bulk`);
+  a killed run leaves that to the next `open_archive`, and a conversation seen twice builds it at once.
+- Through the CLI: imports (scikit-learn, ~4 s, no longer imported by every command), Prefect's ephemeral API
+  (7-15 s on a quiet machine, the first flow of a process; more on a fresh Prefect home, which migrates its
+  database), and the seconds after the stage (fingerprint, summary, Prefect's shutdown) come on top of the stage.
+- The export's sha256 is read once (1.6 s for 367 MiB); JSON is parsed with orjson on array elements cut at
+  object boundaries. Tried and left out: parsing in a worker process (pickling rows cost nearly what it saved).
 
 """
 
