@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import astuple, dataclass, fields
 from typing import Any
 
@@ -275,7 +275,7 @@ def name_index(conn: sqlite3.Connection) -> dict[str, str]:
     return index
 
 
-def survivor(concepts: dict[str, ConceptRow], concept_id: str) -> str:
+def survivor(concepts: Mapping[str, ConceptRow], concept_id: str) -> str:
     """Follow merged_into pointers to the concept that absorbed this one (cycle-safe)."""
     seen = {concept_id}
     while (row := concepts.get(concept_id)) is not None and row.merged_into and row.merged_into not in seen:
