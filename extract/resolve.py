@@ -70,6 +70,18 @@ def _typo(left: str, right: str) -> bool:
     return ratio_at_least(left, right, TYPO_RATIO) is not None
 
 
+def _surely_vetoed(left: tuple[str, ...], right: tuple[str, ...], left_set: set[str], right_set: set[str]) -> bool:
+    """The veto's common case, cheaply: each side has a word the other lacks and no two of those are a typo apart.
+
+    A shortcut only: True implies words_agree(left, right) is False; False decides nothing.
+    """
+    only_left = [w for w in left if w not in right_set]
+    if not only_left:
+        return False
+    only_right = [w for w in right if w not in left_set]
+    return bool(only_right) and not any(_typo(a, b) for a in only_left for b in only_right)
+
+
 @lru_cache(maxsize=1 << 18)
 def words_agree(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
     """The veto: False when the names' content words say they are different things.
@@ -194,8 +206,11 @@ class Resolver:
         for concept_id in self._candidates(concept_type, words):
             for stored, stored_words in self._entries[concept_id].names.items():
                 # The same words in another order, or the same letters spaced differently ("set up"/"setup").
-                same = word_set == set(stored_words) or spaceless == stored.replace(" ", "")
-                if not same and not words_agree(words, stored_words):
+                stored_set = set(stored_words)
+                same = word_set == stored_set or spaceless == stored.replace(" ", "")
+                if not same and (
+                    _surely_vetoed(words, stored_words, word_set, stored_set) or not words_agree(words, stored_words)
+                ):
                     continue
                 # One word is the whole name: a few letters more make another word ("Customs" / "Customers").
                 single = len(words) == len(stored_words) == 1
