@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ def stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS) | _MORE_STOP
 
 
+@lru_cache(maxsize=1 << 17)  # a vocabulary is small next to the words of a million messages
 def stem(word: str) -> str:
     """A deliberately small stemmer: enough to join plural and -ing/-ed forms, never clever."""
     word = word.replace("’", "'").removesuffix("'s")
