@@ -13,22 +13,25 @@
   weight shrinks, it keeps its content edges but loses its tag edges (it would spread everywhere). Reported.
 - Consolidation: messages of one conversation, one day and one role whose key terms have Jaccard similarity
   of at least `consolidate_threshold` and the same concept cues become one merged node pointing at them.
+
+Built in batches of whole conversations (`GraphBuilder`), so memory stays flat in the archive's size: a first
+pass counts the global parts (term and concept document frequencies, the message count), a second builds each
+batch's content, edges and merges, and `finish` turns the small aggregates (cue frequencies, tag sizes, cue
+counts per conversation) into cues, tags and cue-tag edges. `build_graph` is the one-batch case.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.settings import MemorySettings
-from memory.text import estimate_tokens, keyphrases, terms
+from memory.consolidate import consolidate, dedupe
+from memory.text import estimate_tokens, terms, top_terms
 from staging.memory import ContentRow, CueRow, EdgeRow, MemoryGraph, TagRow
-
-PAIRWISE_MAX = 200  # consolidation compares pairs only within (conversation, day, role) groups this small
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,200 +88,178 @@ def dense_key(row: ContentRow, text: str) -> str:
     return f"{speaker(row.role, row.author)}: {text}"
 
 
+@dataclass(slots=True)
+class BatchGraph:
+    """One batch of whole conversations: its content rows, content edges, merges, and how many of its messages
+    each cue links in each conversation (summed over the archive into cue-tag edges by `finish`)."""
+
+    content: list[ContentRow]
+    edges: list[EdgeRow]
+    merges: list[tuple[str, str]]
+    cue_conversations: list[tuple[str, str, int]]
+
+
+class GraphBuilder:
+    """The graph built batch by batch: `count` every message, then `batch` each batch of whole conversations (in
+    any order), then `finish`. The rows equal `build_graph`'s over all messages at once."""
+
+    def __init__(self, evidence: Iterable[EvidenceInput], settings: MemorySettings) -> None:
+        self.settings = settings
+        self.report = BuildReport()
+        self.n = 0
+        self.term_df: Counter[str] = Counter()
+        self.df: Counter[str] = Counter()  # cue -> content linked (concepts in `count`, keyphrases in `batch`)
+        self.evidence: dict[str, dict[str, float]] = defaultdict(dict)  # message -> concept cue -> weight
+        self.concepts: dict[str, tuple[str, str]] = {}  # concept cue -> title, type
+        for e in sorted(evidence, key=lambda e: (e.concept_id, e.message_id)):
+            cue_id = f"concept:{e.concept_id}"
+            self.concepts[cue_id] = (e.title, e.concept_type)
+            weight = max(self.evidence[e.message_id].get(cue_id, 0.0), min(max(e.confidence, 0.0), 1.0))
+            self.evidence[e.message_id][cue_id] = weight
+        self.tag_labels: dict[str, tuple[str, str]] = {}
+        self.tag_members: Counter[str] = Counter()
+        self.concept_hubs: set[str] = set()
+        self.hub_floor = 0.0
+        self.started = False  # pass 2 begun: the message count and concept hubs are final
+
+    def count(self, message: MessageInput) -> None:
+        """Pass 1: the global frequencies (a message is counted once)."""
+        self.n += 1
+        self.term_df.update(set(terms(message.text)))
+        self.df.update(self.evidence.get(message.uuid, {}).keys())
+
+    def _start(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        n = max(self.n, 1)
+        self.hub_floor = max(self.settings.hub_min_content, self.settings.hub_share * n)  # more links: a hub
+        self.concept_hubs = {c for c, count in self.df.items() if count > self.hub_floor}
+
+    def batch(self, messages: Sequence[MessageInput], topics: Iterable[TopicInput]) -> BatchGraph:
+        """Pass 2: one batch of whole conversations (consolidation compares messages within a conversation)."""
+        self._start()
+        settings, hubs, n = self.settings, self.concept_hubs, max(self.n, 1)
+        messages = sorted(messages, key=lambda m: (m.conversation_id, m.seq, m.uuid))
+        base_terms = [terms(m.text) for m in messages]
+        content_cues: dict[str, dict[str, float]] = {}
+        edges: list[EdgeRow] = []
+        content: list[ContentRow] = []
+        by_conversation: Counter[tuple[str, str]] = Counter()
+        ceiling = int(self.hub_floor)
+        for message, words in zip(messages, base_terms, strict=True):
+            cues_here = dict(self.evidence.get(message.uuid, {}))
+            found = top_terms(
+                words, self.term_df, n, settings.keyphrases_per_content, settings.keyphrase_min_df, ceiling
+            )
+            for rank, term in enumerate(found):
+                cue_id = f"kp:{term}"
+                if cue_id not in cues_here:
+                    cues_here[cue_id] = round(1.0 / math.sqrt(rank + 1), 6)
+                    self.df[cue_id] += 1
+            content_cues[message.uuid] = cues_here
+            names = [self.concepts[c][0] for c in sorted(cues_here) if c in self.concepts and c not in hubs]
+            key = key_base(message)
+            if settings.expand_keys and names:
+                key += "\n" + "; ".join(names)
+            day = message.created_at[:10] if message.created_at else None
+            content.append(
+                ContentRow(
+                    message.uuid,
+                    "message",
+                    message.conversation_id,
+                    message.seq,
+                    message.role,
+                    message.author,
+                    message.created_at,
+                    day,
+                    message.source,
+                    key,
+                    estimate_tokens(message.text),
+                )
+            )
+            for cue_id, weight in sorted(cues_here.items()):
+                edges.append(EdgeRow(cue_id, message.uuid, "cue-content", weight))
+                by_conversation[(cue_id, message.conversation_id)] += 1
+            tags = [
+                (f"conv:{message.conversation_id}", "conversation", message.title or message.conversation_id),
+                (f"role:{message.role}", "role", message.role),
+                (f"source:{message.source}", "source", message.source),
+            ]
+            if day:
+                tags += [(f"day:{day}", "day", day), (f"month:{day[:7]}", "month", day[:7])]
+            for tag_id, kind, label in tags:
+                self._tag(tag_id, kind, label)
+                edges.append(EdgeRow(tag_id, message.uuid, "tag-content", 1.0))
+        for t in sorted(topics, key=lambda t: (t.message_id, t.topic_uid)):
+            if t.message_id in content_cues:
+                tag_id = f"topic:{t.topic_uid}"
+                self._tag(tag_id, "topic", t.label)
+                edges.append(EdgeRow(tag_id, t.message_id, "tag-content", round(min(max(t.weight, 0.0), 1.0), 6)))
+        merges = consolidate(messages, base_terms, content_cues, hubs, content, settings, self.report)
+        pairs = [(cue, conversation, count) for (cue, conversation), count in by_conversation.items()]
+        return BatchGraph(content, dedupe(edges), merges, pairs)
+
+    def _tag(self, tag_id: str, kind: str, label: str) -> None:
+        self.tag_labels.setdefault(tag_id, (kind, label))
+        self.tag_members[tag_id] += 1
+
+    def finish(self) -> tuple[list[CueRow], list[TagRow], BuildReport]:
+        """The cues (document frequency, IDF, hub flag) and the tags, once every batch is built."""
+        self._start()
+        n = max(self.n, 1)
+        hubs = self.hubs()
+        cues = []
+        for cue_id in sorted(self.df):
+            name, kind, ctype = self._cue(cue_id)
+            idf = round(math.log(1 + n / self.df[cue_id]), 6)
+            cues.append(CueRow(cue_id, name, kind, ctype, self.df[cue_id], idf, cue_id in hubs))
+            if ctype and cue_id not in hubs:
+                self._tag(f"ctype:{ctype}", "concept_type", ctype)
+        self.report.hubs = [
+            {"cue": self._cue(c)[0], "share": round(self.df[c] / n, 4), "action": "idf down-weighted, no tag edges"}
+            for c in sorted(hubs, key=lambda c: (-self.df[c], c))
+        ]
+        tags = [TagRow(t, *self.tag_labels[t], self.tag_members[t]) for t in sorted(self.tag_labels)]
+        return cues, tags, self.report
+
+    def hubs(self) -> set[str]:
+        return {c for c, count in self.df.items() if count > self.hub_floor}
+
+    def _cue(self, cue_id: str) -> tuple[str, str, str | None]:
+        if cue_id in self.concepts:
+            title, ctype = self.concepts[cue_id]
+            return title, "concept", ctype
+        return cue_id.removeprefix("kp:"), "keyphrase", None
+
+    def cue_tag_edges(self, cue_conversations: Iterable[tuple[str, str, int]]) -> Iterator[EdgeRow]:
+        """Cue -> conversation edges (weight: the cue's share there) from (cue, conversation, count) rows summed
+        over all batches, and cue -> concept type edges; hubs get none."""
+        hubs = self.hubs()
+        for cue_id, conversation_id, count in cue_conversations:
+            if cue_id not in hubs:
+                yield EdgeRow(cue_id, f"conv:{conversation_id}", "cue-tag", round(count / self.df[cue_id], 6))
+        for cue_id in sorted(self.concepts):
+            ctype = self.concepts[cue_id][1]
+            if self.df[cue_id] and ctype and cue_id not in hubs:
+                yield EdgeRow(cue_id, f"ctype:{ctype}", "cue-tag", 1.0)
+
+
 def build_graph(
     messages: Sequence[MessageInput],
     evidence: Sequence[EvidenceInput],
     topics: Sequence[TopicInput],
     settings: MemorySettings,
 ) -> tuple[MemoryGraph, BuildReport]:
-    """The whole graph, deterministic for the same inputs (everything sorted by id)."""
-    report = BuildReport()
-    messages = sorted(messages, key=lambda m: (m.conversation_id, m.seq, m.uuid))
-    known = {m.uuid for m in messages}
-    n = max(len(messages), 1)
-    edges: list[EdgeRow] = []
-    content_cues: dict[str, dict[str, float]] = defaultdict(dict)
-    cue_rows: dict[str, tuple[str, str, str | None]] = {}  # cue_id -> name, kind, concept type
-    for e in sorted(evidence, key=lambda e: (e.concept_id, e.message_id)):
-        if e.message_id not in known:
-            continue
-        cue_id = f"concept:{e.concept_id}"
-        cue_rows[cue_id] = (e.title, "concept", e.concept_type)
-        weight = max(content_cues[e.message_id].get(cue_id, 0.0), min(max(e.confidence, 0.0), 1.0))
-        content_cues[e.message_id][cue_id] = weight
-    base_terms = [terms(m.text) for m in messages]
-    hub_floor = max(settings.hub_min_content, settings.hub_share * n)  # more links than this: a hub
-    phrases = keyphrases(base_terms, settings.keyphrases_per_content, settings.keyphrase_min_df, int(hub_floor))
-    for message, found in zip(messages, phrases, strict=True):
-        for rank, term in enumerate(found):
-            cue_id = f"kp:{term}"
-            cue_rows.setdefault(cue_id, (term, "keyphrase", None))
-            content_cues[message.uuid].setdefault(cue_id, round(1.0 / math.sqrt(rank + 1), 6))
-    df: Counter[str] = Counter(c for cues in content_cues.values() for c in cues)
-    hubs = {c for c, count in df.items() if count > hub_floor}
-    cues = []
-    for cue_id in sorted(cue_rows):
-        name, kind, ctype = cue_rows[cue_id]
-        idf = round(math.log(1 + n / df[cue_id]), 6)
-        cues.append(CueRow(cue_id, name, kind, ctype, df[cue_id], idf, cue_id in hubs))
-    report.hubs = [
-        {"cue": cue_rows[c][0], "share": round(df[c] / n, 4), "action": "idf down-weighted, no tag edges"}
-        for c in sorted(hubs, key=lambda c: (-df[c], c))
-    ]
-    content: list[ContentRow] = []
-    by_conversation: dict[str, Counter[str]] = defaultdict(Counter)
-    tag_members: Counter[str] = Counter()
-    tag_labels: dict[str, tuple[str, str]] = {}
+    """The whole graph in one batch, deterministic for the same inputs (everything sorted by id)."""
+    builder = GraphBuilder(evidence, settings)
     for message in messages:
-        cues_here = content_cues.get(message.uuid, {})
-        names = [cue_rows[c][0] for c in sorted(cues_here) if cue_rows[c][1] == "concept" and c not in hubs]
-        key = key_base(message)
-        if settings.expand_keys and names:
-            key += "\n" + "; ".join(names)
-        day = message.created_at[:10] if message.created_at else None
-        content.append(
-            ContentRow(
-                message.uuid,
-                "message",
-                message.conversation_id,
-                message.seq,
-                message.role,
-                message.author,
-                message.created_at,
-                day,
-                message.source,
-                key,
-                estimate_tokens(message.text),
-            )
-        )
-        for cue_id, weight in sorted(cues_here.items()):
-            edges.append(EdgeRow(cue_id, message.uuid, "cue-content", weight))
-            by_conversation[cue_id][message.conversation_id] += 1
-        tags = [
-            (f"conv:{message.conversation_id}", "conversation", message.title or message.conversation_id),
-            (f"role:{message.role}", "role", message.role),
-            (f"source:{message.source}", "source", message.source),
-        ]
-        if day:
-            tags += [(f"day:{day}", "day", day), (f"month:{day[:7]}", "month", day[:7])]
-        for tag_id, kind, label in tags:
-            tag_labels.setdefault(tag_id, (kind, label))
-            tag_members[tag_id] += 1
-            edges.append(EdgeRow(tag_id, message.uuid, "tag-content", 1.0))
-    for t in sorted(topics, key=lambda t: (t.message_id, t.topic_uid)):
-        if t.message_id in known:
-            tag_id = f"topic:{t.topic_uid}"
-            tag_labels.setdefault(tag_id, ("topic", t.label))
-            tag_members[tag_id] += 1
-            edges.append(EdgeRow(tag_id, t.message_id, "tag-content", round(min(max(t.weight, 0.0), 1.0), 6)))
-    for cue_id in sorted(by_conversation):
-        if cue_id in hubs:
-            continue
-        for conversation_id, count in sorted(by_conversation[cue_id].items()):
-            edges.append(EdgeRow(cue_id, f"conv:{conversation_id}", "cue-tag", round(count / df[cue_id], 6)))
-        ctype = cue_rows[cue_id][2]
-        if ctype:
-            tag_id = f"ctype:{ctype}"
-            tag_labels.setdefault(tag_id, ("concept_type", ctype))
-            tag_members[tag_id] += 1
-            edges.append(EdgeRow(cue_id, tag_id, "cue-tag", 1.0))
-    tags_out = [TagRow(t, tag_labels[t][0], tag_labels[t][1], tag_members[t]) for t in sorted(tag_labels)]
-    merges = consolidate(messages, base_terms, content_cues, hubs, content, settings, report)
-    edges = _dedupe(edges)
-    return MemoryGraph(content, cues, tags_out, edges, merges), report
-
-
-def consolidate(
-    messages: Sequence[MessageInput],
-    base_terms: Sequence[list[str]],
-    content_cues: dict[str, dict[str, float]],
-    hubs: set[str],
-    content: list[ContentRow],
-    settings: MemorySettings,
-    report: BuildReport,
-) -> list[tuple[str, str]]:
-    """Merge near-identical messages (one conversation, day and role, same concept cues) under one new node.
-
-    The originals stay (their `merged_into` names the merged node); the merged node carries the first one's key
-    text and seq. Returns (merged id, original id) pairs.
-    """
-    groups: dict[tuple[str, str | None, str], list[int]] = defaultdict(list)
-    for index, row in enumerate(content):
-        groups[(row.conversation_id, row.day, row.role)].append(index)
-    merges: list[tuple[str, str]] = []
-    new_rows: list[ContentRow] = []
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        sets = {i: frozenset(base_terms[i]) for i in members}
-        concepts = {
-            i: frozenset(
-                c for c in content_cues.get(messages[i].uuid, {}) if c.startswith("concept:") and c not in hubs
-            )
-            for i in members
-        }
-        parent = {i: i for i in members}
-
-        if len(members) <= PAIRWISE_MAX:
-            pairs = [(a, b) for x, a in enumerate(members) for b in members[x + 1 :]]
-        else:  # too many pairs: only identical term sets
-            first: dict[tuple[frozenset[str], frozenset[str]], int] = {}
-            pairs = []
-            for i in members:
-                pairs.append((first.setdefault((sets[i], concepts[i]), i), i))
-        for a, b in pairs:
-            if a == b or concepts[a] != concepts[b] or not sets[a] or not sets[b]:
-                continue
-            jaccard = len(sets[a] & sets[b]) / len(sets[a] | sets[b])
-            if jaccard >= settings.consolidate_threshold:
-                parent[_find(parent, b)] = _find(parent, a)
-        clusters: dict[int, list[int]] = defaultdict(list)
-        for i in members:
-            clusters[_find(parent, i)].append(i)
-        for group in clusters.values():
-            if len(group) < 2:
-                continue
-            group.sort(key=lambda i: (content[i].seq, content[i].content_id))
-            ids = [content[i].content_id for i in group]
-            merged_id = "merged:" + hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16]
-            head = content[group[0]]
-            new_rows.append(
-                ContentRow(
-                    merged_id,
-                    "merged",
-                    head.conversation_id,
-                    head.seq,
-                    head.role,
-                    head.author,
-                    head.created_at,
-                    head.day,
-                    head.source,
-                    head.key_text,
-                    head.tokens,
-                )
-            )
-            for i in group:
-                content[i].merged_into = merged_id
-                merges.append((merged_id, content[i].content_id))
-            report.merged_groups += 1
-            report.merged_messages += len(group)
-    content.extend(sorted(new_rows, key=lambda r: r.content_id))
-    return sorted(merges)
-
-
-def _find(parent: dict[int, int], i: int) -> int:
-    """Union-find root with path halving."""
-    while parent[i] != i:
-        parent[i] = parent[parent[i]]
-        i = parent[i]
-    return i
-
-
-def _dedupe(edges: list[EdgeRow]) -> list[EdgeRow]:
-    """One edge per (src, dst): the strongest."""
-    best: dict[tuple[str, str], EdgeRow] = {}
-    for edge in edges:
-        key = (edge.src, edge.dst)
-        if key not in best or edge.weight > best[key].weight:
-            best[key] = edge
-    return [best[k] for k in sorted(best)]
+        builder.count(message)
+    part = builder.batch(messages, topics)
+    cues, tags, report = builder.finish()
+    pairs = sorted(part.cue_conversations)
+    edges = sorted([*part.edges, *builder.cue_tag_edges(pairs)], key=lambda e: (e.src, e.dst))
+    content = [r for r in part.content if r.kind == "message"] + sorted(
+        (r for r in part.content if r.kind == "merged"), key=lambda r: r.content_id
+    )
+    return MemoryGraph(content, cues, tags, edges, part.merges), report

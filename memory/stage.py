@@ -2,10 +2,10 @@
 
 The six steps: open a stage run; read the visible active messages (archive.db), the live concepts' evidence
 (the concepts stage) and the latest topics (the cluster stage; optional: a small archive has none); compute
-the graph with `memory.graph.build_graph` (pure, deterministic); check it (`_check`: every edge joins known
-nodes, weights in 0..1, every merged node has originals); replace this run's rows in one transaction (ids are
-content keys, so a re-run writes the same rows); close with counts and the hub report, or record the failure
-with the command that re-runs the stage.
+the graph with `memory.graph.GraphBuilder` (pure, deterministic), batch by batch of whole conversations; check
+each batch (`_check`: every edge joins known nodes, weights in 0..1, every merged node has originals); replace
+this run's rows in one transaction, written batch by batch (ids are content keys, so a re-run writes the same
+rows); close with counts and the hub report, or record the failure with the command that re-runs the stage.
 """
 
 from __future__ import annotations
@@ -14,23 +14,26 @@ import hashlib
 import json
 import logging
 import sqlite3
+from collections.abc import Iterator
 
 from clients.embed_cache import EmbedCounts, embed_cached
 from clients.embedders import Embedder
 from clients.progress import ProgressFactory
 from contracts.results import StageResult
 from contracts.settings import Settings
-from memory.graph import EvidenceInput, MessageInput, TopicInput, build_graph, dense_key
+from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, key_base
 from memory.index import embeds_role, key_embedder
 from staging import memory as store
 from staging import memory_inputs as inputs
-from staging.memory import MemoryGraph
 from staging.segments import archive_fingerprint
 from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 
 STAGE = "cues"
+
+
+BATCH_MESSAGES = 20_000  # whole conversations are gathered into batches of about this many messages
 
 
 def run(
@@ -41,78 +44,124 @@ def run(
     settings: Settings,
     embedder: Embedder | None = None,
     progress: ProgressFactory | None = None,
+    batch_messages: int = BATCH_MESSAGES,
 ) -> StageResult:
-    """Build the Cue-Tag-Content graph of the whole archive for this run, and embed its keys (cached)."""
+    """Build the Cue-Tag-Content graph of the whole archive for this run, and embed its keys (cached).
+
+    Memory stays flat in the archive's size: messages are read three times (global counts; the graph batch by
+    batch of whole conversations, written as it goes; the keys to embed), never held all at once."""
     config = settings.memory.model_dump(mode="json")
     evidence = inputs.live_evidence(staging)
-    topic_run, topics = inputs.topic_messages(staging)
+    topic_run = inputs.topic_run(staging)
     digest = hashlib.sha256(json.dumps([evidence, topic_run, config], sort_keys=True).encode()).hexdigest()
     fingerprint = f"{archive_fingerprint(archive)}:{digest}"
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
-        messages = [MessageInput(*row) for row in inputs.iter_visible_messages(archive)]
-        graph, report = build_graph(
-            messages,
-            [EvidenceInput(*row) for row in evidence],
-            [TopicInput(*row) for row in topics],
-            settings.memory,
-        )
-        _check(graph)
+        builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory)
+        del evidence
+        for message in _messages(archive):
+            builder.count(message)
         notes = []
         if topic_run is None:
             notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
-        if not evidence:
+        if not builder.concepts:
             notes.append("no concept evidence (concepts stage not run): keyphrase cues only")
-        content = sum(1 for c in graph.content if c.kind == "message")
-        hub_share = round(100 * len(report.hubs) / max(len(graph.cues), 1), 2)
-        if report.hubs:
-            names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
-            notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
-        summary = {"hubs": report.hubs, "topic_run": topic_run, "notes": notes}
-        store.write_run(staging, run_id, graph, summary)
-        embedded = EmbedCounts()
-        if graph.content:
-            texts = {m.uuid: m.text for m in messages}
-            keys = [
-                dense_key(c, texts[c.content_id])
-                for c in graph.content
-                if c.kind == "message" and embeds_role(settings, c.role)
-            ]
-            model = embedder or key_embedder(settings)
-            embed_cached(
-                staging,
-                model,
-                run_id,
-                keys,
-                batch_size=model.batch_size or settings.embed.batch_size,
-                write_batch=settings.embed.write_batch,
-                counts=embedded,
-                progress=progress,
-                label="embed keys",
-            )
+        sources: set[str] = set()
+        with store.RunWriter(staging, run_id) as writer:
+            for batch in _batches(_messages(archive), batch_messages):
+                topics = inputs.topic_rows(staging, topic_run, (m.uuid for m in batch))
+                part = builder.batch(batch, [TopicInput(*row) for row in topics])
+                _check(part)
+                sources.update(e.src for e in part.edges)
+                writer.add(part.content, part.edges, part.merges, part.cue_conversations)
+            cues, tags, report = builder.finish()
+            edges_before = writer.counts["edges"]
+            writer.add_edges(builder.cue_tag_edges(writer.cue_conversations()))
+            cue_tag_edges = writer.counts["edges"] - edges_before
+            unknown = sources - {c.cue_id for c in cues} - {t.tag_id for t in tags}
+            if unknown:
+                raise ValueError(f"{len(unknown)} edge source(s) name no cue or tag: {sorted(unknown)[0]}")
+            writer.add_cues(cues)
+            writer.add_tags(tags)
+            hub_share = round(100 * len(report.hubs) / max(len(cues), 1), 2)
+            if report.hubs:
+                names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
+                notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
+            writer.finish({"hubs": report.hubs, "topic_run": topic_run, "notes": notes})
+            written = dict(writer.counts)
+        embedded = _embed_keys(archive, staging, run_id, settings, embedder, progress, batch_messages)
         counts = {
-            "content": content,
+            "content": written["content"] - written["merged"],
             "merged_nodes": report.merged_groups,
             "merged_messages": report.merged_messages,
-            "cues": len(graph.cues),
-            "concept_cues": sum(1 for c in graph.cues if c.kind == "concept"),
-            "keyphrase_cues": sum(1 for c in graph.cues if c.kind == "keyphrase"),
+            "cues": len(cues),
+            "concept_cues": sum(1 for c in cues if c.kind == "concept"),
+            "keyphrase_cues": sum(1 for c in cues if c.kind == "keyphrase"),
             "hub_cues": len(report.hubs),
-            "tags": len(graph.tags),
-            "edges": len(graph.edges),
+            "tags": len(tags),
+            "edges": written["edges"],
             "keys_embedded": embedded.embedded,
             "keys_cached": embedded.cached,
         }
-        log.info("cues - %s", counts)
-        rows_out = len(graph.content) + len(graph.cues) + len(graph.tags) + len(graph.edges)
-        return finish(ledger, rows_in=len(messages), rows_out=rows_out, counts=counts, notes=notes)
+        log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
+        rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
+        return finish(ledger, rows_in=builder.n, rows_out=rows_out, counts=counts, notes=notes)
 
 
-def _check(graph: MemoryGraph) -> None:
-    """Step 4: what is about to be written holds together (a failure here is a bug: the stage fails)."""
-    nodes = {c.content_id for c in graph.content} | {c.cue_id for c in graph.cues} | {t.tag_id for t in graph.tags}
-    bad = [e for e in graph.edges if e.src not in nodes or e.dst not in nodes or not 0.0 <= e.weight <= 1.0]
+def _messages(archive: sqlite3.Connection) -> Iterator[MessageInput]:
+    return (MessageInput(*row) for row in inputs.iter_visible_messages(archive))
+
+
+def _batches(messages: Iterator[MessageInput], size: int) -> Iterator[list[MessageInput]]:
+    """Whole conversations, gathered until a batch holds at least `size` messages (messages come conversation
+    by conversation)."""
+    batch: list[MessageInput] = []
+    for message in messages:
+        if len(batch) >= size and message.conversation_id != batch[-1].conversation_id:
+            yield batch
+            batch = []
+        batch.append(message)
+    if batch:
+        yield batch
+
+
+def _embed_keys(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    run_id: str,
+    settings: Settings,
+    embedder: Embedder | None,
+    progress: ProgressFactory | None,
+    batch_messages: int,
+) -> EmbedCounts:
+    """Pass 3: every message content node's dense key in staging's vector cache, a batch at a time."""
+    embedded = EmbedCounts()
+    model: Embedder | None = None
+    for batch in _batches(_messages(archive), batch_messages):
+        keys = [key_base(m) for m in batch if embeds_role(settings, m.role)]
+        if not keys:
+            continue
+        model = model or embedder or key_embedder(settings)
+        embed_cached(
+            staging,
+            model,
+            run_id,
+            keys,
+            batch_size=model.batch_size or settings.embed.batch_size,
+            write_batch=settings.embed.write_batch,
+            counts=embedded,
+            progress=progress,
+            label="embed keys",
+        )
+    return embedded
+
+
+def _check(part: BatchGraph) -> None:
+    """Step 4, per batch: what is about to be written holds together (a failure here is a bug: the stage fails).
+    Edge sources (cues, tags) are checked once every batch is built."""
+    content = {c.content_id for c in part.content}
+    bad = [e for e in part.edges if e.dst not in content or not 0.0 <= e.weight <= 1.0]
     if bad:
         raise ValueError(f"{len(bad)} edge(s) join an unknown node or weigh outside 0..1: {bad[0]}")
-    merged = {c.content_id for c in graph.content if c.kind == "merged"}
-    if merged != {m for m, _ in graph.merges}:
+    merged = {c.content_id for c in part.content if c.kind == "merged"}
+    if merged != {m for m, _ in part.merges}:
         raise ValueError("a merged content node without originals, or originals of an unknown node")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -118,13 +118,16 @@ def keyphrases(documents: Sequence[Sequence[str]], per_document: int, min_df: in
     for document in documents:
         df.update(set(document))
     n = max(len(documents), 1)
+    return [top_terms(document, df, n, per_document, min_df, max_df) for document in documents]
+
+
+def top_terms(
+    document: Sequence[str], df: Mapping[str, int], n: int, per_document: int, min_df: int, max_df: int
+) -> list[str]:
+    """One document's keyphrases given the corpus's document frequencies `df` over `n` documents (so a corpus
+    can be scored in batches once its frequencies are counted)."""
     ceiling = max(min_df, max_df)
-    result = []
-    for document in documents:
-        counts = Counter(document)
-        scored = [
-            (tf * math.log(n / df[t]), t) for t, tf in counts.items() if min_df <= df[t] <= ceiling and len(t) > 2
-        ]
-        scored.sort(key=lambda x: (-x[0], x[1]))
-        result.append([t for _, t in scored[:per_document]])
-    return result
+    counts = Counter(document)
+    scored = [(tf * math.log(n / df[t]), t) for t, tf in counts.items() if min_df <= df[t] <= ceiling and len(t) > 2]
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    return [t for _, t in scored[:per_document]]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
@@ -160,34 +160,100 @@ _TABLES: list[tuple[str, Any, str]] = [
 
 def write_run(conn: sqlite3.Connection, run_id: str, graph: MemoryGraph, summary: Mapping[str, Any]) -> None:
     """Replace everything this run's cues stage wrote, in one transaction (a re-run is idempotent)."""
-    with Transaction(conn):
+    with RunWriter(conn, run_id) as writer:
+        writer.add(graph.content, graph.edges, graph.merges)
+        writer.add_cues(graph.cues)
+        writer.add_tags(graph.tags)
+        writer.finish(summary)
+
+
+class RunWriter:
+    """One run's rows written in batches inside one transaction (`with RunWriter(conn, run_id) as w:`): the old
+    rows go first, every batch appends, `finish` writes the run row with the counts; an exception rolls all of it
+    back. Cue counts per conversation wait in a temporary table until every batch is in (`cue_conversations`)."""
+
+    def __init__(self, conn: sqlite3.Connection, run_id: str) -> None:
+        self.conn = conn
+        self.run_id = run_id
+        self.counts = {"content": 0, "cues": 0, "tags": 0, "edges": 0, "hubs": 0, "merged": 0}
+        self._transaction = Transaction(conn)
+
+    def __enter__(self) -> RunWriter:
+        self._transaction.__enter__()
         for table in RUN_TABLES:
-            conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
-        conn.execute(
+            self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (self.run_id,))
+        self.conn.execute("DROP TABLE IF EXISTS temp.memory_cue_conversations")
+        self.conn.execute("CREATE TEMP TABLE memory_cue_conversations (cue_id TEXT, conversation_id TEXT, n INTEGER)")
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            self.conn.execute("DROP TABLE IF EXISTS temp.memory_cue_conversations")
+        finally:
+            self._transaction.__exit__(exc_type, exc, tb)
+
+    def _insert(self, table: str, cls: Any, rows: Iterable[Any]) -> int:
+        columns = _columns(cls)
+        marks = ", ".join("?" * (len(columns) + 1))
+        values = attrgetter(*columns)  # flat rows of scalars: astuple's deep copy is most of the write's time
+        before = self.conn.total_changes
+        self.conn.executemany(
+            f"INSERT INTO {table} (run_id, {', '.join(columns)}) VALUES ({marks})",
+            ((self.run_id, *values(row)) for row in rows),
+        )
+        return self.conn.total_changes - before
+
+    def add(
+        self,
+        content: Sequence[ContentRow],
+        edges: Iterable[EdgeRow],
+        merges: Iterable[tuple[str, str]],
+        cue_conversations: Iterable[tuple[str, str, int]] = (),
+    ) -> None:
+        """One batch: content rows, edges, merges, and (cue, conversation, messages linked there) counts."""
+        self.counts["content"] += self._insert("memory_content", ContentRow, content)
+        self.counts["merged"] += sum(1 for c in content if c.kind == "merged")
+        self.add_edges(edges)
+        self.conn.executemany(
+            "INSERT INTO memory_merges (run_id, merged_id, original_id) VALUES (?, ?, ?)",
+            ((self.run_id, m, o) for m, o in merges),
+        )
+        self.conn.executemany("INSERT INTO temp.memory_cue_conversations VALUES (?, ?, ?)", cue_conversations)
+
+    def add_edges(self, edges: Iterable[EdgeRow]) -> None:
+        self.counts["edges"] += self._insert("memory_edges", EdgeRow, edges)
+
+    def add_cues(self, cues: Sequence[CueRow]) -> None:
+        self.counts["cues"] += self._insert("memory_cues", CueRow, cues)
+        self.counts["hubs"] += sum(1 for c in cues if c.hub)
+
+    def add_tags(self, tags: Sequence[TagRow]) -> None:
+        self.counts["tags"] += self._insert("memory_tags", TagRow, tags)
+
+    def cue_conversations(self) -> Iterator[tuple[str, str, int]]:
+        """(cue, conversation, messages) over all batches so far, summed, in (cue, conversation) order."""
+        for row in self.conn.execute(
+            "SELECT cue_id, conversation_id, SUM(n) FROM temp.memory_cue_conversations"
+            " GROUP BY cue_id, conversation_id ORDER BY cue_id, conversation_id"
+        ):
+            yield str(row[0]), str(row[1]), int(row[2])
+
+    def finish(self, summary: Mapping[str, Any]) -> None:
+        """The run row: its counts and summary (the transaction commits when the `with` block ends)."""
+        c = self.counts
+        self.conn.execute(
             "INSERT INTO memory_runs (run_id, content, cues, tags, edges, hubs, merged, summary)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                run_id,
-                len(graph.content),
-                len(graph.cues),
-                len(graph.tags),
-                len(graph.edges),
-                sum(1 for c in graph.cues if c.hub),
-                sum(1 for c in graph.content if c.kind == "merged"),
+                self.run_id,
+                c["content"],
+                c["cues"],
+                c["tags"],
+                c["edges"],
+                c["hubs"],
+                c["merged"],
                 json.dumps(summary, sort_keys=True),
             ),
-        )
-        for table, cls, attr in _TABLES:
-            columns = _columns(cls)
-            marks = ", ".join("?" * (len(columns) + 1))
-            values = attrgetter(*columns)  # flat rows of scalars: astuple's deep copy is most of the write's time
-            conn.executemany(
-                f"INSERT INTO {table} (run_id, {', '.join(columns)}) VALUES ({marks})",
-                ((run_id, *values(row)) for row in getattr(graph, attr)),
-            )
-        conn.executemany(
-            "INSERT INTO memory_merges (run_id, merged_id, original_id) VALUES (?, ?, ?)",
-            ((run_id, m, o) for m, o in graph.merges),
         )
 
 

@@ -72,3 +72,29 @@ def topic_messages(staging: sqlite3.Connection) -> tuple[str | None, list[tuple[
         (run_id,),
     )
     return run_id, [(str(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in rows]
+
+
+def topic_run(staging: sqlite3.Connection) -> str | None:
+    """The latest clustered run (None before the cluster stage)."""
+    return topic_store.latest_run(staging)
+
+
+def topic_rows(
+    staging: sqlite3.Connection, run_id: str | None, message_ids: Iterable[str]
+) -> list[tuple[str, str, str, float]]:
+    """`topic_messages`' rows for some messages only: (message_id, topic_uid, label, weight), in that order."""
+    if run_id is None:
+        return []
+    wanted = list(dict.fromkeys(message_ids))
+    rows: list[tuple[str, str, str, float]] = []
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        found = staging.execute(
+            "SELECT sm.message_id, t.topic_uid, t.label, l.weight FROM segment_messages sm"
+            " JOIN topic_links l ON l.run_id = ? AND l.kind = 'segment' AND l.item_id = sm.segment_id"
+            f" JOIN topics t ON t.run_id = l.run_id AND t.topic = l.topic WHERE sm.message_id IN ({marks})",
+            (run_id, *chunk),
+        )
+        rows.extend((str(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in found)
+    return sorted(rows, key=lambda r: (r[0], r[1]))

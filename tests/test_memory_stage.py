@@ -93,3 +93,26 @@ def test_memory_service_opens_the_latest_run_once_and_answers(tmp_path: Path) ->
     assert best.conversation_id == "trip" and memory.index.run_id == run_id
     with pytest.raises(ChatmemError, match="nothing in"):
         Memory.open(Settings(data_dir=tmp_path / "empty"))
+
+
+def test_a_run_in_tiny_batches_writes_the_same_rows_as_one_batch(tmp_path: Path) -> None:
+    """Streaming by conversation batches changes nothing: one conversation per batch gives one batch's rows."""
+    dbs = open_dbs(tmp_path, memory={"hub_share": 0.3, "hub_min_content": 2})
+    repeats = [
+        ("user", "Compost for the vegetable garden, please."),
+        ("user", "Compost for the vegetable garden please"),
+    ]
+    chats = [conversation("garden", GARDEN), conversation("trip", TRIP), conversation("again", GARDEN + repeats)]
+    write_archive(dbs.archive, chats)
+    run_id = dbs.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts):
+        stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    whole = cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    first, summary = _rows(dbs.staging, run_id), store.run_summary(dbs.staging, run_id)
+    other = open_run(dbs.staging, stages=["cues"], exports=[], settings={}, code_version="t", run_id=f"{run_id}-z")
+    tiny = cues.run(dbs.archive, dbs.staging, run_id=other, settings=dbs.settings, batch_messages=1)
+    assert whole.counts["merged_nodes"] > 0 and whole.counts["hub_cues"] > 0  # both global parts are exercised
+    assert _rows(dbs.staging, other) == first
+    assert {**(store.run_summary(dbs.staging, other) or {}), "run_id": run_id} == summary
+    graph_counts = [k for k in whole.counts if not k.startswith("keys_")]  # the second run finds keys cached
+    assert [tiny.counts[k] for k in graph_counts] == [whole.counts[k] for k in graph_counts]
