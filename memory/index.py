@@ -14,7 +14,8 @@ once, with every original message id.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -42,6 +43,7 @@ Array = np.ndarray[Any, Any]
 COARSE_FROM = 150_000  # content nodes from which dense similarity takes a coarse pass first
 COARSE_DIM = 64
 RESCORE = 3_000
+VECTOR_CHUNK = 5_000  # key vectors read from staging.db per query
 
 
 def epoch(value: str | None) -> float:
@@ -139,11 +141,13 @@ def build_index(
     texts: dict[str, str] | None = None,
     titles: dict[str, str | None] | None = None,
     key_roles: Sequence[str] = ("user", "other"),
+    edges: Iterable[tuple[str, str, str, float]] | None = None,
 ) -> MemoryIndex:
     """Arrays and matrices from a graph (pure: the benchmark builds generated graphs with it too).
 
     `dense` has one row per message content node, in `graph.content` order of the message rows. Session keys
-    (memory/session.py) are read from the `key_roles` messages.
+    (memory/session.py) are read from the `key_roles` messages. `edges` (kind, src, dst, weight), when given,
+    replaces `graph.edges` (read once: `load_index` streams them from staging.db).
     """
     rows = [c for c in graph.content if c.kind == "message"]
     ids = [c.content_id for c in rows]
@@ -165,18 +169,26 @@ def build_index(
     cue_ids = [c.cue_id for c in graph.cues]
     cue_position = {c: i for i, c in enumerate(cue_ids)}
     conv_position = {f"conv:{c}": i for i, c in enumerate(conversation_ids)}
-    cc_r, cc_c, cc_w, ct_r, ct_c, ct_w = [], [], [], [], [], []
-    for e in graph.edges:
-        if e.kind == "cue-content" and e.dst in position:
-            cc_r.append(cue_position[e.src])
-            cc_c.append(position[e.dst])
-            cc_w.append(e.weight)
-        elif e.kind == "cue-tag" and e.dst in conv_position:
-            ct_r.append(cue_position[e.src])
-            ct_c.append(conv_position[e.dst])
-            ct_w.append(e.weight)
-    cue_content = csr_matrix((cc_w, (cc_r, cc_c)), shape=(len(cue_ids), len(ids)), dtype=np.float32)
-    cue_conversation = csr_matrix((ct_w, (ct_r, ct_c)), shape=(len(cue_ids), len(conversation_ids)), dtype=np.float32)
+    cc_r, cc_c, cc_w = array("q"), array("q"), array("d")  # flat arrays: a Python list of numbers costs ~4x
+    ct_r, ct_c, ct_w = array("q"), array("q"), array("d")
+    found = ((e.kind, e.src, e.dst, e.weight) for e in graph.edges) if edges is None else edges
+    for kind, src, dst, weight in found:
+        if kind == "cue-content" and dst in position:
+            cc_r.append(cue_position[src])
+            cc_c.append(position[dst])
+            cc_w.append(weight)
+        elif kind == "cue-tag" and dst in conv_position:
+            ct_r.append(cue_position[src])
+            ct_c.append(conv_position[dst])
+            ct_w.append(weight)
+    cue_content = csr_matrix(
+        (np.array(cc_w), (np.array(cc_r), np.array(cc_c))), shape=(len(cue_ids), len(ids)), dtype=np.float32
+    )
+    cue_conversation = csr_matrix(
+        (np.array(ct_w), (np.array(ct_r), np.array(ct_c))),
+        shape=(len(cue_ids), len(conversation_ids)),
+        dtype=np.float32,
+    )
     prev = np.full(len(rows), -1, dtype=np.int64)
     nxt = np.full(len(rows), -1, dtype=np.int64)
     along = sorted(range(len(rows)), key=lambda i: (rows[i].conversation_id, rows[i].seq, ids[i]))
@@ -198,7 +210,7 @@ def build_index(
         sources=sources,
         head=head,
         group=group,
-        bm25=BM25.build([terms(c.key_text) for c in rows]),
+        bm25=BM25.build(terms(c.key_text) for c in rows),
         dense=dense,
         cue_ids=cue_ids,
         cue_names=[c.name for c in graph.cues],
@@ -252,26 +264,35 @@ def load_index(
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
         raise ChatmemError("no memory yet: run the pipeline (chatmem run EXPORT) or `chatmem stage cues` first")
-    graph = store.read_run(staging, run_id)
+    graph = store.read_run(staging, run_id, edges=False)
     rows = [c for c in graph.content if c.kind == "message"]
     ids = [c.content_id for c in rows]
     texts = inputs.message_texts(archive, ids)
     dense = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     have = np.zeros(len(ids), dtype=bool)
     wanted = np.array([embeds_role(settings, r.role) for r in rows], dtype=bool)
-    keys = {i: dense_key(rows[i], texts.get(ids[i], "")) for i in np.flatnonzero(wanted)}
-    hashes = {i: vectors.text_hash(k) for i, k in keys.items()}
-    cached = vectors.load_vectors(staging, embedder.key, list(hashes.values()))
-    for i, h in hashes.items():
-        if h in cached:
-            dense[i] = cached[h]
-            have[i] = True
+    keyed_rows = [int(i) for i in np.flatnonzero(wanted)]
+    for start in range(0, len(keyed_rows), VECTOR_CHUNK):  # a chunk at a time: no second copy of every vector
+        chunk = keyed_rows[start : start + VECTOR_CHUNK]
+        hashes = [vectors.text_hash(dense_key(rows[i], texts.get(ids[i], ""))) for i in chunk]
+        cached = vectors.load_vectors(staging, embedder.key, hashes)
+        for i, h in zip(chunk, hashes, strict=True):
+            if h in cached:
+                dense[i] = cached[h]
+                have[i] = True
     missing = [int(i) for i in np.flatnonzero(wanted & ~have)]
     if missing:  # content the stages did not cover (no segment, another model): embedded here, in memory
         keyed = [dense_key(rows[i], texts.get(ids[i], "")) for i in missing]
         dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or settings.embed.batch_size)
     titles = inputs.conversation_titles(archive)
-    index = build_index(graph, run_id, dense, texts=texts, titles=titles, key_roles=settings.memory.key_roles)
+    edges = (
+        (kind, src, dst, weight)
+        for kind in ("cue-content", "cue-tag")
+        for src, dst, weight in store.iter_edges(staging, run_id, kind)
+    )
+    index = build_index(
+        graph, run_id, dense, texts=texts, titles=titles, key_roles=settings.memory.key_roles, edges=edges
+    )
     return attach_facts(index, staging)
 
 

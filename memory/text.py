@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,24 +77,25 @@ class BM25:
     idf: np.ndarray[Any, np.dtype[np.float64]]
 
     @classmethod
-    def build(cls, documents: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75) -> BM25:
+    def build(cls, documents: Iterable[Sequence[str]], k1: float = 1.2, b: float = 0.75) -> BM25:
+        """Documents may be a generator (read once): entries are kept in flat arrays, not Python lists of numbers
+        (at 100k documents those lists were most of the recall index's peak memory)."""
         vocabulary: dict[str, int] = {}
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        lengths = np.array([len(d) for d in documents], dtype=np.float64)
-        average = float(lengths.mean()) if len(documents) and lengths.sum() else 1.0
+        rows, cols, tfs, lengths = array("i"), array("i"), array("d"), array("d")
         for row, document in enumerate(documents):
-            norm = k1 * (1 - b + b * lengths[row] / average)
+            lengths.append(len(document))
             for term, tf in Counter(document).items():
-                col = vocabulary.setdefault(term, len(vocabulary))
+                cols.append(vocabulary.setdefault(term, len(vocabulary)))
                 rows.append(row)
-                cols.append(col)
-                vals.append(tf * (k1 + 1) / (tf + norm))
-        shape = (len(documents), len(vocabulary))
-        weights = csc_matrix((vals, (rows, cols)), shape=shape, dtype=np.float32)
+                tfs.append(tf)
+        length, row_of, freq = np.array(lengths, dtype=np.float64), np.array(rows, dtype=np.int32), np.array(tfs)
+        average = float(length.mean()) if len(length) and length.sum() else 1.0
+        norm = k1 * (1 - b + b * length[row_of] / average)  # the same float64 steps as per entry, vectorised
+        vals = freq * (k1 + 1) / (freq + norm)
+        n = len(length)
+        shape = (n, len(vocabulary))
+        weights = csc_matrix((vals, (row_of, np.array(cols, dtype=np.int32))), shape=shape, dtype=np.float32)
         df = np.diff(weights.indptr).astype(np.float64)
-        n = len(documents)
         idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
         return cls(vocabulary, weights, idf)
 

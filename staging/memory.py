@@ -270,10 +270,13 @@ def latest_run(conn: sqlite3.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
-def read_run(conn: sqlite3.Connection, run_id: str) -> MemoryGraph:
-    """The graph one run wrote, rows in key order (deterministic)."""
-    parts: dict[str, list[Any]] = {}
+def read_run(conn: sqlite3.Connection, run_id: str, *, edges: bool = True) -> MemoryGraph:
+    """The graph one run wrote, rows in key order (deterministic). `edges=False` leaves the edges out (the
+    recall index streams them with `iter_edges`: ~19 per message, they were most of its peak memory)."""
+    parts: dict[str, list[Any]] = {"edges": []}
     for table, cls, attr in _TABLES:
+        if attr == "edges" and not edges:
+            continue
         columns = _columns(cls)
         key = columns[:2] if table == "memory_edges" else columns[:1]
         rows = conn.execute(
@@ -289,6 +292,14 @@ def read_run(conn: sqlite3.Connection, run_id: str) -> MemoryGraph:
         )
     ]
     return MemoryGraph(parts["content"], parts["cues"], parts["tags"], parts["edges"], merges)
+
+
+def iter_edges(conn: sqlite3.Connection, run_id: str, kind: str) -> Iterator[tuple[str, str, float]]:
+    """(src, dst, weight) of one kind of edge, one at a time, in key order."""
+    for row in conn.execute(
+        "SELECT src, dst, weight FROM memory_edges WHERE run_id = ? AND kind = ? ORDER BY src, dst", (run_id, kind)
+    ):
+        yield row[0], row[1], row[2]
 
 
 def run_summary(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:

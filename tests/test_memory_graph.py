@@ -5,7 +5,8 @@ from __future__ import annotations
 from memory_support import msg
 
 from contracts.settings import MemorySettings
-from memory.graph import EvidenceInput, TopicInput, build_graph
+from memory.graph import EvidenceInput, GraphBuilder, TopicInput, build_graph
+from memory.text import BM25, terms
 
 TEXTS = [
     "I bought a road bike for commuting to work",
@@ -85,3 +86,39 @@ def test_the_same_inputs_build_the_same_graph() -> None:
     first, _ = build_graph(messages, [], [], MemorySettings())
     second, _ = build_graph(list(reversed(messages)), [], [], MemorySettings())
     assert first == second
+
+
+def test_graph_builder_batches_in_any_order_give_the_one_batch_graph() -> None:
+    """GraphBuilder: conversations built one batch each, in reverse order, give build_graph's rows."""
+    messages = _messages()
+    evidence = [EvidenceInput("k1", "bike", "topic", messages[i].uuid, 0.9) for i in (0, 1, 2)]
+    topics = [TopicInput(messages[3].uuid, "t1", "baking", 0.7)]
+    settings = MemorySettings(hub_share=0.25, hub_min_content=2)
+    whole, report = build_graph(messages, evidence, topics, settings)
+    builder = GraphBuilder(evidence, settings)
+    for m in messages:
+        builder.count(m)
+    content, edges, merges, pairs = [], [], [], []
+    for conversation in ("c2", "c1", "c0"):
+        batch = [m for m in messages if m.conversation_id == conversation]
+        part = builder.batch(batch, [t for t in topics if t.message_id in {m.uuid for m in batch}])
+        content += part.content
+        edges += part.edges
+        merges += part.merges
+        pairs += part.cue_conversations
+    cues, tags, batched_report = builder.finish()
+    edges += builder.cue_tag_edges(sorted(pairs))
+    assert sorted(content, key=lambda c: c.content_id) == sorted(whole.content, key=lambda c: c.content_id)
+    assert sorted(edges, key=lambda e: (e.src, e.dst)) == whole.edges
+    assert (cues, tags, sorted(merges)) == (whole.cues, whole.tags, whole.merges)
+    assert batched_report.hubs == report.hubs and report.hubs  # the hub is found from the global counts
+
+
+def test_bm25_from_a_generator_equals_bm25_from_a_list() -> None:
+    """BM25.build reads its documents once: a generator gives the list's weights, and the term's document wins."""
+    documents = [terms(t) for t in TEXTS]
+    from_list, from_generator = BM25.build(documents), BM25.build(d for d in documents)
+    assert from_list.vocabulary == from_generator.vocabulary
+    assert (from_list.weights != from_generator.weights).nnz == 0
+    scores = from_generator.score(terms("sourdough starter"))
+    assert set(scores.argsort()[-2:]) == {3, 4} and scores[0] == 0.0
