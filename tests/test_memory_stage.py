@@ -15,6 +15,8 @@ from extract import stage_concepts, stage_extract, stage_segment
 from memory import stage as cues
 from memory.service import Memory
 from staging import memory as store
+from staging import memory_inputs as inputs
+from staging import topics as topic_store
 from staging.ledger import open_run
 
 GARDEN = [
@@ -107,11 +109,21 @@ def test_a_run_in_tiny_batches_writes_the_same_rows_as_one_batch(tmp_path: Path)
     run_id = dbs.run_id()
     for stage in (stage_segment, stage_extract, stage_concepts):
         stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    segments = [str(r[0]) for r in dbs.staging.execute("SELECT segment_id FROM segments ORDER BY 1")]
+    topics = [
+        {"topic": i, "topic_uid": f"u{i}", "label": f"t{i}", "size": 1, "keywords": [], "representatives": []}
+        for i in (0, 1)
+    ]
+    links = [("segment", s, i, f"u{i}", 0.5 + i / 10, "hdbscan") for i, s in enumerate(segments[:2])]
+    topic_store.write_run(dbs.staging, run_id, {"status": "clustered", "points": 2, "topics": 2}, topics, links)
     whole = cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
     first, summary = _rows(dbs.staging, run_id), store.run_summary(dbs.staging, run_id)
     other = open_run(dbs.staging, stages=["cues"], exports=[], settings={}, code_version="t", run_id=f"{run_id}-z")
     tiny = cues.run(dbs.archive, dbs.staging, run_id=other, settings=dbs.settings, batch_messages=1)
     assert whole.counts["merged_nodes"] > 0 and whole.counts["hub_cues"] > 0  # both global parts are exercised
+    assert any(row[0].startswith("topic:") for row in first["memory_tags"])
+    every = [str(r[0]) for r in dbs.archive.execute("SELECT uuid FROM messages")]
+    assert inputs.topic_rows(dbs.staging, run_id, every) == inputs.topic_messages(dbs.staging)[1]  # per batch = all
     assert _rows(dbs.staging, other) == first
     assert {**(store.run_summary(dbs.staging, other) or {}), "run_id": run_id} == summary
     graph_counts = [k for k in whole.counts if not k.startswith("keys_")]  # the second run finds keys cached
