@@ -88,13 +88,25 @@ class BM25:
                 cols.append(vocabulary.setdefault(term, len(vocabulary)))
                 rows.append(row)
                 tfs.append(tf)
-        length, row_of, freq = np.array(lengths, dtype=np.float64), np.array(rows, dtype=np.int32), np.array(tfs)
+        length = np.frombuffer(lengths, dtype=np.float64) if lengths else np.zeros(0)
+        row_of = np.frombuffer(rows, dtype=np.int32) if rows else np.zeros(0, dtype=np.int32)
+        freq = np.frombuffer(tfs, dtype=np.float64) if tfs else np.zeros(0)
         average = float(length.mean()) if len(length) and length.sum() else 1.0
-        norm = k1 * (1 - b + b * length[row_of] / average)  # the same float64 steps as per entry, vectorised
-        vals = freq * (k1 + 1) / (freq + norm)
+        # k1 * (1 - b + b * length / average), then tf * (k1 + 1) / (tf + norm): the per-entry float64 steps,
+        # in place (the same IEEE results: + and * commute exactly), so only two float arrays are alive at once
+        norm = length[row_of]
+        norm *= b
+        norm /= average
+        norm += 1 - b
+        norm *= k1
+        norm += freq
+        vals = freq * (k1 + 1)
+        vals /= norm
+        del norm
         n = len(length)
         shape = (n, len(vocabulary))
-        weights = csc_matrix((vals, (row_of, np.array(cols, dtype=np.int32))), shape=shape, dtype=np.float32)
+        col_of = np.frombuffer(cols, dtype=np.int32) if cols else np.zeros(0, dtype=np.int32)
+        weights = csc_matrix((vals.astype(np.float32), (row_of, col_of)), shape=shape, dtype=np.float32)
         df = np.diff(weights.indptr).astype(np.float64)
         idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
         return cls(vocabulary, weights, idf)
