@@ -72,7 +72,7 @@ def run(
         notes = [f"model: {key}"]
         if len(segment_ids) > len(ids):
             notes.append(f"{len(segment_ids) - len(ids)} segment(s) without a vector (empty, or not embedded)")
-        distinct = len(np.unique(points.round(5), axis=0)) if len(ids) else 0
+        distinct = _distinct_rows(points, enough=cfg.min_points)
         if distinct < cfg.min_points:
             same = f" ({distinct} distinct)" if distinct < len(ids) else ""
             notes.append(
@@ -284,6 +284,20 @@ def _check(topic_rows: list[dict[str, Any]], links: list[tuple[str, str, int, st
     bad = [link for link in links if link[3] not in uids or not 0.0 <= link[4] <= 1.0]
     if bad:
         raise ValueError(f"{len(bad)} BELONGS_TO link(s) name an unknown topic or a weight outside 0..1: {bad[0]}")
+
+
+def _distinct_rows(points: np.ndarray[Any, Any], *, enough: int) -> int:
+    """How many distinct rows (to 5 decimals) `points` has, counted exactly only while below `enough`.
+
+    A full `np.unique(axis=0)` sorts every 384-float row (seconds and a copy of the matrix at 100k segments)
+    to answer a question a few hundred rows settle: the first rows are tried first, the whole matrix only when
+    they hold fewer than `enough` distinct ones (a tiny or degenerate archive).
+    """
+    for size in (max(4 * enough, 1024), len(points)):
+        distinct = len(np.unique(points[:size].round(5), axis=0)) if len(points) else 0
+        if distinct >= enough or size >= len(points):
+            return distinct
+    return distinct
 
 
 def _old_to_new(before: np.ndarray[Any, Any], after: np.ndarray[Any, Any]) -> dict[int, int]:

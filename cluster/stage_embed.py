@@ -52,12 +52,13 @@ def run(
     config = section_dump(settings.embed)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
         counts = EmbedCounts()
-        segments = list(segment_store.iter_current_segments(staging))
-        notes = [] if segments else ["no current segments: run the segment stage first"]
+        # Streamed, not listed: at 1M messages the current segments' message ids alone are ~150 MB.
+        segments = 0
         message_items = segment_items = 0
         chunk: list[segment_store.SegmentRow] = []
         size = 0
-        for segment in segments:
+        for segment in segment_store.iter_current_segments(staging):
+            segments += 1
             chunk.append(segment)
             size += len(segment.message_ids)
             if size >= CHUNK_MESSAGES:
@@ -66,8 +67,9 @@ def run(
                 chunk, size = [], 0
         m, s = _embed_segments(archive, staging, embedder, run_id, settings, chunk, counts, progress)
         message_items, segment_items = message_items + m, segment_items + s
+        notes = [] if segments else ["no current segments: run the segment stage first"]
         result = {
-            "segments": len(segments),
+            "segments": segments,
             "texts": counts.texts,
             "texts_cached": counts.cached,
             "texts_embedded": counts.embedded,
