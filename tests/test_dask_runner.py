@@ -24,10 +24,18 @@ from clients.embed_cache import EmbedJob
 from clients.embedders import StaticMiniLM
 from contracts.errors import ConfigError
 from contracts.settings import ExtractSettings, LLMSettings, RunnerSettings, Settings
+from extract import stage_extract
 from extract.batch_job import ExtractJob
+from staging import llm_calls
+from tests import llm_guard, llm_server
+from tests.llm_cases import SECRET
+from tests.llm_server import FakeLLMServer, quoting_responder
 from tests.test_cluster import THEMES
+from tests.test_llm_stage import segmented
 
 pytestmark = pytest.mark.prefect
+fake_llm = llm_server.fake_llm
+no_real_model_requests = llm_guard.no_real_model_requests  # autouse: nothing leaves the machine
 
 STAGES = ["ingest", "segment", "embed", "extract", "cluster"]
 
@@ -157,3 +165,27 @@ def test_in_process_map_keeps_batch_order() -> None:
     assert list(map_in_process(sum, batches)) == [6, 22, 17]
     with pytest.raises(ValueError):
         split([1], 0)
+
+
+def test_llm_extraction_through_batches_stages_what_the_streaming_path_stages(
+    fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    """The LLM extractor's segments sent as batch jobs (two segments a job) give the same extractions, one call
+    recorded per segment, and no secret in staging, as the default in-stage path."""
+    fake_llm.responder = quoting_responder()
+    staged = []
+    for name, batches in (("streaming", None), ("batched", map_in_process)):
+        dbs, run_id = segmented(tmp_path / name, fake_llm)
+        dbs.settings.runner = RunnerSettings(extract_batch=2)
+        result = stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, map_batches=batches)
+        assert result.counts["extracted"] == 3 and result.counts["hypotheses_kept"] == 3
+        calls = llm_calls.calls(dbs.staging, run_id)
+        assert [c["status"] for c in calls] == ["ok"] * 3
+        assert SECRET not in "\n".join(dbs.staging.iterdump())
+        staged.append(
+            dbs.staging.execute(
+                "SELECT cache_key, segment_id, status, hypotheses FROM extractions ORDER BY cache_key"
+            ).fetchall()
+        )
+    assert len(fake_llm.model_requests()) == 6
+    assert staged[0] == staged[1]
