@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from clients.batches import MapBatches, map_in_process
 from clients.embedders import Embedder, embedder_key
 from clients.progress import ProgressFactory, bar
 from cluster import topics as fit_topics
@@ -55,8 +56,10 @@ def run(
     settings: Settings,
     progress: ProgressFactory | None = None,
     embedder: Embedder | None = None,
+    map_batches: MapBatches = map_in_process,
 ) -> StageResult:
-    """Cluster the current segments into topics and link segments and concepts to them."""
+    """Cluster the current segments into topics and link segments and concepts to them; the points the final
+    fit was not made on are placed through `map_batches` (in this process unless the runner says otherwise)."""
     key = embedder.key if embedder is not None else embedder_key(settings.embed)
     cfg = settings.cluster
     fingerprint = f"{key}:{segment_store.current_segments_fingerprint(staging)}"
@@ -110,7 +113,7 @@ def run(
         ]
         store.write_trials(staging, run_id, tuned.study_name, trials)
         with _timed(seconds, "fit"):
-            fit = fit_topics.fit_all(points, tuned.best, seed=cfg.seed, fit_max=cfg.fit_max)
+            fit = fit_topics.fit_all(points, tuned.best, seed=cfg.seed, fit_max=cfg.fit_max, map_batches=map_batches)
         raw_noise = float(np.mean(fit.labels == -1))
         labels, weights, source = fit.labels, fit.weights, list(fit.source)
         with _timed(seconds, "outliers"):
