@@ -4,6 +4,7 @@
     RecallResult   -> pieces in conversation order, each with where it came from and why it is there
       RecallPiece
         ActivationStep  one hop of the path (query -> cue -> tag -> content) that brought the piece
+      RecallFact        a fact the garden recorded about the question, with when it held
 
 Nothing said after `at` ever comes back, and temporal decay is measured from `at`, never from the wall clock.
 """
@@ -75,6 +76,64 @@ class RecallPiece(StrictBase):
     path: list[ActivationStep] = Field(description="The strongest activation path, query first, this piece last.")
 
 
+class RecallFact(StrictBase):
+    """A fact the garden recorded about the question (contracts.facts.FactRecord), as it stood at `at`."""
+
+    subject: str = Field(description="Whom it is about ('user', or a thing the user has).")
+    attribute: str = Field(description="What it says of the subject ('lives in').")
+    value: str = Field(description="The value as stated ('Berlin').")
+    polarity: Literal["positive", "negative"] = Field(description="negative: the user said it is not so.")
+    valid_from: datetime | None = Field(description="When it was first stated (event time).")
+    valid_to: datetime | None = Field(
+        description="When a newer statement ended it, if that happened by `at`; null: it still held at `at`."
+    )
+    superseded: bool = Field(description="True when a newer statement replaced it by `at` (then read valid_to).")
+    message_ids: list[str] = Field(description="The messages that state it, oldest first.")
+    line: str = Field(description="The fact in one line, e.g. 'user lives in Berlin since 2023-05-02'.")
+
+
+class ExpandTag(StrictBase):
+    """A conversation tag the first pass activated, as the expand-or-stop step shows it to the LLM."""
+
+    tag_id: str = Field(description="The tag's id, conv:<conversation id>.")
+    title: str = Field(description="The conversation's title, or its id.")
+    activation: float = Field(description="The tag's pooled activation, 0..1 (1 = the best tag).")
+    recalled: list[str] = Field(description="The starts of its pieces already in the context.")
+    more: int = Field(ge=0, description="How many more of its messages were activated but are not in the context.")
+
+
+class ExpandRequest(StrictBase):
+    """What the LLM sees: the question and the top tags of the first pass."""
+
+    question: str
+    tags: list[ExpandTag]
+
+
+class ExpandDecision(StrictBase):
+    """Expand a tag (bring more of its conversation into the context) or stop there."""
+
+    tag_id: str = Field(description="One of the tag ids of the request.")
+    action: Literal["expand", "stop"] = Field(description="expand: more of this conversation; stop: enough.")
+    reason: str = Field(max_length=300, description="Why, in a few words.")
+
+
+class ExpandResponse(StrictBase):
+    """The LLM's answer: one decision per tag of the request."""
+
+    decisions: list[ExpandDecision]
+
+
+class ExpandOutcome(StrictBase):
+    """What the expand-or-stop step did to this recall."""
+
+    decided_by: Literal["llm", "default"] = Field(
+        description="llm: the model's answer was used; default: the deterministic rule (stop everywhere: the first "
+        "pass stands), because no LLM is configured, the step is off, or the answer was unusable."
+    )
+    decisions: list[ExpandDecision] = Field(description="One per top tag.")
+    fallback_reason: str | None = Field(default=None, description="Why the LLM's answer was not used, if it was not.")
+
+
 class RecallResult(StrictBase):
     """The reconstructed context, in conversation order (conversations by time, pieces by seq)."""
 
@@ -87,4 +146,21 @@ class RecallResult(StrictBase):
     cues: list[ActivationStep] = Field(description="The cues the query activated, strongest first.")
     time_filter: str | None = Field(
         default=None, description="The explicit time expression found in the query and the range it meant, if any."
+    )
+    facts: list[RecallFact] = Field(
+        default_factory=list,
+        description="The garden's facts about the question as they stood at `at`: the ones that held then first, "
+        "then the ones superseded by then (superseded=true, valid_to set).",
+    )
+    fact_changes: list[str] = Field(
+        default_factory=list,
+        description="How those facts changed over time, one line per subject and attribute "
+        "('user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02').",
+    )
+    expansion: ExpandOutcome | None = Field(
+        default=None, description="The expand-or-stop step over the top conversation tags, when it ran."
+    )
+    empty_reason: str | None = Field(
+        default=None,
+        description="Why no piece came back when none did (nothing in scope, or nothing relevant enough).",
     )

@@ -385,9 +385,34 @@ class MemorySettings(BaseModel):
         "the turn after the one that matches).",
     )
     session_prior: float = Field(
-        default=0.5, ge=0, description="Weight of a conversation tag's pooled activation fed back to its content."
+        default=2.0,
+        ge=0,
+        description="Weight of a conversation tag's activation (session keys and best turns, memory/session.py) fed "
+        "back to its content: about a turn's own direct score at its best (lexical + dense + cue), so that what the "
+        "session says weighs as much as what the turn says.",
     )
     day_prior: float = Field(default=0.1, ge=0, description="Same, for day tags (temporal decay applies).")
+    session_lexical_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight, in a conversation tag's activation, of BM25 over the conversation read as one key "
+        "(its key-role messages' keys; memory/session.py).",
+    )
+    session_dense_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight, in a conversation tag's activation, of the query against the conversation's key vector "
+        "(the mean of its key-role message vectors).",
+    )
+    session_best_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight, in a conversation tag's activation, of its best turns' direct scores (the session "
+        "prior from its best turns).",
+    )
+    session_best_turns: int = Field(
+        default=2, ge=1, le=2, description="How many best turns (their mean) score a conversation: 1 is max pooling."
+    )
     cue_weight: float = Field(
         default=0.3, ge=0, description="Weight of cue activation (query -> cue -> content) in a content's score."
     )
@@ -409,6 +434,38 @@ class MemorySettings(BaseModel):
     )
     out_of_range_factor: float = Field(
         default=0.6, ge=0, le=1, description="Score multiplier of content outside an explicit time range."
+    )
+    prepass_from: int = Field(
+        default=50_000,
+        ge=0,
+        description="Content in the memory from which recall first picks candidates (BM25 postings, k-means lists "
+        "of the key vectors, the query's cues) and activates only them and their conversations (memory/candidates.py)"
+        "; below it every content node is scored.",
+    )
+    prepass_top: int = Field(
+        default=300, ge=1, description="Candidates the pre-pass takes from each of BM25, key similarity and cues."
+    )
+    prepass_max_candidates: int = Field(
+        default=6_000,
+        ge=1,
+        description="Most content the pre-pass hands to activation (whole conversations); a scope with no more "
+        "than this in it is taken whole.",
+    )
+    min_similarity: float = Field(
+        default=0.35,
+        ge=-1,
+        le=1,
+        description="Relevance floor: a query none of whose words occur in any key in scope, activating no cue, "
+        "and whose best raw key cosine is below this, recalls nothing (an empty result with the reason).",
+    )
+    expand_with_llm: bool = Field(
+        default=False,
+        description="After the first pass, ask the extraction LLM (extract.llm settings) whether to expand each "
+        "top conversation tag (read more of it) or stop; off or with no LLM configured: the deterministic default.",
+    )
+    expand_tags: int = Field(default=3, ge=0, le=10, description="Top conversation tags the expand step decides on.")
+    expand_pieces: int = Field(
+        default=4, ge=0, le=50, description="Pieces an expanded tag adds (its best content not already recalled)."
     )
 
 

@@ -47,6 +47,19 @@ def parse_date(text: str) -> float:
     return datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M").replace(tzinfo=UTC).timestamp()
 
 
+def recall_at(question_date: str, evidence_times: list[float]) -> str:
+    """The moment to recall a question at (ISO, UTC): the end of the question's day. LongMemEval dates a question
+    to the minute, but some of its own evidence sessions are dated hours later on the same day (in the source),
+    so recalling at `question_date` itself would hide its evidence; memory/benchmarks.py reads it the same way.
+    Raises when evidence lies beyond that day (the data would be wrong, not the rule)."""
+    day = datetime.fromtimestamp(parse_date(question_date), UTC).date()
+    end = datetime(day.year, day.month, day.day, 23, 59, 59, tzinfo=UTC)
+    late = [t for t in evidence_times if t > end.timestamp()]
+    if late:
+        raise ValueError(f"evidence after the end of the question's day {day}: {len(late)} turn(s)")
+    return end.isoformat()
+
+
 def select_sessions(questions: list[dict[str, Any]], wanted: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Take whole haystacks, question by question in file order, until `wanted` distinct sessions are in.
 
@@ -192,6 +205,7 @@ def build(source: Path, wanted: int) -> tuple[bytes, bytes, dict[str, int]]:
     # The questions these sessions answer, with evidence mapped to the conversation ids in the zip: a ready
     # set of recall checks for the demo.
     conv_of = {s["session_id"]: conversation_id(s["session_id"]) for s in sessions}
+    last_turn = {s["session_id"]: max(turn_times(parse_date(s["date"]), s["turns"], s["session_id"])) for s in sessions}
     by_id = {q["question_id"]: q for q in questions}
     checks = [
         {
@@ -199,6 +213,10 @@ def build(source: Path, wanted: int) -> tuple[bytes, bytes, dict[str, int]]:
             "question_type": by_id[qid]["question_type"],
             "question": by_id[qid]["question"],
             "question_date": by_id[qid]["question_date"],
+            "recall_at": recall_at(
+                by_id[qid]["question_date"],
+                [last_turn[sid] for sid in by_id[qid]["answer_session_ids"] if sid in last_turn],
+            ),
             "answer": by_id[qid]["answer"],
             "evidence_conversation_ids": sorted(
                 conv_of[sid] for sid in by_id[qid]["answer_session_ids"] if sid in conv_of

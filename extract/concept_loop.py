@@ -52,6 +52,9 @@ class ConceptLoop:
             self.resolver.add(owner, self.concepts[owner].type, [row.title, *row.aliases])
         self.dirty: set[str] = set()
         self.counts: Counter[str] = Counter()
+        # Concepts whose evidence count and first/last seen were read from the store in this run; after that they
+        # are kept up to date incrementally (re-counting a concept's evidence on every attach is quadratic in it).
+        self.summarised: set[str] = set()
 
     # ------------------------------------------------------------ per segment
 
@@ -199,8 +202,10 @@ class ConceptLoop:
         times: dict[str, str | None],
     ) -> int:
         added = 0
+        added_times: list[str] = []
         for span in hypothesis.evidence_spans:
-            added += store.add_evidence(
+            created_at = times.get(span.message_id)
+            new = store.add_evidence(
                 self.conn,
                 row.concept_id,
                 self.run_id,
@@ -209,14 +214,28 @@ class ConceptLoop:
                 text=span.text,
                 confidence=span.confidence,
                 segment_id=extraction.segment_id,
-                created_at=times.get(span.message_id),
+                created_at=created_at,
                 hypothesis_type=hypothesis.type,
                 extractor=extraction.extractor,
             )
+            added += new
+            if new and created_at is not None:
+                added_times.append(created_at)
         if added:
-            row.evidence_count, row.first_seen, row.last_seen = store.evidence_summary(self.conn, row.concept_id)
+            if row.concept_id in self.summarised:
+                row.evidence_count += added
+                seen = [*added_times, *(t for t in (row.first_seen, row.last_seen) if t is not None)]
+                if seen:
+                    row.first_seen, row.last_seen = min(seen), max(seen)
+            else:
+                self._summarise(row)
             self.dirty.add(row.concept_id)
         return added
+
+    def _summarise(self, row: ConceptRow) -> None:
+        """Evidence count and first/last seen from the store (once per concept and run, and after a merge/split)."""
+        row.evidence_count, row.first_seen, row.last_seen = store.evidence_summary(self.conn, row.concept_id)
+        self.summarised.add(row.concept_id)
 
     def _merge(self, left: str, right: str, why: str) -> str:
         """Merge two concepts of one type; the one with more evidence (then older, then smaller id) survives."""
@@ -229,7 +248,7 @@ class ConceptLoop:
             " AND target_id != ?",
             (keep.concept_id, self.run_id, gone.concept_id, keep.concept_id),
         )
-        keep.evidence_count, keep.first_seen, keep.last_seen = store.evidence_summary(self.conn, keep.concept_id)
+        self._summarise(keep)
         keys = {match_key(n) for n in (keep.title, *keep.aliases)}
         keep.aliases += [n for n in (gone.title, *gone.aliases) if match_key(n) not in keys]
         keep.confidence = max(keep.confidence, gone.confidence)
@@ -308,9 +327,7 @@ class ConceptLoop:
                     "DELETE FROM concept_evidence WHERE concept_id = ? AND hypothesis_type = ?",
                     (child.concept_id, types[1]),
                 )
-            child.evidence_count, child.first_seen, child.last_seen = store.evidence_summary(
-                self.conn, child.concept_id
-            )
+            self._summarise(child)
             child.state = self._state(child)
             self._transition(child, None, child.state, "split_from", parent.concept_id)
             self.children.setdefault(parent.concept_id, []).append(child.concept_id)

@@ -28,6 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from extract.text import char_ngrams, content_words, cosine, match_key, name_key
 
@@ -50,6 +51,38 @@ def tokens(name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(content_words(name)))
 
 
+def ratio_at_least(left: str, right: str, bar: float) -> float | None:
+    """difflib's ratio of two strings when it is at least `bar`, else None.
+
+    The two cheap upper bounds (length only, then letters as a multiset) settle most pairs without the full
+    matching-blocks computation, and cannot change the answer: ratio <= quick_ratio <= real_quick_ratio.
+    """
+    matcher = difflib.SequenceMatcher(None, left, right)
+    if matcher.real_quick_ratio() < bar or matcher.quick_ratio() < bar:
+        return None
+    ratio = matcher.ratio()
+    return ratio if ratio >= bar else None
+
+
+@lru_cache(maxsize=1 << 18)
+def _typo(left: str, right: str) -> bool:
+    """Two words one typo apart (difflib ratio >= TYPO_RATIO); cached: the same word pairs recur all run long."""
+    return ratio_at_least(left, right, TYPO_RATIO) is not None
+
+
+def _surely_vetoed(left: tuple[str, ...], right: tuple[str, ...], left_set: set[str], right_set: set[str]) -> bool:
+    """The veto's common case, cheaply: each side has a word the other lacks and no two of those are a typo apart.
+
+    A shortcut only: True implies words_agree(left, right) is False; False decides nothing.
+    """
+    only_left = [w for w in left if w not in right_set]
+    if not only_left:
+        return False
+    only_right = [w for w in right if w not in left_set]
+    return bool(only_right) and not any(_typo(a, b) for a in only_left for b in only_right)
+
+
+@lru_cache(maxsize=1 << 18)
 def words_agree(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
     """The veto: False when the names' content words say they are different things.
 
@@ -63,7 +96,7 @@ def words_agree(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
     only_left = [w for w in left if w not in right]
     only_right = [w for w in right if w not in left]
     for word in list(only_left):
-        twin = next((w for w in only_right if difflib.SequenceMatcher(None, word, w).ratio() >= TYPO_RATIO), None)
+        twin = next((w for w in only_right if _typo(word, w)), None)
         if twin is not None:
             only_left.remove(word)
             only_right.remove(twin)
@@ -88,6 +121,7 @@ class _Entry:
     type: str
     names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name key -> its content words
     keys: set[str] = field(default_factory=set)  # the match keys it owns in the exact index
+    size: int | None = None  # fewest word blocks of any of its names (None: not computed since names changed)
 
 
 class Resolver:
@@ -110,6 +144,7 @@ class Resolver:
         self.exact: dict[str, str] = {}  # name key -> concept_id
         self._entries: dict[str, _Entry] = {}
         self._blocks: dict[tuple[str, str], set[str]] = {}  # (type, 4-letter word prefix) -> concept ids
+        self._block_keys: dict[str, set[tuple[str, str]]] = {}  # concept id -> the blocks it is in (for move)
 
     def owner(self, name: str) -> str | None:
         """The concept a name belongs to exactly, if any."""
@@ -125,8 +160,13 @@ class Resolver:
             words = tokens(name)
             entry.keys.add(key)
             entry.names[name_key(name)] = words
+            entry.size = None
             for block in _blocks(words):
-                self._blocks.setdefault((concept_type, block), set()).add(concept_id)
+                self._join((concept_type, block), concept_id)
+
+    def _join(self, block: tuple[str, str], concept_id: str) -> None:
+        self._blocks.setdefault(block, set()).add(concept_id)
+        self._block_keys.setdefault(concept_id, set()).add(block)
 
     def move(self, source: str, target: str) -> None:
         """After a merge: every name of `source` now resolves to `target`."""
@@ -135,14 +175,14 @@ class Resolver:
             return
         for key in entry.keys:
             self.exact[key] = target
-        for ids in self._blocks.values():
-            if source in ids:
-                ids.discard(source)
-                ids.add(target)
+        for block in sorted(self._block_keys.pop(source, set())):  # only the blocks that hold it, not all of them
+            self._blocks[block].discard(source)
+            self._join(block, target)
         survivor = self._entries.get(target)
         if survivor is not None:
             survivor.names.update(entry.names)
             survivor.keys.update(entry.keys)
+            survivor.size = None
 
     def retype(self, concept_id: str, concept_type: str) -> None:
         entry = self._entries.get(concept_id)
@@ -151,7 +191,8 @@ class Resolver:
         for words in entry.names.values():
             for block in _blocks(words):
                 self._blocks.get((entry.type, block), set()).discard(concept_id)
-                self._blocks.setdefault((concept_type, block), set()).add(concept_id)
+                self._block_keys.get(concept_id, set()).discard((entry.type, block))
+                self._join((concept_type, block), concept_id)
         entry.type = concept_type
 
     def resolve(self, title: str, aliases: Iterable[str], concept_type: str) -> Match | None:
@@ -160,18 +201,23 @@ class Resolver:
             if found is not None:
                 return Match(found, method, 1.0, name)
         key, words = name_key(title), tokens(title)
+        word_set, spaceless = set(words), key.replace(" ", "")
         best: Match | None = None
         for concept_id in self._candidates(concept_type, words):
             for stored, stored_words in self._entries[concept_id].names.items():
                 # The same words in another order, or the same letters spaced differently ("set up"/"setup").
-                same = set(words) == set(stored_words) or key.replace(" ", "") == stored.replace(" ", "")
-                if not same and not words_agree(words, stored_words):
+                stored_set = set(stored_words)
+                same = word_set == stored_set or spaceless == stored.replace(" ", "")
+                if not same and (
+                    _surely_vetoed(words, stored_words, word_set, stored_set) or not words_agree(words, stored_words)
+                ):
                     continue
-                ratio = difflib.SequenceMatcher(None, key, stored).ratio()
                 # One word is the whole name: a few letters more make another word ("Customs" / "Customers").
                 single = len(words) == len(stored_words) == 1
-                if same or ratio >= (max(self.fuzzy_threshold, SINGLE_WORD_RATIO) if single else self.fuzzy_threshold):
-                    found_match = Match(concept_id, "fuzzy", 1.0 if same else ratio, stored)
+                bar = max(self.fuzzy_threshold, SINGLE_WORD_RATIO) if single else self.fuzzy_threshold
+                ratio = None if same else ratio_at_least(key, stored, bar)
+                if same or ratio is not None:
+                    found_match = Match(concept_id, "fuzzy", 1.0 if ratio is None else ratio, stored)
                 elif len(words) == len(stored_words) or self.longer_threshold is not None:
                     score = self.similarity(key, stored)
                     wanted = self.similarity_threshold if len(words) == len(stored_words) else self.longer_threshold
@@ -194,8 +240,10 @@ class Resolver:
         return sorted(c for c, n in shared.items() if n >= wanted or n >= self._size(c))  # ...or all of theirs
 
     def _size(self, concept_id: str) -> int:
-        names = self._entries[concept_id].names.values()
-        return min((len(_blocks(w)) for w in names), default=1)
+        entry = self._entries[concept_id]
+        if entry.size is None:
+            entry.size = min((len(_blocks(w)) for w in entry.names.values()), default=1)
+        return entry.size
 
 
 def _blocks(words: tuple[str, ...]) -> set[str]:

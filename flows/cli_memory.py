@@ -6,6 +6,7 @@ prints the pieces in conversation order, each with when, who, its score and the 
 
 from __future__ import annotations
 
+from contextlib import closing
 from datetime import UTC, datetime, time
 from typing import TYPE_CHECKING
 
@@ -13,9 +14,10 @@ import click
 
 from contracts.errors import ConfigError
 from contracts.memory import RecallRequest, RecallResult, RecallScope
-from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.cli_inspect import JSON_OPTION, emit
 from memory.service import Memory
-from staging.fact_timeline import answer_lines
+from staging import llm_calls
+from staging.ledger import open_staging
 
 if TYPE_CHECKING:
     from flows.cli import App
@@ -65,6 +67,12 @@ def print_result(result: RecallResult) -> None:
     click.echo(f"recall at {when}: {len(result.pieces)} piece(s), {result.tokens}/{result.budget_tokens} tokens")
     if result.time_filter:
         click.echo(f"time expression {result.time_filter}")
+    if result.empty_reason:
+        click.echo(result.empty_reason)
+    if result.expansion is not None:
+        decided = ", ".join(f"{d.tag_id} {d.action}" for d in result.expansion.decisions) or "no tag"
+        note = f" ({result.expansion.fallback_reason})" if result.expansion.fallback_reason else ""
+        click.echo(f"expand-or-stop by {result.expansion.decided_by}: {decided}{note}")
     if result.cues:
         click.echo("cues: " + ", ".join(f"{c.label} ({c.score:.2f})" for c in result.cues[:8]))
     current = None
@@ -104,8 +112,9 @@ def recall(
     """Reconstruct what the memory holds about QUESTION: pieces in conversation order, each with its path.
 
     --json prints the RecallResult (contracts/memory.py): pieces with message ids, conversation, time, score,
-    rank and the activation path (query -> cue -> tag -> content), plus "facts": what the user stated that holds
-    at --at (or now) and how it changed over time ("user lives in: Paris from ... until ..., Berlin since ...").
+    rank and the activation path (query -> cue -> tag -> content); "facts": what the user stated about it as it
+    stood at --at (or now), each with valid_from / valid_to / superseded; "fact_changes": how it changed over time
+    ("user lives in: Paris from ... until ..., Berlin since ..."); "empty_reason" when nothing relevant was found.
 
     \b
     Example: chatmem recall "what did I decide about the Lisbon trip?" --at 2024-06-01 --budget 1500
@@ -120,13 +129,19 @@ def recall(
         scope=parse_scope(scope),
         max_pieces=max_pieces,
     )
-    result = Memory.open(settings).recall(request)
-    with open_readonly(settings.staging_path, settings) as staging:
-        # The garden's facts of the question as they stood at --at, and how they changed (staging.fact_timeline).
-        facts = answer_lines(staging, question, at)
-    if as_json:
-        emit({**result.model_dump(mode="json"), "facts": facts})
+    # The result carries the garden's facts of the question as they stood at --at (memory/recall_facts.py).
+    memory = Memory.open(settings)
+    if settings.memory.expand_with_llm and settings.extract.llm is not None:
+        # the expand-or-stop step calls the LLM: each attempt is an llm_calls row (run id "recall")
+        with closing(open_staging(settings.staging_path)) as staging:
+            result = memory.recall(request, on_call=llm_calls.recorder(staging, "recall"))
     else:
-        for line in facts:
-            click.echo(f"fact: {line}")
+        result = memory.recall(request)
+    if as_json:
+        emit(result.model_dump(mode="json"))
+    else:
+        for fact in result.facts:
+            click.echo(f"fact: {fact.line}")
+        for line in result.fact_changes:
+            click.echo(f"fact: changed over time: {line}")
         print_result(result)

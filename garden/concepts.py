@@ -139,7 +139,7 @@ def _relations(
             plan.changes.append(("relation_dropped", _name(old), f"dangling: {missing} is not in the concept store",
                                  _dict(old, confidence), None))  # fmt: skip
             continue
-        new_source, new_target = survivor(dict(concepts), source), survivor(dict(concepts), target)
+        new_source, new_target = survivor(concepts, source), survivor(concepts, target)
         if (new_source, new_target) == (source, target):
             continue
         new = (new_source, relation, new_target)
@@ -160,7 +160,7 @@ def _pointers(plan: ConceptPlan, concepts: Mapping[str, ConceptRow]) -> None:
     for concept_id, row in sorted(concepts.items()):
         if row.merged_into is None or row.merged_into not in concepts:
             continue  # a missing survivor fails the concepts stage's own check
-        final = survivor(dict(concepts), concept_id)
+        final = survivor(concepts, concept_id)
         if final != row.merged_into and final != concept_id:
             plan.pointers.append((concept_id, row.merged_into, final))
             reason = f"merge chain shortened: {row.merged_into} was itself merged into {final}"

@@ -82,35 +82,37 @@ def intervals(statements: Iterable[Statement]) -> list[Interval]:
         groups.setdefault((statement.subject, statement.attribute), []).append(statement)
     result: list[Interval] = []
     for (subject, attribute), group in sorted(groups.items()):
-        open_: list[Interval] = []
-        untimed: list[Interval] = []
+        # At most one open (and one untimed) interval per (polarity, value): a dict finds it without a scan, which
+        # matters for a many-valued attribute with thousands of values ("likes") at a million messages.
+        open_: dict[tuple[str, str], Interval] = {}
+        untimed: dict[tuple[str, str], Interval] = {}
         for statement in sorted(group, key=_order):
             positive = statement.polarity == "positive"
+            key = _key(statement)
             if statement.time is None:
-                same = next((i for i in untimed if _same(i, statement)), None)
+                same = untimed.get(key)
                 if same is None:
-                    same = _open(subject, attribute, statement)
-                    untimed.append(same)
+                    same = untimed[key] = _open(subject, attribute, statement)
                     result.append(same)
                 else:
                     same.statements.append(statement)
                 continue
-            held = next((i for i in open_ if _same(i, statement)), None)
+            held = open_.get(key)
             if held is not None:
                 held.statements.append(statement)  # a restatement extends its support
                 continue
             new = _open(subject, attribute, statement)
-            for old in list(open_):
+            for old_key, old in list(open_.items()):
                 if contradicts(attribute, old.value, old.polarity == "positive", statement.value, positive):
                     old.valid_to, old.superseded_by = statement.time, new.fact_id
-                    open_.remove(old)
-            open_.append(new)
+                    del open_[old_key]
+            open_[key] = new
             result.append(new)
     return result
 
 
-def _same(interval: Interval, statement: Statement) -> bool:
-    return interval.polarity == statement.polarity and interval.value_key == value_key(statement.value)
+def _key(statement: Statement) -> tuple[str, str]:
+    return statement.polarity, value_key(statement.value)
 
 
 def _open(subject: str, attribute: str, statement: Statement) -> Interval:

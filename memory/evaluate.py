@@ -25,9 +25,11 @@ from contracts.memory import RecallRequest, RecallScope
 from contracts.settings import MemorySettings
 from memory import metrics
 from memory.benchmarks import Benchmark, Question
+from memory.candidates import ranked
 from memory.graph import speaker
 from memory.index import Array, MemoryIndex
-from memory.recall import Switches, candidate_mask, rank, to_result
+from memory.recall import Switches, candidate_mask, to_result
+from memory.session import build_session_keys
 from memory.text import BM25, terms
 from staging import embeddings as vectors
 from staging.memory import MemoryGraph
@@ -114,9 +116,10 @@ def evaluate(
     def system(variant: MemoryIndex, config: MemorySettings, switches: Switches) -> Callable[..., tuple[Array, int]]:
         def run(question: Question, vector: Array) -> tuple[Array, int]:
             request = _request(question, budget_tokens)
-            ranking = rank(variant, question.question, vector, request, config, switches)
-            result = to_result(variant, request, ranking, config)
-            return ranking.order, result.tokens
+            # what a recall does (memory.candidates: the pre-pass on a large scope, else every candidate scored)
+            view, ranking, keep = ranked(variant, question.question, vector, request, config, switches)
+            result = to_result(view, request, ranking, config)
+            return (ranking.order if keep is None else keep[ranking.order]), result.tokens
 
         return run
 
@@ -124,18 +127,34 @@ def evaluate(
     for name, (variant, config, switches) in (ablations or {}).items():
         methods[name] = system(variant, config, switches)
 
-    def flat_orders(question: Question, vector: Array, flat_vector: Array) -> dict[str, Array]:
+    def flat_orders(question: Question, vector: Array, flat_vector: Array) -> dict[str, tuple[Array, float]]:
+        """Each baseline's ranking and its own time (ms): a fusion's time includes the rankings it fuses."""
         request = _request(question, budget_tokens)
+        clock = time.perf_counter
+        started = clock()
         mask = candidate_mask(index, request, request.at.timestamp() if request.at else None)
+        masking = clock() - started
+        started = clock()
         lexical = _order(flat.bm25.score(terms(question.question)), mask, index)
+        lexical_s = masking + clock() - started
+        started = clock()
         dense = _order(flat_dense @ flat_vector, mask, index)
+        dense_s = masking + clock() - started
+        started = clock()
         keys = _order(index.dense @ vector, mask, index)
+        keys_s = masking + clock() - started
+        started = clock()
+        rrf = _order(_rrf([lexical, dense], index.size), mask, index)
+        rrf_s = lexical_s + dense_s - masking + clock() - started
+        started = clock()
+        rrf_keys = _order(_rrf([lexical, keys], index.size), mask, index)
+        rrf_keys_s = lexical_s + keys_s - masking + clock() - started
         return {
-            "bm25": lexical,
-            "dense": dense,
-            "rrf": _order(_rrf([lexical, dense], index.size), mask, index),
-            "dense_keys": keys,
-            "rrf_keys": _order(_rrf([lexical, keys], index.size), mask, index),
+            "bm25": (lexical, lexical_s * 1000),
+            "dense": (dense, dense_s * 1000),
+            "rrf": (rrf, rrf_s * 1000),
+            "dense_keys": (keys, keys_s * 1000),
+            "rrf_keys": (rrf_keys, rrf_keys_s * 1000),
         }
 
     results: dict[str, Any] = {}
@@ -151,10 +170,7 @@ def evaluate(
             latency[name].append((time.perf_counter() - started) * 1000)
             tokens[name].append(used)
             rows[name].append((question.category, question_metrics(benchmark.name, index, order, question)))
-        started = time.perf_counter()
-        orders = flat_orders(question, vector, flat_vectors[number])
-        elapsed = (time.perf_counter() - started) * 1000 / len(orders)
-        for name, order in orders.items():
+        for name, (order, elapsed) in flat_orders(question, vector, flat_vectors[number]).items():
             latency[name].append(elapsed)
             tokens[name].append(int(index.tokens[order[:10]].sum()))
             rows[name].append((question.category, question_metrics(benchmark.name, index, order, question)))
@@ -196,10 +212,17 @@ def ablations(
     index: MemoryIndex, plain: list[str], settings: MemorySettings
 ) -> dict[str, tuple[MemoryIndex, MemorySettings, Switches]]:
     """The system with one part taken out at a time (same memory, same questions)."""
-    unexpanded = replace(index, bm25=BM25.build([terms(k) for k in plain]))
+    roles = [index.roles[int(r)] for r in index.role_code]
+    sessions = build_session_keys(
+        plain, roles, index.conversation, len(index.conversation_ids), index.dense, settings.key_roles
+    )
+    unexpanded = replace(index, bm25=BM25.build([terms(k) for k in plain]), sessions=sessions)
     return {
         "no_cues": (index, settings, Switches(cues=False)),
         "no_tags_session_prior": (index, settings, Switches(tags=False)),
+        "no_session_keys": (index, settings, Switches(session_keys=False)),
+        "no_session_best_turns": (index, settings.model_copy(update={"session_best_weight": 0.0}), Switches()),
+        "session_max_pooling": (index, settings.model_copy(update={"session_best_turns": 1}), Switches()),
         "no_decay": (index, settings, Switches(decay=False)),
         "no_time_filter": (index, settings, Switches(time_filter=False)),
         "no_key_expansion": (unexpanded, settings, Switches()),

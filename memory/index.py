@@ -28,7 +28,9 @@ from clients.embedders import Embedder, OnnxMiniLM, build_embedder
 from contracts.errors import ChatmemError
 from contracts.facts import FactRecord
 from contracts.settings import Settings
+from memory.dense_lists import PrepassTables
 from memory.graph import dense_key
+from memory.session import SessionKeys, build_session_keys
 from memory.text import BM25, terms
 from staging import embeddings as vectors
 from staging import memory as store
@@ -90,8 +92,10 @@ class MemoryIndex:
     texts: dict[str, str] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
 
+    sessions: SessionKeys | None = None  # one key per conversation (memory/session.py)
     coarse: Array | None = None  # n x 64 projection of `dense` (large memories only), see `similarity`
     projection: Array | None = None  # 384 x 64
+    prepass: PrepassTables | None = None  # recall's candidate pre-pass tables (memory/candidates.py), large only
 
     @property
     def size(self) -> int:
@@ -134,10 +138,12 @@ def build_index(
     *,
     texts: dict[str, str] | None = None,
     titles: dict[str, str | None] | None = None,
+    key_roles: Sequence[str] = ("user", "other"),
 ) -> MemoryIndex:
     """Arrays and matrices from a graph (pure: the benchmark builds generated graphs with it too).
 
-    `dense` has one row per message content node, in `graph.content` order of the message rows.
+    `dense` has one row per message content node, in `graph.content` order of the message rows. Session keys
+    (memory/session.py) are read from the `key_roles` messages.
     """
     rows = [c for c in graph.content if c.kind == "message"]
     ids = [c.content_id for c in rows]
@@ -208,6 +214,9 @@ def build_index(
         titles=titles or {},
         texts=texts or {},
         position=position,
+        sessions=build_session_keys(
+            [c.key_text for c in rows], [c.role for c in rows], conversation, len(conversation_ids), dense, key_roles
+        ),
     )
     if index.size >= COARSE_FROM:
         index.add_projection()
@@ -261,7 +270,8 @@ def load_index(
     if missing:  # content the stages did not cover (no segment, another model): embedded here, in memory
         keyed = [dense_key(rows[i], texts.get(ids[i], "")) for i in missing]
         dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or settings.embed.batch_size)
-    index = build_index(graph, run_id, dense, texts=texts, titles=inputs.conversation_titles(archive))
+    titles = inputs.conversation_titles(archive)
+    index = build_index(graph, run_id, dense, texts=texts, titles=titles, key_roles=settings.memory.key_roles)
     return attach_facts(index, staging)
 
 

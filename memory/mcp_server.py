@@ -27,7 +27,7 @@ from typing import Annotated, Any, TypeVar, cast
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
@@ -50,6 +50,7 @@ from memory.service import Memory
 from staging import agent_reads
 from staging import memory as memory_store
 from staging.db import connect_readonly
+from staging.llm_calls import LLMCall
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +121,8 @@ class MemoryService:
     def recall(self, request: RecallRequest) -> RecallResult:
         with self.databases() as (_, staging):
             memory = self.memory(staging)
-        return memory.recall(request)
+        # Read-only: the expand step's LLM calls (memory.expand_with_llm) go to this server's log, not llm_calls.
+        return memory.recall(request, on_call=log_call)
 
     def search_concepts(self, request: ConceptSearchRequest) -> ConceptSearchResult:
         with self.databases() as (archive, staging):
@@ -138,6 +140,35 @@ class MemoryService:
     def topics(self, request: TopicsRequest) -> TopicsResult:
         with self.databases() as (_, staging):
             return queries.topics(staging, request)
+
+
+def one_line(tool: str, exc: ValidationError) -> str:
+    """A validation error as one line an agent can act on: each bad field, what it must be, and what was sent."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"] if part != "arguments") or "arguments"
+        got = repr(error.get("input"))
+        got = got if len(got) <= 40 else got[:37] + "..."
+        message = " ".join(str(error["msg"]).split())
+        problems.append(f"{where}: {message[:1].lower()}{message[1:]} (got {got})")
+    return f"invalid arguments to {tool}: " + "; ".join(problems) + " - fix them and call again (see its input schema)"
+
+
+class ChatmemServer(MCPServer[Any]):
+    """The SDK's server, with argument errors as one line (the SDK sends pydantic's multi-line text)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(one_line(name, cause)) from cause
+            raise
+
+
+def log_call(call: LLMCall) -> None:
+    logger.info("recall - expand-or-stop LLM call: %s, attempt %d, %.2f s", call.status, call.attempt, call.latency_s)
 
 
 def _parameters(model: type[BaseModel]) -> list[inspect.Parameter]:
@@ -168,7 +199,7 @@ def contract_tool(
         try:
             return body(request_model.model_validate(arguments))
         except ValidationError as exc:
-            raise ToolError(f"invalid arguments: {exc}") from exc
+            raise ToolError(one_line(name, exc)) from exc
         except ChatmemError as exc:
             raise ToolError(" ".join(str(exc).split())) from exc
 
@@ -188,7 +219,7 @@ def contract_tool(
 
 def build_server(service: MemoryService) -> MCPServer[Any]:
     """The MCP server with the five read-only tools over `service`."""
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = ChatmemServer(
         "chatmem", title="chatmem memory", instructions=INSTRUCTIONS, version="1", log_level="WARNING"
     )
     contract_tool(
@@ -198,8 +229,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         "Reconstruct what the memory holds about a question: the relevant past messages within a token budget, "
         "in conversation order, each with its message ids, conversation, time, score and the activation path "
         "(query -> cue -> tag -> content) that brought it. Use `at` to ask as of a past date (nothing later is "
-        "returned) and `scope` to search only some conversations, sources or a time window. Follow up with "
-        "get_conversation to read around a piece.",
+        "returned) and `scope` to search only some conversations, sources or a time window. `facts` lists what the "
+        "user stated about the question as it stood at `at` (valid_from, valid_to, superseded); an empty result "
+        "says why in `empty_reason`. Follow up with get_conversation to read around a piece.",
         RecallRequest,
         RecallResult,
         service.recall,

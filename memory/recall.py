@@ -26,6 +26,7 @@ from contracts.memory import ActivationStep, RecallPiece, RecallRequest, RecallR
 from contracts.settings import MemorySettings
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
+from memory.session import session_activation
 from memory.text import terms
 from memory.timeexpr import TimeRange, find_range
 
@@ -45,6 +46,7 @@ class Switches:
     dense: bool = True
     lexical: bool = True
     facts: bool = True  # the garden's facts: current statements first (memory/fact_boost.py)
+    session_keys: bool = True  # a conversation read as one key (memory/session.py); off: its best turns only
 
 
 @dataclass
@@ -170,7 +172,21 @@ def rank(
         if switches.decay and at_s is not None and settings.decay_lambda_per_day > 0:
             age = np.clip((at_s - index.times) / DAY_S, 0, None)
             decay = np.exp(-settings.decay_lambda_per_day * np.nan_to_num(age, nan=0.0)).astype(np.float32)
-        pooled = _session_pool(index, mask, base, lexical_raw, dense_raw, role_weight, settings)
+        keyed = switches.session_keys
+        pooled = session_activation(
+            index.sessions,
+            index.conversation,
+            mask,
+            words,
+            query_vector if switches.dense else None,
+            base,
+            (
+                settings.session_lexical_weight * keyed * switches.lexical,
+                settings.session_dense_weight * keyed,
+                settings.session_best_weight,
+            ),
+            settings.session_best_turns,
+        )
         if conv_from_cues.max() > 0:
             pooled = pooled + settings.cue_weight * conv_from_cues / conv_from_cues.max() * pooled.max()
         conversation_activation = _prune(pooled, settings.theta)
@@ -215,36 +231,6 @@ def rank(
         at=datetime.fromtimestamp(at_s, UTC) if at_s is not None else None,
         candidates=int(mask.sum()),
     )
-
-
-def _session_pool(
-    index: MemoryIndex,
-    mask: Array,
-    base: Array,
-    lexical_raw: Array,
-    dense_raw: Array,
-    role_weight: Array,
-    settings: MemorySettings,
-) -> Array:
-    """A conversation tag's activation from its candidate content: its best content's activation, plus the
-    conversation read as one key (BM25 summed over its keys, length-normalised; the mean key similarity),
-    each scaled 0..1 over the conversations. Only candidates count: nothing after `at` leaks in."""
-    size = len(index.conversation_ids)
-    pick = mask & (index.conversation >= 0)
-    codes = index.conversation[pick]
-    weights = role_weight[pick].astype(np.float64)
-    mass = np.bincount(codes, weights=weights, minlength=size)
-    has = mass > 0
-    best = _pool(index.conversation, base, mask, size)
-    lexical = np.bincount(codes, weights=weights * lexical_raw[pick], minlength=size)
-    lexical = np.where(has, lexical / np.sqrt(np.maximum(mass, 1e-9)), 0.0)
-    dense = np.where(
-        has, np.bincount(codes, weights=weights * dense_raw[pick], minlength=size) / np.maximum(mass, 1e-9), 0.0
-    )
-    pooled = (
-        _unit(best, has) + _unit(lexical.astype(np.float32), has) + _unit(dense.astype(np.float32), has, shift=True)
-    )
-    return (pooled / 3).astype(np.float32)
 
 
 def _prune(pooled: Array, theta: float) -> Array:

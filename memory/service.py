@@ -4,20 +4,32 @@
     result = memory.recall(RecallRequest(query="...", at=..., scope=RecallScope(...)))
 
 The CLI's `chatmem recall` is this for one question. The databases are read once, into the embedded engine
-(memory.index); nothing is written.
+(memory.index); nothing is written. A recall is:
+  1. the candidate pre-pass on a large memory (memory/candidates.py), activation over the candidates
+     (memory.recall.rank), the pieces within the budget (memory.recall.to_result);
+  2. the relevance floor: a query that matches no key's words, activates no cue and whose best key cosine is
+     below memory.min_similarity recalls nothing, with the reason (RecallResult.empty_reason);
+  3. optionally, the LLM's expand-or-stop decision on the top conversation tags (memory/expand.py);
+  4. the garden's facts of the question as they stood at `at` (memory/recall_facts.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from clients.embedders import Embedder
 from contracts.errors import ChatmemError, ConfigError
-from contracts.memory import RecallRequest, RecallResult
-from contracts.settings import Settings
-from memory.index import MemoryIndex, key_embedder, load_index
-from memory.recall import recall
+from contracts.memory import RecallPiece, RecallRequest, RecallResult
+from contracts.settings import MemorySettings, Settings
+from memory.candidates import prepare, ranked
+from memory.expand import expand
+from memory.index import Array, MemoryIndex, key_embedder, load_index
+from memory.recall import Ranking, embed_query, select, to_result
+from memory.recall_facts import question_facts
 from staging.db import connect_readonly
+from staging.llm_calls import CallRecorder
 
 
 @dataclass
@@ -42,13 +54,55 @@ class Memory:
         finally:
             archive.close()
             staging.close()
+        if index.size >= settings.memory.prepass_from:
+            prepare(index)  # the pre-pass tables now, not on the first recall
         return cls(settings, index, embedder)
 
-    def recall(self, request: RecallRequest) -> RecallResult:
+    def recall(self, request: RecallRequest, on_call: CallRecorder | None = None) -> RecallResult:
         """Reconstruct a context; a scope that names nothing in the memory is a ConfigError (one line), not an
         empty answer that looks like "nothing was ever said about it"."""
         check_scope(self.index, request)
-        return recall(self.index, self.embedder, request, self.settings.memory)
+        settings = self.settings.memory
+        vector = embed_query(self.embedder, request.query)
+        view, ranking, _ = ranked(self.index, request.query, vector, request, settings, limit=limit(request))
+        result = to_result(view, request, ranking, settings)
+        facts, changes = question_facts(self.index, request)
+        reason = empty_reason(view, ranking, vector, settings)
+        if reason is not None:
+            pieces: list[RecallPiece] = []
+            result = result.model_copy(update={"pieces": pieces, "tokens": 0, "empty_reason": reason})
+        elif settings.expand_with_llm and result.pieces:  # every LLM call goes to `on_call` (llm_calls rows)
+            chosen = select(view, ranking, request.budget_tokens, request.max_pieces)
+            llm = self.settings.extract.llm
+            changed, outcome = expand(view, ranking, chosen, request.query, settings, llm, on_call)
+            if changed is not None:
+                result = to_result(view, request, changed, settings)
+            result = result.model_copy(update={"expansion": outcome})
+        return result.model_copy(update={"facts": facts, "fact_changes": changes})
+
+
+def limit(request: RecallRequest) -> int:
+    """How many of the best candidates need an order: enough for the budget's pieces, and those skipped."""
+    return max(8 * request.max_pieces, 1000)
+
+
+def empty_reason(index: MemoryIndex, ranking: Ranking, vector: Array | None, settings: MemorySettings) -> str | None:
+    """Why the recall should return nothing, or None. Dense scores are rescaled per query (the best candidate
+    always scores 1), so without this floor a query about nothing in the memory still fills the budget."""
+    if ranking.candidates == 0:
+        return "nothing in scope: no content in the scope (or before `at`) to recall from"
+    if float(ranking.lexical.max(initial=0.0)) > 0 or ranking.cue_activation:
+        return None
+    best = -1.0
+    if vector is not None and index.dense.shape[0]:
+        j = int(np.argmax(ranking.dense))
+        best = float(index.dense[j] @ np.asarray(vector, dtype=np.float32))
+    if best >= settings.min_similarity:
+        return None
+    return (
+        f"nothing relevant: no word of the query occurs in the memory's keys, no cue matched, and the closest key's "
+        f"similarity ({best:.2f}) is below memory.min_similarity ({settings.min_similarity:.2f})"
+    )
 
 
 def check_scope(index: MemoryIndex, request: RecallRequest) -> None:

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 from staging.db import Transaction
@@ -179,9 +180,10 @@ def write_run(conn: sqlite3.Connection, run_id: str, graph: MemoryGraph, summary
         for table, cls, attr in _TABLES:
             columns = _columns(cls)
             marks = ", ".join("?" * (len(columns) + 1))
+            values = attrgetter(*columns)  # flat rows of scalars: astuple's deep copy is most of the write's time
             conn.executemany(
                 f"INSERT INTO {table} (run_id, {', '.join(columns)}) VALUES ({marks})",
-                ((run_id, *astuple(row)) for row in getattr(graph, attr)),
+                ((run_id, *values(row)) for row in getattr(graph, attr)),
             )
         conn.executemany(
             "INSERT INTO memory_merges (run_id, merged_id, original_id) VALUES (?, ?, ?)",

@@ -212,3 +212,17 @@ def test_embedding_similarity_resolves_a_refined_name_and_caches_the_name_vector
     assert method == "similarity"
     cached = dbs.staging.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (embedder_key(dbs.settings.embed),))
     assert cached.fetchone()[0] >= 2
+
+
+def test_evidence_counts_kept_incrementally_equal_the_stored_evidence(tmp_path: Path) -> None:
+    """Many attaches to one concept: its evidence count and first/last seen equal a count over its evidence rows."""
+    days = [7, 0, 3, 12, 5, 9]
+    specs = {f"c{d}": [hyp("Sourdough baking", spans=1 + d % 2)] for d in days}
+    dbs, _ = pipeline(tmp_path, [chat(f"c{d}", days=d) for d in days], specs)
+    row = concepts(dbs)["Sourdough baking"]
+    stored = dbs.staging.execute(
+        "SELECT COUNT(*), MIN(created_at), MAX(created_at) FROM concept_evidence WHERE concept_id = ?",
+        (row["concept_id"],),
+    ).fetchone()
+    assert (row["evidence_count"], row["first_seen"], row["last_seen"]) == tuple(stored)
+    assert row["evidence_count"] == sum(1 + d % 2 for d in days) and row["revision_count"] == len(days) - 1

@@ -244,7 +244,8 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(memory_dir: 
     *bad, fine = over_stdio(memory_dir, tmp_path / "stderr.log", session)
     texts = [r.content[0].text for r in bad]  # type: ignore[union-attr]
     assert all(r.is_error for r in bad)
-    assert "limit" in texts[0] and "greater than or equal to 1" in texts[0]
+    assert all("\n" not in t for t in texts), texts  # one line an agent can act on
+    assert texts[0].startswith("invalid arguments to search_concepts: limit: input should be greater than or equal")
     assert "unknown conversation 'nope'" in texts[1] and "search_concepts" in texts[2] and "query" in texts[3]
     assert structured(fine)["topics"]
 

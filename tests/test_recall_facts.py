@@ -53,11 +53,14 @@ def test_recall_at_answers_differently_before_and_after_a_move(tmp_path: Path) -
     assert chatmem("--quiet", "run", export, data_dir=data_dir).exit_code == 0
     before = json.loads(chatmem("recall", "where do I live?", "--at", "2022-06-01", "--json", data_dir=data_dir).stdout)
     after = json.loads(chatmem("recall", "where do I live?", "--at", "2023-06-01", "--json", data_dir=data_dir).stdout)
-    assert before["facts"] == ["user lives in Paris since 2022-01-10"]
-    assert after["facts"] == [
-        "user lives in Berlin since 2023-05-02",
-        "changed over time: user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02",
+    assert [f["line"] for f in before["facts"]] == ["user lives in Paris since 2022-01-10"]
+    assert [(f["value"], f["superseded"]) for f in before["facts"]] == [("Paris", False)]
+    assert [(f["line"], f["superseded"]) for f in after["facts"]] == [
+        ("user lives in Berlin since 2023-05-02", False),
+        ("user lives in Paris from 2022-01-10 until 2023-05-02", True),
     ]
+    assert after["facts"][1]["valid_to"].startswith("2023-05-02") and after["facts"][0]["valid_to"] is None
+    assert after["fact_changes"] == ["user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02"]
     best = max(after["pieces"], key=lambda p: p["score"])
     assert best["content_id"] == "berlin:u"
     text = chatmem("recall", "where do I live?", "--at", "2023-06-01", data_dir=data_dir).stdout

@@ -12,12 +12,14 @@ embeddings (concepts.similarity = "embedding", minilm-static) precision 1.00, re
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from extract.resolve import Resolver, char_ngram_cosine, tokens, words_agree
+from extract.resolve import Resolver, _surely_vetoed, char_ngram_cosine, ratio_at_least, tokens, words_agree
+from extract.text import name_key
 
 SAME = [
     ("Kitchen renovation", "kitchen renovations"),
@@ -159,3 +161,30 @@ def test_embedding_similarity_behind_the_veto_finds_more_and_merges_nothing_wron
     assert false_merges == []
     assert true_merges == 17 and merges("Learning Python", "learning python programming")
     assert not merges("Fly fishing", "Fly fishing vest")  # the nearest wrong pair, 0.87 with minilm-static
+
+
+def test_the_scale_shortcuts_decide_as_the_full_checks_do() -> None:
+    """ratio_at_least is difflib's ratio above the bar (else None) and the quick veto never vetoes an agreeing pair."""
+    names = [n for pair in (*SAME, *DIFFERENT) for n in pair] + ["Kitchen renovtion", "renovation kitchen 2024"]
+    for left in names:
+        for right in names:
+            a, b = name_key(left), name_key(right)
+            for bar in (0.8, 0.85, 0.92):
+                full = difflib.SequenceMatcher(None, a, b).ratio()
+                assert ratio_at_least(a, b, bar) == (full if full >= bar else None)
+            lw, rw = tokens(left), tokens(right)
+            if _surely_vetoed(lw, rw, set(lw), set(rw)):
+                assert not words_agree(lw, rw), (left, right)
+
+
+def test_a_merge_moves_only_the_merged_concepts_blocks() -> None:
+    """After a merge the merged concept's names find the survivor by fuzzy match, and no block keeps the old id."""
+    resolver = Resolver(fuzzy_threshold=0.85, similarity_threshold=0.8, similarity=char_ngram_cosine)
+    resolver.add("a", "project", ["Kitchen renovation"])
+    resolver.add("b", "project", ["Home remodel"])
+    resolver.add("c", "project", ["Garden shed"])
+    resolver.move("b", "a")
+    found = resolver.resolve("home remodeling", [], "project")
+    assert found is not None and found.concept_id == "a"
+    assert all("b" not in ids for ids in resolver._blocks.values())
+    assert resolver.resolve("garden sheds", [], "project") is not None

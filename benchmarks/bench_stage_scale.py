@@ -1,0 +1,79 @@
+"""One stage's cost per message on a pipeline-built data dir: wall time, ms per 1k messages, peak RSS.
+
+    python benchmarks/bench_stage_scale.py DATA_DIR STAGE [--reset-concepts] [--profile OUT.prof]
+    python benchmarks/bench_stage_scale.py DATA_DIR index        # the recall index (memory.index.load_index)
+
+Build the data dir once (`chatmem --data-dir D run EXPORT --to cues`), keep a copy, then re-run one stage here
+as often as needed, at two sizes, to see whether its cost per message grows with the archive (issue 12: no
+stage's cost per message at 1M more than 1.5x its cost at 100k). CPU time is printed beside wall time: on a
+shared machine it is the figure to compare. The stage runs in this process, without
+Prefect, on the data dir's newest run id. `--reset-concepts` empties the concept store first, so the concepts
+stage resolves every hypothesis again (it skips the ones it already handled). `--profile` writes cProfile stats.
+
+Example:
+    python benchmarks/bench_stage_scale.py /work/scale/d100k concepts --reset-concepts
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from contracts.settings import Settings  # noqa: E402
+from flows.registry import spec  # noqa: E402
+from staging.archive import open_archive  # noqa: E402
+from staging.ledger import open_staging  # noqa: E402
+
+CONCEPT_TABLES = ("concepts", "concept_evidence", "concept_relations", "concept_transitions", "concept_inputs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_dir", type=Path)
+    parser.add_argument("stage", help="a stage name (concepts, garden, embed_concepts, cues, ...) or 'index'")
+    parser.add_argument("--reset-concepts", action="store_true", help="empty the concept store first")
+    parser.add_argument("--profile", type=Path, help="write cProfile stats here")
+    args = parser.parse_args()
+    settings = Settings(data_dir=args.data_dir)
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    if args.reset_concepts:
+        for table in CONCEPT_TABLES:
+            staging.execute(f"DELETE FROM {table}")
+        staging.commit()
+    run_id = staging.execute("SELECT run_id FROM stage_runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+    profile = cProfile.Profile() if args.profile else None
+    start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_start = before.ru_utime + before.ru_stime
+    if profile:
+        profile.enable()
+    if args.stage == "index":
+        from memory.index import key_embedder, load_index
+
+        detail = f"size={load_index(archive, staging, settings, key_embedder(settings)).size}"
+    else:
+        module = importlib.import_module(spec(args.stage).entry)
+        detail = f"counts={module.run(archive, staging, run_id=run_id, settings=settings).counts}"
+    if profile:
+        profile.disable()
+        profile.dump_stats(args.profile)
+    wall = time.perf_counter() - start
+    messages = archive.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime - cpu_start  # on a shared machine CPU time, not wall, is the cost
+    print(
+        f"stage={args.stage} messages={messages} wall_s={wall:.1f} cpu_s={cpu:.1f}"
+        f" cpu_ms_per_1k={1e6 * cpu / max(messages, 1):.0f} peak_rss_mib={usage.ru_maxrss / 1024:.0f} {detail}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The garden's facts of a question, as a recall returns them (RecallResult.facts, fact_changes).
+
+    question_facts(index.facts, request, index) -> (facts, change lines)
+
+Pure over the records memory.index.attach_facts loaded with the index (no database read per recall): the facts
+the question's words meet (staging.fact_timeline.rank_facts), as they stood at `at` (a fact ended after `at`
+still held then; one first stated after `at` was not known), the current ones first, then the superseded ones,
+and how each (subject, attribute) changed over time. A conversation or source scope keeps the facts stated in
+it only.
+"""
+
+from __future__ import annotations
+
+from contracts.facts import FactRecord
+from contracts.memory import RecallFact, RecallRequest
+from memory.index import MemoryIndex
+from staging.fact_timeline import as_of, change_lines, rank_facts
+
+LIMIT = 5
+
+
+def _line(record: FactRecord) -> str:
+    value = record.value if record.polarity == "positive" else f"not {record.value}"
+    start = f"{record.valid_from:%Y-%m-%d}" if record.valid_from else None
+    if record.valid_to is not None:
+        return f"{record.subject} {record.attribute} {value} from {start or '?'} until {record.valid_to:%Y-%m-%d}"
+    return f"{record.subject} {record.attribute} {value}" + (f" since {start}" if start else "")
+
+
+def _in_scope(index: MemoryIndex, request: RecallRequest, record: FactRecord) -> bool:
+    scope = request.scope
+    if not (scope.conversation_ids or scope.sources):
+        return True
+    conversations = {index.conversation_code[c] for c in scope.conversation_ids if c in index.conversation_code}
+    sources = {i for i, s in enumerate(index.sources) if s in scope.sources}
+    for message_id in record.message_ids:
+        i = index.fact_positions.get(message_id)
+        if i is None:
+            continue
+        if conversations and int(index.conversation[i]) not in conversations:
+            continue
+        if sources and int(index.source[i]) not in sources:
+            continue
+        return True
+    return False
+
+
+def question_facts(index: MemoryIndex, request: RecallRequest) -> tuple[list[RecallFact], list[str]]:
+    """(the facts of the question at `at`, current first; how they changed over time)."""
+    records = [r for r in index.facts if _in_scope(index, request, r)]
+    at = request.at.isoformat() if request.at is not None else None
+    found = as_of(rank_facts(records, request.query, at)[:LIMIT], at)
+    found.sort(key=lambda r: r.valid_to is not None)  # stable: rank_facts' order within each
+    facts = [
+        RecallFact(
+            subject=r.subject,
+            attribute=r.attribute,
+            value=r.value,
+            polarity=r.polarity,
+            valid_from=r.valid_from,
+            valid_to=r.valid_to,
+            superseded=r.valid_to is not None,
+            message_ids=list(r.message_ids),
+            line=_line(r),
+        )
+        for r in found
+    ]
+    keys = {(r.subject, r.attribute) for r in found}
+    changes = change_lines(as_of((r for r in records if (r.subject, r.attribute) in keys), at))
+    return facts, changes

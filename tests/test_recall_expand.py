@@ -1,0 +1,124 @@
+"""The expand-or-stop step of recall (memory/expand.py) against the real loopback OpenAI-compatible server: an
+LLM's "expand" brings more of a conversation into the context, every call lands in llm_calls, and a failed or
+malformed answer falls back to the deterministic first pass with the reason kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from concept_support import Dbs, conversation, open_dbs, write_archive
+
+from contracts.memory import ExpandDecision, ExpandRequest, ExpandResponse, RecallRequest
+from contracts.settings import LLMSettings, Settings
+from extract import stage_concepts, stage_extract, stage_segment
+from memory import stage as cues
+from memory.service import Memory
+from staging import llm_calls
+from tests import llm_guard, llm_server
+from tests.llm_server import FakeLLMServer, Reply
+
+fake_llm = llm_server.fake_llm
+no_real_model_requests = llm_guard.no_real_model_requests
+
+TRIP = [
+    ("user", "We are planning a trip to Lisbon in May, riding tram 28 through Alfama."),
+    ("assistant", "Lisbon in May is warm; tram 28 is busiest at noon."),
+    ("user", "Which Lisbon day trips would you add, Sintra or Cascais?"),
+    ("assistant", "Sintra for the palaces, Cascais for the beach; both are an easy train from Lisbon."),
+    ("user", "Book the Lisbon hotel near Alfama for four nights."),
+    ("assistant", "A hotel in Alfama puts you near the Lisbon cathedral and the tram."),
+]
+GARDEN = [("user", "The tomatoes in the garden need compost."), ("assistant", "Compost and sun help tomatoes.")]
+QUESTION = "Lisbon tram 28"
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Dbs:
+    """Two conversations through the real stages (offline extraction, default key embedder)."""
+    dbs = open_dbs(tmp_path, memory={"key_embedder": "embed"})
+    write_archive(dbs.archive, [conversation("trip", TRIP), conversation("garden", GARDEN)])
+    run_id = dbs.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts, cues):
+        stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    return dbs
+
+
+def with_llm(settings: Settings, server: FakeLLMServer | None) -> Settings:
+    """The same data dir with the expand step on, pointed at the loopback server (or at no LLM)."""
+    llm = None
+    if server is not None:
+        llm = LLMSettings(base_url=server.base_url, model="test-model", max_retries=0, retry_backoff_s=0.01)
+    return settings.model_copy(
+        update={
+            "extract": settings.extract.model_copy(update={"llm": llm}),
+            "memory": settings.memory.model_copy(update={"expand_with_llm": True, "expand_pieces": 2}),
+        }
+    )
+
+
+def ask(settings: Settings, dbs: Dbs) -> tuple[list[str], object]:
+    request = RecallRequest(query=QUESTION, budget_tokens=40, max_pieces=2)
+    result = Memory.open(settings).recall(request, on_call=llm_calls.recorder(dbs.staging, "recall-test"))
+    return [p.content_id for p in result.pieces], result
+
+
+def test_an_expand_decision_brings_more_of_the_conversation(built: Dbs, fake_llm: FakeLLMServer) -> None:
+    """The model says expand conv:trip: trip messages that the first pass left out enter the context; the request
+    is the typed ExpandRequest with a strict schema, and the call is one ok row in llm_calls."""
+    first, _ = ask(built.settings, built)
+    fake_llm.reply_with(
+        Reply.text(
+            ExpandResponse(
+                decisions=[ExpandDecision(tag_id="conv:trip", action="expand", reason="the plan spans the chat")]
+            ).model_dump_json()
+        )
+    )
+    expanded, result = ask(with_llm(built.settings, fake_llm), built)
+    assert result.expansion is not None and result.expansion.decided_by == "llm"  # type: ignore[attr-defined]
+    assert set(expanded) - set(first), (first, expanded)
+    assert all(c.startswith("trip-") for c in set(expanded) - set(first))
+    (sent,) = fake_llm.model_requests()
+    assert sent.body["response_format"]["json_schema"]["name"] == "expand_decisions"
+    asked = ExpandRequest.model_validate_json(sent.body["messages"][1]["content"])
+    assert asked.question == QUESTION and "conv:trip" in [t.tag_id for t in asked.tags]
+    rows = llm_calls.calls(built.staging, "recall-test")
+    assert [(r["status"], r["segment_id"][:7]) for r in rows] == [("ok", "recall:")]
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "reason"),
+    [
+        (Reply.text("expand the first one please"), "invalid_json", "not the ExpandResponse contract"),
+        (Reply.text('{"decisions": [{"tag_id": "conv:trip", "action": "grow"}]}'), "schema_violation", "action"),
+        (
+            Reply.text('{"decisions": [{"tag_id": "conv:elsewhere", "action": "expand", "reason": "x"}]}'),
+            "schema_violation",
+            "not asked about: conv:elsewhere",
+        ),
+        (Reply.fail(400), "error", "the LLM call failed: HTTP 400"),
+    ],
+)
+def test_a_bad_answer_falls_back_to_the_first_pass(
+    built: Dbs, fake_llm: FakeLLMServer, reply: Reply, status: str, reason: str
+) -> None:
+    """Not JSON, not the contract, a stranger tag, an HTTP error: the deterministic result, the reason kept and
+    the attempt recorded with its status."""
+    first, _ = ask(built.settings, built)
+    fake_llm.reply_with(reply)
+    after, result = ask(with_llm(built.settings, fake_llm), built)
+    outcome = result.expansion  # type: ignore[attr-defined]
+    assert after == first
+    assert outcome.decided_by == "default" and reason in outcome.fallback_reason
+    assert all(d.action == "stop" for d in outcome.decisions) and outcome.decisions
+    assert [r["status"] for r in llm_calls.calls(built.staging, "recall-test")] == [status]
+
+
+def test_without_an_llm_the_default_is_stop_and_nothing_is_sent(built: Dbs, fake_llm: FakeLLMServer) -> None:
+    """The step on but no extract.llm: the first pass stands, decided_by default, no request made."""
+    first, _ = ask(built.settings, built)
+    after, result = ask(with_llm(built.settings, None), built)
+    outcome = result.expansion  # type: ignore[attr-defined]
+    assert after == first and outcome.decided_by == "default" and "no LLM configured" in outcome.fallback_reason
+    assert fake_llm.model_requests() == [] and json.loads(result.model_dump_json())["expansion"]["decisions"]  # type: ignore[attr-defined]

@@ -1,0 +1,117 @@
+"""What a recall hands an agent, on a real small memory (segment -> extract -> concepts -> garden -> cues): the
+garden's facts with their validity in RecallResult and over MCP, an empty answer with a reason for a query about
+nothing in the memory, and argument errors as one line through the MCP SDK's own client (in-process)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from concept_support import Dbs, conversation, open_dbs, write_archive
+from mcp import Client
+
+from contracts.memory import RecallRequest
+from extract import stage_concepts, stage_extract, stage_segment
+from garden import stage as garden
+from memory import stage as cues
+from memory.mcp_server import MemoryService, build_server
+from memory.service import Memory
+
+PARIS = [("user", "I live in Paris and I love the bakeries here."), ("assistant", "Try the covered passages.")]
+BERLIN = [("user", "I moved to Berlin last week. Which cafes are good?"), ("assistant", "Kreuzberg has many cafes.")]
+TRIP = [("user", "We are planning a trip to Lisbon in May."), ("assistant", "Lisbon in May: take tram 28 early.")]
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Dbs:
+    """Three conversations, a move from Paris (2022) to Berlin (2023), through the real stages."""
+    dbs = open_dbs(tmp_path, memory={"key_embedder": "embed"})
+    write_archive(
+        dbs.archive,
+        [
+            conversation("paris", PARIS, start=datetime(2022, 1, 10, 10, tzinfo=UTC)),
+            conversation("berlin", BERLIN, start=datetime(2023, 5, 2, 10, tzinfo=UTC)),
+            conversation("trip", TRIP, start=datetime(2023, 5, 20, 10, tzinfo=UTC)),
+        ],
+    )
+    run_id = dbs.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts, garden, cues):
+        stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    return dbs
+
+
+def test_recall_result_carries_the_facts_as_they_stood_at(built: Dbs) -> None:
+    """At 2023-06 the current fact is Berlin and Paris is superseded (valid_to set); at 2022-06 only Paris holds."""
+    memory = Memory.open(built.settings)
+    after = memory.recall(RecallRequest(query="where do I live?", at=datetime(2023, 6, 1, tzinfo=UTC)))
+    assert [(f.value, f.superseded) for f in after.facts] == [("Berlin", False), ("Paris", True)]
+    assert after.facts[0].valid_to is None and after.facts[1].valid_to is not None
+    assert after.facts[1].valid_to.date().isoformat() == "2023-05-02"
+    assert after.facts[0].line == "user lives in Berlin since 2023-05-02"
+    assert after.fact_changes == ["user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02"]
+    before = memory.recall(RecallRequest(query="where do I live?", at=datetime(2022, 6, 1, tzinfo=UTC)))
+    assert [(f.value, f.superseded, f.valid_to) for f in before.facts] == [("Paris", False, None)]
+    assert before.fact_changes == []
+    assert before.facts[0].message_ids == ["paris-m0"]
+
+
+def test_a_query_about_nothing_in_the_memory_recalls_nothing_and_says_why(built: Dbs) -> None:
+    """No word in any key, no cue, a low cosine: no pieces and a reason; a real question still gets pieces."""
+    memory = Memory.open(built.settings)
+    nonsense = memory.recall(RecallRequest(query="xqzvt blorptangle frobnicate"))
+    assert nonsense.pieces == [] and nonsense.tokens == 0
+    assert nonsense.empty_reason is not None and nonsense.empty_reason.startswith("nothing relevant")
+    assert "min_similarity" in nonsense.empty_reason
+    real = memory.recall(RecallRequest(query="Lisbon tram"))
+    assert real.empty_reason is None and min(real.pieces, key=lambda p: p.rank).conversation_id == "trip"
+
+
+def test_a_scope_with_nothing_before_at_says_so(built: Dbs) -> None:
+    """A recall at a date before anything was said: empty, with 'nothing in scope' as the reason."""
+    result = Memory.open(built.settings).recall(RecallRequest(query="Paris", at=datetime(2020, 1, 1, tzinfo=UTC)))
+    assert result.pieces == [] and result.empty_reason is not None and result.empty_reason.startswith("nothing in")
+
+
+def call(service: MemoryService, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Each tool call through the SDK's client, connected in-process to the real server."""
+
+    async def main() -> list[Any]:
+        async with Client(build_server(service)) as client:
+            return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    return anyio.run(main)
+
+
+def test_the_mcp_recall_tool_returns_the_facts(built: Dbs) -> None:
+    """The MCP recall tool's structured output has the facts with their validity and the change lines."""
+    (answer,) = call(MemoryService(built.settings), [("recall", {"query": "where do I live?", "at": "2023-06-01"})])
+    assert not answer.is_error, answer.content
+    facts = answer.structured_content["facts"]
+    assert [(f["value"], f["superseded"]) for f in facts] == [("Berlin", False), ("Paris", True)]
+    assert facts[1]["valid_to"].startswith("2023-05-02") and facts[0]["valid_from"].startswith("2023-05-02")
+    assert answer.structured_content["fact_changes"][0].startswith("user lives in: Paris from 2022-01-10")
+
+
+def test_mcp_argument_errors_are_one_actionable_line(built: Dbs) -> None:
+    """Bad arguments: one line naming each field, what it must be and what was sent; the next call still works."""
+    *bad, fine = call(
+        MemoryService(built.settings),
+        [
+            ("recall", {"query": "", "budget_tokens": 0}),
+            ("recall", {"query": "Lisbon", "scope": {"since": "not a date"}}),
+            ("search_concepts", {"query": "Lisbon", "limit": -1}),
+            ("recall", {"query": "Lisbon"}),
+        ],
+    )
+    texts = [r.content[0].text for r in bad]
+    assert all(r.is_error for r in bad) and all("\n" not in t for t in texts), texts
+    assert texts[0].startswith("invalid arguments to recall: ")
+    assert "query: string should have at least 1 character (got '')" in texts[0]
+    assert "budget_tokens: input should be greater than or equal to 1 (got 0)" in texts[0]
+    assert "scope.since:" in texts[1] and "(got 'not a date')" in texts[1]
+    assert texts[2].startswith("invalid arguments to search_concepts: limit: ")
+    assert texts[0].endswith("fix them and call again (see its input schema)")
+    assert not fine.is_error
