@@ -129,10 +129,15 @@ def diff(layer: Layer, current: Iterator[Change], loaded: Iterator[tuple[str, in
     """Merge-join the current rows with the manifest (both in key order) into what must change in the graph.
 
     A row whose hash equals the manifest's is skipped; a new or different row is an upsert; a key only in the
-    manifest is a row that vanished and becomes a delete.
+    manifest is a row that vanished and becomes a delete. Only a key seen neither in the manifest nor earlier in
+    the layer stays `new` (a CREATE may write it).
     """
     old = next(loaded, None)
+    previous: str | None = None
     for change in current:
+        if change.key == previous:  # a layer that yields a key twice: the second must MERGE onto the first
+            change.new = False
+        previous = change.key
         while old is not None and old[0] < change.key:
             yield _delete(layer, old[0])
             old = next(loaded, None)

@@ -33,7 +33,7 @@ from contracts.settings import Settings
 from contracts.version import code_version
 from load import cypher
 from load.inputs import available_layers, input_watermark
-from load.layers import LAYERS, Layer, NodeLayer, edge_layers, load_order, node_layers
+from load.layers import LAYERS, EdgeLayer, Layer, NodeLayer, edge_layers, load_order, node_layers
 from load.overlap import Prefetch, WriteBehind
 from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, source_rows
 from staging.db import connect, connect_readonly
@@ -75,6 +75,7 @@ class Tally:
                 "edges_deleted",
                 "edges_missing_ends",
                 "batches",
+                "batches_created",
                 "batches_resumed",
                 "retries",
             ),
@@ -166,11 +167,15 @@ def _load(
             return True
         for layer in lost:
             forget_layer(staging, target.key, layer.name)
+        # A load that was killed or failed may have committed batches it never recorded: relationships are then
+        # MERGEd (no constraint would catch a duplicate), until a load of this target finishes again.
+        previous_finished = stored is not None or last_run is None
         # Until this load succeeds, no later one may skip: forget the watermark first.
         uri = redact(target.uri)
         record_target(staging, target.key, uri=uri, database=target.database, watermark=None, run_id=stage_run.run_id)
         for layer in load_order(layers):  # nodes before edges: an edge's ends are written before it
-            _load_layer(archive, staging, stage_run, graph, layer, settings, progress, tally)
+            may_create = isinstance(layer, NodeLayer) or (previous_finished and _edges_known(staging, graph, layer))
+            _load_layer(archive, staging, stage_run, graph, layer, settings, progress, tally, may_create=may_create)
         tally.counts["layers"] = len(layers)
         if tally.counts["edges_missing_ends"]:
             # Those rows are not in the manifest; without a watermark the next load diffs again and resends them
@@ -201,6 +206,19 @@ def _lost_layers(staging: sqlite3.Connection, graph: Graph, target: Target, laye
     return [*lost_nodes, *[layer for layer in edge_layers(layers) if loaded.get(layer.name)]]
 
 
+def _edges_known(staging: sqlite3.Connection, graph: Graph, layer: Layer) -> bool:
+    """True when the graph holds exactly the relationships of the layer's type that the manifest lists (summed
+    over the layers that share the type): then a row new to the manifest is not in the graph, and CREATE is safe.
+    A graph written by someone else, or by a load that was not recorded, is MERGEd."""
+    assert isinstance(layer, EdgeLayer)
+    loaded = manifest_counts(staging, graph.target.key)
+    listed = sum(n for name, n in loaded.items() if name.split("-")[1:2] == [layer.type])
+    in_graph = cypher.edge_count(graph, layer.type)
+    if in_graph != listed:
+        log.info("load - %s: the graph holds %d %s, the manifest %d: MERGE", layer.name, in_graph, layer.type, listed)
+    return in_graph == listed
+
+
 def _load_layer(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
@@ -210,6 +228,8 @@ def _load_layer(
     settings: Settings,
     progress: ProgressFactory | None,
     tally: Tally,
+    *,
+    may_create: bool = False,
 ) -> None:
     """Diff one layer against the manifest and write the changes in batches."""
     key = graph.target.key
@@ -235,7 +255,7 @@ def _load_layer(
         with _bar(progress, layer, source) as advance:
             for batch in Prefetch(produce):
                 numbers[batch.kind] += 1
-                _write_batch(ledger, stage_run, graph, batch, numbers[batch.kind], settings, tally)
+                _write_batch(ledger, stage_run, graph, batch, numbers[batch.kind], settings, tally, may_create)
                 advance(len(batch.changes))
     except BaseException:
         with suppress(BaseException):  # the batch's failure is the error to report; the ledger has recorded it
@@ -252,6 +272,7 @@ def _write_batch(
     number: int,
     settings: Settings,
     tally: Tally,
+    may_create: bool,
 ) -> None:
     layer, target = batch.layer, graph.target
     if graph.dialect == "arcadedb" and batch.nbytes > ARCADEDB_BATCH_BYTES:
@@ -272,9 +293,7 @@ def _write_batch(
         tally.add("retries")
         ledger.submit(lambda conn: retried_batch(conn, key, why))
 
-    query, fallback = (cypher.upsert(layer), None) if batch.kind == "upsert" else (cypher.delete(layer), None)
-    if batch.kind == "upsert" and isinstance(layer, NodeLayer) and batch.all_new:
-        query, fallback = cypher.create_nodes(layer), cypher.upsert(layer)
+    query, fallback, retry_as = _statements(batch, may_create)
     try:
         written = graph.write_retrying(
             query,
@@ -283,12 +302,15 @@ def _write_batch(
             backoff_s=settings.load.retry_backoff_s,
             on_retry=retried,
             on_conflict=fallback,
+            retry_as=retry_as,
         )
     except BaseException as exc:
         error, seconds = str(exc) or type(exc).__name__, time.monotonic() - started
         ledger.submit(lambda conn: fail_batch(conn, key, seconds, error))
         raise
     seconds, target_key = time.monotonic() - started, target.key
+    if query != cypher.upsert(layer) and batch.kind == "upsert":
+        tally.add("batches_created")  # sent as CREATE (a node batch that fell back to MERGE counts too)
     kind = "nodes" if isinstance(layer, NodeLayer) else "edges"
     upserted: list[tuple[str, int]] = []
     deleted: list[str] = []
@@ -308,6 +330,21 @@ def _write_batch(
         )
     )
     tally.add("batches")
+
+
+def _statements(batch: Batch, may_create: bool) -> tuple[str, str | None, str | None]:
+    """The batch's statement, the one to send on a uniqueness conflict, the one to send on a retry.
+
+    Rows new to the manifest are CREATEd (cypher.py, points 3 and 5): nodes fall back to MERGE on a conflict,
+    relationships are retried as MERGE (the lost attempt may have committed)."""
+    layer = batch.layer
+    if batch.kind == "delete":
+        return cypher.delete(layer), None, None
+    if not (may_create and batch.all_new):
+        return cypher.upsert(layer), None, None
+    if isinstance(layer, NodeLayer):
+        return cypher.create_nodes(layer), cypher.upsert(layer), None
+    return cypher.create_edges(layer), None, cypher.upsert(layer)
 
 
 def _path(conn: sqlite3.Connection) -> Path:
