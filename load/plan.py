@@ -64,7 +64,8 @@ class Batch:
 def ordered_sql(layer: Layer) -> str:
     """The layer's SQL with a TEXT key column first, ordered by it (the manifest is in the same order)."""
     if isinstance(layer, NodeLayer):
-        return f"SELECT CAST(id AS TEXT) AS _key, * FROM ({layer.sql}) WHERE id IS NOT NULL ORDER BY _key"
+        order = "id" if layer.text_ids else "_key"  # an index walk streams; a sort reads the whole layer first
+        return f"SELECT CAST(id AS TEXT) AS _key, * FROM ({layer.sql}) WHERE id IS NOT NULL ORDER BY {order}"
     return (
         "SELECT json_array(CAST(src AS TEXT), CAST(dst AS TEXT)) AS _key, * FROM"
         f" ({layer.sql}) WHERE src IS NOT NULL AND dst IS NOT NULL ORDER BY _key"
@@ -101,8 +102,12 @@ def source_rows(cursor: sqlite3.Cursor, layer: Layer) -> Iterator[Change]:
     skip = 2 if isinstance(layer, NodeLayer) else 3  # _key and id, or _key, src and dst
     props = names[skip:]
     booleans = [i for i, name in enumerate(props) if name in layer.booleans]
+    previous = ""
     for row in cursor:
         key = row[0]
+        if key < previous:  # the merge-join with the manifest needs key order: a broken promise is a bug, loudly
+            raise ValueError(f"layer {layer.name}: key {key!r} after {previous!r}: rows are not in key order")
+        previous = key
         values = list(row[skip:])
         for i in booleans:
             if values[i] is not None:

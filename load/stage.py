@@ -4,7 +4,8 @@ The six steps: open a stage run; read the inputs (which layers exist, their wate
 is the local ArcadeDB server unless NEO4J_URI is set); compute what changed (plan.py: a streaming diff of each
 layer against the manifest of what the graph holds); validate (labels and types come from the allow-list, rows
 too big for the server are refused before they are sent); write uniqueness constraints, then UNWIND batches, one
-transaction each, MERGE on stable ids, retried on transient errors only; close the stage run with counts, or
+transaction each, CREATE for rows new to the manifest where that is provably safe and MERGE on stable ids
+otherwise (cypher.py, points 3 and 5), retried on transient errors only; close the stage run with counts, or
 record the failure and raise a StageError that names the graph, the cause and how to re-run.
 
 Resuming: a batch's rows enter the manifest in the same staging transaction that marks the batch done. A load
