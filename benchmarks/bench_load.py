@@ -51,6 +51,7 @@ from load.inputs import available_layers  # noqa: E402
 from load.layers import ARCHIVE_LAYERS, LAYERS, Layer, edge_layers, node_layers  # noqa: E402
 from load.plan import ordered_sql, source_rows  # noqa: E402
 from staging.archive import open_archive  # noqa: E402
+from staging.db import connect_readonly  # noqa: E402
 from staging.ledger import open_run, open_staging  # noqa: E402
 
 MARK_BEGIN = "<!-- bench_load:begin -->"
@@ -84,12 +85,9 @@ def pipeline_data(data_dir: Path) -> tuple[Settings, list[Layer]]:
     copy = OUT / "load-pipeline-data"
     shutil.rmtree(copy, ignore_errors=True)
     copy.mkdir(parents=True)
-    with (
-        closing(open_archive(data_dir / "archive.db")) as archive,
-        closing(open_staging(data_dir / "staging.db")) as st,
-    ):
-        archive.execute("VACUUM INTO ?", (str(copy / "archive.db"),))  # a consistent copy, even of a WAL database
-        st.execute("VACUUM INTO ?", (str(copy / "staging.db"),))
+    for name in ("archive.db", "staging.db"):  # read-only: the data dir is left as it is
+        with closing(connect_readonly(data_dir / name)) as source:
+            source.execute("VACUUM INTO ?", (str(copy / name),))  # a consistent copy, even of a WAL database
     settings = Settings(data_dir=copy)
     with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as st:
         present, _ = available_layers(archive, st, LAYERS)
