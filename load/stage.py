@@ -174,9 +174,19 @@ def _load(
         # Until this load succeeds, no later one may skip: forget the watermark first.
         uri = redact(target.uri)
         record_target(staging, target.key, uri=uri, database=target.database, watermark=None, run_id=stage_run.run_id)
-        for layer in load_order(layers):  # nodes before edges: an edge's ends are written before it
-            may_create = isinstance(layer, NodeLayer) or (previous_finished and _edges_known(staging, graph, layer))
-            _load_layer(archive, staging, stage_run, graph, layer, settings, progress, tally, may_create=may_create)
+        ordered = load_order(layers)  # nodes before edges: an edge's ends are written before it
+        # Each layer's reader starts while the layer before it is written: its SQL (a sort, a GROUP BY, a window)
+        # runs before its first row, and the server would otherwise wait for it at every layer boundary.
+        readers = [_LayerReader(archive, staging, graph, ordered[0], settings)] if ordered else []
+        try:
+            for i, layer in enumerate(ordered):
+                if i + 1 < len(ordered):
+                    readers.append(_LayerReader(archive, staging, graph, ordered[i + 1], settings))
+                may_create = isinstance(layer, NodeLayer) or (previous_finished and _edges_known(staging, graph, layer))
+                _load_layer(readers[i], staging, stage_run, graph, settings, progress, tally, may_create=may_create)
+        finally:
+            for reader in readers:
+                reader.close()
         tally.counts["layers"] = len(layers)
         if tally.counts["edges_missing_ends"]:
             # Those rows are not in the manifest; without a watermark the next load diffs again and resends them
@@ -220,41 +230,60 @@ def _edges_known(staging: sqlite3.Connection, graph: Graph, layer: Layer) -> boo
     return in_graph == listed
 
 
+class _LayerReader:
+    """A layer's rows, diffed against the manifest and cut into batches, read ahead in a thread of its own."""
+
+    def __init__(
+        self, archive: sqlite3.Connection, staging: sqlite3.Connection, graph: Graph, layer: Layer, settings: Settings
+    ) -> None:
+        self.layer, self.rows_read = layer, 0
+        self.source = archive if layer.source == "archive" else staging
+        key = graph.target.key
+        max_bytes = settings.load.max_batch_bytes
+        if graph.dialect == "arcadedb":
+            max_bytes = min(max_bytes, ARCADEDB_BATCH_BYTES)
+        rows_path, self.manifest_path = _path(self.source), _path(staging)
+
+        def produce() -> Iterator[Batch]:  # runs in the reader thread, with connections of its own
+            with _reader(rows_path) as rows_db, _reader(self.manifest_path) as manifest_db:
+                current = self._counted(source_rows(rows_db.execute(ordered_sql(layer)), layer))
+                changes = diff(layer, current, iter_manifest(manifest_db, key, layer.name))
+                size = settings.load.batch_size
+                yield from batches(layer, changes, batch_size=size, max_bytes=max_bytes, first_size=FIRST_BATCH)
+
+        self.batches = Prefetch(produce)
+
+    def _counted(self, rows: Iterator[Change]) -> Iterator[Change]:
+        for row in rows:
+            self.rows_read += 1  # only this reader's thread writes it; the stage reads it once the layer is done
+            yield row
+
+    def close(self) -> None:
+        self.batches.close()
+
+
 def _load_layer(
-    archive: sqlite3.Connection,
+    reader: _LayerReader,
     staging: sqlite3.Connection,
     stage_run: StageRun,
     graph: Graph,
-    layer: Layer,
     settings: Settings,
     progress: ProgressFactory | None,
     tally: Tally,
     *,
     may_create: bool = False,
 ) -> None:
-    """Diff one layer against the manifest and write the changes in batches."""
-    key = graph.target.key
-    source = archive if layer.source == "archive" else staging
-    max_bytes = settings.load.max_batch_bytes
-    if graph.dialect == "arcadedb":
-        max_bytes = min(max_bytes, ARCADEDB_BATCH_BYTES)
+    """Write one layer's changes in batches, as its reader yields them."""
+    layer = reader.layer
     numbers = {kind: done_batches(staging, stage_run.run_id, layer.name, kind) for kind in ("upsert", "delete")}
     if any(numbers.values()):
         tally.add("batches_resumed", sum(numbers.values()))
         log.info("load - %s: resuming after %s done batch(es) of run %s", layer.name, numbers, stage_run.run_id)
-    rows_path, manifest_path = _path(source), _path(staging)
-
-    def produce() -> Iterator[Batch]:  # runs in the reader thread, with connections of its own
-        with _reader(rows_path) as rows_db, _reader(manifest_path) as manifest_db:
-            current = _counted(source_rows(rows_db.execute(ordered_sql(layer)), layer), tally)
-            changes = diff(layer, current, iter_manifest(manifest_db, key, layer.name))
-            size = settings.load.batch_size
-            yield from batches(layer, changes, batch_size=size, max_bytes=max_bytes, first_size=FIRST_BATCH)
-
+    manifest_path = reader.manifest_path
     ledger: WriteBehind[sqlite3.Connection] = WriteBehind(lambda: connect(manifest_path), lambda conn: conn.close())
     try:
-        with _bar(progress, layer, source) as advance:
-            for batch in Prefetch(produce):
+        with _bar(progress, layer, reader.source) as advance:
+            for batch in reader.batches:
                 numbers[batch.kind] += 1
                 _write_batch(ledger, stage_run, graph, batch, numbers[batch.kind], settings, tally, may_create)
                 advance(len(batch.changes))
@@ -263,6 +292,7 @@ def _load_layer(
             ledger.close()
         raise
     ledger.close()
+    tally.add("rows_read", reader.rows_read)
 
 
 def _write_batch(
@@ -358,12 +388,6 @@ def _reader(path: Path) -> Iterator[sqlite3.Connection]:
     with closing(connect_readonly(path)) as reader:
         reader.execute("BEGIN")  # one read transaction: rows and manifest stay consistent for the whole layer
         yield reader
-
-
-def _counted(rows: Iterator[Change], tally: Tally) -> Iterator[Change]:
-    for row in rows:
-        tally.counts["rows_read"] += 1
-        yield row
 
 
 @contextmanager

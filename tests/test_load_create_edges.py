@@ -33,6 +33,8 @@ def test_a_fresh_load_creates_every_batch_and_holds_no_duplicate(graph: GraphEnv
     assert result.counts["batches_created"] == result.counts["batches"] > 5
     assert graph.counts() == expected(settings)
     assert _duplicate_edges(graph) == 0
+    # every layer's rows were read once, by readers that overlap the previous layer's writes
+    assert result.counts["rows_read"] == sum(sum(kind.values()) for kind in expected(settings).values())
 
 
 def test_relationships_the_manifest_does_not_list_are_merged_not_duplicated(graph: GraphEnv, tmp_path: Path) -> None:
