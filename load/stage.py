@@ -47,6 +47,7 @@ from staging.load_state import (
     finish_batch,
     forget_layer,
     iter_manifest,
+    manifest_count,
     manifest_counts,
     record_target,
     retried_batch,
@@ -182,7 +183,9 @@ def _load(
             for i, layer in enumerate(ordered):
                 if i + 1 < len(ordered):
                     readers.append(_LayerReader(archive, staging, graph, ordered[i + 1], settings))
-                may_create = isinstance(layer, NodeLayer) or (previous_finished and _edges_known(staging, graph, layer))
+                may_create = isinstance(layer, NodeLayer) or (
+                    previous_finished and _edges_known(staging, graph, layer, ordered)
+                )
                 _load_layer(readers[i], staging, stage_run, graph, settings, progress, tally, may_create=may_create)
         finally:
             for reader in readers:
@@ -217,13 +220,14 @@ def _lost_layers(staging: sqlite3.Connection, graph: Graph, target: Target, laye
     return [*lost_nodes, *[layer for layer in edge_layers(layers) if loaded.get(layer.name)]]
 
 
-def _edges_known(staging: sqlite3.Connection, graph: Graph, layer: Layer) -> bool:
+def _edges_known(staging: sqlite3.Connection, graph: Graph, layer: Layer, layers: Sequence[Layer]) -> bool:
     """True when the graph holds exactly the relationships of the layer's type that the manifest lists (summed
-    over the layers that share the type): then a row new to the manifest is not in the graph, and CREATE is safe.
-    A graph written by someone else, or by a load that was not recorded, is MERGEd."""
+    over this load's layers that share the type): then a row new to the manifest is not in the graph, and CREATE
+    is safe. A graph written by someone else, by a load that was not recorded, or by a layer not loaded now, holds
+    more than that and is MERGEd."""
     assert isinstance(layer, EdgeLayer)
-    loaded = manifest_counts(staging, graph.target.key)
-    listed = sum(n for name, n in loaded.items() if name.split("-")[1:2] == [layer.type])
+    names = [other.name for other in edge_layers(layers) if other.type == layer.type]
+    listed = sum(manifest_count(staging, graph.target.key, name) for name in names)
     in_graph = cypher.edge_count(graph, layer.type)
     if in_graph != listed:
         log.info("load - %s: the graph holds %d %s, the manifest %d: MERGE", layer.name, in_graph, layer.type, listed)
