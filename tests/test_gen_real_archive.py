@@ -7,6 +7,9 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+import pytest
 
 from contracts.settings import Settings
 from ingest.stage import run as ingest_run
@@ -26,6 +29,19 @@ def _generator() -> ModuleType:
     return module
 
 
+@pytest.fixture(scope="module")
+def gen() -> ModuleType:
+    """The generator module, loaded from its file (benchmarks/ is not a package)."""
+    return _generator()
+
+
+@pytest.fixture(scope="module")
+def sessions(gen: ModuleType) -> list[Any]:
+    """The real sessions, read once for the module."""
+    sessions: list[Any] = gen.load_sessions(SHARED)
+    return sessions
+
+
 def _message_ids(export: Path) -> list[str]:
     return [
         node
@@ -35,10 +51,10 @@ def _message_ids(export: Path) -> list[str]:
     ]
 
 
-def test_generated_export_ingests_with_exact_count_and_distinct_ids(tmp_path: Path) -> None:
+def test_generated_export_ingests_with_exact_count_and_distinct_ids(
+    tmp_path: Path, gen: ModuleType, sessions: list[Any]
+) -> None:
     """2,000 generated messages ingest as exactly 2,000 distinct messages, none quarantined, texts mostly distinct."""
-    gen = _generator()
-    sessions = gen.load_sessions(SHARED)
     generator = gen.RealGenerator(5, 2000, sessions=sessions, stats=True)
     export = tmp_path / "conversations.json"
     written, conversations, _ = gen.generate(export, 2000, 5, generator=generator, report=lambda *a, **k: None)
@@ -59,10 +75,8 @@ def test_generated_export_ingests_with_exact_count_and_distinct_ids(tmp_path: Pa
     assert generator.report()["distinct_share"] > 0.9
 
 
-def test_same_seed_same_bytes_other_seed_no_shared_ids(tmp_path: Path) -> None:
+def test_same_seed_same_bytes_other_seed_no_shared_ids(tmp_path: Path, gen: ModuleType, sessions: list[Any]) -> None:
     """Deterministic for a seed; an export made with another seed shares no message id with it."""
-    gen = _generator()
-    sessions = gen.load_sessions(SHARED)
     paths = []
     for name, seed in (("a", 1), ("b", 1), ("c", 2)):
         paths.append(tmp_path / f"{name}.json")
@@ -73,10 +87,8 @@ def test_same_seed_same_bytes_other_seed_no_shared_ids(tmp_path: Path) -> None:
     assert len(_message_ids(paths[2])) == 300
 
 
-def test_real_sessions_alternate_and_drive_conversation_lengths() -> None:
+def test_real_sessions_alternate_and_drive_conversation_lengths(gen: ModuleType, sessions: list[Any]) -> None:
     """Every loaded real session starts with the user and alternates; conversations use their lengths."""
-    gen = _generator()
-    sessions = gen.load_sessions(SHARED)
     assert len(sessions) > 2000
     for session in sessions:
         roles = [role for role, _ in session]
