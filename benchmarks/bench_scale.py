@@ -12,7 +12,8 @@ descendants sampled every 0.25 s (the local graph server started by load counts 
 inside the stage from staging.db's stage_runs. Then the incremental case: `chatmem run NEW_DUMP` (all stages in
 one process) over the same data dir, with each stage's time from stage_runs. The JSON is rewritten after every
 stage, so a run cut short (a 1M run under nohup) keeps what it measured; sizes measured in different invocations
-merge into one table with --write.
+merge into one table with --write. `--spy DIR` profiles every stage process with py-spy (DIR/STAGE.txt; read
+them with benchmarks/spy_hotspots.py).
 
 Unattended 1M:
     nohup nice -n 10 python benchmarks/bench_scale.py --export /work/scale/chatgpt-real-1m-seed1.json \
@@ -79,8 +80,12 @@ def _sample_tree(pid: int, peak: list[int], stop: threading.Event) -> None:
             return
 
 
-def cli(data_dir: Path, log: Path, *args: str) -> dict[str, Any]:
-    """One `chatmem` process: its wall time, exit status, peak RSS (own and sampled tree) and JSON summary."""
+def cli(data_dir: Path, log: Path, *args: str, spy: Path | None = None) -> dict[str, Any]:
+    """One `chatmem` process: its wall time, exit status, peak RSS (own and sampled tree) and JSON summary.
+
+    With `spy`, py-spy samples the process (20 Hz, without pausing it) into that file (raw collapsed stacks;
+    read them with benchmarks/spy_hotspots.py).
+    """
     command = [sys.executable, "-m", "flows.cli", "--data-dir", str(data_dir), "-q", *args, "--json"]
     load_before = os.getloadavg()
     started = time.perf_counter()
@@ -91,11 +96,34 @@ def cli(data_dir: Path, log: Path, *args: str) -> dict[str, Any]:
         peak, stop = [0], threading.Event()
         sampler = threading.Thread(target=_sample_tree, args=(child.pid, peak, stop), daemon=True)
         sampler.start()
+        profiler = None
+        if spy is not None:
+            spy.parent.mkdir(parents=True, exist_ok=True)
+            py_spy = Path(sys.executable).parent / "py-spy"
+            profiler = subprocess.Popen(
+                [
+                    str(py_spy),
+                    "record",
+                    "-r",
+                    "20",
+                    "-f",
+                    "raw",
+                    "--nonblocking",
+                    "-o",
+                    str(spy),
+                    "--pid",
+                    str(child.pid),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - started
         stop.set()
         sampler.join()
+        if profiler is not None:
+            profiler.wait(timeout=60)
         out.seek(0)
         text = out.read().decode(errors="replace")
     try:
@@ -177,7 +205,10 @@ def measure(args: argparse.Namespace) -> Path:
         )
         return measured["rc"] == 0
 
-    first = cli(data_dir, log, "run", str(args.export), "--only", "ingest")
+    def spy(stage: str) -> Path | None:
+        return args.spy / f"{stage}.txt" if args.spy is not None else None
+
+    first = cli(data_dir, log, "run", str(args.export), "--only", "ingest", spy=spy("ingest"))
     run_id = str(first["summary"].get("run_id", ""))
     result["run_id"] = run_id
     result["messages"] = count_messages(data_dir)
@@ -188,7 +219,7 @@ def measure(args: argparse.Namespace) -> Path:
     for stage in STAGES:
         if not ok or stage in args.skip:
             break
-        ok = record(stage, cli(data_dir, log, "run", "--run-id", run_id, "--only", stage), run_id)
+        ok = record(stage, cli(data_dir, log, "run", "--run-id", run_id, "--only", stage, spy=spy(stage)), run_id)
     if ok and args.new_dump is not None:
         before = count_messages(data_dir)
         again = cli(data_dir, log, "run", str(args.new_dump))
@@ -335,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="JSON to write (default benchmarks/out/scale-SIZE.json)")
     parser.add_argument("--skip", nargs="*", default=[], help="stop before these stages")
     parser.add_argument("--keep", action="store_true", help="keep the data dir afterwards")
+    parser.add_argument("--spy", type=Path, help="profile every stage process with py-spy into this folder")
     parser.add_argument("--write", action="store_true", help="render RESULTS.md's scale section from the JSONs")
     args = parser.parse_args(argv)
     if args.export is not None:
