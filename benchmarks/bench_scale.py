@@ -250,13 +250,16 @@ def measure(args: argparse.Namespace) -> Path:
 
 
 # -- the RESULTS.md section -------------------------------------------------------------------------------------
-def load_results() -> list[dict[str, Any]]:
-    found = []
-    for path in sorted(OUT.glob("scale-*.json")):
+def load_results(extra: list[Path]) -> list[dict[str, Any]]:
+    """Every measured size, from benchmarks/out/scale-*.json and `extra`; of two runs of one size, the newer."""
+    by_size: dict[str, dict[str, Any]] = {}
+    for path in [*sorted(OUT.glob("scale-*.json")), *extra]:
         data = json.loads(path.read_text())
         if data.get("stages") and data.get("messages"):
-            found.append(data)
-    return sorted(found, key=lambda d: int(d["messages"]))
+            known = by_size.get(data["size"])
+            if known is None or data["started"] >= known["started"]:
+                by_size[data["size"]] = data
+    return sorted(by_size.values(), key=lambda d: int(d["messages"]))
 
 
 def _mib(value: float) -> str:
@@ -387,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the data dir afterwards")
     parser.add_argument("--spy", type=Path, help="profile every stage process with py-spy into this folder")
     parser.add_argument("--write", action="store_true", help="render RESULTS.md's scale section from the JSONs")
+    parser.add_argument("--json", nargs="*", type=Path, default=[], help="with --write: more result JSONs to merge")
     args = parser.parse_args(argv)
     if args.export is not None:
         args.out_default = args.out is None
@@ -398,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     elif not args.write:
         parser.error("give --export, or --write")
     if args.write:
-        results = load_results()
+        results = load_results(args.json)
         if not results:
             parser.error(f"no scale-*.json under {OUT}")
         write_section(HERE / "RESULTS.md", render(results))
