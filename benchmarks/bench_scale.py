@@ -280,9 +280,13 @@ def render(results: list[dict[str, Any]]) -> str:
         "(ru_maxrss); tree adds its descendants (sampled; the local graph server under load). On a shared "
         "machine: read times as upper bounds (load average after each stage in the per-size tables)."
     )
-    lines += ["", "## Cost per message: ms per 1k messages, in-stage (wall with process start-up), and growth", ""]
+    lines += [
+        "",
+        "## Cost per message: ms per 1k messages, in-stage (wall with start-up; CPU of the process), and growth",
+        "",
+    ]
     first, last = results[0], results[-1]
-    growth_label = f"growth {first['size']}→{last['size']} in-stage (wall)"
+    growth_label = f"growth {first['size']}→{last['size']} in-stage (wall; CPU)"
     lines.append("| stage | " + " | ".join(sizes) + f" | {growth_label} |")
     lines.append("|---|" + "---:|" * (len(sizes) + 1))
     for stage in ("ingest", *STAGES):
@@ -291,7 +295,8 @@ def render(results: list[dict[str, Any]]) -> str:
             m = r["stages"].get(stage)
             if m and m["rc"] == 0:
                 inside, wall = _per_k(m.get("stage_s", 0.0), r["messages"]), _per_k(m["wall_s"], r["messages"])
-                cells.append(f"{inside:,.1f} ({wall:,.1f})")
+                cpu = _per_k(m["cpu_s"], r["messages"])
+                cells.append(f"{inside:,.0f} ({wall:,.0f}; {cpu:,.0f})")
             else:
                 cells.append("—")
         a, b = first["stages"].get(stage), last["stages"].get(stage)
@@ -299,8 +304,9 @@ def render(results: list[dict[str, Any]]) -> str:
             scale = first["messages"] / last["messages"]
             inside = b.get("stage_s", 0.0) / a["stage_s"] * scale
             wall = b["wall_s"] / a["wall_s"] * scale
+            cpu = b["cpu_s"] / a["cpu_s"] * scale
             mark = "" if inside <= TARGET_GROWTH else " ✗"
-            cells.append(f"{inside:.2f}×{mark} ({wall:.2f}×)")
+            cells.append(f"{inside:.2f}×{mark} ({wall:.2f}×; {cpu:.2f}×)")
         else:
             cells.append("—")
         lines.append(f"| {stage} | " + " | ".join(cells) + " |")
@@ -308,7 +314,8 @@ def render(results: list[dict[str, Any]]) -> str:
         "",
         f"Target: growth ≤ {TARGET_GROWTH}× per stage from 100k to 1M (cost per message at the larger size over the "
         "smaller). In-stage is the stage's own work; wall adds a process start-up (imports, Prefect's ephemeral "
-        "API) that a whole `chatmem run` pays once, not once per stage.",
+        "API) that a whole `chatmem run` pays once, not once per stage. CPU is the stage process's user+system "
+        "seconds: on a loaded machine the steadiest of the three (wall and in-stage include waiting for a core).",
         "",
         "## Totals",
         "",
@@ -329,7 +336,7 @@ def render(results: list[dict[str, Any]]) -> str:
             f"1M: ≤ 60 min ({'met' if wall <= TARGET_SECONDS else 'missed'}), ≤ 6 GiB "
             f"({'met' if peak <= TARGET_RSS else 'missed'})"
             if r["messages"] >= 1_000_000
-            else f"linear to 1M: {scaled / 60:,.0f} min"
+            else f"done stages, linear to 1M: {scaled / 60:,.0f} min"
         )
         lines.append(
             f"| {r['size']} | {r['messages']:,} | {len(done)}/{1 + len(STAGES)} | {wall / 60:,.1f} | "
