@@ -437,15 +437,18 @@ class MemorySettings(BaseModel):
     prepass_from: int = Field(
         default=50_000,
         ge=0,
-        description="Content in scope from which recall first picks candidates (BM25 postings, k-means lists of the "
-        "key vectors, the query's cues) and activates only them and their conversations (memory/candidates.py); "
-        "below it every content node is scored.",
+        description="Content in the memory from which recall first picks candidates (BM25 postings, k-means lists "
+        "of the key vectors, the query's cues) and activates only them and their conversations (memory/candidates.py)"
+        "; below it every content node is scored.",
     )
     prepass_top: int = Field(
         default=300, ge=1, description="Candidates the pre-pass takes from each of BM25, key similarity and cues."
     )
     prepass_max_candidates: int = Field(
-        default=6_000, ge=1, description="Most content the pre-pass hands to activation (whole conversations)."
+        default=6_000,
+        ge=1,
+        description="Most content the pre-pass hands to activation (whole conversations); a scope with no more "
+        "than this in it is taken whole.",
     )
     min_similarity: float = Field(
         default=0.35,

@@ -19,9 +19,6 @@ from clients.embedders import build_embedder
 from contracts.settings import Settings
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
 from flows.registry import select_stages
-from memory.benchmarks import read_benchmark, write_jsonl
-from memory.evaluate import KS, ablations, evaluate, flat_vectors, plain_keys
-from memory.index import key_embedder, load_index
 from staging import memory as memory_store
 
 if TYPE_CHECKING:
@@ -36,6 +33,8 @@ def work_dir(settings: Settings, benchmark: str, path: Path, limit: int | None) 
 
 
 def headline(benchmark: str) -> list[str]:
+    from memory.evaluate import KS  # imported here: memory.evaluate pulls in scikit-learn (seconds) for every command
+
     if benchmark == "locomo":
         return [f"evidence_recall@{k}" for k in KS["locomo"]]
     return ["recall_all@3", "recall_all@5", "recall_any@5", "ndcg@10"]
@@ -88,6 +87,12 @@ def eval_recall(
     \b
     Example: chatmem eval recall --benchmark longmemeval --data longmemeval_s.jsonl.gz --limit 20 --json
     """
+    # imported here, not at the top: they pull in scikit-learn and scipy, seconds that every other command
+    # (`chatmem run` included) would pay at start-up
+    from memory.benchmarks import read_benchmark, write_jsonl
+    from memory.evaluate import ablations, evaluate, flat_vectors, plain_keys
+    from memory.index import key_embedder, load_index
+
     base = app.settings()
     loaded = read_benchmark(benchmark, data, limit)
     where = work_dir(base, benchmark, data, limit)

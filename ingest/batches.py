@@ -6,7 +6,8 @@ conversation.
 
 Measured and left out: running this loop in a worker process while the stage writes (both cores). On a
 200k-message export it gained under 10 % (pickling and piping ~1.2 KB rows costs nearly what it saves),
-not worth a second process; see benchmarks/RESULTS.md.
+not worth a second process; see benchmarks/RESULTS.md. A thread is: the stage runs this loop in one while it
+writes the batch before (ingest/overlap.py), since SQLite releases the GIL while it works.
 """
 
 from __future__ import annotations

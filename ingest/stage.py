@@ -15,7 +15,7 @@ import hashlib
 import logging
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,10 +25,11 @@ from contracts.records import ExportSource, QuarantineRecord
 from contracts.results import StageResult
 from contracts.settings import Settings, section_dump
 from contracts.version import code_version
-from ingest.batches import BatchStats, iter_batches
+from ingest.batches import Batch, BatchStats, iter_batches
 from ingest.detect import detect_format
+from ingest.overlap import prefetched
 from ingest.sources import OpenedExport, open_export, read_head
-from ingest.timestamps import counting_dropped, describe_dropped
+from ingest.timestamps import describe_dropped
 from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
 from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun, record_ingest_file
@@ -73,6 +74,7 @@ def run(
     writer = ArchiveWriter(archive)
     outcomes: list[FileOutcome] = []
     try:
+        writer.begin_bulk()  # an empty archive: indexes built once at the end (a killed run: on the next open)
         for path in exports:
             outcome = _ingest_one(writer, path, settings, force_format, progress)
             outcomes.append(outcome)
@@ -92,6 +94,7 @@ def run(
                 quarantined=outcome.counts.quarantined,
                 detail=outcome.detail,
             )
+        writer.end_bulk()
     except BaseException as exc:  # record even KeyboardInterrupt, then let it go on
         hint = f"chatmem stage ingest --run-id {run_id}"
         storage = isinstance(exc, Exception) and is_storage_error(exc)
@@ -219,15 +222,18 @@ def _parse_and_write(
 ) -> int:
     """Parse one stream and write it in batches. Returns the number of UTF-8 replacements made."""
     stats = BatchStats()
-    batches = iter_batches(opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats)
-    with bar(progress, opened.path, opened.size_bytes) as advance, counting_dropped() as dropped:
+
+    def batches() -> Iterator[Batch]:
+        return iter_batches(opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats)
+
+    with bar(progress, opened.path, opened.size_bytes) as advance:
         reported = 0
-        for batch in batches:
+        # The next batch is parsed in a thread while this one is written (ingest/overlap.py).
+        for batch, dropped in prefetched(batches):
             counts, _ = writer.write_batch(source_id, fmt, batch.conversations, batch.quarantined)
             outcome.counts.add(counts)
             outcome.messages_read += batch.messages
             advance(batch.bytes_read - reported)
             reported = batch.bytes_read
             outcome.timestamps_dropped.update(dropped)
-            dropped.clear()
     return stats.utf8_replacements

@@ -11,8 +11,9 @@ Scoring every content node costs ~20 passes over n floats and a read of every ke
 then widens them to their graph neighbourhood: the whole conversation (the conversation tag's content, so the
 session prior pools the same content it would without the pre-pass), their NEXT/PREV turns and merged groups.
 memory.recall.rank then runs unchanged over that view (an index of the candidates only, the lexical scores
-computed over the whole memory so BM25's statistics do not change). Below the threshold nothing changes: the
-dev benchmarks' scopes (a sample's or a question's sessions) stay exact.
+computed over the whole memory so BM25's statistics do not change). A scope (or `at`) leaving at most
+`prepass_max_candidates` content is taken whole, exactly. Below `prepass_from` content in the memory nothing
+changes: the dev benchmarks stay exact.
 """
 
 from __future__ import annotations
@@ -86,17 +87,19 @@ def _in_scope(index: MemoryIndex, tables: PrepassTables, request: RecallRequest)
 def narrow(
     index: MemoryIndex, query: str, vector: Array | None, request: RecallRequest, settings: MemorySettings
 ) -> Narrowed | None:
-    """The candidates of a recall on a large memory; None when the memory (or the scope) is small enough to
-    score every content node."""
+    """The candidates of a recall on a large memory (None: small enough to score every content node); a scope
+    with at most `prepass_max_candidates` content in it is taken whole."""
     if index.size < settings.prepass_from:
         return None
     tables = prepare(index)
     pool, pool_mask = _in_scope(index, tables, request)
     inside = pool[pool_mask]
-    if len(inside) < settings.prepass_from:  # a small scope: all of it, exactly
+    if len(inside) <= settings.prepass_max_candidates:  # a small scope (or `at`): all of it, exactly
         candidates = np.zeros(index.size, dtype=bool)
         candidates[inside] = True
         return Narrowed(_view(index, inside, index.bm25.score(terms(query), inside), candidates), inside)
+    # A larger scope is narrowed like the whole memory: the lists read stop once `prepass_top` in-scope vectors
+    # are found, so a sparse scope costs a few more lists, never a gather of everything in it.
     words = terms(query)
     mask = np.zeros(index.size, dtype=bool)
     mask[inside] = True

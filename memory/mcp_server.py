@@ -229,8 +229,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         "Reconstruct what the memory holds about a question: the relevant past messages within a token budget, "
         "in conversation order, each with its message ids, conversation, time, score and the activation path "
         "(query -> cue -> tag -> content) that brought it. Use `at` to ask as of a past date (nothing later is "
-        "returned) and `scope` to search only some conversations, sources or a time window. Follow up with "
-        "get_conversation to read around a piece.",
+        "returned) and `scope` to search only some conversations, sources or a time window. `facts` lists what the "
+        "user stated about the question as it stood at `at` (valid_from, valid_to, superseded); an empty result "
+        "says why in `empty_reason`. Follow up with get_conversation to read around a piece.",
         RecallRequest,
         RecallResult,
         service.recall,

@@ -12,18 +12,27 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 # scikit-learn's list lacks the auxiliaries questions are made of ("did", "does"): as cues they match everything.
-STOP = frozenset(ENGLISH_STOP_WORDS) | {
+_MORE_STOP = {
     *("s", "t", "don", "ll", "ve", "re", "m", "d", "just", "like", "really"),
     *("did", "does", "doing", "done", "got", "get", "gets", "getting", "let", "ok", "okay", "yes"),
 }
+
+
+@cache
+def stop_words() -> frozenset[str]:
+    """The stop words. Read on first use: importing scikit-learn costs seconds, and every CLI command imports
+    this module (through the recall commands), `chatmem run` included."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS) | _MORE_STOP
 
 
 def stem(word: str) -> str:
@@ -43,9 +52,10 @@ def stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """The text's terms in order (stop words dropped, stemmed)."""
     out = []
+    stop = stop_words()
     for match in _WORD.finditer(text.lower()):
         word = match.group(0)
-        if word in STOP or len(word) < 2:
+        if word in stop or len(word) < 2:
             continue
         out.append(stem(word))
     return out

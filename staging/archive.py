@@ -36,11 +36,32 @@ from staging.migrations import ARCHIVE, migrate
 END_OF_FILE = "end of file"  # the locator of the quarantine row for an unreadable remainder of a file
 
 
+# Indexes a bulk load into an empty archive builds once at the end instead of row by row (`ArchiveWriter.bulk`).
+# The uuid primary key stays: every insert is checked against it.
+DEFERRABLE_INDEXES = {
+    "messages_by_conversation": (
+        "CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, seq)"
+    ),
+}
+
+
 def open_archive(path: Path) -> sqlite3.Connection:
-    """Open archive.db read-write, creating or upgrading its schema (staging.migrations.ARCHIVE)."""
+    """Open archive.db read-write, creating or upgrading its schema (staging.migrations.ARCHIVE), and rebuild
+    any index a killed bulk load left dropped."""
     conn = connect(path)
     migrate(conn, ARCHIVE, name=str(path))
+    restore_indexes(conn)
     return conn
+
+
+def restore_indexes(conn: sqlite3.Connection) -> None:
+    """Create the deferrable indexes that are missing (after a bulk load, or one that was killed)."""
+    present = {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    missing = [ddl for name, ddl in DEFERRABLE_INDEXES.items() if name not in present]
+    if missing:
+        with Transaction(conn):
+            for ddl in missing:
+                conn.execute(ddl)
 
 
 @dataclass
@@ -77,6 +98,26 @@ class ArchiveWriter:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.deferred = False  # deferrable indexes dropped for a bulk load (see `bulk`)
+
+    def begin_bulk(self) -> None:
+        """Into an empty archive, drop the deferrable indexes: built once by `end_bulk` (sorting all the keys
+        once is far cheaper than inserting each one into a B-tree at a random place). A killed run leaves them
+        dropped; `open_archive` builds them on the next open, so the archive stays usable and correct."""
+        with Transaction(self.conn):
+            fts.tune_for_bulk(self.conn)
+        if self.conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone() is not None:
+            return
+        with Transaction(self.conn):
+            for name in DEFERRABLE_INDEXES:
+                self.conn.execute(f"DROP INDEX IF EXISTS {name}")
+        self.deferred = True
+
+    def end_bulk(self) -> None:
+        """Build the indexes `begin_bulk` dropped."""
+        if self.deferred:
+            restore_indexes(self.conn)
+            self.deferred = False
 
     def source_status(self, sha256: str) -> str | None:
         row = self.conn.execute("SELECT status FROM sources WHERE sha256 = ?", (sha256,)).fetchone()
@@ -206,6 +247,7 @@ class ArchiveWriter:
             for row in rows
             if (owner := stored[str(row[UUID])][CONVERSATION_ID]) != row[CONVERSATION_ID]
         ]
+        self._need_indexes()
         for affected in {c.conversation_id for c in collisions}:
             self._recount(str(affected))
         return collisions
@@ -214,6 +256,7 @@ class ArchiveWriter:
         self, source_id: int, conversation: ConversationRows, counts: WriteCounts
     ) -> list[QuarantineRecord]:
         """A conversation the archive already has: insert what is new, update what changed, keep the rest."""
+        self._need_indexes()
         conn = self.conn
         existing = conn.execute(
             "SELECT updated_at, row_hash FROM conversations WHERE id = ?", (conversation.id,)
@@ -268,6 +311,14 @@ class ArchiveWriter:
             counts.retired += self._retire_missing(conversation.id, kept, len(conversation.messages))
         self._recount(conversation.id)
         return collisions
+
+    def _need_indexes(self) -> None:
+        """Lookups by conversation are coming (a conversation seen twice, an id collision): without the index
+        each would scan the whole table. Build it now, inside the batch's transaction, and keep it."""
+        if self.deferred:
+            for ddl in DEFERRABLE_INDEXES.values():
+                self.conn.execute(ddl)
+            self.deferred = False
 
     def _recount(self, conversation_id: str) -> None:
         self.conn.execute(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import itertools
 import json
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -383,14 +382,12 @@ def test_hidden_flag_and_blank_system_prompt_hide_but_a_written_system_message_s
     assert {m.uuid: m.is_hidden for m in conversation.messages} == {"blank": True, "custom": False, "u": True}
 
 
-def test_a_50_mb_message_parses_whole_in_a_few_seconds() -> None:
+def test_a_50_mb_message_parses_whole() -> None:
     """One message with 50 MB of text is parsed in full (streaming does not cut long strings)."""
     text = "x" * 50_000_000
     nodes = [_root(), _node("big", "client-created-root", text=text)]
-    started = time.perf_counter()
     (conversation,), _ = _parse_json([_conversation(nodes)])
     assert len(conversation.messages[0].text) == 50_000_000
-    assert time.perf_counter() - started < 10
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,12 @@ from typing import Any
 import pytest
 
 from contracts.errors import StageError
+from contracts.records import ExportSource
 from contracts.settings import IngestSettings, Settings
+from ingest.chatgpt import parse as parse_chatgpt
+from ingest.sources import sha256_file
 from ingest.stage import run as ingest_run
-from staging.archive import archive_stats, open_archive
+from staging.archive import ArchiveWriter, archive_stats, open_archive
 from staging.ledger import open_run, open_staging
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -268,3 +271,54 @@ def test_sigkill_mid_ingest_then_rerun_equals_a_clean_run(tmp_path: Path) -> Non
     clean = dump_tables(open_archive(tmp_path / "clean" / "archive.db"))
     assert killed == clean
     assert len(clean["messages"]) == 18000
+    # the indexes a bulk load defers, and the full-text index, end the same too
+    killed_index = schema_and_search(open_archive(killed_dir / "archive.db"))
+    assert killed_index == schema_and_search(open_archive(tmp_path / "clean" / "archive.db"))
+    assert killed_index["fts_rows"] == 18000
+
+
+def schema_and_search(conn: sqlite3.Connection) -> dict[str, Any]:
+    """What a reader of the archive relies on besides the rows: its indexes and its full-text index."""
+    return {
+        "indexes": sorted(
+            r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND sql NOT NULL")
+        ),
+        "fts_rows": conn.execute("SELECT COUNT(*) FROM messages_fts_docsize").fetchone()[0],
+        "found": sorted(r[0] for r in conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'turn'")),
+    }
+
+
+def test_a_bulk_load_killed_before_its_indexes_are_built_leaves_them_rebuilt_on_the_next_open(tmp_path: Path) -> None:
+    """An ingest into an empty archive defers its conversation index; if it dies first, the next open builds it."""
+    export = write_json(tmp_path / "conversations.json", make_chatgpt_export(40))
+    ingest(tmp_path / "clean", export)
+    expected = schema_and_search(open_archive(tmp_path / "clean" / "archive.db"))
+    assert "messages_by_conversation" in " ".join(expected["indexes"])
+
+    # The state a SIGKILL leaves between two committed batches: rows and their full-text entries, no index.
+    settings = Settings(data_dir=tmp_path / "killed")
+    archive = open_archive(settings.archive_path)
+    writer = ArchiveWriter(archive)
+    writer.begin_bulk()
+    source_id = writer.begin_source(
+        ExportSource(path=str(export), sha256=sha256_file(export), format="chatgpt", size_bytes=1)
+    )
+    conversations = list(parse_chatgpt(export.open("rb"), name=str(export)))
+    writer.write_batch(source_id, "chatgpt", conversations[:25], [])  # type: ignore[arg-type]
+    archive.close()
+    raw = sqlite3.connect(settings.archive_path)
+    assert "messages_by_conversation" not in " ".join(schema_and_search(raw)["indexes"])
+    stored = raw.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    assert stored == 25 * 4 and schema_and_search(raw)["fts_rows"] == stored  # what was committed is searchable
+    raw.close()
+
+    reopened = open_archive(settings.archive_path)
+    plan = " ".join(str(r[-1]) for r in reopened.execute("EXPLAIN QUERY PLAN " + BY_CONVERSATION, ("c1",)))
+    assert "messages_by_conversation" in plan
+    reopened.close()
+    archive, _ = ingest(tmp_path / "killed", export)
+    assert dump_tables(archive)["messages"] == dump_tables(open_archive(tmp_path / "clean" / "archive.db"))["messages"]
+    assert schema_and_search(archive) == expected
+
+
+BY_CONVERSATION = "SELECT uuid FROM messages WHERE conversation_id = ? ORDER BY seq"
