@@ -385,11 +385,10 @@ class MemorySettings(BaseModel):
         "the turn after the one that matches).",
     )
     session_prior: float = Field(
-        default=2.0,
+        default=0.5,
         ge=0,
         description="Weight of a conversation tag's activation (session keys and best turns, memory/session.py) fed "
-        "back to its content: about a turn's own direct score at its best (lexical + dense + cue), so that what the "
-        "session says weighs as much as what the turn says.",
+        "back to its content.",
     )
     day_prior: float = Field(default=0.1, ge=0, description="Same, for day tags (temporal decay applies).")
     session_lexical_weight: float = Field(
