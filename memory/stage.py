@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 STAGE = "cues"
 
 
-BATCH_MESSAGES = 20_000  # whole conversations are gathered into batches of about this many messages
+BATCH_MESSAGES = 5_000  # whole conversations per batch, about this many messages (100k: 20k -> 504 MiB, 2k -> 315)
 
 
 def run(
