@@ -1,0 +1,50 @@
+"""Typo neighbours of a word among a growing vocabulary, by deletion neighbourhoods (symmetric delete).
+
+The resolver's veto pairs off two words a typo apart: difflib's ratio >= 0.8. That ratio is 2 * M / (|a| + |b|)
+with M matched characters, and M is at most the length L of the longest common subsequence, so
+L >= 0.4 * (|a| + |b|); the ratio also needs the shorter word to be at least 2/3 of the longer. Hence each word
+reaches a common subsequence by deleting at most |word| - L <= |word| / 3 letters. Indexing every vocabulary
+word under each string it gives with up to |word| // 3 deletions, and looking a word up the same way, finds every
+word that can be a typo of it (and some that are not: the caller checks the ratio). The answer depends on the
+word and its neighbours, not on the vocabulary's size.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import combinations
+
+
+@lru_cache(maxsize=1 << 16)
+def deletion_keys(word: str) -> frozenset[str]:
+    """Every string left after deleting up to len(word) // 3 of its letters (the word itself included)."""
+    keys = {word}
+    for deleted in range(1, len(word) // 3 + 1):
+        for positions in combinations(range(len(word)), deleted):
+            skip = set(positions)
+            keys.add("".join(c for i, c in enumerate(word) if i not in skip))
+    return frozenset(keys)
+
+
+class TypoIndex:
+    """Vocabulary words by their deletion keys."""
+
+    def __init__(self) -> None:
+        self._words: set[str] = set()
+        self._by_key: dict[str, set[str]] = {}
+
+    def add_words(self, words: tuple[str, ...]) -> None:
+        for word in words:
+            if word in self._words:
+                continue
+            self._words.add(word)
+            for key in deletion_keys(word):
+                self._by_key.setdefault(key, set()).add(word)
+
+    def candidates(self, word: str) -> set[str]:
+        """Vocabulary words that may be a typo of `word` (a superset; the word itself excluded)."""
+        found: set[str] = set()
+        for key in deletion_keys(word):
+            found.update(self._by_key.get(key, ()))
+        found.discard(word)
+        return found
