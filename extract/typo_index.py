@@ -6,13 +6,17 @@ L >= 0.4 * (|a| + |b|); the ratio also needs the shorter word to be at least 2/3
 reaches a common subsequence by deleting at most |word| - L <= |word| / 3 letters. Indexing every vocabulary
 word under each string it gives with up to |word| // 3 deletions, and looking a word up the same way, finds every
 word that can be a typo of it (and some that are not: the caller checks the ratio). The answer depends on the
-word and its neighbours, not on the vocabulary's size.
+word and its neighbours, not on the vocabulary's size. Words longer than LONGEST_INDEXED (ids, hashes: rare, but
+C(29, 9) keys each) are kept by length instead and compared one by one with every word whose length allows
+a ratio of 0.8 (2/3 to 3/2 of theirs), as are the long words a short word is looked up against.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 from itertools import combinations
+
+LONGEST_INDEXED = 12
 
 
 @lru_cache(maxsize=1 << 16)
@@ -32,19 +36,29 @@ class TypoIndex:
     def __init__(self) -> None:
         self._words: set[str] = set()
         self._by_key: dict[str, set[str]] = {}
+        self._by_length: dict[int, set[str]] = {}  # every word, by length: scanned for the long ones
 
     def add_words(self, words: tuple[str, ...]) -> None:
         for word in words:
             if word in self._words:
                 continue
             self._words.add(word)
+            self._by_length.setdefault(len(word), set()).add(word)
+            if len(word) > LONGEST_INDEXED:
+                continue
             for key in deletion_keys(word):
                 self._by_key.setdefault(key, set()).add(word)
 
     def candidates(self, word: str) -> set[str]:
         """Vocabulary words that may be a typo of `word` (a superset; the word itself excluded)."""
         found: set[str] = set()
-        for key in deletion_keys(word):
-            found.update(self._by_key.get(key, ()))
+        size = len(word)
+        shortest = (2 * size + 2) // 3  # ratio >= 0.8 needs the shorter word >= 2/3 of the longer
+        if size <= LONGEST_INDEXED:
+            for key in deletion_keys(word):
+                found.update(self._by_key.get(key, ()))
+            shortest = max(shortest, LONGEST_INDEXED + 1)  # only the unindexed long ones left to scan
+        for length in range(shortest, size * 3 // 2 + 1):
+            found.update(self._by_length.get(length, ()))
         found.discard(word)
         return found

@@ -20,6 +20,7 @@ import pytest
 
 from extract.resolve import Resolver, _surely_vetoed, char_ngram_cosine, ratio_at_least, tokens, words_agree
 from extract.text import name_key
+from extract.typo_index import TypoIndex
 
 SAME = [
     ("Kitchen renovation", "kitchen renovations"),
@@ -233,3 +234,24 @@ def test_the_word_index_resolves_every_name_as_the_prefix_blocks_did(longer: flo
             assert ours == reference, (probe, concept_type)
             checked += reference is not None and reference.method in ("fuzzy", "similarity")
     assert checked > len(names)  # the probes do match: fuzzy and similarity steps are exercised
+
+
+def test_the_typo_index_finds_every_word_the_veto_pairs_as_a_typo() -> None:
+    """TypoIndex.candidates holds every vocabulary word within difflib ratio 0.8, short and long (scanned) alike."""
+    rng = np.random.default_rng(7)
+    letters = np.array(list("abcdefghij"))
+    vocabulary = {"".join(rng.choice(letters, size=int(rng.integers(2, 20)))) for _ in range(200)}
+    edited = set()
+    for word in sorted(vocabulary)[:80]:  # near copies: dropped, added and swapped letters
+        i = int(rng.integers(0, len(word)))
+        edited.update({word[:i] + word[i + 1 :], word[:i] + "x" + word[i:], word[::-1][:2] + word[2:]})
+    index = TypoIndex()
+    index.add_words(tuple(sorted(vocabulary | edited)))
+    pairs = 0
+    for word in sorted(vocabulary | edited):
+        found = index.candidates(word)
+        for other in vocabulary | edited:
+            if other != word and difflib.SequenceMatcher(None, word, other).ratio() >= 0.8:
+                assert other in found, (word, other)
+                pairs += 1
+    assert pairs > 80 and any(len(w) > 12 for w in vocabulary)
