@@ -276,16 +276,25 @@ class Resolver:
             title, bar = len(key), self.fuzzy_threshold
             longest = int(title * (2 - bar) / bar) + 2
             lengths = [n for n in range(1, longest + 1) if 2.0 * min(title, n) / (title + n) >= bar]
-        result: set[str] | None = None
-        for choice in sorted(choices, key=len):
-            holders: set[str] = set()
-            for word in choice:
-                for length in lengths:
-                    holders.update(self._index.get(("longer", concept_type, word, length), ()))
-            result = holders if result is None else result & holders
+        # Each title word's postings (its own and its typo neighbours', at each length); start from the word
+        # with the fewest holders and keep only those also holding each other word: the cost follows the
+        # rarest word's postings, not the commonest's.
+        postings = [
+            [
+                held
+                for word in choice
+                for length in lengths
+                if (held := self._index.get(("longer", concept_type, word, length)))
+            ]
+            for choice in choices
+        ]
+        postings.sort(key=lambda sets: sum(len(held) for held in sets))
+        result: set[str] = set().union(*postings[0])
+        for sets in postings[1:]:
             if not result:
-                return set()
-        return result or set()
+                break
+            result = {c for c in result if any(c in held for held in sets)}
+        return result
 
     def _size(self, concept_id: str) -> int:
         entry = self._entries[concept_id]
@@ -300,7 +309,7 @@ def _blocks(words: tuple[str, ...]) -> set[str]:
 
 def _typo_neighbours(word: str, typos: TypoIndex) -> tuple[str, ...]:
     """The vocabulary words the veto would pair off with `word` as a typo (sorted: deterministic)."""
-    return tuple(sorted(w for w in typos.candidates(word) if _typo(word, w)))
+    return typos.neighbours(word, _typo)
 
 
 def _keys(concept_type: str, stored: str, words: tuple[str, ...]) -> list[tuple[object, ...]]:

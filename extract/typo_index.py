@@ -13,6 +13,7 @@ a ratio of 0.8 (2/3 to 3/2 of theirs), as are the long words a short word is loo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from itertools import combinations
 
@@ -37,6 +38,8 @@ class TypoIndex:
         self._words: set[str] = set()
         self._by_key: dict[str, set[str]] = {}
         self._by_length: dict[int, set[str]] = {}  # every word, by length: scanned for the long ones
+        self._neighbours: dict[str, tuple[str, ...]] = {}  # word asked -> its checked neighbours
+        self._asked: dict[str, set[str]] = {}  # deletion key -> the words asked whose answer it can change
 
     def add_words(self, words: tuple[str, ...]) -> None:
         for word in words:
@@ -45,9 +48,13 @@ class TypoIndex:
             self._words.add(word)
             self._by_length.setdefault(len(word), set()).add(word)
             if len(word) > LONGEST_INDEXED:
+                self._neighbours.clear()  # rare (ids, hashes): any cached answer may now lack it
+                self._asked.clear()
                 continue
             for key in deletion_keys(word):
                 self._by_key.setdefault(key, set()).add(word)
+                for asked in self._asked.pop(key, ()):  # words sharing a key with it may have gained a neighbour
+                    self._neighbours.pop(asked, None)
 
     def candidates(self, word: str) -> set[str]:
         """Vocabulary words that may be a typo of `word` (a superset; the word itself excluded)."""
@@ -61,4 +68,19 @@ class TypoIndex:
         for length in range(shortest, size * 3 // 2 + 1):
             found.update(self._by_length.get(length, ()))
         found.discard(word)
+        return found
+
+    def neighbours(self, word: str, is_typo: Callable[[str, str], bool]) -> tuple[str, ...]:
+        """The candidates that `is_typo(word, candidate)` accepts, sorted; cached until the vocabulary gains a word
+        sharing one of its deletion keys (or any long word).
+
+        `is_typo` must be the same function on every call (the resolver's cached difflib check).
+        """
+        found = self._neighbours.get(word)
+        if found is None:
+            found = tuple(sorted(w for w in self.candidates(word) if is_typo(word, w)))
+            if len(word) <= LONGEST_INDEXED:  # a long word's answer can change with any word of nearby length
+                self._neighbours[word] = found
+                for key in deletion_keys(word):
+                    self._asked.setdefault(key, set()).add(word)
         return found

@@ -237,7 +237,7 @@ def test_the_word_index_resolves_every_name_as_the_prefix_blocks_did(longer: flo
 
 
 def test_the_typo_index_finds_every_word_the_veto_pairs_as_a_typo() -> None:
-    """TypoIndex.candidates holds every vocabulary word within difflib ratio 0.8, short and long (scanned) alike."""
+    """TypoIndex finds every vocabulary word within difflib ratio 0.8 (short and long alike), also after new words."""
     rng = np.random.default_rng(7)
     letters = np.array(list("abcdefghij"))
     vocabulary = {"".join(rng.choice(letters, size=int(rng.integers(2, 20)))) for _ in range(200)}
@@ -246,12 +246,20 @@ def test_the_typo_index_finds_every_word_the_veto_pairs_as_a_typo() -> None:
         i = int(rng.integers(0, len(word)))
         edited.update({word[:i] + word[i + 1 :], word[:i] + "x" + word[i:], word[::-1][:2] + word[2:]})
     index = TypoIndex()
-    index.add_words(tuple(sorted(vocabulary | edited)))
+    words = sorted(vocabulary | edited)
+    short = [w for w in words if len(w) <= 12]  # long words come first: adding one drops every cached answer
+    index.add_words(tuple([w for w in words if len(w) > 12] + short[::2]))
+
+    def is_typo(left: str, right: str) -> bool:
+        return difflib.SequenceMatcher(None, left, right).ratio() >= 0.8
+
+    for word in words:  # cache answers over half the vocabulary: adding the rest must refresh them
+        index.neighbours(word, is_typo)
+    index.add_words(tuple(short[1::2]))
     pairs = 0
-    for word in sorted(vocabulary | edited):
+    for word in words:
         found = index.candidates(word)
-        for other in vocabulary | edited:
-            if other != word and difflib.SequenceMatcher(None, word, other).ratio() >= 0.8:
-                assert other in found, (word, other)
-                pairs += 1
+        expected = tuple(sorted(other for other in words if other != word and is_typo(word, other)))
+        assert set(expected) <= found and index.neighbours(word, is_typo) == expected, word
+        pairs += len(expected)
     assert pairs > 80 and any(len(w) > 12 for w in vocabulary)
