@@ -56,14 +56,24 @@ CORPUS_CHARS = 1 << 21
 
 
 class Generator:
-    """Builds conversations as plain dicts from one seeded random stream."""
+    """Builds conversations as plain dicts from one seeded random stream.
 
-    def __init__(self, seed: int, total_messages: int) -> None:
+    The text source and the shape of a conversation are hooks (`user_text`, `caption_text`, `answer_text`,
+    `alternative_answer_text`, `title_text`, `exchange_count`, `_build_corpus`), so another generator
+    (benchmarks/gen_real_archive.py: real chat turns) reuses the mapping builder and the writer unchanged.
+    """
+
+    mean_messages_per_conversation: float = MEAN_MESSAGES_PER_CONVERSATION
+
+    def __init__(
+        self, seed: int, total_messages: int, *, end_time: float = END_TIME, span_seconds: float = SPAN_SECONDS
+    ) -> None:
         self.rng = random.Random(seed)
         self.corpus, self.word_starts = self._build_corpus()
-        expected_conversations = max(1, total_messages // MEAN_MESSAGES_PER_CONVERSATION)
-        self.mean_gap = SPAN_SECONDS / expected_conversations
-        self.cursor = END_TIME
+        self.corpus_chars = min(len(self.corpus), CORPUS_CHARS)
+        expected_conversations = max(1, total_messages // self.mean_messages_per_conversation)
+        self.mean_gap = span_seconds / expected_conversations
+        self.cursor = end_time
 
     # -- text ------------------------------------------------------------------------------------------
     def _build_corpus(self) -> tuple[str, list[int]]:
@@ -82,9 +92,31 @@ class Generator:
         """A slice of the corpus whose length is lognormal (median e**mean_log characters, long tail)."""
         n = min(int(self.rng.lognormvariate(mean_log, sigma)) + 1, cap)
         start = self.word_starts[self.rng.randrange(len(self.word_starts))]
-        if start + n > CORPUS_CHARS:
+        if start + n > self.corpus_chars:
             start = 0
         return self.corpus[start : start + n]
+
+    # -- hooks: the text of user turns and answers, the title, the number of exchanges ----------------------
+    def user_text(self) -> str:
+        return self.text(4.8, 1.1)
+
+    def caption_text(self) -> str:
+        """The text sent with an uploaded image."""
+        return self.text(4.3, 0.9)
+
+    def answer_text(self) -> str:
+        return self.text(6.1, 1.0)
+
+    def alternative_answer_text(self) -> str:
+        """The first answer of a regenerated reply (left as a side branch)."""
+        return self.text(6.1, 1.0)
+
+    def title_text(self) -> str:
+        return self.text(3.0, 0.4, cap=70).strip().capitalize()
+
+    def exchange_count(self) -> int:
+        """User turns (each with its reply) in the next conversation; called once as it starts."""
+        return min(int(self.rng.lognormvariate(1.5, 0.9)) + 1, 400)
 
     def uuid(self) -> str:
         h = f"{self.rng.getrandbits(128):032x}"
@@ -104,7 +136,7 @@ class Generator:
         )
         if head != root_id and rng.random() < 0.10:
             head = conv.add(head, "user", None, conv.user_context(), hidden=True, t=None) or head
-        exchanges = min(int(rng.lognormvariate(1.5, 0.9)) + 1, 400)
+        exchanges = self.exchange_count()
         branchy = rng.random() < 0.10
         for _ in range(exchanges):
             if not head or conv.remaining <= 0:
@@ -113,7 +145,7 @@ class Generator:
         # When the budget ran out inside a branch, the last node kept may have children: end on a leaf.
         while conv.mapping[head]["children"]:
             head = conv.mapping[head]["children"][-1]
-        title = "New chat" if rng.random() < 0.03 else self.text(3.0, 0.4, cap=70).strip().capitalize()
+        title = "New chat" if rng.random() < 0.03 else self.title_text()
         conversation_id = self.uuid()
         return {
             "title": title,
@@ -242,9 +274,9 @@ class _Conversation:
     def user_turn(self, parent: str) -> str | None:
         if self.rng.random() < 0.05:
             parts: list[Any] = [self.image() for _ in range(self.rng.randint(1, 2))]
-            parts.append(self.gen.text(4.3, 0.9))
+            parts.append(self.gen.caption_text())
             return self.add(parent, "user", None, {"content_type": "multimodal_text", "parts": parts})
-        return self.add(parent, "user", None, {"content_type": "text", "parts": [self.gen.text(4.8, 1.1)]})
+        return self.add(parent, "user", None, {"content_type": "text", "parts": [self.gen.user_text()]})
 
     def reply(self, parent: str) -> str | None:
         """The assistant's answer to a user turn, sometimes through tools or visible reasoning first."""
@@ -297,7 +329,7 @@ class _Conversation:
         elif kind < 0.195:  # a tool that failed
             error = {"content_type": "system_error", "name": "tool_error", "text": gen.text(4.0, 0.5)}
             head = self.add(head, "tool", "python", error) or head
-        answer = {"content_type": "text", "parts": [gen.text(6.1, 1.0)]}
+        answer = {"content_type": "text", "parts": [gen.answer_text()]}
         return self.add(head, "assistant", None, answer, end_turn=True) or head
 
     def exchange(self, parent: str, *, branch: bool) -> str | None:
@@ -314,7 +346,8 @@ class _Conversation:
             return None
         if branch:
             # Regenerated reply: the first answer stays as a sibling leaf of the one the user kept.
-            self.add(user, "assistant", None, {"content_type": "text", "parts": [self.gen.text(6.1, 1.0)]})
+            alternative = self.gen.alternative_answer_text()
+            self.add(user, "assistant", None, {"content_type": "text", "parts": [alternative]})
         return self.reply(user)
 
 
@@ -357,9 +390,13 @@ def generate(
     as_zip: bool = False,
     level: int = 6,
     report: Callable[..., Any] = print,
+    generator: Generator | None = None,
 ) -> tuple[int, int, int]:
-    """Write the export; returns (messages, conversations, uncompressed bytes)."""
-    gen = Generator(seed, messages)
+    """Write the export; returns (messages, conversations, uncompressed bytes).
+
+    `generator` replaces the synthetic one (it must have been built for `messages`); `seed` is then unused.
+    """
+    gen = generator if generator is not None else Generator(seed, messages)
     written = conversations = size = 0
     dumps = json.JSONEncoder().encode  # default settings: ASCII, ", " separators, as real downloads are
     with _output(out, as_zip, level) as handle:

@@ -11,11 +11,15 @@ import hashlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from clients.embedders import Embedder
+from clients.batches import MapBatches, map_in_process, shippable, split, unship
+from clients.embedders import Embedder, build_embedder
 from clients.progress import ProgressFactory, bar
+from contracts.errors import ConfigError
+from contracts.settings import EmbedSettings, Settings
 from staging import embeddings as store
 from staging.embeddings import Matrix
 
@@ -64,8 +68,14 @@ def embed_cached(
     counts: EmbedCounts,
     progress: ProgressFactory | None = None,
     label: str = "embed",
+    settings: EmbedSettings | None = None,
+    map_batches: MapBatches = map_in_process,
 ) -> list[str]:
-    """Make sure every text has a vector under `embedder.key` in staging.db; returns the texts' hashes."""
+    """Make sure every text has a vector under `embedder.key` in staging.db; returns the texts' hashes.
+
+    The texts to embed are cut into batches of `write_batch` and handed to `map_batches` (another runner needs
+    `settings`, which its workers build the embedder from); each batch's vectors are written as they come
+    back, in batch order."""
     hashes = [store.text_hash(t) for t in texts]
     counts.texts += len(texts)
     cached = store.cached_hashes(staging, embedder.key, hashes)
@@ -75,14 +85,14 @@ def embed_cached(
             todo[h] = text
     counts.cached += len(texts) - len(todo)
     keys = list(todo)
+    chunks = split(keys, write_batch)
+    job = EmbedJob(settings or EmbedSettings(), embedder, batch_size)
     with bar(progress, label, len(keys)) as advance:
-        for start in range(0, len(keys), write_batch):
-            chunk = keys[start : start + write_batch]
-            vectors = embed_texts(embedder, [todo[h] for h in chunk], batch_size, advance)
-            if not np.isfinite(vectors).all():  # step 4: never store a NaN that would poison every distance
-                raise ValueError(f"embedder {embedder.key} returned non-finite values")
+        texts_by_chunk = [[todo[h] for h in chunk] for chunk in chunks]
+        for chunk, vectors in zip(chunks, map_batches(job, texts_by_chunk), strict=True):
             counts.embedded += len(chunk)
             counts.written += store.put_vectors(staging, embedder.key, run_id, list(zip(chunk, vectors, strict=True)))
+            advance(len(chunk))
     return hashes
 
 
@@ -104,3 +114,46 @@ def mean_vector(vectors: Matrix, weights: Sequence[float]) -> Matrix:
     total = vectors.T @ w if len(w) else np.zeros(vectors.shape[1], dtype=np.float32)
     norm = float(np.linalg.norm(total))
     return (total / norm if norm > 0 else total).astype(np.float32)
+
+
+class EmbedJob:
+    """One embed task: a batch of texts -> their vectors (rows in the batch's order), on any worker.
+
+    Pickled (to reach a Dask worker) it keeps the embed settings, not the loaded model: the worker builds its
+    own embedder from them (secrets from its own environment: clients.batches.unship) and refuses to run when
+    that embedder's key differs from the run's, since its vectors would not be the ones the cache is keyed by."""
+
+    def __init__(self, settings: EmbedSettings, embedder: Embedder, batch_size: int) -> None:
+        self.settings = settings
+        self.embedder: Embedder | None = embedder
+        self.key = embedder.key
+        self.batch_size = batch_size
+
+    def __call__(self, texts: Sequence[str]) -> Matrix:
+        if self.embedder is None:
+            self.embedder = _worker_embedder(self.settings, self.key)
+        vectors = embed_texts(self.embedder, texts, self.batch_size)
+        if not np.isfinite(vectors).all():  # step 4: never store a NaN that would poison every distance
+            raise ValueError(f"embedder {self.key} returned non-finite values")
+        return vectors
+
+    def __getstate__(self) -> dict[str, Any]:
+        public, from_env = shippable(self.settings)
+        return {"public": public, "from_env": from_env, "key": self.key, "batch_size": self.batch_size}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        pick: Callable[[Settings], EmbedSettings] = lambda s: s.embed  # noqa: E731
+        self.settings = unship(EmbedSettings, state["public"], state["from_env"], pick, "the embed stage")
+        self.key, self.batch_size, self.embedder = state["key"], state["batch_size"], None
+
+
+_WORKER_EMBEDDERS: dict[str, Embedder] = {}  # one loaded model per worker process, not one per task
+
+
+def _worker_embedder(settings: EmbedSettings, key: str) -> Embedder:
+    if key not in _WORKER_EMBEDDERS:
+        embedder = build_embedder(settings)
+        if embedder.key != key:
+            raise ConfigError(f"this worker's embedder is {embedder.key}, the run's is {key}: install the same model")
+        _WORKER_EMBEDDERS[key] = embedder
+    return _WORKER_EMBEDDERS[key]

@@ -162,16 +162,21 @@ class Graph:
         backoff_s: float,
         on_retry: Callable[[int, str], None] | None = None,
         on_conflict: str | None = None,
+        retry_as: str | None = None,
     ) -> int:
         """`write`, retried up to `retries` times on a transient error with doubling waits; else a LoadError.
 
         `on_conflict`: the statement to send instead when this one breaks a uniqueness constraint (the
         optimistic CREATE of new nodes falls back to MERGE; see load/cypher.py, point 3).
+        `retry_as`: the statement every retry sends instead (a lost connection may have committed the first
+        attempt: a CREATE of relationships, which no constraint guards, is retried as MERGE; point 5 there).
         """
-        fallback = on_conflict  # not used yet
+        fallback = on_conflict
 
         def send(attempt: int) -> int:
             nonlocal query, fallback
+            if attempt > 1 and retry_as is not None:
+                query = retry_as
             try:
                 return self.write(query, rows)
             except ConstraintError as exc:

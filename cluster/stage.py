@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from clients.batches import MapBatches, map_in_process
 from clients.embedders import Embedder, embedder_key
 from clients.progress import ProgressFactory, bar
 from cluster import topics as fit_topics
@@ -55,8 +56,10 @@ def run(
     settings: Settings,
     progress: ProgressFactory | None = None,
     embedder: Embedder | None = None,
+    map_batches: MapBatches = map_in_process,
 ) -> StageResult:
-    """Cluster the current segments into topics and link segments and concepts to them."""
+    """Cluster the current segments into topics and link segments and concepts to them; the points the final
+    fit was not made on are placed through `map_batches` (in this process unless the runner says otherwise)."""
     key = embedder.key if embedder is not None else embedder_key(settings.embed)
     cfg = settings.cluster
     fingerprint = f"{key}:{segment_store.current_segments_fingerprint(staging)}"
@@ -72,7 +75,7 @@ def run(
         notes = [f"model: {key}"]
         if len(segment_ids) > len(ids):
             notes.append(f"{len(segment_ids) - len(ids)} segment(s) without a vector (empty, or not embedded)")
-        distinct = len(np.unique(points.round(5), axis=0)) if len(ids) else 0
+        distinct = _distinct_rows(points, enough=cfg.min_points)
         if distinct < cfg.min_points:
             same = f" ({distinct} distinct)" if distinct < len(ids) else ""
             notes.append(
@@ -110,7 +113,7 @@ def run(
         ]
         store.write_trials(staging, run_id, tuned.study_name, trials)
         with _timed(seconds, "fit"):
-            fit = fit_topics.fit_all(points, tuned.best, seed=cfg.seed, fit_max=cfg.fit_max)
+            fit = fit_topics.fit_all(points, tuned.best, seed=cfg.seed, fit_max=cfg.fit_max, map_batches=map_batches)
         raw_noise = float(np.mean(fit.labels == -1))
         labels, weights, source = fit.labels, fit.weights, list(fit.source)
         with _timed(seconds, "outliers"):
@@ -284,6 +287,20 @@ def _check(topic_rows: list[dict[str, Any]], links: list[tuple[str, str, int, st
     bad = [link for link in links if link[3] not in uids or not 0.0 <= link[4] <= 1.0]
     if bad:
         raise ValueError(f"{len(bad)} BELONGS_TO link(s) name an unknown topic or a weight outside 0..1: {bad[0]}")
+
+
+def _distinct_rows(points: np.ndarray[Any, Any], *, enough: int) -> int:
+    """How many distinct rows (to 5 decimals) `points` has, counted exactly only while below `enough`.
+
+    A full `np.unique(axis=0)` sorts every 384-float row (seconds and a copy of the matrix at 100k segments)
+    to answer a question a few hundred rows settle: the first rows are tried first, the whole matrix only when
+    they hold fewer than `enough` distinct ones (a tiny or degenerate archive).
+    """
+    for size in (max(4 * enough, 1024), len(points)):
+        distinct = len(np.unique(points[:size].round(5), axis=0)) if len(points) else 0
+        if distinct >= enough or size >= len(points):
+            return distinct
+    return distinct
 
 
 def _old_to_new(before: np.ndarray[Any, Any], after: np.ndarray[Any, Any]) -> dict[int, int]:

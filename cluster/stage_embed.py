@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from clients.batches import MapBatches, map_in_process
 from clients.embed_cache import (
     EmbedCounts,
     embed_cached,
@@ -45,29 +46,35 @@ def run(
     settings: Settings,
     progress: ProgressFactory | None = None,
     embedder: Embedder | None = None,
+    map_batches: MapBatches = map_in_process,
 ) -> StageResult:
-    """Embed the current segments' messages and the segments under the configured model."""
+    """Embed the current segments' messages and the segments under the configured model; the model calls go
+    through `map_batches` (embed.write_batch texts a batch), in this process unless the runner says otherwise."""
     embedder = embedder or build_embedder(settings.embed)
     fingerprint = f"{embedder.key}:{segment_store.current_segments_fingerprint(staging)}"
     config = section_dump(settings.embed)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
         counts = EmbedCounts()
-        segments = list(segment_store.iter_current_segments(staging))
-        notes = [] if segments else ["no current segments: run the segment stage first"]
+        # Streamed, not listed: at 1M messages the current segments' message ids alone are ~150 MB.
+        segments = 0
         message_items = segment_items = 0
         chunk: list[segment_store.SegmentRow] = []
         size = 0
-        for segment in segments:
+        for segment in segment_store.iter_current_segments(staging):
+            segments += 1
             chunk.append(segment)
             size += len(segment.message_ids)
             if size >= CHUNK_MESSAGES:
-                m, s = _embed_segments(archive, staging, embedder, run_id, settings, chunk, counts, progress)
+                m, s = _embed_segments(
+                    archive, staging, embedder, run_id, settings, chunk, counts, progress, map_batches
+                )
                 message_items, segment_items = message_items + m, segment_items + s
                 chunk, size = [], 0
-        m, s = _embed_segments(archive, staging, embedder, run_id, settings, chunk, counts, progress)
+        m, s = _embed_segments(archive, staging, embedder, run_id, settings, chunk, counts, progress, map_batches)
         message_items, segment_items = message_items + m, segment_items + s
+        notes = [] if segments else ["no current segments: run the segment stage first"]
         result = {
-            "segments": len(segments),
+            "segments": segments,
             "texts": counts.texts,
             "texts_cached": counts.cached,
             "texts_embedded": counts.embedded,
@@ -96,6 +103,7 @@ def _embed_segments(
     segments: Sequence[segment_store.SegmentRow],
     counts: EmbedCounts,
     progress: ProgressFactory | None,
+    map_batches: MapBatches,
 ) -> tuple[int, int]:
     """One chunk: embed its messages, derive its segment vectors, write both. Returns item rows changed."""
     if not segments:
@@ -114,6 +122,8 @@ def _embed_segments(
         counts=counts,
         progress=progress,
         label="embed messages",
+        settings=settings.embed,
+        map_batches=map_batches,
     )
     by_message = dict(zip(unique, hashes, strict=True))
     changed_messages = store.put_items(staging, "message", embedder.key, run_id, list(by_message.items()))

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from clients.batches import MapBatches, map_in_process
 from cluster.tuning import Params, run_hdbscan, umap_layout, validity_of
 from staging.embeddings import Matrix
 
@@ -48,7 +49,22 @@ def seeded_sample(n: int, size: int, seed: int) -> np.ndarray[Any, np.dtype[np.i
     return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
 
 
-def fit_all(points: Matrix, params: Params, *, seed: int, fit_max: int) -> Fit:
+class PlaceJob:
+    """One task of the final assignment: a batch of points -> their labels and strengths in the fitted model.
+    Picklable (UMAP and HDBSCAN models pickle), so a Dask worker can run it; it holds no settings."""
+
+    def __init__(self, reducer: Any, clusterer: Any) -> None:
+        self.reducer, self.clusterer = reducer, clusterer
+
+    def __call__(self, points: Matrix) -> tuple[Labels, Floats]:
+        return place(self.reducer, self.clusterer, points)
+
+
+def fit_all(
+    points: Matrix, params: Params, *, seed: int, fit_max: int, map_batches: MapBatches = map_in_process
+) -> Fit:
+    """Fit on a seeded sample of `fit_max` points, then place the rest through `map_batches` in batches of
+    PREDICT_CHUNK (the cut `place` makes itself, so any runner computes what one process does)."""
     fit_idx = seeded_sample(len(points), fit_max, seed)
     layout, reducer = umap_layout(points[fit_idx], params.n_neighbors, params.n_components, params.min_dist, seed)
     clusterer = run_hdbscan(layout, params, prediction_data=True)
@@ -63,7 +79,10 @@ def fit_all(points: Matrix, params: Params, *, seed: int, fit_max: int) -> Fit:
     fitted[fit_idx] = True
     rest = np.flatnonzero(~fitted)
     if len(rest):
-        predicted, strengths = place(reducer, clusterer, points[rest])
+        batches = [points[rest[start : start + PREDICT_CHUNK]] for start in range(0, len(rest), PREDICT_CHUNK)]
+        placed = list(map_batches(PlaceJob(reducer, clusterer), batches))
+        predicted = np.concatenate([labels_ for labels_, _ in placed])
+        strengths = np.concatenate([strengths_ for _, strengths_ in placed])
         labels[rest] = predicted
         weights[rest] = np.where(predicted >= 0, strengths, 0.0)
         for i in rest[predicted >= 0]:

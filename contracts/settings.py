@@ -385,11 +385,10 @@ class MemorySettings(BaseModel):
         "the turn after the one that matches).",
     )
     session_prior: float = Field(
-        default=2.0,
+        default=0.5,
         ge=0,
         description="Weight of a conversation tag's activation (session keys and best turns, memory/session.py) fed "
-        "back to its content: about a turn's own direct score at its best (lexical + dense + cue), so that what the "
-        "session says weighs as much as what the turn says.",
+        "back to its content.",
     )
     day_prior: float = Field(default=0.1, ge=0, description="Same, for day tags (temporal decay applies).")
     session_lexical_weight: float = Field(
@@ -553,6 +552,37 @@ class PipelineSettings(BaseModel):
     )
 
 
+class RunnerSettings(BaseModel):
+    """Where the heavy batches of embed, extract and cluster's final assignment run (docs/scale.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_runner: Literal["local", "dask"] = Field(
+        default="local",
+        description="local: every batch in the stage's own process; dask: each batch a Prefect task on a Dask "
+        "cluster (prefect-dask): the scheduler at dask_address, or a local cluster of dask_workers.",
+    )
+    dask_address: str | None = Field(
+        default=None,
+        description="Scheduler of an existing Dask cluster, e.g. tcp://10.0.0.5:8786 (implies task_runner=dask); "
+        "null with task_runner=dask: a LocalCluster on this machine.",
+    )
+    dask_workers: int = Field(default=2, ge=1, description="Workers of the LocalCluster when no address is given.")
+    dask_processes: bool = Field(
+        default=True, description="LocalCluster workers as processes (true) or threads of this process (false)."
+    )
+    extract_batch: int = Field(
+        default=50,
+        ge=1,
+        description="Segments per extract task. Embed tasks take embed.write_batch texts and cluster tasks 20,000 "
+        "points: the cuts a single-process run makes, so what is computed never depends on the runner.",
+    )
+
+    @property
+    def distributed(self) -> bool:
+        return self.task_runner == "dask" or self.dask_address is not None
+
+
 class Settings(BaseSettings):
     """All of chatmem's settings."""
 
@@ -574,6 +604,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings, description="Cues stage and recall settings.")
     load: LoadSettings = Field(default_factory=LoadSettings, description="Graph load stage settings.")
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings, description="Pipeline settings.")
+    runner: RunnerSettings = Field(default_factory=RunnerSettings, description="Where heavy batches run (Dask).")
 
     @classmethod
     def settings_customise_sources(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from contracts.concepts import SCHEMA_VERSION
@@ -230,13 +231,25 @@ def _span(text: str, start: int, end: int) -> str:
 
 
 def _cue(mentions: list[Mention], sources: list[SegmentMessage]) -> tuple[str, str] | None:
+    # Identity, not ==: `sources` holds the segment's own message objects, and a dataclass == per mention per
+    # candidate was ~1 % of the stage at 100k messages.
+    wanted = {id(m) for m in sources}
     for message, start, end in mentions:
-        if message in sources:
-            sentence = _span(message.text, start, end)
-            for kind, pattern in CUES:
-                hit = pattern.search(sentence)
-                if hit:
-                    return kind, hit.group(0)
+        if id(message) in wanted:
+            cue = _sentence_cue(_span(message.text, start, end))
+            if cue is not None:
+                return cue
+    return None
+
+
+@lru_cache(maxsize=1 << 14)
+def _sentence_cue(sentence: str) -> tuple[str, str] | None:
+    """The first cue (in CUES order) in one sentence. Cached: the candidates of a sentence share it, and six
+    regex searches per candidate mention were a quarter of the offline extractor's time."""
+    for kind, pattern in CUES:
+        hit = pattern.search(sentence)
+        if hit:
+            return kind, hit.group(0)
     return None
 
 

@@ -23,16 +23,18 @@ import json
 import logging
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from itertools import islice
 from typing import Any, cast
 
+from clients.batches import MapBatches, split
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import ConfigError
 from contracts.redact import redact_uri
 from contracts.results import StageResult
 from contracts.settings import Settings, section_dump
+from extract.batch_job import ExtractJob
 from extract.mapper import REJECT_RULES, MapperDecision, map_raw_hypotheses
 from extract.offline import OfflineExtractor
 from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput, SegmentMessage
@@ -83,8 +85,13 @@ def run(
     run_id: str,
     settings: Settings,
     extractor: Extractor | None = None,
+    map_batches: MapBatches | None = None,
 ) -> StageResult:
-    """Extract every current segment that has no cached extraction under the extractor's cache key."""
+    """Extract every current segment that has no cached extraction under the extractor's cache key.
+
+    With `map_batches` (the Dask runner) the uncached segments of each batch go out as tasks of
+    runner.extract_batch segments (extract/batch_job.py) and their results are written in segment order;
+    without it they go through `extractor.extract_many` here, as they come back."""
     config = section_dump(settings.extract)
     fingerprint = segment_store.current_segments_fingerprint(staging)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
@@ -95,8 +102,11 @@ def run(
         log.info("extract - %s", ledger_note)
         counts: Counter[str] = Counter()
         segments = segment_store.iter_current_segments(staging)
+        spread = (
+            None if map_batches is None else Spread(map_batches, ExtractJob(settings.extract, known, parts), settings)
+        )
         while batch := list(islice(segments, settings.extract.batch_size)):
-            _batch(archive, staging, run_id, extractor, parts, known, batch, counts)
+            _batch(archive, staging, run_id, extractor, parts, known, batch, counts, spread)
         counts["segments_dropped"] = store.drop_retired(staging)
         tokens = counts["prompt_tokens"] + counts["completion_tokens"]
         counts["tokens_per_1k_messages"] = (
@@ -129,6 +139,7 @@ def _batch(
     known: dict[str, str],
     batch: list[segment_store.SegmentRow],
     counts: Counter[str],
+    spread: Spread | None = None,
 ) -> None:
     keys = {s.segment_id: store.cache_key(s.content_hash, parts) for s in batch}
     cached = store.cached_ok(staging, keys.values())
@@ -140,7 +151,8 @@ def _batch(
     if todo:
         inputs = _inputs(archive, todo)
         counts["extractor_calls"] += len(inputs)
-        for segment, output in extractor.extract_many(inputs):
+        results = extractor.extract_many(inputs) if spread is None else spread.extract(extractor, inputs)
+        for segment, output in results:
             row = _row(segment, output, extractor.name, parts, keys[segment.segment_id], known, counts)
             rows.append(row)
             if row.status == "ok":
@@ -149,6 +161,31 @@ def _batch(
         counts["not_returned"] += len(inputs) - len(rows)
     current = [(s.segment_id, keys[s.segment_id]) for s in batch if s.segment_id in done]
     counts["current_changed"] += store.write_batch(staging, run_id, rows, current)
+
+
+class Spread:
+    """The extract batches' uncached segments as tasks on another runner, results back in segment order."""
+
+    def __init__(self, map_batches: MapBatches, job: ExtractJob, settings: Settings) -> None:
+        self.map_batches, self.job, self.size = map_batches, job, settings.runner.extract_batch
+
+    def extract(
+        self, extractor: Extractor, inputs: Sequence[SegmentInput]
+    ) -> Iterator[tuple[SegmentInput, ExtractionOutput | ExtractionFailure]]:
+        """Each segment's result; an LLM extractor records each attempt and spends it against its budget here,
+        on the stage's thread. The budget is checked once per stage batch (all of its tasks are in flight at
+        once), so a run may overshoot it by up to extract.batch_size segments."""
+        finish = getattr(extractor, "finish", None)
+        budget = getattr(extractor, "budget", None)
+        stopped = budget.exhausted() if budget is not None else None
+        if stopped:
+            for segment in inputs:
+                yield segment, ExtractionFailure(reason=f"not done: {stopped}; re-run the stage to continue")
+            return
+        batches = split(inputs, self.size)
+        for batch, outcomes in zip(batches, self.map_batches(self.job, batches), strict=True):
+            for segment, (result, attempts) in zip(batch, outcomes, strict=True):
+                yield segment, finish(segment, result, attempts) if finish is not None else result
 
 
 def _inputs(archive: sqlite3.Connection, segments: Sequence[segment_store.SegmentRow]) -> list[SegmentInput]:

@@ -32,6 +32,7 @@ class StageSpec:
     description: str
     progress: str | None = None  # the unit of the stage's progress bars ("bytes", "items"); None: it takes none
     exports: bool = False  # the stage takes the run's export files (`exports`, `force_format`)
+    batches: bool = False  # the stage takes `map_batches` (clients.batches): its heavy batches may run on Dask
 
 
 STAGES: tuple[StageSpec, ...] = (
@@ -58,6 +59,7 @@ STAGES: tuple[StageSpec, ...] = (
         settings_section="embed",
         description="Segments' messages and segments -> vectors cached in staging.db.",
         progress="items",
+        batches=True,
     ),
     StageSpec(
         "extract",
@@ -65,6 +67,7 @@ STAGES: tuple[StageSpec, ...] = (
         reads=("archive", "segment"),
         settings_section="extract",
         description="Segments -> ConceptHypothesis objects through the semantic mapper.",
+        batches=True,
     ),
     StageSpec(
         "concepts",
@@ -95,6 +98,7 @@ STAGES: tuple[StageSpec, ...] = (
         settings_section="cluster",
         description="Segment vectors -> topics and weighted BELONGS_TO links for segments and concepts.",
         progress="items",
+        batches=True,
     ),
     StageSpec(
         "cues",

@@ -8,7 +8,9 @@ StageError with the re-run command: staging/stage_run.py); then stamp that stage
 the inputs it finished with.
 
 What a stage needs besides the databases (the settings with their secrets, the export paths, a progress bar)
-comes from the run's `RunContext`, held in this process by run id. Prefect's flow parameters carry only the
+comes from the run's `RunContext`, held in this process by run id. A stage declared with `batches` gets a
+`map_batches` on Dask when the runner settings ask for it (flows/batch_runner.py); else it runs its batches
+itself. Prefect's flow parameters carry only the
 run id, so nothing secret reaches Prefect's database.
 """
 
@@ -18,7 +20,7 @@ import importlib
 import logging
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,7 +82,13 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
             result = _record_unchanged(staging, stage, run_id, settings, before, latest)
         else:
             module = importlib.import_module(stage.entry)
-            result = module.run(archive, staging, run_id=run_id, settings=settings, **_deps(stage, context))
+            with ExitStack() as stack:
+                deps = _deps(stage, context)
+                if stage.batches and settings.runner.distributed:
+                    from flows.batch_runner import dask_batches  # only a Dask run loads prefect-dask
+
+                    deps["map_batches"] = stack.enter_context(dask_batches(settings.runner, stage.name))
+                result = module.run(archive, staging, run_id=run_id, settings=settings, **deps)
             after = input_fingerprint(stage, settings, archive, staging, context.exports)
             set_input_fingerprint(staging, run_id, stage.name, after)
     finally:

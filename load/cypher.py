@@ -20,10 +20,16 @@ differently, the adaptation is made here and only here:
    node that exists after all (a batch the graph committed but staging never recorded, a graph loaded by
    someone else) into a ConstraintValidationFailed for the whole transaction, which is then re-sent as MERGE.
    So a duplicate can never be written, and the result is the MERGE's. Relationships have no such constraint
-   and are always MERGEd. This holds on Neo4j too (same error, same rollback).
+   have no such constraint: see point 5. This holds on Neo4j too (same error, same rollback).
 4. Message size. ArcadeDB refuses a Bolt message over 16 MiB and then leaves the connection hanging; batches are
    cut by bytes (`max_batch_bytes`, 8 MiB by default) and a single row above the limit is refused before it is
    sent (`ARCADEDB_MAX_MESSAGE`).
+5. New relationships. MERGE of a relationship costs a walk of the anchor's edges before the insert; CREATE does
+   not. No constraint can catch a duplicate relationship, so an edge batch goes as CREATE only when staging can
+   prove that none of its rows is in the graph: the rows are new to the manifest (and not repeated in the layer),
+   the previous load of this target finished (a killed or failed one may have committed batches it never
+   recorded) and the graph holds exactly as many relationships of the type as the manifest lists (nobody else
+   wrote any). Otherwise the layer is MERGEd, as before (load/stage.py: `_edges_may_create`).
 """
 
 from __future__ import annotations
@@ -58,6 +64,13 @@ def create_nodes(layer: NodeLayer) -> str:
     makes it fail, whole, if any of them exists after all; the batch is then sent again with `upsert`."""
     label = check_label(layer.label)
     return f"UNWIND $rows AS row CREATE (n:{label} {{{KEY}: row.id}}) SET n += row.props RETURN count(n) AS written"
+
+
+def create_edges(layer: EdgeLayer) -> str:
+    """CREATE for a batch of relationships staging proves absent from the graph (see point 5 above).
+
+    Returns `written` like `upsert`: an edge whose end node is missing matches nothing and writes nothing."""
+    return f"UNWIND $rows AS row {_ends(layer)} CREATE {_pattern(layer)} SET r += row.props RETURN count(r) AS written"
 
 
 def delete(layer: Layer) -> str:
@@ -107,6 +120,13 @@ def ensure_constraints(graph: Graph, labels: Sequence[str]) -> None:
     """Uniqueness constraints on the key of every label, before the first batch (IF NOT EXISTS: idempotent)."""
     for label in labels:
         graph.run(constraint(label))
+
+
+def edge_count(graph: Graph, rel_type: str) -> int:
+    """Relationships of one type; cheap on both servers (ArcadeDB's type counter, Neo4j's count store)."""
+    if graph.dialect == "arcadedb":
+        return graph.graph_counts()[1].get(check_type(rel_type), 0)
+    return int(graph.run(count_edges(rel_type))[0]["n"])
 
 
 def node_counts(graph: Graph, labels: Sequence[str]) -> dict[str, int]:

@@ -88,6 +88,9 @@ class NodeLayer:
     sql: str
     booleans: tuple[str, ...] = field(default=())
     """Columns SQLite stores as 0/1 that the graph should hold as booleans."""
+    text_ids: bool = False
+    """`id` is an indexed TEXT column: the loader reads it in index order (streaming) instead of sorting the
+    whole layer first (the order is the same: BINARY, as the manifest's keys sort)."""
 
     def __post_init__(self) -> None:
         check_label(self.label)
@@ -142,6 +145,7 @@ CONVERSATIONS = NodeLayer(
     "archive",
     ("conversations",),
     "SELECT id, title, created_at, updated_at, format, message_count FROM conversations",
+    text_ids=True,
 )
 MESSAGES = NodeLayer(
     "Message",
@@ -150,6 +154,7 @@ MESSAGES = NodeLayer(
     "SELECT uuid AS id, conversation_id, role, author, content_type, text, created_at, is_active, is_hidden, seq,"
     " content_hash FROM messages",
     booleans=("is_active", "is_hidden"),
+    text_ids=True,
 )
 HAS_MESSAGE = EdgeLayer(
     "HAS_MESSAGE",
@@ -203,6 +208,7 @@ SEGMENTS = NodeLayer(
     ("segments",),
     "SELECT segment_id AS id, conversation_id, ordinal, boundary, message_count, token_estimate, first_message_id,"
     " last_message_id, first_time, last_time, content_hash FROM segments WHERE retired_run_id IS NULL",
+    text_ids=True,
 )
 CONCEPTS = NodeLayer(
     "Concept",
@@ -210,6 +216,7 @@ CONCEPTS = NodeLayer(
     ("concepts",),
     "SELECT concept_id AS id, title, type, description, state, confidence, aliases, revision_count, evidence_count,"
     f" first_seen, last_seen FROM concepts WHERE {LIVE_CONCEPT}",
+    text_ids=True,
 )
 TOPICS = NodeLayer(
     "Topic",
@@ -292,12 +299,14 @@ CUES = NodeLayer(
     ("memory_cues", "memory_runs"),
     f"SELECT cue_id AS id, name, kind, concept_type, df, idf, hub FROM memory_cues WHERE run_id = {LATEST_MEMORY_RUN}",
     booleans=("hub",),
+    text_ids=True,
 )
 TAGS = NodeLayer(
     "Tag",
     "staging",
     ("memory_tags", "memory_runs"),
     f"SELECT tag_id AS id, kind, label, size FROM memory_tags WHERE run_id = {LATEST_MEMORY_RUN}",
+    text_ids=True,
 )
 # A message has a few cues, a cue many messages: MERGE starts from the message.
 CUE_CONTENT = EdgeLayer(

@@ -64,7 +64,8 @@ class Batch:
 def ordered_sql(layer: Layer) -> str:
     """The layer's SQL with a TEXT key column first, ordered by it (the manifest is in the same order)."""
     if isinstance(layer, NodeLayer):
-        return f"SELECT CAST(id AS TEXT) AS _key, * FROM ({layer.sql}) WHERE id IS NOT NULL ORDER BY _key"
+        order = "id" if layer.text_ids else "_key"  # an index walk streams; a sort reads the whole layer first
+        return f"SELECT CAST(id AS TEXT) AS _key, * FROM ({layer.sql}) WHERE id IS NOT NULL ORDER BY {order}"
     return (
         "SELECT json_array(CAST(src AS TEXT), CAST(dst AS TEXT)) AS _key, * FROM"
         f" ({layer.sql}) WHERE src IS NOT NULL AND dst IS NOT NULL ORDER BY _key"
@@ -101,8 +102,12 @@ def source_rows(cursor: sqlite3.Cursor, layer: Layer) -> Iterator[Change]:
     skip = 2 if isinstance(layer, NodeLayer) else 3  # _key and id, or _key, src and dst
     props = names[skip:]
     booleans = [i for i, name in enumerate(props) if name in layer.booleans]
+    previous = ""
     for row in cursor:
         key = row[0]
+        if key < previous:  # the merge-join with the manifest needs key order: a broken promise is a bug, loudly
+            raise ValueError(f"layer {layer.name}: key {key!r} after {previous!r}: rows are not in key order")
+        previous = key
         values = list(row[skip:])
         for i in booleans:
             if values[i] is not None:
@@ -129,10 +134,15 @@ def diff(layer: Layer, current: Iterator[Change], loaded: Iterator[tuple[str, in
     """Merge-join the current rows with the manifest (both in key order) into what must change in the graph.
 
     A row whose hash equals the manifest's is skipped; a new or different row is an upsert; a key only in the
-    manifest is a row that vanished and becomes a delete.
+    manifest is a row that vanished and becomes a delete. Only a key seen neither in the manifest nor earlier in
+    the layer stays `new` (a CREATE may write it).
     """
     old = next(loaded, None)
+    previous: str | None = None
     for change in current:
+        if change.key == previous:  # a layer that yields a key twice: the second must MERGE onto the first
+            change.new = False
+        previous = change.key
         while old is not None and old[0] < change.key:
             yield _delete(layer, old[0])
             old = next(loaded, None)

@@ -4,7 +4,8 @@ The six steps: open a stage run; read the inputs (which layers exist, their wate
 is the local ArcadeDB server unless NEO4J_URI is set); compute what changed (plan.py: a streaming diff of each
 layer against the manifest of what the graph holds); validate (labels and types come from the allow-list, rows
 too big for the server are refused before they are sent); write uniqueness constraints, then UNWIND batches, one
-transaction each, MERGE on stable ids, retried on transient errors only; close the stage run with counts, or
+transaction each, CREATE for rows new to the manifest where that is provably safe and MERGE on stable ids
+otherwise (cypher.py, points 3 and 5), retried on transient errors only; close the stage run with counts, or
 record the failure and raise a StageError that names the graph, the cause and how to re-run.
 
 Resuming: a batch's rows enter the manifest in the same staging transaction that marks the batch done. A load
@@ -33,7 +34,7 @@ from contracts.settings import Settings
 from contracts.version import code_version
 from load import cypher
 from load.inputs import available_layers, input_watermark
-from load.layers import LAYERS, Layer, NodeLayer, edge_layers, load_order, node_layers
+from load.layers import LAYERS, EdgeLayer, Layer, NodeLayer, edge_layers, load_order, node_layers
 from load.overlap import Prefetch, WriteBehind
 from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, source_rows
 from staging.db import connect, connect_readonly
@@ -46,6 +47,7 @@ from staging.load_state import (
     finish_batch,
     forget_layer,
     iter_manifest,
+    manifest_count,
     manifest_counts,
     record_target,
     retried_batch,
@@ -75,6 +77,7 @@ class Tally:
                 "edges_deleted",
                 "edges_missing_ends",
                 "batches",
+                "batches_created",
                 "batches_resumed",
                 "retries",
             ),
@@ -166,11 +169,27 @@ def _load(
             return True
         for layer in lost:
             forget_layer(staging, target.key, layer.name)
+        # A load that was killed or failed may have committed batches it never recorded: relationships are then
+        # MERGEd (no constraint would catch a duplicate), until a load of this target finishes again.
+        previous_finished = stored is not None or last_run is None
         # Until this load succeeds, no later one may skip: forget the watermark first.
         uri = redact(target.uri)
         record_target(staging, target.key, uri=uri, database=target.database, watermark=None, run_id=stage_run.run_id)
-        for layer in load_order(layers):  # nodes before edges: an edge's ends are written before it
-            _load_layer(archive, staging, stage_run, graph, layer, settings, progress, tally)
+        ordered = load_order(layers)  # nodes before edges: an edge's ends are written before it
+        # Each layer's reader starts while the layer before it is written: its SQL (a sort, a GROUP BY, a window)
+        # runs before its first row, and the server would otherwise wait for it at every layer boundary.
+        readers = [_LayerReader(archive, staging, graph, ordered[0], settings)] if ordered else []
+        try:
+            for i, layer in enumerate(ordered):
+                if i + 1 < len(ordered):
+                    readers.append(_LayerReader(archive, staging, graph, ordered[i + 1], settings))
+                may_create = isinstance(layer, NodeLayer) or (
+                    previous_finished and _edges_known(staging, graph, layer, ordered)
+                )
+                _load_layer(readers[i], staging, stage_run, graph, settings, progress, tally, may_create=may_create)
+        finally:
+            for reader in readers:
+                reader.close()
         tally.counts["layers"] = len(layers)
         if tally.counts["edges_missing_ends"]:
             # Those rows are not in the manifest; without a watermark the next load diffs again and resends them
@@ -201,47 +220,83 @@ def _lost_layers(staging: sqlite3.Connection, graph: Graph, target: Target, laye
     return [*lost_nodes, *[layer for layer in edge_layers(layers) if loaded.get(layer.name)]]
 
 
+def _edges_known(staging: sqlite3.Connection, graph: Graph, layer: Layer, layers: Sequence[Layer]) -> bool:
+    """True when the graph holds exactly the relationships of the layer's type that the manifest lists (summed
+    over this load's layers that share the type): then a row new to the manifest is not in the graph, and CREATE
+    is safe. A graph written by someone else, by a load that was not recorded, or by a layer not loaded now, holds
+    more than that and is MERGEd."""
+    assert isinstance(layer, EdgeLayer)
+    names = [other.name for other in edge_layers(layers) if other.type == layer.type]
+    listed = sum(manifest_count(staging, graph.target.key, name) for name in names)
+    in_graph = cypher.edge_count(graph, layer.type)
+    if in_graph != listed:
+        log.info("load - %s: the graph holds %d %s, the manifest %d: MERGE", layer.name, in_graph, layer.type, listed)
+    return in_graph == listed
+
+
+class _LayerReader:
+    """A layer's rows, diffed against the manifest and cut into batches, read ahead in a thread of its own."""
+
+    def __init__(
+        self, archive: sqlite3.Connection, staging: sqlite3.Connection, graph: Graph, layer: Layer, settings: Settings
+    ) -> None:
+        self.layer, self.rows_read = layer, 0
+        self.source = archive if layer.source == "archive" else staging
+        key = graph.target.key
+        max_bytes = settings.load.max_batch_bytes
+        if graph.dialect == "arcadedb":
+            max_bytes = min(max_bytes, ARCADEDB_BATCH_BYTES)
+        rows_path, self.manifest_path = _path(self.source), _path(staging)
+
+        def produce() -> Iterator[Batch]:  # runs in the reader thread, with connections of its own
+            with _reader(rows_path) as rows_db, _reader(self.manifest_path) as manifest_db:
+                current = self._counted(source_rows(rows_db.execute(ordered_sql(layer)), layer))
+                changes = diff(layer, current, iter_manifest(manifest_db, key, layer.name))
+                size = settings.load.batch_size
+                yield from batches(layer, changes, batch_size=size, max_bytes=max_bytes, first_size=FIRST_BATCH)
+
+        self.batches = Prefetch(produce)
+
+    def _counted(self, rows: Iterator[Change]) -> Iterator[Change]:
+        for row in rows:
+            self.rows_read += 1  # only this reader's thread writes it; the stage reads it once the layer is done
+            yield row
+
+    def close(self) -> None:
+        self.batches.close()
+
+
 def _load_layer(
-    archive: sqlite3.Connection,
+    reader: _LayerReader,
     staging: sqlite3.Connection,
     stage_run: StageRun,
     graph: Graph,
-    layer: Layer,
     settings: Settings,
     progress: ProgressFactory | None,
     tally: Tally,
+    *,
+    may_create: bool = False,
 ) -> None:
-    """Diff one layer against the manifest and write the changes in batches."""
-    key = graph.target.key
-    source = archive if layer.source == "archive" else staging
-    max_bytes = settings.load.max_batch_bytes
-    if graph.dialect == "arcadedb":
-        max_bytes = min(max_bytes, ARCADEDB_BATCH_BYTES)
+    """Write one layer's changes in batches, as its reader yields them."""
+    layer = reader.layer
     numbers = {kind: done_batches(staging, stage_run.run_id, layer.name, kind) for kind in ("upsert", "delete")}
     if any(numbers.values()):
         tally.add("batches_resumed", sum(numbers.values()))
         log.info("load - %s: resuming after %s done batch(es) of run %s", layer.name, numbers, stage_run.run_id)
-    rows_path, manifest_path = _path(source), _path(staging)
-
-    def produce() -> Iterator[Batch]:  # runs in the reader thread, with connections of its own
-        with _reader(rows_path) as rows_db, _reader(manifest_path) as manifest_db:
-            current = _counted(source_rows(rows_db.execute(ordered_sql(layer)), layer), tally)
-            changes = diff(layer, current, iter_manifest(manifest_db, key, layer.name))
-            size = settings.load.batch_size
-            yield from batches(layer, changes, batch_size=size, max_bytes=max_bytes, first_size=FIRST_BATCH)
-
+    manifest_path = reader.manifest_path
     ledger: WriteBehind[sqlite3.Connection] = WriteBehind(lambda: connect(manifest_path), lambda conn: conn.close())
     try:
-        with _bar(progress, layer, source) as advance:
-            for batch in Prefetch(produce):
+        with _bar(progress, layer, reader.source) as advance:
+            for batch in reader.batches:
                 numbers[batch.kind] += 1
-                _write_batch(ledger, stage_run, graph, batch, numbers[batch.kind], settings, tally)
+                _write_batch(ledger, stage_run, graph, batch, numbers[batch.kind], settings, tally, may_create)
                 advance(len(batch.changes))
     except BaseException:
         with suppress(BaseException):  # the batch's failure is the error to report; the ledger has recorded it
             ledger.close()
         raise
     ledger.close()
+    tally.add("rows_read", reader.rows_read)
 
 
 def _write_batch(
@@ -252,6 +307,7 @@ def _write_batch(
     number: int,
     settings: Settings,
     tally: Tally,
+    may_create: bool,
 ) -> None:
     layer, target = batch.layer, graph.target
     if graph.dialect == "arcadedb" and batch.nbytes > ARCADEDB_BATCH_BYTES:
@@ -272,9 +328,7 @@ def _write_batch(
         tally.add("retries")
         ledger.submit(lambda conn: retried_batch(conn, key, why))
 
-    query, fallback = (cypher.upsert(layer), None) if batch.kind == "upsert" else (cypher.delete(layer), None)
-    if batch.kind == "upsert" and isinstance(layer, NodeLayer) and batch.all_new:
-        query, fallback = cypher.create_nodes(layer), cypher.upsert(layer)
+    query, fallback, retry_as = _statements(batch, may_create)
     try:
         written = graph.write_retrying(
             query,
@@ -283,12 +337,15 @@ def _write_batch(
             backoff_s=settings.load.retry_backoff_s,
             on_retry=retried,
             on_conflict=fallback,
+            retry_as=retry_as,
         )
     except BaseException as exc:
         error, seconds = str(exc) or type(exc).__name__, time.monotonic() - started
         ledger.submit(lambda conn: fail_batch(conn, key, seconds, error))
         raise
     seconds, target_key = time.monotonic() - started, target.key
+    if query != cypher.upsert(layer) and batch.kind == "upsert":
+        tally.add("batches_created")  # sent as CREATE (a node batch that fell back to MERGE counts too)
     kind = "nodes" if isinstance(layer, NodeLayer) else "edges"
     upserted: list[tuple[str, int]] = []
     deleted: list[str] = []
@@ -310,6 +367,21 @@ def _write_batch(
     tally.add("batches")
 
 
+def _statements(batch: Batch, may_create: bool) -> tuple[str, str | None, str | None]:
+    """The batch's statement, the one to send on a uniqueness conflict, the one to send on a retry.
+
+    Rows new to the manifest are CREATEd (cypher.py, points 3 and 5): nodes fall back to MERGE on a conflict,
+    relationships are retried as MERGE (the lost attempt may have committed)."""
+    layer = batch.layer
+    if batch.kind == "delete":
+        return cypher.delete(layer), None, None
+    if not (may_create and batch.all_new):
+        return cypher.upsert(layer), None, None
+    if isinstance(layer, NodeLayer):
+        return cypher.create_nodes(layer), cypher.upsert(layer), None
+    return cypher.create_edges(layer), None, cypher.upsert(layer)
+
+
 def _path(conn: sqlite3.Connection) -> Path:
     return Path(next(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"))
 
@@ -320,12 +392,6 @@ def _reader(path: Path) -> Iterator[sqlite3.Connection]:
     with closing(connect_readonly(path)) as reader:
         reader.execute("BEGIN")  # one read transaction: rows and manifest stay consistent for the whole layer
         yield reader
-
-
-def _counted(rows: Iterator[Change], tally: Tally) -> Iterator[Change]:
-    for row in rows:
-        tally.counts["rows_read"] += 1
-        yield row
 
 
 @contextmanager

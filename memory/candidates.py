@@ -29,6 +29,7 @@ from contracts.settings import MemorySettings
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import Array, MemoryIndex
 from memory.recall import Ranking, Switches, _utc, candidate_mask, rank
+from memory.session import view_sessions
 from memory.text import BM25, terms
 
 _THREADS = ThreadpoolController()
@@ -94,7 +95,9 @@ def narrow(
     pool, pool_mask = _in_scope(index, tables, request)
     inside = pool[pool_mask]
     if len(inside) <= settings.prepass_max_candidates:  # a small scope (or `at`): all of it, exactly
-        return Narrowed(_view(index, inside, index.bm25.score(terms(query), inside)), inside)
+        candidates = np.zeros(index.size, dtype=bool)
+        candidates[inside] = True
+        return Narrowed(_view(index, inside, index.bm25.score(terms(query), inside), candidates), inside)
     # A larger scope is narrowed like the whole memory: the lists read stop once `prepass_top` in-scope vectors
     # are found, so a sparse scope costs a few more lists, never a gather of everything in it.
     words = terms(query)
@@ -106,7 +109,7 @@ def narrow(
         picked.append(_dense_top(index, tables.lists, vector, mask, settings.prepass_top))
     picked.append(_cue_top(index, words, mask, settings))
     keep = _neighbourhood(index, tables.members, picked, mask, settings.prepass_max_candidates)
-    return Narrowed(_view(index, keep, lexical[keep]), keep)
+    return Narrowed(_view(index, keep, lexical[keep], mask), keep)
 
 
 def _dense_top(index: MemoryIndex, lists: DenseLists, vector: Array, mask: Array, k: int) -> Array:
@@ -181,9 +184,10 @@ def _local(keep: Array, positions: Array) -> Array:
     return np.where((positions >= 0) & (keep[at] == positions), at, -1).astype(np.int64)
 
 
-def _view(index: MemoryIndex, keep: Array, lexical: Array) -> MemoryIndex:
+def _view(index: MemoryIndex, keep: Array, lexical: Array, candidates: Array | None = None) -> MemoryIndex:
     """`keep` (ascending positions) as an index of its own: every per-content array sliced, neighbours and groups
-    renumbered, cues, tags and texts shared with the whole index."""
+    renumbered, cues, tags and texts shared with the whole index; session keys read as the whole memory's
+    `candidates` (a mask) allow (memory/session.py `view_sessions`)."""
     head = _local(keep, index.head[keep])
     head = np.where(head >= 0, head, np.arange(len(keep)))
     group: dict[int, list[int]] = {}
@@ -215,6 +219,11 @@ def _view(index: MemoryIndex, keep: Array, lexical: Array) -> MemoryIndex:
         next=_local(keep, index.next[keep]),
         fact_positions={m: int(p) for m, p in zip(wanted, where.tolist(), strict=True) if p >= 0},
         position={},
+        sessions=(
+            view_sessions(index.sessions, index.conversation, candidates, keep)
+            if index.sessions is not None and candidates is not None
+            else index.sessions
+        ),
         coarse=None,
         projection=None,
         prepass=None,

@@ -16,7 +16,7 @@ its best turns only: its whole-session key would let what is out of scope (or sa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -135,3 +135,14 @@ def session_activation(
         fused, total = fused + dense_w * unit(cosine, whole, shift=True), total + dense_w
     fused = np.where(whole, fused / max(total, 1e-9), best)
     return np.where(has, fused, 0.0).astype(np.float32)
+
+
+def view_sessions(sessions: SessionKeys, conversation: Array, candidates: Array, keep: Array) -> SessionKeys:
+    """The session keys as a view of the content at `keep` reads them (the candidate pre-pass, memory/candidates.py):
+    a conversation no scope or `at` cuts (all its content among `candidates`, a mask over the whole memory) stays
+    whole in the view, however much of it the view keeps; a cut one stays cut."""
+    size = len(sessions.messages)
+    whole = np.bincount(conversation[candidates & (conversation >= 0)], minlength=size) >= sessions.messages
+    kept = conversation[keep]
+    in_view = np.bincount(kept[kept >= 0], minlength=size)
+    return replace(sessions, messages=np.where(whole, in_view, np.iinfo(np.int64).max))

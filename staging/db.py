@@ -118,6 +118,9 @@ def storage_error(exc: BaseException, path: Path | None, *, data_dir: Path | Non
     """One line for an SQLite or OS error about chatmem's files: which file, what happened, what to do."""
     where = str(path) if path is not None else f"{data_dir} (archive.db / staging.db)" if data_dir else "the data dir"
     message = " ".join(str(exc).split())
+    code = getattr(exc, "sqlite_errorname", None)  # e.g. SQLITE_IOERR_SHMMAP: which I/O failed, for the report
+    if code and code not in message:
+        message = f"{message}, {code}"
     if _disk_full(exc):
         return StateError(f"{where}: the disk is full ({message}); free space there, then re-run the same command")
     if "malformed" in message or "not a database" in message:

@@ -169,6 +169,12 @@ def iter_manifest(conn: sqlite3.Connection, target: str, layer: str) -> Iterator
         yield str(key), int(row_hash)
 
 
+def manifest_count(conn: sqlite3.Connection, target: str, layer: str) -> int:
+    """Rows the manifest says `target` holds for one layer (a range of the primary key: no scan of the others)."""
+    found = conn.execute("SELECT COUNT(*) FROM load_manifest WHERE target = ? AND layer = ?", (target, layer))
+    return int(found.fetchone()[0])
+
+
 def manifest_counts(conn: sqlite3.Connection, target: str) -> dict[str, int]:
     """Rows the manifest says `target` holds, per layer."""
     rows = conn.execute("SELECT layer, COUNT(*) FROM load_manifest WHERE target = ? GROUP BY layer", (target,))

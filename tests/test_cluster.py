@@ -209,6 +209,18 @@ def test_degenerate_inputs_are_skipped_with_a_note(tmp_path: Path, embedder: Sta
         assert any("(1 distinct)" in note for note in result.notes)
 
 
+def test_distinct_rows_is_exact_below_the_threshold_and_stops_early_above_it() -> None:
+    """Few distinct rows among many are counted exactly; many distinct rows are counted on a prefix only."""
+    rng = np.random.default_rng(0)
+    few = np.repeat(rng.standard_normal((5, 8)).astype(np.float32), 600, axis=0)  # 3,000 rows, 5 distinct
+    assert cluster_stage._distinct_rows(few, enough=30) == 5
+    many = rng.standard_normal((5000, 8)).astype(np.float32)
+    assert cluster_stage._distinct_rows(many, enough=30) == 1024  # the prefix settled it: >= 30
+    assert cluster_stage._distinct_rows(many[:0], enough=30) == 0
+    tail = np.concatenate([np.zeros((2000, 8), dtype=np.float32), many[:40]])  # distinct rows only past the prefix
+    assert cluster_stage._distinct_rows(tail, enough=30) == 41
+
+
 def _concept(concept_id: str, title: str, description: str) -> ConceptRow:
     return ConceptRow(
         concept_id,

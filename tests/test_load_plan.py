@@ -142,3 +142,20 @@ def test_write_behind_keeps_order_and_raises_a_failed_jobs_error() -> None:
     failing.submit(boom)
     with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
         failing.close()
+
+
+def test_text_ids_stream_in_index_order_and_a_broken_order_is_refused() -> None:
+    """A layer with text ids is read in its index's order, the manifest's; ids that do not sort as text raise."""
+    from load.layers import NodeLayer
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(
+        "CREATE TABLE t (id TEXT PRIMARY KEY, n INTEGER); INSERT INTO t VALUES ('b', 2), ('a', 1), ('c', 3);"
+    )
+    layer = NodeLayer("Topic", "staging", ("t",), "SELECT id, n FROM t", text_ids=True)
+    plan = " ".join(str(row) for row in conn.execute(f"EXPLAIN QUERY PLAN {ordered_sql(layer)}"))
+    assert "TEMP B-TREE" not in plan  # no sort: the first row comes at once
+    assert [c.key for c in source_rows(conn.execute(ordered_sql(layer)), layer)] == ["a", "b", "c"]
+    numbers = NodeLayer("Topic", "staging", ("t",), "SELECT n * 5 AS id FROM t", text_ids=True)  # 5, 10, 15
+    with pytest.raises(ValueError, match="not in key order"):
+        list(source_rows(conn.execute(ordered_sql(numbers)), numbers))

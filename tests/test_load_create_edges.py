@@ -1,0 +1,99 @@
+"""Relationships new to the manifest go as CREATE, and only when staging can prove none of them is in the graph."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from tests.graph_helpers import GraphEnv, expected, ingest, load, write_branchy_jsonl
+
+pytest_plugins = ["tests.graph_fixtures"]
+
+HAS_MESSAGE = "Conversation-HAS_MESSAGE-Message"
+
+
+def _staging(path: Path, script: str) -> None:
+    conn = sqlite3.connect(path)
+    conn.executescript(script)
+    conn.close()
+
+
+def _duplicate_edges(graph: GraphEnv) -> int:
+    found = graph.query(
+        "MATCH (a)-[r]->(b) WITH a.id AS a, b.id AS b, type(r) AS t, count(*) AS k WHERE k > 1 RETURN count(*) AS d"
+    )
+    return int(found[0]["d"])
+
+
+def test_a_fresh_load_creates_every_batch_and_holds_no_duplicate(graph: GraphEnv, tmp_path: Path) -> None:
+    """On an empty graph every node and relationship batch is a CREATE; the graph is exactly what staging says."""
+    settings = graph.settings(tmp_path / "data", batch_size=10)
+    result = load(settings, ingest(settings, write_branchy_jsonl(tmp_path / "a.jsonl", conversations=4)))
+    assert result.status == "succeeded"
+    assert result.counts["batches_created"] == result.counts["batches"] > 5
+    assert graph.counts() == expected(settings)
+    assert _duplicate_edges(graph) == 0
+    # every layer's rows were read once, by readers that overlap the previous layer's writes
+    assert result.counts["rows_read"] == sum(sum(kind.values()) for kind in expected(settings).values())
+
+
+def test_relationships_the_manifest_does_not_list_are_merged_not_duplicated(graph: GraphEnv, tmp_path: Path) -> None:
+    """The graph holds HAS_MESSAGE edges staging forgot (a graph written by someone else): the counts differ, the
+    layer is MERGEd, and every edge stays single."""
+    settings = graph.settings(tmp_path / "data")
+    export = write_branchy_jsonl(tmp_path / "a.jsonl")
+    load(settings, ingest(settings, export))
+    before = graph.counts()
+    _staging(
+        settings.staging_path,
+        f"DELETE FROM load_manifest WHERE layer = '{HAS_MESSAGE}'; UPDATE load_targets SET watermark = 'stale'",
+    )  # the previous load finished: only the counts can tell
+    again = load(settings, ingest(settings, export))
+    assert again.status == "succeeded" and again.counts["edges_upserted"] == before["edges"]["HAS_MESSAGE"]
+    assert again.counts["batches_created"] == 0
+    assert graph.counts() == before == expected(settings)
+    assert _duplicate_edges(graph) == 0
+
+
+def test_after_an_unfinished_load_relationships_are_merged(graph: GraphEnv, tmp_path: Path) -> None:
+    """A load that did not finish may have committed a batch it never recorded, even where the counts agree (one
+    edge recorded but gone, one committed but unrecorded): the next load MERGEs and duplicates nothing."""
+    settings = graph.settings(tmp_path / "data")
+    export = write_branchy_jsonl(tmp_path / "a.jsonl")
+    load(settings, ingest(settings, export))
+    gone, unrecorded = [
+        row["m"] for row in graph.query("MATCH (:Conversation)-[:HAS_MESSAGE]->(m:Message) RETURN m.id AS m LIMIT 2")
+    ]
+    graph.query("MATCH (:Conversation)-[r:HAS_MESSAGE]->(:Message {id: $m}) DELETE r", m=gone)
+    _staging(
+        settings.staging_path,
+        f"DELETE FROM load_manifest WHERE layer = '{HAS_MESSAGE}' AND key LIKE '%\"{unrecorded}\"]';"
+        " UPDATE load_targets SET watermark = NULL",  # what a killed load leaves
+    )
+    again = load(settings, ingest(settings, export))
+    assert again.status == "succeeded" and again.counts["edges_upserted"] == 1
+    assert again.counts["batches_created"] == 0
+    into = graph.query("MATCH (:Conversation)-[r:HAS_MESSAGE]->(:Message {id: $m}) RETURN count(r) AS n", m=unrecorded)
+    assert into == [{"n": 1}]
+    assert _duplicate_edges(graph) == 0
+    # once a load has finished and the counts agree again, new relationships are created again
+    graph.query("MATCH (:Conversation)-[r:HAS_MESSAGE]->(:Message {id: $m}) DELETE r", m=unrecorded)
+    _staging(
+        settings.staging_path,
+        f"DELETE FROM load_manifest WHERE layer = '{HAS_MESSAGE}' AND (key LIKE '%\"{unrecorded}\"]'"
+        f" OR key LIKE '%\"{gone}\"]'); UPDATE load_targets SET watermark = 'stale'",
+    )
+    third = load(settings, ingest(settings, export))
+    assert third.counts["batches_created"] == 1 and third.counts["edges_upserted"] == 2
+    assert graph.counts() == expected(settings)
+    assert _duplicate_edges(graph) == 0
+
+
+def test_a_key_repeated_within_a_layer_is_never_created_twice() -> None:
+    """The diff marks the second row of a repeated key as not new, so its batch is MERGEd onto the first."""
+    from load.layers import HAS_MESSAGE as LAYER
+    from load.plan import Change, diff
+
+    rows = [Change("upsert", key, 1, {}, 10) for key in ("a", "b", "b", "c")]
+    out = list(diff(LAYER, iter(rows), iter([("c", 1)])))
+    assert [(c.key, c.new) for c in out] == [("a", True), ("b", True), ("b", False)]
