@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import product
+from math import prod
 
 from extract.text import char_ngrams, content_words, cosine, match_key, name_key
 from extract.typo_index import TypoIndex
@@ -36,6 +37,7 @@ from extract.typo_index import TypoIndex
 Similarity = Callable[[str, str], float]
 TYPO_RATIO = 0.8
 SINGLE_WORD_RATIO = 0.92
+MAX_WORD_SETS = 4096  # word-set lookups per title; longer titles take the union of their words' postings
 _DIGITS = re.compile(r"\d+")
 
 
@@ -255,8 +257,13 @@ class Resolver:
             return []
         choices = [(w, *_typo_neighbours(w, self._typos)) for w in words]
         found: set[str] = set(self._index.get(("spaceless", concept_type, key.replace(" ", "")), ()))
-        for subset in _word_sets(choices):
-            found.update(self._index.get(("words", concept_type, subset), ()))
+        if prod(len(choice) + 1 for choice in choices) <= MAX_WORD_SETS:
+            for subset in _word_sets(choices):
+                found.update(self._index.get(("words", concept_type, subset), ()))
+        else:  # a long title: every name holding any of its words or their typos (a superset, found directly)
+            for choice in choices:
+                for word in choice:
+                    found.update(self._index.get(("longer", concept_type, word, None), ()))
         found |= self._supersets(concept_type, key, choices)
         blocks = _blocks(words)
         wanted = max(1, len(blocks) - 1)  # all but one word (a typo in a short prefix) must be shared...
