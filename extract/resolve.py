@@ -25,16 +25,19 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import product
+from math import prod
 
 from extract.text import char_ngrams, content_words, cosine, match_key, name_key
+from extract.typo_index import TypoIndex
 
 Similarity = Callable[[str, str], float]
 TYPO_RATIO = 0.8
 SINGLE_WORD_RATIO = 0.92
+MAX_WORD_SETS = 4096  # word-set lookups per title; longer titles take the union of their words' postings
 _DIGITS = re.compile(r"\d+")
 
 
@@ -125,7 +128,12 @@ class _Entry:
 
 
 class Resolver:
-    """An index of concept names: exact keys for every type, blocked candidates per type for the rest."""
+    """An index of concept names: exact keys for every type, word-indexed candidates per type for the rest.
+
+    Candidates come from indexes whose answers do not grow with the store for a given name (see `_candidates`);
+    the 4-letter prefix blocks of the first version are kept only as a final filter, so the decisions are the
+    prefix-blocked ones exactly, found without scanning every concept that shares a prefix.
+    """
 
     def __init__(
         self,
@@ -143,8 +151,9 @@ class Resolver:
         self.longer_threshold = longer_threshold
         self.exact: dict[str, str] = {}  # name key -> concept_id
         self._entries: dict[str, _Entry] = {}
-        self._blocks: dict[tuple[str, str], set[str]] = {}  # (type, 4-letter word prefix) -> concept ids
-        self._block_keys: dict[str, set[tuple[str, str]]] = {}  # concept id -> the blocks it is in (for move)
+        self._index: dict[tuple[object, ...], set[str]] = {}  # (kind, type, ...) -> concept ids; kinds in _keys
+        self._index_keys: dict[str, set[tuple[object, ...]]] = {}  # concept id -> its index keys (for move)
+        self._typos = TypoIndex()
 
     def owner(self, name: str) -> str | None:
         """The concept a name belongs to exactly, if any."""
@@ -157,16 +166,17 @@ class Resolver:
             key = match_key(name)
             if not key or self.exact.setdefault(key, concept_id) != concept_id:
                 continue
-            words = tokens(name)
+            words, stored = tokens(name), name_key(name)
             entry.keys.add(key)
-            entry.names[name_key(name)] = words
+            entry.names[stored] = words
             entry.size = None
-            for block in _blocks(words):
-                self._join((concept_type, block), concept_id)
+            self._typos.add_words(words)
+            for index_key in _keys(concept_type, stored, words):
+                self._join(index_key, concept_id)
 
-    def _join(self, block: tuple[str, str], concept_id: str) -> None:
-        self._blocks.setdefault(block, set()).add(concept_id)
-        self._block_keys.setdefault(concept_id, set()).add(block)
+    def _join(self, index_key: tuple[object, ...], concept_id: str) -> None:
+        self._index.setdefault(index_key, set()).add(concept_id)
+        self._index_keys.setdefault(concept_id, set()).add(index_key)
 
     def move(self, source: str, target: str) -> None:
         """After a merge: every name of `source` now resolves to `target`."""
@@ -175,9 +185,9 @@ class Resolver:
             return
         for key in entry.keys:
             self.exact[key] = target
-        for block in sorted(self._block_keys.pop(source, set())):  # only the blocks that hold it, not all of them
-            self._blocks[block].discard(source)
-            self._join(block, target)
+        for index_key in self._index_keys.pop(source, set()):  # only the keys that hold it, not all of them
+            self._index[index_key].discard(source)
+            self._join(index_key, target)
         survivor = self._entries.get(target)
         if survivor is not None:
             survivor.names.update(entry.names)
@@ -188,11 +198,13 @@ class Resolver:
         entry = self._entries.get(concept_id)
         if entry is None or entry.type == concept_type:
             return
-        for words in entry.names.values():
-            for block in _blocks(words):
-                self._blocks.get((entry.type, block), set()).discard(concept_id)
-                self._block_keys.get(concept_id, set()).discard((entry.type, block))
-                self._join((concept_type, block), concept_id)
+        for stored, words in entry.names.items():
+            for old_key, new_key in zip(
+                _keys(entry.type, stored, words), _keys(concept_type, stored, words), strict=True
+            ):
+                self._index.get(old_key, set()).discard(concept_id)
+                self._index_keys.get(concept_id, set()).discard(old_key)
+                self._join(new_key, concept_id)
         entry.type = concept_type
 
     def resolve(self, title: str, aliases: Iterable[str], concept_type: str) -> Match | None:
@@ -203,7 +215,7 @@ class Resolver:
         key, words = name_key(title), tokens(title)
         word_set, spaceless = set(words), key.replace(" ", "")
         best: Match | None = None
-        for concept_id in self._candidates(concept_type, words):
+        for concept_id in self._candidates(concept_type, key, words):
             for stored, stored_words in self._entries[concept_id].names.items():
                 # The same words in another order, or the same letters spaced differently ("set up"/"setup").
                 stored_set = set(stored_words)
@@ -230,14 +242,66 @@ class Resolver:
                     best = found_match
         return best
 
-    def _candidates(self, concept_type: str, words: tuple[str, ...]) -> list[str]:
-        """Concepts of this type sharing enough word prefixes to pass the veto (sorted: deterministic)."""
-        shared: Counter[str] = Counter()
+    def _candidates(self, concept_type: str, key: str, words: tuple[str, ...]) -> list[str]:
+        """Concepts of this type that can pass the checks in `resolve` (sorted: deterministic).
+
+        A stored name can match only when (a) its letters without spaces equal the title's, or the veto lets
+        it through, which needs (b) each of its words to pair off with a distinct title word (equal or a typo
+        apart): at most as many words as the title, found by looking up every such word set; or (c) each title
+        word to pair off with one of its words: more words than the title, found by intersecting per-word
+        postings, and with no semantic `longer_threshold` only names whose key length lets difflib's ratio
+        reach the fuzzy bar. Each set depends on the name and its typo neighbours, not on the store's size.
+        Then the prefix-block rule of the first version filters them, so the decisions stay the same.
+        """
+        if not words:
+            return []
+        choices = [(w, *_typo_neighbours(w, self._typos)) for w in words]
+        found: set[str] = set(self._index.get(("spaceless", concept_type, key.replace(" ", "")), ()))
+        if prod(len(choice) + 1 for choice in choices) <= MAX_WORD_SETS:
+            for subset in _word_sets(choices):
+                found.update(self._index.get(("words", concept_type, subset), ()))
+        else:  # a long title: every name holding any of its words or their typos (a superset, found directly)
+            for choice in choices:
+                for word in choice:
+                    found.update(self._index.get(("longer", concept_type, word, None), ()))
+        found |= self._supersets(concept_type, key, choices)
         blocks = _blocks(words)
-        for block in blocks:
-            shared.update(self._blocks.get((concept_type, block), ()))
         wanted = max(1, len(blocks) - 1)  # all but one word (a typo in a short prefix) must be shared...
-        return sorted(c for c, n in shared.items() if n >= wanted or n >= self._size(c))  # ...or all of theirs
+        kept = []
+        for concept_id in found:
+            held = self._index_keys[concept_id]
+            shared = sum(("block", concept_type, block) in held for block in blocks)
+            if shared and (shared >= wanted or shared >= self._size(concept_id)):  # ...or all of theirs
+                kept.append(concept_id)
+        return sorted(kept)
+
+    def _supersets(self, concept_type: str, key: str, choices: list[tuple[str, ...]]) -> set[str]:
+        """Concepts with a name holding every title word (or a typo of it) and more words besides."""
+        lengths: list[int | None] = [None]
+        if self.longer_threshold is None and self.fuzzy_threshold > 0:
+            # Different word counts match only through difflib's ratio, at most 2 * min / (sum of lengths).
+            title, bar = len(key), self.fuzzy_threshold
+            longest = int(title * (2 - bar) / bar) + 2
+            lengths = [n for n in range(1, longest + 1) if 2.0 * min(title, n) / (title + n) >= bar]
+        # Each title word's postings (its own and its typo neighbours', at each length); start from the word
+        # with the fewest holders and keep only those also holding each other word: the cost follows the
+        # rarest word's postings, not the commonest's.
+        postings = [
+            [
+                held
+                for word in choice
+                for length in lengths
+                if (held := self._index.get(("longer", concept_type, word, length)))
+            ]
+            for choice in choices
+        ]
+        postings.sort(key=lambda sets: sum(len(held) for held in sets))
+        result: set[str] = set().union(*postings[0])
+        for sets in postings[1:]:
+            if not result:
+                break
+            result = {c for c in result if any(c in held for held in sets)}
+        return result
 
     def _size(self, concept_id: str) -> int:
         entry = self._entries[concept_id]
@@ -248,6 +312,32 @@ class Resolver:
 
 def _blocks(words: tuple[str, ...]) -> set[str]:
     return {w[:4] for w in words}
+
+
+def _typo_neighbours(word: str, typos: TypoIndex) -> tuple[str, ...]:
+    """The vocabulary words the veto would pair off with `word` as a typo (sorted: deterministic)."""
+    return typos.neighbours(word, _typo)
+
+
+def _keys(concept_type: str, stored: str, words: tuple[str, ...]) -> list[tuple[object, ...]]:
+    """The index keys of one stored name: prefix blocks (the final filter), its word set, its spaceless
+    letters, and per word its postings for titles with fewer words (by key length, and without it)."""
+    keys: list[tuple[object, ...]] = [("block", concept_type, block) for block in sorted(_blocks(words))]
+    keys.append(("words", concept_type, frozenset(words)))
+    keys.append(("spaceless", concept_type, stored.replace(" ", "")))
+    for word in words:
+        keys.append(("longer", concept_type, word, len(stored)))
+        keys.append(("longer", concept_type, word, None))
+    return keys
+
+
+def _word_sets(choices: list[tuple[str, ...]]) -> Iterator[frozenset[str]]:
+    """Every set of words taking at most one choice (the word or a typo of it) per title word."""
+    options: list[tuple[str | None, ...]] = [(None, *choice) for choice in choices]
+    for picked in product(*options):
+        subset = frozenset(w for w in picked if w is not None)
+        if subset:
+            yield subset
 
 
 def _rank(match: Match) -> tuple[int, float, str]:

@@ -20,6 +20,7 @@ import pytest
 
 from extract.resolve import Resolver, _surely_vetoed, char_ngram_cosine, ratio_at_least, tokens, words_agree
 from extract.text import name_key
+from extract.typo_index import TypoIndex
 
 SAME = [
     ("Kitchen renovation", "kitchen renovations"),
@@ -177,8 +178,8 @@ def test_the_scale_shortcuts_decide_as_the_full_checks_do() -> None:
                 assert not words_agree(lw, rw), (left, right)
 
 
-def test_a_merge_moves_only_the_merged_concepts_blocks() -> None:
-    """After a merge the merged concept's names find the survivor by fuzzy match, and no block keeps the old id."""
+def test_a_merge_moves_only_the_merged_concepts_index_keys() -> None:
+    """After a merge the merged concept's names find the survivor by fuzzy match, and no index key keeps the old id."""
     resolver = Resolver(fuzzy_threshold=0.85, similarity_threshold=0.8, similarity=char_ngram_cosine)
     resolver.add("a", "project", ["Kitchen renovation"])
     resolver.add("b", "project", ["Home remodel"])
@@ -186,5 +187,80 @@ def test_a_merge_moves_only_the_merged_concepts_blocks() -> None:
     resolver.move("b", "a")
     found = resolver.resolve("home remodeling", [], "project")
     assert found is not None and found.concept_id == "a"
-    assert all("b" not in ids for ids in resolver._blocks.values())
+    assert all("b" not in ids for ids in resolver._index.values())
     assert resolver.resolve("garden sheds", [], "project") is not None
+
+
+class _PrefixBlocked(Resolver):
+    """The first version's candidates: every concept passing the prefix-block rule, found by a full scan."""
+
+    def _candidates(self, concept_type: str, key: str, words: tuple[str, ...]) -> list[str]:
+        blocks = {w[:4] for w in words}
+        wanted = max(1, len(blocks) - 1)
+        kept = []
+        for concept_id, held in self._index_keys.items():
+            shared = sum(("block", concept_type, block) in held for block in blocks)
+            if shared and (shared >= wanted or shared >= self._size(concept_id)):
+                kept.append(concept_id)
+        return sorted(kept)
+
+
+def _typo_variants(name: str) -> list[str]:
+    """A dropped, a doubled and a swapped letter in the longest word: the veto's typo pairs."""
+    words = name.split()
+    i = max(range(len(words)), key=lambda n: len(words[n]))
+    word, variants = words[i], []
+    if len(word) > 3:
+        for typo in (word[:2] + word[3:], word[:3] + word[2:], word[:1] + word[2] + word[1] + word[3:]):
+            variants.append(" ".join([*words[:i], typo, *words[i + 1 :]]))
+    return variants
+
+
+@pytest.mark.parametrize("longer", [None, 0.5])
+def test_the_word_index_resolves_every_name_as_the_prefix_blocks_did(longer: float | None) -> None:
+    """Word/typo-indexed candidates give the same match as the scanned prefix blocks, through merges and retypes."""
+    names = sorted({n for pair in (*SAME, *DIFFERENT) for n in pair})
+    probes = sorted({p for n in names for p in (n, *_typo_variants(n), f"{n} plan", f"new {n}", n.split()[0])})
+    probes.append(" ".join(n.split()[-1] for n in names[:16]))  # past MAX_WORD_SETS: the union fallback
+    resolvers = [cls(0.85, 0.8, char_ngram_cosine, longer) for cls in (Resolver, _PrefixBlocked)]
+    for resolver in resolvers:
+        for i, name in enumerate(names):
+            resolver.add(f"c{i:02d}", ("project", "topic")[i % 2], [name, *_typo_variants(name)[:1]])
+        resolver.move("c03", "c05")  # a merge across types
+        resolver.retype("c07", "project")
+    checked = 0
+    for probe in probes:
+        for concept_type in ("project", "topic"):
+            ours, reference = (r.resolve(probe, [], concept_type) for r in resolvers)
+            assert ours == reference, (probe, concept_type)
+            checked += reference is not None and reference.method in ("fuzzy", "similarity")
+    assert checked > len(names)  # the probes do match: fuzzy and similarity steps are exercised
+
+
+def test_the_typo_index_finds_every_word_the_veto_pairs_as_a_typo() -> None:
+    """TypoIndex finds every vocabulary word within difflib ratio 0.8 (short and long alike), also after new words."""
+    rng = np.random.default_rng(7)
+    letters = np.array(list("abcdefghij"))
+    vocabulary = {"".join(rng.choice(letters, size=int(rng.integers(2, 20)))) for _ in range(200)}
+    edited = set()
+    for word in sorted(vocabulary)[:80]:  # near copies: dropped, added and swapped letters
+        i = int(rng.integers(0, len(word)))
+        edited.update({word[:i] + word[i + 1 :], word[:i] + "x" + word[i:], word[::-1][:2] + word[2:]})
+    index = TypoIndex()
+    words = sorted(vocabulary | edited)
+    short = [w for w in words if len(w) <= 12]  # long words come first: adding one drops every cached answer
+    index.add_words(tuple([w for w in words if len(w) > 12] + short[::2]))
+
+    def is_typo(left: str, right: str) -> bool:
+        return difflib.SequenceMatcher(None, left, right).ratio() >= 0.8
+
+    for word in words:  # cache answers over half the vocabulary: adding the rest must refresh them
+        index.neighbours(word, is_typo)
+    index.add_words(tuple(short[1::2]))
+    pairs = 0
+    for word in words:
+        found = index.candidates(word)
+        expected = tuple(sorted(other for other in words if other != word and is_typo(word, other)))
+        assert set(expected) <= found and index.neighbours(word, is_typo) == expected, word
+        pairs += len(expected)
+    assert pairs > 80 and any(len(w) > 12 for w in vocabulary)
