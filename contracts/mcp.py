@@ -19,8 +19,9 @@ from pydantic import Field
 
 from contracts.base import StrictBase
 from contracts.concepts import ConceptState, ConceptType
+from contracts.memory import PLAIN_DATE_END, PLAIN_DATE_START, EndTime, StartTime
 
-MCP_SCHEMA_VERSION = 1
+MCP_SCHEMA_VERSION = 2
 
 # ---------------------------------------------------------------- search_concepts
 
@@ -138,8 +139,12 @@ class TimelineRequest(StrictBase):
         min_length=1,
         description="A concept_id (from search_concepts), or a concept's exact title or alias (case is ignored).",
     )
-    since: datetime | None = Field(default=None, description="Only entries at or after this time; null: no limit.")
-    until: datetime | None = Field(default=None, description="Only entries at or before this time; null: no limit.")
+    since: StartTime = Field(
+        default=None, description="Only entries at or after this time; null: no limit." + PLAIN_DATE_START
+    )
+    until: EndTime = Field(
+        default=None, description="Only entries at or before this time; null: no limit." + PLAIN_DATE_END
+    )
     limit: int = Field(default=100, ge=1, le=1000, description="Most entries returned, oldest first.")
 
 

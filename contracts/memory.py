@@ -11,14 +11,51 @@ Nothing said after `at` ever comes back, and temporal decay is measured from `at
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
+from datetime import UTC, datetime, time
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from contracts.base import StrictBase
 
 NodeKind = Literal["query", "cue", "tag", "content"]
+
+
+def parse_iso_time(value: str, *, end_of_day: bool = False) -> datetime:
+    """An ISO date or date-time, UTC when no zone is given; ValueError when unreadable.
+
+    A plain date (no time) names a whole day: with `end_of_day` it means that day's last instant, so that
+    `at: 2024-05-01` and `until: 2024-05-01` include what was said on May 1st; otherwise its first instant.
+    The CLI (--at, --scope) and the MCP tools (at, since, until) both read dates with this one function.
+    """
+    text = value.strip()
+    parsed = datetime.fromisoformat(text)
+    if end_of_day and len(text) == 10:  # YYYY-MM-DD: no time given
+        parsed = datetime.combine(parsed.date(), time.max)
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+
+
+def _reader(end_of_day: bool) -> BeforeValidator:
+    def read(value: object) -> object:
+        if not isinstance(value, str):
+            return value  # a datetime already (the CLI parsed it), or something pydantic will reject
+        try:
+            return parse_iso_time(value, end_of_day=end_of_day)
+        except ValueError:
+            return value  # pydantic says what is wrong with it
+
+    return BeforeValidator(read)
+
+
+# A moment given as text to a contract: a plain date is the start (StartTime) or the end (EndTime) of that day.
+StartTime = Annotated[datetime | None, _reader(end_of_day=False)]
+EndTime = Annotated[datetime | None, _reader(end_of_day=True)]
+PLAIN_DATE_START = " A plain date (2024-05-01) means the start of that day (UTC when no zone is given)."
+PLAIN_DATE_END = " A plain date (2024-05-01) means the end of that day (UTC when no zone is given)."
+
+# The largest token budget a recall accepts: the request contract, the CLI options and memory.budget_tokens share it,
+# so an over-large budget is a one-line usage error wherever it is given, never a validation traceback.
+MAX_BUDGET_TOKENS = 200_000
 
 
 class RecallScope(StrictBase):
@@ -30,21 +67,21 @@ class RecallScope(StrictBase):
     sources: list[str] = Field(
         default_factory=list, description="Only conversations imported from these export formats (e.g. chatgpt, jsonl)."
     )
-    since: datetime | None = Field(default=None, description="Only content written at or after this time.")
-    until: datetime | None = Field(default=None, description="Only content written at or before this time.")
+    since: StartTime = Field(default=None, description="Only content written at or after this time." + PLAIN_DATE_START)
+    until: EndTime = Field(default=None, description="Only content written at or before this time." + PLAIN_DATE_END)
 
 
 class RecallRequest(StrictBase):
     """A question to reconstruct memory for."""
 
     query: str = Field(min_length=1, description="The question or topic, in natural language.")
-    at: datetime | None = Field(
+    at: EndTime = Field(
         default=None,
         description="Recall the memory as it stood at this moment: content written later is never returned and "
-        "decay is measured from here. Null: the newest content time in the memory.",
+        "decay is measured from here. Null: the newest content time in the memory." + PLAIN_DATE_END,
     )
     budget_tokens: int = Field(
-        default=2000, ge=1, le=200_000, description="Most tokens (estimated) of content text in the result."
+        default=2000, ge=1, le=MAX_BUDGET_TOKENS, description="Most tokens (estimated) of content text in the result."
     )
     scope: RecallScope = Field(default_factory=RecallScope, description="Restrict the search; empty: everything.")
     max_pieces: int = Field(default=50, ge=1, le=1000, description="Most pieces in the result.")

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from contracts.memory import MAX_BUDGET_TOKENS
 from contracts.redact import redact, remember_secret, remember_uri_secrets
 from contracts.redact import redact_uri as redact_uri  # re-exported: older callers import it from here
 
@@ -337,7 +338,9 @@ class MemorySettings(BaseModel):
         "falls below this is pruned.",
     )
     max_depth: int = Field(default=3, ge=1, le=3, description="Hops of spreading activation: query->cue->tag->content.")
-    budget_tokens: int = Field(default=2000, ge=1, description="Default token budget of a recalled context.")
+    budget_tokens: int = Field(
+        default=2000, ge=1, le=MAX_BUDGET_TOKENS, description="Default token budget of a recalled context."
+    )
     hub_share: float = Field(
         default=0.05,
         gt=0,

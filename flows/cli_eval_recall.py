@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from clients.embedders import build_embedder
+from contracts.memory import MAX_BUDGET_TOKENS
 from contracts.settings import Settings
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
 from flows.registry import select_stages
@@ -63,7 +64,9 @@ def print_report(benchmark: str, report: dict[str, Any]) -> None:
     help="The benchmark file (LoCoMo .json; LongMemEval .json / .jsonl, gzipped or not).",
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N (non-abstention) questions.")
-@click.option("--budget", default=4000, show_default=True, type=click.IntRange(min=1), help="Context tokens.")
+@click.option(
+    "--budget", default=4000, show_default=True, type=click.IntRange(1, MAX_BUDGET_TOKENS), help="Context tokens."
+)
 @click.option("--trials", default=8, show_default=True, type=click.IntRange(min=1), help="Cluster tuning trials.")
 @click.option("--ablations", "with_ablations", is_flag=True, help="Also run the system with each part removed.")
 @JSON_OPTION

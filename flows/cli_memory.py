@@ -7,13 +7,13 @@ prints the pieces in conversation order, each with when, who, its score and the 
 from __future__ import annotations
 
 from contextlib import closing
-from datetime import UTC, datetime, time
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
 
 from contracts.errors import ConfigError
-from contracts.memory import RecallRequest, RecallResult, RecallScope
+from contracts.memory import MAX_BUDGET_TOKENS, RecallRequest, RecallResult, RecallScope, parse_iso_time
 from flows.cli_inspect import JSON_OPTION, emit
 from memory.service import Memory
 from staging import llm_calls
@@ -24,20 +24,14 @@ if TYPE_CHECKING:
 
 
 def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> datetime | None:
-    """An ISO date or date-time (UTC when no zone is given); ConfigError (exit 2) when unreadable.
-
-    A plain date (no time) names a whole day: with `end_of_day` it means that day's last instant, so that
-    `--at 2024-05-01` and `until:2024-05-01` include what was said on May 1st; otherwise its first instant.
-    """
+    """contracts.memory.parse_iso_time (a plain date: that day's first, or with `end_of_day` last, instant);
+    ConfigError (exit 2) when unreadable."""
     if value is None:
         return None
     try:
-        parsed = datetime.fromisoformat(value)
+        return parse_iso_time(value, end_of_day=end_of_day)
     except ValueError:
         raise ConfigError(f"{option} {value!r}: expected an ISO date such as 2024-05-01 or 2024-05-01T09:00") from None
-    if end_of_day and len(value.strip()) == 10:  # YYYY-MM-DD: no time given
-        parsed = datetime.combine(parsed.date(), time.max)
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
 def parse_scope(values: tuple[str, ...]) -> RecallScope:
@@ -90,7 +84,9 @@ def print_result(result: RecallResult) -> None:
 @click.argument("question")
 @click.option("--at", "at", help="Recall the memory as it stood then (ISO date): nothing later comes back.")
 @click.option(
-    "--budget", type=click.IntRange(min=1), help="Token budget of the context (default: memory.budget_tokens)."
+    "--budget",
+    type=click.IntRange(1, MAX_BUDGET_TOKENS),
+    help="Token budget of the context (default: memory.budget_tokens).",
 )
 @click.option(
     "--scope",

@@ -157,7 +157,19 @@ def one_line(tool: str, exc: ValidationError) -> str:
 class ChatmemServer(MCPServer[Any]):
     """The SDK's server, with argument errors as one line (the SDK sends pydantic's multi-line text)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.request_models: dict[str, type[BaseModel]] = {}
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        model = self.request_models.get(name)
+        if model is not None and set(arguments or {}) - set(model.model_fields):
+            # the SDK drops arguments a tool does not take; the request contract forbids them (extra="forbid"),
+            # so validating against it gives the same one line as an unknown key inside `scope`
+            try:
+                model.model_validate(arguments)
+            except ValidationError as exc:
+                raise ToolError(one_line(name, exc)) from exc
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -205,6 +217,8 @@ def contract_tool(
 
     call.__signature__ = inspect.Signature(_parameters(request_model), return_annotation=result_model)  # type: ignore[attr-defined]
     call.__name__ = name
+    if isinstance(server, ChatmemServer):
+        server.request_models[name] = request_model
     server.add_tool(
         call,
         name=name,

@@ -127,6 +127,10 @@ def timeline(
 
     `concepts`: the store's rows when the caller holds them already (the server's concept catalog).
     """
+    since, until = _utc(request.since), _utc(request.until)
+    if since is not None and until is not None and since > until:
+        # the same one line as recall's scope check: an empty window is a mistake, not "never mentioned"
+        raise QueryError(f"since {since.isoformat()} is after until {until.isoformat()}")
     sources = TIMELINE_SOURCES if sources is None else sources
     if concepts is None:
         if not reads.has_concepts(staging):
@@ -139,7 +143,6 @@ def timeline(
     members = [concept.concept_id, *sorted(merged)]
     entries = sorted((e for source in sources.values() for e in source(staging, archive, members)), key=_order)
     dated = [e.at for e in entries if e.at is not None]
-    since, until = _utc(request.since), _utc(request.until)
     if since is not None or until is not None:  # undated entries cannot be placed in a window: left out
         entries = [
             e

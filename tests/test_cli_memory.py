@@ -164,3 +164,21 @@ def test_eval_recall_on_a_locomo_slice(tmp_path: Path, monkeypatch: pytest.Monke
     assert report["run"]["questions"] == 3 and "no_tags_session_prior" in report["ablations"]
     system = report["system"]
     assert system["evidence_recall@20"] >= system["evidence_recall@10"] >= system["evidence_recall@5"]
+
+
+def test_a_budget_over_the_contract_bound_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--budget or memory.budget_tokens above 200,000 (the RecallRequest bound) exits 2 with one line, no traceback."""
+    data_dir = tmp_path / "data"
+    (tmp_path / "x.json").write_text("[]", encoding="utf-8")
+    for args in (
+        ("recall", "hawaii", "--budget", "200001"),
+        ("eval", "recall", "--benchmark", "locomo", "--data", tmp_path / "x.json", "--budget", "300000"),
+    ):
+        result = CliRunner().invoke(cli, ["--data-dir", str(data_dir), *map(str, args)])
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        assert "--budget" in result.output and "200000" in result.output
+    monkeypatch.setenv("CHATMEM_MEMORY__BUDGET_TOKENS", "300000")
+    result = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "recall", "hawaii"])
+    assert result.exit_code == 2, result.output
+    assert "budget_tokens" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
