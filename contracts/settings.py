@@ -458,7 +458,9 @@ class MemorySettings(BaseModel):
         ge=-1,
         le=1,
         description="Relevance floor: a query none of whose words occur in any key in scope, activating no cue, "
-        "and whose best raw key cosine is below this, recalls nothing (an empty result with the reason).",
+        "and whose best raw key cosine is below this, recalls nothing (an empty result with the reason); such a "
+        "query made only of words the MiniLM embedders split into word-piece fragments recalls nothing whatever "
+        "its cosine.",
     )
     expand_with_llm: bool = Field(
         default=False,

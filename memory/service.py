@@ -7,8 +7,9 @@ The CLI's `chatmem recall` is this for one question. The databases are read once
 (memory.index); nothing is written. A recall is:
   1. the candidate pre-pass on a large memory (memory/candidates.py), activation over the candidates
      (memory.recall.rank), the pieces within the budget (memory.recall.to_result);
-  2. the relevance floor: a query that matches no key's words, activates no cue and whose best key cosine is
-     below memory.min_similarity recalls nothing, with the reason (RecallResult.empty_reason);
+  2. the relevance floor: a query that matches no key's words and activates no cue recalls nothing, with the
+     reason (RecallResult.empty_reason), when the embedder knows none of its words whole (all word-piece
+     fragments: no meaning to compare) or its best key cosine is below memory.min_similarity;
   3. optionally, the LLM's expand-or-stop decision on the top conversation tags (memory/expand.py);
   4. the garden's facts of the question as they stood at `at` (memory/recall_facts.py).
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clients.embedders import Embedder
+from clients.embedders import Embedder, reads_word_pieces, whole_words
 from contracts.errors import ChatmemError, ConfigError
 from contracts.memory import RecallPiece, RecallRequest, RecallResult
 from contracts.settings import MemorySettings, Settings
@@ -67,7 +68,7 @@ class Memory:
         view, ranking, _ = ranked(self.index, request.query, vector, request, settings, limit=limit(request))
         result = to_result(view, request, ranking, settings)
         facts, changes = question_facts(self.index, request)
-        reason = empty_reason(view, ranking, vector, settings)
+        reason = empty_reason(view, ranking, vector, settings, self.embedder, request.query)
         if reason is not None:
             pieces: list[RecallPiece] = []
             result = result.model_copy(update={"pieces": pieces, "tokens": 0, "empty_reason": reason})
@@ -86,13 +87,29 @@ def limit(request: RecallRequest) -> int:
     return max(8 * request.max_pieces, 1000)
 
 
-def empty_reason(index: MemoryIndex, ranking: Ranking, vector: Array | None, settings: MemorySettings) -> str | None:
+def empty_reason(
+    index: MemoryIndex,
+    ranking: Ranking,
+    vector: Array | None,
+    settings: MemorySettings,
+    embedder: Embedder | None = None,
+    query: str = "",
+) -> str | None:
     """Why the recall should return nothing, or None. Dense scores are rescaled per query (the best candidate
-    always scores 1), so without this floor a query about nothing in the memory still fills the budget."""
+    always scores 1), so without this floor a query about nothing in the memory still fills the budget.
+
+    With no lexical or cue evidence, only the dense score is left, and it means something only for words the
+    embedder knows: a query spelled entirely from word-piece fragments ("zxqv blorpt") averages to a vector near
+    every key (cosine 0.44-0.58 with the static embedder, above any sane floor), so it recalls nothing."""
     if ranking.candidates == 0:
         return "nothing in scope: no content in the scope (or before `at`) to recall from"
     if float(ranking.lexical.max(initial=0.0)) > 0 or ranking.cue_activation:
         return None
+    if embedder is not None and reads_word_pieces(embedder) and not whole_words(query):
+        return (
+            "nothing relevant: no word of the query occurs in the memory's keys, no cue matched, and the embedder "
+            "knows none of its words (each is only word-piece fragments, so its similarity means nothing)"
+        )
     best = -1.0
     if vector is not None and index.dense.shape[0]:
         j = int(np.argmax(ranking.dense))

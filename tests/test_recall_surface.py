@@ -13,6 +13,7 @@ import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 from mcp import Client
 
+from clients.embedders import whole_words
 from contracts.memory import RecallRequest
 from extract import stage_concepts, stage_extract, stage_segment
 from garden import stage as garden
@@ -61,12 +62,35 @@ def test_recall_result_carries_the_facts_as_they_stood_at(built: Dbs) -> None:
 def test_a_query_about_nothing_in_the_memory_recalls_nothing_and_says_why(built: Dbs) -> None:
     """No word in any key, no cue, a low cosine: no pieces and a reason; a real question still gets pieces."""
     memory = Memory.open(built.settings)
-    nonsense = memory.recall(RecallRequest(query="xqzvt blorptangle frobnicate"))
+    nonsense = memory.recall(RecallRequest(query="xylophone quantum chromodynamics"))  # real words, absent here
     assert nonsense.pieces == [] and nonsense.tokens == 0
     assert nonsense.empty_reason is not None and nonsense.empty_reason.startswith("nothing relevant")
     assert "min_similarity" in nonsense.empty_reason
     real = memory.recall(RecallRequest(query="Lisbon tram"))
     assert real.empty_reason is None and min(real.pieces, key=lambda p: p.rank).conversation_id == "trip"
+
+
+GIBBERISH = ["zxqv blorpt frimble", "flurb glomp snarg", "asdf qwerty", "blorptangle?", "xqzvt frobnicate zorp"]
+REAL = {"where do I live?": "paris", "Lisbon tram": "trip", "which cafes are good in Berlin": "berlin"}
+
+
+def test_gibberish_recalls_nothing_and_real_questions_still_answer(built: Dbs) -> None:
+    """Queries made only of word-piece fragments come back empty with a reason; real questions keep their pieces."""
+    # min_similarity 0: the cosine floor lets everything through, so only the whole-word rule can empty these
+    # (on a memory this small their best cosine is low; on the demo's it is 0.44-0.58, above the default 0.35)
+    settings = built.settings.model_copy(
+        update={"memory": built.settings.memory.model_copy(update={"min_similarity": 0.0})}
+    )
+    memory = Memory.open(settings)
+    for query in GIBBERISH:
+        result = memory.recall(RecallRequest(query=query))
+        assert result.pieces == [] and result.cues == [], (query, result.pieces[:1])
+        assert result.empty_reason is not None and "word-piece fragments" in result.empty_reason, query
+    for query, conversation_id in REAL.items():
+        result = memory.recall(RecallRequest(query=query))
+        assert result.empty_reason is None and result.pieces, query
+        assert conversation_id in {p.conversation_id for p in result.pieces}, query
+    assert whole_words("zxqv blorpt frimble, where do I live?") == ["where", "do", "i", "live"]
 
 
 def test_a_scope_with_nothing_before_at_says_so(built: Dbs) -> None:
