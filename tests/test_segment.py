@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from concept_support import Msg, conversation, open_dbs, write_archive
@@ -9,6 +10,7 @@ from concept_support import Msg, conversation, open_dbs, write_archive
 from extract import stage_segment
 from extract.segment import PathMessage, SegmentParams, segment_conversation
 from extract.text import estimate_tokens
+from staging import segments as segment_store
 
 GARDEN = "My vegetable garden has tomatoes and peppers; the tomato plants need staking and compost in the garden beds."
 GARDEN_REPLY = "For tomato plants in garden beds, stake early, add compost, and water the tomatoes deeply twice a week."
@@ -129,3 +131,25 @@ def test_stage_resegments_only_changed_conversations_and_retires_stale_segments(
     write_archive(dbs.archive, [longer], tag="dump3")
     result = stage_segment.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
     assert result.counts["segments_retired"] == 1 and result.counts["segments_current"] == 2
+
+
+def test_current_segments_are_read_in_pages_that_leave_no_cursor_open(tmp_path: Path) -> None:
+    """Paged reading gives the same segments as one page, and between pages no read pins the WAL (a checkpoint
+    that truncates it succeeds), so a stage writing while it iterates does not grow the WAL without bound."""
+    dbs = open_dbs(tmp_path)
+    chats = [conversation(f"c{i}", [("user", GARDEN), ("assistant", GARDEN_REPLY)]) for i in range(5)]
+    write_archive(dbs.archive, chats)
+    stage_segment.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
+    whole = list(segment_store.iter_current_segments(dbs.staging, page_conversations=1000))
+    checkpoints = []
+    paged = []
+    other = sqlite3.connect(dbs.settings.staging_path)
+    for segment in segment_store.iter_current_segments(dbs.staging, page_conversations=2):
+        paged.append(segment)
+        dbs.staging.execute("CREATE TABLE IF NOT EXISTS scratch (x)")
+        dbs.staging.execute("INSERT INTO scratch VALUES (1)")  # the caller writes while it iterates
+        checkpoints.append(other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])  # 0 = not busy
+    other.close()
+    assert paged == whole and len(whole) == 5
+    assert [s.conversation_id for s in paged] == [f"c{i}" for i in range(5)]
+    assert checkpoints == [0] * 5
