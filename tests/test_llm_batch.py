@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from contracts.schema_check import strict_schema_violations
 from extract.llm import LLMExtractionOutput, LLMExtractor
@@ -67,7 +68,9 @@ def test_batch_that_does_not_finish_in_time_leaves_segments_not_done(fake_llm: F
     extractor = LLMExtractor(settings)
     results = [result for _, result in extractor.extract_many([make_segment(0), make_segment(1)])]
     assert [type(r).__name__ for r in results] == ["SegmentNotDone", "SegmentNotDone"]
-    assert extractor.stopped is not None and "still in_progress" in extractor.stopped
+    # The fake server says `validating` on its first poll and `in_progress` after: on a slow machine the wait can
+    # end before the second poll, so either status is the batch still running.
+    assert extractor.stopped is not None and re.search(r"still (validating|in_progress)", extractor.stopped)
 
 
 def test_batch_responses_api(fake_llm: FakeLLMServer) -> None:
