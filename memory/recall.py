@@ -26,7 +26,7 @@ from contracts.memory import ActivationStep, RecallPiece, RecallRequest, RecallR
 from contracts.settings import MemorySettings
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
-from memory.session import session_activation
+from memory.session import session_activation, unit
 from memory.text import terms
 from memory.timeexpr import TimeRange, find_range
 
@@ -90,22 +90,6 @@ def candidate_mask(index: MemoryIndex, request: RecallRequest, at_s: float | Non
     return mask
 
 
-def _unit(values: Array, mask: Array, *, shift: bool = False) -> Array:
-    """Scale to 0..1 over the candidates: divided by the best (`shift`: min-max, for cosines that can be
-    negative). A lone or tied positive best scores 1; nothing positive scores 0."""
-    out = np.zeros_like(values, dtype=np.float32)
-    if not mask.any():
-        return out
-    low, high = float(values[mask].min()), float(values[mask].max())
-    if high <= 0:
-        return out
-    if not shift or high - low <= 1e-9:
-        out[mask] = np.clip(values[mask] / high, 0, None)
-        return out
-    out[mask] = (values[mask] - low) / (high - low)
-    return out
-
-
 def _pool(codes: Array, values: Array, mask: Array, size: int) -> Array:
     """Each group's best value among the candidates (groups with none: 0)."""
     pooled = np.zeros(size, dtype=np.float32)
@@ -131,12 +115,12 @@ def rank(
     mask = candidate_mask(index, request, at.timestamp() if at is not None else None)
     words = terms(query)
     lexical_raw = index.bm25.score(words) if switches.lexical else np.zeros(index.size, np.float32)
-    lexical = _unit(lexical_raw, mask)
+    lexical = unit(lexical_raw, mask)
     if switches.dense and query_vector is not None and index.dense.shape[0]:
         dense_raw = index.similarity(query_vector)
     else:
         dense_raw = np.zeros(index.size, np.float32)
-    dense = _unit(dense_raw, mask, shift=True)
+    dense = unit(dense_raw, mask, shift=True)
     cue_scores = np.zeros(index.size, np.float32)
     active: list[tuple[int, float]] = []
     conv_from_cues = np.zeros(len(index.conversation_ids), np.float32)
@@ -149,7 +133,7 @@ def rank(
             active = sorted(((int(c), float(raw[c])) for c in keep), key=lambda x: (-x[1], x[0]))
             weights = np.zeros(len(index.cue_ids), np.float32)
             weights[keep] = raw[keep]
-            cue_scores = _unit(np.asarray(index.content_cue @ weights).ravel(), mask)
+            cue_scores = unit(np.asarray(index.content_cue @ weights).ravel(), mask)
             conv_from_cues = np.asarray(index.cue_conversation.T @ weights).ravel().astype(np.float32)
     by_role = np.array(
         [1.0 if r in settings.key_roles else settings.other_role_weight for r in index.roles] or [1.0], np.float32
