@@ -109,7 +109,7 @@ def evaluate(
     """All methods over all questions: {"system": {...}, "bm25": {...}, "dense": {...}, "rrf": {...}, ...}."""
     flat = Baselines.build(index, plain_keys)
     asked = [q.question for q in benchmark.questions]
-    vectors = embedder.embed(asked) if asked else None
+    vectors = embedder.embed([index.names.query_text(q) for q in asked]) if asked else None  # as recall does
     flat_vectors = flat_embedder.embed(asked) if asked else None
     methods: dict[str, Callable[[Question, Array], tuple[Array, int]]] = {}
 

@@ -31,6 +31,7 @@ from contracts.facts import FactRecord
 from contracts.settings import Settings
 from memory.dense_lists import PrepassTables
 from memory.graph import dense_key
+from memory.names import Names, speaker_names
 from memory.session import SessionKeys, build_session_keys
 from memory.text import BM25, terms
 from staging import embeddings as vectors
@@ -94,6 +95,7 @@ class MemoryIndex:
     texts: dict[str, str] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
 
+    names: Names = field(default_factory=Names)  # the speakers' names, masked out of what the embedder reads
     sessions: SessionKeys | None = None  # one key per conversation (memory/session.py)
     coarse: Array | None = None  # n x 64 projection of `dense` (large memories only), see `similarity`
     projection: Array | None = None  # 384 x 64
@@ -226,6 +228,7 @@ def build_index(
         titles=titles or {},
         texts=texts or {},
         position=position,
+        names=speaker_names((c.role, c.author) for c in rows),
         sessions=build_session_keys(
             [c.key_text for c in rows], [c.role for c in rows], conversation, len(conversation_ids), dense, key_roles
         ),
@@ -271,10 +274,15 @@ def load_index(
     dense = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     have = np.zeros(len(ids), dtype=bool)
     wanted = np.array([embeds_role(settings, r.role) for r in rows], dtype=bool)
+    names = speaker_names((r.role, r.author) for r in rows)
+
+    def key_of(i: int) -> str:
+        return dense_key(rows[i].role, rows[i].author, texts.get(ids[i], ""), names)
+
     keyed_rows = [int(i) for i in np.flatnonzero(wanted)]
     for start in range(0, len(keyed_rows), VECTOR_CHUNK):  # a chunk at a time: no second copy of every vector
         chunk = keyed_rows[start : start + VECTOR_CHUNK]
-        hashes = [vectors.text_hash(dense_key(rows[i], texts.get(ids[i], ""))) for i in chunk]
+        hashes = [vectors.text_hash(key_of(i)) for i in chunk]
         cached = vectors.load_vectors(staging, embedder.key, hashes)
         for i, h in zip(chunk, hashes, strict=True):
             if h in cached:
@@ -282,7 +290,7 @@ def load_index(
                 have[i] = True
     missing = [int(i) for i in np.flatnonzero(wanted & ~have)]
     if missing:  # content the stages did not cover (no segment, another model): embedded here, in memory
-        keyed = [dense_key(rows[i], texts.get(ids[i], "")) for i in missing]
+        keyed = [key_of(i) for i in missing]
         dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or settings.embed.batch_size)
     titles = inputs.conversation_titles(archive)
     edges = (

@@ -26,6 +26,7 @@ from contracts.memory import ActivationStep, RecallPiece, RecallRequest, RecallR
 from contracts.settings import MemorySettings
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
+from memory.names import Names
 from memory.session import session_activation, unit
 from memory.text import terms
 from memory.timeexpr import TimeRange, find_range
@@ -321,14 +322,15 @@ def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, sett
     )
 
 
-def embed_query(embedder: Embedder, query: str) -> Any:
-    return embedder.embed([query])[0]
+def embed_query(embedder: Embedder, query: str, names: Names) -> Any:
+    """The query's vector, as the keys were embedded: the memory's speaker names masked (memory/names.py)."""
+    return embedder.embed([names.query_text(query)])[0]
 
 
 def recall(
     index: MemoryIndex, embedder: Embedder | None, request: RecallRequest, settings: MemorySettings
 ) -> RecallResult:
     """The entry point an agent (CLI, MCP server) calls: a reconstructed context for one question."""
-    vector = embed_query(embedder, request.query) if embedder is not None else None
+    vector = embed_query(embedder, request.query, index.names) if embedder is not None else None
     ranking = rank(index, request.query, vector, request, settings, limit=max(8 * request.max_pieces, 1000))
     return to_result(index, request, ranking, settings)
