@@ -394,6 +394,24 @@ class MemorySettings(BaseModel):
         "back to its content.",
     )
     day_prior: float = Field(default=0.1, ge=0, description="Same, for day tags (temporal decay applies).")
+    hop_weight: float = Field(
+        default=0.1,
+        ge=0,
+        description="Weight of the second hop: the best first-hop content's cues -> the other content they link "
+        "(memory.recall.second_hop).",
+    )
+    reply_weight: float = Field(
+        default=0.5,
+        ge=0,
+        description="Share of a question's activation (a message with a '?') passed along NEXT to the message that "
+        "replies to it (next_weight when lower): an answer is the reply to the turn that asks.",
+    )
+    speaker_prior: float = Field(
+        default=0.3,
+        ge=0,
+        description="A speaker tag the query names (a person's name, memory/names.py) weighs that person's content "
+        "1 + this times.",
+    )
     session_lexical_weight: float = Field(
         default=1.0,
         ge=0,
@@ -416,7 +434,16 @@ class MemorySettings(BaseModel):
         default=2, ge=1, le=2, description="How many best turns (their mean) score a conversation: 1 is max pooling."
     )
     cue_weight: float = Field(
-        default=0.3, ge=0, description="Weight of cue activation (query -> cue -> content) in a content's score."
+        default=0.3,
+        ge=0,
+        description="Weight of cue activation (query -> cue -> conversation tag) in a conversation tag's activation.",
+    )
+    cue_content_weight: float = Field(
+        default=0.0,
+        ge=0,
+        description="Weight of the query's cues straight to their content (query -> cue -> content) in a content's "
+        "score. 0: a query's words already count once in BM25 over the keys (keyphrase cues are those words); "
+        "0.3 measured -0.01 to -0.05 evidence_recall@10 on LoCoMo (benchmarks/RESULTS.md).",
     )
     dense_weight: float = Field(default=1.0, ge=0, description="Weight of the query-to-key embedding similarity.")
     lexical_weight: float = Field(default=1.0, ge=0, description="Weight of BM25 over cue-expanded content keys.")

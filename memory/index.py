@@ -31,7 +31,7 @@ from contracts.facts import FactRecord
 from contracts.settings import Settings
 from memory.dense_lists import PrepassTables
 from memory.graph import dense_key
-from memory.names import Names, speaker_names
+from memory.names import NAMED_ROLES, Names, speaker_names
 from memory.session import SessionKeys, build_session_keys
 from memory.text import BM25, terms
 from staging import embeddings as vectors
@@ -96,6 +96,8 @@ class MemoryIndex:
     position: dict[str, int] = field(default_factory=dict)
 
     names: Names = field(default_factory=Names)  # the speakers' names, masked out of what the embedder reads
+    speaker: Array | None = None  # per content: its speaker's position in `names.names`, -1 when unnamed
+    asks: Array | None = None  # per content: it asks something (a '?'): its NEXT is the reply
     sessions: SessionKeys | None = None  # one key per conversation (memory/session.py)
     coarse: Array | None = None  # n x 64 projection of `dense` (large memories only), see `similarity`
     projection: Array | None = None  # 384 x 64
@@ -193,6 +195,8 @@ def build_index(
     )
     prev = np.full(len(rows), -1, dtype=np.int64)
     nxt = np.full(len(rows), -1, dtype=np.int64)
+    names = speaker_names((c.role, c.author) for c in rows)
+    speaker_of = {n: i for i, n in enumerate(names.names)}
     along = sorted(range(len(rows)), key=lambda i: (rows[i].conversation_id, rows[i].seq, ids[i]))
     for a, b in pairwise(along):
         if rows[a].conversation_id == rows[b].conversation_id:
@@ -228,7 +232,9 @@ def build_index(
         titles=titles or {},
         texts=texts or {},
         position=position,
-        names=speaker_names((c.role, c.author) for c in rows),
+        names=names,
+        asks=np.array(["?" in c.key_text or "？" in c.key_text for c in rows], dtype=bool),
+        speaker=np.array([speaker_of.get(c.author or "", -1) if c.role in NAMED_ROLES else -1 for c in rows], np.int64),
         sessions=build_session_keys(
             [c.key_text for c in rows], [c.role for c in rows], conversation, len(conversation_ids), dense, key_roles
         ),
