@@ -11,7 +11,10 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
 
 NUMBERS = {
     "a": 1,
@@ -106,3 +109,16 @@ def find_range(question: str, at: datetime) -> TimeRange | None:
             year = at.year if month <= at.month else at.year - 1
             return _month_range(year, month, m.group(0))
     return None
+
+
+def range_factor(times: np.ndarray[Any, Any], found: TimeRange, before: float, after: float) -> np.ndarray[Any, Any]:
+    """Score multipliers for content said at `times` (epoch s, NaN unknown) given the range a question names: 1
+    inside it; `before` for what was said before it began (it cannot tell of what had not happened yet); `after`
+    for what was said after it ended (a past event is told during it or later: "the BBQ in June" said on July 1).
+    Unknown times are left alone."""
+    start = found.start.replace(tzinfo=UTC).timestamp()
+    end = found.end.replace(tzinfo=UTC).timestamp()
+    factor = np.ones(len(times), dtype=np.float32)
+    factor[times < start] = before
+    factor[times > end] = after
+    return factor

@@ -120,6 +120,26 @@ def test_an_explicit_time_expression_moves_other_content_down_not_out() -> None:
     assert filtered.score[old] < plain.score[old] and filtered.score[old] > 0
 
 
+def test_a_time_range_moves_down_what_was_said_before_it_not_what_was_told_after_it() -> None:
+    """'in March' asked on April 2: a message of April 1 (telling of March) keeps its score, one of February drops."""
+    told = [
+        msg("feb", 0, "The bakery opened a new branch downtown", day=31),  # Feb 1
+        msg("mar", 0, "The bakery branch had a queue all day", day=70),  # Mar 11
+        msg("apr", 0, "In March the bakery branch sold out twice", day=91),  # Apr 1
+    ]
+    index, settings = memory(told)
+    request = _request("What happened at the bakery branch in March?", at=T0 + timedelta(days=92))
+    filtered = rank(index, request.query, None, request, settings)
+    plain = rank(index, request.query, None, request, settings, Switches(time_filter=False))
+    assert filtered.time_range is not None and filtered.time_range.start.month == 3
+    before, inside, after = (index.position[c] for c in ("feb-0", "mar-0", "apr-0"))
+    assert filtered.score[inside] == plain.score[inside] and filtered.score[after] == plain.score[after]
+    assert 0 < filtered.score[before] < plain.score[before]
+    both_ways = settings.model_copy(update={"after_range_factor": settings.out_of_range_factor})
+    symmetric = rank(index, request.query, None, request, both_ways)
+    assert symmetric.score[after] < plain.score[after]
+
+
 def test_a_merged_group_comes_back_once_with_all_its_message_ids() -> None:
     """Consolidation in recall: two copies of a message are one piece naming both originals."""
     copies = [*TRIP, msg("trip", 3, "Booked the Lisbon hotel near Alfama!", day=0, minute=3)]
