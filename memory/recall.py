@@ -185,8 +185,7 @@ def rank(
     if switches.time_filter and settings.time_filter and at_s is not None:
         time_range = find_range(query, datetime.fromtimestamp(at_s, UTC))
         if time_range is not None:
-            factor = range_factor(index.times, time_range, settings.out_of_range_factor, settings.after_range_factor)
-            score = score * factor
+            score = score * range_factor(index.times, time_range, settings.out_of_range_factor)
     if switches.facts and settings.fact_weight > 0 and index.facts:
         scoped = bool(request.scope.conversation_ids or request.scope.sources or request.scope.since)
         scoped = scoped or request.scope.until is not None
