@@ -99,10 +99,7 @@ def rows_of(settings: Settings, layer: Layer) -> list[dict[str, Any]]:
         (open_archive, settings.archive_path) if layer.source == "archive" else (open_staging, settings.staging_path)
     )
     with closing(opener(path)) as source:
-        # in the order a first load reads them (load/plan.py, ordered_sql's anchor_first): the server's cost
-        # depends on it, so the raw references send the rows in the same order as the loader
-        cursor = source.execute(ordered_sql(layer, anchor_first=True))
-        return [change.params for change in source_rows(cursor, layer, key_order=False)]
+        return [change.params for change in source_rows(source.execute(ordered_sql(layer)), layer)]
 
 
 class Bench:

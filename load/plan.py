@@ -61,22 +61,14 @@ class Batch:
         return self.changes[-1].key
 
 
-def ordered_sql(layer: Layer, *, anchor_first: bool = False) -> str:
-    """The layer's SQL with a TEXT key column first, ordered by it (the manifest is in the same order).
-
-    `anchor_first`: an edge layer anchored at `dst` is ordered by (dst, src) instead, for a layer the manifest
-    holds nothing of (no merge-join needs key order then). A batch of CUES rows in key order (by cue) touches
-    messages all over the archive, and ArcadeDB copies every page a transaction modifies (64 KiB each) to add
-    the edge to each message: in anchor order a batch's messages are neighbours, on a few pages (measured:
-    37 -> 21 µs of server CPU per relationship). A repeated key still comes in consecutive rows.
-    """
+def ordered_sql(layer: Layer) -> str:
+    """The layer's SQL with a TEXT key column first, ordered by it (the manifest is in the same order)."""
     if isinstance(layer, NodeLayer):
         order = "id" if layer.text_ids else "_key"  # an index walk streams; a sort reads the whole layer first
         return f"SELECT CAST(id AS TEXT) AS _key, * FROM ({layer.sql}) WHERE id IS NOT NULL ORDER BY {order}"
-    order = "CAST(dst AS TEXT), CAST(src AS TEXT)" if anchor_first and layer.anchor == "dst" else "_key"
     return (
         "SELECT json_array(CAST(src AS TEXT), CAST(dst AS TEXT)) AS _key, * FROM"
-        f" ({layer.sql}) WHERE src IS NOT NULL AND dst IS NOT NULL ORDER BY {order}"
+        f" ({layer.sql}) WHERE src IS NOT NULL AND dst IS NOT NULL ORDER BY _key"
     )
 
 
@@ -104,10 +96,8 @@ def _hash(blob: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(blob, digest_size=8).digest(), "big", signed=True)
 
 
-def source_rows(cursor: sqlite3.Cursor, layer: Layer, *, key_order: bool = True) -> Iterator[Change]:
-    """The layer's rows as upsert changes, in key order. `cursor` runs `ordered_sql(layer)`.
-
-    `key_order=False`: the cursor runs `ordered_sql(layer, anchor_first=True)`; the order is not checked."""
+def source_rows(cursor: sqlite3.Cursor, layer: Layer) -> Iterator[Change]:
+    """The layer's rows as upsert changes, in key order. `cursor` runs `ordered_sql(layer)`."""
     names = [column[0] for column in cursor.description]
     skip = 2 if isinstance(layer, NodeLayer) else 3  # _key and id, or _key, src and dst
     props = names[skip:]
@@ -115,8 +105,7 @@ def source_rows(cursor: sqlite3.Cursor, layer: Layer, *, key_order: bool = True)
     previous = ""
     for row in cursor:
         key = row[0]
-        # the merge-join with the manifest needs key order: a broken promise is a bug, loudly
-        if key_order and key < previous:
+        if key < previous:  # the merge-join with the manifest needs key order: a broken promise is a bug, loudly
             raise ValueError(f"layer {layer.name}: key {key!r} after {previous!r}: rows are not in key order")
         previous = key
         values = list(row[skip:])

@@ -250,10 +250,7 @@ class _LayerReader:
 
         def produce() -> Iterator[Batch]:  # runs in the reader thread, with connections of its own
             with _reader(rows_path) as rows_db, _reader(self.manifest_path) as manifest_db:
-                # A layer the manifest holds nothing of needs no merge-join: it is read in its anchor's order.
-                fresh = manifest_count(manifest_db, key, layer.name) == 0
-                cursor = rows_db.execute(ordered_sql(layer, anchor_first=fresh))
-                current = self._counted(source_rows(cursor, layer, key_order=not fresh))
+                current = self._counted(source_rows(rows_db.execute(ordered_sql(layer)), layer))
                 changes = diff(layer, current, iter_manifest(manifest_db, key, layer.name))
                 size = settings.load.batch_size
                 yield from batches(layer, changes, batch_size=size, max_bytes=max_bytes, first_size=FIRST_BATCH)

@@ -43,24 +43,6 @@ def test_edge_deletes_recover_both_ends_from_the_manifest_key(tmp_path: Path) ->
     assert gone.kind == "delete" and gone.params == {"src": "c,1", "dst": 'm"1'}
 
 
-def test_a_fresh_dst_anchored_layer_is_read_in_its_anchors_order(tmp_path: Path) -> None:
-    """With anchor_first, HAS_MESSAGE comes by message then conversation (same keys, same rows); NEXT, anchored
-    at its src, keeps key order; key order is only enforced where the merge-join needs it."""
-    conn = sqlite3.connect(tmp_path / "a.db")
-    conn.executescript(
-        "CREATE TABLE messages (uuid TEXT, conversation_id TEXT);"
-        "INSERT INTO messages VALUES ('m3', 'c1'), ('m1', 'c2'), ('m2', 'c1'), ('m0', 'c2');"
-    )
-    by_key = list(source_rows(conn.execute(ordered_sql(HAS_MESSAGE)), HAS_MESSAGE))
-    fresh = list(source_rows(conn.execute(ordered_sql(HAS_MESSAGE, anchor_first=True)), HAS_MESSAGE, key_order=False))
-    assert [r.params["dst"] for r in by_key] == ["m2", "m3", "m0", "m1"]
-    assert [r.params["dst"] for r in fresh] == ["m0", "m1", "m2", "m3"]
-    assert sorted((r.key, r.row_hash) for r in fresh) == [(r.key, r.row_hash) for r in by_key]
-    assert ordered_sql(NEXT, anchor_first=True) == ordered_sql(NEXT)
-    with pytest.raises(ValueError, match="not in key order"):
-        list(source_rows(conn.execute(ordered_sql(HAS_MESSAGE, anchor_first=True)), HAS_MESSAGE))
-
-
 def test_source_rows_come_in_key_order_with_booleans_and_nulls(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "a.db")
     conn.executescript(
