@@ -49,13 +49,18 @@ def live_evidence(staging: sqlite3.Connection) -> list[tuple[str, str, str, str,
         return []
     concepts = concept_store.load_concepts(staging)
     rows = []
+    heads: dict[str, tuple[str, str, str] | None] = {}  # evidence comes concept by concept: resolve each once
     for concept_id, message_id, confidence in staging.execute(
         "SELECT concept_id, message_id, confidence FROM concept_evidence ORDER BY concept_id, message_id"
     ):
-        target = concepts.get(concept_store.survivor(concepts, str(concept_id)))
-        if target is None or target.state in ("merged", "split", "archived"):
-            continue
-        rows.append((target.concept_id, target.title, target.type, str(message_id), float(confidence)))
+        key = str(concept_id)
+        if key not in heads:
+            target = concepts.get(concept_store.survivor(concepts, key))
+            alive = target is not None and target.state not in ("merged", "split", "archived")
+            heads[key] = (target.concept_id, target.title, target.type) if target is not None and alive else None
+        head = heads[key]
+        if head is not None:
+            rows.append((*head, str(message_id), float(confidence)))
     return rows
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from staging import concepts as concept_store
 from staging import memory_inputs as inputs
 from staging import topics as topic_store
 from staging.ledger import open_staging
@@ -57,3 +58,33 @@ def test_topic_rows_cost_follows_the_asked_messages_not_the_archive(tmp_path: Pa
     large_rows, large_steps = _steps(large, asked)
     assert small_rows == large_rows == [("m3", "u1", "t1", 0.5), ("m4", "u0", "t0", 0.5), ("m5", "u1", "t1", 0.5)]
     assert large_steps <= 2 * small_steps + 5  # a scan of the run's links would cost ~200x more here
+
+
+def _concept(concept_id: str, state: str = "active", merged_into: str | None = None) -> concept_store.ConceptRow:
+    return concept_store.ConceptRow(concept_id, concept_id.title(), concept_id, "project", "", state, 0.8, [], 0, 1,
+                                    None, None, merged_into, ["llm"], "r0", "r0", True)  # fmt: skip
+
+
+def test_live_evidence_credits_merged_concepts_to_their_survivor_and_drops_dead_ones(tmp_path: Path) -> None:
+    """Evidence of b (merged into a) counts for a, archived c and unknown ghost give none; order follows the rows."""
+    conn = open_staging(tmp_path / "staging.db")
+    concepts = [_concept("a"), _concept("b", "merged", "a"), _concept("c", "archived"), _concept("d", "weak")]
+    concept_store.upsert_concepts(conn, concepts)
+    spans = [
+        ("a", "m1", 0.5),
+        ("b", "m1", 0.9),
+        ("b", "m2", 0.4),
+        ("c", "m3", 0.7),
+        ("d", "m4", 0.6),
+        ("ghost", "m5", 1),
+    ]
+    for concept_id, message_id, confidence in spans:
+        span = {"message_id": message_id, "text_key": message_id, "text": "t", "confidence": confidence}
+        span |= {"segment_id": "s", "created_at": None, "hypothesis_type": "entity", "extractor": "offline"}
+        concept_store.add_evidence(conn, concept_id, "r0", **span)
+    assert inputs.live_evidence(conn) == [
+        ("a", "A", "project", "m1", 0.5),
+        ("a", "A", "project", "m1", 0.9),
+        ("a", "A", "project", "m2", 0.4),
+        ("d", "D", "project", "m4", 0.6),
+    ]
