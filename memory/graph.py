@@ -30,7 +30,7 @@ from typing import Any
 
 from contracts.settings import MemorySettings
 from memory.consolidate import consolidate, dedupe
-from memory.text import estimate_tokens, terms, top_terms
+from memory.text import estimate_tokens, term_set, terms, top_terms
 from staging.memory import ContentRow, CueRow, EdgeRow, MemoryGraph, TagRow
 
 
@@ -125,7 +125,7 @@ class GraphBuilder:
     def count(self, message: MessageInput) -> None:
         """Pass 1: the global frequencies (a message is counted once)."""
         self.n += 1
-        self.term_df.update(set(terms(message.text)))
+        self.term_df.update(term_set(message.text))
         self.df.update(self.evidence.get(message.uuid, {}).keys())
 
     def _start(self) -> None:

@@ -51,16 +51,37 @@ def stem(word: str) -> str:
     return word
 
 
+_STEMS: dict[str, str | None] = {}  # word -> its term, None for a stop word or a single letter
+_STEMS_MAX = 1 << 18  # a vocabulary is small next to the words of a million messages; bounded all the same
+
+
+def _term(word: str) -> str | None:
+    """The term a word contributes (None: none), remembered: long real turns repeat their words many times."""
+    found = _STEMS.get(word, "")
+    if found != "":
+        return found
+    term = None if word in stop_words() or len(word) < 2 else stem(word)
+    if len(_STEMS) >= _STEMS_MAX:
+        _STEMS.clear()
+    _STEMS[word] = term
+    return term
+
+
 def terms(text: str) -> list[str]:
     """The text's terms in order (stop words dropped, stemmed)."""
     out = []
-    stop = stop_words()
-    for match in _WORD.finditer(text.lower()):
-        word = match.group(0)
-        if word in stop or len(word) < 2:
-            continue
-        out.append(stem(word))
+    for word in _WORD.findall(text.lower()):  # no groups in _WORD: findall gives the whole matches
+        term = _STEMS.get(word, "")
+        if term == "":
+            term = _term(word)
+        if term is not None:
+            out.append(term)
     return out
+
+
+def term_set(text: str) -> set[str]:
+    """`set(terms(text))`, stemming each distinct word once."""
+    return {term for term in map(_term, set(_WORD.findall(text.lower()))) if term is not None}
 
 
 def estimate_tokens(text: str) -> int:
