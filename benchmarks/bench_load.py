@@ -162,7 +162,7 @@ class Bench:
                 start = time.perf_counter()
                 for layer in layers:
                     rows = self.rows[layer.name]
-                    query = cypher.create_raw(layer)
+                    query = cypher.create_raw(layer, list(rows[0]["props"]) if rows else [])
                     for at in range(0, len(rows), self.batch_size):
                         graph.write(query, rows[at : at + self.batch_size])
                 seconds.append(time.perf_counter() - start)

@@ -443,7 +443,11 @@ class MemorySettings(BaseModel):
         "that range down (never out); without one, nothing changes.",
     )
     out_of_range_factor: float = Field(
-        default=0.6, ge=0, le=1, description="Score multiplier of content outside an explicit time range."
+        default=0.6,
+        ge=0,
+        le=1,
+        description="Score multiplier of content outside an explicit time range (inside a range around a named "
+        "moment, 'four weeks ago', it falls from 1 at the moment to this at the range's edge).",
     )
     prepass_from: int = Field(
         default=50_000,

@@ -94,7 +94,13 @@ class WriteBehind(Generic[T]):
         self._thread.start()
 
     def _work(self, open_resource: Callable[[], T], close_resource: Callable[[T], None]) -> None:
-        resource = open_resource()
+        try:
+            resource = open_resource()
+        except BaseException as exc:  # no resource, no jobs: drain them so that submit() never blocks forever
+            self._failure = exc
+            while self._jobs.get() is not None:
+                pass
+            return
         try:
             while (job := self._jobs.get()) is not None:
                 if self._failure is None:  # after a failure, later jobs are dropped: the stage is failing

@@ -377,9 +377,10 @@ def _statements(batch: Batch, may_create: bool) -> tuple[str, str | None, str | 
         return cypher.delete(layer), None, None
     if not (may_create and batch.all_new):
         return cypher.upsert(layer), None, None
+    props = list(batch.changes[0].params["props"])  # a layer's rows all carry the same property names
     if isinstance(layer, NodeLayer):
-        return cypher.create_nodes(layer), cypher.upsert(layer), None
-    return cypher.create_edges(layer), None, cypher.upsert(layer)
+        return cypher.create_nodes(layer, props), cypher.upsert(layer), None
+    return cypher.create_edges(layer, props), None, cypher.upsert(layer)
 
 
 def _path(conn: sqlite3.Connection) -> Path:

@@ -5,8 +5,9 @@ timestamps, and the harness asks each question with its own scope and moment:
 
 - LongMemEval: one conversation per haystack session (id = the session id; a session shared by several
   questions is written once); scope = the question's own haystack; `at` = the question date; gold = the answer
-  sessions; abstention questions (`_abs`) are left out, as the benchmark's retrieval metrics do. `at` is the
-  end of the question's day (see `_end_of_day`).
+  sessions as the benchmark's retrieval metrics count them (`longmemeval_gold`); abstention questions (`_abs`)
+  and questions with no answer turn on the user's side are left out, as those metrics do. `at` is the end of the
+  question's day (see `_end_of_day`).
 - LoCoMo: one conversation per session (`<sample>_s<N>`), both speakers as users with their names; scope = the
   sample's sessions; no `at` (the questions carry no date); gold = the evidence turns (`D<session>:<turn>`).
   Malformed evidence ids ("D8:6; D9:17", "D:11:26") are read leniently; ids naming no turn are counted.
@@ -92,6 +93,24 @@ def _end_of_day(moment: datetime) -> datetime:
     return moment.replace(hour=23, minute=59, second=59)
 
 
+def longmemeval_gold(item: dict[str, Any]) -> list[str]:
+    """The answer sessions LongMemEval's retrieval metrics count (src/retrieval/run_retrieval.py): those of the
+    question's answer sessions with a user turn marked `has_answer` (an answer session whose evidence is only on
+    the assistant's side is renamed `noans` there, so it is not required). A file without `has_answer` marks at
+    all (another export of the same shape) keeps every answer session."""
+    answers = set(item["answer_session_ids"])
+    sessions = list(zip(item["haystack_session_ids"], item["haystack_sessions"], strict=True))
+    if not any("has_answer" in turn for _, turns in sessions for turn in turns):
+        return sorted(answers)
+    return sorted(
+        {
+            sid
+            for sid, turns in sessions
+            if sid in answers and any(t.get("has_answer") for t in turns if t.get("role") == "user")
+        }
+    )
+
+
 def read_longmemeval(path: Path, limit: int | None = None) -> Benchmark:
     data = _read_any(path)
     items = data if isinstance(data, list) else [data]
@@ -100,7 +119,7 @@ def read_longmemeval(path: Path, limit: int | None = None) -> Benchmark:
     lines: list[dict[str, Any]] = []
     seen: set[str] = set()
     questions: list[Question] = []
-    skipped = 0
+    skipped = no_target = 0
     for item in items:
         if str(item["question_id"]).endswith("_abs"):
             skipped += 1
@@ -124,6 +143,10 @@ def read_longmemeval(path: Path, limit: int | None = None) -> Benchmark:
                         "created_at": (start + timedelta(seconds=30 * index)).isoformat(),
                     }
                 )
+        gold = longmemeval_gold(item)
+        if not gold:  # the official metrics skip it too (its sessions stay in the memory: other questions' haystack)
+            no_target += 1
+            continue
         questions.append(
             Question(
                 question_id=str(item["question_id"]),
@@ -131,10 +154,12 @@ def read_longmemeval(path: Path, limit: int | None = None) -> Benchmark:
                 question=str(item["question"]),
                 at=_end_of_day(longmemeval_time(item["question_date"])) if item.get("question_date") else None,
                 conversation_ids=list(item["haystack_session_ids"]),
-                gold=sorted(set(item["answer_session_ids"])),
+                gold=gold,
             )
         )
     notes = [f"{skipped} abstention question(s) left out"] if skipped else []
+    if no_target:
+        notes.append(f"{no_target} question(s) with no answer turn on the user's side left out")
     return Benchmark("longmemeval", lines, questions, notes)
 
 

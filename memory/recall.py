@@ -28,7 +28,7 @@ from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
 from memory.session import session_activation, unit
 from memory.text import terms
-from memory.timeexpr import TimeRange, find_range
+from memory.timeexpr import TimeRange, find_range, range_factor
 
 log = logging.getLogger(__name__)
 
@@ -185,10 +185,7 @@ def rank(
     if switches.time_filter and settings.time_filter and at_s is not None:
         time_range = find_range(query, datetime.fromtimestamp(at_s, UTC))
         if time_range is not None:
-            start = time_range.start.replace(tzinfo=UTC).timestamp()
-            end = time_range.end.replace(tzinfo=UTC).timestamp()
-            outside = (index.times < start) | (index.times > end)
-            score = np.where(outside, score * settings.out_of_range_factor, score)
+            score = score * range_factor(index.times, time_range, settings.out_of_range_factor)
     if switches.facts and settings.fact_weight > 0 and index.facts:
         scoped = bool(request.scope.conversation_ids or request.scope.sources or request.scope.since)
         scoped = scoped or request.scope.until is not None

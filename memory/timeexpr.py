@@ -11,7 +11,10 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
 
 NUMBERS = {
     "a": 1,
@@ -53,6 +56,7 @@ class TimeRange:
     start: datetime
     end: datetime
     phrase: str
+    moment: datetime | None = None  # the point it names ("four weeks ago", "last Saturday"), when it names one
 
     def describe(self) -> str:
         return f"'{self.phrase}': {self.start.date().isoformat()} .. {self.end.date().isoformat()}"
@@ -75,14 +79,16 @@ def find_range(question: str, at: datetime) -> TimeRange | None:
     if m := _AGO.search(text):
         days = _number(m.group(1)) * UNIT_DAYS[m.group(2)]
         slack = max(2, days // 2)
-        return TimeRange(at - timedelta(days=days + slack), at - timedelta(days=max(days - slack, 0)), m.group(0))
+        start, end = at - timedelta(days=days + slack), at - timedelta(days=max(days - slack, 0))
+        return TimeRange(start, end, m.group(0), moment=at - timedelta(days=days))
     if m := _PAST.search(text):
         days = _number(m.group(1)) * UNIT_DAYS[m.group(2)]
         return TimeRange(at - timedelta(days=days + 1), at, m.group(0))
     if m := _WEEKDAY.search(text):  # the latest such day before `at`, a day either side
         back = (at.weekday() - WEEKDAYS.index(m.group(1))) % 7 or 7
         day = (at - timedelta(days=back)).replace(hour=0, minute=0, second=0, microsecond=0)
-        return TimeRange(day - timedelta(days=1), day + timedelta(days=2) - timedelta(seconds=1), m.group(0))
+        end = day + timedelta(days=2) - timedelta(seconds=1)
+        return TimeRange(day - timedelta(days=1), end, m.group(0), moment=day + timedelta(hours=12))
     if m := _LAST.search(text):
         phrase = m.group(1)
         spans = {"yesterday": (2, 0), "today": (1, 0), "tonight": (1, 0), "this morning": (1, 0)}
@@ -106,3 +112,20 @@ def find_range(question: str, at: datetime) -> TimeRange | None:
             year = at.year if month <= at.month else at.year - 1
             return _month_range(year, month, m.group(0))
     return None
+
+
+def range_factor(times: np.ndarray[Any, Any], found: TimeRange, outside: float) -> np.ndarray[Any, Any]:
+    """Score multipliers for content said at `times` (epoch s, NaN unknown) given the range a question names: 1
+    inside it, `outside` outside it. A range around a named moment ("four weeks ago", "last Saturday") is wide
+    because people round; inside it, content counts less the further it is from the moment, linearly down to
+    `outside` at the range's edge. Unknown times are left alone."""
+    start = found.start.replace(tzinfo=UTC).timestamp()
+    end = found.end.replace(tzinfo=UTC).timestamp()
+    factor = np.ones(len(times), dtype=np.float32)
+    if found.moment is not None:
+        moment = found.moment.replace(tzinfo=UTC).timestamp()
+        half = max(moment - start, end - moment, 1.0)
+        inside = (times >= start) & (times <= end)
+        factor[inside] = 1.0 - (1.0 - outside) * np.abs(times[inside] - moment) / half
+    factor[(times < start) | (times > end)] = outside
+    return factor

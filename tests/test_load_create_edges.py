@@ -97,3 +97,52 @@ def test_a_key_repeated_within_a_layer_is_never_created_twice() -> None:
     rows = [Change("upsert", key, 1, {}, 10) for key in ("a", "b", "b", "c")]
     out = list(diff(LAYER, iter(rows), iter([("c", 1)])))
     assert [(c.key, c.new) for c in out] == [("a", True), ("b", True), ("b", False)]
+
+
+def test_created_rows_carry_the_same_properties_as_merged_ones(graph: GraphEnv, tmp_path: Path) -> None:
+    """A CREATE names each property in its pattern: node and relationship properties (booleans, numbers, text)
+    come out as MERGE's `SET +=` writes them, and a NULL value is not stored."""
+    from load.layers import ARCHIVE_LAYERS, EdgeLayer, NodeLayer
+
+    settings = graph.settings(tmp_path / "data")
+    run_id = ingest(settings, write_branchy_jsonl(tmp_path / "a.jsonl", conversations=1, turns=4))
+    _staging(
+        settings.staging_path,
+        "CREATE TABLE test_cues (cue_id TEXT PRIMARY KEY, name TEXT, hub INTEGER, note TEXT);"
+        "INSERT INTO test_cues VALUES ('k1', 'paris', 1, NULL), ('k2', 'rome', 0, 'x');"
+        "CREATE TABLE test_edges (src TEXT, dst TEXT, weight REAL, why TEXT);"
+        "INSERT INTO test_edges VALUES ('k1', 'c0:m0', 0.25, NULL), ('k2', 'c0:m1', 1.0, 'because');",
+    )
+    cues = NodeLayer(
+        "Cue", "staging", ("test_cues",), "SELECT cue_id AS id, name, hub, note FROM test_cues", booleans=("hub",)
+    )
+    edges = EdgeLayer(
+        "CUES", "Cue", "Message", "staging", ("test_edges",), "SELECT src, dst, weight, why FROM test_edges"
+    )
+    result = load(settings, run_id, layers=(*ARCHIVE_LAYERS, cues, edges))
+    assert result.counts["batches_created"] == result.counts["batches"]
+    nodes = graph.query("MATCH (c:Cue) RETURN properties(c) AS p ORDER BY c.id")
+    assert [r["p"] for r in nodes] == [
+        {"id": "k1", "name": "paris", "hub": True},
+        {"id": "k2", "name": "rome", "hub": False, "note": "x"},
+    ]
+    rels = graph.query("MATCH (c:Cue)-[r:CUES]->(m:Message) RETURN c.id AS c, m.id AS m, properties(r) AS p ORDER BY c")
+    assert [(r["c"], r["m"], r["p"]) for r in rels] == [
+        ("k1", "c0:m0", {"weight": 0.25}),
+        ("k2", "c0:m1", {"weight": 1.0, "why": "because"}),
+    ]
+    message = graph.query("MATCH (m:Message {id: 'c0:m0'}) RETURN properties(m) AS p")[0]["p"]
+    assert message["is_active"] is True and message["text"] and message["seq"] == 0
+    assert None not in message.values()
+
+
+def test_a_property_name_that_is_not_an_identifier_is_refused() -> None:
+    """Property names are interpolated into the CREATE: anything but a plain identifier raises before sending."""
+    import pytest
+
+    from load import cypher
+    from load.layers import MESSAGES
+
+    assert "`title`: row.props.`title`" in cypher.create_nodes(MESSAGES, ["title"])
+    with pytest.raises(ValueError, match="plain identifier"):
+        cypher.create_nodes(MESSAGES, ["x}) DETACH DELETE n //"])

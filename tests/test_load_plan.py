@@ -144,6 +144,22 @@ def test_write_behind_keeps_order_and_raises_a_failed_jobs_error() -> None:
         failing.close()
 
 
+def test_write_behind_whose_resource_cannot_open_raises_instead_of_hanging() -> None:
+    """A ledger connection that fails to open (a disk I/O error) fails submit or close; the stage never blocks
+    forever on a full queue nobody reads (measured: a 100k load hung so)."""
+
+    def cannot_open() -> list[int]:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    ledger: WriteBehind[list[int]] = WriteBehind(cannot_open, lambda _: None, depth=2)
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        for i in range(10):  # more jobs than the queue holds
+            ledger.submit(lambda target, i=i: target.append(i))
+        ledger.close()
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        ledger.close()
+
+
 def test_text_ids_stream_in_index_order_and_a_broken_order_is_refused() -> None:
     """A layer with text ids is read in its index's order, the manifest's; ids that do not sort as text raise."""
     from load.layers import NodeLayer

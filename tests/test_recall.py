@@ -6,6 +6,7 @@ import math
 from datetime import timedelta
 
 import numpy as np
+import pytest
 from memory_support import T0, memory, msg
 
 from contracts.memory import RecallRequest, RecallScope
@@ -118,6 +119,26 @@ def test_an_explicit_time_expression_moves_other_content_down_not_out() -> None:
     assert filtered.candidates == plain.candidates
     old = index.position["trip-0"]
     assert filtered.score[old] < plain.score[old] and filtered.score[old] > 0
+
+
+def test_a_named_moment_ranks_content_by_closeness_within_its_range() -> None:
+    """'four weeks ago' asked on day 60: day 32 (the moment) keeps its score, day 40 (inside the wide range) loses
+    a little, day 50 (outside it) loses the most; none drops out."""
+    told = [
+        msg("on", 0, "The bakery branch opened downtown", day=32),
+        msg("near", 0, "The bakery branch had a queue all day", day=40),
+        msg("far", 0, "The bakery branch sold out twice", day=50),
+    ]
+    index, settings = memory(told)
+    request = _request("What did I say about the bakery branch four weeks ago?", at=T0 + timedelta(days=60))
+    timed = rank(index, request.query, None, request, settings)
+    plain = rank(index, request.query, None, request, settings, Switches(time_filter=False))
+    assert timed.time_range is not None and timed.time_range.moment is not None
+    on, near, far = (index.position[c] for c in ("on-0", "near-0", "far-0"))
+    kept = [timed.score[i] / plain.score[i] for i in (on, near, far)]
+    assert kept[0] == pytest.approx(1.0, abs=0.01) and 1 > kept[1] > kept[2]
+    assert kept[1] == pytest.approx(1 - (1 - settings.out_of_range_factor) * 8 / 14, abs=0.01)
+    assert kept[2] == pytest.approx(settings.out_of_range_factor)
 
 
 def test_a_merged_group_comes_back_once_with_all_its_message_ids() -> None:

@@ -12,7 +12,14 @@ import pytest
 from memory_support import memory, msg
 
 from memory import metrics
-from memory.benchmarks import Question, evidence_ids, locomo_time, read_locomo, read_longmemeval
+from memory.benchmarks import (
+    Question,
+    evidence_ids,
+    locomo_time,
+    longmemeval_gold,
+    read_locomo,
+    read_longmemeval,
+)
 from memory.evaluate import question_metrics
 from memory.timeexpr import find_range
 
@@ -23,13 +30,13 @@ AT = datetime(2023, 6, 15, 12, 0)
 
 
 def test_session_metrics_match_hand_computed_values() -> None:
-    """recall_any/all@k and NDCG@k over sessions ranked [a, b, c, d] with answers {b, c}."""
+    """recall_any/all@k and NDCG@k (LongMemEval's dcg: ranks 1 and 2 undiscounted) over [a, b, c, d], answers {b, c}."""
     ranked = ["a", "b", "c", "d"]
     gold = ["b", "c"]
     assert metrics.recall_any(ranked, gold, 1) == 0.0 and metrics.recall_any(ranked, gold, 2) == 1.0
     assert metrics.recall_all(ranked, gold, 2) == 0.0 and metrics.recall_all(ranked, gold, 3) == 1.0
-    expected = (1 / math.log2(3) + 1 / math.log2(4)) / (1 + 1 / math.log2(3))
-    assert metrics.ndcg(ranked, gold, 3) == pytest.approx(expected)
+    assert metrics.ndcg(ranked, gold, 3) == pytest.approx((1 + 1 / math.log2(3)) / 2)
+    assert metrics.ndcg(["a", "x", "b"], ["b"], 3) == pytest.approx(1 / math.log2(3))
     assert metrics.ndcg(["b", "c"], gold, 10) == pytest.approx(1.0)
 
 
@@ -48,9 +55,7 @@ def test_question_metrics_read_a_turn_ranking_as_sessions() -> None:
     order = np.array([index.position[i] for i in ("s1-0", "s1-1", "s2-0", "s3-0")])
     found = question_metrics("longmemeval", index, order, Question("q", "x", "?", None, [], ["s2", "s3"]))
     assert found["recall_any@1"] == 0.0 and found["recall_all@3"] == 1.0 and found["recall_any@3"] == 1.0
-    assert found["recall_all@1"] == 0.0 and found["ndcg@3"] == pytest.approx(
-        (1 / math.log2(3) + 1 / math.log2(4)) / (1 + 1 / math.log2(3))
-    )
+    assert found["recall_all@1"] == 0.0 and found["ndcg@3"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
     locomo = question_metrics("locomo", index, order, Question("q", "x", "?", None, [], ["s2-0", "s3-0"]))
     assert locomo["evidence_recall@5"] == 1.0
 
@@ -116,6 +121,45 @@ def test_longmemeval_questions_keep_their_haystack_scope_and_date() -> None:
     assert set(first.gold) <= written and set(first.conversation_ids) <= written
     keys = [(line["conversation_id"], line["id"]) for line in bench.lines]
     assert len(keys) == len(set(keys))
+
+
+def test_longmemeval_gold_counts_answer_sessions_with_a_user_answer_turn(tmp_path: Path) -> None:
+    """As LongMemEval's retrieval metrics: an answer session without a user `has_answer` turn is not required, and a
+    question with none at all is left out (its sessions are still written)."""
+
+    def turn(role: str, text: str, has_answer: bool) -> dict[str, object]:
+        return {"role": role, "content": text, "has_answer": has_answer}
+
+    def item(qid: str, answers: list[str], sessions: dict[str, list[dict[str, object]]]) -> dict[str, object]:
+        return {
+            "question_id": qid,
+            "question_type": "multi-session",
+            "question": "how many?",
+            "question_date": "2023/05/30 (Tue) 23:42",
+            "answer_session_ids": answers,
+            "haystack_session_ids": list(sessions),
+            "haystack_dates": ["2023/05/01 (Mon) 10:00"] * len(sessions),
+            "haystack_sessions": list(sessions.values()),
+        }
+
+    both = item(
+        "q1",
+        ["answer_a", "answer_b"],
+        {
+            "answer_a": [turn("user", "I played 3 hours", True), turn("assistant", "nice", False)],
+            "answer_b": [turn("user", "hello", False), turn("assistant", "you said 5 hours", True)],
+            "filler": [turn("user", "weather?", False)],
+        },
+    )
+    assistant_only = item("q2", ["answer_c"], {"answer_c": [turn("user", "hi", False), turn("assistant", "x", True)]})
+    path = tmp_path / "lme.jsonl"
+    path.write_text("\n".join(json.dumps(i) for i in (both, assistant_only)), encoding="utf-8")
+    bench = read_longmemeval(path)
+    assert [(q.question_id, q.gold) for q in bench.questions] == [("q1", ["answer_a"])]
+    assert {line["conversation_id"] for line in bench.lines} == {"answer_a", "answer_b", "filler", "answer_c"}
+    assert bench.notes == ["1 question(s) with no answer turn on the user's side left out"]
+    unlabelled = {**both, "haystack_sessions": [[{"role": "user", "content": "x"}]] * 3}
+    assert longmemeval_gold(unlabelled) == ["answer_a", "answer_b"]
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="../shared/data is absent")
