@@ -308,6 +308,14 @@ class ClusterSettings(BaseModel):
         description="Stop starting Optuna trials after this long (never before the 10th); null, with scaled "
         "n_trials: 60 s + 20 ms per sampled segment, at most 900 s.",
     )
+    refit_share: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Below this share of segments new, changed or retired since the saved topic model was fitted, "
+        "a run places the new segments in that model's topics (no tuning, no refit: cost follows what is new); "
+        "at or above it, or with no usable saved model, the run tunes and fits again. 0: every run refits.",
+    )
     keywords: int = Field(default=10, ge=1, description="c-TF-IDF keywords kept per topic (the label is the top 3).")
     representatives: int = Field(default=3, ge=1, description="Representative segments kept per topic.")
     label_docs: int = Field(
