@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -24,13 +23,12 @@ import numpy as np
 import openai
 from pydantic import ValidationError
 
-from clients.llm import Reply, describe, is_transient, make_client, retry_delay, send
-from clients.retry import retrying
+from clients.llm import RecordedCall, Reply, describe, make_client, usage_fields
 from contracts.memory import ExpandDecision, ExpandOutcome, ExpandRequest, ExpandResponse, ExpandTag
 from contracts.settings import LLMSettings, MemorySettings
 from memory.index import MemoryIndex
 from memory.recall import Ranking
-from staging.llm_calls import CallRecorder, CallStatus, LLMCall
+from staging.llm_calls import CallRecorder, CallStatus
 
 log = logging.getLogger(__name__)
 
@@ -123,52 +121,19 @@ def parse(reply: Reply, request: ExpandRequest) -> list[ExpandDecision]:
 
 def ask(llm: LLMSettings, request: ExpandRequest, on_call: CallRecorder | None) -> list[ExpandDecision]:
     """One chat completion (retried on transient errors only), every attempt recorded; Unusable on failure."""
-    client = make_client(llm)
-    body = body_for(llm, request)
     key = hashlib.sha256(request.model_dump_json().encode()).hexdigest()[:16]
-    started = time.monotonic()
-    attempts = 0
-
-    def record(status: CallStatus, attempt: int, **values: Any) -> None:
-        if on_call is not None:
-            on_call(
-                LLMCall(
-                    segment_id=f"recall:{key}",
-                    cache_key=f"{key}:{llm.model}:{PROMPT_VERSION}",
-                    attempt=attempt,
-                    api="chat",
-                    model=llm.model,
-                    reasoning_effort=llm.reasoning_effort,
-                    request={"model": llm.model, "messages": body["messages"], "prompt_version": PROMPT_VERSION},
-                    status=status,
-                    latency_s=round(time.monotonic() - started, 4),
-                    **values,
-                )
-            )
-
-    def attempt_once(attempt: int) -> Reply:
-        nonlocal started, attempts
-        started, attempts = time.monotonic(), attempt
-        return send(client, "chat", body)
-
-    def failed(error: BaseException, attempt: int, will_retry: bool) -> None:
-        record("transient_error" if is_transient(error) else "error", attempt, error=describe(error))
-
+    body = body_for(llm, request)
+    call = RecordedCall(
+        llm,
+        segment_id=f"recall:{key}",
+        cache_key=f"{key}:{llm.model}:{PROMPT_VERSION}",
+        request={"model": llm.model, "messages": body["messages"], "prompt_version": PROMPT_VERSION},
+        on_call=on_call,
+    )
     try:
-        reply = retrying(
-            attempt_once,
-            transient=is_transient,
-            delay=lambda error, attempt: retry_delay(error, attempt, llm),
-            max_retries=llm.max_retries,
-            on_error=failed,
-        )
+        reply = call.send(make_client(llm), body)
     except openai.OpenAIError as exc:
         raise Unusable(f"the LLM call failed: {describe(exc)}") from None
-    usage = {
-        "prompt_tokens": reply.usage.prompt_tokens,
-        "completion_tokens": reply.usage.completion_tokens,
-        "reasoning_tokens": reply.usage.reasoning_tokens,
-    }
     raw = reply.text if reply.text is not None else reply.refusal
     try:
         decisions = parse(reply, request)
@@ -177,9 +142,9 @@ def ask(llm: LLMSettings, request: ExpandRequest, on_call: CallRecorder | None) 
         status: CallStatus = (
             "refused" if reply.refusal else "invalid_json" if not text.startswith("{") else "schema_violation"
         )
-        record(status, attempts, raw_response=raw, error=str(exc), **usage)
+        call.record(status, raw_response=raw, error=str(exc), **usage_fields(reply))
         raise
-    record("ok", attempts, raw_response=raw, **usage)
+    call.record("ok", raw_response=raw, **usage_fields(reply))
     return decisions
 
 
