@@ -18,7 +18,7 @@ import openai
 from openai import OpenAI
 from openai.types.chat import ChatCompletionMessageParam
 
-from clients.llm import RecordedCall, describe, make_client, usage_fields
+from clients.llm import Breaker, RecordedCall, describe, make_client, usage_fields
 from contracts.settings import LLMSettings
 from staging import topics as store
 from staging.llm_calls import CallRecorder, CallStatus
@@ -70,12 +70,14 @@ def llm_labels(
     """A label per topic number, from the cache or one chat completion each; topics that failed are left out.
 
     The client, the retry rule and the backoff are the extractor's (clients.llm.RecordedCall); every attempt
-    is handed to `on_call` as an llm_calls row (segment_id `topic:<topic_uid>`), as extraction calls are.
+    is handed to `on_call` as an llm_calls row (segment_id `topic:<topic_uid>`), as extraction calls are. Once
+    the endpoint fails to connect, the topics left are not asked (they keep their keyword labels at once).
     """
     cached = store.cached_labels(staging, llm.model, PROMPT_VERSION)
     found: dict[int, str] = {}
     fresh: list[tuple[str, str]] = []
     client: OpenAI | None = None
+    breaker = Breaker()  # an endpoint that cannot be reached costs one topic's retries, not every topic's
     for topic in topics:
         number, uid = int(str(topic["topic"])), str(topic["topic_uid"])
         if uid in cached:
@@ -85,7 +87,7 @@ def llm_labels(
         client = client or make_client(llm)
         keywords = [str(k) for k in topic["keywords"]] if isinstance(topic["keywords"], list) else []
         counts.calls += 1
-        label = _ask(client, llm, uid, label_messages(keywords, snippets.get(number, [])), on_call)
+        label = _ask(client, llm, uid, label_messages(keywords, snippets.get(number, [])), on_call, breaker)
         if label is None:
             counts.failed += 1
             continue
@@ -101,6 +103,7 @@ def _ask(
     uid: str,
     messages: list[ChatCompletionMessageParam],
     on_call: CallRecorder | None,
+    breaker: Breaker,
 ) -> str | None:
     """One topic's name, retried on transient errors; None (and a warning) when no usable name came back."""
     body: dict[str, Any] = {"model": llm.model, "messages": messages}
@@ -114,7 +117,7 @@ def _ask(
         on_call=on_call,
     )
     try:
-        reply = call.send(client, body)
+        reply = call.send(client, body, breaker=breaker)
     except openai.OpenAIError as exc:
         log.warning("cluster - topic %s: no LLM label (%s); keeping the keyword label", uid, describe(exc))
         return None
