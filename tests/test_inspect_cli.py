@@ -40,3 +40,21 @@ def test_without_a_port_the_server_binds_a_free_loopback_port() -> None:
         assert host == "127.0.0.1" and port > 0
     finally:
         sock.close()
+
+
+def test_an_unknown_run_id_is_a_one_line_usage_error(ingest_only: Inspected, tmp_path: Path) -> None:
+    """`staging export` and `staging show` with --run-id naming no run: exit 2, one line, no file; a known run
+    id still works."""
+    base = ["--data-dir", str(ingest_only.settings.data_dir), "staging"]
+    out = tmp_path / "files.csv"
+    runner = CliRunner()
+    for command in (["export", "ingest_files", "--format", "csv", "--out", str(out)], ["show", "ingest_files"]):
+        result = runner.invoke(cli, [*base, *command, "--run-id", "r-nope"])
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 2, result.output
+        assert lines == ["error: unknown run id 'r-nope'; list runs with: chatmem staging runs"], result.output
+        assert not out.exists()
+    known = runner.invoke(
+        cli, [*base, "export", "ingest_files", "--format", "csv", "--out", str(out), "--run-id", ingest_only.run_id]
+    )
+    assert known.exit_code == 0 and out.exists(), known.output
