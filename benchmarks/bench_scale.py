@@ -15,6 +15,10 @@ stage, so a run cut short (a 1M run under nohup) keeps what it measured; sizes m
 merge into one table with --write. `--spy DIR` profiles every stage process with py-spy (DIR/STAGE.txt; read
 them with benchmarks/spy_hotspots.py).
 
+Continue a run cut short (same data dir, same run id; finished stages are kept as measured):
+    python benchmarks/bench_scale.py --resume --keep --data-dir /work/scale/bench-1m \
+        --out /work/scale/out/scale-1m.json --new-dump /work/scale/chatgpt-real-new1k-seed2.json
+
 Unattended 1M:
     nohup nice -n 10 python benchmarks/bench_scale.py --export /work/scale/chatgpt-real-1m-seed1.json \
         --new-dump /work/scale/chatgpt-real-new1k-seed2.json > /work/scale/logs/bench-1m.log 2>&1 &
@@ -168,22 +172,30 @@ def size_label(messages: int) -> str:
 
 def measure(args: argparse.Namespace) -> Path:
     data_dir: Path = args.data_dir
-    if data_dir.exists():
-        shutil.rmtree(data_dir)
-    data_dir.mkdir(parents=True)
     log = data_dir.parent / f"{data_dir.name}.log"
-    log.write_text("")
-    result: dict[str, Any] = {
-        "export": str(args.export),
-        "export_bytes": args.export.stat().st_size,
-        "data_dir": str(data_dir),
-        "started": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "stages": {},
-        "incremental": None,
-    }
     out_path: Path = args.out
+    if args.resume:
+        # Continue a run cut short (a session that ended, a kill): the same data dir and run id, the stages it
+        # finished kept as measured, the rest measured now, each in its own process as before.
+        result: dict[str, Any] = json.loads(out_path.read_text(encoding="utf-8"))
+        result.setdefault("resumed", []).append(
+            {"at": datetime.now(UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
+        )
+    else:
+        if data_dir.exists():
+            shutil.rmtree(data_dir)
+        data_dir.mkdir(parents=True)
+        log.write_text("")
+        result = {
+            "export": str(args.export),
+            "export_bytes": args.export.stat().st_size,
+            "data_dir": str(data_dir),
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": machine(),
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "stages": {},
+            "incremental": None,
+        }
 
     def save() -> None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -208,17 +220,26 @@ def measure(args: argparse.Namespace) -> Path:
     def spy(stage: str) -> Path | None:
         return args.spy / f"{stage}.txt" if args.spy is not None else None
 
-    first = cli(data_dir, log, "run", str(args.export), "--only", "ingest", spy=spy("ingest"))
-    run_id = str(first["summary"].get("run_id", ""))
-    result["run_id"] = run_id
-    result["messages"] = count_messages(data_dir)
-    result["size"] = args.size or size_label(result["messages"])
-    if args.out_default:
-        out_path = OUT / f"scale-{result['size']}.json"
-    ok = record("ingest", first, run_id)
+    def finished(stage: str) -> bool:
+        return bool(result["stages"].get(stage, {}).get("rc") == 0)
+
+    if args.resume:
+        run_id = str(result["run_id"])
+        ok = finished("ingest")
+    else:
+        first = cli(data_dir, log, "run", str(args.export), "--only", "ingest", spy=spy("ingest"))
+        run_id = str(first["summary"].get("run_id", ""))
+        result["run_id"] = run_id
+        result["messages"] = count_messages(data_dir)
+        result["size"] = args.size or size_label(result["messages"])
+        if args.out_default:
+            out_path = OUT / f"scale-{result['size']}.json"
+        ok = record("ingest", first, run_id)
     for stage in STAGES:
         if not ok or stage in args.skip:
             break
+        if finished(stage):
+            continue
         ok = record(stage, cli(data_dir, log, "run", "--run-id", run_id, "--only", stage, spy=spy(stage)), run_id)
     if ok and args.new_dump is not None:
         before = count_messages(data_dir)
@@ -397,11 +418,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="JSON to write (default benchmarks/out/scale-SIZE.json)")
     parser.add_argument("--skip", nargs="*", default=[], help="stop before these stages")
     parser.add_argument("--keep", action="store_true", help="keep the data dir afterwards")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --data-dir whose JSON is --out: skip the stages it finished, measure the rest",
+    )
     parser.add_argument("--spy", type=Path, help="profile every stage process with py-spy into this folder")
     parser.add_argument("--write", action="store_true", help="render RESULTS.md's scale section from the JSONs")
     parser.add_argument("--json", nargs="*", type=Path, default=[], help="with --write: more result JSONs to merge")
     args = parser.parse_args(argv)
-    if args.export is not None:
+    if args.resume and (args.data_dir is None or args.out is None):
+        parser.error("--resume needs --data-dir and --out (the JSON of the run to continue)")
+    if args.resume:
+        args.out_default = False
+        measure(args)
+    elif args.export is not None:
         args.out_default = args.out is None
         args.out = args.out or OUT / "scale-running.json"
         args.data_dir = args.data_dir or Path("/work/scale") / f"bench-{args.export.stem}"
