@@ -74,6 +74,11 @@ class LLMSettings(BaseModel):
         "without json_schema support (llama.cpp's server). The schema is the same strict one either way.",
     )
     timeout_s: float = Field(default=120.0, gt=0, description="Seconds to wait for one reply before retrying it.")
+    connect_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds to wait for the connection itself (capped by timeout_s): a dead host fails fast.",
+    )
     max_concurrency: int = Field(default=4, ge=1, description="Requests in flight at once.")
     max_retries: int = Field(
         default=4, ge=0, description="Retries of one request after a transient error (429, 5xx, timeout, connection)."
