@@ -1,11 +1,14 @@
 """The embed stage: every current segment's messages and the segments themselves, as vectors (the concepts'
 vectors are the embed_concepts stage's, cluster/stage_embed_concepts.py, which runs once the concepts exist).
 
-The six steps: open a stage run; read the current segments (staging.db) and their messages' texts
-(archive.db) a chunk at a time; embed what the cache does not have (`clients.embed_cache.embed_cached`: keyed by
-the text's sha256 and the model, so a re-run embeds nothing unchanged) and derive each segment's vector from
-its messages'; check every vector is finite; write vectors and item rows in batches (idempotent upserts);
-close the stage run with counts, or record the failure and raise a StageError with the re-run command.
+The six steps: open a stage run; read the current segments not yet embedded from their present content
+(staging.db `embedded_segments`: a re-run with a small new dump reads only the new or changed segments) and
+their messages' texts (archive.db) a chunk at a time; embed what the cache does not have
+(`clients.embed_cache.embed_cached`: keyed by the text's sha256 and the model, so a re-run embeds nothing
+unchanged) and derive each segment's vector from its messages'; check every vector is finite; write vectors and
+item rows in batches (idempotent upserts), then mark the chunk's segments embedded (a run killed before that
+redoes them); close the stage run with counts, or record the failure and raise a StageError with the re-run
+command.
 """
 
 from __future__ import annotations
@@ -55,13 +58,15 @@ def run(
     config = section_dump(settings.embed)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
         counts = EmbedCounts()
+        forgotten = store.forget_retired_segments(staging)
+        segments = segment_store.count_current(staging)
         # Streamed, not listed: at 1M messages the current segments' message ids alone are ~150 MB.
-        segments = 0
+        todo = 0
         message_items = segment_items = 0
         chunk: list[segment_store.SegmentRow] = []
         size = 0
-        for segment in segment_store.iter_current_segments(staging):
-            segments += 1
+        for segment in segment_store.iter_current_segments(staging, unless_embedded_under=embedder.key):
+            todo += 1
             chunk.append(segment)
             size += len(segment.message_ids)
             if size >= CHUNK_MESSAGES:
@@ -75,12 +80,15 @@ def run(
         notes = [] if segments else ["no current segments: run the segment stage first"]
         result = {
             "segments": segments,
+            "segments_unchanged": segments - todo,
+            "segments_embedded": todo,
             "texts": counts.texts,
             "texts_cached": counts.cached,
             "texts_embedded": counts.embedded,
             "vectors_written": counts.written,
             "message_items_changed": message_items,
             "segment_items_changed": segment_items,
+            "retired_segments_forgotten": forgotten,
         }
         log.info("embed - %s with %s", result, embedder.key)
         changed = counts.written + message_items + segment_items
@@ -146,7 +154,9 @@ def _embed_segments(
         if key not in known
     ]
     counts.written += store.put_vectors(staging, embedder.key, run_id, list(dict(derived).items()))
-    return changed_messages, store.put_items(staging, "segment", embedder.key, run_id, segment_rows)
+    changed_segments = store.put_items(staging, "segment", embedder.key, run_id, segment_rows)
+    store.mark_segments_embedded(staging, embedder.key, run_id, [(s.segment_id, s.content_hash) for s in segments])
+    return changed_messages, changed_segments
 
 
 def _stack(rows: list[store.Matrix]) -> store.Matrix:

@@ -7,6 +7,12 @@ Tables (`SCHEMA`: migration 2 of staging/migrations.py, frozen; change them with
   item or run it comes from. `run_id` is the run that computed it.
 - `embedding_items`: (kind, item_id, model) -> content_hash, the run that last pointed it there. Segments are
   keyed by a hash of their members' hashes: their vector is the mean of their messages' vectors.
+- `embedded_segments` (`SEGMENTS_SCHEMA`, migration 6): (segment_id, model) -> the segment's content_hash
+  (staging/segments.py) its message and segment items were last derived from. That hash covers every member's
+  id and text digest, so a current segment whose row matches was embedded from exactly its present texts and the
+  embed stage skips it without reading a text. Written after the items (a run killed in between redoes those
+  segments); rows of segments no longer current are dropped at each embed run, because their messages' items
+  may since have been re-pointed by the segments that replaced them.
 """
 
 from __future__ import annotations
@@ -41,6 +47,22 @@ SCHEMA = [
     ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS embedding_items_by_run ON embedding_items (run_id)",
 ]
+
+SEGMENTS_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS embedded_segments (
+        segment_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        PRIMARY KEY (segment_id, model)
+    ) WITHOUT ROWID""",
+]
+
+# The condition, on a `segments s` row and one model parameter, that the segment is embedded as it is now.
+EMBEDDED_AS_IS = (
+    "EXISTS (SELECT 1 FROM embedded_segments e WHERE e.segment_id = s.segment_id AND e.model = ?"
+    " AND e.content_hash = s.content_hash)"
+)
 
 _CHUNK = 500  # SQLite host parameters per IN (...) query, well under the 32k limit
 
@@ -105,6 +127,34 @@ def put_items(conn: sqlite3.Connection, kind: str, model: str, run_id: str, rows
             [(kind, item_id, model, h, run_id) for item_id, h in rows],
         )
         return conn.total_changes - before
+
+
+def mark_segments_embedded(conn: sqlite3.Connection, model: str, run_id: str, rows: Sequence[tuple[str, str]]) -> None:
+    """Record (segment_id, segment content_hash) as embedded under `model`: call once its items are written."""
+    with Transaction(conn):
+        conn.executemany(
+            "INSERT INTO embedded_segments (segment_id, model, content_hash, run_id) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (segment_id, model) DO UPDATE SET content_hash = excluded.content_hash,"
+            " run_id = excluded.run_id WHERE embedded_segments.content_hash IS NOT excluded.content_hash",
+            [(segment_id, model, h, run_id) for segment_id, h in rows],
+        )
+
+
+def forget_retired_segments(conn: sqlite3.Connection) -> int:
+    """Drop the rows of segments that are not current (any model): a segment that comes back is embedded anew."""
+    with Transaction(conn):
+        return conn.execute(
+            "DELETE FROM embedded_segments WHERE segment_id NOT IN"
+            " (SELECT segment_id FROM segments WHERE retired_run_id IS NULL)"
+        ).rowcount
+
+
+def count_embedded_as_is(conn: sqlite3.Connection, model: str) -> int:
+    """How many current segments are embedded under `model` from their present content."""
+    row = conn.execute(
+        f"SELECT COUNT(*) FROM segments s WHERE s.retired_run_id IS NULL AND {EMBEDDED_AS_IS}", (model,)
+    ).fetchone()
+    return int(row[0])
 
 
 def item_hashes(conn: sqlite3.Connection, kind: str, model: str, item_ids: Sequence[str]) -> dict[str, str]:

@@ -19,6 +19,8 @@ History:
                    garden_changes (the garden stage's log), staging/facts.py
                 5  runs and stage_runs: pid and host of the process, and the status `interrupted`
                    (staging/liveness.py: a `running` row whose process is gone is shown as interrupted)
+                6  embedded_segments: which segment content the embed stage last embedded, so that a re-run
+                   reads no text of an unchanged segment (staging/embeddings.py)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -192,6 +194,11 @@ STAGING = (
     ),
     Migration(4, "facts: fact_mentions, facts, garden_changes", statements(facts.SCHEMA)),
     Migration(5, "liveness: runs and stage_runs record pid and host; status 'interrupted'", migrate_liveness),
+    Migration(
+        6,
+        "embedded_segments: the segment content each segment's vectors were derived from",
+        statements(embeddings.SEGMENTS_SCHEMA),
+    ),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from staging.db import Transaction
+from staging.embeddings import EMBEDDED_AS_IS
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS segment_conversations (
@@ -234,28 +235,36 @@ SEGMENT_PAGE_CONVERSATIONS = 2000
 
 
 def iter_current_segments(
-    conn: sqlite3.Connection, *, page_conversations: int = SEGMENT_PAGE_CONVERSATIONS
+    conn: sqlite3.Connection,
+    *,
+    page_conversations: int = SEGMENT_PAGE_CONVERSATIONS,
+    unless_embedded_under: str | None = None,
 ) -> Iterator[SegmentRow]:
-    """Current (not retired) segments by conversation and ordinal, each with its ordered message ids.
+    """Current (not retired) segments by conversation and ordinal, each with its ordered message ids; with
+    `unless_embedded_under` (a model key), only those not embedded under it from their present content
+    (staging/embeddings.py `embedded_segments`), so an unchanged segment costs the embed stage no read.
 
     Read a page of conversations at a time, each page fetched whole, so that no read cursor stays open while the
     caller writes on the same connection: an open cursor pins the WAL, which then never restarts and grows with
     every write of the stage (measured: an 18.9 GB staging.db-wal during embed at 1M messages)."""
+    pending, model = (
+        ("", ()) if unless_embedded_under is None else (f" AND NOT {EMBEDDED_AS_IS}", (unless_embedded_under,))
+    )
     after = ""
     while True:
         bounds = conn.execute(
-            "SELECT MIN(conversation_id), MAX(conversation_id) FROM (SELECT DISTINCT conversation_id FROM segments"
-            " WHERE retired_run_id IS NULL AND conversation_id > ? ORDER BY conversation_id LIMIT ?)",
-            (after, page_conversations),
+            "SELECT MIN(conversation_id), MAX(conversation_id) FROM (SELECT DISTINCT s.conversation_id FROM segments s"
+            f" WHERE s.retired_run_id IS NULL AND s.conversation_id > ?{pending} ORDER BY s.conversation_id LIMIT ?)",
+            (after, *model, page_conversations),
         ).fetchone()
         if bounds is None or bounds[0] is None:
             return
         rows = conn.execute(
             "SELECT s.segment_id, s.conversation_id, s.ordinal, s.boundary, s.token_estimate, s.content_hash,"
             " s.first_time, s.last_time, m.message_id FROM segments s JOIN segment_messages m USING (segment_id)"
-            " WHERE s.retired_run_id IS NULL AND s.conversation_id BETWEEN ? AND ?"
+            f" WHERE s.retired_run_id IS NULL AND s.conversation_id BETWEEN ? AND ?{pending}"
             " ORDER BY s.conversation_id, s.ordinal, m.position",
-            (bounds[0], bounds[1]),
+            (bounds[0], bounds[1], *model),
         ).fetchall()
         for _, rows_of_segment in groupby(rows, key=lambda row: str(row["segment_id"])):
             group = list(rows_of_segment)

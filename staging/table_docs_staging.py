@@ -284,6 +284,16 @@ STAGING: dict[str, TableDoc] = {
             "run_id": RUN_ID,
         },
     ),
+    "embedded_segments": doc(
+        "Embedded segments",
+        "Which content each current segment's message and segment vectors were last derived from.",
+        {
+            "segment_id": "The segment (segments.segment_id).",
+            "model": "Embedding model.",
+            "content_hash": "The segment's content_hash when it was embedded: equal to today's means nothing to redo.",
+            "run_id": RUN_ID,
+        },
+    ),
     "cluster_runs": doc(
         "Cluster runs",
         "What the cluster stage made of a run: topics, outlier share, validity, best parameters.",
