@@ -14,7 +14,10 @@ TARGETS = {
 }
 METHODS = ("system", "bm25", "dense", "rrf", "dense_keys", "rrf_keys")
 ABLATION_NAMES = {
-    "no_cues": "cues (query -> cue -> content)",
+    "no_cues": "cues (query -> cue -> tag; the second hop)",
+    "no_second_hop": "second hop (the best content's cues -> more content)",
+    "no_speaker_tags": "speaker tags (a person the query names: their content x1.3)",
+    "no_reply_link": "reply link (a question's NEXT gets 0.5 of it, not 0.2)",
     "no_tags_session_prior": "tags: conversation/day prior",
     "no_session_keys": "session-level keys (the session prior reads its best turns only)",
     "no_session_best_turns": "best turns in the session prior (session keys only)",
@@ -23,7 +26,7 @@ ABLATION_NAMES = {
     "no_time_filter": "explicit time expressions",
     "no_key_expansion": "key expansion with extracted concepts",
     "no_consolidation": "consolidation",
-    "no_next_prev": "NEXT/PREV spreading (the turn beside a match)",
+    "no_next_prev": "NEXT/PREV spreading (the turn beside a match, replies included)",
     "no_hub_control": "hub control (hub cues count a quarter)",
     "no_garden_facts": "the garden's facts (memory/fact_boost.py)",
     "no_dense": "dense key similarity",

@@ -8,6 +8,8 @@ The shared LLM client of every stage package (extraction, topic labels, recall):
     is_transient(error)                             the ONE predicate that says what is retried
     retry_delay(error, attempt, settings)           exponential backoff, honouring retry-after
     describe(error)                                 one line for a failure reason
+    RecordedCall(settings, ...).send(client, body)  one request with retries, every attempt an llm_calls row
+    Breaker                                         endpoints that failed to connect: not asked again
 
 What a request says (its schema, its prompt) belongs to the stage that sends it: see extract/llm_request.py.
 """
@@ -16,7 +18,10 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import openai
@@ -24,8 +29,10 @@ from openai import OpenAI
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
+from clients.retry import retrying
 from contracts.errors import ConfigError
 from contracts.settings import LLMSettings, redact_uri
+from staging.llm_calls import CallRecorder, CallStatus, LLMCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +70,9 @@ def make_client(settings: LLMSettings) -> OpenAI:
     # user:password@ in the base URL would reach the server as Basic auth in place of the key (httpx turns URL
     # credentials into an Authorization header that wins over the SDK's Bearer): the configured key is sent.
     base_url = redact_uri(settings.base_url)
-    return OpenAI(api_key=key, base_url=base_url, timeout=settings.timeout_s, max_retries=0)
+    # The connect timeout apart: a host that is down (no RST, packets dropped) costs seconds, not a reply's wait.
+    timeout = openai.Timeout(settings.timeout_s, connect=min(settings.connect_timeout_s, settings.timeout_s))
+    return OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
 
 
 class MalformedReply(openai.OpenAIError):
@@ -180,3 +189,116 @@ def describe(error: BaseException) -> str:
     if isinstance(error, openai.APIConnectionError):
         return f"connection failed: {error.__cause__ or error}"
     return f"{type(error).__name__}: {error}"
+
+
+class EndpointDown(openai.OpenAIError):
+    """The endpoint failed to connect earlier (see Breaker): the request was not sent."""
+
+
+def endpoint(settings: LLMSettings) -> str:
+    """The base URL requests go to, credentials masked (for keys and messages)."""
+    return redact_uri(settings.base_url) or os.environ.get("OPENAI_BASE_URL") or "OpenAI's API"
+
+
+class Breaker:
+    """Endpoints whose connection failed (refused, unreachable, timed out): later requests to them raise
+    EndpointDown at once instead of waiting on the same dead server again. Whoever holds one decides how long
+    it remembers: recall's expand step keeps one per process, a stage one per run. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._down: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def down(self, settings: LLMSettings) -> str | None:
+        """Why the endpoint is deemed down (a one-line reason), or None."""
+        with self._lock:
+            return self._down.get(endpoint(settings))
+
+    def trip(self, settings: LLMSettings, error: BaseException) -> None:
+        """Remember the endpoint as down, with the first failure's reason."""
+        with self._lock:
+            self._down.setdefault(endpoint(settings), describe(error))
+
+
+@dataclass(slots=True)
+class RecordedCall:
+    """One logical request (a topic's label, a recall's expand decision): sent with retries on transient
+    errors, every attempt handed to `on_call` as an llm_calls row.
+
+        call = RecordedCall(llm, segment_id=..., cache_key=..., request=..., on_call=on_call)
+        reply = call.send(client, body)              # each failed attempt recorded; the last error raised
+        call.record("ok", raw_response=..., **usage_fields(reply))    # the answered attempt, as judged
+
+    `request` is what the row keeps of the request (model, messages, prompt version): never the key.
+    """
+
+    settings: LLMSettings
+    segment_id: str
+    cache_key: str
+    request: dict[str, Any]
+    on_call: CallRecorder | None = None
+    api: str = "chat"
+    attempt: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def record(self, status: CallStatus, **values: Any) -> None:
+        """The current attempt as one llm_calls row (no-op without `on_call`)."""
+        if self.on_call is None:
+            return
+        self.on_call(
+            LLMCall(
+                segment_id=self.segment_id,
+                cache_key=self.cache_key,
+                attempt=self.attempt,
+                api=self.api,
+                model=self.settings.model,
+                reasoning_effort=self.settings.reasoning_effort,
+                request=self.request,
+                status=status,
+                latency_s=round(time.monotonic() - self.started, 4),
+                **values,
+            )
+        )
+
+    def send(
+        self,
+        client: OpenAI,
+        body: dict[str, Any],
+        *,
+        retry: Callable[[BaseException], bool] = is_transient,
+        breaker: Breaker | None = None,
+    ) -> Reply:
+        """The reply, retried while `retry(error)` holds (default: `is_transient`) and retries last. Raises the
+        last SDK error; with a `breaker`, EndpointDown at once for an endpoint that failed to connect before, and
+        a connection failure marks the endpoint down."""
+        if breaker is not None and (reason := breaker.down(self.settings)) is not None:
+            raise EndpointDown(f"the endpoint {endpoint(self.settings)} failed earlier ({reason}); not asked again")
+
+        def attempt_once(attempt: int) -> Reply:
+            self.started, self.attempt = time.monotonic(), attempt
+            return send(client, self.api, body)
+
+        def failed(error: BaseException, attempt: int, will_retry: bool) -> None:
+            self.record("transient_error" if is_transient(error) else "error", error=describe(error))
+
+        try:
+            return retrying(
+                attempt_once,
+                transient=retry,
+                delay=lambda error, attempt: retry_delay(error, attempt, self.settings),
+                max_retries=self.settings.max_retries,
+                on_error=failed,
+            )
+        except openai.APIConnectionError as error:  # refused, unreachable, timed out (a subclass)
+            if breaker is not None:
+                breaker.trip(self.settings, error)
+            raise
+
+
+def usage_fields(reply: Reply) -> dict[str, int]:
+    """A reply's token counts as LLMCall's keyword arguments."""
+    return {
+        "prompt_tokens": reply.usage.prompt_tokens,
+        "completion_tokens": reply.usage.completion_tokens,
+        "reasoning_tokens": reply.usage.reasoning_tokens,
+    }

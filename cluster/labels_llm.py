@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,11 +18,10 @@ import openai
 from openai import OpenAI
 from openai.types.chat import ChatCompletionMessageParam
 
-from clients.llm import Reply, describe, is_transient, make_client, retry_delay, send
-from clients.retry import retrying
+from clients.llm import Breaker, RecordedCall, describe, make_client, usage_fields
 from contracts.settings import LLMSettings
 from staging import topics as store
-from staging.llm_calls import CallRecorder, CallStatus, LLMCall
+from staging.llm_calls import CallRecorder, CallStatus
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +69,15 @@ def llm_labels(
 ) -> dict[int, str]:
     """A label per topic number, from the cache or one chat completion each; topics that failed are left out.
 
-    The client, the retry rule and the backoff are the extractor's (clients.llm, clients.retry); every attempt
-    is handed to `on_call` as an llm_calls row (segment_id `topic:<topic_uid>`), as extraction calls are.
+    The client, the retry rule and the backoff are the extractor's (clients.llm.RecordedCall); every attempt
+    is handed to `on_call` as an llm_calls row (segment_id `topic:<topic_uid>`), as extraction calls are. Once
+    the endpoint fails to connect, the topics left are not asked (they keep their keyword labels at once).
     """
     cached = store.cached_labels(staging, llm.model, PROMPT_VERSION)
     found: dict[int, str] = {}
     fresh: list[tuple[str, str]] = []
     client: OpenAI | None = None
+    breaker = Breaker()  # an endpoint that cannot be reached costs one topic's retries, not every topic's
     for topic in topics:
         number, uid = int(str(topic["topic"])), str(topic["topic_uid"])
         if uid in cached:
@@ -87,7 +87,7 @@ def llm_labels(
         client = client or make_client(llm)
         keywords = [str(k) for k in topic["keywords"]] if isinstance(topic["keywords"], list) else []
         counts.calls += 1
-        label = _ask(client, llm, uid, label_messages(keywords, snippets.get(number, [])), on_call)
+        label = _ask(client, llm, uid, label_messages(keywords, snippets.get(number, [])), on_call, breaker)
         if label is None:
             counts.failed += 1
             continue
@@ -103,63 +103,30 @@ def _ask(
     uid: str,
     messages: list[ChatCompletionMessageParam],
     on_call: CallRecorder | None,
+    breaker: Breaker,
 ) -> str | None:
     """One topic's name, retried on transient errors; None (and a warning) when no usable name came back."""
     body: dict[str, Any] = {"model": llm.model, "messages": messages}
     if llm.reasoning_effort is not None:
         body["reasoning_effort"] = llm.reasoning_effort
-    request = {"model": llm.model, "messages": messages, "prompt_version": PROMPT_VERSION}
-    started = time.monotonic()
-
-    def record(status: CallStatus, attempt: int, **values: Any) -> None:
-        if on_call is not None:
-            latency = round(time.monotonic() - started, 4)
-            on_call(
-                LLMCall(
-                    segment_id=f"topic:{uid}",
-                    cache_key=f"{uid}:{llm.model}:{PROMPT_VERSION}",
-                    attempt=attempt,
-                    api="chat",
-                    model=llm.model,
-                    reasoning_effort=llm.reasoning_effort,
-                    request=request,
-                    status=status,
-                    latency_s=latency,
-                    **values,
-                )
-            )
-
-    attempts = 0
-
-    def attempt_once(attempt: int) -> Reply:
-        nonlocal started, attempts
-        started, attempts = time.monotonic(), attempt
-        return send(client, "chat", body)
-
-    def failed(error: BaseException, attempt: int, will_retry: bool) -> None:
-        record("transient_error" if is_transient(error) else "error", attempt, error=describe(error))
-
+    call = RecordedCall(
+        llm,
+        segment_id=f"topic:{uid}",
+        cache_key=f"{uid}:{llm.model}:{PROMPT_VERSION}",
+        request={"model": llm.model, "messages": messages, "prompt_version": PROMPT_VERSION},
+        on_call=on_call,
+    )
     try:
-        reply = retrying(
-            attempt_once,
-            transient=is_transient,
-            delay=lambda error, attempt: retry_delay(error, attempt, llm),
-            max_retries=llm.max_retries,
-            on_error=failed,
-        )
+        reply = call.send(client, body, breaker=breaker)
     except openai.OpenAIError as exc:
         log.warning("cluster - topic %s: no LLM label (%s); keeping the keyword label", uid, describe(exc))
         return None
     label = clean_label(reply.text)
     status: CallStatus = "refused" if reply.refusal else "ok" if label else "schema_violation"
-    usage = reply.usage
-    record(
+    call.record(
         status,
-        attempts,
         raw_response=reply.text if reply.text is not None else reply.refusal,
         error=None if label else "no usable name in the reply",
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        reasoning_tokens=usage.reasoning_tokens,
+        **usage_fields(reply),
     )
     return label

@@ -13,7 +13,6 @@ skipped run with a note instead of forcing a meaningless clustering.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import sqlite3
 import time
@@ -26,16 +25,17 @@ import numpy as np
 from clients.batches import MapBatches, map_in_process
 from clients.embedders import Embedder, embedder_key
 from clients.progress import ProgressFactory, bar
+from cluster import assign, describe, saved_model
 from cluster import topics as fit_topics
-from cluster.labels_llm import LabelCounts, llm_labels
+from cluster.labels_llm import LabelCounts
 from cluster.tuning import Objective, budget, tune
 from contracts.results import StageResult
-from contracts.settings import LLMSettings, Settings, section_dump
+from contracts.settings import Settings, section_dump
 from staging import concepts as concept_store
 from staging import embeddings as vectors
 from staging import segments as segment_store
 from staging import topics as store
-from staging.llm_calls import recorder
+from staging.ledger import StageRun
 from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,13 @@ def run(
     fingerprint = f"{key}:{segment_store.current_segments_fingerprint(staging)}"
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=section_dump(cfg)) as ledger:
         seconds: dict[str, float] = {}
+        with _timed(seconds, "plan"):
+            found, why_refit = assign.plan(staging, settings, key, run_id)
+        if found is not None:
+            try:
+                return _run_assigned(archive, staging, ledger, run_id, settings, key, found, map_batches, seconds)
+            except assign.TopicEmptied as exc:
+                why_refit = f"{exc}: tuned and fitted again"
         with _timed(seconds, "read"):
             members = {s.segment_id: s.message_ids for s in segment_store.iter_current_segments(staging)}
             segment_ids = list(members)
@@ -72,7 +79,7 @@ def run(
             keep = np.linalg.norm(points, axis=1) > 0 if len(ids) else np.zeros(0, dtype=bool)
             ids = [i for i, k in zip(ids, keep, strict=True) if k]
             points = points[keep] if len(ids) else points
-        notes = [f"model: {key}"]
+        notes = [f"model: {key}"] + ([f"full run: {why_refit}"] if why_refit else [])
         if len(segment_ids) > len(ids):
             notes.append(f"{len(segment_ids) - len(ids)} segment(s) without a vector (empty, or not embedded)")
         distinct = _distinct_rows(points, enough=cfg.min_points)
@@ -117,27 +124,31 @@ def run(
         raw_noise = float(np.mean(fit.labels == -1))
         labels, weights, source = fit.labels, fit.weights, list(fit.source)
         with _timed(seconds, "outliers"):
+            reference = fit_topics.outlier_reference(points, labels)
             if cfg.outlier_quantile is not None:
-                labels, weights, moved = fit_topics.reassign_outliers(points, labels, weights, cfg.outlier_quantile)
+                labels, weights, moved = fit_topics.reassign_with(
+                    points, labels, weights, cfg.outlier_quantile, *reference
+                )
                 for i in np.flatnonzero(moved):
                     source[i] = "reassigned"
             labels = fit_topics.renumber(labels)
         with _timed(seconds, "labels"):
-            topic_rows = _describe_topics(archive, members, points, labels, ids, key, settings)
+            topic_rows = describe.describe_topics(archive, members, points, labels, ids, key, settings)
         named = LabelCounts()
         if cfg.llm_labels and settings.extract.llm is not None and topic_rows:
             with _timed(seconds, "llm_labels"):
-                _name_topics(archive, staging, members, topic_rows, settings.extract.llm, named, run_id)
+                describe.name_topics(archive, staging, members, topic_rows, settings.extract.llm, named, run_id)
             if named.failed:
                 notes.append(f"{named.failed} topic(s) kept their keyword label: the LLM gave no usable name")
         uids = {t["topic"]: t["topic_uid"] for t in topic_rows}
         links = [
-            ("segment", ids[i], int(labels[i]), uids[int(labels[i])], _unit(weights[i]), source[i])
+            ("segment", ids[i], int(labels[i]), uids[int(labels[i])], fit_topics.unit_weight(weights[i]), source[i])
             for i in np.flatnonzero(labels >= 0)
         ]
         with _timed(seconds, "concepts"):
             missing: list[int] = []
-            links += _concept_links(staging, fit, key, points, labels, uids, missing)
+            centres = fit_topics.centroids(points, labels)
+            links += _concept_links(staging, fit, key, labels, centres, uids, missing)
             if missing:
                 notes.append(f"{missing[0]} concept(s) without a vector got no topic: run the embed_concepts stage")
         with _timed(seconds, "map"):
@@ -154,13 +165,34 @@ def run(
             "outlier_share": round(outlier_share, 6),
             "outlier_share_raw": round(raw_noise, 6),
             "validity": round(fit.validity, 6),
-            "params": {**_asdict(tuned.best), "objective": round(tuned.best_value, 6)},
+            "params": {**_asdict(tuned.best), "objective": round(tuned.best_value, 6), "fit_run": run_id},
             "seconds": {k: round(v, 3) for k, v in seconds.items()},
             "notes": notes,
         }
         _check(topic_rows, links)
+        with _timed(seconds, "save_model"):
+            topic_of = _old_to_new(fit.labels, labels)
+            saved_model.save(
+                settings.data_dir,
+                saved_model.SavedModel(
+                    version=saved_model.MODEL_VERSION,
+                    fit_run=run_id,
+                    model=key,
+                    settings=saved_model.settings_digest(cfg),
+                    points=len(ids),
+                    reducer=fit.reducer,
+                    clusterer=fit.clusterer,
+                    topic_of=topic_of,
+                    reference=saved_model.OutlierReference(
+                        {topic_of[t]: c for t, c in reference[0].items() if t in topic_of},
+                        {topic_of[t]: m for t, m in reference[1].items() if t in topic_of},
+                    ),
+                    centres=centres,
+                ),
+            )
         with _timed(seconds, "write"):
             store.write_run(staging, run_id, summary, topic_rows, links, map_rows)
+        saved_model.prune(settings.data_dir, keep=run_id)
         counts = {
             "points": len(ids),
             "topics": len(topic_rows),
@@ -174,80 +206,81 @@ def run(
             "llm_label_calls": named.calls,
             "llm_labels_cached": named.cached,
             "llm_labels_failed": named.failed,
+            "incremental": 0,
+            "segments_placed": 0,
         }
         log.info("cluster - %s; %s", counts, summary["seconds"])
         return finish(ledger, rows_in=len(ids), rows_out=len(links) + len(topic_rows), counts=counts, notes=notes)
 
 
-def _describe_topics(
-    archive: sqlite3.Connection,
-    members: dict[str, tuple[str, ...]],
-    points: np.ndarray[Any, Any],
-    labels: np.ndarray[Any, Any],
-    ids: list[str],
-    key: str,
-    settings: Settings,
-) -> list[dict[str, Any]]:
-    """Label, size, keywords, representatives and content key of every topic."""
-    cfg = settings.cluster
-    groups = fit_topics.topic_members(ids, labels, cfg.label_docs, cfg.seed).sort("topic")
-    topics = groups["topic"].to_list()
-    chosen: dict[int, list[str]] = dict(zip(topics, groups["sample"].to_list(), strict=True))
-    docs = _segment_texts(archive, members, [s for c in chosen.values() for s in c])
-    keywords = fit_topics.ctfidf({t: [docs.get(s, "") for s in chosen[t]] for t in topics}, cfg.keywords)
-    rows = []
-    for topic, size, in_topic in groups.select("topic", "size", "members").iter_rows():
-        uid = hashlib.sha256("\n".join([key, *in_topic]).encode()).hexdigest()[:16]
-        reps = [ids[i] for i in fit_topics.representatives(points, labels, topic, cfg.representatives)]
-        rows.append(
-            {
-                "topic": topic,
-                "topic_uid": f"topic-{uid}",
-                "label": fit_topics.label_of(keywords[topic], topic),
-                "size": size,
-                "keywords": keywords[topic],
-                "representatives": reps,
-            }
-        )
-    return rows
-
-
-def _name_topics(
+def _run_assigned(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
-    members: dict[str, tuple[str, ...]],
-    topic_rows: list[dict[str, Any]],
-    llm: LLMSettings,
-    counts: LabelCounts,
+    ledger: StageRun,
     run_id: str,
-) -> None:
-    """Replace keyword labels with the LLM's names where it gives one (cached per topic_uid)."""
-    texts = _segment_texts(archive, members, [r for t in topic_rows for r in t["representatives"]])
-    snippets = {t["topic"]: [texts.get(r, "") for r in t["representatives"]] for t in topic_rows}
-    names = llm_labels(staging, llm, topic_rows, snippets, counts, on_call=recorder(staging, run_id))
-    for row in topic_rows:
-        row["label"] = names.get(row["topic"], row["label"])
-
-
-def _segment_texts(
-    archive: sqlite3.Connection, members: dict[str, tuple[str, ...]], segment_ids: list[str]
-) -> dict[str, str]:
-    """The text of each wanted segment (its messages joined), read 2,000 segments at a time."""
-    texts: dict[str, str] = {}
-    for start in range(0, len(segment_ids), 2000):
-        chunk = segment_ids[start : start + 2000]
-        rows = segment_store.messages_by_id(archive, [m for s in chunk for m in members.get(s, ())])
-        for s in chunk:
-            texts[s] = "\n".join(str(rows[m]["text"]) for m in members.get(s, ()) if m in rows)
-    return texts
+    settings: Settings,
+    key: str,
+    found: assign.Plan,
+    map_batches: MapBatches,
+    seconds: dict[str, float],
+) -> StageResult:
+    """The incremental path (cluster/assign.py): new segments and concepts placed in the saved model's topics."""
+    cfg = settings.cluster
+    with _timed(seconds, "assign"):
+        done = assign.assign(staging, settings, key, found, map_batches)
+    named = LabelCounts()
+    if cfg.llm_labels and settings.extract.llm is not None and done.topics:
+        with _timed(seconds, "llm_labels"):
+            reps = [r for t in done.topics for r in t["representatives"]]
+            describe.name_topics(
+                archive,
+                staging,
+                segment_store.members_of(staging, reps),
+                done.topics,
+                settings.extract.llm,
+                named,
+                run_id,
+            )
+        if named.failed:
+            done.notes.append(f"{named.failed} topic(s) kept their keyword label: the LLM gave no usable name")
+    _check(done.topics, done.links)
+    with _timed(seconds, "write"):
+        done.summary["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
+        carried = store.write_assigned(
+            staging, run_id, str(found.base["run_id"]), done.summary, done.topics, done.links, done.replaced
+        )
+    saved_model.prune(settings.data_dir, keep=found.model.fit_run)
+    trials = store.study_trials(staging, str(found.base.get("study_name") or ""))
+    links = carried + len(done.links)
+    counts = {
+        "points": int(done.summary["points"]),
+        "topics": len(done.topics),
+        **done.counts,
+        "trials_run": 0,
+        "trials_reused": sum(1 for t in trials if t["state"] == "COMPLETE"),
+        "links": links,
+        "links_carried": carried,
+        "concept_links": store.count_links(staging, run_id, "concept"),
+        "llm_label_calls": named.calls,
+        "llm_labels_cached": named.cached,
+        "llm_labels_failed": named.failed,
+    }
+    log.info("cluster - incremental: %s; %s", counts, done.summary["seconds"])
+    return finish(
+        ledger,
+        rows_in=len(found.new_segments),
+        rows_out=len(done.links) + len(done.topics),
+        counts=counts,
+        notes=done.notes,
+    )
 
 
 def _concept_links(
     staging: sqlite3.Connection,
     fit: fit_topics.Fit,
     key: str,
-    points: np.ndarray[Any, Any],
     labels: np.ndarray[Any, Any],
+    centres: dict[int, np.ndarray[Any, Any]],
     uids: dict[int, str],
     missing: list[int],
 ) -> list[tuple[str, str, int, str, float, str]]:
@@ -267,15 +300,18 @@ def _concept_links(
     placed, strengths = fit_topics.place(fit.reducer, fit.clusterer, matrix)
     renumbered = _old_to_new(fit.labels, labels)
     links = []
-    centres = fit_topics.centroids(points, labels)
     for row, concept_id in enumerate(found):
         topic = renumbered.get(int(placed[row]), -1)
         if topic >= 0:
-            links.append(("concept", concept_id, topic, uids[topic], _unit(strengths[row]), "predicted"))
+            links.append(
+                ("concept", concept_id, topic, uids[topic], fit_topics.unit_weight(strengths[row]), "predicted")
+            )
             continue
         sims = {t: float(matrix[row] @ c) for t, c in centres.items()}
         best = max(sims, key=lambda t: (sims[t], -t))
-        links.append(("concept", concept_id, best, uids[best], _unit(max(sims[best], 0.0)), "reassigned"))
+        links.append(
+            ("concept", concept_id, best, uids[best], fit_topics.unit_weight(max(sims[best], 0.0)), "reassigned")
+        )
     return links
 
 
@@ -310,10 +346,6 @@ def _old_to_new(before: np.ndarray[Any, Any], after: np.ndarray[Any, Any]) -> di
         if old >= 0 and old not in mapping:
             mapping[old] = new
     return mapping
-
-
-def _unit(value: float) -> float:
-    return round(float(min(max(value, 0.0), 1.0)), 6)
 
 
 def _asdict(params: Any) -> dict[str, Any]:

@@ -79,15 +79,23 @@ def fit_all(
     fitted[fit_idx] = True
     rest = np.flatnonzero(~fitted)
     if len(rest):
-        batches = [points[rest[start : start + PREDICT_CHUNK]] for start in range(0, len(rest), PREDICT_CHUNK)]
-        placed = list(map_batches(PlaceJob(reducer, clusterer), batches))
-        predicted = np.concatenate([labels_ for labels_, _ in placed])
-        strengths = np.concatenate([strengths_ for _, strengths_ in placed])
+        predicted, strengths = place_all(reducer, clusterer, points[rest], map_batches)
         labels[rest] = predicted
         weights[rest] = np.where(predicted >= 0, strengths, 0.0)
         for i in rest[predicted >= 0]:
             source[i] = "predicted"
     return Fit(labels, weights, source, validity_of(clusterer), reducer, clusterer, fitted)
+
+
+def place_all(
+    reducer: Any, clusterer: Any, points: Matrix, map_batches: MapBatches = map_in_process
+) -> tuple[Labels, Floats]:
+    """`place` over batches of PREDICT_CHUNK points handed to `map_batches` (the same cut whatever runs them)."""
+    batches = [points[start : start + PREDICT_CHUNK] for start in range(0, len(points), PREDICT_CHUNK)]
+    placed = list(map_batches(PlaceJob(reducer, clusterer), batches))
+    if not placed:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    return np.concatenate([labels for labels, _ in placed]), np.concatenate([strengths for _, strengths in placed])
 
 
 def place(reducer: Any, clusterer: Any, points: Matrix) -> tuple[Labels, Floats]:
@@ -131,6 +139,11 @@ def vote(fitted: Matrix, fitted_labels: Labels, points: Matrix, k: int) -> tuple
     return labels, strengths
 
 
+def unit_weight(value: float) -> float:
+    """A link weight: clipped to 0..1, 6 decimals."""
+    return round(float(min(max(value, 0.0), 1.0)), 6)
+
+
 def centroids(points: Matrix, labels: Labels) -> dict[int, Matrix]:
     """Each topic's unit-length mean vector."""
     found: dict[int, Matrix] = {}
@@ -145,14 +158,31 @@ def reassign_outliers(
     points: Matrix, labels: Labels, weights: Floats, quantile: float
 ) -> tuple[Labels, Floats, np.ndarray[Any, np.dtype[np.bool_]]]:
     """Noise points that look like a typical-enough member of their nearest topic join it (see module doc)."""
+    centres, member_sims = outlier_reference(points, labels)
+    return reassign_with(points, labels, weights, quantile, centres, member_sims)
+
+
+def outlier_reference(points: Matrix, labels: Labels) -> tuple[dict[int, Matrix], dict[int, np.ndarray[Any, Any]]]:
+    """Each topic's unit centre and its members' cosines to it, sorted: what the outlier rule compares with."""
     centres = centroids(points, labels)
+    return centres, {t: np.sort(points[labels == t] @ centres[t]) for t in centres}
+
+
+def reassign_with(
+    points: Matrix,
+    labels: Labels,
+    weights: Floats,
+    quantile: float,
+    centres: dict[int, Matrix],
+    member_sims: dict[int, np.ndarray[Any, Any]],
+) -> tuple[Labels, Floats, np.ndarray[Any, np.dtype[np.bool_]]]:
+    """The outlier rule against a given reference (`outlier_reference` of the fitted points, or a saved one)."""
     moved = np.zeros(len(labels), dtype=bool)
     noise = np.flatnonzero(labels == -1)
     if not centres or not len(noise):
         return labels, weights, moved
     topics = list(centres)
     matrix = np.stack([centres[t] for t in topics])
-    member_sims = {t: np.sort(points[labels == t] @ centres[t]) for t in topics}
     thresholds = {t: float(np.quantile(s, quantile)) for t, s in member_sims.items()}
     sims = points[noise] @ matrix.T
     best = sims.argmax(axis=1)

@@ -74,6 +74,11 @@ class LLMSettings(BaseModel):
         "without json_schema support (llama.cpp's server). The schema is the same strict one either way.",
     )
     timeout_s: float = Field(default=120.0, gt=0, description="Seconds to wait for one reply before retrying it.")
+    connect_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds to wait for the connection itself (capped by timeout_s): a dead host fails fast.",
+    )
     max_concurrency: int = Field(default=4, ge=1, description="Requests in flight at once.")
     max_retries: int = Field(
         default=4, ge=0, description="Retries of one request after a transient error (429, 5xx, timeout, connection)."
@@ -308,6 +313,14 @@ class ClusterSettings(BaseModel):
         description="Stop starting Optuna trials after this long (never before the 10th); null, with scaled "
         "n_trials: 60 s + 20 ms per sampled segment, at most 900 s.",
     )
+    refit_share: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Below this share of segments new, changed or retired since the saved topic model was fitted, "
+        "a run places the new segments in that model's topics (no tuning, no refit: cost follows what is new); "
+        "at or above it, or with no usable saved model, the run tunes and fits again. 0: every run refits.",
+    )
     keywords: int = Field(default=10, ge=1, description="c-TF-IDF keywords kept per topic (the label is the top 3).")
     representatives: int = Field(default=3, ge=1, description="Representative segments kept per topic.")
     label_docs: int = Field(
@@ -376,7 +389,7 @@ class MemorySettings(BaseModel):
         default="embed",
         description="What embeds content keys and queries: 'embed', the embed stage's message vectors (the default "
         "embedder, nothing extra to compute), or the full MiniLM model on the key roles' messages (cached by text; "
-        "~50x slower, and no better on the dev benchmarks, see benchmarks/RESULTS.md).",
+        "~50x slower: 788 LoCoMo keys 17 CPU-s; LoCoMo evidence_recall@10 0.856 vs 0.797, benchmarks/RESULTS.md).",
     )
     key_max_tokens: int = Field(
         default=128, ge=8, le=512, description="Word pieces of a key the full model reads (minilm-onnx only)."
@@ -394,6 +407,24 @@ class MemorySettings(BaseModel):
         "back to its content.",
     )
     day_prior: float = Field(default=0.1, ge=0, description="Same, for day tags (temporal decay applies).")
+    hop_weight: float = Field(
+        default=0.1,
+        ge=0,
+        description="Weight of the second hop: the best first-hop content's cues -> the other content they link "
+        "(memory.recall.second_hop).",
+    )
+    reply_weight: float = Field(
+        default=0.5,
+        ge=0,
+        description="Share of a question's activation (a message with a '?') passed along NEXT to the message that "
+        "replies to it (next_weight when lower): an answer is the reply to the turn that asks.",
+    )
+    speaker_prior: float = Field(
+        default=0.3,
+        ge=0,
+        description="A speaker tag the query names (a person's name, memory/names.py) weighs that person's content "
+        "1 + this times.",
+    )
     session_lexical_weight: float = Field(
         default=1.0,
         ge=0,
@@ -416,7 +447,16 @@ class MemorySettings(BaseModel):
         default=2, ge=1, le=2, description="How many best turns (their mean) score a conversation: 1 is max pooling."
     )
     cue_weight: float = Field(
-        default=0.3, ge=0, description="Weight of cue activation (query -> cue -> content) in a content's score."
+        default=0.3,
+        ge=0,
+        description="Weight of cue activation (query -> cue -> conversation tag) in a conversation tag's activation.",
+    )
+    cue_content_weight: float = Field(
+        default=0.0,
+        ge=0,
+        description="Weight of the query's cues straight to their content (query -> cue -> content) in a content's "
+        "score. 0: a query's words already count once in BM25 over the keys (keyphrase cues are those words); "
+        "0.3 measured -0.01 to -0.05 evidence_recall@10 on LoCoMo (benchmarks/RESULTS.md).",
     )
     dense_weight: float = Field(default=1.0, ge=0, description="Weight of the query-to-key embedding similarity.")
     lexical_weight: float = Field(default=1.0, ge=0, description="Weight of BM25 over cue-expanded content keys.")

@@ -19,6 +19,7 @@ from typing import Any
 from clients.batches import shippable, unship
 from contracts.errors import ConfigError
 from contracts.settings import ExtractSettings, Settings
+from extract.mapper import KnownNames
 from extract.offline import OfflineExtractor
 from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput
 from staging.llm_calls import LLMCall
@@ -32,7 +33,7 @@ class ExtractJob:
 
     def __init__(self, settings: ExtractSettings, known_concepts: Mapping[str, str], key_parts: Sequence[str]) -> None:
         self.settings = settings
-        self.known_concepts = dict(known_concepts)
+        self.known_concepts = KnownNames(known_concepts)  # folded once per worker, not once per segment
         self.key_parts = tuple(key_parts)
         self._extractor: Extractor | None = None
 

@@ -23,7 +23,7 @@ import json
 import logging
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from itertools import islice
 from typing import Any, cast
@@ -35,7 +35,7 @@ from contracts.redact import redact_uri
 from contracts.results import StageResult
 from contracts.settings import Settings, section_dump
 from extract.batch_job import ExtractJob
-from extract.mapper import REJECT_RULES, MapperDecision, map_raw_hypotheses
+from extract.mapper import REJECT_RULES, KnownNames, MapperDecision, map_raw_hypotheses
 from extract.offline import OfflineExtractor
 from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput, SegmentMessage
 from staging import concepts as concept_store
@@ -49,7 +49,7 @@ STAGE = "extract"
 
 
 def make_extractor(
-    settings: Settings, staging: sqlite3.Connection, run_id: str, known_concepts: dict[str, str] | None = None
+    settings: Settings, staging: sqlite3.Connection, run_id: str, known_concepts: Mapping[str, str] | None = None
 ) -> Extractor:
     """The offline extractor, or the LLM one when an endpoint is configured (ConfigError if it cannot load)."""
     llm = settings.extract.llm
@@ -95,7 +95,7 @@ def run(
     config = section_dump(settings.extract)
     fingerprint = segment_store.current_segments_fingerprint(staging)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
-        known = concept_store.name_index(staging)
+        known = KnownNames(concept_store.name_index(staging))  # folded once for the whole run, not per segment
         extractor = extractor or make_extractor(settings, staging, run_id, known)
         parts = tuple(extractor.cache_key_parts)
         ledger_note = announce(extractor, settings)
@@ -136,7 +136,7 @@ def _batch(
     run_id: str,
     extractor: Extractor,
     parts: tuple[str, ...],
-    known: dict[str, str],
+    known: KnownNames,
     batch: list[segment_store.SegmentRow],
     counts: Counter[str],
     spread: Spread | None = None,
@@ -211,7 +211,7 @@ def _row(
     extractor: str,
     parts: tuple[str, ...],
     key: str,
-    known: dict[str, str],
+    known: Mapping[str, str],
     counts: Counter[str],
 ) -> store.ExtractionRow:
     usage = output.usage

@@ -22,6 +22,7 @@ from flows.terminal import safe_json, safe_line
 from staging import inspect as inspection
 from staging.archive import archive_stats
 from staging.db import connect_readonly
+from staging.ledger import run_exists
 
 if TYPE_CHECKING:
     from flows.cli import App
@@ -67,6 +68,16 @@ def open_readonly(path: Path, settings: Settings) -> Iterator[sqlite3.Connection
         yield conn
     finally:
         conn.close()
+
+
+def check_run_id(settings: Settings, run_id: str | None) -> None:
+    """A --run-id that names no run is a usage error (one line, exit 2), not an empty table that looks like
+    "that run wrote nothing"."""
+    if run_id is None:
+        return
+    with open_readonly(settings.staging_path, settings) as conn:
+        if not run_exists(conn, run_id):
+            raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
 
 
 @click.group()
@@ -143,6 +154,7 @@ def staging_show(app: App, table: str, run_id: str | None, limit: int, as_json: 
     Example: chatmem staging show ingest_files --run-id r20260101T120000-1a2b3c
     """
     settings = app.settings()
+    check_run_id(settings, run_id)
     known: list[str] = []
     for _name, path in _databases(settings):
         with open_readonly(path, settings) as conn:
@@ -240,6 +252,7 @@ def staging_export(app: App, table: str, run_id: str | None, fmt: str, out: Path
 
     settings = app.settings()
     _databases(settings)  # the "nothing here yet" message when the data dir is empty
+    check_run_id(settings, run_id)
     path, rows = Frames(settings.data_dir).export(table, out, fmt, run_id=run_id)
     if as_json:
         emit({"table": table, "rows": rows, "format": fmt, "path": str(path)})

@@ -11,7 +11,8 @@ Datasette cannot know on its own, because the two files are separate databases:
   and show a NULL title as "None": these links replace them;
 - archive.db attached read-only as `archive` to staging.db's connections, so canned queries can join them.
 
-The messages table gets a search box from the FTS5 index (`staging.fts`).
+The messages table gets a search box from the FTS5 index (`staging.fts`), and the "Search messages" query
+takes any text (`staging.fts.match_expression`, registered on every connection).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from datasette.plugins import pm
 from datasette.utils import tilde_encode
 from markupsafe import Markup, escape
 
+from staging import fts
 from staging.browse import metadata
 
 PLUGIN_NAME = "chatmem-inspect"
@@ -61,6 +63,7 @@ class ChatmemPlugin:
 
     @hookimpl
     def prepare_connection(self, conn: Any, database: str, datasette: Datasette) -> None:
+        fts.register(conn)  # chatmem_match(:q) of the "Search messages" query: any typed text searches
         if database == "staging" and self.has_archive:
             conn.execute("ATTACH DATABASE ? AS archive", (self.archive_uri,))
 

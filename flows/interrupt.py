@@ -1,4 +1,5 @@
-"""Ctrl-C during a run: stop within seconds, say in one line where and how to resume, leave no process behind.
+"""Ctrl-C (or SIGTERM) during a run: stop within seconds, say in one line where and how to resume, leave no
+process behind.
 
     with interruptible(settings, run_id): ...     around one pipeline run, in the main thread
 
@@ -8,6 +9,12 @@ batch, and batches are idempotent upserts, so the resume re-does at most one bat
 out of the signal's reach (flows/server_guard.py), so the flow engine reports the crash at once instead of
 retrying a dead server. The block then ends with `RunInterrupted`: "interrupted in stage X of run R; resume
 with: ...", exit code 130.
+
+SIGTERM (`kill PID`, systemd, `docker stop`) takes the same way, with exit code 143 and "interrupted by
+SIGTERM" in the line. While a flow runs, Prefect's engine puts a SIGTERM handler of its own in place (it
+raises TerminationSignal, which every stage would record as a failure, and then re-kills the process with the
+default action: exit -15, nothing said); `_take_sigterm` points that swap at this module's handler. Inside a
+flow that already runs (a deployment run of `chatmem serve`) SIGTERM stays Prefect's: it is the runner's cancel.
 
 A stage can sit in native code (an ONNX session, a numba kernel) where the KeyboardInterrupt waits for it.
 A watchdog thread, woken by the signal itself through `signal.set_wakeup_fd`, gives the orderly way GRACE_S
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import importlib
 import logging
 import os
 import select
@@ -27,7 +35,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import FrameType
@@ -40,13 +48,18 @@ from staging.liveness import current_stage, mark_interrupted, resume_command, un
 
 GRACE_S = 5.0
 EXIT_CODE = 130  # 128 + SIGINT, what shells report for a job stopped by Ctrl-C
+EXIT_CODES: dict[int, int] = {signal.SIGINT: EXIT_CODE, signal.SIGTERM: 128 + signal.SIGTERM}  # SIGTERM: 143
 REARM = 0xFF  # a byte no signal number takes, written to the wakeup pipe to re-deliver a swallowed Ctrl-C
 
 
 class RunInterrupted(ChatmemError):
-    """The run was stopped by Ctrl-C; the message says where and how to resume."""
+    """The run was stopped by Ctrl-C or SIGTERM; the message says where and how to resume."""
 
     exit_code = EXIT_CODE
+
+    def __init__(self, message: str, exit_code: int = EXIT_CODE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class _Interruption:
@@ -55,6 +68,8 @@ class _Interruption:
         self.run_id = run_id
         self.stages = stages
         self.signals = 0
+        self.signum: int = signal.SIGINT  # the first signal: SIGINT (Ctrl-C) or SIGTERM
+        self.watched = {signal.SIGINT}  # and SIGTERM when this run handles it (see _take_sigterm)
         self.signalled_at: str | None = None  # when the first Ctrl-C came (ledger time format)
         self.finished = threading.Event()
         self.hard_exit = threading.Lock()  # one thread does the hard exit
@@ -74,12 +89,14 @@ class _Interruption:
             return
         self.previous_hook(unraisable)
 
-    def on_sigint(self, signum: int, frame: FrameType | None) -> None:
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        """SIGINT and SIGTERM alike: the first raises KeyboardInterrupt, the second exits at once."""
         if self.rearmed:  # the first Ctrl-C again, after a place that swallowed it (see on_unraisable)
             self.rearmed = False
             raise KeyboardInterrupt
         self.signals += 1
         if self.signals == 1:
+            self.signum = signum
             self.signalled_at = datetime.now(UTC).isoformat()
         # From here on the run says one line: libraries that log the exception as it passes (Optuna logs a
         # failed trial with its traceback) would bury it.
@@ -106,7 +123,7 @@ class _Interruption:
                 return
             if not data:  # the pipe was closed: the run ended
                 return
-            if signal.SIGINT in data and deadline is None:
+            if any(signum in data for signum in self.watched) and deadline is None:
                 deadline = time.monotonic() + GRACE_S
             if REARM in data:
                 time.sleep(0.05)
@@ -123,7 +140,11 @@ class _Interruption:
             finally:
                 conn.close()
         where = f"in stage {stage} " if stage else ""
-        return f"interrupted {where}of run {self.run_id}; resume with: {resume_command(self.run_id, left, self.stages)}"
+        how = f"interrupted {self.by()} " if self.signum == signal.SIGTERM else "interrupted "
+        return f"{how}{where}of run {self.run_id}; resume with: {resume_command(self.run_id, left, self.stages)}"
+
+    def by(self) -> str:
+        return "by SIGTERM" if self.signum == signal.SIGTERM else "by Ctrl-C"
 
     def record(self, after_failure: bool = False) -> None:
         """Mark what this process left `running` as interrupted (the stages record themselves when they can);
@@ -132,7 +153,8 @@ class _Interruption:
             conn = sqlite3.connect(self.settings.staging_path, timeout=2.0, isolation_level=None)
             try:
                 since = self.signalled_at if after_failure else None
-                mark_interrupted(conn, self.run_id, current_stage(conn, self.run_id), failed_since=since)
+                stage = current_stage(conn, self.run_id)
+                mark_interrupted(conn, self.run_id, stage, failed_since=since, by=self.by())
             finally:
                 conn.close()
 
@@ -146,7 +168,7 @@ class _Interruption:
             sys.stderr.flush()
         with contextlib.suppress(Exception):
             stop_servers(timeout_s=2.0)
-        os._exit(EXIT_CODE)
+        os._exit(EXIT_CODES.get(self.signum, EXIT_CODE))
 
 
 @contextmanager
@@ -161,7 +183,9 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
     state.write_fd = write_fd
     os.set_blocking(write_fd, False)
     old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-    old_handler = signal.signal(signal.SIGINT, state.on_sigint)
+    handler = state.on_signal  # one bound method: Prefect compares handlers by identity
+    old_handler = signal.signal(signal.SIGINT, handler)
+    untake = _take_sigterm(handler, state)
     sys.unraisablehook = state.on_unraisable
     watchdog = threading.Thread(target=state.watch, args=(read_fd,), name="chatmem-interrupt", daemon=True)
     watchdog.start()
@@ -170,7 +194,7 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
     except KeyboardInterrupt:
         state.finished.set()
         state.record()
-        raise RunInterrupted(state.message()) from None
+        raise RunInterrupted(state.message(), EXIT_CODES[state.signum]) from None
     except Exception:
         if not state.signals:
             raise
@@ -178,13 +202,37 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
         # interrupted in a socket read raises BufferError as it resets): the run was still stopped by Ctrl-C.
         state.finished.set()
         state.record(after_failure=True)
-        raise RunInterrupted(state.message()) from None
+        raise RunInterrupted(state.message(), EXIT_CODES[state.signum]) from None
     finally:
         state.finished.set()
         logging.disable(logging.NOTSET)
         sys.unraisablehook = state.previous_hook
+        untake()
         signal.signal(signal.SIGINT, old_handler)
         signal.set_wakeup_fd(old_wakeup)
         os.close(write_fd)  # wakes the watchdog, which then ends
         watchdog.join(1.0)
         os.close(read_fd)
+
+
+def _take_sigterm(handler: Callable[[int, FrameType | None], None], state: _Interruption) -> Callable[[], None]:
+    """SIGTERM to `handler` for the run, and Prefect's own swap pointed at it too: while a flow runs, its engine
+    installs `prefect.utilities.engine._prefect_sigterm_handler` for SIGTERM (restoring the previous handler
+    after), and that name is made ours for the run. Not when a flow already runs around this run (a deployment
+    run of `chatmem serve`): there SIGTERM is the runner's cancel, which Prefect's engine handles. Returns the
+    undo."""
+    engine = importlib.import_module("prefect.utilities.engine") if "prefect" in sys.modules else None
+    bridge = getattr(engine, "_prefect_sigterm_handler", None)
+    if bridge is not None and signal.getsignal(signal.SIGTERM) is bridge:
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, handler)
+    state.watched.add(signal.SIGTERM)
+    if bridge is not None:
+        engine._prefect_sigterm_handler = handler  # type: ignore[union-attr]
+
+    def undo() -> None:
+        if bridge is not None:
+            engine._prefect_sigterm_handler = bridge  # type: ignore[union-attr]
+        signal.signal(signal.SIGTERM, previous)
+
+    return undo

@@ -205,6 +205,8 @@ def _view(index: MemoryIndex, keep: Array, lexical: Array, candidates: Array | N
         conversation=index.conversation[keep],
         seq=index.seq[keep],
         role_code=index.role_code[keep],
+        speaker=index.speaker[keep] if index.speaker is not None else None,
+        asks=index.asks[keep] if index.asks is not None else None,
         times=index.times[keep],
         day=index.day[keep],
         tokens=index.tokens[keep],

@@ -109,7 +109,7 @@ def evaluate(
     """All methods over all questions: {"system": {...}, "bm25": {...}, "dense": {...}, "rrf": {...}, ...}."""
     flat = Baselines.build(index, plain_keys)
     asked = [q.question for q in benchmark.questions]
-    vectors = embedder.embed(asked) if asked else None
+    vectors = embedder.embed([index.names.query_text(q) for q in asked]) if asked else None  # as recall does
     flat_vectors = flat_embedder.embed(asked) if asked else None
     methods: dict[str, Callable[[Question, Array], tuple[Array, int]]] = {}
 
@@ -227,7 +227,10 @@ def ablations(
         "no_time_filter": (index, settings, Switches(time_filter=False)),
         "no_key_expansion": (unexpanded, settings, Switches()),
         "no_consolidation": (without_consolidation(index), settings, Switches()),
-        "no_next_prev": (index, settings.model_copy(update={"next_weight": 0.0}), Switches()),
+        "no_next_prev": (index, settings.model_copy(update={"next_weight": 0.0, "reply_weight": 0.0}), Switches()),
+        "no_reply_link": (index, settings.model_copy(update={"reply_weight": 0.0}), Switches()),
+        "no_second_hop": (index, settings, Switches(second_hop=False)),
+        "no_speaker_tags": (index, settings, Switches(speakers=False)),
         "no_hub_control": (replace(index, cue_hub=np.zeros_like(index.cue_hub)), settings, Switches()),
         "no_dense": (index, settings, Switches(dense=False)),
         "no_lexical": (index, settings, Switches(lexical=False)),

@@ -3,20 +3,21 @@ conversation tag whether to bring more of that conversation into the context or 
 
     expand(view, ranking, chosen, question, settings, llm, on_call) -> (Ranking or None, ExpandOutcome)
 
-One chat completion per recall (plus the client's retries on transient errors), with the extraction settings
+One chat completion per recall (plus retries on rate limits and server errors), with the extraction settings
 (`extract.llm`, clients/llm.py) and a typed answer (contracts.memory.ExpandResponse, strict JSON schema). Every
 attempt goes to `on_call` as an llm_calls row (segment_id `recall:<question hash>`). The deterministic default
 is "stop" everywhere (the first pass stands): used when no LLM is configured, and when the answer is unusable
 (an API error, not JSON, not the contract, a tag that was not asked about), with the reason logged and kept in
-ExpandOutcome.fallback_reason. An expanded tag's best activated messages not yet in the context move to the
-top of the ranking (at most `memory.expand_pieces` per tag); the budget still bounds the context.
+ExpandOutcome.fallback_reason. An endpoint that cannot be reached (refused, timed out) is tried once per
+process: the first failure is logged once, and every later recall falls back at once, sending nothing.
+An expanded tag's best activated messages not yet in the context move to the top of the ranking (at most
+`memory.expand_pieces` per tag); the budget still bounds the context.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -24,13 +25,12 @@ import numpy as np
 import openai
 from pydantic import ValidationError
 
-from clients.llm import Reply, describe, is_transient, make_client, retry_delay, send
-from clients.retry import retrying
+from clients.llm import Breaker, RecordedCall, Reply, describe, endpoint, is_transient, make_client, usage_fields
 from contracts.memory import ExpandDecision, ExpandOutcome, ExpandRequest, ExpandResponse, ExpandTag
 from contracts.settings import LLMSettings, MemorySettings
 from memory.index import MemoryIndex
 from memory.recall import Ranking
-from staging.llm_calls import CallRecorder, CallStatus, LLMCall
+from staging.llm_calls import CallRecorder, CallStatus
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,16 @@ SYSTEM = (
 
 
 class Unusable(Exception):
-    """The LLM's answer cannot be used (the reason is one line)."""
+    """The LLM's answer cannot be used (the reason is one line); `quiet`: already said, not logged again."""
+
+    def __init__(self, reason: str, *, quiet: bool = False) -> None:
+        super().__init__(reason)
+        self.quiet = quiet
+
+
+# Endpoints that failed to connect, for the life of the process (an MCP server, an eval over many questions):
+# every later recall falls back at once instead of paying the connect failure or the timeout again.
+DOWN = Breaker()
 
 
 def top_tags(index: MemoryIndex, ranking: Ranking, chosen: list[int], k: int) -> list[tuple[int, ExpandTag]]:
@@ -122,53 +131,28 @@ def parse(reply: Reply, request: ExpandRequest) -> list[ExpandDecision]:
 
 
 def ask(llm: LLMSettings, request: ExpandRequest, on_call: CallRecorder | None) -> list[ExpandDecision]:
-    """One chat completion (retried on transient errors only), every attempt recorded; Unusable on failure."""
-    client = make_client(llm)
-    body = body_for(llm, request)
+    """One chat completion, every attempt recorded; Unusable on failure. Rate limits and server errors are
+    retried; a connection failure is not, and marks the endpoint down for the rest of the process (DOWN)."""
+    if (reason := DOWN.down(llm)) is not None:
+        raise Unusable(f"the LLM endpoint {endpoint(llm)} failed earlier in this process ({reason})", quiet=True)
     key = hashlib.sha256(request.model_dump_json().encode()).hexdigest()[:16]
-    started = time.monotonic()
-    attempts = 0
-
-    def record(status: CallStatus, attempt: int, **values: Any) -> None:
-        if on_call is not None:
-            on_call(
-                LLMCall(
-                    segment_id=f"recall:{key}",
-                    cache_key=f"{key}:{llm.model}:{PROMPT_VERSION}",
-                    attempt=attempt,
-                    api="chat",
-                    model=llm.model,
-                    reasoning_effort=llm.reasoning_effort,
-                    request={"model": llm.model, "messages": body["messages"], "prompt_version": PROMPT_VERSION},
-                    status=status,
-                    latency_s=round(time.monotonic() - started, 4),
-                    **values,
-                )
-            )
-
-    def attempt_once(attempt: int) -> Reply:
-        nonlocal started, attempts
-        started, attempts = time.monotonic(), attempt
-        return send(client, "chat", body)
-
-    def failed(error: BaseException, attempt: int, will_retry: bool) -> None:
-        record("transient_error" if is_transient(error) else "error", attempt, error=describe(error))
-
+    body = body_for(llm, request)
+    call = RecordedCall(
+        llm,
+        segment_id=f"recall:{key}",
+        cache_key=f"{key}:{llm.model}:{PROMPT_VERSION}",
+        request={"model": llm.model, "messages": body["messages"], "prompt_version": PROMPT_VERSION},
+        on_call=on_call,
+    )
     try:
-        reply = retrying(
-            attempt_once,
-            transient=is_transient,
-            delay=lambda error, attempt: retry_delay(error, attempt, llm),
-            max_retries=llm.max_retries,
-            on_error=failed,
-        )
+        reply = call.send(make_client(llm), body, retry=retried, breaker=DOWN)
+    except openai.APIConnectionError as exc:  # the first one in this process: said once, then never asked again
+        raise Unusable(
+            f"the LLM endpoint {endpoint(llm)} cannot be reached ({describe(exc)}): not asked again in this"
+            " process, every recall keeps its first pass (restart to try it again)"
+        ) from None
     except openai.OpenAIError as exc:
         raise Unusable(f"the LLM call failed: {describe(exc)}") from None
-    usage = {
-        "prompt_tokens": reply.usage.prompt_tokens,
-        "completion_tokens": reply.usage.completion_tokens,
-        "reasoning_tokens": reply.usage.reasoning_tokens,
-    }
     raw = reply.text if reply.text is not None else reply.refusal
     try:
         decisions = parse(reply, request)
@@ -177,10 +161,16 @@ def ask(llm: LLMSettings, request: ExpandRequest, on_call: CallRecorder | None) 
         status: CallStatus = (
             "refused" if reply.refusal else "invalid_json" if not text.startswith("{") else "schema_violation"
         )
-        record(status, attempts, raw_response=raw, error=str(exc), **usage)
+        call.record(status, raw_response=raw, error=str(exc), **usage_fields(reply))
         raise
-    record("ok", attempts, raw_response=raw, **usage)
+    call.record("ok", raw_response=raw, **usage_fields(reply))
     return decisions
+
+
+def retried(error: BaseException) -> bool:
+    """Transient errors but connection failures: a recall waits on a live server's 429 or 5xx, never on a dead
+    one (the retries against a refused port cost 15-20 s per recall)."""
+    return is_transient(error) and not isinstance(error, openai.APIConnectionError)
 
 
 def apply(
@@ -236,7 +226,8 @@ def expand(
     try:
         decisions = ask(llm, request, on_call)
     except Unusable as exc:
-        log.warning("recall - expand-or-stop: %s; keeping the first pass", exc)
+        if not exc.quiet:
+            log.warning("recall - expand-or-stop: %s; keeping the first pass", exc)
         reason = str(exc)
         return None, ExpandOutcome(
             decided_by="default", decisions=stop_everywhere(tags, "fallback: " + reason[:280]), fallback_reason=reason

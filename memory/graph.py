@@ -30,6 +30,7 @@ from typing import Any
 
 from contracts.settings import MemorySettings
 from memory.consolidate import consolidate, dedupe
+from memory.names import NAMED_ROLES, Names
 from memory.text import estimate_tokens, term_set, terms, top_terms
 from staging.memory import ContentRow, CueRow, EdgeRow, MemoryGraph, TagRow
 
@@ -73,7 +74,7 @@ class BuildReport:
 
 def speaker(role: str, author: str | None) -> str:
     """Who said it, as the key text names them: a person's name when the export has one, else the role."""
-    if author and role in ("user", "other"):
+    if author and role in NAMED_ROLES:
         return author
     return role
 
@@ -82,10 +83,14 @@ def key_base(message: MessageInput) -> str:
     return f"{speaker(message.role, message.author)}: {message.text}"
 
 
-def dense_key(row: ContentRow, text: str) -> str:
-    """What the key embedder reads for a content node: who said it and what (no cue names: a sentence model
-    reads sentences)."""
-    return f"{speaker(row.role, row.author)}: {text}"
+def dense_key(role: str, author: str | None, text: str, names: Names) -> str:
+    """What the key embedder reads for a message: what was said, without the memory's speaker names
+    (memory/names.py: a sentence model reads a name as meaning); a message by no named person keeps its role as
+    the prefix ("user: ..."). No cue names: a sentence model reads sentences."""
+    who = speaker(role, author)
+    if author and who == author:
+        return names.mask(text)
+    return f"{who}: {names.mask(text)}"
 
 
 @dataclass(slots=True)
@@ -121,11 +126,14 @@ class GraphBuilder:
         self.concept_hubs: set[str] = set()
         self.hub_floor = 0.0
         self.started = False  # pass 2 begun: the message count and concept hubs are final
+        self.authors: set[str] = set()  # the named speakers (memory/names.py), counted in pass 1
 
     def count(self, message: MessageInput) -> None:
         """Pass 1: the global frequencies (a message is counted once)."""
         self.n += 1
         self.term_df.update(term_set(message.text))
+        if message.author and message.role in NAMED_ROLES:
+            self.authors.add(message.author)
         self.df.update(self.evidence.get(message.uuid, {}).keys())
 
     def _start(self) -> None:
@@ -222,6 +230,10 @@ class GraphBuilder:
         ]
         tags = [TagRow(t, *self.tag_labels[t], self.tag_members[t]) for t in sorted(self.tag_labels)]
         return cues, tags, self.report
+
+    def names(self) -> Names:
+        """The memory's speaker names (complete once every message is counted)."""
+        return Names.of(self.authors)
 
     def hubs(self) -> set[str]:
         return {c for c, count in self.df.items() if count > self.hub_floor}

@@ -31,6 +31,7 @@ from contracts.facts import FactRecord
 from contracts.settings import Settings
 from memory.dense_lists import PrepassTables
 from memory.graph import dense_key
+from memory.names import NAMED_ROLES, Names, speaker_names
 from memory.session import SessionKeys, build_session_keys
 from memory.text import BM25, terms
 from staging import embeddings as vectors
@@ -94,6 +95,9 @@ class MemoryIndex:
     texts: Mapping[str, str] = field(default_factory=dict)  # a dict, or memory.index_store.ArchiveTexts
     position: dict[str, int] = field(default_factory=dict)
 
+    names: Names = field(default_factory=Names)  # the speakers' names, masked out of what the embedder reads
+    speaker: Array | None = None  # per content: its speaker's position in `names.names`, -1 when unnamed
+    asks: Array | None = None  # per content: it asks something (a '?'): its NEXT is the reply
     sessions: SessionKeys | None = None  # one key per conversation (memory/session.py)
     coarse: Array | None = None  # n x 64 projection of `dense` (large memories only), see `similarity`
     projection: Array | None = None  # 384 x 64
@@ -191,6 +195,8 @@ def build_index(
     )
     prev = np.full(len(rows), -1, dtype=np.int64)
     nxt = np.full(len(rows), -1, dtype=np.int64)
+    names = speaker_names((c.role, c.author) for c in rows)
+    speaker_of = {n: i for i, n in enumerate(names.names)}
     along = sorted(range(len(rows)), key=lambda i: (rows[i].conversation_id, rows[i].seq, ids[i]))
     for a, b in pairwise(along):
         if rows[a].conversation_id == rows[b].conversation_id:
@@ -226,6 +232,9 @@ def build_index(
         titles=titles or {},
         texts=texts or {},
         position=position,
+        names=names,
+        asks=np.array(["?" in c.key_text or "？" in c.key_text for c in rows], dtype=bool),
+        speaker=np.array([speaker_of.get(c.author or "", -1) if c.role in NAMED_ROLES else -1 for c in rows], np.int64),
         sessions=build_session_keys(
             [c.key_text for c in rows], [c.role for c in rows], conversation, len(conversation_ids), dense, key_roles
         ),
@@ -271,10 +280,15 @@ def load_index(
     dense = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     have = np.zeros(len(ids), dtype=bool)
     wanted = np.array([embeds_role(settings, r.role) for r in rows], dtype=bool)
+    names = speaker_names((r.role, r.author) for r in rows)
+
+    def key_of(i: int) -> str:
+        return dense_key(rows[i].role, rows[i].author, texts.get(ids[i], ""), names)
+
     keyed_rows = [int(i) for i in np.flatnonzero(wanted)]
     for start in range(0, len(keyed_rows), VECTOR_CHUNK):  # a chunk at a time: no second copy of every vector
         chunk = keyed_rows[start : start + VECTOR_CHUNK]
-        hashes = [vectors.text_hash(dense_key(rows[i], texts.get(ids[i], ""))) for i in chunk]
+        hashes = [vectors.text_hash(key_of(i)) for i in chunk]
         cached = vectors.load_vectors(staging, embedder.key, hashes)
         for i, h in zip(chunk, hashes, strict=True):
             if h in cached:
@@ -282,7 +296,7 @@ def load_index(
                 have[i] = True
     missing = [int(i) for i in np.flatnonzero(wanted & ~have)]
     if missing:  # content the stages did not cover (no segment, another model): embedded here, in memory
-        keyed = [dense_key(rows[i], texts.get(ids[i], "")) for i in missing]
+        keyed = [key_of(i) for i in missing]
         dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or settings.embed.batch_size)
     titles = inputs.conversation_titles(archive)
     edges = (

@@ -1,12 +1,14 @@
 """Active recall: query -> cues -> tags -> content over a MemoryIndex, then a context within a token budget.
 
 Spreading activation, depth <= 3 (query -> cue -> tag -> content):
-  1. the query reaches content directly (BM25 over cue-expanded keys, and the embedding of the query against
-     each key) and reaches cues (BM25 over cue names; a cue's activation is scaled by its IDF, so hubs count
-     little); cues whose activation is below θ x the best cue's are pruned;
-  2. cues pass activation to their content (cue -> content weights);
-  3. every conversation and day tag pools the activation of its best content (and what cues send it
-     directly); tags below θ x the best tag are pruned; the rest feed their pooled activation back to all their
+  1. the query reaches content directly (BM25 over cue-expanded keys, and the embedding of the query, the
+     speakers' names masked, against each key) and reaches cues (BM25 over cue names; a cue's activation is
+     scaled by its IDF, so hubs count little); cues whose activation is below θ x the best cue's are pruned;
+     the speaker tags the query names (memory/names.py) weigh their content up;
+  2. the first hop's best content spreads through its own cues to the other content they link (the second
+     hop), and every content passes some activation along NEXT/PREV (more to the reply of a question);
+  3. every conversation and day tag pools the activation of its best content (and what the query's cues send
+     it); tags below θ x the best tag are pruned; the rest feed their pooled activation back to all their
      content as a prior, decayed by w = exp(-λ·Δt) with Δt measured from `at` (never the wall clock).
 An explicit time expression in the query ("last month") moves content outside its range down (never out).
 Content said after `at`, or outside the scope, never takes part.
@@ -26,6 +28,7 @@ from contracts.memory import ActivationStep, RecallPiece, RecallRequest, RecallR
 from contracts.settings import MemorySettings
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
+from memory.names import Names
 from memory.session import session_activation, unit
 from memory.text import terms
 from memory.timeexpr import TimeRange, find_range, range_factor
@@ -33,6 +36,7 @@ from memory.timeexpr import TimeRange, find_range, range_factor
 log = logging.getLogger(__name__)
 
 DAY_S = 86400.0
+HOP_SEEDS = 5  # the first hop's best content that spreads through its cues (memory.recall.second_hop)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +51,8 @@ class Switches:
     lexical: bool = True
     facts: bool = True  # the garden's facts: current statements first (memory/fact_boost.py)
     session_keys: bool = True  # a conversation read as one key (memory/session.py); off: its best turns only
+    speakers: bool = True  # the speaker tags a query names (memory/names.py)
+    second_hop: bool = True  # the best content's cues -> more content
 
 
 @dataclass
@@ -140,15 +146,23 @@ def rank(
     )
     role_weight = by_role[index.role_code]
     base = (
-        settings.lexical_weight * lexical + settings.dense_weight * dense + settings.cue_weight * cue_scores
+        settings.lexical_weight * lexical + settings.dense_weight * dense + settings.cue_content_weight * cue_scores
     ) * role_weight
+    if switches.speakers and settings.speaker_prior > 0 and index.speaker is not None:
+        base = base * speaker_prior(index, query, settings.speaker_prior)
     base[~mask] = 0.0
-    if settings.next_weight > 0 and index.size:  # one hop along NEXT/PREV: the turn beside a match
+    if switches.cues and switches.second_hop and settings.hop_weight > 0 and len(index.cue_ids):
+        base = (base + settings.hop_weight * second_hop(index, base, mask, settings)).astype(np.float32)
+    if max(settings.next_weight, settings.reply_weight) > 0 and index.size:
+        # one hop along NEXT/PREV: the turn beside a match; the reply to a question gets more of the question's
         beside = np.zeros(index.size, np.float32)
         has_prev, has_next = index.prev >= 0, index.next >= 0
-        beside[has_prev] = base[index.prev[has_prev]]
-        beside[has_next] = np.maximum(beside[has_next], base[index.next[has_next]])
-        base = base + settings.next_weight * np.where(mask, beside, 0.0).astype(np.float32)
+        before = index.prev[has_prev]
+        asked = index.asks[before] if index.asks is not None else np.zeros(len(before), dtype=bool)
+        reply = max(settings.reply_weight, settings.next_weight)
+        beside[has_prev] = base[before] * np.where(asked, reply, settings.next_weight)
+        beside[has_next] = np.maximum(beside[has_next], settings.next_weight * base[index.next[has_next]])
+        base = base + np.where(mask, beside, 0.0).astype(np.float32)
     tag = np.zeros(index.size, np.float32)
     conversation_activation = np.zeros(len(index.conversation_ids), np.float32)
     if switches.tags and mask.any() and settings.max_depth >= 3:
@@ -212,6 +226,34 @@ def rank(
         at=datetime.fromtimestamp(at_s, UTC) if at_s is not None else None,
         candidates=int(mask.sum()),
     )
+
+
+def second_hop(index: MemoryIndex, base: Array, mask: Array, settings: MemorySettings) -> Array:
+    """Spreading activation's second hop (0..1 per content): the first hop's best content (`HOP_SEEDS`, by their
+    direct scores) activates its cues (weighted by the seed's score and the cue's IDF; hubs spread nothing; below
+    θ x the best cue pruned), and those cues activate the content they link. A fact split over two turns that
+    share an anchor ("my home country" ... "my home country, Sweden") is reached through it."""
+    candidates = np.flatnonzero(mask & (base > 0))
+    if not len(candidates):
+        return np.zeros(index.size, np.float32)
+    seeds = candidates[np.argsort(-base[candidates], kind="stable")[:HOP_SEEDS]]
+    cues = np.asarray(index.content_cue[seeds].T @ (base[seeds] / base[seeds].max())).ravel() * index.cue_idf
+    cues[index.cue_hub] = 0.0
+    if cues.max() <= 0:
+        return np.zeros(index.size, np.float32)
+    cues = cues / cues.max()
+    cues[cues < settings.theta] = 0.0
+    return unit(np.asarray(index.content_cue @ cues.astype(np.float32)).ravel(), mask)
+
+
+def speaker_prior(index: MemoryIndex, query: str, weight: float) -> Array | float:
+    """The speaker tags the query names, fed to their content: what a named person said counts 1 + weight times
+    (a prior on the direct evidence, not evidence itself: a turn that matches nothing stays at nothing)."""
+    named = index.names.named_in(query)
+    if not named or index.speaker is None:
+        return 1.0
+    codes = [index.names.names.index(n) for n in named]
+    return np.where(np.isin(index.speaker, codes), 1.0 + weight, 1.0).astype(np.float32)
 
 
 def _prune(pooled: Array, theta: float) -> Array:
@@ -318,14 +360,15 @@ def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, sett
     )
 
 
-def embed_query(embedder: Embedder, query: str) -> Any:
-    return embedder.embed([query])[0]
+def embed_query(embedder: Embedder, query: str, names: Names) -> Any:
+    """The query's vector, as the keys were embedded: the memory's speaker names masked (memory/names.py)."""
+    return embedder.embed([names.query_text(query)])[0]
 
 
 def recall(
     index: MemoryIndex, embedder: Embedder | None, request: RecallRequest, settings: MemorySettings
 ) -> RecallResult:
     """The entry point an agent (CLI, MCP server) calls: a reconstructed context for one question."""
-    vector = embed_query(embedder, request.query) if embedder is not None else None
+    vector = embed_query(embedder, request.query, index.names) if embedder is not None else None
     ranking = rank(index, request.query, vector, request, settings, limit=max(8 * request.max_pieces, 1000))
     return to_result(index, request, ranking, settings)

@@ -66,7 +66,7 @@ class Memory:
         empty answer that looks like "nothing was ever said about it"."""
         check_scope(self.index, request)
         settings = self.settings.memory
-        vector = embed_query(self.embedder, request.query)
+        vector = embed_query(self.embedder, request.query, self.index.names)
         view, ranking, _ = ranked(self.index, request.query, vector, request, settings, limit=limit(request))
         result = to_result(view, request, ranking, settings)
         facts, changes = question_facts(self.index, request)

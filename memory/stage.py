@@ -21,8 +21,9 @@ from clients.embedders import Embedder
 from clients.progress import ProgressFactory
 from contracts.results import StageResult
 from contracts.settings import Settings
-from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, key_base
+from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
 from memory.index import embeds_role, key_embedder
+from memory.names import Names
 from staging import memory as store
 from staging import memory_inputs as inputs
 from staging.segments import archive_fingerprint
@@ -88,7 +89,7 @@ def run(
                 notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
             writer.finish({"hubs": report.hubs, "topic_run": topic_run, "notes": notes})
             written = dict(writer.counts)
-        embedded = _embed_keys(archive, staging, run_id, settings, embedder, progress, batch_messages)
+        embedded = _embed_keys(archive, staging, run_id, settings, builder.names(), embedder, progress, batch_messages)
         counts = {
             "content": written["content"] - written["merged"],
             "merged_nodes": report.merged_groups,
@@ -129,15 +130,17 @@ def _embed_keys(
     staging: sqlite3.Connection,
     run_id: str,
     settings: Settings,
+    names: Names,
     embedder: Embedder | None,
     progress: ProgressFactory | None,
     batch_messages: int,
 ) -> EmbedCounts:
-    """Pass 3: every message content node's dense key in staging's vector cache, a batch at a time."""
+    """Pass 3: every message content node's dense key (memory.graph.dense_key: the speakers' names masked) in
+    staging's vector cache, a batch at a time."""
     embedded = EmbedCounts()
     model: Embedder | None = None
     for batch in _batches(_messages(archive), batch_messages):
-        keys = [key_base(m) for m in batch if embeds_role(settings, m.role)]
+        keys = [dense_key(m.role, m.author, m.text, names) for m in batch if embeds_role(settings, m.role)]
         if not keys:
             continue
         model = model or embedder or key_embedder(settings)

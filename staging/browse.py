@@ -85,10 +85,12 @@ ARCHIVE_QUERIES: dict[str, dict[str, str]] = {
     },
     "search_messages": {
         "title": "Search messages",
-        "description": 'Full-text search over message text (FTS5 syntax: words, "a phrase", prefix*, OR, NOT).',
+        "description": 'Full-text search over message text (FTS5 syntax: words, "a phrase", prefix*, OR, NOT;'
+        " text that is not valid FTS5, like c++ or a:b, searches for its words).",
         "sql": "SELECT m.uuid, m.conversation_id, m.role, m.created_at,"
         " snippet(messages_fts, 0, '[', ']', '…', 16) AS snippet FROM messages_fts"
-        " JOIN messages m ON m.rowid = messages_fts.rowid WHERE messages_fts MATCH :q ORDER BY rank LIMIT 100",
+        " JOIN messages m ON m.rowid = messages_fts.rowid WHERE messages_fts MATCH chatmem_match(:q)"
+        " ORDER BY rank LIMIT 100",
     },
 }
 

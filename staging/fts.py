@@ -8,14 +8,19 @@ It changes in the same transaction as the messages, so the index cannot lag the 
   trigger did the same at twice the ingest time (benchmarks/bench_fts.py: FTS5 is far cheaper fed in bulk);
 - changed text and deleted messages: the triggers below (rare: a newer dump that edits a message).
 
-Datasette finds the index on its own (a search box on the messages table) and `search_messages` answers the
-same query from Python. The archive's schema migration v2 creates the table and triggers and indexes the rows
-an older archive already holds, once. A rowid of `messages` can change only on VACUUM (its key is a TEXT
+Datasette finds the index on its own (a search box on the messages table; Datasette quotes what is typed
+there) and `search_messages` answers the same query from Python. Text a person types goes through
+`match_expression` (FTS5 syntax when valid, else the words quoted): the canned query "Search messages" calls
+it from SQL as `chatmem_match(:q)`, registered on each connection (`register`).
+
+The archive's schema migration v2 creates the table and triggers and indexes the rows an older archive
+already holds, once. A rowid of `messages` can change only on VACUUM (its key is a TEXT
 uuid): after a VACUUM run `rebuild(conn)`.
 """
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from typing import Any
 
@@ -71,18 +76,44 @@ def index_new(conn: sqlite3.Connection, after: int) -> None:
     conn.execute("INSERT INTO messages_fts (rowid, text) SELECT rowid, text FROM messages WHERE rowid > ?", (after,))
 
 
-def search_messages(conn: sqlite3.Connection, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
-    """Messages matching an FTS5 query, best match first, with a highlighted snippet.
+# A probe with the index's column name, empty: FTS5 parses a query (and raises on a malformed one) whether or not
+# a row exists, so it tells whether text is a query without touching the archive.
+_PROBE = "CREATE VIRTUAL TABLE probe USING fts5(text)"
+MATCH_FUNCTION = "chatmem_match"  # the SQL name of match_expression (see `register`)
 
-    The query is FTS5 syntax (words, "a phrase", prefix*, AND/OR/NOT); a malformed one raises
-    sqlite3.OperationalError, which callers turn into a usage error.
-    """
+
+@functools.lru_cache(maxsize=512)
+def match_expression(text: str) -> str:
+    """What MATCH gets for text a person typed: the text itself when it is a valid FTS5 query (words,
+    "a phrase", prefix*, AND/OR/NOT, NEAR, text:word), else each whitespace-separated term as a quoted string,
+    so that `c++`, `foo"`, `a:b`, `e-mail` or a lone `AND` search for those words instead of raising an SQL
+    error. Quoted terms must all occur (FTS5's implicit AND); no term at all matches nothing."""
+    probe = sqlite3.connect(":memory:")
+    try:
+        probe.execute(_PROBE)
+        probe.execute("SELECT 1 FROM probe WHERE probe MATCH ?", (text,)).fetchall()
+        return text
+    except sqlite3.Error:
+        return " ".join('"' + term.replace('"', '""') + '"' for term in text.split()) or '""'
+    finally:
+        probe.close()
+
+
+def register(conn: sqlite3.Connection) -> None:
+    """Make `chatmem_match(text)` (match_expression) callable from SQL on this connection: the canned search
+    query of `chatmem inspect` (staging/browse.py) reads `messages_fts MATCH chatmem_match(:q)`."""
+    conn.create_function(MATCH_FUNCTION, 1, match_expression, deterministic=True)
+
+
+def search_messages(conn: sqlite3.Connection, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
+    """Messages matching what a person typed (FTS5 syntax when it is valid, else its words: match_expression),
+    best match first, with a highlighted snippet."""
     rows = conn.execute(
         "SELECT m.uuid, m.conversation_id, m.role, m.created_at,"
         " snippet(messages_fts, 0, '[', ']', '…', 12) AS snippet"
         " FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid"
         " WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?",
-        (query, limit),
+        (match_expression(query), limit),
     )
     names = [c[0] for c in rows.description]
     return [dict(zip(names, row, strict=True)) for row in rows]

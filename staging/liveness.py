@@ -102,10 +102,15 @@ def resume_command(run_id: str, stages_left: list[str], selected: list[str]) -> 
 
 
 def mark_interrupted(
-    conn: sqlite3.Connection, run_id: str, stage: str | None = None, failed_since: str | None = None
+    conn: sqlite3.Connection,
+    run_id: str,
+    stage: str | None = None,
+    failed_since: str | None = None,
+    by: str = "Ctrl-C",
 ) -> None:
-    """Record a Ctrl-C: this process's rows of the run that still say running become interrupted, and with
-    `failed_since` (the signal's time) also those marked failed since then by a failure the signal caused."""
+    """Record a Ctrl-C (or the signal `by` names): this process's rows of the run that still say running become
+    interrupted, and with `failed_since` (the signal's time) also those marked failed since then by a failure the
+    signal caused."""
     pid, host = here()
     now = datetime.now(UTC).isoformat()
     hint = f"chatmem stage {stage} --run-id {run_id}"
@@ -117,13 +122,13 @@ def mark_interrupted(
             "UPDATE stage_runs SET status = 'interrupted', finished_at = ?, error = ?, rerun_hint = ?"
             f" WHERE run_id = ? AND status IN {statuses} AND pid = ? AND host = ?"
             " AND (status = 'running' OR finished_at >= ?)",
-            (now, f"{INTERRUPT_PREFIX}: stopped by Ctrl-C", hint, run_id, pid, host, since),
+            (now, f"{INTERRUPT_PREFIX}: stopped by {by}", hint, run_id, pid, host, since),
         )
         conn.execute(
             "UPDATE runs SET status = 'interrupted', finished_at = ?, error = ?"
             f" WHERE id = ? AND status IN {statuses} AND pid = ? AND host = ?"
             " AND (status = 'running' OR finished_at >= ?)",
-            (now, f"{INTERRUPT_PREFIX}: stopped by Ctrl-C in stage {stage}", run_id, pid, host, since),
+            (now, f"{INTERRUPT_PREFIX}: stopped by {by} in stage {stage}", run_id, pid, host, since),
         )
         conn.execute("COMMIT")
     except BaseException:

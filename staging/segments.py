@@ -278,6 +278,22 @@ def count_current(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM segments WHERE retired_run_id IS NULL").fetchone()[0])
 
 
+def members_of(conn: sqlite3.Connection, segment_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The ordered message ids of the given segments (500 per query)."""
+    wanted = list(dict.fromkeys(segment_ids))
+    found: dict[str, list[str]] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT segment_id, message_id FROM segment_messages WHERE segment_id IN ({marks})"
+            " ORDER BY segment_id, position",
+            chunk,
+        ):
+            found.setdefault(str(row[0]), []).append(str(row[1]))
+    return {segment: tuple(messages) for segment, messages in found.items()}
+
+
 def messages_by_id(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:
     """uuid, role, text, created_at, conversation title of the given messages (500 per query)."""
     wanted = list(dict.fromkeys(ids))

@@ -107,6 +107,18 @@ def write_run(
     points: Sequence[tuple[str, float, float, int]] = (),
 ) -> None:
     """Replace everything this run's cluster stage wrote, in one transaction (a re-run is idempotent)."""
+    with Transaction(conn):
+        _replace_run(conn, run_id, summary, topics, links, points)
+
+
+def _replace_run(
+    conn: sqlite3.Connection,
+    run_id: str,
+    summary: Mapping[str, Any],
+    topics: Sequence[Mapping[str, Any]],
+    links: Sequence[tuple[str, str, int, str, float, str]],
+    points: Sequence[tuple[str, float, float, int]],
+) -> None:
     row = dict(summary)
     for name in ("params", "seconds"):
         row[name] = json.dumps(row.get(name)) if row.get(name) is not None else None
@@ -116,37 +128,34 @@ def write_run(
         *("validity", "params", "seconds", "notes"),
     )
     values = [run_id, *(row.get(c) for c in columns[1:])]
-    with Transaction(conn):
-        for table in RUN_TABLES:
-            conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
-        conn.execute(
-            f"INSERT INTO cluster_runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values
-        )
-        conn.executemany(
-            "INSERT INTO topics (run_id, topic, topic_uid, label, size, keywords, representatives)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    run_id,
-                    t["topic"],
-                    t["topic_uid"],
-                    t["label"],
-                    t["size"],
-                    json.dumps(t["keywords"]),
-                    json.dumps(t["representatives"]),
-                )
-                for t in topics
-            ],
-        )
-        conn.executemany(
-            "INSERT INTO topic_links (run_id, kind, item_id, topic, topic_uid, weight, source)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, *link) for link in links],
-        )
-        conn.executemany(
-            "INSERT INTO cluster_points (run_id, segment_id, x, y, topic) VALUES (?, ?, ?, ?, ?)",
-            [(run_id, *p) for p in points],
-        )
+    for table in RUN_TABLES:
+        conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+    conn.execute(f"INSERT INTO cluster_runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values)
+    conn.executemany(
+        "INSERT INTO topics (run_id, topic, topic_uid, label, size, keywords, representatives)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                t["topic"],
+                t["topic_uid"],
+                t["label"],
+                t["size"],
+                json.dumps(t["keywords"]),
+                json.dumps(t["representatives"]),
+            )
+            for t in topics
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO topic_links (run_id, kind, item_id, topic, topic_uid, weight, source)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(run_id, *link) for link in links],
+    )
+    conn.executemany(
+        "INSERT INTO cluster_points (run_id, segment_id, x, y, topic) VALUES (?, ?, ?, ?, ?)",
+        [(run_id, *p) for p in points],
+    )
 
 
 def write_trials(conn: sqlite3.Connection, run_id: str, study: str, trials: Sequence[Mapping[str, Any]]) -> None:
@@ -245,3 +254,143 @@ def study_trials(conn: sqlite3.Connection, study: str) -> list[dict[str, Any]]:
     )
     # sqlite3.Row iterates values, not names: keys() is needed here
     return [{**{k: r[k] for k in r.keys()}, "params": json.loads(r["params"])} for r in rows]  # noqa: SIM118
+
+
+# ---------------------------------------------------------------- incremental runs (cluster/assign.py)
+
+
+def base_run(conn: sqlite3.Connection, before: str, model: str) -> dict[str, Any] | None:
+    """The newest clustered run under `model` older than run `before`: what an incremental run builds on."""
+    if not has_topics(conn):
+        return None
+    row = conn.execute(
+        "SELECT run_id FROM cluster_runs WHERE run_id < ? AND status = 'clustered' AND model = ?"
+        " ORDER BY run_id DESC LIMIT 1",
+        (before, model),
+    ).fetchone()
+    return None if row is None else run_summary(conn, str(row[0]))
+
+
+def segments_since(conn: sqlite3.Connection, model: str, run_id: str) -> list[str]:
+    """Current segments whose vector under `model` was (re)pointed by a run after `run_id`: new or changed since
+    (embedding_items keeps a row's run id while its content is unchanged). Sorted by id."""
+    rows = conn.execute(
+        "SELECT e.item_id FROM embedding_items e JOIN segments s ON s.segment_id = e.item_id"
+        " WHERE e.kind = 'segment' AND e.model = ? AND e.run_id > ? AND s.retired_run_id IS NULL ORDER BY e.item_id",
+        (model, run_id),
+    )
+    return [str(r[0]) for r in rows]
+
+
+def segments_retired_since(conn: sqlite3.Connection, run_id: str) -> int:
+    """Segments that existed at run `run_id` and were retired by a later run."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM segments WHERE retired_run_id > ? AND run_id <= ?", (run_id, run_id)
+    ).fetchone()
+    return int(row[0])
+
+
+def current_segment_ids(conn: sqlite3.Connection, segment_ids: Sequence[str]) -> list[str]:
+    """Those of `segment_ids` that are current segments."""
+    found: list[str] = []
+    for start in range(0, len(segment_ids), 500):
+        chunk = list(segment_ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        found += [
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT segment_id FROM segments WHERE retired_run_id IS NULL AND segment_id IN ({marks})", chunk
+            )
+        ]
+    return found
+
+
+def count_links(conn: sqlite3.Connection, run_id: str, kind: str) -> int:
+    row = conn.execute("SELECT COUNT(*) FROM topic_links WHERE run_id = ? AND kind = ?", (run_id, kind)).fetchone()
+    return int(row[0])
+
+
+def current_points(conn: sqlite3.Connection, model: str) -> int:
+    """Current segments with a vector under `model`."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM segments s JOIN embedding_items e ON e.kind = 'segment' AND e.item_id = s.segment_id"
+        " AND e.model = ? WHERE s.retired_run_id IS NULL",
+        (model,),
+    ).fetchone()
+    return int(row[0])
+
+
+def concepts_to_place(conn: sqlite3.Connection, model: str, base: str) -> tuple[list[str], int]:
+    """Concepts an incremental run must (re)place: live (not merged) ones with a vector under `model` that run
+    `base` did not link, or whose vector changed since; and how many live concepts have no vector at all."""
+    rows = conn.execute(
+        "SELECT c.concept_id, e.run_id, EXISTS (SELECT 1 FROM topic_links l WHERE l.run_id = ? AND l.kind = 'concept'"
+        " AND l.item_id = c.concept_id) FROM concepts c LEFT JOIN embedding_items e ON e.kind = 'concept'"
+        " AND e.item_id = c.concept_id AND e.model = ? WHERE c.merged_into IS NULL ORDER BY c.concept_id",
+        (base, model),
+    ).fetchall()
+    place = [str(r[0]) for r in rows if r[1] is not None and (str(r[1]) > base or not r[2])]
+    return place, sum(1 for r in rows if r[1] is None)
+
+
+def kept_segment_sizes(conn: sqlite3.Connection, base: str, replaced: Sequence[str]) -> dict[int, int]:
+    """Per topic of run `base`: its segment links that an incremental run keeps (segment still current, not in
+    `replaced`)."""
+    sizes = {
+        int(r[0]): int(r[1])
+        for r in conn.execute(
+            "SELECT l.topic, COUNT(*) FROM topic_links l JOIN segments s ON s.segment_id = l.item_id"
+            " WHERE l.run_id = ? AND l.kind = 'segment' AND s.retired_run_id IS NULL GROUP BY l.topic",
+            (base,),
+        )
+    }
+    for start in range(0, len(replaced), 500):
+        chunk = list(replaced[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT topic FROM topic_links WHERE run_id = ? AND kind = 'segment' AND item_id IN ({marks})",
+            (base, *chunk),
+        ):
+            sizes[int(row[0])] -= 1
+    return sizes
+
+
+def write_assigned(
+    conn: sqlite3.Connection,
+    run_id: str,
+    base: str,
+    summary: Mapping[str, Any],
+    topics: Sequence[Mapping[str, Any]],
+    links: Sequence[tuple[str, str, int, str, float, str]],
+    replaced: Sequence[tuple[str, str]],
+) -> int:
+    """Write an incremental run in one transaction: run `base`'s links and map points carried over, minus
+    retired segments, merged concepts and the `replaced` (kind, item_id) this run placed again (linked in `links`
+    or now noise), plus `links`. Replaces whatever this run wrote before (a re-run is idempotent). Returns how
+    many links were carried over."""
+    with Transaction(conn):
+        _replace_run(conn, run_id, summary, topics, links, ())
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS cluster_replaced (kind TEXT, item_id TEXT, PRIMARY KEY (kind, item_id))"
+        )
+        conn.execute("DELETE FROM temp.cluster_replaced")
+        conn.executemany("INSERT OR IGNORE INTO temp.cluster_replaced VALUES (?, ?)", replaced)
+        carried = conn.execute(
+            "INSERT INTO topic_links (run_id, kind, item_id, topic, topic_uid, weight, source)"
+            " SELECT ?, l.kind, l.item_id, l.topic, l.topic_uid, l.weight, l.source FROM topic_links l"
+            " WHERE l.run_id = ? AND NOT EXISTS (SELECT 1 FROM temp.cluster_replaced r"
+            " WHERE r.kind = l.kind AND r.item_id = l.item_id) AND CASE l.kind"
+            " WHEN 'segment' THEN EXISTS (SELECT 1 FROM segments s WHERE s.segment_id = l.item_id"
+            " AND s.retired_run_id IS NULL)"
+            " ELSE EXISTS (SELECT 1 FROM concepts c WHERE c.concept_id = l.item_id AND c.merged_into IS NULL) END",
+            (run_id, base),
+        ).rowcount
+        conn.execute(
+            "INSERT INTO cluster_points (run_id, segment_id, x, y, topic) SELECT ?, p.segment_id, p.x, p.y, p.topic"
+            " FROM cluster_points p JOIN segments s ON s.segment_id = p.segment_id AND s.retired_run_id IS NULL"
+            " WHERE p.run_id = ? AND NOT EXISTS (SELECT 1 FROM temp.cluster_replaced r WHERE r.kind = 'segment'"
+            " AND r.item_id = p.segment_id)",
+            (run_id, base),
+        )
+        conn.execute("DELETE FROM temp.cluster_replaced")
+    return int(carried)

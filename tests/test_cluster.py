@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from click.testing import CliRunner
 from clients.embedders import StaticMiniLM
 from cluster import stage as cluster_stage
 from cluster import stage_embed, stage_embed_concepts
+from cluster.labels_llm import LabelCounts, llm_labels
 from cluster.topics import ctfidf, reassign_outliers, renumber
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult
@@ -343,3 +345,26 @@ def test_llm_labels_name_topics_once_and_failures_keep_keywords(
         ("transient_error", 1),
         ("transient_error", 2),
     ] * topics
+
+
+def test_llm_labels_stop_asking_once_the_endpoint_cannot_be_reached(tmp_path: Path) -> None:
+    """A refused endpoint costs the first topic's retries only: the topics after it keep their keyword labels
+    without a request (each one used to wait through every retry again)."""
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    llm = LLMSettings(model="tiny", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2, retry_backoff_s=0.01)
+    staging = open_staging(tmp_path / "staging.db")
+    topics = [{"topic": n, "topic_uid": f"uid{n}", "keywords": ["bread", "oven"]} for n in range(3)]
+    counts = LabelCounts()
+    try:
+        found = llm_labels(staging, llm, topics, {}, counts, on_call=llm_calls.recorder(staging, "r-dead"))
+        rows = llm_calls.calls(staging, "r-dead")
+    finally:
+        staging.close()
+    assert found == {} and counts.failed == 3
+    assert [(r["segment_id"], r["attempt"], r["status"]) for r in rows] == [
+        ("topic:uid0", 1, "transient_error"),
+        ("topic:uid0", 2, "transient_error"),
+        ("topic:uid0", 3, "transient_error"),
+    ]

@@ -69,6 +69,31 @@ def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_leaves_no_process(tmp
     assert still_running(children) == []
 
 
+def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path) -> None:
+    """SIGTERM to the run's process (kill PID, systemd, docker stop) during cluster: exit 143 (128 + SIGTERM),
+    one line naming the signal, the stage, the run and the resume command; the run and its cluster stage are
+    recorded interrupted (not failed, not left running); Prefect's server process is gone too."""
+    data_dir = tmp_path / "data"
+    export = write_chats(tmp_path / "chats.jsonl", 40)
+    process = start(data_dir, "run", export, env=process_env(tmp_path / "prefect", **LONG_CLUSTER))
+    wait_for("the cluster stage to start", lambda: _cluster_running(data_dir), 240, process)
+    time.sleep(1.0)  # inside the stage's work, not at its first statement
+    children = descendants(process.pid)
+    os.kill(process.pid, signal.SIGTERM)  # the process only: not its group, as `kill PID` does
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 143, err[-3000:]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err and len(lines) == 1, err[-3000:]
+    runs, stages = ledger(data_dir)
+    [run_row] = runs
+    expected = f"error: interrupted by SIGTERM in stage cluster of run {run_row['id']}; resume with: chatmem run"
+    assert lines[0].startswith(expected) and "--from cluster" in lines[0], lines[0]
+    assert run_row["status"] == "interrupted", run_row
+    assert [s["status"] for s in stages if s["stage"] == "cluster"] == ["interrupted"]
+    assert "running" not in {s["status"] for s in stages}
+    assert still_running(children) == []
+
+
 @pytest.fixture(scope="module")
 def killed_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One run broken on purpose: while its cluster stage runs, a second run and read-only commands are tried on

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -83,3 +84,29 @@ def test_an_archive_from_before_the_index_is_indexed_once_when_opened(
         assert len(search_messages(upgraded, "telescope")) == 1
     finally:
         upgraded.close()
+
+
+ODD_TEXT = {
+    "m1": "I write c++ at work, my e-mail is short",
+    "m2": "the ratio a:b is 3 to 1",
+    "m3": "logic gates: AND, OR and NOT",
+    "m4": 'she said foo" then left',
+}
+
+
+def test_any_typed_text_searches_as_words_when_it_is_not_fts5(tmp_path: Path) -> None:
+    """Text FTS5 cannot parse (a stray quote, a lone operator, c++, a:b, e-mail, #) searches for its words
+    instead of raising an SQL error; valid FTS5 (a phrase, prefix*, OR) keeps its meaning."""
+    settings = Settings(data_dir=tmp_path / "data")
+    lines = [json.dumps({"conversation_id": "c1", "id": k, "role": "user", "text": v}) for k, v in ODD_TEXT.items()]
+    (tmp_path / "odd.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _ingest(settings, "r1", tmp_path / "odd.jsonl")
+    assert _hits(settings, "c++") == ["c1:m1"]
+    assert _hits(settings, "e-mail") == ["c1:m1"]
+    assert _hits(settings, "a:b") == ["c1:m2"]
+    assert _hits(settings, "AND") == ["c1:m3"]
+    assert _hits(settings, 'foo"') == ["c1:m4"]
+    assert _hits(settings, "#") == [] and _hits(settings, "") == [] and _hits(settings, "(") == []
+    assert _hits(settings, '"logic gates"') == ["c1:m3"]
+    assert sorted(_hits(settings, "ratio OR gates")) == ["c1:m2", "c1:m3"]
+    assert _hits(settings, "rati*") == ["c1:m2"]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import pickle
 from typing import Any
 
 from concept_support import segment_input
 
 from contracts.concepts import ConceptHypothesis
-from extract.mapper import MapperDecision, map_raw_hypotheses
+from extract.mapper import KnownNames, MapperDecision, keyed_names, map_raw_hypotheses
 
 SEGMENT = segment_input(
     "seg-1",
@@ -160,6 +161,23 @@ def test_relation_targets_resolve_to_known_or_sibling_concepts_or_are_dropped() 
         ("marathon", "supports"),
     ]
     assert {"relation_target_unknown", "relation_type_unknown", "relation_synonym"} <= set(rules(decisions))
+
+
+def test_known_names_fold_once_and_map_like_a_plain_dict() -> None:
+    """KnownNames resolves relation targets exactly as the plain dict does, folds its names once, and pickles."""
+    relations = [
+        {"target_id": "Home budgets", "relation": "conflicts_with", "confidence": 0.6},
+        {"target_id": "the-garden", "relation": "supports", "confidence": 0.6},
+    ]
+    raw = {"hypotheses": [hypothesis(relations=relations)]}
+    names = {"Home budget": "home-budget-2", "home budget": "home-budget-3", "the-garden": "garden"}
+    known = KnownNames(names)
+    assert map_raw_hypotheses(raw, SEGMENT, known) == map_raw_hypotheses(raw, SEGMENT, names)
+    found, _ = map_raw_hypotheses(raw, SEGMENT, known)
+    assert [r.target_id for r in found[0].relations] == ["home-budget-3", "garden"]  # a later name wins, as before
+    assert keyed_names(known) is keyed_names(known) == keyed_names(names)
+    shipped = pickle.loads(pickle.dumps(known))
+    assert isinstance(shipped, KnownNames) and dict(shipped) == names and shipped.keyed() == keyed_names(names)
 
 
 def test_response_shapes_json_text_and_garbage() -> None:

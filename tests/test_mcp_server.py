@@ -277,3 +277,36 @@ def test_without_a_memory_the_command_exits_with_one_line(tmp_path: Path) -> Non
     command = [sys.executable, "-m", "flows.cli", "--data-dir", str(tmp_path / "empty"), "mcp"]
     done = subprocess.run(command, cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "chatmem run" in done.stderr and done.stdout == ""
+
+
+README_MARKER = "<!-- tested: tests/test_mcp_server.py::test_the_readme_client_example_recalls_over_stdio -->"
+
+
+def readme_client_example() -> str:
+    """The Python block that follows the README's `tested:` marker of the test below."""
+    after = (ROOT / "README.md").read_text(encoding="utf-8").split(README_MARKER, 1)[1]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_client_example_recalls_over_stdio(memory_dir: Path, tmp_path: Path) -> None:
+    """The README's MCP client snippet, run as written (its data dir swapped for the built one, `chatmem` on
+    PATH): it starts the server over stdio, calls recall and prints the Lisbon trip's pieces."""
+    code = readme_client_example()
+    assert '"/home/you/.chatmem"' in code
+    script = tmp_path / "client.py"
+    script.write_text(code.replace("/home/you/.chatmem", str(memory_dir)), encoding="utf-8")
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "chatmem").exists():  # not installed as a package: a stand-in for the console script
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        shim = bin_dir / "chatmem"
+        shim.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m flows.cli "$@"\n')
+        shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines and "Lisbon trip" in lines[0], done.stdout
+    assert sum("Lisbon trip" in line for line in lines) > len(lines) / 2, done.stdout

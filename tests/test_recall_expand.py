@@ -4,15 +4,21 @@ malformed answer falls back to the deterministic first pass with the reason kept
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import socket
+import threading
 from pathlib import Path
 
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 
+from clients.llm import Breaker
 from contracts.memory import ExpandDecision, ExpandRequest, ExpandResponse, RecallRequest
 from contracts.settings import LLMSettings, Settings
 from extract import stage_concepts, stage_extract, stage_segment
+from memory import expand as expand_module
 from memory import stage as cues
 from memory.service import Memory
 from staging import llm_calls
@@ -122,3 +128,101 @@ def test_without_an_llm_the_default_is_stop_and_nothing_is_sent(built: Dbs, fake
     outcome = result.expansion  # type: ignore[attr-defined]
     assert after == first and outcome.decided_by == "default" and "no LLM configured" in outcome.fallback_reason
     assert fake_llm.model_requests() == [] and json.loads(result.model_dump_json())["expansion"]["decisions"]  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def fresh_breaker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts in a process where no endpoint has failed yet."""
+    monkeypatch.setattr(expand_module, "DOWN", Breaker())
+
+
+def dead_llm(settings: Settings, base_url: str, **values: object) -> Settings:
+    """The expand step on, pointed at an endpoint that does not answer, with the default retry settings."""
+    llm = LLMSettings(base_url=base_url, model="test-model", **values)  # type: ignore[arg-type]
+    return settings.model_copy(
+        update={
+            "extract": settings.extract.model_copy(update={"llm": llm}),
+            "memory": settings.memory.model_copy(update={"expand_with_llm": True}),
+        }
+    )
+
+
+def refused_port() -> int:
+    """A loopback port nobody listens on: a connection there is refused at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def recall_twice(settings: Settings, dbs: Dbs) -> list[tuple[object, list[dict[str, object]]]]:
+    """Two recalls in one process (as an MCP server makes them), each with the llm_calls rows it wrote."""
+    seen = []
+    for run in ("recall-1", "recall-2"):
+        result = Memory.open(settings).recall(
+            RecallRequest(query=QUESTION, budget_tokens=40, max_pieces=2),
+            on_call=llm_calls.recorder(dbs.staging, run),
+        )
+        seen.append((result.expansion, llm_calls.calls(dbs.staging, run)))
+    return seen
+
+
+def test_a_refused_endpoint_is_tried_once_then_every_recall_falls_back_at_once(
+    built: Dbs, fresh_breaker: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A refused connection is not retried (4 retries with backoff were 15-20 s per recall): the first recall
+    records one attempt and warns once; the next one sends nothing and keeps the first pass, quietly."""
+    first_pass, _ = ask(built.settings, built)
+    settings = dead_llm(built.settings, f"http://127.0.0.1:{refused_port()}/v1")
+    with caplog.at_level(logging.WARNING, logger="memory.expand"):
+        (one, one_calls), (two, two_calls) = recall_twice(settings, built)
+    assert [(c["status"], c["attempt"], str(c["error"])[:18]) for c in one_calls] == [
+        ("transient_error", 1, "connection failed:")
+    ]
+    assert one.decided_by == "default" and "cannot be reached (connection failed:" in one.fallback_reason  # type: ignore[attr-defined]
+    assert two_calls == [] and two.decided_by == "default"  # type: ignore[attr-defined]
+    assert "failed earlier in this process" in two.fallback_reason  # type: ignore[attr-defined]
+    assert all(d.action == "stop" for d in two.decisions) and two.decisions  # type: ignore[attr-defined]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "restart to try it again" in warnings[0], warnings
+    assert ask(settings, built)[0] == first_pass
+
+
+def test_an_endpoint_that_never_answers_costs_one_timeout_per_process(built: Dbs, fresh_breaker: None) -> None:
+    """A server that accepts and never replies: the first recall waits timeout_s once (no retry), the second
+    does not connect at all."""
+    accepted: list[socket.socket] = []
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+
+        def hold() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    accepted.append(server.accept()[0])
+
+        threading.Thread(target=hold, daemon=True).start()
+        base_url = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+        (_, one_calls), (two, two_calls) = recall_twice(dead_llm(built.settings, base_url, timeout_s=0.5), built)
+        connections = len(accepted)
+    for conn in accepted:
+        conn.close()
+    assert [(c["status"], c["error"]) for c in one_calls] == [("transient_error", "timed out")]
+    assert two_calls == [] and "failed earlier in this process (timed out)" in two.fallback_reason  # type: ignore[attr-defined]
+    assert connections == 1
+
+
+def test_a_host_that_drops_the_connection_attempt_fails_on_the_connect_timeout(built: Dbs, fresh_breaker: None) -> None:
+    """A listener whose accept queue is full drops new connection attempts (as a dead host does): the call
+    ends on connect_timeout_s, not on timeout_s (an hour here, past the test's own timeout)."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        filler = socket.create_connection(server.getsockname(), timeout=10)  # the queue (backlog 0) is now full
+        try:
+            base_url = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+            settings = dead_llm(built.settings, base_url, timeout_s=3600.0, connect_timeout_s=0.3)
+            (one, one_calls), _ = recall_twice(settings, built)
+        finally:
+            filler.close()
+    assert [(c["status"], c["error"]) for c in one_calls] == [("transient_error", "timed out")]
+    assert one.decided_by == "default"  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ from pathlib import Path
 from inspect_support import FULL_STAGES, RUN_ID, Inspected
 
 import staging
+from staging import fts
 from staging.archive import open_archive
 from staging.browse import QUERIES, metadata
 from staging.ledger import open_staging
@@ -90,6 +91,7 @@ def test_canned_queries_answer_on_a_real_run(inspected: Inspected) -> None:
     assert members and all(r["topic"] == 0 for r in members)
     assert _run(conn, q["stage_failures"]["sql"], run_id="") == []
     archive = sqlite3.connect(f"file:{inspected.settings.archive_path}?mode=ro", uri=True)
+    fts.register(archive)  # what `chatmem inspect` does on each connection (the search query's chatmem_match)
     [bad] = _run(archive, QUERIES["archive"]["quarantined"]["sql"])
     assert bad["source"].endswith("themes.jsonl") and bad["reason"]
     [hit] = _run(archive, QUERIES["archive"]["search_messages"]["sql"], q="zanzibarian")
@@ -100,6 +102,8 @@ def test_every_canned_query_compiles_against_every_schema(tmp_path: Path) -> Non
     """Queries name only tables and columns that exist (load_batches included, which the run above lacks)."""
     dbs = _every_schema(tmp_path)
     dbs["staging"].execute("ATTACH DATABASE ? AS archive", (str(tmp_path / "archive.db"),))
+    for conn in dbs.values():
+        fts.register(conn)
     for name, queries in QUERIES.items():
         for query in queries.values():
             params = {p: "" for p in ("run_id", "concept_id", "topic", "q")}

@@ -1,0 +1,84 @@
+"""What a topic is shown as: its label, size, c-TF-IDF keywords and representative segments, and its LLM name.
+
+`describe_topics` after a full fit (keywords from a seeded sample of each topic's segment texts, representatives
+nearest the topic's centre, topic_uid a content key of the model and the members); `name_topics` replaces the
+keyword label with the configured LLM's name, cached per topic_uid (cluster/labels_llm.py), after a full fit or
+an incremental run (cluster/assign.py keeps the base run's keywords and representatives).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from typing import Any
+
+import numpy as np
+
+from cluster import topics as fit_topics
+from cluster.labels_llm import LabelCounts, llm_labels
+from contracts.settings import LLMSettings, Settings
+from staging import segments as segment_store
+from staging.llm_calls import recorder
+
+
+def describe_topics(
+    archive: sqlite3.Connection,
+    members: dict[str, tuple[str, ...]],
+    points: np.ndarray[Any, Any],
+    labels: np.ndarray[Any, Any],
+    ids: list[str],
+    key: str,
+    settings: Settings,
+) -> list[dict[str, Any]]:
+    """Label, size, keywords, representatives and content key of every topic."""
+    cfg = settings.cluster
+    groups = fit_topics.topic_members(ids, labels, cfg.label_docs, cfg.seed).sort("topic")
+    topics = groups["topic"].to_list()
+    chosen: dict[int, list[str]] = dict(zip(topics, groups["sample"].to_list(), strict=True))
+    docs = segment_texts(archive, members, [s for c in chosen.values() for s in c])
+    keywords = fit_topics.ctfidf({t: [docs.get(s, "") for s in chosen[t]] for t in topics}, cfg.keywords)
+    rows = []
+    for topic, size, in_topic in groups.select("topic", "size", "members").iter_rows():
+        uid = hashlib.sha256("\n".join([key, *in_topic]).encode()).hexdigest()[:16]
+        reps = [ids[i] for i in fit_topics.representatives(points, labels, topic, cfg.representatives)]
+        rows.append(
+            {
+                "topic": topic,
+                "topic_uid": f"topic-{uid}",
+                "label": fit_topics.label_of(keywords[topic], topic),
+                "size": size,
+                "keywords": keywords[topic],
+                "representatives": reps,
+            }
+        )
+    return rows
+
+
+def name_topics(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    members: dict[str, tuple[str, ...]],
+    topic_rows: list[dict[str, Any]],
+    llm: LLMSettings,
+    counts: LabelCounts,
+    run_id: str,
+) -> None:
+    """Replace keyword labels with the LLM's names where it gives one (cached per topic_uid)."""
+    texts = segment_texts(archive, members, [r for t in topic_rows for r in t["representatives"]])
+    snippets = {t["topic"]: [texts.get(r, "") for r in t["representatives"]] for t in topic_rows}
+    names = llm_labels(staging, llm, topic_rows, snippets, counts, on_call=recorder(staging, run_id))
+    for row in topic_rows:
+        row["label"] = names.get(row["topic"], row["label"])
+
+
+def segment_texts(
+    archive: sqlite3.Connection, members: dict[str, tuple[str, ...]], segment_ids: list[str]
+) -> dict[str, str]:
+    """The text of each wanted segment (its messages joined), read 2,000 segments at a time."""
+    texts: dict[str, str] = {}
+    for start in range(0, len(segment_ids), 2000):
+        chunk = segment_ids[start : start + 2000]
+        rows = segment_store.messages_by_id(archive, [m for s in chunk for m in members.get(s, ())])
+        for s in chunk:
+            texts[s] = "\n".join(str(rows[m]["text"]) for m in members.get(s, ()) if m in rows)
+    return texts

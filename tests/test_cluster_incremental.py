@@ -1,0 +1,159 @@
+"""Incremental cluster runs (cluster/assign.py): a few new segments go into the saved model's topics without tuning or
+refitting; past cluster.refit_share, or without a usable saved model, the stage tunes and fits again.
+
+Real UMAP, HDBSCAN and Optuna on small seeded data: one base run (r1, 60 segments in three themes) is built once
+for the module and copied for each test.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clients.embedders import StaticMiniLM
+from cluster import saved_model
+from cluster import stage as cluster_stage
+from contracts.results import StageResult
+from contracts.settings import Settings
+from staging.archive import open_archive
+from staging.ledger import open_run, open_staging
+from tests.test_cluster import THEMES, run_stages, small_settings, themed_export
+
+
+@pytest.fixture(scope="module")
+def embedder() -> StaticMiniLM:
+    return StaticMiniLM()
+
+
+@pytest.fixture(scope="module")
+def base_dir(tmp_path_factory: pytest.TempPathFactory, embedder: StaticMiniLM) -> Path:
+    """A data dir clustered once (run r1: 60 two-turn conversations, 20 per theme)."""
+    root = tmp_path_factory.mktemp("incremental")
+    settings = small_settings(root / "data")
+    result = run_stages(settings, themed_export(root / "themes.jsonl"), "r1", embedder)
+    assert result.status == "succeeded" and result.counts["incremental"] == 0
+    return root / "data"
+
+
+def copy_of(base_dir: Path, tmp_path: Path, **cluster: Any) -> Settings:
+    shutil.copytree(base_dir, tmp_path / "data")
+    return small_settings(tmp_path / "data", **cluster)
+
+
+def new_conversations(path: Path, per_theme: int, seed: int = 11) -> Path:
+    """`per_theme` new two-turn conversations per theme, with ids the base export does not have."""
+    rng = random.Random(seed)
+    lines = []
+    for theme, words in THEMES.items():
+        for n in range(per_theme):
+            for turn in range(2):
+                text = " ".join(rng.choice(words) for _ in range(12))
+                role = "user" if turn == 0 else "assistant"
+                lines.append(
+                    json.dumps(
+                        {
+                            "conversation_id": f"new-{theme}-{n}",
+                            "id": f"new-{theme}-{n}-{turn}",
+                            "role": role,
+                            "text": text,
+                        }
+                    )
+                )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def rows(settings: Settings, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(settings.staging_path) as conn:
+        return [tuple(r) for r in conn.execute(sql, params)]
+
+
+def links(settings: Settings, run_id: str) -> dict[tuple[str, str], tuple[Any, ...]]:
+    found = rows(
+        settings, "SELECT kind, item_id, topic, topic_uid, weight, source FROM topic_links WHERE run_id = ?", run_id
+    )
+    return {(r[0], r[1]): r[2:] for r in found}
+
+
+def theme_of(segment_topics: dict[str, int], settings: Settings) -> dict[int, set[str]]:
+    """topic -> the themes of its members' messages."""
+    members = rows(settings, "SELECT segment_id, message_id FROM segment_messages")
+    themes: dict[int, set[str]] = {}
+    for segment, message in members:
+        if segment in segment_topics:
+            themes.setdefault(segment_topics[segment], set()).add(
+                message.split(":")[-1].removeprefix("new-").split("-")[0]
+            )
+    return themes
+
+
+def rerun_cluster(settings: Settings, run_id: str, embedder: StaticMiniLM) -> StageResult:
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        return cluster_stage.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
+    finally:
+        archive.close()
+        staging.close()
+
+
+def test_few_new_segments_join_the_saved_topics_without_a_refit(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """3 new segments (5 % of 60): placed in r1's topics (same uids), no trial run, r1's links carried over as they
+    were, each new segment in the topic of its own theme; a re-run of the same run writes the same rows."""
+    settings = copy_of(base_dir, tmp_path)
+    result = run_stages(settings, new_conversations(tmp_path / "new.jsonl", per_theme=1), "r2", embedder)
+    assert result.status == "succeeded"
+    assert result.counts["incremental"] == 1 and result.counts["segments_placed"] == 3
+    assert result.counts["trials_run"] == 0 and result.counts["changed_since_fit"] == 3
+    assert any("incremental: 3 new or changed segment(s) placed" in note for note in result.notes)
+    before, after = links(settings, "r1"), links(settings, "r2")
+    assert {k: v for k, v in after.items() if k in before} == before  # old links untouched
+    new = {k[1]: v for k, v in after.items() if k not in before}
+    assert len(new) == 3 and all(v[3] in ("predicted", "reassigned") for v in new.values())
+    r1_topics = rows(settings, "SELECT topic, topic_uid, keywords FROM topics WHERE run_id = 'r1' ORDER BY topic")
+    r2_topics = rows(settings, "SELECT topic, topic_uid, keywords, size FROM topics WHERE run_id = 'r2' ORDER BY topic")
+    assert [r[:3] for r in r2_topics] == r1_topics
+    assert sum(r[3] for r in r2_topics) == sum(1 for k in after if k[0] == "segment")
+    themes = theme_of({k[1]: v[0] for k, v in after.items() if k[0] == "segment"}, settings)
+    assert all(len(t) == 1 for t in themes.values())  # the new segments joined their own theme's topic
+    assert [p.name for p in (settings.data_dir / saved_model.MODEL_DIR).iterdir()] == ["r1.pkl"]
+    again = rerun_cluster(settings, "r2", embedder)
+    assert again.counts["incremental"] == 1 and links(settings, "r2") == after
+
+
+def test_past_the_refit_share_the_stage_tunes_and_fits_again(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """12 new segments (20 % of 60, over the default 10 %): a full run with trials, saying why; its model replaces
+    r1's."""
+    settings = copy_of(base_dir, tmp_path)
+    result = run_stages(settings, new_conversations(tmp_path / "new.jsonl", per_theme=4), "r2", embedder)
+    assert result.status == "succeeded" and result.counts["incremental"] == 0 and result.counts["trials_run"] > 0
+    assert result.counts["points"] == 72
+    assert any("full run: 12 segment(s) new" in note and "refit_share=0.1" in note for note in result.notes)
+    assert [p.name for p in (settings.data_dir / saved_model.MODEL_DIR).iterdir()] == ["r2.pkl"]
+
+
+@pytest.mark.parametrize("change", ["settings", "missing", "share"])
+def test_without_a_usable_model_the_stage_refits_and_says_why(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM, change: str
+) -> None:
+    """Changed cluster settings, a deleted model file, or refit_share 0: a full run, and the note says why."""
+    updates = {"settings": {"label_docs": 50}, "missing": {}, "share": {"refit_share": 0.0}}[change]
+    settings = copy_of(base_dir, tmp_path, **updates)
+    if change == "missing":
+        saved_model.path_for(settings.data_dir, "r1").unlink()
+    staging = open_staging(settings.staging_path)
+    open_run(staging, stages=["cluster"], exports=[], settings={}, code_version="test", run_id="r2")
+    staging.close()
+    result = rerun_cluster(settings, "r2", embedder)
+    why = {"settings": "cluster settings changed", "missing": "no saved topic model", "share": "refit_share is 0"}
+    assert result.counts["incremental"] == 0
+    assert any(note.startswith("full run: ") and why[change] in note for note in result.notes)
