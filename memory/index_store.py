@@ -12,7 +12,8 @@ run and stored under <data_dir>/recall-index/<key>/:
     manifest.json     written last: format, key, every file's size and the pickle's sha256
 
 The key is a hash of what the index is built from: the cues run (its memory_runs row: a re-run of cues is a new
-row) and the settings that shape it (key embedder, key roles, pre-pass size). What is read fresh at every open,
+row) and the settings that shape it (key embedder, key roles, pre-pass size), and the source of the modules that
+build it (a new chatmem version rebuilds it). What is read fresh at every open,
 and so never makes the index stale: message texts (read from archive.db only for the pieces shown, not held in
 memory), conversation titles, the garden's facts. `--at` and scopes are query-time filters.
 
@@ -41,6 +42,8 @@ import numpy as np
 
 from clients.embedders import Embedder
 from contracts.settings import Settings
+from memory import candidates, dense_lists, graph, names, session, text
+from memory import index as index_module
 from memory.candidates import prepare
 from memory.index import MemoryIndex, attach_facts, load_index
 from staging import memory as store
@@ -48,12 +51,24 @@ from staging import memory_inputs as inputs
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when MemoryIndex (or a class it holds) changes shape: every stored index is rebuilt
+FORMAT = 1  # bump when the stored layout changes (CODE below already covers a change of MemoryIndex's shape)
 DIRECTORY = "recall-index"
 STATE = "state.pickle"
 MANIFEST = "manifest.json"
 STORED_FROM = 64 * 1024  # smaller arrays stay in the pickle (an empty array cannot be memory-mapped)
+BUILT_BY = (index_module, text, session, dense_lists, candidates, names, graph)
 ALLOWED_MODULES = ("builtins", "collections", "numpy", "scipy.sparse", "memory.", "contracts.")
+
+
+def _code_digest() -> str:
+    """The source of the modules that build the index and the classes it holds: a changed one rebuilds it."""
+    digest = hashlib.sha256()
+    for module in BUILT_BY:
+        digest.update(Path(module.__file__ or "").read_bytes())
+    return digest.hexdigest()[:16]
+
+
+CODE = _code_digest()
 
 
 class ArchiveTexts(Mapping[str, str]):
@@ -93,6 +108,7 @@ def index_key(staging: sqlite3.Connection, settings: Settings, embedder: Embedde
     memory = settings.memory
     parts = {
         "format": FORMAT,
+        "code": CODE,
         "run": [str(v) for v in row] if row is not None else run_id,
         "embedder": embedder.key,
         "dim": embedder.dim,
@@ -213,6 +229,7 @@ def _write(index: MemoryIndex, directory: Path, key: str) -> None:
     (directory / STATE).write_bytes(state)
     manifest = {
         "format": FORMAT,
+        "code": CODE,
         "key": key,
         "files": pickler.files,
         "state_bytes": len(state),
