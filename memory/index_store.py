@@ -157,10 +157,13 @@ def _store(index: MemoryIndex, root: Path, target: Path, key: str) -> bool:
         for stale in root.iterdir():  # other runs' indexes, killed builds (not a running one's), a damaged copy
             if stale.name != target.name and not _building(stale.name):
                 shutil.rmtree(stale, ignore_errors=True)
-        shutil.rmtree(target, ignore_errors=True)
         shutil.rmtree(temporary, ignore_errors=True)
         temporary.mkdir()
         _write(index, temporary, key)
+        if _read_or_none(target, key) is not None:  # another process stored it meanwhile: keep theirs (maybe mapped)
+            shutil.rmtree(temporary, ignore_errors=True)
+            return True
+        shutil.rmtree(target, ignore_errors=True)  # a damaged or half-removed copy
         os.rename(temporary, target)
     except OSError as error:
         log.warning("recall index not stored in %s (%s); using the in-memory index", root, error)
