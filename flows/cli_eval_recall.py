@@ -94,7 +94,8 @@ def eval_recall(
     # (`chatmem run` included) would pay at start-up
     from memory.benchmarks import read_benchmark, write_jsonl
     from memory.evaluate import ablations, evaluate, flat_vectors, plain_keys
-    from memory.index import key_embedder, load_index
+    from memory.index import key_embedder
+    from memory.index_store import open_index
 
     base = app.settings()
     loaded = read_benchmark(benchmark, data, limit)
@@ -113,7 +114,7 @@ def eval_recall(
         open_readonly(settings.archive_path, settings) as archive,
         open_readonly(settings.staging_path, settings) as staging,
     ):
-        index = load_index(archive, staging, settings, embedder)
+        index = open_index(archive, staging, settings, embedder)  # the stored one, as a recall reads it
         graph = memory_store.read_run(staging, index.run_id)
         flat = flat_vectors(staging, index, default)
     plain = plain_keys(index, graph)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -92,7 +92,7 @@ class MemoryIndex:
     titles: dict[str, str | None] = field(default_factory=dict)
     facts: list[FactRecord] = field(default_factory=list)  # the garden's facts (memory/fact_boost.py)
     fact_positions: dict[str, int] = field(default_factory=dict)  # their messages' content index
-    texts: dict[str, str] = field(default_factory=dict)
+    texts: Mapping[str, str] = field(default_factory=dict)  # a dict, or memory.index_store.ArchiveTexts
     position: dict[str, int] = field(default_factory=dict)
 
     names: Names = field(default_factory=Names)  # the speakers' names, masked out of what the embedder reads

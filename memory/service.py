@@ -26,7 +26,8 @@ from contracts.memory import RecallPiece, RecallRequest, RecallResult
 from contracts.settings import MemorySettings, Settings
 from memory.candidates import prepare, ranked
 from memory.expand import expand
-from memory.index import Array, MemoryIndex, key_embedder, load_index
+from memory.index import Array, MemoryIndex, key_embedder
+from memory.index_store import open_index
 from memory.recall import Ranking, embed_query, select, to_result
 from memory.recall_facts import question_facts
 from staging.db import connect_readonly
@@ -41,7 +42,8 @@ class Memory:
 
     @classmethod
     def open(cls, settings: Settings, run_id: str | None = None) -> Memory:
-        """The latest (or the given) cues run; ChatmemError (exit 1) when the data dir has none."""
+        """The latest (or the given) cues run; ChatmemError (exit 1) when the data dir has none. The index is the
+        one stored under the data dir (memory/index_store.py), built and stored on the first open of a run."""
         embedder = key_embedder(settings)
         try:
             archive = connect_readonly(settings.archive_path)
@@ -51,7 +53,7 @@ class Memory:
                 f"nothing in {settings.data_dir} yet: run `chatmem run EXPORT` first, or point --data-dir at a data dir"
             ) from None
         try:
-            index = load_index(archive, staging, settings, embedder, run_id=run_id)
+            index = open_index(archive, staging, settings, embedder, run_id=run_id)
         finally:
             archive.close()
             staging.close()

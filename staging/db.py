@@ -21,11 +21,11 @@ def connect(path: Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StateError(f"{path.parent}: cannot create the data dir ({exc.strerror})") from None
-    check_database(path)
+    refuse_empty(path)
     try:
         return _open(path)
     except sqlite3.DatabaseError as exc:
-        raise storage_error(exc, path) from exc
+        raise damage_error(exc, path) from exc
 
 
 def _open(path: Path) -> sqlite3.Connection:
@@ -45,7 +45,7 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
     """Open an existing database read-only (for inspection commands). Raises FileNotFoundError if absent."""
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist (nothing has been ingested into this data dir yet)")
-    check_database(path)
+    refuse_empty(path)
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
         conn.row_factory = sqlite3.Row
@@ -58,7 +58,7 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
             conn.row_factory = sqlite3.Row
     except sqlite3.DatabaseError as exc:
-        raise storage_error(exc, path) from exc
+        raise damage_error(exc, path) from exc
     return conn
 
 
@@ -84,6 +84,36 @@ def _upgrade(path: Path) -> None:
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+_ADVICE = "restore {name} from a backup, or move it away to start a new one (then re-run)"
+
+
+def refuse_empty(path: Path) -> None:
+    """Refuse a 0-byte database before SQLite would take it for a new one. Only `stat`: never open the file here.
+
+    Why never open: POSIX drops *every* fcntl lock a process holds on a file when *any* descriptor of it is
+    closed, SQLite's own locks included. An open+close of staging.db while this process has connections on it
+    lets another process (the sqlite3 CLI, a second chatmem) take itself for the last user, checkpoint and
+    delete the -wal/-shm under our connections: commits lost, SQLITE_IOERR_SHORT_READ, a damaged header
+    (tests/test_db_locks.py). SQLite checks the rest itself under its locks (NOTADB; CORRUPT when the header
+    counts more pages than the file and WAL hold); `damage_error` then names what is wrong.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size == 0:
+        raise StateError(f"{path}: the file is empty (0 bytes), not a database; {_ADVICE.format(name=path.name)}")
+
+
+def damage_error(exc: sqlite3.DatabaseError, path: Path) -> StateError:
+    """The one line for a failed open: `check_database`'s precise words when SQLite found the file damaged."""
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+        # Reading the file here may drop this process's locks on it (see refuse_empty): only on this failure path.
+        try:
+            check_database(path)
+        except StateError as precise:
+            return precise
+    return storage_error(exc, path)
 
 
 def check_database(path: Path) -> None:
@@ -91,6 +121,7 @@ def check_database(path: Path) -> None:
     the pages its header counts. A missing file is fine (it is created); an empty one is not re-created over.
 
     The size check is skipped while a WAL file holds pages: the database file may then be legitimately short.
+    It opens the file: never call it while this process may hold SQLite connections on it (see refuse_empty).
     """
     try:
         size = path.stat().st_size

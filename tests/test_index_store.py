@@ -1,0 +1,178 @@
+"""The stored recall index (memory/index_store.py) on a real small memory built by the stages: it answers exactly
+as a fresh in-memory build, is read back instead of rebuilt, and a damaged, half-written or stale one is rebuilt."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from concept_support import Dbs, conversation, open_dbs, write_archive
+from scipy.sparse import spmatrix
+
+from contracts.memory import RecallRequest, RecallScope
+from extract import stage_concepts, stage_extract, stage_segment
+from garden import stage as garden
+from memory import index_store
+from memory import stage as cues
+from memory.candidates import prepare
+from memory.index import MemoryIndex, attach_facts, key_embedder, load_index
+from memory.index_store import DIRECTORY, MANIFEST, STATE, ArchiveTexts, open_index
+from memory.service import Memory
+from staging.db import connect_readonly
+
+CHATS = {
+    "paris": [("user", "I live in Paris and I love the bakeries here."), ("assistant", "Try the covered passages.")],
+    "berlin": [("user", "I moved to Berlin last week. Which cafes are good?"), ("assistant", "Kreuzberg cafes.")],
+    "bread": [("user", "I tried a banana bread recipe with walnuts."), ("assistant", "Add a pinch of salt next time.")],
+    "trip": [("user", "We are planning a trip to Lisbon in May."), ("assistant", "Lisbon in May: take tram 28 early.")],
+}
+QUERIES = ["what recipe did I try for banana bread", "where do I live?", "Lisbon tram", "cafes in Berlin"]
+
+
+@pytest.fixture(autouse=True)
+def every_array_in_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small memory's arrays are all below STORED_FROM: store each one as a file, as a large memory does."""
+    monkeypatch.setattr(index_store, "STORED_FROM", 1)
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Dbs:
+    """Four conversations through the real stages; the pre-pass on from one content node (its tables are stored)."""
+    dbs = open_dbs(tmp_path, memory={"key_embedder": "embed", "prepass_from": 1})
+    chats = [
+        conversation(c, turns, start=datetime(2023, 1, 1 + i, 10, tzinfo=UTC))
+        for i, (c, turns) in enumerate(CHATS.items())
+    ]
+    write_archive(dbs.archive, chats)
+    run_id = dbs.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts, garden, cues):
+        stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    return dbs
+
+
+def stored(dbs: Dbs, run_id: str | None = None) -> MemoryIndex:
+    archive, staging = connect_readonly(dbs.settings.archive_path), connect_readonly(dbs.settings.staging_path)
+    try:
+        return open_index(archive, staging, dbs.settings, key_embedder(dbs.settings), run_id=run_id)
+    finally:
+        archive.close()
+        staging.close()
+
+
+def fresh(dbs: Dbs) -> MemoryIndex:
+    index = load_index(dbs.archive, dbs.staging, dbs.settings, key_embedder(dbs.settings))
+    prepare(index)
+    return index
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values, arrays and sparse matrices compared element by element (dtype included)."""
+    if isinstance(a, spmatrix) or hasattr(a, "tocsr"):
+        return type(a) is type(b) and a.shape == b.shape and (a != b).nnz == 0 and a.dtype == b.dtype
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+    if hasattr(a, "__dataclass_fields__"):
+        return type(a) is type(b) and all(same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
+    return bool(a == b)
+
+
+def answers(dbs: Dbs, index: MemoryIndex) -> list[dict[str, Any]]:
+    memory = Memory(dbs.settings, index, key_embedder(dbs.settings))
+    requests = [RecallRequest(query=q, budget_tokens=400) for q in QUERIES]
+    requests.append(RecallRequest(query="bread", scope=RecallScope(conversation_ids=["bread"])))
+    return [memory.recall(r).model_dump() for r in requests]
+
+
+def index_dir(dbs: Dbs) -> Path:
+    (found,) = [p for p in (dbs.settings.data_dir / DIRECTORY).iterdir() if not p.name.startswith(".")]
+    return found
+
+
+def test_stored_index_equals_a_fresh_build_and_recalls_the_same(built: Dbs) -> None:
+    """Every field of the stored index (after a build and after a re-open) equals the in-memory build's, and
+    recalls give the same ranked pieces, scores and texts."""
+    expected = fresh(built)
+    for index in (stored(built), stored(built)):  # the first open builds and stores, the second only reads
+        for f in fields(MemoryIndex):
+            if f.name != "texts":
+                assert same(getattr(index, f.name), getattr(expected, f.name)), f.name
+        assert isinstance(index.texts, ArchiveTexts)
+        assert {i: index.texts[i] for i in index.ids} == dict(expected.texts)
+        assert answers(built, index) == answers(built, expected)
+    assert answers(built, expected)[0]["pieces"], "the banana bread question recalls something"
+
+
+def test_second_open_reads_the_stored_arrays_without_rebuilding(built: Dbs) -> None:
+    """The first open writes the index; the second maps its arrays read-only from those files, unchanged."""
+    stored(built)
+    directory = index_dir(built)
+    written = {p.name: p.stat().st_mtime_ns for p in directory.iterdir()}
+    assert MANIFEST in written and STATE in written and any(n.endswith(".npy") for n in written)
+    index = stored(built)
+    assert {p.name: p.stat().st_mtime_ns for p in directory.iterdir()} == written
+    assert index.prepass is not None and not index.prepass.members.order.flags.writeable
+
+
+@pytest.mark.parametrize("damage", ["truncate-array", "flip-state", "drop-manifest-key", "remove-array"])
+def test_damaged_index_is_rebuilt_not_used(built: Dbs, damage: str) -> None:
+    """A truncated or missing array, a changed pickle or a foreign manifest: the index is rebuilt and answers as
+    a fresh build."""
+    stored(built)
+    directory = index_dir(built)
+    array = sorted(directory.glob("*.npy"))[0]
+    if damage == "truncate-array":
+        array.write_bytes(array.read_bytes()[:-8])
+    elif damage == "remove-array":
+        array.unlink()
+    elif damage == "flip-state":
+        data = bytearray((directory / STATE).read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (directory / STATE).write_bytes(bytes(data))
+    else:
+        (directory / MANIFEST).write_text('{"format": 1, "key": "another", "files": {}}')
+    assert answers(built, stored(built)) == answers(built, fresh(built))
+    assert array.exists() and (directory / MANIFEST).exists()
+
+
+def test_half_written_build_is_never_used(built: Dbs) -> None:
+    """A killed build (a temporary directory, or a target without its manifest) is ignored, removed and rebuilt."""
+    stored(built)
+    directory = index_dir(built)
+    (directory / MANIFEST).unlink()  # as if killed before the last write
+    leftover = directory.parent / f".tmp-{directory.name}-99999"
+    leftover.mkdir()
+    (leftover / STATE).write_bytes(b"half")
+    assert answers(built, stored(built)) == answers(built, fresh(built))
+    assert (directory / MANIFEST).exists() and not leftover.exists()
+
+
+def test_new_cues_run_gets_a_new_index_and_the_old_one_goes(built: Dbs) -> None:
+    """A re-run of cues is another memory: its index is built anew, and the previous run's is removed."""
+    first = stored(built)
+    before = index_dir(built)
+    cues.run(built.archive, built.staging, run_id=built.run_id(), settings=built.settings)
+    runs = {str(r[0]) for r in built.staging.execute("SELECT run_id FROM memory_runs")}
+    (second,) = runs - {first.run_id}  # named: two runs within a second need not sort by time
+    index = stored(built, run_id=second)
+    after = index_dir(built)
+    assert after != before and not before.exists()
+    assert index.run_id == second and second in after.name
+
+
+def test_garden_facts_and_titles_are_read_fresh(built: Dbs) -> None:
+    """Facts and titles are not stored: a reopened index carries the garden's facts as staging.db has them now."""
+    stored(built)
+    index = stored(built)
+    expected = attach_facts(fresh(built), built.staging)
+    assert index.facts == expected.facts and index.fact_positions == expected.fact_positions
+    assert index.titles == expected.titles
+
+
+def test_unwritable_data_dir_falls_back_to_the_in_memory_index(built: Dbs) -> None:
+    """When the index directory cannot be created, recall still answers, from the index built in memory."""
+    (built.settings.data_dir / DIRECTORY).write_text("not a directory")
+    assert answers(built, stored(built)) == answers(built, fresh(built))
