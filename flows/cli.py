@@ -81,6 +81,8 @@ class App:
         return importlib.import_module(f"flows.{name}")
 
 
+EPHEMERAL_TIMEOUT = "attempting to connect to ephemeral Prefect API server"  # Prefect's start-up timeout message
+STARTUP_TIMEOUT_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", "garden", "memory", "flows")
 
 
@@ -93,6 +95,17 @@ class ChatmemGroup(click.Group):
         except ChatmemError as exc:
             click.echo(f"error: {safe_line(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
+        except RuntimeError as exc:
+            # Prefect's local API server did not come up in time (a busy machine): say which setting to raise.
+            if EPHEMERAL_TIMEOUT not in str(exc):
+                raise
+            seconds = os.environ.get(STARTUP_TIMEOUT_SETTING, "?")
+            click.echo(
+                f"error: Prefect's local API server did not start within {seconds} s (a busy machine?); nothing was"
+                f" run: try again, or allow it longer, e.g. {STARTUP_TIMEOUT_SETTING}=600 chatmem ...",
+                err=True,
+            )
+            ctx.exit(1)
         except (sqlite3.Error, OSError) as exc:
             # A full disk or a damaged database met outside a stage: one line naming the data dir, no traceback.
             if not is_storage_error(exc):

@@ -52,7 +52,8 @@ def configure_prefect(data_dir: Path, *, verbose: bool = False) -> dict[str, str
     home = prefect_home(data_dir)
     defaults = {
         "PREFECT_HOME": str(home),
-        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+        # Measured: 2-2.5 min to start at load ~8 on 2 cores (90 s failed a user's run there).
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "240",
         "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
         # An unsaved default storage block raises when anything is persisted; give it a real path instead.
         "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "storage"),

@@ -35,11 +35,13 @@ def as_json(result: Result) -> Any:
     return json.loads(result.stdout)
 
 
-def chatmem_process(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+def chatmem_process(
+    *args: str | Path, cwd: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run `chatmem` as its own process: the console script when installed, else its module."""
     script = Path(sys.executable).with_name("chatmem")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "flows.cli"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(extra_env or {})}
     return subprocess.run([*command, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
 
 
@@ -172,6 +174,22 @@ def test_malformed_file_fails_in_one_line_and_stage_rerun_fixes_it(
     assert as_json(chatmem("archive", "stats", "--json", data_dir=data_dir))["conversations"] == 3
     failures = as_json(chatmem("staging", "failures", "--json", data_dir=data_dir))
     assert failures["files"] == [] and failures["stage_runs"] == []
+
+
+def test_prefect_server_too_slow_to_start_is_one_line_naming_the_setting(tmp_path: Path, jsonl_export: Path) -> None:
+    """When Prefect's local API server misses its start-up timeout: exit 1, one `error:` line naming the setting."""
+    done = chatmem_process(
+        "--data-dir",
+        tmp_path / "data",
+        "run",
+        jsonl_export,
+        cwd=tmp_path,
+        extra_env={"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0", "PREFECT_API_URL": ""},
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" in errors[0], done.stderr
 
 
 def test_stage_with_an_unknown_run_id_is_a_usage_error(ingested: tuple[Path, dict[str, Any]]) -> None:
