@@ -1,6 +1,7 @@
 """One stage's cost per message on a pipeline-built data dir: wall time, ms per 1k messages, peak RSS.
 
     python benchmarks/bench_stage_scale.py DATA_DIR STAGE [--reset-concepts] [--profile OUT.prof]
+    python benchmarks/bench_stage_scale.py DATA_DIR extract|embed --reset-cache --workers N
     python benchmarks/bench_stage_scale.py DATA_DIR index        # the recall index (memory.index.load_index)
 
 Build the data dir once (`chatmem --data-dir D run EXPORT --to cues`), keep a copy, then re-run one stage here
@@ -9,6 +10,9 @@ stage's cost per message at 1M more than 1.5x its cost at 100k). CPU time is pri
 shared machine it is the figure to compare. The stage runs in this process, without
 Prefect, on the data dir's newest run id. `--reset-concepts` empties the concept store first, so the concepts
 stage resolves every hypothesis again (it skips the ones it already handled). `--profile` writes cProfile stats.
+`--reset-cache` empties extract's or embed's cache first, so the stage computes every segment again;
+`--workers N` runs its batches on N local worker processes as `chatmem run` does (runner.local_workers; 1: none,
+0: one per core); CPU and peak RSS then include the workers'.
 
 Example:
     python benchmarks/bench_stage_scale.py /work/scale/d100k concepts --reset-concepts
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import importlib
+import os
 import resource
 import sys
 import time
@@ -27,12 +32,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from clients.process_batches import process_batches, worker_count  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows.registry import spec  # noqa: E402
 from staging.archive import open_archive  # noqa: E402
 from staging.ledger import open_staging  # noqa: E402
 
 CONCEPT_TABLES = ("concepts", "concept_evidence", "concept_relations", "concept_transitions", "concept_inputs")
+CACHE_TABLES = {
+    "extract": ("extractions", "segment_extractions", "mapper_decisions", "fact_mentions"),
+    "embed": ("embeddings", "embedding_items", "embedded_segments"),
+}
 
 
 def main() -> None:
@@ -41,11 +51,18 @@ def main() -> None:
     parser.add_argument("stage", help="a stage name (concepts, garden, embed_concepts, cues, ...) or 'index'")
     parser.add_argument("--reset-concepts", action="store_true", help="empty the concept store first")
     parser.add_argument("--profile", type=Path, help="write cProfile stats here")
+    parser.add_argument("--reset-cache", action="store_true", help="empty extract's or embed's cache first")
+    parser.add_argument("--workers", type=int, default=1, help="local worker processes (0: one per core)")
     args = parser.parse_args()
     settings = Settings(data_dir=args.data_dir)
+    settings.runner.local_workers = args.workers
     archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
     if args.reset_concepts:
         for table in CONCEPT_TABLES:
+            staging.execute(f"DELETE FROM {table}")
+        staging.commit()
+    if args.reset_cache:
+        for table in CACHE_TABLES[args.stage]:
             staging.execute(f"DELETE FROM {table}")
         staging.commit()
     run_id = staging.execute("SELECT run_id FROM stage_runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
@@ -60,18 +77,25 @@ def main() -> None:
 
         detail = f"size={load_index(archive, staging, settings, key_embedder(settings)).size}"
     else:
-        module = importlib.import_module(spec(args.stage).entry)
-        detail = f"counts={module.run(archive, staging, run_id=run_id, settings=settings).counts}"
+        stage = spec(args.stage)
+        module = importlib.import_module(stage.entry)
+        with process_batches(worker_count(args.workers) if stage.local_pool else 1) as map_batches:
+            extra = {"map_batches": map_batches} if stage.local_pool else {}
+            detail = f"counts={module.run(archive, staging, run_id=run_id, settings=settings, **extra).counts}"
     if profile:
         profile.disable()
         profile.dump_stats(args.profile)
     wall = time.perf_counter() - start
     messages = archive.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = usage.ru_utime + usage.ru_stime - cpu_start  # on a shared machine CPU time, not wall, is the cost
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN)  # the pool's, once it has shut down
+    own = usage.ru_utime + usage.ru_stime - cpu_start
+    cpu = own + workers.ru_utime + workers.ru_stime  # on a shared machine CPU time, not wall, is the cost
     print(
-        f"stage={args.stage} messages={messages} wall_s={wall:.1f} cpu_s={cpu:.1f}"
-        f" cpu_ms_per_1k={1e6 * cpu / max(messages, 1):.0f} peak_rss_mib={usage.ru_maxrss / 1024:.0f} {detail}"
+        f"stage={args.stage} messages={messages} workers={args.workers} wall_s={wall:.1f} cpu_s={cpu:.1f}"
+        f" (stage process {own:.1f}) cpu_ms_per_1k={1e6 * cpu / max(messages, 1):.0f}"
+        f" peak_rss_mib={usage.ru_maxrss / 1024:.0f} worker_peak_rss_mib={workers.ru_maxrss / 1024:.0f}"
+        f" load_avg={' '.join(f'{x:.1f}' for x in os.getloadavg())} {detail}"
     )
 
 

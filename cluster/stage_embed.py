@@ -52,7 +52,11 @@ def run(
     map_batches: MapBatches = map_in_process,
 ) -> StageResult:
     """Embed the current segments' messages and the segments under the configured model; the model calls go
-    through `map_batches` (embed.write_batch texts a batch), in this process unless the runner says otherwise."""
+    through `map_batches` (embed.write_batch texts a batch), in this process unless the runner says otherwise
+    (Dask, or local worker processes for the static model)."""
+    if map_batches is not map_in_process and not settings.runner.distributed and not _cpu_bound(settings, embedder):
+        # local worker processes help the static model only: onnx already uses every core, an endpoint waits
+        map_batches = map_in_process
     embedder = embedder or build_embedder(settings.embed)
     fingerprint = f"{embedder.key}:{segment_store.current_segments_fingerprint(staging)}"
     config = section_dump(settings.embed)
@@ -157,6 +161,12 @@ def _embed_segments(
     changed_segments = store.put_items(staging, "segment", embedder.key, run_id, segment_rows)
     store.mark_segments_embedded(staging, embedder.key, run_id, [(s.segment_id, s.content_hash) for s in segments])
     return changed_messages, changed_segments
+
+
+def _cpu_bound(settings: Settings, embedder: Embedder | None) -> bool:
+    """Whether the configured model runs on this process's one core (the static one), and is the one used: an
+    injected embedder (a test's) is not one a worker process could build from the settings."""
+    return embedder is None and settings.embed.backend == "minilm-static"
 
 
 def _stack(rows: list[store.Matrix]) -> store.Matrix:

@@ -620,6 +620,13 @@ class RunnerSettings(BaseModel):
     dask_processes: bool = Field(
         default=True, description="LocalCluster workers as processes (true) or threads of this process (false)."
     )
+    local_workers: int = Field(
+        default=0,
+        ge=0,
+        description="Worker processes for the CPU-bound batches of embed and extract when task_runner is local: "
+        "0 = one per core of this machine, 1 = none (every batch in the stage's own process). Output is the same "
+        "row by row whatever the number.",
+    )
     extract_batch: int = Field(
         default=50,
         ge=1,

@@ -14,18 +14,27 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from clients.batches import shippable, unship
 from contracts.errors import ConfigError
 from contracts.settings import ExtractSettings, Settings
-from extract.mapper import KnownNames
+from extract.mapper import KnownNames, MapperDecision, map_raw_hypotheses
 from extract.offline import OfflineExtractor
 from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput
 from staging.llm_calls import LLMCall
 
 Result = ExtractionOutput | ExtractionFailure
 Outcome = tuple[Result, list[LLMCall]]  # a segment's result and the LLM attempts it took (none offline)
+
+
+@dataclass(slots=True)
+class MappedOutput(ExtractionOutput):
+    """An offline output already passed through the semantic mapper with the run's known concepts: the stage
+    stores `hypotheses` and `decisions` as they are (as it does an LLM output's)."""
+
+    decisions: list[MapperDecision] = field(default_factory=list)
 
 
 class ExtractJob:
@@ -40,12 +49,19 @@ class ExtractJob:
     def __call__(self, segments: Sequence[SegmentInput]) -> list[Outcome]:
         extractor = self._worker_extractor()
         if isinstance(extractor, OfflineExtractor):
-            return [(extractor.extract(s), []) for s in segments]
+            return [(self._mapped(extractor.extract(s), s), []) for s in segments]
         one: Callable[[SegmentInput], Outcome] = extractor.extract_one  # type: ignore[attr-defined]
         llm = self.settings.llm
         workers = llm.max_concurrency if llm is not None else 1
         with ThreadPoolExecutor(workers, thread_name_prefix="chatmem-llm") as pool:
             return list(pool.map(one, segments))  # in the batch's order, whatever order the replies came in
+
+    def _mapped(self, output: ExtractionOutput, segment: SegmentInput) -> MappedOutput:
+        """The offline output as the stage would map it against the known concepts (extract.stage_extract._row),
+        mapped here: the mapper is a fifth of the stage's work, and the stage's process is the one that writes."""
+        raw = {"hypotheses": [h.model_dump(mode="json") for h in output.hypotheses]}
+        hypotheses, decisions = map_raw_hypotheses(raw, segment, self.known_concepts)
+        return MappedOutput(hypotheses=hypotheses, usage=output.usage, facts=output.facts, decisions=decisions)
 
     def _worker_extractor(self) -> Extractor:
         if self._extractor is None:

@@ -22,8 +22,9 @@ import importlib
 import json
 import logging
 import sqlite3
-from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 from typing import Any, cast
@@ -34,7 +35,7 @@ from contracts.errors import ConfigError
 from contracts.redact import redact_uri
 from contracts.results import StageResult
 from contracts.settings import Settings, section_dump
-from extract.batch_job import ExtractJob
+from extract.batch_job import ExtractJob, Outcome
 from extract.mapper import REJECT_RULES, KnownNames, MapperDecision, map_raw_hypotheses
 from extract.offline import OfflineExtractor
 from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput, SegmentMessage
@@ -46,6 +47,7 @@ from staging.stage_run import finish, stage_run
 log = logging.getLogger(__name__)
 
 STAGE = "extract"
+AHEAD = 2  # stage batches handed to the workers before the one being written: both cores stay busy
 
 
 def make_extractor(
@@ -89,9 +91,10 @@ def run(
 ) -> StageResult:
     """Extract every current segment that has no cached extraction under the extractor's cache key.
 
-    With `map_batches` (the Dask runner) the uncached segments of each batch go out as tasks of
-    runner.extract_batch segments (extract/batch_job.py) and their results are written in segment order;
-    without it they go through `extractor.extract_many` here, as they come back."""
+    With `map_batches` (the Dask runner, or local worker processes for the offline extractor) the uncached
+    segments of each batch go out as tasks of runner.extract_batch segments (extract/batch_job.py), mapped
+    there too, and their results are written in segment order; without it they go through
+    `extractor.extract_many` here, as they come back."""
     config = section_dump(settings.extract)
     fingerprint = segment_store.current_segments_fingerprint(staging)
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
@@ -102,11 +105,21 @@ def run(
         log.info("extract - %s", ledger_note)
         counts: Counter[str] = Counter()
         segments = segment_store.iter_current_segments(staging)
+        if map_batches is not None and not settings.runner.distributed and extractor.name != "offline":
+            # local worker processes: an LLM extractor waits on its endpoint, already concurrently (threads)
+            map_batches = None
         spread = (
             None if map_batches is None else Spread(map_batches, ExtractJob(settings.extract, known, parts), settings)
         )
-        while batch := list(islice(segments, settings.extract.batch_size)):
-            _batch(archive, staging, run_id, extractor, parts, known, batch, counts, spread)
+        batches = iter(lambda: list(islice(segments, settings.extract.batch_size)), [])
+        started = (_start(archive, staging, extractor, parts, batch, counts, spread) for batch in batches)
+        # With workers, the next batches are in their hands while this process maps and writes the current one;
+        # still written in segment order. (No segment's cache key can be in two batches of one run: the key
+        # starts with the segment's content hash, which covers its message ids.)
+        # An LLM extractor's budget is checked as a batch starts: it is never started ahead of the writes.
+        ahead = AHEAD if spread is not None and getattr(extractor, "budget", None) is None else 0
+        for work in _ahead(started, ahead):
+            _write(staging, run_id, extractor, parts, known, work, counts)
         counts["segments_dropped"] = store.drop_retired(staging)
         tokens = counts["prompt_tokens"] + counts["completion_tokens"]
         counts["tokens_per_1k_messages"] = (
@@ -130,37 +143,70 @@ def run(
         )
 
 
-def _batch(
+@dataclass(slots=True)
+class _Started:
+    """A batch whose uncached segments are being extracted (lazily in-process, or already on workers)."""
+
+    batch: list[segment_store.SegmentRow]
+    keys: dict[str, str]  # segment_id -> cache key
+    done: set[str]  # segments with a successful extraction (cached ones so far)
+    inputs: int
+    results: Iterable[tuple[SegmentInput, ExtractionOutput | ExtractionFailure]]
+
+
+def _start(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
-    run_id: str,
     extractor: Extractor,
     parts: tuple[str, ...],
-    known: KnownNames,
     batch: list[segment_store.SegmentRow],
     counts: Counter[str],
-    spread: Spread | None = None,
-) -> None:
+    spread: Spread | None,
+) -> _Started:
     keys = {s.segment_id: store.cache_key(s.content_hash, parts) for s in batch}
     cached = store.cached_ok(staging, keys.values())
     todo = [s for s in batch if keys[s.segment_id] not in cached]
     counts["segments"] += len(batch)
     counts["segments_cached"] += len(batch) - len(todo)
-    rows: list[store.ExtractionRow] = []
     done = {s.segment_id for s in batch if keys[s.segment_id] in cached}
-    if todo:
-        inputs = _inputs(archive, todo)
-        counts["extractor_calls"] += len(inputs)
+    inputs = _inputs(archive, todo) if todo else []
+    counts["extractor_calls"] += len(inputs)
+    if not inputs:
+        results: Iterable[tuple[SegmentInput, ExtractionOutput | ExtractionFailure]] = ()
+    else:
         results = extractor.extract_many(inputs) if spread is None else spread.extract(extractor, inputs)
-        for segment, output in results:
-            row = _row(segment, output, extractor.name, parts, keys[segment.segment_id], known, counts)
-            rows.append(row)
-            if row.status == "ok":
-                done.add(segment.segment_id)
-            counts["messages_sent"] += len(segment.messages)
-        counts["not_returned"] += len(inputs) - len(rows)
-    current = [(s.segment_id, keys[s.segment_id]) for s in batch if s.segment_id in done]
+    return _Started(batch, keys, done, len(inputs), results)
+
+
+def _write(
+    staging: sqlite3.Connection,
+    run_id: str,
+    extractor: Extractor,
+    parts: tuple[str, ...],
+    known: KnownNames,
+    work: _Started,
+    counts: Counter[str],
+) -> None:
+    rows: list[store.ExtractionRow] = []
+    for segment, output in work.results:
+        row = _row(segment, output, extractor.name, parts, work.keys[segment.segment_id], known, counts)
+        rows.append(row)
+        if row.status == "ok":
+            work.done.add(segment.segment_id)
+        counts["messages_sent"] += len(segment.messages)
+    counts["not_returned"] += work.inputs - len(rows)
+    current = [(s.segment_id, work.keys[s.segment_id]) for s in work.batch if s.segment_id in work.done]
     counts["current_changed"] += store.write_batch(staging, run_id, rows, current)
+
+
+def _ahead(items: Iterator[_Started], depth: int) -> Iterator[_Started]:
+    """`items` in order, each started `depth` items before it is handed out (0: as it is handed out)."""
+    window: deque[_Started] = deque()
+    for item in items:
+        window.append(item)
+        if len(window) > depth:
+            yield window.popleft()
+    yield from window
 
 
 class Spread:
@@ -175,16 +221,21 @@ class Spread:
         """Each segment's result; an LLM extractor records each attempt and spends it against its budget here,
         on the stage's thread. The budget is checked once per stage batch (all of its tasks are in flight at
         once), so a run may overshoot it by up to extract.batch_size segments."""
-        finish = getattr(extractor, "finish", None)
         budget = getattr(extractor, "budget", None)
         stopped = budget.exhausted() if budget is not None else None
         if stopped:
-            for segment in inputs:
-                yield segment, ExtractionFailure(reason=f"not done: {stopped}; re-run the stage to continue")
-            return
+            reason = f"not done: {stopped}; re-run the stage to continue"
+            return iter([(segment, ExtractionFailure(reason=reason)) for segment in inputs])
         batches = split(inputs, self.size)
-        for batch, outcomes in zip(batches, self.map_batches(self.job, batches), strict=True):
-            for segment, (result, attempts) in zip(batch, outcomes, strict=True):
+        return self._results(extractor, batches, self.map_batches(self.job, batches))  # submitted now
+
+    @staticmethod
+    def _results(
+        extractor: Extractor, batches: list[Sequence[SegmentInput]], outcomes: Iterator[list[Outcome]]
+    ) -> Iterator[tuple[SegmentInput, ExtractionOutput | ExtractionFailure]]:
+        finish = getattr(extractor, "finish", None)
+        for batch, outcome in zip(batches, outcomes, strict=True):
+            for segment, (result, attempts) in zip(batch, outcome, strict=True):
                 yield segment, finish(segment, result, attempts) if finish is not None else result
 
 

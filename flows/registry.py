@@ -33,6 +33,9 @@ class StageSpec:
     progress: str | None = None  # the unit of the stage's progress bars ("bytes", "items"); None: it takes none
     exports: bool = False  # the stage takes the run's export files (`exports`, `force_format`)
     batches: bool = False  # the stage takes `map_batches` (clients.batches): its heavy batches may run on Dask
+    # ... and, on a local run, on a pool of runner.local_workers processes (clients.process_batches): for stages
+    # whose batches are CPU-bound and cheap to ship (not cluster's: its jobs carry the fitted model)
+    local_pool: bool = False
 
 
 STAGES: tuple[StageSpec, ...] = (
@@ -60,6 +63,7 @@ STAGES: tuple[StageSpec, ...] = (
         description="Segments' messages and segments -> vectors cached in staging.db.",
         progress="items",
         batches=True,
+        local_pool=True,
     ),
     StageSpec(
         "extract",
@@ -68,6 +72,7 @@ STAGES: tuple[StageSpec, ...] = (
         settings_section="extract",
         description="Segments -> ConceptHypothesis objects through the semantic mapper.",
         batches=True,
+        local_pool=True,
     ),
     StageSpec(
         "concepts",

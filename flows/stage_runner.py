@@ -9,8 +9,9 @@ the inputs it finished with.
 
 What a stage needs besides the databases (the settings with their secrets, the export paths, a progress bar)
 comes from the run's `RunContext`, held in this process by run id. A stage declared with `batches` gets a
-`map_batches` on Dask when the runner settings ask for it (flows/batch_runner.py); else it runs its batches
-itself. Prefect's flow parameters carry only the
+`map_batches` on Dask when the runner settings ask for it (flows/batch_runner.py); else, when it is declared
+`local_pool`, one on runner.local_workers local processes (clients/process_batches.py; 1: none); else it runs
+its batches itself. Prefect's flow parameters carry only the
 run id, so nothing secret reaches Prefect's database.
 """
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clients.process_batches import process_batches, worker_count
 from contracts.errors import ConfigError
 from contracts.results import StageResult
 from contracts.settings import Settings
@@ -88,6 +90,9 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
                     from flows.batch_runner import dask_batches  # only a Dask run loads prefect-dask
 
                     deps["map_batches"] = stack.enter_context(dask_batches(settings.runner, stage.name))
+                elif stage.local_pool and worker_count(settings.runner.local_workers) > 1:
+                    pool = process_batches(worker_count(settings.runner.local_workers))
+                    deps["map_batches"] = stack.enter_context(pool)
                 result = module.run(archive, staging, run_id=run_id, settings=settings, **deps)
             after = input_fingerprint(stage, settings, archive, staging, context.exports)
             set_input_fingerprint(staging, run_id, stage.name, after)

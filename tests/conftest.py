@@ -43,6 +43,9 @@ def prefect_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         # `chatmem run` would start a local graph server (a JVM) for its load stage: the stage is skipped instead,
         # and says so. The graph tests point the stage at their own server (tests/graph_fixtures.py).
         "CHATMEM_LOAD__LOCAL_SERVER": "false",
+        # Embed and extract run in the stage's process: a pool of spawned workers costs a few CPU-seconds per stage
+        # run, in every pipeline test. tests/test_process_batches.py runs them with workers (same rows).
+        "CHATMEM_RUNNER__LOCAL_WORKERS": "1",
     }
     with pytest.MonkeyPatch.context() as patch:
         for name, value in values.items():
