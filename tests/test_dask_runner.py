@@ -90,7 +90,7 @@ def test_dask_run_writes_what_the_local_run_writes(tmp_path: Path) -> None:
     from flows.pipeline import run_pipeline
 
     export = _export(tmp_path / "one.jsonl")
-    local = _settings(tmp_path / "local", RunnerSettings())
+    local = _settings(tmp_path / "local", RunnerSettings(local_workers=1))  # the single-process run
     dask = _settings(
         tmp_path / "dask", RunnerSettings(task_runner="dask", dask_workers=2, dask_processes=False, extract_batch=3)
     )
