@@ -17,6 +17,7 @@ the stage process reads. Task parameters, and Prefect's database, never see a se
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -38,6 +39,19 @@ def map_in_process(job: Callable[[T], R], batches: Sequence[T]) -> Iterator[R]:
     """Run each batch here, one after another; results come as they are computed, in batch order."""
     for batch in batches:
         yield job(batch)
+
+
+def ahead_of(items: Iterator[T], depth: int) -> Iterator[T]:
+    """`items` in order, each one taken from `items` `depth` items before it is handed out (0: when it is).
+
+    A stage whose items start work elsewhere as they are taken (batches submitted to workers) keeps the
+    workers busy with the next ones while it writes the current one; its writes stay in order."""
+    window: deque[T] = deque()
+    for item in items:
+        window.append(item)
+        if len(window) > depth:
+            yield window.popleft()
+    yield from window
 
 
 def split(items: Sequence[T], size: int) -> list[Sequence[T]]:

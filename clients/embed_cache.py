@@ -76,24 +76,75 @@ def embed_cached(
     The texts to embed are cut into batches of `write_batch` and handed to `map_batches` (another runner needs
     `settings`, which its workers build the embedder from); each batch's vectors are written as they come
     back, in batch order."""
+    started = start_embedding(
+        staging, embedder, texts, batch_size=batch_size, write_batch=write_batch, counts=counts,
+        settings=settings, map_batches=map_batches,
+    )  # fmt: skip
+    return finish_embedding(staging, embedder, run_id, started, counts, progress, label)
+
+
+@dataclass(slots=True)
+class StartedEmbedding:
+    """Texts whose missing vectors are being computed (lazily in-process, or already on workers)."""
+
+    hashes: list[str]  # every text's, in the given order
+    chunks: list[list[str]]  # the hashes to embed, one list per batch
+    vectors: Iterator[Matrix]  # each batch's vectors, in batch order
+    in_flight: set[str] | None  # hashes started and not yet written, shared with the caller's other batches
+
+
+def start_embedding(
+    staging: sqlite3.Connection,
+    embedder: Embedder,
+    texts: Sequence[str],
+    *,
+    batch_size: int,
+    write_batch: int,
+    counts: EmbedCounts,
+    settings: EmbedSettings | None = None,
+    map_batches: MapBatches = map_in_process,
+    in_flight: set[str] | None = None,
+) -> StartedEmbedding:
+    """The first half of `embed_cached`: find what the cache lacks and hand it to `map_batches`. A caller that
+    starts the next texts before it finishes these passes the same `in_flight` set to both: a text already
+    started counts as cached (as it would be had these been written first), so nothing is embedded twice and
+    the counts are those of one call after another."""
     hashes = [store.text_hash(t) for t in texts]
     counts.texts += len(texts)
     cached = store.cached_hashes(staging, embedder.key, hashes)
     todo: dict[str, str] = {}
+    busy = in_flight if in_flight is not None else set()
     for h, text in zip(hashes, texts, strict=True):
-        if h not in cached and h not in todo:
+        if h not in cached and h not in todo and h not in busy:
             todo[h] = text
     counts.cached += len(texts) - len(todo)
     keys = list(todo)
-    chunks = split(keys, write_batch)
+    chunks = [list(chunk) for chunk in split(keys, write_batch)]
     job = EmbedJob(settings or EmbedSettings(), embedder, batch_size)
-    with bar(progress, label, len(keys)) as advance:
-        texts_by_chunk = [[todo[h] for h in chunk] for chunk in chunks]
-        for chunk, vectors in zip(chunks, map_batches(job, texts_by_chunk), strict=True):
+    vectors = map_batches(job, [[todo[h] for h in chunk] for chunk in chunks])
+    if in_flight is not None:
+        in_flight.update(keys)
+    return StartedEmbedding(hashes, chunks, vectors, in_flight)
+
+
+def finish_embedding(
+    staging: sqlite3.Connection,
+    embedder: Embedder,
+    run_id: str,
+    started: StartedEmbedding,
+    counts: EmbedCounts,
+    progress: ProgressFactory | None = None,
+    label: str = "embed",
+) -> list[str]:
+    """The second half of `embed_cached`: write each batch's vectors as they come back; the texts' hashes."""
+    with bar(progress, label, sum(map(len, started.chunks))) as advance:
+        for chunk, vectors in zip(started.chunks, started.vectors, strict=True):
             counts.embedded += len(chunk)
             counts.written += store.put_vectors(staging, embedder.key, run_id, list(zip(chunk, vectors, strict=True)))
+            if started.in_flight is not None:
+                started.in_flight.difference_update(chunk)
             advance(len(chunk))
-    return hashes
+    return started.hashes
 
 
 def segment_key(member_hashes: Sequence[str], weights: Sequence[float]) -> str:

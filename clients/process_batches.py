@@ -65,6 +65,8 @@ class ProcessBatches:
         self._shipped: dict[int, tuple[Any, str]] = {}  # id(job) -> (job, its file): the job kept alive
 
     def __call__(self, job: Callable[[T], R], batches: Sequence[T]) -> Iterator[R]:
+        if len(batches) < 2:  # nothing to share: no worker is started (nor the job shipped) for a small run
+            return map_in_process(job, batches)
         path = self._ship(job)
         futures = [self._pool.submit(_run, path, batch) for batch in batches]
         return _in_order(futures)

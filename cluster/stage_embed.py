@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from clients.batches import MapBatches, map_in_process
+from clients.batches import MapBatches, ahead_of, map_in_process
 from clients.embed_cache import (
     EmbedCounts,
-    embed_cached,
+    StartedEmbedding,
+    finish_embedding,
     mean_vector,
     message_weight,
     segment_key,
+    start_embedding,
 )
 from clients.embedders import Embedder, build_embedder
 from clients.progress import ProgressFactory
@@ -39,6 +42,7 @@ log = logging.getLogger(__name__)
 
 STAGE = "embed"
 CHUNK_MESSAGES = 20000  # messages read, embedded and written per round: memory stays bounded at any size
+AHEAD = 1  # chunks handed to worker processes before the one being written (none in-process)
 
 
 def run(
@@ -67,20 +71,27 @@ def run(
         # Streamed, not listed: at 1M messages the current segments' message ids alone are ~150 MB.
         todo = 0
         message_items = segment_items = 0
-        chunk: list[segment_store.SegmentRow] = []
-        size = 0
-        for segment in segment_store.iter_current_segments(staging, unless_embedded_under=embedder.key):
-            todo += 1
-            chunk.append(segment)
-            size += len(segment.message_ids)
-            if size >= CHUNK_MESSAGES:
-                m, s = _embed_segments(
-                    archive, staging, embedder, run_id, settings, chunk, counts, progress, map_batches
-                )
-                message_items, segment_items = message_items + m, segment_items + s
-                chunk, size = [], 0
-        m, s = _embed_segments(archive, staging, embedder, run_id, settings, chunk, counts, progress, map_batches)
-        message_items, segment_items = message_items + m, segment_items + s
+        in_flight: set[str] = set()
+        ahead = 0 if map_batches is map_in_process else AHEAD
+
+        def started() -> Iterator[_Chunk]:
+            nonlocal todo
+            chunk: list[segment_store.SegmentRow] = []
+            size = 0
+            for segment in segment_store.iter_current_segments(staging, unless_embedded_under=embedder.key):
+                todo += 1
+                chunk.append(segment)
+                size += len(segment.message_ids)
+                if size >= CHUNK_MESSAGES:
+                    yield _start(archive, staging, embedder, settings, chunk, counts, map_batches, in_flight)
+                    chunk, size = [], 0
+            if chunk:
+                yield _start(archive, staging, embedder, settings, chunk, counts, map_batches, in_flight)
+
+        # With workers, the next chunk's texts are in their hands while this process writes the current one's.
+        for work in ahead_of(started(), ahead):
+            m, s = _finish(staging, embedder, run_id, work, counts, progress)
+            message_items, segment_items = message_items + m, segment_items + s
         notes = [] if segments else ["no current segments: run the segment stage first"]
         result = {
             "segments": segments,
@@ -106,43 +117,62 @@ def run(
         )
 
 
-def _embed_segments(
+@dataclass(slots=True)
+class _Chunk:
+    """A chunk of segments whose messages' missing vectors are being computed."""
+
+    segments: Sequence[segment_store.SegmentRow]
+    texts: dict[str, str]  # message id -> text
+    unique: list[str]  # the chunk's message ids, each once, in order
+    embedding: StartedEmbedding
+
+
+def _start(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
     embedder: Embedder,
-    run_id: str,
     settings: Settings,
     segments: Sequence[segment_store.SegmentRow],
     counts: EmbedCounts,
-    progress: ProgressFactory | None,
     map_batches: MapBatches,
-) -> tuple[int, int]:
-    """One chunk: embed its messages, derive its segment vectors, write both. Returns item rows changed."""
-    if not segments:
-        return 0, 0
+    in_flight: set[str],
+) -> _Chunk:
+    """Read a chunk's message texts and start embedding those the cache does not have."""
     ids = [m for s in segments for m in s.message_ids]
     rows = segment_store.messages_by_id(archive, ids)
     texts = {m: str(rows[m]["text"]) if m in rows else "" for m in ids}
     unique = list(dict.fromkeys(ids))
-    hashes = embed_cached(
+    embedding = start_embedding(
         staging,
         embedder,
-        run_id,
         [texts[m] for m in unique],
         batch_size=embedder.batch_size or settings.embed.batch_size,
         write_batch=settings.embed.write_batch,
         counts=counts,
-        progress=progress,
-        label="embed messages",
         settings=settings.embed,
         map_batches=map_batches,
+        in_flight=in_flight,
     )
-    by_message = dict(zip(unique, hashes, strict=True))
+    return _Chunk(segments, texts, unique, embedding)
+
+
+def _finish(
+    staging: sqlite3.Connection,
+    embedder: Embedder,
+    run_id: str,
+    work: _Chunk,
+    counts: EmbedCounts,
+    progress: ProgressFactory | None,
+) -> tuple[int, int]:
+    """One chunk: write its messages' vectors, derive its segment vectors, write both. Returns item rows changed."""
+    hashes = finish_embedding(staging, embedder, run_id, work.embedding, counts, progress, "embed messages")
+    texts = work.texts
+    by_message = dict(zip(work.unique, hashes, strict=True))
     changed_messages = store.put_items(staging, "message", embedder.key, run_id, list(by_message.items()))
     segment_rows: list[tuple[str, str]] = []
     new_vectors = []
     keys = []
-    for segment in segments:
+    for segment in work.segments:
         member_hashes = [by_message[m] for m in segment.message_ids]
         weights = [message_weight(texts[m]) for m in segment.message_ids]
         key = segment_key(member_hashes, weights)
@@ -159,7 +189,8 @@ def _embed_segments(
     ]
     counts.written += store.put_vectors(staging, embedder.key, run_id, list(dict(derived).items()))
     changed_segments = store.put_items(staging, "segment", embedder.key, run_id, segment_rows)
-    store.mark_segments_embedded(staging, embedder.key, run_id, [(s.segment_id, s.content_hash) for s in segments])
+    segment_ids = [(s.segment_id, s.content_hash) for s in work.segments]
+    store.mark_segments_embedded(staging, embedder.key, run_id, segment_ids)
     return changed_messages, changed_segments
 
 

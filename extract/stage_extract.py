@@ -22,14 +22,14 @@ import importlib
 import json
 import logging
 import sqlite3
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 from typing import Any, cast
 
-from clients.batches import MapBatches, split
+from clients.batches import MapBatches, ahead_of, split
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import ConfigError
 from contracts.redact import redact_uri
@@ -118,7 +118,7 @@ def run(
         # starts with the segment's content hash, which covers its message ids.)
         # An LLM extractor's budget is checked as a batch starts: it is never started ahead of the writes.
         ahead = AHEAD if spread is not None and getattr(extractor, "budget", None) is None else 0
-        for work in _ahead(started, ahead):
+        for work in ahead_of(started, ahead):
             _write(staging, run_id, extractor, parts, known, work, counts)
         counts["segments_dropped"] = store.drop_retired(staging)
         tokens = counts["prompt_tokens"] + counts["completion_tokens"]
@@ -197,16 +197,6 @@ def _write(
     counts["not_returned"] += work.inputs - len(rows)
     current = [(s.segment_id, work.keys[s.segment_id]) for s in work.batch if s.segment_id in work.done]
     counts["current_changed"] += store.write_batch(staging, run_id, rows, current)
-
-
-def _ahead(items: Iterator[_Started], depth: int) -> Iterator[_Started]:
-    """`items` in order, each started `depth` items before it is handed out (0: as it is handed out)."""
-    window: deque[_Started] = deque()
-    for item in items:
-        window.append(item)
-        if len(window) > depth:
-            yield window.popleft()
-    yield from window
 
 
 class Spread:

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fact_cases import CASES
 
 from clients.batches import MapBatches, map_in_process
 from clients.process_batches import ProcessBatches, process_batches, worker_count
 from contracts.settings import RunnerSettings, Settings
+from tests.fact_cases import CASES
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_CHATGPT = ROOT.parent / "shared" / "data" / "exports" / "chatgpt"
@@ -85,6 +85,13 @@ def test_a_job_is_pickled_once_per_job_not_once_per_batch(pool: MapBatches) -> N
     assert Scaled.pickled == 1
     assert list(pool(Scaled(5), [[1], [2]])) == [[5], [10]]
     assert Scaled.pickled == 2
+
+
+def test_a_single_batch_runs_in_the_stage_process(pool: MapBatches) -> None:
+    """One batch has nothing to share with another core: it runs here, and its job is not pickled."""
+    Scaled.pickled = 0
+    assert list(pool(worker_pid, [0])) == [os.getpid()]
+    assert list(pool(Scaled(4), [[2]])) == [[8]] and Scaled.pickled == 0
 
 
 def test_a_failing_batch_raises_its_error_in_the_stage(pool: MapBatches) -> None:
@@ -186,10 +193,14 @@ class _Lines(logging.Handler):
 
 @pytest.mark.prefect
 @pytest.mark.slow
-def test_two_workers_write_what_one_process_writes(tmp_path: Path) -> None:
+def test_two_workers_write_what_one_process_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Real exports through ingest..extract with 1 and 2 local workers: vectors bit for bit, extractions,
-    mapper decisions, fact mentions and current pointers identical row by row; both stages used the pool."""
+    mapper decisions, fact mentions, current pointers and counts identical; both stages used the pool."""
     from flows.pipeline import run_pipeline
+
+    # embed chunks of ~60 messages: the next chunk starts before the current one is written, and texts repeated
+    # across chunks (greetings, "Thanks!") must count and embed as they do one chunk after another
+    monkeypatch.setattr("cluster.stage_embed.CHUNK_MESSAGES", 60)
 
     if not SHARED_CHATGPT.is_dir():
         pytest.skip("../shared/data is absent: its real exports are read in place, not copied")
