@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import pickle
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -124,7 +125,10 @@ def _run(path: str, batch: Any) -> Any:
 
 
 def _watch_parent(parent: int) -> None:
-    """Exit this worker as soon as the process that started it is gone (killed, or crashed)."""
+    """Exit this worker as soon as the process that started it is gone (killed, or crashed). Ctrl-C reaches the
+    whole process group: it is the stage process's to handle (flows/interrupt.py), which then shuts the pool
+    down; a worker that died of it would only add a traceback per worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:

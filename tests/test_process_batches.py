@@ -117,7 +117,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_workers_exit_when_the_run_is_killed(tmp_path: Path) -> None:
-    """kill -9 of the process that owns the pool: its workers exit on their own within seconds."""
+    """Workers ignore SIGINT; after kill -9 of the process that owns the pool they exit on their own within seconds."""
     script = (
         "import sys, time\n"
         "from clients.process_batches import process_batches\n"
@@ -131,6 +131,10 @@ def test_workers_exit_when_the_run_is_killed(tmp_path: Path) -> None:
         assert run.stdout is not None
         pids = [int(p) for p in run.stdout.readline().split()]
         assert pids and all(_alive(p) for p in pids)
+        for pid in pids:  # Ctrl-C reaches the whole process group: the workers leave it to the stage process
+            os.kill(pid, signal.SIGINT)
+        time.sleep(1)
+        assert all(_alive(p) for p in pids), "a worker died of SIGINT"
         os.kill(run.pid, signal.SIGKILL)
         run.wait(timeout=10)
         deadline = time.monotonic() + 10
