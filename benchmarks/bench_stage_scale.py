@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
 import importlib
 import os
 import resource
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -91,12 +93,28 @@ def main() -> None:
     workers = resource.getrusage(resource.RUSAGE_CHILDREN)  # the pool's, once it has shut down
     own = usage.ru_utime + usage.ru_stime - cpu_start
     cpu = own + workers.ru_utime + workers.ru_stime  # on a shared machine CPU time, not wall, is the cost
+    digest = ""
+    if args.stage in CACHE_TABLES:  # what the stage wrote, to compare runs with different worker counts
+        with sqlite3.connect(f"file:{settings.staging_path}?mode=ro", uri=True) as reader:
+            digest = f" tables_sha256={_digest(reader, CACHE_TABLES[args.stage])}"
     print(
         f"stage={args.stage} messages={messages} workers={args.workers} wall_s={wall:.1f} cpu_s={cpu:.1f}"
         f" (stage process {own:.1f}) cpu_ms_per_1k={1e6 * cpu / max(messages, 1):.0f}"
         f" peak_rss_mib={usage.ru_maxrss / 1024:.0f} worker_peak_rss_mib={workers.ru_maxrss / 1024:.0f}"
-        f" load_avg={' '.join(f'{x:.1f}' for x in os.getloadavg())} {detail}"
+        f" load_avg={' '.join(f'{x:.1f}' for x in os.getloadavg())}{digest} {detail}"
     )
+
+
+def _digest(staging: sqlite3.Connection, tables: tuple[str, ...]) -> str:
+    """sha256 of the tables' rows in key order, every column but run_id (each bench run has its own)."""
+    digest = hashlib.sha256()
+    for table in tables:
+        columns = [c[1] for c in staging.execute(f"PRAGMA table_info({table})") if c[1] != "run_id"]
+        keys = [c[1] for c in sorted(staging.execute(f"PRAGMA table_info({table})"), key=lambda c: c[5]) if c[5]]
+        order = ", ".join(keys or columns)
+        for row in staging.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}"):
+            digest.update(repr(row).encode())
+    return digest.hexdigest()[:16]
 
 
 if __name__ == "__main__":
