@@ -83,14 +83,14 @@ def key_base(message: MessageInput) -> str:
     return f"{speaker(message.role, message.author)}: {message.text}"
 
 
-def dense_key(role: str, author: str | None, text: str, names: Names) -> str:
+def dense_key(text: str, names: Names) -> str:
     """What the key embedder reads for a message: what was said, without the memory's speaker names
-    (memory/names.py: a sentence model reads a name as meaning); a message by no named person keeps its role as
-    the prefix ("user: ..."). No cue names: a sentence model reads sentences."""
-    who = speaker(role, author)
-    if author and who == author:
-        return names.mask(text)
-    return f"{who}: {names.mask(text)}"
+    (memory/names.py: a sentence model reads a name as meaning). No speaker or role prefix (who said it is the
+    lexical key's prefix, `key_base`, and the speaker tag) and no cue names: a sentence model reads sentences,
+    and a text that names nobody is then exactly what the embed stage embedded, so its vector is already cached
+    (`role: text` keys cost the cues stage ~290 CPU-ms per 1k messages to embed again; recall held without the
+    prefix, benchmarks/RESULTS.md "cues: keys shared with the embed stage")."""
+    return names.mask(text)
 
 
 @dataclass(slots=True)

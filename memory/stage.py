@@ -140,7 +140,7 @@ def _embed_keys(
     embedded = EmbedCounts()
     model: Embedder | None = None
     for batch in _batches(_messages(archive), batch_messages):
-        keys = [dense_key(m.role, m.author, m.text, names) for m in batch if embeds_role(settings, m.role)]
+        keys = [dense_key(m.text, names) for m in batch if embeds_role(settings, m.role)]
         if not keys:
             continue
         model = model or embedder or key_embedder(settings)
