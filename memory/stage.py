@@ -139,7 +139,7 @@ class _Keys:
     def __init__(self, staging: sqlite3.Connection, settings: Settings, names: Names, embedder: Embedder | None):
         self.staging, self.settings, self.names = staging, settings, names
         self.embedder = embedder
-        self.missing: list[str] = []  # uuids (a uuid, not its text: memory stays flat when nothing is cached)
+        self.missing: list[str] = []  # uuids, not texts: ~85 MB at 1M messages when no key is cached
         self.found = 0
 
     def model(self) -> Embedder:
