@@ -23,6 +23,7 @@ from contracts.results import StageResult
 from contracts.settings import Settings
 from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
 from memory.index import embeds_role, key_embedder
+from memory.key_model import FULL, KeyCost, with_model
 from memory.names import Names
 from staging import memory as store
 from staging import memory_inputs as inputs
@@ -59,9 +60,12 @@ def run(
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
         builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory)
         del evidence
+        cost = KeyCost(settings.memory)
         for message in _messages(archive):
             builder.count(message)
-        notes = []
+            cost.add(message.role, message.text)
+        choice = cost.choice()
+        notes = [choice.note()]
         if topic_run is None:
             notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
         if not builder.concepts:
@@ -87,9 +91,10 @@ def run(
             if report.hubs:
                 names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
                 notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
-            writer.finish({"hubs": report.hubs, "topic_run": topic_run, "notes": notes})
+            writer.finish({"hubs": report.hubs, "topic_run": topic_run, "notes": notes, "key_model": choice.summary()})
             written = dict(writer.counts)
-        embedded = _embed_keys(archive, staging, run_id, settings, builder.names(), embedder, progress, batch_messages)
+        keyed = with_model(settings, choice.model)
+        embedded = _embed_keys(archive, staging, run_id, keyed, builder.names(), embedder, progress, batch_messages)
         counts = {
             "content": written["content"] - written["merged"],
             "merged_nodes": report.merged_groups,
@@ -102,6 +107,7 @@ def run(
             "edges": written["edges"],
             "keys_embedded": embedded.embedded,
             "keys_cached": embedded.cached,
+            "keys_full_model": int(choice.model == FULL),
         }
         log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
         rows_out = written["content"] + len(cues) + len(tags) + written["edges"]

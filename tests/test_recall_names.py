@@ -11,6 +11,7 @@ from clients.embedders import StaticMiniLM
 from contracts.records import ExportConversation
 from memory import stage as cues
 from memory.graph import dense_key
+from memory.index import run_embedder
 from memory.names import Names, speaker_names
 from memory.recall import embed_query
 from memory.service import Memory
@@ -72,7 +73,7 @@ def test_the_cues_stage_caches_the_masked_keys_that_recall_reads(tmp_path: Path)
     write_archive(dbs.archive, [_named("c1", chat)])
     run_id = dbs.run_id()
     cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
-    model = StaticMiniLM().key
+    model = run_embedder(dbs.settings, dbs.staging)[1].key  # the model the run chose for its keys (a small one: full)
     masked = vectors.text_hash(", I signed up for a pottery class")
     prefixed = vectors.text_hash("Caroline: Melanie, I signed up for a pottery class")
     cached = vectors.load_vectors(dbs.staging, model, [masked, prefixed])
