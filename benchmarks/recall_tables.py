@@ -117,9 +117,10 @@ def _key_model(run: dict[str, Any]) -> list[str]:
     if choice.get("setting") != "auto":
         return [f"Key model: `memory.key_embedder = {choice.get('setting')}` (set)."]
     counted = f"{choice['keys_counted']:,}" + ("" if choice.get("complete") else "+ (counting stopped there)")
-    verdict = "within" if choice.get("model") == "minilm-onnx" else "over"
+    full = choice.get("model") == "minilm-onnx"
+    verdict, model = ("within", "`minilm-onnx` (the full model)") if full else ("over", "`embed` (the static model)")
     return [
-        f"Key model: `auto` chose `{choice.get('model')}`: the full model's estimate for {counted} key(s),"
+        f"Key model: `auto` chose {model}: the full model's estimate for {counted} key(s),"
         f" {choice['full_estimate_s']:.0f} CPU-s, is {verdict} memory.full_key_budget_s = {choice['full_budget_s']:g}."
     ]
 
