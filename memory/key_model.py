@@ -96,7 +96,8 @@ class KeyCost:
         if self.counting and self._pending:
             self._flush()
         setting = self.settings.key_embedder
-        model = (STATIC if self.over else FULL) if setting == "auto" else setting
+        never = self.settings.full_key_budget_s <= 0  # a budget of 0 means never, even with nothing to embed
+        model = (STATIC if self.over or never else FULL) if setting == "auto" else setting
         budget = self.settings.full_key_budget_s
         return KeyChoice(model, setting, self.keys, self.estimate_ms / 1000, budget, not self.over)
 

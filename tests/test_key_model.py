@@ -129,3 +129,9 @@ def test_counting_stops_once_the_budget_is_passed() -> None:
         cost.add("assistant", "an answer is no key: never counted")
     choice = cost.choice()
     assert choice.model == STATIC and not choice.complete and choice.keys <= 2_000 and choice.estimate_s > 1.0
+
+
+def test_a_budget_of_zero_never_chooses_the_full_model() -> None:
+    """memory.full_key_budget_s = 0 keeps the static model even for an archive with no key to embed."""
+    assert KeyCost(MemorySettings(full_key_budget_s=0)).choice().model == STATIC
+    assert KeyCost(MemorySettings()).choice().model == FULL
