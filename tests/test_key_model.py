@@ -99,7 +99,7 @@ def test_an_archive_that_grows_past_the_budget_switches_model_and_never_mixes_ve
     assert isinstance(static, StaticMiniLM) and memory.index.run_id == second
     index = memory.index
     users = np.flatnonzero(index.role_code == index.roles.index("user"))
-    keys = [dense_key("user", None, index.text(int(i)), index.names) for i in users]
+    keys = [dense_key(index.text(int(i)), index.names) for i in users]
     assert np.allclose(index.dense[users], static.embed(keys), atol=1e-5)  # the static model's, every one of them
     full = OnnxMiniLM(max_tokens=dbs.settings.memory.key_max_tokens)
     with pytest.raises(ValueError, match="keys of this memory are"):
