@@ -90,11 +90,11 @@ def test_an_archive_that_grows_past_the_budget_switches_model_and_never_mixes_ve
     dbs = archive_with(tmp_path, small, full_key_budget_s=budget)
     first = cues_run(dbs)
     assert run_choice(dbs.staging, first)["model"] == FULL
-    assert isinstance(Memory.open(dbs.settings).embedder, OnnxMiniLM)
+    assert isinstance(Memory.open(dbs.settings, run_id=first).embedder, OnnxMiniLM)
     write_archive(dbs.archive, [conversation(f"s{i}", s) for i, s in enumerate(grown)], tag="b")
     second = cues_run(dbs)
     assert second != first and run_choice(dbs.staging, second)["model"] == STATIC
-    memory = Memory.open(dbs.settings)
+    memory = Memory.open(dbs.settings, run_id=second)  # by id: two runs of one second sort by their random tail
     static = memory.embedder
     assert isinstance(static, StaticMiniLM) and memory.index.run_id == second
     index = memory.index
@@ -103,7 +103,7 @@ def test_an_archive_that_grows_past_the_budget_switches_model_and_never_mixes_ve
     assert np.allclose(index.dense[users], static.embed(keys), atol=1e-5)  # the static model's, every one of them
     full = OnnxMiniLM(max_tokens=dbs.settings.memory.key_max_tokens)
     with pytest.raises(ValueError, match="keys of this memory are"):
-        load_index(dbs.archive, dbs.staging, dbs.settings, full)  # a full-model query against static keys
+        load_index(dbs.archive, dbs.staging, dbs.settings, full, run_id=second)  # full-model queries, static keys
 
 
 def test_a_model_named_in_the_settings_is_kept_and_recorded_as_set(tmp_path: Path) -> None:
