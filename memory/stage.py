@@ -23,6 +23,7 @@ from contracts.results import StageResult
 from contracts.settings import Settings
 from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
 from memory.index import embeds_role, key_embedder
+from memory.key_model import FULL, KeyCost, with_model
 from memory.names import Names
 from staging import embeddings as vectors
 from staging import memory as store
@@ -61,10 +62,13 @@ def run(
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
         builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory)
         del evidence
+        cost = KeyCost(settings.memory)  # which model embeds the keys: chosen by its estimated cost
         for uuid, role, author, text in inputs.iter_visible_texts(archive):
             builder.count_text(uuid, role, author, text)
-        keys = _Keys(staging, settings, builder.names(), embedder)
-        notes = []
+            cost.add(role, text)
+        choice = cost.choice()
+        keys = _Keys(staging, with_model(settings, choice.model), builder.names(), embedder)
+        notes = [choice.note()]
         if topic_run is None:
             notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
         if not builder.concepts:
@@ -91,7 +95,7 @@ def run(
             if report.hubs:
                 names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
                 notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
-            writer.finish({"hubs": report.hubs, "topic_run": topic_run, "notes": notes})
+            writer.finish({"hubs": report.hubs, "topic_run": topic_run, "notes": notes, "key_model": choice.summary()})
             written = dict(writer.counts)
         embedded = keys.embed_missing(archive, run_id, progress, batch_messages)
         counts = {
@@ -106,6 +110,7 @@ def run(
             "edges": written["edges"],
             "keys_embedded": embedded.embedded,
             "keys_cached": embedded.cached,
+            "keys_full_model": int(choice.model == FULL),
         }
         log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
         rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
