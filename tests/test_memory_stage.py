@@ -99,7 +99,8 @@ def test_memory_service_opens_the_latest_run_once_and_answers(tmp_path: Path) ->
 
 def test_a_run_in_tiny_batches_writes_the_same_rows_as_one_batch(tmp_path: Path) -> None:
     """Streaming by conversation batches changes nothing: one conversation per batch gives one batch's rows."""
-    dbs = open_dbs(tmp_path, memory={"hub_share": 0.3, "hub_min_content": 2})
+    # rebuild_share 0: the second run builds in full too (tests/test_cues_incremental.py covers the other path)
+    dbs = open_dbs(tmp_path, memory={"hub_share": 0.3, "hub_min_content": 2, "rebuild_share": 0})
     repeats = [
         ("user", "Compost for the vegetable garden, please."),
         ("user", "Compost for the vegetable garden please"),
