@@ -163,7 +163,8 @@ def test_a_small_dump_rebuilds_only_its_conversations_and_carries_the_rest(
     assert full.counts["incremental"] == 0 and full.counts["content"] == result.counts["content"]
     assert {r[0] for r in rows(settings.staging_path, "memory_content", "r3")} == {r[0] for r in content}
     tag_edges = {(e[0], e[1]) for e in edges if e[2] == "tag-content"}
-    assert tag_edges == {(e[0], e[1]) for e in rows(settings.staging_path, "memory_edges", "r3") if e[2] == "tag-content"}
+    full_edges = rows(settings.staging_path, "memory_edges", "r3")
+    assert tag_edges == {(e[0], e[1]) for e in full_edges if e[2] == "tag-content"}
 
 
 def test_recall_finds_the_new_conversation_in_an_incremental_memory(
