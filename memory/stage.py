@@ -27,7 +27,7 @@ from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, 
 from memory.index import embeds_role, key_embedder
 from memory.names import Names
 from staging import memory as store
-from staging import memory_carry
+from staging import memory_carry, memory_loaded
 from staging import memory_inputs as inputs
 from staging.ledger import StageRun
 from staging.segments import archive_fingerprint
@@ -97,7 +97,8 @@ def run(
             if report.hubs:
                 names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
                 notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
-            writer.finish({"hubs": report.hubs, "topic_run": topic_run, "notes": notes, "incremental": False})
+            summary = {"hubs": report.hubs, "topic_run": topic_run, "notes": notes, "incremental": False}
+            writer.finish({**summary, "full_run": run_id, "changed_since_full": []})
             written = dict(writer.counts)
         frozen = builder.frozen_counts()
         _after_commit(
@@ -145,7 +146,16 @@ def _run_incremental(
         f"incremental from cues run {base} (last full build {plan.state.full_run}): {len(plan.rebuilt)}"
         f" conversation(s) rebuilt, {len(plan.gone)} gone, {len(plan.changed)} changed since the full build"
     ]
-    summary: dict[str, Any] = {"topic_run": topic_run, "notes": notes, "incremental": True, "base_run": base}
+    summary: dict[str, Any] = {
+        "topic_run": topic_run,
+        "notes": notes,
+        "incremental": True,
+        "base_run": base,
+        # What the load diffs against the run it last loaded (load/memory_delta.py): every conversation that may
+        # differ from any run since the full build.
+        "full_run": plan.state.full_run,
+        "changed_since_full": sorted(plan.changed),
+    }
     written, cues, tags, messages = cues_incremental.build(
         archive,
         staging,
@@ -190,8 +200,9 @@ def _run_incremental(
 
 def _after_commit(staging: sqlite3.Connection, settings: Settings, state: cues_state.CuesState) -> None:
     """Once the run's rows are in: its state for the next incremental run, and older runs' rows pruned (all but
-    this run and the run of the stored recall index, which an open server may still read: memory.prune_runs)."""
-    keep = {state.run_id, *index_store.stored_runs(settings.data_dir)}
+    this run, the run of the stored recall index, which an open server may still read, and the run a graph
+    target last loaded, which its next load diffs against: memory.prune_runs)."""
+    keep = {state.run_id, *index_store.stored_runs(settings.data_dir), *memory_loaded.held_runs(settings.data_dir)}
     cues_state.save_state(settings.data_dir, state, keep)
     if not settings.memory.prune_runs:
         return
