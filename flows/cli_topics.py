@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from contracts.errors import ChatmemError
+from contracts.errors import ChatmemError, ConfigError
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly, print_table
 from flows.terminal import safe_line
 from staging import topics as store
@@ -25,10 +25,20 @@ RUN_OPTION = click.option("--run-id", help="The run whose topics to show (defaul
 def _pick_run(conn: sqlite3.Connection, run_id: str | None) -> dict[str, Any]:
     chosen = run_id or store.latest_run(conn)
     summary = store.run_summary(conn, chosen) if chosen and store.has_topics(conn) else None
+    if summary is None and run_id and not _run_exists(conn, run_id):
+        # A run id that names nothing is a bad argument (exit 2), like `chatmem run --run-id` and `inspect`.
+        raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
     if summary is None:
         what = f"run {run_id!r} has no cluster results" if run_id else "no run has been clustered yet"
         raise ChatmemError(f"{what}: run `chatmem run EXPORT` (or `chatmem stage cluster --run-id R`) first")
     return summary
+
+
+def _run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
+    try:
+        return conn.execute("SELECT 1 FROM stage_runs WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None
+    except sqlite3.OperationalError:  # a staging.db from before any stage ran
+        return False
 
 
 @click.command("topics")

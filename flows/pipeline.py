@@ -129,6 +129,7 @@ def run_pipeline(
         force_format=force_format,
         force=force,
         show_progress=bars_wanted(quiet or settings.pipeline.quiet),
+        stage_lines=not (quiet or settings.pipeline.quiet or bars_wanted(False)),
     )
     server_guard.install()  # faults (issue 13): Ctrl-C must not reach Prefect's server, nor SIGKILL orphan it
     with (

@@ -19,6 +19,8 @@ from __future__ import annotations
 import importlib
 import logging
 import sqlite3
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -47,6 +49,7 @@ class RunContext:
     force_format: str | None = None
     force: bool = False  # recompute even when the inputs are unchanged
     show_progress: bool = False
+    stage_lines: bool = False  # one line per stage on stderr: for a log file or a pipe, where bars are off
 
 
 _ACTIVE: dict[str, RunContext] = {}
@@ -73,6 +76,7 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
     """Run (or skip, when nothing it reads has changed) one stage of run `run_id`."""
     context = run_context(run_id)
     settings = context.settings
+    started = time.monotonic()
     archive = open_archive(settings.archive_path)
     staging = open_staging(settings.staging_path)
     try:
@@ -95,7 +99,14 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
         archive.close()
         staging.close()
     log.info("%s - %s: %s", stage.name, result.status, result.counts)
+    if context.stage_lines:
+        _line(f"{stage.name}: {result.status} in {time.monotonic() - started:.1f} s, {result.rows_out} rows written")
     return result
+
+
+def _line(text: str) -> None:
+    """A stage's progress as a timestamped line (a failure reaches the user as the CLI's `error:` line)."""
+    print(f"{time.strftime('%H:%M:%S')} chatmem {text}", file=sys.stderr, flush=True)
 
 
 def _unchanged(latest: Attempt, fingerprint: str) -> bool:

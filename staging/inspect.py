@@ -123,7 +123,8 @@ def failures(
 ) -> dict[str, list[Row]]:
     """What still needs attention.
 
-    - runs that failed or were interrupted (or whose process is gone), with the command that resumes them;
+    - runs that failed or were interrupted (or whose process is gone), with the command that resumes them,
+      unless a run started later succeeded with the same stages (and then their stage runs are left out too);
     - stage runs that failed or were interrupted and were not re-run with success since (same run, same
       stage), with the command that re-runs them;
     - files whose latest outcome is failed or partial (one row per path, the latest: a later ingest of the
@@ -144,7 +145,8 @@ def failures(
         if row["status"] == "interrupted" and not row["error"]:
             row["error"] = "interrupted: its process is gone (killed, or it could not record how it ended)"
         row["rerun_hint"] = row["rerun_hint"] or f"chatmem stage {row['stage']} --run-id {row['run_id']}"
-    stages = [row for row in stages if row["status"] != "running"]
+    superseded = _superseded_runs(staging)
+    stages = [row for row in stages if row["status"] != "running" and row["run_id"] not in superseded]
     files = _rows(
         staging.execute(
             "SELECT f.run_id, f.path, f.status, f.detail FROM ingest_files f"
@@ -166,6 +168,21 @@ def failures(
     runs = [
         {"run_id": r["id"], "status": r["status"], "error": r["error"], "resume": r["resume"]}
         for r in list_runs(staging, limit=0)
-        if r["status"] in ("failed", "interrupted")
+        if r["status"] in ("failed", "interrupted") and r["id"] not in superseded
     ]
     return {"runs": runs, "stage_runs": stages, "files": files, "quarantine": quarantine}
+
+
+def _superseded_runs(conn: sqlite3.Connection) -> set[str]:
+    """Runs that did not succeed but a run started later succeeded with at least the same stages: it went
+    through every one of them since, so the failure or interruption no longer needs attention (`staging runs`
+    still lists it; a failed file stays listed by path until that file is ingested)."""
+    rows = conn.execute("SELECT id, status, started_at, stages FROM runs ORDER BY started_at, id").fetchall()
+    superseded: set[str] = set()
+    for i, (run_id, status, _, stages) in enumerate(rows):
+        if status == "succeeded":
+            continue
+        needed = set(json.loads(stages))
+        if any(later[1] == "succeeded" and needed <= set(json.loads(later[3])) for later in rows[i + 1 :]):
+            superseded.add(str(run_id))
+    return superseded

@@ -296,7 +296,7 @@ def test_topics_and_report_commands_read_the_run(clustered: tuple[Settings, Stag
     for command in ("topics", "report"):
         assert "Example:" in runner.invoke(cli, [command, "--help"]).output
     missing = runner.invoke(cli, ["--data-dir", str(settings.data_dir), "topics", "--run-id", "nope"])
-    assert missing.exit_code == 1 and "no cluster results" in missing.output
+    assert missing.exit_code == 2 and "unknown run id 'nope'" in missing.output
 
 
 def test_llm_labels_name_topics_once_and_failures_keep_keywords(

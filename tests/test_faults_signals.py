@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -38,6 +39,9 @@ pytestmark = pytest.mark.slow
 LONG_CLUSTER = {"CHATMEM_CLUSTER__N_TRIALS": "1000"}
 
 
+STAGE_LINE = re.compile(r"^\d\d:\d\d:\d\d chatmem (\w+): (?:succeeded|skipped) in [\d.]+ s, \d+ rows written$")
+
+
 def _cluster_running(data_dir: Path) -> bool:
     return latest_stage_status(data_dir, "cluster") == "running"
 
@@ -59,7 +63,9 @@ def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_leaves_no_process(tmp
     elapsed = time.monotonic() - sent
     assert process.returncode == 130, err[-3000:]
     assert elapsed < 30, f"took {elapsed:.0f} s (the bug: 70-150 s of retries against a dead API server)"
-    lines = [line for line in err.splitlines() if line.strip()]
+    done = [m.group(1) for m in map(STAGE_LINE.match, err.splitlines()) if m]  # stderr is a pipe: a line per stage
+    assert done == ["ingest", "segment", "embed", "extract", "concepts", "garden", "embed_concepts"], err[-3000:]
+    lines = [line for line in err.splitlines() if line.strip() and not STAGE_LINE.match(line)]
     assert "Traceback" not in err and len(lines) == 1, err[-3000:]
     [run_row] = ledger(data_dir)[0]
     expected = f"error: interrupted in stage cluster of run {run_row['id']}; resume with: chatmem run --from cluster"
@@ -82,7 +88,7 @@ def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path) -> None:
     os.kill(process.pid, signal.SIGTERM)  # the process only: not its group, as `kill PID` does
     _, err = process.communicate(timeout=120)
     assert process.returncode == 143, err[-3000:]
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = [line for line in err.splitlines() if line.strip() and not STAGE_LINE.match(line)]
     assert "Traceback" not in err and len(lines) == 1, err[-3000:]
     runs, stages = ledger(data_dir)
     [run_row] = runs

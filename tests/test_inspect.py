@@ -119,6 +119,27 @@ def test_failures_clear_once_the_stage_is_rerun_with_success(ledger: tuple[Setti
     assert found["stage_runs"] == [] and found["files"] == []
 
 
+def test_a_later_successful_run_with_the_same_stages_supersedes_a_failed_one(
+    ledger: tuple[Settings, Path, Path], make_jsonl: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A failed run stops needing attention once a later run with the same stages succeeds (its file stays
+    listed until that file is ingested); a later run with fewer stages does not supersede it."""
+    settings, _, bad = ledger
+    staging = open_staging(settings.staging_path)
+    try:  # a later successful run that selected no stage: r1 still needs attention
+        open_run(staging, stages=[], exports=[], settings={}, code_version="t", run_id="r0")
+        close_run(staging, "r0")
+        assert staging.execute("SELECT status FROM runs WHERE id = 'r0'").fetchone()[0] == "succeeded"
+    finally:
+        staging.close()
+    assert [r["run_id"] for r in inspection.failures(_ro(settings.staging_path))["runs"]] == ["r1"]
+    assert _ingest(settings, "r2", make_jsonl(tmp_path / "other.jsonl")) is None  # a new run, same stages
+    found = inspection.failures(_ro(settings.staging_path))
+    assert found["runs"] == [] and found["stage_runs"] == []
+    assert [f["path"] for f in found["files"]] == [str(bad)]
+    assert {r["id"]: r["status"] for r in inspection.list_runs(_ro(settings.staging_path))}["r1"] == "failed"
+
+
 def test_run_files_reports_each_file_of_a_run(ledger: tuple[Settings, Path, Path]) -> None:
     settings, good, bad = ledger
     files = {row["path"]: row for row in inspection.run_files(_ro(settings.staging_path), "r1")}
