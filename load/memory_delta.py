@@ -80,7 +80,8 @@ def _candidates(staging: sqlite3.Connection, runs: tuple[str, str], changed: Seq
         staging.executemany("INSERT INTO temp.load_content VALUES (?)", ((c,) for c in content))
         linked = (
             "SELECT DISTINCT e.src FROM temp.load_content c"
-            " CROSS JOIN memory_edges e ON e.run_id = ? AND e.dst = c.content_id AND e.kind = ?"
+            " CROSS JOIN memory_edges e INDEXED BY memory_edges_by_dst ON e.run_id = ? AND e.dst = c.content_id"
+            " AND e.kind = ?"
         )
         cues: set[str] = set()
         tags: set[str] = set()
@@ -119,12 +120,17 @@ def changes(
             sql = f"SELECT CAST(id AS TEXT) AS _key, * FROM ({layer.sql}) WHERE id IN ({marks}) ORDER BY _key"
             keys.update(chunk)
         else:
+            source = layer.sql
+            if column == "dst":  # without statistics the planner walks the run's whole primary key per chunk
+                source = source.replace("FROM memory_edges", "FROM memory_edges INDEXED BY memory_edges_by_dst", 1)
             sql = (
                 "SELECT json_array(CAST(src AS TEXT), CAST(dst AS TEXT)) AS _key, * FROM"
-                f" ({layer.sql}) WHERE src IS NOT NULL AND dst IS NOT NULL AND {column} IN ({marks}) ORDER BY _key"
+                f" ({source}) WHERE src IS NOT NULL AND dst IS NOT NULL AND {column} IN ({marks}) ORDER BY _key"
             )
             old = (  # the loaded run's edges of the candidates: those R lacks are deleted
-                "SELECT json_array(src, dst) FROM memory_edges WHERE run_id = ? AND kind = ?"
+                "SELECT json_array(src, dst) FROM memory_edges"
+                + (" INDEXED BY memory_edges_by_dst" if column == "dst" else "")
+                + " WHERE run_id = ? AND kind = ?"
                 f" AND {column} IN ({marks})" + (" AND dst NOT LIKE 'merged:%'" if column == "dst" else "")
             )
             keys.update(_column(rows_db, old, (delta.loaded_run, kind, *chunk)))

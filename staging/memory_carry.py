@@ -45,9 +45,10 @@ def rebuilt_contributions(conn: sqlite3.Connection, base_run: str) -> tuple[Coun
     cue-content and tag-content edge of their messages (the builder counts exactly those)."""
     cues: Counter[str] = Counter()
     tags: Counter[str] = Counter()
+    # INDEXED BY: without statistics the planner walks the run's whole primary key for every content id
     for src, kind, count in conn.execute(
         "SELECT e.src, e.kind, COUNT(*) FROM temp.memory_rebuilt_content r"
-        " CROSS JOIN memory_edges e ON e.run_id = ? AND e.dst = r.content_id"
+        " CROSS JOIN memory_edges e INDEXED BY memory_edges_by_dst ON e.run_id = ? AND e.dst = r.content_id"
         " WHERE e.kind IN ('cue-content', 'tag-content') GROUP BY e.src, e.kind",
         (base_run,),
     ):
