@@ -1,6 +1,6 @@
 """One stage's cost per message on a pipeline-built data dir: wall time, ms per 1k messages, peak RSS.
 
-    python benchmarks/bench_stage_scale.py DATA_DIR STAGE [--reset-concepts] [--profile OUT.prof]
+    python benchmarks/bench_stage_scale.py DATA_DIR STAGE [--reset-concepts] [--empty-memory] [--profile OUT.prof]
     python benchmarks/bench_stage_scale.py DATA_DIR index        # the recall index (memory.index.load_index)
 
 Build the data dir once (`chatmem --data-dir D run EXPORT --to cues`), keep a copy, then re-run one stage here
@@ -8,7 +8,9 @@ as often as needed, at two sizes, to see whether its cost per message grows with
 stage's cost per message at 1M more than 1.5x its cost at 100k). CPU time is printed beside wall time: on a
 shared machine it is the figure to compare. The stage runs in this process, without
 Prefect, on the data dir's newest run id. `--reset-concepts` empties the concept store first, so the concepts
-stage resolves every hypothesis again (it skips the ones it already handled). `--profile` writes cProfile stats.
+stage resolves every hypothesis again (it skips the ones it already handled). `--empty-memory` drops and re-creates
+the six memory tables first (staging.memory.SCHEMA; seconds, where DELETE of a 250k run's 4M edge rows takes
+minutes), so the cues stage writes into empty tables as a fresh run id does. `--profile` writes cProfile stats.
 
 Example:
     python benchmarks/bench_stage_scale.py /work/scale/d100k concepts --reset-concepts
@@ -20,6 +22,7 @@ import argparse
 import cProfile
 import importlib
 import resource
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -29,10 +32,21 @@ sys.path.insert(0, str(ROOT))
 
 from contracts.settings import Settings  # noqa: E402
 from flows.registry import spec  # noqa: E402
+from staging import memory as memory_store  # noqa: E402
 from staging.archive import open_archive  # noqa: E402
+from staging.db import Transaction  # noqa: E402
 from staging.ledger import open_staging  # noqa: E402
 
 CONCEPT_TABLES = ("concepts", "concept_evidence", "concept_relations", "concept_transitions", "concept_inputs")
+
+
+def empty_memory(staging: sqlite3.Connection) -> None:
+    """Every memory run's rows gone, the tables as a fresh staging.db has them (DROP frees pages, no per-row work)."""
+    with Transaction(staging):
+        for table in memory_store.RUN_TABLES:
+            staging.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in memory_store.SCHEMA:
+            staging.execute(statement)
 
 
 def main() -> None:
@@ -40,6 +54,7 @@ def main() -> None:
     parser.add_argument("data_dir", type=Path)
     parser.add_argument("stage", help="a stage name (concepts, garden, embed_concepts, cues, ...) or 'index'")
     parser.add_argument("--reset-concepts", action="store_true", help="empty the concept store first")
+    parser.add_argument("--empty-memory", action="store_true", help="drop and re-create the memory tables first")
     parser.add_argument("--profile", type=Path, help="write cProfile stats here")
     args = parser.parse_args()
     settings = Settings(data_dir=args.data_dir)
@@ -48,6 +63,8 @@ def main() -> None:
         for table in CONCEPT_TABLES:
             staging.execute(f"DELETE FROM {table}")
         staging.commit()
+    if args.empty_memory:
+        empty_memory(staging)
     run_id = staging.execute("SELECT run_id FROM stage_runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
     profile = cProfile.Profile() if args.profile else None
     start = time.perf_counter()

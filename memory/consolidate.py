@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from contracts.settings import MemorySettings
-from staging.memory import ContentRow, EdgeRow
+from staging.memory import ContentRow, EdgeTuple
 
 PAIRWISE_MAX = 200  # consolidation compares pairs only within (conversation, day, role) groups this small
 
@@ -110,11 +110,14 @@ def _find(parent: dict[int, int], i: int) -> int:
     return i
 
 
-def dedupe(edges: list[EdgeRow]) -> list[EdgeRow]:
-    """One edge per (src, dst): the strongest."""
-    best: dict[tuple[str, str], EdgeRow] = {}
+def dedupe(edges: list[EdgeTuple]) -> list[EdgeTuple]:
+    """One edge per (src, dst), the strongest, in (src, dst) order. Sorted as tuples, an edge's duplicates sit
+    together with the strongest last (a source's prefix fixes its kind, so only the weight differs)."""
+    edges.sort()
+    out: list[EdgeTuple] = []
     for edge in edges:
-        key = (edge.src, edge.dst)
-        if key not in best or edge.weight > best[key].weight:
-            best[key] = edge
-    return [best[k] for k in sorted(best)]
+        if out and out[-1][0] == edge[0] and out[-1][1] == edge[1]:
+            out[-1] = edge
+        else:
+            out.append(edge)
+    return out

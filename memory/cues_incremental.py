@@ -119,7 +119,7 @@ def embed_rebuilt(
     """The rebuilt messages' dense keys in the vector cache (the carried ones are there from earlier runs)."""
     embedded = EmbedCounts()
     names = builder.names()
-    keys = [dense_key(m.role, m.author, m.text, names) for m in messages if embeds_role(settings, m.role)]
+    keys = [dense_key(m.text, names) for m in messages if embeds_role(settings, m.role)]
     if keys:
         model = embedder or key_embedder(settings)
         embed_cached(

@@ -32,7 +32,7 @@ from contracts.settings import MemorySettings
 from memory.consolidate import consolidate, dedupe
 from memory.names import NAMED_ROLES, Names
 from memory.text import estimate_tokens, term_set, terms, top_terms
-from staging.memory import ContentRow, CueRow, EdgeRow, MemoryGraph, TagRow
+from staging.memory import ContentRow, CueRow, EdgeRow, EdgeTuple, MemoryGraph, TagRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,14 +95,14 @@ def key_base(message: MessageInput) -> str:
     return f"{speaker(message.role, message.author)}: {message.text}"
 
 
-def dense_key(role: str, author: str | None, text: str, names: Names) -> str:
+def dense_key(text: str, names: Names) -> str:
     """What the key embedder reads for a message: what was said, without the memory's speaker names
-    (memory/names.py: a sentence model reads a name as meaning); a message by no named person keeps its role as
-    the prefix ("user: ..."). No cue names: a sentence model reads sentences."""
-    who = speaker(role, author)
-    if author and who == author:
-        return names.mask(text)
-    return f"{who}: {names.mask(text)}"
+    (memory/names.py: a sentence model reads a name as meaning). No speaker or role prefix (who said it is the
+    lexical key's prefix, `key_base`, and the speaker tag) and no cue names: a sentence model reads sentences,
+    and a text that names nobody is then exactly what the embed stage embedded, so its vector is already cached
+    (`role: text` keys cost the cues stage ~290 CPU-ms per 1k messages to embed again; recall held without the
+    prefix, benchmarks/RESULTS.md "cues: keys shared with the embed stage")."""
+    return names.mask(text)
 
 
 @dataclass(slots=True)
@@ -111,7 +111,7 @@ class BatchGraph:
     each cue links in each conversation (summed over the archive into cue-tag edges by `finish`)."""
 
     content: list[ContentRow]
-    edges: list[EdgeRow]
+    edges: list[EdgeTuple]  # (src, dst, kind, weight), in (src, dst) order
     merges: list[tuple[str, str]]
     cue_conversations: list[tuple[str, str, int]]
 
@@ -143,11 +143,17 @@ class GraphBuilder:
 
     def count(self, message: MessageInput) -> None:
         """Pass 1: the global frequencies (a message is counted once)."""
+        self.count_text(message.uuid, message.role, message.author, message.text)
+
+    def count_text(self, uuid: str, role: str, author: str | None, text: str) -> None:
+        """`count` from the four fields it reads (pass 1 needs no conversation order, so no full message)."""
         self.n += 1
-        self.term_df.update(term_set(message.text))
-        if message.author and message.role in NAMED_ROLES:
-            self.authors.add(message.author)
-        self.df.update(self.evidence.get(message.uuid, {}).keys())
+        self.term_df.update(term_set(text))
+        if author and role in NAMED_ROLES:
+            self.authors.add(author)
+        found = self.evidence.get(uuid)
+        if found:
+            self.df.update(found.keys())
 
     def resume(
         self,
@@ -200,7 +206,7 @@ class GraphBuilder:
         messages = sorted(messages, key=lambda m: (m.conversation_id, m.seq, m.uuid))
         base_terms = [terms(m.text) for m in messages]
         content_cues: dict[str, dict[str, float]] = {}
-        edges: list[EdgeRow] = []
+        edges: list[EdgeTuple] = []
         content: list[ContentRow] = []
         by_conversation: Counter[tuple[str, str]] = Counter()
         ceiling = int(self.hub_floor)
@@ -236,7 +242,7 @@ class GraphBuilder:
                 )
             )
             for cue_id, weight in sorted(cues_here.items()):
-                edges.append(EdgeRow(cue_id, message.uuid, "cue-content", weight))
+                edges.append((cue_id, message.uuid, "cue-content", weight))
                 by_conversation[(cue_id, message.conversation_id)] += 1
             tags = [
                 (f"conv:{message.conversation_id}", "conversation", message.title or message.conversation_id),
@@ -247,12 +253,12 @@ class GraphBuilder:
                 tags += [(f"day:{day}", "day", day), (f"month:{day[:7]}", "month", day[:7])]
             for tag_id, kind, label in tags:
                 self._tag(tag_id, kind, label)
-                edges.append(EdgeRow(tag_id, message.uuid, "tag-content", 1.0))
+                edges.append((tag_id, message.uuid, "tag-content", 1.0))
         for t in sorted(topics, key=lambda t: (t.message_id, t.topic_uid)):
             if t.message_id in content_cues:
                 tag_id = f"topic:{t.topic_uid}"
                 self._tag(tag_id, "topic", t.label)
-                edges.append(EdgeRow(tag_id, t.message_id, "tag-content", round(min(max(t.weight, 0.0), 1.0), 6)))
+                edges.append((tag_id, t.message_id, "tag-content", round(min(max(t.weight, 0.0), 1.0), 6)))
         merges = consolidate(messages, base_terms, content_cues, hubs, content, settings, self.report)
         pairs = [(cue, conversation, count) for (cue, conversation), count in by_conversation.items()]
         return BatchGraph(content, dedupe(edges), merges, pairs)
@@ -297,17 +303,17 @@ class GraphBuilder:
             return title, "concept", ctype
         return cue_id.removeprefix("kp:"), "keyphrase", None
 
-    def cue_tag_edges(self, cue_conversations: Iterable[tuple[str, str, int]]) -> Iterator[EdgeRow]:
+    def cue_tag_edges(self, cue_conversations: Iterable[tuple[str, str, int]]) -> Iterator[EdgeTuple]:
         """Cue -> conversation edges (weight: the cue's share there) from (cue, conversation, count) rows summed
         over all batches, and cue -> concept type edges; hubs get none."""
         hubs = self.hubs()
         for cue_id, conversation_id, count in cue_conversations:
             if cue_id not in hubs:
-                yield EdgeRow(cue_id, f"conv:{conversation_id}", "cue-tag", round(count / self.df[cue_id], 6))
+                yield cue_id, f"conv:{conversation_id}", "cue-tag", round(count / self.df[cue_id], 6)
         for cue_id in sorted(self.concepts):
             ctype = self.concepts[cue_id][1]
             if self.df[cue_id] > 0 and ctype and cue_id not in hubs:
-                yield EdgeRow(cue_id, f"ctype:{ctype}", "cue-tag", 1.0)
+                yield cue_id, f"ctype:{ctype}", "cue-tag", 1.0
 
 
 def build_graph(
@@ -323,7 +329,7 @@ def build_graph(
     part = builder.batch(messages, topics)
     cues, tags, report = builder.finish()
     pairs = sorted(part.cue_conversations)
-    edges = sorted([*part.edges, *builder.cue_tag_edges(pairs)], key=lambda e: (e.src, e.dst))
+    edges = [EdgeRow(*e) for e in sorted([*part.edges, *builder.cue_tag_edges(pairs)], key=lambda e: (e[0], e[1]))]
     content = [r for r in part.content if r.kind == "message"] + sorted(
         (r for r in part.content if r.kind == "merged"), key=lambda r: r.content_id
     )

@@ -267,8 +267,8 @@ def load_index(
 ) -> MemoryIndex:
     """The latest (or the given) cues run of a data dir, with texts and key vectors; ConfigError when none.
 
-    Key vectors ("speaker: text") come from the cache the cues stage filled, by text hash; anything missing is
-    embedded here, in memory.
+    Key vectors (the masked text, memory.graph.dense_key) come from the cache the embed and cues stages filled,
+    by text hash; anything missing is embedded here, in memory.
     """
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
@@ -283,7 +283,7 @@ def load_index(
     names = speaker_names((r.role, r.author) for r in rows)
 
     def key_of(i: int) -> str:
-        return dense_key(rows[i].role, rows[i].author, texts.get(ids[i], ""), names)
+        return dense_key(texts.get(ids[i], ""), names)
 
     keyed_rows = [int(i) for i in np.flatnonzero(wanted)]
     for start in range(0, len(keyed_rows), VECTOR_CHUNK):  # a chunk at a time: no second copy of every vector

@@ -58,6 +58,7 @@ MANIFEST = "manifest.json"
 STORED_FROM = 64 * 1024  # smaller arrays stay in the pickle (an empty array cannot be memory-mapped)
 BUILT_BY = (index_module, text, session, dense_lists, candidates, names, graph)
 ALLOWED_MODULES = ("builtins", "collections", "numpy", "scipy.sparse", "memory.", "contracts.")
+ALLOWED_CLASSES = {("re", "_compile")}  # how a compiled pattern pickles (memory.names.Names: the speaker names)
 
 
 def _code_digest() -> str:
@@ -221,7 +222,7 @@ class _ArrayUnpickler(pickle.Unpickler):
         return np.load(self.directory / pid, mmap_mode="r", allow_pickle=False).view(np.ndarray)
 
     def find_class(self, module: str, name: str) -> Any:
-        if not module.startswith(ALLOWED_MODULES):
+        if not module.startswith(ALLOWED_MODULES) and (module, name) not in ALLOWED_CLASSES:
             raise pickle.UnpicklingError(f"class {module}.{name} is not allowed in a recall index")
         return super().find_class(module, name)
 

@@ -43,10 +43,12 @@ class Names:
         return cls(names, re.compile(rf"(?<![\w'’])(?:{alternatives})(?:['’]s)?(?![\w'’])"))
 
     def mask(self, text: str) -> str:
-        """The text without the names (runs of spaces left by them closed up); unchanged when nobody is named."""
+        """The text without the names (runs of spaces left by them closed up); the text itself, unchanged, when it
+        names nobody (then its key vector is the embed stage's, memory.graph.dense_key)."""
         if self.pattern is None:
             return text
-        return re.sub(r"[ \t]{2,}", " ", self.pattern.sub("", text)).strip()
+        masked, found = self.pattern.subn("", text)
+        return re.sub(r"[ \t]{2,}", " ", masked).strip() if found else text
 
     def query_text(self, query: str) -> str:
         """What the embedder reads for a query: masked, unless nothing but names is left (then the query)."""

@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from clients.embed_cache import EmbedCounts, embed_cached
@@ -26,6 +26,7 @@ from memory import cues_incremental, cues_state, index_store
 from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
 from memory.index import embeds_role, key_embedder
 from memory.names import Names
+from staging import embeddings as vectors
 from staging import memory as store
 from staging import memory_carry, memory_loaded
 from staging import memory_inputs as inputs
@@ -53,8 +54,9 @@ def run(
 ) -> StageResult:
     """Build the Cue-Tag-Content graph of the whole archive for this run, and embed its keys (cached).
 
-    Memory stays flat in the archive's size: messages are read three times (global counts; the graph batch by
-    batch of whole conversations, written as it goes; the keys to embed), never held all at once."""
+    Memory stays flat in the archive's size: messages are read twice (global counts, in table order; the graph
+    batch by batch of whole conversations, written as it goes, its keys looked up in the vector cache), never
+    held all at once; only the messages whose key has no vector yet are read a third time, to embed them."""
     config = settings.memory.model_dump(mode="json")
     evidence = inputs.live_evidence(staging)
     topic_run = inputs.topic_run(staging)
@@ -69,8 +71,9 @@ def run(
             return _run_incremental(
                 archive, staging, ledger, builder, plan, run_id, topic_run, settings, embedder, progress, batch_messages
             )
-        for message in _messages(archive):
-            builder.count(message)
+        for uuid, role, author, text in inputs.iter_visible_texts(archive):
+            builder.count_text(uuid, role, author, text)
+        keys = _Keys(staging, settings, builder.names(), embedder)
         notes = [f"full build: {why_full}"]
         if topic_run is None:
             notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
@@ -82,7 +85,8 @@ def run(
                 topics = inputs.topic_rows(staging, topic_run, (m.uuid for m in batch))
                 part = builder.batch(batch, [TopicInput(*row) for row in topics])
                 _check(part)
-                sources.update(e.src for e in part.edges)
+                sources.update(e[0] for e in part.edges)
+                keys.look_up(batch)
                 writer.add(part.content, part.edges, part.merges, part.cue_conversations)
             cues, tags, report = builder.finish()
             edges_before = writer.counts["edges"]
@@ -106,7 +110,7 @@ def run(
             settings,
             cues_state.CuesState(run_id, run_id, cues_state.settings_digest(settings), topic_run, frozen, digests),
         )
-        embedded = _embed_keys(archive, staging, run_id, settings, builder.names(), embedder, progress, batch_messages)
+        embedded = keys.embed_missing(archive, run_id, progress, batch_messages)
         counts = {
             "content": written["content"] - written["merged"],
             "merged_nodes": report.merged_groups,
@@ -228,44 +232,64 @@ def _batches(messages: Iterator[MessageInput], size: int) -> Iterator[list[Messa
         yield batch
 
 
-def _embed_keys(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
-    run_id: str,
-    settings: Settings,
-    names: Names,
-    embedder: Embedder | None,
-    progress: ProgressFactory | None,
-    batch_messages: int,
-) -> EmbedCounts:
-    """Pass 3: every message content node's dense key (memory.graph.dense_key: the speakers' names masked) in
-    staging's vector cache, a batch at a time."""
-    embedded = EmbedCounts()
-    model: Embedder | None = None
-    for batch in _batches(_messages(archive), batch_messages):
-        keys = [dense_key(m.role, m.author, m.text, names) for m in batch if embeds_role(settings, m.role)]
-        if not keys:
-            continue
-        model = model or embedder or key_embedder(settings)
-        embed_cached(
-            staging,
-            model,
-            run_id,
-            keys,
-            batch_size=model.batch_size or settings.embed.batch_size,
-            write_batch=settings.embed.write_batch,
-            counts=embedded,
-            progress=progress,
-            label="embed keys",
-        )
-    return embedded
+class _Keys:
+    """Every message content node's dense key (memory.graph.dense_key: the masked text) in staging's vector cache.
+
+    Pass 2 hashes each batch's keys and looks them up; only the messages whose key has no vector yet are read
+    again, after the graph is written, and embedded a batch at a time. A memory that names nobody keys each
+    message by its text, which the embed stage embedded: nothing to read again, nothing to embed."""
+
+    def __init__(self, staging: sqlite3.Connection, settings: Settings, names: Names, embedder: Embedder | None):
+        self.staging, self.settings, self.names = staging, settings, names
+        self.embedder = embedder
+        self.missing: list[str] = []  # uuids, not texts: ~85 MB at 1M messages when no key is cached
+        self.found = 0
+
+    def model(self) -> Embedder:
+        if self.embedder is None:
+            self.embedder = key_embedder(self.settings)
+        return self.embedder
+
+    def look_up(self, batch: Sequence[MessageInput]) -> None:
+        wanted = [m for m in batch if embeds_role(self.settings, m.role)]
+        if not wanted:
+            return
+        hashes = [vectors.text_hash(dense_key(m.text, self.names)) for m in wanted]
+        cached = vectors.cached_hashes(self.staging, self.model().key, hashes)
+        for message, digest in zip(wanted, hashes, strict=True):
+            if digest in cached:
+                self.found += 1
+            else:
+                self.missing.append(message.uuid)
+
+    def embed_missing(
+        self, archive: sqlite3.Connection, run_id: str, progress: ProgressFactory | None, batch_messages: int
+    ) -> EmbedCounts:
+        """Embed the keys `look_up` found no vector for; counts as `embed_cached` gives them, found ones cached."""
+        embedded = EmbedCounts(texts=self.found, cached=self.found)
+        for start in range(0, len(self.missing), batch_messages):
+            chunk = self.missing[start : start + batch_messages]
+            texts = inputs.message_texts(archive, chunk)
+            model = self.model()
+            embed_cached(
+                self.staging,
+                model,
+                run_id,
+                [dense_key(texts[uuid], self.names) for uuid in chunk],
+                batch_size=model.batch_size or self.settings.embed.batch_size,
+                write_batch=self.settings.embed.write_batch,
+                counts=embedded,
+                progress=progress,
+                label="embed keys",
+            )
+        return embedded
 
 
 def _check(part: BatchGraph) -> None:
     """Step 4, per batch: what is about to be written holds together (a failure here is a bug: the stage fails).
     Edge sources (cues, tags) are checked once every batch is built."""
     content = {c.content_id for c in part.content}
-    bad = [e for e in part.edges if e.dst not in content or not 0.0 <= e.weight <= 1.0]
+    bad = [e for e in part.edges if e[1] not in content or not 0.0 <= e[3] <= 1.0]
     if bad:
         raise ValueError(f"{len(bad)} edge(s) join an unknown node or weigh outside 0..1: {bad[0]}")
     merged = {c.content_id for c in part.content if c.kind == "merged"}

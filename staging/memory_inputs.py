@@ -27,6 +27,17 @@ def iter_visible_messages(archive: sqlite3.Connection) -> Iterator[MessageTuple]
         yield (str(row[0]), str(row[1]), row[2], int(row[3]), str(row[4]), row[5], row[6], str(row[7]), str(row[8]))
 
 
+def iter_visible_texts(archive: sqlite3.Connection) -> Iterator[tuple[str, str, str | None, str]]:
+    """(uuid, role, author, text) of the same messages as `iter_visible_messages`, in table order: a plain scan
+    for the passes that need no conversation order (the ordered read walks the conversation index and fetches
+    each message row from wherever it lies)."""
+    cursor = archive.execute(
+        "SELECT uuid, role, author, text FROM messages WHERE is_active = 1 AND is_hidden = 0 AND length(trim(text)) > 0"
+    )
+    for row in cursor:
+        yield str(row[0]), str(row[1]), row[2], str(row[3])
+
+
 def message_texts(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
     wanted = list(dict.fromkeys(ids))
     found: dict[str, str] = {}

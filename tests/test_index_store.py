@@ -117,6 +117,27 @@ def test_second_open_reads_the_stored_arrays_without_rebuilding(built: Dbs) -> N
     assert index.prepass is not None and not index.prepass.members.order.flags.writeable
 
 
+def test_a_memory_with_speaker_names_is_stored_and_reopened_without_a_rebuild(tmp_path: Path) -> None:
+    """The index of a memory whose speakers have names (their masking pattern is part of it) is read back from
+    its files on the second open, not rebuilt as damaged."""
+    dbs = open_dbs(tmp_path, memory={"key_embedder": "embed"})
+    chats = []
+    for i, (c, turns) in enumerate(CHATS.items()):
+        chat = conversation(c, turns, start=datetime(2023, 1, 1 + i, 10, tzinfo=UTC))
+        named = [m.model_copy(update={"author": "Caroline" if m.role == "user" else "Melanie"}) for m in chat.messages]
+        chats.append(chat.model_copy(update={"messages": named}))
+    write_archive(dbs.archive, chats)
+    run_id = dbs.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts, garden, cues):
+        stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    first = stored(dbs)
+    assert first.names.names  # the speakers' names are in the index
+    written = {p.name: p.stat().st_mtime_ns for p in index_dir(dbs).iterdir()}
+    again = stored(dbs)
+    assert {p.name: p.stat().st_mtime_ns for p in index_dir(dbs).iterdir()} == written
+    assert again.names.mask("Caroline said hi") == first.names.mask("Caroline said hi") != "Caroline said hi"
+
+
 @pytest.mark.parametrize("damage", ["truncate-array", "flip-state", "drop-manifest-key", "remove-array"])
 def test_damaged_index_is_rebuilt_not_used(built: Dbs, damage: str) -> None:
     """A truncated or missing array, a changed pickle or a foreign manifest: the index is rebuilt and answers as

@@ -7,6 +7,7 @@ from memory_support import msg
 from contracts.settings import MemorySettings
 from memory.graph import EvidenceInput, GraphBuilder, TopicInput, build_graph
 from memory.text import BM25, terms
+from staging.memory import EdgeRow
 
 TEXTS = [
     "I bought a road bike for commuting to work",
@@ -109,7 +110,7 @@ def test_graph_builder_batches_in_any_order_give_the_one_batch_graph() -> None:
     cues, tags, batched_report = builder.finish()
     edges += builder.cue_tag_edges(sorted(pairs))
     assert sorted(content, key=lambda c: c.content_id) == sorted(whole.content, key=lambda c: c.content_id)
-    assert sorted(edges, key=lambda e: (e.src, e.dst)) == whole.edges
+    assert [EdgeRow(*e) for e in sorted(edges)] == whole.edges
     assert (cues, tags, sorted(merges)) == (whole.cues, whole.tags, whole.merges)
     assert batched_report.hubs == report.hubs and report.hubs  # the hub is found from the global counts
 

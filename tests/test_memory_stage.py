@@ -5,15 +5,18 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 
+from cluster import stage_embed
 from contracts.errors import ChatmemError
 from contracts.memory import RecallRequest
 from contracts.settings import Settings
 from extract import stage_concepts, stage_extract, stage_segment
 from memory import stage as cues
 from memory.service import Memory
+from staging import embeddings as vectors
 from staging import memory as store
 from staging import memory_inputs as inputs
 from staging import topics as topic_store
@@ -131,3 +134,20 @@ def test_a_run_in_tiny_batches_writes_the_same_rows_as_one_batch(tmp_path: Path)
     assert {**again, "run_id": run_id} == summary
     graph_counts = [k for k in whole.counts if not k.startswith("keys_")]  # the second run finds keys cached
     assert [tiny.counts[k] for k in graph_counts] == [whole.counts[k] for k in graph_counts]
+
+
+def test_after_the_embed_stage_the_cues_stage_embeds_no_key_of_a_memory_that_names_nobody(tmp_path: Path) -> None:
+    """Every key is the message text the embed stage embedded, so the cues stage finds all its key vectors cached."""
+    dbs, run_id = built(tmp_path)
+    embedded = stage_embed.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    assert embedded.counts["texts_embedded"] == 5
+    stored = dbs.staging.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+    result = cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    assert result.counts["keys_embedded"] == 0 and result.counts["keys_cached"] == 5
+    assert dbs.staging.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] == stored  # no vector of its own
+    texts = [str(r[0]) for r in dbs.archive.execute("SELECT text FROM messages")]
+    memory = Memory.open(dbs.settings)
+    cached = vectors.load_vectors(dbs.staging, memory.embedder.key, [vectors.text_hash(t) for t in texts])
+    assert len(cached) == 5 and np.allclose(
+        memory.index.dense[memory.index.position["trip-m1"]], cached[vectors.text_hash(TRIP[1][1])]
+    )

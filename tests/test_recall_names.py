@@ -45,11 +45,18 @@ def test_only_people_are_names_roles_are_not() -> None:
     assert names.names == ("Caroline", "Jon")
 
 
-def test_the_dense_key_drops_a_named_speaker_and_keeps_a_role() -> None:
-    """A named speaker's key is the masked text; an unnamed message keeps its role as the prefix."""
-    assert dense_key("user", "Caroline", "Hi Melanie, I went hiking", NAMES) == "Hi , I went hiking"
-    assert dense_key("user", None, "Hi Melanie, I went hiking", NAMES) == "user: Hi , I went hiking"
-    assert dense_key("assistant", None, "Sure", Names()) == "assistant: Sure"
+def test_the_dense_key_is_the_masked_text_with_no_speaker_or_role_prefix() -> None:
+    """Whoever said it, the key is what was said with the speakers' names masked: no 'user: ' prefix."""
+    assert dense_key("Hi Melanie, I went hiking", NAMES) == "Hi , I went hiking"
+    assert dense_key("Sure", Names()) == "Sure"
+
+
+def test_a_text_that_names_nobody_is_its_own_key() -> None:
+    """Masking leaves a text that names no speaker byte for byte (spaces too), so its key is the embed stage's text."""
+    text = "  two  spaces, grace and a trailing newline\n"
+    assert NAMES.mask(text) == text
+    assert dense_key(text, NAMES) == text
+    assert NAMES.mask("Hi  Melanie ") == "Hi"
 
 
 def test_the_query_vector_is_the_masked_query_vector() -> None:
