@@ -218,13 +218,13 @@ def recall_system(eval_dir: Path, data: Path) -> dict[str, Any]:
     in one data dir, each question scoped to its own): the system with and without the gardener's facts."""
     from contracts.memory import RecallRequest, RecallScope
     from memory.benchmarks import read_benchmark
-    from memory.index import key_embedder, load_index
+    from memory.index import load_index, run_embedder
     from memory.recall import Switches, rank
     from staging.db import connect_readonly
 
     settings = Settings(data_dir=eval_dir)
-    embedder = key_embedder(settings)
     archive, staging = connect_readonly(settings.archive_path), connect_readonly(settings.staging_path)
+    settings, embedder = run_embedder(settings, staging)
     index = load_index(archive, staging, settings, embedder)
     archive.close()
     staging.close()

@@ -21,7 +21,7 @@ from pathlib import Path
 from contracts.memory import RecallRequest
 from contracts.settings import Settings
 from memory.candidates import prepare
-from memory.index import key_embedder, load_index
+from memory.index import load_index
 from memory.service import Memory
 from staging.db import connect_readonly
 
@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
             staging.close()
         if index.size >= settings.memory.prepass_from:
             prepare(index)
-        built = Memory(settings, index, key_embedder(settings))
+        built = Memory(memory.settings, index, memory.embedder)
         same = [
             built.recall(RecallRequest(query=q, budget_tokens=800)).model_dump() == a
             for q, a in zip(queries, answers, strict=True)

@@ -73,9 +73,10 @@ def main() -> None:
     if profile:
         profile.enable()
     if args.stage == "index":
-        from memory.index import key_embedder, load_index
+        from memory.index import load_index, run_embedder
 
-        detail = f"size={load_index(archive, staging, settings, key_embedder(settings)).size}"
+        keyed, embedder = run_embedder(settings, staging)
+        detail = f"size={load_index(archive, staging, keyed, embedder).size}"
     else:
         module = importlib.import_module(spec(args.stage).entry)
         detail = f"counts={module.run(archive, staging, run_id=run_id, settings=settings).counts}"

@@ -23,7 +23,7 @@ from flows.cli_eval_recall import work_dir
 from flows.cli_inspect import open_readonly
 from memory.benchmarks import read_benchmark
 from memory.evaluate import ablations, evaluate, flat_vectors, plain_keys
-from memory.index import key_embedder, load_index
+from memory.index import key_embedder, load_index, run_embedder
 from staging import memory as memory_store
 
 FILES = {
@@ -37,10 +37,12 @@ def load(bench, rebuild=False):
     cache = Path(__file__).resolve().parent / "out" / f"cache_{bench}_{os.environ.get('CACHE_TAG', 'new')}.pkl"
     base = Settings(data_dir=DATA)
     loaded = read_benchmark(bench, Path(FILES[bench]), None)
+    where = work_dir(base, bench, Path(FILES[bench]), None)
+    with open_readonly(where / "staging.db", base) as staging:
+        base, _ = run_embedder(base, staging)  # `auto`: the model the built memory's keys were embedded with
     if cache.exists() and not rebuild:
         index, plain, flat = pickle.loads(cache.read_bytes())
     else:
-        where = work_dir(base, bench, Path(FILES[bench]), None)
         settings = base.model_copy(update={"data_dir": where})
         with (
             open_readonly(settings.archive_path, settings) as archive,

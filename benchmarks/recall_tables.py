@@ -109,6 +109,22 @@ def _stages(run: dict[str, Any]) -> str:
     )
 
 
+def _key_model(run: dict[str, Any]) -> list[str]:
+    """Why the system's keys are the model they are (memory/key_model.py), when the run recorded it."""
+    choice = run.get("key_model") or {}
+    if not choice:
+        return []
+    if choice.get("setting") != "auto":
+        return [f"Key model: `memory.key_embedder = {choice.get('setting')}` (set)."]
+    counted = f"{choice['keys_counted']:,}" + ("" if choice.get("complete") else "+ (counting stopped there)")
+    full = choice.get("model") == "minilm-onnx"
+    verdict, model = ("within", "`minilm-onnx` (the full model)") if full else ("over", "`embed` (the static model)")
+    return [
+        f"Key model: `auto` chose {model}: the full model's estimate for {counted} key(s),"
+        f" {choice['full_estimate_s']:.0f} CPU-s, is {verdict} memory.full_key_budget_s = {choice['full_budget_s']:g}."
+    ]
+
+
 def section(reports: dict[str, dict[str, Any]], latency: list[dict[str, Any]], machine: str) -> str:
     lines = ["# Recall benchmarks (memory/, `chatmem eval recall`)", ""]
     lines += [
@@ -132,6 +148,7 @@ def section(reports: dict[str, dict[str, Any]], latency: list[dict[str, Any]], m
             f" commit {run.get('commit', '?')}).",
             _stages(run),
             f"Embedders: system and *_keys `{run['embedder_system']}`; dense and rrf `{run['embedder_baselines']}`.",
+            *_key_model(run),
             *(f"Note: {n}." for n in run.get("notes", [])),
             "",
             *_table(benchmark, report),

@@ -93,6 +93,19 @@ def _word_pieces() -> Any:
     return _tokenizer(None, pad=False)
 
 
+@cache
+def _cut_word_pieces(max_tokens: int) -> Any:
+    return _tokenizer(max_tokens, pad=False)
+
+
+def word_piece_counts(texts: Sequence[str], max_tokens: int) -> list[int]:
+    """How many word pieces the full model reads of each text ([CLS] and [SEP] included, cut at `max_tokens`):
+    what its cost grows with (the tokenizer alone, no model loaded)."""
+    if not texts:
+        return []
+    return [len(e.ids) for e in _cut_word_pieces(max_tokens).encode_batch(list(texts))]
+
+
 def reads_word_pieces(embedder: object) -> bool:
     """True for the embedders that read text through the MiniLM word-piece vocabulary (whole_words applies)."""
     return isinstance(embedder, OnnxMiniLM | StaticMiniLM)

@@ -398,11 +398,27 @@ class MemorySettings(BaseModel):
     other_role_weight: float = Field(
         default=0.5, ge=0, le=1, description="Direct-match weight of content whose role is not in key_roles."
     )
-    key_embedder: Literal["embed", "minilm-onnx"] = Field(
-        default="embed",
-        description="What embeds content keys and queries: 'embed', the embed stage's message vectors (the default "
-        "embedder, nothing extra to compute), or the full MiniLM model on the key roles' messages (cached by text; "
-        "~50x slower: 788 LoCoMo keys 17 CPU-s; LoCoMo evidence_recall@10 0.856 vs 0.797, benchmarks/RESULTS.md).",
+    key_embedder: Literal["auto", "embed", "minilm-onnx"] = Field(
+        default="auto",
+        description="What embeds content keys and queries: 'embed', the default embedder (static: nothing slow to "
+        "compute); 'minilm-onnx', the full MiniLM model on the key roles' messages (cached by text; ~50x slower per "
+        "key, LoCoMo evidence_recall@10 0.856 vs 0.797, benchmarks/RESULTS.md); 'auto', the full model when its "
+        "estimated cost on this archive's key-role messages fits full_key_budget_s, else 'embed'. The cues run "
+        "records the choice (memory_runs summary, stage notes); queries and the recall index follow it.",
+    )
+    full_key_budget_s: float = Field(
+        default=120.0,
+        ge=0,
+        description="CPU seconds the full model may take to embed every key (estimated before anything is embedded: "
+        "keys x full_key_ms_per_key + word pieces x full_key_ms_per_piece) for 'auto' to choose it. 120: a tenth of "
+        "the 20-minute budget of a 46k-turn archive on 2 cores (~7k user turns: a few hundred conversations); "
+        "0: never.",
+    )
+    full_key_ms_per_key: float = Field(
+        default=2.0, ge=0, description="CPU ms per key of the full model, fixed part (benchmarks/bench_key_cost.py)."
+    )
+    full_key_ms_per_piece: float = Field(
+        default=0.3, ge=0, description="CPU ms per word piece the full model reads (benchmarks/bench_key_cost.py)."
     )
     key_max_tokens: int = Field(
         default=128, ge=8, le=512, description="Word pieces of a key the full model reads (minilm-onnx only)."

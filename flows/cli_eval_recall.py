@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from clients.embedders import build_embedder
+from contracts.errors import ChatmemError
 from contracts.memory import MAX_BUDGET_TOKENS
 from contracts.settings import Settings
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
@@ -96,6 +97,7 @@ def eval_recall(
     from memory.evaluate import ablations, evaluate, flat_vectors, plain_keys
     from memory.index import key_embedder
     from memory.index_store import open_index
+    from memory.key_model import for_run, run_choice
 
     base = app.settings()
     loaded = read_benchmark(benchmark, data, limit)
@@ -108,13 +110,18 @@ def eval_recall(
     engine = app.engine(settings)
     run_id, stage_results = engine.run_pipeline(settings, [export], stages=PIPELINE, quiet=True)
     pipeline_s = time.monotonic() - started
-    embedder = key_embedder(settings)
     default = build_embedder(settings.embed)
     with (
         open_readonly(settings.archive_path, settings) as archive,
         open_readonly(settings.staging_path, settings) as staging,
     ):
-        index = open_index(archive, staging, settings, embedder)  # the stored one, as a recall reads it
+        latest = memory_store.latest_run(staging)
+        if latest is None:
+            raise ChatmemError(f"the pipeline built no memory in {where}")
+        settings = for_run(settings, staging, latest)  # `auto`: the model the cues run chose for its keys
+        embedder = key_embedder(settings)
+        index = open_index(archive, staging, settings, embedder, run_id=latest)  # the stored one, as a recall reads it
+        key_choice = run_choice(staging, latest)
         graph = memory_store.read_run(staging, index.run_id)
         flat = flat_vectors(staging, index, default)
     plain = plain_keys(index, graph)
@@ -142,6 +149,7 @@ def eval_recall(
         "turns": index.size,
         "questions": len(loaded.questions),
         "embedder_system": embedder.key,
+        "key_model": key_choice,
         "embedder_baselines": default.key,
         "budget_tokens": budget,
         "notes": loaded.notes,

@@ -31,6 +31,7 @@ from contracts.facts import FactRecord
 from contracts.settings import Settings
 from memory.dense_lists import PrepassTables
 from memory.graph import dense_key
+from memory.key_model import STATIC, for_run, with_model
 from memory.names import NAMED_ROLES, Names, speaker_names
 from memory.session import SessionKeys, build_session_keys
 from memory.text import BM25, terms
@@ -251,10 +252,25 @@ def embeds_role(settings: Settings, role: str) -> bool:
 
 
 def key_embedder(settings: Settings) -> Embedder:
-    """The embedder of content keys and queries (memory.key_embedder)."""
+    """The embedder of content keys and queries (memory.key_embedder, resolved: `auto` is a cues run's choice, see
+    memory.key_model.for_run)."""
+    if settings.memory.key_embedder == "auto":
+        raise ValueError("memory.key_embedder = auto names no model: resolve it for a cues run (key_model.for_run)")
     if settings.memory.key_embedder == "minilm-onnx":
         return OnnxMiniLM(max_tokens=settings.memory.key_max_tokens, threads=settings.embed.threads)
     return build_embedder(settings.embed)
+
+
+def run_embedder(
+    settings: Settings, staging: sqlite3.Connection, run_id: str | None = None
+) -> tuple[Settings, Embedder]:
+    """The settings and key embedder a recall of a cues run (the latest by default) uses: `auto` resolved to the
+    model the run embedded its keys with (the static one when there is no run yet)."""
+    run_id = run_id or store.latest_run(staging)
+    resolved = for_run(settings, staging, run_id) if run_id else settings
+    if resolved.memory.key_embedder == "auto":
+        resolved = with_model(resolved, STATIC)
+    return resolved, key_embedder(resolved)
 
 
 def load_index(
@@ -268,11 +284,14 @@ def load_index(
     """The latest (or the given) cues run of a data dir, with texts and key vectors; ConfigError when none.
 
     Key vectors (the masked text, memory.graph.dense_key) come from the cache the embed and cues stages filled,
-    by text hash; anything missing is embedded here, in memory.
+    by text hash; anything missing is embedded here, in memory. `embedder` must be the run's key embedder
+    (`key_embedder(for_run(...))`).
     """
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
         raise ChatmemError("no memory yet: run the pipeline (chatmem run EXPORT) or `chatmem stage cues` first")
+    settings = for_run(settings, staging, run_id)
+    check_embedder(settings, embedder)
     graph = store.read_run(staging, run_id, edges=False)
     rows = [c for c in graph.content if c.kind == "message"]
     ids = [c.content_id for c in rows]
@@ -308,6 +327,13 @@ def load_index(
         graph, run_id, dense, texts=texts, titles=titles, key_roles=settings.memory.key_roles, edges=edges
     )
     return attach_facts(index, staging)
+
+
+def check_embedder(settings: Settings, embedder: Embedder) -> None:
+    """Queries and keys from one model: an index built with another run's (or setting's) embedder is a bug."""
+    wanted = key_embedder(settings).key
+    if embedder.key != wanted:
+        raise ValueError(f"keys of this memory are {wanted} vectors; the embedder given is {embedder.key}")
 
 
 def attach_facts(index: MemoryIndex, staging: sqlite3.Connection) -> MemoryIndex:

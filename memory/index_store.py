@@ -45,7 +45,8 @@ from contracts.settings import Settings
 from memory import candidates, dense_lists, graph, names, session, text
 from memory import index as index_module
 from memory.candidates import prepare
-from memory.index import MemoryIndex, attach_facts, load_index
+from memory.index import MemoryIndex, attach_facts, check_embedder, load_index
+from memory.key_model import for_run
 from staging import memory as store
 from staging import memory_inputs as inputs
 
@@ -132,6 +133,8 @@ def open_index(
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
         return load_index(archive, staging, settings, embedder)  # raises the "no memory yet" error
+    settings = for_run(settings, staging, run_id)  # `auto`: the model this run's keys were embedded with
+    check_embedder(settings, embedder)
     root = settings.data_dir / DIRECTORY
     key = index_key(staging, settings, embedder, run_id)
     target = root / f"{run_id}-{key}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 NAMED_ROLES = ("user", "other")
 
@@ -42,6 +43,11 @@ class Names:
         alternatives = "|".join(re.escape(p) for p in parts)
         return cls(names, re.compile(rf"(?<![\w'’])(?:{alternatives})(?:['’]s)?(?![\w'’])"))
 
+    def __reduce__(self) -> tuple[Any, tuple[tuple[str, ...]]]:
+        """Pickled as its names (the stored recall index, memory/index_store.py): the pattern is rebuilt on load,
+        since a compiled pattern is not among the classes a stored index may hold."""
+        return (_names, (self.names,))
+
     def mask(self, text: str) -> str:
         """The text without the names (runs of spaces left by them closed up); the text itself, unchanged, when it
         names nobody (then its key vector is the embed stage's, memory.graph.dense_key)."""
@@ -61,6 +67,10 @@ class Names:
             return []
         found = {m.group(0).removesuffix("'s").removesuffix("’s") for m in self.pattern.finditer(text)}
         return [n for n in self.names if n in found or any(p in found for p in _parts(n))]
+
+
+def _names(names: tuple[str, ...]) -> Names:
+    return Names.of(names)
 
 
 def speaker_names(rows: Iterable[tuple[str, str | None]]) -> Names:

@@ -28,10 +28,12 @@ from memory.candidates import prepare, ranked
 from memory.expand import expand
 from memory.index import Array, MemoryIndex, key_embedder
 from memory.index_store import open_index
+from memory.key_model import STATIC, for_run, with_model
 from memory.recall import Ranking, embed_query, select, to_result
 from memory.recall_facts import question_facts
 from staging.db import connect_readonly
 from staging.llm_calls import CallRecorder
+from staging.memory import latest_run
 
 
 @dataclass
@@ -44,7 +46,6 @@ class Memory:
     def open(cls, settings: Settings, run_id: str | None = None) -> Memory:
         """The latest (or the given) cues run; ChatmemError (exit 1) when the data dir has none. The index is the
         one stored under the data dir (memory/index_store.py), built and stored on the first open of a run."""
-        embedder = key_embedder(settings)
         try:
             archive = connect_readonly(settings.archive_path)
             staging = connect_readonly(settings.staging_path)
@@ -53,6 +54,10 @@ class Memory:
                 f"nothing in {settings.data_dir} yet: run `chatmem run EXPORT` first, or point --data-dir at a data dir"
             ) from None
         try:
+            run_id = run_id or latest_run(staging)
+            if run_id is not None:  # queries are embedded by the model the run's keys were (memory/key_model.py)
+                settings = for_run(settings, staging, run_id)
+            embedder = key_embedder(with_model(settings, STATIC) if run_id is None else settings)
             index = open_index(archive, staging, settings, embedder, run_id=run_id)
         finally:
             archive.close()

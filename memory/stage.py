@@ -22,9 +22,10 @@ from clients.embedders import Embedder
 from clients.progress import ProgressFactory
 from contracts.results import StageResult
 from contracts.settings import Settings
-from memory import cues_incremental, cues_state, index_store
+from memory import cues_incremental, cues_state, index_store, key_model
 from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
 from memory.index import embeds_role, key_embedder
+from memory.key_model import FULL, KeyCost, with_model
 from memory.names import Names
 from staging import embeddings as vectors
 from staging import memory as store
@@ -71,10 +72,13 @@ def run(
             return _run_incremental(
                 archive, staging, ledger, builder, plan, run_id, topic_run, settings, embedder, progress, batch_messages
             )
+        cost = KeyCost(settings.memory)  # which model embeds the keys: chosen by its estimated cost
         for uuid, role, author, text in inputs.iter_visible_texts(archive):
             builder.count_text(uuid, role, author, text)
-        keys = _Keys(staging, settings, builder.names(), embedder)
-        notes = [f"full build: {why_full}"]
+            cost.add(role, text)
+        choice = cost.choice()
+        keys = _Keys(staging, with_model(settings, choice.model), builder.names(), embedder)
+        notes = [choice.note(), f"full build: {why_full}"]
         if topic_run is None:
             notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
         if not builder.concepts:
@@ -101,7 +105,8 @@ def run(
             if report.hubs:
                 names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
                 notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
-            summary = {"hubs": report.hubs, "topic_run": topic_run, "notes": notes, "incremental": False}
+            summary: dict[str, Any] = {"hubs": report.hubs, "topic_run": topic_run, "notes": notes}
+            summary.update(key_model=choice.summary(), incremental=False)
             writer.finish({**summary, "full_run": run_id, "changed_since_full": []})
             written = dict(writer.counts)
         frozen = builder.frozen_counts()
@@ -123,6 +128,7 @@ def run(
             "edges": written["edges"],
             "keys_embedded": embedded.embedded,
             "keys_cached": embedded.cached,
+            "keys_full_model": int(choice.model == FULL),
             "incremental": 0,
             "conversations_rebuilt": len(digests),
         }
@@ -150,7 +156,9 @@ def _run_incremental(
         f"incremental from cues run {base} (last full build {plan.state.full_run}): {len(plan.rebuilt)}"
         f" conversation(s) rebuilt, {len(plan.gone)} gone, {len(plan.changed)} changed since the full build"
     ]
+    key_settings = key_model.for_run(settings, staging, base)  # the carried keys' model embeds the new ones
     summary: dict[str, Any] = {
+        "key_model": key_model.run_choice(staging, base),
         "topic_run": topic_run,
         "notes": notes,
         "incremental": True,
@@ -180,7 +188,7 @@ def _run_incremental(
             run_id, state.full_run, state.settings, topic_run, state.frozen, plan.digests, plan.changed
         ),
     )
-    embedded = cues_incremental.embed_rebuilt(staging, run_id, settings, builder, messages, embedder, progress)
+    embedded = cues_incremental.embed_rebuilt(staging, run_id, key_settings, builder, messages, embedder, progress)
     hubs = summary.get("hubs", [])
     counts = {
         "content": written["content"] - written["merged"],

@@ -162,6 +162,9 @@ def test_eval_recall_on_a_locomo_slice(tmp_path: Path, monkeypatch: pytest.Monke
     report = json.loads(result.stdout)
     _check_report(report, ["evidence_recall@5", "evidence_recall@10", "evidence_recall@20"])
     assert report["run"]["questions"] == 3 and "no_tags_session_prior" in report["ablations"]
+    chosen = report["run"]["key_model"]  # a few sessions fit the full model's budget: keys and queries use it
+    assert chosen["setting"] == "auto" and chosen["model"] == "minilm-onnx"
+    assert report["run"]["embedder_system"].startswith("minilm-onnx@")
     system = report["system"]
     assert system["evidence_recall@20"] >= system["evidence_recall@10"] >= system["evidence_recall@5"]
 

@@ -15,6 +15,7 @@ from contracts.memory import RecallRequest
 from contracts.settings import Settings
 from extract import stage_concepts, stage_extract, stage_segment
 from memory import stage as cues
+from memory.key_model import STATIC, with_model
 from memory.service import Memory
 from staging import embeddings as vectors
 from staging import memory as store
@@ -137,16 +138,18 @@ def test_a_run_in_tiny_batches_writes_the_same_rows_as_one_batch(tmp_path: Path)
 
 
 def test_after_the_embed_stage_the_cues_stage_embeds_no_key_of_a_memory_that_names_nobody(tmp_path: Path) -> None:
-    """Every key is the message text the embed stage embedded, so the cues stage finds all its key vectors cached."""
+    """With the static key model every key is the message text the embed stage embedded, so the cues stage finds
+    all its key vectors cached (under `auto` a small archive gets the full model instead: memory/key_model.py)."""
     dbs, run_id = built(tmp_path)
-    embedded = stage_embed.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    static = with_model(dbs.settings, STATIC)
+    embedded = stage_embed.run(dbs.archive, dbs.staging, run_id=run_id, settings=static)
     assert embedded.counts["texts_embedded"] == 5
     stored = dbs.staging.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
-    result = cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    result = cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=static)
     assert result.counts["keys_embedded"] == 0 and result.counts["keys_cached"] == 5
     assert dbs.staging.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] == stored  # no vector of its own
     texts = [str(r[0]) for r in dbs.archive.execute("SELECT text FROM messages")]
-    memory = Memory.open(dbs.settings)
+    memory = Memory.open(static)
     cached = vectors.load_vectors(dbs.staging, memory.embedder.key, [vectors.text_hash(t) for t in texts])
     assert len(cached) == 5 and np.allclose(
         memory.index.dense[memory.index.position["trip-m1"]], cached[vectors.text_hash(TRIP[1][1])]

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
+import pytest
 from concept_support import conversation, open_dbs, write_archive
 
 from clients.embedders import StaticMiniLM
 from contracts.records import ExportConversation
 from memory import stage as cues
 from memory.graph import dense_key
+from memory.index import run_embedder
+from memory.index_store import DIRECTORY
 from memory.names import Names, speaker_names
 from memory.recall import embed_query
 from memory.service import Memory
@@ -79,7 +83,7 @@ def test_the_cues_stage_caches_the_masked_keys_that_recall_reads(tmp_path: Path)
     write_archive(dbs.archive, [_named("c1", chat)])
     run_id = dbs.run_id()
     cues.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
-    model = StaticMiniLM().key
+    model = run_embedder(dbs.settings, dbs.staging)[1].key  # the model the run chose for its keys (a small one: full)
     masked = vectors.text_hash(", I signed up for a pottery class")
     prefixed = vectors.text_hash("Caroline: Melanie, I signed up for a pottery class")
     cached = vectors.load_vectors(dbs.staging, model, [masked, prefixed])
@@ -88,3 +92,20 @@ def test_the_cues_stage_caches_the_masked_keys_that_recall_reads(tmp_path: Path)
     assert memory.index.names.names == ("Caroline", "Melanie")
     first = memory.index.position["c1-m0"]
     assert np.allclose(memory.index.dense[first], cached[masked])
+
+
+def test_a_memory_with_named_speakers_is_stored_and_reopened_without_a_rebuild(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The stored recall index of a named export opens as stored (the names' pattern pickles as the names)."""
+    dbs = open_dbs(tmp_path, memory={"key_embedder": "embed"})
+    chat = [("Caroline", "Melanie, I signed up for a pottery class"), ("Melanie", "Caroline, that's great news")]
+    write_archive(dbs.archive, [_named("c1", chat)])
+    cues.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
+    first = Memory.open(dbs.settings)
+    (stored,) = (dbs.settings.data_dir / DIRECTORY).iterdir()
+    written = {p.name: p.stat().st_mtime_ns for p in stored.iterdir()}
+    with caplog.at_level(logging.WARNING, logger="memory.index_store"):
+        again = Memory.open(dbs.settings)
+    assert not caplog.records and {p.name: p.stat().st_mtime_ns for p in stored.iterdir()} == written
+    assert again.index.names == first.index.names and again.index.names.mask("Caroline said hi") == "said hi"
