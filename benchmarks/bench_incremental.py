@@ -34,11 +34,19 @@ def main() -> None:
     parser.add_argument("new_dump", type=Path, help="the small export to add")
     parser.add_argument("--work", type=Path, required=True, help="where the copy is made and the run happens")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument(
+        "--same-target",
+        action="store_true",
+        help="make the copy's local graph the target the original's manifest names (its key is the graph dir's"
+        " absolute path): the copy's load then diffs as an in-place re-run would, instead of sending everything",
+    )
     args = parser.parse_args()
     if args.work.exists():
         shutil.rmtree(args.work)
     shutil.copytree(args.built, args.work, symlinks=True)
     staging = args.work / "staging.db"
+    if args.same_target:
+        _rebase_target(args.built / "graph", args.work / "graph", staging, args.work / "load-memory.json")
     with sqlite3.connect(staging) as conn:
         last_id = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM stage_runs").fetchone()[0])
     chatmem = Path(sys.executable).parent / "chatmem"
@@ -86,6 +94,20 @@ def main() -> None:
     )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
+
+
+def _rebase_target(old_graph: Path, new_graph: Path, staging: Path, loaded: Path) -> None:
+    """Rename the local graph target `local:<old graph dir>#db` to the copy's graph dir in the copy's load state."""
+    old, new = f"local:{old_graph.resolve()}#", f"local:{new_graph.resolve()}#"
+    with sqlite3.connect(staging) as conn:
+        for table in ("load_targets", "load_manifest", "load_batches"):
+            conn.execute(
+                f"UPDATE {table} SET target = ? || substr(target, ?) WHERE target LIKE ?",
+                (new, len(old) + 1, old + "%"),
+            )
+    if loaded.exists():
+        found = json.loads(loaded.read_text())
+        loaded.write_text(json.dumps({k.replace(old, new, 1): v for k, v in found.items()}))
 
 
 if __name__ == "__main__":

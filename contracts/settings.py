@@ -364,6 +364,19 @@ class MemorySettings(BaseModel):
     hub_min_content: int = Field(
         default=20, ge=1, description="A cue needs at least this many content links to count as a hub at all."
     )
+    rebuild_share: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Below this share of conversations new, changed or gone since the last full cues build, a cues "
+        "run rebuilds only those and carries the rest from the previous run, global counts (term and cue "
+        "frequencies, hubs) kept from the full build; at or above it, the run builds everything. 0: always in full.",
+    )
+    prune_runs: bool = Field(
+        default=True,
+        description="After a cues run, delete older runs' memory rows (all but the new run and the run of the "
+        "stored recall index): staging.db then holds one or two copies of the memory instead of one per run.",
+    )
     keyphrases_per_content: int = Field(
         default=6, ge=0, description="Discriminative keyphrases (TF-IDF) kept as cues per content node."
     )

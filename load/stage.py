@@ -32,11 +32,13 @@ from contracts.errors import StageError
 from contracts.results import StageResult
 from contracts.settings import Settings
 from contracts.version import code_version
-from load import cypher
+from load import cypher, memory_delta
 from load.inputs import available_layers, input_watermark
 from load.layers import LAYERS, EdgeLayer, Layer, NodeLayer, edge_layers, load_order, node_layers
 from load.overlap import Prefetch, WriteBehind
 from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, source_rows
+from staging import memory as memory_store
+from staging import memory_loaded
 from staging.db import connect, connect_readonly
 from staging.ledger import StageRun
 from staging.load_state import (
@@ -169,6 +171,7 @@ def _load(
             return True
         for layer in lost:
             forget_layer(staging, target.key, layer.name)
+        delta, memory_run = _memory_delta(staging, settings, target, layers, lost)
         # A load that was killed or failed may have committed batches it never recorded: relationships are then
         # MERGEd (no constraint would catch a duplicate), until a load of this target finishes again.
         previous_finished = stored is not None or last_run is None
@@ -178,11 +181,11 @@ def _load(
         ordered = load_order(layers)  # nodes before edges: an edge's ends are written before it
         # Each layer's reader starts while the layer before it is written: its SQL (a sort, a GROUP BY, a window)
         # runs before its first row, and the server would otherwise wait for it at every layer boundary.
-        readers = [_LayerReader(archive, staging, graph, ordered[0], settings)] if ordered else []
+        readers = [_LayerReader(archive, staging, graph, ordered[0], settings, delta)] if ordered else []
         try:
             for i, layer in enumerate(ordered):
                 if i + 1 < len(ordered):
-                    readers.append(_LayerReader(archive, staging, graph, ordered[i + 1], settings))
+                    readers.append(_LayerReader(archive, staging, graph, ordered[i + 1], settings, delta))
                 may_create = isinstance(layer, NodeLayer) or (
                     previous_finished and _edges_known(staging, graph, layer, ordered)
                 )
@@ -197,11 +200,42 @@ def _load(
             tally.notes.append(
                 f"{tally.counts['edges_missing_ends']} edge(s) found no end node: not marked loaded, retried next load"
             )
+            if memory_run is not None:  # rows left out of the manifest: the next load diffs everything again
+                memory_loaded.record(settings.data_dir, target.key, memory_run=None, loading=None)
             return False
         record_target(
             staging, target.key, uri=uri, database=target.database, watermark=watermark, run_id=stage_run.run_id
         )
+        if memory_run is not None:
+            memory_loaded.record(settings.data_dir, target.key, memory_run=memory_run, loading=None)
+        if delta is not None:
+            tally.notes.append(
+                f"memory layers: only what may differ from cues run {delta.loaded_run} was read"
+                f" ({len(delta.ids['content'])} messages, {len(delta.ids['cues'])} cues, {len(delta.ids['tags'])} tags)"
+            )
     return False
+
+
+def _memory_delta(
+    staging: sqlite3.Connection, settings: Settings, target: Target, layers: list[Layer], lost: list[Layer]
+) -> tuple[memory_delta.MemoryDelta | None, str | None]:
+    """The memory layers' delta (load/memory_delta.py) when the target holds a known cues run, and the run this
+    load brings it to; recorded as `loading` first, so a killed load is resumed from the same run or diffs all."""
+    names = {layer.name for layer in layers}
+    if not names & set(memory_delta.RESTRICT):
+        return None, None
+    if not set(memory_delta.RESTRICT) <= names:  # some memory layers not loaded now: their manifest falls behind
+        memory_loaded.record(settings.data_dir, target.key, memory_run=None, loading=None)
+        return None, None
+    memory_run = memory_store.latest_run(staging)
+    loaded, loading = memory_loaded.loaded_run(settings.data_dir, target.key)
+    delta = None
+    if not any(layer.name in memory_delta.RESTRICT for layer in lost):
+        delta = memory_delta.plan(staging, loaded, loading)
+    memory_loaded.record(
+        settings.data_dir, target.key, memory_run=loaded if delta is not None else None, loading=memory_run
+    )
+    return delta, memory_run
 
 
 def _lost_layers(staging: sqlite3.Connection, graph: Graph, target: Target, layers: list[Layer]) -> list[Layer]:
@@ -238,7 +272,13 @@ class _LayerReader:
     """A layer's rows, diffed against the manifest and cut into batches, read ahead in a thread of its own."""
 
     def __init__(
-        self, archive: sqlite3.Connection, staging: sqlite3.Connection, graph: Graph, layer: Layer, settings: Settings
+        self,
+        archive: sqlite3.Connection,
+        staging: sqlite3.Connection,
+        graph: Graph,
+        layer: Layer,
+        settings: Settings,
+        delta: memory_delta.MemoryDelta | None = None,
     ) -> None:
         self.layer, self.rows_read = layer, 0
         self.source = archive if layer.source == "archive" else staging
@@ -250,8 +290,11 @@ class _LayerReader:
 
         def produce() -> Iterator[Batch]:  # runs in the reader thread, with connections of its own
             with _reader(rows_path) as rows_db, _reader(self.manifest_path) as manifest_db:
-                current = self._counted(source_rows(rows_db.execute(ordered_sql(layer)), layer))
-                changes = diff(layer, current, iter_manifest(manifest_db, key, layer.name))
+                if delta is not None and delta.covers(layer):  # an incremental cues run: only what may differ
+                    changes = memory_delta.changes(rows_db, manifest_db, key, layer, delta, self._counted)
+                else:
+                    current = self._counted(source_rows(rows_db.execute(ordered_sql(layer)), layer))
+                    changes = diff(layer, current, iter_manifest(manifest_db, key, layer.name))
                 size = settings.load.batch_size
                 yield from batches(layer, changes, batch_size=size, max_bytes=max_bytes, first_size=FIRST_BATCH)
 

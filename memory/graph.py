@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,18 @@ class TopicInput:
     topic_uid: str
     label: str
     weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenCounts:
+    """A full build's global counts, which an incremental run after it keeps (`GraphBuilder.resume`)."""
+
+    n: int
+    term_df: dict[str, int]
+    authors: list[str]
+    hub_floor: float
+    concept_hubs: list[str]
+    hubs: list[str]
 
 
 @dataclass
@@ -127,6 +139,7 @@ class GraphBuilder:
         self.hub_floor = 0.0
         self.started = False  # pass 2 begun: the message count and concept hubs are final
         self.authors: set[str] = set()  # the named speakers (memory/names.py), counted in pass 1
+        self.frozen_hubs: set[str] | None = None  # an incremental run keeps its base build's hubs (`resume`)
 
     def count(self, message: MessageInput) -> None:
         """Pass 1: the global frequencies (a message is counted once)."""
@@ -141,6 +154,42 @@ class GraphBuilder:
         found = self.evidence.get(uuid)
         if found:
             self.df.update(found.keys())
+
+    def resume(
+        self,
+        frozen: FrozenCounts,
+        cue_df: Mapping[str, int],
+        tags: Iterable[tuple[str, str, str, int]],
+    ) -> None:
+        """An incremental run (memory/cues_incremental.py): instead of pass 1, the base full build's global counts,
+        kept frozen (message count, term document frequencies, speakers, hub floor and hubs), and the base run's
+        cue document frequencies and tag sizes (tag, kind, label, size), from which the caller takes away what the
+        conversations about to be rebuilt had added. Concept-type tags are counted again by `finish`."""
+        self.n, self.term_df, self.authors = frozen.n, Counter(frozen.term_df), set(frozen.authors)
+        self.hub_floor, self.concept_hubs = frozen.hub_floor, set(frozen.concept_hubs)
+        self.frozen_hubs = set(frozen.hubs)
+        self.started = True
+        self.df = Counter(cue_df)
+        for tag_id, kind, label, size in tags:
+            if kind != "concept_type":
+                self.tag_labels[tag_id] = (kind, label)
+                self.tag_members[tag_id] = size
+
+    def recount(self, message: MessageInput) -> None:
+        """An incremental run's pass 1 for a rebuilt message: its concept cues' document frequency (the global
+        term counts stay frozen)."""
+        self.df.update(self.evidence.get(message.uuid, {}).keys())
+
+    def frozen_counts(self) -> FrozenCounts:
+        """What an incremental run after this full build keeps frozen (after `finish`)."""
+        return FrozenCounts(
+            self.n,
+            dict(self.term_df),
+            sorted(self.authors),
+            self.hub_floor,
+            sorted(self.concept_hubs),
+            sorted(self.hubs()),
+        )
 
     def _start(self) -> None:
         if self.started:
@@ -224,7 +273,7 @@ class GraphBuilder:
         n = max(self.n, 1)
         hubs = self.hubs()
         cues = []
-        for cue_id in sorted(self.df):
+        for cue_id in sorted(c for c, count in self.df.items() if count > 0):  # < 1: rebuilt away (`resume`)
             name, kind, ctype = self._cue(cue_id)
             idf = round(math.log(1 + n / self.df[cue_id]), 6)
             cues.append(CueRow(cue_id, name, kind, ctype, self.df[cue_id], idf, cue_id in hubs))
@@ -234,7 +283,9 @@ class GraphBuilder:
             {"cue": self._cue(c)[0], "share": round(self.df[c] / n, 4), "action": "idf down-weighted, no tag edges"}
             for c in sorted(hubs, key=lambda c: (-self.df[c], c))
         ]
-        tags = [TagRow(t, *self.tag_labels[t], self.tag_members[t]) for t in sorted(self.tag_labels)]
+        tags = [
+            TagRow(t, *self.tag_labels[t], self.tag_members[t]) for t in sorted(self.tag_labels) if self.tag_members[t]
+        ]
         return cues, tags, self.report
 
     def names(self) -> Names:
@@ -242,6 +293,8 @@ class GraphBuilder:
         return Names.of(self.authors)
 
     def hubs(self) -> set[str]:
+        if self.frozen_hubs is not None:
+            return {c for c in self.frozen_hubs if self.df.get(c, 0) > 0}
         return {c for c, count in self.df.items() if count > self.hub_floor}
 
     def _cue(self, cue_id: str) -> tuple[str, str, str | None]:
@@ -259,7 +312,7 @@ class GraphBuilder:
                 yield cue_id, f"conv:{conversation_id}", "cue-tag", round(count / self.df[cue_id], 6)
         for cue_id in sorted(self.concepts):
             ctype = self.concepts[cue_id][1]
-            if self.df[cue_id] and ctype and cue_id not in hubs:
+            if self.df[cue_id] > 0 and ctype and cue_id not in hubs:
                 yield cue_id, f"ctype:{ctype}", "cue-tag", 1.0
 
 

@@ -153,6 +153,14 @@ def open_index(
     return attach_facts(index, staging)
 
 
+def stored_runs(data_dir: Path) -> set[str]:
+    """The cues runs whose recall index is stored under the data dir (a server may have it open)."""
+    root = data_dir / DIRECTORY
+    if not root.is_dir():
+        return set()
+    return {p.name[:-25] for p in root.iterdir() if not p.name.startswith(".tmp-") and len(p.name) > 25}
+
+
 def _store(index: MemoryIndex, root: Path, target: Path, key: str) -> bool:
     """Write to a temporary directory, then rename it into place; False when the data dir cannot be written."""
     temporary = root / f".tmp-{target.name}-{os.getpid()}"

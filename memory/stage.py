@@ -15,19 +15,23 @@ import json
 import logging
 import sqlite3
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from clients.embed_cache import EmbedCounts, embed_cached
 from clients.embedders import Embedder
 from clients.progress import ProgressFactory
 from contracts.results import StageResult
 from contracts.settings import Settings
+from memory import cues_incremental, cues_state, index_store, key_model
 from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
 from memory.index import embeds_role, key_embedder
 from memory.key_model import FULL, KeyCost, with_model
 from memory.names import Names
 from staging import embeddings as vectors
 from staging import memory as store
+from staging import memory_carry, memory_loaded
 from staging import memory_inputs as inputs
+from staging.ledger import StageRun
 from staging.segments import archive_fingerprint
 from staging.stage_run import finish, stage_run
 
@@ -62,13 +66,19 @@ def run(
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
         builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory)
         del evidence
+        digests = cues_state.conversation_digests(archive, builder.evidence, builder.concepts)
+        plan, why_full = cues_state.plan(archive, staging, settings, run_id, topic_run, digests)
+        if plan is not None:
+            return _run_incremental(
+                archive, staging, ledger, builder, plan, run_id, topic_run, settings, embedder, progress, batch_messages
+            )
         cost = KeyCost(settings.memory)  # which model embeds the keys: chosen by its estimated cost
         for uuid, role, author, text in inputs.iter_visible_texts(archive):
             builder.count_text(uuid, role, author, text)
             cost.add(role, text)
         choice = cost.choice()
         keys = _Keys(staging, with_model(settings, choice.model), builder.names(), embedder)
-        notes = [choice.note()]
+        notes = [choice.note(), f"full build: {why_full}"]
         if topic_run is None:
             notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
         if not builder.concepts:
@@ -95,8 +105,16 @@ def run(
             if report.hubs:
                 names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
                 notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
-            writer.finish({"hubs": report.hubs, "topic_run": topic_run, "notes": notes, "key_model": choice.summary()})
+            summary: dict[str, Any] = {"hubs": report.hubs, "topic_run": topic_run, "notes": notes}
+            summary.update(key_model=choice.summary(), incremental=False)
+            writer.finish({**summary, "full_run": run_id, "changed_since_full": []})
             written = dict(writer.counts)
+        frozen = builder.frozen_counts()
+        _after_commit(
+            staging,
+            settings,
+            cues_state.CuesState(run_id, run_id, cues_state.settings_digest(settings), topic_run, frozen, digests),
+        )
         embedded = keys.embed_missing(archive, run_id, progress, batch_messages)
         counts = {
             "content": written["content"] - written["merged"],
@@ -111,10 +129,98 @@ def run(
             "keys_embedded": embedded.embedded,
             "keys_cached": embedded.cached,
             "keys_full_model": int(choice.model == FULL),
+            "incremental": 0,
+            "conversations_rebuilt": len(digests),
         }
         log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
         rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
         return finish(ledger, rows_in=builder.n, rows_out=rows_out, counts=counts, notes=notes)
+
+
+def _run_incremental(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    ledger: StageRun,
+    builder: GraphBuilder,
+    plan: cues_state.Plan,
+    run_id: str,
+    topic_run: str | None,
+    settings: Settings,
+    embedder: Embedder | None,
+    progress: ProgressFactory | None,
+    batch_messages: int,
+) -> StageResult:
+    """Rebuild the plan's conversations, carry the rest from its base run (memory/cues_incremental.py)."""
+    base = plan.state.run_id
+    notes = [
+        f"incremental from cues run {base} (last full build {plan.state.full_run}): {len(plan.rebuilt)}"
+        f" conversation(s) rebuilt, {len(plan.gone)} gone, {len(plan.changed)} changed since the full build"
+    ]
+    key_settings = key_model.for_run(settings, staging, base)  # the carried keys' model embeds the new ones
+    summary: dict[str, Any] = {
+        "key_model": key_model.run_choice(staging, base),
+        "topic_run": topic_run,
+        "notes": notes,
+        "incremental": True,
+        "base_run": base,
+        # What the load diffs against the run it last loaded (load/memory_delta.py): every conversation that may
+        # differ from any run since the full build.
+        "full_run": plan.state.full_run,
+        "changed_since_full": sorted(plan.changed),
+    }
+    written, cues, tags, messages = cues_incremental.build(
+        archive,
+        staging,
+        builder,
+        plan,
+        run_id=run_id,
+        topic_run=topic_run,
+        batches=_batches,
+        check=_check,
+        batch_messages=batch_messages,
+        summary=summary,
+    )
+    state = plan.state
+    _after_commit(
+        staging,
+        settings,
+        cues_state.CuesState(
+            run_id, state.full_run, state.settings, topic_run, state.frozen, plan.digests, plan.changed
+        ),
+    )
+    embedded = cues_incremental.embed_rebuilt(staging, run_id, key_settings, builder, messages, embedder, progress)
+    hubs = summary.get("hubs", [])
+    counts = {
+        "content": written["content"] - written["merged"],
+        "merged_nodes": written["merged"],
+        "cues": len(cues),
+        "concept_cues": sum(1 for c in cues if c.kind == "concept"),
+        "keyphrase_cues": sum(1 for c in cues if c.kind == "keyphrase"),
+        "hub_cues": len(hubs),
+        "tags": len(tags),
+        "edges": written["edges"],
+        "keys_embedded": embedded.embedded,
+        "keys_cached": embedded.cached,
+        "incremental": 1,
+        "conversations_rebuilt": len(plan.rebuilt),
+        "messages_rebuilt": len(messages),
+    }
+    log.info("cues - %s", counts)
+    rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
+    return finish(ledger, rows_in=len(messages), rows_out=rows_out, counts=counts, notes=notes)
+
+
+def _after_commit(staging: sqlite3.Connection, settings: Settings, state: cues_state.CuesState) -> None:
+    """Once the run's rows are in: its state for the next incremental run, and older runs' rows pruned (all but
+    this run, the run of the stored recall index, which an open server may still read, and the run a graph
+    target last loaded, which its next load diffs against: memory.prune_runs)."""
+    keep = {state.run_id, *index_store.stored_runs(settings.data_dir), *memory_loaded.held_runs(settings.data_dir)}
+    cues_state.save_state(settings.data_dir, state, keep)
+    if not settings.memory.prune_runs:
+        return
+    for stale in memory_carry.stale_runs(staging, keep):
+        memory_carry.delete_run(staging, stale)
+        log.info("cues - pruned the memory rows of run %s", stale)
 
 
 def _messages(archive: sqlite3.Connection) -> Iterator[MessageInput]:

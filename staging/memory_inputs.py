@@ -117,3 +117,21 @@ def topic_rows(
         )
         rows.extend((str(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in found)
     return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def iter_conversation_messages(archive: sqlite3.Connection, conversation_ids: Iterable[str]) -> Iterator[MessageTuple]:
+    """`iter_visible_messages` for some conversations only (an incremental cues run's rebuilt ones), in the same
+    order: conversation by conversation, in seq order."""
+    wanted = sorted(set(conversation_ids))
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        cursor = archive.execute(
+            "SELECT m.uuid, m.conversation_id, c.title, m.seq, m.role, m.author, m.created_at, m.text, c.format"
+            " FROM messages m JOIN conversations c ON c.id = m.conversation_id"
+            f" WHERE m.conversation_id IN ({marks}) AND m.is_active = 1 AND m.is_hidden = 0"
+            " AND length(trim(m.text)) > 0 ORDER BY m.conversation_id, m.seq",
+            chunk,
+        )
+        for row in cursor:
+            yield (str(row[0]), str(row[1]), row[2], int(row[3]), str(row[4]), row[5], row[6], str(row[7]), str(row[8]))

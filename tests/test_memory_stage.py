@@ -103,7 +103,8 @@ def test_memory_service_opens_the_latest_run_once_and_answers(tmp_path: Path) ->
 
 def test_a_run_in_tiny_batches_writes_the_same_rows_as_one_batch(tmp_path: Path) -> None:
     """Streaming by conversation batches changes nothing: one conversation per batch gives one batch's rows."""
-    dbs = open_dbs(tmp_path, memory={"hub_share": 0.3, "hub_min_content": 2})
+    # rebuild_share 0: the second run builds in full too (tests/test_cues_incremental.py covers the other path)
+    dbs = open_dbs(tmp_path, memory={"hub_share": 0.3, "hub_min_content": 2, "rebuild_share": 0})
     repeats = [
         ("user", "Compost for the vegetable garden, please."),
         ("user", "Compost for the vegetable garden please"),
@@ -129,7 +130,9 @@ def test_a_run_in_tiny_batches_writes_the_same_rows_as_one_batch(tmp_path: Path)
     every = [str(r[0]) for r in dbs.archive.execute("SELECT uuid FROM messages")]
     assert inputs.topic_rows(dbs.staging, run_id, every) == inputs.topic_messages(dbs.staging)[1]  # per batch = all
     assert _rows(dbs.staging, other) == first
-    assert {**(store.run_summary(dbs.staging, other) or {}), "run_id": run_id} == summary
+    again = store.run_summary(dbs.staging, other) or {}
+    again["summary"]["full_run"] = run_id  # a full build names itself
+    assert {**again, "run_id": run_id} == summary
     graph_counts = [k for k in whole.counts if not k.startswith("keys_")]  # the second run finds keys cached
     assert [tiny.counts[k] for k in graph_counts] == [whole.counts[k] for k in graph_counts]
 

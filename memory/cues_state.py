@@ -1,0 +1,212 @@
+"""What an incremental cues run starts from: the state saved with each cues run, and the plan that compares it with
+the archive as it is now.
+
+    <data_dir>/cues-state/<run_id>.pickle   the frozen global counts of the last full build (memory.graph.
+                                            FrozenCounts), a digest per conversation of everything its rows are
+                                            built from, the conversations changed since that full build, the
+                                            topic run and the settings digest
+
+A run rebuilds only the conversations whose digest changed (new, changed or gone, and those whose messages' topic
+links differ between the two cluster runs) while they stay under `memory.rebuild_share` of all conversations,
+counted since the last full build; otherwise, or with no usable state, it builds everything (today's full path).
+The file is written after the run's rows commit: a killed run leaves the previous state, never a half one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import pickle
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from contracts.settings import Settings
+from memory.graph import FrozenCounts
+from memory.names import NAMED_ROLES
+from staging import memory as store
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1  # bump when the state's layout or what a digest covers changes: every run then builds in full once
+DIRECTORY = "cues-state"
+NOT_GRAPH_SETTINGS = ("rebuild_share", "prune_runs")  # how runs are made, not what the graph is
+
+
+@dataclass(slots=True)
+class CuesState:
+    run_id: str
+    full_run: str
+    settings: str
+    topic_run: str | None
+    frozen: FrozenCounts
+    conversations: dict[str, str]
+    changed: set[str] = field(default_factory=set)
+    format: int = FORMAT
+
+
+@dataclass(slots=True)
+class Plan:
+    """An incremental run: rebuild `rebuilt` (present now), drop `gone`, carry every other conversation."""
+
+    state: CuesState
+    rebuilt: list[str]
+    gone: list[str]
+    digests: dict[str, str]
+    changed: set[str]
+
+
+def settings_digest(settings: Settings) -> str:
+    config = {k: v for k, v in settings.memory.model_dump(mode="json").items() if k not in NOT_GRAPH_SETTINGS}
+    return hashlib.sha256(json.dumps([FORMAT, config], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def conversation_digests(
+    archive: sqlite3.Connection,
+    evidence: Mapping[str, Mapping[str, float]],
+    concepts: Mapping[str, tuple[str, str]],
+) -> dict[str, str]:
+    """A digest per conversation of what its rows are built from: its title and format, and per visible message
+    its id, position, speaker, time, text (by its hash) and concept evidence (cue, weight, title, type)."""
+    digests: dict[str, str] = {}
+    current: str | None = None
+    digest = hashlib.blake2b(digest_size=16)
+    for row in archive.execute(
+        "SELECT m.conversation_id, c.title, c.format, m.uuid, m.seq, m.role, m.author, m.created_at, m.content_hash"
+        " FROM messages m JOIN conversations c ON c.id = m.conversation_id"
+        " WHERE m.is_active = 1 AND m.is_hidden = 0 AND length(trim(m.text)) > 0"
+        " ORDER BY m.conversation_id, m.seq"
+    ):
+        if row[0] != current:
+            if current is not None:
+                digests[current] = digest.hexdigest()
+            current, digest = str(row[0]), hashlib.blake2b(digest_size=16)
+            digest.update(repr((row[1], row[2])).encode())
+        cues = evidence.get(str(row[3]), {})
+        found = sorted((c, w, *concepts.get(c, ("", ""))) for c, w in cues.items())
+        digest.update(repr((row[3:], found)).encode())
+    if current is not None:
+        digests[current] = digest.hexdigest()
+    return digests
+
+
+def topic_changes(staging: sqlite3.Connection, old_run: str, new_run: str) -> set[str]:
+    """Conversations with a segment whose topic links (topic, label, weight) differ between two cluster runs."""
+    links = (
+        "SELECT l.item_id, t.topic_uid, t.label, l.weight FROM topic_links l"
+        " JOIN topics t ON t.run_id = l.run_id AND t.topic = l.topic WHERE l.run_id = ? AND l.kind = 'segment'"
+    )
+    rows = staging.execute(
+        f"SELECT DISTINCT s.conversation_id FROM (SELECT * FROM ({links} EXCEPT {links})"
+        f" UNION ALL SELECT * FROM ({links} EXCEPT {links})) d"
+        " JOIN segments s ON s.segment_id = d.item_id",
+        (old_run, new_run, new_run, old_run),
+    )
+    return {str(r[0]) for r in rows}
+
+
+def plan(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    run_id: str,
+    topic_run: str | None,
+    digests: dict[str, str],
+) -> tuple[Plan | None, str]:
+    """The incremental plan, or None and why this run builds everything."""
+    share = settings.memory.rebuild_share
+    base = store.latest_run(staging)
+    if share <= 0:
+        return None, "memory.rebuild_share is 0"
+    if base is None or base == run_id:
+        return None, "no earlier cues run to start from"
+    state = load_state(settings.data_dir, base)
+    if state is None:
+        return None, f"no usable saved state for cues run {base}"
+    if state.settings != settings_digest(settings):
+        return None, "memory settings changed since the last build"
+    if (state.topic_run is None) != (topic_run is None):
+        return None, "topics appeared or vanished since the last build"
+    changed = {c for c, d in digests.items() if state.conversations.get(c) != d}
+    gone = sorted(set(state.conversations) - set(digests))
+    if topic_run is not None and state.topic_run is not None and topic_run != state.topic_run:
+        changed |= topic_changes(staging, state.topic_run, topic_run) & set(digests)
+    since_full = state.changed | changed | set(gone)
+    if len(since_full) >= share * max(len(digests), 1):
+        return None, (
+            f"{len(since_full)} of {len(digests)} conversations changed since full build {state.full_run}"
+            f" (memory.rebuild_share {share})"
+        )
+    rebuilt = sorted(changed)
+    if _new_speakers(archive, rebuilt, set(state.frozen.authors)):
+        return None, "a new speaker name (every dense key masks the speakers' names)"
+    return Plan(state, rebuilt, gone, digests, since_full), ""
+
+
+def _new_speakers(archive: sqlite3.Connection, conversations: list[str], known: set[str]) -> bool:
+    roles = ",".join("?" * len(NAMED_ROLES))
+    for start in range(0, len(conversations), 500):
+        chunk = conversations[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for (author,) in archive.execute(
+            f"SELECT DISTINCT author FROM messages WHERE conversation_id IN ({marks}) AND author IS NOT NULL"
+            f" AND role IN ({roles}) AND is_active = 1 AND is_hidden = 0",
+            (*chunk, *sorted(NAMED_ROLES)),
+        ):
+            if author not in known:
+                return True
+    return False
+
+
+def state_path(data_dir: Path, run_id: str) -> Path:
+    return data_dir / DIRECTORY / f"{run_id}.pickle"
+
+
+def save_state(data_dir: Path, state: CuesState, keep: set[str]) -> None:
+    """Write the run's state (a temporary file renamed into place), then remove other runs' states not kept."""
+    directory = data_dir / DIRECTORY
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        target = state_path(data_dir, state.run_id)
+        temporary = directory / f".tmp-{state.run_id}-{os.getpid()}"
+        temporary.write_bytes(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(temporary, target)
+        for stale in directory.iterdir():
+            if stale.name.endswith(".pickle") and stale.name.removesuffix(".pickle") not in keep | {state.run_id}:
+                stale.unlink(missing_ok=True)
+    except OSError as error:  # the run's rows stand; the next run builds in full
+        log.warning("cues state not saved in %s (%s): the next cues run builds in full", directory, error)
+
+
+class _Unpickler(pickle.Unpickler):
+    """Only this module's classes and plain builtins: the file is ours, but never a way to run code."""
+
+    ALLOWED: ClassVar[set[tuple[str, str]]] = {
+        ("memory.cues_state", "CuesState"),
+        ("memory.graph", "FrozenCounts"),
+        ("builtins", "set"),
+    }
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cues state")
+        return super().find_class(module, name)
+
+
+def load_state(data_dir: Path, run_id: str) -> CuesState | None:
+    path = state_path(data_dir, run_id)
+    try:
+        state = _Unpickler(io.BytesIO(path.read_bytes())).load()
+    except FileNotFoundError:
+        return None
+    except Exception as error:  # a damaged or foreign file: build in full, say why
+        log.warning("cues state %s unreadable (%s): building in full", path, error)
+        return None
+    if not isinstance(state, CuesState) or state.format != FORMAT or state.run_id != run_id:
+        return None
+    return state

@@ -1,0 +1,156 @@
+"""The load of an incremental cues run (load/memory_delta.py): only the memory rows that may differ from the run
+the graph last loaded are read, the graph ends equal to staging, and a later full diff finds nothing to do.
+
+Real archive.db and staging.db after the real segment, extract, concepts and cues stages; the real local Bolt
+server (tests/graph_fixtures.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from concept_support import Dbs, conversation, open_dbs, write_archive
+
+from contracts.errors import StageError
+from extract import stage_concepts, stage_extract, stage_segment
+from memory import stage as cues
+from staging import memory_loaded
+from tests.graph_helpers import GraphEnv, expected, load
+
+pytest_plugins = ["tests.graph_fixtures"]
+
+CHATS = {
+    "garden": [
+        ("user", "I want to grow a vegetable garden this spring. The vegetable garden needs compost."),
+        ("assistant", "A vegetable garden does well with compost and six hours of sun."),
+    ],
+    "trip": [
+        ("user", "We're planning a trip to Lisbon in May. Lisbon has great tram rides."),
+        ("assistant", "Lisbon in May is lovely; take tram 28 early."),
+        ("user", "The Lisbon trip is booked: tram rides and the castle in May."),
+    ],
+    "bake": [
+        ("user", "I bake sourdough bread every weekend. Sourdough bread needs a starter."),
+        ("assistant", "Sourdough bread rises slowly; feed the starter the night before."),
+    ],
+    "piano": [("user", "Piano practice: scales every morning, then the Chopin nocturne.")],
+    "chess": [("user", "Chess openings: the Sicilian defence against e4.")],
+    "bikes": [("user", "My road bike needs new brake pads before the Alps tour.")],
+}
+BOAT = [
+    ("user", "Sailing the boat around the Lisbon harbour with a compost toilet on board."),
+    ("assistant", "Sailing in the harbour: check the tide tables and the tram to the marina."),
+]
+
+
+def stages(dbs: Dbs) -> str:
+    run_id = dbs.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts, cues):
+        assert stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings).status == "succeeded"
+    return run_id
+
+
+@pytest.fixture
+def loaded(graph: GraphEnv, tmp_path: Path) -> Iterator[Dbs]:
+    """Six conversations built (a full cues build) and loaded."""
+    dbs = open_dbs(tmp_path / "data", load=graph.load_settings(), memory={"rebuild_share": 0.5})
+    write_archive(dbs.archive, [conversation(c, m) for c, m in CHATS.items()])
+    run_id = stages(dbs)
+    assert load(dbs.settings, run_id).status == "succeeded"
+    try:
+        yield dbs
+    finally:
+        dbs.close()
+
+
+def memory_rows(graph: GraphEnv) -> dict[str, set[tuple[object, ...]]]:
+    return {
+        "cues": {
+            (r["id"], r["df"], r["idf"])
+            for r in graph.query("MATCH (c:Cue) RETURN c.id AS id, c.df AS df, c.idf AS idf")
+        },
+        "tags": {(r["id"], r["size"]) for r in graph.query("MATCH (t:Tag) RETURN t.id AS id, t.size AS size")},
+        "edges": {
+            (r["s"], r["d"], round(r["w"], 6))
+            for r in graph.query("MATCH (s)-[r:CUES|TAGGED]->(d) RETURN s.id AS s, d.id AS d, r.weight AS w")
+        },
+    }
+
+
+def staged_rows(dbs: Dbs, run_id: str) -> dict[str, set[tuple[object, ...]]]:
+    conn = dbs.staging
+    return {
+        "cues": {tuple(r) for r in conn.execute("SELECT cue_id, df, idf FROM memory_cues WHERE run_id = ?", (run_id,))},
+        "tags": {tuple(r) for r in conn.execute("SELECT tag_id, size FROM memory_tags WHERE run_id = ?", (run_id,))},
+        "edges": {
+            (r[0], r[1], round(r[2], 6))
+            for r in conn.execute(
+                "SELECT src, dst, weight FROM memory_edges WHERE run_id = ? AND dst NOT LIKE 'merged:%'", (run_id,)
+            )
+        },
+    }
+
+
+def test_an_incremental_cues_run_loads_only_what_may_differ_and_the_graph_equals_staging(
+    graph: GraphEnv, loaded: Dbs
+) -> None:
+    """A new conversation and a hidden message: the load reads a fraction of the memory rows, the graph then
+    holds exactly the new run's memory, and a full diff afterwards writes nothing."""
+    dbs = loaded
+    write_archive(dbs.archive, [conversation("boat", BOAT)], tag="b")
+    dbs.archive.execute("UPDATE messages SET is_hidden = 1 WHERE uuid = 'trip-m2'")  # a newer dump hid it
+    dbs.archive.commit()
+    run_id = stages(dbs)
+    built = dbs.staging.execute("SELECT summary FROM memory_runs WHERE run_id = ?", (run_id,)).fetchone()[0]
+    assert '"incremental": true' in built
+    total = sum(len(rows) for rows in staged_rows(dbs, run_id).values())
+    result = load(dbs.settings, run_id)
+    assert result.status == "succeeded" and result.counts["edges_deleted"] > 0  # trip-m2's edges went
+    assert any("only what may differ" in note for note in result.notes)
+    assert memory_rows(graph) == staged_rows(dbs, run_id)
+    assert graph.counts() == expected(dbs.settings)
+    held = memory_loaded.read(dbs.settings.data_dir)
+    assert [(e["memory_run"], e["loading"]) for e in held.values()] == [(run_id, None)]
+    # A full diff against the manifest (no known run, no watermark) finds every row already loaded.
+    (dbs.settings.data_dir / memory_loaded.FILE).unlink()
+    dbs.staging.execute("UPDATE load_targets SET watermark = NULL")
+    again = load(dbs.settings, run_id)
+    written = ("nodes_upserted", "nodes_deleted", "edges_upserted", "edges_deleted")
+    assert again.status == "succeeded" and [again.counts[k] for k in written] == [0, 0, 0, 0]
+    assert again.counts["rows_read"] > result.counts["rows_read"] and total > 0
+
+
+def test_a_load_killed_in_the_memory_layers_resumes_and_ends_equal_to_staging(graph: GraphEnv, loaded: Dbs) -> None:
+    """kill -9 of the server during the CUES edges of an incremental load; the re-run resumes with the delta and
+    the graph ends holding the new run's memory; the next incremental run loads cleanly on top."""
+    dbs = loaded
+    write_archive(dbs.archive, [conversation("boat", BOAT)], tag="b")
+    run_id = stages(dbs)
+    settings = dbs.settings.model_copy(update={"load": dbs.settings.load.model_copy(update={"batch_size": 2})})
+    seen: list[str] = []
+
+    @contextmanager
+    def kill_in_cues_edges(label: str, total: int) -> Iterator[Callable[[int], object]]:
+        def advance(rows: int) -> None:
+            seen.append(label)
+            if seen.count("load Cue-CUES-Message (rows)") == 2:
+                graph.bolt.kill()
+
+        yield advance
+
+    with pytest.raises(StageError):
+        load(settings, run_id, progress=kill_in_cues_edges)
+    held = memory_loaded.read(settings.data_dir)
+    assert [e["loading"] for e in held.values()] == [run_id]
+    graph.bolt.ensure_up()
+    result = load(settings, run_id)
+    assert result.status == "succeeded" and any("only what may differ" in note for note in result.notes)
+    assert memory_rows(graph) == staged_rows(dbs, run_id)
+    dbs.archive.execute("UPDATE messages SET is_hidden = 1 WHERE uuid = 'bake-m1'")
+    dbs.archive.commit()
+    later = stages(dbs)
+    assert load(settings, later).status == "succeeded"
+    assert memory_rows(graph) == staged_rows(dbs, later) and graph.counts() == expected(settings)
