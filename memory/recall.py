@@ -189,8 +189,8 @@ def rank(
             pooled = pooled + settings.cue_weight * conv_from_cues / conv_from_cues.max() * pooled.max()
         conversation_activation = _prune(pooled, settings.theta)
         tag = settings.session_prior * conversation_activation[index.conversation] * decay
-        if settings.day_prior > 0:
-            days = int(index.day.max()) + 1 if index.size else 0
+        days = int(index.day.max()) + 1 if index.size else 0
+        if settings.day_prior > 0 and days > 0:  # no day at all: an export without timestamps
             day_activation = _prune(_pool(index.day, base, mask, days), settings.theta)
             tag += settings.day_prior * np.where(index.day >= 0, day_activation[index.day], 0.0) * decay
         tag[~mask] = 0.0

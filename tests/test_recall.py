@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import timedelta
 
 import numpy as np
@@ -151,3 +152,13 @@ def test_a_merged_group_comes_back_once_with_all_its_message_ids() -> None:
     ranking = rank(index, "Alfama hotel", None, _request("Alfama hotel"), settings)
     assert index.position["trip-3"] not in set(ranking.order.tolist())
     assert to_result(index, _request("Alfama hotel"), ranking, settings).pieces
+
+
+def test_a_memory_without_any_timestamp_still_recalls() -> None:
+    """An export whose messages carry no time (no day tags at all) recalls by content, without an error."""
+    undated = [replace(m, created_at=None) for m in TRIP]
+    index, settings = memory(undated)
+    assert int(index.day.max()) < 0  # not one day tag
+    found = recall(index, None, _request("Lisbon tram"), settings)
+    assert found.pieces and all(p.created_at is None for p in found.pieces)
+    assert "tram" in " ".join(p.text for p in found.pieces).lower()
