@@ -289,7 +289,10 @@ def load_index(
     """
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
-        raise ChatmemError("no memory yet: run the pipeline (chatmem run EXPORT) or `chatmem stage cues` first")
+        raise ChatmemError(
+            "no memory yet: run the pipeline (chatmem run EXPORT), or finish a run that stopped early"
+            " (chatmem run --run-id RUN --from segment; runs: chatmem staging runs)"
+        )
     settings = for_run(settings, staging, run_id)
     check_embedder(settings, embedder)
     graph = store.read_run(staging, run_id, edges=False)

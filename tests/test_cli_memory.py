@@ -12,6 +12,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from flows.cli import cli
+from staging.archive import open_archive
+from staging.ledger import open_staging
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 
@@ -185,3 +187,14 @@ def test_a_budget_over_the_contract_bound_is_a_usage_error(tmp_path: Path, monke
     assert result.exit_code == 2, result.output
     assert "budget_tokens" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_recall_before_any_memory_says_which_command_builds_it(tmp_path: Path) -> None:
+    """Recall on a data dir with no cues run yet: exit 1, one line naming commands that exist as written."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    open_archive(data_dir / "archive.db").close()  # what a run that stopped after ingest leaves
+    open_staging(data_dir / "staging.db").close()
+    done = chatmem("recall", "anything", data_dir=data_dir)
+    assert done.exit_code == 1
+    assert "no memory yet" in done.stderr and "chatmem run --run-id RUN --from segment" in done.stderr
