@@ -8,12 +8,11 @@ Everything written here (settings, errors, notes, file details) goes through con
 from __future__ import annotations
 
 import json
-import secrets
 import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,18 @@ def _now() -> str:
 
 
 def new_run_id() -> str:
-    """Sortable and unique: UTC time to the second plus 6 random hex digits."""
-    return datetime.now(UTC).strftime("r%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    """Sortable and unique: UTC time to the second, then its microseconds as 6 hex digits. The newest run is
+    the largest id even for two runs in one second (a random tail sorted them by chance, and "the latest run"
+    of cues, topics and load is the largest id)."""
+    global _last_run_time
+    now = datetime.now(UTC).replace(tzinfo=None)
+    if _last_run_time is not None and now <= _last_run_time:  # the same microsecond (or a clock step back)
+        now = _last_run_time + timedelta(microseconds=1)
+    _last_run_time = now
+    return now.strftime("r%Y%m%dT%H%M%S") + f"-{now.microsecond:06x}"
+
+
+_last_run_time: datetime | None = None
 
 
 def open_run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,7 @@ from ingest.stage import run as ingest_run
 from staging import inspect as inspection
 from staging.archive import open_archive
 from staging.db import connect_readonly
-from staging.ledger import close_run, open_run, open_staging
+from staging.ledger import close_run, new_run_id, open_run, open_staging
 
 
 def _ingest(settings: Settings, run_id: str, *exports: Path) -> str | None:
@@ -146,3 +147,11 @@ def test_run_files_reports_each_file_of_a_run(ledger: tuple[Settings, Path, Path
     assert files[str(good)]["status"] == "ingested" and files[str(good)]["messages_inserted"] == 6
     assert files[str(good)]["quarantined"] == 1
     assert files[str(bad)]["status"] == "failed" and str(bad) in files[str(bad)]["detail"]
+
+
+def test_run_ids_sort_in_the_order_runs_were_opened_even_within_one_second() -> None:
+    """Run ids made back to back (many per second) are unique, keep the rNNNNNNNNTNNNNNN-xxxxxx form, and sort in
+    the order they were made: "the latest run" is the largest id."""
+    ids = [new_run_id() for _ in range(2_000)]
+    assert len(set(ids)) == len(ids) and sorted(ids) == ids
+    assert all(re.fullmatch(r"r\d{8}T\d{6}-[0-9a-f]{6}", run_id) for run_id in ids)
