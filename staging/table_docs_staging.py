@@ -10,7 +10,7 @@ STAGING: dict[str, TableDoc] = {
         "Runs",
         "The run ledger: one row per `chatmem run` (or re-opened by `chatmem stage`).",
         {
-            "id": "Run id: UTC start time plus 6 random hex digits.",
+            "id": "Run id: UTC start time to the second, then its microseconds as 6 hex digits (ids sort by start).",
             "started_at": "When the run started (UTC).",
             "finished_at": "When it ended (NULL while running, or if it was killed).",
             "status": "running, succeeded, failed or interrupted (its process is gone: see `staging runs`).",
