@@ -66,6 +66,7 @@ _CODE_START = re.compile(
 _CODE_END = re.compile(r"[;{}]\s*$|^\s*[)\]}]+[;,]?\s*$|=\s*[\[{(]\s*$|\)\s*:\s*$")
 _NUMBER_ROW = re.compile(r"^[\s|:+-]*(?:[-+]?[\d.,%$€£:]+[\s|:+-]*){2,}$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_GLUED_SENTENCE = re.compile(r"(?<=[a-z])\.(?=[A-Z][a-z])")  # "printed.For": a sentence end with its space lost
 _ZERO_WIDTH = re.compile(r"[\u200b-\u200d\u2060\ufeff\u00ad]")
 _LETTER = re.compile(r"[^\W\d_]")
 _SYMBOL = re.compile(r"[{}()\[\]<>=;:+*/\\|&^%$#@!~`\"'._-]")
@@ -96,6 +97,7 @@ def prose(text: str) -> str:
     text = _mask_lines(text)
     text = _sub(_PATH, text)
     text = _sub(_IDENTIFIER, text)
+    text = _GLUED_SENTENCE.sub("\n", text)
     return _sub(_MD_MARK, text)
 
 
