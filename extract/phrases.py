@@ -118,6 +118,7 @@ class Phrase:
     named: bool
 
 
+@lru_cache(maxsize=1 << 16)
 def singular(word: str) -> str:
     """ "partitions" -> "partition": the plural folded so that both forms are one candidate."""
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "'s")):
@@ -140,20 +141,24 @@ def tokens(prose: str) -> list[Token]:
         if word.endswith(("'s", "’s")) and len(word) > 2:
             word, end = word[:-2], end - 2
         gap = prose[previous_end:start]
-        opens = not found or bool(_SENTENCE_END.search(gap)) or gap.strip() in (":", "-", "*", "•")
+        opens = not found or (gap != " " and (bool(_SENTENCE_END.search(gap)) or gap.strip() in (":", "-", "*", "•")))
         found.append(Token(word, start, end, opens))
         previous_end = end
     return found
 
 
-def phrases(prose: str, language: str, words: list[Token] | None = None) -> Iterator[Phrase]:
+def phrases(
+    prose: str, language: str, words: list[Token] | None = None, phrase_chars: int | None = None
+) -> Iterator[Phrase]:
     """Every candidate phrase of one message's prose view (names first, then noun phrases); `words` are its
-    tokens when the caller has them already."""
+    tokens when the caller has them already; noun phrases only from the first `phrase_chars` characters."""
     words = tokens(prose) if words is None else words
     if not words:
         return
     yield from _names(prose, words, language)
     if language == "en":
+        if phrase_chars is not None and words[-1].start >= phrase_chars:
+            words = [t for t in words if t.start < phrase_chars]
         yield from _noun_phrases(prose, words)
 
 
@@ -162,6 +167,8 @@ def _joined(prose: str, left: Token, right: Token) -> bool:
 
 
 def _is_name_word(token: Token, language: str) -> bool:
+    if not token.capitalised and not token.inner_capital:
+        return False
     if token.lower in NOT_NAMES or token.text.isdigit() or len(token.text) < 2 or token.stop:
         return False
     if token.all_caps or token.inner_capital:
