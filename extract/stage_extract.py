@@ -42,7 +42,7 @@ from extract.types import ExtractionFailure, ExtractionOutput, Extractor, Segmen
 from staging import concepts as concept_store
 from staging import extractions as store
 from staging import segments as segment_store
-from staging.stage_run import finish, stage_run
+from staging.stage_run import ItemsFailed, finish, stage_run
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,14 @@ def run(
                 f"{counts['failed'] + counts['not_returned']} segment(s) not extracted (failed or budget reached);"
                 f" re-run to retry them: chatmem stage extract --run-id {run_id}"
             )
+        if counts["failed"]:  # written all the rest; the stage is no success to skip over: the next run retries
+            raise ItemsFailed(
+                _failed_message(staging, run_id, counts["failed"], counts["segments"]),
+                rows_in=counts["segments"],
+                rows_out=counts["extracted"] + counts["failed"],
+                counts=dict(counts),
+                notes=notes,
+            )
         return finish(
             ledger,
             rows_in=counts["segments"],
@@ -141,6 +149,18 @@ def run(
             notes=notes,
             skipped=counts["extractor_calls"] == 0 and counts["current_changed"] == 0,
         )
+
+
+def _failed_message(staging: sqlite3.Connection, run_id: str, failed: int, segments: int) -> str:
+    """`3 segments failed of 10 (2 HTTP 401: ...; 1 ...)`: how many, and the commonest reasons as recorded."""
+    reasons = staging.execute(
+        "SELECT reason, COUNT(*) AS n FROM extractions WHERE run_id = ? AND status = 'failed'"
+        " GROUP BY reason ORDER BY n DESC, reason LIMIT 3",
+        (run_id,),
+    ).fetchall()
+    said = "; ".join(f"{n} {str(reason or 'no reason')[:160]}" for reason, n in reasons)
+    noun = "segment" if failed == 1 else "segments"
+    return f"{failed} {noun} failed of {segments}" + (f" ({said})" if said else "")
 
 
 @dataclass(slots=True)

@@ -184,10 +184,24 @@ class StageRun:
             notes="\n".join(notes or []) or None,
         )
 
-    def fail(self, error: str, rerun_hint: str) -> None:
-        """Record the failure; a Ctrl-C (the KeyboardInterrupt every stage records) is recorded as interrupted."""
+    def fail(
+        self,
+        error: str,
+        rerun_hint: str,
+        *,
+        rows_in: int | None = None,
+        rows_out: int | None = None,
+        counts: Mapping[str, int] | None = None,
+        notes: list[str] | None = None,
+    ) -> None:
+        """Record the failure; a Ctrl-C (the KeyboardInterrupt every stage records) is recorded as interrupted.
+        A stage whose items failed after it wrote the rest gives its counts and notes too."""
         status = "interrupted" if error.startswith(INTERRUPT_PREFIX) else "failed"
-        self._close(status, error=error, rerun_hint=rerun_hint)
+        done: dict[str, Any] = {}
+        if counts is not None:
+            done.update(rows_in=rows_in, rows_out=rows_out, counts=json.dumps(dict(counts)))
+            done.update(notes="\n".join(notes or []) or None)
+        self._close(status, error=error, rerun_hint=rerun_hint, **done)
 
     def _close(self, status: str, **values: Any) -> None:
         values = {name: redact_text(value) if isinstance(value, str) else value for name, value in values.items()}
