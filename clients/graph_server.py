@@ -245,6 +245,7 @@ class LocalServer:
         pids = sorted({*([info.pid] if info is not None else []), *self.strays()})
         for pid in pids:
             _stop_pid(pid, timeout_s)
+        self._pid_path.unlink(missing_ok=True)
         return bool(pids)
 
     def strays(self) -> list[int]:

@@ -38,7 +38,14 @@ from contracts.settings import Settings, section_dump
 from extract.batch_job import ExtractJob, Outcome
 from extract.mapper import REJECT_RULES, KnownNames, MapperDecision, map_raw_hypotheses
 from extract.offline import OfflineExtractor
-from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput, SegmentMessage
+from extract.types import (
+    ExtractionFailure,
+    ExtractionOutput,
+    Extractor,
+    SegmentInput,
+    SegmentMessage,
+    SegmentNotDone,
+)
 from staging import concepts as concept_store
 from staging import extractions as store
 from staging import segments as segment_store
@@ -128,23 +135,24 @@ def run(
         for name in ("extractor_calls", "extracted", "failed", "not_returned", "hypotheses_kept", "mapper_decisions"):
             counts.setdefault(name, 0)
         notes = [ledger_note]
-        if counts["failed"] or counts["not_returned"]:
+        left = counts["failed"] + counts["not_returned"] + counts["not_done"]
+        if left:
             notes.append(
-                f"{counts['failed'] + counts['not_returned']} segment(s) not extracted (failed or budget reached);"
+                f"{left} segment(s) not extracted (failed or budget reached);"
                 f" re-run to retry them: chatmem stage extract --run-id {run_id}"
             )
         if counts["failed"]:  # written all the rest; the stage is no success to skip over: the next run retries
             raise ItemsFailed(
                 _failed_message(staging, run_id, counts["failed"], counts["segments"]),
                 rows_in=counts["segments"],
-                rows_out=counts["extracted"] + counts["failed"],
+                rows_out=counts["extracted"] + counts["failed"] + counts["not_done"],
                 counts=dict(counts),
                 notes=notes,
             )
         return finish(
             ledger,
             rows_in=counts["segments"],
-            rows_out=counts["extracted"] + counts["failed"],
+            rows_out=counts["extracted"] + counts["failed"] + counts["not_done"],
             counts=dict(counts),
             notes=notes,
             skipped=counts["extractor_calls"] == 0 and counts["current_changed"] == 0,
@@ -235,7 +243,7 @@ class Spread:
         stopped = budget.exhausted() if budget is not None else None
         if stopped:
             reason = f"not done: {stopped}; re-run the stage to continue"
-            return iter([(segment, ExtractionFailure(reason=reason)) for segment in inputs])
+            return iter([(segment, SegmentNotDone(reason=reason)) for segment in inputs])
         batches = split(inputs, self.size)
         return self._results(extractor, batches, self.map_batches(self.job, batches))  # submitted now
 
@@ -290,6 +298,9 @@ def _row(
         "completion_tokens": usage.completion_tokens,
         "reasoning_tokens": usage.reasoning_tokens,
     }
+    if isinstance(output, SegmentNotDone):  # left for the next run (a budget): a failed row, retried, no failure
+        counts["not_done"] += 1
+        return store.ExtractionRow(status="failed", hypotheses=None, reason=output.reason, **base)
     if isinstance(output, ExtractionFailure):
         counts["failed"] += 1
         log.warning("extract - segment %s failed: %s", segment.segment_id, output.reason)

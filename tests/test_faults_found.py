@@ -14,12 +14,14 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 from concept_support import conversation, open_dbs, write_archive
-from fault_support import process_env, run, start, wait_for
+from fault_support import ROOT, process_env, run, start, wait_for
 
 from contracts.errors import StageError
 from extract import stage_extract, stage_segment
@@ -247,3 +249,77 @@ def test_a_jsonl_conversation_split_across_two_dumps_keeps_one_active_path(prefe
         ("split:4", "split:3", 1, 3),
         ("split:5", "split:4", 1, 4),
     ]
+
+
+# ---------------------------------------------------------------- a load killed while the graph server starts
+
+STARTER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from clients.graph_server import LocalServer
+LocalServer(Path(sys.argv[1]), heap="512m", start_timeout_s=300).start()
+"""
+
+
+def _servers_of(directory: Path) -> list[int]:
+    """Live processes started from the directory's java.args (what holds its database)."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        try:
+            line = " ".join(process.info["cmdline"] or [])
+            if str(directory / "java.args") in line and process.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(process.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _kill_while_starting(graph_dir: Path, tmp_path: Path) -> int:
+    """Start the local server from a process and SIGKILL that process before the server answers: the Java
+    process lives on (parent 1), server.json is never written. Returns the Java pid."""
+    script = tmp_path / "starter.py"
+    script.write_text(STARTER.format(root=str(ROOT)), encoding="utf-8")
+    starter = subprocess.Popen([sys.executable, str(script), str(graph_dir)], start_new_session=True)
+    pid_file = graph_dir / "server.pid"  # written as soon as Java is started (`graph down` removes it)
+    assert not pid_file.exists()
+    wait_for("the server to be started", lambda: pid_file.exists() and pid_file.read_text().strip(), 120, starter)
+    os.kill(starter.pid, signal.SIGKILL)
+    starter.wait(timeout=30)
+    assert not (graph_dir / "server.json").exists(), "the server answered before the kill: kill earlier"
+    java = int((graph_dir / "server.pid").read_text().split()[0])
+    found = _servers_of(graph_dir)
+    assert found == [java], found
+    return java
+
+
+def test_a_server_left_by_a_load_killed_while_it_started_is_found_and_stopped(
+    prefect_home: Path, tmp_path: Path
+) -> None:
+    """SIGKILL while the local graph server starts leaves Java holding the database with no server.json:
+    `graph status` names it, `graph down` stops it, and `graph up` stops such a one and starts a server that
+    answers (before the fix: "Database 'chatmem' is locked by another process")."""
+    data = tmp_path / "data"
+    graph_dir = data / "graph"
+    env = process_env(prefect_home, CHATMEM_LOAD__LOCAL_HEAP="512m", CHATMEM_LOAD__LOCAL_START_TIMEOUT_S="300")
+    try:
+        stray = _kill_while_starting(graph_dir, tmp_path)
+        status = run(data, "graph", "status", env=env)
+        assert f"{stray}" in status.stdout and "never announced" in status.stdout, status.stdout
+        down = run(data, "graph", "down", "--json", env=env)
+        assert down.returncode == 0 and json.loads(down.stdout)["status"] == "stopped", down.stderr
+        assert _servers_of(graph_dir) == []
+
+        stray = _kill_while_starting(graph_dir, tmp_path)
+        up = run(data, "graph", "up", "--json", env=env, timeout=400)
+        assert up.returncode == 0, up.stderr[-2000:]
+        started = json.loads(up.stdout)
+        assert started["status"] == "started" and started["pid"] != stray
+        assert _servers_of(graph_dir) == [started["pid"]]
+        stats = run(data, "graph", "status", "--json", env=env)
+        assert json.loads(stats.stdout)["local_server"]["running"] is True
+    finally:
+        run(data, "graph", "down", env=env)
+    assert _servers_of(graph_dir) == []

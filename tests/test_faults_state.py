@@ -21,6 +21,7 @@ from concept_support import conversation, open_dbs, write_archive
 from fault_support import chatmem_command, process_env, write_chats
 
 from clients.graph_server import LocalServer
+from contracts.errors import StageError
 from extract import stage_extract, stage_segment
 from flows.cli import cli
 from staging import llm_calls
@@ -54,7 +55,8 @@ CHATS = {
 
 def test_a_200_reply_that_is_not_json_fails_that_segment_only(fake_llm: FakeLLMServer, tmp_path: Path) -> None:
     """A gateway's HTML page with status 200: that segment fails, recorded in llm_calls with the body; the
-    stage succeeds with the other segments extracted."""
+    other segments are extracted and written, and the stage ends failed saying one segment failed (so that the
+    next run retries it)."""
     fake_llm.responder = quoting_responder()
     fake_llm.reply_with(Reply.raw(b"<html><body>502 from the gateway</body></html>"))
     llm = {"base_url": fake_llm.base_url, "model": "m", "api_key": SECRET, "max_concurrency": 1, "max_retries": 0}
@@ -62,8 +64,10 @@ def test_a_200_reply_that_is_not_json_fails_that_segment_only(fake_llm: FakeLLMS
     write_archive(dbs.archive, [conversation(name, turns) for name, turns in CHATS.items()])
     run_id = dbs.run_id()
     stage_segment.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
-    result = stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
-    assert result.status == "succeeded" and result.counts["failed"] == 1 and result.counts["hypotheses_kept"] == 2
+    with pytest.raises(StageError, match="1 segment failed of 3"):
+        stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    [counts] = [json.loads(r[0]) for r in dbs.staging.execute("SELECT counts FROM stage_runs WHERE stage = 'extract'")]
+    assert counts["failed"] == 1 and counts["hypotheses_kept"] == 2
     calls = llm_calls.calls(dbs.staging, run_id)
     [bad] = [c for c in calls if c["status"] != "ok"]
     assert (
