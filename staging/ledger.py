@@ -63,8 +63,8 @@ def open_run(
         existing = conn.execute("SELECT id FROM runs WHERE id = ?", (run_id,)).fetchone()
         if existing is None:
             conn.execute(
-                "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version, pid, host)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version, pid, host,"
+                " pid_start) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     _now(),
@@ -77,7 +77,8 @@ def open_run(
             )
         else:
             conn.execute(
-                "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, pid = ?, host = ? WHERE id = ?",
+                "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, pid = ?, host = ?,"
+                " pid_start = ? WHERE id = ?",
                 (*here(), run_id),
             )
     return run_id
@@ -162,7 +163,7 @@ class StageRun:
         with Transaction(conn):
             cursor = conn.execute(
                 "INSERT INTO stage_runs (run_id, stage, status, started_at, input_fingerprint, settings,"
-                " code_version, pid, host) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                " code_version, pid, host, pid_start) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, stage, _now(), input_fingerprint, json.dumps(redact(settings)), code_version, *here()),
             )
             self.id = int(cursor.lastrowid or 0)

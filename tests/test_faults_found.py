@@ -323,3 +323,40 @@ def test_a_server_left_by_a_load_killed_while_it_started_is_found_and_stopped(
     finally:
         run(data, "graph", "down", env=env)
     assert _servers_of(graph_dir) == []
+
+
+# ---------------------------------------------------------------- a dead run whose pid was reused
+
+
+def test_a_dead_run_whose_pid_now_belongs_to_another_process_shows_interrupted(
+    prefect_home: Path, tmp_path: Path
+) -> None:
+    """A run recorded `running` by a process that is gone, its pid since given to another live process (here a
+    `sleep`): `staging runs` compares the recorded start time too and shows it interrupted; the row of a live
+    process with its own start time still shows running."""
+    from staging.ledger import StageRun, open_run, open_staging
+    from staging.liveness import process_start
+
+    data = tmp_path / "data"
+    data.mkdir()
+    other = subprocess.Popen(["sleep", "300"])
+    try:
+        staging = open_staging(data / "staging.db")
+        dead = open_run(staging, stages=["ingest"], exports=[], settings={}, code_version="test")
+        StageRun(staging, run_id=dead, stage="ingest", input_fingerprint="x", settings={}, code_version="test")
+        live = open_run(staging, stages=["ingest"], exports=[], settings={}, code_version="test")
+        with staging:  # the dead run's pid, now the sleep's; its start time stays that of the process that ran it
+            staging.execute("UPDATE runs SET pid = ? WHERE id = ?", (other.pid, dead))
+            staging.execute("UPDATE stage_runs SET pid = ? WHERE run_id = ?", (other.pid, dead))
+            staging.execute(
+                "UPDATE runs SET pid = ?, pid_start = ? WHERE id = ?", (other.pid, process_start(other.pid), live)
+            )
+        staging.close()
+        shown = run(data, "staging", "runs", "--json", env=process_env(prefect_home))
+        assert shown.returncode == 0, shown.stderr
+        status = {r["id"]: (r["status"], r.get("stage_status")) for r in json.loads(shown.stdout)}
+        assert status[dead] == ("interrupted", {"ingest": "interrupted"})
+        assert status[live][0] == "running"
+    finally:
+        other.kill()
+        other.wait()
