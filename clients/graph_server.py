@@ -261,13 +261,13 @@ class LocalServer:
         found: set[int] = set()
         if recorded and _alive(recorded) and _is_our_java(recorded, self.directory, trust_missing=False):
             found.add(recorded)
-        needle = str(self.directory / "java.args").encode() + b"\0"
+        needle = b"\0@" + str(self.directory / "java.args").encode() + b"\0"  # the argument `start` gives
         for entry in _proc_pids():
             try:
                 cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if needle in cmdline + b"\0" and _alive(entry):
+            if needle in cmdline and _alive(entry):
                 found.add(entry)
         if announced is not None:
             found.discard(announced.pid)

@@ -6,6 +6,7 @@ and what to do; it is never silently replaced by a new empty one (see `check_dat
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import sqlite3
 from pathlib import Path
@@ -186,7 +187,8 @@ class Transaction:
             except BaseException as failed:  # a full disk often shows only here, when the pages are written
                 _mark_file(failed, self.conn)
                 if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
+                    with contextlib.suppress(sqlite3.Error):  # the COMMIT's error is the one to report
+                        self.conn.execute("ROLLBACK")
                 raise
             return
         if isinstance(exc, BaseException):
