@@ -16,7 +16,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from contracts.memory import MAX_BUDGET_TOKENS
-from contracts.redact import redact, remember_secret, remember_uri_secrets
+from contracts.redact import redact, remember_environment_secrets, remember_secret, remember_uri_secrets
 from contracts.redact import redact_uri as redact_uri  # re-exported: older callers import it from here
 
 DEFAULT_DATA_DIR = Path(".chatmem")
@@ -716,6 +716,15 @@ class Settings(BaseSettings):
         """The local graph server's directory."""
         return self.load.local_dir if self.load.local_dir is not None else self.data_dir / "graph"
 
+    def model_post_init(self, context: Any, /) -> None:
+        """Every secret is remembered as soon as the settings are read, whatever its source: each SecretStr field
+        at any depth, the URL credentials of the graph, and the variables the SDKs read by themselves
+        (OPENAI_API_KEY): an endpoint that echoes the key then finds it masked in every writer."""
+        _remember_secret_fields(self)
+        remember_uri_secrets(self.load.uri)
+        remember_uri_secrets(self.runner.dask_address)
+        remember_environment_secrets(os.environ)
+
     def public_dump(self) -> dict[str, Any]:
         """Settings as JSON-able data for the run ledger: secret fields and URL credentials removed."""
         return section_dump(self)
@@ -727,6 +736,15 @@ def section_dump(section: BaseModel) -> dict[str, Any]:
     data = section.model_dump(mode="json", exclude=_secret_fields(section))
     redacted: dict[str, Any] = redact(data)
     return redacted
+
+
+def _remember_secret_fields(model: BaseModel) -> None:
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, SecretStr):
+            remember_secret(value.get_secret_value())
+        elif isinstance(value, BaseModel):
+            _remember_secret_fields(value)
 
 
 def _secret_fields(model: BaseModel) -> dict[str, Any] | set[str]:

@@ -41,7 +41,7 @@ from flows.prefect_env import configure_prefect, describe_api
 from flows.registry import STAGE_ORDER, select_stages
 from flows.terminal import safe_line
 from staging import inspect as inspection
-from staging.db import is_storage_error, storage_error
+from staging.db import check_database, is_storage_error, storage_error
 from staging.ledger import run_exists, run_exports
 
 
@@ -76,7 +76,12 @@ class App:
         return lines
 
     def engine(self, settings: Settings, name: str = "pipeline") -> ModuleType:
-        """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first."""
+        """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first.
+
+        A damaged archive.db or staging.db (0 bytes, not SQLite, truncated) is refused before anything is
+        written: no staging.db, no Prefect state, no run row whose resume hint would fail the same way."""
+        for path in (settings.archive_path, settings.staging_path):
+            check_database(path)  # no connection of ours is open here (see staging.db.refuse_empty)
         configure_prefect(settings.data_dir, verbose=self.verbose)
         return importlib.import_module(f"flows.{name}")
 

@@ -11,6 +11,9 @@ Datasette cannot know on its own, because the two files are separate databases:
   and show a NULL title as "None": these links replace them;
 - archive.db attached read-only as `archive` to staging.db's connections, so canned queries can join them.
 
+Only requests addressed to a loopback name are answered (`loopback_only`): a web page that points its own
+host name at 127.0.0.1 (DNS rebinding) sends its own name as Host and gets 421, as the MCP HTTP server does.
+
 The messages table gets a search box from the FTS5 index (`staging.fts`), and the "Search messages" query
 takes any text (`staging.fts.match_expression`, registered on every connection).
 """
@@ -35,6 +38,8 @@ from staging.browse import metadata
 
 PLUGIN_NAME = "chatmem-inspect"
 HOST = "127.0.0.1"
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+"""Host header names answered (with any port): what a browser on this machine sends for the URL printed."""
 
 # column name -> (database, table) of the row it names, in either database and in canned query results
 LINKS: dict[str, tuple[str, str]] = {
@@ -102,6 +107,45 @@ def build(archive_path: Path, staging_path: Path) -> Datasette:
     )
 
 
+def host_is_loopback(host: str | None) -> bool:
+    """Whether a Host header names this machine's loopback (`127.0.0.1:8001`, `localhost`, `[::1]:8001`)."""
+    if not host:
+        return False
+    name = host.strip().lower()
+    bracketed = name.startswith("[") and "]" in name  # [::1]:8001: the port follows the bracket
+    return (name[: name.index("]") + 1] if bracketed else name.partition(":")[0]) in LOOPBACK_NAMES
+
+
+def loopback_only(app: Any) -> Any:
+    """ASGI middleware: an HTTP request whose Host is not a loopback name is answered 421 and never reaches
+    Datasette (which would otherwise serve the chats and `?sql=` to any page that rebinds its name to 127.0.0.1)."""
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") in ("http", "websocket"):
+            headers = dict(scope.get("headers") or [])
+            host = headers.get(b"host", b"").decode("latin-1")
+            if not host_is_loopback(host):
+                body = b"Invalid Host header: chatmem inspect answers only 127.0.0.1, localhost and [::1]\n"
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 421,
+                        "headers": [
+                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def bind(port: int | None) -> socket.socket:
     """A listening socket on 127.0.0.1 (port 0 or None: a free one), handed to the server as it is."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -116,7 +160,7 @@ def serve(ds: Datasette, sock: socket.socket, announce: Callable[[str], None]) -
     import uvicorn
 
     asyncio.run(ds.invoke_startup())
-    config = uvicorn.Config(ds.app(), log_level="warning", lifespan="on", access_log=False)
+    config = uvicorn.Config(loopback_only(ds.app()), log_level="warning", lifespan="on", access_log=False)
     server = uvicorn.Server(config)
     port = sock.getsockname()[1]
     announce(f"Datasette on http://{HOST}:{port}/ (archive.db and staging.db, read-only); Ctrl-C to stop")

@@ -27,10 +27,12 @@ from contracts.settings import Settings, section_dump
 from contracts.version import code_version
 from ingest.batches import Batch, BatchStats, iter_batches
 from ingest.detect import detect_format
+from ingest.jsonl import continued
 from ingest.overlap import prefetched
 from ingest.sources import OpenedExport, open_export, read_head
 from ingest.timestamps import describe_dropped
 from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
+from staging.archive_rows import to_rows
 from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun, record_ingest_file
 
@@ -230,7 +232,8 @@ def _parse_and_write(
         reported = 0
         # The next batch is parsed in a thread while this one is written (ingest/overlap.py).
         for batch, dropped in prefetched(batches):
-            counts, _ = writer.write_batch(source_id, fmt, batch.conversations, batch.quarantined)
+            joined = [to_rows(continued(part, writer.stored_conversation(part.id)), fmt) for part in batch.parts]
+            counts, _ = writer.write_batch(source_id, fmt, [*batch.conversations, *joined], batch.quarantined)
             outcome.counts.add(counts)
             outcome.messages_read += batch.messages
             advance(batch.bytes_read - reported)

@@ -6,6 +6,7 @@ and what to do; it is never silently replaced by a new empty one (see `check_dat
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import sqlite3
 from pathlib import Path
@@ -180,7 +181,29 @@ class Transaction:
         return self.conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        if exc_type is None:
+            try:
+                self.conn.execute("COMMIT")
+            except BaseException as failed:  # a full disk often shows only here, when the pages are written
+                _mark_file(failed, self.conn)
+                if self.conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):  # the COMMIT's error is the one to report
+                        self.conn.execute("ROLLBACK")
+                raise
+            return
+        if isinstance(exc, BaseException):
+            _mark_file(exc, self.conn)
+        self.conn.execute("ROLLBACK")
+
+
+def _mark_file(exc: BaseException, conn: sqlite3.Connection) -> None:
+    """Remember on a storage error which database it was writing: the one line then names that file (the disk
+    filled while archive.db, not staging.db, was written), not the data dir."""
+    if is_storage_error(exc) and getattr(exc, "database_path", None) is None:
+        try:
+            exc.database_path = database_file(conn)  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
 
 
 def database_file(conn: sqlite3.Connection) -> Path | None:
@@ -201,5 +224,8 @@ def is_storage_error(exc: BaseException) -> bool:
 
 def describe_storage_failure(exc: BaseException, staging: sqlite3.Connection) -> str:
     """`storage_error`'s line for a failure inside a stage, naming the data dir of the stage's databases."""
+    written = getattr(exc, "database_path", None) or (getattr(exc, "filename", None) if _disk_full(exc) else None)
+    if written:  # the file that could not be written, when the failing write said which
+        return str(storage_error(exc, Path(written)))
     path = database_file(staging)
     return str(storage_error(exc, None, data_dir=path.parent if path else None))
