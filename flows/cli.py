@@ -202,22 +202,26 @@ def _report(
     """The run summary on stdout, text or JSON. On failure the error line goes to stderr (ChatmemGroup)."""
     with open_readonly(settings.staging_path, settings) as staging:
         files = inspection.run_files(staging, run_id)
+        # The ledger's word: re-running one stage of an unfinished run leaves the run failed, with the stages left.
+        status, left = inspection.run_status(staging, run_id, "failed" if error else "succeeded")
     defaults = app.defaults(settings)
     if as_json:
         data: dict[str, Any] = {
             "run_id": run_id,
-            "status": "failed" if error else "succeeded",
+            "status": status,
             "stages": [r.model_dump(mode="json") for r in results],
             "files": files,
             "defaults": defaults,
         }
         if error is not None:
             data.update(error=error.cause, failed_stage=error.stage, rerun=error.rerun_hint)
+        elif left:
+            data.update(error=left)
         emit(data)
         return
     for line in defaults:
         click.echo(line)
-    click.echo(f"run {run_id}: {'failed' if error else 'succeeded'}")
+    click.echo(f"run {run_id}: {status}" + (f" ({safe_line(left)})" if left and not error else ""))
     for result in results:
         counts = f"; {_format_counts(result.counts)}" if result.counts else ""
         click.echo(f"  {result.stage}: {result.status}{counts}")
@@ -227,7 +231,8 @@ def _report(
             click.echo(f"    {result.counts['quarantined']} record(s) quarantined: chatmem staging failures")
     for row in files:
         if row["status"] == "skipped":
-            click.echo(f"  skipped (already ingested, same sha256): {safe_line(str(row['path']))}")
+            why = row["detail"] or "already ingested, same sha256"
+            click.echo(f"  skipped ({safe_line(str(why))}): {safe_line(str(row['path']))}")
         elif row["status"] in ("failed", "partial"):
             detail = str(row["detail"] or "")
             # Export errors already start with the file name; do not say it twice.

@@ -37,6 +37,7 @@ from staging import fts
 from staging.browse import metadata
 
 PLUGIN_NAME = "chatmem-inspect"
+READ_ONLY_NAME = "chatmem-inspect-read-only"
 HOST = "127.0.0.1"
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 """Host header names answered (with any port): what a browser on this machine sends for the URL printed."""
@@ -76,6 +77,8 @@ class ChatmemPlugin:
     def render_cell(
         self, row: Any, value: Any, column: str, table: str | None, database: str, datasette: Datasette
     ) -> Markup | None:
+        if isinstance(value, dict):  # a foreign key on a table page: {"value": id, "label": its label column}
+            value = value.get("value")
         if value is None or isinstance(value, bytes):
             return None
         if database == "staging" and table == "concepts" and column == "evidence_count":
@@ -92,6 +95,30 @@ class ChatmemPlugin:
         return Markup(f'<a href="{escape(url)}">{escape(value)}</a>')
 
 
+class ReadOnlyPlugin:
+    """Only GET and HEAD reach Datasette: anything else (POST /archive/sources/-/insert, a form) is 405 with
+    one line, before any view runs; Datasette 0.65 has no write API, but the 404 it meant to answer became a
+    500 (its default error handler asks rich for a traceback outside an `except` block, which raises)."""
+
+    __name__ = READ_ONLY_NAME
+
+    @hookimpl
+    def asgi_wrapper(self, datasette: Datasette) -> Callable[[Any], Any]:
+        def wrap(app: Any) -> Any:
+            async def read_only(scope: dict[str, Any], receive: Any, send: Any) -> None:
+                if scope.get("type") != "http" or scope.get("method") in ("GET", "HEAD"):
+                    await app(scope, receive, send)
+                    return
+                body = b"chatmem inspect is read-only: only GET and HEAD\n"
+                headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"allow", b"GET, HEAD")]
+                await send({"type": "http.response.start", "status": 405, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+
+            return read_only
+
+        return wrap
+
+
 def build(archive_path: Path, staging_path: Path) -> Datasette:
     """A Datasette over the databases that exist (at least one), with chatmem's metadata and plugin."""
     files = [str(p) for p in (archive_path, staging_path) if p.exists()]
@@ -99,6 +126,16 @@ def build(archive_path: Path, staging_path: Path) -> Datasette:
     if existing is not None:  # a second build in one process (tests): the newest data dir wins
         pm.unregister(existing, name=PLUGIN_NAME)
     pm.register(ChatmemPlugin(archive_path), name=PLUGIN_NAME)
+    if pm.get_plugin(READ_ONLY_NAME) is None:
+        pm.register(ReadOnlyPlugin(), name=READ_ONLY_NAME)
+    # Datasette's default error handler prints a rich traceback with every local variable (about 170 lines)
+    # for each error it answers, a rejected SQL statement included, and raises when called outside an
+    # `except` block (a 404 from its router), turning that 404 into a 500. Without rich it answers the same
+    # pages, prints nothing for a 4xx, and a plain traceback for a real 500.
+    # (Imported here, after datasette.plugins: imported first, it registers itself half-initialised, hookless.)
+    from datasette import handle_exception as default_handler
+
+    default_handler.rich = None
     return Datasette(
         files=files,
         metadata=metadata(),

@@ -238,8 +238,12 @@ def _bad(number: int, reason: str, line: bytes, record: object = None) -> Quaran
 
 
 def scoped_id(conversation_id: str, message_id: str) -> str:
-    """The archive id of a JSONL message: `<conversation_id>:<id>`."""
-    return f"{conversation_id}:{message_id}"
+    """The archive id of a JSONL message: `<conversation_id>:<id>`, with `%` and `:` in the conversation id
+    written `%25` and `%3A`, so that the first `:` always ends it and no two (conversation, id) pairs share an
+    archive id: ("a:b", "c") is `a%3Ab:c`, ("a", "b:c") is `a:b:c` (both were `a:b:c`, and the second was
+    quarantined as a message of another conversation). A conversation id with neither character, nearly every
+    one, gives the id it always gave, so archives made before keep their ids (docs/formats.md)."""
+    return f"{conversation_id.replace('%', '%25').replace(':', '%3A')}:{message_id}"
 
 
 def _id(value: str | int) -> str:

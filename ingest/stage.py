@@ -39,6 +39,7 @@ from staging.ledger import StageRun, record_ingest_file
 log = logging.getLogger(__name__)
 
 STAGE = "ingest"
+REMOVED = "removed after it failed: left out of this run"
 
 
 @dataclass
@@ -78,7 +79,11 @@ def run(
     try:
         writer.begin_bulk()  # an empty archive: indexes built once at the end (a killed run: on the next open)
         for path in exports:
-            outcome = _ingest_one(writer, path, settings, force_format, progress)
+            if not path.exists() and _failed_before(staging, run_id, path):
+                # The re-run hint says "fix or remove the file": removed, it is left out of this run, not failed.
+                outcome = FileOutcome(str(path), "skipped", detail=REMOVED)
+            else:
+                outcome = _ingest_one(writer, path, settings, force_format, progress)
             outcomes.append(outcome)
             record_ingest_file(
                 staging,
@@ -150,6 +155,14 @@ def run(
         counts=counts,
         notes=notes,
     )
+
+
+def _failed_before(staging: sqlite3.Connection, run_id: str, path: Path) -> bool:
+    """The file failed in an earlier attempt of this run's ingest stage (its ledger row says so)."""
+    row = staging.execute(
+        "SELECT status FROM ingest_files WHERE run_id = ? AND path = ?", (run_id, str(path))
+    ).fetchone()
+    return row is not None and row[0] == "failed"
 
 
 def _ingest_one(

@@ -48,9 +48,7 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         raise FileNotFoundError(f"{path} does not exist (nothing has been ingested into this data dir yet)")
     refuse_empty(path)
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
-        conn.row_factory = sqlite3.Row
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # reading the schema finds a damaged file
+        conn = _open_readonly(path)
         if _behind(conn, path):
             # Written by an older chatmem: the reads below expect today's tables. Upgrade it once, as any
             # writing command would (no writer can be running on it: a current one would have upgraded it).
@@ -60,6 +58,41 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
             conn.row_factory = sqlite3.Row
     except sqlite3.DatabaseError as exc:
         raise damage_error(exc, path) from exc
+    return conn
+
+
+# The -shm file (the WAL's index, shared between processes) cannot be created or grown: a full disk.
+SHM_ERRORS = frozenset({"SQLITE_IOERR_SHMSIZE", "SQLITE_IOERR_SHMOPEN", "SQLITE_IOERR_SHMMAP"})
+
+
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """`mode=ro`, its schema read (which finds a damaged file). When a full disk leaves no room for the WAL's
+    -shm index (SQLITE_IOERR_SHMSIZE: every read-only command failed), read without it instead (`_without_shm`)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    conn.row_factory = sqlite3.Row
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorname", "") not in SHM_ERRORS:
+            raise
+        return _without_shm(path)
+    return conn
+
+
+def _without_shm(path: Path) -> sqlite3.Connection:
+    """Read the database and its WAL with the WAL index in this process's memory, not in the -shm file.
+
+    SQLite keeps the index in memory in exclusive locking mode, which needs a write lock a read-only file
+    cannot take; the `unix-none` VFS takes no locks at all. Without locks a writer could change the file under
+    the reader, but a disk with no room for 32 KiB of index has none for a writer's WAL frames either, and this
+    connection is only for the read-only commands that would otherwise fail. Everything committed is read,
+    the WAL included (`immutable=1` would read only the main file: stale, or malformed when most of the data
+    is still in the WAL)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro&vfs=unix-none", uri=True, timeout=30.0)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA locking_mode=EXCLUSIVE")  # before the first read: the index then never touches -shm
+    conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
     return conn
 
 

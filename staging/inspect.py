@@ -107,6 +107,13 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
     return runs
 
 
+def run_status(conn: sqlite3.Connection, run_id: str, default: str) -> tuple[str, str | None]:
+    """(status, error) of the run as the ledger has it: `failed` with the stages left after a re-run of one stage
+    of an unfinished run, though that stage succeeded; `default` when the run has no row."""
+    row = conn.execute("SELECT status, error FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return (default, None) if row is None else (str(row[0]), None if row[1] is None else str(row[1]))
+
+
 def run_files(conn: sqlite3.Connection, run_id: str) -> list[Row]:
     """What the ingest stage of one run did with each file."""
     return _rows(

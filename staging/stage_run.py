@@ -59,7 +59,7 @@ def stage_run(
             pass  # a full disk cannot take the ledger row either; the row shows as interrupted once we exit
         raise StageError(stage, run_id, cause, hint) from exc
     except BaseException as exc:
-        run.fail(f"{type(exc).__name__}: {exc}", hint)
+        run.fail(f"{type(exc).__name__}: {str(exc) or 'stopped'}", hint)
         raise
 
 
