@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from contracts.concepts import CONCEPT_STATES, CONCEPT_TYPES, ConceptHypothesis
-from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly
+from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly, require_stage
 from flows.terminal import safe_line
 from staging.concepts import list_concepts
 
@@ -34,6 +34,8 @@ def concepts(app: App, concept_type: str | None, state: str | None, limit: int, 
     settings = app.settings()
     with open_readonly(settings.staging_path, settings) as conn:
         found = list_concepts(conn, concept_type=concept_type, state=state)
+        if not found:
+            require_stage(conn, "concepts", "concepts")
     if limit > 0:
         found = found[:limit]
     if as_json:

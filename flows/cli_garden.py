@@ -13,7 +13,7 @@ import click
 
 from contracts.errors import ConfigError
 from contracts.facts import FactRecord
-from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly
+from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly, require_stage
 from garden.stage import plan_garden
 from staging.fact_timeline import as_of, change_lines, facts_at, facts_for_query, timeline
 
@@ -87,6 +87,8 @@ def facts(
             found = timeline(staging, subject=subject, concept_id=concept_id)
         found = as_of(found, at)  # as it stood then: what ended later still held
         history = change_lines(as_of(timeline(staging, subject=subject, concept_id=concept_id), at))
+        if not found:
+            require_stage(staging, "garden", "facts")
     if as_json:
         emit({"facts": [f.model_dump(mode="json") for f in found], "changes": history})
         return
