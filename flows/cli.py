@@ -38,7 +38,10 @@ EXPORT_FORMATS = ("chatgpt", "claude", "jsonl", "librechat", "chatbotui")
 # name -> ("module:attribute", the one-line help `chatmem --help` shows without importing the module)
 COMMANDS: dict[str, tuple[str, str]] = {
     "archive": ("flows.cli_inspect:archive", "Inspect archive.db, the source of truth, read-only."),
-    "concepts": ("flows.cli_concepts:concepts", "List concepts with their evidence (message_id, text, ...)"),
+    "concepts": (
+        "flows.cli_concepts:concepts",
+        "List concepts with their evidence (message_id, text, confidence), ...",
+    ),
     "eval": ("flows.cli_eval:eval_group", "Measure an extractor (read-only: nothing is written to the data dir)."),
     "facts": ("flows.cli_garden:facts", "List facts the user stated about themselves, each with when it held ..."),
     "garden": ("flows.cli_garden:garden", "Preview the garden stage: facts closed by newer ones, concepts ..."),

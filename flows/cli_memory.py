@@ -162,7 +162,7 @@ def recall(
     )
     # The result carries the garden's facts of the question as they stood at --at (memory/recall_facts.py):
     # the MCP tool returns this same object.
-    memory = Memory.open(settings)
+    memory = Memory.open(settings, quick_start=True)  # one question: the query model need not be optimised
     if settings.memory.expand_with_llm and settings.extract.llm is not None:
         from contextlib import closing
 

@@ -25,7 +25,6 @@ from contracts.errors import ChatmemError, ConfigError
 from contracts.memory import RecallPiece, RecallRequest, RecallResult
 from contracts.settings import MemorySettings, Settings
 from memory.candidates import prepare, ranked
-from memory.expand import expand
 from memory.index import Array, MemoryIndex, key_embedder
 from memory.index_store import open_index
 from memory.key_model import STATIC, for_run, with_model
@@ -43,9 +42,10 @@ class Memory:
     embedder: Embedder
 
     @classmethod
-    def open(cls, settings: Settings, run_id: str | None = None) -> Memory:
+    def open(cls, settings: Settings, run_id: str | None = None, *, quick_start: bool = False) -> Memory:
         """The latest (or the given) cues run; ChatmemError (exit 1) when the data dir has none. The index is the
-        one stored under the data dir (memory/index_store.py), built and stored on the first open of a run."""
+        one stored under the data dir (memory/index_store.py), built and stored on the first open of a run.
+        `quick_start`: a process that asks one question (`chatmem recall`): the query model starts unoptimised."""
         try:
             archive = connect_readonly(settings.archive_path)
             staging = connect_readonly(settings.staging_path)
@@ -57,7 +57,8 @@ class Memory:
             run_id = run_id or latest_run(staging)
             if run_id is not None:  # queries are embedded by the model the run's keys were (memory/key_model.py)
                 settings = for_run(settings, staging, run_id)
-            embedder = key_embedder(with_model(settings, STATIC) if run_id is None else settings)
+            chosen = with_model(settings, STATIC) if run_id is None else settings
+            embedder = key_embedder(chosen, quick_start=quick_start)
             index = open_index(archive, staging, settings, embedder, run_id=run_id)
         finally:
             archive.close()
@@ -80,6 +81,8 @@ class Memory:
             pieces: list[RecallPiece] = []
             result = result.model_copy(update={"pieces": pieces, "tokens": 0, "empty_reason": reason})
         elif settings.expand_with_llm and result.pieces:  # every LLM call goes to `on_call` (llm_calls rows)
+            from memory.expand import expand  # the openai SDK: only a recall that asks the LLM pays its import
+
             chosen = select(view, ranking, request.budget_tokens, request.max_pieces)
             llm = self.settings.extract.llm
             changed, outcome = expand(view, ranking, chosen, request.query, settings, llm, on_call)
