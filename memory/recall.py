@@ -133,6 +133,10 @@ def rank(
     if switches.cues and len(index.cue_ids):
         raw = index.cue_bm25.score(words) * index.cue_idf
         raw[index.cue_hub] *= 0.25  # a hub still counts, a little (it matched), but never leads
+        if raw.max() > 0 and not mask.all():
+            # a cue none of whose content is a candidate (all of it said after `at`, or out of scope) was not known
+            # then: it neither activates nor shows (`recall "aws glue" --at` listed cues first seen weeks later)
+            raw = raw * (np.asarray(index.cue_content @ mask.astype(np.float32)).ravel() > 0)
         if raw.max() > 0:
             raw = raw / raw.max()
             keep = np.flatnonzero(raw >= settings.theta)
@@ -360,9 +364,11 @@ def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, sett
             key=lambda i: (first_time[int(index.conversation[i])], int(index.conversation[i]), int(index.seq[i]))
         )
     coverage = dict(zip(chosen, key_coverage(index, request.query, chosen).tolist(), strict=True))
+    allowed = candidate_mask(index, request, _utc(request.at).timestamp() if request.at is not None else None)
     pieces = []
     for i in chosen:
-        members = index.group.get(i, [i])
+        # a merged group's originals said after `at` (or outside the scope) stay out: same day, not same moment
+        members = [m for m in index.group.get(i, [i]) if allowed[m]] or [i]
         conversation_id = index.conversation_ids[int(index.conversation[i])]
         text = "\n".join(index.text(m) for m in members) if len(members) > 1 else index.text(i)
         created = datetime.fromtimestamp(float(index.times[i]), UTC) if np.isfinite(index.times[i]) else None

@@ -30,6 +30,7 @@ from memory.index_store import open_index
 from memory.key_model import STATIC, for_run, with_model
 from memory.recall import Ranking, embed_query, select, to_result
 from memory.recall_facts import question_facts
+from memory.text import terms
 from staging.db import connect_readonly
 from staging.llm_calls import CallRecorder
 from staging.memory import latest_run
@@ -39,7 +40,7 @@ from staging.memory import latest_run
 class Memory:
     settings: Settings
     index: MemoryIndex
-    embedder: Embedder
+    embedder: Embedder | None  # None: no dense scores (a hand-made memory in a test)
 
     @classmethod
     def open(cls, settings: Settings, run_id: str | None = None, *, quick_start: bool = False) -> Memory:
@@ -72,7 +73,7 @@ class Memory:
         empty answer that looks like "nothing was ever said about it"."""
         check_scope(self.index, request)
         settings = self.settings.memory
-        vector = embed_query(self.embedder, request.query, self.index.names)
+        vector = embed_query(self.embedder, request.query, self.index.names) if self.embedder is not None else None
         view, ranking, _ = ranked(self.index, request.query, vector, request, settings, limit=limit(request))
         result = to_result(view, request, ranking, settings)
         facts, changes = question_facts(self.index, request)
@@ -115,6 +116,11 @@ def empty_reason(
         return "nothing in scope: no content in the scope (or before `at`) to recall from"
     if float(ranking.lexical.max(initial=0.0)) > 0 or ranking.cue_activation:
         return None
+    if not terms(query):
+        return (
+            "nothing relevant: the query has no word to search for (only stop words or single letters) "
+            "and no cue matched"
+        )
     if embedder is not None and reads_word_pieces(embedder) and not whole_words(query):
         return (
             "nothing relevant: no word of the query occurs in the memory's keys, no cue matched, and the embedder "
