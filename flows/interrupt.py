@@ -93,7 +93,7 @@ class _Interruption:
         """SIGINT and SIGTERM alike: the first raises KeyboardInterrupt, the second exits at once."""
         if self.rearmed:  # the first Ctrl-C again, after a place that swallowed it (see on_unraisable)
             self.rearmed = False
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt(f"interrupted {self.by()}")
         self.signals += 1
         if self.signals == 1:
             self.signum = signum
@@ -102,7 +102,8 @@ class _Interruption:
         # failed trial with its traceback) would bury it.
         logging.disable(logging.CRITICAL)
         if self.signals == 1:
-            raise KeyboardInterrupt
+            # with its reason: the ledger records "KeyboardInterrupt: interrupted by SIGTERM", not an empty message
+            raise KeyboardInterrupt(f"interrupted {self.by()}")
         self.exit_now()
 
     def watch(self, read_fd: int) -> None:

@@ -109,7 +109,7 @@ def test_an_empty_scope_says_so() -> None:
 
 
 def test_pieces_without_the_querys_key_terms_and_without_a_cue_are_marked_weak() -> None:
-    """"sourdough warehouse": the bread turn holds the rarer word, the ETL turns only the common one; a piece that
+    """ "sourdough warehouse": the bread turn holds the rarer word, the ETL turns only the common one; a piece that
     holds less than half of the query's information and no cue brought is weak, and the rest are not."""
     result = _memory().recall(RecallRequest(query="sourdough warehouse", budget_tokens=5000))
     weak = {p.content_id: p.weak for p in result.pieces}
