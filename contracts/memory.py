@@ -117,8 +117,9 @@ class RecallPiece(StrictBase):
     rank: int = Field(ge=1, description="Rank by score among all activated content (1 = best).")
     weak: bool = Field(
         default=False,
-        description="True when no cue brought this piece and it holds none of the query's key terms (the rarest "
-        "words of the query in this memory): similar in meaning at best, maybe unrelated.",
+        description="True when the piece (its text and the names of its cues) holds less than half of the query's "
+        "information, its words weighted by rarity in this memory: it shares a common word or the meaning at best, "
+        "and may be unrelated.",
     )
     path: list[ActivationStep] = Field(description="The strongest activation path, query first, this piece last.")
 

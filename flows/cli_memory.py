@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 import click
 
 from contracts.errors import ConfigError
-from flows.cli_inspect import JSON_OPTION, emit
+from flows.cli_inspect import JSON_OPTION, emit, shorten
 from flows.terminal import safe, safe_line
 
 if TYPE_CHECKING:
-    from contracts.memory import RecallResult, RecallScope
+    from contracts.memory import RecallPiece, RecallResult, RecallScope
     from flows.cli import App
 
 # contracts.memory.MAX_BUDGET_TOKENS (a pydantic module, loaded only when a recall runs); a test keeps them equal
@@ -87,18 +87,27 @@ def print_result(result: RecallResult) -> None:
         click.echo("cues: " + ", ".join(f"{safe_line(c.label)} ({c.score:.2f})" for c in result.cues[:8]))
     current = None
     for piece in result.pieces:
-        where = f"{piece.conversation_title or piece.conversation_id} [{piece.conversation_id}]"
+        title = shorten(safe_line(piece.conversation_title or piece.conversation_id), 70)
+        where = f'"{title}" [{piece.conversation_id}]'
         if result.order == "time" and piece.conversation_id != current:
             current = piece.conversation_id
-            click.echo(f"\n== {safe_line(where)}")
+            click.echo(f"\n== {where}")
         elif result.order == "relevance":
             click.echo("")
-        stamp = piece.created_at.isoformat(timespec="minutes") if piece.created_at else "?"
-        path = " -> ".join(f"{s.kind}:{s.label[:30]}" for s in piece.path[1:-1]) or "direct match"
-        weak = " (weak)" if piece.weak else ""
-        head = f"-- #{piece.rank} {stamp} {piece.role} score {piece.score:.3f}{weak} via {safe_line(path)}"
-        click.echo(head + (f" in {safe_line(where)}" if result.order == "relevance" else ""))
+        click.echo(_head(piece))
+        if result.order == "relevance":
+            click.echo(f"   in {where}")
         click.echo(safe(piece.text))
+
+
+def _head(piece: RecallPiece) -> str:
+    """`#1 2023-05-29 11:12 user, score 2.531, via cue "Birthday"`: what brought the piece, in a few words."""
+    stamp = piece.created_at.strftime("%Y-%m-%d %H:%M") if piece.created_at else "time unknown"
+    cues = [f'cue "{shorten(safe_line(s.label), 40)}"' for s in piece.path if s.kind == "cue"]
+    tags = [s for s in piece.path if s.kind == "tag"]
+    how = " and ".join(cues) or ("its conversation" if tags else "direct match")
+    weak = " (weak: few of the query's key terms)" if piece.weak else ""
+    return f"#{piece.rank} {stamp} {piece.role}, score {piece.score:.3f}, via {how}{weak}"
 
 
 @click.command("recall")

@@ -316,12 +316,13 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings
     return steps
 
 
-KEY_SHARE = 0.5  # a piece holding less than this share of the query's term information (IDF) is weak
+KEY_SHARE = 0.5  # a piece whose key holds less than this share of the query's term information (IDF) is weak
 
 
 def key_coverage(index: MemoryIndex, query: str, rows: list[int]) -> Array:
     """For each row, the share of the query's information (the IDF of its distinct terms; a term the memory never
-    saw counts as the rarest) that the row's key holds. 1.0 for every row when the query has no term at all."""
+    saw counts as the rarest) that the row's key holds: its text and the names of the cues linked to it (the BM25
+    document). 1.0 for every row when the query has no term at all."""
     words = sorted(set(terms(query)))
     if not words or not rows:
         return np.ones(len(rows), np.float32)
@@ -345,8 +346,8 @@ def weak_reason(pieces: list[RecallPiece]) -> str | None:
     if not pieces or not all(p.weak for p in pieces):
         return None
     return (
-        "weak matches only: no cue matched and no piece holds the query's key terms (its rarest words in this "
-        "memory); the pieces are the closest in meaning, which may be unrelated"
+        "weak matches only: no piece holds the query's key terms (its rarest words in this memory), in its text or "
+        "its cues; the pieces share some words or meaning, and may be unrelated"
     )
 
 
@@ -385,7 +386,7 @@ def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, sett
                 tokens=int(index.tokens[members].sum()),
                 score=round(float(ranking.score[i]), 6),
                 rank=rank_of.get(i, len(rank_of) + 1),
-                weak=bool(ranking.cue[i] <= 0 and coverage[i] < KEY_SHARE),
+                weak=bool(coverage[i] < KEY_SHARE),
                 path=_path(index, ranking, i, settings),
             )
         )

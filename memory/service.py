@@ -80,7 +80,8 @@ class Memory:
         reason = empty_reason(view, ranking, vector, settings, self.embedder, request.query)
         if reason is not None:
             pieces: list[RecallPiece] = []
-            result = result.model_copy(update={"pieces": pieces, "tokens": 0, "empty_reason": reason})
+            update = {"pieces": pieces, "tokens": 0, "empty_reason": reason, "weak_reason": None}
+            result = result.model_copy(update=update)
         elif settings.expand_with_llm and result.pieces:  # every LLM call goes to `on_call` (llm_calls rows)
             from memory.expand import expand  # the openai SDK: only a recall that asks the LLM pays its import
 
