@@ -181,10 +181,21 @@ def staging_runs(app: App, limit: int, as_json: bool) -> None:
         emit(runs)
         return
     for run_row in runs:
-        run_row["stages"] = " ".join(f"{k}:{v}" for k, v in run_row.pop("stage_status").items())
+        run_row["stages"] = _stage_summary(run_row.pop("stage_status"))
         run_row["exports"] = len(run_row["exports"])
+        run_row["started_at"] = str(run_row["started_at"] or "")[:16].replace("T", " ")  # UTC, to the minute
         run_row.setdefault("resume", "")
     print_table(runs, ["id", "status", "started_at", "stages", "exports", "error", "resume"])
+
+
+def _stage_summary(statuses: dict[str, str]) -> str:
+    """`9 succeeded, load:skipped`: the common status counted, the others named (a table cell, not 180 chars)."""
+    if not statuses:
+        return ""
+    common = max(set(statuses.values()), key=lambda status: (list(statuses.values()).count(status), status))
+    others = " ".join(f"{stage}:{status}" for stage, status in statuses.items() if status != common)
+    shown = sum(status == common for status in statuses.values())
+    return f"{shown} {common}" + (f", {others}" if others else "")
 
 
 def _databases(settings: Settings) -> list[tuple[str, Path]]:
