@@ -114,8 +114,6 @@ def graph_status(app: App, as_json: bool) -> None:
     \b
     Example: chatmem graph status --json
     """
-    from clients.graph import Graph, redact
-    from clients.graph_errors import LoadError
     from clients.graph_target import local_server
 
     settings = app.settings()
@@ -128,7 +126,9 @@ def graph_status(app: App, as_json: bool) -> None:
     if strays:  # started, its starter killed before it answered: it holds the database, unannounced
         local["unannounced_pids"] = strays
     data: dict[str, Any] = {"local_server": local}
-    if settings.load.uri:
+    if settings.load.uri:  # the neo4j driver loads only to check a configured server
+        from clients.graph import Graph, redact
+        from clients.graph_errors import LoadError
         from clients.graph_target import resolve_target
 
         target, _ = resolve_target(settings, start=False)

@@ -63,8 +63,10 @@ def run(
     exports: Sequence[Path],
     force_format: str | None = None,
     progress: ProgressFactory | None = None,
+    force: bool = False,
 ) -> StageResult:
-    """Ingest `exports` into archive.db, recording the stage run in staging.db."""
+    """Ingest `exports` into archive.db, recording the stage run in staging.db. `force` (`chatmem run --force`)
+    reads a dump again even when its bytes were already ingested (after a parser fix: idempotent upserts)."""
     fingerprint = hashlib.sha256("\n".join(sorted(str(p) for p in exports)).encode()).hexdigest()
     stage_run = StageRun(
         staging,
@@ -83,7 +85,7 @@ def run(
                 # The re-run hint says "fix or remove the file": removed, it is left out of this run, not failed.
                 outcome = FileOutcome(str(path), "skipped", detail=REMOVED)
             else:
-                outcome = _ingest_one(writer, path, settings, force_format, progress)
+                outcome = _ingest_one(writer, path, settings, force_format, progress, force)
             outcomes.append(outcome)
             record_ingest_file(
                 staging,
@@ -171,6 +173,7 @@ def _ingest_one(
     settings: Settings,
     force_format: str | None,
     progress: ProgressFactory | None,
+    force: bool = False,
 ) -> FileOutcome:
     try:
         opened = open_export(
@@ -178,7 +181,7 @@ def _ingest_one(
             max_member_bytes=settings.ingest.max_zip_member_bytes,
             max_ratio=settings.ingest.max_zip_ratio,
         )
-        if writer.source_status(opened.sha256) == "complete":
+        if not force and writer.source_status(opened.sha256) == "complete":
             log.info("ingest - %s already ingested (same sha256), skipped", opened.path)
             return FileOutcome(opened.path, "skipped", opened.sha256, detail=None)
         fmt = force_format or detect_format(read_head(opened), name=opened.path)

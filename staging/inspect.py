@@ -114,6 +114,16 @@ def run_status(conn: sqlite3.Connection, run_id: str, default: str) -> tuple[str
     return (default, None) if row is None else (str(row[0]), None if row[1] is None else str(row[1]))
 
 
+def latest_working_run(conn: sqlite3.Connection) -> str | None:
+    """The newest run in which some stage did work (succeeded, not skipped as unchanged): what `chatmem report`
+    shows by default, and the run a no-op run says nothing changed since. None when no stage ever did."""
+    try:
+        row = conn.execute("SELECT MAX(run_id) FROM stage_runs WHERE status = 'succeeded'").fetchone()
+    except sqlite3.OperationalError:  # a staging.db from before any stage ran
+        return None
+    return None if row is None or row[0] is None else str(row[0])
+
+
 def run_files(conn: sqlite3.Connection, run_id: str) -> list[Row]:
     """What the ingest stage of one run did with each file."""
     return _rows(
