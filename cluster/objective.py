@@ -3,7 +3,7 @@
 For the topic of every sampled segment (HDBSCAN's label, -1 noise) and the conversation each segment comes
 from, the value Optuna maximises is
 
-    score = cohesion + spread + coherence_weight * separation
+    score = cohesion + spread + coherence_weight * separation           (coherence_weight 2)
             - noise_weight * noise_share - share_weight * max(0, largest_share - share_cap)
             [- count_weight * max(0, 1 - topics / min_topics), only when min_topics is configured]
 
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 
 WORST = -10.0
 SEPARATION_MAX = 5000
@@ -47,7 +48,7 @@ class Objective:
     noise_weight: float = 0.5
     count_weight: float = 0.5  # applies only with a configured min_topics
     min_topics: int | None = None
-    coherence_weight: float = 1.0
+    coherence_weight: float = 2.0
     share_cap: float = 0.25
     share_weight: float = 4.0
 
@@ -86,12 +87,14 @@ def _conversation_parts(labels: np.ndarray[Any, Any], groups: np.ndarray[Any, An
     _, group_index = np.unique(groups, return_inverse=True)
     _, topic_index = np.unique(labels, return_inverse=True)
     n_groups, n_topics = int(group_index.max()) + 1, int(topic_index.max()) + 1
-    counts = np.zeros((n_groups, n_topics), dtype=np.int64)
-    np.add.at(counts, (group_index, topic_index), 1)
-    sizes = counts.sum(axis=1)
-    dominant = counts.argmax(axis=1)  # ties: the lowest topic
+    counts = sparse.coo_matrix(
+        (np.ones(len(labels), dtype=np.int64), (group_index, topic_index)), shape=(n_groups, n_topics)
+    ).tocsr()  # summed duplicates: segments per (conversation, topic)
+    sizes = np.asarray(counts.sum(axis=1)).ravel()
+    dominant = np.asarray(counts.argmax(axis=1)).ravel()  # ties: the lowest topic
     several = sizes >= 2
-    cohesion = float(np.mean(counts.max(axis=1)[several] / sizes[several])) if several.any() else 1.0
+    top = np.asarray(counts.max(axis=1).toarray()).ravel()
+    cohesion = float(np.mean(top[several] / sizes[several])) if several.any() else 1.0
     shares = np.bincount(dominant, minlength=n_topics) / n_groups
     return cohesion, float(1.0 - np.sum(shares**2)), float(shares.max())
 
@@ -102,8 +105,10 @@ def separation(points: np.ndarray[Any, Any], labels: np.ndarray[Any, Any], seed:
     if len(topics) < 2:
         return 0.0
     unit = points / np.maximum(np.linalg.norm(points, axis=1, keepdims=True), 1e-12)
-    centres = np.zeros((len(topics), unit.shape[1]), dtype=np.float64)
-    np.add.at(centres, index, unit)
+    members = sparse.csr_matrix(
+        (np.ones(len(index), dtype=np.float32), (index, np.arange(len(index)))), shape=(len(topics), len(index))
+    )
+    centres = np.asarray(members @ unit)
     centres /= np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
     rows = np.arange(len(unit))
     if len(rows) > SEPARATION_MAX:
