@@ -16,8 +16,9 @@ from, the value Optuna maximises is
   finer split pays only while it keeps conversations whole; cohesion and spread pull against each other and
   meet where conversations group as they are;
 - separation (-1..1): a centroid silhouette in the embedding space: the mean, over topic members, of the
-  cosine to their own topic's centre minus the cosine to the nearest other centre. Topics that are coherent and
-  distinct score high; splitting a real topic in two brings the nearest other centre close and costs it;
+  cosine to their own topic's centre (left out of it: else a topic of m members is ~1/m closer to its own
+  members than to anything new, and tiny topics win) minus the cosine to the nearest other centre. Topics that
+  are coherent and distinct score high; splitting a real topic in two brings the nearest other centre close;
 - noise_share: the share of segments HDBSCAN leaves as noise;
 - largest_share: the largest topic's share of conversations (by dominant topic); above share_cap (25 %) it is
   penalised steeply, so no catch-all topic ("data / spark / table" held 369 of 475 segments under the old
@@ -108,12 +109,17 @@ def separation(points: np.ndarray[Any, Any], labels: np.ndarray[Any, Any], seed:
     members = sparse.csr_matrix(
         (np.ones(len(index), dtype=np.float32), (index, np.arange(len(index)))), shape=(len(topics), len(index))
     )
-    centres = np.asarray(members @ unit)
-    centres /= np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
+    sums = np.asarray(members @ unit)  # per topic, the sum of its members' unit vectors
+    centres = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
     rows = np.arange(len(unit))
     if len(rows) > SEPARATION_MAX:
         rows = np.sort(np.random.default_rng(seed).choice(len(rows), SEPARATION_MAX, replace=False))
-    sims = unit[rows] @ centres.T
-    own = sims[np.arange(len(rows)), index[rows]]
-    sims[np.arange(len(rows)), index[rows]] = -np.inf
+    picked, own_topic = unit[rows], index[rows]
+    # Own centre without the point itself: x.(S - x) / |S - x|, |S - x|^2 = |S|^2 - 2 x.S + 1. With the point in
+    # it, a topic of m members is ~1/m closer to each of them than to a new one: tiny topics would win.
+    dot = np.einsum("ij,ij->i", picked, sums[own_topic])
+    rest = np.sqrt(np.maximum(np.einsum("ij,ij->i", sums[own_topic], sums[own_topic]) - 2 * dot + 1, 1e-12))
+    own = (dot - 1) / rest
+    sims = picked @ centres.T
+    sims[np.arange(len(rows)), own_topic] = -np.inf
     return float(np.mean(own - sims.max(axis=1)))

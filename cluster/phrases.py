@@ -14,8 +14,9 @@ kept whole and cased as most often written, ranked by class-based TF-IDF. Pure f
   topic's segments use it (one when the topic has fewer than four). A longer phrase replaces the words it
   contains when it is at least 0.6 of their uses in the topic ("AWS Glue" over "Glue"), and a word already
   shown in a kept phrase is not listed again.
-- `label_from`: the best phrase, and the second too ("Hive and Sqoop") when both hold a name (a capital letter)
-  and share no word; never words joined by "/".
+- `label_from`: the first of the best five keywords that is a multi-word phrase or a name (else the best), and
+  the next one too ("Hive and Sqoop") when both hold a name (a capital letter) and share no word; never words
+  joined by "/".
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ program programs application applications project projects person people"""
 GENERIC = frozenset(_GENERIC_TEXT.split())
 
 _MAX_WORDS = 3
+LABEL_FROM = 5  # keywords a label is chosen from
 LONGER_SHARE = 0.6  # a longer phrase replaces a phrase it contains when it is this share of its uses in the topic
 
 
@@ -234,11 +236,14 @@ def _content(word: str) -> bool:
 
 
 def _alone_ok(gram: Sequence[str]) -> bool:
-    """Not every word vague, and no past participle at either end ("data stored", "Distributed" alone)."""
+    """Not every word vague, no past participle at the end ("data stored", "Distributed" alone), no adjective
+    alone."""
     lowered = [w.lower() for w in gram]
     if all(w in GENERIC for w in lowered):
         return False
-    return not (lowered[-1].endswith("ed") or (len(lowered) == 1 and lowered[0].endswith("ed")))
+    if len(lowered) == 1 and lowered[0].endswith(("ous", "ful")) and gram[0].islower():
+        return False  # an adjective alone ("delicious", "helpful")
+    return not lowered[-1].endswith("ed")
 
 
 @dataclass(slots=True)
@@ -316,16 +321,18 @@ def _merge_shown(phrases: list[str], scores: list[float]) -> list[tuple[str, flo
 
 
 def label_from(keywords: Sequence[str], topic: int) -> str:
-    """The best phrase, and the second when it shares no word with it ("Hive and Sqoop"); never "a / b / c"."""
+    """The first of the best LABEL_FROM keywords that is a multi-word phrase or holds a name (a bare common word
+    says less: "battery life" over "devices"), else the best; and the next one too ("Hive and Sqoop") when both
+    hold a name and share no word. Never "a / b / c"."""
     if not keywords:
         return f"topic {topic}"
-    first = keywords[0]
-    if len(keywords) > 1:
-        second = keywords[1]
+    best = list(keywords[:LABEL_FROM])
+    first = next((k for k in best if len(k.split()) > 1 or _named(k)), best[0])
+    for second in best[best.index(first) + 1 :]:
         disjoint = not {w.lower() for w in first.split()} & {w.lower() for w in second.split()}
-        named = _named(first) and _named(second)
-        if disjoint and named and len(first.split()) + len(second.split()) <= 4:
+        if disjoint and _named(first) and _named(second) and len(first.split()) + len(second.split()) <= 4:
             return f"{first} and {second}"
+        break
     return first
 
 
