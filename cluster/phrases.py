@@ -100,7 +100,8 @@ little high low long short full empty whole entire own other another such instea
 interested assuming containing greater iterate update respond paste listed analyze analyse covers aid choice
 suggestion suggestions opportunities progress support challenges combined visit rules acknowledge stage
 el la las los del en que por para con una unos unas es al lo se su sus le les des et est pour dans une der die
-das und ist mit von den dem nicht ein eine zu auf o os um uma em não com""".strip()
+das und ist mit von den dem nicht ein eine zu auf o os um uma em não com remember recommend recommended suggest
+suggested discuss discussed enjoy enjoyed prefer preferred decide decided choose chose""".strip()
 STOP = frozenset(_STOP_TEXT.split())
 
 # Nouns too vague to name a topic alone: kept inside a longer phrase ("window functions", "data pipeline"), never
@@ -117,7 +118,7 @@ names string strings text texts user users assistant chatgpt claude response res
 messages conversation conversations chat chats work working run running use usage example explanation difference
 differences scenario scenarios concept concepts term terms version versions format formats context content
 contents structure structures operation operations query queries system systems tool tools model models
-program programs application applications project projects person people"""
+program programs application applications project projects person people experience experiences"""
 GENERIC = frozenset(_GENERIC_TEXT.split())
 
 _MAX_WORDS = 3

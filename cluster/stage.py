@@ -98,7 +98,7 @@ def run(
             counts = {"points": len(ids), "topics": 0, "trials_run": 0, "trials_reused": 0, "links": 0}
             return finish(ledger, rows_in=len(ids), rows_out=1, counts=counts, notes=notes, skipped=True)
 
-        objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics)
+        objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics, outlier_quantile=cfg.outlier_quantile)
         sample = fit_topics.seeded_sample(len(ids), cfg.sample_size, cfg.seed)
         groups = _conversation_groups([conversation_of[ids[i]] for i in sample])
         n_trials, timeout_s = budget(len(sample), cfg.n_trials, cfg.timeout_s)

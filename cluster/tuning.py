@@ -234,8 +234,13 @@ def evaluate(
     started = time.monotonic()
     layout = cache.get(params.n_neighbors, params.n_components, params.min_dist)
     clusterer = run_hdbscan(layout, params)
-    labels = clusterer.labels_
-    parts = measure(labels, groups, cache.points)
+    labels = np.asarray(clusterer.labels_, dtype=np.int64)
+    written = labels
+    if objective.outlier_quantile is not None and len(set(labels.tolist()) - {-1}) >= 2:
+        from cluster.topics import reassign_outliers  # topics imports this module
+
+        written, _, _ = reassign_outliers(cache.points, labels, np.zeros(len(labels)), objective.outlier_quantile)
+    parts = measure(labels, groups, cache.points, written)
     score = objective.score(parts)
     attrs: dict[str, Any] = {"topics": int(parts.pop("topics"))}
     attrs.update({k: round(v, 6) for k, v in parts.items()})

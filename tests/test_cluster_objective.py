@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
+from cluster import saved_model
 from cluster.objective import WORST, Objective, measure
-from cluster.tuning import tune
+from cluster.tuning import OBJECTIVE_VERSION, tune
+from contracts.settings import Settings
 
 GROUPS, CONVERSATIONS, SEGMENTS, DIM = 6, 10, 3, 24
 
@@ -97,3 +100,12 @@ def test_tuning_finds_the_subjects_on_real_umap_and_hdbscan(tmp_path: Path) -> N
     assert 5 <= best.attrs["topics"] <= 8
     assert best.attrs["largest_share"] <= 0.25 and best.attrs["cohesion"] >= 0.9
     assert {"spread", "separation", "noise_share", "validity"} <= set(best.attrs)
+
+
+def test_a_model_tuned_under_another_objective_is_refitted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The objective's version is part of the saved model's settings digest: a new version never extends a model
+    tuned under the old one (the incremental path refits instead)."""
+    cfg = Settings().cluster
+    before = saved_model.settings_digest(cfg)
+    monkeypatch.setattr(saved_model, "OBJECTIVE_VERSION", OBJECTIVE_VERSION + "-next")
+    assert saved_model.settings_digest(cfg) != before
