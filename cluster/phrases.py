@@ -8,7 +8,8 @@ kept whole and cased as most often written, ranked by class-based TF-IDF. Pure f
   words too, so "write a Spark DataFrame join" gives "Spark DataFrame join"), and every 1-3 word n-gram inside
   a run. A phrase is counted under a key (lower case, a plural s dropped from its last word) and shown as its
   most frequent surface form away from a sentence start ("AWS Glue", "DataFrames", never "Aws glue").
-- `ctfidf_phrases`: BERTopic's class-based TF-IDF (each topic one document; tf normalised per topic, idf =
+- `ctfidf_phrases`: the first DOC_CHARS of each segment, at most TOPIC_CHARS per topic, through BERTopic's
+  class-based TF-IDF (each topic one document; tf normalised per topic, idf =
   log(1 + average phrases per topic / the phrase's frequency over all topics)) over those phrases, counted
   once per segment (a phrase repeated in one reply is not ten documents' worth), kept when at least two of the
   topic's segments use it (one when the topic has fewer than four). A longer phrase replaces the words it
@@ -26,15 +27,16 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 _FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
 _INLINE_CODE = re.compile(r"`[^`\n]{0,400}`")
 _URL = re.compile(r"\b(?:https?|ftp|s3a?|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
-_PATH = re.compile(
-    r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]+[/\\])+[\w.-]+"
-    r"|\b[\w-]+\.(?:py|ipynb|js|ts|tsx|jsx|java|scala|sbt|sql|csv|tsv|json|jsonl|txt|md|yml|yaml|xml|html?|css|sh"
-    r"|bat|jar|parquet|avro|orc|log|conf|cfg|ini|toml|gz|zip|tar|xlsx?|docx?|pdf|png|jpe?g|gif|svg|v|sv|vhdl?"
+_DIR_PATH = re.compile(r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]+[/\\])+[\w.-]+")
+_FILE_NAME = re.compile(
+    r"(?<![\w.-])[\w-]+\.(?:py|ipynb|js|ts|tsx|jsx|java|scala|sbt|sql|csv|tsv|json|jsonl|txt|md|yml|yaml|xml|html?|css"
+    r"|sh|bat|jar|parquet|avro|orc|log|conf|cfg|ini|toml|gz|zip|tar|xlsx?|docx?|pdf|png|jpe?g|gif|svg|v|sv|vhdl?"
     r"|c|cpp|h|hpp|go|rs|rb|php|kt|swift|pkl|db|sqlite|exe|dll)\b",
     re.IGNORECASE,
 )
@@ -43,7 +45,9 @@ _MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _CITATION = re.compile(r"【[^】]*】|\[\d+\]")
 _LATEX = re.compile(r"\$\$.*?\$\$|\\\(.*?\\\)|\\\[.*?\\\]|\\[A-Za-z]+", re.DOTALL)
-_IDENTIFIER = re.compile(r"\b\w+(?:_\w+)+\b|\b\w+(?:\.\w+)+\(\)?|\b\w+\([^()\n]{0,80}\)")
+_SNAKE = re.compile(r"(?<!\w)[A-Za-z0-9]+(?:_\w+)+")
+_CALL = re.compile(r"\b[A-Za-z_]\w*(?:\.\w+)*\([^()\n]{0,80}\)")  # name(args), obj.method()
+_DOTTED = re.compile(r"\b[a-z_]\w*(?:\.[a-z_]\w*){2,}")  # spark.sql.shuffle (not "Node.js", not "e.g.")
 _TRACE_START = re.compile(r"^\s*Traceback \(most recent call last\)")
 _TRACE_LINE = re.compile(
     r"^\s*(?:File \".*\", line \d+|at [\w.$]+\(.*\)|\w+(?:\.\w+)*(?:Error|Exception|Warning)\b:?.*|\^+\s*$)"
@@ -55,6 +59,7 @@ _CODE_START = re.compile(
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*[-:| ]{3,}\s*$")
 _MD_MARKER = re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|~~)")
+_SYMBOL = re.compile(r"[^\w\s.,'?!-]")
 
 # A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI").
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[.'+#-][A-Za-z0-9]+)*(?:\+\+|#)?")
@@ -101,7 +106,10 @@ interested assuming containing greater iterate update respond paste listed analy
 suggestion suggestions opportunities progress support challenges combined visit rules acknowledge stage
 el la las los del en que por para con una unos unas es al lo se su sus le les des et est pour dans une der die
 das und ist mit von den dem nicht ein eine zu auf o os um uma em não com remember recommend recommended suggest
-suggested discuss discussed enjoy enjoyed prefer preferred decide decided choose chose""".strip()
+suggested discuss discussed enjoy enjoyed prefer preferred decide decided choose chose offer offers offered explore
+explores focus focuses replace replaces contain contains read reads select selects generate generates increase
+increases adjust adjusts listen stay stays incorporate incorporating fresh sweet unique popular online potential
+high-quality original total explicit overall related relevant various""".strip()
 STOP = frozenset(_STOP_TEXT.split())
 
 # Nouns too vague to name a topic alone: kept inside a longer phrase ("window functions", "data pipeline"), never
@@ -123,6 +131,8 @@ GENERIC = frozenset(_GENERIC_TEXT.split())
 
 _MAX_WORDS = 3
 LABEL_FROM = 5  # keywords a label is chosen from
+DOC_CHARS = 2000  # the opening of a segment read for its phrases: the question and the start of the answer
+TOPIC_CHARS = 150_000  # read per topic at most (~75 segments): labels cost the same at 1M messages as at 10k
 LONGER_SHARE = 0.6  # a longer phrase replaces a phrase it contains when it is this share of its uses in the topic
 
 
@@ -136,7 +146,7 @@ class PhraseCounts:
 
     def add(self, text: str) -> None:
         seen: set[str] = set()
-        for key, surface, at_start in candidates(text):
+        for key, surface, at_start in candidates(text[:DOC_CHARS]):
             target = self.initial if at_start else self.surfaces
             target.setdefault(key, Counter())[surface] += 1
             seen.add(key)
@@ -155,9 +165,13 @@ def clean(text: str) -> str:
     text = _MD_IMAGE.sub(" ", text)
     text = _MD_LINK.sub(r"\1", text)
     text = _TAG.sub(" ", text)
-    text = _URL.sub(" ", text)
-    text = _EMAIL.sub(" ", text)
-    text = _PATH.sub(" ", text)
+    if "://" in text or "www." in text:
+        text = _URL.sub(" ", text)
+    if "@" in text:
+        text = _EMAIL.sub(" ", text)
+    if "/" in text or "\\" in text:
+        text = _DIR_PATH.sub(" ", text)
+    text = _FILE_NAME.sub(" ", text)
     text = _CITATION.sub(" ", text)
     text = _LATEX.sub(" ", text)
     kept: list[str] = []
@@ -175,7 +189,11 @@ def clean(text: str) -> str:
             continue
         kept.append(_MD_MARKER.sub("", line))
     prose = "\n".join(kept)
-    prose = _IDENTIFIER.sub(" ", prose)
+    if "_" in prose:
+        prose = _SNAKE.sub(" ", prose)
+    if "(" in prose:
+        prose = _CALL.sub(" ", prose)
+    prose = _DOTTED.sub(" ", prose)
     return _EMPHASIS.sub(" ", prose)
 
 
@@ -186,12 +204,22 @@ def _looks_like_code(line: str) -> bool:
         return False
     if stripped.endswith((";", "{", "}", "):", "=>")) or stripped.startswith(("}", "@", "//", "/*", "--", "<")):
         return True
-    letters = sum(c.isalpha() for c in stripped)
-    symbols = sum(not c.isalnum() and not c.isspace() and c not in ".,'?!-" for c in stripped)
+    letters = sum(map(str.isalpha, stripped))
+    symbols = len(_SYMBOL.findall(stripped))
     return symbols > letters or (letters < 3 and len(stripped) > 3)
 
 
+@lru_cache(maxsize=200_000)
+def _key_cached(words: tuple[str, ...]) -> str:
+    return _key(words)
+
+
 def key_of(words: Sequence[str]) -> str:
+    """The counting key of a phrase: lower case, the plural s of its last word dropped."""
+    return _key_cached(tuple(words))
+
+
+def _key(words: Sequence[str]) -> str:
     """The counting key of a phrase: lower case, the plural s of its last word dropped."""
     lowered = [w.lower().removesuffix("'s").removesuffix("’s") for w in words]
     last = lowered[-1]
@@ -219,12 +247,13 @@ def candidates(text: str) -> Iterable[tuple[str, str, bool]]:
                 continue
             for size in range(1, _MAX_WORDS + 1):
                 for offset in range(len(run) - size + 1):
-                    gram = run[offset : offset + size]
+                    gram = tuple(run[offset : offset + size])
                     if _alone_ok(gram):
                         yield key_of(gram), " ".join(gram), start + offset == 0
             run = []
 
 
+@lru_cache(maxsize=200_000)
 def _content(word: str) -> bool:
     lower = word.lower()
     if lower in STOP or len(word) < 2 or (lower.endswith("ly") and len(lower) > 4):
@@ -236,7 +265,8 @@ def _content(word: str) -> bool:
     return not (word.isupper() and len(word) > 6)  # a shouted word or a constant, not a name
 
 
-def _alone_ok(gram: Sequence[str]) -> bool:
+@lru_cache(maxsize=200_000)
+def _alone_ok(gram: tuple[str, ...]) -> bool:
     """Not every word vague, no past participle at the end ("data stored", "Distributed" alone), no adjective
     alone."""
     lowered = [w.lower() for w in gram]
@@ -257,9 +287,12 @@ def ctfidf_phrases(docs: dict[int, Sequence[str]], top_k: int) -> dict[int, Rank
     """Top `top_k` class-based TF-IDF phrases per topic (see the module docstring)."""
     per_topic: dict[int, PhraseCounts] = {}
     for topic, texts in docs.items():
-        counts = PhraseCounts()
+        counts, read = PhraseCounts(), 0
         for text in texts:
+            if read >= TOPIC_CHARS:
+                break
             counts.add(text)
+            read += min(len(text), DOC_CHARS)
         per_topic[topic] = counts
     totals: Counter[str] = Counter()
     for counts in per_topic.values():
