@@ -15,7 +15,7 @@ kept whole and cased as most often written, ranked by class-based TF-IDF. Pure f
   topic's segments use it (one when the topic has fewer than four). A longer phrase replaces the words it
   contains when it is at least 0.6 of their uses in the topic ("AWS Glue" over "Glue"), and a word already
   shown in a kept phrase is not listed again.
-- `label_from`: the first of the best five keywords that is a multi-word phrase or a name (else the best), and
+- `label_from`: the first of the best three keywords that is a multi-word phrase or a name (else the best), and
   the next one too ("Hive and Sqoop") when both hold a name (a capital letter) and share no word; never words
   joined by "/".
 """
@@ -130,7 +130,7 @@ program programs application applications project projects person people experie
 GENERIC = frozenset(_GENERIC_TEXT.split())
 
 _MAX_WORDS = 3
-LABEL_FROM = 5  # keywords a label is chosen from
+LABEL_FROM = 3  # keywords a label is chosen from
 DOC_CHARS = 2000  # the opening of a segment read for its phrases: the question and the start of the answer
 TOPIC_CHARS = 150_000  # read per topic at most (~75 segments): labels cost the same at 1M messages as at 10k
 LONGER_SHARE = 0.6  # a longer phrase replaces a phrase it contains when it is this share of its uses in the topic
