@@ -237,7 +237,7 @@ def ctfidf(docs: dict[int, Sequence[str]], top_k: int) -> dict[int, list[str]]:
 
 
 def label_of(keywords: Sequence[str], topic: int) -> str:
-    """The topic's label: its best phrase, or its best two when they share no word (cluster.phrases)."""
+    """The topic's label: a phrase or name among its best three keywords, or two leading names (cluster.phrases)."""
     return label_from(keywords, topic)
 
 
