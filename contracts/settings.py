@@ -292,13 +292,13 @@ class ClusterSettings(BaseModel):
         "and HDBSCAN approximate_predict.",
     )
     noise_weight: float = Field(
-        default=0.5, ge=0, description="Objective: weight of the outlier share subtracted from the validity score."
+        default=0.5, ge=0, description="Objective: weight of the outlier share subtracted (cluster/objective.py)."
     )
     count_weight: float = Field(
-        default=0.5, ge=0, description="Objective: weight of the shortfall below min_topics subtracted from it."
+        default=0.5, ge=0, description="Objective: weight of the shortfall below min_topics (when that is set)."
     )
     min_topics: int | None = Field(
-        default=None, ge=2, description="Objective: topics below which a result is penalised; null: sqrt(points)/4."
+        default=None, ge=2, description="Objective: topics below which a result is penalised; null: no floor."
     )
     outlier_quantile: float | None = Field(
         default=0.1,
@@ -321,7 +321,7 @@ class ClusterSettings(BaseModel):
         "a run places the new segments in that model's topics (no tuning, no refit: cost follows what is new); "
         "at or above it, or with no usable saved model, the run tunes and fits again. 0: every run refits.",
     )
-    keywords: int = Field(default=10, ge=1, description="c-TF-IDF keywords kept per topic (the label is the top 3).")
+    keywords: int = Field(default=10, ge=1, description="c-TF-IDF phrases kept per topic (the label: the best 1-2).")
     representatives: int = Field(default=3, ge=1, description="Representative segments kept per topic.")
     label_docs: int = Field(
         default=300, ge=1, description="Most segments per topic whose text feeds c-TF-IDF (a seeded sample)."
@@ -329,7 +329,7 @@ class ClusterSettings(BaseModel):
     llm_labels: bool = Field(
         default=True,
         description="When extract.llm is set, ask that endpoint for a short name per topic (cached per topic); "
-        "false, or no endpoint: the label is the top 3 c-TF-IDF keywords.",
+        "false, or no endpoint: the label is the best c-TF-IDF phrase or two.",
     )
 
 
