@@ -28,9 +28,9 @@ from collections.abc import Callable
 _FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
 _INLINE_CODE = re.compile(r"`[^`\n]{1,400}`")
 _URL = re.compile(r"\b(?:https?|ftp|s3|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
+_EMAIL = re.compile(r"\b[\w.+-]++@[\w-]++\.[\w.-]+\b")
 _PATH = re.compile(
-    r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]+[/\\])+[\w.-]+"  # dir/dir/file, /abs/path, C:\x\y
+    r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]++[/\\])++[\w.-]++"  # dir/dir/file, /abs/path, C:\x\y
     r"|\b[\w-]+\.(?:py|ipynb|js|ts|tsx|jsx|java|scala|sc|sbt|sql|csv|tsv|json|jsonl|txt|md|yml|yaml|xml|html|htm"
     r"|css|sh|bat|ps1|jar|parquet|avro|orc|log|conf|cfg|ini|toml|gz|zip|tar|xlsx?|docx?|pdf|png|jpe?g|gif|svg"
     r"|v|sv|vhd|vhdl|c|cpp|cc|h|hpp|go|rs|rb|php|kt|swift|r|m|pkl|db|sqlite)\b",
@@ -64,8 +64,10 @@ _CODE_START = re.compile(
     re.IGNORECASE,
 )
 _CODE_END = re.compile(r"[;{}]\s*$|^\s*[)\]}]+[;,]?\s*$|=\s*[\[{(]\s*$|\)\s*:\s*$")
-_NUMBER_ROW = re.compile(r"^[\s|:+-]*(?:[-+]?[\d.,%$€£:]+[\s|:+-]*){2,}$")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+# Numbers and separators are disjoint classes, so a long line of digits cannot backtrack (the first version,
+# with optional separators, took minutes on "1234...x").
+_NUMBER_ROW = re.compile(r"^[\s|:+-]*[\d.,%$€£]+(?:[\s|:+-]+[\d.,%$€£]+)+[\s|:+-]*$")
+_TABLE_RULE = re.compile(r"^\s*+(?:\|\s*+)?:?-{3,}+:?\s*+(?:\|\s*+:?-{3,}+:?\s*+)*+(?:\|\s*+)?$")
 _GLUED_SENTENCE = re.compile(r"(?<=[a-z])\.(?=[A-Z][a-z])")  # "printed.For": a sentence end with its space lost
 _ZERO_WIDTH = re.compile(r"[\u200b-\u200d\u2060\ufeff\u00ad]")
 _LETTER = re.compile(r"[^\W\d_]")
