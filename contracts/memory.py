@@ -37,6 +37,8 @@ def parse_iso_time(value: str, *, end_of_day: bool = False) -> datetime:
 
 def _reader(end_of_day: bool) -> BeforeValidator:
     def read(value: object) -> object:
+        if isinstance(value, int | float):  # bool too: pydantic would read 12345 as seconds since 1970
+            raise ValueError("expected an ISO date such as 2024-05-01 or 2024-05-01T09:00, not a number")
         if not isinstance(value, str):
             return value  # a datetime already (the CLI parsed it), or something pydantic will reject
         try:

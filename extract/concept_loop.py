@@ -180,6 +180,8 @@ class ConceptLoop:
             elif (other := self._live(owner, row.type)) != concept_id and self._mergeable(other, concept_id):
                 concept_id = self._merge(concept_id, other, f"alias {name!r}")
                 row = self.concepts[concept_id]
+        if _better_cased(hypothesis.title, row.title):
+            row.title = hypothesis.title  # "AWS Glue" over "Aws glue": the same name, written as people write it
         refine = hypothesis.confidence > row.confidence or not row.description
         if refine:
             row.description = hypothesis.description or row.description
@@ -370,3 +372,12 @@ class ConceptLoop:
             n += 1
             concept_id = f"{base}-{n}"
         return concept_id
+
+
+def _better_cased(new: str, old: str) -> bool:
+    """The same name (equal match keys) with capitals inside where the old title had none: "Aws glue" ->
+    "AWS Glue", "Pyspark" -> "PySpark"; never the reverse, so a title only ever gains its usual case."""
+    if new == old or match_key(new) != match_key(old):
+        return False
+    inner = sum(c.isupper() for c in new[1:])
+    return inner > sum(c.isupper() for c in old[1:])

@@ -21,7 +21,7 @@ from typing import Any
 
 from extract.types import SegmentInput, SegmentMessage
 
-FACT_RULES_VERSION = 1  # bump with any change below: part of the offline extractor's cache key
+FACT_RULES_VERSION = 2  # bump with any change below: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
@@ -63,11 +63,27 @@ class _Rule:
     numeric_value: bool = False  # the value must hold a digit
     negative_rule: bool = False  # the rule itself reads a negation: do not skip negated sentences
     presupposed: bool = False  # "my X is Y" holds even inside a wish ("I hope to beat my best time of 25:50")
+    phrase_value: bool = False  # the value is a clause ("plan a surprise party for my sister"), not a name
 
 
 def _rule(name: str, pattern: str, subject: str, attribute: str, polarity: str = "positive", **flags: bool) -> _Rule:
     return _Rule(name, re.compile(pattern, re.IGNORECASE), subject, attribute, polarity, **flags)
 
+
+# What a person says they are ("I'm a nurse", "as a data engineer"): the role's last word must be one of these.
+_ROLE_TEXT = (
+    "engineer developer programmer architect analyst scientist manager director lead designer consultant"
+    " administrator admin nurse doctor physician surgeon dentist pharmacist therapist teacher professor lecturer"
+    " tutor student researcher lawyer attorney accountant auditor writer author editor journalist artist"
+    " photographer musician chef cook baker owner founder entrepreneur freelancer contractor officer clerk"
+    " assistant technician mechanic electrician plumber carpenter farmer pilot driver agent broker banker"
+    " trader marketer recruiter coordinator specialist intern apprentice volunteer parent mother father"
+    " retiree veteran coach trainer paramedic pharmacologist economist statistician biologist chemist"
+    " physicist mathematician psychologist counselor counsellor librarian salesperson representative"
+    " executive ceo cto cfo vp supervisor strategist planner"
+)
+_ROLES = frozenset(_ROLE_TEXT.split())
+_NUMBER_WORD = r"(?:\d{1,2}\+?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
 
 _OWNED = r"(?P<noun>phone|car|laptop|computer|bike|tablet|watch|camera|dog|cat|console|tv|headphones|guitar)"
 RULES: tuple[_Rule, ...] = (
@@ -210,6 +226,51 @@ RULES: tuple[_Rule, ...] = (
         presupposed=True,
     ),
     _rule(
+        "role_i_am",
+        r"\bI(?:'m| am)\s+(?:currently\s+|now\s+|also\s+)?(?:a|an)\s+(?P<value>(?:[\w-]+\s+){0,3}?(?P<head>[a-z]+))\b",
+        "user",
+        "role",
+        presupposed=True,
+    ),
+    _rule(
+        "role_as",
+        r"\b(?:as|being)\s+(?:a|an)\s+(?P<value>(?:[\w-]+\s+){0,3}?(?P<head>[a-z]+))\s+"
+        r"(?:with|for|at|in|who|myself|I)\b",
+        "user",
+        "role",
+        presupposed=True,
+    ),
+    _rule(
+        "experience",
+        r"\b(?:I\s+have|I've\s+got|I've|with|having|my)\s+(?:over\s+|about\s+|nearly\s+|almost\s+)?"
+        r"(?P<value>" + _NUMBER_WORD + r"\s+years?)(?:\s+of)?(?:\s+(?:professional|work|working))?"
+        r"\s+(?:of\s+)?(?:experience|in|as|working)\b",
+        "user",
+        "experience",
+        presupposed=True,
+        numeric_value=False,
+    ),
+    _rule(
+        "goal",
+        r"\b(?:I(?:'m| am)\s+(?:trying|planning|hoping|aiming|looking)\s+to|I(?:'m| am)\s+planning\s+on"
+        r"|my\s+(?:main\s+)?goal\s+is\s+to|I\s+(?:want|need|plan|hope|aim)\s+to|I'd\s+like\s+to"
+        r"|I\s+would\s+like\s+to)\s+(?P<value>.+)",
+        "user",
+        "goal",
+        presupposed=True,
+        phrase_value=True,
+    ),
+    _rule(
+        "relative_name",
+        r"\bmy\s+(?P<noun>sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend"
+        r"|girlfriend|boyfriend|cousin|niece|nephew|aunt|uncle|grandma|grandpa|boss|colleague|roommate)\s*,?\s+"
+        r"(?P<value>[A-Z][a-z]+)\b",
+        "user's {noun}",
+        "name",
+        presupposed=True,
+        named_value=True,
+    ),
+    _rule(
         "my_number",
         r"\bmy\s+(?!personal\s)(?P<noun>(?:[a-z]+\s+){0,2}[a-z]+)\s+(?:is|was|of)\s+(?P<value>[$£€]?\d[\w:.,$%-]*"
         r"(?:\s+(?:minutes|seconds|hours|pounds|kg|km|miles|dollars|euros|years|months|pages))?)",
@@ -299,6 +360,10 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     if not value:
         return None
     head = (groups.get("head") or "").casefold()
+    if rule.attribute == "role" and head not in _ROLES:
+        return None  # "I'm a big fan", "as a result": not a role
+    if rule.attribute == "goal" and len(value.split()) < 2:
+        return None
     attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
     if not attribute or attribute in _NO_VALUE:
         return None
@@ -319,6 +384,10 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
 def _value(text: str, rule: _Rule) -> str:
     """The value phrase: articles dropped, cut at the first clause break, at most MAX_VALUE_WORDS words."""
     text = _ARTICLE.sub("", text.strip())
+    if rule.phrase_value:
+        return _clause(text)
+    if rule.attribute == "experience":
+        return " ".join(text.split())  # "12 years", "eight years": the match is the value
     if rule.numeric_value:
         value = text.strip().rstrip(".,;:!")
         return value if any(c.isdigit() for c in value) else ""
@@ -341,6 +410,15 @@ def _value(text: str, rule: _Rule) -> str:
     if rule.named_value and not (value[:1].isupper() or any(c.isdigit() for c in value)):
         return ""  # "my dog is a good boy" names no breed; "my phone is a Pixel 8" does
     return value
+
+
+_CLAUSE_END = re.compile(r"[,;:.!?()\"“”]|\s(?:because|but|so that|so|and then|which|since|although|though|while)\s")
+
+
+def _clause(text: str) -> str:
+    """A goal as the user put it ("plan a surprise party for my sister Emma"): up to the clause's end, 10 words."""
+    clause = _CLAUSE_END.split(text, maxsplit=1)[0]
+    return " ".join(clause.split()[:10]).strip()
 
 
 def _raw(segment: SegmentInput, message: SegmentMessage, sentence: str, fact: dict[str, str]) -> dict[str, Any]:

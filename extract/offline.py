@@ -4,53 +4,57 @@ It is what runs when no LLM endpoint is configured, so that the pipeline works e
 is a heuristic, announced as such (name "offline", and every description says so), never passed off as LLM
 output. For each segment:
 
-1. candidates come from the user's own messages (what the memory is about): named things (runs of
-   capitalised words, acronyms, "iPhone 14") and keyphrases (RAKE-style runs of up to 4 content words
-   between stopwords and punctuation);
-2. each candidate is scored by how often it occurs in the whole segment, with a bonus for several words,
-   for a name and for a cue (below); single common words need two mentions;
-3. the best `max_concepts` are typed by a cue in the user's sentence around the first mention
-   (tension, goal, project, behavioral_pattern, event, belief; otherwise entity);
-4. evidence spans are the sentences (up to 240 characters) around up to three mentions, copied verbatim;
-5. the result goes through the same semantic mapper as LLM output (`map_raw_hypotheses`);
-6. facts the user states about themselves (extract/facts.py) go through the fact mapper (extract/fact_mapper.py).
+1. every message is read through its prose view (extract/clean.py): code blocks, inline code, tracebacks,
+   markup, tables of numbers, paths and URLs are blanked, so no concept comes from them;
+2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
+   phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
+   a message in another language gives names only;
+3. each candidate is ranked by how specific it is against background word frequencies of its language
+   (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do), by how often and in how
+   many messages it occurs (the user's own mentions count most), and by whether the conversation's title
+   names it; single common words and phrases of generic words never qualify;
+4. the best `max_concepts` are typed by a cue in the user's sentence around the first mention (tension,
+   goal, project, behavioral_pattern, event, belief; otherwise entity) and titled by their most frequent
+   cased form ("AWS Glue" over "aws glue");
+5. evidence spans are the sentences (up to 240 characters) around the mentions, copied verbatim; the best
+   ranked concepts cite more of them, so evidence counts carry the ranking into the concept store;
+6. the result goes through the same semantic mapper as LLM output (`map_raw_hypotheses`), and facts the user
+   states about themselves (extract/facts.py) through the fact mapper (extract/fact_mapper.py).
 
+Linear in the size of a message: sentence bounds are found once per message, never once per mention.
 Deterministic: the same segment gives the same hypotheses, byte for byte.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from contracts.concepts import SCHEMA_VERSION
+from extract import lexicon
+from extract.clean import prose, unicode_view
 from extract.fact_mapper import map_raw_facts
 from extract.facts import FACT_RULES_VERSION, propose_facts
 from extract.mapper import map_raw_hypotheses
-from extract.text import TERMINAL_ESCAPES, is_stopword, slug, word_spans, words
+from extract.phrases import GENERIC, Phrase, Token, key_of, phrases, singular, tokens
+from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 1  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 2  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
-MAX_PHRASE_WORDS = 4
+# How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
+# no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
+READ_USER_CHARS = 20_000
+READ_REPLY_CHARS = 800
+REPLY_PHRASE_CHARS = 700  # noun phrases are proposed from a reply's opening only; names from all that is read
+_STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
+_TITLE_WORD = re.compile(r"[^\W_][\w'’+#.&-]*", re.UNICODE)
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)", re.MULTILINE)
-_BREAK = re.compile(r"[,;:()\[\]{}\"“”|/]|\s[-–—]\s")
-# Nouns that are everywhere in chat and name nothing in particular on their own ("any ideas?", "a question").
-_GENERIC_TEXT = (
-    "idea time day week month year question recommendation goal task thing way option step tip place people"
-    " person list lot bit kind sort part area level amount number add answer advice detail example point"
-    " reason result start end side case fact topic issue problem help information resource suggestion"
-)
-_GENERIC = frozenset(_GENERIC_TEXT.split())
-_CALENDAR_TEXT = (
-    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july"
-    " august september october november december today tomorrow yesterday"
-)
-_CALENDAR = frozenset(_CALENDAR_TEXT.split())
 # Checked in this order: the first cue found in the sentence types the concept.
 CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))
@@ -81,14 +85,6 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
-@dataclass
-class _Candidate:
-    key: tuple[str, ...]
-    surface: str  # first occurrence, as written
-    named: bool
-    forms: list[str] = field(default_factory=list)
-
-
 class OfflineExtractor:
     """Implements extract.types.Extractor with the rules above (no model, no network, no randomness)."""
 
@@ -116,127 +112,231 @@ class OfflineExtractor:
         return ExtractionOutput(hypotheses=hypotheses, facts=facts)
 
 
+@dataclass
+class _Message:
+    """One message as the extractor reads it: its prose view, words, sentence bounds and language."""
+
+    message: SegmentMessage
+    view: str  # prose view (NFC, escapes and code blanked)
+    offsets: list[int] | None  # view offset -> message offset, when the view is not the text itself
+    language: str
+    stops: list[int] = field(default_factory=list)  # sentence ends in the message text, sorted
+    words: list[Token] = field(default_factory=list)  # tokens of the view
+
+    def original(self, start: int, end: int) -> tuple[int, int]:
+        if self.offsets is None:
+            return start, end
+        return self.offsets[start], self.offsets[end - 1] + 1 if end > start else self.offsets[end]
+
+    def span(self, start: int, end: int) -> str:
+        """The sentence around text[start:end], cut to MAX_SPAN_CHARS around the mention; a substring."""
+        text = self.message.text
+        i = bisect.bisect_left(self.stops, start)
+        left = self.stops[i - 1] + 1 if i > 0 else 0
+        j = bisect.bisect_left(self.stops, end)
+        right = self.stops[j] + 1 if j < len(self.stops) else len(text)
+        if right - left > MAX_SPAN_CHARS:
+            half = (MAX_SPAN_CHARS - (end - start)) // 2
+            left, right = max(left, start - half), min(right, end + max(half, 0))
+        return text[left:right].strip()
+
+
+def _read(message: SegmentMessage) -> _Message:
+    limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
+    view, offsets = unicode_view(message.text[:limit])
+    view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view))
+    stops = [m.start() for m in _STOPS.finditer(message.text)]
+    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view))
+
+
+def _blank_escape(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+@dataclass
+class _Candidate:
+    key: tuple[str, ...]
+    named: bool = False
+    language: str = "en"
+    forms: Counter[str] = field(default_factory=Counter)
+    cased_mid: int = 0  # mentions capitalised inside a sentence ("we run Spark on YARN")
+    lower_mid: int = 0  # mentions in lower case ("a spark of hope")
+    mentions: list[tuple[_Message, int, int]] = field(default_factory=list)  # message, view start, view end
+
+    def user_mentions(self) -> int:
+        return sum(m.message.role == "user" for m, _, _ in self.mentions)
+
+    def title(self) -> str:
+        """The most frequent cased form ("AWS Glue" over "aws glue"); an all-lower form gets a capital."""
+        cased = Counter({f: n for f, n in self.forms.items() if f != f.casefold()})
+        best = max((cased or self.forms).items(), key=lambda kv: (kv[1], kv[0] != kv[0].casefold(), kv[0]))[0]
+        return best if best != best.casefold() else best[:1].upper() + best[1:]
+
+
 def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     """The raw hypotheses (plain dicts, the shape an LLM answers in) for one segment."""
-    users = [m for m in segment.messages if m.role == "user"]
-    sources = users or list(segment.messages)
-    candidates: dict[tuple[str, ...], _Candidate] = {}
-    for message in sources:
-        # Phrases are found in the text without its terminal escapes (evidence spans still quote it verbatim).
-        for sentence in _sentences(TERMINAL_ESCAPES.sub(" ", message.text)):
-            for surface, named in _phrases(sentence):
-                key = tuple(k for k, _, _ in word_spans(surface))
-                found = candidates.setdefault(key, _Candidate(key, surface, named))
-                found.named = found.named or named
-                if surface not in found.forms:
-                    found.forms.append(surface)
-    index = _mention_index(segment.messages, candidates)
+    messages = [_read(m) for m in segment.messages if m.text]
+    candidates = _candidates(messages)
+    title_words = {w.casefold() for w in _TITLE_WORD.findall(segment.title or "")}
+    base = {key: _score(candidate, title_words) for key, candidate in candidates.items()}
+    names = {key: c for key, c in candidates.items() if base[key] > 0 and len(key) > 1 and _full_name(c.title())}
+    inside = _inside_longer(names, candidates)
     scored = []
     for candidate in candidates.values():
-        mentions = index.get(candidate.key, [])
-        said = sum(m[0].role == "user" for m in mentions) if users else len(mentions)
-        single = len(candidate.key) == 1
-        if not mentions or (single and (candidate.key[0] in _GENERIC or (said < 2 and not candidate.named))):
-            continue  # one common word said once, or a word that names nothing by itself, is not a concept
-        cue = _cue(mentions, sources)
-        # The user's own mentions count fully, the assistant's (long, generic replies) a little.
-        score = said + 0.3 * min(len(mentions) - said, 5) + 0.75 * (len(candidate.key) - 1)
-        score += candidate.named + 0.5 * (cue is not None)
-        scored.append((-score, candidate.surface.casefold(), candidate, mentions, cue))
+        score = base[candidate.key]
+        if inside.get(candidate.key, 0) * 2 >= len(candidate.mentions) > 0:
+            score = 0.0  # mostly said as part of a longer term ("Müller" in "Café Müller"): that term is the concept
+        if score > 0:
+            scored.append((-score, candidate.title().casefold(), candidate))
     scored.sort(key=lambda item: (item[0], item[1]))
     chosen: list[dict[str, Any]] = []
     taken: list[set[str]] = []
-    for _, _, candidate, mentions, cue in scored:
+    for _, _, candidate in scored:
         if len(chosen) == max_concepts:
             break
         words_ = set(candidate.key)
-        if any(words_ <= chosen or chosen <= words_ for chosen in taken):
-            continue  # "road race" after "10K road race", or the reverse: one phrase covers the other
+        if any(words_ <= other or other <= words_ for other in taken):
+            continue  # "Glue" after "AWS Glue", or the reverse: one phrase covers the other
         taken.append(words_)
-        chosen.append(_hypothesis(segment, candidate, mentions, cue))
+        chosen.append(_hypothesis(segment, candidate, rank=len(chosen)))
     return chosen
 
 
-def _sentences(text: str) -> Iterator[str]:
-    for match in _SENTENCE.finditer(text):
-        sentence = match.group(0).strip()
-        if sentence:
-            yield sentence
-
-
-def _phrases(sentence: str) -> Iterator[tuple[str, bool]]:
-    """(surface, named) candidates of one sentence: capitalised runs, then stopword-delimited keyphrases."""
-    tokens = words(sentence)
-    run: list[str] = []
-    for position, token in enumerate([*tokens, ""]):
-        capital = token[:1].isupper() or (token[:1].isdigit() and bool(run))
-        if capital and not is_stopword(token) and token.casefold() not in _CALENDAR:
-            run.append(token)
-            continue
-        if run and (len(run) > 1 or position - len(run) > 0 or run[0].isupper()):
-            yield _unpossessive(" ".join(run[:MAX_PHRASE_WORDS])), True  # a lone capital opening a sentence: no name
-        run = []
-    for chunk in _BREAK.split(sentence):
-        run = []
-        for token in [*words(chunk), ""]:
-            lower = token.casefold()
-            if token and not is_stopword(token) and lower not in _CALENDAR and not lower.isdigit():
-                run.append(token)
-                continue
-            if run and len(run) <= MAX_PHRASE_WORDS and len(" ".join(run)) > 2:
-                yield _unpossessive(" ".join(run)), False
-            run = []
-
-
-Mention = tuple[SegmentMessage, int, int]  # message, start and end offsets of one mention
-
-
-def _unpossessive(phrase: str) -> str:
-    """ "Rachel's" -> "Rachel": a phrase that ends on a possessive names its owner."""
-    return phrase[:-2] if phrase.endswith(("'s", "’s")) else phrase
-
-
-def _mention_index(
-    messages: Sequence[SegmentMessage], keys: Iterable[tuple[str, ...]]
-) -> dict[tuple[str, ...], list[Mention]]:
-    """Where each candidate key occurs in the segment (one pass over each message's words)."""
-    wanted = set(keys)
-    sizes: dict[str, set[int]] = {}
-    for key in wanted:
-        sizes.setdefault(key[0], set()).add(len(key))
-    index: dict[tuple[str, ...], list[Mention]] = {}
+def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
+    """Every phrase of every message, with each of its occurrences in the segment (names and phrases found in
+    one message are looked for in all of them: "churn model" said by the user, repeated in a reply)."""
+    found: dict[tuple[str, ...], _Candidate] = {}
     for message in messages:
-        spans = word_spans(message.text)
-        words_ = [key for key, _, _ in spans]
-        for i, word in enumerate(words_):
+        phrase_chars = None if message.message.role == "user" else REPLY_PHRASE_CHARS
+        for phrase in phrases(message.view, message.language, message.words, phrase_chars):
+            candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
+            candidate.named = candidate.named or phrase.named
+            candidate.forms[_form(phrase, message)] += 1
+    _index_mentions(messages, found)
+    return found
+
+
+def _form(phrase: Phrase, message: _Message) -> str:
+    """The phrase as written, without the capital that only opens its sentence ("Spark job" -> "spark job")."""
+    surface = phrase.surface
+    first = surface.split(" ", 1)[0]
+    opens = phrase.start == 0 or _opens_sentence(message.view, phrase.start)
+    if opens and first[:1].isupper() and first[1:] == first[1:].casefold() and not phrase.named:
+        return surface[:1].casefold() + surface[1:]
+    return surface
+
+
+def _opens_sentence(view: str, start: int) -> bool:
+    before = view[max(0, start - 3) : start]
+    return not before.strip() or before.rstrip()[-1:] in ".!?:\n"
+
+
+def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Candidate]) -> None:
+    sizes: dict[str, set[int]] = {}
+    for key in found:
+        sizes.setdefault(key[0], set()).add(len(key))
+    for message in messages:
+        words_ = message.words
+        lowers = [t.lower for t in words_]
+        for i, word in enumerate(lowers):
             for size in sizes.get(word, ()):
-                if i + size > len(words_):
-                    continue
-                key = tuple(words_[i : i + size])
-                if key in wanted:
-                    index.setdefault(key, []).append((message, spans[i][1], spans[i + size - 1][2]))
-    return index
+                key = key_of(lowers[i : i + size])
+                if len(key) == size and key in found:
+                    candidate = found[key]
+                    candidate.mentions.append((message, words_[i].start, words_[i + size - 1].end))
+                    first = words_[i]
+                    if not first.sentence_start and first.capitalised:
+                        candidate.cased_mid += 1
+                    elif first.text == first.lower:
+                        candidate.lower_mid += 1
 
 
-def _span(text: str, start: int, end: int) -> str:
-    """The sentence around text[start:end], cut to MAX_SPAN_CHARS around the mention; always a substring."""
-    left = max(text.rfind(stop, 0, start) for stop in (". ", "! ", "? ", "\n"))
-    left = 0 if left < 0 else left + 1
-    rights = [i for stop in (". ", "! ", "? ", "\n") if (i := text.find(stop, end)) >= 0]
-    right = min(rights) + 1 if rights else len(text)
-    if right - left > MAX_SPAN_CHARS:
-        half = (MAX_SPAN_CHARS - (end - start)) // 2
-        left, right = max(left, start - half), min(right, end + half)
-    return text[left:right].strip()
+def _specificity(candidate: _Candidate) -> float:
+    """0 (a common word) .. 1 (a rare term), from background frequencies; several words count as specific."""
+    frequencies = [lexicon.zipf(w, candidate.language) for w in candidate.key]
+    rarest = min(frequencies)
+    if len(candidate.key) == 1:
+        value = (5.2 - rarest) / 3.0
+        if candidate.named:
+            value += 0.3
+    else:
+        value = 0.45 + (5.5 - rarest) / 6.0 + 0.1 * candidate.named
+    return max(0.0, min(1.0, value))
 
 
-def _cue(mentions: list[Mention], sources: list[SegmentMessage]) -> tuple[str, str] | None:
-    # Identity, not ==: `sources` holds the segment's own message objects, and a dataclass == per mention per
-    # candidate was ~1 % of the stage at 100k messages.
-    wanted = {id(m) for m in sources}
-    for message, start, end in mentions:
-        if id(message) in wanted:
-            cue = _sentence_cue(_span(message.text, start, end))
+def _single_word_ok(candidate: _Candidate) -> bool:
+    """One word is a concept when it is a rare term ("backpropagation", "Sqoop"), an acronym or inner-capital
+    name ("AWS", "PySpark"), or a word written with its capital inside sentences more often than without
+    ("Spark", "Glue"); a common word alone ("model", "schedule", "salaries") names nothing in particular, and
+    a word no list holds, said once, is more likely a typo than a term."""
+    word = candidate.key[0]
+    frequency = lexicon.zipf(word, candidate.language)
+    forms = list(candidate.forms)
+    if any(_acronym_or_inner(f) for f in forms):
+        # "AI", "HR", "MB": a two-letter acronym is a unit or a department more often than a subject
+        return len(word) > 2 or len(candidate.mentions) >= 3
+    if candidate.cased_mid and candidate.cased_mid >= candidate.lower_mid:
+        return frequency < 4.8 and (candidate.cased_mid >= 2 or frequency < 3.5)
+    if frequency == 0.0:
+        return len(candidate.mentions) >= 2
+    return frequency < 3.4
+
+
+def _acronym_or_inner(form: str) -> bool:
+    letters = [c for c in form if c.isalpha()]
+    caps = sum(c.isupper() for c in letters)
+    return len(letters) >= 2 and (caps == len(letters) or (caps >= 1 and not form[:1].isupper()) or caps >= 2)
+
+
+def _full_name(title: str) -> bool:
+    """ "Café Müller", "AWS Glue", "Volkswagen Transporter": every word capitalised (a name, not "Hive table")."""
+    return all(w[:1].isupper() or w[:1].isdigit() or w in ("of", "&", "de") for w in title.split())
+
+
+def _inside_longer(
+    viable: dict[tuple[str, ...], _Candidate], candidates: dict[tuple[str, ...], _Candidate]
+) -> dict[tuple[str, ...], int]:
+    """For each candidate, how many of its mentions are part of a longer viable candidate's ("Glue" inside "AWS
+    Glue", "Müller" inside "Café Müller"): those belong to the longer term."""
+    inside: dict[tuple[str, ...], int] = {}
+    for key, candidate in viable.items():
+        for size in range(1, len(key)):
+            for start in range(len(key) - size + 1):
+                part = key[start : start + size]
+                if part in candidates and part != key:
+                    inside[part] = inside.get(part, 0) + len(candidate.mentions)
+    return inside
+
+
+def _score(candidate: _Candidate, title_words: set[str]) -> float:
+    """How much this candidate is what the segment is about (0: not a concept at all)."""
+    key = candidate.key
+    if not candidate.mentions or all(w in GENERIC or singular(w) in GENERIC for w in key):
+        return 0.0
+    user = candidate.user_mentions()
+    if user == 0 and len(candidate.mentions) < 2 and len(key) == 1 and not candidate.cased_mid:
+        return 0.0  # one lower-case word said once in a reply (most candidates: decided before any lookup)
+    if len(key) == 1 and not _single_word_ok(candidate):
+        return 0.0
+    specificity = _specificity(candidate)
+    if specificity < 0.2:
+        return 0.0
+    other = len(candidate.mentions) - user
+    named_term = candidate.cased_mid > 0 and specificity >= 0.6
+    term = len(key) > 1 and specificity >= 0.75
+    if user == 0 and other < 2 and not (named_term or term):
+        return 0.0  # said once in a long reply: not what this conversation is about
+    spread = len({id(m) for m, _, _ in candidate.mentions})
+    in_title = all(w in title_words or singular(w) in title_words for w in key)
+    weight = user + 0.35 * min(other, 8) + 0.5 * (spread - 1)
+    return weight * (0.3 + specificity) + 1.0 * in_title - 0.3 * (len(key) >= 4)
+
+
+def _cue(candidate: _Candidate) -> tuple[str, str] | None:
+    for message, start, end in candidate.mentions:
+        if message.message.role == "user":
+            first, last = message.original(start, end)
+            cue = _sentence_cue(message.span(first, last))
             if cue is not None:
                 return cue
     return None
@@ -244,8 +344,7 @@ def _cue(mentions: list[Mention], sources: list[SegmentMessage]) -> tuple[str, s
 
 @lru_cache(maxsize=1 << 14)
 def _sentence_cue(sentence: str) -> tuple[str, str] | None:
-    """The first cue (in CUES order) in one sentence. Cached: the candidates of a sentence share it, and six
-    regex searches per candidate mention were a quarter of the offline extractor's time."""
+    """The first cue (in CUES order) in one sentence. Cached: the candidates of a sentence share it."""
     for kind, pattern in CUES:
         hit = pattern.search(sentence)
         if hit:
@@ -253,41 +352,47 @@ def _sentence_cue(sentence: str) -> tuple[str, str] | None:
     return None
 
 
-def _hypothesis(
-    segment: SegmentInput,
-    candidate: _Candidate,
-    mentions: list[Mention],
-    cue: tuple[str, str] | None,
-) -> dict[str, Any]:
+def _spans_for(rank: int) -> int:
+    """How many evidence spans a concept of this rank in its segment cites: the ranking, carried into the
+    concept store's evidence counts (a conversation's concepts are ordered by their evidence)."""
+    return 3 if rank < 2 else 2 if rank < 4 else 1
+
+
+def _hypothesis(segment: SegmentInput, candidate: _Candidate, rank: int) -> dict[str, Any]:
+    cue = _cue(candidate)
     kind = "entity" if cue is None or (candidate.named and cue[0] != "event") else cue[0]
-    ordered = sorted(mentions, key=lambda m: (m[0].role != "user", segment.messages.index(m[0]), m[1]))
+    order = {m.message_id: i for i, m in enumerate(segment.messages)}
+    ordered = sorted(
+        candidate.mentions, key=lambda m: (m[0].message.role != "user", order[m[0].message.message_id], m[1])
+    )
     spans: list[dict[str, Any]] = []
     for message, start, end in ordered:
-        text = _span(message.text, start, end)
-        if any(s["message_id"] == message.message_id and s["text"] == text for s in spans):
+        text = message.span(*message.original(start, end))
+        if not text or any(s["message_id"] == message.message.message_id and s["text"] == text for s in spans):
             continue
         spans.append(
             {
                 "source_id": segment.segment_id,
-                "message_id": message.message_id,
+                "message_id": message.message.message_id,
                 "text": text,
-                "confidence": 0.6 if message.role == "user" else 0.4,
+                "confidence": 0.6 if message.message.role == "user" else 0.4,
             }
         )
-        if len(spans) == 3:
+        if len(spans) == _spans_for(rank):
             break
-    title = candidate.surface[:1].upper() + candidate.surface[1:]
-    confidence = 0.3 + 0.1 * min(len(mentions) - 1, 3) + 0.15 * (cue is not None) + 0.1 * candidate.named
+    title = candidate.title()
+    mentions = len(candidate.mentions)
+    confidence = 0.3 + 0.1 * min(mentions - 1, 3) + 0.15 * (cue is not None) + 0.1 * candidate.named
     why = f'; typed {kind} by the cue "{cue[1]}"' if cue is not None and kind == cue[0] else ""
     return {
         "concept_id": slug(title),
         "title": title,
         "type": kind,
-        "description": f'Offline extractor (keyphrase rules, no model): "{candidate.surface}" is mentioned'
-        f" {len(mentions)} time(s) in this segment{why}.",
+        "description": f'Offline extractor (phrase rules, no model): "{title}" is mentioned {mentions} time(s) in'
+        f" the segment that first named it{why}.",
         "state": "active",
         "confidence": round(min(confidence, 0.85), 2),
-        "aliases": [f for f in candidate.forms if f.casefold() != candidate.surface.casefold()],
+        "aliases": sorted(f for f in candidate.forms if f.casefold() != title.casefold())[:5],
         "evidence_spans": spans,
         "relations": [],
         "revision_count": 0,

@@ -94,9 +94,15 @@ class App:
         return lines
 
     def engine(self, settings: Settings, name: str = "pipeline") -> ModuleType:
-        """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first."""
-        from flows.prefect_env import configure_prefect
+        """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first.
 
+        A damaged archive.db or staging.db (0 bytes, not SQLite, truncated) is refused before anything is
+        written: no staging.db, no Prefect state, no run row whose resume hint would fail the same way."""
+        from flows.prefect_env import configure_prefect
+        from staging.db import check_database
+
+        for path in (settings.archive_path, settings.staging_path):
+            check_database(path)  # no connection of ours is open here (see staging.db.refuse_empty)
         configure_prefect(settings.data_dir, verbose=self.verbose)
         return importlib.import_module(f"flows.{name}")
 
@@ -249,6 +255,8 @@ def _report(
 
     with open_readonly(settings.staging_path, settings) as staging:
         files = inspection.run_files(staging, run_id)
+        # The ledger's word: re-running one stage of an unfinished run leaves the run failed, with the stages left.
+        status, left = inspection.run_status(staging, run_id, "failed" if error else "succeeded")
         worked = inspection.latest_working_run(staging)
     partial = [row for row in files if row["status"] == "partial"]
     unchanged = [r.stage for r in results if r.status == "skipped" and any(n.startswith(UNCHANGED) for n in r.notes)]
@@ -257,7 +265,7 @@ def _report(
     if as_json:
         data: dict[str, Any] = {
             "run_id": run_id,
-            "status": "failed" if error else "succeeded",
+            "status": status,
             "nothing_new": nothing_new,
             "stages": [r.model_dump(mode="json") for r in results],
             "files": files,
@@ -265,6 +273,8 @@ def _report(
         }
         if error is not None:
             data.update(error=error.cause, failed_stage=error.stage, rerun=error.rerun_hint)
+        elif left:
+            data.update(error=left)
         emit(data)
         _refuse_partial(partial, run_id)
         return
@@ -274,7 +284,7 @@ def _report(
     if nothing_new:
         click.echo(f"nothing new: {len(results)} stage(s) unchanged{since} (run {run_id}; --force recomputes)")
         return
-    click.echo(f"run {run_id}: {'failed' if error else 'succeeded'}")
+    click.echo(f"run {run_id}: {status}" + (f" ({safe_line(left)})" if left and not error else ""))
     if unchanged:
         # each skipped stage's note names the run that did its work ("unchanged since run R (...)")
         origins = {n.split("(")[0].strip() for r in results if r.stage in unchanged for n in r.notes if UNCHANGED in n}
@@ -291,7 +301,8 @@ def _report(
             click.echo(f"    {result.counts['quarantined']} record(s) quarantined: chatmem staging failures")
     for row in files:
         if row["status"] == "skipped":
-            click.echo(f"  skipped (already ingested, same sha256): {safe_line(str(row['path']))}")
+            why = row["detail"] or "already ingested, same sha256"
+            click.echo(f"  skipped ({safe_line(str(why))}): {safe_line(str(row['path']))}")
         elif row["status"] in ("failed", "partial"):
             detail = str(row["detail"] or "")
             # Export errors already start with the file name; do not say it twice.

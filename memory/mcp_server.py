@@ -46,6 +46,7 @@ from contracts.memory import RecallRequest, RecallResult
 from contracts.settings import Settings
 from memory import queries
 from memory import timeline as timelines
+from memory.mcp_stdio import serve_stdio_screened
 from memory.service import Memory
 from staging import agent_reads
 from staging import memory as memory_store
@@ -155,11 +156,16 @@ def one_line(tool: str, exc: ValidationError) -> str:
 
 
 class ChatmemServer(MCPServer[Any]):
-    """The SDK's server, with argument errors as one line (the SDK sends pydantic's multi-line text)."""
+    """The SDK's server, with argument errors as one line (the SDK sends pydantic's multi-line text), and every
+    unreadable stdio line answered."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.request_models: dict[str, type[BaseModel]] = {}
+
+    async def run_stdio_async(self) -> None:
+        """stdio where a line the SDK cannot read still gets a JSON-RPC error reply (memory/mcp_stdio.py)."""
+        await serve_stdio_screened(self._lowlevel_server)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         model = self.request_models.get(name)

@@ -51,7 +51,6 @@ def test_first_person_statements_become_facts(sentence: str, expected: list[tupl
     "sentence",
     [
         "Should I move to Berlin?",
-        "I want to work at Google.",
         "If I lived in Rome I'd be happy.",
         "I'm thinking about moving to Lisbon.",
         "I didn't move to Berlin.",
@@ -67,6 +66,37 @@ def test_first_person_statements_become_facts(sentence: str, expected: list[tupl
 def test_questions_wishes_negations_and_vague_values_state_no_fact(sentence: str) -> None:
     """Precision over recall: questions, wishes, hypotheticals, negated verbs and unnamed values give nothing."""
     assert triples(sentence) == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("I want to work at Google.", [("user", "goal", "work at Google", "positive")]),
+        (
+            "I'm a nurse with 12 years in paediatrics.",
+            [("user", "role", "nurse", "positive"), ("user", "experience", "12 years", "positive")],
+        ),
+        (
+            "Act as a product manager with my 8 years of experience.",
+            [("user", "role", "product manager", "positive"), ("user", "experience", "8 years", "positive")],
+        ),
+        (
+            "I'm trying to plan a surprise party for my sister Emma, she turns 30.",
+            [
+                ("user", "goal", "plan a surprise party for my sister Emma", "positive"),
+                ("user's sister", "name", "Emma", "positive"),
+            ],
+        ),
+        ("I'm a big fan of jazz.", []),
+        ("As a result the job failed.", []),
+    ],
+)
+def test_roles_experience_goals_and_relatives_names_are_facts(
+    sentence: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    """What users state in plain words: a role (from a list of role nouns), years of experience, a goal (a wish is
+    a goal, never an employer), a relative's name; "a big fan" and "as a result" are no roles."""
+    assert triples(sentence) == expected
 
 
 def test_offline_extractor_returns_checked_facts_from_the_users_messages_only() -> None:

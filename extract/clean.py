@@ -1,0 +1,177 @@
+"""Prose out of chat text: code, markup, tracebacks, tables of numbers, paths and URLs masked before extraction.
+
+Every extractor reads the prose view of a message, never its raw text: a concept named "Div", "Dtype" or
+"Print" comes from an HTML snippet, a pandas traceback or a code line, and no person would file it. Masking
+replaces a character by a space (a newline stays a newline), so an offset in the prose view is the same offset
+in the message and an evidence span cut there is still a verbatim substring of it.
+
+What is masked:
+- fenced code blocks (``` or ~~~, to the closing fence or the end of the message) and inline `code`;
+- lines that read as code: a shell or REPL prompt, a keyword that opens a statement (def, import, SELECT,
+  val, #include...), a line ending in `;`, `{` or `}`, or one where symbols outnumber letters;
+- tracebacks and stack traces (`Traceback (most recent call last):`, `  File "..."`, `at pkg.Class(...)`,
+  `NameError: ...`);
+- HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
+  a markdown link (its text stays), table rule lines and table rows made of numbers;
+- URLs, e-mail addresses, file paths and file names with an extension, snake_case and dotted.call() identifiers.
+
+`unicode_view` gives the NFC form of a message without zero-width characters, with a map back to the raw
+offsets, for the rare message that needs it ("Cafe\u0301" and "Caf\u200be" both read "Café").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+
+_FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
+_INLINE_CODE = re.compile(r"`[^`\n]{1,400}`")
+_URL = re.compile(r"\b(?:https?|ftp|s3|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
+_PATH = re.compile(
+    r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]+[/\\])+[\w.-]+"  # dir/dir/file, /abs/path, C:\x\y
+    r"|\b[\w-]+\.(?:py|ipynb|js|ts|tsx|jsx|java|scala|sc|sbt|sql|csv|tsv|json|jsonl|txt|md|yml|yaml|xml|html|htm"
+    r"|css|sh|bat|ps1|jar|parquet|avro|orc|log|conf|cfg|ini|toml|gz|zip|tar|xlsx?|docx?|pdf|png|jpe?g|gif|svg"
+    r"|v|sv|vhd|vhdl|c|cpp|cc|h|hpp|go|rs|rb|php|kt|swift|r|m|pkl|db|sqlite)\b",
+    re.IGNORECASE,
+)
+_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>\n]*)?/?>|<![A-Za-z][^<>]*>|<!--.*?-->|&[a-z]+;|&#\d+;", re.DOTALL)
+_MD_LINK = re.compile(r"\]\([^)\s]*\)")
+_MD_MARK = re.compile(
+    r"(?m)^[ \t]*(?:#{1,6}[ \t]|>+[ \t]?|[-*+][ \t]|\d{1,3}[.)][ \t])|\*\*|__|~~|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)"
+)
+_IDENTIFIER = re.compile(
+    r"\b\w+(?:\.\w+)*\([^()\n]{0,80}\)"  # call(...), obj.method(...)
+    r"|\b[A-Za-z]\w*(?:\.[A-Za-z_]\w*){2,}\b"  # spark.read.csv
+    r"|\b[a-z]\w*\.[a-z_]\w*\b(?=\s*[=(\[])"  # df.col = / df.col(
+    r"|\b\w*_\w+\b"  # snake_case
+    r"|\b[A-Z]\w*(?:Error|Exception|Warning)\b"  # KeyError, NullPointerException: a class in a traceback
+    r"|\b(?:[a-z]+[A-Z]\w*)\b(?=\s*[=(.\[])"  # camelCase followed by a call or assignment
+)
+_TRACE_LINE = re.compile(
+    r"^\s*(?:Traceback \(most recent call last\)|File \"[^\"]*\", line \d+|at [\w$.<>]+\(.*\)|Caused by: |\^+\s*$"
+    r"|[\w.]*(?:Error|Exception|Warning)(?::|$)|\.\.\. \d+ more|-{3,}> |During handling of the above)"
+)
+_CODE_START = re.compile(
+    r"^\s*(?:\$ |>>> |\.\.\. |In \[\d+\]:|Out\[\d+\]:|scala> |sql> |mysql> |# ?include\b|//|/\*|\*/|--\s|@\w+"
+    r"|(?:def|class|import|from \S+ import|return|elif|else:|try:|except\b|finally:|raise|lambda|yield|async|await"
+    r"|val|var|let|const|function|public|private|protected|static|void|package|object|case class|trait"
+    r"|override|module|endmodule|always|assign|wire|reg|input|output|begin|end\b|select|insert into|update \w+ set"
+    r"|delete from|create (?:table|view|or replace|database|index)|alter table|drop table|with \w+ as \(|from \w+"
+    r"|where |group by|order by|join |spark-submit|pip |npm |sudo |cd |ls |mkdir |export \w+=|echo |git |docker )"
+    r")",
+    re.IGNORECASE,
+)
+_CODE_END = re.compile(r"[;{}]\s*$|^\s*[)\]}]+[;,]?\s*$|=\s*[\[{(]\s*$|\)\s*:\s*$")
+_NUMBER_ROW = re.compile(r"^[\s|:+-]*(?:[-+]?[\d.,%$€£:]+[\s|:+-]*){2,}$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_GLUED_SENTENCE = re.compile(r"(?<=[a-z])\.(?=[A-Z][a-z])")  # "printed.For": a sentence end with its space lost
+_ZERO_WIDTH = re.compile(r"[\u200b-\u200d\u2060\ufeff\u00ad]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _blank(match: re.Match[str]) -> str:
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def _sub(pattern: re.Pattern[str], text: str, replace: Callable[[re.Match[str]], str] = _blank) -> str:
+    return pattern.sub(replace, text)
+
+
+def prose(text: str) -> str:
+    """The message with everything that is not prose blanked out; same length, same newlines."""
+    if not text:
+        return text
+    text = _sub(_FENCE, text)
+    if "`" in text:
+        text = _sub(_INLINE_CODE, text)
+    text = _sub(_URL, text)
+    if "@" in text:
+        text = _sub(_EMAIL, text)
+    if "<" in text or "&" in text:
+        text = _sub(_TAG, text)
+    if "](" in text:
+        text = _sub(_MD_LINK, text)
+    text = _mask_lines(text)
+    text = _sub(_PATH, text)
+    text = _sub(_IDENTIFIER, text)
+    text = _GLUED_SENTENCE.sub("\n", text)
+    return _sub(_MD_MARK, text)
+
+
+def _mask_lines(text: str) -> str:
+    lines = text.split("\n")
+    in_trace = False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped:
+            in_trace = False
+            continue
+        if stripped.startswith("Traceback (most recent call last)"):
+            in_trace = True
+        if in_trace or _is_code_line(line):
+            lines[i] = " " * len(line)
+    return "\n".join(lines)
+
+
+def _is_code_line(line: str) -> bool:
+    share = _symbol_share(line)
+    if share > 0.3 and len(line.strip()) >= 8:
+        return True
+    first = line.lstrip()[:1]
+    if (first in "|:-+" or first.isdigit()) and (_TABLE_RULE.match(line) or _NUMBER_ROW.match(line)):
+        return True
+    if _TRACE_LINE.match(line):
+        return True
+    # "From my experience, ..." or "Select the best option" are prose: a code line opening with a word has few
+    # words, or symbols, or no sentence punctuation at its end.
+    prose_like = line.rstrip().endswith((".", "?", "!")) and share <= 0.12 and len(line.split()) > 3
+    if _CODE_START.match(line) and not prose_like:
+        return True
+    return share > 0.06 and _CODE_END.search(line) is not None
+
+
+_SYMBOLS = "{}()[]<>=;:+*/\\|&^%$#@!~`\"'._-"
+_DROP_SYMBOLS = str.maketrans("", "", _SYMBOLS)
+
+
+def _symbol_share(line: str) -> float:
+    stripped = line.strip()
+    if not stripped:
+        return 0.0
+    symbols = len(stripped) - len(stripped.translate(_DROP_SYMBOLS))
+    if not symbols:
+        return 0.0
+    letters = len(_LETTER.findall(stripped))
+    return symbols / (symbols + letters)
+
+
+def unicode_view(text: str) -> tuple[str, list[int] | None]:
+    """(NFC text without zero-width characters, map from its offsets to `text`'s), or (text, None) when the
+    text is already so: the common case costs one check."""
+    if unicodedata.is_normalized("NFC", text) and not _ZERO_WIDTH.search(text):
+        return text, None
+    out: list[str] = []
+    offsets: list[int] = []
+    cluster_start = 0
+    cluster = ""
+    for i, char in enumerate(text):
+        if _ZERO_WIDTH.match(char):
+            continue
+        if cluster and unicodedata.combining(char):
+            cluster += char
+            continue
+        if cluster:
+            _flush(out, offsets, cluster, cluster_start)
+        cluster, cluster_start = char, i
+    if cluster:
+        _flush(out, offsets, cluster, cluster_start)
+    offsets.append(len(text))
+    return "".join(out), offsets
+
+
+def _flush(out: list[str], offsets: list[int], cluster: str, start: int) -> None:
+    normal = unicodedata.normalize("NFC", cluster)
+    out.append(normal)
+    offsets.extend([start] * len(normal))

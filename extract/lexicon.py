@@ -1,0 +1,147 @@
+"""What the offline extractor knows about words: language, background frequency, part of speech.
+
+All of it ships inside pip packages and loads offline (pinned in pyproject.toml):
+- `wordfreq`: Zipf frequencies (log10 of uses per billion words) for English and dozens of other languages;
+  a word at Zipf 5 ("data", "table") names nothing in particular, one under 3 ("Sqoop", "Redshift") does;
+- `lemminflect`: the parts of speech an English word can take ("explain": verb only, "churn": noun or verb);
+- `py3langid`: the language of a message that does not read as English.
+
+A message is English when enough of its words are English function words (cheap, and right for chat, where
+a message in another language shares almost none of them); only the others go to the language identifier.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# The commonest English function words: a message whose words are at least 12 % these reads as English.
+_ENGLISH_FUNCTION_TEXT = (
+    "the a an and or but of to in on at for with from by is are was were be been am i you he she it we they my"
+    " your our their this that these those what which who how why when where can could would should will do"
+    " does did not no yes if then than so as there here have has had me him her them us its just also about"
+)
+ENGLISH_FUNCTION = frozenset(_ENGLISH_FUNCTION_TEXT.split())
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
+_NEEDS_SEGMENTER = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_ANY_WORD = re.compile(r"[^\W\d_]+")
+# Not zh, ja, ko: wordfreq needs a segmenter (jieba, MeCab) for those; names in them are looked up in English.
+LANGUAGES_WITH_FREQUENCIES = frozenset(
+    [
+        "ar",
+        "bg",
+        "bn",
+        "ca",
+        "cs",
+        "da",
+        "de",
+        "el",
+        "en",
+        "es",
+        "fa",
+        "fi",
+        "fil",
+        "fr",
+        "he",
+        "hi",
+        "hu",
+        "id",
+        "it",
+        "lt",
+        "lv",
+        "mk",
+        "ms",
+        "nb",
+        "nl",
+        "pl",
+        "pt",
+        "ro",
+        "ru",
+        "sh",
+        "sk",
+        "sl",
+        "sv",
+        "ta",
+        "tr",
+        "uk",
+        "ur",
+        "vi",
+    ]
+)
+
+
+def looks_english(text: str) -> bool:
+    words = _ANY_WORD.findall(text[:4000])
+    if len(words) < 4:
+        # Too short to tell: English when it is all Latin letters (a short command or a name).
+        return all(_LATIN_WORD.fullmatch(w) for w in words)
+    hits = sum(w.casefold() in ENGLISH_FUNCTION for w in words)
+    return hits / len(words) >= 0.12
+
+
+@lru_cache(maxsize=1 << 16)
+def language_of(text: str) -> str:
+    """ISO 639-1 code of a message's language ("en" fast when it reads as English)."""
+    if looks_english(text):
+        return "en"
+    import py3langid
+
+    code, _ = py3langid.classify(text[:2000])
+    return str(code)
+
+
+@lru_cache(maxsize=1 << 18)
+def zipf(word: str, language: str = "en") -> float:
+    """Background frequency of a word on the Zipf scale (0 for a word the lists do not hold)."""
+    from wordfreq import zipf_frequency
+
+    if language not in LANGUAGES_WITH_FREQUENCIES:
+        language = "en"
+    if _NEEDS_SEGMENTER.search(word):
+        return 0.0  # Chinese, Japanese or Korean script: wordfreq would need jieba or MeCab
+    return float(zipf_frequency(word, language, wordlist="best", minimum=0.0))
+
+
+@lru_cache(maxsize=1 << 18)
+def parts_of_speech(word: str) -> frozenset[str]:
+    """The parts of speech an English word can take (NOUN, VERB, ADJ, ADV, PROPN...); empty when unknown."""
+    from lemminflect import getAllLemmas, getAllLemmasOOV
+
+    lower = word.casefold()
+    found = getAllLemmas(lower)
+    if not found and lower.isalpha():
+        return frozenset()
+    return frozenset(found) if found else frozenset(getAllLemmasOOV(lower, upos="NOUN") and {"NOUN"})
+
+
+@lru_cache(maxsize=1 << 18)
+def can_be_noun(word: str) -> bool:
+    tags = parts_of_speech(word)
+    return not tags or "NOUN" in tags or "PROPN" in tags
+
+
+@lru_cache(maxsize=1 << 18)
+def only_verb_or_adverb(word: str) -> bool:
+    """ "explain", "quickly": words that never head or open a noun phrase."""
+    tags = parts_of_speech(word)
+    return bool(tags) and not (tags & {"NOUN", "PROPN", "ADJ"})
+
+
+@lru_cache(maxsize=1 << 18)
+def is_adjective_only(word: str) -> bool:
+    tags = parts_of_speech(word)
+    return bool(tags) and tags <= {"ADJ", "ADV"}
+
+
+def frequent_words(language: str, count: int = 400) -> frozenset[str]:
+    """The `count` most frequent words of a language: its stop words, for the languages wordfreq covers."""
+    return _frequent(language, count)
+
+
+@lru_cache(maxsize=64)
+def _frequent(language: str, count: int) -> frozenset[str]:
+    if language not in LANGUAGES_WITH_FREQUENCIES:
+        return frozenset()
+    from wordfreq import top_n_list
+
+    return frozenset(top_n_list(language, count))

@@ -1,0 +1,323 @@
+"""Candidate concepts in one message's prose: named things and noun phrases, with where each one occurs.
+
+Input is the prose view of a message (extract/clean.py: code, markup, paths and URLs already blanked), so a
+candidate can only come from words a person wrote as prose. Two kinds of candidate, both kept whole (up to
+four words, "role-based access control", "AWS Glue job"):
+
+- a **name**: a run of capitalised, all-caps or inner-capital words that does not open the sentence
+  ("Power BI", "AWS Glue", "PySpark", "EC2"), with "of", "&", "de" allowed inside ("Bank of America");
+  a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language;
+- a **noun phrase** (English only): a run of content words between function words and punctuation, with
+  leading verbs and adverbs dropped, cut where a verb-only word stands inside, and ending on a word that can
+  be a noun ("customer churn model", "window functions").
+
+For a message in another language only names are proposed: without a part-of-speech lexicon for it, a run of
+words is as likely junk as a term, and fewer concepts beat wrong ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from extract import lexicon
+from extract.text import is_stopword
+
+MAX_WORDS = 4
+_TOKEN = re.compile(r"[^\W_](?:[\w'’+#.&-]*[^\W_+#.&'’-]|[+#]+)?", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?。！？]\s|\n|\s{3,}")
+_BREAK_GAP = re.compile(r"^[ \t]?$|^ ?[-–] ?$")  # only a space (or a hyphen) between two words of one phrase
+_BREAK_WORDS = frozenset(["vs", "versus", "etc", "e.g", "i.e", "eg", "ie", "via", "aka"])
+_CONNECTORS = frozenset(["of", "&", "de", "du", "la", "von", "van", "der", "for"])
+# A name made only of these is no name: sentence openers, pronouns, greetings, calendar words.
+_NOT_NAMES_TEXT = (
+    "i i'm i've i'd i'll im ok okay hi hello hey thanks thank yes no please sure great also however here there"
+    " this that these those the a an it its my your our their what which who how why when where can could would"
+    " should will do does did is are was were be let so if then now today tomorrow yesterday monday tuesday"
+    " wednesday thursday friday saturday sunday january february march april may june july august september"
+    " october november december note step example answer question option first second third finally next"
+    " lastly additionally overall conclusion summary user assistant chatgpt"
+)
+NOT_NAMES = frozenset(_NOT_NAMES_TEXT.split())
+# Nouns that are everywhere in chat and in software talk and name nothing by themselves. A phrase made only of
+# these ("sample data", "output value") is no concept either; inside a longer term they are fine ("data
+# pipeline", "window function").
+_GENERIC_TEXT = (
+    "idea time day week month year question recommendation goal task thing way option step tip place people"
+    " person list lot bit kind sort part area level amount number add answer advice detail example point reason"
+    " result start end side case fact topic issue problem help information resource suggestion data code table"
+    " input output function variable value name string str int float char text word words sentence file files"
+    " line lines row rows column columns col cols field fields record records key keys item items element"
+    " elements object objects class classes method methods parameter parameters argument arguments type types"
+    " error errors exception message messages print output outputs return query queries command commands script"
+    " program programs project projects task tasks test tests process system systems tool tools library"
+    " libraries package packages module modules feature features version versions format formats syntax"
+    " statement statements loop loops array arrays dict list lists tuple index id ids date dates analysis"
+    " approach approaches solution solutions explanation description summary overview content contents section"
+    " sections details info response responses reply prompt chat conversation user users assistant source target"
+    " sample samples usage usages stuff something anything everything nothing someone anyone everyone today"
+    " yesterday tomorrow right left top bottom use uses purpose benefit benefits advantage advantages"
+    " disadvantage disadvantages difference differences comparison similarity similarities concept concepts term"
+    " terms meaning definition context scenario scenarios situation requirement requirements operation operations"
+    " task job jobs work works thing things note notes hello hi thanks sure okay set sets group groups size"
+    " sizes count counts total sum average mean min max order step steps stage stages case cases instance"
+    " instances unit units entry entries content structure structures level levels kind kinds form forms"
+    " practice practices aspect aspects factor factors component components element way ways means result"
+    " results change changes update updates option options choice choices goal goals plan plans need needs"
+    " question questions answer answers help support issue issues problem problems error bug bugs fix fixes"
+    " default defaults logic condition conditions rule rules mode modes state states status"
+)
+GENERIC = frozenset(_GENERIC_TEXT.split())
+_COMMON_OPENERS_TEXT = (
+    "good new different simple best same following above below specific main certain other various whole full"
+    " basic important common general overall entire particular several many few more most some any each every"
+    " own real proper correct wrong right possible available single multiple additional extra further given"
+    " current previous last next final initial original typical normal actual exact potential relevant"
+    " necessary useful efficient large small big high low great long short easy hard complex similar separate"
+    " total one two three four five six seven eight nine ten dozen"
+)
+_COMMON_OPENERS = frozenset(_COMMON_OPENERS_TEXT.split())
+# Heads that only say what kind of text a thing was discussed in: "Spark code" is Spark, "pandas library" pandas.
+_META_HEADS_TEXT = (
+    "code codes snippet snippets library libraries script scripts example examples program programs syntax"
+    " solution solutions approach approaches explanation explanations method methods details version versions"
+    " question questions answer answers implementation implementations tutorial tutorials"
+)
+_META_HEADS = frozenset(_META_HEADS_TEXT.split())
+
+
+class Token:
+    """One word of a prose view: its text, offsets, lower-case form and shape, computed once."""
+
+    __slots__ = ("all_caps", "capitalised", "end", "inner_capital", "lower", "sentence_start", "start", "stop", "text")
+
+    def __init__(self, text: str, start: int, end: int, sentence_start: bool) -> None:
+        self.text, self.start, self.end, self.sentence_start = text, start, end, sentence_start
+        self.lower = text.casefold()
+        upper = text != self.lower
+        self.capitalised = upper and text[:1].isupper()
+        self.all_caps = upper and len(text) >= 2 and text.isupper() and sum(c.isalpha() for c in text) >= 2
+        rest = text[1:]
+        self.inner_capital = upper and not self.all_caps and rest != rest.casefold() and rest != rest.upper()
+        self.stop = _is_stop(self.lower) or self.lower in _BREAK_WORDS
+
+
+@lru_cache(maxsize=1 << 16)
+def _is_stop(lower: str) -> bool:
+    return is_stopword(lower) or lower in lexicon.ENGLISH_FUNCTION
+
+
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    surface: str  # as written
+    key: tuple[str, ...]  # lower-case words
+    start: int
+    end: int
+    named: bool
+
+
+@lru_cache(maxsize=1 << 16)
+def singular(word: str) -> str:
+    """ "partitions" -> "partition": the plural folded so that both forms are one candidate."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "'s")):
+        return word[:-3] + "y" if word.endswith("ies") and len(word) > 4 else word[:-1]
+    return word
+
+
+def key_of(words: Sequence[str]) -> tuple[str, ...]:
+    """A candidate's key: its lower-case words, the last one singular ("window functions" = "window function")."""
+    return (*words[:-1], singular(words[-1])) if words else ()
+
+
+def tokens(prose: str) -> list[Token]:
+    """Words of a prose view, each with its offsets and whether it opens a sentence ("Emma's" reads "Emma")."""
+    found: list[Token] = []
+    previous_end = 0
+    for match in _TOKEN.finditer(prose):
+        start, end = match.span()
+        word = match.group(0)
+        if word.endswith(("'s", "’s")) and len(word) > 2:
+            word, end = word[:-2], end - 2
+        gap = prose[previous_end:start]
+        opens = not found or (gap != " " and (bool(_SENTENCE_END.search(gap)) or gap.strip() in (":", "-", "*", "•")))
+        found.append(Token(word, start, end, opens))
+        previous_end = end
+    return found
+
+
+def phrases(
+    prose: str, language: str, words: list[Token] | None = None, phrase_chars: int | None = None
+) -> Iterator[Phrase]:
+    """Every candidate phrase of one message's prose view (names first, then noun phrases); `words` are its
+    tokens when the caller has them already; noun phrases only from the first `phrase_chars` characters."""
+    words = tokens(prose) if words is None else words
+    if not words:
+        return
+    yield from _names(prose, words, language)
+    if language == "en":
+        if phrase_chars is not None and words[-1].start >= phrase_chars:
+            words = [t for t in words if t.start < phrase_chars]
+        yield from _noun_phrases(prose, words)
+
+
+def _joined(prose: str, left: Token, right: Token) -> bool:
+    return _BREAK_GAP.match(prose[left.end : right.start]) is not None
+
+
+def _is_name_word(token: Token, language: str) -> bool:
+    if not token.capitalised and not token.inner_capital:
+        return False
+    if token.lower in NOT_NAMES or token.text.isdigit() or len(token.text) < 2 or token.stop:
+        return False
+    if token.all_caps or token.inner_capital:
+        return len(token.text) >= 2 and not token.lower.isdigit()
+    if not token.capitalised:
+        return False
+    if not token.sentence_start:
+        return True
+    # A capital that opens a sentence says nothing; a word this rare is a name all the same ("Kafka is ...").
+    return lexicon.zipf(token.lower, language) < 2.5 and lexicon.zipf(token.lower, "en") < 2.5
+
+
+def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
+    run: list[Token] = []
+    for i, token in enumerate([*words, None]):
+        wanted = token is not None and (
+            _is_name_word(token, language) or bool(run and _continues_name(token, run, words, i, prose, language))
+        )
+        if wanted and token is not None and (not run or _joined(prose, run[-1], token)):
+            run.append(token)
+            continue
+        yield from _emit_name(prose, run, language)
+        run = [token] if token is not None and _is_name_word(token, language) else []
+
+
+def _continues_name(token: Token, run: list[Token], words: list[Token], i: int, prose: str, language: str) -> bool:
+    """A connector ("of", "&") inside a name, or a number after one ("Python 3", "iPhone 14")."""
+    if token.text[:1].isdigit() and len(token.text) <= 4:
+        return True
+    if token.lower in _CONNECTORS and i + 1 < len(words):
+        after = words[i + 1]
+        return _is_name_word(after, language) and not after.sentence_start and _joined(prose, token, after)
+    return False
+
+
+def _emit_name(prose: str, run: list[Token], language: str) -> Iterator[Phrase]:
+    while run and (run[-1].lower in _CONNECTORS):
+        run = run[:-1]
+    if not run:
+        return
+    if len(run) > MAX_WORDS:
+        run = run[:MAX_WORDS]
+    if len(run) == 1 and len(run[0].text) < 2:
+        return
+    if len(run) == 1 and (not _specific_name(run[0], language) or not plausible_word(run[0].text)):
+        return
+    yield Phrase(prose[run[0].start : run[-1].end], key_of([t.lower for t in run]), run[0].start, run[-1].end, True)
+
+
+def _common_adjective(token: Token) -> bool:
+    """ "larger", "detailed", "structured": an adjective this common says which one, not what it is."""
+    if token.all_caps or token.inner_capital or "-" in token.text:
+        return False
+    return _common_adjective_word(token.lower)
+
+
+@lru_cache(maxsize=1 << 16)
+def _common_adjective_word(lower: str) -> bool:
+    tags = lexicon.parts_of_speech(lower)
+    return bool(tags) and "NOUN" not in tags and "ADJ" in tags and lexicon.zipf(lower) >= 3.5
+
+
+@lru_cache(maxsize=1 << 16)
+def _imperative(lower: str) -> bool:
+    """A common word that can be a verb ("load", "track", "produce"): at a sentence's start, a command."""
+    return "VERB" in lexicon.parts_of_speech(lower) and lexicon.zipf(lower) >= 4.0
+
+
+def plausible_word(text: str) -> bool:
+    """Not a number, a hash or a cell reference: more letters than digits, and no long run of hex."""
+    if text.isalpha():
+        return len(text) >= 2
+    letters = sum(c.isalpha() for c in text)
+    digits = sum(c.isdigit() for c in text)
+    if letters < 2 or digits > letters:
+        return False
+    return not (len(text) >= 8 and digits and all(c in "0123456789abcdefABCDEF" for c in text))
+
+
+def _specific_name(token: Token, language: str) -> bool:
+    """A single capitalised word is a name when it is an acronym or has inner capitals ("AWS", "PySpark"), or
+    when it is not a common word of the language capitalised for emphasis or in a heading ("Ready", "Presets",
+    "FINAL"); a common word that is a name ("Spark", "Glue") is kept by its capital in the middle of sentences,
+    which the scoring counts."""
+    letters = sum(c.isalpha() for c in token.text)
+    if token.all_caps:
+        return letters >= 2 and lexicon.zipf(token.lower, language) < 4.0
+    return token.inner_capital or lexicon.zipf(token.lower, language) < 4.5
+
+
+def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
+    run: list[Token] = []
+    for token in [*words, None]:
+        if (
+            token is not None
+            and not token.stop
+            and not token.lower.replace(".", "").replace(",", "").isdigit()
+            and (not run or (_joined(prose, run[-1], token) and not token.sentence_start))
+        ):
+            run.append(token)
+            continue
+        yield from _split_run(prose, run)
+        run = [token] if token is not None and not token.stop and not token.lower.isdigit() else []
+
+
+def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
+    """A run of content words -> its noun phrases: cut at verbs and adverbs, trimmed to a noun head."""
+    if not run:
+        return
+    piece: list[Token] = []
+    for token in [*run, None]:
+        keep = token is not None and (
+            not lexicon.only_verb_or_adverb(token.lower)
+            or token.all_caps
+            or token.inner_capital
+            or (token.capitalised and not token.sentence_start)
+        )
+        if keep and token is not None:
+            piece.append(token)
+            continue
+        phrase = _trim(piece)
+        if phrase:
+            yield Phrase(
+                prose[phrase[0].start : phrase[-1].end],
+                key_of([t.lower for t in phrase]),
+                phrase[0].start,
+                phrase[-1].end,
+                any(t.all_caps or t.inner_capital or (t.capitalised and not t.sentence_start) for t in phrase),
+            )
+        piece = []
+
+
+def _trim(piece: list[Token]) -> list[Token]:
+    if len(piece) > 1 and piece[0].sentence_start and _imperative(piece[0].lower):
+        piece = piece[1:]  # "Load data", "Monitor progress": a command that opens a sentence, then its object
+    while piece and (
+        piece[0].lower in _COMMON_OPENERS
+        or piece[0].lower in NOT_NAMES
+        or (len(piece) > 1 and _common_adjective(piece[0]))
+    ):
+        piece = piece[1:]
+    while len(piece) > 1 and piece[-1].lower in _META_HEADS:
+        piece = piece[:-1]
+    while piece and not (lexicon.can_be_noun(piece[-1].lower) or piece[-1].all_caps or piece[-1].inner_capital):
+        piece = piece[:-1]
+    if len(piece) > MAX_WORDS:
+        piece = piece[-MAX_WORDS:]  # English noun phrases end on their head
+    if not piece or all(singular(t.lower) in GENERIC or t.lower in GENERIC for t in piece):
+        return []
+    if not any(plausible_word(t.text) for t in piece):
+        return []
+    return piece

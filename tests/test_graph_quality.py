@@ -1,0 +1,79 @@
+"""The graph-quality measures (staging/graph_quality.py): issue 20's matching rule and scores, exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from staging.graph_quality import Concept, Labels, fact_found, names_match, normalise, score_conversation
+
+LABELS = Path(__file__).parents[1] / "benchmarks" / "labels" / "dev_labels.json"
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "same"),
+    [
+        ("Window functions", "window_function", True),  # case, `_`, plural s
+        ("AWS Glue job", "AWS Glue", True),  # contained, the smaller has two words
+        ("RDD", "RDD caching", True),  # contained, the smaller is an acronym
+        ("Spark", "Spark job", False),  # contained, but one ordinary word
+        ("customer churn model", "churn model training", True),  # two shared words, Jaccard 2/4
+        ("customer churn model", "customer data model quality", False),  # two shared words, Jaccard 2/5
+        ("role-based access control", "Role based access control", True),
+    ],
+)
+def test_names_match_by_the_issues_rule(left: str, right: str, same: bool) -> None:
+    """Equal normalised names, containment (2+ words or an acronym), or 2+ shared words with Jaccard >= 0.5."""
+    assert names_match(left, right) is same
+
+
+def test_precision_at_5_by_evidence_and_recall_over_all_concepts() -> None:
+    """Top 5 by evidence count decide precision; any concept counts for recall; a generic word never matches."""
+    labels = Labels(
+        {
+            "c": {
+                "concepts": [
+                    {"name": "Apache Spark", "aliases": ["Spark"]},
+                    {"name": "broadcast join"},
+                    {"name": "data"},
+                ]
+            }
+        },
+        frozenset([normalise("data")]),
+    )
+    concepts = [
+        Concept("Spark", [], 9),
+        Concept("Data", [], 8),  # generic: never a match, even when labelled
+        Concept("Sort merge", [], 7),
+        Concept("Executors", [], 6),
+        Concept("Shuffle", [], 5),
+        Concept("Broadcast joins", [], 1),  # outside the top 5: counts for recall only
+    ]
+    score = score_conversation("c", concepts, labels)
+    assert score.top == ["Spark", "Data", "Sort merge", "Executors", "Shuffle"]
+    assert score.precision == pytest.approx(1 / 5)
+    assert score.recall == pytest.approx(2 / 3)
+    assert score.missed == ["data"]
+
+
+def test_a_fact_is_found_by_its_value_or_inside_the_quote() -> None:
+    """Same value words (Jaccard >= 0.5), or our value quoted and sharing a word with the labelled value."""
+    labelled = {
+        "attribute": "goal",
+        "value": "plan surprise birthday party for Emma",
+        "quote": "I'm trying to plan a surprise party for my sister Emma's birthday",
+    }
+    assert fact_found(labelled, [("goal", "plan a surprise party for my sister Emma")])
+    assert not fact_found(labelled, [("lives in", "Berlin")])
+
+
+def test_the_dev_labels_are_well_formed() -> None:
+    """Every labelled conversation has a topic group and named concepts; generic_never holds lower-case words."""
+    raw = json.loads(LABELS.read_text(encoding="utf-8"))
+    assert len(raw["conversations"]) >= 50
+    for item in raw["conversations"].values():
+        assert item["topic_group"] and item["concepts"]
+        assert all(c["name"] and isinstance(c.get("aliases", []), list) for c in item["concepts"])
+    assert all(w == w.lower() for w in raw["generic_never"])

@@ -1,0 +1,152 @@
+"""The offline extractor reads prose only, keeps terms whole and cased, and knows common words from terms."""
+
+from __future__ import annotations
+
+from concept_support import segment_input
+
+from extract.clean import prose, unicode_view
+from extract.lexicon import language_of
+from extract.offline import OfflineExtractor
+from extract.types import SegmentInput
+
+
+def titles(segment: SegmentInput, max_concepts: int = 8) -> list[str]:
+    return [h.title for h in OfflineExtractor(max_concepts).extract(segment).hypotheses]
+
+
+CODE_HEAVY = segment_input(
+    "seg-code",
+    [
+        (
+            "user",
+            "My AWS Glue job fails on the customer churn model table:\n"
+            "Traceback (most recent call last):\n"
+            '  File "etl.py", line 12, in <module>\n'
+            "    df['col'].astype(str)\n"
+            "KeyError: 'col'\n\n"
+            "See /home/me/jobs/etl.py and https://example.org/docs/glue for the setup.",
+        ),
+        (
+            "assistant",
+            "In AWS Glue, a KeyError like this means the customer churn model table has no such column. "
+            "Check the schema with `df.dtypes` first:\n"
+            "```python\nimport pandas as pd\nprint(df.dtypes)\nfor col in df.columns:\n    print(col)\n```\n"
+            '<div class="note"><span>Print</span></div>\n'
+            "| year | rows |\n|---|---|\n| 2021 | 100 |\n| 2022 | 200 |\n",
+        ),
+        ("user", "Thanks. Is AWS Glue the right tool for the customer churn model, or should I use Spark alone?"),
+    ],
+)
+
+
+def test_code_markup_tracebacks_paths_and_urls_never_become_concepts() -> None:
+    """Only prose is read: nothing from the traceback, the code block, inline code, HTML, the table or a path."""
+    found = {t.casefold() for t in titles(CODE_HEAVY)}
+    assert "aws glue" in found and "customer churn model" in found
+    junk = {"div", "span", "print", "col", "dtype", "dtypes", "str", "keyerror", "etl.py", "import", "pandas as pd"}
+    assert not found & junk
+    assert not any("/" in t or "http" in t for t in found)
+
+
+def test_prose_view_keeps_offsets_so_evidence_stays_verbatim() -> None:
+    """Masking keeps every offset (same length, same newlines), and every span is a substring of its message."""
+    text = CODE_HEAVY.messages[1].text
+    view = prose(text)
+    assert len(view) == len(text) and view.count("\n") == text.count("\n")
+    texts = {m.message_id: m.text for m in CODE_HEAVY.messages}
+    for hypothesis in OfflineExtractor().extract(CODE_HEAVY).hypotheses:
+        assert all(span.text in texts[span.message_id] for span in hypothesis.evidence_spans)
+
+
+def test_a_term_is_titled_by_its_usual_casing_and_kept_whole() -> None:
+    """The user types "aws glue" and "power bi", the reply writes "AWS Glue" and "Power BI": the titles keep
+    the reply's case, and multi-word terms stay whole."""
+    segment = segment_input(
+        "seg-case",
+        [
+            ("user", "how do i load aws glue output into power bi? my role-based access control rules block it"),
+            (
+                "assistant",
+                "AWS Glue writes to S3; Power BI reads it through Athena. Role-based access control in "
+                "Power BI is set per workspace, and AWS Glue needs its own IAM role.",
+            ),
+            ("user", "ok so aws glue and power bi both need the role-based access control change"),
+        ],
+    )
+    found = titles(segment)
+    assert "AWS Glue" in found and "Power BI" in found
+    assert any(t.casefold() == "role-based access control" for t in found)
+    assert not any(t in ("Aws glue", "Power bi") for t in found)
+
+
+def test_common_words_alone_are_never_concepts() -> None:
+    """ "data", "table", "code", "value" said many times name nothing; a rare term said twice does."""
+    segment = segment_input(
+        "seg-common",
+        [
+            ("user", "I have data in a table and the code returns a value. The data and the table look fine."),
+            ("assistant", "If the table holds the data, the value comes from the code. Try Sqoop for the import."),
+            ("user", "So Sqoop moves the data from the table? The code and the value are the same."),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment)}
+    assert "sqoop" in found
+    assert not found & {"data", "table", "code", "value", "import"}
+
+
+def test_a_message_in_another_language_gives_names_only() -> None:
+    """Spanish text yields the names in it (Shopify) and no run of ordinary Spanish words."""
+    segment = segment_input(
+        "seg-es",
+        [
+            (
+                "user",
+                "Necesito traducir el contrato de diseño web para la tienda en Shopify. El contrato de diseño "
+                "web incluye el calendario de pagos y la propiedad intelectual del proveedor.",
+            ),
+            ("assistant", "Claro. El contrato de diseño web con Shopify establece el calendario de pagos."),
+        ],
+    )
+    assert language_of(segment.messages[0].text) == "es"
+    found = titles(segment)
+    assert "Shopify" in found
+    assert all(t == "Shopify" or (t[:1].isupper() and t.split()[0] not in ("Contrato", "Calendario")) for t in found)
+    assert not any(t.casefold() in ("contrato de diseño web", "calendario de pagos", "diseño web") for t in found)
+
+
+def test_decomposed_and_zero_width_text_gives_whole_names() -> None:
+    """NFD accents and zero-width characters read as the composed word ("Café Müller", not "Caf" or "Mu ller");
+    the evidence still quotes the raw message."""
+    raw = (
+        "We met at Cafe\u0301 Mu\u0308ller in Berlin. Cafe\u0301 Mu\u0308ller has the best cake, and"
+        " Caf\u200be Mu\u0308ller too."
+    )
+    view, offsets = unicode_view(raw)
+    assert "Café Müller" in view and offsets is not None and len(offsets) == len(view) + 1
+    segment = segment_input("seg-nfd", [("user", raw), ("user", "Café Müller again next week with Anna.")])
+    output = OfflineExtractor().extract(segment)
+    found = [h.title for h in output.hypotheses]
+    assert "Café Müller" in found
+    assert not any(t in ("Caf", "Mu ller", "Cafe Mu ller") for t in found)
+    for hypothesis in output.hypotheses:
+        for span in hypothesis.evidence_spans:
+            assert span.text in {m.message_id: m.text for m in segment.messages}[span.message_id]
+
+
+def test_a_very_long_message_is_read_in_one_pass() -> None:
+    """A 1 MB message with thousands of mentions finishes (sentence bounds are found once per message, not once
+    per mention: the old extractor took minutes on 500 KB); its spans stay within MAX_SPAN_CHARS."""
+    sentence = "The Kafka Connect cluster feeds the customer churn model every night. "
+    segment = segment_input("seg-long", [("user", sentence * 15000)])
+    output = OfflineExtractor().extract(segment)
+    found = {h.title for h in output.hypotheses}
+    assert "Kafka Connect" in found or "Kafka Connect cluster" in found
+    assert all(len(s.text) <= 240 for h in output.hypotheses for s in h.evidence_spans)
+
+
+def test_a_concepts_title_only_ever_gains_its_usual_case() -> None:
+    """The concept loop takes "AWS Glue" over an earlier "Aws glue" (same name), never the reverse."""
+    from extract.concept_loop import _better_cased
+
+    assert _better_cased("AWS Glue", "Aws glue") and _better_cased("PySpark", "Pyspark")
+    assert not _better_cased("Aws glue", "AWS Glue") and not _better_cased("AWS Lambda", "Aws glue")
