@@ -286,7 +286,10 @@ def _report(
         return
     click.echo(f"run {run_id}: {status}" + (f" ({safe_line(left)})" if left and not error else ""))
     if unchanged:
-        click.echo(f"  unchanged{since}, skipped: {', '.join(unchanged)}")
+        # each skipped stage's note names the run that did its work ("unchanged since run R (...)")
+        origins = {n.split("(")[0].strip() for r in results if r.stage in unchanged for n in r.notes if UNCHANGED in n}
+        said = origins.pop().removeprefix("unchanged ") if len(origins) == 1 else ""
+        click.echo(f"  skipped, unchanged{' ' + said if said else ''}: {', '.join(unchanged)}")
     for result in results:
         if result.stage in unchanged:
             continue
