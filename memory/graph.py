@@ -370,8 +370,8 @@ def phrase_index(concepts: Mapping[str, tuple[str, str]]) -> dict[str, list[tupl
         words = tuple(terms(title))
         if not words or words in seen:
             continue
-        if len(words) < 2 and not any(ch.isupper() or ch.isdigit() for ch in title[1:]):
-            continue
+        if len(words) < 2 and (len(title.split()) > 1 or not any(ch.isupper() or ch.isdigit() for ch in title[1:])):
+            continue  # one common word, or one word left of several ("uses F", "Get Started"): evidence only
         seen.add(words)
         index[words[0]].append((words, cue_id))
     for entries in index.values():

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-MIN_ROOT_DISTANCE = 5  # "entity" is 0; "artifact" 4, "instrumentality" 5, "device" 6, "animal" 6, "person" 6
+MIN_ROOT_DISTANCE = 6  # "entity" 0, "artifact" 4, "organism" and "activity" 5 (hubs), "device" and "animal" 6
 MAX_LEMMAS = 4  # lemmas named per category (the first are the most common)
 MAX_TAIL_WORDS = 4  # the longest tail of a phrase looked up
 _GLOSS_LEAD = re.compile(r"^(?:a|an|the|any|one|some)\s+", re.IGNORECASE)
@@ -107,6 +107,8 @@ class WordNet:
         words = re.findall(r"[^\W_]+(?:[-'][^\W_]+)*", phrase.lower())[-MAX_TAIL_WORDS:]
         for start in range(len(words)):
             tail = words[start:]
+            if len(tail) == 1 and len(tail[0]) < 3:
+                break  # "F", "UI": letters, not words
             for lemma in _singulars("_".join(tail), self.exceptions):
                 found = self.index.get(lemma)
                 if found:
