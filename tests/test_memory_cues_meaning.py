@@ -5,14 +5,16 @@ Debian's wordnet-base database (.ci/run installs it)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 
 from contracts.memory import RecallRequest
-from contracts.settings import Settings
 from extract import stage_concepts, stage_extract, stage_segment
+from flows.fingerprint import input_fingerprint
+from flows.registry import STAGES
 from memory import cues_state
 from memory import stage as cues
 from memory.graph import category_head, phrase_index, said_phrases
@@ -88,9 +90,11 @@ def test_cues_are_cased_phrases_never_word_stems(tmp_path: Path) -> None:
 
 
 def test_the_cues_build_works_without_wordnet_and_says_so(tmp_path: Path) -> None:
-    """No WordNet database: concept and phrase cues only, a note names what is missing, and the stage's
-    fingerprint and the incremental state differ from a build with WordNet (it rebuilds when WordNet appears)."""
-    dbs, run_id = built(tmp_path, wordnet_dir=str(tmp_path / "no-wordnet"))
+    """No WordNet database: concept and phrase cues only, and a note names what is missing. When the database then
+    appears (same settings), the flows' skip rule, the stage's fingerprint and the incremental state all see it,
+    and the rebuilt memory has category cues."""
+    lexicon = tmp_path / "wordnet"
+    dbs, run_id = built(tmp_path, wordnet_dir=str(lexicon))
     notes, before = dbs.staging.execute(
         "SELECT notes, input_fingerprint FROM stage_runs WHERE stage = 'cues' ORDER BY id DESC LIMIT 1"
     ).fetchone()
@@ -100,14 +104,21 @@ def test_the_cues_build_works_without_wordnet_and_says_so(tmp_path: Path) -> Non
     assert best(Memory.open(dbs.settings), "golden retriever puppy")[0] == "dog"
     if WordNet.open(WORDNET) is None:
         return
-    found = Settings(data_dir=tmp_path, memory={"wordnet_dir": WORDNET})  # type: ignore[arg-type]
-    assert cues_state.settings_digest(found) != cues_state.settings_digest(dbs.settings)
+    stage = next(s for s in STAGES if s.name == "cues")
+    skip_before = input_fingerprint(stage, dbs.settings, dbs.archive, dbs.staging, [])
+    digest_before = cues_state.settings_digest(dbs.settings)
+    lexicon.mkdir()
+    for name in ("index.noun", "data.noun", "noun.exc"):
+        shutil.copy(Path(WORDNET) / name, lexicon / name)
+    assert input_fingerprint(stage, dbs.settings, dbs.archive, dbs.staging, []) != skip_before
+    assert cues_state.settings_digest(dbs.settings) != digest_before
     other = open_run(dbs.staging, stages=["cues"], exports=[], settings={}, code_version="t", run_id=f"{run_id}-w")
-    cues.run(dbs.archive, dbs.staging, run_id=other, settings=found)
+    result = cues.run(dbs.archive, dbs.staging, run_id=other, settings=dbs.settings)
     after = dbs.staging.execute(
         "SELECT input_fingerprint FROM stage_runs WHERE stage = 'cues' ORDER BY id DESC LIMIT 1"
     ).fetchone()[0]
-    assert after != before
+    assert after != before and result.counts["category_cues"] > 0
+    assert any(note.startswith("full build") for note in result.notes)
     assert any(c.cue_id.startswith("wn:") for c in store.read_run(dbs.staging, other).cues)
 
 
