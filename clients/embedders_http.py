@@ -15,10 +15,11 @@ from typing import Any
 import httpx
 import numpy as np
 
+from clients.auth import basic_auth
 from clients.embedders import normalise
 from clients.retry import doubling, retrying
 from contracts.errors import ChatmemError
-from contracts.redact import redact_uri
+from contracts.redact import redact_uri, remember_secret
 from contracts.settings import EmbedEndpointSettings
 from staging.embeddings import Matrix
 
@@ -48,7 +49,9 @@ class EndpointEmbedder:
         if self._client is None:
             secret = self.settings.api_key.get_secret_value() if self.settings.api_key else None
             api_key = secret or os.environ.get("OPENAI_API_KEY")
-            headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+            remember_secret(api_key)  # from the environment too: masked wherever an echo of it is written
+            # the key as Bearer; with none, user:password@ of the base URL as Basic auth (clients.llm.make_client)
+            headers = {"Authorization": f"Bearer {api_key}"} if api_key else basic_auth(self.settings.base_url)
             self._client = httpx.Client(
                 # without user:password@ (httpx would send it as Basic auth in place of the key)
                 base_url=(redact_uri(self.settings.base_url) or "").rstrip("/") + "/",

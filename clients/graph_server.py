@@ -6,7 +6,10 @@ It runs as its own Java process, detached from chatmem, under one directory (def
       password     the root password, generated once, mode 0600 (never printed, never logged)
       java.args    the JVM's argument file, mode 0600: it holds the password, so it is not on the command line
                    where `ps` would show it to every user of the machine
-      server.json  pid, ports, database and start time of the running server
+      server.json  pid, ports, database and start time of the running server (written once it answers)
+      server.pid   the pid of the server last started, written as soon as it is started: a process killed
+                   while its server was starting leaves a Java process with no server.json, which `stop`
+                   and `start` find by this file (or by its java.args in /proc) and stop
       server.log   the server's stdout and stderr
       arcadedb/    ArcadeDB's root: databases, config (users with hashed passwords), its own logs
 
@@ -34,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from clients.graph_errors import LocalServerError
+from contracts.redact import remember_secret
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +137,10 @@ class LocalServer:
         return self.directory / "server.json"
 
     @property
+    def _pid_path(self) -> Path:
+        return self.directory / "server.pid"
+
+    @property
     def users_path(self) -> Path:
         """ArcadeDB's user file (hashed passwords): present once the server has started here."""
         return self.directory / "arcadedb" / "config" / "server-users.jsonl"
@@ -144,7 +152,7 @@ class LocalServer:
         graph: refused in one line that says how to recover (`chatmem graph reset-password`).
         """
         try:
-            return self.password_path.read_text(encoding="utf-8").strip()
+            value = self.password_path.read_text(encoding="utf-8").strip()
         except FileNotFoundError:
             if self.users_path.exists():
                 raise LocalServerError(
@@ -152,10 +160,13 @@ class LocalServer:
                     " created with it; recover with `chatmem graph reset-password` (sets a new one, keeps the graph)"
                 ) from None
             return self._new_password()
+        remember_secret(value)  # masked wherever a server error or a log line would quote it
+        return value
 
     def _new_password(self) -> str:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # it holds a secret and the chat text
         value = secrets.token_urlsafe(24)
+        remember_secret(value)
         _write_private(self.password_path, value + "\n")
         return value
 
@@ -191,6 +202,9 @@ class LocalServer:
         running = self.status()
         if running is not None:
             return running, False
+        for stray in self.strays():  # never announced, yet it holds the database: stop it, then start afresh
+            log.warning("load - stopping graph server pid %d of %s: started, never announced", stray, self.directory)
+            _stop_pid(stray, 30.0)
         java = self.java or package_dir() / "jre" / "bin" / "java"
         if not java.exists():
             raise LocalServerError(f"local graph server: no Java at {java}")
@@ -210,6 +224,8 @@ class LocalServer:
                 start_new_session=True,  # ^C in the CLI must not take the server down with it
             )
         _CHILDREN[process.pid] = process
+        # Before it answers, with who started it: a kill from here on leaves a server `strays` finds and stops.
+        _write_private(self._pid_path, f"{process.pid} {os.getpid()}\n")
         info = ServerInfo(process.pid, bolt, http, self.database, datetime.now(UTC).isoformat())
         log.info("load - starting the local graph server (pid %d) at %s", process.pid, info.uri)
         try:
@@ -223,19 +239,41 @@ class LocalServer:
         return info, True
 
     def stop(self, timeout_s: float = 30.0) -> bool:
-        """Stop the server (SIGTERM: ArcadeDB closes its databases cleanly; SIGKILL after `timeout_s`)."""
+        """Stop the server (SIGTERM: ArcadeDB closes its databases cleanly; SIGKILL after `timeout_s`), and any
+        server of this directory that was never announced (its starter killed before it answered)."""
         info = self.status()
-        if info is None:
-            return False
-        os.kill(info.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while _alive(info.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if _alive(info.pid):
-            os.kill(info.pid, signal.SIGKILL)
-            while _alive(info.pid):
-                time.sleep(0.05)
-        return True
+        pids = sorted({*([info.pid] if info is not None else []), *self.strays()})
+        for pid in pids:
+            _stop_pid(pid, timeout_s)
+        self._pid_path.unlink(missing_ok=True)
+        return bool(pids)
+
+    def strays(self) -> list[int]:
+        """Servers of this directory that server.json does not announce and whose starter is gone: started, then
+        the process that started them died before they answered. Each holds the database locked ("locked by
+        another process") until stopped. A server another process is still starting is not one."""
+        announced = self.status()
+        try:
+            pid_text, _, starter_text = self._pid_path.read_text(encoding="utf-8").strip().partition(" ")
+            recorded, starter = int(pid_text), int(starter_text or 0)
+        except (OSError, ValueError):
+            recorded, starter = 0, 0
+        found: set[int] = set()
+        if recorded and _alive(recorded) and _is_our_java(recorded, self.directory, trust_missing=False):
+            found.add(recorded)
+        needle = b"\0@" + str(self.directory / "java.args").encode() + b"\0"  # the argument `start` gives
+        for entry in _proc_pids():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if needle in cmdline and _alive(entry):
+                found.add(entry)
+        if announced is not None:
+            found.discard(announced.pid)
+        if recorded in found and starter and starter != os.getpid() and _alive(starter):
+            found.discard(recorded)  # still being started by a live process: its own wait decides
+        return sorted(found)
 
     def create_database(self, name: str) -> None:
         """Create another database on the running server (ArcadeDB's HTTP API; Cypher has no CREATE DATABASE here).
@@ -375,13 +413,38 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _is_our_java(pid: int, directory: Path) -> bool:
+def _is_our_java(pid: int, directory: Path, *, trust_missing: bool = True) -> bool:
     """The pid is an ArcadeDB server started from `directory` (a recycled pid is not)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
-        return True  # no /proc: trust server.json
+        return trust_missing  # no /proc: trust server.json
     return str(directory / "java.args") in cmdline
+
+
+def _proc_pids() -> list[int]:
+    try:
+        return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:  # no /proc: only server.pid tells
+        return []
+
+
+def _stop_pid(pid: int, timeout_s: float) -> None:
+    """SIGTERM (ArcadeDB closes its databases cleanly), SIGKILL after `timeout_s`; returns once it is gone."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        while _alive(pid):
+            time.sleep(0.05)
 
 
 def _write_private(path: Path, text: str) -> None:

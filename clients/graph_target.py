@@ -7,10 +7,14 @@ wrote into the URI).
 
 from __future__ import annotations
 
-from clients.graph import Target, redact
+from typing import TYPE_CHECKING
+
 from clients.graph_errors import LocalServerError
 from clients.graph_server import DEFAULT_DATABASE, USER, LocalServer
-from contracts.settings import Settings
+
+if TYPE_CHECKING:
+    from clients.graph import Target
+    from contracts.settings import Settings
 
 NO_GRAPH = (
     "graph: not loaded: no NEO4J_URI is set and the local server is off (CHATMEM_LOAD__LOCAL_SERVER=false);"
@@ -37,6 +41,8 @@ def resolve_target(settings: Settings, *, start: bool) -> tuple[Target | None, l
 
     With `start`, a local server that is not running is started (and left running for queries afterwards).
     """
+    from clients.graph import Target, redact  # the neo4j driver: not for `graph status` of the local server
+
     load = settings.load
     if load.uri:
         uri = redact(load.uri)

@@ -29,8 +29,10 @@ from openai import OpenAI
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
+from clients.auth import basic_auth
 from clients.retry import retrying
 from contracts.errors import ConfigError
+from contracts.redact import remember_secret
 from contracts.settings import LLMSettings, redact_uri
 from staging.llm_calls import CallRecorder, CallStatus, LLMCall
 
@@ -60,6 +62,11 @@ class Reply:
 def make_client(settings: LLMSettings) -> OpenAI:
     """An SDK client with its own retries off: `is_transient` decides, and every attempt is recorded."""
     key = settings.api_key.get_secret_value() if settings.api_key else os.environ.get("OPENAI_API_KEY")
+    remember_secret(key)  # from the environment too: an endpoint that echoes it finds it masked in every writer
+    # Which credential is sent: the API key (configured, else OPENAI_API_KEY) as `Bearer`, whenever there is
+    # one; with no key, user:password@ of the base URL as Basic auth (a proxy that takes only Basic auth);
+    # with neither, a placeholder key (local servers ignore it). The URL itself never carries them.
+    headers = {} if key else basic_auth(settings.base_url)
     if not key:
         if settings.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
             raise ConfigError(
@@ -67,12 +74,10 @@ def make_client(settings: LLMSettings) -> OpenAI:
                 " set CHATMEM_EXTRACT__LLM__API_KEY or OPENAI_API_KEY, or set a base_url for a local server"
             )
         key = PLACEHOLDER_KEY
-    # user:password@ in the base URL would reach the server as Basic auth in place of the key (httpx turns URL
-    # credentials into an Authorization header that wins over the SDK's Bearer): the configured key is sent.
     base_url = redact_uri(settings.base_url)
     # The connect timeout apart: a host that is down (no RST, packets dropped) costs seconds, not a reply's wait.
     timeout = openai.Timeout(settings.timeout_s, connect=min(settings.connect_timeout_s, settings.timeout_s))
-    return OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
+    return OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0, default_headers=headers or None)
 
 
 class MalformedReply(openai.OpenAIError):

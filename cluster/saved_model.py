@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from cluster.tuning import OBJECTIVE_VERSION
 from contracts.settings import ClusterSettings, section_dump
 from staging.embeddings import Matrix
 
@@ -61,8 +62,10 @@ class SavedModel:
 
 
 def settings_digest(cfg: ClusterSettings) -> str:
-    """A digest of the cluster settings that shape the fit: any change to them means a new model."""
+    """A digest of the cluster settings that shape the fit, and of the tuning objective's version: any change to
+    them means a new model (a model tuned under an older objective is refitted, not extended)."""
     shaping = {k: v for k, v in section_dump(cfg).items() if k not in NOT_FIT_SETTINGS}
+    shaping["objective_version"] = OBJECTIVE_VERSION
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -73,7 +73,11 @@ def run(
             except assign.TopicEmptied as exc:
                 why_refit = f"{exc}: tuned and fitted again"
         with _timed(seconds, "read"):
-            members = {s.segment_id: s.message_ids for s in segment_store.iter_current_segments(staging)}
+            members: dict[str, tuple[str, ...]] = {}
+            conversation_of: dict[str, str] = {}
+            for segment in segment_store.iter_current_segments(staging):
+                members[segment.segment_id] = segment.message_ids
+                conversation_of[segment.segment_id] = segment.conversation_id
             segment_ids = list(members)
             ids, points = vectors.item_matrix(staging, "segment", key, segment_ids)
             keep = np.linalg.norm(points, axis=1) > 0 if len(ids) else np.zeros(0, dtype=bool)
@@ -94,8 +98,9 @@ def run(
             counts = {"points": len(ids), "topics": 0, "trials_run": 0, "trials_reused": 0, "links": 0}
             return finish(ledger, rows_in=len(ids), rows_out=1, counts=counts, notes=notes, skipped=True)
 
-        objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics)
+        objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics, outlier_quantile=cfg.outlier_quantile)
         sample = fit_topics.seeded_sample(len(ids), cfg.sample_size, cfg.seed)
+        groups = _conversation_groups([conversation_of[ids[i]] for i in sample])
         n_trials, timeout_s = budget(len(sample), cfg.n_trials, cfg.timeout_s)
         with _timed(seconds, "tune"), bar(progress, "cluster trials", n_trials) as advance:
             tuned = tune(
@@ -104,6 +109,7 @@ def run(
                 seed=cfg.seed,
                 n_trials=n_trials,
                 objective=objective,
+                groups=groups,
                 tag=key,
                 timeout_s=timeout_s,
                 on_trial=advance,
@@ -323,6 +329,12 @@ def _check(topic_rows: list[dict[str, Any]], links: list[tuple[str, str, int, st
     bad = [link for link in links if link[3] not in uids or not 0.0 <= link[4] <= 1.0]
     if bad:
         raise ValueError(f"{len(bad)} BELONGS_TO link(s) name an unknown topic or a weight outside 0..1: {bad[0]}")
+
+
+def _conversation_groups(conversations: list[str]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Per point, the number of its conversation (numbered in order of first appearance)."""
+    numbers: dict[str, int] = {}
+    return np.array([numbers.setdefault(c, len(numbers)) for c in conversations], dtype=np.int64)
 
 
 def _distinct_rows(points: np.ndarray[Any, Any], *, enough: int) -> int:

@@ -9,7 +9,8 @@
   its weight is that similarity's percentile among the members' (low: a fringe member). Topics are never
   merged: a point that fits no topic stays noise, and the share that stays is reported.
 - `ctfidf`: BERTopic's class-based TF-IDF (each topic one document; tf normalised per topic, idf =
-  log(1 + average words per topic / frequency of the word over all topics)).
+  log(1 + average phrases per topic / frequency of the phrase over all topics)) over noun-like phrases of the
+  cleaned prose, cased as written (cluster/phrases.py); `label_of`: the best phrase or two, never "a / b / c".
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from clients.batches import MapBatches, map_in_process
+from cluster.phrases import ctfidf_phrases, label_from
 from cluster.tuning import Params, run_hdbscan, umap_layout, validity_of
 from staging.embeddings import Matrix
 
@@ -229,48 +231,14 @@ def topic_members(ids: Sequence[str], labels: Labels, sample: int, seed: int) ->
 
 
 def ctfidf(docs: dict[int, Sequence[str]], top_k: int) -> dict[int, list[str]]:
-    """Top `top_k` class-based TF-IDF keywords per topic (English stop words out, words and word pairs)."""
-    from sklearn.feature_extraction.text import CountVectorizer
-
-    topics = [t for t in sorted(docs) if any(d.strip() for d in docs[t])]
-    if not topics:
-        return {t: [] for t in docs}
-    joined = [" ".join(docs[t]) for t in topics]
-    vectorizer = CountVectorizer(stop_words="english", ngram_range=(1, 2), min_df=1, max_features=50000)
-    vectorizer.set_params(token_pattern=r"(?u)\b[a-zA-Z][a-zA-Z0-9]+\b")  # no bare numbers as topic words
-    try:
-        counts = vectorizer.fit_transform(joined)
-    except ValueError:  # only stop words everywhere
-        return {t: [] for t in docs}
-    tf = counts.multiply(1.0 / np.maximum(counts.sum(axis=1), 1)).tocsr()
-    frequency = np.asarray(counts.sum(axis=0)).ravel()
-    average = counts.sum() / len(topics)
-    idf = np.log(1.0 + average / np.maximum(frequency, 1))
-    scores = tf.multiply(idf).tocsr()
-    words = vectorizer.get_feature_names_out()
-    result: dict[int, list[str]] = {t: [] for t in docs}
-    for row, topic in enumerate(topics):
-        line = scores.getrow(row).toarray().ravel()
-        best = [i for i in np.argsort(-line)[: top_k * 2] if line[i] > 0]
-        result[topic] = _dedupe([str(words[i]) for i in best])[:top_k]
-    return result
-
-
-def _dedupe(words: list[str]) -> list[str]:
-    """Drop a single word already shown inside a kept pair, and a pair whose words are both already kept."""
-    kept: list[str] = []
-    for word in words:
-        parts = word.split()
-        if len(parts) == 1 and any(word in k.split() for k in kept):
-            continue
-        if len(parts) > 1 and all(p in kept for p in parts):
-            continue
-        kept.append(word)
-    return kept
+    """Top `top_k` class-based TF-IDF phrases per topic, from text cleaned of code and markup
+    (cluster.phrases)."""
+    return {t: ranked.phrases for t, ranked in ctfidf_phrases(docs, top_k).items()}
 
 
 def label_of(keywords: Sequence[str], topic: int) -> str:
-    return " / ".join(keywords[:3]) if keywords else f"topic {topic}"
+    """The topic's label: a phrase or name among its best three keywords, or two leading names (cluster.phrases)."""
+    return label_from(keywords, topic)
 
 
 def representatives(points: Matrix, labels: Labels, topic: int, k: int) -> list[int]:

@@ -1,7 +1,7 @@
 """What an agent sends to recall and what it gets back: the reconstructed context, piece by piece.
 
     RecallRequest  -> the question, the moment it is asked (`at`), a scope and a token budget
-    RecallResult   -> pieces in conversation order, each with where it came from and why it is there
+    RecallResult   -> pieces best first (or in conversation order), each with where it came from and why
       RecallPiece
         ActivationStep  one hop of the path (query -> cue -> tag -> content) that brought the piece
       RecallFact        a fact the garden recorded about the question, with when it held
@@ -37,6 +37,8 @@ def parse_iso_time(value: str, *, end_of_day: bool = False) -> datetime:
 
 def _reader(end_of_day: bool) -> BeforeValidator:
     def read(value: object) -> object:
+        if isinstance(value, int | float):  # bool too: pydantic would read 12345 as seconds since 1970
+            raise ValueError("expected an ISO date such as 2024-05-01 or 2024-05-01T09:00, not a number")
         if not isinstance(value, str):
             return value  # a datetime already (the CLI parsed it), or something pydantic will reject
         try:
@@ -85,6 +87,11 @@ class RecallRequest(StrictBase):
     )
     scope: RecallScope = Field(default_factory=RecallScope, description="Restrict the search; empty: everything.")
     max_pieces: int = Field(default=50, ge=1, le=1000, description="Most pieces in the result.")
+    order: Literal["relevance", "time"] = Field(
+        default="relevance",
+        description="relevance: the best piece first (rank order); time: the reading view, conversations by their "
+        "first piece's time and pieces along each conversation. The same pieces either way.",
+    )
 
 
 class ActivationStep(StrictBase):
@@ -110,6 +117,12 @@ class RecallPiece(StrictBase):
     tokens: int = Field(ge=0, description="Estimated tokens of `text` (what counts against the budget).")
     score: float = Field(description="Final activation; higher is more relevant.")
     rank: int = Field(ge=1, description="Rank by score among all activated content (1 = best).")
+    weak: bool = Field(
+        default=False,
+        description="True when the piece (its text and the names of its cues) holds less than half of the query's "
+        "information, its words weighted by rarity in this memory: it shares a common word or the meaning at best, "
+        "and may be unrelated.",
+    )
     path: list[ActivationStep] = Field(description="The strongest activation path, query first, this piece last.")
 
 
@@ -172,11 +185,14 @@ class ExpandOutcome(StrictBase):
 
 
 class RecallResult(StrictBase):
-    """The reconstructed context, in conversation order (conversations by time, pieces by seq)."""
+    """The reconstructed context: best piece first, or in conversation order (`RecallRequest.order`)."""
 
     query: str = Field(description="The question asked.")
     at: datetime | None = Field(description="The moment recalled (nothing later was considered).")
-    pieces: list[RecallPiece] = Field(description="The pieces, ordered along each conversation.")
+    pieces: list[RecallPiece] = Field(
+        description="The pieces: best first (order=relevance), or along each conversation (order=time)."
+    )
+    order: Literal["relevance", "time"] = Field(default="relevance", description="How `pieces` are ordered.")
     tokens: int = Field(ge=0, description="Total estimated tokens of the pieces' text.")
     budget_tokens: int = Field(ge=1, description="The budget the pieces had to fit.")
     candidates: int = Field(ge=0, description="Content nodes that were in scope and activated at all.")
@@ -200,4 +216,8 @@ class RecallResult(StrictBase):
     empty_reason: str | None = Field(
         default=None,
         description="Why no piece came back when none did (nothing in scope, or nothing relevant enough).",
+    )
+    weak_reason: str | None = Field(
+        default=None,
+        description="Set when every piece is weak (see RecallPiece.weak): why the answer may be unrelated.",
     )

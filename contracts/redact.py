@@ -8,6 +8,9 @@ through here:
     redact(value)          the same over JSON-like data; values of secret-named keys masked whatever they are
     redact_uri(uri)        one URI without its user:password@ part
     remember_secret(value) a secret value that must be masked wherever it turns up (Settings call it)
+    remember_environment_secrets(environ)  the secrets other libraries read from the environment themselves
+                           (OPENAI_API_KEY, NEO4J_PASSWORD, credentials in OPENAI_BASE_URL / NEO4J_URI)
+    known_secrets()        the values remembered so far (a writer that masks in bulk, like the exports)
     install_log_redaction() every log record's message goes through redact_text (the CLI installs it)
 
 Masking known values is what catches a secret that arrives inside someone else's text (a server that echoes
@@ -28,7 +31,8 @@ SECRET_KEYS = frozenset({"api_key", "password", "token", "secret", "authorizatio
 MIN_SECRET_CHARS = 4  # shorter values would mask ordinary words; no real key or password is that short
 
 # scheme://userinfo@ — userinfo is anything up to the first '@' that has no '/', whitespace or quote before it.
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/\s@'\"<>]+@")
+URL_CREDENTIALS_PATTERN = r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/\s@'\"<>]+@"
+_URL_CREDENTIALS = re.compile(URL_CREDENTIALS_PATTERN)
 
 _known: set[str] = set()
 _lock = threading.Lock()
@@ -39,6 +43,27 @@ def remember_secret(value: str | None) -> None:
     if value and len(value) >= MIN_SECRET_CHARS:
         with _lock:
             _known.add(value)
+
+
+ENV_SECRETS = ("OPENAI_API_KEY", "NEO4J_PASSWORD", "OPENAI_ADMIN_KEY")
+"""Variables holding a secret that chatmem or a library it calls may send: remembered whoever reads them."""
+ENV_SECRET_URIS = ("OPENAI_BASE_URL", "NEO4J_URI", "CHATMEM_RUNNER__DASK_ADDRESS")
+"""Variables holding a URL whose user:password@ part is a secret."""
+
+
+def remember_environment_secrets(environ: Mapping[str, str]) -> None:
+    """Remember the secrets of `environ` that reach a request without passing through a settings field: a key
+    given only as OPENAI_API_KEY is as secret as CHATMEM_EXTRACT__LLM__API_KEY."""
+    for name in ENV_SECRETS:
+        remember_secret(environ.get(name))
+    for name in ENV_SECRET_URIS:
+        remember_uri_secrets(environ.get(name))
+
+
+def known_secrets() -> list[str]:
+    """Every remembered secret, longest first (a token that contains another is masked whole)."""
+    with _lock:
+        return sorted(_known, key=len, reverse=True)
 
 
 def remember_uri_secrets(uri: str | None) -> None:
@@ -74,9 +99,7 @@ def redact_text(text: str) -> str:
     if not text:
         return text
     cleaned = _URL_CREDENTIALS.sub(r"\g<scheme>", text)
-    with _lock:
-        known = sorted(_known, key=len, reverse=True)  # longest first: a token containing another is masked whole
-    for secret in known:
+    for secret in known_secrets():
         if secret in cleaned:
             cleaned = cleaned.replace(secret, MASK)
     return cleaned

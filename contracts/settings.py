@@ -16,7 +16,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from contracts.memory import MAX_BUDGET_TOKENS
-from contracts.redact import redact, remember_secret, remember_uri_secrets
+from contracts.redact import redact, remember_environment_secrets, remember_secret, remember_uri_secrets
 from contracts.redact import redact_uri as redact_uri  # re-exported: older callers import it from here
 
 DEFAULT_DATA_DIR = Path(".chatmem")
@@ -292,13 +292,13 @@ class ClusterSettings(BaseModel):
         "and HDBSCAN approximate_predict.",
     )
     noise_weight: float = Field(
-        default=0.5, ge=0, description="Objective: weight of the outlier share subtracted from the validity score."
+        default=0.5, ge=0, description="Objective: weight of the outlier share subtracted (cluster/objective.py)."
     )
     count_weight: float = Field(
-        default=0.5, ge=0, description="Objective: weight of the shortfall below min_topics subtracted from it."
+        default=0.5, ge=0, description="Objective: weight of the shortfall below min_topics (when that is set)."
     )
     min_topics: int | None = Field(
-        default=None, ge=2, description="Objective: topics below which a result is penalised; null: sqrt(points)/4."
+        default=None, ge=2, description="Objective: topics below which a result is penalised; null: no floor."
     )
     outlier_quantile: float | None = Field(
         default=0.1,
@@ -321,7 +321,7 @@ class ClusterSettings(BaseModel):
         "a run places the new segments in that model's topics (no tuning, no refit: cost follows what is new); "
         "at or above it, or with no usable saved model, the run tunes and fits again. 0: every run refits.",
     )
-    keywords: int = Field(default=10, ge=1, description="c-TF-IDF keywords kept per topic (the label is the top 3).")
+    keywords: int = Field(default=10, ge=1, description="c-TF-IDF phrases kept per topic (the label: the best 1-2).")
     representatives: int = Field(default=3, ge=1, description="Representative segments kept per topic.")
     label_docs: int = Field(
         default=300, ge=1, description="Most segments per topic whose text feeds c-TF-IDF (a seeded sample)."
@@ -329,7 +329,7 @@ class ClusterSettings(BaseModel):
     llm_labels: bool = Field(
         default=True,
         description="When extract.llm is set, ask that endpoint for a short name per topic (cached per topic); "
-        "false, or no endpoint: the label is the top 3 c-TF-IDF keywords.",
+        "false, or no endpoint: the label is the best c-TF-IDF phrase or two.",
     )
 
 
@@ -739,6 +739,15 @@ class Settings(BaseSettings):
         """The local graph server's directory."""
         return self.load.local_dir if self.load.local_dir is not None else self.data_dir / "graph"
 
+    def model_post_init(self, context: Any, /) -> None:
+        """Every secret is remembered as soon as the settings are read, whatever its source: each SecretStr field
+        at any depth, the URL credentials of the graph, and the variables the SDKs read by themselves
+        (OPENAI_API_KEY): an endpoint that echoes the key then finds it masked in every writer."""
+        _remember_secret_fields(self)
+        remember_uri_secrets(self.load.uri)
+        remember_uri_secrets(self.runner.dask_address)
+        remember_environment_secrets(os.environ)
+
     def public_dump(self) -> dict[str, Any]:
         """Settings as JSON-able data for the run ledger: secret fields and URL credentials removed."""
         return section_dump(self)
@@ -750,6 +759,15 @@ def section_dump(section: BaseModel) -> dict[str, Any]:
     data = section.model_dump(mode="json", exclude=_secret_fields(section))
     redacted: dict[str, Any] = redact(data)
     return redacted
+
+
+def _remember_secret_fields(model: BaseModel) -> None:
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, SecretStr):
+            remember_secret(value.get_secret_value())
+        elif isinstance(value, BaseModel):
+            _remember_secret_fields(value)
 
 
 def _secret_fields(model: BaseModel) -> dict[str, Any] | set[str]:

@@ -28,9 +28,9 @@ from collections.abc import Callable
 _FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
 _INLINE_CODE = re.compile(r"`[^`\n]{1,400}`")
 _URL = re.compile(r"\b(?:https?|ftp|s3|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
+_EMAIL = re.compile(r"\b[\w.+-]++@[\w-]++\.[\w.-]+\b")
 _PATH = re.compile(
-    r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]+[/\\])+[\w.-]+"  # dir/dir/file, /abs/path, C:\x\y
+    r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]++[/\\])++[\w.-]++"  # dir/dir/file, /abs/path, C:\x\y
     r"|\b[\w-]+\.(?:py|ipynb|js|ts|tsx|jsx|java|scala|sc|sbt|sql|csv|tsv|json|jsonl|txt|md|yml|yaml|xml|html|htm"
     r"|css|sh|bat|ps1|jar|parquet|avro|orc|log|conf|cfg|ini|toml|gz|zip|tar|xlsx?|docx?|pdf|png|jpe?g|gif|svg"
     r"|v|sv|vhd|vhdl|c|cpp|cc|h|hpp|go|rs|rb|php|kt|swift|r|m|pkl|db|sqlite)\b",
@@ -64,11 +64,13 @@ _CODE_START = re.compile(
     re.IGNORECASE,
 )
 _CODE_END = re.compile(r"[;{}]\s*$|^\s*[)\]}]+[;,]?\s*$|=\s*[\[{(]\s*$|\)\s*:\s*$")
-_NUMBER_ROW = re.compile(r"^[\s|:+-]*(?:[-+]?[\d.,%$€£:]+[\s|:+-]*){2,}$")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+# Numbers and separators are disjoint classes, so a long line of digits cannot backtrack (the first version,
+# with optional separators, took minutes on "1234...x").
+_NUMBER_ROW = re.compile(r"^[\s|:+-]*[\d.,%$€£]+(?:[\s|:+-]+[\d.,%$€£]+)+[\s|:+-]*$")
+_TABLE_RULE = re.compile(r"^\s*+(?:\|\s*+)?:?-{3,}+:?\s*+(?:\|\s*+:?-{3,}+:?\s*+)*+(?:\|\s*+)?$")
+_GLUED_SENTENCE = re.compile(r"(?<=[a-z])\.(?=[A-Z][a-z])")  # "printed.For": a sentence end with its space lost
 _ZERO_WIDTH = re.compile(r"[\u200b-\u200d\u2060\ufeff\u00ad]")
 _LETTER = re.compile(r"[^\W\d_]")
-_SYMBOL = re.compile(r"[{}()\[\]<>=;:+*/\\|&^%$#@!~`\"'._-]")
 
 
 def _blank(match: re.Match[str]) -> str:
@@ -96,6 +98,7 @@ def prose(text: str) -> str:
     text = _mask_lines(text)
     text = _sub(_PATH, text)
     text = _sub(_IDENTIFIER, text)
+    text = _GLUED_SENTENCE.sub("\n", text)
     return _sub(_MD_MARK, text)
 
 
@@ -115,26 +118,35 @@ def _mask_lines(text: str) -> str:
 
 
 def _is_code_line(line: str) -> bool:
-    if _TRACE_LINE.match(line) or _TABLE_RULE.match(line) or _NUMBER_ROW.match(line):
+    share = _symbol_share(line)
+    if share > 0.3 and len(line.strip()) >= 8:
         return True
-    if _CODE_START.match(line):
-        # "From my experience, ..." or "Select the best option" are prose: a code line opening with a word has
-        # few words, or symbols, or no sentence punctuation at its end.
-        words = line.split()
-        if not line.rstrip().endswith((".", "?", "!")) or _symbol_share(line) > 0.12 or len(words) <= 3:
-            return True
-    if _CODE_END.search(line) and _symbol_share(line) > 0.06:
+    first = line.lstrip()[:1]
+    if (first in "|:-+" or first.isdigit()) and (_TABLE_RULE.match(line) or _NUMBER_ROW.match(line)):
         return True
-    return len(line.strip()) >= 8 and _symbol_share(line) > 0.3
+    if _TRACE_LINE.match(line):
+        return True
+    # "From my experience, ..." or "Select the best option" are prose: a code line opening with a word has few
+    # words, or symbols, or no sentence punctuation at its end.
+    prose_like = line.rstrip().endswith((".", "?", "!")) and share <= 0.12 and len(line.split()) > 3
+    if _CODE_START.match(line) and not prose_like:
+        return True
+    return share > 0.06 and _CODE_END.search(line) is not None
+
+
+_SYMBOLS = "{}()[]<>=;:+*/\\|&^%$#@!~`\"'._-"
+_DROP_SYMBOLS = str.maketrans("", "", _SYMBOLS)
 
 
 def _symbol_share(line: str) -> float:
     stripped = line.strip()
     if not stripped:
         return 0.0
-    symbols = len(_SYMBOL.findall(stripped))
+    symbols = len(stripped) - len(stripped.translate(_DROP_SYMBOLS))
+    if not symbols:
+        return 0.0
     letters = len(_LETTER.findall(stripped))
-    return symbols / max(1, symbols + letters)
+    return symbols / (symbols + letters)
 
 
 def unicode_view(text: str) -> tuple[str, list[int] | None]:

@@ -35,6 +35,7 @@ from extract.llm_request import build_request
 from extract.mapper import MapperDecision, map_raw_hypotheses
 from extract.prompts import PROMPT_VERSION, RESPONSE_NAME, build_messages
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput
+from extract.types import SegmentNotDone as SegmentNotDone  # re-exported: callers import it from here
 from staging.extractions import cache_key as extraction_cache_key
 from staging.llm_calls import CallRecorder, CallStatus, LLMCall
 
@@ -43,11 +44,6 @@ log = logging.getLogger(__name__)
 Result = ExtractionOutput | ExtractionFailure
 # extract.mapper.map_raw_hypotheses: raw JSON, segment, known names -> (hypotheses, decisions)
 MapRaw = Callable[[Any, SegmentInput, Mapping[str, str] | None], tuple[list[ConceptHypothesis], list[MapperDecision]]]
-
-
-@dataclass(slots=True)
-class SegmentNotDone(ExtractionFailure):
-    """Not attempted because the budget ran out first. Not the segment's fault: a re-run picks it up."""
 
 
 @dataclass(slots=True)

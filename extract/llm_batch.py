@@ -28,7 +28,7 @@ from clients.llm import describe, is_transient, reply_from_chat, reply_from_resp
 from clients.retry import retrying
 from extract.llm_request import build_request
 from extract.prompts import build_messages
-from extract.types import ExtractionFailure, SegmentInput
+from extract.types import ExtractionFailure, SegmentInput, SegmentNotDone
 
 if TYPE_CHECKING:
     from extract.llm import LLMExtractor, Result
@@ -91,7 +91,6 @@ def parse_batch_output(
 
 def run_batch(extractor: LLMExtractor, segments: Sequence[SegmentInput]) -> Iterator[tuple[SegmentInput, Result]]:
     """Submit every segment as one batch job, wait for it, and yield one result per segment."""
-    from extract.llm import SegmentNotDone
 
     settings, client = extractor.settings, extractor.client
     if not segments:

@@ -47,9 +47,11 @@ from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, Seg
 
 OFFLINE_VERSION = 2  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
-# Candidates are proposed from the first this many characters of a reply's prose (its opening names what it is
-# about; a 20,000-character reply costs no more than a short one); mentions are still counted in all of it.
-REPLY_CANDIDATE_CHARS = 2000
+# How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
+# no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
+READ_USER_CHARS = 20_000
+READ_REPLY_CHARS = 800
+REPLY_PHRASE_CHARS = 700  # noun phrases are proposed from a reply's opening only; names from all that is read
 _STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
 _TITLE_WORD = re.compile(r"[^\W_][\w'’+#.&-]*", re.UNICODE)
 
@@ -140,7 +142,8 @@ class _Message:
 
 
 def _read(message: SegmentMessage) -> _Message:
-    view, offsets = unicode_view(message.text)
+    limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
+    view, offsets = unicode_view(message.text[:limit])
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view))
     stops = [m.start() for m in _STOPS.finditer(message.text)]
     return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view))
@@ -204,10 +207,8 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
     one message are looked for in all of them: "churn model" said by the user, repeated in a reply)."""
     found: dict[tuple[str, ...], _Candidate] = {}
     for message in messages:
-        words = message.words
-        if message.message.role != "user" and message.view and len(message.view) > REPLY_CANDIDATE_CHARS:
-            words = words[: bisect.bisect_left([t.start for t in words], REPLY_CANDIDATE_CHARS)]
-        for phrase in phrases(message.view, message.language, words):
+        phrase_chars = None if message.message.role == "user" else REPLY_PHRASE_CHARS
+        for phrase in phrases(message.view, message.language, message.words, phrase_chars):
             candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
             candidate.named = candidate.named or phrase.named
             candidate.forms[_form(phrase, message)] += 1
@@ -310,14 +311,16 @@ def _inside_longer(
 def _score(candidate: _Candidate, title_words: set[str]) -> float:
     """How much this candidate is what the segment is about (0: not a concept at all)."""
     key = candidate.key
-    if all(w in GENERIC or singular(w) in GENERIC for w in key) or not candidate.mentions:
+    if not candidate.mentions or all(w in GENERIC or singular(w) in GENERIC for w in key):
         return 0.0
+    user = candidate.user_mentions()
+    if user == 0 and len(candidate.mentions) < 2 and len(key) == 1 and not candidate.cased_mid:
+        return 0.0  # one lower-case word said once in a reply (most candidates: decided before any lookup)
     if len(key) == 1 and not _single_word_ok(candidate):
         return 0.0
     specificity = _specificity(candidate)
     if specificity < 0.2:
         return 0.0
-    user = candidate.user_mentions()
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
     term = len(key) > 1 and specificity >= 0.75

@@ -29,6 +29,7 @@ MAX_WORDS = 4
 _TOKEN = re.compile(r"[^\W_](?:[\w'’+#.&-]*[^\W_+#.&'’-]|[+#]+)?", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?。！？]\s|\n|\s{3,}")
 _BREAK_GAP = re.compile(r"^[ \t]?$|^ ?[-–] ?$")  # only a space (or a hyphen) between two words of one phrase
+_BREAK_WORDS = frozenset(["vs", "versus", "etc", "e.g", "i.e", "eg", "ie", "via", "aka"])
 _CONNECTORS = frozenset(["of", "&", "de", "du", "la", "von", "van", "der", "for"])
 # A name made only of these is no name: sentence openers, pronouns, greetings, calendar words.
 _NOT_NAMES_TEXT = (
@@ -100,7 +101,7 @@ class Token:
         self.all_caps = upper and len(text) >= 2 and text.isupper() and sum(c.isalpha() for c in text) >= 2
         rest = text[1:]
         self.inner_capital = upper and not self.all_caps and rest != rest.casefold() and rest != rest.upper()
-        self.stop = _is_stop(self.lower)
+        self.stop = _is_stop(self.lower) or self.lower in _BREAK_WORDS
 
 
 @lru_cache(maxsize=1 << 16)
@@ -117,6 +118,7 @@ class Phrase:
     named: bool
 
 
+@lru_cache(maxsize=1 << 16)
 def singular(word: str) -> str:
     """ "partitions" -> "partition": the plural folded so that both forms are one candidate."""
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "'s")):
@@ -139,20 +141,24 @@ def tokens(prose: str) -> list[Token]:
         if word.endswith(("'s", "’s")) and len(word) > 2:
             word, end = word[:-2], end - 2
         gap = prose[previous_end:start]
-        opens = not found or bool(_SENTENCE_END.search(gap)) or gap.strip() in (":", "-", "*", "•")
+        opens = not found or (gap != " " and (bool(_SENTENCE_END.search(gap)) or gap.strip() in (":", "-", "*", "•")))
         found.append(Token(word, start, end, opens))
         previous_end = end
     return found
 
 
-def phrases(prose: str, language: str, words: list[Token] | None = None) -> Iterator[Phrase]:
+def phrases(
+    prose: str, language: str, words: list[Token] | None = None, phrase_chars: int | None = None
+) -> Iterator[Phrase]:
     """Every candidate phrase of one message's prose view (names first, then noun phrases); `words` are its
-    tokens when the caller has them already."""
+    tokens when the caller has them already; noun phrases only from the first `phrase_chars` characters."""
     words = tokens(prose) if words is None else words
     if not words:
         return
     yield from _names(prose, words, language)
     if language == "en":
+        if phrase_chars is not None and words[-1].start >= phrase_chars:
+            words = [t for t in words if t.start < phrase_chars]
         yield from _noun_phrases(prose, words)
 
 
@@ -161,7 +167,9 @@ def _joined(prose: str, left: Token, right: Token) -> bool:
 
 
 def _is_name_word(token: Token, language: str) -> bool:
-    if token.lower in NOT_NAMES or token.text.isdigit():
+    if not token.capitalised and not token.inner_capital:
+        return False
+    if token.lower in NOT_NAMES or token.text.isdigit() or len(token.text) < 2 or token.stop:
         return False
     if token.all_caps or token.inner_capital:
         return len(token.text) >= 2 and not token.lower.isdigit()
@@ -221,6 +229,12 @@ def _common_adjective(token: Token) -> bool:
 def _common_adjective_word(lower: str) -> bool:
     tags = lexicon.parts_of_speech(lower)
     return bool(tags) and "NOUN" not in tags and "ADJ" in tags and lexicon.zipf(lower) >= 3.5
+
+
+@lru_cache(maxsize=1 << 16)
+def _imperative(lower: str) -> bool:
+    """A common word that can be a verb ("load", "track", "produce"): at a sentence's start, a command."""
+    return "VERB" in lexicon.parts_of_speech(lower) and lexicon.zipf(lower) >= 4.0
 
 
 def plausible_word(text: str) -> bool:
@@ -288,6 +302,8 @@ def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
 
 
 def _trim(piece: list[Token]) -> list[Token]:
+    if len(piece) > 1 and piece[0].sentence_start and _imperative(piece[0].lower):
+        piece = piece[1:]  # "Load data", "Monitor progress": a command that opens a sentence, then its object
     while piece and (
         piece[0].lower in _COMMON_OPENERS
         or piece[0].lower in NOT_NAMES

@@ -38,11 +38,18 @@ from contracts.settings import Settings, section_dump
 from extract.batch_job import ExtractJob, Outcome
 from extract.mapper import REJECT_RULES, KnownNames, MapperDecision, map_raw_hypotheses
 from extract.offline import OfflineExtractor
-from extract.types import ExtractionFailure, ExtractionOutput, Extractor, SegmentInput, SegmentMessage
+from extract.types import (
+    ExtractionFailure,
+    ExtractionOutput,
+    Extractor,
+    SegmentInput,
+    SegmentMessage,
+    SegmentNotDone,
+)
 from staging import concepts as concept_store
 from staging import extractions as store
 from staging import segments as segment_store
-from staging.stage_run import finish, stage_run
+from staging.stage_run import ItemsFailed, finish, stage_run
 
 log = logging.getLogger(__name__)
 
@@ -128,19 +135,40 @@ def run(
         for name in ("extractor_calls", "extracted", "failed", "not_returned", "hypotheses_kept", "mapper_decisions"):
             counts.setdefault(name, 0)
         notes = [ledger_note]
-        if counts["failed"] or counts["not_returned"]:
+        left = counts["failed"] + counts["not_returned"] + counts["not_done"]
+        if left:
             notes.append(
-                f"{counts['failed'] + counts['not_returned']} segment(s) not extracted (failed or budget reached);"
+                f"{left} segment(s) not extracted (failed or budget reached);"
                 f" re-run to retry them: chatmem stage extract --run-id {run_id}"
+            )
+        if counts["failed"]:  # written all the rest; the stage is no success to skip over: the next run retries
+            raise ItemsFailed(
+                _failed_message(staging, run_id, counts["failed"], counts["segments"]),
+                rows_in=counts["segments"],
+                rows_out=counts["extracted"] + counts["failed"] + counts["not_done"],
+                counts=dict(counts),
+                notes=notes,
             )
         return finish(
             ledger,
             rows_in=counts["segments"],
-            rows_out=counts["extracted"] + counts["failed"],
+            rows_out=counts["extracted"] + counts["failed"] + counts["not_done"],
             counts=dict(counts),
             notes=notes,
             skipped=counts["extractor_calls"] == 0 and counts["current_changed"] == 0,
         )
+
+
+def _failed_message(staging: sqlite3.Connection, run_id: str, failed: int, segments: int) -> str:
+    """`3 segments failed of 10 (2 HTTP 401: ...; 1 ...)`: how many, and the commonest reasons as recorded."""
+    reasons = staging.execute(
+        "SELECT reason, COUNT(*) AS n FROM extractions WHERE run_id = ? AND status = 'failed'"
+        " GROUP BY reason ORDER BY n DESC, reason LIMIT 3",
+        (run_id,),
+    ).fetchall()
+    said = "; ".join(f"{n} {str(reason or 'no reason')[:160]}" for reason, n in reasons)
+    noun = "segment" if failed == 1 else "segments"
+    return f"{failed} {noun} failed of {segments}" + (f" ({said})" if said else "")
 
 
 @dataclass(slots=True)
@@ -215,7 +243,7 @@ class Spread:
         stopped = budget.exhausted() if budget is not None else None
         if stopped:
             reason = f"not done: {stopped}; re-run the stage to continue"
-            return iter([(segment, ExtractionFailure(reason=reason)) for segment in inputs])
+            return iter([(segment, SegmentNotDone(reason=reason)) for segment in inputs])
         batches = split(inputs, self.size)
         return self._results(extractor, batches, self.map_batches(self.job, batches))  # submitted now
 
@@ -270,6 +298,9 @@ def _row(
         "completion_tokens": usage.completion_tokens,
         "reasoning_tokens": usage.reasoning_tokens,
     }
+    if isinstance(output, SegmentNotDone):  # left for the next run (a budget): a failed row, retried, no failure
+        counts["not_done"] += 1
+        return store.ExtractionRow(status="failed", hypotheses=None, reason=output.reason, **base)
     if isinstance(output, ExtractionFailure):
         counts["failed"] += 1
         log.warning("extract - segment %s failed: %s", segment.segment_id, output.reason)

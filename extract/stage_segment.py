@@ -27,13 +27,16 @@ STAGE = "segment"
 BATCH_MESSAGES = 5000  # changed conversations are written once this many of their messages are pending
 
 
-def run(archive: sqlite3.Connection, staging: sqlite3.Connection, *, run_id: str, settings: Settings) -> StageResult:
-    """Segment every conversation whose active path changed since it was last segmented."""
+def run(
+    archive: sqlite3.Connection, staging: sqlite3.Connection, *, run_id: str, settings: Settings, force: bool = False
+) -> StageResult:
+    """Segment every conversation whose active path changed since it was last segmented (`force`: every one;
+    the same rows come out, written as unchanged)."""
     params = SegmentParams(**settings.segment.model_dump())
     fingerprint = store.archive_fingerprint(archive) + ":" + repr(params)
     config = settings.segment.model_dump(mode="json")
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
-        known = store.stored_fingerprints(staging)
+        known = {} if force else store.stored_fingerprints(staging)
         counts: Counter[str] = Counter()
         pending: list[tuple[str, str, list[store.SegmentRow]]] = []
         pending_messages = 0

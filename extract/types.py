@@ -55,6 +55,12 @@ class ExtractionFailure:
     usage: Usage = field(default_factory=Usage)
 
 
+@dataclass(slots=True)
+class SegmentNotDone(ExtractionFailure):
+    """Not attempted because the budget ran out first (or a batch job is still running). Not the segment's fault
+    and no failure of the stage: a re-run picks it up, and the next run does not skip the stage as unchanged."""
+
+
 class Extractor(Protocol):
     name: str  # "offline" or "llm"
     # Everything besides the segment that changes the output: prompt version, schema version, model,

@@ -1,9 +1,11 @@
-"""The `chatmem` command line: global options, `run`, `stage` and `serve` (the inspection commands are in
-flows/cli_inspect.py).
+"""The `chatmem` command line: global options, `run`, `stage` and `serve`; every other command is loaded only
+when it is asked for (the table COMMANDS below: flows/cli_inspect.py, cli_memory.py, ...).
 
-Inspection commands only read SQLite and never import the engine: prefect and the pipeline are imported
-inside `run`, `stage` and `serve`, after `flows.prefect_env` has set Prefect's environment.
-Exit codes: 0 success, 1 a stage or file failed (the message says how to re-run), 2 usage.
+Start-up is part of every command's cost: `chatmem --help` and a usage error must answer at once, so this module
+imports only click and the standard library at the top; pydantic settings, numpy, the stage packages and prefect
+load inside the commands that use them. Inspection commands only read SQLite and never import the engine:
+prefect and the pipeline are imported inside `run`, `stage` and `serve`, after `flows.prefect_env` has set
+Prefect's environment. Exit codes: 0 success, 1 a stage or file failed (the message says how to re-run), 2 usage.
 """
 
 from __future__ import annotations
@@ -16,33 +18,41 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
-from pydantic import ValidationError
 
 from contracts.errors import ChatmemError, ConfigError, StageError
-from contracts.records import EXPORT_FORMATS
-from contracts.redact import install_log_redaction
-from contracts.results import StageResult
-from contracts.settings import Settings
-from flows.cli_concepts import concepts
-from flows.cli_eval import eval_group
-from flows.cli_eval_recall import eval_recall
-from flows.cli_garden import facts, garden
-from flows.cli_graph import graph
-from flows.cli_inspect import JSON_OPTION, archive, emit, inspect_cmd, open_readonly, staging
-from flows.cli_mcp import mcp_command
-from flows.cli_memory import recall
-from flows.cli_report import report
-from flows.cli_topics import topics
-from flows.prefect_env import configure_prefect, describe_api
+from flows.cli_inspect import JSON_OPTION, emit, open_readonly
 from flows.registry import STAGE_ORDER, select_stages
 from flows.terminal import safe_line
-from staging import inspect as inspection
-from staging.db import is_storage_error, storage_error
-from staging.ledger import run_exists, run_exports
+
+if TYPE_CHECKING:
+    from contracts.results import StageResult
+    from contracts.settings import Settings
+
+# contracts.records.EXPORT_FORMATS (a pydantic module); tests/test_cli_startup.py keeps the two equal
+EXPORT_FORMATS = ("chatgpt", "claude", "jsonl", "librechat", "chatbotui")
+
+# name -> ("module:attribute", the one-line help `chatmem --help` shows without importing the module)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "archive": ("flows.cli_inspect:archive", "Inspect archive.db, the source of truth, read-only."),
+    "concepts": (
+        "flows.cli_concepts:concepts",
+        "List concepts with their evidence (message_id, text, confidence), ...",
+    ),
+    "eval": ("flows.cli_eval:eval_group", "Measure an extractor (read-only: nothing is written to the data dir)."),
+    "facts": ("flows.cli_garden:facts", "List facts the user stated about themselves, each with when it held ..."),
+    "garden": ("flows.cli_garden:garden", "Preview the garden stage: facts closed by newer ones, concepts ..."),
+    "graph": ("flows.cli_graph:graph", "The graph: start or stop the local Bolt server, show its status and ..."),
+    "inspect": ("flows.cli_inspect:inspect_cmd", "Browse archive.db and staging.db in Datasette, read-only, ..."),
+    "mcp": ("flows.cli_mcp:mcp_command", "Serve the memory to an agent over MCP: recall, search_concepts, ..."),
+    "recall": ("flows.cli_memory:recall", "Reconstruct what the memory holds about QUESTION: the best pieces ..."),
+    "report": ("flows.cli_report:report", "Write a self-contained HTML report of a run: stage timeline, ..."),
+    "staging": ("flows.cli_inspect:staging", "Inspect staging.db (the run ledger) and archive.db tables, read-only."),
+    "topics": ("flows.cli_topics:topics", "List the topics of a run: label, size, keywords, and the run's ..."),
+}
 
 
 @dataclass
@@ -56,6 +66,10 @@ class App:
 
     def settings(self) -> Settings:
         """The settings (environment, then these options); --quiet sets pipeline.quiet."""
+        from pydantic import ValidationError
+
+        from contracts.settings import Settings
+
         try:
             settings = Settings(data_dir=self.data_dir) if self.data_dir is not None else Settings()
         except ValidationError as exc:
@@ -65,18 +79,30 @@ class App:
             settings.pipeline = settings.pipeline.model_copy(update={"quiet": True})
         return settings
 
-    def defaults(self, settings: Settings, *, serving: bool = False) -> list[str]:
-        """The defaults in use, announced once per run so that nothing happens by surprise."""
+    def defaults(self, settings: Settings, *, serving: bool = False, prefect: bool = True) -> list[str]:
+        """The defaults in use, announced once per run so that nothing happens by surprise (Prefect's API only
+        when Prefect was started)."""
         if settings.pipeline.quiet:
             return []
         lines = []
         if self.data_dir_source in (None, ParameterSource.DEFAULT):
             lines.append(f"data dir: {settings.data_dir} (default; set --data-dir or CHATMEM_DATA_DIR)")
-        lines.append(describe_api(serving=serving))
+        if prefect:
+            from flows.prefect_env import describe_api
+
+            lines.append(describe_api(serving=serving))
         return lines
 
     def engine(self, settings: Settings, name: str = "pipeline") -> ModuleType:
-        """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first."""
+        """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first.
+
+        A damaged archive.db or staging.db (0 bytes, not SQLite, truncated) is refused before anything is
+        written: no staging.db, no Prefect state, no run row whose resume hint would fail the same way."""
+        from flows.prefect_env import configure_prefect
+        from staging.db import check_database
+
+        for path in (settings.archive_path, settings.staging_path):
+            check_database(path)  # no connection of ours is open here (see staging.db.refuse_empty)
         configure_prefect(settings.data_dir, verbose=self.verbose)
         return importlib.import_module(f"flows.{name}")
 
@@ -87,7 +113,29 @@ OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", 
 
 
 class ChatmemGroup(click.Group):
-    """Turns a ChatmemError anywhere below into one line on stderr and its exit code."""
+    """Turns a ChatmemError anywhere below into one line on stderr and its exit code, and loads each command of
+    COMMANDS only when it is used (`--help` lists them from the table, importing none)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, _, attribute = COMMANDS[cmd_name][0].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.commands.get(name)
+            if command is None:
+                rows.append((name, COMMANDS[name][1]))
+            elif not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -108,6 +156,8 @@ class ChatmemGroup(click.Group):
             ctx.exit(1)
         except (sqlite3.Error, OSError) as exc:
             # A full disk or a damaged database met outside a stage: one line naming the data dir, no traceback.
+            from staging.db import is_storage_error, storage_error
+
             if not is_storage_error(exc):
                 raise
             app = ctx.obj if isinstance(ctx.obj, App) else None
@@ -140,6 +190,8 @@ def _setup_logging(verbose: bool) -> None:
     one-line `error:` message with its re-run hint (or as a traceback for a bug), and Prefect would otherwise
     add a traceback of the same StageError for each flow it passed through. Warnings still show.
     """
+    from contracts.redact import install_log_redaction
+
     install_log_redaction()  # every record's message loses URL credentials and known secrets (contracts.redact)
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "chatmem", False)]:
@@ -194,26 +246,53 @@ def _report(
     as_json: bool,
     error: StageError | None = None,
 ) -> None:
-    """The run summary on stdout, text or JSON. On failure the error line goes to stderr (ChatmemGroup)."""
+    """The run summary on stdout, text or JSON. On failure the error line goes to stderr (ChatmemGroup).
+
+    A run in which every stage was unchanged is one line; in another run the unchanged stages share one line.
+    A file ingested only in part (a dump cut short) makes the command exit 1 after the summary, so that a cron
+    job notices, though every complete conversation before the cut arrived and the run succeeded."""
+    from staging import inspect as inspection
+
     with open_readonly(settings.staging_path, settings) as staging:
         files = inspection.run_files(staging, run_id)
-    defaults = app.defaults(settings)
+        # The ledger's word: re-running one stage of an unfinished run leaves the run failed, with the stages left.
+        status, left = inspection.run_status(staging, run_id, "failed" if error else "succeeded")
+        worked = inspection.latest_working_run(staging)
+    partial = [row for row in files if row["status"] == "partial"]
+    unchanged = [r.stage for r in results if r.status == "skipped" and any(n.startswith(UNCHANGED) for n in r.notes)]
+    nothing_new = bool(results) and len(unchanged) == len(results) and error is None
+    defaults = app.defaults(settings, prefect=not nothing_new)
     if as_json:
         data: dict[str, Any] = {
             "run_id": run_id,
-            "status": "failed" if error else "succeeded",
+            "status": status,
+            "nothing_new": nothing_new,
             "stages": [r.model_dump(mode="json") for r in results],
             "files": files,
             "defaults": defaults,
         }
         if error is not None:
             data.update(error=error.cause, failed_stage=error.stage, rerun=error.rerun_hint)
+        elif left:
+            data.update(error=left)
         emit(data)
+        _refuse_partial(partial, run_id)
         return
     for line in defaults:
         click.echo(line)
-    click.echo(f"run {run_id}: {'failed' if error else 'succeeded'}")
+    since = f" since run {worked}" if worked and worked != run_id else ""
+    if nothing_new:
+        click.echo(f"nothing new: {len(results)} stage(s) unchanged{since} (run {run_id}; --force recomputes)")
+        return
+    click.echo(f"run {run_id}: {status}" + (f" ({safe_line(left)})" if left and not error else ""))
+    if unchanged:
+        # each skipped stage's note names the run that did its work ("unchanged since run R (...)")
+        origins = {n.split("(")[0].strip() for r in results if r.stage in unchanged for n in r.notes if UNCHANGED in n}
+        said = origins.pop().removeprefix("unchanged ") if len(origins) == 1 else ""
+        click.echo(f"  skipped, unchanged{' ' + said if said else ''}: {', '.join(unchanged)}")
     for result in results:
+        if result.stage in unchanged:
+            continue
         counts = f"; {_format_counts(result.counts)}" if result.counts else ""
         click.echo(f"  {result.stage}: {result.status}{counts}")
         for note in result.notes:
@@ -222,12 +301,26 @@ def _report(
             click.echo(f"    {result.counts['quarantined']} record(s) quarantined: chatmem staging failures")
     for row in files:
         if row["status"] == "skipped":
-            click.echo(f"  skipped (already ingested, same sha256): {safe_line(str(row['path']))}")
+            why = row["detail"] or "already ingested, same sha256"
+            click.echo(f"  skipped ({safe_line(str(why))}): {safe_line(str(row['path']))}")
         elif row["status"] in ("failed", "partial"):
             detail = str(row["detail"] or "")
             # Export errors already start with the file name; do not say it twice.
             shown = detail if detail.startswith(row["path"]) else f"{row['path']}: {detail}"
             click.echo(f"  {row['status']}: {safe_line(shown)}")
+    _refuse_partial(partial, run_id)
+
+
+UNCHANGED = "unchanged since"  # how the runner's note on a skipped, unchanged stage starts (flows/stage_runner.py)
+
+
+def _refuse_partial(partial: list[dict[str, Any]], run_id: str) -> None:
+    if partial:
+        names = ", ".join(safe_line(str(row["path"])) for row in partial[:3]) + (" ..." if len(partial) > 3 else "")
+        raise ChatmemError(
+            f"{len(partial)} file(s) only partly ingested (cut short?): {names}; every complete conversation before"
+            f" the cut arrived; see chatmem staging failures, then run again with the whole file (run {run_id})"
+        )
 
 
 def _run(
@@ -241,6 +334,17 @@ def _run(
     run_id: str | None = None,
     force: bool = False,
 ) -> None:
+    if run_id is None and "ingest" in stages:
+        from flows.preflight import refuse_bad_exports
+
+        refuse_bad_exports(exports, settings, force_format)  # before Prefect: nothing starts for a bad file
+    if run_id is None and not force:
+        from flows.preflight import finish_if_unchanged
+
+        done = finish_if_unchanged(settings, exports, stages)  # nothing to do: no Prefect at all
+        if done is not None:
+            _report(app, settings, done[0], done[1], as_json)
+            return
     engine = app.engine(settings)
     try:
         run_id, results = engine.run_pipeline(
@@ -294,6 +398,8 @@ def run(
     \b
     Example: chatmem run ~/Downloads/chatgpt-export.zip notes.jsonl --only ingest
     """
+    from staging.ledger import run_exists, run_exports
+
     stages = select_stages(from_, to, only)
     settings = app.settings()
     paths: list[str | Path] = list(exports)
@@ -322,6 +428,8 @@ def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, 
     \b
     Example: chatmem stage ingest --run-id r20260101T120000-1a2b3c
     """
+    from staging.ledger import run_exists, run_exports
+
     stages = select_stages(None, None, stage_name)
     settings = app.settings()
     with open_readonly(settings.staging_path, settings) as staging:
@@ -378,21 +486,6 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
         raise ChatmemError(f"{len(result['failed'])} dump(s) failed; see `chatmem staging failures`")
     if result["error"]:
         raise ChatmemError(result["error"])
-
-
-cli.add_command(staging)
-cli.add_command(archive)
-cli.add_command(eval_group)
-eval_group.add_command(eval_recall)
-cli.add_command(concepts)
-cli.add_command(topics)
-cli.add_command(report)
-cli.add_command(graph)
-cli.add_command(garden)
-cli.add_command(facts)
-cli.add_command(recall)
-cli.add_command(mcp_command)
-cli.add_command(inspect_cmd)
 
 
 def main() -> None:

@@ -6,13 +6,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from contracts.concepts import CONCEPT_STATES, CONCEPT_TYPES, ConceptHypothesis
-from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly
+from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly, require_stage
 from flows.terminal import safe_line
-from staging.concepts import list_concepts
 
 if TYPE_CHECKING:
+    from contracts.concepts import ConceptHypothesis
     from flows.cli import App
+
+# contracts.concepts.CONCEPT_TYPES / CONCEPT_STATES (a pydantic module: loaded only when the command runs, so
+# that a usage error answers at once); tests/test_cli_startup.py keeps them equal
+CONCEPT_TYPES = ("behavioral_pattern", "project", "event", "tension", "goal", "belief", "entity")
+CONCEPT_STATES = ("active", "weak", "merged", "split", "archived")
 
 
 @click.command("concepts")
@@ -31,9 +35,13 @@ def concepts(app: App, concept_type: str | None, state: str | None, limit: int, 
     \b
     Example: chatmem concepts --type project --state active --json
     """
+    from staging.concepts import list_concepts
+
     settings = app.settings()
     with open_readonly(settings.staging_path, settings) as conn:
         found = list_concepts(conn, concept_type=concept_type, state=state)
+        if not found:
+            require_stage(conn, "concepts", "concepts")
     if limit > 0:
         found = found[:limit]
     if as_json:

@@ -15,22 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from pydantic import ValidationError
 
 from contracts.errors import ChatmemError, ConfigError
-from contracts.records import ExportConversation
-from contracts.settings import LLMSettings, Settings
-from extract.segment import PathMessage, SegmentParams, segment_conversation
-from extract.types import SegmentInput, SegmentMessage
+from flows.cli_eval_recall import eval_recall
 from flows.cli_inspect import JSON_OPTION, emit
 from flows.terminal import safe_line
-from ingest.detect import detect_format, parser_for
-from ingest.sources import open_export, read_head
-from staging import segments as segment_store
-from staging.db import connect_readonly
 
 if TYPE_CHECKING:
+    from contracts.settings import Settings
     from extract.llm_eval import EvalReport
+    from extract.types import SegmentInput
     from flows.cli import App
 
 DEMO_EXPORT = Path(__file__).resolve().parents[1] / "demo" / "longmemeval-demo.zip"
@@ -42,6 +36,10 @@ def _time(value: str | None) -> datetime | None:
 
 def segments_from_data_dir(settings: Settings, limit: int) -> list[SegmentInput]:
     """The first `limit` current segments of the data dir, or [] when the segment stage has not run there."""
+    from extract.types import SegmentInput, SegmentMessage
+    from staging import segments as segment_store
+    from staging.db import connect_readonly
+
     if not settings.staging_path.exists() or not settings.archive_path.exists():
         return []
     staging, archive = connect_readonly(settings.staging_path), connect_readonly(settings.archive_path)
@@ -68,6 +66,12 @@ def segments_from_data_dir(settings: Settings, limit: int) -> list[SegmentInput]
 
 def segments_from_export(path: Path, settings: Settings, limit: int) -> list[SegmentInput]:
     """Parse an export (any format chatmem ingests) and cut its active paths into segments, stopping at `limit`."""
+    from contracts.records import ExportConversation
+    from extract.segment import PathMessage, SegmentParams, segment_conversation
+    from extract.types import SegmentInput, SegmentMessage
+    from ingest.detect import detect_format, parser_for
+    from ingest.sources import open_export, read_head
+
     ingest = settings.ingest
     opened = open_export(path, max_member_bytes=ingest.max_zip_member_bytes, max_ratio=ingest.max_zip_ratio)
     fmt = detect_format(read_head(opened), name=opened.path)
@@ -192,6 +196,10 @@ def extraction(
     \b
     Example: chatmem eval extraction --model qwen3:8b --effort medium --repeat 5 --base-url http://localhost:11434/v1
     """
+    from pydantic import ValidationError
+
+    from contracts.settings import LLMSettings
+
     settings = app.settings()
     base = settings.extract.llm.model_dump() if settings.extract.llm else {}
     options = {
@@ -231,3 +239,6 @@ def extraction(
         emit(report.as_dict() | {"source": source})
     else:
         _print(report)
+
+
+eval_group.add_command(eval_recall)

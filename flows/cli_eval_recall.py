@@ -15,15 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from clients.embedders import build_embedder
 from contracts.errors import ChatmemError
-from contracts.memory import MAX_BUDGET_TOKENS
-from contracts.settings import Settings
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.cli_memory import MAX_BUDGET_TOKENS
 from flows.registry import select_stages
-from staging import memory as memory_store
 
 if TYPE_CHECKING:
+    from contracts.settings import Settings
     from flows.cli import App
 
 PIPELINE = select_stages(to="cues")  # every stage the memory is built from (the registry's order); no load
@@ -110,6 +108,9 @@ def eval_recall(
     engine = app.engine(settings)
     run_id, stage_results = engine.run_pipeline(settings, [export], stages=PIPELINE, quiet=True)
     pipeline_s = time.monotonic() - started
+    from clients.embedders import build_embedder
+    from staging import memory as memory_store
+
     default = build_embedder(settings.embed)
     with (
         open_readonly(settings.archive_path, settings) as archive,

@@ -12,12 +12,10 @@ from typing import TYPE_CHECKING
 import click
 
 from contracts.errors import ConfigError
-from contracts.facts import FactRecord
-from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly
-from garden.stage import plan_garden
-from staging.fact_timeline import as_of, change_lines, facts_at, facts_for_query, timeline
+from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly, require_stage
 
 if TYPE_CHECKING:
+    from contracts.facts import FactRecord
     from flows.cli import App
 
 
@@ -39,6 +37,8 @@ def garden(app: App, dry_run: bool, limit: int, as_json: bool) -> None:
         raise ConfigError(
             "chatmem garden only previews (--dry-run); it runs as a stage: chatmem stage garden --run-id R"
         )
+    from garden.stage import plan_garden
+
     settings = app.settings()
     now = datetime.now(UTC).isoformat(timespec="seconds")
     with (
@@ -76,6 +76,8 @@ def facts(
     \b
     Example: chatmem facts --query "where do I live" --at 2023-06-01
     """
+    from staging.fact_timeline import as_of, change_lines, facts_at, facts_for_query, timeline
+
     settings = app.settings()
     _check_date(at)
     with open_readonly(settings.staging_path, settings) as staging:
@@ -87,6 +89,8 @@ def facts(
             found = timeline(staging, subject=subject, concept_id=concept_id)
         found = as_of(found, at)  # as it stood then: what ended later still held
         history = change_lines(as_of(timeline(staging, subject=subject, concept_id=concept_id), at))
+        if not found:
+            require_stage(staging, "garden", "facts")
     if as_json:
         emit({"facts": [f.model_dump(mode="json") for f in found], "changes": history})
         return

@@ -114,8 +114,6 @@ def graph_status(app: App, as_json: bool) -> None:
     \b
     Example: chatmem graph status --json
     """
-    from clients.graph import Graph, redact
-    from clients.graph_errors import LoadError
     from clients.graph_target import local_server
 
     settings = app.settings()
@@ -124,8 +122,13 @@ def graph_status(app: App, as_json: bool) -> None:
     local: dict[str, Any] = {"running": info is not None, "dir": str(server.directory)}
     if info is not None:
         local.update(uri=info.uri, database=info.database, pid=info.pid, started_at=info.started_at)
+    strays = server.strays()
+    if strays:  # started, its starter killed before it answered: it holds the database, unannounced
+        local["unannounced_pids"] = strays
     data: dict[str, Any] = {"local_server": local}
-    if settings.load.uri:
+    if settings.load.uri:  # the neo4j driver loads only to check a configured server
+        from clients.graph import Graph, redact
+        from clients.graph_errors import LoadError
         from clients.graph_target import resolve_target
 
         target, _ = resolve_target(settings, start=False)
@@ -154,6 +157,9 @@ def graph_status(app: App, as_json: bool) -> None:
         click.echo(f"target: {target_line['uri']} (database {target_line['database'] or 'default'}), {reach}")
     state = f"running at {local['uri']} (pid {local['pid']})" if info else "not running"
     click.echo(f"local server: {state}; files in {local['dir']}")
+    if strays:
+        pids = ", ".join(map(str, strays))
+        click.echo(f"local server process(es) {pids} hold the database but were never announced: chatmem graph down")
 
 
 @graph.command("stats")

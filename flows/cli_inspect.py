@@ -17,17 +17,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from contracts.errors import ChatmemError, ConfigError
-from contracts.settings import Settings
 from flows.terminal import safe_json, safe_line
-from staging import inspect as inspection
-from staging.archive import archive_stats
-from staging.db import connect_readonly
-from staging.ledger import run_exists
 
 if TYPE_CHECKING:
+    from contracts.settings import Settings
     from flows.cli import App
 
-CELL_WIDTH = 60  # text tables cut long cells (message text, raw JSON); --json gives them whole
+CELL_WIDTH = 60  # a cell outside a table (a line of `concepts`, `garden`) is shortened to this; --json: whole
 WHOLE_COLUMNS = frozenset({"resume", "rerun_hint"})  # commands to copy: never cut
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
 
@@ -36,27 +32,86 @@ def emit(data: object) -> None:
     click.echo(safe_json(data))
 
 
-def cell(value: object, *, whole: bool = False) -> str:
-    """One table cell: one line, control and bidi characters escaped (flows/terminal.py), cut to CELL_WIDTH."""
+def shorten(text: str, width: int) -> str:
+    """`text` in at most `width` characters, its middle replaced by "…": the start and the end (a file name at
+    the end of a path, a reason at the end of an error) both stay."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    tail = (width - 1) // 2
+    return text[: width - 1 - tail] + "…" + (text[-tail:] if tail else "")
+
+
+def cell(value: object, *, whole: bool = False, width: int = CELL_WIDTH) -> str:
+    """One cell: one line, control and bidi characters escaped (flows/terminal.py), its middle shortened to
+    `width`."""
     text = "" if value is None else safe_line(str(value))
-    return text if whole or len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+    return text if whole else shorten(text, width)
+
+
+def terminal_width() -> int:
+    """The terminal's columns ($COLUMNS first); 120 when the output is no terminal (a pipe, a file)."""
+    import shutil
+
+    return max(shutil.get_terminal_size((120, 24)).columns, 40)
+
+
+def fit(widths: list[int], fixed: list[bool], total: int, minimum: list[int]) -> list[int] | None:
+    """Column widths whose sum is at most `total`: the widest shortenable columns are cut first, to a common
+    cap (never below `minimum`); `fixed` columns keep their width. None when even the minimums do not fit."""
+    if sum(widths) <= total:
+        return widths
+    free = [i for i, f in enumerate(fixed) if not f]
+    room = total - sum(w for w, f in zip(widths, fixed, strict=True) if f)
+    if sum(min(widths[i], minimum[i]) for i in free) > room:
+        return None
+    low, high = 0, max((widths[i] for i in free), default=0)
+    while low < high:  # the largest cap under which the shortenable columns fit in `room`
+        cap = (low + high + 1) // 2
+        if sum(min(widths[i], max(cap, minimum[i])) for i in free) <= room:
+            low = cap
+        else:
+            high = cap - 1
+    return [w if f else min(w, max(low, minimum[i])) for i, (w, f) in enumerate(zip(widths, fixed, strict=True))]
 
 
 def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None) -> None:
+    """A text table that fits the terminal: the widest columns are shortened in their middle (headings too, to
+    no less than 6 characters; values to no less than 24). A table that cannot fit so is shown one record per
+    block, a `column: value` line each (psql's expanded display), each value shortened in its middle to the
+    width; --json always has every value whole."""
     if not rows:
         click.echo("(no rows)")
         return
     cols = cols or list(rows[0])
-    cells = [[cell(row.get(c), whole=c in WHOLE_COLUMNS) for c in cols] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
+    texts = [[cell(row.get(c), whole=True) for c in cols] for row in rows]
+    values = [max(len(r[i]) for r in texts) for i in range(len(cols))]
+    widths = [max(len(c), v) for c, v in zip(cols, values, strict=True)]
+    fixed = [c in WHOLE_COLUMNS for c in cols]
+    minimum = [max(min(v, 24), min(len(c), 6), 1) for c, v in zip(cols, values, strict=True)]
+    columns = terminal_width()
+    fitted = fit(widths, fixed, columns - 2 * (len(cols) - 1), minimum)
+    if fitted is None:
+        label = max(len(c) for c in cols)
+        for n, r in enumerate(texts):
+            click.echo(f"-[ {n + 1} ]" + "-" * max(columns - 8 - len(str(n + 1)), 0))
+            for i, c in enumerate(cols):
+                value = r[i] if fixed[i] else shorten(r[i], max(columns - label - 2, 20))
+                click.echo(f"{c.ljust(label)}  {value}".rstrip())
+        return
+    heads = [shorten(c, w) for c, w in zip(cols, fitted, strict=True)]
+    cells = [[v if fixed[i] else shorten(v, fitted[i]) for i, v in enumerate(r)] for r in texts]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(heads, fitted, strict=True)).rstrip())
     for r in cells:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+        click.echo("  ".join(v.ljust(w) for v, w in zip(r, fitted, strict=True)).rstrip())
 
 
 @contextmanager
 def open_readonly(path: Path, settings: Settings) -> Iterator[sqlite3.Connection]:
     """A read-only connection, closed on exit; a clear message when the data dir has nothing yet."""
+    from staging.db import connect_readonly
+
     try:
         conn = connect_readonly(path)
     except FileNotFoundError:
@@ -75,9 +130,27 @@ def check_run_id(settings: Settings, run_id: str | None) -> None:
     "that run wrote nothing"."""
     if run_id is None:
         return
+    from staging.ledger import run_exists
+
     with open_readonly(settings.staging_path, settings) as conn:
         if not run_exists(conn, run_id):
             raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
+
+
+def require_stage(conn: sqlite3.Connection, stage: str, what: str) -> None:
+    """Nothing to show because the stage that builds it never ran: exit 1 with the command that builds it, as
+    `recall` and `topics` do (an answer that is empty because of the filters is exit 0)."""
+    try:
+        row = conn.execute(
+            "SELECT 1 FROM stage_runs WHERE stage = ? AND status IN ('succeeded', 'skipped') LIMIT 1", (stage,)
+        ).fetchone()
+    except sqlite3.OperationalError:  # a staging.db from before any stage ran
+        row = None
+    if row is None:
+        raise ChatmemError(
+            f"no {what} yet: the {stage} stage has not run; run `chatmem run EXPORT` (or finish a run that stopped"
+            f" early: chatmem run --run-id RUN --from {stage}; runs: chatmem staging runs)"
+        )
 
 
 @click.group()
@@ -99,6 +172,8 @@ def staging_runs(app: App, limit: int, as_json: bool) -> None:
     \b
     Example: chatmem staging runs --json --limit 5
     """
+    from staging import inspect as inspection
+
     settings = app.settings()
     with open_readonly(settings.staging_path, settings) as conn:
         runs = inspection.list_runs(conn, limit=limit)
@@ -106,10 +181,21 @@ def staging_runs(app: App, limit: int, as_json: bool) -> None:
         emit(runs)
         return
     for run_row in runs:
-        run_row["stages"] = " ".join(f"{k}:{v}" for k, v in run_row.pop("stage_status").items())
+        run_row["stages"] = _stage_summary(run_row.pop("stage_status"))
         run_row["exports"] = len(run_row["exports"])
+        run_row["started_at"] = str(run_row["started_at"] or "")[:16].replace("T", " ")  # UTC, to the minute
         run_row.setdefault("resume", "")
     print_table(runs, ["id", "status", "started_at", "stages", "exports", "error", "resume"])
+
+
+def _stage_summary(statuses: dict[str, str]) -> str:
+    """`9 succeeded, load:skipped`: the common status counted, the others named (a table cell, not 180 chars)."""
+    if not statuses:
+        return ""
+    common = max(set(statuses.values()), key=lambda status: (list(statuses.values()).count(status), status))
+    others = " ".join(f"{stage}:{status}" for stage, status in statuses.items() if status != common)
+    shown = sum(status == common for status in statuses.values())
+    return f"{shown} {common}" + (f", {others}" if others else "")
 
 
 def _databases(settings: Settings) -> list[tuple[str, Path]]:
@@ -133,6 +219,8 @@ def staging_tables(app: App, as_json: bool) -> None:
     \b
     Example: chatmem staging tables
     """
+    from staging import inspect as inspection
+
     settings = app.settings()
     rows: list[dict[str, Any]] = []
     for name, path in _databases(settings):
@@ -153,6 +241,8 @@ def staging_show(app: App, table: str, run_id: str | None, limit: int, as_json: 
     \b
     Example: chatmem staging show ingest_files --run-id r20260101T120000-1a2b3c
     """
+    from staging import inspect as inspection
+
     settings = app.settings()
     check_run_id(settings, run_id)
     known: list[str] = []
@@ -176,6 +266,8 @@ def staging_failures(app: App, as_json: bool) -> None:
     \b
     Example: chatmem staging failures --json
     """
+    from staging import inspect as inspection
+
     settings = app.settings()
     with open_readonly(settings.staging_path, settings) as staging_conn:
         if settings.archive_path.exists():
@@ -218,6 +310,8 @@ def archive_stats_cmd(app: App, as_json: bool) -> None:
     \b
     Example: chatmem archive stats --json
     """
+    from staging.archive import archive_stats
+
     settings = app.settings()
     with open_readonly(settings.archive_path, settings) as conn:
         stats = archive_stats(conn)

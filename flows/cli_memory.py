@@ -1,26 +1,28 @@
 """`chatmem recall`: reconstruct a context from the memory for one question (read-only, no prefect).
 
-It loads the latest cues run of the data dir into the embedded engine (memory.index), asks memory.recall and
-prints the pieces in conversation order, each with when, who, its score and the path that activated it.
+It opens the stored recall index of the latest cues run (memory/index_store.py: memory-mapped arrays, texts read
+from archive.db for the pieces shown), asks memory.service.Memory and prints the pieces best first (or, with
+`--order time`, along their conversations), each with when, who, its score and the path that activated it.
+The pipeline, prefect and the stage packages are never imported here: a recall costs its imports and the query.
 """
 
 from __future__ import annotations
 
-from contextlib import closing
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
 
 from contracts.errors import ConfigError
-from contracts.memory import MAX_BUDGET_TOKENS, RecallRequest, RecallResult, RecallScope, parse_iso_time
-from flows.cli_inspect import JSON_OPTION, emit
-from memory.service import Memory
-from staging import llm_calls
-from staging.ledger import open_staging
+from flows.cli_inspect import JSON_OPTION, emit, shorten
+from flows.terminal import safe, safe_line
 
 if TYPE_CHECKING:
+    from contracts.memory import RecallPiece, RecallResult, RecallScope
     from flows.cli import App
+
+# contracts.memory.MAX_BUDGET_TOKENS (a pydantic module, loaded only when a recall runs); a test keeps them equal
+MAX_BUDGET_TOKENS = 200_000
 
 
 def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> datetime | None:
@@ -28,6 +30,8 @@ def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> d
     ConfigError (exit 2) when unreadable."""
     if value is None:
         return None
+    from contracts.memory import parse_iso_time
+
     try:
         return parse_iso_time(value, end_of_day=end_of_day)
     except ValueError:
@@ -36,6 +40,8 @@ def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> d
 
 def parse_scope(values: tuple[str, ...]) -> RecallScope:
     """--scope conversation:ID, source:FORMAT, since:DATE, until:DATE (repeatable)."""
+    from contracts.memory import RecallScope
+
     conversations: list[str] = []
     sources: list[str] = []
     since = until = None
@@ -57,27 +63,51 @@ def parse_scope(values: tuple[str, ...]) -> RecallScope:
 
 
 def print_result(result: RecallResult) -> None:
+    """The answer for a person: facts first, then the pieces (best first, or along their conversations)."""
+    for fact in result.facts:
+        click.echo(f"fact: {safe_line(fact.line)}")
+    for line in result.fact_changes:
+        click.echo(f"fact: over time: {safe_line(line)}")
     when = result.at.isoformat() if result.at else "now"
-    click.echo(f"recall at {when}: {len(result.pieces)} piece(s), {result.tokens}/{result.budget_tokens} tokens")
+    order = "best first" if result.order == "relevance" else "in conversation order"
+    click.echo(
+        f"recall at {when}: {len(result.pieces)} piece(s), {order}, {result.tokens}/{result.budget_tokens} tokens"
+    )
     if result.time_filter:
         click.echo(f"time expression {result.time_filter}")
     if result.empty_reason:
         click.echo(result.empty_reason)
+    if result.weak_reason:
+        click.echo(result.weak_reason)
     if result.expansion is not None:
         decided = ", ".join(f"{d.tag_id} {d.action}" for d in result.expansion.decisions) or "no tag"
         note = f" ({result.expansion.fallback_reason})" if result.expansion.fallback_reason else ""
         click.echo(f"expand-or-stop by {result.expansion.decided_by}: {decided}{note}")
     if result.cues:
-        click.echo("cues: " + ", ".join(f"{c.label} ({c.score:.2f})" for c in result.cues[:8]))
+        click.echo("cues: " + ", ".join(f"{safe_line(c.label)} ({c.score:.2f})" for c in result.cues[:8]))
     current = None
     for piece in result.pieces:
-        if piece.conversation_id != current:
+        title = shorten(safe_line(piece.conversation_title or piece.conversation_id), 70)
+        where = f'"{title}" [{piece.conversation_id}]'
+        if result.order == "time" and piece.conversation_id != current:
             current = piece.conversation_id
-            click.echo(f"\n== {piece.conversation_title or current} [{current}]")
-        stamp = piece.created_at.isoformat(timespec="minutes") if piece.created_at else "?"
-        path = " -> ".join(f"{s.kind}:{s.label[:30]}" for s in piece.path[1:-1]) or "direct match"
-        click.echo(f"-- #{piece.rank} {stamp} {piece.role} score {piece.score:.3f} via {path}")
-        click.echo(piece.text)
+            click.echo(f"\n== {where}")
+        elif result.order == "relevance":
+            click.echo("")
+        click.echo(_head(piece))
+        if result.order == "relevance":
+            click.echo(f"   in {where}")
+        click.echo(safe(piece.text))
+
+
+def _head(piece: RecallPiece) -> str:
+    """`#1 2023-05-29 11:12 user, score 2.531, via cue "Birthday"`: what brought the piece, in a few words."""
+    stamp = piece.created_at.strftime("%Y-%m-%d %H:%M") if piece.created_at else "time unknown"
+    cues = [f'cue "{shorten(safe_line(s.label), 40)}"' for s in piece.path if s.kind == "cue"]
+    tags = [s for s in piece.path if s.kind == "tag"]
+    how = " and ".join(cues) or ("its conversation" if tags else "direct match")
+    weak = " (weak: few of the query's key terms)" if piece.weak else ""
+    return f"#{piece.rank} {stamp} {piece.role}, score {piece.score:.3f}, via {how}{weak}"
 
 
 @click.command("recall")
@@ -94,6 +124,13 @@ def print_result(result: RecallResult) -> None:
     help="Restrict the search: conversation:ID, source:FORMAT, since:DATE, until:DATE (repeatable).",
 )
 @click.option("--max-pieces", default=50, type=click.IntRange(1, 1000), help="Most pieces in the context.")
+@click.option(
+    "--order",
+    type=click.Choice(["relevance", "time"]),
+    default="relevance",
+    show_default=True,
+    help="relevance: the best piece first; time: the reading view, along each conversation.",
+)
 @JSON_OPTION
 @click.pass_obj
 def recall(
@@ -103,20 +140,26 @@ def recall(
     budget: int | None,
     scope: tuple[str, ...],
     max_pieces: int,
+    order: str,
     as_json: bool,
 ) -> None:
-    """Reconstruct what the memory holds about QUESTION: pieces in conversation order, each with its path.
+    """Reconstruct what the memory holds about QUESTION: the best pieces first, each with its path.
 
     --json prints the RecallResult (contracts/memory.py): pieces with message ids, conversation, time, score,
-    rank and the activation path (query -> cue -> tag -> content); "facts": what the user stated about it as it
-    stood at --at (or now), each with valid_from / valid_to / superseded; "fact_changes": how it changed over time
-    ("user lives in: Paris from ... until ..., Berlin since ..."); "empty_reason" when nothing relevant was found.
+    rank, "weak" (no cue and none of the query's key terms) and the activation path (query -> cue -> tag ->
+    content); "facts": what the user stated about it as it stood at --at (or now), each with valid_from /
+    valid_to / superseded; "fact_changes": how it changed over time ("user lives in: Paris from ... until ...,
+    Berlin since ..."); "empty_reason" when nothing came back and why; "weak_reason" when every piece is weak.
+    The MCP `recall` tool returns the same object.
 
     \b
     Example: chatmem recall "what did I decide about the Lisbon trip?" --at 2024-06-01 --budget 1500
     """
     if not question.strip():
         raise ConfigError('QUESTION is empty: ask something, e.g. chatmem recall "where did I go in May?"')
+    from contracts.memory import RecallRequest
+    from memory.service import Memory
+
     settings = app.settings()
     request = RecallRequest(
         query=question,
@@ -124,10 +167,17 @@ def recall(
         budget_tokens=budget or settings.memory.budget_tokens,
         scope=parse_scope(scope),
         max_pieces=max_pieces,
+        order=order,  # click.Choice: "relevance" or "time"
     )
-    # The result carries the garden's facts of the question as they stood at --at (memory/recall_facts.py).
-    memory = Memory.open(settings)
+    # The result carries the garden's facts of the question as they stood at --at (memory/recall_facts.py):
+    # the MCP tool returns this same object.
+    memory = Memory.open(settings, quick_start=True)  # one question: the query model need not be optimised
     if settings.memory.expand_with_llm and settings.extract.llm is not None:
+        from contextlib import closing
+
+        from staging import llm_calls
+        from staging.ledger import open_staging
+
         # the expand-or-stop step calls the LLM: each attempt is an llm_calls row (run id "recall")
         with closing(open_staging(settings.staging_path)) as staging:
             result = memory.recall(request, on_call=llm_calls.recorder(staging, "recall"))
@@ -136,8 +186,4 @@ def recall(
     if as_json:
         emit(result.model_dump(mode="json"))
     else:
-        for fact in result.facts:
-            click.echo(f"fact: {fact.line}")
-        for line in result.fact_changes:
-            click.echo(f"fact: changed over time: {line}")
         print_result(result)

@@ -12,16 +12,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.cli_inspect import JSON_OPTION, check_run_id, emit, open_readonly
 from flows.registry import STAGE_ORDER
-from staging import run_report
 
 if TYPE_CHECKING:
     from flows.cli import App
 
 
 @click.command("report")
-@click.option("--run-id", help="The run to report on (default: the newest run).")
+@click.option("--run-id", help="The run to report on (default: the newest run that did work).")
 @click.option(
     "--out",
     "out_dir",
@@ -34,15 +33,26 @@ def report(app: App, run_id: str | None, out_dir: Path | None, as_json: bool) ->
     """Write a self-contained HTML report of a run: stage timeline, skipped stages, tokens and cost,
     quarantine and failures, topic map, topic sizes, Optuna history, concepts, graph counts, recall.
 
-    Sections without data (a run that only ingested) say so. The PNGs are written next to index.html.
+    Without --run-id: the newest run in which a stage did work (a later run that found nothing new would
+    report nothing); the first line says which run, and why when it is not the newest. Sections without data (a
+    run that only ingested) say so. The PNGs are written next to index.html.
 
     \b
     Example: chatmem report --out /tmp/report && xdg-open /tmp/report/index.html
     """
     from flows.report_page import write_run_report  # matplotlib loads only for this command
+    from staging import run_report
+    from staging.inspect import latest_working_run, list_runs
 
     settings = app.settings()
+    check_run_id(settings, run_id)
+    why = None
     with open_readonly(settings.staging_path, settings) as staging:
+        if run_id is None:
+            newest = list_runs(staging, limit=1)
+            run_id = latest_working_run(staging) or (newest[0]["id"] if newest else None)
+            if newest and run_id != newest[0]["id"]:
+                why = f"the newest run that did work; later runs (the newest {newest[0]['id']}) changed nothing"
         if settings.archive_path.exists():
             with open_readonly(settings.archive_path, settings) as archive:
                 data = run_report.gather(staging, archive, run_id, STAGE_ORDER)
@@ -51,7 +61,8 @@ def report(app: App, run_id: str | None, out_dir: Path | None, as_json: bool) ->
     target = out_dir or settings.data_dir / "reports" / data["run"]["id"]
     files = write_run_report(target, data)
     if as_json:
-        emit({"run_id": data["run"]["id"], "files": [str(f) for f in files]})
+        emit({"run_id": data["run"]["id"], "chosen_because": why, "files": [str(f) for f in files]})
         return
+    click.echo(f"report of run {data['run']['id']}" + (f" ({why})" if why else ""))
     for path in files:
         click.echo(str(path))

@@ -11,6 +11,9 @@ Datasette cannot know on its own, because the two files are separate databases:
   and show a NULL title as "None": these links replace them;
 - archive.db attached read-only as `archive` to staging.db's connections, so canned queries can join them.
 
+Only requests addressed to a loopback name are answered (`loopback_only`): a web page that points its own
+host name at 127.0.0.1 (DNS rebinding) sends its own name as Host and gets 421, as the MCP HTTP server does.
+
 The messages table gets a search box from the FTS5 index (`staging.fts`), and the "Search messages" query
 takes any text (`staging.fts.match_expression`, registered on every connection).
 """
@@ -34,7 +37,10 @@ from staging import fts
 from staging.browse import metadata
 
 PLUGIN_NAME = "chatmem-inspect"
+READ_ONLY_NAME = "chatmem-inspect-read-only"
 HOST = "127.0.0.1"
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+"""Host header names answered (with any port): what a browser on this machine sends for the URL printed."""
 
 # column name -> (database, table) of the row it names, in either database and in canned query results
 LINKS: dict[str, tuple[str, str]] = {
@@ -71,6 +77,8 @@ class ChatmemPlugin:
     def render_cell(
         self, row: Any, value: Any, column: str, table: str | None, database: str, datasette: Datasette
     ) -> Markup | None:
+        if isinstance(value, dict):  # a foreign key on a table page: {"value": id, "label": its label column}
+            value = value.get("value")
         if value is None or isinstance(value, bytes):
             return None
         if database == "staging" and table == "concepts" and column == "evidence_count":
@@ -87,6 +95,30 @@ class ChatmemPlugin:
         return Markup(f'<a href="{escape(url)}">{escape(value)}</a>')
 
 
+class ReadOnlyPlugin:
+    """Only GET and HEAD reach Datasette: anything else (POST /archive/sources/-/insert, a form) is 405 with
+    one line, before any view runs; Datasette 0.65 has no write API, but the 404 it meant to answer became a
+    500 (its default error handler asks rich for a traceback outside an `except` block, which raises)."""
+
+    __name__ = READ_ONLY_NAME
+
+    @hookimpl
+    def asgi_wrapper(self, datasette: Datasette) -> Callable[[Any], Any]:
+        def wrap(app: Any) -> Any:
+            async def read_only(scope: dict[str, Any], receive: Any, send: Any) -> None:
+                if scope.get("type") != "http" or scope.get("method") in ("GET", "HEAD"):
+                    await app(scope, receive, send)
+                    return
+                body = b"chatmem inspect is read-only: only GET and HEAD\n"
+                headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"allow", b"GET, HEAD")]
+                await send({"type": "http.response.start", "status": 405, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+
+            return read_only
+
+        return wrap
+
+
 def build(archive_path: Path, staging_path: Path) -> Datasette:
     """A Datasette over the databases that exist (at least one), with chatmem's metadata and plugin."""
     files = [str(p) for p in (archive_path, staging_path) if p.exists()]
@@ -94,12 +126,61 @@ def build(archive_path: Path, staging_path: Path) -> Datasette:
     if existing is not None:  # a second build in one process (tests): the newest data dir wins
         pm.unregister(existing, name=PLUGIN_NAME)
     pm.register(ChatmemPlugin(archive_path), name=PLUGIN_NAME)
+    if pm.get_plugin(READ_ONLY_NAME) is None:
+        pm.register(ReadOnlyPlugin(), name=READ_ONLY_NAME)
+    # Datasette's default error handler prints a rich traceback with every local variable (about 170 lines)
+    # for each error it answers, a rejected SQL statement included, and raises when called outside an
+    # `except` block (a 404 from its router), turning that 404 into a 500. Without rich it answers the same
+    # pages, prints nothing for a 4xx, and a plain traceback for a real 500.
+    # (Imported here, after datasette.plugins: imported first, it registers itself half-initialised, hookless.)
+    from datasette import handle_exception as default_handler
+
+    default_handler.rich = None
     return Datasette(
         files=files,
         metadata=metadata(),
         settings={"sql_time_limit_ms": 5000, "truncate_cells_html": 400, "default_page_size": 50},
         cors=False,
     )
+
+
+def host_is_loopback(host: str | None) -> bool:
+    """Whether a Host header names this machine's loopback (`127.0.0.1:8001`, `localhost`, `[::1]:8001`)."""
+    if not host:
+        return False
+    name = host.strip().lower()
+    bracketed = name.startswith("[") and "]" in name  # [::1]:8001: the port follows the bracket
+    return (name[: name.index("]") + 1] if bracketed else name.partition(":")[0]) in LOOPBACK_NAMES
+
+
+def loopback_only(app: Any) -> Any:
+    """ASGI middleware: an HTTP request whose Host is not a loopback name is answered 421 and never reaches
+    Datasette (which would otherwise serve the chats and `?sql=` to any page that rebinds its name to 127.0.0.1)."""
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") in ("http", "websocket"):
+            headers = dict(scope.get("headers") or [])
+            host = headers.get(b"host", b"").decode("latin-1")
+            if not host_is_loopback(host):
+                body = b"Invalid Host header: chatmem inspect answers only 127.0.0.1, localhost and [::1]\n"
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 421,
+                        "headers": [
+                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
 
 
 def bind(port: int | None) -> socket.socket:
@@ -116,7 +197,7 @@ def serve(ds: Datasette, sock: socket.socket, announce: Callable[[str], None]) -
     import uvicorn
 
     asyncio.run(ds.invoke_startup())
-    config = uvicorn.Config(ds.app(), log_level="warning", lifespan="on", access_log=False)
+    config = uvicorn.Config(loopback_only(ds.app()), log_level="warning", lifespan="on", access_log=False)
     server = uvicorn.Server(config)
     port = sock.getsockname()[1]
     announce(f"Datasette on http://{HOST}:{port}/ (archive.db and staging.db, read-only); Ctrl-C to stop")

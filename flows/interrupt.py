@@ -13,8 +13,9 @@ with: ...", exit code 130.
 SIGTERM (`kill PID`, systemd, `docker stop`) takes the same way, with exit code 143 and "interrupted by
 SIGTERM" in the line. While a flow runs, Prefect's engine puts a SIGTERM handler of its own in place (it
 raises TerminationSignal, which every stage would record as a failure, and then re-kills the process with the
-default action: exit -15, nothing said); `_take_sigterm` points that swap at this module's handler. Inside a
-flow that already runs (a deployment run of `chatmem serve`) SIGTERM stays Prefect's: it is the runner's cancel.
+default action: exit -15, nothing said); `_take_sigterm` points that swap at this module's handler. In a
+deployment run of `chatmem serve` SIGTERM stays Prefect's: it is the runner's cancel; in `serve --once`, whose
+flow runs in the user's process, it is ours.
 
 A stage can sit in native code (an ONNX session, a numba kernel) where the KeyboardInterrupt waits for it.
 A watchdog thread, woken by the signal itself through `signal.set_wakeup_fd`, gives the orderly way GRACE_S
@@ -49,6 +50,7 @@ from staging.liveness import current_stage, mark_interrupted, resume_command, un
 GRACE_S = 5.0
 EXIT_CODE = 130  # 128 + SIGINT, what shells report for a job stopped by Ctrl-C
 EXIT_CODES: dict[int, int] = {signal.SIGINT: EXIT_CODE, signal.SIGTERM: 128 + signal.SIGTERM}  # SIGTERM: 143
+FLOW_RUN_ID = "PREFECT__FLOW_RUN_ID"  # in the environment of a flow-run process that Prefect's runner started
 REARM = 0xFF  # a byte no signal number takes, written to the wakeup pipe to re-deliver a swallowed Ctrl-C
 
 
@@ -93,7 +95,7 @@ class _Interruption:
         """SIGINT and SIGTERM alike: the first raises KeyboardInterrupt, the second exits at once."""
         if self.rearmed:  # the first Ctrl-C again, after a place that swallowed it (see on_unraisable)
             self.rearmed = False
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt(self.reason())
         self.signals += 1
         if self.signals == 1:
             self.signum = signum
@@ -102,7 +104,8 @@ class _Interruption:
         # failed trial with its traceback) would bury it.
         logging.disable(logging.CRITICAL)
         if self.signals == 1:
-            raise KeyboardInterrupt
+            # with its reason: every stage records `KeyboardInterrupt: <message>` in the ledger on its way out
+            raise KeyboardInterrupt(self.reason())
         self.exit_now()
 
     def watch(self, read_fd: int) -> None:
@@ -145,6 +148,9 @@ class _Interruption:
 
     def by(self) -> str:
         return "by SIGTERM" if self.signum == signal.SIGTERM else "by Ctrl-C"
+
+    def reason(self) -> str:
+        return f"stopped {self.by()}"
 
     def record(self, after_failure: bool = False) -> None:
         """Mark what this process left `running` as interrupted (the stages record themselves when they can);
@@ -218,12 +224,14 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
 def _take_sigterm(handler: Callable[[int, FrameType | None], None], state: _Interruption) -> Callable[[], None]:
     """SIGTERM to `handler` for the run, and Prefect's own swap pointed at it too: while a flow runs, its engine
     installs `prefect.utilities.engine._prefect_sigterm_handler` for SIGTERM (restoring the previous handler
-    after), and that name is made ours for the run. Not when a flow already runs around this run (a deployment
-    run of `chatmem serve`): there SIGTERM is the runner's cancel, which Prefect's engine handles. Returns the
-    undo."""
+    after), and that name is made ours for the run. Not in a deployment run of `chatmem serve` (a process the
+    runner started for one flow run): there SIGTERM is the runner's cancel, which Prefect's engine handles. A
+    flow that runs this run in the user's own process (`serve --once`) is no such run: SIGTERM is ours there.
+    Returns the undo."""
     engine = importlib.import_module("prefect.utilities.engine") if "prefect" in sys.modules else None
     bridge = getattr(engine, "_prefect_sigterm_handler", None)
-    if bridge is not None and signal.getsignal(signal.SIGTERM) is bridge:
+    deployment_run = bool(os.environ.get(FLOW_RUN_ID))  # set by Prefect's runner in a flow-run process only
+    if bridge is not None and signal.getsignal(signal.SIGTERM) is bridge and deployment_run:
         return lambda: None
     previous = signal.signal(signal.SIGTERM, handler)
     state.watched.add(signal.SIGTERM)

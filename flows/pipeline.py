@@ -85,11 +85,14 @@ def pipeline(run_id: str, stages: list[str]) -> list[StageResult]:
             run_id=run_id,
         )
         results: list[StageResult] = []
+        stage = ""
         try:
             for stage in stages:
                 results.append(STAGE_FLOWS[stage](run_id))
         except BaseException as exc:  # a KeyboardInterrupt too: the ledger must not say 'running' forever
-            message = str(exc) if isinstance(exc, ChatmemError) else f"{type(exc).__name__}: {exc}"
+            message = str(exc) if isinstance(exc, ChatmemError) else f"{type(exc).__name__}: {str(exc) or 'stopped'}"
+            if isinstance(exc, KeyboardInterrupt):  # as the watchdog words it: "...: stopped by SIGTERM in stage X"
+                message += f" in stage {stage}"
             with contextlib.suppress(sqlite3.Error):  # a full disk: the run shows as interrupted once we exit
                 close_run(staging, run_id, error=message)
             logger.error("run %s failed: %s", run_id, message)

@@ -27,16 +27,20 @@ from flows.prefect_env import ensure_no_outbound
 ensure_no_outbound()  # before prefect is imported
 
 from prefect import flow, get_run_logger  # noqa: E402
+from prefect.client.schemas.objects import State  # noqa: E402
+from prefect.states import Cancelled  # noqa: E402
 
 from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows import server_guard  # noqa: E402
+from flows.interrupt import FLOW_RUN_ID, RunInterrupted  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
 from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES, ZIP_MAGIC, open_export  # noqa: E402
 from staging.archive import ArchiveWriter  # noqa: E402
 from staging.db import connect_readonly  # noqa: E402
 from staging.inspect import run_files  # noqa: E402
+from staging.lock import serve_lock  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +99,16 @@ def split_new(settings: Settings, dumps: list[Path]) -> tuple[list[Path], list[P
     return new, done
 
 
+# The interruption that ended this process's last watch run (Ctrl-C or SIGTERM), for `run_once` to raise.
+_INTERRUPTED: list[RunInterrupted] = []
+
+
 @flow(name="chatmem-watch", persist_result=False, validate_parameters=False)
-def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None) -> dict[str, Any]:
-    """Ingest the dumps in `watch_dir` that are not in the archive yet; report the ones that fail."""
+def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None) -> Any:
+    """Ingest the dumps in `watch_dir` that are not in the archive yet; report the ones that fail.
+
+    Returns the result dict, or a Cancelled state when Ctrl-C or SIGTERM stopped the run: the ledger has it as
+    interrupted, and the flow run ends with that one line rather than a RunInterrupted traceback in the log."""
     logger = get_run_logger()
     settings = Settings(data_dir=Path(data_dir))
     new, done = split_new(settings, list_dumps(Path(watch_dir)))
@@ -119,6 +130,10 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
         run_id = exc.run_id
         result["error"] = str(exc)
         logger.error("watch - %s", exc)
+    except RunInterrupted as exc:
+        _INTERRUPTED[:] = [exc]
+        (logger.warning if os.environ.get(FLOW_RUN_ID) else logger.info)("watch - %s", exc)  # --once: the CLI says it
+        return Cancelled(message=str(exc))
     except BusyError as exc:  # a manual run holds the data dir: this look is skipped, the next one retries
         result["error"] = str(exc)
         logger.warning("watch - %s", exc)
@@ -141,14 +156,20 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
 
 def run_once(watch_dir: Path, settings: Settings, force_format: str | None = None) -> dict[str, Any]:
     """One watch run on the ephemeral API (what `chatmem serve --once` does)."""
+    # Before the flow starts Prefect's ephemeral server: through the guard, so that Ctrl-C or SIGTERM cannot
+    # kill it under the run and it does not outlive this process (run_pipeline would install it too late).
+    server_guard.install()
+    _INTERRUPTED.clear()
     with without_heartbeats():
-        return dict(
-            watch_folder(
-                watch_dir=str(watch_dir.absolute()),
-                data_dir=str(settings.data_dir.absolute()),
-                force_format=force_format,
-            )
+        state: State[Any] = watch_folder(  # type: ignore[assignment]  # a sync flow: the state itself
+            watch_dir=str(watch_dir.absolute()),
+            data_dir=str(settings.data_dir.absolute()),
+            force_format=force_format,
+            return_state=True,
         )
+    if state.is_cancelled() and _INTERRUPTED:
+        raise _INTERRUPTED.pop()  # exit 130 or 143, with the line that says where to resume
+    return dict(state.result())
 
 
 def check_schedule(watch_dir: Path, cron: str) -> None:
@@ -171,11 +192,19 @@ def serve_forever(
 ) -> None:
     """Serve `watch_folder` as a deployment on `cron` until interrupted (SIGINT or SIGTERM).
 
-    `announce` receives one line once the deployment's API is up (the CLI prints it to stderr).
+    `announce` receives one line once the deployment's API is up (the CLI prints it to stderr). A second
+    `serve` on the same data dir waits `pipeline.lock_wait_s` seconds for the first, then refuses (BusyError).
     """
+    check_schedule(watch_dir, cron)
+    with serve_lock(settings.data_dir, wait_s=settings.pipeline.lock_wait_s):  # one server per data dir
+        _serve(watch_dir, settings, cron, force_format, announce)
+
+
+def _serve(
+    watch_dir: Path, settings: Settings, cron: str, force_format: str | None, announce: Callable[[str], object]
+) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    check_schedule(watch_dir, cron)
     server: subprocess.Popen[bytes] | None = None
     api_url = os.environ.get("PREFECT_API_URL")
     if not api_url:
@@ -220,8 +249,11 @@ def start_local_server(timeout_s: float = 120.0) -> tuple[subprocess.Popen[bytes
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     env = {**os.environ, "PREFECT_UI_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
-    # Through the guard: a `chatmem serve` killed with SIGKILL does not leave its Prefect server behind.
-    server = subprocess.Popen(server_guard.guarded(command), env=env, stdout=subprocess.DEVNULL)
+    # Through the guard: a `chatmem serve` killed with SIGKILL does not leave its Prefect server behind. In a
+    # session of its own: a terminal's Ctrl-C reaches `serve` (and its flow run), which stop in order while the
+    # server still answers, and then stop the server; were it in the terminal's group, it died first, and the
+    # runner's shutdown met a dead API (ConnectError tracebacks, `serve` left running).
+    server = subprocess.Popen(server_guard.guarded(command), env=env, stdout=subprocess.DEVNULL, start_new_session=True)
     api_url = f"http://127.0.0.1:{port}/api"
     # No proxy: a proxy variable in the environment must not send a loopback health check elsewhere.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))

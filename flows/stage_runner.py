@@ -18,6 +18,7 @@ run id, so nothing secret reaches Prefect's database.
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import sqlite3
 import sys
@@ -84,12 +85,12 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
     try:
         before = input_fingerprint(stage, settings, archive, staging, context.exports)
         latest = latest_attempt(staging, stage.name)
-        if not context.force and latest is not None and _unchanged(latest, before):
-            result = _record_unchanged(staging, stage, run_id, settings, before, latest)
+        if not context.force and latest is not None and unchanged(latest, before):
+            result = record_unchanged(staging, stage, run_id, settings, before, latest)
         else:
             module = importlib.import_module(stage.entry)
             with ExitStack() as stack:
-                deps = _deps(stage, context)
+                deps = _deps(stage, context, module)
                 if stage.batches and settings.runner.distributed:
                     from flows.batch_runner import dask_batches  # only a Dask run loads prefect-dask
 
@@ -99,6 +100,9 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
                     deps["map_batches"] = stack.enter_context(pool)
                 result = module.run(archive, staging, run_id=run_id, settings=settings, **deps)
             after = input_fingerprint(stage, settings, archive, staging, context.exports)
+            if result.counts.get("not_returned") or result.counts.get("not_done"):  # left for later (a budget):
+                # the stage succeeded, but the next run must not skip it as unchanged
+                after += ":unfinished"
             set_input_fingerprint(staging, run_id, stage.name, after)
     finally:
         archive.close()
@@ -114,12 +118,14 @@ def _line(text: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} chatmem {text}", file=sys.stderr, flush=True)
 
 
-def _unchanged(latest: Attempt, fingerprint: str) -> bool:
+def unchanged(latest: Attempt, fingerprint: str) -> bool:
     return latest.status in ("succeeded", "skipped") and latest.input_fingerprint == fingerprint
 
 
-def _deps(stage: StageSpec, context: RunContext) -> dict[str, Any]:
+def _deps(stage: StageSpec, context: RunContext, module: Any) -> dict[str, Any]:
     deps: dict[str, Any] = {}
+    if context.force and "force" in inspect.signature(module.run).parameters:
+        deps["force"] = True  # --force: the stage redoes what its own caches would skip (ingest, segment)
     if stage.progress is not None:
         deps["progress"] = progress_factory(context.show_progress, stage.progress)
     if stage.exports:
@@ -128,7 +134,17 @@ def _deps(stage: StageSpec, context: RunContext) -> dict[str, Any]:
     return deps
 
 
-def _record_unchanged(
+def _last_worked(staging: sqlite3.Connection, stage: str, fingerprint: str) -> str | None:
+    """The run whose stage last did the work that these inputs gave (not a run that skipped it in turn)."""
+    row = staging.execute(
+        "SELECT run_id FROM stage_runs WHERE stage = ? AND status = 'succeeded' AND input_fingerprint = ?"
+        " ORDER BY id DESC LIMIT 1",
+        (stage, fingerprint),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def record_unchanged(
     staging: sqlite3.Connection,
     stage: StageSpec,
     run_id: str,
@@ -137,7 +153,8 @@ def _record_unchanged(
     latest: Attempt,
 ) -> StageResult:
     """A skipped stage run: same inputs, settings and code as the latest run of the stage, which succeeded."""
-    since = "this run" if latest.run_id == run_id else f"run {latest.run_id}"
+    worked = _last_worked(staging, stage.name, fingerprint) or latest.run_id
+    since = "this run" if worked == run_id else f"run {worked}"
     note = f"unchanged since {since} (same inputs, settings and code): skipped; --force recomputes"
     section = settings_section(settings, stage)
     ledger = StageRun(

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 from contracts.errors import ExportError
 from contracts.records import QuarantineRecord
 from ingest.detect import parser_for
+from ingest.jsonl import Continuation
 from ingest.jsonstream import Utf8RepairReader
 from ingest.sources import OpenedExport
 from staging.archive_rows import ConversationRows, to_rows
@@ -27,6 +28,7 @@ from staging.archive_rows import ConversationRows, to_rows
 @dataclass
 class Batch:
     conversations: list[ConversationRows] = field(default_factory=list)
+    parts: list[Continuation] = field(default_factory=list)  # JSONL parts naming parents of an earlier dump
     quarantined: list[QuarantineRecord] = field(default_factory=list)
     messages: int = 0
     bytes_read: int = 0  # position in the stream when the batch was cut (for progress)
@@ -65,21 +67,24 @@ def iter_batches(
                 if isinstance(item, QuarantineRecord):
                     batch.quarantined.append(item)
                     continue
-                batch.conversations.append(to_rows(item, fmt))
+                if isinstance(item, Continuation):  # joined to the archive in the stage's thread
+                    batch.parts.append(item)
+                else:
+                    batch.conversations.append(to_rows(item, fmt))
                 batch.messages += len(item.messages)
                 # Bound memory by messages too: a batch of huge conversations must not hold the whole file.
-                if len(batch.conversations) >= batch_size or batch.messages >= batch_size * 50:
+                if len(batch.conversations) + len(batch.parts) >= batch_size or batch.messages >= batch_size * 50:
                     batch.bytes_read = counting.position
                     yield batch
                     batch = Batch()
         except (ExportError, UnicodeError):
             # Whatever was parsed before a bad spot is complete and good: hand it over, then the error.
-            if batch.conversations or batch.quarantined:
+            if batch.conversations or batch.parts or batch.quarantined:
                 batch.bytes_read = counting.position
                 yield batch
             raise
         if isinstance(stream, Utf8RepairReader):
             stats.utf8_replacements = stream.replacements
-        if batch.conversations or batch.quarantined:
+        if batch.conversations or batch.parts or batch.quarantined:
             batch.bytes_read = counting.position
             yield batch

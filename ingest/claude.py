@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.detect import json_kind, peek_start, raw_json
-from ingest.jsonstream import TooDeep, guard_depth, iter_json_items
+from ingest.jsonstream import TOO_DEEP_MESSAGE, TooDeep, guard_depth, iter_json_items, too_deep_link
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
 
@@ -58,8 +58,11 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
     elif first == b"[":
         for index, record in enumerate(iter_json_items(replay, "item", name=name)):
             if isinstance(record, TooDeep):
-                yield record.quarantine(f"conversations[{index}]")
-                continue
+                loaded = record.load()  # read without recursion: the conversation loses only the deep message
+                if not isinstance(loaded, dict):
+                    yield record.quarantine(f"conversations[{index}]")
+                    continue
+                record = loaded
             yield from guard_depth(parse_conversation(record, f"conversations[{index}]"), f"conversations[{index}]")
     else:
         found = repr(first) if first else "an empty file"
@@ -82,9 +85,14 @@ def parse_conversation(record: object, locator: str) -> Iterator[ExportConversat
         return
 
     drafts: list[DraftMessage] = []
+    passed_over: dict[str, str | None] = {}  # lost messages that stay links of the chain (see too_deep_link)
     has_parents = any(isinstance(m, dict) and m.get("parent_message_uuid") for m in messages)
     for index, message in enumerate(messages):
-        draft = _draft(message, has_parents)
+        try:
+            draft: DraftMessage | str = _draft(message, has_parents)
+        except RecursionError:  # a block nested thousands of levels deep: this message only is lost
+            draft = TOO_DEEP_MESSAGE
+            passed_over.update(too_deep_link(message, "uuid", "parent_message_uuid", ROOT_SENTINEL))
         if isinstance(draft, str):
             where = f"{locator}.chat_messages[{index}]"
             yield _quarantine(where, draft, message, conversation_id)
@@ -97,6 +105,7 @@ def parse_conversation(record: object, locator: str) -> Iterator[ExportConversat
     thread = build_thread(
         conversation_id,
         drafts,
+        structural_parents=passed_over,
         current_leaf=leaf if isinstance(leaf, str) else None,
         locator=f"{locator}.",
     )

@@ -18,15 +18,22 @@ contiguous is read back in insertion order, with no index and no sort.
 
 Parents: a line's `parent_id` when it has one; without one (missing or null), the previous line of the same
 conversation, so a file without parent ids is a chain in line order.
+
+A conversation split across dumps (ids 1-3 in one file, 4-5 with `parent_id "3"` in the next) is a
+`Continuation`: a `parent_id` that names no line of this file is kept (`continues`), and the ingest stage,
+which can read the archive, joins the part to the messages already stored (`continued`): the thread is built
+over both, so 1-3 stay on the active path and 4 keeps its parent. A parent found nowhere stays an orphan root.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO
+
+from pydantic import PrivateAttr
 
 from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
@@ -53,6 +60,58 @@ _ROLES: dict[str, Role] = {
     "function": "tool",
     "other": "other",
 }
+
+
+class Continuation(ExportConversation):
+    """A conversation part whose messages name parents outside this file: `continues` maps each such message to
+    the parent it names. Written as it is unless the archive holds those parents (`continued`)."""
+
+    _continues: dict[str, str] = PrivateAttr(default_factory=dict)
+    _drafts: list[DraftMessage] = PrivateAttr(default_factory=list)
+
+    @property
+    def continues(self) -> dict[str, str]:
+        return self._continues
+
+    @property
+    def drafts(self) -> list[DraftMessage]:
+        return self._drafts
+
+
+def continued(part: Continuation, stored: Sequence[Mapping[str, Any]]) -> ExportConversation:
+    """The part joined to the conversation's stored messages (archive rows, in seq order): one thread built over
+    both, the part's version winning for an id in both. Unchanged when no named parent is stored."""
+    have = {str(row["uuid"]) for row in stored}
+    if not have & set(part.continues.values()):
+        return part
+    ids = {d.uuid for d in part.drafts}
+    drafts = [
+        DraftMessage(
+            uuid=str(row["uuid"]),
+            parent_ref=None if row["parent_id"] is None else str(row["parent_id"]),
+            role=row["role"],
+            author=row["author"],
+            content_type=str(row["content_type"]),
+            text=str(row["text"]),
+            created_at=None if row["created_at"] is None else datetime.fromisoformat(str(row["created_at"])),
+            is_hidden=bool(row["is_hidden"]),
+            raw=row["raw"],
+        )
+        for row in stored
+        if str(row["uuid"]) not in ids
+    ]
+    thread = build_thread(part.id, [*drafts, *part.drafts], locator=f"conversation[{part.id}].")
+    times = [m.created_at for m in thread.messages if m.created_at is not None]
+    return ExportConversation(
+        id=part.id,
+        title=part.title,
+        created_at=min(times, default=None),
+        updated_at=max(times, default=None),
+        current_node=thread.current_node,
+        messages=thread.messages,
+    )
+
+
 # conv (order of first appearance), line, id, parent, role, author, content_type, text, created (µs, epoch)
 Row = tuple[int, int, str, str | None, str, str | None, str, str, int | None]
 
@@ -179,8 +238,12 @@ def _bad(number: int, reason: str, line: bytes, record: object = None) -> Quaran
 
 
 def scoped_id(conversation_id: str, message_id: str) -> str:
-    """The archive id of a JSONL message: `<conversation_id>:<id>`."""
-    return f"{conversation_id}:{message_id}"
+    """The archive id of a JSONL message: `<conversation_id>:<id>`, with `%` and `:` in the conversation id
+    written `%25` and `%3A`, so that the first `:` always ends it and no two (conversation, id) pairs share an
+    archive id: ("a:b", "c") is `a%3Ab:c`, ("a", "b:c") is `a:b:c` (both were `a:b:c`, and the second was
+    quarantined as a message of another conversation). A conversation id with neither character, nearly every
+    one, gives the id it always gave, so archives made before keep their ids (docs/formats.md)."""
+    return f"{conversation_id.replace('%', '%25').replace(':', '%3A')}:{message_id}"
 
 
 def _id(value: str | int) -> str:
@@ -227,14 +290,23 @@ def _conversation(
             )
         )
         previous = scoped_id(conversation_id, uuid)
+    here = {d.uuid for d in drafts}
+    continues = {d.uuid: d.parent_ref for d in drafts if d.parent_ref is not None and d.parent_ref not in here}
+    saved = [DraftMessage(**{name: getattr(d, name) for name in DraftMessage.__slots__}) for d in drafts]
     thread = build_thread(conversation_id, drafts, locator=f"conversation[{conversation_id}].")
     yield from thread.quarantined
     times = [m.created_at for m in thread.messages if m.created_at is not None]
-    yield ExportConversation(
-        id=conversation_id,
-        title=title,
-        created_at=min(times, default=None),
-        updated_at=max(times, default=None),
-        current_node=thread.current_node,
-        messages=thread.messages,
-    )
+    fields: dict[str, Any] = {
+        "id": conversation_id,
+        "title": title,
+        "created_at": min(times, default=None),
+        "updated_at": max(times, default=None),
+        "current_node": thread.current_node,
+        "messages": thread.messages,
+    }
+    if continues:  # parents in an earlier dump, perhaps: the stage joins it to what the archive holds
+        part = Continuation(**fields)
+        part._continues, part._drafts = continues, saved
+        yield part
+    else:
+        yield ExportConversation(**fields)

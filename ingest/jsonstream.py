@@ -14,7 +14,8 @@ the standard library's `raw_decode` finds the end instead, so the cost stays lin
 Nesting: orjson refuses more than 1024 levels and the standard library recurses (RecursionError near 1000).
 An element nested deeper is skipped by a scanner that counts brackets without recursing, and yielded as a
 `TooDeep` marker: the parser turns it into a quarantine row, and the rest of the file is read as usual.
-`guard_depth` does the same for a record that parses but is too deep to process.
+`guard_depth` does the same for a record that parses but is too deep to process; the parsers catch the
+RecursionError of one message first (TOO_DEEP_MESSAGE), so that a conversation loses only that message.
 """
 
 from __future__ import annotations
@@ -62,6 +63,18 @@ class TooDeep:
             " record skipped, the rest of the file is read"
         )
         return QuarantineRecord(locator=locator, reason=reason, raw=self.excerpt)
+
+
+TOO_DEEP_MESSAGE = f"message nested deeper than {MAX_DEPTH} JSON levels: not rendered"
+
+
+def too_deep_link(message: object, id_key: str, parent_key: str, root: str) -> dict[str, str | None]:
+    """{id: parent} of a message lost to nesting, when both can be read: given to `build_thread` as a
+    structural node, so that its replies keep their place in the conversation instead of becoming roots."""
+    if not isinstance(message, dict) or not isinstance(message.get(id_key), str):
+        return {}
+    parent = message.get(parent_key)
+    return {message[id_key]: parent if isinstance(parent, str) and parent != root else None}
 
 
 def guard_depth(items: Iterator[T], locator: str) -> Iterator[T | QuarantineRecord]:

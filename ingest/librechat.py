@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.detect import json_kind, peek_start, raw_json
-from ingest.jsonstream import TooDeep, guard_depth, iter_json_items
+from ingest.jsonstream import TOO_DEEP_MESSAGE, TooDeep, guard_depth, iter_json_items, too_deep_link
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
 
@@ -57,22 +57,31 @@ def _librechat_conversation(document: dict[str, Any]) -> Iterator[ExportConversa
         (f"messages[{i}]", m, None) for i, m in reversed(list(enumerate(document["messages"])))
     ]
     linked = False  # any parent id, the root id included, or any nesting: the export has a tree
+    passed_over: dict[str, str | None] = {}  # messages lost to nesting that stay links of the chain
     while stack:
         locator, message, enclosing = stack.pop()
         if enclosing is not None or (isinstance(message, dict) and message.get("parentMessageId")):
             linked = True
-        draft = _librechat_draft(message, enclosing)
+        parent: str | None = None  # of its nested replies
+        try:
+            draft: DraftMessage | str = _librechat_draft(message, enclosing)
+            parent = None if isinstance(draft, str) else draft.uuid
+        except RecursionError:  # a part nested thousands of levels deep: this message only is lost
+            draft = TOO_DEEP_MESSAGE
+            link = too_deep_link(message, "messageId", "parentMessageId", ROOT_SENTINEL)
+            for uuid, up in link.items():
+                passed_over[uuid] = up or enclosing
+                parent = uuid
         if isinstance(draft, str):
             yield _quarantine(locator, draft, message, conversation_id)
         else:
             drafts.append(draft)
         children = message.get("children") if isinstance(message, dict) else None
         if isinstance(children, list):  # a bad message's replies are still messages: kept, as roots
-            parent = None if isinstance(draft, str) else draft.uuid
             stack.extend((f"{locator}.children[{i}]", c, parent) for i, c in reversed(list(enumerate(children))))
     if not linked:
         _chain(drafts)  # an export without parent ids: list order is the only order there is
-    thread = build_thread(conversation_id, drafts, locator="")
+    thread = build_thread(conversation_id, drafts, structural_parents=passed_over, locator="")
     yield from thread.quarantined
     times = [m.created_at for m in thread.messages if m.created_at is not None]
     title = document.get("title")
@@ -146,8 +155,11 @@ def parse_chatbotui(stream: BinaryIO, *, name: str) -> Iterator[ExportConversati
     prefix = "item" if first == b"[" else "history.item"
     for index, record in enumerate(iter_json_items(replay, prefix, name=name)):
         if isinstance(record, TooDeep):
-            yield record.quarantine(f"history[{index}]")
-            continue
+            loaded = record.load()  # read without recursion: the conversation loses only the deep message
+            if not isinstance(loaded, dict):
+                yield record.quarantine(f"history[{index}]")
+                continue
+            record = loaded
         yield from guard_depth(_chatbotui_conversation(record, f"history[{index}]"), f"history[{index}]")
 
 
@@ -164,7 +176,7 @@ def _chatbotui_conversation(record: object, locator: str) -> Iterator[ExportConv
     for index, message in enumerate(messages):
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, str):
-            reason = "message is not an object with a string content"
+            reason = TOO_DEEP_MESSAGE if _too_deep(content) else "message is not an object with a string content"
             yield _quarantine(f"{locator}.messages[{index}]", reason, message, conversation_id)
             continue
         role = message.get("role")
@@ -193,6 +205,16 @@ def _chatbotui_conversation(record: object, locator: str) -> Iterator[ExportConv
         current_node=thread.current_node,
         messages=thread.messages,
     )
+
+
+def _too_deep(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except RecursionError:
+        return True
+    except (TypeError, ValueError):
+        return False
+    return False
 
 
 def _chain(drafts: list[DraftMessage]) -> None:

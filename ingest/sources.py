@@ -71,14 +71,15 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def open_export(path: Path, *, max_member_bytes: int, max_ratio: float) -> OpenedExport:
-    """Resolve `path` to the one stream to parse. Raises an ExportError subclass naming the file."""
+def open_export(path: Path, *, max_member_bytes: int, max_ratio: float, digest: bool = True) -> OpenedExport:
+    """Resolve `path` to the one stream to parse. Raises an ExportError subclass naming the file.
+    `digest=False` leaves `sha256` empty (a check before the run: reading a large dump twice costs seconds)."""
     if path.is_dir():
         candidate = path / CONVERSATIONS_FILE
         if not candidate.is_file():
             raise MalformedExportError(str(path), f"folder has no {CONVERSATIONS_FILE}")
         side = sorted(p.name for p in path.iterdir() if p.name in KNOWN_SIDE_FILES)
-        opened = open_export(candidate, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
+        opened = open_export(candidate, max_member_bytes=max_member_bytes, max_ratio=max_ratio, digest=digest)
         opened.side_files = side
         return opened
     if not path.is_file():
@@ -86,9 +87,10 @@ def open_export(path: Path, *, max_member_bytes: int, max_ratio: float) -> Opene
     with path.open("rb") as handle:
         magic = handle.read(4)
     if magic in (ZIP_MAGIC, EMPTY_ZIP_MAGIC):
-        return _open_zip(path, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
+        return _open_zip(path, max_member_bytes=max_member_bytes, max_ratio=max_ratio, digest=digest)
 
-    return OpenedExport(path=str(path), file=path, sha256=sha256_file(path), size_bytes=path.stat().st_size)
+    sha256 = sha256_file(path) if digest else ""
+    return OpenedExport(path=str(path), file=path, sha256=sha256, size_bytes=path.stat().st_size)
 
 
 def _not_a_file(path: Path) -> str:
@@ -109,7 +111,7 @@ def _not_a_file(path: Path) -> str:
     return f"{kind}, not a regular file: give an export file, a .zip or an export folder"
 
 
-def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float) -> OpenedExport:
+def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float, digest: bool = True) -> OpenedExport:
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile as exc:
@@ -138,7 +140,7 @@ def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float) -> OpenedE
     return OpenedExport(
         path=f"{path}!{member.filename}",
         file=path,
-        sha256=sha256_file(path),
+        sha256=sha256_file(path) if digest else "",
         size_bytes=member.file_size,
         member=member.filename,
         member_limit=min(member.file_size, max_member_bytes),

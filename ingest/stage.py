@@ -27,16 +27,19 @@ from contracts.settings import Settings, section_dump
 from contracts.version import code_version
 from ingest.batches import Batch, BatchStats, iter_batches
 from ingest.detect import detect_format
+from ingest.jsonl import continued
 from ingest.overlap import prefetched
 from ingest.sources import OpenedExport, open_export, read_head
 from ingest.timestamps import describe_dropped
 from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
+from staging.archive_rows import to_rows
 from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun, record_ingest_file
 
 log = logging.getLogger(__name__)
 
 STAGE = "ingest"
+REMOVED = "removed after it failed: left out of this run"
 
 
 @dataclass
@@ -60,8 +63,10 @@ def run(
     exports: Sequence[Path],
     force_format: str | None = None,
     progress: ProgressFactory | None = None,
+    force: bool = False,
 ) -> StageResult:
-    """Ingest `exports` into archive.db, recording the stage run in staging.db."""
+    """Ingest `exports` into archive.db, recording the stage run in staging.db. `force` (`chatmem run --force`)
+    reads a dump again even when its bytes were already ingested (after a parser fix: idempotent upserts)."""
     fingerprint = hashlib.sha256("\n".join(sorted(str(p) for p in exports)).encode()).hexdigest()
     stage_run = StageRun(
         staging,
@@ -76,7 +81,11 @@ def run(
     try:
         writer.begin_bulk()  # an empty archive: indexes built once at the end (a killed run: on the next open)
         for path in exports:
-            outcome = _ingest_one(writer, path, settings, force_format, progress)
+            if not path.exists() and _failed_before(staging, run_id, path):
+                # The re-run hint says "fix or remove the file": removed, it is left out of this run, not failed.
+                outcome = FileOutcome(str(path), "skipped", detail=REMOVED)
+            else:
+                outcome = _ingest_one(writer, path, settings, force_format, progress, force)
             outcomes.append(outcome)
             record_ingest_file(
                 staging,
@@ -150,12 +159,21 @@ def run(
     )
 
 
+def _failed_before(staging: sqlite3.Connection, run_id: str, path: Path) -> bool:
+    """The file failed in an earlier attempt of this run's ingest stage (its ledger row says so)."""
+    row = staging.execute(
+        "SELECT status FROM ingest_files WHERE run_id = ? AND path = ?", (run_id, str(path))
+    ).fetchone()
+    return row is not None and row[0] == "failed"
+
+
 def _ingest_one(
     writer: ArchiveWriter,
     path: Path,
     settings: Settings,
     force_format: str | None,
     progress: ProgressFactory | None,
+    force: bool = False,
 ) -> FileOutcome:
     try:
         opened = open_export(
@@ -163,7 +181,7 @@ def _ingest_one(
             max_member_bytes=settings.ingest.max_zip_member_bytes,
             max_ratio=settings.ingest.max_zip_ratio,
         )
-        if writer.source_status(opened.sha256) == "complete":
+        if not force and writer.source_status(opened.sha256) == "complete":
             log.info("ingest - %s already ingested (same sha256), skipped", opened.path)
             return FileOutcome(opened.path, "skipped", opened.sha256, detail=None)
         fmt = force_format or detect_format(read_head(opened), name=opened.path)
@@ -230,7 +248,8 @@ def _parse_and_write(
         reported = 0
         # The next batch is parsed in a thread while this one is written (ingest/overlap.py).
         for batch, dropped in prefetched(batches):
-            counts, _ = writer.write_batch(source_id, fmt, batch.conversations, batch.quarantined)
+            joined = [to_rows(continued(part, writer.stored_conversation(part.id)), fmt) for part in batch.parts]
+            counts, _ = writer.write_batch(source_id, fmt, [*batch.conversations, *joined], batch.quarantined)
             outcome.counts.add(counts)
             outcome.messages_read += batch.messages
             advance(batch.bytes_read - reported)

@@ -217,7 +217,10 @@ def _active_leaf(
 
 def _raw(draft: DraftMessage, limit: int = 1_000_000) -> str:
     if draft.source_json is not None:
-        text = json.dumps(draft.source_json, ensure_ascii=False, default=str)
+        try:
+            text = json.dumps(draft.source_json, ensure_ascii=False, default=str)
+        except RecursionError:
+            text = "[nested too deep to show as JSON]"
     else:
         fields = {"uuid": draft.uuid, "parent": draft.parent_ref, "text": draft.text}
         text = json.dumps(fields, ensure_ascii=False)

@@ -39,9 +39,11 @@ ALL_ON = Switches()
 class ScoredBM25(BM25):
     """BM25 scores already computed over the whole memory, served for a view's rows (same statistics)."""
 
-    def __init__(self, scores: Array) -> None:
+    def __init__(self, scores: Array, whole: BM25 | None = None, keep: Array | None = None) -> None:
         super().__init__({}, None, np.zeros(0))
         self.scores = scores
+        self.whole = whole  # the whole memory's BM25, and the view's rows in it (memory.recall.key_coverage)
+        self.keep = keep
 
     def score(self, query: object, rows: Array | None = None) -> Array:
         return self.scores if rows is None else self.scores[rows]
@@ -213,7 +215,7 @@ def _view(index: MemoryIndex, keep: Array, lexical: Array, candidates: Array | N
         source=index.source[keep],
         head=head,
         group=group,
-        bm25=ScoredBM25(lexical.astype(np.float32)),
+        bm25=ScoredBM25(lexical.astype(np.float32), index.bm25, keep),
         dense=index.dense[keep] if index.dense.shape[0] else index.dense,
         cue_content=content_cue.T.tocsr(),
         content_cue=content_cue,

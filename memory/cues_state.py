@@ -9,7 +9,8 @@ the archive as it is now.
 A run rebuilds only the conversations whose digest changed (new, changed or gone, and those whose messages' topic
 links differ between the two cluster runs) while they stay under `memory.rebuild_share` of all conversations,
 counted since the last full build; otherwise, or with no usable state, it builds everything (today's full path).
-The file is written after the run's rows commit: a killed run leaves the previous state, never a half one.
+The file is written once the run is done, its keys embedded included, and only a run whose cues stage succeeded
+is a base: a killed or failed run leaves the previous state and the previous run's rows, never a half one.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ def plan(
 ) -> tuple[Plan | None, str]:
     """The incremental plan, or None and why this run builds everything."""
     share = settings.memory.rebuild_share
-    base = store.latest_run(staging)
+    base = store.latest_finished_run(staging)  # never a killed or failed run: its keys may be missing
     if share <= 0:
         return None, "memory.rebuild_share is 0"
     if base is None or base == run_id:

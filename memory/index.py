@@ -251,13 +251,15 @@ def embeds_role(settings: Settings, role: str) -> bool:
     return settings.memory.key_embedder == "embed" or role in settings.memory.key_roles
 
 
-def key_embedder(settings: Settings) -> Embedder:
+def key_embedder(settings: Settings, *, quick_start: bool = False) -> Embedder:
     """The embedder of content keys and queries (memory.key_embedder, resolved: `auto` is a cues run's choice, see
-    memory.key_model.for_run)."""
+    memory.key_model.for_run). `quick_start`: for a process that embeds one query (clients.embedders.OnnxMiniLM)."""
     if settings.memory.key_embedder == "auto":
         raise ValueError("memory.key_embedder = auto names no model: resolve it for a cues run (key_model.for_run)")
     if settings.memory.key_embedder == "minilm-onnx":
-        return OnnxMiniLM(max_tokens=settings.memory.key_max_tokens, threads=settings.embed.threads)
+        return OnnxMiniLM(
+            max_tokens=settings.memory.key_max_tokens, threads=settings.embed.threads, quick_start=quick_start
+        )
     return build_embedder(settings.embed)
 
 

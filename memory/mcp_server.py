@@ -46,6 +46,7 @@ from contracts.memory import RecallRequest, RecallResult
 from contracts.settings import Settings
 from memory import queries
 from memory import timeline as timelines
+from memory.mcp_stdio import serve_stdio_screened
 from memory.service import Memory
 from staging import agent_reads
 from staging import memory as memory_store
@@ -59,7 +60,7 @@ HTTP_PATH = "/mcp"
 Request = TypeVar("Request", bound=BaseModel)
 
 INSTRUCTIONS = """chatmem: the user's past conversations with chat assistants, reconstructed as memory (read-only).
-Start with `recall` for a question: it returns the relevant messages in conversation order, each with its
+Start with `recall` for a question: it returns the relevant messages best first, each with its
 message ids, conversation, time and why it was recalled. Then read around a piece with `get_conversation`
 (conversation_id + around_message_id). `search_concepts` finds named projects, goals, people and events;
 `timeline` shows how one concept evolved over time; `topics` gives an overview of what the conversations are about.
@@ -155,11 +156,16 @@ def one_line(tool: str, exc: ValidationError) -> str:
 
 
 class ChatmemServer(MCPServer[Any]):
-    """The SDK's server, with argument errors as one line (the SDK sends pydantic's multi-line text)."""
+    """The SDK's server, with argument errors as one line (the SDK sends pydantic's multi-line text), and every
+    unreadable stdio line answered."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.request_models: dict[str, type[BaseModel]] = {}
+
+    async def run_stdio_async(self) -> None:
+        """stdio where a line the SDK cannot read still gets a JSON-RPC error reply (memory/mcp_stdio.py)."""
+        await serve_stdio_screened(self._lowlevel_server)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         model = self.request_models.get(name)
@@ -241,11 +247,13 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         "recall",
         "Recall from memory",
         "Reconstruct what the memory holds about a question: the relevant past messages within a token budget, "
-        "in conversation order, each with its message ids, conversation, time, score and the activation path "
-        "(query -> cue -> tag -> content) that brought it. Use `at` to ask as of a past date (nothing later is "
-        "returned) and `scope` to search only some conversations, sources or a time window. `facts` lists what the "
-        "user stated about the question as it stood at `at` (valid_from, valid_to, superseded); an empty result "
-        "says why in `empty_reason`. Follow up with get_conversation to read around a piece.",
+        "best first (order=time: along each conversation), each with its message ids, conversation, time, score, "
+        "rank and the activation path (query -> cue -> tag -> content) that brought it; `weak` marks a piece that "
+        "holds few of the question's key terms. Use `at` to ask as of a past date (nothing later is returned) and "
+        "`scope` to search only some conversations, sources or a time window. `facts` lists what the user stated "
+        "about the question as it stood at `at` (valid_from, valid_to, superseded); an empty result says why in "
+        "`empty_reason`. The same answer as `chatmem recall --json`. Follow up with get_conversation to read "
+        "around a piece.",
         RecallRequest,
         RecallResult,
         service.recall,

@@ -9,6 +9,7 @@ error the agent can read.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -135,7 +136,7 @@ def search_concepts(
             title=row.title,
             type=row.type,
             state=row.state,
-            description=row.description,
+            description=concept_description(row.description, counts.get(row.concept_id, 0)),
             aliases=row.aliases,
             confidence=row.confidence,
             score=round(score, 4),
@@ -148,6 +149,18 @@ def search_concepts(
         for score, row in shown
     ]
     return ConceptSearchResult(query=request.query, matches=len(ranked), concepts=concepts)
+
+
+_PER_SEGMENT = re.compile(
+    r"^(Offline extractor \(keyphrase rules, no model\): \"[^\"]*\") is mentioned \d+ time\(s\) in this segment"
+)
+
+
+def concept_description(description: str, evidence: int) -> str:
+    """A concept's description as an agent should read it. The offline extractor describes the one segment it saw
+    ("mentioned 2 time(s) in this segment"); the concept gathers many, so that count is replaced by the concept's
+    own (its evidence messages in the store)."""
+    return _PER_SEGMENT.sub(lambda m: f"{m.group(1)}, with {evidence} evidence message(s) in the memory", description)
 
 
 # ---------------------------------------------------------------- get_conversation

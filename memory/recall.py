@@ -133,6 +133,10 @@ def rank(
     if switches.cues and len(index.cue_ids):
         raw = index.cue_bm25.score(words) * index.cue_idf
         raw[index.cue_hub] *= 0.25  # a hub still counts, a little (it matched), but never leads
+        if raw.max() > 0 and not mask.all():
+            # a cue none of whose content is a candidate (all of it said after `at`, or out of scope) was not known
+            # then: it neither activates nor shows (`recall "aws glue" --at` listed cues first seen weeks later)
+            raw = raw * (np.asarray(index.cue_content @ mask.astype(np.float32)).ravel() > 0)
         if raw.max() > 0:
             raw = raw / raw.max()
             keep = np.flatnonzero(raw >= settings.theta)
@@ -312,19 +316,60 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings
     return steps
 
 
+KEY_SHARE = 0.5  # a piece whose key holds less than this share of the query's term information (IDF) is weak
+
+
+def key_coverage(index: MemoryIndex, query: str, rows: list[int]) -> Array:
+    """For each row, the share of the query's information (the IDF of its distinct terms; a term the memory never
+    saw counts as the rarest) that the row's key holds: its text and the names of the cues linked to it (the BM25
+    document). 1.0 for every row when the query has no term at all."""
+    words = sorted(set(terms(query)))
+    if not words or not rows:
+        return np.ones(len(rows), np.float32)
+    bm25, positions = index.bm25, np.asarray(rows)
+    whole = getattr(bm25, "whole", None)  # a pre-pass view (memory/candidates.py): the whole memory's statistics
+    if whole is not None:
+        bm25, positions = whole, np.asarray(bm25.keep)[positions]
+    rarest = float(np.log(1 + (bm25.weights.shape[0] + 0.5) / 0.5))
+    idf = np.array([float(bm25.idf[bm25.vocabulary[w]]) if w in bm25.vocabulary else rarest for w in words])
+    known = [k for k, w in enumerate(words) if w in bm25.vocabulary]
+    held = np.zeros(len(rows), np.float64)
+    if known:
+        cols = [bm25.vocabulary[words[k]] for k in known]
+        present = bm25.weights[:, cols][positions].toarray() > 0  # columns first: the matrix is csc
+        held = present.astype(np.float64) @ idf[known]
+    return (held / max(float(idf.sum()), 1e-9)).astype(np.float32)
+
+
+def weak_reason(pieces: list[RecallPiece]) -> str | None:
+    """Why the answer may be unrelated, when every piece of it is weak."""
+    if not pieces or not all(p.weak for p in pieces):
+        return None
+    return (
+        "weak matches only: no piece holds the query's key terms (its rarest words in this memory), in its text or "
+        "its cues; the pieces share some words or meaning, and may be unrelated"
+    )
+
+
 def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, settings: MemorySettings) -> RecallResult:
-    """Pack the best pieces into the budget and order them along their conversations."""
+    """Pack the best pieces into the budget; best first, or along their conversations (`request.order`)."""
     chosen = select(index, ranking, request.budget_tokens, request.max_pieces)
     rank_of = {int(i): r + 1 for r, i in enumerate(ranking.order[: max(len(chosen) * 4, 1000)])}
-    first_time: dict[int, float] = {}
-    for i in chosen:
-        conversation = int(index.conversation[i])
-        t = float(index.times[i]) if np.isfinite(index.times[i]) else float("inf")
-        first_time[conversation] = min(first_time.get(conversation, float("inf")), t)
-    chosen.sort(key=lambda i: (first_time[int(index.conversation[i])], int(index.conversation[i]), int(index.seq[i])))
+    if request.order == "time":
+        first_time: dict[int, float] = {}
+        for i in chosen:
+            conversation = int(index.conversation[i])
+            t = float(index.times[i]) if np.isfinite(index.times[i]) else float("inf")
+            first_time[conversation] = min(first_time.get(conversation, float("inf")), t)
+        chosen.sort(
+            key=lambda i: (first_time[int(index.conversation[i])], int(index.conversation[i]), int(index.seq[i]))
+        )
+    coverage = dict(zip(chosen, key_coverage(index, request.query, chosen).tolist(), strict=True))
+    allowed = candidate_mask(index, request, _utc(request.at).timestamp() if request.at is not None else None)
     pieces = []
     for i in chosen:
-        members = index.group.get(i, [i])
+        # a merged group's originals said after `at` (or outside the scope) stay out: same day, not same moment
+        members = [m for m in index.group.get(i, [i]) if allowed[m]] or [i]
         conversation_id = index.conversation_ids[int(index.conversation[i])]
         text = "\n".join(index.text(m) for m in members) if len(members) > 1 else index.text(i)
         created = datetime.fromtimestamp(float(index.times[i]), UTC) if np.isfinite(index.times[i]) else None
@@ -341,6 +386,7 @@ def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, sett
                 tokens=int(index.tokens[members].sum()),
                 score=round(float(ranking.score[i]), 6),
                 rank=rank_of.get(i, len(rank_of) + 1),
+                weak=bool(coverage[i] < KEY_SHARE),
                 path=_path(index, ranking, i, settings),
             )
         )
@@ -357,6 +403,8 @@ def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, sett
         candidates=ranking.candidates,
         cues=cues,
         time_filter=ranking.time_range.describe() if ranking.time_range else None,
+        order=request.order,
+        weak_reason=weak_reason(pieces),
     )
 
 

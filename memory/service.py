@@ -25,12 +25,12 @@ from contracts.errors import ChatmemError, ConfigError
 from contracts.memory import RecallPiece, RecallRequest, RecallResult
 from contracts.settings import MemorySettings, Settings
 from memory.candidates import prepare, ranked
-from memory.expand import expand
 from memory.index import Array, MemoryIndex, key_embedder
 from memory.index_store import open_index
 from memory.key_model import STATIC, for_run, with_model
 from memory.recall import Ranking, embed_query, select, to_result
 from memory.recall_facts import question_facts
+from memory.text import terms
 from staging.db import connect_readonly
 from staging.llm_calls import CallRecorder
 from staging.memory import latest_run
@@ -40,12 +40,13 @@ from staging.memory import latest_run
 class Memory:
     settings: Settings
     index: MemoryIndex
-    embedder: Embedder
+    embedder: Embedder | None  # None: no dense scores (a hand-made memory in a test)
 
     @classmethod
-    def open(cls, settings: Settings, run_id: str | None = None) -> Memory:
+    def open(cls, settings: Settings, run_id: str | None = None, *, quick_start: bool = False) -> Memory:
         """The latest (or the given) cues run; ChatmemError (exit 1) when the data dir has none. The index is the
-        one stored under the data dir (memory/index_store.py), built and stored on the first open of a run."""
+        one stored under the data dir (memory/index_store.py), built and stored on the first open of a run.
+        `quick_start`: a process that asks one question (`chatmem recall`): the query model starts unoptimised."""
         try:
             archive = connect_readonly(settings.archive_path)
             staging = connect_readonly(settings.staging_path)
@@ -57,7 +58,8 @@ class Memory:
             run_id = run_id or latest_run(staging)
             if run_id is not None:  # queries are embedded by the model the run's keys were (memory/key_model.py)
                 settings = for_run(settings, staging, run_id)
-            embedder = key_embedder(with_model(settings, STATIC) if run_id is None else settings)
+            chosen = with_model(settings, STATIC) if run_id is None else settings
+            embedder = key_embedder(chosen, quick_start=quick_start)
             index = open_index(archive, staging, settings, embedder, run_id=run_id)
         finally:
             archive.close()
@@ -71,15 +73,18 @@ class Memory:
         empty answer that looks like "nothing was ever said about it"."""
         check_scope(self.index, request)
         settings = self.settings.memory
-        vector = embed_query(self.embedder, request.query, self.index.names)
+        vector = embed_query(self.embedder, request.query, self.index.names) if self.embedder is not None else None
         view, ranking, _ = ranked(self.index, request.query, vector, request, settings, limit=limit(request))
         result = to_result(view, request, ranking, settings)
         facts, changes = question_facts(self.index, request)
         reason = empty_reason(view, ranking, vector, settings, self.embedder, request.query)
         if reason is not None:
             pieces: list[RecallPiece] = []
-            result = result.model_copy(update={"pieces": pieces, "tokens": 0, "empty_reason": reason})
+            update = {"pieces": pieces, "tokens": 0, "empty_reason": reason, "weak_reason": None}
+            result = result.model_copy(update=update)
         elif settings.expand_with_llm and result.pieces:  # every LLM call goes to `on_call` (llm_calls rows)
+            from memory.expand import expand  # the openai SDK: only a recall that asks the LLM pays its import
+
             chosen = select(view, ranking, request.budget_tokens, request.max_pieces)
             llm = self.settings.extract.llm
             changed, outcome = expand(view, ranking, chosen, request.query, settings, llm, on_call)
@@ -112,6 +117,11 @@ def empty_reason(
         return "nothing in scope: no content in the scope (or before `at`) to recall from"
     if float(ranking.lexical.max(initial=0.0)) > 0 or ranking.cue_activation:
         return None
+    if not terms(query):
+        return (
+            "nothing relevant: the query has no word to search for (only stop words or single letters) "
+            "and no cue matched"
+        )
     if embedder is not None and reads_word_pieces(embedder) and not whole_words(query):
         return (
             "nothing relevant: no word of the query occurs in the memory's keys, no cue matched, and the embedder "

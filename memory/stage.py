@@ -118,12 +118,12 @@ def run(
             writer.finish({**summary, "full_run": run_id, "changed_since_full": []})
             written = dict(writer.counts)
         frozen = builder.frozen_counts()
-        _after_commit(
+        embedded = keys.embed_missing(archive, run_id, progress, batch_messages)
+        _after_success(
             staging,
             settings,
             cues_state.CuesState(run_id, run_id, cues_state.settings_digest(settings), topic_run, frozen, digests),
         )
-        embedded = keys.embed_missing(archive, run_id, progress, batch_messages)
         counts = {
             "content": written["content"] - written["merged"],
             "merged_nodes": report.merged_groups,
@@ -190,14 +190,14 @@ def _run_incremental(
         summary=summary,
     )
     state = plan.state
-    _after_commit(
+    embedded = cues_incremental.embed_rebuilt(staging, run_id, key_settings, builder, messages, embedder, progress)
+    _after_success(
         staging,
         settings,
         cues_state.CuesState(
             run_id, state.full_run, state.settings, topic_run, state.frozen, plan.digests, plan.changed
         ),
     )
-    embedded = cues_incremental.embed_rebuilt(staging, run_id, key_settings, builder, messages, embedder, progress)
     hubs = summary.get("hubs", [])
     counts = {
         "content": written["content"] - written["merged"],
@@ -219,8 +219,10 @@ def _run_incremental(
     return finish(ledger, rows_in=len(messages), rows_out=rows_out, counts=counts, notes=notes)
 
 
-def _after_commit(staging: sqlite3.Connection, settings: Settings, state: cues_state.CuesState) -> None:
-    """Once the run's rows are in: its state for the next incremental run, and older runs' rows pruned (all but
+def _after_success(staging: sqlite3.Connection, settings: Settings, state: cues_state.CuesState) -> None:
+    """Once the run's rows are in and its keys embedded (the last work the stage does, so a run killed before
+    here leaves the previous run's state and rows whole): its state for the next incremental run, and older
+    runs' rows pruned (all but
     this run, the run of the stored recall index, which an open server may still read, and the run a graph
     target last loaded, which its next load diffs against: memory.prune_runs)."""
     keep = {state.run_id, *index_store.stored_runs(settings.data_dir), *memory_loaded.held_runs(settings.data_dir)}

@@ -29,11 +29,11 @@ _MORE_STOP = {
 
 @cache
 def stop_words() -> frozenset[str]:
-    """The stop words. Read on first use: importing scikit-learn costs seconds, and every CLI command imports
-    this module (through the recall commands), `chatmem run` included."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    """The stop words: scikit-learn's English list (copied into clients/stopwords.py: importing scikit-learn
+    costs about a second of every recall) and a few more."""
+    from clients.stopwords import ENGLISH_STOP_WORDS
 
-    return frozenset(ENGLISH_STOP_WORDS) | _MORE_STOP
+    return ENGLISH_STOP_WORDS | _MORE_STOP
 
 
 @lru_cache(maxsize=1 << 17)  # a vocabulary is small next to the words of a million messages

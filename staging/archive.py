@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from contracts.records import ExportConversation, ExportSource, QuarantineRecord
 from staging import fts
@@ -200,6 +201,16 @@ class ArchiveWriter:
                 counts.quarantined += self.conn.total_changes - before
             fts.index_new(self.conn, indexed)
         return counts, collisions
+
+    def stored_conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Every stored message of one conversation, in seq order (what a later part of it continues)."""
+        self._need_indexes()
+        rows = self.conn.execute(
+            "SELECT uuid, parent_id, role, author, content_type, text, created_at, is_hidden, raw FROM messages"
+            " WHERE conversation_id = ? ORDER BY seq, uuid",
+            (conversation_id,),
+        )
+        return [dict(row) for row in rows]
 
     def _known_conversations(self, ids: list[str]) -> set[str]:
         known: set[str] = set()

@@ -19,9 +19,10 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from contracts.concepts import ConceptHypothesis
+if TYPE_CHECKING:
+    from contracts.concepts import ConceptHypothesis  # pydantic: loaded by list_concepts only
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS concepts (
@@ -300,6 +301,8 @@ def list_concepts(
 
     Ordered by evidence count (most first), then title. Works on a read-only connection.
     """
+    from contracts.concepts import ConceptHypothesis
+
     if not has_store(conn):
         return []
     rows = [

@@ -6,6 +6,7 @@ and what to do; it is never silently replaced by a new empty one (see `check_dat
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import sqlite3
 from pathlib import Path
@@ -47,9 +48,7 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         raise FileNotFoundError(f"{path} does not exist (nothing has been ingested into this data dir yet)")
     refuse_empty(path)
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
-        conn.row_factory = sqlite3.Row
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # reading the schema finds a damaged file
+        conn = _open_readonly(path)
         if _behind(conn, path):
             # Written by an older chatmem: the reads below expect today's tables. Upgrade it once, as any
             # writing command would (no writer can be running on it: a current one would have upgraded it).
@@ -59,6 +58,41 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
             conn.row_factory = sqlite3.Row
     except sqlite3.DatabaseError as exc:
         raise damage_error(exc, path) from exc
+    return conn
+
+
+# The -shm file (the WAL's index, shared between processes) cannot be created or grown: a full disk.
+SHM_ERRORS = frozenset({"SQLITE_IOERR_SHMSIZE", "SQLITE_IOERR_SHMOPEN", "SQLITE_IOERR_SHMMAP"})
+
+
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """`mode=ro`, its schema read (which finds a damaged file). When a full disk leaves no room for the WAL's
+    -shm index (SQLITE_IOERR_SHMSIZE: every read-only command failed), read without it instead (`_without_shm`)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    conn.row_factory = sqlite3.Row
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorname", "") not in SHM_ERRORS:
+            raise
+        return _without_shm(path)
+    return conn
+
+
+def _without_shm(path: Path) -> sqlite3.Connection:
+    """Read the database and its WAL with the WAL index in this process's memory, not in the -shm file.
+
+    SQLite keeps the index in memory in exclusive locking mode, which needs a write lock a read-only file
+    cannot take; the `unix-none` VFS takes no locks at all. Without locks a writer could change the file under
+    the reader, but a disk with no room for 32 KiB of index has none for a writer's WAL frames either, and this
+    connection is only for the read-only commands that would otherwise fail. Everything committed is read,
+    the WAL included (`immutable=1` would read only the main file: stale, or malformed when most of the data
+    is still in the WAL)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro&vfs=unix-none", uri=True, timeout=30.0)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA locking_mode=EXCLUSIVE")  # before the first read: the index then never touches -shm
+    conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
     return conn
 
 
@@ -180,7 +214,29 @@ class Transaction:
         return self.conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        if exc_type is None:
+            try:
+                self.conn.execute("COMMIT")
+            except BaseException as failed:  # a full disk often shows only here, when the pages are written
+                _mark_file(failed, self.conn)
+                if self.conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):  # the COMMIT's error is the one to report
+                        self.conn.execute("ROLLBACK")
+                raise
+            return
+        if isinstance(exc, BaseException):
+            _mark_file(exc, self.conn)
+        self.conn.execute("ROLLBACK")
+
+
+def _mark_file(exc: BaseException, conn: sqlite3.Connection) -> None:
+    """Remember on a storage error which database it was writing: the one line then names that file (the disk
+    filled while archive.db, not staging.db, was written), not the data dir."""
+    if is_storage_error(exc) and getattr(exc, "database_path", None) is None:
+        try:
+            exc.database_path = database_file(conn)  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
 
 
 def database_file(conn: sqlite3.Connection) -> Path | None:
@@ -201,5 +257,8 @@ def is_storage_error(exc: BaseException) -> bool:
 
 def describe_storage_failure(exc: BaseException, staging: sqlite3.Connection) -> str:
     """`storage_error`'s line for a failure inside a stage, naming the data dir of the stage's databases."""
+    written = getattr(exc, "database_path", None) or (getattr(exc, "filename", None) if _disk_full(exc) else None)
+    if written:  # the file that could not be written, when the failing write said which
+        return str(storage_error(exc, Path(written)))
     path = database_file(staging)
     return str(storage_error(exc, None, data_dir=path.parent if path else None))

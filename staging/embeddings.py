@@ -20,13 +20,26 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Iterable, Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from staging.db import Transaction
 
-Matrix = npt.NDArray[np.float32]
+if TYPE_CHECKING:  # numpy loads when vectors are read or written, not with the table (staging.migrations imports it)
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
+
+
+def __getattr__(name: str) -> object:
+    """`Matrix` at run time too (cluster's modules import it), built on first use."""
+    if name == "Matrix":
+        import numpy as np
+        import numpy.typing as npt
+
+        return npt.NDArray[np.float32]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS embeddings (
@@ -92,6 +105,8 @@ def cached_hashes(conn: sqlite3.Connection, model: str, hashes: Iterable[str]) -
 
 def load_vectors(conn: sqlite3.Connection, model: str, hashes: Sequence[str]) -> dict[str, Matrix]:
     """Vectors by content hash (missing ones are left out)."""
+    import numpy as np
+
     found: dict[str, Matrix] = {}
     for chunk in _chunks(list(dict.fromkeys(hashes))):
         marks = ",".join("?" * len(chunk))
@@ -105,6 +120,8 @@ def load_vectors(conn: sqlite3.Connection, model: str, hashes: Sequence[str]) ->
 
 def put_vectors(conn: sqlite3.Connection, model: str, run_id: str, rows: Sequence[tuple[str, Matrix]]) -> int:
     """Insert (content_hash, vector) rows; an existing key is left as it is (same text, same model, same vector)."""
+    import numpy as np
+
     values = [(model, h, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes(), run_id) for h, v in rows]
     with Transaction(conn):
         before = conn.total_changes
@@ -172,6 +189,8 @@ def item_hashes(conn: sqlite3.Connection, kind: str, model: str, item_ids: Seque
 
 def item_matrix(conn: sqlite3.Connection, kind: str, model: str, item_ids: Sequence[str]) -> tuple[list[str], Matrix]:
     """The vectors of `item_ids` that have one, as (ids in the given order, matrix n x dim float32)."""
+    import numpy as np
+
     hashes = item_hashes(conn, kind, model, item_ids)
     vectors = load_vectors(conn, model, list(hashes.values()))
     ids = [i for i in item_ids if i in hashes and hashes[i] in vectors]

@@ -105,7 +105,9 @@ def timeline(
 def change_lines(records: Iterable[FactRecord]) -> list[str]:
     """For each (subject, attribute) stated with more than one value over time, how it changed, in one line.
 
-    Example: "user lives in: Paris until 2023-05-02, Berlin since 2023-05-02".
+    Example: "user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02". Values of which none
+    was closed by another hold together and are said to: "user uses, all still holding (none replaced another):
+    new blood pressure monitor since 2023-03-14; Mendeley since 2023-05-25".
     """
     groups: dict[tuple[str, str], list[FactRecord]] = {}
     for record in records:
@@ -116,16 +118,28 @@ def change_lines(records: Iterable[FactRecord]) -> list[str]:
         group.sort(key=lambda r: (r.valid_from, r.fact_id))
         if len({(r.value.casefold(), r.polarity) for r in group}) < 2:
             continue
-        parts = []
-        for record in group:
-            value = record.value if record.polarity == "positive" else f"not {record.value}"
-            start = f"{record.valid_from:%Y-%m-%d}" if record.valid_from else "?"
-            if record.valid_to is None:
-                parts.append(f"{value} since {start}")
-            else:
-                parts.append(f"{value} from {start} until {record.valid_to:%Y-%m-%d}")
-        lines.append(f"{subject} {attribute}: {', '.join(parts)}")
+        ended = [_interval(r) for r in group if r.valid_to is not None]
+        holding = [_interval(r) for r in group if r.valid_to is None]
+        if not ended:
+            # nothing replaced anything: values that hold side by side ("uses Mendeley", "uses a hair mask") are
+            # not a sequence of changes, and must not read as one
+            lines.append(f"{subject} {attribute}, all still holding (none replaced another): {'; '.join(holding)}")
+            continue
+        parts = ", ".join(ended)
+        if len(holding) == 1:
+            parts += f", {holding[0]}"
+        elif holding:
+            parts += f"; now, side by side: {'; '.join(holding)}"
+        lines.append(f"{subject} {attribute}: {parts}")
     return lines
+
+
+def _interval(record: FactRecord) -> str:
+    value = record.value if record.polarity == "positive" else f"not {record.value}"
+    start = f"{record.valid_from:%Y-%m-%d}" if record.valid_from else "?"
+    if record.valid_to is None:
+        return f"{value} since {start}"
+    return f"{value} from {start} until {record.valid_to:%Y-%m-%d}"
 
 
 def _words(text: str) -> set[str]:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import polars as pl
 
 from contracts.errors import ConfigError
+from contracts.redact import MASK, URL_CREDENTIALS_PATTERN, known_secrets
 from staging import inspect as inspection
 from staging.db import connect_readonly
 from staging.table_docs import table_doc
@@ -71,6 +72,9 @@ def read_frame(conn: sqlite3.Connection, table: str, *, run_id: str | None = Non
     for index, (name, kind) in enumerate(declared.items()):
         values = [row[index] for row in rows]
         series = pl.Series(name, values, dtype=_polars_type(kind), strict=False)
+        if series.dtype == pl.String:  # a key written before it was known to be secret still never leaves
+            series = _masked(series)
+            values = series.to_list()
         if doc is not None and name in doc.json:
             decoded = _decode_json(values)
             series = decoded.alias(name) if decoded is not None else series
@@ -114,6 +118,14 @@ def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _to_json(value: Any) -> str:
     return json.dumps(value.to_list() if isinstance(value, pl.Series) else value, ensure_ascii=False, default=str)
+
+
+def _masked(series: pl.Series) -> pl.Series:
+    """A text column with URL credentials and every remembered secret masked, in bulk (contracts.redact)."""
+    out = series.str.replace_all(URL_CREDENTIALS_PATTERN, "${scheme}")
+    for secret in known_secrets():
+        out = out.str.replace_all(secret, MASK, literal=True)
+    return out
 
 
 def write_frame(frame: pl.DataFrame, out: Path, fmt: str) -> Path:

@@ -195,14 +195,20 @@ def archive_top(staging: sqlite3.Connection, k: int = ARCHIVE_TOP) -> list[str]:
 
 def dominant_topics(archive: sqlite3.Connection, staging: sqlite3.Connection) -> dict[str, int]:
     """Each conversation's most frequent topic among its current segments, in the latest clustered run."""
-    run = staging.execute("SELECT run_id FROM cluster_runs WHERE status = 'clustered' ORDER BY run_id DESC LIMIT 1")
+    run = staging.execute(
+        "SELECT run_id, params FROM cluster_runs WHERE status = 'clustered' ORDER BY run_id DESC LIMIT 1"
+    )
     row = run.fetchone()
     if row is None:
         return {}
-    # An incremental run links only its new segments; a segment keeps its latest link up to this run.
+    # An incremental run links only its new segments to the model of an earlier full fit (params.fit_run): a
+    # segment keeps its latest link from that fit on; links of older fits number other topics.
+    params = json.loads(row[1] or "{}") if row[1] else {}
+    fit_run = str(params.get("fit_run") or row[0]) if isinstance(params, dict) else str(row[0])
     links = staging.execute(
-        "SELECT l.item_id, l.topic FROM topic_links l WHERE l.kind = 'segment' AND l.run_id <= ? ORDER BY l.run_id",
-        (row[0],),
+        "SELECT l.item_id, l.topic FROM topic_links l WHERE l.kind = 'segment' AND l.run_id BETWEEN ? AND ?"
+        " ORDER BY l.run_id",
+        (min(fit_run, str(row[0])), row[0]),
     )
     topic_of = {str(item): int(topic) for item, topic in links}
     per_conversation: dict[str, Counter[int]] = {}

@@ -85,7 +85,8 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
     """
     runs = _rows(
         conn.execute(
-            "SELECT id, status, started_at, finished_at, stages, exports, code_version, error, pid, host FROM runs"
+            "SELECT id, status, started_at, finished_at, stages, exports, code_version, error, pid, host, pid_start"
+            " FROM runs"
             " ORDER BY started_at DESC, id DESC LIMIT ?",
             (limit if limit > 0 else -1,),
         )
@@ -93,17 +94,34 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
     for run in runs:
         run["stages"] = json.loads(run["stages"])
         run["exports"] = json.loads(run["exports"])
-        run["status"] = shown_status(run["status"], run.pop("pid"), run.pop("host"))
+        run["status"] = shown_status(run["status"], run.pop("pid"), run.pop("host"), run.pop("pid_start"))
         latest = conn.execute(
-            "SELECT stage, status, pid, host FROM stage_runs WHERE id IN"
+            "SELECT stage, status, pid, host, pid_start FROM stage_runs WHERE id IN"
             " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? GROUP BY stage) ORDER BY id",
             (run["id"],),
         )
-        run["stage_status"] = {str(row[0]): shown_status(str(row[1]), row[2], row[3]) for row in latest}
+        run["stage_status"] = {str(row[0]): shown_status(str(row[1]), *row[2:]) for row in latest}
         if run["status"] not in ("succeeded", "running"):
             left = unfinished_stages(conn, run["id"]) or run["stages"]
             run["resume"] = resume_command(run["id"], left, run["stages"])
     return runs
+
+
+def run_status(conn: sqlite3.Connection, run_id: str, default: str) -> tuple[str, str | None]:
+    """(status, error) of the run as the ledger has it: `failed` with the stages left after a re-run of one stage
+    of an unfinished run, though that stage succeeded; `default` when the run has no row."""
+    row = conn.execute("SELECT status, error FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return (default, None) if row is None else (str(row[0]), None if row[1] is None else str(row[1]))
+
+
+def latest_working_run(conn: sqlite3.Connection) -> str | None:
+    """The newest run in which some stage did work (succeeded, not skipped as unchanged): what `chatmem report`
+    shows by default, and the run a no-op run says nothing changed since. None when no stage ever did."""
+    try:
+        row = conn.execute("SELECT MAX(run_id) FROM stage_runs WHERE status = 'succeeded'").fetchone()
+    except sqlite3.OperationalError:  # a staging.db from before any stage ran
+        return None
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def run_files(conn: sqlite3.Connection, run_id: str) -> list[Row]:
@@ -133,7 +151,8 @@ def failures(
     """
     stages = _rows(
         staging.execute(
-            "SELECT s.run_id, s.stage, s.status, s.finished_at, s.error, s.rerun_hint, s.pid, s.host FROM stage_runs s"
+            "SELECT s.run_id, s.stage, s.status, s.finished_at, s.error, s.rerun_hint, s.pid, s.host, s.pid_start"
+            " FROM stage_runs s"
             " WHERE s.status IN ('failed', 'interrupted', 'running') AND NOT EXISTS (SELECT 1 FROM stage_runs later"
             "   WHERE later.run_id = s.run_id AND later.stage = s.stage AND later.id > s.id"
             "   AND later.status IN ('succeeded', 'skipped'))"
@@ -141,7 +160,7 @@ def failures(
         )
     )
     for row in stages:  # a stage still `running` whose process is gone was interrupted (SIGKILL, a full disk)
-        row["status"] = shown_status(row["status"], row.pop("pid"), row.pop("host"))
+        row["status"] = shown_status(row["status"], row.pop("pid"), row.pop("host"), row.pop("pid_start"))
         if row["status"] == "interrupted" and not row["error"]:
             row["error"] = "interrupted: its process is gone (killed, or it could not record how it ended)"
         row["rerun_hint"] = row["rerun_hint"] or f"chatmem stage {row['stage']} --run-id {row['run_id']}"

@@ -63,8 +63,8 @@ def open_run(
         existing = conn.execute("SELECT id FROM runs WHERE id = ?", (run_id,)).fetchone()
         if existing is None:
             conn.execute(
-                "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version, pid, host)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (id, started_at, status, stages, exports, settings, code_version, pid, host,"
+                " pid_start) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     _now(),
@@ -77,7 +77,8 @@ def open_run(
             )
         else:
             conn.execute(
-                "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, pid = ?, host = ? WHERE id = ?",
+                "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, pid = ?, host = ?,"
+                " pid_start = ? WHERE id = ?",
                 (*here(), run_id),
             )
     return run_id
@@ -162,7 +163,7 @@ class StageRun:
         with Transaction(conn):
             cursor = conn.execute(
                 "INSERT INTO stage_runs (run_id, stage, status, started_at, input_fingerprint, settings,"
-                " code_version, pid, host) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                " code_version, pid, host, pid_start) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, stage, _now(), input_fingerprint, json.dumps(redact(settings)), code_version, *here()),
             )
             self.id = int(cursor.lastrowid or 0)
@@ -184,10 +185,24 @@ class StageRun:
             notes="\n".join(notes or []) or None,
         )
 
-    def fail(self, error: str, rerun_hint: str) -> None:
-        """Record the failure; a Ctrl-C (the KeyboardInterrupt every stage records) is recorded as interrupted."""
+    def fail(
+        self,
+        error: str,
+        rerun_hint: str,
+        *,
+        rows_in: int | None = None,
+        rows_out: int | None = None,
+        counts: Mapping[str, int] | None = None,
+        notes: list[str] | None = None,
+    ) -> None:
+        """Record the failure; a Ctrl-C (the KeyboardInterrupt every stage records) is recorded as interrupted.
+        A stage whose items failed after it wrote the rest gives its counts and notes too."""
         status = "interrupted" if error.startswith(INTERRUPT_PREFIX) else "failed"
-        self._close(status, error=error, rerun_hint=rerun_hint)
+        done: dict[str, Any] = {}
+        if counts is not None:
+            done.update(rows_in=rows_in, rows_out=rows_out, counts=json.dumps(dict(counts)))
+            done.update(notes="\n".join(notes or []) or None)
+        self._close(status, error=error, rerun_hint=rerun_hint, **done)
 
     def _close(self, status: str, **values: Any) -> None:
         values = {name: redact_text(value) if isinstance(value, str) else value for name, value in values.items()}

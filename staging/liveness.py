@@ -3,8 +3,10 @@ process is gone (SIGKILL, a full disk that stopped the ledger write, a power cut
 is shown as `interrupted`, with the command that resumes it.
 
     migrate_liveness(conn)           schema v2: `interrupted` is a status; runs and stage_runs get pid and host
-    here() -> (pid, host)            what this process records
-    shown_status(status, pid, host)  the status to show: `running` whose process is gone -> `interrupted`
+    migrate_pid_start(conn)          runs and stage_runs get pid_start, the process's start time beside its pid
+    here() -> (pid, host, start)     what this process records
+    shown_status(status, pid, host, pid_start)  the status to show: `running` whose process is gone (or whose
+                                     pid now belongs to a process started at another time) -> `interrupted`
     unfinished_stages(conn, run_id)  the run's selected stages whose latest stage run did not succeed
     resume_command(run_id, stages)   the one command that runs them
     mark_interrupted(conn, run_id)   record a Ctrl-C on the rows this process left running
@@ -48,8 +50,26 @@ def migrate_liveness(conn: sqlite3.Connection) -> None:
         conn.execute(f"ALTER TABLE {table} ADD COLUMN host TEXT")
 
 
-def here() -> tuple[int, str]:
-    return os.getpid(), socket.gethostname()
+def migrate_pid_start(conn: sqlite3.Connection) -> None:
+    """Runs and stage_runs record the start time of their process beside its pid: a pid the kernel has given to
+    another process since (a dead run's, after many processes or a reboot) no longer makes the run `running`."""
+    for table in ("runs", "stage_runs"):
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN pid_start INTEGER")
+
+
+def here() -> tuple[int, str, int | None]:
+    pid = os.getpid()
+    return pid, socket.gethostname(), process_start(pid)
+
+
+def process_start(pid: int) -> int | None:
+    """When the process started, in clock ticks since boot (/proc/PID/stat field 22), or None where /proc cannot
+    tell: with the pid it names one process, whatever pid reuse does later."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def process_alive(pid: int) -> bool:
@@ -68,11 +88,16 @@ def process_alive(pid: int) -> bool:
     return state != "Z"
 
 
-def shown_status(status: str, pid: int | None, host: str | None) -> str:
-    """`running` only while the recorded process lives; on another host we cannot tell, and trust the row."""
+def shown_status(status: str, pid: int | None, host: str | None, pid_start: int | None = None) -> str:
+    """`running` only while the recorded process lives, and is the same process (its start time, when recorded,
+    matches: a reused pid is another process); on another host we cannot tell, and trust the row."""
     if status != "running" or pid is None or host != socket.gethostname():
         return status
-    return status if process_alive(pid) else "interrupted"
+    if not process_alive(pid):
+        return "interrupted"
+    if pid_start is not None and process_start(pid) not in (pid_start, None):
+        return "interrupted"
+    return status
 
 
 def unfinished_stages(conn: sqlite3.Connection, run_id: str) -> list[str]:
@@ -111,7 +136,7 @@ def mark_interrupted(
     """Record a Ctrl-C (or the signal `by` names): this process's rows of the run that still say running become
     interrupted, and with `failed_since` (the signal's time) also those marked failed since then by a failure the
     signal caused."""
-    pid, host = here()
+    pid, host, _ = here()
     now = datetime.now(UTC).isoformat()
     hint = f"chatmem stage {stage} --run-id {run_id}"
     statuses = "('running', 'failed')" if failed_since else "('running')"

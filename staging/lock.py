@@ -1,12 +1,18 @@
 """One writer per data dir: an advisory lock (flock) on `<data_dir>/chatmem.lock`, holding the run id and pid.
 
     with data_dir_lock(data_dir, run_id, wait_s=0): ...    write; BusyError if another run holds it
+    with serve_lock(data_dir, wait_s=0): ...                one `chatmem serve --watch` per data dir
 
 A second `chatmem run` (or `stage`, or a watch-folder run) on the same data dir waits up to `wait_s` seconds
 for the holder and then refuses in one line that names the run holding it and its pid. The kernel drops the
 lock when its process dies, however it dies (SIGKILL included), so a stale lock file never blocks anyone: its
 text is only a description of the last holder. Read-only commands (`staging runs`, `archive stats`,
 `concepts`, ...) never take the lock: SQLite's WAL lets them read while a run writes.
+
+`chatmem serve --watch` holds a second lock, `<data_dir>/serve.lock`, for as long as it serves: two servers on
+one data dir would start two Prefect servers that migrate one database at once (a 190-line "duplicate column
+name" traceback) and schedule the same dumps twice. The second waits `wait_s` and then refuses in one line
+naming the first, as a second run does. Its watch runs still take the write lock, run by run.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,17 +30,18 @@ from pathlib import Path
 from contracts.errors import BusyError, StateError
 
 LOCK_NAME = "chatmem.lock"
+SERVE_LOCK_NAME = "serve.lock"
 _POLL_S = 0.2
 
 
-def lock_path(data_dir: Path) -> Path:
-    return data_dir / LOCK_NAME
+def lock_path(data_dir: Path, name: str = LOCK_NAME) -> Path:
+    return data_dir / name
 
 
-def holder(data_dir: Path) -> dict[str, object] | None:
+def holder(data_dir: Path, name: str = LOCK_NAME) -> dict[str, object] | None:
     """What the lock file says about its last holder (run id, pid, host, since), or None."""
     try:
-        return dict(json.loads(lock_path(data_dir).read_text(encoding="utf-8")))
+        return dict(json.loads(lock_path(data_dir, name).read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
 
@@ -48,11 +55,44 @@ def describe_holder(info: dict[str, object] | None) -> str:
 @contextmanager
 def data_dir_lock(data_dir: Path, run_id: str, *, wait_s: float = 0.0) -> Iterator[None]:
     """Hold the data dir's write lock for the block; wait up to `wait_s` for it, then raise BusyError."""
+
+    def busy() -> str:
+        return (
+            f"{data_dir} is in use by {describe_holder(holder(data_dir))}: one run writes to a data dir"
+            f" at a time; wait for it (or set CHATMEM_PIPELINE__LOCK_WAIT_S to wait), then re-run"
+        )
+
+    with _flock(data_dir, LOCK_NAME, {"run_id": run_id}, wait_s, busy):
+        yield
+
+
+@contextmanager
+def serve_lock(data_dir: Path, *, wait_s: float = 0.0) -> Iterator[None]:
+    """Hold the data dir's serve lock while `chatmem serve --watch` serves; BusyError after `wait_s`."""
+
+    def busy() -> str:
+        info = holder(data_dir, SERVE_LOCK_NAME) or {}
+        who = f"pid {info.get('pid')} on {info.get('host')}, since {info.get('since')}" if info else "another process"
+        return (
+            f"{data_dir} is already served by `chatmem serve` ({who}): one server per data dir; stop it first"
+            f" (or set CHATMEM_PIPELINE__LOCK_WAIT_S to wait for it)"
+        )
+
+    with _flock(data_dir, SERVE_LOCK_NAME, {"run_id": "serve"}, wait_s, busy):
+        yield
+
+
+@contextmanager
+def _flock(
+    data_dir: Path, name: str, about: dict[str, object], wait_s: float, busy: Callable[[], str]
+) -> Iterator[None]:
+    """flock `data_dir/name` (waiting up to `wait_s`, then BusyError(busy())) and describe the holder in it."""
+    path = lock_path(data_dir, name)
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path(data_dir), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
-        raise StateError(f"{lock_path(data_dir)}: cannot create the lock file ({exc.strerror})") from None
+        raise StateError(f"{path}: cannot create the lock file ({exc.strerror})") from None
     try:
         deadline = time.monotonic() + max(wait_s, 0.0)
         while True:
@@ -61,13 +101,10 @@ def data_dir_lock(data_dir: Path, run_id: str, *, wait_s: float = 0.0) -> Iterat
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise BusyError(
-                        f"{data_dir} is in use by {describe_holder(holder(data_dir))}: one run writes to a data dir"
-                        f" at a time; wait for it (or set CHATMEM_PIPELINE__LOCK_WAIT_S to wait), then re-run"
-                    ) from None
+                    raise BusyError(busy()) from None
                 time.sleep(_POLL_S)
         info = {
-            "run_id": run_id,
+            **about,
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "since": datetime.now(UTC).isoformat(timespec="seconds"),

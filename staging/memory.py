@@ -281,6 +281,18 @@ def latest_run(conn: sqlite3.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
+def latest_finished_run(conn: sqlite3.Connection) -> str | None:
+    """The newest run whose cues stage succeeded: what an incremental cues run may start from. A run killed or
+    failed after its rows were written (its keys not yet embedded) is never a base."""
+    if not has_memory(conn):
+        return None
+    row = conn.execute(
+        "SELECT m.run_id FROM memory_runs m WHERE EXISTS (SELECT 1 FROM stage_runs s WHERE s.run_id = m.run_id"
+        " AND s.stage = 'cues' AND s.status = 'succeeded') ORDER BY m.run_id DESC LIMIT 1"
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
 def read_run(conn: sqlite3.Connection, run_id: str, *, edges: bool = True) -> MemoryGraph:
     """The graph one run wrote, rows in key order (deterministic). `edges=False` leaves the edges out (the
     recall index streams them with `iter_edges`: ~19 per message, they were most of its peak memory)."""

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from contracts.errors import ConfigError
 from contracts.version import code_version
 from staging import concepts, embeddings, extractions, facts, fts, llm_calls, load_state, memory, segments, topics
-from staging.liveness import migrate_liveness
+from staging.liveness import migrate_liveness, migrate_pid_start
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +199,7 @@ STAGING = (
         "embedded_segments: the segment content each segment's vectors were derived from",
         statements(embeddings.SEGMENTS_SCHEMA),
     ),
+    Migration(7, "liveness: runs and stage_runs record their process's start time (pid_start)", migrate_pid_start),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from contracts.errors import ChatmemError
+from contracts.errors import ChatmemError, ConfigError
 from staging import topics as topic_store
 
 Row = dict[str, Any]
@@ -40,9 +40,10 @@ def pick_run(staging: sqlite3.Connection, run_id: str | None) -> Row:
         found = _rows(staging, "SELECT * FROM runs ORDER BY started_at DESC, id DESC LIMIT 1")
     else:
         found = _rows(staging, "SELECT * FROM runs WHERE id = ?", (run_id,))
+    if not found and run_id:  # a bad argument: exit 2, as every other command's unknown --run-id
+        raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
     if not found:
-        what = f"unknown run id {run_id!r}; list runs with: chatmem staging runs" if run_id else "no run yet"
-        raise ChatmemError(what if run_id else f"{what}: run `chatmem run EXPORT` first")
+        raise ChatmemError("no run yet: run `chatmem run EXPORT` first")
     run = found[0]
     for name in ("stages", "exports", "settings"):
         run[name] = json.loads(run[name]) if run[name] else None

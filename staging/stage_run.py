@@ -14,6 +14,17 @@ from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun
 
 
+class ItemsFailed(Exception):
+    """Raised by a stage inside `stage_run` once it has written every item it could, when some items failed
+    (segments the LLM refused, answered with bad JSON, or a 401): the stage run is recorded failed with its
+    counts, the CLI exits 1 saying how many, and the next run, which skips no failed stage, retries those
+    items (the ones that succeeded are cached and cost nothing)."""
+
+    def __init__(self, message: str, *, rows_in: int, rows_out: int, counts: Mapping[str, int], notes: list[str]):
+        super().__init__(message)
+        self.rows_in, self.rows_out, self.counts, self.notes = rows_in, rows_out, dict(counts), list(notes)
+
+
 @contextmanager
 def stage_run(
     staging: sqlite3.Connection, *, stage: str, run_id: str, fingerprint: str, settings: Mapping[str, Any]
@@ -37,6 +48,9 @@ def stage_run(
     except ChatmemError as exc:
         run.fail(str(exc), hint)
         raise
+    except ItemsFailed as exc:
+        run.fail(str(exc), hint, rows_in=exc.rows_in, rows_out=exc.rows_out, counts=exc.counts, notes=exc.notes)
+        raise StageError(stage, run_id, str(exc), hint) from None
     except Exception as exc:
         cause = describe_storage_failure(exc, staging) if is_storage_error(exc) else f"{type(exc).__name__}: {exc}"
         try:
@@ -45,7 +59,7 @@ def stage_run(
             pass  # a full disk cannot take the ledger row either; the row shows as interrupted once we exit
         raise StageError(stage, run_id, cause, hint) from exc
     except BaseException as exc:
-        run.fail(f"{type(exc).__name__}: {exc}", hint)
+        run.fail(f"{type(exc).__name__}: {str(exc) or 'stopped'}", hint)
         raise
 
 

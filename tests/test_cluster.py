@@ -21,7 +21,7 @@ from clients.embedders import StaticMiniLM
 from cluster import stage as cluster_stage
 from cluster import stage_embed, stage_embed_concepts
 from cluster.labels_llm import LabelCounts, llm_labels
-from cluster.topics import ctfidf, reassign_outliers, renumber
+from cluster.topics import ctfidf, label_of, reassign_outliers, renumber
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult
 from contracts.settings import LLMSettings, Settings
@@ -157,19 +157,6 @@ def test_tuning_is_reproducible_with_the_same_seed(tmp_path: Path) -> None:
     ]
     assert runs[0].best == runs[1].best
     assert [t.value for t in runs[0].trials] == [t.value for t in runs[1].trials]
-
-
-def test_objective_penalises_noise_and_too_few_topics() -> None:
-    """DBCV alone would prefer 2 blobs; the count and noise terms make the many-topic, low-noise result win."""
-    objective = Objective(noise_weight=0.5, count_weight=0.5)
-    assert objective.target_topics(1600) == 10
-    two_blobs = objective.score(validity=0.9, noise_share=0.0, topics=2, n_points=1600)
-    ten_topics = objective.score(validity=0.6, noise_share=0.1, topics=10, n_points=1600)
-    assert ten_topics == pytest.approx(0.55) and two_blobs == pytest.approx(0.5)
-    assert ten_topics > two_blobs
-    assert objective.score(0.6, 0.4, 10, 1600) < ten_topics
-    assert objective.score(0.99, 0.0, 1, 1600) == -1.0
-    assert objective.score(float("nan"), 0.0, 5, 1600) == -1.0
 
 
 def test_outliers_join_a_topic_only_when_typical_enough() -> None:
@@ -336,7 +323,8 @@ def test_llm_labels_name_topics_once_and_failures_keep_keywords(
     body = fake_llm.model_requests()[0].body
     assert body["model"] == "tiny" and "Keywords:" in body["messages"][-1]["content"]
     assert failed.status == "succeeded" and failed.counts["llm_labels_failed"] == topics
-    assert all(" / " in t["label"] for t in kept) and any("keyword label" in n for n in failed.notes)
+    assert all(t["label"] == label_of(t["keywords"], t["topic"]) for t in kept)
+    assert any("keyword label" in n for n in failed.notes)
     # every attempt is an llm_calls row, as extraction's are: one ok call per topic, none when cached, and
     # two transient failures per topic (the shared retry rule: 500 is retried max_retries times)
     assert [c["status"] for c in calls["r3"]] == ["ok"] * topics and calls["r4"] == []

@@ -215,3 +215,84 @@ def test_older_runs_are_pruned_but_the_stored_recall_index_run_is_kept(
     cues_again(settings_for(data, prune_runs=False), "r5", embedder)
     assert runs(settings.staging_path) == ["r2", "r3", "r4", "r5"]
     assert store.latest_run(open_staging(settings.staging_path)) == "r5"
+
+
+class _Interrupted:
+    """The embedder until it is asked for key vectors: then Ctrl-C (KeyboardInterrupt), as a user presses it while
+    the cues stage embeds its keys, after the run's memory rows are committed."""
+
+    def __init__(self, inner: StaticMiniLM) -> None:
+        self.inner, self.key, self.dim, self.batch_size = inner, inner.key, inner.dim, inner.batch_size
+
+    def embed(self, texts: Any) -> Any:
+        raise KeyboardInterrupt
+
+
+def named_dump(path: Path) -> Path:
+    """The new dump with a speaker who says her own name: her keys (names masked) differ from the texts the embed
+    stage embedded, so the cues stage has keys of its own to embed."""
+    lines = [
+        json.dumps(
+            {"conversation_id": c, "id": m, "role": r, "text": f"Zorana here. {t}", "author": "Zorana"}
+            | {"created_at": f"2025-02-0{i + 1}T09:00:00Z"}
+        )
+        for i, (c, m, r, t) in enumerate(NEW_DUMP)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _stages_before_cues(settings: Settings, export: Path, run_id: str, embedder: StaticMiniLM) -> None:
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        open_run(staging, stages=["all"], exports=[str(export)], settings={}, code_version="test", run_id=run_id)
+        ingest_stage.run(archive, staging, run_id=run_id, settings=settings, exports=[export])
+        for stage in (stage_segment, stage_extract, stage_concepts):
+            stage.run(archive, staging, run_id=run_id, settings=settings)
+        for embed in (stage_embed, stage_embed_concepts):
+            embed.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
+        cluster_stage.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
+    finally:
+        archive.close()
+        staging.close()
+
+
+def _key_vectors(staging_path: Path) -> set[tuple[str, str]]:
+    with sqlite3.connect(staging_path) as conn:
+        return {(str(r[0]), str(r[1])) for r in conn.execute("SELECT model, content_hash FROM embeddings")}
+
+
+def test_a_cues_run_interrupted_while_embedding_keys_is_no_base_and_loses_no_key_vector(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """Ctrl-C while cues embeds its keys (rows committed): no state file of that run, r1's rows and state kept;
+    the next plain cues run does not start from the unfinished run, and ends with the key vectors, content rows
+    and edges of a clean run."""
+    clean = copy_of(base_dir, tmp_path / "clean")
+    clean_result = run_all(settings_for(clean), named_dump(tmp_path / "named.jsonl"), "r2", embedder)
+    assert clean_result.counts["keys_embedded"] > 0  # the speaker's keys really are the stage's own work
+
+    data = copy_of(base_dir, tmp_path / "killed")
+    settings = settings_for(data)
+    _stages_before_cues(settings, named_dump(tmp_path / "named.jsonl"), "r2", embedder)
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            cues.run(archive, staging, run_id="r2", settings=settings, embedder=_Interrupted(embedder))
+        assert (
+            staging.execute("SELECT status FROM stage_runs WHERE run_id = 'r2' AND stage = 'cues'").fetchone()[0]
+            == "interrupted"
+        )
+    finally:
+        archive.close()
+        staging.close()
+    assert runs(settings.staging_path) == ["r1", "r2"]  # r2's rows were committed, r1's not pruned
+    assert not cues_state.state_path(data, "r2").exists() and cues_state.state_path(data, "r1").exists()
+
+    again = cues_again(settings, "r3", embedder)  # the plain re-run
+    assert again.status == "succeeded" and again.counts["keys_embedded"] > 0
+    assert not any("incremental from cues run r2" in note for note in again.notes)
+    assert _key_vectors(settings.staging_path) == _key_vectors(clean / "staging.db")
+    for table in ("memory_content", "memory_edges", "memory_cues", "memory_tags"):
+        assert rows(settings.staging_path, table, "r3") == rows(clean / "staging.db", table, "r2"), table
+    assert runs(settings.staging_path) == ["r3"]

@@ -74,8 +74,8 @@ def test_every_stored_evidence_span_is_in_its_archived_message(ran: tuple[Settin
 
 
 def test_a_rerun_makes_no_extractor_call_and_changes_no_concept(ran: tuple[Settings, str, list[StageResult]]) -> None:
-    """Same dumps again: every stage skipped as unchanged; forced, still zero extractor calls (the cache) and zero
-    hypotheses handled."""
+    """Same dumps again: every stage skipped as unchanged; forced, ingest reads the dumps again and segment cuts
+    them again (the same rows), and still zero extractor calls (the cache) and zero hypotheses handled."""
     from flows.pipeline import run_pipeline
 
     settings, _, _ = ran
@@ -83,7 +83,9 @@ def test_a_rerun_makes_no_extractor_call_and_changes_no_concept(ran: tuple[Setti
     assert all(r.status == "skipped" and "unchanged since run" in r.notes[0] for r in results)
     _, forced = run_pipeline(settings, real_exports(), STAGES, quiet=True, force=True)
     by_stage = {r.stage: r for r in forced}
-    assert all(r.status == "skipped" for r in forced)
+    assert by_stage["ingest"].status == by_stage["segment"].status == "succeeded"
+    assert by_stage["segment"].counts["segments_written"] == 0
+    assert all(r.status == "skipped" for r in forced if r.stage not in ("ingest", "segment"))
     assert by_stage["extract"].counts["extractor_calls"] == 0 and by_stage["concepts"].counts["hypotheses"] == 0
 
 

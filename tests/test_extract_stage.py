@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from concept_support import CountingOffline, Dbs, ScriptedExtractor, conversation, open_dbs, write_archive
 
-from contracts.errors import ConfigError
+from contracts.errors import ConfigError, StageError
 from extract import stage_extract, stage_segment
 from extract.types import ExtractionFailure, SegmentInput
 
@@ -95,7 +95,8 @@ def test_every_mapper_decision_is_a_staging_row(tmp_path: Path) -> None:
 
 
 def test_failed_segments_are_recorded_and_retried_next_run(tmp_path: Path) -> None:
-    """A failure is a 'failed' row and a note; the next run tries that segment again (and only that one)."""
+    """A failure is a 'failed' row, and the stage run fails saying how many (the rest written, counts kept);
+    the next run tries that segment again (and only that one)."""
     dbs, run_id = segmented(tmp_path)
 
     def flaky(segment: SegmentInput) -> object:
@@ -105,8 +106,10 @@ def test_failed_segments_are_recorded_and_retried_next_run(tmp_path: Path) -> No
 
     flaky.healed = False  # type: ignore[attr-defined]
     extractor = ScriptedExtractor(flaky)
-    result = stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, extractor=extractor)
-    assert result.counts["failed"] == 1 and any("re-run" in note for note in result.notes)
+    with pytest.raises(StageError, match=r"1 segment failed of 2 \(1 HTTP 500 after 4 retries\)"):
+        stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, extractor=extractor)
+    ledger = dbs.staging.execute("SELECT status, counts, notes FROM stage_runs WHERE stage = 'extract'").fetchone()
+    assert ledger["status"] == "failed" and json.loads(ledger["counts"])["failed"] == 1 and "re-run" in ledger["notes"]
     failed = dbs.staging.execute("SELECT reason FROM extractions WHERE status = 'failed'").fetchone()
     assert failed["reason"] == "HTTP 500 after 4 retries"
     flaky.healed = True  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ from concept_support import conversation, open_dbs, write_archive
 from fault_support import chatmem_command, process_env, write_chats
 
 from clients.graph_server import LocalServer
+from contracts.errors import StageError
 from extract import stage_extract, stage_segment
 from flows.cli import cli
 from staging import llm_calls
@@ -54,7 +55,8 @@ CHATS = {
 
 def test_a_200_reply_that_is_not_json_fails_that_segment_only(fake_llm: FakeLLMServer, tmp_path: Path) -> None:
     """A gateway's HTML page with status 200: that segment fails, recorded in llm_calls with the body; the
-    stage succeeds with the other segments extracted."""
+    other segments are extracted and written, and the stage ends failed saying one segment failed (so that the
+    next run retries it)."""
     fake_llm.responder = quoting_responder()
     fake_llm.reply_with(Reply.raw(b"<html><body>502 from the gateway</body></html>"))
     llm = {"base_url": fake_llm.base_url, "model": "m", "api_key": SECRET, "max_concurrency": 1, "max_retries": 0}
@@ -62,8 +64,10 @@ def test_a_200_reply_that_is_not_json_fails_that_segment_only(fake_llm: FakeLLMS
     write_archive(dbs.archive, [conversation(name, turns) for name, turns in CHATS.items()])
     run_id = dbs.run_id()
     stage_segment.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
-    result = stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
-    assert result.status == "succeeded" and result.counts["failed"] == 1 and result.counts["hypotheses_kept"] == 2
+    with pytest.raises(StageError, match="1 segment failed of 3"):
+        stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    [counts] = [json.loads(r[0]) for r in dbs.staging.execute("SELECT counts FROM stage_runs WHERE stage = 'extract'")]
+    assert counts["failed"] == 1 and counts["hypotheses_kept"] == 2
     calls = llm_calls.calls(dbs.staging, run_id)
     [bad] = [c for c in calls if c["status"] != "ok"]
     assert (
@@ -172,6 +176,26 @@ def test_an_empty_archive_is_refused_never_recreated(ingested: Path, jsonl_expor
     assert archive.stat().st_size == 0
 
 
+def test_an_empty_archive_given_to_run_is_refused_before_anything_is_written(
+    tmp_path: Path, jsonl_export: Path
+) -> None:
+    """A data dir holding only a 0-byte archive.db: `run` refuses in one line and writes nothing (no staging.db,
+    no Prefect state, no run row whose resume hint would fail again)."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "archive.db").write_bytes(b"")
+    process = subprocess.run(
+        [*chatmem_command(), "--data-dir", str(data_dir), "run", str(jsonl_export)],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in process_env(tmp_path).items() if k != "PREFECT_HOME"},  # its default: DATA/prefect
+        timeout=240,
+    )
+    lines = [line for line in process.stderr.splitlines() if line.strip()]
+    assert process.returncode == 1 and len(lines) == 1 and "the file is empty (0 bytes)" in lines[0], process.stderr
+    assert sorted(p.name for p in data_dir.iterdir()) == ["archive.db"]
+
+
 @pytest.mark.parametrize("name", ["archive.db", "staging.db"])
 def test_a_truncated_database_is_named_in_one_line(ingested: Path, jsonl_export: Path, name: str) -> None:
     """Half a database: inspection and `run` both answer with one line naming the file and what to do."""
@@ -206,8 +230,9 @@ def _limit_file_size() -> None:
 
 
 @pytest.mark.slow
-def test_a_full_disk_during_ingest_is_one_line_naming_the_data_dir(full_disk: tuple[Path, str], tmp_path: Path) -> None:
-    """Ingest that fills the disk: exit 1, one line naming the data dir, the full disk and the re-run command;
+def test_a_full_disk_during_ingest_is_one_line_naming_the_file(full_disk: tuple[Path, str], tmp_path: Path) -> None:
+    """Ingest that fills the disk: exit 1, one line naming archive.db (the file that could not be written), the
+    full disk and the re-run command;
     the run shows as interrupted afterwards; `archive stats` still answers (or says why in one line)."""
     mount_point, kind = full_disk
     data_dir = mount_point / "data"
@@ -219,7 +244,9 @@ def test_a_full_disk_during_ingest_is_one_line_naming_the_data_dir(full_disk: tu
     assert result.returncode == 1, result.stderr[-2000:]
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert str(data_dir) in lines[0] and "re-run: chatmem stage ingest --run-id" in lines[0]
+    # the file that could not be written, not the data dir and both files
+    assert f"{data_dir / 'archive.db'}: " in lines[0] and "re-run: chatmem stage ingest --run-id" in lines[0]
+    assert "staging.db" not in lines[0]
     if kind == "tmpfs":
         assert "the disk is full" in lines[0] and shutil.disk_usage(mount_point).free < 64 * 1024
     runs = subprocess.run(

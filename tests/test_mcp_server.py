@@ -182,7 +182,9 @@ def test_the_tools_are_listed_with_described_schemas(stdio_answers: dict[str, An
     """Five read-only tools; every input field and the output schema come from the contracts, all described."""
     tools = {t.name: t for t in stdio_answers["tools"]}
     assert set(tools) == TOOLS
-    assert set(tools["recall"].input_schema["properties"]) == {"query", "at", "budget_tokens", "scope", "max_pieces"}
+    assert set(tools["recall"].input_schema["properties"]) == {
+        "query", "at", "budget_tokens", "scope", "max_pieces", "order"
+    }  # fmt: skip
     assert tools["recall"].input_schema["required"] == ["query"]
     assert tools["get_conversation"].input_schema["properties"]["limit"]["maximum"] == 500
     assert set(tools["timeline"].output_schema["properties"]) >= {"first_seen", "last_seen", "entries", "kinds"}
@@ -200,6 +202,22 @@ def test_recall_over_stdio_reconstructs_from_the_right_conversations(stdio_answe
     assert {p["conversation_id"].split("-")[0] for p in best} == {"postgres"}
     assert all(p["created_at"] <= "2024-06-03T23:59:00Z" for p in result["pieces"])
     assert all(p["message_ids"] and p["path"][0]["kind"] == "query" for p in result["pieces"])
+
+
+def test_the_cli_and_the_mcp_tool_give_the_same_recall(stdio_answers: dict[str, Any], memory_dir: Path) -> None:
+    """`chatmem recall --json` and the MCP `recall` tool return one RecallResult: pieces in the same (best-first)
+    order, the same facts and fact changes, the same reasons (the CLI used to add the facts itself)."""
+    from click.testing import CliRunner
+
+    from flows.cli import cli
+
+    argv = ["--data-dir", str(memory_dir), "recall", "postgres replica pg_upgrade", "--json"]
+    argv += ["--at", "2024-06-03T23:59:00Z", "--budget", "400"]
+    done = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout) == stdio_answers["recall"]
+    ranks = [p["rank"] for p in stdio_answers["recall"]["pieces"]]
+    assert ranks == sorted(ranks) and stdio_answers["recall"]["order"] == "relevance"
 
 
 def test_search_timeline_conversation_and_topics_answer_on_known_data(stdio_answers: dict[str, Any]) -> None:

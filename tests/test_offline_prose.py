@@ -150,3 +150,11 @@ def test_a_concepts_title_only_ever_gains_its_usual_case() -> None:
 
     assert _better_cased("AWS Glue", "Aws glue") and _better_cased("PySpark", "Pyspark")
     assert not _better_cased("Aws glue", "AWS Glue") and not _better_cased("AWS Lambda", "Aws glue")
+
+
+def test_lines_built_to_make_a_pattern_backtrack_are_read_in_one_pass() -> None:
+    """A long run of digits, separators, path segments or table dashes with a bad last character finishes
+    (a number-row pattern with optional separators took minutes on one such line)."""
+    lines = ["1234567890" * 40 + "x", "- " * 400 + "x", "/a" * 600 + " ", "|" + "-" * 600 + "x", "a@b." * 300]
+    view = prose("\n".join(lines))
+    assert len(view) == len("\n".join(lines))

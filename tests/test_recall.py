@@ -80,9 +80,9 @@ def test_scope_restricts_conversations_sources_and_time_window() -> None:
 
 
 def test_the_context_fits_the_budget_and_follows_the_conversation_order() -> None:
-    """Pieces never exceed the budget, and come out by conversation (oldest first), then by seq."""
+    """Pieces never exceed the budget; with order=time they come out by conversation (oldest first), then by seq."""
     index, settings = memory(TRIP)
-    full = recall(index, None, _request("Lisbon tram hotel tomatoes", budget_tokens=10_000), settings)
+    full = recall(index, None, _request("Lisbon tram hotel tomatoes", budget_tokens=10_000, order="time"), settings)
     assert len(full.pieces) >= 4
     small = recall(index, None, _request("Lisbon tram hotel tomatoes", budget_tokens=25), settings)
     assert 0 < small.tokens <= 25 and sum(p.tokens for p in small.pieces) == small.tokens

@@ -87,14 +87,18 @@ def test_unchanged_inputs_skip_and_a_change_reruns_only_what_depends_on_it(data_
 
 @pytest.mark.prefect
 def test_force_runs_every_selected_stage(data_dir: Path, jsonl_export: Path) -> None:
-    """--force: the stage runs (and finds, by its own incremental rules, nothing new to write)."""
+    """--force: the stages run, and redo what their own caches would skip: ingest reads the dump again (same
+    sha256) and segment cuts every conversation again; the rows come out the same (written as unchanged)."""
     from flows.pipeline import run_pipeline
 
     settings = Settings(data_dir=data_dir)
-    run_pipeline(settings, [jsonl_export], ["ingest"], quiet=True)
-    _, [result] = run_pipeline(settings, [jsonl_export], ["ingest"], quiet=True, force=True)
-    assert not result.notes or "unchanged" not in result.notes[0]
-    assert result.counts["files_skipped"] == 1
+    run_pipeline(settings, [jsonl_export], ["ingest", "segment"], quiet=True)
+    _, [ingest, segment] = run_pipeline(settings, [jsonl_export], ["ingest", "segment"], quiet=True, force=True)
+    assert ingest.status == segment.status == "succeeded", (ingest, segment)
+    assert not ingest.notes or "unchanged" not in ingest.notes[0]
+    assert ingest.counts["files_skipped"] == 0 and ingest.counts["messages_unchanged"] == 6
+    assert ingest.counts["messages_inserted"] == ingest.counts["messages_updated"] == 0
+    assert segment.counts["conversations_segmented"] == 2 and segment.counts["segments_written"] == 0
 
 
 @pytest.mark.prefect

@@ -66,7 +66,7 @@ def test_ingest_only_run_has_empty_sections_not_errors(ingest_only: Inspected) -
 def test_report_command_writes_the_page_and_pngs_and_refuses_unknown_runs(
     ingest_only: Inspected, tmp_path: Path
 ) -> None:
-    """--json lists the files (default folder: DATA_DIR/reports/RUN); an unknown run id is exit 1."""
+    """--json lists the files (default folder: DATA_DIR/reports/RUN); an unknown run id is a usage error (2)."""
     runner = CliRunner()
     data_dir = str(ingest_only.settings.data_dir)
     result = runner.invoke(cli, ["--data-dir", data_dir, "report", "--json"], catch_exceptions=False)
@@ -77,7 +77,7 @@ def test_report_command_writes_the_page_and_pngs_and_refuses_unknown_runs(
     assert files[0].read_bytes()[:4] == b"\x89PNG"
     assert "data:image/png;base64," in files[1].read_text(encoding="utf-8")  # self-contained
     unknown = runner.invoke(cli, ["--data-dir", data_dir, "report", "--run-id", "nope"])
-    assert unknown.exit_code == 1 and "unknown run id 'nope'" in unknown.output
+    assert unknown.exit_code == 2 and "unknown run id 'nope'" in unknown.output
     empty = runner.invoke(cli, ["--data-dir", str(tmp_path / "none"), "report"])
     assert empty.exit_code == 1 and "nothing in" in empty.output
     assert "Example:" in runner.invoke(cli, ["report", "--help"]).output

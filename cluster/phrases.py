@@ -1,0 +1,375 @@
+"""Topic keywords as phrases a person would write: prose cleaned of code and markup, noun-like candidate phrases
+kept whole and cased as most often written, ranked by class-based TF-IDF. Pure functions.
+
+- `clean`: drops fenced code blocks and inline code, lines that read as code or a traceback, HTML tags and
+  entities, markdown markers (a link keeps its text), table rows, URLs, e-mail addresses, file paths and file
+  names, snake_case and dotted.call() identifiers, citation markers. What is left is prose.
+- `candidates`: runs of content words between stop words and punctuation (a run is cut at verbs and vague
+  words too, so "write a Spark DataFrame join" gives "Spark DataFrame join"), and every 1-3 word n-gram inside
+  a run. A phrase is counted under a key (lower case, a plural s dropped from its last word) and shown as its
+  most frequent surface form away from a sentence start ("AWS Glue", "DataFrames", never "Aws glue").
+- `ctfidf_phrases`: the first DOC_CHARS of each segment, at most TOPIC_CHARS per topic, through BERTopic's
+  class-based TF-IDF (each topic one document; tf normalised per topic, idf =
+  log(1 + average phrases per topic / the phrase's frequency over all topics)) over those phrases, counted
+  once per segment (a phrase repeated in one reply is not ten documents' worth), kept when at least two of the
+  topic's segments use it (one when the topic has fewer than four). A longer phrase replaces the words it
+  contains when it is at least 0.6 of their uses in the topic ("AWS Glue" over "Glue"), and a word already
+  shown in a kept phrase is not listed again.
+- `label_from`: the first of the best three keywords that is a multi-word phrase or a name (else the best), and
+  the next one too ("Hive and Sqoop") when both hold a name (a capital letter) and share no word; never words
+  joined by "/".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+_FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
+_INLINE_CODE = re.compile(r"`[^`\n]{0,400}`")
+_URL = re.compile(r"\b(?:https?|ftp|s3a?|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
+_DIR_PATH = re.compile(r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]+[/\\])+[\w.-]+")
+_FILE_NAME = re.compile(
+    r"(?<![\w.-])[\w-]+\.(?:py|ipynb|js|ts|tsx|jsx|java|scala|sbt|sql|csv|tsv|json|jsonl|txt|md|yml|yaml|xml|html?|css"
+    r"|sh|bat|jar|parquet|avro|orc|log|conf|cfg|ini|toml|gz|zip|tar|xlsx?|docx?|pdf|png|jpe?g|gif|svg|v|sv|vhdl?"
+    r"|c|cpp|h|hpp|go|rs|rb|php|kt|swift|pkl|db|sqlite|exe|dll)\b",
+    re.IGNORECASE,
+)
+_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>|<!--.*?-->|&[a-z]+;|&#\d+;", re.DOTALL)
+_MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_CITATION = re.compile(r"【[^】]*】|\[\d+\]")
+_LATEX = re.compile(r"\$\$.*?\$\$|\\\(.*?\\\)|\\\[.*?\\\]|\\[A-Za-z]+", re.DOTALL)
+_SNAKE = re.compile(r"(?<!\w)[A-Za-z0-9]+(?:_\w+)+")
+_CALL = re.compile(r"\b[A-Za-z_]\w*(?:\.\w+)*\([^()\n]{0,80}\)")  # name(args), obj.method()
+_DOTTED = re.compile(r"\b[a-z_]\w*(?:\.[a-z_]\w*){2,}")  # spark.sql.shuffle (not "Node.js", not "e.g.")
+_TRACE_START = re.compile(r"^\s*Traceback \(most recent call last\)")
+_TRACE_LINE = re.compile(
+    r"^\s*(?:File \".*\", line \d+|at [\w.$]+\(.*\)|\w+(?:\.\w+)*(?:Error|Exception|Warning)\b:?.*|\^+\s*$)"
+)
+_CODE_START = re.compile(
+    r"^\s*(?:[$>#]\s|>>>|\.\.\.\s|(?:def|class|import|from \S+ import|return|val|var|let|const|public|private|"
+    r"#include|SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|WITH|FROM|WHERE|GROUP BY|ORDER BY|JOIN)\b)"
+)
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*[-:| ]{3,}\s*$")
+_MD_MARKER = re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|~~)")
+_SYMBOL = re.compile(r"[^\w\s.,'?!-]")
+
+# A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI").
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[.'+#-][A-Za-z0-9]+)*(?:\+\+|#)?")
+_SPLIT = re.compile(r"[.!?;:,()\[\]{}\"“”…|/\\=<>]|\s-\s|\s–\s|\s—\s|\n")
+
+# sklearn's English stop words, plus verbs, vague nouns and adjectives that make a phrase no one would file
+# under: a candidate run is cut at every one of these.
+_STOP_TEXT = """
+a about above across after afterwards again against all almost alone along already also although always am
+among amongst amount an and another any anyhow anyone anything anyway anywhere are around as at back be became
+because become becomes becoming been before beforehand behind being below beside besides between beyond both bottom
+but by can cannot cant co con could couldnt de do done down due during each eg eight either eleven else elsewhere
+enough etc even ever every everyone everything everywhere except few fifteen fifty first five for former formerly
+forty four from front further had has hasnt have he hence her here hereafter hereby herein hereupon hers herself
+him himself his how however hundred i ie if in inc indeed into is it its itself last latter latterly least less ltd
+many may me meanwhile might mine more moreover most mostly much must my myself namely neither never nevertheless
+next nine no nobody none noone nor not nothing now nowhere of off often on once one only onto or other others
+otherwise our ours ourselves out over own per perhaps please rather re same seem seemed seeming seems several she
+should since six sixty so some somehow someone something sometime sometimes somewhere still such ten than that the
+their them themselves then thence there thereafter thereby therefore therein thereupon these they third this those
+though three through throughout thru thus to together too toward towards twelve twenty two un under until up upon
+us very via was we well were what whatever when whence whenever where whereafter whereas whereby wherein whereupon
+wherever whether which while whither who whoever whole whom whose why will with within without would yet you your
+yours yourself yourselves i'm i've i'd i'll you're you've you'd you'll it's that's there's let's don't doesn't
+didn't isn't aren't wasn't can't won't wouldn't shouldn't couldn't here's what's he's she's we're they're we've
+they've ok okay yes yeah hi hello thanks thank sure great good better best bad nice new old different similar
+various certain specific following example examples like just really actually basically simply use used uses
+using make makes made making create creates created creating write writes wrote written explain explains explained
+tell tells told want wants wanted need needs needed know knows knew understand help helps helped provide provides
+provided providing try tried trying work works worked run runs ran look looks looking looked think thought
+consider considering include includes including included ensure allow allows allowed let lets follow follows
+followed say says said ask asked asking mean means meant important possible able available common main key
+overall based specifically typically usually generally commonly additionally multiple single particular given
+shall does did doing go goes going gone come comes came coming get gets got getting give gives gave giving take
+takes took taken taking see sees saw seen seeing find finds found finding keep keeps kept put puts call calls
+called calling change changes changed changing add adds added adding remove removes removed removing return
+returns returned returning start starts started starting end ends ended stop stops stopped check checks checked
+checking print prints printed printing handle handles handled improve improves improved apply applies applied
+perform performs performed store stores stored convert converts converted define defines defined specify
+specified implement implements implemented implementing hope glad happy feel free below above sorry certainly
+absolutely here's correct incorrect true false right wrong yes no simple easy hard difficult large small big
+little high low long short full empty whole entire own other another such instead ready perfect additional
+interested assuming containing greater iterate update respond paste listed analyze analyse covers aid choice
+suggestion suggestions opportunities progress support challenges combined visit rules acknowledge stage
+el la las los del en que por para con una unos unas es al lo se su sus le les des et est pour dans une der die
+das und ist mit von den dem nicht ein eine zu auf o os um uma em não com remember recommend recommended suggest
+suggested discuss discussed enjoy enjoyed prefer preferred decide decided choose chose offer offers offered explore
+explores focus focuses replace replaces contain contains read reads select selects generate generates increase
+increases adjust adjusts listen stay stays incorporate incorporating fresh sweet unique popular online potential
+high-quality original total explicit overall related relevant various""".strip()
+STOP = frozenset(_STOP_TEXT.split())
+
+# Nouns too vague to name a topic alone: kept inside a longer phrase ("window functions", "data pipeline"), never
+# a keyword by themselves.
+_GENERIC_TEXT = """
+way ways thing things lot lots kind kinds type types case cases time times step steps point points question
+questions answer answers topic topics sentence sentences word words note notes number numbers value values result
+results output input level levels set sets approach approaches process overview summary detail details information
+info idea ideas option options feature features benefit benefits purpose purposes task tasks part parts area areas
+aspect aspects factor factors issue issues problem problems solution solutions method methods technique techniques
+tip tips list lists item items section sections line lines code snippet snippets function functions variable
+variables file files table tables column columns row rows data field fields object objects element elements name
+names string strings text texts user users assistant chatgpt claude response responses request requests message
+messages conversation conversations chat chats work working run running use usage example explanation difference
+differences scenario scenarios concept concepts term terms version versions format formats context content
+contents structure structures operation operations query queries system systems tool tools model models
+program programs application applications project projects person people experience experiences"""
+GENERIC = frozenset(_GENERIC_TEXT.split())
+
+_MAX_WORDS = 3
+LABEL_FROM = 3  # keywords a label is chosen from
+DOC_CHARS = 2000  # the opening of a segment read for its phrases: the question and the start of the answer
+TOPIC_CHARS = 150_000  # read per topic at most (~75 segments): labels cost the same at 1M messages as at 10k
+LONGER_SHARE = 0.6  # a longer phrase replaces a phrase it contains when it is this share of its uses in the topic
+
+
+@dataclass(slots=True)
+class PhraseCounts:
+    """Segment frequencies of phrase keys, and how each key was written (away from a sentence start first)."""
+
+    df: Counter[str] = field(default_factory=Counter)
+    surfaces: dict[str, Counter[str]] = field(default_factory=dict)
+    initial: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def add(self, text: str) -> None:
+        seen: set[str] = set()
+        for key, surface, at_start in candidates(text[:DOC_CHARS]):
+            target = self.initial if at_start else self.surfaces
+            target.setdefault(key, Counter())[surface] += 1
+            seen.add(key)
+        self.df.update(seen)
+
+    def shown(self, key: str) -> str:
+        """The phrase as most often written away from a sentence start (else as written at one)."""
+        forms = self.surfaces.get(key) or self.initial.get(key) or Counter({key: 1})
+        return min(forms.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+
+def clean(text: str) -> str:
+    """The prose of a message: code, tracebacks, markup, tables, URLs and paths removed (see module doc)."""
+    text = _FENCE.sub("\n", text)
+    text = _INLINE_CODE.sub(" ", text)
+    text = _MD_IMAGE.sub(" ", text)
+    text = _MD_LINK.sub(r"\1", text)
+    text = _TAG.sub(" ", text)
+    if "://" in text or "www." in text:
+        text = _URL.sub(" ", text)
+    if "@" in text:
+        text = _EMAIL.sub(" ", text)
+    if "/" in text or "\\" in text:
+        text = _DIR_PATH.sub(" ", text)
+    text = _FILE_NAME.sub(" ", text)
+    text = _CITATION.sub(" ", text)
+    text = _LATEX.sub(" ", text)
+    kept: list[str] = []
+    in_trace = False
+    for line in text.split("\n"):
+        if _TRACE_START.match(line):
+            in_trace = True
+            continue
+        if in_trace and (not line.strip() or line.startswith((" ", "\t")) or _TRACE_LINE.match(line)):
+            in_trace = bool(line.strip())
+            continue
+        in_trace = False
+        if _TRACE_LINE.match(line) or _CODE_START.match(line) or _TABLE_ROW.match(line) or _looks_like_code(line):
+            kept.append("")
+            continue
+        kept.append(_MD_MARKER.sub("", line))
+    prose = "\n".join(kept)
+    if "_" in prose:
+        prose = _SNAKE.sub(" ", prose)
+    if "(" in prose:
+        prose = _CALL.sub(" ", prose)
+    prose = _DOTTED.sub(" ", prose)
+    return _EMPHASIS.sub(" ", prose)
+
+
+def _looks_like_code(line: str) -> bool:
+    """A line ending like a statement, or one where symbols outnumber letters."""
+    stripped = line.strip()
+    if not stripped:
+        return False
+    if stripped.endswith((";", "{", "}", "):", "=>")) or stripped.startswith(("}", "@", "//", "/*", "--", "<")):
+        return True
+    letters = sum(map(str.isalpha, stripped))
+    symbols = len(_SYMBOL.findall(stripped))
+    return symbols > letters or (letters < 3 and len(stripped) > 3)
+
+
+@lru_cache(maxsize=200_000)
+def _key_cached(words: tuple[str, ...]) -> str:
+    return _key(words)
+
+
+def key_of(words: Sequence[str]) -> str:
+    """The counting key of a phrase: lower case, the plural s of its last word dropped."""
+    return _key_cached(tuple(words))
+
+
+def _key(words: Sequence[str]) -> str:
+    """The counting key of a phrase: lower case, the plural s of its last word dropped."""
+    lowered = [w.lower().removesuffix("'s").removesuffix("’s") for w in words]
+    last = lowered[-1]
+    if len(last) > 4 and last.endswith("ies"):
+        lowered[-1] = last[:-3] + "y"
+    elif len(last) > 4 and last.endswith(("sses", "xes", "ches", "shes")):
+        lowered[-1] = last[:-2]
+    elif len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is")):
+        lowered[-1] = last[:-1]
+    return " ".join(lowered)
+
+
+def candidates(text: str) -> Iterable[tuple[str, str, bool]]:
+    """(key, surface form, at a sentence start) of every 1-3 word n-gram of every run of content words in the
+    cleaned text."""
+    for clause in _SPLIT.split(clean(text)):
+        run: list[str] = []
+        start = 0
+        words = _WORD.findall(clause)
+        for index, word in enumerate([*words, ""]):
+            if word and _content(word):
+                if not run:
+                    start = index
+                run.append(word)
+                continue
+            for size in range(1, _MAX_WORDS + 1):
+                for offset in range(len(run) - size + 1):
+                    gram = tuple(run[offset : offset + size])
+                    if _alone_ok(gram):
+                        yield key_of(gram), " ".join(gram), start + offset == 0
+            run = []
+
+
+@lru_cache(maxsize=200_000)
+def _content(word: str) -> bool:
+    lower = word.lower()
+    if lower in STOP or len(word) < 2 or (lower.endswith("ly") and len(lower) > 4):
+        return False
+    if any(c.isdigit() for c in word) and not any(c.isupper() for c in word):
+        return False  # "sqm3", "col-start-2": a name in code or a class, not a subject ("S3", "EC2" stay)
+    if word[0].islower() and any(c.isupper() for c in word[2:]):
+        return False  # camelCase: an identifier ("activeSection")
+    return not (word.isupper() and len(word) > 6)  # a shouted word or a constant, not a name
+
+
+@lru_cache(maxsize=200_000)
+def _alone_ok(gram: tuple[str, ...]) -> bool:
+    """Not every word vague, no past participle at the end ("data stored", "Distributed" alone), no adjective
+    alone."""
+    lowered = [w.lower() for w in gram]
+    if all(w in GENERIC for w in lowered):
+        return False
+    if len(lowered) == 1 and lowered[0].endswith(("ous", "ful")) and gram[0].islower():
+        return False  # an adjective alone ("delicious", "helpful")
+    return not lowered[-1].endswith("ed")
+
+
+@dataclass(slots=True)
+class Ranked:
+    phrases: list[str]  # shown forms, best first
+    scores: list[float]
+
+
+def ctfidf_phrases(docs: dict[int, Sequence[str]], top_k: int) -> dict[int, Ranked]:
+    """Top `top_k` class-based TF-IDF phrases per topic (see the module docstring)."""
+    per_topic: dict[int, PhraseCounts] = {}
+    for topic, texts in docs.items():
+        counts, read = PhraseCounts(), 0
+        for text in texts:
+            if read >= TOPIC_CHARS:
+                break
+            counts.add(text)
+            read += min(len(text), DOC_CHARS)
+        per_topic[topic] = counts
+    totals: Counter[str] = Counter()
+    for counts in per_topic.values():
+        totals.update(counts.df)
+    live = [t for t in per_topic if per_topic[t].df]
+    average = sum(totals.values()) / max(len(live), 1)
+    result: dict[int, Ranked] = {}
+    for topic in docs:
+        counts = per_topic[topic]
+        floor = 2 if len(docs[topic]) >= 4 else 1
+        size = sum(counts.df.values()) or 1
+        scored = {
+            key: (df / size) * math.log(1.0 + average / totals[key]) for key, df in counts.df.items() if df >= floor
+        }
+        chosen = _pick(scored, counts.df, top_k)
+        merged = _merge_shown([counts.shown(k) for k in chosen], [scored[k] for k in chosen])
+        result[topic] = Ranked([p for p, _ in merged][:top_k], [s for _, s in merged][:top_k])
+    return result
+
+
+def _pick(scored: dict[str, float], uses: Counter[str], top_k: int) -> list[str]:
+    """Best keys first; a longer phrase takes the place of a contained one when it is LONGER_SHARE of its uses,
+    and a single word already inside a kept phrase is skipped."""
+    order = sorted(scored, key=lambda k: (-scored[k], k))
+    longer: dict[str, str] = {}
+    for key in order:  # for each key, the best-scoring longer phrase that contains it
+        words = key.split()
+        for size in range(1, len(words)):
+            for offset in range(len(words) - size + 1):
+                inner = " ".join(words[offset : offset + size])
+                if inner in scored and inner not in longer and uses[key] >= LONGER_SHARE * uses[inner]:
+                    longer[inner] = key
+    kept: list[str] = []
+    for key in order:
+        best = longer.get(key, key)
+        while best in longer and longer[best] != best:
+            best = longer[best]
+        if best in kept:
+            continue
+        bag = set(best.split())
+        if len(bag) == 1 and any(bag <= set(k.split()) for k in kept):
+            continue
+        if len(bag) > 1 and any(set(k.split()) == bag for k in kept):
+            continue
+        kept.append(best)
+        if len(kept) >= top_k * 2:
+            break
+    return kept
+
+
+def _merge_shown(phrases: list[str], scores: list[float]) -> list[tuple[str, float]]:
+    """Drop a phrase shown the same as a better one (case aside)."""
+    seen: set[str] = set()
+    merged: list[tuple[str, float]] = []
+    for phrase, score in zip(phrases, scores, strict=True):
+        if phrase.lower() not in seen:
+            seen.add(phrase.lower())
+            merged.append((phrase, score))
+    return merged
+
+
+def label_from(keywords: Sequence[str], topic: int) -> str:
+    """The first of the best LABEL_FROM keywords that is a multi-word phrase or holds a name (a bare common word
+    says less: "battery life" over "devices"), else the best; and the next one too ("Hive and Sqoop") when both
+    hold a name and share no word. Never "a / b / c"."""
+    if not keywords:
+        return f"topic {topic}"
+    best = list(keywords[:LABEL_FROM])
+    first = next((k for k in best if len(k.split()) > 1 or _named(k)), best[0])
+    for second in best[best.index(first) + 1 :]:
+        disjoint = not {w.lower() for w in first.split()} & {w.lower() for w in second.split()}
+        if disjoint and _named(first) and _named(second) and len(first.split()) + len(second.split()) <= 4:
+            return f"{first} and {second}"
+        break
+    return first
+
+
+def _named(phrase: str) -> bool:
+    """A phrase that holds a name: a capital letter away from a sentence start (shown forms are)."""
+    return any(c.isupper() for c in phrase)

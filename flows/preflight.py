@@ -1,0 +1,119 @@
+"""What `chatmem run` decides before Prefect starts (Prefect's start-up costs seconds to tens of seconds):
+
+    refuse_bad_exports(paths, settings, force_format)   every export unreadable -> one ExportError line, exit 1
+    finish_if_unchanged(settings, paths, stages)        every stage unchanged -> the run recorded, no Prefect
+
+The second applies the runner's one skip rule (flows/stage_runner.py: same input fingerprint as the stage's
+latest attempt, which succeeded or was skipped) to every selected stage in order, before any runs. Each skipped
+stage leaves the state the next one's fingerprint reads exactly as it was, so "every stage would be skipped"
+is known up front. Then the run is written to the ledger as the pipeline would write it (a runs row, one
+skipped stage run per stage with its note, closed as succeeded) under the data dir's lock, and no flow runs:
+Prefect's UI does not show such a run, `chatmem staging runs` does. Anything else (a stage to run, --force, a
+resumed run) goes to the pipeline, which decides again stage by stage.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from contracts.errors import ExportError
+
+if TYPE_CHECKING:
+    from contracts.results import StageResult
+    from contracts.settings import Settings
+    from flows.registry import StageSpec
+    from staging.ledger import Attempt
+
+
+def refuse_bad_exports(paths: list[str | Path], settings: Settings, force_format: str | None) -> None:
+    """Raise the first file's ExportError when no export can be read at all (empty, not an export, a zip with
+    no conversations file, ...): nothing is started or written for such a run. With one readable export the
+    run goes ahead and the ingest stage reports the others (the rest of a run still arrives)."""
+    from ingest.detect import detect_format
+    from ingest.sources import open_export, read_head
+
+    errors: list[ExportError] = []
+    for path in paths:
+        try:
+            opened = open_export(
+                Path(path),
+                max_member_bytes=settings.ingest.max_zip_member_bytes,
+                max_ratio=settings.ingest.max_zip_ratio,
+                digest=False,
+            )
+            if force_format is None:
+                detect_format(read_head(opened), name=opened.path)
+        except ExportError as exc:
+            errors.append(exc)
+        else:
+            return
+    if errors:
+        if len(errors) > 1:
+            raise ExportError(errors[0].path, f"{errors[0].problem} (and {len(errors) - 1} more file(s) like it)")
+        raise errors[0]
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    stage: StageSpec
+    fingerprint: str
+    latest: Attempt
+
+
+def _plan(settings: Settings, exports: list[str], stages: list[str]) -> list[Unchanged] | None:
+    """Every selected stage with its fingerprint and the attempt it matches, or None when one would run."""
+    from flows.fingerprint import input_fingerprint
+    from flows.registry import STAGES
+    from flows.stage_runner import unchanged
+    from staging.archive import open_archive
+    from staging.ledger import latest_attempt, open_staging
+
+    specs = {s.name: s for s in STAGES}
+    plan: list[Unchanged] = []
+    with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as db:
+        for name in stages:
+            stage = specs[name]
+            fingerprint = input_fingerprint(stage, settings, archive, db, exports)
+            latest = latest_attempt(db, name)
+            if latest is None or not unchanged(latest, fingerprint):
+                return None
+            plan.append(Unchanged(stage, fingerprint, latest))
+    return plan
+
+
+def finish_if_unchanged(
+    settings: Settings, exports: list[str | Path], stages: list[str]
+) -> tuple[str, list[StageResult]] | None:
+    """(run id, the skipped stages' results) when every stage is unchanged, the run recorded; else None."""
+    if not (settings.archive_path.exists() and settings.staging_path.exists()):
+        return None  # a first run: everything runs
+    from contracts.version import code_version
+    from flows.stage_runner import record_unchanged
+    from staging.ledger import close_run, new_run_id, open_run, open_staging
+    from staging.lock import data_dir_lock
+
+    paths = [str(Path(p).expanduser().absolute()) for p in exports]  # as run_pipeline records them
+    run_id = new_run_id()
+    with data_dir_lock(settings.data_dir, run_id, wait_s=settings.pipeline.lock_wait_s):
+        try:
+            plan = _plan(settings, paths, stages)
+        except sqlite3.Error:
+            return None  # the pipeline meets the same problem and reports it with its own words
+        if plan is None:
+            return None
+        with closing(open_staging(settings.staging_path)) as staging:
+            open_run(
+                staging,
+                stages=stages,
+                exports=paths,
+                settings=settings.public_dump(),
+                code_version=code_version(),
+                run_id=run_id,
+            )
+            results = [record_unchanged(staging, p.stage, run_id, settings, p.fingerprint, p.latest) for p in plan]
+            close_run(staging, run_id)
+    return run_id, results
