@@ -26,9 +26,10 @@ from memory.evaluate import ablations, evaluate, flat_vectors, plain_keys
 from memory.index import key_embedder, load_index, run_embedder
 from staging import memory as memory_store
 
-FILES = {
-    "locomo": "/work/wt/shared/data/benchmarks/locomo/locomo_dev2.json",
-    "longmemeval": "/work/wt/shared/data/benchmarks/longmemeval/longmemeval_s_dev50.jsonl.gz",
+BENCH_DIR = os.environ.get("BENCH_DIR", str(Path(__file__).resolve().parents[2] / "shared/data/benchmarks"))
+FILES = {  # BENCH_DIR: ../shared/data/benchmarks beside the checkout unless set
+    "locomo": f"{BENCH_DIR}/locomo/locomo_dev2.json",
+    "longmemeval": f"{BENCH_DIR}/longmemeval/longmemeval_s_dev50.jsonl.gz",
 }
 DATA = Path(os.environ.get("DATA_ROOT", str(Path(__file__).resolve().parent / "out" / "recall")))
 

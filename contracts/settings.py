@@ -378,10 +378,33 @@ class MemorySettings(BaseModel):
         "stored recall index): staging.db then holds one or two copies of the memory instead of one per run.",
     )
     keyphrases_per_content: int = Field(
-        default=6, ge=0, description="Discriminative keyphrases (TF-IDF) kept as cues per content node."
+        default=6,
+        ge=0,
+        description="Phrases linked as cues per content node beyond its concept evidence: the archive's concept "
+        "titles (several words, or a name with inner capitals or digits) said in the message, most said first. "
+        "Cues are these cased phrases, never single word stems (those only re-scored BM25 over the keys).",
     )
-    keyphrase_min_df: int = Field(
-        default=2, ge=1, description="A keyphrase must occur in at least this many content nodes to become a cue."
+    phrase_weight: float = Field(
+        default=0.5, ge=0, le=1, description="Weight of a cue -> content link made by a phrase said, not by evidence."
+    )
+    hypernym_depth: int = Field(
+        default=5,
+        ge=0,
+        le=8,
+        description="Category cues from WordNet: hypernyms up to this many steps above a concept's head noun "
+        "('golden retriever' -> retriever, ..., dog, domestic animal), linked to the concept's content, so a "
+        "question that names the category ('pet', 'health device') reaches the instance. 0: none.",
+    )
+    hypernym_weight: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="A category cue's link weight relative to its concept's, one step up; x0.8 per further step.",
+    )
+    wordnet_dir: str | None = Field(
+        default="/usr/share/wordnet",
+        description="WordNet 3.0 database files (index.noun, data.noun: Debian's wordnet-base package). Absent: no "
+        "category cues (the cues run says so in its notes, and rebuilds when it appears).",
     )
     consolidate_threshold: float = Field(
         default=0.95,

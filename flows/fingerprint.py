@@ -24,6 +24,7 @@ from pathlib import Path
 
 from contracts.settings import Settings
 from flows.registry import StageSpec
+from memory import wordnet
 from staging.ledger import latest_attempt
 from staging.segments import archive_fingerprint
 
@@ -87,6 +88,8 @@ def input_fingerprint(
             reads[name] = exports_state(exports)
         elif name == "archive":
             reads[name] = archive_fingerprint(archive)
+        elif name == "wordnet":
+            reads[name] = wordnet.state(settings.memory.wordnet_dir)
         else:
             reads[name] = stage_state(staging, name)
     parts = {

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from contracts.errors import ConfigError
 
-EXTERNAL_INPUTS = ("archive", "exports")
+EXTERNAL_INPUTS = ("archive", "exports", "wordnet")  # wordnet: the database the cues stage reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +108,7 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec(
         "cues",
         "memory.stage",
-        reads=("archive", "segment", "concepts", "garden", "cluster"),
+        reads=("archive", "segment", "concepts", "garden", "cluster", "wordnet"),
         settings_section="memory",
         description="Messages, concepts and topics -> the Cue-Tag-Content graph (cues, tags, weighted edges).",
         progress="items",

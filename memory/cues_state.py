@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from contracts.settings import Settings
+from memory import wordnet
 from memory.graph import FrozenCounts
 from memory.names import NAMED_ROLES
 from staging import memory as store
@@ -63,7 +64,9 @@ class Plan:
 
 
 def settings_digest(settings: Settings) -> str:
+    """What the graph is built with: the memory settings and whether WordNet is there (its category cues)."""
     config = {k: v for k, v in settings.memory.model_dump(mode="json").items() if k not in NOT_GRAPH_SETTINGS}
+    config["wordnet"] = wordnet.state(settings.memory.wordnet_dir) if settings.memory.hypernym_depth > 0 else None
     return hashlib.sha256(json.dumps([FORMAT, config], sort_keys=True).encode()).hexdigest()[:16]
 
 

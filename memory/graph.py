@@ -5,8 +5,13 @@
 - Content: every visible active message. Its key text (what recall matches) is the message, prefixed with
   who said it, and expanded with the names of the concepts extracted from it (appending extracted facts to
   the key, not as separate documents, is what raised recall in the LongMemEval paper).
-- Cues (anchors): live concepts, linked to the messages their evidence cites (weight: the evidence's
-  confidence), and discriminative keyphrases (TF-IDF, weight relative to the message's best keyphrase).
+- Cues (anchors), cased phrases a person would have written, never word stems:
+  - live concepts, named by their titles, linked to the messages their evidence cites (weight: the evidence's
+    confidence) and to the messages that say their title without being evidence (`phrase_weight`; titles of
+    several words, or names with inner capitals or digits: "customer churn model", "PostgreSQL");
+  - categories (memory/wordnet.py): the WordNet hypernyms of a concept's head noun, linked to its content with
+    a lower weight that shrinks with each step up, so a question naming the category ("pet", "health device")
+    reaches what names an instance ("golden retriever", "hearing aid"). No WordNet: no category cues.
 - Tags (groupings): conversation, day, month, role, source, topic (through the message's segment), and the
   concept type of a concept cue. Cues link to the conversations they occur in (weight: the cue's share there).
 - Hub control: a cue linked to more than `hub_share` of all content is a hub (for example "code"): its IDF
@@ -31,7 +36,8 @@ from typing import Any
 from contracts.settings import MemorySettings
 from memory.consolidate import consolidate, dedupe
 from memory.names import NAMED_ROLES, Names
-from memory.text import estimate_tokens, term_set, terms, top_terms
+from memory.text import estimate_tokens, term_set, terms
+from memory.wordnet import WordNet
 from staging.memory import ContentRow, CueRow, EdgeRow, EdgeTuple, MemoryGraph, TagRow
 
 
@@ -120,8 +126,13 @@ class GraphBuilder:
     """The graph built batch by batch: `count` every message, then `batch` each batch of whole conversations (in
     any order), then `finish`. The rows equal `build_graph`'s over all messages at once."""
 
-    def __init__(self, evidence: Iterable[EvidenceInput], settings: MemorySettings) -> None:
+    def __init__(
+        self, evidence: Iterable[EvidenceInput], settings: MemorySettings, wordnet: WordNet | None = None
+    ) -> None:
         self.settings = settings
+        self.wordnet = wordnet
+        self.category_names: dict[str, str] = {}  # category cue -> its name (WordNet lemmas)
+        self._categories: dict[str, list[tuple[str, float]]] = {}  # concept cue -> (category cue, factor)
         self.report = BuildReport()
         self.n = 0
         self.term_df: Counter[str] = Counter()
@@ -140,6 +151,7 @@ class GraphBuilder:
         self.started = False  # pass 2 begun: the message count and concept hubs are final
         self.authors: set[str] = set()  # the named speakers (memory/names.py), counted in pass 1
         self.frozen_hubs: set[str] | None = None  # an incremental run keeps its base build's hubs (`resume`)
+        self.phrases = phrase_index(self.concepts)
 
     def count(self, message: MessageInput) -> None:
         """Pass 1: the global frequencies (a message is counted once)."""
@@ -202,26 +214,25 @@ class GraphBuilder:
     def batch(self, messages: Sequence[MessageInput], topics: Iterable[TopicInput]) -> BatchGraph:
         """Pass 2: one batch of whole conversations (consolidation compares messages within a conversation)."""
         self._start()
-        settings, hubs, n = self.settings, self.concept_hubs, max(self.n, 1)
+        settings, hubs = self.settings, self.concept_hubs
         messages = sorted(messages, key=lambda m: (m.conversation_id, m.seq, m.uuid))
         base_terms = [terms(m.text) for m in messages]
         content_cues: dict[str, dict[str, float]] = {}
         edges: list[EdgeTuple] = []
         content: list[ContentRow] = []
         by_conversation: Counter[tuple[str, str]] = Counter()
-        ceiling = int(self.hub_floor)
         for message, words in zip(messages, base_terms, strict=True):
-            cues_here = dict(self.evidence.get(message.uuid, {}))
-            found = top_terms(
-                words, self.term_df, n, settings.keyphrases_per_content, settings.keyphrase_min_df, ceiling
-            )
-            for rank, term in enumerate(found):
-                cue_id = f"kp:{term}"
-                if cue_id not in cues_here:
-                    cues_here[cue_id] = round(1.0 / math.sqrt(rank + 1), 6)
-                    self.df[cue_id] += 1
+            evidence = self.evidence.get(message.uuid, {})
+            cues_here = dict(evidence)
+            said = [c for c in said_phrases(words, self.phrases) if c not in cues_here and c not in hubs]
+            for cue_id in said[: settings.keyphrases_per_content]:
+                cues_here[cue_id] = settings.phrase_weight
+                self.df[cue_id] += 1
+            for cue_id, factor in self._category_links(cues_here, hubs).items():
+                cues_here[cue_id] = factor
+                self.df[cue_id] += 1
             content_cues[message.uuid] = cues_here
-            names = [self.concepts[c][0] for c in sorted(cues_here) if c in self.concepts and c not in hubs]
+            names = [self.concepts[c][0] for c in sorted(evidence) if c in self.concepts and c not in hubs]
             key = key_base(message)
             if settings.expand_keys and names:
                 key += "\n" + "; ".join(names)
@@ -263,6 +274,33 @@ class GraphBuilder:
         pairs = [(cue, conversation, count) for (cue, conversation), count in by_conversation.items()]
         return BatchGraph(content, dedupe(edges), merges, pairs)
 
+    def _category_links(self, cues_here: Mapping[str, float], hubs: set[str]) -> dict[str, float]:
+        """The categories of the message's concept cues (not hubs): each at its best concept's weight x factor."""
+        found: dict[str, float] = {}
+        if self.wordnet is None or self.settings.hypernym_depth < 1:
+            return found
+        for cue_id, weight in cues_here.items():
+            if cue_id not in self.concepts or cue_id in hubs:
+                continue
+            if cue_id not in self._categories:
+                self._categories[cue_id] = self._categories_of(self.concepts[cue_id][0])
+            for category, factor in self._categories[cue_id]:
+                linked = round(weight * factor, 6)
+                if linked > found.get(category, 0.0) and category not in cues_here:
+                    found[category] = linked
+        return found
+
+    def _categories_of(self, title: str) -> list[tuple[str, float]]:
+        assert self.wordnet is not None
+        if not category_head(title):
+            return []
+        out = []
+        for category in self.wordnet.categories(title, self.settings.hypernym_depth):
+            cue_id = f"wn:{category.offset:08d}"
+            self.category_names[cue_id] = category.name
+            out.append((cue_id, self.settings.hypernym_weight * 0.8 ** (category.distance - 1)))
+        return out
+
     def _tag(self, tag_id: str, kind: str, label: str) -> None:
         self.tag_labels.setdefault(tag_id, (kind, label))
         self.tag_members[tag_id] += 1
@@ -301,6 +339,10 @@ class GraphBuilder:
         if cue_id in self.concepts:
             title, ctype = self.concepts[cue_id]
             return title, "concept", ctype
+        if cue_id.startswith("wn:"):  # a WordNet category, stored as a phrase cue
+            if cue_id not in self.category_names and self.wordnet is not None:  # carried by an incremental run
+                self.category_names[cue_id] = self.wordnet.name(int(cue_id[3:]))
+            return self.category_names.get(cue_id, cue_id), "keyphrase", None
         return cue_id.removeprefix("kp:"), "keyphrase", None
 
     def cue_tag_edges(self, cue_conversations: Iterable[tuple[str, str, int]]) -> Iterator[EdgeTuple]:
@@ -316,14 +358,64 @@ class GraphBuilder:
                 yield cue_id, f"ctype:{ctype}", "cue-tag", 1.0
 
 
+def phrase_index(concepts: Mapping[str, tuple[str, str]]) -> dict[str, list[tuple[tuple[str, ...], str]]]:
+    """first term -> (the title's terms, concept cue), longest first, for the concepts whose title can be found
+    said in a message: several words ("customer churn model"), or one name with inner capitals or digits
+    ("PostgreSQL", "GPT-4"); a lone common word ("Data") is linked through its evidence only. When two concepts
+    share their terms, the first by id."""
+    index: dict[str, list[tuple[tuple[str, ...], str]]] = defaultdict(list)
+    seen: set[tuple[str, ...]] = set()
+    for cue_id in sorted(concepts):
+        title = concepts[cue_id][0]
+        words = tuple(terms(title))
+        if not words or words in seen:
+            continue
+        if len(words) < 2 and (len(title.split()) > 1 or not any(ch.isupper() or ch.isdigit() for ch in title[1:])):
+            continue  # one common word, or one word left of several ("uses F", "Get Started"): evidence only
+        seen.add(words)
+        index[words[0]].append((words, cue_id))
+    for entries in index.values():
+        entries.sort(key=lambda e: (-len(e[0]), e[1]))
+    return dict(index)
+
+
+def said_phrases(words: Sequence[str], index: Mapping[str, list[tuple[tuple[str, ...], str]]]) -> list[str]:
+    """The concept cues whose titles the message's terms say (longest match first, no overlaps), the most said
+    first, then the longest, then by id."""
+    counts: Counter[str] = Counter()
+    length: dict[str, int] = {}
+    i = 0
+    while i < len(words):
+        step = 1
+        for phrase, cue_id in index.get(words[i], ()):
+            if tuple(words[i : i + len(phrase)]) == phrase:
+                counts[cue_id] += 1
+                length[cue_id] = len(phrase)
+                step = len(phrase)
+                break
+        i += step
+    return sorted(counts, key=lambda c: (-counts[c], -length[c], c))
+
+
+def category_head(title: str) -> bool:
+    """Whether a concept title's head may be looked up in WordNet: not a product or service name made of an
+    acronym or a camel-cased word and a common noun ("AWS Glue", "Power BI", "iPhone case" are no glue, bi or
+    case to file under a category)."""
+    for word in title.split():
+        if sum(ch.isupper() for ch in word) > 1 or (word[:1].islower() and any(ch.isupper() for ch in word)):
+            return False
+    return True
+
+
 def build_graph(
     messages: Sequence[MessageInput],
     evidence: Sequence[EvidenceInput],
     topics: Sequence[TopicInput],
     settings: MemorySettings,
+    wordnet: WordNet | None = None,
 ) -> tuple[MemoryGraph, BuildReport]:
     """The whole graph in one batch, deterministic for the same inputs (everything sorted by id)."""
-    builder = GraphBuilder(evidence, settings)
+    builder = GraphBuilder(evidence, settings, wordnet)
     for message in messages:
         builder.count(message)
     part = builder.batch(messages, topics)

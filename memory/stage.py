@@ -22,7 +22,7 @@ from clients.embedders import Embedder
 from clients.progress import ProgressFactory
 from contracts.results import StageResult
 from contracts.settings import Settings
-from memory import cues_incremental, cues_state, index_store, key_model
+from memory import cues_incremental, cues_state, index_store, key_model, wordnet
 from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
 from memory.index import embeds_role, key_embedder
 from memory.key_model import FULL, KeyCost, with_model
@@ -61,10 +61,13 @@ def run(
     config = settings.memory.model_dump(mode="json")
     evidence = inputs.live_evidence(staging)
     topic_run = inputs.topic_run(staging)
-    digest = hashlib.sha256(json.dumps([evidence, topic_run, config], sort_keys=True).encode()).hexdigest()
+    lexicon = wordnet.state(settings.memory.wordnet_dir)  # its categories are part of the graph: in the fingerprint
+    parts = [evidence, topic_run, config, lexicon if settings.memory.hypernym_depth > 0 else None]
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     fingerprint = f"{archive_fingerprint(archive)}:{digest}"
     with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
-        builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory)
+        lexicon_db = wordnet.WordNet.open(settings.memory.wordnet_dir) if settings.memory.hypernym_depth > 0 else None
+        builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory, lexicon_db)
         del evidence
         digests = cues_state.conversation_digests(archive, builder.evidence, builder.concepts)
         plan, why_full = cues_state.plan(archive, staging, settings, run_id, topic_run, digests)
@@ -82,7 +85,12 @@ def run(
         if topic_run is None:
             notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
         if not builder.concepts:
-            notes.append("no concept evidence (concepts stage not run): keyphrase cues only")
+            notes.append("no concept evidence (concepts stage not run): no concept, phrase or category cues")
+        if lexicon_db is None and settings.memory.hypernym_depth > 0:
+            notes.append(
+                f"WordNet not found at memory.wordnet_dir ({settings.memory.wordnet_dir}): no category cues"
+                " (install Debian's wordnet-base)"
+            )
         sources: set[str] = set()
         with store.RunWriter(staging, run_id) as writer:
             for batch in _batches(_messages(archive), batch_messages):
@@ -123,6 +131,7 @@ def run(
             "cues": len(cues),
             "concept_cues": sum(1 for c in cues if c.kind == "concept"),
             "keyphrase_cues": sum(1 for c in cues if c.kind == "keyphrase"),
+            "category_cues": sum(1 for c in cues if c.cue_id.startswith("wn:")),
             "hub_cues": len(report.hubs),
             "tags": len(tags),
             "edges": written["edges"],

@@ -8,8 +8,8 @@ transaction (an idempotent write: ids are content keys, so the same inputs give 
 - `memory_content`: Content nodes: a message (`content_id` = its uuid) or a merged group of near-identical
   messages (`merged:<hash>`; its originals point at it through `merged_into`). Key text (what recall matches:
   the message, expanded with its cue names), conversation, seq, role, time, day, source format, tokens.
-- `memory_cues`: Cue nodes (anchors): extracted concepts and discriminative keyphrases, with document
-  frequency, IDF and the hub flag.
+- `memory_cues`: Cue nodes (anchors): extracted concepts and (kind 'keyphrase', ids `wn:<offset>`) WordNet
+  categories of their head nouns, with document frequency, IDF and the hub flag.
 - `memory_tags`: Tag nodes (groupings): conversation, day, month, topic, role, concept type, source.
 - `memory_edges`: weighted associations (cue-content, cue-tag, tag-content), traversed both ways.
 - `memory_merges`: (merged node, original message) pairs: consolidation keeps every original.

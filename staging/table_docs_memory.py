@@ -103,12 +103,13 @@ MEMORY: dict[str, TableDoc] = {
     ),
     "memory_cues": doc(
         "Memory cues",
-        "Cue nodes (anchors): concepts and discriminative keyphrases, with document frequency and the hub flag.",
+        "Cue nodes (anchors): concepts (by their cased titles) and WordNet categories of their head nouns, with "
+        "document frequency and the hub flag.",
         {
             "run_id": RUN_ID,
             "cue_id": "Cue id.",
             "name": "Its name.",
-            "kind": "concept or keyphrase.",
+            "kind": "concept, or keyphrase: a WordNet category (cue id wn:<synset offset>, named by its lemmas).",
             "concept_type": "The concept's type.",
             "df": "Content nodes it points to.",
             "idf": "Inverse document frequency.",

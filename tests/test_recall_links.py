@@ -9,7 +9,7 @@ from memory_support import T0, memory
 
 from contracts.memory import RecallRequest
 from contracts.settings import MemorySettings
-from memory.graph import MessageInput
+from memory.graph import EvidenceInput, MessageInput
 from memory.recall import Switches, rank
 
 ALONE = Switches(tags=False)  # no conversation/day prior: what a content gets from its own links only
@@ -20,8 +20,14 @@ def said(conversation: str, seq: int, author: str, text: str) -> MessageInput:
     return MessageInput(f"{conversation}-{seq}", conversation, None, seq, "user", author, when, text, "jsonl")
 
 
-def _score(messages: list[MessageInput], query: str, settings: MemorySettings, switches: Switches) -> dict[str, float]:
-    index, config = memory(messages, settings=settings)
+def _score(
+    messages: list[MessageInput],
+    query: str,
+    settings: MemorySettings,
+    switches: Switches,
+    evidence: tuple[EvidenceInput, ...] = (),
+) -> dict[str, float]:
+    index, config = memory(messages, evidence, settings=settings)
     ranking = rank(index, query, None, RecallRequest(query=query), config, switches)
     return {m.uuid: float(ranking.score[index.position[m.uuid]]) for m in messages}
 
@@ -56,7 +62,8 @@ def test_a_speaker_the_query_names_weighs_their_content_up_and_nobody_else() -> 
 
 def test_the_second_hop_reaches_content_that_shares_a_cue_with_the_best_match() -> None:
     """Query -> best content -> its cues -> other content: a turn with none of the query's words is reached
-    through an anchor it shares with the first hop's best match, and only with the second hop on."""
+    through an anchor it shares with the first hop's best match, and only with the second hop on. The anchor is
+    a concept ("home country", evidence in the first turn) whose title the other turn says."""
     chat = [
         said("a", 0, "Caroline", "I moved here four years ago from my home country"),
         said("b", 0, "Caroline", "This necklace is from my grandma back in my home country, Sweden"),
@@ -64,8 +71,9 @@ def test_the_second_hop_reaches_content_that_shares_a_cue_with_the_best_match() 
         said("d", 0, "Melanie", "Pottery with the kids on Sunday"),
     ]
     config = MemorySettings(next_weight=0.0, reply_weight=0.0, speaker_prior=0.0, hop_weight=0.1)
-    on = _score(chat, "What happened four years ago?", config, ALONE)
-    off = _score(chat, "What happened four years ago?", config, Switches(tags=False, second_hop=False))
+    anchor = (EvidenceInput("home-country", "home country", "entity", "a-0", 0.9),)
+    on = _score(chat, "What happened four years ago?", config, ALONE, anchor)
+    off = _score(chat, "What happened four years ago?", config, Switches(tags=False, second_hop=False), anchor)
     assert off["b-0"] == 0.0 and on["b-0"] > 0.0
     assert sorted(on, key=lambda k: -on[k])[:2] == ["a-0", "b-0"] and on["c-0"] == on["d-0"] == 0.0
     assert on["a-0"] - off["a-0"] <= 0.1 + 1e-6  # the hop adds at most hop_weight to anything
