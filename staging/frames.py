@@ -59,7 +59,9 @@ def _decode_json(values: list[Any]) -> pl.Series | None:
         return None  # shapes polars cannot unify into one type: keep the text
 
 
-def read_frame(conn: sqlite3.Connection, table: str, *, run_id: str | None = None) -> pl.DataFrame:
+def read_frame(
+    conn: sqlite3.Connection, table: str, *, run_id: str | None = None, mask_secrets: bool = True
+) -> pl.DataFrame:
     """Every row of `table` in insertion order (only run `run_id`'s when given), typed and decoded as the
     module docstring says."""
     inspection.columns(conn, table)  # checks the name against the database's own list: no SQL injection
@@ -72,7 +74,7 @@ def read_frame(conn: sqlite3.Connection, table: str, *, run_id: str | None = Non
     for index, (name, kind) in enumerate(declared.items()):
         values = [row[index] for row in rows]
         series = pl.Series(name, values, dtype=_polars_type(kind), strict=False)
-        if series.dtype == pl.String:  # a key written before it was known to be secret still never leaves
+        if mask_secrets and series.dtype == pl.String:  # a key written before it was known to be secret
             series = _masked(series)
             values = series.to_list()
         if doc is not None and name in doc.json:
@@ -183,8 +185,10 @@ class Frames:
 
     def table(self, table: str, *, run_id: str | None = None) -> pl.DataFrame:
         """One table as a DataFrame; `run_id` keeps only that run's rows (tables with a run_id column)."""
-        with self._open(self.database_of(table)) as conn:
-            return read_frame(conn, table, run_id=run_id)
+        database = self.database_of(table)
+        with self._open(database) as conn:
+            # staging.db's text (errors, replies, notes) is masked; archive.db is what the user said, left whole
+            return read_frame(conn, table, run_id=run_id, mask_secrets=database == "staging")
 
     def export(self, table: str, out: Path, fmt: str, *, run_id: str | None = None) -> tuple[Path, int]:
         """Write one table to `out`; returns the path and the number of rows."""
