@@ -123,7 +123,7 @@ def write_results(lines: list[str]) -> None:
     results = HERE / "RESULTS.md"
     text = results.read_text() if results.exists() else ""
     start = text.find(HEADING)
-    section = "\n".join([HEADING, "", *lines, ""])
+    section = "\n".join([HEADING, "", *lines, "", ""])
     if start < 0:
         text = text.rstrip("\n") + "\n\n" + section
     else:
