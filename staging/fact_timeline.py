@@ -174,8 +174,8 @@ def rank_facts(records: Iterable[FactRecord], query: str, at: str | None = None)
         if record.state == "retracted":
             continue
         overlap = len(words & _words(f"{record.attribute} {record.value}"))
-        if not overlap:
-            continue
+        if not overlap or (overlap < 2 and len(_words(record.value)) > 4):
+            continue  # a long value (a goal as the user put it) needs two words of the question, not any one
         started = record.valid_from.isoformat() if record.valid_from else ""
         if when is not None and started and started > when:
             continue  # stated after `at`: not known then

@@ -112,3 +112,17 @@ def test_in_a_scope_a_statement_outside_it_does_not_supersede_one_inside() -> No
     with_facts = rank(index, "where do I live", None, request, settings)
     without = rank(index, "where do I live", None, request, settings, Switches(facts=False))
     assert with_facts.score[0] - without.score[0] == pytest.approx(settings.fact_weight)
+
+
+def test_a_long_goal_needs_two_words_of_the_question_to_count() -> None:
+    """A goal stated as a clause ("plan a surprise party for my sister Emma") is a fact of a question sharing two
+    of its words, not of any question that shares one ("party"): long values no longer boost unrelated pieces."""
+    from staging.fact_timeline import rank_facts
+
+    goal = record("g1", "plan a surprise party for my sister Emma", "2024-01-01", "m-0").model_copy(
+        update={"attribute": "goal"}
+    )
+    assert rank_facts([goal], "which party did I go to last week?") == []
+    assert rank_facts([goal], "what surprise party did I plan?") == [goal]
+    short = record("f1", "Berlin", "2024-01-01", "m-1")
+    assert rank_facts([short], "do I still live in Berlin?") == [short]
