@@ -154,7 +154,9 @@ def check_database(path: Path) -> None:
     """Refuse a database file that is there but cannot be what we wrote: 0 bytes, not SQLite, or shorter than
     the pages its header counts. A missing file is fine (it is created); an empty one is not re-created over.
 
-    The size check is skipped while a WAL file holds pages: the database file may then be legitimately short.
+    The size check holds with a WAL file too: a checkpoint writes every page up to the count it then puts in the
+    header, so a file shorter than its header's count lost pages whatever the WAL holds. It trusts the count only
+    when SQLite marked it valid (bytes 92-95 equal the change counter at 24-27, as SQLite itself requires).
     It opens the file: never call it while this process may hold SQLite connections on it (see refuse_empty).
     """
     try:
@@ -173,9 +175,8 @@ def check_database(path: Path) -> None:
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(header[28:32], "big")
-    wal = path.with_name(path.name + "-wal")
-    wal_pages = wal.exists() and wal.stat().st_size > 0
-    if pages and not wal_pages and size < pages * page_size:
+    count_valid = header[92:96] == header[24:28]
+    if pages and count_valid and size < pages * page_size:
         raise StateError(f"{path}: truncated ({size} bytes, its header says {pages * page_size}); {advice}")
 
 

@@ -305,3 +305,35 @@ def test_a_failure_a_ctrl_c_caused_is_recorded_as_the_interruption(tmp_path: Pat
     assert statuses == {"embed": "failed", "load": "interrupted"}
     assert conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0] == "interrupted"
     conn.close()
+
+
+def test_a_truncated_database_is_refused_even_while_its_wal_holds_pages(tmp_path: Path) -> None:
+    """The size check no longer steps aside when a -wal file holds pages: a file cut short is refused in one line
+    naming it; the same database whole, with its WAL, passes."""
+    import sqlite3
+
+    from contracts.errors import StateError
+    from staging.db import check_database
+
+    live = tmp_path / "live.db"
+    conn = sqlite3.connect(live)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("CREATE TABLE t (x TEXT)")
+    conn.executemany("INSERT INTO t VALUES (?)", [("x" * 500,) for _ in range(2000)])
+    conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.executemany("INSERT INTO t VALUES (?)", [("y" * 500,) for _ in range(200)])
+    conn.commit()  # these pages stay in the WAL (no checkpoint)
+    whole, cut = tmp_path / "whole" / "archive.db", tmp_path / "cut" / "archive.db"
+    for target in (whole, cut):
+        target.parent.mkdir()
+        shutil.copy(live, target)
+        shutil.copy(live.with_name("live.db-wal"), target.with_name("archive.db-wal"))
+    conn.close()
+    assert cut.with_name("archive.db-wal").stat().st_size > 0
+    with cut.open("r+b") as handle:
+        handle.truncate(cut.stat().st_size // 2)
+    check_database(whole)
+    with pytest.raises(StateError, match="truncated"):
+        check_database(cut)
