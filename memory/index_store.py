@@ -84,7 +84,11 @@ class ArchiveTexts(Mapping[str, str]):
     def _archive(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(f"file:{self.archive_path}?mode=ro", uri=True, timeout=30.0)
+            # staging.db's read-only open: on a full disk it reads without the WAL's -shm index, as every other
+            # read-only command does, instead of failing with SQLITE_IOERR_SHMSIZE
+            from staging.db import connect_readonly
+
+            conn = connect_readonly(self.archive_path)
             self._local.conn = conn
         return conn
 
