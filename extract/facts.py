@@ -21,7 +21,7 @@ from typing import Any
 
 from extract.types import SegmentInput, SegmentMessage
 
-FACT_RULES_VERSION = 2  # bump with any change below: part of the offline extractor's cache key
+FACT_RULES_VERSION = 3  # bump with any change below: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
@@ -266,7 +266,7 @@ RULES: tuple[_Rule, ...] = (
         r"|girlfriend|boyfriend|cousin|niece|nephew|aunt|uncle|grandma|grandpa|boss|colleague|roommate)\s*,?\s+"
         r"(?P<value>[A-Z][a-z]+)\b",
         "user's {noun}",
-        "name",
+        "called",  # not "name": a user has several friends and cousins, and a new one ends no other
         presupposed=True,
         named_value=True,
     ),
@@ -362,8 +362,9 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     head = (groups.get("head") or "").casefold()
     if rule.attribute == "role" and head not in _ROLES:
         return None  # "I'm a big fan", "as a result": not a role
-    if rule.attribute == "goal" and len(value.split()) < 2:
-        return None
+    words = value.casefold().split()
+    if rule.attribute == "goal" and (len(words) < 2 or (len(words) <= 3 and _VAGUE_GOAL & set(words))):
+        return None  # "try that out", "reduce that": a goal that names nothing without its context
     attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
     if not attribute or attribute in _NO_VALUE:
         return None
@@ -412,7 +413,11 @@ def _value(text: str, rule: _Rule) -> str:
     return value
 
 
-_CLAUSE_END = re.compile(r"[,;:.!?()\"“”]|\s(?:because|but|so that|so|and then|which|since|although|though|while)\s")
+_CLAUSE_END = re.compile(
+    r"[,;.!?()\"“”]|:(?!\d)|\s(?:because|but|so that|so|and then|which|since|although|though|while)\s"
+    r"|\s(?:and|but|or)\s+(?:I|I'm|I've|we|my)\b"  # "attend a festival soon and I want to make ...": a new clause
+)
+_VAGUE_GOAL = frozenset(["that", "it", "this", "them", "those", "these", "one", "ones", "some", "something"])
 
 
 def _clause(text: str) -> str:

@@ -11,7 +11,7 @@ it only.
 
 from __future__ import annotations
 
-from contracts.facts import FactRecord
+from contracts.facts import FUNCTIONAL_ATTRIBUTES, FactRecord
 from contracts.memory import RecallFact, RecallRequest
 from memory.index import MemoryIndex
 from staging.fact_timeline import as_of, change_lines, rank_facts
@@ -65,6 +65,9 @@ def question_facts(index: MemoryIndex, request: RecallRequest) -> tuple[list[Rec
         )
         for r in found
     ]
-    keys = {(r.subject, r.attribute) for r in found}
-    changes = change_lines(as_of((r for r in records if (r.subject, r.attribute) in keys), at))
+    # How a fact changed over time: every value of a functional attribute (where the user lives), but of one a
+    # user holds many of at once (goals, tools, people) only the values of the question, never all of them.
+    keys = {(r.subject, r.attribute) for r in found if r.attribute in FUNCTIONAL_ATTRIBUTES}
+    ids = {r.fact_id for r in found}
+    changes = change_lines(as_of((r for r in records if (r.subject, r.attribute) in keys or r.fact_id in ids), at))
     return facts, changes

@@ -84,10 +84,15 @@ def test_questions_wishes_negations_and_vague_values_state_no_fact(sentence: str
             "I'm trying to plan a surprise party for my sister Emma, she turns 30.",
             [
                 ("user", "goal", "plan a surprise party for my sister Emma", "positive"),
-                ("user's sister", "name", "Emma", "positive"),
+                ("user's sister", "called", "Emma", "positive"),
             ],
         ),
         ("I'm a big fan of jazz.", []),
+        ("I want to try that out.", []),
+        (
+            "I want to attend another festival soon and I want to make it.",
+            [("user", "goal", "attend another festival soon", "positive")],
+        ),
         ("As a result the job failed.", []),
     ],
 )

@@ -126,3 +126,20 @@ def test_a_long_goal_needs_two_words_of_the_question_to_count() -> None:
     assert rank_facts([goal], "what surprise party did I plan?") == [goal]
     short = record("f1", "Berlin", "2024-01-01", "m-1")
     assert rank_facts([short], "do I still live in Berlin?") == [short]
+
+
+def test_a_question_lists_only_its_own_goals_not_every_goal_the_user_stated() -> None:
+    """Goals are held many at once: the facts and their "over time" lines name the goals of the question only."""
+    from memory.recall_facts import question_facts
+
+    index, _ = memory([msg("a", 0, "I want to visit the Meiji Shrine in Tokyo.", day=0)])
+    goals = [
+        record("g1", "visit the Meiji Shrine in Tokyo", "2024-01-01", "a-0"),
+        record("g2", "get a new pair of running socks", "2024-02-01", "a-0"),
+        record("g3", "learn to bake sourdough bread", "2024-03-01", "a-0"),
+    ]
+    index.facts = [g.model_copy(update={"attribute": "goal"}) for g in goals]
+    index.fact_positions = {"a-0": 0}
+    facts, changes = question_facts(index, RecallRequest(query="when do I visit the Meiji Shrine?"))
+    assert [f.value for f in facts] == ["visit the Meiji Shrine in Tokyo"]
+    assert not any("socks" in line or "sourdough" in line for line in changes)
