@@ -142,7 +142,7 @@ class _Interruption:
                 left = unfinished_stages(conn, self.run_id) or left
             finally:
                 conn.close()
-        where = f"in stage {stage} " if stage else ""
+        where = f"in stage {stage} " if stage else "before its first stage "
         how = f"interrupted {self.by()} " if self.signum == signal.SIGTERM else "interrupted "
         return f"{how}{where}of run {self.run_id}; resume with: {resume_command(self.run_id, left, self.stages)}"
 
@@ -156,7 +156,10 @@ class _Interruption:
         """Mark what this process left `running` as interrupted (the stages record themselves when they can);
         `after_failure`: also the rows a library's failure after the Ctrl-C marked failed since the signal."""
         with contextlib.suppress(sqlite3.Error, OSError):
-            conn = sqlite3.connect(self.settings.staging_path, timeout=2.0, isolation_level=None)
+            # mode=rw: never create staging.db here (a run stopped before it existed left a 0-byte file that every
+            # later command, the printed resume command included, refused)
+            path = self.settings.staging_path
+            conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=2.0, isolation_level=None)
             try:
                 since = self.signalled_at if after_failure else None
                 stage = current_stage(conn, self.run_id)

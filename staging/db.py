@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,31 @@ def connect(path: Path) -> sqlite3.Connection:
         raise StateError(f"{path.parent}: cannot create the data dir ({exc.strerror})") from None
     refuse_empty(path)
     try:
+        if not path.exists():
+            _create(path)
         return _open(path)
     except sqlite3.DatabaseError as exc:
         raise damage_error(exc, path) from exc
+
+
+def _create(path: Path) -> None:
+    """Make a new database whole under a temporary name, then link it into place: a run killed while SQLite
+    creates the file (the first seconds of a first run) leaves no 0-byte file that every later command, the
+    printed resume command included, would have to refuse. `os.link` fails when another process linked first,
+    which is fine: its database is the one to use."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.new")
+    temporary.unlink(missing_ok=True)
+    conn = sqlite3.connect(temporary)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")  # writes the header page: a real, empty WAL database
+    finally:
+        conn.close()
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        pass
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _open(path: Path) -> sqlite3.Connection:

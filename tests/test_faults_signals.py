@@ -299,5 +299,7 @@ def test_a_ctrl_c_that_lands_in_a_weakref_callback_still_stops_the_run(tmp_path:
         env=process_env(tmp_path / "prefect"),
         timeout=60,
     )
-    assert result.stdout.strip() == "interrupted of run r-weak; resume with: chatmem stage embed --run-id r-weak"
+    assert result.stdout.strip() == (
+        "interrupted before its first stage of run r-weak; resume with: chatmem stage embed --run-id r-weak"
+    )
     assert result.stderr == ""

@@ -337,3 +337,20 @@ def test_a_truncated_database_is_refused_even_while_its_wal_holds_pages(tmp_path
     check_database(whole)
     with pytest.raises(StateError, match="truncated"):
         check_database(cut)
+
+
+def test_a_run_stopped_before_staging_db_exists_leaves_no_empty_file(tmp_path: Path) -> None:
+    """Recording an interruption never creates staging.db (a 0-byte one made every later command, the printed
+    resume command included, refuse the data dir); a database chatmem creates is whole from the start."""
+    from contracts.settings import Settings
+    from flows.interrupt import _Interruption
+    from staging.db import connect
+
+    settings = Settings(data_dir=tmp_path / "data")
+    settings.data_dir.mkdir()  # the data dir exists (the lock file is in it); staging.db does not yet
+    _Interruption(settings, "r-early", ["ingest"]).record()
+    assert not settings.staging_path.exists()
+    conn = connect(settings.staging_path)
+    conn.close()
+    assert settings.staging_path.stat().st_size > 0
+    assert not list(settings.staging_path.parent.glob(".staging.db.*.new"))
