@@ -99,7 +99,7 @@ def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path) -> None:
     assert "running" not in {s["status"] for s in stages}
     # the recorded errors say what stopped the run (they read "KeyboardInterrupt: " with nothing after it)
     cluster_error = next(s["error"] for s in stages if s["stage"] == "cluster")
-    assert "interrupted by SIGTERM" in run_row["error"] and "interrupted by SIGTERM" in cluster_error, (run_row, stages)
+    assert "stopped by SIGTERM" in run_row["error"] and "stopped by SIGTERM" in cluster_error, (run_row, stages)
     assert still_running(children) == []
 
 
