@@ -163,7 +163,7 @@ class _Interruption:
             try:
                 since = self.signalled_at if after_failure else None
                 stage = current_stage(conn, self.run_id)
-                mark_interrupted(conn, self.run_id, stage, failed_since=since, by=self.by())
+                mark_interrupted(conn, self.run_id, stage, failed_since=since, by=self.by().removeprefix("by "))
             finally:
                 conn.close()
 
