@@ -228,5 +228,7 @@ def test_two_workers_write_what_one_process_writes(tmp_path: Path, monkeypatch: 
     assert two_results[3].counts == extract and two_results[2].counts == one_results[2].counts
     for table in TABLES:
         rows = _rows(one, table)
-        assert rows, f"{table} is empty: nothing was compared"
+        # The offline extractor v2 cites only spans the mapper takes as they are: on these exports it may leave no
+        # decision to record; every other table must hold rows, or nothing was compared.
+        assert rows or table == "mapper_decisions", f"{table} is empty: nothing was compared"
         assert _rows(two, table) == rows, f"{table} differs with two workers"
