@@ -155,14 +155,6 @@ def drop_retired(conn: sqlite3.Connection) -> int:
         return cursor.rowcount
 
 
-def current_fingerprint(conn: sqlite3.Connection) -> str:
-    """A digest of every segment's current extraction: the concepts stage's input fingerprint."""
-    digest = hashlib.sha256()
-    for row in conn.execute("SELECT segment_id, cache_key FROM segment_extractions ORDER BY segment_id"):
-        digest.update(f"{row[0]}:{row[1]}\n".encode())
-    return digest.hexdigest()
-
-
 @dataclass(frozen=True, slots=True)
 class CurrentExtraction:
     segment_id: str

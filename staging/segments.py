@@ -220,16 +220,6 @@ def _retire_others(conn: sqlite3.Connection, run_id: str, conversation_id: str, 
     return len(stale)
 
 
-def current_segments_fingerprint(conn: sqlite3.Connection) -> str:
-    """A digest of every current segment's id and content: the extract stage's input fingerprint."""
-    digest = hashlib.sha256()
-    for row in conn.execute(
-        "SELECT segment_id, content_hash FROM segments WHERE retired_run_id IS NULL ORDER BY segment_id"
-    ):
-        digest.update(f"{row[0]}:{row[1]}\n".encode())
-    return digest.hexdigest()
-
-
 # Conversations per page of iter_current_segments: each page is read whole by one short query.
 SEGMENT_PAGE_CONVERSATIONS = 2000
 

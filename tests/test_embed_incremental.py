@@ -7,12 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+from stage_support import ingest_stage, stage_embed, stage_segment
 
 from clients.embedders import StaticMiniLM
-from cluster import stage_embed
 from contracts.settings import Settings
-from extract import stage_segment
-from ingest import stage as ingest_stage
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from contracts.memory import RecallRequest
-from extract import stage_concepts, stage_extract, stage_segment
-from memory import stage as cues
 from memory.index import build_index
 from memory.recall import Switches, rank
 from staging import memory as store

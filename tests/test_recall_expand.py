@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from clients.llm import Breaker
 from contracts.memory import ExpandDecision, ExpandRequest, ExpandResponse, RecallRequest
 from contracts.settings import LLMSettings, Settings
-from extract import stage_concepts, stage_extract, stage_segment
 from memory import expand as expand_module
-from memory import stage as cues
 from memory.service import Memory
 from staging import llm_calls
 from tests import llm_guard, llm_server

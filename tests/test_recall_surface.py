@@ -12,12 +12,12 @@ import anyio
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 from mcp import Client
+from stage_support import cues_stage as cues
+from stage_support import garden_stage as garden
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from clients.embedders import whole_words
 from contracts.memory import RecallRequest
-from extract import stage_concepts, stage_extract, stage_segment
-from garden import stage as garden
-from memory import stage as cues
 from memory.mcp_server import MemoryService, build_server
 from memory.service import Memory
 
