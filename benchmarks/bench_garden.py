@@ -249,7 +249,7 @@ def recall_system(eval_dir: Path, data: Path) -> dict[str, Any]:
         )
         evidence = sorted(question.gold, key=lambda s: days[s])
         for name, switches in (("system", Switches()), ("system without garden facts", Switches(facts=False))):
-            order = rank(index, question.question, vector, request, settings.memory, switches).order
+            order = rank(index, question.question, vector, request, settings.recall, switches).order
             sessions = list(dict.fromkeys(index.conversation_ids[int(index.conversation[i])] for i in order))
             found = {s: sessions.index(s) + 1 if s in sessions else len(sessions) + 1 for s in evidence}
             counts[name]["latest_first"] += all(found[evidence[-1]] < found[s] for s in evidence[:-1])

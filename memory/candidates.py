@@ -4,7 +4,7 @@
     ranked(index, query, vector, request, settings, switches, limit) -> (the index ranked, its Ranking)
 
 Scoring every content node costs ~20 passes over n floats and a read of every key vector: linear in the memory
-(185 ms p95 at 600k content). Above `memory.prepass_from` content in scope, a cheap first pass picks:
+(185 ms p95 at 600k content). Above `recall.prepass_from` content in scope, a cheap first pass picks:
   - the best `prepass_top` content by BM25 over the keys (posting lists of the query's terms only),
   - the best `prepass_top` by key similarity, read from a few k-means lists (memory/dense_lists.py),
   - the best `prepass_top` reached through the query's cues (cue -> content edges),
@@ -25,7 +25,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from contracts.memory import RecallRequest
-from contracts.settings import MemorySettings
+from contracts.settings import RecallSettings
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import Array, MemoryIndex
 from memory.recall import Ranking, Switches, _utc, candidate_mask, rank
@@ -87,7 +87,7 @@ def _in_scope(index: MemoryIndex, tables: PrepassTables, request: RecallRequest)
 
 
 def narrow(
-    index: MemoryIndex, query: str, vector: Array | None, request: RecallRequest, settings: MemorySettings
+    index: MemoryIndex, query: str, vector: Array | None, request: RecallRequest, settings: RecallSettings
 ) -> Narrowed | None:
     """The candidates of a recall on a large memory (None: small enough to score every content node); a scope
     with at most `prepass_max_candidates` content in it is taken whole."""
@@ -129,7 +129,7 @@ def _dense_top(index: MemoryIndex, lists: DenseLists, vector: Array, mask: Array
     return _top(scores, found, k)
 
 
-def _cue_top(index: MemoryIndex, words: list[str], mask: Array, settings: MemorySettings) -> Array:
+def _cue_top(index: MemoryIndex, words: list[str], mask: Array, settings: RecallSettings) -> Array:
     """The best content reached through the query's cues (the same cue activation as recall's first hop)."""
     if not len(index.cue_ids):
         return np.zeros(0, dtype=np.int64)
@@ -239,7 +239,7 @@ def ranked(
     query: str,
     vector: Array | None,
     request: RecallRequest,
-    settings: MemorySettings,
+    settings: RecallSettings,
     switches: Switches = ALL_ON,
     limit: int | None = None,
 ) -> tuple[MemoryIndex, Ranking, Array | None]:

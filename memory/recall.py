@@ -25,7 +25,7 @@ import numpy as np
 
 from clients.embedders import Embedder
 from contracts.memory import ActivationStep, RecallPiece, RecallRequest, RecallResult
-from contracts.settings import MemorySettings
+from contracts.settings import RecallSettings
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
 from memory.names import Names
@@ -109,7 +109,7 @@ def rank(
     query: str,
     query_vector: Array | None,
     request: RecallRequest,
-    settings: MemorySettings,
+    settings: RecallSettings,
     switches: Switches = Switches(),
     limit: int | None = None,
 ) -> Ranking:
@@ -232,7 +232,7 @@ def rank(
     )
 
 
-def second_hop(index: MemoryIndex, base: Array, mask: Array, settings: MemorySettings) -> Array:
+def second_hop(index: MemoryIndex, base: Array, mask: Array, settings: RecallSettings) -> Array:
     """Spreading activation's second hop (0..1 per content): the first hop's best content (`HOP_SEEDS`, by their
     direct scores) activates its cues (weighted by the seed's score and the cue's IDF; hubs spread nothing; below
     θ x the best cue pruned), and those cues activate the content they link. A fact split over two turns that
@@ -286,7 +286,7 @@ def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -
     return chosen
 
 
-def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings) -> list[ActivationStep]:
+def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings) -> list[ActivationStep]:
     steps = [ActivationStep(kind="query", id="query", label="query", score=1.0)]
     if ranking.cue[i] > 0 and ranking.cue_activation:
         active = dict(ranking.cue_activation)
@@ -351,7 +351,7 @@ def weak_reason(pieces: list[RecallPiece]) -> str | None:
     )
 
 
-def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, settings: MemorySettings) -> RecallResult:
+def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, settings: RecallSettings) -> RecallResult:
     """Pack the best pieces into the budget; best first, or along their conversations (`request.order`)."""
     chosen = select(index, ranking, request.budget_tokens, request.max_pieces)
     rank_of = {int(i): r + 1 for r, i in enumerate(ranking.order[: max(len(chosen) * 4, 1000)])}
@@ -414,7 +414,7 @@ def embed_query(embedder: Embedder, query: str, names: Names) -> Any:
 
 
 def recall(
-    index: MemoryIndex, embedder: Embedder | None, request: RecallRequest, settings: MemorySettings
+    index: MemoryIndex, embedder: Embedder | None, request: RecallRequest, settings: RecallSettings
 ) -> RecallResult:
     """The entry point an agent (CLI, MCP server) calls: a reconstructed context for one question."""
     vector = embed_query(embedder, request.query, index.names) if embedder is not None else None

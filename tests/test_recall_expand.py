@@ -59,7 +59,7 @@ def with_llm(settings: Settings, server: FakeLLMServer | None) -> Settings:
     return settings.model_copy(
         update={
             "extract": settings.extract.model_copy(update={"llm": llm}),
-            "memory": settings.memory.model_copy(update={"expand_with_llm": True, "expand_pieces": 2}),
+            "recall": settings.recall.model_copy(update={"expand_with_llm": True, "expand_pieces": 2}),
         }
     )
 
@@ -142,7 +142,7 @@ def dead_llm(settings: Settings, base_url: str, **values: object) -> Settings:
     return settings.model_copy(
         update={
             "extract": settings.extract.model_copy(update={"llm": llm}),
-            "memory": settings.memory.model_copy(update={"expand_with_llm": True}),
+            "recall": settings.recall.model_copy(update={"expand_with_llm": True}),
         }
     )
 

@@ -79,7 +79,7 @@ def test_gibberish_recalls_nothing_and_real_questions_still_answer(built: Dbs) -
     # min_similarity 0: the cosine floor lets everything through, so only the whole-word rule can empty these
     # (on a memory this small their best cosine is low; on the demo's it is 0.44-0.58, above the default 0.35)
     settings = built.settings.model_copy(
-        update={"memory": built.settings.memory.model_copy(update={"min_similarity": 0.0})}
+        update={"recall": built.settings.recall.model_copy(update={"min_similarity": 0.0})}
     )
     memory = Memory.open(settings)
     for query in GIBBERISH:
