@@ -185,6 +185,7 @@ class RecallSettings(BaseModel):
     )
     key_roles: list[str] = Field(
         default_factory=lambda: ["user", "other"],
+        exclude=True,  # not dumped: Settings.model_validate(settings.model_dump()) must not set it
         description="The roles whose keys recall weighs in full: always memory.key_roles (copied from it when the "
         "settings are read; set memory.key_roles, not this).",
     )
