@@ -21,7 +21,7 @@ from clients.progress import ProgressFactory
 from clients.stage import Outcome, StageContext
 from contracts.settings import Settings
 from memory import cues_incremental, cues_state, index_store, key_model, wordnet
-from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
+from memory.graph import BatchGraph, BuildReport, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
 from memory.index import embeds_role, key_embedder
 from memory.key_model import FULL, KeyCost, with_model
 from memory.names import Names
@@ -29,6 +29,7 @@ from staging import embeddings as vectors
 from staging import memory as store
 from staging import memory_carry, memory_loaded
 from staging import memory_inputs as inputs
+from staging.memory import CueRow, TagRow
 
 log = logging.getLogger(__name__)
 
@@ -67,42 +68,10 @@ def run(
         cost.add(role, text)
     choice = cost.choice()
     keys = _Keys(staging, with_model(settings, choice.model), builder.names(), embedder)
-    notes = [choice.note(), f"full build: {why_full}"]
-    if topic_run is None:
-        notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
-    if not builder.concepts:
-        notes.append("no concept evidence (concepts stage not run): no concept, phrase or category cues")
-    if lexicon_db is None and settings.memory.hypernym_depth > 0:
-        notes.append(
-            f"WordNet not found at memory.wordnet_dir ({settings.memory.wordnet_dir}): no category cues"
-            " (install Debian's wordnet-base)"
-        )
-    sources: set[str] = set()
-    with store.RunWriter(staging, run_id) as writer:
-        for batch in _batches(_messages(archive), batch_messages):
-            topics = inputs.topic_rows(staging, topic_run, (m.uuid for m in batch))
-            part = builder.batch(batch, [TopicInput(*row) for row in topics])
-            _check(part)
-            sources.update(e[0] for e in part.edges)
-            keys.look_up(batch)
-            writer.add(part.content, part.edges, part.merges, part.cue_conversations)
-        cues, tags, report = builder.finish()
-        edges_before = writer.counts["edges"]
-        writer.add_edges(builder.cue_tag_edges(writer.cue_conversations()))
-        cue_tag_edges = writer.counts["edges"] - edges_before
-        unknown = sources - {c.cue_id for c in cues} - {t.tag_id for t in tags}
-        if unknown:
-            raise ValueError(f"{len(unknown)} edge source(s) name no cue or tag: {sorted(unknown)[0]}")
-        writer.add_cues(cues)
-        writer.add_tags(tags)
-        hub_share = round(100 * len(report.hubs) / max(len(cues), 1), 2)
-        if report.hubs:
-            names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
-            notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
-        summary: dict[str, Any] = {"hubs": report.hubs, "topic_run": topic_run, "notes": notes}
-        summary.update(key_model=choice.summary(), incremental=False)
-        writer.finish({**summary, "full_run": run_id, "changed_since_full": []})
-        written = dict(writer.counts)
+    notes = [choice.note(), f"full build: {why_full}", *_missing_inputs(settings, topic_run, builder, lexicon_db)]
+    summary: dict[str, Any] = {"topic_run": topic_run, "notes": notes}
+    summary.update(key_model=choice.summary(), incremental=False, full_run=run_id, changed_since_full=[])
+    written, cues, tags, report, cue_tag_edges = _write_full(ctx, builder, keys, topic_run, summary, batch_messages)
     frozen = builder.frozen_counts()
     embedded = keys.embed_missing(archive, run_id, progress, batch_messages)
     _after_success(
@@ -130,6 +99,60 @@ def run(
     log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
     rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
     return Outcome(rows_in=builder.n, rows_out=rows_out, counts=counts, notes=notes)
+
+
+def _missing_inputs(
+    settings: Settings, topic_run: str | None, builder: GraphBuilder, lexicon: wordnet.WordNet | None
+) -> list[str]:
+    """Notes on the inputs a full build goes without (no topics, no concepts, no WordNet)."""
+    notes = []
+    if topic_run is None:
+        notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
+    if not builder.concepts:
+        notes.append("no concept evidence (concepts stage not run): no concept, phrase or category cues")
+    if lexicon is None and settings.memory.hypernym_depth > 0:
+        notes.append(
+            f"WordNet not found at memory.wordnet_dir ({settings.memory.wordnet_dir}): no category cues"
+            " (install Debian's wordnet-base)"
+        )
+    return notes
+
+
+def _write_full(
+    ctx: StageContext,
+    builder: GraphBuilder,
+    keys: _Keys,
+    topic_run: str | None,
+    summary: dict[str, Any],
+    batch_messages: int,
+) -> tuple[dict[str, int], list[CueRow], list[TagRow], BuildReport, int]:
+    """Pass 2 of a full build: the graph batch by batch of whole conversations, checked and written as it goes
+    (its keys looked up in the vector cache), then the cues, the tags and their edges; the hub report noted."""
+    staging, notes = ctx.staging, summary["notes"]
+    sources: set[str] = set()
+    with store.RunWriter(staging, ctx.run_id) as writer:
+        for batch in _batches(_messages(ctx.archive), batch_messages):
+            topics = inputs.topic_rows(staging, topic_run, (m.uuid for m in batch))
+            part = builder.batch(batch, [TopicInput(*row) for row in topics])
+            _check(part)
+            sources.update(e[0] for e in part.edges)
+            keys.look_up(batch)
+            writer.add(part.content, part.edges, part.merges, part.cue_conversations)
+        cues, tags, report = builder.finish()
+        edges_before = writer.counts["edges"]
+        writer.add_edges(builder.cue_tag_edges(writer.cue_conversations()))
+        cue_tag_edges = writer.counts["edges"] - edges_before
+        unknown = sources - {c.cue_id for c in cues} - {t.tag_id for t in tags}
+        if unknown:
+            raise ValueError(f"{len(unknown)} edge source(s) name no cue or tag: {sorted(unknown)[0]}")
+        writer.add_cues(cues)
+        writer.add_tags(tags)
+        hub_share = round(100 * len(report.hubs) / max(len(cues), 1), 2)
+        if report.hubs:
+            names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
+            notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
+        writer.finish({"hubs": report.hubs, **summary})
+        return dict(writer.counts), cues, tags, report, cue_tag_edges
 
 
 def _run_incremental(
