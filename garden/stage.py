@@ -26,7 +26,7 @@ from garden.concepts import ConceptPlan, EvidenceTime, plan_concepts
 from garden.validity import Change, Statement, intervals, reconcile, value_key
 from staging import concepts as concept_store
 from staging import facts as fact_store
-from staging.db import Transaction
+from staging.db import IN_VALUES, Transaction, json_values
 
 log = logging.getLogger(__name__)
 
@@ -112,14 +112,8 @@ def _concept_names(staging: sqlite3.Connection) -> dict[str, str]:
 
 
 def _message_sources(archive: sqlite3.Connection, ids: set[str]) -> dict[str, int]:
-    wanted = sorted(ids)
-    found: dict[str, int] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in archive.execute(f"SELECT uuid, source_id FROM messages WHERE uuid IN ({marks})", chunk):
-            found[str(row[0])] = int(row[1])
-    return found
+    rows = archive.execute(f"SELECT uuid, source_id FROM messages WHERE uuid IN {IN_VALUES}", (json_values(ids),))
+    return {str(row[0]): int(row[1]) for row in rows}
 
 
 def validate(plan: GardenPlan, stored: dict[str, dict[str, Any]]) -> list[str]:

@@ -76,7 +76,8 @@ class DataDir:
 
     def _note_read(self, sql: str) -> None:
         if "m.text" in sql:  # segments.messages_by_id: the only read of message texts
-            ids = re.findall(r"'([^']*)'", sql.split(" IN ", 1)[1])
+            literals = re.findall(r"'([^']*)'", sql.split(" IN ", 1)[1])  # one JSON list (staging.db.IN_VALUES)
+            ids = [i for literal in literals for i in (json.loads(literal) if literal.startswith("[") else [literal])]
             self.read.update(i.split(":", 1)[-1] for i in ids)  # the archive's uuid is "conversation:id"
 
     def state(self) -> dict[tuple[str, str], bytes]:
