@@ -109,8 +109,9 @@ class Plan:
 
 
 def manifest_rows(staging: sqlite3.Connection, target: str, layers: Sequence[Layer]) -> dict[str, int]:
-    """The manifest's row count of each archive layer (a primary-key range each)."""
-    return {layer.name: manifest_count(staging, target, layer.name) for layer in layers if layer.source == "archive"}
+    """The manifest's row count of each archive node layer (a primary-key range each): they only grow."""
+    ours = [layer for layer in layers if layer.source == "archive" and isinstance(layer, NodeLayer)]
+    return {layer.name: manifest_count(staging, target, layer.name) for layer in ours}
 
 
 def record(staging: sqlite3.Connection, data_dir: Path, target: str, layers: Sequence[Layer], found: Plan) -> None:
