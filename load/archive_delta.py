@@ -13,7 +13,9 @@ ids in scope, for edges every manifest key whose `src` is in scope (a key range:
 sends equals a full diff's (tests/test_load_archive_delta.py compares the graph with a fresh full load).
 
 Diffing everything, as before, when: the target has no mark for these layers' SQL (first load, a load that did
-not finish with every row recorded, a changed layer), the graph lost nodes of an archive layer, the archive is
+not finish with every row recorded, a changed layer), the previous load did not finish (it may have committed
+batches it never recorded, of any conversation it was reading), the manifest's counts are not those recorded with
+the mark (cleared, edited, another staging.db), the graph lost nodes of an archive layer, the archive is
 not the one the mark was taken of (`archive_changes.comparable`), or more than `FULL_SHARE` of the conversations
 changed (reading them all in key order is then cheaper). Known gap: a BRANCH edge whose parent lies in another
 conversation (an id collision left a child pointing across) and whose child's parent_id later changed keeps its
@@ -109,9 +111,8 @@ class Plan:
 
 
 def manifest_rows(staging: sqlite3.Connection, target: str, layers: Sequence[Layer]) -> dict[str, int]:
-    """The manifest's row count of each archive node layer (a primary-key range each): they only grow."""
-    ours = [layer for layer in layers if layer.source == "archive" and isinstance(layer, NodeLayer)]
-    return {layer.name: manifest_count(staging, target, layer.name) for layer in ours}
+    """The manifest's row count of each archive layer (a primary-key range each)."""
+    return {layer.name: manifest_count(staging, target, layer.name) for layer in layers if layer.source == "archive"}
 
 
 def record(staging: sqlite3.Connection, data_dir: Path, target: str, layers: Sequence[Layer], found: Plan) -> None:
@@ -127,6 +128,8 @@ def plan(
     target: str,
     layers: Sequence[Layer],
     lost: Sequence[Layer],
+    *,
+    previous_finished: bool,
 ) -> Plan:
     """Decide how this load reads the archive layers, and record it first: a load that diffs everything clears
     the target's mark before its first batch, so that a kill leaves no mark that the manifest no longer equals."""
@@ -137,7 +140,9 @@ def plan(
     now = archive_changes.mark(archive)
     since = archive_loaded.loaded_mark(data_dir, target, layers_fp, manifest_rows(staging, target, ours))
     why = ""
-    if since is None:
+    if not previous_finished:
+        why = "the previous load did not finish"
+    elif since is None:
         why = "no mark of an earlier finished load of this manifest"
     elif any(layer in lost for layer in ours):
         why = "the graph lost archive nodes"

@@ -172,13 +172,15 @@ def _load(
         for layer in lost:
             forget_layer(staging, target.key, layer.name)
         delta, memory_run = _memory_delta(staging, settings, target, layers, lost)
-        # The archive layers: only the conversations changed since the mark the manifest equals (archive_delta.py)
-        archived = archive_delta.plan(archive, staging, settings.data_dir, target.key, layers, lost)
-        if archived.note:
-            tally.notes.append(archived.note)
         # A load that was killed or failed may have committed batches it never recorded: relationships are then
         # MERGEd (no constraint would catch a duplicate), until a load of this target finishes again.
         previous_finished = stored is not None or last_run is None
+        # The archive layers: only the conversations changed since the mark the manifest equals (archive_delta.py)
+        archived = archive_delta.plan(
+            archive, staging, settings.data_dir, target.key, layers, lost, previous_finished=stored is not None
+        )
+        if archived.note:
+            tally.notes.append(archived.note)
         # Until this load succeeds, no later one may skip: forget the watermark first.
         uri = redact(target.uri)
         record_target(staging, target.key, uri=uri, database=target.database, watermark=None, run_id=stage_run.run_id)

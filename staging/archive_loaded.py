@@ -5,12 +5,12 @@
 
 Written by the load stage after a load that finished with every row recorded (the manifest then equals the
 archive as of `mark`); cleared before a load that diffs everything (a killed one leaves the manifest part old,
-part new, for rows of any conversation). A load that starts from a mark and is killed keeps the old mark: what it
-wrote is a part of what changed since that mark, which the next load reads again. A file that is missing or
-unreadable means no mark: full diffs, as before (staging/archive_changes.py says what a mark is). `rows` are the
-manifest's row counts of the archive's node layers when the mark was recorded. The archive never deletes a
-conversation or a message, so those counts only grow (a killed load that started from the mark included): a
-manifest that holds fewer (staging.db replaced or its manifest cleared, the file kept) voids the mark.
+part new, for rows of any conversation). A delta load that is killed leaves the old mark, but the next load diffs
+everything once all the same: an unfinished load may have committed batches it never recorded, and the load
+trusts its manifest only after a finished load (as for CREATE of relationships, load/cypher.py point 5). A file
+that is missing or unreadable means no mark: full diffs, as before (staging/archive_changes.py says what a mark
+is). `rows` are the manifest's row counts of the archive layers when the mark was recorded: a manifest that holds
+other counts (staging.db replaced, its manifest cleared or edited, the file kept) voids the mark.
 """
 
 from __future__ import annotations
@@ -35,14 +35,9 @@ def _read(data_dir: Path) -> dict[str, Any]:
 
 def loaded_mark(data_dir: Path, target: str, layers: str, rows: dict[str, int]) -> Mark | None:
     """The target's mark, when it was recorded for the same archive layers (their SQL's fingerprint) and the
-    manifest holds at least as many rows of each node layer as it did then."""
+    manifest holds as many rows of each as it did then."""
     entry = _read(data_dir).get(target)
-    if not isinstance(entry, dict) or entry.get("layers") != layers:
-        return None
-    recorded = entry.get("rows")
-    if not isinstance(recorded, dict) or set(recorded) != set(rows):
-        return None
-    if any(not isinstance(n, int) or rows[name] < n for name, n in recorded.items()):
+    if not isinstance(entry, dict) or entry.get("layers") != layers or entry.get("rows") != rows:
         return None
     return Mark.from_json(entry.get("mark"))
 
