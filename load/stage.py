@@ -177,7 +177,7 @@ def _load(
         previous_finished = stored is not None or last_run is None
         # The archive layers: only the conversations changed since the mark the manifest equals (archive_delta.py)
         archived = archive_delta.plan(
-            archive, staging, settings.data_dir, target.key, layers, lost, previous_finished=stored is not None
+            archive, staging, settings.data_dir, target.key, layers, lost, previous_finished=previous_finished
         )
         if archived.note:
             tally.notes.append(archived.note)
