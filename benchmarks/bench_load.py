@@ -17,8 +17,15 @@ With --data-dir, step 1 is a copy of a data dir that `chatmem run` built (throug
 layer present there is loaded (segments, concepts, topics, the memory layer's cues, tags and weighted edges), as
 the pipeline's load stage does.
 
+With --reexport N (issue 23), what a scheduled run costs the load instead: the archive is loaded whole into two
+targets, then the service's next full export is ingested (every conversation again, N new messages: half of them
+continuing old conversations, half in new ones), and each target is loaded again: one from its archive mark
+(load/archive_delta.py: only the changed conversations are read), the other with its mark dropped (the full diff
+every load did before). Reported: rows read and written, wall, CPU seconds of this process and of the server.
+
 Example:
     python benchmarks/bench_load.py                   # 25,000 messages; appends its section to RESULTS.md
+    python benchmarks/bench_load.py --messages 100000 --reexport 1000   # the load of a scheduled re-export
     python benchmarks/bench_load.py --messages 250000 --rounds 1
     python benchmarks/bench_load.py --quick           # 5,000 messages, prints only
     python benchmarks/bench_load.py --data-dir .chatmem --rounds 1   # a data dir `chatmem run` built
@@ -77,6 +84,154 @@ def build_archive(messages: int, seed: int) -> tuple[Settings, str]:
         run_id = open_run(st, stages=["ingest", "load"], exports=[str(export)], settings={}, code_version="bench")
         run_stage_now("ingest", archive, st, run_id=run_id, settings=settings, exports=[export])
     return settings, run_id
+
+
+def reexport(base: Path, out: Path, new_messages: int, seed: int) -> tuple[int, int]:
+    """The service's next full export of `base`: every conversation again, `new_messages` more, half of them as
+    (user, assistant) turns continuing old conversations at their leaf, half in new ten-message conversations.
+    Returns (conversations continued, conversations added)."""
+    import copy
+    import json
+    import random
+    import uuid
+
+    rng = random.Random(seed)
+    conversations = json.loads(base.read_text(encoding="utf-8"))
+
+    def new_id() -> str:
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+    template = next(
+        node["message"]
+        for conv in conversations
+        for node in conv["mapping"].values()
+        if node["message"]
+        and node["message"]["author"]["role"] == "user"
+        and node["message"]["content"]["content_type"] == "text"
+    )
+
+    def append(conv: dict[str, Any], parent: str | None, role: str, when: float) -> str:
+        node_id, message = new_id(), copy.deepcopy(template)
+        message.update(id=node_id, create_time=when, update_time=when)
+        message["author"]["role"] = role
+        message["content"]["parts"] = [f"{role} turn {node_id[:8]}: follow-up on the schedule and the new numbers"]
+        message["metadata"] = {}
+        conv["mapping"][node_id] = {"id": node_id, "message": message, "parent": parent, "children": []}
+        if parent is not None:
+            conv["mapping"][parent]["children"].append(node_id)
+        conv["current_node"], conv["update_time"] = node_id, when
+        return node_id
+
+    continued_count = (new_messages // 2) // 2
+    for conv in rng.sample(conversations, continued_count):
+        when = float(conv.get("update_time") or 1.7e9) + 3600
+        leaf = append(conv, conv["current_node"], "user", when)
+        append(conv, leaf, "assistant", when + 30)
+    added = 0
+    left = new_messages - 2 * continued_count
+    while left > 0:
+        conv = copy.deepcopy(conversations[0])
+        conv_id = new_id()
+        conv.update(id=conv_id, conversation_id=conv_id, title=f"new conversation {added}", mapping={})
+        root = new_id()
+        conv["mapping"][root] = {"id": root, "message": None, "parent": None, "children": []}
+        parent, when = root, 1.8e9 + added * 600
+        for turn in range(min(10, left)):
+            parent = append(conv, parent, "user" if turn % 2 == 0 else "assistant", when + turn * 30)
+        conv["create_time"] = when
+        left -= min(10, left)
+        conversations.append(conv)
+        added += 1
+    out.write_text(json.dumps(conversations), encoding="utf-8")
+    return continued_count, added
+
+
+def cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_reexport(args: argparse.Namespace, server: LocalServer) -> str:
+    """Two targets loaded whole, the re-export ingested, then each loaded again: from its mark and by full diff."""
+    from ingest import stage as ingest_stage
+    from load import stage as load_stage
+    from staging import archive_loaded
+
+    base = OUT / f"export-{args.messages}-seed{args.seed}.json"
+    settings = Settings(data_dir=OUT / f"load-data-{args.messages}")
+    targets = []
+    for name in ("mark", "full"):
+        server.create_database(name)
+        info = server.status()
+        assert info is not None
+        targets.append(Target(info.uri, USER, server.password(), name, key=f"bench:{name}"))
+    info = server.status()
+    assert info is not None
+
+    def load_into(target: Target) -> dict[str, Any]:
+        with (
+            closing(open_archive(settings.archive_path)) as archive,
+            closing(open_staging(settings.staging_path)) as st,
+        ):
+            run_id = open_run(st, stages=["load"], exports=[], settings={}, code_version="bench")
+            wall, cpu, server_cpu = time.perf_counter(), time.process_time(), cpu_of(info.pid)
+            result = load_stage.run(archive, st, run_id=run_id, settings=settings, target=target)
+            figures = {
+                "wall": time.perf_counter() - wall,
+                "cpu": time.process_time() - cpu,
+                "server_cpu": cpu_of(info.pid) - server_cpu,
+                "read": result.counts["rows_read"],
+                "written": result.rows_out,
+                "notes": result.notes,
+            }
+        assert result.status == "succeeded", result
+        print(f"load {target.database}: {figures}", file=sys.stderr)
+        return figures
+
+    first = [load_into(target) for target in targets]
+    again = OUT / f"export-{args.messages}-seed{args.seed}-next{args.reexport}.json"
+    continued, added = reexport(base, again, args.reexport, args.seed + 1)
+    with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as st:
+        run_id = open_run(st, stages=["ingest"], exports=[str(again)], settings={}, code_version="bench")
+        started = time.perf_counter()
+        ingested = ingest_stage.run(archive, st, run_id=run_id, settings=settings, exports=[again])
+        ingest_s = time.perf_counter() - started
+    print(f"re-export ingested in {ingest_s:.1f} s: {ingested.counts}", file=sys.stderr)
+    # the `full` target: its mark dropped, so this load diffs every archive row as every load did before
+    archive_loaded.record(settings.data_dir, "bench:full", None, "dropped by bench_load")
+    delta, full = load_into(targets[0]), load_into(targets[1])
+    counts = []
+    for target in targets:
+        with Graph(target) as graph:
+            counts.append(graph.graph_counts())
+    assert counts[0] == counts[1], f"the two targets differ: {counts}"
+    rows = [
+        ("first load (empty graph, whole archive)", first[0]),
+        ("re-export, loaded from the archive mark (this branch)", delta),
+        ("re-export, full diff of the archive layers (as before)", full),
+    ]
+    lines = [
+        f"## Load of a scheduled re-export ({args.messages:,} messages + {args.reexport:,})",
+        "",
+        "Written by `benchmarks/bench_load.py --reexport` (see its docstring). The archive layers (Conversation,"
+        " Message, HAS_MESSAGE, NEXT, BRANCH) of a generated export, loaded whole into two targets; then the next"
+        f" full export (every conversation again, {2 * continued:,} messages continuing {continued:,} conversations,"
+        f" {args.reexport - 2 * continued:,} in {added:,} new ones) ingested in {ingest_s:.1f} s, and each target"
+        " loaded again; both graphs end with the same node and relationship counts (checked).",
+        "",
+        "| load | rows read | rows written | wall s | CPU s (stage process) | CPU s (graph server) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, f in rows:
+        lines.append(
+            f"| {label} | {f['read']:,} | {f['written']:,} | {f['wall']:.1f} | {f['cpu']:.1f} | {f['server_cpu']:.1f} |"
+        )
+    lines += ["", "Machine:", ""]
+    lines += [f"- {name}: {value}" for name, value in machine().items()]
+    command = f"python benchmarks/bench_load.py --messages {args.messages} --reexport {args.reexport}"
+    lines += ["", "Command:", "", "```", command, "```"]
+    return "\n".join(lines) + "\n"
 
 
 def pipeline_data(data_dir: Path) -> tuple[Settings, list[Layer]]:
@@ -242,6 +397,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="5,000 messages, one round, no RESULTS.md")
     parser.add_argument("--print-only", action="store_true", help="print the section, leave RESULTS.md alone")
     parser.add_argument(
+        "--reexport",
+        type=int,
+        metavar="N",
+        help="measure the load of the next full export with N new messages (from the archive mark vs a full diff)",
+    )
+    parser.add_argument(
         "--data-dir",
         type=Path,
         help="a data dir built by `chatmem run` (through cues): load every layer present there, the memory layer's"
@@ -267,6 +428,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     server.start()
     startup = time.perf_counter() - started
+    if args.reexport:
+        try:
+            report = measure_reexport(args, server)
+        finally:
+            server.stop()
+        print(report)
+        if not args.print_only:
+            write_section(HERE / "RESULTS.md", report)
+        shutil.rmtree(graph_dir, ignore_errors=True)
+        return 0
     try:
         bench = Bench(settings, server, args.batch_size, layers)
         bench.warm_up()

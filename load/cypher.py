@@ -45,7 +45,7 @@ import re
 from collections.abc import Sequence
 
 from clients.graph import Graph
-from load.layers import KEY, EdgeLayer, Layer, NodeLayer, check_label, check_type
+from load.layers import KEY, PROPERTY_INDEXES, EdgeLayer, Layer, NodeLayer, check_label, check_type
 
 ARCADEDB_MAX_MESSAGE = 16 * 1024 * 1024
 _PROPERTY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -144,10 +144,22 @@ def _map(props: Sequence[str], fixed: dict[str, str]) -> str:
     return "{" + ", ".join(entries) + "}"
 
 
+def property_index(label: str, prop: str) -> str:
+    """A plain index on a property that stands for what used to be a tag (layers.PROPERTY_INDEXES)."""
+    label = check_label(label)
+    if not _PROPERTY.match(prop):
+        raise ValueError(f"property name {prop!r} is not a plain identifier")
+    return f"CREATE INDEX chatmem_{label.lower()}_{prop.lower()} IF NOT EXISTS FOR (n:{label}) ON (n.{prop})"
+
+
 def ensure_constraints(graph: Graph, labels: Sequence[str]) -> None:
-    """Uniqueness constraints on the key of every label, before the first batch (IF NOT EXISTS: idempotent)."""
+    """Uniqueness constraints on the key of every label, then the property indexes of those labels, before the
+    first batch (IF NOT EXISTS: idempotent)."""
     for label in labels:
         graph.run(constraint(label))
+    for label, prop in PROPERTY_INDEXES:
+        if label in labels:
+            graph.run(property_index(label, prop))
 
 
 def edge_count(graph: Graph, rel_type: str) -> int:

@@ -11,8 +11,9 @@ import sqlite3
 from collections.abc import Sequence
 
 from contracts.version import code_version
-from load.layers import LAYERS, Layer, NodeLayer, load_order, node_layers
+from load.layers import LAYERS, RETIRED, Layer, NodeLayer, load_order, node_layers
 from load.plan import count_sql
+from staging.load_state import manifest_counts
 
 STAGE = "load"
 
@@ -65,3 +66,9 @@ def input_watermark(archive: sqlite3.Connection, staging: sqlite3.Connection, la
 
 def _table_names(conn: sqlite3.Connection) -> set[str]:
     return {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def retired_layers(staging: sqlite3.Connection, target: str) -> list[Layer]:
+    """The retired layers (layers.RETIRED) whose rows the target's manifest still lists, edges before nodes."""
+    listed = manifest_counts(staging, target)
+    return [layer for layer in RETIRED if listed.get(layer.name)]

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 NODE_LABELS: tuple[str, ...] = ("Conversation", "Message", "Segment", "Concept", "Topic", "Cue", "Tag")
+"""`Tag` and `TAGGED` stay allowed only so that a load can delete what an older chatmem wrote (`RETIRED`)."""
 EDGE_TYPES: tuple[str, ...] = (
     "HAS_MESSAGE",
     "NEXT",
@@ -288,9 +289,16 @@ CONCEPT_TOPIC = EdgeLayer(
     f" WHERE l.kind = 'concept' AND l.run_id = {LATEST_CLUSTER_RUN} AND c.{LIVE_CONCEPT}",
 )
 
-# The Cue-Tag-Content graph of the newest cues run (staging.memory). Content nodes are the Message nodes above
-# (a merged group is a recall-time view over its originals, not a node of its own); cues and tags are nodes, and
-# their weighted associations edges: (Cue)-[:CUES]->(Message), (Tag)-[:TAGGED]->(Message), (Cue)-[:TAGGED]->(Tag).
+# The Cue-Tag-Content graph of the newest cues run (staging.memory), each thing once (issue 23). Content nodes are
+# the Message nodes above (a merged group is a recall-time view over its originals, not a node of its own); cues
+# are nodes, with weighted (Cue)-[:CUES]->(Message) edges. Tags are not copied into the graph: a tag that is a
+# node already is that node, a tag that is a property stays that property (indexed, PROPERTY_INDEXES):
+# - `conv:` the Conversation: (Message)<-[:HAS_MESSAGE]-(Conversation); a cue's share of a conversation, the old
+#   Cue-TAGGED-Tag weight, is count(CUES edges into its messages) / cue.df;
+# - `topic:` the Topic: (Message)<-[:CONTAINS_MESSAGE]-(Segment)-[:BELONGS_TO {weight}]->(Topic);
+# - `role:` Message.role, `source:` Conversation.format, `day:`/`month:` a prefix of Message.created_at,
+#   `ctype:` Cue.concept_type.
+# docs/graph.md has the Cypher of each walk; recall reads the tags from staging, not from the graph.
 LATEST_MEMORY_RUN = "(SELECT MAX(run_id) FROM memory_runs)"
 
 CUES = NodeLayer(
@@ -299,13 +307,6 @@ CUES = NodeLayer(
     ("memory_cues", "memory_runs"),
     f"SELECT cue_id AS id, name, kind, concept_type, df, idf, hub FROM memory_cues WHERE run_id = {LATEST_MEMORY_RUN}",
     booleans=("hub",),
-    text_ids=True,
-)
-TAGS = NodeLayer(
-    "Tag",
-    "staging",
-    ("memory_tags", "memory_runs"),
-    f"SELECT tag_id AS id, kind, label, size FROM memory_tags WHERE run_id = {LATEST_MEMORY_RUN}",
     text_ids=True,
 )
 # A message has a few cues, a cue many messages: MERGE starts from the message.
@@ -319,23 +320,31 @@ CUE_CONTENT = EdgeLayer(
     f" WHERE run_id = {LATEST_MEMORY_RUN} AND kind = 'cue-content' AND dst NOT LIKE 'merged:%'",
     anchor="dst",
 )
-TAG_CONTENT = EdgeLayer(
-    "TAGGED",
-    "Tag",
-    "Message",
-    "staging",
-    ("memory_edges", "memory_runs"),
-    "SELECT src, dst, weight FROM memory_edges"
-    f" WHERE run_id = {LATEST_MEMORY_RUN} AND kind = 'tag-content' AND dst NOT LIKE 'merged:%'",
-    anchor="dst",
+
+# Layers an older chatmem loaded and this one does not: a load into a target whose manifest still lists their rows
+# deletes them from the graph (edges first, then the nodes, in batches like any other delete) and forgets them.
+# Their SQL yields nothing, so the diff against the manifest is all deletes; `retired_layers` picks those with rows.
+RETIRED: tuple[Layer, ...] = (
+    EdgeLayer(
+        "TAGGED",
+        "Tag",
+        "Message",
+        "staging",
+        ("load_manifest",),
+        "SELECT NULL AS src, NULL AS dst WHERE 0",
+        anchor="dst",
+    ),
+    EdgeLayer("TAGGED", "Cue", "Tag", "staging", ("load_manifest",), "SELECT NULL AS src, NULL AS dst WHERE 0"),
+    NodeLayer("Tag", "staging", ("load_manifest",), "SELECT NULL AS id WHERE 0"),
 )
-CUE_TAG = EdgeLayer(
-    "TAGGED",
-    "Cue",
-    "Tag",
-    "staging",
-    ("memory_edges", "memory_runs"),
-    f"SELECT src, dst, weight FROM memory_edges WHERE run_id = {LATEST_MEMORY_RUN} AND kind = 'cue-tag'",
+
+# Properties that stand for what were tags (see above): indexed, so that a walk filtered by them starts from the
+# index. Created with the uniqueness constraints, for the labels this load writes.
+PROPERTY_INDEXES: tuple[tuple[str, str], ...] = (
+    ("Message", "role"),
+    ("Message", "created_at"),
+    ("Conversation", "format"),
+    ("Cue", "concept_type"),
 )
 
 ARCHIVE_LAYERS: tuple[Layer, ...] = (CONVERSATIONS, MESSAGES, HAS_MESSAGE, NEXT, BRANCH)
@@ -346,7 +355,6 @@ LAYERS: tuple[Layer, ...] = (
     CONCEPTS,
     TOPICS,
     CUES,
-    TAGS,
     HAS_MESSAGE,
     NEXT,
     BRANCH,
@@ -356,8 +364,6 @@ LAYERS: tuple[Layer, ...] = (
     SEGMENT_TOPIC,
     CONCEPT_TOPIC,
     CUE_CONTENT,
-    TAG_CONTENT,
-    CUE_TAG,
 )
 """In load order: node layers before the edges that join them (`load_order` keeps any list so)."""
 

@@ -5,9 +5,8 @@ its rows equal the run before. Its memory_runs summary lists every conversation 
 build (`changed_since_full`). When the target's manifest equals an earlier run L of the same full build
 (staging/memory_loaded.py), a row of the newest run R can differ from the manifest only if it is
 
-- a Cue linked to a message of a changed conversation (its df, idf or name moved), or a Cue -> Tag edge of one;
-- a Tag of such a message (its size moved), or any concept-type tag (recounted every run);
-- a CUES or TAGGED edge into a message of a changed conversation,
+- a Cue linked to a message of a changed conversation (its df, idf or name moved);
+- a CUES edge into a message of a changed conversation,
 
 in L or in R. So the load reads those rows of R and looks up those keys in the manifest: O(what changed), not
 O(archive). Deletions are the candidate keys the manifest holds and R does not. A load that was killed half way
@@ -21,7 +20,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from load.layers import CUE_CONTENT, CUE_TAG, CUES, TAG_CONTENT, TAGS, Layer, NodeLayer
+from load.layers import CUE_CONTENT, CUES, Layer, NodeLayer
 from load.plan import ROW_OVERHEAD, Change, delete_params, source_rows
 from staging import memory as memory_store
 
@@ -30,16 +29,13 @@ CHUNK = 500
 # layer name -> (the column a candidate key restricts, which candidate set, the memory_edges kind for edges)
 RESTRICT: dict[str, tuple[str, str, str | None]] = {
     CUES.name: ("id", "cues", None),
-    TAGS.name: ("id", "tags", None),
     CUE_CONTENT.name: ("dst", "content", "cue-content"),
-    TAG_CONTENT.name: ("dst", "content", "tag-content"),
-    CUE_TAG.name: ("src", "cues", "cue-tag"),
 }
 
 
 @dataclass
 class MemoryDelta:
-    """The candidate ids: messages of changed conversations, their cues and tags, in L or in R."""
+    """The candidate ids: messages of changed conversations and their cues, in L or in R."""
 
     loaded_run: str
     run: str
@@ -84,16 +80,12 @@ def _candidates(staging: sqlite3.Connection, runs: tuple[str, str], changed: Seq
             " AND e.kind = ?"
         )
         cues: set[str] = set()
-        tags: set[str] = set()
         for run in runs:
             cues.update(_column(staging, linked, (run, "cue-content")))
-            tags.update(_column(staging, linked, (run, "tag-content")))
-            types = "SELECT tag_id FROM memory_tags WHERE run_id = ? AND kind = 'concept_type'"
-            tags.update(_column(staging, types, (run,)))
     finally:
         staging.execute("DROP TABLE IF EXISTS temp.load_changed")
         staging.execute("DROP TABLE IF EXISTS temp.load_content")
-    return {"content": sorted(content), "cues": sorted(cues), "tags": sorted(tags)}
+    return {"content": sorted(content), "cues": sorted(cues)}
 
 
 def _column(conn: sqlite3.Connection, sql: str, params: Iterable[object]) -> list[str]:

@@ -31,13 +31,13 @@ from clients.progress import ProgressFactory, bar
 from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
 from contracts.settings import Settings
-from load import cypher, memory_delta
-from load.inputs import available_layers, input_watermark
+from load import archive_delta, cypher, memory_delta
+from load.inputs import available_layers, input_watermark, retired_layers
 from load.layers import LAYERS, EdgeLayer, Layer, NodeLayer, edge_layers, load_order, node_layers
 from load.overlap import Prefetch, WriteBehind
 from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, source_rows
+from staging import archive_loaded, memory_loaded
 from staging import memory as memory_store
-from staging import memory_loaded
 from staging.db import connect, connect_readonly
 from staging.load_state import (
     BatchKey,
@@ -138,17 +138,26 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
         # A load that was killed or failed may have committed batches it never recorded: relationships are then
         # MERGEd (no constraint would catch a duplicate), until a load of this target finishes again.
         previous_finished = stored is not None or last_run is None
+        # The archive layers: only the conversations changed since the mark the manifest equals (archive_delta.py)
+        archived = archive_delta.plan(
+            archive, staging, settings.data_dir, target.key, layers, lost, previous_finished=previous_finished
+        )
+        if archived.note:
+            tally.notes.append(archived.note)
         # Until this load succeeds, no later one may skip: forget the watermark first.
         uri = redact(target.uri)
         record_target(staging, target.key, uri=uri, database=target.database, watermark=None, run_id=run_id)
-        ordered = load_order(layers)  # nodes before edges: an edge's ends are written before it
+        # nodes before edges: an edge's ends are written before it; then what an older chatmem loaded and this one
+        # does not (layers.RETIRED: their rows deleted, edges before nodes)
+        ordered = [*load_order(layers), *retired_layers(staging, target.key)]
         # Each layer's reader starts while the layer before it is written: its SQL (a sort, a GROUP BY, a window)
         # runs before its first row, and the server would otherwise wait for it at every layer boundary.
-        readers = [_LayerReader(archive, staging, graph, ordered[0], settings, delta)] if ordered else []
+        scope = archived.delta
+        readers = [_LayerReader(archive, staging, graph, ordered[0], settings, delta, scope)] if ordered else []
         try:
             for i, layer in enumerate(ordered):
                 if i + 1 < len(ordered):
-                    readers.append(_LayerReader(archive, staging, graph, ordered[i + 1], settings, delta))
+                    readers.append(_LayerReader(archive, staging, graph, ordered[i + 1], settings, delta, scope))
                 may_create = isinstance(layer, NodeLayer) or (
                     previous_finished and _edges_known(staging, graph, layer, ordered)
                 )
@@ -165,14 +174,16 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
             )
             if memory_run is not None:  # rows left out of the manifest: the next load diffs everything again
                 memory_loaded.record(settings.data_dir, target.key, memory_run=None, loading=None)
+            archive_loaded.record(settings.data_dir, target.key, None, archived.layers)
             return False
         record_target(staging, target.key, uri=uri, database=target.database, watermark=watermark, run_id=run_id)
         if memory_run is not None:
             memory_loaded.record(settings.data_dir, target.key, memory_run=memory_run, loading=None)
+        archive_delta.record(staging, settings.data_dir, target.key, layers, archived)  # manifest = archive at mark
         if delta is not None:
             tally.notes.append(
                 f"memory layers: only what may differ from cues run {delta.loaded_run} was read"
-                f" ({len(delta.ids['content'])} messages, {len(delta.ids['cues'])} cues, {len(delta.ids['tags'])} tags)"
+                f" ({len(delta.ids['content'])} messages, {len(delta.ids['cues'])} cues)"
             )
     return False
 
@@ -240,8 +251,10 @@ class _LayerReader:
         layer: Layer,
         settings: Settings,
         delta: memory_delta.MemoryDelta | None = None,
+        archived: archive_delta.ArchiveDelta | None = None,
     ) -> None:
         self.layer, self.rows_read = layer, 0
+        self.scoped = archived if archived is not None and archived.covers(layer) else None
         self.source = archive if layer.source == "archive" else staging
         key = graph.target.key
         max_bytes = settings.load.max_batch_bytes
@@ -253,6 +266,8 @@ class _LayerReader:
             with _reader(rows_path) as rows_db, _reader(self.manifest_path) as manifest_db:
                 if delta is not None and delta.covers(layer):  # an incremental cues run: only what may differ
                     changes = memory_delta.changes(rows_db, manifest_db, key, layer, delta, self._counted)
+                elif self.scoped is not None:  # the archive changed in a few conversations: only theirs
+                    changes = archive_delta.changes(rows_db, manifest_db, key, layer, self.scoped, self._counted)
                 else:
                     current = self._counted(source_rows(rows_db.execute(ordered_sql(layer)), layer))
                     changes = diff(layer, current, iter_manifest(manifest_db, key, layer.name))
@@ -282,7 +297,7 @@ def _load_layer(
     manifest_path = reader.manifest_path
     ledger: WriteBehind[sqlite3.Connection] = WriteBehind(lambda: connect(manifest_path), lambda conn: conn.close())
     try:
-        with _bar(ctx.progress, layer, reader.source) as advance:
+        with _bar(ctx.progress, reader) as advance:
             for batch in reader.batches:
                 numbers[batch.kind] += 1
                 _write_batch(ledger, ctx, graph, batch, numbers[batch.kind], tally, may_create)
@@ -391,7 +406,10 @@ def _reader(path: Path) -> Iterator[sqlite3.Connection]:
 
 
 @contextmanager
-def _bar(progress: ProgressFactory | None, layer: Layer, conn: sqlite3.Connection) -> Iterator[Callable[[int], object]]:
-    total = int(conn.execute(count_sql(layer)).fetchone()[0]) if progress is not None else 0
+def _bar(progress: ProgressFactory | None, reader: _LayerReader) -> Iterator[Callable[[int], object]]:
+    layer, conn, total = reader.layer, reader.source, 0
+    if progress is not None:
+        scoped = reader.scoped
+        total = scoped.count(conn, layer) if scoped else int(conn.execute(count_sql(layer)).fetchone()[0])
     with bar(progress, f"load {layer.name} (rows)", total) as advance:
         yield advance

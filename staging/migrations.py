@@ -10,6 +10,8 @@ History:
 
     archive.db  1  sources, conversations, messages, quarantine, message_chronology
                 2  messages_fts: full-text search over message text (staging/fts.py), existing rows indexed once
+                3  archive_changes: which conversations were updated or deleted, logged by triggers, so that the
+                   load reads only what changed since its last mark (staging/archive_changes.py)
     staging.db  1  the run ledger: runs, stage_runs, ingest_files
                 2  every stage's tables, which stages used to create on first use (`ensure_schema`, before
                    this list existed): segments, embeddings, extractions, llm_calls, concepts, topics,
@@ -35,7 +37,19 @@ from datetime import UTC, datetime
 
 from contracts.errors import ConfigError
 from contracts.version import code_version
-from staging import concepts, embeddings, extractions, facts, fts, llm_calls, load_state, memory, segments, topics
+from staging import (
+    archive_changes,
+    concepts,
+    embeddings,
+    extractions,
+    facts,
+    fts,
+    llm_calls,
+    load_state,
+    memory,
+    segments,
+    topics,
+)
 from staging.liveness import migrate_liveness, migrate_pid_start
 
 
@@ -171,6 +185,7 @@ LEDGER_V1 = [
 ARCHIVE = (
     Migration(1, "sources, conversations, messages, quarantine", statements(ARCHIVE_V1.split(";\n"))),
     Migration(2, "messages_fts: full-text search over message text", fts.create),
+    Migration(3, "archive_changes: conversations updated or deleted, logged by triggers", archive_changes.create),
 )
 STAGING = (
     Migration(1, "run ledger: runs, stage_runs, ingest_files", statements(LEDGER_V1)),

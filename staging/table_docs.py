@@ -140,6 +140,15 @@ ARCHIVE: dict[str, TableDoc] = {
         "SQLite FTS5 index over messages.text (external content, kept in step by triggers).",
         {"text": "The indexed message text."},
     ),
+    "archive_changes": doc(
+        "Archive changes",
+        "Conversations whose row or a message's row was updated or deleted, logged by triggers: with new rowids,"
+        " what the load reads instead of the whole archive (staging/archive_changes.py).",
+        {
+            "conversation_id": "The conversation that changed.",
+            "version": "Raised on each change: the load reads the conversations above the version it last loaded.",
+        },
+    ),
 }
 
 

@@ -81,14 +81,18 @@ def memory_rows(graph: GraphEnv) -> dict[str, set[tuple[object, ...]]]:
 
 
 def staged_rows(dbs: Dbs, run_id: str) -> dict[str, set[tuple[object, ...]]]:
+    """What the graph should hold of the run: its cues and cue -> message edges; tags are not copied into the
+    graph (issue 23: a conversation tag is the Conversation, a topic tag the Topic, the rest are properties)."""
     conn = dbs.staging
     return {
         "cues": {tuple(r) for r in conn.execute("SELECT cue_id, df, idf FROM memory_cues WHERE run_id = ?", (run_id,))},
-        "tags": {tuple(r) for r in conn.execute("SELECT tag_id, size FROM memory_tags WHERE run_id = ?", (run_id,))},
+        "tags": set(),
         "edges": {
             (r[0], r[1], round(r[2], 6))
             for r in conn.execute(
-                "SELECT src, dst, weight FROM memory_edges WHERE run_id = ? AND dst NOT LIKE 'merged:%'", (run_id,)
+                "SELECT src, dst, weight FROM memory_edges WHERE run_id = ? AND kind = 'cue-content'"
+                " AND dst NOT LIKE 'merged:%'",
+                (run_id,),
             )
         },
     }

@@ -1,0 +1,125 @@
+"""Which conversations of archive.db changed since a mark: what lets the load read only what changed.
+
+A mark is a few numbers taken in one read: the largest rowid of `conversations` and of `messages`, and the newest
+version of `archive_changes`. The conversations changed since a mark are
+
+- those inserted after it (`conversations.rowid` above the mark's),
+- those that got a message inserted after it (`messages.rowid` above the mark's): free for ingest, no trigger;
+- those whose row or a message's row was updated or deleted after it: the triggers below log them in
+  `archive_changes` (one row per conversation, its version raised on every change).
+
+Inserts need no trigger because a rowid table numbers a new row past the largest rowid, and the archive never
+deletes a message or a conversation (staging/archive.py keeps them, marked inactive). A conversation's UPDATE is
+logged only when a column changes: ingest rewrites every known conversation's `message_count` with the value it
+already has, and that is no change. A VACUUM may renumber rowids (fts.py says the same): a mark taken before a
+VACUUM is refused when the archive's first source differs or its largest rowids went down, and a load then diffs
+everything once (load/archive_delta.py).
+
+`SCHEMA` is migration 3 of archive.db (staging/migrations.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+_BUMP = "(SELECT COALESCE(MAX(version), 0) + 1 FROM archive_changes)"
+_CONVERSATION_COLUMNS = ("id", "title", "created_at", "updated_at", "current_node", "format", "message_count")
+_CHANGED = " OR ".join(f"old.{c} IS NOT new.{c}" for c in (*_CONVERSATION_COLUMNS, "source_id", "row_hash"))
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS archive_changes (
+        conversation_id TEXT PRIMARY KEY,
+        version INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS archive_changes_by_version ON archive_changes (version)",
+    f"""CREATE TRIGGER IF NOT EXISTS archive_changes_message_update AFTER UPDATE ON messages BEGIN
+        INSERT OR REPLACE INTO archive_changes VALUES (new.conversation_id, {_BUMP});
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS archive_changes_message_moved AFTER UPDATE OF conversation_id ON messages
+        WHEN old.conversation_id IS NOT new.conversation_id BEGIN
+        INSERT OR REPLACE INTO archive_changes VALUES (old.conversation_id, {_BUMP});
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS archive_changes_message_delete AFTER DELETE ON messages BEGIN
+        INSERT OR REPLACE INTO archive_changes VALUES (old.conversation_id, {_BUMP});
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS archive_changes_conversation_update AFTER UPDATE ON conversations
+        WHEN {_CHANGED} BEGIN
+        INSERT OR REPLACE INTO archive_changes VALUES (new.id, {_BUMP});
+        INSERT OR REPLACE INTO archive_changes SELECT old.id, {_BUMP} WHERE old.id IS NOT new.id;
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS archive_changes_conversation_delete AFTER DELETE ON conversations BEGIN
+        INSERT OR REPLACE INTO archive_changes VALUES (old.id, {_BUMP});
+    END""",
+]
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """The table and its triggers (migration 3). Changes before it are not logged: a load with no mark from after
+    it diffs everything, as before."""
+    for statement in SCHEMA:
+        conn.execute(statement)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where the archive stood: compare a later archive with it (`changed_since`)."""
+
+    conversations: int
+    messages: int
+    version: int
+    origin: str
+    """The first source's sha256 and import time: another archive (or a rebuilt one) has another origin."""
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, found: object) -> Mark | None:
+        if not isinstance(found, dict):
+            return None
+        try:
+            return cls(int(found["conversations"]), int(found["messages"]), int(found["version"]), str(found["origin"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def tracked(conn: sqlite3.Connection) -> bool:
+    """The archive logs its changes (migration 3 applied)."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_changes'")
+    return found.fetchone() is not None
+
+
+def mark(conn: sqlite3.Connection) -> Mark:
+    """The archive as it stands now (one read transaction keeps the numbers consistent when the caller holds one)."""
+    row = conn.execute(
+        "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM conversations), (SELECT COALESCE(MAX(rowid), 0) FROM messages),"
+        " (SELECT COALESCE(MAX(version), 0) FROM archive_changes),"
+        " (SELECT sha256 || ' ' || imported_at FROM sources ORDER BY id LIMIT 1)"
+    ).fetchone()
+    return Mark(int(row[0]), int(row[1]), int(row[2]), str(row[3] or ""))
+
+
+def comparable(conn: sqlite3.Connection, since: Mark) -> bool:
+    """The archive is the one the mark was taken of, and has only grown since."""
+    now = mark(conn)
+    return (
+        now.origin == since.origin
+        and now.conversations >= since.conversations
+        and now.messages >= since.messages
+        and now.version >= since.version
+    )
+
+
+def changed_since(conn: sqlite3.Connection, since: Mark) -> Iterator[str]:
+    """Ids of the conversations inserted, changed or deleted after the mark (each once, in id order)."""
+    rows = conn.execute(
+        "SELECT id FROM conversations WHERE rowid > ?1"
+        " UNION SELECT conversation_id FROM messages WHERE rowid > ?2"
+        " UNION SELECT conversation_id FROM archive_changes WHERE version > ?3 ORDER BY 1",
+        (since.conversations, since.messages, since.version),
+    )
+    for row in rows:
+        yield str(row[0])
