@@ -30,6 +30,7 @@ from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import Array, MemoryIndex
 from memory.recall import Ranking, Switches, _utc, candidate_mask, rank
 from memory.session import view_sessions
+from memory.sparse import CSR
 from memory.text import BM25, terms
 
 _THREADS = ThreadpoolController()
@@ -40,7 +41,7 @@ class ScoredBM25(BM25):
     """BM25 scores already computed over the whole memory, served for a view's rows (same statistics)."""
 
     def __init__(self, scores: Array, whole: BM25 | None = None, keep: Array | None = None) -> None:
-        super().__init__({}, None, np.zeros(0))
+        super().__init__({}, CSR.empty((0, len(scores))), np.zeros(0))
         self.scores = scores
         self.whole = whole  # the whole memory's BM25, and the view's rows in it (memory.recall.key_coverage)
         self.keep = keep
@@ -138,8 +139,7 @@ def _cue_top(index: MemoryIndex, words: list[str], mask: Array, settings: Memory
     if raw.max() <= 0:
         return np.zeros(0, dtype=np.int64)
     active = np.flatnonzero(raw >= settings.theta * raw.max())
-    reached = index.cue_content[active]
-    content = np.asarray(raw[active].astype(np.float32) @ reached).ravel()
+    content = index.cue_content.take_rows(active).rmatvec(raw[active].astype(np.float32))
     return _top(content, np.flatnonzero((content > 0) & mask), settings.prepass_top)
 
 
@@ -198,7 +198,7 @@ def _view(index: MemoryIndex, keep: Array, lexical: Array, candidates: Array | N
         if originals:
             local = [int(x) for x in _local(keep, np.array(originals, dtype=np.int64)) if x >= 0]
             group[h] = local or [h]
-    content_cue = index.content_cue[keep]
+    content_cue = index.content_cue.take_rows(keep)
     wanted = {m: int(p) for m, p in index.fact_positions.items()}
     where = _local(keep, np.array(list(wanted.values()), dtype=np.int64))
     return replace(
@@ -217,7 +217,7 @@ def _view(index: MemoryIndex, keep: Array, lexical: Array, candidates: Array | N
         group=group,
         bm25=ScoredBM25(lexical.astype(np.float32), index.bm25, keep),
         dense=index.dense[keep] if index.dense.shape[0] else index.dense,
-        cue_content=content_cue.T.tocsr(),
+        cue_content=content_cue.transpose(),
         content_cue=content_cue,
         prev=_local(keep, index.prev[keep]),
         next=_local(keep, index.next[keep]),

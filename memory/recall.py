@@ -120,84 +120,19 @@ def rank(
     at_s = at.timestamp() if at is not None else newest
     mask = candidate_mask(index, request, at.timestamp() if at is not None else None)
     words = terms(query)
-    lexical_raw = index.bm25.score(words) if switches.lexical else np.zeros(index.size, np.float32)
-    lexical = unit(lexical_raw, mask)
-    if switches.dense and query_vector is not None and index.dense.shape[0]:
-        dense_raw = index.similarity(query_vector)
-    else:
-        dense_raw = np.zeros(index.size, np.float32)
-    dense = unit(dense_raw, mask, shift=True)
-    cue_scores = np.zeros(index.size, np.float32)
-    active: list[tuple[int, float]] = []
-    conv_from_cues = np.zeros(len(index.conversation_ids), np.float32)
-    if switches.cues and len(index.cue_ids):
-        raw = index.cue_bm25.score(words) * index.cue_idf
-        raw[index.cue_hub] *= 0.25  # a hub still counts, a little (it matched), but never leads
-        if raw.max() > 0 and not mask.all():
-            # a cue none of whose content is a candidate (all of it said after `at`, or out of scope) was not known
-            # then: it neither activates nor shows (`recall "aws glue" --at` listed cues first seen weeks later)
-            raw = raw * (np.asarray(index.cue_content @ mask.astype(np.float32)).ravel() > 0)
-        if raw.max() > 0:
-            raw = raw / raw.max()
-            keep = np.flatnonzero(raw >= settings.theta)
-            active = sorted(((int(c), float(raw[c])) for c in keep), key=lambda x: (-x[1], x[0]))
-            weights = np.zeros(len(index.cue_ids), np.float32)
-            weights[keep] = raw[keep]
-            cue_scores = unit(np.asarray(index.content_cue @ weights).ravel(), mask)
-            conv_from_cues = np.asarray(index.cue_conversation.T @ weights).ravel().astype(np.float32)
-    by_role = np.array(
-        [1.0 if r in settings.key_roles else settings.other_role_weight for r in index.roles] or [1.0], np.float32
-    )
-    role_weight = by_role[index.role_code]
+    lexical, dense = _direct(index, words, query_vector, mask, switches)
+    cues = _cue_activation(index, words, mask, settings, switches)
     base = (
-        settings.lexical_weight * lexical + settings.dense_weight * dense + settings.cue_content_weight * cue_scores
-    ) * role_weight
+        settings.lexical_weight * lexical + settings.dense_weight * dense + settings.cue_content_weight * cues.content
+    ) * _role_weight(index, settings)
     if switches.speakers and settings.speaker_prior > 0 and index.speaker is not None:
         base = base * speaker_prior(index, query, settings.speaker_prior)
     base[~mask] = 0.0
     if switches.cues and switches.second_hop and settings.hop_weight > 0 and len(index.cue_ids):
         base = (base + settings.hop_weight * second_hop(index, base, mask, settings)).astype(np.float32)
     if max(settings.next_weight, settings.reply_weight) > 0 and index.size:
-        # one hop along NEXT/PREV: the turn beside a match; the reply to a question gets more of the question's
-        beside = np.zeros(index.size, np.float32)
-        has_prev, has_next = index.prev >= 0, index.next >= 0
-        before = index.prev[has_prev]
-        asked = index.asks[before] if index.asks is not None else np.zeros(len(before), dtype=bool)
-        reply = max(settings.reply_weight, settings.next_weight)
-        beside[has_prev] = base[before] * np.where(asked, reply, settings.next_weight)
-        beside[has_next] = np.maximum(beside[has_next], settings.next_weight * base[index.next[has_next]])
-        base = base + np.where(mask, beside, 0.0).astype(np.float32)
-    tag = np.zeros(index.size, np.float32)
-    conversation_activation = np.zeros(len(index.conversation_ids), np.float32)
-    if switches.tags and mask.any() and settings.max_depth >= 3:
-        decay: Array | float = 1.0
-        if switches.decay and at_s is not None and settings.decay_lambda_per_day > 0:
-            age = np.clip((at_s - index.times) / DAY_S, 0, None)
-            decay = np.exp(-settings.decay_lambda_per_day * np.nan_to_num(age, nan=0.0)).astype(np.float32)
-        keyed = switches.session_keys
-        pooled = session_activation(
-            index.sessions,
-            index.conversation,
-            mask,
-            words,
-            query_vector if switches.dense else None,
-            base,
-            (
-                settings.session_lexical_weight * keyed * switches.lexical,
-                settings.session_dense_weight * keyed,
-                settings.session_best_weight,
-            ),
-            settings.session_best_turns,
-        )
-        if conv_from_cues.max() > 0:
-            pooled = pooled + settings.cue_weight * conv_from_cues / conv_from_cues.max() * pooled.max()
-        conversation_activation = _prune(pooled, settings.theta)
-        tag = settings.session_prior * conversation_activation[index.conversation] * decay
-        days = int(index.day.max()) + 1 if index.size else 0
-        if settings.day_prior > 0 and days > 0:  # no day at all: an export without timestamps
-            day_activation = _prune(_pool(index.day, base, mask, days), settings.theta)
-            tag += settings.day_prior * np.where(index.day >= 0, day_activation[index.day], 0.0) * decay
-        tag[~mask] = 0.0
+        base = base + _beside(index, base, mask, settings)
+    tag, conversation_activation = _tag_prior(index, words, query_vector, base, mask, at_s, cues, settings, switches)
     score = base + tag
     time_range = None
     if switches.time_filter and settings.time_filter and at_s is not None:
@@ -205,31 +140,154 @@ def rank(
         if time_range is not None:
             score = score * range_factor(index.times, time_range, settings.out_of_range_factor)
     if switches.facts and settings.fact_weight > 0 and index.facts:
-        scoped = bool(request.scope.conversation_ids or request.scope.sources or request.scope.since)
-        scoped = scoped or request.scope.until is not None
-        at_time = datetime.fromtimestamp(at_s, UTC) if at_s is not None else None
-        score = score + fact_boost(index, query, at_time, mask, scoped, score, settings.fact_weight)
+        score = score + _fact_boost(index, query, request, at_s, mask, score, settings.fact_weight)
     score = score.astype(np.float32)
     if index.group:  # a merged group competes once, with its best original's score, as its head
         np.maximum.at(score, index.head, score)
         mask = mask & (index.head == np.arange(index.size))
-    candidates = np.flatnonzero(mask)
-    if limit is not None and len(candidates) > limit:  # only the best `limit` need an order (recall, not eval)
-        candidates = candidates[np.argpartition(-score[candidates], limit - 1)[:limit]]
-    order = candidates[np.lexsort((index.seq[candidates], -score[candidates]))]
     return Ranking(
-        order=order,
+        order=_best_first(index, score, mask, limit),
         score=score,
         lexical=lexical,
         dense=dense,
-        cue=cue_scores,
+        cue=cues.content,
         tag=tag,
-        cue_activation=active,
+        cue_activation=cues.active,
         conversation_activation=conversation_activation,
         time_range=time_range,
         at=datetime.fromtimestamp(at_s, UTC) if at_s is not None else None,
         candidates=int(mask.sum()),
     )
+
+
+def _direct(
+    index: MemoryIndex, words: list[str], query_vector: Array | None, mask: Array, switches: Switches
+) -> tuple[Array, Array]:
+    """The first hop, query -> content: (BM25 over the keys, key similarity), each scaled 0..1 over the mask."""
+    lexical_raw = index.bm25.score(words) if switches.lexical else np.zeros(index.size, np.float32)
+    lexical = unit(lexical_raw, mask)
+    if switches.dense and query_vector is not None and index.dense.shape[0]:
+        dense_raw = index.similarity(query_vector)
+    else:
+        dense_raw = np.zeros(index.size, np.float32)
+    return lexical, unit(dense_raw, mask, shift=True)
+
+
+@dataclass
+class _Cues:
+    content: Array  # per content: what the active cues send it (0..1 over the mask)
+    active: list[tuple[int, float]]  # (cue, activation relative to the best), best first
+    conversations: Array  # per conversation: what the active cues send its tag (not scaled)
+
+
+def _cue_activation(
+    index: MemoryIndex, words: list[str], mask: Array, settings: MemorySettings, switches: Switches
+) -> _Cues:
+    """query -> cue: BM25 over cue names x the cue's IDF (hubs a quarter), pruned below θ x the best; a cue none of
+    whose content is a candidate was not known at `at` (or is out of scope): it neither activates nor shows."""
+    none = _Cues(np.zeros(index.size, np.float32), [], np.zeros(len(index.conversation_ids), np.float32))
+    if not switches.cues or not len(index.cue_ids):
+        return none
+    raw = index.cue_bm25.score(words) * index.cue_idf
+    raw[index.cue_hub] *= 0.25  # a hub still counts, a little (it matched), but never leads
+    if raw.max() > 0 and not mask.all():
+        # (`recall "aws glue" --at` listed cues first seen weeks later)
+        raw = raw * (index.cue_content.matvec(mask.astype(np.float32)) > 0)
+    if raw.max() <= 0:
+        return none
+    raw = raw / raw.max()
+    keep = np.flatnonzero(raw >= settings.theta)
+    active = sorted(((int(c), float(raw[c])) for c in keep), key=lambda x: (-x[1], x[0]))
+    weights = np.zeros(len(index.cue_ids), np.float32)
+    weights[keep] = raw[keep]
+    content = unit(index.content_cue.matvec(weights), mask)
+    return _Cues(content, active, index.cue_conversation.rmatvec(weights).astype(np.float32))
+
+
+def _role_weight(index: MemoryIndex, settings: MemorySettings) -> Array:
+    by_role = np.array(
+        [1.0 if r in settings.key_roles else settings.other_role_weight for r in index.roles] or [1.0], np.float32
+    )
+    return by_role[index.role_code]
+
+
+def _beside(index: MemoryIndex, base: Array, mask: Array, settings: MemorySettings) -> Array:
+    """One hop along NEXT/PREV: the turn beside a match; the reply to a question gets more of the question's."""
+    beside = np.zeros(index.size, np.float32)
+    has_prev, has_next = index.prev >= 0, index.next >= 0
+    before = index.prev[has_prev]
+    asked = index.asks[before] if index.asks is not None else np.zeros(len(before), dtype=bool)
+    reply = max(settings.reply_weight, settings.next_weight)
+    beside[has_prev] = base[before] * np.where(asked, reply, settings.next_weight)
+    beside[has_next] = np.maximum(beside[has_next], settings.next_weight * base[index.next[has_next]])
+    return np.where(mask, beside, 0.0).astype(np.float32)
+
+
+def _tag_prior(
+    index: MemoryIndex,
+    words: list[str],
+    query_vector: Array | None,
+    base: Array,
+    mask: Array,
+    at_s: float | None,
+    cues: _Cues,
+    settings: MemorySettings,
+    switches: Switches,
+) -> tuple[Array, Array]:
+    """content -> tag -> content: (each content's prior from its conversation and day tags, decayed from `at`;
+    every conversation tag's activation after pruning)."""
+    tag = np.zeros(index.size, np.float32)
+    conversation_activation = np.zeros(len(index.conversation_ids), np.float32)
+    if not (switches.tags and mask.any() and settings.max_depth >= 3):
+        return tag, conversation_activation
+    decay: Array | float = 1.0
+    if switches.decay and at_s is not None and settings.decay_lambda_per_day > 0:
+        age = np.clip((at_s - index.times) / DAY_S, 0, None)
+        decay = np.exp(-settings.decay_lambda_per_day * np.nan_to_num(age, nan=0.0)).astype(np.float32)
+    keyed = switches.session_keys
+    pooled = session_activation(
+        index.sessions,
+        index.conversation,
+        mask,
+        words,
+        query_vector if switches.dense else None,
+        base,
+        (
+            settings.session_lexical_weight * keyed * switches.lexical,
+            settings.session_dense_weight * keyed,
+            settings.session_best_weight,
+        ),
+        settings.session_best_turns,
+    )
+    conv_from_cues = cues.conversations
+    if conv_from_cues.max() > 0:
+        pooled = pooled + settings.cue_weight * conv_from_cues / conv_from_cues.max() * pooled.max()
+    conversation_activation = _prune(pooled, settings.theta)
+    tag = settings.session_prior * conversation_activation[index.conversation] * decay
+    days = int(index.day.max()) + 1 if index.size else 0
+    if settings.day_prior > 0 and days > 0:  # no day at all: an export without timestamps
+        day_activation = _prune(_pool(index.day, base, mask, days), settings.theta)
+        tag += settings.day_prior * np.where(index.day >= 0, day_activation[index.day], 0.0) * decay
+    tag[~mask] = 0.0
+    return tag, conversation_activation
+
+
+def _fact_boost(
+    index: MemoryIndex, query: str, request: RecallRequest, at_s: float | None, mask: Array, score: Array, weight: float
+) -> Array:
+    scope = request.scope
+    scoped = bool(scope.conversation_ids or scope.sources or scope.since) or scope.until is not None
+    at_time = datetime.fromtimestamp(at_s, UTC) if at_s is not None else None
+    return fact_boost(index, query, at_time, mask, scoped, score, weight)
+
+
+def _best_first(index: MemoryIndex, score: Array, mask: Array, limit: int | None) -> Array:
+    """The candidates best first (ties: earlier seq first); only the best `limit` need an order (recall, not
+    eval)."""
+    candidates = np.flatnonzero(mask)
+    if limit is not None and len(candidates) > limit:
+        candidates = candidates[np.argpartition(-score[candidates], limit - 1)[:limit]]
+    return candidates[np.lexsort((index.seq[candidates], -score[candidates]))]
 
 
 def second_hop(index: MemoryIndex, base: Array, mask: Array, settings: MemorySettings) -> Array:
@@ -241,13 +299,13 @@ def second_hop(index: MemoryIndex, base: Array, mask: Array, settings: MemorySet
     if not len(candidates):
         return np.zeros(index.size, np.float32)
     seeds = candidates[np.argsort(-base[candidates], kind="stable")[:HOP_SEEDS]]
-    cues = np.asarray(index.content_cue[seeds].T @ (base[seeds] / base[seeds].max())).ravel() * index.cue_idf
+    cues = index.content_cue.take_rows(seeds).rmatvec(base[seeds] / base[seeds].max()) * index.cue_idf
     cues[index.cue_hub] = 0.0
     if cues.max() <= 0:
         return np.zeros(index.size, np.float32)
     cues = cues / cues.max()
     cues[cues < settings.theta] = 0.0
-    return unit(np.asarray(index.content_cue @ cues.astype(np.float32)).ravel(), mask)
+    return unit(index.content_cue.matvec(cues.astype(np.float32)), mask)
 
 
 def speaker_prior(index: MemoryIndex, query: str, weight: float) -> Array | float:
@@ -290,10 +348,8 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings
     steps = [ActivationStep(kind="query", id="query", label="query", score=1.0)]
     if ranking.cue[i] > 0 and ranking.cue_activation:
         active = dict(ranking.cue_activation)
-        row = index.content_cue[i]
-        strengths = [
-            (float(w) * active[int(c)], int(c)) for c, w in zip(row.indices, row.data, strict=True) if c in active
-        ]
+        cols, data = index.content_cue.row(i)
+        strengths = [(float(w) * active[int(c)], int(c)) for c, w in zip(cols, data, strict=True) if c in active]
         if strengths:
             _, cue = max(strengths, key=lambda x: (x[0], -x[1]))
             steps.append(
@@ -330,13 +386,15 @@ def key_coverage(index: MemoryIndex, query: str, rows: list[int]) -> Array:
     whole = getattr(bm25, "whole", None)  # a pre-pass view (memory/candidates.py): the whole memory's statistics
     if whole is not None:
         bm25, positions = whole, np.asarray(bm25.keep)[positions]
-    rarest = float(np.log(1 + (bm25.weights.shape[0] + 0.5) / 0.5))
+    rarest = float(np.log(1 + (bm25.documents + 0.5) / 0.5))
     idf = np.array([float(bm25.idf[bm25.vocabulary[w]]) if w in bm25.vocabulary else rarest for w in words])
     known = [k for k, w in enumerate(words) if w in bm25.vocabulary]
     held = np.zeros(len(rows), np.float64)
     if known:
-        cols = [bm25.vocabulary[words[k]] for k in known]
-        present = bm25.weights[:, cols][positions].toarray() > 0  # columns first: the matrix is csc
+        present = np.zeros((len(rows), len(known)), dtype=bool)
+        for j, k in enumerate(known):  # each known term's posting list: does the row's key hold it
+            docs, weights = bm25.postings.row(bm25.vocabulary[words[k]])
+            present[:, j] = np.isin(positions, docs[weights > 0])
         held = present.astype(np.float64) @ idf[known]
     return (held / max(float(idf.sum()), 1e-9)).astype(np.float32)
 
