@@ -20,18 +20,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from contracts.memory import RecallRequest
-from contracts.settings import MemorySettings
+from memory.answer import RequestLike, at_moment
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import Array, MemoryIndex
 from memory.recall import Ranking, Switches, _utc, candidate_mask, rank
 from memory.session import view_sessions
 from memory.sparse import CSR
 from memory.text import BM25, terms
+
+if TYPE_CHECKING:
+    from contracts.settings import MemorySettings
 
 _THREADS = ThreadpoolController()
 ALL_ON = Switches()
@@ -74,7 +77,7 @@ def _top(scores: Array, among: Array, k: int) -> Array:
     return among[np.argsort(-scores[among], kind="stable")]
 
 
-def _in_scope(index: MemoryIndex, tables: PrepassTables, request: RecallRequest) -> tuple[Array, Array]:
+def _in_scope(index: MemoryIndex, tables: PrepassTables, request: RequestLike) -> tuple[Array, Array]:
     """(positions, mask over them): content in scope and not after `at`; a conversation scope reads only its own
     conversations' content instead of a pass over the whole memory."""
     at = _utc(request.at).timestamp() if request.at is not None else None
@@ -88,7 +91,7 @@ def _in_scope(index: MemoryIndex, tables: PrepassTables, request: RecallRequest)
 
 
 def narrow(
-    index: MemoryIndex, query: str, vector: Array | None, request: RecallRequest, settings: MemorySettings
+    index: MemoryIndex, query: str, vector: Array | None, request: RequestLike, settings: MemorySettings
 ) -> Narrowed | None:
     """The candidates of a recall on a large memory (None: small enough to score every content node); a scope
     with at most `prepass_max_candidates` content in it is taken whole."""
@@ -238,7 +241,7 @@ def ranked(
     index: MemoryIndex,
     query: str,
     vector: Array | None,
-    request: RecallRequest,
+    request: RequestLike,
     settings: MemorySettings,
     switches: Switches = ALL_ON,
     limit: int | None = None,
@@ -248,7 +251,7 @@ def ranked(
     if request.at is None and index.size >= settings.prepass_from and np.isfinite(index.times).any():
         # "now" is the whole memory's newest content, not the view's (decay and `at` must not move)
         newest = float(np.nanmax(index.times))
-        request = request.model_copy(update={"at": datetime.fromtimestamp(newest, UTC)})
+        request = at_moment(request, datetime.fromtimestamp(newest, UTC))
     # One BLAS thread: a recall's products are a few thousand rows, too small to gain from threads, and on a busy
     # machine waking and joining them cost 5-10x the work itself (measured: 33 ms vs 3 ms per product at load 17).
     with _THREADS.limit(limits=1, user_api="blas"):

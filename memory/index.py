@@ -19,17 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clients.embed_cache import embed_texts
 from clients.embedders import Embedder, OnnxMiniLM, build_embedder
 from contracts.errors import ChatmemError
-from contracts.facts import FactRecord
-from contracts.settings import Settings
 from memory.dense_lists import PrepassTables
-from memory.graph import dense_key
 from memory.key_model import STATIC, for_run, with_model
 from memory.names import NAMED_ROLES, Names, speaker_names
 from memory.session import SessionKeys, build_session_keys
@@ -38,8 +34,11 @@ from memory.text import BM25, terms
 from staging import embeddings as vectors
 from staging import memory as store
 from staging import memory_inputs as inputs
-from staging.fact_timeline import timeline
 from staging.memory import ContentRow, MemoryGraph
+
+if TYPE_CHECKING:  # pydantic: never imported by a recall that only reads (flows/cli_memory.py)
+    from contracts.facts import FactRecord
+    from contracts.settings import Settings
 
 Array = np.ndarray[Any, Any]
 COARSE_FROM = 150_000  # content nodes from which dense similarity takes a coarse pass first
@@ -316,6 +315,9 @@ def load_index(
     by text hash; anything missing is embedded here, in memory. `embedder` must be the run's key embedder
     (`key_embedder(for_run(...))`).
     """
+    from clients.embed_cache import embed_texts  # building: the pipeline's modules are fine here
+    from memory.graph import dense_key
+
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
         raise ChatmemError(
@@ -370,6 +372,8 @@ def check_embedder(settings: Settings, embedder: Embedder) -> None:
 
 def attach_facts(index: MemoryIndex, staging: sqlite3.Connection) -> MemoryIndex:
     """The garden's facts (superseded ones included) and where their messages sit: recall's fact boost."""
+    from staging.fact_timeline import timeline  # pydantic (contracts.facts): the facts are its records
+
     index.facts = [r for r in timeline(staging) if r.state != "retracted"]
     wanted = {m for r in index.facts for m in r.message_ids}
     index.fact_positions = {m: index.position[m] for m in sorted(wanted) if m in index.position}

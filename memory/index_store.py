@@ -51,14 +51,11 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from clients.embedders import Embedder
-from contracts.settings import Settings
-from memory import candidates, dense_lists, graph, names, session, sparse, text
-from memory import index as index_module
 from memory.candidates import prepare
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import Array, MemoryIndex, attach_facts, check_embedder, load_index
@@ -70,13 +67,18 @@ from memory.text import BM25
 from staging import memory as store
 from staging import memory_inputs as inputs
 
+if TYPE_CHECKING:
+    from contracts.settings import Settings
+
 log = logging.getLogger(__name__)
 
 FORMAT = 2  # 1: a pickle of the index with its large arrays beside it (scipy matrices, every string unpickled)
 DIRECTORY = "recall-index"
 MANIFEST = "manifest.json"
 STORED_FROM = 64 * 1024  # smaller files are read whole (an empty array cannot be memory-mapped)
-BUILT_BY = (index_module, text, session, dense_lists, candidates, names, graph, sparse)
+# the modules that build the index and the classes it holds (read as files: importing memory.graph would load the
+# pipeline's settings into every recall)
+BUILT_BY = ("index", "text", "session", "dense_lists", "candidates", "names", "graph", "sparse", "index_store")
 PER_CONTENT = ("conversation", "seq", "role_code", "times", "day", "tokens", "source", "head", "prev", "next")
 OPTIONAL = ("asks", "speaker", "coarse", "projection")
 
@@ -85,7 +87,7 @@ def _code_digest() -> str:
     """The source of the modules that build the index and the classes it holds: a changed one rebuilds it."""
     digest = hashlib.sha256()
     for module in BUILT_BY:
-        digest.update(Path(module.__file__ or "").read_bytes())
+        digest.update((Path(__file__).parent / f"{module}.py").read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -166,7 +168,7 @@ class Groups(Mapping[int, list[int]]):
 class ArchiveTexts(Mapping[str, str]):
     """Message texts read from archive.db when asked (a recall shows tens of pieces, not every message)."""
 
-    def __init__(self, archive_path: Path, ids: list[str]) -> None:
+    def __init__(self, archive_path: Path, ids: Sequence[str]) -> None:
         self.archive_path = archive_path
         self._ids = ids
         self._local = threading.local()  # one read-only connection per thread (an MCP server may use several)
@@ -459,6 +461,18 @@ def _assemble(arrays: Mapping[str, Array], meta: Mapping[str, Any]) -> MemoryInd
         names=Names.of(meta["names"]),
         sessions=sessions,
         prepass=prepass,
-        **{name: arrays[name] for name in PER_CONTENT},
-        **{name: arrays.get(name) for name in OPTIONAL},
+        conversation=arrays["conversation"],
+        seq=arrays["seq"],
+        role_code=arrays["role_code"],
+        times=arrays["times"],
+        day=arrays["day"],
+        tokens=arrays["tokens"],
+        source=arrays["source"],
+        head=arrays["head"],
+        prev=arrays["prev"],
+        next=arrays["next"],
+        asks=arrays.get("asks"),
+        speaker=arrays.get("speaker"),
+        coarse=arrays.get("coarse"),
+        projection=arrays.get("projection"),
     )

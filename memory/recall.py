@@ -19,19 +19,22 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from clients.embedders import Embedder
-from contracts.memory import ActivationStep, RecallPiece, RecallRequest, RecallResult
-from contracts.settings import MemorySettings
+from memory.answer import Answer, Piece, RequestLike, Step, to_contract
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
 from memory.names import Names
 from memory.session import session_activation, unit
 from memory.text import terms
 from memory.timeexpr import TimeRange, find_range, range_factor
+
+if TYPE_CHECKING:
+    from contracts.memory import RecallResult
+    from contracts.settings import MemorySettings
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +79,7 @@ def _utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def candidate_mask(index: MemoryIndex, request: RecallRequest, at_s: float | None) -> Array:
+def candidate_mask(index: MemoryIndex, request: RequestLike, at_s: float | None) -> Array:
     """Content in scope and not said after `at`."""
     mask = np.ones(index.size, dtype=bool)
     scope = request.scope
@@ -108,7 +111,7 @@ def rank(
     index: MemoryIndex,
     query: str,
     query_vector: Array | None,
-    request: RecallRequest,
+    request: RequestLike,
     settings: MemorySettings,
     switches: Switches = Switches(),
     limit: int | None = None,
@@ -273,7 +276,7 @@ def _tag_prior(
 
 
 def _fact_boost(
-    index: MemoryIndex, query: str, request: RecallRequest, at_s: float | None, mask: Array, score: Array, weight: float
+    index: MemoryIndex, query: str, request: RequestLike, at_s: float | None, mask: Array, score: Array, weight: float
 ) -> Array:
     scope = request.scope
     scoped = bool(scope.conversation_ids or scope.sources or scope.since) or scope.until is not None
@@ -344,8 +347,8 @@ def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -
     return chosen
 
 
-def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings) -> list[ActivationStep]:
-    steps = [ActivationStep(kind="query", id="query", label="query", score=1.0)]
+def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings) -> list[Step]:
+    steps = [Step(kind="query", id="query", label="query", score=1.0)]
     if ranking.cue[i] > 0 and ranking.cue_activation:
         active = dict(ranking.cue_activation)
         cols, data = index.content_cue.row(i)
@@ -353,14 +356,12 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings
         if strengths:
             _, cue = max(strengths, key=lambda x: (x[0], -x[1]))
             steps.append(
-                ActivationStep(
-                    kind="cue", id=index.cue_ids[cue], label=index.cue_names[cue], score=round(active[cue], 4)
-                )
+                Step(kind="cue", id=index.cue_ids[cue], label=index.cue_names[cue], score=round(active[cue], 4))
             )
     if ranking.tag[i] > 0:
         conversation = index.conversation_ids[int(index.conversation[i])]
         steps.append(
-            ActivationStep(
+            Step(
                 kind="tag",
                 id=f"conv:{conversation}",
                 label=index.titles.get(conversation) or conversation,
@@ -368,7 +369,7 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings
             )
         )
     label = index.text(i)[:80]
-    steps.append(ActivationStep(kind="content", id=index.ids[i], label=label, score=round(float(ranking.score[i]), 4)))
+    steps.append(Step(kind="content", id=index.ids[i], label=label, score=round(float(ranking.score[i]), 4)))
     return steps
 
 
@@ -399,7 +400,7 @@ def key_coverage(index: MemoryIndex, query: str, rows: list[int]) -> Array:
     return (held / max(float(idf.sum()), 1e-9)).astype(np.float32)
 
 
-def weak_reason(pieces: list[RecallPiece]) -> str | None:
+def weak_reason(pieces: list[Piece]) -> str | None:
     """Why the answer may be unrelated, when every piece of it is weak."""
     if not pieces or not all(p.weak for p in pieces):
         return None
@@ -409,7 +410,7 @@ def weak_reason(pieces: list[RecallPiece]) -> str | None:
     )
 
 
-def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, settings: MemorySettings) -> RecallResult:
+def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settings: MemorySettings) -> Answer:
     """Pack the best pieces into the budget; best first, or along their conversations (`request.order`)."""
     chosen = select(index, ranking, request.budget_tokens, request.max_pieces)
     rank_of = {int(i): r + 1 for r, i in enumerate(ranking.order[: max(len(chosen) * 4, 1000)])}
@@ -432,7 +433,7 @@ def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, sett
         text = "\n".join(index.text(m) for m in members) if len(members) > 1 else index.text(i)
         created = datetime.fromtimestamp(float(index.times[i]), UTC) if np.isfinite(index.times[i]) else None
         pieces.append(
-            RecallPiece(
+            Piece(
                 content_id=index.ids[i],
                 message_ids=[index.ids[m] for m in members],
                 conversation_id=conversation_id,
@@ -449,10 +450,10 @@ def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, sett
             )
         )
     cues = [
-        ActivationStep(kind="cue", id=index.cue_ids[c], label=index.cue_names[c], score=round(a, 4))
+        Step(kind="cue", id=index.cue_ids[c], label=index.cue_names[c], score=round(a, 4))
         for c, a in ranking.cue_activation[:20]
     ]
-    return RecallResult(
+    return Answer(
         query=request.query,
         at=ranking.at,
         pieces=pieces,
@@ -472,9 +473,9 @@ def embed_query(embedder: Embedder, query: str, names: Names) -> Any:
 
 
 def recall(
-    index: MemoryIndex, embedder: Embedder | None, request: RecallRequest, settings: MemorySettings
+    index: MemoryIndex, embedder: Embedder | None, request: RequestLike, settings: MemorySettings
 ) -> RecallResult:
     """The entry point an agent (CLI, MCP server) calls: a reconstructed context for one question."""
     vector = embed_query(embedder, request.query, index.names) if embedder is not None else None
     ranking = rank(index, request.query, vector, request, settings, limit=max(8 * request.max_pieces, 1000))
-    return to_result(index, request, ranking, settings)
+    return to_contract(to_result(index, request, ranking, settings))

@@ -42,6 +42,10 @@ def every_array_in_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def built(tmp_path: Path) -> Dbs:
     """Four conversations through the real stages; the pre-pass on from one content node (its tables are stored)."""
+    return built_memory(tmp_path)
+
+
+def built_memory(tmp_path: Path) -> Dbs:
     dbs = open_dbs(tmp_path, memory={"key_embedder": "embed", "prepass_from": 1})
     chats = [
         conversation(c, turns, start=datetime(2023, 1, 1 + i, 10, tzinfo=UTC))
