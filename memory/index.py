@@ -89,7 +89,7 @@ class MemoryIndex:
     conversation_code: Mapping[str, int]
     prev: Array  # index of the previous content of the same conversation (NEXT order), -1 at the start
     next: Array  # index of the next one, -1 at the end
-    titles: dict[str, str | None] = field(default_factory=dict)
+    titles: Mapping[str, str | None] = field(default_factory=dict)  # a dict, or index_store.ArchiveTitles
     facts: list[FactRecord] = field(default_factory=list)  # the garden's facts (memory/fact_boost.py)
     fact_positions: dict[str, int] = field(default_factory=dict)  # their messages' content index
     texts: Mapping[str, str] = field(default_factory=dict)  # a dict, or memory.index_store.ArchiveTexts

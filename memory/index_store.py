@@ -3,8 +3,8 @@
     open_index(archive, staging, settings, embedder, run_id=None) -> MemoryIndex
 
 Building the index (memory.index.load_index) reads every text, term, edge and key vector of the run: 69 s and
-1.9 GB at 250k messages. Here it is built on the first open of a run (or by the cues stage, which opens it once it
-has finished: `chatmem recall` then finds it ready) and stored under <data_dir>/recall-index/<run>-<key>/:
+1.9 GB at 250k messages. Here it is built on the first open of a run (the first `chatmem recall` or MCP `recall`
+after a cues run) and stored under <data_dir>/recall-index/<run>-<key>/:
 
     <name>.npy        every array of the index, one file each, opened with np.load(mmap_mode="r") (files under
                       STORED_FROM bytes are read whole): the pages a recall touches are read, the rest stay on disk
@@ -200,6 +200,30 @@ class ArchiveTexts(Mapping[str, str]):
         return inputs.message_texts(self._archive(), ids)
 
 
+class ArchiveTitles(Mapping[str, str | None]):
+    """Conversation titles read from archive.db when asked (a recall shows a few conversations, not all)."""
+
+    def __init__(self, texts: ArchiveTexts, conversation_ids: Sequence[str]) -> None:
+        self._texts = texts  # its read-only connection, one per thread
+        self._ids = conversation_ids
+
+    def __getitem__(self, conversation_id: str) -> str | None:
+        found = (
+            self._texts._archive()
+            .execute("SELECT title FROM conversations WHERE id = ?", (conversation_id,))
+            .fetchone()
+        )
+        if found is None:
+            raise KeyError(conversation_id)
+        return None if found[0] is None else str(found[0])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 def index_key(staging: sqlite3.Connection, settings: Settings, embedder: Embedder, run_id: str) -> str:
     """What the stored index is built from; any change gives another key (and a rebuild)."""
     row = staging.execute("SELECT * FROM memory_runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -244,8 +268,8 @@ def open_index(
         index = _read_or_none(target, key)
         if index is None:  # written but unreadable (disk trouble): answer from what was built
             return built
-    index.texts = ArchiveTexts(settings.archive_path, index.ids)
-    index.titles = inputs.conversation_titles(archive)
+    texts = ArchiveTexts(settings.archive_path, index.ids)
+    index.texts, index.titles = texts, ArchiveTitles(texts, index.conversation_ids)
     return attach_facts(index, staging)
 
 
