@@ -44,7 +44,7 @@ HEADING = "## Recall on stored indexes of 250k and 1M content nodes (issue 21, b
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 OPEN_AND_QUERY = """
-import json, resource, statistics, sys, time
+import json, statistics, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 from pathlib import Path
 from memory import index_store
@@ -70,7 +70,8 @@ for k in range(6):
 print(json.dumps({
     "imports_s": [t1 - t0, c1 - c0], "open_s": [t2 - t1, c2 - c1], "first_query_s": times[0],
     "later_query_s": [statistics.median(t for t, _ in times[1:]), statistics.median(c for _, c in times[1:])],
-    "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    # VmHWM, not ru_maxrss: Linux carries the parent's high-water mark across fork and exec
+    "peak_rss_mib": [int(l.split()[1]) / 1024 for l in open("/proc/self/status") if l.startswith("VmHWM")][0],
 }))
 """
 
@@ -148,11 +149,19 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[250_000, 1_000_000])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=HERE / "out" / "recall_scale.json")
+    parser.add_argument("--reuse", action="store_true", help="measure the index stored by the last run (one size)")
     args = parser.parse_args()
     rows = []
     for n in args.sizes:
         load_before = os.getloadavg()[0]
-        target, key, stored = store_generated(args.data_dir, n)
+        if args.reuse:
+            from memory import index_store
+
+            (target,) = (args.data_dir / index_store.DIRECTORY).iterdir()
+            key = json.loads((target / index_store.MANIFEST).read_text())["key"]
+            stored = {"size_mb": sum(p.stat().st_size for p in target.iterdir()) / 1e6}
+        else:
+            target, key, stored = store_generated(args.data_dir, n)
         drop_caches_of(target)
         split = subprocess.run(
             [sys.executable, "-c", OPEN_AND_QUERY, str(target), key, str(args.data_dir), QUERY],
