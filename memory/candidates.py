@@ -27,7 +27,7 @@ from threadpoolctl import ThreadpoolController
 
 from memory.answer import RequestLike, at_moment
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
-from memory.index import Array, MemoryIndex
+from memory.index import Array, MemoryIndex, Subset
 from memory.recall import Ranking, Switches, _utc, candidate_mask, rank
 from memory.session import view_sessions
 from memory.sparse import CSR
@@ -206,7 +206,7 @@ def _view(index: MemoryIndex, keep: Array, lexical: Array, candidates: Array | N
     where = _local(keep, np.array(list(wanted.values()), dtype=np.int64))
     return replace(
         index,
-        ids=[index.ids[i] for i in keep.tolist()],
+        ids=Subset(index.ids, keep),
         conversation=index.conversation[keep],
         seq=index.seq[keep],
         role_code=index.role_code[keep],

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -129,6 +129,27 @@ class MemoryIndex:
 
     def text(self, index: int) -> str:
         return self.texts.get(self.ids[index], "")
+
+
+class Subset(Sequence[str]):
+    """The strings of `base` at `keep` (a view's content ids), read when asked: a view of a stored index keeps
+    thousands of content, of which a recall shows tens."""
+
+    def __init__(self, base: Sequence[str], keep: Array) -> None:
+        self._base = base
+        self._keep = keep
+
+    def __len__(self) -> int:
+        return len(self._keep)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self._base[int(k)] for k in self._keep[i]]
+        return self._base[int(self._keep[i])]
 
 
 def _codes(values: Sequence[str | None]) -> tuple[Array, list[str]]:

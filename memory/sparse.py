@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 Array = np.ndarray[Any, Any]
+FEW_ROWS = 64  # rmatvec adds up to this many rows one by one (no np.add.at)
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,19 @@ class CSR:
         return out
 
     def rmatvec(self, x: Array) -> Array:
-        """self.T @ x: for each row r in order, data * x[r] added to its columns."""
+        """self.T @ x: for each row r in order, data * x[r] added to its columns. A few rows (a query's posting
+        lists) are added one row at a time: a row names each column once (scipy's canonical form, which every
+        matrix here comes from), so a plain fancy-index add is the same sequence of float32 additions."""
         x = np.asarray(x)
         out = np.zeros(self.shape[1], dtype=np.result_type(self.data.dtype, x.dtype))
-        if self.nnz:
-            np.add.at(out, self.indices, self.data * x[self._row_of_entries()])
+        if not self.nnz:
+            return out
+        if self.shape[0] <= FEW_ROWS:
+            for r in range(self.shape[0]):
+                start, end = int(self.indptr[r]), int(self.indptr[r + 1])
+                out[self.indices[start:end]] += self.data[start:end] * x[r]
+            return out
+        np.add.at(out, self.indices, self.data * x[self._row_of_entries()])
         return out
 
     def take_rows(self, rows: Array) -> CSR:

@@ -76,6 +76,8 @@ def fresh(dbs: Dbs) -> MemoryIndex:
 def same(a: Any, b: Any) -> bool:
     """Equal values, arrays compared element by element (dtype included), stored strings and lookups as the lists
     and dicts they stand for."""
+    if isinstance(a, index_store.Rows):  # the key vectors stored list by list, read as the array they stand for
+        a = np.asarray(a)
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
     if hasattr(a, "__dataclass_fields__"):
