@@ -111,3 +111,14 @@ def test_a_recall_process_imports_no_scipy_no_settings_models_no_pipeline(tmp_pa
     environ["CHATMEM_MEMORY__BUDGET_TOKENS"] = "300"
     modules, out = _imports_of_a_recall(dbs.settings.data_dir, environ)
     assert "contracts.settings" in modules and "/300 tokens" in out
+
+
+def test_one_text_static_vector_equals_the_batch_row() -> None:
+    """StaticMiniLM embeds one query without scipy: the same float32 sums as the batch's sparse product."""
+    import numpy as np
+
+    from clients.embedders import StaticMiniLM
+
+    embedder = StaticMiniLM()
+    for text in ["what did I buy for my sister's birthday?", "Lisbon tram 28", "x", "the the hello hello", ""]:
+        assert np.array_equal(embedder.embed([text])[0], embedder.embed([text, "another text here"])[0]), text
