@@ -44,7 +44,7 @@ QUERIES = ("the", "python", "error AND file", '"machine learning"', "optim*")
 def child(variant: str, export: Path, data_dir: Path) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     from contracts.settings import Settings
-    from ingest.stage import run as ingest_run
+    from flows.stage_runner import run_stage_now
     from staging import fts
     from staging.archive import open_archive
     from staging.ledger import open_run, open_staging
@@ -62,7 +62,7 @@ def child(variant: str, export: Path, data_dir: Path) -> dict[str, Any]:
         )
     run_id = open_run(staging, stages=["ingest"], exports=[str(export)], settings={}, code_version="bench")
     start = time.perf_counter()
-    result = ingest_run(archive, staging, run_id=run_id, settings=settings, exports=[export])
+    result = run_stage_now("ingest", archive, staging, run_id=run_id, settings=settings, exports=[export])
     ingest_s = time.perf_counter() - start
     rebuild_s = 0.0
     if variant == "bulk-rebuild":

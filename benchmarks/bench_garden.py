@@ -48,9 +48,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from contracts.records import ExportConversation, ExportMessage, ExportSource  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
-from extract import stage_concepts, stage_extract, stage_segment  # noqa: E402
 from extract.text import content_words  # noqa: E402
-from garden import stage as garden_stage  # noqa: E402
+from flows.stage_runner import run_stage_now  # noqa: E402
 from staging.archive import ArchiveWriter, open_archive  # noqa: E402
 from staging.fact_timeline import facts_for_query  # noqa: E402
 from staging.ledger import open_run, open_staging  # noqa: E402
@@ -102,10 +101,15 @@ def build(question: dict[str, Any], data_dir: Path) -> tuple[Settings, Any, Any]
     run_id = open_run(
         staging, stages=["segment", "extract", "concepts", "garden"], exports=[], settings={}, code_version="bench"
     )
-    for module in (stage_segment, stage_extract, stage_concepts):
-        module.run(archive, staging, run_id=run_id, settings=settings)  # type: ignore[attr-defined]
-    garden_stage.run(
-        archive, staging, run_id=run_id, settings=settings, now=parse_date(question["question_date"]).isoformat()
+    for name in ("segment", "extract", "concepts"):
+        run_stage_now(name, archive, staging, run_id=run_id, settings=settings)
+    run_stage_now(
+        "garden",
+        archive,
+        staging,
+        run_id=run_id,
+        settings=settings,
+        now=parse_date(question["question_date"]).isoformat(),
     )
     return settings, archive, staging
 
@@ -245,7 +249,7 @@ def recall_system(eval_dir: Path, data: Path) -> dict[str, Any]:
         )
         evidence = sorted(question.gold, key=lambda s: days[s])
         for name, switches in (("system", Switches()), ("system without garden facts", Switches(facts=False))):
-            order = rank(index, question.question, vector, request, settings.memory, switches).order
+            order = rank(index, question.question, vector, request, settings.recall, switches).order
             sessions = list(dict.fromkeys(index.conversation_ids[int(index.conversation[i])] for i in order))
             found = {s: sessions.index(s) + 1 if s in sessions else len(sessions) + 1 for s in evidence}
             counts[name]["latest_first"] += all(found[evidence[-1]] < found[s] for s in evidence[:-1])

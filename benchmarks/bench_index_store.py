@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
         finally:
             archive.close()
             staging.close()
-        if index.size >= settings.memory.prepass_from:
+        if index.size >= settings.recall.prepass_from:
             prepare(index)
         built = Memory(memory.settings, index, memory.embedder)
         same = [

@@ -56,7 +56,7 @@ def child_chatmem(export: Path, data_dir: Path, profile: Path | None) -> dict[st
     began = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     from contracts.settings import Settings
-    from ingest.stage import run as ingest_run
+    from flows.stage_runner import run_stage_now
     from staging.archive import open_archive
     from staging.ledger import open_run, open_staging
 
@@ -79,7 +79,7 @@ def child_chatmem(export: Path, data_dir: Path, profile: Path | None) -> dict[st
         profiler = cProfile.Profile()
         profiler.enable()
     start, cpu = time.perf_counter(), cpu_seconds()
-    result = ingest_run(archive, staging, run_id=run_id, settings=settings, exports=[export])
+    result = run_stage_now("ingest", archive, staging, run_id=run_id, settings=settings, exports=[export])
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     if profiler is not None:
         import pstats

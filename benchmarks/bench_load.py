@@ -64,7 +64,7 @@ def build_archive(messages: int, seed: int) -> tuple[Settings, str]:
     """Generate the export (kept in benchmarks/out) and ingest it into a fresh data dir."""
     from gen_chatgpt_export import generate
 
-    from ingest import stage as ingest_stage
+    from flows.stage_runner import run_stage_now
 
     OUT.mkdir(exist_ok=True)
     export = OUT / f"export-{messages}-seed{seed}.json"
@@ -75,7 +75,7 @@ def build_archive(messages: int, seed: int) -> tuple[Settings, str]:
     settings = Settings(data_dir=data_dir)
     with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as st:
         run_id = open_run(st, stages=["ingest", "load"], exports=[str(export)], settings={}, code_version="bench")
-        ingest_stage.run(archive, st, run_id=run_id, settings=settings, exports=[export])
+        run_stage_now("ingest", archive, st, run_id=run_id, settings=settings, exports=[export])
     return settings, run_id
 
 
@@ -122,7 +122,7 @@ class Bench:
 
     def loader(self) -> tuple[float, float]:
         """Seconds of the load stage for the node layers, then for the edge layers."""
-        from load import stage as load_stage
+        from flows.stage_runner import run_stage_now
 
         target = self.target("loader")
         settings = self.settings.model_copy(
@@ -136,7 +136,9 @@ class Bench:
             ):
                 run_id = open_run(st, stages=["load"], exports=[], settings={}, code_version="bench")
                 start = time.perf_counter()
-                result = load_stage.run(archive, st, run_id=run_id, settings=settings, layers=layers, target=target)
+                result = run_stage_now(
+                    "load", archive, st, run_id=run_id, settings=settings, layers=layers, target=target
+                )
                 seconds.append(time.perf_counter() - start)
                 # the graph's share: the batches' own durations (send, server work, commit), from the ledger
                 found = st.execute("SELECT SUM(duration_s) FROM load_batches WHERE run_id = ?", (run_id,))

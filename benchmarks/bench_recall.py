@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from contracts.memory import RecallRequest, RecallScope  # noqa: E402
-from contracts.settings import MemorySettings  # noqa: E402
+from contracts.settings import RecallSettings  # noqa: E402
 from memory import metrics  # noqa: E402
 from memory.candidates import prepare, ranked  # noqa: E402
 from memory.index import COARSE_FROM, MemoryIndex  # noqa: E402
@@ -174,7 +174,7 @@ def measure_latency(n: int, queries: int = 200, seed: int = 11) -> dict[str, Any
     started = time.perf_counter()
     index = generated_index(n)
     built = time.perf_counter() - started
-    settings = MemorySettings()
+    settings = RecallSettings()
     started = time.perf_counter()
     if n >= settings.prepass_from:
         prepare(index)  # the pre-pass tables, built when a memory is opened (memory.service.Memory.open)

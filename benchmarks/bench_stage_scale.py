@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import hashlib
-import importlib
 import os
 import resource
 import sqlite3
@@ -39,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from clients.process_batches import process_batches, worker_count  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows.registry import spec  # noqa: E402
+from flows.stage_runner import run_stage_now  # noqa: E402
 from staging import memory as memory_store  # noqa: E402
 from staging.archive import open_archive  # noqa: E402
 from staging.db import Transaction  # noqa: E402
@@ -97,10 +97,10 @@ def main() -> None:
         detail = f"size={load_index(archive, staging, keyed, embedder).size}"
     else:
         stage = spec(args.stage)
-        module = importlib.import_module(stage.entry)
         with process_batches(worker_count(args.workers) if stage.local_pool else 1) as map_batches:
             extra = {"map_batches": map_batches} if stage.local_pool else {}
-            detail = f"counts={module.run(archive, staging, run_id=run_id, settings=settings, **extra).counts}"
+            result = run_stage_now(stage.name, archive, staging, run_id=run_id, settings=settings, **extra)
+            detail = f"counts={result.counts}"
     if profile:
         profile.disable()
         profile.dump_stats(args.profile)

@@ -1,5 +1,5 @@
 """Ask a benchmark's questions of a memory `chatmem eval recall` already built (no pipeline run): the same
-memory.evaluate.evaluate as `chatmem eval recall --json`, with MemorySettings overrides, for quick iterations.
+memory.evaluate.evaluate as `chatmem eval recall --json`, with RecallSettings overrides, for quick iterations.
 
     python benchmarks/eval_built_memory.py longmemeval '{"session_prior": 1.0}' [--abl] [--cats] [--dump FILE]
 
@@ -76,7 +76,7 @@ if __name__ == "__main__":
     cats = "--cats" in sys.argv
     base, loaded, index, plain, flat = load(bench, "--rebuild" in sys.argv)
     emb = key_embedder(base)
-    ms = base.memory.model_copy(update=extra)
+    ms = base.recall.model_copy(update=extra)
     t = time.time()
     variants = ablations(index, plain, ms) if abl else None
     rep = evaluate(

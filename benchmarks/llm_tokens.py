@@ -31,11 +31,10 @@ sys.path.insert(0, str(ROOT))
 
 from contracts.concepts import ExtractionResponse  # noqa: E402
 from contracts.settings import LLMSettings, Settings  # noqa: E402
-from extract import stage_extract, stage_segment  # noqa: E402
 from extract.llm_request import strict_schema  # noqa: E402
 from extract.offline import OfflineExtractor  # noqa: E402
 from extract.stage_extract import _inputs  # noqa: E402
-from ingest import stage as ingest_stage  # noqa: E402
+from flows.stage_runner import run_stage_now  # noqa: E402
 from staging import segments as segment_store  # noqa: E402
 from staging.archive import open_archive  # noqa: E402
 from staging.ledger import open_run, open_staging  # noqa: E402
@@ -67,9 +66,9 @@ def measure(exports: list[Path]) -> dict[str, Any]:
             open_run(
                 staging, stages=["all"], exports=[str(p) for p in exports], settings={}, code_version="x", run_id="t"
             )
-            ingest_stage.run(archive, staging, run_id="t", settings=settings, exports=exports)
-            stage_segment.run(archive, staging, run_id="t", settings=settings)
-            result = stage_extract.run(archive, staging, run_id="t", settings=settings)
+            run_stage_now("ingest", archive, staging, run_id="t", settings=settings, exports=exports)
+            run_stage_now("segment", archive, staging, run_id="t", settings=settings)
+            result = run_stage_now("extract", archive, staging, run_id="t", settings=settings)
             segments = list(segment_store.iter_current_segments(staging))
             offline = OfflineExtractor(settings.extract.offline_max_concepts)
             answers, message_texts = [], []

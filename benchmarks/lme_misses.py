@@ -47,7 +47,7 @@ def main():
     vectors = embedder.embed([q.question for q in loaded.questions])
     for question, vector in zip(loaded.questions, vectors, strict=True):
         request = _request(question, 4000)
-        ranking = rank(index, question.question, vector, request, base.memory)
+        ranking = rank(index, question.question, vector, request, base.recall)
         turn_sessions = [index.conversation_ids[int(index.conversation[i])] for i in ranking.order]
         sessions = metrics.sessions_in_order(turn_sessions)
         ranks = [sessions.index(g) + 1 for g in question.gold]

@@ -27,7 +27,7 @@ def main() -> None:
     extra = json.loads(args[args.index("--settings") + 1]) if "--settings" in args else {}
     only = args[args.index("--category") + 1] if "--category" in args else None
     base, loaded, index, _plain, _flat = load("locomo")
-    settings = base.memory.model_copy(update=extra)
+    settings = base.recall.model_copy(update=extra)
     embedder = key_embedder(base)
     vectors = embedder.embed([index.names.query_text(q.question) for q in loaded.questions])
     buckets: Counter[tuple[str, str]] = Counter()

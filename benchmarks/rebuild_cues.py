@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from contracts.settings import Settings
 from contracts.version import code_version
-from memory import stage as cues
+from flows.stage_runner import run_stage_now
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
 
@@ -28,7 +28,7 @@ if __name__ == "__main__":
     archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
     run_id = open_run(staging, stages=["cues"], exports=[], settings={}, code_version=code_version())
     started = time.monotonic(), time.process_time()
-    result = cues.run(archive, staging, run_id=run_id, settings=settings)
+    result = run_stage_now("cues", archive, staging, run_id=run_id, settings=settings)
     wall, cpu = time.monotonic() - started[0], time.process_time() - started[1]
     print(json.dumps({"run_id": run_id, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "counts": result.counts}))
     print("\n".join(result.notes))

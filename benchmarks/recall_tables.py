@@ -180,7 +180,7 @@ def latency_lines(latency: list[dict[str, Any]]) -> list[str]:
         "key, 3 cues each, 384-d vectors); recalls (candidate pre-pass, activation, a 2,000-token context with",
         "paths), with `at`: 200 unscoped, 200 scoped to 50 conversations, and 50 unscoped with the pre-pass off",
         "(`exact`: every content node scored, the engine before the pre-pass; same run, same queries' generator).",
-        "The pre-pass (memory/candidates.py, above memory.prepass_from = 50,000 content in the memory) takes the best",
+        "The pre-pass (memory/candidates.py, above recall.prepass_from = 50,000 content in the memory) takes the best",
         "300 by BM25 over the keys, by key similarity from k-means lists of the key vectors (memory/dense_lists.py:",
         "~sqrt(n) lists in a 64-d projection, n/64 of them read per query, rescored exactly) and through the",
         "query's cues, widens them to their conversations and NEXT/PREV turns (at most 6,000 content), and runs",

@@ -1,11 +1,11 @@
 """The cluster stage: segment embeddings -> topics (UMAP -> HDBSCAN, tuned by Optuna), weighted BELONGS_TO links.
 
-The six steps: open a stage run; read the current segments' vectors (written by the embed stage under the
-configured model) and the concepts'; compute (cluster.tuning: the study on a seeded sample, stored in
-optuna.db under the data dir and reused when the inputs are the same; cluster.topics: final fit, outlier
-handling, c-TF-IDF labels, LLM names when extract.llm is set, the 2-D map); check the links (`_check`: weights
-finite in 0..1, every link to a known topic, no empty topic); replace this run's rows in staging.db in one
-transaction; close the stage run with counts, or record the failure.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): read the current segments' vectors (written
+by the embed stage under the configured model) and the concepts'; compute (cluster.tuning: the study on a
+seeded sample, stored in optuna.db under the data dir and reused when the inputs are the same; cluster.topics:
+final fit, outlier handling, c-TF-IDF labels, LLM names when extract.llm is set, the 2-D map); check the links
+(`_check`: weights finite in 0..1, every link to a known topic, no empty topic); replace this run's rows in
+staging.db in one transaction; return the counts.
 
 Fewer points than `cluster.min_points` (a tiny archive, a test): nothing to tune, so the stage records a
 skipped run with a note instead of forcing a meaningless clustering.
@@ -18,25 +18,24 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from clients.batches import MapBatches, map_in_process
 from clients.embedders import Embedder, embedder_key
-from clients.progress import ProgressFactory, bar
+from clients.progress import bar
+from clients.stage import Outcome, StageContext
 from cluster import assign, describe, saved_model
 from cluster import topics as fit_topics
 from cluster.labels_llm import LabelCounts
-from cluster.tuning import Objective, budget, tune
-from contracts.results import StageResult
-from contracts.settings import Settings, section_dump
+from cluster.tuning import Objective, Tuned, budget, tune
+from contracts.settings import Settings
 from staging import concepts as concept_store
 from staging import embeddings as vectors
 from staging import segments as segment_store
 from staging import topics as store
-from staging.ledger import StageRun
-from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 
@@ -48,188 +47,246 @@ def optuna_url(settings: Settings) -> str:
     return f"sqlite:///{(settings.data_dir / 'optuna.db').absolute()}"
 
 
-def run(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
-    *,
-    run_id: str,
-    settings: Settings,
-    progress: ProgressFactory | None = None,
-    embedder: Embedder | None = None,
-    map_batches: MapBatches = map_in_process,
-) -> StageResult:
+def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
     """Cluster the current segments into topics and link segments and concepts to them; the points the final
-    fit was not made on are placed through `map_batches` (in this process unless the runner says otherwise)."""
+    fit was not made on are placed through `ctx.map_batches` (in this process unless the runner says otherwise)."""
+    archive, staging, run_id, settings = ctx.archive, ctx.staging, ctx.run_id, ctx.settings
+    map_batches = ctx.map_batches or map_in_process
     key = embedder.key if embedder is not None else embedder_key(settings.embed)
+    seconds: dict[str, float] = {}
+    with _timed(seconds, "plan"):
+        found, why_refit = assign.plan(staging, settings, key, run_id)
+    if found is not None:
+        try:
+            return _run_assigned(archive, staging, run_id, settings, key, found, map_batches, seconds)
+        except assign.TopicEmptied as exc:
+            why_refit = f"{exc}: tuned and fitted again"
+    with _timed(seconds, "read"):
+        points = _read_points(staging, key)
+    notes = [f"model: {key}"] + ([f"full run: {why_refit}"] if why_refit else [])
+    if points.without_vector:
+        notes.append(f"{points.without_vector} segment(s) without a vector (empty, or not embedded)")
     cfg = settings.cluster
-    fingerprint = f"{key}:{segment_store.current_segments_fingerprint(staging)}"
-    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=section_dump(cfg)) as ledger:
-        seconds: dict[str, float] = {}
-        with _timed(seconds, "plan"):
-            found, why_refit = assign.plan(staging, settings, key, run_id)
-        if found is not None:
-            try:
-                return _run_assigned(archive, staging, ledger, run_id, settings, key, found, map_batches, seconds)
-            except assign.TopicEmptied as exc:
-                why_refit = f"{exc}: tuned and fitted again"
-        with _timed(seconds, "read"):
-            members: dict[str, tuple[str, ...]] = {}
-            conversation_of: dict[str, str] = {}
-            for segment in segment_store.iter_current_segments(staging):
-                members[segment.segment_id] = segment.message_ids
-                conversation_of[segment.segment_id] = segment.conversation_id
-            segment_ids = list(members)
-            ids, points = vectors.item_matrix(staging, "segment", key, segment_ids)
-            keep = np.linalg.norm(points, axis=1) > 0 if len(ids) else np.zeros(0, dtype=bool)
-            ids = [i for i, k in zip(ids, keep, strict=True) if k]
-            points = points[keep] if len(ids) else points
-        notes = [f"model: {key}"] + ([f"full run: {why_refit}"] if why_refit else [])
-        if len(segment_ids) > len(ids):
-            notes.append(f"{len(segment_ids) - len(ids)} segment(s) without a vector (empty, or not embedded)")
-        distinct = _distinct_rows(points, enough=cfg.min_points)
-        if distinct < cfg.min_points:
-            same = f" ({distinct} distinct)" if distinct < len(ids) else ""
-            notes.append(
-                f"{len(ids)} segment vector(s){same}, fewer than cluster.min_points={cfg.min_points}: not clustered"
-            )
-            store.write_run(
-                staging, run_id, {"status": "skipped", "model": key, "points": len(ids), "topics": 0, "notes": notes}
-            )
-            counts = {"points": len(ids), "topics": 0, "trials_run": 0, "trials_reused": 0, "links": 0}
-            return finish(ledger, rows_in=len(ids), rows_out=1, counts=counts, notes=notes, skipped=True)
+    distinct = _distinct_rows(points.matrix, enough=cfg.min_points)
+    if distinct < cfg.min_points:
+        return _not_clustered(staging, run_id, key, points, distinct, cfg.min_points, notes)
+    tuned, sample = _tune(ctx, points, key, seconds, notes)
+    fitted = _fit(ctx, points, tuned, key, map_batches, seconds, notes)
+    with _timed(seconds, "map"):
+        shown = sample[fit_topics.seeded_sample(len(sample), MAP_MAX, cfg.seed)]
+        xy = fit_topics.map_layout(points.matrix[shown], tuned.best.n_neighbors, cfg.seed)
+        labels, ids = fitted.labels, points.ids
+        map_rows = [(ids[i], float(x), float(y), int(labels[i])) for i, (x, y) in zip(shown, xy, strict=True)]
+    outlier_share = float(np.mean(labels == -1))
+    summary = {
+        "status": "clustered",
+        "model": key,
+        "study_name": tuned.study_name,
+        "points": len(ids),
+        "topics": len(fitted.topic_rows),
+        "outlier_share": round(outlier_share, 6),
+        "outlier_share_raw": round(float(np.mean(fitted.fit.labels == -1)), 6),
+        "validity": round(fitted.fit.validity, 6),
+        "params": {**_asdict(tuned.best), "objective": round(tuned.best_value, 6), "fit_run": run_id},
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+        "notes": notes,
+    }
+    _check(fitted.topic_rows, fitted.links)
+    with _timed(seconds, "save_model"):
+        _save_model(settings, run_id, key, len(ids), fitted)
+    with _timed(seconds, "write"):
+        store.write_run(staging, run_id, summary, fitted.topic_rows, fitted.links, map_rows)
+    saved_model.prune(settings.data_dir, keep=run_id)
+    counts = {
+        "points": len(ids),
+        "topics": len(fitted.topic_rows),
+        "outliers": int(np.sum(labels == -1)),
+        "outliers_reassigned": int(sum(s == "reassigned" for s in fitted.source)),
+        "outlier_share_pct": round(100 * outlier_share),
+        "trials_run": tuned.trials_run,
+        "trials_reused": len([t for t in tuned.trials if t.state == "COMPLETE"]) - tuned.trials_run,
+        "links": len(fitted.links),
+        "concept_links": sum(1 for link in fitted.links if link[0] == "concept"),
+        "llm_label_calls": fitted.named.calls,
+        "llm_labels_cached": fitted.named.cached,
+        "llm_labels_failed": fitted.named.failed,
+        "incremental": 0,
+        "segments_placed": 0,
+    }
+    log.info("cluster - %s; %s", counts, summary["seconds"])
+    rows_out = len(fitted.links) + len(fitted.topic_rows)
+    return Outcome(rows_in=len(ids), rows_out=rows_out, counts=counts, notes=notes)
 
-        objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics, outlier_quantile=cfg.outlier_quantile)
-        sample = fit_topics.seeded_sample(len(ids), cfg.sample_size, cfg.seed)
-        groups = _conversation_groups([conversation_of[ids[i]] for i in sample])
-        n_trials, timeout_s = budget(len(sample), cfg.n_trials, cfg.timeout_s)
-        with _timed(seconds, "tune"), bar(progress, "cluster trials", n_trials) as advance:
-            tuned = tune(
-                points[sample],
-                storage_url=optuna_url(settings),
-                seed=cfg.seed,
-                n_trials=n_trials,
-                objective=objective,
-                groups=groups,
-                tag=key,
-                timeout_s=timeout_s,
-                on_trial=advance,
-            )
-        complete = sum(t.state == "COMPLETE" for t in tuned.trials)
-        if complete < n_trials:
-            notes.append(
-                f"tuning stopped after {complete} of {n_trials} trials (time cap {timeout_s or 0:.0f} s):"
-                " a re-run continues the stored study"
-            )
-        trials = [
-            {"number": t.number, "state": t.state, "value": t.value, "params": t.params, **t.attrs}
-            for t in tuned.trials
-        ]
-        store.write_trials(staging, run_id, tuned.study_name, trials)
-        with _timed(seconds, "fit"):
-            fit = fit_topics.fit_all(points, tuned.best, seed=cfg.seed, fit_max=cfg.fit_max, map_batches=map_batches)
-        raw_noise = float(np.mean(fit.labels == -1))
-        labels, weights, source = fit.labels, fit.weights, list(fit.source)
-        with _timed(seconds, "outliers"):
-            reference = fit_topics.outlier_reference(points, labels)
-            if cfg.outlier_quantile is not None:
-                labels, weights, moved = fit_topics.reassign_with(
-                    points, labels, weights, cfg.outlier_quantile, *reference
-                )
-                for i in np.flatnonzero(moved):
-                    source[i] = "reassigned"
-            labels = fit_topics.renumber(labels)
-        with _timed(seconds, "labels"):
-            topic_rows = describe.describe_topics(archive, members, points, labels, ids, key, settings)
-        named = LabelCounts()
-        if cfg.llm_labels and settings.extract.llm is not None and topic_rows:
-            with _timed(seconds, "llm_labels"):
-                describe.name_topics(archive, staging, members, topic_rows, settings.extract.llm, named, run_id)
-            if named.failed:
-                notes.append(f"{named.failed} topic(s) kept their keyword label: the LLM gave no usable name")
-        uids = {t["topic"]: t["topic_uid"] for t in topic_rows}
-        links = [
-            ("segment", ids[i], int(labels[i]), uids[int(labels[i])], fit_topics.unit_weight(weights[i]), source[i])
-            for i in np.flatnonzero(labels >= 0)
-        ]
-        with _timed(seconds, "concepts"):
-            missing: list[int] = []
-            centres = fit_topics.centroids(points, labels)
-            links += _concept_links(staging, fit, key, labels, centres, uids, missing)
-            if missing:
-                notes.append(f"{missing[0]} concept(s) without a vector got no topic: run the embed_concepts stage")
-        with _timed(seconds, "map"):
-            shown = sample[fit_topics.seeded_sample(len(sample), MAP_MAX, cfg.seed)]
-            xy = fit_topics.map_layout(points[shown], tuned.best.n_neighbors, cfg.seed)
-            map_rows = [(ids[i], float(x), float(y), int(labels[i])) for i, (x, y) in zip(shown, xy, strict=True)]
-        outlier_share = float(np.mean(labels == -1))
-        summary = {
-            "status": "clustered",
-            "model": key,
-            "study_name": tuned.study_name,
-            "points": len(ids),
-            "topics": len(topic_rows),
-            "outlier_share": round(outlier_share, 6),
-            "outlier_share_raw": round(raw_noise, 6),
-            "validity": round(fit.validity, 6),
-            "params": {**_asdict(tuned.best), "objective": round(tuned.best_value, 6), "fit_run": run_id},
-            "seconds": {k: round(v, 3) for k, v in seconds.items()},
-            "notes": notes,
-        }
-        _check(topic_rows, links)
-        with _timed(seconds, "save_model"):
-            topic_of = _old_to_new(fit.labels, labels)
-            saved_model.save(
-                settings.data_dir,
-                saved_model.SavedModel(
-                    version=saved_model.MODEL_VERSION,
-                    fit_run=run_id,
-                    model=key,
-                    settings=saved_model.settings_digest(cfg),
-                    points=len(ids),
-                    reducer=fit.reducer,
-                    clusterer=fit.clusterer,
-                    topic_of=topic_of,
-                    reference=saved_model.OutlierReference(
-                        {topic_of[t]: c for t, c in reference[0].items() if t in topic_of},
-                        {topic_of[t]: m for t, m in reference[1].items() if t in topic_of},
-                    ),
-                    centres=centres,
-                ),
-            )
-        with _timed(seconds, "write"):
-            store.write_run(staging, run_id, summary, topic_rows, links, map_rows)
-        saved_model.prune(settings.data_dir, keep=run_id)
-        counts = {
-            "points": len(ids),
-            "topics": len(topic_rows),
-            "outliers": int(np.sum(labels == -1)),
-            "outliers_reassigned": int(sum(s == "reassigned" for s in source)),
-            "outlier_share_pct": round(100 * outlier_share),
-            "trials_run": tuned.trials_run,
-            "trials_reused": len([t for t in tuned.trials if t.state == "COMPLETE"]) - tuned.trials_run,
-            "links": len(links),
-            "concept_links": sum(1 for link in links if link[0] == "concept"),
-            "llm_label_calls": named.calls,
-            "llm_labels_cached": named.cached,
-            "llm_labels_failed": named.failed,
-            "incremental": 0,
-            "segments_placed": 0,
-        }
-        log.info("cluster - %s; %s", counts, summary["seconds"])
-        return finish(ledger, rows_in=len(ids), rows_out=len(links) + len(topic_rows), counts=counts, notes=notes)
+
+@dataclass(slots=True)
+class _Points:
+    """The current segments' vectors under one model (zero vectors left out), and what each segment holds."""
+
+    ids: list[str]
+    matrix: np.ndarray[Any, Any]
+    members: dict[str, tuple[str, ...]]  # segment id -> its message ids
+    conversation_of: dict[str, str]
+    without_vector: int  # current segments with no (or a zero) vector
+
+
+def _read_points(staging: sqlite3.Connection, key: str) -> _Points:
+    members: dict[str, tuple[str, ...]] = {}
+    conversation_of: dict[str, str] = {}
+    for segment in segment_store.iter_current_segments(staging):
+        members[segment.segment_id] = segment.message_ids
+        conversation_of[segment.segment_id] = segment.conversation_id
+    ids, points = vectors.item_matrix(staging, "segment", key, list(members))
+    keep = np.linalg.norm(points, axis=1) > 0 if len(ids) else np.zeros(0, dtype=bool)
+    ids = [i for i, k in zip(ids, keep, strict=True) if k]
+    points = points[keep] if len(ids) else points
+    return _Points(ids, points, members, conversation_of, len(members) - len(ids))
+
+
+def _not_clustered(
+    staging: sqlite3.Connection,
+    run_id: str,
+    key: str,
+    points: _Points,
+    distinct: int,
+    min_points: int,
+    notes: list[str],
+) -> Outcome:
+    """Too few distinct points to tune anything: a skipped run with a note, no topics."""
+    n = len(points.ids)
+    same = f" ({distinct} distinct)" if distinct < n else ""
+    notes.append(f"{n} segment vector(s){same}, fewer than cluster.min_points={min_points}: not clustered")
+    store.write_run(staging, run_id, {"status": "skipped", "model": key, "points": n, "topics": 0, "notes": notes})
+    counts = {"points": n, "topics": 0, "trials_run": 0, "trials_reused": 0, "links": 0}
+    return Outcome(rows_in=n, rows_out=1, counts=counts, notes=notes, skipped=True)
+
+
+def _tune(
+    ctx: StageContext, points: _Points, key: str, seconds: dict[str, float], notes: list[str]
+) -> tuple[Tuned, np.ndarray[Any, Any]]:
+    """The Optuna study on a seeded sample (stored in optuna.db, continued by a re-run); its trials recorded."""
+    cfg = ctx.settings.cluster
+    objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics, outlier_quantile=cfg.outlier_quantile)
+    sample = fit_topics.seeded_sample(len(points.ids), cfg.sample_size, cfg.seed)
+    groups = _conversation_groups([points.conversation_of[points.ids[i]] for i in sample])
+    n_trials, timeout_s = budget(len(sample), cfg.n_trials, cfg.timeout_s)
+    with _timed(seconds, "tune"), bar(ctx.progress, "cluster trials", n_trials) as advance:
+        tuned = tune(
+            points.matrix[sample],
+            storage_url=optuna_url(ctx.settings),
+            seed=cfg.seed,
+            n_trials=n_trials,
+            objective=objective,
+            groups=groups,
+            tag=key,
+            timeout_s=timeout_s,
+            on_trial=advance,
+        )
+    complete = sum(t.state == "COMPLETE" for t in tuned.trials)
+    if complete < n_trials:
+        notes.append(
+            f"tuning stopped after {complete} of {n_trials} trials (time cap {timeout_s or 0:.0f} s):"
+            " a re-run continues the stored study"
+        )
+    trials = [
+        {"number": t.number, "state": t.state, "value": t.value, "params": t.params, **t.attrs} for t in tuned.trials
+    ]
+    store.write_trials(ctx.staging, ctx.run_id, tuned.study_name, trials)
+    return tuned, sample
+
+
+@dataclass(slots=True)
+class _Fitted:
+    """The final fit and what it gives: labels after outlier handling, topics, links."""
+
+    fit: fit_topics.Fit
+    labels: np.ndarray[Any, Any]
+    source: list[str]
+    reference: tuple[dict[int, np.ndarray[Any, Any]], dict[int, np.ndarray[Any, Any]]]  # outlier_reference
+    centres: dict[int, np.ndarray[Any, Any]]
+    topic_rows: list[dict[str, Any]]
+    links: list[tuple[str, str, int, str, float, str]]
+    named: LabelCounts
+
+
+def _fit(
+    ctx: StageContext,
+    points: _Points,
+    tuned: Tuned,
+    key: str,
+    map_batches: MapBatches,
+    seconds: dict[str, float],
+    notes: list[str],
+) -> _Fitted:
+    """Fit on every point with the best parameters, handle outliers, describe and name the topics, link the
+    segments and the concepts to them."""
+    archive, staging, settings, cfg = ctx.archive, ctx.staging, ctx.settings, ctx.settings.cluster
+    matrix, ids = points.matrix, points.ids
+    with _timed(seconds, "fit"):
+        fit = fit_topics.fit_all(matrix, tuned.best, seed=cfg.seed, fit_max=cfg.fit_max, map_batches=map_batches)
+    labels, weights, source = fit.labels, fit.weights, list(fit.source)
+    with _timed(seconds, "outliers"):
+        reference = fit_topics.outlier_reference(matrix, labels)
+        if cfg.outlier_quantile is not None:
+            labels, weights, moved = fit_topics.reassign_with(matrix, labels, weights, cfg.outlier_quantile, *reference)
+            for i in np.flatnonzero(moved):
+                source[i] = "reassigned"
+        labels = fit_topics.renumber(labels)
+    with _timed(seconds, "labels"):
+        topic_rows = describe.describe_topics(archive, points.members, matrix, labels, ids, key, settings)
+    named = LabelCounts()
+    if cfg.llm_labels and settings.extract.llm is not None and topic_rows:
+        with _timed(seconds, "llm_labels"):
+            describe.name_topics(archive, staging, points.members, topic_rows, settings.extract.llm, named, ctx.run_id)
+        if named.failed:
+            notes.append(f"{named.failed} topic(s) kept their keyword label: the LLM gave no usable name")
+    uids = {t["topic"]: t["topic_uid"] for t in topic_rows}
+    links = [
+        ("segment", ids[i], int(labels[i]), uids[int(labels[i])], fit_topics.unit_weight(weights[i]), source[i])
+        for i in np.flatnonzero(labels >= 0)
+    ]
+    with _timed(seconds, "concepts"):
+        missing: list[int] = []
+        centres = fit_topics.centroids(matrix, labels)
+        links += _concept_links(staging, fit, key, labels, centres, uids, missing)
+        if missing:
+            notes.append(f"{missing[0]} concept(s) without a vector got no topic: run the embed_concepts stage")
+    return _Fitted(fit, labels, source, reference, centres, topic_rows, links, named)
+
+
+def _save_model(settings: Settings, run_id: str, key: str, points: int, fitted: _Fitted) -> None:
+    """The fitted model, for the incremental runs that place new segments in its topics (cluster/assign.py)."""
+    topic_of = _old_to_new(fitted.fit.labels, fitted.labels)
+    centres, member_sims = fitted.reference
+    saved_model.save(
+        settings.data_dir,
+        saved_model.SavedModel(
+            version=saved_model.MODEL_VERSION,
+            fit_run=run_id,
+            model=key,
+            settings=saved_model.settings_digest(settings.cluster),
+            points=points,
+            reducer=fitted.fit.reducer,
+            clusterer=fitted.fit.clusterer,
+            topic_of=topic_of,
+            reference=saved_model.OutlierReference(
+                {topic_of[t]: c for t, c in centres.items() if t in topic_of},
+                {topic_of[t]: m for t, m in member_sims.items() if t in topic_of},
+            ),
+            centres=fitted.centres,
+        ),
+    )
 
 
 def _run_assigned(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
-    ledger: StageRun,
     run_id: str,
     settings: Settings,
     key: str,
     found: assign.Plan,
     map_batches: MapBatches,
     seconds: dict[str, float],
-) -> StageResult:
+) -> Outcome:
     """The incremental path (cluster/assign.py): new segments and concepts placed in the saved model's topics."""
     cfg = settings.cluster
     with _timed(seconds, "assign"):
@@ -272,8 +329,7 @@ def _run_assigned(
         "llm_labels_failed": named.failed,
     }
     log.info("cluster - incremental: %s; %s", counts, done.summary["seconds"])
-    return finish(
-        ledger,
+    return Outcome(
         rows_in=len(found.new_segments),
         rows_out=len(done.links) + len(done.topics),
         counts=counts,

@@ -1,14 +1,13 @@
 """The embed stage: every current segment's messages and the segments themselves, as vectors (the concepts'
 vectors are the embed_concepts stage's, cluster/stage_embed_concepts.py, which runs once the concepts exist).
 
-The six steps: open a stage run; read the current segments not yet embedded from their present content
-(staging.db `embedded_segments`: a re-run with a small new dump reads only the new or changed segments) and
-their messages' texts (archive.db) a chunk at a time; embed what the cache does not have
-(`clients.embed_cache.embed_cached`: keyed by the text's sha256 and the model, so a re-run embeds nothing
-unchanged) and derive each segment's vector from its messages'; check every vector is finite; write vectors and
-item rows in batches (idempotent upserts), then mark the chunk's segments embedded (a run killed before that
-redoes them); close the stage run with counts, or record the failure and raise a StageError with the re-run
-command.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): read the current segments not yet embedded
+from their present content (staging.db `embedded_segments`: a re-run with a small new dump reads only the new
+or changed segments) and their messages' texts (archive.db) a chunk at a time; embed what the cache does not
+have (`clients.embed_cache.embed_cached`: keyed by the text's sha256 and the model, so a re-run embeds nothing
+unchanged) and derive each segment's vector from its messages'; check every vector is finite; write vectors
+and item rows in batches (idempotent upserts), then mark the chunk's segments embedded (a run killed before
+that redoes them); return the counts.
 """
 
 from __future__ import annotations
@@ -32,11 +31,10 @@ from clients.embed_cache import (
 )
 from clients.embedders import Embedder, build_embedder
 from clients.progress import ProgressFactory
-from contracts.results import StageResult
-from contracts.settings import Settings, section_dump
+from clients.stage import Outcome, StageContext
+from contracts.settings import Settings
 from staging import embeddings as store
 from staging import segments as segment_store
-from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 
@@ -45,76 +43,65 @@ CHUNK_MESSAGES = 20000  # messages read, embedded and written per round: memory 
 AHEAD = 1  # chunks handed to worker processes before the one being written (none in-process)
 
 
-def run(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
-    *,
-    run_id: str,
-    settings: Settings,
-    progress: ProgressFactory | None = None,
-    embedder: Embedder | None = None,
-    map_batches: MapBatches = map_in_process,
-) -> StageResult:
+def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
     """Embed the current segments' messages and the segments under the configured model; the model calls go
-    through `map_batches` (embed.write_batch texts a batch), in this process unless the runner says otherwise
-    (Dask, or local worker processes for the static model)."""
+    through `ctx.map_batches` (embed.write_batch texts a batch), in this process unless the runner says
+    otherwise (Dask, or local worker processes for the static model)."""
+    archive, staging, run_id, settings, progress = ctx.archive, ctx.staging, ctx.run_id, ctx.settings, ctx.progress
+    map_batches = ctx.map_batches or map_in_process
     if map_batches is not map_in_process and not settings.runner.distributed and not _cpu_bound(settings, embedder):
         # local worker processes help the static model only: onnx already uses every core, an endpoint waits
         map_batches = map_in_process
     embedder = embedder or build_embedder(settings.embed)
-    fingerprint = f"{embedder.key}:{segment_store.current_segments_fingerprint(staging)}"
-    config = section_dump(settings.embed)
-    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
-        counts = EmbedCounts()
-        forgotten = store.forget_retired_segments(staging)
-        segments = segment_store.count_current(staging)
-        # Streamed, not listed: at 1M messages the current segments' message ids alone are ~150 MB.
-        todo = 0
-        message_items = segment_items = 0
-        in_flight: set[str] = set()
-        ahead = 0 if map_batches is map_in_process else AHEAD
+    counts = EmbedCounts()
+    forgotten = store.forget_retired_segments(staging)
+    segments = segment_store.count_current(staging)
+    # Streamed, not listed: at 1M messages the current segments' message ids alone are ~150 MB.
+    todo = 0
+    message_items = segment_items = 0
+    in_flight: set[str] = set()
+    ahead = 0 if map_batches is map_in_process else AHEAD
 
-        def started() -> Iterator[_Chunk]:
-            nonlocal todo
-            chunk: list[segment_store.SegmentRow] = []
-            size = 0
-            for segment in segment_store.iter_current_segments(staging, unless_embedded_under=embedder.key):
-                todo += 1
-                chunk.append(segment)
-                size += len(segment.message_ids)
-                if size >= CHUNK_MESSAGES:
-                    yield _start(archive, staging, embedder, settings, chunk, counts, map_batches, in_flight)
-                    chunk, size = [], 0
-            if chunk:
+    def started() -> Iterator[_Chunk]:
+        nonlocal todo
+        chunk: list[segment_store.SegmentRow] = []
+        size = 0
+        for segment in segment_store.iter_current_segments(staging, unless_embedded_under=embedder.key):
+            todo += 1
+            chunk.append(segment)
+            size += len(segment.message_ids)
+            if size >= CHUNK_MESSAGES:
                 yield _start(archive, staging, embedder, settings, chunk, counts, map_batches, in_flight)
+                chunk, size = [], 0
+        if chunk:
+            yield _start(archive, staging, embedder, settings, chunk, counts, map_batches, in_flight)
 
-        # With workers, the next chunk's texts are in their hands while this process writes the current one's.
-        for work in ahead_of(started(), ahead):
-            m, s = _finish(staging, embedder, run_id, work, counts, progress)
-            message_items, segment_items = message_items + m, segment_items + s
-        notes = [] if segments else ["no current segments: run the segment stage first"]
-        result = {
-            "segments": segments,
-            "segments_unchanged": segments - todo,
-            "segments_embedded": todo,
-            "texts": counts.texts,
-            "texts_cached": counts.cached,
-            "texts_embedded": counts.embedded,
-            "vectors_written": counts.written,
-            "message_items_changed": message_items,
-            "segment_items_changed": segment_items,
-            "retired_segments_forgotten": forgotten,
-        }
-        log.info("embed - %s with %s", result, embedder.key)
-        changed = counts.written + message_items + segment_items
-        return finish(
-            ledger,
-            rows_in=counts.texts,
-            rows_out=changed,
-            counts=result,
-            notes=[*notes, f"model: {embedder.key}"],
-            skipped=changed == 0,
-        )
+    # With workers, the next chunk's texts are in their hands while this process writes the current one's.
+    for work in ahead_of(started(), ahead):
+        m, s = _finish(staging, embedder, run_id, work, counts, progress)
+        message_items, segment_items = message_items + m, segment_items + s
+    notes = [] if segments else ["no current segments: run the segment stage first"]
+    result = {
+        "segments": segments,
+        "segments_unchanged": segments - todo,
+        "segments_embedded": todo,
+        "texts": counts.texts,
+        "texts_cached": counts.cached,
+        "texts_embedded": counts.embedded,
+        "vectors_written": counts.written,
+        "message_items_changed": message_items,
+        "segment_items_changed": segment_items,
+        "retired_segments_forgotten": forgotten,
+    }
+    log.info("embed - %s with %s", result, embedder.key)
+    changed = counts.written + message_items + segment_items
+    return Outcome(
+        rows_in=counts.texts,
+        rows_out=changed,
+        counts=result,
+        notes=[*notes, f"model: {embedder.key}"],
+        skipped=changed == 0,
+    )
 
 
 @dataclass(slots=True)

@@ -5,25 +5,23 @@ concept to a topic by its vector, and recall will look concepts up by meaning. I
 (same model, same cache: `clients.embed_cache`, keyed by the text's sha256 and the model) under its own stage
 run, because concepts only exist once extraction and the concept loop have run.
 
-The steps: open a stage run; read the live concepts; embed `title: description` for those the cache lacks;
-point each concept's item row at its vector (idempotent upserts); close with counts (skipped when nothing
-changed), or record the failure and raise a StageError with the re-run command.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): read the live concepts; embed `title:
+description` for those the cache lacks; point each concept's item row at its vector (idempotent upserts);
+return the counts (skipped when nothing changed).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import sqlite3
 
 from clients.embed_cache import EmbedCounts, embed_cached
 from clients.embedders import Embedder, build_embedder
 from clients.progress import ProgressFactory
-from contracts.results import StageResult
-from contracts.settings import Settings, section_dump
+from clients.stage import Outcome, StageContext
+from contracts.settings import Settings
 from staging import concepts as concept_store
 from staging import embeddings as store
-from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 
@@ -41,42 +39,28 @@ def live_concepts(staging: sqlite3.Connection) -> list[concept_store.ConceptRow]
     return [c for c in concept_store.load_concepts(staging).values() if c.merged_into is None]
 
 
-def run(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
-    *,
-    run_id: str,
-    settings: Settings,
-    progress: ProgressFactory | None = None,
-    embedder: Embedder | None = None,
-) -> StageResult:
+def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
     """Embed every live concept's title and description under the configured model (cached by text)."""
-    embedder = embedder or build_embedder(settings.embed)
-    concepts = live_concepts(staging)
-    texts = sorted(f"{c.concept_id}\0{concept_text(c.title, c.description)}" for c in concepts)
-    fingerprint = f"{embedder.key}:{hashlib.sha256(chr(1).join(texts).encode()).hexdigest()}"
-    with stage_run(
-        staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=section_dump(settings.embed)
-    ) as ledger:
-        counts = EmbedCounts()
-        changed = embed_concepts(staging, embedder, run_id, settings, counts, progress, concepts)
-        result = {
-            "concepts": len(concepts),
-            "texts_cached": counts.cached,
-            "texts_embedded": counts.embedded,
-            "vectors_written": counts.written,
-            "concept_items_changed": changed,
-        }
-        log.info("embed_concepts - %s with %s", result, embedder.key)
-        notes = [f"model: {embedder.key}"] if concepts else ["no concepts: run the concepts stage first"]
-        return finish(
-            ledger,
-            rows_in=len(concepts),
-            rows_out=counts.written + changed,
-            counts=result,
-            notes=notes,
-            skipped=counts.written + changed == 0,
-        )
+    embedder = embedder or build_embedder(ctx.settings.embed)
+    concepts = live_concepts(ctx.staging)
+    counts = EmbedCounts()
+    changed = embed_concepts(ctx.staging, embedder, ctx.run_id, ctx.settings, counts, ctx.progress, concepts)
+    result = {
+        "concepts": len(concepts),
+        "texts_cached": counts.cached,
+        "texts_embedded": counts.embedded,
+        "vectors_written": counts.written,
+        "concept_items_changed": changed,
+    }
+    log.info("embed_concepts - %s with %s", result, embedder.key)
+    notes = [f"model: {embedder.key}"] if concepts else ["no concepts: run the concepts stage first"]
+    return Outcome(
+        rows_in=len(concepts),
+        rows_out=counts.written + changed,
+        counts=result,
+        notes=notes,
+        skipped=counts.written + changed == 0,
+    )
 
 
 def embed_concepts(

@@ -42,7 +42,7 @@ EndTime = Annotated[datetime | None, _reader(end_of_day=True)]
 PLAIN_DATE_START = " A plain date (2024-05-01) means the start of that day (UTC when no zone is given)."
 PLAIN_DATE_END = " A plain date (2024-05-01) means the end of that day (UTC when no zone is given)."
 
-# The largest token budget a recall accepts: the request contract, the CLI options and memory.budget_tokens share it,
+# The largest token budget a recall accepts: the request contract, the CLI options and recall.budget_tokens share it,
 # so an over-large budget is a one-line usage error wherever it is given, never a validation traceback.
 MAX_BUDGET_TOKENS = 200_000
 

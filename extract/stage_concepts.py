@@ -1,11 +1,11 @@
 """The concepts stage: every current extraction's hypotheses through the concept loop into the concept store.
 
-The six steps: open a stage run; read the current extraction of every current segment (oldest segment first)
-and skip the hypotheses already handled (`concept_inputs`), so a re-run with nothing new does nothing; compute
-with `extract.concept_loop` (decisions) and `extract.resolve` (matching); write in batches, each one
-transaction that holds its concepts, evidence, relations, transitions and handled inputs, so a killed run
-resumes where it stopped; validate the store (no two concepts with one title, every live concept with
-evidence, every merge pointer resolvable); close with counts, or record the failure with the re-run command.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): read the current extraction of every current
+segment (oldest segment first) and skip the hypotheses already handled (`concept_inputs`), so a re-run with
+nothing new does nothing; compute with `extract.concept_loop` (decisions) and `extract.resolve` (matching);
+write in batches, each one transaction that holds its concepts, evidence, relations, transitions and handled
+inputs, so a killed run resumes where it stopped; validate the store (no two concepts with one title, every
+live concept with evidence, every merge pointer resolvable); return the counts.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from clients.embedders import build_embedder
+from clients.stage import Outcome, StageContext
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import StageError
-from contracts.results import StageResult
-from contracts.settings import Settings
 from extract.concept_loop import ConceptLoop
 from extract.name_similarity import EmbeddingSimilarity
 from extract.resolve import SIMILARITIES, Similarity
@@ -28,7 +27,6 @@ from staging import concepts as store
 from staging import extractions as extraction_store
 from staging.db import Transaction
 from staging.extractions import CurrentExtraction
-from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 Prepare = Callable[[Iterable[str]], None]  # embeds names ahead of the loop's transaction
@@ -36,49 +34,37 @@ Prepare = Callable[[Iterable[str]], None]  # embeds names ahead of the loop's tr
 STAGE = "concepts"
 
 
-def run(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
-    *,
-    run_id: str,
-    settings: Settings,
-    similarity: Similarity | None = None,
-) -> StageResult:
+def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
     """Resolve every new hypothesis against the concept store (`similarity`: the third matching step)."""
-    config = settings.concepts.model_dump(mode="json")
-    fingerprint = extraction_store.current_fingerprint(staging) + ":" + json.dumps(config, sort_keys=True)
-    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
-        prepare: Prepare | None = None
-        if similarity is None and settings.concepts.similarity == "embedding":
-            by_embedding = EmbeddingSimilarity(staging, build_embedder(settings.embed), run_id, settings)
-            similarity, prepare = by_embedding, by_embedding.prepare
-            if store.has_store(staging):  # the names the resolver starts with, in one bulk embedding
-                prepare(n for c in store.load_concepts(staging).values() for n in (c.title, *c.aliases))
-        loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
-        done = store.processed_inputs(staging)
-        batch: list[CurrentExtraction] = []
-        size = 0
-        for extraction in extraction_store.iter_current(staging):
-            batch.append(extraction)
-            size += 1
-            if size >= settings.concepts.batch_size:
-                _batch(archive, staging, loop, batch, done, prepare)
-                batch, size = [], 0
-        _batch(archive, staging, loop, batch, done, prepare)
-        with Transaction(staging):
-            loop.settle()
-        counts: Counter[str] = Counter(loop.counts)
-        counts.update(_validate(staging, run_id))
-        for name in ("hypotheses", "created", "attached", "refined", "rejected", "duplicates", "merged", "split"):
-            counts.setdefault(name, 0)
-        log.info("concepts - %s", dict(counts))
-        return finish(
-            ledger,
-            rows_in=counts["hypotheses"],
-            rows_out=counts["created"] + counts["attached"] + counts["refined"] + counts["merged"] + counts["split"],
-            counts=dict(counts),
-            skipped=counts["hypotheses"] == 0,
-        )
+    archive, staging, run_id, settings = ctx.archive, ctx.staging, ctx.run_id, ctx.settings
+    prepare: Prepare | None = None
+    if similarity is None and settings.concepts.similarity == "embedding":
+        by_embedding = EmbeddingSimilarity(staging, build_embedder(settings.embed), run_id, settings)
+        similarity, prepare = by_embedding, by_embedding.prepare
+        if store.has_store(staging):  # the names the resolver starts with, in one bulk embedding
+            prepare(n for c in store.load_concepts(staging).values() for n in (c.title, *c.aliases))
+    loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
+    done = store.processed_inputs(staging)
+    batch: list[CurrentExtraction] = []
+    for extraction in extraction_store.iter_current(staging):
+        batch.append(extraction)
+        if len(batch) >= settings.concepts.batch_size:
+            _batch(archive, staging, loop, batch, done, prepare)
+            batch = []
+    _batch(archive, staging, loop, batch, done, prepare)
+    with Transaction(staging):
+        loop.settle()
+    counts: Counter[str] = Counter(loop.counts)
+    counts.update(_validate(staging, run_id))
+    for name in ("hypotheses", "created", "attached", "refined", "rejected", "duplicates", "merged", "split"):
+        counts.setdefault(name, 0)
+    log.info("concepts - %s", dict(counts))
+    return Outcome(
+        rows_in=counts["hypotheses"],
+        rows_out=counts["created"] + counts["attached"] + counts["refined"] + counts["merged"] + counts["split"],
+        counts=dict(counts),
+        skipped=counts["hypotheses"] == 0,
+    )
 
 
 def _batch(

@@ -1,10 +1,11 @@
 """The extract stage: every current segment -> ConceptHypothesis objects, through the semantic mapper, cached.
 
-The six steps: open a stage run; read the current segments (staging) with their messages (archive); compute:
-for each batch, look up the cache (key = segment content_hash + extractor.cache_key_parts), hand only the
-uncached segments to `extractor.extract_many`, and pass every output through `extract.mapper`; validate
-(the mapper returns contract objects only); write each batch in one transaction (extractions, mapper
-decisions, the current extraction per segment); close with counts, tokens per 1k messages included.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): read the current segments (staging) with their
+messages (archive); compute: for each batch, look up the cache (key = segment content_hash +
+extractor.cache_key_parts), hand only the uncached segments to `extractor.extract_many`, and pass every output
+through `extract.mapper`; validate (the mapper returns contract objects only); write each batch in one
+transaction (extractions, mapper decisions, the current extraction per segment); return the counts, tokens per
+1k messages included (and an error when segments failed: the runner records the stage failed, with its counts).
 
 Which extractor: the offline one unless `settings.extract.llm` is set; then `extract.llm.LLMExtractor` is
 imported lazily and built as `LLMExtractor(settings.extract.llm, known_concepts=..., on_call=
@@ -30,12 +31,13 @@ from itertools import islice
 from typing import Any, cast
 
 from clients.batches import MapBatches, ahead_of, split
+from clients.stage import Outcome, StageContext
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import ConfigError
 from contracts.redact import redact_uri
-from contracts.results import StageResult
-from contracts.settings import Settings, section_dump
-from extract.batch_job import ExtractJob, Outcome
+from contracts.settings import Settings
+from extract.batch_job import ExtractJob
+from extract.batch_job import Outcome as BatchOutcome
 from extract.mapper import REJECT_RULES, KnownNames, MapperDecision, map_raw_hypotheses
 from extract.offline import OfflineExtractor
 from extract.types import (
@@ -49,7 +51,6 @@ from extract.types import (
 from staging import concepts as concept_store
 from staging import extractions as store
 from staging import segments as segment_store
-from staging.stage_run import ItemsFailed, finish, stage_run
 
 log = logging.getLogger(__name__)
 
@@ -87,76 +88,55 @@ def announce(extractor: Extractor, settings: Settings) -> str:
     return f"extractor: {extractor.name} ({where})"
 
 
-def run(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
-    *,
-    run_id: str,
-    settings: Settings,
-    extractor: Extractor | None = None,
-    map_batches: MapBatches | None = None,
-) -> StageResult:
+def run(ctx: StageContext, *, extractor: Extractor | None = None) -> Outcome:
     """Extract every current segment that has no cached extraction under the extractor's cache key.
 
-    With `map_batches` (the Dask runner, or local worker processes for the offline extractor) the uncached
+    With `ctx.map_batches` (the Dask runner, or local worker processes for the offline extractor) the uncached
     segments of each batch go out as tasks of runner.extract_batch segments (extract/batch_job.py), mapped
     there too, and their results are written in segment order; without it they go through
     `extractor.extract_many` here, as they come back."""
-    config = section_dump(settings.extract)
-    fingerprint = segment_store.current_segments_fingerprint(staging)
-    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
-        known = KnownNames(concept_store.name_index(staging))  # folded once for the whole run, not per segment
-        extractor = extractor or make_extractor(settings, staging, run_id, known)
-        parts = tuple(extractor.cache_key_parts)
-        ledger_note = announce(extractor, settings)
-        log.info("extract - %s", ledger_note)
-        counts: Counter[str] = Counter()
-        segments = segment_store.iter_current_segments(staging)
-        if map_batches is not None and not settings.runner.distributed and extractor.name != "offline":
-            # local worker processes: an LLM extractor waits on its endpoint, already concurrently (threads)
-            map_batches = None
-        spread = (
-            None if map_batches is None else Spread(map_batches, ExtractJob(settings.extract, known, parts), settings)
-        )
-        batches = iter(lambda: list(islice(segments, settings.extract.batch_size)), [])
-        started = (_start(archive, staging, extractor, parts, batch, counts, spread) for batch in batches)
-        # With workers, the next batches are in their hands while this process maps and writes the current one;
-        # still written in segment order. (No segment's cache key can be in two batches of one run: the key
-        # starts with the segment's content hash, which covers its message ids.)
-        # An LLM extractor's budget is checked as a batch starts: it is never started ahead of the writes.
-        ahead = AHEAD if spread is not None and getattr(extractor, "budget", None) is None else 0
-        for work in ahead_of(started, ahead):
-            _write(staging, run_id, extractor, parts, known, work, counts)
-        counts["segments_dropped"] = store.drop_retired(staging)
-        tokens = counts["prompt_tokens"] + counts["completion_tokens"]
-        counts["tokens_per_1k_messages"] = (
-            round(tokens * 1000 / counts["messages_sent"]) if counts["messages_sent"] else 0
-        )
-        for name in ("extractor_calls", "extracted", "failed", "not_returned", "hypotheses_kept", "mapper_decisions"):
-            counts.setdefault(name, 0)
-        notes = [ledger_note]
-        left = counts["failed"] + counts["not_returned"] + counts["not_done"]
-        if left:
-            notes.append(
-                f"{left} segment(s) not extracted (failed or budget reached);"
-                f" re-run to retry them: chatmem stage extract --run-id {run_id}"
-            )
-        if counts["failed"]:  # written all the rest; the stage is no success to skip over: the next run retries
-            raise ItemsFailed(
-                _failed_message(staging, run_id, counts["failed"], counts["segments"]),
-                rows_in=counts["segments"],
-                rows_out=counts["extracted"] + counts["failed"] + counts["not_done"],
-                counts=dict(counts),
-                notes=notes,
-            )
-        return finish(
-            ledger,
-            rows_in=counts["segments"],
-            rows_out=counts["extracted"] + counts["failed"] + counts["not_done"],
-            counts=dict(counts),
-            notes=notes,
-            skipped=counts["extractor_calls"] == 0 and counts["current_changed"] == 0,
-        )
+    archive, staging, run_id, settings = ctx.archive, ctx.staging, ctx.run_id, ctx.settings
+    known = KnownNames(concept_store.name_index(staging))  # folded once for the whole run, not per segment
+    extractor = extractor or make_extractor(settings, staging, run_id, known)
+    parts = tuple(extractor.cache_key_parts)
+    ledger_note = announce(extractor, settings)
+    log.info("extract - %s", ledger_note)
+    counts: Counter[str] = Counter()
+    segments = segment_store.iter_current_segments(staging)
+    map_batches = ctx.map_batches
+    if map_batches is not None and not settings.runner.distributed and extractor.name != "offline":
+        # local worker processes: an LLM extractor waits on its endpoint, already concurrently (threads)
+        map_batches = None
+    spread = None if map_batches is None else Spread(map_batches, ExtractJob(settings.extract, known, parts), settings)
+    batches = iter(lambda: list(islice(segments, settings.extract.batch_size)), [])
+    started = (_start(archive, staging, extractor, parts, batch, counts, spread) for batch in batches)
+    # With workers, the next batches are in their hands while this process maps and writes the current one;
+    # still written in segment order. (No segment's cache key can be in two batches of one run: the key
+    # starts with the segment's content hash, which covers its message ids.)
+    # An LLM extractor's budget is checked as a batch starts: it is never started ahead of the writes.
+    ahead = AHEAD if spread is not None and getattr(extractor, "budget", None) is None else 0
+    for work in ahead_of(started, ahead):
+        _write(staging, run_id, extractor, parts, known, work, counts)
+    counts["segments_dropped"] = store.drop_retired(staging)
+    tokens = counts["prompt_tokens"] + counts["completion_tokens"]
+    counts["tokens_per_1k_messages"] = round(tokens * 1000 / counts["messages_sent"]) if counts["messages_sent"] else 0
+    for name in ("extractor_calls", "extracted", "failed", "not_returned", "hypotheses_kept", "mapper_decisions"):
+        counts.setdefault(name, 0)
+    notes = [ledger_note]
+    left = counts["failed"] + counts["not_returned"] + counts["not_done"]
+    if left:
+        notes.append(f"{left} segment(s) not extracted (failed or budget reached); re-run to retry them: {ctx.rerun}")
+    # Segments failed: written all the rest; the stage is no success to skip over: the next run retries them.
+    error = _failed_message(staging, run_id, counts["failed"], counts["segments"]) if counts["failed"] else None
+    return Outcome(
+        rows_in=counts["segments"],
+        rows_out=counts["extracted"] + counts["failed"] + counts["not_done"],
+        counts=dict(counts),
+        notes=notes,
+        skipped=counts["extractor_calls"] == 0 and counts["current_changed"] == 0,
+        error=error,
+        unfinished=bool(counts["not_returned"] or counts["not_done"]),  # a budget: the next run goes on
+    )
 
 
 def _failed_message(staging: sqlite3.Connection, run_id: str, failed: int, segments: int) -> str:
@@ -249,7 +229,7 @@ class Spread:
 
     @staticmethod
     def _results(
-        extractor: Extractor, batches: list[Sequence[SegmentInput]], outcomes: Iterator[list[Outcome]]
+        extractor: Extractor, batches: list[Sequence[SegmentInput]], outcomes: Iterator[list[BatchOutcome]]
     ) -> Iterator[tuple[SegmentInput, ExtractionOutput | ExtractionFailure]]:
         finish = getattr(extractor, "finish", None)
         for batch, outcome in zip(batches, outcomes, strict=True):

@@ -1,10 +1,10 @@
 """The segment stage: each conversation's visible active path in archive.db, cut into segments in staging.db.
 
-The six steps: open a stage run; read each conversation's active path without texts and compare its
-fingerprint with the one it was last segmented from (unchanged: no re-work); for the changed ones read the
-texts and segment them (pure, `extract.segment`); check the invariants (every visible message in exactly one
-segment, in order); write whole conversations per transaction (idempotent upserts keyed by segment id); close
-the stage run with counts, or record the failure and raise a StageError with the re-run command.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): read each conversation's active path without
+texts and compare its fingerprint with the one it was last segmented from (unchanged: no re-work); for the
+changed ones read the texts and segment them (pure, `extract.segment`); check the invariants (every visible
+message in exactly one segment, in order); write whole conversations per transaction (idempotent upserts keyed
+by segment id); return the counts.
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 
+from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
-from contracts.results import StageResult
-from contracts.settings import Settings
 from extract.segment import PathMessage, SegmentDraft, SegmentParams, path_fingerprint, segment_conversation
 from staging import segments as store
-from staging.stage_run import finish, stage_run
 
 log = logging.getLogger(__name__)
 
@@ -27,50 +25,45 @@ STAGE = "segment"
 BATCH_MESSAGES = 5000  # changed conversations are written once this many of their messages are pending
 
 
-def run(
-    archive: sqlite3.Connection, staging: sqlite3.Connection, *, run_id: str, settings: Settings, force: bool = False
-) -> StageResult:
-    """Segment every conversation whose active path changed since it was last segmented (`force`: every one;
-    the same rows come out, written as unchanged)."""
-    params = SegmentParams(**settings.segment.model_dump())
-    fingerprint = store.archive_fingerprint(archive) + ":" + repr(params)
-    config = settings.segment.model_dump(mode="json")
-    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
-        known = {} if force else store.stored_fingerprints(staging)
-        counts: Counter[str] = Counter()
-        pending: list[tuple[str, str, list[store.SegmentRow]]] = []
-        pending_messages = 0
-        for conversation_id, metas in store.iter_active_paths(archive):
-            counts["conversations"] += 1
-            blank = [PathMessage(m.uuid, m.role, "", m.created_at, m.content_hash) for m in metas]
-            path_key = path_fingerprint(blank, params)
-            if known.get(conversation_id) == path_key:
-                counts["conversations_unchanged"] += 1
-                continue
-            texts = store.message_texts(archive, conversation_id)
-            path = [PathMessage(m.uuid, m.role, texts.get(m.uuid, ""), m.created_at, m.content_hash) for m in metas]
-            drafts = segment_conversation(conversation_id, path, params)
-            _check(run_id, conversation_id, path, drafts)
-            counts["conversations_segmented"] += 1
-            counts["messages_segmented"] += len(path)
-            counts.update(f"cuts_{d.boundary}" for d in drafts if d.boundary != "start")
-            pending.append((conversation_id, path_key, [_row(d) for d in drafts]))
-            pending_messages += len(path)
-            if pending_messages >= BATCH_MESSAGES:
-                _flush(staging, run_id, pending, counts)
-                pending, pending_messages = [], 0
-        _flush(staging, run_id, pending, counts)
-        counts["segments_current"] = store.count_current(staging)
-        for name in ("cuts_budget", "cuts_topic", "segments_written", "segments_unchanged", "segments_retired"):
-            counts.setdefault(name, 0)
-        log.info("segment - %s", dict(counts))
-        return finish(
-            ledger,
-            rows_in=counts["messages_segmented"],
-            rows_out=counts["segments_written"] + counts["segments_retired"],
-            counts=dict(counts),
-            skipped=counts["conversations_segmented"] == 0,
-        )
+def run(ctx: StageContext) -> Outcome:
+    """Segment every conversation whose active path changed since it was last segmented (`ctx.force`: every
+    one; the same rows come out, written as unchanged)."""
+    archive, staging, run_id = ctx.archive, ctx.staging, ctx.run_id
+    params = SegmentParams(**ctx.settings.segment.model_dump())
+    known = {} if ctx.force else store.stored_fingerprints(staging)
+    counts: Counter[str] = Counter()
+    pending: list[tuple[str, str, list[store.SegmentRow]]] = []
+    pending_messages = 0
+    for conversation_id, metas in store.iter_active_paths(archive):
+        counts["conversations"] += 1
+        blank = [PathMessage(m.uuid, m.role, "", m.created_at, m.content_hash) for m in metas]
+        path_key = path_fingerprint(blank, params)
+        if known.get(conversation_id) == path_key:
+            counts["conversations_unchanged"] += 1
+            continue
+        texts = store.message_texts(archive, conversation_id)
+        path = [PathMessage(m.uuid, m.role, texts.get(m.uuid, ""), m.created_at, m.content_hash) for m in metas]
+        drafts = segment_conversation(conversation_id, path, params)
+        _check(run_id, conversation_id, path, drafts)
+        counts["conversations_segmented"] += 1
+        counts["messages_segmented"] += len(path)
+        counts.update(f"cuts_{d.boundary}" for d in drafts if d.boundary != "start")
+        pending.append((conversation_id, path_key, [_row(d) for d in drafts]))
+        pending_messages += len(path)
+        if pending_messages >= BATCH_MESSAGES:
+            _flush(staging, run_id, pending, counts)
+            pending, pending_messages = [], 0
+    _flush(staging, run_id, pending, counts)
+    counts["segments_current"] = store.count_current(staging)
+    for name in ("cuts_budget", "cuts_topic", "segments_written", "segments_unchanged", "segments_retired"):
+        counts.setdefault(name, 0)
+    log.info("segment - %s", dict(counts))
+    return Outcome(
+        rows_in=counts["messages_segmented"],
+        rows_out=counts["segments_written"] + counts["segments_retired"],
+        counts=dict(counts),
+        skipped=counts["conversations_segmented"] == 0,
+    )
 
 
 def _flush(

@@ -126,12 +126,12 @@ def eval_recall(
         graph = memory_store.read_run(staging, index.run_id)
         flat = flat_vectors(staging, index, default)
     plain = plain_keys(index, graph)
-    variants = ablations(index, plain, settings.memory) if with_ablations else None
+    variants = ablations(index, plain, settings.recall) if with_ablations else None
     report = evaluate(
         loaded,
         index,
         embedder,
-        settings.memory,
+        settings.recall,
         plain,
         flat_embedder=default,
         flat_dense=flat,

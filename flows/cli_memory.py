@@ -120,7 +120,7 @@ def _head(piece: Piece) -> str:
 @click.option(
     "--budget",
     type=click.IntRange(1, MAX_BUDGET_TOKENS),
-    help="Token budget of the context (default: memory.budget_tokens).",
+    help="Token budget of the context (default: recall.budget_tokens).",
 )
 @click.option(
     "--scope",
@@ -170,7 +170,7 @@ def recall(
     request = Request(
         query=question,
         at=parse_time(at, "--at", end_of_day=True),
-        budget_tokens=budget or settings.memory.budget_tokens,
+        budget_tokens=budget or settings.recall.budget_tokens,
         scope=parse_scope(scope),
         max_pieces=max_pieces,
         order="time" if order == "time" else "relevance",  # click.Choice: one of the two
@@ -178,7 +178,7 @@ def recall(
     # The result carries the garden's facts of the question as they stood at --at (memory/recall_facts.py):
     # the MCP tool returns this same object.
     memory = Memory.open(settings, quick_start=True)  # one question: the query model need not be optimised
-    if settings.memory.expand_with_llm and settings.extract.llm is not None:
+    if settings.recall.expand_with_llm and settings.extract.llm is not None:
         from contextlib import closing
 
         from staging import llm_calls

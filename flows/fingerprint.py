@@ -3,15 +3,18 @@ skipped with a note saying so (`--force` recomputes).
 
 A stage run's input fingerprint is a digest of
 - the stage's code: the source of its own package and of the layers below it (clients, staging, contracts);
-- its settings section, as the ledger shows it (secrets redacted);
+- its declared settings sections (`settings_sections`), as the ledger shows them (secrets redacted): the
+  stage's context holds those sections only (clients/stage.py), so nothing else it could read is left out;
 - the state of everything it `reads` (flows/registry.py): "exports" by path, size and modification time,
   "archive" by which dumps it holds and how many messages, and an earlier stage by the fingerprint of that
   stage's latest successful run. A stage that has failed or was killed since has no state to match, so
   everything after it runs. Deterministic stages given the same inputs produce the same rows, so a chain of
   equal fingerprints means equal outputs all the way down.
 
-The fingerprint is recorded when the stage finishes, of its inputs as they stand then: for ingest, whose output
-is the archive it also reads, that is the archive it left, so an unchanged dump is skipped on the next run.
+It is computed once per stage run, before the stage starts, by the runner (flows/stage_runner.py); no stage
+computes one of its own. An input the stage itself changes (`writes`: ingest's archive, which it reads and
+writes) is taken again when the stage finishes, and the stage run is recorded with the fingerprint of what it
+left, so an unchanged dump is skipped on the next run.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from contracts.settings import Settings
 from flows.registry import StageSpec
@@ -46,9 +51,10 @@ def stage_code_version(stage: StageSpec) -> str:
     return hashlib.sha256(":".join(code_digest(p) for p in packages).encode()).hexdigest()[:16]
 
 
-def settings_section(settings: Settings, stage: StageSpec) -> object:
-    """The stage's settings as the ledger records them (secrets redacted)."""
-    return settings.public_dump().get(stage.settings_section) if stage.settings_section else None
+def settings_sections(settings: Settings, stage: StageSpec) -> dict[str, object]:
+    """The stage's declared settings sections as the ledger records them (secrets redacted), by section name."""
+    public = settings.public_dump()
+    return {name: public.get(name) for name in stage.settings_sections}
 
 
 def exports_state(exports: list[str]) -> list[list[object]]:
@@ -74,6 +80,62 @@ def stage_state(staging: sqlite3.Connection, stage: str) -> str:
     return f"{latest.status} in stage run {latest.id}"  # unique: nothing downstream can match it
 
 
+def read_state(
+    name: str, settings: Settings, archive: sqlite3.Connection, staging: sqlite3.Connection, exports: list[str]
+) -> object:
+    """The state of one of the inputs a stage `reads`."""
+    if name == "exports":
+        return exports_state(exports)
+    if name == "archive":
+        return archive_fingerprint(archive)
+    if name == "wordnet":
+        return wordnet.state(settings.memory.wordnet_dir)
+    return stage_state(staging, name)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """A stage's input fingerprint and the parts it is the digest of (`after` takes the `writes` again)."""
+
+    parts: dict[str, Any]
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+    def after(
+        self,
+        stage: StageSpec,
+        settings: Settings,
+        archive: sqlite3.Connection,
+        staging: sqlite3.Connection,
+        exports: list[str],
+    ) -> str:
+        """The digest with the inputs the stage itself changes as it left them (the same digest when none)."""
+        if not stage.writes:
+            return self.digest
+        reads = dict(self.parts["reads"])
+        reads.update({name: read_state(name, settings, archive, staging, exports) for name in stage.writes})
+        return Fingerprint({**self.parts, "reads": reads}).digest
+
+
+def fingerprint_of(
+    stage: StageSpec,
+    settings: Settings,
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    exports: list[str],
+) -> Fingerprint:
+    """The stage's input fingerprint (see the module docstring)."""
+    parts = {
+        "stage": stage.name,
+        "code": stage_code_version(stage),
+        "settings": settings_sections(settings, stage),
+        "reads": {name: read_state(name, settings, archive, staging, exports) for name in stage.reads},
+    }
+    return Fingerprint(parts)
+
+
 def input_fingerprint(
     stage: StageSpec,
     settings: Settings,
@@ -82,20 +144,4 @@ def input_fingerprint(
     exports: list[str],
 ) -> str:
     """The digest the skip rule compares (see the module docstring)."""
-    reads: dict[str, object] = {}
-    for name in stage.reads:
-        if name == "exports":
-            reads[name] = exports_state(exports)
-        elif name == "archive":
-            reads[name] = archive_fingerprint(archive)
-        elif name == "wordnet":
-            reads[name] = wordnet.state(settings.memory.wordnet_dir)
-        else:
-            reads[name] = stage_state(staging, name)
-    parts = {
-        "stage": stage.name,
-        "code": stage_code_version(stage),
-        "settings": settings_section(settings, stage),
-        "reads": reads,
-    }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    return fingerprint_of(stage, settings, archive, staging, exports).digest

@@ -1,14 +1,17 @@
 """The stage registry: one declaration per stage drives the stage order, the Prefect flows, the CLI's choices,
-`--from/--to/--only`, and the rule that skips a stage whose inputs did not change.
+`--from/--to/--only`, the rule that skips a stage whose inputs did not change, and what the stage is handed.
 
-Adding a stage is one `StageSpec` in STAGES, in pipeline order. The entry point is a module path, imported only
-when the stage runs, so that this module stays free of prefect and of every stage's libraries: the CLI's
-inspection commands read it without loading the engine.
+Adding a stage is one `StageSpec` in STAGES, in pipeline order, and one module whose `run(ctx) -> Outcome`
+(clients/stage.py) does the work; the runner (flows/stage_runner.py) does the rest. The entry point is a module
+path, imported only when the stage runs, so that this module stays free of prefect and of every stage's
+libraries: the CLI's inspection commands read it without loading the engine.
 
 `reads` names what a stage's output is computed from: earlier stages (by name), "archive" (archive.db as
-ingest left it) or "exports" (the export files given to the run). It is what the input fingerprint is built
-from (flows/fingerprint.py), so it must be complete: a stage that reads something not listed here would be
-skipped when that thing changed.
+ingest left it), "exports" (the export files given to the run) or "wordnet". `settings_sections` names the
+settings sections it reads: its context holds those only (any other fails on first use), and both are what the
+input fingerprint is built from (flows/fingerprint.py), so a stage cannot read a setting that is not in it.
+`reads` must be complete too: a stage that reads something not listed there would be skipped when that thing
+changed.
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ EXTERNAL_INPUTS = ("archive", "exports", "wordnet")  # wordnet: the database the
 
 @dataclass(frozen=True, slots=True)
 class StageSpec:
-    """One stage: its name, where its `run(archive, staging, *, run_id, settings, **deps)` lives, what it reads."""
+    """One stage: its name, where its `run(ctx: StageContext) -> Outcome` lives (clients/stage.py), what it reads."""
 
     name: str
     entry: str  # "package.module": the module's `run` is the stage's entry point
     reads: tuple[str, ...]
-    settings_section: str | None  # the Settings field this stage is configured by (None: none of its own)
+    settings_sections: tuple[str, ...]  # the Settings sections it reads: its context holds these only
     description: str
     progress: str | None = None  # the unit of the stage's progress bars ("bytes", "items"); None: it takes none
     exports: bool = False  # the stage takes the run's export files (`exports`, `force_format`)
@@ -36,6 +39,9 @@ class StageSpec:
     # ... and, on a local run, on a pool of runner.local_workers processes (clients.process_batches): for stages
     # whose batches are CPU-bound and cheap to ship (not cluster's: its jobs carry the fitted model)
     local_pool: bool = False
+    # inputs in `reads` that the stage itself changes (ingest: the archive): their state is taken again when the
+    # stage finishes, so that the fingerprint it is recorded with names what it left, and an unchanged re-run skips
+    writes: tuple[str, ...] = ()
 
 
 STAGES: tuple[StageSpec, ...] = (
@@ -43,23 +49,24 @@ STAGES: tuple[StageSpec, ...] = (
         "ingest",
         "ingest.stage",
         reads=("exports", "archive"),
-        settings_section="ingest",
+        settings_sections=("ingest",),
         description="Export files in, archive.db rows out.",
         progress="bytes",
         exports=True,
+        writes=("archive",),
     ),
     StageSpec(
         "segment",
         "extract.stage_segment",
         reads=("archive",),
-        settings_section="segment",
+        settings_sections=("segment",),
         description="Active paths in archive.db -> segments in staging.db.",
     ),
     StageSpec(
         "embed",
         "cluster.stage_embed",
         reads=("archive", "segment"),
-        settings_section="embed",
+        settings_sections=("embed",),
         description="Segments' messages and segments -> vectors cached in staging.db.",
         progress="items",
         batches=True,
@@ -69,7 +76,7 @@ STAGES: tuple[StageSpec, ...] = (
         "extract",
         "extract.stage_extract",
         reads=("archive", "segment"),
-        settings_section="extract",
+        settings_sections=("extract",),
         description="Segments -> ConceptHypothesis objects through the semantic mapper.",
         batches=True,
         local_pool=True,
@@ -78,21 +85,21 @@ STAGES: tuple[StageSpec, ...] = (
         "concepts",
         "extract.stage_concepts",
         reads=("archive", "extract"),
-        settings_section="concepts",
+        settings_sections=("concepts", "embed"),  # the embed section: similarity="embedding" embeds names
         description="Hypotheses -> the concept store: create / attach / refine / reject.",
     ),
     StageSpec(
         "garden",
         "garden.stage",
         reads=("archive", "extract", "concepts"),
-        settings_section="garden",
+        settings_sections=("garden", "concepts"),  # concepts: the thresholds the garden's merges keep
         description="Facts -> validity over time; stale concepts archived per source; merged concepts' links moved.",
     ),
     StageSpec(
         "embed_concepts",
         "cluster.stage_embed_concepts",
         reads=("concepts", "garden"),
-        settings_section="embed",
+        settings_sections=("embed",),
         description="Concepts -> vectors cached in staging.db (the embed stage's model and cache).",
         progress="items",
     ),
@@ -100,7 +107,7 @@ STAGES: tuple[StageSpec, ...] = (
         "cluster",
         "cluster.stage",
         reads=("segment", "embed", "concepts", "embed_concepts"),
-        settings_section="cluster",
+        settings_sections=("cluster", "embed", "extract"),  # extract.llm names the topics
         description="Segment vectors -> topics and weighted BELONGS_TO links for segments and concepts.",
         progress="items",
         batches=True,
@@ -109,7 +116,7 @@ STAGES: tuple[StageSpec, ...] = (
         "cues",
         "memory.stage",
         reads=("archive", "segment", "concepts", "garden", "cluster", "wordnet"),
-        settings_section="memory",
+        settings_sections=("memory", "embed"),  # memory: the build settings; recall's are in no stage
         description="Messages, concepts and topics -> the Cue-Tag-Content graph (cues, tags, weighted edges).",
         progress="items",
     ),
@@ -117,7 +124,7 @@ STAGES: tuple[StageSpec, ...] = (
         "load",
         "load.stage",
         reads=("archive", "segment", "concepts", "garden", "cluster", "cues"),
-        settings_section="load",
+        settings_sections=("load",),
         description="archive.db and staging.db -> the graph over Bolt.",
         progress="items",
     ),

@@ -1,44 +1,49 @@
-"""The runner every stage goes through, ingest and load included.
+"""The runner every stage goes through, ingest and load included: it keeps the books, the stage does the work.
 
-For stage S of run R: open the two databases; compute S's input fingerprint (flows/fingerprint.py); when the
-latest run of S succeeded with the same fingerprint, record a skipped stage run that says so and stop (`--force`
-recomputes); otherwise import S's module and call its `run(archive, staging, *, run_id, settings, **deps)`,
-which opens its stage run, computes, validates, writes and closes it (or records the failure and raises a
-StageError with the re-run command: staging/stage_run.py); then stamp that stage run with the fingerprint of
-the inputs it finished with.
+For stage S of run R: open the two databases; compute S's input fingerprint once (flows/fingerprint.py); when
+the latest run of S succeeded with the same fingerprint, record a skipped stage run that says so and stop
+(`--force` recomputes); otherwise open S's stage run in the ledger (staging/stage_run.py), build its context
+(clients/stage.py: its declared settings sections only, the databases, the batch helpers, the progress factory)
+and call its `run(ctx) -> Outcome`; then record the outcome (counts, notes, skipped or succeeded, and the
+fingerprint), or the failure with the command that re-runs it (a StageError), or the interruption.
 
 What a stage needs besides the databases (the settings with their secrets, the export paths, a progress bar)
 comes from the run's `RunContext`, held in this process by run id. A stage declared with `batches` gets a
 `map_batches` on Dask when the runner settings ask for it (flows/batch_runner.py); else, when it is declared
 `local_pool`, one on runner.local_workers local processes (clients/process_batches.py; 1: none); else it runs
-its batches itself. Prefect's flow parameters carry only the
-run id, so nothing secret reaches Prefect's database.
+its batches itself. Prefect's flow parameters carry only the run id, so nothing secret reaches Prefect's database.
+
+`run_stage_now` runs one stage through the same bookkeeping without the skip rule: for tests and benchmarks,
+which call a stage with their own dependencies (an embedder, an extractor, a graph target).
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import logging
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clients.batches import MapBatches
 from clients.process_batches import process_batches, worker_count
+from clients.progress import ProgressFactory
+from clients.stage import Outcome, StageContext, declared_only
 from contracts.errors import ConfigError
 from contracts.results import StageResult
 from contracts.settings import Settings
 from contracts.version import code_version
-from flows.fingerprint import input_fingerprint, settings_section
+from flows.fingerprint import Fingerprint, fingerprint_of, settings_sections
 from flows.progress import progress_factory
-from flows.registry import StageSpec
+from flows.registry import StageSpec, spec
 from staging.archive import open_archive
-from staging.ledger import Attempt, StageRun, latest_attempt, open_staging, set_input_fingerprint
+from staging.ledger import Attempt, StageRun, latest_attempt, open_staging
+from staging.stage_run import ItemsFailed, stage_run
 
 log = logging.getLogger(__name__)
 
@@ -83,27 +88,28 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
     archive = open_archive(settings.archive_path)
     staging = open_staging(settings.staging_path)
     try:
-        before = input_fingerprint(stage, settings, archive, staging, context.exports)
+        fingerprint = fingerprint_of(stage, settings, archive, staging, context.exports)
         latest = latest_attempt(staging, stage.name)
-        if not context.force and latest is not None and unchanged(latest, before):
-            result = record_unchanged(staging, stage, run_id, settings, before, latest)
+        if not context.force and latest is not None and unchanged(latest, fingerprint.digest):
+            result = record_unchanged(staging, stage, run_id, settings, fingerprint.digest, latest)
         else:
-            module = importlib.import_module(stage.entry)
             with ExitStack() as stack:
-                deps = _deps(stage, context, module)
+                map_batches = None
                 if stage.batches and settings.runner.distributed:
                     from flows.batch_runner import dask_batches  # only a Dask run loads prefect-dask
 
-                    deps["map_batches"] = stack.enter_context(dask_batches(settings.runner, stage.name))
+                    map_batches = stack.enter_context(dask_batches(settings.runner, stage.name))
                 elif stage.local_pool and worker_count(settings.runner.local_workers) > 1:
                     pool = process_batches(worker_count(settings.runner.local_workers))
-                    deps["map_batches"] = stack.enter_context(pool)
-                result = module.run(archive, staging, run_id=run_id, settings=settings, **deps)
-            after = input_fingerprint(stage, settings, archive, staging, context.exports)
-            if result.counts.get("not_returned") or result.counts.get("not_done"):  # left for later (a budget):
-                # the stage succeeded, but the next run must not skip it as unchanged
-                after += ":unfinished"
-            set_input_fingerprint(staging, run_id, stage.name, after)
+                    map_batches = stack.enter_context(pool)
+                helpers = Helpers(
+                    progress=progress_factory(context.show_progress, stage.progress) if stage.progress else None,
+                    map_batches=map_batches,
+                    exports=tuple(Path(p) for p in context.exports) if stage.exports else (),
+                    force_format=context.force_format if stage.exports else None,
+                    force=context.force,
+                )
+                result = execute(stage, run_id, settings, archive, staging, fingerprint, helpers, context.exports)
     finally:
         archive.close()
         staging.close()
@@ -113,6 +119,99 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
     return result
 
 
+@dataclass(frozen=True)
+class Helpers:
+    """What the runner hands a stage besides its settings and the databases."""
+
+    progress: ProgressFactory | None = None
+    map_batches: MapBatches | None = None
+    exports: tuple[Path, ...] = ()
+    force_format: str | None = None
+    force: bool = False
+
+
+def execute(
+    stage: StageSpec,
+    run_id: str,
+    settings: Settings,
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    fingerprint: Fingerprint,
+    helpers: Helpers,
+    exports: list[str],
+    deps: Mapping[str, Any] | None = None,
+) -> StageResult:
+    """Open the stage run, call the stage with its context (and `deps`, a test's or a benchmark's), record it."""
+    module = importlib.import_module(stage.entry)
+    recorded = settings_sections(settings, stage)
+    with stage_run(staging, stage=stage.name, run_id=run_id, fingerprint=fingerprint.digest, settings=recorded) as row:
+        ctx = StageContext(
+            stage=stage.name,
+            run_id=run_id,
+            settings=declared_only(settings, stage.name, stage.settings_sections),
+            archive=archive,
+            staging=staging,
+            stage_run_id=row.id,
+            progress=helpers.progress,
+            map_batches=helpers.map_batches,
+            exports=helpers.exports,
+            force_format=helpers.force_format,
+            force=helpers.force,
+        )
+        outcome: Outcome = module.run(ctx, **(deps or {}))
+        if outcome.error is not None:
+            raise ItemsFailed(
+                outcome.error,
+                rows_in=outcome.rows_in,
+                rows_out=outcome.rows_out,
+                counts=outcome.counts,
+                notes=outcome.notes,
+                hint=outcome.hint,
+            )
+        after = fingerprint.after(stage, settings, archive, staging, exports)
+        if outcome.unfinished:  # the stage succeeded, but the next run must not skip it as unchanged
+            after += ":unfinished"
+        row.succeed(
+            rows_in=outcome.rows_in,
+            rows_out=outcome.rows_out,
+            counts=outcome.counts,
+            notes=outcome.notes,
+            skipped=outcome.skipped,
+            input_fingerprint=after,
+        )
+    return StageResult(
+        stage=stage.name,
+        run_id=run_id,
+        status="skipped" if outcome.skipped else "succeeded",
+        rows_in=outcome.rows_in,
+        rows_out=outcome.rows_out,
+        counts=dict(outcome.counts),
+        notes=list(outcome.notes),
+    )
+
+
+def run_stage_now(
+    name: str,
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    *,
+    run_id: str,
+    settings: Settings,
+    progress: ProgressFactory | None = None,
+    map_batches: MapBatches | None = None,
+    exports: Sequence[Path | str] = (),
+    force_format: str | None = None,
+    force: bool = False,
+    **deps: Any,
+) -> StageResult:
+    """Run stage `name` now through the runner's bookkeeping (no skip rule), with `deps` passed to its `run`."""
+    stage = spec(name)
+    paths = [str(p) for p in exports]
+    fingerprint = fingerprint_of(stage, settings, archive, staging, paths)
+    helpers = Helpers(progress, map_batches, tuple(Path(p) for p in exports), force_format, force)
+    return execute(stage, run_id, settings, archive, staging, fingerprint, helpers, paths, deps)
+
+
 def _line(text: str) -> None:
     """A stage's progress as a timestamped line (a failure reaches the user as the CLI's `error:` line)."""
     print(f"{time.strftime('%H:%M:%S')} chatmem {text}", file=sys.stderr, flush=True)
@@ -120,18 +219,6 @@ def _line(text: str) -> None:
 
 def unchanged(latest: Attempt, fingerprint: str) -> bool:
     return latest.status in ("succeeded", "skipped") and latest.input_fingerprint == fingerprint
-
-
-def _deps(stage: StageSpec, context: RunContext, module: Any) -> dict[str, Any]:
-    deps: dict[str, Any] = {}
-    if context.force and "force" in inspect.signature(module.run).parameters:
-        deps["force"] = True  # --force: the stage redoes what its own caches would skip (ingest, segment)
-    if stage.progress is not None:
-        deps["progress"] = progress_factory(context.show_progress, stage.progress)
-    if stage.exports:
-        deps["exports"] = [Path(p) for p in context.exports]
-        deps["force_format"] = context.force_format
-    return deps
 
 
 def _last_worked(staging: sqlite3.Connection, stage: str, fingerprint: str) -> str | None:
@@ -156,13 +243,12 @@ def record_unchanged(
     worked = _last_worked(staging, stage.name, fingerprint) or latest.run_id
     since = "this run" if worked == run_id else f"run {worked}"
     note = f"unchanged since {since} (same inputs, settings and code): skipped; --force recomputes"
-    section = settings_section(settings, stage)
     ledger = StageRun(
         staging,
         run_id=run_id,
         stage=stage.name,
         input_fingerprint=fingerprint,
-        settings=section if isinstance(section, dict) else {},
+        settings=settings_sections(settings, stage),
         code_version=code_version(),
     )
     ledger.succeed(rows_in=0, rows_out=0, counts={}, notes=[note], skipped=True)

@@ -1,18 +1,17 @@
 """The garden stage: facts kept current, stale and merged concepts tidied, every change a row with its reason.
 
-The six steps: open a stage run; read the current fact mentions (staging) with their messages' times (archive),
-the stored facts, the concept store and, per source, its newest message (archive); compute with pure functions
-(`garden.validity` for facts, `garden.concepts` for the store); validate (no fact closed by a statement about
-another subject or attribute, no interval that ends before it starts); write in one transaction (facts, concept
-states with transitions, relations, merge pointers, the change log `garden_changes`); close with counts.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): read the current fact mentions (staging) with
+their messages' times (archive), the stored facts, the concept store and, per source, its newest message
+(archive); compute with pure functions (`garden.validity` for facts, `garden.concepts` for the store); validate
+(no fact closed by a statement about another subject or attribute, no interval that ends before it starts);
+write in one transaction (facts, concept states with transitions, relations, merge pointers, the change log
+`garden_changes`); return the counts.
 
 `plan_garden` is the read-only half: `chatmem garden --dry-run` prints what it returns and writes nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import sqlite3
 from collections import Counter
@@ -20,16 +19,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
-from contracts.results import StageResult
 from contracts.settings import Settings
 from garden.concepts import ConceptPlan, EvidenceTime, plan_concepts
 from garden.validity import Change, Statement, intervals, reconcile, value_key
 from staging import concepts as concept_store
-from staging import extractions as extraction_store
 from staging import facts as fact_store
-from staging.db import Transaction
-from staging.stage_run import finish, stage_run
+from staging.db import IN_VALUES, Transaction, json_values
 
 log = logging.getLogger(__name__)
 
@@ -115,14 +112,8 @@ def _concept_names(staging: sqlite3.Connection) -> dict[str, str]:
 
 
 def _message_sources(archive: sqlite3.Connection, ids: set[str]) -> dict[str, int]:
-    wanted = sorted(ids)
-    found: dict[str, int] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in archive.execute(f"SELECT uuid, source_id FROM messages WHERE uuid IN ({marks})", chunk):
-            found[str(row[0])] = int(row[1])
-    return found
+    rows = archive.execute(f"SELECT uuid, source_id FROM messages WHERE uuid IN {IN_VALUES}", (json_values(ids),))
+    return {str(row[0]): int(row[1]) for row in rows}
 
 
 def validate(plan: GardenPlan, stored: dict[str, dict[str, Any]]) -> list[str]:
@@ -140,42 +131,28 @@ def validate(plan: GardenPlan, stored: dict[str, dict[str, Any]]) -> list[str]:
     return problems
 
 
-def run(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
-    *,
-    run_id: str,
-    settings: Settings,
-    now: str | None = None,
-) -> StageResult:
+def run(ctx: StageContext, *, now: str | None = None) -> Outcome:
     """Garden the store: facts' validity, stale concepts per source, merged concepts' relations, dangling links."""
-    config = settings.garden.model_dump(mode="json")
-    fingerprint = hashlib.sha256(
-        (extraction_store.current_fingerprint(staging) + json.dumps(config, sort_keys=True)).encode()
-    ).hexdigest()
-    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
-        when = now or datetime.now(UTC).isoformat(timespec="seconds")
-        plan = plan_garden(archive, staging, settings, run_id=run_id, now=when)
-        problems = validate(plan, fact_store.load_facts(staging))
-        if problems:
-            raise StageError(STAGE, run_id, f"garden check failed: {'; '.join(problems[:5])}")
-        with Transaction(staging):
-            apply_plan(staging, plan, run_id)
-        counts = dict(plan.counts)
-        for name in ("facts_recorded", "facts_superseded_now", "concepts_archived", "relations_redirected"):
-            counts.setdefault(name, 0)
-        counts["facts_recorded"] = plan.counts["fact_recorded"]
-        counts["facts_superseded_now"] = plan.counts["fact_superseded"]
-        counts["concepts_archived"] = sum(1 for *_, after, _ in plan.concepts.states if after == "archived")
-        counts["relations_redirected"] = plan.counts["relation_redirected"]
-        log.info("garden - %s", counts)
-        return finish(
-            ledger,
-            rows_in=plan.counts["statements"],
-            rows_out=len(plan.changes),
-            counts=counts,
-            notes=[f"{len(plan.changes)} change(s); see chatmem staging show garden_changes --run-id {run_id}"],
-        )
+    staging, run_id = ctx.staging, ctx.run_id
+    when = now or datetime.now(UTC).isoformat(timespec="seconds")
+    plan = plan_garden(ctx.archive, staging, ctx.settings, run_id=run_id, now=when)
+    problems = validate(plan, fact_store.load_facts(staging))
+    if problems:
+        raise StageError(STAGE, run_id, f"garden check failed: {'; '.join(problems[:5])}")
+    with Transaction(staging):
+        apply_plan(staging, plan, run_id)
+    counts = dict(plan.counts)
+    counts["facts_recorded"] = plan.counts["fact_recorded"]
+    counts["facts_superseded_now"] = plan.counts["fact_superseded"]
+    counts["concepts_archived"] = sum(1 for *_, after, _ in plan.concepts.states if after == "archived")
+    counts["relations_redirected"] = plan.counts["relation_redirected"]
+    log.info("garden - %s", counts)
+    return Outcome(
+        rows_in=plan.counts["statements"],
+        rows_out=len(plan.changes),
+        counts=counts,
+        notes=[f"{len(plan.changes)} change(s); see chatmem staging show garden_changes --run-id {run_id}"],
+    )
 
 
 def apply_plan(staging: sqlite3.Connection, plan: GardenPlan, run_id: str) -> None:

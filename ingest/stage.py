@@ -1,8 +1,9 @@
 """The ingest stage: export files in, archive.db rows out, every file's outcome in the ledger.
 
-The six steps: open a stage run; read the inputs (the export files, hashed); compute (parse, pure); validate
-(parsers build contract models); write in batches of whole conversations (idempotent upserts); close the
-stage run with counts, or record the failure and raise a StageError that says how to re-run.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): read the inputs (the export files, hashed);
+compute (parse, pure); validate (parsers build contract models); write in batches of whole conversations
+(idempotent upserts), and each file's outcome (`ingest_files`); return the counts, and an error naming the
+files that could not be read (the runner records the stage failed, with the hint to fix or remove them).
 
 A file whose bytes were already ingested completely (same sha256) is skipped at no cost. A file that breaks
 partway (truncated JSON) keeps every complete conversation before the break and gets a quarantine row for
@@ -11,20 +12,17 @@ the rest; a file that cannot be read at all is a one-line error naming it, and t
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import sqlite3
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from clients.progress import ProgressFactory, bar
-from contracts.errors import ExportError, MalformedExportError, StageError
+from clients.stage import Outcome, StageContext
+from contracts.errors import ExportError, MalformedExportError
 from contracts.records import ExportSource, QuarantineRecord
-from contracts.results import StageResult
-from contracts.settings import Settings, section_dump
-from contracts.version import code_version
+from contracts.settings import Settings
 from ingest.batches import Batch, BatchStats, iter_batches
 from ingest.detect import detect_format
 from ingest.jsonl import continued
@@ -33,8 +31,7 @@ from ingest.sources import OpenedExport, open_export, read_head
 from ingest.timestamps import describe_dropped
 from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
 from staging.archive_rows import to_rows
-from staging.db import describe_storage_failure, is_storage_error
-from staging.ledger import StageRun, record_ingest_file
+from staging.ingest_files import failed_before, record_ingest_file
 
 log = logging.getLogger(__name__)
 
@@ -54,68 +51,46 @@ class FileOutcome:
     timestamps_dropped: Counter[str] = field(default_factory=Counter)
 
 
-def run(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
-    *,
-    run_id: str,
-    settings: Settings,
-    exports: Sequence[Path],
-    force_format: str | None = None,
-    progress: ProgressFactory | None = None,
-    force: bool = False,
-) -> StageResult:
-    """Ingest `exports` into archive.db, recording the stage run in staging.db. `force` (`chatmem run --force`)
-    reads a dump again even when its bytes were already ingested (after a parser fix: idempotent upserts)."""
-    fingerprint = hashlib.sha256("\n".join(sorted(str(p) for p in exports)).encode()).hexdigest()
-    stage_run = StageRun(
-        staging,
-        run_id=run_id,
-        stage=STAGE,
-        input_fingerprint=fingerprint,
-        settings=section_dump(settings.ingest),
-        code_version=code_version(),
-    )
-    writer = ArchiveWriter(archive)
+def run(ctx: StageContext) -> Outcome:
+    """Ingest the run's exports into archive.db. `ctx.force` (`chatmem run --force`) reads a dump again even
+    when its bytes were already ingested (after a parser fix: idempotent upserts)."""
+    writer = ArchiveWriter(ctx.archive)
     outcomes: list[FileOutcome] = []
-    try:
-        writer.begin_bulk()  # an empty archive: indexes built once at the end (a killed run: on the next open)
-        for path in exports:
-            if not path.exists() and _failed_before(staging, run_id, path):
-                # The re-run hint says "fix or remove the file": removed, it is left out of this run, not failed.
-                outcome = FileOutcome(str(path), "skipped", detail=REMOVED)
-            else:
-                outcome = _ingest_one(writer, path, settings, force_format, progress, force)
-            outcomes.append(outcome)
-            record_ingest_file(
-                staging,
-                stage_run,
-                path=outcome.path,
-                sha256=outcome.sha256,
-                format=outcome.format,
-                status=outcome.status,
-                conversations=outcome.counts.conversations,
-                messages_read=outcome.messages_read,
-                messages_inserted=outcome.counts.inserted,
-                messages_updated=outcome.counts.updated,
-                messages_unchanged=outcome.counts.unchanged,
-                messages_retired=outcome.counts.retired,
-                quarantined=outcome.counts.quarantined,
-                detail=outcome.detail,
-            )
-        writer.end_bulk()
-    except BaseException as exc:  # record even KeyboardInterrupt, then let it go on
-        hint = f"chatmem stage ingest --run-id {run_id}"
-        storage = isinstance(exc, Exception) and is_storage_error(exc)
-        cause = describe_storage_failure(exc, staging) if storage else f"{type(exc).__name__}: {exc}"
-        try:
-            stage_run.fail(cause, hint)
-        except sqlite3.Error:
-            pass  # a full disk cannot take the ledger row either; the row shows as interrupted once we exit
-        if storage:  # a full disk or a damaged database: one line naming the file, not a traceback
-            raise StageError(STAGE, run_id, cause, hint) from exc
-        raise
+    writer.begin_bulk()  # an empty archive: indexes built once at the end (a killed run: on the next open)
+    for path in ctx.exports:
+        if not path.exists() and failed_before(ctx.staging, ctx.run_id, str(path)):
+            # The re-run hint says "fix or remove the file": removed, it is left out of this run, not failed.
+            outcome = FileOutcome(str(path), "skipped", detail=REMOVED)
+        else:
+            outcome = _ingest_one(writer, path, ctx.settings, ctx.force_format, ctx.progress, ctx.force)
+        outcomes.append(outcome)
+        _record(ctx, outcome)
+    writer.end_bulk()
+    return _outcome(ctx, outcomes)
 
+
+def _record(ctx: StageContext, outcome: FileOutcome) -> None:
+    record_ingest_file(
+        ctx.staging,
+        run_id=ctx.run_id,
+        stage_run_id=ctx.stage_run_id,
+        path=outcome.path,
+        sha256=outcome.sha256,
+        format=outcome.format,
+        status=outcome.status,
+        conversations=outcome.counts.conversations,
+        messages_read=outcome.messages_read,
+        messages_inserted=outcome.counts.inserted,
+        messages_updated=outcome.counts.updated,
+        messages_unchanged=outcome.counts.unchanged,
+        messages_retired=outcome.counts.retired,
+        quarantined=outcome.counts.quarantined,
+        detail=outcome.detail,
+    )
+
+
+def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
+    """The stage's counts and notes over every file; an error naming the files that failed."""
     total = WriteCounts()
     for outcome in outcomes:
         total.add(outcome.counts)
@@ -136,35 +111,15 @@ def run(
     notes = [f"{o.path}: {o.detail}" for o in outcomes if o.detail]
     notes += [f"{o.path}: {describe_dropped(o.timestamps_dropped)}" for o in outcomes if o.timestamps_dropped]
     failed = [o for o in outcomes if o.status == "failed"]
-    if failed:
-        cause = "; ".join(f"{o.detail}" for o in failed)
-        hint = f"fix or remove the file, then: chatmem stage ingest --run-id {run_id}"
-        stage_run.fail(cause, hint)
-        raise StageError(STAGE, run_id, cause, hint)
-    stage_run.succeed(
+    return Outcome(
         rows_in=counts["messages_read"],
         rows_out=total.inserted + total.updated + total.retired,
         counts=counts,
         notes=notes,
         skipped=all(o.status == "skipped" for o in outcomes),
+        error="; ".join(f"{o.detail}" for o in failed) if failed else None,
+        hint=f"fix or remove the file, then: {ctx.rerun}" if failed else None,
     )
-    return StageResult(
-        stage=STAGE,
-        run_id=run_id,
-        status="skipped" if all(o.status == "skipped" for o in outcomes) else "succeeded",
-        rows_in=counts["messages_read"],
-        rows_out=total.inserted + total.updated + total.retired,
-        counts=counts,
-        notes=notes,
-    )
-
-
-def _failed_before(staging: sqlite3.Connection, run_id: str, path: Path) -> bool:
-    """The file failed in an earlier attempt of this run's ingest stage (its ledger row says so)."""
-    row = staging.execute(
-        "SELECT status FROM ingest_files WHERE run_id = ? AND path = ?", (run_id, str(path))
-    ).fetchone()
-    return row is not None and row[0] == "failed"
 
 
 def _ingest_one(

@@ -61,37 +61,14 @@ def build_thread(
     `structural_parents` maps ids of non-message nodes (ChatGPT's null root, hidden skeleton nodes) to their
     parent, so that a walk up the tree can pass through them.
     """
-    structural = structural_parents or {}
-    by_id: dict[str, DraftMessage] = {}
-    quarantined: list[QuarantineRecord] = []
-    for order, draft in enumerate(drafts):
-        draft.order = order
-        if draft.uuid in by_id:
-            quarantined.append(
-                QuarantineRecord(
-                    locator=f"{locator}message[{draft.uuid}]",
-                    reason=f"duplicate message id {draft.uuid!r} within conversation {conversation_id!r}",
-                    raw=_raw(draft),
-                    conversation_id=conversation_id,
-                )
-            )
-            continue
-        by_id[draft.uuid] = draft
-
-    parent_link: dict[str, str | None] = dict(structural)
+    by_id, quarantined = _unique(conversation_id, drafts, locator)
+    parent_link: dict[str, str | None] = dict(structural_parents or {})
     for draft in by_id.values():
         parent_link[draft.uuid] = draft.parent_ref
-
     in_cycle = _cycle_members(parent_link)
     for uuid in sorted(in_cycle & by_id.keys(), key=lambda u: by_id[u].order):
-        quarantined.append(
-            QuarantineRecord(
-                locator=f"{locator}message[{uuid}]",
-                reason=f"parent cycle: message {uuid!r} is its own ancestor",
-                raw=_raw(by_id[uuid]),
-                conversation_id=conversation_id,
-            )
-        )
+        reason = f"parent cycle: message {uuid!r} is its own ancestor"
+        quarantined.append(_quarantined(conversation_id, by_id[uuid], locator, reason))
     kept = {uuid: d for uuid, d in by_id.items() if uuid not in in_cycle}
 
     parent_of: dict[str, str | None] = {}
@@ -101,51 +78,83 @@ def build_thread(
         parent_of[uuid] = resolved
         orphans += orphan
 
-    children: dict[str | None, list[str]] = {}
-    for uuid in kept:
-        children.setdefault(parent_of[uuid], []).append(uuid)
-
     def sort_key(uuid: str) -> tuple[int, float, int]:
         created = kept[uuid].created_at
         return (0 if created is not None else 1, created.timestamp() if created else 0.0, kept[uuid].order)
 
+    children: dict[str | None, list[str]] = {}
+    for uuid in kept:
+        children.setdefault(parent_of[uuid], []).append(uuid)
     for siblings in children.values():
         siblings.sort(key=sort_key)
 
     leaf = _active_leaf(current_leaf, parent_link, kept, children, in_cycle, sort_key)
-    active: list[str] = []
+    active = _path_to(leaf, parent_of)
+    messages = [
+        _message(kept[uuid], parent_of[uuid], uuid in active, seq)
+        for seq, uuid in enumerate(_in_seq_order(active, children))
+    ]
+    return Thread(messages=messages, quarantined=quarantined, current_node=leaf, orphans=orphans)
+
+
+def _unique(
+    conversation_id: str, drafts: list[DraftMessage], locator: str
+) -> tuple[dict[str, DraftMessage], list[QuarantineRecord]]:
+    """The drafts by id, numbered in their order; a second message with an id already seen is quarantined."""
+    by_id: dict[str, DraftMessage] = {}
+    quarantined: list[QuarantineRecord] = []
+    for order, draft in enumerate(drafts):
+        draft.order = order
+        if draft.uuid in by_id:
+            reason = f"duplicate message id {draft.uuid!r} within conversation {conversation_id!r}"
+            quarantined.append(_quarantined(conversation_id, draft, locator, reason))
+            continue
+        by_id[draft.uuid] = draft
+    return by_id, quarantined
+
+
+def _quarantined(conversation_id: str, draft: DraftMessage, locator: str, reason: str) -> QuarantineRecord:
+    return QuarantineRecord(
+        locator=f"{locator}message[{draft.uuid}]", reason=reason, raw=_raw(draft), conversation_id=conversation_id
+    )
+
+
+def _path_to(leaf: str | None, parent_of: dict[str, str | None]) -> dict[str, None]:
+    """The active path, root first, ending at `leaf` (an ordered set)."""
+    path: list[str] = []
     node = leaf
     while node is not None:
-        active.append(node)
+        path.append(node)
         node = parent_of[node]
-    active.reverse()
-    active_set = set(active)
+    return dict.fromkeys(reversed(path))
 
+
+def _in_seq_order(active: dict[str, None], children: dict[str | None, list[str]]) -> list[str]:
+    """seq order: the active path first, then every other branch depth-first, siblings by time."""
     ordered = list(active)
     stack = list(reversed(children.get(None, [])))
     while stack:
         uuid = stack.pop()
-        if uuid not in active_set:
+        if uuid not in active:
             ordered.append(uuid)
         stack.extend(reversed(children.get(uuid, [])))
+    return ordered
 
-    messages = [
-        ExportMessage(
-            uuid=uuid,
-            parent_id=parent_of[uuid],
-            role=kept[uuid].role,
-            author=kept[uuid].author,
-            content_type=kept[uuid].content_type,
-            text=kept[uuid].text,
-            created_at=kept[uuid].created_at,
-            is_active=uuid in active_set,
-            is_hidden=kept[uuid].is_hidden,
-            seq=seq,
-            raw=kept[uuid].raw,
-        )
-        for seq, uuid in enumerate(ordered)
-    ]
-    return Thread(messages=messages, quarantined=quarantined, current_node=leaf, orphans=orphans)
+
+def _message(draft: DraftMessage, parent_id: str | None, is_active: bool, seq: int) -> ExportMessage:
+    return ExportMessage(
+        uuid=draft.uuid,
+        parent_id=parent_id,
+        role=draft.role,
+        author=draft.author,
+        content_type=draft.content_type,
+        text=draft.text,
+        created_at=draft.created_at,
+        is_active=is_active,
+        is_hidden=draft.is_hidden,
+        seq=seq,
+        raw=draft.raw,
+    )
 
 
 def _cycle_members(parent_link: dict[str, str | None]) -> set[str]:

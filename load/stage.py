@@ -1,12 +1,12 @@
 """The load stage: archive.db and staging.db rows in, the graph (Neo4j over Bolt) out, every batch in the ledger.
 
-The six steps: open a stage run; read the inputs (which layers exist, their watermark, the target graph, which
-is the local ArcadeDB server unless NEO4J_URI is set); compute what changed (plan.py: a streaming diff of each
-layer against the manifest of what the graph holds); validate (labels and types come from the allow-list, rows
-too big for the server are refused before they are sent); write uniqueness constraints, then UNWIND batches, one
-transaction each, CREATE for rows new to the manifest where that is provably safe and MERGE on stable ids
-otherwise (cypher.py, points 3 and 5), retried on transient errors only; close the stage run with counts, or
-record the failure and raise a StageError that names the graph, the cause and how to re-run.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): read the inputs (which layers exist, their
+watermark, the target graph, which is the local ArcadeDB server unless NEO4J_URI is set); compute what changed
+(plan.py: a streaming diff of each layer against the manifest of what the graph holds); validate (labels and
+types come from the allow-list, rows too big for the server are refused before they are sent); write
+uniqueness constraints, then UNWIND batches, one transaction each, CREATE for rows new to the manifest where
+that is provably safe and MERGE on stable ids otherwise (cypher.py, points 3 and 5), retried on transient
+errors only; return the counts, or raise a StageError that names the graph, the cause and how to re-run.
 
 Resuming: a batch's rows enter the manifest in the same staging transaction that marks the batch done. A load
 that died (a killed server, a killed process) is re-run and diffs again: finished batches are not in the diff,
@@ -28,10 +28,9 @@ from clients.graph import Graph, Target, redact
 from clients.graph_errors import GraphWriteError, LoadError
 from clients.graph_target import resolve_target
 from clients.progress import ProgressFactory, bar
+from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
-from contracts.results import StageResult
 from contracts.settings import Settings
-from contracts.version import code_version
 from load import cypher, memory_delta
 from load.inputs import available_layers, input_watermark
 from load.layers import LAYERS, EdgeLayer, Layer, NodeLayer, edge_layers, load_order, node_layers
@@ -40,7 +39,6 @@ from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, sour
 from staging import memory as memory_store
 from staging import memory_loaded
 from staging.db import connect, connect_readonly
-from staging.ledger import StageRun
 from staging.load_state import (
     BatchKey,
     begin_batch,
@@ -93,27 +91,14 @@ class Tally:
 
 
 def run(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
+    ctx: StageContext,
     *,
-    run_id: str,
-    settings: Settings,
     layers: Sequence[Layer] = LAYERS,
-    progress: ProgressFactory | None = None,
     target: Target | None = None,
-) -> StageResult:
+) -> Outcome:
     """Load the layers whose tables exist into the graph; resume where an earlier attempt stopped."""
+    archive, staging, settings = ctx.archive, ctx.staging, ctx.settings
     present, missing = available_layers(archive, staging, layers)
-    watermark = input_watermark(archive, staging, present)
-    stage_run = StageRun(
-        staging,
-        run_id=run_id,
-        stage=STAGE,
-        input_fingerprint=watermark,
-        settings=settings.public_dump()["load"],
-        code_version=code_version(),
-    )
-    hint = f"chatmem stage load --run-id {run_id}"
     tally = Tally()
     tally.counts["layers_missing"] = len(missing)
     if missing:
@@ -125,42 +110,20 @@ def run(
             target, notes = resolve_target(settings, start=True)
             tally.notes.extend(notes)
         if target is None:
-            stage_run.succeed(rows_in=0, rows_out=0, counts={}, notes=tally.notes, skipped=True)
-            return StageResult(stage=STAGE, run_id=run_id, status="skipped", rows_in=0, rows_out=0, notes=tally.notes)
-        skipped = _load(archive, staging, stage_run, target, present, watermark, settings, progress, tally)
+            return Outcome(notes=tally.notes, skipped=True)
+        watermark = input_watermark(archive, staging, present)
+        skipped = _load(ctx, target, present, watermark, tally)
     except LoadError as exc:
-        stage_run.fail(str(exc), hint)
-        raise StageError(STAGE, run_id, str(exc), hint) from None
-    except BaseException as exc:  # recorded even for KeyboardInterrupt: the ledger must not say 'running'
-        stage_run.fail(f"{type(exc).__name__}: {exc}", hint)
-        raise
+        raise StageError(STAGE, ctx.run_id, str(exc), ctx.rerun) from None
     written = sum(tally.counts[k] for k in ("nodes_upserted", "nodes_deleted", "edges_upserted", "edges_deleted"))
-    stage_run.succeed(
+    return Outcome(
         rows_in=tally.counts["rows_read"], rows_out=written, counts=tally.counts, notes=tally.notes, skipped=skipped
     )
-    return StageResult(
-        stage=STAGE,
-        run_id=run_id,
-        status="skipped" if skipped else "succeeded",
-        rows_in=tally.counts["rows_read"],
-        rows_out=written,
-        counts=tally.counts,
-        notes=tally.notes,
-    )
 
 
-def _load(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
-    stage_run: StageRun,
-    target: Target,
-    layers: list[Layer],
-    watermark: str,
-    settings: Settings,
-    progress: ProgressFactory | None,
-    tally: Tally,
-) -> bool:
+def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str, tally: Tally) -> bool:
     """Write what changed. Returns True when nothing had to be done (the graph was up to date)."""
+    archive, staging, settings, run_id = ctx.archive, ctx.staging, ctx.settings, ctx.run_id
     with Graph(target, connect_timeout_s=settings.load.connect_timeout_s) as graph:
         graph.check()
         cypher.ensure_constraints(graph, [layer.label for layer in node_layers(layers)])
@@ -177,7 +140,7 @@ def _load(
         previous_finished = stored is not None or last_run is None
         # Until this load succeeds, no later one may skip: forget the watermark first.
         uri = redact(target.uri)
-        record_target(staging, target.key, uri=uri, database=target.database, watermark=None, run_id=stage_run.run_id)
+        record_target(staging, target.key, uri=uri, database=target.database, watermark=None, run_id=run_id)
         ordered = load_order(layers)  # nodes before edges: an edge's ends are written before it
         # Each layer's reader starts while the layer before it is written: its SQL (a sort, a GROUP BY, a window)
         # runs before its first row, and the server would otherwise wait for it at every layer boundary.
@@ -189,7 +152,7 @@ def _load(
                 may_create = isinstance(layer, NodeLayer) or (
                     previous_finished and _edges_known(staging, graph, layer, ordered)
                 )
-                _load_layer(readers[i], staging, stage_run, graph, settings, progress, tally, may_create=may_create)
+                _load_layer(readers[i], ctx, graph, tally, may_create=may_create)
         finally:
             for reader in readers:
                 reader.close()
@@ -203,9 +166,7 @@ def _load(
             if memory_run is not None:  # rows left out of the manifest: the next load diffs everything again
                 memory_loaded.record(settings.data_dir, target.key, memory_run=None, loading=None)
             return False
-        record_target(
-            staging, target.key, uri=uri, database=target.database, watermark=watermark, run_id=stage_run.run_id
-        )
+        record_target(staging, target.key, uri=uri, database=target.database, watermark=watermark, run_id=run_id)
         if memory_run is not None:
             memory_loaded.record(settings.data_dir, target.key, memory_run=memory_run, loading=None)
         if delta is not None:
@@ -310,29 +271,21 @@ class _LayerReader:
 
 
 def _load_layer(
-    reader: _LayerReader,
-    staging: sqlite3.Connection,
-    stage_run: StageRun,
-    graph: Graph,
-    settings: Settings,
-    progress: ProgressFactory | None,
-    tally: Tally,
-    *,
-    may_create: bool = False,
+    reader: _LayerReader, ctx: StageContext, graph: Graph, tally: Tally, *, may_create: bool = False
 ) -> None:
     """Write one layer's changes in batches, as its reader yields them."""
     layer = reader.layer
-    numbers = {kind: done_batches(staging, stage_run.run_id, layer.name, kind) for kind in ("upsert", "delete")}
+    numbers = {kind: done_batches(ctx.staging, ctx.run_id, layer.name, kind) for kind in ("upsert", "delete")}
     if any(numbers.values()):
         tally.add("batches_resumed", sum(numbers.values()))
-        log.info("load - %s: resuming after %s done batch(es) of run %s", layer.name, numbers, stage_run.run_id)
+        log.info("load - %s: resuming after %s done batch(es) of run %s", layer.name, numbers, ctx.run_id)
     manifest_path = reader.manifest_path
     ledger: WriteBehind[sqlite3.Connection] = WriteBehind(lambda: connect(manifest_path), lambda conn: conn.close())
     try:
-        with _bar(progress, layer, reader.source) as advance:
+        with _bar(ctx.progress, layer, reader.source) as advance:
             for batch in reader.batches:
                 numbers[batch.kind] += 1
-                _write_batch(ledger, stage_run, graph, batch, numbers[batch.kind], settings, tally, may_create)
+                _write_batch(ledger, ctx, graph, batch, numbers[batch.kind], tally, may_create)
                 advance(len(batch.changes))
     except BaseException:
         with suppress(BaseException):  # the batch's failure is the error to report; the ledger has recorded it
@@ -344,25 +297,24 @@ def _load_layer(
 
 def _write_batch(
     ledger: WriteBehind[sqlite3.Connection],
-    stage_run: StageRun,
+    ctx: StageContext,
     graph: Graph,
     batch: Batch,
     number: int,
-    settings: Settings,
     tally: Tally,
     may_create: bool,
 ) -> None:
-    layer, target = batch.layer, graph.target
+    layer, target, settings, stage_run_id = batch.layer, graph.target, ctx.settings, ctx.stage_run_id
     if graph.dialect == "arcadedb" and batch.nbytes > ARCADEDB_BATCH_BYTES:
         raise GraphWriteError(
             f"graph {target.describe()}: {layer.name} row {batch.first_key!r} is {batch.nbytes / 2**20:.1f} MiB;"
             f" ArcadeDB refuses Bolt messages over {cypher.ARCADEDB_MAX_MESSAGE // 2**20} MiB (load into Neo4j)"
         )
-    key = BatchKey(stage_run.run_id, layer.name, batch.kind, number)
+    key = BatchKey(ctx.run_id, layer.name, batch.kind, number)
     rows, first, last = len(batch.changes), batch.first_key, batch.last_key
     ledger.submit(
         lambda conn: begin_batch(
-            conn, key, stage_run_id=stage_run.id, target=target.key, rows=rows, first_key=first, last_key=last
+            conn, key, stage_run_id=stage_run_id, target=target.key, rows=rows, first_key=first, last_key=last
         )
     )
     started = time.monotonic()

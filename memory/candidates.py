@@ -4,7 +4,7 @@
     ranked(index, query, vector, request, settings, switches, limit) -> (the index ranked, its Ranking)
 
 Scoring every content node costs ~20 passes over n floats and a read of every key vector: linear in the memory
-(185 ms p95 at 600k content). Above `memory.prepass_from` content in scope, a cheap first pass picks:
+(185 ms p95 at 600k content). Above `recall.prepass_from` content in scope, a cheap first pass picks:
   - the best `prepass_top` content by BM25 over the keys (posting lists of the query's terms only),
   - the best `prepass_top` by key similarity, read from a few k-means lists (memory/dense_lists.py),
   - the best `prepass_top` reached through the query's cues (cue -> content edges),
@@ -34,7 +34,7 @@ from memory.sparse import CSR
 from memory.text import BM25, terms
 
 if TYPE_CHECKING:
-    from contracts.settings import MemorySettings
+    from contracts.settings import RecallSettings
 
 _THREADS = ThreadpoolController()
 ALL_ON = Switches()
@@ -91,7 +91,7 @@ def _in_scope(index: MemoryIndex, tables: PrepassTables, request: RequestLike) -
 
 
 def narrow(
-    index: MemoryIndex, query: str, vector: Array | None, request: RequestLike, settings: MemorySettings
+    index: MemoryIndex, query: str, vector: Array | None, request: RequestLike, settings: RecallSettings
 ) -> Narrowed | None:
     """The candidates of a recall on a large memory (None: small enough to score every content node); a scope
     with at most `prepass_max_candidates` content in it is taken whole."""
@@ -133,7 +133,7 @@ def _dense_top(index: MemoryIndex, lists: DenseLists, vector: Array, mask: Array
     return _top(scores, found, k)
 
 
-def _cue_top(index: MemoryIndex, words: list[str], mask: Array, settings: MemorySettings) -> Array:
+def _cue_top(index: MemoryIndex, words: list[str], mask: Array, settings: RecallSettings) -> Array:
     """The best content reached through the query's cues (the same cue activation as recall's first hop)."""
     if not len(index.cue_ids):
         return np.zeros(0, dtype=np.int64)
@@ -242,7 +242,7 @@ def ranked(
     query: str,
     vector: Array | None,
     request: RequestLike,
-    settings: MemorySettings,
+    settings: RecallSettings,
     switches: Switches = ALL_ON,
     limit: int | None = None,
 ) -> tuple[MemoryIndex, Ranking, Array | None]:

@@ -32,6 +32,7 @@ from memory import wordnet
 from memory.graph import FrozenCounts
 from memory.names import NAMED_ROLES
 from staging import memory as store
+from staging.db import IN_VALUES, json_values
 
 log = logging.getLogger(__name__)
 
@@ -153,18 +154,12 @@ def plan(
 
 
 def _new_speakers(archive: sqlite3.Connection, conversations: list[str], known: set[str]) -> bool:
-    roles = ",".join("?" * len(NAMED_ROLES))
-    for start in range(0, len(conversations), 500):
-        chunk = conversations[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for (author,) in archive.execute(
-            f"SELECT DISTINCT author FROM messages WHERE conversation_id IN ({marks}) AND author IS NOT NULL"
-            f" AND role IN ({roles}) AND is_active = 1 AND is_hidden = 0",
-            (*chunk, *sorted(NAMED_ROLES)),
-        ):
-            if author not in known:
-                return True
-    return False
+    authors = archive.execute(
+        f"SELECT DISTINCT author FROM messages WHERE conversation_id IN {IN_VALUES} AND author IS NOT NULL"
+        f" AND role IN {IN_VALUES} AND is_active = 1 AND is_hidden = 0",
+        (json_values(conversations), json_values(sorted(NAMED_ROLES))),
+    )
+    return any(author not in known for (author,) in authors)
 
 
 def state_path(data_dir: Path, run_id: str) -> Path:

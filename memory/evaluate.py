@@ -22,7 +22,7 @@ import numpy as np
 
 from clients.embedders import Embedder
 from contracts.memory import RecallRequest, RecallScope
-from contracts.settings import MemorySettings
+from contracts.settings import RecallSettings
 from memory import metrics
 from memory.benchmarks import Benchmark, Question
 from memory.candidates import ranked
@@ -98,13 +98,13 @@ def evaluate(
     benchmark: Benchmark,
     index: MemoryIndex,
     embedder: Embedder,
-    settings: MemorySettings,
+    settings: RecallSettings,
     plain_keys: list[str],
     *,
     flat_embedder: Embedder,
     flat_dense: Array,
     budget_tokens: int,
-    ablations: dict[str, tuple[MemoryIndex, MemorySettings, Switches]] | None = None,
+    ablations: dict[str, tuple[MemoryIndex, RecallSettings, Switches]] | None = None,
 ) -> dict[str, Any]:
     """All methods over all questions: {"system": {...}, "bm25": {...}, "dense": {...}, "rrf": {...}, ...}."""
     flat = Baselines.build(index, plain_keys)
@@ -113,7 +113,7 @@ def evaluate(
     flat_vectors = flat_embedder.embed(asked) if asked else None
     methods: dict[str, Callable[[Question, Array], tuple[Array, int]]] = {}
 
-    def system(variant: MemoryIndex, config: MemorySettings, switches: Switches) -> Callable[..., tuple[Array, int]]:
+    def system(variant: MemoryIndex, config: RecallSettings, switches: Switches) -> Callable[..., tuple[Array, int]]:
         def run(question: Question, vector: Array) -> tuple[Array, int]:
             request = _request(question, budget_tokens)
             # what a recall does (memory.candidates: the pre-pass on a large scope, else every candidate scored)
@@ -209,8 +209,8 @@ def without_consolidation(index: MemoryIndex) -> MemoryIndex:
 
 
 def ablations(
-    index: MemoryIndex, plain: list[str], settings: MemorySettings
-) -> dict[str, tuple[MemoryIndex, MemorySettings, Switches]]:
+    index: MemoryIndex, plain: list[str], settings: RecallSettings
+) -> dict[str, tuple[MemoryIndex, RecallSettings, Switches]]:
     """The system with one part taken out at a time (same memory, same questions)."""
     roles = [index.roles[int(r)] for r in index.role_code]
     sessions = build_session_keys(

@@ -11,7 +11,7 @@ is "stop" everywhere (the first pass stands): used when no LLM is configured, an
 ExpandOutcome.fallback_reason. An endpoint that cannot be reached (refused, timed out) is tried once per
 process: the first failure is logged once, and every later recall falls back at once, sending nothing.
 An expanded tag's best activated messages not yet in the context move to the top of the ranking (at most
-`memory.expand_pieces` per tag); the budget still bounds the context.
+`recall.expand_pieces` per tag); the budget still bounds the context.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from clients.llm import Breaker, RecordedCall, Reply, describe, endpoint, is_transient, make_client, usage_fields
 from contracts.memory import ExpandDecision, ExpandOutcome, ExpandRequest, ExpandResponse, ExpandTag
-from contracts.settings import LLMSettings, MemorySettings
+from contracts.settings import LLMSettings, RecallSettings
 from memory.index import MemoryIndex
 from memory.recall import Ranking
 from staging.llm_calls import CallRecorder, CallStatus
@@ -208,7 +208,7 @@ def expand(
     ranking: Ranking,
     chosen: list[int],
     question: str,
-    settings: MemorySettings,
+    settings: RecallSettings,
     llm: LLMSettings | None,
     on_call: CallRecorder | None = None,
 ) -> tuple[Ranking | None, ExpandOutcome]:

@@ -294,7 +294,7 @@ def index_key(staging: sqlite3.Connection, settings: Settings, embedder: Embedde
         "dim": embedder.dim,
         "key_embedder": memory.key_embedder,
         "key_roles": list(memory.key_roles),
-        "prepass_from": memory.prepass_from,
+        "prepass_from": settings.recall.prepass_from,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
 
@@ -319,7 +319,7 @@ def open_index(
     index = _read_or_none(target, key)
     if index is None:
         built = load_index(archive, staging, settings, embedder, run_id=run_id)
-        if built.size >= settings.memory.prepass_from:
+        if built.size >= settings.recall.prepass_from:
             prepare(built)  # stored with the index: the pre-pass tables cost seconds at 250k
         if not _store(built, root, target, key):
             return built

@@ -122,7 +122,7 @@ class MemoryService:
     def recall(self, request: RecallRequest) -> RecallResult:
         with self.databases() as (_, staging):
             memory = self.memory(staging)
-        # Read-only: the expand step's LLM calls (memory.expand_with_llm) go to this server's log, not llm_calls.
+        # Read-only: the expand step's LLM calls (recall.expand_with_llm) go to this server's log, not llm_calls.
         return memory.recall(request, on_call=log_call)
 
     def search_concepts(self, request: ConceptSearchRequest) -> ConceptSearchResult:

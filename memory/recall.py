@@ -34,7 +34,7 @@ from memory.timeexpr import TimeRange, find_range, range_factor
 
 if TYPE_CHECKING:
     from contracts.memory import RecallResult
-    from contracts.settings import MemorySettings
+    from contracts.settings import RecallSettings
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def rank(
     query: str,
     query_vector: Array | None,
     request: RequestLike,
-    settings: MemorySettings,
+    settings: RecallSettings,
     switches: Switches = Switches(),
     limit: int | None = None,
 ) -> Ranking:
@@ -184,7 +184,7 @@ class _Cues:
 
 
 def _cue_activation(
-    index: MemoryIndex, words: list[str], mask: Array, settings: MemorySettings, switches: Switches
+    index: MemoryIndex, words: list[str], mask: Array, settings: RecallSettings, switches: Switches
 ) -> _Cues:
     """query -> cue: BM25 over cue names x the cue's IDF (hubs a quarter), pruned below θ x the best; a cue none of
     whose content is a candidate was not known at `at` (or is out of scope): it neither activates nor shows."""
@@ -207,14 +207,14 @@ def _cue_activation(
     return _Cues(content, active, index.cue_conversation.rmatvec(weights).astype(np.float32))
 
 
-def _role_weight(index: MemoryIndex, settings: MemorySettings) -> Array:
+def _role_weight(index: MemoryIndex, settings: RecallSettings) -> Array:
     by_role = np.array(
         [1.0 if r in settings.key_roles else settings.other_role_weight for r in index.roles] or [1.0], np.float32
     )
     return by_role[index.role_code]
 
 
-def _beside(index: MemoryIndex, base: Array, mask: Array, settings: MemorySettings) -> Array:
+def _beside(index: MemoryIndex, base: Array, mask: Array, settings: RecallSettings) -> Array:
     """One hop along NEXT/PREV: the turn beside a match; the reply to a question gets more of the question's."""
     beside = np.zeros(index.size, np.float32)
     has_prev, has_next = index.prev >= 0, index.next >= 0
@@ -234,7 +234,7 @@ def _tag_prior(
     mask: Array,
     at_s: float | None,
     cues: _Cues,
-    settings: MemorySettings,
+    settings: RecallSettings,
     switches: Switches,
 ) -> tuple[Array, Array]:
     """content -> tag -> content: (each content's prior from its conversation and day tags, decayed from `at`;
@@ -293,7 +293,7 @@ def _best_first(index: MemoryIndex, score: Array, mask: Array, limit: int | None
     return candidates[np.lexsort((index.seq[candidates], -score[candidates]))]
 
 
-def second_hop(index: MemoryIndex, base: Array, mask: Array, settings: MemorySettings) -> Array:
+def second_hop(index: MemoryIndex, base: Array, mask: Array, settings: RecallSettings) -> Array:
     """Spreading activation's second hop (0..1 per content): the first hop's best content (`HOP_SEEDS`, by their
     direct scores) activates its cues (weighted by the seed's score and the cue's IDF; hubs spread nothing; below
     θ x the best cue pruned), and those cues activate the content they link. A fact split over two turns that
@@ -347,7 +347,7 @@ def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -
     return chosen
 
 
-def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: MemorySettings) -> list[Step]:
+def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings) -> list[Step]:
     steps = [Step(kind="query", id="query", label="query", score=1.0)]
     if ranking.cue[i] > 0 and ranking.cue_activation:
         active = dict(ranking.cue_activation)
@@ -410,7 +410,7 @@ def weak_reason(pieces: list[Piece]) -> str | None:
     )
 
 
-def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settings: MemorySettings) -> Answer:
+def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settings: RecallSettings) -> Answer:
     """Pack the best pieces into the budget; best first, or along their conversations (`request.order`)."""
     chosen = select(index, ranking, request.budget_tokens, request.max_pieces)
     rank_of = {int(i): r + 1 for r, i in enumerate(ranking.order[: max(len(chosen) * 4, 1000)])}
@@ -473,7 +473,7 @@ def embed_query(embedder: Embedder, query: str, names: Names) -> Any:
 
 
 def recall(
-    index: MemoryIndex, embedder: Embedder | None, request: RequestLike, settings: MemorySettings
+    index: MemoryIndex, embedder: Embedder | None, request: RequestLike, settings: RecallSettings
 ) -> RecallResult:
     """The entry point an agent (CLI, MCP server) calls: a reconstructed context for one question."""
     vector = embed_query(embedder, request.query, index.names) if embedder is not None else None

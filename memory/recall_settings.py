@@ -6,10 +6,10 @@
 Importing pydantic-settings and building the settings models costs ~0.3 CPU-s, a third of a whole recall on the
 demo. With no CHATMEM_* variable but CHATMEM_DATA_DIR in the environment (names compared as pydantic-settings does,
 ignoring case), the settings are the models' defaults and the data dir: those defaults, for the sections a recall
-reads (memory, embed, extract), are a copy in memory/recall_defaults.json of
+reads (memory, recall, embed, extract), are a copy in memory/recall_defaults.json of
 `Settings().model_dump(mode="json")` (written by `python -m memory.recall_settings`; tests/test_recall_settings.py
 keeps it equal to the models, so a changed default fails the tests instead of drifting). The objects answer the same
-attribute reads as the models (`settings.memory.theta`, `settings.embed.threads`, `model_copy(update=...)`).
+attribute reads as the models (`settings.recall.theta`, `settings.embed.threads`, `model_copy(update=...)`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULTS = Path(__file__).with_name("recall_defaults.json")
-SECTIONS = ("memory", "embed", "extract")
+SECTIONS = ("memory", "recall", "embed", "extract")
 DEFAULT_DATA_DIR = Path(".chatmem")  # contracts.settings.DEFAULT_DATA_DIR (a test keeps them equal)
 PREFIX = "CHATMEM_"
 DATA_DIR_VARIABLE = "CHATMEM_DATA_DIR"
@@ -82,6 +82,8 @@ def light_settings(data_dir: Path | None) -> LightSettings | None:
     defaults = json.loads(DEFAULTS.read_text())
     settings = LightSettings({name: defaults[name] for name in SECTIONS})
     settings.data_dir = data_dir
+    recall, memory = getattr(settings, "recall"), getattr(settings, "memory")  # noqa: B009 (set from the JSON)
+    recall.key_roles = list(memory.key_roles)  # as Settings does: recall's key roles are memory's
     return settings
 
 

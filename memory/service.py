@@ -10,7 +10,7 @@ The CLI's `chatmem recall` is this for one question. The databases are read once
      (memory.recall.rank), the pieces within the budget (memory.recall.to_result);
   2. the relevance floor: a query that matches no key's words and activates no cue recalls nothing, with the
      reason (RecallResult.empty_reason), when the embedder knows none of its words whole (all word-piece
-     fragments: no meaning to compare) or its best key cosine is below memory.min_similarity;
+     fragments: no meaning to compare) or its best key cosine is below recall.min_similarity;
   3. optionally, the LLM's expand-or-stop decision on the top conversation tags (memory/expand.py);
   4. the garden's facts of the question as they stood at `at` (memory/recall_facts.py).
 """
@@ -38,7 +38,7 @@ from staging.memory import latest_run
 
 if TYPE_CHECKING:
     from contracts.memory import RecallRequest, RecallResult
-    from contracts.settings import MemorySettings, Settings
+    from contracts.settings import RecallSettings, Settings
 
 
 @dataclass
@@ -69,7 +69,7 @@ class Memory:
         finally:
             archive.close()
             staging.close()
-        if index.size >= settings.memory.prepass_from:
+        if index.size >= settings.recall.prepass_from:
             prepare(index)  # the pre-pass tables now, not on the first recall
         return cls(settings, index, embedder)
 
@@ -81,7 +81,7 @@ class Memory:
         """Reconstruct a context; a scope that names nothing in the memory is a ConfigError (one line), not an
         empty answer that looks like "nothing was ever said about it"."""
         check_scope(self.index, request)
-        settings = self.settings.memory
+        settings = self.settings.recall
         vector = embed_query(self.embedder, request.query, self.index.names) if self.embedder is not None else None
         view, ranking, _ = ranked(self.index, request.query, vector, request, settings, limit=limit(request))
         result = to_result(view, request, ranking, settings)
@@ -110,7 +110,7 @@ def empty_reason(
     index: MemoryIndex,
     ranking: Ranking,
     vector: Array | None,
-    settings: MemorySettings,
+    settings: RecallSettings,
     embedder: Embedder | None = None,
     query: str = "",
 ) -> str | None:
@@ -142,7 +142,7 @@ def empty_reason(
         return None
     return (
         f"nothing relevant: no word of the query occurs in the memory's keys, no cue matched, and the closest key's "
-        f"similarity ({best:.2f}) is below memory.min_similarity ({settings.min_similarity:.2f})"
+        f"similarity ({best:.2f}) is below recall.min_similarity ({settings.min_similarity:.2f})"
     )
 
 

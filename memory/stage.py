@@ -1,17 +1,15 @@
 """The cues stage: archive messages, concepts and topics -> the Cue-Tag-Content graph in staging.db.
 
-The six steps: open a stage run; read the visible active messages (archive.db), the live concepts' evidence
-(the concepts stage) and the latest topics (the cluster stage; optional: a small archive has none); compute
-the graph with `memory.graph.GraphBuilder` (pure, deterministic), batch by batch of whole conversations; check
-each batch (`_check`: every edge joins known nodes, weights in 0..1, every merged node has originals); replace
-this run's rows in one transaction, written batch by batch (ids are content keys, so a re-run writes the same
-rows); close with counts and the hub report, or record the failure with the command that re-runs the stage.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): read the visible active messages (archive.db),
+the live concepts' evidence (the concepts stage) and the latest topics (the cluster stage; optional: a small
+archive has none); compute the graph with `memory.graph.GraphBuilder` (pure, deterministic), batch by batch of
+whole conversations; check each batch (`_check`: every edge joins known nodes, weights in 0..1, every merged
+node has originals); replace this run's rows in one transaction, written batch by batch (ids are content keys,
+so a re-run writes the same rows); return the counts and the hub report.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -20,10 +18,10 @@ from typing import Any
 from clients.embed_cache import EmbedCounts, embed_cached
 from clients.embedders import Embedder
 from clients.progress import ProgressFactory
-from contracts.results import StageResult
+from clients.stage import Outcome, StageContext
 from contracts.settings import Settings
 from memory import cues_incremental, cues_state, index_store, key_model, wordnet
-from memory.graph import BatchGraph, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
+from memory.graph import BatchGraph, BuildReport, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
 from memory.index import embeds_role, key_embedder
 from memory.key_model import FULL, KeyCost, with_model
 from memory.names import Names
@@ -31,9 +29,7 @@ from staging import embeddings as vectors
 from staging import memory as store
 from staging import memory_carry, memory_loaded
 from staging import memory_inputs as inputs
-from staging.ledger import StageRun
-from staging.segments import archive_fingerprint
-from staging.stage_run import finish, stage_run
+from staging.memory import CueRow, TagRow
 
 log = logging.getLogger(__name__)
 
@@ -44,112 +40,124 @@ BATCH_MESSAGES = 5_000  # whole conversations per batch, about this many message
 
 
 def run(
-    archive: sqlite3.Connection,
-    staging: sqlite3.Connection,
+    ctx: StageContext,
     *,
-    run_id: str,
-    settings: Settings,
     embedder: Embedder | None = None,
-    progress: ProgressFactory | None = None,
     batch_messages: int = BATCH_MESSAGES,
-) -> StageResult:
+) -> Outcome:
     """Build the Cue-Tag-Content graph of the whole archive for this run, and embed its keys (cached).
 
     Memory stays flat in the archive's size: messages are read twice (global counts, in table order; the graph
     batch by batch of whole conversations, written as it goes, its keys looked up in the vector cache), never
     held all at once; only the messages whose key has no vector yet are read a third time, to embed them."""
-    config = settings.memory.model_dump(mode="json")
+    archive, staging, run_id, settings, progress = ctx.archive, ctx.staging, ctx.run_id, ctx.settings, ctx.progress
     evidence = inputs.live_evidence(staging)
     topic_run = inputs.topic_run(staging)
-    lexicon = wordnet.state(settings.memory.wordnet_dir)  # its categories are part of the graph: in the fingerprint
-    parts = [evidence, topic_run, config, lexicon if settings.memory.hypernym_depth > 0 else None]
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-    fingerprint = f"{archive_fingerprint(archive)}:{digest}"
-    with stage_run(staging, stage=STAGE, run_id=run_id, fingerprint=fingerprint, settings=config) as ledger:
-        lexicon_db = wordnet.WordNet.open(settings.memory.wordnet_dir) if settings.memory.hypernym_depth > 0 else None
-        builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory, lexicon_db)
-        del evidence
-        digests = cues_state.conversation_digests(archive, builder.evidence, builder.concepts)
-        plan, why_full = cues_state.plan(archive, staging, settings, run_id, topic_run, digests)
-        if plan is not None:
-            return _run_incremental(
-                archive, staging, ledger, builder, plan, run_id, topic_run, settings, embedder, progress, batch_messages
-            )
-        cost = KeyCost(settings.memory)  # which model embeds the keys: chosen by its estimated cost
-        for uuid, role, author, text in inputs.iter_visible_texts(archive):
-            builder.count_text(uuid, role, author, text)
-            cost.add(role, text)
-        choice = cost.choice()
-        keys = _Keys(staging, with_model(settings, choice.model), builder.names(), embedder)
-        notes = [choice.note(), f"full build: {why_full}"]
-        if topic_run is None:
-            notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
-        if not builder.concepts:
-            notes.append("no concept evidence (concepts stage not run): no concept, phrase or category cues")
-        if lexicon_db is None and settings.memory.hypernym_depth > 0:
-            notes.append(
-                f"WordNet not found at memory.wordnet_dir ({settings.memory.wordnet_dir}): no category cues"
-                " (install Debian's wordnet-base)"
-            )
-        sources: set[str] = set()
-        with store.RunWriter(staging, run_id) as writer:
-            for batch in _batches(_messages(archive), batch_messages):
-                topics = inputs.topic_rows(staging, topic_run, (m.uuid for m in batch))
-                part = builder.batch(batch, [TopicInput(*row) for row in topics])
-                _check(part)
-                sources.update(e[0] for e in part.edges)
-                keys.look_up(batch)
-                writer.add(part.content, part.edges, part.merges, part.cue_conversations)
-            cues, tags, report = builder.finish()
-            edges_before = writer.counts["edges"]
-            writer.add_edges(builder.cue_tag_edges(writer.cue_conversations()))
-            cue_tag_edges = writer.counts["edges"] - edges_before
-            unknown = sources - {c.cue_id for c in cues} - {t.tag_id for t in tags}
-            if unknown:
-                raise ValueError(f"{len(unknown)} edge source(s) name no cue or tag: {sorted(unknown)[0]}")
-            writer.add_cues(cues)
-            writer.add_tags(tags)
-            hub_share = round(100 * len(report.hubs) / max(len(cues), 1), 2)
-            if report.hubs:
-                names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
-                notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
-            summary: dict[str, Any] = {"hubs": report.hubs, "topic_run": topic_run, "notes": notes}
-            summary.update(key_model=choice.summary(), incremental=False)
-            writer.finish({**summary, "full_run": run_id, "changed_since_full": []})
-            written = dict(writer.counts)
-        frozen = builder.frozen_counts()
-        embedded = keys.embed_missing(archive, run_id, progress, batch_messages)
-        _after_success(
-            staging,
-            settings,
-            cues_state.CuesState(run_id, run_id, cues_state.settings_digest(settings), topic_run, frozen, digests),
+    lexicon_db = wordnet.WordNet.open(settings.memory.wordnet_dir) if settings.memory.hypernym_depth > 0 else None
+    builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory, lexicon_db)
+    del evidence
+    digests = cues_state.conversation_digests(archive, builder.evidence, builder.concepts)
+    plan, why_full = cues_state.plan(archive, staging, settings, run_id, topic_run, digests)
+    if plan is not None:
+        return _run_incremental(
+            archive, staging, builder, plan, run_id, topic_run, settings, embedder, progress, batch_messages
         )
-        counts = {
-            "content": written["content"] - written["merged"],
-            "merged_nodes": report.merged_groups,
-            "merged_messages": report.merged_messages,
-            "cues": len(cues),
-            "concept_cues": sum(1 for c in cues if c.kind == "concept"),
-            "keyphrase_cues": sum(1 for c in cues if c.kind == "keyphrase"),
-            "category_cues": sum(1 for c in cues if c.cue_id.startswith("wn:")),
-            "hub_cues": len(report.hubs),
-            "tags": len(tags),
-            "edges": written["edges"],
-            "keys_embedded": embedded.embedded,
-            "keys_cached": embedded.cached,
-            "keys_full_model": int(choice.model == FULL),
-            "incremental": 0,
-            "conversations_rebuilt": len(digests),
-        }
-        log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
-        rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
-        return finish(ledger, rows_in=builder.n, rows_out=rows_out, counts=counts, notes=notes)
+    cost = KeyCost(settings.memory)  # which model embeds the keys: chosen by its estimated cost
+    for uuid, role, author, text in inputs.iter_visible_texts(archive):
+        builder.count_text(uuid, role, author, text)
+        cost.add(role, text)
+    choice = cost.choice()
+    keys = _Keys(staging, with_model(settings, choice.model), builder.names(), embedder)
+    notes = [choice.note(), f"full build: {why_full}", *_missing_inputs(settings, topic_run, builder, lexicon_db)]
+    summary: dict[str, Any] = {"topic_run": topic_run, "notes": notes}
+    summary.update(key_model=choice.summary(), incremental=False, full_run=run_id, changed_since_full=[])
+    written, cues, tags, report, cue_tag_edges = _write_full(ctx, builder, keys, topic_run, summary, batch_messages)
+    frozen = builder.frozen_counts()
+    embedded = keys.embed_missing(archive, run_id, progress, batch_messages)
+    _after_success(
+        staging,
+        settings,
+        cues_state.CuesState(run_id, run_id, cues_state.settings_digest(settings), topic_run, frozen, digests),
+    )
+    counts = {
+        "content": written["content"] - written["merged"],
+        "merged_nodes": report.merged_groups,
+        "merged_messages": report.merged_messages,
+        "cues": len(cues),
+        "concept_cues": sum(1 for c in cues if c.kind == "concept"),
+        "keyphrase_cues": sum(1 for c in cues if c.kind == "keyphrase"),
+        "category_cues": sum(1 for c in cues if c.cue_id.startswith("wn:")),
+        "hub_cues": len(report.hubs),
+        "tags": len(tags),
+        "edges": written["edges"],
+        "keys_embedded": embedded.embedded,
+        "keys_cached": embedded.cached,
+        "keys_full_model": int(choice.model == FULL),
+        "incremental": 0,
+        "conversations_rebuilt": len(digests),
+    }
+    log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
+    rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
+    return Outcome(rows_in=builder.n, rows_out=rows_out, counts=counts, notes=notes)
+
+
+def _missing_inputs(
+    settings: Settings, topic_run: str | None, builder: GraphBuilder, lexicon: wordnet.WordNet | None
+) -> list[str]:
+    """Notes on the inputs a full build goes without (no topics, no concepts, no WordNet)."""
+    notes = []
+    if topic_run is None:
+        notes.append("no topics yet (cluster stage not run or skipped): no topic tags")
+    if not builder.concepts:
+        notes.append("no concept evidence (concepts stage not run): no concept, phrase or category cues")
+    if lexicon is None and settings.memory.hypernym_depth > 0:
+        notes.append(
+            f"WordNet not found at memory.wordnet_dir ({settings.memory.wordnet_dir}): no category cues"
+            " (install Debian's wordnet-base)"
+        )
+    return notes
+
+
+def _write_full(
+    ctx: StageContext,
+    builder: GraphBuilder,
+    keys: _Keys,
+    topic_run: str | None,
+    summary: dict[str, Any],
+    batch_messages: int,
+) -> tuple[dict[str, int], list[CueRow], list[TagRow], BuildReport, int]:
+    """Pass 2 of a full build: the graph batch by batch of whole conversations, checked and written as it goes
+    (its keys looked up in the vector cache), then the cues, the tags and their edges; the hub report noted."""
+    staging, notes = ctx.staging, summary["notes"]
+    sources: set[str] = set()
+    with store.RunWriter(staging, ctx.run_id) as writer:
+        for batch in _batches(_messages(ctx.archive), batch_messages):
+            topics = inputs.topic_rows(staging, topic_run, (m.uuid for m in batch))
+            part = builder.batch(batch, [TopicInput(*row) for row in topics])
+            _check(part)
+            sources.update(e[0] for e in part.edges)
+            keys.look_up(batch)
+            writer.add(part.content, part.edges, part.merges, part.cue_conversations)
+        cues, tags, report = builder.finish()
+        edges_before = writer.counts["edges"]
+        writer.add_edges(builder.cue_tag_edges(writer.cue_conversations()))
+        cue_tag_edges = writer.counts["edges"] - edges_before
+        unknown = sources - {c.cue_id for c in cues} - {t.tag_id for t in tags}
+        if unknown:
+            raise ValueError(f"{len(unknown)} edge source(s) name no cue or tag: {sorted(unknown)[0]}")
+        writer.add_cues(cues)
+        writer.add_tags(tags)
+        hub_share = round(100 * len(report.hubs) / max(len(cues), 1), 2)
+        if report.hubs:
+            names = ", ".join(f"{h['cue']} ({h['share']:.0%})" for h in report.hubs[:5])
+            notes.append(f"{len(report.hubs)} hub cue(s) ({hub_share}% of cues) down-weighted: {names}")
+        writer.finish({"hubs": report.hubs, **summary})
+        return dict(writer.counts), cues, tags, report, cue_tag_edges
 
 
 def _run_incremental(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
-    ledger: StageRun,
     builder: GraphBuilder,
     plan: cues_state.Plan,
     run_id: str,
@@ -158,7 +166,7 @@ def _run_incremental(
     embedder: Embedder | None,
     progress: ProgressFactory | None,
     batch_messages: int,
-) -> StageResult:
+) -> Outcome:
     """Rebuild the plan's conversations, carry the rest from its base run (memory/cues_incremental.py)."""
     base = plan.state.run_id
     notes = [
@@ -216,7 +224,7 @@ def _run_incremental(
     }
     log.info("cues - %s", counts)
     rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
-    return finish(ledger, rows_in=len(messages), rows_out=rows_out, counts=counts, notes=notes)
+    return Outcome(rows_in=len(messages), rows_out=rows_out, counts=counts, notes=notes)
 
 
 def _after_success(staging: sqlite3.Connection, settings: Settings, state: cues_state.CuesState) -> None:

@@ -8,9 +8,10 @@ are read in chunks of 500 (SQLite's bound-parameter limit is far above, but plan
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from typing import NamedTuple
 
+from staging.db import IN_VALUES, json_values
 from staging.embeddings import has_table
 
 
@@ -28,11 +29,6 @@ class Evidence(NamedTuple):
     text: str
     confidence: float
     created_at: str | None
-
-
-def _chunks(values: Sequence[str], size: int = 500) -> Iterator[list[str]]:
-    for start in range(0, len(values), size):
-        yield list(values[start : start + size])
 
 
 def conversation_row(archive: sqlite3.Connection, conversation_id: str) -> tuple[str | None, str | None, str] | None:
@@ -63,36 +59,29 @@ def message_place(archive: sqlite3.Connection, message_id: str) -> tuple[str, bo
 
 def message_conversations(archive: sqlite3.Connection, message_ids: Iterable[str]) -> dict[str, str]:
     """message id -> conversation id, for the ids the archive has."""
-    found: dict[str, str] = {}
-    for chunk in _chunks(list(dict.fromkeys(message_ids))):
-        marks = ",".join("?" * len(chunk))
-        for row in archive.execute(f"SELECT uuid, conversation_id FROM messages WHERE uuid IN ({marks})", chunk):
-            found[str(row[0])] = str(row[1])
-    return found
+    rows = archive.execute(
+        f"SELECT uuid, conversation_id FROM messages WHERE uuid IN {IN_VALUES}", (json_values(set(message_ids)),)
+    )
+    return {str(row[0]): str(row[1]) for row in rows}
 
 
 def conversation_titles(archive: sqlite3.Connection, conversation_ids: Iterable[str]) -> dict[str, str | None]:
-    found: dict[str, str | None] = {}
-    for chunk in _chunks(list(dict.fromkeys(conversation_ids))):
-        marks = ",".join("?" * len(chunk))
-        for row in archive.execute(f"SELECT id, title FROM conversations WHERE id IN ({marks})", chunk):
-            found[str(row[0])] = row[1]
-    return found
+    rows = archive.execute(
+        f"SELECT id, title FROM conversations WHERE id IN {IN_VALUES}", (json_values(set(conversation_ids)),)
+    )
+    return {str(row[0]): row[1] for row in rows}
 
 
 def evidence(staging: sqlite3.Connection, concept_ids: Iterable[str]) -> list[Evidence]:
     """Every evidence span of these concepts, oldest first (undated last), then by message id."""
     if not has_table(staging, "concept_evidence"):
         return []
-    found: list[Evidence] = []
-    for chunk in _chunks(list(dict.fromkeys(concept_ids))):
-        marks = ",".join("?" * len(chunk))
-        for r in staging.execute(
-            "SELECT concept_id, message_id, text, confidence, created_at FROM concept_evidence"
-            f" WHERE concept_id IN ({marks})",
-            chunk,
-        ):
-            found.append(Evidence(str(r[0]), str(r[1]), str(r[2]), float(r[3]), r[4]))
+    rows = staging.execute(
+        "SELECT concept_id, message_id, text, confidence, created_at FROM concept_evidence"
+        f" WHERE concept_id IN {IN_VALUES}",
+        (json_values(set(concept_ids)),),
+    )
+    found = [Evidence(str(r[0]), str(r[1]), str(r[2]), float(r[3]), r[4]) for r in rows]
     found.sort(key=lambda e: (e.created_at is None, e.created_at or "", e.message_id, e.concept_id, e.text))
     return found
 
@@ -108,10 +97,10 @@ def has_fact_rows(staging: sqlite3.Connection) -> bool:
 
 
 def concepts_version(staging: sqlite3.Connection) -> tuple[str | None, int]:
-    """(when the last concepts stage run finished, how many concepts there are): it changes whenever the store
-    can have changed, since only the concepts stage writes it."""
-    finished = staging.execute(
-        "SELECT MAX(finished_at) FROM stage_runs WHERE stage = 'concepts' AND status = 'succeeded'"
+    """(when the last concepts or garden stage run finished, how many concepts there are): it changes whenever
+    the store can have changed, since only those two stages write it (the garden merges and archives)."""
+    finished = staging.execute(  # the garden writes concepts too (merges, archiving)
+        "SELECT MAX(finished_at) FROM stage_runs WHERE stage IN ('concepts', 'garden') AND status = 'succeeded'"
     ).fetchone()[0]
     count = staging.execute("SELECT COUNT(*) FROM concepts").fetchone()[0] if has_table(staging, "concepts") else 0
     return finished, int(count)
@@ -129,14 +118,11 @@ def segment_conversations(staging: sqlite3.Connection, segment_ids: Iterable[str
     """segment id -> the conversation it was cut from."""
     if not has_table(staging, "segments"):
         return {}
-    found: dict[str, str] = {}
-    for chunk in _chunks(list(dict.fromkeys(segment_ids))):
-        marks = ",".join("?" * len(chunk))
-        for row in staging.execute(
-            f"SELECT segment_id, conversation_id FROM segments WHERE segment_id IN ({marks})", chunk
-        ):
-            found[str(row[0])] = str(row[1])
-    return found
+    rows = staging.execute(
+        f"SELECT segment_id, conversation_id FROM segments WHERE segment_id IN {IN_VALUES}",
+        (json_values(set(segment_ids)),),
+    )
+    return {str(row[0]): str(row[1]) for row in rows}
 
 
 def topic_concepts(staging: sqlite3.Connection, run_id: str) -> dict[int, list[tuple[str, float]]]:

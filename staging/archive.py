@@ -31,7 +31,7 @@ from staging.archive_rows import (
     to_rows,
     utf8_safe,
 )
-from staging.db import Transaction, connect
+from staging.db import IN_VALUES, Transaction, connect, json_values
 from staging.migrations import ARCHIVE, migrate
 
 END_OF_FILE = "end of file"  # the locator of the quarantine row for an unreadable remainder of a file
@@ -213,21 +213,14 @@ class ArchiveWriter:
         return [dict(row) for row in rows]
 
     def _known_conversations(self, ids: list[str]) -> set[str]:
-        known: set[str] = set()
-        for chunk in _chunks(ids):
-            marks = ",".join("?" * len(chunk))
-            known.update(
-                row[0] for row in self.conn.execute(f"SELECT id FROM conversations WHERE id IN ({marks})", chunk)
-            )
-        return known
+        rows = self.conn.execute(f"SELECT id FROM conversations WHERE id IN {IN_VALUES}", (json_values(ids),))
+        return {row[0] for row in rows}
 
     def _stored_messages(self, uuids: list[str]) -> dict[str, MessageRow]:
-        stored: dict[str, MessageRow] = {}
-        for chunk in _chunks(uuids):
-            marks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(f"SELECT {COMPARED_COLUMNS} FROM messages WHERE uuid IN ({marks})", chunk):
-                stored[row[0]] = tuple(row)
-        return stored
+        rows = self.conn.execute(
+            f"SELECT {COMPARED_COLUMNS} FROM messages WHERE uuid IN {IN_VALUES}", (json_values(uuids),)
+        )
+        return {row[0]: tuple(row) for row in rows}
 
     def _insert_fresh(
         self, source_id: int, conversations: list[ConversationRows], counts: WriteCounts
@@ -352,12 +345,6 @@ class ArchiveWriter:
                 self.conn.execute("UPDATE messages SET is_active = 0, seq = ? WHERE uuid = ?", (seq, row["uuid"]))
                 changed += 1
         return changed
-
-
-def _chunks(values: list[str], size: int = 500) -> Iterable[list[str]]:
-    """SQLite limits the number of bound parameters: look ids up 500 at a time."""
-    for start in range(0, len(values), size):
-        yield values[start : start + size]
 
 
 def _collision(row: MessageRow, owner: str) -> QuarantineRecord:

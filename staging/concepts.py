@@ -21,6 +21,8 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from staging.db import IN_VALUES, json_values
+
 if TYPE_CHECKING:
     from contracts.concepts import ConceptHypothesis  # pydantic: loaded by list_concepts only
 
@@ -254,14 +256,8 @@ def record_input(conn: sqlite3.Connection, input_key: str, run_id: str, **values
 
 
 def message_times(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str | None]:
-    wanted = list(dict.fromkeys(ids))
-    found: dict[str, str | None] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in archive.execute(f"SELECT uuid, created_at FROM messages WHERE uuid IN ({marks})", chunk):
-            found[str(row[0])] = row[1]
-    return found
+    rows = archive.execute(f"SELECT uuid, created_at FROM messages WHERE uuid IN {IN_VALUES}", (json_values(set(ids)),))
+    return {str(row[0]): row[1] for row in rows}
 
 
 def name_index(conn: sqlite3.Connection) -> dict[str, str]:

@@ -8,12 +8,24 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from contracts.errors import StateError
+
+IN_VALUES = "(SELECT value FROM json_each(?))"
+"""An SQL `IN` list of any length in one bound parameter: `f"... WHERE id IN {IN_VALUES}"` with `json_values(ids)`
+as its parameter. SQLite's json_each: one statement whatever the length (no limit on bound parameters, no
+chunking), and an index on the column is still used for each value."""
+
+
+def json_values(values: Iterable[str | int]) -> str:
+    """The parameter of an `IN {IN_VALUES}` list."""
+    return json.dumps(list(values), ensure_ascii=False)
 
 
 def connect(path: Path) -> sqlite3.Connection:

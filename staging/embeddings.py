@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from staging.db import Transaction
+from staging.db import IN_VALUES, Transaction, json_values
 
 if TYPE_CHECKING:  # numpy loads when vectors are read or written, not with the table (staging.migrations imports it)
     import numpy as np
@@ -77,45 +77,30 @@ EMBEDDED_AS_IS = (
     " AND e.content_hash = s.content_hash)"
 )
 
-_CHUNK = 500  # SQLite host parameters per IN (...) query, well under the 32k limit
-
 
 def text_hash(text: str) -> str:
     """The cache key of a text: sha256 of its UTF-8 bytes (lone surrogates replaced, as the archive does)."""
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
-def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
-    for start in range(0, len(values), _CHUNK):
-        yield values[start : start + _CHUNK]
-
-
 def cached_hashes(conn: sqlite3.Connection, model: str, hashes: Iterable[str]) -> set[str]:
     """The subset of `hashes` that already has a vector for `model`."""
-    wanted = list(dict.fromkeys(hashes))
-    found: set[str] = set()
-    for chunk in _chunks(wanted):
-        marks = ",".join("?" * len(chunk))
-        rows = conn.execute(
-            f"SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN ({marks})", (model, *chunk)
-        )
-        found.update(str(r[0]) for r in rows)
-    return found
+    rows = conn.execute(
+        f"SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN {IN_VALUES}",
+        (model, json_values(dict.fromkeys(hashes))),
+    )
+    return {str(r[0]) for r in rows}
 
 
 def load_vectors(conn: sqlite3.Connection, model: str, hashes: Sequence[str]) -> dict[str, Matrix]:
     """Vectors by content hash (missing ones are left out)."""
     import numpy as np
 
-    found: dict[str, Matrix] = {}
-    for chunk in _chunks(list(dict.fromkeys(hashes))):
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-            f"SELECT content_hash, vector FROM embeddings WHERE model = ? AND content_hash IN ({marks})",
-            (model, *chunk),
-        ):
-            found[str(row[0])] = np.frombuffer(row[1], dtype="<f4")
-    return found
+    rows = conn.execute(
+        f"SELECT content_hash, vector FROM embeddings WHERE model = ? AND content_hash IN {IN_VALUES}",
+        (model, json_values(dict.fromkeys(hashes))),
+    )
+    return {str(row[0]): np.frombuffer(row[1], dtype="<f4") for row in rows}
 
 
 def put_vectors(conn: sqlite3.Connection, model: str, run_id: str, rows: Sequence[tuple[str, Matrix]]) -> int:
@@ -176,15 +161,11 @@ def count_embedded_as_is(conn: sqlite3.Connection, model: str) -> int:
 
 def item_hashes(conn: sqlite3.Connection, kind: str, model: str, item_ids: Sequence[str]) -> dict[str, str]:
     """content_hash by item id for the given items (those with an embedding under `model`)."""
-    found: dict[str, str] = {}
-    for chunk in _chunks(list(dict.fromkeys(item_ids))):
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-            f"SELECT item_id, content_hash FROM embedding_items WHERE kind = ? AND model = ? AND item_id IN ({marks})",
-            (kind, model, *chunk),
-        ):
-            found[str(row[0])] = str(row[1])
-    return found
+    rows = conn.execute(
+        f"SELECT item_id, content_hash FROM embedding_items WHERE kind = ? AND model = ? AND item_id IN {IN_VALUES}",
+        (kind, model, json_values(dict.fromkeys(item_ids))),
+    )
+    return {str(row[0]): str(row[1]) for row in rows}
 
 
 def item_matrix(conn: sqlite3.Connection, kind: str, model: str, item_ids: Sequence[str]) -> tuple[list[str], Matrix]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from contracts.redact import redact
 from staging import facts as fact_store
-from staging.db import Transaction
+from staging.db import IN_VALUES, Transaction, json_values
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS extractions (
@@ -92,17 +92,10 @@ class ExtractionRow:
 
 def cached_ok(conn: sqlite3.Connection, keys: Iterable[str]) -> set[str]:
     """The keys among `keys` that already have a successful extraction."""
-    wanted = list(keys)
-    found: set[str] = set()
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        found.update(
-            str(r[0])
-            for r in conn.execute(
-                f"SELECT cache_key FROM extractions WHERE status = 'ok' AND cache_key IN ({marks})", chunk
-            )
-        )
+    rows = conn.execute(
+        f"SELECT cache_key FROM extractions WHERE status = 'ok' AND cache_key IN {IN_VALUES}", (json_values(keys),)
+    )
+    found = {str(r[0]) for r in rows}
     return found
 
 
@@ -155,14 +148,6 @@ def drop_retired(conn: sqlite3.Connection) -> int:
         return cursor.rowcount
 
 
-def current_fingerprint(conn: sqlite3.Connection) -> str:
-    """A digest of every segment's current extraction: the concepts stage's input fingerprint."""
-    digest = hashlib.sha256()
-    for row in conn.execute("SELECT segment_id, cache_key FROM segment_extractions ORDER BY segment_id"):
-        digest.update(f"{row[0]}:{row[1]}\n".encode())
-    return digest.hexdigest()
-
-
 @dataclass(frozen=True, slots=True)
 class CurrentExtraction:
     segment_id: str
@@ -186,10 +171,7 @@ def iter_current(conn: sqlite3.Connection) -> list[CurrentExtraction]:
 
 def hypotheses_for(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, str]:
     """cache_key -> the JSON list of hypotheses stored for it."""
-    found: dict[str, str] = {}
-    for start in range(0, len(keys), 500):
-        chunk = list(keys[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT cache_key, hypotheses FROM extractions WHERE cache_key IN ({marks})", chunk):
-            found[str(row[0])] = str(row[1] or "[]")
-    return found
+    rows = conn.execute(
+        f"SELECT cache_key, hypotheses FROM extractions WHERE cache_key IN {IN_VALUES}", (json_values(keys),)
+    )
+    return {str(row[0]): str(row[1] or "[]") for row in rows}

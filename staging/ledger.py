@@ -133,16 +133,6 @@ def latest_attempt(conn: sqlite3.Connection, stage: str) -> Attempt | None:
     return None if row is None else Attempt(int(row[0]), str(row[1]), str(row[2]), str(row[3]))
 
 
-def set_input_fingerprint(conn: sqlite3.Connection, run_id: str, stage: str, fingerprint: str) -> None:
-    """Stamp the latest stage run of (run, stage) with the fingerprint of the inputs it finished with."""
-    with Transaction(conn):
-        conn.execute(
-            "UPDATE stage_runs SET input_fingerprint = ? WHERE id ="
-            " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? AND stage = ?)",
-            (fingerprint, run_id, stage),
-        )
-
-
 class StageRun:
     """One stage's entry in the ledger: opened on start, closed with counts or with the failure."""
 
@@ -176,13 +166,18 @@ class StageRun:
         counts: Mapping[str, int],
         notes: list[str] | None = None,
         skipped: bool = False,
+        input_fingerprint: str | None = None,
     ) -> None:
+        """Close the stage run as succeeded (or skipped); `input_fingerprint` replaces the one it opened with
+        (the runner's, for a stage that changes what it reads: ingest's archive)."""
+        more = {} if input_fingerprint is None else {"input_fingerprint": input_fingerprint}
         self._close(
             "skipped" if skipped else "succeeded",
             rows_in=rows_in,
             rows_out=rows_out,
             counts=json.dumps(dict(counts)),
             notes="\n".join(notes or []) or None,
+            **more,
         )
 
     def fail(
@@ -210,16 +205,3 @@ class StageRun:
         assignments = ", ".join(f"{name} = ?" for name in values)
         with Transaction(self.conn):
             self.conn.execute(f"UPDATE stage_runs SET {assignments} WHERE id = ?", (*values.values(), self.id))
-
-
-def record_ingest_file(conn: sqlite3.Connection, stage_run: StageRun, **row: Any) -> None:
-    """Upsert what the ingest stage did with one file in this run."""
-    row = {"run_id": stage_run.run_id, "stage_run_id": stage_run.id, **redact(row)}
-    columns = ", ".join(row)
-    marks = ", ".join("?" * len(row))
-    updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("run_id", "path"))
-    with Transaction(conn):
-        conn.execute(
-            f"INSERT INTO ingest_files ({columns}) VALUES ({marks}) ON CONFLICT (run_id, path) DO UPDATE SET {updates}",
-            tuple(row.values()),
-        )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
-from staging.db import Transaction
+from staging.db import IN_VALUES, Transaction, json_values
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS memory_runs (
@@ -338,13 +338,9 @@ def originals(conn: sqlite3.Connection, run_id: str, merged_ids: Iterable[str]) 
     """The original message ids of each merged content node."""
     wanted = list(merged_ids)
     found: dict[str, list[str]] = {m: [] for m in wanted}
-    for start in range(0, len(wanted), 500):
-        chunk: Sequence[str] = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-            f"SELECT merged_id, original_id FROM memory_merges WHERE run_id = ? AND merged_id IN ({marks})"
-            " ORDER BY 1, 2",
-            (run_id, *chunk),
-        ):
-            found[str(row[0])].append(str(row[1]))
+    for row in conn.execute(
+        f"SELECT merged_id, original_id FROM memory_merges WHERE run_id = ? AND merged_id IN {IN_VALUES} ORDER BY 1, 2",
+        (run_id, json_values(wanted)),
+    ):
+        found[str(row[0])].append(str(row[1]))
     return found

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 
 from staging import concepts as concept_store
 from staging import topics as topic_store
+from staging.db import IN_VALUES, json_values
 
 MessageTuple = tuple[str, str, str | None, int, str, str | None, str | None, str, str]
 """uuid, conversation_id, title, seq, role, author, created_at, text, source format."""
@@ -39,14 +40,8 @@ def iter_visible_texts(archive: sqlite3.Connection) -> Iterator[tuple[str, str, 
 
 
 def message_texts(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
-    wanted = list(dict.fromkeys(ids))
-    found: dict[str, str] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in archive.execute(f"SELECT uuid, text FROM messages WHERE uuid IN ({marks})", chunk):
-            found[str(row[0])] = str(row[1])
-    return found
+    rows = archive.execute(f"SELECT uuid, text FROM messages WHERE uuid IN {IN_VALUES}", (json_values(set(ids)),))
+    return {str(row[0]): str(row[1]) for row in rows}
 
 
 def conversation_titles(archive: sqlite3.Connection) -> dict[str, str | None]:
@@ -101,21 +96,16 @@ def topic_rows(
     """`topic_messages`' rows for some messages only: (message_id, topic_uid, label, weight), in that order."""
     if run_id is None:
         return []
-    wanted = list(dict.fromkeys(message_ids))
-    rows: list[tuple[str, str, str, float]] = []
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        # CROSS JOIN fixes the join order (SQLite never reorders it): start from the chunk's messages. With a
-        # plain JOIN the planner walked every segment link of the run per chunk and probed the chunk's ids in
-        # each, segments x messages per archive: 90% of the stage's CPU at 100k real messages.
-        found = staging.execute(
-            "SELECT sm.message_id, t.topic_uid, t.label, l.weight FROM segment_messages sm"
-            " CROSS JOIN topic_links l ON l.run_id = ? AND l.kind = 'segment' AND l.item_id = sm.segment_id"
-            f" CROSS JOIN topics t ON t.run_id = l.run_id AND t.topic = l.topic WHERE sm.message_id IN ({marks})",
-            (run_id, *chunk),
-        )
-        rows.extend((str(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in found)
+    # CROSS JOIN fixes the join order (SQLite never reorders it): start from the wanted messages. With a plain
+    # JOIN the planner walked every segment link of the run and probed the wanted ids in each, segments x
+    # messages per archive: 90% of the stage's CPU at 100k real messages.
+    found = staging.execute(
+        "SELECT sm.message_id, t.topic_uid, t.label, l.weight FROM segment_messages sm"
+        " CROSS JOIN topic_links l ON l.run_id = ? AND l.kind = 'segment' AND l.item_id = sm.segment_id"
+        f" CROSS JOIN topics t ON t.run_id = l.run_id AND t.topic = l.topic WHERE sm.message_id IN {IN_VALUES}",
+        (run_id, json_values(set(message_ids))),
+    )
+    rows = [(str(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in found]
     return sorted(rows, key=lambda r: (r[0], r[1]))
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from staging.db import Transaction
+from staging.db import IN_VALUES, Transaction, json_values
 from staging.embeddings import EMBEDDED_AS_IS
 
 SCHEMA = [
@@ -220,16 +220,6 @@ def _retire_others(conn: sqlite3.Connection, run_id: str, conversation_id: str, 
     return len(stale)
 
 
-def current_segments_fingerprint(conn: sqlite3.Connection) -> str:
-    """A digest of every current segment's id and content: the extract stage's input fingerprint."""
-    digest = hashlib.sha256()
-    for row in conn.execute(
-        "SELECT segment_id, content_hash FROM segments WHERE retired_run_id IS NULL ORDER BY segment_id"
-    ):
-        digest.update(f"{row[0]}:{row[1]}\n".encode())
-    return digest.hexdigest()
-
-
 # Conversations per page of iter_current_segments: each page is read whole by one short query.
 SEGMENT_PAGE_CONVERSATIONS = 2000
 
@@ -288,32 +278,22 @@ def count_current(conn: sqlite3.Connection) -> int:
 
 
 def members_of(conn: sqlite3.Connection, segment_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """The ordered message ids of the given segments (500 per query)."""
-    wanted = list(dict.fromkeys(segment_ids))
+    """The ordered message ids of the given segments."""
     found: dict[str, list[str]] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-            f"SELECT segment_id, message_id FROM segment_messages WHERE segment_id IN ({marks})"
-            " ORDER BY segment_id, position",
-            chunk,
-        ):
-            found.setdefault(str(row[0]), []).append(str(row[1]))
+    for row in conn.execute(
+        f"SELECT segment_id, message_id FROM segment_messages WHERE segment_id IN {IN_VALUES}"
+        " ORDER BY segment_id, position",
+        (json_values(set(segment_ids)),),
+    ):
+        found.setdefault(str(row[0]), []).append(str(row[1]))
     return {segment: tuple(messages) for segment, messages in found.items()}
 
 
 def messages_by_id(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str, sqlite3.Row]:
-    """uuid, role, text, created_at, conversation title of the given messages (500 per query)."""
-    wanted = list(dict.fromkeys(ids))
-    found: dict[str, sqlite3.Row] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in archive.execute(
-            "SELECT m.uuid, m.role, m.text, m.created_at, c.title FROM messages m"
-            f" JOIN conversations c ON c.id = m.conversation_id WHERE m.uuid IN ({marks})",
-            chunk,
-        ):
-            found[str(row["uuid"])] = row
-    return found
+    """uuid, role, text, created_at, conversation title of the given messages."""
+    rows = archive.execute(
+        "SELECT m.uuid, m.role, m.text, m.created_at, c.title FROM messages m"
+        f" JOIN conversations c ON c.id = m.conversation_id WHERE m.uuid IN {IN_VALUES}",
+        (json_values(set(ids)),),
+    )
+    return {str(row["uuid"]): row for row in rows}

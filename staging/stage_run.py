@@ -1,4 +1,8 @@
-"""Steps 1 and 6 of every stage: open a stage run in the ledger, and close it with counts or with the failure."""
+"""The runner's bookkeeping around one stage run: open its ledger row, close it with counts or with the failure.
+
+Only the runner (flows/stage_runner.py) uses it: a stage module never touches the ledger (an import-linter
+contract in pyproject.toml says so); it returns an Outcome (clients/stage.py) and the runner records it here.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +12,30 @@ from contextlib import contextmanager
 from typing import Any
 
 from contracts.errors import ChatmemError, StageError
-from contracts.results import StageResult
 from contracts.version import code_version
 from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun
 
 
 class ItemsFailed(Exception):
-    """Raised by a stage inside `stage_run` once it has written every item it could, when some items failed
-    (segments the LLM refused, answered with bad JSON, or a 401): the stage run is recorded failed with its
-    counts, the CLI exits 1 saying how many, and the next run, which skips no failed stage, retries those
-    items (the ones that succeeded are cached and cost nothing)."""
+    """Raised inside `stage_run` by the runner when a stage returned an error after writing every item it could
+    (segments the LLM refused, files that could not be read): the stage run is recorded failed with its counts,
+    the CLI exits 1 with the hint, and the next run, which skips no failed stage, retries those items (the ones
+    that succeeded are cached and cost nothing)."""
 
-    def __init__(self, message: str, *, rows_in: int, rows_out: int, counts: Mapping[str, int], notes: list[str]):
+    def __init__(
+        self,
+        message: str,
+        *,
+        rows_in: int,
+        rows_out: int,
+        counts: Mapping[str, int],
+        notes: list[str],
+        hint: str | None = None,
+    ):
         super().__init__(message)
         self.rows_in, self.rows_out, self.counts, self.notes = rows_in, rows_out, dict(counts), list(notes)
+        self.hint = hint
 
 
 @contextmanager
@@ -45,12 +58,16 @@ def stage_run(
     hint = f"chatmem stage {stage} --run-id {run_id}"
     try:
         yield run
+    except StageError as exc:  # the stage's own words: its cause and its hint, as the CLI prints them
+        run.fail(exc.cause, exc.rerun_hint)
+        raise
     except ChatmemError as exc:
         run.fail(str(exc), hint)
         raise
     except ItemsFailed as exc:
-        run.fail(str(exc), hint, rows_in=exc.rows_in, rows_out=exc.rows_out, counts=exc.counts, notes=exc.notes)
-        raise StageError(stage, run_id, str(exc), hint) from None
+        said = exc.hint or hint
+        run.fail(str(exc), said, rows_in=exc.rows_in, rows_out=exc.rows_out, counts=exc.counts, notes=exc.notes)
+        raise StageError(stage, run_id, str(exc), said) from None
     except Exception as exc:
         cause = describe_storage_failure(exc, staging) if is_storage_error(exc) else f"{type(exc).__name__}: {exc}"
         try:
@@ -61,25 +78,3 @@ def stage_run(
     except BaseException as exc:
         run.fail(f"{type(exc).__name__}: {str(exc) or 'stopped'}", hint)
         raise
-
-
-def finish(
-    run: StageRun,
-    *,
-    rows_in: int,
-    rows_out: int,
-    counts: Mapping[str, int],
-    notes: list[str] | None = None,
-    skipped: bool = False,
-) -> StageResult:
-    """Close the stage run with its counts and return the same facts as a StageResult."""
-    run.succeed(rows_in=rows_in, rows_out=rows_out, counts=counts, notes=notes, skipped=skipped)
-    return StageResult(
-        stage=run.stage,
-        run_id=run.run_id,
-        status="skipped" if skipped else "succeeded",
-        rows_in=rows_in,
-        rows_out=rows_out,
-        counts=dict(counts),
-        notes=list(notes or []),
-    )

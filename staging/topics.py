@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from staging.db import Transaction
+from staging.db import IN_VALUES, Transaction, json_values
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS cluster_runs (
@@ -292,17 +292,11 @@ def segments_retired_since(conn: sqlite3.Connection, run_id: str) -> int:
 
 def current_segment_ids(conn: sqlite3.Connection, segment_ids: Sequence[str]) -> list[str]:
     """Those of `segment_ids` that are current segments."""
-    found: list[str] = []
-    for start in range(0, len(segment_ids), 500):
-        chunk = list(segment_ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        found += [
-            str(r[0])
-            for r in conn.execute(
-                f"SELECT segment_id FROM segments WHERE retired_run_id IS NULL AND segment_id IN ({marks})", chunk
-            )
-        ]
-    return found
+    rows = conn.execute(
+        f"SELECT segment_id FROM segments WHERE retired_run_id IS NULL AND segment_id IN {IN_VALUES}",
+        (json_values(segment_ids),),
+    )
+    return [str(r[0]) for r in rows]
 
 
 def count_links(conn: sqlite3.Connection, run_id: str, kind: str) -> int:
@@ -344,14 +338,11 @@ def kept_segment_sizes(conn: sqlite3.Connection, base: str, replaced: Sequence[s
             (base,),
         )
     }
-    for start in range(0, len(replaced), 500):
-        chunk = list(replaced[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-            f"SELECT topic FROM topic_links WHERE run_id = ? AND kind = 'segment' AND item_id IN ({marks})",
-            (base, *chunk),
-        ):
-            sizes[int(row[0])] -= 1
+    for row in conn.execute(
+        f"SELECT topic FROM topic_links WHERE run_id = ? AND kind = 'segment' AND item_id IN {IN_VALUES}",
+        (base, json_values(replaced)),
+    ):
+        sizes[int(row[0])] -= 1
     return sizes
 
 

@@ -157,7 +157,7 @@ def write_branchy_jsonl(path: Path, conversations: int = 3, turns: int = 6, *, e
 
 def ingest(settings: Settings, *exports: Path, run_id: str | None = None) -> str:
     """Run the ingest stage (no Prefect) into the settings' data dir; returns the run id."""
-    from ingest import stage as ingest_stage
+    from stage_support import ingest_stage
 
     with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as st:
         run_id = open_run(
@@ -174,7 +174,7 @@ def ingest(settings: Settings, *exports: Path, run_id: str | None = None) -> str
 
 def load(settings: Settings, run_id: str, **kwargs: Any) -> StageResult:
     """Run the load stage (no Prefect) for `run_id`."""
-    from load import stage as load_stage
+    from stage_support import load_stage
 
     with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as st:
         return load_stage.run(archive, st, run_id=run_id, settings=settings, **kwargs)

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stage_support import ingest_stage
 
 from contracts.concepts import ExtractionResponse
 from contracts.settings import Settings
-from ingest import stage as ingest_stage
 from staging.archive import open_archive
 from staging.ledger import close_run, open_run, open_staging
 from tests.llm_server import FakeLLMServer, Reply, quoting_responder
@@ -95,12 +95,18 @@ def _settings(data_dir: Path, llm_url: str | None = None) -> Settings:
 
 def build_full(root: Path) -> Inspected:
     # imported here: conftest imports this module, and umap costs seconds to import in every test session
+    from stage_support import (
+        cluster_stage,
+        garden_stage,
+        stage_concepts,
+        stage_embed,
+        stage_embed_concepts,
+        stage_extract,
+        stage_segment,
+    )
+    from stage_support import cues_stage as memory_stage
+
     from clients.embedders import StaticMiniLM
-    from cluster import stage as cluster_stage
-    from cluster import stage_embed, stage_embed_concepts
-    from extract import stage_concepts, stage_extract, stage_segment
-    from garden import stage as garden_stage
-    from memory import stage as memory_stage
 
     export = themed_export(root / "exports" / "themes.jsonl")
     server = FakeLLMServer().start()

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from contracts.settings import MemorySettings
+from contracts.settings import MemorySettings, RecallSettings
 from memory.graph import EvidenceInput, MessageInput, build_graph
 from memory.index import MemoryIndex, build_index
 
@@ -27,11 +27,11 @@ def msg(
 def memory(
     messages: Sequence[MessageInput],
     evidence: Sequence[EvidenceInput] = (),
-    settings: MemorySettings | None = None,
-) -> tuple[MemoryIndex, MemorySettings]:
-    """The index of a graph built from `messages` (no vectors: dense scores are zero)."""
-    config = settings or MemorySettings()
-    graph, _ = build_graph(messages, evidence, [], config)
+    settings: RecallSettings | None = None,
+) -> tuple[MemoryIndex, RecallSettings]:
+    """The index of a graph built from `messages` (no vectors: dense scores are zero), and the recall settings."""
+    config = settings or RecallSettings()
+    graph, _ = build_graph(messages, evidence, [], MemorySettings())
     dense = np.zeros((len(messages), 8), dtype=np.float32)
     texts = {m.uuid: m.text for m in messages}
     return build_index(graph, "run-t", dense, texts=texts), config

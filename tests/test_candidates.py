@@ -10,7 +10,7 @@ import numpy as np
 from memory_support import memory, msg
 
 from contracts.memory import RecallRequest, RecallScope
-from contracts.settings import MemorySettings
+from contracts.settings import RecallSettings
 from memory.candidates import prepare, ranked
 from memory.dense_lists import DenseLists
 
@@ -23,7 +23,7 @@ TOPICS = {
 }
 
 
-def big_memory(conversations_per_topic: int = 12) -> tuple[object, MemorySettings]:
+def big_memory(conversations_per_topic: int = 12) -> tuple[object, RecallSettings]:
     """Sixty conversations of four turns, each topic with its own words; vectors that cluster by topic."""
     messages = []
     for t, (topic, words) in enumerate(TOPICS.items()):

@@ -16,18 +16,15 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from stage_support import cluster_stage, ingest_stage, stage_embed, stage_embed_concepts, stage_segment
 
 from clients.embedders import StaticMiniLM
-from cluster import stage as cluster_stage
-from cluster import stage_embed, stage_embed_concepts
 from cluster.labels_llm import LabelCounts, llm_labels
 from cluster.topics import ctfidf, label_of, reassign_outliers, renumber
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult
 from contracts.settings import LLMSettings, Settings
-from extract import stage_segment
 from flows.cli import cli
-from ingest import stage as ingest_stage
 from staging import concepts as concept_store
 from staging import llm_calls
 from staging import topics as store

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stage_support import cluster_stage
 
 from clients.embedders import StaticMiniLM
 from cluster import saved_model
-from cluster import stage as cluster_stage
 from contracts.results import StageResult
 from contracts.settings import Settings
 from staging.archive import open_archive

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 from concept_support import T0, Dbs, ScriptedExtractor, conversation, open_dbs, write_archive
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from clients.embedders import embedder_key
 from contracts.errors import StageError
 from contracts.results import StageResult
-from extract import concept_loop, stage_concepts, stage_extract, stage_segment
+from extract import concept_loop
 from extract.types import SegmentInput
 
 Spec = dict[str, Any]

@@ -16,17 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stage_support import (
+    cluster_stage,
+    ingest_stage,
+    stage_concepts,
+    stage_embed,
+    stage_embed_concepts,
+    stage_extract,
+    stage_segment,
+)
+from stage_support import cues_stage as cues
 
 from clients.embedders import StaticMiniLM
-from cluster import stage as cluster_stage
-from cluster import stage_embed, stage_embed_concepts
 from contracts.memory import RecallRequest
 from contracts.results import StageResult
 from contracts.settings import Settings
-from extract import stage_concepts, stage_extract, stage_segment
-from ingest import stage as ingest_stage
 from memory import cues_state
-from memory import stage as cues
 from memory.service import Memory
 from staging import memory as store
 from staging import memory_carry

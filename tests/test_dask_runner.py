@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stage_support import stage_extract
 
 from clients.batches import map_in_process, split
 from clients.embed_cache import EmbedJob
 from clients.embedders import StaticMiniLM
 from contracts.errors import ConfigError
 from contracts.settings import ExtractSettings, LLMSettings, RunnerSettings, Settings
-from extract import stage_extract
 from extract.batch_job import ExtractJob
 from staging import llm_calls
 from tests import llm_guard, llm_server

@@ -12,15 +12,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from stage_support import ingest_stage, stage_embed, stage_segment
 
 from clients.embed_cache import EmbedCounts, batches_by_length, embed_cached, embed_texts, mean_vector
 from clients.embedders import OnnxMiniLM, StaticMiniLM, build_embedder, embedder_key, packaged_file
 from clients.embedders_http import EmbeddingError, EndpointEmbedder
-from cluster import stage_embed
 from contracts.errors import ConfigError
 from contracts.settings import EmbedEndpointSettings, EmbedSettings, Settings
-from extract import stage_segment
-from ingest import stage as ingest_stage
 from staging import embeddings as store
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging

@@ -7,12 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+from stage_support import ingest_stage, stage_embed, stage_segment
 
 from clients.embedders import StaticMiniLM
-from cluster import stage_embed
 from contracts.settings import Settings
-from extract import stage_segment
-from ingest import stage as ingest_stage
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
 
@@ -78,7 +76,8 @@ class DataDir:
 
     def _note_read(self, sql: str) -> None:
         if "m.text" in sql:  # segments.messages_by_id: the only read of message texts
-            ids = re.findall(r"'([^']*)'", sql.split(" IN ", 1)[1])
+            literals = re.findall(r"'([^']*)'", sql.split(" IN ", 1)[1])  # one JSON list (staging.db.IN_VALUES)
+            ids = [i for literal in literals for i in (json.loads(literal) if literal.startswith("[") else [literal])]
             self.read.update(i.split(":", 1)[-1] for i in ids)  # the archive's uuid is "conversation:id"
 
     def state(self) -> dict[tuple[str, str], bytes]:

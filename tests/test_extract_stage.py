@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from concept_support import CountingOffline, Dbs, ScriptedExtractor, conversation, open_dbs, write_archive
+from stage_support import stage_extract, stage_segment
 
 from contracts.errors import ConfigError, StageError
-from extract import stage_extract, stage_segment
 from extract.types import ExtractionFailure, SegmentInput
 
 GARDEN = [

@@ -22,9 +22,9 @@ import polars as pl
 import pytest
 from concept_support import conversation, open_dbs, write_archive
 from fault_support import ROOT, process_env, run, start, wait_for
+from stage_support import stage_extract, stage_segment
 
 from contracts.errors import StageError
-from extract import stage_extract, stage_segment
 from tests import llm_guard, llm_server
 from tests.llm_server import FakeLLMServer, Reply, quoting_responder
 

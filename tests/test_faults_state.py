@@ -19,10 +19,10 @@ import pytest
 from click.testing import CliRunner, Result
 from concept_support import conversation, open_dbs, write_archive
 from fault_support import chatmem_command, process_env, write_chats
+from stage_support import stage_extract, stage_segment
 
 from clients.graph_server import LocalServer
 from contracts.errors import StageError
-from extract import stage_extract, stage_segment
 from flows.cli import cli
 from staging import llm_calls
 from tests import llm_guard, llm_server

@@ -7,8 +7,9 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from stage_support import ingest_stage
+
 from contracts.settings import Settings
-from ingest import stage as ingest_stage
 from staging.archive import open_archive
 from staging.db import connect
 from staging.fts import rebuild, search_messages

@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from concept_support import Dbs, ScriptedExtractor, conversation, open_dbs, write_archive
+from stage_support import garden_stage, stage_concepts, stage_extract, stage_segment
 from test_concepts import answer, hyp
 
 from contracts.settings import Settings
-from extract import stage_concepts, stage_extract, stage_segment
 from flows.cli import cli
-from garden import stage as garden_stage
 from staging.concepts import ConceptRow, upsert_concepts
 from staging.fact_timeline import answer_lines, change_lines, fact_prior, facts_at, facts_for_query, known_at, timeline
 

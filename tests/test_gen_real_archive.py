@@ -10,9 +10,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from stage_support import ingest_run
 
 from contracts.settings import Settings
-from ingest.stage import run as ingest_run
 from staging.archive import archive_stats, open_archive
 from staging.ledger import open_run, open_staging
 

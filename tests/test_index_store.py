@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
+from stage_support import garden_stage as garden
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from contracts.memory import RecallRequest, RecallScope
-from extract import stage_concepts, stage_extract, stage_segment
-from garden import stage as garden
 from memory import index_store
-from memory import stage as cues
 from memory.candidates import prepare
 from memory.index import MemoryIndex, attach_facts, key_embedder, load_index
 from memory.index_store import DIRECTORY, MANIFEST, ArchiveTexts, open_index

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stage_support import ingest_run
 
 from contracts.errors import StageError
 from contracts.records import ExportSource
 from contracts.settings import IngestSettings, Settings
 from ingest.chatgpt import parse as parse_chatgpt
 from ingest.sources import sha256_file
-from ingest.stage import run as ingest_run
 from staging.archive import ArchiveWriter, archive_stats, open_archive
 from staging.ledger import open_run, open_staging
 
@@ -226,13 +226,13 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from contracts.settings import IngestSettings, Settings
-from ingest.stage import run
+from flows.stage_runner import run_stage_now
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
 settings = Settings(data_dir=Path(sys.argv[1]), ingest=IngestSettings(batch_size=50))
 archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
 run_id = open_run(staging, stages=["ingest"], exports=[sys.argv[2]], settings={{}}, code_version="test")
-run(archive, staging, run_id=run_id, settings=settings, exports=[Path(sys.argv[2])])
+run_stage_now("ingest", archive, staging, run_id=run_id, settings=settings, exports=[Path(sys.argv[2])])
 """
 
 

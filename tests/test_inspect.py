@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from stage_support import ingest_run
 
 from contracts.errors import ConfigError, StageError
 from contracts.settings import Settings
-from ingest.stage import run as ingest_run
 from staging import inspect as inspection
 from staging.archive import open_archive
 from staging.db import connect_readonly

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
 
 from clients.embedders import OnnxMiniLM, StaticMiniLM
 from contracts.memory import RecallRequest
 from contracts.settings import MemorySettings
-from memory import stage as cues
 from memory.graph import dense_key
 from memory.index import key_embedder, load_index
 from memory.key_model import FULL, STATIC, KeyCost, run_choice

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from concept_support import conversation, open_dbs, write_archive
+from stage_support import garden_stage, stage_extract, stage_segment
 
 from contracts.concepts import EvidenceSpan, ExtractionResponse, Fact
-from extract import stage_extract, stage_segment
-from garden import stage as garden_stage
 from staging.fact_timeline import timeline
 from tests import llm_guard, llm_server
 from tests.llm_cases import SECRET

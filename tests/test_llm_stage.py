@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import stage_extract, stage_segment
 
-from extract import stage_extract, stage_segment
 from staging import llm_calls
 from tests import llm_guard, llm_server
 from tests.llm_cases import SECRET

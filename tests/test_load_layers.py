@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
+from stage_support import stage_concepts, stage_extract, stage_segment
 
-from extract import stage_concepts, stage_extract, stage_segment
 from load.layers import LAYERS, EdgeLayer, NodeLayer, load_order
-from memory import stage as cues
 from staging import concepts as concept_store
 from staging import topics as topic_store
 from staging.db import Transaction

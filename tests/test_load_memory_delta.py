@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from contracts.errors import StageError
-from extract import stage_concepts, stage_extract, stage_segment
-from memory import stage as cues
 from staging import memory_loaded
 from tests.graph_helpers import GraphEnv, expected, load
 

@@ -14,14 +14,14 @@ import anyio
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 from mcp.server.mcpserver.exceptions import ToolError
+from stage_support import cues_stage as cues
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from contracts.errors import ChatmemError
 from contracts.mcp import ConceptSearchRequest, TimelineRequest
 from contracts.memory import RecallRequest
 from contracts.settings import Settings
-from extract import stage_concepts, stage_extract, stage_segment
 from flows.cli_memory import parse_time
-from memory import stage as cues
 from memory.mcp_server import MemoryService, build_server
 
 TRIP = [("user", "We are planning a trip to Lisbon in May."), ("assistant", "Lisbon in May: take tram 28 early.")]

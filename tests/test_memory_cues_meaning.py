@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from contracts.memory import RecallRequest
-from extract import stage_concepts, stage_extract, stage_segment
 from flows.fingerprint import input_fingerprint
 from flows.registry import STAGES
 from memory import cues_state
-from memory import stage as cues
 from memory.graph import category_head, phrase_index, said_phrases
 from memory.service import Memory
 from memory.text import terms

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from contracts.memory import RecallRequest
-from extract import stage_concepts, stage_extract, stage_segment
-from memory import stage as cues
 from memory.index import build_index
 from memory.recall import Switches, rank
 from staging import memory as store
@@ -78,9 +78,9 @@ def test_a_cypher_cue_path_returns_the_embedded_engines_top_results(
     assert run_id is not None
     built = store.read_run(dbs.staging, run_id)
     index = build_index(built, run_id, np.zeros((sum(c.kind == "message" for c in built.content), 4), dtype=np.float32))
-    # the query -> cue -> content path alone (off by default: memory.cue_content_weight), nothing along NEXT
+    # the query -> cue -> content path alone (off by default: recall.cue_content_weight), nothing along NEXT
     path_only = {"next_weight": 0.0, "reply_weight": 0.0, "hop_weight": 0.0, "cue_content_weight": 1.0}
-    settings = dbs.settings.memory.model_copy(update={**path_only, "other_role_weight": 1.0})
+    settings = dbs.settings.recall.model_copy(update={**path_only, "other_role_weight": 1.0})
     query = "vegetable garden compost tomatoes"
     request = RecallRequest(query=query)
     ranking = rank(index, query, None, request, settings, Switches(lexical=False, dense=False, tags=False))

@@ -8,13 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
+from stage_support import stage_concepts, stage_embed, stage_extract, stage_segment
 
-from cluster import stage_embed
 from contracts.errors import ChatmemError
 from contracts.memory import RecallRequest
 from contracts.settings import Settings
-from extract import stage_concepts, stage_extract, stage_segment
-from memory import stage as cues
 from memory.key_model import STATIC, with_model
 from memory.service import Memory
 from staging import embeddings as vectors

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stage_support import ingest_run
 from test_detect import EXPORTS, SHARED, SHARED_EXPECTED
 
 from contracts.errors import StageError
 from contracts.settings import Settings
-from ingest.stage import run as ingest_run
 from staging.archive import archive_stats, open_archive
 from staging.ledger import open_run, open_staging
 

@@ -11,7 +11,7 @@ import pytest
 from memory_support import T0, memory, msg
 
 from contracts.memory import RecallRequest, RecallScope
-from contracts.settings import MemorySettings
+from contracts.settings import RecallSettings
 from memory.graph import EvidenceInput
 from memory.recall import Switches, rank, recall, to_result
 
@@ -44,7 +44,7 @@ def test_nothing_said_after_at_comes_back() -> None:
 
 def test_decay_of_tag_activation_is_measured_from_at_not_the_wall_clock() -> None:
     """The tag prior of a message is session_prior x tag activation x exp(-λ·days between it and `at`)."""
-    config = MemorySettings(decay_lambda_per_day=0.1, day_prior=0.0)
+    config = RecallSettings(decay_lambda_per_day=0.1, day_prior=0.0)
     index, settings = memory(TRIP, settings=config)
     i = index.position["trip-0"]
     for days in (1, 20):

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from clients.llm import Breaker
 from contracts.memory import ExpandDecision, ExpandRequest, ExpandResponse, RecallRequest
 from contracts.settings import LLMSettings, Settings
-from extract import stage_concepts, stage_extract, stage_segment
 from memory import expand as expand_module
-from memory import stage as cues
 from memory.service import Memory
 from staging import llm_calls
 from tests import llm_guard, llm_server
@@ -59,7 +59,7 @@ def with_llm(settings: Settings, server: FakeLLMServer | None) -> Settings:
     return settings.model_copy(
         update={
             "extract": settings.extract.model_copy(update={"llm": llm}),
-            "memory": settings.memory.model_copy(update={"expand_with_llm": True, "expand_pieces": 2}),
+            "recall": settings.recall.model_copy(update={"expand_with_llm": True, "expand_pieces": 2}),
         }
     )
 
@@ -142,7 +142,7 @@ def dead_llm(settings: Settings, base_url: str, **values: object) -> Settings:
     return settings.model_copy(
         update={
             "extract": settings.extract.model_copy(update={"llm": llm}),
-            "memory": settings.memory.model_copy(update={"expand_with_llm": True}),
+            "recall": settings.recall.model_copy(update={"expand_with_llm": True}),
         }
     )
 

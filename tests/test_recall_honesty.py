@@ -46,7 +46,7 @@ def _memory() -> Memory:
         record("f-late", "AWS Glue", "2024-01-31", "glue-0"),
     ]
     index.fact_positions = {"etl-0": 0, "glue-0": len(EARLY)}
-    settings = Settings().model_copy(update={"memory": config})
+    settings = Settings().model_copy(update={"recall": config})
     return Memory(settings, index, None)
 
 
@@ -73,7 +73,7 @@ def test_a_merged_groups_originals_said_after_at_stay_out() -> None:
     ]
     index, config = memory(repeated)
     assert index.group, "the builder merged the two repeated turns"
-    service = Memory(Settings().model_copy(update={"memory": config}), index, None)
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
     at = T0 + timedelta(days=1, minutes=10)
     result = service.recall(RecallRequest(query="orders export timed out", at=at))
     ids = [m for p in result.pieces for m in p.message_ids]

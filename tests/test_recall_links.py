@@ -8,7 +8,7 @@ import pytest
 from memory_support import T0, memory
 
 from contracts.memory import RecallRequest
-from contracts.settings import MemorySettings
+from contracts.settings import RecallSettings
 from memory.graph import EvidenceInput, MessageInput
 from memory.recall import Switches, rank
 
@@ -23,7 +23,7 @@ def said(conversation: str, seq: int, author: str, text: str) -> MessageInput:
 def _score(
     messages: list[MessageInput],
     query: str,
-    settings: MemorySettings,
+    settings: RecallSettings,
     switches: Switches,
     evidence: tuple[EvidenceInput, ...] = (),
 ) -> dict[str, float]:
@@ -40,9 +40,9 @@ def test_the_reply_to_a_question_gets_more_of_its_activation_than_a_plain_next_t
         said("c", 2, "Mel", "I play an instrument too."),
         said("c", 3, "Caro", "Nice, the cello then."),
     ]
-    linked = _score(chat, "play an instrument", MemorySettings(hop_weight=0.0), ALONE)
+    linked = _score(chat, "play an instrument", RecallSettings(hop_weight=0.0), ALONE)
     assert linked["c-1"] > linked["c-3"] > 0
-    plain = _score(chat, "play an instrument", MemorySettings(hop_weight=0.0, reply_weight=0.0), ALONE)
+    plain = _score(chat, "play an instrument", RecallSettings(hop_weight=0.0, reply_weight=0.0), ALONE)
     assert plain["c-1"] == pytest.approx(plain["c-3"], rel=0.25)  # without the link: only NEXT/PREV's 0.2 each
 
 
@@ -52,7 +52,7 @@ def test_a_speaker_the_query_names_weighs_their_content_up_and_nobody_else() -> 
         said("c", 0, "Caroline", "I went hiking in the hills on Sunday"),
         said("d", 0, "Melanie", "I went hiking by the lake on Saturday"),
     ]
-    config = MemorySettings(next_weight=0.0, reply_weight=0.0, hop_weight=0.0, speaker_prior=0.3)
+    config = RecallSettings(next_weight=0.0, reply_weight=0.0, hop_weight=0.0, speaker_prior=0.3)
     on = _score(chat, "When did Melanie go hiking?", config, ALONE)
     off = _score(chat, "When did Melanie go hiking?", config, Switches(tags=False, speakers=False))
     assert on["d-0"] == pytest.approx(1.3 * off["d-0"], rel=1e-5) and on["c-0"] == pytest.approx(off["c-0"])
@@ -70,7 +70,7 @@ def test_the_second_hop_reaches_content_that_shares_a_cue_with_the_best_match() 
         said("c", 0, "Melanie", "The pottery class was relaxing and creative"),
         said("d", 0, "Melanie", "Pottery with the kids on Sunday"),
     ]
-    config = MemorySettings(next_weight=0.0, reply_weight=0.0, speaker_prior=0.0, hop_weight=0.1)
+    config = RecallSettings(next_weight=0.0, reply_weight=0.0, speaker_prior=0.0, hop_weight=0.1)
     anchor = (EvidenceInput("home-country", "home country", "entity", "a-0", 0.9),)
     on = _score(chat, "What happened four years ago?", config, ALONE, anchor)
     off = _score(chat, "What happened four years ago?", config, Switches(tags=False, second_hop=False), anchor)

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from concept_support import conversation, open_dbs, write_archive
+from stage_support import cues_stage as cues
 
 from clients.embedders import StaticMiniLM
 from contracts.records import ExportConversation
-from memory import stage as cues
 from memory.graph import dense_key
 from memory.index import run_embedder
 from memory.index_store import DIRECTORY

@@ -8,7 +8,7 @@ import numpy as np
 from memory_support import T0, memory, msg
 
 from contracts.memory import RecallRequest, RecallScope
-from contracts.settings import MemorySettings
+from contracts.settings import RecallSettings
 from memory.recall import Switches, rank
 from memory.session import best_turns
 
@@ -93,7 +93,7 @@ def test_a_session_cut_by_at_is_not_read_by_its_whole_key() -> None:
         msg("cut", 1, "The cello teacher praised my bowing", day=10),
         msg("whole", 0, "I practised the cello", day=0),
     ]
-    quiet = MemorySettings(decay_lambda_per_day=0.0, day_prior=0.0, cue_weight=0.0)  # session keys alone
+    quiet = RecallSettings(decay_lambda_per_day=0.0, day_prior=0.0, cue_weight=0.0)  # session keys alone
     index, settings = memory(messages, settings=quiet)
     request = _request("cello teacher bowing", at=T0 + timedelta(days=5))
     ranking = rank(index, request.query, None, request, settings)

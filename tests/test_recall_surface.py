@@ -12,12 +12,12 @@ import anyio
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
 from mcp import Client
+from stage_support import cues_stage as cues
+from stage_support import garden_stage as garden
+from stage_support import stage_concepts, stage_extract, stage_segment
 
 from clients.embedders import whole_words
 from contracts.memory import RecallRequest
-from extract import stage_concepts, stage_extract, stage_segment
-from garden import stage as garden
-from memory import stage as cues
 from memory.mcp_server import MemoryService, build_server
 from memory.service import Memory
 
@@ -79,7 +79,7 @@ def test_gibberish_recalls_nothing_and_real_questions_still_answer(built: Dbs) -
     # min_similarity 0: the cosine floor lets everything through, so only the whole-word rule can empty these
     # (on a memory this small their best cosine is low; on the demo's it is 0.44-0.58, above the default 0.35)
     settings = built.settings.model_copy(
-        update={"memory": built.settings.memory.model_copy(update={"min_similarity": 0.0})}
+        update={"recall": built.settings.recall.model_copy(update={"min_similarity": 0.0})}
     )
     memory = Memory.open(settings)
     for query in GIBBERISH:

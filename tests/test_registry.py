@@ -15,19 +15,16 @@ from tests.conftest import write_jsonl
 
 
 def test_every_stage_is_declared_once_with_a_runnable_entry_point() -> None:
-    """Each entry names a module with run(archive, staging, *, run_id, settings, ...) and a real settings section."""
+    """Each entry names a module with run(ctx, *, <test dependencies>) and real settings sections."""
     check_registry()
     assert len(set(STAGE_ORDER)) == len(STAGES)
     for stage in STAGES:
         run = importlib.import_module(stage.entry).run
-        parameters = inspect.signature(run).parameters
-        assert list(parameters)[:2] == ["archive", "staging"], stage.name
-        assert {"run_id", "settings"} <= set(parameters), stage.name
-        if stage.progress:
-            assert "progress" in parameters, stage.name
-        if stage.exports:
-            assert {"exports", "force_format"} <= set(parameters), stage.name
-        assert stage.settings_section is None or stage.settings_section in Settings.model_fields, stage.name
+        parameters = list(inspect.signature(run).parameters.values())
+        assert parameters[0].name == "ctx", stage.name
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not p.empty for p in parameters[1:])
+        assert stage.settings_sections, stage.name
+        assert set(stage.settings_sections) <= set(Settings.model_fields), stage.name
 
 
 def test_selection_follows_the_registry_order() -> None:

@@ -6,8 +6,8 @@ import sqlite3
 from pathlib import Path
 
 from concept_support import Msg, conversation, open_dbs, write_archive
+from stage_support import stage_segment
 
-from extract import stage_segment
 from extract.segment import PathMessage, SegmentParams, segment_conversation
 from extract.text import estimate_tokens
 from staging import segments as segment_store

@@ -1,0 +1,28 @@
+"""What the ingest stage did with each export file in a run (`ingest_files`, keyed by run and path)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from contracts.redact import redact
+from staging.db import Transaction
+
+
+def record_ingest_file(conn: sqlite3.Connection, *, run_id: str, stage_run_id: int, **row: Any) -> None:
+    """Upsert what the ingest stage did with one file in this run."""
+    row = {"run_id": run_id, "stage_run_id": stage_run_id, **redact(row)}
+    columns = ", ".join(row)
+    marks = ", ".join("?" * len(row))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("run_id", "path"))
+    with Transaction(conn):
+        conn.execute(
+            f"INSERT INTO ingest_files ({columns}) VALUES ({marks}) ON CONFLICT (run_id, path) DO UPDATE SET {updates}",
+            tuple(row.values()),
+        )
+
+
+def failed_before(conn: sqlite3.Connection, run_id: str, path: str) -> bool:
+    """The file failed in an earlier attempt of this run's ingest stage (its row says so)."""
+    row = conn.execute("SELECT status FROM ingest_files WHERE run_id = ? AND path = ?", (run_id, path)).fetchone()
+    return row is not None and row[0] == "failed"

@@ -1,0 +1,112 @@
+"""Adding a stage: one registry entry (a StageSpec) and one module whose `run(ctx) -> Outcome` does the work,
+nothing else. Run through the real runner (flows/stage_runner.py), the new stage is skipped on an unchanged
+re-run, re-run when a setting it declares changes, recorded failed with its error when it raises, and
+interrupted cleanly by Ctrl-C (a real SIGINT), like every built-in stage."""
+
+from __future__ import annotations
+
+import sqlite3
+import textwrap
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from contracts.errors import StageError
+from contracts.settings import Settings
+from flows.registry import StageSpec, spec
+from flows.stage_runner import RunContext, active_run, run_stage
+from staging.ledger import open_run, open_staging
+from tests.conftest import write_jsonl
+
+TOY_MODULE = '''
+"""The toy stage: how many archive messages would not fit one segment's token budget alone."""
+
+import os
+import signal
+import time
+
+from clients.stage import Outcome, StageContext
+
+
+def run(ctx: StageContext) -> Outcome:
+    budget = ctx.settings.segment.max_tokens
+    if budget == 302:
+        raise ValueError("a budget of 302 is unlucky")
+    if budget == 303:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as a terminal sends it
+        time.sleep(30)
+    texts = [str(r[0]) for r in ctx.archive.execute("SELECT text FROM messages")]
+    long = sum(len(t) // 4 > budget for t in texts)
+    return Outcome(rows_in=len(texts), counts={"messages": len(texts), "over_budget": long})
+'''
+
+TOY = StageSpec(
+    "toy",
+    "toy_stage",
+    reads=("archive",),
+    settings_sections=("segment",),
+    description="Archive messages -> how many would not fit one segment alone.",
+)
+
+
+def _run(settings: Settings, stage: StageSpec, exports: list[str] | None = None) -> tuple[str, object]:
+    with closing(open_staging(settings.staging_path)) as staging:
+        run_id = open_run(staging, stages=[stage.name], exports=exports or [], settings={}, code_version="t")
+    with active_run(run_id, RunContext(settings=settings, exports=exports or [])):
+        return run_id, run_stage(stage, run_id)
+
+
+def _row(settings: Settings, run_id: str) -> tuple[str, str | None, str | None]:
+    with sqlite3.connect(settings.staging_path) as conn:
+        row = conn.execute(
+            "SELECT status, error, rerun_hint FROM stage_runs WHERE run_id = ? AND stage = 'toy'", (run_id,)
+        ).fetchone()
+    return row[0], row[1], row[2]
+
+
+def test_an_added_stage_is_skipped_rerun_failed_and_interrupted_like_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "modules").mkdir()
+    (tmp_path / "modules" / "toy_stage.py").write_text(textwrap.dedent(TOY_MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path / "modules"))
+    settings = Settings(data_dir=tmp_path / "data", segment={"max_tokens": 300})
+    settings.data_dir.mkdir()
+    export = str(write_jsonl(tmp_path / "notes.jsonl"))
+    _run(settings, spec("ingest"), [export])
+
+    first, result = _run(settings, TOY)
+    assert (result.status, result.counts) == ("succeeded", {"messages": 6, "over_budget": 0})  # type: ignore[attr-defined]
+
+    _, again = _run(settings, TOY)
+    assert again.status == "skipped" and f"unchanged since run {first}" in again.notes[0]  # type: ignore[attr-defined]
+
+    retuned = settings.model_copy(update={"segment": settings.segment.model_copy(update={"max_tokens": 301})})
+    _, rerun = _run(retuned, TOY)
+    assert rerun.status == "succeeded"  # type: ignore[attr-defined]
+    untouched = settings.model_copy(update={"embed": settings.embed.model_copy(update={"batch_size": 7})})
+    assert _run(untouched, TOY)[1].status == "succeeded"  # type: ignore[attr-defined]  # 300 again: changed since
+    assert _run(untouched, TOY)[1].status == "skipped"  # type: ignore[attr-defined]  # embed: not its section
+
+    failing = settings.model_copy(update={"segment": settings.segment.model_copy(update={"max_tokens": 302})})
+    with pytest.raises(StageError, match="ValueError: a budget of 302 is unlucky") as raised:
+        _run(failing, TOY)
+    failed_run = raised.value.run_id
+    assert _row(settings, failed_run) == (
+        "failed",
+        "ValueError: a budget of 302 is unlucky",
+        f"chatmem stage toy --run-id {failed_run}",
+    )
+
+    stopped = settings.model_copy(update={"segment": settings.segment.model_copy(update={"max_tokens": 303})})
+    with pytest.raises(KeyboardInterrupt):
+        _run(stopped, TOY)
+    with sqlite3.connect(settings.staging_path) as conn:
+        status, error = conn.execute(
+            "SELECT status, error FROM stage_runs WHERE stage = 'toy' ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+    assert status == "interrupted" and error.startswith("KeyboardInterrupt")
+
+    _, after = _run(settings, TOY)  # nothing matches a failed or interrupted latest attempt: it runs
+    assert after.status == "succeeded"  # type: ignore[attr-defined]
