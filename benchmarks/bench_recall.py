@@ -46,6 +46,7 @@ from memory.candidates import prepare, ranked  # noqa: E402
 from memory.index import COARSE_FROM, MemoryIndex  # noqa: E402
 from memory.recall import to_result  # noqa: E402
 from memory.session import SessionKeys  # noqa: E402
+from memory.sparse import CSR  # noqa: E402
 from memory.text import BM25  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out"
@@ -102,8 +103,7 @@ def generated_index(n: int, seed: int = 7) -> MemoryIndex:
     rows = np.repeat(np.arange(n), terms_per_key)
     weights = rng.uniform(0.5, 2.0, size=len(ranks)).astype(np.float32)
     matrix = csc_matrix((weights, (rows, ranks)), shape=(n, vocabulary_size), dtype=np.float32)
-    df = np.diff(matrix.indptr).astype(np.float64)
-    bm25 = BM25({f"t{i}": i for i in range(vocabulary_size)}, matrix, np.log(1 + (n - df + 0.5) / (df + 0.5)))
+    bm25 = BM25.of_matrix({f"t{i}": i for i in range(vocabulary_size)}, matrix)
     dense = rng.standard_normal((n, DIM), dtype=np.float32)
     dense /= np.linalg.norm(dense, axis=1, keepdims=True)
     cues = max(1, n // 10)
@@ -119,8 +119,7 @@ def generated_index(n: int, seed: int = 7) -> MemoryIndex:
         (np.ones(cues * 2, np.float32), (np.repeat(np.arange(cues), 2), rng.integers(0, vocabulary_size, cues * 2))),
         shape=(cues, vocabulary_size),
     )
-    cue_df = np.diff(cue_terms.indptr).astype(np.float64)
-    cue_bm25 = BM25(bm25.vocabulary, cue_terms, np.log(1 + (cues - cue_df + 0.5) / (cue_df + 0.5)))
+    cue_bm25 = BM25.of_matrix(bm25.vocabulary, cue_terms)
     prev = np.where(seq > 0, np.arange(n) - 1, -1)
     nxt = np.where(np.r_[conversation[1:] == conversation[:-1], False], np.arange(n) + 1, -1)
     ids = [f"m{i}" for i in range(n)]
@@ -147,9 +146,9 @@ def generated_index(n: int, seed: int = 7) -> MemoryIndex:
         cue_idf=np.log(1 + n / np.maximum(np.bincount(cue_rows, minlength=cues), 1)).astype(np.float32),
         cue_hub=np.zeros(cues, bool),
         cue_bm25=cue_bm25,
-        cue_content=cue_content,
-        cue_conversation=cue_conversation,
-        content_cue=cue_content.T.tocsr(),
+        cue_content=CSR.of(cue_content),
+        cue_conversation=CSR.of(cue_conversation),
+        content_cue=CSR.of(cue_content.T.tocsr()),
         conversation_code={c: i for i, c in enumerate(conversation_ids)},
         prev=prev.astype(np.int64),
         next=nxt.astype(np.int64),
@@ -159,12 +158,10 @@ def generated_index(n: int, seed: int = 7) -> MemoryIndex:
     # Session keys (memory/session.py): a conversation's keys as one BM25 document and its mean key vector
     members = csr_matrix((np.ones(n, np.float32), (conversation, np.arange(n))), shape=(conversations, n))
     session_terms = csc_matrix(members @ matrix)
-    session_df = np.diff(session_terms.indptr).astype(np.float64)
-    session_idf = np.log(1 + (conversations - session_df + 0.5) / (session_df + 0.5))
     session_dense = np.asarray(members @ dense, dtype=np.float32)
     session_dense /= np.maximum(np.linalg.norm(session_dense, axis=1, keepdims=True), 1e-9)
     index.sessions = SessionKeys(
-        bm25=BM25(bm25.vocabulary, session_terms, session_idf),
+        bm25=BM25.of_matrix(bm25.vocabulary, session_terms),
         dense=session_dense,
         messages=np.bincount(conversation, minlength=conversations).astype(np.int64),
     )

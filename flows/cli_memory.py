@@ -3,13 +3,16 @@
 It opens the stored recall index of the latest cues run (memory/index_store.py: memory-mapped arrays, texts read
 from archive.db for the pieces shown), asks memory.service.Memory and prints the pieces best first (or, with
 `--order time`, along their conversations), each with when, who, its score and the path that activated it.
-The pipeline, prefect and the stage packages are never imported here: a recall costs its imports and the query.
+The pipeline, prefect, scipy and the stage packages are never imported here, nor pydantic's settings and recall
+models: the question is a memory.answer.Request, the answer a memory.answer.Answer (the RecallResult contract is
+built for --json only), and the settings are read by memory/recall_settings.py when no CHATMEM_ variable
+overrides them. What is left is numpy, the query model (onnxruntime) and the garden's facts (contracts.facts).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -18,19 +21,20 @@ from flows.cli_inspect import JSON_OPTION, emit, shorten
 from flows.terminal import safe, safe_line
 
 if TYPE_CHECKING:
-    from contracts.memory import RecallPiece, RecallResult, RecallScope
+    from contracts.settings import Settings
     from flows.cli import App
+    from memory.answer import Answer, Piece, Scope
 
 # contracts.memory.MAX_BUDGET_TOKENS (a pydantic module, loaded only when a recall runs); a test keeps them equal
 MAX_BUDGET_TOKENS = 200_000
 
 
 def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> datetime | None:
-    """contracts.memory.parse_iso_time (a plain date: that day's first, or with `end_of_day` last, instant);
+    """contracts.times.parse_iso_time (a plain date: that day's first, or with `end_of_day` last, instant);
     ConfigError (exit 2) when unreadable."""
     if value is None:
         return None
-    from contracts.memory import parse_iso_time
+    from contracts.times import parse_iso_time
 
     try:
         return parse_iso_time(value, end_of_day=end_of_day)
@@ -38,9 +42,9 @@ def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> d
         raise ConfigError(f"{option} {value!r}: expected an ISO date such as 2024-05-01 or 2024-05-01T09:00") from None
 
 
-def parse_scope(values: tuple[str, ...]) -> RecallScope:
+def parse_scope(values: tuple[str, ...]) -> Scope:
     """--scope conversation:ID, source:FORMAT, since:DATE, until:DATE (repeatable)."""
-    from contracts.memory import RecallScope
+    from memory.answer import Scope
 
     conversations: list[str] = []
     sources: list[str] = []
@@ -59,10 +63,10 @@ def parse_scope(values: tuple[str, ...]) -> RecallScope:
             until = parse_time(rest, "--scope until:", end_of_day=True)
         else:
             raise ConfigError(f"--scope {value!r}: unknown kind {kind!r} (conversation, source, since, until)")
-    return RecallScope(conversation_ids=conversations, sources=sources, since=since, until=until)
+    return Scope(conversation_ids=conversations, sources=sources, since=since, until=until)
 
 
-def print_result(result: RecallResult) -> None:
+def print_result(result: Answer) -> None:
     """The answer for a person: facts first, then the pieces (best first, or along their conversations)."""
     for fact in result.facts:
         click.echo(f"fact: {safe_line(fact.line)}")
@@ -100,7 +104,7 @@ def print_result(result: RecallResult) -> None:
         click.echo(safe(piece.text))
 
 
-def _head(piece: RecallPiece) -> str:
+def _head(piece: Piece) -> str:
     """`#1 2023-05-29 11:12 user, score 2.531, via cue "Birthday"`: what brought the piece, in a few words."""
     stamp = piece.created_at.strftime("%Y-%m-%d %H:%M") if piece.created_at else "time unknown"
     cues = [f'cue "{shorten(safe_line(s.label), 40)}"' for s in piece.path if s.kind == "cue"]
@@ -157,17 +161,19 @@ def recall(
     """
     if not question.strip():
         raise ConfigError('QUESTION is empty: ask something, e.g. chatmem recall "where did I go in May?"')
-    from contracts.memory import RecallRequest
+    from memory.answer import Request
+    from memory.recall_settings import light_settings
     from memory.service import Memory
 
-    settings = app.settings()
-    request = RecallRequest(
+    # the defaults without pydantic unless a CHATMEM_ variable sets something (then the full settings)
+    settings = cast("Settings", light_settings(app.data_dir)) or app.settings()
+    request = Request(
         query=question,
         at=parse_time(at, "--at", end_of_day=True),
         budget_tokens=budget or settings.recall.budget_tokens,
         scope=parse_scope(scope),
         max_pieces=max_pieces,
-        order=order,  # click.Choice: "relevance" or "time"
+        order="time" if order == "time" else "relevance",  # click.Choice: one of the two
     )
     # The result carries the garden's facts of the question as they stood at --at (memory/recall_facts.py):
     # the MCP tool returns this same object.
@@ -180,10 +186,12 @@ def recall(
 
         # the expand-or-stop step calls the LLM: each attempt is an llm_calls row (run id "recall")
         with closing(open_staging(settings.staging_path)) as staging:
-            result = memory.recall(request, on_call=llm_calls.recorder(staging, "recall"))
+            result = memory.answer(request, on_call=llm_calls.recorder(staging, "recall"))
     else:
-        result = memory.recall(request)
+        result = memory.answer(request)
     if as_json:
-        emit(result.model_dump(mode="json"))
+        from memory.answer import to_contract
+
+        emit(to_contract(result).model_dump(mode="json"))
     else:
         print_result(result)

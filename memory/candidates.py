@@ -20,17 +20,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from contracts.memory import RecallRequest
-from contracts.settings import RecallSettings
+from memory.answer import RequestLike, at_moment
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
-from memory.index import Array, MemoryIndex
+from memory.index import Array, MemoryIndex, Subset
 from memory.recall import Ranking, Switches, _utc, candidate_mask, rank
 from memory.session import view_sessions
+from memory.sparse import CSR
 from memory.text import BM25, terms
+
+if TYPE_CHECKING:
+    from contracts.settings import RecallSettings
 
 _THREADS = ThreadpoolController()
 ALL_ON = Switches()
@@ -40,7 +44,7 @@ class ScoredBM25(BM25):
     """BM25 scores already computed over the whole memory, served for a view's rows (same statistics)."""
 
     def __init__(self, scores: Array, whole: BM25 | None = None, keep: Array | None = None) -> None:
-        super().__init__({}, None, np.zeros(0))
+        super().__init__({}, CSR.empty((0, len(scores))), np.zeros(0))
         self.scores = scores
         self.whole = whole  # the whole memory's BM25, and the view's rows in it (memory.recall.key_coverage)
         self.keep = keep
@@ -73,7 +77,7 @@ def _top(scores: Array, among: Array, k: int) -> Array:
     return among[np.argsort(-scores[among], kind="stable")]
 
 
-def _in_scope(index: MemoryIndex, tables: PrepassTables, request: RecallRequest) -> tuple[Array, Array]:
+def _in_scope(index: MemoryIndex, tables: PrepassTables, request: RequestLike) -> tuple[Array, Array]:
     """(positions, mask over them): content in scope and not after `at`; a conversation scope reads only its own
     conversations' content instead of a pass over the whole memory."""
     at = _utc(request.at).timestamp() if request.at is not None else None
@@ -87,7 +91,7 @@ def _in_scope(index: MemoryIndex, tables: PrepassTables, request: RecallRequest)
 
 
 def narrow(
-    index: MemoryIndex, query: str, vector: Array | None, request: RecallRequest, settings: RecallSettings
+    index: MemoryIndex, query: str, vector: Array | None, request: RequestLike, settings: RecallSettings
 ) -> Narrowed | None:
     """The candidates of a recall on a large memory (None: small enough to score every content node); a scope
     with at most `prepass_max_candidates` content in it is taken whole."""
@@ -138,8 +142,7 @@ def _cue_top(index: MemoryIndex, words: list[str], mask: Array, settings: Recall
     if raw.max() <= 0:
         return np.zeros(0, dtype=np.int64)
     active = np.flatnonzero(raw >= settings.theta * raw.max())
-    reached = index.cue_content[active]
-    content = np.asarray(raw[active].astype(np.float32) @ reached).ravel()
+    content = index.cue_content.take_rows(active).rmatvec(raw[active].astype(np.float32))
     return _top(content, np.flatnonzero((content > 0) & mask), settings.prepass_top)
 
 
@@ -198,12 +201,12 @@ def _view(index: MemoryIndex, keep: Array, lexical: Array, candidates: Array | N
         if originals:
             local = [int(x) for x in _local(keep, np.array(originals, dtype=np.int64)) if x >= 0]
             group[h] = local or [h]
-    content_cue = index.content_cue[keep]
+    content_cue = index.content_cue.take_rows(keep)
     wanted = {m: int(p) for m, p in index.fact_positions.items()}
     where = _local(keep, np.array(list(wanted.values()), dtype=np.int64))
     return replace(
         index,
-        ids=[index.ids[i] for i in keep.tolist()],
+        ids=Subset(index.ids, keep),
         conversation=index.conversation[keep],
         seq=index.seq[keep],
         role_code=index.role_code[keep],
@@ -217,7 +220,7 @@ def _view(index: MemoryIndex, keep: Array, lexical: Array, candidates: Array | N
         group=group,
         bm25=ScoredBM25(lexical.astype(np.float32), index.bm25, keep),
         dense=index.dense[keep] if index.dense.shape[0] else index.dense,
-        cue_content=content_cue.T.tocsr(),
+        cue_content=content_cue.transpose(),
         content_cue=content_cue,
         prev=_local(keep, index.prev[keep]),
         next=_local(keep, index.next[keep]),
@@ -238,7 +241,7 @@ def ranked(
     index: MemoryIndex,
     query: str,
     vector: Array | None,
-    request: RecallRequest,
+    request: RequestLike,
     settings: RecallSettings,
     switches: Switches = ALL_ON,
     limit: int | None = None,
@@ -248,7 +251,7 @@ def ranked(
     if request.at is None and index.size >= settings.prepass_from and np.isfinite(index.times).any():
         # "now" is the whole memory's newest content, not the view's (decay and `at` must not move)
         newest = float(np.nanmax(index.times))
-        request = request.model_copy(update={"at": datetime.fromtimestamp(newest, UTC)})
+        request = at_moment(request, datetime.fromtimestamp(newest, UTC))
     # One BLAS thread: a recall's products are a few thousand rows, too small to gain from threads, and on a busy
     # machine waking and joining them cost 5-10x the work itself (measured: 33 ms vs 3 ms per product at load 17).
     with _THREADS.limit(limits=1, user_api="blas"):

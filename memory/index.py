@@ -19,27 +19,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
-from clients.embed_cache import embed_texts
 from clients.embedders import Embedder, OnnxMiniLM, build_embedder
 from contracts.errors import ChatmemError
-from contracts.facts import FactRecord
-from contracts.settings import Settings
 from memory.dense_lists import PrepassTables
-from memory.graph import dense_key
 from memory.key_model import STATIC, for_run, with_model
 from memory.names import NAMED_ROLES, Names, speaker_names
 from memory.session import SessionKeys, build_session_keys
+from memory.sparse import CSR
 from memory.text import BM25, terms
 from staging import embeddings as vectors
 from staging import memory as store
 from staging import memory_inputs as inputs
-from staging.fact_timeline import timeline
-from staging.memory import MemoryGraph
+from staging.memory import ContentRow, MemoryGraph
+
+if TYPE_CHECKING:  # pydantic: never imported by a recall that only reads (flows/cli_memory.py)
+    from contracts.facts import FactRecord
+    from contracts.settings import Settings
 
 Array = np.ndarray[Any, Any]
 COARSE_FROM = 150_000  # content nodes from which dense similarity takes a coarse pass first
@@ -64,8 +63,8 @@ def epoch(value: str | None) -> float:
 @dataclass
 class MemoryIndex:
     run_id: str
-    ids: list[str]
-    conversation_ids: list[str]
+    ids: Sequence[str]  # a list, or memory.index_store's column read from the stored index
+    conversation_ids: Sequence[str]
     conversation: Array  # int code per content
     seq: Array
     roles: list[str]
@@ -76,25 +75,25 @@ class MemoryIndex:
     source: Array  # int code per content
     sources: list[str]
     head: Array  # index of the merged group's first original (itself when not merged)
-    group: dict[int, list[int]]  # head -> every original's index
+    group: Mapping[int, list[int]]  # head -> every original's index
     bm25: BM25
     dense: Array  # n x dim float32 (zero rows: no vector)
-    cue_ids: list[str]
-    cue_names: list[str]
+    cue_ids: Sequence[str]
+    cue_names: Sequence[str]
     cue_idf: Array
     cue_hub: Array
     cue_bm25: BM25
-    cue_content: Any  # csr cues x content
-    cue_conversation: Any  # csr cues x conversations
-    content_cue: Any  # csr content x cues (the transpose, for "which cue brought this piece")
-    conversation_code: dict[str, int]
+    cue_content: CSR  # cues x content
+    cue_conversation: CSR  # cues x conversations
+    content_cue: CSR  # content x cues (the transpose, for "which cue brought this piece")
+    conversation_code: Mapping[str, int]
     prev: Array  # index of the previous content of the same conversation (NEXT order), -1 at the start
     next: Array  # index of the next one, -1 at the end
-    titles: dict[str, str | None] = field(default_factory=dict)
+    titles: Mapping[str, str | None] = field(default_factory=dict)  # a dict, or index_store.ArchiveTitles
     facts: list[FactRecord] = field(default_factory=list)  # the garden's facts (memory/fact_boost.py)
     fact_positions: dict[str, int] = field(default_factory=dict)  # their messages' content index
     texts: Mapping[str, str] = field(default_factory=dict)  # a dict, or memory.index_store.ArchiveTexts
-    position: dict[str, int] = field(default_factory=dict)
+    position: Mapping[str, int] = field(default_factory=dict)  # content id -> index
 
     names: Names = field(default_factory=Names)  # the speakers' names, masked out of what the embedder reads
     speaker: Array | None = None  # per content: its speaker's position in `names.names`, -1 when unnamed
@@ -132,10 +131,92 @@ class MemoryIndex:
         return self.texts.get(self.ids[index], "")
 
 
+class Subset(Sequence[str]):
+    """The strings of `base` at `keep` (a view's content ids), read when asked: a view of a stored index keeps
+    thousands of content, of which a recall shows tens."""
+
+    def __init__(self, base: Sequence[str], keep: Array) -> None:
+        self._base = base
+        self._keep = keep
+
+    def __len__(self) -> int:
+        return len(self._keep)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self._base[int(k)] for k in self._keep[i]]
+        return self._base[int(self._keep[i])]
+
+
 def _codes(values: Sequence[str | None]) -> tuple[Array, list[str]]:
     names = sorted({v for v in values if v is not None})
     lookup = {v: i for i, v in enumerate(names)}
     return np.array([lookup[v] if v is not None else -1 for v in values], dtype=np.int64), names
+
+
+def _merged_groups(rows: Sequence[ContentRow], ids: Sequence[str]) -> tuple[Array, dict[int, list[int]]]:
+    """(head, group): each content's merged group's first original (itself when not merged), and every group's
+    originals in order, keyed by its head."""
+    head = np.arange(len(rows), dtype=np.int64)
+    group: dict[int, list[int]] = {}
+    members: dict[str, list[int]] = {}
+    for i, c in enumerate(rows):
+        if c.merged_into:
+            members.setdefault(c.merged_into, []).append(i)
+    for originals in members.values():
+        first = min(originals, key=lambda i: (int(rows[i].seq), ids[i]))
+        head[originals] = first
+        group[first] = sorted(originals, key=lambda i: int(rows[i].seq))
+    return head, group
+
+
+def _cue_matrices(
+    edges: Iterable[tuple[str, str, str, float]],
+    cue_ids: Sequence[str],
+    position: Mapping[str, int],
+    conversation_ids: Sequence[str],
+) -> tuple[CSR, CSR]:
+    """(cues x content, cues x conversations) weights from the cue-content and cue-tag edges, built with scipy
+    (duplicates summed, as recall has always read them) and kept as plain arrays (memory/sparse.py)."""
+    from scipy.sparse import csr_matrix  # build time only: a recall reads the arrays
+
+    cue_position = {c: i for i, c in enumerate(cue_ids)}
+    conv_position = {f"conv:{c}": i for i, c in enumerate(conversation_ids)}
+    cc_r, cc_c, cc_w = array("q"), array("q"), array("d")  # flat arrays: a Python list of numbers costs ~4x
+    ct_r, ct_c, ct_w = array("q"), array("q"), array("d")
+    for kind, src, dst, weight in edges:
+        if kind == "cue-content" and dst in position:
+            cc_r.append(cue_position[src])
+            cc_c.append(position[dst])
+            cc_w.append(weight)
+        elif kind == "cue-tag" and dst in conv_position:
+            ct_r.append(cue_position[src])
+            ct_c.append(conv_position[dst])
+            ct_w.append(weight)
+    cue_content = csr_matrix(
+        (np.array(cc_w), (np.array(cc_r), np.array(cc_c))), shape=(len(cue_ids), len(position)), dtype=np.float32
+    )
+    cue_conversation = csr_matrix(
+        (np.array(ct_w), (np.array(ct_r), np.array(ct_c))),
+        shape=(len(cue_ids), len(conversation_ids)),
+        dtype=np.float32,
+    )
+    return CSR.of(cue_content), CSR.of(cue_conversation)
+
+
+def _neighbours(rows: Sequence[ContentRow], ids: Sequence[str]) -> tuple[Array, Array]:
+    """(prev, next): each content's neighbour in its conversation (by seq, then id), -1 at either end."""
+    prev = np.full(len(rows), -1, dtype=np.int64)
+    nxt = np.full(len(rows), -1, dtype=np.int64)
+    along = sorted(range(len(rows)), key=lambda i: (rows[i].conversation_id, rows[i].seq, ids[i]))
+    for a, b in pairwise(along):
+        if rows[a].conversation_id == rows[b].conversation_id:
+            nxt[a], prev[b] = b, a
+    return prev, nxt
 
 
 def build_index(
@@ -161,47 +242,13 @@ def build_index(
     day, _ = _codes([c.day for c in rows])
     role_code, roles = _codes([c.role for c in rows])
     source, sources = _codes([c.source for c in rows])
-    head = np.arange(len(rows), dtype=np.int64)
-    group: dict[int, list[int]] = {}
-    members: dict[str, list[int]] = {}
-    for i, c in enumerate(rows):
-        if c.merged_into:
-            members.setdefault(c.merged_into, []).append(i)
-    for originals in members.values():
-        first = min(originals, key=lambda i: (int(rows[i].seq), ids[i]))
-        head[originals] = first
-        group[first] = sorted(originals, key=lambda i: int(rows[i].seq))
+    head, group = _merged_groups(rows, ids)
     cue_ids = [c.cue_id for c in graph.cues]
-    cue_position = {c: i for i, c in enumerate(cue_ids)}
-    conv_position = {f"conv:{c}": i for i, c in enumerate(conversation_ids)}
-    cc_r, cc_c, cc_w = array("q"), array("q"), array("d")  # flat arrays: a Python list of numbers costs ~4x
-    ct_r, ct_c, ct_w = array("q"), array("q"), array("d")
     found = ((e.kind, e.src, e.dst, e.weight) for e in graph.edges) if edges is None else edges
-    for kind, src, dst, weight in found:
-        if kind == "cue-content" and dst in position:
-            cc_r.append(cue_position[src])
-            cc_c.append(position[dst])
-            cc_w.append(weight)
-        elif kind == "cue-tag" and dst in conv_position:
-            ct_r.append(cue_position[src])
-            ct_c.append(conv_position[dst])
-            ct_w.append(weight)
-    cue_content = csr_matrix(
-        (np.array(cc_w), (np.array(cc_r), np.array(cc_c))), shape=(len(cue_ids), len(ids)), dtype=np.float32
-    )
-    cue_conversation = csr_matrix(
-        (np.array(ct_w), (np.array(ct_r), np.array(ct_c))),
-        shape=(len(cue_ids), len(conversation_ids)),
-        dtype=np.float32,
-    )
-    prev = np.full(len(rows), -1, dtype=np.int64)
-    nxt = np.full(len(rows), -1, dtype=np.int64)
+    cue_content, cue_conversation = _cue_matrices(found, cue_ids, position, conversation_ids)
+    prev, nxt = _neighbours(rows, ids)
     names = speaker_names((c.role, c.author) for c in rows)
     speaker_of = {n: i for i, n in enumerate(names.names)}
-    along = sorted(range(len(rows)), key=lambda i: (rows[i].conversation_id, rows[i].seq, ids[i]))
-    for a, b in pairwise(along):
-        if rows[a].conversation_id == rows[b].conversation_id:
-            nxt[a], prev[b] = b, a
     index = MemoryIndex(
         run_id=run_id,
         ids=ids,
@@ -226,7 +273,7 @@ def build_index(
         cue_bm25=BM25.build([terms(c.name) for c in graph.cues]),
         cue_content=cue_content,
         cue_conversation=cue_conversation,
-        content_cue=cue_content.T.tocsr(),
+        content_cue=cue_content.transpose(),
         conversation_code={c: i for i, c in enumerate(conversation_ids)},
         prev=prev,
         next=nxt,
@@ -289,6 +336,9 @@ def load_index(
     by text hash; anything missing is embedded here, in memory. `embedder` must be the run's key embedder
     (`key_embedder(for_run(...))`).
     """
+    from clients.embed_cache import embed_texts  # building: the pipeline's modules are fine here
+    from memory.graph import dense_key
+
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
         raise ChatmemError(
@@ -343,7 +393,9 @@ def check_embedder(settings: Settings, embedder: Embedder) -> None:
 
 def attach_facts(index: MemoryIndex, staging: sqlite3.Connection) -> MemoryIndex:
     """The garden's facts (superseded ones included) and where their messages sit: recall's fact boost."""
+    from staging.fact_timeline import timeline  # pydantic (contracts.facts): the facts are its records
+
     index.facts = [r for r in timeline(staging) if r.state != "retracted"]
     wanted = {m for r in index.facts for m in r.message_ids}
-    index.fact_positions = {m: i for i, m in enumerate(index.ids) if m in wanted}
+    index.fact_positions = {m: index.position[m] for m in sorted(wanted) if m in index.position}
     return index

@@ -1,82 +1,176 @@
-"""The recall index on disk: built once per cues run, then opened in about a second instead of rebuilt.
+"""The recall index on disk: built once per cues run, then opened by mapping its files, never rebuilt or unpickled.
 
     open_index(archive, staging, settings, embedder, run_id=None) -> MemoryIndex
 
 Building the index (memory.index.load_index) reads every text, term, edge and key vector of the run: 69 s and
-1.9 GB at 250k messages, for every CLI recall and every MCP server start. Here it is built on the first open of a
-run and stored under <data_dir>/recall-index/<key>/:
+1.9 GB at 250k messages. Here it is built on the first open of a run (the first `chatmem recall` or MCP `recall`
+after a cues run) and stored under <data_dir>/recall-index/<run>-<key>/:
 
-    state.pickle      everything but the large arrays (ids, vocabularies, codes ...), arrays by reference
-    a<N>.npy          each array of STORED_FROM bytes or more (key vectors, BM25 and cue matrices, tables),
-                      opened with mmap_mode="r": the pages a recall touches are read, the rest stay on disk
-    manifest.json     written last: format, key, every file's size and the pickle's sha256
+    <name>.npy        every array of the index, one file each, opened with np.load(mmap_mode="r") (files under
+                      STORED_FROM bytes are read whole): the pages a recall touches are read, the rest stay on disk
+                        per content       conversation, seq, role_code, times, day, tokens, source, head, prev,
+                                          next, asks, speaker, dense (n x dim key vectors), coarse
+                        sparse (CSR)      cue_content, cue_conversation, content_cue: <m>.indptr/.indices/.data
+                        BM25              <b>.postings.* (terms x documents), <b>.idf, <b>.vocabulary.* (below),
+                                          for bm25 (content keys), cue_bm25 (cue names), sessions.bm25
+                        strings           ids, conversation_ids, cue_ids, cue_names and each vocabulary as
+                                          <s>.bytes (utf-8, concatenated) + <s>.offsets + <s>.order (positions
+                                          sorted by string: lookups by binary search, memory.index_store.Lookup)
+                        merged groups     group.heads (ascending), group.offsets, group.members
+                        pre-pass tables   prepass.* (memory/dense_lists.py), large memories only
+    manifest.json     written last: format, key, every file's size, and the small values (run id, role and
+                      source names, speaker names, matrix shapes)
+
+Nothing is unpickled and nothing is read whole: opening costs a few file opens and a JSON read whatever the size of
+the memory; a recall then reads its query's posting lists, the key vectors and rows it scores (the candidate
+pre-pass keeps that to a few thousand on a large memory), and the strings of what it shows. numpy is the only
+library the index needs (memory/sparse.py in place of scipy.sparse).
 
 The key is a hash of what the index is built from: the cues run (its memory_runs row: a re-run of cues is a new
-row) and the settings that shape it (key embedder, key roles, pre-pass size), and the source of the modules that
-build it (a new chatmem version rebuilds it). What is read fresh at every open,
-and so never makes the index stale: message texts (read from archive.db only for the pieces shown, not held in
-memory), conversation titles, the garden's facts. `--at` and scopes are query-time filters.
+row) and the settings that shape it (key embedder, key roles, pre-pass size), the format and the source of the
+modules that build it (a new chatmem version rebuilds it; an index stored by an older version, such as format 1's
+pickle, has another key: it is removed by the next store and rebuilt on the next open). What is read fresh at every
+open, and so never makes the index stale: message texts (read from archive.db only for the pieces shown),
+conversation titles (one query per title shown), the garden's facts. `--at` and scopes are query-time filters.
 
 A build is written to a temporary directory and renamed into place: a killed build leaves a temporary directory
-(removed by the next build), never a half index. An index that does not open (missing or truncated file, size or
-checksum mismatch, another format) is removed and rebuilt; a data dir that cannot be written falls back to the
-in-memory index. The pickle is read with an allow-list of classes (numpy, scipy, builtins, memory.*).
+(removed by the next build), never a half index. An index that does not open (missing or truncated file, size
+mismatch, another format) is removed and rebuilt; a data dir that cannot be written falls back to the in-memory
+index.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
-import io
 import json
 import logging
+import mmap
 import os
-import pickle
 import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import numpy as np
 
 from clients.embedders import Embedder
-from contracts.settings import Settings
-from memory import candidates, dense_lists, graph, names, session, text
-from memory import index as index_module
 from memory.candidates import prepare
-from memory.index import MemoryIndex, attach_facts, check_embedder, load_index
+from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
+from memory.index import Array, MemoryIndex, attach_facts, check_embedder, load_index
 from memory.key_model import for_run
+from memory.names import Names
+from memory.session import SessionKeys
+from memory.sparse import CSR
+from memory.text import BM25
 from staging import memory as store
 from staging import memory_inputs as inputs
 
+if TYPE_CHECKING:
+    from contracts.settings import Settings
+
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when the stored layout changes (CODE below already covers a change of MemoryIndex's shape)
+FORMAT = 2  # 1: a pickle of the index with its large arrays beside it (scipy matrices, every string unpickled)
 DIRECTORY = "recall-index"
-STATE = "state.pickle"
 MANIFEST = "manifest.json"
-STORED_FROM = 64 * 1024  # smaller arrays stay in the pickle (an empty array cannot be memory-mapped)
-BUILT_BY = (index_module, text, session, dense_lists, candidates, names, graph)
-ALLOWED_MODULES = ("builtins", "collections", "numpy", "scipy.sparse", "memory.", "contracts.")
-ALLOWED_CLASSES = {("re", "_compile")}  # how a compiled pattern pickles (memory.names.Names: the speaker names)
+RUN_ROWS = 16  # consecutive key vectors asked for as one block (Rows)
+STORED_FROM = 64 * 1024  # smaller files are read whole (an empty array cannot be memory-mapped)
+# the modules that build the index and the classes it holds (read as files: importing memory.graph would load the
+# pipeline's settings into every recall)
+BUILT_BY = ("index", "text", "session", "dense_lists", "candidates", "names", "graph", "sparse", "index_store")
+PER_CONTENT = ("conversation", "seq", "role_code", "times", "day", "tokens", "source", "head", "prev", "next")
+OPTIONAL = ("asks", "speaker", "coarse", "projection")
 
 
 def _code_digest() -> str:
     """The source of the modules that build the index and the classes it holds: a changed one rebuilds it."""
     digest = hashlib.sha256()
     for module in BUILT_BY:
-        digest.update(Path(module.__file__ or "").read_bytes())
+        digest.update((Path(__file__).parent / f"{module}.py").read_bytes())
     return digest.hexdigest()[:16]
 
 
 CODE = _code_digest()
 
 
+class Column(Sequence[str]):
+    """A stored list of strings: utf-8 bytes end to end and their offsets, decoded one at a time when read."""
+
+    def __init__(self, data: Array, offsets: Array) -> None:
+        self._data = data
+        self._offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return bytes(self._data[self._offsets[i] : self._offsets[i + 1]]).decode()
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(len(self)))
+
+
+class Lookup(Mapping[str, int]):
+    """string -> its position in a stored Column, by binary search over the positions sorted by string (utf-8 byte
+    order is code point order: the order Python's sorted() gave when it was written)."""
+
+    def __init__(self, column: Column, order: Array) -> None:
+        self._column = column
+        self._order = order
+
+    def __getitem__(self, key: str) -> int:
+        if not isinstance(key, str):
+            raise KeyError(key)
+        at = bisect.bisect_left(range(len(self._order)), key, key=lambda k: self._column[int(self._order[k])])
+        if at < len(self._order) and self._column[int(self._order[at])] == key:
+            return int(self._order[at])
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._column)
+
+    def __len__(self) -> int:
+        return len(self._column)
+
+
+class Groups(Mapping[int, list[int]]):
+    """A merged group's head -> every original's index, from three stored arrays (heads ascending)."""
+
+    def __init__(self, heads: Array, offsets: Array, members: Array) -> None:
+        self._heads = heads
+        self._offsets = offsets
+        self._members = members
+
+    def __getitem__(self, head: int) -> list[int]:
+        at = int(np.searchsorted(self._heads, head))
+        if at >= len(self._heads) or int(self._heads[at]) != head:
+            raise KeyError(head)
+        return [int(m) for m in self._members[self._offsets[at] : self._offsets[at + 1]]]
+
+    def __iter__(self) -> Iterator[int]:
+        return (int(h) for h in self._heads)
+
+    def __len__(self) -> int:
+        return len(self._heads)
+
+
 class ArchiveTexts(Mapping[str, str]):
     """Message texts read from archive.db when asked (a recall shows tens of pieces, not every message)."""
 
-    def __init__(self, archive_path: Path, ids: list[str]) -> None:
+    def __init__(self, archive_path: Path, ids: Sequence[str]) -> None:
         self.archive_path = archive_path
         self._ids = ids
         self._local = threading.local()  # one read-only connection per thread (an MCP server may use several)
@@ -106,6 +200,86 @@ class ArchiveTexts(Mapping[str, str]):
 
     def many(self, ids: list[str]) -> dict[str, str]:
         return inputs.message_texts(self._archive(), ids)
+
+
+class ArchiveTitles(Mapping[str, str | None]):
+    """Conversation titles read from archive.db when asked (a recall shows a few conversations, not all)."""
+
+    def __init__(self, texts: ArchiveTexts, conversation_ids: Sequence[str]) -> None:
+        self._texts = texts  # its read-only connection, one per thread
+        self._ids = conversation_ids
+
+    def __getitem__(self, conversation_id: str) -> str | None:
+        found = (
+            self._texts._archive()
+            .execute("SELECT title FROM conversations WHERE id = ?", (conversation_id,))
+            .fetchone()
+        )
+        if found is None:
+            raise KeyError(conversation_id)
+        return None if found[0] is None else str(found[0])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class Rows:
+    """The key vectors (n x dim), stored list by list of the pre-pass's k-means lists (memory/dense_lists.py), read by
+    content position: `rows[positions]` is `dense[positions]`, the same values in the same order. The pre-pass
+    reads whole lists, so its rows lie side by side on disk: a probe of ~26k vectors at 1M content touches a few
+    hundred pages, not one or two pages per vector (16k page faults, ~0.5 s of a recall on a loaded machine)."""
+
+    def __init__(self, vectors: Array, where: Array) -> None:
+        self._vectors = vectors  # row k: the vector of the content at lists.order[k]
+        self._where = where  # content position -> its row in `vectors`
+        self.dtype = vectors.dtype
+        self.ndim = 2
+        # Mapped: no read-ahead (a view's rows, whole conversations, are scattered over the file: the kernel's
+        # read-ahead then read most of it, 1.5 GB at 1M, on a cold page cache), runs of rows asked for ahead instead
+        memmap = vectors.base if isinstance(vectors.base, np.memmap) else None
+        self._mmap: mmap.mmap | None = getattr(memmap, "_mmap", None)
+        self._offset = int(getattr(memmap, "offset", 0))
+        if self._mmap is not None:
+            self._mmap.madvise(mmap.MADV_RANDOM)
+
+    def _ask_ahead(self, rows: Array) -> None:
+        """Tell the kernel about runs of consecutive rows (the pre-pass reads whole lists): read as blocks."""
+        if self._mmap is None or rows.ndim != 1 or len(rows) < RUN_ROWS:
+            return
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        starts = np.concatenate([[0], breaks])
+        ends = np.concatenate([breaks, [len(rows)]])
+        size = int(self._vectors.shape[1]) * self._vectors.dtype.itemsize
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            if end - start >= RUN_ROWS:
+                first = self._offset + int(rows[start]) * size
+                begin = first - first % mmap.PAGESIZE
+                self._mmap.madvise(mmap.MADV_WILLNEED, begin, self._offset + (int(rows[end - 1]) + 1) * size - begin)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self._where), int(self._vectors.shape[1]))
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __getitem__(self, key: Any) -> Array:
+        if isinstance(key, slice):
+            key = np.arange(len(self._where))[key]
+        elif isinstance(key, np.ndarray) and key.dtype == bool:
+            key = np.flatnonzero(key)
+        rows = self._where[key]
+        self._ask_ahead(np.asarray(rows))
+        return np.asarray(self._vectors[rows])
+
+    def __matmul__(self, other: Array) -> Array:
+        return np.asarray(self._vectors @ other)[self._where]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Array:
+        return np.asarray(self._vectors[self._where], dtype=dtype)
 
 
 def index_key(staging: sqlite3.Connection, settings: Settings, embedder: Embedder, run_id: str) -> str:
@@ -152,8 +326,8 @@ def open_index(
         index = _read_or_none(target, key)
         if index is None:  # written but unreadable (disk trouble): answer from what was built
             return built
-    index.texts = ArchiveTexts(settings.archive_path, index.ids)
-    index.titles = inputs.conversation_titles(archive)
+    texts = ArchiveTexts(settings.archive_path, index.ids)
+    index.texts, index.titles = texts, ArchiveTitles(texts, index.conversation_ids)
     return attach_facts(index, staging)
 
 
@@ -202,62 +376,94 @@ def _building(name: str) -> bool:
     return True
 
 
-class _ArrayPickler(pickle.Pickler):
-    def __init__(self, file: io.BytesIO, directory: Path) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+class _Writer:
+    """Writes the index's arrays into a directory, one .npy each, and remembers their sizes for the manifest."""
+
+    def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.files: dict[str, int] = {}
 
-    def persistent_id(self, obj: Any) -> str | None:
-        if type(obj) is not np.ndarray or obj.dtype.hasobject or obj.nbytes < max(STORED_FROM, 1):
-            return None
-        name = f"a{len(self.files)}.npy"
-        np.save(self.directory / name, obj, allow_pickle=False)
-        self.files[name] = (self.directory / name).stat().st_size
-        return name
+    def array(self, name: str, value: Array) -> None:
+        path = self.directory / f"{name}.npy"
+        np.save(path, np.ascontiguousarray(value), allow_pickle=False)
+        self.files[name] = path.stat().st_size
 
+    def strings(self, name: str, values: Sequence[str]) -> None:
+        encoded = [v.encode() for v in values]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        self.array(f"{name}.bytes", np.frombuffer(b"".join(encoded), dtype=np.uint8))
+        self.array(f"{name}.offsets", offsets)
+        self.array(f"{name}.order", np.array(sorted(range(len(values)), key=values.__getitem__), dtype=np.int64))
 
-class _ArrayUnpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, directory: Path, files: Mapping[str, int]) -> None:
-        super().__init__(file)
-        self.directory = directory
-        self.known = files
+    def csr(self, name: str, matrix: CSR) -> list[int]:
+        self.array(f"{name}.indptr", matrix.indptr)
+        self.array(f"{name}.indices", matrix.indices)
+        self.array(f"{name}.data", matrix.data)
+        return list(matrix.shape)
 
-    def persistent_load(self, pid: Any) -> Any:
-        if pid not in self.known:
-            raise pickle.UnpicklingError(f"unknown array file {pid!r}")
-        return np.load(self.directory / pid, mmap_mode="r", allow_pickle=False).view(np.ndarray)
-
-    def find_class(self, module: str, name: str) -> Any:
-        if not module.startswith(ALLOWED_MODULES) and (module, name) not in ALLOWED_CLASSES:
-            raise pickle.UnpicklingError(f"class {module}.{name} is not allowed in a recall index")
-        return super().find_class(module, name)
+    def bm25(self, name: str, bm25: BM25) -> list[int]:
+        terms = sorted(bm25.vocabulary, key=bm25.vocabulary.__getitem__)  # by column: position = column
+        if [bm25.vocabulary[t] for t in terms] != list(range(len(terms))):
+            raise ValueError(f"{name}: its vocabulary does not number its columns 0..n-1")
+        self.strings(f"{name}.vocabulary", terms)
+        self.array(f"{name}.idf", bm25.idf)
+        return self.csr(f"{name}.postings", bm25.postings)
 
 
 def _write(index: MemoryIndex, directory: Path, key: str) -> None:
-    saved = {"texts": index.texts, "titles": index.titles, "facts": index.facts, "positions": index.fact_positions}
-    index.texts, index.titles, index.facts, index.fact_positions = {}, {}, [], {}  # read fresh at every open
-    try:
-        buffer = io.BytesIO()
-        pickler = _ArrayPickler(buffer, directory)
-        pickler.dump(index)
-    finally:
-        index.texts, index.titles = saved["texts"], saved["titles"]  # type: ignore[assignment]
-        index.facts, index.fact_positions = saved["facts"], saved["positions"]  # type: ignore[assignment]
-    state = buffer.getvalue()
-    (directory / STATE).write_bytes(state)
-    manifest = {
-        "format": FORMAT,
-        "code": CODE,
-        "key": key,
-        "files": pickler.files,
-        "state_bytes": len(state),
-        "state_sha256": hashlib.sha256(state).hexdigest(),
+    """Every array of the index in its own file; the manifest (the small values, every file's size) last."""
+    out = _Writer(directory)
+    for name in PER_CONTENT:
+        out.array(name, getattr(index, name))
+    for name in OPTIONAL:
+        if getattr(index, name) is not None:
+            out.array(name, getattr(index, name))
+    lists = index.prepass.lists if index.prepass is not None else None
+    if lists is not None and len(lists.order) == index.size and index.dense.shape[0] == index.size:
+        out.array("dense.by_list", np.asarray(index.dense)[lists.order])  # see Rows
+        where = np.empty(index.size, dtype=np.int64)
+        where[lists.order] = np.arange(index.size)
+        out.array("dense.where", where)
+    else:
+        out.array("dense", index.dense)
+    out.array("cue_idf", index.cue_idf)
+    out.array("cue_hub", index.cue_hub)
+    for name in ("ids", "conversation_ids", "cue_ids", "cue_names"):
+        out.strings(name, getattr(index, name))
+    heads = np.array(sorted(index.group), dtype=np.int64)
+    members = [index.group[int(h)] for h in heads]
+    out.array("group.heads", heads)
+    out.array("group.offsets", np.concatenate([[0], np.cumsum([len(m) for m in members], dtype=np.int64)]))
+    out.array("group.members", np.array([m for group in members for m in group], dtype=np.int64))
+    shapes = {name: out.csr(name, getattr(index, name)) for name in ("cue_content", "cue_conversation", "content_cue")}
+    shapes["bm25"] = out.bm25("bm25", index.bm25)
+    shapes["cue_bm25"] = out.bm25("cue_bm25", index.cue_bm25)
+    if index.sessions is not None:
+        shapes["sessions.bm25"] = out.bm25("sessions.bm25", index.sessions.bm25)
+        out.array("sessions.dense", index.sessions.dense)
+        out.array("sessions.messages", index.sessions.messages)
+    prepass = index.prepass
+    if prepass is not None:
+        out.array("prepass.members.order", prepass.members.order)
+        out.array("prepass.members.offsets", prepass.members.offsets)
+        if prepass.lists is not None:
+            for field in ("projection", "centroids", "half_norms", "order", "offsets"):
+                out.array(f"prepass.lists.{field}", getattr(prepass.lists, field))
+    meta = {
+        "run_id": index.run_id,
+        "roles": list(index.roles),
+        "sources": list(index.sources),
+        "names": list(index.names.names),
+        "shapes": shapes,
+        "sessions": index.sessions is not None,
+        "prepass": None if prepass is None else {"lists": prepass.lists is not None},
     }
-    with open(directory / MANIFEST, "w") as out:
-        json.dump(manifest, out)
-        out.flush()
-        os.fsync(out.fileno())
+    manifest = {"format": FORMAT, "code": CODE, "key": key, "files": out.files, "meta": meta}
+    with open(directory / MANIFEST, "w") as written:
+        json.dump(manifest, written)
+        written.flush()
+        os.fsync(written.fileno())
 
 
 def _read_or_none(directory: Path, key: str) -> MemoryIndex | None:
@@ -277,13 +483,87 @@ def _read(directory: Path, key: str) -> MemoryIndex:
     if manifest.get("format") != FORMAT or manifest.get("key") != key:
         raise ValueError("written for another format or memory")
     files: dict[str, int] = manifest["files"]
+    meta: dict[str, Any] = manifest["meta"]
+    arrays: dict[str, Array] = {}
     for name, size in files.items():
-        if (directory / name).stat().st_size != size:
-            raise ValueError(f"{name} is {(directory / name).stat().st_size} bytes, expected {size}")
-    state = (directory / STATE).read_bytes()
-    if len(state) != manifest["state_bytes"] or hashlib.sha256(state).hexdigest() != manifest["state_sha256"]:
-        raise ValueError(f"{STATE} does not match its checksum")
-    index = _ArrayUnpickler(io.BytesIO(state), directory, files).load()
-    if not isinstance(index, MemoryIndex):
-        raise ValueError(f"{STATE} holds a {type(index).__name__}, not a MemoryIndex")
-    return index
+        path = directory / f"{name}.npy"
+        if path.stat().st_size != size:
+            raise ValueError(f"{path.name} is {path.stat().st_size} bytes, expected {size}")
+        mapped = np.load(path, mmap_mode="r" if size >= STORED_FROM else None, allow_pickle=False)
+        arrays[name] = mapped.view(np.ndarray)
+    return _assemble(arrays, meta)
+
+
+def _column(arrays: Mapping[str, Array], name: str) -> Column:
+    return Column(arrays[f"{name}.bytes"], arrays[f"{name}.offsets"])
+
+
+def _lookup(arrays: Mapping[str, Array], name: str) -> Lookup:
+    return Lookup(_column(arrays, name), arrays[f"{name}.order"])
+
+
+def _csr(arrays: Mapping[str, Array], name: str, shape: list[int]) -> CSR:
+    parts = (arrays[f"{name}.indptr"], arrays[f"{name}.indices"], arrays[f"{name}.data"])
+    return CSR(*parts, (int(shape[0]), int(shape[1])))
+
+
+def _bm25(arrays: Mapping[str, Array], name: str, shape: list[int]) -> BM25:
+    return BM25(_lookup(arrays, f"{name}.vocabulary"), _csr(arrays, f"{name}.postings", shape), arrays[f"{name}.idf"])
+
+
+def _assemble(arrays: Mapping[str, Array], meta: Mapping[str, Any]) -> MemoryIndex:
+    """The MemoryIndex over the stored arrays (strings, groups and vocabularies as lookups over them)."""
+    shapes = meta["shapes"]
+    sessions = None
+    if meta["sessions"]:
+        bm25 = _bm25(arrays, "sessions.bm25", shapes["sessions.bm25"])
+        sessions = SessionKeys(bm25, arrays["sessions.dense"], arrays["sessions.messages"])
+    prepass = None
+    if meta["prepass"] is not None:
+        members = ConversationMembers(arrays["prepass.members.order"], arrays["prepass.members.offsets"])
+        lists = None
+        if meta["prepass"]["lists"]:
+            fields = ("projection", "centroids", "half_norms", "order", "offsets")
+            lists = DenseLists(*(arrays[f"prepass.lists.{f}"] for f in fields))
+        prepass = PrepassTables(members, lists)
+    conversation_ids = _lookup(arrays, "conversation_ids")
+    ids = _lookup(arrays, "ids")
+    return MemoryIndex(
+        run_id=meta["run_id"],
+        ids=ids._column,
+        conversation_ids=conversation_ids._column,
+        roles=list(meta["roles"]),
+        sources=list(meta["sources"]),
+        group=Groups(arrays["group.heads"], arrays["group.offsets"], arrays["group.members"]),
+        bm25=_bm25(arrays, "bm25", shapes["bm25"]),
+        dense=cast(Array, Rows(arrays["dense.by_list"], arrays["dense.where"]))
+        if "dense.where" in arrays
+        else arrays["dense"],
+        cue_ids=_column(arrays, "cue_ids"),
+        cue_names=_column(arrays, "cue_names"),
+        cue_idf=arrays["cue_idf"],
+        cue_hub=arrays["cue_hub"],
+        cue_bm25=_bm25(arrays, "cue_bm25", shapes["cue_bm25"]),
+        cue_content=_csr(arrays, "cue_content", shapes["cue_content"]),
+        cue_conversation=_csr(arrays, "cue_conversation", shapes["cue_conversation"]),
+        content_cue=_csr(arrays, "content_cue", shapes["content_cue"]),
+        conversation_code=conversation_ids,
+        position=ids,
+        names=Names.of(meta["names"]),
+        sessions=sessions,
+        prepass=prepass,
+        conversation=arrays["conversation"],
+        seq=arrays["seq"],
+        role_code=arrays["role_code"],
+        times=arrays["times"],
+        day=arrays["day"],
+        tokens=arrays["tokens"],
+        source=arrays["source"],
+        head=arrays["head"],
+        prev=arrays["prev"],
+        next=arrays["next"],
+        asks=arrays.get("asks"),
+        speaker=arrays.get("speaker"),
+        coarse=arrays.get("coarse"),
+        projection=arrays.get("projection"),
+    )

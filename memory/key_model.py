@@ -22,10 +22,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clients.embedders import word_piece_counts
-from contracts.settings import MemorySettings, Settings
+
+if TYPE_CHECKING:
+    from contracts.settings import MemorySettings, Settings
 
 FULL = "minilm-onnx"
 STATIC = "embed"

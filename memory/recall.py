@@ -19,19 +19,22 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from clients.embedders import Embedder
-from contracts.memory import ActivationStep, RecallPiece, RecallRequest, RecallResult
-from contracts.settings import RecallSettings
+from memory.answer import Answer, Piece, RequestLike, Step, to_contract
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
 from memory.names import Names
 from memory.session import session_activation, unit
 from memory.text import terms
 from memory.timeexpr import TimeRange, find_range, range_factor
+
+if TYPE_CHECKING:
+    from contracts.memory import RecallResult
+    from contracts.settings import RecallSettings
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +79,7 @@ def _utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def candidate_mask(index: MemoryIndex, request: RecallRequest, at_s: float | None) -> Array:
+def candidate_mask(index: MemoryIndex, request: RequestLike, at_s: float | None) -> Array:
     """Content in scope and not said after `at`."""
     mask = np.ones(index.size, dtype=bool)
     scope = request.scope
@@ -108,7 +111,7 @@ def rank(
     index: MemoryIndex,
     query: str,
     query_vector: Array | None,
-    request: RecallRequest,
+    request: RequestLike,
     settings: RecallSettings,
     switches: Switches = Switches(),
     limit: int | None = None,
@@ -120,84 +123,19 @@ def rank(
     at_s = at.timestamp() if at is not None else newest
     mask = candidate_mask(index, request, at.timestamp() if at is not None else None)
     words = terms(query)
-    lexical_raw = index.bm25.score(words) if switches.lexical else np.zeros(index.size, np.float32)
-    lexical = unit(lexical_raw, mask)
-    if switches.dense and query_vector is not None and index.dense.shape[0]:
-        dense_raw = index.similarity(query_vector)
-    else:
-        dense_raw = np.zeros(index.size, np.float32)
-    dense = unit(dense_raw, mask, shift=True)
-    cue_scores = np.zeros(index.size, np.float32)
-    active: list[tuple[int, float]] = []
-    conv_from_cues = np.zeros(len(index.conversation_ids), np.float32)
-    if switches.cues and len(index.cue_ids):
-        raw = index.cue_bm25.score(words) * index.cue_idf
-        raw[index.cue_hub] *= 0.25  # a hub still counts, a little (it matched), but never leads
-        if raw.max() > 0 and not mask.all():
-            # a cue none of whose content is a candidate (all of it said after `at`, or out of scope) was not known
-            # then: it neither activates nor shows (`recall "aws glue" --at` listed cues first seen weeks later)
-            raw = raw * (np.asarray(index.cue_content @ mask.astype(np.float32)).ravel() > 0)
-        if raw.max() > 0:
-            raw = raw / raw.max()
-            keep = np.flatnonzero(raw >= settings.theta)
-            active = sorted(((int(c), float(raw[c])) for c in keep), key=lambda x: (-x[1], x[0]))
-            weights = np.zeros(len(index.cue_ids), np.float32)
-            weights[keep] = raw[keep]
-            cue_scores = unit(np.asarray(index.content_cue @ weights).ravel(), mask)
-            conv_from_cues = np.asarray(index.cue_conversation.T @ weights).ravel().astype(np.float32)
-    by_role = np.array(
-        [1.0 if r in settings.key_roles else settings.other_role_weight for r in index.roles] or [1.0], np.float32
-    )
-    role_weight = by_role[index.role_code]
+    lexical, dense = _direct(index, words, query_vector, mask, switches)
+    cues = _cue_activation(index, words, mask, settings, switches)
     base = (
-        settings.lexical_weight * lexical + settings.dense_weight * dense + settings.cue_content_weight * cue_scores
-    ) * role_weight
+        settings.lexical_weight * lexical + settings.dense_weight * dense + settings.cue_content_weight * cues.content
+    ) * _role_weight(index, settings)
     if switches.speakers and settings.speaker_prior > 0 and index.speaker is not None:
         base = base * speaker_prior(index, query, settings.speaker_prior)
     base[~mask] = 0.0
     if switches.cues and switches.second_hop and settings.hop_weight > 0 and len(index.cue_ids):
         base = (base + settings.hop_weight * second_hop(index, base, mask, settings)).astype(np.float32)
     if max(settings.next_weight, settings.reply_weight) > 0 and index.size:
-        # one hop along NEXT/PREV: the turn beside a match; the reply to a question gets more of the question's
-        beside = np.zeros(index.size, np.float32)
-        has_prev, has_next = index.prev >= 0, index.next >= 0
-        before = index.prev[has_prev]
-        asked = index.asks[before] if index.asks is not None else np.zeros(len(before), dtype=bool)
-        reply = max(settings.reply_weight, settings.next_weight)
-        beside[has_prev] = base[before] * np.where(asked, reply, settings.next_weight)
-        beside[has_next] = np.maximum(beside[has_next], settings.next_weight * base[index.next[has_next]])
-        base = base + np.where(mask, beside, 0.0).astype(np.float32)
-    tag = np.zeros(index.size, np.float32)
-    conversation_activation = np.zeros(len(index.conversation_ids), np.float32)
-    if switches.tags and mask.any() and settings.max_depth >= 3:
-        decay: Array | float = 1.0
-        if switches.decay and at_s is not None and settings.decay_lambda_per_day > 0:
-            age = np.clip((at_s - index.times) / DAY_S, 0, None)
-            decay = np.exp(-settings.decay_lambda_per_day * np.nan_to_num(age, nan=0.0)).astype(np.float32)
-        keyed = switches.session_keys
-        pooled = session_activation(
-            index.sessions,
-            index.conversation,
-            mask,
-            words,
-            query_vector if switches.dense else None,
-            base,
-            (
-                settings.session_lexical_weight * keyed * switches.lexical,
-                settings.session_dense_weight * keyed,
-                settings.session_best_weight,
-            ),
-            settings.session_best_turns,
-        )
-        if conv_from_cues.max() > 0:
-            pooled = pooled + settings.cue_weight * conv_from_cues / conv_from_cues.max() * pooled.max()
-        conversation_activation = _prune(pooled, settings.theta)
-        tag = settings.session_prior * conversation_activation[index.conversation] * decay
-        days = int(index.day.max()) + 1 if index.size else 0
-        if settings.day_prior > 0 and days > 0:  # no day at all: an export without timestamps
-            day_activation = _prune(_pool(index.day, base, mask, days), settings.theta)
-            tag += settings.day_prior * np.where(index.day >= 0, day_activation[index.day], 0.0) * decay
-        tag[~mask] = 0.0
+        base = base + _beside(index, base, mask, settings)
+    tag, conversation_activation = _tag_prior(index, words, query_vector, base, mask, at_s, cues, settings, switches)
     score = base + tag
     time_range = None
     if switches.time_filter and settings.time_filter and at_s is not None:
@@ -205,31 +143,154 @@ def rank(
         if time_range is not None:
             score = score * range_factor(index.times, time_range, settings.out_of_range_factor)
     if switches.facts and settings.fact_weight > 0 and index.facts:
-        scoped = bool(request.scope.conversation_ids or request.scope.sources or request.scope.since)
-        scoped = scoped or request.scope.until is not None
-        at_time = datetime.fromtimestamp(at_s, UTC) if at_s is not None else None
-        score = score + fact_boost(index, query, at_time, mask, scoped, score, settings.fact_weight)
+        score = score + _fact_boost(index, query, request, at_s, mask, score, settings.fact_weight)
     score = score.astype(np.float32)
     if index.group:  # a merged group competes once, with its best original's score, as its head
         np.maximum.at(score, index.head, score)
         mask = mask & (index.head == np.arange(index.size))
-    candidates = np.flatnonzero(mask)
-    if limit is not None and len(candidates) > limit:  # only the best `limit` need an order (recall, not eval)
-        candidates = candidates[np.argpartition(-score[candidates], limit - 1)[:limit]]
-    order = candidates[np.lexsort((index.seq[candidates], -score[candidates]))]
     return Ranking(
-        order=order,
+        order=_best_first(index, score, mask, limit),
         score=score,
         lexical=lexical,
         dense=dense,
-        cue=cue_scores,
+        cue=cues.content,
         tag=tag,
-        cue_activation=active,
+        cue_activation=cues.active,
         conversation_activation=conversation_activation,
         time_range=time_range,
         at=datetime.fromtimestamp(at_s, UTC) if at_s is not None else None,
         candidates=int(mask.sum()),
     )
+
+
+def _direct(
+    index: MemoryIndex, words: list[str], query_vector: Array | None, mask: Array, switches: Switches
+) -> tuple[Array, Array]:
+    """The first hop, query -> content: (BM25 over the keys, key similarity), each scaled 0..1 over the mask."""
+    lexical_raw = index.bm25.score(words) if switches.lexical else np.zeros(index.size, np.float32)
+    lexical = unit(lexical_raw, mask)
+    if switches.dense and query_vector is not None and index.dense.shape[0]:
+        dense_raw = index.similarity(query_vector)
+    else:
+        dense_raw = np.zeros(index.size, np.float32)
+    return lexical, unit(dense_raw, mask, shift=True)
+
+
+@dataclass
+class _Cues:
+    content: Array  # per content: what the active cues send it (0..1 over the mask)
+    active: list[tuple[int, float]]  # (cue, activation relative to the best), best first
+    conversations: Array  # per conversation: what the active cues send its tag (not scaled)
+
+
+def _cue_activation(
+    index: MemoryIndex, words: list[str], mask: Array, settings: RecallSettings, switches: Switches
+) -> _Cues:
+    """query -> cue: BM25 over cue names x the cue's IDF (hubs a quarter), pruned below θ x the best; a cue none of
+    whose content is a candidate was not known at `at` (or is out of scope): it neither activates nor shows."""
+    none = _Cues(np.zeros(index.size, np.float32), [], np.zeros(len(index.conversation_ids), np.float32))
+    if not switches.cues or not len(index.cue_ids):
+        return none
+    raw = index.cue_bm25.score(words) * index.cue_idf
+    raw[index.cue_hub] *= 0.25  # a hub still counts, a little (it matched), but never leads
+    if raw.max() > 0 and not mask.all():
+        # (`recall "aws glue" --at` listed cues first seen weeks later)
+        raw = raw * (index.cue_content.matvec(mask.astype(np.float32)) > 0)
+    if raw.max() <= 0:
+        return none
+    raw = raw / raw.max()
+    keep = np.flatnonzero(raw >= settings.theta)
+    active = sorted(((int(c), float(raw[c])) for c in keep), key=lambda x: (-x[1], x[0]))
+    weights = np.zeros(len(index.cue_ids), np.float32)
+    weights[keep] = raw[keep]
+    content = unit(index.content_cue.matvec(weights), mask)
+    return _Cues(content, active, index.cue_conversation.rmatvec(weights).astype(np.float32))
+
+
+def _role_weight(index: MemoryIndex, settings: RecallSettings) -> Array:
+    by_role = np.array(
+        [1.0 if r in settings.key_roles else settings.other_role_weight for r in index.roles] or [1.0], np.float32
+    )
+    return by_role[index.role_code]
+
+
+def _beside(index: MemoryIndex, base: Array, mask: Array, settings: RecallSettings) -> Array:
+    """One hop along NEXT/PREV: the turn beside a match; the reply to a question gets more of the question's."""
+    beside = np.zeros(index.size, np.float32)
+    has_prev, has_next = index.prev >= 0, index.next >= 0
+    before = index.prev[has_prev]
+    asked = index.asks[before] if index.asks is not None else np.zeros(len(before), dtype=bool)
+    reply = max(settings.reply_weight, settings.next_weight)
+    beside[has_prev] = base[before] * np.where(asked, reply, settings.next_weight)
+    beside[has_next] = np.maximum(beside[has_next], settings.next_weight * base[index.next[has_next]])
+    return np.where(mask, beside, 0.0).astype(np.float32)
+
+
+def _tag_prior(
+    index: MemoryIndex,
+    words: list[str],
+    query_vector: Array | None,
+    base: Array,
+    mask: Array,
+    at_s: float | None,
+    cues: _Cues,
+    settings: RecallSettings,
+    switches: Switches,
+) -> tuple[Array, Array]:
+    """content -> tag -> content: (each content's prior from its conversation and day tags, decayed from `at`;
+    every conversation tag's activation after pruning)."""
+    tag = np.zeros(index.size, np.float32)
+    conversation_activation = np.zeros(len(index.conversation_ids), np.float32)
+    if not (switches.tags and mask.any() and settings.max_depth >= 3):
+        return tag, conversation_activation
+    decay: Array | float = 1.0
+    if switches.decay and at_s is not None and settings.decay_lambda_per_day > 0:
+        age = np.clip((at_s - index.times) / DAY_S, 0, None)
+        decay = np.exp(-settings.decay_lambda_per_day * np.nan_to_num(age, nan=0.0)).astype(np.float32)
+    keyed = switches.session_keys
+    pooled = session_activation(
+        index.sessions,
+        index.conversation,
+        mask,
+        words,
+        query_vector if switches.dense else None,
+        base,
+        (
+            settings.session_lexical_weight * keyed * switches.lexical,
+            settings.session_dense_weight * keyed,
+            settings.session_best_weight,
+        ),
+        settings.session_best_turns,
+    )
+    conv_from_cues = cues.conversations
+    if conv_from_cues.max() > 0:
+        pooled = pooled + settings.cue_weight * conv_from_cues / conv_from_cues.max() * pooled.max()
+    conversation_activation = _prune(pooled, settings.theta)
+    tag = settings.session_prior * conversation_activation[index.conversation] * decay
+    days = int(index.day.max()) + 1 if index.size else 0
+    if settings.day_prior > 0 and days > 0:  # no day at all: an export without timestamps
+        day_activation = _prune(_pool(index.day, base, mask, days), settings.theta)
+        tag += settings.day_prior * np.where(index.day >= 0, day_activation[index.day], 0.0) * decay
+    tag[~mask] = 0.0
+    return tag, conversation_activation
+
+
+def _fact_boost(
+    index: MemoryIndex, query: str, request: RequestLike, at_s: float | None, mask: Array, score: Array, weight: float
+) -> Array:
+    scope = request.scope
+    scoped = bool(scope.conversation_ids or scope.sources or scope.since) or scope.until is not None
+    at_time = datetime.fromtimestamp(at_s, UTC) if at_s is not None else None
+    return fact_boost(index, query, at_time, mask, scoped, score, weight)
+
+
+def _best_first(index: MemoryIndex, score: Array, mask: Array, limit: int | None) -> Array:
+    """The candidates best first (ties: earlier seq first); only the best `limit` need an order (recall, not
+    eval)."""
+    candidates = np.flatnonzero(mask)
+    if limit is not None and len(candidates) > limit:
+        candidates = candidates[np.argpartition(-score[candidates], limit - 1)[:limit]]
+    return candidates[np.lexsort((index.seq[candidates], -score[candidates]))]
 
 
 def second_hop(index: MemoryIndex, base: Array, mask: Array, settings: RecallSettings) -> Array:
@@ -241,13 +302,13 @@ def second_hop(index: MemoryIndex, base: Array, mask: Array, settings: RecallSet
     if not len(candidates):
         return np.zeros(index.size, np.float32)
     seeds = candidates[np.argsort(-base[candidates], kind="stable")[:HOP_SEEDS]]
-    cues = np.asarray(index.content_cue[seeds].T @ (base[seeds] / base[seeds].max())).ravel() * index.cue_idf
+    cues = index.content_cue.take_rows(seeds).rmatvec(base[seeds] / base[seeds].max()) * index.cue_idf
     cues[index.cue_hub] = 0.0
     if cues.max() <= 0:
         return np.zeros(index.size, np.float32)
     cues = cues / cues.max()
     cues[cues < settings.theta] = 0.0
-    return unit(np.asarray(index.content_cue @ cues.astype(np.float32)).ravel(), mask)
+    return unit(index.content_cue.matvec(cues.astype(np.float32)), mask)
 
 
 def speaker_prior(index: MemoryIndex, query: str, weight: float) -> Array | float:
@@ -286,25 +347,21 @@ def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -
     return chosen
 
 
-def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings) -> list[ActivationStep]:
-    steps = [ActivationStep(kind="query", id="query", label="query", score=1.0)]
+def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings) -> list[Step]:
+    steps = [Step(kind="query", id="query", label="query", score=1.0)]
     if ranking.cue[i] > 0 and ranking.cue_activation:
         active = dict(ranking.cue_activation)
-        row = index.content_cue[i]
-        strengths = [
-            (float(w) * active[int(c)], int(c)) for c, w in zip(row.indices, row.data, strict=True) if c in active
-        ]
+        cols, data = index.content_cue.row(i)
+        strengths = [(float(w) * active[int(c)], int(c)) for c, w in zip(cols, data, strict=True) if c in active]
         if strengths:
             _, cue = max(strengths, key=lambda x: (x[0], -x[1]))
             steps.append(
-                ActivationStep(
-                    kind="cue", id=index.cue_ids[cue], label=index.cue_names[cue], score=round(active[cue], 4)
-                )
+                Step(kind="cue", id=index.cue_ids[cue], label=index.cue_names[cue], score=round(active[cue], 4))
             )
     if ranking.tag[i] > 0:
         conversation = index.conversation_ids[int(index.conversation[i])]
         steps.append(
-            ActivationStep(
+            Step(
                 kind="tag",
                 id=f"conv:{conversation}",
                 label=index.titles.get(conversation) or conversation,
@@ -312,7 +369,7 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings
             )
         )
     label = index.text(i)[:80]
-    steps.append(ActivationStep(kind="content", id=index.ids[i], label=label, score=round(float(ranking.score[i]), 4)))
+    steps.append(Step(kind="content", id=index.ids[i], label=label, score=round(float(ranking.score[i]), 4)))
     return steps
 
 
@@ -330,18 +387,20 @@ def key_coverage(index: MemoryIndex, query: str, rows: list[int]) -> Array:
     whole = getattr(bm25, "whole", None)  # a pre-pass view (memory/candidates.py): the whole memory's statistics
     if whole is not None:
         bm25, positions = whole, np.asarray(bm25.keep)[positions]
-    rarest = float(np.log(1 + (bm25.weights.shape[0] + 0.5) / 0.5))
+    rarest = float(np.log(1 + (bm25.documents + 0.5) / 0.5))
     idf = np.array([float(bm25.idf[bm25.vocabulary[w]]) if w in bm25.vocabulary else rarest for w in words])
     known = [k for k, w in enumerate(words) if w in bm25.vocabulary]
     held = np.zeros(len(rows), np.float64)
     if known:
-        cols = [bm25.vocabulary[words[k]] for k in known]
-        present = bm25.weights[:, cols][positions].toarray() > 0  # columns first: the matrix is csc
+        present = np.zeros((len(rows), len(known)), dtype=bool)
+        for j, k in enumerate(known):  # each known term's posting list: does the row's key hold it
+            docs, weights = bm25.postings.row(bm25.vocabulary[words[k]])
+            present[:, j] = np.isin(positions, docs[weights > 0])
         held = present.astype(np.float64) @ idf[known]
     return (held / max(float(idf.sum()), 1e-9)).astype(np.float32)
 
 
-def weak_reason(pieces: list[RecallPiece]) -> str | None:
+def weak_reason(pieces: list[Piece]) -> str | None:
     """Why the answer may be unrelated, when every piece of it is weak."""
     if not pieces or not all(p.weak for p in pieces):
         return None
@@ -351,7 +410,7 @@ def weak_reason(pieces: list[RecallPiece]) -> str | None:
     )
 
 
-def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, settings: RecallSettings) -> RecallResult:
+def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settings: RecallSettings) -> Answer:
     """Pack the best pieces into the budget; best first, or along their conversations (`request.order`)."""
     chosen = select(index, ranking, request.budget_tokens, request.max_pieces)
     rank_of = {int(i): r + 1 for r, i in enumerate(ranking.order[: max(len(chosen) * 4, 1000)])}
@@ -374,7 +433,7 @@ def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, sett
         text = "\n".join(index.text(m) for m in members) if len(members) > 1 else index.text(i)
         created = datetime.fromtimestamp(float(index.times[i]), UTC) if np.isfinite(index.times[i]) else None
         pieces.append(
-            RecallPiece(
+            Piece(
                 content_id=index.ids[i],
                 message_ids=[index.ids[m] for m in members],
                 conversation_id=conversation_id,
@@ -391,10 +450,10 @@ def to_result(index: MemoryIndex, request: RecallRequest, ranking: Ranking, sett
             )
         )
     cues = [
-        ActivationStep(kind="cue", id=index.cue_ids[c], label=index.cue_names[c], score=round(a, 4))
+        Step(kind="cue", id=index.cue_ids[c], label=index.cue_names[c], score=round(a, 4))
         for c, a in ranking.cue_activation[:20]
     ]
-    return RecallResult(
+    return Answer(
         query=request.query,
         at=ranking.at,
         pieces=pieces,
@@ -414,9 +473,9 @@ def embed_query(embedder: Embedder, query: str, names: Names) -> Any:
 
 
 def recall(
-    index: MemoryIndex, embedder: Embedder | None, request: RecallRequest, settings: RecallSettings
+    index: MemoryIndex, embedder: Embedder | None, request: RequestLike, settings: RecallSettings
 ) -> RecallResult:
     """The entry point an agent (CLI, MCP server) calls: a reconstructed context for one question."""
     vector = embed_query(embedder, request.query, index.names) if embedder is not None else None
     ranking = rank(index, request.query, vector, request, settings, limit=max(8 * request.max_pieces, 1000))
-    return to_result(index, request, ranking, settings)
+    return to_contract(to_result(index, request, ranking, settings))

@@ -12,7 +12,7 @@ it only.
 from __future__ import annotations
 
 from contracts.facts import FUNCTIONAL_ATTRIBUTES, FactRecord
-from contracts.memory import RecallFact, RecallRequest
+from memory.answer import Fact, RequestLike
 from memory.index import MemoryIndex
 from staging.fact_timeline import as_of, change_lines, rank_facts
 
@@ -27,7 +27,7 @@ def _line(record: FactRecord) -> str:
     return f"{record.subject} {record.attribute} {value}" + (f" since {start}" if start else "")
 
 
-def _in_scope(index: MemoryIndex, request: RecallRequest, record: FactRecord) -> bool:
+def _in_scope(index: MemoryIndex, request: RequestLike, record: FactRecord) -> bool:
     scope = request.scope
     if not (scope.conversation_ids or scope.sources):
         return True
@@ -45,14 +45,14 @@ def _in_scope(index: MemoryIndex, request: RecallRequest, record: FactRecord) ->
     return False
 
 
-def question_facts(index: MemoryIndex, request: RecallRequest) -> tuple[list[RecallFact], list[str]]:
+def question_facts(index: MemoryIndex, request: RequestLike) -> tuple[list[Fact], list[str]]:
     """(the facts of the question at `at`, current first; how they changed over time)."""
     records = [r for r in index.facts if _in_scope(index, request, r)]
     at = request.at.isoformat() if request.at is not None else None
     found = as_of(rank_facts(records, request.query, at)[:LIMIT], at)
     found.sort(key=lambda r: r.valid_to is not None)  # stable: rank_facts' order within each
     facts = [
-        RecallFact(
+        Fact(
             subject=r.subject,
             attribute=r.attribute,
             value=r.value,

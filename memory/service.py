@@ -1,7 +1,8 @@
 """One memory, opened once and asked many times: the entry point for a long-lived caller (an MCP server).
 
     memory = Memory.open(settings)      # loads the latest cues run of settings.data_dir (read-only)
-    result = memory.recall(RecallRequest(query="...", at=..., scope=RecallScope(...)))
+    result = memory.recall(RecallRequest(query="...", at=..., scope=RecallScope(...)))   # the contract (MCP)
+    answer = memory.answer(Request(query="...", ...))   # the same as plain dataclasses (memory/answer.py)
 
 The CLI's `chatmem recall` is this for one question. The databases are read once, into the embedded engine
 (memory.index); nothing is written. A recall is:
@@ -16,14 +17,14 @@ The CLI's `chatmem recall` is this for one question. The databases are read once
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from clients.embedders import Embedder, reads_word_pieces, whole_words
 from contracts.errors import ChatmemError, ConfigError
-from contracts.memory import RecallPiece, RecallRequest, RecallResult
-from contracts.settings import RecallSettings, Settings
+from memory.answer import Answer, RequestLike, to_contract
 from memory.candidates import prepare, ranked
 from memory.index import Array, MemoryIndex, key_embedder
 from memory.index_store import open_index
@@ -34,6 +35,10 @@ from memory.text import terms
 from staging.db import connect_readonly
 from staging.llm_calls import CallRecorder
 from staging.memory import latest_run
+
+if TYPE_CHECKING:
+    from contracts.memory import RecallRequest, RecallResult
+    from contracts.settings import RecallSettings, Settings
 
 
 @dataclass
@@ -69,6 +74,10 @@ class Memory:
         return cls(settings, index, embedder)
 
     def recall(self, request: RecallRequest, on_call: CallRecorder | None = None) -> RecallResult:
+        """Reconstruct a context (the contract: the MCP tools, `--json`); see `answer`."""
+        return to_contract(self.answer(request, on_call))
+
+    def answer(self, request: RequestLike, on_call: CallRecorder | None = None) -> Answer:
         """Reconstruct a context; a scope that names nothing in the memory is a ConfigError (one line), not an
         empty answer that looks like "nothing was ever said about it"."""
         check_scope(self.index, request)
@@ -79,9 +88,7 @@ class Memory:
         facts, changes = question_facts(self.index, request)
         reason = empty_reason(view, ranking, vector, settings, self.embedder, request.query)
         if reason is not None:
-            pieces: list[RecallPiece] = []
-            update = {"pieces": pieces, "tokens": 0, "empty_reason": reason, "weak_reason": None}
-            result = result.model_copy(update=update)
+            result = replace(result, pieces=[], tokens=0, empty_reason=reason, weak_reason=None)
         elif settings.expand_with_llm and result.pieces:  # every LLM call goes to `on_call` (llm_calls rows)
             from memory.expand import expand  # the openai SDK: only a recall that asks the LLM pays its import
 
@@ -90,11 +97,11 @@ class Memory:
             changed, outcome = expand(view, ranking, chosen, request.query, settings, llm, on_call)
             if changed is not None:
                 result = to_result(view, request, changed, settings)
-            result = result.model_copy(update={"expansion": outcome})
-        return result.model_copy(update={"facts": facts, "fact_changes": changes})
+            result = replace(result, expansion=outcome)
+        return replace(result, facts=facts, fact_changes=changes)
 
 
-def limit(request: RecallRequest) -> int:
+def limit(request: RequestLike) -> int:
     """How many of the best candidates need an order: enough for the budget's pieces, and those skipped."""
     return max(8 * request.max_pieces, 1000)
 
@@ -139,10 +146,9 @@ def empty_reason(
     )
 
 
-def check_scope(index: MemoryIndex, request: RecallRequest) -> None:
+def check_scope(index: MemoryIndex, request: RequestLike) -> None:
     scope = request.scope
-    known = set(index.conversation_ids)
-    unknown = [c for c in scope.conversation_ids if c not in known]
+    unknown = [c for c in scope.conversation_ids if c not in index.conversation_code]
     if unknown:
         shown = ", ".join(repr(c) for c in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         raise ConfigError(

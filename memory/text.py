@@ -1,8 +1,9 @@
 """Words, keyphrases and BM25: the lexical half of recall, as pure functions over plain lists.
 
 Terms are lower-cased word runs without English stop words, lightly stemmed (plural and verb endings), so
-"hiking", "hikes" and "hike" meet. BM25 keeps a sparse documents x terms matrix of saturated term weights:
-scoring a query is one sparse column slice and a sum, fast enough for hundreds of thousands of documents.
+"hiking", "hikes" and "hike" meet. BM25 keeps the saturated term weights as posting lists (a terms x documents
+sparse matrix, memory/sparse.py): scoring a query reads its terms' lists only, fast enough for hundreds of thousands
+of documents, and from memory-mapped arrays when the index is stored (memory/index_store.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
-from scipy.sparse import csc_matrix, csr_matrix
+
+from memory.sparse import CSR
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 # scikit-learn's list lacks the auxiliaries questions are made of ("did", "does"): as cues they match everything.
@@ -93,14 +95,21 @@ def estimate_tokens(text: str) -> int:
 class BM25:
     """Okapi BM25 (k1, b) over a fixed list of documents."""
 
-    vocabulary: dict[str, int]
-    weights: Any  # csc_matrix documents x terms: saturated tf, idf applied at query time
+    vocabulary: Mapping[str, int]  # a dict, or memory.index_store's lookup over a stored column of terms
+    postings: CSR  # terms x documents: saturated tf (idf applied at query time); row t is term t's posting list
     idf: np.ndarray[Any, np.dtype[np.float64]]
+
+    @property
+    def documents(self) -> int:
+        return self.postings.shape[1]
 
     @classmethod
     def build(cls, documents: Iterable[Sequence[str]], k1: float = 1.2, b: float = 0.75) -> BM25:
         """Documents may be a generator (read once): entries are kept in flat arrays, not Python lists of numbers
-        (at 100k documents those lists were most of the recall index's peak memory)."""
+        (at 100k documents those lists were most of the recall index's peak memory). Built with scipy (duplicates
+        summed, entries sorted as it does), stored as its CSC arrays: the posting lists."""
+        from scipy.sparse import csc_matrix  # build time only: recall reads the arrays (memory/sparse.py)
+
         vocabulary: dict[str, int] = {}
         rows, cols, tfs, lengths = array("i"), array("i"), array("d"), array("d")
         for row, document in enumerate(documents):
@@ -128,22 +137,31 @@ class BM25:
         shape = (n, len(vocabulary))
         col_of = np.frombuffer(cols, dtype=np.int32) if cols else np.zeros(0, dtype=np.int32)
         weights = csc_matrix((vals.astype(np.float32), (row_of, col_of)), shape=shape, dtype=np.float32)
-        df = np.diff(weights.indptr).astype(np.float64)
-        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
-        return cls(vocabulary, weights, idf)
+        return cls.of_matrix(vocabulary, weights)
+
+    @classmethod
+    def of_matrix(cls, vocabulary: Mapping[str, int], weights: Any, idf: Any = None) -> BM25:
+        """From a scipy documents x terms matrix of saturated weights (idf from its document frequencies unless
+        given)."""
+        csc = weights.tocsc()
+        n = csc.shape[0]
+        if idf is None:
+            df = np.diff(csc.indptr).astype(np.float64)
+            idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        postings = CSR(csc.indptr, csc.indices, csc.data, (int(csc.shape[1]), int(n)))
+        return cls(vocabulary, postings, idf)
 
     def score(self, query: Iterable[str], rows: np.ndarray[Any, Any] | None = None) -> np.ndarray[Any, Any]:
-        """BM25 of every document (or of `rows` only), as float32."""
+        """BM25 of every document (or of `rows` only), as float32: the query's posting lists, added term by term
+        in the query's order (scipy's order for its documents x terms matrix: the same float32 sums)."""
         counts = Counter(t for t in query if t in self.vocabulary)
-        size = self.weights.shape[0] if rows is None else len(rows)
+        size = self.documents if rows is None else len(rows)
         if not counts:
             return np.zeros(size, dtype=np.float32)
         cols = [self.vocabulary[t] for t in counts]
         q = np.array([self.idf[c] * counts[t] for t, c in zip(counts, cols, strict=True)], dtype=np.float32)
-        part = self.weights[:, cols]
-        if rows is not None:
-            part = csr_matrix(part)[rows]
-        return np.asarray(part @ q, dtype=np.float32).ravel()
+        scores = np.asarray(self.postings.take_rows(np.array(cols, dtype=np.int64)).rmatvec(q), dtype=np.float32)
+        return scores if rows is None else scores[rows]
 
 
 def keyphrases(documents: Sequence[Sequence[str]], per_document: int, min_df: int, max_df: int) -> list[list[str]]:

@@ -3,6 +3,7 @@ as a fresh in-memory build, is read back instead of rebuilt, and a damaged, half
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,7 +12,6 @@ from typing import Any
 import numpy as np
 import pytest
 from concept_support import Dbs, conversation, open_dbs, write_archive
-from scipy.sparse import spmatrix
 from stage_support import cues_stage as cues
 from stage_support import garden_stage as garden
 from stage_support import stage_concepts, stage_extract, stage_segment
@@ -20,7 +20,7 @@ from contracts.memory import RecallRequest, RecallScope
 from memory import index_store
 from memory.candidates import prepare
 from memory.index import MemoryIndex, attach_facts, key_embedder, load_index
-from memory.index_store import DIRECTORY, MANIFEST, STATE, ArchiveTexts, open_index
+from memory.index_store import DIRECTORY, MANIFEST, ArchiveTexts, open_index
 from memory.service import Memory
 from staging.db import connect_readonly
 
@@ -42,6 +42,10 @@ def every_array_in_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def built(tmp_path: Path) -> Dbs:
     """Four conversations through the real stages; the pre-pass on from one content node (its tables are stored)."""
+    return built_memory(tmp_path)
+
+
+def built_memory(tmp_path: Path) -> Dbs:
     dbs = open_dbs(tmp_path, memory={"key_embedder": "embed", "prepass_from": 1})
     chats = [
         conversation(c, turns, start=datetime(2023, 1, 1 + i, 10, tzinfo=UTC))
@@ -70,13 +74,18 @@ def fresh(dbs: Dbs) -> MemoryIndex:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equal values, arrays and sparse matrices compared element by element (dtype included)."""
-    if isinstance(a, spmatrix) or hasattr(a, "tocsr"):
-        return type(a) is type(b) and a.shape == b.shape and (a != b).nnz == 0 and a.dtype == b.dtype
+    """Equal values, arrays compared element by element (dtype included), stored strings and lookups as the lists
+    and dicts they stand for."""
+    if isinstance(a, index_store.Rows):  # the key vectors stored list by list, read as the array they stand for
+        a = np.asarray(a)
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
     if hasattr(a, "__dataclass_fields__"):
         return type(a) is type(b) and all(same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return dict(a) == dict(b)
+    if isinstance(a, Sequence) and isinstance(b, Sequence) and not isinstance(a, str):
+        return list(a) == list(b)
     return bool(a == b)
 
 
@@ -111,7 +120,8 @@ def test_second_open_reads_the_stored_arrays_without_rebuilding(built: Dbs) -> N
     stored(built)
     directory = index_dir(built)
     written = {p.name: p.stat().st_mtime_ns for p in directory.iterdir()}
-    assert MANIFEST in written and STATE in written and any(n.endswith(".npy") for n in written)
+    assert MANIFEST in written and all(n.endswith(".npy") for n in written if n != MANIFEST)
+    assert not any("pickle" in n for n in written)  # nothing is unpickled: every array is a file of its own
     index = stored(built)
     assert {p.name: p.stat().st_mtime_ns for p in directory.iterdir()} == written
     assert index.prepass is not None and not index.prepass.members.order.flags.writeable
@@ -138,10 +148,10 @@ def test_a_memory_with_speaker_names_is_stored_and_reopened_without_a_rebuild(tm
     assert again.names.mask("Caroline said hi") == first.names.mask("Caroline said hi") != "Caroline said hi"
 
 
-@pytest.mark.parametrize("damage", ["truncate-array", "flip-state", "drop-manifest-key", "remove-array"])
+@pytest.mark.parametrize("damage", ["truncate-array", "cut-manifest", "drop-manifest-key", "remove-array"])
 def test_damaged_index_is_rebuilt_not_used(built: Dbs, damage: str) -> None:
-    """A truncated or missing array, a changed pickle or a foreign manifest: the index is rebuilt and answers as
-    a fresh build."""
+    """A truncated or missing array, a cut manifest or a foreign one (format 1: the pickle of older versions): the
+    index is rebuilt and answers as a fresh build."""
     stored(built)
     directory = index_dir(built)
     array = sorted(directory.glob("*.npy"))[0]
@@ -149,10 +159,9 @@ def test_damaged_index_is_rebuilt_not_used(built: Dbs, damage: str) -> None:
         array.write_bytes(array.read_bytes()[:-8])
     elif damage == "remove-array":
         array.unlink()
-    elif damage == "flip-state":
-        data = bytearray((directory / STATE).read_bytes())
-        data[len(data) // 2] ^= 0xFF
-        (directory / STATE).write_bytes(bytes(data))
+    elif damage == "cut-manifest":
+        text = (directory / MANIFEST).read_text()
+        (directory / MANIFEST).write_text(text[: len(text) // 2])
     else:
         (directory / MANIFEST).write_text('{"format": 1, "key": "another", "files": {}}')
     assert answers(built, stored(built)) == answers(built, fresh(built))
@@ -166,7 +175,7 @@ def test_half_written_build_is_never_used(built: Dbs) -> None:
     (directory / MANIFEST).unlink()  # as if killed before the last write
     leftover = directory.parent / f".tmp-{directory.name}-99999"
     leftover.mkdir()
-    (leftover / STATE).write_bytes(b"half")
+    (leftover / "ids.bytes.npy").write_bytes(b"half")
     assert answers(built, stored(built)) == answers(built, fresh(built))
     assert (directory / MANIFEST).exists() and not leftover.exists()
 
