@@ -33,9 +33,9 @@ class StageSpec:
     reads: tuple[str, ...]
     settings_sections: tuple[str, ...]  # the Settings sections it reads: its context holds these only
     description: str
-    progress: str | None = None  # the unit of the stage's progress bars ("bytes", "items"); None: it takes none
-    exports: bool = False  # the stage takes the run's export files (`exports`, `force_format`)
-    batches: bool = False  # the stage takes `map_batches` (clients.batches): its heavy batches may run on Dask
+    progress: str | None = None  # the unit of ctx.progress's bars ("bytes", "items"); None: ctx.progress is None
+    exports: bool = False  # ctx holds the run's export files (`exports`, `force_format`)
+    batches: bool = False  # ctx.map_batches may be set (clients.batches): its heavy batches may run on Dask
     # ... and, on a local run, on a pool of runner.local_workers processes (clients.process_batches): for stages
     # whose batches are CPU-bound and cheap to ship (not cluster's: its jobs carry the fitted model)
     local_pool: bool = False
