@@ -115,6 +115,14 @@ def open_readonly(path: Path, settings: Settings) -> Iterator[sqlite3.Connection
     try:
         conn = connect_readonly(path)
     except FileNotFoundError:
+        from flows.preflight import describe_starting, starting
+
+        info = starting(settings.data_dir)
+        if info is not None:  # a first run between its command and its first stage: not "nothing"
+            raise ChatmemError(
+                f"nothing in {settings.data_dir} yet: {describe_starting(info)}; {path.name} appears when its"
+                " first stage starts (`chatmem staging runs` lists it then)"
+            ) from None
         raise ChatmemError(
             f"nothing in {settings.data_dir} yet ({path.name} does not exist):"
             " run `chatmem run EXPORT` first, or point --data-dir / CHATMEM_DATA_DIR at an existing data dir"
@@ -172,14 +180,21 @@ def staging_runs(app: App, limit: int, as_json: bool) -> None:
     \b
     Example: chatmem staging runs --json --limit 5
     """
+    from flows.preflight import describe_starting, starting
     from staging import inspect as inspection
 
     settings = app.settings()
-    with open_readonly(settings.staging_path, settings) as conn:
-        runs = inspection.list_runs(conn, limit=limit)
+    info = starting(settings.data_dir)  # a run between its command and its runs row (Prefect starting)
+    if info is not None and not settings.staging_path.exists():
+        runs: list[dict[str, Any]] = []
+    else:
+        with open_readonly(settings.staging_path, settings) as conn:
+            runs = inspection.list_runs(conn, limit=limit)
     if as_json:
         emit(runs)
         return
+    if info is not None and not any(row["status"] == "running" for row in runs):
+        click.echo(f"{describe_starting(info)} in {settings.data_dir}; it is listed here once its first stage starts")
     for run_row in runs:
         run_row["stages"] = _stage_summary(run_row.pop("stage_status"))
         run_row["exports"] = len(run_row["exports"])

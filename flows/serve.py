@@ -7,18 +7,26 @@ pipeline over the rest. A dump that fails is logged and listed in the flow's res
 
 Prefect's ephemeral API has no scheduler, so `serve_forever` starts a Prefect server on loopback (state under
 PREFECT_HOME) unless PREFECT_API_URL points at one already. `--once` runs the flow once on the ephemeral API.
+
+Stopping `serve`: Ctrl-C ends it with exit code 130 and one line, as it ends `chatmem run` (Prefect's runner
+catches the KeyboardInterrupt, shuts down in order and returns as if nothing happened: `serve_forever` raises
+ServeStopped after it). SIGTERM, a service manager's stop (`systemctl stop`, `docker stop`), is the normal end of
+a service: Prefect's runner shuts down gracefully and `serve` exits 0, which service managers count as a clean
+stop (they would log exit 143 as a failure).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +38,12 @@ from prefect import flow, get_run_logger  # noqa: E402
 from prefect.client.schemas.objects import State  # noqa: E402
 from prefect.states import Cancelled  # noqa: E402
 
+from clients.graph_server import left_as_found  # noqa: E402
+from clients.graph_target import local_server  # noqa: E402
 from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows import server_guard  # noqa: E402
-from flows.interrupt import FLOW_RUN_ID, RunInterrupted  # noqa: E402
+from flows.interrupt import EXIT_CODE, FLOW_RUN_ID, RunInterrupted  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
 from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES, ZIP_MAGIC, open_export  # noqa: E402
@@ -124,8 +134,10 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
         logger.info("watch - nothing new in %s (%d dump(s) already ingested)", watch_dir, len(done))
         return result
     logger.info("watch - %d new dump(s) in %s", len(new), watch_dir)
+    graph = local_server(settings) if settings.load.local_server and not settings.load.uri else None
     try:
-        run_id, _ = run_pipeline(settings, new, STAGE_ORDER, force_format=force_format, quiet=True)
+        with left_as_found(graph):  # the run stops a local graph server it started (clients/graph_server.py)
+            run_id, _ = run_pipeline(settings, new, STAGE_ORDER, force_format=force_format, quiet=True)
     except StageError as exc:
         run_id = exc.run_id
         result["error"] = str(exc)
@@ -196,8 +208,48 @@ def serve_forever(
     `serve` on the same data dir waits `pipeline.lock_wait_s` seconds for the first, then refuses (BusyError).
     """
     check_schedule(watch_dir, cron)
-    with serve_lock(settings.data_dir, wait_s=settings.pipeline.lock_wait_s):  # one server per data dir
-        _serve(watch_dir, settings, cron, force_format, announce)
+    with serve_lock(settings.data_dir, wait_s=settings.pipeline.lock_wait_s), signals_seen() as seen:
+        _serve(watch_dir, settings, cron, force_format, announce)  # one server per data dir (the lock)
+    if signal.SIGINT in seen:
+        raise ServeStopped(f"serve stopped by Ctrl-C; start it again with: chatmem serve --watch {watch_dir}")
+
+
+class ServeStopped(RunInterrupted):
+    """`serve` ended by Ctrl-C: exit 130, as for `chatmem run`."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, EXIT_CODE)
+
+
+@contextlib.contextmanager
+def signals_seen() -> Iterator[set[int]]:
+    """The signals delivered to this process during the block (Python-handled ones: SIGINT, and SIGTERM while
+    Prefect's runner handles it), read from the signal wakeup pipe: Prefect's runner swallows Ctrl-C, and
+    replacing its handlers would change how it shuts down. Outside the main thread: none seen."""
+    seen: set[int] = set()
+    try:
+        read_fd, write_fd = os.pipe()
+    except OSError:
+        yield seen
+        return
+    os.set_blocking(read_fd, False)
+    os.set_blocking(write_fd, False)
+    try:
+        previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread
+        os.close(read_fd)
+        os.close(write_fd)
+        yield seen
+        return
+    try:
+        yield seen
+    finally:
+        signal.set_wakeup_fd(previous)
+        with contextlib.suppress(OSError):
+            while chunk := os.read(read_fd, 256):
+                seen.update(chunk)
+        os.close(read_fd)
+        os.close(write_fd)
 
 
 def _serve(
