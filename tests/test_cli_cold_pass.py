@@ -59,10 +59,7 @@ def test_a_run_stopped_before_it_starts_says_so_and_exits_like_a_stopped_run(
         try:
             wait_for("the run to wait for the lock", lambda: holds_the_lock(process.pid, data_dir), 300, process)
             listed = run(data_dir, "staging", "runs", env=env)
-            assert listed.returncode == 0, listed.stderr
-            assert f"a run is starting (pid {process.pid}, since " in listed.stdout, listed.stdout
-            as_json = run(data_dir, "staging", "runs", "--json", env=env)
-            assert as_json.returncode == 0 and json.loads(as_json.stdout) == [], as_json.stderr
+            listed_json = run(data_dir, "staging", "runs", "--json", env=env)
             if signum == signal.SIGINT:
                 os.killpg(process.pid, signum)  # a terminal's Ctrl-C: the whole foreground group
             else:
@@ -76,6 +73,9 @@ def test_a_run_stopped_before_it_starts_says_so_and_exits_like_a_stopped_run(
     assert process.returncode == code, err[-3000:]
     assert "Aborted" not in err and "Traceback" not in err and len(lines) == 1, err[-3000:]
     assert STOP_LINE.match(lines[0]) and f"by {by} " in lines[0], lines[0]
+    assert listed.returncode == 0, listed.stderr
+    assert f"a run is starting (pid {process.pid}, since " in listed.stdout, listed.stdout
+    assert listed_json.returncode == 0 and json.loads(listed_json.stdout) == [], listed_json.stderr
     assert not (data_dir / "staging.db").exists() and not (data_dir / "run.starting").exists()
     after = run(data_dir, "staging", "runs", env=env)
     assert after.returncode == 1 and "nothing in" in after.stderr and "starting" not in after.stderr
@@ -108,6 +108,12 @@ def test_a_dump_cut_short_gets_one_honest_summary(tmp_path: Path, chatgpt_export
     assert "partial" not in done.stdout.replace("files partial", ""), done.stdout
     [error] = [line for line in done.stderr.splitlines() if line.strip()]
     assert error.startswith("error: 1 file cut short in run r") and str(cut) in error and "whole file" in error
+    # `staging failures` keeps the whole reason on an 80-column terminal (its middle was cut: "truncated…nated")
+    failures = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "staging", "failures"], env={"COLUMNS": "80"})
+    assert failures.exit_code == 0, failures.output
+    assert all(len(line) <= 80 for line in failures.stdout.splitlines()), failures.stdout
+    flat = " ".join(line[8:].strip() for line in failures.stdout.splitlines() if line.startswith(("detail", " ")))
+    assert "partial: invalid or truncated JSON (unterminated string) at byte" in flat, failures.stdout
 
 
 @pytest.mark.prefect
