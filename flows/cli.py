@@ -5,7 +5,8 @@ Start-up is part of every command's cost: `chatmem --help` and a usage error mus
 imports only click and the standard library at the top; pydantic settings, numpy, the stage packages and prefect
 load inside the commands that use them. Inspection commands only read SQLite and never import the engine:
 prefect and the pipeline are imported inside `run`, `stage` and `serve`, after `flows.prefect_env` has set
-Prefect's environment. Exit codes: 0 success, 1 a stage or file failed (the message says how to re-run), 2 usage.
+Prefect's environment. Exit codes: 0 success, 1 a stage or file failed (the message says how to re-run), 2 usage,
+130 stopped by Ctrl-C (143 by SIGTERM), also before a run has started.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ Prefect's ephemeral API has no scheduler, so `serve_forever` starts a Prefect se
 PREFECT_HOME) unless PREFECT_API_URL points at one already. `--once` runs the flow once on the ephemeral API.
 
 Stopping `serve`: Ctrl-C ends it with exit code 130 and one line, as it ends `chatmem run` (Prefect's runner
-catches the KeyboardInterrupt, shuts down in order and returns as if nothing happened: `serve_forever` raises
-ServeStopped after it). SIGTERM, a service manager's stop (`systemctl stop`, `docker stop`), is the normal end of
-a service: Prefect's runner shuts down gracefully and `serve` exits 0, which service managers count as a clean
-stop (they would log exit 143 as a failure).
+catches the KeyboardInterrupt, shuts down in order and returns as after any stop, logging that it did:
+`serve_forever` notes that record and raises ServeStopped after it). SIGTERM, a service manager's stop
+(`systemctl stop`, `docker stop`), is the normal end of a service: Prefect's runner shuts down gracefully and
+`serve` exits 0, which service managers count as a clean stop (they would log exit 143 as a failure).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -208,9 +207,9 @@ def serve_forever(
     `serve` on the same data dir waits `pipeline.lock_wait_s` seconds for the first, then refuses (BusyError).
     """
     check_schedule(watch_dir, cron)
-    with serve_lock(settings.data_dir, wait_s=settings.pipeline.lock_wait_s), signals_seen() as seen:
+    with serve_lock(settings.data_dir, wait_s=settings.pipeline.lock_wait_s), ctrl_c_seen() as seen:
         _serve(watch_dir, settings, cron, force_format, announce)  # one server per data dir (the lock)
-    if signal.SIGINT in seen:
+    if seen:
         raise ServeStopped(f"serve stopped by Ctrl-C; start it again with: chatmem serve --watch {watch_dir}")
 
 
@@ -221,35 +220,32 @@ class ServeStopped(RunInterrupted):
         super().__init__(message, EXIT_CODE)
 
 
+INTERRUPT_LOG = "Received KeyboardInterrupt"  # what Prefect's Flow.serve logs (prefect.flows, INFO) as it returns
+
+
 @contextlib.contextmanager
-def signals_seen() -> Iterator[set[int]]:
-    """The signals delivered to this process during the block (Python-handled ones: SIGINT, and SIGTERM while
-    Prefect's runner handles it), read from the signal wakeup pipe: Prefect's runner swallows Ctrl-C, and
-    replacing its handlers would change how it shuts down. Outside the main thread: none seen."""
-    seen: set[int] = set()
-    try:
-        read_fd, write_fd = os.pipe()
-    except OSError:
-        yield seen
-        return
-    os.set_blocking(read_fd, False)
-    os.set_blocking(write_fd, False)
-    try:
-        previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-    except ValueError:  # not the main thread
-        os.close(read_fd)
-        os.close(write_fd)
-        yield seen
-        return
+def ctrl_c_seen() -> Iterator[list[bool]]:
+    """Whether Prefect's `Flow.serve` ended on Ctrl-C during the block: it catches the KeyboardInterrupt, logs
+    INTERRUPT_LOG on `prefect.flows` and returns as after any stop. Its log record is the one trace left;
+    replacing the SIGINT handler (asyncio's, which cancels the runner so that it shuts down in order) or setting
+    a signal wakeup fd would change how the runner stops. The record is let through only where it was shown."""
+    logger = logging.getLogger("prefect.flows")
+    shown = logger.getEffectiveLevel()
+    seen: list[bool] = []
+
+    def note(record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith(INTERRUPT_LOG):
+            seen.append(True)
+        return record.levelno >= shown
+
+    level = logger.level
+    logger.setLevel(min(shown, logging.INFO))
+    logger.addFilter(note)
     try:
         yield seen
     finally:
-        signal.set_wakeup_fd(previous)
-        with contextlib.suppress(OSError):
-            while chunk := os.read(read_fd, 256):
-                seen.update(chunk)
-        os.close(read_fd)
-        os.close(write_fd)
+        logger.removeFilter(note)
+        logger.setLevel(level)
 
 
 def _serve(

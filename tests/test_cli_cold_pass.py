@@ -17,7 +17,9 @@ import os
 import re
 import signal
 import subprocess
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -188,11 +190,20 @@ def test_serve_stopped_by_ctrl_c_exits_130(tmp_path: Path) -> None:
     process = subprocess.Popen(command, stdout=log, stderr=log, env=env, start_new_session=True, text=True)
     try:
 
-        def serving() -> bool:
+        def api_url() -> str | None:
             log.seek(0)
-            return "serving chatmem-watch" in log.read()
+            found = re.search(r"Prefect API (http://127\.0\.0\.1:\d+/api)", log.read())
+            return found.group(1) if found else None
 
-        wait_for("serve to announce itself", serving, 300, process)  # type: ignore[arg-type]
+        api = wait_for("serve to announce itself", api_url, 300, process)  # type: ignore[arg-type]
+        filters = {"deployments": {"name": {"any_": ["chatmem-watch"]}}}
+
+        # once its runner polls (a Ctrl-C while serve registers the deployment is another case: notes/s16everyday.md)
+        def polled() -> bool:  # the runner has asked for scheduled runs: the deployment reads READY
+            found = _api(f"{api}/deployments/filter", filters)
+            return bool(found) and found[0].get("status") == "READY"
+
+        wait_for("the runner to poll its deployment", polled, 180, process)  # type: ignore[arg-type]
         os.killpg(process.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole foreground group
         process.wait(timeout=120)
     finally:
@@ -204,3 +215,12 @@ def test_serve_stopped_by_ctrl_c_exits_130(tmp_path: Path) -> None:
     assert process.returncode == 130, text[-3000:]
     assert "Traceback" not in text, text[-3000:]
     assert text.strip().splitlines()[-1].startswith("error: serve stopped by Ctrl-C; start it again with:"), text
+
+
+def _api(url: str, body: object | None = None) -> Any:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
+    request = urllib.request.Request(
+        url, data=json.dumps(body or {}).encode(), headers={"Content-Type": "application/json"}
+    )
+    with opener.open(request, timeout=10) as response:
+        return json.loads(response.read() or b"null")
