@@ -32,6 +32,8 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -364,6 +366,26 @@ class LocalServer:
             return ServerInfo(**json.loads(self._info_path.read_text(encoding="utf-8")))
         except (FileNotFoundError, ValueError, TypeError):
             return None
+
+
+@contextmanager
+def left_as_found(server: LocalServer | None) -> Iterator[None]:
+    """Leave `server` (None: no local server in use) as the block found it: a server started inside the block (the
+    load stage starts one when none is running) is stopped when the block ends, however it ends; one that was
+    running already (`chatmem graph up`) keeps running.
+
+    A batch run must not leave a 0.4-0.9 GB Java process behind per data dir: nothing in the read path (recall,
+    MCP, inspection) needs it; a user who wants to query the graph starts it with `chatmem graph up`."""
+    running = server is not None and server.status() is not None
+    try:
+        yield
+    finally:
+        if server is not None and not running and server.status() is not None:
+            try:
+                server.stop()
+                log.info("load - stopped the local graph server this run started (%s)", server.directory)
+            except OSError as exc:  # a full disk, /proc unreadable: the next `graph down` or start stops it
+                log.warning("load - could not stop the local graph server of %s: %s", server.directory, exc)
 
 
 def _listening(port: int) -> bool:

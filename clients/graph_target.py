@@ -39,7 +39,8 @@ def local_server(settings: Settings) -> LocalServer:
 def resolve_target(settings: Settings, *, start: bool) -> tuple[Target | None, list[str]]:
     """The target graph and the lines that announce it; (None, [why]) when no graph is configured.
 
-    With `start`, a local server that is not running is started (and left running for queries afterwards).
+    With `start`, a local server that is not running is started (the run that needed it stops it as it ends:
+    clients.graph_server.left_as_found).
     """
     from clients.graph import Target, redact  # the neo4j driver: not for `graph status` of the local server
 
@@ -61,10 +62,13 @@ def resolve_target(settings: Settings, *, start: bool) -> tuple[Target | None, l
                 f"the local graph server ({server.directory}) is not running: start it with `chatmem graph up`"
             )
         info, started = found, False
-    verb = "started" if started else "using"
-    note = (
-        f"graph: {verb} the local ArcadeDB server at {info.uri}, database {info.database}"
-        f" (stop it with `chatmem graph down`; set NEO4J_URI to load into Neo4j)"
+    # A server the run started is stopped when the run ends (clients.graph_server.left_as_found, flows/cli.py).
+    how = (
+        "started the local ArcadeDB server for this run (stopped when it ends; `chatmem graph up` keeps one"
+        " running for queries)"
+        if started
+        else "using the local ArcadeDB server (running before this run: `chatmem graph down` stops it)"
     )
+    note = f"graph: {how} at {info.uri}, database {info.database}; set NEO4J_URI to load into Neo4j"
     key = f"local:{server.directory}#{info.database}"
     return Target(info.uri, USER, server.password(), info.database, key, local=True), [note]

@@ -14,6 +14,13 @@ from typing import Any
 import numpy as np
 
 TOP_LABELLED = 12  # topics named on the map (the largest); the rest are coloured only
+NOISE_COLOUR = "#cccccc"  # outliers (topic -1) and only them
+# tab20 without its two greys (#7f7f7f, #c7c7c7): with them every topic numbered 14 or 15 modulo 20 was drawn
+# grey, like the outliers. Topics take these colours in turn by number.
+TOPIC_COLOURS = (
+    *("#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd"),
+    *("#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#bcbd22", "#dbdb8d", "#17becf", "#9edae5"),
+)
 
 
 def _pyplot() -> Any:
@@ -33,8 +40,9 @@ def topic_map(points: Sequence[tuple[float, float, int]], topics: Sequence[Mappi
         xy = np.array([(x, y) for x, y, _ in points], dtype=float)
         topic = np.array([t for _, _, t in points])
         noise = topic < 0
-        ax.scatter(xy[noise, 0], xy[noise, 1], s=3, c="#cccccc", linewidths=0, label="noise")
-        ax.scatter(xy[~noise, 0], xy[~noise, 1], s=4, c=topic[~noise] % 20, cmap="tab20", linewidths=0)
+        ax.scatter(xy[noise, 0], xy[noise, 1], s=3, c=NOISE_COLOUR, linewidths=0, label="noise")
+        colours = [TOPIC_COLOURS[int(t) % len(TOPIC_COLOURS)] for t in topic[~noise]]
+        ax.scatter(xy[~noise, 0], xy[~noise, 1], s=4, c=colours, linewidths=0)
         labels = {int(t["topic"]): str(t["label"]) for t in topics[:TOP_LABELLED]}
         for number, label in labels.items():
             members = xy[topic == number]

@@ -13,6 +13,15 @@ values each, so UMAP layouts repeat across trials and are computed once: `Layout
 graph); min_cluster_size log-uniform in [0.1 %, 2 %] of the points; min_samples log-uniform in [1,
 min_cluster_size]; cluster_selection_method in {eom, leaf}. Every trial is seeded: same points, same
 conversations, same seed, same trials and the same best parameters.
+
+Resumed studies give what a clean one gives. A study is stored (optuna.db) and a re-run resumes it, so a run
+stopped mid-tuning (Ctrl-C, SIGKILL, a time cap) goes on where it stopped. A sampler seeded once per study would
+not: its random stream restarts with the new process, so the resumed trials repeated the first ones' parameters
+and the study ended with other best parameters, and other topics, than a clean run (29 run + 1 reused). Each
+trial therefore gets a sampler of its own, seeded by the study's seed and the number of trials completed before
+it: the k-th completed trial samples the same parameters, from the same history, whether the study ran in one
+go or was resumed. A trial the stop left unfinished (FAIL after Ctrl-C, RUNNING after a kill) counts for
+nothing: TPE leaves both out of its history and they change no seed.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ __all__ = ["Objective", "Params", "tune"]
 log = logging.getLogger(__name__)
 
 OBJECTIVE_VERSION = "v2"  # part of the study name: a changed objective never reuses old trials
+SAMPLING = "seed-per-trial"  # part of the study name: studies sampled the old way (one seed per study) are not resumed
 NEIGHBORS = (10, 15, 30, 50)
 COMPONENTS = (5, 10)
 MIN_DISTS = (0.0, 0.1)
@@ -91,7 +101,8 @@ def study_name(sample: Matrix, seed: int, objective: Objective, tag: str, groups
     digest = hashlib.sha256(np.ascontiguousarray(sample, dtype="<f4").tobytes())
     if groups is not None:
         digest.update(np.ascontiguousarray(groups, dtype="<i8").tobytes())
-    digest.update(repr((seed, objective, NEIGHBORS, COMPONENTS, MIN_DISTS, METHODS, OBJECTIVE_VERSION, tag)).encode())
+    space = (NEIGHBORS, COMPONENTS, MIN_DISTS, METHODS)
+    digest.update(repr((seed, objective, *space, OBJECTIVE_VERSION, tag, SAMPLING)).encode())
     return f"cluster-{digest.hexdigest()[:20]}"
 
 
@@ -249,6 +260,19 @@ def evaluate(
     return score, attrs
 
 
+def trial_seed(seed: int, completed_before: int) -> int:
+    """The sampler seed of the trial that follows `completed_before` completed trials of a study seeded `seed`."""
+    digest = hashlib.sha256(f"{seed}:{completed_before}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+def completed(study: Any) -> int:
+    """Trials of `study` that completed (the only ones TPE learns from, and the ones that count to n_trials)."""
+    import optuna
+
+    return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
+
+
 def tune(
     sample: Matrix,
     *,
@@ -272,10 +296,10 @@ def tune(
         study_name=name,
         storage=optuna.storages.RDBStorage(storage_url, engine_kwargs={"connect_args": {"timeout": 60}}),
         direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=seed),
+        sampler=optuna.samplers.TPESampler(seed=trial_seed(seed, 0)),
         load_if_exists=True,
     )
-    done = sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    done = completed(study)
     todo = max(0, n_trials - done)
     n = len(sample)
     cache = LayoutCache(sample, seed)
@@ -297,7 +321,8 @@ def tune(
         log.info("cluster - trial %d: %.4f %s %s", trial.number, score, params, attrs)
         if on_trial is not None:
             on_trial(1)
-        return score
+        # a NaN would make the trial FAIL, which changes no seed: the next trial would sample the same parameters
+        return score if math.isfinite(score) else -math.inf
 
     if on_trial is not None and done:
         on_trial(min(done, n_trials))  # a progress bar counts reused trials as done
@@ -305,11 +330,16 @@ def tune(
         log.info("cluster - study %s: %d trial(s) to run, %d reused, %d points", name, todo, done, n)
         # The first trials are never cut short: the first pays numba's per-process compile, and TPE's random
         # start-up trials are what the rest build on (a study stopped after 4 of them found 2 topics on 23k turns).
-        first = min(todo, max(0, UNCAPPED_TRIALS - done)) if timeout_s is not None else 0
-        if first:
-            study.optimize(trial_fn, n_trials=first, gc_after_trial=False)
-        if todo > first:
-            study.optimize(trial_fn, n_trials=todo - first, timeout=timeout_s, gc_after_trial=False)
+        first = min(todo, max(0, UNCAPPED_TRIALS - done)) if timeout_s is not None else todo
+        deadline: float | None = None
+        for index in range(todo):
+            if index == first and timeout_s is not None:
+                deadline = time.monotonic() + timeout_s  # the cap counts from the end of the uncapped trials
+            if deadline is not None and time.monotonic() >= deadline:
+                break  # the cap only stops new trials from starting (as Optuna's `timeout` did)
+            # a sampler per trial, seeded by the completed trials before it: a resumed study samples as a clean one
+            study.sampler = optuna.samplers.TPESampler(seed=trial_seed(seed, completed(study)))
+            study.optimize(trial_fn, n_trials=1, gc_after_trial=False)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not complete:
         raise RuntimeError(f"study {name} has no complete trial (timeout too short?)")

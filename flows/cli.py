@@ -5,7 +5,8 @@ Start-up is part of every command's cost: `chatmem --help` and a usage error mus
 imports only click and the standard library at the top; pydantic settings, numpy, the stage packages and prefect
 load inside the commands that use them. Inspection commands only read SQLite and never import the engine:
 prefect and the pipeline are imported inside `run`, `stage` and `serve`, after `flows.prefect_env` has set
-Prefect's environment. Exit codes: 0 success, 1 a stage or file failed (the message says how to re-run), 2 usage.
+Prefect's environment. Exit codes: 0 success, 1 a stage or file failed (the message says how to re-run), 2 usage,
+130 stopped by Ctrl-C (143 by SIGTERM), also before a run has started.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ class App:
 
 EPHEMERAL_TIMEOUT = "attempting to connect to ephemeral Prefect API server"  # Prefect's start-up timeout message
 STARTUP_TIMEOUT_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+INTERRUPTED_EXIT = 130  # 128 + SIGINT (flows.interrupt.EXIT_CODE, not imported: it imports the settings)
 OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", "garden", "memory", "flows")
 
 
@@ -143,6 +145,11 @@ class ChatmemGroup(click.Group):
         except ChatmemError as exc:
             click.echo(f"error: {safe_line(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            # Ctrl-C in a command that records nothing (a run records its own stop: flows/interrupt.py): the stop
+            # line and the shell's code for it, not click's "Aborted!" with exit 1
+            click.echo("error: interrupted by Ctrl-C", err=True)
+            ctx.exit(INTERRUPTED_EXIT)
         except RuntimeError as exc:
             # Prefect's local API server did not come up in time (a busy machine): say which setting to raise.
             if EPHEMERAL_TIMEOUT not in str(exc):
@@ -249,8 +256,8 @@ def _report(
     """The run summary on stdout, text or JSON. On failure the error line goes to stderr (ChatmemGroup).
 
     A run in which every stage was unchanged is one line; in another run the unchanged stages share one line.
-    A file ingested only in part (a dump cut short) makes the command exit 1 after the summary, so that a cron
-    job notices, though every complete conversation before the cut arrived and the run succeeded."""
+    A file that failed, or was cut short (its complete conversations arrived, the rest is unreadable), makes the
+    command exit 1 after the summary, whose first line says so, so that a cron job notices: `_refuse_bad_files`."""
     from staging import inspect as inspection
 
     with open_readonly(settings.staging_path, settings) as staging:
@@ -258,7 +265,7 @@ def _report(
         # The ledger's word: re-running one stage of an unfinished run leaves the run failed, with the stages left.
         status, left = inspection.run_status(staging, run_id, "failed" if error else "succeeded")
         worked = inspection.latest_working_run(staging)
-    partial = [row for row in files if row["status"] == "partial"]
+    bad = [row for row in files if row["status"] in ("failed", "partial")]
     unchanged = [r.stage for r in results if r.status == "skipped" and any(n.startswith(UNCHANGED) for n in r.notes)]
     nothing_new = bool(results) and len(unchanged) == len(results) and error is None
     defaults = app.defaults(settings, prefect=not nothing_new)
@@ -276,7 +283,8 @@ def _report(
         elif left:
             data.update(error=left)
         emit(data)
-        _refuse_partial(partial, run_id)
+        if error is None:
+            _refuse_bad_files(bad, run_id)
         return
     for line in defaults:
         click.echo(line)
@@ -284,19 +292,24 @@ def _report(
     if nothing_new:
         click.echo(f"nothing new: {len(results)} stage(s) unchanged{since} (run {run_id}; --force recomputes)")
         return
-    click.echo(f"run {run_id}: {status}" + (f" ({safe_line(left)})" if left and not error else ""))
+    headline = f" ({safe_line(left)})" if left and not error else ""
+    if bad and error is None and not left:
+        headline = f", but {_files_word(bad)} (exit code 1)"
+    click.echo(f"run {run_id}: {status}{headline}")
     if unchanged:
         # each skipped stage's note names the run that did its work ("unchanged since run R (...)")
         origins = {n.split("(")[0].strip() for r in results if r.stage in unchanged for n in r.notes if UNCHANGED in n}
         said = origins.pop().removeprefix("unchanged ") if len(origins) == 1 else ""
         click.echo(f"  skipped, unchanged{' ' + said if said else ''}: {', '.join(unchanged)}")
+    shown_below = tuple(f"{row['path']}:" for row in bad)
     for result in results:
         if result.stage in unchanged:
             continue
         counts = f"; {_format_counts(result.counts)}" if result.counts else ""
         click.echo(f"  {result.stage}: {result.status}{counts}")
         for note in result.notes:
-            click.echo(f"    note: {safe_line(note)}")
+            if not note.startswith(shown_below):  # a bad file's note: its own line below says it
+                click.echo(f"    note: {safe_line(note)}")
         if result.counts.get("quarantined"):
             click.echo(f"    {result.counts['quarantined']} record(s) quarantined: chatmem staging failures")
     for row in files:
@@ -304,23 +317,58 @@ def _report(
             why = row["detail"] or "already ingested, same sha256"
             click.echo(f"  skipped ({safe_line(str(why))}): {safe_line(str(row['path']))}")
         elif row["status"] in ("failed", "partial"):
-            detail = str(row["detail"] or "")
-            # Export errors already start with the file name; do not say it twice.
-            shown = detail if detail.startswith(row["path"]) else f"{row['path']}: {detail}"
-            click.echo(f"  {row['status']}: {safe_line(shown)}")
-    _refuse_partial(partial, run_id)
+            click.echo(f"  {_file_line(row)}")
+        elif bad:  # beside a bad file, say which files arrived whole
+            click.echo(f"  ingested: {safe_line(str(row['path']))}: {row['conversations'] or 0} conversation(s)")
+    if error is None:
+        _refuse_bad_files(bad, run_id)
 
 
 UNCHANGED = "unchanged since"  # how the runner's note on a skipped, unchanged stage starts (flows/stage_runner.py)
+PARTIAL_NOTE = "partial: "  # how the ingest stage's detail of a file cut short names its problem (ingest/stage.py)
 
 
-def _refuse_partial(partial: list[dict[str, Any]], run_id: str) -> None:
-    if partial:
-        names = ", ".join(safe_line(str(row["path"])) for row in partial[:3]) + (" ..." if len(partial) > 3 else "")
-        raise ChatmemError(
-            f"{len(partial)} file(s) only partly ingested (cut short?): {names}; every complete conversation before"
-            f" the cut arrived; see chatmem staging failures, then run again with the whole file (run {run_id})"
+def _files_word(bad: list[dict[str, Any]]) -> str:
+    """`1 file cut short`, `2 files failed`, `1 file failed and 1 file cut short`."""
+    parts = []
+    for status, word in (("failed", "failed"), ("partial", "cut short")):
+        n = sum(row["status"] == status for row in bad)
+        if n:
+            parts.append(f"{n} file{'s' if n > 1 else ''} {word}")
+    return " and ".join(parts)
+
+
+def _file_line(row: dict[str, Any]) -> str:
+    """One line per bad file: what arrived, what did not, and why."""
+    path = str(row["path"])
+    detail = str(row["detail"] or "")
+    detail = detail.removeprefix(f"{path}: ")  # export errors start with the file name: do not say it twice
+    if row["status"] == "partial":
+        problem = "; ".join(part.removeprefix(PARTIAL_NOTE) for part in detail.split("; "))
+        kept = int(row.get("conversations") or 0)
+        return safe_line(
+            f"cut short: {path}: {kept} complete conversation(s) arrived; the rest could not be read: {problem}"
         )
+    return safe_line(f"failed: {path}: {detail}")
+
+
+def _refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
+    """Exit 1 after the summary when a file failed or was cut short (documented in the README for cron)."""
+    if not bad:
+        return
+    names = ", ".join(safe_line(str(row["path"])) for row in bad[:3]) + (" ..." if len(bad) > 3 else "")
+    cut = any(row["status"] == "partial" for row in bad)
+    fix = "run again with the whole file" if cut else "fix the file and run again"
+    raise ChatmemError(f"{_files_word(bad)} in run {run_id}: {names}; {fix} (chatmem staging failures lists them)")
+
+
+def _local_graph(settings: Settings) -> Any:
+    """The data dir's local graph server when the load stage would use it (no NEO4J_URI, local server on)."""
+    if settings.load.uri or not settings.load.local_server:
+        return None
+    from clients.graph_target import local_server
+
+    return local_server(settings)
 
 
 def _run(
@@ -334,28 +382,34 @@ def _run(
     run_id: str | None = None,
     force: bool = False,
 ) -> None:
+    from clients.graph_server import left_as_found
+    from flows.interrupt import before_the_run
+    from flows.preflight import announce_start, finish_if_unchanged, refuse_bad_exports
+
     if run_id is None and "ingest" in stages:
-        from flows.preflight import refuse_bad_exports
-
         refuse_bad_exports(exports, settings, force_format)  # before Prefect: nothing starts for a bad file
-    if run_id is None and not force:
-        from flows.preflight import finish_if_unchanged
-
-        done = finish_if_unchanged(settings, exports, stages)  # nothing to do: no Prefect at all
+    # `staging runs` says a run is starting until the run has a row; Ctrl-C before the run's own handler (Prefect's
+    # import, another run's lock): one line, exit 130
+    with announce_start(settings.data_dir), before_the_run():
+        done = None
+        if run_id is None and not force:
+            done = finish_if_unchanged(settings, exports, stages)  # nothing to do: no Prefect at all
         if done is not None:
-            _report(app, settings, done[0], done[1], as_json)
-            return
-    engine = app.engine(settings)
-    try:
-        run_id, results = engine.run_pipeline(
-            settings, exports, stages, run_id=run_id, force_format=force_format, force=force
-        )
-    except StageError as exc:
-        try:
-            _report(app, settings, exc.run_id, [], as_json, error=exc)
-        except (ChatmemError, sqlite3.Error, OSError):
-            pass  # a full disk or a damaged staging.db: the error line below says so; the summary cannot
-        raise
+            run_id, results = done
+        else:
+            engine = app.engine(settings)
+            # a local graph server the load stage starts is stopped as the run ends: nothing keeps running
+            with left_as_found(_local_graph(settings) if "load" in stages else None):
+                try:
+                    run_id, results = engine.run_pipeline(
+                        settings, exports, stages, run_id=run_id, force_format=force_format, force=force
+                    )
+                except StageError as exc:
+                    try:
+                        _report(app, settings, exc.run_id, [], as_json, error=exc)
+                    except (ChatmemError, sqlite3.Error, OSError):
+                        pass  # a full disk or a damaged staging.db: the error line says so; the summary cannot
+                    raise
     _report(app, settings, run_id, results, as_json)
 
 
@@ -368,7 +422,7 @@ FORMAT_OPTION = click.option(
 
 
 @cli.command()
-@click.argument("exports", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.argument("exports", nargs=-1, type=click.Path(path_type=Path))  # a missing one: flows/preflight.py
 @click.option("--from", "from_", metavar="STAGE", help=f"First stage to run ({', '.join(STAGE_ORDER)}).")
 @click.option("--to", metavar="STAGE", help="Last stage to run.")
 @click.option("--only", metavar="STAGE", help="Run this one stage.")

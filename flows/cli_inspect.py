@@ -76,11 +76,12 @@ def fit(widths: list[int], fixed: list[bool], total: int, minimum: list[int]) ->
     return [w if f else min(w, max(low, minimum[i])) for i, (w, f) in enumerate(zip(widths, fixed, strict=True))]
 
 
-def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None) -> None:
+def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None, *, whole: bool = False) -> None:
     """A text table that fits the terminal: the widest columns are shortened in their middle (headings too, to
-    no less than 6 characters; values to no less than 24). A table that cannot fit so is shown one record per
-    block, a `column: value` line each (psql's expanded display), each value shortened in its middle to the
-    width; --json always has every value whole."""
+    no less than 6 characters; values to no less than 24). A table that cannot fit so (with `whole`: that cannot
+    fit without shortening a value, for tables whose values are the point, such as failure reasons) is shown
+    one record per block, a `column  value` line each (psql's expanded display), a long value wrapped over up
+    to EXPANDED_LINES lines and shortened in its middle beyond that; --json always has every value whole."""
     if not rows:
         click.echo("(no rows)")
         return
@@ -92,19 +93,36 @@ def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None) -> No
     minimum = [max(min(v, 24), min(len(c), 6), 1) for c, v in zip(cols, values, strict=True)]
     columns = terminal_width()
     fitted = fit(widths, fixed, columns - 2 * (len(cols) - 1), minimum)
+    if fitted is not None and whole and any(f < v for f, v in zip(fitted, values, strict=True)):
+        fitted = None  # a value would lose its middle: one record per block instead
     if fitted is None:
         label = max(len(c) for c in cols)
+        room = max(columns - label - 2, 20)
         for n, r in enumerate(texts):
             click.echo(f"-[ {n + 1} ]" + "-" * max(columns - 8 - len(str(n + 1)), 0))
             for i, c in enumerate(cols):
-                value = r[i] if fixed[i] else shorten(r[i], max(columns - label - 2, 20))
-                click.echo(f"{c.ljust(label)}  {value}".rstrip())
+                lines = [r[i]] if fixed[i] else wrapped(r[i], room)
+                click.echo(f"{c.ljust(label)}  {lines[0]}".rstrip())
+                for line in lines[1:]:
+                    click.echo(f"{' ' * label}  {line}".rstrip())
         return
     heads = [shorten(c, w) for c, w in zip(cols, fitted, strict=True)]
     cells = [[v if fixed[i] else shorten(v, fitted[i]) for i, v in enumerate(r)] for r in texts]
     click.echo("  ".join(c.ljust(w) for c, w in zip(heads, fitted, strict=True)).rstrip())
     for r in cells:
         click.echo("  ".join(v.ljust(w) for v, w in zip(r, fitted, strict=True)).rstrip())
+
+
+EXPANDED_LINES = 6  # lines a value may take in the expanded display before its middle is shortened
+
+
+def wrapped(text: str, width: int, lines: int = EXPANDED_LINES) -> list[str]:
+    """`text` over at most `lines` lines of `width` (its middle shortened first when longer), cut at spaces
+    where it can be."""
+    import textwrap
+
+    text = shorten(text, width * lines - 4 * lines)  # room for the lines' ragged ends
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
 
 
 @contextmanager
@@ -115,6 +133,14 @@ def open_readonly(path: Path, settings: Settings) -> Iterator[sqlite3.Connection
     try:
         conn = connect_readonly(path)
     except FileNotFoundError:
+        from flows.preflight import describe_starting, starting
+
+        info = starting(settings.data_dir)
+        if info is not None:  # a first run between its command and its first stage: not "nothing"
+            raise ChatmemError(
+                f"nothing in {settings.data_dir} yet: {describe_starting(info)}; {path.name} appears when its"
+                " first stage starts (`chatmem staging runs` lists it then)"
+            ) from None
         raise ChatmemError(
             f"nothing in {settings.data_dir} yet ({path.name} does not exist):"
             " run `chatmem run EXPORT` first, or point --data-dir / CHATMEM_DATA_DIR at an existing data dir"
@@ -172,14 +198,21 @@ def staging_runs(app: App, limit: int, as_json: bool) -> None:
     \b
     Example: chatmem staging runs --json --limit 5
     """
+    from flows.preflight import describe_starting, starting
     from staging import inspect as inspection
 
     settings = app.settings()
-    with open_readonly(settings.staging_path, settings) as conn:
-        runs = inspection.list_runs(conn, limit=limit)
+    info = starting(settings.data_dir)  # a run between its command and its runs row (Prefect starting)
+    if info is not None and not settings.staging_path.exists():
+        runs: list[dict[str, Any]] = []
+    else:
+        with open_readonly(settings.staging_path, settings) as conn:
+            runs = inspection.list_runs(conn, limit=limit)
     if as_json:
         emit(runs)
         return
+    if info is not None and not any(row["status"] == "running" for row in runs):
+        click.echo(f"{describe_starting(info)} in {settings.data_dir}; it is listed here once its first stage starts")
     for run_row in runs:
         run_row["stages"] = _stage_summary(run_row.pop("stage_status"))
         run_row["exports"] = len(run_row["exports"])
@@ -289,7 +322,7 @@ def staging_failures(app: App, as_json: bool) -> None:
     for key, title in titles.items():
         if found[key]:
             click.echo(f"{title}:")
-            print_table(found[key])
+            print_table(found[key], whole=True)  # the reasons are the point
 
 
 @click.group()

@@ -10,6 +10,10 @@ out of the signal's reach (flows/server_guard.py), so the flow engine reports th
 retrying a dead server. The block then ends with `RunInterrupted`: "interrupted in stage X of run R; resume
 with: ...", exit code 130.
 
+Before that block (the checks before Prefect, Prefect's import, the wait for another run's lock) nothing is
+recorded yet: `before_the_run` turns Ctrl-C or SIGTERM there into the same kind of line ("interrupted by Ctrl-C
+before the run started: nothing was run; ...") and the same exit codes, rather than click's "Aborted!" and exit 1.
+
 SIGTERM (`kill PID`, systemd, `docker stop`) takes the same way, with exit code 143 and "interrupted by
 SIGTERM" in the line. While a flow runs, Prefect's engine puts a SIGTERM handler of its own in place (it
 raises TerminationSignal, which every stage would record as a failure, and then re-kills the process with the
@@ -222,6 +226,33 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
         os.close(write_fd)  # wakes the watchdog, which then ends
         watchdog.join(1.0)
         os.close(read_fd)
+
+
+@contextmanager
+def before_the_run() -> Iterator[None]:
+    """Ctrl-C or SIGTERM before `interruptible` takes over (see the module docstring): RunInterrupted, exit 130 or
+    143, "nothing was run". Inside the block a run's own `interruptible` handles both and restores this one."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt("stopped by SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    except KeyboardInterrupt:
+        signum = got[0] if got else signal.SIGINT
+        by = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+        raise RunInterrupted(
+            f"interrupted by {by} before the run started: nothing was run or recorded; run the same command again",
+            EXIT_CODES[signum],
+        ) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _take_sigterm(handler: Callable[[int, FrameType | None], None], state: _Interruption) -> Callable[[], None]:

@@ -2,6 +2,15 @@
 
     refuse_bad_exports(paths, settings, force_format)   every export unreadable -> one ExportError line, exit 1
     finish_if_unchanged(settings, paths, stages)        every stage unchanged -> the run recorded, no Prefect
+    with announce_start(data_dir): ...                  a run is starting here (`starting(data_dir)` reads it)
+
+A missing path is an unreadable export like any other: alone, it is refused here; among readable exports, the
+run goes ahead, the ingest stage records it as failed (`PATH: no such file`) and the command exits 1.
+
+Between the command and the run's first ledger row pass the checks, Prefect's import and its server's start
+(seconds to tens of seconds on a busy machine), during which a first run has no staging.db at all. The command
+holds `<data_dir>/run.starting` (an flock, released by the kernel however the process ends) for that time and
+the whole run, so that `chatmem staging runs` says a run is starting instead of "nothing in the data dir".
 
 The second applies the runner's one skip rule (flows/stage_runner.py: same input fingerprint as the stage's
 latest attempt, which succeeded or was skipped) to every selected stage in order, before any runs. Each skipped
@@ -14,9 +23,14 @@ resumed run) goes to the pipeline, which decides again stage by stage.
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import sqlite3
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,3 +131,65 @@ def finish_if_unchanged(
             results = [record_unchanged(staging, p.stage, run_id, settings, p.fingerprint, p.latest) for p in plan]
             close_run(staging, run_id)
     return run_id, results
+
+
+STARTING_NAME = "run.starting"
+
+
+@contextmanager
+def announce_start(data_dir: Path) -> Iterator[None]:
+    """Hold `<data_dir>/run.starting` (pid, since) for the block; quietly nothing when it cannot be written or
+    another command holds it (the data dir's own lock decides which run goes ahead)."""
+    path = data_dir / STARTING_NAME
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield  # another command is starting a run here
+            return
+        with suppress(OSError):
+            info = {"pid": os.getpid(), "since": datetime.now(UTC).isoformat(timespec="seconds")}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
+        try:
+            yield
+        finally:
+            with suppress(OSError):
+                path.unlink()  # under the lock: a reader that opened it before finds it unlocked, i.e. not starting
+    finally:
+        os.close(fd)
+
+
+def starting(data_dir: Path) -> dict[str, object] | None:
+    """What `announce_start` says while a command holds it ({"pid", "since"}), else None."""
+    try:
+        fd = os.open(data_dir / STARTING_NAME, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return dict(json.loads(os.pread(fd, 4096, 0) or b"{}"))
+            except (OSError, ValueError, TypeError):
+                return {}
+        except OSError:
+            return None
+        return None
+    finally:
+        os.close(fd)
+
+
+def describe_starting(info: dict[str, object]) -> str:
+    """`a run is starting (pid P, since T)`."""
+    since = str(info.get("since") or "")[:19].replace("T", " ")
+    parts = (f"pid {info['pid']}" if info.get("pid") else "", f"since {since} UTC" if since else "")
+    about = ", ".join(part for part in parts if part)
+    return f"a run is starting{f' ({about})' if about else ''}"

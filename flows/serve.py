@@ -7,10 +7,17 @@ pipeline over the rest. A dump that fails is logged and listed in the flow's res
 
 Prefect's ephemeral API has no scheduler, so `serve_forever` starts a Prefect server on loopback (state under
 PREFECT_HOME) unless PREFECT_API_URL points at one already. `--once` runs the flow once on the ephemeral API.
+
+Stopping `serve`: Ctrl-C ends it with exit code 130 and one line, as it ends `chatmem run` (Prefect's runner
+catches the KeyboardInterrupt, shuts down in order and returns as after any stop, logging that it did:
+`serve_forever` notes that record and raises ServeStopped after it). SIGTERM, a service manager's stop
+(`systemctl stop`, `docker stop`), is the normal end of a service: Prefect's runner shuts down gracefully and
+`serve` exits 0, which service managers count as a clean stop (they would log exit 143 as a failure).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -18,7 +25,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +37,12 @@ from prefect import flow, get_run_logger  # noqa: E402
 from prefect.client.schemas.objects import State  # noqa: E402
 from prefect.states import Cancelled  # noqa: E402
 
+from clients.graph_server import left_as_found  # noqa: E402
+from clients.graph_target import local_server  # noqa: E402
 from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows import server_guard  # noqa: E402
-from flows.interrupt import FLOW_RUN_ID, RunInterrupted  # noqa: E402
+from flows.interrupt import EXIT_CODE, FLOW_RUN_ID, RunInterrupted  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
 from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES, ZIP_MAGIC, open_export  # noqa: E402
@@ -124,8 +133,10 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
         logger.info("watch - nothing new in %s (%d dump(s) already ingested)", watch_dir, len(done))
         return result
     logger.info("watch - %d new dump(s) in %s", len(new), watch_dir)
+    graph = local_server(settings) if settings.load.local_server and not settings.load.uri else None
     try:
-        run_id, _ = run_pipeline(settings, new, STAGE_ORDER, force_format=force_format, quiet=True)
+        with left_as_found(graph):  # the run stops a local graph server it started (clients/graph_server.py)
+            run_id, _ = run_pipeline(settings, new, STAGE_ORDER, force_format=force_format, quiet=True)
     except StageError as exc:
         run_id = exc.run_id
         result["error"] = str(exc)
@@ -196,8 +207,45 @@ def serve_forever(
     `serve` on the same data dir waits `pipeline.lock_wait_s` seconds for the first, then refuses (BusyError).
     """
     check_schedule(watch_dir, cron)
-    with serve_lock(settings.data_dir, wait_s=settings.pipeline.lock_wait_s):  # one server per data dir
-        _serve(watch_dir, settings, cron, force_format, announce)
+    with serve_lock(settings.data_dir, wait_s=settings.pipeline.lock_wait_s), ctrl_c_seen() as seen:
+        _serve(watch_dir, settings, cron, force_format, announce)  # one server per data dir (the lock)
+    if seen:
+        raise ServeStopped(f"serve stopped by Ctrl-C; start it again with: chatmem serve --watch {watch_dir}")
+
+
+class ServeStopped(RunInterrupted):
+    """`serve` ended by Ctrl-C: exit 130, as for `chatmem run`."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, EXIT_CODE)
+
+
+INTERRUPT_LOG = "Received KeyboardInterrupt"  # what Prefect's Flow.serve logs (prefect.flows, INFO) as it returns
+
+
+@contextlib.contextmanager
+def ctrl_c_seen() -> Iterator[list[bool]]:
+    """Whether Prefect's `Flow.serve` ended on Ctrl-C during the block: it catches the KeyboardInterrupt, logs
+    INTERRUPT_LOG on `prefect.flows` and returns as after any stop. Its log record is the one trace left;
+    replacing the SIGINT handler (asyncio's, which cancels the runner so that it shuts down in order) or setting
+    a signal wakeup fd would change how the runner stops. The record is let through only where it was shown."""
+    logger = logging.getLogger("prefect.flows")
+    shown = logger.getEffectiveLevel()
+    seen: list[bool] = []
+
+    def note(record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith(INTERRUPT_LOG):
+            seen.append(True)
+        return record.levelno >= shown
+
+    level = logger.level
+    logger.setLevel(min(shown, logging.INFO))
+    logger.addFilter(note)
+    try:
+        yield seen
+    finally:
+        logger.removeFilter(note)
+        logger.setLevel(level)
 
 
 def _serve(

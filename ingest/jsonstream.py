@@ -134,6 +134,15 @@ def iter_json_items(stream: BinaryIO, prefix: str, *, name: str) -> Iterator[Any
         raise MalformedExportError(name, f"not UTF-8 text near byte {reader.position}: {exc.reason}") from exc
 
 
+def _without_position(message: str) -> str:
+    """`Unterminated string starting at` -> `unterminated string`; `Expecting ',' delimiter` -> as it is, lower."""
+    words = message.split()
+    while words and words[-1] in ("at", "starting"):
+        words.pop()
+    text = " ".join(words)
+    return text[:1].lower() + text[1:]
+
+
 def _describe(exc: Exception, position: int, *, truncated: bool) -> str:
     detail = " ".join(str(exc).split())[:200]  # yajl's message spans lines; the error must be one line
     if "UTF8" in str(exc):
@@ -321,7 +330,8 @@ def _decode_with_stdlib(reader: _ArrayReader) -> Any:
                 continue
             reader.pos += len(text[: exc.pos].encode("utf-8"))
             kind = "invalid or truncated JSON" if maybe_incomplete else "invalid JSON"
-            raise reader.fail(f"{kind} ({exc.msg})") from exc
+            # json's message without its position ("Unterminated string starting at"): fail() says where
+            raise reader.fail(f"{kind} ({_without_position(exc.msg)})") from exc
         if end >= len(text) - 1 and not reader.eof and _grow(reader, len(data)):
             continue  # a number or literal that touches the end of the buffer may go on in the next chunk
         reader.pos += len(text[:end].encode("utf-8"))

@@ -7,6 +7,7 @@ point inside one stage.
                                                                   commits (1 is its ledger row: 2 is its first
                                                                   batch of output)
     python tests/kill_chain.py DATA_DIR EXPORT STAGE call MOD:FN   killed as STAGE calls MOD.FN
+    python tests/kill_chain.py DATA_DIR EXPORT STAGE call MOD:FN#N killed as STAGE calls MOD.FN the Nth time
 
 The kill is a real SIGKILL of the running process, at a point chosen so that the stage has written part of its
 output and not closed: what a power cut, the OOM killer or `kill -9` leaves. Prefect adds only start-up time here
@@ -53,12 +54,16 @@ def main(data: str, export_arg: str, target: str | None = None, how: str = "", w
         db.Transaction.__exit__ = counted  # type: ignore[method-assign]
     elif how == "call":
         module_name, _, name = where.partition(":")
+        name, _, nth = name.partition("#")
         module = importlib.import_module(module_name)
         real = getattr(module, name)
+        calls = [0]
 
         def called(*args: Any, **kwargs: Any) -> Any:
             if current["stage"] == target:
-                die()
+                calls[0] += 1
+                if calls[0] >= int(nth or 1):
+                    die()
             return real(*args, **kwargs)
 
         setattr(module, name, called)

@@ -139,7 +139,6 @@ def test_bad_stage_options_are_usage_errors(data_dir: Path, jsonl_export: Path) 
         ("run", jsonl_export, "--to", "nope"),
         ("run", jsonl_export, "--only", "ingest", "--from", "ingest"),
         ("stage", "nope", "--run-id", "r1"),
-        ("run", data_dir.parent / "missing.json"),
         ("run",),
     ]
     for args in cases:
@@ -147,6 +146,10 @@ def test_bad_stage_options_are_usage_errors(data_dir: Path, jsonl_export: Path) 
         assert result.exit_code == 2, (args, result.output)
     assert "unknown stage" in chatmem("run", jsonl_export, "--from", "nope", data_dir=data_dir).stderr
     assert not data_dir.exists()  # refused before anything started
+    # a missing export is a file that cannot be read, as an empty one is: exit 1, naming it (test_cli_cold_pass.py)
+    missing = chatmem("run", data_dir.parent / "missing.json", data_dir=data_dir)
+    assert missing.exit_code == 1 and "missing.json: no such file" in missing.stderr
+    assert not data_dir.exists()
 
 
 @pytest.mark.slow

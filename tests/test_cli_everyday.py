@@ -218,7 +218,7 @@ def test_a_run_with_nothing_new_is_one_line_and_starts_no_prefect(tmp_path: Path
 @pytest.mark.slow
 def test_a_dump_cut_short_exits_1_after_keeping_what_arrived(tmp_path: Path, chatgpt_export: Path) -> None:
     """A ChatGPT export cut inside its second conversation: the first arrives, the run succeeds, and the command
-    exits 1 with one line saying the file was only partly ingested (a cron job notices)."""
+    exits 1 with one line saying the file was cut short (a cron job notices)."""
     [conversation] = json.loads(chatgpt_export.read_text())
     second = json.loads(json.dumps(conversation).replace(conversation["id"], "second-conversation"))
     second["title"] = "second"
@@ -230,6 +230,6 @@ def test_a_dump_cut_short_exits_1_after_keeping_what_arrived(tmp_path: Path, cha
     assert done.exit_code == 1, done.output
     summary = json.loads(done.stdout)
     assert summary["status"] == "succeeded" and [f["status"] for f in summary["files"]] == ["partial"]
-    assert "only partly ingested" in done.stderr and str(cut) in done.stderr
+    assert "1 file cut short" in done.stderr and str(cut) in done.stderr  # tests/test_cli_cold_pass.py: the text
     stats = json.loads(chatmem("archive", "stats", "--json", data_dir=data_dir).stdout)
     assert stats["conversations"] == 1

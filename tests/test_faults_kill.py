@@ -119,3 +119,40 @@ def test_a_run_killed_inside_any_stage_and_rerun_equals_a_clean_run(tmp_path: Pa
     expected, got = contents(tmp_path / "clean"), contents(killed)
     differ = sorted(t for t in expected.keys() | got.keys() if expected.get(t) != got.get(t))
     assert not differ, f"tables differ from a clean run's: {[(t, expected.get(t), got.get(t)) for t in differ]}"
+
+
+TUNED_TABLES = ("topics", "topic_links", "cluster_points", "topic_labels")
+
+
+@pytest.mark.timeout(1800)  # three pipeline runs of 12 trials each: about 3 CPU-minutes, far more at load 10+
+def test_a_cluster_stage_killed_mid_tuning_and_rerun_ends_with_a_clean_runs_topics(tmp_path: Path) -> None:
+    """SIGKILL inside the 7th Optuna trial of 12 (6 completed, one left RUNNING in optuna.db), then a plain re-run:
+    the resumed study completes the same trials, with the same parameters in the same order, as a clean run's,
+    and the topics are the same (the resumed sampler used to restart its random stream and repeat the first
+    trials' parameters: other best parameters, other topics). The kill test above kills cluster before it tunes."""
+    export = named_chats(tmp_path / "chats.jsonl")
+    env = process_env(tmp_path / "prefect", CHATMEM_CLUSTER__N_TRIALS="12", CHATMEM_LOAD__LOCAL_SERVER="false")
+    clean = chain(tmp_path / "clean", export, env)
+    assert clean.returncode == 0, clean.stderr[-3000:]
+    killed = tmp_path / "killed"
+    died = chain(killed, export, env, "cluster", "call", "cluster.tuning:evaluate#7")
+    assert died.returncode == -9, f"not killed ({died.returncode}): {died.stdout} {died.stderr[-2000:]}"
+    with sqlite3.connect(f"file:{killed / 'optuna.db'}?mode=ro", uri=True) as conn:
+        states = [str(r[0]) for r in conn.execute("SELECT state FROM trials ORDER BY number")]
+    assert states == ["COMPLETE"] * 6 + ["RUNNING"], states  # killed mid-tuning, one trial left unfinished
+    last = chain(killed, export, env)
+    assert last.returncode == 0, last.stderr[-3000:]
+
+    def completed_trials(data: Path) -> list[tuple[object, ...]]:
+        with sqlite3.connect(f"file:{data / 'staging.db'}?mode=ro", uri=True) as conn:
+            rows = conn.execute(
+                "SELECT value, params, topics, noise_share FROM cluster_trials WHERE state = 'COMPLETE' ORDER BY number"
+            )
+            return [tuple(r) for r in rows]
+
+    assert completed_trials(killed) == completed_trials(tmp_path / "clean")
+    expected, got = contents(tmp_path / "clean"), contents(killed)
+    tables = [f"staging.db:{t}" for t in TUNED_TABLES]
+    differ = [t for t in tables if expected.get(t) != got.get(t)]
+    assert not differ, f"topics differ from a clean run's: {[(t, expected.get(t), got.get(t)) for t in differ]}"
+    assert all(expected[t][0] > 0 for t in tables[:2]), expected  # topics were made at all

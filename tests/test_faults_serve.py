@@ -126,6 +126,7 @@ def test_ctrl_c_during_a_scheduled_watch_run_stops_serve_and_its_server(served: 
     """One Ctrl-C to serve's group while its watch run clusters: serve ends (no ConnectError from a server that
     died first), the run is recorded interrupted, and no process is left behind (the Prefect server included)."""
     assert not served.get("hung"), served["log"][-3000:]
+    assert served["returncode"] == 130, served["log"][-3000:]  # Ctrl-C's code, as for `chatmem run` (was 0)
     assert "ConnectError" not in served["log"] and "Traceback" not in served["log"], served["log"][-3000:]
     assert served["left_behind"] == [], served["log"][-3000:]
     [run_row] = ledger(served["data_dir"])[0]

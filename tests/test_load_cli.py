@@ -85,7 +85,8 @@ def test_without_a_graph_the_load_stage_is_skipped_and_says_why(tmp_path: Path) 
 def test_graph_up_down_status_and_run_starting_the_local_server(
     bolt_server: BoltServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The session server's directory as the local server: down, status, `run` starts it (announced once), up."""
+    """The session server's directory as the local server: down, status, `run` starts it (announced once) and stops
+    it as it ends (a batch run leaves no Java server behind), up; a server the user started keeps running."""
     monkeypatch.setenv("CHATMEM_LOAD__LOCAL_SERVER", "true")
     monkeypatch.setenv("CHATMEM_LOAD__LOCAL_DIR", str(bolt_server.server.directory))
     monkeypatch.setenv("CHATMEM_LOAD__LOCAL_HEAP", "1g")
@@ -100,12 +101,17 @@ def test_graph_up_down_status_and_run_starting_the_local_server(
     assert chatmem("run", export, "--only", "ingest", data_dir=data_dir).exit_code == 0
     loaded = chatmem("run", export, "--only", "load", data_dir=data_dir)
     assert loaded.exit_code == 0, loaded.output
-    assert loaded.stdout.count("graph: started the local ArcadeDB server at") == 1
+    assert loaded.stdout.count("graph: started the local ArcadeDB server for this run (stopped when it ends") == 1
+    assert not as_json(chatmem("graph", "status", "--json", data_dir=data_dir))["local_server"]["running"]
+    assert bolt_server.server.strays() == []  # no Java process of that directory left at all
     up_result = chatmem("graph", "up", "--json", data_dir=data_dir)
     up = as_json(up_result)
-    assert up["status"] == "running" and up["uri"] == before.uri  # the same ports after a restart
+    assert up["status"] == "started" and up["uri"] == before.uri  # the same ports after a restart
     stats = as_json(chatmem("graph", "stats", "--json", data_dir=data_dir))
     assert {k: n for k, n in stats["expected"]["nodes"].items() if n} == {"Conversation": 2, "Message": 16}
+    again = chatmem("run", export, "--only", "load", "--force", data_dir=data_dir)
+    assert again.exit_code == 0 and "graph: using the local ArcadeDB server (running before" in again.stdout
+    assert as_json(chatmem("graph", "status", "--json", data_dir=data_dir))["local_server"]["pid"] == up["pid"]
 
     password = bolt_server.server.password()
     directory = bolt_server.server.directory

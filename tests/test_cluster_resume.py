@@ -1,0 +1,64 @@
+"""A study stopped mid-tuning and resumed ends as a clean one: the same completed trials, the same parameters in the
+same order, the same best (issue 21's cold pass: a cluster stage interrupted mid-tuning and re-run ended with other
+topics than a clean run, its sampler's random stream restarting with the new process).
+
+In-process here (a KeyboardInterrupt from the trial callback, as Ctrl-C raises it); tests/test_faults_kill.py kills a
+real process mid-tuning with SIGKILL and compares the topics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cluster.tuning import Objective, Tuned, tune
+
+pytestmark = pytest.mark.slow  # UMAP's numba compile and 36 trials: about a CPU minute
+TRIALS = 12  # past TPE's 10 random start-up trials: the resumed ones include model-based ones
+
+
+def blobs() -> np.ndarray[Any, Any]:
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(5, 16))
+    return np.concatenate([c + 0.3 * rng.normal(size=(30, 16)) for c in centres]).astype(np.float32)
+
+
+def completed(tuned: Tuned) -> list[tuple[float | None, dict[str, Any]]]:
+    return [(t.value, t.params) for t in tuned.trials if t.state == "COMPLETE"]
+
+
+def test_a_study_stopped_after_some_trials_resumes_as_a_clean_study(tmp_path: Path) -> None:
+    points = blobs()
+    clean = tune(
+        points, storage_url=f"sqlite:///{tmp_path / 'clean.db'}", seed=7, n_trials=TRIALS, objective=Objective()
+    )
+    storage = f"sqlite:///{tmp_path / 'stopped.db'}"
+    seen: list[int] = []
+
+    def stop_after_five(n: int) -> None:
+        seen.append(n)
+        if len(seen) == 5:
+            raise KeyboardInterrupt("stopped by Ctrl-C")  # inside the 5th trial, once it is evaluated
+
+    with pytest.raises(KeyboardInterrupt):
+        tune(points, storage_url=storage, seed=7, n_trials=TRIALS, objective=Objective(), on_trial=stop_after_five)
+    resumed = tune(points, storage_url=storage, seed=7, n_trials=TRIALS, objective=Objective())
+    assert resumed.trials_run == TRIALS - 4  # 4 completed before the stop; the 5th failed and counts for nothing
+    assert [t.state for t in resumed.trials].count("FAIL") == 1
+    assert completed(resumed) == completed(clean)
+    assert (resumed.best, resumed.best_value) == (clean.best, clean.best_value)
+
+
+def test_a_study_resumed_twice_still_matches(tmp_path: Path) -> None:
+    """Stopped after 3 trials, then given a cap of 7 trials, then the full 12: each stage matches a clean study."""
+    points = blobs()
+    clean = tune(
+        points, storage_url=f"sqlite:///{tmp_path / 'clean.db'}", seed=3, n_trials=TRIALS, objective=Objective()
+    )
+    storage = f"sqlite:///{tmp_path / 'parts.db'}"
+    for n_trials in (3, 7, TRIALS):
+        part = tune(points, storage_url=storage, seed=3, n_trials=n_trials, objective=Objective())
+        assert completed(part) == completed(clean)[:n_trials]
+    assert part.best == clean.best
