@@ -13,6 +13,7 @@ live in staging.db.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -37,6 +38,8 @@ from flows.registry import STAGE_ORDER, STAGES, StageSpec, check_stages  # noqa:
 from flows.stage_runner import RunContext, active_run, run_context, run_stage  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
 from staging.lock import data_dir_lock  # noqa: E402
+
+log = logging.getLogger(__name__)
 
 # Every flow here: persist_result=False (stage outputs live in staging.db, not in Prefect's result store)
 # and validate_parameters=False (parameters come from typed code, and re-validating a Settings object would
@@ -142,7 +145,22 @@ def run_pipeline(
         active_run(run_id, context),
     ):
         results = pipeline(run_id=run_id, stages=selected)
+    if any(r.stage == "cues" and r.status == "succeeded" for r in results):
+        prepare_recall(settings)
     return run_id, list(results)
+
+
+def prepare_recall(settings: Settings) -> None:
+    """Store the new memory's recall index now (memory/index_store.py), so that the first `chatmem recall` after
+    a run opens it instead of building it (seconds on the demo, minutes at 1M messages). Outside every stage: the
+    index depends on recall settings too, which no stage's fingerprint holds. A failure here costs nothing but
+    time: the first recall builds the index then, and says why if it cannot."""
+    from memory.service import Memory  # the recall path's modules: only a run that built a memory pays for them
+
+    try:
+        Memory.open(settings)
+    except (ChatmemError, OSError, sqlite3.Error, ValueError) as exc:
+        log.warning("the recall index was not stored after the run (the first recall builds it): %s", exc)
 
 
 @contextmanager

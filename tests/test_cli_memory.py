@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,20 @@ def notes_dir(tmp_path: Path) -> Path:
     result = chatmem("--quiet", "run", export, data_dir=data_dir)
     assert result.exit_code == 0, result.output
     return data_dir
+
+
+def test_the_run_stores_the_recall_index_so_the_first_recall_only_opens_it(notes_dir: Path) -> None:
+    """A run whose cues stage did work leaves its recall index stored (flows/pipeline.py prepare_recall): the first
+    `chatmem recall` opens it rather than building it; a run with nothing new keeps that index."""
+    from memory.index_store import stored_runs
+    from staging.memory import latest_run
+
+    with closing(open_staging(notes_dir / "staging.db")) as staging:
+        cues_run = latest_run(staging)
+    assert cues_run is not None and stored_runs(notes_dir) == {cues_run}
+    stored = {p.name: p.stat().st_mtime_ns for p in (notes_dir / "recall-index").iterdir()}
+    assert chatmem("recall", "Lisbon tram", data_dir=notes_dir).exit_code == 0
+    assert {p.name: p.stat().st_mtime_ns for p in (notes_dir / "recall-index").iterdir()} == stored
 
 
 def test_recall_answers_from_a_pipeline_built_memory_and_respects_at(notes_dir: Path) -> None:
