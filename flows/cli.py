@@ -26,11 +26,11 @@ from click.core import ParameterSource
 
 from contracts.errors import ChatmemError, ConfigError, StageError
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.cli_run_summary import print_summary
 from flows.registry import STAGE_ORDER, select_stages
 from flows.terminal import safe_line
 
 if TYPE_CHECKING:
-    from contracts.results import StageResult
     from contracts.settings import Settings
 
 # contracts.records.EXPORT_FORMATS (a pydantic module); tests/test_cli_startup.py keeps the two equal
@@ -241,127 +241,6 @@ def cli(ctx: click.Context, data_dir: Path | None, quiet: bool, verbose: bool) -
 # ---------------------------------------------------------------- run, stage
 
 
-def _format_counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in counts.items())
-
-
-def _report(
-    app: App,
-    settings: Settings,
-    run_id: str,
-    results: list[StageResult],
-    as_json: bool,
-    error: StageError | None = None,
-) -> None:
-    """The run summary on stdout, text or JSON. On failure the error line goes to stderr (ChatmemGroup).
-
-    A run in which every stage was unchanged is one line; in another run the unchanged stages share one line.
-    A file that failed, or was cut short (its complete conversations arrived, the rest is unreadable), makes the
-    command exit 1 after the summary, whose first line says so, so that a cron job notices: `_refuse_bad_files`."""
-    from staging import inspect as inspection
-
-    with open_readonly(settings.staging_path, settings) as staging:
-        files = inspection.run_files(staging, run_id)
-        # The ledger's word: re-running one stage of an unfinished run leaves the run failed, with the stages left.
-        status, left = inspection.run_status(staging, run_id, "failed" if error else "succeeded")
-        worked = inspection.latest_working_run(staging)
-    bad = [row for row in files if row["status"] in ("failed", "partial")]
-    unchanged = [r.stage for r in results if r.status == "skipped" and any(n.startswith(UNCHANGED) for n in r.notes)]
-    nothing_new = bool(results) and len(unchanged) == len(results) and error is None
-    defaults = app.defaults(settings, prefect=not nothing_new)
-    if as_json:
-        data: dict[str, Any] = {
-            "run_id": run_id,
-            "status": status,
-            "nothing_new": nothing_new,
-            "stages": [r.model_dump(mode="json") for r in results],
-            "files": files,
-            "defaults": defaults,
-        }
-        if error is not None:
-            data.update(error=error.cause, failed_stage=error.stage, rerun=error.rerun_hint)
-        elif left:
-            data.update(error=left)
-        emit(data)
-        if error is None:
-            _refuse_bad_files(bad, run_id)
-        return
-    for line in defaults:
-        click.echo(line)
-    since = f" since run {worked}" if worked and worked != run_id else ""
-    if nothing_new:
-        click.echo(f"nothing new: {len(results)} stage(s) unchanged{since} (run {run_id}; --force recomputes)")
-        return
-    headline = f" ({safe_line(left)})" if left and not error else ""
-    if bad and error is None and not left:
-        headline = f", but {_files_word(bad)} (exit code 1)"
-    click.echo(f"run {run_id}: {status}{headline}")
-    if unchanged:
-        # each skipped stage's note names the run that did its work ("unchanged since run R (...)")
-        origins = {n.split("(")[0].strip() for r in results if r.stage in unchanged for n in r.notes if UNCHANGED in n}
-        said = origins.pop().removeprefix("unchanged ") if len(origins) == 1 else ""
-        click.echo(f"  skipped, unchanged{' ' + said if said else ''}: {', '.join(unchanged)}")
-    shown_below = tuple(f"{row['path']}:" for row in bad)
-    for result in results:
-        if result.stage in unchanged:
-            continue
-        counts = f"; {_format_counts(result.counts)}" if result.counts else ""
-        click.echo(f"  {result.stage}: {result.status}{counts}")
-        for note in result.notes:
-            if not note.startswith(shown_below):  # a bad file's note: its own line below says it
-                click.echo(f"    note: {safe_line(note)}")
-        if result.counts.get("quarantined"):
-            click.echo(f"    {result.counts['quarantined']} record(s) quarantined: chatmem staging failures")
-    for row in files:
-        if row["status"] == "skipped":
-            why = row["detail"] or "already ingested, same sha256"
-            click.echo(f"  skipped ({safe_line(str(why))}): {safe_line(str(row['path']))}")
-        elif row["status"] in ("failed", "partial"):
-            click.echo(f"  {_file_line(row)}")
-        elif bad:  # beside a bad file, say which files arrived whole
-            click.echo(f"  ingested: {safe_line(str(row['path']))}: {row['conversations'] or 0} conversation(s)")
-    if error is None:
-        _refuse_bad_files(bad, run_id)
-
-
-UNCHANGED = "unchanged since"  # how the runner's note on a skipped, unchanged stage starts (flows/stage_runner.py)
-PARTIAL_NOTE = "partial: "  # how the ingest stage's detail of a file cut short names its problem (ingest/stage.py)
-
-
-def _files_word(bad: list[dict[str, Any]]) -> str:
-    """`1 file cut short`, `2 files failed`, `1 file failed and 1 file cut short`."""
-    parts = []
-    for status, word in (("failed", "failed"), ("partial", "cut short")):
-        n = sum(row["status"] == status for row in bad)
-        if n:
-            parts.append(f"{n} file{'s' if n > 1 else ''} {word}")
-    return " and ".join(parts)
-
-
-def _file_line(row: dict[str, Any]) -> str:
-    """One line per bad file: what arrived, what did not, and why."""
-    path = str(row["path"])
-    detail = str(row["detail"] or "")
-    detail = detail.removeprefix(f"{path}: ")  # export errors start with the file name: do not say it twice
-    if row["status"] == "partial":
-        problem = "; ".join(part.removeprefix(PARTIAL_NOTE) for part in detail.split("; "))
-        kept = int(row.get("conversations") or 0)
-        return safe_line(
-            f"cut short: {path}: {kept} complete conversation(s) arrived; the rest could not be read: {problem}"
-        )
-    return safe_line(f"failed: {path}: {detail}")
-
-
-def _refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
-    """Exit 1 after the summary when a file failed or was cut short (documented in the README for cron)."""
-    if not bad:
-        return
-    names = ", ".join(safe_line(str(row["path"])) for row in bad[:3]) + (" ..." if len(bad) > 3 else "")
-    cut = any(row["status"] == "partial" for row in bad)
-    fix = "run again with the whole file" if cut else "fix the file and run again"
-    raise ChatmemError(f"{_files_word(bad)} in run {run_id}: {names}; {fix} (chatmem staging failures lists them)")
-
-
 def _local_graph(settings: Settings) -> Any:
     """The data dir's local graph server when the load stage would use it (no NEO4J_URI, local server on)."""
     if settings.load.uri or not settings.load.local_server:
@@ -406,11 +285,11 @@ def _run(
                     )
                 except StageError as exc:
                     try:
-                        _report(app, settings, exc.run_id, [], as_json, error=exc)
+                        print_summary(app, settings, exc.run_id, [], as_json, error=exc)
                     except (ChatmemError, sqlite3.Error, OSError):
                         pass  # a full disk or a damaged staging.db: the error line says so; the summary cannot
                     raise
-    _report(app, settings, run_id, results, as_json)
+    print_summary(app, settings, run_id, results, as_json)
 
 
 FORCE_OPTION = click.option(
