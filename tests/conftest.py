@@ -96,3 +96,13 @@ def make_jsonl() -> Callable[..., Path]:
 def jsonl_export(tmp_path: Path) -> Path:
     """Two conversations of three messages each, as generic JSONL."""
     return write_jsonl(tmp_path / "exports" / "notes.jsonl")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every fault test (tests/test_*faults*.py: real signals, kills, full disks, servers) and the browser tests
+    are `slow`: the developer's quick line `python -m pytest -q -m "not slow"` (README) leaves them out; CI runs all."""
+    for item in items:
+        name = item.path.name
+        if "faults" in name or name == "test_browser.py":
+            item.add_marker(pytest.mark.slow)
+

@@ -57,12 +57,10 @@ def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_leaves_no_process(tmp
     time.sleep(1.0)  # inside the stage's work, not at its first statement
     children = descendants(process.pid)
     assert children, "the run has Prefect's API server as a child process"
-    sent = time.monotonic()
     os.killpg(process.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C: the whole foreground process group
-    _, err = process.communicate(timeout=120)
-    elapsed = time.monotonic() - sent
+    # a bounded wait on the exit itself (the bug: 70-150 s of retries against a dead API server before exiting)
+    _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err[-3000:]
-    assert elapsed < 30, f"took {elapsed:.0f} s (the bug: 70-150 s of retries against a dead API server)"
     done = [m.group(1) for m in map(STAGE_LINE.match, err.splitlines()) if m]  # stderr is a pipe: a line per stage
     assert done == ["ingest", "segment", "embed", "extract", "concepts", "garden", "embed_concepts"], err[-3000:]
     lines = [line for line in err.splitlines() if line.strip() and not STAGE_LINE.match(line)]
