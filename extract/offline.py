@@ -4,7 +4,7 @@ It is what runs when no LLM endpoint is configured, so that the pipeline works e
 is a heuristic, announced as such (name "offline", and every description says so), never passed off as LLM
 output. For each segment:
 
-1. every message is read through its prose view (extract/clean.py): code blocks, inline code, tracebacks,
+1. every message is read through its prose view (clients/prose.py): code blocks, inline code, tracebacks,
    markup, tables of numbers, paths and URLs are blanked, so no concept comes from them;
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from clients.prose import prose, unicode_view
 from contracts.concepts import SCHEMA_VERSION
 from extract import lexicon
-from extract.clean import prose, unicode_view
 from extract.fact_mapper import map_raw_facts
 from extract.facts import FACT_RULES_VERSION, propose_facts
 from extract.mapper import map_raw_hypotheses
@@ -45,7 +45,7 @@ from extract.phrases import GENERIC, Phrase, Token, key_of, phrases, singular, t
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 2  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 3  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).

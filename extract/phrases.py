@@ -1,6 +1,6 @@
 """Candidate concepts in one message's prose: named things and noun phrases, with where each one occurs.
 
-Input is the prose view of a message (extract/clean.py: code, markup, paths and URLs already blanked), so a
+Input is the prose view of a message (clients/prose.py: code, markup, paths and URLs already blanked), so a
 candidate can only come from words a person wrote as prose. Two kinds of candidate, both kept whole (up to
 four words, "role-based access control", "AWS Glue job"):
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concept_support import segment_input
 
-from extract.clean import prose, unicode_view
+from clients.prose import prose, unicode_view
 from extract.lexicon import language_of
 from extract.offline import OfflineExtractor
 from extract.types import SegmentInput
@@ -158,3 +158,27 @@ def test_lines_built_to_make_a_pattern_backtrack_are_read_in_one_pass() -> None:
     lines = ["1234567890" * 40 + "x", "- " * 400 + "x", "/a" * 600 + " ", "|" + "-" * 600 + "x", "a@b." * 300]
     view = prose("\n".join(lines))
     assert len(view) == len("\n".join(lines))
+
+
+def test_the_topic_labels_read_the_same_prose_cleaner() -> None:
+    """One cleaner (clients/prose.py) for extract and cluster: the labels' view also blanks every table row, and
+    both blank citations and LaTeX; a traceback ends at the first plain line after it."""
+    from cluster.phrases import clean
+
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "job.py", line 3, in <module>\n'
+        "NameError: name 'dtype' is not defined\n"
+        "AWS Glue jobs can be scheduled【4†source】 with triggers [12].\n"
+        "The rate is $$\\frac{a}{b}$$ per \\(x_1\\) hour.\n"
+        "| Spark | Hadoop |\n"
+    )
+    view = prose(text)
+    assert len(view) == len(text)
+    assert "NameError" not in view and "AWS Glue jobs can be scheduled" in view
+    assert "source" not in view and "12" not in view and "frac" not in view and "x_1" not in view
+    assert "| Spark | Hadoop |" in view
+    labels_view = clean(text)
+    assert "Spark" not in labels_view and "AWS Glue jobs can be scheduled" in labels_view
+    lines = ["a@b." * 300 + "x", "/a" * 600 + "@", "\\(" * 400, "【" * 300, "| x " * 300]
+    assert len(clean("\n".join(lines))) == len("\n".join(lines))
