@@ -104,9 +104,46 @@ class Token:
         self.stop = _is_stop(self.lower) or self.lower in _BREAK_WORDS
 
 
+# Contractions typed without their apostrophe ("whats wrong", "dont know"): function words all the same.
+_BARE_CONTRACTIONS = frozenset(
+    [
+        "whats",
+        "thats",
+        "dont",
+        "doesnt",
+        "didnt",
+        "isnt",
+        "arent",
+        "wasnt",
+        "werent",
+        "cant",
+        "wont",
+        "wouldnt",
+        "shouldnt",
+        "couldnt",
+        "havent",
+        "hasnt",
+        "im",
+        "ive",
+        "youre",
+        "youve",
+        "youll",
+        "theyre",
+        "theyve",
+        "theres",
+        "heres",
+        "hows",
+        "whos",
+        "wheres",
+        "whens",
+        "lets",
+    ]
+)
+
+
 @lru_cache(maxsize=1 << 16)
 def _is_stop(lower: str) -> bool:
-    return is_stopword(lower) or lower in lexicon.ENGLISH_FUNCTION
+    return is_stopword(lower) or lower in lexicon.ENGLISH_FUNCTION or lower in _BARE_CONTRACTIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +208,9 @@ def _is_name_word(token: Token, language: str) -> bool:
         return False
     if token.lower in NOT_NAMES or token.text.isdigit() or len(token.text) < 2 or token.stop:
         return False
-    if token.all_caps or token.inner_capital:
+    if token.all_caps:
+        return not token.lower.isdigit() and not _shouted(token.lower)
+    if token.inner_capital:
         return len(token.text) >= 2 and not token.lower.isdigit()
     if not token.capitalised:
         return False
@@ -205,12 +244,12 @@ def _continues_name(token: Token, run: list[Token], words: list[Token], i: int, 
 
 
 def _emit_name(prose: str, run: list[Token], language: str) -> Iterator[Phrase]:
-    while run and (run[-1].lower in _CONNECTORS):
-        run = run[:-1]
+    while run and (run[-1].lower in _CONNECTORS or (len(run) > 1 and len(run[-1].text) == 1)):
+        run = run[:-1]  # "Bank of", "Mumbai F" (a row of data: a city, then a sex)
     if not run:
         return
     if len(run) > MAX_WORDS:
-        run = run[:MAX_WORDS]
+        return  # a heading in title case, or a name too long to be a concept's title: any part is a fragment
     if len(run) == 1 and len(run[0].text) < 2:
         return
     if len(run) == 1 and (not _specific_name(run[0], language) or not plausible_word(run[0].text)):
@@ -220,8 +259,8 @@ def _emit_name(prose: str, run: list[Token], language: str) -> Iterator[Phrase]:
 
 def _common_adjective(token: Token) -> bool:
     """ "larger", "detailed", "structured": an adjective this common says which one, not what it is."""
-    if token.all_caps or token.inner_capital or "-" in token.text:
-        return False
+    if token.all_caps or token.inner_capital or "-" in token.text or (token.capitalised and not token.sentence_start):
+        return False  # "Directed" in "the Directed Acyclic Graph": part of a name
     return _common_adjective_word(token.lower)
 
 
@@ -231,10 +270,48 @@ def _common_adjective_word(lower: str) -> bool:
     return bool(tags) and "NOUN" not in tags and "ADJ" in tags and lexicon.zipf(lower) >= 3.5
 
 
+def _acronym(token: Token) -> bool:
+    return token.all_caps and not _shouted(token.lower)
+
+
+@lru_cache(maxsize=1 << 16)
+def _shouted(lower: str) -> bool:
+    """An all-caps word that is a common English word ("DELETE", "FINAL", "IMPORTANT"): a keyword or a heading
+    written in capitals, not an acronym (acronyms of four letters or more are rarely words: "HDFS", "JSON")."""
+    return len(lower) >= 4 and lower.isalpha() and bool(lexicon.parts_of_speech(lower)) and lexicon.zipf(lower) >= 3.0
+
+
 @lru_cache(maxsize=1 << 16)
 def _imperative(lower: str) -> bool:
     """A common word that can be a verb ("load", "track", "produce"): at a sentence's start, a command."""
     return "VERB" in lexicon.parts_of_speech(lower) and lexicon.zipf(lower) >= 4.0
+
+
+@lru_cache(maxsize=1 << 16)
+def _verb_s(lower: str) -> bool:
+    """ "uses", "creates", "provides": the -s form of a common verb (as a plural noun it rarely opens a term)."""
+    if len(lower) < 4 or not lower.endswith("s") or lower.endswith("ss"):
+        return False
+    lemmas = lexicon.lemmas(lower).get("VERB", ())
+    return any(lemma != lower for lemma in lemmas) and lexicon.zipf(lower) >= 3.5
+
+
+def _vague_pair(modifier: Token, head: Token) -> bool:
+    """ "Concise summary", "Maximum number", "Human-readable format": a vague noun ("summary", "number",
+    "format") that an adjective only qualifies names nothing a person would file. Names are not asked."""
+    if modifier.all_caps or modifier.inner_capital or (modifier.capitalised and not modifier.sentence_start):
+        return False
+    if head.lower not in GENERIC and singular(head.lower) not in GENERIC:
+        return False
+    return _adjective(modifier.lower)
+
+
+@lru_cache(maxsize=1 << 16)
+def _adjective(lower: str) -> bool:
+    tags = lexicon.parts_of_speech(lower)
+    if tags:
+        return "ADJ" in tags and "NOUN" not in tags  # "concise", "manageable"; not "maximum" ("the maximum")
+    return "-" in lower and lower.endswith(("able", "ible", "ed", "ive", "ful", "less"))  # "human-readable"
 
 
 def plausible_word(text: str) -> bool:
@@ -282,7 +359,7 @@ def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
     for token in [*run, None]:
         keep = token is not None and (
             not lexicon.only_verb_or_adverb(token.lower)
-            or token.all_caps
+            or _acronym(token)
             or token.inner_capital
             or (token.capitalised and not token.sentence_start)
         )
@@ -296,7 +373,7 @@ def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
                 key_of([t.lower for t in phrase]),
                 phrase[0].start,
                 phrase[-1].end,
-                any(t.all_caps or t.inner_capital or (t.capitalised and not t.sentence_start) for t in phrase),
+                any(_acronym(t) or t.inner_capital or (t.capitalised and not t.sentence_start) for t in phrase),
             )
         piece = []
 
@@ -304,6 +381,8 @@ def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
 def _trim(piece: list[Token]) -> list[Token]:
     if len(piece) > 1 and piece[0].sentence_start and _imperative(piece[0].lower):
         piece = piece[1:]  # "Load data", "Monitor progress": a command that opens a sentence, then its object
+    if len(piece) > 1 and not piece[0].capitalised and _verb_s(piece[0].lower):
+        piece = piece[1:]  # "(it) uses array indexing": a verb's -s form, then its object
     while piece and (
         piece[0].lower in _COMMON_OPENERS
         or piece[0].lower in NOT_NAMES
@@ -312,11 +391,15 @@ def _trim(piece: list[Token]) -> list[Token]:
         piece = piece[1:]
     while len(piece) > 1 and piece[-1].lower in _META_HEADS:
         piece = piece[:-1]
-    while piece and not (lexicon.can_be_noun(piece[-1].lower) or piece[-1].all_caps or piece[-1].inner_capital):
+    if len(piece) >= 3 and not piece[-1].capitalised and _verb_s(piece[-1].lower) and piece[-2].lower[-1:] != "s":
+        piece = piece[:-1]  # "Kafka Connect cluster feeds (the model)": a subject, then its verb
+    while piece and not (lexicon.can_be_noun(piece[-1].lower) or _acronym(piece[-1]) or piece[-1].inner_capital):
         piece = piece[:-1]
     if len(piece) > MAX_WORDS:
-        piece = piece[-MAX_WORDS:]  # English noun phrases end on their head
+        return []  # five content words in a row are a heading or a run-on list, and any four of them a fragment
     if not piece or all(singular(t.lower) in GENERIC or t.lower in GENERIC for t in piece):
+        return []
+    if len(piece) == 2 and _vague_pair(piece[0], piece[1]):
         return []
     if not any(plausible_word(t.text) for t in piece):
         return []

@@ -182,3 +182,27 @@ def test_the_topic_labels_read_the_same_prose_cleaner() -> None:
     assert "Spark" not in labels_view and "AWS Glue jobs can be scheduled" in labels_view
     lines = ["a@b." * 300 + "x", "/a" * 600 + "@", "\\(" * 400, "【" * 300, "| x " * 300]
     assert len(clean("\n".join(lines))) == len("\n".join(lines))
+
+
+def test_typos_shouting_numbered_variables_and_vague_pairs_are_not_concepts() -> None:
+    """A word the user misspells beside its right spelling counts under that spelling; an all-caps common word is
+    a keyword, not a name; numbered variables are no names; an adjective on a vague noun names nothing; an
+    acronym and its expansion are one concept."""
+    segment = segment_input(
+        "seg-typos",
+        [
+            ("user", "How do I query the employee heirarchy in Hive? Whats wrong with my DELETE statement?"),
+            (
+                "assistant",
+                "A hierarchy in Hive needs a recursive query. The employee hierarchy is read level by level.",
+            ),
+            ("user", "The values are XW0, XW00 and XW10, and I want a concise summary of the Directed Acyclic Graph."),
+            ("assistant", "A DAG (Directed Acyclic Graph) orders the tasks; each DAG run reads XW0 first."),
+        ],
+    )
+    found = titles(segment, max_concepts=10)
+    folded = {t.casefold() for t in found}
+    assert "hive" in folded
+    assert not any("heirarchy" in t or "whats" in t or "xw" in t or "summary" in t for t in folded)
+    assert "delete" not in folded
+    assert sum(t in folded for t in ("dag", "directed acyclic graph")) == 1
