@@ -84,7 +84,10 @@ _LETTER = re.compile(r"[^\W\d_]")
 
 
 def _blank(match: re.Match[str]) -> str:
-    return re.sub(r"[^\n]", " ", match.group(0))
+    found = match.group(0)
+    if "\n" not in found:
+        return " " * len(found)
+    return "\n".join(" " * len(line) for line in found.split("\n"))
 
 
 def _sub(pattern: re.Pattern[str], text: str, replace: Callable[[re.Match[str]], str] = _blank) -> str:
@@ -99,7 +102,8 @@ def prose(text: str, *, table_rows: bool = False) -> str:
     text = _sub(_FENCE, text)
     if "`" in text:
         text = _sub(_INLINE_CODE, text)
-    text = _sub(_URL, text)
+    if "://" in text or "www." in text:
+        text = _sub(_URL, text)
     if "@" in text:
         text = _sub(_EMAIL, text)
     if "<" in text or "&" in text:

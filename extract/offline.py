@@ -362,7 +362,11 @@ def _spelt_right(candidate: _Candidate, nearby: _Vocabulary) -> bool:
     such word alone (it is not a concept of its own). Words written as names in mid-sentence are not asked."""
     if candidate.cased_mid > candidate.lower_mid:
         return False
-    fixes = {w: right for w in candidate.key if (right := lexicon.misspelling(w, nearby, candidate.language))}
+    fixes = {
+        w: right
+        for w in candidate.key
+        if len(w) >= 5 and (right := lexicon.misspelling(w, nearby, candidate.language)) is not None
+    }
     if not fixes:
         return False
     if len(candidate.key) == 1:

@@ -89,19 +89,49 @@ _META_HEADS = frozenset(_META_HEADS_TEXT.split())
 
 
 class Token:
-    """One word of a prose view: its text, offsets, lower-case form and shape, computed once."""
+    """One word of a prose view: its text, offsets, lower-case form and shape. The shape of a word is computed
+    once per process (`_shape`), not once per occurrence: chat repeats its words, and this is per-token work."""
 
-    __slots__ = ("all_caps", "capitalised", "end", "inner_capital", "lower", "sentence_start", "start", "stop", "text")
+    __slots__ = (
+        "all_caps",
+        "capitalised",
+        "end",
+        "inner_capital",
+        "lower",
+        "sentence_start",
+        "start",
+        "stop",
+        "text",
+        "verbish",
+    )
 
     def __init__(self, text: str, start: int, end: int, sentence_start: bool) -> None:
         self.text, self.start, self.end, self.sentence_start = text, start, end, sentence_start
-        self.lower = text.casefold()
-        upper = text != self.lower
-        self.capitalised = upper and text[:1].isupper()
-        self.all_caps = upper and len(text) >= 2 and text.isupper() and sum(c.isalpha() for c in text) >= 2
-        rest = text[1:]
-        self.inner_capital = upper and not self.all_caps and rest != rest.casefold() and rest != rest.upper()
-        self.stop = _is_stop(self.lower) or self.lower in _BREAK_WORDS
+        self.lower, self.capitalised, self.all_caps, self.inner_capital, self.stop, self.verbish = _shape(text)
+
+
+_Shape = tuple[str, bool, bool, bool, bool, bool]
+_SHAPES: dict[str, _Shape] = {}
+_SHAPES_MAX = 1 << 18
+
+
+def _shape(text: str) -> _Shape:
+    """(lower, capitalised, all caps, inner capital, stop word, only a verb or adverb) of a word, cached."""
+    found = _SHAPES.get(text)
+    if found is not None:
+        return found
+    lower = text.casefold()
+    upper = text != lower
+    capitalised = upper and text[:1].isupper()
+    all_caps = upper and len(text) >= 2 and text.isupper() and sum(c.isalpha() for c in text) >= 2
+    rest = text[1:]
+    inner_capital = upper and not all_caps and rest != rest.casefold() and rest != rest.upper()
+    stop = _is_stop(lower) or lower in _BREAK_WORDS
+    verbish = not stop and lexicon.only_verb_or_adverb(lower)
+    if len(_SHAPES) >= _SHAPES_MAX:
+        _SHAPES.clear()
+    found = _SHAPES[text] = (lower, capitalised, all_caps, inner_capital, stop, verbish)
+    return found
 
 
 # Contractions typed without their apostrophe ("whats wrong", "dont know"): function words all the same.
@@ -171,15 +201,18 @@ def key_of(words: Sequence[str]) -> tuple[str, ...]:
 def tokens(prose: str) -> list[Token]:
     """Words of a prose view, each with its offsets and whether it opens a sentence ("Emma's" reads "Emma")."""
     found: list[Token] = []
+    append = found.append
     previous_end = 0
+    opens = True
     for match in _TOKEN.finditer(prose):
         start, end = match.span()
         word = match.group(0)
-        if word.endswith(("'s", "’s")) and len(word) > 2:
+        if word[-2:] in ("'s", "’s") and len(word) > 2:
             word, end = word[:-2], end - 2
-        gap = prose[previous_end:start]
-        opens = not found or (gap != " " and (bool(_SENTENCE_END.search(gap)) or gap.strip() in (":", "-", "*", "•")))
-        found.append(Token(word, start, end, opens))
+        if found:
+            gap = prose[previous_end:start]
+            opens = gap != " " and (_SENTENCE_END.search(gap) is not None or gap.strip() in (":", "-", "*", "•"))
+        append(Token(word, start, end, opens))
         previous_end = end
     return found
 
@@ -223,14 +256,18 @@ def _is_name_word(token: Token, language: str) -> bool:
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
     run: list[Token] = []
     for i, token in enumerate([*words, None]):
-        wanted = token is not None and (
-            _is_name_word(token, language) or bool(run and _continues_name(token, run, words, i, prose, language))
-        )
-        if wanted and token is not None and (not run or _joined(prose, run[-1], token)):
+        # Most words are lower case and no run is open: decided without a call (this loop sees every token).
+        named = token is not None and (token.capitalised or token.inner_capital) and _is_name_word(token, language)
+        if not run:
+            if named:
+                run.append(token)  # type: ignore[arg-type]
+            continue
+        wanted = named or (token is not None and _continues_name(token, run, words, i, prose, language))
+        if wanted and token is not None and _joined(prose, run[-1], token):
             run.append(token)
             continue
         yield from _emit_name(prose, run, language)
-        run = [token] if token is not None and _is_name_word(token, language) else []
+        run = [token] if token is not None and named else []
 
 
 def _continues_name(token: Token, run: list[Token], words: list[Token], i: int, prose: str, language: str) -> bool:
@@ -358,7 +395,7 @@ def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
     piece: list[Token] = []
     for token in [*run, None]:
         keep = token is not None and (
-            not lexicon.only_verb_or_adverb(token.lower)
+            not token.verbish
             or _acronym(token)
             or token.inner_capital
             or (token.capitalised and not token.sentence_start)
