@@ -11,6 +11,7 @@ What is masked:
 - fenced code blocks (``` or ~~~, to the closing fence or the end of the message) and inline `code`;
 - lines that read as code: a shell or REPL prompt, a keyword that opens a statement (def, import, SELECT,
   val, #include...), a line ending in `;`, `{` or `}`, or one where symbols outnumber letters;
+- a table pasted one cell per line (six or more lines of one or two short words in a row);
 - tracebacks and stack traces (`Traceback (most recent call last):`, `  File "..."`, `at pkg.Class(...)`,
   `NameError: ...`);
 - HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
@@ -137,7 +138,27 @@ def _mask_lines(text: str) -> str:
             in_trace = False  # a trace is its indented frames and trace lines: the next plain line is prose
         if in_trace or _is_code_line(line):
             lines[i] = " " * len(line)
+    _mask_cell_columns(lines)
     return "\n".join(lines)
+
+
+CELL_RUN = 6  # this many short lines in a row are a table pasted one cell per line
+
+
+def _mask_cell_columns(lines: list[str]) -> None:
+    """Blank runs of CELL_RUN or more lines of one or two short words without a sentence's end ("Mumbai", "F",
+    "21", "Delhi", ...): a table or a data frame pasted one cell per line, not prose."""
+    start = None
+    for i, line in enumerate([*lines, "a line long enough to be a sentence of prose."]):
+        stripped = line.strip()
+        cell = 0 < len(stripped) <= 16 and stripped.count(" ") <= 1 and stripped[-1] not in ".?!:"
+        if cell:
+            start = i if start is None else start
+            continue
+        if start is not None and i - start >= CELL_RUN:
+            for j in range(start, i):
+                lines[j] = " " * len(lines[j])
+        start = None
 
 
 def _is_code_line(line: str) -> bool:

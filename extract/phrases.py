@@ -426,8 +426,8 @@ def _trim(piece: list[Token]) -> list[Token]:
         or (len(piece) > 1 and _common_adjective(piece[0]))
     ):
         piece = piece[1:]
-    while len(piece) > 1 and piece[-1].lower in _META_HEADS:
-        piece = piece[:-1]
+    while len(piece) > 1 and (piece[-1].lower in _META_HEADS or len(piece[-1].text) == 1):
+        piece = piece[:-1]  # "Spark code": Spark; "Mumbai F 22": a row of data, not a term with a letter in it
     if len(piece) >= 3 and not piece[-1].capitalised and _verb_s(piece[-1].lower) and piece[-2].lower[-1:] != "s":
         piece = piece[:-1]  # "Kafka Connect cluster feeds (the model)": a subject, then its verb
     while piece and not (lexicon.can_be_noun(piece[-1].lower) or _acronym(piece[-1]) or piece[-1].inner_capital):

@@ -206,3 +206,13 @@ def test_typos_shouting_numbered_variables_and_vague_pairs_are_not_concepts() ->
     assert not any("heirarchy" in t or "whats" in t or "xw" in t or "summary" in t for t in folded)
     assert "delete" not in folded
     assert sum(t in folded for t in ("dag", "directed acyclic graph")) == 1
+
+
+def test_a_table_pasted_one_cell_per_line_is_not_prose() -> None:
+    """Six or more lines of one or two short words in a row (a data frame pasted cell by cell) are blanked; a
+    short list of three lines and the sentences around it stay."""
+    cells = "\n".join(["age", "city", "22", "Gurgaon", "F", "21", "Mumbai", "M"])
+    text = f"Filter the records by age.\n{cells}\nThe pandas loc indexer selects rows.\nSpark\nHive\nKafka\n"
+    view = prose(text)
+    assert "Mumbai" not in view and "Gurgaon" not in view
+    assert "Filter the records by age." in view and "pandas loc indexer" in view and "Kafka" in view
