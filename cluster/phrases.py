@@ -1,9 +1,10 @@
 """Topic keywords as phrases a person would write: prose cleaned of code and markup, noun-like candidate phrases
 kept whole and cased as most often written, ranked by class-based TF-IDF. Pure functions.
 
-- `clean`: drops fenced code blocks and inline code, lines that read as code or a traceback, HTML tags and
-  entities, markdown markers (a link keeps its text), table rows, URLs, e-mail addresses, file paths and file
-  names, snake_case and dotted.call() identifiers, citation markers. What is left is prose.
+- `clean`: the project's prose cleaner (clients/prose.py) with every table row blanked: fenced code blocks and
+  inline code, lines that read as code or a traceback, HTML tags and entities, markdown markers (a link keeps
+  its text), URLs, e-mail addresses, file paths and file names, snake_case and dotted.call() identifiers,
+  citation markers and LaTeX. What is left is prose.
 - `candidates`: runs of content words between stop words and punctuation (a run is cut at verbs and vague
   words too, so "write a Spark DataFrame join" gives "Spark DataFrame join"), and every 1-3 word n-gram inside
   a run. A phrase is counted under a key (lower case, a plural s dropped from its last word) and shown as its
@@ -29,37 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-_FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
-_INLINE_CODE = re.compile(r"`[^`\n]{0,400}`")
-_URL = re.compile(r"\b(?:https?|ftp|s3a?|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
-_DIR_PATH = re.compile(r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]+[/\\])+[\w.-]+")
-_FILE_NAME = re.compile(
-    r"(?<![\w.-])[\w-]+\.(?:py|ipynb|js|ts|tsx|jsx|java|scala|sbt|sql|csv|tsv|json|jsonl|txt|md|yml|yaml|xml|html?|css"
-    r"|sh|bat|jar|parquet|avro|orc|log|conf|cfg|ini|toml|gz|zip|tar|xlsx?|docx?|pdf|png|jpe?g|gif|svg|v|sv|vhdl?"
-    r"|c|cpp|h|hpp|go|rs|rb|php|kt|swift|pkl|db|sqlite|exe|dll)\b",
-    re.IGNORECASE,
-)
-_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>|<!--.*?-->|&[a-z]+;|&#\d+;", re.DOTALL)
-_MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
-_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_CITATION = re.compile(r"【[^】]*】|\[\d+\]")
-_LATEX = re.compile(r"\$\$.*?\$\$|\\\(.*?\\\)|\\\[.*?\\\]|\\[A-Za-z]+", re.DOTALL)
-_SNAKE = re.compile(r"(?<!\w)[A-Za-z0-9]+(?:_\w+)+")
-_CALL = re.compile(r"\b[A-Za-z_]\w*(?:\.\w+)*\([^()\n]{0,80}\)")  # name(args), obj.method()
-_DOTTED = re.compile(r"\b[a-z_]\w*(?:\.[a-z_]\w*){2,}")  # spark.sql.shuffle (not "Node.js", not "e.g.")
-_TRACE_START = re.compile(r"^\s*Traceback \(most recent call last\)")
-_TRACE_LINE = re.compile(
-    r"^\s*(?:File \".*\", line \d+|at [\w.$]+\(.*\)|\w+(?:\.\w+)*(?:Error|Exception|Warning)\b:?.*|\^+\s*$)"
-)
-_CODE_START = re.compile(
-    r"^\s*(?:[$>#]\s|>>>|\.\.\.\s|(?:def|class|import|from \S+ import|return|val|var|let|const|public|private|"
-    r"#include|SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|WITH|FROM|WHERE|GROUP BY|ORDER BY|JOIN)\b)"
-)
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*[-:| ]{3,}\s*$")
-_MD_MARKER = re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|~~)")
-_SYMBOL = re.compile(r"[^\w\s.,'?!-]")
+from clients.prose import prose
 
 # A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI").
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[.'+#-][A-Za-z0-9]+)*(?:\+\+|#)?")
@@ -159,54 +130,9 @@ class PhraseCounts:
 
 
 def clean(text: str) -> str:
-    """The prose of a message: code, tracebacks, markup, tables, URLs and paths removed (see module doc)."""
-    text = _FENCE.sub("\n", text)
-    text = _INLINE_CODE.sub(" ", text)
-    text = _MD_IMAGE.sub(" ", text)
-    text = _MD_LINK.sub(r"\1", text)
-    text = _TAG.sub(" ", text)
-    if "://" in text or "www." in text:
-        text = _URL.sub(" ", text)
-    if "@" in text:
-        text = _EMAIL.sub(" ", text)
-    if "/" in text or "\\" in text:
-        text = _DIR_PATH.sub(" ", text)
-    text = _FILE_NAME.sub(" ", text)
-    text = _CITATION.sub(" ", text)
-    text = _LATEX.sub(" ", text)
-    kept: list[str] = []
-    in_trace = False
-    for line in text.split("\n"):
-        if _TRACE_START.match(line):
-            in_trace = True
-            continue
-        if in_trace and (not line.strip() or line.startswith((" ", "\t")) or _TRACE_LINE.match(line)):
-            in_trace = bool(line.strip())
-            continue
-        in_trace = False
-        if _TRACE_LINE.match(line) or _CODE_START.match(line) or _TABLE_ROW.match(line) or _looks_like_code(line):
-            kept.append("")
-            continue
-        kept.append(_MD_MARKER.sub("", line))
-    prose = "\n".join(kept)
-    if "_" in prose:
-        prose = _SNAKE.sub(" ", prose)
-    if "(" in prose:
-        prose = _CALL.sub(" ", prose)
-    prose = _DOTTED.sub(" ", prose)
-    return _EMPHASIS.sub(" ", prose)
-
-
-def _looks_like_code(line: str) -> bool:
-    """A line ending like a statement, or one where symbols outnumber letters."""
-    stripped = line.strip()
-    if not stripped:
-        return False
-    if stripped.endswith((";", "{", "}", "):", "=>")) or stripped.startswith(("}", "@", "//", "/*", "--", "<")):
-        return True
-    letters = sum(map(str.isalpha, stripped))
-    symbols = len(_SYMBOL.findall(stripped))
-    return symbols > letters or (letters < 3 and len(stripped) > 3)
+    """The prose of a message: code, tracebacks, markup, tables, URLs and paths blanked (clients/prose.py, with
+    every table row: a table's cells label no topic)."""
+    return prose(text, table_rows=True)
 
 
 @lru_cache(maxsize=200_000)

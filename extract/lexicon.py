@@ -13,6 +13,7 @@ a message in another language shares almost none of them); only the others go to
 from __future__ import annotations
 
 import re
+from collections.abc import Container, Iterator
 from functools import lru_cache
 
 # The commonest English function words: a message whose words are at least 12 % these reads as English.
@@ -114,6 +115,14 @@ def parts_of_speech(word: str) -> frozenset[str]:
     return frozenset(found) if found else frozenset(getAllLemmasOOV(lower, upos="NOUN") and {"NOUN"})
 
 
+@lru_cache(maxsize=1 << 16)
+def lemmas(word: str) -> dict[str, tuple[str, ...]]:
+    """The lemmas of an English word by part of speech ("uses": VERB use, NOUN use)."""
+    from lemminflect import getAllLemmas
+
+    return dict(getAllLemmas(word.casefold()))
+
+
 @lru_cache(maxsize=1 << 18)
 def can_be_noun(word: str) -> bool:
     tags = parts_of_speech(word)
@@ -145,3 +154,37 @@ def _frequent(language: str, count: int) -> frozenset[str]:
     from wordfreq import top_n_list
 
     return frozenset(top_n_list(language, count))
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+RARE_ZIPF = 2.0  # a word this rare that is one edit from a word said beside it is a misspelling of that word
+COMMON_ZIPF = 3.0
+
+
+def edits(word: str) -> Iterator[str]:
+    """Every string one edit from `word` (a letter dropped, added, changed, or two neighbours swapped)."""
+    for i in range(len(word) + 1):
+        left, right = word[:i], word[i:]
+        for c in _LETTERS:
+            yield left + c + right
+        if right:
+            yield left + right[1:]
+            for c in _LETTERS:
+                if c != right[0]:
+                    yield left + c + right[1:]
+        if len(right) > 1:
+            yield left + right[1] + right[0] + right[2:]
+
+
+def misspelling(word: str, nearby: Container[str], language: str = "en") -> str | None:
+    """The word `word` misspells, when it is rare (Zipf < 2) and one edit from a common word (Zipf >= 3) that is
+    itself in `nearby` (the words of the same conversation: a reply spells correctly what the user typed,
+    "heirarchy" beside "hierarchy", "deprtment" beside "department"); else None. A rare name is never one
+    edit from a common word that is said beside it ("Sqoop" and "scoop" do not meet), so names are safe.
+    Lower-case Latin words of five letters or more only."""
+    if len(word) < 5 or not word.isascii() or not word.isalpha() or zipf(word, language) >= RARE_ZIPF:
+        return None
+    for other in edits(word):
+        if other in nearby and other != word and zipf(other, language) >= COMMON_ZIPF:
+            return other
+    return None

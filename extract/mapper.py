@@ -301,10 +301,11 @@ def _spans(
         text = span.get("text")
         trimmed = clean_name(text) if isinstance(text, str) else ""
         trimmed = trimmed.strip("…").removeprefix("...").removesuffix("...").strip()
-        if len(fold(trimmed)) < MIN_SPAN_CHARS:
+        folded = fold(trimmed)
+        if len(folded) < MIN_SPAN_CHARS:
             log.add("evidence_text_too_short", index, field, span, None)
             continue
-        if fold(trimmed) not in _folded(message):
+        if folded not in _folded(message):
             log.add("evidence_text_not_in_message", index, field, span, None)
             continue
         if trimmed != text:

@@ -1,6 +1,6 @@
 """Candidate concepts in one message's prose: named things and noun phrases, with where each one occurs.
 
-Input is the prose view of a message (extract/clean.py: code, markup, paths and URLs already blanked), so a
+Input is the prose view of a message (clients/prose.py: code, markup, paths and URLs already blanked), so a
 candidate can only come from words a person wrote as prose. Two kinds of candidate, both kept whole (up to
 four words, "role-based access control", "AWS Glue job"):
 
@@ -89,24 +89,91 @@ _META_HEADS = frozenset(_META_HEADS_TEXT.split())
 
 
 class Token:
-    """One word of a prose view: its text, offsets, lower-case form and shape, computed once."""
+    """One word of a prose view: its text, offsets, lower-case form and shape. The shape of a word is computed
+    once per process (`_shape`), not once per occurrence: chat repeats its words, and this is per-token work."""
 
-    __slots__ = ("all_caps", "capitalised", "end", "inner_capital", "lower", "sentence_start", "start", "stop", "text")
+    __slots__ = (
+        "all_caps",
+        "capitalised",
+        "end",
+        "inner_capital",
+        "lower",
+        "sentence_start",
+        "start",
+        "stop",
+        "text",
+        "verbish",
+    )
 
     def __init__(self, text: str, start: int, end: int, sentence_start: bool) -> None:
         self.text, self.start, self.end, self.sentence_start = text, start, end, sentence_start
-        self.lower = text.casefold()
-        upper = text != self.lower
-        self.capitalised = upper and text[:1].isupper()
-        self.all_caps = upper and len(text) >= 2 and text.isupper() and sum(c.isalpha() for c in text) >= 2
-        rest = text[1:]
-        self.inner_capital = upper and not self.all_caps and rest != rest.casefold() and rest != rest.upper()
-        self.stop = _is_stop(self.lower) or self.lower in _BREAK_WORDS
+        self.lower, self.capitalised, self.all_caps, self.inner_capital, self.stop, self.verbish = _shape(text)
+
+
+_Shape = tuple[str, bool, bool, bool, bool, bool]
+_SHAPES: dict[str, _Shape] = {}
+_SHAPES_MAX = 1 << 18
+
+
+def _shape(text: str) -> _Shape:
+    """(lower, capitalised, all caps, inner capital, stop word, only a verb or adverb) of a word, cached."""
+    found = _SHAPES.get(text)
+    if found is not None:
+        return found
+    lower = text.casefold()
+    upper = text != lower
+    capitalised = upper and text[:1].isupper()
+    all_caps = upper and len(text) >= 2 and text.isupper() and sum(c.isalpha() for c in text) >= 2
+    rest = text[1:]
+    inner_capital = upper and not all_caps and rest != rest.casefold() and rest != rest.upper()
+    stop = _is_stop(lower) or lower in _BREAK_WORDS
+    verbish = not stop and lexicon.only_verb_or_adverb(lower)
+    if len(_SHAPES) >= _SHAPES_MAX:
+        _SHAPES.clear()
+    found = _SHAPES[text] = (lower, capitalised, all_caps, inner_capital, stop, verbish)
+    return found
+
+
+# Contractions typed without their apostrophe ("whats wrong", "dont know"): function words all the same.
+_BARE_CONTRACTIONS = frozenset(
+    [
+        "whats",
+        "thats",
+        "dont",
+        "doesnt",
+        "didnt",
+        "isnt",
+        "arent",
+        "wasnt",
+        "werent",
+        "cant",
+        "wont",
+        "wouldnt",
+        "shouldnt",
+        "couldnt",
+        "havent",
+        "hasnt",
+        "im",
+        "ive",
+        "youre",
+        "youve",
+        "youll",
+        "theyre",
+        "theyve",
+        "theres",
+        "heres",
+        "hows",
+        "whos",
+        "wheres",
+        "whens",
+        "lets",
+    ]
+)
 
 
 @lru_cache(maxsize=1 << 16)
 def _is_stop(lower: str) -> bool:
-    return is_stopword(lower) or lower in lexicon.ENGLISH_FUNCTION
+    return is_stopword(lower) or lower in lexicon.ENGLISH_FUNCTION or lower in _BARE_CONTRACTIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,15 +201,18 @@ def key_of(words: Sequence[str]) -> tuple[str, ...]:
 def tokens(prose: str) -> list[Token]:
     """Words of a prose view, each with its offsets and whether it opens a sentence ("Emma's" reads "Emma")."""
     found: list[Token] = []
+    append = found.append
     previous_end = 0
+    opens = True
     for match in _TOKEN.finditer(prose):
         start, end = match.span()
         word = match.group(0)
-        if word.endswith(("'s", "’s")) and len(word) > 2:
+        if word[-2:] in ("'s", "’s") and len(word) > 2:
             word, end = word[:-2], end - 2
-        gap = prose[previous_end:start]
-        opens = not found or (gap != " " and (bool(_SENTENCE_END.search(gap)) or gap.strip() in (":", "-", "*", "•")))
-        found.append(Token(word, start, end, opens))
+        if found:
+            gap = prose[previous_end:start]
+            opens = gap != " " and (_SENTENCE_END.search(gap) is not None or gap.strip() in (":", "-", "*", "•"))
+        append(Token(word, start, end, opens))
         previous_end = end
     return found
 
@@ -171,7 +241,9 @@ def _is_name_word(token: Token, language: str) -> bool:
         return False
     if token.lower in NOT_NAMES or token.text.isdigit() or len(token.text) < 2 or token.stop:
         return False
-    if token.all_caps or token.inner_capital:
+    if token.all_caps:
+        return not token.lower.isdigit() and not _shouted(token.lower)
+    if token.inner_capital:
         return len(token.text) >= 2 and not token.lower.isdigit()
     if not token.capitalised:
         return False
@@ -184,14 +256,18 @@ def _is_name_word(token: Token, language: str) -> bool:
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
     run: list[Token] = []
     for i, token in enumerate([*words, None]):
-        wanted = token is not None and (
-            _is_name_word(token, language) or bool(run and _continues_name(token, run, words, i, prose, language))
-        )
-        if wanted and token is not None and (not run or _joined(prose, run[-1], token)):
+        # Most words are lower case and no run is open: decided without a call (this loop sees every token).
+        named = token is not None and (token.capitalised or token.inner_capital) and _is_name_word(token, language)
+        if not run:
+            if named:
+                run.append(token)  # type: ignore[arg-type]
+            continue
+        wanted = named or (token is not None and _continues_name(token, run, words, i, prose, language))
+        if wanted and token is not None and _joined(prose, run[-1], token):
             run.append(token)
             continue
         yield from _emit_name(prose, run, language)
-        run = [token] if token is not None and _is_name_word(token, language) else []
+        run = [token] if token is not None and named else []
 
 
 def _continues_name(token: Token, run: list[Token], words: list[Token], i: int, prose: str, language: str) -> bool:
@@ -205,12 +281,12 @@ def _continues_name(token: Token, run: list[Token], words: list[Token], i: int, 
 
 
 def _emit_name(prose: str, run: list[Token], language: str) -> Iterator[Phrase]:
-    while run and (run[-1].lower in _CONNECTORS):
-        run = run[:-1]
+    while run and (run[-1].lower in _CONNECTORS or (len(run) > 1 and len(run[-1].text) == 1)):
+        run = run[:-1]  # "Bank of", "Mumbai F" (a row of data: a city, then a sex)
     if not run:
         return
     if len(run) > MAX_WORDS:
-        run = run[:MAX_WORDS]
+        return  # a heading in title case, or a name too long to be a concept's title: any part is a fragment
     if len(run) == 1 and len(run[0].text) < 2:
         return
     if len(run) == 1 and (not _specific_name(run[0], language) or not plausible_word(run[0].text)):
@@ -220,8 +296,8 @@ def _emit_name(prose: str, run: list[Token], language: str) -> Iterator[Phrase]:
 
 def _common_adjective(token: Token) -> bool:
     """ "larger", "detailed", "structured": an adjective this common says which one, not what it is."""
-    if token.all_caps or token.inner_capital or "-" in token.text:
-        return False
+    if token.all_caps or token.inner_capital or "-" in token.text or (token.capitalised and not token.sentence_start):
+        return False  # "Directed" in "the Directed Acyclic Graph": part of a name
     return _common_adjective_word(token.lower)
 
 
@@ -231,10 +307,48 @@ def _common_adjective_word(lower: str) -> bool:
     return bool(tags) and "NOUN" not in tags and "ADJ" in tags and lexicon.zipf(lower) >= 3.5
 
 
+def _acronym(token: Token) -> bool:
+    return token.all_caps and not _shouted(token.lower)
+
+
+@lru_cache(maxsize=1 << 16)
+def _shouted(lower: str) -> bool:
+    """An all-caps word that is a common English word ("DELETE", "FINAL", "IMPORTANT"): a keyword or a heading
+    written in capitals, not an acronym (acronyms of four letters or more are rarely words: "HDFS", "JSON")."""
+    return len(lower) >= 4 and lower.isalpha() and bool(lexicon.parts_of_speech(lower)) and lexicon.zipf(lower) >= 3.0
+
+
 @lru_cache(maxsize=1 << 16)
 def _imperative(lower: str) -> bool:
     """A common word that can be a verb ("load", "track", "produce"): at a sentence's start, a command."""
     return "VERB" in lexicon.parts_of_speech(lower) and lexicon.zipf(lower) >= 4.0
+
+
+@lru_cache(maxsize=1 << 16)
+def _verb_s(lower: str) -> bool:
+    """ "uses", "creates", "provides": the -s form of a common verb (as a plural noun it rarely opens a term)."""
+    if len(lower) < 4 or not lower.endswith("s") or lower.endswith("ss"):
+        return False
+    lemmas = lexicon.lemmas(lower).get("VERB", ())
+    return any(lemma != lower for lemma in lemmas) and lexicon.zipf(lower) >= 3.5
+
+
+def _vague_pair(modifier: Token, head: Token) -> bool:
+    """ "Concise summary", "Maximum number", "Human-readable format": a vague noun ("summary", "number",
+    "format") that an adjective only qualifies names nothing a person would file. Names are not asked."""
+    if modifier.all_caps or modifier.inner_capital or (modifier.capitalised and not modifier.sentence_start):
+        return False
+    if head.lower not in GENERIC and singular(head.lower) not in GENERIC:
+        return False
+    return _adjective(modifier.lower)
+
+
+@lru_cache(maxsize=1 << 16)
+def _adjective(lower: str) -> bool:
+    tags = lexicon.parts_of_speech(lower)
+    if tags:
+        return "ADJ" in tags and "NOUN" not in tags  # "concise", "manageable"; not "maximum" ("the maximum")
+    return "-" in lower and lower.endswith(("able", "ible", "ed", "ive", "ful", "less"))  # "human-readable"
 
 
 def plausible_word(text: str) -> bool:
@@ -281,8 +395,8 @@ def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
     piece: list[Token] = []
     for token in [*run, None]:
         keep = token is not None and (
-            not lexicon.only_verb_or_adverb(token.lower)
-            or token.all_caps
+            not token.verbish
+            or _acronym(token)
             or token.inner_capital
             or (token.capitalised and not token.sentence_start)
         )
@@ -296,7 +410,7 @@ def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
                 key_of([t.lower for t in phrase]),
                 phrase[0].start,
                 phrase[-1].end,
-                any(t.all_caps or t.inner_capital or (t.capitalised and not t.sentence_start) for t in phrase),
+                any(_acronym(t) or t.inner_capital or (t.capitalised and not t.sentence_start) for t in phrase),
             )
         piece = []
 
@@ -304,19 +418,25 @@ def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
 def _trim(piece: list[Token]) -> list[Token]:
     if len(piece) > 1 and piece[0].sentence_start and _imperative(piece[0].lower):
         piece = piece[1:]  # "Load data", "Monitor progress": a command that opens a sentence, then its object
+    if len(piece) > 1 and not piece[0].capitalised and _verb_s(piece[0].lower):
+        piece = piece[1:]  # "(it) uses array indexing": a verb's -s form, then its object
     while piece and (
         piece[0].lower in _COMMON_OPENERS
         or piece[0].lower in NOT_NAMES
         or (len(piece) > 1 and _common_adjective(piece[0]))
     ):
         piece = piece[1:]
-    while len(piece) > 1 and piece[-1].lower in _META_HEADS:
-        piece = piece[:-1]
-    while piece and not (lexicon.can_be_noun(piece[-1].lower) or piece[-1].all_caps or piece[-1].inner_capital):
+    while len(piece) > 1 and (piece[-1].lower in _META_HEADS or len(piece[-1].text) == 1):
+        piece = piece[:-1]  # "Spark code": Spark; "Mumbai F 22": a row of data, not a term with a letter in it
+    if len(piece) >= 3 and not piece[-1].capitalised and _verb_s(piece[-1].lower) and piece[-2].lower[-1:] != "s":
+        piece = piece[:-1]  # "Kafka Connect cluster feeds (the model)": a subject, then its verb
+    while piece and not (lexicon.can_be_noun(piece[-1].lower) or _acronym(piece[-1]) or piece[-1].inner_capital):
         piece = piece[:-1]
     if len(piece) > MAX_WORDS:
-        piece = piece[-MAX_WORDS:]  # English noun phrases end on their head
+        return []  # five content words in a row are a heading or a run-on list, and any four of them a fragment
     if not piece or all(singular(t.lower) in GENERIC or t.lower in GENERIC for t in piece):
+        return []
+    if len(piece) == 2 and _vague_pair(piece[0], piece[1]):
         return []
     if not any(plausible_word(t.text) for t in piece):
         return []

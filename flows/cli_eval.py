@@ -1,4 +1,5 @@
-"""`chatmem eval extraction`: the reasoning-effort experiment on any OpenAI-compatible endpoint.
+"""`chatmem eval extraction`: the reasoning-effort experiment on any OpenAI-compatible endpoint, or (--labels) a
+built data dir's concepts, topics and facts scored against labels (staging/graph_quality.py).
 
 Segments come from the data dir when the segment stage has run there (staging.db `segments` + archive.db
 message texts, read-only), otherwise from an export parsed on the fly (`--export`, default the bundled demo)
@@ -19,7 +20,7 @@ import click
 from contracts.errors import ChatmemError, ConfigError
 from flows.cli_eval_recall import eval_recall
 from flows.cli_inspect import JSON_OPTION, emit
-from flows.terminal import safe_line
+from flows.terminal import safe, safe_line
 
 if TYPE_CHECKING:
     from contracts.settings import Settings
@@ -153,7 +154,21 @@ def eval_group() -> None:
 
 
 @eval_group.command("extraction")
-@click.option("--model", required=True, help="Model name as the endpoint knows it.")
+@click.option("--model", help="Model name as the endpoint knows it (the LLM experiment; not with --labels).")
+@click.option(
+    "--labels",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Score the data dir's written graph against these labels (issue 20's measures) instead.",
+)
+@click.option(
+    "--data-dir",
+    "labels_data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="With --labels: the data dir to score [default: the global --data-dir].",
+)
+@click.option(
+    "--show", type=click.IntRange(min=0), default=8, show_default=True, help="With --labels: worst conversations shown."
+)
 @click.option(
     "--effort",
     type=click.Choice(["none", "minimal", "low", "medium", "high", "unset"]),
@@ -178,7 +193,10 @@ def eval_group() -> None:
 @click.pass_obj
 def extraction(
     app: App,
-    model: str,
+    model: str | None,
+    labels: Path | None,
+    labels_data_dir: Path | None,
+    show: int,
     effort: str,
     repeat: int,
     limit: int,
@@ -193,9 +211,22 @@ def extraction(
     """Run the LLM extractor REPEAT times over SEGMENTS segments and report schema adherence, determinism across
     repeats, evidence validity, tokens per segment and what the semantic mapper had to correct.
 
+    With --labels, score instead what a built data dir holds (whichever extractor wrote it, offline or an LLM
+    endpoint) against labels in benchmarks/labels' format: precision of each conversation's top 5 concepts,
+    recall of the labelled concepts, generic words among the archive's top 30, topic agreement (AMI) and the
+    largest topic's share, fact recall. Read-only.
+
     \b
     Example: chatmem eval extraction --model qwen3:8b --effort medium --repeat 5 --base-url http://localhost:11434/v1
+    Example: chatmem eval extraction --labels benchmarks/labels/dev_labels.json --data-dir ~/.chatmem
     """
+    if labels is not None:
+        _score_labels(app, labels, labels_data_dir, show, as_json)
+        return
+    if model is None:
+        raise click.UsageError("give --model (the LLM experiment) or --labels (score a built data dir)")
+    if labels_data_dir is not None:
+        raise click.UsageError("--data-dir after `extraction` goes with --labels; for the LLM experiment put it first")
     from pydantic import ValidationError
 
     from contracts.settings import LLMSettings
@@ -239,6 +270,25 @@ def extraction(
         emit(report.as_dict() | {"source": source})
     else:
         _print(report)
+
+
+def _score_labels(app: App, labels: Path, data_dir: Path | None, show: int, as_json: bool) -> None:
+    """Issue 20's measures for a built data dir against labels (staging/graph_quality.py)."""
+    from staging.graph_quality import Labels, report_lines, score_data_dir
+
+    target = data_dir if data_dir is not None else app.settings().data_dir
+    try:
+        loaded = Labels.load(labels)
+    except (ValueError, KeyError) as exc:
+        raise ChatmemError(f"{labels} is not a labels file (benchmarks/labels/README.md): {exc}") from exc
+    for name in ("archive.db", "staging.db"):
+        if not (target / name).exists():
+            raise ChatmemError(f"{target / name} does not exist: build the data dir first (chatmem run EXPORT)")
+    result = score_data_dir(target, loaded)
+    if as_json:
+        emit(result | {"data_dir": str(target), "labels": str(labels)})
+        return
+    click.echo(f"data dir {target}: " + "\n".join(safe(line) for line in report_lines(result, show)))
 
 
 eval_group.add_command(eval_recall)

@@ -48,10 +48,12 @@ class Memory:
     embedder: Embedder | None  # None: no dense scores (a hand-made memory in a test)
 
     @classmethod
-    def open(cls, settings: Settings, run_id: str | None = None, *, quick_start: bool = False) -> Memory:
+    def open(cls, settings: Settings, run_id: str | None = None, *, quick_start: bool = True) -> Memory:
         """The latest (or the given) cues run; ChatmemError (exit 1) when the data dir has none. The index is the
         one stored under the data dir (memory/index_store.py), built and stored on the first open of a run.
-        `quick_start`: a process that asks one question (`chatmem recall`): the query model starts unoptimised."""
+        `quick_start` (the default): a query is embedded by the unoptimised session (clients.embedders.OnnxMiniLM),
+        whoever asks: `chatmem recall`, the MCP server and the run that stores the index then give the same answer
+        bit for bit (the optimised session's vectors differ by ~1e-7, enough to move a rounded score)."""
         try:
             archive = connect_readonly(settings.archive_path)
             staging = connect_readonly(settings.staging_path)

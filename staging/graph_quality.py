@@ -30,6 +30,14 @@ from typing import Any
 
 TOP_K = 5
 ARCHIVE_TOP = 30
+# Issue 20's targets: (direction, bound) per measure of `score_data_dir`.
+TARGETS: dict[str, tuple[str, float]] = {
+    "precision_at_5": (">=", 0.80),
+    "concept_recall": (">=", 0.60),
+    "generic_share_top30": ("<=", 0.05),
+    "topic_ami": (">=", 0.60),
+    "largest_topic_share": ("<=", 0.25),
+}
 _SPACES = re.compile(r"[\s_\-/]+")
 _DROP = re.compile(r"[^\w\s]")
 
@@ -334,3 +342,35 @@ def score_data_dir(data_dir: Path, labels: Labels) -> dict[str, Any]:
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def report_lines(result: dict[str, Any], show: int = 8) -> list[str]:
+    """`score_data_dir`'s result as text: each measure against its target, facts, the archive's top 30, and the
+    `show` worst conversations (what they ranked first, what was wrong, what was missed)."""
+    lines = [
+        f"{result['conversations_scored']} of {result['conversations_labelled']} labelled conversations present,"
+        f" {result['conversations_without_concepts']} without any concept"
+    ]
+    for name, (op, target) in TARGETS.items():
+        value = result[name]
+        ok = value is not None and (value >= target if op == ">=" else value <= target)
+        shown = "n/a" if value is None else f"{value:.3f}"
+        lines.append(f"  {name:22s} {shown:>7s}   target {op} {target:.2f}   {'met' if ok else 'NOT met'}")
+    lines.append(f"  precision@5 counting conversations without concepts as 0: {result['precision_at_5_all'] or 0:.3f}")
+    recall = result["fact_recall"]
+    lines.append(
+        f"  topics {result['topics']}; facts labelled {result['facts_labelled']}, found {result['facts_found']},"
+        f" fact recall {'n/a' if recall is None else f'{recall:.3f}'}"
+    )
+    lines.append(f"  archive top 30: {', '.join(result['archive_top30'])}")
+    lines.append(f"  generic among them: {', '.join(result['archive_top30_generic']) or '-'}")
+    worst = sorted(
+        result["per_conversation"], key=lambda s: ((s["precision"] or 0) + s["recall"], s["conversation_id"])
+    )
+    for row in worst[:show]:
+        precision = "n/a" if row["precision"] is None else f"{row['precision']:.2f}"
+        lines.append(
+            f"  - {row['conversation_id'][:12]} p={precision} r={row['recall']:.2f} top={row['top']}"
+            f" wrong={row['wrong']} missed={row['missed']}"
+        )
+    return lines

@@ -105,4 +105,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = item.path.name
         if "faults" in name or name == "test_browser.py":
             item.add_marker(pytest.mark.slow)
-

@@ -83,3 +83,73 @@ def test_eval_defaults_to_the_demo_export(fake_llm: FakeLLMServer, data_dir: Pat
     assert result.exit_code == 0, result.output
     assert "longmemeval-demo.zip (parsed on the fly)" in result.output
     assert "schema adherence" in result.output and "evidence validity" in result.output
+
+
+def test_eval_extraction_scores_a_built_data_dir_against_labels(tmp_path: Path) -> None:
+    """`eval extraction --labels L --data-dir D` prints issue 20's measures for what D holds (here two
+    conversations through segment, the offline extractor and concepts): a labelled concept named in the prose is
+    found, the JSON carries the same figures, and nothing is written."""
+    from concept_support import conversation, open_dbs, write_archive
+
+    from stage_support import stage_concepts, stage_extract, stage_segment
+
+    data_dir = tmp_path / "data"
+    dbs = open_dbs(data_dir)
+    chats = [
+        conversation(
+            "glue",
+            [
+                ("user", "How do I schedule AWS Glue jobs with job bookmarks? My AWS Glue crawler is slow."),
+                ("assistant", "AWS Glue job bookmarks track processed data; schedule AWS Glue jobs with triggers."),
+            ],
+        ),
+        conversation(
+            "cake",
+            [
+                ("user", "I'm baking a sourdough loaf for my mother's birthday. How long should the sourdough proof?"),
+                ("assistant", "A sourdough loaf needs a long cold proof; feed the sourdough starter the day before."),
+            ],
+        ),
+    ]
+    write_archive(dbs.archive, chats)
+    run_id = dbs.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts):
+        stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    dbs.archive.close()
+    dbs.staging.close()
+    labels = tmp_path / "labels.json"
+    labels.write_text(
+        json.dumps(
+            {
+                "conversations": {
+                    "glue": {"topic_group": "aws", "concepts": [{"name": "AWS Glue", "aliases": ["Glue"]}]},
+                    "cake": {"topic_group": "baking", "concepts": [{"name": "sourdough", "aliases": []}]},
+                },
+                "generic_never": ["data", "job"],
+            }
+        ),
+        encoding="utf-8",
+    )
+    before = {name: (data_dir / name).read_bytes() for name in ("archive.db", "staging.db")}
+    result = invoke("eval", "extraction", "--labels", str(labels), "--data-dir", str(data_dir))
+    assert result.exit_code == 0, result.output
+    assert "2 of 2 labelled conversations present" in result.output
+    assert "precision_at_5" in result.output and "target >= 0.80" in result.output
+    report = json.loads(
+        invoke("eval", "extraction", "--labels", str(labels), "--data-dir", str(data_dir), "--json").stdout
+    )
+    glue = next(row for row in report["per_conversation"] if row["conversation_id"] == "glue")
+    assert glue["recall"] == 1.0 and "AWS Glue" in glue["top"]
+    assert report["conversations_scored"] == 2 and report["generic_share_top30"] == 0.0
+    assert {name: (data_dir / name).read_bytes() for name in ("archive.db", "staging.db")} == before
+
+
+def test_eval_extraction_wants_a_model_or_labels(tmp_path: Path) -> None:
+    """Neither --model nor --labels: a usage error (exit 2); labels for a data dir never built: exit 1 and why."""
+    assert invoke("eval", "extraction").exit_code == 2
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({"conversations": {}}), encoding="utf-8")
+    missing = CliRunner().invoke(
+        cli, ["eval", "extraction", "--labels", str(labels), "--data-dir", str(tmp_path / "x")]
+    )
+    assert missing.exit_code == 1 and "build the data dir first" in missing.output

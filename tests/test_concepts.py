@@ -227,3 +227,22 @@ def test_evidence_counts_kept_incrementally_equal_the_stored_evidence(tmp_path: 
     ).fetchone()
     assert (row["evidence_count"], row["first_seen"], row["last_seen"]) == tuple(stored)
     assert row["evidence_count"] == sum(1 + d % 2 for d in days) and row["revision_count"] == len(days) - 1
+
+
+def test_a_product_with_and_without_its_vendor_is_one_concept(tmp_path: Path) -> None:
+    """ "Apache Spark" and "Spark" (either order) are one concept titled as the first one came, the other name an
+    alias; "Google Drive" and "Drive" stay two (the rest is a common word, not a name)."""
+    specs = {
+        "a": [hyp("Apache Spark", "entity"), hyp("Google Drive", "entity")],
+        "b": [hyp("Spark", "entity"), hyp("Drive", "entity")],
+        "c": [hyp("Glue", "entity")],
+        "d": [hyp("AWS Glue", "entity")],
+    }
+    dbs, _ = pipeline(tmp_path, [chat("a"), chat("b", 1), chat("c", 2), chat("d", 3)], specs)
+    rows = concepts(dbs)
+    assert set(rows) == {"Apache Spark", "Google Drive", "Drive", "Glue"}
+    assert "Spark" in json.loads(rows["Apache Spark"]["aliases"]) and rows["Apache Spark"]["evidence_count"] == 4
+    assert "AWS Glue" in json.loads(rows["Glue"]["aliases"]) and rows["Glue"]["evidence_count"] == 4
+    assert (
+        concept_loop.vendor_variant("Microsoft Excel") == "Excel" and concept_loop.vendor_variant("Apple Music") is None
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concept_support import segment_input
 
-from extract.clean import prose, unicode_view
+from clients.prose import prose, unicode_view
 from extract.lexicon import language_of
 from extract.offline import OfflineExtractor
 from extract.types import SegmentInput
@@ -158,3 +158,61 @@ def test_lines_built_to_make_a_pattern_backtrack_are_read_in_one_pass() -> None:
     lines = ["1234567890" * 40 + "x", "- " * 400 + "x", "/a" * 600 + " ", "|" + "-" * 600 + "x", "a@b." * 300]
     view = prose("\n".join(lines))
     assert len(view) == len("\n".join(lines))
+
+
+def test_the_topic_labels_read_the_same_prose_cleaner() -> None:
+    """One cleaner (clients/prose.py) for extract and cluster: the labels' view also blanks every table row, and
+    both blank citations and LaTeX; a traceback ends at the first plain line after it."""
+    from cluster.phrases import clean
+
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "job.py", line 3, in <module>\n'
+        "NameError: name 'dtype' is not defined\n"
+        "AWS Glue jobs can be scheduled【4†source】 with triggers [12].\n"
+        "The rate is $$\\frac{a}{b}$$ per \\(x_1\\) hour.\n"
+        "| Spark | Hadoop |\n"
+    )
+    view = prose(text)
+    assert len(view) == len(text)
+    assert "NameError" not in view and "AWS Glue jobs can be scheduled" in view
+    assert "source" not in view and "12" not in view and "frac" not in view and "x_1" not in view
+    assert "| Spark | Hadoop |" in view
+    labels_view = clean(text)
+    assert "Spark" not in labels_view and "AWS Glue jobs can be scheduled" in labels_view
+    lines = ["a@b." * 300 + "x", "/a" * 600 + "@", "\\(" * 400, "【" * 300, "| x " * 300]
+    assert len(clean("\n".join(lines))) == len("\n".join(lines))
+
+
+def test_typos_shouting_numbered_variables_and_vague_pairs_are_not_concepts() -> None:
+    """A word the user misspells beside its right spelling counts under that spelling; an all-caps common word is
+    a keyword, not a name; numbered variables are no names; an adjective on a vague noun names nothing; an
+    acronym and its expansion are one concept."""
+    segment = segment_input(
+        "seg-typos",
+        [
+            ("user", "How do I query the employee heirarchy in Hive? Whats wrong with my DELETE statement?"),
+            (
+                "assistant",
+                "A hierarchy in Hive needs a recursive query. The employee hierarchy is read level by level.",
+            ),
+            ("user", "The values are XW0, XW00 and XW10, and I want a concise summary of the Directed Acyclic Graph."),
+            ("assistant", "A DAG (Directed Acyclic Graph) orders the tasks; each DAG run reads XW0 first."),
+        ],
+    )
+    found = titles(segment, max_concepts=10)
+    folded = {t.casefold() for t in found}
+    assert "hive" in folded
+    assert not any("heirarchy" in t or "whats" in t or "xw" in t or "summary" in t for t in folded)
+    assert "delete" not in folded
+    assert sum(t in folded for t in ("dag", "directed acyclic graph")) == 1
+
+
+def test_a_table_pasted_one_cell_per_line_is_not_prose() -> None:
+    """Six or more lines of one or two short words in a row (a data frame pasted cell by cell) are blanked; a
+    short list of three lines and the sentences around it stay."""
+    cells = "\n".join(["age", "city", "22", "Gurgaon", "F", "21", "Mumbai", "M"])
+    text = f"Filter the records by age.\n{cells}\nThe pandas loc indexer selects rows.\nSpark\nHive\nKafka\n"
+    view = prose(text)
+    assert "Mumbai" not in view and "Gurgaon" not in view
+    assert "Filter the records by age." in view and "pandas loc indexer" in view and "Kafka" in view

@@ -1,6 +1,8 @@
 """Prose out of chat text: code, markup, tracebacks, tables of numbers, paths and URLs masked before extraction.
 
-Every extractor reads the prose view of a message, never its raw text: a concept named "Div", "Dtype" or
+The one prose cleaner of the project, below the stage packages: the offline extractor (extract/offline.py)
+reads its messages through it and the topic labels (cluster/phrases.py) their segments. Every extractor reads
+the prose view of a message, never its raw text: a concept named "Div", "Dtype" or
 "Print" comes from an HTML snippet, a pandas traceback or a code line, and no person would file it. Masking
 replaces a character by a space (a newline stays a newline), so an offset in the prose view is the same offset
 in the message and an evidence span cut there is still a verbatim substring of it.
@@ -9,11 +11,17 @@ What is masked:
 - fenced code blocks (``` or ~~~, to the closing fence or the end of the message) and inline `code`;
 - lines that read as code: a shell or REPL prompt, a keyword that opens a statement (def, import, SELECT,
   val, #include...), a line ending in `;`, `{` or `}`, or one where symbols outnumber letters;
+- a table pasted one cell per line (six or more lines of one or two short words in a row);
 - tracebacks and stack traces (`Traceback (most recent call last):`, `  File "..."`, `at pkg.Class(...)`,
   `NameError: ...`);
 - HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
   a markdown link (its text stays), table rule lines and table rows made of numbers;
-- URLs, e-mail addresses, file paths and file names with an extension, snake_case and dotted.call() identifiers.
+- URLs, e-mail addresses, file paths and file names with an extension, snake_case and dotted.call() identifiers;
+- citation markers ("【4†source】", "[12]") and LaTeX (`$$...$$`, `\\(...\\)`, `\\[...\\]`, `\\frac`);
+- with `table_rows=True` (topic labels), every markdown table row: a table's cells are column names and values
+  more often than prose; the extractor keeps rows of words ("| Spark | Hadoop |") and masks rows of numbers.
+
+Every pattern is linear in the text: possessive or disjoint repeats, bounded lengths where a pair must close.
 
 `unicode_view` gives the NFC form of a message without zero-width characters, with a map back to the raw
 offsets, for the rare message that needs it ("Cafe\u0301" and "Caf\u200be" both read "Café").
@@ -27,17 +35,20 @@ from collections.abc import Callable
 
 _FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
 _INLINE_CODE = re.compile(r"`[^`\n]{1,400}`")
-_URL = re.compile(r"\b(?:https?|ftp|s3|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
+_URL = re.compile(r"\b(?:https?|ftp|s3a?|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
 _EMAIL = re.compile(r"\b[\w.+-]++@[\w-]++\.[\w.-]+\b")
 _PATH = re.compile(
     r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]++[/\\])++[\w.-]++"  # dir/dir/file, /abs/path, C:\x\y
     r"|\b[\w-]+\.(?:py|ipynb|js|ts|tsx|jsx|java|scala|sc|sbt|sql|csv|tsv|json|jsonl|txt|md|yml|yaml|xml|html|htm"
     r"|css|sh|bat|ps1|jar|parquet|avro|orc|log|conf|cfg|ini|toml|gz|zip|tar|xlsx?|docx?|pdf|png|jpe?g|gif|svg"
-    r"|v|sv|vhd|vhdl|c|cpp|cc|h|hpp|go|rs|rb|php|kt|swift|r|m|pkl|db|sqlite)\b",
+    r"|v|sv|vhd|vhdl|c|cpp|cc|h|hpp|go|rs|rb|php|kt|swift|r|m|pkl|db|sqlite|exe|dll)\b",
     re.IGNORECASE,
 )
 _TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>\n]*)?/?>|<![A-Za-z][^<>]*>|<!--.*?-->|&[a-z]+;|&#\d+;", re.DOTALL)
 _MD_LINK = re.compile(r"\]\([^)\s]*\)")
+_CITATION = re.compile(r"【[^】\n]{0,200}】|\[\d{1,3}\]")
+_LATEX = re.compile(r"\$\$[^$]{0,2000}\$\$|\\\([^\n]{0,400}?\\\)|\\\[[^\n]{0,400}?\\\]|\\[A-Za-z]++")
+_TABLE_ROW = re.compile(r"^[ \t]*+\|[^\n]*\|[ \t]*+$", re.MULTILINE)
 _MD_MARK = re.compile(
     r"(?m)^[ \t]*(?:#{1,6}[ \t]|>+[ \t]?|[-*+][ \t]|\d{1,3}[.)][ \t])|\*\*|__|~~|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)"
 )
@@ -74,27 +85,38 @@ _LETTER = re.compile(r"[^\W\d_]")
 
 
 def _blank(match: re.Match[str]) -> str:
-    return re.sub(r"[^\n]", " ", match.group(0))
+    found = match.group(0)
+    if "\n" not in found:
+        return " " * len(found)
+    return "\n".join(" " * len(line) for line in found.split("\n"))
 
 
 def _sub(pattern: re.Pattern[str], text: str, replace: Callable[[re.Match[str]], str] = _blank) -> str:
     return pattern.sub(replace, text)
 
 
-def prose(text: str) -> str:
-    """The message with everything that is not prose blanked out; same length, same newlines."""
+def prose(text: str, *, table_rows: bool = False) -> str:
+    """The message with everything that is not prose blanked out; same length, same newlines. `table_rows`:
+    blank every markdown table row too (not only rows of numbers)."""
     if not text:
         return text
     text = _sub(_FENCE, text)
     if "`" in text:
         text = _sub(_INLINE_CODE, text)
-    text = _sub(_URL, text)
+    if "://" in text or "www." in text:
+        text = _sub(_URL, text)
     if "@" in text:
         text = _sub(_EMAIL, text)
     if "<" in text or "&" in text:
         text = _sub(_TAG, text)
     if "](" in text:
         text = _sub(_MD_LINK, text)
+    if "【" in text or "[" in text:
+        text = _sub(_CITATION, text)
+    if "\\" in text or "$$" in text:
+        text = _sub(_LATEX, text)
+    if table_rows and "|" in text:
+        text = _sub(_TABLE_ROW, text)
     text = _mask_lines(text)
     text = _sub(_PATH, text)
     text = _sub(_IDENTIFIER, text)
@@ -112,9 +134,31 @@ def _mask_lines(text: str) -> str:
             continue
         if stripped.startswith("Traceback (most recent call last)"):
             in_trace = True
+        elif in_trace and not line[:1].isspace() and not _TRACE_LINE.match(line):
+            in_trace = False  # a trace is its indented frames and trace lines: the next plain line is prose
         if in_trace or _is_code_line(line):
             lines[i] = " " * len(line)
+    _mask_cell_columns(lines)
     return "\n".join(lines)
+
+
+CELL_RUN = 6  # this many short lines in a row are a table pasted one cell per line
+
+
+def _mask_cell_columns(lines: list[str]) -> None:
+    """Blank runs of CELL_RUN or more lines of one or two short words without a sentence's end ("Mumbai", "F",
+    "21", "Delhi", ...): a table or a data frame pasted one cell per line, not prose."""
+    start = None
+    for i, line in enumerate([*lines, "a line long enough to be a sentence of prose."]):
+        stripped = line.strip()
+        cell = 0 < len(stripped) <= 16 and stripped.count(" ") <= 1 and stripped[-1] not in ".?!:"
+        if cell:
+            start = i if start is None else start
+            continue
+        if start is not None and i - start >= CELL_RUN:
+            for j in range(start, i):
+                lines[j] = " " * len(lines[j])
+        start = None
 
 
 def _is_code_line(line: str) -> bool:
