@@ -90,7 +90,6 @@ def test_eval_extraction_scores_a_built_data_dir_against_labels(tmp_path: Path) 
     conversations through segment, the offline extractor and concepts): a labelled concept named in the prose is
     found, the JSON carries the same figures, and nothing is written."""
     from concept_support import conversation, open_dbs, write_archive
-
     from stage_support import stage_concepts, stage_extract, stage_segment
 
     data_dir = tmp_path / "data"
