@@ -27,6 +27,7 @@ from click.core import ParameterSource
 from contracts.errors import ChatmemError, ConfigError, StageError
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
 from flows.cli_run_summary import print_summary
+from flows.prefect_env import OUR_PACKAGES
 from flows.registry import STAGE_ORDER, select_stages
 from flows.terminal import safe_line
 
@@ -111,7 +112,6 @@ class App:
 EPHEMERAL_TIMEOUT = "attempting to connect to ephemeral Prefect API server"  # Prefect's start-up timeout message
 STARTUP_TIMEOUT_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 INTERRUPTED_EXIT = 130  # 128 + SIGINT (flows.interrupt.EXIT_CODE, not imported: it imports the settings)
-OUR_PACKAGES = ("contracts", "staging", "ingest", "extract", "cluster", "load", "garden", "memory", "flows")
 
 
 class ChatmemGroup(click.Group):

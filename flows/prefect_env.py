@@ -20,8 +20,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# chatmem's packages below flows: they log with the standard library and never import prefect
-STAGE_LOGGERS = ("contracts", "staging", "clients", "ingest", "extract", "cluster", "load", "memory")
+# chatmem's packages: one list for the CLI's log levels (flows/cli.py) and Prefect's extra loggers
+OUR_PACKAGES = ("contracts", "staging", "clients", "ingest", "extract", "cluster", "load", "garden", "memory", "flows")
+# those below flows: they log with the standard library and never import prefect
+STAGE_LOGGERS = tuple(package for package in OUR_PACKAGES if package != "flows")
 
 # Set whatever else happens, even by a bare `import flows.pipeline`: they stop outbound calls.
 NO_OUTBOUND = {

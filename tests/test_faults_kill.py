@@ -97,6 +97,7 @@ def contents(data: Path) -> dict[str, tuple[int, str]]:
     return out
 
 
+@pytest.mark.timeout(1800)  # ten chained pipeline processes: about 2 CPU-minutes, 230-300 s of wall at load 10
 def test_a_run_killed_inside_any_stage_and_rerun_equals_a_clean_run(tmp_path: Path) -> None:
     """SIGKILL inside each stage in turn, each followed by a plain re-run: the tables end equal, by content hash,
     to those of one clean run (the cues kill used to lose the key vectors of the killed run for good)."""
