@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +33,7 @@ from contracts.results import StageResult  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from contracts.version import code_version  # noqa: E402
 from flows import server_guard  # noqa: E402
-from flows.interrupt import interruptible  # noqa: E402
+from flows.interrupt import EXIT_CODES, RunInterrupted, interruptible  # noqa: E402
 from flows.progress import bars_wanted  # noqa: E402
 from flows.registry import STAGE_ORDER, STAGES, StageSpec, check_stages  # noqa: E402
 from flows.stage_runner import RunContext, active_run, run_context, run_stage  # noqa: E402
@@ -146,7 +147,15 @@ def run_pipeline(
     ):
         results = pipeline(run_id=run_id, stages=selected)
     if any(r.stage == "cues" and r.status == "succeeded" for r in results):
-        prepare_recall(settings)
+        try:
+            prepare_recall(settings)
+        except KeyboardInterrupt as exc:  # the run is complete and recorded: say so, not "nothing was run"
+            by = "SIGTERM" if "SIGTERM" in str(exc) else "Ctrl-C"
+            raise RunInterrupted(
+                f"interrupted by {by} after run {run_id} finished, while storing its recall index: the run is"
+                " complete; the first chatmem recall builds the index",
+                EXIT_CODES[signal.SIGTERM if by == "SIGTERM" else signal.SIGINT],
+            ) from None
     return run_id, list(results)
 
 

@@ -213,3 +213,27 @@ def test_recall_before_any_memory_says_which_command_builds_it(tmp_path: Path) -
     done = chatmem("recall", "anything", data_dir=data_dir)
     assert done.exit_code == 1
     assert "no memory yet" in done.stderr and "chatmem run --run-id RUN --from segment" in done.stderr
+
+
+def test_ctrl_c_while_the_index_is_stored_says_the_run_is_complete(tmp_path: Path, monkeypatch: Any) -> None:
+    """A Ctrl-C after the last stage, while the run stores its recall index: exit 130 with a line that says the run
+    finished (not "nothing was run"), the ledger says succeeded, and recall still answers (it builds the index)."""
+    from memory.service import Memory
+
+    export = tmp_path / "notes.jsonl"
+    lines = [{"conversation_id": c, "id": i, "role": r, "text": t, "created_at": when} for c, i, r, t, when in NOTES]
+    export.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    opened = Memory.open
+
+    def interrupted(*args: Any, **kwargs: Any) -> Memory:
+        raise KeyboardInterrupt  # what Python raises for a Ctrl-C in this step
+
+    monkeypatch.setattr(Memory, "open", interrupted)
+    result = chatmem("--quiet", "run", export, data_dir=data_dir)
+    assert result.exit_code == 130, result.output
+    assert "after run" in result.output and "finished" in result.output and "nothing was run" not in result.output
+    with closing(open_staging(data_dir / "staging.db")) as staging:
+        assert [row[0] for row in staging.execute("SELECT status FROM runs")] == ["succeeded"]
+    monkeypatch.setattr(Memory, "open", opened)
+    assert chatmem("recall", "Lisbon tram", data_dir=data_dir).exit_code == 0
