@@ -6,7 +6,8 @@ from archive.db for the pieces shown), asks memory.service.Memory and prints the
 The pipeline, prefect, scipy and the stage packages are never imported here, nor pydantic's settings and recall
 models: the question is a memory.answer.Request, the answer a memory.answer.Answer (the RecallResult contract is
 built for --json only), and the settings are read by memory/recall_settings.py when no CHATMEM_ variable
-overrides them. What is left is numpy, the query model (onnxruntime) and the garden's facts (contracts.facts).
+overrides them. What is left is numpy and the query model (onnxruntime); the garden's facts are read as plain
+contracts.fact_rules.FactRow records (no pydantic).
 """
 
 from __future__ import annotations
