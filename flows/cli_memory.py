@@ -6,11 +6,13 @@ from archive.db for the pieces shown), asks memory.service.Memory and prints the
 The pipeline, prefect, scipy and the stage packages are never imported here, nor pydantic's settings and recall
 models: the question is a memory.answer.Request, the answer a memory.answer.Answer (the RecallResult contract is
 built for --json only), and the settings are read by memory/recall_settings.py when no CHATMEM_ variable
-overrides them. What is left is numpy, the query model (onnxruntime) and the garden's facts (contracts.facts).
+overrides them. What is left is numpy and the query model (onnxruntime); the garden's facts are read as plain
+contracts.fact_rules.FactRow records (no pydantic).
 """
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
@@ -114,6 +116,16 @@ def _head(piece: Piece) -> str:
     return f"#{piece.rank} {stamp} {piece.role}, score {piece.score:.3f}, via {how}{weak}"
 
 
+def one_question_threads() -> None:
+    """Before numpy and the tokenizer load: one thread each. For one question numpy's BLAS and the tokenizer's
+    pool (a thread per core each) only start, spin (sched_yield) and stop, which on a busy machine costs wall
+    time and CPU, and computes nothing faster (one query's products are tiny). The numbers are the same (the
+    demo's answers byte-identical). A variable already set is kept."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
 @click.command("recall")
 @click.argument("question")
 @click.option("--at", "at", help="Recall the memory as it stood then (ISO date): nothing later comes back.")
@@ -163,7 +175,9 @@ def recall(
         raise ConfigError('QUESTION is empty: ask something, e.g. chatmem recall "where did I go in May?"')
     from memory.answer import Request
     from memory.recall_settings import light_settings
-    from memory.service import Memory
+
+    one_question_threads()
+    from memory.service import Memory  # numpy, onnxruntime: after the thread settings
 
     # the defaults without pydantic unless a CHATMEM_ variable sets something (then the full settings)
     settings = cast("Settings", light_settings(app.data_dir)) or app.settings()

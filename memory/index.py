@@ -25,6 +25,7 @@ import numpy as np
 
 from clients.embedders import Embedder, OnnxMiniLM, build_embedder
 from contracts.errors import ChatmemError
+from contracts.fact_rules import FactRow
 from memory.dense_lists import PrepassTables
 from memory.key_model import STATIC, for_run, with_model
 from memory.names import NAMED_ROLES, Names, speaker_names
@@ -37,7 +38,6 @@ from staging import memory_inputs as inputs
 from staging.memory import ContentRow, MemoryGraph
 
 if TYPE_CHECKING:  # pydantic: never imported by a recall that only reads (flows/cli_memory.py)
-    from contracts.facts import FactRecord
     from contracts.settings import Settings
 
 Array = np.ndarray[Any, Any]
@@ -90,7 +90,7 @@ class MemoryIndex:
     prev: Array  # index of the previous content of the same conversation (NEXT order), -1 at the start
     next: Array  # index of the next one, -1 at the end
     titles: Mapping[str, str | None] = field(default_factory=dict)  # a dict, or index_store.ArchiveTitles
-    facts: list[FactRecord] = field(default_factory=list)  # the garden's facts (memory/fact_boost.py)
+    facts: list[FactRow] = field(default_factory=list)  # the garden's facts (memory/fact_boost.py)
     fact_positions: dict[str, int] = field(default_factory=dict)  # their messages' content index
     texts: Mapping[str, str] = field(default_factory=dict)  # a dict, or memory.index_store.ArchiveTexts
     position: Mapping[str, int] = field(default_factory=dict)  # content id -> index
@@ -393,9 +393,9 @@ def check_embedder(settings: Settings, embedder: Embedder) -> None:
 
 def attach_facts(index: MemoryIndex, staging: sqlite3.Connection) -> MemoryIndex:
     """The garden's facts (superseded ones included) and where their messages sit: recall's fact boost."""
-    from staging.fact_timeline import timeline  # pydantic (contracts.facts): the facts are its records
+    from staging.fact_timeline import fact_rows  # plain records: a recall imports no pydantic
 
-    index.facts = [r for r in timeline(staging) if r.state != "retracted"]
+    index.facts = [r for r in fact_rows(staging) if r.state != "retracted"]
     wanted = {m for r in index.facts for m in r.message_ids}
     index.fact_positions = {m: index.position[m] for m in sorted(wanted) if m in index.position}
     return index

@@ -11,7 +11,7 @@ it only.
 
 from __future__ import annotations
 
-from contracts.facts import FUNCTIONAL_ATTRIBUTES, FactRecord
+from contracts.fact_rules import FUNCTIONAL_ATTRIBUTES, FactRow
 from memory.answer import Fact, RequestLike
 from memory.index import MemoryIndex
 from staging.fact_timeline import as_of, change_lines, rank_facts
@@ -19,7 +19,7 @@ from staging.fact_timeline import as_of, change_lines, rank_facts
 LIMIT = 5
 
 
-def _line(record: FactRecord) -> str:
+def _line(record: FactRow) -> str:
     value = record.value if record.polarity == "positive" else f"not {record.value}"
     start = f"{record.valid_from:%Y-%m-%d}" if record.valid_from else None
     if record.valid_to is not None:
@@ -27,7 +27,7 @@ def _line(record: FactRecord) -> str:
     return f"{record.subject} {record.attribute} {value}" + (f" since {start}" if start else "")
 
 
-def _in_scope(index: MemoryIndex, request: RequestLike, record: FactRecord) -> bool:
+def _in_scope(index: MemoryIndex, request: RequestLike, record: FactRow) -> bool:
     scope = request.scope
     if not (scope.conversation_ids or scope.sources):
         return True

@@ -15,6 +15,10 @@ MCP server's `timeline` tool. The garden stage (garden/) writes the table they r
     fact_groups(records, query, at)     per fact of the question: (current messages, superseded messages)
     answer_lines(conn, query, at)       what recall prints: facts valid then, and how they changed
     as_of(records, at)                  records as they stood at `at` (nothing stated later)
+    fact_rows(conn)                     timeline(conn) as plain contracts.fact_rules.FactRow (no pydantic)
+
+The pure functions take either record type (FactRecord, or FactRow: what a recall process reads, without
+importing pydantic) and return the type they were given.
 """
 
 from __future__ import annotations
@@ -23,9 +27,16 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, TypeVar
 
-from contracts.facts import FactRecord, contradicts
+from contracts.fact_rules import FactRow, contradicts
 from staging.facts import FACT_COLUMNS, has_facts
+
+if TYPE_CHECKING:  # pydantic: a recall process reads FactRow (fact_rows) and never imports it
+    from contracts.facts import FactRecord
+
+R = TypeVar("R", "FactRecord", FactRow)
 
 _WORD = re.compile(r"[a-z0-9]+")
 _QUERY_STOP_TEXT = (
@@ -35,7 +46,7 @@ _QUERY_STOP_TEXT = (
 _QUERY_STOP = frozenset(_QUERY_STOP_TEXT.split())
 
 
-def _records(conn: sqlite3.Connection, where: str = "1", params: Sequence[object] = ()) -> list[FactRecord]:
+def _rows(conn: sqlite3.Connection, where: str, params: Sequence[object]) -> list[dict[str, object]]:
     if not has_facts(conn):
         return []
     rows = conn.execute(
@@ -43,15 +54,30 @@ def _records(conn: sqlite3.Connection, where: str = "1", params: Sequence[object
         " ORDER BY subject, attribute, valid_from IS NULL, valid_from, fact_id",
         tuple(params),
     )
+    return [dict(zip(FACT_COLUMNS, row, strict=True)) for row in rows]
+
+
+def fact_rows(conn: sqlite3.Connection) -> list[FactRow]:
+    """Every interval, oldest first, as `timeline(conn)` returns them, as plain records (no pydantic)."""
     found = []
-    for row in rows:
-        values = dict(zip(FACT_COLUMNS, row, strict=True))
+    for values in _rows(conn, "1", ()):
+        values["message_ids"] = json.loads(str(values["message_ids"]))
+        values["evidence"] = json.loads(str(values["evidence"]))
+        found.append(FactRow.of(values))
+    return found
+
+
+def _records(conn: sqlite3.Connection, where: str = "1", params: Sequence[object] = ()) -> list[FactRecord]:
+    from contracts.facts import FactRecord
+
+    found = []
+    for values in _rows(conn, where, params):
         found.append(
             FactRecord.model_validate(
                 {
                     **{k: values[k] for k in FactRecord.model_fields if k in values},
-                    "message_ids": json.loads(values["message_ids"]),
-                    "evidence": json.loads(values["evidence"]),
+                    "message_ids": json.loads(str(values["message_ids"])),
+                    "evidence": json.loads(str(values["evidence"])),
                 }
             )
         )
@@ -102,14 +128,14 @@ def timeline(
     return _records(conn, " AND ".join(clauses), params)
 
 
-def change_lines(records: Iterable[FactRecord]) -> list[str]:
+def change_lines(records: Iterable[FactRecord] | Iterable[FactRow]) -> list[str]:
     """For each (subject, attribute) stated with more than one value over time, how it changed, in one line.
 
     Example: "user lives in: Paris from 2022-01-10 until 2023-05-02, Berlin since 2023-05-02". Values of which none
     was closed by another hold together and are said to: "user uses, all still holding (none replaced another):
     new blood pressure monitor since 2023-03-14; Mendeley since 2023-05-25".
     """
-    groups: dict[tuple[str, str], list[FactRecord]] = {}
+    groups: dict[tuple[str, str], list[FactRecord | FactRow]] = {}
     for record in records:
         if record.state != "retracted" and record.valid_from is not None:
             groups.setdefault((record.subject, record.attribute), []).append(record)
@@ -134,7 +160,7 @@ def change_lines(records: Iterable[FactRecord]) -> list[str]:
     return lines
 
 
-def _interval(record: FactRecord) -> str:
+def _interval(record: FactRecord | FactRow) -> str:
     value = record.value if record.polarity == "positive" else f"not {record.value}"
     start = f"{record.valid_from:%Y-%m-%d}" if record.valid_from else "?"
     if record.valid_to is None:
@@ -158,7 +184,7 @@ def facts_for_query(conn: sqlite3.Connection, query: str, at: str | None = None)
     return rank_facts(_records(conn, "state != 'retracted'"), query, at)
 
 
-def rank_facts(records: Iterable[FactRecord], query: str, at: str | None = None) -> list[FactRecord]:
+def rank_facts(records: Iterable[R], query: str, at: str | None = None) -> list[R]:
     """The records a question is about, best first. Pure (recall keeps the records in memory and calls this).
 
     With `at`, facts valid at that event time come first, then the others of the question, most recent first, so
@@ -187,7 +213,7 @@ def rank_facts(records: Iterable[FactRecord], query: str, at: str | None = None)
 
 
 def fact_groups(
-    records: Iterable[FactRecord],
+    records: Iterable[R],
     query: str,
     at: str | None = None,
     within: Callable[[str], bool] | None = None,
@@ -207,7 +233,7 @@ def fact_groups(
 
 
 def fact_prior(
-    records: Iterable[FactRecord],
+    records: Iterable[R],
     query: str,
     at: str | None = None,
     within: Callable[[str], bool] | None = None,
@@ -240,7 +266,7 @@ def fact_prior(
     return prior
 
 
-def _closes(newer: FactRecord, older: FactRecord) -> bool:
+def _closes(newer: FactRecord | FactRow, older: FactRecord | FactRow) -> bool:
     """Whether `newer` (stated later, same subject and attribute) ends `older`: the garden's rule."""
     if (newer.subject, newer.attribute) != (older.subject, older.attribute) or newer.fact_id == older.fact_id:
         return False
@@ -269,7 +295,7 @@ def answer_lines(conn: sqlite3.Connection, query: str, at: str | None = None, li
     return lines + [f"changed over time: {line}" for line in history]
 
 
-def as_of(records: Iterable[FactRecord], at: str | None) -> list[FactRecord]:
+def as_of(records: Iterable[R], at: str | None) -> list[R]:
     """The records as they stood at event time `at`: facts first stated later are left out, and one that ended
     later still held then. `at` None: unchanged."""
     if at is None:
@@ -280,7 +306,7 @@ def as_of(records: Iterable[FactRecord], at: str | None) -> list[FactRecord]:
         if record.valid_from is not None and record.valid_from.isoformat() > when:
             continue
         if record.valid_to is not None and record.valid_to.isoformat() > when:
-            record = record.model_copy(update={"valid_to": None, "superseded_by": None, "state": "valid"})
+            record = _reopened(record)
         kept.append(record)
     return kept
 
@@ -288,3 +314,10 @@ def as_of(records: Iterable[FactRecord], at: str | None) -> list[FactRecord]:
 def _neg(text: str) -> tuple[int, ...]:
     """A sort key that orders ISO strings newest first."""
     return tuple(-ord(c) for c in text)
+
+
+def _reopened(record: R) -> R:
+    """The record as it stood before its end was known: still valid."""
+    if isinstance(record, FactRow):
+        return replace(record, valid_to=None, superseded_by=None, state="valid")
+    return record.model_copy(update={"valid_to": None, "superseded_by": None, "state": "valid"})

@@ -1,11 +1,13 @@
-"""`chatmem recall`'s read path without pydantic's settings and models, scipy or the pipeline: the copied defaults
-equal the models', the plain answer types carry the contract's fields, and a real `chatmem recall` process on a
-stored index imports none of them (unless a CHATMEM_ variable asks for the full settings)."""
+"""`chatmem recall`'s read path without pydantic, scipy or the pipeline: the copied defaults equal the models', the
+plain answer types carry the contract's fields, the plain fact records (contracts.fact_rules.FactRow) equal the
+garden's pydantic ones, and a real `chatmem recall` process on a stored index imports none of them (unless a
+CHATMEM_ variable asks for the full settings)."""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from dataclasses import fields
@@ -69,6 +71,111 @@ def test_the_answer_types_carry_the_contracts_fields() -> None:
     )
 
 
+def _facts_table(path: Path) -> sqlite3.Connection:
+    from staging.facts import upsert_facts
+    from staging.ledger import open_staging
+
+    conn = open_staging(path)
+    base = {"subject": "user", "subject_concept_id": None, "value_concept_id": None}
+    rows = [
+        {
+            **base,
+            "fact_id": "f1",
+            "attribute": "lives in",
+            "value": "Paris",
+            "value_key": "paris",
+            "polarity": "positive",
+            "valid_from": "2023-01-10T08:00:00.123456+00:00",
+            "valid_to": "2023-05-02T09:30:00+00:00",
+            "recorded_at": "2026-12-01T21:06:17+00:00",
+            "invalidated_at": "2026-12-01T21:06:17+00:00",
+            "state": "superseded",
+            "superseded_by": "f2",
+            "support": 2,
+            "last_stated": "2023-02-01T10:00:00+00:00",
+            "message_ids": ["m1", "m2"],
+            "evidence": ["I live in Paris", "still in Paris"],
+            "run_id": "r1",
+        },
+        {
+            **base,
+            "fact_id": "f2",
+            "attribute": "lives in",
+            "value": "Berlin",
+            "value_key": "berlin",
+            "polarity": "positive",
+            "valid_from": "2023-05-02T09:30:00+00:00",
+            "valid_to": None,
+            "recorded_at": "2026-12-01T21:06:17+00:00",
+            "invalidated_at": None,
+            "state": "valid",
+            "superseded_by": None,
+            "support": 1,
+            "last_stated": "2023-05-02T09:30:00+00:00",
+            "message_ids": ["m3"],
+            "evidence": ["moved to Berlin"],
+            "run_id": "r1",
+        },
+        {
+            **base,
+            "fact_id": "f3",
+            "attribute": "uses",
+            "value": "Mendeley",
+            "value_key": "mendeley",
+            "polarity": "negative",
+            "valid_from": None,
+            "valid_to": None,
+            "recorded_at": "2026-12-01T21:06:17+00:00",
+            "invalidated_at": None,
+            "state": "retracted",
+            "superseded_by": None,
+            "support": 1,
+            "last_stated": None,
+            "message_ids": [],
+            "evidence": [],
+            "run_id": "r1",
+        },
+    ]
+    upsert_facts(conn, rows)
+    conn.commit()
+    return conn
+
+
+def test_plain_fact_rows_equal_the_garden_records(tmp_path: Path) -> None:
+    """FactRow has FactRecord's fields, and fact_rows(conn) reads the same values as timeline(conn): times with
+    the same instant and offset, and the pure functions give the same answers over either."""
+    from typing import get_args
+
+    from contracts.concepts import Polarity
+    from contracts.fact_rules import FactPolarity, FactRow
+    from contracts.facts import FactRecord
+    from staging.fact_timeline import as_of, change_lines, fact_prior, fact_rows, rank_facts, timeline
+
+    assert [f.name for f in fields(FactRow)] == list(FactRecord.model_fields)
+    assert get_args(FactPolarity) == get_args(Polarity)
+    conn = _facts_table(tmp_path / "staging.db")
+    rows, records = fact_rows(conn), timeline(conn)
+    assert len(rows) == len(records) == 3
+    for row, record in zip(rows, records, strict=True):
+        assert vars(row) == record.model_dump()
+        for name in ("valid_from", "valid_to", "recorded_at", "invalidated_at", "last_stated"):
+            mine, theirs = getattr(row, name), getattr(record, name)
+            assert (mine is None) == (theirs is None)
+            if mine is not None:
+                assert (mine.utcoffset(), mine.isoformat(), f"{mine:%Y-%m-%d}") == (
+                    theirs.utcoffset(),
+                    theirs.isoformat(),
+                    f"{theirs:%Y-%m-%d}",
+                )
+    for query, at in [("where do I live", None), ("where do I live", "2023-03-01"), ("mendeley", None)]:
+        assert [vars(r) for r in rank_facts(rows, query, at)] == [
+            r.model_dump() for r in rank_facts(records, query, at)
+        ]
+        assert fact_prior(rows, query, at) == fact_prior(records, query, at)
+        assert [vars(r) for r in as_of(rows, at)] == [r.model_dump() for r in as_of(records, at)]
+        assert change_lines(as_of(rows, at)) == change_lines(as_of(records, at))
+
+
 def test_parse_iso_time_is_the_contracts() -> None:
     from contracts import memory as contract
 
@@ -95,16 +202,18 @@ def _imports_of_a_recall(data_dir: Path, environ: dict[str, str]) -> tuple[set[s
 
 
 def test_a_recall_process_imports_no_scipy_no_settings_models_no_pipeline(tmp_path: Path) -> None:
-    """On a built memory with its stored index: no scipy, no pydantic-settings, no contracts.settings or
-    contracts.memory, no prefect, no stage package; with a CHATMEM_ override the full settings are read."""
+    """On a built memory with its stored index: no scipy, no pydantic at all (settings, contracts, the garden's
+    fact records), no prefect, no stage package; with a CHATMEM_ override the full settings are read."""
     from test_index_store import CHATS, built_memory
 
     dbs = built_memory(tmp_path)
+    _facts_table(dbs.settings.data_dir / "staging.db").close()  # the garden's facts are read at every open
     environ = {k: v for k, v in os.environ.items() if not k.upper().startswith("CHATMEM_")}
     _imports_of_a_recall(dbs.settings.data_dir, environ)  # the first open builds and stores the index
     modules, out = _imports_of_a_recall(dbs.settings.data_dir, environ)
     assert "piece(s), best first" in out and CHATS
-    heavy = {"scipy", "scipy.sparse", "pydantic_settings", "contracts.settings", "contracts.memory", "prefect"}
+    heavy = {"scipy", "scipy.sparse", "pydantic", "pydantic_settings", "contracts.settings", "contracts.memory"}
+    heavy |= {"contracts.facts", "contracts.base", "prefect"}
     assert not heavy & modules, heavy & modules
     stages = ("ingest.", "extract.", "cluster.", "load.", "garden.", "memory.graph", "memory.stage")
     assert not [m for m in modules if m.startswith(stages)]
