@@ -15,7 +15,7 @@ after a cues run) and stored under <data_dir>/recall-index/<run>-<key>/:
                                           for bm25 (content keys), cue_bm25 (cue names), sessions.bm25
                         strings           ids, conversation_ids, cue_ids, cue_names and each vocabulary as
                                           <s>.bytes (utf-8, concatenated) + <s>.offsets + <s>.order (positions
-                                          sorted by string: lookups by binary search, memory.index_store.Lookup)
+                                          sorted by string: lookups by binary search, memory.mapped.Lookup)
                         merged groups     group.heads (ascending), group.offsets, group.members
                         pre-pass tables   prepass.* (memory/dense_lists.py), large memories only
     manifest.json     written last: format, key, every file's size, and the small values (run id, role and
@@ -41,18 +41,15 @@ index.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import logging
-import mmap
 import os
 import shutil
 import sqlite3
-import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast, overload
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -61,12 +58,12 @@ from memory.candidates import prepare
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import Array, MemoryIndex, attach_facts, check_embedder, load_index
 from memory.key_model import for_run
+from memory.mapped import ArchiveTexts, ArchiveTitles, Column, Groups, Lookup, Rows
 from memory.names import Names
 from memory.session import SessionKeys
 from memory.sparse import CSR
 from memory.text import BM25
 from staging import memory as store
-from staging import memory_inputs as inputs
 
 if TYPE_CHECKING:
     from contracts.settings import Settings
@@ -76,11 +73,21 @@ log = logging.getLogger(__name__)
 FORMAT = 2  # 1: a pickle of the index with its large arrays beside it (scipy matrices, every string unpickled)
 DIRECTORY = "recall-index"
 MANIFEST = "manifest.json"
-RUN_ROWS = 16  # consecutive key vectors asked for as one block (Rows)
 STORED_FROM = 64 * 1024  # smaller files are read whole (an empty array cannot be memory-mapped)
 # the modules that build the index and the classes it holds (read as files: importing memory.graph would load the
 # pipeline's settings into every recall)
-BUILT_BY = ("index", "text", "session", "dense_lists", "candidates", "names", "graph", "sparse", "index_store")
+BUILT_BY = (
+    "index",
+    "text",
+    "session",
+    "dense_lists",
+    "candidates",
+    "names",
+    "graph",
+    "sparse",
+    "mapped",
+    "index_store",
+)
 PER_CONTENT = ("conversation", "seq", "role_code", "times", "day", "tokens", "source", "head", "prev", "next")
 OPTIONAL = ("asks", "speaker", "coarse", "projection")
 
@@ -94,192 +101,6 @@ def _code_digest() -> str:
 
 
 CODE = _code_digest()
-
-
-class Column(Sequence[str]):
-    """A stored list of strings: utf-8 bytes end to end and their offsets, decoded one at a time when read."""
-
-    def __init__(self, data: Array, offsets: Array) -> None:
-        self._data = data
-        self._offsets = offsets
-
-    def __len__(self) -> int:
-        return len(self._offsets) - 1
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return bytes(self._data[self._offsets[i] : self._offsets[i + 1]]).decode()
-
-    def __iter__(self) -> Iterator[str]:
-        return (self[i] for i in range(len(self)))
-
-
-class Lookup(Mapping[str, int]):
-    """string -> its position in a stored Column, by binary search over the positions sorted by string (utf-8 byte
-    order is code point order: the order Python's sorted() gave when it was written)."""
-
-    def __init__(self, column: Column, order: Array) -> None:
-        self._column = column
-        self._order = order
-
-    def __getitem__(self, key: str) -> int:
-        if not isinstance(key, str):
-            raise KeyError(key)
-        at = bisect.bisect_left(range(len(self._order)), key, key=lambda k: self._column[int(self._order[k])])
-        if at < len(self._order) and self._column[int(self._order[at])] == key:
-            return int(self._order[at])
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._column)
-
-    def __len__(self) -> int:
-        return len(self._column)
-
-
-class Groups(Mapping[int, list[int]]):
-    """A merged group's head -> every original's index, from three stored arrays (heads ascending)."""
-
-    def __init__(self, heads: Array, offsets: Array, members: Array) -> None:
-        self._heads = heads
-        self._offsets = offsets
-        self._members = members
-
-    def __getitem__(self, head: int) -> list[int]:
-        at = int(np.searchsorted(self._heads, head))
-        if at >= len(self._heads) or int(self._heads[at]) != head:
-            raise KeyError(head)
-        return [int(m) for m in self._members[self._offsets[at] : self._offsets[at + 1]]]
-
-    def __iter__(self) -> Iterator[int]:
-        return (int(h) for h in self._heads)
-
-    def __len__(self) -> int:
-        return len(self._heads)
-
-
-class ArchiveTexts(Mapping[str, str]):
-    """Message texts read from archive.db when asked (a recall shows tens of pieces, not every message)."""
-
-    def __init__(self, archive_path: Path, ids: Sequence[str]) -> None:
-        self.archive_path = archive_path
-        self._ids = ids
-        self._local = threading.local()  # one read-only connection per thread (an MCP server may use several)
-
-    def _archive(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            # staging.db's read-only open: on a full disk it reads without the WAL's -shm index, as every other
-            # read-only command does, instead of failing with SQLITE_IOERR_SHMSIZE
-            from staging.db import connect_readonly
-
-            conn = connect_readonly(self.archive_path)
-            self._local.conn = conn
-        return conn
-
-    def __getitem__(self, message_id: str) -> str:
-        row = self._archive().execute("SELECT text FROM messages WHERE uuid = ?", (message_id,)).fetchone()
-        if row is None:
-            raise KeyError(message_id)
-        return str(row[0])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def many(self, ids: list[str]) -> dict[str, str]:
-        return inputs.message_texts(self._archive(), ids)
-
-
-class ArchiveTitles(Mapping[str, str | None]):
-    """Conversation titles read from archive.db when asked (a recall shows a few conversations, not all)."""
-
-    def __init__(self, texts: ArchiveTexts, conversation_ids: Sequence[str]) -> None:
-        self._texts = texts  # its read-only connection, one per thread
-        self._ids = conversation_ids
-
-    def __getitem__(self, conversation_id: str) -> str | None:
-        found = (
-            self._texts._archive()
-            .execute("SELECT title FROM conversations WHERE id = ?", (conversation_id,))
-            .fetchone()
-        )
-        if found is None:
-            raise KeyError(conversation_id)
-        return None if found[0] is None else str(found[0])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-
-class Rows:
-    """The key vectors (n x dim), stored list by list of the pre-pass's k-means lists (memory/dense_lists.py), read by
-    content position: `rows[positions]` is `dense[positions]`, the same values in the same order. The pre-pass
-    reads whole lists, so its rows lie side by side on disk: a probe of ~26k vectors at 1M content touches a few
-    hundred pages, not one or two pages per vector (16k page faults, ~0.5 s of a recall on a loaded machine)."""
-
-    def __init__(self, vectors: Array, where: Array) -> None:
-        self._vectors = vectors  # row k: the vector of the content at lists.order[k]
-        self._where = where  # content position -> its row in `vectors`
-        self.dtype = vectors.dtype
-        self.ndim = 2
-        # Mapped: no read-ahead (a view's rows, whole conversations, are scattered over the file: the kernel's
-        # read-ahead then read most of it, 1.5 GB at 1M, on a cold page cache), runs of rows asked for ahead instead
-        memmap = vectors.base if isinstance(vectors.base, np.memmap) else None
-        self._mmap: mmap.mmap | None = getattr(memmap, "_mmap", None)
-        self._offset = int(getattr(memmap, "offset", 0))
-        if self._mmap is not None:
-            self._mmap.madvise(mmap.MADV_RANDOM)
-
-    def _ask_ahead(self, rows: Array) -> None:
-        """Tell the kernel about runs of consecutive rows (the pre-pass reads whole lists): read as blocks."""
-        if self._mmap is None or rows.ndim != 1 or len(rows) < RUN_ROWS:
-            return
-        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-        starts = np.concatenate([[0], breaks])
-        ends = np.concatenate([breaks, [len(rows)]])
-        size = int(self._vectors.shape[1]) * self._vectors.dtype.itemsize
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            if end - start >= RUN_ROWS:
-                first = self._offset + int(rows[start]) * size
-                begin = first - first % mmap.PAGESIZE
-                self._mmap.madvise(mmap.MADV_WILLNEED, begin, self._offset + (int(rows[end - 1]) + 1) * size - begin)
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (len(self._where), int(self._vectors.shape[1]))
-
-    def __len__(self) -> int:
-        return len(self._where)
-
-    def __getitem__(self, key: Any) -> Array:
-        if isinstance(key, slice):
-            key = np.arange(len(self._where))[key]
-        elif isinstance(key, np.ndarray) and key.dtype == bool:
-            key = np.flatnonzero(key)
-        rows = self._where[key]
-        self._ask_ahead(np.asarray(rows))
-        return np.asarray(self._vectors[rows])
-
-    def __matmul__(self, other: Array) -> Array:
-        return np.asarray(self._vectors @ other)[self._where]
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> Array:
-        return np.asarray(self._vectors[self._where], dtype=dtype)
 
 
 def index_key(staging: sqlite3.Connection, settings: Settings, embedder: Embedder, run_id: str) -> str:

@@ -17,10 +17,11 @@ from stage_support import garden_stage as garden
 from stage_support import stage_concepts, stage_extract, stage_segment
 
 from contracts.memory import RecallRequest, RecallScope
-from memory import index_store
+from memory import index_store, mapped
 from memory.candidates import prepare
 from memory.index import MemoryIndex, attach_facts, key_embedder, load_index
-from memory.index_store import DIRECTORY, MANIFEST, ArchiveTexts, open_index
+from memory.index_store import DIRECTORY, MANIFEST, open_index
+from memory.mapped import ArchiveTexts
 from memory.service import Memory
 from staging.db import connect_readonly
 
@@ -76,7 +77,7 @@ def fresh(dbs: Dbs) -> MemoryIndex:
 def same(a: Any, b: Any) -> bool:
     """Equal values, arrays compared element by element (dtype included), stored strings and lookups as the lists
     and dicts they stand for."""
-    if isinstance(a, index_store.Rows):  # the key vectors stored list by list, read as the array they stand for
+    if isinstance(a, mapped.Rows):  # the key vectors stored list by list, read as the array they stand for
         a = np.asarray(a)
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
