@@ -85,6 +85,8 @@ def print_result(result: Answer) -> None:
         click.echo(result.empty_reason)
     if result.weak_reason:
         click.echo(result.weak_reason)
+    if result.budget_note:
+        click.echo(result.budget_note)
     if result.expansion is not None:
         decided = ", ".join(f"{d.tag_id} {d.action}" for d in result.expansion.decisions) or "no tag"
         note = f" ({result.expansion.fallback_reason})" if result.expansion.fallback_reason else ""
@@ -113,7 +115,8 @@ def _head(piece: Piece) -> str:
     tags = [s for s in piece.path if s.kind == "tag"]
     how = " and ".join(cues) or ("its conversation" if tags else "direct match")
     weak = " (weak: few of the query's key terms)" if piece.weak else ""
-    return f"#{piece.rank} {stamp} {piece.role}, score {piece.score:.3f}, via {how}{weak}"
+    cut = f" (a window: {piece.tokens} of its {piece.full_tokens} tokens)" if piece.full_tokens is not None else ""
+    return f"#{piece.rank} {stamp} {piece.role}, score {piece.score:.3f}, via {how}{weak}{cut}"
 
 
 def one_question_threads() -> None:
@@ -165,7 +168,9 @@ def recall(
     rank, "weak" (no cue and none of the query's key terms) and the activation path (query -> cue -> tag ->
     content); "facts": what the user stated about it as it stood at --at (or now), each with valid_from /
     valid_to / superseded; "fact_changes": how it changed over time ("user lives in: Paris from ... until ...,
-    Berlin since ..."); "empty_reason" when nothing came back and why; "weak_reason" when every piece is weak.
+    Berlin since ..."); "empty_reason" when nothing came back and why; "weak_reason" when every piece is weak;
+    "budget_note" when a piece too big for the budget left is shown as a window of it ("full_tokens" set) or a
+    better one was left out.
     The MCP `recall` tool returns the same object.
 
     \b

@@ -17,6 +17,7 @@ Content said after `at`, or outside the scope, never takes part.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
 from memory.names import Names
 from memory.session import session_activation, unit
-from memory.text import terms
+from memory.text import estimate_tokens, term_set, terms
 from memory.timeexpr import TimeRange, find_range, range_factor
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DAY_S = 86400.0
+_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")  # memory.text's words: a reason names the query's own
 HOP_SEEDS = 5  # the first hop's best content that spreads through its cues (memory.recall.second_hop)
 
 
@@ -330,21 +332,77 @@ def _prune(pooled: Array, theta: float) -> Array:
     return np.where(scaled >= theta, scaled, 0.0).astype(np.float32)
 
 
-def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> list[int]:
-    """The best pieces that fit the budget (a piece too big for what is left is skipped, not cut)."""
+@dataclass
+class Selection:
+    """The pieces of an answer: `chosen` best first; `windows`: chosen rows too big for the budget left, shown as a
+    window of that many tokens; `skipped`: better rows left out (too big, and too little budget left for a
+    window), each (row, its tokens, the tokens that were left)."""
+
+    chosen: list[int]
+    windows: dict[int, int]
+    skipped: list[tuple[int, int, int]]
+
+
+def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> Selection:
+    """The best pieces within the budget, best first. A piece too big for what is left is never silently dropped:
+    with at least WINDOW_MIN_TOKENS left it comes as a window around the query's words (of what is left, at most
+    half the budget while others may follow), else it is skipped and said so (`skipped`); a smaller one further
+    down may still fit."""
     chosen: list[int] = []
+    windows: dict[int, int] = {}
+    skipped: list[tuple[int, int, int]] = []
     used = 0
-    skipped = 0
     for i in ranking.order.tolist():
-        if ranking.score[i] <= 0 or len(chosen) >= max_pieces or skipped > 4 * max_pieces:
+        if ranking.score[i] <= 0 or len(chosen) >= max_pieces or len(skipped) > 4 * max_pieces:
             break
         cost = int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
-        if used + cost > budget:
-            skipped += 1  # too big for what is left: a smaller one further down may still fit
+        left = budget - used
+        if cost > left:
+            if left >= WINDOW_MIN_TOKENS:
+                share = left if len(chosen) + 1 >= max_pieces else min(left, max(budget // 2, WINDOW_MIN_TOKENS))
+                chosen.append(i)
+                windows[i] = share
+                used += share
+            else:
+                skipped.append((i, cost, left))  # too big for what is left: a smaller one further down may fit
             continue
         chosen.append(i)
         used += cost
-    return chosen
+    return Selection(chosen, windows, skipped)
+
+
+def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> list[int]:
+    """The rows of `plan`: the best pieces within the budget (a window of one too big for what is left)."""
+    return plan(index, ranking, budget, max_pieces).chosen
+
+
+def window(text: str, keys: KeyTerms, tokens: int) -> str:
+    """At most `tokens` (estimated: 4 characters each) of `text` around the query's words: the stretch holding
+    the most of its information, widened to word boundaries, "…" where it was cut."""
+    room = max(4 * tokens - 2, 8)
+    if len(text) <= room:
+        return text
+    spots: list[tuple[int, int]] = []  # (character offset, query term) of each word of the text holding one
+    for match in _WORDS.finditer(text.lower()):
+        for term in terms(match.group(0)):
+            for k, word in enumerate(keys.terms):
+                if near(word, {term}):
+                    spots.append((match.start(), k))
+    best_start, best_value = 0, -1.0
+    for offset, _ in spots:
+        start = max(0, min(offset - room // 4, len(text) - room))  # the match a quarter in: some lead-in
+        inside = {k for o, k in spots if start <= o < start + room - 12}
+        value = float(sum(keys.idf[k] for k in inside))
+        if value > best_value:
+            best_start, best_value = start, value
+    start, end = best_start, min(len(text), best_start + room)
+    if start > 0:
+        space = text.find(" ", start, start + 40)
+        start = space + 1 if space >= 0 else start
+    if end < len(text):
+        space = text.rfind(" ", end - 40, end)
+        end = space if space > start else end
+    return ("…" if start > 0 else "") + text[start:end].strip() + ("…" if end < len(text) else "")
 
 
 def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings) -> list[Step]:
@@ -374,45 +432,117 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings
 
 
 KEY_SHARE = 0.5  # a piece whose key holds less than this share of the query's term information (IDF) is weak
+WINDOW_MIN_TOKENS = 48  # a piece too big for what is left is shown as a window of it, if at least this much is left
 
 
-def key_coverage(index: MemoryIndex, query: str, rows: list[int]) -> Array:
-    """For each row, the share of the query's information (the IDF of its distinct terms; a term the memory never
-    saw counts as the rarest) that the row's key holds: its text and the names of the cues linked to it (the BM25
-    document). 1.0 for every row when the query has no term at all."""
+@dataclass(frozen=True)
+class KeyTerms:
+    """The query's distinct terms with their information (IDF in this memory; a term it never saw counts as the
+    rarest) and the word of the query each came from (what a reason names)."""
+
+    terms: list[str]
+    idf: Array
+    words: list[str]
+
+    @property
+    def total(self) -> float:
+        return max(float(self.idf.sum()), 1e-9)
+
+
+def key_terms(index: MemoryIndex, query: str) -> KeyTerms:
     words = sorted(set(terms(query)))
-    if not words or not rows:
-        return np.ones(len(rows), np.float32)
+    said: dict[str, str] = {}
+    for word in _WORDS.findall(query.lower()):
+        for term in terms(word):
+            said.setdefault(term, word)
+    bm25 = getattr(index.bm25, "whole", None) or index.bm25
+    rarest = float(np.log(1 + (bm25.documents + 0.5) / 0.5))
+    idf = np.array([float(bm25.idf[bm25.vocabulary[w]]) if w in bm25.vocabulary else rarest for w in words])
+    return KeyTerms(words, idf, [said.get(w, w) for w in words])
+
+
+def near(term: str, held: set[str]) -> bool:
+    """The piece holds the term, or a form of it the small stemmer does not join ("pricing" / "price": one a
+    prefix of the other, 4+ letters), or it with one typo (both 6+ letters, one letter changed, added or left
+    out)."""
+    if term in held:
+        return True
+    for other in held:
+        short, long_ = (term, other) if len(term) <= len(other) else (other, term)
+        if len(short) >= 4 and long_.startswith(short) and len(long_) - len(short) <= 3:
+            return True
+        if len(short) >= 6 and len(long_) - len(short) <= 1 and _one_edit(short, long_):
+            return True
+    return False
+
+
+def _one_edit(short: str, long_: str) -> bool:
+    if len(short) == len(long_):
+        return sum(a != b for a, b in zip(short, long_, strict=True)) == 1
+    return any(long_[:k] + long_[k + 1 :] == short for k in range(len(long_)))
+
+
+def held_terms(index: MemoryIndex, keys: KeyTerms, rows: list[int], extra: list[set[str]] | None = None) -> Array:
+    """rows x the query's terms: does the row hold the term, in its key (its text and the names of the cues linked
+    to it: the BM25 document) or, near enough (`_near`), in `extra` (its shown text's terms and the cue its path
+    came through)."""
+    present = np.zeros((len(rows), len(keys.terms)), dtype=bool)
+    if not rows or not keys.terms:
+        return present
     bm25, positions = index.bm25, np.asarray(rows)
     whole = getattr(bm25, "whole", None)  # a pre-pass view (memory/candidates.py): the whole memory's statistics
     if whole is not None:
         bm25, positions = whole, np.asarray(bm25.keep)[positions]
-    rarest = float(np.log(1 + (bm25.documents + 0.5) / 0.5))
-    idf = np.array([float(bm25.idf[bm25.vocabulary[w]]) if w in bm25.vocabulary else rarest for w in words])
-    known = [k for k, w in enumerate(words) if w in bm25.vocabulary]
-    held = np.zeros(len(rows), np.float64)
-    if known:
-        present = np.zeros((len(rows), len(known)), dtype=bool)
-        for j, k in enumerate(known):  # each known term's posting list: does the row's key hold it
-            docs, weights = bm25.postings.row(bm25.vocabulary[words[k]])
-            present[:, j] = np.isin(positions, docs[weights > 0])
-        held = present.astype(np.float64) @ idf[known]
-    return (held / max(float(idf.sum()), 1e-9)).astype(np.float32)
+    for k, word in enumerate(keys.terms):  # each known term's posting list: does the row's key hold it
+        if word in bm25.vocabulary:
+            docs, weights = bm25.postings.row(bm25.vocabulary[word])
+            present[:, k] = np.isin(positions, docs[weights > 0])
+    if extra is not None:
+        for r, held in enumerate(extra):
+            for k, word in enumerate(keys.terms):
+                present[r, k] = present[r, k] or near(word, held)
+    return present
 
 
-def weak_reason(pieces: list[Piece]) -> str | None:
-    """Why the answer may be unrelated, when every piece of it is weak."""
+def key_coverage(index: MemoryIndex, query: str, rows: list[int], extra: list[set[str]] | None = None) -> Array:
+    """For each row, the share of the query's information (the IDF of its distinct terms; a term the memory never
+    saw counts as the rarest) that the row holds (`held_terms`). 1.0 for every row when the query has no term at
+    all."""
+    keys = key_terms(index, query)
+    if not keys.terms or not rows:
+        return np.ones(len(rows), np.float32)
+    held = held_terms(index, keys, rows, extra).astype(np.float64) @ keys.idf
+    return (held / keys.total).astype(np.float32)
+
+
+def weak_reason(pieces: list[Piece], keys: KeyTerms | None = None, held: Array | None = None) -> str | None:
+    """Why the answer may be unrelated, when every piece of it is weak: which of the query's key terms (its
+    rarest words in this memory) no piece holds, or, when each is in some piece, that none holds most of them."""
     if not pieces or not all(p.weak for p in pieces):
         return None
+    if keys is None or held is None or not keys.terms:
+        return "weak matches only: every piece holds less than half of the query's key terms; they may be unrelated"
+    order = np.argsort(-keys.idf, kind="stable")
+    anywhere = [bool(v) for v in np.any(held, axis=0)]
+    missing = [f'"{keys.words[k]}"' for k in order if not anywhere[k]]
+    found = [f'"{keys.words[k]}"' for k in order if anywhere[k]]
+    if missing:
+        where = f"; some hold {', '.join(found)}" if found else ""
+        return (
+            f"weak matches only: no piece holds {', '.join(missing)} (of the query's key terms, its rarest words in "
+            f"this memory), in its text, its cues or the conversation that brought it{where}; the pieces may be "
+            "unrelated"
+        )
     return (
-        "weak matches only: no piece holds the query's key terms (its rarest words in this memory), in its text or "
-        "its cues; the pieces share some words or meaning, and may be unrelated"
+        f"weak matches only: each of {', '.join(found)} is in some piece, but no piece holds half of the query's "
+        "key terms (weighed by rarity) together; the pieces may be unrelated"
     )
 
 
 def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settings: RecallSettings) -> Answer:
     """Pack the best pieces into the budget; best first, or along their conversations (`request.order`)."""
-    chosen = select(index, ranking, request.budget_tokens, request.max_pieces)
+    selection = plan(index, ranking, request.budget_tokens, request.max_pieces)
+    chosen = list(selection.chosen)
     rank_of = {int(i): r + 1 for r, i in enumerate(ranking.order[: max(len(chosen) * 4, 1000)])}
     if request.order == "time":
         first_time: dict[int, float] = {}
@@ -423,15 +553,28 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
         chosen.sort(
             key=lambda i: (first_time[int(index.conversation[i])], int(index.conversation[i]), int(index.seq[i]))
         )
-    coverage = dict(zip(chosen, key_coverage(index, request.query, chosen).tolist(), strict=True))
     allowed = candidate_mask(index, request, _utc(request.at).timestamp() if request.at is not None else None)
-    pieces = []
+    keys = key_terms(index, request.query)
+    shown: list[tuple[list[int], str, list[Step]]] = []
+    extra: list[set[str]] = []
     for i in chosen:
         # a merged group's originals said after `at` (or outside the scope) stay out: same day, not same moment
         members = [m for m in index.group.get(i, [i]) if allowed[m]] or [i]
-        conversation_id = index.conversation_ids[int(index.conversation[i])]
         text = "\n".join(index.text(m) for m in members) if len(members) > 1 else index.text(i)
+        path = _path(index, ranking, i, settings)
+        shown.append((members, text, path))
+        # what the piece holds: its whole text, and the cue and conversation tag its path came through (a cue named
+        # by the query's words that brought the piece counts, not only the cues linked to it)
+        extra.append(term_set(text + " " + " ".join(s.label for s in path if s.kind in ("cue", "tag"))))
+    held = held_terms(index, keys, chosen, extra)
+    coverage = held.astype(np.float64) @ keys.idf / keys.total if keys.terms else np.ones(len(chosen))
+    pieces = []
+    for n, (i, (members, text, path)) in enumerate(zip(chosen, shown, strict=True)):
+        conversation_id = index.conversation_ids[int(index.conversation[i])]
         created = datetime.fromtimestamp(float(index.times[i]), UTC) if np.isfinite(index.times[i]) else None
+        whole = int(index.tokens[members].sum())
+        room = selection.windows.get(i)
+        cut = window(text, keys, room) if room is not None else text
         pieces.append(
             Piece(
                 content_id=index.ids[i],
@@ -441,12 +584,13 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
                 seq=int(index.seq[i]),
                 role=index.roles[int(index.role_code[i])],
                 created_at=created,
-                text=text,
-                tokens=int(index.tokens[members].sum()),
+                text=cut,
+                tokens=estimate_tokens(cut) if cut != text else whole,
                 score=round(float(ranking.score[i]), 6),
                 rank=rank_of.get(i, len(rank_of) + 1),
-                weak=bool(coverage[i] < KEY_SHARE),
-                path=_path(index, ranking, i, settings),
+                weak=bool(coverage[n] < KEY_SHARE),
+                path=path,
+                full_tokens=whole if cut != text else None,
             )
         )
     cues = [
@@ -463,8 +607,27 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
         cues=cues,
         time_filter=ranking.time_range.describe() if ranking.time_range else None,
         order=request.order,
-        weak_reason=weak_reason(pieces),
+        weak_reason=weak_reason(pieces, keys, held),
+        budget_note=budget_note(pieces, selection, ranking, rank_of),
     )
+
+
+def budget_note(pieces: list[Piece], selection: Selection, ranking: Ranking, rank_of: dict[int, int]) -> str | None:
+    """What the budget changed, when it did: pieces shown as a window, better pieces left out (and how to see
+    them)."""
+    notes = []
+    cut = [p for p in pieces if p.full_tokens is not None]
+    if cut:
+        shown = ", ".join(f"#{p.rank} ({p.tokens} of {p.full_tokens} tokens)" for p in cut)
+        notes.append(f"too big for the budget left, shown as a window around the query's words: {shown}")
+    worst = max((p.rank for p in pieces), default=0)
+    better = [(rank_of.get(i, 0), cost, left) for i, cost, left in selection.skipped if rank_of.get(i, 0) < worst]
+    if better:
+        shown = ", ".join(f"#{r} ({cost} tokens, {left} left)" for r, cost, left in better[:5])
+        notes.append(f"better piece(s) left out, too big for the budget left: {shown}")
+    if not notes:
+        return None
+    return "; ".join(notes) + "; a larger --budget (budget_tokens) shows them whole"
 
 
 def embed_query(embedder: Embedder, query: str, names: Names) -> Any:
