@@ -464,10 +464,15 @@ def key_terms(index: MemoryIndex, query: str) -> KeyTerms:
 def near(term: str, held: set[str]) -> bool:
     """The piece holds the term, or a form of it the small stemmer does not join ("pricing" / "price": one a
     prefix of the other, 4+ letters), or it with one typo (both 6+ letters, one letter changed, added or left
-    out)."""
+    out; not in the first letter: a cheap test skips the rest)."""
     if term in held:
         return True
+    if len(term) < 4:
+        return False
+    first = term[0]
     for other in held:
+        if other[0] != first or len(other) < 4:
+            continue
         short, long_ = (term, other) if len(term) <= len(other) else (other, term)
         if len(short) >= 4 and long_.startswith(short) and len(long_) - len(short) <= 3:
             return True
@@ -500,7 +505,8 @@ def held_terms(index: MemoryIndex, keys: KeyTerms, rows: list[int], extra: list[
     if extra is not None:
         for r, held in enumerate(extra):
             for k, word in enumerate(keys.terms):
-                present[r, k] = present[r, k] or near(word, held)
+                if not present[r, k]:
+                    present[r, k] = near(word, held)
     return present
 
 
