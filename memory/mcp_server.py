@@ -252,8 +252,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         "holds few of the question's key terms. Use `at` to ask as of a past date (nothing later is returned) and "
         "`scope` to search only some conversations, sources or a time window. `facts` lists what the user stated "
         "about the question as it stood at `at` (valid_from, valid_to, superseded); an empty result says why in "
-        "`empty_reason`. The same answer as `chatmem recall --json`. Follow up with get_conversation to read "
-        "around a piece.",
+        "`empty_reason`. A piece too big for the budget comes as a window around the question's words "
+        "(`full_tokens` set) and `budget_note` says so, or names a better piece left out. The same answer as "
+        "`chatmem recall --json`. Follow up with get_conversation to read around a piece.",
         RecallRequest,
         RecallResult,
         service.recall,
