@@ -16,7 +16,7 @@ import numpy as np
 from contracts.fact_rules import FUNCTIONAL_ATTRIBUTES, FactRow
 from memory.answer import Fact, RequestLike
 from memory.index import MemoryIndex
-from memory.recall import KEY_SHARE, key_terms, near
+from memory.relevance import KEY_SHARE, key_terms, near
 from memory.text import term_set
 from staging.fact_timeline import as_of, change_lines, rank_facts
 
@@ -50,7 +50,7 @@ def _in_scope(index: MemoryIndex, request: RequestLike, record: FactRow) -> bool
 
 
 def relevant(index: MemoryIndex, query: str, record: FactRow) -> bool:
-    """The relevance floor the pieces meet (memory.recall.KEY_SHARE), for a fact: it shares two of the query's
+    """The relevance floor the pieces meet (memory.relevance.KEY_SHARE), for a fact: it shares two of the query's
     words, or the ones it shares hold that share of the query's information (its words weighed by rarity in this
     memory), or the fact is about the one it shares (the word names its attribute, "number of videos", or is its
     whole value, a name). One word inside a longer value is not enough: "what did I buy for my cat?" does not meet
