@@ -113,7 +113,7 @@ def iter_active_paths(archive: sqlite3.Connection) -> Iterator[tuple[str, list[M
     """
     cursor = archive.execute(
         "SELECT c.id AS conversation_id, m.uuid, m.role, m.created_at, m.content_hash FROM conversations c"
-        " LEFT JOIN messages m ON m.conversation_id = c.id AND m.is_active = 1 AND m.is_hidden = 0"
+        " LEFT JOIN visible_messages m ON m.conversation_id = c.id"
         " ORDER BY c.id, m.seq"
     )
     for conversation_id, rows in groupby(cursor, key=lambda row: str(row["conversation_id"])):
@@ -130,7 +130,7 @@ def iter_active_paths(archive: sqlite3.Connection) -> Iterator[tuple[str, list[M
 def message_texts(archive: sqlite3.Connection, conversation_id: str) -> dict[str, str]:
     """The texts of one conversation's visible active messages, by uuid."""
     rows = archive.execute(
-        "SELECT uuid, text FROM messages WHERE conversation_id = ? AND is_active = 1 AND is_hidden = 0",
+        "SELECT uuid, text FROM visible_messages WHERE conversation_id = ?",
         (conversation_id,),
     )
     return {str(r["uuid"]): str(r["text"]) for r in rows}
@@ -212,7 +212,7 @@ def write_conversations(
 
 def _retire_others(conn: sqlite3.Connection, run_id: str, conversation_id: str, keep: list[str]) -> int:
     current = conn.execute(
-        "SELECT segment_id FROM segments WHERE conversation_id = ? AND retired_run_id IS NULL", (conversation_id,)
+        "SELECT segment_id FROM current_segments WHERE conversation_id = ?", (conversation_id,)
     ).fetchall()
     kept = set(keep)
     stale = [str(r[0]) for r in current if str(r[0]) not in kept]
@@ -243,16 +243,17 @@ def iter_current_segments(
     after = ""
     while True:
         bounds = conn.execute(
-            "SELECT MIN(conversation_id), MAX(conversation_id) FROM (SELECT DISTINCT s.conversation_id FROM segments s"
-            f" WHERE s.retired_run_id IS NULL AND s.conversation_id > ?{pending} ORDER BY s.conversation_id LIMIT ?)",
+            "SELECT MIN(conversation_id), MAX(conversation_id) FROM (SELECT DISTINCT s.conversation_id"
+            f" FROM current_segments s WHERE s.conversation_id > ?{pending} ORDER BY s.conversation_id LIMIT ?)",
             (after, *model, page_conversations),
         ).fetchone()
         if bounds is None or bounds[0] is None:
             return
         rows = conn.execute(
             "SELECT s.segment_id, s.conversation_id, s.ordinal, s.boundary, s.token_estimate, s.content_hash,"
-            " s.first_time, s.last_time, m.message_id FROM segments s JOIN segment_messages m USING (segment_id)"
-            f" WHERE s.retired_run_id IS NULL AND s.conversation_id BETWEEN ? AND ?{pending}"
+            " s.first_time, s.last_time, m.message_id FROM current_segments s"
+            " JOIN segment_messages m USING (segment_id)"
+            f" WHERE s.conversation_id BETWEEN ? AND ?{pending}"
             " ORDER BY s.conversation_id, s.ordinal, m.position",
             (bounds[0], bounds[1], *model),
         ).fetchall()
@@ -274,7 +275,7 @@ def iter_current_segments(
 
 
 def count_current(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT COUNT(*) FROM segments WHERE retired_run_id IS NULL").fetchone()[0])
+    return int(conn.execute("SELECT COUNT(*) FROM current_segments").fetchone()[0])
 
 
 def members_of(conn: sqlite3.Connection, segment_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
