@@ -50,16 +50,22 @@ def test_a_wrong_format_is_a_failed_file_and_the_right_one_then_arrives_without_
     assert archive_count(data, "conversations") == 1 and archive_count(data, "quarantine") == 1
 
 
-def test_the_same_bytes_read_again_with_another_format_are_not_skipped(tmp_path: Path) -> None:
-    """Ingested as claude (detected), then the same file with --format claude: skipped (same bytes, same format);
-    the skip key is the bytes and the format they were read as."""
+def test_the_same_bytes_with_another_format_are_read_again_and_the_same_format_skipped(tmp_path: Path) -> None:
+    """The skip key is the bytes and the format they were read as: after an ingest as claude (detected), the same
+    file with --format chatgpt is read again (and fails, nothing readable), not "nothing new"; with --format
+    claude it is skipped as already ingested."""
     export = shutil.copy(CLAUDE, tmp_path / "c.json")
     data = tmp_path / "data"
     assert chatmem("run", export, "--only", "ingest", data_dir=data).exit_code == 0
+    other = chatmem("run", export, "--format", "chatgpt", "--only", "ingest", data_dir=data)
+    assert other.exit_code == 1 and "nothing could be read as chatgpt" in other.output, other.output
+    same = chatmem("run", export, "--format", "claude", "--only", "ingest", "--json", data_dir=data)
+    assert same.exit_code == 0, same.output
+    ingest = next(s for s in json.loads(same.stdout)["stages"] if s["stage"] == "ingest")
+    assert ingest["counts"]["files_skipped"] == 0 and ingest["counts"]["messages_unchanged"] == 2, ingest
     again = chatmem("run", export, "--format", "claude", "--only", "ingest", "--json", data_dir=data)
-    assert again.exit_code == 0, again.output
-    ingest = next(s for s in json.loads(again.stdout)["stages"] if s["stage"] == "ingest")
-    assert ingest["counts"]["files_skipped"] == 1, ingest
+    assert json.loads(again.stdout)["nothing_new"] is True, again.stdout
+    assert archive_count(data, "conversations") == 1
 
 
 def test_a_zip_cut_short_is_named_as_an_incomplete_download(tmp_path: Path) -> None:
