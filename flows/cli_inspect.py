@@ -190,10 +190,14 @@ def staging() -> None:
 
 @staging.command("runs")
 @click.option("--limit", default=20, show_default=True, help="How many recent runs (0: all).")
+@click.option("--each", is_flag=True, help="One line per run: no-op runs in a row are not folded into one.")
 @JSON_OPTION
 @click.pass_obj
-def staging_runs(app: App, limit: int, as_json: bool) -> None:
+def staging_runs(app: App, limit: int, each: bool, as_json: bool) -> None:
     """List recent runs, newest first, with each stage's latest status.
+
+    Consecutive no-op runs (every stage unchanged: a cron job's checks) show as one line, the newest, with how
+    many checks it stands for since when (--each: one line per run; --json always gives every run).
 
     \b
     Example: chatmem staging runs --json --limit 5
@@ -213,7 +217,13 @@ def staging_runs(app: App, limit: int, as_json: bool) -> None:
         return
     if info is not None and not any(row["status"] == "running" for row in runs):
         click.echo(f"{describe_starting(info)} in {settings.data_dir}; it is listed here once its first stage starts")
+    if not each:
+        runs = inspection.collapse_noops(runs)
     for run_row in runs:
+        checks = run_row.pop("checks", 1)
+        first = str(run_row.pop("first_check", "") or "")[:16].replace("T", " ")
+        if checks > 1:
+            run_row["status"] = f"{checks} no-op runs since {first}"
         run_row["stages"] = _stage_summary(run_row.pop("stage_status"))
         run_row["exports"] = len(run_row["exports"])
         run_row["started_at"] = str(run_row["started_at"] or "")[:16].replace("T", " ")  # UTC, to the minute
