@@ -114,7 +114,7 @@ def _head(piece: Piece) -> str:
     cues = [f'cue "{shorten(safe_line(s.label), 40)}"' for s in piece.path if s.kind == "cue"]
     tags = [s for s in piece.path if s.kind == "tag"]
     how = " and ".join(cues) or ("its conversation" if tags else "direct match")
-    weak = " (weak: few of the query's key terms)" if piece.weak else ""
+    weak = " (weak: holds under half of the query's information, its rarer words)" if piece.weak else ""
     cut = f" (a window: {piece.tokens} of its {piece.full_tokens} tokens)" if piece.full_tokens is not None else ""
     return f"#{piece.rank} {stamp} {piece.role}, score {piece.score:.3f}, via {how}{weak}{cut}"
 
@@ -165,12 +165,13 @@ def recall(
     """Reconstruct what the memory holds about QUESTION: the best pieces first, each with its path.
 
     --json prints the RecallResult (contracts/memory.py): pieces with message ids, conversation, time, score,
-    rank, "weak" (no cue and none of the query's key terms) and the activation path (query -> cue -> tag ->
+    rank, "weak" (the piece, its cues and its path hold under half of the query's information: its words
+    weighed by rarity, so missing the rarest one is enough) and the activation path (query -> cue -> tag ->
     content); "facts": what the user stated about it as it stood at --at (or now), each with valid_from /
     valid_to / superseded; "fact_changes": how it changed over time ("user lives in: Paris from ... until ...,
     Berlin since ..."); "empty_reason" when nothing came back and why; "weak_reason" when every piece is weak;
-    "budget_note" when a piece too big for the budget left is shown as a window of it ("full_tokens" set) or a
-    better one was left out.
+    "budget_note" when a piece too big for the budget left is shown as a window of it ("full_tokens" set) or the
+    next best one did not fit (the answer ends before it).
     The MCP `recall` tool returns the same object.
 
     \b

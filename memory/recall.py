@@ -334,8 +334,8 @@ def _prune(pooled: Array, theta: float) -> Array:
 @dataclass
 class Selection:
     """The pieces of an answer: `chosen` best first; `windows`: chosen rows too big for the budget left, shown as a
-    window of that many tokens; `skipped`: better rows left out (too big, and too little budget left for a
-    window), each (row, its tokens, the tokens that were left)."""
+    window of that many tokens; `skipped`: the next best row, left out (too big, and too little budget left for a
+    window), as (row, its tokens, the tokens that were left): the answer ends before it."""
 
     chosen: list[int]
     windows: dict[int, int]
@@ -345,26 +345,28 @@ class Selection:
 def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> Selection:
     """The best pieces within the budget, best first. A piece too big for what is left is never silently dropped:
     with at least WINDOW_MIN_TOKENS left it comes as a window around the query's words (of what is left, at most
-    half the budget while others may follow), else it is skipped and said so (`skipped`); a smaller one further
-    down may still fit."""
+    half the budget while others may follow; the first piece whatever is left), else it is left out, said so
+    (`skipped`), and the answer ends there: a smaller piece further down would fill the budget with worse ones."""
     chosen: list[int] = []
     windows: dict[int, int] = {}
     skipped: list[tuple[int, int, int]] = []
     used = 0
     for i in ranking.order.tolist():
-        if ranking.score[i] <= 0 or len(chosen) >= max_pieces or len(skipped) > 4 * max_pieces:
+        if ranking.score[i] <= 0 or len(chosen) >= max_pieces:
             break
         cost = int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
         left = budget - used
         if cost > left:
-            if left >= WINDOW_MIN_TOKENS:
+            if left >= WINDOW_MIN_TOKENS or (not chosen and left >= FIRST_WINDOW_MIN_TOKENS):
                 share = left if len(chosen) + 1 >= max_pieces else min(left, max(budget // 2, WINDOW_MIN_TOKENS))
                 chosen.append(i)
                 windows[i] = share
                 used += share
-            else:
-                skipped.append((i, cost, left))  # too big for what is left: a smaller one further down may fit
-            continue
+                continue
+            # too big for what is left: stop here rather than fill the rest with pieces further down, which are
+            # worse by the ranking's own measure (the answer says a better piece was left out, `budget_note`)
+            skipped.append((i, cost, left))
+            break
         chosen.append(i)
         used += cost
     return Selection(chosen, windows, skipped)
@@ -401,6 +403,7 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings
     return steps
 
 
+FIRST_WINDOW_MIN_TOKENS = 8  # the best piece comes as a window of even a tiny budget: the answer is never empty for it
 WINDOW_MIN_TOKENS = 48  # a piece too big for what is left is shown as a window of it, if at least this much is left
 
 
@@ -485,11 +488,8 @@ def budget_note(pieces: list[Piece], selection: Selection, ranking: Ranking, ran
     if cut:
         shown = ", ".join(f"#{p.rank} ({p.tokens} of {p.full_tokens} tokens)" for p in cut)
         notes.append(f"too big for the budget left, shown as a window around the query's words: {shown}")
-    worst = max((p.rank for p in pieces), default=0)
-    better = [(rank_of.get(i, 0), cost, left) for i, cost, left in selection.skipped if rank_of.get(i, 0) < worst]
-    if better:
-        shown = ", ".join(f"#{r} ({cost} tokens, {left} left)" for r, cost, left in better[:5])
-        notes.append(f"better piece(s) left out, too big for the budget left: {shown}")
+    for i, cost, left in selection.skipped:  # the next best piece, which did not fit: the answer ends before it
+        notes.append(f"the next piece, #{rank_of.get(i, 0)} ({cost} tokens), did not fit the {left} token(s) left")
     if not notes:
         return None
     return "; ".join(notes) + "; a larger --budget (budget_tokens) shows them whole"

@@ -91,7 +91,7 @@ class Memory:
         facts, changes = question_facts(self.index, request) if settings.fact_weight > 0 else ([], [])
         reason = empty_reason(view, ranking, vector, settings, self.embedder, request.query)
         if reason is not None:
-            result = replace(result, pieces=[], tokens=0, empty_reason=reason, weak_reason=None)
+            result = replace(result, pieces=[], tokens=0, empty_reason=reason, weak_reason=None, budget_note=None)
         elif settings.expand_with_llm and result.pieces:  # every LLM call goes to `on_call` (llm_calls rows)
             from memory.expand import expand  # the openai SDK: only a recall that asks the LLM pays its import
 

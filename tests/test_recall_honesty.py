@@ -201,14 +201,18 @@ def test_the_best_piece_too_big_for_the_budget_comes_as_a_window_around_its_matc
     assert result.budget_note and "#1" in result.budget_note and "window" in result.budget_note
 
 
-def test_a_better_piece_left_out_is_said_so() -> None:
-    """A budget too small even for a window: the best piece is left out, and the result says which, and how to
-    see it, where it was silent."""
+def test_a_tiny_budget_still_shows_the_best_piece_and_never_fills_up_with_worse_ones() -> None:
+    """A budget too small for a normal window: the best piece still leads, as a window of what there is (it was
+    left out, and the budget filled with pieces further down: the cold pass saw "hello" and a pizza question after
+    the answers it dropped). When the next best piece does not fit, the answer ends there and says so."""
     index, config = memory(BIG)
     service = Memory(Settings().model_copy(update={"recall": config}), index, None)
     result = service.recall(RecallRequest(query="what breed is my collie?", budget_tokens=30, max_pieces=3))
-    assert result.pieces and all(p.rank > 1 for p in result.pieces)
-    assert result.budget_note and "better piece(s) left out" in result.budget_note and "#1 (" in result.budget_note
+    first = result.pieces[0]
+    assert first.content_id == "dog-0" and first.rank == 1 and first.full_tokens is not None
+    assert "breed" in first.text and result.tokens <= 30
+    assert [p.rank for p in result.pieces] == list(range(1, len(result.pieces) + 1))  # no gap: nothing skipped over
+    assert result.budget_note and "the next piece, #" in result.budget_note and "did not fit" in result.budget_note
     assert "--budget" in result.budget_note
 
 
