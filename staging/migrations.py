@@ -23,6 +23,10 @@ History:
                    (staging/liveness.py: a `running` row whose process is gone is shown as interrupted)
                 6  embedded_segments: which segment content the embed stage last embedded, so that a re-run
                    reads no text of an unchanged segment (staging/embeddings.py)
+                7  runs and stage_runs: the start time of their process (pid_start)
+                8  the memory tables of migration 3 hold each row once, shared by the runs it belongs to
+                   (run_id: the run that created it, retired_run_id: the run that retired it), existing runs
+                   replayed into that form (staging/memory_history.py)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -47,6 +51,7 @@ from staging import (
     llm_calls,
     load_state,
     memory,
+    memory_history,
     segments,
     topics,
 )
@@ -215,6 +220,7 @@ STAGING = (
         statements(embeddings.SEGMENTS_SCHEMA),
     ),
     Migration(7, "liveness: runs and stage_runs record their process's start time (pid_start)", migrate_pid_start),
+    Migration(8, "memory rows shared across runs: run_id created, retired_run_id retired", memory_history.migrate),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (
