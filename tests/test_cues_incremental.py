@@ -34,9 +34,9 @@ from contracts.settings import Settings
 from memory import cues_state
 from memory.service import Memory
 from staging import memory as store
-from staging.memory_history import LIVE
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
+from staging.memory_history import LIVE
 from tests.test_cluster import themed_export
 
 NEW_DUMP = [
