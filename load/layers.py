@@ -299,13 +299,14 @@ CONCEPT_TOPIC = EdgeLayer(
 # - `role:` Message.role, `source:` Conversation.format, `day:`/`month:` a prefix of Message.created_at,
 #   `ctype:` Cue.concept_type.
 # docs/graph.md has the Cypher of each walk; recall reads the tags from staging, not from the graph.
-LATEST_MEMORY_RUN = "(SELECT MAX(run_id) FROM memory_runs)"
+# The newest run's memory is the current rows (staging/memory_history.py: rows are shared across runs).
+CURRENT_MEMORY = "retired_run_id IS NULL"
 
 CUES = NodeLayer(
     "Cue",
     "staging",
     ("memory_cues", "memory_runs"),
-    f"SELECT cue_id AS id, name, kind, concept_type, df, idf, hub FROM memory_cues WHERE run_id = {LATEST_MEMORY_RUN}",
+    f"SELECT cue_id AS id, name, kind, concept_type, df, idf, hub FROM memory_cues WHERE {CURRENT_MEMORY}",
     booleans=("hub",),
     text_ids=True,
 )
@@ -317,7 +318,7 @@ CUE_CONTENT = EdgeLayer(
     "staging",
     ("memory_edges", "memory_runs"),
     "SELECT src, dst, weight FROM memory_edges"
-    f" WHERE run_id = {LATEST_MEMORY_RUN} AND kind = 'cue-content' AND dst NOT LIKE 'merged:%'",
+    f" WHERE {CURRENT_MEMORY} AND kind = 'cue-content' AND dst NOT LIKE 'merged:%'",
     anchor="dst",
 )
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from load.layers import CUE_CONTENT, CUES, Layer, NodeLayer
 from load.plan import ROW_OVERHEAD, Change, delete_params, source_rows
 from staging import memory as memory_store
+from staging.memory_history import LIVE
 
 CHUNK = 500
 
@@ -67,21 +68,22 @@ def _candidates(staging: sqlite3.Connection, runs: tuple[str, str], changed: Seq
     try:
         content = _column(
             staging,
-            "SELECT DISTINCT content_id FROM memory_content WHERE run_id IN (?, ?) AND kind = 'message'"
-            " AND conversation_id IN (SELECT conversation_id FROM temp.load_changed)",
-            runs,
+            "SELECT DISTINCT c.content_id FROM temp.load_changed l CROSS JOIN memory_content c"
+            " INDEXED BY memory_content_by_conversation ON c.conversation_id = l.conversation_id"
+            f" WHERE c.kind = 'message' AND (({LIVE}) OR ({LIVE}))",
+            (runs[0], runs[0], runs[1], runs[1]),
         )
         staging.execute("DROP TABLE IF EXISTS temp.load_content")
         staging.execute("CREATE TEMP TABLE load_content (content_id TEXT PRIMARY KEY) WITHOUT ROWID")
         staging.executemany("INSERT INTO temp.load_content VALUES (?)", ((c,) for c in content))
         linked = (
             "SELECT DISTINCT e.src FROM temp.load_content c"
-            " CROSS JOIN memory_edges e INDEXED BY memory_edges_by_dst ON e.run_id = ? AND e.dst = c.content_id"
-            " AND e.kind = ?"
+            " CROSS JOIN memory_edges e INDEXED BY memory_edges_by_dst ON e.dst = c.content_id"
+            f" AND e.kind = ? AND ({LIVE})"
         )
         cues: set[str] = set()
         for run in runs:
-            cues.update(_column(staging, linked, (run, "cue-content")))
+            cues.update(_column(staging, linked, ("cue-content", run, run)))
     finally:
         staging.execute("DROP TABLE IF EXISTS temp.load_changed")
         staging.execute("DROP TABLE IF EXISTS temp.load_content")
@@ -122,10 +124,10 @@ def changes(
             old = (  # the loaded run's edges of the candidates: those R lacks are deleted
                 "SELECT json_array(src, dst) FROM memory_edges"
                 + (" INDEXED BY memory_edges_by_dst" if column == "dst" else "")
-                + " WHERE run_id = ? AND kind = ?"
+                + f" WHERE {LIVE} AND kind = ?"
                 f" AND {column} IN ({marks})" + (" AND dst NOT LIKE 'merged:%'" if column == "dst" else "")
             )
-            keys.update(_column(rows_db, old, (delta.loaded_run, kind, *chunk)))
+            keys.update(_column(rows_db, old, (delta.loaded_run, delta.loaded_run, kind, *chunk)))
         for change in counted(source_rows(rows_db.execute(sql, chunk), layer)):
             current[change.key] = change
     keys.update(current)

@@ -1,17 +1,22 @@
-"""The cues stage's incremental path: rebuild only the conversations that changed, carry the rest in SQL.
+"""The cues stage's incremental path: rebuild only the conversations that changed, share the rest.
 
 Given a plan (memory/cues_state.py: the base run, its saved state, the conversations to rebuild or drop), inside
 one transaction, like the full path:
 
+0. undo any run after the base (a run whose cues stage did not finish, or this run on a re-run), so that the
+   current rows are the base run's memory (staging/memory_history.py: rows are shared across runs, each with
+   the run that created it and the run that retired it);
 1. take the base run's cue document frequencies and tag sizes, less what the rebuilt and vanished conversations
    had added to them (their cue-content and tag-content edges in the base run), and resume the graph builder on
    them with the last full build's frozen global counts (message count, term df, speakers, hubs): a new cue gets
    its IDF from the frozen message count, a keyphrase needs the frozen term df;
-2. build the rebuilt conversations with `GraphBuilder.batch`, checked and written as the full path does;
-3. copy the base run's content, content edges and merges of every other conversation (staging/memory_carry.py);
-4. write the cues and tags (`finish`), the cue -> conversation edges of the rebuilt conversations from their
-   counts and those of the carried ones re-weighted in SQL by the new document frequency, and check that every
-   edge's source is a cue or tag of the run and every cue -> tag edge's tag exists.
+2. retire the rebuilt and vanished conversations' content, content edges and merges, and build the rebuilt
+   ones with `GraphBuilder.batch`, checked and written as the full path does; every other conversation's rows
+   stay current, shared with the base run, not copied (staging/memory_carry.py);
+3. make the cues and tags (`finish`) current (changed ones retired and written, equal ones shared), the cue ->
+   conversation edges of the rebuilt conversations from their counts, the cue -> concept type edges, and those
+   of the other conversations re-weighted in SQL for the cues whose document frequency moved; check that no
+   current edge names a cue or tag the run retired, and every cue -> tag edge written has its tag.
 
 The result is a valid graph, not bit for bit a full rebuild's: statistics stay frozen until the next full build
 (`memory.rebuild_share`), as cluster's placement keeps its topics until the next refit. Keys are embedded for the
@@ -36,6 +41,7 @@ from staging import memory as store
 from staging import memory_carry as carry
 from staging import memory_inputs as inputs
 from staging.memory import CueRow, TagRow
+from staging.memory_history import CURRENT
 
 log = logging.getLogger(__name__)
 
@@ -56,21 +62,24 @@ def build(
     """Write run `run_id` from the plan's base run; returns the writer's counts, the cues, the tags and the
     rebuilt messages (whose keys the caller embeds)."""
     base = plan.state.run_id
-    with store.RunWriter(staging, run_id) as writer:
+    with store.RunWriter(staging, run_id, base=base) as writer:
         try:
-            carry.mark_rebuilt(staging, base, [*plan.rebuilt, *plan.gone])
-            cue_less, tag_less = carry.rebuilt_contributions(staging, base)
+            carry.mark_rebuilt(staging, [*plan.rebuilt, *plan.gone])
+            cue_less, tag_less = carry.rebuilt_contributions(staging)
             df = {
                 str(cue): int(n) - cue_less[str(cue)]
-                for cue, n in staging.execute("SELECT cue_id, df FROM memory_cues WHERE run_id = ?", (base,))
+                for cue, n in staging.execute(f"SELECT cue_id, df FROM memory_cues WHERE {CURRENT}")
             }
             tags = [
                 (str(t), str(kind), str(label), int(size) - tag_less[str(t)])
                 for t, kind, label, size in staging.execute(
-                    "SELECT tag_id, kind, label, size FROM memory_tags WHERE run_id = ?", (base,)
+                    f"SELECT tag_id, kind, label, size FROM memory_tags WHERE {CURRENT}"
                 )
             ]
             builder.resume(plan.state.frozen, df, tags)
+            retired = carry.retire_rebuilt(staging, run_id)
+            for name, count in retired.items():
+                writer.counts[name] -= count
             messages = [MessageInput(*row) for row in inputs.iter_conversation_messages(archive, plan.rebuilt)]
             for message in messages:
                 builder.recount(message)
@@ -79,14 +88,13 @@ def build(
                 part = builder.batch(batch, [TopicInput(*row) for row in topics])
                 check(part)
                 writer.add(part.content, part.edges, part.merges, part.cue_conversations)
-            carried = carry.carry_content(staging, base, run_id)
-            for name, count in carried.items():
-                writer.counts[name] += count
             cues, tag_rows, report = builder.finish()
-            writer.add_cues(cues)
-            writer.add_tags(tag_rows)
-            writer.add_edges(builder.cue_tag_edges(writer.cue_conversations()))
-            writer.counts["edges"] += carry.carry_cue_conversations(staging, base, run_id)
+            writer.replace_cues(cues)
+            writer.replace_tags(tag_rows)
+            writer.counts["edges"] += carry.replace_cue_tags(
+                staging, run_id, list(builder.cue_tag_edges(writer.cue_conversations()))
+            )
+            writer.counts["edges"] += carry.reweigh_cue_conversations(staging, run_id)
             bad = carry.dangling_edges(staging, run_id)
             if bad:
                 raise ValueError(f"incremental cues run {run_id}: {bad} edge(s) name a cue or tag the run lacks")
@@ -97,12 +105,12 @@ def build(
         finally:
             carry.drop_marks(staging)
     log.info(
-        "cues - incremental from %s: %d conversation(s) rebuilt (%d messages), %d gone, %d content rows carried",
+        "cues - incremental from %s: %d conversation(s) rebuilt (%d messages), %d gone, %d content rows retired",
         base,
         len(plan.rebuilt),
         len(messages),
         len(plan.gone),
-        carried["content"],
+        retired["content"],
     )
     return counts, cues, tag_rows, messages
 

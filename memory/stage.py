@@ -27,7 +27,7 @@ from memory.key_model import FULL, KeyCost, with_model
 from memory.names import Names
 from staging import embeddings as vectors
 from staging import memory as store
-from staging import memory_carry, memory_loaded
+from staging import memory_history, memory_loaded
 from staging import memory_inputs as inputs
 from staging.memory import CueRow, TagRow
 
@@ -232,15 +232,14 @@ def _run_incremental(
 def _after_success(staging: sqlite3.Connection, settings: Settings, state: cues_state.CuesState) -> None:
     """Once the run's rows are in and its keys embedded (the last work the stage does, so a run killed before
     here leaves the previous run's state and rows whole): its state for the next incremental run, and older
-    runs' rows pruned (all but
-    this run, the run of the stored recall index, which an open server may still read, and the run a graph
-    target last loaded, which its next load diffs against: memory.prune_runs)."""
+    runs pruned (staging/memory_history.py: all but this run, the run of the stored recall index, which an open
+    server may still read, and the run a graph target last loaded, which its next load diffs against, keep
+    their memory; a row no kept run sees is deleted: memory.prune_runs)."""
     keep = {state.run_id, *index_store.stored_runs(settings.data_dir), *memory_loaded.held_runs(settings.data_dir)}
     cues_state.save_state(settings.data_dir, state, keep)
     if not settings.memory.prune_runs:
         return
-    for stale in memory_carry.stale_runs(staging, keep):
-        memory_carry.delete_run(staging, stale)
+    for stale in memory_history.prune(staging, keep):
         log.info("cues - pruned the memory rows of run %s", stale)
 
 

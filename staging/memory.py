@@ -1,8 +1,10 @@
-"""staging.db: the Cue-Tag-Content graph the cues stage builds, one set of rows per run.
+"""staging.db: the Cue-Tag-Content graph the cues stage builds, each row shared by the runs it belongs to.
 
-Tables (created by migration 3 of staging.db, staging/migrations.py; frozen: change them with a new migration);
-every row carries its run id, and a re-run of the stage for the same run replaces that run's rows in one
-transaction (an idempotent write: ids are content keys, so the same inputs give the same rows):
+Tables (created by migration 3 of staging.db, made shared across runs by migration 9: staging/memory_history.py;
+frozen: change them with a new migration). Every row carries the run that created it (`run_id`) and the run that
+retired it (`retired_run_id`); the memory of run R is the rows live at R (`memory_history.LIVE`). A run writes
+what differs from the run before it, with its memory_runs row, in one transaction; a re-run of the stage for the
+same run undoes that run first (ids are content keys, so the same inputs give the same rows):
 
 - `memory_runs`: one row per run: counts, the hub report (which cues were down-weighted and why), notes.
 - `memory_content`: Content nodes: a message (`content_id` = its uuid) or a merged group of near-identical
@@ -19,14 +21,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
+from staging import memory_history as history
 from staging.db import IN_VALUES, Transaction, json_values
+from staging.memory_history import LIVE
 
-SCHEMA = [
+SCHEMA = [  # migration 3's layout, frozen: migration 9 (memory_history.SCHEMA) is the current one
     """CREATE TABLE IF NOT EXISTS memory_runs (
         run_id TEXT PRIMARY KEY,
         content INTEGER NOT NULL,
@@ -172,24 +177,56 @@ def write_run(conn: sqlite3.Connection, run_id: str, graph: MemoryGraph, summary
         writer.finish(summary)
 
 
-class RunWriter:
-    """One run's rows written in batches inside one transaction (`with RunWriter(conn, run_id) as w:`): the old
-    rows go first, every batch appends, `finish` writes the run row with the counts; an exception rolls all of it
-    back. Cue counts per conversation wait in a temporary table until every batch is in (`cue_conversations`)."""
+_CUE_VALUES = attrgetter(*_columns(CueRow))
+_TAG_VALUES = attrgetter(*_columns(TagRow))
 
-    def __init__(self, conn: sqlite3.Connection, run_id: str) -> None:
+
+class RunWriter:
+    """One run's rows written in batches inside one transaction (`with RunWriter(conn, run_id) as w:`): the runs
+    to take back first (`memory_history.undo`: this run on a re-run, and with a `base` every run after it, which
+    no successful cues stage finished), then a full build (`base` None) retires every current row, and every
+    batch appends; `finish` writes the run row with the counts; an exception rolls all of it back. An incremental
+    run starts from its base's counts and retires what it rebuilds (memory/cues_incremental.py). Cue counts per
+    conversation wait in a temporary table until every batch is in (`cue_conversations`)."""
+
+    def __init__(self, conn: sqlite3.Connection, run_id: str, *, base: str | None = None) -> None:
         self.conn = conn
         self.run_id = run_id
+        self.base = base
         self.counts = {"content": 0, "cues": 0, "tags": 0, "edges": 0, "hubs": 0, "merged": 0}
         self._transaction = Transaction(conn)
 
     def __enter__(self) -> RunWriter:
         self._transaction.__enter__()
-        for table in RUN_TABLES:
-            self.conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (self.run_id,))
+        try:
+            self._begin()
+        except BaseException:
+            self._transaction.__exit__(*sys.exc_info())
+            raise
         self.conn.execute("DROP TABLE IF EXISTS temp.memory_cue_conversations")
         self.conn.execute("CREATE TEMP TABLE memory_cue_conversations (cue_id TEXT, conversation_id TEXT, n INTEGER)")
         return self
+
+    def _begin(self) -> None:
+        run_id, base = self.run_id, self.base
+        runs = [str(r[0]) for r in self.conn.execute("SELECT run_id FROM memory_runs")]
+        undone = [r for r in runs if r >= run_id or (base is not None and r > base)]
+        finished = set(_finished(self.conn, undone))
+        later = sorted(r for r in undone if r != run_id and r in finished)
+        if later:
+            raise ValueError(
+                f"cues run {run_id}: run {later[-1]} built a newer memory; run the cues stage in a new run instead"
+            )
+        history.undo(self.conn, undone)
+        if base is None:
+            history.retire_current(self.conn, run_id)
+            return
+        row = self.conn.execute(
+            "SELECT content, cues, tags, edges, hubs, merged FROM memory_runs WHERE run_id = ?", (base,)
+        ).fetchone()
+        if row is None:
+            raise ValueError(f"cues run {run_id}: base run {base} has no memory rows")
+        self.counts.update(zip(("content", "cues", "tags", "edges", "hubs", "merged"), map(int, row), strict=True))
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         try:
@@ -241,6 +278,16 @@ class RunWriter:
     def add_tags(self, tags: Sequence[TagRow]) -> None:
         self.counts["tags"] += self._insert("memory_tags", TagRow, tags)
 
+    def replace_cues(self, cues: Sequence[CueRow]) -> None:
+        """An incremental run's cues (all of them): the changed ones retired and written, equal ones shared."""
+        history.replace(self.conn, "memory_cues", self.run_id, map(_CUE_VALUES, cues), "1")
+        self.counts["cues"], self.counts["hubs"] = len(cues), sum(1 for c in cues if c.hub)
+
+    def replace_tags(self, tags: Sequence[TagRow]) -> None:
+        """An incremental run's tags (all of them), as `replace_cues`."""
+        history.replace(self.conn, "memory_tags", self.run_id, map(_TAG_VALUES, tags), "1")
+        self.counts["tags"] = len(tags)
+
     def cue_conversations(self) -> Iterator[tuple[str, str, int]]:
         """(cue, conversation, messages) over all batches so far, summed, in (cue, conversation) order."""
         for row in self.conn.execute(
@@ -281,6 +328,17 @@ def latest_run(conn: sqlite3.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
+def _finished(conn: sqlite3.Connection, run_ids: Iterable[str]) -> list[str]:
+    """Those of the runs whose cues stage succeeded."""
+    return [
+        str(r[0])
+        for r in conn.execute(
+            f"SELECT run_id FROM stage_runs WHERE stage = 'cues' AND status = 'succeeded' AND run_id IN {IN_VALUES}",
+            (json_values(list(run_ids)),),
+        )
+    ]
+
+
 def latest_finished_run(conn: sqlite3.Connection) -> str | None:
     """The newest run whose cues stage succeeded: what an incremental cues run may start from. A run killed or
     failed after its rows were written (its keys not yet embedded) is never a base."""
@@ -303,7 +361,7 @@ def read_run(conn: sqlite3.Connection, run_id: str, *, edges: bool = True) -> Me
         columns = _columns(cls)
         key = columns[:2] if table == "memory_edges" else columns[:1]
         rows = conn.execute(
-            f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY {', '.join(key)}", (run_id,)
+            f"SELECT {', '.join(columns)} FROM {table} WHERE {LIVE} ORDER BY {', '.join(key)}", (run_id, run_id)
         )
         parts[attr] = [cls(*row) for row in rows]
     for cue in parts["cues"]:
@@ -311,7 +369,7 @@ def read_run(conn: sqlite3.Connection, run_id: str, *, edges: bool = True) -> Me
     merges = [
         (str(r[0]), str(r[1]))
         for r in conn.execute(
-            "SELECT merged_id, original_id FROM memory_merges WHERE run_id = ? ORDER BY 1, 2", (run_id,)
+            f"SELECT merged_id, original_id FROM memory_merges WHERE {LIVE} ORDER BY 1, 2", (run_id, run_id)
         )
     ]
     return MemoryGraph(parts["content"], parts["cues"], parts["tags"], parts["edges"], merges)
@@ -320,7 +378,7 @@ def read_run(conn: sqlite3.Connection, run_id: str, *, edges: bool = True) -> Me
 def iter_edges(conn: sqlite3.Connection, run_id: str, kind: str) -> Iterator[tuple[str, str, float]]:
     """(src, dst, weight) of one kind of edge, one at a time, in key order."""
     for row in conn.execute(
-        "SELECT src, dst, weight FROM memory_edges WHERE run_id = ? AND kind = ? ORDER BY src, dst", (run_id, kind)
+        f"SELECT src, dst, weight FROM memory_edges WHERE {LIVE} AND kind = ? ORDER BY src, dst", (run_id, run_id, kind)
     ):
         yield row[0], row[1], row[2]
 
@@ -339,8 +397,8 @@ def originals(conn: sqlite3.Connection, run_id: str, merged_ids: Iterable[str]) 
     wanted = list(merged_ids)
     found: dict[str, list[str]] = {m: [] for m in wanted}
     for row in conn.execute(
-        f"SELECT merged_id, original_id FROM memory_merges WHERE run_id = ? AND merged_id IN {IN_VALUES} ORDER BY 1, 2",
-        (run_id, json_values(wanted)),
+        f"SELECT merged_id, original_id FROM memory_merges WHERE {LIVE} AND merged_id IN {IN_VALUES} ORDER BY 1, 2",
+        (run_id, run_id, json_values(wanted)),
     ):
         found[str(row[0])].append(str(row[1]))
     return found

@@ -26,6 +26,9 @@ History:
                    reads no text of an unchanged segment (staging/embeddings.py)
                 7  runs and stage_runs: the start time of their process (pid_start), staging/liveness.py
                 8  current_segments: the view of the segments no newer segmentation retired (`CURRENT_SEGMENTS`)
+                9  the memory tables of migration 3 hold each row once, shared by the runs it belongs to
+                   (run_id: the run that created it, retired_run_id: the run that retired it), existing runs
+                   replayed into that form (staging/memory_history.py)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -50,6 +53,7 @@ from staging import (
     llm_calls,
     load_state,
     memory,
+    memory_history,
     segments,
     topics,
 )
@@ -233,6 +237,7 @@ STAGING = (
     ),
     Migration(7, "liveness: runs and stage_runs record their process's start time (pid_start)", migrate_pid_start),
     Migration(8, "current_segments: the view of the segments not retired", statements(CURRENT_SEGMENTS)),
+    Migration(9, "memory rows shared across runs: run_id created, retired_run_id retired", memory_history.migrate),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (

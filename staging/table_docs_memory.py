@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from staging.table_docs import RUN_ID, TableDoc, doc
 
+# The memory tables' rows are shared across runs (staging/memory_history.py): the memory of run R is the rows
+# with run_id <= R and no retired_run_id at or before R.
+MEMORY_RUN = "The run that created the row; it belongs to every later run's memory until retired_run_id."
+RETIRED = "The run that retired (replaced or dropped) the row; empty while it is current."
+
 MEMORY: dict[str, TableDoc] = {
     "fact_mentions": doc(
         "Fact mentions",
@@ -85,7 +90,8 @@ MEMORY: dict[str, TableDoc] = {
         "Memory content",
         "Content nodes: a message, or a merged group of near-identical messages, with the key text recall matches.",
         {
-            "run_id": RUN_ID,
+            "run_id": MEMORY_RUN,
+            "retired_run_id": RETIRED,
             "content_id": "A message uuid, or merged:<hash>.",
             "kind": "message or merged.",
             "conversation_id": "Its conversation.",
@@ -106,7 +112,8 @@ MEMORY: dict[str, TableDoc] = {
         "Cue nodes (anchors): concepts (by their cased titles) and WordNet categories of their head nouns, with "
         "document frequency and the hub flag.",
         {
-            "run_id": RUN_ID,
+            "run_id": MEMORY_RUN,
+            "retired_run_id": RETIRED,
             "cue_id": "Cue id.",
             "name": "Its name.",
             "kind": "concept, or keyphrase: a WordNet category (cue id wn:<synset offset>, named by its lemmas).",
@@ -121,7 +128,8 @@ MEMORY: dict[str, TableDoc] = {
         "Memory tags",
         "Tag nodes (groupings): conversation, day, month, topic, role, concept type, source.",
         {
-            "run_id": RUN_ID,
+            "run_id": MEMORY_RUN,
+            "retired_run_id": RETIRED,
             "tag_id": "Tag id.",
             "kind": "What it groups by.",
             "label": "Its label.",
@@ -131,11 +139,23 @@ MEMORY: dict[str, TableDoc] = {
     "memory_edges": doc(
         "Memory edges",
         "Weighted associations: cue-content, cue-tag, tag-content, traversed both ways by recall.",
-        {"run_id": RUN_ID, "src": "From node.", "dst": "To node.", "kind": "Edge kind.", "weight": "Weight."},
+        {
+            "run_id": MEMORY_RUN,
+            "retired_run_id": RETIRED,
+            "src": "From node.",
+            "dst": "To node.",
+            "kind": "Edge kind.",
+            "weight": "Weight.",
+        },
     ),
     "memory_merges": doc(
         "Memory merges",
         "Which original messages each merged content node stands for: consolidation keeps every original.",
-        {"run_id": RUN_ID, "merged_id": "The merged node.", "original_id": "An original message."},
+        {
+            "run_id": MEMORY_RUN,
+            "retired_run_id": RETIRED,
+            "merged_id": "The merged node.",
+            "original_id": "An original message.",
+        },
     ),
 }

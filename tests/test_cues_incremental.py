@@ -34,9 +34,9 @@ from contracts.settings import Settings
 from memory import cues_state
 from memory.service import Memory
 from staging import memory as store
-from staging import memory_carry
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
+from staging.memory_history import LIVE
 from tests.test_cluster import themed_export
 
 NEW_DUMP = [
@@ -119,8 +119,28 @@ def copy_of(base_dir: Path, tmp_path: Path) -> Path:
 
 
 def rows(staging_path: Path, table: str, run_id: str) -> set[tuple[Any, ...]]:
+    """The rows of the memory of run `run_id` (shared across runs: created at or before it, not retired by then),
+    less the run columns."""
     with sqlite3.connect(staging_path) as conn:
-        return {tuple(r)[1:] for r in conn.execute(f"SELECT * FROM {table} WHERE run_id = ?", (run_id,))}
+        found = conn.execute(f"SELECT * FROM {table} WHERE {LIVE}", (run_id, run_id))
+        return {tuple(r)[1:-1] for r in found}
+
+
+def dangling(staging_path: Path, run_id: str) -> int:
+    """Edges of the run's memory whose source is no cue or tag of it, or cue -> tag edges whose tag is not in it."""
+    live = {t: f"(SELECT * FROM {t} WHERE {LIVE})" for t in ("memory_edges", "memory_cues", "memory_tags")}
+    with sqlite3.connect(staging_path) as conn:
+        sources = conn.execute(
+            f"SELECT COUNT(*) FROM {live['memory_edges']} e WHERE e.src NOT IN (SELECT cue_id FROM"
+            f" {live['memory_cues']}) AND e.src NOT IN (SELECT tag_id FROM {live['memory_tags']})",
+            (run_id,) * 6,
+        ).fetchone()[0]
+        targets = conn.execute(
+            f"SELECT COUNT(*) FROM {live['memory_edges']} e WHERE e.kind = 'cue-tag'"
+            f" AND e.dst NOT IN (SELECT tag_id FROM {live['memory_tags']})",
+            (run_id,) * 4,
+        ).fetchone()[0]
+    return int(sources) + int(targets)
 
 
 def runs(staging_path: Path) -> list[str]:
@@ -153,14 +173,14 @@ def test_a_small_dump_rebuilds_only_its_conversations_and_carries_the_rest(
     carried = {e for e in before["memory_edges"] if e[2] != "cue-tag" and e[1] in {r[0] for r in untouched}}
     assert carried <= edges
     with sqlite3.connect(settings.staging_path) as conn:
-        assert memory_carry.dangling_edges(conn, "r2") == 0
+        assert dangling(settings.staging_path, "r2") == 0
         cue_tag = conn.execute(
-            "SELECT COUNT(*) FROM memory_edges e JOIN memory_cues c ON c.run_id = e.run_id AND c.cue_id = e.src"
-            " WHERE e.run_id = 'r2' AND e.kind = 'cue-tag' AND (c.hub = 1 OR e.weight <= 0 OR e.weight > 1)"
+            "SELECT COUNT(*) FROM memory_edges e JOIN memory_cues c ON c.cue_id = e.src AND c.retired_run_id IS NULL"
+            " WHERE e.retired_run_id IS NULL AND e.kind = 'cue-tag' AND (c.hub = 1 OR e.weight <= 0 OR e.weight > 1)"
         ).fetchone()[0]
         assert cue_tag == 0  # no hub spreads to tags, every weight a share in (0, 1]
         per_cue = conn.execute(
-            "SELECT MAX(total) FROM (SELECT SUM(weight) AS total FROM memory_edges WHERE run_id = 'r2'"
+            "SELECT MAX(total) FROM (SELECT SUM(weight) AS total FROM memory_edges WHERE retired_run_id IS NULL"
             " AND kind = 'cue-tag' AND dst LIKE 'conv:%' GROUP BY src)"
         ).fetchone()[0]
         assert per_cue <= 1.0 + 1e-4  # a cue's conversation shares still sum to at most its whole df

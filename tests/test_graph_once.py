@@ -26,6 +26,7 @@ from load.layers import LAYERS, NodeLayer
 from staging import memory as store
 from staging.archive import open_archive
 from staging.ledger import open_staging
+from staging.memory_history import LIVE
 from tests.graph_helpers import GraphEnv, expected, ingest, load
 
 pytest_plugins = ["tests.graph_fixtures"]
@@ -112,18 +113,18 @@ def tag_edges(conn: sqlite3.Connection, run_id: str, prefix: str, kind: str) -> 
     """The memory's edges from tags (or to tags, for cue-tag) whose id starts with `prefix`: {tag: {other: w}}."""
     found: dict[str, dict[str, float]] = defaultdict(dict)
     if kind == "tag-content":
-        sql = "SELECT src, dst, weight FROM memory_edges WHERE run_id = ? AND kind = ? AND src LIKE ?"
-        for src, dst, weight in conn.execute(sql, (run_id, kind, prefix + "%")):
+        sql = f"SELECT src, dst, weight FROM memory_edges WHERE {LIVE} AND kind = ? AND src LIKE ?"
+        for src, dst, weight in conn.execute(sql, (run_id, run_id, kind, prefix + "%")):
             found[src.removeprefix(prefix)][dst] = weight
     else:
-        sql = "SELECT src, dst, weight FROM memory_edges WHERE run_id = ? AND kind = ? AND dst LIKE ?"
-        for src, dst, weight in conn.execute(sql, (run_id, kind, prefix + "%")):
+        sql = f"SELECT src, dst, weight FROM memory_edges WHERE {LIVE} AND kind = ? AND dst LIKE ?"
+        for src, dst, weight in conn.execute(sql, (run_id, run_id, kind, prefix + "%")):
             found[src][dst.removeprefix(prefix)] = weight
     return found
 
 
 def content_ids(conn: sqlite3.Connection, run_id: str) -> set[str]:
-    rows = conn.execute("SELECT content_id FROM memory_content WHERE run_id = ? AND kind = 'message'", (run_id,))
+    rows = conn.execute(f"SELECT content_id FROM memory_content WHERE {LIVE} AND kind = 'message'", (run_id, run_id))
     return {str(r[0]) for r in rows}
 
 
@@ -188,7 +189,7 @@ def test_every_cypher_block_of_the_docs_returns_what_the_tags_were(
     rows = graph.query(queries["cue-topics"], cue=cue_id)
     by_topic: dict[str, set[str]] = defaultdict(set)
     cue_messages = {
-        d for (d,) in conn.execute("SELECT dst FROM memory_edges WHERE run_id = ? AND src = ?", (run_id, cue_id))
+        d for (d,) in conn.execute(f"SELECT dst FROM memory_edges WHERE {LIVE} AND src = ?", (run_id, run_id, cue_id))
     }
     for topic_uid, members in topics.items():
         by_topic[topic_uid] = set(members) & cue_messages
@@ -210,7 +211,7 @@ def test_every_cypher_block_of_the_docs_returns_what_the_tags_were(
         for ctype in types:
             typed[ctype].add(cue)
     assert typed
-    hubs = {c for (c,) in conn.execute("SELECT cue_id FROM memory_cues WHERE run_id = ? AND hub", (run_id,))}
+    hubs = {c for (c,) in conn.execute(f"SELECT cue_id FROM memory_cues WHERE {LIVE} AND hub", (run_id, run_id))}
     for ctype, members in typed.items():
         rows = graph.query(queries["type-cues"], type=ctype)
         assert {r["cue"] for r in rows} - hubs == members

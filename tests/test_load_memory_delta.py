@@ -17,7 +17,8 @@ from stage_support import cues_stage as cues
 from stage_support import stage_concepts, stage_extract, stage_segment
 
 from contracts.errors import StageError
-from staging import memory_loaded
+from staging import memory_history, memory_loaded
+from staging.memory_history import LIVE
 from tests.graph_helpers import GraphEnv, expected, load
 
 pytest_plugins = ["tests.graph_fixtures"]
@@ -85,14 +86,16 @@ def staged_rows(dbs: Dbs, run_id: str) -> dict[str, set[tuple[object, ...]]]:
     graph (issue 23: a conversation tag is the Conversation, a topic tag the Topic, the rest are properties)."""
     conn = dbs.staging
     return {
-        "cues": {tuple(r) for r in conn.execute("SELECT cue_id, df, idf FROM memory_cues WHERE run_id = ?", (run_id,))},
+        "cues": {
+            tuple(r) for r in conn.execute(f"SELECT cue_id, df, idf FROM memory_cues WHERE {LIVE}", (run_id, run_id))
+        },
         "tags": set(),
         "edges": {
             (r[0], r[1], round(r[2], 6))
             for r in conn.execute(
-                "SELECT src, dst, weight FROM memory_edges WHERE run_id = ? AND kind = 'cue-content'"
+                f"SELECT src, dst, weight FROM memory_edges WHERE {LIVE} AND kind = 'cue-content'"
                 " AND dst NOT LIKE 'merged:%'",
-                (run_id,),
+                (run_id, run_id),
             )
         },
     }
@@ -158,3 +161,82 @@ def test_a_load_killed_in_the_memory_layers_resumes_and_ends_equal_to_staging(gr
     later = stages(dbs)
     assert load(settings, later).status == "succeeded"
     assert memory_rows(graph) == staged_rows(dbs, later) and graph.counts() == expected(settings)
+
+
+def any_stages(dbs: Dbs) -> str:
+    """`stages`, where a stage whose inputs did not change is skipped (the runner's rule)."""
+    run_id = dbs.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts, cues):
+        assert stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings).status in OK
+    return run_id
+
+
+OK = ("succeeded", "skipped")
+
+
+def _counts(dbs: Dbs) -> dict[str, int]:
+    conn = dbs.staging
+    found = memory_history.rows_by_table(conn)
+    for table in ("memory_runs", "load_manifest", "runs", "stage_runs"):
+        found[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+    return found
+
+
+def test_rows_are_shared_or_pruned_as_docs_runs_md_says_whatever_the_number_of_runs(
+    graph: GraphEnv, loaded: Dbs
+) -> None:
+    """docs/runs.md's rule, run by run: a memory row is written once and shared by every run until one changes
+    it; a retired memory row stays while a kept run (the newest, the stored recall index's, the one a graph target
+    last loaded) sees it, and goes at the next cues run after; a graph row (load_manifest) is one per thing per
+    target, replaced in place; a ledger row (runs, stage_runs) is one per run and stage, kept. So runs that change
+    nothing add ledger rows only."""
+    dbs = loaded
+    first = dbs.staging.execute("SELECT run_id FROM memory_runs").fetchone()[0]
+
+    def created(content_id: str) -> list[tuple[str, str | None]]:
+        return [
+            (str(r[0]), r[1])
+            for r in dbs.staging.execute(
+                "SELECT run_id, retired_run_id FROM memory_content WHERE content_id = ? ORDER BY run_id",
+                (content_id,),
+            )
+        ]
+
+    start = _counts(dbs)
+    for n in range(1, 4):  # runs that change nothing, each loaded
+        run_id = any_stages(dbs)
+        assert load(dbs.settings, run_id).status in OK
+        now = _counts(dbs)
+        ledger = {"runs": start["runs"] + n, "stage_runs": now["stage_runs"]}
+        assert now == {**start, **ledger, "memory_runs": 2}  # memory_runs: this run and the one the graph held
+        assert now["stage_runs"] > start["stage_runs"]
+        assert created("garden-m0") == [(first, None)]  # the row r1 wrote, shared by every run since
+    manifest = dict(
+        dbs.staging.execute("SELECT key, row_hash FROM load_manifest WHERE layer LIKE 'Message%' AND key = 'bake-m1'")
+    )
+    dbs.archive.execute("UPDATE messages SET is_hidden = 1 WHERE uuid = 'trip-m2'")  # a small change
+    dbs.archive.commit()
+    changed = any_stages(dbs)
+    assert created("trip-m2") == [(first, changed)]  # retired, kept: the loaded run still sees it
+    assert [r[0] for r in dbs.staging.execute("SELECT run_id FROM memory_runs ORDER BY 1")] == [run_id, changed]
+    assert load(dbs.settings, changed).status in OK
+    after_change = _counts(dbs)
+    for n in range(1, 3):
+        later = any_stages(dbs)  # the first cues run after the load prunes what only the old loaded run saw
+        assert created("trip-m2") == []
+        assert load(dbs.settings, later).status in OK
+        now = _counts(dbs)
+        pruned = {t: after_change[t] - now[t] for t in memory_history.TABLES}
+        # the rebuilt conversation's old rows (it was rebuilt whole: trip-m0 and m1 written again)
+        assert pruned["memory_content"] == len(CHATS["trip"]) and all(v >= 0 for v in pruned.values())
+        assert now["load_manifest"] == after_change["load_manifest"] and now["runs"] == after_change["runs"] + n
+    assert created("garden-m0") == [(first, None)]
+    assert (
+        dict(
+            dbs.staging.execute(
+                "SELECT key, row_hash FROM load_manifest WHERE layer LIKE 'Message%' AND key = 'bake-m1'"
+            )
+        )
+        == manifest
+    )  # the graph row of an unchanged message: the same row, in place
+    assert memory_rows(graph) == staged_rows(dbs, later)

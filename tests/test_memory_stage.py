@@ -21,6 +21,7 @@ from staging import memory as store
 from staging import memory_inputs as inputs
 from staging import topics as topic_store
 from staging.ledger import open_run
+from staging.memory_history import LIVE
 
 GARDEN = [
     ("user", "I want to grow a vegetable garden this spring. The vegetable garden needs compost."),
@@ -43,9 +44,11 @@ def built(tmp_path: Path) -> tuple[Dbs, str]:
 
 
 def _rows(staging: sqlite3.Connection, run_id: str) -> dict[str, list[tuple[object, ...]]]:
+    """The memory of the run (rows live at it), less the run columns."""
     return {
         table: [
-            tuple(r)[1:] for r in staging.execute(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY 2, 3", (run_id,))
+            tuple(r)[1:-1]
+            for r in staging.execute(f"SELECT * FROM {table} WHERE {LIVE} ORDER BY 2, 3", (run_id, run_id))
         ]
         for table in store.RUN_TABLES
         if table != "memory_runs"

@@ -32,8 +32,10 @@ class MemorySettings(BaseModel):
     )
     prune_runs: bool = Field(
         default=True,
-        description="After a cues run, delete older runs' memory rows (all but the new run and the run of the "
-        "stored recall index): staging.db then holds one or two copies of the memory instead of one per run.",
+        description="After a cues run, forget older runs' memory (all but the new run, the run of the stored "
+        "recall index and the run a graph target last loaded) and delete the rows only they saw: memory rows are "
+        "shared across runs, so staging.db holds the current memory once plus what changed since the oldest kept "
+        "run (docs/runs.md).",
     )
     keyphrases_per_content: int = Field(
         default=6,
