@@ -499,8 +499,7 @@ def goal(text: str) -> str:
         return ""
     verb = lower[0]
     if verb.endswith("ing") and (verb_lemmas := lexicon.lemmas(verb).get("VERB")):
-        verb = verb_lemmas[0]  # "I'm planning on scaling my business": scale my business
-        words, lower = [verb, *words[1:]], [verb, *lower[1:]]
+        verb = verb_lemmas[0]  # "I'm planning on scaling my business": checked as "scale", kept as said
     if lower[1] in ("and", "or"):
         return ""  # "accomplish and set some goals": the verb has no object of its own
     if verb in _MOVE_VERBS or verb in _OPERATION_VERBS or (verb, lower[1]) in _MOVE_PAIRS:

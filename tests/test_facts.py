@@ -196,7 +196,7 @@ def test_goals_on_real_text_name_an_outcome_not_a_conversational_move() -> None:
         "plan a family dinner for my mom's 60th birthday",
         "go birding during the spring migration",
         "hike the John Muir Trail in September",
-        "scale my business",  # "I'm planning on scaling my business"
+        "scaling my business",  # "I'm planning on scaling my business": as the user said it
         "be a better ally to women in the workplace",  # "get some advice on how to be a better ally to ..."
     ]:
         assert kept in goals, kept
