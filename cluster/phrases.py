@@ -290,10 +290,26 @@ def label_from(keywords: Sequence[str], topic: int) -> str:
     first = next((k for k in best if len(k.split()) > 1 or _named(k)), best[0])
     for second in best[best.index(first) + 1 :]:
         disjoint = not {w.lower() for w in first.split()} & {w.lower() for w in second.split()}
-        if disjoint and _named(first) and _named(second) and len(first.split()) + len(second.split()) <= 4:
+        same = _abbreviates(first, second) or _abbreviates(second, first)  # "AWS" / "Amazon Web Services"
+        if disjoint and not same and _named(first) and _named(second) and len(first.split()) + len(second.split()) <= 4:
             return f"{first} and {second}"
         break
     return first
+
+
+_INITIALS_SKIP = frozenset(["of", "and", "&", "the", "for", "to", "in", "on"])
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """`short` is one word made of the initials of `long`'s words ("AWS", "Amazon Web Services") or of its
+    capitalised parts ("DF", "DataFrame"): two names of one thing."""
+    words = long.split()
+    if len(short.split()) != 1 or not short.isalpha() or len(short) < 2:
+        return False
+    initials = "".join(w[0] for w in words if w.lower() not in _INITIALS_SKIP)
+    if len(words) == 1:
+        initials = "".join(re.findall(r"[A-Z]", long))
+    return initials.lower() == short.lower()
 
 
 def _named(phrase: str) -> bool:

@@ -57,6 +57,9 @@ def test_keywords_are_phrases_from_prose_and_labels_keep_case() -> None:
 def test_label_is_one_phrase_or_two_names() -> None:
     """Two names sharing no word are joined with "and"; otherwise the best phrase alone; no keywords: "topic N"."""
     assert label_from(["Hive", "Sqoop", "HDFS"], 0) == "Hive and Sqoop"
+    assert label_from(["AWS", "Amazon Web Services", "S3"], 0) == "AWS"  # one thing's two names are not two
+    assert label_from(["Amazon Web Services", "AWS"], 0) == "Amazon Web Services"
+    assert label_from(["RDD", "Resilient Distributed Dataset"], 0) == "RDD"
     assert label_from(["AWS Glue jobs", "AWS Glue"], 0) == "AWS Glue jobs"
     assert label_from(["sourdough starter", "oven spring"], 0) == "sourdough starter"
     assert label_of([], 7) == "topic 7"
