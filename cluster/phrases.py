@@ -282,12 +282,19 @@ def _merge_shown(phrases: list[str], scores: list[float]) -> list[tuple[str, flo
 
 def label_from(keywords: Sequence[str], topic: int) -> str:
     """The first of the best LABEL_FROM keywords that is a multi-word phrase or holds a name (a bare common word
-    says less: "battery life" over "devices"), else the best; and the next one too ("Hive and Sqoop") when both
-    hold a name and share no word. Never "a / b / c"."""
+    says less: "battery life" over "devices"), else the two best common words ("flavor and recipe"); and the
+    next one too ("Hive and Sqoop") when both hold a name, share no word and are not one thing's two names
+    ("AWS", "Amazon Web Services"). Never "a / b / c"."""
     if not keywords:
         return f"topic {topic}"
     best = list(keywords[:LABEL_FROM])
     first = next((k for k in best if len(k.split()) > 1 or _named(k)), best[0])
+    if len(first.split()) == 1 and not _named(first) and len(best) > 1 and not _named(best[1]):
+        # Only common words at the top ("flavor", "recipe", "sauce"): one alone says too little of a topic
+        # ("flavor"), the two best say what it holds ("flavor and recipe"), as a person would file it.
+        second = best[1]
+        if len(second.split()) == 1 and second.lower() != first.lower():
+            return f"{first} and {second}"
     for second in best[best.index(first) + 1 :]:
         disjoint = not {w.lower() for w in first.split()} & {w.lower() for w in second.split()}
         same = _abbreviates(first, second) or _abbreviates(second, first)  # "AWS" / "Amazon Web Services"
