@@ -43,7 +43,8 @@ from clients.prose import prose, unicode_view
 from contracts.concepts import SCHEMA_VERSION
 from extract import lexicon
 from extract.fact_mapper import map_raw_facts
-from extract.facts import FACT_RULES_VERSION, goal, propose_facts
+from extract.facts import FACT_RULES_VERSION, propose_facts
+from extract.goals import goal
 from extract.mapper import map_raw_hypotheses
 from extract.phrases import GENERIC, Phrase, Token, key_of, phrases, singular, tokens
 from extract.text import TERMINAL_ESCAPES, slug
@@ -515,7 +516,7 @@ def _score(candidate: _Candidate, title_words: set[str]) -> float:
 
 def _cue(candidate: _Candidate) -> tuple[str, str] | None:
     """The type cue of the first user sentence that has one for this candidate. A goal cue ("I want to ...")
-    counts only when what follows is a goal (extract.facts.goal: not a conversational move, an operation on
+    counts only when what follows is a goal (extract.goals.goal: not a conversational move, an operation on
     code or a vague object) and the candidate is inside it: in "I want to convert it into a style that uses
     string concatenation", string concatenation is no goal."""
     for message, start, end in candidate.mentions:
