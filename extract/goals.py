@@ -79,9 +79,12 @@ _FUNCTION_TEXT = (
 _FUNCTION = frozenset(_FUNCTION_TEXT.split())
 
 
+_GOAL_IS = re.compile(r"^[\s:,]*(?:(?:is|was)\s+to\s+)?")  # "my goal is to ..."
+
+
 def goal(text: str) -> str:
     """The goal a clause names (cut at its phrase ends), or "" when it names none (see _MOVE_VERBS)."""
-    clause = _CLAUSE_END.split(_ADVICE_ON.sub("", text), maxsplit=1)[0]
+    clause = _CLAUSE_END.split(_ADVICE_ON.sub("", _GOAL_IS.sub("", text)), maxsplit=1)[0]
     words = clause.split()
     truncated = len(words) > MAX_GOAL_WORDS
     words = words[:MAX_GOAL_WORDS]

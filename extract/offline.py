@@ -47,6 +47,7 @@ from extract.facts import FACT_RULES_VERSION, propose_facts
 from extract.goals import goal
 from extract.mapper import map_raw_hypotheses
 from extract.phrases import GENERIC, Phrase, Token, key_of, phrases, singular, tokens
+from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
@@ -183,9 +184,9 @@ def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     """The raw hypotheses (plain dicts, the shape an LLM answers in) for one segment."""
     messages = [_read(m) for m in segment.messages if m.text]
     candidates = _candidates(messages)
-    _fold_expansions(candidates)
-    _drop_numbered(candidates)
-    _drop_placeholders(candidates)
+    fold_expansions(candidates)
+    drop_numbered(candidates)
+    drop_placeholders(candidates)
     title_words = {w.casefold() for w in _TITLE_WORD.findall(segment.title or "")}
     base = {key: _score(candidate, title_words) for key, candidate in candidates.items()}
     names = {key: c for key, c in candidates.items() if base[key] > 0 and len(key) > 1 and _full_name(c.title())}
@@ -226,98 +227,6 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate.forms[_form(phrase, message)] += 1
     _index_mentions(messages, found)
     return found
-
-
-_INITIALS_SKIP = frozenset(["of", "and", "&", "the", "for", "to", "in", "on"])
-
-
-def _fold_expansions(candidates: dict[tuple[str, ...], _Candidate]) -> None:
-    """An acronym and its expansion said in one segment are one candidate ("Directed Acyclic Graph" and "DAG",
-    "Resilient Distributed Datasets" and "RDD", "DataFrame" and "DF", "data frame" and "df"): the expansion's
-    mentions and forms join the acronym's, and the title is whichever form is said most."""
-    short = {key[0]: c for key, c in candidates.items() if len(key) == 1 and 2 <= len(key[0]) <= 6 and key[0].isalpha()}
-    acronyms = {word: c for word, c in short.items() if any(f.isupper() for f in c.forms)}
-    for key in [k for k in candidates if 1 <= len(k) <= 6]:
-        if key not in candidates:
-            continue  # a lower-case abbreviation already folded into its expansion
-        if len(key) == 1:  # one word written in camel case: "DataFrame" and "DF"
-            initials = max((_camel_initials(f) for f in candidates[key].forms), key=len, default="")
-        else:
-            initials = "".join(w[0] for w in key if w not in _INITIALS_SKIP)
-        # An acronym said in capitals, or in lower case when it is no English word ("df" for "data frame").
-        target = acronyms.get(initials)
-        if target is None and len(initials) >= 2 and not lexicon.parts_of_speech(initials):
-            target = short.get(initials)
-        if target is None or target is candidates[key] or target.key not in candidates:
-            continue
-        expansion = candidates.pop(key)
-        if initials not in acronyms:  # a lower-case abbreviation ("df") names a variable: the expansion stays,
-            del candidates[target.key]  # with its own title, and gains the abbreviation's mentions
-            candidates[key] = expansion
-            expansion.mentions.extend(target.mentions)
-            expansion.first_user = expansion.first_user or target.first_user
-            continue
-        target.mentions.extend(expansion.mentions)
-        target.forms.update(expansion.forms)
-        target.cased_mid += expansion.cased_mid
-        target.lower_mid += expansion.lower_mid
-        target.first_user = target.first_user or expansion.first_user
-
-
-_CAMEL_PART = re.compile(r"[A-Z][a-z]+")
-
-
-def _camel_initials(form: str) -> str:
-    """The initials of a word written as capitalised parts ("DataFrame" -> "df"); "" for any other word."""
-    parts = _CAMEL_PART.findall(form)
-    return "".join(p[0] for p in parts).casefold() if len(parts) >= 2 and "".join(parts) == form else ""
-
-
-def _drop_numbered(candidates: dict[tuple[str, ...], _Candidate]) -> None:
-    """Three or more one-word candidates that differ only in trailing digits ("XW0", "XW00", "XW10"; "col1",
-    "col2", "col3") are numbered variables of some code or data, not names: all dropped."""
-    families: dict[str, list[tuple[str, ...]]] = {}
-    for key in candidates:
-        if len(key) == 1 and key[0][-1:].isdigit():
-            stem = key[0].rstrip("0123456789")
-            if len(stem) >= 2 and stem.isalpha():
-                families.setdefault(stem, []).append(key)
-    for members in families.values():
-        if len(members) >= 3:
-            for key in members:
-                del candidates[key]
-
-
-# The letters code and maths name variables with: "x value", "taking x", "variable n" are no concepts.
-_VARIABLE_LETTERS = frozenset("xyznijkm")
-
-
-def _drop_placeholders(candidates: dict[tuple[str, ...], _Candidate]) -> None:
-    """Names that code, SQL schemas and textbook examples give to stand-ins, not to things: a generic noun
-    numbered or lettered ("Table1", "table2", "Table B", "List b", "col3"), a phrase with a variable's letter
-    ("X value", "Taking x", "Variable x"), and a schema field written as one letter and a word ("fname",
-    "lname", "ename": a word this rare made of a letter and a common word). "Vitamin C", "Plan B", "Python3"
-    and "iPhone" stay: their word is not a generic one, or the whole is a common word itself."""
-    for key in list(candidates):
-        if len(key) == 1:
-            word = key[0]
-            stem = word.rstrip("0123456789")
-            placeholder = (stem != word and (stem in GENERIC or singular(stem) in GENERIC)) or (
-                len(word) >= 4
-                and word.isalpha()
-                and word[1:] in GENERIC
-                and lexicon.zipf(word) < 2.0
-                and not any(f[:1].isupper() and f[1:2].isupper() for f in candidates[key].forms)
-            )
-        else:
-            letters = [w for w in key if len(w) == 1 and w.isalpha()]
-            others = [w for w in key if w not in letters]
-            placeholder = bool(letters) and (
-                any(w in _VARIABLE_LETTERS for w in letters)
-                or all(w in GENERIC or singular(w) in GENERIC for w in others)
-            )
-        if placeholder:
-            del candidates[key]
 
 
 def _form(phrase: Phrase, message: _Message) -> str:
@@ -515,10 +424,9 @@ def _score(candidate: _Candidate, title_words: set[str]) -> float:
 
 
 def _cue(candidate: _Candidate) -> tuple[str, str] | None:
-    """The type cue of the first user sentence that has one for this candidate. A goal cue ("I want to ...")
-    counts only when what follows is a goal (extract.goals.goal: not a conversational move, an operation on
-    code or a vague object) and the candidate is inside it: in "I want to convert it into a style that uses
-    string concatenation", string concatenation is no goal."""
+    """The type cue of the first user sentence that has one for this candidate; a goal cue only when what follows
+    is a goal (extract.goals.goal) holding the candidate ("I want to convert it into a style that uses string
+    concatenation": string concatenation is no goal)."""
     for message, start, end in candidate.mentions:
         if message.message.role == "user":
             first, last = message.original(start, end)
@@ -529,9 +437,6 @@ def _cue(candidate: _Candidate) -> tuple[str, str] | None:
     return None
 
 
-_GOAL_IS = re.compile(r"^[\s:,]*(?:(?:is|was)\s+to\s+)?")  # "my goal is to ..."
-
-
 @lru_cache(maxsize=1 << 14)
 def _sentence_cues(sentence: str) -> tuple[tuple[str, str, str], ...]:
     """Every cue in one sentence, in CUES order: (kind, the words, for a goal the goal it names in lower case,
@@ -540,7 +445,7 @@ def _sentence_cues(sentence: str) -> tuple[tuple[str, str, str], ...]:
     for kind, pattern in CUES:
         hit = pattern.search(sentence)
         if hit:
-            named = goal(_GOAL_IS.sub("", sentence[hit.end() :])).casefold() if kind == "goal" else ""
+            named = goal(sentence[hit.end() :]).casefold() if kind == "goal" else ""
             found.append((kind, hit.group(0), named))
     return tuple(found)
 
