@@ -1,7 +1,8 @@
 """Whole-process times of the everyday commands (issue 21), against `python -c pass` measured in the same run.
 Not a test.
 
-    python benchmarks/bench_cli.py --data-dir D --export demo/longmemeval-demo.zip   # D: a built data dir
+    python benchmarks/bench_cli.py --data-dir D --export demo/longmemeval-demo.zip   # D: a built data dir;
+                                           # rewrites this benchmark's section of benchmarks/RESULTS.md
     python benchmarks/bench_cli.py --data-dir D --export X --runs 7 --no-results     # only print
 
 Each command is started as a user starts it (`chatmem ...`, the console script of this environment; else

@@ -56,6 +56,8 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
     seconds: dict[str, float] = {}
     with _timed(seconds, "plan"):
         found, why_refit = assign.plan(staging, settings, key, run_id)
+    if ctx.force:  # `chatmem run --force`: tuned and fitted again, not placed in the saved model's topics
+        found, why_refit = None, "--force: tuned and fitted again"
     if found is not None:
         try:
             return _run_assigned(archive, staging, run_id, settings, key, found, map_batches, seconds)

@@ -111,6 +111,12 @@ class RecallPiece(StrictBase):
         "and may be unrelated.",
     )
     path: list[ActivationStep] = Field(description="The strongest activation path, query first, this piece last.")
+    full_tokens: int | None = Field(
+        default=None,
+        description="Set when the piece was too big for the budget left: its whole size in tokens, and `text` is a "
+        "window of it around the query's words ('…' where cut). A larger budget_tokens (or get_conversation) shows "
+        "it whole.",
+    )
 
 
 class RecallFact(StrictBase):
@@ -207,4 +213,9 @@ class RecallResult(StrictBase):
     weak_reason: str | None = Field(
         default=None,
         description="Set when every piece is weak (see RecallPiece.weak): why the answer may be unrelated.",
+    )
+    budget_note: str | None = Field(
+        default=None,
+        description="Set when the budget changed the answer: which pieces are windows of a larger one "
+        "(RecallPiece.full_tokens) and which better pieces were left out as too big, with how to see them.",
     )

@@ -14,8 +14,11 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import shutil
 import sqlite3
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -262,17 +265,19 @@ def _run(
     force: bool = False,
 ) -> None:
     from clients.graph_server import left_as_found
-    from flows.interrupt import before_the_run
+    from flows.interrupt import before_the_run, take_sigint
     from flows.preflight import announce_start, finish_if_unchanged, refuse_bad_exports
+
+    take_sigint()  # started with SIGINT ignored (`chatmem run ... &` in a script): `kill -INT PID` still stops it
 
     if run_id is None and "ingest" in stages:
         refuse_bad_exports(exports, settings, force_format)  # before Prefect: nothing starts for a bad file
     # `staging runs` says a run is starting until the run has a row; Ctrl-C before the run's own handler (Prefect's
     # import, another run's lock): one line, exit 130
-    with announce_start(settings.data_dir), before_the_run():
+    with announce_start(settings.data_dir), _no_prefect_left(settings.data_dir), before_the_run():
         done = None
         if run_id is None and not force:
-            done = finish_if_unchanged(settings, exports, stages)  # nothing to do: no Prefect at all
+            done = finish_if_unchanged(settings, exports, stages, force_format)  # nothing to do: no Prefect at all
         if done is not None:
             run_id, results = done
         else:
@@ -292,8 +297,33 @@ def _run(
     print_summary(app, settings, run_id, results, as_json)
 
 
+@contextmanager
+def _no_prefect_left(data_dir: Path) -> Iterator[None]:
+    """A run stopped before it started ("nothing was run or recorded") leaves no DATA_DIR/prefect/ that it
+    created itself (Prefect's state folder, made as Prefect starts); one set elsewhere (PREFECT_HOME), or one
+    that was there before, stays."""
+    from flows.interrupt import RunInterrupted
+    from flows.prefect_env import prefect_home
+
+    home = prefect_home(data_dir)
+    ours = home == (data_dir / "prefect").absolute() and not home.exists()
+    try:
+        yield
+    except RunInterrupted as exc:
+        if ours and "before the run started" in str(exc):
+            shutil.rmtree(home, ignore_errors=True)
+        raise
+
+
 FORCE_OPTION = click.option(
-    "--force", is_flag=True, help="Recompute stages whose inputs, settings and code are unchanged (default: skip)."
+    "--force",
+    is_flag=True,
+    help=(
+        "Run every selected stage even when its inputs, settings and code are unchanged (default: skip it), and:"
+        " ingest reads already-ingested dumps again, segment cuts every conversation again, cluster tunes and"
+        " fits again (no incremental placement), cues rebuilds every conversation (no carry); the other stages"
+        " run in full with their content-keyed caches (a text already embedded is not embedded again)."
+    ),
 )
 FORMAT_OPTION = click.option(
     "--format", "force_format", type=click.Choice(EXPORT_FORMATS), help="Skip detection: read as this format."
@@ -396,6 +426,9 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
     \b
     Example: chatmem serve --cron "*/15 * * * *" --watch ~/dumps
     """
+    from flows.interrupt import take_sigint
+
+    take_sigint()  # as `run` does: one SIGINT stops it even when it was started with SIGINT ignored
     settings = app.settings()
     engine = app.engine(settings, "serve")
     if not once:

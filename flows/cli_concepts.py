@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import click
 
-from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly, require_stage
+from flows.cli_inspect import CELL_WIDTH, JSON_OPTION, emit, open_readonly, require_stage, terminal_width
 from flows.terminal import safe_line
 
 if TYPE_CHECKING:
@@ -69,9 +70,48 @@ def _show(concept: ConceptHypothesis, merged_into: str | None, evidence: int) ->
     if concept.aliases:
         click.echo(f"    aliases: {safe_line(', '.join(concept.aliases))}")
     spans = concept.evidence_spans if evidence <= 0 else concept.evidence_spans[:evidence]
+    names = [concept.title, *concept.aliases]
     for span in spans:
-        click.echo(f"    evidence {span.message_id} ({span.confidence:.2f}): {cell(span.text)}")
+        head = f"    evidence {span.message_id} ({span.confidence:.2f}): "
+        width = max(CELL_WIDTH, terminal_width() - len(head))
+        click.echo(head + around(span.text, names, width))
     if len(spans) < len(concept.evidence_spans):
         click.echo(f"    ... {len(concept.evidence_spans) - len(spans)} more (--evidence 0 or --json)")
     for relation in concept.relations:
         click.echo(f"    {relation.relation} -> {relation.target_id} ({relation.confidence:.2f})")
+
+
+_NAME_WORD = re.compile(r"[^\W_]{3,}")
+
+
+def around(text: str, names: list[str], width: int) -> str:
+    """The span on one line in at most `width` characters: a window around the concept's surface form (the words
+    of its title and aliases, the stretch holding the most of them), "…" where it was cut. The middle of a span
+    is where the concept was found, so it is never the part cut out."""
+    line = safe_line(text)
+    if len(line) <= width:
+        return line
+    words = {w.casefold() for name in names for w in _NAME_WORD.findall(name)}
+    lower = line.casefold()
+    spots = [
+        (m.start(), word)
+        for word in words
+        for m in re.finditer(rf"\b{re.escape(word[:-1] if len(word) > 4 and word.endswith('s') else word)}", lower)
+    ]
+    room = width - 2  # the two ellipses
+    start = 0
+    if spots:
+        best = -1
+        for offset, _ in spots:
+            begin = max(0, min(offset - room // 4, len(line) - room))  # the match a quarter in: some lead-in
+            held = len({w for o, w in spots if begin <= o < begin + room - 8})
+            if held > best:
+                best, start = held, begin
+    end = min(len(line), start + room)
+    if start > 0:
+        space = line.find(" ", start, start + 20)
+        start = space + 1 if space >= 0 else start
+    if end < len(line):
+        space = line.rfind(" ", end - 20, end)
+        end = space if space > start else end
+    return ("…" if start > 0 else "") + line[start:end] + ("…" if end < len(line) else "")

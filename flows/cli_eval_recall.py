@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,49 @@ def print_report(benchmark: str, report: dict[str, Any]) -> None:
         click.echo(f"  {category} ({values['questions']}): {shown}")
 
 
+@dataclass
+class BuiltMemory:
+    """What the benchmark asks its questions of: the stored index as a recall reads it, its key embedder, the
+    cues run's graph, and the flat baselines' embedder and vectors over the same turns."""
+
+    index: Any
+    embedder: Any
+    key_choice: Any
+    graph: Any
+    flat_embedder: Any
+    flat: Any
+
+
+def open_built_memory(settings: Settings, where: Path) -> BuiltMemory:
+    # imported here, not at the top: they pull in scikit-learn and scipy (seconds for every other command)
+    from clients.embedders import build_embedder
+    from memory.evaluate import flat_vectors
+    from memory.index import key_embedder
+    from memory.index_store import open_index
+    from memory.key_model import for_run, run_choice
+    from staging import memory as memory_store
+
+    default = build_embedder(settings.embed)
+    with (
+        open_readonly(settings.archive_path, settings) as archive,
+        open_readonly(settings.staging_path, settings) as staging,
+    ):
+        latest = memory_store.latest_run(staging)
+        if latest is None:
+            raise ChatmemError(f"the pipeline built no memory in {where}")
+        settings = for_run(settings, staging, latest)  # `auto`: the model the cues run chose for its keys
+        embedder = key_embedder(settings)
+        index = open_index(archive, staging, settings, embedder, run_id=latest)  # the stored one, as a recall reads it
+        return BuiltMemory(
+            index=index,
+            embedder=embedder,
+            key_choice=run_choice(staging, latest),
+            graph=memory_store.read_run(staging, index.run_id),
+            flat_embedder=default,
+            flat=flat_vectors(staging, index, default),
+        )
+
+
 @click.command("recall")
 @click.option("--benchmark", type=click.Choice(["locomo", "longmemeval"]), required=True, help="File format.")
 @click.option(
@@ -92,10 +136,7 @@ def eval_recall(
     # imported here, not at the top: they pull in scikit-learn and scipy, seconds that every other command
     # (`chatmem run` included) would pay at start-up
     from memory.benchmarks import read_benchmark, write_jsonl
-    from memory.evaluate import ablations, evaluate, flat_vectors, plain_keys
-    from memory.index import key_embedder
-    from memory.index_store import open_index
-    from memory.key_model import for_run, run_choice
+    from memory.evaluate import ablations, evaluate, plain_keys
 
     base = app.settings()
     loaded = read_benchmark(benchmark, data, limit)
@@ -108,24 +149,9 @@ def eval_recall(
     engine = app.engine(settings)
     run_id, stage_results = engine.run_pipeline(settings, [export], stages=PIPELINE, quiet=True)
     pipeline_s = time.monotonic() - started
-    from clients.embedders import build_embedder
-    from staging import memory as memory_store
-
-    default = build_embedder(settings.embed)
-    with (
-        open_readonly(settings.archive_path, settings) as archive,
-        open_readonly(settings.staging_path, settings) as staging,
-    ):
-        latest = memory_store.latest_run(staging)
-        if latest is None:
-            raise ChatmemError(f"the pipeline built no memory in {where}")
-        settings = for_run(settings, staging, latest)  # `auto`: the model the cues run chose for its keys
-        embedder = key_embedder(settings)
-        index = open_index(archive, staging, settings, embedder, run_id=latest)  # the stored one, as a recall reads it
-        key_choice = run_choice(staging, latest)
-        graph = memory_store.read_run(staging, index.run_id)
-        flat = flat_vectors(staging, index, default)
-    plain = plain_keys(index, graph)
+    built = open_built_memory(settings, where)
+    index, embedder, default = built.index, built.embedder, built.flat_embedder
+    plain = plain_keys(index, built.graph)
     variants = ablations(index, plain, settings.recall) if with_ablations else None
     report = evaluate(
         loaded,
@@ -134,7 +160,7 @@ def eval_recall(
         settings.recall,
         plain,
         flat_embedder=default,
-        flat_dense=flat,
+        flat_dense=built.flat,
         budget_tokens=budget,
         ablations=variants,
     )
@@ -150,7 +176,7 @@ def eval_recall(
         "turns": index.size,
         "questions": len(loaded.questions),
         "embedder_system": embedder.key,
-        "key_model": key_choice,
+        "key_model": built.key_choice,
         "embedder_baselines": default.key,
         "budget_tokens": budget,
         "notes": loaded.notes,

@@ -95,13 +95,33 @@ def facts(
         emit({"facts": [f.model_dump(mode="json") for f in found], "changes": history})
         return
     if not found:
-        click.echo("(no facts: run `chatmem run EXPORT` first, or relax --at / --query / --subject)")
+        click.echo(_none_found(query, at, subject, concept_id))
     for record in found:
         click.echo(_line(record))
     relevant = {(r.subject, r.attribute) for r in found}
     for line in history:
         if any(line.startswith(f"{s} {a}:") for s, a in relevant):
             click.echo(f"  changed over time: {line}")
+
+
+def _none_found(query: str | None, at: str | None, subject: str | None, concept_id: str | None) -> str:
+    """Why nothing is listed, the garden having run (`require_stage`): the filters, named, left nothing; or it
+    recorded no fact at all."""
+    asked = [
+        *([f"the question {query!r}"] if query is not None else []),
+        *([f"subject {subject!r}"] if subject is not None else []),
+        *([f"concept {concept_id!r}"] if concept_id is not None else []),
+    ]
+    if not asked and at is None:
+        return "(no facts: the garden ran and recorded none; they come from what the user says about themselves)"
+    when = f" as of {at}" if at is not None else ""
+    matched = f" matches {' and '.join(asked)}" if asked else " held"
+    relax = " / ".join(
+        flag
+        for flag, given in (("--at", at), ("--query", query), ("--subject", subject), ("--concept", concept_id))
+        if given is not None
+    )
+    return f"(no facts: no fact recorded by the garden{matched}{when}; relax {relax}, or list them all: chatmem facts)"
 
 
 def _line(record: FactRecord) -> str:

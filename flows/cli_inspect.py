@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from contracts.settings import Settings
     from flows.cli import App
 
+HEADING_MIN = 12  # a column's heading is never cut shorter ("messa…rted" says nothing; "messag…serted" does)
 CELL_WIDTH = 60  # a cell outside a table (a line of `concepts`, `garden`) is shortened to this; --json: whole
 WHOLE_COLUMNS = frozenset({"resume", "rerun_hint"})  # commands to copy: never cut
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
@@ -78,10 +79,12 @@ def fit(widths: list[int], fixed: list[bool], total: int, minimum: list[int]) ->
 
 def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None, *, whole: bool = False) -> None:
     """A text table that fits the terminal: the widest columns are shortened in their middle (headings too, to
-    no less than 6 characters; values to no less than 24). A table that cannot fit so (with `whole`: that cannot
-    fit without shortening a value, for tables whose values are the point, such as failure reasons) is shown
+    no less than HEADING_MIN characters; values to no less than 24). A table that cannot fit so (with `whole`: that
+    cannot fit without shortening a value, for tables whose values are the point, such as failure reasons; or
+    whose shortening would make two different values of a column look the same) is shown
     one record per block, a `column  value` line each (psql's expanded display), a long value wrapped over up
-    to EXPANDED_LINES lines and shortened in its middle beyond that; --json always has every value whole."""
+    to EXPANDED_LINES lines (all of it with `whole`) and shortened in its middle beyond that; --json always has
+    every value whole."""
     if not rows:
         click.echo("(no rows)")
         return
@@ -90,18 +93,20 @@ def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None, *, wh
     values = [max(len(r[i]) for r in texts) for i in range(len(cols))]
     widths = [max(len(c), v) for c, v in zip(cols, values, strict=True)]
     fixed = [c in WHOLE_COLUMNS for c in cols]
-    minimum = [max(min(v, 24), min(len(c), 6), 1) for c, v in zip(cols, values, strict=True)]
+    minimum = [max(min(v, 24), min(len(c), HEADING_MIN), 1) for c, v in zip(cols, values, strict=True)]
     columns = terminal_width()
     fitted = fit(widths, fixed, columns - 2 * (len(cols) - 1), minimum)
     if fitted is not None and whole and any(f < v for f, v in zip(fitted, values, strict=True)):
         fitted = None  # a value would lose its middle: one record per block instead
+    if fitted is not None and not all(_still_distinct([r[i] for r in texts], w) for i, w in enumerate(fitted)):
+        fitted = None  # two different values would look the same (two paths cut to one): one record per block
     if fitted is None:
         label = max(len(c) for c in cols)
         room = max(columns - label - 2, 20)
         for n, r in enumerate(texts):
             click.echo(f"-[ {n + 1} ]" + "-" * max(columns - 8 - len(str(n + 1)), 0))
             for i, c in enumerate(cols):
-                lines = [r[i]] if fixed[i] else wrapped(r[i], room)
+                lines = [r[i]] if fixed[i] else wrapped(r[i], room, WHOLE_LINES if whole else EXPANDED_LINES)
                 click.echo(f"{c.ljust(label)}  {lines[0]}".rstrip())
                 for line in lines[1:]:
                     click.echo(f"{' ' * label}  {line}".rstrip())
@@ -113,6 +118,14 @@ def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None, *, wh
         click.echo("  ".join(v.ljust(w) for v, w in zip(r, fitted, strict=True)).rstrip())
 
 
+def _still_distinct(column: list[str], width: int) -> bool:
+    """Values that differ still differ once shortened to `width` (the part that tells two paths apart is often
+    their middle: `.../spark-first/conversations.json` and `.../rainchinchao/conversations.json`)."""
+    distinct = set(column)
+    return len({shorten(v, width) for v in distinct}) == len(distinct)
+
+
+WHOLE_LINES = 1000  # a table whose values are the point (`whole`: failure reasons) wraps them whole
 EXPANDED_LINES = 6  # lines a value may take in the expanded display before its middle is shortened
 
 
@@ -190,10 +203,14 @@ def staging() -> None:
 
 @staging.command("runs")
 @click.option("--limit", default=20, show_default=True, help="How many recent runs (0: all).")
+@click.option("--each", is_flag=True, help="One line per run: no-op runs in a row are not folded into one.")
 @JSON_OPTION
 @click.pass_obj
-def staging_runs(app: App, limit: int, as_json: bool) -> None:
+def staging_runs(app: App, limit: int, each: bool, as_json: bool) -> None:
     """List recent runs, newest first, with each stage's latest status.
+
+    Consecutive no-op runs (every stage unchanged: a cron job's checks) show as one line, the newest, with how
+    many checks it stands for since when (--each: one line per run; --json always gives every run).
 
     \b
     Example: chatmem staging runs --json --limit 5
@@ -213,7 +230,13 @@ def staging_runs(app: App, limit: int, as_json: bool) -> None:
         return
     if info is not None and not any(row["status"] == "running" for row in runs):
         click.echo(f"{describe_starting(info)} in {settings.data_dir}; it is listed here once its first stage starts")
+    if not each:
+        runs = inspection.collapse_noops(runs)
     for run_row in runs:
+        checks = run_row.pop("checks", 1)
+        first = str(run_row.pop("first_check", "") or "")[:16].replace("T", " ")
+        if checks > 1:
+            run_row["status"] = f"{checks} no-op runs since {first}"
         run_row["stages"] = _stage_summary(run_row.pop("stage_status"))
         run_row["exports"] = len(run_row["exports"])
         run_row["started_at"] = str(run_row["started_at"] or "")[:16].replace("T", " ")  # UTC, to the minute

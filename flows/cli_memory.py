@@ -85,6 +85,8 @@ def print_result(result: Answer) -> None:
         click.echo(result.empty_reason)
     if result.weak_reason:
         click.echo(result.weak_reason)
+    if result.budget_note:
+        click.echo(result.budget_note)
     if result.expansion is not None:
         decided = ", ".join(f"{d.tag_id} {d.action}" for d in result.expansion.decisions) or "no tag"
         note = f" ({result.expansion.fallback_reason})" if result.expansion.fallback_reason else ""
@@ -112,8 +114,9 @@ def _head(piece: Piece) -> str:
     cues = [f'cue "{shorten(safe_line(s.label), 40)}"' for s in piece.path if s.kind == "cue"]
     tags = [s for s in piece.path if s.kind == "tag"]
     how = " and ".join(cues) or ("its conversation" if tags else "direct match")
-    weak = " (weak: few of the query's key terms)" if piece.weak else ""
-    return f"#{piece.rank} {stamp} {piece.role}, score {piece.score:.3f}, via {how}{weak}"
+    weak = " (weak: holds under half of the query's information, its rarer words)" if piece.weak else ""
+    cut = f" (a window: {piece.tokens} of its {piece.full_tokens} tokens)" if piece.full_tokens is not None else ""
+    return f"#{piece.rank} {stamp} {piece.role}, score {piece.score:.3f}, via {how}{weak}{cut}"
 
 
 def one_question_threads() -> None:
@@ -162,10 +165,13 @@ def recall(
     """Reconstruct what the memory holds about QUESTION: the best pieces first, each with its path.
 
     --json prints the RecallResult (contracts/memory.py): pieces with message ids, conversation, time, score,
-    rank, "weak" (no cue and none of the query's key terms) and the activation path (query -> cue -> tag ->
+    rank, "weak" (the piece, its cues and its path hold under half of the query's information: its words
+    weighed by rarity, so missing the rarest one is enough) and the activation path (query -> cue -> tag ->
     content); "facts": what the user stated about it as it stood at --at (or now), each with valid_from /
     valid_to / superseded; "fact_changes": how it changed over time ("user lives in: Paris from ... until ...,
-    Berlin since ..."); "empty_reason" when nothing came back and why; "weak_reason" when every piece is weak.
+    Berlin since ..."); "empty_reason" when nothing came back and why; "weak_reason" when every piece is weak;
+    "budget_note" when a piece too big for the budget left is shown as a window of it ("full_tokens" set) or the
+    next best one did not fit (the answer ends before it).
     The MCP `recall` tool returns the same object.
 
     \b

@@ -125,14 +125,18 @@ def fingerprint_of(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
     exports: list[str],
+    force_format: str | None = None,
 ) -> Fingerprint:
-    """The stage's input fingerprint (see the module docstring)."""
-    parts = {
+    """The stage's input fingerprint (see the module docstring). A stage that reads the exports also keys on
+    `--format` when one is given: the same bytes read as another format are another input."""
+    parts: dict[str, Any] = {
         "stage": stage.name,
         "code": stage_code_version(stage),
         "settings": settings_sections(settings, stage),
         "reads": {name: read_state(name, settings, archive, staging, exports) for name in stage.reads},
     }
+    if force_format is not None and "exports" in stage.reads:
+        parts["format"] = force_format  # absent without --format: the digests of earlier runs stay valid
     return Fingerprint(parts)
 
 
@@ -142,6 +146,7 @@ def input_fingerprint(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
     exports: list[str],
+    force_format: str | None = None,
 ) -> str:
     """The digest the skip rule compares (see the module docstring)."""
-    return fingerprint_of(stage, settings, archive, staging, exports).digest
+    return fingerprint_of(stage, settings, archive, staging, exports, force_format).digest

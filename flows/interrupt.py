@@ -126,7 +126,7 @@ class _Interruption:
             if self.finished.is_set():
                 return
             if not ready:  # the grace period is over and the run has not stopped
-                self.exit_now()
+                self.exit_now(f"forced: the stage did not stop within {GRACE_S:.0f} s")
                 return
             if not data:  # the pipe was closed: the run ended
                 return
@@ -171,13 +171,14 @@ class _Interruption:
             finally:
                 conn.close()
 
-    def exit_now(self) -> None:
-        """The hard way out: record, say where, stop Prefect's server, exit without waiting for anything."""
+    def exit_now(self, how: str = "stopped at once") -> None:
+        """The hard way out: record, say where, stop Prefect's server, exit without waiting for anything. `how`
+        ends the line: "stopped at once" for a second signal; after the grace period, that it was forced."""
         if not self.hard_exit.acquire(blocking=False):
             return
         self.record()
         with contextlib.suppress(Exception):
-            sys.stderr.write(f"error: {self.message()} (stopped at once)\n")
+            sys.stderr.write(f"error: {self.message()} ({how})\n")
             sys.stderr.flush()
         with contextlib.suppress(Exception):
             stop_servers(timeout_s=2.0)
@@ -226,6 +227,14 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
         os.close(write_fd)  # wakes the watchdog, which then ends
         watchdog.join(1.0)
         os.close(read_fd)
+
+
+def take_sigint() -> None:
+    """A process started with SIGINT ignored (a background job of a non-interactive shell: `chatmem run ... &` in
+    a script) would ignore `kill -INT PID` too: `run` and `serve` put Python's default handler back, so that one
+    SIGINT stops them as the README says. A handler someone installed on purpose is left alone."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @contextmanager

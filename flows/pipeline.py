@@ -38,6 +38,7 @@ from flows.progress import bars_wanted  # noqa: E402
 from flows.registry import STAGE_ORDER, STAGES, StageSpec, check_stages  # noqa: E402
 from flows.stage_runner import RunContext, active_run, run_context, run_stage  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
+from staging.liveness import interrupt_error  # noqa: E402
 from staging.lock import data_dir_lock  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -95,8 +96,8 @@ def pipeline(run_id: str, stages: list[str]) -> list[StageResult]:
                 results.append(STAGE_FLOWS[stage](run_id))
         except BaseException as exc:  # a KeyboardInterrupt too: the ledger must not say 'running' forever
             message = str(exc) if isinstance(exc, ChatmemError) else f"{type(exc).__name__}: {str(exc) or 'stopped'}"
-            if isinstance(exc, KeyboardInterrupt):  # as the watchdog words it: "...: stopped by SIGTERM in stage X"
-                message += f" in stage {stage}"
+            if isinstance(exc, KeyboardInterrupt):  # as the watchdog words it: "interrupted: stopped by SIGTERM in ..."
+                message = f"{interrupt_error(exc)} in stage {stage}"
             with contextlib.suppress(sqlite3.Error):  # a full disk: the run shows as interrupted once we exit
                 close_run(staging, run_id, error=message)
             logger.error("run %s failed: %s", run_id, message)

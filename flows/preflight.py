@@ -78,7 +78,9 @@ class Unchanged:
     latest: Attempt
 
 
-def _plan(settings: Settings, exports: list[str], stages: list[str]) -> list[Unchanged] | None:
+def _plan(
+    settings: Settings, exports: list[str], stages: list[str], force_format: str | None = None
+) -> list[Unchanged] | None:
     """Every selected stage with its fingerprint and the attempt it matches, or None when one would run."""
     from flows.fingerprint import input_fingerprint
     from flows.registry import STAGES
@@ -91,7 +93,7 @@ def _plan(settings: Settings, exports: list[str], stages: list[str]) -> list[Unc
     with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as db:
         for name in stages:
             stage = specs[name]
-            fingerprint = input_fingerprint(stage, settings, archive, db, exports)
+            fingerprint = input_fingerprint(stage, settings, archive, db, exports, force_format)
             latest = latest_attempt(db, name)
             if latest is None or not unchanged(latest, fingerprint):
                 return None
@@ -100,7 +102,7 @@ def _plan(settings: Settings, exports: list[str], stages: list[str]) -> list[Unc
 
 
 def finish_if_unchanged(
-    settings: Settings, exports: list[str | Path], stages: list[str]
+    settings: Settings, exports: list[str | Path], stages: list[str], force_format: str | None = None
 ) -> tuple[str, list[StageResult]] | None:
     """(run id, the skipped stages' results) when every stage is unchanged, the run recorded; else None."""
     if not (settings.archive_path.exists() and settings.staging_path.exists()):
@@ -114,7 +116,7 @@ def finish_if_unchanged(
     run_id = new_run_id()
     with data_dir_lock(settings.data_dir, run_id, wait_s=settings.pipeline.lock_wait_s):
         try:
-            plan = _plan(settings, paths, stages)
+            plan = _plan(settings, paths, stages, force_format)
         except sqlite3.Error:
             return None  # the pipeline meets the same problem and reports it with its own words
         if plan is None:

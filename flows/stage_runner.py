@@ -88,7 +88,7 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
     archive = open_archive(settings.archive_path)
     staging = open_staging(settings.staging_path)
     try:
-        fingerprint = fingerprint_of(stage, settings, archive, staging, context.exports)
+        fingerprint = fingerprint_of(stage, settings, archive, staging, context.exports, context.force_format)
         latest = latest_attempt(staging, stage.name)
         if not context.force and latest is not None and unchanged(latest, fingerprint.digest):
             result = record_unchanged(staging, stage, run_id, settings, fingerprint.digest, latest)
@@ -207,7 +207,7 @@ def run_stage_now(
     """Run stage `name` now through the runner's bookkeeping (no skip rule), with `deps` passed to its `run`."""
     stage = spec(name)
     paths = [str(p) for p in exports]
-    fingerprint = fingerprint_of(stage, settings, archive, staging, paths)
+    fingerprint = fingerprint_of(stage, settings, archive, staging, paths, force_format)
     helpers = Helpers(progress, map_batches, tuple(Path(p) for p in exports), force_format, force)
     return execute(stage, run_id, settings, archive, staging, fingerprint, helpers, paths, deps)
 

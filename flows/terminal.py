@@ -37,8 +37,9 @@ def is_unsafe(char: str) -> bool:
 
 
 def safe(text: str) -> str:
-    """The text with every unsafe character escaped; newlines and tabs kept."""
-    return _UNSAFE.sub(_escape, text)
+    """The text with every unsafe character escaped; newlines and tabs kept. Line ends are made plain first
+    (CRLF and a lone CR read as one newline), so Windows line ends do not print as `\\x0d`."""
+    return _UNSAFE.sub(_escape, text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def safe_line(text: str) -> str:

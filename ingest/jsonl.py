@@ -2,9 +2,11 @@
 
     {"conversation_id": "c1", "id": "m1", "role": "user", "text": "hi", "created_at": "2024-05-01T10:00:00Z"}
 
-Each line is decoded on its own, so a bad line (not UTF-8, not JSON, not an object, a required field missing
-or of the wrong type) becomes a quarantine row "line N" and the rest of the file still arrives; this parser
-never raises for one bad line. It raises MalformedExportError only when no line at all is a message.
+Each line is decoded on its own, so a bad line (not JSON, not an object, a required field missing or of the
+wrong type) becomes a quarantine row "line N" and the rest of the file still arrives. Invalid UTF-8 bytes are
+treated as in a JSON export: the parser raises MalformedExportError marked `invalid_utf8`, and the stage reads
+the file again with them replaced by U+FFFD, noting how many (ingest/stage.py). Otherwise it raises
+MalformedExportError only when no line at all is a message.
 
 Grouping. The lines of one conversation need not be contiguous, and a parser cannot emit a conversation
 before it knows no later line belongs to it. Holding every conversation in a dict would make memory grow
@@ -133,7 +135,12 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
         for number, line in enumerate(_lines(stream), start=1):
             if not line.strip():
                 continue  # blank lines (and the final newline's empty piece) are not records
-            decoded = _decode(line, number)
+            try:
+                decoded = _decode(line, number)
+            except UnicodeDecodeError as exc:
+                error = MalformedExportError(name, f"line {number} is not valid UTF-8 (invalid byte at {exc.start})")
+                error.invalid_utf8 = True  # type: ignore[attr-defined]  # the stage re-reads with U+FFFD
+                raise error from None
             if isinstance(decoded, QuarantineRecord):
                 bad += 1
                 yield decoded
@@ -202,10 +209,7 @@ def _decode(line: bytes, number: int) -> tuple[dict[str, Any], str] | Quarantine
     """The line's record and conversation id, or a quarantine row saying why it cannot be used."""
     if number == 1 and line.startswith(b"\xef\xbb\xbf"):
         line = line[3:]
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return _bad(number, f"not UTF-8 text (invalid byte at offset {exc.start})", line)
+    text = line.decode("utf-8")  # UnicodeDecodeError: the caller asks for a re-read with U+FFFD
     try:
         record = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -111,10 +111,35 @@ def _not_a_file(path: Path) -> str:
     return f"{kind}, not a regular file: give an export file, a .zip or an export folder"
 
 
+ZIP_LOCAL_HEADER = b"PK\x03\x04"
+ZIP_END = b"PK\x05\x06"  # end of central directory: within the last 22 + 65,535 (comment) bytes
+ZIP_END_SPAN = 22 + 65_535
+
+
+def _cut_short(path: Path) -> bool:
+    """A zip that begins with a member's local header but has no end-of-central-directory record: its end
+    never arrived (a download stopped partway), rather than a file that is not a zip at all."""
+    try:
+        with path.open("rb") as handle:
+            if handle.read(4) != ZIP_LOCAL_HEADER:
+                return False
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - ZIP_END_SPAN))
+            return ZIP_END not in handle.read()
+    except OSError:
+        return False
+
+
 def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float, digest: bool = True) -> OpenedExport:
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile as exc:
+        if _cut_short(path):
+            raise UnsafeArchiveError(
+                str(path),
+                "zip looks cut short (an incomplete download or copy?): it starts as a zip archive but its end, the"
+                " central directory, is missing; download or copy it again",
+            ) from exc
         raise UnsafeArchiveError(str(path), f"not a readable zip archive ({exc})") from exc
     with archive:
         infos = archive.infolist()

@@ -136,10 +136,13 @@ def _ingest_one(
             max_member_bytes=settings.ingest.max_zip_member_bytes,
             max_ratio=settings.ingest.max_zip_ratio,
         )
-        if not force and writer.source_status(opened.sha256) == "complete":
-            log.info("ingest - %s already ingested (same sha256), skipped", opened.path)
-            return FileOutcome(opened.path, "skipped", opened.sha256, detail=None)
         fmt = force_format or detect_format(read_head(opened), name=opened.path)
+        # The skip is keyed by the bytes and the format they were read as: read with a wrong --format, a file
+        # is read again when the right format (or detection) names another.
+        done = writer.source_status(opened.sha256) == "complete" and writer.source_format(opened.sha256) == fmt
+        if done and not force:
+            log.info("ingest - %s already ingested (same sha256, read as %s), skipped", opened.path, fmt)
+            return FileOutcome(opened.path, "skipped", opened.sha256, detail=None)
     except ExportError as exc:
         log.error("ingest - %s", exc)
         return FileOutcome(str(path), "failed", detail=str(exc))
@@ -177,9 +180,34 @@ def _ingest_one(
     except ExportError as exc:
         writer.finish_source(source_id, partial=True, notes=[*notes, str(exc)])
         return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=str(exc))
+    if _nothing_read(outcome):
+        # Every record quarantined: not an ingested file. Its quarantine rows stay (`staging failures`), the
+        # source stays unfinished so that a re-run reads it again, and the file counts as failed (exit 1).
+        detail = _nothing_read_reason(opened, fmt, force_format, outcome.counts.quarantined)
+        writer.finish_source(source_id, partial=True, notes=[*notes, detail])
+        return FileOutcome(opened.path, "failed", opened.sha256, fmt, counts=outcome.counts, detail=detail)
     writer.finish_source(source_id, partial=False, notes=notes)
     outcome.detail = "; ".join(notes) or None
     return outcome
+
+
+def _nothing_read(outcome: FileOutcome) -> bool:
+    counts = outcome.counts
+    return counts.quarantined > 0 and counts.conversations == 0 and counts.unchanged == 0 and counts.updated == 0
+
+
+def _nothing_read_reason(opened: OpenedExport, fmt: str, force_format: str | None, quarantined: int) -> str:
+    """One line: nothing could be read as `fmt`, and the --format to use when detection names another."""
+    reason = f"{opened.path}: nothing could be read as {fmt} ({quarantined} record(s) quarantined)"
+    if force_format is None:
+        return reason
+    try:
+        detected = detect_format(read_head(opened), name=opened.path)
+    except ExportError:
+        return f"{reason}; is --format {force_format} right for this file?"
+    if detected != fmt:
+        return f"{reason}; it looks like {detected}: run with --format {detected} (or without --format)"
+    return reason
 
 
 def _parse_and_write(

@@ -208,7 +208,7 @@ SEGMENTS = NodeLayer(
     "staging",
     ("segments",),
     "SELECT segment_id AS id, conversation_id, ordinal, boundary, message_count, token_estimate, first_message_id,"
-    " last_message_id, first_time, last_time, content_hash FROM segments WHERE retired_run_id IS NULL",
+    " last_message_id, first_time, last_time, content_hash FROM current_segments",
     text_ids=True,
 )
 CONCEPTS = NodeLayer(
@@ -234,7 +234,7 @@ CONTAINS_MESSAGE = EdgeLayer(
     "staging",
     ("segments", "segment_messages"),
     "SELECT m.segment_id AS src, m.message_id AS dst, m.position FROM segment_messages AS m"
-    " JOIN segments AS s ON s.segment_id = m.segment_id WHERE s.retired_run_id IS NULL",
+    " JOIN current_segments AS s ON s.segment_id = m.segment_id",
     anchor="dst",
 )
 # One edge per (message, concept): a message may hold several spans of one concept; the edge carries the most
@@ -275,8 +275,8 @@ SEGMENT_TOPIC = EdgeLayer(
     "staging",
     ("topic_links", "cluster_runs", "segments"),
     "SELECT l.item_id AS src, l.topic_uid AS dst, l.weight, l.source FROM topic_links AS l"
-    " JOIN segments AS s ON s.segment_id = l.item_id"
-    f" WHERE l.kind = 'segment' AND l.run_id = {LATEST_CLUSTER_RUN} AND s.retired_run_id IS NULL",
+    " JOIN current_segments AS s ON s.segment_id = l.item_id"
+    f" WHERE l.kind = 'segment' AND l.run_id = {LATEST_CLUSTER_RUN}",
 )
 CONCEPT_TOPIC = EdgeLayer(
     "BELONGS_TO",

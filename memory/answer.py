@@ -99,6 +99,7 @@ class Piece:
     rank: int
     weak: bool
     path: list[Step]
+    full_tokens: int | None = None
 
 
 @dataclass
@@ -130,6 +131,7 @@ class Answer:
     expansion: Any = None  # a contracts.memory.ExpandOutcome (only when the LLM was asked: pydantic loaded then)
     empty_reason: str | None = None
     weak_reason: str | None = None
+    budget_note: str | None = None
 
 
 def to_contract(answer: Answer) -> RecallResult:

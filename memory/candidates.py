@@ -46,7 +46,7 @@ class ScoredBM25(BM25):
     def __init__(self, scores: Array, whole: BM25 | None = None, keep: Array | None = None) -> None:
         super().__init__({}, CSR.empty((0, len(scores))), np.zeros(0))
         self.scores = scores
-        self.whole = whole  # the whole memory's BM25, and the view's rows in it (memory.recall.key_coverage)
+        self.whole = whole  # the whole memory's BM25, and the view's rows in it (memory.relevance.held_terms)
         self.keep = keep
 
     def score(self, query: object, rows: Array | None = None) -> Array:

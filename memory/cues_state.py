@@ -83,8 +83,7 @@ def conversation_digests(
     digest = hashlib.blake2b(digest_size=16)
     for row in archive.execute(
         "SELECT m.conversation_id, c.title, c.format, m.uuid, m.seq, m.role, m.author, m.created_at, m.content_hash"
-        " FROM messages m JOIN conversations c ON c.id = m.conversation_id"
-        " WHERE m.is_active = 1 AND m.is_hidden = 0 AND length(trim(m.text)) > 0"
+        " FROM visible_messages m JOIN conversations c ON c.id = m.conversation_id WHERE length(trim(m.text)) > 0"
         " ORDER BY m.conversation_id, m.seq"
     ):
         if row[0] != current:
@@ -155,8 +154,8 @@ def plan(
 
 def _new_speakers(archive: sqlite3.Connection, conversations: list[str], known: set[str]) -> bool:
     authors = archive.execute(
-        f"SELECT DISTINCT author FROM messages WHERE conversation_id IN {IN_VALUES} AND author IS NOT NULL"
-        f" AND role IN {IN_VALUES} AND is_active = 1 AND is_hidden = 0",
+        f"SELECT DISTINCT author FROM visible_messages WHERE conversation_id IN {IN_VALUES} AND author IS NOT NULL"
+        f" AND role IN {IN_VALUES}",
         (json_values(conversations), json_values(sorted(NAMED_ROLES))),
     )
     return any(author not in known for (author,) in authors)

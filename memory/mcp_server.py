@@ -249,11 +249,13 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         "Reconstruct what the memory holds about a question: the relevant past messages within a token budget, "
         "best first (order=time: along each conversation), each with its message ids, conversation, time, score, "
         "rank and the activation path (query -> cue -> tag -> content) that brought it; `weak` marks a piece that "
-        "holds few of the question's key terms. Use `at` to ask as of a past date (nothing later is returned) and "
+        "holds under half of the question's information (its words weighed by rarity). Use `at` to ask as of a past "
+        "date (nothing later is returned) and "
         "`scope` to search only some conversations, sources or a time window. `facts` lists what the user stated "
         "about the question as it stood at `at` (valid_from, valid_to, superseded); an empty result says why in "
-        "`empty_reason`. The same answer as `chatmem recall --json`. Follow up with get_conversation to read "
-        "around a piece.",
+        "`empty_reason`. A piece too big for the budget comes as a window around the question's words "
+        "(`full_tokens` set) and `budget_note` says so, or names the next piece that did not fit. The same answer as "
+        "`chatmem recall --json`. Follow up with get_conversation to read around a piece.",
         RecallRequest,
         RecallResult,
         service.recall,

@@ -28,8 +28,9 @@ from memory.answer import Answer, Piece, RequestLike, Step, to_contract
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
 from memory.names import Names
+from memory.relevance import KEY_SHARE, held_terms, key_terms, weak_reason, window
 from memory.session import session_activation, unit
-from memory.text import terms
+from memory.text import estimate_tokens, term_set, terms
 from memory.timeexpr import TimeRange, find_range, range_factor
 
 if TYPE_CHECKING:
@@ -330,21 +331,50 @@ def _prune(pooled: Array, theta: float) -> Array:
     return np.where(scaled >= theta, scaled, 0.0).astype(np.float32)
 
 
-def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> list[int]:
-    """The best pieces that fit the budget (a piece too big for what is left is skipped, not cut)."""
+@dataclass
+class Selection:
+    """The pieces of an answer: `chosen` best first; `windows`: chosen rows too big for the budget left, shown as a
+    window of that many tokens; `skipped`: the next best row, left out (too big, and too little budget left for a
+    window), as (row, its tokens, the tokens that were left): the answer ends before it."""
+
+    chosen: list[int]
+    windows: dict[int, int]
+    skipped: list[tuple[int, int, int]]
+
+
+def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> Selection:
+    """The best pieces within the budget, best first. A piece too big for what is left is never silently dropped:
+    with at least WINDOW_MIN_TOKENS left it comes as a window around the query's words (of what is left, at most
+    half the budget while others may follow; the first piece whatever is left), else it is left out, said so
+    (`skipped`), and the answer ends there: a smaller piece further down would fill the budget with worse ones."""
     chosen: list[int] = []
+    windows: dict[int, int] = {}
+    skipped: list[tuple[int, int, int]] = []
     used = 0
-    skipped = 0
     for i in ranking.order.tolist():
-        if ranking.score[i] <= 0 or len(chosen) >= max_pieces or skipped > 4 * max_pieces:
+        if ranking.score[i] <= 0 or len(chosen) >= max_pieces:
             break
         cost = int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
-        if used + cost > budget:
-            skipped += 1  # too big for what is left: a smaller one further down may still fit
-            continue
+        left = budget - used
+        if cost > left:
+            if left >= WINDOW_MIN_TOKENS or (not chosen and left >= FIRST_WINDOW_MIN_TOKENS):
+                share = left if len(chosen) + 1 >= max_pieces else min(left, max(budget // 2, WINDOW_MIN_TOKENS))
+                chosen.append(i)
+                windows[i] = share
+                used += share
+                continue
+            # too big for what is left: stop here rather than fill the rest with pieces further down, which are
+            # worse by the ranking's own measure (the answer says a better piece was left out, `budget_note`)
+            skipped.append((i, cost, left))
+            break
         chosen.append(i)
         used += cost
-    return chosen
+    return Selection(chosen, windows, skipped)
+
+
+def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> list[int]:
+    """The rows of `plan`: the best pieces within the budget (a window of one too big for what is left)."""
+    return plan(index, ranking, budget, max_pieces).chosen
 
 
 def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings) -> list[Step]:
@@ -373,46 +403,14 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings
     return steps
 
 
-KEY_SHARE = 0.5  # a piece whose key holds less than this share of the query's term information (IDF) is weak
-
-
-def key_coverage(index: MemoryIndex, query: str, rows: list[int]) -> Array:
-    """For each row, the share of the query's information (the IDF of its distinct terms; a term the memory never
-    saw counts as the rarest) that the row's key holds: its text and the names of the cues linked to it (the BM25
-    document). 1.0 for every row when the query has no term at all."""
-    words = sorted(set(terms(query)))
-    if not words or not rows:
-        return np.ones(len(rows), np.float32)
-    bm25, positions = index.bm25, np.asarray(rows)
-    whole = getattr(bm25, "whole", None)  # a pre-pass view (memory/candidates.py): the whole memory's statistics
-    if whole is not None:
-        bm25, positions = whole, np.asarray(bm25.keep)[positions]
-    rarest = float(np.log(1 + (bm25.documents + 0.5) / 0.5))
-    idf = np.array([float(bm25.idf[bm25.vocabulary[w]]) if w in bm25.vocabulary else rarest for w in words])
-    known = [k for k, w in enumerate(words) if w in bm25.vocabulary]
-    held = np.zeros(len(rows), np.float64)
-    if known:
-        present = np.zeros((len(rows), len(known)), dtype=bool)
-        for j, k in enumerate(known):  # each known term's posting list: does the row's key hold it
-            docs, weights = bm25.postings.row(bm25.vocabulary[words[k]])
-            present[:, j] = np.isin(positions, docs[weights > 0])
-        held = present.astype(np.float64) @ idf[known]
-    return (held / max(float(idf.sum()), 1e-9)).astype(np.float32)
-
-
-def weak_reason(pieces: list[Piece]) -> str | None:
-    """Why the answer may be unrelated, when every piece of it is weak."""
-    if not pieces or not all(p.weak for p in pieces):
-        return None
-    return (
-        "weak matches only: no piece holds the query's key terms (its rarest words in this memory), in its text or "
-        "its cues; the pieces share some words or meaning, and may be unrelated"
-    )
+FIRST_WINDOW_MIN_TOKENS = 8  # the best piece comes as a window of even a tiny budget: the answer is never empty for it
+WINDOW_MIN_TOKENS = 48  # a piece too big for what is left is shown as a window of it, if at least this much is left
 
 
 def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settings: RecallSettings) -> Answer:
     """Pack the best pieces into the budget; best first, or along their conversations (`request.order`)."""
-    chosen = select(index, ranking, request.budget_tokens, request.max_pieces)
+    selection = plan(index, ranking, request.budget_tokens, request.max_pieces)
+    chosen = list(selection.chosen)
     rank_of = {int(i): r + 1 for r, i in enumerate(ranking.order[: max(len(chosen) * 4, 1000)])}
     if request.order == "time":
         first_time: dict[int, float] = {}
@@ -423,15 +421,28 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
         chosen.sort(
             key=lambda i: (first_time[int(index.conversation[i])], int(index.conversation[i]), int(index.seq[i]))
         )
-    coverage = dict(zip(chosen, key_coverage(index, request.query, chosen).tolist(), strict=True))
     allowed = candidate_mask(index, request, _utc(request.at).timestamp() if request.at is not None else None)
-    pieces = []
+    keys = key_terms(index, request.query)
+    shown: list[tuple[list[int], str, list[Step]]] = []
+    extra: list[set[str]] = []
     for i in chosen:
         # a merged group's originals said after `at` (or outside the scope) stay out: same day, not same moment
         members = [m for m in index.group.get(i, [i]) if allowed[m]] or [i]
-        conversation_id = index.conversation_ids[int(index.conversation[i])]
         text = "\n".join(index.text(m) for m in members) if len(members) > 1 else index.text(i)
+        path = _path(index, ranking, i, settings)
+        shown.append((members, text, path))
+        # what the piece holds: its whole text, and the cue and conversation tag its path came through (a cue named
+        # by the query's words that brought the piece counts, not only the cues linked to it)
+        extra.append(term_set(text + " " + " ".join(s.label for s in path if s.kind in ("cue", "tag"))))
+    held = held_terms(index, keys, chosen, extra)
+    coverage = held.astype(np.float64) @ keys.idf / keys.total if keys.terms else np.ones(len(chosen))
+    pieces = []
+    for n, (i, (members, text, path)) in enumerate(zip(chosen, shown, strict=True)):
+        conversation_id = index.conversation_ids[int(index.conversation[i])]
         created = datetime.fromtimestamp(float(index.times[i]), UTC) if np.isfinite(index.times[i]) else None
+        whole = int(index.tokens[members].sum())
+        room = selection.windows.get(i)
+        cut = window(text, keys, room) if room is not None else text
         pieces.append(
             Piece(
                 content_id=index.ids[i],
@@ -441,12 +452,13 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
                 seq=int(index.seq[i]),
                 role=index.roles[int(index.role_code[i])],
                 created_at=created,
-                text=text,
-                tokens=int(index.tokens[members].sum()),
+                text=cut,
+                tokens=estimate_tokens(cut) if cut != text else whole,
                 score=round(float(ranking.score[i]), 6),
                 rank=rank_of.get(i, len(rank_of) + 1),
-                weak=bool(coverage[i] < KEY_SHARE),
-                path=_path(index, ranking, i, settings),
+                weak=bool(coverage[n] < KEY_SHARE),
+                path=path,
+                full_tokens=whole if cut != text else None,
             )
         )
     cues = [
@@ -463,8 +475,24 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
         cues=cues,
         time_filter=ranking.time_range.describe() if ranking.time_range else None,
         order=request.order,
-        weak_reason=weak_reason(pieces),
+        weak_reason=weak_reason(pieces, keys, held),
+        budget_note=budget_note(pieces, selection, ranking, rank_of),
     )
+
+
+def budget_note(pieces: list[Piece], selection: Selection, ranking: Ranking, rank_of: dict[int, int]) -> str | None:
+    """What the budget changed, when it did: pieces shown as a window, better pieces left out (and how to see
+    them)."""
+    notes = []
+    cut = [p for p in pieces if p.full_tokens is not None]
+    if cut:
+        shown = ", ".join(f"#{p.rank} ({p.tokens} of {p.full_tokens} tokens)" for p in cut)
+        notes.append(f"too big for the budget left, shown as a window around the query's words: {shown}")
+    for i, cost, left in selection.skipped:  # the next best piece, which did not fit: the answer ends before it
+        notes.append(f"the next piece, #{rank_of.get(i, 0)} ({cost} tokens), did not fit the {left} token(s) left")
+    if not notes:
+        return None
+    return "; ".join(notes) + "; a larger --budget (budget_tokens) shows them whole"
 
 
 def embed_query(embedder: Embedder, query: str, names: Names) -> Any:

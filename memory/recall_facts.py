@@ -11,9 +11,13 @@ it only.
 
 from __future__ import annotations
 
+import numpy as np
+
 from contracts.fact_rules import FUNCTIONAL_ATTRIBUTES, FactRow
 from memory.answer import Fact, RequestLike
 from memory.index import MemoryIndex
+from memory.relevance import KEY_SHARE, key_terms, near
+from memory.text import term_set
 from staging.fact_timeline import as_of, change_lines, rank_facts
 
 LIMIT = 5
@@ -45,11 +49,31 @@ def _in_scope(index: MemoryIndex, request: RequestLike, record: FactRow) -> bool
     return False
 
 
+def relevant(index: MemoryIndex, query: str, record: FactRow) -> bool:
+    """The relevance floor the pieces meet (memory.relevance.KEY_SHARE), for a fact: it shares two of the query's
+    words, or the ones it shares hold that share of the query's information (its words weighed by rarity in this
+    memory), or the fact is about the one it shares (the word names its attribute, "number of videos", or is its
+    whole value, a name). One word inside a longer value is not enough: "what did I buy for my cat?" does not meet
+    "user goal buy a book there soon"."""
+    keys = key_terms(index, query)
+    if not keys.terms:
+        return False
+    shared = np.array([near(t, term_set(f"{record.subject} {record.attribute} {record.value}")) for t in keys.terms])
+    if shared.sum() >= 2 or float(shared.astype(np.float64) @ keys.idf) / keys.total >= KEY_SHARE:
+        return True
+    attribute, value = term_set(record.attribute), term_set(record.value)
+    named = [t for t, s in zip(keys.terms, shared, strict=True) if s]
+    return any(near(t, attribute) for t in named) or (
+        0 < len(value) <= 2 and all(any(near(t, {v}) for t in named) for v in value)
+    )
+
+
 def question_facts(index: MemoryIndex, request: RequestLike) -> tuple[list[Fact], list[str]]:
     """(the facts of the question at `at`, current first; how they changed over time)."""
     records = [r for r in index.facts if _in_scope(index, request, r)]
     at = request.at.isoformat() if request.at is not None else None
-    found = as_of(rank_facts(records, request.query, at)[:LIMIT], at)
+    ranked = [r for r in rank_facts(records, request.query, at) if relevant(index, request.query, r)]
+    found = as_of(ranked[:LIMIT], at)
     found.sort(key=lambda r: r.valid_to is not None)  # stable: rank_facts' order within each
     facts = [
         Fact(

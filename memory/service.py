@@ -87,10 +87,11 @@ class Memory:
         vector = embed_query(self.embedder, request.query, self.index.names) if self.embedder is not None else None
         view, ranking, _ = ranked(self.index, request.query, vector, request, settings, limit=limit(request))
         result = to_result(view, request, ranking, settings)
-        facts, changes = question_facts(self.index, request)
+        # recall.fact_weight 0 turns the facts off: in the ranking, and in the answer (CLI, --json and MCP alike)
+        facts, changes = question_facts(self.index, request) if settings.fact_weight > 0 else ([], [])
         reason = empty_reason(view, ranking, vector, settings, self.embedder, request.query)
         if reason is not None:
-            result = replace(result, pieces=[], tokens=0, empty_reason=reason, weak_reason=None)
+            result = replace(result, pieces=[], tokens=0, empty_reason=reason, weak_reason=None, budget_note=None)
         elif settings.expand_with_llm and result.pieces:  # every LLM call goes to `on_call` (llm_calls rows)
             from memory.expand import expand  # the openai SDK: only a recall that asks the LLM pays its import
 

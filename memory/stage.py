@@ -58,6 +58,8 @@ def run(
     del evidence
     digests = cues_state.conversation_digests(archive, builder.evidence, builder.concepts)
     plan, why_full = cues_state.plan(archive, staging, settings, run_id, topic_run, digests)
+    if ctx.force:  # `chatmem run --force`: every conversation rebuilt, as a clean build would
+        plan, why_full = None, "--force: every conversation rebuilt"
     if plan is not None:
         return _run_incremental(
             archive, staging, builder, plan, run_id, topic_run, settings, embedder, progress, batch_messages

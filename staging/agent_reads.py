@@ -42,8 +42,7 @@ def conversation_row(archive: sqlite3.Connection, conversation_id: str) -> tuple
 def active_path(archive: sqlite3.Connection, conversation_id: str) -> list[PathMessage]:
     """The conversation's visible messages on its active path (NEXT order), hidden ones left out as recall does."""
     rows = archive.execute(
-        "SELECT uuid, role, author, created_at, text FROM messages"
-        " WHERE conversation_id = ? AND is_active = 1 AND is_hidden = 0 ORDER BY seq",
+        "SELECT uuid, role, author, created_at, text FROM visible_messages WHERE conversation_id = ? ORDER BY seq",
         (conversation_id,),
     )
     return [PathMessage(str(r[0]), str(r[1]), r[2], r[3], str(r[4])) for r in rows]

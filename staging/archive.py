@@ -124,6 +124,11 @@ class ArchiveWriter:
         row = self.conn.execute("SELECT status FROM sources WHERE sha256 = ?", (sha256,)).fetchone()
         return None if row is None else str(row["status"])
 
+    def source_format(self, sha256: str) -> str | None:
+        """The format the bytes were last read as (None when never read)."""
+        row = self.conn.execute("SELECT format FROM sources WHERE sha256 = ?", (sha256,)).fetchone()
+        return None if row is None else str(row["format"])
+
     def begin_source(self, source: ExportSource) -> int:
         """Register the source (or reuse the row of an interrupted import of the same bytes)."""
         with Transaction(self.conn):

@@ -146,16 +146,13 @@ def forget_retired_segments(conn: sqlite3.Connection) -> int:
     """Drop the rows of segments that are not current (any model): a segment that comes back is embedded anew."""
     with Transaction(conn):
         return conn.execute(
-            "DELETE FROM embedded_segments WHERE segment_id NOT IN"
-            " (SELECT segment_id FROM segments WHERE retired_run_id IS NULL)"
+            "DELETE FROM embedded_segments WHERE segment_id NOT IN (SELECT segment_id FROM current_segments)"
         ).rowcount
 
 
 def count_embedded_as_is(conn: sqlite3.Connection, model: str) -> int:
     """How many current segments are embedded under `model` from their present content."""
-    row = conn.execute(
-        f"SELECT COUNT(*) FROM segments s WHERE s.retired_run_id IS NULL AND {EMBEDDED_AS_IS}", (model,)
-    ).fetchone()
+    row = conn.execute(f"SELECT COUNT(*) FROM current_segments s WHERE {EMBEDDED_AS_IS}", (model,)).fetchone()
     return int(row[0])
 
 

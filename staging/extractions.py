@@ -142,8 +142,7 @@ def drop_retired(conn: sqlite3.Connection) -> int:
     """Forget the current extraction of segments that are no longer current (their rows stay cached)."""
     with Transaction(conn):
         cursor = conn.execute(
-            "DELETE FROM segment_extractions WHERE segment_id NOT IN"
-            " (SELECT segment_id FROM segments WHERE retired_run_id IS NULL)"
+            "DELETE FROM segment_extractions WHERE segment_id NOT IN (SELECT segment_id FROM current_segments)"
         )
         return cursor.rowcount
 

@@ -178,9 +178,14 @@ def _words(text: str) -> set[str]:
     return found
 
 
+def _subject_words(subject: str) -> set[str]:
+    """What a subject adds beyond "the user": "user's sister" -> {"sister"} (who is my sister? is about her)."""
+    return {w for w in _words(subject) if len(w) > 1 and not w.startswith("user")}
+
+
 def facts_for_query(conn: sqlite3.Connection, query: str, at: str | None = None) -> list[FactRecord]:
-    """The facts a question is about (its words meet the fact's attribute or value), best first: `rank_facts`
-    over every fact of the store that is not retracted."""
+    """The facts a question is about (its words meet the fact's subject past "user", attribute or value), best
+    first: `rank_facts` over every fact of the store that is not retracted."""
     return rank_facts(_records(conn, "state != 'retracted'"), query, at)
 
 
@@ -199,7 +204,7 @@ def rank_facts(records: Iterable[R], query: str, at: str | None = None) -> list[
     for record in records:
         if record.state == "retracted":
             continue
-        overlap = len(words & _words(f"{record.attribute} {record.value}"))
+        overlap = len(words & (_words(f"{record.attribute} {record.value}") | _subject_words(record.subject)))
         if not overlap or (overlap < 2 and len(_words(record.value)) > 4):
             continue  # a long value (a goal as the user put it) needs two words of the question, not any one
         started = record.valid_from.isoformat() if record.valid_from else ""

@@ -144,7 +144,7 @@ def current_mentions(conn: sqlite3.Connection) -> list[Mention]:
         "SELECT m.cache_key || ':' || m.ordinal, m.segment_id, m.message_id, m.subject, m.attribute, m.value,"
         " m.polarity, m.text, m.confidence FROM fact_mentions m"
         " JOIN segment_extractions se ON se.cache_key = m.cache_key AND se.segment_id = m.segment_id"
-        " JOIN segments s ON s.segment_id = m.segment_id AND s.retired_run_id IS NULL"
+        " JOIN current_segments s ON s.segment_id = m.segment_id"
         " ORDER BY m.cache_key, m.ordinal"
     )
     return [

@@ -94,7 +94,10 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
     for run in runs:
         run["stages"] = json.loads(run["stages"])
         run["exports"] = json.loads(run["exports"])
+        recorded, pid = run["status"], run["pid"]
         run["status"] = shown_status(run["status"], run.pop("pid"), run.pop("host"), run.pop("pid_start"))
+        if recorded == "running" and run["status"] == "interrupted" and not run["error"]:
+            run["error"] = vanished(pid)
         latest = conn.execute(
             "SELECT stage, status, pid, host, pid_start FROM stage_runs WHERE id IN"
             " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? GROUP BY stage) ORDER BY id",
@@ -105,6 +108,33 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
             left = unfinished_stages(conn, run["id"]) or run["stages"]
             run["resume"] = resume_command(run["id"], left, run["stages"])
     return runs
+
+
+def vanished(pid: int | None) -> str:
+    """The error shown for a run or stage recorded `running` whose process is gone (SIGKILL, out of memory)."""
+    which = f"pid {pid}" if pid is not None else "its pid"
+    return f"interrupted: its process vanished ({which} gone: killed, e.g. SIGKILL or out of memory)"
+
+
+def is_noop(run: Row) -> bool:
+    """A run that found nothing to do: it succeeded and every stage was skipped as unchanged."""
+    statuses = set(run.get("stage_status", {}).values())
+    return run["status"] == "succeeded" and statuses == {"skipped"}
+
+
+def collapse_noops(runs: list[Row]) -> list[Row]:
+    """Consecutive no-op runs (newest first, as list_runs gives them) as one row: the newest (the last check,
+    its id and time), with `checks`, how many runs it stands for, and `first_check`, when the oldest started.
+    Every run stays in the ledger; only the listing folds them (`chatmem staging runs --each` shows each)."""
+    out: list[Row] = []
+    for run in runs:
+        previous = out[-1] if out else None
+        if previous is not None and is_noop(run) and is_noop(previous):
+            previous["checks"] = previous.get("checks", 1) + 1
+            previous["first_check"] = run["started_at"]
+            continue
+        out.append(dict(run))
+    return out
 
 
 def run_status(conn: sqlite3.Connection, run_id: str, default: str) -> tuple[str, str | None]:
@@ -162,7 +192,7 @@ def failures(
     for row in stages:  # a stage still `running` whose process is gone was interrupted (SIGKILL, a full disk)
         row["status"] = shown_status(row["status"], row.pop("pid"), row.pop("host"), row.pop("pid_start"))
         if row["status"] == "interrupted" and not row["error"]:
-            row["error"] = "interrupted: its process is gone (killed, or it could not record how it ended)"
+            row["error"] = vanished(None)
         row["rerun_hint"] = row["rerun_hint"] or f"chatmem stage {row['stage']} --run-id {row['run_id']}"
     superseded = _superseded_runs(staging)
     stages = [row for row in stages if row["status"] != "running" and row["run_id"] not in superseded]

@@ -18,7 +18,7 @@ from typing import Any
 
 from contracts.redact import redact, redact_text
 from staging.db import Transaction, connect
-from staging.liveness import INTERRUPT_PREFIX, here, resume_command, unfinished_stages
+from staging.liveness import here, is_interrupt_error, resume_command, unfinished_stages
 from staging.migrations import STAGING, migrate
 
 
@@ -89,7 +89,7 @@ def close_run(conn: sqlite3.Connection, run_id: str, *, error: str | None = None
     has succeeded; a re-run of one stage (`chatmem stage embed --run-id R`) does not finish a run whose later
     stages never ran: it stays failed, saying which stages are left and how to run them."""
     status = "failed" if error else "succeeded"
-    if error and error.startswith(INTERRUPT_PREFIX):
+    if is_interrupt_error(error):
         status = "interrupted"
     with Transaction(conn):
         if status == "succeeded":
@@ -192,7 +192,7 @@ class StageRun:
     ) -> None:
         """Record the failure; a Ctrl-C (the KeyboardInterrupt every stage records) is recorded as interrupted.
         A stage whose items failed after it wrote the rest gives its counts and notes too."""
-        status = "interrupted" if error.startswith(INTERRUPT_PREFIX) else "failed"
+        status = "interrupted" if is_interrupt_error(error) else "failed"
         done: dict[str, Any] = {}
         if counts is not None:
             done.update(rows_in=rows_in, rows_out=rows_out, counts=json.dumps(dict(counts)))

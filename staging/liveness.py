@@ -22,9 +22,20 @@ import socket
 import sqlite3
 from datetime import UTC, datetime
 
-# How a Ctrl-C reads in the ledger: every stage records `f"{type(exc).__name__}: {exc}"` for what stopped it.
-INTERRUPT_PREFIX = "KeyboardInterrupt"
+# How a Ctrl-C or SIGTERM reads in the ledger: every stage records `interrupted: stopped by SIGTERM` (Python's
+# KeyboardInterrupt, which carries both signals, is no word for a SIGTERM). Rows written before: the old prefix.
+INTERRUPT_PREFIX = "interrupted"
+OLD_INTERRUPT_PREFIX = "KeyboardInterrupt"
 DONE = ("succeeded", "skipped")
+
+
+def interrupt_error(exc: BaseException) -> str:
+    """The ledger's error for a KeyboardInterrupt (flows/interrupt.py puts "stopped by SIGTERM" in it)."""
+    return f"{INTERRUPT_PREFIX}: {str(exc) or 'stopped'}"
+
+
+def is_interrupt_error(error: str | None) -> bool:
+    return bool(error) and str(error).startswith((INTERRUPT_PREFIX, OLD_INTERRUPT_PREFIX))
 
 
 def migrate_liveness(conn: sqlite3.Connection) -> None:

@@ -20,8 +20,7 @@ def iter_visible_messages(archive: sqlite3.Connection) -> Iterator[MessageTuple]
     """Every visible active message with text, conversation by conversation, in seq order."""
     cursor = archive.execute(
         "SELECT m.uuid, m.conversation_id, c.title, m.seq, m.role, m.author, m.created_at, m.text, c.format"
-        " FROM messages m JOIN conversations c ON c.id = m.conversation_id"
-        " WHERE m.is_active = 1 AND m.is_hidden = 0 AND length(trim(m.text)) > 0"
+        " FROM visible_messages m JOIN conversations c ON c.id = m.conversation_id WHERE length(trim(m.text)) > 0"
         " ORDER BY m.conversation_id, m.seq"
     )
     for row in cursor:
@@ -32,9 +31,7 @@ def iter_visible_texts(archive: sqlite3.Connection) -> Iterator[tuple[str, str, 
     """(uuid, role, author, text) of the same messages as `iter_visible_messages`, in table order: a plain scan
     for the passes that need no conversation order (the ordered read walks the conversation index and fetches
     each message row from wherever it lies)."""
-    cursor = archive.execute(
-        "SELECT uuid, role, author, text FROM messages WHERE is_active = 1 AND is_hidden = 0 AND length(trim(text)) > 0"
-    )
+    cursor = archive.execute("SELECT uuid, role, author, text FROM visible_messages WHERE length(trim(text)) > 0")
     for row in cursor:
         yield str(row[0]), str(row[1]), row[2], str(row[3])
 
@@ -118,8 +115,8 @@ def iter_conversation_messages(archive: sqlite3.Connection, conversation_ids: It
         marks = ",".join("?" * len(chunk))
         cursor = archive.execute(
             "SELECT m.uuid, m.conversation_id, c.title, m.seq, m.role, m.author, m.created_at, m.text, c.format"
-            " FROM messages m JOIN conversations c ON c.id = m.conversation_id"
-            f" WHERE m.conversation_id IN ({marks}) AND m.is_active = 1 AND m.is_hidden = 0"
+            " FROM visible_messages m JOIN conversations c ON c.id = m.conversation_id"
+            f" WHERE m.conversation_id IN ({marks})"
             " AND length(trim(m.text)) > 0 ORDER BY m.conversation_id, m.seq",
             chunk,
         )

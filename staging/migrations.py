@@ -12,6 +12,7 @@ History:
                 2  messages_fts: full-text search over message text (staging/fts.py), existing rows indexed once
                 3  archive_changes: which conversations were updated or deleted, logged by triggers, so that the
                    load reads only what changed since its last mark (staging/archive_changes.py)
+                4  visible_messages: the view of the messages a reader sees (`VISIBLE_MESSAGES`)
     staging.db  1  the run ledger: runs, stage_runs, ingest_files
                 2  every stage's tables, which stages used to create on first use (`ensure_schema`, before
                    this list existed): segments, embeddings, extractions, llm_calls, concepts, topics,
@@ -23,6 +24,8 @@ History:
                    (staging/liveness.py: a `running` row whose process is gone is shown as interrupted)
                 6  embedded_segments: which segment content the embed stage last embedded, so that a re-run
                    reads no text of an unchanged segment (staging/embeddings.py)
+                7  runs and stage_runs: the start time of their process (pid_start), staging/liveness.py
+                8  current_segments: the view of the segments no newer segmentation retired (`CURRENT_SEGMENTS`)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -132,6 +135,19 @@ WHERE is_active = 1
 WINDOW w AS (PARTITION BY conversation_id ORDER BY seq);
 """
 
+VISIBLE_MESSAGES = [
+    # What a reader sees of a conversation: its active path (is_active = 1: not a side branch, still in the
+    # latest dump) without what the chat app hides (is_hidden = 1: system prompts, memory tool calls, empty
+    # system turns). A plain view: SQLite flattens it into each query, so the query plans and indexes are those
+    # of the same filter written out (tests/test_views.py).
+    "CREATE VIEW IF NOT EXISTS visible_messages AS SELECT * FROM messages WHERE is_active = 1 AND is_hidden = 0"
+]
+CURRENT_SEGMENTS = [
+    # The segments of each conversation's latest segmentation: a retired one (retired_run_id set) is kept for the
+    # extractions and evidence that name it, but is no longer current. Flattened into each query, as above.
+    "CREATE VIEW IF NOT EXISTS current_segments AS SELECT * FROM segments WHERE retired_run_id IS NULL"
+]
+
 LEDGER_V1 = [
     """CREATE TABLE runs (
         id TEXT PRIMARY KEY,
@@ -186,6 +202,7 @@ ARCHIVE = (
     Migration(1, "sources, conversations, messages, quarantine", statements(ARCHIVE_V1.split(";\n"))),
     Migration(2, "messages_fts: full-text search over message text", fts.create),
     Migration(3, "archive_changes: conversations updated or deleted, logged by triggers", archive_changes.create),
+    Migration(4, "visible_messages: the view of the active, not hidden messages", statements(VISIBLE_MESSAGES)),
 )
 STAGING = (
     Migration(1, "run ledger: runs, stage_runs, ingest_files", statements(LEDGER_V1)),
@@ -215,6 +232,7 @@ STAGING = (
         statements(embeddings.SEGMENTS_SCHEMA),
     ),
     Migration(7, "liveness: runs and stage_runs record their process's start time (pid_start)", migrate_pid_start),
+    Migration(8, "current_segments: the view of the segments not retired", statements(CURRENT_SEGMENTS)),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -99,10 +99,15 @@ class SegmentRow:
 
 
 def archive_fingerprint(archive: sqlite3.Connection) -> str:
-    """Cheap and sufficient: which dumps are in the archive, and how many messages it holds."""
+    """Cheap and sufficient: which dumps are in the archive, and how many messages it holds.
+
+    Two statements, not one: alone, COUNT(*) counts the cells of an index's pages and MAX(rowid) reads one
+    leaf; together in one SELECT they walk every row (76 CPU-ms at 1M messages, per stage that reads the
+    archive, on every run; 2 ms apart: benchmarks/RESULTS.md)."""
     shas = [str(r[0]) for r in archive.execute("SELECT sha256 FROM sources ORDER BY sha256")]
-    count = archive.execute("SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM messages").fetchone()
-    return hashlib.sha256(("\n".join(shas) + f"\n{count[0]}:{count[1]}").encode()).hexdigest()
+    count = archive.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    last = archive.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0]
+    return hashlib.sha256(("\n".join(shas) + f"\n{count}:{last}").encode()).hexdigest()
 
 
 def iter_active_paths(archive: sqlite3.Connection) -> Iterator[tuple[str, list[MessageMeta]]]:
@@ -113,7 +118,7 @@ def iter_active_paths(archive: sqlite3.Connection) -> Iterator[tuple[str, list[M
     """
     cursor = archive.execute(
         "SELECT c.id AS conversation_id, m.uuid, m.role, m.created_at, m.content_hash FROM conversations c"
-        " LEFT JOIN messages m ON m.conversation_id = c.id AND m.is_active = 1 AND m.is_hidden = 0"
+        " LEFT JOIN visible_messages m ON m.conversation_id = c.id"
         " ORDER BY c.id, m.seq"
     )
     for conversation_id, rows in groupby(cursor, key=lambda row: str(row["conversation_id"])):
@@ -130,7 +135,7 @@ def iter_active_paths(archive: sqlite3.Connection) -> Iterator[tuple[str, list[M
 def message_texts(archive: sqlite3.Connection, conversation_id: str) -> dict[str, str]:
     """The texts of one conversation's visible active messages, by uuid."""
     rows = archive.execute(
-        "SELECT uuid, text FROM messages WHERE conversation_id = ? AND is_active = 1 AND is_hidden = 0",
+        "SELECT uuid, text FROM visible_messages WHERE conversation_id = ?",
         (conversation_id,),
     )
     return {str(r["uuid"]): str(r["text"]) for r in rows}
@@ -212,7 +217,7 @@ def write_conversations(
 
 def _retire_others(conn: sqlite3.Connection, run_id: str, conversation_id: str, keep: list[str]) -> int:
     current = conn.execute(
-        "SELECT segment_id FROM segments WHERE conversation_id = ? AND retired_run_id IS NULL", (conversation_id,)
+        "SELECT segment_id FROM current_segments WHERE conversation_id = ?", (conversation_id,)
     ).fetchall()
     kept = set(keep)
     stale = [str(r[0]) for r in current if str(r[0]) not in kept]
@@ -243,16 +248,17 @@ def iter_current_segments(
     after = ""
     while True:
         bounds = conn.execute(
-            "SELECT MIN(conversation_id), MAX(conversation_id) FROM (SELECT DISTINCT s.conversation_id FROM segments s"
-            f" WHERE s.retired_run_id IS NULL AND s.conversation_id > ?{pending} ORDER BY s.conversation_id LIMIT ?)",
+            "SELECT MIN(conversation_id), MAX(conversation_id) FROM (SELECT DISTINCT s.conversation_id"
+            f" FROM current_segments s WHERE s.conversation_id > ?{pending} ORDER BY s.conversation_id LIMIT ?)",
             (after, *model, page_conversations),
         ).fetchone()
         if bounds is None or bounds[0] is None:
             return
         rows = conn.execute(
             "SELECT s.segment_id, s.conversation_id, s.ordinal, s.boundary, s.token_estimate, s.content_hash,"
-            " s.first_time, s.last_time, m.message_id FROM segments s JOIN segment_messages m USING (segment_id)"
-            f" WHERE s.retired_run_id IS NULL AND s.conversation_id BETWEEN ? AND ?{pending}"
+            " s.first_time, s.last_time, m.message_id FROM current_segments s"
+            " JOIN segment_messages m USING (segment_id)"
+            f" WHERE s.conversation_id BETWEEN ? AND ?{pending}"
             " ORDER BY s.conversation_id, s.ordinal, m.position",
             (bounds[0], bounds[1], *model),
         ).fetchall()
@@ -274,7 +280,7 @@ def iter_current_segments(
 
 
 def count_current(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT COUNT(*) FROM segments WHERE retired_run_id IS NULL").fetchone()[0])
+    return int(conn.execute("SELECT COUNT(*) FROM current_segments").fetchone()[0])
 
 
 def members_of(conn: sqlite3.Connection, segment_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:

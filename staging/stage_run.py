@@ -15,6 +15,7 @@ from contracts.errors import ChatmemError, StageError
 from contracts.version import code_version
 from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun
+from staging.liveness import interrupt_error
 
 
 class ItemsFailed(Exception):
@@ -76,5 +77,5 @@ def stage_run(
             pass  # a full disk cannot take the ledger row either; the row shows as interrupted once we exit
         raise StageError(stage, run_id, cause, hint) from exc
     except BaseException as exc:
-        run.fail(f"{type(exc).__name__}: {str(exc) or 'stopped'}", hint)
+        run.fail(interrupt_error(exc) if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}", hint)
         raise

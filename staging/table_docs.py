@@ -9,7 +9,7 @@ the maps cannot drift from the code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,20 @@ ARCHIVE: dict[str, TableDoc] = {
         },
     ),
 }
+
+
+ARCHIVE["visible_messages"] = replace(
+    ARCHIVE["messages"],
+    title="Visible messages",
+    description="The messages a reader sees: a view of messages on the active path (is_active = 1) that the app"
+    " does not hide (is_hidden = 0), archive.db migration 4. Side branches, messages gone from the latest dump and"
+    " hidden system turns are left out.",
+    columns={
+        **ARCHIVE["messages"].columns,
+        "is_active": "Always 1 here (on the active path).",
+        "is_hidden": "Always 0 here (not hidden).",
+    },
+)
 
 
 def databases() -> dict[str, dict[str, TableDoc]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from staging.table_docs import RUN_ID, SCHEMA_MIGRATIONS, TableDoc, doc
 
 STAGING: dict[str, TableDoc] = {
@@ -429,3 +431,10 @@ STAGING: dict[str, TableDoc] = {
         times="loaded_at",
     ),
 }
+STAGING["current_segments"] = replace(
+    STAGING["segments"],
+    title="Current segments",
+    description="The segments no newer segmentation of their conversation retired: a view of segments"
+    " WHERE retired_run_id IS NULL (staging.db migration 8), what every later stage reads.",
+    columns={**STAGING["segments"].columns, "retired_run_id": "Always NULL here (the segment is current)."},
+)

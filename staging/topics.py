@@ -275,8 +275,8 @@ def segments_since(conn: sqlite3.Connection, model: str, run_id: str) -> list[st
     """Current segments whose vector under `model` was (re)pointed by a run after `run_id`: new or changed since
     (embedding_items keeps a row's run id while its content is unchanged). Sorted by id."""
     rows = conn.execute(
-        "SELECT e.item_id FROM embedding_items e JOIN segments s ON s.segment_id = e.item_id"
-        " WHERE e.kind = 'segment' AND e.model = ? AND e.run_id > ? AND s.retired_run_id IS NULL ORDER BY e.item_id",
+        "SELECT e.item_id FROM embedding_items e JOIN current_segments s ON s.segment_id = e.item_id"
+        " WHERE e.kind = 'segment' AND e.model = ? AND e.run_id > ? ORDER BY e.item_id",
         (model, run_id),
     )
     return [str(r[0]) for r in rows]
@@ -293,7 +293,7 @@ def segments_retired_since(conn: sqlite3.Connection, run_id: str) -> int:
 def current_segment_ids(conn: sqlite3.Connection, segment_ids: Sequence[str]) -> list[str]:
     """Those of `segment_ids` that are current segments."""
     rows = conn.execute(
-        f"SELECT segment_id FROM segments WHERE retired_run_id IS NULL AND segment_id IN {IN_VALUES}",
+        f"SELECT segment_id FROM current_segments WHERE segment_id IN {IN_VALUES}",
         (json_values(segment_ids),),
     )
     return [str(r[0]) for r in rows]
@@ -307,8 +307,8 @@ def count_links(conn: sqlite3.Connection, run_id: str, kind: str) -> int:
 def current_points(conn: sqlite3.Connection, model: str) -> int:
     """Current segments with a vector under `model`."""
     row = conn.execute(
-        "SELECT COUNT(*) FROM segments s JOIN embedding_items e ON e.kind = 'segment' AND e.item_id = s.segment_id"
-        " AND e.model = ? WHERE s.retired_run_id IS NULL",
+        "SELECT COUNT(*) FROM current_segments s JOIN embedding_items e ON e.kind = 'segment'"
+        " AND e.item_id = s.segment_id AND e.model = ?",
         (model,),
     ).fetchone()
     return int(row[0])
@@ -333,8 +333,8 @@ def kept_segment_sizes(conn: sqlite3.Connection, base: str, replaced: Sequence[s
     sizes = {
         int(r[0]): int(r[1])
         for r in conn.execute(
-            "SELECT l.topic, COUNT(*) FROM topic_links l JOIN segments s ON s.segment_id = l.item_id"
-            " WHERE l.run_id = ? AND l.kind = 'segment' AND s.retired_run_id IS NULL GROUP BY l.topic",
+            "SELECT l.topic, COUNT(*) FROM topic_links l JOIN current_segments s ON s.segment_id = l.item_id"
+            " WHERE l.run_id = ? AND l.kind = 'segment' GROUP BY l.topic",
             (base,),
         )
     }
@@ -371,14 +371,13 @@ def write_assigned(
             " SELECT ?, l.kind, l.item_id, l.topic, l.topic_uid, l.weight, l.source FROM topic_links l"
             " WHERE l.run_id = ? AND NOT EXISTS (SELECT 1 FROM temp.cluster_replaced r"
             " WHERE r.kind = l.kind AND r.item_id = l.item_id) AND CASE l.kind"
-            " WHEN 'segment' THEN EXISTS (SELECT 1 FROM segments s WHERE s.segment_id = l.item_id"
-            " AND s.retired_run_id IS NULL)"
+            " WHEN 'segment' THEN EXISTS (SELECT 1 FROM current_segments s WHERE s.segment_id = l.item_id)"
             " ELSE EXISTS (SELECT 1 FROM concepts c WHERE c.concept_id = l.item_id AND c.merged_into IS NULL) END",
             (run_id, base),
         ).rowcount
         conn.execute(
             "INSERT INTO cluster_points (run_id, segment_id, x, y, topic) SELECT ?, p.segment_id, p.x, p.y, p.topic"
-            " FROM cluster_points p JOIN segments s ON s.segment_id = p.segment_id AND s.retired_run_id IS NULL"
+            " FROM cluster_points p JOIN current_segments s ON s.segment_id = p.segment_id"
             " WHERE p.run_id = ? AND NOT EXISTS (SELECT 1 FROM temp.cluster_replaced r WHERE r.kind = 'segment'"
             " AND r.item_id = p.segment_id)",
             (run_id, base),

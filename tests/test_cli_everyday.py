@@ -123,6 +123,35 @@ def test_wide_tables_fit_the_terminal_width(tmp_path: Path) -> None:
     assert "conversations-2024.json" in shown.stdout  # 200 columns: room for the whole file name
 
 
+def test_a_wide_terminal_never_makes_two_values_look_the_same(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cold pass: at 200 columns two exports read `/work/shared…ations.json` (their middle, the part that
+    tells them apart, cut), and counters' headings `messa…rted`. A table that would lose that shows one record
+    per block, where every value is whole; headings keep HEADING_MIN characters."""
+    root = "/work/shared/data/exports/chatgpt/"
+    rows = [
+        {"path": root + name + "/conversations.json", **{f"messages_{k}": 1 for k in ("read", "inserted", "updated")}}
+        for name in ("spark-first", "rainchinchao")
+    ]
+    monkeypatch.setenv("COLUMNS", "90")
+    print_table(rows)
+    out = capsys.readouterr().out
+    assert root + "spark-first/conversations.json" in out and root + "rainchinchao/conversations.json" in out
+    assert "messa…" not in out
+
+
+def test_a_table_of_reasons_keeps_every_reason_whole_on_a_narrow_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`staging failures` at 60 columns cut a run's error in its middle, the part that said what was wrong."""
+    reason = "nothing could be read as claude (377 record(s) quarantined); it looks like chatgpt: " + "x " * 200 + "END"
+    monkeypatch.setenv("COLUMNS", "60")
+    print_table([{"run": "r1", "error": reason}], whole=True)
+    out = " ".join(line.split("  ", 1)[-1].strip() for line in capsys.readouterr().out.splitlines())
+    assert "it looks like chatgpt" in out and out.rstrip().endswith("END") and "…" not in out
+
+
 # ---------------------------------------------------------------- exit codes on a data dir where nothing ran
 
 

@@ -95,9 +95,10 @@ def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path) -> None:
     assert run_row["status"] == "interrupted", run_row
     assert [s["status"] for s in stages if s["stage"] == "cluster"] == ["interrupted"]
     assert "running" not in {s["status"] for s in stages}
-    # the recorded errors say what stopped the run (they read "KeyboardInterrupt: " with nothing after it)
+    # the recorded errors say what stopped the run, in words (not Python's KeyboardInterrupt for a SIGTERM)
     cluster_error = next(s["error"] for s in stages if s["stage"] == "cluster")
-    assert "stopped by SIGTERM" in run_row["error"] and "stopped by SIGTERM" in cluster_error, (run_row, stages)
+    assert run_row["error"] == "interrupted: stopped by SIGTERM in stage cluster", run_row
+    assert cluster_error == "interrupted: stopped by SIGTERM", stages
     assert still_running(children) == []
 
 
@@ -219,7 +220,8 @@ with interruptible(settings, run_id, ["embed", "cluster"]):
 
 
 def test_a_stage_that_ignores_ctrl_c_is_stopped_by_the_watchdog(tmp_path: Path) -> None:
-    """When the stage does not stop, the watchdog records the interruption, says the line and exits 130."""
+    """When the stage does not stop, the watchdog records the interruption, says the line (that it forced the stop
+    after the grace period, not "at once") and exits 130."""
     process = subprocess.Popen(
         [sys.executable, "-c", WATCHED, str(tmp_path / "data")],
         stdout=subprocess.PIPE,
@@ -234,7 +236,7 @@ def test_a_stage_that_ignores_ctrl_c_is_stopped_by_the_watchdog(tmp_path: Path) 
     assert process.returncode == 130, err
     assert err.strip() == (
         "error: interrupted in stage embed of run r-stuck; resume with: chatmem run --from embed --to cluster"
-        " --run-id r-stuck (stopped at once)"
+        " --run-id r-stuck (forced: the stage did not stop within 5 s)"
     )
     runs, stages = ledger(tmp_path / "data")
     assert [r["status"] for r in runs] == ["interrupted"] and [s["status"] for s in stages] == ["interrupted"]

@@ -53,9 +53,9 @@ def test_sigterm_records_the_run_interrupted_by_sigterm_with_its_resume_command(
     assert line.startswith(f"error: interrupted by SIGTERM in stage cluster of run {run_row['id']}; resume with:")
     assert f"chatmem run --from cluster --to load --run-id {run_row['id']}" in line
     assert run_row["status"] == "interrupted"
-    assert run_row["error"] == "KeyboardInterrupt: stopped by SIGTERM in stage cluster", run_row
+    assert run_row["error"] == "interrupted: stopped by SIGTERM in stage cluster", run_row
     [cluster] = [s for s in stages if s["stage"] == "cluster"]
-    assert cluster["status"] == "interrupted" and cluster["error"] == "KeyboardInterrupt: stopped by SIGTERM"
+    assert cluster["status"] == "interrupted" and cluster["error"] == "interrupted: stopped by SIGTERM"
 
 
 def test_sigint_to_the_main_process_alone_stops_a_run_in_cluster(tmp_path: Path) -> None:

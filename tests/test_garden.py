@@ -203,6 +203,21 @@ def test_facts_command_answers_at_a_date(tmp_path: Path) -> None:
     assert bad.exit_code == 2
 
 
+def test_facts_with_nothing_matching_say_so_not_run_the_pipeline(tmp_path: Path) -> None:
+    """The garden ran: `facts --query` that no fact matches (or an --at before any fact) says that, and suggests
+    `chatmem run` no more (it said "run `chatmem run EXPORT` first" on a data dir that had run)."""
+    moved(tmp_path).close()
+    base = ["--data-dir", str(tmp_path), "facts"]
+    none = CliRunner().invoke(cli, [*base, "--query", "what is my favourite colour", "--at", "2023-06-01"])
+    assert none.exit_code == 0, none.output
+    assert "chatmem run" not in none.output
+    assert "no fact recorded by the garden matches the question 'what is my favourite colour' as of 2023-06-01" in (
+        none.output
+    )
+    early = CliRunner().invoke(cli, [*base, "--at", "2001-01-01"])
+    assert early.exit_code == 0 and "chatmem run" not in early.output and "as of 2001-01-01" in early.output
+
+
 def _dump(path: Path, conversation_id: str, day: str, user: str, reply: str) -> Path:
     lines = [
         {"conversation_id": conversation_id, "id": f"{conversation_id}-u", "role": "user", "text": user,

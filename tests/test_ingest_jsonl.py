@@ -98,13 +98,19 @@ def test_bad_lines_are_quarantined_with_their_line_numbers_while_good_lines_arri
     ]
 
 
-def test_a_non_utf8_line_is_quarantined_and_its_neighbours_arrive() -> None:
-    """A line with invalid UTF-8 bytes is one quarantine row with the bytes escaped; nothing else is lost."""
-    data = _file(_line("c1", "m1"), b'{"conversation_id": "c1", "id": "m2", "text": "caf\xe9"}', _line("c1", "m3"))
-    conversations, quarantined = _parse(data)
-    (bad,) = quarantined
-    assert bad.locator == "line 2" and "not UTF-8" in bad.reason and "\\xe9" in bad.raw
-    assert [_local(m.uuid) for m in conversations[0].messages] == ["m1", "m3"]
+def test_invalid_utf8_asks_for_the_repair_pass_and_the_repaired_stream_keeps_the_message() -> None:
+    """Invalid UTF-8 bytes, as in a JSON export: the parser raises MalformedExportError marked invalid_utf8 (the
+    stage then re-reads with Utf8RepairReader); through that reader the message arrives with U+FFFD."""
+    from ingest.jsonstream import Utf8RepairReader
+
+    bad = b'{"conversation_id": "c1", "id": "m2", "role": "user", "text": "caf\xe9"}'
+    data = _file(_line("c1", "m1"), bad, _line("c1", "m3"))
+    with pytest.raises(MalformedExportError) as raised:
+        _parse(data)
+    assert getattr(raised.value, "invalid_utf8", False) and "line 2" in str(raised.value)
+    items = list(parse(Utf8RepairReader(io.BytesIO(data)), name="messages.jsonl"))  # type: ignore[arg-type]
+    [conversation] = [item for item in items if isinstance(item, ExportConversation)]
+    assert [m.text for m in conversation.messages] == ["hi", "caf\ufffd", "hi"]
 
 
 def test_a_conversation_split_across_non_contiguous_lines_is_one_conversation() -> None:

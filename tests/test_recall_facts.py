@@ -128,6 +128,19 @@ def test_a_long_goal_needs_two_words_of_the_question_to_count() -> None:
     assert rank_facts([short], "do I still live in Berlin?") == [short]
 
 
+def test_a_question_about_a_relative_meets_the_fact_about_them() -> None:
+    """The cold pass: "who is my sister?" found nothing though the garden holds "user's sister called Emma": the
+    question's word is in the fact's subject, which the match did not read. "user" itself still matches nothing."""
+    from staging.fact_timeline import rank_facts
+
+    sister = record("s1", "Emma", "2024-01-01", "m-2").model_copy(
+        update={"subject": "user's sister", "attribute": "called"}
+    )
+    assert rank_facts([sister], "who is my sister?") == [sister]
+    assert rank_facts([sister], "what is my sister's name?") == [sister]
+    assert rank_facts([sister], "what did the user say?") == []
+
+
 def test_a_question_lists_only_its_own_goals_not_every_goal_the_user_stated() -> None:
     """Goals are held many at once: the facts and their "over time" lines name the goals of the question only."""
     from memory.recall_facts import question_facts

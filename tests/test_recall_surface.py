@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from click.testing import CliRunner
 from concept_support import Dbs, conversation, open_dbs, write_archive
 from mcp import Client
 from stage_support import cues_stage as cues
@@ -18,6 +19,8 @@ from stage_support import stage_concepts, stage_extract, stage_segment
 
 from clients.embedders import whole_words
 from contracts.memory import RecallRequest
+from flows.cli import cli
+from flows.cli_concepts import around
 from memory.mcp_server import MemoryService, build_server
 from memory.service import Memory
 
@@ -139,3 +142,79 @@ def test_mcp_argument_errors_are_one_actionable_line(built: Dbs) -> None:
     assert texts[2].startswith("invalid arguments to search_concepts: limit: ")
     assert texts[0].endswith("fix them and call again (see its input schema)")
     assert not fine.is_error
+
+
+def test_the_mcp_recall_tool_has_no_facts_when_their_weight_is_zero(built: Dbs) -> None:
+    """recall.fact_weight 0 turns the facts off in the result object the MCP tool returns (the CLI printed them)."""
+    recall = built.settings.recall.model_copy(update={"fact_weight": 0.0})
+    off = built.settings.model_copy(update={"recall": recall})
+    (answer,) = call(MemoryService(off), [("recall", {"query": "where do I live?", "at": "2023-06-01"})])
+    assert not answer.is_error, answer.content
+    assert answer.structured_content["facts"] == [] and answer.structured_content["fact_changes"] == []
+
+
+CRLF = [
+    ("user", "My sourdough starter recipe:\r\n100 g flour\r\n100 g water\rfeed it daily"),
+    ("assistant", "Keep the sourdough starter warm."),
+]
+LONG_TALK = ", ".join(["we talked about the weather and the traffic and the neighbours that afternoon"] * 6)
+TUNNELS = [  # one long sentence: the evidence span is the sentence the concept was found in
+    ("user", f"So {LONG_TALK}, and I'm also thinking of creating a cat playground with cardboard boxes, {LONG_TALK}."),
+    ("assistant", "Cardboard boxes and tunnels make a cheap cat playground."),
+]
+
+
+@pytest.fixture
+def windows_export(tmp_path: Path) -> Dbs:
+    """A conversation written with Windows line ends and one long turn, through the real stages."""
+    dbs = open_dbs(tmp_path)
+    write_archive(
+        dbs.archive,
+        [
+            conversation("bread", CRLF, start=datetime(2023, 3, 1, 10, tzinfo=UTC)),
+            conversation("cat", TUNNELS, start=datetime(2023, 3, 2, 10, tzinfo=UTC)),
+        ],
+    )
+    run_id = dbs.run_id()
+    for stage in (stage_segment, stage_extract, stage_concepts, garden, cues):
+        stage.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    return dbs
+
+
+def test_recall_prints_windows_line_ends_as_plain_newlines(windows_export: Dbs) -> None:
+    """`chatmem recall` printed `\\x0d` at each line end of a CRLF message (the terminal-safety escaping)."""
+    data_dir = str(windows_export.settings.data_dir)
+    done = CliRunner().invoke(cli, ["--data-dir", data_dir, "recall", "sourdough starter recipe"])
+    assert done.exit_code == 0, done.output
+    assert "\\x0d" not in done.output and "\r" not in done.output
+    assert "My sourdough starter recipe:\n100 g flour\n100 g water\nfeed it daily" in done.output
+
+
+def test_concepts_show_evidence_around_the_concepts_words(windows_export: Dbs) -> None:
+    """`chatmem concepts` cut the middle of a long evidence span, where the concept was found; now each span is
+    a window around the concept's title words, "…" at the cut ends."""
+    data_dir = str(windows_export.settings.data_dir)
+    done = CliRunner().invoke(cli, ["--data-dir", data_dir, "concepts", "--evidence", "0"], env={"COLUMNS": "120"})
+    assert done.exit_code == 0, done.output
+    checked = 0
+    title = ""
+    for line in done.output.splitlines():
+        if not line.startswith("    "):
+            title = line.split("  [", 1)[0]
+            continue
+        if line.startswith("    evidence ") and "…" in line:
+            span = line.split("): ", 1)[1]
+            words = [w for w in title.casefold().split() if len(w) >= 3]
+            assert any(w.rstrip("s") in span.casefold() for w in words), (title, span)
+            checked += 1
+    assert checked, done.output
+
+
+def test_a_long_span_keeps_its_matched_words() -> None:
+    """The cold pass's line: "I'm also thinking of creating …g cardboard boxes and tunnels" lost the words the
+    concept was found by; the window keeps them and cuts the ends."""
+    text = TUNNELS[0][1]
+    shown = around(text, ["Cat playground"], 60)
+    assert "cat playground" in shown and shown.startswith("…") and shown.endswith("…") and len(shown) <= 60
+    assert around("short text", ["x"], 60) == "short text"
+    assert around(LONG_TALK, ["nothing here"], 40).endswith("…")

@@ -1,0 +1,150 @@
+"""The query's key terms and what a piece must hold of them: the relevance floor of recall's pieces and facts.
+
+A piece is weak when it holds less than KEY_SHARE of the query's information (the IDF of its distinct terms in this
+memory) in its text, its cues, or the cue and conversation its path came through, near forms counted (`near`); the
+weak reason names the key terms no piece holds. A piece too big for the budget is shown as a `window` around them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from memory.answer import Piece
+from memory.index import Array, MemoryIndex
+from memory.text import terms
+
+_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")  # memory.text's words: a reason names the query's own
+
+
+KEY_SHARE = 0.5  # a piece whose key holds less than this share of the query's term information (IDF) is weak
+
+
+@dataclass(frozen=True)
+class KeyTerms:
+    """The query's distinct terms with their information (IDF in this memory; a term it never saw counts as the
+    rarest) and the word of the query each came from (what a reason names)."""
+
+    terms: list[str]
+    idf: Array
+    words: list[str]
+
+    @property
+    def total(self) -> float:
+        return max(float(self.idf.sum()), 1e-9)
+
+
+def key_terms(index: MemoryIndex, query: str) -> KeyTerms:
+    words = sorted(set(terms(query)))
+    said: dict[str, str] = {}
+    for word in _WORDS.findall(query.lower()):
+        for term in terms(word):
+            said.setdefault(term, word)
+    bm25 = getattr(index.bm25, "whole", None) or index.bm25
+    rarest = float(np.log(1 + (bm25.documents + 0.5) / 0.5))
+    idf = np.array([float(bm25.idf[bm25.vocabulary[w]]) if w in bm25.vocabulary else rarest for w in words])
+    return KeyTerms(words, idf, [said.get(w, w) for w in words])
+
+
+def near(term: str, held: set[str]) -> bool:
+    """The piece holds the term, or a form of it the small stemmer does not join ("pricing" / "price": one a
+    prefix of the other, 4+ letters), or it with one typo (both 6+ letters, one letter changed, added or left
+    out; not in the first letter: a cheap test skips the rest)."""
+    if term in held:
+        return True
+    if len(term) < 4:
+        return False
+    first = term[0]
+    for other in held:
+        if other[0] != first or len(other) < 4:
+            continue
+        short, long_ = (term, other) if len(term) <= len(other) else (other, term)
+        if len(short) >= 4 and long_.startswith(short) and len(long_) - len(short) <= 3:
+            return True
+        if len(short) >= 6 and len(long_) - len(short) <= 1 and _one_edit(short, long_):
+            return True
+    return False
+
+
+def _one_edit(short: str, long_: str) -> bool:
+    if len(short) == len(long_):
+        return sum(a != b for a, b in zip(short, long_, strict=True)) == 1
+    return any(long_[:k] + long_[k + 1 :] == short for k in range(len(long_)))
+
+
+def held_terms(index: MemoryIndex, keys: KeyTerms, rows: list[int], extra: list[set[str]] | None = None) -> Array:
+    """rows x the query's terms: does the row hold the term, in its key (its text and the names of the cues linked
+    to it: the BM25 document) or, near enough (`near`), in `extra` (its shown text's terms and the cue its path
+    came through)."""
+    present = np.zeros((len(rows), len(keys.terms)), dtype=bool)
+    if not rows or not keys.terms:
+        return present
+    bm25, positions = index.bm25, np.asarray(rows)
+    whole = getattr(bm25, "whole", None)  # a pre-pass view (memory/candidates.py): the whole memory's statistics
+    if whole is not None:
+        bm25, positions = whole, np.asarray(bm25.keep)[positions]
+    for k, word in enumerate(keys.terms):  # each known term's posting list: does the row's key hold it
+        if word in bm25.vocabulary:
+            docs, weights = bm25.postings.row(bm25.vocabulary[word])
+            present[:, k] = np.isin(positions, docs[weights > 0])
+    if extra is not None:
+        for r, held in enumerate(extra):
+            for k, word in enumerate(keys.terms):
+                if not present[r, k]:
+                    present[r, k] = near(word, held)
+    return present
+
+
+def weak_reason(pieces: list[Piece], keys: KeyTerms | None = None, held: Array | None = None) -> str | None:
+    """Why the answer may be unrelated, when every piece of it is weak: which of the query's key terms (its
+    rarest words in this memory) no piece holds, or, when each is in some piece, that none holds most of them."""
+    if not pieces or not all(p.weak for p in pieces):
+        return None
+    if keys is None or held is None or not keys.terms:
+        return "weak matches only: every piece holds less than half of the query's key terms; they may be unrelated"
+    order = np.argsort(-keys.idf, kind="stable")
+    anywhere = [bool(v) for v in np.any(held, axis=0)]
+    missing = [f'"{keys.words[k]}"' for k in order if not anywhere[k]]
+    found = [f'"{keys.words[k]}"' for k in order if anywhere[k]]
+    if missing:
+        where = f"; some hold {', '.join(found)}" if found else ""
+        return (
+            f"weak matches only: no piece holds {', '.join(missing)} (of the query's key terms, its rarest words in "
+            f"this memory), in its text, its cues or the conversation that brought it{where}; the pieces may be "
+            "unrelated"
+        )
+    return (
+        f"weak matches only: each of {', '.join(found)} is in some piece, but no piece holds half of the query's "
+        "key terms (weighed by rarity) together; the pieces may be unrelated"
+    )
+
+
+def window(text: str, keys: KeyTerms, tokens: int) -> str:
+    """At most `tokens` (estimated: 4 characters each) of `text` around the query's words: the stretch holding
+    the most of its information, widened to word boundaries, "…" where it was cut."""
+    room = max(4 * tokens - 2, 8)
+    if len(text) <= room:
+        return text
+    spots: list[tuple[int, int]] = []  # (character offset, query term) of each word of the text holding one
+    for match in _WORDS.finditer(text.lower()):
+        for term in terms(match.group(0)):
+            for k, word in enumerate(keys.terms):
+                if near(word, {term}):
+                    spots.append((match.start(), k))
+    best_start, best_value = 0, -1.0
+    for offset, _ in spots:
+        start = max(0, min(offset - room // 4, len(text) - room))  # the match a quarter in: some lead-in
+        inside = {k for o, k in spots if start <= o < start + room - 12}
+        value = float(sum(keys.idf[k] for k in inside))
+        if value > best_value:
+            best_start, best_value = start, value
+    start, end = best_start, min(len(text), best_start + room)
+    if start > 0:
+        space = text.find(" ", start, start + 40)
+        start = space + 1 if space >= 0 else start
+    if end < len(text):
+        space = text.rfind(" ", end - 40, end)
+        end = space if space > start else end
+    return ("…" if start > 0 else "") + text[start:end].strip() + ("…" if end < len(text) else "")
