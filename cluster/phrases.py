@@ -282,18 +282,41 @@ def _merge_shown(phrases: list[str], scores: list[float]) -> list[tuple[str, flo
 
 def label_from(keywords: Sequence[str], topic: int) -> str:
     """The first of the best LABEL_FROM keywords that is a multi-word phrase or holds a name (a bare common word
-    says less: "battery life" over "devices"), else the best; and the next one too ("Hive and Sqoop") when both
-    hold a name and share no word. Never "a / b / c"."""
+    says less: "battery life" over "devices"), else the two best common words ("flavor and recipe"); and the
+    next one too ("Hive and Sqoop") when both hold a name, share no word and are not one thing's two names
+    ("AWS", "Amazon Web Services"). Never "a / b / c"."""
     if not keywords:
         return f"topic {topic}"
     best = list(keywords[:LABEL_FROM])
     first = next((k for k in best if len(k.split()) > 1 or _named(k)), best[0])
+    if len(first.split()) == 1 and not _named(first) and len(best) > 1 and not _named(best[1]):
+        # Only common words at the top ("flavor", "recipe", "sauce"): one alone says too little of a topic
+        # ("flavor"), the two best say what it holds ("flavor and recipe"), as a person would file it.
+        second = best[1]
+        if len(second.split()) == 1 and second.lower() != first.lower():
+            return f"{first} and {second}"
     for second in best[best.index(first) + 1 :]:
         disjoint = not {w.lower() for w in first.split()} & {w.lower() for w in second.split()}
-        if disjoint and _named(first) and _named(second) and len(first.split()) + len(second.split()) <= 4:
+        same = _abbreviates(first, second) or _abbreviates(second, first)  # "AWS" / "Amazon Web Services"
+        if disjoint and not same and _named(first) and _named(second) and len(first.split()) + len(second.split()) <= 4:
             return f"{first} and {second}"
         break
     return first
+
+
+_INITIALS_SKIP = frozenset(["of", "and", "&", "the", "for", "to", "in", "on"])
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """`short` is one word made of the initials of `long`'s words ("AWS", "Amazon Web Services") or of its
+    capitalised parts ("DF", "DataFrame"): two names of one thing."""
+    words = long.split()
+    if len(short.split()) != 1 or not short.isalpha() or len(short) < 2:
+        return False
+    initials = "".join(w[0] for w in words if w.lower() not in _INITIALS_SKIP)
+    if len(words) == 1:
+        initials = "".join(re.findall(r"[A-Z]", long))
+    return initials.lower() == short.lower()
 
 
 def _named(phrase: str) -> bool:

@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from extract.goals import goal
 from extract.types import SegmentInput, SegmentMessage
 
-FACT_RULES_VERSION = 3  # bump with any change below: part of the offline extractor's cache key
+FACT_RULES_VERSION = 4  # bump with any change below: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
@@ -362,9 +363,10 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     head = (groups.get("head") or "").casefold()
     if rule.attribute == "role" and head not in _ROLES:
         return None  # "I'm a big fan", "as a result": not a role
-    words = value.casefold().split()
-    if rule.attribute == "goal" and (len(words) < 2 or (len(words) <= 3 and _VAGUE_GOAL & set(words))):
-        return None  # "try that out", "reduce that": a goal that names nothing without its context
+    if rule.attribute == "goal":
+        value = goal(value)
+        if not value:
+            return None
     attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
     if not attribute or attribute in _NO_VALUE:
         return None
@@ -386,7 +388,7 @@ def _value(text: str, rule: _Rule) -> str:
     """The value phrase: articles dropped, cut at the first clause break, at most MAX_VALUE_WORDS words."""
     text = _ARTICLE.sub("", text.strip())
     if rule.phrase_value:
-        return _clause(text)
+        return " ".join(text.split())  # the goal is cut at its phrase ends by goal()
     if rule.attribute == "experience":
         return " ".join(text.split())  # "12 years", "eight years": the match is the value
     if rule.numeric_value:
@@ -411,19 +413,6 @@ def _value(text: str, rule: _Rule) -> str:
     if rule.named_value and not (value[:1].isupper() or any(c.isdigit() for c in value)):
         return ""  # "my dog is a good boy" names no breed; "my phone is a Pixel 8" does
     return value
-
-
-_CLAUSE_END = re.compile(
-    r"[,;.!?()\"“”]|:(?!\d)|\s(?:because|but|so that|so|and then|which|since|although|though|while)\s"
-    r"|\s(?:and|but|or)\s+(?:I|I'm|I've|we|my)\b"  # "attend a festival soon and I want to make ...": a new clause
-)
-_VAGUE_GOAL = frozenset(["that", "it", "this", "them", "those", "these", "one", "ones", "some", "something"])
-
-
-def _clause(text: str) -> str:
-    """A goal as the user put it ("plan a surprise party for my sister Emma"): up to the clause's end, 10 words."""
-    clause = _CLAUSE_END.split(text, maxsplit=1)[0]
-    return " ".join(clause.split()[:10]).strip()
 
 
 def _raw(segment: SegmentInput, message: SegmentMessage, sentence: str, fact: dict[str, str]) -> dict[str, Any]:

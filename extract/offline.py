@@ -44,12 +44,14 @@ from contracts.concepts import SCHEMA_VERSION
 from extract import lexicon
 from extract.fact_mapper import map_raw_facts
 from extract.facts import FACT_RULES_VERSION, propose_facts
+from extract.goals import goal
 from extract.mapper import map_raw_hypotheses
 from extract.phrases import GENERIC, Phrase, Token, key_of, phrases, singular, tokens
+from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 5  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 6  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -182,8 +184,9 @@ def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     """The raw hypotheses (plain dicts, the shape an LLM answers in) for one segment."""
     messages = [_read(m) for m in segment.messages if m.text]
     candidates = _candidates(messages)
-    _fold_expansions(candidates)
-    _drop_numbered(candidates)
+    fold_expansions(candidates)
+    drop_numbered(candidates)
+    drop_placeholders(candidates)
     title_words = {w.casefold() for w in _TITLE_WORD.findall(segment.title or "")}
     base = {key: _score(candidate, title_words) for key, candidate in candidates.items()}
     names = {key: c for key, c in candidates.items() if base[key] > 0 and len(key) > 1 and _full_name(c.title())}
@@ -224,48 +227,6 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate.forms[_form(phrase, message)] += 1
     _index_mentions(messages, found)
     return found
-
-
-_INITIALS_SKIP = frozenset(["of", "and", "&", "the", "for", "to", "in", "on"])
-
-
-def _fold_expansions(candidates: dict[tuple[str, ...], _Candidate]) -> None:
-    """An acronym and its expansion said in one segment are one candidate ("Directed Acyclic Graph" and "DAG",
-    "Resilient Distributed Datasets" and "RDD"): the expansion's mentions and forms join the acronym's, and
-    the title is whichever form is said most."""
-    acronyms = {
-        key[0]: c
-        for key, c in candidates.items()
-        if len(key) == 1 and 2 <= len(key[0]) <= 6 and key[0].isalpha() and any(f.isupper() for f in c.forms)
-    }
-    if not acronyms:
-        return
-    for key in [k for k in candidates if 2 <= len(k) <= 6]:
-        initials = "".join(w[0] for w in key if w not in _INITIALS_SKIP)
-        target = acronyms.get(initials)
-        if target is None or target is candidates[key]:
-            continue
-        expansion = candidates.pop(key)
-        target.mentions.extend(expansion.mentions)
-        target.forms.update(expansion.forms)
-        target.cased_mid += expansion.cased_mid
-        target.lower_mid += expansion.lower_mid
-        target.first_user = target.first_user or expansion.first_user
-
-
-def _drop_numbered(candidates: dict[tuple[str, ...], _Candidate]) -> None:
-    """Three or more one-word candidates that differ only in trailing digits ("XW0", "XW00", "XW10"; "col1",
-    "col2", "col3") are numbered variables of some code or data, not names: all dropped."""
-    families: dict[str, list[tuple[str, ...]]] = {}
-    for key in candidates:
-        if len(key) == 1 and key[0][-1:].isdigit():
-            stem = key[0].rstrip("0123456789")
-            if len(stem) >= 2 and stem.isalpha():
-                families.setdefault(stem, []).append(key)
-    for members in families.values():
-        if len(members) >= 3:
-            for key in members:
-                del candidates[key]
 
 
 def _form(phrase: Phrase, message: _Message) -> str:
@@ -463,23 +424,30 @@ def _score(candidate: _Candidate, title_words: set[str]) -> float:
 
 
 def _cue(candidate: _Candidate) -> tuple[str, str] | None:
+    """The type cue of the first user sentence that has one for this candidate; a goal cue only when what follows
+    is a goal (extract.goals.goal) holding the candidate ("I want to convert it into a style that uses string
+    concatenation": string concatenation is no goal)."""
     for message, start, end in candidate.mentions:
         if message.message.role == "user":
             first, last = message.original(start, end)
-            cue = _sentence_cue(message.span(first, last))
-            if cue is not None:
-                return cue
+            mention = message.message.text[first:last].casefold()
+            for kind, said, goal_value in _sentence_cues(message.span(first, last)):
+                if kind != "goal" or mention in goal_value:
+                    return kind, said
     return None
 
 
 @lru_cache(maxsize=1 << 14)
-def _sentence_cue(sentence: str) -> tuple[str, str] | None:
-    """The first cue (in CUES order) in one sentence. Cached: the candidates of a sentence share it."""
+def _sentence_cues(sentence: str) -> tuple[tuple[str, str, str], ...]:
+    """Every cue in one sentence, in CUES order: (kind, the words, for a goal the goal it names in lower case,
+    "" when none). Cached: the candidates of a sentence share it."""
+    found = []
     for kind, pattern in CUES:
         hit = pattern.search(sentence)
         if hit:
-            return kind, hit.group(0)
-    return None
+            named = goal(sentence[hit.end() :]).casefold() if kind == "goal" else ""
+            found.append((kind, hit.group(0), named))
+    return tuple(found)
 
 
 def _spans_for(rank: int) -> int:

@@ -68,6 +68,15 @@ _GENERIC_TEXT = (
     " results change changes update updates option options choice choices goal goals plan plans need needs"
     " question questions answer answers help support issue issues problem problems error bug bugs fix fixes"
     " default defaults logic condition conditions rule rules mode modes state states status"
+    # how text is written, not what it says: typography ("Comma", "Blank line", "Capital letter", "Decimal point")
+    " comma commas period periods colon colons semicolon apostrophe hyphen dash dashes bracket brackets"
+    " parenthesis parentheses quote quotes quotation space spaces tab tabs newline newlines whitespace indent"
+    " indentation blank letter letters capital uppercase lowercase digit digits decimal character characters"
+    " punctuation symbol symbols prefix prefixes suffix suffixes underscore slash backslash asterisk"
+    # the parts every program and schema has ("Integer", "Keyword", "URL"): named by what they hold, not by these
+    " integer integers boolean booleans keyword keywords url urls path paths link links folder folders directory"
+    " directories expression expressions operator operators constant constants literal literals identifier"
+    " identifiers placeholder placeholders pointer pointers byte bytes"
 )
 GENERIC = frozenset(_GENERIC_TEXT.split())
 _COMMON_OPENERS_TEXT = (

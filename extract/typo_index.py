@@ -5,10 +5,17 @@ with M matched characters, and M is at most the length L of the longest common s
 L >= 0.4 * (|a| + |b|); the ratio also needs the shorter word to be at least 2/3 of the longer. Hence each word
 reaches a common subsequence by deleting at most |word| - L <= |word| / 3 letters. Indexing every vocabulary
 word under each string it gives with up to |word| // 3 deletions, and looking a word up the same way, finds every
-word that can be a typo of it (and some that are not: the caller checks the ratio). The answer depends on the
-word and its neighbours, not on the vocabulary's size. Words longer than LONGEST_INDEXED (ids, hashes: rare, but
-C(29, 9) keys each) are kept by length instead and compared one by one with every word whose length allows
-a ratio of 0.8 (2/3 to 3/2 of theirs), as are the long words a short word is looked up against.
+word that can be a typo of it. A shared key is a common subsequence, so only the keys of at least
+0.4 * (|a| + |b|) letters count: a word met only under shorter keys cannot be a typo and is no candidate (the
+depth |word| // 3 is what a word needs against a shorter one; two words of one length need much less). The
+answer depends on the word and its neighbours, not on the vocabulary's size.
+
+Words longer than LONGEST_INDEXED (C(29, 9) keys each) are kept by length instead. They, and the long words a
+short word is looked up against, are screened by rapidfuzz's Indel distance (|a| + |b| - 2 * LCS, in C) against
+every word of a length that allows a ratio of 0.8 (2/3 to 3/2 of theirs): 2 * LCS / (|a| + |b|) >= 0.8 is
+5 * distance <= |a| + |b| in whole numbers, a bound of difflib's ratio from above, so the screen drops only words
+that cannot be typos. The caller checks difflib's ratio on the few left. (Before both screens the candidates
+were ~80 times the typos, and their difflib checks most of the concepts stage's time.)
 """
 
 from __future__ import annotations
@@ -16,6 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 from itertools import combinations
+
+import numpy as np
+from rapidfuzz import process
+from rapidfuzz.distance import Indel
 
 LONGEST_INDEXED = 12
 
@@ -31,13 +42,22 @@ def deletion_keys(word: str) -> frozenset[str]:
     return frozenset(keys)
 
 
+def _close_enough(common: int, size: int, other: int) -> bool:
+    """A common subsequence of `common` letters can give difflib's ratio >= 0.8 to words of these lengths.
+
+    ratio = 2 * M / (size + other) with M <= the longest common subsequence; in integers (no float edge):
+    2 * common / (size + other) >= 0.8 is 5 * common >= 2 * (size + other).
+    """
+    return 5 * common >= 2 * (size + other)
+
+
 class TypoIndex:
     """Vocabulary words by their deletion keys."""
 
     def __init__(self) -> None:
         self._words: set[str] = set()
-        self._by_key: dict[str, set[str]] = {}
-        self._by_length: dict[int, set[str]] = {}  # every word, by length: scanned for the long ones
+        self._by_key: dict[str, dict[int, set[str]]] = {}  # deletion key -> word length -> words
+        self._by_length: dict[int, list[str]] = {}  # every word, by length: screened for the long ones
         self._neighbours: dict[str, tuple[str, ...]] = {}  # word asked -> its checked neighbours
         self._asked: dict[str, set[str]] = {}  # deletion key -> the words asked whose answer it can change
 
@@ -46,14 +66,21 @@ class TypoIndex:
             if word in self._words:
                 continue
             self._words.add(word)
-            self._by_length.setdefault(len(word), set()).add(word)
+            self._by_length.setdefault(len(word), []).append(word)
             if len(word) > LONGEST_INDEXED:
                 self._neighbours.clear()  # rare (ids, hashes): any cached answer may now lack it
                 self._asked.clear()
                 continue
+            size = len(word)
             for key in deletion_keys(word):
-                self._by_key.setdefault(key, set()).add(word)
-                for asked in self._asked.pop(key, ()):  # words sharing a key with it may have gained a neighbour
+                self._by_key.setdefault(key, {}).setdefault(size, set()).add(word)
+                asked_here = self._asked.get(key)
+                if not asked_here:
+                    continue
+                # The words asked that share this key may have gained a neighbour, if the key is long enough.
+                changed = [asked for asked in asked_here if _close_enough(len(key), len(asked), size)]
+                for asked in changed:
+                    asked_here.discard(asked)
                     self._neighbours.pop(asked, None)
 
     def candidates(self, word: str) -> set[str]:
@@ -63,10 +90,19 @@ class TypoIndex:
         shortest = (2 * size + 2) // 3  # ratio >= 0.8 needs the shorter word >= 2/3 of the longer
         if size <= LONGEST_INDEXED:
             for key in deletion_keys(word):
-                found.update(self._by_key.get(key, ()))
+                by_length = self._by_key.get(key)
+                if not by_length:
+                    continue
+                longest = 5 * len(key) // 2 - size  # 5 * |key| >= 2 * (|word| + |other|): see _close_enough
+                for length, words in by_length.items():
+                    if length <= longest:
+                        found.update(words)
             shortest = max(shortest, LONGEST_INDEXED + 1)  # only the unindexed long ones left to scan
         for length in range(shortest, size * 3 // 2 + 1):
-            found.update(self._by_length.get(length, ()))
+            scanned = self._by_length.get(length)
+            if scanned:  # whole numbers, not rapidfuzz's normalised cutoff (rounded: it drops pairs at exactly 0.8)
+                distances = process.cdist([word], scanned, scorer=Indel.distance, dtype=np.int32, workers=1)[0]
+                found.update(scanned[i] for i in np.flatnonzero(5 * distances <= size + length))
         found.discard(word)
         return found
 

@@ -57,6 +57,13 @@ def test_keywords_are_phrases_from_prose_and_labels_keep_case() -> None:
 def test_label_is_one_phrase_or_two_names() -> None:
     """Two names sharing no word are joined with "and"; otherwise the best phrase alone; no keywords: "topic N"."""
     assert label_from(["Hive", "Sqoop", "HDFS"], 0) == "Hive and Sqoop"
+    assert label_from(["AWS", "Amazon Web Services", "S3"], 0) == "AWS"  # one thing's two names are not two
+    assert label_from(["Amazon Web Services", "AWS"], 0) == "Amazon Web Services"
+    assert label_from(["RDD", "Resilient Distributed Dataset"], 0) == "RDD"
+    # the demo's broad topics had one common word for a label ("flavor", "character", "price")
+    assert label_from(["flavor", "recipe", "sauce"], 0) == "flavor and recipe"
+    assert label_from(["character", "story", "themes", "game"], 0) == "character and story"
+    assert label_from(["body", "strength training", "exercises"], 0) == "strength training"
     assert label_from(["AWS Glue jobs", "AWS Glue"], 0) == "AWS Glue jobs"
     assert label_from(["sourdough starter", "oven spring"], 0) == "sourdough starter"
     assert label_of([], 7) == "topic 7"

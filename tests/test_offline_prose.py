@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
 from concept_support import segment_input
 
 from clients.prose import prose, unicode_view
@@ -216,3 +221,59 @@ def test_a_table_pasted_one_cell_per_line_is_not_prose() -> None:
     view = prose(text)
     assert "Mumbai" not in view and "Gurgaon" not in view
     assert "Filter the records by age." in view and "pandas loc indexer" in view and "Kafka" in view
+
+
+SHARED_CHATGPT = Path(__file__).resolve().parents[2] / "shared" / "data" / "exports" / "chatgpt"
+
+
+def _real_segments(export: str, words: tuple[str, ...]) -> list[SegmentInput]:
+    """Each conversation of a real export (read in place: no license to copy it) whose messages say one of
+    `words`, as one segment of its first 16 messages."""
+    path = SHARED_CHATGPT / export / "conversations.json"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (read from ../shared/data, not copied)")
+    segments = []
+    for number, conversation in enumerate(json.loads(path.read_text())):
+        turns = []
+        for node in conversation["mapping"].values():
+            message = node.get("message") or {}
+            parts = (message.get("content") or {}).get("parts") or []
+            text = "\n".join(p for p in parts if isinstance(p, str)).strip()
+            role = (message.get("author") or {}).get("role")
+            if text and role in ("user", "assistant"):
+                turns.append((message.get("create_time") or 0, role, text))
+        turns.sort(key=lambda t: t[0])
+        if any(w in text.casefold() for _, _, text in turns for w in words):
+            segments.append(segment_input(f"{export}-{number}", [(r, t) for _, r, t in turns[:16]]))
+    return segments
+
+
+def test_placeholders_typography_and_program_parts_are_not_concepts_on_real_chats() -> None:
+    """spark-first (a real export, issue 20's cold pass): stand-in names from SQL and pandas examples ("Table1",
+    "Table2", "fname", "lname", "List b"), typography ("Comma", "Blank line", "Capital letter", "Decimal point")
+    and the parts every program has ("Integer", "Keyword", "URL", "Prefix") are no concepts; "DF" is DataFrame;
+    the tools those chats are about stay."""
+    segments = _real_segments(
+        "spark-first", ("fname", "table1", "capital letter", "comma", "decimal point", "keyword", "integer", "rdd")
+    )
+    assert len(segments) >= 10
+    found = Counter(t.casefold() for s in segments for t in titles(s))
+    for title in ["table1", "table2", "table b", "list b", "fname", "lname", "comma", "blank line", "capital letter"]:
+        assert title not in found, title
+    for title in ["decimal point", "integer", "keyword", "url", "prefix", "df"]:
+        assert title not in found, title
+    assert {"spark", "dataframe", "rdd", "hive"} <= set(found)
+
+
+def test_techniques_in_a_request_to_the_assistant_are_not_goals_on_real_chats() -> None:
+    """rainchinchao's code-conversion prompts ("I want to convert it into a style that uses string
+    concatenation ...") state no goal of the user's: what they name is typed by other cues or an entity."""
+    segments = _real_segments("rainchinchao", ("string concatenation", "function calls"))
+    assert segments
+    goals = [
+        h.title
+        for s in segments
+        for h in OfflineExtractor(8).extract(s).hypotheses
+        if h.type == "goal" and h.title.casefold() in ("string concatenation", "function calls", "x value")
+    ]
+    assert goals == []
