@@ -304,13 +304,16 @@ def _no_prefect_left(data_dir: Path) -> Iterator[None]:
     that was there before, stays."""
     from flows.interrupt import RunInterrupted
     from flows.prefect_env import prefect_home
+    from flows.server_guard import stop_servers
 
     home = prefect_home(data_dir)
     ours = home == (data_dir / "prefect").absolute() and not home.exists()
     try:
         yield
     except RunInterrupted as exc:
+        # also a Ctrl-C in Prefect's start-up, inside the run's own handler, before the flow recorded the run
         if ours and "before the run started" in str(exc):
+            stop_servers(timeout_s=5.0)  # a server this process started keeps its database there
             shutil.rmtree(home, ignore_errors=True)
         raise
 
