@@ -31,7 +31,7 @@ from contracts.errors import ChatmemError, ConfigError, StageError
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
 from flows.cli_run_summary import print_summary
 from flows.prefect_env import OUR_PACKAGES
-from flows.registry import STAGE_ORDER, select_stages
+from flows.registry import STAGE_ORDER, check_entries, select_stages
 from flows.terminal import safe_line
 
 if TYPE_CHECKING:
@@ -268,6 +268,7 @@ def _run(
     from flows.interrupt import before_the_run, take_sigint
     from flows.preflight import announce_start, finish_if_unchanged, refuse_bad_exports
 
+    check_entries(stages)  # a registry entry that cannot be imported: one line now, not a traceback after Prefect
     take_sigint()  # started with SIGINT ignored (`chatmem run ... &` in a script): `kill -INT PID` still stops it
 
     if run_id is None and "ingest" in stages:
@@ -304,13 +305,16 @@ def _no_prefect_left(data_dir: Path) -> Iterator[None]:
     that was there before, stays."""
     from flows.interrupt import RunInterrupted
     from flows.prefect_env import prefect_home
+    from flows.server_guard import stop_servers
 
     home = prefect_home(data_dir)
     ours = home == (data_dir / "prefect").absolute() and not home.exists()
     try:
         yield
     except RunInterrupted as exc:
+        # also a Ctrl-C in Prefect's start-up, inside the run's own handler, before the flow recorded the run
         if ours and "before the run started" in str(exc):
+            stop_servers(timeout_s=5.0)  # a server this process started keeps its database there
             shutil.rmtree(home, ignore_errors=True)
         raise
 

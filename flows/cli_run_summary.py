@@ -66,6 +66,11 @@ def print_summary(
     for line in defaults:
         click.echo(line)
     since = f" since run {worked}" if worked and worked != run_id else ""
+    by_run = _done_by(results)
+    if len(by_run) > 1:  # the stages' work was done by different runs: name each, newest first
+        since = " (" + "; ".join(f"{', '.join(stages)} since run {rid}" for rid, stages in by_run) + ")"
+    elif by_run:
+        since = f" since run {by_run[0][0]}"
     if nothing_new:
         click.echo(f"nothing new: {len(results)} stage(s) unchanged{since} (run {run_id}; --force recomputes)")
         return
@@ -99,6 +104,18 @@ def print_summary(
             click.echo(f"  ingested: {safe_line(str(row['path']))}: {row['conversations'] or 0} conversation(s)")
     if error is None:
         refuse_bad_files(bad, run_id)
+
+
+def _done_by(results: list[StageResult]) -> list[tuple[str, list[str]]]:
+    """The runs that did the unchanged stages' work, each with its stages (pipeline order), newest run first:
+    read from each skipped stage's note ("unchanged since run R (...)", flows/stage_runner.py)."""
+    groups: dict[str, list[str]] = {}
+    for result in results:
+        for note in result.notes:
+            if note.startswith(f"{UNCHANGED} run "):
+                groups.setdefault(note.removeprefix(f"{UNCHANGED} run ").split(" ")[0], []).append(result.stage)
+                break
+    return sorted(groups.items(), key=lambda item: item[0], reverse=True)
 
 
 UNCHANGED = "unchanged since"  # how the runner's note on a skipped, unchanged stage starts (flows/stage_runner.py)

@@ -55,6 +55,8 @@ GRACE_S = 5.0
 EXIT_CODE = 130  # 128 + SIGINT, what shells report for a job stopped by Ctrl-C
 EXIT_CODES: dict[int, int] = {signal.SIGINT: EXIT_CODE, signal.SIGTERM: 128 + signal.SIGTERM}  # SIGTERM: 143
 FLOW_RUN_ID = "PREFECT__FLOW_RUN_ID"  # in the environment of a flow-run process that Prefect's runner started
+# The line for a run stopped before anything of it was recorded (flows/cli.py's _no_prefect_left keys on it)
+NOT_STARTED = "interrupted {by} before the run started: nothing was run or recorded"
 REARM = 0xFF  # a byte no signal number takes, written to the wakeup pipe to re-deliver a swallowed Ctrl-C
 
 
@@ -137,16 +139,29 @@ class _Interruption:
                 _thread.interrupt_main(signal.SIGINT)
 
     def message(self) -> str:
-        """The one line: where the run stopped and the command that resumes it (read from the ledger)."""
-        stage, left = None, list(self.stages)
+        """The one line: where the run stopped and the command that resumes it (read from the ledger). A run the
+        ledger does not hold (stopped in Prefect's start-up, before the flow recorded it; staging.db may not even
+        exist) has nothing to resume: the line says so, as before the run started."""
+        stage, status, left, recorded = None, None, list(self.stages), False
         with contextlib.suppress(sqlite3.Error, OSError, ChatmemError):
             conn = sqlite3.connect(f"file:{self.settings.staging_path}?mode=ro", uri=True, timeout=2.0)
             try:
+                recorded = conn.execute("SELECT 1 FROM runs WHERE id = ?", (self.run_id,)).fetchone() is not None
                 stage = current_stage(conn, self.run_id)
+                if stage is not None:
+                    row = conn.execute(
+                        "SELECT status FROM stage_runs WHERE run_id = ? ORDER BY id DESC LIMIT 1", (self.run_id,)
+                    ).fetchone()
+                    status = None if row is None else str(row[0])
                 left = unfinished_stages(conn, self.run_id) or left
             finally:
                 conn.close()
-        where = f"in stage {stage} " if stage else "before its first stage "
+        if not recorded and stage is None:
+            return f"{NOT_STARTED.format(by=self.by())}; run the same command again"
+        if stage and status in ("succeeded", "skipped"):  # it finished; the signal came before the next began
+            where = f"between stage {stage} and {left[0]} " if left and left[0] != stage else f"after stage {stage} "
+        else:
+            where = f"in stage {stage} " if stage else "before its first stage "
         how = f"interrupted {self.by()} " if self.signum == signal.SIGTERM else "interrupted "
         return f"{how}{where}of run {self.run_id}; resume with: {resume_command(self.run_id, left, self.stages)}"
 
@@ -257,7 +272,7 @@ def before_the_run() -> Iterator[None]:
         signum = got[0] if got else signal.SIGINT
         by = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
         raise RunInterrupted(
-            f"interrupted by {by} before the run started: nothing was run or recorded; run the same command again",
+            f"{NOT_STARTED.format(by='by ' + by)}; run the same command again",
             EXIT_CODES[signum],
         ) from None
     finally:

@@ -61,6 +61,8 @@ def refuse_bad_exports(paths: list[str | Path], settings: Settings, force_format
             )
             if force_format is None:
                 detect_format(read_head(opened), name=opened.path)
+            else:
+                _refuse_other_format(read_head(opened), opened.path, force_format)
         except ExportError as exc:
             errors.append(exc)
         else:
@@ -69,6 +71,34 @@ def refuse_bad_exports(paths: list[str | Path], settings: Settings, force_format
         if len(errors) > 1:
             raise ExportError(errors[0].path, f"{errors[0].problem} (and {len(errors) - 1} more file(s) like it)")
         raise errors[0]
+
+
+# The keys that make a detected format certain (ingest/detect.py's first-record keys): a file that holds them is
+# that format, and read as another it yields nothing (every record quarantined).
+_CERTAIN_KEYS = {
+    "chatgpt": (b'"mapping"', b'"current_node"'),
+    "claude": (b'"chat_messages"',),
+    "librechat": (b'"conversationId"',),
+}
+
+
+def _refuse_other_format(head: bytes, path: str, force_format: str) -> None:
+    """--format names one format and detection is certain the file is another: the same line the ingest stage
+    would end with, before Prefect starts. Anything less certain (no format recognised, a guess from weaker keys,
+    an empty list) is left to the ingest stage, as before."""
+    from ingest.detect import detect_format
+
+    try:
+        detected = detect_format(head, name=path)
+    except ExportError:
+        return
+    keys = _CERTAIN_KEYS.get(detected, ())
+    if detected != force_format and any(key in head for key in keys):
+        raise ExportError(
+            path,
+            f"nothing could be read as {force_format} (its first record is a {detected} conversation);"
+            f" it looks like {detected}: run with --format {detected} (or without --format)",
+        )
 
 
 @dataclass(frozen=True)

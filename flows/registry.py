@@ -16,6 +16,7 @@ changed.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -152,6 +153,36 @@ def check_registry() -> None:
         if unknown:
             raise ConfigError(f"stage {stage.name!r} reads {unknown}, which no earlier stage writes")
         seen.add(stage.name)
+
+
+# The packages pyproject.toml's [tool.setuptools] packages lists that hold stages: an installed `chatmem` imports
+# modules inside these only (an editable install maps the listed packages, not the repository's root).
+STAGE_PACKAGES = ("ingest", "extract", "cluster", "load", "garden", "memory")
+
+
+def check_entries(stages: Sequence[str]) -> None:
+    """Each selected stage's entry module can be imported (found, not imported: that waits for the stage), so that
+    a wrong entry is one line before Prefect starts, not a traceback after; ConfigError (exit 2)."""
+    for name in stages:
+        entry = _BY_NAME[name].entry if name in _BY_NAME else None
+        if entry is None:
+            continue
+        try:
+            found = importlib.util.find_spec(entry) is not None
+        except (ImportError, ValueError):  # a parent package that does not exist
+            found = False
+        if not found:
+            package = entry.split(".")[0]
+            where = (
+                f"{package!r} is not one of the stage packages ({', '.join(STAGE_PACKAGES)})"
+                if package not in STAGE_PACKAGES
+                else f"there is no {entry.replace('.', '/')}.py"
+            )
+            raise ConfigError(
+                f"stage {name!r}: its entry {entry!r} (flows/registry.py) cannot be imported: {where}; put the module"
+                f" inside a stage package and name it there, e.g. 'extract.stage_{name}' for extract/stage_{name}.py"
+                " (docs/architecture.md, Adding a stage)"
+            )
 
 
 def select_stages(from_: str | None = None, to: str | None = None, only: str | None = None) -> list[str]:

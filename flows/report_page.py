@@ -151,6 +151,12 @@ def _bodies(data: Mapping[str, Any], images: Mapping[str, Path]) -> dict[str, st
     facts = {k: run.get(k) for k in ("id", "status", "started_at", "finished_at", "code_version", "error")}
     facts["exports"] = ", ".join(run.get("exports") or []) or "-"
     not_clustered = "No topics: this run did not cluster (see skipped stages)."
+    if "cluster" not in (run.get("stages") or []):  # not selected at all (`run --to segment`): not "skipped"
+        ran = ", ".join(run.get("stages") or []) or "none"
+        not_clustered = (
+            f"No topics: this run did not run the cluster stage (its stages: {ran});"
+            " report on a run that did with chatmem report --run-id RUN (chatmem staging runs lists them)."
+        )
     if clustered and clustered["summary"]["status"] != "clustered":
         not_clustered = "No topics: " + ("; ".join(clustered["summary"]["notes"]) or "the cluster stage skipped.")
     has_map = bool(clustered) and clustered["summary"]["status"] == "clustered"

@@ -5,19 +5,26 @@ interrupted cleanly by Ctrl-C (a real SIGINT), like every built-in stage."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 import textwrap
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+import extract
 from contracts.errors import StageError
 from contracts.settings import Settings
+from flows import registry
 from flows.registry import StageSpec, spec
 from flows.stage_runner import RunContext, active_run, run_stage
 from staging.ledger import open_run, open_staging
 from tests.conftest import write_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TOY_MODULE = '''
 """The toy stage: how many archive messages would not fit one segment's token budget alone."""
@@ -41,9 +48,11 @@ def run(ctx: StageContext) -> Outcome:
     return Outcome(rows_in=len(texts), counts={"messages": len(texts), "over_budget": long})
 '''
 
+# Where docs/architecture.md puts it: inside a stage package (extract/stage_toy.py), which the installed `chatmem`
+# can import; the test adds its temporary folder to the package's path rather than write into the source tree.
 TOY = StageSpec(
     "toy",
-    "toy_stage",
+    "extract.stage_toy",
     reads=("archive",),
     settings_sections=("segment",),
     description="Archive messages -> how many would not fit one segment alone.",
@@ -69,8 +78,10 @@ def test_an_added_stage_is_skipped_rerun_failed_and_interrupted_like_the_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "modules").mkdir()
-    (tmp_path / "modules" / "toy_stage.py").write_text(textwrap.dedent(TOY_MODULE))
-    monkeypatch.syspath_prepend(str(tmp_path / "modules"))
+    (tmp_path / "modules" / "stage_toy.py").write_text(textwrap.dedent(TOY_MODULE))
+    monkeypatch.setattr(extract, "__path__", [*extract.__path__, str(tmp_path / "modules")])
+    monkeypatch.setitem(registry._BY_NAME, "toy", TOY)
+    registry.check_entries(["toy"])  # where the doc puts it, the entry passes the check before Prefect
     settings = Settings(data_dir=tmp_path / "data", segment={"max_tokens": 300})
     settings.data_dir.mkdir()
     export = str(write_jsonl(tmp_path / "notes.jsonl"))
@@ -110,3 +121,42 @@ def test_an_added_stage_is_skipped_rerun_failed_and_interrupted_like_the_others(
 
     _, after = _run(settings, TOY)  # nothing matches a failed or interrupted latest attempt: it runs
     assert after.status == "succeeded"  # type: ignore[attr-defined]
+
+
+# A user's edit of flows/registry.py as the doc showed it before: a top-level module, which the installed
+# `chatmem` cannot import (the editable install maps only the packages pyproject.toml lists).
+TOP_LEVEL_ENTRY = """
+import sys
+from flows import registry
+from flows.cli import main
+
+toy = registry.StageSpec("toy", "toy_stage", reads=("archive",), settings_sections=("segment",), description="t")
+registry.STAGES = (*registry.STAGES, toy)
+registry._BY_NAME["toy"] = toy
+registry.STAGE_ORDER = (*registry.STAGE_ORDER, "toy")
+sys.argv = ["chatmem", *sys.argv[1:]]
+main()
+"""
+
+
+def test_an_entry_that_cannot_be_imported_is_one_line_before_prefect_starts(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    export = write_jsonl(tmp_path / "notes.jsonl")
+    (tmp_path / "toy_stage.py").write_text(textwrap.dedent(TOY_MODULE))  # beside the data, not in a stage package
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_HOME", "PYTHONPATH")}
+    result = subprocess.run(
+        [sys.executable, "-c", TOP_LEVEL_ENTRY, "--data-dir", str(data_dir), "run", "--only", "toy", str(export)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT / "docs",  # not the repository root (on sys.path for `python -c`): as the console script runs
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: stage 'toy': its entry 'toy_stage' (flows/registry.py) cannot be imported: 'toy_stage' is not one"
+        " of the stage packages (ingest, extract, cluster, load, garden, memory); put the module inside a stage"
+        " package and name it there, e.g. 'extract.stage_toy' for extract/stage_toy.py (docs/architecture.md,"
+        " Adding a stage)"
+    ]
+    assert not (data_dir / "prefect").exists() and not (data_dir / "staging.db").exists()

@@ -133,7 +133,7 @@ def test_report_of_a_data_dir_that_only_ingested_says_what_is_missing(
     assert list(sections) == [key for key, _ in SECTIONS]
     empty = {key for key, s in sections.items() if s.find_elements("css selector", "p.empty")}
     assert empty == {"tokens", "topic-map", "topic-sizes", "optuna", "concepts", "graph", "recall"}
-    assert "did not cluster" in sections["topic-map"].text
+    assert "did not run the cluster stage" in sections["topic-map"].text
     [image] = _by_css(browser, "img")
     assert browser.execute_script("return arguments[0].naturalWidth", image) > 100
     assert "segment" in sections["skipped"].text and "not part of this run" in sections["skipped"].text

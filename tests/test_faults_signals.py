@@ -300,6 +300,6 @@ def test_a_ctrl_c_that_lands_in_a_weakref_callback_still_stops_the_run(tmp_path:
         timeout=60,
     )
     assert result.stdout.strip() == (
-        "interrupted before its first stage of run r-weak; resume with: chatmem stage embed --run-id r-weak"
+        "interrupted by Ctrl-C before the run started: nothing was run or recorded; run the same command again"
     )
     assert result.stderr == ""
