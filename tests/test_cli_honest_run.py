@@ -16,8 +16,13 @@ from pathlib import Path
 
 from click.testing import CliRunner, Result
 from fault_support import chatmem_command, process_env, wait_for
+from stage_support import ingest_run
 
+from contracts.errors import StageError
+from contracts.settings import Settings
 from flows.cli import cli
+from staging.archive import open_archive
+from staging.ledger import open_run, open_staging
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAUDE = ROOT / "tests" / "fixtures" / "exports" / "claude" / "claude-to-sqlite" / "example.json"
@@ -35,14 +40,36 @@ def archive_count(data_dir: Path, table: str) -> int:
         conn.close()
 
 
-def test_a_wrong_format_is_a_failed_file_and_the_right_one_then_arrives_without_force(tmp_path: Path) -> None:
-    """A Claude export read with --format chatgpt: exit 1, one reason naming --format claude, its quarantine rows
-    kept; the same file then read without --format is not "nothing new": its conversation arrives."""
-    export = shutil.copy(CLAUDE, tmp_path / "c.json")
+def ingest_as(data: Path, export: Path, force_format: str | None) -> str:
+    """The ingest stage itself (past the CLI's preflight, which refuses only a head it is certain of), as a run of
+    it: its status, or its error when it failed."""
+    settings = Settings(data_dir=data)
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    run_id = open_run(staging, stages=["ingest"], exports=[str(export)], settings={}, code_version="test")
+    try:
+        return ingest_run(
+            archive, staging, run_id=run_id, settings=settings, exports=[export], force_format=force_format
+        ).status
+    except StageError as error:
+        return str(error)
+    finally:
+        archive.close()
+        staging.close()
+
+
+def test_a_wrong_format_is_refused_or_failed_and_the_right_one_then_arrives_without_force(tmp_path: Path) -> None:
+    """A Claude export read with --format chatgpt: the CLI refuses it before anything starts (exit 1, one reason
+    naming --format claude, nothing written); ingest itself, reached with a head the preflight is not certain
+    of, makes it a failed file with its quarantine rows kept. The same file then read without --format is not
+    "nothing new": its conversation arrives."""
+    export = Path(shutil.copy(CLAUDE, tmp_path / "c.json"))
     data = tmp_path / "data"
     wrong = chatmem("run", export, "--format", "chatgpt", "--only", "ingest", data_dir=data)
     assert wrong.exit_code == 1, wrong.output
     assert "nothing could be read as chatgpt" in wrong.output and "--format claude" in wrong.output, wrong.output
+    assert not (data / "archive.db").exists()
+    failed = ingest_as(data, export, "chatgpt")
+    assert "nothing could be read as chatgpt" in failed and "--format claude" in failed, failed
     assert archive_count(data, "conversations") == 0 and archive_count(data, "quarantine") == 1
     right = chatmem("run", export, "--only", "ingest", data_dir=data)
     assert right.exit_code == 0, right.output
@@ -52,13 +79,13 @@ def test_a_wrong_format_is_a_failed_file_and_the_right_one_then_arrives_without_
 
 def test_the_same_bytes_with_another_format_are_read_again_and_the_same_format_skipped(tmp_path: Path) -> None:
     """The skip key is the bytes and the format they were read as: after an ingest as claude (detected), the same
-    file with --format chatgpt is read again (and fails, nothing readable), not "nothing new"; with --format
-    claude it is skipped as already ingested."""
-    export = shutil.copy(CLAUDE, tmp_path / "c.json")
+    file read by ingest as chatgpt is read again (and fails, nothing readable), not skipped; with --format claude
+    it is skipped as already ingested."""
+    export = Path(shutil.copy(CLAUDE, tmp_path / "c.json"))
     data = tmp_path / "data"
     assert chatmem("run", export, "--only", "ingest", data_dir=data).exit_code == 0
-    other = chatmem("run", export, "--format", "chatgpt", "--only", "ingest", data_dir=data)
-    assert other.exit_code == 1 and "nothing could be read as chatgpt" in other.output, other.output
+    other = ingest_as(data, export, "chatgpt")
+    assert "nothing could be read as chatgpt" in other, other
     same = chatmem("run", export, "--format", "claude", "--only", "ingest", "--json", data_dir=data)
     assert same.exit_code == 0, same.output
     ingest = next(s for s in json.loads(same.stdout)["stages"] if s["stage"] == "ingest")
