@@ -158,7 +158,7 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()
     lines = [
-        f"`python benchmarks/bench_cli.py --data-dir D --export {args.export.name} --runs {args.runs}`, where D holds"
+        f"`python benchmarks/bench_cli.py --data-dir D --export {args.export} --runs {args.runs}`, where D holds"
         f" the export built by `chatmem run`; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores,"
         f" Python {platform.python_version()}; load average {load[0]:.1f} before, {load_after[0]:.1f} after"
         " (a shared machine: read the wall times as upper bounds, the CPU seconds as the steadier figure);"

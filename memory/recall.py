@@ -492,7 +492,7 @@ def budget_note(pieces: list[Piece], selection: Selection, ranking: Ranking, ran
         notes.append(f"the next piece, #{rank_of.get(i, 0)} ({cost} tokens), did not fit the {left} token(s) left")
     if not notes:
         return None
-    return "; ".join(notes) + "; a larger --budget (budget_tokens) shows them whole"
+    return "; ".join(notes) + "; a larger --budget (budget_tokens) shows more"
 
 
 def embed_query(embedder: Embedder, query: str, names: Names) -> Any:

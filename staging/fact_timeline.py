@@ -172,7 +172,7 @@ def _words(text: str) -> set[str]:
     """Content words, a trailing s folded ("lives" = "live", "videos" = "video")."""
     found = set()
     for word in _WORD.findall(text.casefold()):
-        if word in _QUERY_STOP:
+        if word in _QUERY_STOP or len(word) < 2:  # "dog's" -> "dog", "s": the s of a possessive is no word
             continue
         found.add(word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word)
     return found

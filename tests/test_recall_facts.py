@@ -139,6 +139,8 @@ def test_a_question_about_a_relative_meets_the_fact_about_them() -> None:
     assert rank_facts([sister], "who is my sister?") == [sister]
     assert rank_facts([sister], "what is my sister's name?") == [sister]
     assert rank_facts([sister], "what did the user say?") == []
+    beach = record("b1", "surf at Cowell's Beach", "2024-01-01", "m-3").model_copy(update={"attribute": "goal"})
+    assert rank_facts([beach], "what is my dog's name?") == []  # the possessive's s matched every "'s" fact
 
 
 def test_a_question_lists_only_its_own_goals_not_every_goal_the_user_stated() -> None:
