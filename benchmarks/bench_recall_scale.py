@@ -64,8 +64,8 @@ for k in range(6):
     vector /= np.linalg.norm(vector)
     request = Request(query=sys.argv[4] if k == 0 else f"t{5 + k} t{60 + 7 * k} t{400 + k} t{900 + k}")
     a, b = time.perf_counter(), time.process_time()
-    view, ranking, _ = ranked(index, request.query, vector, request, settings.memory, limit=1000)
-    to_result(view, request, ranking, settings.memory)
+    view, ranking, _ = ranked(index, request.query, vector, request, settings.recall, limit=1000)
+    to_result(view, request, ranking, settings.recall)
     times.append((time.perf_counter() - a, time.process_time() - b))
 print(json.dumps({
     "imports_s": [t1 - t0, c1 - c0], "open_s": [t2 - t1, c2 - c1], "first_query_s": times[0],
