@@ -9,6 +9,7 @@ import click
 
 from flows.cli_inspect import CELL_WIDTH, JSON_OPTION, emit, open_readonly, require_stage, terminal_width
 from flows.terminal import safe_line
+from memory.text import excerpt
 
 if TYPE_CHECKING:
     from contracts.concepts import ConceptHypothesis
@@ -98,20 +99,4 @@ def around(text: str, names: list[str], width: int) -> str:
         for word in words
         for m in re.finditer(rf"\b{re.escape(word[:-1] if len(word) > 4 and word.endswith('s') else word)}", lower)
     ]
-    room = width - 2  # the two ellipses
-    start = 0
-    if spots:
-        best = -1
-        for offset, _ in spots:
-            begin = max(0, min(offset - room // 4, len(line) - room))  # the match a quarter in: some lead-in
-            held = len({w for o, w in spots if begin <= o < begin + room - 8})
-            if held > best:
-                best, start = held, begin
-    end = min(len(line), start + room)
-    if start > 0:
-        space = line.find(" ", start, start + 20)
-        start = space + 1 if space >= 0 else start
-    if end < len(line):
-        space = line.rfind(" ", end - 20, end)
-        end = space if space > start else end
-    return ("…" if start > 0 else "") + line[start:end] + ("…" if end < len(line) else "")
+    return excerpt(line, spots, width - 2, len, tail=8, snap=20)  # width - 2: room for the two ellipses

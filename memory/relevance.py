@@ -14,7 +14,7 @@ import numpy as np
 
 from memory.answer import Piece
 from memory.index import Array, MemoryIndex
-from memory.text import terms
+from memory.text import excerpt, terms
 
 _WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")  # memory.text's words: a reason names the query's own
 
@@ -133,18 +133,4 @@ def window(text: str, keys: KeyTerms, tokens: int) -> str:
             for k, word in enumerate(keys.terms):
                 if near(word, {term}):
                     spots.append((match.start(), k))
-    best_start, best_value = 0, -1.0
-    for offset, _ in spots:
-        start = max(0, min(offset - room // 4, len(text) - room))  # the match a quarter in: some lead-in
-        inside = {k for o, k in spots if start <= o < start + room - 12}
-        value = float(sum(keys.idf[k] for k in inside))
-        if value > best_value:
-            best_start, best_value = start, value
-    start, end = best_start, min(len(text), best_start + room)
-    if start > 0:
-        space = text.find(" ", start, start + 40)
-        start = space + 1 if space >= 0 else start
-    if end < len(text):
-        space = text.rfind(" ", end - 40, end)
-        end = space if space > start else end
-    return ("…" if start > 0 else "") + text[start:end].strip() + ("…" if end < len(text) else "")
+    return excerpt(text, spots, room, lambda held: sum(keys.idf[k] for k in held), tail=12, snap=40)

@@ -184,3 +184,28 @@ def top_terms(
     scored = [(tf * math.log(n / df[t]), t) for t, tf in counts.items() if min_df <= df[t] <= ceiling and len(t) > 2]
     scored.sort(key=lambda x: (-x[0], x[1]))
     return [t for _, t in scored[:per_document]]
+
+
+def excerpt(text: str, spots: Sequence[tuple[int, Any]], room: int, value: Any, *, tail: int, snap: int) -> str:
+    """At most `room` characters of `text` (plus "…" where it was cut), placed where the matches are.
+
+    `spots` are (character offset, what matched) pairs; each is tried a quarter into the window (some lead-in
+    before it) and the window whose matches (those starting `tail` characters or more before its end) have the
+    most `value(set of what matched)` wins, the first on ties. The window's ends move to a space within `snap`
+    characters so no word is cut in half. Used by recall's windows of long pieces (memory/relevance.py) and the
+    evidence spans of `chatmem concepts` (flows/cli_concepts.py)."""
+    start = 0
+    best = -1.0
+    for offset, _ in spots:
+        begin = max(0, min(offset - room // 4, len(text) - room))
+        held = float(value({what for at, what in spots if begin <= at < begin + room - tail}))
+        if held > best:
+            best, start = held, begin
+    end = min(len(text), start + room)
+    if start > 0:
+        space = text.find(" ", start, start + snap)
+        start = space + 1 if space >= 0 else start
+    if end < len(text):
+        space = text.rfind(" ", end - snap, end)
+        end = space if space > start else end
+    return ("…" if start > 0 else "") + text[start:end].strip() + ("…" if end < len(text) else "")
