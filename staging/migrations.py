@@ -36,6 +36,7 @@ shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is f
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -58,6 +59,8 @@ from staging import (
     topics,
 )
 from staging.liveness import migrate_liveness, migrate_pid_start
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +255,26 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+# A file this big may take minutes to upgrade (staging.db migration 9 rewrites every memory row): whichever
+# command opens it first, a read-only `chatmem recall` included, says so instead of hanging silently.
+LARGE_BYTES = 200 * 1024 * 1024
+
+
+def _announce_if_large(conn: sqlite3.Connection, name: str, current: int, pending: Sequence[Migration]) -> None:
+    if current == 0 or not pending:
+        return  # a new file: nothing to rewrite
+    pages, page_size = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "page_size"))
+    size = int(pages) * int(page_size)
+    if size >= LARGE_BYTES:
+        log.warning(
+            "upgrading %s (%.1f GB) from schema version %d to %d, once: this may take a few minutes",
+            name,
+            size / 1e9,
+            current,
+            pending[-1].version,
+        )
+
+
 def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration], *, name: str = "database") -> list[int]:
     """Apply every migration above the file's version, in order, one transaction each; returns those applied.
 
@@ -280,6 +303,7 @@ def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration], *, name: 
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    _announce_if_large(conn, name, current, migrations[current:])
     applied: list[int] = []
     for migration in migrations[current:]:
         conn.execute("BEGIN IMMEDIATE")

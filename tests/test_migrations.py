@@ -144,3 +144,26 @@ def test_read_only_commands_upgrade_a_data_dir_an_older_chatmem_wrote(tmp_path: 
         conn = sqlite3.connect(data_dir / name)
         assert conn.execute("PRAGMA user_version").fetchone()[0] == len(migrations)
         conn.close()
+
+
+def test_a_large_file_says_it_is_being_upgraded_and_a_small_or_current_one_says_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The upgrade of a large data dir takes minutes on whichever command opens it first (a read-only `recall`
+    too): that command says so on stderr, once, naming the file and the versions; a current file is silent."""
+    from click.testing import CliRunner
+
+    from flows.cli import cli
+    from staging import migrations
+
+    data_dir = _v0_data_dir(tmp_path)
+    monkeypatch.setattr(migrations, "LARGE_BYTES", 0)  # the fixture is small: any old file counts as large here
+    open_staging(tmp_path / "new.db").close()  # a new file has nothing to rewrite
+    assert "upgrading" not in caplog.text
+    first = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "staging", "runs"])
+    assert first.exit_code == 0, first.output
+    said = [line for line in first.output.splitlines() if "upgrading" in line]
+    assert len(said) == 1, first.output  # `staging runs` opens staging.db only
+    assert any(f"{data_dir / 'staging.db'} " in line and f"to {len(STAGING)}," in line for line in said)
+    again = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "staging", "runs"])
+    assert again.exit_code == 0 and "upgrading" not in again.output  # upgraded once: nothing more to say
