@@ -8,7 +8,10 @@ output. For each segment:
    markup, tables of numbers, paths and URLs are blanked, so no concept comes from them;
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
-   a message in another language gives names only;
+   a message in another language gives names only; a value typed in a statement ("set city='Hyd'", then
+   quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
+   candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
+   extract/templates.py);
 3. each candidate is scored by its log-odds of being a concept a person would list (weights below, fitted on
    the dev labels' features): the user saying it, how often and in how many messages it recurs, a name's
    capital, the conversation's title naming it, a term of several words, and how specific it is against

@@ -9,7 +9,8 @@ four words, "role-based access control", "AWS Glue job"):
   a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language;
 - a **noun phrase** (English only): a run of content words between function words and punctuation, with
   leading verbs and adverbs dropped, cut where a verb-only word stands inside, and ending on a word that can
-  be a noun ("customer churn model", "window functions").
+  be a noun ("customer churn model", "window functions"); a name's kind head is cut ("Shopify platform",
+  "Parquet file", "SQL statement" are Shopify, Parquet, SQL).
 
 For a message in another language only names are proposed: without a part-of-speech lexicon for it, a run of
 words is as likely junk as a term, and fewer concepts beat wrong ones.

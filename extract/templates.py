@@ -95,7 +95,8 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
     )
     if not repeated:
         return Boilerplate()
-    ids = {m for places in repeated.values() for m in places.values()}
+    _first_messages(archive, repeated)
+    ids = {m for places in repeated.values() for m in places.values() if m}
     messages = {
         str(row[0]): (str(row[1]), str(row[2]), str(row[3]))
         for row in archive.execute(
@@ -151,18 +152,32 @@ def _distinct(subjects: Iterable[str]) -> int:
 
 
 def _repeated(rows: Iterable[tuple[str, str | None]]) -> dict[str, dict[str, str]]:
-    """Evidence sentences cited in `MIN_CONVERSATIONS` conversations or more -> {conversation: a message id}.
+    """Evidence sentences cited in `MIN_CONVERSATIONS` conversations or more -> {conversation: a message id, ""
+    for the first conversation's (looked up later)}.
 
-    Every sentence is held as a hash with the first conversation that cites it; the text only once it repeats."""
-    first: dict[int, tuple[str, str]] = {}
+    Every sentence is held as a hash with the first conversation that cites it (one string per segment, shared),
+    the text and message ids only once it repeats: the pass holds about 100 bytes per distinct sentence."""
+    first: dict[int, str] = {}
     repeated: dict[str, dict[str, str]] = {}
     for conversation, raw in rows:
         for hypothesis in json.loads(raw or "[]"):
             for span in hypothesis.get("evidence_spans", ()):
-                text, message_id = str(span.get("text", "")).strip(), str(span.get("message_id", ""))
-                key = hash(text)
-                seen = first.setdefault(key, (conversation, message_id))
-                if seen[0] != conversation:
-                    places = repeated.setdefault(text, {seen[0]: seen[1]})
-                    places.setdefault(conversation, message_id)
+                text = str(span.get("text", "")).strip()
+                seen = first.setdefault(hash(text), conversation)
+                if seen != conversation:
+                    places = repeated.setdefault(text, {seen: ""})
+                    places.setdefault(conversation, str(span.get("message_id", "")))
     return {text: places for text, places in repeated.items() if len(places) >= MIN_CONVERSATIONS}
+
+
+def _first_messages(archive: sqlite3.Connection, repeated: dict[str, dict[str, str]]) -> None:
+    """Fill in the message of each sentence's first conversation: a user message of it holding the sentence."""
+    for sentence, places in repeated.items():
+        for conversation, message_id in places.items():
+            if not message_id:
+                row = archive.execute(
+                    "SELECT uuid FROM messages WHERE conversation_id = ? AND role = 'user' AND instr(text, ?) > 0"
+                    " ORDER BY seq LIMIT 1",
+                    (conversation, sentence),
+                ).fetchone()
+                places[conversation] = str(row[0]) if row else ""

@@ -277,3 +277,27 @@ def test_techniques_in_a_request_to_the_assistant_are_not_goals_on_real_chats() 
         if h.type == "goal" and h.title.casefold() in ("string concatenation", "function calls", "x value")
     ]
     assert goals == []
+
+
+def test_values_in_statements_and_the_assistants_self_description_are_not_concepts_on_real_chats() -> None:
+    """spark-first: a value typed in a statement outside code marks ("set city='Hyd'", 'WHERE city="CHN"', then
+    quoted back by the reply) is a literal, not a subject; "As an AI language model, I ..." is the assistant
+    describing itself. The tools of those chats stay."""
+    literal = _real_segments("spark-first", ("city='hyd'", 'city="chn"'))
+    found = Counter(t.casefold() for s in literal for t in titles(s))
+    assert literal and not {"hyd", "chn"} & set(found)
+    assert {"mysql", "sql"} <= set(found)
+    itself = _real_segments("spark-first", ("as an ai language model",))
+    found = Counter(t.casefold() for s in itself for t in titles(s))
+    assert len(itself) >= 2 and "ai language model" not in found and "amazon prime" in found
+
+
+def test_a_names_kind_head_is_cut_on_real_chats() -> None:
+    """spark-first: "HDFS directory", "Python file", "SQL statement" are HDFS, Python, SQL (the head only says
+    what kind of thing the name is); a head written as part of the name stays ("Amazon Web Services")."""
+    segments = _real_segments("spark-first", ("hdfs directory", "python file", "sql statement"))
+    found = Counter(t.casefold() for s in segments for t in titles(s))
+    assert segments and not {"hdfs directory", "python file", "sql statement"} & set(found)
+    assert {"python", "sql"} <= set(found)
+    aws = _real_segments("spark-first", ("amazon web services",))
+    assert "amazon web services" in {t.casefold() for s in aws for t in titles(s)}
