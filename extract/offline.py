@@ -174,6 +174,7 @@ class _Candidate:
     first_user: bool = False  # mentioned in the segment's first user message
     not_subject: int = 0  # proposals written as a literal value or as the assistant's name for itself
     quoted: int = 0  # other proposals written in quotes ('equal to "CHN"')
+    defined: bool = False  # a text's defined term for a party ('("Client")'): the role, not a subject
 
     def proposals(self) -> int:
         return sum(self.forms.values())
@@ -195,7 +196,7 @@ def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     fold_expansions(candidates)
     drop_numbered(candidates)
     drop_placeholders(candidates)
-    for key in [k for k, c in candidates.items() if c.not_subject and c.not_subject + c.quoted >= c.proposals()]:
+    for key in [k for k, c in candidates.items() if c.defined or 0 < c.not_subject >= c.proposals() - c.quoted]:
         del candidates[key]  # a value in a statement ('city="CHN"', then 'equal to "CHN"'); "As an AI model, I"
     title_words = {w.casefold() for w in _TITLE_WORD.findall(segment.title or "")}
     base = {key: _score(candidate, title_words) for key, candidate in candidates.items()}
@@ -236,29 +237,42 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
             candidate.named = candidate.named or phrase.named
             candidate.forms[_form(phrase, message)] += 1
-            not_subject, quoted = _not_a_subject(message.view, phrase, user)
+            not_subject, quoted, defined = _not_a_subject(message.view, phrase, user)
             candidate.not_subject += not_subject
             candidate.quoted += quoted and not not_subject
+            candidate.defined = candidate.defined or defined
     _index_mentions(messages, found)
     return found
 
 
 # A value in a statement typed as prose ("set city='Hyd'", 'WHERE city="CHN"'): a literal, not a subject.
 _LITERAL = re.compile(r"""[=<>]\s*['"‘“]$""")
+# A word a text defines as its term for a party or a thing ('... providing the services] ("Provider")',
+# '("Acuerdo")'): a role in that text (a contract, terms of service), in any language, not its subject.
+_DEFINED_BEFORE = re.compile(r"""\(\s*['"‘“«]$""")
+_DEFINED_AFTER = re.compile(r"""['"’”»]\s*\)""")
 # The assistant describing itself ("As an AI language model, I ..."): no subject of the conversation.
 _SELF = re.compile(r"(?:^|[.!?\n]\s*)(?:as|i am|i'm|i’m) an?\s+$", re.IGNORECASE)
 _SELF_AFTER = re.compile(r"\s*,\s*I\b")
 _QUOTES = frozenset("'\"‘’“”")
 
 
-def _not_a_subject(view: str, phrase: Phrase, user: bool) -> tuple[bool, bool]:
-    """(written as a literal value in a statement or as the assistant's name for itself, written in quotes)."""
+def _not_a_subject(view: str, phrase: Phrase, user: bool) -> tuple[bool, bool, bool]:
+    """(written as a literal value in a statement or as the assistant's name for itself, written in quotes,
+    defined as a text's term for a party or thing)."""
     before = view[max(0, phrase.start - 12) : phrase.start]
     quoted = before[-1:] in _QUOTES and view[phrase.end : phrase.end + 1] in _QUOTES
+    defined = (
+        quoted
+        and len(phrase.key) == 1
+        and not phrase.surface.isupper()  # an acronym defined ('Personally Identifiable Information ("PII")') stays
+        and _DEFINED_BEFORE.search(before) is not None
+        and _DEFINED_AFTER.match(view, phrase.end) is not None
+    )
     if _LITERAL.search(before) is not None:
-        return True, quoted
+        return True, quoted, defined
     own = not user and _SELF.search(before) is not None and _SELF_AFTER.match(view, phrase.end) is not None
-    return own, quoted
+    return own, quoted, defined
 
 
 def _form(phrase: Phrase, message: _Message) -> str:

@@ -301,3 +301,30 @@ def test_a_names_kind_head_is_cut_on_real_chats() -> None:
     assert {"python", "sql"} <= set(found)
     aws = _real_segments("spark-first", ("amazon web services",))
     assert "amazon web services" in {t.casefold() for s in aws for t in titles(s)}
+
+
+def test_a_contracts_defined_parties_are_not_concepts_on_real_chats() -> None:
+    """The demo (real LongMemEval chat text): a Spanish web-design contract translated to English defines its
+    parties ('... providing the services] ("Provider")', '("Client")', '("Proveedor")'); those are roles in the
+    text, in either language, not what the conversation is about. The contract's subject stays."""
+    import zipfile
+
+    demo = Path(__file__).resolve().parents[1] / "demo" / "longmemeval-demo.zip"
+    with zipfile.ZipFile(demo) as archive:
+        conversations = json.loads(archive.read("conversations.json"))
+    segments = []
+    for number, conversation in enumerate(conversations):
+        turns = []
+        for node in conversation["mapping"].values():
+            message = node.get("message") or {}
+            text = "\n".join(p for p in (message.get("content") or {}).get("parts") or [] if isinstance(p, str))
+            role = (message.get("author") or {}).get("role")
+            if text.strip() and role in ("user", "assistant"):
+                turns.append((message.get("create_time") or 0, role, text))
+        if any('("Client")' in text or '("Proveedor")' in text for _, _, text in turns):
+            turns.sort(key=lambda t: t[0])
+            segments.append(segment_input(f"demo-{number}", [(r, t) for _, r, t in turns[:16]]))
+    assert segments
+    found = {t.casefold() for s in segments for t in titles(s)}
+    assert not {"client", "provider", "proveedor", "cliente", "agreement", "acuerdo"} & found
+    assert any("development agreement" in t or "web design" in t for t in found)
