@@ -255,11 +255,15 @@ _DEFINED_AFTER = re.compile(r"""['"’”»]\s*\)""")
 _SELF = re.compile(r"(?:^|[.!?\n]\s*)(?:as|i am|i'm|i’m) an?\s+$", re.IGNORECASE)
 _SELF_AFTER = re.compile(r"\s*,\s*I\b")
 _QUOTES = frozenset("'\"‘’“”")
+_NONE = (False, False, False)
 
 
 def _not_a_subject(view: str, phrase: Phrase, user: bool) -> tuple[bool, bool, bool]:
     """(written as a literal value in a statement or as the assistant's name for itself, written in quotes,
     defined as a text's term for a party or thing)."""
+    opening = view[phrase.start - 1 : phrase.start] if phrase.start else ""
+    if opening not in _QUOTES and (user or view[phrase.end : phrase.end + 1] != ","):
+        return _NONE  # most phrases: decided on two characters
     before = view[max(0, phrase.start - 12) : phrase.start]
     quoted = before[-1:] in _QUOTES and view[phrase.end : phrase.end + 1] in _QUOTES
     defined = (
