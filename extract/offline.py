@@ -8,7 +8,10 @@ output. For each segment:
    markup, tables of numbers, paths and URLs are blanked, so no concept comes from them;
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
-   a message in another language gives names only;
+   a message in another language gives names only; a value typed in a statement ("set city='Hyd'", then
+   quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
+   candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
+   extract/templates.py);
 3. each candidate is scored by its log-odds of being a concept a person would list (weights below, fitted on
    the dev labels' features): the user saying it, how often and in how many messages it recurs, a name's
    capital, the conversation's title naming it, a term of several words, and how specific it is against
@@ -51,7 +54,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 6  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 7  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -169,6 +172,12 @@ class _Candidate:
     lower_mid: int = 0  # mentions in lower case ("a spark of hope")
     mentions: list[tuple[_Message, int, int]] = field(default_factory=list)  # message, view start, view end
     first_user: bool = False  # mentioned in the segment's first user message
+    not_subject: int = 0  # proposals written as a literal value or as the assistant's name for itself
+    quoted: int = 0  # other proposals written in quotes ('equal to "CHN"')
+    defined: bool = False  # a text's defined term for a party ('("Client")'): the role, not a subject
+
+    def proposals(self) -> int:
+        return sum(self.forms.values())
 
     def user_mentions(self) -> int:
         return sum(m.message.role == "user" for m, _, _ in self.mentions)
@@ -187,6 +196,8 @@ def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     fold_expansions(candidates)
     drop_numbered(candidates)
     drop_placeholders(candidates)
+    for key in [k for k, c in candidates.items() if c.defined or 0 < c.not_subject >= c.proposals() - c.quoted]:
+        del candidates[key]  # a value in a statement ('city="CHN"', then 'equal to "CHN"'); "As an AI model, I"
     title_words = {w.casefold() for w in _TITLE_WORD.findall(segment.title or "")}
     base = {key: _score(candidate, title_words) for key, candidate in candidates.items()}
     names = {key: c for key, c in candidates.items() if base[key] > 0 and len(key) > 1 and _full_name(c.title())}
@@ -220,13 +231,52 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
     one message are looked for in all of them: "churn model" said by the user, repeated in a reply)."""
     found: dict[tuple[str, ...], _Candidate] = {}
     for message in messages:
-        phrase_chars = None if message.message.role == "user" else REPLY_PHRASE_CHARS
+        user = message.message.role == "user"
+        phrase_chars = None if user else REPLY_PHRASE_CHARS
         for phrase in phrases(message.view, message.language, message.words, phrase_chars):
             candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
             candidate.named = candidate.named or phrase.named
             candidate.forms[_form(phrase, message)] += 1
+            not_subject, quoted, defined = _not_a_subject(message.view, phrase, user)
+            candidate.not_subject += not_subject
+            candidate.quoted += quoted and not not_subject
+            candidate.defined = candidate.defined or defined
     _index_mentions(messages, found)
     return found
+
+
+# A value in a statement typed as prose ("set city='Hyd'", 'WHERE city="CHN"'): a literal, not a subject.
+_LITERAL = re.compile(r"""[=<>]\s*['"‘“]$""")
+# A word a text defines as its term for a party or a thing ('... providing the services] ("Provider")',
+# '("Acuerdo")'): a role in that text (a contract, terms of service), in any language, not its subject.
+_DEFINED_BEFORE = re.compile(r"""\(\s*['"‘“«]$""")
+_DEFINED_AFTER = re.compile(r"""['"’”»]\s*\)""")
+# The assistant describing itself ("As an AI language model, I ..."): no subject of the conversation.
+_SELF = re.compile(r"(?:^|[.!?\n]\s*)(?:as|i am|i'm|i’m) an?\s+$", re.IGNORECASE)
+_SELF_AFTER = re.compile(r"\s*,\s*I\b")
+_QUOTES = frozenset("'\"‘’“”")
+_NONE = (False, False, False)
+
+
+def _not_a_subject(view: str, phrase: Phrase, user: bool) -> tuple[bool, bool, bool]:
+    """(written as a literal value in a statement or as the assistant's name for itself, written in quotes,
+    defined as a text's term for a party or thing)."""
+    opening = view[phrase.start - 1 : phrase.start] if phrase.start else ""
+    if opening not in _QUOTES and (user or view[phrase.end : phrase.end + 1] != ","):
+        return _NONE  # most phrases: decided on two characters
+    before = view[max(0, phrase.start - 12) : phrase.start]
+    quoted = before[-1:] in _QUOTES and view[phrase.end : phrase.end + 1] in _QUOTES
+    defined = (
+        quoted
+        and len(phrase.key) == 1
+        and not phrase.surface.isupper()  # an acronym defined ('Personally Identifiable Information ("PII")') stays
+        and _DEFINED_BEFORE.search(before) is not None
+        and _DEFINED_AFTER.match(view, phrase.end) is not None
+    )
+    if _LITERAL.search(before) is not None:
+        return True, quoted, defined
+    own = not user and _SELF.search(before) is not None and _SELF_AFTER.match(view, phrase.end) is not None
+    return own, quoted, defined
 
 
 def _form(phrase: Phrase, message: _Message) -> str:

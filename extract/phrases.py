@@ -9,7 +9,8 @@ four words, "role-based access control", "AWS Glue job"):
   a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language;
 - a **noun phrase** (English only): a run of content words between function words and punctuation, with
   leading verbs and adverbs dropped, cut where a verb-only word stands inside, and ending on a word that can
-  be a noun ("customer churn model", "window functions").
+  be a noun ("customer churn model", "window functions"); a name's kind head is cut ("Shopify platform",
+  "Parquet file", "SQL statement" are Shopify, Parquet, SQL).
 
 For a message in another language only names are proposed: without a part-of-speech lexicon for it, a run of
 words is as likely junk as a term, and fewer concepts beat wrong ones.
@@ -95,6 +96,15 @@ _META_HEADS_TEXT = (
     " question questions answer answers implementation implementations tutorial tutorials"
 )
 _META_HEADS = frozenset(_META_HEADS_TEXT.split())
+# Heads that, after a name, only say what kind of thing the name is: "Shopify platform" is Shopify, "Parquet
+# file" Parquet, "Hive table" Hive, "SQL statement" SQL. Cut only when every word before the head is written as
+# a name and the head is not ("Amazon Web Services" keeps its last word); the generic nouns above count too.
+_KIND_HEADS_TEXT = (
+    "platform platforms framework frameworks language languages service services software app apps application"
+    " applications engine engines tool tools component components directory directories environment"
+    " environments interface api apis website site"
+)
+_KIND_HEADS = frozenset(_KIND_HEADS_TEXT.split())
 
 
 class Token:
@@ -424,6 +434,16 @@ def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
         piece = []
 
 
+def _written_as_name(token: Token) -> bool:
+    return _acronym(token) or token.inner_capital or (token.capitalised and not token.sentence_start)
+
+
+def _kind_head(token: Token) -> bool:
+    if token.text != token.lower:
+        return False
+    return token.lower in _KIND_HEADS or token.lower in GENERIC or singular(token.lower) in GENERIC
+
+
 def _trim(piece: list[Token]) -> list[Token]:
     if len(piece) > 1 and piece[0].sentence_start and _imperative(piece[0].lower):
         piece = piece[1:]  # "Load data", "Monitor progress": a command that opens a sentence, then its object
@@ -437,6 +457,8 @@ def _trim(piece: list[Token]) -> list[Token]:
         piece = piece[1:]
     while len(piece) > 1 and (piece[-1].lower in _META_HEADS or len(piece[-1].text) == 1):
         piece = piece[:-1]  # "Spark code": Spark; "Mumbai F 22": a row of data, not a term with a letter in it
+    if len(piece) >= 2 and _kind_head(piece[-1]) and all(_written_as_name(t) for t in piece[:-1]):
+        piece = piece[:-1]  # "Shopify platform", "Parquet file": the name is the concept, the head its kind
     if len(piece) >= 3 and not piece[-1].capitalised and _verb_s(piece[-1].lower) and piece[-2].lower[-1:] != "s":
         piece = piece[:-1]  # "Kafka Connect cluster feeds (the model)": a subject, then its verb
     while piece and not (lexicon.can_be_noun(piece[-1].lower) or _acronym(piece[-1]) or piece[-1].inner_capital):

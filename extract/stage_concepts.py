@@ -23,6 +23,7 @@ from contracts.errors import StageError
 from extract.concept_loop import ConceptLoop
 from extract.name_similarity import EmbeddingSimilarity
 from extract.resolve import SIMILARITIES, Similarity
+from extract.templates import Boilerplate, find_boilerplate
 from staging import concepts as store
 from staging import extractions as extraction_store
 from staging.db import Transaction
@@ -45,16 +46,18 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
             prepare(n for c in store.load_concepts(staging).values() for n in (c.title, *c.aliases))
     loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
     done = store.processed_inputs(staging)
+    boilerplate = find_boilerplate(staging, archive)  # a user's prompt template is no evidence (extract/templates.py)
     batch: list[CurrentExtraction] = []
     for extraction in extraction_store.iter_current(staging):
         batch.append(extraction)
         if len(batch) >= settings.concepts.batch_size:
-            _batch(archive, staging, loop, batch, done, prepare)
+            _batch(archive, staging, loop, batch, done, prepare, boilerplate)
             batch = []
-    _batch(archive, staging, loop, batch, done, prepare)
+    _batch(archive, staging, loop, batch, done, prepare, boilerplate)
     with Transaction(staging):
         loop.settle()
     counts: Counter[str] = Counter(loop.counts)
+    counts.update(boilerplate.counts())
     counts.update(_validate(staging, run_id))
     for name in ("hypotheses", "created", "attached", "refined", "rejected", "duplicates", "merged", "split"):
         counts.setdefault(name, 0)
@@ -74,6 +77,7 @@ def _batch(
     batch: list[CurrentExtraction],
     done: set[str],
     prepare: Prepare | None = None,
+    boilerplate: Boilerplate | None = None,
 ) -> None:
     """One transaction: the new hypotheses of a batch of segments, and the concepts they changed."""
     if not batch:
@@ -87,6 +91,8 @@ def _batch(
             for index, item in enumerate(items)
             if f"{extraction.cache_key}:{index}" not in done
         ]
+        if boilerplate is not None:
+            new = boilerplate.strip(archive, extraction.segment_id, new)
         if new:
             work.append((extraction, new))
     if not work:

@@ -73,6 +73,31 @@ def test_every_stored_evidence_span_is_in_its_archived_message(ran: tuple[Settin
     assert titles == []
 
 
+def test_a_prompt_template_repeated_across_conversations_is_no_evidence(
+    ran: tuple[Settings, str, list[StageResult]],
+) -> None:
+    """rainchinchao pastes one code-conversion preamble into many conversations ("I have the following original
+    code that uses array indexing ...", "Do not use brackets for array indexing"): the concepts stage finds those
+    sentences archive-wide and they are evidence of nothing, so "String concatenation", "Array indexing" and
+    "Function calls" leave the archive's top concepts. spark-first's question pasted again with its data into
+    three conversations ("nested json read in spark and give flatten data structure") is no template."""
+    from extract.templates import find_boilerplate
+    from staging.graph_quality import archive_top
+
+    settings, _, results = ran
+    if not (SHARED / "chatgpt" / "rainchinchao").exists():
+        pytest.skip("the real exports are absent (read from ../shared/data)")
+    staging, archive = sqlite3.connect(settings.staging_path), sqlite3.connect(settings.archive_path)
+    found = find_boilerplate(staging, archive).sentences
+    assert "Do not use brackets for array indexing" in found
+    assert "I have the following original code that uses array indexing and conditional logic" in found
+    assert not any("nested json read in spark" in sentence for sentence in found)
+    assert {r.stage: r for r in results}["concepts"].counts["boilerplate_dropped"] > 10
+    top = {t.casefold() for t in archive_top(staging)}
+    assert top and not top & {"string concatenation", "array indexing", "function calls", "conditional logic"}
+    assert {"spark", "pyspark", "hive"} <= top
+
+
 def test_a_rerun_makes_no_extractor_call_and_changes_no_concept(ran: tuple[Settings, str, list[StageResult]]) -> None:
     """Same dumps again: every stage skipped as unchanged; forced, ingest reads the dumps again and segment cuts
     them again (the same rows), and still zero extractor calls (the cache) and zero hypotheses handled."""

@@ -277,3 +277,54 @@ def test_techniques_in_a_request_to_the_assistant_are_not_goals_on_real_chats() 
         if h.type == "goal" and h.title.casefold() in ("string concatenation", "function calls", "x value")
     ]
     assert goals == []
+
+
+def test_values_in_statements_and_the_assistants_self_description_are_not_concepts_on_real_chats() -> None:
+    """spark-first: a value typed in a statement outside code marks ("set city='Hyd'", 'WHERE city="CHN"', then
+    quoted back by the reply) is a literal, not a subject; "As an AI language model, I ..." is the assistant
+    describing itself. The tools of those chats stay."""
+    literal = _real_segments("spark-first", ("city='hyd'", 'city="chn"'))
+    found = Counter(t.casefold() for s in literal for t in titles(s))
+    assert literal and not {"hyd", "chn"} & set(found)
+    assert {"mysql", "sql"} <= set(found)
+    itself = _real_segments("spark-first", ("as an ai language model",))
+    found = Counter(t.casefold() for s in itself for t in titles(s))
+    assert len(itself) >= 2 and "ai language model" not in found and "amazon prime" in found
+
+
+def test_a_names_kind_head_is_cut_on_real_chats() -> None:
+    """spark-first: "HDFS directory", "Python file", "SQL statement" are HDFS, Python, SQL (the head only says
+    what kind of thing the name is); a head written as part of the name stays ("Amazon Web Services")."""
+    segments = _real_segments("spark-first", ("hdfs directory", "python file", "sql statement"))
+    found = Counter(t.casefold() for s in segments for t in titles(s))
+    assert segments and not {"hdfs directory", "python file", "sql statement"} & set(found)
+    assert {"python", "sql"} <= set(found)
+    aws = _real_segments("spark-first", ("amazon web services",))
+    assert "amazon web services" in {t.casefold() for s in aws for t in titles(s)}
+
+
+def test_a_contracts_defined_parties_are_not_concepts_on_real_chats() -> None:
+    """The demo (real LongMemEval chat text): a Spanish web-design contract translated to English defines its
+    parties ('... providing the services] ("Provider")', '("Client")', '("Proveedor")'); those are roles in the
+    text, in either language, not what the conversation is about. The contract's subject stays."""
+    import zipfile
+
+    demo = Path(__file__).resolve().parents[1] / "demo" / "longmemeval-demo.zip"
+    with zipfile.ZipFile(demo) as archive:
+        conversations = json.loads(archive.read("conversations.json"))
+    segments = []
+    for number, conversation in enumerate(conversations):
+        turns = []
+        for node in conversation["mapping"].values():
+            message = node.get("message") or {}
+            text = "\n".join(p for p in (message.get("content") or {}).get("parts") or [] if isinstance(p, str))
+            role = (message.get("author") or {}).get("role")
+            if text.strip() and role in ("user", "assistant"):
+                turns.append((message.get("create_time") or 0, role, text))
+        if any('("Client")' in text or '("Proveedor")' in text for _, _, text in turns):
+            turns.sort(key=lambda t: t[0])
+            segments.append(segment_input(f"demo-{number}", [(r, t) for _, r, t in turns[:16]]))
+    assert segments
+    found = {t.casefold() for s in segments for t in titles(s)}
+    assert not {"client", "provider", "proveedor", "cliente", "agreement", "acuerdo"} & found
+    assert any("development agreement" in t or "web design" in t for t in found)
