@@ -16,6 +16,13 @@ every word of a length that allows a ratio of 0.8 (2/3 to 3/2 of theirs): 2 * LC
 5 * distance <= |a| + |b| in whole numbers, a bound of difflib's ratio from above, so the screen drops only words
 that cannot be typos. The caller checks difflib's ratio on the few left. (Before both screens the candidates
 were ~80 times the typos, and their difflib checks most of the concepts stage's time.)
+
+The deletion keys are built only once `SCAN_QUERIES` distinct words have been asked. Until then every word is
+screened the long words' way (rapidfuzz over every word of a length that allows 0.8): a superset of the typos as
+well, so the neighbours are the same, but the index costs nothing to start. A scheduled run that resolves a few
+hundred new hypotheses against a store of 27,000 concepts asks ~1,000 words: building the deletion keys of every
+stored word (9 million keys at 50k messages, half the concepts stage's CPU) would cost more than it saves. A
+first build asks far more, and switches.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
 LONGEST_INDEXED = 12
+SCAN_QUERIES = 2000  # distinct words asked (cache misses) before the deletion keys are built
 
 
 @lru_cache(maxsize=1 << 16)
@@ -60,6 +68,8 @@ class TypoIndex:
         self._by_length: dict[int, list[str]] = {}  # every word, by length: screened for the long ones
         self._neighbours: dict[str, tuple[str, ...]] = {}  # word asked -> its checked neighbours
         self._asked: dict[str, set[str]] = {}  # deletion key -> the words asked whose answer it can change
+        self._indexed = False  # deletion keys built: after SCAN_QUERIES words asked
+        self._misses = 0
 
     def add_words(self, words: tuple[str, ...]) -> None:
         for word in words:
@@ -67,28 +77,41 @@ class TypoIndex:
                 continue
             self._words.add(word)
             self._by_length.setdefault(len(word), []).append(word)
-            if len(word) > LONGEST_INDEXED:
-                self._neighbours.clear()  # rare (ids, hashes): any cached answer may now lack it
+            if len(word) > LONGEST_INDEXED or not self._indexed:
+                self._neighbours.clear()  # rare (ids, hashes) or unindexed: any cached answer may now lack it
                 self._asked.clear()
                 continue
-            size = len(word)
-            for key in deletion_keys(word):
-                self._by_key.setdefault(key, {}).setdefault(size, set()).add(word)
-                asked_here = self._asked.get(key)
-                if not asked_here:
-                    continue
-                # The words asked that share this key may have gained a neighbour, if the key is long enough.
-                changed = [asked for asked in asked_here if _close_enough(len(key), len(asked), size)]
-                for asked in changed:
-                    asked_here.discard(asked)
-                    self._neighbours.pop(asked, None)
+            self._index(word)
+
+    def _index(self, word: str) -> None:
+        size = len(word)
+        for key in deletion_keys(word):
+            self._by_key.setdefault(key, {}).setdefault(size, set()).add(word)
+            asked_here = self._asked.get(key)
+            if not asked_here:
+                continue
+            # The words asked that share this key may have gained a neighbour, if the key is long enough.
+            changed = [asked for asked in asked_here if _close_enough(len(key), len(asked), size)]
+            for asked in changed:
+                asked_here.discard(asked)
+                self._neighbours.pop(asked, None)
+
+    def _build(self) -> None:
+        """The deletion keys of every word indexed so far (answers cached before are dropped: they hold no
+        record of the keys that can change them)."""
+        self._indexed = True
+        self._neighbours.clear()
+        self._asked.clear()
+        for word in self._words:
+            if len(word) <= LONGEST_INDEXED:
+                self._index(word)
 
     def candidates(self, word: str) -> set[str]:
         """Vocabulary words that may be a typo of `word` (a superset; the word itself excluded)."""
         found: set[str] = set()
         size = len(word)
         shortest = (2 * size + 2) // 3  # ratio >= 0.8 needs the shorter word >= 2/3 of the longer
-        if size <= LONGEST_INDEXED:
+        if size <= LONGEST_INDEXED and self._indexed:
             for key in deletion_keys(word):
                 by_length = self._by_key.get(key)
                 if not by_length:
@@ -114,8 +137,13 @@ class TypoIndex:
         """
         found = self._neighbours.get(word)
         if found is None:
+            self._misses += 1
+            if not self._indexed and self._misses > SCAN_QUERIES:
+                self._build()
             found = tuple(sorted(w for w in self.candidates(word) if is_typo(word, w)))
-            if len(word) <= LONGEST_INDEXED:  # a long word's answer can change with any word of nearby length
+            if not self._indexed:
+                self._neighbours[word] = found  # dropped whenever a word is added
+            elif len(word) <= LONGEST_INDEXED:  # a long word's answer can change with any word of nearby length
                 self._neighbours[word] = found
                 for key in deletion_keys(word):
                     self._asked.setdefault(key, set()).add(word)

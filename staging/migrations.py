@@ -29,6 +29,9 @@ History:
                 9  the memory tables of migration 3 hold each row once, shared by the runs it belongs to
                    (run_id: the run that created it, retired_run_id: the run that retired it), existing runs
                    replayed into that form (staging/memory_history.py)
+               10  topic_links and cluster_points hold each row once, shared by the cluster runs it belongs to
+                   (topic_link_rows, cluster_point_rows: run_id, retired_run_id; the old names are views that
+                   read each kept run as before), existing runs replayed into that form (staging/topics.py)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -241,6 +244,11 @@ STAGING = (
     Migration(7, "liveness: runs and stage_runs record their process's start time (pid_start)", migrate_pid_start),
     Migration(8, "current_segments: the view of the segments not retired", statements(CURRENT_SEGMENTS)),
     Migration(9, "memory rows shared across runs: run_id created, retired_run_id retired", memory_history.migrate),
+    Migration(
+        10,
+        "topic links and map points shared across cluster runs: topic_link_rows, cluster_point_rows",
+        topics.migrate_shared,
+    ),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (

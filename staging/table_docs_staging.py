@@ -334,7 +334,8 @@ STAGING: dict[str, TableDoc] = {
     ),
     "topic_links": doc(
         "Topic links",
-        "BELONGS_TO edges: segment or concept to topic, weighted.",
+        "BELONGS_TO edges: segment or concept to topic, weighted; a view of topic_link_rows: each kept cluster"
+        " run's live rows (staging.db migration 10).",
         {
             "run_id": RUN_ID,
             "kind": "segment or concept.",
@@ -347,7 +348,8 @@ STAGING: dict[str, TableDoc] = {
     ),
     "cluster_points": doc(
         "Topic map points",
-        "2-D map coordinates of each segment, for the topic map.",
+        "2-D map coordinates of each segment, for the topic map; a view of cluster_point_rows: each kept cluster"
+        " run's live rows (staging.db migration 10).",
         {
             "run_id": RUN_ID,
             "segment_id": "The segment.",
@@ -437,4 +439,25 @@ STAGING["current_segments"] = replace(
     description="The segments no newer segmentation of their conversation retired: a view of segments"
     " WHERE retired_run_id IS NULL (staging.db migration 8), what every later stage reads.",
     columns={**STAGING["segments"].columns, "retired_run_id": "Always NULL here (the segment is current)."},
+)
+STAGING["topic_link_rows"] = replace(
+    STAGING["topic_links"],
+    title="Topic link rows",
+    description="The BELONGS_TO links, each stored once and shared by the cluster runs it belongs to (docs/runs.md):"
+    " live at run R when run_id <= R and retired_run_id is empty or after R.",
+    columns={
+        **STAGING["topic_links"].columns,
+        "run_id": "The cluster run that wrote it.",
+        "retired_run_id": "The cluster run that retired it (empty while current).",
+    },
+)
+STAGING["cluster_point_rows"] = replace(
+    STAGING["cluster_points"],
+    title="Topic map point rows",
+    description="The topic map's points, each stored once and shared by the cluster runs it belongs to (docs/runs.md).",
+    columns={
+        **STAGING["cluster_points"].columns,
+        "run_id": "The cluster run that wrote it.",
+        "retired_run_id": "The cluster run that retired it (empty while current).",
+    },
 )

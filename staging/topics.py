@@ -1,18 +1,34 @@
 """staging.db: what the cluster stage made of one run: topics, weighted BELONGS_TO links, the map, the trials.
 
-Tables (`SCHEMA`: migration 2 of staging/migrations.py, frozen; change them with a new migration there);
-every row is keyed by run id, and a re-run of the stage for the same run replaces that run's rows in one
-transaction:
+Tables (`SCHEMA`: migration 2 of staging/migrations.py, frozen; `SHARED_SCHEMA`: migration 10; change them with a
+new migration there):
 
-- `cluster_runs`: one row per run: status (clustered | skipped), model, study, points, topics, outlier share
-  before and after outlier handling, validity (relative DBCV), best parameters, seconds per step, notes.
+- `cluster_runs`: one row per kept cluster run: status (clustered | skipped), model, study, points, topics,
+  outlier share before and after outlier handling, validity (relative DBCV), best parameters, seconds per step,
+  notes.
 - `topics`: (run_id, topic) -> topic_uid (a content key: the embedding model and the sorted member segment
-  ids, so an unchanged topic keeps its id across runs), label, size, keywords, representative segment ids.
-- `topic_links`: the BELONGS_TO edges: (run_id, kind segment|concept, item_id) -> topic, weight 0..1 and where
-  it came from (hdbscan: fitted member; predicted: placed by approximate_predict; reassigned: outlier handling).
-- `cluster_points`: (run_id, segment_id) -> 2-D map coordinates and topic (-1: noise), for the topic map.
+  ids, so an unchanged topic keeps its id across runs), label, size, keywords, representative segment ids. One
+  set per kept cluster run (a few hundred rows: a topic's size changes with every run that places a segment).
+- `topic_links` (a view over `topic_link_rows`): the BELONGS_TO edges: (run_id, kind segment|concept, item_id) ->
+  topic, weight 0..1 and where it came from (hdbscan: fitted member; predicted: placed by approximate_predict;
+  reassigned: outlier handling).
+- `cluster_points` (a view over `cluster_point_rows`): (run_id, segment_id) -> 2-D map coordinates and topic
+  (-1: noise), for the topic map.
 - `cluster_trials`: every Optuna trial of a study (the study itself is in optuna.db under the data dir).
 - `topic_labels`: LLM labels cached by (topic_uid, model, prompt version): a re-run makes no call.
+
+Shared rows (issue 23, docs/runs.md): a link or map point is written once and shared by every cluster run it
+belongs to, the pattern segments and memory rows use: `run_id` (the run that wrote it) and `retired_run_id` (the
+run that retired it, NULL while current). The views `topic_links` and `cluster_points` show, for each kept
+cluster run R (a `cluster_runs` row), the rows live at R (`LIVE`), with R as their run_id: readers ask for a
+run's links as before. A full fit retires every current row and writes its own; an incremental run
+(cluster/assign.py) retires only the links and points of segments retired or placed again and of concepts merged
+or placed again, and writes the new links: a run that places 30 segments writes about 30 rows, not a copy of
+the archive's links. Cluster runs are written in run order (a re-run of a run older than the newest cluster run
+is refused, `OlderRun`); a re-run of the newest first undoes what it wrote (`_undo`). After each write, the runs
+not kept lose their cluster_runs and topics rows, and the retired rows no kept run sees go (`prune`; kept: the new
+run and the one before it, the newest clustered run of each model, the cluster run each kept cues run read:
+`memory_runs.summary`'s topic_run).
 """
 
 from __future__ import annotations
@@ -90,12 +106,109 @@ SCHEMA = [
     )""",
 ]
 
-RUN_TABLES = ("cluster_runs", "topics", "topic_links", "cluster_points")
+LIVE = "r.run_id <= c.run_id AND (r.retired_run_id IS NULL OR r.retired_run_id > c.run_id)"
+"""Row `r` of topic_link_rows / cluster_point_rows is live at cluster run `c`."""
+
+SHARED_SCHEMA = [
+    """CREATE TABLE topic_link_rows (
+        run_id TEXT NOT NULL,
+        retired_run_id TEXT,
+        kind TEXT NOT NULL CHECK (kind IN ('segment', 'concept')),
+        item_id TEXT NOT NULL,
+        topic INTEGER NOT NULL,
+        topic_uid TEXT NOT NULL,
+        weight REAL NOT NULL,
+        source TEXT NOT NULL CHECK (source IN ('hdbscan', 'predicted', 'reassigned')),
+        PRIMARY KEY (kind, item_id, run_id)
+    )""",
+    "CREATE INDEX topic_link_rows_retired ON topic_link_rows (retired_run_id)",
+    "CREATE INDEX topic_link_rows_run ON topic_link_rows (run_id)",
+    """CREATE TABLE cluster_point_rows (
+        run_id TEXT NOT NULL,
+        retired_run_id TEXT,
+        segment_id TEXT NOT NULL,
+        x REAL NOT NULL,
+        y REAL NOT NULL,
+        topic INTEGER NOT NULL,
+        PRIMARY KEY (segment_id, run_id)
+    )""",
+    "CREATE INDEX cluster_point_rows_retired ON cluster_point_rows (retired_run_id)",
+    "CREATE INDEX cluster_point_rows_run ON cluster_point_rows (run_id)",
+]
+VIEWS = [
+    "CREATE VIEW topic_links AS SELECT c.run_id AS run_id, r.kind AS kind, r.item_id AS item_id, r.topic AS topic,"
+    " r.topic_uid AS topic_uid, r.weight AS weight, r.source AS source"
+    f" FROM topic_link_rows AS r CROSS JOIN cluster_runs AS c ON {LIVE}",
+    "CREATE VIEW cluster_points AS SELECT c.run_id AS run_id, r.segment_id AS segment_id, r.x AS x, r.y AS y,"
+    f" r.topic AS topic FROM cluster_point_rows AS r CROSS JOIN cluster_runs AS c ON {LIVE}",
+]
+# shared table -> (the per-run table of migration 2 it replaces, key columns, value columns)
+SHARED: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "topic_link_rows": ("topic_links", ("kind", "item_id"), ("topic", "topic_uid", "weight", "source")),
+    "cluster_point_rows": ("cluster_points", ("segment_id",), ("x", "y", "topic")),
+}
 
 
 def has_topics(conn: sqlite3.Connection) -> bool:
     row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cluster_runs'").fetchone()
     return row is not None
+
+
+class OlderRun(Exception):
+    """The cluster stage of a run older than the newest cluster run: shared rows are written in run order."""
+
+
+def _same(columns: Sequence[str], left: str, right: str) -> str:
+    return " AND ".join(f"{left}.{c} IS {right}.{c}" for c in columns)
+
+
+def migrate_shared(conn: sqlite3.Connection) -> None:
+    """Migration 10 of staging.db: the per-run copies of topic_links and cluster_points become shared rows, each
+    cluster run replayed oldest first (a row equal to the current one is shared, a different or missing one
+    retires it); the old tables become views that read every run as before. A file that has them already (its
+    version set back by hand, as tests that rebuild an older memory layout do) is left as it is."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'topic_link_rows'").fetchone():
+        return
+    runs = sorted(
+        {str(r[0]) for r in conn.execute("SELECT run_id FROM cluster_runs")}
+        | {str(r[0]) for r in conn.execute("SELECT DISTINCT run_id FROM topic_links")}
+    )
+    for statement in SHARED_SCHEMA:
+        conn.execute(statement)
+    for table, (old, key, values) in SHARED.items():
+        columns = ", ".join((*key, *values))
+        for run in runs:
+            conn.execute(
+                f"UPDATE {table} AS n SET retired_run_id = ? WHERE retired_run_id IS NULL AND NOT EXISTS"
+                f" (SELECT 1 FROM {old} AS o WHERE o.run_id = ? AND {_same((*key, *values), 'o', 'n')})",
+                (run, run),
+            )
+            conn.execute(
+                f"INSERT INTO {table} (run_id, {columns}) SELECT o.run_id, {columns} FROM {old} AS o"
+                f" WHERE o.run_id = ? AND NOT EXISTS (SELECT 1 FROM {table} AS n WHERE {_same(key, 'n', 'o')}"
+                " AND n.retired_run_id IS NULL)",
+                (run,),
+            )
+        conn.execute(f"DROP TABLE {old}")
+    conn.execute("DROP INDEX IF EXISTS topic_links_by_topic")
+    for statement in VIEWS:
+        conn.execute(statement)
+
+
+def _undo(conn: sqlite3.Connection, run_id: str) -> None:
+    """Take back what cluster run `run_id` wrote (a re-run of the newest run): its rows deleted, the rows it
+    retired current again (the caller's transaction)."""
+    newer = conn.execute("SELECT MAX(run_id) FROM cluster_runs WHERE run_id > ?", (run_id,)).fetchone()[0]
+    if newer is not None:
+        raise OlderRun(
+            f"run {run_id} is older than cluster run {newer}: topic links are shared across runs and written in run"
+            " order; run the cluster stage of a new run instead"
+        )
+    for table in SHARED:
+        conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+        conn.execute(f"UPDATE {table} SET retired_run_id = NULL WHERE retired_run_id = ?", (run_id,))
+    for table in ("cluster_runs", "topics"):
+        conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
 
 def write_run(
@@ -106,19 +219,20 @@ def write_run(
     links: Sequence[tuple[str, str, int, str, float, str]] = (),
     points: Sequence[tuple[str, float, float, int]] = (),
 ) -> None:
-    """Replace everything this run's cluster stage wrote, in one transaction (a re-run is idempotent)."""
+    """A full fit (or a skipped run): every current link and map point retired, this run's written, in one
+    transaction with its cluster_runs and topics rows (a re-run of the newest run replaces what it wrote)."""
     with Transaction(conn):
-        _replace_run(conn, run_id, summary, topics, links, points)
+        _write_summary(conn, run_id, summary, topics)
+        for table in SHARED:
+            conn.execute(f"UPDATE {table} SET retired_run_id = ? WHERE retired_run_id IS NULL", (run_id,))
+        _insert(conn, run_id, links, points)
+        prune(conn, run_id)
 
 
-def _replace_run(
-    conn: sqlite3.Connection,
-    run_id: str,
-    summary: Mapping[str, Any],
-    topics: Sequence[Mapping[str, Any]],
-    links: Sequence[tuple[str, str, int, str, float, str]],
-    points: Sequence[tuple[str, float, float, int]],
+def _write_summary(
+    conn: sqlite3.Connection, run_id: str, summary: Mapping[str, Any], topics: Sequence[Mapping[str, Any]]
 ) -> None:
+    _undo(conn, run_id)
     row = dict(summary)
     for name in ("params", "seconds"):
         row[name] = json.dumps(row.get(name)) if row.get(name) is not None else None
@@ -128,8 +242,6 @@ def _replace_run(
         *("validity", "params", "seconds", "notes"),
     )
     values = [run_id, *(row.get(c) for c in columns[1:])]
-    for table in RUN_TABLES:
-        conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
     conn.execute(f"INSERT INTO cluster_runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values)
     conn.executemany(
         "INSERT INTO topics (run_id, topic, topic_uid, label, size, keywords, representatives)"
@@ -147,15 +259,63 @@ def _replace_run(
             for t in topics
         ],
     )
+
+
+def _insert(
+    conn: sqlite3.Connection,
+    run_id: str,
+    links: Sequence[tuple[str, str, int, str, float, str]],
+    points: Sequence[tuple[str, float, float, int]],
+) -> None:
     conn.executemany(
-        "INSERT INTO topic_links (run_id, kind, item_id, topic, topic_uid, weight, source)"
+        "INSERT INTO topic_link_rows (run_id, kind, item_id, topic, topic_uid, weight, source)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [(run_id, *link) for link in links],
     )
     conn.executemany(
-        "INSERT INTO cluster_points (run_id, segment_id, x, y, topic) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO cluster_point_rows (run_id, segment_id, x, y, topic) VALUES (?, ?, ?, ?, ?)",
         [(run_id, *p) for p in points],
     )
+
+
+def kept_runs(conn: sqlite3.Connection, run_id: str) -> set[str]:
+    """The cluster runs whose rows stay: `run_id` (the newest) and the cluster run before it, the newest clustered
+    run of each model (an incremental run's base) and the cluster run each kept cues run read (its next cues run
+    diffs against it)."""
+    kept = {run_id}
+    kept.update(str(r[0]) for r in conn.execute("SELECT MAX(run_id) FROM cluster_runs WHERE run_id < ?", (run_id,)))
+    kept.update(
+        str(r[0])
+        for r in conn.execute("SELECT MAX(run_id) FROM cluster_runs WHERE status = 'clustered' GROUP BY model")
+    )
+    has_memory = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_runs'").fetchone() is not None
+    if has_memory:
+        kept.update(
+            str(r[0])
+            for r in conn.execute("SELECT json_extract(summary, '$.topic_run') FROM memory_runs")
+            if r[0] is not None
+        )
+    return kept
+
+
+def prune(conn: sqlite3.Connection, run_id: str) -> list[str]:
+    """The cluster_runs and topics rows of the runs not kept (`kept_runs`), and every retired link and map point
+    no kept run sees (the caller's transaction). Returns the runs pruned."""
+    kept = kept_runs(conn, run_id)
+    stale = [str(r[0]) for r in conn.execute("SELECT run_id FROM cluster_runs ORDER BY run_id") if r[0] not in kept]
+    for table in ("cluster_runs", "topics"):
+        conn.executemany(f"DELETE FROM {table} WHERE run_id = ?", ((r,) for r in stale))
+    for table in SHARED:
+        conn.execute(
+            f"DELETE FROM {table} INDEXED BY {table}_retired WHERE retired_run_id IS NOT NULL AND NOT EXISTS"
+            f" (SELECT 1 FROM cluster_runs k WHERE k.run_id >= {table}.run_id AND k.run_id < {table}.retired_run_id)"
+        )
+    return stale
+
+
+def rows_stored(conn: sqlite3.Connection) -> dict[str, int]:
+    """Rows each shared table holds, every run's together (what grows with the data, not the runs)."""
+    return {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in (*SHARED, "topics")}
 
 
 def write_trials(conn: sqlite3.Connection, run_id: str, study: str, trials: Sequence[Mapping[str, Any]]) -> None:
@@ -355,32 +515,61 @@ def write_assigned(
     links: Sequence[tuple[str, str, int, str, float, str]],
     replaced: Sequence[tuple[str, str]],
 ) -> int:
-    """Write an incremental run in one transaction: run `base`'s links and map points carried over, minus
-    retired segments, merged concepts and the `replaced` (kind, item_id) this run placed again (linked in `links`
-    or now noise), plus `links`. Replaces whatever this run wrote before (a re-run is idempotent). Returns how
-    many links were carried over."""
+    """Write an incremental run in one transaction: run `base`'s links and map points kept, minus retired
+    segments, merged concepts and the `replaced` (kind, item_id) this run placed again (linked in `links` or now
+    noise), plus `links`. Shared rows: when `base` is the newest cluster run (the usual case) only what goes is
+    retired and only `links` are written; otherwise the current rows are made equal to that set. Replaces whatever
+    this run wrote before (a re-run is idempotent). Returns how many links were carried over."""
     with Transaction(conn):
-        _replace_run(conn, run_id, summary, topics, links, ())
+        _write_summary(conn, run_id, summary, topics)
         conn.execute(
             "CREATE TEMP TABLE IF NOT EXISTS cluster_replaced (kind TEXT, item_id TEXT, PRIMARY KEY (kind, item_id))"
         )
         conn.execute("DELETE FROM temp.cluster_replaced")
         conn.executemany("INSERT OR IGNORE INTO temp.cluster_replaced VALUES (?, ?)", replaced)
-        carried = conn.execute(
-            "INSERT INTO topic_links (run_id, kind, item_id, topic, topic_uid, weight, source)"
-            " SELECT ?, l.kind, l.item_id, l.topic, l.topic_uid, l.weight, l.source FROM topic_links l"
-            " WHERE l.run_id = ? AND NOT EXISTS (SELECT 1 FROM temp.cluster_replaced r"
-            " WHERE r.kind = l.kind AND r.item_id = l.item_id) AND CASE l.kind"
-            " WHEN 'segment' THEN EXISTS (SELECT 1 FROM current_segments s WHERE s.segment_id = l.item_id)"
-            " ELSE EXISTS (SELECT 1 FROM concepts c WHERE c.concept_id = l.item_id AND c.merged_into IS NULL) END",
-            (run_id, base),
-        ).rowcount
-        conn.execute(
-            "INSERT INTO cluster_points (run_id, segment_id, x, y, topic) SELECT ?, p.segment_id, p.x, p.y, p.topic"
-            " FROM cluster_points p JOIN current_segments s ON s.segment_id = p.segment_id"
-            " WHERE p.run_id = ? AND NOT EXISTS (SELECT 1 FROM temp.cluster_replaced r WHERE r.kind = 'segment'"
-            " AND r.item_id = p.segment_id)",
-            (run_id, base),
+        newest = conn.execute("SELECT MAX(run_id) FROM cluster_runs WHERE run_id < ?", (run_id,)).fetchone()[0]
+        if newest != base:  # a skipped or other-model run came between: start from the base's rows again
+            _restore(conn, run_id, base)
+        stays = (
+            "NOT (EXISTS (SELECT 1 FROM temp.cluster_replaced r WHERE r.kind = {t}.kind AND r.item_id = {t}.item_id)"
+            " OR CASE {t}.kind"
+            " WHEN 'segment' THEN NOT EXISTS (SELECT 1 FROM current_segments s WHERE s.segment_id = {t}.item_id)"
+            " ELSE NOT EXISTS (SELECT 1 FROM concepts c WHERE c.concept_id = {t}.item_id AND c.merged_into IS NULL)"
+            " END)"
         )
+        conn.execute(
+            "UPDATE topic_link_rows SET retired_run_id = ? WHERE retired_run_id IS NULL AND NOT "
+            + stays.format(t="topic_link_rows"),
+            (run_id,),
+        )
+        carried = conn.execute("SELECT COUNT(*) FROM topic_link_rows WHERE retired_run_id IS NULL").fetchone()[0]
+        conn.execute(
+            "UPDATE cluster_point_rows SET retired_run_id = ? WHERE retired_run_id IS NULL AND (NOT EXISTS"
+            " (SELECT 1 FROM current_segments s WHERE s.segment_id = cluster_point_rows.segment_id) OR EXISTS"
+            " (SELECT 1 FROM temp.cluster_replaced r WHERE r.kind = 'segment'"
+            " AND r.item_id = cluster_point_rows.segment_id))",
+            (run_id,),
+        )
+        _insert(conn, run_id, links, ())
         conn.execute("DELETE FROM temp.cluster_replaced")
+        prune(conn, run_id)
     return int(carried)
+
+
+def _restore(conn: sqlite3.Connection, run_id: str, base: str) -> None:
+    """The current rows made those of run `base` (as of run `run_id`): a current row not live at `base` retired,
+    a row live at `base` and not current written again (the caller's transaction)."""
+    for table, (_, key, values) in SHARED.items():
+        columns = (*key, *values)
+        live = "o.run_id <= ? AND (o.retired_run_id IS NULL OR o.retired_run_id > ?)"
+        conn.execute(
+            f"UPDATE {table} AS n SET retired_run_id = ? WHERE n.retired_run_id IS NULL AND NOT EXISTS"
+            f" (SELECT 1 FROM {table} AS o WHERE {live} AND {_same(columns, 'o', 'n')})",
+            (run_id, base, base),
+        )
+        conn.execute(
+            f"INSERT INTO {table} (run_id, {', '.join(columns)}) SELECT ?, {', '.join(columns)} FROM {table} AS o"
+            f" WHERE {live} AND NOT EXISTS (SELECT 1 FROM {table} AS n WHERE n.retired_run_id IS NULL"
+            f" AND {_same(key, 'n', 'o')})",
+            (run_id, base, base),
+        )

@@ -82,7 +82,7 @@ def contents(data: Path) -> dict[str, tuple[int, str]]:
             tables = [
                 str(r[0])
                 for r in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'"
                 )
             ]
             for table in tables:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from extract import typo_index
 from extract.resolve import Resolver, _surely_vetoed, char_ngram_cosine, ratio_at_least, tokens, words_agree
 from extract.text import name_key
 from extract.typo_index import TypoIndex
@@ -240,8 +241,16 @@ def test_the_word_index_resolves_every_name_as_the_prefix_blocks_did(longer: flo
     assert checked > len(names)  # the probes do match: fuzzy and similarity steps are exercised
 
 
-def test_the_typo_index_finds_every_word_the_veto_pairs_as_a_typo() -> None:
-    """TypoIndex finds every vocabulary word within difflib ratio 0.8 (short and long alike), also after new words."""
+SCAN_OR_INDEX = pytest.mark.parametrize("scan_queries", [0, 10**9], ids=["deletion-keys", "scan"])
+
+
+@SCAN_OR_INDEX
+def test_the_typo_index_finds_every_word_the_veto_pairs_as_a_typo(
+    scan_queries: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TypoIndex finds every vocabulary word within difflib ratio 0.8 (short and long alike), also after new words;
+    with its deletion keys built from the first word asked, and screening every word (the start of a small run)."""
+    monkeypatch.setattr(typo_index, "SCAN_QUERIES", scan_queries)
     rng = np.random.default_rng(7)
     letters = np.array(list("abcdefghij"))
     vocabulary = {"".join(rng.choice(letters, size=int(rng.integers(2, 20)))) for _ in range(200)}
@@ -269,10 +278,14 @@ def test_the_typo_index_finds_every_word_the_veto_pairs_as_a_typo() -> None:
     assert pairs > 80 and any(len(w) > 12 for w in vocabulary)
 
 
-def test_the_typo_index_on_real_words_finds_every_typo_and_few_else() -> None:
+@SCAN_OR_INDEX
+def test_the_typo_index_on_real_words_finds_every_typo_and_few_else(
+    scan_queries: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On the demo archive's words in "con" and "pre" (4 to 18 letters, long and short lookups alike), the
     neighbours are exactly the pairs at difflib ratio >= 0.8 found by comparing every pair, and the screens leave
-    few non-typos for difflib to check (before them: 16 times the typos here, ~80 on a 50k archive)."""
+    few non-typos for difflib to check (before them: 16 times the typos here, ~80 on a 50k archive); both ways."""
+    monkeypatch.setattr(typo_index, "SCAN_QUERIES", scan_queries)
     with zipfile.ZipFile(Path(__file__).resolve().parents[1] / "demo" / "longmemeval-demo.zip") as archive:
         text = " ".join(archive.read(n).decode("utf-8", "replace") for n in archive.namelist() if n.endswith(".json"))
     everything = sorted(set(re.findall(r"[a-z]{4,18}", text.lower())))
