@@ -186,7 +186,7 @@ def _tune(
     complete = sum(t.state == "COMPLETE" for t in tuned.trials)
     if complete < n_trials:
         notes.append(
-            f"tuning stopped after {complete} of {n_trials} trials (time cap {timeout_s or 0:.0f} s):"
+            f"tuning stopped after {complete} of {n_trials} trials (safety cap {timeout_s or 0:.0f} CPU-s):"
             " a re-run continues the stored study"
         )
     trials = [
