@@ -171,6 +171,8 @@ def _tune(
     sample = fit_topics.seeded_sample(len(points.ids), cfg.sample_size, cfg.seed)
     groups = _conversation_groups([points.conversation_of[points.ids[i]] for i in sample])
     n_trials, timeout_s = budget(len(sample), cfg.n_trials, cfg.timeout_s)
+    with _timed(seconds, "phrases"):
+        phrases = describe.phrase_sample(ctx.archive, points.members, [points.ids[i] for i in sample], cfg.seed)
     with _timed(seconds, "tune"), bar(ctx.progress, "cluster trials", n_trials) as advance:
         tuned = tune(
             points.matrix[sample],
@@ -182,6 +184,7 @@ def _tune(
             tag=key,
             timeout_s=timeout_s,
             on_trial=advance,
+            phrases=phrases,
         )
     complete = sum(t.state == "COMPLETE" for t in tuned.trials)
     if complete < n_trials:

@@ -2,8 +2,9 @@
 
 The objective (maximised) is `cluster.objective`: for the labels HDBSCAN gives one trial's parameters on the
 sample, conversation cohesion (the segments of one conversation in one topic) plus the spread of distinct
-conversations over topics plus a centroid silhouette of the topics in the embedding space, minus the noise
-share and a steep penalty on a largest topic above 25 % of the conversations. No labels are needed: which
+conversations over topics plus a centroid silhouette of the topics in the embedding space plus the phrase
+coherence of the topics (NPMI of their best c-TF-IDF phrases, when the stage passes the sample's phrases), minus
+the noise share and a steep penalty on a largest topic above 25 % of the conversations. No labels are needed: which
 segments share a conversation is known. HDBSCAN's `relative_validity_` (fast DBCV) is recorded per trial for
 comparison, no longer scored (it rewarded one or two huge blobs; with a count term it picked the fewest topics
 at that term's floor: 369 of 475 segments in one topic on the shared exports).
@@ -15,7 +16,7 @@ min_cluster_size]; cluster_selection_method in {eom, leaf}. Every trial is seede
 conversations, same seed, same trials and the same best parameters.
 
 Resumed studies give what a clean one gives. A study is stored (optuna.db) and a re-run resumes it, so a run
-stopped mid-tuning (Ctrl-C, SIGKILL, a time cap) goes on where it stopped. A sampler seeded once per study would
+stopped mid-tuning (Ctrl-C, SIGKILL, the safety cap) goes on where it stopped. A sampler seeded once per study would
 not: its random stream restarts with the new process, so the resumed trials repeated the first ones' parameters
 and the study ended with other best parameters, and other topics, than a clean run (29 run + 1 reused). Each
 trial therefore gets a sampler of its own, seeded by the study's seed and the number of trials completed before
@@ -37,14 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from cluster.objective import Objective, measure
+from cluster.objective import Objective, PhraseSample, measure
 from staging.embeddings import Matrix
 
 __all__ = ["Objective", "Params", "tune"]
 
 log = logging.getLogger(__name__)
 
-OBJECTIVE_VERSION = "v2"  # part of the study name: a changed objective never reuses old trials
+OBJECTIVE_VERSION = "v3"  # part of the study name: a changed objective never reuses old trials (v3: + phrases)
 SAMPLING = "seed-per-trial"  # part of the study name: studies sampled the old way (one seed per study) are not resumed
 NEIGHBORS = (10, 15, 30, 50)
 COMPONENTS = (5, 10)
@@ -241,7 +242,11 @@ class LayoutCache:
 
 
 def evaluate(
-    cache: LayoutCache, params: Params, objective: Objective, groups: Groups | None = None
+    cache: LayoutCache,
+    params: Params,
+    objective: Objective,
+    groups: Groups | None = None,
+    phrases: PhraseSample | None = None,
 ) -> tuple[float, dict[str, Any]]:
     """One trial: HDBSCAN on the cached layout, scored (cluster.objective). Returns the score and its parts."""
     started = time.monotonic()
@@ -253,7 +258,7 @@ def evaluate(
         from cluster.topics import reassign_outliers  # topics imports this module
 
         written, _, _ = reassign_outliers(cache.points, labels, np.zeros(len(labels)), objective.outlier_quantile)
-    parts = measure(labels, groups, cache.points, written)
+    parts = measure(labels, groups, cache.points, written, phrases)
     score = objective.score(parts)
     attrs: dict[str, Any] = {"topics": int(parts.pop("topics"))}
     attrs.update({k: round(v, 6) for k, v in parts.items()})
@@ -286,9 +291,11 @@ def tune(
     tag: str = "",
     timeout_s: float | None = None,
     on_trial: Callable[[int], object] | None = None,
+    phrases: PhraseSample | None = None,
 ) -> Tuned:
     """Run (or resume, or just reload) the study for `sample` (whose points come from conversations `groups`,
-    None: each its own); returns the best parameters and every trial."""
+    None: each its own; `phrases`: the phrases some of them use, for the phrase coherence); returns the best
+    parameters and every trial."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -317,7 +324,7 @@ def tune(
             min_samples=trial.suggest_int("min_samples", 1, size, log=True),
             cluster_selection_method=trial.suggest_categorical("cluster_selection_method", METHODS),
         )
-        score, attrs = evaluate(cache, params, objective, groups)
+        score, attrs = evaluate(cache, params, objective, groups, phrases)
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
         log.info("cluster - trial %d: %.4f %s %s", trial.number, score, params, attrs)
