@@ -82,7 +82,7 @@ class Tuned:
     best: Params
     best_value: float
     trials: list[TrialRecord]
-    trials_run: int  # in this call; the rest were reused from the stored study
+    trials_run: int  # completed in this call; the rest were reused from the stored study
     seconds: float
 
 
@@ -354,4 +354,5 @@ def tune(
         raise RuntimeError(f"study {name} has no complete trial (timeout too short?)")
     best = max(complete, key=lambda t: (t.value if t.value is not None else -math.inf, -t.number))
     records = [TrialRecord(t.number, t.state.name, t.value, dict(t.params), dict(t.user_attrs)) for t in study.trials]
-    return Tuned(name, Params.of(best.params), float(best.value or 0.0), records, todo, time.monotonic() - started)
+    run = len(complete) - done  # completed in this call: fewer than `todo` when the safety cap stopped the study
+    return Tuned(name, Params.of(best.params), float(best.value or 0.0), records, run, time.monotonic() - started)
