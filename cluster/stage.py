@@ -167,12 +167,20 @@ def _tune(
 ) -> tuple[Tuned, np.ndarray[Any, Any]]:
     """The Optuna study on a seeded sample (stored in optuna.db, continued by a re-run); its trials recorded."""
     cfg = ctx.settings.cluster
-    objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics, outlier_quantile=cfg.outlier_quantile)
+    objective = Objective(
+        cfg.noise_weight,
+        cfg.count_weight,
+        cfg.min_topics,
+        outlier_quantile=cfg.outlier_quantile,
+        phrase_weight=cfg.phrase_weight,
+    )
     sample = fit_topics.seeded_sample(len(points.ids), cfg.sample_size, cfg.seed)
     groups = _conversation_groups([points.conversation_of[points.ids[i]] for i in sample])
     n_trials, timeout_s = budget(len(sample), cfg.n_trials, cfg.timeout_s)
-    with _timed(seconds, "phrases"):
-        phrases = describe.phrase_sample(ctx.archive, points.members, [points.ids[i] for i in sample], cfg.seed)
+    phrases = None
+    if cfg.phrase_weight > 0:
+        with _timed(seconds, "phrases"):
+            phrases = describe.phrase_sample(ctx.archive, points.members, [points.ids[i] for i in sample], cfg.seed)
     with _timed(seconds, "tune"), bar(ctx.progress, "cluster trials", n_trials) as advance:
         tuned = tune(
             points.matrix[sample],

@@ -153,6 +153,8 @@ def test_phrase_coherence_joins_the_score_and_the_conversations_hold_its_pull_to
     without = measure(subjects, conversations, points)
     assert without["phrase_coherence"] == 0.0
     assert true - objective.score(without) == pytest.approx(phrase_coherence(phrases, subjects))
+    with_phrases = measure(subjects, conversations, points, phrases=phrases)
+    assert Objective(phrase_weight=0.0).score(with_phrases) == objective.score(without)  # cluster.phrase_weight 0
 
 
 def test_tuning_with_phrases_finds_the_subjects_on_real_umap_and_hdbscan(tmp_path: Path) -> None:

@@ -91,6 +91,12 @@ class ClusterSettings(BaseModel):
     count_weight: float = Field(
         default=0.5, ge=0, description="Objective: weight of the shortfall below min_topics (when that is set)."
     )
+    phrase_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Objective: weight of the topics' phrase coherence (NPMI of each topic's best c-TF-IDF phrases "
+        "over <= 5,000 sampled segments); 0: the phrases are not read (the v2 objective).",
+    )
     min_topics: int | None = Field(
         default=None, ge=2, description="Objective: topics below which a result is penalised; null: no floor."
     )
