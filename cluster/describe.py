@@ -16,6 +16,8 @@ import numpy as np
 
 from cluster import topics as fit_topics
 from cluster.labels_llm import LabelCounts, llm_labels
+from cluster.objective import PhraseSample
+from cluster.phrases import phrase_keys
 from contracts.settings import LLMSettings, Settings
 from staging import segments as segment_store
 from staging.llm_calls import recorder
@@ -69,6 +71,19 @@ def name_topics(
     names = llm_labels(staging, llm, topic_rows, snippets, counts, on_call=recorder(staging, run_id))
     for row in topic_rows:
         row["label"] = names.get(row["topic"], row["label"])
+
+
+PHRASE_ROWS = 5000  # sampled segments whose phrases the tuning objective's phrase coherence reads
+
+
+def phrase_sample(
+    archive: sqlite3.Connection, members: dict[str, tuple[str, ...]], sample_ids: list[str], seed: int
+) -> PhraseSample:
+    """The phrases of at most PHRASE_ROWS of the tuning sample's segments (a seeded subsample; `rows` index
+    `sample_ids`), for cluster.objective's phrase coherence."""
+    rows = fit_topics.seeded_sample(len(sample_ids), PHRASE_ROWS, seed)
+    texts = segment_texts(archive, members, [sample_ids[i] for i in rows])
+    return PhraseSample.of(rows, [phrase_keys(texts.get(sample_ids[i], "")) for i in rows])
 
 
 def segment_texts(

@@ -129,6 +129,11 @@ class PhraseCounts:
         return min(forms.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
+def phrase_keys(text: str) -> set[str]:
+    """The keys of the candidate phrases in the opening DOC_CHARS of a segment's text (what c-TF-IDF counts)."""
+    return {key for key, _, _ in candidates(text[:DOC_CHARS])}
+
+
 def clean(text: str) -> str:
     """The prose of a message: code, tracebacks, markup, tables, URLs and paths blanked (clients/prose.py, with
     every table row: a table's cells label no topic)."""

@@ -167,10 +167,20 @@ def _tune(
 ) -> tuple[Tuned, np.ndarray[Any, Any]]:
     """The Optuna study on a seeded sample (stored in optuna.db, continued by a re-run); its trials recorded."""
     cfg = ctx.settings.cluster
-    objective = Objective(cfg.noise_weight, cfg.count_weight, cfg.min_topics, outlier_quantile=cfg.outlier_quantile)
+    objective = Objective(
+        cfg.noise_weight,
+        cfg.count_weight,
+        cfg.min_topics,
+        outlier_quantile=cfg.outlier_quantile,
+        phrase_weight=cfg.phrase_weight,
+    )
     sample = fit_topics.seeded_sample(len(points.ids), cfg.sample_size, cfg.seed)
     groups = _conversation_groups([points.conversation_of[points.ids[i]] for i in sample])
     n_trials, timeout_s = budget(len(sample), cfg.n_trials, cfg.timeout_s)
+    phrases = None
+    if cfg.phrase_weight > 0:
+        with _timed(seconds, "phrases"):
+            phrases = describe.phrase_sample(ctx.archive, points.members, [points.ids[i] for i in sample], cfg.seed)
     with _timed(seconds, "tune"), bar(ctx.progress, "cluster trials", n_trials) as advance:
         tuned = tune(
             points.matrix[sample],
@@ -182,11 +192,12 @@ def _tune(
             tag=key,
             timeout_s=timeout_s,
             on_trial=advance,
+            phrases=phrases,
         )
     complete = sum(t.state == "COMPLETE" for t in tuned.trials)
     if complete < n_trials:
         notes.append(
-            f"tuning stopped after {complete} of {n_trials} trials (time cap {timeout_s or 0:.0f} s):"
+            f"tuning stopped after {complete} of {n_trials} trials (safety cap {timeout_s or 0:.0f} CPU-s):"
             " a re-run continues the stored study"
         )
     trials = [

@@ -2,8 +2,9 @@
 
 The objective (maximised) is `cluster.objective`: for the labels HDBSCAN gives one trial's parameters on the
 sample, conversation cohesion (the segments of one conversation in one topic) plus the spread of distinct
-conversations over topics plus a centroid silhouette of the topics in the embedding space, minus the noise
-share and a steep penalty on a largest topic above 25 % of the conversations. No labels are needed: which
+conversations over topics plus a centroid silhouette of the topics in the embedding space plus the phrase
+coherence of the topics (NPMI of their best c-TF-IDF phrases, when the stage passes the sample's phrases), minus
+the noise share and a steep penalty on a largest topic above 25 % of the conversations. No labels are needed: which
 segments share a conversation is known. HDBSCAN's `relative_validity_` (fast DBCV) is recorded per trial for
 comparison, no longer scored (it rewarded one or two huge blobs; with a count term it picked the fewest topics
 at that term's floor: 369 of 475 segments in one topic on the shared exports).
@@ -15,7 +16,7 @@ min_cluster_size]; cluster_selection_method in {eom, leaf}. Every trial is seede
 conversations, same seed, same trials and the same best parameters.
 
 Resumed studies give what a clean one gives. A study is stored (optuna.db) and a re-run resumes it, so a run
-stopped mid-tuning (Ctrl-C, SIGKILL, a time cap) goes on where it stopped. A sampler seeded once per study would
+stopped mid-tuning (Ctrl-C, SIGKILL, the safety cap) goes on where it stopped. A sampler seeded once per study would
 not: its random stream restarts with the new process, so the resumed trials repeated the first ones' parameters
 and the study ended with other best parameters, and other topics, than a clean run (29 run + 1 reused). Each
 trial therefore gets a sampler of its own, seeded by the study's seed and the number of trials completed before
@@ -37,14 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from cluster.objective import Objective, measure
+from cluster.objective import Objective, PhraseSample, measure
 from staging.embeddings import Matrix
 
 __all__ = ["Objective", "Params", "tune"]
 
 log = logging.getLogger(__name__)
 
-OBJECTIVE_VERSION = "v2"  # part of the study name: a changed objective never reuses old trials
+OBJECTIVE_VERSION = "v3"  # part of the study name: a changed objective never reuses old trials (v3: + phrases)
 SAMPLING = "seed-per-trial"  # part of the study name: studies sampled the old way (one seed per study) are not resumed
 NEIGHBORS = (10, 15, 30, 50)
 COMPONENTS = (5, 10)
@@ -81,7 +82,7 @@ class Tuned:
     best: Params
     best_value: float
     trials: list[TrialRecord]
-    trials_run: int  # in this call; the rest were reused from the stored study
+    trials_run: int  # completed in this call; the rest were reused from the stored study
     seconds: float
 
 
@@ -111,25 +112,27 @@ Groups = np.ndarray[Any, np.dtype[np.int64]]  # per sampled point: the index of 
 
 
 DEFAULT_TRIALS = 30
-UNCAPPED_TRIALS = 10  # a time cap never stops a study before this many trials (TPE's random start-up)
+UNCAPPED_TRIALS = 10  # a safety cap never stops a study before this many trials (TPE's random start-up)
 EXACT_KNN_MAX = 4096  # UMAP's own small-data threshold: below it, exact k-NN is one matrix product
 
 
 def budget(n_points: int, n_trials: int | None, timeout_s: float | None) -> tuple[int, float | None]:
-    """Optuna trials and time cap for `n_points`: what was configured, else 30 trials under a cap that grows
-    with the data.
+    """Optuna trials and the safety cap for `n_points`: what was configured, else DEFAULT_TRIALS under a cap
+    that grows with the data.
 
-    What a trial costs grows with the points (a UMAP layout per new parameter set), and so does the cap: 60 s +
-    20 ms per point, at most 15 minutes, for the trials after the first UNCAPPED_TRIALS (the first pays numba's
-    per-process compile, and TPE builds on its random start-up trials). Fewer trials on few points would not buy
-    much: on the 919-segment demo the 29 trials after the first cost ~30 s on a loaded 2-core machine while the
-    first (compile) cost 145 s, and 10 trials found 61 topics where 30 found 110 (benchmarks/RESULTS.md). The cap
-    only stops new trials from starting, and a re-run resumes the stored study, so a slow machine converges
-    over runs instead of blocking one. On a quiet 2-core machine 30 trials on 20k points took ~165 s.
+    The trial count is the budget: the topics a run writes follow from the points, the conversations, the seed
+    and this count, never from how busy the machine is. (Until session 8 the cap was wall-clock and sized to be
+    met: 30 trials on a quiet machine, 27 of 30 on a loaded one, and the topics moved with the load.) The cap
+    is counted in this process's CPU seconds (`time.process_time`: the same on a quiet and on a loaded machine,
+    give or take cache effects) and set well above what DEFAULT_TRIALS cost: 300 CPU-s + 60 ms per point, at
+    most 3,600 (30 trials on 20k points cost ~165 s on a quiet 2-core machine). It only guards against a
+    pathological study; when it stops one, the stage says so in the run's notes ("safety cap") and a re-run
+    resumes the stored study to the full count. The first UNCAPPED_TRIALS are never cut (numba's per-process
+    compile, TPE's random start-up).
     """
     if n_trials is not None:
         return n_trials, timeout_s  # a configured trial count is run in full unless a cap is configured too
-    return DEFAULT_TRIALS, timeout_s if timeout_s is not None else min(900.0, 60.0 + 0.02 * n_points)
+    return DEFAULT_TRIALS, timeout_s if timeout_s is not None else min(3600.0, 300.0 + 0.06 * n_points)
 
 
 def exact_knn(points: Matrix, k: int) -> Knn:
@@ -239,7 +242,11 @@ class LayoutCache:
 
 
 def evaluate(
-    cache: LayoutCache, params: Params, objective: Objective, groups: Groups | None = None
+    cache: LayoutCache,
+    params: Params,
+    objective: Objective,
+    groups: Groups | None = None,
+    phrases: PhraseSample | None = None,
 ) -> tuple[float, dict[str, Any]]:
     """One trial: HDBSCAN on the cached layout, scored (cluster.objective). Returns the score and its parts."""
     started = time.monotonic()
@@ -251,7 +258,7 @@ def evaluate(
         from cluster.topics import reassign_outliers  # topics imports this module
 
         written, _, _ = reassign_outliers(cache.points, labels, np.zeros(len(labels)), objective.outlier_quantile)
-    parts = measure(labels, groups, cache.points, written)
+    parts = measure(labels, groups, cache.points, written, phrases)
     score = objective.score(parts)
     attrs: dict[str, Any] = {"topics": int(parts.pop("topics"))}
     attrs.update({k: round(v, 6) for k, v in parts.items()})
@@ -284,9 +291,11 @@ def tune(
     tag: str = "",
     timeout_s: float | None = None,
     on_trial: Callable[[int], object] | None = None,
+    phrases: PhraseSample | None = None,
 ) -> Tuned:
     """Run (or resume, or just reload) the study for `sample` (whose points come from conversations `groups`,
-    None: each its own); returns the best parameters and every trial."""
+    None: each its own; `phrases`: the phrases some of them use, for the phrase coherence); returns the best
+    parameters and every trial."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -315,7 +324,7 @@ def tune(
             min_samples=trial.suggest_int("min_samples", 1, size, log=True),
             cluster_selection_method=trial.suggest_categorical("cluster_selection_method", METHODS),
         )
-        score, attrs = evaluate(cache, params, objective, groups)
+        score, attrs = evaluate(cache, params, objective, groups, phrases)
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
         log.info("cluster - trial %d: %.4f %s %s", trial.number, score, params, attrs)
@@ -334,8 +343,8 @@ def tune(
         deadline: float | None = None
         for index in range(todo):
             if index == first and timeout_s is not None:
-                deadline = time.monotonic() + timeout_s  # the cap counts from the end of the uncapped trials
-            if deadline is not None and time.monotonic() >= deadline:
+                deadline = time.process_time() + timeout_s  # CPU seconds, from the end of the uncapped trials
+            if deadline is not None and time.process_time() >= deadline:
                 break  # the cap only stops new trials from starting (as Optuna's `timeout` did)
             # a sampler per trial, seeded by the completed trials before it: a resumed study samples as a clean one
             study.sampler = optuna.samplers.TPESampler(seed=trial_seed(seed, completed(study)))
@@ -345,4 +354,5 @@ def tune(
         raise RuntimeError(f"study {name} has no complete trial (timeout too short?)")
     best = max(complete, key=lambda t: (t.value if t.value is not None else -math.inf, -t.number))
     records = [TrialRecord(t.number, t.state.name, t.value, dict(t.params), dict(t.user_attrs)) for t in study.trials]
-    return Tuned(name, Params.of(best.params), float(best.value or 0.0), records, todo, time.monotonic() - started)
+    run = len(complete) - done  # completed in this call: fewer than `todo` when the safety cap stopped the study
+    return Tuned(name, Params.of(best.params), float(best.value or 0.0), records, run, time.monotonic() - started)

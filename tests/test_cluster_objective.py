@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from cluster import saved_model
-from cluster.objective import WORST, Objective, measure
+from cluster.objective import WORST, Objective, PhraseSample, measure, phrase_coherence
+from cluster.phrases import phrase_keys
 from cluster.tuning import OBJECTIVE_VERSION, tune
 from contracts.settings import Settings
 
@@ -100,6 +101,78 @@ def test_tuning_finds_the_subjects_on_real_umap_and_hdbscan(tmp_path: Path) -> N
     assert 5 <= best.attrs["topics"] <= 8
     assert best.attrs["largest_share"] <= 0.25 and best.attrs["cohesion"] >= 0.9
     assert {"spread", "separation", "noise_share", "validity"} <= set(best.attrs)
+
+
+SUBJECT_PHRASES = [
+    ["Spark executors", "shuffle partitions", "broadcast join", "driver memory", "skewed keys", "Spark UI"],
+    ["sourdough starter", "rye flour", "proofing basket", "oven spring", "crumb structure", "baking steel"],
+    ["trail shoes", "elevation gain", "water filter", "switchbacks", "trekking poles", "bear canister"],
+    ["window functions", "running totals", "partition clause", "dense rank", "lag function", "SQL query"],
+    ["watercolor paper", "wet brushes", "color mixing", "masking fluid", "paint pigments", "glazing layers"],
+    ["tax return", "capital gains", "retirement account", "index funds", "expense ratio", "tax bracket"],
+]
+
+
+def subject_texts(subjects: np.ndarray[Any, Any], seed: int = 0) -> list[str]:
+    """Per segment, prose naming three of its subject's phrases and one word any subject uses."""
+    rng = np.random.default_rng(seed)
+    texts = []
+    for subject in subjects.tolist():
+        picked = rng.choice(len(SUBJECT_PHRASES[subject]), size=3, replace=False)
+        a, b, c = (SUBJECT_PHRASES[subject][i] for i in picked)
+        texts.append(f"I asked about {a} today. The answer covered {b}, then {c}. Some notes followed.")
+    return texts
+
+
+def sample_of(texts: list[str]) -> PhraseSample:
+    return PhraseSample.of(np.arange(len(texts)), [phrase_keys(t) for t in texts])
+
+
+def test_phrase_coherence_rewards_topics_whose_keywords_are_used_together() -> None:
+    """The subjects' own labelling: each topic's best phrases co-occur (NPMI > 0); merging subjects pairwise puts
+    phrases never used together in one topic's keywords, and a shuffled labelling of the same sizes mixes them."""
+    _, conversations, subjects = grouped_points()
+    phrases = sample_of(subject_texts(subjects))
+    true = phrase_coherence(phrases, subjects)
+    merged = phrase_coherence(phrases, subjects // 2)
+    shuffled = phrase_coherence(phrases, np.random.default_rng(1).permutation(subjects))
+    assert true > 0.0 and true > merged and true > shuffled
+    assert measure(subjects, conversations, grouped_points()[0], phrases=phrases)["phrase_coherence"] == true
+
+
+def test_phrase_coherence_joins_the_score_and_the_conversations_hold_its_pull_to_tiny_topics() -> None:
+    """With phrases, the subjects' labelling still beats one topic per conversation (whose few segments always
+    share their words) and two topics; without phrases the term is 0 (the v2 score)."""
+    points, conversations, subjects = grouped_points()
+    phrases = sample_of(subject_texts(subjects))
+    objective = Objective()
+    true = objective.score(measure(subjects, conversations, points, phrases=phrases))
+    per_conversation = objective.score(measure(conversations, conversations, points, phrases=phrases))
+    two = objective.score(measure(subjects % 2, conversations, points, phrases=phrases))
+    assert true > per_conversation and true > two
+    without = measure(subjects, conversations, points)
+    assert without["phrase_coherence"] == 0.0
+    assert true - objective.score(without) == pytest.approx(phrase_coherence(phrases, subjects))
+    with_phrases = measure(subjects, conversations, points, phrases=phrases)
+    assert Objective(phrase_weight=0.0).score(with_phrases) == objective.score(without)  # cluster.phrase_weight 0
+
+
+def test_tuning_with_phrases_finds_the_subjects_on_real_umap_and_hdbscan(tmp_path: Path) -> None:
+    """The seeded study of the test above, with each segment's phrases: about 6 topics, not 2 and not one per
+    conversation, and the best trial records its phrase coherence."""
+    points, conversations, subjects = grouped_points(seed=1)
+    tuned = tune(
+        points,
+        storage_url=f"sqlite:///{tmp_path / 'optuna.db'}",
+        seed=3,
+        n_trials=8,
+        objective=Objective(),
+        groups=conversations,
+        phrases=sample_of(subject_texts(subjects, seed=1)),
+    )
+    best = max((t for t in tuned.trials if t.value is not None), key=lambda t: t.value or 0.0)
+    assert 5 <= best.attrs["topics"] <= 8 and best.attrs["largest_share"] <= 0.25
+    assert best.attrs["phrase_coherence"] > 0.0
 
 
 def test_a_model_tuned_under_another_objective_is_refitted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -62,3 +62,33 @@ def test_a_study_resumed_twice_still_matches(tmp_path: Path) -> None:
         part = tune(points, storage_url=storage, seed=3, n_trials=n_trials, objective=Objective())
         assert completed(part) == completed(clean)[:n_trials]
     assert part.best == clean.best
+
+
+def test_a_study_descheduled_for_longer_than_its_cap_runs_every_trial(tmp_path: Path) -> None:
+    """The safety cap counts this process's CPU seconds, not wall time: a study whose process waits (here each
+    trial after the 10th is followed by a 1.2 s sleep, as a process waiting for a core on a loaded machine)
+    for longer than its cap still runs every trial, and ends as a study with no cap does. A wall-clock cap of
+    3 s would have stopped it at 13 of 14 trials (the cap counts from the 10th)."""
+    import time
+
+    points = blobs()
+    clean = tune(points, storage_url=f"sqlite:///{tmp_path / 'clean.db'}", seed=5, n_trials=14, objective=Objective())
+    seen = 0
+
+    def descheduled(_: int) -> None:
+        nonlocal seen
+        seen += 1
+        if seen > 10:
+            time.sleep(1.2)
+
+    waited = tune(
+        points,
+        storage_url=f"sqlite:///{tmp_path / 'waited.db'}",
+        seed=5,
+        n_trials=14,
+        objective=Objective(),
+        timeout_s=3.0,
+        on_trial=descheduled,
+    )
+    assert waited.trials_run == 14 and len(completed(waited)) == 14
+    assert completed(waited) == completed(clean) and waited.best == clean.best

@@ -75,8 +75,8 @@ class ClusterSettings(BaseModel):
     n_trials: int | None = Field(
         default=None,
         ge=1,
-        description="Optuna trials per study (a re-run reuses finished ones); null: 30 under a time cap that "
-        "grows with the segments (cluster.tuning.budget); set: all of them run unless timeout_s is set too.",
+        description="Optuna trials per study (a re-run reuses finished ones); null: 30, whatever the machine's "
+        "load, under a CPU-time safety cap (cluster.tuning.budget); set: all of them run unless timeout_s is set.",
     )
     sample_size: int = Field(default=20000, ge=10, description="Points Optuna tunes on (a seeded random sample).")
     fit_max: int = Field(
@@ -91,6 +91,12 @@ class ClusterSettings(BaseModel):
     count_weight: float = Field(
         default=0.5, ge=0, description="Objective: weight of the shortfall below min_topics (when that is set)."
     )
+    phrase_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Objective: weight of the topics' phrase coherence (NPMI of each topic's best c-TF-IDF phrases "
+        "over <= 5,000 sampled segments); 0: the phrases are not read (the v2 objective).",
+    )
     min_topics: int | None = Field(
         default=None, ge=2, description="Objective: topics below which a result is penalised; null: no floor."
     )
@@ -104,8 +110,8 @@ class ClusterSettings(BaseModel):
     timeout_s: float | None = Field(
         default=None,
         gt=0,
-        description="Stop starting Optuna trials after this long (never before the 10th); null, with scaled "
-        "n_trials: 60 s + 20 ms per sampled segment, at most 900 s.",
+        description="Safety cap: stop starting Optuna trials after this many CPU seconds of tuning (never "
+        "before the 10th; a note says so); null, with n_trials null: 300 s + 60 ms per sampled segment, at most 3600.",
     )
     refit_share: float = Field(
         default=0.1,
