@@ -104,9 +104,13 @@ def digest(staging: Path, run_id: str) -> dict[str, str]:
                 h.update(repr(tuple(row)).encode())
             found[table] = h.hexdigest()[:16]
         h = hashlib.sha256()
+        layers: dict[str, Any] = {}
         for row in conn.execute("SELECT layer, key, row_hash FROM load_manifest ORDER BY layer, key"):
             h.update(repr(tuple(row)).encode())
+            layers.setdefault(str(row[0]), hashlib.sha256()).update(repr(tuple(row)).encode())
         found["load_manifest"] = h.hexdigest()[:16]
+        for layer, digest in sorted(layers.items()):  # which graph layers differ, when the whole manifest does
+            found[f"load_manifest {layer}"] = digest.hexdigest()[:16]
     return found
 
 

@@ -4,7 +4,16 @@ the archive as it is now.
     <data_dir>/cues-state/<run_id>.pickle   the frozen global counts of the last full build (memory.graph.
                                             FrozenCounts), a digest per conversation of everything its rows are
                                             built from, the conversations changed since that full build, the
-                                            topic run and the settings digest
+                                            topic run and the settings digest; then, a second object in the same
+                                            file, what the digests were taken of (`DigestIndex`: the archive's
+                                            change mark and a digest per message of its concept evidence)
+
+The conversation digests of the next run are recomputed only for the conversations that may have changed since
+(`digests_since`): those archive.db logged as changed after the mark (staging/archive_changes.py: new rows by
+rowid, updates by triggers) and those holding a message whose concept evidence differs; every other digest is the
+base run's. That equals digesting every conversation again (tests/test_cues_digests.py), at the cost of what
+changed plus one pass over the evidence in memory. Without a usable index (a state written before it, another
+archive, a VACUUM that renumbered rows, an archive without the change log) every conversation is digested.
 
 A run rebuilds only the conversations whose digest changed (new, changed or gone, and those whose messages' topic
 links differ between the two cluster runs) while they stay under `memory.rebuild_share` of all conversations,
@@ -22,7 +31,7 @@ import logging
 import os
 import pickle
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,7 +40,9 @@ from contracts.settings import Settings
 from memory import wordnet
 from memory.graph import FrozenCounts
 from memory.names import NAMED_ROLES
+from staging import archive_changes
 from staging import memory as store
+from staging.archive_changes import Mark
 from staging.db import IN_VALUES, json_values
 
 log = logging.getLogger(__name__)
@@ -39,6 +50,7 @@ log = logging.getLogger(__name__)
 FORMAT = 1  # bump when the state's layout or what a digest covers changes: every run then builds in full once
 DIRECTORY = "cues-state"
 NOT_GRAPH_SETTINGS = ("rebuild_share", "prune_runs")  # how runs are made, not what the graph is
+SCOPE_CHUNK = 5_000  # conversations (or messages) per scoped read
 
 
 @dataclass(slots=True)
@@ -51,6 +63,35 @@ class CuesState:
     conversations: dict[str, str]
     changed: set[str] = field(default_factory=set)
     format: int = FORMAT
+
+
+@dataclass(slots=True)
+class DigestIndex:
+    """What a run's conversation digests were taken of: the archive's change mark (read before the digests) and a
+    digest per message of its concept evidence (messages with evidence only). Pickled after the CuesState in the
+    same file: a reader of FORMAT 1 without it stops at the state."""
+
+    mark: tuple[int, int, int, str] | None
+    evidence: dict[str, bytes]
+
+
+@dataclass(slots=True)
+class Base:
+    """The run an incremental run would start from (the newest whose cues stage succeeded) and what it saved."""
+
+    run_id: str | None
+    state: CuesState | None = None
+    index: DigestIndex | None = None
+
+
+@dataclass(slots=True)
+class Digests:
+    """This run's digest per conversation, its index for the next run, and how many were computed (not carried)."""
+
+    conversations: dict[str, str]
+    index: DigestIndex
+    computed: int
+    note: str
 
 
 @dataclass(slots=True)
@@ -75,28 +116,109 @@ def conversation_digests(
     archive: sqlite3.Connection,
     evidence: Mapping[str, Mapping[str, float]],
     concepts: Mapping[str, tuple[str, str]],
+    scope: Sequence[str] | None = None,
 ) -> dict[str, str]:
     """A digest per conversation of what its rows are built from: its title and format, and per visible message
-    its id, position, speaker, time, text (by its hash) and concept evidence (cue, weight, title, type)."""
+    its id, position, speaker, time, text (by its hash) and concept evidence (cue, weight, title, type). Every
+    conversation, or those of `scope` (a conversation without a visible message with text has none)."""
     digests: dict[str, str] = {}
-    current: str | None = None
-    digest = hashlib.blake2b(digest_size=16)
-    for row in archive.execute(
+    sql = (
         "SELECT m.conversation_id, c.title, c.format, m.uuid, m.seq, m.role, m.author, m.created_at, m.content_hash"
         " FROM visible_messages m JOIN conversations c ON c.id = m.conversation_id WHERE length(trim(m.text)) > 0"
-        " ORDER BY m.conversation_id, m.seq"
-    ):
-        if row[0] != current:
-            if current is not None:
-                digests[current] = digest.hexdigest()
-            current, digest = str(row[0]), hashlib.blake2b(digest_size=16)
-            digest.update(repr((row[1], row[2])).encode())
-        cues = evidence.get(str(row[3]), {})
-        found = sorted((c, w, *concepts.get(c, ("", ""))) for c, w in cues.items())
-        digest.update(repr((row[3:], found)).encode())
-    if current is not None:
-        digests[current] = digest.hexdigest()
+    )
+    if scope is None:
+        chunks: list[tuple[str, tuple[str, ...]]] = [(f"{sql} ORDER BY m.conversation_id, m.seq", ())]
+    else:
+        wanted = sorted(set(scope))
+        chunks = [
+            (f"{sql} AND m.conversation_id IN {IN_VALUES} ORDER BY m.conversation_id, m.seq", (json_values(part),))
+            for part in (wanted[i : i + SCOPE_CHUNK] for i in range(0, len(wanted), SCOPE_CHUNK))
+        ]
+    for query, params in chunks:
+        current: str | None = None
+        digest = hashlib.blake2b(digest_size=16)
+        for row in archive.execute(query, params):
+            if row[0] != current:
+                if current is not None:
+                    digests[current] = digest.hexdigest()
+                current, digest = str(row[0]), hashlib.blake2b(digest_size=16)
+                digest.update(repr((row[1], row[2])).encode())
+            cues = evidence.get(str(row[3]), {})
+            found = sorted((c, w, *concepts.get(c, ("", ""))) for c, w in cues.items())
+            digest.update(repr((row[3:], found)).encode())
+        if current is not None:
+            digests[current] = digest.hexdigest()
     return digests
+
+
+def evidence_digests(
+    evidence: Mapping[str, Mapping[str, float]], concepts: Mapping[str, tuple[str, str]]
+) -> dict[str, bytes]:
+    """Per message with concept evidence, a digest of what `conversation_digests` reads of it."""
+    found: dict[str, bytes] = {}
+    for uuid, cues in evidence.items():
+        if cues:
+            rows = sorted((c, w, *concepts.get(c, ("", ""))) for c, w in cues.items())
+            found[uuid] = hashlib.blake2b(repr(rows).encode(), digest_size=8).digest()
+    return found
+
+
+def load_base(staging: sqlite3.Connection, settings: Settings) -> Base:
+    """The newest run whose cues stage succeeded (never a killed or failed one: its keys may be missing), and its
+    saved state and digest index when readable."""
+    run_id = store.latest_finished_run(staging)
+    if run_id is None:
+        return Base(None)
+    state, index = load_saved(settings.data_dir, run_id)
+    return Base(run_id, state, index)
+
+
+def digests_since(
+    archive: sqlite3.Connection,
+    evidence: Mapping[str, Mapping[str, float]],
+    concepts: Mapping[str, tuple[str, str]],
+    base: Base,
+) -> Digests:
+    """Every conversation's digest as `conversation_digests` gives it, computed only for the conversations that may
+    have changed since the base run's digests (the module's docstring); all of them without a usable index."""
+    tracked = archive_changes.tracked(archive)
+    mark = archive_changes.mark(archive) if tracked else None  # before the reads: a later change is seen next run
+    by_message = evidence_digests(evidence, concepts)
+    index = DigestIndex(
+        None if mark is None else (mark.conversations, mark.messages, mark.version, mark.origin), by_message
+    )
+    state, old = base.state, base.index
+    why = ""
+    if state is None or old is None or old.mark is None:
+        why = "no digest index saved with the base run"
+    elif not tracked:
+        why = "the archive logs no changes"
+    elif not archive_changes.comparable(archive, Mark(*old.mark)):
+        why = "the archive is not the one the base run digested"
+    if why:
+        digests = conversation_digests(archive, evidence, concepts)
+        return Digests(digests, index, len(digests), f"every conversation digested ({why})")
+    assert state is not None and old is not None and old.mark is not None
+    changed = set(archive_changes.changed_since(archive, Mark(*old.mark)))
+    moved = [u for u in by_message.keys() | old.evidence.keys() if by_message.get(u) != old.evidence.get(u)]
+    changed |= _conversations_of(archive, moved)
+    digests = dict(state.conversations)
+    for conversation in changed:
+        digests.pop(conversation, None)
+    digests.update(conversation_digests(archive, evidence, concepts, sorted(changed)))
+    note = f"{len(changed)} conversation digest(s) recomputed since cues run {state.run_id}, the rest carried"
+    return Digests(digests, index, len(changed), note)
+
+
+def _conversations_of(archive: sqlite3.Connection, messages: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(messages), SCOPE_CHUNK):
+        rows = archive.execute(
+            f"SELECT DISTINCT conversation_id FROM messages WHERE uuid IN {IN_VALUES}",
+            (json_values(messages[start : start + SCOPE_CHUNK]),),
+        )
+        found.update(str(r[0]) for r in rows)
+    return found
 
 
 def topic_changes(staging: sqlite3.Connection, old_run: str, new_run: str) -> set[str]:
@@ -121,17 +243,19 @@ def plan(
     run_id: str,
     topic_run: str | None,
     digests: dict[str, str],
+    base: Base | None = None,
 ) -> tuple[Plan | None, str]:
     """The incremental plan, or None and why this run builds everything."""
     share = settings.memory.rebuild_share
-    base = store.latest_finished_run(staging)  # never a killed or failed run: its keys may be missing
+    if base is None:
+        base = load_base(staging, settings)
     if share <= 0:
         return None, "memory.rebuild_share is 0"
-    if base is None or base == run_id:
+    if base.run_id is None or base.run_id == run_id:
         return None, "no earlier cues run to start from"
-    state = load_state(settings.data_dir, base)
+    state = base.state
     if state is None:
-        return None, f"no usable saved state for cues run {base}"
+        return None, f"no usable saved state for cues run {base.run_id}"
     if state.settings != settings_digest(settings):
         return None, "memory settings changed since the last build"
     if (state.topic_run is None) != (topic_run is None):
@@ -165,14 +289,18 @@ def state_path(data_dir: Path, run_id: str) -> Path:
     return data_dir / DIRECTORY / f"{run_id}.pickle"
 
 
-def save_state(data_dir: Path, state: CuesState, keep: set[str]) -> None:
-    """Write the run's state (a temporary file renamed into place), then remove other runs' states not kept."""
+def save_state(data_dir: Path, state: CuesState, keep: set[str], index: DigestIndex | None = None) -> None:
+    """Write the run's state and its digest index (a temporary file renamed into place), then remove other runs'
+    states not kept."""
     directory = data_dir / DIRECTORY
     try:
         directory.mkdir(parents=True, exist_ok=True)
         target = state_path(data_dir, state.run_id)
         temporary = directory / f".tmp-{state.run_id}-{os.getpid()}"
-        temporary.write_bytes(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+        payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        if index is not None:
+            payload += pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+        temporary.write_bytes(payload)
         os.replace(temporary, target)
         for stale in directory.iterdir():
             if stale.name.endswith(".pickle") and stale.name.removesuffix(".pickle") not in keep | {state.run_id}:
@@ -187,6 +315,7 @@ class _Unpickler(pickle.Unpickler):
     ALLOWED: ClassVar[set[tuple[str, str]]] = {
         ("memory.cues_state", "CuesState"),
         ("memory.graph", "FrozenCounts"),
+        ("memory.cues_state", "DigestIndex"),
         ("builtins", "set"),
     }
 
@@ -197,14 +326,27 @@ class _Unpickler(pickle.Unpickler):
 
 
 def load_state(data_dir: Path, run_id: str) -> CuesState | None:
+    return load_saved(data_dir, run_id)[0]
+
+
+def load_saved(data_dir: Path, run_id: str) -> tuple[CuesState | None, DigestIndex | None]:
+    """The run's state, and its digest index when the file has one."""
     path = state_path(data_dir, run_id)
     try:
-        state = _Unpickler(io.BytesIO(path.read_bytes())).load()
+        unpickler = _Unpickler(io.BytesIO(path.read_bytes()))
+        state = unpickler.load()
     except FileNotFoundError:
-        return None
+        return None, None
     except Exception as error:  # a damaged or foreign file: build in full, say why
         log.warning("cues state %s unreadable (%s): building in full", path, error)
-        return None
+        return None, None
     if not isinstance(state, CuesState) or state.format != FORMAT or state.run_id != run_id:
-        return None
-    return state
+        return None, None
+    try:
+        index = unpickler.load()
+    except EOFError:  # written before the index existed
+        return state, None
+    except Exception as error:
+        log.warning("cues state %s: digest index unreadable (%s): every conversation digested", path, error)
+        return state, None
+    return state, index if isinstance(index, DigestIndex) else None

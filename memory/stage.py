@@ -56,13 +56,17 @@ def run(
     lexicon_db = wordnet.WordNet.open(settings.memory.wordnet_dir) if settings.memory.hypernym_depth > 0 else None
     builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory, lexicon_db)
     del evidence
-    digests = cues_state.conversation_digests(archive, builder.evidence, builder.concepts)
-    plan, why_full = cues_state.plan(archive, staging, settings, run_id, topic_run, digests)
+    base = cues_state.load_base(staging, settings)
+    # Only the conversations that may have changed since the base run are digested again (cues_state.py)
+    found = cues_state.digests_since(archive, builder.evidence, builder.concepts, base)
+    log.info("cues - %s", found.note)
+    digests = found.conversations
+    plan, why_full = cues_state.plan(archive, staging, settings, run_id, topic_run, digests, base)
     if ctx.force:  # `chatmem run --force`: every conversation rebuilt, as a clean build would
         plan, why_full = None, "--force: every conversation rebuilt"
     if plan is not None:
         return _run_incremental(
-            archive, staging, builder, plan, run_id, topic_run, settings, embedder, progress, batch_messages
+            archive, staging, builder, plan, run_id, topic_run, settings, embedder, progress, batch_messages, found
         )
     cost = KeyCost(settings.memory)  # which model embeds the keys: chosen by its estimated cost
     for uuid, role, author, text in inputs.iter_visible_texts(archive):
@@ -80,6 +84,7 @@ def run(
         staging,
         settings,
         cues_state.CuesState(run_id, run_id, cues_state.settings_digest(settings), topic_run, frozen, digests),
+        found.index,
     )
     counts = {
         "content": written["content"] - written["merged"],
@@ -97,6 +102,7 @@ def run(
         "keys_full_model": int(choice.model == FULL),
         "incremental": 0,
         "conversations_rebuilt": len(digests),
+        "conversations_digested": found.computed,
     }
     log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
     rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
@@ -168,6 +174,7 @@ def _run_incremental(
     embedder: Embedder | None,
     progress: ProgressFactory | None,
     batch_messages: int,
+    found: cues_state.Digests,
 ) -> Outcome:
     """Rebuild the plan's conversations, carry the rest from its base run (memory/cues_incremental.py)."""
     base = plan.state.run_id
@@ -207,6 +214,7 @@ def _run_incremental(
         cues_state.CuesState(
             run_id, state.full_run, state.settings, topic_run, state.frozen, plan.digests, plan.changed
         ),
+        found.index,
     )
     hubs = summary.get("hubs", [])
     counts = {
@@ -222,6 +230,7 @@ def _run_incremental(
         "keys_cached": embedded.cached,
         "incremental": 1,
         "conversations_rebuilt": len(plan.rebuilt),
+        "conversations_digested": found.computed,
         "messages_rebuilt": len(messages),
     }
     log.info("cues - %s", counts)
@@ -229,14 +238,16 @@ def _run_incremental(
     return Outcome(rows_in=len(messages), rows_out=rows_out, counts=counts, notes=notes)
 
 
-def _after_success(staging: sqlite3.Connection, settings: Settings, state: cues_state.CuesState) -> None:
+def _after_success(
+    staging: sqlite3.Connection, settings: Settings, state: cues_state.CuesState, index: cues_state.DigestIndex
+) -> None:
     """Once the run's rows are in and its keys embedded (the last work the stage does, so a run killed before
     here leaves the previous run's state and rows whole): its state for the next incremental run, and older
     runs pruned (staging/memory_history.py: all but this run, the run of the stored recall index, which an open
     server may still read, and the run a graph target last loaded, which its next load diffs against, keep
     their memory; a row no kept run sees is deleted: memory.prune_runs)."""
     keep = {state.run_id, *index_store.stored_runs(settings.data_dir), *memory_loaded.held_runs(settings.data_dir)}
-    cues_state.save_state(settings.data_dir, state, keep)
+    cues_state.save_state(settings.data_dir, state, keep, index)
     if not settings.memory.prune_runs:
         return
     for stale in memory_history.prune(staging, keep):

@@ -338,6 +338,9 @@ class ArchiveWriter:
 
     def _retire_missing(self, conversation_id: str, present: set[str], first_free_seq: int) -> int:
         """Messages stored earlier but absent from this newer dump: kept, inactive, ordered after the rest."""
+        stored = self.conn.execute("SELECT COUNT(*) FROM messages WHERE conversation_id = ?", (conversation_id,))
+        if int(stored.fetchone()[0]) == len(present):  # every stored message is in the dump (the common case): an
+            return 0  # index count, no row read (`present` is a subset of the conversation's stored messages)
         rows = self.conn.execute(
             "SELECT uuid, is_active, seq FROM messages WHERE conversation_id = ? ORDER BY seq, uuid",
             (conversation_id,),

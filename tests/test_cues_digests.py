@@ -1,0 +1,219 @@
+"""The cues stage digests only the conversations that may have changed since its base run (memory/cues_state.py
+`digests_since`): those archive.db logged as changed after the base run's mark, and those with a message whose
+concept evidence moved. The digests equal digesting every conversation again; the run's memory equals the run of a
+base without the index (which digests everything, as before).
+
+Real stages on a real data dir (tests/test_cues_incremental.py's export and new dump), SQL statements traced.
+"""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import pytest
+from stage_support import cues_stage as cues
+
+from clients.embedders import StaticMiniLM
+from contracts.settings import Settings
+from memory import cues_state
+from memory.graph import EvidenceInput, GraphBuilder
+from staging import memory_inputs as inputs
+from staging.archive import open_archive
+from staging.archive_rows import content_hash
+from staging.ledger import open_staging
+from tests.test_cluster import themed_export
+from tests.test_cues_incremental import (
+    _Interrupted,
+    _stages_before_cues,
+    dated,
+    named_dump,
+    new_dump,
+    rows,
+    run_all,
+    settings_for,
+)
+
+TABLES = ("memory_content", "memory_cues", "memory_tags", "memory_edges", "memory_merges")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> StaticMiniLM:
+    return StaticMiniLM()
+
+
+@pytest.fixture(scope="module")
+def base_dir(tmp_path_factory: pytest.TempPathFactory, embedder: StaticMiniLM) -> Path:
+    """A data dir built through cues once (run r1, a full build that saves its digest index)."""
+    root = tmp_path_factory.mktemp("cues-digests")
+    result = run_all(settings_for(root / "data"), dated(themed_export(root / "themes.jsonl")), "r1", embedder)
+    assert result.status == "succeeded" and result.counts["incremental"] == 0
+    return root / "data"
+
+
+def copy_of(base_dir: Path, tmp_path: Path, name: str = "data") -> Path:
+    shutil.copytree(base_dir, tmp_path / name)
+    return tmp_path / name
+
+
+@contextmanager
+def opened(settings: Settings) -> Iterator[tuple[sqlite3.Connection, sqlite3.Connection]]:
+    with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as st:
+        yield archive, st
+
+
+def builder_of(staging: sqlite3.Connection, settings: Settings) -> GraphBuilder:
+    evidence = [EvidenceInput(*row) for row in inputs.live_evidence(staging)]
+    return GraphBuilder(evidence, settings.memory)
+
+
+@contextmanager
+def traced(conn: sqlite3.Connection) -> Iterator[list[str]]:
+    sent: list[str] = []
+    conn.set_trace_callback(sent.append)
+    try:
+        yield sent
+    finally:
+        conn.set_trace_callback(None)
+
+
+def digests_now(settings: Settings) -> tuple[cues_state.Digests, dict[str, str], list[str]]:
+    """`digests_since` from the newest finished cues run (its statements traced), and every digest computed again."""
+    with opened(settings) as (archive, staging):
+        builder = builder_of(staging, settings)
+        base = cues_state.load_base(staging, settings)
+        with traced(archive) as sent:
+            found = cues_state.digests_since(archive, builder.evidence, builder.concepts, base)
+        return found, cues_state.conversation_digests(archive, builder.evidence, builder.concepts), sent
+
+
+def message_reads(sent: list[str]) -> list[str]:
+    return [sql for sql in sent if "visible_messages" in sql]
+
+
+def test_a_new_dump_digests_only_its_conversations_and_equals_digesting_all(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    data = copy_of(base_dir, tmp_path)
+    settings = settings_for(data)
+    state, index = cues_state.load_saved(data, "r1")
+    assert state is not None and index is not None and index.mark is not None and index.evidence
+    with opened(settings) as (archive, staging):
+        builder = builder_of(staging, settings)
+        assert cues_state.conversation_digests(archive, builder.evidence, builder.concepts) == state.conversations
+
+    nothing, everything, sent = digests_now(settings)  # nothing changed since r1: nothing read from the messages
+    assert nothing.conversations == everything and nothing.computed == 0 and message_reads(sent) == []
+
+    dump = new_dump(tmp_path / "new.jsonl")  # two new conversations, one turn added to baking-0
+    settings_r2 = settings_for(data)
+    result = run_all(settings_r2, dump, "r2", embedder)
+    assert result.status == "succeeded" and result.counts["incremental"] == 1
+    assert result.counts["conversations_digested"] == 3
+    state2, index2 = cues_state.load_saved(data, "r2")
+    assert state2 is not None and index2 is not None
+    with opened(settings) as (archive, staging):
+        builder = builder_of(staging, settings)
+        assert cues_state.conversation_digests(archive, builder.evidence, builder.concepts) == state2.conversations
+    assert set(state2.conversations) == set(state.conversations) | {"airship-0", "airship-1"}
+
+
+def test_the_digest_reads_follow_the_change_in_the_archive_and_in_the_evidence(base_dir: Path, tmp_path: Path) -> None:
+    data = copy_of(base_dir, tmp_path)
+    settings = settings_for(data)
+    with closing(sqlite3.connect(settings.archive_path)) as conn, conn:  # a message edited in place (trigger-logged)
+        uuid, conversation = conn.execute(
+            "SELECT uuid, conversation_id FROM messages WHERE conversation_id = 'baking-0' ORDER BY seq LIMIT 1"
+        ).fetchone()
+        text = "Sourdough starter, edited: the oven crust story again."
+        conn.execute("UPDATE messages SET text = ?, content_hash = ? WHERE uuid = ?", (text, content_hash(text), uuid))
+    found, everything, sent = digests_now(settings)
+    assert found.conversations == everything and found.computed == 1
+    assert found.conversations[conversation] != cues_state.load_state(data, "r1").conversations[conversation]
+    reads = message_reads(sent)
+    assert reads and all('["baking-0"]' in sql for sql in reads)  # only that conversation's messages were read
+
+    with closing(sqlite3.connect(settings.staging_path)) as conn, conn:  # a concept renamed: evidence moved
+        concept_id, message = conn.execute(
+            "SELECT e.concept_id, e.message_id FROM concept_evidence e JOIN concepts c USING (concept_id)"
+            " WHERE c.state = 'active' ORDER BY e.concept_id LIMIT 1"
+        ).fetchone()
+        conn.execute("UPDATE concepts SET title = title || ' renamed' WHERE concept_id = ?", (concept_id,))
+        evidence = conn.execute("SELECT message_id FROM concept_evidence WHERE concept_id = ?", (concept_id,))
+        touched = {str(r[0]) for r in evidence}
+    with closing(sqlite3.connect(settings.archive_path)) as conn:
+        moved = {
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT DISTINCT conversation_id FROM messages WHERE uuid IN ({','.join('?' * len(touched))})",
+                sorted(touched),
+            )
+        }
+    assert message in touched and moved
+    found, everything, _ = digests_now(settings)
+    assert found.conversations == everything
+    assert found.computed == len(moved | {"baking-0"})
+
+
+def test_without_an_index_or_with_another_archive_every_conversation_is_digested(
+    base_dir: Path, tmp_path: Path
+) -> None:
+    data = copy_of(base_dir, tmp_path)
+    settings = settings_for(data)
+    path = cues_state.state_path(data, "r1")
+    state, index = cues_state.load_saved(data, "r1")
+    assert state is not None and index is not None and index.mark is not None
+    path.write_bytes(pickle.dumps(state))  # a state written before the index existed
+    found, everything, sent = digests_now(settings)
+    assert found.conversations == everything and found.computed == len(everything) and message_reads(sent)
+    assert "no digest index" in found.note
+    mark = (*index.mark[:3], "another archive")
+    path.write_bytes(pickle.dumps(state) + pickle.dumps(cues_state.DigestIndex(mark, index.evidence)))
+    found, everything, _ = digests_now(settings)
+    assert found.conversations == everything and found.computed == len(everything)
+
+
+def test_the_incremental_run_equals_one_that_digested_everything(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    fast, slow = copy_of(base_dir, tmp_path, "fast"), copy_of(base_dir, tmp_path, "slow")
+    state = cues_state.load_state(slow, "r1")
+    cues_state.state_path(slow, "r1").write_bytes(pickle.dumps(state))  # no index: every conversation digested
+    dump = new_dump(tmp_path / "new.jsonl")
+    done = {}
+    for data in (fast, slow):
+        result = run_all(settings_for(data), dump, "r2", embedder)
+        assert result.status == "succeeded" and result.counts["incremental"] == 1
+        done[data.name] = result.counts
+    assert done["fast"]["conversations_digested"] == 3 and done["slow"]["conversations_digested"] > 3
+    assert {k: v for k, v in done["fast"].items() if k != "conversations_digested"} == {
+        k: v for k, v in done["slow"].items() if k != "conversations_digested"
+    }
+    for table in TABLES:
+        assert rows(fast / "staging.db", table, "r2") == rows(slow / "staging.db", table, "r2"), table
+    assert cues_state.load_state(fast, "r2").conversations == cues_state.load_state(slow, "r2").conversations
+
+
+def test_a_cues_run_interrupted_leaves_the_base_index_and_its_rerun_equals_a_clean_run(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """Ctrl-C while the cues stage embeds its keys (its rows committed, its state not saved): the re-run digests
+    from the base run's index again, only the changed conversations, and ends with a clean run's memory."""
+    clean, data = copy_of(base_dir, tmp_path, "clean"), copy_of(base_dir, tmp_path, "data")
+    expected = run_all(settings_for(clean), named_dump(tmp_path / "named.jsonl"), "r2", embedder)
+    assert expected.status == "succeeded" and expected.counts["conversations_digested"] == 3
+    settings = settings_for(data)
+    _stages_before_cues(settings, named_dump(tmp_path / "named.jsonl"), "r2", embedder)
+    with opened(settings) as (archive, staging), pytest.raises(KeyboardInterrupt):
+        cues.run(archive, staging, run_id="r2", settings=settings, embedder=_Interrupted(embedder))
+    assert not cues_state.state_path(data, "r2").exists() and cues_state.load_saved(data, "r1")[1] is not None
+    with opened(settings) as (archive, staging):
+        again = cues.run(archive, staging, run_id="r2", settings=settings, embedder=embedder)
+    assert again.status == "succeeded" and again.counts["conversations_digested"] == 3  # (a new speaker: a full build)
+    for table in TABLES:
+        assert rows(data / "staging.db", table, "r2") == rows(clean / "staging.db", table, "r2"), table
+    assert cues_state.load_state(data, "r2").conversations == cues_state.load_state(clean, "r2").conversations
