@@ -116,3 +116,78 @@ def test_a_partly_handled_extraction_is_read_and_only_its_other_inputs_handled(t
     again = stage_concepts.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
     assert again.counts["extractions_read"] == 1 and again.counts["hypotheses"] == 1
     assert store.unfinished_inputs(dbs.staging) == {}
+
+
+TEMPLATE = ("Do not use brackets for array indexing.", "Use string concatenation for every output line.")
+
+
+def templated(conversation_id: str, day: int) -> Any:
+    """A user pastes the two-sentence template, then code of this conversation's own; the reply echoes it."""
+    from datetime import timedelta
+
+    from concept_support import T0, conversation
+
+    code = ["total = sum(prices[i] for i in range(n))", "print(names[0] + names[1])", "matrix[row][col] = 0"][day % 3]
+    user = f"{TEMPLATE[0]} {TEMPLATE[1]} Here is my code: {code}"
+    reply = f"Sure, for {conversation_id}: rewritten with string concatenation and without array indexing."
+    return conversation(conversation_id, [("user", user), ("assistant", reply)], start=T0 + timedelta(days=day))
+
+
+def template_answer(segment: Any) -> str:
+    """Each template sentence is the evidence of its own concept; the code is the evidence of a third."""
+    import json
+
+    user = segment.messages[0]
+    own = user.text.split("Here is my code: ")[1]
+
+    def one(title: str, text: str) -> dict[str, Any]:
+        span = {"source_id": segment.segment_id, "message_id": user.message_id, "text": text, "confidence": 0.8}
+        return {
+            "concept_id": title.lower().replace(" ", "-"),
+            "title": title,
+            "type": "entity",
+            "state": "active",
+            "description": f"about {title}",
+            "confidence": 0.8,
+            "aliases": [],
+            "evidence_spans": [span],
+            "relations": [],
+            "revision_count": 0,
+            "first_seen": None,
+            "last_seen": None,
+        }
+
+    hypotheses = [one("Array indexing", TEMPLATE[0]), one("String concatenation", TEMPLATE[1])]
+    hypotheses.append(one(f"Code of {segment.conversation_id}", own))
+    return json.dumps({"hypotheses": hypotheses})
+
+
+def live_titles(dbs: Dbs) -> set[str]:
+    return {str(r[0]) for r in dbs.staging.execute("SELECT title FROM concepts WHERE state NOT IN ('merged', 'split')")}
+
+
+def template_store(data_dir: Path, dumps: Sequence[Sequence[Any]]) -> Dbs:
+    dbs = open_dbs(data_dir)
+    for i, chats in enumerate(dumps):
+        write_archive(dbs.archive, chats, tag=f"d{i}")
+        run_id = dbs.run_id()
+        stage_segment.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+        extractor = ScriptedExtractor(template_answer)
+        stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, extractor=extractor)
+        stage_concepts.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    return dbs
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding for the lead (s18concinc): inputs handled before a sentence became boilerplate keep it",
+)
+def test_a_template_found_at_its_third_conversation_leaves_the_store_a_clean_build_would_have(tmp_path: Path) -> None:
+    """A template sentence is boilerplate from its third conversation on (extract/templates.py rule 1). A clean
+    build over the three conversations has no template concept; a schedule that brought two conversations first
+    and the third a run later should end the same."""
+    chats = [templated(f"t{i}", i) for i in range(3)]
+    clean = template_store(tmp_path / "clean", [chats])
+    assert not live_titles(clean) & {"Array indexing", "String concatenation"}
+    incremental = template_store(tmp_path / "incremental", [chats[:2], chats[2:]])
+    assert live_titles(incremental) == live_titles(clean)
