@@ -1,9 +1,10 @@
 """The concepts stage: every current extraction's hypotheses through the concept loop into the concept store.
 
-The steps (the runner, flows/stage_runner.py, keeps the ledger): read the current extraction of every current
-segment (oldest segment first) and skip the hypotheses already handled (`concept_inputs`), so a re-run with
-nothing new does nothing; compute with `extract.concept_loop` (decisions) and `extract.resolve` (matching);
-write in batches, each one transaction that holds its concepts, evidence, relations, transitions and handled
+The steps (the runner, flows/stage_runner.py, keeps the ledger): walk the current extraction of every current
+segment (oldest segment first), reading and parsing only those with a hypothesis not handled yet (`concept_inputs`,
+found in SQL: a scheduled re-export costs its new extractions, not the store) and skipping the handled ones, so
+a re-run with nothing new does nothing; compute with `extract.concept_loop` (decisions) and `extract.resolve`
+(matching); write in batches, each one transaction that holds its concepts, evidence, relations, transitions and handled
 inputs, so a killed run resumes where it stopped; validate the store (no two concepts with one title, every
 live concept with evidence, every merge pointer resolvable); return the counts.
 """
@@ -45,18 +46,19 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
         if store.has_store(staging):  # the names the resolver starts with, in one bulk embedding
             prepare(n for c in store.load_concepts(staging).values() for n in (c.title, *c.aliases))
     loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
-    done = store.processed_inputs(staging)
+    unfinished = store.unfinished_inputs(staging)  # before any write: a run sees the inputs handled before it
     boilerplate = find_boilerplate(staging, archive)  # a user's prompt template is no evidence (extract/templates.py)
     batch: list[CurrentExtraction] = []
     for extraction in extraction_store.iter_current(staging):
         batch.append(extraction)
         if len(batch) >= settings.concepts.batch_size:
-            _batch(archive, staging, loop, batch, done, prepare, boilerplate)
+            _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate)
             batch = []
-    _batch(archive, staging, loop, batch, done, prepare, boilerplate)
+    _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate)
     with Transaction(staging):
         loop.settle()
     counts: Counter[str] = Counter(loop.counts)
+    counts["extractions_read"] = len(unfinished)
     counts.update(boilerplate.counts())
     counts.update(_validate(staging, run_id))
     for name in ("hypotheses", "created", "attached", "refined", "rejected", "duplicates", "merged", "split"):
@@ -75,17 +77,22 @@ def _batch(
     staging: sqlite3.Connection,
     loop: ConceptLoop,
     batch: list[CurrentExtraction],
-    done: set[str],
+    unfinished: dict[str, set[str]],
     prepare: Prepare | None = None,
     boilerplate: Boilerplate | None = None,
 ) -> None:
-    """One transaction: the new hypotheses of a batch of segments, and the concepts they changed."""
+    """One transaction: the new hypotheses of a batch of segments, and the concepts they changed.
+
+    `unfinished`: the extractions with a hypothesis not handled yet and the inputs of each handled before the
+    run; the batch's others are not read (their batch boundaries stay those of every current extraction)."""
+    batch = [e for e in batch if e.cache_key in unfinished]
     if not batch:
         return
-    stored = extraction_store.hypotheses_for(staging, [e.cache_key for e in batch])
+    stored = extraction_store.hypotheses_for(staging, sorted({e.cache_key for e in batch}))
     work: list[tuple[CurrentExtraction, list[tuple[int, ConceptHypothesis]]]] = []
     for extraction in batch:
         items = json.loads(stored.get(extraction.cache_key, "[]"))
+        done = unfinished[extraction.cache_key]
         new = [
             (index, ConceptHypothesis.model_validate(item))
             for index, item in enumerate(items)

@@ -147,8 +147,35 @@ def upsert_concepts(conn: sqlite3.Connection, rows: Iterable[ConceptRow]) -> Non
     )
 
 
-def processed_inputs(conn: sqlite3.Connection) -> set[str]:
-    return {str(r[0]) for r in conn.execute("SELECT input_key FROM concept_inputs")}
+def unfinished_inputs(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """Cache key -> its handled input keys, for each current extraction with a hypothesis not handled yet.
+
+    An input key is `cache_key:index`, so an extraction's handled inputs are one range of concept_inputs' key
+    index; an extraction is finished when that range holds every index of its hypotheses list (counted by
+    SQLite, the JSON is not parsed here). The concepts stage reads and parses only the unfinished ones.
+    """
+    unfinished = [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT DISTINCT se.cache_key FROM segment_extractions se"
+            " JOIN extractions e ON e.cache_key = se.cache_key AND e.status = 'ok'"
+            " JOIN segments s ON s.segment_id = se.segment_id AND s.retired_run_id IS NULL"
+            " WHERE (SELECT COUNT(*) FROM concept_inputs i"
+            "        WHERE i.input_key > se.cache_key || ':' AND i.input_key < se.cache_key || ';'"
+            "        AND CAST(substr(i.input_key, length(se.cache_key) + 2) AS INTEGER)"
+            "            < json_array_length(COALESCE(e.hypotheses, '[]')))"
+            " < json_array_length(COALESCE(e.hypotheses, '[]'))"
+        )
+    ]
+    found: dict[str, set[str]] = {key: set() for key in unfinished}
+    rows = conn.execute(
+        "SELECT k.value, i.input_key FROM json_each(?) k CROSS JOIN concept_inputs i"
+        " WHERE i.input_key > k.value || ':' AND i.input_key < k.value || ';'",
+        (json.dumps(unfinished),),
+    )
+    for key, input_key in rows:
+        found[str(key)].add(str(input_key))
+    return found
 
 
 def transition_counts(conn: sqlite3.Connection) -> dict[str, int]:
