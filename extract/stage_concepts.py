@@ -39,6 +39,14 @@ STAGE = "concepts"
 def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
     """Resolve every new hypothesis against the concept store (`similarity`: the third matching step)."""
     archive, staging, run_id, settings = ctx.archive, ctx.staging, ctx.run_id, ctx.settings
+    boilerplate = find_boilerplate(staging, archive)  # a user's prompt template is no evidence (extract/templates.py)
+    notes: list[str] = []
+    if boilerplate.sentences and store.cites_any(staging, boilerplate.conversation_of, boilerplate.sentences):
+        # A sentence became boilerplate with its latest conversation: the hypotheses handled before cite it. The
+        # store is rebuilt from every current extraction, so the schedule ends where a clean build would (rare:
+        # once per new template; after it no stored evidence cites one).
+        store.forget_all(staging)
+        notes.append("concept store rebuilt: a prompt template found since the last run (extract/templates.py)")
     prepare: Prepare | None = None
     if similarity is None and settings.concepts.similarity == "embedding":
         by_embedding = EmbeddingSimilarity(staging, build_embedder(settings.embed), run_id, settings)
@@ -47,7 +55,6 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
             prepare(n for c in store.load_concepts(staging).values() for n in (c.title, *c.aliases))
     loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
     unfinished = store.unfinished_inputs(staging)  # before any write: a run sees the inputs handled before it
-    boilerplate = find_boilerplate(staging, archive)  # a user's prompt template is no evidence (extract/templates.py)
     batch: list[CurrentExtraction] = []
     for extraction in extraction_store.iter_current(staging):
         batch.append(extraction)
@@ -68,7 +75,8 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
         rows_in=counts["hypotheses"],
         rows_out=counts["created"] + counts["attached"] + counts["refined"] + counts["merged"] + counts["split"],
         counts=dict(counts),
-        skipped=counts["hypotheses"] == 0,
+        notes=notes,
+        skipped=counts["hypotheses"] == 0 and not notes,
     )
 
 

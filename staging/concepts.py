@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from staging.db import IN_VALUES, json_values
+from staging.db import IN_VALUES, Transaction, json_values
 
 if TYPE_CHECKING:
     from contracts.concepts import ConceptHypothesis  # pydantic: loaded by list_concepts only
@@ -311,6 +311,25 @@ def survivor(concepts: Mapping[str, ConceptRow], concept_id: str) -> str:
 
 
 # ---------------------------------------------------------------- read-only views (chatmem concepts)
+
+
+STORE_TABLES = ("concepts", "concept_evidence", "concept_relations", "concept_transitions", "concept_inputs")
+
+
+def cites_any(conn: sqlite3.Connection, segments: Iterable[str], texts: Iterable[str]) -> bool:
+    """Whether any stored evidence of `segments` is one of `texts` (compared without surrounding spaces)."""
+    row = conn.execute(
+        f"SELECT 1 FROM concept_evidence WHERE segment_id IN {IN_VALUES} AND TRIM(text) IN {IN_VALUES} LIMIT 1",
+        (json_values(segments), json_values(texts)),
+    ).fetchone()
+    return row is not None
+
+
+def forget_all(conn: sqlite3.Connection) -> None:
+    """Empty the concept store (one transaction): the next pass over the extractions rebuilds it from scratch."""
+    with Transaction(conn):
+        for table in STORE_TABLES:
+            conn.execute(f"DELETE FROM {table}")
 
 
 def has_store(conn: sqlite3.Connection) -> bool:
