@@ -9,7 +9,6 @@ import click
 
 from flows.cli_inspect import CELL_WIDTH, JSON_OPTION, emit, open_readonly, require_stage, terminal_width
 from flows.terminal import safe_line
-from memory.text import excerpt
 
 if TYPE_CHECKING:
     from contracts.concepts import ConceptHypothesis
@@ -99,4 +98,6 @@ def around(text: str, names: list[str], width: int) -> str:
         for word in words
         for m in re.finditer(rf"\b{re.escape(word[:-1] if len(word) > 4 and word.endswith('s') else word)}", lower)
     ]
+    from memory.text import excerpt  # here: memory.text imports numpy, which `--help` and usage errors never need
+
     return excerpt(line, spots, width - 2, len, tail=8, snap=20)  # width - 2: room for the two ellipses

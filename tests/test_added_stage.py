@@ -6,6 +6,7 @@ interrupted cleanly by Ctrl-C (a real SIGINT), like every built-in stage."""
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -111,8 +112,14 @@ def test_an_added_stage_is_skipped_rerun_failed_and_interrupted_like_the_others(
     )
 
     stopped = settings.model_copy(update={"segment": settings.segment.model_copy(update={"max_tokens": 303})})
-    with pytest.raises(KeyboardInterrupt):
-        _run(stopped, TOY)
+    # Python's own Ctrl-C handler, as in a terminal: a test process started in the background (`cmd &` in a
+    # script) inherits SIGINT ignored, and Python then installs no handler of its own
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _run(stopped, TOY)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     with sqlite3.connect(settings.staging_path) as conn:
         status, error = conn.execute(
             "SELECT status, error FROM stage_runs WHERE stage = 'toy' ORDER BY id DESC LIMIT 1"
