@@ -1,4 +1,5 @@
-"""`chatmem graph up|down|status|stats`: the local ArcadeDB Bolt server, and what the graph holds.
+"""`chatmem graph up|down|status|stats|export-csv`: the local ArcadeDB Bolt server, what the graph holds, and the
+bulk path into an empty Neo4j (the CSV files its offline importer reads).
 
 The graph is the one NEO4J_URI names, else the local server under `<data_dir>/graph`. These commands never
 import prefect or the pipeline; the neo4j driver loads only inside the commands that talk to a server.
@@ -195,6 +196,44 @@ def graph_stats(app: App, as_json: bool) -> None:
         for name in sorted(set(found) | set(wanted)):
             rows.append({"kind": kind, "name": name, "graph": found.get(name, 0), "expected": wanted.get(name, "")})
     print_table(rows, ["kind", "name", "graph", "expected"])
+
+
+@graph.command("export-csv")
+@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+@JSON_OPTION
+@click.pass_obj
+def graph_export_csv(app: App, out_dir: Path, as_json: bool) -> None:
+    """Write the graph as the CSV files `neo4j-admin database import full` reads, and OUT_DIR/import.sh.
+
+    The bulk path for a first load of a large archive into an empty Neo4j (docs/graph.md): one file per layer,
+    the rows and properties the load stage sends. Stop the database, run import.sh [DATABASE] on the Neo4j host,
+    start it, then `chatmem stage load --run-id R` with NEO4J_URI once: it adds the constraints and indexes, finds every
+    row there and from then on loads what changed. OUT_DIR must be new, empty or an earlier export (its CSV
+    files are replaced). Reads the data dir only.
+
+    \b
+    Example: chatmem graph export-csv ~/neo4j-import && ~/neo4j-import/import.sh neo4j
+    """
+    from load import bulk_csv
+
+    settings = app.settings()
+    if not settings.archive_path.exists() or not settings.staging_path.exists():
+        raise ChatmemError(f"nothing in {settings.data_dir} yet: run `chatmem run EXPORT` first")
+    if out_dir.exists():
+        others = sorted(p.name for p in out_dir.iterdir() if p.suffix != ".csv" and p.name != "import.sh")
+        if others:
+            shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
+            raise ChatmemError(f"{out_dir} holds other files ({shown}): give a new or empty folder")
+        for stale in out_dir.glob("*.csv"):  # an earlier export: a layer gone since then must not be imported
+            stale.unlink()
+    with _readonly(settings.archive_path) as archive_db, _readonly(settings.staging_path) as staging_db:
+        command = bulk_csv.write(archive_db, staging_db, out_dir)
+    files = {p.name: p.stat().st_size for p in sorted(out_dir.glob("*.csv"))}
+    if as_json:
+        emit({"out_dir": str(out_dir), "files": files, "command": command, "script": str(out_dir / "import.sh")})
+        return
+    click.echo(f"{len(files)} CSV file(s), {sum(files.values()):,} bytes, in {out_dir}")
+    click.echo(f"import into an empty, stopped Neo4j database: {out_dir / 'import.sh'} [DATABASE]")
 
 
 @contextmanager

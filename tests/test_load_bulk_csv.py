@@ -71,3 +71,38 @@ def test_each_layer_file_holds_the_rows_the_load_sends(tmp_path: Path) -> None:
     assert {f.name for f in out.glob("*.csv")} >= {bulk_csv.file_name(layer) for layer in ARCHIVE_LAYERS}
     assert all(layer.name != "Tag" for layer in LAYERS) and "segments" in present
     assert "--multiline-fields=true" in command and (out / "import.sh").read_text().count("neo4j-admin") == 1
+
+
+def test_export_csv_command_writes_the_files_and_refuses_a_folder_of_other_files(tmp_path: Path) -> None:
+    """`chatmem graph export-csv OUT`: the same files as the module, their sizes in --json, and import.sh; a second
+    export into the same folder replaces its CSV files; a folder holding anything else, or a data dir with nothing
+    in it, is a one-line error (exit 1) and nothing is written."""
+    from click.testing import CliRunner
+
+    from flows.cli import cli
+
+    def chatmem(*args: str | Path, data_dir: Path) -> Any:
+        return CliRunner().invoke(cli, ["--data-dir", str(data_dir), *map(str, args)])
+
+    data_dir = tmp_path / "data"
+    ingest(Settings(data_dir=data_dir), write_branchy_jsonl(tmp_path / "a.jsonl"))
+    out = tmp_path / "import"
+    first = chatmem("graph", "export-csv", out, "--json", data_dir=data_dir)
+    assert first.exit_code == 0, first.output
+    report = json.loads(first.stdout)
+    assert report["files"] == {p.name: p.stat().st_size for p in out.glob("*.csv")}
+    assert "Message.csv" in report["files"] and report["command"].startswith("neo4j-admin database import full")
+    assert (out / "import.sh").read_text().count("neo4j-admin") == 1
+    (out / "Gone-LAYER.csv").write_text("id:ID(Gone)\n", encoding="utf-8")  # a layer an older export had
+    again = chatmem("graph", "export-csv", out, data_dir=data_dir)
+    assert again.exit_code == 0 and "import.sh" in again.stdout, again.output
+    assert not (out / "Gone-LAYER.csv").exists() and (out / "Message.csv").exists()
+
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine", encoding="utf-8")
+    refused = chatmem("graph", "export-csv", busy, data_dir=data_dir)
+    assert refused.exit_code == 1 and "notes.txt" in refused.output
+    assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]
+    empty = chatmem("graph", "export-csv", tmp_path / "out2", data_dir=tmp_path / "nothing")
+    assert empty.exit_code == 1 and "nothing in" in empty.output and not (tmp_path / "out2").exists()
