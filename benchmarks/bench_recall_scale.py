@@ -117,7 +117,7 @@ def store_generated(data_dir: Path, n: int) -> tuple[Path, str, dict[str, float]
     prepare(index)
     built = time.perf_counter() - started
     started = time.perf_counter()
-    assert index_store._store(index, root, target, key)
+    assert index_store._store(index, root, target, key, reuse="")  # a generated memory: no later run reuses it
     stored = time.perf_counter() - started
     size = sum(p.stat().st_size for p in target.iterdir()) / 1e6
     del index

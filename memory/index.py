@@ -29,9 +29,9 @@ from contracts.fact_rules import FactRow
 from memory.dense_lists import PrepassTables
 from memory.key_model import STATIC, for_run, with_model
 from memory.names import NAMED_ROLES, Names, speaker_names
-from memory.session import SessionKeys, build_session_keys
+from memory.session import SessionKeys, session_keys
 from memory.sparse import CSR
-from memory.text import BM25, terms
+from memory.text import BM25, TermCounts, terms
 from staging import embeddings as vectors
 from staging import memory as store
 from staging import memory_inputs as inputs
@@ -39,6 +39,7 @@ from staging.memory import ContentRow, MemoryGraph
 
 if TYPE_CHECKING:  # pydantic: never imported by a recall that only reads (flows/cli_memory.py)
     from contracts.settings import Settings
+    from memory.index_reuse import Reuse
 
 Array = np.ndarray[Any, Any]
 COARSE_FROM = 150_000  # content nodes from which dense similarity takes a coarse pass first
@@ -228,12 +229,14 @@ def build_index(
     titles: dict[str, str | None] | None = None,
     key_roles: Sequence[str] = ("user", "other"),
     edges: Iterable[tuple[str, str, str, float]] | None = None,
+    counts: TermCounts | None = None,
 ) -> MemoryIndex:
     """Arrays and matrices from a graph (pure: the benchmark builds generated graphs with it too).
 
     `dense` has one row per message content node, in `graph.content` order of the message rows. Session keys
     (memory/session.py) are read from the `key_roles` messages. `edges` (kind, src, dst, weight), when given,
-    replaces `graph.edges` (read once: `load_index` streams them from staging.db).
+    replaces `graph.edges` (read once: `load_index` streams them from staging.db). `counts`, when given, are the
+    message rows' key text term counts (memory/index_reuse.py takes most of them from an earlier index).
     """
     rows = [c for c in graph.content if c.kind == "message"]
     ids = [c.content_id for c in rows]
@@ -249,6 +252,9 @@ def build_index(
     prev, nxt = _neighbours(rows, ids)
     names = speaker_names((c.role, c.author) for c in rows)
     speaker_of = {n: i for i, n in enumerate(names.names)}
+    if counts is None:
+        counts = TermCounts.of_texts(c.key_text for c in rows)
+    keyed = np.array([c.role in key_roles for c in rows], dtype=bool)
     index = MemoryIndex(
         run_id=run_id,
         ids=ids,
@@ -264,7 +270,7 @@ def build_index(
         sources=sources,
         head=head,
         group=group,
-        bm25=BM25.build(terms(c.key_text) for c in rows),
+        bm25=BM25.from_counts(counts.matrix, counts.names),
         dense=dense,
         cue_ids=cue_ids,
         cue_names=[c.name for c in graph.cues],
@@ -283,9 +289,7 @@ def build_index(
         names=names,
         asks=np.array(["?" in c.key_text or "？" in c.key_text for c in rows], dtype=bool),
         speaker=np.array([speaker_of.get(c.author or "", -1) if c.role in NAMED_ROLES else -1 for c in rows], np.int64),
-        sessions=build_session_keys(
-            [c.key_text for c in rows], [c.role for c in rows], conversation, len(conversation_ids), dense, key_roles
-        ),
+        sessions=session_keys(counts, keyed, conversation, len(conversation_ids), dense),
     )
     if index.size >= COARSE_FROM:
         index.add_projection()
@@ -329,12 +333,15 @@ def load_index(
     embedder: Embedder,
     *,
     run_id: str | None = None,
+    reuse: Reuse | None = None,
 ) -> MemoryIndex:
     """The latest (or the given) cues run of a data dir, with texts and key vectors; ConfigError when none.
 
     Key vectors (the masked text, memory.graph.dense_key) come from the cache the embed and cues stages filled,
     by text hash; anything missing is embedded here, in memory. `embedder` must be the run's key embedder
-    (`key_embedder(for_run(...))`).
+    (`key_embedder(for_run(...))`). With `reuse` (memory/index_reuse.py, an earlier run's stored index), the term
+    counts and key vectors of the rows shared with that run are taken from it, and only the other rows' texts
+    are read: `texts` then holds those only (memory/index_store.py reads the rest from archive.db when asked).
     """
     from clients.embed_cache import embed_texts  # building: the pipeline's modules are fine here
     from memory.graph import dense_key
@@ -350,16 +357,26 @@ def load_index(
     graph = store.read_run(staging, run_id, edges=False)
     rows = [c for c in graph.content if c.kind == "message"]
     ids = [c.content_id for c in rows]
-    texts = inputs.message_texts(archive, ids)
     dense = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     have = np.zeros(len(ids), dtype=bool)
     wanted = np.array([embeds_role(settings, r.role) for r in rows], dtype=bool)
     names = speaker_names((r.role, r.author) for r in rows)
+    counts = None
+    if reuse is None:
+        texts = inputs.message_texts(archive, ids)
+    else:
+        old = reuse.positions(ids)
+        counts = reuse.counts(old, [None if o >= 0 else r.key_text for o, r in zip(old, rows, strict=True)])
+        if list(reuse.previous.names.names) == list(names.names):  # the same masking: the same key vectors
+            shared = np.flatnonzero((old >= 0) & wanted)
+            dense[shared] = reuse.previous.dense[old[shared]]
+            have[shared] = True
+        texts = inputs.message_texts(archive, [ids[i] for i in np.flatnonzero(wanted & ~have)])
 
     def key_of(i: int) -> str:
         return dense_key(texts.get(ids[i], ""), names)
 
-    keyed_rows = [int(i) for i in np.flatnonzero(wanted)]
+    keyed_rows = [int(i) for i in np.flatnonzero(wanted & ~have)]
     for start in range(0, len(keyed_rows), VECTOR_CHUNK):  # a chunk at a time: no second copy of every vector
         chunk = keyed_rows[start : start + VECTOR_CHUNK]
         hashes = [vectors.text_hash(key_of(i)) for i in chunk]
@@ -379,7 +396,14 @@ def load_index(
         for src, dst, weight in store.iter_edges(staging, run_id, kind)
     )
     index = build_index(
-        graph, run_id, dense, texts=texts, titles=titles, key_roles=settings.memory.key_roles, edges=edges
+        graph,
+        run_id,
+        dense,
+        texts=texts,
+        titles=titles,
+        key_roles=settings.memory.key_roles,
+        edges=edges,
+        counts=counts,
     )
     return attach_facts(index, staging)
 

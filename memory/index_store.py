@@ -11,7 +11,8 @@ after a cues run) and stored under <data_dir>/recall-index/<run>-<key>/:
                         per content       conversation, seq, role_code, times, day, tokens, source, head, prev,
                                           next, asks, speaker, dense (n x dim key vectors), coarse
                         sparse (CSR)      cue_content, cue_conversation, content_cue: <m>.indptr/.indices/.data
-                        BM25              <b>.postings.* (terms x documents), <b>.idf, <b>.vocabulary.* (below),
+                        BM25              <b>.postings.* (terms x documents), <b>.tf (each posting's raw count),
+                                          <b>.idf, <b>.vocabulary.* (below, in sorted order),
                                           for bm25 (content keys), cue_bm25 (cue names), sessions.bm25
                         strings           ids, conversation_ids, cue_ids, cue_names and each vocabulary as
                                           <s>.bytes (utf-8, concatenated) + <s>.offsets + <s>.order (positions
@@ -57,6 +58,7 @@ from clients.embedders import Embedder
 from memory.candidates import prepare
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import Array, MemoryIndex, attach_facts, check_embedder, load_index
+from memory.index_reuse import Reuse
 from memory.key_model import for_run
 from memory.mapped import ArchiveTexts, ArchiveTitles, Column, Groups, Lookup, Rows
 from memory.names import Names
@@ -87,6 +89,7 @@ BUILT_BY = (
     "sparse",
     "mapped",
     "index_store",
+    "index_reuse",
 )
 PER_CONTENT = ("conversation", "seq", "role_code", "times", "day", "tokens", "source", "head", "prev", "next")
 OPTIONAL = ("asks", "speaker", "coarse", "projection")
@@ -120,6 +123,41 @@ def index_key(staging: sqlite3.Connection, settings: Settings, embedder: Embedde
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
 
 
+def reuse_key(settings: Settings, embedder: Embedder) -> str:
+    """What an earlier run's index must have been built with for its key vectors and counts to serve another run
+    (memory/index_reuse.py): the same format and code, key model and key roles."""
+    memory = settings.memory
+    parts = [FORMAT, CODE, embedder.key, embedder.dim, memory.key_embedder, list(memory.key_roles)]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+
+
+def _reusable(
+    root: Path, target: Path, staging: sqlite3.Connection, settings: Settings, embedder: Embedder, run_id: str
+) -> Reuse | None:
+    """The stored index of an earlier cues run that the new one can take counts and key vectors from: built with
+    the same reuse key, and still the index of that run as staging.db has it now (its key recomputed)."""
+    if not root.is_dir():
+        return None
+    wanted = reuse_key(settings, embedder)
+    for directory in sorted(root.iterdir(), reverse=True):  # the newest run first
+        if directory == target or directory.name.startswith(".tmp-"):
+            continue
+        try:
+            manifest = json.loads((directory / MANIFEST).read_text())
+            if manifest.get("format") != FORMAT or manifest.get("meta", {}).get("reuse") != wanted:
+                continue
+            earlier = str(manifest["meta"]["run_id"])
+            if manifest.get("key") != index_key(staging, settings, embedder, earlier):
+                continue  # that run was undone or re-run since: its rows are not the ones the index holds
+            previous = _read(directory, str(manifest["key"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # any damage: build without it
+        found = Reuse.of(staging, run_id, previous)
+        if found is not None:
+            return found
+    return None
+
+
 def open_index(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
@@ -139,14 +177,14 @@ def open_index(
     target = root / f"{run_id}-{key}"
     index = _read_or_none(target, key)
     if index is None:
-        built = load_index(archive, staging, settings, embedder, run_id=run_id)
+        reuse = _reusable(root, target, staging, settings, embedder, run_id)
+        built = load_index(archive, staging, settings, embedder, run_id=run_id, reuse=reuse)
+        del reuse  # the earlier index's mapped files: closed before _store removes them
         if built.size >= settings.recall.prepass_from:
             prepare(built)  # stored with the index: the pre-pass tables cost seconds at 250k
-        if not _store(built, root, target, key):
-            return built
-        index = _read_or_none(target, key)
-        if index is None:  # written but unreadable (disk trouble): answer from what was built
-            return built
+        index = built
+        if _store(built, root, target, key, reuse_key(settings, embedder)):
+            index = _read_or_none(target, key) or built  # unreadable once written (disk trouble): what was built
     texts = ArchiveTexts(settings.archive_path, index.ids)
     index.texts, index.titles = texts, ArchiveTitles(texts, index.conversation_ids)
     return attach_facts(index, staging)
@@ -160,7 +198,7 @@ def stored_runs(data_dir: Path) -> set[str]:
     return {p.name[:-25] for p in root.iterdir() if not p.name.startswith(".tmp-") and len(p.name) > 25}
 
 
-def _store(index: MemoryIndex, root: Path, target: Path, key: str) -> bool:
+def _store(index: MemoryIndex, root: Path, target: Path, key: str, reuse: str) -> bool:
     """Write to a temporary directory, then rename it into place; False when the data dir cannot be written."""
     temporary = root / f".tmp-{target.name}-{os.getpid()}"
     try:
@@ -170,7 +208,7 @@ def _store(index: MemoryIndex, root: Path, target: Path, key: str) -> bool:
                 shutil.rmtree(stale, ignore_errors=True)
         shutil.rmtree(temporary, ignore_errors=True)
         temporary.mkdir()
-        _write(index, temporary, key)
+        _write(index, temporary, key, reuse)
         if _read_or_none(target, key) is not None:  # another process stored it meanwhile: keep theirs (maybe mapped)
             shutil.rmtree(temporary, ignore_errors=True)
             return True
@@ -229,10 +267,12 @@ class _Writer:
             raise ValueError(f"{name}: its vocabulary does not number its columns 0..n-1")
         self.strings(f"{name}.vocabulary", terms)
         self.array(f"{name}.idf", bm25.idf)
+        if bm25.tf is not None:
+            self.array(f"{name}.tf", bm25.tf)
         return self.csr(f"{name}.postings", bm25.postings)
 
 
-def _write(index: MemoryIndex, directory: Path, key: str) -> None:
+def _write(index: MemoryIndex, directory: Path, key: str, reuse: str) -> None:
     """Every array of the index in its own file; the manifest (the small values, every file's size) last."""
     out = _Writer(directory)
     for name in PER_CONTENT:
@@ -279,6 +319,7 @@ def _write(index: MemoryIndex, directory: Path, key: str) -> None:
         "shapes": shapes,
         "sessions": index.sessions is not None,
         "prepass": None if prepass is None else {"lists": prepass.lists is not None},
+        "reuse": reuse,
     }
     manifest = {"format": FORMAT, "code": CODE, "key": key, "files": out.files, "meta": meta}
     with open(directory / MANIFEST, "w") as written:
@@ -329,7 +370,8 @@ def _csr(arrays: Mapping[str, Array], name: str, shape: list[int]) -> CSR:
 
 
 def _bm25(arrays: Mapping[str, Array], name: str, shape: list[int]) -> BM25:
-    return BM25(_lookup(arrays, f"{name}.vocabulary"), _csr(arrays, f"{name}.postings", shape), arrays[f"{name}.idf"])
+    vocabulary, postings = _lookup(arrays, f"{name}.vocabulary"), _csr(arrays, f"{name}.postings", shape)
+    return BM25(vocabulary, postings, arrays[f"{name}.idf"], arrays.get(f"{name}.tf"))
 
 
 def _assemble(arrays: Mapping[str, Array], meta: Mapping[str, Any]) -> MemoryIndex:

@@ -10,6 +10,7 @@ import mmap
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, overload
 
@@ -47,6 +48,11 @@ class Column(Sequence[str]):
     def __iter__(self) -> Iterator[str]:
         return (self[i] for i in range(len(self)))
 
+    def all(self) -> list[str]:
+        """Every string, decoded in one pass (a list of 250k ids in a fraction of a second)."""
+        data, bounds = bytes(self._data), self._offsets.tolist()
+        return [data[a:b].decode() for a, b in pairwise(bounds)]
+
 
 class Lookup(Mapping[str, int]):
     """string -> its position in a stored Column, by binary search over the positions sorted by string (utf-8 byte
@@ -66,6 +72,10 @@ class Lookup(Mapping[str, int]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._column)
+
+    def all(self) -> list[str]:
+        """Every string in position order (`Column.all`)."""
+        return self._column.all()
 
     def __len__(self) -> int:
         return len(self._column)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from memory.text import BM25, terms
+from memory.text import BM25, TermCounts
 
 Array = np.ndarray[Any, Any]
 
@@ -44,22 +44,33 @@ def build_session_keys(
     key_roles: Sequence[str],
 ) -> SessionKeys:
     """Session keys from the messages' key texts and roles (index order), conversation codes and key vectors."""
-    documents: list[list[str]] = [[] for _ in range(conversations)]
-    keyed = np.zeros(len(keys), dtype=bool)
-    for i, (key, role) in enumerate(zip(keys, roles, strict=True)):
-        if role in key_roles and conversation[i] >= 0:
-            documents[int(conversation[i])].extend(terms(key))
-            keyed[i] = True
+    keyed = np.array([role in key_roles for role in roles], dtype=bool)
+    counts = TermCounts.of_texts(key if k else "" for key, k in zip(keys, keyed, strict=True))
+    return session_keys(counts, keyed, conversation, conversations, dense)
+
+
+def session_keys(
+    counts: TermCounts, keyed: Array, conversation: Array, conversations: int, dense: Array
+) -> SessionKeys:
+    """Session keys from the messages' term counts (memory.text.TermCounts, index order), which of them are of a
+    key role, conversation codes and key vectors: a conversation's document is the sum of its keyed messages'
+    counts (the same as BM25 over their terms joined)."""
+    from scipy.sparse import csr_matrix  # build time only
+
+    pick = np.flatnonzero(keyed & (conversation >= 0))
+    member = csr_matrix((np.ones(len(pick)), (conversation[pick], pick)), shape=(conversations, counts.matrix.shape[0]))
+    summed = (member @ counts.matrix).tocsc()
+    used = np.flatnonzero(np.diff(summed.indptr))  # the terms some key-role message holds
+    bm25 = BM25.from_counts(summed[:, used], [counts.names[int(i)] for i in used])
     dim = dense.shape[1] if dense.ndim == 2 else 0
     vectors = np.zeros((conversations, dim), dtype=np.float32)
-    pick = np.flatnonzero(keyed)
     if dim and len(pick):
         np.add.at(vectors, conversation[pick], dense[pick])
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
     valid = conversation[conversation >= 0]
     return SessionKeys(
-        bm25=BM25.build(documents),
+        bm25=bm25,
         dense=vectors,
         messages=np.bincount(valid, minlength=conversations).astype(np.int64),
     )

@@ -92,12 +92,48 @@ def estimate_tokens(text: str) -> int:
 
 
 @dataclass
+class TermCounts:
+    """Documents x terms raw counts (a scipy CSR of float64, exact for integers), column j counting `names[j]`."""
+
+    matrix: Any
+    names: list[str]
+
+    @classmethod
+    def of_pairs(cls, documents: Iterable[Iterable[tuple[str, int]]]) -> TermCounts:
+        """From each document's (term, count) pairs, each term once per document; may be a generator (read once).
+        Entries are kept in flat arrays, not Python lists of numbers (at 100k documents those lists were most of
+        the recall index's peak memory)."""
+        from scipy.sparse import csr_matrix  # build time only: recall reads the arrays (memory/sparse.py)
+
+        vocabulary: dict[str, int] = {}
+        rows, cols, tfs = array("i"), array("i"), array("d")
+        n = 0
+        for row, document in enumerate(documents):
+            n = row + 1
+            for term, tf in document:
+                cols.append(vocabulary.setdefault(term, len(vocabulary)))
+                rows.append(row)
+                tfs.append(tf)
+        row_of = np.frombuffer(rows, dtype=np.int32) if rows else np.zeros(0, dtype=np.int32)
+        col_of = np.frombuffer(cols, dtype=np.int32) if cols else np.zeros(0, dtype=np.int32)
+        freq = np.frombuffer(tfs, dtype=np.float64) if tfs else np.zeros(0)
+        matrix = csr_matrix((freq, (row_of, col_of)), shape=(n, len(vocabulary)), dtype=np.float64)
+        return cls(matrix, list(vocabulary))
+
+    @classmethod
+    def of_texts(cls, texts: Iterable[str]) -> TermCounts:
+        """Each text's terms (`terms`), counted."""
+        return cls.of_pairs(Counter(terms(text)).items() for text in texts)
+
+
+@dataclass
 class BM25:
     """Okapi BM25 (k1, b) over a fixed list of documents."""
 
     vocabulary: Mapping[str, int]  # a dict, or memory.index_store's lookup over a stored column of terms
     postings: CSR  # terms x documents: saturated tf (idf applied at query time); row t is term t's posting list
     idf: np.ndarray[Any, np.dtype[np.float64]]
+    tf: np.ndarray[Any, Any] | None = None  # each posting's raw count (build_counts), aligned with postings.data
 
     @property
     def documents(self) -> int:
@@ -105,26 +141,35 @@ class BM25:
 
     @classmethod
     def build(cls, documents: Iterable[Sequence[str]], k1: float = 1.2, b: float = 0.75) -> BM25:
-        """Documents may be a generator (read once): entries are kept in flat arrays, not Python lists of numbers
-        (at 100k documents those lists were most of the recall index's peak memory). Built with scipy (duplicates
-        summed, entries sorted as it does), stored as its CSC arrays: the posting lists."""
-        from scipy.sparse import csc_matrix  # build time only: recall reads the arrays (memory/sparse.py)
+        """BM25 over documents given as their terms; may be a generator (read once). Stored as the posting lists
+        (a terms x documents CSR built with scipy, entries sorted as it does) and `tf`, each posting's raw count
+        (so that a later build can take a document's counts back, memory/index_reuse.py). The vocabulary is
+        numbered in sorted order: the same documents give the same arrays however their counts were gathered."""
+        return cls.build_counts((Counter(document).items() for document in documents), k1, b)
 
-        vocabulary: dict[str, int] = {}
-        rows, cols, tfs, lengths = array("i"), array("i"), array("d"), array("d")
-        for row, document in enumerate(documents):
-            lengths.append(len(document))
-            for term, tf in Counter(document).items():
-                cols.append(vocabulary.setdefault(term, len(vocabulary)))
-                rows.append(row)
-                tfs.append(tf)
-        length = np.frombuffer(lengths, dtype=np.float64) if lengths else np.zeros(0)
-        row_of = np.frombuffer(rows, dtype=np.int32) if rows else np.zeros(0, dtype=np.int32)
-        freq = np.frombuffer(tfs, dtype=np.float64) if tfs else np.zeros(0)
+    @classmethod
+    def build_counts(cls, documents: Iterable[Iterable[tuple[str, int]]], k1: float = 1.2, b: float = 0.75) -> BM25:
+        """BM25 over documents given as (term, count) pairs, each term once per document; may be a generator."""
+        counts = TermCounts.of_pairs(documents)
+        return cls.from_counts(counts.matrix, counts.names, k1, b)
+
+    @classmethod
+    def from_counts(cls, counts: Any, names: Sequence[str], k1: float = 1.2, b: float = 0.75) -> BM25:
+        """BM25 of a scipy documents x terms matrix of raw counts whose column j is term `names[j]` (no empty
+        column). The columns are renumbered in sorted term order."""
+        sorted_names = sorted(names)
+        if list(names) != sorted_names:
+            position = {t: i for i, t in enumerate(names)}
+            counts = counts.tocsc()[:, [position[t] for t in sorted_names]]
+        counts = counts.tocsc()
+        counts.sum_duplicates()  # canonical: one entry per (document, term), rows sorted within each column
+        n = counts.shape[0]
+        length = np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
         average = float(length.mean()) if len(length) and length.sum() else 1.0
         # k1 * (1 - b + b * length / average), then tf * (k1 + 1) / (tf + norm): the per-entry float64 steps,
         # in place (the same IEEE results: + and * commute exactly), so only two float arrays are alive at once
-        norm = length[row_of]
+        freq = counts.data.astype(np.float64, copy=False)
+        norm = length[counts.indices]
         norm *= b
         norm /= average
         norm += 1 - b
@@ -133,11 +178,10 @@ class BM25:
         vals = freq * (k1 + 1)
         vals /= norm
         del norm
-        n = len(length)
-        shape = (n, len(vocabulary))
-        col_of = np.frombuffer(cols, dtype=np.int32) if cols else np.zeros(0, dtype=np.int32)
-        weights = csc_matrix((vals.astype(np.float32), (row_of, col_of)), shape=shape, dtype=np.float32)
-        return cls.of_matrix(vocabulary, weights)
+        df = np.diff(counts.indptr).astype(np.float64)
+        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        postings = CSR(counts.indptr, counts.indices, vals.astype(np.float32), (len(sorted_names), n))
+        return cls({t: i for i, t in enumerate(sorted_names)}, postings, idf, freq.astype(np.int32))
 
     @classmethod
     def of_matrix(cls, vocabulary: Mapping[str, int], weights: Any, idf: Any = None) -> BM25:

@@ -1,0 +1,101 @@
+"""What a new recall index takes from the stored index of an earlier cues run instead of computing it again.
+
+A scheduled run rebuilds the memory of the few conversations that changed; every other content row is shared with
+the runs before it (staging/memory_history.py: a row is written once and shared by each run it belongs to). For
+such a row the earlier index already holds the two things that cost most to build again: its key text's term
+counts (the BM25 postings' raw counts, `BM25.tf`) and its key vector (found by hashing the message's masked text,
+which means reading every text from archive.db). `Reuse` hands those over; the new index is then assembled as a
+fresh build is, from the same counts and vectors: the same arrays, bit for bit (tests/test_index_reuse.py). Only
+the rows written since the earlier run are read from archive.db and counted.
+
+A row of run R created at or before the earlier run E is the row E's index was built from (a row that is live
+at R and was created by E or before is live at E too: rows are retired, never changed). E's index is used only
+when its key still matches staging.db (E's memory_runs row unchanged: not undone, not re-run) and it was built
+for the same key model and roles (memory/index_store.py checks both).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memory.mapped import Column, Lookup
+from memory.text import TermCounts
+from staging.memory_history import LIVE
+
+Array = np.ndarray[Any, Any]
+
+
+def strings(values: Sequence[str]) -> list[str]:
+    """A stored column (or a list) as a list."""
+    return values.all() if isinstance(values, Column) else list(values)
+
+
+@dataclass
+class Reuse:
+    """An earlier run's index, and the content rows of the new run written after that run (not reusable)."""
+
+    previous: Any  # memory.index.MemoryIndex (read from its stored files)
+    written_since: frozenset[str]
+
+    @classmethod
+    def of(cls, staging: sqlite3.Connection, run_id: str, previous: Any) -> Reuse | None:
+        """The reuse of `previous` for run `run_id`, or None when it cannot serve (a later or the same run, or an
+        index stored before term counts were kept)."""
+        if previous.run_id >= run_id or previous.bm25.tf is None:
+            return None
+        written = staging.execute(
+            f"SELECT content_id FROM memory_content WHERE {LIVE} AND run_id > ?", (run_id, run_id, previous.run_id)
+        )
+        return cls(previous, frozenset(str(r[0]) for r in written))
+
+    def positions(self, ids: Sequence[str]) -> Array:
+        """Each content's position in the earlier index; -1 where it has none, or its row was written since."""
+        where = {content_id: i for i, content_id in enumerate(strings(self.previous.ids))}
+        return np.array(
+            [-1 if c in self.written_since else where.get(c, -1) for c in ids],
+            dtype=np.int64,
+        )
+
+    def counts(self, old: Array, texts: Sequence[str | None]) -> TermCounts:
+        """The key text term counts of every content (index order): taken from the earlier index where `old`
+        (from `positions`) names its document, counted from `texts[i]` elsewhere (None where reused)."""
+        from scipy.sparse import csc_matrix, csr_matrix, vstack  # build time only
+
+        bm25 = self.previous.bm25
+        post = bm25.postings  # terms x documents: the same arrays, read as a documents x terms CSC
+        earlier = csc_matrix(
+            (np.asarray(bm25.tf, dtype=np.float64), np.asarray(post.indices), np.asarray(post.indptr)),
+            shape=(post.shape[1], post.shape[0]),
+        ).tocsr()
+        vocabulary = bm25.vocabulary  # a stored Lookup, or a built dict: both iterate in column order
+        earlier_names = vocabulary.all() if isinstance(vocabulary, Lookup) else list(vocabulary)
+        reused = np.flatnonzero(old >= 0)
+        counted = np.flatnonzero(old < 0)
+        fresh = TermCounts.of_texts(str(texts[int(i)] or "") for i in counted)
+        column = {t: j for j, t in enumerate(earlier_names)}
+        names = list(earlier_names)
+        for term in fresh.names:
+            if term not in column:
+                column[term] = len(names)
+                names.append(term)
+        widen = np.array([column[t] for t in fresh.names], dtype=np.int64)
+        fresh_matrix = fresh.matrix.tocoo()
+        moved = csr_matrix(
+            (fresh_matrix.data, (fresh_matrix.row, widen[fresh_matrix.col])), shape=(len(counted), len(names))
+        )
+        taken = earlier[old[reused]]
+        taken.resize((len(reused), len(names)))
+        stacked = vstack([taken, moved], format="csr")
+        order = np.empty(len(old), dtype=np.int64)  # stacked row -> index position
+        order[: len(reused)] = reused
+        order[len(reused) :] = counted
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        matrix = stacked[inverse].tocsc()
+        used = np.flatnonzero(np.diff(matrix.indptr))  # terms of documents no longer in the memory go
+        return TermCounts(matrix[:, used].tocsr(), [names[int(j)] for j in used])
