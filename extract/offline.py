@@ -131,6 +131,7 @@ class _Message:
     language: str
     stops: list[int] = field(default_factory=list)  # sentence ends in the message text, sorted
     words: list[Token] = field(default_factory=list)  # tokens of the view
+    case_blind: bool = False  # written without a single capital ("how to use limit in linux"): no case evidence
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         if self.offsets is None:
@@ -155,7 +156,8 @@ def _read(message: SegmentMessage) -> _Message:
     view, offsets = unicode_view(message.text[:limit])
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view))
     stops = [m.start() for m in _STOPS.finditer(message.text)]
-    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view))
+    # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
+    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower())
 
 
 def _blank_escape(match: re.Match[str]) -> str:
@@ -170,6 +172,7 @@ class _Candidate:
     forms: Counter[str] = field(default_factory=Counter)
     cased_mid: int = 0  # mentions capitalised inside a sentence ("we run Spark on YARN")
     lower_mid: int = 0  # mentions in lower case ("a spark of hope")
+    blind: int = 0  # mentions in a message written without capitals: their case is the other mentions'
     mentions: list[tuple[_Message, int, int]] = field(default_factory=list)  # message, view start, view end
     first_user: bool = False  # mentioned in the segment's first user message
     not_subject: int = 0  # proposals written as a literal value or as the assistant's name for itself
@@ -242,7 +245,20 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate.quoted += quoted and not not_subject
             candidate.defined = candidate.defined or defined
     _index_mentions(messages, found)
+    _truecase(found)
     return found
+
+
+def _truecase(found: dict[tuple[str, ...], _Candidate]) -> None:
+    """A mention in a message typed without capitals ("how to use limit in linux") takes the case the segment's
+    other mentions agree on (the reply's "In Linux, ..."): a user who never presses shift says nothing about
+    names, and counting their words as lower case made every name they typed look like a common word."""
+    for candidate in found.values():
+        if candidate.blind:
+            if candidate.cased_mid > candidate.lower_mid:
+                candidate.cased_mid += candidate.blind
+            elif candidate.lower_mid > candidate.cased_mid:
+                candidate.lower_mid += candidate.blind
 
 
 # A value in a statement typed as prose ("set city='Hyd'", 'WHERE city="CHN"'): a literal, not a subject.
@@ -303,6 +319,7 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
         words_ = message.words
         lowers = [t.lower for t in words_]
         opening = message is first_user
+        blind = message.case_blind
         for i, word in enumerate(lowers):
             for size in sizes.get(word, ()):
                 key = key_of(lowers[i : i + size])
@@ -311,7 +328,9 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
                     candidate.mentions.append((message, words_[i].start, words_[i + size - 1].end))
                     candidate.first_user = candidate.first_user or opening
                     first = words_[i]
-                    if not first.sentence_start and first.capitalised:
+                    if blind:
+                        candidate.blind += 1
+                    elif not first.sentence_start and first.capitalised:
                         candidate.cased_mid += 1
                     elif first.text == first.lower:
                         candidate.lower_mid += 1

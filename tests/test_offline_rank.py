@@ -26,12 +26,32 @@ def test_a_few_technical_words_without_function_words_read_as_english() -> None:
     segment = segment_input(
         "seg-short",
         [
-            ("user", "python list vs tuple"),
+            ("user", "mapside join vs broadcast join"),
             (
                 "assistant",
-                "In Python, both lists and tuples are used to store a collection of items. Lists are mutable,"
-                " tuples are immutable.",
+                "A broadcast join sends the small table to every executor, so no shuffle is needed; a map-side"
+                " join in Hive does the same with a hash table built from the small table.",
             ),
         ],
     )
-    assert "Python list" in titles(segment)
+    assert "Broadcast join" in titles(segment)
+
+
+def test_a_message_typed_without_capitals_takes_the_case_of_the_replys_mentions() -> None:
+    """ "how to use limit in linux": a user who never presses shift says nothing about which words are names, so
+    their "linux" counts as the reply's "In Linux, ..." (a name), not as a lower-case common word; a word the
+    reply also writes in lower case stays a common word ("cache")."""
+    segment = segment_input(
+        "seg-blind",
+        [
+            ("user", "how to use limit in linux and cache the results"),
+            (
+                "assistant",
+                "In Linux, the ulimit command is used to set resource limits for users or groups. The resource"
+                " limits that can be set include the maximum amount of CPU time. You can also cache the results.",
+            ),
+        ],
+    )
+    found = titles(segment)
+    assert "Linux" in found
+    assert "Cache" not in found
