@@ -4,7 +4,7 @@ It is what runs when no LLM endpoint is configured, so that the pipeline works e
 is a heuristic, announced as such (name "offline", and every description says so), never passed off as LLM
 output. For each segment:
 
-1. every message is read through its prose view (clients/prose.py): code blocks, inline code, tracebacks,
+1. every message but a tool's output is read through its prose view (clients/prose.py): code blocks, inline code, tracebacks,
    markup, tables of numbers, paths and URLs are blanked, so no concept comes from them;
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
@@ -194,7 +194,9 @@ class _Candidate:
 
 def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     """The raw hypotheses (plain dicts, the shape an LLM answers in) for one segment."""
-    messages = [_read(m) for m in segment.messages if m.text]
+    # A tool's output (a web page the search fetched, "Successfully created text document ...", a run's result)
+    # was written by no one in the conversation: what the assistant takes from it, its reply says.
+    messages = [_read(m) for m in segment.messages if m.text and m.role != "tool"]
     candidates = _candidates(messages)
     fold_expansions(candidates)
     drop_numbered(candidates)

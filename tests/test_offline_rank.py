@@ -55,3 +55,33 @@ def test_a_message_typed_without_capitals_takes_the_case_of_the_replys_mentions(
     found = titles(segment)
     assert "Linux" in found
     assert "Cache" not in found
+
+
+def test_a_tools_output_is_no_ones_words() -> None:
+    """A web search's fetched page or a canvas notice ("Successfully created text document 'Convert Indexing To
+    Functions' ...") was written by no one in the conversation: its names are no concepts; what the assistant
+    takes from it, its reply says, and that counts."""
+    segment = segment_input(
+        "seg-tool",
+        [
+            ("user", "What is the fuel consumption of a fully loaded Volkswagen Transporter?"),
+            (
+                "tool",
+                "2021 Volkswagen Transporter T6.1 L2H1 2.0 TDI 110HP specs, dimensions. Fuelly reports 21.8 Avg MPG"
+                " from 7.3 million miles driven. Seven-speed dual-clutch DSG automatic. Bluetooth connectivity.",
+            ),
+            (
+                "assistant",
+                "A Volkswagen Transporter with the 2.0 TDI engine uses about 8 litres per 100 km; a fully loaded van"
+                " uses more, so expect higher fuel consumption on long trips.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "volkswagen transporter" in found
+    assert not found & {"fuelly", "dsg", "bluetooth connectivity", "avg mpg", "21.8 avg mpg", "mpg"}
+    only_tool = segment_input(
+        "seg-canvas",
+        [("tool", "Successfully created text document 'Convert Indexing To Functions' which will be referenced.")],
+    )
+    assert titles(only_tool) == []
