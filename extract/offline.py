@@ -16,7 +16,8 @@ output. For each segment:
    the dev labels' features): the user saying it, how often and in how many messages it recurs, a name's
    capital, the conversation's title naming it, a term of several words, and how specific it is against
    background word frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do);
-   single common words, phrases of generic words, a misspelling of a word the segment spells right
+   a phrase said once and only in a reply (unless written as a name: "Point Reyes"), single common words,
+   phrases of generic words, a misspelling of a word the segment spells right
    ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and
    its expansion are one candidate ("DAG", "Directed Acyclic Graph");
 4. the best `max_concepts` are typed by a cue in the user's sentence around the first mention (tension,
@@ -472,9 +473,11 @@ def _score(candidate: _Candidate, title_words: set[str]) -> float:
         return 0.0
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
-    term = len(key) > 1 and specificity >= 0.75
-    if user == 0 and other < 2 and not (named_term or term):
-        return 0.0  # said once in a long reply: not what this conversation is about
+    if user == 0 and other < 2 and not named_term:
+        # Said once, in a reply: what the assistant happened to say ("load times", "human-readable format",
+        # "overlap region"), not what the conversation is about, however specific its words; a name it
+        # introduces ("Point Reyes", "KryoSerializer") is the exception. Recurring in replies, it counts.
+        return 0.0
     spread = len({id(m) for m, _, _ in candidate.mentions})
     in_title = any(w in title_words or singular(w) in title_words for w in key if w not in GENERIC)
     first_user = candidate.first_user

@@ -85,3 +85,24 @@ def test_a_tools_output_is_no_ones_words() -> None:
         [("tool", "Successfully created text document 'Convert Indexing To Functions' which will be referenced.")],
     )
     assert titles(only_tool) == []
+
+
+def test_a_phrase_said_once_and_only_in_a_reply_is_not_a_concept_unless_it_is_a_name() -> None:
+    """ "how can i cache and persist data": the reply's example "social media platforms can cache posts" is said
+    once, by the assistant only: not what the conversation is about, however specific its words. A name the
+    reply introduces once ("PySpark") stays, and a reply phrase that recurs ("storage level") counts."""
+    segment = segment_input(
+        "seg-reply-once",
+        [
+            ("user", "how can i cache and persist data for my web shop"),
+            (
+                "assistant",
+                "Social media platforms can cache posts and images to improve the user experience. In PySpark,"
+                " persist keeps a DataFrame in memory at a storage level you choose; the default storage level"
+                " is memory and disk.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "cache posts" not in found
+    assert {"pyspark", "storage level"} <= found
