@@ -4,8 +4,8 @@ It is what runs when no LLM endpoint is configured, so that the pipeline works e
 is a heuristic, announced as such (name "offline", and every description says so), never passed off as LLM
 output. For each segment:
 
-1. every message but a tool's output is read through its prose view (clients/prose.py): code blocks, inline code, tracebacks,
-   markup, tables of numbers, paths and URLs are blanked, so no concept comes from them;
+1. every message but a tool's output is read through its prose view (clients/prose.py): code blocks, inline
+   code, tracebacks, markup, tables of numbers, paths and URLs are blanked, so no concept comes from them;
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
    a message in another language gives names only; a value typed in a statement ("set city='Hyd'", then
