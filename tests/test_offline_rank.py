@@ -106,3 +106,23 @@ def test_a_phrase_said_once_and_only_in_a_reply_is_not_a_concept_unless_it_is_a_
     found = {t.casefold() for t in titles(segment, 8)}
     assert "cache posts" not in found
     assert {"pyspark", "storage level"} <= found
+
+
+def test_a_plurals_apostrophe_inside_a_name_keeps_the_name_whole() -> None:
+    """ "The Liars' Gospel" is one title, not "Liars" and "Gospel"; the apostrophe of a plural inside a run of
+    capitalised words joins them. Lower-case words around one stay apart ("the users' data")."""
+    segment = segment_input(
+        "seg-possessive",
+        [
+            ("user", "I just finished The Liars' Gospel by Naomi Alderman. Is The Liars' Gospel her best book?"),
+            (
+                "assistant",
+                "The Liars' Gospel retells the life of Jesus through four people who knew him; Naomi Alderman is"
+                " better known for The Power. Keep the users' data apart from the readers' notes.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Liars' Gospel" in found and "Naomi Alderman" in found
+    assert "Gospel" not in found and "Liars" not in found
+    assert not any("data" in t.casefold() and "users" in t.casefold() for t in found)
