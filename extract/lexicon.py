@@ -88,7 +88,26 @@ def language_of(text: str) -> str:
     import py3langid
 
     code, _ = py3langid.classify(text[:2000])
-    return str(code)
+    return "en" if _english_words(text, str(code)) else str(code)
+
+
+_ENGLISH_ZIPF = 3.0  # the mean background frequency of English words in chat ("python list vs tuple": 4.1)
+_CLEARLY_MORE = 0.5  # how much more frequent, on average, a message's words must be in the identified language
+
+
+def _english_words(text: str, code: str) -> bool:
+    """A message without English function words that is English all the same: a few technical words ("python
+    list vs tuple", "azure data lake storage"), which the identifier, trained on sentences, reads as Nigerian
+    Pidgin, Hausa or French. English when its words are common English words and not clearly more frequent in
+    the identified language (a language without a frequency list is compared as English: the words decide)."""
+    if code == "en":
+        return True
+    words = [w.casefold() for w in _ANY_WORD.findall(text[:2000])][:200]
+    if not words:
+        return False
+    english = sum(zipf(w, "en") for w in words) / len(words)
+    other = sum(zipf(w, code) for w in words) / len(words)
+    return english >= _ENGLISH_ZIPF and english + _CLEARLY_MORE > other
 
 
 @lru_cache(maxsize=1 << 18)

@@ -4,8 +4,8 @@ It is what runs when no LLM endpoint is configured, so that the pipeline works e
 is a heuristic, announced as such (name "offline", and every description says so), never passed off as LLM
 output. For each segment:
 
-1. every message is read through its prose view (clients/prose.py): code blocks, inline code, tracebacks,
-   markup, tables of numbers, paths and URLs are blanked, so no concept comes from them;
+1. every message but a tool's output is read through its prose view (clients/prose.py): code blocks, inline
+   code, tracebacks, markup, tables of numbers, paths and URLs are blanked, so no concept comes from them;
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
    a message in another language gives names only; a value typed in a statement ("set city='Hyd'", then
@@ -16,7 +16,8 @@ output. For each segment:
    the dev labels' features): the user saying it, how often and in how many messages it recurs, a name's
    capital, the conversation's title naming it, a term of several words, and how specific it is against
    background word frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do);
-   single common words, phrases of generic words, a misspelling of a word the segment spells right
+   a phrase said once and only in a reply (unless written as a name: "Point Reyes"), single common words,
+   phrases of generic words, a misspelling of a word the segment spells right
    ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and
    its expansion are one candidate ("DAG", "Directed Acyclic Graph");
 4. the best `max_concepts` are typed by a cue in the user's sentence around the first mention (tension,
@@ -54,7 +55,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 7  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 8  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -131,6 +132,7 @@ class _Message:
     language: str
     stops: list[int] = field(default_factory=list)  # sentence ends in the message text, sorted
     words: list[Token] = field(default_factory=list)  # tokens of the view
+    case_blind: bool = False  # written without a single capital ("how to use limit in linux"): no case evidence
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         if self.offsets is None:
@@ -155,7 +157,8 @@ def _read(message: SegmentMessage) -> _Message:
     view, offsets = unicode_view(message.text[:limit])
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view))
     stops = [m.start() for m in _STOPS.finditer(message.text)]
-    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view))
+    # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
+    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower())
 
 
 def _blank_escape(match: re.Match[str]) -> str:
@@ -170,6 +173,7 @@ class _Candidate:
     forms: Counter[str] = field(default_factory=Counter)
     cased_mid: int = 0  # mentions capitalised inside a sentence ("we run Spark on YARN")
     lower_mid: int = 0  # mentions in lower case ("a spark of hope")
+    blind: int = 0  # mentions in a message written without capitals: their case is the other mentions'
     mentions: list[tuple[_Message, int, int]] = field(default_factory=list)  # message, view start, view end
     first_user: bool = False  # mentioned in the segment's first user message
     not_subject: int = 0  # proposals written as a literal value or as the assistant's name for itself
@@ -191,7 +195,9 @@ class _Candidate:
 
 def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     """The raw hypotheses (plain dicts, the shape an LLM answers in) for one segment."""
-    messages = [_read(m) for m in segment.messages if m.text]
+    # A tool's output (a web page the search fetched, "Successfully created text document ...", a run's result)
+    # was written by no one in the conversation: what the assistant takes from it, its reply says.
+    messages = [_read(m) for m in segment.messages if m.text and m.role != "tool"]
     candidates = _candidates(messages)
     fold_expansions(candidates)
     drop_numbered(candidates)
@@ -242,7 +248,20 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate.quoted += quoted and not not_subject
             candidate.defined = candidate.defined or defined
     _index_mentions(messages, found)
+    _truecase(found)
     return found
+
+
+def _truecase(found: dict[tuple[str, ...], _Candidate]) -> None:
+    """A mention in a message typed without capitals ("how to use limit in linux") takes the case the segment's
+    other mentions agree on (the reply's "In Linux, ..."): a user who never presses shift says nothing about
+    names, and counting their words as lower case made every name they typed look like a common word."""
+    for candidate in found.values():
+        if candidate.blind:
+            if candidate.cased_mid > candidate.lower_mid:
+                candidate.cased_mid += candidate.blind
+            elif candidate.lower_mid > candidate.cased_mid:
+                candidate.lower_mid += candidate.blind
 
 
 # A value in a statement typed as prose ("set city='Hyd'", 'WHERE city="CHN"'): a literal, not a subject.
@@ -303,6 +322,7 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
         words_ = message.words
         lowers = [t.lower for t in words_]
         opening = message is first_user
+        blind = message.case_blind
         for i, word in enumerate(lowers):
             for size in sizes.get(word, ()):
                 key = key_of(lowers[i : i + size])
@@ -311,7 +331,9 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
                     candidate.mentions.append((message, words_[i].start, words_[i + size - 1].end))
                     candidate.first_user = candidate.first_user or opening
                     first = words_[i]
-                    if not first.sentence_start and first.capitalised:
+                    if blind:
+                        candidate.blind += 1
+                    elif not first.sentence_start and first.capitalised:
                         candidate.cased_mid += 1
                     elif first.text == first.lower:
                         candidate.lower_mid += 1
@@ -451,9 +473,11 @@ def _score(candidate: _Candidate, title_words: set[str]) -> float:
         return 0.0
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
-    term = len(key) > 1 and specificity >= 0.75
-    if user == 0 and other < 2 and not (named_term or term):
-        return 0.0  # said once in a long reply: not what this conversation is about
+    if user == 0 and other < 2 and not named_term:
+        # Said once, in a reply: what the assistant happened to say ("load times", "human-readable format",
+        # "overlap region"), not what the conversation is about, however specific its words; a name it
+        # introduces ("Point Reyes", "KryoSerializer") is the exception. Recurring in replies, it counts.
+        return 0.0
     spread = len({id(m) for m, _, _ in candidate.mentions})
     in_title = any(w in title_words or singular(w) in title_words for w in key if w not in GENERIC)
     first_user = candidate.first_user

@@ -5,7 +5,8 @@ candidate can only come from words a person wrote as prose. Two kinds of candida
 four words, "role-based access control", "AWS Glue job"):
 
 - a **name**: a run of capitalised, all-caps or inner-capital words that does not open the sentence
-  ("Power BI", "AWS Glue", "PySpark", "EC2"), with "of", "&", "de" allowed inside ("Bank of America");
+  ("Power BI", "AWS Glue", "PySpark", "EC2"), with "of", "&", "de" allowed inside ("Bank of America") and a
+  plural's apostrophe ("The Liars' Gospel");
   a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language;
 - a **noun phrase** (English only): a run of content words between function words and punctuation, with
   leading verbs and adverbs dropped, cut where a verb-only word stands inside, and ending on a word that can
@@ -282,11 +283,20 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
                 run.append(token)  # type: ignore[arg-type]
             continue
         wanted = named or (token is not None and _continues_name(token, run, words, i, prose, language))
-        if wanted and token is not None and _joined(prose, run[-1], token):
+        if (
+            wanted
+            and token is not None
+            and (_joined(prose, run[-1], token) or _plural_possessive(prose, run[-1], token))
+        ):
             run.append(token)
             continue
         yield from _emit_name(prose, run, language)
         run = [token] if token is not None and named else []
+
+
+def _plural_possessive(prose: str, left: Token, right: Token) -> bool:
+    """ "The Liars' Gospel", "Farmers' Market": a plural's apostrophe inside a name joins its words."""
+    return left.lower.endswith("s") and prose[left.end : right.start] in ("' ", "’ ")
 
 
 def _continues_name(token: Token, run: list[Token], words: list[Token], i: int, prose: str, language: str) -> bool:

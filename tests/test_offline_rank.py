@@ -1,0 +1,128 @@
+"""The offline extractor's choice of a segment's concepts on short, real-looking chat (issue 20): what a user
+types in a few lower-case words, how a reply's capital counts for them, what a reply alone must show."""
+
+from __future__ import annotations
+
+from concept_support import segment_input
+
+from extract.lexicon import language_of
+from extract.offline import OfflineExtractor
+from extract.types import SegmentInput
+
+
+def titles(segment: SegmentInput, max_concepts: int = 5) -> list[str]:
+    return [h.title for h in OfflineExtractor(max_concepts).extract(segment).hypotheses]
+
+
+def test_a_few_technical_words_without_function_words_read_as_english() -> None:
+    """ "python list vs tuple" has no English function word, and the language identifier, trained on sentences,
+    reads it as Nigerian Pidgin; its words are common English words, so it is English and its noun phrases
+    count. A short message in another language keeps its language."""
+    assert language_of("python list vs tuple") == "en"
+    assert language_of("spark cotext vs spark session") == "en"
+    assert language_of("comment faire une jointure entre deux tables") == "fr"
+    assert language_of("Wie kann ich die Daten laden") == "de"
+    assert language_of("Habari yako rafiki yangu mpendwa") == "sw"
+    segment = segment_input(
+        "seg-short",
+        [
+            ("user", "mapside join vs broadcast join"),
+            (
+                "assistant",
+                "A broadcast join sends the small table to every executor, so no shuffle is needed; a map-side"
+                " join in Hive does the same with a hash table built from the small table.",
+            ),
+        ],
+    )
+    assert "Broadcast join" in titles(segment)
+
+
+def test_a_message_typed_without_capitals_takes_the_case_of_the_replys_mentions() -> None:
+    """ "how to use limit in linux": a user who never presses shift says nothing about which words are names, so
+    their "linux" counts as the reply's "In Linux, ..." (a name), not as a lower-case common word; a word the
+    reply also writes in lower case stays a common word ("cache")."""
+    segment = segment_input(
+        "seg-blind",
+        [
+            ("user", "how to use limit in linux and cache the results"),
+            (
+                "assistant",
+                "In Linux, the ulimit command is used to set resource limits for users or groups. The resource"
+                " limits that can be set include the maximum amount of CPU time. You can also cache the results.",
+            ),
+        ],
+    )
+    found = titles(segment)
+    assert "Linux" in found
+    assert "Cache" not in found
+
+
+def test_a_tools_output_is_no_ones_words() -> None:
+    """A web search's fetched page or a canvas notice ("Successfully created text document 'Convert Indexing To
+    Functions' ...") was written by no one in the conversation: its names are no concepts; what the assistant
+    takes from it, its reply says, and that counts."""
+    segment = segment_input(
+        "seg-tool",
+        [
+            ("user", "What is the fuel consumption of a fully loaded Volkswagen Transporter?"),
+            (
+                "tool",
+                "2021 Volkswagen Transporter T6.1 L2H1 2.0 TDI 110HP specs, dimensions. Fuelly reports 21.8 Avg MPG"
+                " from 7.3 million miles driven. Seven-speed dual-clutch DSG automatic. Bluetooth connectivity.",
+            ),
+            (
+                "assistant",
+                "A Volkswagen Transporter with the 2.0 TDI engine uses about 8 litres per 100 km; a fully loaded van"
+                " uses more, so expect higher fuel consumption on long trips.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "volkswagen transporter" in found
+    assert not found & {"fuelly", "dsg", "bluetooth connectivity", "avg mpg", "21.8 avg mpg", "mpg"}
+    only_tool = segment_input(
+        "seg-canvas",
+        [("tool", "Successfully created text document 'Convert Indexing To Functions' which will be referenced.")],
+    )
+    assert titles(only_tool) == []
+
+
+def test_a_phrase_said_once_and_only_in_a_reply_is_not_a_concept_unless_it_is_a_name() -> None:
+    """ "how can i cache and persist data": the reply's example "social media platforms can cache posts" is said
+    once, by the assistant only: not what the conversation is about, however specific its words. A name the
+    reply introduces once ("PySpark") stays, and a reply phrase that recurs ("storage level") counts."""
+    segment = segment_input(
+        "seg-reply-once",
+        [
+            ("user", "how can i cache and persist data for my web shop"),
+            (
+                "assistant",
+                "Social media platforms can cache posts and images to improve the user experience. In PySpark,"
+                " persist keeps a DataFrame in memory at a storage level you choose; the default storage level"
+                " is memory and disk.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "cache posts" not in found
+    assert {"pyspark", "storage level"} <= found
+
+
+def test_a_plurals_apostrophe_inside_a_name_keeps_the_name_whole() -> None:
+    """ "The Liars' Gospel" is one title, not "Liars" and "Gospel"; the apostrophe of a plural inside a run of
+    capitalised words joins them. Lower-case words around one stay apart ("the users' data")."""
+    segment = segment_input(
+        "seg-possessive",
+        [
+            ("user", "I just finished The Liars' Gospel by Naomi Alderman. Is The Liars' Gospel her best book?"),
+            (
+                "assistant",
+                "The Liars' Gospel retells the life of Jesus through four people who knew him; Naomi Alderman is"
+                " better known for The Power. Keep the users' data apart from the readers' notes.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Liars' Gospel" in found and "Naomi Alderman" in found
+    assert "Gospel" not in found and "Liars" not in found
+    assert not any("data" in t.casefold() and "users" in t.casefold() for t in found)
