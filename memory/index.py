@@ -230,13 +230,15 @@ def build_index(
     key_roles: Sequence[str] = ("user", "other"),
     edges: Iterable[tuple[str, str, str, float]] | None = None,
     counts: TermCounts | None = None,
+    cue_matrices: tuple[CSR, CSR] | None = None,
 ) -> MemoryIndex:
     """Arrays and matrices from a graph (pure: the benchmark builds generated graphs with it too).
 
     `dense` has one row per message content node, in `graph.content` order of the message rows. Session keys
     (memory/session.py) are read from the `key_roles` messages. `edges` (kind, src, dst, weight), when given,
     replaces `graph.edges` (read once: `load_index` streams them from staging.db). `counts`, when given, are the
-    message rows' key text term counts (memory/index_reuse.py takes most of them from an earlier index).
+    message rows' key text term counts, `cue_matrices` the cue -> content and cue -> conversation weights
+    (memory/index_reuse.py takes most of both from an earlier index; `edges` is then not read).
     """
     rows = [c for c in graph.content if c.kind == "message"]
     ids = [c.content_id for c in rows]
@@ -247,8 +249,10 @@ def build_index(
     source, sources = _codes([c.source for c in rows])
     head, group = _merged_groups(rows, ids)
     cue_ids = [c.cue_id for c in graph.cues]
-    found = ((e.kind, e.src, e.dst, e.weight) for e in graph.edges) if edges is None else edges
-    cue_content, cue_conversation = _cue_matrices(found, cue_ids, position, conversation_ids)
+    if cue_matrices is None:
+        found = ((e.kind, e.src, e.dst, e.weight) for e in graph.edges) if edges is None else edges
+        cue_matrices = _cue_matrices(found, cue_ids, position, conversation_ids)
+    cue_content, cue_conversation = cue_matrices
     prev, nxt = _neighbours(rows, ids)
     names = speaker_names((c.role, c.author) for c in rows)
     speaker_of = {n: i for i, n in enumerate(names.names)}
@@ -395,6 +399,11 @@ def load_index(
         for kind in ("cue-content", "cue-tag")
         for src, dst, weight in store.iter_edges(staging, run_id, kind)
     )
+    matrices = None
+    if reuse is not None:  # the earlier index's cue weights, less the edges retired since, plus those written
+        conversation_ids = sorted({r.conversation_id for r in rows})  # the codes build_index gives them
+        position = {c: i for i, c in enumerate(ids)}
+        matrices = reuse.cue_matrices(staging, run_id, [c.cue_id for c in graph.cues], position, conversation_ids)
     index = build_index(
         graph,
         run_id,
@@ -404,6 +413,7 @@ def load_index(
         key_roles=settings.memory.key_roles,
         edges=edges,
         counts=counts,
+        cue_matrices=matrices,
     )
     return attach_facts(index, staging)
 

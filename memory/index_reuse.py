@@ -8,6 +8,9 @@ which means reading every text from archive.db). `Reuse` hands those over; the n
 fresh build is, from the same counts and vectors: the same arrays, bit for bit (tests/test_index_reuse.py). Only
 the rows written since the earlier run are read from archive.db and counted.
 
+The cue matrices (cue -> content and cue -> conversation weights) are E's, less the edges retired since E, plus
+the edges written since E (a re-weighted edge is one of each): the edges the new run reads are those, not all.
+
 A row of run R created at or before the earlier run E is the row E's index was built from (a row that is live
 at R and was created by E or before is live at E too: rows are retired, never changed). E's index is used only
 when its key still matches staging.db (E's memory_runs row unchanged: not undone, not re-run) and it was built
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from memory.mapped import Column, Lookup
+from memory.sparse import CSR
 from memory.text import TermCounts
 from staging.memory_history import LIVE
 
@@ -99,3 +103,88 @@ class Reuse:
         matrix = stacked[inverse].tocsc()
         used = np.flatnonzero(np.diff(matrix.indptr))  # terms of documents no longer in the memory go
         return TermCounts(matrix[:, used].tocsr(), [names[int(j)] for j in used])
+
+    def cue_matrices(
+        self,
+        staging: sqlite3.Connection,
+        run_id: str,
+        cue_ids: Sequence[str],
+        position: dict[str, int],
+        conversation_ids: Sequence[str],
+    ) -> tuple[CSR, CSR]:
+        """(cues x content, cues x conversations) of run `run_id`: the earlier index's entries whose edge is still
+        live, moved to the new positions, and the edges written since; canonical CSR arrays as a fresh build."""
+        earlier = self.previous.run_id
+        gone = staging.execute(
+            "SELECT src, dst FROM memory_edges WHERE run_id <= ? AND retired_run_id > ? AND retired_run_id <= ?"
+            " AND kind IN ('cue-content', 'cue-tag')",
+            (earlier, earlier, run_id),
+        ).fetchall()
+        added = staging.execute(
+            f"SELECT kind, src, dst, weight FROM memory_edges WHERE {LIVE} AND run_id > ?"
+            " AND kind IN ('cue-content', 'cue-tag')",
+            (run_id, run_id, earlier),
+        ).fetchall()
+        cue_at = {c: i for i, c in enumerate(cue_ids)}
+        conversation_at = {f"conv:{c}": i for i, c in enumerate(conversation_ids)}
+        old_cues = strings(self.previous.cue_ids)
+        old_content = strings(self.previous.ids)
+        old_conversations = [f"conv:{c}" for c in strings(self.previous.conversation_ids)]
+        matrices = []
+        for matrix, old_columns, new_at, kind in (
+            (self.previous.cue_content, old_content, position, "cue-content"),
+            (self.previous.cue_conversation, old_conversations, conversation_at, "cue-tag"),
+        ):
+            removed = {(src, dst) for src, dst in gone}
+            new_rows = [
+                (cue_at[src], new_at[dst], weight) for k, src, dst, weight in added if k == kind and dst in new_at
+            ]
+            matrices.append(_moved(matrix, old_cues, old_columns, cue_at, new_at, removed, new_rows))
+        return matrices[0], matrices[1]
+
+
+def _moved(
+    matrix: CSR,
+    old_rows: list[str],
+    old_columns: list[str],
+    row_at: dict[str, int],
+    column_at: dict[str, int],
+    removed: set[tuple[str, str]],
+    added: list[tuple[int, int, float]],
+) -> CSR:
+    """The entries of `matrix` (rows and columns named by `old_rows`, `old_columns`) whose (row, column) name pair
+    is not `removed`, at their new positions, with the `added` (row, column, weight) entries."""
+    from scipy.sparse import csr_matrix  # build time only
+
+    row_map = np.array([row_at.get(r, -1) for r in old_rows], dtype=np.int64)
+    column_map = np.array([column_at.get(c, -1) for c in old_columns], dtype=np.int64)
+    counts = np.diff(np.asarray(matrix.indptr))
+    rows = np.repeat(np.arange(len(old_rows), dtype=np.int64), counts)
+    columns = np.asarray(matrix.indices, dtype=np.int64)
+    keep = np.ones(len(rows), dtype=bool)
+    if removed:
+        row_of = {r: i for i, r in enumerate(old_rows)}
+        column_of = {c: i for i, c in enumerate(old_columns)}
+        pairs = [(row_of[r], column_of[c]) for r, c in removed if r in row_of and c in column_of]
+        if pairs:
+            width = max(len(old_columns), 1)
+            wanted = np.array([r * width + c for r, c in pairs], dtype=np.int64)
+            keep &= ~np.isin(rows * width + columns, wanted)
+    new_rows, new_columns = row_map[rows[keep]], column_map[columns[keep]]
+    if (new_rows < 0).any() or (new_columns < 0).any():  # a live edge whose cue or content is gone: not E's rows
+        raise ValueError("an edge of the earlier index names a cue or content the new run does not have")
+    extra = np.array(added, dtype=np.float64).reshape(-1, 3)
+    data = np.concatenate([np.asarray(matrix.data, dtype=np.float64)[keep], extra[:, 2]])
+    built = csr_matrix(
+        (
+            data,
+            (
+                np.concatenate([new_rows, extra[:, 0].astype(np.int64)]),
+                np.concatenate([new_columns, extra[:, 1].astype(np.int64)]),
+            ),
+        ),
+        shape=(len(row_at), len(column_at)),
+        dtype=np.float32,
+    )
+    built.sum_duplicates()
+    return CSR.of(built)

@@ -178,7 +178,13 @@ def open_index(
     index = _read_or_none(target, key)
     if index is None:
         reuse = _reusable(root, target, staging, settings, embedder, run_id)
-        built = load_index(archive, staging, settings, embedder, run_id=run_id, reuse=reuse)
+        try:
+            built = load_index(archive, staging, settings, embedder, run_id=run_id, reuse=reuse)
+        except ValueError as error:  # the earlier index does not fit this run after all: build from scratch
+            if reuse is None:
+                raise
+            log.warning("recall index: the index of run %s was not reusable (%s)", reuse.previous.run_id, error)
+            built = load_index(archive, staging, settings, embedder, run_id=run_id)
         del reuse  # the earlier index's mapped files: closed before _store removes them
         if built.size >= settings.recall.prepass_from:
             prepare(built)  # stored with the index: the pre-pass tables cost seconds at 250k
