@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from concept_support import segment_input
 
+from clients.prose import prose
 from extract.lexicon import language_of
 from extract.offline import OfflineExtractor
 from extract.types import SegmentInput
@@ -126,3 +127,27 @@ def test_a_plurals_apostrophe_inside_a_name_keeps_the_name_whole() -> None:
     assert "Liars' Gospel" in found and "Naomi Alderman" in found
     assert "Gospel" not in found and "Liars" not in found
     assert not any("data" in t.casefold() and "users" in t.casefold() for t in found)
+
+
+def test_an_identifier_quoted_alone_in_prose_is_a_name() -> None:
+    """A user who writes 'replace array indexing with function calls "Multiplication_V" and "Addition_V"' names
+    the functions the conversation is about; the prose cleaner masks snake_case as code, but not an identifier
+    that fills a pair of double quotes. A quoted numbered variable ("temp_0") and bare snake_case in a code line
+    stay masked, and the topic labels' view (no quoted_names) is unchanged."""
+    text = 'Use function calls "Multiplication_V" and “number_to_hex”, not "temp_0"; out = add_two(x) here.'
+    view = prose(text, quoted_names=True)
+    assert "Multiplication_V" in view and "number_to_hex" in view
+    assert "temp_0" not in view and "add_two" not in view
+    assert "Multiplication_V" not in prose(text)
+    segment = segment_input(
+        "seg-quoted",
+        [
+            (
+                "user",
+                'I want to replace array indexing with function calls "Multiplication_V" and "Addition_V". '
+                'Call "Multiplication_V" for each product and "Addition_V" for each sum.',
+            ),
+            ("assistant", "Here is the loop rewritten with the two calls, one per element."),
+        ],
+    )
+    assert {"Multiplication_V", "Addition_V"} <= set(titles(segment))
