@@ -6,7 +6,7 @@ from __future__ import annotations
 from concept_support import segment_input
 
 from clients.prose import prose
-from extract.lexicon import language_of
+from extract.lexicon import language_of, zipf
 from extract.offline import OfflineExtractor
 from extract.types import SegmentInput
 
@@ -151,3 +151,20 @@ def test_an_identifier_quoted_alone_in_prose_is_a_name() -> None:
         ],
     )
     assert {"Multiplication_V", "Addition_V"} <= set(titles(segment))
+
+
+def test_a_language_named_by_a_letter_and_symbols_is_a_name() -> None:
+    """wordfreq reads "C#" and "C++" as the letter "c" (zipf 5.3, a common word), and a one-letter word failed
+    the plausible-word bar, so "give me code in C#" gave no concept. A letter with ++ or # is a name; a grade
+    ("A+") is not."""
+    assert zipf("c#") == 0.0 and zipf("c++") == 0.0
+    segment = segment_input(
+        "seg-csharp",
+        [
+            ("user", "How do I find the point where all intervals intersect? Give me code in C#."),
+            ("assistant", "Here is the same logic written in the C# programming language, with a loop."),
+        ],
+    )
+    assert "C#" in titles(segment)
+    graded = segment_input("seg-grade", [("user", "I got an A+ in the statistics exam and a B+ in biology.")])
+    assert not {"A+", "B+"} & set(titles(graded))
