@@ -17,6 +17,9 @@ What is masked:
 - HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
   a markdown link (its text stays), table rule lines and table rows made of numbers;
 - URLs, e-mail addresses, file paths and file names with an extension, snake_case and dotted.call() identifiers;
+- with `quoted_names=True` (the extractor), an identifier written alone between double quotes and without a
+  digit is kept: "Multiplication_V", "number_to_hex" in a sentence are names the writer calls things by (a
+  quoted "temp_0", "a_1" stays masked: numbered variables);
 - citation markers ("【4†source】", "[12]") and LaTeX (`$$...$$`, `\\(...\\)`, `\\[...\\]`, `\\frac`);
 - with `table_rows=True` (topic labels), every markdown table row: a table's cells are column names and values
   more often than prose; the extractor keeps rows of words ("| Spark | Hadoop |") and masks rows of numbers.
@@ -91,13 +94,31 @@ def _blank(match: re.Match[str]) -> str:
     return "\n".join(" " * len(line) for line in found.split("\n"))
 
 
+_QUOTED_NAME = re.compile(r"[^\W\d_][^\W\d]*_[^\W\d]*[^\W\d_]")  # snake_case or Name_V, letters only
+_OPEN_QUOTES, _CLOSE_QUOTES = '"“', '"”'
+
+
+def _blank_unquoted(text: str) -> Callable[[re.Match[str]], str]:
+    """`_blank`, but an identifier of letters and underscores that fills a pair of double quotes stays."""
+
+    def replace(match: re.Match[str]) -> str:
+        start, end = match.span()
+        quoted = start > 0 and end < len(text) and text[start - 1] in _OPEN_QUOTES and text[end] in _CLOSE_QUOTES
+        if quoted and _QUOTED_NAME.fullmatch(match.group(0)):
+            return match.group(0)
+        return _blank(match)
+
+    return replace
+
+
 def _sub(pattern: re.Pattern[str], text: str, replace: Callable[[re.Match[str]], str] = _blank) -> str:
     return pattern.sub(replace, text)
 
 
-def prose(text: str, *, table_rows: bool = False) -> str:
+def prose(text: str, *, table_rows: bool = False, quoted_names: bool = False) -> str:
     """The message with everything that is not prose blanked out; same length, same newlines. `table_rows`:
-    blank every markdown table row too (not only rows of numbers)."""
+    blank every markdown table row too (not only rows of numbers); `quoted_names`: keep an identifier quoted
+    alone ("Multiplication_V")."""
     if not text:
         return text
     text = _sub(_FENCE, text)
@@ -119,7 +140,7 @@ def prose(text: str, *, table_rows: bool = False) -> str:
         text = _sub(_TABLE_ROW, text)
     text = _mask_lines(text)
     text = _sub(_PATH, text)
-    text = _sub(_IDENTIFIER, text)
+    text = _sub(_IDENTIFIER, text, _blank_unquoted(text) if quoted_names else _blank)
     text = _GLUED_SENTENCE.sub("\n", text)
     return _sub(_MD_MARK, text)
 

@@ -119,6 +119,8 @@ def zipf(word: str, language: str = "en") -> float:
         language = "en"
     if _NEEDS_SEGMENTER.search(word):
         return 0.0  # Chinese, Japanese or Korean script: wordfreq would need jieba or MeCab
+    if word.endswith(("+", "#")):
+        return 0.0  # "c++", "c#", "f#": wordfreq drops the symbols and answers for the letter "c"
     return float(zipf_frequency(word, language, wordlist="best", minimum=0.0))
 
 

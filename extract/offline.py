@@ -5,7 +5,8 @@ is a heuristic, announced as such (name "offline", and every description says so
 output. For each segment:
 
 1. every message but a tool's output is read through its prose view (clients/prose.py): code blocks, inline
-   code, tracebacks, markup, tables of numbers, paths and URLs are blanked, so no concept comes from them;
+   code, tracebacks, markup, tables of numbers, paths and URLs are blanked, so no concept comes from them
+   (an identifier written alone between double quotes stays: 'function calls "Multiplication_V"' names it);
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
    a message in another language gives names only; a value typed in a statement ("set city='Hyd'", then
@@ -55,7 +56,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 8  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 10  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -155,7 +156,7 @@ class _Message:
 def _read(message: SegmentMessage) -> _Message:
     limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
     view, offsets = unicode_view(message.text[:limit])
-    view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view))
+    view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
     stops = [m.start() for m in _STOPS.finditer(message.text)]
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
     return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower())

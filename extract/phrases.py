@@ -380,10 +380,16 @@ def _adjective(lower: str) -> bool:
     return "-" in lower and lower.endswith(("able", "ible", "ed", "ive", "ful", "less"))  # "human-readable"
 
 
+_LETTER_AND_SYMBOLS = re.compile(r"[^\W\d_](?:\+\+|#)")
+
+
 def plausible_word(text: str) -> bool:
-    """Not a number, a hash or a cell reference: more letters than digits, and no long run of hex."""
+    """Not a number, a hash or a cell reference: more letters than digits, and no long run of hex; a letter
+    with ++ or # is a language's name ("C++", "C#", "F#")."""
     if text.isalpha():
         return len(text) >= 2
+    if _LETTER_AND_SYMBOLS.fullmatch(text):
+        return True
     letters = sum(c.isalpha() for c in text)
     digits = sum(c.isdigit() for c in text)
     if letters < 2 or digits > letters:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from concept_support import segment_input
 
-from extract.lexicon import language_of
+from clients.prose import prose
+from extract.lexicon import language_of, zipf
 from extract.offline import OfflineExtractor
 from extract.types import SegmentInput
 
@@ -126,3 +127,44 @@ def test_a_plurals_apostrophe_inside_a_name_keeps_the_name_whole() -> None:
     assert "Liars' Gospel" in found and "Naomi Alderman" in found
     assert "Gospel" not in found and "Liars" not in found
     assert not any("data" in t.casefold() and "users" in t.casefold() for t in found)
+
+
+def test_an_identifier_quoted_alone_in_prose_is_a_name() -> None:
+    """A user who writes 'replace array indexing with function calls "Multiplication_V" and "Addition_V"' names
+    the functions the conversation is about; the prose cleaner masks snake_case as code, but not an identifier
+    that fills a pair of double quotes. A quoted numbered variable ("temp_0") and bare snake_case in a code line
+    stay masked, and the topic labels' view (no quoted_names) is unchanged."""
+    text = 'Use function calls "Multiplication_V" and “number_to_hex”, not "temp_0"; out = add_two(x) here.'
+    view = prose(text, quoted_names=True)
+    assert "Multiplication_V" in view and "number_to_hex" in view
+    assert "temp_0" not in view and "add_two" not in view
+    assert "Multiplication_V" not in prose(text)
+    segment = segment_input(
+        "seg-quoted",
+        [
+            (
+                "user",
+                'I want to replace array indexing with function calls "Multiplication_V" and "Addition_V". '
+                'Call "Multiplication_V" for each product and "Addition_V" for each sum.',
+            ),
+            ("assistant", "Here is the loop rewritten with the two calls, one per element."),
+        ],
+    )
+    assert {"Multiplication_V", "Addition_V"} <= set(titles(segment))
+
+
+def test_a_language_named_by_a_letter_and_symbols_is_a_name() -> None:
+    """wordfreq reads "C#" and "C++" as the letter "c" (zipf 5.3, a common word), and a one-letter word failed
+    the plausible-word bar, so "give me code in C#" gave no concept. A letter with ++ or # is a name; a grade
+    ("A+") is not."""
+    assert zipf("c#") == 0.0 and zipf("c++") == 0.0
+    segment = segment_input(
+        "seg-csharp",
+        [
+            ("user", "How do I find the point where all intervals intersect? Give me code in C#."),
+            ("assistant", "Here is the same logic written in the C# programming language, with a loop."),
+        ],
+    )
+    assert "C#" in titles(segment)
+    graded = segment_input("seg-grade", [("user", "I got an A+ in the statistics exam and a B+ in biology.")])
+    assert not {"A+", "B+"} & set(titles(graded))
