@@ -68,17 +68,12 @@ class Reuse:
     def counts(self, old: Array, texts: Sequence[str | None]) -> TermCounts:
         """The key text term counts of every content (index order): taken from the earlier index where `old`
         (from `positions`) names its document, counted from `texts[i]` elsewhere (None where reused)."""
-        from scipy.sparse import csc_matrix, csr_matrix, vstack  # build time only
+        from scipy.sparse import csr_matrix  # build time only
 
         bm25 = self.previous.bm25
-        post = bm25.postings  # terms x documents: the same arrays, read as a documents x terms CSC
-        earlier = csc_matrix(
-            (np.asarray(bm25.tf, dtype=np.float64), np.asarray(post.indices), np.asarray(post.indptr)),
-            shape=(post.shape[1], post.shape[0]),
-        ).tocsr()
+        post = bm25.postings  # terms x documents: each entry (term, earlier document, raw count in bm25.tf)
         vocabulary = bm25.vocabulary  # a stored Lookup, or a built dict: both iterate in column order
         earlier_names = vocabulary.all() if isinstance(vocabulary, Lookup) else list(vocabulary)
-        reused = np.flatnonzero(old >= 0)
         counted = np.flatnonzero(old < 0)
         fresh = TermCounts.of_texts(str(texts[int(i)] or "") for i in counted)
         column = {t: j for j, t in enumerate(earlier_names)}
@@ -87,22 +82,24 @@ class Reuse:
             if term not in column:
                 column[term] = len(names)
                 names.append(term)
+        # The entries of reused documents, straight from the posting lists to their new rows (no transposed copy:
+        # at 1M messages the postings hold tens of millions of entries); the counted documents' entries after.
+        new_row = np.full(post.shape[1], -1, dtype=np.int64)
+        reused = np.flatnonzero(old >= 0)
+        new_row[old[reused]] = reused
+        entry_row = new_row[np.asarray(post.indices)]
+        keep = entry_row >= 0
+        entry_term = np.repeat(np.arange(post.shape[0], dtype=np.int64), np.diff(np.asarray(post.indptr)))[keep]
+        fresh_entries = fresh.matrix.tocoo()
         widen = np.array([column[t] for t in fresh.names], dtype=np.int64)
-        fresh_matrix = fresh.matrix.tocoo()
-        moved = csr_matrix(
-            (fresh_matrix.data, (fresh_matrix.row, widen[fresh_matrix.col])), shape=(len(counted), len(names))
-        )
-        taken = earlier[old[reused]]
-        taken.resize((len(reused), len(names)))
-        stacked = vstack([taken, moved], format="csr")
-        order = np.empty(len(old), dtype=np.int64)  # stacked row -> index position
-        order[: len(reused)] = reused
-        order[len(reused) :] = counted
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        matrix = stacked[inverse].tocsc()
-        used = np.flatnonzero(np.diff(matrix.indptr))  # terms of documents no longer in the memory go
-        return TermCounts(matrix[:, used].tocsr(), [names[int(j)] for j in used])
+        rows = np.concatenate([entry_row[keep], counted[fresh_entries.row]])
+        terms = np.concatenate([entry_term, widen[fresh_entries.col]])
+        data = np.concatenate([np.asarray(bm25.tf, dtype=np.float64)[keep], fresh_entries.data])
+        del entry_row, keep, entry_term
+        in_use = np.bincount(terms, minlength=len(names)) > 0  # terms of documents no longer in the memory go
+        renumber = np.cumsum(in_use) - 1
+        matrix = csr_matrix((data, (rows, renumber[terms])), shape=(len(old), int(in_use.sum())))
+        return TermCounts(matrix, [t for t, used in zip(names, in_use, strict=True) if used])
 
     def cue_matrices(
         self,
