@@ -7,6 +7,7 @@ import prefect or the pipeline; the neo4j driver loads only inside the commands 
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -207,9 +208,10 @@ def graph_export_csv(app: App, out_dir: Path, as_json: bool) -> None:
 
     The bulk path for a first load of a large archive into an empty Neo4j (docs/graph.md): one file per layer,
     the rows and properties the load stage sends. Stop the database, run import.sh [DATABASE] on the Neo4j host,
-    start it, then `chatmem stage load --run-id R` with NEO4J_URI once: it adds the constraints and indexes, finds every
-    row there and from then on loads what changed. OUT_DIR must be new, empty or an earlier export (its CSV
-    files are replaced). Reads the data dir only.
+    start it, then `chatmem stage load --run-id R` (R: the latest run, `chatmem staging runs`) with NEO4J_URI
+    once: it adds the constraints and indexes, finds every row there and from then on loads what changed.
+    OUT_DIR must be new, empty or an earlier export (the files its import.sh names are replaced; anything else
+    there is refused). Reads the data dir only.
 
     \b
     Example: chatmem graph export-csv ~/neo4j-import && ~/neo4j-import/import.sh neo4j
@@ -219,21 +221,44 @@ def graph_export_csv(app: App, out_dir: Path, as_json: bool) -> None:
     settings = app.settings()
     if not settings.archive_path.exists() or not settings.staging_path.exists():
         raise ChatmemError(f"nothing in {settings.data_dir} yet: run `chatmem run EXPORT` first")
-    if out_dir.exists():
-        others = sorted(p.name for p in out_dir.iterdir() if p.suffix != ".csv" and p.name != "import.sh")
-        if others:
-            shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
-            raise ChatmemError(f"{out_dir} holds other files ({shown}): give a new or empty folder")
-        for stale in out_dir.glob("*.csv"):  # an earlier export: a layer gone since then must not be imported
-            stale.unlink()
+    earlier = _earlier_export(out_dir)
     with _readonly(settings.archive_path) as archive_db, _readonly(settings.staging_path) as staging_db:
         command = bulk_csv.write(archive_db, staging_db, out_dir)
-    files = {p.name: p.stat().st_size for p in sorted(out_dir.glob("*.csv"))}
+    written = set(_named_files(command))
+    for stale in earlier - written:  # a layer an earlier export had and this one has not: never imported again
+        (out_dir / stale).unlink(missing_ok=True)
+    files = {name: (out_dir / name).stat().st_size for name in sorted(written)}
     if as_json:
         emit({"out_dir": str(out_dir), "files": files, "command": command, "script": str(out_dir / "import.sh")})
         return
     click.echo(f"{len(files)} CSV file(s), {sum(files.values()):,} bytes, in {out_dir}")
     click.echo(f"import into an empty, stopped Neo4j database: {out_dir / 'import.sh'} [DATABASE]")
+
+
+def _named_files(command: str) -> list[str]:
+    """The CSV files an import command names (`--nodes=Label=file`, `--relationships=TYPE=file`)."""
+    return [
+        part.rsplit("=", 1)[1] for part in shlex.split(command) if part.startswith(("--nodes=", "--relationships="))
+    ]
+
+
+def _earlier_export(out_dir: Path) -> set[str]:
+    """The files of an earlier `graph export-csv` in OUT_DIR (its import.sh and the CSV files that names), which a
+    new export replaces; a UsageError (exit 2) when OUT_DIR holds anything else: nothing of the user's is
+    overwritten or removed."""
+    if not out_dir.exists():
+        return set()
+    script = out_dir / "import.sh"
+    ours: set[str] = set()
+    if script.is_file():
+        text = script.read_text(encoding="utf-8", errors="replace")
+        if "neo4j-admin database import full" in text:
+            ours = {"import.sh", *_named_files(text.splitlines()[-1].split("&&", 1)[-1])}
+    others = sorted(p.name for p in out_dir.iterdir() if p.name not in ours or not p.is_file())
+    if others:
+        shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
+        raise click.UsageError(f"{out_dir} holds other files ({shown}): give a new or empty folder")
+    return ours - {"import.sh"}
 
 
 @contextmanager

@@ -304,10 +304,14 @@ class ArchiveWriter:
             else:
                 counts.unchanged += 1
         if not older_dump and existing["row_hash"] != conversation.row_hash:
+            # A dump that continues a conversation may not repeat its title (a JSONL file with the new lines
+            # only): the stored title stays, and so does the earliest start the archive has seen.
+            title, created_at, *rest = conversation.fields
             conn.execute(
-                "UPDATE conversations SET title = ?, created_at = ?, updated_at = ?, current_node = ?,"
+                "UPDATE conversations SET title = COALESCE(?, title),"
+                " created_at = COALESCE(MIN(?, created_at), ?, created_at), updated_at = ?, current_node = ?,"
                 " format = ?, row_hash = ?, source_id = ? WHERE id = ?",
-                (*conversation.fields, conversation.row_hash, source_id, conversation.id),
+                (title, created_at, created_at, *rest, conversation.row_hash, source_id, conversation.id),
             )
             counts.conversations += 1
         if inserts:

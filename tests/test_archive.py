@@ -231,3 +231,24 @@ def test_an_id_reused_by_two_new_conversations_quarantines_both(archive: sqlite3
     assert counts.inserted == 1 and counts.quarantined == 2
     counts_by_conversation = dict(archive.execute("SELECT id, message_count FROM conversations").fetchall())
     assert counts_by_conversation == {"c1": 1, "c2": 0, "c3": 0}
+
+
+def test_a_dump_continuing_a_conversation_without_its_title_keeps_the_title_and_the_start(
+    archive: sqlite3.Connection,
+) -> None:
+    """A later dump that repeats a conversation without its title (a JSONL file of the new lines only) keeps the
+    stored title and the earliest start; a dump that does name a title renames it."""
+    writer = ArchiveWriter(archive)
+    first = _conversation("c1", [("m1", None, "q"), ("m2", "m1", "a")], updated=1)
+    first = first.model_copy(update={"title": "Winter kayaking", "created_at": datetime(2024, 1, 1, tzinfo=UTC)})
+    writer.write_batch(_source(writer, "a"), "jsonl", [first], [])
+    later = _conversation("c1", [("m1", None, "q"), ("m2", "m1", "a"), ("m3", "m2", "more")], updated=2)
+    later = later.model_copy(update={"title": None, "created_at": datetime(2024, 1, 2, tzinfo=UTC)})
+    writer.write_batch(_source(writer, "b"), "jsonl", [later], [])
+    row = archive.execute("SELECT title, created_at FROM conversations WHERE id = 'c1'").fetchone()
+    assert row["title"] == "Winter kayaking" and row["created_at"].startswith("2024-01-01")
+    renamed = later.model_copy(update={"title": "Kayaking in winter", "updated_at": datetime(2024, 1, 3, tzinfo=UTC)})
+    writer.write_batch(_source(writer, "c"), "jsonl", [renamed], [])
+    assert (
+        archive.execute("SELECT title FROM conversations WHERE id = 'c1'").fetchone()["title"] == "Kayaking in winter"
+    )

@@ -75,8 +75,9 @@ def test_each_layer_file_holds_the_rows_the_load_sends(tmp_path: Path) -> None:
 
 def test_export_csv_command_writes_the_files_and_refuses_a_folder_of_other_files(tmp_path: Path) -> None:
     """`chatmem graph export-csv OUT`: the same files as the module, their sizes in --json, and import.sh; a second
-    export into the same folder replaces its CSV files; a folder holding anything else, or a data dir with nothing
-    in it, is a one-line error (exit 1) and nothing is written."""
+    export into the same folder replaces the files the first one's import.sh names; a folder holding anything else
+    (a file or folder of the user's, a CSV of their own) is a usage error (exit 2) that touches nothing; a data dir
+    with nothing in it is a one-line error (exit 1)."""
     from click.testing import CliRunner
 
     from flows.cli import cli
@@ -93,16 +94,19 @@ def test_export_csv_command_writes_the_files_and_refuses_a_folder_of_other_files
     assert report["files"] == {p.name: p.stat().st_size for p in out.glob("*.csv")}
     assert "Message.csv" in report["files"] and report["command"].startswith("neo4j-admin database import full")
     assert (out / "import.sh").read_text().count("neo4j-admin") == 1
-    (out / "Gone-LAYER.csv").write_text("id:ID(Gone)\n", encoding="utf-8")  # a layer an older export had
+    script = out / "import.sh"  # an earlier export that had one more layer: its file goes, as the script named it
+    script.write_text(script.read_text().replace(" --multiline", " --nodes=Gone=Gone-LAYER.csv --multiline"))
+    (out / "Gone-LAYER.csv").write_text("id:ID(Gone)\n", encoding="utf-8")
     again = chatmem("graph", "export-csv", out, data_dir=data_dir)
     assert again.exit_code == 0 and "import.sh" in again.stdout, again.output
     assert not (out / "Gone-LAYER.csv").exists() and (out / "Message.csv").exists()
 
-    busy = tmp_path / "busy"
-    busy.mkdir()
-    (busy / "notes.txt").write_text("mine", encoding="utf-8")
-    refused = chatmem("graph", "export-csv", busy, data_dir=data_dir)
-    assert refused.exit_code == 1 and "notes.txt" in refused.output
-    assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]
+    for name, make in (("busy", "notes.txt"), ("mine", "mydata.csv"), ("nested", "sub.csv/")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / make.rstrip("/")).mkdir() if make.endswith("/") else (folder / make).write_text("mine")
+        refused = chatmem("graph", "export-csv", folder, data_dir=data_dir)
+        assert refused.exit_code == 2 and make.rstrip("/") in refused.output, refused.output
+        assert sorted(p.name for p in folder.iterdir()) == [make.rstrip("/")]  # nothing of the user's touched
     empty = chatmem("graph", "export-csv", tmp_path / "out2", data_dir=tmp_path / "nothing")
     assert empty.exit_code == 1 and "nothing in" in empty.output and not (tmp_path / "out2").exists()
