@@ -6,7 +6,9 @@ imports only click and the standard library at the top; pydantic settings, numpy
 load inside the commands that use them. Inspection commands only read SQLite and never import the engine:
 prefect and the pipeline are imported inside `run`, `stage` and `serve`, after `flows.prefect_env` has set
 Prefect's environment. Exit codes: 0 success, 1 a stage or file failed (the message says how to re-run), 2 usage,
-130 stopped by Ctrl-C (143 by SIGTERM), also before a run has started.
+130 stopped by Ctrl-C (143 by SIGTERM), also before a run has started, 141 its output's reader went away
+(`chatmem recall Q | head -1`: no traceback, the rest of the output dropped; 128 + SIGPIPE, as a Unix tool stopped by
+the closed pipe).
 """
 
 from __future__ import annotations
@@ -115,6 +117,40 @@ class App:
 EPHEMERAL_TIMEOUT = "attempting to connect to ephemeral Prefect API server"  # Prefect's start-up timeout message
 STARTUP_TIMEOUT_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 INTERRUPTED_EXIT = 130  # 128 + SIGINT (flows.interrupt.EXIT_CODE, not imported: it imports the settings)
+CLOSED_PIPE_EXIT = 141  # 128 + SIGPIPE: the reader of stdout (or stderr) went away
+
+
+def _output_closed() -> bool:
+    """Flush stdout and stderr; True when one's reader has gone (`| head -1`), which then writes to /dev/null, so
+    that what is still buffered is dropped and Python's own flush at exit raises nothing."""
+    closed = False
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            closed = True
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):  # not a file (click's test runner): nothing left to flush at exit
+                pass
+        except (OSError, ValueError):
+            pass
+    return closed
+
+
+def _reader_gone() -> bool:
+    """Whether stdout or stderr is a pipe whose reader has gone (poll's POLLERR on its write end)."""
+    import select
+
+    try:
+        poll = select.poll()
+        for fd in (1, 2):
+            poll.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # no poll (Windows) or no such descriptor
+        return False
 
 
 class ChatmemGroup(click.Group):
@@ -148,6 +184,10 @@ class ChatmemGroup(click.Group):
         except ChatmemError as exc:
             click.echo(f"error: {safe_line(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
+        except BrokenPipeError:
+            # writing to a pipe whose reader has gone: stop quietly, as Unix tools do (not click's exit 1)
+            _output_closed()
+            ctx.exit(CLOSED_PIPE_EXIT)
         except KeyboardInterrupt:
             # Ctrl-C in a command that records nothing (a run records its own stop: flows/interrupt.py): the stop
             # line and the shell's code for it, not click's "Aborted!" with exit 1
@@ -459,8 +499,15 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
 
 
 def main() -> None:
-    """The `chatmem` console script."""
-    cli(prog_name="chatmem")
+    """The `chatmem` console script; output its reader did not take (`| head -1`) ends it with CLOSED_PIPE_EXIT."""
+    try:
+        cli(prog_name="chatmem")
+    except SystemExit as done:
+        # the last lines, still buffered, had no reader; or click met the closed pipe before a command ran (`--help`:
+        # click swallows it and exits 1)
+        if _output_closed() or (done.code == 1 and _reader_gone()):
+            raise SystemExit(CLOSED_PIPE_EXIT) from None
+        raise
 
 
 if __name__ == "__main__":

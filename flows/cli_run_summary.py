@@ -22,6 +22,24 @@ def _format_counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in counts.items())
 
 
+def _load_counts(counts: dict[str, int]) -> str:
+    """The load stage's counts in words (`--json` keeps its keys): what the graph got, and how many of the rows
+    compared with what it holds needed nothing; the rest only when not zero."""
+    n = {name: int(counts.get(name, 0)) for name in counts}
+    parts = [
+        f"{n.get('nodes_upserted', 0)} nodes and {n.get('edges_upserted', 0)} edges written (new or changed)",
+        f"{n.get('rows_unchanged', 0)} of {n.get('rows_read', 0)} rows compared unchanged",
+    ]
+    if n.get("nodes_deleted") or n.get("edges_deleted"):
+        parts.append(f"{n.get('nodes_deleted', 0)} nodes and {n.get('edges_deleted', 0)} edges deleted")
+    if n.get("edges_missing_ends"):
+        parts.append(f"{n['edges_missing_ends']} edges missing an end node (retried next load)")
+    parts.append(f"{n.get('batches', 0)} batches ({n.get('batches_created', 0)} as CREATE)")
+    extra = {"batches_resumed": "batches resumed", "retries": "retries", "layers_missing": "layers missing"}
+    parts += [f"{n[name]} {words}" for name, words in extra.items() if n.get(name)]
+    return ", ".join(parts)
+
+
 def print_summary(
     app: App,
     settings: Settings,
@@ -87,7 +105,8 @@ def print_summary(
     for result in results:
         if result.stage in unchanged:
             continue
-        counts = f"; {_format_counts(result.counts)}" if result.counts else ""
+        shown = _load_counts if result.stage == "load" and "nodes_upserted" in result.counts else _format_counts
+        counts = f"; {shown(result.counts)}" if result.counts else ""
         click.echo(f"  {result.stage}: {result.status}{counts}")
         for note in result.notes:
             if not note.startswith(shown_below):  # a bad file's note: its own line below says it

@@ -63,7 +63,9 @@ ARCADEDB_BATCH_BYTES = 12 * 1024 * 1024  # under ArcadeDB's 16 MiB Bolt message,
 
 @dataclass
 class Tally:
-    """What the load did, for the ledger and the StageResult."""
+    """What the load did, for the ledger and the StageResult. rows_read: the rows compared with the manifest (all
+    of a layer's, or those of the conversations and memory rows that may have changed); rows_unchanged: those of
+    them the graph holds already (the rest are upserted, or edges missing an end)."""
 
     counts: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(
@@ -71,6 +73,7 @@ class Tally:
                 "layers",
                 "layers_missing",
                 "rows_read",
+                "rows_unchanged",
                 "nodes_upserted",
                 "nodes_deleted",
                 "edges_upserted",
@@ -116,6 +119,8 @@ def run(
     except LoadError as exc:
         raise StageError(STAGE, ctx.run_id, str(exc), ctx.rerun) from None
     written = sum(tally.counts[k] for k in ("nodes_upserted", "nodes_deleted", "edges_upserted", "edges_deleted"))
+    sent = sum(tally.counts[k] for k in ("nodes_upserted", "edges_upserted", "edges_missing_ends"))
+    tally.counts["rows_unchanged"] = max(0, tally.counts["rows_read"] - sent)
     return Outcome(
         rows_in=tally.counts["rows_read"], rows_out=written, counts=tally.counts, notes=tally.notes, skipped=skipped
     )

@@ -59,8 +59,9 @@ def build(
     batch_messages: int,
     summary: dict[str, Any],
 ) -> tuple[dict[str, int], list[CueRow], list[TagRow], list[MessageInput]]:
-    """Write run `run_id` from the plan's base run; returns the writer's counts, the cues, the tags and the
-    rebuilt messages (whose keys the caller embeds)."""
+    """Write run `run_id` from the plan's base run; returns the writer's counts (the run's memory, and as
+    `written_<kind>` the rows it wrote itself, the rest being shared with the base run), the cues, the tags and
+    the rebuilt messages (whose keys the caller embeds)."""
     base = plan.state.run_id
     with store.RunWriter(staging, run_id, base=base) as writer:
         try:
@@ -91,10 +92,12 @@ def build(
             cues, tag_rows, report = builder.finish()
             writer.replace_cues(cues)
             writer.replace_tags(tag_rows)
-            writer.counts["edges"] += carry.replace_cue_tags(
-                staging, run_id, list(builder.cue_tag_edges(writer.cue_conversations()))
-            )
-            writer.counts["edges"] += carry.reweigh_cue_conversations(staging, run_id)
+            for change, written in (
+                carry.replace_cue_tags(staging, run_id, list(builder.cue_tag_edges(writer.cue_conversations()))),
+                carry.reweigh_cue_conversations(staging, run_id),
+            ):
+                writer.counts["edges"] += change
+                writer.written["edges"] += written
             bad = carry.dangling_edges(staging, run_id)
             if bad:
                 raise ValueError(f"incremental cues run {run_id}: {bad} edge(s) name a cue or tag the run lacks")
@@ -102,6 +105,7 @@ def build(
             summary.update(hubs=hubs)
             writer.finish(summary)
             counts = dict(writer.counts)
+            counts.update({f"written_{name}": n for name, n in writer.written.items()})
         finally:
             carry.drop_marks(staging)
     log.info(

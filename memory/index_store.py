@@ -19,8 +19,8 @@ after a cues run) and stored under <data_dir>/recall-index/<run>-<key>/:
                                           sorted by string: lookups by binary search, memory.mapped.Lookup)
                         merged groups     group.heads (ascending), group.offsets, group.members
                         pre-pass tables   prepass.* (memory/dense_lists.py), large memories only
-    manifest.json     written last: format, key, every file's size, and the small values (run id, role and
-                      source names, speaker names, matrix shapes)
+    manifest.json     written last: format, key, every file's size, sha256 and modification time, and the small
+                      values (run id, role and source names, speaker names, matrix shapes)
 
 Nothing is unpickled and nothing is read whole: opening costs a few file opens and a JSON read whatever the size of
 the memory; a recall then reads its query's posting lists, the key vectors and rows it scores (the candidate
@@ -36,8 +36,18 @@ conversation titles (one query per title shown), the garden's facts. `--at` and 
 
 A build is written to a temporary directory and renamed into place: a killed build leaves a temporary directory
 (removed by the next build), never a half index. An index that does not open (missing or truncated file, size
-mismatch, another format) is removed and rebuilt; a data dir that cannot be written falls back to the in-memory
-index.
+mismatch, another format, bytes that are not the ones written) is removed and rebuilt; a data dir that cannot be
+written falls back to the in-memory index.
+
+Damage in place (a file of the same size with other bytes) is found by each file's sha256 in the manifest:
+  - an earlier run's index is reused (memory/index_reuse.py) only when every file's sha256 matches (the reuse reads
+    most of it anyway; about 0.05 s per 100 MB hashed on a warm page cache): else the new index is built from
+    scratch, with a warning in the log;
+  - an open for recall hashes the files it reads whole (under STORED_FROM) and every file whose modification time
+    is not the one written (anything that wrote to it since); a file changed without a new modification time
+    (a disk error) is not hashed, or an open would read the whole index (GBs at 1M messages) for each
+    `chatmem recall`. A mismatch is damage: the index is removed and rebuilt, as above. A data dir copied without
+    its times (cp -r) hashes those files at each open until the next cues run stores a new index.
 """
 
 from __future__ import annotations
@@ -149,9 +159,10 @@ def _reusable(
             earlier = str(manifest["meta"]["run_id"])
             if manifest.get("key") != index_key(staging, settings, embedder, earlier):
                 continue  # that run was undone or re-run since: its rows are not the ones the index holds
-            previous = _read(directory, str(manifest["key"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # any damage: build without it
+            previous = _read(directory, str(manifest["key"]), verify=True)
+        except (OSError, ValueError, KeyError, TypeError) as error:  # any damage: build without it
+            log.warning("recall index: the index in %s is damaged (%s); not reusing it", directory, error)
+            continue
         found = Reuse.of(staging, run_id, previous)
         if found is not None:
             return found
@@ -247,11 +258,15 @@ class _Writer:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.files: dict[str, int] = {}
+        self.sha256: dict[str, str] = {}
+        self.mtimes: dict[str, int] = {}
 
     def array(self, name: str, value: Array) -> None:
         path = self.directory / f"{name}.npy"
         np.save(path, np.ascontiguousarray(value), allow_pickle=False)
-        self.files[name] = path.stat().st_size
+        written = path.stat()
+        self.files[name], self.mtimes[name] = written.st_size, written.st_mtime_ns
+        self.sha256[name] = _sha256(path)
 
     def strings(self, name: str, values: Sequence[str]) -> None:
         encoded = [v.encode() for v in values]
@@ -327,7 +342,15 @@ def _write(index: MemoryIndex, directory: Path, key: str, reuse: str) -> None:
         "prepass": None if prepass is None else {"lists": prepass.lists is not None},
         "reuse": reuse,
     }
-    manifest = {"format": FORMAT, "code": CODE, "key": key, "files": out.files, "meta": meta}
+    manifest = {
+        "format": FORMAT,
+        "code": CODE,
+        "key": key,
+        "files": out.files,
+        "sha256": out.sha256,
+        "mtimes": out.mtimes,
+        "meta": meta,
+    }
     with open(directory / MANIFEST, "w") as written:
         json.dump(manifest, written)
         written.flush()
@@ -346,17 +369,32 @@ def _read_or_none(directory: Path, key: str) -> MemoryIndex | None:
         return None
 
 
-def _read(directory: Path, key: str) -> MemoryIndex:
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _read(directory: Path, key: str, *, verify: bool = False) -> MemoryIndex:
+    """The stored index; ValueError when it is not the one written. `verify`: every file's sha256 checked, else
+    only those of the files read whole or with another modification time than written (see the module's doc)."""
     manifest = json.loads((directory / MANIFEST).read_text())
     if manifest.get("format") != FORMAT or manifest.get("key") != key:
         raise ValueError("written for another format or memory")
     files: dict[str, int] = manifest["files"]
+    sha256: dict[str, str] = manifest["sha256"]
+    mtimes: dict[str, int] = manifest["mtimes"]
     meta: dict[str, Any] = manifest["meta"]
     arrays: dict[str, Array] = {}
     for name, size in files.items():
         path = directory / f"{name}.npy"
-        if path.stat().st_size != size:
-            raise ValueError(f"{path.name} is {path.stat().st_size} bytes, expected {size}")
+        found = path.stat()
+        if found.st_size != size:
+            raise ValueError(f"{path.name} is {found.st_size} bytes, expected {size}")
+        if (verify or size < STORED_FROM or found.st_mtime_ns != mtimes[name]) and _sha256(path) != sha256[name]:
+            raise ValueError(f"{path.name} does not hold the bytes written (another sha256)")
         mapped = np.load(path, mmap_mode="r" if size >= STORED_FROM else None, allow_pickle=False)
         arrays[name] = mapped.view(np.ndarray)
     return _assemble(arrays, meta)

@@ -104,8 +104,9 @@ def run(
         "conversations_rebuilt": len(digests),
         "conversations_digested": found.computed,
     }
-    log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
     rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
+    counts.update(rows_written=rows_out, rows_shared=0)  # a full build writes every row of its memory
+    log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
     return Outcome(rows_in=builder.n, rows_out=rows_out, counts=counts, notes=notes)
 
 
@@ -233,8 +234,17 @@ def _run_incremental(
         "conversations_digested": found.computed,
         "messages_rebuilt": len(messages),
     }
+    # rows_out and rows_written: the rows this run wrote; the rest of its memory is the base run's rows, shared
+    kinds = ("content", "cues", "tags", "edges")
+    rows_out = sum(written[f"written_{kind}"] for kind in kinds)
+    shared = written["content"] + len(cues) + len(tags) + written["edges"] - rows_out
+    counts.update(rows_written=rows_out, rows_shared=shared)
+    notes.append(
+        f"{rows_out} row(s) written ("
+        + ", ".join(f"{kind} {written[f'written_{kind}']}" for kind in kinds)
+        + f"), {shared} shared with cues run {base} (not copied)"
+    )
     log.info("cues - %s", counts)
-    rows_out = written["content"] + len(cues) + len(tags) + written["edges"]
     return Outcome(rows_in=len(messages), rows_out=rows_out, counts=counts, notes=notes)
 
 

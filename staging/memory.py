@@ -187,13 +187,15 @@ class RunWriter:
     no successful cues stage finished), then a full build (`base` None) retires every current row, and every
     batch appends; `finish` writes the run row with the counts; an exception rolls all of it back. An incremental
     run starts from its base's counts and retires what it rebuilds (memory/cues_incremental.py). Cue counts per
-    conversation wait in a temporary table until every batch is in (`cue_conversations`)."""
+    conversation wait in a temporary table until every batch is in (`cue_conversations`). `counts` are the run's
+    memory (shared rows included: the memory_runs row); `written` the rows this run wrote itself."""
 
     def __init__(self, conn: sqlite3.Connection, run_id: str, *, base: str | None = None) -> None:
         self.conn = conn
         self.run_id = run_id
         self.base = base
         self.counts = {"content": 0, "cues": 0, "tags": 0, "edges": 0, "hubs": 0, "merged": 0}
+        self.written = {"content": 0, "cues": 0, "tags": 0, "edges": 0}
         self._transaction = Transaction(conn)
 
     def __enter__(self) -> RunWriter:
@@ -253,7 +255,9 @@ class RunWriter:
         cue_conversations: Iterable[tuple[str, str, int]] = (),
     ) -> None:
         """One batch: content rows, edges, merges, and (cue, conversation, messages linked there) counts."""
-        self.counts["content"] += self._insert("memory_content", ContentRow, content)
+        written = self._insert("memory_content", ContentRow, content)
+        self.counts["content"] += written
+        self.written["content"] += written
         self.counts["merged"] += sum(1 for c in content if c.kind == "merged")
         self.add_edges(edges)
         self.conn.executemany(
@@ -270,23 +274,30 @@ class RunWriter:
             ((run_id, *edge) for edge in edges),
         )
         self.counts["edges"] += self.conn.total_changes - before
+        self.written["edges"] += self.conn.total_changes - before
 
     def add_cues(self, cues: Sequence[CueRow]) -> None:
-        self.counts["cues"] += self._insert("memory_cues", CueRow, cues)
+        written = self._insert("memory_cues", CueRow, cues)
+        self.counts["cues"] += written
+        self.written["cues"] += written
         self.counts["hubs"] += sum(1 for c in cues if c.hub)
 
     def add_tags(self, tags: Sequence[TagRow]) -> None:
-        self.counts["tags"] += self._insert("memory_tags", TagRow, tags)
+        written = self._insert("memory_tags", TagRow, tags)
+        self.counts["tags"] += written
+        self.written["tags"] += written
 
     def replace_cues(self, cues: Sequence[CueRow]) -> None:
         """An incremental run's cues (all of them): the changed ones retired and written, equal ones shared."""
-        history.replace(self.conn, "memory_cues", self.run_id, map(_CUE_VALUES, cues), "1")
+        _, written = history.replace(self.conn, "memory_cues", self.run_id, map(_CUE_VALUES, cues), "1")
         self.counts["cues"], self.counts["hubs"] = len(cues), sum(1 for c in cues if c.hub)
+        self.written["cues"] += written
 
     def replace_tags(self, tags: Sequence[TagRow]) -> None:
         """An incremental run's tags (all of them), as `replace_cues`."""
-        history.replace(self.conn, "memory_tags", self.run_id, map(_TAG_VALUES, tags), "1")
+        _, written = history.replace(self.conn, "memory_tags", self.run_id, map(_TAG_VALUES, tags), "1")
         self.counts["tags"] = len(tags)
+        self.written["tags"] += written
 
     def cue_conversations(self) -> Iterator[tuple[str, str, int]]:
         """(cue, conversation, messages) over all batches so far, summed, in (cue, conversation) order."""

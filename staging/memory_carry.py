@@ -75,10 +75,10 @@ def retire_rebuilt(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
     return {"content": content, "merged": merged, "edges": edges}
 
 
-def replace_cue_tags(conn: sqlite3.Connection, run_id: str, edges: Sequence[EdgeTuple]) -> int:
+def replace_cue_tags(conn: sqlite3.Connection, run_id: str, edges: Sequence[EdgeTuple]) -> tuple[int, int]:
     """The builder's cue -> tag edges (the rebuilt conversations' cue -> conversation edges and every cue ->
     concept type edge) made current: equal ones shared, the rest of those two scopes retired. Returns the change
-    in the run's edge count."""
+    in the run's edge count and the edges written."""
     rebuilt = [e for e in edges if e[1].startswith("conv:")]
     types = [e for e in edges if not e[1].startswith("conv:")]
     if len(rebuilt) + len(types) != len(edges) or any(not e[1].startswith("ctype:") for e in types):
@@ -93,14 +93,14 @@ def replace_cue_tags(conn: sqlite3.Connection, run_id: str, edges: Sequence[Edge
     retired_types, written_types = history.replace(
         conn, "memory_edges", run_id, types, "t.kind = 'cue-tag' AND t.dst >= 'ctype:' AND t.dst < 'ctype;'"
     )
-    return written + written_types - retired - retired_types
+    return written + written_types - retired - retired_types, written + written_types
 
 
-def reweigh_cue_conversations(conn: sqlite3.Connection, run_id: str) -> int:
+def reweigh_cue_conversations(conn: sqlite3.Connection, run_id: str) -> tuple[int, int]:
     """The cue -> conversation edges of conversations not rebuilt, for the cues `run_id` changed (retired: their
     document frequency, hub flag or name moved, or the cue is gone): re-weighted by the new document frequency (a
     weight is (messages linked there) / df, so the count is recovered from it); a hub or a cue gone gets none.
-    Needs the run's cues written first. Returns the change in the run's edge count."""
+    Needs the run's cues written first. Returns the change in the run's edge count and the edges written."""
     changed = "(SELECT cue_id FROM memory_cues INDEXED BY memory_cues_retired WHERE retired_run_id = ?)"
     carried = (
         "e.kind = 'cue-tag' AND e.dst >= 'conv:' AND e.dst < 'conv;'"
@@ -122,7 +122,8 @@ def reweigh_cue_conversations(conn: sqlite3.Connection, run_id: str) -> int:
         f" WHERE b.retired_run_id = ? AND n.hub = 0 AND n.df > 0 AND {carried}",
         (run_id, run_id),
     )
-    return conn.total_changes - before - retired
+    written = conn.total_changes - before
+    return written - retired, written
 
 
 def dangling_edges(conn: sqlite3.Connection, run_id: str) -> int:

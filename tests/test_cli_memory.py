@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from test_cli_startup import ROOT, into_a_closed_pipe
 
 from flows.cli import cli
 from staging.archive import open_archive
@@ -75,6 +78,22 @@ def test_recall_answers_from_a_pipeline_built_memory_and_respects_at(notes_dir: 
     assert {p["conversation_id"] for p in json.loads(scoped.stdout)["pieces"]} == {"trip2"}
     text = chatmem("recall", "sourdough starter", "--budget", "40", data_dir=notes_dir)
     assert text.exit_code == 0 and "acetone" in text.stdout
+
+
+def test_recall_into_a_closed_pipe_exits_141_without_a_traceback(notes_dir: Path) -> None:
+    """`chatmem recall Q | head -1`: a real pipe whose reader has gone; exit 141 (128 + SIGPIPE, as Unix tools),
+    nothing on stderr (it was exit 1 from click, and Python's flush at exit could add a traceback). Through a shell
+    pipe, head's line is recall's first."""
+    for args in (["recall", "Lisbon tram"], ["recall", "Lisbon tram", "--json"]):
+        done = into_a_closed_pipe("--data-dir", notes_dir, *args)
+        assert done.returncode == 141 and done.stderr == b"", done.stderr
+    usage = into_a_closed_pipe("--data-dir", notes_dir, "recall", "x", "--budget", "0")
+    assert usage.returncode == 2 and b"Traceback" not in usage.stderr  # written to stderr only: its code stands
+    script = '"$1" -m flows.cli --data-dir "$2" recall "Lisbon tram" --budget 2000 | head -1; echo rc=${PIPESTATUS[0]}'
+    command = ["bash", "-c", script, "_", sys.executable, str(notes_dir)]
+    shell = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert shell.stdout.startswith("recall at ") and shell.stderr == "", shell.stderr
+    assert shell.stdout.splitlines()[-1] in ("rc=0", "rc=141")
 
 
 def test_recall_usage_errors_exit_2(notes_dir: Path) -> None:

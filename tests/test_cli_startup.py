@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,31 @@ def test_the_stop_words_are_scikit_learns() -> None:
     from clients.stopwords import ENGLISH_STOP_WORDS as COPY
 
     assert frozenset(ENGLISH_STOP_WORDS) == COPY
+
+
+def into_a_closed_pipe(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[bytes]:
+    """`python -m flows.cli ARGS` with stdout a real pipe whose reader has gone before the first write (what
+    `| head -1` leaves once it has its line), stderr captured."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        command = [sys.executable, "-m", "flows.cli", *map(str, args)]
+        return subprocess.run(command, stdout=writer, stderr=subprocess.PIPE, cwd=cwd, timeout=120)
+    finally:
+        os.close(writer)
+
+
+def test_help_into_a_closed_pipe_exits_141_without_a_word() -> None:
+    """Output its reader did not take ends the command as a Unix tool stopped by SIGPIPE: 141, nothing on stderr
+    (click met it before any command ran and exited 1; tests/test_cli_memory.py: recall)."""
+    done = into_a_closed_pipe("--help")
+    assert done.returncode == 141 and done.stderr == b"", done.stderr
+    shell = subprocess.run(
+        ["bash", "-c", '"$1" -m flows.cli --help | head -1; echo "rc=${PIPESTATUS[0]}"', "_", sys.executable],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shell.stdout.splitlines()[0].startswith("Usage: ") and shell.stderr == "", shell.stderr
+    assert shell.stdout.splitlines()[-1] in ("rc=0", "rc=141")  # 0 when all of it was written before head left

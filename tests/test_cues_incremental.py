@@ -163,6 +163,14 @@ def test_a_small_dump_rebuilds_only_its_conversations_and_carries_the_rest(
             " AND conversation_id IN ('airship-0', 'airship-1', 'baking-0')"
         ).fetchone()[0]
     assert result.counts["messages_rebuilt"] == in_rebuilt and result.counts["keys_embedded"] <= in_rebuilt
+    with sqlite3.connect(settings.staging_path) as conn:  # written: the rows r2 created; shared: r1's it kept
+        tables = ("memory_content", "memory_cues", "memory_tags", "memory_edges")
+        written = sum(conn.execute(f"SELECT COUNT(*) FROM {t} WHERE run_id = 'r2'").fetchone()[0] for t in tables)
+        live = sum(len(rows(settings.staging_path, t, "r2")) for t in tables)
+    assert 0 < result.rows_out == result.counts["rows_written"] == written < live
+    assert result.counts["rows_shared"] == live - written
+    notes = " ".join(result.notes)
+    assert f"{written} row(s) written (content " in notes and f"{live - written} shared with cues run r1" in notes
     content = rows(settings.staging_path, "memory_content", "r2")
     untouched = {r for r in before["memory_content"] if r[2] not in ("airship-0", "airship-1", "baking-0")}
     assert untouched <= content and {r[0] for r in content} >= {f"{c}:{m}" for c, m, _, _ in NEW_DUMP}

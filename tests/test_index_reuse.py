@@ -4,6 +4,7 @@ from scratch; it answers the same. An index it cannot trust (another key model, 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +15,7 @@ from concept_support import Dbs, conversation, open_dbs, write_archive
 from stage_support import cues_stage as cues
 from stage_support import garden_stage as garden
 from stage_support import stage_concepts, stage_extract, stage_segment
-from test_index_store import CHATS, answers, fresh, same, stored
+from test_index_store import CHATS, answers, fresh, index_dir, overwrite_in_place, same, stored
 
 from memory import index_reuse, index_store
 from memory.index import MemoryIndex
@@ -126,6 +127,28 @@ def test_an_index_of_another_key_model_or_of_a_run_since_undone_is_not_reused(
     dbs.staging.commit()  # the earlier run's row as a re-run leaves it: its index no longer matches
     assert index_store._reusable(root, tmp_path / "none", dbs.staging, dbs.settings, _embedder(dbs), latest) is None
     assert index_reuse.Reuse.of(dbs.staging, earlier, stored(dbs, run_id=earlier)) is None  # never from itself
+
+
+def test_an_earlier_index_damaged_in_place_is_not_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The earlier run's term counts overwritten in place, size and modification time kept: the manifest's sha256
+    finds it, the new index is built from scratch (every text counted) with a warning, and equals a fresh build."""
+    dbs = first_build(tmp_path)
+    stored(dbs)
+    earlier = index_dir(dbs)
+    next_dump(dbs)
+    overwrite_in_place(earlier / "bm25.tf.npy", keep_time=True)
+    counted = Counted(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="memory.index_store"):
+        index = stored(dbs)
+    assert "bm25.tf.npy does not hold the bytes written" in caplog.text and "not reusing it" in caplog.text
+    assert counted.sizes[0] == index.size  # nothing taken from the damaged index
+    expected = fresh(dbs)
+    for f in fields(MemoryIndex):
+        if f.name != "texts":
+            assert same(getattr(index, f.name), getattr(expected, f.name)), f.name
+    assert answers(dbs, index) == answers(dbs, expected)
 
 
 def _embedder(dbs: Dbs) -> Any:

@@ -3,6 +3,8 @@ as a fresh in-memory build, is read back instead of rebuilt, and a damaged, half
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -167,6 +169,35 @@ def test_damaged_index_is_rebuilt_not_used(built: Dbs, damage: str) -> None:
         (directory / MANIFEST).write_text('{"format": 1, "key": "another", "files": {}}')
     assert answers(built, stored(built)) == answers(built, fresh(built))
     assert array.exists() and (directory / MANIFEST).exists()
+
+
+def overwrite_in_place(path: Path, *, keep_time: bool) -> None:
+    """Other values in the array's file, of the same size, written into the same file. `keep_time`: its
+    modification time as before (a disk error), else a second later (a write; file times are coarse, so set)."""
+    before = path.stat()
+    array = np.load(path, allow_pickle=False)
+    with open(path, "r+b") as file:
+        file.seek(before.st_size - array.nbytes)
+        file.write((array + 1).astype(array.dtype).tobytes())
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + (0 if keep_time else 10**9)))
+    assert path.stat().st_size == before.st_size and not np.array_equal(np.load(path), array)
+
+
+def test_an_array_overwritten_in_place_is_found_and_the_index_rebuilt(
+    built: Dbs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stored file written to since (same size, other bytes): its sha256 is not the manifest's, and the index is
+    rebuilt and answers as a fresh build, never from the other bytes."""
+    stored(built)
+    overwrite_in_place(index_dir(built) / "bm25.idf.npy", keep_time=False)
+    with caplog.at_level(logging.WARNING, logger="memory.index_store"):
+        index = stored(built)
+    assert "bm25.idf.npy does not hold the bytes written" in caplog.text
+    expected = fresh(built)
+    for f in fields(MemoryIndex):
+        if f.name != "texts":
+            assert same(getattr(index, f.name), getattr(expected, f.name)), f.name
+    assert answers(built, index) == answers(built, expected)
 
 
 def test_half_written_build_is_never_used(built: Dbs) -> None:

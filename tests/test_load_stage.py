@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from contracts.errors import StageError
+from flows.cli_run_summary import _load_counts
 from load.layers import ARCHIVE_LAYERS, LAYERS, EdgeLayer, NodeLayer
 from tests.graph_helpers import GraphEnv, expected, ingest, load, write_branchy_jsonl
 
@@ -89,6 +90,14 @@ def test_a_newer_dump_updates_changed_rows_and_removes_stale_edges(graph: GraphE
     # Only what changed was sent: 2 new messages, 2 edited, 4 x 2 that left the active path.
     assert result.counts["edges_deleted"] == 2 * 4 and result.counts["nodes_deleted"] == 0
     assert result.counts["rows_read"] > result.counts["nodes_upserted"] + result.counts["edges_upserted"]
+    # The summary says it in words: what the graph got, and how many of the rows compared needed nothing
+    counts = result.counts
+    unchanged = counts["rows_read"] - counts["nodes_upserted"] - counts["edges_upserted"]
+    assert counts["rows_unchanged"] == unchanged > 0
+    assert _load_counts(counts).startswith(
+        f"{counts['nodes_upserted']} nodes and {counts['edges_upserted']} edges written (new or changed),"
+        f" {unchanged} of {counts['rows_read']} rows compared unchanged, 0 nodes and 8 edges deleted, "
+    )
 
 
 def test_chat_text_goes_through_parameters_untouched(graph: GraphEnv, tmp_path: Path) -> None:
