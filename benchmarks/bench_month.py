@@ -127,6 +127,17 @@ def table_rows(db: Path) -> dict[str, int]:
         conn.close()
 
 
+def free_bytes(db: Path) -> int:
+    """Bytes of the database's free pages (left by deleted rows, reused by the next writes)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("PRAGMA freelist_count").fetchone()[0]) * int(
+            conn.execute("PRAGMA page_size").fetchone()[0]
+        )
+    finally:
+        conn.close()
+
+
 def table_bytes(db: Path) -> dict[str, int] | None:
     """Bytes of every table with its indexes (dbstat), or None where SQLite was built without dbstat."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -171,9 +182,10 @@ def regime(day: dict[str, Any]) -> str:
 
 
 def observe(data_dir: Path, dbstat: bool) -> dict[str, Any]:
-    found: dict[str, Any] = {"sizes": data_dir_sizes(data_dir), "rows": {}, "table_bytes": {}}
+    found: dict[str, Any] = {"sizes": data_dir_sizes(data_dir), "rows": {}, "table_bytes": {}, "free_bytes": {}}
     for db in ("archive.db", "staging.db"):
         found["rows"][db] = table_rows(data_dir / db)
+        found["free_bytes"][db] = free_bytes(data_dir / db)
         if dbstat:
             found["table_bytes"][db] = table_bytes(data_dir / db)
     found["messages"] = found["rows"]["archive.db"].get("messages", 0)
