@@ -287,7 +287,7 @@ def plot(result: dict[str, Any], out: Path) -> None:
     messages.set_ylim(bottom=0)
     handles = ax.get_legend_handles_labels()[0] + messages.get_legend_handles_labels()[0]
     ax.legend(handles=handles, loc="center right", fontsize=8)
-    ax.set_title(result["title"], fontsize=9)
+    ax.set_title(f"{days[-1]['day']} {result['title']}", fontsize=9)
     ax_wall.bar(x, [d["wall_s"] for d in days], color="tab:blue", label="wall s")
     ax_wall.plot(x, [d["cpu_s"] for d in days], "r.", label="CPU s")
     ax_wall.axhline(60, color="grey", linestyle=":", linewidth=1)
@@ -339,7 +339,7 @@ def main() -> None:
             shutil.rmtree(work)
         watch.mkdir(parents=True)
         result = {
-            "title": f"{args.days} daily re-exports of +{args.per_day} messages over {base.name} through"
+            "title": f"daily re-exports of +{args.per_day} messages over {base.name} through"
             f" `chatmem serve --watch --once` (watch folder: {args.watch_policy})",
             "command": " ".join([Path(sys.executable).name, *sys.argv]),
             "base": str(base),
