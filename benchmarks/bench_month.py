@@ -44,6 +44,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -192,16 +193,21 @@ def observe(data_dir: Path, dbstat: bool) -> dict[str, Any]:
     return found
 
 
-def make_export(previous: Path, out: Path, per_day: int, day: int) -> dict[str, Any]:
+def make_export(previous: Path, out: Path, per_day: int, day: int, base: Path) -> dict[str, Any]:
+    """Day `day`'s export: `previous` again plus `per_day` new messages. The ids of the new ones come from a seed
+    of the day and the base export's size: two months from different bases (a --built data dir that went through
+    a month already) share no new ids, and the same base gives the same month."""
     from bench_load import reexport
 
     started = time.perf_counter()
-    continued, added = reexport(previous, out, per_day, seed=1000 + day, start=FIRST_NEW + day * DAY_S)
+    seed = zlib.crc32(f"{base.stat().st_size}:{day}".encode())
+    continued, added = reexport(previous, out, per_day, seed=seed, start=FIRST_NEW + day * DAY_S)
     return {
         "export": out.name,
         "export_bytes": out.stat().st_size,
         "continued": continued,
         "added_conversations": added,
+        "seed": seed,
         "write_s": round(time.perf_counter() - started, 1),
     }
 
@@ -362,7 +368,7 @@ def main() -> None:
         previous = base
     for day in range(len(result["days"]), args.days + 1):
         pending = work / ("next-" + day_name(day))
-        made = make_export(previous, pending, args.per_day, day)
+        made = make_export(previous, pending, args.per_day, day, base)
         if args.watch_policy == "replace":
             for old in watch.iterdir():
                 old.unlink()
