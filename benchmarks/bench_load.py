@@ -86,9 +86,10 @@ def build_archive(messages: int, seed: int) -> tuple[Settings, str]:
     return settings, run_id
 
 
-def reexport(base: Path, out: Path, new_messages: int, seed: int) -> tuple[int, int]:
+def reexport(base: Path, out: Path, new_messages: int, seed: int, start: float = 1.8e9) -> tuple[int, int]:
     """The service's next full export of `base`: every conversation again, `new_messages` more, half of them as
-    (user, assistant) turns continuing old conversations at their leaf, half in new ten-message conversations.
+    (user, assistant) turns continuing old conversations at their leaf, half in new ten-message conversations
+    (the first one starting at `start`, epoch seconds, the next ones ten minutes apart).
     Returns (conversations continued, conversations added)."""
     import copy
     import json
@@ -135,7 +136,7 @@ def reexport(base: Path, out: Path, new_messages: int, seed: int) -> tuple[int, 
         conv.update(id=conv_id, conversation_id=conv_id, title=f"new conversation {added}", mapping={})
         root = new_id()
         conv["mapping"][root] = {"id": root, "message": None, "parent": None, "children": []}
-        parent, when = root, 1.8e9 + added * 600
+        parent, when = root, start + added * 600
         for turn in range(min(10, left)):
             parent = append(conv, parent, "user" if turn % 2 == 0 else "assistant", when + turn * 30)
         conv["create_time"] = when
