@@ -34,6 +34,7 @@ from contracts.settings import Settings  # noqa: E402
 from contracts.version import code_version  # noqa: E402
 from flows import server_guard  # noqa: E402
 from flows.interrupt import EXIT_CODES, RunInterrupted, interruptible  # noqa: E402
+from flows.prefect_history import prune_quietly  # noqa: E402
 from flows.progress import bars_wanted  # noqa: E402
 from flows.registry import STAGE_ORDER, STAGES, StageSpec, check_stages  # noqa: E402
 from flows.stage_runner import RunContext, active_run, run_context, run_stage  # noqa: E402
@@ -157,6 +158,7 @@ def run_pipeline(
                 " complete; the first chatmem recall builds the index",
                 EXIT_CODES[signal.SIGTERM if by == "SIGTERM" else signal.SIGINT],
             ) from None
+    prune_quietly(settings.pipeline.prefect_history_days)  # Prefect's database grows with the runs otherwise
     return run_id, list(results)
 
 

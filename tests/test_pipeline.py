@@ -120,3 +120,45 @@ def test_progress_bars_only_for_a_terminal_and_never_when_quiet(capsys: pytest.C
         advance(1024)
         advance(1024)
     assert "conversations.json" in capsys.readouterr().err  # on stderr, the file name kept
+
+
+def _flow_run_names(names: list[str]) -> set[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=names)))
+    return {str(run.name) for run in runs}
+
+
+def test_prefects_old_flow_runs_are_pruned_and_recent_ones_kept(data_dir: Path, jsonl_export: Path) -> None:
+    """Prefect's database would otherwise grow with every run (flows/prefect_history.py): flow runs that started
+    before the cut-off go, later ones stay; a run whose setting keeps 0 days leaves none of the runs before it."""
+    import time
+    from datetime import UTC, datetime
+
+    from flows.pipeline import run_pipeline
+    from flows.prefect_history import prune_flow_runs
+
+    settings = Settings(data_dir=data_dir)
+    old, _ = run_pipeline(settings, [jsonl_export], ["ingest"])
+    time.sleep(0.05)
+    between = datetime.now(UTC)
+    recent, _ = run_pipeline(settings, [jsonl_export], ["ingest"], force=True)
+    names = {run: [f"pipeline-{run}", f"ingest-{run}"] for run in (old, recent)}
+    assert _flow_run_names(names[old] + names[recent]) == {*names[old], *names[recent]}  # 30 days kept by default
+    assert prune_flow_runs(0, now=between) >= 2
+    assert _flow_run_names(names[old] + names[recent]) == set(names[recent])
+
+    keep_none = Settings(data_dir=data_dir, pipeline={"prefect_history_days": 0})
+    last, _ = run_pipeline(keep_none, [jsonl_export], ["ingest"], force=True)
+    assert _flow_run_names([*names[recent], f"pipeline-{last}"]) == set()  # pruned at the end of the run
+    run, _ = _ledger(settings, recent)
+    assert run["status"] == "succeeded"  # the ledger keeps every run whatever Prefect keeps
+
+
+def test_a_prefect_server_of_ones_own_is_not_pruned(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flows.prefect_history import prune_flow_runs
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # nothing listens: any call would fail
+    assert prune_flow_runs(0) == 0

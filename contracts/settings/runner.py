@@ -18,6 +18,12 @@ class PipelineSettings(BaseModel):
         ge=0.0,
         description="How long a run waits for another run that holds the data dir (0: refuse at once, naming it).",
     )
+    prefect_history_days: float = Field(
+        default=30.0,
+        ge=0.0,
+        description="Prefect's records of chatmem's flow runs older than this are deleted after each run (the ledger "
+        "in staging.db keeps every run); not on a Prefect server of your own (PREFECT_API_URL).",
+    )
 
 
 class RunnerSettings(BaseModel):
