@@ -9,7 +9,9 @@ output. For each segment:
    (an identifier written alone between double quotes stays: 'function calls "Multiplication_V"' names it);
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
-   a message in another language gives names only; a value typed in a statement ("set city='Hyd'", then
+   a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
+   "linguistic diversity") counts where two messages of the segment say it so; a message in another language
+   gives names only; a value typed in a statement ("set city='Hyd'", then
    quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
    candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
    extract/templates.py);
@@ -21,9 +23,11 @@ output. For each segment:
    phrases of generic words, a misspelling of a word the segment spells right
    ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and
    its expansion are one candidate ("DAG", "Directed Acyclic Graph");
-4. the best `max_concepts` are typed by a cue in the user's sentence around the first mention (tension,
-   goal, project, behavioral_pattern, event, belief; otherwise entity) and titled by their most frequent
-   cased form ("AWS Glue" over "aws glue");
+4. the best `max_concepts` (a term is skipped when a better one holds all its words: "Glue" after "AWS Glue";
+   a term of up to three words the user says after its head word is a concept of its own: "Hive external
+   table" after "Hive") are typed
+   by a cue in the user's sentence around the first mention (tension, goal, project, behavioral_pattern,
+   event, belief; otherwise entity) and titled by their most frequent cased form ("AWS Glue" over "aws glue");
 5. evidence spans are the sentences (up to 240 characters) around the mentions, copied verbatim; the best
    ranked concepts cite more of them, so evidence counts carry the ranking into the concept store;
 6. the result goes through the same semantic mapper as LLM output (`map_raw_hypotheses`), and facts the user
@@ -56,13 +60,19 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 10  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 11  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
 READ_USER_CHARS = 20_000
 READ_REPLY_CHARS = 800
 REPLY_PHRASE_CHARS = 700  # noun phrases are proposed from a reply's opening only; names from all that is read
+# A noun phrase with the modifier the plain rules cut ("a hashing algorithm", "performance tuning", "healthy meal
+# ideas": extract.phrases, loose proposals) is a candidate when this many messages of the segment say it so.
+LOOSE_SPREAD = 2
+# A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of
+# its own up to this many words.
+MAX_SUBTERM_WORDS = 3
 _STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
 _TITLE_WORD = re.compile(r"[^\W_][\w'’+#.&-]*", re.UNICODE)
 
@@ -180,6 +190,7 @@ class _Candidate:
     not_subject: int = 0  # proposals written as a literal value or as the assistant's name for itself
     quoted: int = 0  # other proposals written in quotes ('equal to "CHN"')
     defined: bool = False  # a text's defined term for a party ('("Client")'): the role, not a subject
+    firm: bool = False  # proposed by the plain rules at least once, not only with a modifier they cut (loose)
 
     def proposals(self) -> int:
         return sum(self.forms.values())
@@ -226,8 +237,12 @@ def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
         if len(chosen) == max_concepts:
             break
         words_ = set(candidate.key)
-        if any(words_ <= other or other <= words_ for other in taken):
-            continue  # "Glue" after "AWS Glue", or the reverse: one phrase covers the other
+        own = len(words_) <= MAX_SUBTERM_WORDS and candidate.user_mentions() > 0
+        if any(words_ <= other or (other <= words_ and not own) for other in taken):
+            # "Glue" after "AWS Glue": that term covers it; a term the user says after its head word ("Hive
+            # external table" after "Hive") is a concept of its own; a reply's clause around it ("DAG run
+            # reads XW0") or a long run is not
+            continue
         taken.append(words_)
         chosen.append(_hypothesis(segment, candidate, rank=len(chosen)))
     return chosen
@@ -243,12 +258,15 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
         for phrase in phrases(message.view, message.language, message.words, phrase_chars):
             candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
             candidate.named = candidate.named or phrase.named
+            candidate.firm = candidate.firm or not phrase.loose
             candidate.forms[_form(phrase, message)] += 1
             not_subject, quoted, defined = _not_a_subject(message.view, phrase, user)
             candidate.not_subject += not_subject
             candidate.quoted += quoted and not not_subject
             candidate.defined = candidate.defined or defined
     _index_mentions(messages, found)
+    for key in [k for k, c in found.items() if not c.firm and len({id(m) for m, _, _ in c.mentions}) < LOOSE_SPREAD]:
+        del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
     return found
 
