@@ -60,7 +60,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 11  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 12  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -336,6 +336,13 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
     sizes: dict[str, set[int]] = {}
     for key in found:
         sizes.setdefault(key[0], set()).add(len(key))
+        if len(key) == 1 and found[key].named:
+            # a one-word key is singular ("kubernete", "hdf", "dataframe"): a name's mentions are written
+            # "Kubernetes", "HDFS", "DataFrames" too (looked for under the key alone, a name ending in s, "Jenkins",
+            # "Texas", "HDFS", had no mention at all). A common word's plural stays unread: the singular's background
+            # frequency is no measure of it ("serie", "specie", "politic" look rare).
+            for plural in _plurals(key[0]):
+                sizes.setdefault(plural, set()).add(1)
     first_user = next((m for m in messages if m.message.role == "user"), None)
     for message in messages:
         words_ = message.words
@@ -356,6 +363,14 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
                         candidate.cased_mid += 1
                     elif first.text == first.lower:
                         candidate.lower_mid += 1
+
+
+def _plurals(word: str) -> tuple[str, ...]:
+    """The written forms that `singular` folds into this one ("partition" <- "partitions", "query" <- "queries")."""
+    forms = [word + "s"]
+    if word.endswith("y"):
+        forms.append(word[:-1] + "ies")
+    return tuple(f for f in forms if singular(f) == word)
 
 
 def _specificity(candidate: _Candidate) -> float:
@@ -452,7 +467,7 @@ def _inside_longer(
     for key, candidate in viable.items():
         for size in range(1, len(key)):
             for start in range(len(key) - size + 1):
-                part = key[start : start + size]
+                part = key_of(key[start : start + size])  # "Liars" in "Liars' Gospel": the key ("liar",)
                 if part in candidates and part != key:
                     inside[part] = inside.get(part, 0) + len(candidate.mentions)
     return inside

@@ -239,3 +239,22 @@ def test_a_longer_term_after_its_own_head_word_is_a_concept_of_its_own() -> None
     found = titles(segment, 8)
     assert "Hive" in found and "Hive external table" in found
     assert "AWS Glue" in found and "Glue" not in found
+
+
+def test_a_name_ending_in_s_is_found_where_it_is_said() -> None:
+    """A one-word candidate's key is singular ("jenkin", "kubernete", "hdf"), and its mentions were looked for
+    under that key alone: "Jenkins", "Kubernetes", "Texas" and "HDFS" had no mention at all and were never
+    concepts. A name's mentions are read in its plural form too."""
+    segment = segment_input(
+        "seg-plural-names",
+        [
+            ("user", "How do I deploy Jenkins on Kubernetes and keep the build logs on HDFS?"),
+            (
+                "assistant",
+                "Run Jenkins on Kubernetes with the Helm chart, and write the logs to HDFS with a sidecar; Kubernetes"
+                " restarts failed pods, and Jenkins agents scale with the load.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert {"Jenkins", "Kubernetes", "HDFS"} <= set(found)
