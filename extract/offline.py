@@ -23,11 +23,11 @@ output. For each segment:
    phrases of generic words, a misspelling of a word the segment spells right
    ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and
    its expansion are one candidate ("DAG", "Directed Acyclic Graph");
-4. the best `max_concepts` (a term is skipped when a better one holds all its words: "Glue" after "AWS Glue";
-   a term of up to three words the user says after its head word is a concept of its own: "Hive external
-   table" after "Hive") are typed
-   by a cue in the user's sentence around the first mention (tension, goal, project, behavioral_pattern,
-   event, belief; otherwise entity) and titled by their most frequent cased form ("AWS Glue" over "aws glue");
+4. the best `max_concepts` (past the fifth, only terms the user says; a term is skipped when a better one
+   holds all its words: "Glue" after "AWS Glue"; a term of up to three words the user says after its head word
+   is a concept of its own: "Hive external table" after "Hive") are typed by a cue in the user's sentence
+   around the first mention (tension, goal, project, behavioral_pattern, event, belief; otherwise entity) and
+   titled by their most frequent cased form ("AWS Glue" over "aws glue");
 5. evidence spans are the sentences (up to 240 characters) around the mentions, copied verbatim; the best
    ranked concepts cite more of them, so evidence counts carry the ranking into the concept store;
 6. the result goes through the same semantic mapper as LLM output (`map_raw_hypotheses`), and facts the user
@@ -60,7 +60,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 12  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 13  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -73,6 +73,10 @@ LOOSE_SPREAD = 2
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of
 # its own up to this many words.
 MAX_SUBTERM_WORDS = 3
+# The first this many of a segment's concepts are the best ranked, whoever said them; past them (up to
+# `max_concepts`) only what the user says: a user's term outranked by the reply's names ("travel insurance" below
+# six towns the reply lists) is still what they asked about, a reply's 6th name is not.
+OPEN_RANKS = 5
 _STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
 _TITLE_WORD = re.compile(r"[^\W_][\w'’+#.&-]*", re.UNICODE)
 
@@ -111,13 +115,15 @@ class OfflineExtractor:
 
     name = "offline"
 
-    def __init__(self, max_concepts: int = 5) -> None:
+    def __init__(self, max_concepts: int = 6, open_ranks: int = OPEN_RANKS) -> None:
         self.max_concepts = max_concepts
+        self.open_ranks = open_ranks
         self.cache_key_parts: tuple[str, ...] = (
             "offline",
             f"rules-v{OFFLINE_VERSION}",
             f"facts-v{FACT_RULES_VERSION}",
             f"schema-v{SCHEMA_VERSION}",
+            f"open-{open_ranks}",
             f"max-{max_concepts}",
         )
 
@@ -128,7 +134,8 @@ class OfflineExtractor:
             yield segment, self.extract(segment)
 
     def extract(self, segment: SegmentInput) -> ExtractionOutput:
-        hypotheses, _ = map_raw_hypotheses({"hypotheses": propose(segment, self.max_concepts)}, segment)
+        raw = propose(segment, self.max_concepts, self.open_ranks)
+        hypotheses, _ = map_raw_hypotheses({"hypotheses": raw}, segment)
         facts, _ = map_raw_facts(propose_facts(segment), segment)
         return ExtractionOutput(hypotheses=hypotheses, facts=facts)
 
@@ -205,7 +212,7 @@ class _Candidate:
         return best if best != best.casefold() else best[:1].upper() + best[1:]
 
 
-def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
+def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RANKS) -> list[dict[str, Any]]:
     """The raw hypotheses (plain dicts, the shape an LLM answers in) for one segment."""
     # A tool's output (a web page the search fetched, "Successfully created text document ...", a run's result)
     # was written by no one in the conversation: what the assistant takes from it, its reply says.
@@ -236,6 +243,8 @@ def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     for _, _, candidate in scored:
         if len(chosen) == max_concepts:
             break
+        if len(chosen) >= open_ranks and candidate.user_mentions() == 0:
+            continue  # past the open ranks, the user's words only
         words_ = set(candidate.key)
         own = len(words_) <= MAX_SUBTERM_WORDS and candidate.user_mentions() > 0
         if any(words_ <= other or (other <= words_ and not own) for other in taken):
@@ -244,7 +253,7 @@ def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
             # reads XW0") or a long run is not
             continue
         taken.append(words_)
-        chosen.append(_hypothesis(segment, candidate, rank=len(chosen)))
+        chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
     return chosen
 
 
@@ -558,13 +567,15 @@ def _sentence_cues(sentence: str) -> tuple[tuple[str, str, str], ...]:
     return tuple(found)
 
 
-def _spans_for(rank: int) -> int:
+def _spans_for(rank: int, open_ranks: int = OPEN_RANKS) -> int:
     """How many evidence spans a concept of this rank in its segment cites: the ranking, carried into the
-    concept store's evidence counts (a conversation's concepts are ordered by their evidence)."""
-    return 3 if rank < 2 else 2 if rank < 4 else 1
+    concept store's evidence counts (a conversation's concepts are ordered by their evidence). Each of the open
+    ranks cites two or more where it has them, so a user's term added past them (one span) does not tie with
+    them."""
+    return 3 if rank < 2 else 2 if rank < open_ranks else 1
 
 
-def _hypothesis(segment: SegmentInput, candidate: _Candidate, rank: int) -> dict[str, Any]:
+def _hypothesis(segment: SegmentInput, candidate: _Candidate, rank: int, open_ranks: int) -> dict[str, Any]:
     cue = _cue(candidate)
     kind = "entity" if cue is None or (candidate.named and cue[0] != "event") else cue[0]
     order = {m.message_id: i for i, m in enumerate(segment.messages)}
@@ -584,7 +595,7 @@ def _hypothesis(segment: SegmentInput, candidate: _Candidate, rank: int) -> dict
                 "confidence": 0.6 if message.message.role == "user" else 0.4,
             }
         )
-        if len(spans) == _spans_for(rank):
+        if len(spans) == _spans_for(rank, open_ranks):
             break
     title = candidate.title()
     mentions = len(candidate.mentions)

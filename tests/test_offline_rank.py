@@ -258,3 +258,24 @@ def test_a_name_ending_in_s_is_found_where_it_is_said() -> None:
     )
     found = titles(segment, 8)
     assert {"Jenkins", "Kubernetes", "HDFS"} <= set(found)
+
+
+def test_past_the_fifth_concept_only_the_users_terms_count() -> None:
+    """Six towns the reply lists three times each outrank the user's "travel insurance", said once; the best five
+    stand whoever said them, and past them only what the user says is added ("Tavira", the reply's sixth town,
+    is not). Each of the five cites more evidence than the one added after them when it has the mentions, so
+    the conversation's top five by evidence stay the segment's best five."""
+    towns = "Sintra, Coimbra, Braga, Faro, Evora and Tavira"
+    segment = segment_input(
+        "seg-past-five",
+        [
+            ("user", "We fly to Portugal in May. Do we need travel insurance?"),
+            ("assistant", f"Visit {towns}. {towns} are close by train. Book rooms in {towns} early."),
+        ],
+    )
+    hypotheses = OfflineExtractor().extract(segment).hypotheses
+    found = [h.title for h in hypotheses]
+    assert len(found) == 6 and found[5] == "Travel insurance"
+    assert "Tavira" not in found
+    assert all(len(h.evidence_spans) >= 2 for h in hypotheses[:5])
+    assert len(hypotheses[5].evidence_spans) == 1
