@@ -513,6 +513,10 @@ def _with_modifiers(piece: list[Token], opener: Token | None, after: Token | Non
     return _trim(wider, modifiers=True, gerund=gerund)
 
 
+def _generic(token: Token) -> bool:
+    return token.lower in GENERIC or singular(token.lower) in GENERIC
+
+
 def _written_as_name(token: Token) -> bool:
     return _acronym(token) or token.inner_capital or (token.capitalised and not token.sentence_start)
 
@@ -557,8 +561,8 @@ def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> 
         return []  # five content words in a row are a heading or a run-on list, and any four of them a fragment
     if not piece or all(singular(t.lower) in GENERIC or t.lower in GENERIC for t in piece):
         return []
-    if len(piece) == 2 and _vague_pair(piece[0], piece[1]):
-        return []
+    if len(piece) == 2 and (_vague_pair(piece[0], piece[1]) or (modifiers and piece[0].verbish and _generic(piece[1]))):
+        return []  # a participle on a vague noun names nothing either ("the desired output", "the surrounding area")
     if not any(plausible_word(t.text) for t in piece):
         return []
     return piece

@@ -174,7 +174,8 @@ def test_a_participle_or_gerund_that_modifies_a_noun_stays_in_the_term() -> None
     """ "a hashing algorithm", "a stored procedure": after a determiner a verb's participle is the noun phrase's
     modifier, and an -ing word that ends a run after a noun heads it ("performance tuning"); the plain rules cut
     both as verbs and kept "algorithm", "procedure", "performance" (generic or common). A verb with its object
-    ("using Python") and a generic noun before an -ing verb ("people traveling") are no such term."""
+    ("using Python") and a generic noun before an -ing verb ("people traveling") are no such term, and a
+    participle on a vague noun names nothing ("the desired output", "the surrounding area")."""
     segment = segment_input(
         "seg-participle",
         [
@@ -197,6 +198,19 @@ def test_a_participle_or_gerund_that_modifies_a_noun_stays_in_the_term() -> None
         ],
     )
     assert "Stored procedure" in titles(procedure)
+    vague = segment_input(
+        "seg-desired",
+        [
+            ("user", "How do I get the desired output from my Sqoop import into the surrounding area of HDFS?"),
+            (
+                "assistant",
+                "To get the desired output, run the Sqoop import with a target directory in the surrounding area.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(vague, 8)}
+    assert "sqoop" in found or "sqoop import" in found
+    assert not {"desired output", "surrounding area"} & found
 
 
 def test_a_modifier_the_rules_cut_counts_only_where_the_segment_says_it_twice() -> None:
