@@ -9,7 +9,9 @@ output. For each segment:
    (an identifier written alone between double quotes stays: 'function calls "Multiplication_V"' names it);
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
-   a message in another language gives names only; a value typed in a statement ("set city='Hyd'", then
+   a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
+   "linguistic diversity") counts where two messages of the segment say it so; a message in another language
+   gives names only; a value typed in a statement ("set city='Hyd'", then
    quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
    candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
    extract/templates.py);
@@ -21,9 +23,11 @@ output. For each segment:
    phrases of generic words, a misspelling of a word the segment spells right
    ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and
    its expansion are one candidate ("DAG", "Directed Acyclic Graph");
-4. the best `max_concepts` are typed by a cue in the user's sentence around the first mention (tension,
-   goal, project, behavioral_pattern, event, belief; otherwise entity) and titled by their most frequent
-   cased form ("AWS Glue" over "aws glue");
+4. the best `max_concepts` (past the fifth, only terms the user says; a term is skipped when a better one
+   holds all its words: "Glue" after "AWS Glue"; a term of up to three words the user says after its head word
+   is a concept of its own: "Hive external table" after "Hive") are typed by a cue in the user's sentence
+   around the first mention (tension, goal, project, behavioral_pattern, event, belief; otherwise entity) and
+   titled by their most frequent cased form ("AWS Glue" over "aws glue");
 5. evidence spans are the sentences (up to 240 characters) around the mentions, copied verbatim; the best
    ranked concepts cite more of them, so evidence counts carry the ranking into the concept store;
 6. the result goes through the same semantic mapper as LLM output (`map_raw_hypotheses`), and facts the user
@@ -56,13 +60,23 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 10  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 14  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
 READ_USER_CHARS = 20_000
 READ_REPLY_CHARS = 800
 REPLY_PHRASE_CHARS = 700  # noun phrases are proposed from a reply's opening only; names from all that is read
+# A noun phrase with the modifier the plain rules cut ("a hashing algorithm", "performance tuning", "healthy meal
+# ideas": extract.phrases, loose proposals) is a candidate when this many messages of the segment say it so.
+LOOSE_SPREAD = 2
+# A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of
+# its own up to this many words.
+MAX_SUBTERM_WORDS = 3
+# The first this many of a segment's concepts are the best ranked, whoever said them; past them (up to
+# `max_concepts`) only what the user says: a user's term outranked by the reply's names ("travel insurance" below
+# six towns the reply lists) is still what they asked about, a reply's 6th name is not.
+OPEN_RANKS = 5
 _STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
 _TITLE_WORD = re.compile(r"[^\W_][\w'’+#.&-]*", re.UNICODE)
 
@@ -101,13 +115,15 @@ class OfflineExtractor:
 
     name = "offline"
 
-    def __init__(self, max_concepts: int = 5) -> None:
+    def __init__(self, max_concepts: int = 6, open_ranks: int = OPEN_RANKS) -> None:
         self.max_concepts = max_concepts
+        self.open_ranks = open_ranks
         self.cache_key_parts: tuple[str, ...] = (
             "offline",
             f"rules-v{OFFLINE_VERSION}",
             f"facts-v{FACT_RULES_VERSION}",
             f"schema-v{SCHEMA_VERSION}",
+            f"open-{open_ranks}",
             f"max-{max_concepts}",
         )
 
@@ -118,7 +134,8 @@ class OfflineExtractor:
             yield segment, self.extract(segment)
 
     def extract(self, segment: SegmentInput) -> ExtractionOutput:
-        hypotheses, _ = map_raw_hypotheses({"hypotheses": propose(segment, self.max_concepts)}, segment)
+        raw = propose(segment, self.max_concepts, self.open_ranks)
+        hypotheses, _ = map_raw_hypotheses({"hypotheses": raw}, segment)
         facts, _ = map_raw_facts(propose_facts(segment), segment)
         return ExtractionOutput(hypotheses=hypotheses, facts=facts)
 
@@ -180,6 +197,7 @@ class _Candidate:
     not_subject: int = 0  # proposals written as a literal value or as the assistant's name for itself
     quoted: int = 0  # other proposals written in quotes ('equal to "CHN"')
     defined: bool = False  # a text's defined term for a party ('("Client")'): the role, not a subject
+    firm: bool = False  # proposed by the plain rules at least once, not only with a modifier they cut (loose)
 
     def proposals(self) -> int:
         return sum(self.forms.values())
@@ -194,7 +212,7 @@ class _Candidate:
         return best if best != best.casefold() else best[:1].upper() + best[1:]
 
 
-def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
+def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RANKS) -> list[dict[str, Any]]:
     """The raw hypotheses (plain dicts, the shape an LLM answers in) for one segment."""
     # A tool's output (a web page the search fetched, "Successfully created text document ...", a run's result)
     # was written by no one in the conversation: what the assistant takes from it, its reply says.
@@ -225,11 +243,17 @@ def propose(segment: SegmentInput, max_concepts: int) -> list[dict[str, Any]]:
     for _, _, candidate in scored:
         if len(chosen) == max_concepts:
             break
+        if len(chosen) >= open_ranks and candidate.user_mentions() == 0:
+            continue  # past the open ranks, the user's words only
         words_ = set(candidate.key)
-        if any(words_ <= other or other <= words_ for other in taken):
-            continue  # "Glue" after "AWS Glue", or the reverse: one phrase covers the other
+        own = len(words_) <= MAX_SUBTERM_WORDS and candidate.user_mentions() > 0
+        if any(words_ <= other or (other <= words_ and not own) for other in taken):
+            # "Glue" after "AWS Glue": that term covers it; a term the user says after its head word ("Hive
+            # external table" after "Hive") is a concept of its own; a reply's clause around it ("DAG run
+            # reads XW0") or a long run is not
+            continue
         taken.append(words_)
-        chosen.append(_hypothesis(segment, candidate, rank=len(chosen)))
+        chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
     return chosen
 
 
@@ -243,12 +267,15 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
         for phrase in phrases(message.view, message.language, message.words, phrase_chars):
             candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
             candidate.named = candidate.named or phrase.named
+            candidate.firm = candidate.firm or not phrase.loose
             candidate.forms[_form(phrase, message)] += 1
             not_subject, quoted, defined = _not_a_subject(message.view, phrase, user)
             candidate.not_subject += not_subject
             candidate.quoted += quoted and not not_subject
             candidate.defined = candidate.defined or defined
     _index_mentions(messages, found)
+    for key in [k for k, c in found.items() if not c.firm and len({id(m) for m, _, _ in c.mentions}) < LOOSE_SPREAD]:
+        del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
     return found
 
@@ -318,6 +345,13 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
     sizes: dict[str, set[int]] = {}
     for key in found:
         sizes.setdefault(key[0], set()).add(len(key))
+        if len(key) == 1 and found[key].named:
+            # a one-word key is singular ("kubernete", "hdf", "dataframe"): a name's mentions are written
+            # "Kubernetes", "HDFS", "DataFrames" too (looked for under the key alone, a name ending in s, "Jenkins",
+            # "Texas", "HDFS", had no mention at all). A common word's plural stays unread: the singular's background
+            # frequency is no measure of it ("serie", "specie", "politic" look rare).
+            for plural in _plurals(key[0]):
+                sizes.setdefault(plural, set()).add(1)
     first_user = next((m for m in messages if m.message.role == "user"), None)
     for message in messages:
         words_ = message.words
@@ -338,6 +372,14 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
                         candidate.cased_mid += 1
                     elif first.text == first.lower:
                         candidate.lower_mid += 1
+
+
+def _plurals(word: str) -> tuple[str, ...]:
+    """The written forms that `singular` folds into this one ("partition" <- "partitions", "query" <- "queries")."""
+    forms = [word + "s"]
+    if word.endswith("y"):
+        forms.append(word[:-1] + "ies")
+    return tuple(f for f in forms if singular(f) == word)
 
 
 def _specificity(candidate: _Candidate) -> float:
@@ -434,7 +476,7 @@ def _inside_longer(
     for key, candidate in viable.items():
         for size in range(1, len(key)):
             for start in range(len(key) - size + 1):
-                part = key[start : start + size]
+                part = key_of(key[start : start + size])  # "Liars" in "Liars' Gospel": the key ("liar",)
                 if part in candidates and part != key:
                     inside[part] = inside.get(part, 0) + len(candidate.mentions)
     return inside
@@ -525,13 +567,15 @@ def _sentence_cues(sentence: str) -> tuple[tuple[str, str, str], ...]:
     return tuple(found)
 
 
-def _spans_for(rank: int) -> int:
+def _spans_for(rank: int, open_ranks: int = OPEN_RANKS) -> int:
     """How many evidence spans a concept of this rank in its segment cites: the ranking, carried into the
-    concept store's evidence counts (a conversation's concepts are ordered by their evidence)."""
-    return 3 if rank < 2 else 2 if rank < 4 else 1
+    concept store's evidence counts (a conversation's concepts are ordered by their evidence). Each of the open
+    ranks cites two or more where it has them, so a user's term added past them (one span) does not tie with
+    them."""
+    return 3 if rank < 2 else 2 if rank < open_ranks else 1
 
 
-def _hypothesis(segment: SegmentInput, candidate: _Candidate, rank: int) -> dict[str, Any]:
+def _hypothesis(segment: SegmentInput, candidate: _Candidate, rank: int, open_ranks: int) -> dict[str, Any]:
     cue = _cue(candidate)
     kind = "entity" if cue is None or (candidate.named and cue[0] != "event") else cue[0]
     order = {m.message_id: i for i, m in enumerate(segment.messages)}
@@ -551,7 +595,7 @@ def _hypothesis(segment: SegmentInput, candidate: _Candidate, rank: int) -> dict
                 "confidence": 0.6 if message.message.role == "user" else 0.4,
             }
         )
-        if len(spans) == _spans_for(rank):
+        if len(spans) == _spans_for(rank, open_ranks):
             break
     title = candidate.title()
     mentions = len(candidate.mentions)

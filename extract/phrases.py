@@ -13,6 +13,11 @@ four words, "role-based access control", "AWS Glue job"):
   be a noun ("customer churn model", "window functions"); a name's kind head is cut ("Shopify platform",
   "Parquet file", "SQL statement" are Shopify, Parquet, SQL).
 
+Where the rules above cut a modifier off a noun phrase (a participle after a determiner: "a hashing algorithm",
+"a stored procedure"; an -ing head that ends a run after a noun: "performance tuning"; a common adjective in
+front: "linguistic diversity"), the phrase with it is proposed as well, marked loose: the extractor keeps it only
+where the segment says it so in two messages or more (a collocation, not "a larger dataset" said once).
+
 For a message in another language only names are proposed: without a part-of-speech lexicon for it, a run of
 words is as likely junk as a term, and fewer concepts beat wrong ones.
 """
@@ -203,6 +208,9 @@ class Phrase:
     start: int
     end: int
     named: bool
+    # Kept with a modifier that the plain rules cut ("a hashing algorithm", "performance tuning", "linguistic
+    # diversity"): a term only where the segment says it so in two messages or more (extract.offline).
+    loose: bool = False
 
 
 @lru_cache(maxsize=1 << 16)
@@ -410,6 +418,8 @@ def _specific_name(token: Token, language: str) -> bool:
 
 def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
     run: list[Token] = []
+    before: Token | None = None  # the word before the run
+    previous: Token | None = None
     for token in [*words, None]:
         if (
             token is not None
@@ -417,18 +427,25 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             and not token.lower.replace(".", "").replace(",", "").isdigit()
             and (not run or (_joined(prose, run[-1], token) and not token.sentence_start))
         ):
+            if not run:
+                before = previous
             run.append(token)
+            previous = token
             continue
-        yield from _split_run(prose, run)
+        yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not token.lower.isdigit() else []
+        before = previous
+        previous = token
 
 
-def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
-    """A run of content words -> its noun phrases: cut at verbs and adverbs, trimmed to a noun head."""
+def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Iterator[Phrase]:
+    """A run of content words -> its noun phrases: cut at verbs and adverbs, trimmed to a noun head; and, where
+    the cut or the trim took a modifier off a noun phrase, the phrase with it, as a loose proposal."""
     if not run:
         return
     piece: list[Token] = []
-    for token in [*run, None]:
+    cut: Token | None = None  # the verb form the piece follows in the run
+    for i, token in enumerate([*run, None]):
         keep = token is not None and (
             not token.verbish
             or _acronym(token)
@@ -440,14 +457,64 @@ def _split_run(prose: str, run: list[Token]) -> Iterator[Phrase]:
             continue
         phrase = _trim(piece)
         if phrase:
-            yield Phrase(
-                prose[phrase[0].start : phrase[-1].end],
-                key_of([t.lower for t in phrase]),
-                phrase[0].start,
-                phrase[-1].end,
-                any(_acronym(t) or t.inner_capital or (t.capitalised and not t.sentence_start) for t in phrase),
-            )
+            yield _phrase(prose, phrase)
+        if piece:
+            opener = cut if cut is run[0] and _determiner(before) else None
+            wider = _with_modifiers(piece, opener, token, i == len(run) - 1)
+            if wider and wider != phrase:
+                yield _phrase(prose, wider, loose=True)
         piece = []
+        cut = token
+
+
+def _phrase(prose: str, phrase: list[Token], loose: bool = False) -> Phrase:
+    named = any(_acronym(t) or t.inner_capital or (t.capitalised and not t.sentence_start) for t in phrase)
+    return Phrase(
+        prose[phrase[0].start : phrase[-1].end],
+        key_of([t.lower for t in phrase]),
+        phrase[0].start,
+        phrase[-1].end,
+        named,
+        loose,
+    )
+
+
+# A word that opens a noun phrase: after it, a verb's participle is the phrase's modifier ("a hashing algorithm",
+# "the grilled chicken", "a stored procedure"), never the verb of a clause.
+_DETERMINERS = frozenset("a an the this that these those my your our their his her its".split())  # noqa: SIM905
+
+
+def _determiner(token: Token | None) -> bool:
+    return token is not None and token.lower in _DETERMINERS
+
+
+def _participle(token: Token | None, endings: tuple[str, ...] = ("ing", "ed")) -> bool:
+    return (
+        token is not None
+        and token.verbish
+        and token.text == token.lower
+        and len(token.lower) > 4
+        and token.lower.endswith(endings)
+    )
+
+
+def _with_modifiers(piece: list[Token], opener: Token | None, after: Token | None, last: bool) -> list[Token]:
+    """The noun phrase of `piece` with what the plain rules cut off it: a participle after a determiner ("a
+    crashing schedule"), an -ing word that ends the run after it (a gerund head: "performance tuning", "load
+    balancing"), a common adjective in front ("linguistic diversity", "healthy meal ideas"); [] when none."""
+    wider = list(piece)
+    if _participle(opener):
+        wider.insert(0, opener)  # type: ignore[arg-type]
+    gerund = last and _participle(after, ("ing",))
+    if gerund:
+        wider.append(after)  # type: ignore[arg-type]
+    if wider == piece and not (len(piece) > 1 and _common_adjective(piece[0])):
+        return []
+    return _trim(wider, modifiers=True, gerund=gerund)
+
+
+def _generic(token: Token) -> bool:
+    return token.lower in GENERIC or singular(token.lower) in GENERIC
 
 
 def _written_as_name(token: Token) -> bool:
@@ -460,7 +527,9 @@ def _kind_head(token: Token) -> bool:
     return token.lower in _KIND_HEADS or token.lower in GENERIC or singular(token.lower) in GENERIC
 
 
-def _trim(piece: list[Token]) -> list[Token]:
+def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> list[Token]:
+    """The noun phrase in a piece of a run; with `modifiers`, a common adjective in front stays, and with
+    `gerund` the last word is an -ing head ("performance tuning") that no noun list holds."""
     if len(piece) > 1 and piece[0].sentence_start and _imperative(piece[0].lower):
         piece = piece[1:]  # "Load data", "Monitor progress": a command that opens a sentence, then its object
     if len(piece) > 1 and not piece[0].capitalised and _verb_s(piece[0].lower):
@@ -468,9 +537,18 @@ def _trim(piece: list[Token]) -> list[Token]:
     while piece and (
         piece[0].lower in _COMMON_OPENERS
         or piece[0].lower in NOT_NAMES
-        or (len(piece) > 1 and _common_adjective(piece[0]))
+        or (not modifiers and len(piece) > 1 and _common_adjective(piece[0]))
     ):
         piece = piece[1:]
+    if gerund:
+        # the -ing word heads the phrase after a noun ("performance tuning", "load balancing"), or there is none
+        # ("time dancing", "people traveling": a generic noun, then the verb of a reduced clause)
+        before = piece[-2] if len(piece) >= 2 else None
+        noun = before is not None and (
+            _written_as_name(before)
+            or (lexicon.can_be_noun(before.lower) and not {before.lower, singular(before.lower)} & GENERIC)
+        )
+        return piece if noun and len(piece) <= MAX_WORDS and any(plausible_word(t.text) for t in piece) else []
     while len(piece) > 1 and (piece[-1].lower in _META_HEADS or len(piece[-1].text) == 1):
         piece = piece[:-1]  # "Spark code": Spark; "Mumbai F 22": a row of data, not a term with a letter in it
     if len(piece) >= 2 and _kind_head(piece[-1]) and all(_written_as_name(t) for t in piece[:-1]):
@@ -483,8 +561,8 @@ def _trim(piece: list[Token]) -> list[Token]:
         return []  # five content words in a row are a heading or a run-on list, and any four of them a fragment
     if not piece or all(singular(t.lower) in GENERIC or t.lower in GENERIC for t in piece):
         return []
-    if len(piece) == 2 and _vague_pair(piece[0], piece[1]):
-        return []
+    if len(piece) == 2 and (_vague_pair(piece[0], piece[1]) or (modifiers and piece[0].verbish and _generic(piece[1]))):
+        return []  # a participle on a vague noun names nothing either ("the desired output", "the surrounding area")
     if not any(plausible_word(t.text) for t in piece):
         return []
     return piece

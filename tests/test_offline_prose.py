@@ -16,7 +16,8 @@ from extract.types import SegmentInput
 
 
 def titles(segment: SegmentInput, max_concepts: int = 8) -> list[str]:
-    return [h.title for h in OfflineExtractor(max_concepts).extract(segment).hypotheses]
+    """The best `max_concepts`, whoever said them (no rank reserved for the user's words)."""
+    return [h.title for h in OfflineExtractor(max_concepts, open_ranks=max_concepts).extract(segment).hypotheses]
 
 
 CODE_HEAVY = segment_input(

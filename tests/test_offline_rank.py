@@ -168,3 +168,128 @@ def test_a_language_named_by_a_letter_and_symbols_is_a_name() -> None:
     assert "C#" in titles(segment)
     graded = segment_input("seg-grade", [("user", "I got an A+ in the statistics exam and a B+ in biology.")])
     assert not {"A+", "B+"} & set(titles(graded))
+
+
+def test_a_participle_or_gerund_that_modifies_a_noun_stays_in_the_term() -> None:
+    """ "a hashing algorithm", "a stored procedure": after a determiner a verb's participle is the noun phrase's
+    modifier, and an -ing word that ends a run after a noun heads it ("performance tuning"); the plain rules cut
+    both as verbs and kept "algorithm", "procedure", "performance" (generic or common). A verb with its object
+    ("using Python") and a generic noun before an -ing verb ("people traveling") are no such term, and a
+    participle on a vague noun names nothing ("the desired output", "the surrounding area")."""
+    segment = segment_input(
+        "seg-participle",
+        [
+            ("user", "hashing algorithm for passwords and performance tuning in spark, for people traveling"),
+            (
+                "assistant",
+                "A hashing algorithm maps a password to a fixed-length digest. For performance tuning in Spark,"
+                " start with the number of partitions, using Python or Scala, as for people traveling.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert {"hashing algorithm", "performance tuning"} <= found
+    assert not {"using python", "people traveling"} & found
+    procedure = segment_input(
+        "seg-stored",
+        [
+            ("user", "stored procedure for data transformation in redshift"),
+            ("assistant", "A stored procedure in Redshift runs a sequence of SQL statements as one unit."),
+        ],
+    )
+    assert "Stored procedure" in titles(procedure)
+    vague = segment_input(
+        "seg-desired",
+        [
+            ("user", "How do I get the desired output from my Sqoop import into the surrounding area of HDFS?"),
+            (
+                "assistant",
+                "To get the desired output, run the Sqoop import with a target directory in the surrounding area.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(vague, 8)}
+    assert "sqoop" in found or "sqoop import" in found
+    assert not {"desired output", "surrounding area"} & found
+
+
+def test_a_modifier_the_rules_cut_counts_only_where_the_segment_says_it_twice() -> None:
+    """A common adjective in front of a noun says which one ("a larger dataset") and is cut; said the same way
+    in two messages ("linguistic diversity" asked and answered) the pair is a term of the conversation."""
+    segment = segment_input(
+        "seg-adjective",
+        [
+            ("user", "How has the country's multicultural heritage influenced its linguistic diversity?"),
+            ("assistant", "Brazil's linguistic diversity comes from Portuguese, indigenous languages and migration."),
+        ],
+    )
+    assert "Linguistic diversity" in titles(segment, 8)
+    once = segment_input(
+        "seg-adjective-once",
+        [
+            ("user", "How do I load a larger dataset into Hive?"),
+            ("assistant", "Put the files on HDFS first, then point an external table at them."),
+        ],
+    )
+    found = {t.casefold() for t in titles(once, 8)}
+    assert "larger dataset" not in found
+    assert "dataset" in found
+
+
+def test_a_longer_term_after_its_own_head_word_is_a_concept_of_its_own() -> None:
+    """ "Hive" ranked first does not hide "Hive external table" (a specific thing about Hive, said by the
+    user); the other way round, a word inside a term already chosen stays out ("Glue" after "AWS Glue")."""
+    segment = segment_input(
+        "seg-longer",
+        [
+            ("user", "how to create a Hive external table on HDFS files with AWS Glue"),
+            (
+                "assistant",
+                "In Hive, a Hive external table points at files on HDFS; Hive drops only the metadata. AWS Glue"
+                " can crawl the same files, and Hive reads them again.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Hive" in found and "Hive external table" in found
+    assert "AWS Glue" in found and "Glue" not in found
+
+
+def test_a_name_ending_in_s_is_found_where_it_is_said() -> None:
+    """A one-word candidate's key is singular ("jenkin", "kubernete", "hdf"), and its mentions were looked for
+    under that key alone: "Jenkins", "Kubernetes", "Texas" and "HDFS" had no mention at all and were never
+    concepts. A name's mentions are read in its plural form too."""
+    segment = segment_input(
+        "seg-plural-names",
+        [
+            ("user", "How do I deploy Jenkins on Kubernetes and keep the build logs on HDFS?"),
+            (
+                "assistant",
+                "Run Jenkins on Kubernetes with the Helm chart, and write the logs to HDFS with a sidecar; Kubernetes"
+                " restarts failed pods, and Jenkins agents scale with the load.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert {"Jenkins", "Kubernetes", "HDFS"} <= set(found)
+
+
+def test_past_the_fifth_concept_only_the_users_terms_count() -> None:
+    """Six towns the reply lists three times each outrank the user's "travel insurance", said once; the best five
+    stand whoever said them, and past them only what the user says is added ("Tavira", the reply's sixth town,
+    is not). Each of the five cites more evidence than the one added after them when it has the mentions, so
+    the conversation's top five by evidence stay the segment's best five."""
+    towns = "Sintra, Coimbra, Braga, Faro, Evora and Tavira"
+    segment = segment_input(
+        "seg-past-five",
+        [
+            ("user", "We fly to Portugal in May. Do we need travel insurance?"),
+            ("assistant", f"Visit {towns}. {towns} are close by train. Book rooms in {towns} early."),
+        ],
+    )
+    hypotheses = OfflineExtractor().extract(segment).hypotheses
+    found = [h.title for h in hypotheses]
+    assert len(found) == 6 and found[5] == "Travel insurance"
+    assert "Tavira" not in found
+    assert all(len(h.evidence_spans) >= 2 for h in hypotheses[:5])
+    assert len(hypotheses[5].evidence_spans) == 1

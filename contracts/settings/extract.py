@@ -45,7 +45,10 @@ class ExtractSettings(BaseModel):
         default=64, ge=1, description="Segments handed to the extractor at once and written per transaction."
     )
     offline_max_concepts: int = Field(
-        default=5, ge=1, description="Most hypotheses the offline extractor proposes for one segment."
+        default=6,
+        ge=1,
+        description="Most hypotheses the offline extractor proposes for one segment (past the fifth, only terms the"
+        " user says).",
     )
 
 
