@@ -161,7 +161,7 @@ def _reusable(
                 continue  # that run was undone or re-run since: its rows are not the ones the index holds
             previous = _read(directory, str(manifest["key"]), verify=True)
         except (OSError, ValueError, KeyError, TypeError) as error:  # any damage: build without it
-            log.warning("recall index: the index in %s is damaged (%s); not reusing it", directory, error)
+            log.warning("recall index: the index in %s cannot be reused (%s): built from scratch", directory, error)
             continue
         found = Reuse.of(staging, run_id, previous)
         if found is not None:
@@ -364,7 +364,7 @@ def _read_or_none(directory: Path, key: str) -> MemoryIndex | None:
     try:
         return _read(directory, key)
     except Exception as error:  # any damage means "rebuild": the index is a cache of staging.db
-        log.warning("recall index in %s is damaged (%s); rebuilding it", directory, error)
+        log.warning("recall index in %s cannot be used (%s); rebuilding it", directory, error)
         shutil.rmtree(directory, ignore_errors=True)
         return None
 
@@ -383,6 +383,8 @@ def _read(directory: Path, key: str, *, verify: bool = False) -> MemoryIndex:
     manifest = json.loads((directory / MANIFEST).read_text())
     if manifest.get("format") != FORMAT or manifest.get("key") != key:
         raise ValueError("written for another format or memory")
+    if "sha256" not in manifest:  # an index stored by a chatmem before checksums: built again, as another format's
+        raise ValueError("written by an older chatmem, without checksums")
     files: dict[str, int] = manifest["files"]
     sha256: dict[str, str] = manifest["sha256"]
     mtimes: dict[str, int] = manifest["mtimes"]

@@ -142,7 +142,7 @@ def test_an_earlier_index_damaged_in_place_is_not_reused(
     counted = Counted(monkeypatch)
     with caplog.at_level(logging.WARNING, logger="memory.index_store"):
         index = stored(dbs)
-    assert "bm25.tf.npy does not hold the bytes written" in caplog.text and "not reusing it" in caplog.text
+    assert "bm25.tf.npy does not hold the bytes written" in caplog.text and "cannot be reused" in caplog.text
     assert counted.sizes[0] == index.size  # nothing taken from the damaged index
     expected = fresh(dbs)
     for f in fields(MemoryIndex):

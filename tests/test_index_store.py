@@ -3,6 +3,7 @@ as a fresh in-memory build, is read back instead of rebuilt, and a damaged, half
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -238,3 +239,20 @@ def test_unwritable_data_dir_falls_back_to_the_in_memory_index(built: Dbs) -> No
     """When the index directory cannot be created, recall still answers, from the index built in memory."""
     (built.settings.data_dir / DIRECTORY).write_text("not a directory")
     assert answers(built, stored(built)) == answers(built, fresh(built))
+
+
+def test_an_index_stored_before_checksums_is_rebuilt_as_an_older_format(
+    built: Dbs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A data dir upgraded from a chatmem that wrote no checksums: its index is built again (and says why, not
+    'damaged'), and the new one carries them."""
+    stored(built)
+    path = index_dir(built) / MANIFEST
+    manifest = json.loads(path.read_text())
+    del manifest["sha256"], manifest["mtimes"]
+    path.write_text(json.dumps(manifest))
+    with caplog.at_level(logging.WARNING, logger="memory.index_store"):
+        index = stored(built)
+    assert "written by an older chatmem, without checksums" in caplog.text and "damaged" not in caplog.text
+    assert "sha256" in json.loads(path.read_text())
+    assert answers(built, index) == answers(built, fresh(built))
