@@ -24,7 +24,7 @@ import logging
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +58,8 @@ class RunContext:
     force: bool = False  # recompute even when the inputs are unchanged
     show_progress: bool = False
     stage_lines: bool = False  # one line per stage on stderr: for a log file or a pipe, where bars are off
+    # called once the cues stage has succeeded: the memory is complete (run_pipeline stores its recall index then)
+    on_memory_ready: Callable[[], None] | None = field(default=None, repr=False)
 
 
 _ACTIVE: dict[str, RunContext] = {}

@@ -64,6 +64,38 @@ def test_the_run_stores_the_recall_index_so_the_first_recall_only_opens_it(notes
     assert {p.name: p.stat().st_mtime_ns for p in (notes_dir / "recall-index").iterdir()} == stored
 
 
+def test_a_run_whose_load_fails_still_stores_the_recall_index(tmp_path: Path) -> None:
+    """The recall index is built on a thread from the moment the cues stage succeeds, beside the load
+    (flows/pipeline.py RecallIndexBuild). A load that fails (no graph server where the settings point) fails the
+    run, but its memory is complete: the index is stored all the same and recall answers from it."""
+    import socket
+
+    from contracts.errors import StageError
+    from contracts.settings import Settings
+    from contracts.settings.load import LoadSettings
+    from flows.pipeline import run_pipeline
+    from memory.index_store import stored_runs
+    from staging.memory import latest_run
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    export = tmp_path / "notes.jsonl"
+    lines = [{"conversation_id": c, "id": i, "role": r, "text": t, "created_at": when} for c, i, r, t, when in NOTES]
+    export.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    unreachable = LoadSettings(uri=f"bolt://127.0.0.1:{port}", retries=0, connect_timeout_s=2)
+    with pytest.raises(StageError, match="load"):
+        run_pipeline(Settings(data_dir=data_dir, load=unreachable), [export], quiet=True)
+    with closing(open_staging(data_dir / "staging.db")) as staging:
+        cues_run = latest_run(staging)
+        statuses = dict(staging.execute("SELECT stage, status FROM stage_runs WHERE stage IN ('cues', 'load')"))
+    assert statuses == {"cues": "succeeded", "load": "failed"}
+    assert cues_run is not None and stored_runs(data_dir) == {cues_run}
+    found = chatmem("recall", "Lisbon tram", "--json", data_dir=data_dir)
+    assert found.exit_code == 0 and "trip:1" in {p["content_id"] for p in json.loads(found.stdout)["pieces"]}
+
+
 def test_recall_answers_from_a_pipeline_built_memory_and_respects_at(notes_dir: Path) -> None:
     """The cues stage ran in the pipeline; recall finds the trip, and --at hides what was said later."""
     now = chatmem("recall", "Lisbon tram", "--json", data_dir=notes_dir)
