@@ -11,7 +11,8 @@ four words, "role-based access control", "AWS Glue job"):
 - a **noun phrase** (English only): a run of content words between function words and punctuation, with
   leading verbs and adverbs dropped, cut where a verb-only word stands inside, and ending on a word that can
   be a noun ("customer churn model", "window functions"); a name's kind head is cut ("Shopify platform",
-  "Parquet file", "SQL statement" are Shopify, Parquet, SQL).
+  "Parquet file", "SQL statement" are Shopify, Parquet, SQL); a plural ends it, for English compounds take the
+  singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one).
 
 Where the rules above cut a modifier off a noun phrase (a participle after a determiner: "a hashing algorithm",
 "a stored procedure"; an -ing head that ends a run after a noun: "performance tuning"; a common adjective in
@@ -277,8 +278,10 @@ def _is_name_word(token: Token, language: str) -> bool:
         return False
     if not token.sentence_start:
         return True
-    # A capital that opens a sentence says nothing; a word this rare is a name all the same ("Kafka is ...").
-    return lexicon.zipf(token.lower, language) < 2.5 and lexicon.zipf(token.lower, "en") < 2.5
+    # A capital that opens a sentence says nothing; a word this rare is a name all the same ("Kafka is ..."),
+    # unless it can only be a verb: a list of steps opens its lines with them ("Initializes an empty list",
+    # "Populates it with ...").
+    return lexicon.zipf(token.lower, language) < 2.5 and lexicon.zipf(token.lower, "en") < 2.5 and not token.verbish
 
 
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
@@ -452,19 +455,48 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
             or token.inner_capital
             or (token.capitalised and not token.sentence_start)
         )
-        if keep and token is not None:
+        if keep and token is not None and not (piece and _plural_modifier(piece[-1])):
             piece.append(token)
             continue
-        phrase = _trim(piece)
-        if phrase:
-            yield _phrase(prose, phrase)
-        if piece:
-            opener = cut if cut is run[0] and _determiner(before) else None
-            wider = _with_modifiers(piece, opener, token, i == len(run) - 1)
-            if wider and wider != phrase:
-                yield _phrase(prose, wider, loose=True)
+        if keep and token is not None:
+            # a plural before another word ends the phrase: English compounds take the singular ("simulation
+            # count"), so "simulations increases", "women face" and "strategies businesses (use)" are a subject
+            # and its verb or two phrases side by side, not one term
+            yield from _plain_and_loose(prose, piece, None, None, False)
+            piece = [token]
+            cut = None
+            continue
+        opener = cut if cut is not None and cut is run[0] and _determiner(before) else None
+        yield from _plain_and_loose(prose, piece, opener, token, i == len(run) - 1)
         piece = []
         cut = token
+
+
+def _plain_and_loose(
+    prose: str, piece: list[Token], opener: Token | None, after: Token | None, last: bool
+) -> Iterator[Phrase]:
+    """The noun phrase of one piece of a run and, where the plain rules cut a modifier off it, the loose one."""
+    phrase = _trim(piece)
+    if phrase:
+        yield _phrase(prose, phrase)
+    if piece:
+        wider = _with_modifiers(piece, opener, after, last)
+        if wider and wider != phrase:
+            yield _phrase(prose, wider, loose=True)
+
+
+@lru_cache(maxsize=1 << 16)
+def _plural_word(lower: str) -> bool:
+    """ "simulations", "strategies", "women": a noun's plural that is not a word of its own ("sales", "news",
+    "statistics", "savings" are: as frequent as their singular, or their own lemma), so no modifier in a term."""
+    nouns = lexicon.lemmas(lower).get("NOUN", ())
+    if not nouns or lower in nouns:
+        return False
+    return all(lexicon.zipf(lemma) > lexicon.zipf(lower) for lemma in nouns)
+
+
+def _plural_modifier(token: Token) -> bool:
+    return token.text == token.lower and len(token.lower) > 3 and _plural_word(token.lower)
 
 
 def _phrase(prose: str, phrase: list[Token], loose: bool = False) -> Phrase:

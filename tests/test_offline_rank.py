@@ -91,7 +91,8 @@ def test_a_tools_output_is_no_ones_words() -> None:
 def test_a_phrase_said_once_and_only_in_a_reply_is_not_a_concept_unless_it_is_a_name() -> None:
     """ "how can i cache and persist data": the reply's example "social media platforms can cache posts" is said
     once, by the assistant only: not what the conversation is about, however specific its words. A name the
-    reply introduces once ("PySpark") stays, and a reply phrase that recurs ("storage level") counts."""
+    reply introduces once ("PySpark") stays, and a reply phrase that recurs ("storage level", three times)
+    counts."""
     segment = segment_input(
         "seg-reply-once",
         [
@@ -100,7 +101,7 @@ def test_a_phrase_said_once_and_only_in_a_reply_is_not_a_concept_unless_it_is_a_
                 "assistant",
                 "Social media platforms can cache posts and images to improve the user experience. In PySpark,"
                 " persist keeps a DataFrame in memory at a storage level you choose; the default storage level"
-                " is memory and disk.",
+                " is memory and disk, and each storage level trades memory for time.",
             ),
         ],
     )
@@ -293,3 +294,79 @@ def test_past_the_fifth_concept_only_the_users_terms_count() -> None:
     assert "Tavira" not in found
     assert all(len(h.evidence_spans) >= 2 for h in hypotheses[:5])
     assert len(hypotheses[5].evidence_spans) == 1
+
+
+def test_a_plain_phrase_the_replies_say_only_twice_is_not_a_concept() -> None:
+    """ "cache and persist business use cases": a reply's passing words said twice ("load times", "reducing load
+    times ... better load times") are how it explains, not what the conversation is about; the user's words and
+    a name the reply introduces stay. Said three times, a reply's term counts (the test above)."""
+    segment = segment_input(
+        "seg-reply-twice",
+        [
+            ("user", "cache and persist business use cases realtime"),
+            (
+                "assistant",
+                "E-commerce: caching product pages in Redis improves the performance of an online store, reducing"
+                " load times. Streaming: persisting the state of a Flink job gives better load times after a"
+                " restart.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "load times" not in found and "load time" not in found
+    assert "redis" in found
+
+
+def test_a_verb_that_opens_a_line_is_no_name() -> None:
+    """A list of steps opens its lines with verbs ("Initializes an empty list", "Populates it with ..."): a
+    capital that opens a sentence on a rare word makes it a name ("Kafka is ..."), never on a word that can
+    only be a verb."""
+    segment = segment_input(
+        "seg-steps",
+        [
+            (
+                "user",
+                "Generate Python code that:\nInitializes an empty list called ref.\nPopulates the list with"
+                " alternating hex values.\nKafka is where the list goes.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Initializes" not in found and "Populates" not in found
+    assert "Kafka" in found
+
+
+def test_a_plural_inside_a_run_of_nouns_ends_the_phrase() -> None:
+    """English compounds take the singular ("simulation count"): a plural followed by another word is a subject
+    and its verb ("the number of simulations increases") or two phrases side by side ("strategies businesses
+    use"), not one term. A plural that is a word of its own ("sales tax", "statistics course") stays inside."""
+    segment = segment_input(
+        "seg-plural",
+        [
+            ("user", "What are common strategies businesses use to scale? And is sales tax a cost?"),
+            (
+                "assistant",
+                "As the number of simulations increases the estimate converges; as the number of simulations"
+                " increases further the band narrows. Sales tax depends on the state.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert not {"strategies businesses", "strategy business", "simulations increases"} & found
+    assert "sales tax" in found
+
+
+def test_a_lower_case_identifier_or_quoted_value_is_no_concept() -> None:
+    """ "update table sqm3 set ...": letters and digits no one writes with a capital are an identifier ("EC2",
+    "S3" are names); "there is 'aal' in label 1": a quoted lower-case value no English lexicon holds is data."""
+    segment = segment_input(
+        "seg-identifier",
+        [
+            ("user", "whats wrong with my sql update of table sqm3 in Sqoop, sqm3 has 2 rows"),
+            ("assistant", "The update of sqm3 fails because Sqoop exports to EC2 need a key; sqm3 is fine."),
+            ("user", "I get a KeyError. Because there is 'aal' in label 1, but there is no 'aal' in label 2"),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "sqm3" not in found and "aal" not in found
+    assert {"sqoop", "ec2"} <= found
