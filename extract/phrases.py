@@ -9,10 +9,12 @@ four words, "role-based access control", "AWS Glue job"):
   plural's apostrophe ("The Liars' Gospel");
   a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language;
 - a **noun phrase** (English only): a run of content words between function words and punctuation, with
-  leading verbs and adverbs dropped, cut where a verb-only word stands inside, and ending on a word that can
+  leading verbs and adverbs dropped (and the verb after "how to", "want to": "how to deal aggressive customer"),
+  cut where a verb-only word stands inside, and ending on a word that can
   be a noun ("customer churn model", "window functions"); a name's kind head is cut ("Shopify platform",
   "Parquet file", "SQL statement" are Shopify, Parquet, SQL); a plural ends it, for English compounds take the
-  singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one).
+  singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one), and a
+  clause on the plural ends before its verb ("the transformations Spark implements").
 
 Where the rules above cut a modifier off a noun phrase (a participle after a determiner: "a hashing algorithm",
 "a stored procedure"; an -ing head that ends a run after a noun: "performance tuning"; a common adjective in
@@ -422,7 +424,9 @@ def _specific_name(token: Token, language: str) -> bool:
 def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
     run: list[Token] = []
     before: Token | None = None  # the word before the run
+    infinitive = False  # the run follows "how to", "want to", ...: its first word is a verb
     previous: Token | None = None
+    earlier: Token | None = None  # the word before `previous`
     for token in [*words, None]:
         if (
             token is not None
@@ -431,14 +435,29 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             and (not run or (_joined(prose, run[-1], token) and not token.sentence_start))
         ):
             if not run:
-                before = previous
+                before, infinitive = previous, _to_infinitive(earlier, previous)
             run.append(token)
-            previous = token
+            earlier, previous = previous, token
             continue
+        if infinitive and run and run[0].text == run[0].lower and _can_be_verb(run[0].lower):
+            before, run = run[0], run[1:]  # "how to deal aggressive customer", "I want to combine the files"
         yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not token.lower.isdigit() else []
-        before = previous
-        previous = token
+        before, infinitive = previous, _to_infinitive(earlier, previous)
+        earlier, previous = previous, token
+
+
+# Words after which "to" marks an infinitive, never a place or a recipient: the word after "how to" is a verb
+# ("how to deal aggressive customer"), and so after "want to", "need to", "trying to", "able to", "ways to".
+_INFINITIVE_HEADS_TEXT = (
+    "how want wants wanted wanting need needs needed trying try tries tried able unable going have has had"
+    " like love would ways way steps tips best easiest decided plan planning hoping hope learn learning"
+)
+_INFINITIVE_HEADS = frozenset(_INFINITIVE_HEADS_TEXT.split())
+
+
+def _to_infinitive(earlier: Token | None, to: Token | None) -> bool:
+    return to is not None and to.lower == "to" and earlier is not None and earlier.lower in _INFINITIVE_HEADS
 
 
 def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Iterator[Phrase]:
@@ -448,6 +467,7 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
         return
     piece: list[Token] = []
     cut: Token | None = None  # the verb form the piece follows in the run
+    clause = False  # the piece follows a plural: a clause on it ("the deals Newegg offers") may end in its verb
     for i, token in enumerate([*run, None]):
         keep = token is not None and (
             not token.verbish
@@ -458,6 +478,8 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
         if keep and token is not None and not (piece and _plural_modifier(piece[-1])):
             piece.append(token)
             continue
+        if clause and len(piece) > 1 and piece[-1].text == piece[-1].lower and _can_be_verb(piece[-1].lower):
+            piece = piece[:-1]  # "the deals Newegg offers", "the transformations Spark implements": its verb
         if keep and token is not None:
             # a plural before another word ends the phrase: English compounds take the singular ("simulation
             # count"), so "simulations increases", "women face" and "strategies businesses (use)" are a subject
@@ -465,7 +487,9 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
             yield from _plain_and_loose(prose, piece, None, None, False)
             piece = [token]
             cut = None
+            clause = True
             continue
+        clause = False
         opener = cut if cut is not None and cut is run[0] and _determiner(before) else None
         yield from _plain_and_loose(prose, piece, opener, token, i == len(run) - 1)
         piece = []
@@ -488,11 +512,19 @@ def _plain_and_loose(
 @lru_cache(maxsize=1 << 16)
 def _plural_word(lower: str) -> bool:
     """ "simulations", "strategies", "women": a noun's plural that is not a word of its own ("sales", "news",
-    "statistics", "savings" are: as frequent as their singular, or their own lemma), so no modifier in a term."""
+    "statistics", "savings", "data" are: as frequent as their singular, or their own lemma), so no modifier in a
+    term."""
     nouns = lexicon.lemmas(lower).get("NOUN", ())
     if not nouns or lower in nouns:
         return False
+    if not lower.endswith("s"):
+        return True  # "women", "children": an irregular plural is a plural however often it is said
     return all(lexicon.zipf(lemma) > lexicon.zipf(lower) for lemma in nouns)
+
+
+@lru_cache(maxsize=1 << 16)
+def _can_be_verb(lower: str) -> bool:
+    return "VERB" in lexicon.parts_of_speech(lower)
 
 
 def _plural_modifier(token: Token) -> bool:

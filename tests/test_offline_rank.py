@@ -338,12 +338,17 @@ def test_a_verb_that_opens_a_line_is_no_name() -> None:
 
 def test_a_plural_inside_a_run_of_nouns_ends_the_phrase() -> None:
     """English compounds take the singular ("simulation count"): a plural followed by another word is a subject
-    and its verb ("the number of simulations increases") or two phrases side by side ("strategies businesses
-    use"), not one term. A plural that is a word of its own ("sales tax", "statistics course") stays inside."""
+    and its verb ("the number of simulations increases", "the challenges women face") or two phrases side by
+    side ("strategies businesses use"), not one term. A plural that is a word of its own ("sales tax",
+    "statistics course") stays inside."""
     segment = segment_input(
         "seg-plural",
         [
-            ("user", "What are common strategies businesses use to scale? And is sales tax a cost?"),
+            (
+                "user",
+                "What are common strategies businesses use to scale? And is sales tax a cost? I want to understand"
+                " the challenges women face at work, and the challenges women face in tech.",
+            ),
             (
                 "assistant",
                 "As the number of simulations increases the estimate converges; as the number of simulations"
@@ -352,7 +357,7 @@ def test_a_plural_inside_a_run_of_nouns_ends_the_phrase() -> None:
         ],
     )
     found = {t.casefold() for t in titles(segment, 8)}
-    assert not {"strategies businesses", "strategy business", "simulations increases"} & found
+    assert not {"strategies businesses", "strategy business", "simulations increases", "women face"} & found
     assert "sales tax" in found
 
 
@@ -370,3 +375,30 @@ def test_a_lower_case_identifier_or_quoted_value_is_no_concept() -> None:
     found = {t.casefold() for t in titles(segment, 8)}
     assert "sqm3" not in found and "aal" not in found
     assert {"sqoop", "ec2"} <= found
+
+
+def test_the_word_after_how_to_is_a_verb() -> None:
+    """ "how to deal aggressive customer", "i want to combine df data": after "how to", "want to" and the like,
+    "to" marks an infinitive and the next word is a verb, not a modifier ("Aggressive customer" is the term);
+    after another word "to" is a preposition ("an introduction to machine learning")."""
+    segment = segment_input(
+        "seg-infinitive",
+        [
+            ("user", "how to deal aggressive customer in a call center job"),
+            ("user", "i want to store df data in parquet. Also an introduction to machine learning please"),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert not {"deal aggressive customer", "store df data"} & found
+    assert {"aggressive customer", "machine learning"} <= found
+
+
+def test_a_clause_on_a_plural_ends_before_its_verb() -> None:
+    """ "the transformations spark implements": after a plural, a name and a verb are a clause on it (its subject
+    and verb), so the verb is no part of a term."""
+    segment = segment_input(
+        "seg-clause",
+        [("user", "which transformations pyspark implements are lazy? which actions pyspark implements are eager?")],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "pyspark implements" not in found and "pyspark implement" not in found
