@@ -16,6 +16,9 @@ four words, "role-based access control", "AWS Glue job"):
   singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one), and a
   clause on the plural ends before its verb ("the transformations Spark implements").
 
+A dotted word is code, no part of either ("number.key", "IsHoliday.x", "pack.obj"), unless it names a site or a
+library ("Booking.com", "node.js"); a name in a Title Case heading ends before a last adverb ("the Schema Manually").
+
 Where the rules above cut a modifier off a noun phrase (a participle after a determiner: "a hashing algorithm",
 "a stored procedure"; an -ing head that ends a run after a noun: "performance tuning"; a common adjective in
 front: "linguistic diversity"), the phrase with it is proposed as well, marked loose: the extractor keeps it only
@@ -154,12 +157,28 @@ def _shape(text: str) -> _Shape:
     all_caps = upper and len(text) >= 2 and text.isupper() and sum(c.isalpha() for c in text) >= 2
     rest = text[1:]
     inner_capital = upper and not all_caps and rest != rest.casefold() and rest != rest.upper()
-    stop = _is_stop(lower) or lower in _BREAK_WORDS
+    stop = _is_stop(lower) or lower in _BREAK_WORDS or _member_access(lower)
     verbish = not stop and lexicon.only_verb_or_adverb(lower)
     if len(_SHAPES) >= _SHAPES_MAX:
         _SHAPES.clear()
     found = _SHAPES[text] = (lower, capitalised, all_caps, inner_capital, stop, verbish)
     return found
+
+
+# The last part of a dotted word that names a site or a library ("Booking.com", "ResumeBooster.ai", "node.js");
+# after any other, a dotted word is code: a member or a file ("number.key", "IsHoliday.x", "org.apache", "pack.obj").
+_NAME_SUFFIXES = frozenset(
+    "com org net io ai js co app dev gov edu me tv fm ly gg uk de fr es it nl jp cn in us ca au ch info biz".split()  # noqa: SIM905
+)
+
+
+def _member_access(lower: str) -> bool:
+    if "." not in lower:
+        return False
+    parts = lower.split(".")
+    if not all(p.isalpha() for p in parts) or all(len(p) == 1 for p in parts):
+        return False  # "1.5", "gpt-4.0", "u.s", "e.g"
+    return parts[-1] not in _NAME_SUFFIXES
 
 
 # Contractions typed without their apostrophe ("whats wrong", "dont know"): function words all the same.
@@ -323,8 +342,10 @@ def _continues_name(token: Token, run: list[Token], words: list[Token], i: int, 
 
 
 def _emit_name(prose: str, run: list[Token], language: str) -> Iterator[Phrase]:
-    while run and (run[-1].lower in _CONNECTORS or (len(run) > 1 and len(run[-1].text) == 1)):
-        run = run[:-1]  # "Bank of", "Mumbai F" (a row of data: a city, then a sex)
+    while run and (
+        run[-1].lower in _CONNECTORS or (len(run) > 1 and (len(run[-1].text) == 1 or _adverb_only(run[-1].lower)))
+    ):
+        run = run[:-1]  # "Bank of", "Mumbai F" (a row of data: a city, then a sex), "Define the Schema Manually"
     if not run:
         return
     if len(run) > MAX_WORDS:
@@ -334,6 +355,12 @@ def _emit_name(prose: str, run: list[Token], language: str) -> Iterator[Phrase]:
     if len(run) == 1 and (not _specific_name(run[0], language) or not plausible_word(run[0].text)):
         return
     yield Phrase(prose[run[0].start : run[-1].end], key_of([t.lower for t in run]), run[0].start, run[-1].end, True)
+
+
+@lru_cache(maxsize=1 << 16)
+def _adverb_only(lower: str) -> bool:
+    """ "manually", "quickly": a heading's last word in Title Case, never the end of a name."""
+    return lower.endswith("ly") and lexicon.parts_of_speech(lower) == {"ADV"}
 
 
 def _common_adjective(token: Token) -> bool:

@@ -402,3 +402,33 @@ def test_a_clause_on_a_plural_ends_before_its_verb() -> None:
     )
     found = {t.casefold() for t in titles(segment, 8)}
     assert "pyspark implements" not in found and "pyspark implement" not in found
+
+
+def test_a_dotted_word_is_code_unless_it_names_a_site_or_a_library() -> None:
+    """ "listing number.key contents", "merge on IsHoliday.x": a member or a file written in prose is code, no
+    part of a concept; "Booking.com", "node.js" and versions ("Gemini 1.5") are names."""
+    segment = segment_input(
+        "seg-dotted",
+        [
+            ("user", "The format is listing number.key contents. After the merge I get IsHoliday.x and IsHoliday.y"),
+            ("user", "I book on Booking.com and build the site with Node.js and Gemini 1.5 Flash"),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert not {"listing number.key", "number.key", "isholiday.x", "isholiday.y"} & found
+    assert {"booking.com", "gemini 1.5 flash"} <= found
+
+
+def test_a_title_case_headings_last_adverb_is_no_part_of_a_name() -> None:
+    """ "Option 2: Define the Schema Manually": Title Case makes a heading look like a name, and its last word,
+    an adverb, ends no name ("Schema" is the name's part; "Slowly Changing Dimension" keeps its adverb)."""
+    segment = segment_input(
+        "seg-heading",
+        [
+            ("user", "how do I handle a Slowly Changing Dimension in Spark?"),
+            ("assistant", "Option 2: Define the Schema Manually. With the Schema Manually defined, Spark skips it."),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Schema Manually" not in found
+    assert "Slowly Changing Dimension" in found
