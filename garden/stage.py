@@ -118,9 +118,10 @@ def _message_places(archive: sqlite3.Connection, ids: set[str]) -> tuple[dict[st
     )
     sources: dict[str, int] = {}
     conversations: dict[str, str] = {}
+    shared: dict[str, str] = {}  # one string per conversation, not one per message
     for uuid, source, conversation in rows:
         sources[str(uuid)] = int(source)
-        conversations[str(uuid)] = str(conversation)
+        conversations[str(uuid)] = shared.setdefault(str(conversation), str(conversation))
     return sources, conversations
 
 
