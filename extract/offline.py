@@ -19,7 +19,8 @@ output. For each segment:
    the dev labels' features): the user saying it, how often and in how many messages it recurs, a name's
    capital, the conversation's title naming it, a term of several words, and how specific it is against
    background word frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do);
-   a phrase said once and only in a reply (unless written as a name: "Point Reyes"), single common words,
+   a phrase said fewer than three times and only in replies (unless written as a name: "Point Reyes"),
+   identifiers in lower case with digits ("sqm3") and quoted values no lexicon holds ("'aal'"), single common words,
    phrases of generic words, a misspelling of a word the segment spells right
    ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and
    its expansion are one candidate ("DAG", "Directed Acyclic Graph");
@@ -60,7 +61,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 14  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 17  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -401,8 +402,12 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     ("Spark", "Glue"); a common word alone ("model", "schedule", "salaries") names nothing in particular, and
     a word no list holds, said once, is more likely a typo than a term."""
     word = candidate.key[0]
-    frequency = lexicon.zipf(word, candidate.language)
     forms = list(candidate.forms)
+    if all(f == f.casefold() for f in forms) and any(c.isdigit() for c in word):
+        return False  # "sqm3", "df2", "table1": an identifier no one writes with a capital ("EC2", "S3", "GPT-4o" are)
+    if candidate.quoted >= candidate.proposals() and _quoted_value(candidate):
+        return False  # "there is 'aal' in label 1": a value quoted from the data, no English word
+    frequency = lexicon.zipf(word, candidate.language)
     if any(_acronym_or_inner(f) for f in forms):
         # "AI", "HR", "MB": a two-letter acronym is a unit or a department more often than a subject
         return len(word) > 2 or len(candidate.mentions) >= 3
@@ -411,6 +416,15 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     if frequency == 0.0:
         return len(candidate.mentions) >= 2
     return frequency < 3.4
+
+
+def _quoted_value(candidate: _Candidate) -> bool:
+    """A lower-case English-context word the lexicon has no part of speech for ("aal", "chn"): quoted, a value."""
+    return (
+        candidate.language == "en"
+        and all(f == f.casefold() for f in candidate.forms)
+        and not lexicon.parts_of_speech(candidate.key[0])
+    )
 
 
 def _acronym_or_inner(form: str) -> bool:
@@ -516,10 +530,10 @@ def _score(candidate: _Candidate, title_words: set[str]) -> float:
         return 0.0
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
-    if user == 0 and other < 2 and not named_term:
-        # Said once, in a reply: what the assistant happened to say ("load times", "human-readable format",
-        # "overlap region"), not what the conversation is about, however specific its words; a name it
-        # introduces ("Point Reyes", "KryoSerializer") is the exception. Recurring in replies, it counts.
+    if user == 0 and other < 3 and not named_term:
+        # Said once or twice, in replies only: how the assistant happened to explain ("load times", "network
+        # overhead", "human-readable format"), not what the conversation is about, however specific its words;
+        # a name it introduces ("Point Reyes", "KryoSerializer") is the exception. Said three times, it counts.
         return 0.0
     spread = len({id(m) for m, _, _ in candidate.mentions})
     in_title = any(w in title_words or singular(w) in title_words for w in key if w not in GENERIC)

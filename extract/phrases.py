@@ -9,9 +9,15 @@ four words, "role-based access control", "AWS Glue job"):
   plural's apostrophe ("The Liars' Gospel");
   a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language;
 - a **noun phrase** (English only): a run of content words between function words and punctuation, with
-  leading verbs and adverbs dropped, cut where a verb-only word stands inside, and ending on a word that can
+  leading verbs and adverbs dropped (and the verb after "how to", "want to": "how to deal aggressive customer"),
+  cut where a verb-only word stands inside, and ending on a word that can
   be a noun ("customer churn model", "window functions"); a name's kind head is cut ("Shopify platform",
-  "Parquet file", "SQL statement" are Shopify, Parquet, SQL).
+  "Parquet file", "SQL statement" are Shopify, Parquet, SQL); a plural ends it, for English compounds take the
+  singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one), and a
+  clause on the plural ends before its verb ("the transformations Spark implements").
+
+A dotted word is code, no part of either ("number.key", "IsHoliday.x", "pack.obj"), unless it names a site or a
+library ("Booking.com", "node.js"); a name in a Title Case heading ends before a last adverb ("the Schema Manually").
 
 Where the rules above cut a modifier off a noun phrase (a participle after a determiner: "a hashing algorithm",
 "a stored procedure"; an -ing head that ends a run after a noun: "performance tuning"; a common adjective in
@@ -151,12 +157,28 @@ def _shape(text: str) -> _Shape:
     all_caps = upper and len(text) >= 2 and text.isupper() and sum(c.isalpha() for c in text) >= 2
     rest = text[1:]
     inner_capital = upper and not all_caps and rest != rest.casefold() and rest != rest.upper()
-    stop = _is_stop(lower) or lower in _BREAK_WORDS
+    stop = _is_stop(lower) or lower in _BREAK_WORDS or _member_access(lower)
     verbish = not stop and lexicon.only_verb_or_adverb(lower)
     if len(_SHAPES) >= _SHAPES_MAX:
         _SHAPES.clear()
     found = _SHAPES[text] = (lower, capitalised, all_caps, inner_capital, stop, verbish)
     return found
+
+
+# The last part of a dotted word that names a site or a library ("Booking.com", "ResumeBooster.ai", "node.js");
+# after any other, a dotted word is code: a member or a file ("number.key", "IsHoliday.x", "org.apache", "pack.obj").
+_NAME_SUFFIXES = frozenset(
+    "com org net io ai js co app dev gov edu me tv fm ly gg uk de fr es it nl jp cn in us ca au ch info biz".split()  # noqa: SIM905
+)
+
+
+def _member_access(lower: str) -> bool:
+    if "." not in lower:
+        return False
+    parts = lower.split(".")
+    if not all(p.isalpha() for p in parts) or all(len(p) == 1 for p in parts):
+        return False  # "1.5", "gpt-4.0", "u.s", "e.g"
+    return parts[-1] not in _NAME_SUFFIXES
 
 
 # Contractions typed without their apostrophe ("whats wrong", "dont know"): function words all the same.
@@ -277,8 +299,10 @@ def _is_name_word(token: Token, language: str) -> bool:
         return False
     if not token.sentence_start:
         return True
-    # A capital that opens a sentence says nothing; a word this rare is a name all the same ("Kafka is ...").
-    return lexicon.zipf(token.lower, language) < 2.5 and lexicon.zipf(token.lower, "en") < 2.5
+    # A capital that opens a sentence says nothing; a word this rare is a name all the same ("Kafka is ..."),
+    # unless it can only be a verb: a list of steps opens its lines with them ("Initializes an empty list",
+    # "Populates it with ...").
+    return lexicon.zipf(token.lower, language) < 2.5 and lexicon.zipf(token.lower, "en") < 2.5 and not token.verbish
 
 
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
@@ -318,8 +342,10 @@ def _continues_name(token: Token, run: list[Token], words: list[Token], i: int, 
 
 
 def _emit_name(prose: str, run: list[Token], language: str) -> Iterator[Phrase]:
-    while run and (run[-1].lower in _CONNECTORS or (len(run) > 1 and len(run[-1].text) == 1)):
-        run = run[:-1]  # "Bank of", "Mumbai F" (a row of data: a city, then a sex)
+    while run and (
+        run[-1].lower in _CONNECTORS or (len(run) > 1 and (len(run[-1].text) == 1 or _adverb_only(run[-1].lower)))
+    ):
+        run = run[:-1]  # "Bank of", "Mumbai F" (a row of data: a city, then a sex), "Define the Schema Manually"
     if not run:
         return
     if len(run) > MAX_WORDS:
@@ -329,6 +355,12 @@ def _emit_name(prose: str, run: list[Token], language: str) -> Iterator[Phrase]:
     if len(run) == 1 and (not _specific_name(run[0], language) or not plausible_word(run[0].text)):
         return
     yield Phrase(prose[run[0].start : run[-1].end], key_of([t.lower for t in run]), run[0].start, run[-1].end, True)
+
+
+@lru_cache(maxsize=1 << 16)
+def _adverb_only(lower: str) -> bool:
+    """ "manually", "quickly": a heading's last word in Title Case, never the end of a name."""
+    return lower.endswith("ly") and lexicon.parts_of_speech(lower) == {"ADV"}
 
 
 def _common_adjective(token: Token) -> bool:
@@ -419,7 +451,9 @@ def _specific_name(token: Token, language: str) -> bool:
 def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
     run: list[Token] = []
     before: Token | None = None  # the word before the run
+    infinitive = False  # the run follows "how to", "want to", ...: its first word is a verb
     previous: Token | None = None
+    earlier: Token | None = None  # the word before `previous`
     for token in [*words, None]:
         if (
             token is not None
@@ -428,14 +462,29 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             and (not run or (_joined(prose, run[-1], token) and not token.sentence_start))
         ):
             if not run:
-                before = previous
+                before, infinitive = previous, _to_infinitive(earlier, previous)
             run.append(token)
-            previous = token
+            earlier, previous = previous, token
             continue
+        if infinitive and run and run[0].text == run[0].lower and _can_be_verb(run[0].lower):
+            before, run = run[0], run[1:]  # "how to deal aggressive customer", "I want to combine the files"
         yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not token.lower.isdigit() else []
-        before = previous
-        previous = token
+        before, infinitive = previous, _to_infinitive(earlier, previous)
+        earlier, previous = previous, token
+
+
+# Words after which "to" marks an infinitive, never a place or a recipient: the word after "how to" is a verb
+# ("how to deal aggressive customer"), and so after "want to", "need to", "trying to", "able to", "ways to".
+_INFINITIVE_HEADS_TEXT = (
+    "how want wants wanted wanting need needs needed trying try tries tried able unable going have has had"
+    " like love would ways way steps tips best easiest decided plan planning hoping hope learn learning"
+)
+_INFINITIVE_HEADS = frozenset(_INFINITIVE_HEADS_TEXT.split())
+
+
+def _to_infinitive(earlier: Token | None, to: Token | None) -> bool:
+    return to is not None and to.lower == "to" and earlier is not None and earlier.lower in _INFINITIVE_HEADS
 
 
 def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Iterator[Phrase]:
@@ -445,6 +494,7 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
         return
     piece: list[Token] = []
     cut: Token | None = None  # the verb form the piece follows in the run
+    clause = False  # the piece follows a plural: a clause on it ("the deals Newegg offers") may end in its verb
     for i, token in enumerate([*run, None]):
         keep = token is not None and (
             not token.verbish
@@ -452,19 +502,60 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
             or token.inner_capital
             or (token.capitalised and not token.sentence_start)
         )
-        if keep and token is not None:
+        if keep and token is not None and not (piece and _plural_modifier(piece[-1])):
             piece.append(token)
             continue
-        phrase = _trim(piece)
-        if phrase:
-            yield _phrase(prose, phrase)
-        if piece:
-            opener = cut if cut is run[0] and _determiner(before) else None
-            wider = _with_modifiers(piece, opener, token, i == len(run) - 1)
-            if wider and wider != phrase:
-                yield _phrase(prose, wider, loose=True)
+        if clause and len(piece) > 1 and piece[-1].text == piece[-1].lower and _can_be_verb(piece[-1].lower):
+            piece = piece[:-1]  # "the deals Newegg offers", "the transformations Spark implements": its verb
+        if keep and token is not None:
+            # a plural before another word ends the phrase: English compounds take the singular ("simulation
+            # count"), so "simulations increases", "women face" and "strategies businesses (use)" are a subject
+            # and its verb or two phrases side by side, not one term
+            yield from _plain_and_loose(prose, piece, None, None, False)
+            piece = [token]
+            cut = None
+            clause = True
+            continue
+        clause = False
+        opener = cut if cut is not None and cut is run[0] and _determiner(before) else None
+        yield from _plain_and_loose(prose, piece, opener, token, i == len(run) - 1)
         piece = []
         cut = token
+
+
+def _plain_and_loose(
+    prose: str, piece: list[Token], opener: Token | None, after: Token | None, last: bool
+) -> Iterator[Phrase]:
+    """The noun phrase of one piece of a run and, where the plain rules cut a modifier off it, the loose one."""
+    phrase = _trim(piece)
+    if phrase:
+        yield _phrase(prose, phrase)
+    if piece:
+        wider = _with_modifiers(piece, opener, after, last)
+        if wider and wider != phrase:
+            yield _phrase(prose, wider, loose=True)
+
+
+@lru_cache(maxsize=1 << 16)
+def _plural_word(lower: str) -> bool:
+    """ "simulations", "strategies", "women": a noun's plural that is not a word of its own ("sales", "news",
+    "statistics", "savings", "data" are: as frequent as their singular, or their own lemma), so no modifier in a
+    term."""
+    nouns = lexicon.lemmas(lower).get("NOUN", ())
+    if not nouns or lower in nouns:
+        return False
+    if not lower.endswith("s"):
+        return True  # "women", "children": an irregular plural is a plural however often it is said
+    return all(lexicon.zipf(lemma) > lexicon.zipf(lower) for lemma in nouns)
+
+
+@lru_cache(maxsize=1 << 16)
+def _can_be_verb(lower: str) -> bool:
+    return "VERB" in lexicon.parts_of_speech(lower)
+
+
+def _plural_modifier(token: Token) -> bool:
+    return token.text == token.lower and len(token.lower) > 3 and _plural_word(token.lower)
 
 
 def _phrase(prose: str, phrase: list[Token], loose: bool = False) -> Phrase:

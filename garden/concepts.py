@@ -4,8 +4,11 @@ survivor, dangling links repaired. Pure functions over loaded rows; `garden.stag
 Stale, per source. An export is a snapshot of its own time: a 2021 export mixed with a 2025 one must not make
 every 2021 concept stale. So a concept is stale only when, in every source it has evidence in, its last evidence
 is more than N days older than that source's newest message (N: `stale_after_days` for an active concept,
-`weak_stale_after_days` for a weak one). A concept that was archived but is no longer stale by this rule (the
-old whole-store rule archived it) comes back to the state its evidence gives it.
+`weak_stale_after_days` for a weak one). What a conversation is about is never stale while the conversation is in
+the archive: its `keep_per_conversation` best-evidenced concepts stay (an old export's conversations kept no
+concept at all, "Baseline schedule" with three spans archived with the rest), and only what it touched on fades.
+A concept that was archived but is no longer stale by these rules (the old whole-store rule archived it) comes
+back to the state its evidence gives it.
 
 Relations. A relation that starts or ends at a merged concept is moved to the survivor (the concept loop copied
 only outgoing ones, so incoming ones pointed at a concept the loader does not draw); one that would point a
@@ -54,9 +57,11 @@ def plan_concepts(
     relations: Iterable[tuple[str, str, str, float]],
     garden: GardenSettings,
     concept_settings: ConceptsSettings,
+    message_conversation: Mapping[str, str] | None = None,
 ) -> ConceptPlan:
     plan = ConceptPlan()
-    _stale(plan, concepts, evidence, message_source, source_newest, garden, concept_settings)
+    kept = conversation_subjects(concepts, evidence, message_conversation or {}, garden.keep_per_conversation)
+    _stale(plan, concepts, evidence, message_source, source_newest, garden, concept_settings, kept)
     _relations(plan, concepts, relations)
     _pointers(plan, concepts)
     _orphans(plan, concepts, evidence)
@@ -74,6 +79,29 @@ def _orphans(plan: ConceptPlan, concepts: Mapping[str, ConceptRow], evidence: It
             )
 
 
+def conversation_subjects(
+    concepts: Mapping[str, ConceptRow],
+    evidence: Iterable[EvidenceTime],
+    message_conversation: Mapping[str, str],
+    keep: int,
+) -> set[str]:
+    """Each conversation's `keep` concepts (live or archived) with the most evidence rows in it, ties by id."""
+    if keep <= 0:
+        return set()
+    per_conversation: dict[str, dict[str, int]] = {}
+    for item in evidence:
+        conversation = message_conversation.get(item.message_id)
+        row = concepts.get(item.concept_id)
+        if conversation is None or row is None or row.state not in ("active", "weak", "archived"):
+            continue
+        counts = per_conversation.setdefault(conversation, {})
+        counts[item.concept_id] = counts.get(item.concept_id, 0) + 1
+    kept: set[str] = set()
+    for counts in per_conversation.values():
+        kept.update(sorted(counts, key=lambda c: (-counts[c], c))[:keep])
+    return kept
+
+
 def _stale(
     plan: ConceptPlan,
     concepts: Mapping[str, ConceptRow],
@@ -82,6 +110,7 @@ def _stale(
     source_newest: Mapping[int, str],
     garden: GardenSettings,
     concept_settings: ConceptsSettings,
+    kept: set[str],
 ) -> None:
     last: dict[str, dict[int, str]] = {}  # concept -> source -> its last evidence time there
     for item in evidence:
@@ -99,12 +128,16 @@ def _stale(
         seen = last.get(concept_id, {})
         verdicts = [_stale_in(source, time, source_newest, days) for source, time in sorted(seen.items())]
         stale = bool(verdicts) and all(v is not None for v in verdicts)
-        if row.state != "archived" and stale:
+        subject = concept_id in kept
+        if row.state != "archived" and stale and not subject:
             why = "; ".join(v for v in verdicts if v)
             plan.states.append((concept_id, row.state, "archived", f"stale per source: {why}"))
         elif row.state == "archived" and not stale and verdicts:
             fresh = [s for (s, _), v in zip(sorted(seen.items()), verdicts, strict=True) if v is None]
             reason = f"not stale per source: recent evidence in source(s) {', '.join(map(str, fresh))}"
+            plan.states.append((concept_id, "archived", evidence_state, reason))
+        elif row.state == "archived" and subject:
+            reason = f"what a conversation is about: one of its {garden.keep_per_conversation} best-evidenced concepts"
             plan.states.append((concept_id, "archived", evidence_state, reason))
     for concept_id, before, after, reason in plan.states:
         plan.changes.append(("concept_state", concept_id, reason, before, after))

@@ -87,7 +87,7 @@ def plan_garden(
             EvidenceTime(str(r[0]), str(r[1]), r[2], str(r[3]))
             for r in staging.execute("SELECT concept_id, message_id, created_at, text_key FROM concept_evidence")
         ]
-        sources = _message_sources(archive, {e.message_id for e in evidence})
+        sources, conversations = _message_places(archive, {e.message_id for e in evidence})
         newest = {
             int(r[0]): str(r[1])
             for r in archive.execute(
@@ -99,7 +99,7 @@ def plan_garden(
             for r in staging.execute("SELECT concept_id, relation, target_id, confidence FROM concept_relations")
         ]
         plan.concepts = plan_concepts(
-            concepts, evidence, sources, newest, relations, settings.garden, settings.concepts
+            concepts, evidence, sources, newest, relations, settings.garden, settings.concepts, conversations
         )
     for kind, *_ in plan.changes:
         plan.counts[kind] += 1
@@ -111,9 +111,18 @@ def _concept_names(staging: sqlite3.Connection) -> dict[str, str]:
     return {value_key(name): concept_id for name, concept_id in concept_store.name_index(staging).items()}
 
 
-def _message_sources(archive: sqlite3.Connection, ids: set[str]) -> dict[str, int]:
-    rows = archive.execute(f"SELECT uuid, source_id FROM messages WHERE uuid IN {IN_VALUES}", (json_values(ids),))
-    return {str(row[0]): int(row[1]) for row in rows}
+def _message_places(archive: sqlite3.Connection, ids: set[str]) -> tuple[dict[str, int], dict[str, str]]:
+    """Each message's source and conversation."""
+    rows = archive.execute(
+        f"SELECT uuid, source_id, conversation_id FROM messages WHERE uuid IN {IN_VALUES}", (json_values(ids),)
+    )
+    sources: dict[str, int] = {}
+    conversations: dict[str, str] = {}
+    shared: dict[str, str] = {}  # one string per conversation, not one per message
+    for uuid, source, conversation in rows:
+        sources[str(uuid)] = int(source)
+        conversations[str(uuid)] = shared.setdefault(str(conversation), str(conversation))
+    return sources, conversations
 
 
 def validate(plan: GardenPlan, stored: dict[str, dict[str, Any]]) -> list[str]:

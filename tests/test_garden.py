@@ -94,8 +94,13 @@ def test_a_later_export_closes_the_current_fact_and_keeps_history_queryable(tmp_
 
 
 def test_stale_concepts_are_measured_per_source(tmp_path: Path) -> None:
-    """An old dump beside a new one: only a concept stale within its own source is archived, with the reason."""
-    specs = {"early": [hyp("Old hobby")], "late": [hyp("Garden shed")], "new": [hyp("New job")]}
+    """An old dump beside a new one: only a concept stale within its own source is archived, with the reason
+    (the old conversation's two best-evidenced concepts, what it is about, stay: the test below)."""
+    specs = {
+        "early": [hyp("Paris bakeries"), hyp("Rainy weekend"), hyp("Old hobby", spans=1)],
+        "late": [hyp("Garden shed")],
+        "new": [hyp("New job")],
+    }
     dbs = open_dbs(tmp_path)
     write_archive(
         dbs.archive,
@@ -105,9 +110,53 @@ def test_stale_concepts_are_measured_per_source(tmp_path: Path) -> None:
     write_archive(dbs.archive, [conversation("new", MUNICH, at("2024-06-01"))], tag="new")
     stages(dbs, "2024-07-01T00:00:00+00:00", ScriptedExtractor(answer(specs)))
     states = dict(dbs.staging.execute("SELECT title, state FROM concepts").fetchall())
-    assert states == {"Old hobby": "archived", "Garden shed": "active", "New job": "active"}
+    assert states == {
+        "Paris bakeries": "active",
+        "Rainy weekend": "active",
+        "Old hobby": "archived",
+        "Garden shed": "active",
+        "New job": "active",
+    }
     reason = dbs.staging.execute("SELECT reason FROM concept_transitions WHERE to_state = 'archived'").fetchone()[0]
     assert reason.startswith("stale per source") and "newest message 2020-12-01" in reason
+
+
+def test_what_an_old_conversation_is_about_is_never_archived_as_stale(tmp_path: Path) -> None:
+    """A conversation of an old export keeps its best-evidenced concepts (keep_per_conversation, 2) however old:
+    what it is about stays in the graph while it is in the archive; what it only touched on fades, and with
+    keep_per_conversation 0 staleness alone decides. A subject archived before comes back."""
+    specs = {
+        "early": [hyp("Paris bakeries"), hyp("Rainy weekend"), hyp("Old hobby", spans=1)],
+        "new": [hyp("New job")],
+    }
+    dbs = open_dbs(tmp_path)
+    write_archive(dbs.archive, [conversation("early", PARIS, at("2019-01-01"))], tag="old")
+    write_archive(dbs.archive, [conversation("later", BERLIN, at("2021-06-01"))], tag="old")
+    write_archive(dbs.archive, [conversation("new", MUNICH, at("2024-06-01"))], tag="new")
+    stages(dbs, "2024-07-01T00:00:00+00:00", ScriptedExtractor(answer(specs)))
+    states = dict(dbs.staging.execute("SELECT title, state FROM concepts").fetchall())
+    assert states == {
+        "Paris bakeries": "active",
+        "Rainy weekend": "active",
+        "Old hobby": "archived",
+        "New job": "active",
+    }
+    dbs.staging.execute("UPDATE concepts SET state = 'archived' WHERE title = 'Rainy weekend'")
+    garden_stage.run(
+        dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings, now="2024-07-02T00:00:00+00:00"
+    )
+    assert dbs.staging.execute("SELECT state FROM concepts WHERE title = 'Rainy weekend'").fetchone()[0] == "active"
+    dbs.settings.garden.keep_per_conversation = 0
+    garden_stage.run(
+        dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings, now="2024-07-03T00:00:00+00:00"
+    )
+    states = dict(dbs.staging.execute("SELECT title, state FROM concepts").fetchall())
+    assert states == {
+        "Paris bakeries": "archived",
+        "Rainy weekend": "archived",
+        "Old hobby": "archived",
+        "New job": "active",
+    }
 
 
 def test_a_concept_archived_by_the_whole_store_rule_comes_back(tmp_path: Path) -> None:

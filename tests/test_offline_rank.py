@@ -91,7 +91,8 @@ def test_a_tools_output_is_no_ones_words() -> None:
 def test_a_phrase_said_once_and_only_in_a_reply_is_not_a_concept_unless_it_is_a_name() -> None:
     """ "how can i cache and persist data": the reply's example "social media platforms can cache posts" is said
     once, by the assistant only: not what the conversation is about, however specific its words. A name the
-    reply introduces once ("PySpark") stays, and a reply phrase that recurs ("storage level") counts."""
+    reply introduces once ("PySpark") stays, and a reply phrase that recurs ("storage level", three times)
+    counts."""
     segment = segment_input(
         "seg-reply-once",
         [
@@ -100,7 +101,7 @@ def test_a_phrase_said_once_and_only_in_a_reply_is_not_a_concept_unless_it_is_a_
                 "assistant",
                 "Social media platforms can cache posts and images to improve the user experience. In PySpark,"
                 " persist keeps a DataFrame in memory at a storage level you choose; the default storage level"
-                " is memory and disk.",
+                " is memory and disk, and each storage level trades memory for time.",
             ),
         ],
     )
@@ -293,3 +294,141 @@ def test_past_the_fifth_concept_only_the_users_terms_count() -> None:
     assert "Tavira" not in found
     assert all(len(h.evidence_spans) >= 2 for h in hypotheses[:5])
     assert len(hypotheses[5].evidence_spans) == 1
+
+
+def test_a_plain_phrase_the_replies_say_only_twice_is_not_a_concept() -> None:
+    """ "cache and persist business use cases": a reply's passing words said twice ("load times", "reducing load
+    times ... better load times") are how it explains, not what the conversation is about; the user's words and
+    a name the reply introduces stay. Said three times, a reply's term counts (the test above)."""
+    segment = segment_input(
+        "seg-reply-twice",
+        [
+            ("user", "cache and persist business use cases realtime"),
+            (
+                "assistant",
+                "E-commerce: caching product pages in Redis improves the performance of an online store, reducing"
+                " load times. Streaming: persisting the state of a Flink job gives better load times after a"
+                " restart.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "load times" not in found and "load time" not in found
+    assert "redis" in found
+
+
+def test_a_verb_that_opens_a_line_is_no_name() -> None:
+    """A list of steps opens its lines with verbs ("Initializes an empty list", "Populates it with ..."): a
+    capital that opens a sentence on a rare word makes it a name ("Kafka is ..."), never on a word that can
+    only be a verb."""
+    segment = segment_input(
+        "seg-steps",
+        [
+            (
+                "user",
+                "Generate Python code that:\nInitializes an empty list called ref.\nPopulates the list with"
+                " alternating hex values.\nKafka is where the list goes.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Initializes" not in found and "Populates" not in found
+    assert "Kafka" in found
+
+
+def test_a_plural_inside_a_run_of_nouns_ends_the_phrase() -> None:
+    """English compounds take the singular ("simulation count"): a plural followed by another word is a subject
+    and its verb ("the number of simulations increases", "the challenges women face") or two phrases side by
+    side ("strategies businesses use"), not one term. A plural that is a word of its own ("sales tax",
+    "statistics course") stays inside."""
+    segment = segment_input(
+        "seg-plural",
+        [
+            (
+                "user",
+                "What are common strategies businesses use to scale? And is sales tax a cost? I want to understand"
+                " the challenges women face at work, and the challenges women face in tech.",
+            ),
+            (
+                "assistant",
+                "As the number of simulations increases the estimate converges; as the number of simulations"
+                " increases further the band narrows. Sales tax depends on the state.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert not {"strategies businesses", "strategy business", "simulations increases", "women face"} & found
+    assert "sales tax" in found
+
+
+def test_a_lower_case_identifier_or_quoted_value_is_no_concept() -> None:
+    """ "update table sqm3 set ...": letters and digits no one writes with a capital are an identifier ("EC2",
+    "S3" are names); "there is 'aal' in label 1": a quoted lower-case value no English lexicon holds is data."""
+    segment = segment_input(
+        "seg-identifier",
+        [
+            ("user", "whats wrong with my sql update of table sqm3 in Sqoop, sqm3 has 2 rows"),
+            ("assistant", "The update of sqm3 fails because Sqoop exports to EC2 need a key; sqm3 is fine."),
+            ("user", "I get a KeyError. Because there is 'aal' in label 1, but there is no 'aal' in label 2"),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "sqm3" not in found and "aal" not in found
+    assert {"sqoop", "ec2"} <= found
+
+
+def test_the_word_after_how_to_is_a_verb() -> None:
+    """ "how to deal aggressive customer", "i want to combine df data": after "how to", "want to" and the like,
+    "to" marks an infinitive and the next word is a verb, not a modifier ("Aggressive customer" is the term);
+    after another word "to" is a preposition ("an introduction to machine learning")."""
+    segment = segment_input(
+        "seg-infinitive",
+        [
+            ("user", "how to deal aggressive customer in a call center job"),
+            ("user", "i want to store df data in parquet. Also an introduction to machine learning please"),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert not {"deal aggressive customer", "store df data"} & found
+    assert {"aggressive customer", "machine learning"} <= found
+
+
+def test_a_clause_on_a_plural_ends_before_its_verb() -> None:
+    """ "the transformations spark implements": after a plural, a name and a verb are a clause on it (its subject
+    and verb), so the verb is no part of a term."""
+    segment = segment_input(
+        "seg-clause",
+        [("user", "which transformations pyspark implements are lazy? which actions pyspark implements are eager?")],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "pyspark implements" not in found and "pyspark implement" not in found
+
+
+def test_a_dotted_word_is_code_unless_it_names_a_site_or_a_library() -> None:
+    """ "listing number.key contents", "merge on IsHoliday.x": a member or a file written in prose is code, no
+    part of a concept; "Booking.com", "node.js" and versions ("Gemini 1.5") are names."""
+    segment = segment_input(
+        "seg-dotted",
+        [
+            ("user", "The format is listing number.key contents. After the merge I get IsHoliday.x and IsHoliday.y"),
+            ("user", "I book on Booking.com and build the site with Node.js and Gemini 1.5 Flash"),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert not {"listing number.key", "number.key", "isholiday.x", "isholiday.y"} & found
+    assert {"booking.com", "gemini 1.5 flash"} <= found
+
+
+def test_a_title_case_headings_last_adverb_is_no_part_of_a_name() -> None:
+    """ "Option 2: Define the Schema Manually": Title Case makes a heading look like a name, and its last word,
+    an adverb, ends no name ("Schema" is the name's part; "Slowly Changing Dimension" keeps its adverb)."""
+    segment = segment_input(
+        "seg-heading",
+        [
+            ("user", "how do I handle a Slowly Changing Dimension in Spark?"),
+            ("assistant", "Option 2: Define the Schema Manually. With the Schema Manually defined, Spark skips it."),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Schema Manually" not in found
+    assert "Slowly Changing Dimension" in found

@@ -105,3 +105,10 @@ class GardenSettings(BaseModel):
         ge=1,
         description="The same for a weak concept (thin or unconfident evidence), which fades sooner; null: never.",
     )
+    keep_per_conversation: int = Field(
+        default=2,
+        ge=0,
+        description="A conversation's this many best-evidenced concepts are never archived as stale: what a "
+        "conversation in the archive is about stays in the graph (only what it touched on fades); 0: staleness "
+        "alone decides.",
+    )
