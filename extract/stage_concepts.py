@@ -39,14 +39,15 @@ STAGE = "concepts"
 def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
     """Resolve every new hypothesis against the concept store (`similarity`: the third matching step)."""
     archive, staging, run_id, settings = ctx.archive, ctx.staging, ctx.run_id, ctx.settings
-    boilerplate = find_boilerplate(staging, archive)  # a user's prompt template is no evidence (extract/templates.py)
     notes: list[str] = []
-    if boilerplate.sentences and store.cites_any(staging, boilerplate.conversation_of, boilerplate.sentences):
-        # A sentence became boilerplate with its latest conversation: the hypotheses handled before cite it. The
-        # store is rebuilt from every current extraction, so the schedule ends where a clean build would (rare:
-        # once per new template; after it no stored evidence cites one).
-        store.forget_all(staging)
-        notes.append("concept store rebuilt: a prompt template found since the last run (extract/templates.py)")
+    with Transaction(staging):  # the rule's kept state and what it decides, in one transaction
+        boilerplate = find_boilerplate(staging, archive)  # a user's prompt template is no evidence (templates.py)
+        if boilerplate.sentences and store.cites_any(staging, boilerplate.conversation_of, boilerplate.sentences):
+            # A sentence became boilerplate with its latest conversation: the hypotheses handled before cite it.
+            # The store is rebuilt from every current extraction, so the schedule ends where a clean build would
+            # (rare: once per new template; after it no stored evidence cites one).
+            store.clear_store(staging)
+            notes.append("concept store rebuilt: a prompt template found since the last run (extract/templates.py)")
     prepare: Prepare | None = None
     if similarity is None and settings.concepts.similarity == "embedding":
         by_embedding = EmbeddingSimilarity(staging, build_embedder(settings.embed), run_id, settings)

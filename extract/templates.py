@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+import orjson
 from rapidfuzz import fuzz
 
 from contracts.concepts import ConceptHypothesis
+from staging import archive_changes
+from staging import template_state as state
 from staging.db import IN_VALUES, json_values
 
 MIN_CONVERSATIONS = 3
@@ -84,8 +87,9 @@ class Boilerplate:
         return self._roles[message_id]
 
 
-def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -> Boilerplate:
-    """The boilerplate sentences among the evidence of every current extraction (rule 1 above)."""
+def scan_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -> Boilerplate:
+    """The boilerplate sentences among the evidence of every current extraction (rule 1 above), in one pass over
+    all of them and nothing stored: what `find_boilerplate` keeps up to date, and the reference it must equal."""
     repeated = _repeated(
         staging.execute(
             "SELECT s.conversation_id, e.hypotheses FROM segment_extractions se"
@@ -181,3 +185,175 @@ def _first_messages(archive: sqlite3.Connection, repeated: dict[str, dict[str, s
                     (conversation, sentence),
                 ).fetchone()
                 places[conversation] = str(row[0]) if row else ""
+
+
+# ---------------------------------------------------------------- the rule kept up to date (issue 23)
+
+
+def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -> Boilerplate:
+    """`scan_boilerplate`'s answer, from the state kept in staging.db (staging/template_state.py), brought up to
+    date with what changed since it was written: the caller holds the write transaction.
+
+    Reading order is segment_extractions' rowid order (the scan's plan reads that table first, in that order). A
+    run parses only the extractions that became current since, and recomputes only the sentences they cite or
+    cited, and those with a place in a conversation the archive changed (its messages' texts are read); a
+    sentence's decision also reads, for each message it is placed at, the other repeated sentences placed there,
+    so when a sentence's places change, every sentence placed at one of its old or new messages is decided again.
+    An archive that does not log its changes, or another archive than the mark's, rebuilds the state."""
+    now = state.current(staging)
+    mark = archive_changes.mark(archive) if archive_changes.tracked(archive) else None
+    since = archive_changes.Mark.from_json(state.read_mark(staging))
+    changed: set[str] = set()
+    if mark is None or since is None or not archive_changes.comparable(archive, since):
+        state.clear(staging)
+        kept: dict[int, state.Extraction] = {}
+    else:
+        changed = set(archive_changes.changed_since(archive, since))
+        kept = {e[0]: e for e in state.stored(staging)}
+    present = {e[0]: e for e in now}
+    keys = state.remove(staging, [seq for seq, e in kept.items() if present.get(seq) != e])
+    added = [e for e in now if kept.get(e[0]) != e]
+    texts: dict[int, str] = {}
+    spans = list(_spans(staging, added, texts))
+    state.add(staging, added, spans)
+    keys.update(texts)
+    keys.update(state.cited_by(staging, "conversation_id", changed))  # their places read the archive again
+    before = state.repeated(staging, keys)
+    after: dict[int, state.Repeated] = {}
+    touched: set[str] = set()  # messages whose repeated sentences changed
+    # A first build has every citation at hand (in reading order), and decides every sentence: nothing to read back
+    cites = _by_sentence(spans, added) if not kept else state.citations(staging, keys)
+    for key, cited in cites.items():
+        old = before.get(key)
+        new = _places(archive, cited, texts.get(key) or (old.text if old else ""), old, changed)
+        if new is not None:
+            after[key] = new
+        if old is None or new is None or (old.places, old.rank) != (new.places, new.rank):
+            touched.update(m for r in (old, new) if r is not None for _, m in r.places)
+    touched.discard("")
+    state.write_repeated(staging, [k for k in before if k not in after], after)
+    if kept:
+        decide = set(after) | {k for placed in state.placed_at(staging, touched).values() for k, *_ in placed}
+        state.set_found(staging, _decide(staging, archive, state.repeated(staging, decide)))
+    else:
+        state.set_found(staging, _decide(staging, archive, after, _placed(after)))
+    state.write_mark(staging, None if mark is None else mark.as_json())
+    sentences, holding = state.found(staging)
+    if not sentences:
+        return Boilerplate()
+    segments = staging.execute(
+        f"SELECT segment_id, conversation_id FROM segments WHERE conversation_id IN {IN_VALUES}",
+        (json_values(holding),),
+    )
+    return Boilerplate(frozenset(sentences), {str(row[0]): str(row[1]) for row in segments})
+
+
+def _spans(
+    staging: sqlite3.Connection, added: Sequence[state.Extraction], texts: dict[int, str]
+) -> Iterator[state.Span]:
+    """Every evidence span of these extractions as (sentence key, seq, ord, message); `texts` gets each sentence's
+    text by key."""
+    for start in range(0, len(added), 500):
+        chunk = added[start : start + 500]
+        stored = state.hypotheses(staging, {e[2] for e in chunk})
+        for seq, _, cache_key, _, _ in chunk:
+            ord_ = 0
+            for hypothesis in orjson.loads(stored.get(cache_key) or "[]"):
+                for span in hypothesis.get("evidence_spans", ()):
+                    text = str(span.get("text", "")).strip()
+                    key = state.sentence_key(text)
+                    texts.setdefault(key, text)
+                    yield key, seq, ord_, str(span.get("message_id", ""))
+                    ord_ += 1
+
+
+def _places(
+    archive: sqlite3.Connection,
+    cited: Sequence[tuple[int, int, str, str]],
+    text: str,
+    old: state.Repeated | None,
+    changed: set[str],
+) -> state.Repeated | None:
+    """A sentence's row from its citations in reading order, as the scan builds it (`_repeated`,
+    `_first_messages`), or None when fewer than `MIN_CONVERSATIONS` conversations cite it."""
+    first = cited[0][2]
+    places: dict[str, str] = {}
+    rank = (0, 0)
+    for seq, ord_, conversation, message in cited:
+        if conversation not in places:
+            if places:  # a second conversation: where the scan adds the sentence to its (ordered) repeated ones
+                rank = rank if len(places) > 1 else (seq, ord_)
+            places[conversation] = "" if conversation == first else message
+    if len(places) < MIN_CONVERSATIONS:
+        return None
+    if old is not None and old.places[0][0] == first and first not in changed:
+        places[first] = old.places[0][1]  # the first conversation's message, looked up before
+    else:
+        row = archive.execute(
+            "SELECT uuid FROM messages WHERE conversation_id = ? AND role = 'user' AND instr(text, ?) > 0"
+            " ORDER BY seq LIMIT 1",
+            (first, text),
+        ).fetchone()
+        places[first] = str(row[0]) if row else ""
+    return state.Repeated(text, rank, old.found if old else False, tuple(places.items()))
+
+
+def _by_sentence(
+    spans: Iterable[state.Span], extractions: Iterable[state.Extraction]
+) -> dict[int, list[tuple[int, int, str, str]]]:
+    """`state.citations` of every sentence, from spans in reading order."""
+    conversation = {e[0]: e[4] for e in extractions}
+    found: dict[int, list[tuple[int, int, str, str]]] = {}
+    for key, seq, ord_, message in spans:
+        found.setdefault(key, []).append((seq, ord_, conversation[seq], message))
+    return found
+
+
+def _placed(sentences: dict[int, state.Repeated]) -> dict[str, list[tuple[int, str, int, int]]]:
+    """`state.placed_at` of every message, when `sentences` are all the repeated ones."""
+    found: dict[str, list[tuple[int, str, int, int]]] = {}
+    for key, sentence in sentences.items():
+        for _, message in sentence.places:
+            found.setdefault(message, []).append((key, sentence.text, *sentence.rank))
+    return found
+
+
+def _decide(
+    staging: sqlite3.Connection,
+    archive: sqlite3.Connection,
+    sentences: dict[int, state.Repeated],
+    placed: dict[str, list[tuple[int, str, int, int]]] | None = None,
+) -> dict[int, bool]:
+    """The rule's decision for each of these repeated sentences (as `scan_boilerplate` makes it); `placed`: every
+    message's repeated sentences, when the caller has them (else read for the messages these are placed at)."""
+    ids = {m for r in sentences.values() for _, m in r.places if m}
+    messages = {
+        str(row[0]): (str(row[1]), str(row[2]), str(row[3]))
+        for row in archive.execute(
+            f"SELECT uuid, conversation_id, role, text FROM messages WHERE uuid IN {IN_VALUES}", (json_values(ids),)
+        )
+    }
+    held: dict[str, list[str]] = {}  # message -> the repeated sentences it holds, in the scan's order
+    for message_id, there in (state.placed_at(staging, ids) if placed is None else placed).items():
+        _, role, text = messages.get(message_id, ("", "", ""))
+        size = len(text.strip())
+        if role == "user" and message_id in ids:
+            held[message_id] = [s for _, s, *_ in sorted(there, key=lambda p: (p[2], p[3])) if size > len(s)]
+    decisions: dict[int, bool] = {}
+    for key, sentence in sentences.items():
+        seen: set[str] = set()
+        kept: list[str] = []
+        for _, message_id in sentence.places:
+            if len(held.get(message_id, ())) < 2:
+                continue
+            conversation, _, text = messages[message_id]
+            if conversation in seen:
+                continue
+            seen.add(conversation)
+            subject = _rest(text, held[message_id])
+            if all(fuzz.ratio(subject, other) < SAME_SUBJECT for other in kept):
+                kept.append(subject)
+                if len(kept) >= MIN_CONVERSATIONS:
+                    break
+        decisions[key] = len(kept) >= MIN_CONVERSATIONS
+    return decisions
