@@ -21,6 +21,7 @@ from clients.embedders import build_embedder
 from clients.stage import Outcome, StageContext
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import StageError
+from extract import template_drops
 from extract.concept_loop import ConceptLoop
 from extract.name_similarity import EmbeddingSimilarity
 from extract.resolve import SIMILARITIES, Similarity
@@ -56,15 +57,19 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
             prepare(n for c in store.load_concepts(staging).values() for n in (c.title, *c.aliases))
     loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
     unfinished = store.unfinished_inputs(staging)  # before any write: a run sees the inputs handled before it
+    current = extraction_store.iter_current(staging)
+    signed = template_drops.signatures(current, unfinished, boilerplate)
+    skip = template_drops.replayed(staging, signed, boilerplate)  # conversations that would drop all again
     batch: list[CurrentExtraction] = []
-    for extraction in extraction_store.iter_current(staging):
+    for extraction in current:
         batch.append(extraction)
         if len(batch) >= settings.concepts.batch_size:
-            _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate)
+            _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate, skip)
             batch = []
-    _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate)
+    _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate, skip)
     with Transaction(staging):
         loop.settle()
+        template_drops.remember(staging, signed, skip, boilerplate)
     counts: Counter[str] = Counter(loop.counts)
     counts["extractions_read"] = len(unfinished)
     counts.update(boilerplate.counts())
@@ -89,12 +94,16 @@ def _batch(
     unfinished: dict[str, set[str]],
     prepare: Prepare | None = None,
     boilerplate: Boilerplate | None = None,
+    skip: set[str] | None = None,
 ) -> None:
     """One transaction: the new hypotheses of a batch of segments, and the concepts they changed.
 
     `unfinished`: the extractions with a hypothesis not handled yet and the inputs of each handled before the
-    run; the batch's others are not read (their batch boundaries stay those of every current extraction)."""
+    run; the batch's others are not read (their batch boundaries stay those of every current extraction), nor are
+    those of the conversations in `skip` (extract/template_drops.py)."""
     batch = [e for e in batch if e.cache_key in unfinished]
+    if skip and boilerplate is not None:
+        batch = [e for e in batch if boilerplate.conversation_of.get(e.segment_id) not in skip]
     if not batch:
         return
     stored = extraction_store.hypotheses_for(staging, sorted({e.cache_key for e in batch}))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -51,6 +52,8 @@ class Boilerplate:
     sentences: frozenset[str] = frozenset()
     conversation_of: dict[str, str] = field(default_factory=dict)  # segment -> its conversation, where one holds
     dropped: int = 0
+    dropped_in: Counter[str] = field(default_factory=Counter)  # conversation -> hypotheses dropped there
+    kept_in: set[str] = field(default_factory=set)  # conversations where `strip` kept a hypothesis
     _echoes: dict[str, list[frozenset[str]]] = field(default_factory=dict)  # conversation -> words of dropped titles
     _roles: dict[str, str] = field(default_factory=dict)
 
@@ -76,8 +79,10 @@ class Boilerplate:
                 echoes.append(words)
             elif by_user or not any(words <= other for other in echoes):
                 kept.append((index, hypothesis.model_copy(update={"evidence_spans": spans})))
+                self.kept_in.add(conversation)
                 continue
             self.dropped += 1
+            self.dropped_in[conversation] += 1
         return kept
 
     def _role(self, archive: sqlite3.Connection, message_id: str) -> str:
@@ -210,6 +215,7 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
     else:
         changed = set(archive_changes.changed_since(archive, since))
         kept = {e[0]: e for e in state.stored(staging)}
+        state.forget_drops(staging, changed)  # what a conversation's replay dropped holds only while it is unchanged
     present = {e[0]: e for e in now}
     keys = state.remove(staging, [seq for seq, e in kept.items() if present.get(seq) != e])
     added = [e for e in now if kept.get(e[0]) != e]

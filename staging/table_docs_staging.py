@@ -486,6 +486,16 @@ STAGING.update(
             {"id": "Always 1.", "mark": "The mark (largest rowids, change version, origin)."},
             json="mark",
         ),
+        "template_drops": doc(
+            "Template rule: replays skipped",
+            "Conversations whose every unfinished hypothesis the rule dropped in the last run"
+            " (extract/template_drops.py).",
+            {
+                "conversation_id": "The conversation.",
+                "signature": "Digest of what it was handed: the boilerplate sentences, its unfinished extractions.",
+                "dropped": "How many hypotheses it dropped.",
+            },
+        ),
     }
 )
 STAGING["current_segments"] = replace(

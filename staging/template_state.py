@@ -11,6 +11,9 @@ its new extractions and changed conversations touch (issue 23). Derived data: em
 - `template_places`: per repeated sentence, each conversation citing it (in order of first citation) with the
   message the rule reads there.
 - `template_mark`: one row, the archive mark (staging/archive_changes.py) the state was built against.
+- `template_drops`: per conversation whose unfinished hypotheses the rule dropped every one of in the last run
+  (extract/template_drops.py), a digest of what it was handed and how many it dropped: a run handed the same
+  skips it. Forgotten when the archive changes the conversation, and with the rest of the state.
 
 `SCHEMA` is migration 11 of staging/migrations.py (frozen: change a table with a new migration there).
 """
@@ -58,8 +61,16 @@ SCHEMA = [
     ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS template_places_by_message ON template_places (message_id)",
     "CREATE TABLE IF NOT EXISTS template_mark (id INTEGER PRIMARY KEY CHECK (id = 1), mark TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS template_drops (
+        conversation_id TEXT PRIMARY KEY,
+        signature TEXT NOT NULL,
+        dropped INTEGER NOT NULL
+    )""",
 ]
-TABLES = ("template_extractions", "template_spans", "template_repeated", "template_places", "template_mark")
+TABLES = (
+    *("template_extractions", "template_spans", "template_repeated", "template_places", "template_mark"),
+    "template_drops",
+)
 
 CURRENT = (
     "SELECT se.rowid, se.segment_id, se.cache_key, e.run_id, s.conversation_id FROM segment_extractions se"
@@ -237,3 +248,19 @@ def found(conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
         )
     ]
     return sentences, holding
+
+
+def drops(conn: sqlite3.Connection) -> dict[str, tuple[str, int]]:
+    """Conversation -> (signature, hypotheses dropped) of the replays remembered."""
+    return {str(r[0]): (str(r[1]), int(r[2])) for r in conn.execute("SELECT * FROM template_drops")}
+
+
+def forget_drops(conn: sqlite3.Connection, conversations: Iterable[str]) -> None:
+    conn.execute(f"DELETE FROM template_drops WHERE conversation_id IN {IN_VALUES}", (json_values(conversations),))
+
+
+def remember_drops(conn: sqlite3.Connection, replays: dict[str, tuple[str, int]]) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO template_drops (conversation_id, signature, dropped) VALUES (?, ?, ?)",
+        [(c, signature, dropped) for c, (signature, dropped) in replays.items()],
+    )

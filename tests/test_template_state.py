@@ -85,7 +85,7 @@ def dump(dbs: Dbs, tag: str, chats: dict[str, tuple[Sequence[str], int]]) -> Non
 
 
 def snapshot(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
-    tables = [t for t in state.TABLES if t != "template_mark"]
+    tables = [t for t in state.TABLES if t not in ("template_mark", "template_drops")]
     return {t: sorted(tuple(r) for r in conn.execute(f"SELECT * FROM {t}")) for t in tables}
 
 
@@ -179,3 +179,52 @@ def test_a_state_without_its_archive_mark_is_built_again(schedule: Dbs) -> None:
     dbs.staging.execute("COMMIT")
     assert found.sentences == {A}
     assert kept_equals_fresh(dbs) == {A}
+
+
+def test_a_conversation_that_drops_every_hypothesis_again_is_skipped_with_the_same_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template's hypotheses are dropped, not handled: their extractions stay unfinished. The run after the one
+    that dropped them replays them and remembers; later runs skip them (no extraction read) and count the same
+    drops; a conversation the archive changes is replayed again; the store is the one replaying would write."""
+    from test_concepts_incremental import digest, template_store, templated
+
+    from extract import template_drops
+    from staging import extractions as extraction_store
+
+    chats = [templated(f"t{i}", i) for i in range(4)]
+    dbs = template_store(tmp_path / "d", [chats])
+
+    def again() -> tuple[dict[str, int], list[str]]:
+        read: list[str] = []
+        real = extraction_store.hypotheses_for
+
+        def counted(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, str]:
+            read.extend(keys)
+            return real(conn, keys)
+
+        monkeypatch.setattr(extraction_store, "hypotheses_for", counted)
+        result = stage_concepts.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
+        monkeypatch.undo()
+        return result.counts, read
+
+    replayed, read = again()  # the first run kept the code's concepts: this one replays the dropped ones
+    assert replayed["boilerplate_dropped"] > 0 and len(read) == 4
+    assert set(state.drops(dbs.staging)) == {f"t{i}" for i in range(4)}
+    store_before = digest(dbs.staging)
+    skipped, read = again()
+    assert read == [] and skipped["boilerplate_dropped"] == replayed["boilerplate_dropped"]
+    assert skipped["extractions_read"] == replayed["extractions_read"]
+    assert digest(dbs.staging) == store_before
+
+    edited = templated("t1", 1)
+    edited.title = "t1, exported again"
+    write_archive(dbs.archive, [edited], tag="d9")  # the archive logs t1 as changed: its replay is forgotten
+    changed, read = again()
+    assert len(read) == 1 and changed["boilerplate_dropped"] == replayed["boilerplate_dropped"]
+    assert digest(dbs.staging) == store_before
+
+    monkeypatch.setattr(template_drops, "replayed", lambda *_: set())  # the path that replays every conversation
+    every, _ = again()
+    assert every["boilerplate_dropped"] == replayed["boilerplate_dropped"]
+    assert digest(dbs.staging) == store_before
