@@ -28,6 +28,7 @@ from extract.resolve import SIMILARITIES, Similarity
 from extract.templates import Boilerplate, find_boilerplate
 from staging import concepts as store
 from staging import extractions as extraction_store
+from staging import template_state as state
 from staging.db import Transaction
 from staging.extractions import CurrentExtraction
 
@@ -56,7 +57,8 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
         if store.has_store(staging):  # the names the resolver starts with, in one bulk embedding
             prepare(n for c in store.load_concepts(staging).values() for n in (c.title, *c.aliases))
     loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
-    unfinished = store.unfinished_inputs(staging)  # before any write: a run sees the inputs handled before it
+    # Before any write: a run sees the inputs handled before it. The rule's state holds the current extractions.
+    unfinished = state.unfinished_inputs(staging)
     current = extraction_store.iter_current(staging)
     signed = template_drops.signatures(current, unfinished, boilerplate)
     skip = template_drops.replayed(staging, signed, boilerplate)  # conversations that would drop all again

@@ -220,8 +220,9 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
     keys = state.remove(staging, [seq for seq, e in kept.items() if present.get(seq) != e])
     added = [e for e in now if kept.get(e[0]) != e]
     texts: dict[int, str] = {}
-    spans = list(_spans(staging, added, texts))
-    state.add(staging, added, spans)
+    sizes: dict[int, int] = {}
+    spans = list(_spans(staging, added, texts, sizes))
+    state.add(staging, added, spans, sizes)
     keys.update(texts)
     keys.update(state.cited_by(staging, "conversation_id", changed))  # their places read the archive again
     before = state.repeated(staging, keys)
@@ -255,16 +256,18 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
 
 
 def _spans(
-    staging: sqlite3.Connection, added: Sequence[state.Extraction], texts: dict[int, str]
+    staging: sqlite3.Connection, added: Sequence[state.Extraction], texts: dict[int, str], sizes: dict[int, int]
 ) -> Iterator[state.Span]:
     """Every evidence span of these extractions as (sentence key, seq, ord, message); `texts` gets each sentence's
-    text by key."""
+    text by key, `sizes` each extraction's number of hypotheses by seq."""
     for start in range(0, len(added), 500):
         chunk = added[start : start + 500]
         stored = state.hypotheses(staging, {e[2] for e in chunk})
         for seq, _, cache_key, _, _ in chunk:
             ord_ = 0
-            for hypothesis in orjson.loads(stored.get(cache_key) or "[]"):
+            hypotheses = orjson.loads(stored.get(cache_key) or "[]")
+            sizes[seq] = len(hypotheses)
+            for hypothesis in hypotheses:
                 for span in hypothesis.get("evidence_spans", ()):
                     text = str(span.get("text", "")).strip()
                     key = state.sentence_key(text)

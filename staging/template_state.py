@@ -3,7 +3,7 @@ its new extractions and changed conversations touch (issue 23). Derived data: em
 
 - `template_extractions`: the current extractions the state was built from, one row per segment_extractions row
   (`seq`: its rowid, the order the rule reads them in), with the extraction's run (a rewritten one is another),
-  its segment's conversation and the keys of the sentences it cites (a JSON list).
+  its segment's conversation, the keys of the sentences it cites (a JSON list) and how many hypotheses it holds.
 - `template_spans`: every evidence span of those extractions: the key of its sentence (`sentence_key`), its
   place in the reading order (seq, ord) and the message it cites.
 - `template_repeated`: the sentences cited in `MIN_CONVERSATIONS` conversations or more: the text, where a second
@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from staging.db import IN_VALUES, json_values
@@ -35,7 +35,8 @@ SCHEMA = [
         cache_key TEXT NOT NULL,
         extraction_run_id TEXT NOT NULL,
         conversation_id TEXT NOT NULL,
-        sentence_keys TEXT NOT NULL
+        sentence_keys TEXT NOT NULL,
+        hypotheses INTEGER NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS template_extractions_by_conversation ON template_extractions (conversation_id)",
     """CREATE TABLE IF NOT EXISTS template_spans (
@@ -145,14 +146,17 @@ def remove(conn: sqlite3.Connection, seqs: Sequence[int]) -> set[int]:
     return keys
 
 
-def add(conn: sqlite3.Connection, extractions: Iterable[Extraction], spans: list[Span]) -> None:
+def add(
+    conn: sqlite3.Connection, extractions: Iterable[Extraction], spans: list[Span], sizes: Mapping[int, int]
+) -> None:
+    """Store these extractions (`sizes`: seq -> how many hypotheses) and their spans."""
     cited: dict[int, dict[int, None]] = {}
     for key, seq, _, _ in spans:
         cited.setdefault(seq, {})[key] = None
     conn.executemany(
         "INSERT INTO template_extractions (seq, segment_id, cache_key, extraction_run_id, conversation_id,"
-        " sentence_keys) VALUES (?, ?, ?, ?, ?, ?)",
-        [(*e, json.dumps(list(cited.get(e[0], ())))) for e in extractions],
+        " sentence_keys, hypotheses) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(*e, json.dumps(list(cited.get(e[0], ()))), sizes[e[0]]) for e in extractions],
     )
     conn.executemany(
         "INSERT OR IGNORE INTO template_spans (sentence_key, seq, ord, message_id) VALUES (?, ?, ?, ?)",
@@ -264,3 +268,27 @@ def remember_drops(conn: sqlite3.Connection, replays: dict[str, tuple[str, int]]
         "INSERT OR REPLACE INTO template_drops (conversation_id, signature, dropped) VALUES (?, ?, ?)",
         [(c, signature, dropped) for c, (signature, dropped) in replays.items()],
     )
+
+
+def unfinished_inputs(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """`staging.concepts.unfinished_inputs` from the stored extractions (current since the state's last update),
+    whose hypotheses are counted here once: no JSON is parsed, by Python or SQLite."""
+    unfinished = [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT DISTINCT t.cache_key FROM template_extractions t"
+            " WHERE (SELECT COUNT(*) FROM concept_inputs i"
+            "        WHERE i.input_key > t.cache_key || ':' AND i.input_key < t.cache_key || ';'"
+            "        AND CAST(substr(i.input_key, length(t.cache_key) + 2) AS INTEGER) < t.hypotheses)"
+            " < t.hypotheses"
+        )
+    ]
+    found: dict[str, set[str]] = {key: set() for key in unfinished}
+    rows = conn.execute(
+        "SELECT k.value, i.input_key FROM json_each(?) k CROSS JOIN concept_inputs i"
+        " WHERE i.input_key > k.value || ':' AND i.input_key < k.value || ';'",
+        (json.dumps(unfinished),),
+    )
+    for key, input_key in rows:
+        found[str(key)].add(str(input_key))
+    return found

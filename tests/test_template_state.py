@@ -21,6 +21,7 @@ from concept_support import T0, Dbs, ScriptedExtractor, conversation, open_dbs, 
 from stage_support import stage_concepts, stage_extract, stage_segment
 
 from extract import templates
+from staging import concepts as store
 from staging import template_state as state
 
 A = "Always answer in plain English sentences"  # evidence as the mapper keeps it: no closing full stop
@@ -100,6 +101,7 @@ def kept_equals_fresh(dbs: Dbs) -> frozenset[str]:
     assert snapshot(dbs.staging) == kept
     dbs.staging.execute("ROLLBACK")
     scan = templates.scan_boilerplate(dbs.staging, dbs.archive)
+    assert state.unfinished_inputs(dbs.staging) == store.unfinished_inputs(dbs.staging)
     assert again.sentences == fresh.sentences == scan.sentences
     assert again.conversation_of == fresh.conversation_of == scan.conversation_of
     return scan.sentences
