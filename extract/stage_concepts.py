@@ -1,12 +1,14 @@
 """The concepts stage: every current extraction's hypotheses through the concept loop into the concept store.
 
-The steps (the runner, flows/stage_runner.py, keeps the ledger): walk the current extraction of every current
-segment (oldest segment first), reading and parsing only those with a hypothesis not handled yet (`concept_inputs`,
-found in SQL: a scheduled re-export costs its new extractions, not the store) and skipping the handled ones, so
-a re-run with nothing new does nothing; compute with `extract.concept_loop` (decisions) and `extract.resolve`
-(matching); write in batches, each one transaction that holds its concepts, evidence, relations, transitions and handled
-inputs, so a killed run resumes where it stopped; validate the store (no two concepts with one title, every
-live concept with evidence, every merge pointer resolvable); return the counts.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): bring the template rule's kept state up to date
+(extract/templates.py); walk the current extraction of every current segment (oldest segment first), reading and
+parsing only those with a hypothesis not handled yet (`concept_inputs`, found in SQL: a scheduled re-export costs
+its new extractions, not the store) and skipping the handled ones and the conversations whose template hypotheses
+would all be dropped again (extract/template_drops.py), so a re-run with nothing new does nothing; compute with
+`extract.concept_loop` (decisions) and `extract.resolve` (matching); write in batches, each one transaction that
+holds its concepts, evidence, relations, transitions and handled inputs, so a killed run resumes where it stopped;
+validate the store (no two concepts with one title, every live concept with evidence, every merge pointer
+resolvable); return the counts.
 """
 
 from __future__ import annotations

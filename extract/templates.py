@@ -19,8 +19,10 @@ the rule runs in the concepts stage, over every current extraction, before any h
    only replies say and whose words are among a dropped one's ("Array indexing", "Concatenation" after
    "String concatenation"): the replies only echo the template's words back.
 
-Language-independent (verbatim text), no word list. One pass over the stored hypotheses, holding a hash per
-distinct evidence sentence; the archive is read only for the few sentences that repeat.
+Language-independent (verbatim text), no word list. `scan_boilerplate` is the rule in one pass over the stored
+hypotheses; `find_boilerplate`, what the stage calls, keeps its work in staging.db (staging/template_state.py) and
+redoes only what a run's new extractions and changed conversations touch, with the same answer (issue 23: at
+250k messages nearly every extraction cites a repeated sentence, so the pass cost a scheduled run 4-6 CPU-s).
 """
 
 from __future__ import annotations
@@ -347,7 +349,8 @@ def _decide(
         _, role, text = messages.get(message_id, ("", "", ""))
         size = len(text.strip())
         if role == "user" and message_id in ids:
-            held[message_id] = [s for _, s, *_ in sorted(there, key=lambda p: (p[2], p[3])) if size > len(s)]
+            ordered = there if len(there) < 2 else sorted(there, key=lambda p: (p[2], p[3]))
+            held[message_id] = [s for _, s, *_ in ordered if size > len(s)]
     decisions: dict[int, bool] = {}
     for key, sentence in sentences.items():
         seen: set[str] = set()

@@ -445,6 +445,7 @@ STAGING.update(
                 "extraction_run_id": "The run that wrote the extraction.",
                 "conversation_id": "The segment's conversation.",
                 "sentence_keys": "The keys of the evidence sentences it cites.",
+                "hypotheses": "How many hypotheses it holds.",
             },
             json="sentence_keys",
         ),
