@@ -232,9 +232,10 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
     touched: set[str] = set()  # messages whose repeated sentences changed
     # A first build has every citation at hand (in reading order), and decides every sentence: nothing to read back
     cites = _by_sentence(spans, added) if not kept else state.citations(staging, keys)
-    for key, cited in cites.items():
+    for key in cites.keys() | before.keys():  # a repeated sentence no longer cited at all is in `before` only
         old = before.get(key)
-        new = _places(archive, cited, texts.get(key) or (old.text if old else ""), old, changed)
+        cited = cites.get(key, [])
+        new = _places(archive, cited, texts.get(key) or (old.text if old else ""), old, changed) if cited else None
         if new is not None:
             after[key] = new
         if old is None or new is None or (old.places, old.rank) != (new.places, new.rank):
@@ -262,6 +263,7 @@ def _spans(
 ) -> Iterator[state.Span]:
     """Every evidence span of these extractions as (sentence key, seq, ord, message); `texts` gets each sentence's
     text by key, `sizes` each extraction's number of hypotheses by seq."""
+    keys: dict[str, int] = {}  # text -> key: most spans cite a sentence cited before
     for start in range(0, len(added), 500):
         chunk = added[start : start + 500]
         stored = state.hypotheses(staging, {e[2] for e in chunk})
@@ -272,8 +274,10 @@ def _spans(
             for hypothesis in hypotheses:
                 for span in hypothesis.get("evidence_spans", ()):
                     text = str(span.get("text", "")).strip()
-                    key = state.sentence_key(text)
-                    texts.setdefault(key, text)
+                    key = keys.get(text)
+                    if key is None:
+                        key = keys[text] = state.sentence_key(text)
+                        texts.setdefault(key, text)
                     yield key, seq, ord_, str(span.get("message_id", ""))
                     ord_ += 1
 
