@@ -31,7 +31,7 @@ import json
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import orjson
 from rapidfuzz import fuzz
@@ -223,15 +223,16 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
     added = [e for e in now if kept.get(e[0]) != e]
     texts: dict[int, str] = {}
     sizes: dict[int, int] = {}
-    spans = list(_spans(staging, added, texts, sizes))
+    # A first build has every citation at hand (in reading order), and decides every sentence: nothing to read back
+    every: dict[int, list[tuple[int, int, str, str]]] | None = None if kept else {}
+    spans = list(_spans(staging, added, texts, sizes, every))
     state.add(staging, added, spans, sizes)
     keys.update(texts)
     keys.update(state.cited_by(staging, "conversation_id", changed))  # their places read the archive again
     before = state.repeated(staging, keys)
     after: dict[int, state.Repeated] = {}
     touched: set[str] = set()  # messages whose repeated sentences changed
-    # A first build has every citation at hand (in reading order), and decides every sentence: nothing to read back
-    cites = _by_sentence(spans, added) if not kept else state.citations(staging, keys)
+    cites = state.citations(staging, keys) if every is None else every
     for key in cites.keys() | before.keys():  # a repeated sentence no longer cited at all is in `before` only
         old = before.get(key)
         cited = cites.get(key, [])
@@ -241,14 +242,18 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
         if old is None or new is None or (old.places, old.rank) != (new.places, new.rank):
             touched.update(m for r in (old, new) if r is not None for _, m in r.places)
     touched.discard("")
-    state.write_repeated(staging, [k for k in before if k not in after], after)
     if kept:
+        state.write_repeated(staging, [k for k in before if k not in after], after)
         decide = set(after) | {k for placed in state.placed_at(staging, touched).values() for k, *_ in placed}
         state.set_found(staging, _decide(staging, archive, state.repeated(staging, decide)))
+        sentences, holding = state.found(staging)
     else:
-        state.set_found(staging, _decide(staging, archive, after, _placed(after)))
+        decided = _decide(staging, archive, after, _placed(after))
+        after = {k: replace(r, found=decided[k]) for k, r in after.items()}
+        state.write_repeated(staging, [], after)
+        sentences = [r.text for r in after.values() if r.found]
+        holding = sorted({c for r in after.values() if r.found for c, _ in r.places})
     state.write_mark(staging, None if mark is None else mark.as_json())
-    sentences, holding = state.found(staging)
     if not sentences:
         return Boilerplate()
     segments = staging.execute(
@@ -259,15 +264,19 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
 
 
 def _spans(
-    staging: sqlite3.Connection, added: Sequence[state.Extraction], texts: dict[int, str], sizes: dict[int, int]
+    staging: sqlite3.Connection,
+    added: Sequence[state.Extraction],
+    texts: dict[int, str],
+    sizes: dict[int, int],
+    cites: dict[int, list[tuple[int, int, str, str]]] | None = None,
 ) -> Iterator[state.Span]:
     """Every evidence span of these extractions as (sentence key, seq, ord, message); `texts` gets each sentence's
-    text by key, `sizes` each extraction's number of hypotheses by seq."""
+    text by key, `sizes` each extraction's number of hypotheses by seq, `cites` (when given) `state.citations`."""
     keys: dict[str, int] = {}  # text -> key: most spans cite a sentence cited before
     for start in range(0, len(added), 500):
         chunk = added[start : start + 500]
         stored = state.hypotheses(staging, {e[2] for e in chunk})
-        for seq, _, cache_key, _, _ in chunk:
+        for seq, _, cache_key, _, conversation in chunk:
             ord_ = 0
             hypotheses = orjson.loads(stored.get(cache_key) or "[]")
             sizes[seq] = len(hypotheses)
@@ -278,7 +287,10 @@ def _spans(
                     if key is None:
                         key = keys[text] = state.sentence_key(text)
                         texts.setdefault(key, text)
-                    yield key, seq, ord_, str(span.get("message_id", ""))
+                    message = str(span.get("message_id", ""))
+                    if cites is not None:
+                        cites.setdefault(key, []).append((seq, ord_, conversation, message))
+                    yield key, seq, ord_, message
                     ord_ += 1
 
 
@@ -311,17 +323,6 @@ def _places(
         ).fetchone()
         places[first] = str(row[0]) if row else ""
     return state.Repeated(text, rank, old.found if old else False, tuple(places.items()))
-
-
-def _by_sentence(
-    spans: Iterable[state.Span], extractions: Iterable[state.Extraction]
-) -> dict[int, list[tuple[int, int, str, str]]]:
-    """`state.citations` of every sentence, from spans in reading order."""
-    conversation = {e[0]: e[4] for e in extractions}
-    found: dict[int, list[tuple[int, int, str, str]]] = {}
-    for key, seq, ord_, message in spans:
-        found.setdefault(key, []).append((seq, ord_, conversation[seq], message))
-    return found
 
 
 def _placed(sentences: dict[int, state.Repeated]) -> dict[str, list[tuple[int, str, int, int]]]:
