@@ -1,12 +1,14 @@
 """The concepts stage: every current extraction's hypotheses through the concept loop into the concept store.
 
-The steps (the runner, flows/stage_runner.py, keeps the ledger): walk the current extraction of every current
-segment (oldest segment first), reading and parsing only those with a hypothesis not handled yet (`concept_inputs`,
-found in SQL: a scheduled re-export costs its new extractions, not the store) and skipping the handled ones, so
-a re-run with nothing new does nothing; compute with `extract.concept_loop` (decisions) and `extract.resolve`
-(matching); write in batches, each one transaction that holds its concepts, evidence, relations, transitions and handled
-inputs, so a killed run resumes where it stopped; validate the store (no two concepts with one title, every
-live concept with evidence, every merge pointer resolvable); return the counts.
+The steps (the runner, flows/stage_runner.py, keeps the ledger): bring the template rule's kept state up to date
+(extract/templates.py); walk the current extraction of every current segment (oldest segment first), reading and
+parsing only those with a hypothesis not handled yet (`concept_inputs`, found in SQL: a scheduled re-export costs
+its new extractions, not the store) and skipping the handled ones and the conversations whose template hypotheses
+would all be dropped again (extract/template_drops.py), so a re-run with nothing new does nothing; compute with
+`extract.concept_loop` (decisions) and `extract.resolve` (matching); write in batches, each one transaction that
+holds its concepts, evidence, relations, transitions and handled inputs, so a killed run resumes where it stopped;
+validate the store (no two concepts with one title, every live concept with evidence, every merge pointer
+resolvable); return the counts.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from clients.embedders import build_embedder
 from clients.stage import Outcome, StageContext
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import StageError
+from extract import template_drops
 from extract.concept_loop import ConceptLoop
 from extract.name_similarity import EmbeddingSimilarity
 from extract.resolve import SIMILARITIES, Similarity
 from extract.templates import Boilerplate, find_boilerplate
 from staging import concepts as store
 from staging import extractions as extraction_store
+from staging import template_state as state
 from staging.db import Transaction
 from staging.extractions import CurrentExtraction
 
@@ -39,14 +43,15 @@ STAGE = "concepts"
 def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
     """Resolve every new hypothesis against the concept store (`similarity`: the third matching step)."""
     archive, staging, run_id, settings = ctx.archive, ctx.staging, ctx.run_id, ctx.settings
-    boilerplate = find_boilerplate(staging, archive)  # a user's prompt template is no evidence (extract/templates.py)
     notes: list[str] = []
-    if boilerplate.sentences and store.cites_any(staging, boilerplate.conversation_of, boilerplate.sentences):
-        # A sentence became boilerplate with its latest conversation: the hypotheses handled before cite it. The
-        # store is rebuilt from every current extraction, so the schedule ends where a clean build would (rare:
-        # once per new template; after it no stored evidence cites one).
-        store.forget_all(staging)
-        notes.append("concept store rebuilt: a prompt template found since the last run (extract/templates.py)")
+    with Transaction(staging):  # the rule's kept state and what it decides, in one transaction
+        boilerplate = find_boilerplate(staging, archive)  # a user's prompt template is no evidence (templates.py)
+        if boilerplate.sentences and store.cites_any(staging, boilerplate.conversation_of, boilerplate.sentences):
+            # A sentence became boilerplate with its latest conversation: the hypotheses handled before cite it.
+            # The store is rebuilt from every current extraction, so the schedule ends where a clean build would
+            # (rare: once per new template; after it no stored evidence cites one).
+            store.clear_store(staging)
+            notes.append("concept store rebuilt: a prompt template found since the last run (extract/templates.py)")
     prepare: Prepare | None = None
     if similarity is None and settings.concepts.similarity == "embedding":
         by_embedding = EmbeddingSimilarity(staging, build_embedder(settings.embed), run_id, settings)
@@ -54,16 +59,21 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
         if store.has_store(staging):  # the names the resolver starts with, in one bulk embedding
             prepare(n for c in store.load_concepts(staging).values() for n in (c.title, *c.aliases))
     loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
-    unfinished = store.unfinished_inputs(staging)  # before any write: a run sees the inputs handled before it
+    # Before any write: a run sees the inputs handled before it. The rule's state holds the current extractions.
+    unfinished = state.unfinished_inputs(staging)
+    current = extraction_store.iter_current(staging)
+    signed = template_drops.signatures(current, unfinished, boilerplate)
+    skip = template_drops.replayed(staging, signed, boilerplate)  # conversations that would drop all again
     batch: list[CurrentExtraction] = []
-    for extraction in extraction_store.iter_current(staging):
+    for extraction in current:
         batch.append(extraction)
         if len(batch) >= settings.concepts.batch_size:
-            _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate)
+            _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate, skip)
             batch = []
-    _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate)
+    _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate, skip)
     with Transaction(staging):
         loop.settle()
+        template_drops.remember(staging, signed, skip, boilerplate)
     counts: Counter[str] = Counter(loop.counts)
     counts["extractions_read"] = len(unfinished)
     counts.update(boilerplate.counts())
@@ -88,12 +98,16 @@ def _batch(
     unfinished: dict[str, set[str]],
     prepare: Prepare | None = None,
     boilerplate: Boilerplate | None = None,
+    skip: set[str] | None = None,
 ) -> None:
     """One transaction: the new hypotheses of a batch of segments, and the concepts they changed.
 
     `unfinished`: the extractions with a hypothesis not handled yet and the inputs of each handled before the
-    run; the batch's others are not read (their batch boundaries stay those of every current extraction)."""
+    run; the batch's others are not read (their batch boundaries stay those of every current extraction), nor are
+    those of the conversations in `skip` (extract/template_drops.py)."""
     batch = [e for e in batch if e.cache_key in unfinished]
+    if skip and boilerplate is not None:
+        batch = [e for e in batch if boilerplate.conversation_of.get(e.segment_id) not in skip]
     if not batch:
         return
     stored = extraction_store.hypotheses_for(staging, sorted({e.cache_key for e in batch}))

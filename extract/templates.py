@@ -19,20 +19,26 @@ the rule runs in the concepts stage, over every current extraction, before any h
    only replies say and whose words are among a dropped one's ("Array indexing", "Concatenation" after
    "String concatenation"): the replies only echo the template's words back.
 
-Language-independent (verbatim text), no word list. One pass over the stored hypotheses, holding a hash per
-distinct evidence sentence; the archive is read only for the few sentences that repeat.
+Language-independent (verbatim text), no word list. `scan_boilerplate` is the rule in one pass over the stored
+hypotheses; `find_boilerplate`, what the stage calls, keeps its work in staging.db (staging/template_state.py) and
+redoes only what a run's new extractions and changed conversations touch, with the same answer (issue 23: at
+250k messages nearly every extraction cites a repeated sentence, so the pass cost a scheduled run 4-6 CPU-s).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
+import orjson
 from rapidfuzz import fuzz
 
 from contracts.concepts import ConceptHypothesis
+from staging import archive_changes
+from staging import template_state as state
 from staging.db import IN_VALUES, json_values
 
 MIN_CONVERSATIONS = 3
@@ -48,6 +54,8 @@ class Boilerplate:
     sentences: frozenset[str] = frozenset()
     conversation_of: dict[str, str] = field(default_factory=dict)  # segment -> its conversation, where one holds
     dropped: int = 0
+    dropped_in: Counter[str] = field(default_factory=Counter)  # conversation -> hypotheses dropped there
+    kept_in: set[str] = field(default_factory=set)  # conversations where `strip` kept a hypothesis
     _echoes: dict[str, list[frozenset[str]]] = field(default_factory=dict)  # conversation -> words of dropped titles
     _roles: dict[str, str] = field(default_factory=dict)
 
@@ -73,8 +81,10 @@ class Boilerplate:
                 echoes.append(words)
             elif by_user or not any(words <= other for other in echoes):
                 kept.append((index, hypothesis.model_copy(update={"evidence_spans": spans})))
+                self.kept_in.add(conversation)
                 continue
             self.dropped += 1
+            self.dropped_in[conversation] += 1
         return kept
 
     def _role(self, archive: sqlite3.Connection, message_id: str) -> str:
@@ -84,8 +94,9 @@ class Boilerplate:
         return self._roles[message_id]
 
 
-def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -> Boilerplate:
-    """The boilerplate sentences among the evidence of every current extraction (rule 1 above)."""
+def scan_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -> Boilerplate:
+    """The boilerplate sentences among the evidence of every current extraction (rule 1 above), in one pass over
+    all of them and nothing stored: what `find_boilerplate` keeps up to date, and the reference it must equal."""
     repeated = _repeated(
         staging.execute(
             "SELECT s.conversation_id, e.hypotheses FROM segment_extractions se"
@@ -181,3 +192,185 @@ def _first_messages(archive: sqlite3.Connection, repeated: dict[str, dict[str, s
                     (conversation, sentence),
                 ).fetchone()
                 places[conversation] = str(row[0]) if row else ""
+
+
+# ---------------------------------------------------------------- the rule kept up to date (issue 23)
+
+
+def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -> Boilerplate:
+    """`scan_boilerplate`'s answer, from the state kept in staging.db (staging/template_state.py), brought up to
+    date with what changed since it was written: the caller holds the write transaction.
+
+    Reading order is segment_extractions' rowid order (the scan's plan reads that table first, in that order). A
+    run parses only the extractions that became current since, and recomputes only the sentences they cite or
+    cited, and those with a place in a conversation the archive changed (its messages' texts are read); a
+    sentence's decision also reads, for each message it is placed at, the other repeated sentences placed there,
+    so when a sentence's places change, every sentence placed at one of its old or new messages is decided again.
+    An archive that does not log its changes, or another archive than the mark's, rebuilds the state."""
+    now = state.current(staging)
+    mark = archive_changes.mark(archive) if archive_changes.tracked(archive) else None
+    since = archive_changes.Mark.from_json(state.read_mark(staging))
+    changed: set[str] = set()
+    if mark is None or since is None or not archive_changes.comparable(archive, since):
+        state.clear(staging)
+        kept: dict[int, state.Extraction] = {}
+    else:
+        changed = set(archive_changes.changed_since(archive, since))
+        kept = {e[0]: e for e in state.stored(staging)}
+        state.forget_drops(staging, changed)  # what a conversation's replay dropped holds only while it is unchanged
+    present = {e[0]: e for e in now}
+    keys = state.remove(staging, [seq for seq, e in kept.items() if present.get(seq) != e])
+    added = [e for e in now if kept.get(e[0]) != e]
+    texts: dict[int, str] = {}
+    sizes: dict[int, int] = {}
+    # A first build has every citation at hand (in reading order), and decides every sentence: nothing to read back
+    every: dict[int, list[tuple[int, int, str, str]]] | None = None if kept else {}
+    spans = list(_spans(staging, added, texts, sizes, every))
+    state.add(staging, added, spans, sizes)
+    keys.update(texts)
+    keys.update(state.cited_by(staging, "conversation_id", changed))  # their places read the archive again
+    before = state.repeated(staging, keys)
+    after: dict[int, state.Repeated] = {}
+    touched: set[str] = set()  # messages whose repeated sentences changed
+    cites = state.citations(staging, keys) if every is None else every
+    for key in cites.keys() | before.keys():  # a repeated sentence no longer cited at all is in `before` only
+        old = before.get(key)
+        cited = cites.get(key, [])
+        new = _places(archive, cited, texts.get(key) or (old.text if old else ""), old, changed) if cited else None
+        if new is not None:
+            after[key] = new
+        if old is None or new is None or (old.places, old.rank) != (new.places, new.rank):
+            touched.update(m for r in (old, new) if r is not None for _, m in r.places)
+    touched.discard("")
+    if kept:
+        state.write_repeated(staging, [k for k in before if k not in after], after)
+        decide = set(after) | {k for placed in state.placed_at(staging, touched).values() for k, *_ in placed}
+        state.set_found(staging, _decide(staging, archive, state.repeated(staging, decide)))
+        sentences, holding = state.found(staging)
+    else:
+        decided = _decide(staging, archive, after, _placed(after))
+        after = {k: replace(r, found=decided[k]) for k, r in after.items()}
+        state.write_repeated(staging, [], after)
+        sentences = [r.text for r in after.values() if r.found]
+        holding = sorted({c for r in after.values() if r.found for c, _ in r.places})
+    state.write_mark(staging, None if mark is None else mark.as_json())
+    if not sentences:
+        return Boilerplate()
+    segments = staging.execute(
+        f"SELECT segment_id, conversation_id FROM segments WHERE conversation_id IN {IN_VALUES}",
+        (json_values(holding),),
+    )
+    return Boilerplate(frozenset(sentences), {str(row[0]): str(row[1]) for row in segments})
+
+
+def _spans(
+    staging: sqlite3.Connection,
+    added: Sequence[state.Extraction],
+    texts: dict[int, str],
+    sizes: dict[int, int],
+    cites: dict[int, list[tuple[int, int, str, str]]] | None = None,
+) -> Iterator[state.Span]:
+    """Every evidence span of these extractions as (sentence key, seq, ord, message); `texts` gets each sentence's
+    text by key, `sizes` each extraction's number of hypotheses by seq, `cites` (when given) `state.citations`."""
+    keys: dict[str, int] = {}  # text -> key: most spans cite a sentence cited before
+    for start in range(0, len(added), 500):
+        chunk = added[start : start + 500]
+        stored = state.hypotheses(staging, {e[2] for e in chunk})
+        for seq, _, cache_key, _, conversation in chunk:
+            ord_ = 0
+            hypotheses = orjson.loads(stored.get(cache_key) or "[]")
+            sizes[seq] = len(hypotheses)
+            for hypothesis in hypotheses:
+                for span in hypothesis.get("evidence_spans", ()):
+                    text = str(span.get("text", "")).strip()
+                    key = keys.get(text)
+                    if key is None:
+                        key = keys[text] = state.sentence_key(text)
+                        texts.setdefault(key, text)
+                    message = str(span.get("message_id", ""))
+                    if cites is not None:
+                        cites.setdefault(key, []).append((seq, ord_, conversation, message))
+                    yield key, seq, ord_, message
+                    ord_ += 1
+
+
+def _places(
+    archive: sqlite3.Connection,
+    cited: Sequence[tuple[int, int, str, str]],
+    text: str,
+    old: state.Repeated | None,
+    changed: set[str],
+) -> state.Repeated | None:
+    """A sentence's row from its citations in reading order, as the scan builds it (`_repeated`,
+    `_first_messages`), or None when fewer than `MIN_CONVERSATIONS` conversations cite it."""
+    first = cited[0][2]
+    places: dict[str, str] = {}
+    rank = (0, 0)
+    for seq, ord_, conversation, message in cited:
+        if conversation not in places:
+            if places:  # a second conversation: where the scan adds the sentence to its (ordered) repeated ones
+                rank = rank if len(places) > 1 else (seq, ord_)
+            places[conversation] = "" if conversation == first else message
+    if len(places) < MIN_CONVERSATIONS:
+        return None
+    if old is not None and old.places[0][0] == first and first not in changed:
+        places[first] = old.places[0][1]  # the first conversation's message, looked up before
+    else:
+        row = archive.execute(
+            "SELECT uuid FROM messages WHERE conversation_id = ? AND role = 'user' AND instr(text, ?) > 0"
+            " ORDER BY seq LIMIT 1",
+            (first, text),
+        ).fetchone()
+        places[first] = str(row[0]) if row else ""
+    return state.Repeated(text, rank, old.found if old else False, tuple(places.items()))
+
+
+def _placed(sentences: dict[int, state.Repeated]) -> dict[str, list[tuple[int, str, int, int]]]:
+    """`state.placed_at` of every message, when `sentences` are all the repeated ones."""
+    found: dict[str, list[tuple[int, str, int, int]]] = {}
+    for key, sentence in sentences.items():
+        for _, message in sentence.places:
+            found.setdefault(message, []).append((key, sentence.text, *sentence.rank))
+    return found
+
+
+def _decide(
+    staging: sqlite3.Connection,
+    archive: sqlite3.Connection,
+    sentences: dict[int, state.Repeated],
+    placed: dict[str, list[tuple[int, str, int, int]]] | None = None,
+) -> dict[int, bool]:
+    """The rule's decision for each of these repeated sentences (as `scan_boilerplate` makes it); `placed`: every
+    message's repeated sentences, when the caller has them (else read for the messages these are placed at)."""
+    ids = {m for r in sentences.values() for _, m in r.places if m}
+    messages = {
+        str(row[0]): (str(row[1]), str(row[2]), str(row[3]))
+        for row in archive.execute(
+            f"SELECT uuid, conversation_id, role, text FROM messages WHERE uuid IN {IN_VALUES}", (json_values(ids),)
+        )
+    }
+    held: dict[str, list[str]] = {}  # message -> the repeated sentences it holds, in the scan's order
+    for message_id, there in (state.placed_at(staging, ids) if placed is None else placed).items():
+        _, role, text = messages.get(message_id, ("", "", ""))
+        size = len(text.strip())
+        if role == "user" and message_id in ids:
+            ordered = there if len(there) < 2 else sorted(there, key=lambda p: (p[2], p[3]))
+            held[message_id] = [s for _, s, *_ in ordered if size > len(s)]
+    decisions: dict[int, bool] = {}
+    for key, sentence in sentences.items():
+        seen: set[str] = set()
+        kept: list[str] = []
+        for _, message_id in sentence.places:
+            if len(held.get(message_id, ())) < 2:
+                continue
+            conversation, _, text = messages[message_id]
+            if conversation in seen:
+                continue
+            seen.add(conversation)
+            subject = _rest(text, held[message_id])
+            if all(fuzz.ratio(subject, other) < SAME_SUBJECT for other in kept):
+                kept.append(subject)
+                if len(kept) >= MIN_CONVERSATIONS:
+                    break
+        decisions[key] = len(kept) >= MIN_CONVERSATIONS
+    return decisions

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from staging.db import IN_VALUES, Transaction, json_values
+from staging.db import IN_VALUES, json_values
 
 if TYPE_CHECKING:
     from contracts.concepts import ConceptHypothesis  # pydantic: loaded by list_concepts only
@@ -325,11 +325,10 @@ def cites_any(conn: sqlite3.Connection, segments: Iterable[str], texts: Iterable
     return row is not None
 
 
-def forget_all(conn: sqlite3.Connection) -> None:
-    """Empty the concept store (one transaction): the next pass over the extractions rebuilds it from scratch."""
-    with Transaction(conn):
-        for table in STORE_TABLES:
-            conn.execute(f"DELETE FROM {table}")
+def clear_store(conn: sqlite3.Connection) -> None:
+    """Empty the concept store (in the caller's transaction): the next pass over the extractions rebuilds it."""
+    for table in STORE_TABLES:
+        conn.execute(f"DELETE FROM {table}")
 
 
 def has_store(conn: sqlite3.Connection) -> bool:

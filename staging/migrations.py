@@ -32,6 +32,9 @@ History:
                10  topic_links and cluster_points hold each row once, shared by the cluster runs it belongs to
                    (topic_link_rows, cluster_point_rows: run_id, retired_run_id; the old names are views that
                    read each kept run as before), existing runs replayed into that form (staging/topics.py)
+               11  the template rule's state (staging/template_state.py): each current extraction's evidence
+                   sentences, the repeated ones with their places and decisions, so that a run redoes only what
+                   changed (derived: built from every current extraction by the first concepts run after it)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -59,6 +62,7 @@ from staging import (
     memory,
     memory_history,
     segments,
+    template_state,
     topics,
 )
 from staging.liveness import migrate_liveness, migrate_pid_start
@@ -248,6 +252,11 @@ STAGING = (
         10,
         "topic links and map points shared across cluster runs: topic_link_rows, cluster_point_rows",
         topics.migrate_shared,
+    ),
+    Migration(
+        11,
+        "the template rule's kept state: template_extractions, template_spans, template_repeated, template_places",
+        statements(template_state.SCHEMA),
     ),
 )
 

@@ -433,6 +433,72 @@ STAGING: dict[str, TableDoc] = {
         times="loaded_at",
     ),
 }
+STAGING.update(
+    {
+        "template_extractions": doc(
+            "Template rule: extractions read",
+            "The current extractions the template rule's kept state was built from (staging/template_state.py).",
+            {
+                "seq": "The segment_extractions row (its rowid: the order the rule reads extractions in).",
+                "segment_id": "The segment.",
+                "cache_key": "The extraction.",
+                "extraction_run_id": "The run that wrote the extraction.",
+                "conversation_id": "The segment's conversation.",
+                "sentence_keys": "The keys of the evidence sentences it cites.",
+                "hypotheses": "How many hypotheses it holds.",
+            },
+            json="sentence_keys",
+        ),
+        "template_spans": doc(
+            "Template rule: evidence spans",
+            "Every evidence span of those extractions, by sentence, in reading order.",
+            {
+                "sentence_key": "The sentence (64 bits of blake2b of its stripped text).",
+                "seq": "The extraction (template_extractions.seq).",
+                "ord": "The span's place among the extraction's spans.",
+                "message_id": "The message it cites.",
+            },
+        ),
+        "template_repeated": doc(
+            "Template rule: repeated sentences",
+            "Evidence sentences cited in three conversations or more, and whether the rule found them boilerplate.",
+            {
+                "sentence_key": "The sentence.",
+                "text": "Its text.",
+                "rank_seq": "Where a second conversation first cited it: the extraction...",
+                "rank_ord": "...and the span (the order the rule takes repeated sentences in).",
+                "found": "1: boilerplate (a prompt template's sentence), no evidence of a concept.",
+            },
+            flags="found",
+        ),
+        "template_places": doc(
+            "Template rule: places",
+            "Each conversation citing a repeated sentence, in order of first citation, and the message read there.",
+            {
+                "sentence_key": "The sentence.",
+                "position": "Order of first citation.",
+                "conversation_id": "The conversation.",
+                "message_id": "The message the rule reads (empty: none found).",
+            },
+        ),
+        "template_mark": doc(
+            "Template rule: archive mark",
+            "Where archive.db stood when the kept state was last brought up to date (staging/archive_changes.py).",
+            {"id": "Always 1.", "mark": "The mark (largest rowids, change version, origin)."},
+            json="mark",
+        ),
+        "template_drops": doc(
+            "Template rule: replays skipped",
+            "Conversations whose every unfinished hypothesis the rule dropped in the last run"
+            " (extract/template_drops.py).",
+            {
+                "conversation_id": "The conversation.",
+                "signature": "Digest of what it was handed: the boilerplate sentences, its unfinished extractions.",
+                "dropped": "How many hypotheses it dropped.",
+            },
+        ),
+    }
+)
 STAGING["current_segments"] = replace(
     STAGING["segments"],
     title="Current segments",

@@ -81,14 +81,16 @@ def test_a_prompt_template_repeated_across_conversations_is_no_evidence(
     sentences archive-wide and they are evidence of nothing, so "String concatenation", "Array indexing" and
     "Function calls" leave the archive's top concepts. spark-first's question pasted again with its data into
     three conversations ("nested json read in spark and give flatten data structure") is no template."""
-    from extract.templates import find_boilerplate
+    from extract.templates import scan_boilerplate
+    from staging import template_state
     from staging.graph_quality import archive_top
 
     settings, _, results = ran
     if not (SHARED / "chatgpt" / "rainchinchao").exists():
         pytest.skip("the real exports are absent (read from ../shared/data)")
     staging, archive = sqlite3.connect(settings.staging_path), sqlite3.connect(settings.archive_path)
-    found = find_boilerplate(staging, archive).sentences
+    found = scan_boilerplate(staging, archive).sentences  # read-only; the stage's kept state says the same
+    assert set(template_state.found(staging)[0]) == found
     # The sentences found are those the segments' concepts cite: since the quoted function names
     # ("Multiplication_V") outrank the preamble's phrases, the preamble is found through the sentences naming them.
     assert any(sentence.startswith("Replace array indexing with function calls") for sentence in found)

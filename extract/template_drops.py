@@ -1,0 +1,63 @@
+"""Replays of the template rule that would drop every hypothesis again are skipped (issue 23).
+
+A hypothesis that `Boilerplate.strip` drops is not handled (no concept_inputs row), so its extraction stays
+unfinished and every later run reads, parses and strips it again: at 250k messages, 35,000 of 52,000 current
+extractions, a third of the concepts stage's CPU in a run that brought 300 new messages. What `strip` decides
+for one conversation depends only on the boilerplate sentences, the roles of the messages cited (the archive),
+and what that conversation's unfinished extractions hand it, in reading order (the echoes it remembers are the
+conversation's own). So a conversation whose every unfinished hypothesis was dropped in a run, handed the same
+again (the same signature: the boilerplate sentences, and each unfinished extraction's cache key with the
+indexes already handled, in order) by an archive that has not changed it since (its row in `template_drops` is
+forgotten when it changes: extract/templates.py), drops every one again and writes nothing: it is skipped, and
+its dropped count is carried. A conversation where a hypothesis was kept is handed less next time, so it is
+replayed once more and remembered then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+
+from extract.templates import Boilerplate
+from staging import template_state as state
+from staging.extractions import CurrentExtraction
+
+
+def signatures(
+    extractions: Iterable[CurrentExtraction], unfinished: Mapping[str, set[str]], boilerplate: Boilerplate
+) -> dict[str, str]:
+    """Conversation -> a digest of what its unfinished extractions hand the rule, for each holding conversation."""
+    handed: dict[str, list[tuple[str, list[str]]]] = {}
+    for extraction in extractions:
+        conversation = boilerplate.conversation_of.get(extraction.segment_id)
+        if conversation is not None and extraction.cache_key in unfinished:
+            handed.setdefault(conversation, []).append((extraction.cache_key, sorted(unfinished[extraction.cache_key])))
+    sentences = hashlib.sha256(json.dumps(sorted(boilerplate.sentences)).encode()).hexdigest()
+    return {
+        conversation: hashlib.sha256(json.dumps([sentences, parts]).encode()).hexdigest()
+        for conversation, parts in handed.items()
+    }
+
+
+def replayed(staging: sqlite3.Connection, signed: Mapping[str, str], boilerplate: Boilerplate) -> set[str]:
+    """The conversations to skip: each would drop every hypothesis again. Their drops are counted."""
+    skip = set()
+    for conversation, (signature, dropped) in state.drops(staging).items():
+        if signed.get(conversation) == signature:
+            skip.add(conversation)
+            boilerplate.dropped += dropped
+    return skip
+
+
+def remember(
+    staging: sqlite3.Connection, signed: Mapping[str, str], skipped: set[str], boilerplate: Boilerplate
+) -> None:
+    """After the run (in its last transaction): the conversations replayed where nothing was kept."""
+    done = [c for c in signed if c not in skipped]
+    state.forget_drops(staging, done)
+    state.remember_drops(
+        staging,
+        {c: (signed[c], boilerplate.dropped_in[c]) for c in done if c not in boilerplate.kept_in},
+    )
