@@ -49,7 +49,7 @@ from staging.load_state import (
     forget_layer,
     iter_manifest,
     manifest_count,
-    manifest_counts,
+    manifest_lists,
     record_target,
     retried_batch,
     target_watermark,
@@ -227,14 +227,15 @@ def _lost_layers(staging: sqlite3.Connection, graph: Graph, target: Target, laye
     Node counts are cheap on both servers; edges hang on nodes, so a lost node layer re-sends every edge layer.
     Extra nodes are fine: a batch the graph committed but staging never recorded is sent again anyway.
     """
-    loaded = manifest_counts(staging, target.key)
+    # the node layers' ranges of the manifest only: counting every layer would walk the edges' millions of rows
+    loaded = {layer.name: manifest_count(staging, target.key, layer.name) for layer in node_layers(layers)}
     labels = [layer.label for layer in node_layers(layers)]
     in_graph = cypher.node_counts(graph, labels)
     lost_nodes = [layer for layer in node_layers(layers) if in_graph[layer.label] < loaded.get(layer.name, 0)]
     if not lost_nodes:
         return []
     log.warning("load - the graph lost nodes (%s): those layers are sent again", ", ".join(n.name for n in lost_nodes))
-    return [*lost_nodes, *[layer for layer in edge_layers(layers) if loaded.get(layer.name)]]
+    return [*lost_nodes, *[layer for layer in edge_layers(layers) if manifest_lists(staging, target.key, layer.name)]]
 
 
 def _edges_known(staging: sqlite3.Connection, graph: Graph, layer: Layer, layers: Sequence[Layer]) -> bool:
