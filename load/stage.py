@@ -31,7 +31,7 @@ from clients.progress import ProgressFactory, bar
 from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
 from contracts.settings import Settings
-from load import archive_delta, cypher, memory_delta, segment_delta
+from load import archive_delta, cypher, memory_delta, staging_delta
 from load.inputs import available_layers, input_watermark, retired_layers
 from load.layers import LAYERS, EdgeLayer, Layer, NodeLayer, edge_layers, load_order, node_layers
 from load.overlap import Prefetch, WriteBehind
@@ -148,11 +148,11 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
         archived = archive_delta.plan(
             archive, staging, settings.data_dir, target.key, layers, lost, previous_finished=previous_finished
         )
-        # The segment layers: only the conversations re-segmented since the target's mark (segment_delta.py)
-        segmented = segment_delta.plan(
+        # The segment, evidence and concept layers: only the ids logged since the target's mark (staging_delta.py)
+        staged = staging_delta.plan(
             staging, settings.data_dir, target.key, layers, lost, previous_finished=previous_finished
         )
-        tally.notes.extend(note for note in (archived.note, segmented.note) if note)
+        tally.notes.extend(note for note in (archived.note, *(found.note for found in staged)) if note)
         # Until this load succeeds, no later one may skip: forget the watermark first.
         uri = redact(target.uri)
         record_target(staging, target.key, uri=uri, database=target.database, watermark=None, run_id=run_id)
@@ -161,7 +161,7 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
         ordered = [*load_order(layers), *retired_layers(staging, target.key)]
         # Each layer's reader starts while the layer before it is written: its SQL (a sort, a GROUP BY, a window)
         # runs before its first row, and the server would otherwise wait for it at every layer boundary.
-        scopes = [scope for scope in (archived.delta, segmented.delta) if scope is not None]
+        scopes = [scope for scope in (archived.delta, *(found.delta for found in staged)) if scope is not None]
         readers = [_LayerReader(archive, staging, graph, ordered[0], settings, delta, scopes)] if ordered else []
         try:
             for i, layer in enumerate(ordered):
@@ -184,13 +184,13 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
             if memory_run is not None:  # rows left out of the manifest: the next load diffs everything again
                 memory_loaded.record(settings.data_dir, target.key, memory_run=None, loading=None)
             archive_loaded.record(settings.data_dir, target.key, None, archived.layers)
-            segment_delta.forget(settings.data_dir, target.key, segmented)
+            staging_delta.forget(settings.data_dir, target.key, staged)
             return False
         record_target(staging, target.key, uri=uri, database=target.database, watermark=watermark, run_id=run_id)
         if memory_run is not None:
             memory_loaded.record(settings.data_dir, target.key, memory_run=memory_run, loading=None)
         archive_delta.record(staging, settings.data_dir, target.key, layers, archived)  # manifest = archive at mark
-        segment_delta.record(staging, settings.data_dir, target.key, layers, segmented)  # = segments at mark
+        staging_delta.record(staging, settings.data_dir, target.key, staged)  # manifest = staging layers at mark
         if delta is not None:
             tally.notes.append(
                 f"memory layers: only what may differ from cues run {delta.loaded_run} was read"

@@ -32,9 +32,9 @@ History:
                10  topic_links and cluster_points hold each row once, shared by the cluster runs it belongs to
                    (topic_link_rows, cluster_point_rows: run_id, retired_run_id; the old names are views that
                    read each kept run as before), existing runs replayed into that form (staging/topics.py)
-               11  segment_changes: which conversations' segments or segment memberships changed, logged by
-                   triggers, so that the load reads only the segment layers' rows changed since its last mark
-                   (staging/segment_changes.py)
+               11  staging_changes: which conversations' segments, messages' concept evidence and concepts
+                   changed, logged by triggers, so that the load reads only the rows of the Segment, Concept,
+                   CONTAINS_MESSAGE and EVIDENCE_FOR layers changed since its last mark (staging/staging_changes.py)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -61,8 +61,8 @@ from staging import (
     load_state,
     memory,
     memory_history,
-    segment_changes,
     segments,
+    staging_changes,
     topics,
 )
 from staging.liveness import migrate_liveness, migrate_pid_start
@@ -253,7 +253,11 @@ STAGING = (
         "topic links and map points shared across cluster runs: topic_link_rows, cluster_point_rows",
         topics.migrate_shared,
     ),
-    Migration(11, "segment_changes: conversations whose segments changed, logged by triggers", segment_changes.create),
+    Migration(
+        11,
+        "staging_changes: conversations re-segmented, messages whose evidence changed, concepts changed (triggers)",
+        staging_changes.create,
+    ),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (
