@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from load.layers import BRANCH, CONVERSATIONS, HAS_MESSAGE, MESSAGES, NEXT, Layer
-from load.scoped import SCOPE, SCOPE_IDS, ConversationScope, Scoped
+from load.scoped import SCOPE, SCOPE_IDS, IdScope, Scoped
 from load.scoped import manifest_rows as _manifest_rows
 from staging import archive_changes, archive_loaded
 from staging.archive_changes import Mark
@@ -61,7 +61,7 @@ SCOPED: dict[str, Scoped] = {
 }
 
 
-class ArchiveDelta(ConversationScope):
+class ArchiveDelta(IdScope):
     """The conversations changed since the mark the target's manifest equals (load/scoped.py reads them)."""
 
     def __init__(self, since: Mark, conversations: list[str]) -> None:

@@ -1,11 +1,11 @@
-"""A layer's rows of some conversations only, diffed against the manifest: the read that archive_delta.py and
-segment_delta.py share.
+"""A layer's rows of some ids only, diffed against the manifest: the read that archive_delta.py and
+staging_delta.py share.
 
-Each of those layers' rows belongs to one conversation. A change log (archive.db's `archive_changes`, staging.db's
-`segment_changes`) names the conversations changed since the target's last finished load; the load reads their
-rows (`Scoped.rows`: the layer's SQL restricted to them) and looks up in the manifest their keys and the keys that
-may have vanished: for nodes the ids in scope, for edges every manifest key whose `src` is in scope (a key range:
-`["src",...`). What it then sends equals a full diff's.
+Each of those layers' rows belongs to one id of a change log (archive.db's `archive_changes`: a conversation;
+staging.db's `staging_changes`: a conversation, a message or a concept), which names the ids changed since the
+target's last finished load; the load reads their rows (`Scoped.rows`: the layer's SQL restricted to them) and
+looks up in the manifest their keys and the keys that may have vanished: for nodes the ids in scope, for edges
+every manifest key whose `src` is in scope (a key range: `["src",...`). What it then sends equals a full diff's.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ class Scoped:
 
 
 @dataclass
-class ConversationScope:
-    """The conversations changed since the mark a target's manifest equals, and how each covered layer reads
-    theirs."""
+class IdScope:
+    """The ids (conversations, messages, concepts) a change log names since the mark a target's manifest equals,
+    and how each covered layer reads their rows."""
 
-    conversations: list[str]
+    ids: list[str]
     scoped: Mapping[str, Scoped]
 
     def covers(self, layer: Layer) -> bool:
@@ -48,7 +48,7 @@ class ConversationScope:
 
     @property
     def params(self) -> dict[str, str]:
-        return {"scope": json.dumps(self.conversations)}
+        return {"scope": json.dumps(self.ids)}
 
     def count(self, conn: sqlite3.Connection, layer: Layer) -> int:
         """The scope's rows of the layer (for a progress bar)."""

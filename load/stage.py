@@ -36,7 +36,7 @@ from load.inputs import available_layers, input_watermark, retired_layers
 from load.layers import LAYERS, EdgeLayer, Layer, NodeLayer, edge_layers, load_order, node_layers
 from load.overlap import Prefetch, WriteBehind
 from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, source_rows
-from load.scoped import ConversationScope
+from load.scoped import IdScope
 from staging import archive_loaded, memory_loaded
 from staging import memory as memory_store
 from staging.db import connect, connect_readonly
@@ -263,7 +263,7 @@ class _LayerReader:
         layer: Layer,
         settings: Settings,
         delta: memory_delta.MemoryDelta | None = None,
-        scopes: Sequence[ConversationScope] = (),
+        scopes: Sequence[IdScope] = (),
     ) -> None:
         self.layer, self.rows_read = layer, 0
         self.scoped = next((scope for scope in scopes if scope.covers(layer)), None)
@@ -278,7 +278,7 @@ class _LayerReader:
             with _reader(rows_path) as rows_db, _reader(self.manifest_path) as manifest_db:
                 if delta is not None and delta.covers(layer):  # an incremental cues run: only what may differ
                     changes = memory_delta.changes(rows_db, manifest_db, key, layer, delta, self._counted)
-                elif self.scoped is not None:  # the archive or the segments changed in a few conversations
+                elif self.scoped is not None:  # a change log names a few ids (archive_delta, staging_delta)
                     changes = self.scoped.changes(rows_db, manifest_db, key, layer, self._counted)
                 else:
                     current = self._counted(source_rows(rows_db.execute(ordered_sql(layer)), layer))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from load.layers import CONCEPTS, CONTAINS_MESSAGE, EVIDENCE_FOR, LIVE_CONCEPT, SEGMENTS, Layer
-from load.scoped import SCOPE, SCOPE_IDS, ConversationScope, Scoped, manifest_rows
+from load.scoped import SCOPE, SCOPE_IDS, IdScope, Scoped, manifest_rows
 from staging import staging_changes, staging_loaded
 from staging.staging_changes import CONCEPT, EVIDENCE, SEGMENT, Mark
 
@@ -89,7 +89,7 @@ GROUPS: tuple[Group, ...] = (
 )
 
 
-class StagingDelta(ConversationScope):
+class StagingDelta(IdScope):
     """The ids of one kind changed since the mark the target's manifest equals."""
 
     def __init__(self, since: Mark, ids: list[str], group: Group) -> None:
