@@ -123,7 +123,7 @@ def rebase_target(built: Path, work: Path) -> None:
                 f"UPDATE {table} SET target = ? || substr(target, ?) WHERE target LIKE ?",
                 (new, len(old) + 1, old + "%"),
             )
-    for name in ("load-memory.json", "load-archive.json"):
+    for name in ("load-memory.json", "load-archive.json", "load-staging.json"):
         path = work / name
         if path.exists():
             path.write_text(path.read_text().replace(old, new))

@@ -25,36 +25,22 @@ old edge until the next full diff; the archive never deletes a message, so no no
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from load.layers import BRANCH, CONVERSATIONS, HAS_MESSAGE, MESSAGES, NEXT, Layer, NodeLayer
-from load.plan import ROW_OVERHEAD, Change, delete_params, ordered_sql, source_rows
+from load.layers import BRANCH, CONVERSATIONS, HAS_MESSAGE, MESSAGES, NEXT, Layer
+from load.scoped import SCOPE, SCOPE_IDS, IdScope, Scoped
+from load.scoped import manifest_rows as _manifest_rows
 from staging import archive_changes, archive_loaded
 from staging.archive_changes import Mark
-from staging.load_state import manifest_count
 
-CHUNK = 500
 FULL_SHARE = 0.3
 """Above this share of the archive's conversations changed, diff everything (a streaming read in key order)."""
 
-SCOPE = "(SELECT value FROM json_each(:scope))"
-_SCOPE_IDS = "SELECT value FROM json_each(:scope)"
+_SCOPE_IDS = SCOPE_IDS
 _SCOPE_MESSAGES = f"SELECT uuid FROM messages WHERE conversation_id IN {SCOPE}"
-
-
-@dataclass(frozen=True)
-class Scoped:
-    """A layer's rows of the conversations in scope, and the ids whose manifest rows may change with them."""
-
-    rows: str
-    """The layer's SQL restricted to the scope: same columns, the same rows a full read yields for them."""
-    keys: str
-    """Nodes: the ids in scope. Edges: the `src` values whose manifest keys are looked up (`["src",` ranges)."""
-
 
 SCOPED: dict[str, Scoped] = {
     CONVERSATIONS.name: Scoped(f"{CONVERSATIONS.sql} WHERE id IN {SCOPE}", _SCOPE_IDS),
@@ -75,23 +61,12 @@ SCOPED: dict[str, Scoped] = {
 }
 
 
-@dataclass
-class ArchiveDelta:
-    """The conversations changed since the mark the target's manifest equals."""
+class ArchiveDelta(IdScope):
+    """The conversations changed since the mark the target's manifest equals (load/scoped.py reads them)."""
 
-    since: Mark
-    conversations: list[str]
-
-    def covers(self, layer: Layer) -> bool:
-        return layer.name in SCOPED
-
-    @property
-    def params(self) -> dict[str, str]:
-        return {"scope": json.dumps(self.conversations)}
-
-    def count(self, conn: sqlite3.Connection, layer: Layer) -> int:
-        """The scope's rows of the layer (for a progress bar)."""
-        return int(conn.execute(f"SELECT COUNT(*) FROM ({SCOPED[layer.name].rows})", self.params).fetchone()[0])
+    def __init__(self, since: Mark, conversations: list[str]) -> None:
+        super().__init__(conversations, SCOPED)
+        self.since = since
 
 
 def fingerprint(layers: Sequence[Layer]) -> str:
@@ -112,7 +87,7 @@ class Plan:
 
 def manifest_rows(staging: sqlite3.Connection, target: str, layers: Sequence[Layer]) -> dict[str, int]:
     """The manifest's row count of each archive layer (a primary-key range each)."""
-    return {layer.name: manifest_count(staging, target, layer.name) for layer in layers if layer.source == "archive"}
+    return _manifest_rows(staging, target, (layer for layer in layers if layer.source == "archive"))
 
 
 def record(staging: sqlite3.Connection, data_dir: Path, target: str, layers: Sequence[Layer], found: Plan) -> None:
@@ -159,60 +134,3 @@ def plan(
         why = f"{len(changed)} of {total} conversations changed"
     archive_loaded.record(data_dir, target, None, layers_fp)
     return Plan(None, now, layers_fp, f"archive layers: diffed whole ({why})")
-
-
-def changes(
-    rows_db: sqlite3.Connection,
-    manifest_db: sqlite3.Connection,
-    target: str,
-    layer: Layer,
-    delta: ArchiveDelta,
-    counted: Callable[[Iterator[Change]], Iterator[Change]],
-) -> Iterator[Change]:
-    """What the layer must change in the graph, from the scope's rows only, in key order (like plan.diff)."""
-    scoped, params = SCOPED[layer.name], delta.params
-    current: dict[str, Change] = {}
-    for change in counted(source_rows(rows_db.execute(ordered_sql(replace(layer, sql=scoped.rows)), params), layer)):
-        if change.key in current:  # a key twice: the second MERGEs onto the first (plan.diff does the same)
-            change.new = False
-        current[change.key] = change
-    ids = [str(row[0]) for row in rows_db.execute(scoped.keys, params) if row[0] is not None]
-    loaded: dict[str, int] = {}
-    if isinstance(layer, NodeLayer):
-        loaded.update(_lookup(manifest_db, target, layer.name, sorted({*ids, *current})))
-    else:
-        loaded.update(_lookup(manifest_db, target, layer.name, sorted(current)))
-        for low in _prefixes(rows_db, ids):
-            found = manifest_db.execute(
-                "SELECT key, row_hash FROM load_manifest WHERE target = ? AND layer = ? AND key >= ? AND key < ?",
-                (target, layer.name, low, low + "#"),  # every key of this src: `["src",` then `"dst"]`
-            )
-            loaded.update((str(key), int(row_hash)) for key, row_hash in found)
-    for key in sorted({*loaded, *current}):
-        row = current.get(key)
-        if row is None:
-            yield Change("delete", key, 0, delete_params(layer, key), ROW_OVERHEAD + len(key))
-        elif loaded.get(key) != row.row_hash:
-            row.new = row.new and key not in loaded
-            yield row
-
-
-def _lookup(conn: sqlite3.Connection, target: str, layer: str, keys: Sequence[str]) -> Iterator[tuple[str, int]]:
-    for start in range(0, len(keys), CHUNK):
-        chunk = keys[start : start + CHUNK]
-        marks = ",".join("?" * len(chunk))
-        for key, row_hash in conn.execute(
-            f"SELECT key, row_hash FROM load_manifest WHERE target = ? AND layer = ? AND key IN ({marks})",
-            (target, layer, *chunk),
-        ):
-            yield str(key), int(row_hash)
-
-
-def _prefixes(conn: sqlite3.Connection, ids: Iterable[str]) -> Iterator[str]:
-    """`["src",` for each id, escaped exactly as the manifest's keys are (SQLite's json_array)."""
-    values = list(ids)
-    for start in range(0, len(values), CHUNK):
-        found = conn.execute(
-            "SELECT rtrim(json_array(value, ''), '\"]') FROM json_each(?)", (json.dumps(values[start : start + CHUNK]),)
-        )
-        yield from (str(row[0]) for row in found)

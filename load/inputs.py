@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from contracts.version import code_version
 from load.layers import LAYERS, RETIRED, Layer, NodeLayer, load_order, node_layers
 from load.plan import count_sql
-from staging.load_state import manifest_counts
+from staging.load_state import manifest_lists
 
 STAGE = "load"
 
@@ -70,5 +70,4 @@ def _table_names(conn: sqlite3.Connection) -> set[str]:
 
 def retired_layers(staging: sqlite3.Connection, target: str) -> list[Layer]:
     """The retired layers (layers.RETIRED) whose rows the target's manifest still lists, edges before nodes."""
-    listed = manifest_counts(staging, target)
-    return [layer for layer in RETIRED if listed.get(layer.name)]
+    return [layer for layer in RETIRED if manifest_lists(staging, target, layer.name)]

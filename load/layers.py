@@ -219,11 +219,14 @@ CONCEPTS = NodeLayer(
     f" first_seen, last_seen FROM concepts WHERE {LIVE_CONCEPT}",
     text_ids=True,
 )
+# No cluster run id on the node: an incremental cluster run keeps the topics of its fit (their uids) and changes few
+# of them (4 of 924 a day at 250k), and a run id would rewrite every Topic node at every run; `chatmem topics` says
+# which run. NULL AS run_id: a graph loaded before carries the run id on each Topic, and a null removes it (SET +=).
 TOPICS = NodeLayer(
     "Topic",
     "staging",
     ("topics", "cluster_runs"),
-    "SELECT topic_uid AS id, label, size, keywords, representatives, topic AS number, run_id FROM topics"
+    "SELECT topic_uid AS id, label, size, keywords, representatives, topic AS number, NULL AS run_id FROM topics"
     f" WHERE run_id = {LATEST_CLUSTER_RUN}",
 )
 # A message sits in one current segment, a segment holds many messages: MERGE starts from the message.

@@ -31,11 +31,12 @@ from clients.progress import ProgressFactory, bar
 from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
 from contracts.settings import Settings
-from load import archive_delta, cypher, memory_delta
+from load import archive_delta, cypher, memory_delta, staging_delta
 from load.inputs import available_layers, input_watermark, retired_layers
 from load.layers import LAYERS, EdgeLayer, Layer, NodeLayer, edge_layers, load_order, node_layers
 from load.overlap import Prefetch, WriteBehind
 from load.plan import Batch, Change, batches, count_sql, diff, ordered_sql, source_rows
+from load.scoped import IdScope
 from staging import archive_loaded, memory_loaded
 from staging import memory as memory_store
 from staging.db import connect, connect_readonly
@@ -48,7 +49,7 @@ from staging.load_state import (
     forget_layer,
     iter_manifest,
     manifest_count,
-    manifest_counts,
+    manifest_lists,
     record_target,
     retried_batch,
     target_watermark,
@@ -147,8 +148,11 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
         archived = archive_delta.plan(
             archive, staging, settings.data_dir, target.key, layers, lost, previous_finished=previous_finished
         )
-        if archived.note:
-            tally.notes.append(archived.note)
+        # The segment, evidence and concept layers: only the ids logged since the target's mark (staging_delta.py)
+        staged = staging_delta.plan(
+            staging, settings.data_dir, target.key, layers, lost, previous_finished=previous_finished
+        )
+        tally.notes.extend(note for note in (archived.note, *(found.note for found in staged)) if note)
         # Until this load succeeds, no later one may skip: forget the watermark first.
         uri = redact(target.uri)
         record_target(staging, target.key, uri=uri, database=target.database, watermark=None, run_id=run_id)
@@ -157,12 +161,12 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
         ordered = [*load_order(layers), *retired_layers(staging, target.key)]
         # Each layer's reader starts while the layer before it is written: its SQL (a sort, a GROUP BY, a window)
         # runs before its first row, and the server would otherwise wait for it at every layer boundary.
-        scope = archived.delta
-        readers = [_LayerReader(archive, staging, graph, ordered[0], settings, delta, scope)] if ordered else []
+        scopes = [scope for scope in (archived.delta, *(found.delta for found in staged)) if scope is not None]
+        readers = [_LayerReader(archive, staging, graph, ordered[0], settings, delta, scopes)] if ordered else []
         try:
             for i, layer in enumerate(ordered):
                 if i + 1 < len(ordered):
-                    readers.append(_LayerReader(archive, staging, graph, ordered[i + 1], settings, delta, scope))
+                    readers.append(_LayerReader(archive, staging, graph, ordered[i + 1], settings, delta, scopes))
                 may_create = isinstance(layer, NodeLayer) or (
                     previous_finished and _edges_known(staging, graph, layer, ordered)
                 )
@@ -180,11 +184,13 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
             if memory_run is not None:  # rows left out of the manifest: the next load diffs everything again
                 memory_loaded.record(settings.data_dir, target.key, memory_run=None, loading=None)
             archive_loaded.record(settings.data_dir, target.key, None, archived.layers)
+            staging_delta.forget(settings.data_dir, target.key, staged)
             return False
         record_target(staging, target.key, uri=uri, database=target.database, watermark=watermark, run_id=run_id)
         if memory_run is not None:
             memory_loaded.record(settings.data_dir, target.key, memory_run=memory_run, loading=None)
         archive_delta.record(staging, settings.data_dir, target.key, layers, archived)  # manifest = archive at mark
+        staging_delta.record(staging, settings.data_dir, target.key, staged)  # manifest = staging layers at mark
         if delta is not None:
             tally.notes.append(
                 f"memory layers: only what may differ from cues run {delta.loaded_run} was read"
@@ -221,14 +227,15 @@ def _lost_layers(staging: sqlite3.Connection, graph: Graph, target: Target, laye
     Node counts are cheap on both servers; edges hang on nodes, so a lost node layer re-sends every edge layer.
     Extra nodes are fine: a batch the graph committed but staging never recorded is sent again anyway.
     """
-    loaded = manifest_counts(staging, target.key)
+    # the node layers' ranges of the manifest only: counting every layer would walk the edges' millions of rows
+    loaded = {layer.name: manifest_count(staging, target.key, layer.name) for layer in node_layers(layers)}
     labels = [layer.label for layer in node_layers(layers)]
     in_graph = cypher.node_counts(graph, labels)
     lost_nodes = [layer for layer in node_layers(layers) if in_graph[layer.label] < loaded.get(layer.name, 0)]
     if not lost_nodes:
         return []
     log.warning("load - the graph lost nodes (%s): those layers are sent again", ", ".join(n.name for n in lost_nodes))
-    return [*lost_nodes, *[layer for layer in edge_layers(layers) if loaded.get(layer.name)]]
+    return [*lost_nodes, *[layer for layer in edge_layers(layers) if manifest_lists(staging, target.key, layer.name)]]
 
 
 def _edges_known(staging: sqlite3.Connection, graph: Graph, layer: Layer, layers: Sequence[Layer]) -> bool:
@@ -256,10 +263,10 @@ class _LayerReader:
         layer: Layer,
         settings: Settings,
         delta: memory_delta.MemoryDelta | None = None,
-        archived: archive_delta.ArchiveDelta | None = None,
+        scopes: Sequence[IdScope] = (),
     ) -> None:
         self.layer, self.rows_read = layer, 0
-        self.scoped = archived if archived is not None and archived.covers(layer) else None
+        self.scoped = next((scope for scope in scopes if scope.covers(layer)), None)
         self.source = archive if layer.source == "archive" else staging
         key = graph.target.key
         max_bytes = settings.load.max_batch_bytes
@@ -271,8 +278,8 @@ class _LayerReader:
             with _reader(rows_path) as rows_db, _reader(self.manifest_path) as manifest_db:
                 if delta is not None and delta.covers(layer):  # an incremental cues run: only what may differ
                     changes = memory_delta.changes(rows_db, manifest_db, key, layer, delta, self._counted)
-                elif self.scoped is not None:  # the archive changed in a few conversations: only theirs
-                    changes = archive_delta.changes(rows_db, manifest_db, key, layer, self.scoped, self._counted)
+                elif self.scoped is not None:  # a change log names a few ids (archive_delta, staging_delta)
+                    changes = self.scoped.changes(rows_db, manifest_db, key, layer, self._counted)
                 else:
                     current = self._counted(source_rows(rows_db.execute(ordered_sql(layer)), layer))
                     changes = diff(layer, current, iter_manifest(manifest_db, key, layer.name))

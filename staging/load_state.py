@@ -175,10 +175,10 @@ def manifest_count(conn: sqlite3.Connection, target: str, layer: str) -> int:
     return int(found.fetchone()[0])
 
 
-def manifest_counts(conn: sqlite3.Connection, target: str) -> dict[str, int]:
-    """Rows the manifest says `target` holds, per layer."""
-    rows = conn.execute("SELECT layer, COUNT(*) FROM load_manifest WHERE target = ? GROUP BY layer", (target,))
-    return {str(layer): int(n) for layer, n in rows}
+def manifest_lists(conn: sqlite3.Connection, target: str, layer: str) -> bool:
+    """The manifest lists at least one row of the layer for `target` (one probe of the primary key)."""
+    found = conn.execute("SELECT 1 FROM load_manifest WHERE target = ? AND layer = ? LIMIT 1", (target, layer))
+    return found.fetchone() is not None
 
 
 def forget_layer(conn: sqlite3.Connection, target: str, layer: str) -> None:

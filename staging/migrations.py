@@ -35,6 +35,9 @@ History:
                11  the template rule's state (staging/template_state.py): each current extraction's evidence
                    sentences, the repeated ones with their places and decisions, so that a run redoes only what
                    changed (derived: built from every current extraction by the first concepts run after it)
+               12  staging_changes: which conversations' segments, messages' concept evidence and concepts
+                   changed, logged by triggers, so that the load reads only the rows of the Segment, Concept,
+                   CONTAINS_MESSAGE and EVIDENCE_FOR layers changed since its last mark (staging/staging_changes.py)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -62,6 +65,7 @@ from staging import (
     memory,
     memory_history,
     segments,
+    staging_changes,
     template_state,
     topics,
 )
@@ -257,6 +261,11 @@ STAGING = (
         11,
         "the template rule's kept state: template_extractions, template_spans, template_repeated, template_places",
         statements(template_state.SCHEMA),
+    ),
+    Migration(
+        12,
+        "staging_changes: conversations re-segmented, messages whose evidence changed, concepts changed (triggers)",
+        staging_changes.create,
     ),
 )
 

@@ -117,6 +117,17 @@ STAGING: dict[str, TableDoc] = {
             "run_id": RUN_ID,
         },
     ),
+    "staging_changes": doc(
+        "Staging changes",
+        "What changed for the graph's staging layers, logged by triggers (migration 12): the conversations"
+        " re-segmented, the messages whose concept evidence changed, the concepts changed. The load reads only the"
+        " rows of the ids logged since its last mark (load/staging_delta.py, staging/staging_changes.py).",
+        {
+            "kind": "segment (id: a conversation), evidence (id: a message) or concept (id: a concept).",
+            "id": "What changed; empty when a change could not be traced to one (the next load diffs whole).",
+            "version": "Raised on each change: the load reads the ids above the version it last loaded.",
+        },
+    ),
     "extractions": doc(
         "Extractions",
         "One extraction per (segment content, extractor version/model/prompt): the cache that saves LLM calls.",

@@ -181,8 +181,45 @@ def test_merged_archived_and_reclustered_leave_nothing_stale(graph: GraphEnv, st
     )
     assert {str(r[0]) for r in gone_messages} <= {row["id"] for row in moved}
     topics = graph.query("MATCH (t:Topic) RETURN t.id AS id, t.run_id AS run ORDER BY id")
-    assert [row["run"] for row in topics] == [run_id, run_id]
+    assert [row["id"] for row in topics] == [f"topic-{run_id}-0", f"topic-{run_id}-1"]  # the newer run's topics
+    assert [row["run"] for row in topics] == [None, None]  # no run id on the node (docs/graph.md)
     assert _one(graph, "MATCH (:Concept)-[r:BELONGS_TO]->(:Topic) RETURN count(r) AS n") == 2
+
+
+def test_a_cluster_run_that_keeps_its_topics_rewrites_only_the_topics_that_changed(
+    graph: GraphEnv, staged: Dbs
+) -> None:
+    """An incremental cluster run keeps its fit's topic uids: a topic whose label, size, keywords and
+    representatives stay is not written again (a cluster run id on the node would rewrite them all)."""
+    dbs = staged
+    segments, concepts = _segments(dbs), _live_concepts(dbs)
+
+    def cluster_keeping_uids(run_id: str, first: list[str]) -> None:
+        topics = [
+            {"topic": 0, "topic_uid": "kept-0", "label": "t0", "size": len(first), "keywords": ["a"]}
+            | {"representatives": first[:1]},
+            {"topic": 1, "topic_uid": "kept-1", "label": "t1", "size": 1, "keywords": ["b"]}
+            | {"representatives": segments[-1:]},
+        ]
+        links = [("segment", s, 0, "kept-0", 0.9, "hdbscan") for s in first]
+        links += [
+            ("segment", segments[-1], 1, "kept-1", 0.9, "hdbscan"),
+            ("concept", concepts[0], 1, "kept-1", 0.5, "predicted"),
+        ]
+        summary = {"status": "clustered", "points": len(segments), "topics": 2}
+        topic_store.write_run(dbs.staging, run_id, summary, topics, links)
+        _stage_succeeded(dbs, run_id, "cluster")
+
+    cluster_keeping_uids(_later_run(dbs), segments[:-1])
+    assert _load(dbs).status == "succeeded"
+    cluster_keeping_uids(_later_run(dbs), segments[:-1])  # a newer run, the same topics
+    same = _load(dbs)
+    assert same.status == "succeeded" and same.counts["nodes_upserted"] == 0
+    cluster_keeping_uids(_later_run(dbs), segments[:-2])  # topic 0 lost a segment: it alone is written
+    moved = _load(dbs)
+    assert moved.counts["nodes_upserted"] == 1
+    assert graph.counts() == expected(dbs.settings)
+    assert _one(graph, "MATCH (t:Topic {id: 'kept-0'}) RETURN t.size AS n") == len(segments) - 2
 
 
 def test_edges_whose_ends_are_missing_are_not_marked_loaded(graph: GraphEnv, staged: Dbs) -> None:
