@@ -7,6 +7,9 @@
 - `segment_extractions`: per current segment, the cache key of its extraction (the concepts stage's input).
 - `mapper_decisions`: (cache_key, ordinal) -> rule, hypothesis index, field, before, after.
 
+After each extract run `prune` deletes what no current segment would read again: retired segments' extractions
+and those of another extractor version (docs/runs.md, "The extraction cache").
+
 `SCHEMA` is migration 2 of staging/migrations.py (frozen: change a table with a new migration there).
 """
 

@@ -14,8 +14,10 @@ new migration there):
   reassigned: outlier handling).
 - `cluster_points` (a view over `cluster_point_rows`): (run_id, segment_id) -> 2-D map coordinates and topic
   (-1: noise), for the topic map.
-- `cluster_trials`: every Optuna trial of a study (the study itself is in optuna.db under the data dir).
-- `topic_labels`: LLM labels cached by (topic_uid, model, prompt version): a re-run makes no call.
+- `cluster_trials`: every Optuna trial of a study (the study itself is in optuna.db under the data dir), kept
+  while a kept cluster run names the study (`prune`; optuna.db: cluster.tuning.prune_studies).
+- `topic_labels`: LLM labels cached by (topic_uid, model, prompt version): a re-run makes no call. Kept while a
+  kept cluster run has the topic (`prune`).
 
 Shared rows (issue 23, docs/runs.md): a link or map point is written once and shared by every cluster run it
 belongs to, the pattern segments and memory rows use: `run_id` (the run that wrote it) and `retired_run_id` (the
