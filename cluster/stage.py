@@ -30,7 +30,7 @@ from clients.stage import Outcome, StageContext
 from cluster import assign, describe, saved_model
 from cluster import topics as fit_topics
 from cluster.labels_llm import LabelCounts
-from cluster.tuning import Objective, Tuned, budget, tune
+from cluster.tuning import Objective, Tuned, budget, prune_studies, tune
 from contracts.settings import Settings
 from staging import concepts as concept_store
 from staging import embeddings as vectors
@@ -99,6 +99,8 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
     with _timed(seconds, "write"):
         store.write_run(staging, run_id, summary, fitted.topic_rows, fitted.links, map_rows)
     saved_model.prune(settings.data_dir, keep=run_id)
+    # optuna.db: only a full fit adds a study; the kept cluster runs' stay (docs/runs.md)
+    pruned = prune_studies(optuna_url(settings), store.kept_studies(staging))
     counts = {
         "points": len(ids),
         "topics": len(fitted.topic_rows),
@@ -114,6 +116,7 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
         "llm_labels_failed": fitted.named.failed,
         "incremental": 0,
         "segments_placed": 0,
+        "studies_pruned": len(pruned),
     }
     log.info("cluster - %s; %s", counts, summary["seconds"])
     rows_out = len(fitted.links) + len(fitted.topic_rows)

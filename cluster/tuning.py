@@ -32,7 +32,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -278,6 +278,27 @@ def completed(study: Any) -> int:
     import optuna
 
     return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
+
+
+def prune_studies(storage_url: str, keep: Collection[str]) -> list[str]:
+    """Delete the stored studies of this module (named `cluster-...`) that are not in `keep`: those of the cluster
+    runs no longer kept (docs/runs.md). A study to continue is always kept: it is a kept run's, or it is made again
+    from the same seeded sample (a resumed study gives what a clean one gives). Returns the studies deleted."""
+    import optuna
+
+    storage = optuna.storages.RDBStorage(storage_url, engine_kwargs={"connect_args": {"timeout": 60}})
+    try:
+        stale = [
+            name
+            for name in optuna.study.get_all_study_names(storage)
+            if name.startswith("cluster-") and name not in keep
+        ]
+        for name in stale:
+            optuna.delete_study(study_name=name, storage=storage)
+    finally:
+        storage.remove_session()
+        storage.engine.dispose()
+    return stale
 
 
 def tune(

@@ -33,7 +33,7 @@ from contracts.settings import LLMSettings
 from extract.fact_mapper import map_raw_facts
 from extract.llm_request import build_request
 from extract.mapper import MapperDecision, map_raw_hypotheses
-from extract.prompts import PROMPT_VERSION, RESPONSE_NAME, build_messages
+from extract.prompts import PROMPT_VERSION, RESPONSE_NAME, VERSION_PARTS, build_messages
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput
 from extract.types import SegmentNotDone as SegmentNotDone  # re-exported: callers import it from here
 from staging.extractions import cache_key as extraction_cache_key
@@ -107,12 +107,7 @@ class LLMExtractor:
         self.budget = Budget(settings)
         self.stopped: str | None = None  # why the last extract_many stopped early, if it did
         build_request(settings, [])  # fail now on settings that cannot work (e.g. responses + json_object)
-        self.cache_key_parts: tuple[str, ...] = (
-            f"prompt-v{PROMPT_VERSION}",
-            f"schema-v{SCHEMA_VERSION}",
-            settings.model,
-            settings.reasoning_effort or "unset",
-        )
+        self.cache_key_parts: tuple[str, ...] = (*VERSION_PARTS, settings.model, settings.reasoning_effort or "unset")
 
     def extract_many(self, segments: Sequence[SegmentInput]) -> Iterator[tuple[SegmentInput, Result]]:
         """One result per segment, in completion order; at most max_concurrency requests in flight."""

@@ -111,6 +111,11 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
+# The first cache key parts of every extraction these rules make, whatever the settings: an extraction whose key
+# starts otherwise was made by other rules and is never read again (staging.extractions.prune).
+VERSION_PARTS = ("offline", f"rules-v{OFFLINE_VERSION}", f"facts-v{FACT_RULES_VERSION}", f"schema-v{SCHEMA_VERSION}")
+
+
 class OfflineExtractor:
     """Implements extract.types.Extractor with the rules above (no model, no network, no randomness)."""
 
@@ -119,14 +124,7 @@ class OfflineExtractor:
     def __init__(self, max_concepts: int = 6, open_ranks: int = OPEN_RANKS) -> None:
         self.max_concepts = max_concepts
         self.open_ranks = open_ranks
-        self.cache_key_parts: tuple[str, ...] = (
-            "offline",
-            f"rules-v{OFFLINE_VERSION}",
-            f"facts-v{FACT_RULES_VERSION}",
-            f"schema-v{SCHEMA_VERSION}",
-            f"open-{open_ranks}",
-            f"max-{max_concepts}",
-        )
+        self.cache_key_parts: tuple[str, ...] = (*VERSION_PARTS, f"open-{open_ranks}", f"max-{max_concepts}")
 
     def extract_many(
         self, segments: Sequence[SegmentInput]

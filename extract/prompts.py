@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from contracts.concepts import CONCEPT_TYPES, RELATION_TYPES, ExtractionResponse
+from contracts.concepts import CONCEPT_TYPES, RELATION_TYPES, SCHEMA_VERSION, ExtractionResponse
 from extract.types import SegmentInput
 
 PROMPT_VERSION = 2  # 2: facts
+# The first cache key parts of every LLM extraction this prompt makes, whatever the model and effort (the rest of
+# extract.llm.LLMExtractor.cache_key_parts): an extraction whose key starts otherwise is never read again.
+VERSION_PARTS = (f"prompt-v{PROMPT_VERSION}", f"schema-v{SCHEMA_VERSION}")
 MAX_HYPOTHESES = 8  # more per segment are mostly noise, and each one costs output tokens
 MAX_MESSAGE_CHARS = 6000  # a pasted log must not blow the context; a cited span must come from what is shown
 MAX_KNOWN_CONCEPTS = 50

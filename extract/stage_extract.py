@@ -36,6 +36,7 @@ from contracts.concepts import ConceptHypothesis
 from contracts.errors import ConfigError
 from contracts.redact import redact_uri
 from contracts.settings import Settings
+from extract import offline, prompts
 from extract.batch_job import ExtractJob
 from extract.batch_job import Outcome as BatchOutcome
 from extract.mapper import REJECT_RULES, KnownNames, MapperDecision, map_raw_hypotheses
@@ -118,6 +119,8 @@ def run(ctx: StageContext, *, extractor: Extractor | None = None) -> Outcome:
     for work in ahead_of(started, ahead):
         _write(staging, run_id, extractor, parts, known, work, counts)
     counts["segments_dropped"] = store.drop_retired(staging)
+    # what no current segment would read again: other rules' or prompts' extractions, retired segments' (docs/runs.md)
+    counts["extractions_pruned"] = store.prune(staging, (parts, offline.VERSION_PARTS, prompts.VERSION_PARTS))
     tokens = counts["prompt_tokens"] + counts["completion_tokens"]
     counts["tokens_per_1k_messages"] = round(tokens * 1000 / counts["messages_sent"]) if counts["messages_sent"] else 0
     for name in ("extractor_calls", "extracted", "failed", "not_returned", "hypotheses_kept", "mapper_decisions"):

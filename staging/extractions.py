@@ -7,6 +7,9 @@
 - `segment_extractions`: per current segment, the cache key of its extraction (the concepts stage's input).
 - `mapper_decisions`: (cache_key, ordinal) -> rule, hypothesis index, field, before, after.
 
+After each extract run `prune` deletes what no current segment would read again: retired segments' extractions
+and those of another extractor version (docs/runs.md, "The extraction cache").
+
 `SCHEMA` is migration 2 of staging/migrations.py (frozen: change a table with a new migration there).
 """
 
@@ -136,6 +139,36 @@ def write_batch(
             [(segment_id, key, run_id) for segment_id, key in current],
         )
         return conn.total_changes - before
+
+
+def prune(conn: sqlite3.Connection, readable: Iterable[Sequence[str]]) -> int:
+    """Delete the extractions nothing will read again, with their mapper decisions and fact mentions.
+
+    Kept: the current extraction of every current segment (`segment_extractions`, after `drop_retired`: a segment
+    the run could not extract again keeps its older one), and every extraction of a current segment's content whose
+    key parts start with one of `readable` (the extractor versions this chatmem can run, whatever their settings:
+    another model or `offline_max_concepts` switched back to finds its extractions). Deleted: the extractions of
+    content no current segment has (retired segments) and those of other extractor versions (rules, prompt or
+    schema of an older chatmem), failed ones included. One transaction; returns the extractions deleted.
+    """
+    prefixes = sorted({tuple(p) for p in readable})
+    # json_extract of several paths is their compact JSON array; of one path, the value itself
+    paths = [", ".join(f"'$[{i}]'" for i in range(len(p))) for p in prefixes if p]
+    same = "1" if () in prefixes else " OR ".join(f"json_extract(e.key_parts, {path}) = ?" for path in paths) or "0"
+    wanted = [] if () in prefixes else [json.dumps(p, separators=(",", ":")) if len(p) > 1 else p[0] for p in prefixes]
+    with Transaction(conn):
+        stale = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT e.cache_key FROM extractions e"
+                " WHERE e.cache_key NOT IN (SELECT cache_key FROM segment_extractions)"
+                f" AND NOT (e.content_hash IN (SELECT content_hash FROM current_segments) AND ({same}))",
+                wanted,
+            )
+        ]
+        for table in ("extractions", "mapper_decisions", "fact_mentions"):
+            conn.execute(f"DELETE FROM {table} WHERE cache_key IN {IN_VALUES}", (json_values(stale),))
+        return len(stale)
 
 
 def drop_retired(conn: sqlite3.Connection) -> int:

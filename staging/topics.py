@@ -14,8 +14,10 @@ new migration there):
   reassigned: outlier handling).
 - `cluster_points` (a view over `cluster_point_rows`): (run_id, segment_id) -> 2-D map coordinates and topic
   (-1: noise), for the topic map.
-- `cluster_trials`: every Optuna trial of a study (the study itself is in optuna.db under the data dir).
-- `topic_labels`: LLM labels cached by (topic_uid, model, prompt version): a re-run makes no call.
+- `cluster_trials`: every Optuna trial of a study (the study itself is in optuna.db under the data dir), kept
+  while a kept cluster run names the study (`prune`; optuna.db: cluster.tuning.prune_studies).
+- `topic_labels`: LLM labels cached by (topic_uid, model, prompt version): a re-run makes no call. Kept while a
+  kept cluster run has the topic (`prune`).
 
 Shared rows (issue 23, docs/runs.md): a link or map point is written once and shared by every cluster run it
 belongs to, the pattern segments and memory rows use: `run_id` (the run that wrote it) and `retired_run_id` (the
@@ -278,6 +280,9 @@ def _insert(
     )
 
 
+_STUDIES = "SELECT study_name FROM cluster_runs WHERE study_name IS NOT NULL"  # a kept run's, after `prune`
+
+
 def kept_runs(conn: sqlite3.Connection, run_id: str) -> set[str]:
     """The cluster runs whose rows stay: `run_id` (the newest) and the cluster run before it, the newest clustered
     run of each model (an incremental run's base) and the cluster run each kept cues run read (its next cues run
@@ -310,7 +315,16 @@ def prune(conn: sqlite3.Connection, run_id: str) -> list[str]:
             f"DELETE FROM {table} INDEXED BY {table}_retired WHERE retired_run_id IS NOT NULL AND NOT EXISTS"
             f" (SELECT 1 FROM cluster_runs k WHERE k.run_id >= {table}.run_id AND k.run_id < {table}.retired_run_id)"
         )
+    # the trials of the studies no kept run was fitted with (an incremental run names its base's study), and the LLM
+    # labels of topics no kept run has: a refit's study and an incremental run's changed topics add to both
+    conn.execute(f"DELETE FROM cluster_trials WHERE study_name NOT IN ({_STUDIES})")
+    conn.execute("DELETE FROM topic_labels WHERE topic_uid NOT IN (SELECT topic_uid FROM topics)")
     return stale
+
+
+def kept_studies(conn: sqlite3.Connection) -> set[str]:
+    """The Optuna studies the kept cluster runs were fitted with (optuna.db keeps these: cluster.tuning.prune)."""
+    return {str(r[0]) for r in conn.execute(_STUDIES)}
 
 
 def rows_stored(conn: sqlite3.Connection) -> dict[str, int]:

@@ -131,3 +131,42 @@ def test_a_run_after_a_skipped_run_starts_from_its_base(conn: sqlite3.Connection
     store.write_assigned(conn, "r3", "r1", _summary(), _topics(3), [], [])
     assert _links(conn, "r3") == {link("s1"), link("s2"), link("s3")}  # r1's links again, written by r3
     assert _links(conn, "r2") == set()
+
+
+def _fitted(study: str, uid: str) -> tuple[dict[str, object], list[dict[str, object]]]:
+    topics = [{"topic": 0, "topic_uid": uid, "label": uid, "size": 1, "keywords": [], "representatives": []}]
+    return {**_summary(), "study_name": study}, topics
+
+
+def test_the_trials_and_labels_of_runs_not_kept_are_pruned(conn: sqlite3.Connection) -> None:
+    """docs/runs.md: cluster_trials keeps the studies of the kept cluster runs (an incremental run names its base's),
+    topic_labels the labels of the kept runs' topics; a refit's study and labels go once its runs are pruned, and
+    so do the trials of a refit killed before it wrote its run."""
+    trial = [{"number": 0, "state": "COMPLETE", "value": 1.0, "params": {}}]
+    store.write_trials(conn, "r1", "cluster-s1", trial)
+    store.write_run(conn, "r1", *_fitted("cluster-s1", "t1"), [link("s1")])
+    store.write_trials(conn, "r2", "cluster-s2", trial)
+    store.write_run(conn, "r2", *_fitted("cluster-s2", "t2"), [link("s1")])
+    store.cache_labels(conn, "llm", "v1", [("t1", "one"), ("t2", "two")])
+    store.write_trials(conn, "r3", "cluster-killed", trial)  # a refit killed after its trials, before its run
+    store.write_assigned(conn, "r3", "r2", *_fitted("cluster-s2", "t3"), [], [])  # r1 not kept now
+    studies = "SELECT DISTINCT study_name FROM cluster_trials ORDER BY 1"
+    assert [r[0] for r in conn.execute(studies)] == ["cluster-s2"] and store.kept_studies(conn) == {"cluster-s2"}
+    assert [r[0] for r in conn.execute("SELECT topic_uid FROM topic_labels")] == ["t2"]
+    store.write_assigned(conn, "r4", "r3", *_fitted("cluster-s2", "t4"), [], [])
+    store.write_assigned(conn, "r5", "r4", *_fitted("cluster-s2", "t5"), [], [])
+    assert [r[0] for r in conn.execute(studies)] == ["cluster-s2"]  # the base's study: the kept runs name it
+    assert conn.execute("SELECT COUNT(*) FROM topic_labels").fetchone()[0] == 0
+
+
+def test_optuna_studies_of_runs_not_kept_are_deleted(tmp_path: Path) -> None:
+    """cluster.tuning.prune_studies: optuna.db keeps the studies named, and any study not chatmem's."""
+    import optuna
+
+    from cluster.tuning import prune_studies
+
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    for name in ("cluster-kept", "cluster-old", "someone-else"):
+        optuna.create_study(study_name=name, storage=url)
+    assert prune_studies(url, {"cluster-kept"}) == ["cluster-old"]
+    assert sorted(optuna.study.get_all_study_names(url)) == ["cluster-kept", "someone-else"]
