@@ -44,6 +44,8 @@ KILL_AT = {
 LEDGER = {"runs", "stage_runs", "ingest_files", "schema_migrations"}
 VOLATILE = {"imported_at", "seconds", "created_run_id", "started_at", "finished_at", "duration_s"}
 RUN_ID = re.compile(r"r\d{8}T\d{6}-[0-9a-f]{6}")
+# An archive mark's origin is the first source's sha256 and import time: another data dir has another one
+ORIGIN = re.compile(r'\\?"origin\\?": \\?"[^"\\]*\\?"')
 WORDS = [
     *("garden", "kitchen", "python", "budget", "travel", "spanish", "lessons", "guitar", "marathon", "recipe"),
     *("sourdough", "invoice", "server", "docker", "holiday", "museum", "painting", "novel", "chapter", "tomato"),
@@ -90,7 +92,12 @@ def contents(data: Path) -> dict[str, tuple[int, str]]:
                     continue
                 columns = [str(r[1]) for r in conn.execute(f'PRAGMA table_info("{table}")')]
                 kept = ", ".join(f'"{c}"' for c in columns if c not in VOLATILE and c != "run_id")
-                rows = sorted({RUN_ID.sub("RUN", repr(r)) for r in conn.execute(f'SELECT {kept} FROM "{table}"')})
+                rows = sorted(
+                    {
+                        ORIGIN.sub("ORIGIN", RUN_ID.sub("RUN", repr(r)))
+                        for r in conn.execute(f'SELECT {kept} FROM "{table}"')
+                    }
+                )
                 out[f"{name}:{table}"] = (len(rows), hashlib.sha256("\n".join(rows).encode()).hexdigest())
         finally:
             conn.close()
