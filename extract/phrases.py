@@ -22,7 +22,7 @@ library ("Booking.com", "node.js"); a name in a Title Case heading ends before a
 Where the rules above cut a modifier off a noun phrase (a participle after a determiner: "a hashing algorithm",
 "a stored procedure"; an -ing head that ends a run after a noun: "performance tuning"; a common adjective in
 front: "linguistic diversity"), the phrase with it is proposed as well, marked loose: the extractor keeps it only
-where the segment says it so in two messages or more (a collocation, not "a larger dataset" said once).
+where the segment says it so twice or more (a collocation, not "a larger dataset" said once).
 
 For a message in another language only names are proposed: without a part-of-speech lexicon for it, a run of
 words is as likely junk as a term, and fewer concepts beat wrong ones.
@@ -231,7 +231,7 @@ class Phrase:
     end: int
     named: bool
     # Kept with a modifier that the plain rules cut ("a hashing algorithm", "performance tuning", "linguistic
-    # diversity"): a term only where the segment says it so in two messages or more (extract.offline).
+    # diversity"): a term only where the segment says it so twice or more (extract.offline).
     loose: bool = False
 
 

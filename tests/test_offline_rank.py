@@ -237,6 +237,23 @@ def test_a_modifier_the_rules_cut_counts_only_where_the_segment_says_it_twice() 
     assert "dataset" in found
 
 
+def test_a_modifier_the_rules_cut_counts_where_one_message_says_it_twice() -> None:
+    """A reply that says "video editing" again and again (the user asked in Japanese) names its subject, though
+    no second message says it: the pair counts by its mentions, not by the messages that hold them."""
+    segment = segment_input(
+        "seg-gerund-one-message",
+        [
+            ("user", "動画編集の副業について、10個のキーコンテンツを教えてください。"),
+            (
+                "assistant",
+                "Here are ten key contents about side jobs in video editing. Introduction to video editing: learn"
+                " the basics of video editing before you take clients. Pricing: charge per finished minute.",
+            ),
+        ],
+    )
+    assert "video editing" in {t.casefold() for t in titles(segment, 8)}
+
+
 def test_a_longer_term_after_its_own_head_word_is_a_concept_of_its_own() -> None:
     """ "Hive" ranked first does not hide "Hive external table" (a specific thing about Hive, said by the
     user); the other way round, a word inside a term already chosen stays out ("Glue" after "AWS Glue")."""
