@@ -16,6 +16,9 @@ four words, "role-based access control", "AWS Glue job"):
   singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one), and a
   clause on the plural ends before its verb ("the transformations Spark implements").
 
+A word called with nothing in prose ("**coalesce()**: ...", "using input_define()") is a name: a function the
+text is about (clients/prose.py keeps such a call in the extractor's view).
+
 A dotted word is code, no part of either ("number.key", "IsHoliday.x", "pack.obj"), unless it names a site or a
 library ("Booking.com", "node.js"); a name in a Title Case heading ends before a last adverb ("the Schema Manually").
 
@@ -306,6 +309,10 @@ def _is_name_word(token: Token, language: str) -> bool:
 
 
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
+    for token in words:
+        if prose[token.end : token.end + 2] == "()" and not token.stop and plausible_word(token.text):
+            # a function the prose names by its call ("**coalesce()**:", "using number_to_hex()"): an identifier
+            yield Phrase(token.text, key_of([token.lower]), token.start, token.end, True)
     run: list[Token] = []
     for i, token in enumerate([*words, None]):
         # Most words are lower case and no run is open: decided without a call (this loop sees every token).
