@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extract import offline as off  # noqa: E402
-from extract.phrases import GENERIC, singular  # noqa: E402
-from extract.stage_extract import _inputs  # noqa: E402
-from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions  # noqa: E402
-from staging import segments as segment_store  # noqa: E402
-from staging.graph_quality import Labels, conversation_concepts, concept_matches, names_match, normalise  # noqa: E402
+from extract import offline as off
+from extract.phrases import GENERIC, singular
+from extract.stage_extract import _inputs
+from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
+from staging import segments as segment_store
+from staging.graph_quality import Labels, concept_matches, conversation_concepts, names_match, normalise
 
 
 def matches(forms, label_forms):
@@ -116,7 +116,10 @@ def trace_segment(segment, label_forms, max_concepts=6, open_ranks=off.OPEN_RANK
             return "chosen", f"{c.title()}: {fate[k]}"
     for k, c in hit.items():
         if k in fate:
-            best = best or ("scored, not chosen", f"{c.title()}: {fate[k]}; user={c.user_mentions()} all={len(c.mentions)}")
+            best = best or (
+                "scored, not chosen",
+                f"{c.title()}: {fate[k]}; user={c.user_mentions()} all={len(c.mentions)}",
+            )
     if best:
         return best
     k, c = next(iter(hit.items()))
@@ -156,7 +159,11 @@ def text_class(segments, title, label_forms):
             where.append((m.role, in_read, in_view, phrase_part))
     if not where:
         anywhere = any(
-            all(w in set(words_of(m.text)) for w in f) for seg in segments for m in seg.messages if m.text for f in forms
+            all(w in set(words_of(m.text)) for w in f)
+            for seg in segments
+            for m in seg.messages
+            if m.text
+            for f in forms
         )
         if any(contains(words_of(title or ""), f) for f in forms):
             return "not in messages; only in the title"
@@ -204,7 +211,11 @@ def main() -> int:
             if chosen:
                 row.update(after_extraction(staging, store, chosen, forms, labels))
             else:
-                order = ["scored, not chosen", "candidate scored 0", "candidate dropped (stand-ins, literal value, defined term)"]
+                order = [
+                    "scored, not chosen",
+                    "candidate scored 0",
+                    "candidate dropped (stand-ins, literal value, defined term)",
+                ]
                 found = sorted((t for _, t in traces if t), key=lambda t: order.index(t[0]))
                 if found:
                     row["class"], row["detail"] = found[0]
@@ -219,7 +230,7 @@ def main() -> int:
     counts = Counter(r["class"] for r in rows)
     print(f"{len(rows)} misses")
     for cls, n in counts.most_common():
-        ex = [f'{r["label"]}' + (f' [{r["detail"]}]' if r.get("detail") else "") for r in rows if r["class"] == cls][:6]
+        ex = [f"{r['label']}" + (f" [{r['detail']}]" if r.get("detail") else "") for r in rows if r["class"] == cls][:6]
         print(f"{n:4d}  {cls}\n        " + "\n        ".join(ex))
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1, ensure_ascii=False))
@@ -230,17 +241,35 @@ def after_extraction(staging, store, chosen, forms, labels):
     """A hypothesis chosen by the offline rules: what the mapper, the concept loop and the garden did with it."""
     details = []
     for seg, (_, detail) in chosen:
-        key = staging.execute("SELECT cache_key FROM segment_extractions WHERE segment_id = ?", (seg.segment_id,)).fetchone()
-        hyps = json.loads(staging.execute("SELECT hypotheses FROM extractions WHERE cache_key = ?", (key[0],)).fetchone()[0] or "[]") if key else []
+        key = staging.execute(
+            "SELECT cache_key FROM segment_extractions WHERE segment_id = ?", (seg.segment_id,)
+        ).fetchone()
+        hyps = (
+            json.loads(
+                staging.execute("SELECT hypotheses FROM extractions WHERE cache_key = ?", (key[0],)).fetchone()[0]
+                or "[]"
+            )
+            if key
+            else []
+        )
         kept = [h for h in hyps if matches([h.get("title", ""), *h.get("aliases", [])], forms)]
         if not kept:
-            rules = [tuple(r) for r in staging.execute(
-                "SELECT field, rule, before, after FROM mapper_decisions WHERE cache_key = ?", (key[0],))] if key else []
+            rules = (
+                [
+                    tuple(r)
+                    for r in staging.execute(
+                        "SELECT field, rule, before, after FROM mapper_decisions WHERE cache_key = ?", (key[0],)
+                    )
+                ]
+                if key
+                else []
+            )
             return {"class": "chosen, rejected by the mapper", "detail": f"{detail}; decisions {rules[:4]}"}
         for h in kept:
             inp = staging.execute(
                 "SELECT decision, concept_id, method FROM concept_inputs WHERE segment_id = ? AND title = ?",
-                (seg.segment_id, h["title"])).fetchone()
+                (seg.segment_id, h["title"]),
+            ).fetchone()
             if inp is None:
                 details.append(("chosen, no concept input (template drop?)", h["title"]))
                 continue
@@ -263,11 +292,20 @@ def after_extraction(staging, store, chosen, forms, labels):
             if state == "archived":
                 details.append(("chosen, archived by the garden", " -> ".join(path)))
             elif inp["decision"] == "attach" and len(path) == 1:
-                details.append((f"chosen, attached to a concept that does not match ({inp['method']})", f"{h['title']} -> {' -> '.join(path)}"))
+                details.append(
+                    (
+                        f"chosen, attached to a concept that does not match ({inp['method']})",
+                        f"{h['title']} -> {' -> '.join(path)}",
+                    )
+                )
             elif len(path) > 1:
-                details.append(("chosen, merged into a concept that does not match", f"{h['title']}: {' -> '.join(path)}"))
+                details.append(
+                    ("chosen, merged into a concept that does not match", f"{h['title']}: {' -> '.join(path)}")
+                )
             else:
-                details.append((f"chosen, {inp['decision']} {state} but no match", f"{h['title']}: {' -> '.join(path)}"))
+                details.append(
+                    (f"chosen, {inp['decision']} {state} but no match", f"{h['title']}: {' -> '.join(path)}")
+                )
     cls, detail = details[0]
     return {"class": cls, "detail": detail}
 

@@ -309,10 +309,10 @@ def _is_name_word(token: Token, language: str) -> bool:
 
 
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
-    for token in words:
-        if prose[token.end : token.end + 2] == "()" and not token.stop and plausible_word(token.text):
+    for word in words:
+        if prose[word.end : word.end + 2] == "()" and not word.stop and plausible_word(word.text):
             # a function the prose names by its call ("**coalesce()**:", "using number_to_hex()"): an identifier
-            yield Phrase(token.text, key_of([token.lower]), token.start, token.end, True)
+            yield Phrase(word.text, key_of([word.lower]), word.start, word.end, True)
     run: list[Token] = []
     for i, token in enumerate([*words, None]):
         # Most words are lower case and no run is open: decided without a call (this loop sees every token).

@@ -168,8 +168,9 @@ def test_a_function_named_by_its_empty_call_in_prose_is_a_name() -> None:
             (
                 "assistant",
                 "Two functions change the partitions:\n\n1. **repartition()**: shuffles the data into a new number"
-                " of partitions; repartition() can grow or shrink them, and repartition() always shuffles.\n2. **coalesce()**: merges partitions"
-                " without a full shuffle; use coalesce() after a filter, as coalesce() moves less data.",
+                " of partitions; repartition() can grow or shrink them, and repartition() always shuffles.\n"
+                "2. **coalesce()**: merges partitions without a full shuffle; use coalesce() after a filter, as"
+                " coalesce() moves less data.",
             ),
         ],
     )
