@@ -19,7 +19,9 @@ What is masked:
 - URLs, e-mail addresses, file paths and file names with an extension, snake_case and dotted.call() identifiers;
 - with `quoted_names=True` (the extractor), an identifier written alone between double quotes and without a
   digit is kept: "Multiplication_V", "number_to_hex" in a sentence are names the writer calls things by (a
-  quoted "temp_0", "a_1" stays masked: numbered variables);
+  quoted "temp_0", "a_1" stays masked: numbered variables), and so is a lone name called with nothing in
+  prose ("**coalesce()**: ...", "using input_define()"): a function the text is about ("add_two(x)",
+  "df.select()" stay masked);
 - citation markers ("【4†source】", "[12]") and LaTeX (`$$...$$`, `\\(...\\)`, `\\[...\\]`, `\\frac`);
 - with `table_rows=True` (topic labels), every markdown table row: a table's cells are column names and values
   more often than prose; the extractor keeps rows of words ("| Spark | Hadoop |") and masks rows of numbers.
@@ -95,6 +97,7 @@ def _blank(match: re.Match[str]) -> str:
 
 
 _QUOTED_NAME = re.compile(r"[^\W\d_][^\W\d]*_[^\W\d]*[^\W\d_]")  # snake_case or Name_V, letters only
+_EMPTY_CALL = re.compile(r"[^\W\d_]\w{2,}\(\)")  # a lone name called with nothing: "coalesce()", "input_define()"
 _OPEN_QUOTES, _CLOSE_QUOTES = '"“', '"”'
 
 
@@ -106,6 +109,8 @@ def _blank_unquoted(text: str) -> Callable[[re.Match[str]], str]:
         quoted = start > 0 and end < len(text) and text[start - 1] in _OPEN_QUOTES and text[end] in _CLOSE_QUOTES
         if quoted and _QUOTED_NAME.fullmatch(match.group(0)):
             return match.group(0)
+        if _EMPTY_CALL.fullmatch(match.group(0)):
+            return match.group(0)  # "**repartition()**:", "using number_to_hex()": a function named in prose
         return _blank(match)
 
     return replace

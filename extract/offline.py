@@ -10,7 +10,7 @@ output. For each segment:
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
    a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
-   "linguistic diversity") counts where two messages of the segment say it so; a message in another language
+   "linguistic diversity") counts where the segment says it so twice; a message in another language
    gives names only; a value typed in a statement ("set city='Hyd'", then
    quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
    candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
@@ -61,7 +61,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 17  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 19  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -69,7 +69,8 @@ READ_USER_CHARS = 20_000
 READ_REPLY_CHARS = 800
 REPLY_PHRASE_CHARS = 700  # noun phrases are proposed from a reply's opening only; names from all that is read
 # A noun phrase with the modifier the plain rules cut ("a hashing algorithm", "performance tuning", "healthy meal
-# ideas": extract.phrases, loose proposals) is a candidate when this many messages of the segment say it so.
+# ideas": extract.phrases, loose proposals) is a candidate when the segment says it so this many times, in one
+# message or more (a reply that explains "video editing" three times, asked in another language, names its subject).
 LOOSE_SPREAD = 2
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of
 # its own up to this many words.
@@ -273,7 +274,7 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate.quoted += quoted and not not_subject
             candidate.defined = candidate.defined or defined
     _index_mentions(messages, found)
-    for key in [k for k, c in found.items() if not c.firm and len({id(m) for m, _, _ in c.mentions}) < LOOSE_SPREAD]:
+    for key in [k for k, c in found.items() if not c.firm and len(c.mentions) < LOOSE_SPREAD]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
     return found

@@ -16,13 +16,16 @@ four words, "role-based access control", "AWS Glue job"):
   singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one), and a
   clause on the plural ends before its verb ("the transformations Spark implements").
 
+A word called with nothing in prose ("**coalesce()**: ...", "using input_define()") is a name: a function the
+text is about (clients/prose.py keeps such a call in the extractor's view).
+
 A dotted word is code, no part of either ("number.key", "IsHoliday.x", "pack.obj"), unless it names a site or a
 library ("Booking.com", "node.js"); a name in a Title Case heading ends before a last adverb ("the Schema Manually").
 
 Where the rules above cut a modifier off a noun phrase (a participle after a determiner: "a hashing algorithm",
 "a stored procedure"; an -ing head that ends a run after a noun: "performance tuning"; a common adjective in
 front: "linguistic diversity"), the phrase with it is proposed as well, marked loose: the extractor keeps it only
-where the segment says it so in two messages or more (a collocation, not "a larger dataset" said once).
+where the segment says it so twice or more (a collocation, not "a larger dataset" said once).
 
 For a message in another language only names are proposed: without a part-of-speech lexicon for it, a run of
 words is as likely junk as a term, and fewer concepts beat wrong ones.
@@ -231,7 +234,7 @@ class Phrase:
     end: int
     named: bool
     # Kept with a modifier that the plain rules cut ("a hashing algorithm", "performance tuning", "linguistic
-    # diversity"): a term only where the segment says it so in two messages or more (extract.offline).
+    # diversity"): a term only where the segment says it so twice or more (extract.offline).
     loose: bool = False
 
 
@@ -306,6 +309,10 @@ def _is_name_word(token: Token, language: str) -> bool:
 
 
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
+    for word in words:
+        if prose[word.end : word.end + 2] == "()" and not word.stop and plausible_word(word.text):
+            # a function the prose names by its call ("**coalesce()**:", "using number_to_hex()"): an identifier
+            yield Phrase(word.text, key_of([word.lower]), word.start, word.end, True)
     run: list[Token] = []
     for i, token in enumerate([*words, None]):
         # Most words are lower case and no run is open: decided without a call (this loop sees every token).

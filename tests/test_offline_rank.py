@@ -154,6 +154,30 @@ def test_an_identifier_quoted_alone_in_prose_is_a_name() -> None:
     assert {"Multiplication_V", "Addition_V"} <= set(titles(segment))
 
 
+def test_a_function_named_by_its_empty_call_in_prose_is_a_name() -> None:
+    """A reply that lists "**repartition()**:", "**coalesce()**:" names the functions asked about; the prose
+    cleaner masked every call as code, so they were never candidates. A call with arguments ("add_two(x)")
+    and a member call ("df.select()") stay masked."""
+    view = prose("1. **coalesce()**: merges partitions; out = add_two(x) and df.select() here.", quoted_names=True)
+    assert "coalesce()" in view and "add_two" not in view and "select" not in view
+    assert "coalesce" not in prose("1. **coalesce()**: merges partitions.")
+    segment = segment_input(
+        "seg-calls",
+        [
+            ("user", "which functions change the partitions of a spark dataframe"),
+            (
+                "assistant",
+                "Two functions change the partitions:\n\n1. **repartition()**: shuffles the data into a new number"
+                " of partitions; repartition() can grow or shrink them, and repartition() always shuffles.\n"
+                "2. **coalesce()**: merges partitions without a full shuffle; use coalesce() after a filter, as"
+                " coalesce() moves less data.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert {"repartition", "coalesce"} <= found
+
+
 def test_a_language_named_by_a_letter_and_symbols_is_a_name() -> None:
     """wordfreq reads "C#" and "C++" as the letter "c" (zipf 5.3, a common word), and a one-letter word failed
     the plausible-word bar, so "give me code in C#" gave no concept. A letter with ++ or # is a name; a grade
@@ -235,6 +259,23 @@ def test_a_modifier_the_rules_cut_counts_only_where_the_segment_says_it_twice() 
     found = {t.casefold() for t in titles(once, 8)}
     assert "larger dataset" not in found
     assert "dataset" in found
+
+
+def test_a_modifier_the_rules_cut_counts_where_one_message_says_it_twice() -> None:
+    """A reply that says "video editing" again and again (the user asked in Japanese) names its subject, though
+    no second message says it: the pair counts by its mentions, not by the messages that hold them."""
+    segment = segment_input(
+        "seg-gerund-one-message",
+        [
+            ("user", "動画編集の副業について、10個のキーコンテンツを教えてください。"),
+            (
+                "assistant",
+                "Here are ten key contents about side jobs in video editing. Introduction to video editing: learn"
+                " the basics of video editing before you take clients. Pricing: charge per finished minute.",
+            ),
+        ],
+    )
+    assert "video editing" in {t.casefold() for t in titles(segment, 8)}
 
 
 def test_a_longer_term_after_its_own_head_word_is_a_concept_of_its_own() -> None:
