@@ -1,17 +1,21 @@
 """The memory layers' rows that may have changed since the cues run a target last loaded, instead of all of them.
 
 An incremental cues run (memory/cues_incremental.py) rewrites only the conversations that changed; the rest of
-its rows equal the run before. Its memory_runs summary lists every conversation changed since the last full
-build (`changed_since_full`). When the target's manifest equals an earlier run L of the same full build
-(staging/memory_loaded.py), a row of the newest run R can differ from the manifest only if it is
+its rows equal the run before. Its memory_runs summary lists the conversations it rebuilt or dropped (`changed`,
+against its `base_run`) and every conversation changed since the last full build (`changed_since_full`). When the
+target's manifest equals an earlier run L of the same full build (staging/memory_loaded.py), a row of the newest
+run R can differ from the manifest only if it is
 
 - a Cue linked to a message of a changed conversation (its df, idf or name moved);
 - a CUES edge into a message of a changed conversation,
 
-in L or in R. So the load reads those rows of R and looks up those keys in the manifest: O(what changed), not
-O(archive). Deletions are the candidate keys the manifest holds and R does not. A load that was killed half way
-resumes the same way (the manifest is then part L, part R: both differ from R only on candidate keys); a load
-of anything else, or of a full build, diffs everything (plan.py).
+in L or in R, where the changed conversations are those the runs after L rebuilt or dropped (each run's
+`changed`, followed back from R to L through `base_run`; the superset `changed_since_full` when a run between them
+was pruned: it grows with every scheduled run until the next full build). So the load reads those rows of R and
+looks up those keys in the manifest: O(what changed), not O(archive) nor O(runs). Deletions are the candidate keys
+the manifest holds and R does not. A load that was killed half way resumes the same way (the manifest is then part
+L, part R: both differ from R only on candidate keys); a load of anything else, or of a full build, diffs
+everything (plan.py).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from load.layers import CUE_CONTENT, CUES, Layer, NodeLayer
 from load.plan import ROW_OVERHEAD, Change, delete_params, source_rows
@@ -57,8 +62,27 @@ def plan(staging: sqlite3.Connection, loaded: str | None, loading: str | None) -
     full = new["summary"].get("full_run")
     if full is None or old["summary"].get("full_run") != full:
         return None
-    changed = [str(c) for c in new["summary"].get("changed_since_full", [])] if run != loaded else []
+    changed = _changed_between(staging, loaded, new) if run != loaded else []
     return MemoryDelta(loaded, run, _candidates(staging, (loaded, run), changed))
+
+
+def _changed_between(staging: sqlite3.Connection, loaded: str, new: dict[str, Any]) -> list[str]:
+    """The conversations rebuilt or dropped by the runs after `loaded` up to `new`: each incremental run's own
+    change (`changed`), followed back through `base_run`. When that chain is broken (a run between them pruned, or
+    written by a chatmem that kept no per-run list), every conversation changed since the full build: a superset,
+    which grows with the runs until the next full build."""
+    changed: set[str] = set()
+    summary: dict[str, Any] | None = new
+    while summary is not None and summary["run_id"] != loaded:
+        own = summary["summary"].get("changed")
+        base = summary["summary"].get("base_run")
+        if own is None or base is None:
+            return [str(c) for c in new["summary"].get("changed_since_full", [])]
+        changed.update(str(c) for c in own)
+        summary = memory_store.run_summary(staging, str(base))
+    if summary is None:
+        return [str(c) for c in new["summary"].get("changed_since_full", [])]
+    return sorted(changed)
 
 
 def _candidates(staging: sqlite3.Connection, runs: tuple[str, str], changed: Sequence[str]) -> dict[str, list[str]]:

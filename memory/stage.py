@@ -76,7 +76,7 @@ def run(
     keys = _Keys(staging, with_model(settings, choice.model), builder.names(), embedder)
     notes = [choice.note(), f"full build: {why_full}", *_missing_inputs(settings, topic_run, builder, lexicon_db)]
     summary: dict[str, Any] = {"topic_run": topic_run, "notes": notes}
-    summary.update(key_model=choice.summary(), incremental=False, full_run=run_id, changed_since_full=[])
+    summary.update(key_model=choice.summary(), incremental=False, full_run=run_id, changed=[], changed_since_full=[])
     written, cues, tags, report, cue_tag_edges = _write_full(ctx, builder, keys, topic_run, summary, batch_messages)
     frozen = builder.frozen_counts()
     embedded = keys.embed_missing(archive, run_id, progress, batch_messages)
@@ -190,9 +190,11 @@ def _run_incremental(
         "notes": notes,
         "incremental": True,
         "base_run": base,
-        # What the load diffs against the run it last loaded (load/memory_delta.py): every conversation that may
-        # differ from any run since the full build.
+        # What the load diffs against the run it last loaded (load/memory_delta.py): the conversations this run
+        # rebuilt or dropped (its change from `base_run`), and every one that may differ from any run since the full
+        # build (the load's fallback when a run between the two was pruned).
         "full_run": plan.state.full_run,
+        "changed": sorted({*plan.rebuilt, *plan.gone}),
         "changed_since_full": sorted(plan.changed),
     }
     written, cues, tags, messages = cues_incremental.build(
