@@ -102,6 +102,15 @@ def compared(row: MessageRow) -> MessageRow:
 
 COMPARED_COLUMNS = ", ".join(c for c in MESSAGE_COLUMNS if c != "text")
 
+DIGEST_VERSION = 1  # raise when what a write of the same rows stores changes: every digest then differs once
+
+
+def digest(rows: ConversationRows) -> str:
+    """One conversation's rows as one digest (staging/archive_digests.py): its row hash and each message's
+    compared columns, in order. Equal digests, equal rows: repr is exact for the str, int and None they hold."""
+    payload = repr((DIGEST_VERSION, rows.id, rows.row_hash, [compared(row) for row in rows.messages]))
+    return hashlib.blake2b(payload.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
+
 
 def relocated(row: MessageRow, seq: int) -> MessageRow:
     """The same message, inactive, at another seq (a message only an older dump still has)."""
