@@ -31,7 +31,7 @@ from functools import lru_cache
 from itertools import product
 from math import prod
 
-from extract.text import char_ngrams, content_words, cosine, match_key, name_key
+from extract.text import char_ngrams, content_words, cosine, match_key, name_key, stem
 from extract.typo_index import TypoIndex
 
 Similarity = Callable[[str, str], float]
@@ -163,10 +163,11 @@ class Resolver:
         """Index `names` (title and aliases) under the concept; a name key already owned elsewhere is kept there."""
         entry = self._entries.setdefault(concept_id, _Entry(concept_id, concept_type))
         for name in names:
-            key = match_key(name)
+            stored = name_key(name)
+            key = " ".join(stem(word) for word in stored.split())  # match_key(name), its name key folded once
             if not key or self.exact.setdefault(key, concept_id) != concept_id:
                 continue
-            words, stored = tokens(name), name_key(name)
+            words = tokens(name)
             entry.keys.add(key)
             entry.names[stored] = words
             entry.size = None
