@@ -225,7 +225,9 @@ ARCHIVE = (
     Migration(3, "archive_changes: conversations updated or deleted, logged by triggers", archive_changes.create),
     Migration(4, "visible_messages: the view of the active, not hidden messages", statements(VISIBLE_MESSAGES)),
     Migration(
-        5, "conversation_digests: each conversation's last dump, so that ingest skips it unchanged", archive_digests.create
+        5,
+        "conversation_digests: each conversation's last dump, so that ingest skips it unchanged",
+        archive_digests.create,
     ),
 )
 STAGING = (

@@ -142,7 +142,9 @@ def _random_dumps(seed: int, days: int = 40) -> list[list[ExportConversation]]:
                 lengths[cid] += rng.randint(1, 3)
             elif roll < 0.7:
                 lengths[cid] = max(1, lengths[cid] - rng.randint(1, 2))
-            turns = [(f"{cid}-m{i}", f"{cid} turn {i}" + ("!" if rng.random() < 0.1 else "")) for i in range(lengths[cid])]
+            turns = [
+                (f"{cid}-m{i}", f"{cid} turn {i}" + ("!" if rng.random() < 0.1 else "")) for i in range(lengths[cid])
+            ]
             if rng.random() < 0.08:
                 other = rng.choice([c for c in lengths if c != cid])
                 turns.append((f"{other}-m0", "an id another conversation owns"))
