@@ -5,7 +5,8 @@ with a sha256 of what it returns: old code vs new on the same files. Not a test.
 
 Reads: `load_concepts` (the concepts, garden, embed_concepts, cluster and cues stages), `concept_loop` (the
 concepts stage's ConceptLoop.__init__: the store and the resolver's name indexes), `plan_garden` (the garden
-stage's plan, the part before its writes), `live_concepts` (embed_concepts) and `name_index` (extract). CPU is
+stage's plan, the part before its writes), `live_concepts` (embed_concepts), `name_index` (extract),
+`active_paths` (segment: every conversation's visible messages) and `current_segments` (extract). CPU is
 time.process_time around each call; nothing is written (the files are opened read-only, immutable). Old code: put a
 `git archive` of it first on PYTHONPATH.
 """
@@ -51,6 +52,7 @@ def reads(data_dir: Path) -> dict[str, Callable[[], object]]:
     from extract.resolve import SIMILARITIES
     from garden.stage import plan_garden
     from staging import concepts as concept_store
+    from staging import segments as segment_store
 
     settings = Settings(data_dir=data_dir)
     archive, staging = connect(settings.archive_path), connect(settings.staging_path)
@@ -74,6 +76,8 @@ def reads(data_dir: Path) -> dict[str, Callable[[], object]]:
         "plan_garden": garden,
         "live_concepts": live_concepts,
         "name_index": lambda: concept_store.name_index(staging),
+        "active_paths": lambda: list(segment_store.iter_active_paths(archive)),
+        "current_segments": lambda: list(segment_store.iter_current_segments(staging)),
     }
 
 

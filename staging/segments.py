@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from staging.db import IN_VALUES, Transaction, json_values
+from staging.db import IN_VALUES, Transaction, json_values, plain_rows
 from staging.embeddings import EMBEDDED_AS_IS
 
 SCHEMA = [
@@ -80,6 +80,9 @@ class MessageMeta:
     content_hash: str
 
 
+_MESSAGE = 8  # the member's message id in the rows `iter_current_segments` reads
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentRow:
     """A segment as stored: the columns of `segments` plus its ordered message ids."""
@@ -116,18 +119,19 @@ def iter_active_paths(archive: sqlite3.Connection) -> Iterator[tuple[str, list[M
     Streams one conversation at a time; a conversation with no visible active message yields an empty list,
     so its old segments can be retired.
     """
-    cursor = archive.execute(
+    cursor = plain_rows(  # every message of the archive: tuples by position, not sqlite3.Row by name
+        archive,
         "SELECT c.id AS conversation_id, m.uuid, m.role, m.created_at, m.content_hash FROM conversations c"
         " LEFT JOIN visible_messages m ON m.conversation_id = c.id"
-        " ORDER BY c.id, m.seq"
+        " ORDER BY c.id, m.seq",
     )
-    for conversation_id, rows in groupby(cursor, key=lambda row: str(row["conversation_id"])):
+    for conversation_id, rows in groupby(cursor, key=lambda row: str(row[0])):
         yield (
             conversation_id,
             [
-                MessageMeta(str(r["uuid"]), str(r["role"]), r["created_at"], str(r["content_hash"]))
-                for r in rows
-                if r["uuid"] is not None
+                MessageMeta(str(uuid), str(role), created_at, str(content_hash))
+                for _, uuid, role, created_at, content_hash in rows
+                if uuid is not None
             ],
         )
 
@@ -254,7 +258,8 @@ def iter_current_segments(
         ).fetchone()
         if bounds is None or bounds[0] is None:
             return
-        rows = conn.execute(
+        rows = plain_rows(  # tuples by position, not sqlite3.Row by name: a row per member
+            conn,
             "SELECT s.segment_id, s.conversation_id, s.ordinal, s.boundary, s.token_estimate, s.content_hash,"
             " s.first_time, s.last_time, m.message_id FROM current_segments s"
             " JOIN segment_messages m USING (segment_id)"
@@ -262,19 +267,19 @@ def iter_current_segments(
             " ORDER BY s.conversation_id, s.ordinal, m.position",
             (bounds[0], bounds[1], *model),
         ).fetchall()
-        for _, rows_of_segment in groupby(rows, key=lambda row: str(row["segment_id"])):
+        for _, rows_of_segment in groupby(rows, key=lambda row: str(row[0])):
             group = list(rows_of_segment)
-            first = group[0]
+            segment_id, conversation_id, ordinal, boundary, tokens, content_hash, first_time, last_time, _ = group[0]
             yield SegmentRow(
-                segment_id=str(first["segment_id"]),
-                conversation_id=str(first["conversation_id"]),
-                ordinal=int(first["ordinal"]),
-                boundary=str(first["boundary"]),
-                token_estimate=int(first["token_estimate"]),
-                content_hash=str(first["content_hash"]),
-                first_time=first["first_time"],
-                last_time=first["last_time"],
-                message_ids=tuple(str(r["message_id"]) for r in group),
+                str(segment_id),
+                str(conversation_id),
+                int(ordinal),
+                str(boundary),
+                int(tokens),
+                str(content_hash),
+                first_time,
+                last_time,
+                tuple(str(r[_MESSAGE]) for r in group),
             )
         after = str(bounds[1])
 
