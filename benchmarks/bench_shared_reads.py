@@ -39,11 +39,15 @@ def resolver_state(loop: Any) -> object:
     entries = {
         k: (e.concept_id, e.type, sorted(e.names.items()), sorted(e.keys)) for k, e in sorted(resolver._entries.items())
     }
+    keys = {
+        k: sorted(repr(tuple(sorted(p) if isinstance(p, frozenset) else p for p in key)) for key in v)
+        for k, v in sorted(resolver._index_keys.items())
+    }
     index = sorted(
         (repr(tuple(sorted(p) if isinstance(p, frozenset) else p for p in k)), sorted(v))
         for k, v in resolver._index.items()
     )
-    return (sorted(resolver.exact.items()), entries, index, sorted(resolver._typos._words), loop.concepts)
+    return (sorted(resolver.exact.items()), entries, index, keys, sorted(resolver._typos._words), loop.concepts)
 
 
 def reads(data_dir: Path) -> dict[str, Callable[[], object]]:
