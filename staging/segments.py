@@ -119,19 +119,18 @@ def iter_active_paths(archive: sqlite3.Connection) -> Iterator[tuple[str, list[M
     Streams one conversation at a time; a conversation with no visible active message yields an empty list,
     so its old segments can be retired.
     """
-    cursor = plain_rows(  # every message of the archive: tuples by position, not sqlite3.Row by name
-        archive,
+    cursor = archive.execute(
         "SELECT c.id AS conversation_id, m.uuid, m.role, m.created_at, m.content_hash FROM conversations c"
         " LEFT JOIN visible_messages m ON m.conversation_id = c.id"
-        " ORDER BY c.id, m.seq",
+        " ORDER BY c.id, m.seq"
     )
-    for conversation_id, rows in groupby(cursor, key=lambda row: str(row[0])):
+    for conversation_id, rows in groupby(cursor, key=lambda row: str(row["conversation_id"])):
         yield (
             conversation_id,
             [
-                MessageMeta(str(uuid), str(role), created_at, str(content_hash))
-                for _, uuid, role, created_at, content_hash in rows
-                if uuid is not None
+                MessageMeta(str(r["uuid"]), str(r["role"]), r["created_at"], str(r["content_hash"]))
+                for r in rows
+                if r["uuid"] is not None
             ],
         )
 
