@@ -1,11 +1,13 @@
 """One stage of a run, in this process, through the runner's bookkeeping with no skip rule; and a digest of what
 the middle stages hold after a run (issue 23: old code vs new on the same inputs). Not a test.
 
-    python benchmarks/bench_stage_now.py run DATA_DIR RUN_ID STAGE [--json OUT] [--profile OUT.prof]
+    python benchmarks/bench_stage_now.py run DATA_DIR RUN_ID STAGE [--json OUT] [--profile OUT.prof] [--export F]
     python benchmarks/bench_stage_now.py digest DATA_DIR RUN_ID
 
 `run`: CPU (getrusage of this process) and wall around `flows.stage_runner.run_stage_now` only: no process
 start-up, no Prefect, the stage's own work. Old code: put a `git archive` of it first on PYTHONPATH.
+`--export F` (repeatable): the files an ingest reads; a RUN_ID the ledger lacks is opened first. CPU of child
+processes (ingest's parse workers) is reported apart.
 `digest`: per table, rows and sha256 (run id replaced by R): the concept store, facts, garden changes,
 extractions, segments, embeddings, and the run's topic links, map points, topics and cluster_runs row (read
 through the views or the per-run tables, whichever the schema has), and the previous cluster run's links.
@@ -34,19 +36,30 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(data_dir: Path, run_id: str, stage: str, out: Path | None, profile: Path | None) -> dict[str, Any]:
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(
+    data_dir: Path, run_id: str, stage: str, out: Path | None, profile: Path | None, exports: list[Path] | None = None
+) -> dict[str, Any]:
     from contracts.settings import Settings
     from flows.stage_runner import run_stage_now
     from staging.archive import open_archive
-    from staging.ledger import open_staging
+    from staging.ledger import open_run, open_staging
 
     settings = Settings(data_dir=data_dir)
     archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    exports = exports or []
+    if staging.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+        paths = [str(p) for p in exports]
+        open_run(staging, stages=[stage], exports=paths, settings={}, code_version="bench", run_id=run_id)
     profiler = cProfile.Profile() if profile else None
-    started, used = time.perf_counter(), cpu()
+    started, used, used_children = time.perf_counter(), cpu(), children_cpu()
     if profiler:
         profiler.enable()
-    result = run_stage_now(stage, archive, staging, run_id=run_id, settings=settings)
+    result = run_stage_now(stage, archive, staging, run_id=run_id, settings=settings, exports=exports)
     if profiler:
         profiler.disable()
         profiler.dump_stats(str(profile))
@@ -55,8 +68,10 @@ def run(data_dir: Path, run_id: str, stage: str, out: Path | None, profile: Path
         "status": result.status,
         "stage_cpu_s": round(cpu() - used, 2),
         "stage_wall_s": round(time.perf_counter() - started, 2),
+        "children_cpu_s": round(children_cpu() - used_children, 2),
         "rows_in": result.rows_in,
         "rows_out": result.rows_out,
+        "counts": result.counts,
         "notes": result.notes,
     }
     if stage == "cluster":
@@ -117,9 +132,11 @@ def main() -> None:
     parser.add_argument("stage", nargs="?")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--profile", type=Path)
+    parser.add_argument("--export", type=Path, action="append", help="a file the ingest stage reads (repeatable)")
     args = parser.parse_args()
     if args.command == "run":
-        print(json.dumps(run(args.data_dir, args.run_id, args.stage, args.json, args.profile), indent=1))
+        found = run(args.data_dir, args.run_id, args.stage, args.json, args.profile, args.export)
+        print(json.dumps(found, indent=1))
     else:
         print(json.dumps(digest(args.data_dir, args.run_id), indent=1))
 

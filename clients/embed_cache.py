@@ -70,15 +70,17 @@ def embed_cached(
     label: str = "embed",
     settings: EmbedSettings | None = None,
     map_batches: MapBatches = map_in_process,
+    known: set[str] | None = None,
 ) -> list[str]:
     """Make sure every text has a vector under `embedder.key` in staging.db; returns the texts' hashes.
 
     The texts to embed are cut into batches of `write_batch` and handed to `map_batches` (another runner needs
     `settings`, which its workers build the embedder from); each batch's vectors are written as they come
-    back, in batch order."""
+    back, in batch order. `known`: hashes the caller knows have their vector (`staging.embeddings.pointed_hashes`),
+    not looked up again."""
     started = start_embedding(
         staging, embedder, texts, batch_size=batch_size, write_batch=write_batch, counts=counts,
-        settings=settings, map_batches=map_batches,
+        settings=settings, map_batches=map_batches, known=known,
     )  # fmt: skip
     return finish_embedding(staging, embedder, run_id, started, counts, progress, label)
 
@@ -104,14 +106,19 @@ def start_embedding(
     settings: EmbedSettings | None = None,
     map_batches: MapBatches = map_in_process,
     in_flight: set[str] | None = None,
+    known: set[str] | None = None,
 ) -> StartedEmbedding:
     """The first half of `embed_cached`: find what the cache lacks and hand it to `map_batches`. A caller that
     starts the next texts before it finishes these passes the same `in_flight` set to both: a text already
     started counts as cached (as it would be had these been written first), so nothing is embedded twice and
-    the counts are those of one call after another."""
+    the counts are those of one call after another. `known`: as in `embed_cached`."""
     hashes = [store.text_hash(t) for t in texts]
     counts.texts += len(texts)
-    cached = store.cached_hashes(staging, embedder.key, hashes)
+    if known:
+        cached = store.cached_hashes(staging, embedder.key, [h for h in hashes if h not in known])
+        cached.update(h for h in hashes if h in known)
+    else:
+        cached = store.cached_hashes(staging, embedder.key, hashes)
     todo: dict[str, str] = {}
     busy = in_flight if in_flight is not None else set()
     for h, text in zip(hashes, texts, strict=True):

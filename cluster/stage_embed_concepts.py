@@ -86,6 +86,7 @@ def embed_concepts(
         counts=counts,
         progress=progress,
         label="embed concepts",
+        known=store.pointed_hashes(staging, "concept", embedder.key),  # unchanged concepts: no lookup of their vector
     )
     rows = [(c.concept_id, h) for c, h in zip(concepts, hashes, strict=True)]
     return store.put_items(staging, "concept", embedder.key, run_id, rows)

@@ -31,7 +31,7 @@ from functools import lru_cache
 from itertools import product
 from math import prod
 
-from extract.text import char_ngrams, content_words, cosine, match_key, name_key
+from extract.text import char_ngrams, content_words, cosine, match_key, name_key, stem
 from extract.typo_index import TypoIndex
 
 Similarity = Callable[[str, str], float]
@@ -161,18 +161,28 @@ class Resolver:
 
     def add(self, concept_id: str, concept_type: str, names: Iterable[str]) -> None:
         """Index `names` (title and aliases) under the concept; a name key already owned elsewhere is kept there."""
-        entry = self._entries.setdefault(concept_id, _Entry(concept_id, concept_type))
+        entry = self._entries.get(concept_id)
+        if entry is None:
+            entry = self._entries[concept_id] = _Entry(concept_id, concept_type)
+        index = self._index
         for name in names:
-            key = match_key(name)
+            stored = name_key(name)
+            key = " ".join(stem(word) for word in stored.split())  # match_key(name), its name key folded once
             if not key or self.exact.setdefault(key, concept_id) != concept_id:
                 continue
-            words, stored = tokens(name), name_key(name)
+            words = tokens(name)
             entry.keys.add(key)
             entry.names[stored] = words
             entry.size = None
             self._typos.add_words(words)
-            for index_key in _keys(concept_type, stored, words):
-                self._join(index_key, concept_id)
+            held = self._index_keys.setdefault(concept_id, set())
+            for index_key in _keys(concept_type, stored, words):  # `_join`, inlined: every stored name goes here
+                holders = index.get(index_key)
+                if holders is None:
+                    index[index_key] = {concept_id}
+                else:
+                    holders.add(concept_id)
+                held.add(index_key)
 
     def _join(self, index_key: tuple[object, ...], concept_id: str) -> None:
         self._index.setdefault(index_key, set()).add(concept_id)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from contracts.settings import ConceptsSettings, GardenSettings
 from garden.validity import Change
@@ -153,10 +154,16 @@ def _stale_in(source: int, last: str, source_newest: Mapping[int, str], days: in
     newest = source_newest.get(source)
     if days is None or newest is None:
         return None
-    cutoff = (datetime.fromisoformat(newest) - timedelta(days=days)).isoformat()
+    cutoff = _cutoff(newest, days)
     if last >= cutoff:
         return None
     return f"source {source}: last evidence {last[:10]}, newest message {newest[:10]}, over {days} days"
+
+
+@lru_cache(maxsize=4096)
+def _cutoff(newest: str, days: int) -> str:
+    """The time `days` before a source's newest message (asked once per concept and source: a few distinct)."""
+    return (datetime.fromisoformat(newest) - timedelta(days=days)).isoformat()
 
 
 def _relations(

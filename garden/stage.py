@@ -26,7 +26,7 @@ from garden.concepts import ConceptPlan, EvidenceTime, plan_concepts
 from garden.validity import Change, Statement, intervals, reconcile, value_key
 from staging import concepts as concept_store
 from staging import facts as fact_store
-from staging.db import IN_VALUES, Transaction, json_values
+from staging.db import IN_VALUES, Transaction, json_values, plain_rows
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def plan_garden(
     stored = fact_store.load_facts(staging) if _table(staging, "facts") else {}
     has_concepts = concept_store.has_store(staging)
     concepts = concept_store.load_concepts(staging) if has_concepts else {}
-    names = _concept_names(staging) if has_concepts else {}
+    names = _concept_names(concepts) if has_concepts else {}
     computed = intervals(statements)
     plan.fact_rows, plan.fact_changes = reconcile(computed, stored, now, run_id, names)
     plan.counts["statements"] = len(statements)
@@ -85,7 +85,7 @@ def plan_garden(
     if has_concepts:
         evidence = [
             EvidenceTime(str(r[0]), str(r[1]), r[2], str(r[3]))
-            for r in staging.execute("SELECT concept_id, message_id, created_at, text_key FROM concept_evidence")
+            for r in plain_rows(staging, "SELECT concept_id, message_id, created_at, text_key FROM concept_evidence")
         ]
         sources, conversations = _message_places(archive, {e.message_id for e in evidence})
         newest = {
@@ -106,15 +106,15 @@ def plan_garden(
     return plan
 
 
-def _concept_names(staging: sqlite3.Connection) -> dict[str, str]:
+def _concept_names(concepts: dict[str, concept_store.ConceptRow]) -> dict[str, str]:
     """Folded concept names (titles, aliases, ids) -> the live concept, for linking facts to concepts."""
-    return {value_key(name): concept_id for name, concept_id in concept_store.name_index(staging).items()}
+    return {value_key(name): concept_id for name, concept_id in concept_store.name_index_of(concepts).items()}
 
 
 def _message_places(archive: sqlite3.Connection, ids: set[str]) -> tuple[dict[str, int], dict[str, str]]:
     """Each message's source and conversation."""
-    rows = archive.execute(
-        f"SELECT uuid, source_id, conversation_id FROM messages WHERE uuid IN {IN_VALUES}", (json_values(ids),)
+    rows = plain_rows(
+        archive, f"SELECT uuid, source_id, conversation_id FROM messages WHERE uuid IN {IN_VALUES}", (json_values(ids),)
     )
     sources: dict[str, int] = {}
     conversations: dict[str, str] = {}

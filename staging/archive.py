@@ -2,8 +2,10 @@
 
 Writes are idempotent upserts keyed by the export's own ids and compared column by column (the text by
 its digest): the same dump twice changes nothing, a newer dump adds what is new and updates what changed,
-and a message that a newer dump no longer contains is kept (marked inactive), never deleted. Each batch is
-one transaction that holds whole conversations, so a killed ingest leaves no half-written conversation.
+and a message that a newer dump no longer contains is kept (marked inactive), never deleted. A conversation the
+archive already holds as the dump has it is recognised by one digest (staging/archive_digests.py), without
+reading its messages. Each batch is one transaction that holds whole conversations, so a killed ingest leaves
+no half-written conversation.
 Rows are built by the pure functions in `staging.archive_rows`.
 """
 
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.records import ExportConversation, ExportSource, QuarantineRecord
-from staging import fts
+from staging import archive_digests, fts
 from staging.archive_rows import (
     COMPARED_COLUMNS,
     CONVERSATION_ID,
@@ -26,6 +28,7 @@ from staging.archive_rows import (
     ConversationRows,
     MessageRow,
     compared,
+    digest,
     relocated,
     row_as_json,
     to_rows,
@@ -180,18 +183,22 @@ class ArchiveWriter:
         collisions: list[QuarantineRecord] = []
         with Transaction(self.conn):
             indexed = fts.last_rowid(self.conn)  # full-text search: new messages are indexed below, in bulk
-            known = self._known_conversations([c.id for c in batch])
+            known = self._known_conversations([c.id for c in batch])  # id -> the digest of its stored rows
             fresh: list[ConversationRows] = []
             again: list[ConversationRows] = []
             for conversation in batch:
                 if conversation.id in known:
                     again.append(conversation)
                 else:
-                    known.add(conversation.id)  # a second copy later in the same batch is not fresh
+                    known[conversation.id] = None  # a second copy later in the same batch is not fresh
                     fresh.append(conversation)
-            collisions.extend(self._insert_fresh(source_id, fresh, counts))
+            collisions.extend(self._insert_fresh(source_id, fresh, counts, known))
             for conversation in again:
-                collisions.extend(self._write_known(source_id, conversation, counts))
+                found = digest(conversation)
+                if found == known[conversation.id]:  # stored exactly so: a write would change nothing
+                    counts.unchanged += len(conversation.messages)
+                    continue
+                collisions.extend(self._write_known(source_id, conversation, counts, found, known))
             rows = [
                 (source_id, q.locator, q.reason, utf8_safe(q.raw), q.conversation_id)
                 for q in (*quarantined, *collisions)
@@ -217,9 +224,14 @@ class ArchiveWriter:
         )
         return [dict(row) for row in rows]
 
-    def _known_conversations(self, ids: list[str]) -> set[str]:
-        rows = self.conn.execute(f"SELECT id FROM conversations WHERE id IN {IN_VALUES}", (json_values(ids),))
-        return {row[0] for row in rows}
+    def _known_conversations(self, ids: list[str]) -> dict[str, str | None]:
+        """The stored conversations among `ids`, each with its digest (None: compare its messages)."""
+        rows = self.conn.execute(
+            "SELECT c.id, d.digest FROM conversations c LEFT JOIN conversation_digests d ON d.conversation_id = c.id"
+            f" WHERE c.id IN {IN_VALUES}",
+            (json_values(ids),),
+        )
+        return {row[0]: row[1] for row in rows}
 
     def _stored_messages(self, uuids: list[str]) -> dict[str, MessageRow]:
         rows = self.conn.execute(
@@ -228,12 +240,17 @@ class ArchiveWriter:
         return {row[0]: tuple(row) for row in rows}
 
     def _insert_fresh(
-        self, source_id: int, conversations: list[ConversationRows], counts: WriteCounts
+        self,
+        source_id: int,
+        conversations: list[ConversationRows],
+        counts: WriteCounts,
+        known: dict[str, str | None],
     ) -> list[QuarantineRecord]:
         """The common case, conversations not in the archive yet: plain bulk inserts, no per-row lookups.
 
         A message id already stored under another conversation makes its insert do nothing; that is
         noticed from the change count, and only then are the ids looked up to quarantine the intruders.
+        Every row stored as given: each conversation's digest is recorded (and in `known`); else none is.
         """
         if not conversations:
             return []
@@ -249,6 +266,9 @@ class ArchiveWriter:
         inserted = conn.total_changes - before
         counts.inserted += inserted
         if inserted == len(rows):
+            digests = [(c.id, digest(c)) for c in conversations]
+            archive_digests.put(conn, digests)
+            known.update(digests)
             return []
         stored = self._stored_messages(list({str(row[UUID]) for row in rows}))
         collisions = [
@@ -262,9 +282,17 @@ class ArchiveWriter:
         return collisions
 
     def _write_known(
-        self, source_id: int, conversation: ConversationRows, counts: WriteCounts
+        self,
+        source_id: int,
+        conversation: ConversationRows,
+        counts: WriteCounts,
+        found: str,
+        known: dict[str, str | None],
     ) -> list[QuarantineRecord]:
-        """A conversation the archive already has: insert what is new, update what changed, keep the rest."""
+        """A conversation the archive already has: insert what is new, update what changed, keep the rest.
+
+        Records its digest `found` (and in `known`) when writing it again would change nothing: it was not an
+        older dump and quarantined no id collision."""
         self._need_indexes()
         conn = self.conn
         existing = conn.execute(
@@ -323,6 +351,10 @@ class ArchiveWriter:
         if not older_dump:
             counts.retired += self._retire_missing(conversation.id, kept, len(conversation.messages))
         self._recount(conversation.id)
+        stays = not older_dump and not collisions
+        if stays:  # after every write above: their triggers dropped the old digest
+            archive_digests.put(conn, [(conversation.id, found)])
+        known[conversation.id] = found if stays else None
         return collisions
 
     def _need_indexes(self) -> None:

@@ -7,7 +7,9 @@ them in a worker process for large files and sends plain tuples, which are cheap
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import pickle
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -101,6 +103,19 @@ def compared(row: MessageRow) -> MessageRow:
 
 
 COMPARED_COLUMNS = ", ".join(c for c in MESSAGE_COLUMNS if c != "text")
+
+DIGEST_VERSION = 1  # raise when what a write of the same rows stores changes: every digest then differs once
+
+
+def digest(rows: ConversationRows) -> str:
+    """One conversation's rows as one digest (staging/archive_digests.py): its row hash and each message's
+    compared columns, in order. Equal digests, equal rows: pickle without its memo (`fast`) writes every value in
+    full, so equal bytes are equal values (and it costs a fifth of repr's per-value work on 250k rows)."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.fast = True  # no memo: the bytes depend on the values alone, not on which objects are shared
+    pickler.dump((DIGEST_VERSION, rows.id, rows.row_hash, [compared(row) for row in rows.messages]))
+    return hashlib.blake2b(buffer.getbuffer(), digest_size=16).hexdigest()
 
 
 def relocated(row: MessageRow, seq: int) -> MessageRow:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from staging.db import IN_VALUES, json_values
+from staging.db import IN_VALUES, json_values, plain_rows
 
 if TYPE_CHECKING:
     from contracts.concepts import ConceptHypothesis  # pydantic: loaded by list_concepts only
@@ -118,16 +118,30 @@ class ConceptRow:
 _COLUMNS = [f.name for f in fields(ConceptRow)]
 _JSON = ("aliases", "extractors")
 _values = attrgetter(*_COLUMNS)
+_ALIASES, _EXTRACTORS, _SETTLED = (_COLUMNS.index(name) for name in (*_JSON, "settled"))
 
 
 def load_concepts(conn: sqlite3.Connection) -> dict[str, ConceptRow]:
+    """Every stored concept by id, in id order.
+
+    Read by several stages every run (tens of thousands of rows), so built the cheap way: plain tuples,
+    positional construction, and each distinct extractors list parsed once (a handful of values; every row still
+    gets its own list).
+    """
     found: dict[str, ConceptRow] = {}
-    for row in conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM concepts ORDER BY concept_id"):
-        values = dict(zip(_COLUMNS, row, strict=True))
-        for name in _JSON:
-            values[name] = json.loads(values[name])
-        values["settled"] = bool(values["settled"])
-        found[values["concept_id"]] = ConceptRow(**values)
+    loads = json.loads
+    extractors: dict[str, list[str]] = {}
+    for row in plain_rows(conn, f"SELECT {', '.join(_COLUMNS)} FROM concepts ORDER BY concept_id"):
+        values = list(row)
+        aliases = values[_ALIASES]
+        values[_ALIASES] = [] if aliases == "[]" else loads(aliases)
+        text = values[_EXTRACTORS]
+        parsed = extractors.get(text)
+        if parsed is None:
+            parsed = extractors[text] = loads(text)
+        values[_EXTRACTORS] = list(parsed)
+        values[_SETTLED] = bool(values[_SETTLED])
+        found[values[0]] = ConceptRow(*values)
     return found
 
 
@@ -292,7 +306,11 @@ def name_index(conn: sqlite3.Connection) -> dict[str, str]:
 
     What the semantic mapper resolves relation targets against. Empty before the first concepts run.
     """
-    concepts = load_concepts(conn)
+    return name_index_of(load_concepts(conn))
+
+
+def name_index_of(concepts: Mapping[str, ConceptRow]) -> dict[str, str]:
+    """`name_index` of concepts already loaded (`load_concepts`)."""
     index: dict[str, str] = {}
     for row in concepts.values():
         target = survivor(concepts, row.concept_id)

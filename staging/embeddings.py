@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from staging.db import IN_VALUES, Transaction, json_values
+from staging.db import IN_VALUES, Transaction, json_values, plain_rows
 
 if TYPE_CHECKING:  # numpy loads when vectors are read or written, not with the table (staging.migrations imports it)
     import numpy as np
@@ -89,6 +89,14 @@ def cached_hashes(conn: sqlite3.Connection, model: str, hashes: Iterable[str]) -
         f"SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN {IN_VALUES}",
         (model, json_values(dict.fromkeys(hashes))),
     )
+    return {str(r[0]) for r in rows}
+
+
+def pointed_hashes(conn: sqlite3.Connection, kind: str, model: str) -> set[str]:
+    """The hashes the items of `kind` point at under `model`. Each has its vector: an item is written after its
+    vector (`put_items` after `put_vectors`) and no vector is ever deleted, so these need no lookup in
+    `embeddings`, whose rows carry their vectors (a lookup there reads a page per hash)."""
+    rows = plain_rows(conn, "SELECT content_hash FROM embedding_items WHERE kind = ? AND model = ?", (kind, model))
     return {str(r[0]) for r in rows}
 
 

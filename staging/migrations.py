@@ -13,6 +13,8 @@ History:
                 3  archive_changes: which conversations were updated or deleted, logged by triggers, so that the
                    load reads only what changed since its last mark (staging/archive_changes.py)
                 4  visible_messages: the view of the messages a reader sees (`VISIBLE_MESSAGES`)
+                5  conversation_digests: the digest of the dump last written to each conversation, kept by triggers,
+                   so that ingest skips a conversation a newer dump repeats unchanged (staging/archive_digests.py)
     staging.db  1  the run ledger: runs, stage_runs, ingest_files
                 2  every stage's tables, which stages used to create on first use (`ensure_schema`, before
                    this list existed): segments, embeddings, extractions, llm_calls, concepts, topics,
@@ -55,6 +57,7 @@ from contracts.errors import ConfigError
 from contracts.version import code_version
 from staging import (
     archive_changes,
+    archive_digests,
     concepts,
     embeddings,
     extractions,
@@ -221,6 +224,11 @@ ARCHIVE = (
     Migration(2, "messages_fts: full-text search over message text", fts.create),
     Migration(3, "archive_changes: conversations updated or deleted, logged by triggers", archive_changes.create),
     Migration(4, "visible_messages: the view of the active, not hidden messages", statements(VISIBLE_MESSAGES)),
+    Migration(
+        5,
+        "conversation_digests: each conversation's last dump, so that ingest skips it unchanged",
+        archive_digests.create,
+    ),
 )
 STAGING = (
     Migration(1, "run ledger: runs, stage_runs, ingest_files", statements(LEDGER_V1)),

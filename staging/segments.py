@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from staging.db import IN_VALUES, Transaction, json_values
+from staging.db import IN_VALUES, Transaction, json_values, plain_rows
 from staging.embeddings import EMBEDDED_AS_IS
 
 SCHEMA = [
@@ -78,6 +78,9 @@ class MessageMeta:
     role: str
     created_at: str | None
     content_hash: str
+
+
+_MESSAGE = 8  # the member's message id in the rows `iter_current_segments` reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +257,8 @@ def iter_current_segments(
         ).fetchone()
         if bounds is None or bounds[0] is None:
             return
-        rows = conn.execute(
+        rows = plain_rows(  # tuples by position, not sqlite3.Row by name: a row per member
+            conn,
             "SELECT s.segment_id, s.conversation_id, s.ordinal, s.boundary, s.token_estimate, s.content_hash,"
             " s.first_time, s.last_time, m.message_id FROM current_segments s"
             " JOIN segment_messages m USING (segment_id)"
@@ -262,19 +266,19 @@ def iter_current_segments(
             " ORDER BY s.conversation_id, s.ordinal, m.position",
             (bounds[0], bounds[1], *model),
         ).fetchall()
-        for _, rows_of_segment in groupby(rows, key=lambda row: str(row["segment_id"])):
+        for _, rows_of_segment in groupby(rows, key=lambda row: str(row[0])):
             group = list(rows_of_segment)
-            first = group[0]
+            segment_id, conversation_id, ordinal, boundary, tokens, content_hash, first_time, last_time, _ = group[0]
             yield SegmentRow(
-                segment_id=str(first["segment_id"]),
-                conversation_id=str(first["conversation_id"]),
-                ordinal=int(first["ordinal"]),
-                boundary=str(first["boundary"]),
-                token_estimate=int(first["token_estimate"]),
-                content_hash=str(first["content_hash"]),
-                first_time=first["first_time"],
-                last_time=first["last_time"],
-                message_ids=tuple(str(r["message_id"]) for r in group),
+                str(segment_id),
+                str(conversation_id),
+                int(ordinal),
+                str(boundary),
+                int(tokens),
+                str(content_hash),
+                first_time,
+                last_time,
+                tuple(str(r[_MESSAGE]) for r in group),
             )
         after = str(bounds[1])
 

@@ -149,6 +149,16 @@ ARCHIVE: dict[str, TableDoc] = {
             "version": "Raised on each change: the load reads the conversations above the version it last loaded.",
         },
     ),
+    "conversation_digests": doc(
+        "Conversation digests",
+        "Per conversation, the digest of the dump last written to it when writing that dump again would change"
+        " nothing; dropped by triggers on any change to its rows. Ingest skips a conversation whose dump has this"
+        " digest without reading its messages (staging/archive_digests.py).",
+        {
+            "conversation_id": "The conversation (conversations.id).",
+            "digest": "blake2b of its row hash and each message's compared columns, as the dump gave them.",
+        },
+    ),
 }
 
 
