@@ -68,6 +68,7 @@ from clients.embedders import Embedder
 from memory.candidates import prepare
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import Array, MemoryIndex, attach_facts, check_embedder, load_index
+from memory.index_patch import patch_index
 from memory.index_reuse import Reuse
 from memory.key_model import for_run
 from memory.mapped import ArchiveTexts, ArchiveTitles, Column, Groups, Lookup, Rows
@@ -100,6 +101,7 @@ BUILT_BY = (
     "mapped",
     "index_store",
     "index_reuse",
+    "index_patch",
 )
 PER_CONTENT = ("conversation", "seq", "role_code", "times", "day", "tokens", "source", "head", "prev", "next")
 OPTIONAL = ("asks", "speaker", "coarse", "projection")
@@ -189,13 +191,23 @@ def open_index(
     index = _read_or_none(target, key)
     if index is None:
         reuse = _reusable(root, target, staging, settings, embedder, run_id)
+        patched = None
+        if reuse is not None:  # the earlier index, patched with the rows that changed (None: it declines)
+            try:
+                patched = patch_index(archive, staging, settings, embedder, run_id, reuse.previous)
+            except (ValueError, KeyError) as error:  # rows that do not fit the earlier index: built as below
+                log.warning("recall index: the index of run %s was not patched (%s)", reuse.previous.run_id, error)
         try:
-            built = load_index(archive, staging, settings, embedder, run_id=run_id, reuse=reuse)
+            if patched is not None:
+                built = patched
+            else:
+                built = load_index(archive, staging, settings, embedder, run_id=run_id, reuse=reuse)
         except ValueError as error:  # the earlier index does not fit this run after all: build from scratch
             if reuse is None:
                 raise
             log.warning("recall index: the index of run %s was not reusable (%s)", reuse.previous.run_id, error)
             built = load_index(archive, staging, settings, embedder, run_id=run_id)
+        del patched
         del reuse  # the earlier index's mapped files: closed before _store removes them
         if built.size >= settings.recall.prepass_from:
             prepare(built)  # stored with the index: the pre-pass tables cost seconds at 250k
@@ -341,6 +353,7 @@ def _write(index: MemoryIndex, directory: Path, key: str, reuse: str) -> None:
         "sessions": index.sessions is not None,
         "prepass": None if prepass is None else {"lists": prepass.lists is not None},
         "reuse": reuse,
+        "days": list(index.days),
     }
     manifest = {
         "format": FORMAT,
@@ -475,4 +488,5 @@ def _assemble(arrays: Mapping[str, Array], meta: Mapping[str, Any]) -> MemoryInd
         speaker=arrays.get("speaker"),
         coarse=arrays.get("coarse"),
         projection=arrays.get("projection"),
+        days=list(meta.get("days", [])),
     )
