@@ -220,7 +220,7 @@ def patch_index(
     for i, row in zip(new_at.tolist(), rows, strict=True):
         if old[i] < 0:
             key_texts[i] = row.key_text
-    counts = Reuse(previous, frozenset()).counts(old, key_texts)
+    counts = Reuse(previous).counts(old, key_texts)
     wanted = placed(
         np.isin(np.asarray(previous.role_code), [i for i, r in enumerate(previous.roles) if embeds_role(settings, r)]),
         np.array([embeds_role(settings, r.role) for r in rows], dtype=bool),

@@ -59,6 +59,7 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -286,7 +287,11 @@ class _Writer:
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         self.array(f"{name}.bytes", np.frombuffer(b"".join(encoded), dtype=np.uint8))
         self.array(f"{name}.offsets", offsets)
-        self.array(f"{name}.order", np.array(sorted(range(len(values)), key=values.__getitem__), dtype=np.int64))
+        if all(a < b for a, b in pairwise(values)):  # ids, vocabularies: sorted already (sorted() would say so)
+            order = np.arange(len(values), dtype=np.int64)
+        else:
+            order = np.array(sorted(range(len(values)), key=values.__getitem__), dtype=np.int64)
+        self.array(f"{name}.order", order)
 
     def csr(self, name: str, matrix: CSR) -> list[int]:
         self.array(f"{name}.indptr", matrix.indptr)

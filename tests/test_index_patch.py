@@ -135,3 +135,18 @@ def test_the_patch_declines_when_a_speaker_name_comes_or_goes(tmp_path: Path) ->
         index_patch.patch_index(dbs.archive, dbs.staging, dbs.settings, key_embedder(dbs.settings), run_id, previous)
         is None
     )
+
+
+def test_when_the_patch_declines_the_index_reusing_counts_and_vectors_equals_a_fresh_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build it falls back to (memory/index_reuse.py: the whole run read, counts and vectors reused)."""
+    monkeypatch.setattr(index_store, "patch_index", lambda *args, **kwargs: None)
+    dbs = first_build(tmp_path)
+    stored(dbs)
+    for number in range(len(DUMPS)):
+        dump(dbs, number)
+        index, expected = stored(dbs), fresh(dbs)
+        for f in fields(MemoryIndex):
+            if f.name != "texts":
+                assert same(getattr(index, f.name), getattr(expected, f.name)), (number, f.name)
