@@ -50,6 +50,7 @@ from memory.index import (
 )
 from memory.index_reuse import Reuse, strings
 from memory.names import NAMED_ROLES
+from memory.session import session_vectors
 from memory.sparse import CSR
 from staging import memory as store
 from staging import memory_inputs as inputs
@@ -165,12 +166,16 @@ def patch_index(
         out[new_at] = new
         return out
 
+    remaps: list[Array] = []
+
     def coded(old_names: Sequence[str], old: Array, values: Sequence[str | None]) -> tuple[Array, list[str]]:
         old_kept = np.asarray(old)[kept_old]
         remap, fresh, names = _renumbered(old_names, old_kept, values)
+        remaps.append(remap)
         return placed(remap[old], fresh, np.int64), names
 
     conversation, conversation_ids = coded(old_conversation_ids, old_conversation, [r.conversation_id for r in rows])
+    conversation_remap = remaps[0][: len(old_conversation_ids)]
     day, days = coded(list(previous.days), np.asarray(previous.day), [r.day for r in rows])
     role_code, roles = coded(list(previous.roles), np.asarray(previous.role_code), [r.role for r in rows])
     source, sources = coded(list(previous.sources), np.asarray(previous.source), [r.source for r in rows])
@@ -234,6 +239,8 @@ def patch_index(
     texts = inputs.message_texts(archive, [ids[i] for i in np.flatnonzero(wanted & ~have)])
     fill_vectors(staging, settings, embedder, dense, have, wanted, ids, texts, previous.names)
 
+    vectors = _session_vectors(previous, settings.memory.key_roles, columns, conversation_remap, new_at, dense)
+
     cues = store.read_cues(staging, run_id)
     cue_ids = [c.cue_id for c in cues]
     try:
@@ -242,7 +249,27 @@ def patch_index(
         )
     except ValueError as error:
         return _declined(str(error))
-    return assemble(columns, cues, run_id, dense, counts, matrices, settings.memory.key_roles, texts=texts)
+    key_roles = settings.memory.key_roles
+    return assemble(columns, cues, run_id, dense, counts, matrices, key_roles, texts=texts, session_vectors=vectors)
+
+
+def _session_vectors(
+    previous: MemoryIndex, key_roles: Sequence[str], columns: Columns, remap: Array, new_at: Array, dense: Array
+) -> Array | None:
+    """The conversations' key vectors (memory.session.session_vectors): E's rows for the untouched conversations
+    (the same messages, vectors and order: the same sums), the touched ones summed from their messages."""
+    if previous.sessions is None or np.asarray(previous.sessions.dense).shape != (len(remap), dense.shape[1]):
+        return None
+    vectors = np.zeros((len(columns.conversation_ids), dense.shape[1]), dtype=np.float32)
+    untouched = np.flatnonzero(remap >= 0)
+    vectors[remap[untouched]] = np.asarray(previous.sessions.dense)[untouched]
+    keyed = np.isin(columns.role_code, [i for i, r in enumerate(columns.roles) if r in key_roles])
+    rows = new_at[keyed[new_at] & (columns.conversation[new_at] >= 0)]  # ascending: the order of a full sum
+    codes = np.unique(columns.conversation[new_at])  # the touched conversations (never -1: a row has one)
+    local = np.searchsorted(codes, columns.conversation[rows])
+    part = session_vectors(np.ones(len(rows), dtype=bool), local, len(codes), dense[rows])
+    vectors[codes] = part
+    return vectors
 
 
 def _cue_matrices(
