@@ -75,8 +75,11 @@ def _declined(reason: str) -> MemoryIndex | None:
 
 def touched(staging: sqlite3.Connection, earlier: str, run_id: str) -> list[str]:
     """The conversations whose content rows differ between run `earlier` and run `run_id` (sorted)."""
+    # every row written after `earlier`, live at `run_id` or not (one retired since was written in a conversation
+    # that changed, or that no longer has content): read from memory_content_by_conversation alone, which holds
+    # the primary key (content_id, run_id) beside the conversation (a covering scan, not one of the table)
     written = staging.execute(
-        f"SELECT DISTINCT conversation_id FROM memory_content WHERE {LIVE} AND run_id > ?", (run_id, run_id, earlier)
+        "SELECT DISTINCT conversation_id FROM memory_content WHERE run_id > ? AND run_id <= ?", (earlier, run_id)
     )
     retired = staging.execute(
         "SELECT DISTINCT conversation_id FROM memory_content"
