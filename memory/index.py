@@ -346,9 +346,10 @@ def assemble(
     texts: Mapping[str, str] | None = None,
     titles: Mapping[str, str | None] | None = None,
     session_vectors: Array | None = None,
+    session_counts: TermCounts | None = None,
 ) -> MemoryIndex:
     """The index of these columns, cues, key vectors, term counts and cue weights (and the conversations' key
-    vectors, memory.session.session_vectors, when already known)."""
+    vectors and documents, memory.session.session_keys, when already known)."""
     cue_content, cue_conversation = cue_matrices
     prev, nxt = _neighbours(columns.conversation, columns.seq, columns.rank)
     keyed = np.isin(columns.role_code, [i for i, r in enumerate(columns.roles) if r in key_roles])
@@ -387,7 +388,7 @@ def assemble(
         asks=columns.asks,
         speaker=columns.speaker,
         sessions=session_keys(
-            counts, keyed, columns.conversation, len(columns.conversation_ids), dense, session_vectors
+            counts, keyed, columns.conversation, len(columns.conversation_ids), dense, session_vectors, session_counts
         ),
         days=columns.days,
     )

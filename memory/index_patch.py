@@ -48,10 +48,11 @@ from memory.index import (
     fill_vectors,
     speakers,
 )
-from memory.index_reuse import Reuse, strings
+from memory.index_reuse import Reuse, merged_counts, strings
 from memory.names import NAMED_ROLES
-from memory.session import session_vectors
+from memory.session import conversation_counts, session_vectors
 from memory.sparse import CSR
+from memory.text import TermCounts
 from staging import memory as store
 from staging import memory_inputs as inputs
 from staging.db import IN_VALUES, json_values
@@ -253,7 +254,39 @@ def patch_index(
     except ValueError as error:
         return _declined(str(error))
     key_roles = settings.memory.key_roles
-    return assemble(columns, cues, run_id, dense, counts, matrices, key_roles, texts=texts, session_vectors=vectors)
+    summed = _session_counts(previous, key_roles, columns, conversation_remap, new_at, counts)
+    return assemble(
+        columns,
+        cues,
+        run_id,
+        dense,
+        counts,
+        matrices,
+        key_roles,
+        texts=texts,
+        session_vectors=vectors,
+        session_counts=summed,
+    )
+
+
+def _session_counts(
+    previous: MemoryIndex, key_roles: Sequence[str], columns: Columns, remap: Array, new_at: Array, counts: TermCounts
+) -> TermCounts | None:
+    """The conversations' documents (memory.session.conversation_counts): E's for the untouched conversations
+    (its session BM25's raw counts), the touched ones summed from their messages' counts."""
+    earlier = previous.sessions.bm25 if previous.sessions is not None else None
+    if earlier is None or earlier.tf is None or earlier.postings.shape[1] != len(remap):
+        return None
+    keyed = np.isin(columns.role_code, [i for i, r in enumerate(columns.roles) if r in key_roles])
+    rows = new_at[keyed[new_at]]
+    codes = np.unique(columns.conversation[new_at])
+    part = conversation_counts(
+        TermCounts(counts.matrix[rows], counts.names),
+        np.ones(len(rows), dtype=bool),
+        np.searchsorted(codes, columns.conversation[rows]),
+        len(codes),
+    )
+    return merged_counts(earlier, remap, len(columns.conversation_ids), codes, part)
 
 
 def _session_vectors(

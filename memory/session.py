@@ -62,6 +62,18 @@ def session_vectors(keyed: Array, conversation: Array, conversations: int, dense
     return vectors
 
 
+def conversation_counts(counts: TermCounts, keyed: Array, conversation: Array, conversations: int) -> TermCounts:
+    """Each conversation's document: the sum of its keyed messages' term counts (terms no document holds left
+    out)."""
+    from scipy.sparse import csr_matrix  # build time only
+
+    pick = np.flatnonzero(keyed & (conversation >= 0))
+    member = csr_matrix((np.ones(len(pick)), (conversation[pick], pick)), shape=(conversations, counts.matrix.shape[0]))
+    summed = (member @ counts.matrix).tocsc()
+    used = np.flatnonzero(np.diff(summed.indptr))  # the terms some key-role message holds
+    return TermCounts(summed[:, used], [counts.names[int(i)] for i in used])
+
+
 def session_keys(
     counts: TermCounts,
     keyed: Array,
@@ -69,18 +81,16 @@ def session_keys(
     conversations: int,
     dense: Array,
     vectors: Array | None = None,
+    summed: TermCounts | None = None,
 ) -> SessionKeys:
     """Session keys from the messages' term counts (memory.text.TermCounts, index order), which of them are of a
     key role, conversation codes and key vectors: a conversation's document is the sum of its keyed messages'
     counts (the same as BM25 over their terms joined). `vectors`, when given, are `session_vectors`' (an index
-    patched from an earlier one keeps the untouched conversations' rows, memory/index_patch.py)."""
-    from scipy.sparse import csr_matrix  # build time only
-
-    pick = np.flatnonzero(keyed & (conversation >= 0))
-    member = csr_matrix((np.ones(len(pick)), (conversation[pick], pick)), shape=(conversations, counts.matrix.shape[0]))
-    summed = (member @ counts.matrix).tocsc()
-    used = np.flatnonzero(np.diff(summed.indptr))  # the terms some key-role message holds
-    bm25 = BM25.from_counts(summed[:, used], [counts.names[int(i)] for i in used])
+    patched from an earlier one keeps the untouched conversations' rows, memory/index_patch.py), and so are
+    `summed`, the conversations' documents (no empty term column)."""
+    if summed is None:
+        summed = conversation_counts(counts, keyed, conversation, conversations)
+    bm25 = BM25.from_counts(summed.matrix, summed.names)
     if vectors is None:
         vectors = session_vectors(keyed, conversation, conversations, dense)
     valid = conversation[conversation >= 0]
