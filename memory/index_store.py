@@ -39,6 +39,10 @@ A build is written to a temporary directory and renamed into place: a killed bui
 mismatch, another format, bytes that are not the ones written) is removed and rebuilt; a data dir that cannot be
 written falls back to the in-memory index.
 
+An incremental cues run's index is patched from the earlier run's (memory/index_patch.py: the touched conversations'
+rows read, everything else moved; the same arrays as a fresh build); when the patch declines, the earlier index
+still gives the shared rows' term counts and key vectors (memory/index_reuse.py); else it is built from scratch.
+
 Damage in place (a file of the same size with other bytes) is found by each file's sha256 in the manifest:
   - an earlier run's index is reused (memory/index_reuse.py) only when every file's sha256 matches (the reuse reads
     most of it anyway; about 0.05 s per 100 MB hashed on a warm page cache): else the new index is built from
