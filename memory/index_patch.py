@@ -352,16 +352,20 @@ def _cue_matrices(
         [-1 if f"conv:{c}" in touched_set else conversation_at.get(f"conv:{c}", -1) for c in old_conversations],
         dtype=np.int64,
     )
-    lookup = previous.position
+    old_ids = strings(previous.ids)  # sorted: a position is a bisect, not a binary search over the stored column
+
+    def old_position(dst: str) -> int:
+        at = bisect_left(old_ids, dst)
+        return at if at < len(old_ids) and old_ids[at] == dst else -1
 
     def content_column(dst: str) -> int:
         if dst in new_content:
             return int(new_content[dst])
-        old = lookup.get(dst, -1)
+        old = old_position(dst)
         return int(old_to_new[old]) if old >= 0 else -1
 
     def old_content_column(dst: str) -> int:
-        return int(lookup.get(dst, -1))
+        return old_position(dst)
 
     def old_tag_column(dst: str) -> int:
         return old_conversation_at.get(dst, -1)
