@@ -35,7 +35,7 @@ from memory.text import BM25, TermCounts, terms
 from staging import embeddings as vectors
 from staging import memory as store
 from staging import memory_inputs as inputs
-from staging.memory import ContentRow, MemoryGraph
+from staging.memory import ContentRow, CueRow, MemoryGraph
 
 if TYPE_CHECKING:  # pydantic: never imported by a recall that only reads (flows/cli_memory.py)
     from contracts.settings import Settings
@@ -103,6 +103,7 @@ class MemoryIndex:
     coarse: Array | None = None  # n x 64 projection of `dense` (large memories only), see `similarity`
     projection: Array | None = None  # 384 x 64
     prepass: PrepassTables | None = None  # recall's candidate pre-pass tables (memory/candidates.py), large only
+    days: Sequence[str] = field(default_factory=list)  # the day each `day` code stands for (sorted)
 
     @property
     def size(self) -> int:
@@ -209,15 +210,97 @@ def _cue_matrices(
     return CSR.of(cue_content), CSR.of(cue_conversation)
 
 
-def _neighbours(rows: Sequence[ContentRow], ids: Sequence[str]) -> tuple[Array, Array]:
-    """(prev, next): each content's neighbour in its conversation (by seq, then id), -1 at either end."""
-    prev = np.full(len(rows), -1, dtype=np.int64)
-    nxt = np.full(len(rows), -1, dtype=np.int64)
-    along = sorted(range(len(rows)), key=lambda i: (rows[i].conversation_id, rows[i].seq, ids[i]))
-    for a, b in pairwise(along):
-        if rows[a].conversation_id == rows[b].conversation_id:
-            nxt[a], prev[b] = b, a
+def _neighbours(conversation: Array, seq: Array, rank: Array) -> tuple[Array, Array]:
+    """(prev, next): each content's neighbour in its conversation (by seq, then id), -1 at either end. The
+    conversation codes number the conversations in sorted order and `rank` numbers the ids in sorted order: one
+    numpy sort, the order the rows' (conversation id, seq, id) give."""
+    n = len(conversation)
+    prev = np.full(n, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    if n < 2:
+        return prev, nxt
+    along = np.lexsort((rank, seq, conversation))
+    a, b = along[:-1], along[1:]
+    same = conversation[a] == conversation[b]
+    nxt[a[same]] = b[same]
+    prev[b[same]] = a[same]
     return prev, nxt
+
+
+def id_rank(ids: Sequence[str]) -> Array:
+    """Each id's place in sorted order (positions themselves when the ids are sorted, as staging.db gives them)."""
+    if all(a < b for a, b in pairwise(ids)):
+        return np.arange(len(ids), dtype=np.int64)
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
+    return rank
+
+
+@dataclass
+class Columns:
+    """The per-content columns of an index, from the content rows (`columns_of`) or patched from an earlier
+    index (memory/index_patch.py): `assemble` turns either into the same MemoryIndex."""
+
+    ids: list[str]
+    conversation: Array
+    conversation_ids: list[str]
+    seq: Array
+    role_code: Array
+    roles: list[str]
+    times: Array
+    day: Array
+    days: list[str]
+    tokens: Array
+    source: Array
+    sources: list[str]
+    head: Array
+    group: dict[int, list[int]]
+    names: Names
+    speaker: Array
+    asks: Array
+    rank: Array  # each id's place in sorted order (_neighbours)
+
+
+def columns_of(rows: Sequence[ContentRow]) -> Columns:
+    """The columns of message rows (in index order)."""
+    ids = [c.content_id for c in rows]
+    conversation, conversation_ids = _codes([c.conversation_id for c in rows])
+    day, days = _codes([c.day for c in rows])
+    role_code, roles = _codes([c.role for c in rows])
+    source, sources = _codes([c.source for c in rows])
+    head, group = _merged_groups(rows, ids)
+    names = speaker_names((c.role, c.author) for c in rows)
+    return Columns(
+        ids=ids,
+        conversation=conversation,
+        conversation_ids=conversation_ids,
+        seq=np.array([c.seq for c in rows], dtype=np.int64),
+        role_code=role_code,
+        roles=roles,
+        times=np.array([epoch(c.created_at) for c in rows], dtype=np.float64),
+        day=day,
+        days=days,
+        tokens=np.array([c.tokens for c in rows], dtype=np.int64),
+        source=source,
+        sources=sources,
+        head=head,
+        group=group,
+        names=names,
+        speaker=speakers(rows, names),
+        asks=asks_of(rows),
+        rank=id_rank(ids),
+    )
+
+
+def speakers(rows: Sequence[ContentRow], names: Names) -> Array:
+    """Per row: its speaker's position in `names.names`, -1 when unnamed."""
+    speaker_of = {n: i for i, n in enumerate(names.names)}
+    return np.array([speaker_of.get(c.author or "", -1) if c.role in NAMED_ROLES else -1 for c in rows], np.int64)
+
+
+def asks_of(rows: Sequence[ContentRow]) -> Array:
+    """Per row: it asks something (a '?' in its key text)."""
+    return np.array(["?" in c.key_text or "？" in c.key_text for c in rows], dtype=bool)
 
 
 def build_index(
@@ -241,59 +324,73 @@ def build_index(
     (memory/index_reuse.py takes most of both from an earlier index; `edges` is then not read).
     """
     rows = [c for c in graph.content if c.kind == "message"]
-    ids = [c.content_id for c in rows]
-    position = {c: i for i, c in enumerate(ids)}
-    conversation, conversation_ids = _codes([c.conversation_id for c in rows])
-    day, _ = _codes([c.day for c in rows])
-    role_code, roles = _codes([c.role for c in rows])
-    source, sources = _codes([c.source for c in rows])
-    head, group = _merged_groups(rows, ids)
-    cue_ids = [c.cue_id for c in graph.cues]
+    columns = columns_of(rows)
     if cue_matrices is None:
         found = ((e.kind, e.src, e.dst, e.weight) for e in graph.edges) if edges is None else edges
-        cue_matrices = _cue_matrices(found, cue_ids, position, conversation_ids)
-    cue_content, cue_conversation = cue_matrices
-    prev, nxt = _neighbours(rows, ids)
-    names = speaker_names((c.role, c.author) for c in rows)
-    speaker_of = {n: i for i, n in enumerate(names.names)}
+        position = {c: i for i, c in enumerate(columns.ids)}
+        cue_matrices = _cue_matrices(found, [c.cue_id for c in graph.cues], position, columns.conversation_ids)
     if counts is None:
         counts = TermCounts.of_texts(c.key_text for c in rows)
-    keyed = np.array([c.role in key_roles for c in rows], dtype=bool)
+    return assemble(columns, graph.cues, run_id, dense, counts, cue_matrices, key_roles, texts=texts, titles=titles)
+
+
+def assemble(
+    columns: Columns,
+    cues: Sequence[CueRow],
+    run_id: str,
+    dense: Array,
+    counts: TermCounts,
+    cue_matrices: tuple[CSR, CSR],
+    key_roles: Sequence[str],
+    *,
+    texts: Mapping[str, str] | None = None,
+    titles: Mapping[str, str | None] | None = None,
+    session_vectors: Array | None = None,
+    session_counts: TermCounts | None = None,
+) -> MemoryIndex:
+    """The index of these columns, cues, key vectors, term counts and cue weights (and the conversations' key
+    vectors and documents, memory.session.session_keys, when already known)."""
+    cue_content, cue_conversation = cue_matrices
+    prev, nxt = _neighbours(columns.conversation, columns.seq, columns.rank)
+    keyed = np.isin(columns.role_code, [i for i, r in enumerate(columns.roles) if r in key_roles])
     index = MemoryIndex(
         run_id=run_id,
-        ids=ids,
-        conversation_ids=conversation_ids,
-        conversation=conversation,
-        seq=np.array([c.seq for c in rows], dtype=np.int64),
-        roles=roles,
-        role_code=role_code,
-        times=np.array([epoch(c.created_at) for c in rows], dtype=np.float64),
-        day=day,
-        tokens=np.array([c.tokens for c in rows], dtype=np.int64),
-        source=source,
-        sources=sources,
-        head=head,
-        group=group,
+        ids=columns.ids,
+        conversation_ids=columns.conversation_ids,
+        conversation=columns.conversation,
+        seq=columns.seq,
+        roles=columns.roles,
+        role_code=columns.role_code,
+        times=columns.times,
+        day=columns.day,
+        tokens=columns.tokens,
+        source=columns.source,
+        sources=columns.sources,
+        head=columns.head,
+        group=columns.group,
         bm25=BM25.from_counts(counts.matrix, counts.names),
         dense=dense,
-        cue_ids=cue_ids,
-        cue_names=[c.name for c in graph.cues],
-        cue_idf=np.array([c.idf for c in graph.cues], dtype=np.float32),
-        cue_hub=np.array([c.hub for c in graph.cues], dtype=bool),
-        cue_bm25=BM25.build([terms(c.name) for c in graph.cues]),
+        cue_ids=[c.cue_id for c in cues],
+        cue_names=[c.name for c in cues],
+        cue_idf=np.array([c.idf for c in cues], dtype=np.float32),
+        cue_hub=np.array([c.hub for c in cues], dtype=bool),
+        cue_bm25=BM25.build([terms(c.name) for c in cues]),
         cue_content=cue_content,
         cue_conversation=cue_conversation,
         content_cue=cue_content.transpose(),
-        conversation_code={c: i for i, c in enumerate(conversation_ids)},
+        conversation_code={c: i for i, c in enumerate(columns.conversation_ids)},
         prev=prev,
         next=nxt,
         titles=titles or {},
         texts=texts or {},
-        position=position,
-        names=names,
-        asks=np.array(["?" in c.key_text or "？" in c.key_text for c in rows], dtype=bool),
-        speaker=np.array([speaker_of.get(c.author or "", -1) if c.role in NAMED_ROLES else -1 for c in rows], np.int64),
-        sessions=session_keys(counts, keyed, conversation, len(conversation_ids), dense),
+        position={c: i for i, c in enumerate(columns.ids)},
+        names=columns.names,
+        asks=columns.asks,
+        speaker=columns.speaker,
+        sessions=session_keys(
+            counts, keyed, columns.conversation, len(columns.conversation_ids), dense, session_vectors, session_counts
+        ),
+        days=columns.days,
     )
     if index.size >= COARSE_FROM:
         index.add_projection()
@@ -347,9 +444,6 @@ def load_index(
     counts and key vectors of the rows shared with that run are taken from it, and only the other rows' texts
     are read: `texts` then holds those only (memory/index_store.py reads the rest from archive.db when asked).
     """
-    from clients.embed_cache import embed_texts  # building: the pipeline's modules are fine here
-    from memory.graph import dense_key
-
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
         raise ChatmemError(
@@ -377,22 +471,7 @@ def load_index(
             have[shared] = True
         texts = inputs.message_texts(archive, [ids[i] for i in np.flatnonzero(wanted & ~have)])
 
-    def key_of(i: int) -> str:
-        return dense_key(texts.get(ids[i], ""), names)
-
-    keyed_rows = [int(i) for i in np.flatnonzero(wanted & ~have)]
-    for start in range(0, len(keyed_rows), VECTOR_CHUNK):  # a chunk at a time: no second copy of every vector
-        chunk = keyed_rows[start : start + VECTOR_CHUNK]
-        hashes = [vectors.text_hash(key_of(i)) for i in chunk]
-        cached = vectors.load_vectors(staging, embedder.key, hashes)
-        for i, h in zip(chunk, hashes, strict=True):
-            if h in cached:
-                dense[i] = cached[h]
-                have[i] = True
-    missing = [int(i) for i in np.flatnonzero(wanted & ~have)]
-    if missing:  # content the stages did not cover (no segment, another model): embedded here, in memory
-        keyed = [key_of(i) for i in missing]
-        dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or settings.embed.batch_size)
+    fill_vectors(staging, settings, embedder, dense, have, wanted, ids, texts, names)
     titles = inputs.conversation_titles(archive)
     edges = (
         (kind, src, dst, weight)
@@ -416,6 +495,40 @@ def load_index(
         cue_matrices=matrices,
     )
     return attach_facts(index, staging)
+
+
+def fill_vectors(
+    staging: sqlite3.Connection,
+    settings: Settings,
+    embedder: Embedder,
+    dense: Array,
+    have: Array,
+    wanted: Array,
+    ids: Sequence[str],
+    texts: Mapping[str, str],
+    names: Names,
+) -> None:
+    """The key vectors of the `wanted` rows not yet `have`: from the vector cache by their masked text's hash,
+    embedded here (in memory) where the stages did not cover them (no segment, another model)."""
+    from clients.embed_cache import embed_texts  # building: the pipeline's modules are fine here
+    from memory.graph import dense_key
+
+    def key_of(i: int) -> str:
+        return dense_key(texts.get(ids[i], ""), names)
+
+    keyed_rows = [int(i) for i in np.flatnonzero(wanted & ~have)]
+    for start in range(0, len(keyed_rows), VECTOR_CHUNK):  # a chunk at a time: no second copy of every vector
+        chunk = keyed_rows[start : start + VECTOR_CHUNK]
+        hashes = [vectors.text_hash(key_of(i)) for i in chunk]
+        cached = vectors.load_vectors(staging, embedder.key, hashes)
+        for i, h in zip(chunk, hashes, strict=True):
+            if h in cached:
+                dense[i] = cached[h]
+                have[i] = True
+    missing = [int(i) for i in np.flatnonzero(wanted & ~have)]
+    if missing:
+        keyed = [key_of(i) for i in missing]
+        dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or settings.embed.batch_size)
 
 
 def check_embedder(settings: Settings, embedder: Embedder) -> None:

@@ -20,15 +20,17 @@ for the same key model and roles (memory/index_store.py checks both).
 from __future__ import annotations
 
 import sqlite3
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from memory.mapped import Column, Lookup
 from memory.sparse import CSR
-from memory.text import TermCounts
+from memory.text import BM25, TermCounts
 from staging.memory_history import LIVE
 
 Array = np.ndarray[Any, Any]
@@ -41,10 +43,12 @@ def strings(values: Sequence[str]) -> list[str]:
 
 @dataclass
 class Reuse:
-    """An earlier run's index, and the content rows of the new run written after that run (not reusable)."""
+    """An earlier run's index, and (read when first asked) the content rows of the new run written after that run
+    (not reusable)."""
 
     previous: Any  # memory.index.MemoryIndex (read from its stored files)
-    written_since: frozenset[str]
+    staging: sqlite3.Connection | None = None
+    run_id: str = ""
 
     @classmethod
     def of(cls, staging: sqlite3.Connection, run_id: str, previous: Any) -> Reuse | None:
@@ -52,10 +56,19 @@ class Reuse:
         index stored before term counts were kept)."""
         if previous.run_id >= run_id or previous.bm25.tf is None:
             return None
-        written = staging.execute(
-            f"SELECT content_id FROM memory_content WHERE {LIVE} AND run_id > ?", (run_id, run_id, previous.run_id)
+        return cls(previous, staging, run_id)
+
+    @cached_property
+    def written_since(self) -> frozenset[str]:
+        """The content rows of the new run written after the earlier one (a scan of memory_content: a patch of
+        the index, memory/index_patch.py, needs none of it)."""
+        if self.staging is None:
+            return frozenset()
+        written = self.staging.execute(
+            f"SELECT content_id FROM memory_content WHERE {LIVE} AND run_id > ?",
+            (self.run_id, self.run_id, self.previous.run_id),
         )
-        return cls(previous, frozenset(str(r[0]) for r in written))
+        return frozenset(str(r[0]) for r in written)
 
     def positions(self, ids: Sequence[str]) -> Array:
         """Each content's position in the earlier index; -1 where it has none, or its row was written since."""
@@ -67,12 +80,27 @@ class Reuse:
 
     def counts(self, old: Array, texts: Sequence[str | None]) -> TermCounts:
         """The key text term counts of every content (index order): taken from the earlier index where `old`
-        (from `positions`) names its document, counted from `texts[i]` elsewhere (None where reused)."""
+        (from `positions`) names its document, counted from `texts[i]` elsewhere (None where reused).
+
+        Built as the canonical documents x terms CSC matrix a fresh count gives BM25.from_counts (terms in sorted
+        order, documents ascending within a term, no empty term): the earlier posting lists are that layout
+        already, and a position map that keeps the documents' order keeps it, so the counted documents' entries
+        are merged in (one pass over the entries, no sort of them)."""
+        counted = np.flatnonzero(old < 0)
+        reused = np.flatnonzero(old >= 0)
+        new_row = np.full(self.previous.bm25.postings.shape[1], -1, dtype=np.int64)
+        new_row[old[reused]] = reused
+        fresh = TermCounts.of_texts(str(texts[int(i)] or "") for i in counted)
+        merged = merged_counts(self.previous.bm25, new_row, len(old), counted, fresh)
+        return merged if merged is not None else self._counts_sorted(old, texts)
+
+    def _counts_sorted(self, old: Array, texts: Sequence[str | None]) -> TermCounts:
+        """`counts` for positions that do not keep the earlier documents' order (a sort of every entry)."""
         from scipy.sparse import csr_matrix  # build time only
 
         bm25 = self.previous.bm25
-        post = bm25.postings  # terms x documents: each entry (term, earlier document, raw count in bm25.tf)
-        vocabulary = bm25.vocabulary  # a stored Lookup, or a built dict: both iterate in column order
+        post = bm25.postings
+        vocabulary = bm25.vocabulary
         earlier_names = vocabulary.all() if isinstance(vocabulary, Lookup) else list(vocabulary)
         counted = np.flatnonzero(old < 0)
         fresh = TermCounts.of_texts(str(texts[int(i)] or "") for i in counted)
@@ -82,8 +110,6 @@ class Reuse:
             if term not in column:
                 column[term] = len(names)
                 names.append(term)
-        # The entries of reused documents, straight from the posting lists to their new rows (no transposed copy:
-        # at 1M messages the postings hold tens of millions of entries); the counted documents' entries after.
         new_row = np.full(post.shape[1], -1, dtype=np.int64)
         reused = np.flatnonzero(old >= 0)
         new_row[old[reused]] = reused
@@ -95,8 +121,7 @@ class Reuse:
         rows = np.concatenate([entry_row[keep], counted[fresh_entries.row]])
         terms = np.concatenate([entry_term, widen[fresh_entries.col]])
         data = np.concatenate([np.asarray(bm25.tf, dtype=np.float64)[keep], fresh_entries.data])
-        del entry_row, keep, entry_term
-        in_use = np.bincount(terms, minlength=len(names)) > 0  # terms of documents no longer in the memory go
+        in_use = np.bincount(terms, minlength=len(names)) > 0
         renumber = np.cumsum(in_use) - 1
         matrix = csr_matrix((data, (rows, renumber[terms])), shape=(len(old), int(in_use.sum())))
         return TermCounts(matrix, [t for t, used in zip(names, in_use, strict=True) if used])
@@ -138,6 +163,66 @@ class Reuse:
             ]
             matrices.append(_moved(matrix, old_cues, old_columns, cue_at, new_at, removed, new_rows))
         return matrices[0], matrices[1]
+
+
+def merged_counts(bm25: BM25, new_row: Array, n: int, counted: Array, fresh: TermCounts) -> TermCounts | None:
+    """The raw counts of `n` documents as the canonical documents x terms CSC matrix a fresh count gives
+    BM25.from_counts (terms in sorted order, documents ascending within a term, no empty term): the documents of
+    `bm25` (its posting lists and raw counts `tf`) at `new_row[d]` (-1: gone), and `fresh`'s documents at
+    `counted` (no empty term column in `fresh`). The posting lists are that layout already, and a map that keeps
+    the documents' order keeps it, so `fresh`'s entries are merged in: one pass over the entries, no sort of them.
+    None when `new_row` does not keep the order."""
+    from scipy.sparse import csc_matrix  # build time only
+
+    post = bm25.postings  # terms x documents: each entry (term, earlier document, raw count in bm25.tf)
+    vocabulary = bm25.vocabulary  # a stored Lookup, or a built dict: both iterate in column order
+    earlier_names = vocabulary.all() if isinstance(vocabulary, Lookup) else list(vocabulary)
+    moved = new_row[new_row >= 0]
+    if len(moved) > 1 and not bool(np.all(moved[1:] > moved[:-1])):
+        return None
+    entry_doc = new_row[np.asarray(post.indices)]
+    keep = entry_doc >= 0
+    entry_doc = entry_doc[keep]
+    entry_term = np.repeat(np.arange(post.shape[0], dtype=np.int64), np.diff(np.asarray(post.indptr)))[keep]
+    entry_count = np.asarray(bm25.tf, dtype=np.float64)[keep]
+    del keep
+    column = {t: j for j, t in enumerate(earlier_names)}
+    fresh_old = np.array([column.get(t, -1) for t in fresh.names], dtype=np.int64)
+    used = np.bincount(entry_term, minlength=len(earlier_names)) > 0
+    used[fresh_old[fresh_old >= 0]] = True
+    used_at = np.flatnonzero(used)
+    base = [earlier_names[int(i)] for i in used_at]  # sorted
+    extra = sorted(t for t, o in zip(fresh.names, fresh_old, strict=True) if o < 0)
+    insert = np.array([bisect_left(base, t) for t in extra], dtype=np.int64)
+    term_of_old = np.full(len(earlier_names), -1, dtype=np.int64)
+    term_of_old[used_at] = np.arange(len(base)) + np.searchsorted(insert, np.arange(len(base)), "right")
+    extra_at = dict(zip(extra, (insert + np.arange(len(extra))).tolist(), strict=True))
+    names = [""] * (len(base) + len(extra))
+    for i, t in zip(term_of_old[used_at].tolist(), base, strict=True):
+        names[i] = t
+    for t, i in extra_at.items():
+        names[i] = t
+    fresh_term = np.array(
+        [extra_at[t] if o < 0 else term_of_old[o] for t, o in zip(fresh.names, fresh_old, strict=True)],
+        dtype=np.int64,
+    )
+    entries = fresh.matrix.tocoo()
+    fresh_keys = fresh_term[entries.col] * n + np.asarray(counted, dtype=np.int64)[entries.row]
+    order = np.argsort(fresh_keys, kind="stable")
+    fresh_keys, fresh_count = fresh_keys[order], np.asarray(entries.data, dtype=np.float64)[order]
+    old_keys = term_of_old[entry_term] * n + entry_doc  # ascending: terms and documents keep their order
+    del entry_term, entry_doc
+    at = np.searchsorted(old_keys, fresh_keys)
+    keys = np.insert(old_keys, at, fresh_keys)
+    data = np.insert(entry_count, at, fresh_count)
+    del old_keys, entry_count
+    terms, docs = np.divmod(keys, n) if n else (keys, keys)
+    indptr = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms, minlength=len(names)), out=indptr[1:])
+    index_type = np.int32 if max(len(keys), n, len(names)) < np.iinfo(np.int32).max else np.int64
+    matrix = csc_matrix((data, docs.astype(index_type), indptr.astype(index_type)), shape=(n, len(names)), copy=False)
+    matrix.has_canonical_format = True  # sorted, no duplicates: what sum_duplicates would leave
+    return TermCounts(matrix, names)
 
 
 def _moved(

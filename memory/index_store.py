@@ -39,6 +39,10 @@ A build is written to a temporary directory and renamed into place: a killed bui
 mismatch, another format, bytes that are not the ones written) is removed and rebuilt; a data dir that cannot be
 written falls back to the in-memory index.
 
+An incremental cues run's index is patched from the earlier run's (memory/index_patch.py: the touched conversations'
+rows read, everything else moved; the same arrays as a fresh build); when the patch declines, the earlier index
+still gives the shared rows' term counts and key vectors (memory/index_reuse.py); else it is built from scratch.
+
 Damage in place (a file of the same size with other bytes) is found by each file's sha256 in the manifest:
   - an earlier run's index is reused (memory/index_reuse.py) only when every file's sha256 matches (the reuse reads
     most of it anyway; about 0.05 s per 100 MB hashed on a warm page cache): else the new index is built from
@@ -59,6 +63,7 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -68,6 +73,7 @@ from clients.embedders import Embedder
 from memory.candidates import prepare
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import Array, MemoryIndex, attach_facts, check_embedder, load_index
+from memory.index_patch import patch_index
 from memory.index_reuse import Reuse
 from memory.key_model import for_run
 from memory.mapped import ArchiveTexts, ArchiveTitles, Column, Groups, Lookup, Rows
@@ -100,6 +106,7 @@ BUILT_BY = (
     "mapped",
     "index_store",
     "index_reuse",
+    "index_patch",
 )
 PER_CONTENT = ("conversation", "seq", "role_code", "times", "day", "tokens", "source", "head", "prev", "next")
 OPTIONAL = ("asks", "speaker", "coarse", "projection")
@@ -189,13 +196,23 @@ def open_index(
     index = _read_or_none(target, key)
     if index is None:
         reuse = _reusable(root, target, staging, settings, embedder, run_id)
+        patched = None
+        if reuse is not None:  # the earlier index, patched with the rows that changed (None: it declines)
+            try:
+                patched = patch_index(archive, staging, settings, embedder, run_id, reuse.previous)
+            except (ValueError, KeyError) as error:  # rows that do not fit the earlier index: built as below
+                log.warning("recall index: the index of run %s was not patched (%s)", reuse.previous.run_id, error)
         try:
-            built = load_index(archive, staging, settings, embedder, run_id=run_id, reuse=reuse)
+            if patched is not None:
+                built = patched
+            else:
+                built = load_index(archive, staging, settings, embedder, run_id=run_id, reuse=reuse)
         except ValueError as error:  # the earlier index does not fit this run after all: build from scratch
             if reuse is None:
                 raise
             log.warning("recall index: the index of run %s was not reusable (%s)", reuse.previous.run_id, error)
             built = load_index(archive, staging, settings, embedder, run_id=run_id)
+        del patched
         del reuse  # the earlier index's mapped files: closed before _store removes them
         if built.size >= settings.recall.prepass_from:
             prepare(built)  # stored with the index: the pre-pass tables cost seconds at 250k
@@ -274,7 +291,11 @@ class _Writer:
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         self.array(f"{name}.bytes", np.frombuffer(b"".join(encoded), dtype=np.uint8))
         self.array(f"{name}.offsets", offsets)
-        self.array(f"{name}.order", np.array(sorted(range(len(values)), key=values.__getitem__), dtype=np.int64))
+        if all(a < b for a, b in pairwise(values)):  # ids, vocabularies: sorted already (sorted() would say so)
+            order = np.arange(len(values), dtype=np.int64)
+        else:
+            order = np.array(sorted(range(len(values)), key=values.__getitem__), dtype=np.int64)
+        self.array(f"{name}.order", order)
 
     def csr(self, name: str, matrix: CSR) -> list[int]:
         self.array(f"{name}.indptr", matrix.indptr)
@@ -341,6 +362,7 @@ def _write(index: MemoryIndex, directory: Path, key: str, reuse: str) -> None:
         "sessions": index.sessions is not None,
         "prepass": None if prepass is None else {"lists": prepass.lists is not None},
         "reuse": reuse,
+        "days": list(index.days),
     }
     manifest = {
         "format": FORMAT,
@@ -475,4 +497,5 @@ def _assemble(arrays: Mapping[str, Array], meta: Mapping[str, Any]) -> MemoryInd
         speaker=arrays.get("speaker"),
         coarse=arrays.get("coarse"),
         projection=arrays.get("projection"),
+        days=list(meta.get("days", [])),
     )

@@ -49,25 +49,50 @@ def build_session_keys(
     return session_keys(counts, keyed, conversation, conversations, dense)
 
 
-def session_keys(
-    counts: TermCounts, keyed: Array, conversation: Array, conversations: int, dense: Array
-) -> SessionKeys:
-    """Session keys from the messages' term counts (memory.text.TermCounts, index order), which of them are of a
-    key role, conversation codes and key vectors: a conversation's document is the sum of its keyed messages'
-    counts (the same as BM25 over their terms joined)."""
-    from scipy.sparse import csr_matrix  # build time only
-
+def session_vectors(keyed: Array, conversation: Array, conversations: int, dense: Array) -> Array:
+    """Each conversation's key vector: the unit mean of its keyed messages' vectors (zero when none), summed in
+    index order (a conversation's row depends on its own messages only)."""
     pick = np.flatnonzero(keyed & (conversation >= 0))
-    member = csr_matrix((np.ones(len(pick)), (conversation[pick], pick)), shape=(conversations, counts.matrix.shape[0]))
-    summed = (member @ counts.matrix).tocsc()
-    used = np.flatnonzero(np.diff(summed.indptr))  # the terms some key-role message holds
-    bm25 = BM25.from_counts(summed[:, used], [counts.names[int(i)] for i in used])
     dim = dense.shape[1] if dense.ndim == 2 else 0
     vectors = np.zeros((conversations, dim), dtype=np.float32)
     if dim and len(pick):
         np.add.at(vectors, conversation[pick], dense[pick])
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    return vectors
+
+
+def conversation_counts(counts: TermCounts, keyed: Array, conversation: Array, conversations: int) -> TermCounts:
+    """Each conversation's document: the sum of its keyed messages' term counts (terms no document holds left
+    out)."""
+    from scipy.sparse import csr_matrix  # build time only
+
+    pick = np.flatnonzero(keyed & (conversation >= 0))
+    member = csr_matrix((np.ones(len(pick)), (conversation[pick], pick)), shape=(conversations, counts.matrix.shape[0]))
+    summed = (member @ counts.matrix).tocsc()
+    used = np.flatnonzero(np.diff(summed.indptr))  # the terms some key-role message holds
+    return TermCounts(summed[:, used], [counts.names[int(i)] for i in used])
+
+
+def session_keys(
+    counts: TermCounts,
+    keyed: Array,
+    conversation: Array,
+    conversations: int,
+    dense: Array,
+    vectors: Array | None = None,
+    summed: TermCounts | None = None,
+) -> SessionKeys:
+    """Session keys from the messages' term counts (memory.text.TermCounts, index order), which of them are of a
+    key role, conversation codes and key vectors: a conversation's document is the sum of its keyed messages'
+    counts (the same as BM25 over their terms joined). `vectors`, when given, are `session_vectors`' (an index
+    patched from an earlier one keeps the untouched conversations' rows, memory/index_patch.py), and so are
+    `summed`, the conversations' documents (no empty term column)."""
+    if summed is None:
+        summed = conversation_counts(counts, keyed, conversation, conversations)
+    bm25 = BM25.from_counts(summed.matrix, summed.names)
+    if vectors is None:
+        vectors = session_vectors(keyed, conversation, conversations, dense)
     valid = conversation[conversation >= 0]
     return SessionKeys(
         bm25=bm25,

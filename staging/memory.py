@@ -386,6 +386,17 @@ def read_run(conn: sqlite3.Connection, run_id: str, *, edges: bool = True) -> Me
     return MemoryGraph(parts["content"], parts["cues"], parts["tags"], parts["edges"], merges)
 
 
+def read_cues(conn: sqlite3.Connection, run_id: str) -> list[CueRow]:
+    """The cues of one run, in key order (what `read_run` gives as `cues`)."""
+    rows = conn.execute(
+        f"SELECT {', '.join(_columns(CueRow))} FROM memory_cues WHERE {LIVE} ORDER BY cue_id", (run_id, run_id)
+    )
+    cues = [CueRow(*row) for row in rows]
+    for cue in cues:
+        cue.hub = bool(cue.hub)
+    return cues
+
+
 def iter_edges(conn: sqlite3.Connection, run_id: str, kind: str) -> Iterator[tuple[str, str, float]]:
     """(src, dst, weight) of one kind of edge, one at a time, in key order."""
     for row in conn.execute(

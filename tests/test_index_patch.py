@@ -1,0 +1,152 @@
+"""The recall index of an incremental cues run is patched from the stored index of the run before
+(memory/index_patch.py): only the touched conversations' rows are read, and after each of several incremental runs
+the stored index equals a build from scratch, array for array, and answers the same."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from concept_support import Dbs, conversation, write_archive
+from test_index_reuse import NEW, first_build, run_stages
+from test_index_store import answers, fresh, same, stored
+
+from memory import index_patch, index_store
+from memory.index import MemoryIndex
+from staging import memory as store
+
+DUMPS: list[dict[str, list[tuple[str, str]]]] = [
+    NEW,
+    {  # a repeated question (a merged group) in an old conversation, and a new conversation
+        "bread": [
+            ("user", "I tried a banana bread recipe with walnuts."),
+            ("assistant", "Add a pinch of salt next time."),
+            ("user", "Should I toast the walnuts for banana bread first?"),
+            ("user", "Should I toast the walnuts for banana bread first?"),
+            ("assistant", "Yes, five minutes in the oven."),
+        ],
+        "music": [("user", "I started learning the cello in March."), ("assistant", "Practice scales daily.")],
+    },
+    {  # the merged conversation goes on, another one too
+        "bread": [
+            ("user", "I tried a banana bread recipe with walnuts."),
+            ("assistant", "Add a pinch of salt next time."),
+            ("user", "Should I toast the walnuts for banana bread first?"),
+            ("user", "Should I toast the walnuts for banana bread first?"),
+            ("assistant", "Yes, five minutes in the oven."),
+            ("user", "The banana bread came out great with toasted walnuts."),
+        ],
+        "trip": [
+            ("user", "We are planning a trip to Lisbon in May."),
+            ("assistant", "Lisbon in May: take tram 28 early."),
+            ("user", "Which Lisbon museum should we see first?"),
+        ],
+    },
+    {  # a new conversation on a cue of others: their cue -> conversation edges re-weighted, their content shared
+        "bake": [("user", "I tried a banana bread recipe with walnuts again."), ("assistant", "Nice, and the salt?")],
+    },
+]
+
+
+@pytest.fixture(autouse=True)
+def every_array_in_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_store, "STORED_FROM", 1)
+    monkeypatch.setattr(index_patch, "PATCH_SHARE", 1.0)  # a small memory: most of it changes with each dump
+
+
+def dump(dbs: Dbs, number: int) -> None:
+    chats = DUMPS[number]
+    start = datetime(2023, 2 + number, 1, 10, tzinfo=UTC)
+    write_archive(
+        dbs.archive,
+        [conversation(c, t, start=start.replace(day=1 + i)) for i, (c, t) in enumerate(chats.items())],
+        f"dump-{number}",
+    )
+    run_stages(dbs)
+
+
+class Patches:
+    """Records what each patch returned (None: declined)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.results: list[MemoryIndex | None] = []
+        original = index_patch.patch_index
+
+        def patch_index(*args: Any, **kwargs: Any) -> MemoryIndex | None:
+            found = original(*args, **kwargs)
+            self.results.append(found)
+            return found
+
+        monkeypatch.setattr(index_store, "patch_index", patch_index)
+
+
+def test_an_index_patched_over_several_incremental_runs_equals_a_fresh_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dbs = first_build(tmp_path)
+    previous = stored(dbs)
+    patches = Patches(monkeypatch)
+    reweighted = 0
+    for number in range(len(DUMPS)):
+        dump(dbs, number)
+        with monkeypatch.context() as reads:  # no read of the whole run: only the touched conversations' rows
+            reads.setattr(store, "read_run", lambda *a, **k: pytest.fail("the patch read the whole run"))
+            index = stored(dbs)
+        assert patches.results[-1] is not None, f"dump {number}: the patch declined"
+        reweighted += reweighted_elsewhere(dbs, index.run_id)
+        assert index.run_id > previous.run_id
+        expected = fresh(dbs)
+        for f in fields(MemoryIndex):
+            if f.name != "texts":
+                assert same(getattr(index, f.name), getattr(expected, f.name)), (number, f.name)
+        assert answers(dbs, index) == answers(dbs, expected)
+        previous = index
+    assert len(patches.results) == len(DUMPS)
+    assert any(len(members) > 1 for members in previous.group.values()), "a merged group was patched"
+    assert reweighted, "a cue -> conversation edge of an untouched conversation was re-weighted"
+
+
+def reweighted_elsewhere(dbs: Dbs, run_id: str) -> int:
+    """Cue -> conversation edges the run re-weighted in conversations whose content it did not write."""
+    return int(
+        dbs.staging.execute(
+            "SELECT COUNT(*) FROM memory_edges e WHERE e.kind = 'cue-tag' AND e.retired_run_id = ?"
+            " AND e.dst LIKE 'conv:%' AND NOT EXISTS (SELECT 1 FROM memory_content c WHERE c.run_id = ?"
+            " AND 'conv:' || c.conversation_id = e.dst)",
+            (run_id, run_id),
+        ).fetchone()[0]
+    )
+
+
+def test_the_patch_declines_when_a_speaker_name_comes_or_goes(tmp_path: Path) -> None:
+    """A new speaker changes every key's masking: the patch declines (the index is then built as before)."""
+    dbs = first_build(tmp_path)
+    previous = stored(dbs)
+    dump(dbs, 0)
+    run_id = max(str(r[0]) for r in dbs.staging.execute("SELECT run_id FROM memory_runs"))
+    dbs.staging.execute("UPDATE memory_content SET author = 'Ada' WHERE run_id = ? AND role = 'user'", (run_id,))
+    dbs.staging.commit()
+    from memory.index import key_embedder
+
+    assert (
+        index_patch.patch_index(dbs.archive, dbs.staging, dbs.settings, key_embedder(dbs.settings), run_id, previous)
+        is None
+    )
+
+
+def test_when_the_patch_declines_the_index_reusing_counts_and_vectors_equals_a_fresh_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build it falls back to (memory/index_reuse.py: the whole run read, counts and vectors reused)."""
+    monkeypatch.setattr(index_store, "patch_index", lambda *args, **kwargs: None)
+    dbs = first_build(tmp_path)
+    stored(dbs)
+    for number in range(len(DUMPS)):
+        dump(dbs, number)
+        index, expected = stored(dbs), fresh(dbs)
+        for f in fields(MemoryIndex):
+            if f.name != "texts":
+                assert same(getattr(index, f.name), getattr(expected, f.name)), (number, f.name)
