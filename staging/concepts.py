@@ -181,11 +181,16 @@ def unfinished_inputs(conn: sqlite3.Connection) -> dict[str, set[str]]:
             " < json_array_length(COALESCE(e.hypotheses, '[]'))"
         )
     ]
-    found: dict[str, set[str]] = {key: set() for key in unfinished}
+    return handled_inputs(conn, unfinished)
+
+
+def handled_inputs(conn: sqlite3.Connection, keys: list[str]) -> dict[str, set[str]]:
+    """Each extraction's handled inputs (concept_inputs keys `KEY:index`), for each of `keys`."""
+    found: dict[str, set[str]] = {key: set() for key in keys}
     rows = conn.execute(
         "SELECT k.value, i.input_key FROM json_each(?) k CROSS JOIN concept_inputs i"
         " WHERE i.input_key > k.value || ':' AND i.input_key < k.value || ';'",
-        (json.dumps(unfinished),),
+        (json.dumps(keys),),
     )
     for key, input_key in rows:
         found[str(key)].add(str(input_key))

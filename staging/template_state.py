@@ -26,6 +26,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from staging.concepts import handled_inputs
 from staging.db import IN_VALUES, json_values
 
 SCHEMA = [
@@ -283,12 +284,4 @@ def unfinished_inputs(conn: sqlite3.Connection) -> dict[str, set[str]]:
             " < t.hypotheses"
         )
     ]
-    found: dict[str, set[str]] = {key: set() for key in unfinished}
-    rows = conn.execute(
-        "SELECT k.value, i.input_key FROM json_each(?) k CROSS JOIN concept_inputs i"
-        " WHERE i.input_key > k.value || ':' AND i.input_key < k.value || ';'",
-        (json.dumps(unfinished),),
-    )
-    for key, input_key in rows:
-        found[str(key)].add(str(input_key))
-    return found
+    return handled_inputs(conn, unfinished)
