@@ -8,8 +8,8 @@ one transaction, like the full path:
    the run that created it and the run that retired it);
 1. take the base run's cue document frequencies and tag sizes, less what the rebuilt and vanished conversations
    had added to them (their cue-content and tag-content edges in the base run), and resume the graph builder on
-   them with the last full build's frozen global counts (message count, term df, speakers, hubs): a new cue gets
-   its IDF from the frozen message count, a keyphrase needs the frozen term df;
+   them with the last full build's frozen global counts (message count, speakers, hubs): a cue's IDF uses the
+   frozen message count;
 2. retire the rebuilt and vanished conversations' content, content edges and merges, and build the rebuilt
    ones with `GraphBuilder.batch`, checked and written as the full path does; every other conversation's rows
    stay current, shared with the base run, not copied (staging/memory_carry.py);
@@ -18,8 +18,10 @@ one transaction, like the full path:
    of the other conversations re-weighted in SQL for the cues whose document frequency moved; check that no
    current edge names a cue or tag the run retired, and every cue -> tag edge written has its tag.
 
-The result is a valid graph, not bit for bit a full rebuild's: statistics stay frozen until the next full build
-(`memory.rebuild_share`), as cluster's placement keeps its topics until the next refit. Keys are embedded for the
+The result is a valid graph, not bit for bit a full rebuild's: the message count and hubs stay frozen until the
+next full build, due when the messages added or removed since reach `memory.rebuild_share` of its count
+(memory/cues_state.py), as cluster's placement keeps its topics until the next refit. Cue document frequencies
+and tag sizes are exact. Keys are embedded for the
 rebuilt messages only (the rest are in the vector cache already).
 """
 

@@ -4,7 +4,8 @@ the archive as it is now.
     <data_dir>/cues-state/<run_id>.pickle   the frozen global counts of the last full build (memory.graph.
                                             FrozenCounts), a digest per conversation of everything its rows are
                                             built from, the conversations changed since that full build, the
-                                            topic run and the settings digest; then, a second object in the same
+                                            messages added or removed since then, the topic run and the settings
+                                            digest; then, a second object in the same
                                             file, what the digests were taken of (`DigestIndex`: the archive's
                                             change mark and a digest per message of its concept evidence)
 
@@ -16,8 +17,15 @@ changed plus one pass over the evidence in memory. Without a usable index (a sta
 archive, a VACUUM that renumbered rows, an archive without the change log) every conversation is digested.
 
 A run rebuilds only the conversations whose digest changed (new, changed or gone, and those whose messages' topic
-links differ between the two cluster runs) while they stay under `memory.rebuild_share` of all conversations,
-counted since the last full build; otherwise, or with no usable state, it builds everything (today's full path).
+links differ between the two cluster runs). It builds everything instead (the full path) with no usable state, when
+those conversations are `memory.rebuild_share` of all conversations or more (one large change: a full build costs
+less), or when the messages added and removed since the last full build reach that share of the full build's
+message count: the global counts an incremental run keeps frozen (the message count behind every IDF, the hubs)
+then no longer describe the archive. The drift is counted exactly, per rebuilt or gone conversation: the messages
+in the archive now or in the base run's memory, not in both (an edit that keeps a message's id counts nothing).
+So a schedule that adds a little every day, some of it to old conversations, builds in full once the archive has
+grown by that share (+300 messages a day over 250k: every ~80 days), not once that share of its conversations
+has been touched.
 The file is written once the run is done, its keys embedded included, and only a run whose cues stage succeeded
 is a base: a killed or failed run leaves the previous state and the previous run's rows, never a half one.
 """
@@ -42,12 +50,13 @@ from memory.graph import FrozenCounts
 from memory.names import NAMED_ROLES
 from staging import archive_changes
 from staging import memory as store
+from staging import memory_inputs as inputs
 from staging.archive_changes import Mark
 from staging.db import IN_VALUES, json_values
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when the state's layout or what a digest covers changes: every run then builds in full once
+FORMAT = 2  # bump when the state's layout or what a digest covers changes: every run then builds in full once
 DIRECTORY = "cues-state"
 NOT_GRAPH_SETTINGS = ("rebuild_share", "prune_runs")  # how runs are made, not what the graph is
 SCOPE_CHUNK = 5_000  # conversations (or messages) per scoped read
@@ -62,6 +71,7 @@ class CuesState:
     frozen: FrozenCounts
     conversations: dict[str, str]
     changed: set[str] = field(default_factory=set)
+    drift: int = 0  # messages added or removed since the full build (the plan's rule)
     format: int = FORMAT
 
 
@@ -96,13 +106,16 @@ class Digests:
 
 @dataclass(slots=True)
 class Plan:
-    """An incremental run: rebuild `rebuilt` (present now), drop `gone`, carry every other conversation."""
+    """An incremental run: rebuild `rebuilt` (present now), drop `gone`, carry every other conversation; `changed`
+    and `drift` are the conversations changed and the messages added or removed since the full build, this run's
+    included."""
 
     state: CuesState
     rebuilt: list[str]
     gone: list[str]
     digests: dict[str, str]
     changed: set[str]
+    drift: int
 
 
 def settings_digest(settings: Settings) -> str:
@@ -264,16 +277,31 @@ def plan(
     gone = sorted(set(state.conversations) - set(digests))
     if topic_run is not None and state.topic_run is not None and topic_run != state.topic_run:
         changed |= topic_changes(staging, state.topic_run, topic_run) & set(digests)
-    since_full = state.changed | changed | set(gone)
-    if len(since_full) >= share * max(len(digests), 1):
+    if len(changed) + len(gone) >= share * max(len(digests), 1):
         return None, (
-            f"{len(since_full)} of {len(digests)} conversations changed since full build {state.full_run}"
+            f"{len(changed) + len(gone)} of {len(digests)} conversations changed since cues run {state.run_id}"
             f" (memory.rebuild_share {share})"
         )
     rebuilt = sorted(changed)
+    drift = state.drift + message_drift(archive, staging, state.run_id, rebuilt, gone)
+    if drift >= share * max(state.frozen.n, 1):
+        return None, (
+            f"{drift} messages added or removed since full build {state.full_run}, of its {state.frozen.n}"
+            f" (memory.rebuild_share {share}): its global counts are stale"
+        )
     if _new_speakers(archive, rebuilt, set(state.frozen.authors)):
         return None, "a new speaker name (every dense key masks the speakers' names)"
-    return Plan(state, rebuilt, gone, digests, since_full), ""
+    return Plan(state, rebuilt, gone, digests, state.changed | changed | set(gone), drift), ""
+
+
+def message_drift(
+    archive: sqlite3.Connection, staging: sqlite3.Connection, base_run: str, rebuilt: Sequence[str], gone: Sequence[str]
+) -> int:
+    """Messages added or removed by this run: per rebuilt or gone conversation, the messages in the archive now and
+    in the base run's memory that are not in both."""
+    now = inputs.conversation_message_ids(archive, rebuilt)
+    before = store.message_ids(staging, base_run, [*rebuilt, *gone])
+    return sum(len(now.get(c, set()) ^ before.get(c, set())) for c in {*rebuilt, *gone})
 
 
 def _new_speakers(archive: sqlite3.Connection, conversations: list[str], known: set[str]) -> bool:

@@ -36,7 +36,7 @@ from typing import Any
 from contracts.settings import MemorySettings
 from memory.consolidate import consolidate, dedupe
 from memory.names import NAMED_ROLES, Names
-from memory.text import estimate_tokens, term_set, terms
+from memory.text import estimate_tokens, terms
 from memory.wordnet import WordNet
 from staging.memory import ContentRow, CueRow, EdgeRow, EdgeTuple, MemoryGraph, TagRow
 
@@ -76,7 +76,6 @@ class FrozenCounts:
     """A full build's global counts, which an incremental run after it keeps (`GraphBuilder.resume`)."""
 
     n: int
-    term_df: dict[str, int]
     authors: list[str]
     hub_floor: float
     concept_hubs: list[str]
@@ -135,7 +134,6 @@ class GraphBuilder:
         self._categories: dict[str, list[tuple[str, float]]] = {}  # concept cue -> (category cue, factor)
         self.report = BuildReport()
         self.n = 0
-        self.term_df: Counter[str] = Counter()
         self.df: Counter[str] = Counter()  # cue -> content linked (concepts in `count`, keyphrases in `batch`)
         self.evidence: dict[str, dict[str, float]] = defaultdict(dict)  # message -> concept cue -> weight
         self.concepts: dict[str, tuple[str, str]] = {}  # concept cue -> title, type
@@ -160,7 +158,6 @@ class GraphBuilder:
     def count_text(self, uuid: str, role: str, author: str | None, text: str) -> None:
         """`count` from the four fields it reads (pass 1 needs no conversation order, so no full message)."""
         self.n += 1
-        self.term_df.update(term_set(text))
         if author and role in NAMED_ROLES:
             self.authors.add(author)
         found = self.evidence.get(uuid)
@@ -174,10 +171,10 @@ class GraphBuilder:
         tags: Iterable[tuple[str, str, str, int]],
     ) -> None:
         """An incremental run (memory/cues_incremental.py): instead of pass 1, the base full build's global counts,
-        kept frozen (message count, term document frequencies, speakers, hub floor and hubs), and the base run's
+        kept frozen (message count, speakers, hub floor and hubs), and the base run's
         cue document frequencies and tag sizes (tag, kind, label, size), from which the caller takes away what the
         conversations about to be rebuilt had added. Concept-type tags are counted again by `finish`."""
-        self.n, self.term_df, self.authors = frozen.n, Counter(frozen.term_df), set(frozen.authors)
+        self.n, self.authors = frozen.n, set(frozen.authors)
         self.hub_floor, self.concept_hubs = frozen.hub_floor, set(frozen.concept_hubs)
         self.frozen_hubs = set(frozen.hubs)
         self.started = True
@@ -188,15 +185,14 @@ class GraphBuilder:
                 self.tag_members[tag_id] = size
 
     def recount(self, message: MessageInput) -> None:
-        """An incremental run's pass 1 for a rebuilt message: its concept cues' document frequency (the global
-        term counts stay frozen)."""
+        """An incremental run's pass 1 for a rebuilt message: its concept cues' document frequency (the message
+        count stays frozen)."""
         self.df.update(self.evidence.get(message.uuid, {}).keys())
 
     def frozen_counts(self) -> FrozenCounts:
         """What an incremental run after this full build keeps frozen (after `finish`)."""
         return FrozenCounts(
             self.n,
-            dict(self.term_df),
             sorted(self.authors),
             self.hub_floor,
             sorted(self.concept_hubs),

@@ -83,7 +83,14 @@ def run(
     _after_success(
         staging,
         settings,
-        cues_state.CuesState(run_id, run_id, cues_state.settings_digest(settings), topic_run, frozen, digests),
+        cues_state.CuesState(
+            run_id,
+            run_id,
+            cues_state.settings_digest(settings),
+            topic_run,
+            frozen,
+            digests,
+        ),
         found.index,
     )
     counts = {
@@ -181,7 +188,9 @@ def _run_incremental(
     base = plan.state.run_id
     notes = [
         f"incremental from cues run {base} (last full build {plan.state.full_run}): {len(plan.rebuilt)}"
-        f" conversation(s) rebuilt, {len(plan.gone)} gone, {len(plan.changed)} changed since the full build"
+        f" conversation(s) rebuilt, {len(plan.gone)} gone; since the full build {len(plan.changed)} conversation(s)"
+        f" changed, {plan.drift} message(s) added or removed ({plan.drift / max(plan.state.frozen.n, 1):.1%} of its"
+        f" {plan.state.frozen.n}, full build at {settings.memory.rebuild_share:.0%})"
     ]
     key_settings = key_model.for_run(settings, staging, base)  # the carried keys' model embeds the new ones
     summary: dict[str, Any] = {
@@ -215,7 +224,14 @@ def _run_incremental(
         staging,
         settings,
         cues_state.CuesState(
-            run_id, state.full_run, state.settings, topic_run, state.frozen, plan.digests, plan.changed
+            run_id,
+            state.full_run,
+            state.settings,
+            topic_run,
+            state.frozen,
+            plan.digests,
+            plan.changed,
+            drift=plan.drift,
         ),
         found.index,
     )
@@ -235,6 +251,7 @@ def _run_incremental(
         "conversations_rebuilt": len(plan.rebuilt),
         "conversations_digested": found.computed,
         "messages_rebuilt": len(messages),
+        "messages_since_full": plan.drift,
     }
     # rows_out and rows_written: the rows this run wrote; the rest of its memory is the base run's rows, shared
     kinds = ("content", "cues", "tags", "edges")

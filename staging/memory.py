@@ -414,6 +414,20 @@ def run_summary(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
     return found
 
 
+def message_ids(conn: sqlite3.Connection, run_id: str, conversation_ids: Iterable[str]) -> dict[str, set[str]]:
+    """The messages of some conversations in run `run_id`'s memory (merged nodes left out: their originals stay)."""
+    wanted = sorted(set(conversation_ids))
+    found: dict[str, set[str]] = {}
+    for start in range(0, len(wanted), 5_000):
+        for conversation, content in conn.execute(
+            f"SELECT conversation_id, content_id FROM memory_content WHERE {LIVE} AND kind = 'message'"
+            f" AND conversation_id IN {IN_VALUES}",
+            (run_id, run_id, json_values(wanted[start : start + 5_000])),
+        ):
+            found.setdefault(str(conversation), set()).add(str(content))
+    return found
+
+
 def originals(conn: sqlite3.Connection, run_id: str, merged_ids: Iterable[str]) -> dict[str, list[str]]:
     """The original message ids of each merged content node."""
     wanted = list(merged_ids)

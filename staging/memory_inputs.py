@@ -122,3 +122,20 @@ def iter_conversation_messages(archive: sqlite3.Connection, conversation_ids: It
         )
         for row in cursor:
             yield (str(row[0]), str(row[1]), row[2], int(row[3]), str(row[4]), row[5], row[6], str(row[7]), str(row[8]))
+
+
+def conversation_message_ids(archive: sqlite3.Connection, conversation_ids: Iterable[str]) -> dict[str, set[str]]:
+    """The ids of the messages `iter_conversation_messages` yields, per conversation (none: not in the result)."""
+    wanted = sorted(set(conversation_ids))
+    found: dict[str, set[str]] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        cursor = archive.execute(
+            "SELECT m.conversation_id, m.uuid FROM visible_messages m JOIN conversations c"
+            f" ON c.id = m.conversation_id WHERE m.conversation_id IN ({marks}) AND length(trim(m.text)) > 0",
+            chunk,
+        )
+        for conversation, uuid in cursor:
+            found.setdefault(str(conversation), set()).add(str(uuid))
+    return found

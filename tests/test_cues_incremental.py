@@ -59,8 +59,11 @@ def settings_for(data_dir: Path, **memory: Any) -> Settings:
     return settings
 
 
-def run_all(settings: Settings, export: Path, run_id: str, embedder: StaticMiniLM) -> StageResult:
-    """Every stage up to cues, as `chatmem run` orders them; returns the cues stage's result."""
+def run_all(
+    settings: Settings, export: Path, run_id: str, embedder: StaticMiniLM, *, cluster: bool = True
+) -> StageResult:
+    """Every stage up to cues, as `chatmem run` orders them (cluster left out with `cluster=False`: the topics stay
+    the last cluster run's); returns the cues stage's result."""
     archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
     try:
         open_run(staging, stages=["all"], exports=[str(export)], settings={}, code_version="test", run_id=run_id)
@@ -69,7 +72,8 @@ def run_all(settings: Settings, export: Path, run_id: str, embedder: StaticMiniL
             stage.run(archive, staging, run_id=run_id, settings=settings)
         for embed in (stage_embed, stage_embed_concepts):
             embed.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
-        cluster_stage.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
+        if cluster:
+            cluster_stage.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
         return cues.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
     finally:
         archive.close()
@@ -215,14 +219,62 @@ def test_recall_finds_the_new_conversation_in_an_incremental_memory(
     assert min(old.pieces, key=lambda p: p.rank).conversation_id.startswith("astronomy-")
 
 
+def reexport(path: Path, themes: Path, added: dict[str, list[str]]) -> Path:
+    """A re-export of some conversations of the base export: each one whole, as first exported, plus the user's
+    new turns (a conversation in a dump is its whole new version)."""
+    old = [json.loads(line) for line in themes.read_text(encoding="utf-8").splitlines()]
+    lines = [record for record in old if record["conversation_id"] in added]
+    for conversation, texts in added.items():
+        for n, text in enumerate(texts, start=2):
+            lines.append({"conversation_id": conversation, "id": f"{conversation}-{n}", "role": "user", "text": text})
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_full_build_falls_due_by_messages_added_since_it_not_by_conversations_touched(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """A 0.1 share of r1's 120 messages is 12. r2 (new_dump: 3 new messages, and baking-0's two replaced by one) moves
+    6 messages; r3 (four old conversations re-exported, a turn added to each; topics kept, as between two cluster
+    refits) 4 more: 7 of 62 conversations touched since r1, over the share, yet both runs stay incremental. r4 (one
+    conversation, two turns) brings it to 12: a full build that says why and starts the count again."""
+    data = copy_of(base_dir, tmp_path)
+    themes = base_dir.parent / "themes.jsonl"
+    settings = settings_for(data, rebuild_share=0.1)
+    r1_state = cues_state.load_state(data, "r1")
+    assert r1_state is not None and r1_state.frozen.n == 120 and r1_state.drift == 0
+    r2 = run_all(settings, new_dump(tmp_path / "r2.jsonl"), "r2", embedder)
+    assert r2.counts["incremental"] == 1 and r2.counts["messages_since_full"] == 6
+    turns = {f"baking-{n}": [f"One more question on the sourdough crust, number {n}."] for n in range(1, 5)}
+    r3 = run_all(settings, reexport(tmp_path / "r3.jsonl", themes, turns), "r3", embedder, cluster=False)
+    assert r3.counts["incremental"] == 1 and r3.counts["conversations_rebuilt"] == 4
+    assert r3.counts["messages_since_full"] == 10
+    r3_state = cues_state.load_state(data, "r3")
+    assert r3_state is not None and r3_state.full_run == "r1" and len(r3_state.changed) == 7
+    two = {"baking-5": ["Should the starter rest overnight?", "How long does the loaf cool before slicing?"]}
+    r4 = run_all(settings, reexport(tmp_path / "r4.jsonl", themes, two), "r4", embedder, cluster=False)
+    assert r4.counts["incremental"] == 0
+    assert any("12 messages added or removed since full build r1, of its 120" in note for note in r4.notes)
+    state = cues_state.load_state(data, "r4")
+    assert state is not None and state.full_run == "r4" and state.drift == 0 and state.frozen.n == 128
+    with sqlite3.connect(settings.staging_path) as staging:
+        held = store.message_ids(staging, "r4", ["baking-0", "baking-5", "airship-1"])
+    assert held == {
+        "baking-0": {"baking-0:baking-0-2"},
+        "baking-5": {f"baking-5:baking-5-{n}" for n in range(4)},
+        "airship-1": {"airship-1:airship-1-0"},
+    }
+
+
 def test_above_the_rebuild_share_or_with_new_settings_the_stage_builds_in_full(
     base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
 ) -> None:
-    """3 of 62 conversations changed is over a 0.04 share: full build, and it says why; so is a settings change."""
+    """3 of 62 conversations changed by one run is over a 0.04 share: full build, and it says why; so is a settings
+    change."""
     data = copy_of(base_dir, tmp_path)
     result = run_all(settings_for(data, rebuild_share=0.04), new_dump(tmp_path / "new.jsonl"), "r2", embedder)
     assert result.counts["incremental"] == 0
-    assert any("3 of 62 conversations changed since full build r1" in note for note in result.notes)
+    assert any("3 of 62 conversations changed since cues run r1" in note for note in result.notes)
     other = cues_again(settings_for(data, keyphrases_per_content=4), "r3", embedder)
     assert other.counts["incremental"] == 0
     assert any("memory settings changed" in note for note in other.notes)

@@ -26,9 +26,11 @@ class MemorySettings(BaseModel):
         default=0.1,
         ge=0,
         le=1,
-        description="Below this share of conversations new, changed or gone since the last full cues build, a cues "
-        "run rebuilds only those and carries the rest from the previous run, global counts (term and cue "
-        "frequencies, hubs) kept from the full build; at or above it, the run builds everything. 0: always in full.",
+        description="A cues run rebuilds only the conversations new, changed or gone since the previous run and "
+        "shares the rest with it, the global counts (message count behind the IDFs, hubs) kept from the last full "
+        "build, until either reaches this share: the conversations the run changes, of all conversations (a full "
+        "build is then cheaper), or the messages added and removed since the last full build, of that build's "
+        "message count (its counts are then stale). Then it builds everything. 0: always in full.",
     )
     prune_runs: bool = Field(
         default=True,
