@@ -29,10 +29,12 @@ import secrets
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -59,6 +61,9 @@ JVM_FLAGS = (
     "-Dpolyglot.engine.WarnInterpreterOnly=false",
 )
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started: reaped, never left as zombies
+# Starts begun by `start_in_background` and not yet taken by a `start` (or `settle`), per server directory
+_PENDING: dict[Path, Future[tuple[ServerInfo, bool]]] = {}
+_PENDING_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -199,8 +204,42 @@ class LocalServer:
             return None
         return info
 
+    def start_in_background(self) -> None:
+        """Begin `start` on a thread, so that the JVM starts while the caller works (a run starts its server as the
+        stage before the load begins). The next `start` in this process waits for that one and returns its result
+        (or raises its error); `settle` waits for it without taking it."""
+        with _PENDING_LOCK:
+            if self.directory in _PENDING:
+                return
+            pending: Future[tuple[ServerInfo, bool]] = Future()
+            _PENDING[self.directory] = pending
+
+        def begin() -> None:
+            try:
+                pending.set_result(self._start_now())
+            except BaseException as exc:  # handed to whoever takes the start
+                pending.set_exception(exc)
+
+        threading.Thread(target=begin, name="graph-server-start", daemon=True).start()
+
+    def settle(self) -> None:
+        """Wait for a start begun in the background and not taken by a `start` to end, and forget it (the end of a
+        run whose load never came: `left_as_found` then stops the server it started)."""
+        with _PENDING_LOCK:
+            pending = _PENDING.pop(self.directory, None)
+        if pending is not None and pending.exception() is not None:  # waits; never raises the start's own error
+            log.info("load - the graph server started ahead of the load did not start: %s", pending.exception())
+
     def start(self) -> tuple[ServerInfo, bool]:
-        """Start the server unless it runs already; wait until it answers. Returns (info, started_now)."""
+        """Start the server unless it runs already; wait until it answers. Returns (info, started_now): a start
+        begun in the background by this process counts as started now."""
+        with _PENDING_LOCK:
+            pending = _PENDING.pop(self.directory, None)
+        if pending is not None:
+            return pending.result()
+        return self._start_now()
+
+    def _start_now(self) -> tuple[ServerInfo, bool]:
         running = self.status()
         if running is not None:
             return running, False
@@ -380,6 +419,8 @@ def left_as_found(server: LocalServer | None) -> Iterator[None]:
     try:
         yield
     finally:
+        if server is not None:
+            server.settle()  # a start still under way in the background: stopped below once it has answered
         if server is not None and not running and server.status() is not None:
             try:
                 server.stop()

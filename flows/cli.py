@@ -324,10 +324,11 @@ def _run(
         else:
             engine = app.engine(settings)
             # a local graph server the load stage starts is stopped as the run ends: nothing keeps running
-            with left_as_found(_local_graph(settings) if "load" in stages else None):
+            graph = _local_graph(settings) if "load" in stages else None
+            with left_as_found(graph):
                 try:
                     run_id, results = engine.run_pipeline(
-                        settings, exports, stages, run_id=run_id, force_format=force_format, force=force
+                        settings, exports, stages, run_id=run_id, force_format=force_format, force=force, graph=graph
                     )
                 except StageError as exc:
                     try:

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flows.prefect_env import ensure_no_outbound
 
@@ -42,6 +43,9 @@ from flows.stage_runner import RunContext, active_run, run_context, run_stage  #
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
 from staging.liveness import interrupt_error  # noqa: E402
 from staging.lock import data_dir_lock  # noqa: E402
+
+if TYPE_CHECKING:
+    from clients.graph_server import LocalServer
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +99,8 @@ def pipeline(run_id: str, stages: list[str]) -> list[StageResult]:
         stage = ""
         try:
             for stage in stages:
+                if context.before_stage:
+                    context.before_stage(stage, results)
                 results.append(STAGE_FLOWS[stage](run_id))
                 if stage == "cues" and results[-1].status == "succeeded" and context.on_memory_ready:
                     context.on_memory_ready()  # the recall index is stored while the load writes the graph
@@ -120,11 +126,17 @@ def run_pipeline(
     force_format: str | None = None,
     quiet: bool = False,
     force: bool = False,
+    graph: LocalServer | None = None,
 ) -> tuple[str, list[StageResult]]:
     """Run `stages` (a slice of STAGE_ORDER) as one pipeline run. Returns the run id and the stage results.
 
     A stage whose inputs, settings and code are unchanged since its last successful run is skipped with a note
     (flows/fingerprint.py); `force` runs every selected stage regardless.
+
+    `graph`: the local graph server the load stage will use, which the caller stops as the run ends if the run
+    started it (clients.graph_server.left_as_found). It is started on a thread as the cues stage begins, when the
+    load follows and an earlier stage of this run did work: the JVM's few seconds of start then overlap the
+    cues stage instead of opening the load.
 
     Raises ConfigError for bad arguments before anything starts, and the stage's StageError when a stage
     fails (the run is then recorded as failed, with the error, in staging.db).
@@ -144,6 +156,7 @@ def run_pipeline(
         show_progress=bars_wanted(quiet or settings.pipeline.quiet),
         stage_lines=not (quiet or settings.pipeline.quiet or bars_wanted(False)),
         on_memory_ready=recall_index.start,
+        before_stage=_graph_ahead(graph, selected, force),
     )
     server_guard.install()  # faults (issue 13): Ctrl-C must not reach Prefect's server, nor SIGKILL orphan it
     with (
@@ -168,6 +181,22 @@ def run_pipeline(
         ) from None
     prune_quietly(settings.pipeline.prefect_history_days)  # Prefect's database grows with the runs otherwise
     return run_id, list(results)
+
+
+def _graph_ahead(
+    graph: LocalServer | None, stages: Sequence[str], force: bool
+) -> Callable[[str, list[StageResult]], None] | None:
+    """`run_pipeline`'s hook that starts the local graph server in the background as the cues stage begins, when
+    the run will load something: it is forced, or an earlier stage did work (a run that changes nothing skips its
+    load, and a JVM started for it would only cost its start and stop)."""
+    if graph is None or "load" not in stages:
+        return None
+
+    def before(stage: str, done: list[StageResult]) -> None:
+        if stage == "cues" and (force or any(r.status == "succeeded" for r in done)):
+            graph.start_in_background()
+
+    return before
 
 
 class RecallIndexBuild:

@@ -136,7 +136,7 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
     graph = local_server(settings) if settings.load.local_server and not settings.load.uri else None
     try:
         with left_as_found(graph):  # the run stops a local graph server it started (clients/graph_server.py)
-            run_id, _ = run_pipeline(settings, new, STAGE_ORDER, force_format=force_format, quiet=True)
+            run_id, _ = run_pipeline(settings, new, STAGE_ORDER, force_format=force_format, quiet=True, graph=graph)
     except StageError as exc:
         run_id = exc.run_id
         result["error"] = str(exc)

@@ -60,6 +60,8 @@ class RunContext:
     stage_lines: bool = False  # one line per stage on stderr: for a log file or a pipe, where bars are off
     # called once the cues stage has succeeded: the memory is complete (run_pipeline stores its recall index then)
     on_memory_ready: Callable[[], None] | None = field(default=None, repr=False)
+    # called before each stage with its name and the results so far (run_pipeline starts the graph server ahead)
+    before_stage: Callable[[str, list[StageResult]], None] | None = field(default=None, repr=False)
 
 
 _ACTIVE: dict[str, RunContext] = {}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,7 @@ import psutil
 import pytest
 from click.testing import CliRunner, Result
 
+from clients.graph_server import left_as_found
 from flows.cli import cli
 from tests.graph_helpers import BoltServer, GraphEnv, write_branchy_jsonl
 
@@ -124,3 +127,47 @@ def test_graph_up_down_status_and_run_starting_the_local_server(
     for result in (loaded, up_result):
         assert password not in result.output
     assert password not in (directory / "server.log").read_text(errors="replace")
+
+
+@pytest.mark.slow
+def test_a_run_starts_the_local_server_as_its_cues_stage_begins_and_stops_it_as_it_ends(
+    bolt_server: BoltServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forced run (or one with work before its cues stage) starts the local server on a thread as cues begins,
+    before the load stage starts; the load takes that server, and the run stops it as it ends, leaving no Java
+    process."""
+    monkeypatch.setenv("CHATMEM_LOAD__LOCAL_SERVER", "true")
+    monkeypatch.setenv("CHATMEM_LOAD__LOCAL_DIR", str(bolt_server.server.directory))
+    monkeypatch.setenv("CHATMEM_LOAD__LOCAL_HEAP", "1g")
+    data_dir, export = tmp_path / "data", write_branchy_jsonl(tmp_path / "a.jsonl", conversations=3)
+    bolt_server.ensure_up()
+    assert as_json(chatmem("graph", "down", "--json", data_dir=data_dir))["status"] == "stopped"
+    assert chatmem("run", export, "--to", "cluster", data_dir=data_dir).exit_code == 0
+    result = chatmem("run", export, "--from", "cluster", "--force", "--json", data_dir=data_dir)
+    run = as_json(result)
+    assert run["status"] == "succeeded" and [s["stage"] for s in run["stages"]] == ["cluster", "cues", "load"]
+    assert not as_json(chatmem("graph", "status", "--json", data_dir=data_dir))["local_server"]["running"]
+    assert bolt_server.server.strays() == []
+    started = json.loads((bolt_server.server.directory / "server.json").read_text())["started_at"]
+    with sqlite3.connect(data_dir / "staging.db") as staging:
+        stage_times = {
+            stage: (datetime.fromisoformat(begun), datetime.fromisoformat(ended))
+            for stage, begun, ended in staging.execute(
+                "SELECT stage, started_at, finished_at FROM stage_runs WHERE run_id = ?", (run["run_id"],)
+            )
+        }
+    assert stage_times["cluster"][1] <= datetime.fromisoformat(started) < stage_times["load"][0]
+
+
+@pytest.mark.slow
+def test_a_server_started_ahead_of_a_load_that_never_comes_is_stopped_with_the_run(bolt_server: BoltServer) -> None:
+    """A run that fails between the background start and its load (here: nothing takes the start) leaves no Java
+    process: `left_as_found` waits for the start to end, then stops the server the block started."""
+    server = bolt_server.server
+    bolt_server.ensure_up()
+    server.stop()
+    with left_as_found(server):
+        server.start_in_background()
+    assert server.status() is None and server.strays() == []
+    info, started = server.start()  # nothing of the old start is left to take: a start of its own
+    assert started and server.status() == info
