@@ -56,12 +56,12 @@ from extract.fact_mapper import map_raw_facts
 from extract.facts import FACT_RULES_VERSION, propose_facts
 from extract.goals import goal
 from extract.mapper import map_raw_hypotheses
-from extract.phrases import GENERIC, Phrase, Token, key_of, phrases, singular, tokens
+from extract.phrases import GENERIC, Phrase, Token, key_of, phrases, plausible_word, singular, tokens
 from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 19  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 20  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -151,6 +151,9 @@ class _Message:
     stops: list[int] = field(default_factory=list)  # sentence ends in the message text, sorted
     words: list[Token] = field(default_factory=list)  # tokens of the view
     case_blind: bool = False  # written without a single capital ("how to use limit in linux"): no case evidence
+    # identifiers written alone as inline code ("`explode`", "`cache()`"): (lower case, view start, view end,
+    # named as a function or command there: called or followed by its kind)
+    code_names: list[tuple[str, int, int, bool]] = field(default_factory=list)
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         if self.offsets is None:
@@ -173,10 +176,26 @@ class _Message:
 def _read(message: SegmentMessage) -> _Message:
     limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
     view, offsets = unicode_view(message.text[:limit])
+    code_names = [
+        (m.group(1).casefold(), m.start(1), m.end(1), bool(m.group(2)) or (m.group(3) or "").casefold() in _CODE_KINDS)
+        for m in _CODE_NAME.finditer(view)
+    ] if "`" in view else []
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
     stops = [m.start() for m in _STOPS.finditer(message.text)]
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
-    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower())
+    return _Message(
+        message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower(), code_names
+    )
+
+
+# An identifier alone in inline code, bare or called with nothing ("`explode`", "`cache()`", "`ulimit`"), and the
+# word after it: called, or followed by its kind ("the `explode` function", "`explode` is a method"), it names a
+# function or a command; a column, a field or a variable ("the `balance` field", "`zero` is ...") it does not.
+_CODE_NAME = re.compile(r"`([^\W\d_][\w-]{1,40})(\(\))?`(?:[ \t]+(?:is[ \t]+(?:an?|the)[ \t]+)?([A-Za-z]+))?")
+_CODE_KINDS = frozenset(
+    "function functions method methods command commands keyword keywords clause clauses operator operators"
+    " class statement utility transformation transformations action actions".split()  # noqa: SIM905
+)
 
 
 def _blank_escape(match: re.Match[str]) -> str:
@@ -198,6 +217,7 @@ class _Candidate:
     quoted: int = 0  # other proposals written in quotes ('equal to "CHN"')
     defined: bool = False  # a text's defined term for a party ('("Client")'): the role, not a subject
     firm: bool = False  # proposed by the plain rules at least once, not only with a modifier they cut (loose)
+    coded: bool = False  # a word the user says that the segment writes as inline code: a function, command, keyword
 
     def proposals(self) -> int:
         return sum(self.forms.values())
@@ -273,11 +293,40 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate.not_subject += not_subject
             candidate.quoted += quoted and not not_subject
             candidate.defined = candidate.defined or defined
+    _propose_coded(messages, found)
     _index_mentions(messages, found)
     for key in [k for k, c in found.items() if not c.firm and len(c.mentions) < LOOSE_SPREAD]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
     return found
+
+
+def _propose_coded(messages: list[_Message], found: dict[tuple[str, ...], _Candidate]) -> None:
+    """A word the user says in prose that the segment writes as a function or a command in inline code ("if we use
+    explode in pyspark", then "the `explode` function"; "how to use limit in linux", then "the `limit` command")
+    names what the user asks about, however common the word ("the `balance` field" names a column: no). Its
+    inline-code mentions count as mentions (`_index_mentions` reads prose only)."""
+    coded = {name for m in messages for name, _, _, function in m.code_names if function}
+    if not coded:
+        return
+    said: set[tuple[str, ...]] = set()
+    for message in messages:
+        if message.message.role != "user":
+            continue
+        for token in message.words:
+            if token.lower in coded and not token.stop and plausible_word(token.text):
+                key = key_of([token.lower])
+                candidate = found.setdefault(key, _Candidate(key, language=message.language))
+                candidate.named = candidate.firm = candidate.coded = True
+                if key not in said:
+                    said.add(key)
+                    candidate.forms[token.lower] += 1
+    for message in messages:
+        for name, start, end, _ in message.code_names:
+            key = key_of([name])
+            if key in said:
+                found[key].mentions.append((message, start, end))
+                found[key].forms[name] += 1
 
 
 def _truecase(found: dict[tuple[str, ...], _Candidate]) -> None:
@@ -406,6 +455,8 @@ def _single_word_ok(candidate: _Candidate) -> bool:
         return False  # "sqm3", "df2", "table1": an identifier no one writes with a capital ("EC2", "S3", "GPT-4o" are)
     if candidate.quoted >= candidate.proposals() and _quoted_value(candidate):
         return False  # "there is 'aal' in label 1": a value quoted from the data, no English word
+    if candidate.coded:
+        return True  # "explode", "limit": a function or a command the user names, written as code
     frequency = lexicon.zipf(word, candidate.language)
     if any(_acronym_or_inner(f) for f in forms):
         # "AI", "HR", "MB": a two-letter acronym is a unit or a department more often than a subject
@@ -413,7 +464,8 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     if candidate.cased_mid and candidate.cased_mid >= candidate.lower_mid:
         return frequency < 4.8 and (candidate.cased_mid >= 2 or frequency < 3.5)
     if frequency == 0.0:
-        return len(candidate.mentions) >= 2
+        # a typo is said once; an identifier the user writes ("using number_to_hex()") is named on purpose
+        return len(candidate.mentions) >= 2 or ("_" in word and candidate.user_mentions() > 0)
     return frequency < 3.4
 
 
