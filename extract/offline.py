@@ -151,7 +151,7 @@ class _Message:
     stops: list[int] = field(default_factory=list)  # sentence ends in the message text, sorted
     words: list[Token] = field(default_factory=list)  # tokens of the view
     case_blind: bool = False  # written without a single capital ("how to use limit in linux"): no case evidence
-    # identifiers written alone as inline code ("`explode`", "`cache()`"): (lower case, view start, view end,
+    # identifiers written alone as inline code ("`explode`", "`cache()`"): (as written, view start, view end,
     # named as a function or command there: called or followed by its kind)
     code_names: list[tuple[str, int, int, bool]] = field(default_factory=list)
 
@@ -177,7 +177,7 @@ def _read(message: SegmentMessage) -> _Message:
     limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
     view, offsets = unicode_view(message.text[:limit])
     code_names = [
-        (m.group(1).casefold(), m.start(1), m.end(1), bool(m.group(2)) or (m.group(3) or "").casefold() in _CODE_KINDS)
+        (m.group(1), m.start(1), m.end(1), bool(m.group(2)) or (m.group(3) or "").casefold() in _CODE_KINDS)
         for m in _CODE_NAME.finditer(view)
     ] if "`" in view else []
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
@@ -259,7 +259,7 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
             scored.append((-score, candidate.title().casefold(), candidate))
     scored.sort(key=lambda item: (item[0], item[1]))
     chosen: list[dict[str, Any]] = []
-    taken: list[set[str]] = []
+    taken: list[tuple[set[str], bool]] = []  # the words of each chosen term, and whether it is a full name
     for _, _, candidate in scored:
         if len(chosen) == max_concepts:
             break
@@ -267,12 +267,14 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
             continue  # past the open ranks, the user's words only
         words_ = set(candidate.key)
         own = len(words_) <= MAX_SUBTERM_WORDS and candidate.user_mentions() > 0
-        if any(words_ <= other or (other <= words_ and not own) for other in taken):
-            # "Glue" after "AWS Glue": that term covers it; a term the user says after its head word ("Hive
-            # external table" after "Hive") is a concept of its own; a reply's clause around it ("DAG run
-            # reads XW0") or a long run is not
+        lone_name = len(words_) == 1 and candidate.named and candidate.cased_mid > candidate.lower_mid
+        if any((words_ <= other and (full or not lone_name)) or (other <= words_ and not own) for other, full in taken):
+            # "Glue" after "AWS Glue": that name covers it, but a name used as a modifier in a phrase ("Hive" after
+            # "partitioned Hive table", "Rachel" after "friend Rachel") is a concept of its own; a term the user
+            # says after its head word ("Hive external table" after "Hive") is one too; a reply's clause around
+            # it ("DAG run reads XW0") or a long run is not
             continue
-        taken.append(words_)
+        taken.append((words_, _full_name(candidate.title())))
         chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
     return chosen
 
@@ -306,7 +308,7 @@ def _propose_coded(messages: list[_Message], found: dict[tuple[str, ...], _Candi
     explode in pyspark", then "the `explode` function"; "how to use limit in linux", then "the `limit` command")
     names what the user asks about, however common the word ("the `balance` field" names a column: no). Its
     inline-code mentions count as mentions (`_index_mentions` reads prose only)."""
-    coded = {name for m in messages for name, _, _, function in m.code_names if function}
+    coded = {name.casefold() for m in messages for name, _, _, function in m.code_names if function}
     if not coded:
         return
     said: set[tuple[str, ...]] = set()
@@ -323,7 +325,7 @@ def _propose_coded(messages: list[_Message], found: dict[tuple[str, ...], _Candi
                     candidate.forms[token.lower] += 1
     for message in messages:
         for name, start, end, _ in message.code_names:
-            key = key_of([name])
+            key = key_of([name.casefold()])
             if key in said:
                 found[key].mentions.append((message, start, end))
                 found[key].forms[name] += 1

@@ -283,6 +283,41 @@ def phrases(
         if phrase_chars is not None and words[-1].start >= phrase_chars:
             words = [t for t in words if t.start < phrase_chars]
         yield from _noun_phrases(prose, words)
+        yield from _heads(prose, words)
+
+
+# A list item's head: a line of up to four words that ends in a colon ("1. **Data Partitioning**: ...",
+# "Caching:"), markers already blanked.
+_HEAD = re.compile(r"(?m)^[ \t]*([^\W\d_][^\n:]{0,60}?)[ \t]*:")
+
+
+def _heads(prose: str, words: list[Token]) -> Iterator[Phrase]:
+    """A list item's head names the item ("Data Partitioning:", "Caching:", "Color correction:"): kept whole,
+    its -ing words too (the plain rules cut "Caching" as a verb); a command that opens it is no part of it
+    ("Use caching:" is caching)."""
+    if ":" not in prose:
+        return
+    starts = {t.start: i for i, t in enumerate(words)}
+    for match in _HEAD.finditer(prose):
+        i = starts.get(match.start(1))
+        if i is None:
+            continue
+        head = []
+        while i < len(words) and words[i].end <= match.end(1):
+            head.append(words[i])
+            i += 1
+        if len(head) > 1 and _imperative(head[0].lower) and head[0].text[:1].isupper():
+            head = head[1:]
+        if not head or len(head) > 2 or any(t.stop for t in head) or "'" in prose[head[0].start : head[-1].end]:
+            continue
+        if all(_generic(t) for t in head) or not all(plausible_word(t.text) for t in head):
+            continue
+        last = head[-1]
+        if _adverb_only(last.lower) or not (
+            lexicon.can_be_noun(last.lower) or last.lower.endswith("ing") or _written_as_name(last)
+        ):
+            continue
+        yield _phrase(prose, head)
 
 
 def _joined(prose: str, left: Token, right: Token) -> bool:
