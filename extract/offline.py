@@ -11,7 +11,9 @@ output. For each segment:
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
    a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
    "linguistic diversity") counts where the segment says it so twice; a message in another language
-   gives names only; a value typed in a statement ("set city='Hyd'", then
+   gives names only; a word the user says that the segment writes as a function or a command in inline code
+   ("if we use explode", then "the `explode` function") is a candidate however common, its code mentions
+   counted; a value typed in a statement ("set city='Hyd'", then
    quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
    candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
    extract/templates.py);
@@ -20,12 +22,14 @@ output. For each segment:
    capital, the conversation's title naming it, a term of several words, and how specific it is against
    background word frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do);
    a phrase said fewer than three times and only in replies (unless written as a name: "Point Reyes"),
+   a word no list holds said once (a typo, unless the user writes an identifier: "number_to_hex()"),
    identifiers in lower case with digits ("sqm3") and quoted values no lexicon holds ("'aal'"), single common words,
    phrases of generic words, a misspelling of a word the segment spells right
    ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and
    its expansion are one candidate ("DAG", "Directed Acyclic Graph");
 4. the best `max_concepts` (past the fifth, only terms the user says; a term is skipped when a better one
-   holds all its words: "Glue" after "AWS Glue"; a term of up to three words the user says after its head word
+   holds all its words: "Glue" after "AWS Glue", though a name is not covered by a phrase that uses it as a
+   modifier, "Hive" after "partitioned Hive table"; a term of up to three words the user says after its head word
    is a concept of its own: "Hive external table" after "Hive") are typed by a cue in the user's sentence
    around the first mention (tension, goal, project, behavioral_pattern, event, belief; otherwise entity) and
    titled by their most frequent cased form ("AWS Glue" over "aws glue");
@@ -176,26 +180,29 @@ class _Message:
 def _read(message: SegmentMessage) -> _Message:
     limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
     view, offsets = unicode_view(message.text[:limit])
-    code_names = [
-        (m.group(1), m.start(1), m.end(1), bool(m.group(2)) or (m.group(3) or "").casefold() in _CODE_KINDS)
-        for m in _CODE_NAME.finditer(view)
-    ] if "`" in view else []
+    code_names = (
+        [
+            (m.group(1), m.start(1), m.end(1), bool(m.group(2)) or (m.group(3) or "").casefold() in _CODE_KINDS)
+            for m in _CODE_NAME.finditer(view)
+        ]
+        if "`" in view
+        else []
+    )
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
     stops = [m.start() for m in _STOPS.finditer(message.text)]
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
-    return _Message(
-        message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower(), code_names
-    )
+    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower(), code_names)
 
 
 # An identifier alone in inline code, bare or called with nothing ("`explode`", "`cache()`", "`ulimit`"), and the
 # word after it: called, or followed by its kind ("the `explode` function", "`explode` is a method"), it names a
 # function or a command; a column, a field or a variable ("the `balance` field", "`zero` is ...") it does not.
 _CODE_NAME = re.compile(r"`([^\W\d_][\w-]{1,40})(\(\))?`(?:[ \t]+(?:is[ \t]+(?:an?|the)[ \t]+)?([A-Za-z]+))?")
-_CODE_KINDS = frozenset(
+_CODE_KINDS_TEXT = (
     "function functions method methods command commands keyword keywords clause clauses operator operators"
-    " class statement utility transformation transformations action actions".split()  # noqa: SIM905
+    " class statement utility transformation transformations action actions"
 )
+_CODE_KINDS = frozenset(_CODE_KINDS_TEXT.split())
 
 
 def _blank_escape(match: re.Match[str]) -> str:
