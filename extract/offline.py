@@ -83,6 +83,8 @@ MAX_SUBTERM_WORDS = 3
 # `max_concepts`) only what the user says: a user's term outranked by the reply's names ("travel insurance" below
 # six towns the reply lists) is still what they asked about, a reply's 6th name is not.
 OPEN_RANKS = 5
+# A hyphenated word made an adjective ("Python-like", "Spark-based"): a name's modifier, never a name alone.
+_ADJECTIVE_ENDS = ("-like", "-based", "-style", "-related", "-specific", "-friendly", "-oriented", "-driven")
 _STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
 _TITLE_WORD = re.compile(r"[^\W_][\w'’+#.&-]*", re.UNICODE)
 
@@ -274,7 +276,12 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
             continue  # past the open ranks, the user's words only
         words_ = set(candidate.key)
         own = len(words_) <= MAX_SUBTERM_WORDS and candidate.user_mentions() > 0
-        lone_name = len(words_) == 1 and candidate.named and candidate.cased_mid > candidate.lower_mid
+        lone_name = (
+            len(words_) == 1
+            and candidate.named
+            and candidate.cased_mid > candidate.lower_mid
+            and not candidate.key[0].endswith(_ADJECTIVE_ENDS)  # "Python-like" in "Python-like pseudocode"
+        )
         if any((words_ <= other and (full or not lone_name)) or (other <= words_ and not own) for other, full in taken):
             # "Glue" after "AWS Glue": that name covers it, but a name used as a modifier in a phrase ("Hive" after
             # "partitioned Hive table", "Rachel" after "friend Rachel") is a concept of its own; a term the user
@@ -293,7 +300,7 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
     for message in messages:
         user = message.message.role == "user"
         phrase_chars = None if user else REPLY_PHRASE_CHARS
-        for phrase in phrases(message.view, message.language, message.words, phrase_chars):
+        for phrase in phrases(message.view, message.language, message.words, phrase_chars, heads=not user):
             candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
             candidate.named = candidate.named or phrase.named
             candidate.firm = candidate.firm or not phrase.loose

@@ -274,10 +274,15 @@ def tokens(prose: str) -> list[Token]:
 
 
 def phrases(
-    prose: str, language: str, words: list[Token] | None = None, phrase_chars: int | None = None
+    prose: str,
+    language: str,
+    words: list[Token] | None = None,
+    phrase_chars: int | None = None,
+    heads: bool = False,
 ) -> Iterator[Phrase]:
     """Every candidate phrase of one message's prose view (names first, then noun phrases); `words` are its
-    tokens when the caller has them already; noun phrases only from the first `phrase_chars` characters."""
+    tokens when the caller has them already; noun phrases only from the first `phrase_chars` characters; with
+    `heads`, its list items' heads (a reply's, not a user's: a user's heads are a prompt's sections)."""
     words = tokens(prose) if words is None else words
     if not words:
         return
@@ -286,7 +291,8 @@ def phrases(
         if phrase_chars is not None and words[-1].start >= phrase_chars:
             words = [t for t in words if t.start < phrase_chars]
         yield from _noun_phrases(prose, words)
-        yield from _heads(prose, words)
+        if heads:
+            yield from _heads(prose, words)
 
 
 # A list item's head: the opening of a line, up to its first colon ("1. **Data Partitioning**: ...", "Caching:"),
@@ -313,6 +319,8 @@ def _heads(prose: str, words: list[Token]) -> Iterator[Phrase]:
             i += 1
         if len(head) > 1 and _imperative(head[0].lower) and head[0].text[:1].isupper():
             head = head[1:]
+        while head and (head[0].lower in _COMMON_OPENERS or head[0].lower in NOT_NAMES):
+            head = head[1:]  # "Current points:", "Overall Performance:"
         if (
             not head
             or len(head) > 2
@@ -324,8 +332,8 @@ def _heads(prose: str, words: list[Token]) -> Iterator[Phrase]:
             continue
         last = head[-1]
         if _adverb_only(last.lower) or not (
-            lexicon.can_be_noun(last.lower) or last.lower.endswith("ing") or _written_as_name(last)
-        ):
+            lexicon.can_be_noun(last.lower) or last.lower.endswith("ing") or _acronym(last) or last.inner_capital
+        ):  # "Fully Managed:" is no term
             continue
         yield _phrase(prose, head)
 

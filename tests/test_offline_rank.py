@@ -537,6 +537,18 @@ def test_a_list_items_head_is_a_term_with_its_gerund() -> None:
     found = {t.casefold() for t in titles(segment, 8)}
     assert {"caching", "partitioning"} <= found
     assert "implementing efficient workflows" not in found
+    prompt = segment_input(
+        "seg-prompt-heads",
+        [
+            (
+                "user",
+                "Generate pseudocode for the filter.\n\nFormatting Requirements:\n1. Indents with 4 spaces\n"
+                "2. Fully Managed: no globals\n\nFormatting Requirements: keep the names exact.",
+            ),
+            ("assistant", "Here is the pseudocode for the filter, with the formatting requirements applied."),
+        ],
+    )
+    assert "formatting requirements" not in {t.casefold() for t in titles(prompt, 8)}
 
 
 def test_a_name_used_as_a_modifier_is_still_a_concept_of_its_own() -> None:
@@ -563,3 +575,11 @@ def test_a_name_used_as_a_modifier_is_still_a_concept_of_its_own() -> None:
         ],
     )
     assert "Glue" not in titles(glue, 8)
+    like = segment_input(
+        "seg-like",
+        [
+            ("user", "Generate Python-like pseudocode for the FFT"),
+            ("assistant", "Here is Python-like pseudocode for the FFT; the Python-like pseudocode keeps the loops."),
+        ],
+    )
+    assert "Python-like" not in titles(like, 8)
