@@ -281,6 +281,7 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
             and candidate.named
             and candidate.cased_mid > candidate.lower_mid
             and not candidate.key[0].endswith(_ADJECTIVE_ENDS)  # "Python-like" in "Python-like pseudocode"
+            and _noun_or_unknown(candidate.key[0])  # "Amplified" in "Amplified zombie types": a modifier
         )
         if any((words_ <= other and (full or not lone_name)) or (other <= words_ and not own) for other, full in taken):
             # "Glue" after "AWS Glue": that name covers it, but a name used as a modifier in a phrase ("Hive" after
@@ -291,6 +292,13 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
         taken.append((words_, _full_name(candidate.title())))
         chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
     return chosen
+
+
+@lru_cache(maxsize=1 << 14)
+def _noun_or_unknown(word: str) -> bool:
+    """A word the English lexicon reads as a noun ("hive") or does not know ("rachel", "sqoop")."""
+    tags = lexicon.parts_of_speech(word)
+    return not tags or "NOUN" in tags
 
 
 def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:

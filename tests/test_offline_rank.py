@@ -583,3 +583,11 @@ def test_a_name_used_as_a_modifier_is_still_a_concept_of_its_own() -> None:
         ],
     )
     assert "Python-like" not in titles(like, 8)
+    zombies = segment_input(
+        "seg-zombies",
+        [
+            ("user", "do you remember the 7 Amplified zombie types we thought up yesterday?"),
+            ("assistant", "Yes: the 7 Amplified zombie types each had a twist, and the Amplified zombie types grew."),
+        ],
+    )
+    assert "Amplified" not in titles(zombies, 8)
