@@ -183,12 +183,7 @@ def _read(message: SegmentMessage) -> _Message:
     limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
     view, offsets = unicode_view(message.text[:limit])
     code_names = (
-        [
-            (m.group(1), m.start(1), m.end(1), bool(m.group(2)) or (m.group(3) or "").casefold() in _CODE_KINDS)
-            for m in _CODE_NAME.finditer(view)
-        ]
-        if "`" in view
-        else []
+        [(m.group(1), m.start(1), m.end(1), _names_code(m)) for m in _CODE_NAME.finditer(view)] if "`" in view else []
     )
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
     stops = [m.start() for m in _STOPS.finditer(message.text)]
@@ -197,14 +192,25 @@ def _read(message: SegmentMessage) -> _Message:
 
 
 # An identifier alone in inline code, bare or called with nothing ("`explode`", "`cache()`", "`ulimit`"), and the
-# word after it: called, or followed by its kind ("the `explode` function", "`explode` is a method"), it names a
-# function or a command; a column, a field or a variable ("the `balance` field", "`zero` is ...") it does not.
+# word after it: called, followed by its kind ("the `explode` function", "`explode` is a method") or shaped as an
+# identifier ("`flatMap`"), it names a function or a command; a plain word that names a column, a field or a
+# variable ("the `balance` field", "`zero` is ...") does not.
 _CODE_NAME = re.compile(r"`([^\W\d_][\w-]{1,40})(\(\))?`(?:[ \t]+(?:is[ \t]+(?:an?|the)[ \t]+)?([A-Za-z]+))?")
 _CODE_KINDS_TEXT = (
     "function functions method methods command commands keyword keywords clause clauses operator operators"
     " class statement utility transformation transformations action actions"
 )
 _CODE_KINDS = frozenset(_CODE_KINDS_TEXT.split())
+
+
+def _names_code(match: re.Match[str]) -> bool:
+    """An inline-code identifier is a function, a command or a method where it is called ("`cache()`"), followed
+    by its kind ("the `limit` command") or shaped as an identifier ("`flatMap`", "`row_number`"): no English word
+    is written so."""
+    name = match.group(1)
+    if match.group(2) or (match.group(3) or "").casefold() in _CODE_KINDS:
+        return True
+    return "_" in name.strip("_") or (name[:1].islower() and name != name.casefold())
 
 
 def _blank_escape(match: re.Match[str]) -> str:

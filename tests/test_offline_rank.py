@@ -502,6 +502,15 @@ def test_a_word_the_user_says_that_the_reply_writes_as_a_function_is_a_concept()
         ],
     )
     assert "limit" in {t.casefold() for t in titles(command)}
+    shaped = segment_input(
+        "seg-flatmap",
+        [
+            ("user", "what does flatmap do on a scala list"),
+            ("assistant", "Scala collections offer `filter`, `map` and `flatMap`; `flatMap` maps and then flattens."),
+        ],
+    )
+    found = {t.casefold() for t in titles(shaped, 8)}
+    assert "flatmap" in found and "flatMap" in titles(shaped, 8)  # an identifier's shape: code, titled as written
 
 
 def test_an_identifier_the_user_names_once_is_no_typo() -> None:
