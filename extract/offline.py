@@ -11,7 +11,9 @@ output. For each segment:
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
    a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
    "linguistic diversity") counts where the segment says it so twice; a message in another language
-   gives names only; a value typed in a statement ("set city='Hyd'", then
+   gives names only; a word the user says that the segment writes as a function or a command in inline code
+   ("if we use explode", then "the `explode` function") is a candidate however common, its code mentions
+   counted; a value typed in a statement ("set city='Hyd'", then
    quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
    candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
    extract/templates.py);
@@ -20,12 +22,14 @@ output. For each segment:
    capital, the conversation's title naming it, a term of several words, and how specific it is against
    background word frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do);
    a phrase said fewer than three times and only in replies (unless written as a name: "Point Reyes"),
+   a word no list holds said once (a typo, unless the user writes an identifier: "number_to_hex()"),
    identifiers in lower case with digits ("sqm3") and quoted values no lexicon holds ("'aal'"), single common words,
    phrases of generic words, a misspelling of a word the segment spells right
    ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and
    its expansion are one candidate ("DAG", "Directed Acyclic Graph");
 4. the best `max_concepts` (past the fifth, only terms the user says; a term is skipped when a better one
-   holds all its words: "Glue" after "AWS Glue"; a term of up to three words the user says after its head word
+   holds all its words: "Glue" after "AWS Glue", though a name is not covered by a phrase that uses it as a
+   modifier, "Hive" after "partitioned Hive table"; a term of up to three words the user says after its head word
    is a concept of its own: "Hive external table" after "Hive") are typed by a cue in the user's sentence
    around the first mention (tension, goal, project, behavioral_pattern, event, belief; otherwise entity) and
    titled by their most frequent cased form ("AWS Glue" over "aws glue");
@@ -56,12 +60,12 @@ from extract.fact_mapper import map_raw_facts
 from extract.facts import FACT_RULES_VERSION, propose_facts
 from extract.goals import goal
 from extract.mapper import map_raw_hypotheses
-from extract.phrases import GENERIC, Phrase, Token, key_of, phrases, singular, tokens
+from extract.phrases import GENERIC, Phrase, Token, key_of, phrases, plausible_word, singular, tokens
 from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 19  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 20  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -79,6 +83,8 @@ MAX_SUBTERM_WORDS = 3
 # `max_concepts`) only what the user says: a user's term outranked by the reply's names ("travel insurance" below
 # six towns the reply lists) is still what they asked about, a reply's 6th name is not.
 OPEN_RANKS = 5
+# A hyphenated word made an adjective ("Python-like", "Spark-based"): a name's modifier, never a name alone.
+_ADJECTIVE_ENDS = ("-like", "-based", "-style", "-related", "-specific", "-friendly", "-oriented", "-driven")
 _STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
 _TITLE_WORD = re.compile(r"[^\W_][\w'’+#.&-]*", re.UNICODE)
 
@@ -151,6 +157,9 @@ class _Message:
     stops: list[int] = field(default_factory=list)  # sentence ends in the message text, sorted
     words: list[Token] = field(default_factory=list)  # tokens of the view
     case_blind: bool = False  # written without a single capital ("how to use limit in linux"): no case evidence
+    # identifiers written alone as inline code ("`explode`", "`cache()`"): (as written, view start, view end,
+    # named as a function or command there: called or followed by its kind)
+    code_names: list[tuple[str, int, int, bool]] = field(default_factory=list)
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         if self.offsets is None:
@@ -173,10 +182,35 @@ class _Message:
 def _read(message: SegmentMessage) -> _Message:
     limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
     view, offsets = unicode_view(message.text[:limit])
+    code_names = (
+        [(m.group(1), m.start(1), m.end(1), _names_code(m)) for m in _CODE_NAME.finditer(view)] if "`" in view else []
+    )
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
     stops = [m.start() for m in _STOPS.finditer(message.text)]
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
-    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower())
+    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower(), code_names)
+
+
+# An identifier alone in inline code, bare or called with nothing ("`explode`", "`cache()`", "`ulimit`"), and the
+# word after it: called, followed by its kind ("the `explode` function", "`explode` is a method") or shaped as an
+# identifier ("`flatMap`"), it names a function or a command; a plain word that names a column, a field or a
+# variable ("the `balance` field", "`zero` is ...") does not.
+_CODE_NAME = re.compile(r"`([^\W\d_][\w-]{1,40})(\(\))?`(?:[ \t]+(?:is[ \t]+(?:an?|the)[ \t]+)?([A-Za-z]+))?")
+_CODE_KINDS_TEXT = (
+    "function functions method methods command commands keyword keywords clause clauses operator operators"
+    " class statement utility transformation transformations action actions"
+)
+_CODE_KINDS = frozenset(_CODE_KINDS_TEXT.split())
+
+
+def _names_code(match: re.Match[str]) -> bool:
+    """An inline-code identifier is a function, a command or a method where it is called ("`cache()`"), followed
+    by its kind ("the `limit` command") or shaped as an identifier ("`flatMap`", "`row_number`"): no English word
+    is written so."""
+    name = match.group(1)
+    if match.group(2) or (match.group(3) or "").casefold() in _CODE_KINDS:
+        return True
+    return "_" in name.strip("_") or (name[:1].islower() and name != name.casefold())
 
 
 def _blank_escape(match: re.Match[str]) -> str:
@@ -198,6 +232,7 @@ class _Candidate:
     quoted: int = 0  # other proposals written in quotes ('equal to "CHN"')
     defined: bool = False  # a text's defined term for a party ('("Client")'): the role, not a subject
     firm: bool = False  # proposed by the plain rules at least once, not only with a modifier they cut (loose)
+    coded: bool = False  # a word the user says that the segment writes as inline code: a function, command, keyword
 
     def proposals(self) -> int:
         return sum(self.forms.values())
@@ -239,7 +274,7 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
             scored.append((-score, candidate.title().casefold(), candidate))
     scored.sort(key=lambda item: (item[0], item[1]))
     chosen: list[dict[str, Any]] = []
-    taken: list[set[str]] = []
+    taken: list[tuple[set[str], bool]] = []  # the words of each chosen term, and whether it is a full name
     for _, _, candidate in scored:
         if len(chosen) == max_concepts:
             break
@@ -247,14 +282,29 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
             continue  # past the open ranks, the user's words only
         words_ = set(candidate.key)
         own = len(words_) <= MAX_SUBTERM_WORDS and candidate.user_mentions() > 0
-        if any(words_ <= other or (other <= words_ and not own) for other in taken):
-            # "Glue" after "AWS Glue": that term covers it; a term the user says after its head word ("Hive
-            # external table" after "Hive") is a concept of its own; a reply's clause around it ("DAG run
-            # reads XW0") or a long run is not
+        lone_name = (
+            len(words_) == 1
+            and candidate.named
+            and candidate.cased_mid > candidate.lower_mid
+            and not candidate.key[0].endswith(_ADJECTIVE_ENDS)  # "Python-like" in "Python-like pseudocode"
+            and _noun_or_unknown(candidate.key[0])  # "Amplified" in "Amplified zombie types": a modifier
+        )
+        if any((words_ <= other and (full or not lone_name)) or (other <= words_ and not own) for other, full in taken):
+            # "Glue" after "AWS Glue": that name covers it, but a name used as a modifier in a phrase ("Hive" after
+            # "partitioned Hive table", "Rachel" after "friend Rachel") is a concept of its own; a term the user
+            # says after its head word ("Hive external table" after "Hive") is one too; a reply's clause around
+            # it ("DAG run reads XW0") or a long run is not
             continue
-        taken.append(words_)
+        taken.append((words_, _full_name(candidate.title())))
         chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
     return chosen
+
+
+@lru_cache(maxsize=1 << 14)
+def _noun_or_unknown(word: str) -> bool:
+    """A word the English lexicon reads as a noun ("hive") or does not know ("rachel", "sqoop")."""
+    tags = lexicon.parts_of_speech(word)
+    return not tags or "NOUN" in tags
 
 
 def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
@@ -264,7 +314,7 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
     for message in messages:
         user = message.message.role == "user"
         phrase_chars = None if user else REPLY_PHRASE_CHARS
-        for phrase in phrases(message.view, message.language, message.words, phrase_chars):
+        for phrase in phrases(message.view, message.language, message.words, phrase_chars, heads=not user):
             candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
             candidate.named = candidate.named or phrase.named
             candidate.firm = candidate.firm or not phrase.loose
@@ -273,11 +323,40 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate.not_subject += not_subject
             candidate.quoted += quoted and not not_subject
             candidate.defined = candidate.defined or defined
+    _propose_coded(messages, found)
     _index_mentions(messages, found)
     for key in [k for k, c in found.items() if not c.firm and len(c.mentions) < LOOSE_SPREAD]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
     return found
+
+
+def _propose_coded(messages: list[_Message], found: dict[tuple[str, ...], _Candidate]) -> None:
+    """A word the user says in prose that the segment writes as a function or a command in inline code ("if we use
+    explode in pyspark", then "the `explode` function"; "how to use limit in linux", then "the `limit` command")
+    names what the user asks about, however common the word ("the `balance` field" names a column: no). Its
+    inline-code mentions count as mentions (`_index_mentions` reads prose only)."""
+    coded = {name.casefold() for m in messages for name, _, _, function in m.code_names if function}
+    if not coded:
+        return
+    said: set[tuple[str, ...]] = set()
+    for message in messages:
+        if message.message.role != "user":
+            continue
+        for token in message.words:
+            if token.lower in coded and not token.stop and plausible_word(token.text):
+                key = key_of([token.lower])
+                candidate = found.setdefault(key, _Candidate(key, language=message.language))
+                candidate.named = candidate.firm = candidate.coded = True
+                if key not in said:
+                    said.add(key)
+                    candidate.forms[token.lower] += 1
+    for message in messages:
+        for name, start, end, _ in message.code_names:
+            key = key_of([name.casefold()])
+            if key in said:
+                found[key].mentions.append((message, start, end))
+                found[key].forms[name] += 1
 
 
 def _truecase(found: dict[tuple[str, ...], _Candidate]) -> None:
@@ -406,6 +485,8 @@ def _single_word_ok(candidate: _Candidate) -> bool:
         return False  # "sqm3", "df2", "table1": an identifier no one writes with a capital ("EC2", "S3", "GPT-4o" are)
     if candidate.quoted >= candidate.proposals() and _quoted_value(candidate):
         return False  # "there is 'aal' in label 1": a value quoted from the data, no English word
+    if candidate.coded:
+        return True  # "explode", "limit": a function or a command the user names, written as code
     frequency = lexicon.zipf(word, candidate.language)
     if any(_acronym_or_inner(f) for f in forms):
         # "AI", "HR", "MB": a two-letter acronym is a unit or a department more often than a subject
@@ -413,7 +494,8 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     if candidate.cased_mid and candidate.cased_mid >= candidate.lower_mid:
         return frequency < 4.8 and (candidate.cased_mid >= 2 or frequency < 3.5)
     if frequency == 0.0:
-        return len(candidate.mentions) >= 2
+        # a typo is said once; an identifier the user writes ("using number_to_hex()") is named on purpose
+        return len(candidate.mentions) >= 2 or ("_" in word and candidate.user_mentions() > 0)
     return frequency < 3.4
 
 

@@ -22,6 +22,9 @@ text is about (clients/prose.py keeps such a call in the extractor's view).
 A dotted word is code, no part of either ("number.key", "IsHoliday.x", "pack.obj"), unless it names a site or a
 library ("Booking.com", "node.js"); a name in a Title Case heading ends before a last adverb ("the Schema Manually").
 
+A list item's head of up to two words ("1. **Caching**: ...", "Use partitioning: ...") is a noun phrase whole, its
+-ing word too (the plain rules cut "Caching" as a verb), without the command that opens it.
+
 Where the rules above cut a modifier off a noun phrase (a participle after a determiner: "a hashing algorithm",
 "a stored procedure"; an -ing head that ends a run after a noun: "performance tuning"; a common adjective in
 front: "linguistic diversity"), the phrase with it is proposed as well, marked loose: the extractor keeps it only
@@ -271,10 +274,15 @@ def tokens(prose: str) -> list[Token]:
 
 
 def phrases(
-    prose: str, language: str, words: list[Token] | None = None, phrase_chars: int | None = None
+    prose: str,
+    language: str,
+    words: list[Token] | None = None,
+    phrase_chars: int | None = None,
+    heads: bool = False,
 ) -> Iterator[Phrase]:
     """Every candidate phrase of one message's prose view (names first, then noun phrases); `words` are its
-    tokens when the caller has them already; noun phrases only from the first `phrase_chars` characters."""
+    tokens when the caller has them already; noun phrases only from the first `phrase_chars` characters; with
+    `heads`, its list items' heads (a reply's, not a user's: a user's heads are a prompt's sections)."""
     words = tokens(prose) if words is None else words
     if not words:
         return
@@ -283,6 +291,51 @@ def phrases(
         if phrase_chars is not None and words[-1].start >= phrase_chars:
             words = [t for t in words if t.start < phrase_chars]
         yield from _noun_phrases(prose, words)
+        if heads:
+            yield from _heads(prose, words)
+
+
+# A list item's head: the opening of a line, up to its first colon ("1. **Data Partitioning**: ...", "Caching:"),
+# list markers and emphasis already blanked.
+_HEAD = re.compile(r"(?m)^[ \t]*([^\W\d_][^\n:]{0,60}?)[ \t]*:")
+_HAS_APOSTROPHE = re.compile(r"['’]")
+
+
+def _heads(prose: str, words: list[Token]) -> Iterator[Phrase]:
+    """A list item's head names the item ("Data Partitioning:", "Caching:", "Color correction:"): kept whole,
+    its -ing words too (the plain rules cut "Caching" as a verb); a command that opens it is no part of it
+    ("Use caching:" is caching). Up to two words: a longer head is a clause ("Implementing efficient workflows:",
+    "Hadoop's input format:")."""
+    if ":" not in prose:
+        return
+    starts = {t.start: i for i, t in enumerate(words)}
+    for match in _HEAD.finditer(prose):
+        i = starts.get(match.start(1))
+        if i is None:
+            continue
+        head = []
+        while i < len(words) and words[i].end <= match.end(1):
+            head.append(words[i])
+            i += 1
+        if len(head) > 1 and _imperative(head[0].lower) and head[0].text[:1].isupper():
+            head = head[1:]
+        while head and (head[0].lower in _COMMON_OPENERS or head[0].lower in NOT_NAMES):
+            head = head[1:]  # "Current points:", "Overall Performance:"
+        if (
+            not head
+            or len(head) > 2
+            or any(t.stop for t in head)
+            or _HAS_APOSTROPHE.search(prose, head[0].start, head[-1].end)
+        ):
+            continue
+        if all(_generic(t) for t in head) or not all(plausible_word(t.text) for t in head):
+            continue
+        last = head[-1]
+        if _adverb_only(last.lower) or not (
+            lexicon.can_be_noun(last.lower) or last.lower.endswith("ing") or _acronym(last) or last.inner_capital
+        ):  # "Fully Managed:" is no term
+            continue
+        yield _phrase(prose, head)
 
 
 def _joined(prose: str, left: Token, right: Token) -> bool:

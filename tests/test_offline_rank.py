@@ -473,3 +473,130 @@ def test_a_title_case_headings_last_adverb_is_no_part_of_a_name() -> None:
     found = titles(segment, 8)
     assert "Schema Manually" not in found
     assert "Slowly Changing Dimension" in found
+
+
+def test_a_word_the_user_says_that_the_reply_writes_as_a_function_is_a_concept() -> None:
+    """ "if we use explode in pyspark": "explode" is a common verb, so no phrase held it and the common-word bar
+    stopped it; the reply writes it as code with its kind ("the `explode` function"), so it names a function the
+    user asks about, and its inline-code mentions count. A column the reply writes as code ("the `balance`
+    field") is no function, and a word the user never says stays out."""
+    segment = segment_input(
+        "seg-explode",
+        [
+            ("user", 'if we use explode in pyspark on the list ["One", "Two"] what will the balance output be'),
+            (
+                "assistant",
+                "In PySpark, the `explode` function turns an array column into rows: `explode` gives one row per"
+                " element. The `balance` field stays as it is, and `flatten` is a function too.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert "explode" in found
+    assert not {"balance", "flatten"} & found
+    command = segment_input(
+        "seg-limit",
+        [
+            ("user", "how to use limit in linux"),
+            ("assistant", "In Linux, the `limit` command sets resource limits for a shell; `limit` alone lists them."),
+        ],
+    )
+    assert "limit" in {t.casefold() for t in titles(command)}
+    shaped = segment_input(
+        "seg-flatmap",
+        [
+            ("user", "what does flatmap do on a scala list"),
+            ("assistant", "Scala collections offer `filter`, `map` and `flatMap`; `flatMap` maps and then flattens."),
+        ],
+    )
+    found = {t.casefold() for t in titles(shaped, 8)}
+    assert "flatmap" in found and "flatMap" in titles(shaped, 8)  # an identifier's shape: code, titled as written
+
+
+def test_an_identifier_the_user_names_once_is_no_typo() -> None:
+    """A word no frequency list holds, said once, is more likely a typo than a term; an identifier the user
+    writes with underscores ("using number_to_hex()") is named on purpose and counts said once."""
+    segment = segment_input(
+        "seg-helpers",
+        [
+            ("user", "write the demodulator using number_to_hex() and input_define() from my helpers"),
+            ("assistant", "Here is a demodulator that converts each sample and defines the inputs first."),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert {"number_to_hex", "input_define"} <= found
+
+
+def test_a_list_items_head_is_a_term_with_its_gerund() -> None:
+    """ "2. **Caching**:" heads a list item: the plain rules cut "Caching" as a verb, so a reply that explains
+    caching three times gave no candidate. A head of up to two words is a phrase, without the command that
+    opens it ("Use partitioning:"); a longer head is a clause ("Implementing efficient workflows")."""
+    segment = segment_input(
+        "seg-heads",
+        [
+            ("user", "how do I make my spark jobs faster"),
+            (
+                "assistant",
+                "Some tips:\n\n1. **Caching**: Caching keeps data that is read again in memory. Caching helps"
+                " iterative jobs.\n2. Use partitioning: partitioning splits the data so that partitioning spreads"
+                " the work over the executors.\n3. Implementing efficient workflows: plan the jobs.",
+            ),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment, 8)}
+    assert {"caching", "partitioning"} <= found
+    assert "implementing efficient workflows" not in found
+    prompt = segment_input(
+        "seg-prompt-heads",
+        [
+            (
+                "user",
+                "Generate pseudocode for the filter.\n\nFormatting Requirements:\n1. Indents with 4 spaces\n"
+                "2. Fully Managed: no globals\n\nFormatting Requirements: keep the names exact.",
+            ),
+            ("assistant", "Here is the pseudocode for the filter, with the formatting requirements applied."),
+        ],
+    )
+    assert "formatting requirements" not in {t.casefold() for t in titles(prompt, 8)}
+
+
+def test_a_name_used_as_a_modifier_is_still_a_concept_of_its_own() -> None:
+    """ "Glue" after "AWS Glue" is covered by the full name; "Hive" after "partitioned Hive table" is not: the
+    phrase uses the name as a modifier, and the name stays a concept of its own."""
+    segment = segment_input(
+        "seg-hive",
+        [
+            ("user", "how to load data into a partitioned Hive table"),
+            (
+                "assistant",
+                "To load a partitioned Hive table, create it in Hive with PARTITIONED BY, then load each partition;"
+                " Hive reads the partitioned Hive table by folder.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Hive" in found and any(t.casefold() == "partitioned hive table" for t in found)
+    glue = segment_input(
+        "seg-glue",
+        [
+            ("user", "how does AWS Glue run a job"),
+            ("assistant", "AWS Glue runs a job on Spark; AWS Glue bills it by the second, and AWS Glue logs it."),
+        ],
+    )
+    assert "Glue" not in titles(glue, 8)
+    like = segment_input(
+        "seg-like",
+        [
+            ("user", "Generate Python-like pseudocode for the FFT"),
+            ("assistant", "Here is Python-like pseudocode for the FFT; the Python-like pseudocode keeps the loops."),
+        ],
+    )
+    assert "Python-like" not in titles(like, 8)
+    zombies = segment_input(
+        "seg-zombies",
+        [
+            ("user", "do you remember the 7 Amplified zombie types we thought up yesterday?"),
+            ("assistant", "Yes: the 7 Amplified zombie types each had a twist, and the Amplified zombie types grew."),
+        ],
+    )
+    assert "Amplified" not in titles(zombies, 8)
