@@ -100,8 +100,10 @@ class App:
             lines.append(describe_api(serving=serving))
         return lines
 
-    def engine(self, settings: Settings, name: str = "pipeline") -> ModuleType:
-        """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first.
+    def engine(self, settings: Settings, name: str = "pipeline", *, early_api: bool = True) -> ModuleType:
+        """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first and, for a
+        command whose flows run on the ephemeral API (`early_api`), that API's server starting while it imports
+        (flows/early_api.py).
 
         A damaged archive.db or staging.db (0 bytes, not SQLite, truncated) is refused before anything is
         written: no staging.db, no Prefect state, no run row whose resume hint would fail the same way."""
@@ -111,7 +113,14 @@ class App:
         for path in (settings.archive_path, settings.staging_path):
             check_database(path)  # no connection of ours is open here (see staging.db.refuse_empty)
         configure_prefect(settings.data_dir, verbose=self.verbose)
-        return importlib.import_module(f"flows.{name}")
+        if not early_api:
+            return importlib.import_module(f"flows.{name}")
+        from flows import early_api as early
+
+        early.start()
+        module = importlib.import_module(f"flows.{name}")
+        early.imported()
+        return module
 
 
 EPHEMERAL_TIMEOUT = "attempting to connect to ephemeral Prefect API server"  # Prefect's start-up timeout message
@@ -475,7 +484,7 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
 
     take_sigint()  # as `run` does: one SIGINT stops it even when it was started with SIGINT ignored
     settings = app.settings()
-    engine = app.engine(settings, "serve")
+    engine = app.engine(settings, "serve", early_api=once)  # serve itself starts a server with a scheduler
     if not once:
         engine.check_schedule(watch_dir, cron)
         for line in app.defaults(settings, serving=True):

@@ -34,7 +34,7 @@ from contracts.errors import ChatmemError, ConfigError  # noqa: E402
 from contracts.results import StageResult  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from contracts.version import code_version  # noqa: E402
-from flows import server_guard  # noqa: E402
+from flows import early_api, server_guard  # noqa: E402
 from flows.interrupt import EXIT_CODES, RunInterrupted, interruptible  # noqa: E402
 from flows.prefect_history import prune_quietly  # noqa: E402
 from flows.progress import bars_wanted  # noqa: E402
@@ -158,7 +158,8 @@ def run_pipeline(
         on_memory_ready=recall_index.start,
         before_stage=_graph_ahead(graph, selected, force),
     )
-    server_guard.install()  # faults (issue 13): Ctrl-C must not reach Prefect's server, nor SIGKILL orphan it
+    if not early_api.active():  # a server started early (flows/early_api.py) runs guarded already
+        server_guard.install()  # faults (issue 13): Ctrl-C must not reach Prefect's server, nor SIGKILL orphan it
     with (
         data_dir_lock(settings.data_dir, run_id, wait_s=settings.pipeline.lock_wait_s),  # one writer per data dir
         interruptible(settings, run_id, selected),  # Ctrl-C: one line, the ledger says interrupted, exit 130
@@ -166,6 +167,7 @@ def run_pipeline(
         active_run(run_id, context),
     ):
         try:
+            early_api.wait_ready()  # the ephemeral API started as the command began (flows/early_api.py)
             results = pipeline(run_id=run_id, stages=selected)
         except Exception:  # not a Ctrl-C (a BaseException): that stops the build's daemon thread with the process
             recall_index.wait()  # the memory is complete even when the load failed: its index is worth keeping

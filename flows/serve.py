@@ -41,7 +41,7 @@ from clients.graph_server import left_as_found  # noqa: E402
 from clients.graph_target import local_server  # noqa: E402
 from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
-from flows import server_guard  # noqa: E402
+from flows import early_api, server_guard  # noqa: E402
 from flows.interrupt import EXIT_CODE, FLOW_RUN_ID, RunInterrupted  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
@@ -169,8 +169,10 @@ def run_once(watch_dir: Path, settings: Settings, force_format: str | None = Non
     """One watch run on the ephemeral API (what `chatmem serve --once` does)."""
     # Before the flow starts Prefect's ephemeral server: through the guard, so that Ctrl-C or SIGTERM cannot
     # kill it under the run and it does not outlive this process (run_pipeline would install it too late).
-    server_guard.install()
+    if not early_api.active():  # a server started early (flows/early_api.py) runs guarded already
+        server_guard.install()
     _INTERRUPTED.clear()
+    early_api.wait_ready()
     with without_heartbeats():
         state: State[Any] = watch_folder(  # type: ignore[assignment]  # a sync flow: the state itself
             watch_dir=str(watch_dir.absolute()),

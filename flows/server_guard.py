@@ -58,6 +58,11 @@ def install() -> None:
         server_module.subprocess = _GuardedSubprocess()  # type: ignore[assignment, attr-defined]
 
 
+def adopt(process: subprocess.Popen[Any]) -> None:
+    """A server started through `guarded` elsewhere (flows/early_api.py): `stop_servers` stops it too."""
+    _STARTED.append(process)
+
+
 def started_servers() -> list[int]:
     """Pids of the ephemeral servers this process started that still run."""
     return [p.pid for p in _STARTED if p.poll() is None]
