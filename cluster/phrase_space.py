@@ -1,19 +1,19 @@
 """What the clustering sees per segment: its MiniLM vector joined with a small vector of the phrases it uses.
 
 The static MiniLM mean of a segment's messages sees the genre (code, data engineering, advice) more than the
-subject: two Spark conversations about different things sit closer than a Spark and a Hive one (issue 20,
+subject: a Hive question's nearest neighbour is a Spark one, a pricing web page's a DSP code rewrite (issue 20,
 notes s22topics). The phrases a segment uses (cluster.phrases' candidates: runs of content words in its prose,
-code and markup blanked, the same keys c-TF-IDF counts) name the subject. So each point the clustering sees is
+code and markup blanked, the keys c-TF-IDF counts) name the subject. So each point the clustering sees is
 
     [sqrt(1 - share) * text vector, sqrt(share) * phrase vector]
 
 with both parts unit vectors: the cosine of two points is (1 - share) x their text cosine + share x their phrase
 cosine. The phrase vector is latent semantic analysis: TF-IDF over the phrase keys (present or not; a key in
-fewer than 2 segments or in more than a fifth of them says nothing about a subject and is left out), reduced to
-`dims` by a seeded truncated SVD, normalised. The space is fitted once per full run, on a seeded sample of at
-most FIT_MAX segments, and kept in the saved model: an incremental run and the concepts (their names' phrases)
-are placed in the same space. Cost: the phrase keys of every segment (~2 CPU-ms each, in batches through the
-stage's MapBatches) and one sparse product; nothing quadratic.
+fewer than 2 segments or in more than a fifth of them says nothing about a subject and is left out; at most
+MAX_VOCABULARY keys, the most used), reduced to `dims` by a seeded truncated SVD, normalised. The space is fitted
+once per full run, on a seeded sample of at most FIT_MAX segments, and kept in the saved model: an incremental
+run and the concepts (their titles' phrases) are placed in the same space. Cost: the phrase keys of every segment
+(~2 CPU-ms each, in batches through the stage's MapBatches) and one sparse product; nothing quadratic.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from staging.embeddings import Matrix
 FIT_MAX = 50000  # segments the TF-IDF vocabulary and the SVD are fitted on (a seeded sample beyond that)
 MIN_SEGMENTS = 2  # a phrase in fewer segments is left out
 MAX_SHARE = 0.2  # a phrase in more than this share of the segments is left out
+MAX_VOCABULARY = 50000  # the most used phrases kept (bounds the saved model: ~13 MB of basis at 64 dims)
 KEYS_CHUNK = 2000  # segments per batch of phrase keys handed to map_batches
 READ_CHUNK = 20000  # segments whose texts are read from the archive at a time
 
@@ -74,7 +75,8 @@ def fit(keys: Sequence[Iterable[str]], dims: int, share: float, seed: int) -> Ph
         for key in row:
             seen[key] = seen.get(key, 0) + 1
     most = MAX_SHARE * len(rows)
-    kept = sorted(k for k, n in seen.items() if MIN_SEGMENTS <= n <= most)
+    usable = sorted((k for k, n in seen.items() if MIN_SEGMENTS <= n <= most), key=lambda k: (-seen[k], k))
+    kept = sorted(usable[:MAX_VOCABULARY])
     vocabulary = {k: i for i, k in enumerate(kept)}
     df = np.array([seen[k] for k in kept], dtype=np.float64)
     idf = np.log((1 + len(rows)) / (1 + df)) + 1.0  # scikit-learn's smoothed idf
