@@ -8,8 +8,8 @@ code and markup blanked, the keys c-TF-IDF counts) name the subject. So each poi
     [sqrt(1 - share) * text vector, sqrt(share) * phrase vector]
 
 with both parts unit vectors: the cosine of two points is (1 - share) x their text cosine + share x their phrase
-cosine. The phrase vector is latent semantic analysis: TF-IDF over the phrase keys (present or not; a key in
-fewer than 2 segments or in more than a fifth of them says nothing about a subject and is left out; at most
+cosine. The phrase vector is latent semantic analysis: TF-IDF over the phrase keys (present or not; a key fewer
+than 3 conversations use, or more than a fifth of them, says nothing about a subject and is left out; at most
 MAX_VOCABULARY keys, the most used), reduced to `dims` by a seeded truncated SVD, normalised. The space is fitted
 once per full run, on a seeded sample of at most FIT_MAX segments, and kept in the saved model: an incremental
 run and the concepts (their titles' phrases) are placed in the same space. Cost: the phrase keys of every segment
@@ -30,8 +30,8 @@ from cluster import phrases
 from staging.embeddings import Matrix
 
 FIT_MAX = 50000  # segments the TF-IDF vocabulary and the SVD are fitted on (a seeded sample beyond that)
-MIN_SEGMENTS = 2  # a phrase in fewer segments is left out
-MAX_SHARE = 0.2  # a phrase in more than this share of the segments is left out
+MIN_CONVERSATIONS = 3  # a phrase fewer conversations use is left out
+MAX_SHARE = 0.2  # a phrase more than this share of the conversations use is left out
 MAX_VOCABULARY = 50000  # the most used phrases kept (bounds the saved model: ~13 MB of basis at 64 dims)
 KEYS_CHUNK = 2000  # segments per batch of phrase keys handed to map_batches
 READ_CHUNK = 20000  # segments whose texts are read from the archive at a time
@@ -63,20 +63,26 @@ class PhraseSpace:
         return join(text, self.phrase_vectors(keys), self.share)
 
 
-def fit(keys: Sequence[Iterable[str]], dims: int, share: float, seed: int) -> PhraseSpace:
-    """The phrase space of a set of segments' phrase keys (a seeded sample of FIT_MAX of them when more)."""
+def fit(keys: Sequence[Iterable[str]], conversations: Sequence[str], dims: int, share: float, seed: int) -> PhraseSpace:
+    """The phrase space of a set of segments' phrase keys and their conversations (a seeded sample of FIT_MAX
+    segments when more). A phrase is kept when MIN_CONVERSATIONS conversations use it, and at most MAX_SHARE of
+    them: a phrase only one conversation repeats ties that conversation's own segments together (each
+    conversation its own tight topic) and says nothing about a subject several conversations share."""
     from sklearn.utils.extmath import randomized_svd
 
     from cluster.topics import seeded_sample
 
-    rows = [set(keys[i]) for i in seeded_sample(len(keys), FIT_MAX, seed)]
+    picked = seeded_sample(len(keys), FIT_MAX, seed)
+    rows = [set(keys[i]) for i in picked]
     seen: dict[str, int] = {}
-    for row in rows:
+    used_in: dict[str, set[str]] = {}
+    for row, i in zip(rows, picked.tolist(), strict=True):
         for key in row:
             seen[key] = seen.get(key, 0) + 1
-    most = MAX_SHARE * len(rows)
-    usable = sorted((k for k, n in seen.items() if MIN_SEGMENTS <= n <= most), key=lambda k: (-seen[k], k))
-    kept = sorted(usable[:MAX_VOCABULARY])
+            used_in.setdefault(key, set()).add(conversations[i])
+    most = MAX_SHARE * len(set(conversations[i] for i in picked.tolist()))
+    usable = [k for k, c in used_in.items() if MIN_CONVERSATIONS <= len(c) <= most]
+    kept = sorted(sorted(usable, key=lambda k: (-seen[k], k))[:MAX_VOCABULARY])
     vocabulary = {k: i for i, k in enumerate(kept)}
     df = np.array([seen[k] for k in kept], dtype=np.float64)
     idf = np.log((1 + len(rows)) / (1 + df)) + 1.0  # scikit-learn's smoothed idf

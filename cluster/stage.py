@@ -144,7 +144,8 @@ def _join_phrases(
 ) -> None:
     """Each point's MiniLM vector joined with its segment's phrase vector (cluster/phrase_space.py), in place."""
     points.keys = phrase_space.segment_keys(archive, points.members, points.ids, map_batches)
-    points.space = phrase_space.fit(points.keys, dims, share, seed)
+    conversations = [points.conversation_of[i] for i in points.ids]
+    points.space = phrase_space.fit(points.keys, conversations, dims, share, seed)
     points.matrix = points.space.join(points.matrix, points.keys)
 
 
