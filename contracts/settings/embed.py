@@ -106,7 +106,7 @@ class ClusterSettings(BaseModel):
         "vectors alone (cluster/phrase_space.py).",
     )
     phrase_dims: int = Field(
-        default=64,
+        default=32,
         ge=2,
         le=512,
         description="Dimensions of the phrase vectors (the SVD's rank), when phrase_share > 0.",
