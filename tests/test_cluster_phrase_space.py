@@ -100,7 +100,8 @@ def test_umap_and_hdbscan_find_the_subjects_on_the_joined_points_and_the_genres_
 def test_a_phrase_only_one_conversation_repeats_is_left_out() -> None:
     """Kept: phrases 3 or more conversations use (and at most a fifth of them); a phrase one conversation says in
     every segment would make each conversation its own tight topic: left out, as is one every conversation uses."""
-    keys = [{"own phrase", "shared phrase", "everywhere"} if i < 4 else {"everywhere", f"filler {i}"} for i in range(40)]
+    own = {"own phrase", "shared phrase", "everywhere"}
+    keys = [set(own) if i < 4 else {"everywhere", f"filler {i}"} for i in range(40)]
     keys[10] |= {"shared phrase"}
     keys[20] |= {"shared phrase"}
     conversations = ["a"] * 4 + [f"c{i}" for i in range(4, 40)]
