@@ -1,8 +1,10 @@
 """The cluster stage: segment embeddings -> topics (UMAP -> HDBSCAN, tuned by Optuna), weighted BELONGS_TO links.
 
 The steps (the runner, flows/stage_runner.py, keeps the ledger): read the current segments' vectors (written
-by the embed stage under the configured model) and the concepts'; compute (cluster.tuning: the study on a
-seeded sample, stored in optuna.db under the data dir and reused when the inputs are the same; cluster.topics:
+by the embed stage under the configured model) and the concepts'; join each with the phrases its segment uses
+(cluster/phrase_space.py, when cluster.phrase_share > 0: the segments' texts from archive.db); compute
+(cluster.tuning: the study on a seeded sample, stored in optuna.db under the data dir and reused when the inputs
+are the same; cluster.topics:
 final fit, outlier handling, c-TF-IDF labels, LLM names when extract.llm is set, the 2-D map); check the links
 (`_check`: weights finite in 0..1, every link to a known topic, no empty topic); replace this run's rows in
 staging.db in one transaction; return the counts.
