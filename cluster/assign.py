@@ -34,11 +34,13 @@ from typing import Any
 import numpy as np
 
 from clients.batches import MapBatches
-from cluster import saved_model
+from cluster import phrase_space, saved_model
 from cluster import topics as fit_topics
 from cluster.saved_model import SavedModel
 from contracts.settings import Settings
+from staging import concepts as concept_store
 from staging import embeddings as vectors
+from staging import segments as segment_store
 from staging import topics as store
 
 log = logging.getLogger(__name__)
@@ -96,12 +98,22 @@ class Assigned:
     notes: list[str]
 
 
-def assign(staging: sqlite3.Connection, settings: Settings, key: str, found: Plan, map_batches: MapBatches) -> Assigned:
+def assign(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    key: str,
+    found: Plan,
+    map_batches: MapBatches,
+) -> Assigned:
     """Place what is new in the saved model; see the module docstring. Raises TopicEmptied."""
     cfg, model, base_id = settings.cluster, found.model, str(found.base["run_id"])
     ids, points = vectors.item_matrix(staging, "segment", key, found.new_segments)
     keep = np.linalg.norm(points, axis=1) > 0 if ids else np.zeros(0, dtype=bool)
     ids, points = [i for i, k in zip(ids, keep, strict=True) if k], points[keep] if ids else points
+    if model.phrase_space is not None and ids:  # joined with their phrases, as the fit's points were
+        members = segment_store.members_of(staging, ids)
+        points = model.phrase_space.join(points, phrase_space.segment_keys(archive, members, ids, map_batches))
     labels, weights, source = _place_segments(model, points, cfg.outlier_quantile, map_batches)
     base_topics = {t["topic"]: t for t in store.list_topics(staging, base_id)}
     uids = {topic: row["topic_uid"] for topic, row in base_topics.items()}
@@ -197,6 +209,9 @@ def _place_concepts(
     found, matrix = vectors.item_matrix(staging, "concept", key, concept_ids)
     if not found or not any(t in uids for t in model.centres):
         return []
+    if model.phrase_space is not None:
+        titles = concept_store.titles_of(staging, found)
+        matrix = model.phrase_space.join(matrix, phrase_space.title_keys([titles.get(c, "") for c in found]))
     placed, strengths = fit_topics.place_all(model.reducer, model.clusterer, matrix, map_batches)
     topics = sorted(t for t in model.centres if t in uids)
     centres = np.stack([model.centres[t] for t in topics])

@@ -77,11 +77,18 @@ PHRASE_ROWS = 5000  # sampled segments whose phrases the tuning objective's phra
 
 
 def phrase_sample(
-    archive: sqlite3.Connection, members: dict[str, tuple[str, ...]], sample_ids: list[str], seed: int
+    archive: sqlite3.Connection,
+    members: dict[str, tuple[str, ...]],
+    sample_ids: list[str],
+    seed: int,
+    keys: list[set[str]] | None = None,
 ) -> PhraseSample:
     """The phrases of at most PHRASE_ROWS of the tuning sample's segments (a seeded subsample; `rows` index
-    `sample_ids`), for cluster.objective's phrase coherence."""
+    `sample_ids`), for cluster.objective's phrase coherence; `keys`, when given, are the sample's phrase keys
+    already read (row for row with `sample_ids`)."""
     rows = fit_topics.seeded_sample(len(sample_ids), PHRASE_ROWS, seed)
+    if keys is not None:
+        return PhraseSample.of(rows, [keys[i] for i in rows])
     texts = segment_texts(archive, members, [sample_ids[i] for i in rows])
     return PhraseSample.of(rows, [phrase_keys(texts.get(sample_ids[i], "")) for i in rows])
 

@@ -2,7 +2,8 @@
 
 A full run (tune, fit, outliers, renumber) ends by saving what placing a point needs: the UMAP reducer and the
 HDBSCAN clusterer (with its prediction data), HDBSCAN's label -> the run's topic number, and the reference the
-outlier rule and the concept fallback compare with (each topic's centre and its members' sorted cosines to it).
+outlier rule and the concept fallback compare with (each topic's centre and its members' sorted cosines to it),
+and the phrase space the points were joined with (cluster.phrase_share > 0).
 A later run with few new segments (`cluster.refit_share`) loads it instead of tuning and fitting again
 (cluster/assign.py).
 
@@ -33,13 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from cluster.phrase_space import PhraseSpace
 from cluster.tuning import OBJECTIVE_VERSION
 from contracts.settings import ClusterSettings, section_dump
 from staging.embeddings import Matrix
 
 log = logging.getLogger(__name__)
 
-MODEL_VERSION = 1  # bump when SavedModel's fields or their meaning change: older files are then refitted
+MODEL_VERSION = 2  # bump when SavedModel's fields or their meaning change: older files are then refitted
 MODEL_DIR = "cluster_models"
 JIT_CACHE = "jit-cache"  # under MODEL_DIR: numba's compiled UMAP functions (cache_compiled)
 NOT_FIT_SETTINGS = ("refit_share", "llm_labels")  # settings that do not shape the fitted model or its topics
@@ -66,6 +68,7 @@ class SavedModel:
     topic_of: dict[int, int]  # HDBSCAN label -> the fitting run's topic number
     reference: OutlierReference  # keyed by topic number
     centres: dict[int, Matrix]  # each topic's unit centre after outlier handling (the concept fallback)
+    phrase_space: PhraseSpace | None = None  # what new points' vectors are joined with (cluster/phrase_space.py)
 
 
 def settings_digest(cfg: ClusterSettings) -> str:

@@ -1,8 +1,10 @@
 """The cluster stage: segment embeddings -> topics (UMAP -> HDBSCAN, tuned by Optuna), weighted BELONGS_TO links.
 
 The steps (the runner, flows/stage_runner.py, keeps the ledger): read the current segments' vectors (written
-by the embed stage under the configured model) and the concepts'; compute (cluster.tuning: the study on a
-seeded sample, stored in optuna.db under the data dir and reused when the inputs are the same; cluster.topics:
+by the embed stage under the configured model) and the concepts'; join each with the phrases its segment uses
+(cluster/phrase_space.py, when cluster.phrase_share > 0: the segments' texts from archive.db); compute
+(cluster.tuning: the study on a seeded sample, stored in optuna.db under the data dir and reused when the inputs
+are the same; cluster.topics:
 final fit, outlier handling, c-TF-IDF labels, LLM names when extract.llm is set, the 2-D map); check the links
 (`_check`: weights finite in 0..1, every link to a known topic, no empty topic); replace this run's rows in
 staging.db in one transaction; return the counts.
@@ -27,7 +29,7 @@ from clients.batches import MapBatches, map_in_process
 from clients.embedders import Embedder, embedder_key
 from clients.progress import bar
 from clients.stage import Outcome, StageContext
-from cluster import assign, describe, saved_model
+from cluster import assign, describe, phrase_space, saved_model
 from cluster import topics as fit_topics
 from cluster.labels_llm import LabelCounts
 from cluster.tuning import Objective, Tuned, budget, prune_studies, tune
@@ -72,6 +74,9 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
     distinct = _distinct_rows(points.matrix, enough=cfg.min_points)
     if distinct < cfg.min_points:
         return _not_clustered(staging, run_id, key, points, distinct, cfg.min_points, notes)
+    if cfg.phrase_share > 0:
+        with _timed(seconds, "phrase_space"):
+            _join_phrases(archive, points, cfg.phrase_share, cfg.phrase_dims, cfg.seed, map_batches)
     tuned, sample = _tune(ctx, points, key, seconds, notes)
     fitted = _fit(ctx, points, tuned, key, map_batches, seconds, notes)
     with _timed(seconds, "map"):
@@ -95,7 +100,7 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
     }
     _check(fitted.topic_rows, fitted.links)
     with _timed(seconds, "save_model"):
-        _save_model(settings, run_id, key, len(ids), fitted)
+        _save_model(settings, run_id, key, len(ids), fitted, points.space)
     with _timed(seconds, "write"):
         store.write_run(staging, run_id, summary, fitted.topic_rows, fitted.links, map_rows)
     saved_model.prune(settings.data_dir, keep=run_id)
@@ -132,6 +137,18 @@ class _Points:
     members: dict[str, tuple[str, ...]]  # segment id -> its message ids
     conversation_of: dict[str, str]
     without_vector: int  # current segments with no (or a zero) vector
+    keys: list[set[str]] | None = None  # each point's phrase keys, when cluster.phrase_share > 0
+    space: phrase_space.PhraseSpace | None = None  # the phrase space `matrix` was joined with
+
+
+def _join_phrases(
+    archive: sqlite3.Connection, points: _Points, share: float, dims: int, seed: int, map_batches: MapBatches
+) -> None:
+    """Each point's MiniLM vector joined with its segment's phrase vector (cluster/phrase_space.py), in place."""
+    points.keys = phrase_space.segment_keys(archive, points.members, points.ids, map_batches)
+    conversations = [points.conversation_of[i] for i in points.ids]
+    points.space = phrase_space.fit(points.keys, conversations, dims, share, seed)
+    points.matrix = points.space.join(points.matrix, points.keys)
 
 
 def _read_points(staging: sqlite3.Connection, key: str) -> _Points:
@@ -183,7 +200,9 @@ def _tune(
     phrases = None
     if cfg.phrase_weight > 0:
         with _timed(seconds, "phrases"):
-            phrases = describe.phrase_sample(ctx.archive, points.members, [points.ids[i] for i in sample], cfg.seed)
+            sample_ids = [points.ids[i] for i in sample]
+            keys = None if points.keys is None else [points.keys[i] for i in sample]
+            phrases = describe.phrase_sample(ctx.archive, points.members, sample_ids, cfg.seed, keys)
     with _timed(seconds, "tune"), bar(ctx.progress, "cluster trials", n_trials) as advance:
         tuned = tune(
             points.matrix[sample],
@@ -263,13 +282,15 @@ def _fit(
     with _timed(seconds, "concepts"):
         missing: list[int] = []
         centres = fit_topics.centroids(matrix, labels)
-        links += _concept_links(staging, fit, key, labels, centres, uids, missing)
+        links += _concept_links(staging, fit, key, labels, centres, uids, missing, points.space)
         if missing:
             notes.append(f"{missing[0]} concept(s) without a vector got no topic: run the embed_concepts stage")
     return _Fitted(fit, labels, source, reference, centres, topic_rows, links, named)
 
 
-def _save_model(settings: Settings, run_id: str, key: str, points: int, fitted: _Fitted) -> None:
+def _save_model(
+    settings: Settings, run_id: str, key: str, points: int, fitted: _Fitted, space: phrase_space.PhraseSpace | None
+) -> None:
     """The fitted model, for the incremental runs that place new segments in its topics (cluster/assign.py)."""
     topic_of = _old_to_new(fitted.fit.labels, fitted.labels)
     centres, member_sims = fitted.reference
@@ -289,6 +310,7 @@ def _save_model(settings: Settings, run_id: str, key: str, points: int, fitted: 
                 {topic_of[t]: m for t, m in member_sims.items() if t in topic_of},
             ),
             centres=fitted.centres,
+            phrase_space=space,
         ),
     )
 
@@ -306,7 +328,7 @@ def _run_assigned(
     """The incremental path (cluster/assign.py): new segments and concepts placed in the saved model's topics."""
     cfg = settings.cluster
     with _timed(seconds, "assign"):
-        done = assign.assign(staging, settings, key, found, map_batches)
+        done = assign.assign(archive, staging, settings, key, found, map_batches)
     named = LabelCounts()
     if cfg.llm_labels and settings.extract.llm is not None and done.topics:
         with _timed(seconds, "llm_labels"):
@@ -361,20 +383,23 @@ def _concept_links(
     centres: dict[int, np.ndarray[Any, Any]],
     uids: dict[int, str],
     missing: list[int],
+    space: phrase_space.PhraseSpace | None,
 ) -> list[tuple[str, str, int, str, float, str]]:
     """Concept -> Topic links: each concept's vector placed in the fitted model, else its nearest topic.
     Concepts without a vector (the embed_concepts stage has not run since they appeared) are counted in
-    `missing` and get no link."""
+    `missing` and get no link. With a phrase space, a concept's vector is joined with its title's phrases."""
     if not uids or not concept_store.has_store(staging):
         return []
-    concept_ids = [c.concept_id for c in concept_store.load_concepts(staging).values() if c.merged_into is None]
-    if not concept_ids:
+    concepts = {c.concept_id: c for c in concept_store.load_concepts(staging).values() if c.merged_into is None}
+    if not concepts:
         return []
-    found, matrix = vectors.item_matrix(staging, "concept", key, concept_ids)  # the embed_concepts stage's
-    if len(found) < len(concept_ids):
-        missing.append(len(concept_ids) - len(found))
+    found, matrix = vectors.item_matrix(staging, "concept", key, list(concepts))  # the embed_concepts stage's
+    if len(found) < len(concepts):
+        missing.append(len(concepts) - len(found))
     if not found:
         return []
+    if space is not None:
+        matrix = space.join(matrix, phrase_space.title_keys([concepts[c].title for c in found]))
     placed, strengths = fit_topics.place(fit.reducer, fit.clusterer, matrix)
     renumbered = _old_to_new(fit.labels, labels)
     links = []

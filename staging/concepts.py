@@ -306,6 +306,14 @@ def message_times(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str, 
     return {str(row[0]): row[1] for row in rows}
 
 
+def titles_of(conn: sqlite3.Connection, concept_ids: Iterable[str]) -> dict[str, str]:
+    """The title of each of the given concepts (those in the store)."""
+    rows = conn.execute(
+        f"SELECT concept_id, title FROM concepts WHERE concept_id IN {IN_VALUES}", (json_values(set(concept_ids)),)
+    )
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
 def name_index(conn: sqlite3.Connection) -> dict[str, str]:
     """Every concept_id, title and alias -> the concept it names now (a merged one's names -> its survivor).
 

@@ -8,6 +8,7 @@ for the module and copied for each test.
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import shutil
 import sqlite3
@@ -124,6 +125,8 @@ def test_few_new_segments_join_the_saved_topics_without_a_refit(
     themes = theme_of({k[1]: v[0] for k, v in after.items() if k[0] == "segment"}, settings)
     assert all(len(t) == 1 for t in themes.values())  # the new segments joined their own theme's topic
     assert sorted(p.name for p in (settings.data_dir / saved_model.MODEL_DIR).glob("*.pkl")) == ["r1.pkl"]
+    model = pickle.loads((settings.data_dir / saved_model.MODEL_DIR / "r1.pkl").read_bytes())
+    assert model.phrase_space is not None  # the new segments were joined with their phrases in r1's space
     again = rerun_cluster(settings, "r2", embedder)
     assert again.counts["incremental"] == 1 and links(settings, "r2") == after
 
@@ -157,3 +160,21 @@ def test_without_a_usable_model_the_stage_refits_and_says_why(
     why = {"settings": "cluster settings changed", "missing": "no saved topic model", "share": "refit_share is 0"}
     assert result.counts["incremental"] == 0
     assert any(note.startswith("full run: ") and why[change] in note for note in result.notes)
+
+
+def test_phrase_share_zero_refits_on_the_text_vectors_alone(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """r1 was fitted on the text vectors joined with their phrases; with cluster.phrase_share 0 the saved model no
+    longer fits the settings: the stage tunes and fits again, on the 384-d text vectors, with no phrase space."""
+    settings = copy_of(base_dir, tmp_path, phrase_share=0.0)
+    r1 = pickle.loads((settings.data_dir / saved_model.MODEL_DIR / "r1.pkl").read_bytes())
+    assert r1.phrase_space is not None and r1.reducer._raw_data.shape[1] > 384
+    staging = open_staging(settings.staging_path)
+    open_run(staging, stages=["cluster"], exports=[], settings={}, code_version="test", run_id="r2")
+    staging.close()
+    result = rerun_cluster(settings, "r2", embedder)
+    assert result.status == "succeeded" and result.counts["incremental"] == 0 and result.counts["trials_run"] > 0
+    r2 = pickle.loads((settings.data_dir / saved_model.MODEL_DIR / "r2.pkl").read_bytes())
+    assert r2.phrase_space is None and r2.reducer._raw_data.shape[1] == 384
+    assert result.counts["topics"] >= 2

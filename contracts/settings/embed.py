@@ -97,6 +97,20 @@ class ClusterSettings(BaseModel):
         description="Objective: weight of the topics' phrase coherence (NPMI of each topic's best c-TF-IDF phrases "
         "over <= 5,000 sampled segments); 0: the phrases are not read (the v2 objective).",
     )
+    phrase_share: float = Field(
+        default=0.3,
+        ge=0,
+        lt=1,
+        description="Share of a point's similarity carried by the phrases its segment uses (TF-IDF over the "
+        "c-TF-IDF phrase keys, reduced by SVD: the subject) next to its MiniLM vector (the genre); 0: the MiniLM "
+        "vectors alone (cluster/phrase_space.py).",
+    )
+    phrase_dims: int = Field(
+        default=32,
+        ge=2,
+        le=512,
+        description="Dimensions of the phrase vectors (the SVD's rank), when phrase_share > 0.",
+    )
     min_topics: int | None = Field(
         default=None, ge=2, description="Objective: topics below which a result is penalised; null: no floor."
     )
