@@ -230,3 +230,22 @@ def test_a_conversation_that_drops_every_hypothesis_again_is_skipped_with_the_sa
     every, _ = again()
     assert every["boilerplate_dropped"] == replayed["boilerplate_dropped"]
     assert digest(dbs.staging) == store_before
+
+
+def test_removing_extractions_forgets_exactly_their_spans(tmp_path: Path) -> None:
+    """`remove` takes each removed extraction's own spans and no other, a sentence two extractions cite included,
+    and returns the sentences they cited (an upgrade removes every extraction: the spans go pair by pair, never
+    every cited sentence looked up with every removed extraction)."""
+    conn = sqlite3.connect(tmp_path / "staging.db")
+    for ddl in state.SCHEMA:
+        conn.execute(ddl)
+    extractions = [(seq, f"s{seq}", f"k{seq}", "r1", "c") for seq in (1, 2, 3)]
+    spans = [(10, 1, 0, "m1"), (10, 1, 1, "m2"), (11, 1, 0, "m1"), (11, 2, 0, "m3"), (12, 2, 0, "m3")]
+    spans += [(11, 3, 0, "m4"), (13, 3, 0, "m4")]
+    state.add(conn, extractions, spans, {1: 2, 2: 2, 3: 2})
+    assert state.remove(conn, [1, 2]) == {10, 11, 12}
+    assert conn.execute("SELECT sentence_key, seq, ord, message_id FROM template_spans ORDER BY 1, 2").fetchall() == [
+        (11, 3, 0, "m4"),
+        (13, 3, 0, "m4"),
+    ]
+    assert [seq for (seq,) in conn.execute("SELECT seq FROM template_extractions")] == [3]
