@@ -374,15 +374,18 @@ _PREFERENCE_NAMES = {
     "prefer": "prefers", "interested in": "interested in", "into": "interested in", "keen on": "interested in",
     "passionate about": "interested in", "open to": "open to",
 }  # fmt: skip
-_VAGUE_CHOICE = frozenset(
-    "first second third last other option options one ones version approach suggestion idea recommendation both".split()
-) | _VAGUE_OBJECT
+_VAGUE_CHOICE_TEXT = (
+    "first second third last other option options one ones version approach suggestion idea both recommendation"
+)
+_VAGUE_CHOICE = frozenset(_VAGUE_CHOICE_TEXT.split()) | _VAGUE_OBJECT
 MAX_LIST_WORDS = 8
+_NOT_INTERESTS = frozenset(["learning", "knowing", "hearing"])
 _EMBEDDED = re.compile(
     r"\b(?:which|what|whichever|whatever|whether|if|how\s+much)\s*$|\b(?:the|these|those|some|any|all)\s+(?:\w+\s+)?\w+\s*$",
     re.IGNORECASE,
 )
-_INTENSIFIERS = frozenset("pretty very really quite fairly rather so super bit little".split())
+_INTENSIFIERS_TEXT = "pretty very really quite fairly rather so super bit little"
+_INTENSIFIERS = frozenset(_INTENSIFIERS_TEXT.split())
 # A listed value ends at a sentence break or where a new clause starts ("..., and we're open to a budget").
 _LIST_END = re.compile(
     r"[;.!?()]|:(?!\d)|,?\s(?:because|but|so that|which|since|although|though|while|when|if|as|than|instead"
@@ -465,7 +468,9 @@ _ROLE_PLAY = re.compile(
     r"|\byour\s+role\b|\bassume\s+the\s+role|\bpersona\b|\bbe\s+(?:a|an|my)\s",
     re.IGNORECASE,
 )
-_MY_YEARS = re.compile(r"\bmy\s+(?:over\s+|about\s+|nearly\s+|almost\s+)?" + _NUMBER_WORD + r"\s+years?\b", re.IGNORECASE)
+_MY_YEARS = re.compile(
+    r"\bmy\s+(?:over\s+|about\s+|nearly\s+|almost\s+)?" + _NUMBER_WORD + r"\s+years?\b", re.IGNORECASE
+)
 # "as a X" is the user's role only where the user is the one so described: "As a nurse, I ...", "I work as a ...
 # as a data engineer", "my job as a teacher", "as a teacher myself"; not "explain it as a teacher for kids".
 _ROLE_AS_USER = re.compile(
@@ -604,7 +609,13 @@ def _list_value(text: str) -> str:
     if not words:
         return ""
     first = words[0].casefold().strip(",")
-    if (first in _FUNCTION and words[0][:1].islower()) or first in _VAGUE_OBJECT or first in _NO_VALUE or first in _PRONOUNS or first in ("learning", "knowing", "hearing"):
+    if (
+        (first in _FUNCTION and words[0][:1].islower())
+        or first in _VAGUE_OBJECT
+        or first in _NO_VALUE
+        or first in _PRONOUNS
+        or first in _NOT_INTERESTS
+    ):
         return ""
     return " ".join(words).strip(" ,")
 

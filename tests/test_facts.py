@@ -233,7 +233,7 @@ def test_goals_on_real_export_questions(sentence: str, goal_value: str | None) -
 
 
 def test_a_considered_move_is_a_goal_never_where_the_user_lives() -> None:
-    """"I'm thinking about moving to Lisbon" states an intention (a goal, as the labels read "I'm thinking of
+    """Saying "I'm thinking about moving to Lisbon" states an intention (a goal, as the labels read "I'm thinking of
     planning a trip"), never that the user lives there."""
     assert triples("I'm thinking about moving to Lisbon.") == [("user", "goal", "moving to Lisbon", "positive")]
 
@@ -258,7 +258,10 @@ def test_a_considered_move_is_a_goal_never_where_the_user_lives() -> None:
             "I think we'll aim to travel in the shoulder season to avoid the crowds.",
             [("user", "goal", "travel in the shoulder season to avoid the crowds", "positive")],
         ),
-        ("We need to migrate our database to Postgres.", [("user", "goal", "migrate our database to Postgres", "positive")]),
+        (
+            "We need to migrate our database to Postgres.",
+            [("user", "goal", "migrate our database to Postgres", "positive")],
+        ),
         # preferences and interests, lists kept whole, cut where a new clause starts
         ("We prefer milder weather, and we're okay with trains.", [("user", "prefers", "milder weather", "positive")]),
         (
