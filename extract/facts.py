@@ -286,6 +286,16 @@ RULES: tuple[_Rule, ...] = (
         list_value=True,
     ),
     _rule(
+        "relative_prefer",
+        # "My parents are really keen on visiting Italy and Spain": the relatives' interest, not the user's
+        r"\bmy\s+(?P<noun>" + _RELATIVES + r"|parents|siblings|kids|children|sons|daughters|friends|grandparents)"
+        r"\s+(?:(?:really\s+|also\s+)?(?P<verb>prefers?)|(?:is|are)\s+(?:(?:really|particularly|very|also|more"
+        r"|especially)\s+)*(?P<verb2>interested\s+in|open\s+to|into|keen\s+on|passionate\s+about))\s+(?P<value>.+)",
+        "user's {noun}",
+        "{verb}",
+        list_value=True,
+    ),
+    _rule(
         "chose",
         # "I think I'll go with the geometric bookends", "I've decided on the blue one", "I'll choose her favourite"
         r"\bI(?:'ll|\s+will|'ve|\s+have)\s+(?:(?:probably|definitely|just|finally)\s+)?"
@@ -513,8 +523,8 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     groups["value"] = groups["value"] or groups.get("value2") or ""
     value = _value(groups["value"], rule)
     verb = " ".join((groups.get("verb") or groups.get("verb2") or "").casefold().split())
-    if rule.name == "prefer":
-        verb = _PREFERENCE_NAMES.get(verb, verb)
+    if rule.name in ("prefer", "relative_prefer"):
+        verb = _PREFERENCE_NAMES.get("prefer" if verb.startswith("prefer") else verb, verb)
         if _EMBEDDED.search(match.string[: match.start()]):
             return None  # "ask me which I prefer to play", "the journals I'm interested in": not a statement
     if rule.name == "chose" and _VAGUE_CHOICE.intersection(value.casefold().split()):

@@ -300,6 +300,14 @@ def test_a_considered_move_is_a_goal_never_where_the_user_lives() -> None:
             [("user", "lives in", "Oakland, California", "positive")],
         ),
         ("I'm in Austin, Texas and it's hot.", [("user", "lives in", "Austin, Texas", "positive")]),
+        (
+            "My parents are really keen on visiting Italy and Spain, while I'm into hiking.",
+            [
+                ("user", "interested in", "hiking", "positive"),
+                ("user's parents", "interested in", "visiting Italy and Spain", "positive"),
+            ],
+        ),
+        ("My daughter prefers chocolate cake.", [("user's daughter", "prefers", "chocolate cake", "positive")]),
         # roles: the phrase up to its last role noun; "as a X" where the user is the one so described
         ("I'm a senior nurse.", [("user", "role", "senior nurse", "positive")]),
         (
@@ -348,6 +356,7 @@ def test_goals_preferences_choices_possessions_and_places_in_plain_words(
         "I'm in a meeting with Sarah.",
         "Ich wohne in einer kleinen Wohnung.",
         "Should I go with the geometric bookends?",
+        "If my parents are interested in museums, we could go.",
     ],
 )
 def test_role_play_hypotheticals_and_pointers_state_no_fact(sentence: str) -> None:
