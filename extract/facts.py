@@ -89,6 +89,7 @@ _ROLE_TEXT = (
 _ROLES = frozenset(_ROLE_TEXT.split())
 _NUMBER_WORD = r"(?:\d{1,2}\+?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
 
+_NOT_DOING = r"(?:\w*thing|morning|evening|wedding|building|clothing|spring|ring)"  # -ing words that are nouns
 _RELATIVES = (
     r"sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend|girlfriend|boyfriend"
     r"|cousin|niece|nephew|aunt|uncle|grandma|grandpa|grandmother|grandfather|roommate"
@@ -265,10 +266,18 @@ RULES: tuple[_Rule, ...] = (
         "goal",
         r"\b(?:" + _WE_ARE + r"\s+(?:trying|planning|hoping|aiming|looking)\s+to|" + _WE_ARE + r"\s+planning\s+on"
         r"|(?:my|our)\s+(?:main\s+)?goal\s+is\s+to|(?:I|we)\s+(?:want|need|plan|hope|aim)\s+to"
-        r"|(?:I|we)(?:'d|\s+would)\s+(?:like|love)\s+to|(?:I|we)(?:'ll|\s+will)\s+(?:aim|try)\s+to"
-        # "I'm thinking of planning a trip", "I was thinking of setting a goal to attend a workshop": an intention
-        r"|(?:" + _WE_ARE + r"|(?:I|we)\s+(?:was|were))\s+(?:\w+ly\s+)?thinking\s+(?:of|about)"
-        r"(?:\s+setting\s+(?:a|the|my|our)\s+goal\s+(?:to|of)|(?=\s+\w+ing\b)(?!\s+(?:\w*thing|morning|evening|wedding|building|clothing|spring|ring)\b)))"
+        r"|(?:I|we)(?:'d|\s+would)\s+(?:like|love)\s+to|(?:I|we)(?:'ll|\s+will)\s+(?:aim|try)\s+to)\s+(?P<value>.+)",
+        "user",
+        "goal",
+        presupposed=True,
+        phrase_value=True,
+    ),
+    _rule(
+        # "I'm thinking of planning a trip", "I was thinking of setting a goal to attend a workshop": an intention.
+        # A rule of its own, so that "I'm thinking of hosting a party and I want to serve tacos" gives both goals.
+        "goal_considered",
+        r"\b(?:" + _WE_ARE + r"|(?:I|we)\s+(?:was|were))\s+(?:\w+ly\s+)?thinking\s+(?:of|about)"
+        r"(?:\s+setting\s+(?:a|the|my|our)\s+goal\s+(?:to|of)|(?=\s+\w+ing\b)(?!\s+" + _NOT_DOING + r"\b))"
         r"\s+(?P<value>.+)",
         "user",
         "goal",
@@ -487,7 +496,9 @@ _ROLE_AS_USER = re.compile(
     r"^\W*(?:and\s+|but\s+|so\s+|well,?\s+)?(?:being\s+|as\s+)(?:a|an)\b"
     r"|\bI(?:'m|\s+am|'ve|\s+have|\s+was)?\s+(?:been\s+)?(?:\w+ly\s+)?(?:work|working|worked|employed|hired|started"
     r"|joined|job|serve|serving|served)\b[^.!?]*$"
-    r"|\bmy\s+(?:job|work|role|position|career|day\s+job)\s+$",
+    r"|\bmy\s+(?:job|work|role|position|career|day\s+job)\s+$"
+    r"|\bI\b[^.!?]*\bhaving\s+(?:worked|served|been\s+employed)\s+$"  # "..., having worked as a financial analyst"
+    r"|\bI\s+(?:did|had|got|took|completed|finished)\s+(?:an?\s+|my\s+)?(?:\w+\s+)?(?:internship|job|placement|stint)\s+$",
     re.IGNORECASE,
 )
 

@@ -315,6 +315,17 @@ def test_a_considered_move_is_a_goal_never_where_the_user_lives() -> None:
             [("user", "role", "senior account manager", "positive")],
         ),
         ("I'm a teacher myself.", [("user", "role", "teacher", "positive")]),
+        (
+            "Also, I did an internship as a consultant at Mercer Consulting.",
+            [("user", "role", "consultant", "positive")],
+        ),
+        (
+            "I'm thinking of hosting a party soon and I want to serve some delicious food.",
+            [
+                ("user", "goal", "serve some delicious food", "positive"),
+                ("user", "goal", "hosting a party soon", "positive"),
+            ],
+        ),
         # other languages, where a place or an employer is a capitalised name
         ("Ich wohne in Berlin.", [("user", "lives in", "Berlin", "positive")]),
         ("J'habite à Lyon depuis 2019.", [("user", "lives in", "Lyon", "positive")]),
@@ -339,6 +350,9 @@ def test_goals_preferences_choices_possessions_and_places_in_plain_words(
         "Imagine you're a chef with 20 years of experience.",
         "Explain it to me as a teacher for kids.",
         "I want you to be a product manager.",
+        "I would like you to act as a travel agent for me",
+        "It was great to hear about her new job as a marketing manager at a startup.",
+        "I ran into an old friend who was working as a programmer for the festival.",
         # hypotheticals, embedded clauses, pointers, vague objects, descriptions that are no role
         "If I were a doctor I'd know.",
         "I want you to list genres and ask me which I prefer to play.",
