@@ -461,7 +461,7 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
         return []  # a question states nothing
     facts = []
     for rule in RULES:
-        for match in rule.pattern.finditer(sentence):
+        for match in _matches(rule, sentence):
             before = sentence[: match.start()]
             wish = _CONDITIONAL if rule.presupposed else _HYPOTHETICAL
             if wish.search(before) or wish.search(sentence[match.start() : match.end()][:40]):
@@ -522,6 +522,18 @@ def _is_the_users(rule: str, sentence: str, match: re.Match[str]) -> bool:
     if rule == "experience" and not mine:
         return re.search(r"\b(?:I|I'm|I've|I\s+am|me)\b", sentence) is not None
     return True
+
+
+def _matches(rule: _Rule, sentence: str) -> Iterator[re.Match[str]]:
+    """The rule's matches; a clause value (a goal) runs to the sentence's end, so the next match is looked for from
+    where the value starts: "I'd love to get back to the show, but I need to catch up on Succession first"."""
+    if not rule.phrase_value:
+        yield from rule.pattern.finditer(sentence)
+        return
+    position = 0
+    while (match := rule.pattern.search(sentence, position)) is not None:
+        yield match
+        position = max(match.start("value"), match.start() + 1)
 
 
 def _negated_inside(match: re.Match[str]) -> bool:
