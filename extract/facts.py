@@ -398,6 +398,7 @@ _VAGUE_CHOICE_TEXT = (
 )
 _VAGUE_CHOICE = frozenset(_VAGUE_CHOICE_TEXT.split()) | _VAGUE_OBJECT
 MAX_LIST_WORDS = 8
+_ASKED_FOR = frozenset(["suggestions", "ideas", "options", "recommendations", "advice", "tips", "input", "feedback"])
 _NOT_INTERESTS = frozenset(["learning", "knowing", "hearing"])
 _EMBEDDED = re.compile(
     r"\b(?:which|what|whichever|whatever|whether|if|how\s+much)\s*$|\b(?:the|these|those|some|any|all)\s+(?:\w+\s+)?\w+\s*$",
@@ -568,8 +569,8 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         value = f"{value} {noun}"  # "my new bookshelf from IKEA": an IKEA bookshelf
     if rule.attribute == "goal":
         value = goal(value)
-        if not value:
-            return None
+        if not value or value.split()[1].casefold() in ("your", "you"):
+            return None  # "I'd love to get your input": a turn of the talk, not an outcome the user wants
     attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
     if not attribute or attribute in _NO_VALUE:
         return None
@@ -642,6 +643,8 @@ def _list_value(text: str) -> str:
     if not words:
         return ""
     first = words[0].casefold().strip(",")
+    if _ASKED_FOR.intersection(w.casefold().strip(",") for w in words):
+        return ""  # "I'm open to other suggestions": what the user asks the assistant for, not an interest
     if (
         (first in _FUNCTION and words[0][:1].islower())
         or first in _VAGUE_OBJECT

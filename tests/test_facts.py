@@ -358,6 +358,8 @@ def test_goals_preferences_choices_possessions_and_places_in_plain_words(
         "I want you to list genres and ask me which I prefer to play.",
         "I'll take a closer look at the journals I'm interested in.",
         "I'm open to suggestions.",
+        "I've used the FNV-1a hash in the past, but I'm open to other suggestions.",
+        "I've narrowed it down to two models, but I'd love to get your input.",
         "I'm interested in learning more about Python.",
         "I'll go with the first option.",
         "I'll go with that.",
