@@ -308,7 +308,7 @@ RULES: tuple[_Rule, ...] = (
         "chose",
         # "I think I'll go with the geometric bookends", "I've decided on the blue one", "I'll choose her favourite"
         r"\bI(?:'ll|\s+will|'ve|\s+have)\s+(?:(?:probably|definitely|just|finally)\s+)?"
-        r"(?:go\s+with|choose|pick|decided\s+on|chosen|picked|settled\s+on|went\s+with)\s+(?P<value>.+)",
+        r"(?:go\s+with|choose|pick(?!\s+up\b)|decided\s+on|chosen|picked|settled\s+on|went\s+with)\s+(?P<value>.+)",
         "user",
         "chose",
     ),
@@ -551,7 +551,11 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         verb = _PREFERENCE_NAMES.get("prefer" if verb.startswith("prefer") else verb, verb)
         if _EMBEDDED.search(match.string[: match.start()]):
             return None  # "ask me which I prefer to play", "the journals I'm interested in": not a statement
-    if rule.name == "chose" and _VAGUE_CHOICE.intersection(value.casefold().split()):
+    said = value.casefold().split()
+    after = re.findall(r"[\w'-]+", _ARTICLE.sub("", groups["value"].strip().casefold()))[len(said) : len(said) + 1]
+    if after and after[0] in ("one", "ones", "option", "options"):
+        said += after  # "the blue one": the word after the value says it was a pointer
+    if rule.name == "chose" and _VAGUE_CHOICE.intersection(said):
         return None  # "I'll go with the first option", "I'll choose that one": a pointer, not a thing named
     noun = " ".join((groups.get("noun") or "").casefold().split())
     if rule.attribute == "{verb}" and not (groups["value"] or "").strip(" .,;:!?") and verb in ("smoking", "drinking"):

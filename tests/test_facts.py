@@ -362,6 +362,8 @@ def test_goals_preferences_choices_possessions_and_places_in_plain_words(
         "I've narrowed it down to two models, but I'd love to get your input.",
         "I'm interested in learning more about Python.",
         "I'll go with the first option.",
+        "I think I'll pick the blue one.",
+        "Yeah, I think I'll pick up a traditional guampa to get the full experience.",
         "I'll go with that.",
         "I think I'll go with a combination of both.",
         "I'm a pretty cautious driver.",
