@@ -9,7 +9,8 @@ must never be concepts. The measures (issue 20's, used unchanged by the held-out
 - the share of the archive's top 30 concepts (by evidence) that are generic words;
 - adjusted mutual information between each conversation's dominant topic and the labelled grouping, and the
   largest topic's share of conversations;
-- recall of the labelled facts (same conversation, and the value's words or the quoted message match).
+- recall of the labelled facts (same conversation, and the value's words or the quoted message match), and the
+  precision of the facts found in labelled conversations (those matching some labelled fact of theirs).
 
 A concept matches a labelled one when their normalised names or aliases are equal (lower case, `_-/` as spaces,
 plural s dropped), or one's words are contained in the other's and the smaller has two or more words or is an
@@ -286,6 +287,24 @@ def fact_found(labelled: dict[str, Any], found: Iterable[tuple[str, str]]) -> bo
     return False
 
 
+def fact_precision(
+    found: dict[str, list[tuple[str, str]]], labels: Labels, present: set[str]
+) -> tuple[float | None, int, list[dict[str, str]]]:
+    """Of the facts found in labelled conversations, the share that says some labelled fact of that conversation
+    (the same match as `fact_found`), how many were found there, and the unmatched ones to check by hand: the
+    labels list what the labeller saw, so an unmatched fact is a suspect, not always a wrong one."""
+    total, unmatched = 0, []
+    for conversation in sorted(labels.conversations):
+        if conversation not in present:
+            continue
+        wanted = labels.conversations[conversation].get("facts", [])
+        for attribute, value in found.get(conversation, []):
+            total += 1
+            if not any(fact_found(f, [(attribute, value)]) for f in wanted):
+                unmatched.append({"conversation_id": conversation, "attribute": attribute, "value": value})
+    return ((total - len(unmatched)) / total if total else None), total, unmatched
+
+
 def adjusted_mutual_info(left: Sequence[object], right: Sequence[object]) -> float:
     from sklearn.metrics import adjusted_mutual_info_score
 
@@ -316,6 +335,7 @@ def score_data_dir(data_dir: Path, labels: Labels) -> dict[str, Any]:
         (c, f) for c in sorted(labels.conversations) if c in present for f in labels.conversations[c].get("facts", [])
     ]
     facts_hit = sum(fact_found(f, facts.get(c, [])) for c, f in wanted_facts)
+    precision_of_facts, facts_in_labelled, facts_unmatched = fact_precision(facts, labels, present)
     return {
         "conversations_labelled": len(labels.conversations),
         "conversations_scored": len(scored),
@@ -336,6 +356,9 @@ def score_data_dir(data_dir: Path, labels: Labels) -> dict[str, Any]:
         "facts_labelled": len(wanted_facts),
         "fact_recall": facts_hit / len(wanted_facts) if wanted_facts else None,
         "facts_found": sum(len(v) for v in facts.values()),
+        "facts_found_labelled": facts_in_labelled,
+        "fact_precision": precision_of_facts,
+        "facts_unmatched": facts_unmatched,
         "per_conversation": [s.__dict__ for s in scored],
     }
 
@@ -362,6 +385,14 @@ def report_lines(result: dict[str, Any], show: int = 8) -> list[str]:
         f"  topics {result['topics']}; facts labelled {result['facts_labelled']}, found {result['facts_found']},"
         f" fact recall {'n/a' if recall is None else f'{recall:.3f}'}"
     )
+    if "fact_precision" in result:
+        precision = result["fact_precision"]
+        lines.append(
+            f"  facts found in labelled conversations {result['facts_found_labelled']}, matching a labelled fact:"
+            f" fact precision {'n/a' if precision is None else f'{precision:.3f}'} (unmatched ones: check by hand)"
+        )
+        for row in result["facts_unmatched"][:show]:
+            lines.append(f"    unmatched {row['conversation_id'][:10]} {row['attribute']}: {row['value']}")
     lines.append(f"  archive top 30: {', '.join(result['archive_top30'])}")
     lines.append(f"  generic among them: {', '.join(result['archive_top30_generic']) or '-'}")
     worst = sorted(

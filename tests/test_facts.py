@@ -24,7 +24,10 @@ def triples(sentence: str) -> list[tuple[str, str, str, str]]:
         ("I moved to Berlin last year.", [("user", "lives in", "Berlin", "positive")]),
         ("My phone is a Pixel 8 and I love it.", [("user's phone", "model", "Pixel 8", "positive")]),
         ("I no longer eat meat.", [("user", "eats", "meat", "negative")]),
-        ("I work at Acme Corp as an engineer.", [("user", "works at", "Acme Corp", "positive")]),
+        (
+            "I work at Acme Corp as an engineer.",
+            [("user", "works at", "Acme Corp", "positive"), ("user", "role", "engineer", "positive")],
+        ),
         ("I started learning Spanish.", [("user", "is learning", "Spanish", "positive")]),
         ("I quit my job at Globex.", [("user", "works at", "Globex", "negative")]),
         ("I'm currently on page 200, which is great.", [("user", "reading page", "200", "positive")]),
@@ -56,7 +59,6 @@ def test_first_person_statements_become_facts(sentence: str, expected: list[tupl
     [
         "Should I move to Berlin?",
         "If I lived in Rome I'd be happy.",
-        "I'm thinking about moving to Lisbon.",
         "I didn't move to Berlin.",
         "I live in a small town.",
         "My dog is a good boy.",
@@ -204,7 +206,12 @@ def test_goals_on_real_text_name_an_outcome_not_a_conversational_move() -> None:
     others = {(f["subject"], f["attribute"], f["value"]) for f in facts if f["attribute"] != "goal"}
     assert {("user's sister", "called", "Emma"), ("user's mom", "age", "60"), ("user", "uses", "Mendeley")} <= others
     assert ("user", "personal best", "25:50") in others
-    assert len(goals) <= 110  # 240 before the bar, for 14 other facts
+    # 240 before the bar, for 14 other facts; 110 with it; rules v5 read considered plans ("I'm thinking of
+    # getting a bike rack", "I'll try to create a plant corner near my desk"): about 100 more, checked by hand.
+    assert len(goals) <= 230
+    considered = {g for g in goals if g.split()[0].casefold().endswith("ing")}
+    assert {"planning a yoga retreat for the summer", "taking up photography", "selling my sculptures online"} <= goals
+    assert not any(g.split()[0].casefold() in ("something", "thinking", "wondering") for g in considered)
 
 
 @pytest.mark.parametrize(
@@ -223,3 +230,156 @@ def test_goals_on_real_export_questions(sentence: str, goal_value: str | None) -
     operation on code, a request to know, a vague object are no goals."""
     goals = [f["value"] for f in facts_in_sentence(sentence) if f["attribute"] == "goal"]
     assert goals == ([] if goal_value is None else [goal_value])
+
+
+def test_a_considered_move_is_a_goal_never_where_the_user_lives() -> None:
+    """Saying "I'm thinking about moving to Lisbon" states an intention (a goal, as the labels read "I'm thinking of
+    planning a trip"), never that the user lives there."""
+    assert triples("I'm thinking about moving to Lisbon.") == [("user", "goal", "moving to Lisbon", "positive")]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # goals: the user with their family or team ("we"), considered plans, "would love to", "will aim to"
+        (
+            "I'm thinking of planning a family trip to Europe, and I was wondering if you could help.",
+            [("user", "goal", "planning a family trip to Europe", "positive")],
+        ),
+        (
+            "I was thinking of setting a goal to limit my Instagram usage to 15 minutes a day.",
+            [("user", "goal", "limit my Instagram usage to 15 minutes a day", "positive")],
+        ),
+        (
+            "My parents love Italy, while my siblings and I would love to explore Greece and Croatia.",
+            [("user", "goal", "explore Greece and Croatia", "positive")],
+        ),
+        (
+            "I think we'll aim to travel in the shoulder season to avoid the crowds.",
+            [("user", "goal", "travel in the shoulder season to avoid the crowds", "positive")],
+        ),
+        (
+            "We need to migrate our database to Postgres.",
+            [("user", "goal", "migrate our database to Postgres", "positive")],
+        ),
+        # preferences and interests, lists kept whole, cut where a new clause starts
+        ("We prefer milder weather, and we're okay with trains.", [("user", "prefers", "milder weather", "positive")]),
+        (
+            "We're interested in a mix of culture, history, and outdoor activities.",
+            [("user", "interested in", "mix of culture, history, and outdoor activities", "positive")],
+        ),
+        (
+            "I'm really interested in Napa Valley, I've heard great things about the wine tastings.",
+            [("user", "interested in", "Napa Valley", "positive")],
+        ),
+        (
+            'I\'m interested in the "The Power" by Naomi Alderman.',
+            [("user", "interested in", "The Power by Naomi Alderman", "positive")],
+        ),
+        (
+            "I'm open to traveling up to an hour or so for a good spot.",
+            [("user", "open to", "traveling up to an hour", "positive")],
+        ),
+        # choices, possessions, relatives' roles and things, places
+        (
+            "I think I'll go with the geometric bookends from West Elm.",
+            [("user", "chose", "geometric bookends", "positive")],
+        ),
+        ("I just organized my new bookshelf from IKEA.", [("user", "owns", "IKEA bookshelf", "positive")]),
+        ("I recently bought a new Phalaenopsis orchid.", [("user", "owns", "Phalaenopsis orchid", "positive")]),
+        (
+            "My mom is an excellent baker and she's offered to make the cake.",
+            [("user's mom", "role", "excellent baker", "positive")],
+        ),
+        (
+            "My dad has a great home theater setup at his place.",
+            [("user's dad", "has", "great home theater setup", "positive")],
+        ),
+        (
+            "I'm in the city of Oakland, California, and I love birding.",
+            [("user", "lives in", "Oakland, California", "positive")],
+        ),
+        ("I'm in Austin, Texas and it's hot.", [("user", "lives in", "Austin, Texas", "positive")]),
+        (
+            "My parents are really keen on visiting Italy and Spain, while I'm into hiking.",
+            [
+                ("user", "interested in", "hiking", "positive"),
+                ("user's parents", "interested in", "visiting Italy and Spain", "positive"),
+            ],
+        ),
+        ("My daughter prefers chocolate cake.", [("user's daughter", "prefers", "chocolate cake", "positive")]),
+        # roles: the phrase up to its last role noun; "as a X" where the user is the one so described
+        ("I'm a senior nurse.", [("user", "role", "senior nurse", "positive")]),
+        (
+            "As a senior account manager, I have a lot of responsibilities.",
+            [("user", "role", "senior account manager", "positive")],
+        ),
+        ("I'm a teacher myself.", [("user", "role", "teacher", "positive")]),
+        (
+            "Also, I did an internship as a consultant at Mercer Consulting.",
+            [("user", "role", "consultant", "positive")],
+        ),
+        (
+            "I'm thinking of hosting a party soon and I want to serve some delicious food.",
+            [
+                ("user", "goal", "serve some delicious food", "positive"),
+                ("user", "goal", "hosting a party soon", "positive"),
+            ],
+        ),
+        # other languages, where a place or an employer is a capitalised name
+        ("Ich wohne in Berlin.", [("user", "lives in", "Berlin", "positive")]),
+        ("J'habite à Lyon depuis 2019.", [("user", "lives in", "Lyon", "positive")]),
+        ("Vivo en Madrid con mi familia.", [("user", "lives in", "Madrid", "positive")]),
+        ("Je travaille chez Renault.", [("user", "works at", "Renault", "positive")]),
+    ],
+)
+def test_goals_preferences_choices_possessions_and_places_in_plain_words(
+    sentence: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    """What users state about themselves and their family in plain words (real sentences from the exports)."""
+    assert triples(sentence) == expected
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # role-play: the role and the years are the persona's, the assistant's, not the user's
+        "Act as a senior data engineer with 10 years of experience.",
+        "You are a nurse with 12 years in paediatrics.",
+        "Pretend I'm a recruiter and interview me.",
+        "Imagine you're a chef with 20 years of experience.",
+        "Explain it to me as a teacher for kids.",
+        "I want you to be a product manager.",
+        "I would like you to act as a travel agent for me",
+        "It was great to hear about her new job as a marketing manager at a startup.",
+        "I ran into an old friend who was working as a programmer for the festival.",
+        # hypotheticals, embedded clauses, pointers, vague objects, descriptions that are no role
+        "If I were a doctor I'd know.",
+        "I want you to list genres and ask me which I prefer to play.",
+        "I'll take a closer look at the journals I'm interested in.",
+        "I'm open to suggestions.",
+        "I've used the FNV-1a hash in the past, but I'm open to other suggestions.",
+        "I've narrowed it down to two models, but I'd love to get your input.",
+        "I'm interested in learning more about Python.",
+        "I'll go with the first option.",
+        "I think I'll pick the blue one.",
+        "Yeah, I think I'll pick up a traditional guampa to get the full experience.",
+        "I'll go with that.",
+        "I think I'll go with a combination of both.",
+        "I'm a pretty cautious driver.",
+        "I'm thinking of a number.",
+        "I'm thinking of something warm.",
+        "I'm in trouble.",
+        "I'm in Chapter 3.",
+        "I'm in a meeting with Sarah.",
+        "Ich wohne in einer kleinen Wohnung.",
+        "Should I go with the geometric bookends?",
+        "If my parents are interested in museums, we could go.",
+    ],
+)
+def test_role_play_hypotheticals_and_pointers_state_no_fact(sentence: str) -> None:
+    """A wrong fact about the user is worse than a missing one: a persona the user asks the assistant to play,
+    a wish, a question, a pointer back into the talk ("that", "the first option") or a manner ("a pretty
+    cautious driver") give nothing. The one exception, kept from issue 20: "with my 8 years of experience"
+    makes the played role the user's own (tested above)."""
+    assert triples(sentence) == []

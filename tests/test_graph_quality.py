@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from staging.graph_quality import Concept, Labels, fact_found, names_match, normalise, score_conversation
+from staging.graph_quality import (
+    Concept,
+    Labels,
+    fact_found,
+    fact_precision,
+    names_match,
+    normalise,
+    score_conversation,
+)
 
 LABELS = Path(__file__).parents[1] / "benchmarks" / "labels" / "dev_labels.json"
 
@@ -67,6 +75,32 @@ def test_a_fact_is_found_by_its_value_or_inside_the_quote() -> None:
     }
     assert fact_found(labelled, [("goal", "plan a surprise party for my sister Emma")])
     assert not fact_found(labelled, [("lives in", "Berlin")])
+
+
+def test_fact_precision_counts_found_facts_of_labelled_conversations_that_match_a_labelled_fact() -> None:
+    """Of the facts found in labelled conversations present in the archive, those matching none of their
+    conversation's labelled facts are listed (to check by hand); unlabelled or absent conversations do not count."""
+    labels = Labels(
+        {
+            "c1": {"facts": [{"attribute": "location", "value": "Oakland, California", "quote": "I'm in Oakland"}]},
+            "c2": {"facts": []},
+            "gone": {"facts": [{"attribute": "role", "value": "nurse", "quote": "I'm a nurse"}]},
+        },
+        frozenset(),
+    )
+    found = {
+        "c1": [("lives in", "Oakland, California"), ("chose", "geometric bookends")],
+        "c2": [("goal", "plan a trip")],
+        "unlabelled": [("role", "pilot")],
+        "gone": [("role", "nurse")],
+    }
+    precision, total, unmatched = fact_precision(found, labels, {"c1", "c2"})
+    assert (precision, total) == (pytest.approx(1 / 3), 3)
+    assert [(u["conversation_id"], u["value"]) for u in unmatched] == [
+        ("c1", "geometric bookends"),
+        ("c2", "plan a trip"),
+    ]
+    assert fact_precision({}, labels, {"c1"}) == (None, 0, [])
 
 
 def test_the_dev_labels_are_well_formed() -> None:
