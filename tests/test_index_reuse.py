@@ -44,7 +44,7 @@ def run_stages(dbs: Dbs) -> None:
 
 def first_build(tmp_path: Path) -> Dbs:
     """The test_index_store memory, with cues runs incremental whatever share of it changes."""
-    dbs = open_dbs(tmp_path, memory={"key_embedder": "embed", "prepass_from": 1, "rebuild_share": 1.0})
+    dbs = open_dbs(tmp_path, memory={"key_embedder": "embed", "prepass_from": 1, "rebuild_share": 10.0})
     start = datetime(2023, 1, 1, 10, tzinfo=UTC)
     write_archive(
         dbs.archive, [conversation(c, t, start=start.replace(day=1 + i)) for i, (c, t) in enumerate(CHATS.items())]

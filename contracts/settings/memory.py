@@ -25,12 +25,12 @@ class MemorySettings(BaseModel):
     rebuild_share: float = Field(
         default=0.1,
         ge=0,
-        le=1,
         description="A cues run rebuilds only the conversations new, changed or gone since the previous run and "
         "shares the rest with it, the global counts (message count behind the IDFs, hubs) kept from the last full "
         "build, until either reaches this share: the conversations the run changes, of all conversations (a full "
         "build is then cheaper), or the messages added and removed since the last full build, of that build's "
-        "message count (its counts are then stale). Then it builds everything. 0: always in full.",
+        "message count (its counts are then stale). Then it builds everything. 0: always in full; above 1, no "
+        "run's change alone forces a full build, only an archive grown by more than that share since it.",
     )
     prune_runs: bool = Field(
         default=True,
