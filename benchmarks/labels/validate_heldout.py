@@ -64,6 +64,14 @@ def main():
             if con["name"].lower() in names:
                 errors.append(f"{cid}: duplicate concept {con['name']!r}")
             names.add(con["name"].lower())
+        text = "\n".join([c.get("title") or ""] + ["\n".join(p for p in m["content"]["parts"] if isinstance(p, str))
+                                                    for m in s.text_messages(c)]).lower()
+        for con in lab["concepts"]:
+            for a in con["aliases"]:
+                if a.lower() not in text:
+                    errors.append(f"{cid}: alias {a!r} not in the conversation text")
+            if con["name"].lower() not in text and not con["aliases"]:
+                errors.append(f"{cid}: concept {con['name']!r} has no name or alias in the text")
         users = user_texts_any_branch(c)
         for fact in lab["facts"]:
             if fact["attribute"] not in ATTRS:
