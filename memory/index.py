@@ -26,7 +26,7 @@ import numpy as np
 from clients.embedders import Embedder, OnnxMiniLM, build_embedder
 from contracts.errors import ChatmemError
 from contracts.fact_rules import FactRow
-from memory.dense_lists import PrepassTables
+from memory.dense_lists import PrepassTables, principal_directions
 from memory.key_model import STATIC, for_run, with_model
 from memory.names import NAMED_ROLES, Names, speaker_names
 from memory.session import SessionKeys, session_keys
@@ -125,8 +125,7 @@ class MemoryIndex:
         """Prepare `similarity`'s coarse pass (done by `build_index` for large memories)."""
         rng = np.random.default_rng(seed)
         sample = self.dense[rng.choice(self.size, min(self.size, 20_000), replace=False)]
-        _, _, vt = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
-        self.projection = np.ascontiguousarray(vt[:COARSE_DIM].T, dtype=np.float32)
+        self.projection = principal_directions(sample, COARSE_DIM)
         self.coarse = np.ascontiguousarray(self.dense @ self.projection, dtype=np.float32)
 
     def text(self, index: int) -> str:
