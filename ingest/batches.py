@@ -21,8 +21,12 @@ from contracts.records import QuarantineRecord
 from ingest.detect import parser_for
 from ingest.jsonl import Continuation
 from ingest.jsonstream import Utf8RepairReader
+from ingest.raw_skip import RawLookup, Unchanged
 from ingest.sources import OpenedExport
 from staging.archive_rows import ConversationRows, to_rows
+
+RAW_SKIP_FORMATS = ("chatgpt", "claude")  # parsers that stream a top-level list (ingest/jsonstream.py)
+PROGRESS_BYTES = 32 << 20  # a batch is cut at least this often, so the bar moves over unchanged conversations
 
 
 @dataclass
@@ -30,7 +34,9 @@ class Batch:
     conversations: list[ConversationRows] = field(default_factory=list)
     parts: list[Continuation] = field(default_factory=list)  # JSONL parts naming parents of an earlier dump
     quarantined: list[QuarantineRecord] = field(default_factory=list)
-    messages: int = 0
+    messages: int = 0  # read, the unchanged ones included
+    unchanged: int = 0  # messages of conversations known by their bytes (ingest/raw_skip.py): not parsed
+    raw: dict[str, bytes] = field(default_factory=dict)  # conversation id -> the hash of the bytes it was read from
     bytes_read: int = 0  # position in the stream when the batch was cut (for progress)
 
 
@@ -53,38 +59,57 @@ class _CountingStream:
 
 
 def iter_batches(
-    opened: OpenedExport, fmt: str, *, batch_size: int, repair: bool, stats: BatchStats
+    opened: OpenedExport,
+    fmt: str,
+    *,
+    batch_size: int,
+    repair: bool,
+    stats: BatchStats,
+    lookup: RawLookup | None = None,
 ) -> Iterator[Batch]:
     """Yield batches of whole conversations. A parse error is raised after the batch before it is yielded,
-    so that whatever was parsed before the error is written, not lost."""
+    so that whatever was parsed before the error is written, not lost. `lookup` (the ChatGPT and Claude
+    lists only): conversations whose bytes the archive holds are counted, not parsed (ingest/raw_skip.py)."""
     parse = parser_for(fmt)
+    options = {"lookup": lookup} if lookup is not None and fmt in RAW_SKIP_FORMATS else {}
     batch = Batch()
     with opened.open() as raw:
         counting = _CountingStream(raw)
+        cut_at = 0
         stream: Any = Utf8RepairReader(counting) if repair else counting  # type: ignore[arg-type]
         try:
-            for item in parse(stream, name=opened.path):
+            for item in parse(stream, name=opened.path, **options):
                 if isinstance(item, QuarantineRecord):
                     batch.quarantined.append(item)
+                    continue
+                if isinstance(item, Unchanged):
+                    batch.messages += item.messages
+                    batch.unchanged += item.messages
                     continue
                 if isinstance(item, Continuation):  # joined to the archive in the stage's thread
                     batch.parts.append(item)
                 else:
                     batch.conversations.append(to_rows(item, fmt))
+                    if options:
+                        lookup.parsed(item.id)  # type: ignore[union-attr]
+                        if lookup.last is not None:  # type: ignore[union-attr]
+                            batch.raw[item.id] = lookup.last  # type: ignore[union-attr]
                 batch.messages += len(item.messages)
                 # Bound memory by messages too: a batch of huge conversations must not hold the whole file.
-                if len(batch.conversations) + len(batch.parts) >= batch_size or batch.messages >= batch_size * 50:
-                    batch.bytes_read = counting.position
+                parsed = batch.messages - batch.unchanged
+                full = len(batch.conversations) + len(batch.parts) >= batch_size or parsed >= batch_size * 50
+                if full or counting.position - cut_at >= PROGRESS_BYTES:  # unchanged ones: progress moves
+                    batch.bytes_read = cut_at = counting.position
                     yield batch
                     batch = Batch()
         except (ExportError, UnicodeError):
             # Whatever was parsed before a bad spot is complete and good: hand it over, then the error.
-            if batch.conversations or batch.parts or batch.quarantined:
+            if batch.conversations or batch.parts or batch.quarantined or batch.messages:
                 batch.bytes_read = counting.position
                 yield batch
             raise
         if isinstance(stream, Utf8RepairReader):
             stats.utf8_replacements = stream.replacements
-        if batch.conversations or batch.parts or batch.quarantined:
+        if batch.conversations or batch.parts or batch.quarantined or batch.messages:
             batch.bytes_read = counting.position
             yield batch

@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.chatgpt_content import content_type_of, render_content
 from ingest.jsonstream import MAX_DEPTH, TooDeep, guard_depth, iter_json_items
+from ingest.raw_skip import RawLookup, Unchanged
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
 
@@ -38,13 +39,19 @@ RAW_LIMIT = 1_000_000  # characters of a quarantined record's JSON that are kept
 _ROLES: dict[str, Role] = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 
 
-def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | QuarantineRecord]:
-    """Yield each conversation of a ChatGPT export (after its quarantine rows) in file order.
+def parse(
+    stream: BinaryIO, *, name: str, lookup: RawLookup | None = None
+) -> Iterator[ExportConversation | QuarantineRecord | Unchanged]:
+    """Yield each conversation of a ChatGPT export (after its quarantine rows) in file order; with `lookup`,
+    an `Unchanged` marker for each conversation whose bytes the archive holds (ingest/raw_skip.py).
 
     Raises MalformedExportError (naming `name`) when the file is not valid JSON, after every complete
     conversation before the break has been yielded.
     """
-    for index, record in enumerate(iter_json_items(stream, "item", name=name)):
+    for index, record in enumerate(iter_json_items(stream, "item", name=name, lookup=lookup)):
+        if isinstance(record, Unchanged):
+            yield record
+            continue
         if isinstance(record, TooDeep):
             # Read without recursion; a conversation object then loses only the message that is too deep.
             loaded = record.load()

@@ -36,6 +36,7 @@ from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.detect import json_kind, peek_start, raw_json
 from ingest.jsonstream import TOO_DEEP_MESSAGE, TooDeep, guard_depth, iter_json_items, too_deep_link
+from ingest.raw_skip import RawLookup, Unchanged
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
 
@@ -45,8 +46,11 @@ ROOT_SENTINEL = "00000000-0000-4000-8000-000000000000"
 _ROLES: dict[str, Role] = {"human": "user", "user": "user", "assistant": "assistant"}
 
 
-def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | QuarantineRecord]:
-    """Yield each conversation (after its quarantine rows) in file order.
+def parse(
+    stream: BinaryIO, *, name: str, lookup: RawLookup | None = None
+) -> Iterator[ExportConversation | QuarantineRecord | Unchanged]:
+    """Yield each conversation (after its quarantine rows) in file order; with `lookup`, a list's conversation
+    whose bytes the archive holds is an `Unchanged` marker (ingest/raw_skip.py).
 
     Raises MalformedExportError naming `name` when the JSON breaks, after every complete conversation before
     the break was yielded.
@@ -56,7 +60,10 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
         for record in iter_json_items(replay, "", name=name):
             yield from guard_depth(parse_conversation(record, "conversation"), "conversation")
     elif first == b"[":
-        for index, record in enumerate(iter_json_items(replay, "item", name=name)):
+        for index, record in enumerate(iter_json_items(replay, "item", name=name, lookup=lookup)):
+            if isinstance(record, Unchanged):
+                yield record
+                continue
             if isinstance(record, TooDeep):
                 loaded = record.load()  # read without recursion: the conversation loses only the deep message
                 if not isinstance(loaded, dict):

@@ -31,6 +31,7 @@ import ijson
 
 from contracts.errors import ConfigError, MalformedExportError, UnsupportedFormatError
 from contracts.records import EXPORT_FORMATS, ExportConversation, QuarantineRecord
+from ingest.raw_skip import Unchanged
 
 HEAD_BYTES = 64 * 1024
 RAW_LIMIT = 1_000_000  # characters of a quarantined record's JSON that are kept
@@ -40,7 +41,7 @@ _JSONL_KEYS = frozenset({"conversation_id", "role", "text"})
 # Keys that settle the format as soon as they are seen, whatever else the record holds.
 _DECISIVE = frozenset({"mapping", "current_node", "chat_messages", "history", "conversationId"})
 
-Parser = Callable[..., Iterator[ExportConversation | QuarantineRecord]]
+Parser = Callable[..., Iterator[ExportConversation | QuarantineRecord | Unchanged]]
 
 
 def detect_format(head: bytes, *, name: str) -> str:

@@ -32,6 +32,7 @@ import orjson
 
 from contracts.errors import MalformedExportError
 from contracts.records import QuarantineRecord
+from ingest.raw_skip import RawLookup
 
 CHUNK = 1 << 20  # 1 MiB reads
 MAX_DEPTH = 1024  # orjson's limit; the standard library's recursion gives out near the same depth
@@ -112,14 +113,16 @@ class _CountingReader(io.RawIOBase):
         return len(data)
 
 
-def iter_json_items(stream: BinaryIO, prefix: str, *, name: str) -> Iterator[Any]:
+def iter_json_items(stream: BinaryIO, prefix: str, *, name: str, lookup: RawLookup | None = None) -> Iterator[Any]:
     """Yield each value under `prefix` ('item' for a top-level list) as Python objects.
 
     Numbers come back as float/int (not Decimal). Raises MalformedExportError naming `name` and roughly
     where in the file the JSON broke (the error is raised after every complete item before it was yielded).
+    `lookup`: a top-level list's elements whose bytes the archive knows come back as `Unchanged` markers,
+    unparsed (ingest/raw_skip.py).
     """
     if prefix == "item":
-        yield from iter_array_items(stream, name=name)
+        yield from iter_array_items(stream, name=name, lookup=lookup)
         return
     reader = _CountingReader(stream)
     try:
@@ -242,8 +245,10 @@ class _ArrayReader:
         return error
 
 
-def iter_array_items(stream: BinaryIO, *, name: str) -> Iterator[Any]:
-    """Yield each element of a top-level JSON array, one at a time (see the module docstring)."""
+def iter_array_items(stream: BinaryIO, *, name: str, lookup: RawLookup | None = None) -> Iterator[Any]:
+    """Yield each element of a top-level JSON array, one at a time (see the module docstring). With `lookup`,
+    an object element whose bytes it knows is an `Unchanged` marker, and `lookup.last` is the hash of the
+    element just parsed (None when the fallback decoded it)."""
     reader = _ArrayReader(stream, name)
     first = reader.peek()
     if first is None:
@@ -257,7 +262,9 @@ def iter_array_items(stream: BinaryIO, *, name: str) -> Iterator[Any]:
         head = reader.peek()
         if head is None:
             raise reader.fail("invalid or truncated JSON: the file ends inside the array")
-        item = _object_by_candidates(reader) if head == ord("{") else None
+        if lookup is not None:
+            lookup.last = None
+        item = _object_by_candidates(reader, lookup) if head == ord("{") else None
         if item is None:
             item = _decode_with_stdlib(reader)
         self_delimited = head in (ord("{"), ord("["), ord('"'))
@@ -276,8 +283,11 @@ def iter_array_items(stream: BinaryIO, *, name: str) -> Iterator[Any]:
             raise reader.fail(f"invalid JSON: expected ',' or ']' after an element, found {chr(separator)!r}")
 
 
-def _object_by_candidates(reader: _ArrayReader) -> Any | None:
-    """Find the element's end by trying each `}` + `,`/`]` candidate with orjson. None: give up (fallback)."""
+def _object_by_candidates(reader: _ArrayReader, lookup: RawLookup | None = None) -> Any | None:
+    """Find the element's end by trying each `}` + `,`/`]` candidate with orjson. None: give up (fallback).
+
+    With `lookup`, each candidate's bytes are hashed first: a hash it knows is a whole element read before
+    (a wrong candidate leaves an object open, so its bytes were never a whole element), returned unparsed."""
     start = reader.pos
     search_from = start
     wrong = 0
@@ -295,13 +305,20 @@ def _object_by_candidates(reader: _ArrayReader) -> Any | None:
             search_from = start + resume
             continue
         end = match.start() + 1
+        element = reader.buf[start:end]
+        raw = lookup.hash(element) if lookup is not None else None
+        if raw is not None and (known := lookup.take(raw)) is not None:  # type: ignore[union-attr]
+            reader.pos = end
+            return known
         try:
-            item = orjson.loads(reader.buf[start:end])
+            item = orjson.loads(element)
         except orjson.JSONDecodeError:
             wrong += 1
             search_from = end
             continue
         reader.pos = end
+        if lookup is not None:
+            lookup.last = raw
         return item
     return None
 

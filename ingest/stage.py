@@ -27,6 +27,7 @@ from ingest.batches import Batch, BatchStats, iter_batches
 from ingest.detect import detect_format
 from ingest.jsonl import continued
 from ingest.overlap import prefetched
+from ingest.raw_skip import RawLookup
 from ingest.sources import OpenedExport, open_export, read_head
 from ingest.timestamps import describe_dropped
 from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
@@ -47,6 +48,7 @@ class FileOutcome:
     format: str | None = None
     messages_read: int = 0
     counts: WriteCounts = field(default_factory=WriteCounts)
+    known_by_bytes: int = 0  # conversations the archive held as these bytes: counted, not parsed
     detail: str | None = None
     timestamps_dropped: Counter[str] = field(default_factory=Counter)
 
@@ -101,6 +103,7 @@ def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
         "files_partial": sum(o.status == "partial" for o in outcomes),
         "conversations_written": total.conversations,
         "messages_read": sum(o.messages_read for o in outcomes),
+        "conversations_known_by_bytes": sum(o.known_by_bytes for o in outcomes),
         "messages_inserted": total.inserted,
         "messages_updated": total.updated,
         "messages_unchanged": total.unchanged,
@@ -152,13 +155,15 @@ def _ingest_one(
     outcome = FileOutcome(opened.path, "ingested", opened.sha256, fmt)
     notes = [f"side files present, not parsed: {', '.join(opened.side_files)}"] if opened.side_files else []
     try:
-        _parse_and_write(writer, opened, source_id, fmt, settings, outcome, progress, repair=False)
+        _parse_and_write(writer, opened, source_id, fmt, settings, outcome, progress, repair=False, force=force)
     except MalformedExportError as exc:
         if getattr(exc, "invalid_utf8", False):
             # Second pass over the whole file with invalid bytes replaced; upserts make the re-write safe.
             outcome = FileOutcome(opened.path, "ingested", opened.sha256, fmt)
             try:
-                replaced = _parse_and_write(writer, opened, source_id, fmt, settings, outcome, progress, repair=True)
+                replaced = _parse_and_write(
+                    writer, opened, source_id, fmt, settings, outcome, progress, repair=True, force=force
+                )
                 notes.append(f"{replaced} invalid UTF-8 byte sequence(s) replaced with U+FFFD")
             except MalformedExportError as again:
                 exc = again
@@ -220,22 +225,33 @@ def _parse_and_write(
     progress: ProgressFactory | None,
     *,
     repair: bool,
+    force: bool = False,
 ) -> int:
-    """Parse one stream and write it in batches. Returns the number of UTF-8 replacements made."""
+    """Parse one stream and write it in batches. Returns the number of UTF-8 replacements made.
+
+    Conversations whose bytes the archive already holds as rows are counted, not parsed (ingest/raw_skip.py),
+    unless `force` (a dump read again on purpose is parsed whole)."""
     stats = BatchStats()
+    lookup = None if force else RawLookup(fmt, writer.known_raw())
 
     def batches() -> Iterator[Batch]:
-        return iter_batches(opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats)
+        return iter_batches(
+            opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats, lookup=lookup
+        )
 
     with bar(progress, opened.path, opened.size_bytes) as advance:
         reported = 0
         # The next batch is parsed in a thread while this one is written (ingest/overlap.py).
         for batch, dropped in prefetched(batches):
             joined = [to_rows(continued(part, writer.stored_conversation(part.id)), fmt) for part in batch.parts]
-            counts, _ = writer.write_batch(source_id, fmt, [*batch.conversations, *joined], batch.quarantined)
+            counts, _ = writer.write_batch(
+                source_id, fmt, [*batch.conversations, *joined], batch.quarantined, raw=batch.raw
+            )
+            counts.unchanged += batch.unchanged
             outcome.counts.add(counts)
             outcome.messages_read += batch.messages
             advance(batch.bytes_read - reported)
             reported = batch.bytes_read
             outcome.timestamps_dropped.update(dropped)
+    outcome.known_by_bytes += lookup.recognised if lookup is not None else 0
     return stats.utf8_replacements

@@ -12,7 +12,7 @@ Rows are built by the pure functions in `staging.archive_rows`.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,6 +123,10 @@ class ArchiveWriter:
             restore_indexes(self.conn)
             self.deferred = False
 
+    def known_raw(self) -> dict[bytes, tuple[str, int]]:
+        """The hashes of conversations' bytes whose rows the archive holds as they gave them (ingest/raw_skip.py)."""
+        return archive_digests.known_raw(self.conn)
+
     def source_status(self, sha256: str) -> str | None:
         row = self.conn.execute("SELECT status FROM sources WHERE sha256 = ?", (sha256,)).fetchone()
         return None if row is None else str(row["status"])
@@ -172,11 +176,14 @@ class ArchiveWriter:
         fmt: str,
         conversations: Sequence[ExportConversation | ConversationRows],
         quarantined: Sequence[QuarantineRecord],
+        raw: Mapping[str, bytes] | None = None,
     ) -> tuple[WriteCounts, list[QuarantineRecord]]:
         """Write whole conversations and quarantine rows in one transaction.
 
         Returns the counts and the extra quarantine records this write produced (a message id that already
         belongs to another conversation cannot be stored twice: it is quarantined, not overwritten).
+        `raw`: conversation id -> the hash of the bytes it was read from, recorded with its rows digest when
+        the archive now holds exactly those rows (ingest/raw_skip.py).
         """
         batch = [c if isinstance(c, ConversationRows) else to_rows(c, fmt) for c in conversations]
         counts = WriteCounts()
@@ -199,6 +206,12 @@ class ArchiveWriter:
                     counts.unchanged += len(conversation.messages)
                     continue
                 collisions.extend(self._write_known(source_id, conversation, counts, found, known))
+            if raw:
+                read = {c.id: (raw[c.id], len(c.messages)) for c in batch if c.id in raw}
+                archive_digests.put_raw(
+                    self.conn,
+                    [(key, cid, stored, n) for cid, (key, n) in read.items() if (stored := known.get(cid))],
+                )
             rows = [
                 (source_id, q.locator, q.reason, utf8_safe(q.raw), q.conversation_id)
                 for q in (*quarantined, *collisions)

@@ -14,7 +14,14 @@ its messages drops its digest (the writer sets it again after its own writes), s
 the conversation changed since the dump it names was written. Dropped, a conversation is compared row by row once
 more, as before this table existed (the first run after the upgrade does that for every conversation).
 
-`SCHEMA` is migration 5 of archive.db (staging/migrations.py).
+Reading the dump costs more than comparing it: every conversation parsed, its rows built and digested. So
+`raw_digests` keeps, per conversation, a digest of the dump's own bytes for it (the JSON element, keyed by the
+format and the parser's code: ingest/raw_skip.py) beside the rows digest those bytes gave. An element whose
+bytes digest is here, with that rows digest still the conversation's, is known without parsing it: the same bytes
+read by the same code give the same rows, which are the stored ones. Stale rows (the conversation changed since)
+fail that join and are replaced when the conversation's next digest is recorded.
+
+`SCHEMA` is migration 5 of archive.db, `RAW_SCHEMA` migration 6 (staging/migrations.py).
 """
 
 from __future__ import annotations
@@ -48,6 +55,17 @@ SCHEMA = [
 ]
 
 
+RAW_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS raw_digests (
+        raw BLOB PRIMARY KEY,
+        conversation_id TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        messages INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS raw_digests_conversation ON raw_digests (conversation_id)",
+]
+
+
 def create(conn: sqlite3.Connection) -> None:
     """The table and its triggers (migration 5), empty: each conversation is compared row by row once more."""
     for statement in SCHEMA:
@@ -57,3 +75,28 @@ def create(conn: sqlite3.Connection) -> None:
 def put(conn: sqlite3.Connection, digests: Iterable[tuple[str, str]]) -> None:
     """Record (conversation id, digest) pairs, after the writes of those conversations."""
     conn.executemany("INSERT OR REPLACE INTO conversation_digests (conversation_id, digest) VALUES (?, ?)", digests)
+
+
+def create_raw(conn: sqlite3.Connection) -> None:
+    """The raw digests table (migration 6), empty: the next read of each dump parses it all once more."""
+    for statement in RAW_SCHEMA:
+        conn.execute(statement)
+
+
+def known_raw(conn: sqlite3.Connection) -> dict[bytes, tuple[str, int]]:
+    """raw digest -> (conversation id, its message count), for every conversation whose stored rows are still
+    what those bytes gave."""
+    rows = conn.execute(
+        "SELECT r.raw, r.conversation_id, r.messages FROM raw_digests r"
+        " JOIN conversation_digests d ON d.conversation_id = r.conversation_id AND d.digest = r.digest"
+    )
+    return {bytes(raw): (conversation_id, messages) for raw, conversation_id, messages in rows}
+
+
+def put_raw(conn: sqlite3.Connection, rows: Iterable[tuple[bytes, str, str, int]]) -> None:
+    """Record (raw digest, conversation id, rows digest, messages), replacing the conversation's older ones."""
+    rows = list(rows)
+    conn.executemany("DELETE FROM raw_digests WHERE conversation_id = ?", [(row[1],) for row in rows])
+    conn.executemany(
+        "INSERT OR REPLACE INTO raw_digests (raw, conversation_id, digest, messages) VALUES (?, ?, ?, ?)", rows
+    )

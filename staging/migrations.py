@@ -15,6 +15,8 @@ History:
                 4  visible_messages: the view of the messages a reader sees (`VISIBLE_MESSAGES`)
                 5  conversation_digests: the digest of the dump last written to each conversation, kept by triggers,
                    so that ingest skips a conversation a newer dump repeats unchanged (staging/archive_digests.py)
+                6  raw_digests: the digest of each conversation's bytes in its last dump, so that ingest skips it
+                   without parsing it (staging/archive_digests.py, ingest/raw_skip.py)
     staging.db  1  the run ledger: runs, stage_runs, ingest_files
                 2  every stage's tables, which stages used to create on first use (`ensure_schema`, before
                    this list existed): segments, embeddings, extractions, llm_calls, concepts, topics,
@@ -228,6 +230,11 @@ ARCHIVE = (
         5,
         "conversation_digests: each conversation's last dump, so that ingest skips it unchanged",
         archive_digests.create,
+    ),
+    Migration(
+        6,
+        "raw_digests: each conversation's bytes in its last dump, so that ingest skips parsing it",
+        archive_digests.create_raw,
     ),
 )
 STAGING = (

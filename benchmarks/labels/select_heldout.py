@@ -4,6 +4,7 @@ Usage: python benchmarks/labels/select_heldout.py [SHARED_DATA_DIR]
 SHARED_DATA_DIR defaults to /work/shared/data. The demo zip is read from demo/ beside this repo root.
 Eligibility is the "text message" rule of benchmarks/labels/README.md ("Selection rule").
 """
+
 import json
 import os
 import random
@@ -55,9 +56,7 @@ def is_text_message(m):
         return False
     if m.get("recipient", "all") != "all":
         return False
-    if (m.get("metadata") or {}).get("is_visually_hidden_from_conversation"):
-        return False
-    return True
+    return not (m.get("metadata") or {}).get("is_visually_hidden_from_conversation")
 
 
 def text_messages(c):
@@ -65,8 +64,11 @@ def text_messages(c):
 
 
 def user_texts(c):
-    return ["\n".join(p for p in m["content"]["parts"] if isinstance(p, str))
-            for m in text_messages(c) if m["author"]["role"] == "user"]
+    return [
+        "\n".join(p for p in m["content"]["parts"] if isinstance(p, str))
+        for m in text_messages(c)
+        if m["author"]["role"] == "user"
+    ]
 
 
 def dev_ids():

@@ -3,6 +3,7 @@
 Usage: python benchmarks/labels/validate_heldout.py [SHARED_DATA_DIR]
 Reads every export again, independently of how the labels were written, and prints one line per problem.
 """
+
 import json
 import os
 import sys
@@ -10,8 +11,19 @@ import sys
 import select_heldout as s
 
 TYPES = {"technology", "organisation", "person", "place", "product", "project", "goal", "subject", "event"}
-ATTRS = {"role", "experience", "employer", "tool", "location", "goal", "preference", "possession", "family",
-         "education", "other"}
+ATTRS = {
+    "role",
+    "experience",
+    "employer",
+    "tool",
+    "location",
+    "goal",
+    "preference",
+    "possession",
+    "family",
+    "education",
+    "other",
+}
 
 
 def user_texts_any_branch(c):
@@ -64,8 +76,10 @@ def main():
             if con["name"].lower() in names:
                 errors.append(f"{cid}: duplicate concept {con['name']!r}")
             names.add(con["name"].lower())
-        text = "\n".join([c.get("title") or ""] + ["\n".join(p for p in m["content"]["parts"] if isinstance(p, str))
-                                                    for m in s.text_messages(c)]).lower()
+        text = "\n".join(
+            [c.get("title") or ""]
+            + ["\n".join(p for p in m["content"]["parts"] if isinstance(p, str)) for m in s.text_messages(c)]
+        ).lower()
         for con in lab["concepts"]:
             for a in con["aliases"]:
                 if a.lower() not in text:

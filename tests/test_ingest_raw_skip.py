@@ -1,0 +1,174 @@
+"""A service's next full export repeats most conversations byte for byte: ingest counts those without parsing
+them (ingest/raw_skip.py, the `raw_digests` table of staging/archive_digests.py), and the archive ends exactly as
+a run that parses every conversation leaves it.
+
+Real stage (ingest, through the stage runner), real SQLite; the ChatGPT parser's per-conversation function is
+wrapped to count what was parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stage_support import ingest_stage
+
+from contracts.settings import Settings
+from ingest import chatgpt
+from staging.archive import open_archive
+from staging.ledger import open_run, open_staging
+from tests.test_ingest_stage import make_chatgpt_export
+
+
+def ingest(data_dir: Path, export: Path, run_id: str, *, force: bool = False) -> dict[str, Any]:
+    settings = Settings(data_dir=data_dir)
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        open_run(staging, stages=["ingest"], exports=[str(export)], settings={}, code_version="test", run_id=run_id)
+        result = ingest_stage.run(archive, staging, run_id=run_id, settings=settings, exports=[export], force=force)
+        assert result.status == "succeeded", result
+        return result.counts
+    finally:
+        archive.close()
+        staging.close()
+
+
+def archive_state(data_dir: Path) -> dict[str, list[tuple[object, ...]]]:
+    """What a reader of the archive sees: conversations, messages, quarantine (not sources or digests)."""
+    conn = sqlite3.connect(data_dir / "archive.db")
+    try:
+        return {
+            "conversations": [
+                tuple(r)
+                for r in conn.execute(
+                    "SELECT id, title, created_at, updated_at, current_node, row_hash, message_count"
+                    " FROM conversations ORDER BY id"
+                )
+            ],
+            "messages": [
+                tuple(r)
+                for r in conn.execute(
+                    "SELECT uuid, conversation_id, parent_id, role, text, seq, is_active FROM messages ORDER BY uuid"
+                )
+            ],
+            "quarantine": [tuple(r) for r in conn.execute("SELECT locator, reason FROM quarantine ORDER BY 1, 2")],
+        }
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the conversations the ChatGPT parser reads, in order."""
+    seen: list[str] = []
+    real = chatgpt.parse_conversation
+
+    def counting(record: object, index: int) -> Any:
+        seen.append(record.get("id") if isinstance(record, dict) else "?")
+        return real(record, index)
+
+    monkeypatch.setattr(chatgpt, "parse_conversation", counting)
+    return seen
+
+
+def added_turn(conversation: dict[str, Any], text: str) -> dict[str, Any]:
+    """The conversation continued by one user turn (a continued conversation in the next export)."""
+    leaf = conversation["current_node"]
+    new = f"{leaf}-next"
+    node = json.loads(json.dumps(conversation["mapping"][leaf]))
+    node.update(id=new, parent=leaf, children=[])
+    node["message"].update(id=new, content={"content_type": "text", "parts": [text]})
+    node["message"]["author"]["role"] = "user"
+    conversation["mapping"][leaf]["children"].append(new)
+    conversation["mapping"][new] = node
+    conversation["current_node"] = new
+    conversation["update_time"] += 10
+    return conversation
+
+
+def write(path: Path, conversations: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps(conversations), encoding="utf-8")
+    return path
+
+
+def test_the_next_export_parses_only_what_changed_and_the_archive_is_as_a_full_parse(
+    tmp_path: Path, parsed: list[str]
+) -> None:
+    conversations = make_chatgpt_export(6, turns=4)
+    first = write(tmp_path / "day1.json", conversations)
+    counts = ingest(tmp_path / "data", first, "r1")
+    assert counts["conversations_known_by_bytes"] == 0 and len(parsed) == 6
+
+    conversations[2] = added_turn(conversations[2], "and one more question")
+    conversations.append(make_chatgpt_export(1, prefix="new")[0])
+    second = write(tmp_path / "day2.json", conversations)
+    before = tmp_path / "before"
+    shutil.copytree(tmp_path / "data", before)
+    parsed.clear()
+    counts = ingest(tmp_path / "data", second, "r2")
+    assert sorted(parsed) == ["c2", "new0"]  # the five others are known by their bytes
+    assert counts["conversations_known_by_bytes"] == 5
+    assert counts["messages_read"] == 6 * 4 + 1 + 4
+    assert (counts["messages_inserted"], counts["messages_unchanged"]) == (5, 24)
+
+    parsed.clear()
+    full = ingest(before, second, "r2", force=True)  # the same run, every conversation parsed
+    assert len(parsed) == 7 and full["conversations_known_by_bytes"] == 0
+    assert {k: v for k, v in full.items() if k != "conversations_known_by_bytes"} == {
+        k: v for k, v in counts.items() if k != "conversations_known_by_bytes"
+    }
+    assert archive_state(tmp_path / "data") == archive_state(before)
+
+    parsed.clear()
+    third = write(tmp_path / "day3.json", conversations[::-1])  # the continued and the new one are known now
+    counts = ingest(tmp_path / "data", third, "r3")
+    assert parsed == [] and counts["conversations_known_by_bytes"] == 7 and counts["messages_unchanged"] == 29
+
+
+def test_a_conversation_changed_in_the_archive_is_parsed_again_and_restored(tmp_path: Path, parsed: list[str]) -> None:
+    conversations = make_chatgpt_export(3, turns=2)
+    ingest(tmp_path / "data", write(tmp_path / "a.json", conversations), "r1")
+    clean = archive_state(tmp_path / "data")
+    conn = sqlite3.connect(tmp_path / "data" / "archive.db")
+    with conn:
+        conn.execute("UPDATE messages SET role = 'system' WHERE uuid = 'c1-m1'")  # the digest goes with it
+    conn.close()
+    parsed.clear()
+    counts = ingest(tmp_path / "data", write(tmp_path / "b.json", conversations[::-1]), "r2")  # other file bytes
+    assert parsed == ["c1"] and counts["conversations_known_by_bytes"] == 2 and counts["messages_updated"] == 1
+    assert archive_state(tmp_path / "data") == clean
+
+
+def test_a_conversation_twice_in_one_dump_ends_as_a_full_parse_leaves_it(tmp_path: Path, parsed: list[str]) -> None:
+    """The newer copy first, then the bytes the archive knows: the known bytes must not be skipped, since the
+    first copy changed what the archive holds for that conversation."""
+    conversations = make_chatgpt_export(3, turns=2)
+    ingest(tmp_path / "data", write(tmp_path / "a.json", conversations), "r1")
+    shutil.copytree(tmp_path / "data", tmp_path / "other")
+    old = json.loads(json.dumps(conversations[0]))
+    newer = added_turn(json.loads(json.dumps(conversations[0])), "a later turn")
+    both = write(tmp_path / "b.json", [newer, old, conversations[1], conversations[2]])
+    parsed.clear()
+    counts = ingest(tmp_path / "data", both, "r2")
+    assert parsed == ["c0", "c0"] and counts["conversations_known_by_bytes"] == 2
+    ingest(tmp_path / "other", both, "r2", force=True)
+    assert archive_state(tmp_path / "data") == archive_state(tmp_path / "other")
+
+
+def test_an_archive_without_raw_digests_records_them_on_its_next_read(tmp_path: Path, parsed: list[str]) -> None:
+    """An archive from before `raw_digests` (migration 6) parses the next dump whole once, then knows it."""
+    conversations = make_chatgpt_export(4, turns=2)
+    ingest(tmp_path / "data", write(tmp_path / "a.json", conversations), "r1")
+    conn = sqlite3.connect(tmp_path / "data" / "archive.db")
+    with conn:
+        conn.execute("DELETE FROM raw_digests")
+    conn.close()
+    counts = ingest(tmp_path / "data", write(tmp_path / "b.json", conversations[::-1]), "r2")
+    assert counts["conversations_known_by_bytes"] == 0 and counts["messages_unchanged"] == 8
+    parsed.clear()
+    counts = ingest(tmp_path / "data", write(tmp_path / "c.json", conversations[1:] + conversations[:1]), "r3")
+    assert parsed == [] and counts["conversations_known_by_bytes"] == 4 and counts["messages_unchanged"] == 8
