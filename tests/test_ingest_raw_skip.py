@@ -8,7 +8,9 @@ wrapped to count what was parsed.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -19,6 +21,7 @@ from stage_support import ingest_stage
 
 from contracts.settings import Settings
 from ingest import chatgpt
+from ingest.sources import sha256_file
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
 from tests.test_ingest_stage import make_chatgpt_export
@@ -172,3 +175,16 @@ def test_an_archive_without_raw_digests_records_them_on_its_next_read(tmp_path: 
     parsed.clear()
     counts = ingest(tmp_path / "data", write(tmp_path / "c.json", conversations[1:] + conversations[:1]), "r3")
     assert parsed == [] and counts["conversations_known_by_bytes"] == 4 and counts["messages_unchanged"] == 8
+
+
+def test_a_dump_is_hashed_once_per_process_until_its_bytes_change(tmp_path: Path) -> None:
+    """A watch run hashes each dump to find the new ones, then ingests them: the second hash is remembered, and
+    a file rewritten in place (same size, its modification time put back) is hashed again."""
+    dump = write(tmp_path / "dump.json", make_chatgpt_export(2))
+    first = sha256_file(dump)
+    assert sha256_file(dump) == first == hashlib.sha256(dump.read_bytes()).hexdigest()
+    before = dump.stat()
+    dump.write_bytes(dump.read_bytes().replace(b"turn 0", b"TURN 0"))
+    os.utime(dump, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert dump.stat().st_size == before.st_size
+    assert sha256_file(dump) == hashlib.sha256(dump.read_bytes()).hexdigest() != first
