@@ -103,7 +103,10 @@ def run(ctx: StageContext, *, extractor: Extractor | None = None) -> Outcome:
     ledger_note = announce(extractor, settings)
     log.info("extract - %s", ledger_note)
     counts: Counter[str] = Counter()
-    segments = segment_store.iter_current_segments(staging)
+    # Only the segments whose current extraction is not already this extractor's of their present content: on a
+    # day's run the others (all but the new and changed ones) would only be read to find them cached.
+    total = segment_store.count_current(staging)
+    segments = segment_store.iter_current_segments(staging, unless_extracted_as=store.stored_parts(parts))
     map_batches = ctx.map_batches
     if map_batches is not None and not settings.runner.distributed and extractor.name != "offline":
         # local worker processes: an LLM extractor waits on its endpoint, already concurrently (threads)
@@ -118,6 +121,8 @@ def run(ctx: StageContext, *, extractor: Extractor | None = None) -> Outcome:
     ahead = AHEAD if spread is not None and getattr(extractor, "budget", None) is None else 0
     for work in ahead_of(started, ahead):
         _write(staging, run_id, extractor, parts, known, work, counts)
+    counts["segments_cached"] += total - counts["segments"]  # current already: not read
+    counts["segments"] = total
     counts["segments_dropped"] = store.drop_retired(staging)
     # what no current segment would read again: other rules' or prompts' extractions, retired segments' (docs/runs.md)
     counts["extractions_pruned"] = store.prune(staging, (parts, offline.VERSION_PARTS, prompts.VERSION_PARTS))

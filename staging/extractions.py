@@ -66,6 +66,20 @@ SCHEMA = [
 ]
 
 
+# A current segment (`s`) whose current extraction is the successful one of its present content under these key
+# parts (a JSON list, as `write_batch` stores them): the key this run would compute is already its current one.
+EXTRACTED_AS_IS = (
+    "EXISTS (SELECT 1 FROM segment_extractions se JOIN extractions e ON e.cache_key = se.cache_key"
+    " WHERE se.segment_id = s.segment_id AND e.status = 'ok' AND e.content_hash = s.content_hash"
+    " AND e.key_parts = ?)"
+)
+
+
+def stored_parts(parts: Sequence[str]) -> str:
+    """Key parts as `extractions.key_parts` holds them."""
+    return json.dumps(list(parts))
+
+
 def cache_key(content_hash: str, parts: Sequence[str]) -> str:
     """The extraction cache key: the segment's content and everything else that changes the output."""
     return hashlib.sha256("\x1f".join((content_hash, *parts)).encode("utf-8")).hexdigest()
@@ -119,7 +133,7 @@ def write_batch(
             values = [getattr(row, c) for c in columns]
             for text in ("reason", "raw_response"):  # a failure's text may quote what the endpoint was sent
                 values[columns.index(text)] = redact(values[columns.index(text)])
-            values[columns.index("key_parts")] = json.dumps(list(row.key_parts))
+            values[columns.index("key_parts")] = stored_parts(row.key_parts)
             conn.execute(
                 f"INSERT INTO extractions ({names}) VALUES ({marks}) ON CONFLICT (cache_key) DO UPDATE SET {updates}",
                 (*values, run_id),

@@ -20,6 +20,7 @@ from itertools import groupby
 
 from staging.db import IN_VALUES, Transaction, json_values, plain_rows
 from staging.embeddings import EMBEDDED_AS_IS
+from staging.extractions import EXTRACTED_AS_IS
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS segment_conversations (
@@ -237,10 +238,13 @@ def iter_current_segments(
     *,
     page_conversations: int = SEGMENT_PAGE_CONVERSATIONS,
     unless_embedded_under: str | None = None,
+    unless_extracted_as: str | None = None,
 ) -> Iterator[SegmentRow]:
     """Current (not retired) segments by conversation and ordinal, each with its ordered message ids; with
     `unless_embedded_under` (a model key), only those not embedded under it from their present content
-    (staging/embeddings.py `embedded_segments`), so an unchanged segment costs the embed stage no read.
+    (staging/embeddings.py `embedded_segments`), so an unchanged segment costs the embed stage no read; with
+    `unless_extracted_as` (key parts as stored, staging/extractions.py `stored_parts`), only those whose current
+    extraction is not the successful one of their present content under those parts.
 
     Read a page of conversations at a time, each page fetched whole, so that no read cursor stays open while the
     caller writes on the same connection: an open cursor pins the WAL, which then never restarts and grows with
@@ -248,6 +252,8 @@ def iter_current_segments(
     pending, model = (
         ("", ()) if unless_embedded_under is None else (f" AND NOT {EMBEDDED_AS_IS}", (unless_embedded_under,))
     )
+    if unless_extracted_as is not None:
+        pending, model = f"{pending} AND NOT {EXTRACTED_AS_IS}", (*model, unless_extracted_as)
     after = ""
     while True:
         bounds = conn.execute(

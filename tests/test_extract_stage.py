@@ -42,6 +42,24 @@ def test_rerun_with_nothing_changed_makes_zero_extractor_calls(tmp_path: Path) -
     assert again.status == "skipped"
 
 
+def test_a_rerun_reads_only_the_segments_not_current_under_its_key(tmp_path: Path) -> None:
+    """A day's run over a large archive: the segments whose current extraction is this extractor's of their
+    present content are not read at all (counted as cached), so the stage follows what changed."""
+    dbs, run_id = segmented(tmp_path)
+    extractor = CountingOffline()
+    stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, extractor=extractor)
+    write_archive(dbs.archive, [conversation("trip", [*TRIP, ("user", "And what about Porto in June?")])])
+    stage_segment.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings)
+    read: list[str] = []
+    dbs.staging.set_trace_callback(read.append)
+    again = stage_extract.run(dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings, extractor=extractor)
+    dbs.staging.set_trace_callback(None)
+    assert extractor.calls == 3 and again.counts["extractor_calls"] == 1
+    assert (again.counts["segments"], again.counts["segments_cached"]) == (2, 1)
+    members = [sql for sql in read if "JOIN segment_messages" in sql]
+    assert members and all("'garden'" not in sql for sql in members)  # the garden conversation's pages: never
+
+
 def test_a_changed_extractor_key_extracts_again(tmp_path: Path) -> None:
     """Another prompt/model/version (cache_key_parts) is another cache entry: every segment is extracted."""
     dbs, run_id = segmented(tmp_path)
