@@ -45,6 +45,7 @@ import subprocess
 import sys
 import time
 import zlib
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +67,10 @@ def timed(data_dir: Path, *args: str) -> dict[str, Any]:
 
     command = [str(Path(sys.executable).parent / "chatmem"), "--data-dir", str(data_dir), "-q", *args]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        started = time.perf_counter()
+        started, began = time.perf_counter(), time.time()
         child = subprocess.Popen(command, stdout=out, stderr=err, text=True)
         _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - started
+        wall, ended = time.perf_counter() - started, time.time()
         child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
         out.seek(0)
         err.seek(0)
@@ -79,6 +80,8 @@ def timed(data_dir: Path, *args: str) -> dict[str, Any]:
             "wall_s": round(wall, 1),
             "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
             "peak_rss_mib": round(usage.ru_maxrss / 1024),  # the largest process of the tree (Linux: KiB)
+            "began": began,  # epoch seconds: where the run's ledger times fall in the process (`phases`)
+            "ended": ended,
             "out": out.read(),
             "err": err.read()[-4000:],
         }
@@ -171,6 +174,30 @@ def stage_durations(staging: Path, run_id: str | None) -> dict[str, Any]:
         return found
     finally:
         conn.close()
+
+
+def phases(staging: Path, run_id: str | None, began: float | None, ended: float | None) -> dict[str, float]:
+    """Where the process's wall went outside the stages: before the run opened in the ledger (start-up: imports,
+    Prefect's API, the watch's look at the dumps), between the stages (Prefect's subflows, the runner), and after
+    the run closed (the recall index finishing, the exit)."""
+    if not run_id or began is None or ended is None:
+        return {}
+    conn = sqlite3.connect(f"file:{staging}?mode=ro", uri=True)
+    try:
+        run = conn.execute("SELECT started_at, finished_at FROM runs WHERE id = ?", (run_id,)).fetchone()
+        in_stages = conn.execute(
+            "SELECT COALESCE(SUM(duration_s), 0) FROM stage_runs WHERE run_id = ?", (run_id,)
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    if run is None or run[1] is None:
+        return {}
+    opened, closed = (datetime.fromisoformat(t).timestamp() for t in run)
+    return {
+        "before_run_s": round(opened - began, 1),
+        "between_stages_s": round(closed - opened - float(in_stages), 1),
+        "after_run_s": round(ended - closed, 1),
+    }
 
 
 def regime(day: dict[str, Any]) -> str:
@@ -390,7 +417,8 @@ def main() -> None:
         print(
             f"day {day}: rc {last['rc']}, {last['wall_s']} s wall, {last['cpu_s']} CPU-s, {last['messages']:,}"
             f" messages, staging.db {with_wal(last['sizes']['bytes'], 'staging.db') / MB:.1f} MB,"
-            f" archive.db {with_wal(last['sizes']['bytes'], 'archive.db') / MB:.1f} MB",
+            f" archive.db {with_wal(last['sizes']['bytes'], 'archive.db') / MB:.1f} MB;"
+            f" outside the stages: {last.get('phases') or '-'}",
             flush=True,
         )
         if last["rc"] != 0:
@@ -414,6 +442,7 @@ def finish(
     if step.get("rc") == 0:
         found.pop("err", None)
     found["stages"] = stage_durations(data / "staging.db", run_id)
+    found["phases"] = phases(data / "staging.db", run_id, step.get("began"), step.get("ended"))
     started = time.perf_counter()
     found.update(observe(data, dbstat))
     found["observe_s"] = round(time.perf_counter() - started, 1)
