@@ -159,6 +159,18 @@ ARCHIVE: dict[str, TableDoc] = {
             "digest": "blake2b of its row hash and each message's compared columns, as the dump gave them.",
         },
     ),
+    "raw_digests": doc(
+        "Raw digests",
+        "Per conversation, a hash of its bytes in the dump last written to it, beside the rows digest those bytes"
+        " gave: ingest counts an element of a newer dump with a hash here, whose rows digest is still the"
+        " conversation's, without parsing it (archive.db migration 6, ingest/raw_skip.py).",
+        {
+            "raw": "blake2b of the element's bytes, keyed by the format and the source of the parsing code.",
+            "conversation_id": "The conversation (conversations.id).",
+            "digest": "The rows digest those bytes gave (conversation_digests.digest while they are current).",
+            "messages": "Its message count, counted as read and unchanged when the bytes come again.",
+        },
+    ),
 }
 
 
