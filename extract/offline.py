@@ -491,12 +491,39 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     if any(_acronym_or_inner(f) for f in forms):
         # "AI", "HR", "MB": a two-letter acronym is a unit or a department more often than a subject
         return len(word) > 2 or len(candidate.mentions) >= 3
+    if _proper_noun(candidate):
+        return True
     if candidate.cased_mid and candidate.cased_mid >= candidate.lower_mid:
         return frequency < 4.8 and (candidate.cased_mid >= 2 or frequency < 3.5)
     if frequency == 0.0:
         # a typo is said once; an identifier the user writes ("using number_to_hex()") is named on purpose
         return len(candidate.mentions) >= 2 or ("_" in word and candidate.user_mentions() > 0)
     return frequency < 3.4
+
+
+def _proper_noun(candidate: _Candidate) -> bool:
+    """ "Europe", "Emily", "IKEA": a word the user writes with its capital inside sentences, never without it, that
+    the English lexicon has no part of speech for (a proper noun: a place, a person, a brand), however common; not
+    a part of a longer name it is written beside ("York" in "New York", "Dr" in "Dr Jones")."""
+    return (
+        candidate.language == "en"
+        and len(candidate.key[0]) > 3  # "Mrs", "Dr": a title, the name follows
+        and candidate.cased_mid > 0
+        and candidate.lower_mid == 0
+        and candidate.user_mentions() > 0
+        and not lexicon.parts_of_speech(candidate.key[0])
+        and not any(_beside_capital(m.view, start, end) for m, start, end in candidate.mentions)
+    )
+
+
+_CAPITAL_BEFORE = re.compile(r"[A-Z][\w.]*[ \t]$")
+_CAPITAL_AFTER = re.compile(r"[ \t][A-Z]")
+
+
+def _beside_capital(view: str, start: int, end: int) -> bool:
+    return _CAPITAL_BEFORE.search(view, max(0, start - 24), start) is not None or (
+        _CAPITAL_AFTER.match(view, end) is not None
+    )
 
 
 def _quoted_value(candidate: _Candidate) -> bool:
