@@ -83,6 +83,10 @@ MAX_SUBTERM_WORDS = 3
 # `max_concepts`) only what the user says: a user's term outranked by the reply's names ("travel insurance" below
 # six towns the reply lists) is still what they asked about, a reply's 6th name is not.
 OPEN_RANKS = 5
+# A single common word is a concept only under this background frequency (Zipf: "salary" 4.2, "cache" 3.6, "sqoop"
+# 0); a noun the user says and the replies repeat gets this much more per doubling of its mentions.
+COMMON_WORD_ZIPF = 3.4
+REPEATED_ZIPF_STEP = 0.1
 # A hyphenated word made an adjective ("Python-like", "Spark-based"): a name's modifier, never a name alone.
 _ADJECTIVE_ENDS = ("-like", "-based", "-style", "-related", "-specific", "-friendly", "-oriented", "-driven")
 _STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
@@ -498,7 +502,12 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     if frequency == 0.0:
         # a typo is said once; an identifier the user writes ("using number_to_hex()") is named on purpose
         return len(candidate.mentions) >= 2 or ("_" in word and candidate.user_mentions() > 0)
-    return frequency < 3.4
+    user = candidate.user_mentions()
+    if user and len(candidate.mentions) > user and "NOUN" in lexicon.parts_of_speech(word):
+        # a noun the user says and the replies repeat may be a little more common for each doubling of its mentions
+        # ("Cache" said 8 times, "Artifact" 5 times); a word said once is held to the plain bar
+        return frequency < COMMON_WORD_ZIPF + REPEATED_ZIPF_STEP * math.log2(len(candidate.mentions))
+    return frequency < COMMON_WORD_ZIPF
 
 
 def _proper_noun(candidate: _Candidate) -> bool:
