@@ -263,7 +263,8 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     for key in [k for k, c in candidates.items() if c.defined or 0 < c.not_subject >= c.proposals() - c.quoted]:
         del candidates[key]  # a value in a statement ('city="CHN"', then 'equal to "CHN"'); "As an AI model, I"
     title_words = {w.casefold() for w in _TITLE_WORD.findall(segment.title or "")}
-    base = {key: _score(candidate, title_words) for key, candidate in candidates.items()}
+    asked = _Asked(messages, title_words)
+    base = {key: _score(candidate, title_words, asked) for key, candidate in candidates.items()}
     names = {key: c for key, c in candidates.items() if base[key] > 0 and len(key) > 1 and _full_name(c.title())}
     inside = _inside_longer(names, candidates)
     nearby = _Vocabulary(messages)
@@ -632,7 +633,35 @@ _SPECIFIC = 0.6  # per unit of background specificity (0..1)
 MIN_LIKELIHOOD = 0.0
 
 
-def _score(candidate: _Candidate, title_words: set[str]) -> float:
+class _Asked:
+    """The lemmas of the words the user and the title say, collected on the first question (most segments never
+    ask): a reply's phrase made only of them words what the user asked about."""
+
+    def __init__(self, messages: list[_Message], title_words: set[str]) -> None:
+        self.messages = messages
+        self.title_words = title_words
+        self.lemmas: set[str] | None = None
+
+    def all_said(self, key: tuple[str, ...]) -> bool:
+        if self.lemmas is None:
+            words = {t.lower for m in self.messages if m.message.role == "user" for t in m.words if not t.stop}
+            self.lemmas = {lemma for w in words | self.title_words for lemma in _lemmas(w)}
+        return all(not self.lemmas.isdisjoint(_lemmas(w)) for w in key)
+
+
+def _verb_first(candidate: _Candidate) -> bool:
+    """ "Run queries", "Handle exceptions", "Attending films": a common verb, then its object (a clause)."""
+    word = candidate.key[0]
+    return all(f == f.casefold() for f in candidate.forms) and "VERB" in lexicon.parts_of_speech(word)
+
+
+@lru_cache(maxsize=1 << 16)
+def _lemmas(word: str) -> frozenset[str]:
+    """ "handling" -> {handling, handle}; a word the lexicon does not know is its own lemma."""
+    return frozenset({word, singular(word), *(x for forms in lexicon.lemmas(word).values() for x in forms)})
+
+
+def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = None) -> float:
     """How much this candidate is what the segment is about (0: not a concept at all)."""
     key = candidate.key
     if not candidate.mentions or all(w in GENERIC or singular(w) in GENERIC for w in key):
@@ -647,7 +676,8 @@ def _score(candidate: _Candidate, title_words: set[str]) -> float:
         return 0.0
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
-    if user == 0 and other < 3 and not named_term:
+    echo = len(key) > 1 and asked is not None and not _verb_first(candidate) and asked.all_said(key)
+    if user == 0 and other < 3 and not named_term and not echo:
         # Said once or twice, in replies only: how the assistant happened to explain ("load times", "network
         # overhead", "human-readable format"), not what the conversation is about, however specific its words;
         # a name it introduces ("Point Reyes", "KryoSerializer") is the exception. Said three times, it counts.
