@@ -21,18 +21,21 @@ output. For each segment:
    the dev labels' features): the user saying it, how often and in how many messages it recurs, a name's
    capital, the conversation's title naming it, a term of several words, and how specific it is against
    background word frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do);
-   a phrase said fewer than three times and only in replies (unless written as a name: "Point Reyes"),
-   a word no list holds said once (a typo, unless the user writes an identifier: "number_to_hex()"),
-   identifiers in lower case with digits ("sqm3") and quoted values no lexicon holds ("'aal'"), single common words,
-   phrases of generic words, a misspelling of a word the segment spells right
-   ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and
-   its expansion are one candidate ("DAG", "Directed Acyclic Graph");
-4. the best `max_concepts` (past the fifth, only terms the user says; a term is skipped when a better one
-   holds all its words: "Glue" after "AWS Glue", though a name is not covered by a phrase that uses it as a
-   modifier, "Hive" after "partitioned Hive table"; a term of up to three words the user says after its head word
-   is a concept of its own: "Hive external table" after "Hive") are typed by a cue in the user's sentence
-   around the first mention (tension, goal, project, behavioral_pattern, event, belief; otherwise entity) and
-   titled by their most frequent cased form ("AWS Glue" over "aws glue");
+   a phrase said fewer than three times and only in replies (unless written as a name, "Point Reyes", or made
+   only of words the user or the title says, by lemma: "the bakery comparisons" for a user who asked how the
+   bakeries compare), a word no list holds said once (a typo, unless the user writes an identifier:
+   "number_to_hex()"), identifiers in lower case with digits ("sqm3") and quoted values no lexicon holds
+   ("'aal'"), single common words (the bar rises a little with each doubling of the mentions of a noun the user
+   says and the replies repeat: "cache" said eight times; a proper noun the user writes with its capital, unknown
+   to the lexicon, passes however common: "Europe", "Emily"), phrases of generic words, a misspelling of a word
+   the segment spells right ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify,
+   and an acronym and its expansion are one candidate ("DAG", "Directed Acyclic Graph");
+4. the best `max_concepts` (past the fifth, terms the user says, then terms the replies say three times or more;
+   a term is skipped when a better one holds all its words: "Glue" after "AWS Glue", though a name is not
+   covered by a phrase that uses it as a modifier, "Hive" after "partitioned Hive table"; a term of up to three
+   words the user says after its head word is a concept of its own: "Hive external table" after "Hive") are
+   typed by a cue in the user's sentence around the first mention (tension, goal, project, behavioral_pattern,
+   event, belief; otherwise entity) and titled by their most frequent cased form ("AWS Glue" over "aws glue");
 5. evidence spans are the sentences (up to 240 characters) around the mentions, copied verbatim; the best
    ranked concepts cite more of them, so evidence counts carry the ranking into the concept store;
 6. the result goes through the same semantic mapper as LLM output (`map_raw_hypotheses`), and facts the user
@@ -80,9 +83,13 @@ LOOSE_SPREAD = 2
 # its own up to this many words.
 MAX_SUBTERM_WORDS = 3
 # The first this many of a segment's concepts are the best ranked, whoever said them; past them (up to
-# `max_concepts`) only what the user says: a user's term outranked by the reply's names ("travel insurance" below
-# six towns the reply lists) is still what they asked about, a reply's 6th name is not.
+# `max_concepts`) only what the user says, or what the replies say `PAST_OPEN_SAID` times: a user's term outranked
+# by the reply's names ("travel insurance" below six towns the reply lists) is still what they asked about, a
+# reply's 6th name said once is not.
 OPEN_RANKS = 5
+# Past the open ranks, a term only the replies say counts where they say it this many times ("Caching" explained
+# in three sentences of a reply on Spark's internals, "Repartition" in three).
+PAST_OPEN_SAID = 3
 # A single common word is a concept only under this background frequency (Zipf: "salary" 4.2, "cache" 3.6, "sqoop"
 # 0); a noun the user says and the replies repeat gets this much more per doubling of its mentions.
 COMMON_WORD_ZIPF = 3.4
@@ -280,29 +287,43 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     scored.sort(key=lambda item: (item[0], item[1]))
     chosen: list[dict[str, Any]] = []
     taken: list[tuple[set[str], bool]] = []  # the words of each chosen term, and whether it is a full name
+    repeated: list[_Candidate] = []  # past the open ranks, terms only the replies say, PAST_OPEN_SAID times or more
     for _, _, candidate in scored:
         if len(chosen) == max_concepts:
             break
         if len(chosen) >= open_ranks and candidate.user_mentions() == 0:
-            continue  # past the open ranks, the user's words only
-        words_ = set(candidate.key)
-        own = len(words_) <= MAX_SUBTERM_WORDS and candidate.user_mentions() > 0
-        lone_name = (
-            len(words_) == 1
-            and candidate.named
-            and candidate.cased_mid > candidate.lower_mid
-            and not candidate.key[0].endswith(_ADJECTIVE_ENDS)  # "Python-like" in "Python-like pseudocode"
-            and _noun_or_unknown(candidate.key[0])  # "Amplified" in "Amplified zombie types": a modifier
-        )
-        if any((words_ <= other and (full or not lone_name)) or (other <= words_ and not own) for other, full in taken):
-            # "Glue" after "AWS Glue": that name covers it, but a name used as a modifier in a phrase ("Hive" after
-            # "partitioned Hive table", "Rachel" after "friend Rachel") is a concept of its own; a term the user
-            # says after its head word ("Hive external table" after "Hive") is one too; a reply's clause around
-            # it ("DAG run reads XW0") or a long run is not
-            continue
-        taken.append((words_, _full_name(candidate.title())))
-        chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
+            if len(candidate.mentions) >= PAST_OPEN_SAID:
+                repeated.append(candidate)
+            continue  # past the open ranks, the user's words first
+        if _choose(candidate, taken):
+            chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
+    for candidate in repeated:
+        if len(chosen) == max_concepts:
+            break
+        if _choose(candidate, taken):  # then what the replies keep saying, where room is left
+            chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
     return chosen
+
+
+def _choose(candidate: _Candidate, taken: list[tuple[set[str], bool]]) -> bool:
+    """Whether a candidate is a concept beside the terms already taken (and if so, take its words)."""
+    words_ = set(candidate.key)
+    own = len(words_) <= MAX_SUBTERM_WORDS and candidate.user_mentions() > 0
+    lone_name = (
+        len(words_) == 1
+        and candidate.named
+        and candidate.cased_mid > candidate.lower_mid
+        and not candidate.key[0].endswith(_ADJECTIVE_ENDS)  # "Python-like" in "Python-like pseudocode"
+        and _noun_or_unknown(candidate.key[0])  # "Amplified" in "Amplified zombie types": a modifier
+    )
+    if any((words_ <= other and (full or not lone_name)) or (other <= words_ and not own) for other, full in taken):
+        # "Glue" after "AWS Glue": that name covers it, but a name used as a modifier in a phrase ("Hive" after
+        # "partitioned Hive table", "Rachel" after "friend Rachel") is a concept of its own; a term the user
+        # says after its head word ("Hive external table" after "Hive") is one too; a reply's clause around
+        # it ("DAG run reads XW0") or a long run is not
+        return False
+    taken.append((words_, _full_name(candidate.title())))
+    return True
 
 
 @lru_cache(maxsize=1 << 14)

@@ -679,3 +679,18 @@ def test_a_replys_phrase_made_of_the_users_and_the_titles_words_is_a_concept() -
     found = [t.casefold() for t in titles(segment, 8)]
     assert "bakery comparisons" in found
     assert "network overhead" not in found and "run queries" not in found
+
+
+def test_past_the_fifth_a_term_the_replies_keep_saying_follows_the_users_terms() -> None:
+    """Past the five best, the user's terms come first ("travel insurance"); where room is left, a term only the
+    replies say counts when they say it three times ("Tavira", listed three times), not a town said once."""
+    towns = "Sintra, Coimbra, Braga, Faro, Evora and Tavira"
+    segment = segment_input(
+        "seg-past-five-room",
+        [
+            ("user", "We fly out in May. Do we need travel insurance?"),
+            ("assistant", f"Visit {towns}. {towns} are close by train. Book rooms in {towns} early, or in Lagos."),
+        ],
+    )
+    found = titles(segment, 8)
+    assert found[5:] == ["Travel insurance", "Tavira"]
