@@ -297,11 +297,15 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
             continue  # past the open ranks, the user's words first
         if _choose(candidate, taken):
             chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
-    for candidate in repeated:
-        if len(chosen) == max_concepts:
-            break
-        if _choose(candidate, taken):  # then what the replies keep saying, where room is left
-            chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
+    # then what the replies keep saying, where room is left and where it cannot tie with an open rank: one that
+    # cites a single span (said once) would share its evidence count, and its place in the conversation's top
+    # five would be left to the titles' alphabetical order
+    if repeated and all(len(h["evidence_spans"]) >= 2 for h in chosen[:open_ranks]):
+        for candidate in repeated:
+            if len(chosen) == max_concepts:
+                break
+            if _choose(candidate, taken):
+                chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
     return chosen
 
 
