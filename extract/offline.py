@@ -83,7 +83,7 @@ LOOSE_SPREAD = 2
 # its own up to this many words.
 MAX_SUBTERM_WORDS = 3
 # The first this many of a segment's concepts are the best ranked, whoever said them; past them (up to
-# `max_concepts`) only what the user says, or what the replies say `PAST_OPEN_SAID` times: a user's term outranked
+# `max_concepts`) what the user says, then what the replies say `PAST_OPEN_SAID` times: a user's term outranked
 # by the reply's names ("travel insurance" below six towns the reply lists) is still what they asked about, a
 # reply's 6th name said once is not.
 OPEN_RANKS = 5
@@ -537,7 +537,7 @@ def _single_word_ok(candidate: _Candidate) -> bool:
 
 
 def _proper_noun(candidate: _Candidate) -> bool:
-    """ "Europe", "Emily", "IKEA": a word the user writes with its capital inside sentences, never without it, that
+    """ "Europe", "Emily", "Paris": a word the user writes with its capital inside sentences, never without it, that
     the English lexicon has no part of speech for (a proper noun: a place, a person, a brand), however common; not
     a part of a longer name it is written beside ("York" in "New York", "Dr" in "Dr Jones")."""
     return (
@@ -675,7 +675,8 @@ class _Asked:
 
 
 def _verb_first(candidate: _Candidate) -> bool:
-    """ "Run queries", "Handle exceptions", "Attending films": a common verb, then its object (a clause)."""
+    """ "Run queries", "Handle exceptions", "Attending films": a lower-case word that can be a verb, then its
+    object (a clause, not a term)."""
     word = candidate.key[0]
     return all(f == f.casefold() for f in candidate.forms) and "VERB" in lexicon.parts_of_speech(word)
 
