@@ -21,18 +21,21 @@ output. For each segment:
    the dev labels' features): the user saying it, how often and in how many messages it recurs, a name's
    capital, the conversation's title naming it, a term of several words, and how specific it is against
    background word frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do);
-   a phrase said fewer than three times and only in replies (unless written as a name: "Point Reyes"),
-   a word no list holds said once (a typo, unless the user writes an identifier: "number_to_hex()"),
-   identifiers in lower case with digits ("sqm3") and quoted values no lexicon holds ("'aal'"), single common words,
-   phrases of generic words, a misspelling of a word the segment spells right
-   ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and
-   its expansion are one candidate ("DAG", "Directed Acyclic Graph");
-4. the best `max_concepts` (past the fifth, only terms the user says; a term is skipped when a better one
-   holds all its words: "Glue" after "AWS Glue", though a name is not covered by a phrase that uses it as a
-   modifier, "Hive" after "partitioned Hive table"; a term of up to three words the user says after its head word
-   is a concept of its own: "Hive external table" after "Hive") are typed by a cue in the user's sentence
-   around the first mention (tension, goal, project, behavioral_pattern, event, belief; otherwise entity) and
-   titled by their most frequent cased form ("AWS Glue" over "aws glue");
+   a phrase said fewer than three times and only in replies (unless written as a name, "Point Reyes", or made
+   only of words the user or the title says, by lemma: "the bakery comparisons" for a user who asked how the
+   bakeries compare), a word no list holds said once (a typo, unless the user writes an identifier:
+   "number_to_hex()"), identifiers in lower case with digits ("sqm3") and quoted values no lexicon holds
+   ("'aal'"), single common words (the bar rises a little with each doubling of the mentions of a noun the user
+   says and the replies repeat: "cache" said eight times; a proper noun the user writes with its capital, unknown
+   to the lexicon, passes however common: "Europe", "Emily"), phrases of generic words, a misspelling of a word
+   the segment spells right ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify,
+   and an acronym and its expansion are one candidate ("DAG", "Directed Acyclic Graph");
+4. the best `max_concepts` (past the fifth, terms the user says, then terms the replies say three times or more;
+   a term is skipped when a better one holds all its words: "Glue" after "AWS Glue", though a name is not
+   covered by a phrase that uses it as a modifier, "Hive" after "partitioned Hive table"; a term of up to three
+   words the user says after its head word is a concept of its own: "Hive external table" after "Hive") are
+   typed by a cue in the user's sentence around the first mention (tension, goal, project, behavioral_pattern,
+   event, belief; otherwise entity) and titled by their most frequent cased form ("AWS Glue" over "aws glue");
 5. evidence spans are the sentences (up to 240 characters) around the mentions, copied verbatim; the best
    ranked concepts cite more of them, so evidence counts carry the ranking into the concept store;
 6. the result goes through the same semantic mapper as LLM output (`map_raw_hypotheses`), and facts the user
@@ -65,7 +68,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 20  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 21  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -80,9 +83,17 @@ LOOSE_SPREAD = 2
 # its own up to this many words.
 MAX_SUBTERM_WORDS = 3
 # The first this many of a segment's concepts are the best ranked, whoever said them; past them (up to
-# `max_concepts`) only what the user says: a user's term outranked by the reply's names ("travel insurance" below
-# six towns the reply lists) is still what they asked about, a reply's 6th name is not.
+# `max_concepts`) what the user says, then what the replies say `PAST_OPEN_SAID` times: a user's term outranked
+# by the reply's names ("travel insurance" below six towns the reply lists) is still what they asked about, a
+# reply's 6th name said once is not.
 OPEN_RANKS = 5
+# Past the open ranks, a term only the replies say counts where they say it this many times ("Caching" explained
+# in three sentences of a reply on Spark's internals, "Repartition" in three).
+PAST_OPEN_SAID = 3
+# A single common word is a concept only under this background frequency (Zipf: "salary" 4.2, "cache" 3.6, "sqoop"
+# 0); a noun the user says and the replies repeat gets this much more per doubling of its mentions.
+COMMON_WORD_ZIPF = 3.4
+REPEATED_ZIPF_STEP = 0.1
 # A hyphenated word made an adjective ("Python-like", "Spark-based"): a name's modifier, never a name alone.
 _ADJECTIVE_ENDS = ("-like", "-based", "-style", "-related", "-specific", "-friendly", "-oriented", "-driven")
 _STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
@@ -259,7 +270,8 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     for key in [k for k, c in candidates.items() if c.defined or 0 < c.not_subject >= c.proposals() - c.quoted]:
         del candidates[key]  # a value in a statement ('city="CHN"', then 'equal to "CHN"'); "As an AI model, I"
     title_words = {w.casefold() for w in _TITLE_WORD.findall(segment.title or "")}
-    base = {key: _score(candidate, title_words) for key, candidate in candidates.items()}
+    asked = _Asked(messages, title_words)
+    base = {key: _score(candidate, title_words, asked) for key, candidate in candidates.items()}
     names = {key: c for key, c in candidates.items() if base[key] > 0 and len(key) > 1 and _full_name(c.title())}
     inside = _inside_longer(names, candidates)
     nearby = _Vocabulary(messages)
@@ -275,29 +287,47 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     scored.sort(key=lambda item: (item[0], item[1]))
     chosen: list[dict[str, Any]] = []
     taken: list[tuple[set[str], bool]] = []  # the words of each chosen term, and whether it is a full name
+    repeated: list[_Candidate] = []  # past the open ranks, terms only the replies say, PAST_OPEN_SAID times or more
     for _, _, candidate in scored:
         if len(chosen) == max_concepts:
             break
         if len(chosen) >= open_ranks and candidate.user_mentions() == 0:
-            continue  # past the open ranks, the user's words only
-        words_ = set(candidate.key)
-        own = len(words_) <= MAX_SUBTERM_WORDS and candidate.user_mentions() > 0
-        lone_name = (
-            len(words_) == 1
-            and candidate.named
-            and candidate.cased_mid > candidate.lower_mid
-            and not candidate.key[0].endswith(_ADJECTIVE_ENDS)  # "Python-like" in "Python-like pseudocode"
-            and _noun_or_unknown(candidate.key[0])  # "Amplified" in "Amplified zombie types": a modifier
-        )
-        if any((words_ <= other and (full or not lone_name)) or (other <= words_ and not own) for other, full in taken):
-            # "Glue" after "AWS Glue": that name covers it, but a name used as a modifier in a phrase ("Hive" after
-            # "partitioned Hive table", "Rachel" after "friend Rachel") is a concept of its own; a term the user
-            # says after its head word ("Hive external table" after "Hive") is one too; a reply's clause around
-            # it ("DAG run reads XW0") or a long run is not
-            continue
-        taken.append((words_, _full_name(candidate.title())))
-        chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
+            if len(candidate.mentions) >= PAST_OPEN_SAID:
+                repeated.append(candidate)
+            continue  # past the open ranks, the user's words first
+        if _choose(candidate, taken):
+            chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
+    # then what the replies keep saying, where room is left and where it cannot tie with an open rank: one that
+    # cites a single span (said once) would share its evidence count, and its place in the conversation's top
+    # five would be left to the titles' alphabetical order
+    if repeated and all(len(h["evidence_spans"]) >= 2 for h in chosen[:open_ranks]):
+        for candidate in repeated:
+            if len(chosen) == max_concepts:
+                break
+            if _choose(candidate, taken):
+                chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
     return chosen
+
+
+def _choose(candidate: _Candidate, taken: list[tuple[set[str], bool]]) -> bool:
+    """Whether a candidate is a concept beside the terms already taken (and if so, take its words)."""
+    words_ = set(candidate.key)
+    own = len(words_) <= MAX_SUBTERM_WORDS and candidate.user_mentions() > 0
+    lone_name = (
+        len(words_) == 1
+        and candidate.named
+        and candidate.cased_mid > candidate.lower_mid
+        and not candidate.key[0].endswith(_ADJECTIVE_ENDS)  # "Python-like" in "Python-like pseudocode"
+        and _noun_or_unknown(candidate.key[0])  # "Amplified" in "Amplified zombie types": a modifier
+    )
+    if any((words_ <= other and (full or not lone_name)) or (other <= words_ and not own) for other, full in taken):
+        # "Glue" after "AWS Glue": that name covers it, but a name used as a modifier in a phrase ("Hive" after
+        # "partitioned Hive table", "Rachel" after "friend Rachel") is a concept of its own; a term the user
+        # says after its head word ("Hive external table" after "Hive") is one too; a reply's clause around
+        # it ("DAG run reads XW0") or a long run is not
+        return False
+    taken.append((words_, _full_name(candidate.title())))
+    return True
 
 
 @lru_cache(maxsize=1 << 14)
@@ -491,12 +521,44 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     if any(_acronym_or_inner(f) for f in forms):
         # "AI", "HR", "MB": a two-letter acronym is a unit or a department more often than a subject
         return len(word) > 2 or len(candidate.mentions) >= 3
+    if _proper_noun(candidate):
+        return True
     if candidate.cased_mid and candidate.cased_mid >= candidate.lower_mid:
         return frequency < 4.8 and (candidate.cased_mid >= 2 or frequency < 3.5)
     if frequency == 0.0:
         # a typo is said once; an identifier the user writes ("using number_to_hex()") is named on purpose
         return len(candidate.mentions) >= 2 or ("_" in word and candidate.user_mentions() > 0)
-    return frequency < 3.4
+    user = candidate.user_mentions()
+    if user and len(candidate.mentions) > user and "NOUN" in lexicon.parts_of_speech(word):
+        # a noun the user says and the replies repeat may be a little more common for each doubling of its mentions
+        # ("Cache" said 8 times, "Artifact" 5 times); a word said once is held to the plain bar
+        return frequency < COMMON_WORD_ZIPF + REPEATED_ZIPF_STEP * math.log2(len(candidate.mentions))
+    return frequency < COMMON_WORD_ZIPF
+
+
+def _proper_noun(candidate: _Candidate) -> bool:
+    """ "Europe", "Emily", "Paris": a word the user writes with its capital inside sentences, never without it, that
+    the English lexicon has no part of speech for (a proper noun: a place, a person, a brand), however common; not
+    a part of a longer name it is written beside ("York" in "New York", "Dr" in "Dr Jones")."""
+    return (
+        candidate.language == "en"
+        and len(candidate.key[0]) > 3  # "Mrs", "Dr": a title, the name follows
+        and candidate.cased_mid > 0
+        and candidate.lower_mid == 0
+        and candidate.user_mentions() > 0
+        and not lexicon.parts_of_speech(candidate.key[0])
+        and not any(_beside_capital(m.view, start, end) for m, start, end in candidate.mentions)
+    )
+
+
+_CAPITAL_BEFORE = re.compile(r"[A-Z][\w.]*[ \t]$")
+_CAPITAL_AFTER = re.compile(r"[ \t][A-Z]")
+
+
+def _beside_capital(view: str, start: int, end: int) -> bool:
+    return _CAPITAL_BEFORE.search(view, max(0, start - 24), start) is not None or (
+        _CAPITAL_AFTER.match(view, end) is not None
+    )
 
 
 def _quoted_value(candidate: _Candidate) -> bool:
@@ -596,7 +658,36 @@ _SPECIFIC = 0.6  # per unit of background specificity (0..1)
 MIN_LIKELIHOOD = 0.0
 
 
-def _score(candidate: _Candidate, title_words: set[str]) -> float:
+class _Asked:
+    """The lemmas of the words the user and the title say, collected on the first question (most segments never
+    ask): a reply's phrase made only of them words what the user asked about."""
+
+    def __init__(self, messages: list[_Message], title_words: set[str]) -> None:
+        self.messages = messages
+        self.title_words = title_words
+        self.lemmas: set[str] | None = None
+
+    def all_said(self, key: tuple[str, ...]) -> bool:
+        if self.lemmas is None:
+            words = {t.lower for m in self.messages if m.message.role == "user" for t in m.words if not t.stop}
+            self.lemmas = {lemma for w in words | self.title_words for lemma in _lemmas(w)}
+        return all(not self.lemmas.isdisjoint(_lemmas(w)) for w in key)
+
+
+def _verb_first(candidate: _Candidate) -> bool:
+    """ "Run queries", "Handle exceptions", "Attending films": a lower-case word that can be a verb, then its
+    object (a clause, not a term)."""
+    word = candidate.key[0]
+    return all(f == f.casefold() for f in candidate.forms) and "VERB" in lexicon.parts_of_speech(word)
+
+
+@lru_cache(maxsize=1 << 16)
+def _lemmas(word: str) -> frozenset[str]:
+    """ "handling" -> {handling, handle}; a word the lexicon does not know is its own lemma."""
+    return frozenset({word, singular(word), *(x for forms in lexicon.lemmas(word).values() for x in forms)})
+
+
+def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = None) -> float:
     """How much this candidate is what the segment is about (0: not a concept at all)."""
     key = candidate.key
     if not candidate.mentions or all(w in GENERIC or singular(w) in GENERIC for w in key):
@@ -611,7 +702,8 @@ def _score(candidate: _Candidate, title_words: set[str]) -> float:
         return 0.0
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
-    if user == 0 and other < 3 and not named_term:
+    echo = len(key) > 1 and asked is not None and not _verb_first(candidate) and asked.all_said(key)
+    if user == 0 and other < 3 and not named_term and not echo:
         # Said once or twice, in replies only: how the assistant happened to explain ("load times", "network
         # overhead", "human-readable format"), not what the conversation is about, however specific its words;
         # a name it introduces ("Point Reyes", "KryoSerializer") is the exception. Said three times, it counts.

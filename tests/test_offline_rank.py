@@ -3,6 +3,8 @@ types in a few lower-case words, how a reply's capital counts for them, what a r
 
 from __future__ import annotations
 
+import dataclasses
+
 from concept_support import segment_input
 
 from clients.prose import prose
@@ -325,7 +327,7 @@ def test_past_the_fifth_concept_only_the_users_terms_count() -> None:
     segment = segment_input(
         "seg-past-five",
         [
-            ("user", "We fly to Portugal in May. Do we need travel insurance?"),
+            ("user", "We fly out in May. Do we need travel insurance?"),
             ("assistant", f"Visit {towns}. {towns} are close by train. Book rooms in {towns} early."),
         ],
     )
@@ -600,3 +602,95 @@ def test_a_name_used_as_a_modifier_is_still_a_concept_of_its_own() -> None:
         ],
     )
     assert "Amplified" not in titles(zombies, 8)
+
+
+def test_a_proper_noun_the_user_writes_is_a_concept_however_common() -> None:
+    """ "Europe" and "Emily" are common words by frequency, but the user writes them with their capital and the
+    English lexicon has no part of speech for them: a place and a person, concepts of their own. A word written
+    beside another capital is part of a longer name ("York" in "New York") and a title is no name ("Dr")."""
+    segment = segment_input(
+        "seg-europe",
+        [
+            (
+                "user",
+                "I'm thinking of planning a family trip to Europe, and my friend's sister, Emily, said the trains"
+                " are easy. I flew to New York last year and Dr Jones came along.",
+            ),
+            (
+                "assistant",
+                "Planning a family trip to Europe can be an exciting adventure! Trains connect most capitals, and"
+                " a rail pass can save money for a family of four.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Europe" in found and "Emily" in found
+    assert "York" not in found and "Dr" not in found
+
+
+def test_a_noun_the_user_says_and_the_replies_repeat_may_be_more_common() -> None:
+    """A single common noun names nothing in particular, unless the conversation keeps saying it: "cache", asked
+    about by the user and explained in reply after reply, is the subject; said once by each it is not."""
+    segment = segment_input(
+        "seg-cache",
+        [
+            ("user", "what are the real-time business use cases of cache and persist"),
+            (
+                "assistant",
+                "A cache keeps frequently accessed data close to where it is used. A browser cache stores pages, a"
+                " database cache keeps query results in memory, and a CDN cache serves images near the user. A cache"
+                " can go stale, so every cache needs a policy for expiry.",
+            ),
+        ],
+    )
+    assert "Cache" in titles(segment, 8)
+    once = segment_input(
+        "seg-cache-once",
+        [
+            ("user", "what are the real-time business use cases of cache and persist"),
+            ("assistant", "Persisting data in a database keeps it safe; a cache makes reads faster."),
+        ],
+    )
+    assert "Cache" not in titles(once, 8)
+
+
+def test_a_replys_phrase_made_of_the_users_and_the_titles_words_is_a_concept() -> None:
+    """A reply that words what the user asked ("the bakery comparisons", for a user who asked how the bakeries
+    compare, in a conversation titled "Bakery Comparison") names its subject though it says it once; a phrase of
+    other words said once in a reply ("network overhead") does not, nor a common verb and its object."""
+    segment = dataclasses.replace(
+        segment_input(
+            "seg-bakery",
+            [
+                (
+                    "user",
+                    "Make an interactive visualization of the only good bakery and what's wrong with all the other"
+                    " ones, and run it in the browser",
+                ),
+                (
+                    "assistant",
+                    "I'll make an interactive visualization as a React component, so the reader can explore the"
+                    " bakery comparisons with little network overhead; you can run queries on it later.",
+                ),
+            ],
+        ),
+        title="Interactive Bakery Comparison Visualization",
+    )
+    found = [t.casefold() for t in titles(segment, 8)]
+    assert "bakery comparisons" in found
+    assert "network overhead" not in found and "run queries" not in found
+
+
+def test_past_the_fifth_a_term_the_replies_keep_saying_follows_the_users_terms() -> None:
+    """Past the five best, the user's terms come first ("travel insurance"); where room is left, a term only the
+    replies say counts when they say it three times ("Tavira", listed three times), not a town said once."""
+    towns = "Sintra, Coimbra, Braga, Faro, Evora and Tavira"
+    segment = segment_input(
+        "seg-past-five-room",
+        [
+            ("user", "We fly out in May. Do we need travel insurance?"),
+            ("assistant", f"Visit {towns}. {towns} are close by train. Book rooms in {towns} early, or in Lagos."),
+        ],
+    )
+    found = titles(segment, 8)
+    assert found[5:] == ["Travel insurance", "Tavira"]
