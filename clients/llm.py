@@ -31,20 +31,11 @@ from openai.types.responses import Response
 
 from clients.auth import basic_auth
 from clients.retry import retrying
+from clients.usage import Usage as Usage  # re-exported: callers name it from here
 from contracts.errors import ConfigError
 from contracts.redact import remember_secret
 from contracts.settings import LLMSettings, redact_uri
 from staging.llm_calls import CallRecorder, CallStatus, LLMCall
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Tokens one call spent, as the server reported them."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-
 
 PLACEHOLDER_KEY = "not-needed"  # local servers (Ollama, vLLM, llama.cpp) ignore the key but the SDK wants one
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from cluster import topics as fit_topics
-from cluster.labels_llm import LabelCounts, llm_labels
+from cluster.label_counts import LabelCounts
 from cluster.objective import PhraseSample
 from cluster.phrases import phrase_keys
 from contracts.settings import LLMSettings, Settings
@@ -66,6 +66,8 @@ def name_topics(
     run_id: str,
 ) -> None:
     """Replace keyword labels with the LLM's names where it gives one (cached per topic_uid)."""
+    from cluster.labels_llm import llm_labels  # the OpenAI SDK: only a run with an endpoint pays its import
+
     texts = segment_texts(archive, members, [r for t in topic_rows for r in t["representatives"]])
     snippets = {t["topic"]: [texts.get(r, "") for r in t["representatives"]] for t in topic_rows}
     names = llm_labels(staging, llm, topic_rows, snippets, counts, on_call=recorder(staging, run_id))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import openai
@@ -19,6 +18,7 @@ from openai import OpenAI
 from openai.types.chat import ChatCompletionMessageParam
 
 from clients.llm import Breaker, RecordedCall, describe, make_client, usage_fields
+from cluster.label_counts import LabelCounts as LabelCounts  # re-exported: callers name it from here
 from contracts.settings import LLMSettings
 from staging import topics as store
 from staging.llm_calls import CallRecorder, CallStatus
@@ -50,13 +50,6 @@ def clean_label(text: str | None) -> str | None:
     line = next((part.strip() for part in text.strip().splitlines() if part.strip()), "")
     line = line.removeprefix("Name:").strip().strip("\"'`*").rstrip(".!").strip()
     return line[:MAX_LABEL_CHARS] or None
-
-
-@dataclass(slots=True)
-class LabelCounts:
-    calls: int = 0
-    cached: int = 0
-    failed: int = 0
 
 
 def llm_labels(

@@ -31,7 +31,7 @@ from clients.progress import bar
 from clients.stage import Outcome, StageContext
 from cluster import assign, describe, phrase_space, saved_model
 from cluster import topics as fit_topics
-from cluster.labels_llm import LabelCounts
+from cluster.label_counts import LabelCounts
 from cluster.tuning import Objective, Tuned, budget, prune_studies, tune
 from contracts.settings import Settings
 from staging import concepts as concept_store

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from clients.llm import Usage
+from clients.usage import Usage
 from contracts.concepts import ConceptHypothesis
 from contracts.facts import Fact
 
