@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from staging.db import connect, connect_readonly
+from staging.db import WAL_SIZE_LIMIT, connect, connect_readonly
 
 OTHER_READER = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT COUNT(*) FROM t'); c.close()"
 COUNT = "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT COUNT(*) FROM t').fetchone()[0])"
@@ -58,3 +58,21 @@ def test_a_connection_opened_after_another_process_closed_reads_the_writers_comm
     assert tuple(late.execute("SELECT COUNT(*), SUM(LENGTH(x)) FROM t").fetchone()) == (100, 300_000)
     for conn in (late, reader, writer):
         conn.close()
+
+
+def test_the_wal_shrinks_back_after_a_large_transaction(tmp_path: Path) -> None:
+    """A transaction larger than the WAL's working size grows the -wal file; once checkpointed, the next write cuts
+    it back to WAL_SIZE_LIMIT instead of keeping the largest size it ever had (the staging.db of a 250k archive
+    kept a 3.5 GB WAL for months after an upgrade)."""
+    db = tmp_path / "big.db"
+    conn = connect(db)
+    conn.execute("CREATE TABLE t (v BLOB)")
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO t VALUES (zeroblob(1 << 20))", [()] * 96)  # 96 MiB in one transaction
+    conn.execute("COMMIT")
+    wal = db.with_name(db.name + "-wal")
+    assert wal.stat().st_size > WAL_SIZE_LIMIT
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    conn.execute("INSERT INTO t VALUES (x'00')")  # the next write restarts the WAL from its start
+    assert wal.stat().st_size <= WAL_SIZE_LIMIT
+    conn.close()
