@@ -78,9 +78,11 @@ def iter_batches(
         cut_at = 0
         stream: Any = Utf8RepairReader(counting) if repair else counting  # type: ignore[arg-type]
         try:
+            flagged: bytes | None = None  # the element whose parse quarantined something
             for item in parse(stream, name=opened.path, **options):
                 if isinstance(item, QuarantineRecord):
                     batch.quarantined.append(item)
+                    flagged = lookup.last if options else None  # type: ignore[union-attr]
                     continue
                 if isinstance(item, Unchanged):
                     batch.messages += item.messages
@@ -92,7 +94,9 @@ def iter_batches(
                     batch.conversations.append(to_rows(item, fmt))
                     if options:
                         lookup.parsed(item.id)  # type: ignore[union-attr]
-                        if lookup.last is not None:  # type: ignore[union-attr]
+                        # Not recorded when its parse quarantined a node: each dump keeps its own quarantine
+                        # rows, so those bytes are parsed again every time, as without the skip.
+                        if lookup.last is not None and lookup.last != flagged:  # type: ignore[union-attr]
                             batch.raw[item.id] = lookup.last  # type: ignore[union-attr]
                 batch.messages += len(item.messages)
                 # Bound memory by messages too: a batch of huge conversations must not hold the whole file.

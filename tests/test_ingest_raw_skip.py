@@ -188,3 +188,30 @@ def test_a_dump_is_hashed_once_per_process_until_its_bytes_change(tmp_path: Path
     os.utime(dump, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert dump.stat().st_size == before.st_size
     assert sha256_file(dump) == hashlib.sha256(dump.read_bytes()).hexdigest() != first
+
+
+def test_a_conversation_with_a_quarantined_node_is_parsed_again_so_each_dump_keeps_its_quarantine_rows(
+    tmp_path: Path, parsed: list[str]
+) -> None:
+    """Quarantine rows belong to the dump that held the bad record: a full parse writes them again for every
+    dump, so the conversation whose parse quarantines a node is never known by its bytes."""
+    conversations = make_chatgpt_export(3, turns=2)
+    conversations[1]["mapping"]["c1-m1"]["message"]["author"] = "not an object"  # this node only is quarantined
+    ingest(tmp_path / "data", write(tmp_path / "a.json", conversations), "r1")
+    shutil.copytree(tmp_path / "data", tmp_path / "other")
+    parsed.clear()
+    again = write(tmp_path / "b.json", conversations[::-1])
+    counts = ingest(tmp_path / "data", again, "r2")
+    assert parsed == ["c1"] and counts["conversations_known_by_bytes"] == 2 and counts["quarantined"] == 1
+    ingest(tmp_path / "other", again, "r2", force=True)
+
+    def per_source(data_dir: Path) -> list[tuple[object, ...]]:
+        conn = sqlite3.connect(data_dir / "archive.db")
+        try:
+            sql = "SELECT s.path, q.locator, q.reason FROM quarantine q JOIN sources s ON s.id = q.source_id"
+            return conn.execute(sql + " ORDER BY 1, 2").fetchall()
+        finally:
+            conn.close()
+
+    assert per_source(tmp_path / "data") == per_source(tmp_path / "other") and len(per_source(tmp_path / "data")) == 2
+    assert archive_state(tmp_path / "data") == archive_state(tmp_path / "other")
