@@ -23,10 +23,10 @@ from ingest.jsonl import Continuation
 from ingest.jsonstream import Utf8RepairReader
 from ingest.raw_skip import RawLookup, Unchanged
 from ingest.sources import OpenedExport
+from ingest.timestamps import dropped_so_far
 from staging.archive_rows import ConversationRows, to_rows
 
 RAW_SKIP_FORMATS = ("chatgpt", "claude")  # parsers that stream a top-level list (ingest/jsonstream.py)
-PROGRESS_BYTES = 32 << 20  # a batch is cut at least this often, so the bar moves over unchanged conversations
 
 
 @dataclass
@@ -36,6 +36,7 @@ class Batch:
     quarantined: list[QuarantineRecord] = field(default_factory=list)
     messages: int = 0  # read, the unchanged ones included
     unchanged: int = 0  # messages of conversations known by their bytes (ingest/raw_skip.py): not parsed
+    skipped: int = 0  # those conversations: they count toward the batch's size as parsed ones do
     raw: dict[str, bytes] = field(default_factory=dict)  # conversation id -> the hash of the bytes it was read from
     bytes_read: int = 0  # position in the stream when the batch was cut (for progress)
 
@@ -75,35 +76,42 @@ def iter_batches(
     batch = Batch()
     with opened.open() as raw:
         counting = _CountingStream(raw)
-        cut_at = 0
         stream: Any = Utf8RepairReader(counting) if repair else counting  # type: ignore[arg-type]
         try:
             flagged: bytes | None = None  # the element whose parse quarantined something
+            drops = dropped_so_far()  # timestamps dropped before the current element
             for item in parse(stream, name=opened.path, **options):
                 if isinstance(item, QuarantineRecord):
                     batch.quarantined.append(item)
                     flagged = lookup.last if options else None  # type: ignore[union-attr]
                     continue
+                clean = dropped_so_far() == drops  # its parse dropped no timestamp (a count of the run's ledger)
+                drops = dropped_so_far()
                 if isinstance(item, Unchanged):
-                    batch.messages += item.messages
                     batch.unchanged += item.messages
-                    continue
-                if isinstance(item, Continuation):  # joined to the archive in the stage's thread
+                    batch.skipped += 1
+                elif isinstance(item, Continuation):  # joined to the archive in the stage's thread
                     batch.parts.append(item)
                 else:
                     batch.conversations.append(to_rows(item, fmt))
                     if options:
                         lookup.parsed(item.id)  # type: ignore[union-attr]
-                        # Not recorded when its parse quarantined a node: each dump keeps its own quarantine
-                        # rows, so those bytes are parsed again every time, as without the skip.
-                        if lookup.last is not None and lookup.last != flagged:  # type: ignore[union-attr]
+                        # Not recorded when its parse quarantined a node or dropped a timestamp: each dump keeps
+                        # its own quarantine rows and drop counts, so those bytes are parsed every time, as without
+                        # the skip. A later copy of the conversation in the batch unrecorded: neither is.
+                        if clean and lookup.last is not None and lookup.last != flagged:  # type: ignore[union-attr]
                             batch.raw[item.id] = lookup.last  # type: ignore[union-attr]
-                batch.messages += len(item.messages)
+                        else:
+                            batch.raw.pop(item.id, None)
+                batch.messages += item.messages if isinstance(item, Unchanged) else len(item.messages)
                 # Bound memory by messages too: a batch of huge conversations must not hold the whole file.
-                parsed = batch.messages - batch.unchanged
-                full = len(batch.conversations) + len(batch.parts) >= batch_size or parsed >= batch_size * 50
-                if full or counting.position - cut_at >= PROGRESS_BYTES:  # unchanged ones: progress moves
-                    batch.bytes_read = cut_at = counting.position
+                # Cut where a run that parses everything cuts (an unchanged conversation counts as one), so
+                # that what a batch writes together (id collisions are settled within a batch) is the same.
+                if (
+                    len(batch.conversations) + len(batch.parts) + batch.skipped >= batch_size
+                    or batch.messages >= batch_size * 50
+                ):
+                    batch.bytes_read = counting.position
                     yield batch
                     batch = Batch()
         except (ExportError, UnicodeError):

@@ -18,22 +18,33 @@ table was read. So a run gives the archive the same rows as a run that parses ev
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# What turns an element's bytes into rows: a change to any of these files makes every recorded hash stale.
+import orjson
+import pydantic
+
+# What turns an element's bytes into rows: a change to any of these files, or to Python or orjson, makes every
+# recorded hash stale.
 _PARSING_CODE = (
     *sorted((Path(__file__).parent).glob("*.py")),
     Path(__file__).parent.parent / "staging" / "archive_rows.py",
     Path(__file__).parent.parent / "contracts" / "records.py",
+    Path(__file__).parent.parent / "contracts" / "base.py",
 )
 
 
 def _code_digest() -> bytes:
     digest = hashlib.blake2b(digest_size=16)
-    for path in _PARSING_CODE:
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+    digest.update(f"{sys.version}\0{orjson.__version__}\0{pydantic.VERSION}".encode())
+    try:
+        for path in _PARSING_CODE:
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    except OSError:  # an install without its sources: no key is stable, so nothing is ever known by its bytes
+        return os.urandom(16)
     return digest.digest()
 
 

@@ -40,6 +40,12 @@ def describe_dropped(counter: Counter[str]) -> str:
     return f"{sum(counter.values())} timestamp(s) dropped (stored as null): {reasons}"
 
 
+def dropped_so_far() -> int:
+    """Timestamps dropped so far in this thread's `counting_dropped` block (0 outside one)."""
+    counter = _DROPPED.get()
+    return sum(counter.values()) if counter is not None else 0
+
+
 def _drop(reason: str) -> None:
     counter = _DROPPED.get()
     if counter is not None:

@@ -215,3 +215,32 @@ def test_a_conversation_with_a_quarantined_node_is_parsed_again_so_each_dump_kee
 
     assert per_source(tmp_path / "data") == per_source(tmp_path / "other") and len(per_source(tmp_path / "data")) == 2
     assert archive_state(tmp_path / "data") == archive_state(tmp_path / "other")
+
+
+def test_a_dropped_timestamp_is_counted_on_every_read_as_a_full_parse_counts_it(
+    tmp_path: Path, parsed: list[str]
+) -> None:
+    conversations = make_chatgpt_export(3, turns=2)
+    conversations[2]["mapping"]["c2-m0"]["message"]["create_time"] = "n/a"  # dropped, stored as null
+    ingest(tmp_path / "data", write(tmp_path / "a.json", conversations), "r1")
+    parsed.clear()
+    counts = ingest(tmp_path / "data", write(tmp_path / "b.json", conversations[::-1]), "r2")
+    assert parsed == ["c2"] and counts["timestamps_dropped"] == 1 and counts["conversations_known_by_bytes"] == 2
+
+
+def test_an_earlier_copy_is_not_recorded_for_the_rows_a_later_copy_left(tmp_path: Path, parsed: list[str]) -> None:
+    """One dump holds the conversation twice, the later copy (with a quarantined node, so unrecorded) wins: the
+    earlier copy's bytes must not be known as the rows the later copy left, or the next dump that holds only the
+    earlier bytes would skip them where a full parse writes them."""
+    conversations = make_chatgpt_export(2, turns=2)
+    earlier = json.loads(json.dumps(conversations[0]))
+    later = added_turn(json.loads(json.dumps(conversations[0])), "a later turn")
+    later["mapping"]["c0-m0"]["message"]["author"] = "not an object"
+    ingest(tmp_path / "data", write(tmp_path / "a.json", [earlier, later, conversations[1]]), "r1")
+    shutil.copytree(tmp_path / "data", tmp_path / "other")
+    parsed.clear()
+    only_earlier = write(tmp_path / "b.json", [conversations[1], earlier])
+    ingest(tmp_path / "data", only_earlier, "r2")
+    assert parsed == ["c0"]
+    ingest(tmp_path / "other", only_earlier, "r2", force=True)
+    assert archive_state(tmp_path / "data") == archive_state(tmp_path / "other")
