@@ -13,7 +13,6 @@ tab-separated lines, for checking by hand the facts no label covers.
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from extract.fact_mapper import map_raw_facts
 from extract.facts import propose_facts
 from extract.stage_extract import _inputs
 from staging import segments as segment_store
+from staging.db import connect_readonly
 from staging.graph_quality import Labels, fact_found, fact_precision
 
 
@@ -34,10 +34,7 @@ def main() -> int:
     parser.add_argument("--show", type=int, default=20)
     args = parser.parse_args()
     labels = Labels.load(args.labels)
-    archive = sqlite3.connect(args.data_dir / "archive.db")
-    archive.row_factory = sqlite3.Row
-    staging = sqlite3.connect(args.data_dir / "staging.db")
-    staging.row_factory = sqlite3.Row
+    archive, staging = connect_readonly(args.data_dir / "archive.db"), connect_readonly(args.data_dir / "staging.db")
     inputs = _inputs(archive, list(segment_store.iter_current_segments(staging)))
     found: dict[str, list[tuple[str, str]]] = {}
     rows: list[str] = []

@@ -10,7 +10,6 @@ concept store (no entity resolution across segments), so its figures are a close
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 import time
 from collections import Counter
@@ -22,6 +21,7 @@ from extract.offline import OfflineExtractor
 from extract.stage_extract import _inputs
 from extract.text import fold
 from staging import segments as segment_store
+from staging.db import connect_readonly
 from staging.graph_quality import Concept, Labels, score_conversation
 
 
@@ -33,10 +33,7 @@ def main() -> int:
     parser.add_argument("--all", action="store_true", help="every conversation, not only the labelled ones")
     args = parser.parse_args()
     labels = Labels.load(args.labels)
-    archive = sqlite3.connect(args.data_dir / "archive.db")
-    archive.row_factory = sqlite3.Row
-    staging = sqlite3.connect(args.data_dir / "staging.db")
-    staging.row_factory = sqlite3.Row
+    archive, staging = connect_readonly(args.data_dir / "archive.db"), connect_readonly(args.data_dir / "staging.db")
     segs = [
         s for s in segment_store.iter_current_segments(staging) if args.all or s.conversation_id in labels.conversations
     ]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sqlite3
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -24,6 +23,7 @@ from extract.phrases import GENERIC, singular
 from extract.stage_extract import _inputs
 from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from staging import segments as segment_store
+from staging.db import connect_readonly
 from staging.graph_quality import Labels, concept_matches, conversation_concepts, names_match, normalise
 
 
@@ -187,10 +187,7 @@ def main() -> int:
     ap.add_argument("--max-concepts", type=int, default=6)
     args = ap.parse_args()
     labels = Labels.load(args.labels)
-    archive = sqlite3.connect(args.data / "archive.db")
-    archive.row_factory = sqlite3.Row
-    staging = sqlite3.connect(args.data / "staging.db")
-    staging.row_factory = sqlite3.Row
+    archive, staging = connect_readonly(args.data / "archive.db"), connect_readonly(args.data / "staging.db")
     concepts = conversation_concepts(archive, staging)
     store = {r["concept_id"]: r for r in staging.execute("SELECT * FROM concepts")}
     by_conv = defaultdict(list)
