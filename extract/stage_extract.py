@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, cast
 
 from clients.batches import MapBatches, ahead_of, split
@@ -57,6 +57,10 @@ log = logging.getLogger(__name__)
 
 STAGE = "extract"
 AHEAD = 2  # stage batches handed to the workers before the one being written: both cores stay busy
+# A local run with fewer segments to read than this extracts them in its own process: starting the worker
+# processes (imports, the lexicon and the job's concept names in each) costs ~2.4 CPU-s per worker, what the
+# offline extractor takes for ~350 segments; a scheduled day's run at 250k messages reads ~100.
+IN_PROCESS_BELOW = 300
 
 
 def make_extractor(
@@ -107,12 +111,16 @@ def run(ctx: StageContext, *, extractor: Extractor | None = None) -> Outcome:
     # day's run the others (all but the new and changed ones) would only be read to find them cached.
     total = segment_store.count_current(staging)
     segments = segment_store.iter_current_segments(staging, unless_extracted_as=store.stored_parts(parts))
+    first = list(islice(segments, settings.extract.batch_size))
     map_batches = ctx.map_batches
-    if map_batches is not None and not settings.runner.distributed and extractor.name != "offline":
-        # local worker processes: an LLM extractor waits on its endpoint, already concurrently (threads)
+    # Local worker processes serve the offline extractor only (an LLM extractor waits on its endpoint, already
+    # concurrently: threads), and only when the first batch is not all there is or is not small.
+    small = len(first) < min(IN_PROCESS_BELOW, settings.extract.batch_size)
+    if map_batches is not None and not settings.runner.distributed and (extractor.name != "offline" or small):
         map_batches = None
     spread = None if map_batches is None else Spread(map_batches, ExtractJob(settings.extract, known, parts), settings)
-    batches = iter(lambda: list(islice(segments, settings.extract.batch_size)), [])
+    rest = iter(lambda: list(islice(segments, settings.extract.batch_size)), [])
+    batches = chain([first] if first else [], rest)
     started = (_start(archive, staging, extractor, parts, batch, counts, spread) for batch in batches)
     # With workers, the next batches are in their hands while this process maps and writes the current one;
     # still written in segment order. (No segment's cache key can be in two batches of one run: the key

@@ -26,6 +26,10 @@ from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
 from tests.test_cluster import THEMES, run_stages, small_settings, themed_export
 
+# The saved model joins the phrase space here (not the default, 0), so that these tests also cover placing new
+# segments in a fitted phrase space and refitting when the share changes.
+PHRASE_SHARE = 0.3
+
 
 @pytest.fixture(scope="module")
 def embedder() -> StaticMiniLM:
@@ -36,7 +40,7 @@ def embedder() -> StaticMiniLM:
 def base_dir(tmp_path_factory: pytest.TempPathFactory, embedder: StaticMiniLM) -> Path:
     """A data dir clustered once (run r1: 60 two-turn conversations, 20 per theme)."""
     root = tmp_path_factory.mktemp("incremental")
-    settings = small_settings(root / "data")
+    settings = small_settings(root / "data", phrase_share=PHRASE_SHARE)
     result = run_stages(settings, themed_export(root / "themes.jsonl"), "r1", embedder)
     assert result.status == "succeeded" and result.counts["incremental"] == 0
     return root / "data"
@@ -44,7 +48,7 @@ def base_dir(tmp_path_factory: pytest.TempPathFactory, embedder: StaticMiniLM) -
 
 def copy_of(base_dir: Path, tmp_path: Path, **cluster: Any) -> Settings:
     shutil.copytree(base_dir, tmp_path / "data")
-    return small_settings(tmp_path / "data", **cluster)
+    return small_settings(tmp_path / "data", **{"phrase_share": PHRASE_SHARE, **cluster})
 
 
 def new_conversations(path: Path, per_theme: int, seed: int = 11) -> Path:

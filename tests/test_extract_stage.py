@@ -161,3 +161,26 @@ def test_a_configured_llm_that_cannot_load_is_a_config_error(tmp_path: Path, mon
     assert caught.value.exit_code == 2
     status = dbs.staging.execute("SELECT status FROM stage_runs WHERE stage = 'extract'").fetchone()[0]
     assert status == "failed"
+
+
+def test_a_small_local_run_extracts_in_its_own_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A day's few new segments do not start the local worker processes (their start costs more than the work);
+    past IN_PROCESS_BELOW the same segments go to the pool, and both write the same extractions."""
+    from clients.batches import map_in_process
+    from extract import stage_extract as module
+
+    handed: list[int] = []
+
+    def pool(job: object, batches: list[object]) -> object:  # stands for the local worker pool: records, runs here
+        handed.append(len(batches))
+        return map_in_process(job, batches)  # type: ignore[arg-type]
+
+    written = []
+    for name, below in (("small", module.IN_PROCESS_BELOW), ("pooled", 0)):
+        monkeypatch.setattr(module, "IN_PROCESS_BELOW", below)
+        dbs, run_id = segmented(tmp_path / name)
+        result = stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, map_batches=pool)
+        assert result.counts["extractor_calls"] == 2 and result.counts["hypotheses_kept"] > 0
+        written.append(dbs.staging.execute("SELECT cache_key, hypotheses FROM extractions ORDER BY 1").fetchall())
+        assert bool(handed) is (name == "pooled"), name
+    assert written[0] == written[1]
