@@ -6,6 +6,10 @@
   A re-run diffs the layer's current rows against it: only new or changed rows are sent, and rows that are gone
   are deleted from the graph. A batch's manifest rows are written in the same transaction that marks it done.
 - `load_targets`: per target graph, the input watermark of its last succeeded load (nothing changed: skip).
+- `load_manifest_counts`: per target graph and layer, how many rows the manifest lists, kept by triggers on
+  `load_manifest` (migration 13): a load compares these counts with the graph's before it trusts the manifest,
+  and counting a layer's rows walked its whole key range (~1.2 CPU-s a day at 250k messages, 3M manifest rows).
+  The triggers cost ~2 us per manifest row inserted (~+5 s over a first build's 3M rows at 250k).
 
 `SCHEMA` is migration 2 of staging/migrations.py (frozen: change a table with a new migration there).
 The graph password never reaches any of them, nor does a user:password@ in the URI.
@@ -169,10 +173,39 @@ def iter_manifest(conn: sqlite3.Connection, target: str, layer: str) -> Iterator
         yield str(key), int(row_hash)
 
 
+COUNTS_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS load_manifest_counts (
+        target TEXT NOT NULL,
+        layer TEXT NOT NULL,
+        rows INTEGER NOT NULL,
+        PRIMARY KEY (target, layer)
+    ) WITHOUT ROWID""",
+    # An upsert that updates a listed row fires no INSERT trigger (SQLite runs the UPDATE's): the count holds.
+    """CREATE TRIGGER IF NOT EXISTS load_manifest_counted AFTER INSERT ON load_manifest BEGIN
+        INSERT INTO load_manifest_counts (target, layer, rows) VALUES (NEW.target, NEW.layer, 1)
+        ON CONFLICT (target, layer) DO UPDATE SET rows = rows + 1;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS load_manifest_uncounted AFTER DELETE ON load_manifest BEGIN
+        UPDATE load_manifest_counts SET rows = rows - 1 WHERE target = OLD.target AND layer = OLD.layer;
+    END""",
+]
+
+
+def create_counts(conn: sqlite3.Connection) -> None:
+    """Migration 13: the counts table, filled from the manifest as it is, and the triggers that keep it."""
+    for statement in COUNTS_SCHEMA:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO load_manifest_counts (target, layer, rows)"
+        " SELECT target, layer, COUNT(*) FROM load_manifest GROUP BY target, layer"
+    )
+
+
 def manifest_count(conn: sqlite3.Connection, target: str, layer: str) -> int:
-    """Rows the manifest says `target` holds for one layer (a range of the primary key: no scan of the others)."""
-    found = conn.execute("SELECT COUNT(*) FROM load_manifest WHERE target = ? AND layer = ?", (target, layer))
-    return int(found.fetchone()[0])
+    """Rows the manifest says `target` holds for one layer (kept by triggers: no walk of the layer's rows)."""
+    found = conn.execute("SELECT rows FROM load_manifest_counts WHERE target = ? AND layer = ?", (target, layer))
+    row = found.fetchone()
+    return 0 if row is None else int(row[0])
 
 
 def manifest_lists(conn: sqlite3.Connection, target: str, layer: str) -> bool:

@@ -282,6 +282,11 @@ STAGING = (
         "staging_changes: conversations re-segmented, messages whose evidence changed, concepts changed (triggers)",
         staging_changes.create,
     ),
+    Migration(
+        13,
+        "load_manifest_counts: the manifest's rows per target and layer, kept by triggers",
+        load_state.create_counts,
+    ),
 )
 
 _HISTORY = """CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -430,6 +430,16 @@ STAGING: dict[str, TableDoc] = {
             "run_id": RUN_ID,
         },
     ),
+    "load_manifest_counts": doc(
+        "Load manifest counts",
+        "How many rows the manifest lists per graph and layer, kept by triggers on load_manifest (migration 13):"
+        " compared with the graph's own counts before a load trusts the manifest.",
+        {
+            "target": "The graph.",
+            "layer": "Node or edge layer.",
+            "rows": "Manifest rows of the layer for the graph.",
+        },
+    ),
     "load_targets": doc(
         "Graph targets",
         "Graphs the load stage has written to.",

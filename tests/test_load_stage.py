@@ -100,6 +100,35 @@ def test_a_newer_dump_updates_changed_rows_and_removes_stale_edges(graph: GraphE
     )
 
 
+def test_the_manifest_counts_follow_every_upsert_and_delete(graph: GraphEnv, tmp_path: Path) -> None:
+    """load_manifest_counts (kept by triggers) equals the manifest's own row count per layer after a first load,
+    after a dump that edits, adds and removes rows, and after a layer is forgotten."""
+    from staging.load_state import forget_layer, manifest_count
+
+    def counted(settings_path: Path) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+        with sqlite3.connect(settings_path) as conn:
+            kept = {(t, layer): n for t, layer, n in conn.execute("SELECT * FROM load_manifest_counts") if n}
+            walked = conn.execute("SELECT target, layer, COUNT(*) FROM load_manifest GROUP BY target, layer")
+            return kept, {(t, layer): n for t, layer, n in walked}
+
+    settings = graph.settings(tmp_path / "data")
+    load(settings, ingest(settings, write_branchy_jsonl(tmp_path / "a.jsonl", conversations=2, turns=6)))
+    kept, walked = counted(settings.staging_path)
+    assert kept == walked and sum(walked.values()) > 0
+    result = load(
+        settings, ingest(settings, write_branchy_jsonl(tmp_path / "b.jsonl", conversations=2, turns=6, edit=True))
+    )
+    assert result.counts["edges_deleted"] > 0 and result.counts["edges_upserted"] > 0  # both kinds of change
+    kept, walked = counted(settings.staging_path)
+    assert kept == walked
+    (target, layer), rows = next(iter(walked.items()))
+    with sqlite3.connect(settings.staging_path) as conn:
+        assert manifest_count(conn, target, layer) == rows
+        forget_layer(conn, target, layer)
+        assert manifest_count(conn, target, layer) == 0
+    assert counted(settings.staging_path)[0] == {k: n for k, n in walked.items() if k != (target, layer)}
+
+
 def test_chat_text_goes_through_parameters_untouched(graph: GraphEnv, tmp_path: Path) -> None:
     """Quotes, backslashes, Cypher keywords, emoji and a 1 MB string arrive byte for byte."""
     nasty = [

@@ -167,3 +167,33 @@ def test_a_large_file_says_it_is_being_upgraded_and_a_small_or_current_one_says_
     assert any(f"{data_dir / 'staging.db'} " in line and f"to {len(STAGING)}," in line for line in said)
     again = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "staging", "runs"])
     assert again.exit_code == 0 and "upgrading" not in again.output  # upgraded once: nothing more to say
+
+
+def test_the_manifest_counts_migration_counts_what_an_older_load_wrote(tmp_path: Path) -> None:
+    """A staging.db at version 12 with a manifest: migration 13 fills load_manifest_counts from it, and its
+    triggers keep the counts as rows are inserted, upserted and deleted."""
+    from staging.load_state import manifest_count
+
+    path = tmp_path / "staging.db"
+    conn = sqlite3.connect(path)
+    migrate(conn, [m for m in STAGING if m.version <= 12], name="staging.db")
+    rows = [("bolt://g", "Message", f"m{i}", i, "r1") for i in range(5)] + [("bolt://g", "NEXT", "e0", 0, "r1")]
+    conn.executemany("INSERT INTO load_manifest VALUES (?, ?, ?, ?, ?)", rows)
+    conn.commit()
+    conn.close()
+    staging = open_staging(path)
+    assert schema_version(staging) == len(STAGING) >= 13
+    assert (manifest_count(staging, "bolt://g", "Message"), manifest_count(staging, "bolt://g", "NEXT")) == (5, 1)
+    upsert = (
+        "INSERT INTO load_manifest VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (target, layer, key) DO UPDATE SET row_hash = excluded.row_hash, run_id = excluded.run_id"
+    )
+    staging.executemany(upsert, [("bolt://g", "Message", f"m{i}", i + 1, "r2") for i in range(3, 8)])  # 2 listed
+    staging.execute("DELETE FROM load_manifest WHERE layer = 'Message' AND key IN ('m0', 'm1')")
+    staging.commit()
+    assert (
+        manifest_count(staging, "bolt://g", "Message")
+        == 6
+        == staging.execute("SELECT COUNT(*) FROM load_manifest WHERE layer = 'Message'").fetchone()[0]
+    )
+    assert manifest_count(staging, "bolt://other", "Message") == 0
