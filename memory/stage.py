@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from clients.embed_cache import EmbedCounts, embed_cached
-from clients.embedders import Embedder
+from clients.embedders import Embedder, default_cache_dir
 from clients.progress import ProgressFactory
 from clients.stage import Outcome, StageContext
 from contracts.settings import Settings
@@ -53,7 +53,11 @@ def run(
     archive, staging, run_id, settings, progress = ctx.archive, ctx.staging, ctx.run_id, ctx.settings, ctx.progress
     evidence = inputs.live_evidence(staging)
     topic_run = inputs.topic_run(staging)
-    lexicon_db = wordnet.WordNet.open(settings.memory.wordnet_dir) if settings.memory.hypernym_depth > 0 else None
+    lexicon_db = (
+        wordnet.WordNet.open(settings.memory.wordnet_dir, settings.embed.model_cache_dir or default_cache_dir())
+        if settings.memory.hypernym_depth > 0
+        else None
+    )
     builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory, lexicon_db)
     del evidence
     base = cues_state.load_base(staging, settings)

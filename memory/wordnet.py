@@ -16,11 +16,17 @@ A category's name is its synset's lemmas ("appliance, contraption, gadget"), so 
 meets it; a synset whose gloss begins with another synset's lemma without being its hyponym ("pet: a
 domesticated animal kept for companionship") lends that synset its lemma as one more name ("domestic animal,
 domesticated animal, pet"): WordNet files pets under animals, not dogs under pets, and the gloss says what a pet is.
+Finding those takes a pass over every noun synset (~1.3 CPU-s): with a `cache_dir` the answer is kept there as
+JSON, keyed by the database files' sizes and modification times and ALIASES_VERSION, and read back by later runs.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +34,7 @@ MIN_ROOT_DISTANCE = 6  # "entity" 0, "artifact" 4, "organism" and "activity" 5 (
 MAX_LEMMAS = 4  # lemmas named per category (the first are the most common)
 MAX_TAIL_WORDS = 4  # the longest tail of a phrase looked up
 _GLOSS_LEAD = re.compile(r"^(?:a|an|the|any|one|some)\s+", re.IGNORECASE)
+ALIASES_VERSION = 1  # bump when `aliases` changes what it finds: the kept answers of older versions are not read
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +65,23 @@ def state(directory: str | Path | None) -> list[object] | None:
 
 
 class WordNet:
-    def __init__(self, index: dict[str, tuple[int, ...]], data: bytes, exceptions: dict[str, str]) -> None:
+    def __init__(
+        self,
+        index: dict[str, tuple[int, ...]],
+        data: bytes,
+        exceptions: dict[str, str],
+        aliases_file: Path | None = None,
+    ) -> None:
         self.index, self.data, self.exceptions = index, data, exceptions
+        self.aliases_file = aliases_file  # where `aliases` keeps its answer for this database (None: not kept)
         self._aliases: dict[int, tuple[str, ...]] | None = None
         self._synsets: dict[int, Synset] = {}
         self._depths: dict[int, int] = {}
 
     @classmethod
-    def open(cls, directory: str | Path | None) -> WordNet | None:
-        """The database in `directory`, or None when it is not there (the cues build then links no categories)."""
+    def open(cls, directory: str | Path | None, cache_dir: Path | None = None) -> WordNet | None:
+        """The database in `directory`, or None when it is not there (the cues build then links no categories).
+        `cache_dir`: where the gloss aliases are kept between runs (see the module's docstring)."""
         if not present(directory):
             return None
         root = Path(str(directory))
@@ -85,7 +100,7 @@ class WordNet:
                 parts = line.split()
                 if len(parts) >= 2:
                     exceptions.setdefault(parts[0], parts[1])
-        return cls(index, (root / "data.noun").read_bytes(), exceptions)
+        return cls(index, (root / "data.noun").read_bytes(), exceptions, _aliases_file(root, cache_dir))
 
     def synset(self, offset: int) -> Synset:
         found = self._synsets.get(offset)
@@ -143,6 +158,8 @@ class WordNet:
         """Synset -> the lemmas of other synsets whose gloss opens with one of its lemmas ("pet: a domesticated
         animal ...") while WordNet files them elsewhere. One pass over every noun synset, on first use."""
         if self._aliases is None:
+            self._aliases = _read_aliases(self.aliases_file)
+        if self._aliases is None:
             found: dict[int, list[str]] = {}
             for offset in _offsets(self.data):
                 synset = _parse(self.data, offset)  # not kept: most synsets are read once, here
@@ -160,7 +177,46 @@ class WordNet:
                         found.setdefault(target, []).append(synset.lemmas[0].replace("_", " "))
                     break
             self._aliases = {k: tuple(v[:MAX_LEMMAS]) for k, v in found.items()}
+            _write_aliases(self.aliases_file, self._aliases)
         return self._aliases
+
+
+def _aliases_file(root: Path, cache_dir: Path | None) -> Path | None:
+    """The file that keeps the aliases of the database in `root`: named by its files' sizes and times."""
+    if cache_dir is None:
+        return None
+    stamp = [ALIASES_VERSION, MAX_LEMMAS, str(root.absolute())]
+    for name in ("index.noun", "data.noun", "noun.exc"):
+        path = root / name
+        stamp += [path.stat().st_size, path.stat().st_mtime_ns] if path.is_file() else [None, None]
+    key = hashlib.blake2b(json.dumps(stamp).encode(), digest_size=8).hexdigest()
+    return cache_dir / f"wordnet-aliases-{key}.json"
+
+
+def _read_aliases(path: Path | None) -> dict[int, tuple[str, ...]] | None:
+    """The kept aliases, or None when there are none (or they cannot be read: they are found again)."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        return {int(offset): tuple(str(lemma) for lemma in lemmas) for offset, lemmas in kept.items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+
+
+def _write_aliases(path: Path | None, aliases: dict[int, tuple[str, ...]]) -> None:
+    """Keep the aliases for later runs: written whole to a temporary file, then renamed into place. A cache
+    that cannot be written costs the next run the pass again, nothing more."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".wordnet-aliases-")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump({str(offset): list(lemmas) for offset, lemmas in sorted(aliases.items())}, out)
+        os.replace(temporary, path)
+    except OSError:
+        return
 
 
 def _singulars(lemma: str, exceptions: dict[str, str]) -> list[str]:

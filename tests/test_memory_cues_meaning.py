@@ -140,3 +140,24 @@ def test_names_of_products_are_not_filed_under_their_last_word() -> None:
     """'AWS Glue' is no glue and 'iPhone case' no legal case; 'Golden Retriever' is a retriever."""
     assert not category_head("AWS Glue") and not category_head("iPhone case")
     assert category_head("Golden Retriever") and category_head("hearing aids")
+
+
+@needs_wordnet
+def test_the_gloss_aliases_are_kept_between_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """WordNet's gloss aliases (a pass over every noun synset) are written to the cache dir once and read back by
+    the next open, with the same answer; a damaged file is found again and rewritten."""
+    from memory import wordnet
+
+    fresh = WordNet.open(WORDNET)
+    kept = WordNet.open(WORDNET, tmp_path)
+    assert fresh is not None and kept is not None and kept.aliases_file is not None
+    assert kept.aliases() == fresh.aliases() and kept.aliases_file.is_file()
+    assert any("pet" in lemmas for lemmas in fresh.aliases().values())  # the docstring's example
+    passes: list[int] = []
+    monkeypatch.setattr(wordnet, "_offsets", lambda data: passes.append(1) or iter(()))  # a pass would find none
+    again = WordNet.open(WORDNET, tmp_path)
+    assert again is not None and again.aliases() == fresh.aliases() and not passes
+    kept.aliases_file.write_text("{not json", encoding="utf-8")
+    damaged = WordNet.open(WORDNET, tmp_path)
+    assert damaged is not None and damaged.aliases() == {} and passes == [1]  # found again (here: none)
+    assert WordNet.open(WORDNET, tmp_path).aliases() == {}  # the rewritten file holds the new answer
