@@ -27,6 +27,13 @@ bytes were ingested, and every message of the old file is in the new one. With -
 file stays (and the first build's export is put there too): each look then reads and hashes every old file to
 find it ingested already (flows/serve.py split_new), a cost per run that grows with the number of files kept.
 
+--server: the days run against one Prefect server started for the whole month (`prefect server start` on
+loopback, its home WORK/prefect-server), as a long-running `chatmem serve --watch` runs each tick: every tick's
+flow run is a fresh process (Prefect's runner spawns it: chatmem's imports are paid each day) that talks to the
+server `serve` started once. Each day is still `serve --watch WORK/watch --once` as a whole process, with
+PREFECT_API_URL set to that server, so it starts none of its own (flows/early_api.py); a day's `server` field
+says which way it ran.
+
 After each day the JSON (--json, default WORK/month.json) is rewritten, so --resume goes on after a stop from
 the last day recorded. At the end: a markdown table of the days and, per table, the rows added per day against
 what the data alone would add (rows per message at day 0 times the new messages: a ratio near 1 grows with the
@@ -85,6 +92,38 @@ def timed(data_dir: Path, *args: str) -> dict[str, Any]:
             "out": out.read(),
             "err": err.read()[-4000:],
         }
+
+
+def start_prefect_server(home: Path, timeout_s: float = 240.0) -> tuple[subprocess.Popen[bytes], str]:
+    """`prefect server start` on a free loopback port with its own home, as `chatmem serve` starts one (no UI, no
+    telemetry); returns the process and its API URL once it answers."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_UI_ENABLED": "false", "DO_NOT_TRACK": "1"}
+    env["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    env.pop("PREFECT_API_URL", None)
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/api"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the Prefect server exited with code {server.returncode}")
+        try:
+            with opener.open(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return server, url
+        except OSError:
+            pass
+        time.sleep(0.5)
+    server.terminate()
+    raise SystemExit(f"the Prefect server did not answer on {url} within {timeout_s:.0f} s")
 
 
 def tree_bytes(path: Path) -> int:
@@ -348,6 +387,9 @@ def main() -> None:
     parser.add_argument("--no-dbstat", dest="dbstat", action="store_false", help="no bytes per table")
     parser.add_argument("--resume", action="store_true", help="go on from the last day in the JSON")
     parser.add_argument(
+        "--server", action="store_true", help="one Prefect server for the month, as a long-running `serve` keeps"
+    )
+    parser.add_argument(
         "--report-only", action="store_true", help="no run: the stage figures read again, the table and plot rewritten"
     )
     args = parser.parse_args()
@@ -393,6 +435,28 @@ def main() -> None:
     previous = watch / day_name(len(result["days"]) - 1)
     if not previous.exists():  # replace policy at day 0 (the base is not in the folder), or a resume of it
         previous = base
+    server = None
+    if args.server:
+        server, os.environ["PREFECT_API_URL"] = start_prefect_server(work / "prefect-server")
+    try:
+        run_days(args, result, data, watch, work, base, previous, out_json)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+    report(result, out_json, out_plot)
+
+
+def run_days(
+    args: argparse.Namespace,
+    result: dict[str, Any],
+    data: Path,
+    watch: Path,
+    work: Path,
+    base: Path,
+    previous: Path,
+    out_json: Path,
+) -> None:
     for day in range(len(result["days"]), args.days + 1):
         pending = work / ("next-" + day_name(day))
         made = make_export(previous, pending, args.per_day, day, base)
@@ -404,6 +468,7 @@ def main() -> None:
         load = os.getloadavg()[0]
         step = timed(data, "serve", "--watch", str(watch), "--once", "--json")
         step["load_before"] = round(load, 2)
+        step["server"] = "kept for the month" if args.server else "started by the day's process"
         try:
             served = json.loads(step["out"])
         except json.JSONDecodeError:
@@ -424,7 +489,6 @@ def main() -> None:
         if last["rc"] != 0:
             print(last.get("err", ""), file=sys.stderr)
             break
-    report(result, out_json, out_plot)
 
 
 def report(result: dict[str, Any], out_json: Path, out_plot: Path) -> None:
