@@ -803,7 +803,10 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
                 facts.append(fact)
     if not asked:
         facts.extend(_action_tools(sentence))
-    return facts
+    unique: dict[tuple[str, str, str, str], dict[str, str]] = {}
+    for fact in facts:  # "with my 8 years of experience": two rules, one fact
+        unique.setdefault((fact["subject"], fact["attribute"], fact["value"].casefold(), fact["polarity"]), fact)
+    return list(unique.values())
 
 
 # Rules added in v6 (issue 20, phrasings of technical users and plain statements): none reads a sentence that
