@@ -558,7 +558,7 @@ RULES: tuple[_Rule, ...] = (
         "have_from",
         # "I also have a blue denim jacket from Zara": the user owns it; the brand names it
         r"\bI\s+(?:(?:also|just|recently|now)\s+)?(?:have|own|bought|got)\s+(?:a\s+|an\s+|some\s+|two\s+|three\s+)?"
-        r"(?P<noun>(?![a-z-]+\s+from)(?!(?:back|home|away|out|off|up)\b)(?:[a-z-]+\s+){0,3}?[a-z-]+)\s+from\s+"
+        r"(?P<noun>(?!(?:back|home|away|out|off|up)\b)(?:[a-z-]+\s+){0,3}?[a-z-]+)\s+from\s+"
         r"(?P<value>" + _PLACE + r")(?![\w-])",
         "user",
         "owns",
@@ -571,6 +571,20 @@ RULES: tuple[_Rule, ...] = (
         r"(?:\s+(?P<noun>[a-z]+))?",
         "user",
         "{verb}",
+        whole_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "education",
+        # "I have a masters degree from University of Aukland", "I graduated with a Bachelor's degree in Computer
+        # Science from UCLA", "a management consultant with a Master's degree in Business Administration"
+        r"\b(?:I\s+(?:have|hold|earned|got|completed|finished|received|did)|I\s+graduated\s+with|with)\s+(?:a|an|my)\s+"
+        r"(?P<value>(?:(?:master'?s|bachelor'?s|masters|bachelors|phd|ph\.d\.|doctorate|mba|associate'?s|law|medical"
+        r"|undergraduate|graduate)(?:\s+degree)?|degree)"
+        r"(?:\s+in\s+(?:(?!(?:from|which|and|at|so|but|that)\b)[\w-]+\s+){0,3}(?!(?:from|which|and|at|so|but|that)\b)[\w-]+)?"
+        r"(?:\s+from\s+(?:the\s+)?" + _PLACE + r"(?:\s+of\s+" + _PLACE + r")?)?)(?![\w-])",
+        "user",
+        "education",
         whole_value=True,
         presupposed=True,
     ),
@@ -657,6 +671,7 @@ _NOT_OWNED_TEXT = (
     " experience alert"
 )
 _NOT_OWNED = frozenset(_NOT_OWNED_TEXT.split())
+_BARE_AMOUNTS = frozenset(["pair", "set", "bunch", "couple", "few", "lot", "one", "ones", "bit", "piece"])
 _NOT_OWNED_FIRST = frozenset(["good", "great", "better", "clear", "bad", "pretty", "decent", "rough", "basic", "solid"])
 _FOR_SOMEONE = re.compile(
     r"[^.!?]{0,40}?\bfor\s+(?:my|her|his|our|a|another|the)\s+(?:\w+\s+)?(?:" + _RELATIVES + r"|parents|kids|children"
@@ -667,7 +682,8 @@ _FOR_SOMEONE = re.compile(
 _NOT_THINGS_TEXT = (
     "dishes dish recipe recipes itinerary trip trips journey certification certificate prescription party sauce"
     " degree course class classes salad style theme diet plan routine goal goals experience industry field area"
-    " office company business sector place"
+    " office company business sector place flight flights woes threads cocktail cocktails drink degree masters"
+    " together"
 )
 _NOT_THINGS = frozenset(_NOT_THINGS_TEXT.split())
 _DISHES_TEXT = (
@@ -813,7 +829,7 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
 # opens as a question, even without its "?" ("how we should look into issues as a developer").
 _V6_RULES_TEXT = (
     "age_said role_resume experience_years experience_for work_in uses_i uses_we tools_like experience_with working_on"
-    " planning_thing interview learn_about likes got_thing have_from my_brand from_place"
+    " planning_thing interview learn_about likes got_thing have_from my_brand from_place education"
 )
 _V6_RULES = frozenset(_V6_RULES_TEXT.split())
 _QUESTION_OPENER = re.compile(
@@ -879,7 +895,7 @@ def _action_tools(sentence: str) -> list[dict[str, str]]:
 # "Act as a senior data engineer with 10 years of experience" and "You are a nurse" give the assistant a role.
 _ABOUT_WHOEVER_SPEAKS = frozenset(
     ["role_i_am", "role_as", "experience", "role_resume", "experience_years", "experience_for", "tools_like",
-     "experience_with"]
+     "experience_with", "education"]
 )  # fmt: skip
 # The user's own resume, profile or interview: what it says of experience and tools is the user's.
 _RESUME = re.compile(
@@ -953,6 +969,8 @@ def _is_the_users(rule: str, sentence: str, match: re.Match[str]) -> bool:
                 re.I,
             )
         )
+    if rule == "education":
+        return match.group(0).casefold().startswith("i") or _FIRST_PERSON.search(sentence) is not None
     if rule == "experience_years":
         return mine or _FIRST_PERSON.search(sentence) is not None or _RESUME.search(sentence) is not None
     return True
@@ -1024,11 +1042,15 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         set(value.casefold().split()) & _NOT_OWNED
         or value.casefold() in _NO_VALUE
         or value.split()[0].casefold() in _NOT_OWNED_FIRST
+        or value.casefold() in _BARE_AMOUNTS
+        or (noun and noun.split()[-1] in _NOT_THINGS)
         or _FOR_SOMEONE.match(match.string[match.end("value") :])
         or _FOR_SOMEONE.search(groups["value"])
     ):
         return None  # "I got an error", "I've got a good understanding", "I got a scarf for my sister": not the user's
-    if rule.name == "work_in" and (value.split()[0].casefold() in _NOT_WORKPLACES or value.casefold() in _NOT_THINGS):
+    if rule.name in ("work_in", "working_on") and (
+        value.split()[0].casefold() in _NOT_WORKPLACES or value.split()[-1].casefold() in _NOT_THINGS
+    ):
         return None  # "I work in the mornings", "I'm working in a team"
     if rule.name == "likes":
         said = set(re.findall(r"[\w']+", value.casefold()))
@@ -1041,6 +1063,8 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         if re.match(r"(?:the|this|that|these|those|your)\b", groups["value"].strip(), re.I):
             return None  # "I like the White Blouse and Blazer combo": a pick among the assistant's suggestions
         verb = "enjoy" if verb == "enjoy" else "like"
+    if rule.name == "education" and value.casefold() == "degree":
+        return None  # "I have a degree": which, the sentence does not say
     if rule.name == "planning_thing":
         value = f"{_PLANNED.get(verb, verb)} {value}"  # "planning a trip to Miami": plan a trip to Miami
     if rule.attribute == "goal" and rule.name != "interview":

@@ -449,6 +449,14 @@ def test_role_play_hypotheticals_and_pointers_state_no_fact(sentence: str) -> No
             "I'm trying to find ways to reduce my daily commute expenses.",
             [("goal", "reduce my daily commute expenses")],
         ),
+        (
+            "I have a masters degree from University of Auckland which I graduated in 2013.",
+            [("education", "masters degree from University of Auckland")],
+        ),
+        (
+            "I graduated with a Bachelor's degree in Computer Science from UCLA five years ago.",
+            [("education", "Bachelor's degree in Computer Science from UCLA")],
+        ),
     ],
 )
 def test_v6_phrasings_of_technical_and_personal_statements(sentence: str, expected: list[tuple[str, str]]) -> None:
@@ -481,6 +489,9 @@ def test_v6_phrasings_of_technical_and_personal_statements(sentence: str, expect
         "I've had a pretty good experience with United Airlines.",
         "I've been in pain for 2 years.",
         "I work in the mornings.",
+        "Act as a tutor with a PhD in physics.",
+        "She has a master's degree in law.",
+        "I have a laptop from my sister.",
     ],
 )
 def test_v6_rules_stay_silent_on_questions_personas_and_reactions(sentence: str) -> None:
