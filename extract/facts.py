@@ -91,7 +91,7 @@ _ROLE_TEXT = (
     " trader marketer recruiter coordinator specialist intern apprentice volunteer parent mother father"
     " retiree veteran coach trainer paramedic pharmacologist economist statistician biologist chemist"
     " physicist mathematician psychologist counselor counsellor librarian salesperson representative"
-    " executive ceo cto cfo vp supervisor strategist planner"
+    " executive ceo cto cfo vp supervisor strategist planner fresher graduate undergraduate sde swe"
 )
 _ROLES = frozenset(_ROLE_TEXT.split())
 _NUMBER_WORD = r"(?:\d{1,2}\+?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
@@ -508,8 +508,8 @@ RULES: tuple[_Rule, ...] = (
         # "I'm planning a trip to Miami", "I'm preparing for an interview at Google", "we're organising a reunion"
         r"\b"
         + _WE_ARE
-        + r"\s+(?:(?:currently|also|now|actually|just|still|really)\s+)?(?P<verb>planning|preparing\s+for"
-        r"|organi[sz]ing)\s+(?P<value>(?:a|an|my|our|the|for\s+(?:a|an|my|the))\s+.+)",
+        + r"\s+(?:(?:currently|also|now|actually|just|still|really)\s+)?(?:(?P<verb>planning|organi[sz]ing)\s+"
+        r"(?P<value>(?:a|an|my|our|the)\s+.+)|(?P<verb2>preparing\s+for)\s+(?P<value2>.+))",
         "user",
         "goal",
         presupposed=True,
@@ -517,11 +517,13 @@ RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         "interview",
-        # "I have an interview at Google next week", "I've got a data engineer interview with Amazon"
-        r"\bI(?:\s+have|'ve\s+got|\s+got)\s+(?:a|an|my)\s+(?P<value>(?:[\w-]+\s+){0,3}?interview(?:\s+(?:at|with|for)\s+"
+        # "I have an interview at Google next week", "I've got a data engineer interview with Amazon" (a goal);
+        # "i attended an interview at deloitte", "I had my interview with Amazon" (done: "interviewed")
+        r"\bI(?:\s+(?P<verb>have|'ve\s+got|got)|(?:'ve|\s+have)?\s+(?P<verb2>had|attended|gave|cleared|faced|given|done"
+        r"|did))\s+(?:(?:a|an|my|the)\s+)?(?P<value>(?:[\w-]+\s+){0,3}?interviews?(?:\s+(?:at|with|for|in)\s+"
         r"(?:a\s+|an\s+|the\s+)?[\w&.-]+(?:\s+(?-i:[A-Z])[\w&.-]*){0,2})?)",
         "user",
-        "goal",
+        "{verb}",
         presupposed=True,
         whole_value=True,
     ),
@@ -572,6 +574,25 @@ RULES: tuple[_Rule, ...] = (
         "user",
         "{verb}",
         whole_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "new_to",
+        # "i am new to spark", "I'm fairly new to gardening": what the user is starting on
+        r"\b"
+        + _IM
+        + r"\s+(?:(?:completely|very|fairly|relatively|pretty|quite|still|totally)\s+)?new\s+to\s+(?P<value>.+)",
+        "user",
+        "is new to",
+        list_value=True,
+    ),
+    _rule(
+        "my_role_is",
+        # "my current role is data engineer", "my designation is senior analyst"
+        r"\bmy\s+(?:current\s+|new\s+|present\s+)?(?:role|job\s+title|title|designation|position|profession|job)\s+is"
+        r"\s+(?:a\s+|an\s+)?(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
+        "user",
+        "role",
         presupposed=True,
     ),
     _rule(
@@ -829,7 +850,7 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
 # opens as a question, even without its "?" ("how we should look into issues as a developer").
 _V6_RULES_TEXT = (
     "age_said role_resume experience_years experience_for work_in uses_i uses_we tools_like experience_with working_on"
-    " planning_thing interview learn_about likes got_thing have_from my_brand from_place education"
+    " planning_thing interview learn_about likes got_thing have_from my_brand from_place education new_to my_role_is"
 )
 _V6_RULES = frozenset(_V6_RULES_TEXT.split())
 _QUESTION_OPENER = re.compile(
@@ -1065,6 +1086,8 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         verb = "enjoy" if verb == "enjoy" else "like"
     if rule.name == "education" and value.casefold() == "degree":
         return None  # "I have a degree": which, the sentence does not say
+    if rule.name == "interview":
+        verb = "goal" if groups.get("verb") else "interviewed"
     if rule.name == "planning_thing":
         value = f"{_PLANNED.get(verb, verb)} {value}"  # "planning a trip to Miami": plan a trip to Miami
     if rule.attribute == "goal" and rule.name != "interview":
@@ -1091,7 +1114,7 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
 def _value(text: str, rule: _Rule) -> str:
     """The value phrase: articles dropped, cut at the first clause break, at most MAX_VALUE_WORDS words."""
     if rule.whole_value:
-        return " ".join(text.split()).strip(" ,")
+        return " ".join(text.split()).strip(" ,.;:!")
     text = _ARTICLE.sub("", text.strip())
     if rule.list_value:
         return _list_value(text)

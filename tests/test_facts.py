@@ -423,6 +423,10 @@ def test_role_play_hypotheticals_and_pointers_state_no_fact(sentence: str) -> No
         ("i have created a s3 bucket in aws", [("uses", "S3"), ("uses", "AWS")]),
         ("I'm preparing for an interview at Google.", [("goal", "prepare for interview at Google")]),
         ("I have a data engineer interview with Amazon next week.", [("goal", "data engineer interview with Amazon")]),
+        ("i am preparing for data engineer interviews", [("goal", "prepare for data engineer interviews")]),
+        ("i attended an interview at deloitte and they asked about spark", [("interviewed", "interview at deloitte")]),
+        ("i am new to spark", [("is new to", "spark")]),
+        ("my current role is data engineer at infosys", [("role", "data engineer")]),
         (
             "I'm building a churn prediction model with XGBoost.",
             [("working on", "churn prediction model with XGBoost")],
