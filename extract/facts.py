@@ -91,7 +91,7 @@ _ROLE_TEXT = (
     " trader marketer recruiter coordinator specialist intern apprentice volunteer parent mother father"
     " retiree veteran coach trainer paramedic pharmacologist economist statistician biologist chemist"
     " physicist mathematician psychologist counselor counsellor librarian salesperson representative"
-    " executive ceo cto cfo vp supervisor strategist planner fresher graduate undergraduate sde swe"
+    " executive ceo cto cfo vp supervisor strategist planner fresher graduate undergraduate sde swe mom dad mum"
 )
 _ROLES = frozenset(_ROLE_TEXT.split())
 _NUMBER_WORD = r"(?:\d{1,2}\+?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
@@ -290,7 +290,8 @@ RULES: tuple[_Rule, ...] = (
         + _WE_ARE
         + r"\s+planning\s+on"
         r"|(?:my|our)\s+(?:main\s+)?goal\s+is\s+to|(?:I|we)\s+(?:want|need|plan|hope|aim)\s+to"
-        r"|(?:I|we)(?:'d|\s+would)\s+(?:like|love)\s+to|(?:I|we)(?:'ll|\s+will)\s+(?:aim|try)\s+to)\s+(?P<value>.+)",
+        r"|(?:I|we)(?:'d|\s+would)\s+(?:like|love)\s+to|(?:I|we)(?:'ll|\s+will)\s+(?:aim|try)\s+to"
+        r"|(?:I|we)(?:'ve|\s+have)\s+been\s+(?:trying|meaning|hoping|planning|aiming|looking)\s+to)\s+(?P<value>.+)",
         "user",
         "goal",
         presupposed=True,
@@ -396,7 +397,8 @@ RULES: tuple[_Rule, ...] = (
     _rule(
         "relative_name",
         r"\bmy\s+(?P<noun>sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend"
-        r"|girlfriend|boyfriend|cousin|niece|nephew|aunt|uncle|grandma|grandpa|boss|colleague|roommate)\s*,?\s+"
+        r"|girlfriend|boyfriend|cousin|niece|nephew|aunt|uncle|grandma|grandpa|boss|colleague|roommate"
+        r"|dog|cat|puppy|kitten)\s*,?\s+"
         r"(?P<value>[A-Z][a-z]+)\b",
         "user's {noun}",
         "called",  # not "name": a user has several friends and cousins, and a new one ends no other
@@ -575,6 +577,25 @@ RULES: tuple[_Rule, ...] = (
         "{verb}",
         whole_value=True,
         presupposed=True,
+    ),
+    _rule(
+        "pet_named",
+        # "I have a golden retriever named Max", "we adopted a kitten called Luna"
+        r"\b(?:I|we)\s+(?:have|got|adopted|own)\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}?(?P<noun>dog|cat|puppy|kitten|parrot"
+        r"|rabbit|hamster|retriever|terrier|labrador|poodle|beagle)\s+(?:named|called)\s+(?P<value>[\w-]+)",
+        "user's {noun}",
+        "called",
+        named_value=True,
+    ),
+    _rule(
+        "have_family",
+        # "I have two kids", "I have a younger sister", "we have three children"
+        r"\b(?:I|we)\s+have\s+(?P<value>(?:a|an|one|two|three|four|five|\d)\s+(?:(?:young|younger|older|little|big"
+        r"|teenage|grown|adult|twin|baby)\s+)?(?:kids?|children|child|sons?|daughters?|brothers?|sisters?|siblings?"
+        r"|grandchildren|grandkids|twins))\b",
+        "user",
+        "has",
+        whole_value=True,
     ),
     _rule(
         "new_to",
@@ -851,6 +872,7 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
 _V6_RULES_TEXT = (
     "age_said role_resume experience_years experience_for work_in uses_i uses_we tools_like experience_with working_on"
     " planning_thing interview learn_about likes got_thing have_from my_brand from_place education new_to my_role_is"
+    " pet_named have_family"
 )
 _V6_RULES = frozenset(_V6_RULES_TEXT.split())
 _QUESTION_OPENER = re.compile(
@@ -886,7 +908,8 @@ _TOOL_NAMES = {
     "gitlab": "GitLab", "intellij": "IntelliJ",
 }  # fmt: skip
 _DID = re.compile(
-    r"\bI\s*(?:'m\s+|\s*am\s+|m\s+|'ve\s+|\s+have\s+)?(?:got|getting|faced|facing|encountered|seeing|loaded|created"
+    r"\b(?:I\s*(?:'m\s+|\s*am\s+|m\s+|'ve\s+|\s+have\s+)?|we(?:'re|\s+are|'ve|\s+have)?\s+)(?:got|getting|faced|facing"
+    r"|encountered|seeing|loaded|created"
     r"|installed|configured|deployed|submitted|ran|running|wrote|written|built|set\s+up|connected|migrated|imported)\b",
     re.IGNORECASE,
 )
@@ -1086,6 +1109,8 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         verb = "enjoy" if verb == "enjoy" else "like"
     if rule.name == "education" and value.casefold() == "degree":
         return None  # "I have a degree": which, the sentence does not say
+    if rule.name == "pet_named" and noun in ("retriever", "terrier", "labrador", "poodle", "beagle"):
+        noun = "dog"  # "a golden retriever named Max": the user's dog
     if rule.name == "interview":
         verb = "goal" if groups.get("verb") else "interviewed"
     if rule.name == "planning_thing":
