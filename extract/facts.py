@@ -489,7 +489,7 @@ RULES: tuple[_Rule, ...] = (
         "experience_with",
         # "I have 5 years of experience in Python and SQL", "experienced in Spark", "proficient in Tableau"
         r"\b(?:experience|experienced|expertise|proficient|proficiency|skilled|hands-on)\s+(?:in|with|on|using)\s+"
-        r"(?P<value>.+)",
+        r"(?:(?:tools|technologies|frameworks)\s+(?:like|such\s+as|including)\s+)?(?P<value>.+)",
         "user",
         "has experience with",
         list_value=True,
