@@ -1087,7 +1087,8 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         or value.casefold() in _NO_VALUE
         or value.split()[0].casefold() in _NOT_OWNED_FIRST
         or value.casefold() in _BARE_AMOUNTS
-        or (noun and noun.split()[-1] in _NOT_THINGS)
+        or (noun and noun.split()[-1] in _NOT_THINGS | _BARE_AMOUNTS)
+        or (noun and noun.split()[0] in _NOT_OWNED_FIRST)
         or _FOR_SOMEONE.match(match.string[match.end("value") :])
         or _FOR_SOMEONE.search(groups["value"])
     ):

@@ -505,6 +505,7 @@ def test_a_pet_named_is_the_users_pet() -> None:
         "Act as a tutor with a PhD in physics.",
         "She has a master's degree in law.",
         "I have a laptop from my sister.",
+        "I got a good one from Amazon last time.",
     ],
 )
 def test_v6_rules_stay_silent_on_questions_personas_and_reactions(sentence: str) -> None:
