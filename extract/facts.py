@@ -523,6 +523,7 @@ RULES: tuple[_Rule, ...] = (
         # "i attended an interview at deloitte", "I had my interview with Amazon" (done: "interviewed")
         r"\bI(?:\s+(?P<verb>have|'ve\s+got|got)|(?:'ve|\s+have)?\s+(?P<verb2>had|attended|gave|cleared|faced|given|done"
         r"|did))\s+(?:(?:a|an|my|the)\s+)?(?P<value>(?:[\w-]+\s+){0,3}?interviews?(?:\s+(?:at|with|for|in)\s+"
+        r"(?!(?:my|your|his|her|our|their)\b)"
         r"(?:a\s+|an\s+|the\s+)?[\w&.-]+(?:\s+(?-i:[A-Z])[\w&.-]*){0,2})?)",
         "user",
         "{verb}",
@@ -623,7 +624,8 @@ RULES: tuple[_Rule, ...] = (
         r"\b(?:I\s+(?:have|hold|earned|got|completed|finished|received|did)|I\s+graduated\s+with|with)\s+(?:a|an|my)\s+"
         r"(?P<value>(?:(?:master'?s|bachelor'?s|masters|bachelors|phd|ph\.d\.|doctorate|mba|associate'?s|law|medical"
         r"|undergraduate|graduate)(?:\s+degree)?|degree)"
-        r"(?:\s+in\s+(?:(?!(?:from|which|and|at|so|but|that)\b)[\w-]+\s+){0,3}(?!(?:from|which|and|at|so|but|that)\b)[\w-]+)?"
+        r"(?:\s+in\s+(?:(?!(?:from|which|and|at|so|but|that|about|ago|last|in|with|for|when|who)\b)[\w-]+\s+){0,3}"
+        r"(?!(?:from|which|and|at|so|but|that|about|ago|last|in|with|for|when|who)\b)[\w-]+)?"
         r"(?:\s+from\s+(?:the\s+)?" + _PLACE + r"(?:\s+of\s+" + _PLACE + r")?)?)(?![\w-])",
         "user",
         "education",
@@ -674,7 +676,8 @@ _LIST_END = re.compile(
 )
 # A tool's name ends before what it is used for or when: "Kayak to compare prices", "oat milk a lot lately"
 _TOOL_END = re.compile(
-    r"\s(?:to|for|on|in|at|when|since|every|daily|lately|recently|now|a\s+lot|more|so|made|which|that|who"
+    r"\s(?:to|for|on|in|at|when|since|every|daily|lately|recently|now|a\s+lot|more|so|made|which|that|who|can|could"
+    r"|will|would|should|is|are|was|were|has|have|had"
     r"|and\s+(?:they|it|it's|I))\b",
     re.IGNORECASE,
 )
@@ -1014,7 +1017,14 @@ def _is_the_users(rule: str, sentence: str, match: re.Match[str]) -> bool:
             )
         )
     if rule == "education":
-        return match.group(0).casefold().startswith("i") or _FIRST_PERSON.search(sentence) is not None
+        if match.group(0).casefold().startswith("i"):
+            return True
+        # "I'm a management consultant with a Master's ...", "As a 32-year-old with a master's ...": the user's;
+        # "my cousin Alex, who graduated with a degree in engineering": not
+        return (
+            re.search(r"(?:\b(?:I'm|I\s+am|Iam)\s+|^\W*as\s+)(?:a|an)\b[^,.;]*$", sentence[: match.start()], re.I)
+            is not None
+        )
     if rule == "experience_years":
         return mine or _FIRST_PERSON.search(sentence) is not None or _RESUME.search(sentence) is not None
     return True
@@ -1113,6 +1123,8 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     if rule.name == "pet_named" and noun in ("retriever", "terrier", "labrador", "poodle", "beagle"):
         noun = "dog"  # "a golden retriever named Max": the user's dog
     if rule.name == "interview":
+        if value.casefold() in ("interview", "interviews"):
+            return None  # "I have an interview for my green card": with whom, the rule does not read
         verb = "goal" if groups.get("verb") else "interviewed"
     if rule.name == "planning_thing":
         value = f"{_PLANNED.get(verb, verb)} {value}"  # "planning a trip to Miami": plan a trip to Miami

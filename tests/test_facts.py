@@ -473,6 +473,13 @@ def test_v6_phrasings_of_technical_and_personal_statements(sentence: str, expect
     assert [(f["attribute"], f["value"]) for f in facts_in_sentence(sentence)] == expected
 
 
+def test_a_relatives_degree_is_not_the_users_education() -> None:
+    """ "My cousin Alex just graduated with a degree in engineering": Alex's degree, not the user's."""
+    assert triples("My cousin Alex just graduated with a degree in engineering.") == [
+        ("user's cousin", "called", "Alex", "positive")
+    ]
+
+
 def test_a_pet_named_is_the_users_pet() -> None:
     """ "I have a golden retriever named Max": the user's dog is called Max (a breed is a dog)."""
     assert triples("I have a golden retriever named Max.") == [("user's dog", "called", "Max", "positive")]
