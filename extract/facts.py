@@ -705,7 +705,7 @@ _NOT_BRANDS_TEXT = (
     "i mom mum dad mother father grandma grandpa grandmother grandfather aunt uncle god lord master masters bachelor"
     " bachelors phd english spanish french german hindi chinese japanese italian portuguese russian arabic korean"
     " monday tuesday wednesday thursday friday saturday sunday january february march april may june july august"
-    " september october november december christmas birthday wi-fi wifi internet dear sir madam"
+    " september october november december christmas birthday wi-fi wifi internet dear sir madam mba diy airbnb"
 )
 _NOT_BRANDS = frozenset(_NOT_BRANDS_TEXT.split())
 _RELATIVE_WORDS = frozenset(_RELATIVES.split("|")) | _PEOPLE
@@ -728,6 +728,7 @@ _NOT_THINGS_TEXT = (
     "dishes dish recipe recipes itinerary trip trips journey certification certificate prescription party sauce"
     " degree course class classes salad style theme diet plan routine goal goals experience industry field area"
     " office company business sector place flight flights woes threads cocktail cocktails drink degree masters"
+    " roots heritage ancestry culture project projects shop store"
     " together"
 )
 _NOT_THINGS = frozenset(_NOT_THINGS_TEXT.split())
