@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from extract.facts import sentences  # noqa: E402
+from extract.facts import sentences
 
 _FIRST = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|we|we're|we've|our|me)\b")
 _CODE = re.compile(r"[{}=;<>]|\bdef\b|\bimport\b|\(\)|_\w+_|::")
@@ -105,17 +105,11 @@ def main() -> int:
                 rows.append({"source": name, "conversation": cid, "sentence": flat})
 
     # 2. LongMemEval oracle dev50 evidence sessions outside the demo: first person, no code; 90 has_answer + 50
-    oracle = json.loads(gzip.open(shared / "benchmarks/longmemeval/longmemeval_oracle_dev50.json.gz", "rt").read())
+    with gzip.open(shared / "benchmarks/longmemeval/longmemeval_oracle_dev50.json.gz", "rt") as handle:
+        oracle = json.load(handle)
     candidates: list[dict[str, str]] = []
     seen_oracle: set[str] = set()
     seen_sessions: set[str] = set()
-    # the first pass also read the exports with this filter (it only kept 36 + 3 of their sentences, unused)
-    for name, messages in sources[:2] + sources[2:3] + sources[4:]:
-        for cid, text in messages:
-            for sentence in sentences(text):
-                flat = " ".join(sentence.split())
-                if len(flat) >= 15 and flat not in seen_oracle and _FIRST.search(flat) and not _CODE.search(flat):
-                    seen_oracle.add(flat)
     for question in oracle:
         for sid, session in zip(question["haystack_session_ids"], question["haystack_sessions"], strict=True):
             if sid in demo or sid in seen_sessions:
