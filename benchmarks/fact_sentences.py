@@ -61,8 +61,8 @@ def main() -> int:
                 misses.append(f"{row['id']} {label['attribute']}: {label['value']}  <- {row['sentence'][:120]}")
         for fact in mine:
             proposed += 1
-            quoted = [dict(label, quote=row["sentence"]) for label in row["facts"]]
-            if any(fact_found(label, [fact]) for label in quoted):
+            labels = [dict(label, quote=row["sentence"]) for label in row["facts"]]
+            if any(fact_found(label, [fact]) for label in labels):
                 right += 1
             else:
                 unmatched.append(f"{row['id']} {fact[0]}: {fact[1]}  <- {row['sentence'][:120]}")

@@ -1109,12 +1109,12 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     ):
         return None  # "I work in the mornings", "I'm working in a team"
     if rule.name == "likes":
-        said = set(re.findall(r"[\w']+", value.casefold()))
+        words_said = set(re.findall(r"[\w']+", value.casefold()))
         if re.search(r"\b(?:that|which|who|what|whatever|the\s+\w+)\s*$", match.string[: match.start()], re.I):
             return None  # "a necklace that I love", "the ones I like": an embedded clause, not a statement
         if value.split()[0].casefold() in _NOT_LIKED:
             return None  # "I love the sound of that recipe", "I like the idea of ...": a reaction in the talk
-        if said & {"you", "your", "you've", "yours"} or said & _VAGUE_CHOICE:
+        if words_said & {"you", "your", "you've", "yours"} or words_said & _VAGUE_CHOICE:
             return None  # "I like the routine you've suggested", "I love the second option": about the talk
         if re.match(r"(?:the|this|that|these|those|your)\b", groups["value"].strip(), re.I):
             return None  # "I like the White Blouse and Blazer combo": a pick among the assistant's suggestions
