@@ -19,10 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from extract.goals import _FUNCTION, _VAGUE_OBJECT, goal
+from extract.goals import _CLAUSE_END, _FUNCTION, _VAGUE_OBJECT, goal
+from extract.lexicon import zipf
 from extract.types import SegmentInput, SegmentMessage
 
-FACT_RULES_VERSION = 5  # bump with any change below: part of the offline extractor's cache key
+FACT_RULES_VERSION = 6  # bump with any change below: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
@@ -50,8 +51,13 @@ _HYPOTHETICAL = re.compile(
 )
 _CONDITIONAL = re.compile(r"\b(if|whether|suppose|imagine)\b", re.IGNORECASE)
 _NEGATED = re.compile(r"\b(not|never|n't|no)\b|n't\b", re.IGNORECASE)
-_WE_ARE = r"(?:I(?:'m|\s+am)|we(?:'re|\s+are))"  # the user, or the user with their family or team
-_I = r"\bI(?:'ve| have|'m| am)?\s+(?:(?:just|recently|finally|now|currently|also|actually|already|still)\s+)*"
+# "I'm", "I am" and the forms typed in a hurry: "iam", "Im" (curly apostrophes are made straight before matching)
+_IM = r"(?:I(?:'m|\s*am|m(?=\s)))"
+_WE_ARE = r"(?:" + _IM + r"|we(?:'re|\s+are))"  # the user, or the user with their family or team
+_I = (
+    r"\bI(?:'ve|\s+have|'m|\s*am|m(?=\s))?\s+"
+    r"(?:(?:just|recently|finally|now|currently|also|actually|already|still)\s+)*"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,7 @@ class _Rule:
     phrase_value: bool = False  # the value is a clause ("plan a surprise party for my sister"), not a name
     list_value: bool = False  # the value is a noun phrase that may be a list ("culture, history and hiking")
     whole_value: bool = False  # the pattern's value group is the value as written ("Oakland, California")
+    tool_value: bool = False  # the value must name a tool: a name, a rare word or a known tool ("Airflow", "sqoop")
 
 
 def _rule(name: str, pattern: str, subject: str, attribute: str, polarity: str = "positive", **flags: bool) -> _Rule:
@@ -84,7 +91,7 @@ _ROLE_TEXT = (
     " trader marketer recruiter coordinator specialist intern apprentice volunteer parent mother father"
     " retiree veteran coach trainer paramedic pharmacologist economist statistician biologist chemist"
     " physicist mathematician psychologist counselor counsellor librarian salesperson representative"
-    " executive ceo cto cfo vp supervisor strategist planner"
+    " executive ceo cto cfo vp supervisor strategist planner fresher graduate undergraduate sde swe mom dad mum"
 )
 _ROLES = frozenset(_ROLE_TEXT.split())
 _NUMBER_WORD = r"(?:\d{1,2}\+?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
@@ -133,7 +140,13 @@ RULES: tuple[_Rule, ...] = (
         negative_rule=True,
         named_value=True,
     ),
-    _rule("work_at", _I + r"(?:work|working)\s+(?:at|for)\s+(?P<value>.+)", "user", "works at", named_value=True),
+    _rule(
+        "work_at",
+        _I + r"(?:been\s+)?(?:work|working)\s+(?:at|for)\s+(?P<value>.+)",
+        "user",
+        "works at",
+        named_value=True,
+    ),
     _rule(
         "new_job",
         _I + r"(?:started|got|landed|accepted)\s+(?:a\s+|my\s+)?(?:new\s+)?(?:job|position|role)\s+"
@@ -160,7 +173,7 @@ RULES: tuple[_Rule, ...] = (
         negative_rule=True,
         named_value=True,
     ),
-    _rule("work_as", _I + r"work\s+as\s+(?:a|an)\s+(?P<value>.+)", "user", "works as"),
+    _rule("work_as", _I + r"(?:been\s+)?(?:work|working)\s+as\s+(?:a|an)\s+(?P<value>.+)", "user", "works as"),
     _rule(
         "my_thing_is",
         r"\bmy\s+(?:new\s+)?" + _OWNED + r"\s+is\s+(?:a|an|the)\s+(?P<value>.+)",
@@ -201,7 +214,12 @@ RULES: tuple[_Rule, ...] = (
         "user",
         "{verb}",
     ),
-    _rule("learning", r"\bI(?:'m| am)\s+(?:now\s+|currently\s+)?(?P<verb>learning)\s+(?P<value>.+)", "user", "{verb}"),
+    _rule(
+        "learning",
+        r"\b" + _IM + r"\s+(?:now\s+|currently\s+|also\s+|still\s+)?(?P<verb>learning|studying)\s+(?P<value>.+)",
+        "user",
+        "{verb}",
+    ),
     _rule("age", r"\bI(?:'m| am)\s+(?P<value>\d{1,3})\s+(?:years|yrs)\s+old\b", "user", "age", numeric_value=True),
     _rule(
         "relationship",
@@ -238,7 +256,9 @@ RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         "role_i_am",
-        r"\bI(?:'m| am)\s+(?:currently\s+|now\s+|also\s+)?(?:a|an)\s+(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
+        # "I'm a nurse", "iam a data engineer", "I've been a teacher for 12 years", "I'm currently working as a tutor"
+        r"\b(?:" + _IM + r"|I(?:'ve|\s+have)\s+been)\s+(?:(?:currently|now|also|still|actually)\s+)?"
+        r"(?:(?:working|employed)\s+as\s+)?(?:a|an)\s+(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
         "user",
         "role",
         presupposed=True,
@@ -264,9 +284,14 @@ RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         "goal",
-        r"\b(?:" + _WE_ARE + r"\s+(?:trying|planning|hoping|aiming|looking)\s+to|" + _WE_ARE + r"\s+planning\s+on"
+        r"\b(?:"
+        + _WE_ARE
+        + r"\s+(?:(?:also|really|currently|actually|just|still|now)\s+)?(?:trying|planning|hoping|aiming|looking)\s+to|"
+        + _WE_ARE
+        + r"\s+planning\s+on"
         r"|(?:my|our)\s+(?:main\s+)?goal\s+is\s+to|(?:I|we)\s+(?:want|need|plan|hope|aim)\s+to"
-        r"|(?:I|we)(?:'d|\s+would)\s+(?:like|love)\s+to|(?:I|we)(?:'ll|\s+will)\s+(?:aim|try)\s+to)\s+(?P<value>.+)",
+        r"|(?:I|we)(?:'d|\s+would)\s+(?:like|love)\s+to|(?:I|we)(?:'ll|\s+will)\s+(?:aim|try)\s+to"
+        r"|(?:I|we)(?:'ve|\s+have)\s+been\s+(?:trying|meaning|hoping|planning|aiming|looking)\s+to)\s+(?P<value>.+)",
         "user",
         "goal",
         presupposed=True,
@@ -276,7 +301,7 @@ RULES: tuple[_Rule, ...] = (
         # "I'm thinking of planning a trip", "I was thinking of setting a goal to attend a workshop": an intention.
         # A rule of its own, so that "I'm thinking of hosting a party and I want to serve tacos" gives both goals.
         "goal_considered",
-        r"\b(?:" + _WE_ARE + r"|(?:I|we)\s+(?:was|were))\s+(?:\w+ly\s+)?thinking\s+(?:of|about)"
+        r"\b(?:" + _WE_ARE + r"|(?:I|we)\s+(?:was|were))\s+(?:\w+ly\s+)?(?:thinking\s+(?:of|about)|considering)"
         r"(?:\s+setting\s+(?:a|the|my|our)\s+goal\s+(?:to|of)|(?=\s+\w+ing\b)(?!\s+" + _NOT_DOING + r"\b))"
         r"\s+(?P<value>.+)",
         "user",
@@ -372,12 +397,247 @@ RULES: tuple[_Rule, ...] = (
     _rule(
         "relative_name",
         r"\bmy\s+(?P<noun>sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend"
-        r"|girlfriend|boyfriend|cousin|niece|nephew|aunt|uncle|grandma|grandpa|boss|colleague|roommate)\s*,?\s+"
+        r"|girlfriend|boyfriend|cousin|niece|nephew|aunt|uncle|grandma|grandpa|boss|colleague|roommate"
+        r"|dog|cat|puppy|kitten)\s*,?\s+"
         r"(?P<value>[A-Z][a-z]+)\b",
         "user's {noun}",
         "called",  # not "name": a user has several friends and cousins, and a new one ends no other
         presupposed=True,
         named_value=True,
+    ),
+    _rule(
+        "age_said",
+        # "I'm 32, so I'm in my 30s", "I'm a 32-year-old male", "I am 45."
+        r"\b" + _IM + r"\s+(?:a\s+)?(?P<value>\d{2})(?=\s*(?:,|\.|;|$|-\s*years?\b|\s+years?\s*-|-yr|\s+and\b))",
+        "user",
+        "age",
+        numeric_value=True,
+    ),
+    _rule(
+        "role_resume",
+        # a resume the user asks for names the user's own role: "spark developer roles and responsibilities to put in
+        # resume", "update my data engineer resume", "a cover letter for a data analyst position" (needs _RESUME)
+        r"(?:^|\b(?:my|a|an|for|as)\s+)(?P<value>[\w-]+(?:\s+[\w-]+){0,2}?)\s+(?:roles?\s+(?:and|&)\s+"
+        r"responsibilities|resume|résumé|cv)\b|\b(?:resume|résumé|cv|cover\s+letter)\s+(?:for|as)\s+(?:a\s+|an\s+|the\s+)?"
+        r"(?P<value2>[\w-]+(?:\s+[\w-]+){0,3})",
+        "user",
+        "role",
+        presupposed=True,
+    ),
+    _rule(
+        "experience_years",
+        # "professional summary for 3+ years of experience", "5 yrs of exp in ETL": with a first-person word or
+        # a resume in the sentence (the persona check of _is_the_users applies)
+        r"\b(?P<value>"
+        + _NUMBER_WORD
+        + r"\s*\+?\s*(?:years?|yrs?))(?:\s+of)?(?:\s+(?:professional|work|working|industry"
+        r"|hands-on|relevant|total))?\s+(?:experience|exp)\b",
+        "user",
+        "experience",
+        presupposed=True,
+    ),
+    _rule(
+        "experience_for",
+        # "I've been working at NovaTech for about 4 years", "I've been a nurse for 12 years" (what: see _WORKED)
+        r"\bI(?:'ve|\s+have)\s+been\s+(?P<what>[^.!?]{0,60}?)\s+for\s+(?:over\s+|about\s+|nearly\s+|almost\s+|around\s+"
+        r"|the\s+(?:last|past)\s+)?(?P<value>" + _NUMBER_WORD + r"\+?\s+years?)\b",
+        "user",
+        "experience",
+    ),
+    _rule(
+        "work_in",
+        # "I work in a small art studio", "i am working in TCS", "I've been working in marketing"
+        _I + r"(?:been\s+)?(?:work|working)\s+in\s+(?:the\s+)?(?P<value>.+)",
+        "user",
+        "works in",
+    ),
+    _rule(
+        "uses_i",
+        # "I use iMovie and Adobe Premiere Elements", "I'm currently using Airflow", "I've been using Todoist"
+        r"\b(?:" + _IM + r"|I(?:'ve|\s+have)\s+been|I)\s+(?:(?:currently|mostly|mainly|primarily|usually|also|just|only"
+        r"|still|now|really|do|actually|mainly|generally|often|always)\s+)*(?:use|using)\s+(?P<value>.+)",
+        "user",
+        "uses",
+        list_value=True,
+        tool_value=True,
+    ),
+    _rule(
+        "uses_we",
+        # "we use Airflow", "we're using Snowflake", "my team uses dbt", "our project runs on Kubernetes"
+        r"\b(?:we(?:'re|\s+are|'ve\s+been|\s+have\s+been)?|(?:my|our)\s+(?:team|company|project|org|organi[sz]ation"
+        r"|client|employer|stack|department|startup|app|application|pipeline|system|platform)(?:\s+(?:is|has\s+been))?)"
+        r"\s+(?:(?:currently|mostly|mainly|primarily|usually|also|now|still|heavily|extensively|actually)\s+)*"
+        r"(?:use|uses|using|runs?\s+on|running\s+on|is\s+built\s+on|built\s+on|works?\s+with|working\s+with"
+        r"|rel(?:y|ies)\s+on|relying\s+on)\s+(?P<value>.+)",
+        "user",
+        "uses",
+        list_value=True,
+        tool_value=True,
+    ),
+    _rule(
+        "tools_like",
+        # "... 3+ years of experience using tools like Hadoop, sqoop, hive, spark", "my tech stack: Python, dbt"
+        r"\b(?:tools?|technologies|tech\s+stack|stack|skills?|frameworks?|skill\s+set|skillset)\s+(?:like|such\s+as"
+        r"|including|includes|include|are|is|:)\s*(?P<value>.+)",
+        "user",
+        "uses",
+        list_value=True,
+        tool_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "experience_with",
+        # "I have 5 years of experience in Python and SQL", "experienced in Spark", "proficient in Tableau"
+        r"\b(?:experience|experienced|expertise|proficient|proficiency|skilled|hands-on)\s+(?:in|with|on|using)\s+"
+        r"(?:(?:tools|technologies|frameworks)\s+(?:like|such\s+as|including)\s+)?(?P<value>.+)",
+        "user",
+        "has experience with",
+        list_value=True,
+        tool_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "working_on",
+        # "I'm building a data pipeline with Airflow", "I'm working on a churn model", "we're developing an app"
+        r"\b" + _WE_ARE + r"\s+(?:(?:currently|also|now|actually|just|still)\s+)?(?:working\s+on|building|developing"
+        r"|creating|designing|writing|making|setting\s+up|migrating)\s+(?P<value>(?:a|an|my|our|the)\s+.+)",
+        "user",
+        "working on",
+        list_value=True,
+    ),
+    _rule(
+        "planning_thing",
+        # "I'm planning a trip to Miami", "I'm preparing for an interview at Google", "we're organising a reunion"
+        r"\b"
+        + _WE_ARE
+        + r"\s+(?:(?:currently|also|now|actually|just|still|really)\s+)?(?:(?P<verb>planning|organi[sz]ing)\s+"
+        r"(?P<value>(?:a|an|my|our|the)\s+.+)|(?P<verb2>preparing\s+for)\s+(?P<value2>.+))",
+        "user",
+        "goal",
+        presupposed=True,
+        phrase_value=True,
+    ),
+    _rule(
+        "interview",
+        # "I have an interview at Google next week", "I've got a data engineer interview with Amazon" (a goal);
+        # "i attended an interview at deloitte", "I had my interview with Amazon" (done: "interviewed")
+        r"\bI(?:\s+(?P<verb>have|'ve\s+got|got)|(?:'ve|\s+have)?\s+(?P<verb2>had|attended|gave|cleared|faced|given|done"
+        r"|did))\s+(?:(?:a|an|my|the)\s+)?(?P<value>(?:[\w-]+\s+){0,3}?interviews?(?:\s+(?:at|with|for|in)\s+"
+        r"(?!(?:my|your|his|her|our|their)\b)"
+        r"(?:a\s+|an\s+|the\s+)?[\w&.-]+(?:\s+(?-i:[A-Z])[\w&.-]*){0,2})?)",
+        "user",
+        "{verb}",
+        presupposed=True,
+        whole_value=True,
+    ),
+    _rule(
+        "learn_about",
+        # "I'm trying to learn more about AI-powered medical diagnosis", "interested in learning more about Hinduism"
+        # not "I'm interested in learning more about the author" / "I'd like to learn more about X": asking for
+        # information in the talk, not a thing the user sets out to learn
+        r"\b(?:" + _IM + r"\s+(?:\w+\s+)?(?:trying|hoping|planning)\s+to|I\s+(?:want|need|plan|hope)\s+to)"
+        r"\s+learn(?:ing)?\s+(?:more\s+)?(?:about\s+)?"
+        r"(?P<value>.+)",
+        "user",
+        "wants to learn",
+        presupposed=True,
+        list_value=True,
+    ),
+    _rule(
+        "likes",
+        # "I love hiking in the Alps", "I enjoy SQL puzzles"; not "I like the idea of ...", a reaction to a suggestion
+        r"\bI\s+(?:(?:really|also|absolutely|especially|particularly|do|just|totally|genuinely|truly)\s+)*"
+        r"(?P<verb>like|love|enjoy|adore)\s+(?:to\s+)?(?P<value>.+)",
+        "user",
+        "{verb}",
+        list_value=True,
+    ),
+    _rule(
+        "got_thing",
+        # "I just got a smoker today", "I got my own set of sculpting tools", "I bought a standing desk"
+        _I + r"(?:got|bought|purchased|ordered)\s+(?:myself\s+)?(?:a|an|my\s+own|some)\s+(?:new\s+)?(?P<value>.+)",
+        "user",
+        "owns",
+    ),
+    _rule(
+        "have_from",
+        # "I also have a blue denim jacket from Zara": the user owns it; the brand names it
+        r"\bI\s+(?:(?:also|just|recently|now)\s+)?(?:have|own|bought|got)\s+(?:a\s+|an\s+|some\s+|two\s+|three\s+)?"
+        r"(?P<noun>(?!(?:back|home|away|out|off|up)\b)(?:[a-z-]+\s+){0,3}?[a-z-]+)\s+from\s+"
+        r"(?P<value>" + _PLACE + r")(?![\w-])",
+        "user",
+        "owns",
+        whole_value=True,
+    ),
+    _rule(
+        "my_brand",
+        # "my Fitbit Versa 3 smartwatch", "my Taylor GS Mini", "my AWS account": a named thing the user has or uses
+        r"\bmy\s+(?:new\s+|own\s+|old\s+)?(?P<value>(?-i:[A-Z][\w'&+-]*(?:\s+[A-Z0-9][\w'&+-]*){0,3}))(?![\w-])"
+        r"(?:\s+(?P<noun>[a-z]+))?",
+        "user",
+        "{verb}",
+        whole_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "pet_named",
+        # "I have a golden retriever named Max", "we adopted a kitten called Luna"
+        r"\b(?:I|we)\s+(?:have|got|adopted|own)\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}?(?P<noun>dog|cat|puppy|kitten|parrot"
+        r"|rabbit|hamster|retriever|terrier|labrador|poodle|beagle)\s+(?:named|called)\s+(?P<value>[\w-]+)",
+        "user's {noun}",
+        "called",
+        named_value=True,
+    ),
+    _rule(
+        "have_family",
+        # "I have two kids", "I have a younger sister", "we have three children"
+        r"\b(?:I|we)\s+have\s+(?P<value>(?:a|an|one|two|three|four|five|\d)\s+(?:(?:young|younger|older|little|big"
+        r"|teenage|grown|adult|twin|baby)\s+)?(?:kids?|children|child|sons?|daughters?|brothers?|sisters?|siblings?"
+        r"|grandchildren|grandkids|twins))\b",
+        "user",
+        "has",
+        whole_value=True,
+    ),
+    _rule(
+        "new_to",
+        # "i am new to spark", "I'm fairly new to gardening": what the user is starting on
+        r"\b"
+        + _IM
+        + r"\s+(?:(?:completely|very|fairly|relatively|pretty|quite|still|totally)\s+)?new\s+to\s+(?P<value>.+)",
+        "user",
+        "is new to",
+        list_value=True,
+    ),
+    _rule(
+        "my_role_is",
+        # "my current role is data engineer", "my designation is senior analyst"
+        r"\bmy\s+(?:current\s+|new\s+|present\s+)?(?:role|job\s+title|title|designation|position|profession|job)\s+is"
+        r"\s+(?:a\s+|an\s+)?(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
+        "user",
+        "role",
+        presupposed=True,
+    ),
+    _rule(
+        "education",
+        # "I have a masters degree from University of Aukland", "I graduated with a Bachelor's degree in Computer
+        # Science from UCLA", "a management consultant with a Master's degree in Business Administration"
+        r"\b(?:I\s+(?:have|hold|earned|got|completed|finished|received|did)|I\s+graduated\s+with|with)\s+(?:a|an|my)\s+"
+        r"(?P<value>(?:(?:master'?s|bachelor'?s|masters|bachelors|phd|ph\.d\.|doctorate|mba|associate'?s|law|medical"
+        r"|undergraduate|graduate)(?:\s+degree)?|degree)"
+        r"(?:\s+in\s+(?:(?!(?:from|which|and|at|so|but|that|about|ago|last|in|with|for|when|who)\b)[\w-]+\s+){0,3}"
+        r"(?!(?:from|which|and|at|so|but|that|about|ago|last|in|with|for|when|who)\b)[\w-]+)?"
+        r"(?:\s+from\s+(?:the\s+)?" + _PLACE + r"(?:\s+of\s+" + _PLACE + r")?)?)(?![\w-])",
+        "user",
+        "education",
+        whole_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "from_place",
+        r"\b" + _IM + r"\s+(?:originally\s+)?from\s+(?P<value>" + _PLACE + r")(?![\w-])",
+        "user",
+        "is from",
+        whole_value=True,
     ),
     _rule(
         "my_number",
@@ -400,6 +660,7 @@ _VAGUE_CHOICE = frozenset(_VAGUE_CHOICE_TEXT.split()) | _VAGUE_OBJECT
 MAX_LIST_WORDS = 8
 _ASKED_FOR = frozenset(["suggestions", "ideas", "options", "recommendations", "advice", "tips", "input", "feedback"])
 _NOT_INTERESTS = frozenset(["learning", "knowing", "hearing"])
+_WH_WORDS = frozenset(["how", "what", "why", "when", "where", "which", "who", "whether", "whatever"])
 _EMBEDDED = re.compile(
     r"\b(?:which|what|whichever|whatever|whether|if|how\s+much)\s*$|\b(?:the|these|those|some|any|all)\s+(?:\w+\s+)?\w+\s*$",
     re.IGNORECASE,
@@ -411,6 +672,14 @@ _LIST_END = re.compile(
     r"[;.!?()]|:(?!\d)|,?\s(?:because|but|so that|which|since|although|though|while|when|if|as|than|instead"
     r"|rather|unless|until|that|who|where|to\s+avoid|so\s+I|so\s+we)\b|,?\s(?:and|but|or)\s+(?:I|I'm|we|we're|my|our)\b"
     r"|,\s+(?:I|I'm|I've|I'd|I'll|we|we're|it|it's|this|they|especially|including|such\s+as|like|but)\b"
+    r"|,?\s(?:and|but|or)\s+(?:was|wanted|would|am|have|had|will|need|needed)\b"  # "... cuisine and was wondering"
+)
+# A tool's name ends before what it is used for or when: "Kayak to compare prices", "oat milk a lot lately"
+_TOOL_END = re.compile(
+    r"\s(?:to|for|on|in|at|when|since|every|daily|lately|recently|now|a\s+lot|more|so|made|which|that|who|can|could"
+    r"|will|would|should|is|are|was|were|has|have|had"
+    r"|and\s+(?:they|it|it's|I))\b",
+    re.IGNORECASE,
 )
 _PEOPLE_TEXT = (
     "mom mum mother dad father son daughter wife husband partner sister brother friend kid baby grandma grandpa"
@@ -422,8 +691,120 @@ _VERB_NAMES = {
     "eat": "eats", "eating": "eats", "drink": "drinks", "drinking": "drinks", "smoke": "smokes", "smoking": "smokes",
     "play": "plays", "playing": "plays", "use": "uses", "using": "uses", "drive": "drives", "driving": "drives",
     "own": "owns", "learning": "is learning", "taking": "takes", "watch": "watches", "watching": "watches",
-    "read": "reads", "reading": "reads", "run": "runs", "running": "runs",
+    "read": "reads", "reading": "reads", "run": "runs", "running": "runs", "studying": "is studying",
+    "like": "likes", "enjoy": "enjoys",
 }  # fmt: skip
+_PLANNED = {"planning": "plan", "preparing for": "prepare for", "organizing": "organize", "organising": "organise"}
+_SOFTWARE_NOUNS_TEXT = (
+    "account job jobs cluster code project script table tables bucket database db instance app notebook pipeline"
+    " repo repository query queries server workspace subscription profile page channel workflow dag dags videos"
+    " video posts post usage feed"
+)
+_SOFTWARE_NOUNS = frozenset(_SOFTWARE_NOUNS_TEXT.split())
+_NOT_BRANDS_TEXT = (
+    "i mom mum dad mother father grandma grandpa grandmother grandfather aunt uncle god lord master masters bachelor"
+    " bachelors phd english spanish french german hindi chinese japanese italian portuguese russian arabic korean"
+    " monday tuesday wednesday thursday friday saturday sunday january february march april may june july august"
+    " september october november december christmas birthday wi-fi wifi internet dear sir madam mba diy airbnb"
+)
+_NOT_BRANDS = frozenset(_NOT_BRANDS_TEXT.split())
+_RELATIVE_WORDS = frozenset(_RELATIVES.split("|")) | _PEOPLE
+_NOT_OWNED_TEXT = (
+    "error errors exception message response reply email call chance notification question idea feeling result answer"
+    " warning job offer promotion raise lot bit few couple text refund discount deal quote bill cold flu headache"
+    " fever chance opportunity sense impression issue problem output value values score grade understanding list"
+    " experience alert"
+)
+_NOT_OWNED = frozenset(_NOT_OWNED_TEXT.split())
+_BARE_AMOUNTS = frozenset(["pair", "set", "bunch", "couple", "few", "lot", "one", "ones", "bit", "piece"])
+_NOT_OWNED_FIRST = frozenset(["good", "great", "better", "clear", "bad", "pretty", "decent", "rough", "basic", "solid"])
+_FOR_SOMEONE = re.compile(
+    r"[^.!?]{0,40}?\bfor\s+(?:my|her|his|our|a|another|the)\s+(?:\w+\s+)?(?:" + _RELATIVES + r"|parents|kids|children"
+    r"|friends|neighbou?r|coworker|colleague|boss|teacher|host|team|mentor)\b",
+    re.IGNORECASE,
+)
+# Nouns after "my <Name>" that make the name a plan, a dish, a use or a document, not a thing owned
+_NOT_THINGS_TEXT = (
+    "dishes dish recipe recipes itinerary trip trips journey certification certificate prescription party sauce"
+    " degree course class classes salad style theme diet plan routine goal goals experience industry field area"
+    " office company business sector place flight flights woes threads cocktail cocktails drink degree masters"
+    " roots heritage ancestry culture project projects shop store"
+    " together"
+)
+_NOT_THINGS = frozenset(_NOT_THINGS_TEXT.split())
+_DISHES_TEXT = (
+    "pasta bake bolognese spaghetti salad soup cake bread curry pizza stew chili pie tacos burger sandwich"
+    " casserole bbq"
+)
+_DISHES = frozenset(_DISHES_TEXT.split())
+
+
+def _title_case(sentence: str) -> bool:
+    words = re.findall(r"[A-Za-z][\w'-]*", sentence)
+    return len(words) >= 4 and sum(w[:1].isupper() for w in words) / len(words) > 0.6
+
+
+_NOT_WORKPLACES_TEXT = (
+    "morning mornings evening evenings afternoon afternoons weekend weekends night nights team teams group groups"
+    " shifts shift pairs parallel progress tandem this that it my our"
+)
+_NOT_WORKPLACES = frozenset(_NOT_WORKPLACES_TEXT.split())
+_NOT_LIKED = frozenset(["sound", "look", "looks", "idea", "ideas", "feel", "way", "fact", "thought", "suggestion"])
+_TOOL_POINTERS = frozenset(
+    ["following", "above", "below", "same", "previous", "attached", "given", "mentioned", "other"]
+)
+# "we want to move it to AWS": the pronoun is the data of the sentence before; the destination names the goal
+_MOVED = re.compile(
+    r"^(?P<verb>move|migrate|transfer|shift|port|load|copy|deploy|upload|push|convert)\s+(?P<what>it|them|this|that"
+    r"|these|those|everything|all\s+of\s+it)\s+(?P<to>to|into|onto|on)\s+(?P<rest>.+)",
+    re.IGNORECASE,
+)
+
+
+# "find ways to reduce my commute costs", "get back on track with my fitness goals": the outcome after the lead
+_GOAL_LEAD = re.compile(
+    r"^(?:(?P<how>find\s+(?:some\s+)?(?:ways?|a\s+way)\s+to|figure\s+out\s+how\s+to)|(?P<keep>get\s+back\s+on\s+track"
+    r"\s+with|stay\s+on\s+top\s+of|keep\s+track\s+of))\s+(?P<rest>.+)",
+    re.IGNORECASE,
+)
+
+
+def _led_goal(value: str) -> str:
+    match = _GOAL_LEAD.match(value)
+    if match is None:
+        return ""
+    if match.group("how"):
+        return goal(match.group("rest"))
+    rest = _list_value(_ARTICLE.sub("", match.group("rest")))
+    return f"{' '.join(match.group('keep').split())} {rest}" if rest else ""
+
+
+def _moved_goal(value: str) -> str:
+    """ "move it to AWS of any storage" -> itself, cut: a move whose destination is named, though its object is not."""
+    match = _MOVED.match(value)
+    if match is None:
+        return ""
+    rest = " ".join(_CLAUSE_END.split(match.group("rest"), maxsplit=1)[0].split()[:4])
+    if not rest or not _names_a_tool(rest):
+        return ""
+    return f"{match.group('verb')} {match.group('what')} {match.group('to')} {rest}"
+
+
+def _names_a_tool(value: str) -> bool:
+    """Whether a phrase names a tool or a product: a capitalised word or a model number, a known tool, or a word
+    rare in English ("sqoop", "dataframe"); not "the following code" or "a for loop"."""
+    words = re.findall(r"[A-Za-z0-9][\w+#.-]*", value)
+    if not words or words[0].casefold() in _TOOL_POINTERS or words[0].casefold() in _NO_VALUE:
+        return False
+    for word in words:
+        key = word.casefold().rstrip(".")
+        if key in _FUNCTION or key == "i" or key in _NOT_BRANDS:
+            continue
+        if word[:1].isupper() or any(c.isdigit() for c in word) or key in _TOOLS:
+            return True
+        if key.isalpha() and len(key) > 2 and zipf(key) < 3.4:
+            return True
+    return False
 
 
 def propose_facts(segment: SegmentInput) -> list[dict[str, Any]]:
@@ -460,10 +841,16 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
     """Every rule's fact in one sentence: {subject, attribute, value, polarity, rule}. Pure."""
     if sentence.rstrip().endswith("?"):
         return []  # a question states nothing
+    sentence = sentence.replace("\u2019", "'")  # a curly apostrophe, as phones type it
+    asked = _QUESTION_OPENER.match(sentence) is not None  # "how we should look into ..." typed without "?"
     facts = []
     for rule in RULES:
+        if asked and rule.name in _V6_RULES and rule.name != "my_brand":  # "how to reset my Fitbit": still a Fitbit
+            continue
         for match in _matches(rule, sentence):
             before = sentence[: match.start()]
+            if rule.name in _CLAUSE_ASKED and _ASKING.search(before):
+                continue  # "why we use sqoop", "once we submit a spark job", "if I use Airflow"
             wish = _CONDITIONAL if rule.presupposed else _HYPOTHETICAL
             if wish.search(before) or wish.search(sentence[match.start() : match.end()][:40]):
                 continue
@@ -476,12 +863,102 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
             fact = _fill(rule, match)
             if fact is not None:
                 facts.append(fact)
-    return facts
+    if not asked:
+        facts.extend(_action_tools(sentence))
+    unique: dict[tuple[str, str, str, str], dict[str, str]] = {}
+    for fact in facts:  # "with my 8 years of experience": two rules, one fact
+        unique.setdefault((fact["subject"], fact["attribute"], fact["value"].casefold(), fact["polarity"]), fact)
+    return list(unique.values())
+
+
+# Rules added in v6 (issue 20, phrasings of technical users and plain statements): none reads a sentence that
+# opens as a question, even without its "?" ("how we should look into issues as a developer").
+_V6_RULES_TEXT = (
+    "age_said role_resume experience_years experience_for work_in uses_i uses_we tools_like experience_with working_on"
+    " planning_thing interview learn_about likes got_thing have_from my_brand from_place education new_to my_role_is"
+    " pet_named have_family"
+)
+_V6_RULES = frozenset(_V6_RULES_TEXT.split())
+_QUESTION_OPENER = re.compile(
+    r"^\W*(?:how|why|what|whats|which|who|whom|whose|where|can|could|should|shall|would|will|do|does|did|is|are"
+    r"|was|were|any|difference|diff)\b",
+    re.IGNORECASE,
+)
+# Rules whose verb is as often asked about as stated: a question word or a condition before them in the sentence
+# makes the clause a question or a hypothetical ("when we submit a spark job", "why we use sqoop").
+_CLAUSE_ASKED = frozenset(
+    ["uses_i", "uses_we", "working_on", "likes", "got_thing", "work_in", "experience_for", "planning_thing"]
+)
+_ASKING = re.compile(
+    r"\b(?:if|when|whenever|once|whether|why|how|what|which|where|can|could|should|would|do|does|did|while|let's"
+    r"|lets|suppose|assume|assuming)\b",
+    re.IGNORECASE,
+)
+# Tools a technical user names when reporting what they did or got: "while running spark job in eclipse i got the
+# error ...", "i loaded the same data twice into a hive table", "i have created a s3 bucket".
+_TOOLS_TEXT = (
+    "spark pyspark hadoop hive sqoop kafka airflow flink hbase hdfs oozie nifi presto trino impala databricks"
+    " snowflake redshift bigquery athena emr s3 rds ec2 dynamodb aws azure gcp cassandra mongodb mysql postgres"
+    " postgresql sqlite elasticsearch redis docker kubernetes terraform jenkins github gitlab jira python scala"
+    " java javascript typescript pandas numpy tableau excel eclipse intellij vscode jupyter dbt informatica talend"
+    " ssis linux cloudera zookeeper kinesis looker powerbi django flask"
+)
+_TOOLS = frozenset(_TOOLS_TEXT.split())
+_TOOL_NAMES = {
+    "aws": "AWS", "s3": "S3", "rds": "RDS", "ec2": "EC2", "emr": "EMR", "gcp": "GCP", "hdfs": "HDFS",
+    "pyspark": "PySpark",
+    "mysql": "MySQL", "postgresql": "PostgreSQL", "dbt": "dbt", "ssis": "SSIS", "powerbi": "Power BI",
+    "dynamodb": "DynamoDB", "mongodb": "MongoDB", "bigquery": "BigQuery", "vscode": "VS Code", "github": "GitHub",
+    "gitlab": "GitLab", "intellij": "IntelliJ",
+}  # fmt: skip
+_DID = re.compile(
+    r"\b(?:I\s*(?:'m\s+|\s*am\s+|m\s+|'ve\s+|\s+have\s+)?|we(?:'re|\s+are|'ve|\s+have)?\s+)(?:got|getting|faced|facing"
+    r"|encountered|seeing|loaded|created"
+    r"|installed|configured|deployed|submitted|ran|running|wrote|written|built|set\s+up|connected|migrated|imported)\b",
+    re.IGNORECASE,
+)
+
+
+def _action_tools(sentence: str) -> list[dict[str, str]]:
+    """The known tools named in a sentence where the user reports doing something or getting an error."""
+    did = _DID.search(sentence)
+    if did is None or _CONDITIONAL.search(sentence[: did.start()]):
+        return []
+    found: dict[str, dict[str, str]] = {}
+    for word in re.findall(r"[A-Za-z][\w]*", sentence):
+        key = word.casefold()
+        if key in _TOOLS and key not in found:
+            name = _TOOL_NAMES.get(key, word if word[:1].isupper() else word.capitalize())
+            found[key] = {
+                "subject": "user",
+                "attribute": "uses",
+                "value": name,
+                "polarity": "positive",
+                "rule": "tool_action",
+            }
+    return list(found.values())
 
 
 # Rules that read a role or years of experience from a phrase whose owner is the sentence's subject, not "I":
 # "Act as a senior data engineer with 10 years of experience" and "You are a nurse" give the assistant a role.
-_ABOUT_WHOEVER_SPEAKS = frozenset(["role_i_am", "role_as", "experience"])
+_ABOUT_WHOEVER_SPEAKS = frozenset(
+    ["role_i_am", "role_as", "experience", "role_resume", "experience_years", "experience_for", "tools_like",
+     "experience_with", "education"]
+)  # fmt: skip
+# The user's own resume, profile or interview: what it says of experience and tools is the user's.
+_RESUME = re.compile(
+    r"\b(?:resume|résumé|cv|cover\s+letter|linkedin|professional\s+summ\w*|profile|portfolio|interview|bio)\b", re.I
+)
+_YEARS = re.compile(r"\b\d{1,2}\s*\+?\s*(?:years?|yrs?)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|Iam|Im|me|my|myself)\b", re.IGNORECASE)
+# "I've been <what> for 4 years": a job, a field or a role, not "in pain" or "learning Spanish"
+_WORKED = re.compile(
+    r"^(?:\w+ly\s+)?(?:working|employed|teaching|coding|programming|developing|practi[cs]ing|nursing|consulting"
+    r"|(?:working\s+)?as\s+(?:a|an)\s+|in\s+(?:the\s+|this\s+|my\s+)?(?:\w+\s+)?(?:field|industry|business|profession"
+    r"|role|job|position|marketing|sales|finance|tech|it|healthcare|education|software|data|engineering|consulting"
+    r"|teaching|nursing|design|management|hr|accounting|law|research))\b",
+    re.IGNORECASE,
+)
 _ROLE_PLAY = re.compile(
     r"\b(?:act|acting|behave|respond|answer|reply|write|speak|talk|pose|serve|roleplay|role-play)\s+(?:as|like)\b"
     r"|\byou(?:'re|\s+are|\s+were|\s+will\s+be|'ll\s+be)\b|\bpretend|\bimagine|\bplay(?:ing)?\s+(?:the\s+)?role"
@@ -522,6 +999,35 @@ def _is_the_users(rule: str, sentence: str, match: re.Match[str]) -> bool:
         )
     if rule == "experience" and not mine:
         return re.search(r"\b(?:I|I'm|I've|I\s+am|me)\b", sentence) is not None
+    if rule == "role_resume":
+        return _RESUME.search(sentence) is not None
+    if rule == "experience_for":
+        what = match.group("what")
+        return _WORKED.search(what) is not None or _role(what.split(" as ")[-1])[1] != ""
+    if rule in ("tools_like", "experience_with"):
+        # "a digital tool like Todoist" in a plan, "a good experience with United Airlines": not the user's skills
+        said = match.group("value").casefold()
+        return (_RESUME.search(sentence) is not None or _YEARS.search(sentence) is not None) or (
+            rule == "experience_with"
+            and any(w in _TOOLS for w in re.findall(r"\w+", said))
+            and not re.search(
+                r"\b(?:good|great|bad|terrible|positive|negative|pretty|amazing|wonderful|awful|mixed"
+                r"|nice|fantastic|horrible|first|personal)\s+(?:\w+\s+)?$",
+                sentence[: match.start()],
+                re.I,
+            )
+        )
+    if rule == "education":
+        if match.group(0).casefold().startswith("i"):
+            return True
+        # "I'm a management consultant with a Master's ...", "As a 32-year-old with a master's ...": the user's;
+        # "my cousin Alex, who graduated with a degree in engineering": not
+        return (
+            re.search(r"(?:\b(?:I'm|I\s+am|Iam)\s+|^\W*as\s+)(?:a|an)\b[^,.;]*$", sentence[: match.start()], re.I)
+            is not None
+        )
+    if rule == "experience_years":
+        return mine or _FIRST_PERSON.search(sentence) is not None or _RESUME.search(sentence) is not None
     return True
 
 
@@ -569,10 +1075,62 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         return None  # "I'm a big fan", "as a result": not a role
     if rule.attribute == "role" and _INTENSIFIERS.intersection(value.casefold().split()):
         return None  # "I'm a pretty cautious driver": how the user drives, not what they do for a living
-    if rule.name == "new_thing_from":
+    if rule.name in ("new_thing_from", "have_from"):
         value = f"{value} {noun}"  # "my new bookshelf from IKEA": an IKEA bookshelf
-    if rule.attribute == "goal":
-        value = goal(value)
+    if rule.tool_value:
+        value = " ".join(_TOOL_END.split(value, maxsplit=1)[0].split()[:MAX_LIST_WORDS]).strip(" ,")
+        value = re.sub(r"^(?:tools|technologies|frameworks)\s+(?:like|such\s+as|including)\s+", "", value, flags=re.I)
+        if not _names_a_tool(value):
+            return None  # "I'm using the following code", "we use a for loop": no tool named
+    if rule.name == "my_brand":
+        words = value.casefold().split()
+        first = words[0].strip("'").removesuffix("'s")
+        if first in _NOT_BRANDS or first in _RELATIVE_WORDS or noun in _NOT_THINGS or set(words) & _DISHES:
+            return None  # "my Mom", "my English", "my Japan itinerary", "my Mushroom Bolognese": no thing owned
+        if re.search(r"-(?:inspired|style|styled|themed|based)$", value) or _title_case(match.string):
+            return None  # "my Japanese-inspired dishes"; a title ("Your Data Is My Data: ...")
+        if len(words) == 1 and zipf(first) >= 4.3 and first not in _TOOLS:
+            return None  # "my Switch", "my Data Science certification": a common word capitalised
+        tool = first in _TOOLS or noun in _SOFTWARE_NOUNS
+        noun, verb = "", "uses" if tool else "owns"
+    if rule.name in ("got_thing", "have_from") and (
+        set(value.casefold().split()) & _NOT_OWNED
+        or value.casefold() in _NO_VALUE
+        or value.split()[0].casefold() in _NOT_OWNED_FIRST
+        or value.casefold() in _BARE_AMOUNTS
+        or (noun and noun.split()[-1] in _NOT_THINGS | _BARE_AMOUNTS)
+        or (noun and noun.split()[0] in _NOT_OWNED_FIRST)
+        or _FOR_SOMEONE.match(match.string[match.end("value") :])
+        or _FOR_SOMEONE.search(groups["value"])
+    ):
+        return None  # "I got an error", "I've got a good understanding", "I got a scarf for my sister": not the user's
+    if rule.name in ("work_in", "working_on") and (
+        value.split()[0].casefold() in _NOT_WORKPLACES or value.split()[-1].casefold() in _NOT_THINGS
+    ):
+        return None  # "I work in the mornings", "I'm working in a team"
+    if rule.name == "likes":
+        words_said = set(re.findall(r"[\w']+", value.casefold()))
+        if re.search(r"\b(?:that|which|who|what|whatever|the\s+\w+)\s*$", match.string[: match.start()], re.I):
+            return None  # "a necklace that I love", "the ones I like": an embedded clause, not a statement
+        if value.split()[0].casefold() in _NOT_LIKED:
+            return None  # "I love the sound of that recipe", "I like the idea of ...": a reaction in the talk
+        if words_said & {"you", "your", "you've", "yours"} or words_said & _VAGUE_CHOICE:
+            return None  # "I like the routine you've suggested", "I love the second option": about the talk
+        if re.match(r"(?:the|this|that|these|those|your)\b", groups["value"].strip(), re.I):
+            return None  # "I like the White Blouse and Blazer combo": a pick among the assistant's suggestions
+        verb = "enjoy" if verb == "enjoy" else "like"
+    if rule.name == "education" and value.casefold() == "degree":
+        return None  # "I have a degree": which, the sentence does not say
+    if rule.name == "pet_named" and noun in ("retriever", "terrier", "labrador", "poodle", "beagle"):
+        noun = "dog"  # "a golden retriever named Max": the user's dog
+    if rule.name == "interview":
+        if value.casefold() in ("interview", "interviews"):
+            return None  # "I have an interview for my green card": with whom, the rule does not read
+        verb = "goal" if groups.get("verb") else "interviewed"
+    if rule.name == "planning_thing":
+        value = f"{_PLANNED.get(verb, verb)} {value}"  # "planning a trip to Miami": plan a trip to Miami
+    if rule.attribute == "goal" and rule.name != "interview":
+        value = goal(value) or _moved_goal(value) or _led_goal(value)
         if not value or value.split()[1].casefold() in ("your", "you"):
             return None  # "I'd love to get your input": a turn of the talk, not an outcome the user wants
     attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
@@ -595,7 +1153,7 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
 def _value(text: str, rule: _Rule) -> str:
     """The value phrase: articles dropped, cut at the first clause break, at most MAX_VALUE_WORDS words."""
     if rule.whole_value:
-        return " ".join(text.split()).strip(" ,")
+        return " ".join(text.split()).strip(" ,.;:!")
     text = _ARTICLE.sub("", text.strip())
     if rule.list_value:
         return _list_value(text)
@@ -647,6 +1205,8 @@ def _list_value(text: str) -> str:
     if not words:
         return ""
     first = words[0].casefold().strip(",")
+    if first in _WH_WORDS:
+        return ""  # "I'd like to learn how to ...", "I love how it absorbs flavors": a clause, not a thing
     if _ASKED_FOR.intersection(w.casefold().strip(",") for w in words):
         return ""  # "I'm open to other suggestions": what the user asks the assistant for, not an interest
     if (
