@@ -5,7 +5,8 @@ Pixel 8", "I no longer eat meat", "I work at Acme", "I started learning Spanish"
 question, a wish or a hypothetical ("should I move to Berlin?", "I want to work at Acme", "if I lived in Rome").
 Each rule gives (subject, attribute, value, polarity); the value is a short phrase cut at the first clause
 break. The sentence is the evidence span, copied verbatim. The raw facts then go through the fact mapper
-(extract/fact_mapper.py), like an LLM's.
+(extract/fact_mapper.py), like an LLM's. The rule table and the vocabulary it shares with the value checks here are
+in extract/fact_rules.py.
 
 Attributes are either functional (one value at a time: where the user lives, their employer, their phone) or
 multi-valued (the user can learn Spanish and guitar at once): `contracts.facts.contradicts` says which, and the
@@ -16,639 +17,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from extract.fact_rules import (
+    ARTICLE,
+    CONDITIONAL,
+    FACT_RULES_VERSION,
+    HYPOTHETICAL,
+    MAX_SPAN_CHARS,
+    MAX_VALUE_WORDS,
+    NEGATED,
+    NO_VALUE,
+    NUMBER_WORD,
+    PRONOUNS,
+    RELATIVES,
+    ROLES,
+    RULES,
+    SENTENCE,
+    TIME_UNITS,
+    VALUE_STOP,
+    Rule,
+)
 from extract.goals import _CLAUSE_END, _FUNCTION, _VAGUE_OBJECT, goal
 from extract.lexicon import zipf
 from extract.types import SegmentInput, SegmentMessage
 
-FACT_RULES_VERSION = 6  # bump with any change below: part of the offline extractor's cache key
-MAX_VALUE_WORDS = 5
-MAX_SPAN_CHARS = 300
+__all__ = ["FACT_RULES_VERSION", "facts_in_sentence", "propose_facts", "sentences"]
 
-_SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+(?:[.!?]+|$)", re.MULTILINE)  # "12.8 seconds" is one sentence
-# A value ends at punctuation or at a word that starts a new clause or an adverbial.
-_VALUE_STOP_TEXT = (
-    "and but because so since which who where when as for with to now too though although if or yet anymore"
-    " recently lately last next this these that in on at from after before by about until while than again"
-    " already just still soon yesterday today tomorrow tonight once twice every daily weekly regularly ago a"
-    " one two three four five six seven eight nine ten several few couple around during late early mid"
-)
-_VALUE_STOP = frozenset(_VALUE_STOP_TEXT.split())
-_NO_VALUE_TEXT = "it there here them this that one something anything everything nothing much well often anymore"
-_TIME_UNITS = frozenset(
-    ["minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months", "year", "years"]
-)
-_PRONOUNS = frozenset(["her", "his", "their", "our", "your", "its", "my", "him", "them"])
-_NO_VALUE = frozenset(_NO_VALUE_TEXT.split())
-_ARTICLE = re.compile(r"^(?:a|an|the|my|our)\s+", re.IGNORECASE)
-# Sentences that state no fact: wishes, plans, hypotheticals, reported doubt.
-_HYPOTHETICAL = re.compile(
-    r"\b(if|whether|would|should|could|might|maybe|perhaps|planning|plan to|thinking (?:of|about)|considering"
-    r"|want to|wanted to|wanna|hope to|hoping to|going to|gonna|wish|dream|imagine|pretend|suppose)\b",
-    re.IGNORECASE,
-)
-_CONDITIONAL = re.compile(r"\b(if|whether|suppose|imagine)\b", re.IGNORECASE)
-_NEGATED = re.compile(r"\b(not|never|n't|no)\b|n't\b", re.IGNORECASE)
-# "I'm", "I am" and the forms typed in a hurry: "iam", "Im" (curly apostrophes are made straight before matching)
-_IM = r"(?:I(?:'m|\s*am|m(?=\s)))"
-_WE_ARE = r"(?:" + _IM + r"|we(?:'re|\s+are))"  # the user, or the user with their family or team
-_I = (
-    r"\bI(?:'ve|\s+have|'m|\s*am|m(?=\s))?\s+"
-    r"(?:(?:just|recently|finally|now|currently|also|actually|already|still)\s+)*"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    name: str
-    pattern: re.Pattern[str]
-    subject: str  # "user", or "user's {noun}" filled from the match
-    attribute: str  # fixed, or "{verb}" / "{noun}" filled from the match
-    polarity: str
-    named_value: bool = False  # the value must look like a name or a model ("Pixel 8"), not a description
-    numeric_value: bool = False  # the value must hold a digit
-    negative_rule: bool = False  # the rule itself reads a negation: do not skip negated sentences
-    presupposed: bool = False  # "my X is Y" holds even inside a wish ("I hope to beat my best time of 25:50")
-    phrase_value: bool = False  # the value is a clause ("plan a surprise party for my sister"), not a name
-    list_value: bool = False  # the value is a noun phrase that may be a list ("culture, history and hiking")
-    whole_value: bool = False  # the pattern's value group is the value as written ("Oakland, California")
-    tool_value: bool = False  # the value must name a tool: a name, a rare word or a known tool ("Airflow", "sqoop")
-
-
-def _rule(name: str, pattern: str, subject: str, attribute: str, polarity: str = "positive", **flags: bool) -> _Rule:
-    return _Rule(name, re.compile(pattern, re.IGNORECASE), subject, attribute, polarity, **flags)
-
-
-# What a person says they are ("I'm a nurse", "as a data engineer"): the role's last word must be one of these.
-_ROLE_TEXT = (
-    "engineer developer programmer architect analyst scientist manager director lead designer consultant"
-    " administrator admin nurse doctor physician surgeon dentist pharmacist therapist teacher professor lecturer"
-    " tutor student researcher lawyer attorney accountant auditor writer author editor journalist artist"
-    " photographer musician chef cook baker owner founder entrepreneur freelancer contractor officer clerk"
-    " assistant technician mechanic electrician plumber carpenter farmer pilot driver agent broker banker"
-    " trader marketer recruiter coordinator specialist intern apprentice volunteer parent mother father"
-    " retiree veteran coach trainer paramedic pharmacologist economist statistician biologist chemist"
-    " physicist mathematician psychologist counselor counsellor librarian salesperson representative"
-    " executive ceo cto cfo vp supervisor strategist planner fresher graduate undergraduate sde swe mom dad mum"
-)
-_ROLES = frozenset(_ROLE_TEXT.split())
-_NUMBER_WORD = r"(?:\d{1,2}\+?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
-
-_NOT_DOING = r"(?:\w*thing|morning|evening|wedding|building|clothing|spring|ring)"  # -ing words that are nouns
-_RELATIVES = (
-    r"sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend|girlfriend|boyfriend"
-    r"|cousin|niece|nephew|aunt|uncle|grandma|grandpa|grandmother|grandfather|roommate"
-)
-# A place name: capitalised words ("Oakland", "San Francisco", "São Paulo"), not a sentence-initial pronoun.
-_PLACE = r"(?-i:(?!I\b)[A-ZÀ-Ý][\w'-]+(?:\s+(?:de\s+|do\s+|del\s+|am\s+)?[A-ZÀ-Ý][\w'-]+){0,2})"
-_OWNED = r"(?P<noun>phone|car|laptop|computer|bike|tablet|watch|camera|dog|cat|console|tv|headphones|guitar)"
-RULES: tuple[_Rule, ...] = (
-    _rule(
-        "moved_to", _I + r"(?:moved|relocated)\s+(?:back\s+)?to\s+(?P<value>.+)", "user", "lives in", named_value=True
-    ),
-    _rule(
-        "moved_from_to",
-        _I + r"(?:moved|relocated)\s+from\s+\S+(?:\s+\S+){0,3}?\s+to\s+(?P<value>.+)",
-        "user",
-        "lives in",
-        named_value=True,
-    ),
-    _rule(
-        "moved_from",
-        _I + r"(?:moved|relocated)\s+(?:away\s+)?from\s+(?P<value>.+)",
-        "user",
-        "lives in",
-        "negative",
-        negative_rule=True,
-        named_value=True,
-    ),
-    _rule(
-        "live_in",
-        _I + r"(?:live|living|am living|am based|based)\s+in\s+(?P<value>.+)",
-        "user",
-        "lives in",
-        named_value=True,
-    ),
-    _rule(
-        "no_longer_live",
-        r"\bI\s+(?:no longer|don't|do not)\s+live\s+in\s+(?P<value>.+)",
-        "user",
-        "lives in",
-        "negative",
-        negative_rule=True,
-        named_value=True,
-    ),
-    _rule(
-        "work_at",
-        _I + r"(?:been\s+)?(?:work|working)\s+(?:at|for)\s+(?P<value>.+)",
-        "user",
-        "works at",
-        named_value=True,
-    ),
-    _rule(
-        "new_job",
-        _I + r"(?:started|got|landed|accepted)\s+(?:a\s+|my\s+)?(?:new\s+)?(?:job|position|role)\s+"
-        r"(?:at|with)\s+(?P<value>.+)",
-        "user",
-        "works at",
-        named_value=True,
-    ),
-    _rule(
-        "left_job",
-        _I + r"(?:quit|left)\s+(?:my\s+)?(?:job|position|role)\s+(?:at|with)\s+(?P<value>.+)",
-        "user",
-        "works at",
-        "negative",
-        negative_rule=True,
-        named_value=True,
-    ),
-    _rule(
-        "no_longer_work",
-        r"\bI\s+(?:no longer|don't|do not)\s+work\s+(?:at|for)\s+(?P<value>.+)",
-        "user",
-        "works at",
-        "negative",
-        negative_rule=True,
-        named_value=True,
-    ),
-    _rule("work_as", _I + r"(?:been\s+)?(?:work|working)\s+as\s+(?:a|an)\s+(?P<value>.+)", "user", "works as"),
-    _rule(
-        "my_thing_is",
-        r"\bmy\s+(?:new\s+)?" + _OWNED + r"\s+is\s+(?:a|an|the)\s+(?P<value>.+)",
-        "user's {noun}",
-        "model",
-        named_value=True,
-        presupposed=True,
-    ),
-    _rule("diet", r"\bI(?:'m| am)\s+(?:now\s+|a\s+)*(?P<value>vegan|vegetarian|pescatarian)\b", "user", "diet"),
-    _rule(
-        "became_diet",
-        _I + r"(?:became|went|turned)\s+(?:a\s+)?(?P<value>vegan|vegetarian|pescatarian)\b",
-        "user",
-        "diet",
-    ),
-    _rule(
-        "no_longer_verb",
-        r"\bI\s+(?:no longer|don't|do not)\s+(?P<verb>eat|drink|smoke|play|"
-        r"use|drive|own|watch|read|run)\s+(?P<value>.+)",
-        "user",
-        "{verb}",
-        "negative",
-        negative_rule=True,
-    ),
-    _rule(
-        "stopped_verb",
-        _I + r"(?:stopped|quit|gave up(?: on)?)\s+(?P<verb>eating|drinking|smoking|playing|"
-        r"using|driving|learning|taking|watching|reading|running)\s*(?P<value>.*)",
-        "user",
-        "{verb}",
-        "negative",
-        negative_rule=True,
-    ),
-    _rule(
-        "started_verb",
-        _I + r"(?:started|began|took up|picked up)\s+(?P<verb>eating|drinking|playing|using|"
-        r"driving|learning|taking|watching|reading|running)\s+(?P<value>.+)",
-        "user",
-        "{verb}",
-    ),
-    _rule(
-        "learning",
-        r"\b" + _IM + r"\s+(?:now\s+|currently\s+|also\s+|still\s+)?(?P<verb>learning|studying)\s+(?P<value>.+)",
-        "user",
-        "{verb}",
-    ),
-    _rule("age", r"\bI(?:'m| am)\s+(?P<value>\d{1,3})\s+(?:years|yrs)\s+old\b", "user", "age", numeric_value=True),
-    _rule(
-        "relationship",
-        _I + r"(?:got\s+)?(?P<value>married|divorced|single|engaged(?!\s+(?:in|with)\b))\b",
-        "user",
-        "relationship status",
-    ),
-    _rule(
-        "page",
-        r"\bI(?:'m| am)\s+(?:now\s+|currently\s+)?on\s+page\s+(?P<value>\d+)",
-        "user",
-        "reading page",
-        numeric_value=True,
-    ),
-    _rule(
-        "counted",
-        # "I've finished 10 videos", "..., having watched 15 Crash Course videos": one running count per thing
-        r"(?:" + _I + r"|\bhaving\s+)(?P<verb>watched|read|finished|completed|run|ran|visited)\s+"
-        r"(?P<value>\d[\d,.]*)\s+(?P<noun>(?:[A-Za-z][\w'-]*\s+){0,3}?(?P<head>videos|books|episodes|courses|"
-        r"marathons|races|countries|lessons|chapters))\b",
-        "user",
-        "number of {head}",
-        numeric_value=True,
-    ),
-    _rule(
-        "personal_best",
-        r"\b(?:my|a|new)\s+personal\s+(?:best|record)(?:\s+time)?\b[^.!?]{0,60}?\b(?:of|is|was|at)\s+"
-        r"(?P<value>\d[\d:.,]*(?:\s+(?:minutes|seconds|hours|kg|pounds|km|miles)"
-        r"(?:\s+and\s+\d+\s+(?:seconds|minutes))?)?)",
-        "user",
-        "personal best",
-        numeric_value=True,
-        presupposed=True,
-    ),
-    _rule(
-        "role_i_am",
-        # "I'm a nurse", "iam a data engineer", "I've been a teacher for 12 years", "I'm currently working as a tutor"
-        r"\b(?:" + _IM + r"|I(?:'ve|\s+have)\s+been)\s+(?:(?:currently|now|also|still|actually)\s+)?"
-        r"(?:(?:working|employed)\s+as\s+)?(?:a|an)\s+(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
-        "user",
-        "role",
-        presupposed=True,
-    ),
-    _rule(
-        "role_as",
-        r"\b(?:as|being)\s+(?:a|an)\s+(?P<value>(?:[\w-]+\s+){0,3}?(?P<head>[a-z]+))\s+"
-        r"(?:with|for|at|in|who|myself|I)\b|\b(?:as|being)\s+(?:a|an)\s+(?P<value2>(?:[\w-]+\s+){0,3}?"
-        r"(?P<head2>[a-z]+))\s*(?:[,.;!]|$)",
-        "user",
-        "role",
-        presupposed=True,
-    ),
-    _rule(
-        "experience",
-        r"\b(?:I\s+have|I've\s+got|I've|with|having|my)\s+(?:over\s+|about\s+|nearly\s+|almost\s+)?"
-        r"(?P<value>" + _NUMBER_WORD + r"\s+years?)(?:\s+of)?(?:\s+(?:professional|work|working))?"
-        r"\s+(?:of\s+)?(?:experience|in|as|working)\b",
-        "user",
-        "experience",
-        presupposed=True,
-        numeric_value=False,
-    ),
-    _rule(
-        "goal",
-        r"\b(?:"
-        + _WE_ARE
-        + r"\s+(?:(?:also|really|currently|actually|just|still|now)\s+)?(?:trying|planning|hoping|aiming|looking)\s+to|"
-        + _WE_ARE
-        + r"\s+planning\s+on"
-        r"|(?:my|our)\s+(?:main\s+)?goal\s+is\s+to|(?:I|we)\s+(?:want|need|plan|hope|aim)\s+to"
-        r"|(?:I|we)(?:'d|\s+would)\s+(?:like|love)\s+to|(?:I|we)(?:'ll|\s+will)\s+(?:aim|try)\s+to"
-        r"|(?:I|we)(?:'ve|\s+have)\s+been\s+(?:trying|meaning|hoping|planning|aiming|looking)\s+to)\s+(?P<value>.+)",
-        "user",
-        "goal",
-        presupposed=True,
-        phrase_value=True,
-    ),
-    _rule(
-        # "I'm thinking of planning a trip", "I was thinking of setting a goal to attend a workshop": an intention.
-        # A rule of its own, so that "I'm thinking of hosting a party and I want to serve tacos" gives both goals.
-        "goal_considered",
-        r"\b(?:" + _WE_ARE + r"|(?:I|we)\s+(?:was|were))\s+(?:\w+ly\s+)?(?:thinking\s+(?:of|about)|considering)"
-        r"(?:\s+setting\s+(?:a|the|my|our)\s+goal\s+(?:to|of)|(?=\s+\w+ing\b)(?!\s+" + _NOT_DOING + r"\b))"
-        r"\s+(?P<value>.+)",
-        "user",
-        "goal",
-        presupposed=True,
-        phrase_value=True,
-    ),
-    _rule(
-        "prefer",
-        # "We prefer milder weather", "I'm really interested in birding", "we're open to a moderate budget"
-        r"\b(?:(?:I|we)\s+(?:(?:really|much|generally|usually|definitely)\s+)?(?P<verb>prefer)"
-        r"|" + _WE_ARE + r"\s+(?:(?:really|particularly|very|most|mostly|mainly|especially|also|more)\s+)*"
-        r"(?P<verb2>interested\s+in|open\s+to|into|keen\s+on|passionate\s+about))\s+(?P<value>.+)",
-        "user",
-        "{verb}",
-        list_value=True,
-    ),
-    _rule(
-        "relative_prefer",
-        # "My parents are really keen on visiting Italy and Spain": the relatives' interest, not the user's
-        r"\bmy\s+(?P<noun>" + _RELATIVES + r"|parents|siblings|kids|children|sons|daughters|friends|grandparents)"
-        r"\s+(?:(?:really\s+|also\s+)?(?P<verb>prefers?)|(?:is|are)\s+(?:(?:really|particularly|very|also|more"
-        r"|especially)\s+)*(?P<verb2>interested\s+in|open\s+to|into|keen\s+on|passionate\s+about))\s+(?P<value>.+)",
-        "user's {noun}",
-        "{verb}",
-        list_value=True,
-    ),
-    _rule(
-        "chose",
-        # "I think I'll go with the geometric bookends", "I've decided on the blue one", "I'll choose her favourite"
-        r"\bI(?:'ll|\s+will|'ve|\s+have)\s+(?:(?:probably|definitely|just|finally)\s+)?"
-        r"(?:go\s+with|choose|pick(?!\s+up\b)|decided\s+on|chosen|picked|settled\s+on|went\s+with)\s+(?P<value>.+)",
-        "user",
-        "chose",
-    ),
-    _rule(
-        "relative_role",
-        # "My mom is an excellent baker": the relative's role, as "I'm a nurse" is the user's
-        r"\bmy\s+(?P<noun>" + _RELATIVES + r")\s+is\s+(?:also\s+|now\s+)?(?:a|an)\s+"
-        r"(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
-        "user's {noun}",
-        "role",
-    ),
-    _rule(
-        "relative_has",
-        r"\bmy\s+(?P<noun>" + _RELATIVES + r")\s+(?:has|owns)\s+(?:a|an)\s+(?P<value>.+)",
-        "user's {noun}",
-        "has",
-    ),
-    _rule(
-        "new_thing_from",
-        # "I just organized my new bookshelf from IKEA": the user owns it; the brand names it
-        r"\bmy\s+(?:brand[\s-]new|new)\s+(?P<noun>[a-z]+(?:\s+[a-z]+)?)\s+(?:from|by)\s+(?P<value>" + _PLACE + ")",
-        "user",
-        "owns",
-        whole_value=True,
-    ),
-    _rule(
-        "bought_new",
-        _I + r"(?:bought|purchased|ordered)\s+(?:a|an|myself\s+a|myself\s+an)\s+new\s+(?P<value>.+)",
-        "user",
-        "owns",
-    ),
-    _rule(
-        "in_place",
-        # "I'm in the city of Oakland, California", "I'm based out of Austin, Texas": a place named as a place
-        r"\bI(?:'m|\s+am)\s+(?:currently\s+|now\s+)?(?:located\s+|based\s+out\s+of\s+)?in\s+"
-        r"(?:the\s+(?:city|town|village|area|state|region)\s+of\s+(?P<value>" + _PLACE + r"(?:,\s+" + _PLACE + r")?)"
-        r"|(?P<value2>" + _PLACE + r",\s+" + _PLACE + r"))(?![\w-])",
-        "user",
-        "lives in",
-        whole_value=True,
-    ),
-    _rule(
-        "live_in_other_language",
-        # the same statement in a few other languages: "Ich wohne in Berlin", "J'habite à Lyon", "Vivo en Madrid"
-        r"(?:\bIch\s+(?:wohne|lebe)\s+in|\bJ'habite\s+(?:à|a|en)|\bJe\s+(?:vis|réside)\s+(?:à|en)"
-        r"|^(?:Yo\s+)?(?:vivo|resido)\s+en|^(?:Eu\s+)?(?:moro|vivo|resido)\s+(?:em|no|na)"
-        r"|^(?:Io\s+)?(?:vivo|abito)\s+(?:a|in))\s+(?P<value>" + _PLACE + r")(?![\w-])",
-        "user",
-        "lives in",
-        whole_value=True,
-    ),
-    _rule(
-        "work_at_other_language",
-        r"(?:\bIch\s+arbeite\s+(?:bei|für)|\bJe\s+travaille\s+(?:chez|pour)|^(?:Yo\s+)?trabajo\s+(?:en|para)"
-        r"|^(?:Eu\s+)?trabalho\s+(?:na|no|para)|^(?:Io\s+)?lavoro\s+(?:per|presso))\s+(?P<value>" + _PLACE + r")"
-        r"(?![\w-])",
-        "user",
-        "works at",
-        whole_value=True,
-    ),
-    _rule(
-        "relative_name",
-        r"\bmy\s+(?P<noun>sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend"
-        r"|girlfriend|boyfriend|cousin|niece|nephew|aunt|uncle|grandma|grandpa|boss|colleague|roommate"
-        r"|dog|cat|puppy|kitten)\s*,?\s+"
-        r"(?P<value>[A-Z][a-z]+)\b",
-        "user's {noun}",
-        "called",  # not "name": a user has several friends and cousins, and a new one ends no other
-        presupposed=True,
-        named_value=True,
-    ),
-    _rule(
-        "age_said",
-        # "I'm 32, so I'm in my 30s", "I'm a 32-year-old male", "I am 45."
-        r"\b" + _IM + r"\s+(?:a\s+)?(?P<value>\d{2})(?=\s*(?:,|\.|;|$|-\s*years?\b|\s+years?\s*-|-yr|\s+and\b))",
-        "user",
-        "age",
-        numeric_value=True,
-    ),
-    _rule(
-        "role_resume",
-        # a resume the user asks for names the user's own role: "spark developer roles and responsibilities to put in
-        # resume", "update my data engineer resume", "a cover letter for a data analyst position" (needs _RESUME)
-        r"(?:^|\b(?:my|a|an|for|as)\s+)(?P<value>[\w-]+(?:\s+[\w-]+){0,2}?)\s+(?:roles?\s+(?:and|&)\s+"
-        r"responsibilities|resume|résumé|cv)\b|\b(?:resume|résumé|cv|cover\s+letter)\s+(?:for|as)\s+(?:a\s+|an\s+|the\s+)?"
-        r"(?P<value2>[\w-]+(?:\s+[\w-]+){0,3})",
-        "user",
-        "role",
-        presupposed=True,
-    ),
-    _rule(
-        "experience_years",
-        # "professional summary for 3+ years of experience", "5 yrs of exp in ETL": with a first-person word or
-        # a resume in the sentence (the persona check of _is_the_users applies)
-        r"\b(?P<value>"
-        + _NUMBER_WORD
-        + r"\s*\+?\s*(?:years?|yrs?))(?:\s+of)?(?:\s+(?:professional|work|working|industry"
-        r"|hands-on|relevant|total))?\s+(?:experience|exp)\b",
-        "user",
-        "experience",
-        presupposed=True,
-    ),
-    _rule(
-        "experience_for",
-        # "I've been working at NovaTech for about 4 years", "I've been a nurse for 12 years" (what: see _WORKED)
-        r"\bI(?:'ve|\s+have)\s+been\s+(?P<what>[^.!?]{0,60}?)\s+for\s+(?:over\s+|about\s+|nearly\s+|almost\s+|around\s+"
-        r"|the\s+(?:last|past)\s+)?(?P<value>" + _NUMBER_WORD + r"\+?\s+years?)\b",
-        "user",
-        "experience",
-    ),
-    _rule(
-        "work_in",
-        # "I work in a small art studio", "i am working in TCS", "I've been working in marketing"
-        _I + r"(?:been\s+)?(?:work|working)\s+in\s+(?:the\s+)?(?P<value>.+)",
-        "user",
-        "works in",
-    ),
-    _rule(
-        "uses_i",
-        # "I use iMovie and Adobe Premiere Elements", "I'm currently using Airflow", "I've been using Todoist"
-        r"\b(?:" + _IM + r"|I(?:'ve|\s+have)\s+been|I)\s+(?:(?:currently|mostly|mainly|primarily|usually|also|just|only"
-        r"|still|now|really|do|actually|mainly|generally|often|always)\s+)*(?:use|using)\s+(?P<value>.+)",
-        "user",
-        "uses",
-        list_value=True,
-        tool_value=True,
-    ),
-    _rule(
-        "uses_we",
-        # "we use Airflow", "we're using Snowflake", "my team uses dbt", "our project runs on Kubernetes"
-        r"\b(?:we(?:'re|\s+are|'ve\s+been|\s+have\s+been)?|(?:my|our)\s+(?:team|company|project|org|organi[sz]ation"
-        r"|client|employer|stack|department|startup|app|application|pipeline|system|platform)(?:\s+(?:is|has\s+been))?)"
-        r"\s+(?:(?:currently|mostly|mainly|primarily|usually|also|now|still|heavily|extensively|actually)\s+)*"
-        r"(?:use|uses|using|runs?\s+on|running\s+on|is\s+built\s+on|built\s+on|works?\s+with|working\s+with"
-        r"|rel(?:y|ies)\s+on|relying\s+on)\s+(?P<value>.+)",
-        "user",
-        "uses",
-        list_value=True,
-        tool_value=True,
-    ),
-    _rule(
-        "tools_like",
-        # "... 3+ years of experience using tools like Hadoop, sqoop, hive, spark", "my tech stack: Python, dbt"
-        r"\b(?:tools?|technologies|tech\s+stack|stack|skills?|frameworks?|skill\s+set|skillset)\s+(?:like|such\s+as"
-        r"|including|includes|include|are|is|:)\s*(?P<value>.+)",
-        "user",
-        "uses",
-        list_value=True,
-        tool_value=True,
-        presupposed=True,
-    ),
-    _rule(
-        "experience_with",
-        # "I have 5 years of experience in Python and SQL", "experienced in Spark", "proficient in Tableau"
-        r"\b(?:experience|experienced|expertise|proficient|proficiency|skilled|hands-on)\s+(?:in|with|on|using)\s+"
-        r"(?:(?:tools|technologies|frameworks)\s+(?:like|such\s+as|including)\s+)?(?P<value>.+)",
-        "user",
-        "has experience with",
-        list_value=True,
-        tool_value=True,
-        presupposed=True,
-    ),
-    _rule(
-        "working_on",
-        # "I'm building a data pipeline with Airflow", "I'm working on a churn model", "we're developing an app"
-        r"\b" + _WE_ARE + r"\s+(?:(?:currently|also|now|actually|just|still)\s+)?(?:working\s+on|building|developing"
-        r"|creating|designing|writing|making|setting\s+up|migrating)\s+(?P<value>(?:a|an|my|our|the)\s+.+)",
-        "user",
-        "working on",
-        list_value=True,
-    ),
-    _rule(
-        "planning_thing",
-        # "I'm planning a trip to Miami", "I'm preparing for an interview at Google", "we're organising a reunion"
-        r"\b"
-        + _WE_ARE
-        + r"\s+(?:(?:currently|also|now|actually|just|still|really)\s+)?(?:(?P<verb>planning|organi[sz]ing)\s+"
-        r"(?P<value>(?:a|an|my|our|the)\s+.+)|(?P<verb2>preparing\s+for)\s+(?P<value2>.+))",
-        "user",
-        "goal",
-        presupposed=True,
-        phrase_value=True,
-    ),
-    _rule(
-        "interview",
-        # "I have an interview at Google next week", "I've got a data engineer interview with Amazon" (a goal);
-        # "i attended an interview at deloitte", "I had my interview with Amazon" (done: "interviewed")
-        r"\bI(?:\s+(?P<verb>have|'ve\s+got|got)|(?:'ve|\s+have)?\s+(?P<verb2>had|attended|gave|cleared|faced|given|done"
-        r"|did))\s+(?:(?:a|an|my|the)\s+)?(?P<value>(?:[\w-]+\s+){0,3}?interviews?(?:\s+(?:at|with|for|in)\s+"
-        r"(?!(?:my|your|his|her|our|their)\b)"
-        r"(?:a\s+|an\s+|the\s+)?[\w&.-]+(?:\s+(?-i:[A-Z])[\w&.-]*){0,2})?)",
-        "user",
-        "{verb}",
-        presupposed=True,
-        whole_value=True,
-    ),
-    _rule(
-        "learn_about",
-        # "I'm trying to learn more about AI-powered medical diagnosis", "interested in learning more about Hinduism"
-        # not "I'm interested in learning more about the author" / "I'd like to learn more about X": asking for
-        # information in the talk, not a thing the user sets out to learn
-        r"\b(?:" + _IM + r"\s+(?:\w+\s+)?(?:trying|hoping|planning)\s+to|I\s+(?:want|need|plan|hope)\s+to)"
-        r"\s+learn(?:ing)?\s+(?:more\s+)?(?:about\s+)?"
-        r"(?P<value>.+)",
-        "user",
-        "wants to learn",
-        presupposed=True,
-        list_value=True,
-    ),
-    _rule(
-        "likes",
-        # "I love hiking in the Alps", "I enjoy SQL puzzles"; not "I like the idea of ...", a reaction to a suggestion
-        r"\bI\s+(?:(?:really|also|absolutely|especially|particularly|do|just|totally|genuinely|truly)\s+)*"
-        r"(?P<verb>like|love|enjoy|adore)\s+(?:to\s+)?(?P<value>.+)",
-        "user",
-        "{verb}",
-        list_value=True,
-    ),
-    _rule(
-        "got_thing",
-        # "I just got a smoker today", "I got my own set of sculpting tools", "I bought a standing desk"
-        _I + r"(?:got|bought|purchased|ordered)\s+(?:myself\s+)?(?:a|an|my\s+own|some)\s+(?:new\s+)?(?P<value>.+)",
-        "user",
-        "owns",
-    ),
-    _rule(
-        "have_from",
-        # "I also have a blue denim jacket from Zara": the user owns it; the brand names it
-        r"\bI\s+(?:(?:also|just|recently|now)\s+)?(?:have|own|bought|got)\s+(?:a\s+|an\s+|some\s+|two\s+|three\s+)?"
-        r"(?P<noun>(?!(?:back|home|away|out|off|up)\b)(?:[a-z-]+\s+){0,3}?[a-z-]+)\s+from\s+"
-        r"(?P<value>" + _PLACE + r")(?![\w-])",
-        "user",
-        "owns",
-        whole_value=True,
-    ),
-    _rule(
-        "my_brand",
-        # "my Fitbit Versa 3 smartwatch", "my Taylor GS Mini", "my AWS account": a named thing the user has or uses
-        r"\bmy\s+(?:new\s+|own\s+|old\s+)?(?P<value>(?-i:[A-Z][\w'&+-]*(?:\s+[A-Z0-9][\w'&+-]*){0,3}))(?![\w-])"
-        r"(?:\s+(?P<noun>[a-z]+))?",
-        "user",
-        "{verb}",
-        whole_value=True,
-        presupposed=True,
-    ),
-    _rule(
-        "pet_named",
-        # "I have a golden retriever named Max", "we adopted a kitten called Luna"
-        r"\b(?:I|we)\s+(?:have|got|adopted|own)\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}?(?P<noun>dog|cat|puppy|kitten|parrot"
-        r"|rabbit|hamster|retriever|terrier|labrador|poodle|beagle)\s+(?:named|called)\s+(?P<value>[\w-]+)",
-        "user's {noun}",
-        "called",
-        named_value=True,
-    ),
-    _rule(
-        "have_family",
-        # "I have two kids", "I have a younger sister", "we have three children"
-        r"\b(?:I|we)\s+have\s+(?P<value>(?:a|an|one|two|three|four|five|\d)\s+(?:(?:young|younger|older|little|big"
-        r"|teenage|grown|adult|twin|baby)\s+)?(?:kids?|children|child|sons?|daughters?|brothers?|sisters?|siblings?"
-        r"|grandchildren|grandkids|twins))\b",
-        "user",
-        "has",
-        whole_value=True,
-    ),
-    _rule(
-        "new_to",
-        # "i am new to spark", "I'm fairly new to gardening": what the user is starting on
-        r"\b"
-        + _IM
-        + r"\s+(?:(?:completely|very|fairly|relatively|pretty|quite|still|totally)\s+)?new\s+to\s+(?P<value>.+)",
-        "user",
-        "is new to",
-        list_value=True,
-    ),
-    _rule(
-        "my_role_is",
-        # "my current role is data engineer", "my designation is senior analyst"
-        r"\bmy\s+(?:current\s+|new\s+|present\s+)?(?:role|job\s+title|title|designation|position|profession|job)\s+is"
-        r"\s+(?:a\s+|an\s+)?(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
-        "user",
-        "role",
-        presupposed=True,
-    ),
-    _rule(
-        "education",
-        # "I have a masters degree from University of Aukland", "I graduated with a Bachelor's degree in Computer
-        # Science from UCLA", "a management consultant with a Master's degree in Business Administration"
-        r"\b(?:I\s+(?:have|hold|earned|got|completed|finished|received|did)|I\s+graduated\s+with|with)\s+(?:a|an|my)\s+"
-        r"(?P<value>(?:(?:master'?s|bachelor'?s|masters|bachelors|phd|ph\.d\.|doctorate|mba|associate'?s|law|medical"
-        r"|undergraduate|graduate)(?:\s+degree)?|degree)"
-        r"(?:\s+in\s+(?:(?!(?:from|which|and|at|so|but|that|about|ago|last|in|with|for|when|who)\b)[\w-]+\s+){0,3}"
-        r"(?!(?:from|which|and|at|so|but|that|about|ago|last|in|with|for|when|who)\b)[\w-]+)?"
-        r"(?:\s+from\s+(?:the\s+)?" + _PLACE + r"(?:\s+of\s+" + _PLACE + r")?)?)(?![\w-])",
-        "user",
-        "education",
-        whole_value=True,
-        presupposed=True,
-    ),
-    _rule(
-        "from_place",
-        r"\b" + _IM + r"\s+(?:originally\s+)?from\s+(?P<value>" + _PLACE + r")(?![\w-])",
-        "user",
-        "is from",
-        whole_value=True,
-    ),
-    _rule(
-        "my_number",
-        r"\bmy\s+(?!personal\s)(?P<noun>(?:[a-z]+\s+){0,2}[a-z]+)\s+(?:is|was|of)\s+(?P<value>[$£€]?\d[\w:.,$%-]*"
-        r"(?:\s+(?:minutes|seconds|hours|pounds|kg|km|miles|dollars|euros|years|months|pages))?)",
-        "user",
-        "{noun}",
-        numeric_value=True,
-        presupposed=True,
-    ),
-)
 _PREFERENCE_NAMES = {
     "prefer": "prefers", "interested in": "interested in", "into": "interested in", "keen on": "interested in",
     "passionate about": "interested in", "open to": "open to",
@@ -708,7 +103,7 @@ _NOT_BRANDS_TEXT = (
     " september october november december christmas birthday wi-fi wifi internet dear sir madam mba diy airbnb"
 )
 _NOT_BRANDS = frozenset(_NOT_BRANDS_TEXT.split())
-_RELATIVE_WORDS = frozenset(_RELATIVES.split("|")) | _PEOPLE
+_RELATIVE_WORDS = frozenset(RELATIVES.split("|")) | _PEOPLE
 _NOT_OWNED_TEXT = (
     "error errors exception message response reply email call chance notification question idea feeling result answer"
     " warning job offer promotion raise lot bit few couple text refund discount deal quote bill cold flu headache"
@@ -719,7 +114,7 @@ _NOT_OWNED = frozenset(_NOT_OWNED_TEXT.split())
 _BARE_AMOUNTS = frozenset(["pair", "set", "bunch", "couple", "few", "lot", "one", "ones", "bit", "piece"])
 _NOT_OWNED_FIRST = frozenset(["good", "great", "better", "clear", "bad", "pretty", "decent", "rough", "basic", "solid"])
 _FOR_SOMEONE = re.compile(
-    r"[^.!?]{0,40}?\bfor\s+(?:my|her|his|our|a|another|the)\s+(?:\w+\s+)?(?:" + _RELATIVES + r"|parents|kids|children"
+    r"[^.!?]{0,40}?\bfor\s+(?:my|her|his|our|a|another|the)\s+(?:\w+\s+)?(?:" + RELATIVES + r"|parents|kids|children"
     r"|friends|neighbou?r|coworker|colleague|boss|teacher|host|team|mentor)\b",
     re.IGNORECASE,
 )
@@ -775,7 +170,7 @@ def _led_goal(value: str) -> str:
         return ""
     if match.group("how"):
         return goal(match.group("rest"))
-    rest = _list_value(_ARTICLE.sub("", match.group("rest")))
+    rest = _list_value(ARTICLE.sub("", match.group("rest")))
     return f"{' '.join(match.group('keep').split())} {rest}" if rest else ""
 
 
@@ -794,7 +189,7 @@ def _names_a_tool(value: str) -> bool:
     """Whether a phrase names a tool or a product: a capitalised word or a model number, a known tool, or a word
     rare in English ("sqoop", "dataframe"); not "the following code" or "a for loop"."""
     words = re.findall(r"[A-Za-z0-9][\w+#.-]*", value)
-    if not words or words[0].casefold() in _TOOL_POINTERS or words[0].casefold() in _NO_VALUE:
+    if not words or words[0].casefold() in _TOOL_POINTERS or words[0].casefold() in NO_VALUE:
         return False
     for word in words:
         key = word.casefold().rstrip(".")
@@ -831,7 +226,7 @@ def propose_facts(segment: SegmentInput) -> list[dict[str, Any]]:
 
 
 def sentences(text: str) -> Iterator[str]:
-    for match in _SENTENCE.finditer(text):
+    for match in SENTENCE.finditer(text):
         sentence = match.group(0).strip()
         if sentence:
             yield sentence[:MAX_SPAN_CHARS].strip()
@@ -851,10 +246,10 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
             before = sentence[: match.start()]
             if rule.name in _CLAUSE_ASKED and _ASKING.search(before):
                 continue  # "why we use sqoop", "once we submit a spark job", "if I use Airflow"
-            wish = _CONDITIONAL if rule.presupposed else _HYPOTHETICAL
+            wish = CONDITIONAL if rule.presupposed else HYPOTHETICAL
             if wish.search(before) or wish.search(sentence[match.start() : match.end()][:40]):
                 continue
-            if not rule.negative_rule and (_NEGATED.search(before[-30:]) or _negated_inside(match)):
+            if not rule.negative_rule and (NEGATED.search(before[-30:]) or _negated_inside(match)):
                 continue
             if match.group(0)[:6].casefold() == "having" and not re.search(r"\bI\b", before):
                 continue  # a participle states a fact only about the sentence's subject, which must be "I"
@@ -922,7 +317,7 @@ _DID = re.compile(
 def _action_tools(sentence: str) -> list[dict[str, str]]:
     """The known tools named in a sentence where the user reports doing something or getting an error."""
     did = _DID.search(sentence)
-    if did is None or _CONDITIONAL.search(sentence[: did.start()]):
+    if did is None or CONDITIONAL.search(sentence[: did.start()]):
         return []
     found: dict[str, dict[str, str]] = {}
     for word in re.findall(r"[A-Za-z][\w]*", sentence):
@@ -966,7 +361,7 @@ _ROLE_PLAY = re.compile(
     re.IGNORECASE,
 )
 _MY_YEARS = re.compile(
-    r"\bmy\s+(?:over\s+|about\s+|nearly\s+|almost\s+)?" + _NUMBER_WORD + r"\s+years?\b", re.IGNORECASE
+    r"\bmy\s+(?:over\s+|about\s+|nearly\s+|almost\s+)?" + NUMBER_WORD + r"\s+years?\b", re.IGNORECASE
 )
 # "as a X" is the user's role only where the user is the one so described: "As a nurse, I ...", "I work as a ...
 # as a data engineer", "my job as a teacher", "as a teacher myself"; not "explain it as a teacher for kids".
@@ -1031,7 +426,7 @@ def _is_the_users(rule: str, sentence: str, match: re.Match[str]) -> bool:
     return True
 
 
-def _matches(rule: _Rule, sentence: str) -> Iterator[re.Match[str]]:
+def _matches(rule: Rule, sentence: str) -> Iterator[re.Match[str]]:
     """The rule's matches; a clause value (a goal) runs to the sentence's end, so the next match is looked for from
     where the value starts: "I'd love to get back to the show, but I need to catch up on Succession first"."""
     if not rule.phrase_value:
@@ -1045,10 +440,10 @@ def _matches(rule: _Rule, sentence: str) -> Iterator[re.Match[str]]:
 
 def _negated_inside(match: re.Match[str]) -> bool:
     head = match.group(0)[: match.start("value") - match.start()]
-    return _NEGATED.search(head) is not None
+    return NEGATED.search(head) is not None
 
 
-def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
+def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     groups = match.groupdict()
     groups["value"] = groups["value"] or groups.get("value2") or ""
     value = _value(groups["value"], rule)
@@ -1058,7 +453,7 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         if _EMBEDDED.search(match.string[: match.start()]):
             return None  # "ask me which I prefer to play", "the journals I'm interested in": not a statement
     said = value.casefold().split()
-    after = re.findall(r"[\w'-]+", _ARTICLE.sub("", groups["value"].strip().casefold()))[len(said) : len(said) + 1]
+    after = re.findall(r"[\w'-]+", ARTICLE.sub("", groups["value"].strip().casefold()))[len(said) : len(said) + 1]
     if after and after[0] in ("one", "ones", "option", "options"):
         said += after  # "the blue one": the word after the value says it was a pointer
     if rule.name == "chose" and _VAGUE_CHOICE.intersection(said):
@@ -1071,7 +466,7 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     head = (groups.get("head") or groups.get("head2") or "").casefold()
     if rule.attribute == "role" and not head:
         value, head = _role(value)  # "I'm a senior nurse and ...": the phrase up to its last role noun
-    if rule.attribute == "role" and head not in _ROLES:
+    if rule.attribute == "role" and head not in ROLES:
         return None  # "I'm a big fan", "as a result": not a role
     if rule.attribute == "role" and _INTENSIFIERS.intersection(value.casefold().split()):
         return None  # "I'm a pretty cautious driver": how the user drives, not what they do for a living
@@ -1095,7 +490,7 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         noun, verb = "", "uses" if tool else "owns"
     if rule.name in ("got_thing", "have_from") and (
         set(value.casefold().split()) & _NOT_OWNED
-        or value.casefold() in _NO_VALUE
+        or value.casefold() in NO_VALUE
         or value.split()[0].casefold() in _NOT_OWNED_FIRST
         or value.casefold() in _BARE_AMOUNTS
         or (noun and noun.split()[-1] in _NOT_THINGS | _BARE_AMOUNTS)
@@ -1134,7 +529,7 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
         if not value or value.split()[1].casefold() in ("your", "you"):
             return None  # "I'd love to get your input": a turn of the talk, not an outcome the user wants
     attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
-    if not attribute or attribute in _NO_VALUE:
+    if not attribute or attribute in NO_VALUE:
         return None
     subject = rule.subject.format(noun=noun)
     if rule.name == "my_number" and noun in _PEOPLE:
@@ -1150,11 +545,11 @@ def _fill(rule: _Rule, match: re.Match[str]) -> dict[str, str] | None:
     }
 
 
-def _value(text: str, rule: _Rule) -> str:
+def _value(text: str, rule: Rule) -> str:
     """The value phrase: articles dropped, cut at the first clause break, at most MAX_VALUE_WORDS words."""
     if rule.whole_value:
         return " ".join(text.split()).strip(" ,.;:!")
-    text = _ARTICLE.sub("", text.strip())
+    text = ARTICLE.sub("", text.strip())
     if rule.list_value:
         return _list_value(text)
     if rule.phrase_value:
@@ -1170,15 +565,15 @@ def _value(text: str, rule: _Rule) -> str:
         bare = token.strip("\"'“”‘’()")
         stop = bare.rstrip(",;:.!?—–-")
         after = tokens[position + 1].casefold().rstrip(",;:.!?") if position + 1 < len(tokens) else ""
-        if not stop or stop.casefold() in _VALUE_STOP or (stop.isdigit() and after in _TIME_UNITS):
+        if not stop or stop.casefold() in VALUE_STOP or (stop.isdigit() and after in TIME_UNITS):
             break  # "salsa classes 6 weeks ago": a number of days/weeks starts a time, not the value
         kept.append(stop)
         if stop != bare or len(kept) == MAX_VALUE_WORDS:
             break  # punctuation after the word ends the phrase
     value = " ".join(kept).strip()
-    if not value or value.casefold() in _NO_VALUE or value.casefold() in _VALUE_STOP:
+    if not value or value.casefold() in NO_VALUE or value.casefold() in VALUE_STOP:
         return ""
-    if value.split()[0].casefold() in _PRONOUNS:
+    if value.split()[0].casefold() in PRONOUNS:
         return ""  # "her classes": whose, the sentence does not say
     if rule.named_value and not (value[:1].isupper() or any(c.isdigit() for c in value)):
         return ""  # "my dog is a good boy" names no breed; "my phone is a Pixel 8" does
@@ -1190,7 +585,7 @@ def _role(value: str) -> tuple[str, str]:
     word that is a role noun: ("excellent baker", "baker"); ("", "") when none is ("big fan")."""
     words = value.split()
     for end in range(len(words), 0, -1):
-        if words[end - 1].casefold() in _ROLES:
+        if words[end - 1].casefold() in ROLES:
             return " ".join(words[:end]), words[end - 1].casefold()
     return "", ""
 
@@ -1212,8 +607,8 @@ def _list_value(text: str) -> str:
     if (
         (first in _FUNCTION and words[0][:1].islower())
         or first in _VAGUE_OBJECT
-        or first in _NO_VALUE
-        or first in _PRONOUNS
+        or first in NO_VALUE
+        or first in PRONOUNS
         or first in _NOT_INTERESTS
     ):
         return ""
