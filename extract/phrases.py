@@ -371,7 +371,7 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
         # Most words are lower case and no run is open: decided without a call (this loop sees every token).
         named = token is not None and (token.capitalised or token.inner_capital) and _is_name_word(token, language)
         if not run:
-            if named:
+            if named or (token is not None and token.stop and _opens_name(token, words, i, prose, language)):
                 run.append(token)  # type: ignore[arg-type]
             continue
         wanted = named or (token is not None and _continues_name(token, run, words, i, prose, language))
@@ -384,6 +384,24 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
             continue
         yield from _emit_name(prose, run, language)
         run = [token] if token is not None and named else []
+
+
+def _opens_name(token: Token, words: list[Token], i: int, prose: str, language: str) -> bool:
+    """An adjective the stop list holds, written in title case inside a sentence right before a name word, opens
+    that name ("New York", "New Delhi", "Big Sur"): mid-sentence, an adjective takes a capital only as a name's
+    first word. Never a sentence's first word (its capital says nothing), a word in capitals ("IN AWS"), one that
+    is a noun or a verb as well ("Good", "Get", "Way": a title's words) or one that is no name's ("I", "May")."""
+    if not _title_case(token) or token.sentence_start or token.lower in NOT_NAMES or i + 1 >= len(words):
+        return False
+    if lexicon.parts_of_speech(token.lower) != {"ADJ"}:
+        return False
+    after = words[i + 1]
+    return (
+        not after.sentence_start
+        and not after.stop
+        and _is_name_word(after, language)
+        and _joined(prose, token, after)
+    )
 
 
 def _plural_possessive(prose: str, left: Token, right: Token) -> bool:
@@ -587,13 +605,46 @@ def _plain_and_loose(
     prose: str, piece: list[Token], opener: Token | None, after: Token | None, last: bool
 ) -> Iterator[Phrase]:
     """The noun phrase of one piece of a run and, where the plain rules cut a modifier off it, the loose one."""
-    phrase = _trim(piece)
+    phrase = _proper_head(prose, _trim(piece))
     if phrase:
         yield _phrase(prose, phrase)
     if piece:
-        wider = _with_modifiers(piece, opener, after, last)
+        wider = _proper_head(prose, _with_modifiers(piece, opener, after, last))
         if wider and wider != phrase:
             yield _phrase(prose, wider, loose=True)
+
+
+_ADDRESS_END = re.compile(r"[ \t]*(?:[!?,]|$)")
+
+
+def _title_case(token: Token) -> bool:
+    return token.capitalised and not token.all_caps and not token.inner_capital
+
+
+def _proper(token: Token) -> bool:
+    """A word in title case inside a sentence: a proper noun ("Caroline", "Brazil", "Spanish")."""
+    return _title_case(token) and not token.sentence_start
+
+
+def _proper_head(prose: str, phrase: list[Token]) -> list[Token]:
+    """A proper noun takes no common word before it as a modifier: a proper name is definite already, so a common
+    word written before it is a verb ("learning Spanish"), an apposition ("idea Brazil", "friend Rachel") or, at
+    a sentence's start with a one-word name that closes the clause, a greeting and its addressee ("Bye Caroline!",
+    "Congrats Caroline!", "Woohoo Melanie!"; not a heading, "Popular Fashion Brands:"): the name alone is the phrase. Names of several words stay whole
+    ("Apache Spark is ...": the name goes on past the first word's capital; "Naomi Alderman")."""
+    if len(phrase) < 2 or not _proper(phrase[-1]):
+        return phrase
+    i = len(phrase) - 1
+    while i > 0 and _proper(phrase[i - 1]):
+        i -= 1
+    if i == 0:
+        return phrase
+    before = phrase[i - 1]
+    if before.text == before.lower or (
+        before.sentence_start and len(phrase) == 2 and _ADDRESS_END.match(prose, phrase[-1].end) is not None
+    ):
+        return phrase[i:]
+    return phrase
 
 
 @lru_cache(maxsize=1 << 16)
