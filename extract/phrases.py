@@ -537,7 +537,11 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             token is not None
             and not token.stop
             and not token.lower.replace(".", "").replace(",", "").isdigit()
-            and (not run or (_joined(prose, run[-1], token) and not token.sentence_start))
+            and (
+                not run
+                or (_joined(prose, run[-1], token) and not token.sentence_start)
+                or (len(run) == 1 and _descriptive_genitive(prose, before, run[0], token))
+            )
         ):
             if not run:
                 before, infinitive = previous, _to_infinitive(earlier, previous)
@@ -550,6 +554,18 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
         run = [token] if token is not None and not token.stop and not token.lower.isdigit() else []
         before, infinitive = previous, _to_infinitive(earlier, previous)
         earlier, previous = previous, token
+
+
+def _descriptive_genitive(prose: str, article: Token | None, owner: Token, head: Token) -> bool:
+    """ "a Master's programme", "a children's book", "an artist's residency": after "a" or "an", a genitive says
+    what kind of thing the head is, not whose it is (a possessor is a determiner of its own: "a Emma's birthday"
+    is no English), so the two are one term."""
+    return (
+        article is not None
+        and article.lower in ("a", "an")
+        and prose[owner.end : head.start] in ("'s ", "’s ")
+        and not head.sentence_start
+    )
 
 
 # Words after which "to" marks an infinitive, never a place or a recipient: the word after "how to" is a verb
