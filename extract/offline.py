@@ -244,6 +244,7 @@ class _Candidate:
     defined: bool = False  # a text's defined term for a party ('("Client")'): the role, not a subject
     firm: bool = False  # proposed by the plain rules at least once, not only with a modifier they cut (loose)
     coded: bool = False  # a word the user says that the segment writes as inline code: a function, command, keyword
+    head: bool = False  # one word that heads a reply's list item ("- Mutability: Lists are mutable, ...")
 
     def proposals(self) -> int:
         return sum(self.forms.values())
@@ -348,6 +349,7 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
             candidate.named = candidate.named or phrase.named
             candidate.firm = candidate.firm or not phrase.loose
+            candidate.head = candidate.head or (phrase.head and len(phrase.key) == 1)
             candidate.forms[_form(phrase, message)] += 1
             not_subject, quoted, defined = _not_a_subject(message.view, phrase, user)
             candidate.not_subject += not_subject
@@ -693,7 +695,7 @@ def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = 
     if not candidate.mentions or all(w in GENERIC or singular(w) in GENERIC for w in key):
         return 0.0
     user = candidate.user_mentions()
-    if user == 0 and len(candidate.mentions) < 2 and len(key) == 1 and not candidate.cased_mid:
+    if user == 0 and len(candidate.mentions) < 2 and len(key) == 1 and not candidate.cased_mid and not candidate.head:
         return 0.0  # one lower-case word said once in a reply (most candidates: decided before any lookup)
     if len(key) == 1 and not _single_word_ok(candidate):
         return 0.0
@@ -703,7 +705,7 @@ def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = 
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
     echo = len(key) > 1 and asked is not None and not _verb_first(candidate) and asked.all_said(key)
-    if user == 0 and other < 3 and not named_term and not echo:
+    if user == 0 and other < 3 and not named_term and not echo and not candidate.head:
         # Said once or twice, in replies only: how the assistant happened to explain ("load times", "network
         # overhead", "human-readable format"), not what the conversation is about, however specific its words;
         # a name it introduces ("Point Reyes", "KryoSerializer") is the exception. Said three times, it counts.

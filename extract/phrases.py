@@ -239,6 +239,7 @@ class Phrase:
     # Kept with a modifier that the plain rules cut ("a hashing algorithm", "performance tuning", "linguistic
     # diversity"): a term only where the segment says it so twice or more (extract.offline).
     loose: bool = False
+    head: bool = False  # a list item's head ("- Mutability: ...", "1. **Data Partitioning**: ..."): what the item is on
 
 
 @lru_cache(maxsize=1 << 16)
@@ -335,7 +336,7 @@ def _heads(prose: str, words: list[Token]) -> Iterator[Phrase]:
             lexicon.can_be_noun(last.lower) or last.lower.endswith("ing") or _acronym(last) or last.inner_capital
         ):  # "Fully Managed:" is no term
             continue
-        yield _phrase(prose, head)
+        yield _phrase(prose, head, head=True)
 
 
 def _joined(prose: str, left: Token, right: Token) -> bool:
@@ -685,7 +686,7 @@ def _plural_modifier(token: Token) -> bool:
     return token.text == token.lower and len(token.lower) > 3 and _plural_word(token.lower)
 
 
-def _phrase(prose: str, phrase: list[Token], loose: bool = False) -> Phrase:
+def _phrase(prose: str, phrase: list[Token], loose: bool = False, head: bool = False) -> Phrase:
     named = any(_acronym(t) or t.inner_capital or (t.capitalised and not t.sentence_start) for t in phrase)
     return Phrase(
         prose[phrase[0].start : phrase[-1].end],
@@ -694,6 +695,7 @@ def _phrase(prose: str, phrase: list[Token], loose: bool = False) -> Phrase:
         phrase[-1].end,
         named,
         loose,
+        head,
     )
 
 
