@@ -171,6 +171,8 @@ class _Message:
     # identifiers written alone as inline code ("`explode`", "`cache()`"): (as written, view start, view end,
     # named as a function or command there: called or followed by its kind)
     code_names: list[tuple[str, int, int, bool]] = field(default_factory=list)
+    # the language a fenced code block is marked as ("```python"): (word, view start, view end)
+    fences: list[tuple[str, int, int]] = field(default_factory=list)
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         if self.offsets is None:
@@ -196,10 +198,17 @@ def _read(message: SegmentMessage) -> _Message:
     code_names = (
         [(m.group(1), m.start(1), m.end(1), _names_code(m)) for m in _CODE_NAME.finditer(view)] if "`" in view else []
     )
+    fences = [(m.group(1), m.start(1), m.end(1)) for m in _FENCE.finditer(view)] if "```" in view else []
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
     stops = [m.start() for m in _STOPS.finditer(message.text)]
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
-    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower(), code_names)
+    return _Message(
+        message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower(), code_names, fences
+    )
+
+
+# The language a fenced code block is written in, as its opening fence names it ("```python", "```scala").
+_FENCE = re.compile(r"(?m)^[ \t]*```[ \t]*([A-Za-z][\w+#-]{0,20})[ \t]*$")
 
 
 # An identifier alone in inline code, bare or called with nothing ("`explode`", "`cache()`", "`ulimit`"), and the
@@ -357,6 +366,7 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate.defined = candidate.defined or defined
     _propose_coded(messages, found)
     _index_mentions(messages, found)
+    _index_fences(messages, found)
     for key in [k for k, c in found.items() if not c.firm and len(c.mentions) < LOOSE_SPREAD]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
@@ -389,6 +399,17 @@ def _propose_coded(messages: list[_Message], found: dict[tuple[str, ...], _Candi
             if key in said:
                 found[key].mentions.append((message, start, end))
                 found[key].forms[name] += 1
+
+
+def _index_fences(messages: list[_Message], found: dict[tuple[str, ...], _Candidate]) -> None:
+    """A code block marked with its language ("```python") says the reply's code is in that language: a mention of
+    it, written as the name it is, where the prose names the language too ("Here's the code in Python:")."""
+    for message in messages:
+        for language, start, end in message.fences:
+            candidate = found.get(key_of([language.casefold()]))
+            if candidate is not None and candidate.named:
+                candidate.mentions.append((message, start, end))
+                candidate.cased_mid += 1
 
 
 def _truecase(found: dict[tuple[str, ...], _Candidate]) -> None:
