@@ -17,19 +17,20 @@ output. For each segment:
    quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
    candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
    extract/templates.py);
-3. each candidate is scored by its log-odds of being a concept a person would list (weights below, fitted on
-   the dev labels' features): the user saying it, how often and in how many messages it recurs, a name's
-   capital, the conversation's title naming it, a term of several words, and how specific it is against
-   background word frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do);
-   a phrase said fewer than three times and only in replies (unless written as a name, "Point Reyes", or made
-   only of words the user or the title says, by lemma: "the bakery comparisons" for a user who asked how the
-   bakeries compare), a word no list holds said once (a typo, unless the user writes an identifier:
-   "number_to_hex()"), identifiers in lower case with digits ("sqm3") and quoted values no lexicon holds
-   ("'aal'"), single common words (the bar rises a little with each doubling of the mentions of a noun the user
-   says and the replies repeat: "cache" said eight times; a proper noun the user writes with its capital, unknown
-   to the lexicon, passes however common: "Europe", "Emily"), phrases of generic words, a misspelling of a word
-   the segment spells right ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify,
-   and an acronym and its expansion are one candidate ("DAG", "Directed Acyclic Graph");
+3. each candidate is scored by its log-odds of being a concept a person would list (weights below, fitted on the
+   dev labels' features): the user saying it, how often and in how many messages it recurs, a name's capital, the
+   conversation's title naming it, a term of several words, and how specific it is against background word
+   frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do); a phrase said fewer
+   than three times and only in replies (unless written as a name, "Point Reyes", made only of words the user or
+   the title says, by lemma: "the bakery comparisons" for a user who asked how the bakeries compare, or one word
+   heading a reply's list item: "Mutability: Lists are mutable"; a code block marked with a language the prose
+   names, "```python", is a mention of it), a word no list holds said once (a typo, unless the user writes an
+   identifier: "number_to_hex()"), identifiers in lower case with digits ("sqm3") and quoted values no lexicon
+   holds ("'aal'"), single common words (the bar rises a little with each doubling of the mentions of a noun the
+   user says and the replies repeat: "cache" said eight times; a proper noun the user writes with its capital,
+   unknown to the lexicon, passes however common: "Europe", "Emily"), phrases of generic words, a misspelling of a
+   word the segment spells right ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never
+   qualify, and an acronym and its expansion are one candidate ("DAG", "Directed Acyclic Graph");
 4. the best `max_concepts` (past the fifth, terms the user says, then terms the replies say three times or more;
    a term is skipped when a better one holds all its words: "Glue" after "AWS Glue", though a name is not
    covered by a phrase that uses it as a modifier, "Hive" after "partitioned Hive table"; a term of up to three
@@ -68,7 +69,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 21  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 22  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).

@@ -6,7 +6,7 @@ four words, "role-based access control", "AWS Glue job"):
 
 - a **name**: a run of capitalised, all-caps or inner-capital words that does not open the sentence
   ("Power BI", "AWS Glue", "PySpark", "EC2"), with "of", "&", "de" allowed inside ("Bank of America") and a
-  plural's apostrophe ("The Liars' Gospel");
+  plural's apostrophe ("The Liars' Gospel"); an adjective of the stop list in title case opens one ("New York");
   a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language;
 - a **noun phrase** (English only): a run of content words between function words and punctuation, with
   leading verbs and adverbs dropped (and the verb after "how to", "want to": "how to deal aggressive customer"),
@@ -14,7 +14,9 @@ four words, "role-based access control", "AWS Glue job"):
   be a noun ("customer churn model", "window functions"); a name's kind head is cut ("Shopify platform",
   "Parquet file", "SQL statement" are Shopify, Parquet, SQL); a plural ends it, for English compounds take the
   singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one), and a
-  clause on the plural ends before its verb ("the transformations Spark implements").
+  clause on the plural ends before its verb ("the transformations Spark implements"); a proper noun takes no
+  common word before it ("learning Spanish", "idea Brazil", a greeting to a name: "Bye Caroline!" are the name
+  alone); a genitive after "a" or "an" describes its head and is part of the term ("a Master's programme").
 
 A word called with nothing in prose ("**coalesce()**: ...", "using input_define()") is a name: a function the
 text is about (clients/prose.py keeps such a call in the extractor's view).
@@ -398,10 +400,7 @@ def _opens_name(token: Token, words: list[Token], i: int, prose: str, language: 
         return False
     after = words[i + 1]
     return (
-        not after.sentence_start
-        and not after.stop
-        and _is_name_word(after, language)
-        and _joined(prose, token, after)
+        not after.sentence_start and not after.stop and _is_name_word(after, language) and _joined(prose, token, after)
     )
 
 
@@ -647,8 +646,8 @@ def _proper_head(prose: str, phrase: list[Token]) -> list[Token]:
     """A proper noun takes no common word before it as a modifier: a proper name is definite already, so a common
     word written before it is a verb ("learning Spanish"), an apposition ("idea Brazil", "friend Rachel") or, at
     a sentence's start with a one-word name that closes the clause, a greeting and its addressee ("Bye Caroline!",
-    "Congrats Caroline!", "Woohoo Melanie!"; not a heading, "Popular Fashion Brands:"): the name alone is the phrase. Names of several words stay whole
-    ("Apache Spark is ...": the name goes on past the first word's capital; "Naomi Alderman")."""
+    "Congrats Caroline!", "Woohoo Melanie!"; not a heading, "Popular Fashion Brands:"): the name alone is the
+    phrase. Names of several words stay whole ("Apache Spark is ...", "Naomi Alderman")."""
     if len(phrase) < 2 or not _proper(phrase[-1]):
         return phrase
     i = len(phrase) - 1
