@@ -7,6 +7,7 @@ four words, "role-based access control", "AWS Glue job"):
 - a **name**: a run of capitalised, all-caps or inner-capital words that does not open the sentence
   ("Power BI", "AWS Glue", "PySpark", "EC2"), with "of", "&", "de" allowed inside ("Bank of America") and a
   plural's apostrophe ("The Liars' Gospel"); an adjective of the stop list in title case opens one ("New York");
+  a work's title in quotes keeps its article ('"The Power" by Naomi Alderman');
   a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language;
 - a **noun phrase** (English only): a run of content words between function words and punctuation, with
   leading verbs and adverbs dropped (and the verb after "how to", "want to": "how to deal aggressive customer"),
@@ -364,11 +365,19 @@ def _is_name_word(token: Token, language: str) -> bool:
     return lexicon.zipf(token.lower, language) < 2.5 and lexicon.zipf(token.lower, "en") < 2.5 and not token.verbish
 
 
+# A work's title in quotes, its article first: "The Power", "A Little Life", “The Seven Husbands of Evelyn Hugo”.
+_QUOTED_TITLE = re.compile(
+    r"[\"“](?P<title>(?:The|A|An)[ \t]+[A-Z][\w'’-]*(?:[ \t]+(?:[A-Z][\w'’-]*|of|the|and|in|on|to|for|a|an)){0,5})[\"”]"
+)
+
+
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
     for word in words:
         if prose[word.end : word.end + 2] == "()" and not word.stop and plausible_word(word.text):
             # a function the prose names by its call ("**coalesce()**:", "using number_to_hex()"): an identifier
             yield Phrase(word.text, key_of([word.lower]), word.start, word.end, True)
+    if '"' in prose or "“" in prose:
+        yield from _quoted_titles(prose, words)
     run: list[Token] = []
     for i, token in enumerate([*words, None]):
         # Most words are lower case and no run is open: decided without a call (this loop sees every token).
@@ -402,6 +411,25 @@ def _opens_name(token: Token, words: list[Token], i: int, prose: str, language: 
     return (
         not after.sentence_start and not after.stop and _is_name_word(after, language) and _joined(prose, token, after)
     )
+
+
+def _quoted_titles(prose: str, words: list[Token]) -> Iterator[Phrase]:
+    """A run of title-case words in quotes that opens with an article names a work ("The Power", "A Little Life"):
+    the article is part of the title, and the name rules, which never start a name on "The", would keep only a
+    common word of it ("Power"). Its last word is capitalised (a quoted sentence, "The end of it", is no title)."""
+    starts = {t.start: i for i, t in enumerate(words)}
+    for match in _QUOTED_TITLE.finditer(prose):
+        i = starts.get(match.start("title"))
+        if i is None:
+            continue
+        run = []
+        while i < len(words) and words[i].end <= match.end("title"):
+            run.append(words[i])
+            i += 1
+        if len(run) >= 2 and len(run) <= MAX_WORDS and run[-1].capitalised and run[-1].end == match.end("title"):
+            yield Phrase(
+                prose[run[0].start : run[-1].end], key_of([t.lower for t in run]), run[0].start, run[-1].end, True
+            )
 
 
 def _plural_possessive(prose: str, left: Token, right: Token) -> bool:

@@ -812,3 +812,22 @@ def test_a_code_blocks_language_is_a_mention_of_it() -> None:
         ],
     )
     assert "Python" not in titles(plain, 8)
+
+
+def test_a_quoted_title_keeps_its_article() -> None:
+    """ "The Power" by Naomi Alderman: a work's title in quotes, opening with its article, is the name; without the
+    article its last word is a common one ("Power") that names nothing. A quoted sentence is no title."""
+    segment = segment_input(
+        "seg-book",
+        [
+            ("user", 'I\'m interested in "The Power" by Naomi Alderman. Can you tell me more about it?'),
+            (
+                "assistant",
+                '"The Power" by Naomi Alderman is a novel in which women can release electrical jolts. In "The'
+                ' Power", she asks what follows. The critic only said "The end of it was abrupt".',
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "The Power" in found
+    assert "Power" not in found and not [t for t in found if t.startswith("The end")]
