@@ -383,7 +383,13 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
         # Most words are lower case and no run is open: decided without a call (this loop sees every token).
         named = token is not None and (token.capitalised or token.inner_capital) and _is_name_word(token, language)
         if not run:
-            if named or (token is not None and token.stop and _opens_name(token, words, i, prose, language)):
+            if named or (
+                token is not None
+                and token.stop
+                and token.capitalised
+                and not token.sentence_start
+                and _opens_name(token, words, i, prose, language)
+            ):
                 run.append(token)  # type: ignore[arg-type]
             continue
         wanted = named or (token is not None and _continues_name(token, run, words, i, prose, language))
@@ -649,11 +655,15 @@ def _plain_and_loose(
     prose: str, piece: list[Token], opener: Token | None, after: Token | None, last: bool
 ) -> Iterator[Phrase]:
     """The noun phrase of one piece of a run and, where the plain rules cut a modifier off it, the loose one."""
-    phrase = _proper_head(prose, _trim(piece))
+    phrase = _trim(piece)
+    if len(phrase) > 1:
+        phrase = _proper_head(prose, phrase)
     if phrase:
         yield _phrase(prose, phrase)
     if piece:
-        wider = _proper_head(prose, _with_modifiers(piece, opener, after, last))
+        wider = _with_modifiers(piece, opener, after, last)
+        if len(wider) > 1:
+            wider = _proper_head(prose, wider)
         if wider and wider != phrase:
             yield _phrase(prose, wider, loose=True)
 
