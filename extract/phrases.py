@@ -15,7 +15,8 @@ four words, "role-based access control", "AWS Glue job"):
   be a noun ("customer churn model", "window functions"); a name's kind head is cut ("Shopify platform",
   "Parquet file", "SQL statement" are Shopify, Parquet, SQL); a plural ends it, for English compounds take the
   singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one), and a
-  clause on the plural ends before its verb ("the transformations Spark implements"); a proper noun takes no
+  clause on the plural ends before its verb ("the transformations Spark implements"), an adverb of time after it is
+  cut ("the support group yesterday"); a proper noun takes no
   common word before it ("learning Spanish", "idea Brazil", a greeting to a name: "Bye Caroline!" are the name
   alone); a genitive after "a" or "an" describes its head and is part of the term ("a Master's programme").
 
@@ -117,6 +118,9 @@ _META_HEADS_TEXT = (
     " question questions answer answers implementation implementations tutorial tutorials"
 )
 _META_HEADS = frozenset(_META_HEADS_TEXT.split())
+# Words that point to a time from the moment of speaking: after a noun phrase they are adverbs of the clause ("I went
+# to the support group yesterday"), never its head.
+_DEICTIC_TIMES = frozenset("yesterday today tomorrow tonight".split())  # noqa: SIM905
 # Heads that, after a name, only say what kind of thing the name is: "Shopify platform" is Shopify, "Parquet
 # file" Parquet, "Hive table" Hive, "SQL statement" SQL. Cut only when every word before the head is written as
 # a name and the head is not ("Amazon Web Services" keeps its last word); the generic nouns above count too.
@@ -806,6 +810,8 @@ def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> 
             or (lexicon.can_be_noun(before.lower) and not {before.lower, singular(before.lower)} & GENERIC)
         )
         return piece if noun and len(piece) <= MAX_WORDS and any(plausible_word(t.text) for t in piece) else []
+    while len(piece) > 1 and piece[-1].lower in _DEICTIC_TIMES:
+        piece = piece[:-1]  # "the support group yesterday": an adverb of time after the phrase, not its head
     while len(piece) > 1 and (piece[-1].lower in _META_HEADS or len(piece[-1].text) == 1):
         piece = piece[:-1]  # "Spark code": Spark; "Mumbai F 22": a row of data, not a term with a letter in it
     if len(piece) >= 2 and _kind_head(piece[-1]) and all(_written_as_name(t) for t in piece[:-1]):
