@@ -17,19 +17,20 @@ output. For each segment:
    quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
    candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
    extract/templates.py);
-3. each candidate is scored by its log-odds of being a concept a person would list (weights below, fitted on
-   the dev labels' features): the user saying it, how often and in how many messages it recurs, a name's
-   capital, the conversation's title naming it, a term of several words, and how specific it is against
-   background word frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do);
-   a phrase said fewer than three times and only in replies (unless written as a name, "Point Reyes", or made
-   only of words the user or the title says, by lemma: "the bakery comparisons" for a user who asked how the
-   bakeries compare), a word no list holds said once (a typo, unless the user writes an identifier:
-   "number_to_hex()"), identifiers in lower case with digits ("sqm3") and quoted values no lexicon holds
-   ("'aal'"), single common words (the bar rises a little with each doubling of the mentions of a noun the user
-   says and the replies repeat: "cache" said eight times; a proper noun the user writes with its capital, unknown
-   to the lexicon, passes however common: "Europe", "Emily"), phrases of generic words, a misspelling of a word
-   the segment spells right ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify,
-   and an acronym and its expansion are one candidate ("DAG", "Directed Acyclic Graph");
+3. each candidate is scored by its log-odds of being a concept a person would list (weights below, fitted on the
+   dev labels' features): the user saying it, how often and in how many messages it recurs, a name's capital, the
+   conversation's title naming it, a term of several words, and how specific it is against background word
+   frequencies (wordfreq: "data" and "table" name nothing, "Sqoop" and "window function" do); a phrase said fewer
+   than three times and only in replies (unless written as a name, "Point Reyes", made only of words the user or
+   the title says, by lemma: "the bakery comparisons" for a user who asked how the bakeries compare, or one word
+   heading a reply's list item: "Mutability: Lists are mutable"; a code block marked with a language the prose
+   names, "```python", is a mention of it), a word no list holds said once (a typo, unless the user writes an
+   identifier: "number_to_hex()"), identifiers in lower case with digits ("sqm3") and quoted values no lexicon
+   holds ("'aal'"), single common words (the bar rises a little with each doubling of the mentions of a noun the
+   user says and the replies repeat: "cache" said eight times; a proper noun the user writes with its capital,
+   unknown to the lexicon, passes however common: "Europe", "Emily"), phrases of generic words, a misspelling of a
+   word the segment spells right ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never
+   qualify, and an acronym and its expansion are one candidate ("DAG", "Directed Acyclic Graph");
 4. the best `max_concepts` (past the fifth, terms the user says, then terms the replies say three times or more;
    a term is skipped when a better one holds all its words: "Glue" after "AWS Glue", though a name is not
    covered by a phrase that uses it as a modifier, "Hive" after "partitioned Hive table"; a term of up to three
@@ -68,7 +69,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 21  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 22  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -171,6 +172,8 @@ class _Message:
     # identifiers written alone as inline code ("`explode`", "`cache()`"): (as written, view start, view end,
     # named as a function or command there: called or followed by its kind)
     code_names: list[tuple[str, int, int, bool]] = field(default_factory=list)
+    # the language a fenced code block is marked as ("```python"): (word, view start, view end)
+    fences: list[tuple[str, int, int]] = field(default_factory=list)
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         if self.offsets is None:
@@ -196,10 +199,17 @@ def _read(message: SegmentMessage) -> _Message:
     code_names = (
         [(m.group(1), m.start(1), m.end(1), _names_code(m)) for m in _CODE_NAME.finditer(view)] if "`" in view else []
     )
+    fences = [(m.group(1), m.start(1), m.end(1)) for m in _FENCE.finditer(view)] if "```" in view else []
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
     stops = [m.start() for m in _STOPS.finditer(message.text)]
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
-    return _Message(message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower(), code_names)
+    return _Message(
+        message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower(), code_names, fences
+    )
+
+
+# The language a fenced code block is written in, as its opening fence names it ("```python", "```scala").
+_FENCE = re.compile(r"(?m)^[ \t]*```[ \t]*([A-Za-z][\w+#-]{0,20})[ \t]*$")
 
 
 # An identifier alone in inline code, bare or called with nothing ("`explode`", "`cache()`", "`ulimit`"), and the
@@ -244,6 +254,7 @@ class _Candidate:
     defined: bool = False  # a text's defined term for a party ('("Client")'): the role, not a subject
     firm: bool = False  # proposed by the plain rules at least once, not only with a modifier they cut (loose)
     coded: bool = False  # a word the user says that the segment writes as inline code: a function, command, keyword
+    head: bool = False  # one word that heads a reply's list item ("- Mutability: Lists are mutable, ...")
 
     def proposals(self) -> int:
         return sum(self.forms.values())
@@ -348,6 +359,7 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
             candidate.named = candidate.named or phrase.named
             candidate.firm = candidate.firm or not phrase.loose
+            candidate.head = candidate.head or (phrase.head and len(phrase.key) == 1)
             candidate.forms[_form(phrase, message)] += 1
             not_subject, quoted, defined = _not_a_subject(message.view, phrase, user)
             candidate.not_subject += not_subject
@@ -355,6 +367,7 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
             candidate.defined = candidate.defined or defined
     _propose_coded(messages, found)
     _index_mentions(messages, found)
+    _index_fences(messages, found)
     for key in [k for k, c in found.items() if not c.firm and len(c.mentions) < LOOSE_SPREAD]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
@@ -387,6 +400,17 @@ def _propose_coded(messages: list[_Message], found: dict[tuple[str, ...], _Candi
             if key in said:
                 found[key].mentions.append((message, start, end))
                 found[key].forms[name] += 1
+
+
+def _index_fences(messages: list[_Message], found: dict[tuple[str, ...], _Candidate]) -> None:
+    """A code block marked with its language ("```python") says the reply's code is in that language: a mention of
+    it, written as the name it is, where the prose names the language too ("Here's the code in Python:")."""
+    for message in messages:
+        for language, start, end in message.fences:
+            candidate = found.get(key_of([language.casefold()]))
+            if candidate is not None and candidate.named:
+                candidate.mentions.append((message, start, end))
+                candidate.cased_mid += 1
 
 
 def _truecase(found: dict[tuple[str, ...], _Candidate]) -> None:
@@ -693,7 +717,7 @@ def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = 
     if not candidate.mentions or all(w in GENERIC or singular(w) in GENERIC for w in key):
         return 0.0
     user = candidate.user_mentions()
-    if user == 0 and len(candidate.mentions) < 2 and len(key) == 1 and not candidate.cased_mid:
+    if user == 0 and len(candidate.mentions) < 2 and len(key) == 1 and not candidate.cased_mid and not candidate.head:
         return 0.0  # one lower-case word said once in a reply (most candidates: decided before any lookup)
     if len(key) == 1 and not _single_word_ok(candidate):
         return 0.0
@@ -703,7 +727,7 @@ def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = 
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
     echo = len(key) > 1 and asked is not None and not _verb_first(candidate) and asked.all_said(key)
-    if user == 0 and other < 3 and not named_term and not echo:
+    if user == 0 and other < 3 and not named_term and not echo and not candidate.head:
         # Said once or twice, in replies only: how the assistant happened to explain ("load times", "network
         # overhead", "human-readable format"), not what the conversation is about, however specific its words;
         # a name it introduces ("Point Reyes", "KryoSerializer") is the exception. Said three times, it counts.

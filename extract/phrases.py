@@ -6,7 +6,8 @@ four words, "role-based access control", "AWS Glue job"):
 
 - a **name**: a run of capitalised, all-caps or inner-capital words that does not open the sentence
   ("Power BI", "AWS Glue", "PySpark", "EC2"), with "of", "&", "de" allowed inside ("Bank of America") and a
-  plural's apostrophe ("The Liars' Gospel");
+  plural's apostrophe ("The Liars' Gospel"); an adjective of the stop list in title case opens one ("New York");
+  a work's title in quotes keeps its article ('"The Power" by Naomi Alderman');
   a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language;
 - a **noun phrase** (English only): a run of content words between function words and punctuation, with
   leading verbs and adverbs dropped (and the verb after "how to", "want to": "how to deal aggressive customer"),
@@ -14,7 +15,10 @@ four words, "role-based access control", "AWS Glue job"):
   be a noun ("customer churn model", "window functions"); a name's kind head is cut ("Shopify platform",
   "Parquet file", "SQL statement" are Shopify, Parquet, SQL); a plural ends it, for English compounds take the
   singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one), and a
-  clause on the plural ends before its verb ("the transformations Spark implements").
+  clause on the plural ends before its verb ("the transformations Spark implements"), an adverb of time after it is
+  cut ("the support group yesterday"); a proper noun takes no
+  common word before it ("learning Spanish", "idea Brazil", a greeting to a name: "Bye Caroline!" are the name
+  alone); a genitive after "a" or "an" describes its head and is part of the term ("a Master's programme").
 
 A word called with nothing in prose ("**coalesce()**: ...", "using input_define()") is a name: a function the
 text is about (clients/prose.py keeps such a call in the extractor's view).
@@ -114,6 +118,9 @@ _META_HEADS_TEXT = (
     " question questions answer answers implementation implementations tutorial tutorials"
 )
 _META_HEADS = frozenset(_META_HEADS_TEXT.split())
+# Words that point to a time from the moment of speaking: after a noun phrase they are adverbs of the clause ("I went
+# to the support group yesterday"), never its head.
+_DEICTIC_TIMES = frozenset("yesterday today tomorrow tonight".split())  # noqa: SIM905
 # Heads that, after a name, only say what kind of thing the name is: "Shopify platform" is Shopify, "Parquet
 # file" Parquet, "Hive table" Hive, "SQL statement" SQL. Cut only when every word before the head is written as
 # a name and the head is not ("Amazon Web Services" keeps its last word); the generic nouns above count too.
@@ -239,6 +246,7 @@ class Phrase:
     # Kept with a modifier that the plain rules cut ("a hashing algorithm", "performance tuning", "linguistic
     # diversity"): a term only where the segment says it so twice or more (extract.offline).
     loose: bool = False
+    head: bool = False  # a list item's head ("- Mutability: ...", "1. **Data Partitioning**: ..."): what the item is on
 
 
 @lru_cache(maxsize=1 << 16)
@@ -335,7 +343,7 @@ def _heads(prose: str, words: list[Token]) -> Iterator[Phrase]:
             lexicon.can_be_noun(last.lower) or last.lower.endswith("ing") or _acronym(last) or last.inner_capital
         ):  # "Fully Managed:" is no term
             continue
-        yield _phrase(prose, head)
+        yield _phrase(prose, head, head=True)
 
 
 def _joined(prose: str, left: Token, right: Token) -> bool:
@@ -361,17 +369,31 @@ def _is_name_word(token: Token, language: str) -> bool:
     return lexicon.zipf(token.lower, language) < 2.5 and lexicon.zipf(token.lower, "en") < 2.5 and not token.verbish
 
 
+# A work's title in quotes, its article first: "The Power", "A Little Life", “The Seven Husbands of Evelyn Hugo”.
+_QUOTED_TITLE = re.compile(
+    r"[\"“](?P<title>(?:The|A|An)[ \t]+[A-Z][\w'’-]*(?:[ \t]+(?:[A-Z][\w'’-]*|of|the|and|in|on|to|for|a|an)){0,5})[\"”]"
+)
+
+
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
     for word in words:
         if prose[word.end : word.end + 2] == "()" and not word.stop and plausible_word(word.text):
             # a function the prose names by its call ("**coalesce()**:", "using number_to_hex()"): an identifier
             yield Phrase(word.text, key_of([word.lower]), word.start, word.end, True)
+    if '"' in prose or "“" in prose:
+        yield from _quoted_titles(prose, words)
     run: list[Token] = []
     for i, token in enumerate([*words, None]):
         # Most words are lower case and no run is open: decided without a call (this loop sees every token).
         named = token is not None and (token.capitalised or token.inner_capital) and _is_name_word(token, language)
         if not run:
-            if named:
+            if named or (
+                token is not None
+                and token.stop
+                and token.capitalised
+                and not token.sentence_start
+                and _opens_name(token, words, i, prose, language)
+            ):
                 run.append(token)  # type: ignore[arg-type]
             continue
         wanted = named or (token is not None and _continues_name(token, run, words, i, prose, language))
@@ -384,6 +406,40 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
             continue
         yield from _emit_name(prose, run, language)
         run = [token] if token is not None and named else []
+
+
+def _opens_name(token: Token, words: list[Token], i: int, prose: str, language: str) -> bool:
+    """An adjective the stop list holds, written in title case inside a sentence right before a name word, opens
+    that name ("New York", "New Delhi", "Big Sur"): mid-sentence, an adjective takes a capital only as a name's
+    first word. Never a sentence's first word (its capital says nothing), a word in capitals ("IN AWS"), one that
+    is a noun or a verb as well ("Good", "Get", "Way": a title's words) or one that is no name's ("I", "May")."""
+    if not _title_case(token) or token.sentence_start or token.lower in NOT_NAMES or i + 1 >= len(words):
+        return False
+    if lexicon.parts_of_speech(token.lower) != {"ADJ"}:
+        return False
+    after = words[i + 1]
+    return (
+        not after.sentence_start and not after.stop and _is_name_word(after, language) and _joined(prose, token, after)
+    )
+
+
+def _quoted_titles(prose: str, words: list[Token]) -> Iterator[Phrase]:
+    """A run of title-case words in quotes that opens with an article names a work ("The Power", "A Little Life"):
+    the article is part of the title, and the name rules, which never start a name on "The", would keep only a
+    common word of it ("Power"). Its last word is capitalised (a quoted sentence, "The end of it", is no title)."""
+    starts = {t.start: i for i, t in enumerate(words)}
+    for match in _QUOTED_TITLE.finditer(prose):
+        i = starts.get(match.start("title"))
+        if i is None:
+            continue
+        run = []
+        while i < len(words) and words[i].end <= match.end("title"):
+            run.append(words[i])
+            i += 1
+        if len(run) >= 2 and len(run) <= MAX_WORDS and run[-1].capitalised and run[-1].end == match.end("title"):
+            yield Phrase(
+                prose[run[0].start : run[-1].end], key_of([t.lower for t in run]), run[0].start, run[-1].end, True
+            )
 
 
 def _plural_possessive(prose: str, left: Token, right: Token) -> bool:
@@ -519,7 +575,11 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             token is not None
             and not token.stop
             and not token.lower.replace(".", "").replace(",", "").isdigit()
-            and (not run or (_joined(prose, run[-1], token) and not token.sentence_start))
+            and (
+                not run
+                or (_joined(prose, run[-1], token) and not token.sentence_start)
+                or (len(run) == 1 and _descriptive_genitive(prose, before, run[0], token))
+            )
         ):
             if not run:
                 before, infinitive = previous, _to_infinitive(earlier, previous)
@@ -532,6 +592,18 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
         run = [token] if token is not None and not token.stop and not token.lower.isdigit() else []
         before, infinitive = previous, _to_infinitive(earlier, previous)
         earlier, previous = previous, token
+
+
+def _descriptive_genitive(prose: str, article: Token | None, owner: Token, head: Token) -> bool:
+    """ "a Master's programme", "a children's book", "an artist's residency": after "a" or "an", a genitive says
+    what kind of thing the head is, not whose it is (a possessor is a determiner of its own: "a Emma's birthday"
+    is no English), so the two are one term."""
+    return (
+        article is not None
+        and article.lower in ("a", "an")
+        and prose[owner.end : head.start] in ("'s ", "’s ")
+        and not head.sentence_start
+    )
 
 
 # Words after which "to" marks an infinitive, never a place or a recipient: the word after "how to" is a verb
@@ -588,12 +660,49 @@ def _plain_and_loose(
 ) -> Iterator[Phrase]:
     """The noun phrase of one piece of a run and, where the plain rules cut a modifier off it, the loose one."""
     phrase = _trim(piece)
+    if len(phrase) > 1:
+        phrase = _proper_head(prose, phrase)
     if phrase:
         yield _phrase(prose, phrase)
     if piece:
         wider = _with_modifiers(piece, opener, after, last)
+        if len(wider) > 1:
+            wider = _proper_head(prose, wider)
         if wider and wider != phrase:
             yield _phrase(prose, wider, loose=True)
+
+
+_ADDRESS_END = re.compile(r"[ \t]*(?:[!?,]|$)")
+
+
+def _title_case(token: Token) -> bool:
+    return token.capitalised and not token.all_caps and not token.inner_capital
+
+
+def _proper(token: Token) -> bool:
+    """A word in title case inside a sentence: a proper noun ("Caroline", "Brazil", "Spanish")."""
+    return _title_case(token) and not token.sentence_start
+
+
+def _proper_head(prose: str, phrase: list[Token]) -> list[Token]:
+    """A proper noun takes no common word before it as a modifier: a proper name is definite already, so a common
+    word written before it is a verb ("learning Spanish"), an apposition ("idea Brazil", "friend Rachel") or, at
+    a sentence's start with a one-word name that closes the clause, a greeting and its addressee ("Bye Caroline!",
+    "Congrats Caroline!", "Woohoo Melanie!"; not a heading, "Popular Fashion Brands:"): the name alone is the
+    phrase. Names of several words stay whole ("Apache Spark is ...", "Naomi Alderman")."""
+    if len(phrase) < 2 or not _proper(phrase[-1]):
+        return phrase
+    i = len(phrase) - 1
+    while i > 0 and _proper(phrase[i - 1]):
+        i -= 1
+    if i == 0:
+        return phrase
+    before = phrase[i - 1]
+    if before.text == before.lower or (
+        before.sentence_start and len(phrase) == 2 and _ADDRESS_END.match(prose, phrase[-1].end) is not None
+    ):
+        return phrase[i:]
+    return phrase
 
 
 @lru_cache(maxsize=1 << 16)
@@ -618,7 +727,7 @@ def _plural_modifier(token: Token) -> bool:
     return token.text == token.lower and len(token.lower) > 3 and _plural_word(token.lower)
 
 
-def _phrase(prose: str, phrase: list[Token], loose: bool = False) -> Phrase:
+def _phrase(prose: str, phrase: list[Token], loose: bool = False, head: bool = False) -> Phrase:
     named = any(_acronym(t) or t.inner_capital or (t.capitalised and not t.sentence_start) for t in phrase)
     return Phrase(
         prose[phrase[0].start : phrase[-1].end],
@@ -627,6 +736,7 @@ def _phrase(prose: str, phrase: list[Token], loose: bool = False) -> Phrase:
         phrase[-1].end,
         named,
         loose,
+        head,
     )
 
 
@@ -700,6 +810,8 @@ def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> 
             or (lexicon.can_be_noun(before.lower) and not {before.lower, singular(before.lower)} & GENERIC)
         )
         return piece if noun and len(piece) <= MAX_WORDS and any(plausible_word(t.text) for t in piece) else []
+    while len(piece) > 1 and piece[-1].lower in _DEICTIC_TIMES:
+        piece = piece[:-1]  # "the support group yesterday": an adverb of time after the phrase, not its head
     while len(piece) > 1 and (piece[-1].lower in _META_HEADS or len(piece[-1].text) == 1):
         piece = piece[:-1]  # "Spark code": Spark; "Mumbai F 22": a row of data, not a term with a letter in it
     if len(piece) >= 2 and _kind_head(piece[-1]) and all(_written_as_name(t) for t in piece[:-1]):

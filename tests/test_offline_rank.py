@@ -694,3 +694,140 @@ def test_past_the_fifth_a_term_the_replies_keep_saying_follows_the_users_terms()
     )
     found = titles(segment, 8)
     assert found[5:] == ["Travel insurance", "Tavira"]
+
+
+def test_a_greeting_before_a_speakers_name_is_no_concept() -> None:
+    """A dialogue between two named people (LoCoMo's Caroline and Melanie) opens and closes its turns with a
+    greeting and the other's name ("Bye Caroline!", "Congrats Caroline!", "Woohoo Melanie!"): the name is said to
+    someone, and the greeting is no part of it. A name alone may be a concept; greeting and name never."""
+    segment = segment_input(
+        "seg-dialogue",
+        [
+            (
+                "user",
+                "Hey Mel! I went to the LGBTQ support group yesterday and the transgender stories were so moving.",
+            ),
+            ("assistant", "Woohoo Caroline! The support group sounds great. I painted a lake sunrise last week."),
+            ("user", "Congrats Melanie! Your lake sunrise painting is lovely. Painting helps you relax, right?"),
+            ("assistant", "Congrats Caroline on the support group! Painting does help. Bye Caroline! Take care."),
+            ("user", "Bye Melanie! Say hi to the kids."),
+        ],
+    )
+    found = titles(segment, 8)
+    greeted = [t for t in found if len(t.split()) > 1 and t.split()[-1] in ("Caroline", "Melanie", "Mel")]
+    assert greeted == []
+    assert "Caroline" in found and "LGBTQ support group" in found  # not "... support group yesterday"
+
+
+def test_an_adjective_with_its_capital_opens_the_name_it_stands_before() -> None:
+    """ "New York", "New Zealand": mid-sentence an adjective takes a capital only as a name's first word, so the
+    name is the two words ("York" alone is a fragment of it); a capital that opens the sentence says nothing."""
+    segment = segment_input(
+        "seg-new-york",
+        [
+            ("user", "We fly to New York in May and then to New Zealand. Is New York cold in May?"),
+            ("assistant", "New York in May is mild, around 20 degrees; New Zealand is heading into winter then."),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "New York" in found and "New Zealand" in found
+    assert "York" not in found and "Zealand" not in found
+
+
+def test_a_proper_noun_takes_no_common_word_as_its_modifier() -> None:
+    """A proper noun is definite already: the common word before it is a verb ("learning Spanish") or an apposition
+    ("idea Brazil"), not a modifier, so the name is the concept alone."""
+    segment = segment_input(
+        "seg-spanish",
+        [
+            ("user", "I keep learning Spanish before our trip; my idea Brazil comes next, so maybe Portuguese later."),
+            (
+                "assistant",
+                "Learning Spanish first is a good plan: Spanish and Portuguese share much vocabulary, which helps"
+                " in Brazil.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Spanish" in found
+    assert not [t for t in found if t.casefold() in ("learning spanish", "idea brazil")]
+
+
+def test_a_descriptive_genitive_after_an_article_is_one_term() -> None:
+    """ "a Master's programme": after "a", the genitive says what kind of programme (a possessor would be a
+    determiner of its own: no one writes "a Emma's birthday"), so "Master's programme" is the term."""
+    segment = segment_input(
+        "seg-masters",
+        [
+            ("user", "How do I register for a Master's programme at the University of Oxford?"),
+            (
+                "assistant",
+                "To apply for a Master's programme at Oxford, choose the programme, check its entry requirements"
+                " and submit your application before the deadline.",
+            ),
+        ],
+    )
+    assert "Master's programme" in titles(segment, 8)
+
+
+def test_a_rare_word_heading_a_replys_list_item_is_a_concept() -> None:
+    """A reply's list names its items' subjects in their heads ("Mutability: Lists are mutable, ..."): a rare word
+    so placed is what the item is on, though the reply says it once; a common one is not ("Speed:")."""
+    segment = segment_input(
+        "seg-heads",
+        [
+            ("user", "python list vs tuple"),
+            (
+                "assistant",
+                "Lists and tuples both hold sequences in Python.\n\n1. Mutability: Lists are mutable, which means"
+                " their elements can change; tuples cannot.\n2. Speed: Tuples are a little faster to create.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "Mutability" in found
+    assert "Speed" not in found
+
+
+def test_a_code_blocks_language_is_a_mention_of_it() -> None:
+    """ "Here's the code in Python:" and then two code blocks marked ```python: the reply gives Python code, and
+    each block's mark says so; a language named once in prose and nowhere else stays a passing word."""
+    code = "```python\ndf.groupBy('department').agg(max('salary'))\n```"
+    segment = segment_input(
+        "seg-fence",
+        [
+            ("user", "payroll difference report of each department in pyspark"),
+            (
+                "assistant",
+                f"Here's the code in Python to find the salary difference:\n\n{code}\n\nOr with SQL:\n\n{code}",
+            ),
+        ],
+    )
+    assert "Python" in titles(segment, 8)
+    plain = segment_input(
+        "seg-no-fence",
+        [
+            ("user", "payroll difference report of each department in pyspark"),
+            ("assistant", "Here's the code in Python to find the salary difference by department."),
+        ],
+    )
+    assert "Python" not in titles(plain, 8)
+
+
+def test_a_quoted_title_keeps_its_article() -> None:
+    """ "The Power" by Naomi Alderman: a work's title in quotes, opening with its article, is the name; without the
+    article its last word is a common one ("Power") that names nothing. A quoted sentence is no title."""
+    segment = segment_input(
+        "seg-book",
+        [
+            ("user", 'I\'m interested in "The Power" by Naomi Alderman. Can you tell me more about it?'),
+            (
+                "assistant",
+                '"The Power" by Naomi Alderman is a novel in which women can release electrical jolts. In "The'
+                ' Power", she asks what follows. The critic only said "The end of it was abrupt".',
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "The Power" in found
+    assert "Power" not in found and not [t for t in found if t.startswith("The end")]
