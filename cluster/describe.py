@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -83,7 +84,7 @@ def phrase_sample(
     members: dict[str, tuple[str, ...]],
     sample_ids: list[str],
     seed: int,
-    keys: list[set[str]] | None = None,
+    keys: Sequence[Collection[str]] | None = None,
 ) -> PhraseSample:
     """The phrases of at most PHRASE_ROWS of the tuning sample's segments (a seeded subsample; `rows` index
     `sample_ids`), for cluster.objective's phrase coherence; `keys`, when given, are the sample's phrase keys

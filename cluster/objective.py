@@ -52,6 +52,7 @@ best-scoring sets are 12-14 topics, not 2 and not 130.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,7 +172,7 @@ class PhraseSample:
     matrix: sparse.csr_matrix
 
     @classmethod
-    def of(cls, rows: np.ndarray[Any, Any], keys: list[set[str]]) -> PhraseSample:
+    def of(cls, rows: np.ndarray[Any, Any], keys: Sequence[Collection[str]]) -> PhraseSample:
         """From each sampled segment's set of phrase keys."""
         vocab: dict[str, int] = {}
         cells = [(r, vocab.setdefault(k, len(vocab))) for r, found in enumerate(keys) for k in sorted(found)]

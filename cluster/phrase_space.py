@@ -14,6 +14,14 @@ MAX_VOCABULARY keys, the most used), reduced to `dims` by a seeded truncated SVD
 once per full run, on a seeded sample of at most FIT_MAX segments, and kept in the saved model: an incremental
 run and the concepts (their titles' phrases) are placed in the same space. Cost: the phrase keys of every segment
 (~2 CPU-ms each, in batches through the stage's MapBatches) and one sparse product; nothing quadratic.
+
+Memory (issue 23): every segment's keys are held until the points are joined (~118 keys a segment). As the sets
+the phrase module returns they took ~14 KB a segment by getsizeof (a set's table and a str per key: 72 MiB for
+5,156 segments, against 12 MiB as tuples of one shared str per distinct key, which `segment_keys` returns; at
+100k messages the stage's read and join peaked 105 MiB lower and held 162 MiB less, the points the same bytes).
+The phrase vectors and the joined points are computed JOIN_CHUNK rows at a time (the float64 TF-IDF rows and the
+float64 intermediates of `join`, ~10 KB a point, ~2 GB at 1M messages, never exist for every point at once);
+each row's arithmetic is the same as on the whole matrix, so the points are the same bytes.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ MAX_SHARE = 0.2  # a phrase more than this share of the conversations use is lef
 MAX_VOCABULARY = 50000  # the most used phrases kept (bounds the saved model: ~13 MB of basis at 64 dims)
 KEYS_CHUNK = 2000  # segments per batch of phrase keys handed to map_batches
 READ_CHUNK = 20000  # segments whose texts are read from the archive at a time
+JOIN_CHUNK = 20000  # rows whose phrase vectors and joined points are computed at a time
 
 
 @dataclass(slots=True)
@@ -48,8 +57,17 @@ class PhraseSpace:
     share: float
 
     def phrase_vectors(self, keys: Sequence[Iterable[str]]) -> Matrix:
-        """Unit phrase vectors of the given key sets (a zero row when none of its keys is in the vocabulary)."""
+        """Unit phrase vectors of the given key sets (a zero row when none of its keys is in the vocabulary),
+        JOIN_CHUNK rows at a time (each row's own arithmetic: the same vectors as all rows at once)."""
         dims = 0 if self.basis is None else self.basis.shape[0]
+        if self.basis is None or len(keys) <= JOIN_CHUNK:
+            return self._phrase_rows(keys, dims)
+        out = np.empty((len(keys), dims), dtype=np.float32)
+        for start in range(0, len(keys), JOIN_CHUNK):
+            out[start : start + JOIN_CHUNK] = self._phrase_rows(keys[start : start + JOIN_CHUNK], dims)
+        return out
+
+    def _phrase_rows(self, keys: Sequence[Iterable[str]], dims: int) -> Matrix:
         out = np.zeros((len(keys), dims), dtype=np.float32)
         if self.basis is None:
             return out
@@ -59,8 +77,16 @@ class PhraseSpace:
         return _unit(out)
 
     def join(self, text: Matrix, keys: Sequence[Iterable[str]]) -> Matrix:
-        """The points the clustering sees: each text row joined with its phrase vector (see the module doc)."""
-        return join(text, self.phrase_vectors(keys), self.share)
+        """The points the clustering sees: each text row joined with its phrase vector (see the module doc),
+        JOIN_CHUNK rows at a time."""
+        if len(text) <= JOIN_CHUNK:
+            return join(text, self.phrase_vectors(keys), self.share)
+        dims = 0 if self.basis is None else self.basis.shape[0]
+        out = np.empty((len(text), text.shape[1] + dims), dtype=np.float32)
+        for start in range(0, len(text), JOIN_CHUNK):
+            rows = slice(start, start + JOIN_CHUNK)
+            out[rows] = join(text[rows], self.phrase_vectors(keys[rows]), self.share)
+        return out
 
 
 def fit(keys: Sequence[Iterable[str]], conversations: Sequence[str], dims: int, share: float, seed: int) -> PhraseSpace:
@@ -138,19 +164,23 @@ def segment_keys(
     members: dict[str, tuple[str, ...]],
     segment_ids: Sequence[str],
     map_batches: MapBatches = map_in_process,
-) -> list[set[str]]:
+) -> list[tuple[str, ...]]:
     """The phrase keys of each segment (its opening phrases.DOC_CHARS, as c-TF-IDF reads it), READ_CHUNK
-    segments' texts at a time, the keys computed in batches of KEYS_CHUNK through `map_batches`."""
+    segments' texts at a time, the keys computed in batches of KEYS_CHUNK through `map_batches`. Each segment's
+    keys are a tuple (no duplicates, in no meaningful order) of one shared str per distinct key: a set and a str
+    of its own per key would hold every segment's keys at ~14 KB a segment (module doc)."""
     from cluster.describe import segment_texts
 
-    keys: list[set[str]] = []
+    keys: list[tuple[str, ...]] = []
+    shared: dict[str, str] = {}
     for start in range(0, len(segment_ids), READ_CHUNK):
         chunk = list(segment_ids[start : start + READ_CHUNK])
         texts = segment_texts(archive, members, chunk)
         opening = [texts.get(s, "")[: phrases.DOC_CHARS] for s in chunk]
+        del texts
         batches = [opening[i : i + KEYS_CHUNK] for i in range(0, len(opening), KEYS_CHUNK)]
         for batch_keys in map_batches(KeysJob(), batches):
-            keys.extend(batch_keys)
+            keys.extend(tuple(shared.setdefault(k, k) for k in found) for found in batch_keys)
     return keys
 
 

@@ -137,7 +137,7 @@ class _Points:
     members: dict[str, tuple[str, ...]]  # segment id -> its message ids
     conversation_of: dict[str, str]
     without_vector: int  # current segments with no (or a zero) vector
-    keys: list[set[str]] | None = None  # each point's phrase keys, when cluster.phrase_share > 0
+    keys: list[tuple[str, ...]] | None = None  # each point's phrase keys, when cluster.phrase_share > 0
     space: phrase_space.PhraseSpace | None = None  # the phrase space `matrix` was joined with
 
 

@@ -4,15 +4,24 @@ subjects) and the phrases the subject (6); real UMAP and HDBSCAN."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
+from stage_support import ingest_stage, stage_segment
 
 from cluster import phrase_space
+from cluster.describe import segment_texts
 from cluster.phrases import phrase_keys
 from cluster.topics import fit_all
 from cluster.tuning import Params
+from contracts.settings import Settings
+from staging import segments as segment_store
+from staging.archive import open_archive
 from staging.graph_quality import adjusted_mutual_info
+from staging.ledger import open_run, open_staging
+from tests.test_cluster import themed_export
 from tests.test_cluster_objective import SUBJECT_PHRASES, subject_texts
 
 SUBJECTS, PER_SUBJECT, GENRES, DIM = len(SUBJECT_PHRASES), 40, 2, 24
@@ -107,3 +116,49 @@ def test_a_phrase_only_one_conversation_repeats_is_left_out() -> None:
     conversations = ["a"] * 4 + [f"c{i}" for i in range(4, 40)]
     space = phrase_space.fit(keys, conversations, dims=4, share=0.3, seed=0)
     assert set(space.vocabulary) == {"shared phrase"}
+
+
+def test_the_points_are_the_same_bytes_from_tuples_and_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23: the stage holds each segment's keys as a tuple of shared strs and joins JOIN_CHUNK rows at a
+    time; the space fitted on them and the joined points are byte for byte those of sets and of one pass."""
+    text, keys, _ = genre_points(seed=4)
+    as_sets = phrase_space.fit(keys, pairs(keys), dims=16, share=0.3, seed=4)
+    whole = as_sets.join(text, keys)
+    vectors = as_sets.phrase_vectors(keys)
+    as_tuples = [tuple(k) for k in keys]
+    space = phrase_space.fit(as_tuples, pairs(keys), dims=16, share=0.3, seed=4)
+    assert space.vocabulary == as_sets.vocabulary
+    assert space.basis is not None and as_sets.basis is not None
+    assert space.idf.tobytes() == as_sets.idf.tobytes() and space.basis.tobytes() == as_sets.basis.tobytes()
+    monkeypatch.setattr(phrase_space, "JOIN_CHUNK", 7)  # 240 rows: 34 full chunks and a short one
+    chunked = space.join(text, as_tuples)
+    assert chunked.dtype == whole.dtype == np.float32 and chunked.shape == whole.shape
+    assert chunked.tobytes() == whole.tobytes()
+    assert space.phrase_vectors(as_tuples).tobytes() == vectors.tobytes()
+
+
+def test_segment_keys_are_the_phrase_keys_as_tuples_of_shared_strings(tmp_path: Path) -> None:
+    """Each segment's keys: the phrase keys of its text's opening, no duplicate, one str object per distinct key
+    across segments (what keeps every segment's keys small enough to hold at 1M messages)."""
+    settings = Settings(data_dir=tmp_path / "data")
+    export = themed_export(tmp_path / "themes.jsonl", per_theme=6)
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        open_run(staging, stages=["all"], exports=[str(export)], settings={}, code_version="test", run_id="r1")
+        ingest_stage.run(archive, staging, run_id="r1", settings=settings, exports=[export])
+        stage_segment.run(archive, staging, run_id="r1", settings=settings)
+        members = {s.segment_id: s.message_ids for s in segment_store.iter_current_segments(staging)}
+        ids = sorted(members)
+        keys = phrase_space.segment_keys(archive, members, ids)
+        texts = segment_texts(archive, members, ids)
+    finally:
+        archive.close()
+        staging.close()
+    assert len(keys) == len(ids) == 18
+    by_text: dict[str, str] = {}
+    for segment, found in zip(ids, keys, strict=True):
+        assert isinstance(found, tuple) and len(set(found)) == len(found)
+        assert set(found) == phrase_keys(texts[segment])
+        for key in found:
+            assert by_text.setdefault(key, key) is key  # the same str object wherever the key recurs
+    assert sum(len(k) for k in keys) > len(by_text)  # keys do recur across segments here
