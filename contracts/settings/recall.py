@@ -131,8 +131,13 @@ class RecallSettings(BaseModel):
     )
     dense_weight: float = Field(default=1.0, ge=0, description="Weight of the query-to-key embedding similarity.")
     lexical_weight: float = Field(default=1.0, ge=0, description="Weight of BM25 over cue-expanded content keys.")
+    # 0.25 since session 15: at 1.0 a message stating a fact that shares one word with the question outranked the
+    # lexical and dense evidence together (each scaled 0..1), and the facts cost both dev sets (LongMemEval
+    # recall_all@5 0.854 with them, 0.875 without; LoCoMo @10 0.854 / 0.861); at 0.25 a fact tips close calls
+    # (0.875, ndcg@10 0.909; LoCoMo 0.858), and the current statement of a fact still ranks above a superseded one
+    # whatever the weight (memory/fact_boost.py).
     fact_weight: float = Field(
-        default=1.0,
+        default=0.25,
         ge=0,
         description="Score added to content that states a fact of the question (the garden's facts): the full "
         "weight when the fact holds at `at`, half when a newer statement superseded it; 0: facts play no part.",
