@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FACT_RULES_VERSION = 6  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
+FACT_RULES_VERSION = 7  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
@@ -33,10 +33,16 @@ ARTICLE = re.compile(r"^(?:a|an|the|my|our)\s+", re.IGNORECASE)
 # Sentences that state no fact: wishes, plans, hypotheticals, reported doubt.
 HYPOTHETICAL = re.compile(
     r"\b(if|whether|would|should|could|might|maybe|perhaps|planning|plan to|thinking (?:of|about)|considering"
-    r"|want to|wanted to|wanna|hope to|hoping to|going to|gonna|wish|dream|imagine|pretend|suppose)\b",
+    r"|want to|wanted to|wanna|hope to|hoping to|going to|gonna|wish|dream|imagine|pretend|suppose"
+    r"|assume|assuming|let'?s\s+say|like\s+I(?:'m|\s+am|\s+have)|translate)\b",
     re.IGNORECASE,
 )
-CONDITIONAL = re.compile(r"\b(if|whether|suppose|imagine)\b", re.IGNORECASE)
+# also what sets up a case to reason about, or text to work on: "let's say I'm a teacher", "explain it like I have a
+# PhD", "assume I have a masters degree", "translate this: I love hiking"
+CONDITIONAL = re.compile(
+    r"\b(if|whether|suppose|imagine|assume|assuming|let'?s\s+say|like\s+I(?:'m|\s+am|\s+have)|translate)\b",
+    re.IGNORECASE,
+)
 NEGATED = re.compile(r"\b(not|never|n't|no)\b|n't\b", re.IGNORECASE)
 # "I'm", "I am" and the forms typed in a hurry: "iam", "Im" (curly apostrophes are made straight before matching)
 _IM = r"(?:I(?:'m|\s*am|m(?=\s)))"
@@ -426,7 +432,8 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "experience_for",
         # "I've been working at NovaTech for about 4 years", "I've been a nurse for 12 years" (what: see _WORKED)
-        r"\bI(?:'ve|\s+have)\s+been\s+(?P<what>[^.!?]{0,60}?)\s+for\s+(?:over\s+|about\s+|nearly\s+|almost\s+|around\s+"
+        r"\bI(?:'ve|\s+have)\s+been\s+(?!(?:working\s+out|married|together|dating|living|going|sick|ill|single)\b)"
+        r"(?P<what>[^.!?]{0,60}?)\s+for\s+(?:over\s+|about\s+|nearly\s+|almost\s+|around\s+"
         r"|the\s+(?:last|past)\s+)?(?P<value>" + NUMBER_WORD + r"\+?\s+years?)\b",
         "user",
         "experience",
@@ -542,7 +549,10 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "got_thing",
         # "I just got a smoker today", "I got my own set of sculpting tools", "I bought a standing desk"
-        _I + r"(?:got|bought|purchased|ordered)\s+(?:myself\s+)?(?:a|an|my\s+own|some)\s+(?:new\s+)?(?P<value>.+)",
+        _I + r"(?:got|bought|purchased|ordered)\s+(?:myself\s+)?(?:a|an|my\s+own|some)\s+(?:new\s+)?"
+        r"(?!\d|(?:divorce|vaccine|vaccination|shot|haircut|rash|cold|flu|fever|headache|ticket|speeding\s+ticket|interview"
+        r"|job|offer|call|email|message|text|response|reply|chance|promotion|raise|grade|score|mark|warning|notice"
+        r"|notification|idea|feeling|sense|refund|discount|deal|bonus)\b)(?P<value>.+)",
         "user",
         "owns",
     ),
@@ -550,7 +560,8 @@ RULES: tuple[Rule, ...] = (
         "have_from",
         # "I also have a blue denim jacket from Zara": the user owns it; the brand names it
         r"\bI\s+(?:(?:also|just|recently|now)\s+)?(?:have|own|bought|got)\s+(?:a\s+|an\s+|some\s+|two\s+|three\s+)?"
-        r"(?P<noun>(?!(?:back|home|away|out|off|up)\b)(?:[a-z-]+\s+){0,3}?[a-z-]+)\s+from\s+"
+        r"(?P<noun>(?!(?:back|home|away|out|off|up)\b)(?!(?:[a-z-]+\s+){0,3}?(?:degree|diploma|masters?|bachelors?|phd"
+        r"|certificate|certification)\b)(?:[a-z-]+\s+){0,3}?[a-z-]+)\s+from\s+"
         r"(?P<value>" + _PLACE + r")(?![\w-])",
         "user",
         "owns",
@@ -559,7 +570,8 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "my_brand",
         # "my Fitbit Versa 3 smartwatch", "my Taylor GS Mini", "my AWS account": a named thing the user has or uses
-        r"\bmy\s+(?:new\s+|own\s+|old\s+)?(?P<value>(?-i:[A-Z][\w'&+-]*(?:\s+[A-Z0-9][\w'&+-]*){0,3}))(?![\w-])"
+        r"\bmy\s+(?:new\s+|own\s+|old\s+)?(?!(?-i:(?:API|CSS|HTML|JSON|XML|YAML|URL|SQL|TODO|FAQ|README|Q[1-4])\b))"
+        r"(?P<value>(?-i:[A-Z][\w'&+-]*(?:\s+[A-Z0-9][\w'&+-]*){0,3}))(?![\w-])"
         r"(?:\s+(?P<noun>[a-z]+))?",
         "user",
         "{verb}",
@@ -621,7 +633,8 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "from_place",
-        r"\b" + _IM + r"\s+(?:originally\s+)?from\s+(?P<value>" + _PLACE + r")(?![\w-])",
+        r"\b" + _IM + r"\s+(?:originally\s+)?from\s+(?!(?-i:(?:HR|IT|QA|PR|IS|Finance|Marketing|Sales|Legal|Support"
+        r"|Engineering|Accounts|Procurement|Operations)\b))(?P<value>" + _PLACE + r")(?![\w-])",
         "user",
         "is from",
         whole_value=True,

@@ -247,7 +247,7 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
             if rule.name in _CLAUSE_ASKED and _ASKING.search(before):
                 continue  # "why we use sqoop", "once we submit a spark job", "if I use Airflow"
             wish = CONDITIONAL if rule.presupposed else HYPOTHETICAL
-            if wish.search(before) or wish.search(sentence[match.start() : match.end()][:40]):
+            if wish.search(sentence[: min(match.end(), match.start() + 40)]):  # "explain it like | I have a PhD"
                 continue
             if not rule.negative_rule and (NEGATED.search(before[-30:]) or _negated_inside(match)):
                 continue

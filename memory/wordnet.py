@@ -195,9 +195,9 @@ def _aliases_file(root: Path, cache_dir: Path | None) -> Path | None:
 
 def _read_aliases(path: Path | None) -> dict[int, tuple[str, ...]] | None:
     """The kept aliases, or None when there are none (or they cannot be read: they are found again)."""
-    if path is None or not path.is_file():
+    if path is None:
         return None
-    try:
+    try:  # a cache dir this process may not enter (made by another user) is no cache: found again
         kept = json.loads(path.read_text(encoding="utf-8"))
         return {int(offset): tuple(str(lemma) for lemma in lemmas) for offset, lemmas in kept.items()}
     except (OSError, ValueError, AttributeError, TypeError):
@@ -212,11 +212,14 @@ def _write_aliases(path: Path | None, aliases: dict[int, tuple[str, ...]]) -> No
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".wordnet-aliases-")
+    except OSError:
+        return
+    try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             json.dump({str(offset): list(lemmas) for offset, lemmas in sorted(aliases.items())}, out)
         os.replace(temporary, path)
     except OSError:
-        return
+        Path(temporary).unlink(missing_ok=True)  # a full disk: no half file left behind
 
 
 def _singulars(lemma: str, exceptions: dict[str, str]) -> list[str]:

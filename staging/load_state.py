@@ -188,6 +188,13 @@ COUNTS_SCHEMA = [
     """CREATE TRIGGER IF NOT EXISTS load_manifest_uncounted AFTER DELETE ON load_manifest BEGIN
         UPDATE load_manifest_counts SET rows = rows - 1 WHERE target = OLD.target AND layer = OLD.layer;
     END""",
+    # A row moved to another target or layer (benchmarks rebase a copied data dir's target this way)
+    """CREATE TRIGGER IF NOT EXISTS load_manifest_moved AFTER UPDATE OF target, layer ON load_manifest
+    WHEN OLD.target IS NOT NEW.target OR OLD.layer IS NOT NEW.layer BEGIN
+        UPDATE load_manifest_counts SET rows = rows - 1 WHERE target = OLD.target AND layer = OLD.layer;
+        INSERT INTO load_manifest_counts (target, layer, rows) VALUES (NEW.target, NEW.layer, 1)
+        ON CONFLICT (target, layer) DO UPDATE SET rows = rows + 1;
+    END""",
 ]
 
 
@@ -218,6 +225,8 @@ def forget_layer(conn: sqlite3.Connection, target: str, layer: str) -> None:
     """Drop a layer's manifest (the graph lost rows the manifest lists): the next diff sends every row again."""
     with Transaction(conn):
         conn.execute("DELETE FROM load_manifest WHERE target = ? AND layer = ?", (target, layer))
+        # the layer's count starts again from nothing, whatever it held (a count never corrects itself otherwise)
+        conn.execute("DELETE FROM load_manifest_counts WHERE target = ? AND layer = ?", (target, layer))
 
 
 def target_watermark(conn: sqlite3.Connection, target: str) -> tuple[str | None, str | None]:

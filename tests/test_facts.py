@@ -513,6 +513,20 @@ def test_a_pet_named_is_the_users_pet() -> None:
         "She has a master's degree in law.",
         "I have a laptop from my sister.",
         "I got a good one from Amazon last time.",
+        # the session-15 review's cases
+        "I got a 404.",
+        "I got a 95 on the test.",
+        "I got a haircut yesterday.",
+        "I got a speeding ticket.",
+        "My API key leaked.",
+        "My CSS is broken.",
+        "My Q3 report is late.",
+        "I've been working out for 2 years.",
+        "I'm from HR.",
+        "Let's say I'm a teacher with 10 years of experience.",
+        "Explain it like I have a PhD.",
+        "Assume I have a masters degree in physics.",
+        "Translate this into Spanish: I love hiking and I have two kids.",
     ],
 )
 def test_v6_rules_stay_silent_on_questions_personas_and_reactions(sentence: str) -> None:

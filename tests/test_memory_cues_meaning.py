@@ -161,3 +161,8 @@ def test_the_gloss_aliases_are_kept_between_runs(tmp_path: Path, monkeypatch: py
     damaged = WordNet.open(WORDNET, tmp_path)
     assert damaged is not None and damaged.aliases() == {} and passes == [1]  # found again (here: none)
     assert WordNet.open(WORDNET, tmp_path).aliases() == {}  # the rewritten file holds the new answer
+    monkeypatch.undo()
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("", encoding="utf-8")  # a cache dir that cannot be entered or made: no cache, same answer
+    unkept = WordNet.open(WORDNET, blocked / "cache")
+    assert unkept is not None and unkept.aliases() == fresh.aliases()

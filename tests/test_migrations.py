@@ -172,7 +172,7 @@ def test_a_large_file_says_it_is_being_upgraded_and_a_small_or_current_one_says_
 def test_the_manifest_counts_migration_counts_what_an_older_load_wrote(tmp_path: Path) -> None:
     """A staging.db at version 12 with a manifest: migration 13 fills load_manifest_counts from it, and its
     triggers keep the counts as rows are inserted, upserted and deleted."""
-    from staging.load_state import manifest_count
+    from staging.load_state import forget_layer, manifest_count
 
     path = tmp_path / "staging.db"
     conn = sqlite3.connect(path)
@@ -197,3 +197,8 @@ def test_the_manifest_counts_migration_counts_what_an_older_load_wrote(tmp_path:
         == staging.execute("SELECT COUNT(*) FROM load_manifest WHERE layer = 'Message'").fetchone()[0]
     )
     assert manifest_count(staging, "bolt://other", "Message") == 0
+    staging.execute("UPDATE load_manifest SET target = 'bolt://h' WHERE layer = 'NEXT'")  # a copy's target rebased
+    assert (manifest_count(staging, "bolt://g", "NEXT"), manifest_count(staging, "bolt://h", "NEXT")) == (0, 1)
+    staging.execute("UPDATE load_manifest_counts SET rows = 99 WHERE layer = 'Message'")  # a count gone wrong
+    forget_layer(staging, "bolt://g", "Message")
+    assert manifest_count(staging, "bolt://g", "Message") == 0  # forgetting a layer starts its count again
