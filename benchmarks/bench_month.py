@@ -97,12 +97,9 @@ def timed(data_dir: Path, *args: str) -> dict[str, Any]:
 def start_prefect_server(home: Path, timeout_s: float = 240.0) -> tuple[subprocess.Popen[bytes], str]:
     """`prefect server start` on a free loopback port with its own home, as `chatmem serve` starts one (no UI, no
     telemetry); returns the process and its API URL once it answers."""
-    import socket
-    import urllib.request
+    from flows import local_api  # the standard library only: this process still never imports prefect
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = local_api.free_port()
     home.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_UI_ENABLED": "false", "DO_NOT_TRACK": "1"}
     env["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
@@ -110,20 +107,12 @@ def start_prefect_server(home: Path, timeout_s: float = 240.0) -> tuple[subproce
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/api"
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"the Prefect server exited with code {server.returncode}")
-        try:
-            with opener.open(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return server, url
-        except OSError:
-            pass
-        time.sleep(0.5)
-    server.terminate()
-    raise SystemExit(f"the Prefect server did not answer on {url} within {timeout_s:.0f} s")
+    try:
+        local_api.wait_healthy(server, url, timeout_s)
+    except local_api.NotReady as failure:
+        server.terminate()
+        raise SystemExit(f"the Prefect server {failure}") from None
+    return server, url
 
 
 def tree_bytes(path: Path) -> int:

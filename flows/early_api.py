@@ -23,15 +23,12 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from flows import server_guard
+from flows import local_api, server_guard
 
 TIMEOUT_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 # The words of Prefect's own start-up timeout, which flows/cli.py turns into one line naming the setting
@@ -54,9 +51,7 @@ def start() -> None:
     spec = importlib.util.find_spec("prefect")
     if spec is None or spec.origin is None:
         return  # no prefect: the import that follows says so
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = local_api.free_port()
     command = [
         sys.executable,
         "-m",
@@ -98,20 +93,12 @@ def wait_ready() -> None:
         return
     process, url = _SERVER[0], _URL[0]
     timeout_s = float(os.environ.get(TIMEOUT_SETTING) or 240)
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"{TIMEOUT_MESSAGE}: it exited with code {process.returncode}")
-        try:
-            with opener.open(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if time.monotonic() >= deadline:
-            raise RuntimeError(f"{TIMEOUT_MESSAGE} (not answering on {url} after {timeout_s:.0f} s)")
-        time.sleep(0.05)
+    try:
+        local_api.wait_healthy(process, url, timeout_s, poll_s=0.05)
+    except local_api.NotReady as failure:
+        if failure.returncode is not None:
+            raise RuntimeError(f"{TIMEOUT_MESSAGE}: it exited with code {failure.returncode}") from None
+        raise RuntimeError(f"{TIMEOUT_MESSAGE} ({failure})") from None
 
 
 def stop() -> None:

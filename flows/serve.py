@@ -20,11 +20,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,7 +38,7 @@ from clients.graph_server import left_as_found  # noqa: E402
 from clients.graph_target import local_server  # noqa: E402
 from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
-from flows import early_api, server_guard  # noqa: E402
+from flows import early_api, local_api, server_guard  # noqa: E402
 from flows.interrupt import EXIT_CODE, FLOW_RUN_ID, RunInterrupted  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
@@ -293,9 +290,7 @@ def _module_entrypoint() -> Any:
 
 def start_local_server(timeout_s: float = 120.0) -> tuple[subprocess.Popen[bytes], str]:
     """`prefect server start` on a free loopback port; returns the process and its API URL once healthy."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = local_api.free_port()
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     env = {**os.environ, "PREFECT_UI_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
@@ -305,19 +300,12 @@ def start_local_server(timeout_s: float = 120.0) -> tuple[subprocess.Popen[bytes
     # runner's shutdown met a dead API (ConnectError tracebacks, `serve` left running).
     server = subprocess.Popen(server_guard.guarded(command), env=env, stdout=subprocess.DEVNULL, start_new_session=True)
     api_url = f"http://127.0.0.1:{port}/api"
-    # No proxy: a proxy variable in the environment must not send a loopback health check elsewhere.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise ChatmemError(f"the local Prefect server exited with code {server.returncode}")
-        try:
-            with opener.open(f"{api_url}/health", timeout=2) as response:
-                if response.status == 200:
-                    log.info("serve - Prefect server on %s", api_url)
-                    return server, api_url
-        except OSError:
-            pass
-        time.sleep(0.5)
-    server.terminate()
-    raise ChatmemError(f"the local Prefect server did not answer on {api_url} within {timeout_s:.0f} s")
+    try:
+        local_api.wait_healthy(server, api_url, timeout_s)
+    except local_api.NotReady as failure:
+        if failure.returncode is not None:
+            raise ChatmemError(f"the local Prefect server exited with code {failure.returncode}") from None
+        server.terminate()
+        raise ChatmemError(f"the local Prefect server did not answer on {api_url} within {timeout_s:.0f} s") from None
+    log.info("serve - Prefect server on %s", api_url)
+    return server, api_url
