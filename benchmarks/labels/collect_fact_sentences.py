@@ -16,7 +16,7 @@ import json
 import random
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -71,6 +71,23 @@ def _lme_s(shared: Path) -> tuple[set[str], dict[str, list[dict[str, str]]]]:
             for sid, session in zip(question["haystack_session_ids"], question["haystack_sessions"], strict=True):
                 sessions.setdefault(sid, session)
     return demo, {sid: s for sid, s in sessions.items() if sid not in demo}
+
+
+def _user_sentences(sessions: dict[str, list[dict[str, str]]], keep: Callable[[str], bool]) -> list[dict[str, str]]:
+    """Each distinct whitespace-flattened sentence of the users' turns that `keep` accepts, in the sessions' order."""
+    seen: set[str] = set()
+    rows: list[dict[str, str]] = []
+    for sid, session in sessions.items():
+        for turn in session:
+            if turn["role"] != "user":
+                continue
+            for sentence in sentences(turn["content"]):
+                flat = " ".join(sentence.split())
+                if flat in seen or not keep(flat):
+                    continue
+                seen.add(flat)
+                rows.append({"source": "lme-s", "conversation": sid, "sentence": flat})
+    return rows
 
 
 def main() -> int:
@@ -133,37 +150,18 @@ def main() -> int:
 
     # 3. LongMemEval_S dev50 haystacks outside the demo: first person + a career word, not a question; 70
     taken = {r["sentence"] for r in rows}
-    career: list[dict[str, str]] = []
-    seen_career: set[str] = set()
-    for sid, session in lme_s.items():
-        for turn in session:
-            if turn["role"] != "user":
-                continue
-            for sentence in sentences(turn["content"]):
-                flat = " ".join(sentence.split())
-                if flat in seen_career or flat in taken or len(flat) < 20 or flat.endswith("?"):
-                    continue
-                if not _CAREER.search(flat):
-                    continue
-                seen_career.add(flat)
-                career.append({"source": "lme-s", "conversation": sid, "sentence": flat})
+    career = _user_sentences(
+        lme_s,
+        lambda flat: flat not in taken and len(flat) >= 20 and not flat.endswith("?") and bool(_CAREER.search(flat)),
+    )
     for offset, row in enumerate(random.Random(26).sample(career, 70)):
         rows.append({**row, "id": 254 + offset})  # type: ignore[dict-item]
 
     # 4. the fresh set: LongMemEval_S dev50 outside the demo and set a, any first-person sentence; 110
     taken = {r["sentence"] for r in rows}
-    fresh: list[dict[str, str]] = []
-    seen_fresh: set[str] = set()
-    for sid, session in lme_s.items():
-        for turn in session:
-            if turn["role"] != "user":
-                continue
-            for sentence in sentences(turn["content"]):
-                flat = " ".join(sentence.split())
-                if flat in seen_fresh or flat in taken or not 20 <= len(flat) <= 300 or not _FIRST_FRESH.search(flat):
-                    continue
-                seen_fresh.add(flat)
-                fresh.append({"source": "lme-s", "conversation": sid, "sentence": flat})
+    fresh = _user_sentences(
+        lme_s, lambda flat: flat not in taken and 20 <= len(flat) <= 300 and bool(_FIRST_FRESH.search(flat))
+    )
     picked = [{**row, "id": 1000 + i} for i, row in enumerate(random.Random(27).sample(fresh, 110))]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "sample_a.json").write_text(json.dumps(rows, ensure_ascii=False, indent=0))
