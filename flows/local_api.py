@@ -42,12 +42,14 @@ def wait_healthy(process: subprocess.Popen[Any], api_url: str, timeout_s: float,
     while True:
         if process.poll() is not None:
             raise NotReady(api_url, timeout_s, process.returncode)
+        # The deadline before the check: a timeout of 0 allows no wait at all, whether or not the server happens
+        # to be up already (a race on a busy machine otherwise; tests rely on 0 failing every time).
+        if time.monotonic() >= deadline:
+            raise NotReady(api_url, timeout_s, None)
         try:
             with opener.open(f"{api_url}/health", timeout=2) as response:
                 if response.status == 200:
                     return
         except OSError:
             pass
-        if time.monotonic() >= deadline:
-            raise NotReady(api_url, timeout_s, None)
         time.sleep(poll_s)

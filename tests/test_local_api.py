@@ -73,3 +73,16 @@ def test_a_server_that_never_answers_times_out() -> None:
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_timeout_of_zero_allows_no_wait_even_for_a_server_that_is_up() -> None:
+    port = local_api.free_port()
+    process = _start(HEALTH_SERVER, str(port))
+    try:
+        local_api.wait_healthy(process, f"http://127.0.0.1:{port}/api", timeout_s=30, poll_s=0.05)  # it is up
+        with pytest.raises(local_api.NotReady) as failure:
+            local_api.wait_healthy(process, f"http://127.0.0.1:{port}/api", timeout_s=0)
+        assert failure.value.returncode is None
+    finally:
+        process.terminate()
+        process.wait()
