@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -456,7 +456,7 @@ def load_index(
         )
     settings = for_run(settings, staging, run_id)
     check_embedder(settings, embedder)
-    graph = store.read_run(staging, run_id, edges=False)
+    graph = store.read_run(staging, run_id, edges=False, key_texts=reuse is not None)
     rows = [c for c in graph.content if c.kind == "message"]
     cues = graph.cues
     del graph  # the rows (their key texts: ~1.9 KB a message) are dropped once their columns and counts are taken
@@ -475,8 +475,10 @@ def load_index(
             have[shared] = True
     # what build_index takes from the rows, taken before the key vectors fill `dense`
     columns = columns_of(rows)
-    if counts is None:
-        counts = TermCounts.of_texts(c.key_text for c in rows)
+    if counts is None:  # a fresh build: the key texts read one at a time (not held by the rows), counted
+        asks: list[bool] = []
+        counts = TermCounts.of_texts(_key_texts(staging, run_id, ids, asks))
+        columns.asks = np.array(asks, dtype=bool)  # asks_of(rows) on the texts read here
     del rows
     texts: Mapping[str, str] = {}
     if keep_texts:  # every text (a fresh build), or those of the rows without a vector yet (a reuse)
@@ -506,6 +508,20 @@ def load_index(
         columns, cues, run_id, dense, counts, matrices, settings.memory.key_roles, texts=texts, titles=titles
     )
     return attach_facts(index, staging)
+
+
+def _key_texts(staging: sqlite3.Connection, run_id: str, ids: Sequence[str], asks: list[bool]) -> Iterator[str]:
+    """The key texts of the message rows `ids` (read_run's order), one at a time; each one's `asks_of` appended
+    to `asks` as it is read."""
+    read = 0
+    for content_id, key_text in store.iter_key_texts(staging, run_id):
+        if read >= len(ids) or content_id != ids[read]:
+            raise ValueError(f"run {run_id}: the key texts read do not follow its content rows ({content_id})")
+        read += 1
+        asks.append("?" in key_text or "？" in key_text)
+        yield key_text
+    if read != len(ids):
+        raise ValueError(f"run {run_id}: {len(ids) - read} content rows without a key text read")
 
 
 def fill_vectors(
