@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from concept_support import Dbs
 from test_index_store import built_memory, index_dir, same, stored
 
 from memory import index as index_module
-from memory import index_store
+from memory import index_store, text
 from memory.candidates import prepare
 from memory.index import MemoryIndex, attach_facts, build_index, embeds_role, fill_vectors, key_embedder, load_index
 from memory.key_model import for_run
@@ -130,3 +131,64 @@ def test_stored_files_are_the_whole_dict_build_files(
     assert again["sha256"] == manifest["sha256"] and again["meta"] == manifest["meta"]
     np.save(tmp_path / "gathered.npy", np.asarray(expected.dense)[expected.prepass.lists.order], allow_pickle=False)
     assert (tmp_path / "gathered.npy").read_bytes() == (directory / "dense.by_list.npy").read_bytes()
+
+
+def old_from_counts(counts: Any, names: list[str], k1: float = 1.2, b: float = 0.75) -> tuple[Any, ...]:
+    """BM25.from_counts before the chunked weights: (indptr, indices, postings, idf, tf, vocabulary)."""
+    sorted_names = sorted(names)
+    if list(names) != sorted_names:
+        position = {t: i for i, t in enumerate(names)}
+        counts = counts.tocsc()[:, [position[t] for t in sorted_names]]
+    counts = counts.tocsc()
+    counts.sum_duplicates()
+    n = counts.shape[0]
+    length = np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
+    average = float(length.mean()) if len(length) and length.sum() else 1.0
+    freq = counts.data.astype(np.float64, copy=False)
+    norm = length[counts.indices]
+    norm *= b
+    norm /= average
+    norm += 1 - b
+    norm *= k1
+    norm += freq
+    vals = freq * (k1 + 1)
+    vals /= norm
+    df = np.diff(counts.indptr).astype(np.float64)
+    idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+    return counts.indptr, counts.indices, vals.astype(np.float32), idf, freq.astype(np.int32), sorted_names
+
+
+@pytest.mark.parametrize("duplicates", [False, True])
+def test_bm25_weights_in_chunks_are_the_one_pass_weights(monkeypatch: pytest.MonkeyPatch, duplicates: bool) -> None:
+    """BM25.from_counts with its columns renumbered through the indices and its weights 5 entries at a time gives
+    the arrays of the column-gathered CSC weighted in one pass (every dtype and byte)."""
+    from scipy.sparse import coo_matrix
+
+    monkeypatch.setattr(text, "BM25_CHUNK", 5)
+    rng = np.random.default_rng(3)
+    names = [f"t{i:02d}" for i in rng.permutation(40)]  # numbered in order of appearance, not sorted
+    rows, cols = rng.integers(0, 30, 300), rng.integers(0, 40, 300)
+    counts = coo_matrix((rng.integers(1, 5, 300).astype(np.float64), (rows, cols)), shape=(30, 40)).tocsr()
+    if not duplicates:
+        counts.sum_duplicates()
+    else:  # two entries for some (document, term): summed by both
+        counts = coo_matrix(
+            (
+                np.concatenate([counts.data, counts.data[:20]]),
+                (np.r_[counts.tocoo().row, counts.tocoo().row[:20]], np.r_[counts.indices, counts.indices[:20]]),
+            ),
+            shape=(30, 40),
+        ).tocsr(copy=False)
+    before = counts.copy()
+    bm25 = text.BM25.from_counts(counts, names)
+    indptr, indices, postings, idf, tf, vocabulary = old_from_counts(before.copy(), names)
+    for new, old in (
+        (bm25.postings.indptr, indptr),
+        (bm25.postings.indices, indices),
+        (bm25.postings.data, postings),
+        (bm25.idf, idf),
+        (bm25.tf, tf),
+    ):
+        assert new.dtype == old.dtype and new.tobytes() == old.tobytes()
+    assert sorted(bm25.vocabulary, key=bm25.vocabulary.__getitem__) == vocabulary
+    assert (counts != before).nnz == 0 and counts.indices.tobytes() == before.indices.tobytes()  # input untouched
