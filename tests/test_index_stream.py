@@ -5,6 +5,7 @@ file for file, the index of the build it replaced: every text in one dict, the r
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,7 @@ def test_stored_files_are_the_whole_dict_build_files(
     monkeypatch.setattr(index_store, "ROWS_CHUNK", 3)
     stored(built)
     directory = index_dir(built)
-    manifest = index_store.json.loads((directory / index_store.MANIFEST).read_text())
+    manifest = json.loads((directory / index_store.MANIFEST).read_text())
     assert "dense.by_list" in manifest["files"], "the pre-pass lists: the key vectors in list order"
     expected = whole_dict_build(built)
     prepare(expected)
@@ -127,7 +128,7 @@ def test_stored_files_are_the_whole_dict_build_files(
     for name in written:
         if name != index_store.MANIFEST:
             assert (directory / name).read_bytes() == (reference / name).read_bytes(), name
-    again = index_store.json.loads((reference / index_store.MANIFEST).read_text())
+    again = json.loads((reference / index_store.MANIFEST).read_text())
     assert again["sha256"] == manifest["sha256"] and again["meta"] == manifest["meta"]
     np.save(tmp_path / "gathered.npy", np.asarray(expected.dense)[expected.prepass.lists.order], allow_pickle=False)
     assert (tmp_path / "gathered.npy").read_bytes() == (directory / "dense.by_list.npy").read_bytes()
@@ -189,6 +190,6 @@ def test_bm25_weights_in_chunks_are_the_one_pass_weights(monkeypatch: pytest.Mon
         (bm25.idf, idf),
         (bm25.tf, tf),
     ):
-        assert new.dtype == old.dtype and new.tobytes() == old.tobytes()
+        assert new is not None and new.dtype == old.dtype and new.tobytes() == old.tobytes()
     assert sorted(bm25.vocabulary, key=bm25.vocabulary.__getitem__) == vocabulary
     assert (counts != before).nnz == 0 and counts.indices.tobytes() == before.indices.tobytes()  # input untouched
