@@ -94,7 +94,8 @@ def main() -> None:
         from memory.index import load_index, run_embedder
 
         keyed, embedder = run_embedder(settings, staging)
-        detail = f"size={load_index(archive, staging, keyed, embedder).size}"
+        # as memory/index_store.py builds it: texts read a chunk at a time for the key vectors, not kept
+        detail = f"size={load_index(archive, staging, keyed, embedder, keep_texts=False).size}"
     else:
         stage = spec(args.stage)
         with process_batches(worker_count(args.workers) if stage.local_pool else 1) as map_batches:

@@ -64,7 +64,7 @@ class TypoIndex:
 
     def __init__(self) -> None:
         self._words: set[str] = set()
-        self._by_key: dict[str, dict[int, set[str]]] = {}  # deletion key -> word length -> words
+        self._by_key: dict[str, list[str]] = {}  # deletion key -> its words (a list: ~1M keys at 25k messages)
         self._by_length: dict[int, list[str]] = {}  # every word, by length: screened for the long ones
         self._neighbours: dict[str, tuple[str, ...]] = {}  # word asked -> its checked neighbours
         self._asked: dict[str, set[str]] = {}  # deletion key -> the words asked whose answer it can change
@@ -86,7 +86,7 @@ class TypoIndex:
     def _index(self, word: str) -> None:
         size = len(word)
         for key in deletion_keys(word):
-            self._by_key.setdefault(key, {}).setdefault(size, set()).add(word)
+            self._by_key.setdefault(key, []).append(word)  # once: add_words indexes a word once
             asked_here = self._asked.get(key)
             if not asked_here:
                 continue
@@ -113,13 +113,11 @@ class TypoIndex:
         shortest = (2 * size + 2) // 3  # ratio >= 0.8 needs the shorter word >= 2/3 of the longer
         if size <= LONGEST_INDEXED and self._indexed:
             for key in deletion_keys(word):
-                by_length = self._by_key.get(key)
-                if not by_length:
+                words = self._by_key.get(key)
+                if not words:
                     continue
                 longest = 5 * len(key) // 2 - size  # 5 * |key| >= 2 * (|word| + |other|): see _close_enough
-                for length, words in by_length.items():
-                    if length <= longest:
-                        found.update(words)
+                found.update(w for w in words if len(w) <= longest)
             shortest = max(shortest, LONGEST_INDEXED + 1)  # only the unindexed long ones left to scan
         for length in range(shortest, size * 3 // 2 + 1):
             scanned = self._by_length.get(length)

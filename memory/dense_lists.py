@@ -19,7 +19,7 @@ Array = np.ndarray[Any, Any]
 
 SAMPLE = 20_000  # vectors the k-means and the projection learn from
 ITERATIONS = 6
-CHUNK = 65_536  # vectors assigned at a time (bounds the temporary memory of the assignment)
+CHUNK = 16_384  # vectors assigned at a time (bounds the temporary memory: 2 x CHUNK x lists float32, <= 128 MiB)
 
 
 def _nearest(points: Array, centroids: Array, half_norms: Array) -> Array:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import sqlite3
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, overload
 
@@ -434,6 +435,7 @@ def load_index(
     *,
     run_id: str | None = None,
     reuse: Reuse | None = None,
+    keep_texts: bool = True,
 ) -> MemoryIndex:
     """The latest (or the given) cues run of a data dir, with texts and key vectors; ConfigError when none.
 
@@ -442,6 +444,9 @@ def load_index(
     (`key_embedder(for_run(...))`). With `reuse` (memory/index_reuse.py, an earlier run's stored index), the term
     counts and key vectors of the rows shared with that run are taken from it, and only the other rows' texts
     are read: `texts` then holds those only (memory/index_store.py reads the rest from archive.db when asked).
+    `keep_texts=False` (memory/index_store.py, which reads texts from archive.db when shown): `texts` is empty and
+    the texts the key vectors need are read VECTOR_CHUNK at a time, never all at once (1.1 KB a message, ~1 GB
+    at 1M messages); the key vectors are the same.
     """
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
@@ -451,49 +456,72 @@ def load_index(
         )
     settings = for_run(settings, staging, run_id)
     check_embedder(settings, embedder)
-    graph = store.read_run(staging, run_id, edges=False)
+    graph = store.read_run(staging, run_id, edges=False, key_texts=reuse is not None)
     rows = [c for c in graph.content if c.kind == "message"]
+    cues = graph.cues
+    del graph  # the rows (their key texts: ~1.9 KB a message) are dropped once their columns and counts are taken
     ids = [c.content_id for c in rows]
     dense = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     have = np.zeros(len(ids), dtype=bool)
     wanted = np.array([embeds_role(settings, r.role) for r in rows], dtype=bool)
     names = speaker_names((r.role, r.author) for r in rows)
     counts = None
-    if reuse is None:
-        texts = inputs.message_texts(archive, ids)
-    else:
+    if reuse is not None:
         old = reuse.positions(ids)
         counts = reuse.counts(old, [None if o >= 0 else r.key_text for o, r in zip(old, rows, strict=True)])
         if list(reuse.previous.names.names) == list(names.names):  # the same masking: the same key vectors
             shared = np.flatnonzero((old >= 0) & wanted)
             dense[shared] = reuse.previous.dense[old[shared]]
             have[shared] = True
-        texts = inputs.message_texts(archive, [ids[i] for i in np.flatnonzero(wanted & ~have)])
-
-    fill_vectors(staging, settings, embedder, dense, have, wanted, ids, texts, names)
+    # what build_index takes from the rows, taken before the key vectors fill `dense`
+    columns = columns_of(rows)
+    if counts is None:  # a fresh build: the key texts read one at a time (not held by the rows), counted
+        asks: list[bool] = []
+        counts = TermCounts.of_texts(_key_texts(staging, run_id, ids, asks))
+        columns.asks = np.array(asks, dtype=bool)  # asks_of(rows) on the texts read here
+    del rows
+    texts: Mapping[str, str] = {}
+    if keep_texts:  # every text (a fresh build), or those of the rows without a vector yet (a reuse)
+        texts = inputs.message_texts(
+            archive, ids if reuse is None else [ids[i] for i in np.flatnonzero(wanted & ~have)]
+        )
+        fill_vectors(staging, settings, embedder, dense, have, wanted, ids, texts, names)
+    else:
+        fill_vectors(
+            staging, settings, embedder, dense, have, wanted, ids, partial(inputs.message_texts, archive), names
+        )
+    del have, wanted
     titles = inputs.conversation_titles(archive)
-    edges = (
-        (kind, src, dst, weight)
-        for kind in ("cue-content", "cue-tag")
-        for src, dst, weight in store.iter_edges(staging, run_id, kind)
-    )
-    matrices = None
+    cue_ids = [c.cue_id for c in cues]
+    position = {c: i for i, c in enumerate(ids)}
     if reuse is not None:  # the earlier index's cue weights, less the edges retired since, plus those written
-        conversation_ids = sorted({r.conversation_id for r in rows})  # the codes build_index gives them
-        position = {c: i for i, c in enumerate(ids)}
-        matrices = reuse.cue_matrices(staging, run_id, [c.cue_id for c in graph.cues], position, conversation_ids)
-    index = build_index(
-        graph,
-        run_id,
-        dense,
-        texts=texts,
-        titles=titles,
-        key_roles=settings.memory.key_roles,
-        edges=edges,
-        counts=counts,
-        cue_matrices=matrices,
+        matrices = reuse.cue_matrices(staging, run_id, cue_ids, position, columns.conversation_ids)
+    else:
+        edges = (
+            (kind, src, dst, weight)
+            for kind in ("cue-content", "cue-tag")
+            for src, dst, weight in store.iter_edges(staging, run_id, kind)
+        )
+        matrices = _cue_matrices(edges, cue_ids, position, columns.conversation_ids)
+    del position
+    index = assemble(
+        columns, cues, run_id, dense, counts, matrices, settings.memory.key_roles, texts=texts, titles=titles
     )
     return attach_facts(index, staging)
+
+
+def _key_texts(staging: sqlite3.Connection, run_id: str, ids: Sequence[str], asks: list[bool]) -> Iterator[str]:
+    """The key texts of the message rows `ids` (read_run's order), one at a time; each one's `asks_of` appended
+    to `asks` as it is read."""
+    read = 0
+    for content_id, key_text in store.iter_key_texts(staging, run_id):
+        if read >= len(ids) or content_id != ids[read]:
+            raise ValueError(f"run {run_id}: the key texts read do not follow its content rows ({content_id})")
+        read += 1
+        asks.append("?" in key_text or "？" in key_text)
+        yield key_text
+    if read != len(ids):
+        raise ValueError(f"run {run_id}: {len(ids) - read} content rows without a key text read")
 
 
 def fill_vectors(
@@ -504,29 +532,37 @@ def fill_vectors(
     have: Array,
     wanted: Array,
     ids: Sequence[str],
-    texts: Mapping[str, str],
+    texts: Mapping[str, str] | Callable[[list[str]], Mapping[str, str]],
     names: Names,
 ) -> None:
     """The key vectors of the `wanted` rows not yet `have`: from the vector cache by their masked text's hash,
-    embedded here (in memory) where the stages did not cover them (no segment, another model)."""
+    embedded here (in memory) where the stages did not cover them (no segment, another model). `texts`: the
+    messages' texts by id, or a reader of the texts of some ids (inputs.message_texts on archive.db), then called
+    once per VECTOR_CHUNK rows so that no more than a chunk's texts are held at a time (the same vectors)."""
     from clients.embed_cache import embed_texts  # building: the pipeline's modules are fine here
     from memory.graph import dense_key
 
-    def key_of(i: int) -> str:
-        return dense_key(texts.get(ids[i], ""), names)
+    def keys_of(chunk: list[int]) -> list[str]:
+        found = texts if isinstance(texts, Mapping) else texts([ids[i] for i in chunk])
+        return [dense_key(found.get(ids[i], ""), names) for i in chunk]
 
     keyed_rows = [int(i) for i in np.flatnonzero(wanted & ~have)]
     for start in range(0, len(keyed_rows), VECTOR_CHUNK):  # a chunk at a time: no second copy of every vector
         chunk = keyed_rows[start : start + VECTOR_CHUNK]
-        hashes = [vectors.text_hash(key_of(i)) for i in chunk]
+        hashes = [vectors.text_hash(key) for key in keys_of(chunk)]
         cached = vectors.load_vectors(staging, embedder.key, hashes)
         for i, h in zip(chunk, hashes, strict=True):
             if h in cached:
                 dense[i] = cached[h]
                 have[i] = True
+        del hashes, cached
     missing = [int(i) for i in np.flatnonzero(wanted & ~have)]
-    if missing:
-        keyed = [key_of(i) for i in missing]
+    if missing:  # few (the stages cached the rest): embedded in one call, as their texts were before
+        keyed = [
+            key
+            for start in range(0, len(missing), VECTOR_CHUNK)
+            for key in keys_of(missing[start : start + VECTOR_CHUNK])
+        ]
         dense[missing] = embed_texts(embedder, keyed, embedder.batch_size or settings.embed.batch_size)
 
 

@@ -54,6 +54,7 @@ def stem(word: str) -> str:
 
 
 _STEMS: dict[str, str | None] = {}  # word -> its term, None for a stop word or a single letter
+BM25_CHUNK = 1 << 20  # postings weighted per step of BM25.from_counts (two float64 temporaries of this size)
 _STEMS_MAX = 1 << 18  # a vocabulary is small next to the words of a million messages; bounded all the same
 
 
@@ -158,29 +159,38 @@ class BM25:
         """BM25 of a scipy documents x terms matrix of raw counts whose column j is term `names[j]` (no empty
         column). The columns are renumbered in sorted term order."""
         sorted_names = sorted(names)
-        if list(names) != sorted_names:
-            position = {t: i for i, t in enumerate(names)}
-            counts = counts.tocsc()[:, [position[t] for t in sorted_names]]
+        if list(names) != sorted_names:  # column j becomes column rank[j]: the CSC is built once, in sorted order
+            from scipy.sparse import csr_matrix
+
+            csr = counts.tocsr()
+            place = {t: i for i, t in enumerate(sorted_names)}
+            rank = np.array([place[t] for t in names], dtype=csr.indices.dtype)
+            counts = csr_matrix((csr.data, rank[csr.indices], csr.indptr), shape=csr.shape)
+            del csr
         counts = counts.tocsc()
         counts.sum_duplicates()  # canonical: one entry per (document, term), rows sorted within each column
         n = counts.shape[0]
         length = np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
         average = float(length.mean()) if len(length) and length.sum() else 1.0
         # k1 * (1 - b + b * length / average), then tf * (k1 + 1) / (tf + norm): the per-entry float64 steps,
-        # in place (the same IEEE results: + and * commute exactly), so only two float arrays are alive at once
+        # in place (the same IEEE results: + and * commute exactly), BM25_CHUNK entries at a time (elementwise:
+        # the same values as one pass, without two float64 arrays of every posting)
         freq = counts.data.astype(np.float64, copy=False)
-        norm = length[counts.indices]
-        norm *= b
-        norm /= average
-        norm += 1 - b
-        norm *= k1
-        norm += freq
-        vals = freq * (k1 + 1)
-        vals /= norm
-        del norm
+        vals = np.empty(len(freq), dtype=np.float32)
+        for start in range(0, len(freq), BM25_CHUNK):
+            part = freq[start : start + BM25_CHUNK]
+            norm = length[counts.indices[start : start + BM25_CHUNK]]
+            norm *= b
+            norm /= average
+            norm += 1 - b
+            norm *= k1
+            norm += part
+            chunk = part * (k1 + 1)
+            chunk /= norm
+            vals[start : start + BM25_CHUNK] = chunk
         df = np.diff(counts.indptr).astype(np.float64)
         idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
-        postings = CSR(counts.indptr, counts.indices, vals.astype(np.float32), (len(sorted_names), n))
+        postings = CSR(counts.indptr, counts.indices, vals, (len(sorted_names), n))
         return cls({t: i for i, t in enumerate(sorted_names)}, postings, idf, freq.astype(np.int32))
 
     @classmethod

@@ -362,17 +362,20 @@ def latest_finished_run(conn: sqlite3.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
-def read_run(conn: sqlite3.Connection, run_id: str, *, edges: bool = True) -> MemoryGraph:
+def read_run(conn: sqlite3.Connection, run_id: str, *, edges: bool = True, key_texts: bool = True) -> MemoryGraph:
     """The graph one run wrote, rows in key order (deterministic). `edges=False` leaves the edges out (the
-    recall index streams them with `iter_edges`: ~19 per message, they were most of its peak memory)."""
+    recall index streams them with `iter_edges`: ~19 per message, they were most of its peak memory);
+    `key_texts=False` leaves every content row's key text empty (the recall index reads them one at a time with
+    `iter_key_texts`: ~1 KB a message)."""
     parts: dict[str, list[Any]] = {"edges": []}
     for table, cls, attr in _TABLES:
         if attr == "edges" and not edges:
             continue
         columns = _columns(cls)
         key = columns[:2] if table == "memory_edges" else columns[:1]
+        selected = ["'' AS key_text" if c == "key_text" and not key_texts else c for c in columns]
         rows = conn.execute(
-            f"SELECT {', '.join(columns)} FROM {table} WHERE {LIVE} ORDER BY {', '.join(key)}", (run_id, run_id)
+            f"SELECT {', '.join(selected)} FROM {table} WHERE {LIVE} ORDER BY {', '.join(key)}", (run_id, run_id)
         )
         parts[attr] = [cls(*row) for row in rows]
     for cue in parts["cues"]:
@@ -395,6 +398,15 @@ def read_cues(conn: sqlite3.Connection, run_id: str) -> list[CueRow]:
     for cue in cues:
         cue.hub = bool(cue.hub)
     return cues
+
+
+def iter_key_texts(conn: sqlite3.Connection, run_id: str) -> Iterator[tuple[str, str]]:
+    """(content_id, key_text) of the message rows, one at a time, in `read_run`'s order of its content."""
+    for row in conn.execute(
+        f"SELECT content_id, kind, key_text FROM memory_content WHERE {LIVE} ORDER BY content_id", (run_id, run_id)
+    ):
+        if row[1] == "message":
+            yield row[0], row[2]
 
 
 def iter_edges(conn: sqlite3.Connection, run_id: str, kind: str) -> Iterator[tuple[str, str, float]]:
