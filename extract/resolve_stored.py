@@ -64,10 +64,11 @@ def decode_index_key(text: str) -> IndexKey:
     return (kind, concept_type, payload)
 
 
-def row_signatures(concepts: Mapping[str, ConceptRow]) -> dict[str, RowSig]:
-    """What the resolver reads of each concept row (as `ConceptLoop` builds it)."""
+def row_signatures(concepts: Mapping[str, ConceptRow], ids: Iterable[str] | None = None) -> dict[str, RowSig]:
+    """What the resolver reads of each concept row (as `ConceptLoop` builds it); `ids`: of these rows only."""
     out: dict[str, RowSig] = {}
-    for concept_id, row in concepts.items():
+    for concept_id in concepts if ids is None else (c for c in ids if c in concepts):
+        row = concepts[concept_id]
         owner = survivor(concepts, concept_id)
         names = json.dumps([row.title, *row.aliases], ensure_ascii=False)
         out[concept_id] = RowSig(int(row.state == "merged"), owner, concepts[owner].type, names)
@@ -201,28 +202,35 @@ def _read_through(conn: sqlite3.Connection, resolver: Resolver) -> Resolver:
 
 
 def resolver_for(conn: sqlite3.Connection, concepts: Mapping[str, ConceptRow], make: Callable[[], Resolver]) -> Resolver:
-    """The resolver for a run over `concepts` (the store as the run starts); the stored index brought up to date
-    first (its own transaction)."""
-    sigs = row_signatures(concepts)
+    """The resolver for a run over `concepts` (the store as the run starts, as `concepts` holds it); the stored
+    index brought up to date first (its own transaction)."""
     with Transaction(conn):
-        old = state.load_rows(conn) if state.version(conn) == VERSION else None
-        changed = [] if old is None else sorted(c for c in old.keys() | sigs.keys() if old.get(c) != sigs.get(c))
-        if not old or len(changed) > FULL_SHARE * len(sigs):
-            return _build(conn, sigs, make)
-        if changed:
-            _update(conn, old, sigs, changed, make)
+        if state.version(conn) != VERSION or not state.has_rows(conn):
+            return _build(conn, concepts, make)
+        direct = state.changed_rows(conn)  # rows whose own columns changed; and the rows that can follow them:
+        if direct:  # a row's owner and its type change only with a row on its merge chain, all of one owner
+            reach = direct | set(state.rows_owned_by(conn, direct | state.owners_of(conn, direct)))
+            old = state.load_rows(conn, reach)
+            new = row_signatures(concepts, reach)
+            changed = sorted(c for c in reach if old.get(c) != new.get(c))
+            if len(changed) > FULL_SHARE * max(1, len(concepts)):
+                return _build(conn, concepts, make)
+            if changed:
+                _update(conn, old, new, changed, make)
+            state.sync_row_columns(conn, direct)
     resolver = _read_through(conn, make())
     resolver._typos.add_words(tuple(state.vocabulary(conn)))
     return resolver
 
 
-def _build(conn: sqlite3.Connection, sigs: dict[str, RowSig], make: Callable[[], Resolver]) -> Resolver:
+def _build(conn: sqlite3.Connection, concepts: Mapping[str, ConceptRow], make: Callable[[], Resolver]) -> Resolver:
     """Every row into a resolver in memory (as a run did before), stored in full."""
     state.clear(conn, VERSION)
     resolver = make()
-    rows = _ordered(sigs.items())
+    rows = _ordered(row_signatures(concepts).items())
     given = _add_rows(resolver, rows)
     state.put_rows(conn, rows)
+    state.sync_row_columns(conn)
     state.put_claims(conn, ((key, c) for c, sig in rows for key in _claims(sig)))
     state.put_entries(conn, (_stored_entry(resolver, owner, words) for owner, words in sorted(given.items())))
     return resolver
@@ -231,20 +239,22 @@ def _build(conn: sqlite3.Connection, sigs: dict[str, RowSig], make: Callable[[],
 def _update(
     conn: sqlite3.Connection,
     old: dict[str, RowSig],
-    sigs: dict[str, RowSig],
+    new: dict[str, RowSig],
     changed: list[str],
     make: Callable[[], Resolver],
 ) -> None:
-    """Redo the entries of the owners the changed rows can reach (see the module's doc)."""
+    """Redo the entries of the owners the changed rows can reach (see the module's doc); `old` and `new` hold at
+    least the changed rows (a row in neither is gone, or new)."""
     touched: set[str] = set()
     for concept_id in changed:
-        for sig in (old.get(concept_id), sigs.get(concept_id)):
+        for sig in (old.get(concept_id), new.get(concept_id)):
             if sig is not None:
                 touched |= _claims(sig)
-    reach = state.claimants(conn, touched) | set(changed)
+    claimants = state.claimants(conn, touched)
+    unchanged = state.load_rows(conn, claimants - set(changed))  # their stored row is their row now
     affected: set[str] = set()
-    for concept_id in reach:
-        for sig in (old.get(concept_id), sigs.get(concept_id)):
+    for concept_id in claimants | set(changed):
+        for sig in (old.get(concept_id), new.get(concept_id), unchanged.get(concept_id)):
             if sig is not None:
                 affected.add(sig.owner)
     for owner in sorted(affected):
@@ -252,11 +262,11 @@ def _update(
         if stored is not None:
             state.drop_entry(conn, stored)
     state.drop_claims(conn, [(key, c) for c in changed if c in old for key in _claims(old[c])])
-    state.drop_rows(conn, [c for c in changed if c not in sigs])
-    state.put_rows(conn, [(c, sigs[c]) for c in changed if c in sigs])
-    state.put_claims(conn, [(key, c) for c in changed if c in sigs for key in _claims(sigs[c])])
+    state.drop_rows(conn, [c for c in changed if c not in new])
+    state.put_rows(conn, [(c, new[c]) for c in changed if c in new])
+    state.put_claims(conn, [(key, c) for c in changed if c in new for key in _claims(new[c])])
     resolver = _read_through(conn, make())
-    given = _add_rows(resolver, _ordered((c, sig) for c, sig in sigs.items() if sig.owner in affected))
+    given = _add_rows(resolver, _ordered(state.rows_owned_by(conn, affected).items()))
     state.put_entries(conn, (_stored_entry(resolver, owner, words) for owner, words in sorted(given.items())))
 
 

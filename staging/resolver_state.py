@@ -3,7 +3,9 @@ started from, kept so that a run builds in memory only what its hypotheses ask a
 emptied, it is built again from `concepts` by the next concepts run (extract/resolve_stored.py).
 
 - `resolver_rows`: each concept row the index was built from: whether it is merged, the concept its names go
-  to (`owner`, the survivor), that concept's type and the row's names ([title, *aliases], JSON).
+  to (`owner`, the survivor), that concept's type and the row's names ([title, *aliases], JSON); and the row's
+  own columns these come from (`row_*`: merged or not, merged_into, type, title, aliases as stored), compared
+  with `concepts` in SQL to find the rows changed since (`changed_rows`).
 - `resolver_claims`: each (match key, concept) of those names: which rows claim a key (the first claimant in
   the resolver's order owns it).
 - `resolver_entries`: per owner, its entry as the resolver built it: type, names ([[name key, [words]], ...] in
@@ -24,6 +26,8 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from staging.db import IN_VALUES, json_values
+
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS resolver_meta (
         version INTEGER NOT NULL
@@ -33,8 +37,14 @@ SCHEMA = [
         merged INTEGER NOT NULL,
         owner TEXT NOT NULL,
         type TEXT NOT NULL,
-        names TEXT NOT NULL
+        names TEXT NOT NULL,
+        row_merged INTEGER,
+        row_merged_into TEXT,
+        row_type TEXT,
+        row_title TEXT,
+        row_aliases TEXT
     ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS resolver_rows_by_owner ON resolver_rows (owner)",
     """CREATE TABLE IF NOT EXISTS resolver_claims (
         key TEXT NOT NULL,
         concept_id TEXT NOT NULL,
@@ -112,17 +122,75 @@ def clear(conn: sqlite3.Connection, new_version: int) -> None:
     conn.execute("INSERT INTO resolver_meta (version) VALUES (?)", (new_version,))
 
 
-def load_rows(conn: sqlite3.Connection) -> dict[str, RowSig]:
+def has_rows(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM resolver_rows LIMIT 1").fetchone() is not None
+
+
+def changed_rows(conn: sqlite3.Connection) -> set[str]:
+    """Concept rows whose merged state, merge pointer, type, title or aliases differ from those the index was built
+    from, new ones and gone ones."""
+    changed = {
+        str(r[0])
+        for r in conn.execute(
+            "SELECT c.concept_id FROM concepts c LEFT JOIN resolver_rows r ON r.concept_id = c.concept_id"
+            " WHERE r.concept_id IS NULL OR r.row_merged IS NOT (c.state = 'merged')"
+            " OR r.row_merged_into IS NOT c.merged_into OR r.row_type IS NOT c.type OR r.row_title IS NOT c.title"
+            " OR r.row_aliases IS NOT c.aliases"
+        )
+    }
+    changed.update(
+        str(r[0])
+        for r in conn.execute(
+            "SELECT concept_id FROM resolver_rows r WHERE NOT EXISTS"
+            " (SELECT 1 FROM concepts c WHERE c.concept_id = r.concept_id)"
+        )
+    )
+    return changed
+
+
+def owners_of(conn: sqlite3.Connection, ids: Iterable[str]) -> set[str]:
+    return {
+        str(r[0])
+        for r in conn.execute(f"SELECT owner FROM resolver_rows WHERE concept_id IN {IN_VALUES}", (json_values(ids),))
+    }
+
+
+def rows_owned_by(conn: sqlite3.Connection, owners: Iterable[str]) -> dict[str, RowSig]:
     return {
         str(r[0]): RowSig(int(r[1]), str(r[2]), str(r[3]), str(r[4]))
-        for r in conn.execute("SELECT concept_id, merged, owner, type, names FROM resolver_rows")
+        for r in conn.execute(
+            f"SELECT concept_id, merged, owner, type, names FROM resolver_rows WHERE owner IN {IN_VALUES}",
+            (json_values(owners),),
+        )
     }
+
+
+def load_rows(conn: sqlite3.Connection, ids: Iterable[str] | None = None) -> dict[str, RowSig]:
+    sql, args = "SELECT concept_id, merged, owner, type, names FROM resolver_rows", ()
+    if ids is not None:
+        sql, args = f"{sql} WHERE concept_id IN {IN_VALUES}", (json_values(ids),)
+    return {str(r[0]): RowSig(int(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in conn.execute(sql, args)}
 
 
 def put_rows(conn: sqlite3.Connection, rows: Iterable[tuple[str, RowSig]]) -> None:
     conn.executemany(
-        "INSERT OR REPLACE INTO resolver_rows (concept_id, merged, owner, type, names) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO resolver_rows (concept_id, merged, owner, type, names) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (concept_id) DO UPDATE SET merged = excluded.merged, owner = excluded.owner,"
+        " type = excluded.type, names = excluded.names",
         ((cid, r.merged, r.owner, r.type, r.names) for cid, r in rows),
+    )
+
+
+def sync_row_columns(conn: sqlite3.Connection, ids: Iterable[str] | None = None) -> None:
+    """Copy the concept rows' own columns (`row_*`) the index now reflects; None: every row."""
+    where, args = "", ()
+    if ids is not None:
+        where, args = f" AND resolver_rows.concept_id IN {IN_VALUES}", (json_values(ids),)
+    conn.execute(
+        "UPDATE resolver_rows SET row_merged = (c.state = 'merged'), row_merged_into = c.merged_into,"
+        " row_type = c.type, row_title = c.title, row_aliases = c.aliases"
+        f" FROM concepts c WHERE c.concept_id = resolver_rows.concept_id{where}",  # noqa: S608 - fixed text
+        args,
     )
 
 

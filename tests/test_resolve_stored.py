@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from test_concepts_incremental import digest, upstream
 from extract import resolve_stored
 from extract.resolve import Resolver, char_ngram_cosine
 from staging import resolver_state
+from staging import concepts as store
 from staging.concepts import ConceptRow, survivor
 from staging.ledger import open_staging
 
@@ -41,6 +43,13 @@ def full(concepts: dict[str, ConceptRow]) -> Resolver:
     return resolver
 
 
+def write(conn: sqlite3.Connection, concepts: dict[str, ConceptRow]) -> None:
+    """The store as the concepts table holds it (the stage's `concepts` are loaded from it)."""
+    with conn:
+        conn.execute("DELETE FROM concepts")
+        store.upsert_concepts(conn, concepts.values())
+
+
 def name(rng: random.Random) -> str:
     words = rng.sample(WORDS, rng.choice([1, 1, 2, 2, 3]))
     text = " ".join(words)
@@ -51,7 +60,7 @@ def concept(concept_id: str, rng: random.Random) -> ConceptRow:
     return ConceptRow(
         concept_id=concept_id,
         title=name(rng),
-        title_key="",
+        title_key=concept_id,
         type=rng.choice(TYPES),
         description="",
         state=rng.choice(["active", "weak", "archived", "split"]),
@@ -114,6 +123,7 @@ def test_the_kept_index_equals_a_full_build_after_every_change(tmp_path: Path, s
     paths = {"full": 0, "update": 0}
     for step in range(40):
         snapshot = {c: replace(r, aliases=list(r.aliases)) for c, r in concepts.items()}
+        write(conn, snapshot)
         before = resolver_state.version(conn)
         resolver = resolve_stored.resolver_for(conn, snapshot, make)
         paths["update" if isinstance(resolver.exact, resolve_stored._Faulting) else "full"] += 1
@@ -140,6 +150,7 @@ def test_another_version_of_the_keys_builds_in_full(tmp_path: Path, monkeypatch:
     conn = open_staging(tmp_path / "staging.db")
     rng = random.Random(1)
     concepts = {f"k{i}": concept(f"k{i}", rng) for i in range(10)}
+    write(conn, concepts)
     resolve_stored.resolver_for(conn, concepts, make)
     monkeypatch.setattr(resolve_stored, "VERSION", resolve_stored.VERSION + 1)
     resolver = resolve_stored.resolver_for(conn, concepts, make)
