@@ -201,7 +201,9 @@ def _read_through(conn: sqlite3.Connection, resolver: Resolver) -> Resolver:
     return resolver
 
 
-def resolver_for(conn: sqlite3.Connection, concepts: Mapping[str, ConceptRow], make: Callable[[], Resolver]) -> Resolver:
+def resolver_for(
+    conn: sqlite3.Connection, concepts: Mapping[str, ConceptRow], make: Callable[[], Resolver]
+) -> Resolver:
     """The resolver for a run over `concepts` (the store as the run starts, as `concepts` holds it); the stored
     index brought up to date first (its own transaction)."""
     with Transaction(conn):
@@ -277,10 +279,10 @@ def memory_state(resolver: Resolver) -> dict[str, Any]:
     """A resolver built in memory, as comparable values."""
     return {
         "exact": dict(resolver.exact),
-        "entries": {
-            o: (e.type, list(e.names.items()), sorted(e.keys)) for o, e in resolver._entries.items()
+        "entries": {o: (e.type, list(e.names.items()), sorted(e.keys)) for o, e in resolver._entries.items()},
+        "index_keys": {
+            o: sorted(encode_index_key(k) for k in held) for o, held in resolver._index_keys.items() if held
         },
-        "index_keys": {o: sorted(encode_index_key(k) for k in held) for o, held in resolver._index_keys.items() if held},
         "index": {encode_index_key(k): sorted(v) for k, v in resolver._index.items() if v},
         "vocabulary": sorted(resolver._typos._words),
     }

@@ -118,7 +118,7 @@ def version(conn: sqlite3.Connection) -> int | None:
 
 def clear(conn: sqlite3.Connection, new_version: int) -> None:
     for table in TABLES:
-        conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+        conn.execute(f"DELETE FROM {table}")
     conn.execute("INSERT INTO resolver_meta (version) VALUES (?)", (new_version,))
 
 
@@ -166,7 +166,8 @@ def rows_owned_by(conn: sqlite3.Connection, owners: Iterable[str]) -> dict[str, 
 
 
 def load_rows(conn: sqlite3.Connection, ids: Iterable[str] | None = None) -> dict[str, RowSig]:
-    sql, args = "SELECT concept_id, merged, owner, type, names FROM resolver_rows", ()
+    sql = "SELECT concept_id, merged, owner, type, names FROM resolver_rows"
+    args: tuple[str, ...] = ()
     if ids is not None:
         sql, args = f"{sql} WHERE concept_id IN {IN_VALUES}", (json_values(ids),)
     return {str(r[0]): RowSig(int(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in conn.execute(sql, args)}
@@ -183,13 +184,14 @@ def put_rows(conn: sqlite3.Connection, rows: Iterable[tuple[str, RowSig]]) -> No
 
 def sync_row_columns(conn: sqlite3.Connection, ids: Iterable[str] | None = None) -> None:
     """Copy the concept rows' own columns (`row_*`) the index now reflects; None: every row."""
-    where, args = "", ()
+    where = ""
+    args: tuple[str, ...] = ()
     if ids is not None:
         where, args = f" AND resolver_rows.concept_id IN {IN_VALUES}", (json_values(ids),)
     conn.execute(
         "UPDATE resolver_rows SET row_merged = (c.state = 'merged'), row_merged_into = c.merged_into,"
         " row_type = c.type, row_title = c.title, row_aliases = c.aliases"
-        f" FROM concepts c WHERE c.concept_id = resolver_rows.concept_id{where}",  # noqa: S608 - fixed text
+        f" FROM concepts c WHERE c.concept_id = resolver_rows.concept_id{where}",
         args,
     )
 

@@ -20,13 +20,15 @@ from test_concepts_incremental import digest, upstream
 
 from extract import resolve_stored
 from extract.resolve import Resolver, char_ngram_cosine
-from staging import resolver_state
 from staging import concepts as store
+from staging import resolver_state
 from staging.concepts import ConceptRow, survivor
 from staging.ledger import open_staging
 
-WORDS = ["kitchen", "renovation", "renovations", "spark", "apache", "garden", "gardening", "tax", "2023", "2024",
-         "e-mail", "e mail", "marathon", "training", "python", "learning", "kubernetes", "kubernets", "book", "club"]  # fmt: skip
+WORDS = [
+    *("kitchen", "renovation", "renovations", "spark", "apache", "garden", "gardening", "tax", "2023", "2024"),
+    *("e-mail", "e mail", "marathon", "training", "python", "learning", "kubernetes", "kubernets", "book", "club"),
+]
 TYPES = ["entity", "project", "goal"]
 
 
@@ -77,6 +79,10 @@ def concept(concept_id: str, rng: random.Random) -> ConceptRow:
     )
 
 
+def ids_rows(concepts: dict[str, ConceptRow]) -> list[ConceptRow]:
+    return list(concepts.values())
+
+
 def mutate(concepts: dict[str, ConceptRow], rng: random.Random, serial: list[int]) -> None:
     """One change a run or the garden can make: a new concept, new aliases, a retitle, a retype, a merge (or a
     merge chain), a state change, a concept gone (a store rebuilt)."""
@@ -99,8 +105,12 @@ def mutate(concepts: dict[str, ConceptRow], rng: random.Random, serial: list[int
             target.state, target.merged_into = "merged", rng.choice(live)
     elif kind == "state":
         target.state = rng.choice(["active", "weak", "archived"]) if target.state != "merged" else target.state
-    elif kind == "drop" and target.state != "merged" and not any(c.merged_into == target.concept_id for c in concepts.values()):
-        del concepts[target.concept_id]  # fmt: skip
+    elif (
+        kind == "drop"
+        and target.state != "merged"
+        and all(c.merged_into != target.concept_id for c in ids_rows(concepts))
+    ):
+        del concepts[target.concept_id]
 
 
 PROBES = ["kitchen renovations", "Kitchen Renovation", "spark", "Apache Spark", "gardening", "tax 2023",
