@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from contracts.concepts import ConceptHypothesis
 from contracts.settings import ConceptsSettings
-from extract import lexicon
+from extract import lexicon, resolve_stored
 from extract.resolve import Match, Resolver, Similarity
 from extract.text import fold, match_key, short_hash, slug
 from staging import concepts as store
@@ -36,8 +36,15 @@ LIVE = ("active", "weak", "archived")
 
 class ConceptLoop:
     def __init__(
-        self, conn: sqlite3.Connection, run_id: str, settings: ConceptsSettings, similarity: Similarity
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        settings: ConceptsSettings,
+        similarity: Similarity,
+        *,
+        keep_index: bool = False,
     ) -> None:
+        """`keep_index`: read the resolver's index from staging.db (kept there between runs), not build it."""
         self.conn, self.run_id, self.settings = conn, run_id, settings
         self.concepts = store.load_concepts(conn)
         self.transitions = store.transition_counts(conn)
@@ -47,10 +54,17 @@ class ConceptLoop:
         ):
             self.children.setdefault(str(parent), []).append(str(child))
         longer = settings.longer_similarity_threshold if settings.similarity == "embedding" else None
-        self.resolver = Resolver(settings.fuzzy_threshold, settings.similarity_threshold, similarity, longer)
-        for row in sorted(self.concepts.values(), key=lambda r: (r.state == "merged", r.concept_id)):
-            owner = store.survivor(self.concepts, row.concept_id)
-            self.resolver.add(owner, self.concepts[owner].type, [row.title, *row.aliases])
+
+        def make() -> Resolver:
+            return Resolver(settings.fuzzy_threshold, settings.similarity_threshold, similarity, longer)
+
+        if keep_index:  # the index kept in staging.db, brought up to date with what changed (resolve_stored.py)
+            self.resolver = resolve_stored.resolver_for(conn, self.concepts, make)
+        else:
+            self.resolver = make()
+            for row in sorted(self.concepts.values(), key=lambda r: (r.state == "merged", r.concept_id)):
+                owner = store.survivor(self.concepts, row.concept_id)
+                self.resolver.add(owner, self.concepts[owner].type, [row.title, *row.aliases])
         self.dirty: set[str] = set()
         self.counts: Counter[str] = Counter()
         # Concepts whose evidence count and first/last seen were read from the store in this run; after that they

@@ -30,6 +30,7 @@ from extract.resolve import SIMILARITIES, Similarity
 from extract.templates import Boilerplate, find_boilerplate
 from staging import concepts as store
 from staging import extractions as extraction_store
+from staging import resolver_state
 from staging import template_state as state
 from staging.db import Transaction
 from staging.extractions import CurrentExtraction
@@ -58,7 +59,13 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
         similarity, prepare = by_embedding, by_embedding.prepare
         if store.has_store(staging):  # the names the resolver starts with, in one bulk embedding
             prepare(n for c in store.load_concepts(staging).values() for n in (c.title, *c.aliases))
-    loop = ConceptLoop(staging, run_id, settings.concepts, similarity or SIMILARITIES[settings.concepts.similarity])
+    loop = ConceptLoop(
+        staging,
+        run_id,
+        settings.concepts,
+        similarity or SIMILARITIES[settings.concepts.similarity],
+        keep_index=resolver_state.present(staging),
+    )
     # Before any write: a run sees the inputs handled before it. The rule's state holds the current extractions.
     unfinished = state.unfinished_inputs(staging)
     current = extraction_store.iter_current(staging)

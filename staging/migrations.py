@@ -42,6 +42,9 @@ History:
                12  staging_changes: which conversations' segments, messages' concept evidence and concepts
                    changed, logged by triggers, so that the load reads only the rows of the Segment, Concept,
                    CONTAINS_MESSAGE and EVIDENCE_FOR layers changed since its last mark (staging/staging_changes.py)
+               14  the concept resolver's index kept between runs (staging/resolver_state.py): a concepts run
+                   updates the entries its changed concepts reach and reads the rest on use (derived: built from
+                   every concept by the first concepts run after it; extract/resolve_stored.py)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -69,6 +72,7 @@ from staging import (
     load_state,
     memory,
     memory_history,
+    resolver_state,
     segments,
     staging_changes,
     template_state,
@@ -286,6 +290,12 @@ STAGING = (
         13,
         "load_manifest_counts: the manifest's rows per target and layer, kept by triggers",
         load_state.create_counts,
+    ),
+    Migration(
+        14,
+        "the concept resolver's index kept between runs: resolver_rows, resolver_claims, resolver_entries, "
+        "resolver_exact, resolver_index, resolver_words, resolver_meta",
+        statements(resolver_state.SCHEMA),
     ),
 )
 
