@@ -574,7 +574,7 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
         if (
             token is not None
             and not token.stop
-            and not token.lower.replace(".", "").replace(",", "").isdigit()
+            and not _number(token)
             and (
                 not run
                 or (_joined(prose, run[-1], token) and not token.sentence_start)
@@ -589,9 +589,15 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
         if infinitive and run and run[0].text == run[0].lower and _can_be_verb(run[0].lower):
             before, run = run[0], run[1:]  # "how to deal aggressive customer", "I want to combine the files"
         yield from _split_run(prose, run, before)
-        run = [token] if token is not None and not token.stop and not token.lower.isdigit() else []
+        run = [token] if token is not None and not token.stop and not _number(token) else []
         before, infinitive = previous, _to_infinitive(earlier, previous)
         earlier, previous = previous, token
+
+
+def _number(token: Token) -> bool:
+    """ "42", "3.11", "1,000": a number, no word of a noun phrase (it opens none: "Python 3.11 runs" gives no
+    "3.11 run"); a name takes a version after it (extract.phrases._continues_name: "Python 3.11")."""
+    return token.lower.replace(".", "").replace(",", "").isdigit()
 
 
 def _descriptive_genitive(prose: str, article: Token | None, owner: Token, head: Token) -> bool:
