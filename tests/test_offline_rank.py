@@ -831,3 +831,41 @@ def test_a_quoted_title_keeps_its_article() -> None:
     found = titles(segment, 8)
     assert "The Power" in found
     assert "Power" not in found and not [t for t in found if t.startswith("The end")]
+
+
+def test_a_number_opens_no_noun_phrase() -> None:
+    """ "Python 3.11 runs faster": the version belongs to the name before it ("Python 3.11"); a number never opens a
+    noun phrase of its own ("3.11 run", "3.11 worth" were candidates when the run restarted on it)."""
+    segment = segment_input(
+        "seg-version",
+        [
+            ("user", "We moved to Python 3.11 and the tests in Python 3.11 run faster. Is Python 3.11 worth it?"),
+            ("assistant", "Python 3.11 brings a faster CPython. Python 3.11 is a good upgrade."),
+        ],
+    )
+    found = titles(segment, 6)
+    assert "Python 3.11" in found
+    assert not [t for t in found if t[:1].isdigit()], found
+
+
+def test_an_api_a_reply_names_in_inline_code_is_a_candidate() -> None:
+    """A class in UpperCamelCase ("`StructType`") or a function called or followed by its kind whose name no English
+    word is written as ("`DENSE_RANK()`") is a name the conversation is about, though the prose view blanks code;
+    a plain word in code ("`cache()`"), a keyword in capitals ("the `SELECT` statement") and a variable
+    ("`my_table`") are not."""
+    segment = segment_input(
+        "seg-api",
+        [
+            ("user", "how to handle schema changes in spark and rank salaries per department"),
+            (
+                "assistant",
+                "Define the schema with the `StructType` and `StructField` classes. A `StructType` holds fields. Then"
+                " use the `DENSE_RANK()` window function in the `SELECT` statement over `my_table`, and call"
+                " `cache()` on it. `DENSE_RANK()` gives equal salaries the same rank.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "StructType" in found
+    assert "DENSE_RANK" in found
+    assert not {"SELECT", "Select", "My_table", "Cache"} & set(found), found
