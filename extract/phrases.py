@@ -570,7 +570,7 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
     infinitive = False  # the run follows "how to", "want to", ...: its first word is a verb
     previous: Token | None = None
     earlier: Token | None = None  # the word before `previous`
-    for token in [*words, None]:
+    for i, token in enumerate([*words, None]):
         if (
             token is not None
             and not token.stop
@@ -588,10 +588,23 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             continue
         if infinitive and run and run[0].text == run[0].lower and _can_be_verb(run[0].lower):
             before, run = run[0], run[1:]  # "how to deal aggressive customer", "I want to combine the files"
+        if len(run) >= 2 and token is not None and token.lower == "to" and _verb_before_to(run, words, i + 1):
+            run = run[:-1]  # "the Client wishes to engage", "emp reports to lead": a subject, then its verb
         yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not _number(token) else []
         before, infinitive = previous, _to_infinitive(earlier, previous)
         earlier, previous = previous, token
+
+
+def _verb_before_to(run: list[Token], words: list[Token], after: int) -> bool:
+    """ "The Client wishes to engage", "emp reports to lead": a run that ends in a verb's -s form after a singular
+    noun, then "to" and a verb, is a subject and its verb ("wishes to engage"), not a term ("Client wishes"); a
+    plural noun's "to" takes an object ("schema changes to the table", "answers to questions")."""
+    last = run[-1]
+    if last.text != last.lower or not _verb_s(last.lower) or run[-2].lower.endswith("s") or after >= len(words):
+        return False
+    following = words[after]
+    return following.text == following.lower and not following.stop and _can_be_verb(following.lower)
 
 
 def _number(token: Token) -> bool:

@@ -10,6 +10,7 @@ from concept_support import segment_input
 from clients.prose import prose
 from extract.lexicon import language_of, zipf
 from extract.offline import OfflineExtractor
+from extract.phrases import phrases
 from extract.types import SegmentInput
 
 
@@ -869,3 +870,17 @@ def test_an_api_a_reply_names_in_inline_code_is_a_candidate() -> None:
     assert "StructType" in found
     assert "DENSE_RANK" in found
     assert not {"SELECT", "Select", "My_table", "Cache"} & set(found), found
+
+
+def test_a_verbs_s_form_before_to_and_a_verb_ends_the_term() -> None:
+    """ "The Client wishes to engage", "emp reports to lead": a singular noun, a verb's -s form, then "to" and a verb
+    are a subject and its verb, not a term ("Client wishes", "Emp reports"); a plural's "to" takes an object, so
+    "schema changes to the table" stays a term."""
+    assert ("Client", False) in [
+        (p.surface, p.loose) for p in phrases(prose("The Client wishes to engage a designer."), "en")
+    ]
+    surfaces = {
+        p.surface for p in phrases(prose("The Client wishes to engage a designer and emp reports to lead."), "en")
+    }
+    assert not {"Client wishes", "emp reports"} & surfaces, surfaces
+    assert "schema changes" in {p.surface for p in phrases(prose("we apply schema changes to the table"), "en")}
