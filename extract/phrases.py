@@ -574,7 +574,7 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
         if (
             token is not None
             and not token.stop
-            and not _number(token)
+            and (not _number(token) or _inner_version(prose, run, words, i))
             and (
                 not run
                 or (_joined(prose, run[-1], token) and not token.sentence_start)
@@ -594,6 +594,22 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
         run = [token] if token is not None and not token.stop and not _number(token) else []
         before, infinitive = previous, _to_infinitive(earlier, previous)
         earlier, previous = previous, token
+
+
+def _inner_version(prose: str, run: list[Token], words: list[Token], i: int) -> bool:
+    """ "Gemini 1.5 Flash-8B models": a version number between two words written as names is inside the name, so
+    inside the noun phrase (cut there, "Flash-8B models" was a term of its own); after a name and before a common
+    word it ends the phrase ("Python 3.11 runs": the name rules keep "Python 3.11")."""
+    if not run or i + 1 >= len(words) or not _written_as_name(run[-1]):
+        return False
+    number, after = words[i], words[i + 1]
+    return (
+        len(number.text) <= 4
+        and (after.capitalised or after.inner_capital)
+        and not after.sentence_start
+        and _joined(prose, run[-1], number)
+        and _joined(prose, number, after)
+    )
 
 
 def _verb_before_to(run: list[Token], words: list[Token], after: int) -> bool:
@@ -712,7 +728,7 @@ def _proper_head(prose: str, phrase: list[Token]) -> list[Token]:
     if len(phrase) < 2 or not _proper(phrase[-1]):
         return phrase
     i = len(phrase) - 1
-    while i > 0 and _proper(phrase[i - 1]):
+    while i > 0 and (_proper(phrase[i - 1]) or (i > 1 and _number(phrase[i - 1]))):
         i -= 1
     if i == 0:
         return phrase

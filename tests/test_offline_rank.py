@@ -884,3 +884,14 @@ def test_a_verbs_s_form_before_to_and_a_verb_ends_the_term() -> None:
     }
     assert not {"Client wishes", "emp reports"} & surfaces, surfaces
     assert "schema changes" in {p.surface for p in phrases(prose("we apply schema changes to the table"), "en")}
+
+
+def test_a_version_number_between_name_words_stays_inside_the_noun_phrase() -> None:
+    """ "Gemini 1.5 Flash-8B models", "an iPhone 14 Pro Max": a version number between two words written as names is
+    part of the name, so no noun phrase starts after it ("Flash-8B models", "Pro Max" were terms of their own)."""
+    surfaces = {p.surface for p in phrases(prose("The Gemini 1.5 Flash-8B models both have prices too."), "en")}
+    assert "Gemini 1.5 Flash-8B" in surfaces
+    assert "Flash-8B models" not in surfaces, surfaces
+    surfaces = {p.surface for p in phrases(prose("I bought an iPhone 14 Pro Max last week."), "en")}
+    assert "iPhone 14 Pro Max" in surfaces
+    assert "Pro Max" not in surfaces, surfaces
