@@ -13,9 +13,11 @@ output. For each segment:
    "linguistic diversity") counts where the segment says it so twice; a message in another language
    gives names only; a word the user says that the segment writes as a function or a command in inline code
    ("if we use explode", then "the `explode` function") is a candidate however common, its code mentions
-   counted; a value typed in a statement ("set city='Hyd'", then
-   quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
-   candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
+   counted; an API a reply names in inline code (a class in UpperCamelCase, "`StructType`"; a function called or
+   followed by its kind, named as no English word is, "`DENSE_RANK()`") is a candidate too; a value typed in a
+   statement ("set city='Hyd'", then quoted back by the reply) and the assistant's words for itself ("As an AI
+   language model, I ...") are no candidates (a prompt template pasted into many conversations is found
+   archive-wide, in the concepts stage:
    extract/templates.py);
 3. each candidate is scored by its log-odds of being a concept a person would list (weights below, fitted on the
    dev labels' features): the user saying it, how often and in how many messages it recurs, a name's capital, the

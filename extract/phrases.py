@@ -16,7 +16,8 @@ four words, "role-based access control", "AWS Glue job"):
   "Parquet file", "SQL statement" are Shopify, Parquet, SQL); a plural ends it, for English compounds take the
   singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one), and a
   clause on the plural ends before its verb ("the transformations Spark implements"), an adverb of time after it is
-  cut ("the support group yesterday"); a proper noun takes no
+  cut ("the support group yesterday"), a verb's -s form before "to" and a verb is the clause's verb ("the Client wishes
+  to engage"), a number opens none ("3.11 run") but stays inside a name ("Gemini 1.5 Flash"); a proper noun takes no
   common word before it ("learning Spanish", "idea Brazil", a greeting to a name: "Bye Caroline!" are the name
   alone); a genitive after "a" or "an" describes its head and is part of the term ("a Master's programme").
 
