@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FACT_RULES_VERSION = 7  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
+FACT_RULES_VERSION = 8  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
-SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+(?:[.!?]+|$)", re.MULTILINE)  # "12.8 seconds" is one sentence
+# "12.8 seconds", "Python 3.11", "Node.js": a dot inside a word ends no sentence
+SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\w))+(?:[.!?]+|$)", re.MULTILINE)
 # A value ends at punctuation or at a word that starts a new clause or an adverbial.
 _VALUE_STOP_TEXT = (
     "and but because so since which who where when as for with to now too though although if or yet anymore"

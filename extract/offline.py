@@ -13,9 +13,11 @@ output. For each segment:
    "linguistic diversity") counts where the segment says it so twice; a message in another language
    gives names only; a word the user says that the segment writes as a function or a command in inline code
    ("if we use explode", then "the `explode` function") is a candidate however common, its code mentions
-   counted; a value typed in a statement ("set city='Hyd'", then
-   quoted back by the reply) and the assistant's words for itself ("As an AI language model, I ...") are no
-   candidates (a prompt template pasted into many conversations is found archive-wide, in the concepts stage:
+   counted; an API a reply names in inline code (a class in UpperCamelCase, "`StructType`"; a function called or
+   followed by its kind, named as no English word is, "`DENSE_RANK()`") is a candidate too; a value typed in a
+   statement ("set city='Hyd'", then quoted back by the reply) and the assistant's words for itself ("As an AI
+   language model, I ...") are no candidates (a prompt template pasted into many conversations is found
+   archive-wide, in the concepts stage:
    extract/templates.py);
 3. each candidate is scored by its log-odds of being a concept a person would list (weights below, fitted on the
    dev labels' features): the user saying it, how often and in how many messages it recurs, a name's capital, the
@@ -64,12 +66,12 @@ from extract.fact_mapper import map_raw_facts
 from extract.facts import FACT_RULES_VERSION, propose_facts
 from extract.goals import goal
 from extract.mapper import map_raw_hypotheses
-from extract.phrases import GENERIC, Phrase, Token, key_of, phrases, plausible_word, singular, tokens
+from extract.phrases import GENERIC, Phrase, Token, _shouted, key_of, phrases, plausible_word, singular, tokens
 from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 22  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 23  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -170,8 +172,9 @@ class _Message:
     words: list[Token] = field(default_factory=list)  # tokens of the view
     case_blind: bool = False  # written without a single capital ("how to use limit in linux"): no case evidence
     # identifiers written alone as inline code ("`explode`", "`cache()`"): (as written, view start, view end,
-    # named as a function or command there: called or followed by its kind)
-    code_names: list[tuple[str, int, int, bool]] = field(default_factory=list)
+    # named as a function or command there: called, followed by its kind or shaped as an identifier; an API's
+    # name there: see _api_name)
+    code_names: list[tuple[str, int, int, bool, bool]] = field(default_factory=list)
     # the language a fenced code block is marked as ("```python"): (word, view start, view end)
     fences: list[tuple[str, int, int]] = field(default_factory=list)
 
@@ -197,7 +200,9 @@ def _read(message: SegmentMessage) -> _Message:
     limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
     view, offsets = unicode_view(message.text[:limit])
     code_names = (
-        [(m.group(1), m.start(1), m.end(1), _names_code(m)) for m in _CODE_NAME.finditer(view)] if "`" in view else []
+        [(m.group(1), m.start(1), m.end(1), _names_code(m), _api_name(m)) for m in _CODE_NAME.finditer(view)]
+        if "`" in view
+        else []
     )
     fences = [(m.group(1), m.start(1), m.end(1)) for m in _FENCE.finditer(view)] if "```" in view else []
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
@@ -232,6 +237,24 @@ def _names_code(match: re.Match[str]) -> bool:
     if match.group(2) or (match.group(3) or "").casefold() in _CODE_KINDS:
         return True
     return "_" in name.strip("_") or (name[:1].islower() and name != name.casefold())
+
+
+def _api_name(match: re.Match[str]) -> bool:
+    """An inline-code identifier that names an API: a class, written in UpperCamelCase ("`StructType`",
+    "`CountVectorizer`", "`SparkSubmitOperator`"), or a function called or followed by its kind whose name no
+    English word is written as (snake case, camel case or capitals: "`DENSE_RANK()`", "`partitionBy()`",
+    "`row_number` function"); not a plain word ("`cache()`", "`explode`") nor a variable ("`my_table`")."""
+    name = match.group(1)
+    letters = name.replace("_", "")
+    if not letters.isalnum():
+        return False
+    mixed = any(c.isupper() for c in letters[1:]) and any(c.islower() for c in letters)
+    if name[:1].isupper() and mixed and "_" not in name:
+        return True
+    called = bool(match.group(2)) or (match.group(3) or "").casefold() in _CODE_KINDS
+    # a keyword in capitals is an English word ("`DISTINCT`", "the `SELECT` statement": phrases._shouted), no API
+    shaped = "_" in name.strip("_") or mixed or (name.isupper() and len(letters) >= 3 and not _shouted(name.casefold()))
+    return called and shaped
 
 
 def _blank_escape(match: re.Match[str]) -> str:
@@ -379,7 +402,8 @@ def _propose_coded(messages: list[_Message], found: dict[tuple[str, ...], _Candi
     explode in pyspark", then "the `explode` function"; "how to use limit in linux", then "the `limit` command")
     names what the user asks about, however common the word ("the `balance` field" names a column: no). Its
     inline-code mentions count as mentions (`_index_mentions` reads prose only)."""
-    coded = {name.casefold() for m in messages for name, _, _, function in m.code_names if function}
+    _propose_apis(messages, found)
+    coded = {name.casefold() for m in messages for name, _, _, function, _ in m.code_names if function}
     if not coded:
         return
     said: set[tuple[str, ...]] = set()
@@ -395,11 +419,33 @@ def _propose_coded(messages: list[_Message], found: dict[tuple[str, ...], _Candi
                     said.add(key)
                     candidate.forms[token.lower] += 1
     for message in messages:
-        for name, start, end, _ in message.code_names:
+        for name, start, end, _, _ in message.code_names:
             key = key_of([name.casefold()])
             if key in said:
                 found[key].mentions.append((message, start, end))
                 found[key].forms[name] += 1
+
+
+def _propose_apis(messages: list[_Message], found: dict[tuple[str, ...], _Candidate]) -> None:
+    """An API a reply names in inline code ("use the `StructType` and `StructField` classes", "the `DENSE_RANK()`
+    window function") is a name the conversation is about, though the prose view blanks code: a candidate, each
+    such inline mention a mention written with its case (the scoring then asks a reply-only name for its capital
+    or three mentions, as any other)."""
+    for message in messages:
+        if message.message.role == "user":
+            continue
+        for name, start, end, _, api in message.code_names:
+            if not api or not plausible_word(name):
+                continue
+            key = key_of([name.casefold()])
+            candidate = found.setdefault(key, _Candidate(key, language="en"))
+            candidate.named = candidate.firm = True
+            candidate.forms[name] += 1
+            candidate.mentions.append((message, start, end))
+            if name != name.casefold():
+                candidate.cased_mid += 1
+            else:
+                candidate.lower_mid += 1
 
 
 def _index_fences(messages: list[_Message], found: dict[tuple[str, ...], _Candidate]) -> None:

@@ -16,7 +16,8 @@ four words, "role-based access control", "AWS Glue job"):
   "Parquet file", "SQL statement" are Shopify, Parquet, SQL); a plural ends it, for English compounds take the
   singular ("simulations increases", "strategies businesses (use)" are no terms; "sales tax" is one), and a
   clause on the plural ends before its verb ("the transformations Spark implements"), an adverb of time after it is
-  cut ("the support group yesterday"); a proper noun takes no
+  cut ("the support group yesterday"), a verb's -s form before "to" and a verb is the clause's verb ("the Client wishes
+  to engage"), a number opens none ("3.11 run") but stays inside a name ("Gemini 1.5 Flash"); a proper noun takes no
   common word before it ("learning Spanish", "idea Brazil", a greeting to a name: "Bye Caroline!" are the name
   alone); a genitive after "a" or "an" describes its head and is part of the term ("a Master's programme").
 
@@ -570,11 +571,11 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
     infinitive = False  # the run follows "how to", "want to", ...: its first word is a verb
     previous: Token | None = None
     earlier: Token | None = None  # the word before `previous`
-    for token in [*words, None]:
+    for i, token in enumerate([*words, None]):
         if (
             token is not None
             and not token.stop
-            and not token.lower.replace(".", "").replace(",", "").isdigit()
+            and (not _number(token) or _inner_version(prose, run, words, i))
             and (
                 not run
                 or (_joined(prose, run[-1], token) and not token.sentence_start)
@@ -588,10 +589,45 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             continue
         if infinitive and run and run[0].text == run[0].lower and _can_be_verb(run[0].lower):
             before, run = run[0], run[1:]  # "how to deal aggressive customer", "I want to combine the files"
+        if len(run) >= 2 and token is not None and token.lower == "to" and _verb_before_to(run, words, i + 1):
+            run = run[:-1]  # "the Client wishes to engage", "emp reports to lead": a subject, then its verb
         yield from _split_run(prose, run, before)
-        run = [token] if token is not None and not token.stop and not token.lower.isdigit() else []
+        run = [token] if token is not None and not token.stop and not _number(token) else []
         before, infinitive = previous, _to_infinitive(earlier, previous)
         earlier, previous = previous, token
+
+
+def _inner_version(prose: str, run: list[Token], words: list[Token], i: int) -> bool:
+    """ "Gemini 1.5 Flash-8B models": a version number between two words written as names is inside the name, so
+    inside the noun phrase (cut there, "Flash-8B models" was a term of its own); after a name and before a common
+    word it ends the phrase ("Python 3.11 runs": the name rules keep "Python 3.11")."""
+    if not run or i + 1 >= len(words) or not _written_as_name(run[-1]):
+        return False
+    number, after = words[i], words[i + 1]
+    return (
+        len(number.text) <= 4
+        and (after.capitalised or after.inner_capital)
+        and not after.sentence_start
+        and _joined(prose, run[-1], number)
+        and _joined(prose, number, after)
+    )
+
+
+def _verb_before_to(run: list[Token], words: list[Token], after: int) -> bool:
+    """ "The Client wishes to engage", "emp reports to lead": a run that ends in a verb's -s form after a singular
+    noun, then "to" and a verb, is a subject and its verb ("wishes to engage"), not a term ("Client wishes"); a
+    plural noun's "to" takes an object ("schema changes to the table", "answers to questions")."""
+    last = run[-1]
+    if last.text != last.lower or not _verb_s(last.lower) or run[-2].lower.endswith("s") or after >= len(words):
+        return False
+    following = words[after]
+    return following.text == following.lower and not following.stop and _can_be_verb(following.lower)
+
+
+def _number(token: Token) -> bool:
+    """ "42", "3.11", "1,000": a number, no word of a noun phrase (it opens none: "Python 3.11 runs" gives no
+    "3.11 run"); a name takes a version after it (extract.phrases._continues_name: "Python 3.11")."""
+    return token.lower.replace(".", "").replace(",", "").isdigit()
 
 
 def _descriptive_genitive(prose: str, article: Token | None, owner: Token, head: Token) -> bool:
@@ -693,7 +729,7 @@ def _proper_head(prose: str, phrase: list[Token]) -> list[Token]:
     if len(phrase) < 2 or not _proper(phrase[-1]):
         return phrase
     i = len(phrase) - 1
-    while i > 0 and _proper(phrase[i - 1]):
+    while i > 0 and (_proper(phrase[i - 1]) or (i > 1 and _number(phrase[i - 1]))):
         i -= 1
     if i == 0:
         return phrase

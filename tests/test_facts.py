@@ -160,6 +160,19 @@ def test_a_decimal_point_does_not_end_a_sentence() -> None:
     ]
 
 
+def test_a_dot_inside_a_tools_name_keeps_the_name_whole() -> None:
+    """ "Python 3.11", "Node.js", "ASP.NET Core": a dot inside a word ends neither the sentence nor the listed value
+    (it was "Python 3", "Node", "ASP"); a dot before a space still ends both."""
+    assert list(sentences("I use Node.js at work. It is fast.")) == ["I use Node.js at work.", "It is fast."]
+    for sentence, value in (
+        ("I'm using Python 3.11.", "Python 3.11"),
+        ("We use Python 3.11 for our services.", "Python 3.11"),
+        ("I use Node.js at work.", "Node.js"),
+        ("I'm using ASP.NET Core for the API.", "ASP.NET Core"),
+    ):
+        assert [f["value"] for f in facts_in_sentence(sentence) if f["attribute"] == "uses"] == [value], sentence
+
+
 def _demo_user_facts() -> list[dict[str, str]]:
     """Every fact the rules read in the demo archive's user turns (real LongMemEval chat text)."""
     demo = Path(__file__).resolve().parents[1] / "demo" / "longmemeval-demo.zip"

@@ -10,6 +10,7 @@ from concept_support import segment_input
 from clients.prose import prose
 from extract.lexicon import language_of, zipf
 from extract.offline import OfflineExtractor
+from extract.phrases import phrases
 from extract.types import SegmentInput
 
 
@@ -831,3 +832,66 @@ def test_a_quoted_title_keeps_its_article() -> None:
     found = titles(segment, 8)
     assert "The Power" in found
     assert "Power" not in found and not [t for t in found if t.startswith("The end")]
+
+
+def test_a_number_opens_no_noun_phrase() -> None:
+    """ "Python 3.11 runs faster": the version belongs to the name before it ("Python 3.11"); a number never opens a
+    noun phrase of its own ("3.11 run", "3.11 worth" were candidates when the run restarted on it)."""
+    segment = segment_input(
+        "seg-version",
+        [
+            ("user", "We moved to Python 3.11 and the tests in Python 3.11 run faster. Is Python 3.11 worth it?"),
+            ("assistant", "Python 3.11 brings a faster CPython. Python 3.11 is a good upgrade."),
+        ],
+    )
+    found = titles(segment, 6)
+    assert "Python 3.11" in found
+    assert not [t for t in found if t[:1].isdigit()], found
+
+
+def test_an_api_a_reply_names_in_inline_code_is_a_candidate() -> None:
+    """A class in UpperCamelCase ("`StructType`") or a function called or followed by its kind whose name no English
+    word is written as ("`DENSE_RANK()`") is a name the conversation is about, though the prose view blanks code;
+    a plain word in code ("`cache()`"), a keyword in capitals ("the `SELECT` statement") and a variable
+    ("`my_table`") are not."""
+    segment = segment_input(
+        "seg-api",
+        [
+            ("user", "how to handle schema changes in spark and rank salaries per department"),
+            (
+                "assistant",
+                "Define the schema with the `StructType` and `StructField` classes. A `StructType` holds fields. Then"
+                " use the `DENSE_RANK()` window function in the `SELECT` statement over `my_table`, and call"
+                " `cache()` on it. `DENSE_RANK()` gives equal salaries the same rank.",
+            ),
+        ],
+    )
+    found = titles(segment, 8)
+    assert "StructType" in found
+    assert "DENSE_RANK" in found
+    assert not {"SELECT", "Select", "My_table", "Cache"} & set(found), found
+
+
+def test_a_verbs_s_form_before_to_and_a_verb_ends_the_term() -> None:
+    """ "The Client wishes to engage", "emp reports to lead": a singular noun, a verb's -s form, then "to" and a verb
+    are a subject and its verb, not a term ("Client wishes", "Emp reports"); a plural's "to" takes an object, so
+    "schema changes to the table" stays a term."""
+    assert ("Client", False) in [
+        (p.surface, p.loose) for p in phrases(prose("The Client wishes to engage a designer."), "en")
+    ]
+    surfaces = {
+        p.surface for p in phrases(prose("The Client wishes to engage a designer and emp reports to lead."), "en")
+    }
+    assert not {"Client wishes", "emp reports"} & surfaces, surfaces
+    assert "schema changes" in {p.surface for p in phrases(prose("we apply schema changes to the table"), "en")}
+
+
+def test_a_version_number_between_name_words_stays_inside_the_noun_phrase() -> None:
+    """ "Gemini 1.5 Flash-8B models", "an iPhone 14 Pro Max": a version number between two words written as names is
+    part of the name, so no noun phrase starts after it ("Flash-8B models", "Pro Max" were terms of their own)."""
+    surfaces = {p.surface for p in phrases(prose("The Gemini 1.5 Flash-8B models both have prices too."), "en")}
+    assert "Gemini 1.5 Flash-8B" in surfaces
+    assert "Flash-8B models" not in surfaces, surfaces
+    surfaces = {p.surface for p in phrases(prose("I bought an iPhone 14 Pro Max last week."), "en")}
+    assert "iPhone 14 Pro Max" in surfaces
+    assert "Pro Max" not in surfaces, surfaces
