@@ -14,8 +14,10 @@ FACT_RULES_VERSION = 8  # bump with any change here or in extract/facts.py: part
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
-# "12.8 seconds", "Python 3.11", "Node.js": a dot inside a word ends no sentence
-SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\w))+(?:[.!?]+|$)", re.MULTILINE)
+# "12.8 seconds", "Python 3.11", "Node.js", "ASP.NET": a dot inside a word ends no sentence; a dot before a capital
+# and a small letter does ("a nurse.My favourite food": a missing space, not a name)
+INNER_DOT = r"\.(?=\d|[a-z]|[A-Z]{2})"
+SENTENCE = re.compile(rf"(?:[^.!?\n]|{INNER_DOT})+(?:[.!?]+|$)", re.MULTILINE)
 # A value ends at punctuation or at a word that starts a new clause or an adverbial.
 _VALUE_STOP_TEXT = (
     "and but because so since which who where when as for with to now too though although if or yet anymore"

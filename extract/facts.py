@@ -65,7 +65,8 @@ _INTENSIFIERS = frozenset(_INTENSIFIERS_TEXT.split())
 # A listed value ends at a sentence break or where a new clause starts ("..., and we're open to a budget"); a dot
 # inside a word is no break ("Python 3.11", "Node.js", "ASP.NET Core").
 _LIST_END = re.compile(
-    r"[;!?()]|\.(?!\w)|:(?!\d)|,?\s(?:because|but|so that|which|since|although|though|while|when|if|as|than|instead"
+    r"[;!?()]|\.(?!\d|[a-z]|[A-Z]{2})|:(?!\d)"
+    r"|,?\s(?:because|but|so that|which|since|although|though|while|when|if|as|than|instead"
     r"|rather|unless|until|that|who|where|to\s+avoid|so\s+I|so\s+we)\b|,?\s(?:and|but|or)\s+(?:I|I'm|we|we're|my|our)\b"
     r"|,\s+(?:I|I'm|I've|I'd|I'll|we|we're|it|it's|this|they|especially|including|such\s+as|like|but)\b"
     r"|,?\s(?:and|but|or)\s+(?:was|wanted|would|am|have|had|will|need|needed)\b"  # "... cuisine and was wondering"

@@ -3,8 +3,9 @@
     open_index(archive, staging, settings, embedder, run_id=None) -> MemoryIndex
 
 Building the index (memory.index.load_index) reads every text, term, edge and key vector of the run (texts a
-chunk at a time): 69 s and 1.4 GB peak at 250k messages (1.9 GB when every text was held at once). Here it is built on the first open of a run (the first `chatmem recall` or MCP `recall`
-after a cues run) and stored under <data_dir>/recall-index/<run>-<key>/:
+chunk at a time): 69 s and 1.4 GB peak at 250k messages (1.9 GB when every text was held at once). Here it is
+built on the first open of a run (the first `chatmem recall` or MCP `recall` after a cues run) and stored under
+<data_dir>/recall-index/<run>-<key>/:
 
     <name>.npy        every array of the index, one file each, opened with np.load(mmap_mode="r") (files under
                       STORED_FROM bytes are read whole): the pages a recall touches are read, the rest stay on disk

@@ -508,6 +508,66 @@ STAGING.update(
             {"id": "Always 1.", "mark": "The mark (largest rowids, change version, origin)."},
             json="mark",
         ),
+        "resolver_meta": doc(
+            "Resolver index: version",
+            "One row: the version of the resolver's keys the resolver_* tables hold (extract/resolve_stored.py);"
+            " another version is rebuilt by the next concepts run.",
+            {"version": "extract.resolve_stored.VERSION when the tables were written."},
+        ),
+        "resolver_rows": doc(
+            "Resolver index: concept rows",
+            "Each concept row the concept resolver's kept index was built from (derived from concepts; emptied, the"
+            " next concepts run builds it again). The row_* columns are compared with concepts to find changed rows.",
+            {
+                "concept_id": "The concept row (concepts.concept_id).",
+                "merged": "1 when the row was merged into another concept.",
+                "owner": "The concept its names resolve to (the survivor of a merge).",
+                "type": "The owner's type.",
+                "names": "The row's names: [title, *aliases].",
+                "row_merged": "The row's merged flag as read from concepts.",
+                "row_merged_into": "The row's merged_into as read from concepts.",
+                "row_type": "The row's type as read from concepts.",
+                "row_title": "The row's title as read from concepts.",
+                "row_aliases": "The row's aliases as read from concepts (JSON as stored there).",
+            },
+            json="names",
+            flags="merged row_merged",
+        ),
+        "resolver_claims": doc(
+            "Resolver index: key claims",
+            "Each (match key, concept row) of the rows' names: which rows claim a key (the first in the resolver's"
+            " order owns it).",
+            {"key": "A name's match key (case, punctuation and plurals folded).", "concept_id": "The claiming row."},
+        ),
+        "resolver_entries": doc(
+            "Resolver index: entries",
+            "Per owner, its resolver entry as built: type, names, the match keys it owns, its index keys and the"
+            " words it gave the typo index.",
+            {
+                "owner": "The owning concept.",
+                "type": "Its type.",
+                "names": "[[name key, [words]], ...] in the order added.",
+                "keys": "The match keys it owns.",
+                "index_keys": "Its index keys (encoded).",
+                "words": "The words it gave the typo index.",
+            },
+            json="names keys index_keys words",
+        ),
+        "resolver_exact": doc(
+            "Resolver index: exact keys",
+            "Match key -> the concept that owns it.",
+            {"key": "A match key.", "owner": "The owning concept."},
+        ),
+        "resolver_index": doc(
+            "Resolver index: index keys",
+            "(index key, owner): one row per owner holding the key (the resolver's candidate lookup).",
+            {"index_key": "An encoded index key.", "owner": "A concept holding it."},
+        ),
+        "resolver_words": doc(
+            "Resolver index: typo vocabulary",
+            "The typo index's vocabulary: each word and how many entries gave it.",
+            {"word": "A word of a concept's names.", "entries": "How many entries gave it."},
+        ),
         "template_drops": doc(
             "Template rule: replays skipped",
             "Conversations whose every unfinished hypothesis the rule dropped in the last run"

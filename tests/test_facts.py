@@ -171,6 +171,11 @@ def test_a_dot_inside_a_tools_name_keeps_the_name_whole() -> None:
         ("I'm using ASP.NET Core for the API.", "ASP.NET Core"),
     ):
         assert [f["value"] for f in facts_in_sentence(sentence) if f["attribute"] == "uses"] == [value], sentence
+    # A missing space after a full stop is still a sentence break: no "nurse.My favorite food is pizza"
+    assert list(sentences("I work as a nurse.My favorite food is pizza.")) == [
+        "I work as a nurse.",
+        "My favorite food is pizza.",
+    ]
 
 
 def _demo_user_facts() -> list[dict[str, str]]:

@@ -1,4 +1,6 @@
-"""How fact_sentences.jsonl and fact_sentences_fresh.jsonl were sampled (reproducible; labels added by hand after).
+"""How fact_sentences.jsonl and fact_sentences_fresh.jsonl were sampled (labels added by hand after).
+
+Reproducible with the sentence splitter of fact rules v6-v7, which drew them (v8 keeps "Node.js" whole).
 
     python benchmarks/labels/collect_fact_sentences.py --shared ../shared/data --heldout-ids IDS --out DIR
 
