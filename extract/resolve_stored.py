@@ -23,23 +23,61 @@ every decision is the one a full build gives.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from extract.resolve import Resolver, _Entry
-from extract.text import match_key
+from extract.resolve import Resolver, _Entry, _keys, tokens
+from extract.text import STOPWORDS, match_key, name_key
 from staging import resolver_state as state
 from staging.concepts import ConceptRow, survivor
 from staging.db import Transaction
 from staging.resolver_state import RowSig, StoredEntry
 
 VERSION = 1  # of the stored keys: raise it when name_key, match_key, tokens or resolve._keys change
+# Names whose keys stand for the key functions in keys_version: case, plurals, punctuation, digits, accents, width,
+# symbols kept in names (C++, C#), stop words
+_PROBES = (
+    "AWS Glue",
+    "PostgreSQL 16",
+    "Spanish lessons",
+    "role-based access control",
+    "Caf\u00e9 Z\u00fcrich",
+    "the  Data-Sets of the year",
+    "\uff21\uff22\uff23 tools",
+    "na\u00efve Bayes",
+    "C++ and C#",
+    "Python 3.11",
+    "Mom's 60th birthday",
+)
 FULL_SHARE = 0.5  # rows changed above this share of the store: build in full
 _SEP, _WORDS = "\x1f", "\x1e"
 _ABSENT: Any = object()
 IndexKey = tuple[object, ...]
+
+
+def keys_version() -> int:
+    """What the stored index's keys were made with: VERSION, and a digest of the keys that name_key, match_key,
+    tokens and resolve._keys make of fixed probe names, of the stop words and of Python's Unicode tables. A change
+    to any of them that nobody marked by raising VERSION (a stop word added, another Python) still builds the kept
+    index again instead of mixing old keys with new ones. 56 bits: it fits SQLite's INTEGER."""
+
+    def plain(value: object) -> object:  # frozensets in a fixed order: a digest must not follow hash seeds
+        if isinstance(value, frozenset | set):
+            return sorted(plain(v) for v in value)  # type: ignore[type-var]
+        if isinstance(value, tuple | list):
+            return [plain(v) for v in value]
+        return value
+
+    probe: list[object] = [VERSION, unicodedata.unidata_version, sorted(STOPWORDS)]
+    for name in _PROBES:
+        words = tokens(name)
+        probe.append([name_key(name), match_key(name), list(words), plain(_keys("tool", name_key(name), words))])
+    digest = hashlib.sha256(json.dumps(probe, ensure_ascii=True).encode()).digest()
+    return int.from_bytes(digest[:7], "big")
 
 
 def encode_index_key(key: IndexKey) -> str:
@@ -207,7 +245,7 @@ def resolver_for(
     """The resolver for a run over `concepts` (the store as the run starts, as `concepts` holds it); the stored
     index brought up to date first (its own transaction)."""
     with Transaction(conn):
-        if state.version(conn) != VERSION or not state.has_rows(conn):
+        if state.version(conn) != keys_version() or not state.has_rows(conn):
             return _build(conn, concepts, make)
         direct = state.changed_rows(conn)  # rows whose own columns changed; and the rows that can follow them:
         if direct:  # a row's owner and its type change only with a row on its merge chain, all of one owner
@@ -227,7 +265,7 @@ def resolver_for(
 
 def _build(conn: sqlite3.Connection, concepts: Mapping[str, ConceptRow], make: Callable[[], Resolver]) -> Resolver:
     """Every row into a resolver in memory (as a run did before), stored in full."""
-    state.clear(conn, VERSION)
+    state.clear(conn, keys_version())
     resolver = make()
     rows = _ordered(row_signatures(concepts).items())
     given = _add_rows(resolver, rows)

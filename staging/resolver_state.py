@@ -14,7 +14,8 @@ emptied, it is built again from `concepts` by the next concepts run (extract/res
 - `resolver_exact`: match key -> owner.
 - `resolver_index`: (index key, owner), one row per owner holding the key.
 - `resolver_words`: the typo index's vocabulary: each word and how many entries gave it.
-- `resolver_meta`: one row, the version of the resolver's keys (`extract.resolve_stored.VERSION`) the tables hold.
+- `resolver_meta`: one row, the version of the resolver's keys (`extract.resolve_stored.keys_version()`: VERSION
+  and a digest of the keys the code makes of probe names) the tables hold.
 
 `SCHEMA` is migration 14 of staging/migrations.py (frozen: change a table with a new migration there).
 """

@@ -20,6 +20,7 @@ from test_concepts_incremental import digest, upstream
 
 from extract import resolve_stored
 from extract.resolve import Resolver, char_ngram_cosine
+from extract.text import STOPWORDS
 from staging import concepts as store
 from staging import resolver_state
 from staging.concepts import ConceptRow, survivor
@@ -137,7 +138,7 @@ def test_the_kept_index_equals_a_full_build_after_every_change(tmp_path: Path, s
         before = resolver_state.version(conn)
         resolver = resolve_stored.resolver_for(conn, snapshot, make)
         paths["update" if isinstance(resolver.exact, resolve_stored._Faulting) else "full"] += 1
-        assert before is None or resolver_state.version(conn) == resolve_stored.VERSION
+        assert before is None or resolver_state.version(conn) == resolve_stored.keys_version()
         reference = full(snapshot)
         assert resolve_stored.stored_state(conn) == resolve_stored.memory_state(reference), step
         for concept_type in TYPES:
@@ -165,8 +166,27 @@ def test_another_version_of_the_keys_builds_in_full(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(resolve_stored, "VERSION", resolve_stored.VERSION + 1)
     resolver = resolve_stored.resolver_for(conn, concepts, make)
     assert not isinstance(resolver.exact, resolve_stored._Faulting)
-    assert resolver_state.version(conn) == resolve_stored.VERSION
+    assert resolver_state.version(conn) == resolve_stored.keys_version()
     assert resolve_stored.stored_state(conn) == resolve_stored.memory_state(full(concepts))
+
+
+def test_a_change_to_the_key_functions_unmarked_by_version_still_builds_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop word added (a routine edit) with VERSION left as it was: the stored keys are no longer the ones the
+    code makes, and the kept index is built again instead of being read."""
+    conn = open_staging(tmp_path / "staging.db")
+    rng = random.Random(2)
+    concepts = {f"k{i}": concept(f"k{i}", rng) for i in range(10)}
+    write(conn, concepts)
+    resolve_stored.resolver_for(conn, concepts, make)
+    stored = resolver_state.version(conn)
+    assert stored == resolve_stored.keys_version()  # deterministic: the same digest on a second call
+    monkeypatch.setattr(resolve_stored, "STOPWORDS", STOPWORDS | {"glue"})
+    assert resolve_stored.keys_version() != stored
+    resolver = resolve_stored.resolver_for(conn, concepts, make)
+    assert not isinstance(resolver.exact, resolve_stored._Faulting)  # built, not read through
+    assert resolver_state.version(conn) == resolve_stored.keys_version()
 
 
 def test_the_stage_writes_the_same_tables_with_the_kept_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
