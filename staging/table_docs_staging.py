@@ -512,7 +512,7 @@ STAGING.update(
             "Resolver index: version",
             "One row: the version of the resolver's keys the resolver_* tables hold (extract/resolve_stored.py);"
             " another version is rebuilt by the next concepts run.",
-            {"version": "extract.resolve_stored.keys_version() when the tables were written (VERSION and a key digest)."},
+            {"version": "extract.resolve_stored.keys_version() when written: VERSION and a digest of the keys."},
         ),
         "resolver_rows": doc(
             "Resolver index: concept rows",
