@@ -69,7 +69,8 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
     # Before any write: a run sees the inputs handled before it. The rule's state holds the current extractions.
     unfinished = state.unfinished_inputs(staging)
     current = extraction_store.iter_current(staging)
-    signed = template_drops.signatures(current, unfinished, boilerplate)
+    cited = state.sentences_cited(staging, unfinished)
+    signed = template_drops.signatures(current, unfinished, boilerplate, cited)
     skip = template_drops.replayed(staging, signed, boilerplate)  # conversations that would drop all again
     batch: list[CurrentExtraction] = []
     for extraction in current:

@@ -276,6 +276,18 @@ def remember_drops(conn: sqlite3.Connection, replays: dict[str, tuple[str, int]]
     )
 
 
+def sentences_cited(conn: sqlite3.Connection, cache_keys: Iterable[str]) -> dict[str, set[int]]:
+    """Cache key -> the keys of the sentences its stored extraction cites (every span, as `sentence_key` keys them)."""
+    cited: dict[str, set[int]] = {}
+    rows = conn.execute(
+        f"SELECT cache_key, sentence_keys FROM template_extractions WHERE cache_key IN {IN_VALUES}",
+        (json_values(cache_keys),),
+    )
+    for cache_key, keys in rows:
+        cited.setdefault(str(cache_key), set()).update(int(k) for k in json.loads(keys))
+    return cited
+
+
 def unfinished_inputs(conn: sqlite3.Connection) -> dict[str, set[str]]:
     """`staging.concepts.unfinished_inputs` from the stored extractions (current since the state's last update),
     whose hypotheses are counted here once: no JSON is parsed, by Python or SQLite."""

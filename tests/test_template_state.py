@@ -249,3 +249,26 @@ def test_removing_extractions_forgets_exactly_their_spans(tmp_path: Path) -> Non
         (13, 3, 0, "m4"),
     ]
     assert [seq for (seq,) in conn.execute("SELECT seq FROM template_extractions")] == [3]
+
+
+def test_a_signature_follows_only_the_boilerplate_its_conversation_cites() -> None:
+    """A sentence found (or lost) as boilerplate elsewhere in the archive leaves a conversation's replay signature
+    as it was; one its own extractions cite changes it, as a new unfinished hypothesis does."""
+    from extract import template_drops
+    from staging.extractions import CurrentExtraction
+
+    extractions = [CurrentExtraction("s1", "k1", "x"), CurrentExtraction("s2", "k2", "x")]
+    unfinished = {"k1": {"k1:0", "k1:1"}, "k2": {"k2:0"}}
+    cited = {"k1": {state.sentence_key(A), state.sentence_key(B)}, "k2": {state.sentence_key(E)}}
+
+    def signed(sentences: set[str], handed: dict[str, set[str]] = unfinished) -> dict[str, str]:
+        plate = templates.Boilerplate(sentences=frozenset(sentences), conversation_of={"s1": "c1", "s2": "c2"})
+        return template_drops.signatures(extractions, handed, plate, cited)
+
+    base = signed({A, "a sentence nobody here cites"})
+    assert set(base) == {"c1", "c2"}
+    elsewhere = signed({A})  # the uncited sentence is no longer boilerplate
+    assert elsewhere == base
+    assert signed({A, E})["c1"] == base["c1"] and signed({A, E})["c2"] != base["c2"]  # E is c2's
+    assert signed({A, B})["c1"] != base["c1"]  # B is c1's
+    assert signed({A}, {"k1": {"k1:0"}, "k2": {"k2:0"}})["c1"] != base["c1"]  # handed less
