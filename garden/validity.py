@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.facts import contradicts
+from contracts.facts import FUNCTIONAL_ATTRIBUTES, contradicts, is_quantity, quantity_kind
 
 Change = tuple[str, str, str, Any, Any]  # kind, target, reason, before, after (a garden_changes row)
 
@@ -84,10 +84,9 @@ def intervals(statements: Iterable[Statement]) -> list[Interval]:
     for (subject, attribute), group in sorted(groups.items()):
         # At most one open (and one untimed) interval per (polarity, value): a dict finds it without a scan, which
         # matters for a many-valued attribute with thousands of values ("likes") at a million messages.
-        open_: dict[tuple[str, str], Interval] = {}
+        open_ = _OpenIntervals(attribute)
         untimed: dict[tuple[str, str], Interval] = {}
         for statement in sorted(group, key=_order):
-            positive = statement.polarity == "positive"
             key = _key(statement)
             if statement.time is None:
                 same = untimed.get(key)
@@ -102,13 +101,58 @@ def intervals(statements: Iterable[Statement]) -> list[Interval]:
                 held.statements.append(statement)  # a restatement extends its support
                 continue
             new = _open(subject, attribute, statement)
-            for old_key, old in list(open_.items()):
-                if contradicts(attribute, old.value, old.polarity == "positive", statement.value, positive):
+            positive = statement.polarity == "positive"
+            for old_key in open_.rivals(key, positive, statement.value):
+                old = open_.get(old_key)
+                old_positive = old is not None and old.polarity == "positive"
+                if old is not None and contradicts(attribute, old.value, old_positive, statement.value, positive):
                     old.valid_to, old.superseded_by = statement.time, new.fact_id
-                    del open_[old_key]
-            open_[key] = new
+                    open_.close(old_key)
+            open_.add(key, new)
             result.append(new)
     return result
+
+
+class _OpenIntervals:
+    """The open intervals of one (subject, attribute), indexed by what can contradict them, so that a new statement
+    is compared with its few possible rivals and not with every open value: "likes" at a million messages holds
+    thousands of values, and comparing each new one with all of them was most of the stage's time (1.6M calls
+    for 22k statements at 250k messages).
+
+    `contracts.facts.contradicts` stays the rule; `rivals` only narrows whom it is asked about, to a superset of
+    those it can say yes to: the same value with the other polarity, and for a positive statement every open
+    positive value when the attribute is functional, else the open positive quantities of its kind."""
+
+    def __init__(self, attribute: str) -> None:
+        self.functional = attribute in FUNCTIONAL_ATTRIBUTES
+        self.by_key: dict[tuple[str, str], Interval] = {}
+        self.positives: dict[tuple[str, str], None] = {}  # insertion-ordered set
+        self.quantities: dict[str, dict[tuple[str, str], None]] = {}  # quantity kind -> open positive keys
+
+    def get(self, key: tuple[str, str]) -> Interval | None:
+        return self.by_key.get(key)
+
+    def rivals(self, key: tuple[str, str], positive: bool, value: str) -> list[tuple[str, str]]:
+        other = ("negative" if positive else "positive", key[1])
+        found = [other] if other in self.by_key else []
+        if positive and self.functional:
+            found.extend(self.positives)
+        elif positive and is_quantity(value):
+            found.extend(self.quantities.get(quantity_kind(value), ()))
+        return found
+
+    def add(self, key: tuple[str, str], interval: Interval) -> None:
+        self.by_key[key] = interval
+        if interval.polarity == "positive":
+            self.positives[key] = None
+            if is_quantity(interval.value):
+                self.quantities.setdefault(quantity_kind(interval.value), {})[key] = None
+
+    def close(self, key: tuple[str, str]) -> None:
+        interval = self.by_key.pop(key)
+        self.positives.pop(key, None)
+        if interval.polarity == "positive" and is_quantity(interval.value):
+            self.quantities[quantity_kind(interval.value)].pop(key, None)
 
 
 def _key(statement: Statement) -> tuple[str, str]:
