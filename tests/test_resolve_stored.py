@@ -7,6 +7,7 @@ writes the same tables with the kept index as with one built from every concept 
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import sqlite3
 from dataclasses import replace
@@ -218,3 +219,39 @@ def test_the_stage_writes_the_same_tables_with_the_kept_index(tmp_path: Path, mo
     assert digest(kept.staging) == digest(built.staging)
     assert kept.staging.execute("SELECT COUNT(*) FROM concepts WHERE state = 'merged'").fetchone()[0] > 0
     shutil.rmtree(tmp_path / "built")
+
+
+def top_level_from(sql: str) -> bool:
+    """An UPDATE whose own clause list has a FROM (UPDATE ... FROM, SQLite 3.33+), subqueries aside."""
+    if not sql.lstrip().upper().startswith("UPDATE"):
+        return False
+    depth, outer = 0, []
+    for ch in sql:
+        depth += (ch == "(") - (ch == ")")
+        outer.append(ch if depth == 0 else " ")
+    return re.search(r"\bFROM\b", "".join(outer), re.IGNORECASE) is not None
+
+
+def test_the_kept_index_is_written_without_update_from(tmp_path: Path) -> None:
+    """No statement of a full build or an update of the kept index is an UPDATE ... FROM (SQLite 3.33+, newer than
+    chatmem needs elsewhere); the rows' own columns (row_*) are still those of the concept rows after each."""
+    conn = open_staging(tmp_path / "staging.db")
+    rng = random.Random(4)
+    concepts = {f"k{i:02d}": concept(f"k{i:02d}", rng) for i in range(20)}
+    executed: list[str] = []
+    conn.set_trace_callback(executed.append)
+    for step in range(2):  # a full build, then an update of the rows changed
+        write(conn, concepts)
+        resolver = resolve_stored.resolver_for(conn, concepts, make)
+        assert isinstance(resolver.exact, resolve_stored._Faulting) == (step == 1)
+        copied = conn.execute(
+            "SELECT COUNT(*) FROM resolver_rows r JOIN concepts c USING (concept_id) WHERE r.row_merged IS (c.state"
+            " = 'merged') AND r.row_merged_into IS c.merged_into AND r.row_type IS c.type AND r.row_title IS c.title"
+            " AND r.row_aliases IS c.aliases"
+        ).fetchone()[0]
+        assert copied == len(concepts) and resolver_state.changed_rows(conn) == set()
+        concepts["k03"].title, concepts["k07"].aliases = "Apache Spark jobs", ["e-mail", "book club"]
+        concepts["k05"].state, concepts["k05"].merged_into = "merged", "k06"
+    conn.set_trace_callback(None)
+    assert sum(s.lstrip().upper().startswith("UPDATE RESOLVER_ROWS SET") for s in executed) == 2
+    assert [s for s in executed if top_level_from(s)] == []
