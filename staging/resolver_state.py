@@ -1,6 +1,6 @@
-"""staging.db: the concept resolver's index (extract/resolve.py) as of the concept store the last concepts run
-started from, kept so that a run builds in memory only what its hypotheses ask about (issue 23). Derived data:
-emptied, it is built again from `concepts` by the next concepts run (extract/resolve_stored.py).
+"""staging.db: the concept resolver's index (extract/resolve.py) of the concept rows as the last concepts run left
+them, kept so that a run builds in memory only what its hypotheses ask about (issue 23). Derived data: emptied, it
+is built again from `concepts` by the next concepts run (extract/resolve_stored.py).
 
 - `resolver_rows`: each concept row the index was built from: whether it is merged, the concept its names go
   to (`owner`, the survivor), that concept's type and the row's names ([title, *aliases], JSON); and the row's
