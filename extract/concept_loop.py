@@ -58,6 +58,7 @@ class ConceptLoop:
         def make() -> Resolver:
             return Resolver(settings.fuzzy_threshold, settings.similarity_threshold, similarity, longer)
 
+        self.make, self.keep_index = make, keep_index
         if keep_index:  # the index kept in staging.db, brought up to date with what changed (resolve_stored.py)
             self.resolver = resolve_stored.resolver_for(conn, self.concepts, make)
         else:
@@ -330,6 +331,13 @@ class ConceptLoop:
             self.concepts[concept_id].settled = True
         store.upsert_concepts(self.conn, (self.concepts[c] for c in sorted(self.dirty)))
         self.dirty.clear()
+
+    def store_index(self) -> None:
+        """The kept index made the index of the concept rows as the run leaves them (in the caller's transaction,
+        the stage's last: a killed run, re-run, then keeps the index a clean run keeps). The run's resolver is not
+        used after this."""
+        if self.keep_index:
+            resolve_stored.bring_up_to_date(self.conn, self.concepts, self.make)
 
     def _split(self, parent: ConceptRow, types: list[str]) -> None:
         for index, concept_type in enumerate(types):

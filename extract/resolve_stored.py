@@ -15,7 +15,10 @@ them keeps its entry: no row of it changed and every key it claims is claimed by
 each of those keys is decided as before. Then the run gets a resolver whose dictionaries fault each key in from
 the stored tables on first use and keep it in memory (the run's own additions, merges and retypes change only
 memory); the typo index's vocabulary is read whole (one column). With no stored index, another version of it, or
-half the rows changed, the index is built in memory from every row as before and stored in full.
+half the rows changed, the index is built in memory from every row as before and stored in full. The concepts
+stage brings the stored index up to date once more in its last transaction (`bring_up_to_date`), over the rows as
+it leaves them: what staging.db keeps is then the index of its concept rows, the same after a run killed and re-run
+as after a clean run, and the next run starts with only the changes made since (the garden's).
 
 The stored index equals a full build's (`stored_state` against `memory_state`, tests/test_resolve_stored.py), so
 every decision is the one a full build gives.
@@ -245,22 +248,38 @@ def resolver_for(
     """The resolver for a run over `concepts` (the store as the run starts, as `concepts` holds it); the stored
     index brought up to date first (its own transaction)."""
     with Transaction(conn):
-        if state.version(conn) != keys_version() or not state.has_rows(conn):
-            return _build(conn, concepts, make)
-        direct = state.changed_rows(conn)  # rows whose own columns changed; and the rows that can follow them:
-        if direct:  # a row's owner and its type change only with a row on its merge chain, all of one owner
-            reach = direct | set(state.rows_owned_by(conn, direct | state.owners_of(conn, direct)))
-            old = state.load_rows(conn, reach)
-            new = row_signatures(concepts, reach)
-            changed = sorted(c for c in reach if old.get(c) != new.get(c))
-            if len(changed) > FULL_SHARE * max(1, len(concepts)):
-                return _build(conn, concepts, make)
-            if changed:
-                _update(conn, old, new, changed, make)
-            state.sync_row_columns(conn, direct)
+        built = bring_up_to_date(conn, concepts, make)
+    if built is not None:
+        return built
     resolver = _read_through(conn, make())
     resolver._typos.add_words(tuple(state.vocabulary(conn)))
     return resolver
+
+
+def bring_up_to_date(
+    conn: sqlite3.Connection, concepts: Mapping[str, ConceptRow], make: Callable[[], Resolver]
+) -> Resolver | None:
+    """Make the stored index the index of `concepts` (the concept rows as the caller's transaction holds them).
+    Returns the resolver built in memory when it was built in full, else None (the stored tables are the index).
+
+    The concepts stage calls it twice: as a run starts (`resolver_for`), and in its last transaction over the rows
+    as the run leaves them. The second keeps the stored index a function of the concept rows: a run killed after
+    some of its batches committed and re-run starts from those rows, not from the store the clean run started
+    from, and would otherwise leave the index of another store than a clean run (the same decisions, other rows)."""
+    if state.version(conn) != keys_version() or not state.has_rows(conn):
+        return _build(conn, concepts, make)
+    direct = state.changed_rows(conn)  # rows whose own columns changed; and the rows that can follow them:
+    if direct:  # a row's owner and its type change only with a row on its merge chain, all of one owner
+        reach = direct | set(state.rows_owned_by(conn, direct | state.owners_of(conn, direct)))
+        old = state.load_rows(conn, reach)
+        new = row_signatures(concepts, reach)
+        changed = sorted(c for c in reach if old.get(c) != new.get(c))
+        if len(changed) > FULL_SHARE * max(1, len(concepts)):
+            return _build(conn, concepts, make)
+        if changed:
+            _update(conn, old, new, changed, make)
+        state.sync_row_columns(conn, direct)
+    return None
 
 
 def _build(conn: sqlite3.Connection, concepts: Mapping[str, ConceptRow], make: Callable[[], Resolver]) -> Resolver:

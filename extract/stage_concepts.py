@@ -81,6 +81,7 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
     _batch(archive, staging, loop, batch, unfinished, prepare, boilerplate, skip)
     with Transaction(staging):
         loop.settle()
+        loop.store_index()  # the kept resolver index of the rows the stage leaves, with its last write
         template_drops.remember(staging, signed, skip, boilerplate)
     counts: Counter[str] = Counter(loop.counts)
     counts["extractions_read"] = len(unfinished)

@@ -36,6 +36,7 @@ from memory.text import BM25, TermCounts, terms
 from staging import embeddings as vectors
 from staging import memory as store
 from staging import memory_inputs as inputs
+from staging.db import read_snapshot
 from staging.memory import ContentRow, CueRow, MemoryGraph
 
 if TYPE_CHECKING:  # pydantic: never imported by a recall that only reads (flows/cli_memory.py)
@@ -447,7 +448,25 @@ def load_index(
     `keep_texts=False` (memory/index_store.py, which reads texts from archive.db when shown): `texts` is empty and
     the texts the key vectors need are read VECTOR_CHUNK at a time, never all at once (1.1 KB a message, ~1 GB
     at 1M messages); the key vectors are the same.
+
+    Every read is of one snapshot of each database (staging.db.read_snapshot): the run's rows, key texts, edges
+    and facts are read in many statements, and a prune committed by another run between two of them (the rows of
+    a run it no longer keeps) would make them disagree.
     """
+    with read_snapshot(staging), read_snapshot(archive):
+        return _load_index(archive, staging, settings, embedder, run_id, reuse, keep_texts)
+
+
+def _load_index(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    embedder: Embedder,
+    run_id: str | None,
+    reuse: Reuse | None,
+    keep_texts: bool,
+) -> MemoryIndex:
+    """load_index's build, in the snapshot it holds."""
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
         raise ChatmemError(

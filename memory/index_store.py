@@ -83,6 +83,7 @@ from memory.session import SessionKeys
 from memory.sparse import CSR
 from memory.text import BM25
 from staging import memory as store
+from staging.db import read_snapshot
 
 if TYPE_CHECKING:
     from contracts.settings import Settings
@@ -186,7 +187,19 @@ def open_index(
     *,
     run_id: str | None = None,
 ) -> MemoryIndex:
-    """The stored index of the latest (or the given) cues run, built and stored first when there is none."""
+    """The stored index of the latest (or the given) cues run, built and stored first when there is none. Its key,
+    the earlier index it may reuse or patch and the build read one snapshot of each database (as load_index)."""
+    with read_snapshot(staging), read_snapshot(archive):
+        return _open_index(archive, staging, settings, embedder, run_id)
+
+
+def _open_index(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    embedder: Embedder,
+    run_id: str | None,
+) -> MemoryIndex:
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
         return load_index(archive, staging, settings, embedder)  # raises the "no memory yet" error

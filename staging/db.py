@@ -11,7 +11,7 @@ import errno
 import json
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -251,6 +251,25 @@ def _disk_full(exc: BaseException) -> bool:
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return True
     return isinstance(exc, sqlite3.Error) and "full" in str(exc)
+
+
+@contextlib.contextmanager
+def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """`with read_snapshot(conn):` every read of the block sees one state of the database: one read transaction,
+    begun here and pinned by a first read (a deferred BEGIN alone takes no snapshot). In WAL mode another process
+    still commits meanwhile (a cues run, its prune); the block does not see it. Reads that run in several
+    statements (a recall index build: rows, key texts, edges) then cannot disagree. A connection already in a
+    transaction is left as it is: its reads are one snapshot already. Nothing may be written in the block."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # the snapshot: taken now, not at a later read
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")  # nothing written: ends the read transaction (pending reads allowed)
 
 
 class Transaction:

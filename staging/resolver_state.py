@@ -1,6 +1,6 @@
-"""staging.db: the concept resolver's index (extract/resolve.py) as of the concept store the last concepts run
-started from, kept so that a run builds in memory only what its hypotheses ask about (issue 23). Derived data:
-emptied, it is built again from `concepts` by the next concepts run (extract/resolve_stored.py).
+"""staging.db: the concept resolver's index (extract/resolve.py) of the concept rows as the last concepts run left
+them, kept so that a run builds in memory only what its hypotheses ask about (issue 23). Derived data: emptied, it
+is built again from `concepts` by the next concepts run (extract/resolve_stored.py).
 
 - `resolver_rows`: each concept row the index was built from: whether it is merged, the concept its names go
   to (`owner`, the survivor), that concept's type and the row's names ([title, *aliases], JSON); and the row's
@@ -184,15 +184,18 @@ def put_rows(conn: sqlite3.Connection, rows: Iterable[tuple[str, RowSig]]) -> No
 
 
 def sync_row_columns(conn: sqlite3.Connection, ids: Iterable[str] | None = None) -> None:
-    """Copy the concept rows' own columns (`row_*`) the index now reflects; None: every row."""
+    """Copy the concept rows' own columns (`row_*`) the index now reflects; None: every row. Rows with no concept
+    row are left as they are. A correlated subquery, not `UPDATE ... FROM` (SQLite 3.33+, newer than any other
+    statement of chatmem needs); as fast: every row of 42k in ~55 ms (60 ms), 200 of them in 1.5 ms (the same)."""
     where = ""
     args: tuple[str, ...] = ()
     if ids is not None:
-        where, args = f" AND resolver_rows.concept_id IN {IN_VALUES}", (json_values(ids),)
+        where, args = f" WHERE concept_id IN {IN_VALUES}", (json_values(ids),)
     conn.execute(
-        "UPDATE resolver_rows SET row_merged = (c.state = 'merged'), row_merged_into = c.merged_into,"
-        " row_type = c.type, row_title = c.title, row_aliases = c.aliases"
-        f" FROM concepts c WHERE c.concept_id = resolver_rows.concept_id{where}",
+        "UPDATE resolver_rows SET (row_merged, row_merged_into, row_type, row_title, row_aliases) ="
+        " (SELECT c.state = 'merged', c.merged_into, c.type, c.title, c.aliases FROM concepts c"
+        "  WHERE c.concept_id = resolver_rows.concept_id)"
+        f" WHERE concept_id IN (SELECT concept_id FROM concepts{where})",
         args,
     )
 

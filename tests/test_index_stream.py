@@ -163,23 +163,21 @@ def old_from_counts(counts: Any, names: list[str], k1: float = 1.2, b: float = 0
 def test_bm25_weights_in_chunks_are_the_one_pass_weights(monkeypatch: pytest.MonkeyPatch, duplicates: bool) -> None:
     """BM25.from_counts with its columns renumbered through the indices and its weights 5 entries at a time gives
     the arrays of the column-gathered CSC weighted in one pass (every dtype and byte)."""
-    from scipy.sparse import coo_matrix
+    from scipy.sparse import coo_matrix, csr_matrix
 
     monkeypatch.setattr(text, "BM25_CHUNK", 5)
     rng = np.random.default_rng(3)
     names = [f"t{i:02d}" for i in rng.permutation(40)]  # numbered in order of appearance, not sorted
     rows, cols = rng.integers(0, 30, 300), rng.integers(0, 40, 300)
     counts = coo_matrix((rng.integers(1, 5, 300).astype(np.float64), (rows, cols)), shape=(30, 40)).tocsr()
-    if not duplicates:
-        counts.sum_duplicates()
-    else:  # two entries for some (document, term): summed by both
-        counts = coo_matrix(
-            (
-                np.concatenate([counts.data, counts.data[:20]]),
-                (np.r_[counts.tocoo().row, counts.tocoo().row[:20]], np.r_[counts.indices, counts.indices[:20]]),
-            ),
-            shape=(30, 40),
-        ).tocsr(copy=False)
+    if duplicates:  # the first 20 entries twice: two entries for one (document, term), summed by both
+        coo = counts.tocoo()  # (a COO -> CSR conversion would sum them: the CSR is built from its arrays)
+        row, col, data = (np.r_[a, a[:20]] for a in (coo.row, coo.col, coo.data))
+        order = np.lexsort((col, row))
+        indptr = np.searchsorted(row[order], np.arange(31)).astype(np.int32)
+        counts = csr_matrix((data[order], col[order].astype(np.int32), indptr), shape=(30, 40))
+        pairs = set(zip(*counts.nonzero(), strict=True))
+        assert counts.nnz == len(pairs) + 20, "the fixture holds 20 duplicate entries"
     before = counts.copy()
     bm25 = text.BM25.from_counts(counts, names)
     indptr, indices, postings, idf, tf, vocabulary = old_from_counts(before.copy(), names)

@@ -7,8 +7,10 @@ writes the same tables with the kept index as with one built from every concept 
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import sqlite3
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from test_concepts import chat, hyp
 from test_concepts_incremental import digest, upstream
 
 from extract import resolve_stored
+from extract import stage_concepts as concepts_stage
 from extract.resolve import Resolver, char_ngram_cosine
 from extract.text import STOPWORDS
 from staging import concepts as store
@@ -218,3 +221,94 @@ def test_the_stage_writes_the_same_tables_with_the_kept_index(tmp_path: Path, mo
     assert digest(kept.staging) == digest(built.staging)
     assert kept.staging.execute("SELECT COUNT(*) FROM concepts WHERE state = 'merged'").fetchone()[0] > 0
     shutil.rmtree(tmp_path / "built")
+
+
+def top_level_from(sql: str) -> bool:
+    """An UPDATE whose own clause list has a FROM (UPDATE ... FROM, SQLite 3.33+), subqueries aside."""
+    if not sql.lstrip().upper().startswith("UPDATE"):
+        return False
+    depth, outer = 0, []
+    for ch in sql:
+        depth += (ch == "(") - (ch == ")")
+        outer.append(ch if depth == 0 else " ")
+    return re.search(r"\bFROM\b", "".join(outer), re.IGNORECASE) is not None
+
+
+def test_the_kept_index_is_written_without_update_from(tmp_path: Path) -> None:
+    """No statement of a full build or an update of the kept index is an UPDATE ... FROM (SQLite 3.33+, newer than
+    chatmem needs elsewhere); the rows' own columns (row_*) are still those of the concept rows after each."""
+    conn = open_staging(tmp_path / "staging.db")
+    rng = random.Random(4)
+    concepts = {f"k{i:02d}": concept(f"k{i:02d}", rng) for i in range(20)}
+    executed: list[str] = []
+    conn.set_trace_callback(executed.append)
+    for step in range(2):  # a full build, then an update of the rows changed
+        write(conn, concepts)
+        resolver = resolve_stored.resolver_for(conn, concepts, make)
+        assert isinstance(resolver.exact, resolve_stored._Faulting) == (step == 1)
+        copied = conn.execute(
+            "SELECT COUNT(*) FROM resolver_rows r JOIN concepts c USING (concept_id) WHERE r.row_merged IS (c.state"
+            " = 'merged') AND r.row_merged_into IS c.merged_into AND r.row_type IS c.type AND r.row_title IS c.title"
+            " AND r.row_aliases IS c.aliases"
+        ).fetchone()[0]
+        assert copied == len(concepts) and resolver_state.changed_rows(conn) == set()
+        concepts["k03"].title, concepts["k07"].aliases = "Apache Spark jobs", ["e-mail", "book club"]
+        concepts["k05"].state, concepts["k05"].merged_into = "merged", "k06"
+    conn.set_trace_callback(None)
+    assert sum(s.lstrip().upper().startswith("UPDATE RESOLVER_ROWS SET") for s in executed) == 2
+    assert [s for s in executed if top_level_from(s)] == []
+
+
+def resolver_tables(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every resolver_* table, in a fixed order."""
+    return {table: sorted(tuple(r) for r in conn.execute(f"SELECT * FROM {table}")) for table in resolver_state.TABLES}
+
+
+KILL_SPECS = {
+    "c0": [hyp("Kitchen renovation"), hyp("Spark", aliases=["Apache Spark"])],
+    "c1": [hyp("Tax return 2023"), hyp("Marathon training", "goal")],
+    "c2": [hyp("Kitchen remodel", aliases=["Kitchen renovation"]), hyp("Spark jobs")],
+    "c3": [hyp("Email", aliases=["e-mail"]), hyp("Kubernetes", aliases=["k8s"])],
+    "c4": [hyp("Book club"), hyp("Reading group")],
+    "c5": [hyp("book clubs", aliases=["Reading group"]), hyp("Learning Python", "goal")],
+}
+
+
+def dies_after_a_write(staging: sqlite3.Connection, batch: Callable[..., None]) -> Callable[..., None]:
+    """The stage's `_batch`, dying after the first one that committed new concepts (a kill between batches)."""
+    before = staging.execute("SELECT COUNT(*) FROM concepts").fetchone()[0]
+
+    def dies(*args: object, **kwargs: object) -> None:
+        batch(*args, **kwargs)
+        if staging.execute("SELECT COUNT(*) FROM concepts").fetchone()[0] > before:
+            raise RuntimeError("killed between two batches")
+
+    return dies
+
+
+def test_a_run_killed_in_the_concepts_stage_and_re_run_keeps_the_resolver_tables_of_a_clean_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second run's stage dies after its first batch committed (one segment a batch), and is re-run: the
+    resolver_* tables, as the concept tables, end as a clean run leaves them (a function of the concept rows)."""
+    batch = concepts_stage._batch
+    for mode in ("clean", "killed"):
+        dbs = open_dbs(tmp_path / mode, concepts={"batch_size": 1})
+        run_id = upstream(dbs, [chat(n, i) for i, n in enumerate(["c0", "c1", "c2"])], KILL_SPECS, "d0")
+        stage_concepts.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+        run_id = upstream(dbs, [chat(n, 3 + i) for i, n in enumerate(["c3", "c4", "c5"])], KILL_SPECS, "d1")
+        if mode == "killed":
+            before = dbs.staging.execute("SELECT COUNT(*) FROM concepts").fetchone()[0]
+            monkeypatch.setattr(concepts_stage, "_batch", dies_after_a_write(dbs.staging, batch))
+            with pytest.raises(Exception, match="killed between two batches"):
+                stage_concepts.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+            monkeypatch.setattr(concepts_stage, "_batch", batch)
+            assert dbs.staging.execute("SELECT COUNT(*) FROM concepts").fetchone()[0] > before
+        stage_concepts.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+        dbs.close()
+    clean, killed = open_dbs(tmp_path / "clean"), open_dbs(tmp_path / "killed")
+    assert digest(killed.staging) == digest(clean.staging)
+    assert clean.staging.execute("SELECT COUNT(*) FROM resolver_entries").fetchone()[0] > 0
+    assert resolver_tables(killed.staging) == resolver_tables(clean.staging)
+    concepts = store.load_concepts(clean.staging)  # the tables are the index of the concept rows as they end
+    assert resolve_stored.stored_state(clean.staging) == resolve_stored.memory_state(full(concepts))
