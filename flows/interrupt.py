@@ -13,6 +13,8 @@ with: ...", exit code 130.
 Before that block (the checks before Prefect, Prefect's import, the wait for another run's lock) nothing is
 recorded yet: `before_the_run` turns Ctrl-C or SIGTERM there into the same kind of line ("interrupted by Ctrl-C
 before the run started: nothing was run; ...") and the same exit codes, rather than click's "Aborted!" and exit 1.
+A library can swallow that KeyboardInterrupt (Prefect's import does, at some statements): the signal is then
+delivered again each REDELIVER_S or two until the block ends, so that one `kill -INT` still stops the command.
 
 SIGTERM (`kill PID`, systemd, `docker stop`) takes the same way, with exit code 143 and "interrupted by
 SIGTERM" in the line. While a flow runs, Prefect's engine puts a SIGTERM handler of its own in place (it
@@ -52,6 +54,7 @@ from flows.server_guard import stop_servers
 from staging.liveness import current_stage, mark_interrupted, resume_command, unfinished_stages
 
 GRACE_S = 5.0
+REDELIVER_S = 1.0  # before the run: a signal no handler saw end the block in this time is sent again
 EXIT_CODE = 130  # 128 + SIGINT, what shells report for a job stopped by Ctrl-C
 EXIT_CODES: dict[int, int] = {signal.SIGINT: EXIT_CODE, signal.SIGTERM: 128 + signal.SIGTERM}  # SIGTERM: 143
 FLOW_RUN_ID = "PREFECT__FLOW_RUN_ID"  # in the environment of a flow-run process that Prefect's runner started
@@ -255,28 +258,69 @@ def take_sigint() -> None:
 @contextmanager
 def before_the_run() -> Iterator[None]:
     """Ctrl-C or SIGTERM before `interruptible` takes over (see the module docstring): RunInterrupted, exit 130 or
-    143, "nothing was run". Inside the block a run's own `interruptible` handles both and restores this one."""
+    143, "nothing was run". Inside the block a run's own `interruptible` handles both and restores this one.
+
+    A library may swallow the KeyboardInterrupt here: Prefect's import lands in pydantic's class set-up, which
+    wraps it in a RuntimeError that Prefect's plugin start-up catches, and the command then waited for another
+    run's lock as if no signal had come. A thread delivers the signal again (`_redeliver`) until the block
+    ends; a KeyboardInterrupt a library turned into an error of its own ends the block the same way."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    got: list[int] = []
+    got: list[int] = []  # the signals taken, the first first
+    ended = threading.Event()
+    disabled = logging.root.manager.disable
 
-    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if ended.is_set():  # a signal delivered again just as the block ended: it is stopping already
+            return
         got.append(signum)
-        raise KeyboardInterrupt("stopped by SIGTERM")
+        logging.disable(logging.CRITICAL)  # one line, not the traceback of a library that logs what it caught
+        raise KeyboardInterrupt("stopped by SIGTERM" if signum == signal.SIGTERM else "stopped by Ctrl-C")
 
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, on_signal)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # a handler of someone's own is left alone
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_signal)
+    # started here, not in the handler: starting a thread takes locks the interrupted main thread may hold
+    watcher = threading.Thread(target=_redeliver, args=(got, ended), name="chatmem-before-run", daemon=True)
+    watcher.start()
     try:
         yield
-    except KeyboardInterrupt:
-        signum = got[0] if got else signal.SIGINT
-        by = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
-        raise RunInterrupted(
-            f"{NOT_STARTED.format(by='by ' + by)}; run the same command again",
-            EXIT_CODES[signum],
-        ) from None
+    except BaseException as exc:
+        ended.set()
+        # the KeyboardInterrupt itself, or one a library wrapped in an error of its own (pydantic: RuntimeError,
+        # PydanticSerializationError); chatmem's own errors say what they say
+        if isinstance(exc, KeyboardInterrupt) or (got and _foreign(exc)):
+            signum = got[0] if got else signal.SIGINT
+            by = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+            raise RunInterrupted(
+                f"{NOT_STARTED.format(by='by ' + by)}; run the same command again",
+                EXIT_CODES[signum],
+            ) from None
+        raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        ended.set()
+        watcher.join()  # no signal is sent after this; one sent before finds `ended` set (on_signal)
+        logging.disable(disabled)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _foreign(exc: BaseException) -> bool:
+    """An error not of chatmem's own making (nor SystemExit): what a library may have made of a KeyboardInterrupt."""
+    return isinstance(exc, Exception) and not isinstance(exc, ChatmemError)
+
+
+def _redeliver(got: list[int], ended: threading.Event) -> None:
+    """Until `ended`: when a signal came and no other reached the handler for a whole REDELIVER_S since, send the
+    first again to the main thread (a real signal: it also wakes a sleep there). Unswallowed, the block ends well
+    within that time; swallowed, the run would otherwise go on as if none had come."""
+    main = threading.main_thread().ident
+    seen = 0
+    while not ended.wait(REDELIVER_S):
+        if got and len(got) == seen and main is not None and callable(signal.getsignal(got[0])):
+            signal.pthread_kill(main, got[0])
+        seen = len(got)
 
 
 def _take_sigterm(handler: Callable[[int, FrameType | None], None], state: _Interruption) -> Callable[[], None]:
