@@ -282,7 +282,7 @@ def before_the_run() -> Iterator[None]:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # a handler of someone's own is left alone
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_signal)
     # started here, not in the handler: starting a thread takes locks the interrupted main thread may hold
-    watcher = threading.Thread(target=_redeliver, args=(got, ended), name="chatmem-before-run", daemon=True)
+    watcher = threading.Thread(target=_redeliver, args=(got, ended, on_signal), name="chatmem-before-run", daemon=True)
     watcher.start()
     try:
         yield
@@ -311,14 +311,19 @@ def _foreign(exc: BaseException) -> bool:
     return isinstance(exc, Exception) and not isinstance(exc, ChatmemError)
 
 
-def _redeliver(got: list[int], ended: threading.Event) -> None:
+def _redeliver(got: list[int], ended: threading.Event, ours: Callable[[int, FrameType | None], None]) -> None:
     """Until `ended`: when a signal came and no other reached the handler for a whole REDELIVER_S since, send the
     first again to the main thread (a real signal: it also wakes a sleep there). Unswallowed, the block ends well
-    within that time; swallowed, the run would otherwise go on as if none had come."""
+    within that time; swallowed, the run would otherwise go on as if none had come. Once the run's own handler
+    (`interruptible`) has taken the signal over, it is sent there once, not again: a second one would be that
+    handler's "stop at once"."""
     main = threading.main_thread().ident
     seen = 0
+    handed_over = False
     while not ended.wait(REDELIVER_S):
-        if got and len(got) == seen and main is not None and callable(signal.getsignal(got[0])):
+        handler = signal.getsignal(got[0]) if got else None
+        if got and len(got) == seen and main is not None and callable(handler) and not handed_over:
+            handed_over = handler is not ours
             signal.pthread_kill(main, got[0])
         seen = len(got)
 
