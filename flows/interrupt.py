@@ -44,6 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
@@ -221,7 +222,10 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
     sys.unraisablehook = state.on_unraisable
     watchdog = threading.Thread(target=state.watch, args=(read_fd,), name="chatmem-interrupt", daemon=True)
     watchdog.start()
+    pending = _take_over()  # a Ctrl-C before the run that a library swallowed: the run stops at once, recorded
     try:
+        if pending is not None:
+            handler(pending, None)
         yield
     except KeyboardInterrupt:
         state.finished.set()
@@ -255,6 +259,29 @@ def take_sigint() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@dataclass(slots=True)
+class _PreRun:
+    """The main thread's open `before_the_run` block: the signals it took, and whether a run's `interruptible` has
+    taken over since (from then on a signal is that handler's to act on, and none is sent again)."""
+
+    got: list[int] = field(default_factory=list)
+    taken_over: threading.Event = field(default_factory=threading.Event)
+
+
+_PRE_RUN: list[_PreRun] = []  # at most one: the main thread's
+
+
+def _take_over() -> int | None:
+    """Called by `interruptible` as it takes over: marks the open `before_the_run` block as taken over and returns
+    the signal it took that did not stop it (a library swallowed the KeyboardInterrupt), for the run to act on."""
+    if not _PRE_RUN:
+        return None
+    pre_run = _PRE_RUN[-1]
+    pending = pre_run.got[0] if pre_run.got and not pre_run.taken_over.is_set() else None
+    pre_run.taken_over.set()
+    return pending
+
+
 @contextmanager
 def before_the_run() -> Iterator[None]:
     """Ctrl-C or SIGTERM before `interruptible` takes over (see the module docstring): RunInterrupted, exit 130 or
@@ -267,12 +294,15 @@ def before_the_run() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    got: list[int] = []  # the signals taken, the first first
+    pre_run = _PreRun()
+    got = pre_run.got  # the signals taken, the first first
     ended = threading.Event()
     disabled = logging.root.manager.disable
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if ended.is_set():  # a signal delivered again just as the block ended: it is stopping already
+            return
+        if got and sys.exc_info()[1] is not None:  # sent again while the first one's stop is unwinding: let it finish
             return
         got.append(signum)
         logging.disable(logging.CRITICAL)  # one line, not the traceback of a library that logs what it caught
@@ -282,15 +312,18 @@ def before_the_run() -> Iterator[None]:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # a handler of someone's own is left alone
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_signal)
     # started here, not in the handler: starting a thread takes locks the interrupted main thread may hold
-    watcher = threading.Thread(target=_redeliver, args=(got, ended, on_signal), name="chatmem-before-run", daemon=True)
+    watcher = threading.Thread(
+        target=_redeliver, args=(pre_run, ended, on_signal), name="chatmem-before-run", daemon=True
+    )
+    _PRE_RUN.append(pre_run)
     watcher.start()
     try:
         yield
     except BaseException as exc:
         ended.set()
         # the KeyboardInterrupt itself, or one a library wrapped in an error of its own (pydantic: RuntimeError,
-        # PydanticSerializationError); chatmem's own errors say what they say
-        if isinstance(exc, KeyboardInterrupt) or (got and _foreign(exc)):
+        # PydanticSerializationError) before any run took over; chatmem's own errors say what they say
+        if isinstance(exc, KeyboardInterrupt) or (got and not pre_run.taken_over.is_set() and _foreign(exc)):
             signum = got[0] if got else signal.SIGINT
             by = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
             raise RunInterrupted(
@@ -300,6 +333,7 @@ def before_the_run() -> Iterator[None]:
         raise
     finally:
         ended.set()
+        _PRE_RUN.remove(pre_run)
         watcher.join()  # no signal is sent after this; one sent before finds `ended` set (on_signal)
         logging.disable(disabled)
         for signum, handler in previous.items():
@@ -311,19 +345,20 @@ def _foreign(exc: BaseException) -> bool:
     return isinstance(exc, Exception) and not isinstance(exc, ChatmemError)
 
 
-def _redeliver(got: list[int], ended: threading.Event, ours: Callable[[int, FrameType | None], None]) -> None:
+def _redeliver(pre_run: _PreRun, ended: threading.Event, ours: Callable[[int, FrameType | None], None]) -> None:
     """Until `ended`: when a signal came and no other reached the handler for a whole REDELIVER_S since, send the
     first again to the main thread (a real signal: it also wakes a sleep there). Unswallowed, the block ends well
-    within that time; swallowed, the run would otherwise go on as if none had come. Once the run's own handler
-    (`interruptible`) has taken the signal over, it is sent there once, not again: a second one would be that
-    handler's "stop at once"."""
+    within that time, or its stop is still unwinding (the handler then lets it finish); swallowed, the run would
+    otherwise go on as if none had come. Only while `before_the_run`'s handler is in place and no run has taken
+    over: a run's `interruptible` acts on a swallowed signal itself as it starts (`_take_over`), and a second
+    signal sent to it would be its "stop at once"."""
     main = threading.main_thread().ident
+    got = pre_run.got
     seen = 0
-    handed_over = False
     while not ended.wait(REDELIVER_S):
-        handler = signal.getsignal(got[0]) if got else None
-        if got and len(got) == seen and main is not None and callable(handler) and not handed_over:
-            handed_over = handler is not ours
+        if pre_run.taken_over.is_set():
+            return
+        if got and len(got) == seen and main is not None and signal.getsignal(got[0]) is ours:
             signal.pthread_kill(main, got[0])
         seen = len(got)
 

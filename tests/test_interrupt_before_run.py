@@ -75,3 +75,80 @@ def test_one_signal_a_library_swallowed_before_the_run_still_stops_it(
         f"{code} interrupted by {by} before the run started: nothing was run or recorded; run the same command again"
     ), result.stdout + result.stderr
     assert float(result.stderr.strip().splitlines()[-1]) < 20, result.stderr  # seconds, not the 30 s wait
+
+
+def run_script(script: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+# One Ctrl-C that is not swallowed, whose stop takes seconds to unwind (as a finished run's RunInterrupted passing
+# through the stop of the local graph server it started): nothing is sent again into that cleanup.
+SLOW_UNWIND = """
+import os, signal, time
+from flows.interrupt import RunInterrupted, before_the_run
+
+try:
+    with before_the_run():
+        try:
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)
+            except KeyboardInterrupt:
+                raise RunInterrupted("interrupted by Ctrl-C after run R finished", 130) from None
+        finally:
+            try:
+                time.sleep(3)
+                print("cleanup finished", flush=True)
+            except KeyboardInterrupt:
+                print("cleanup interrupted", flush=True)
+                raise
+except RunInterrupted as exc:
+    print(f"{exc.exit_code} {exc}")
+"""
+
+
+def test_a_stop_that_takes_seconds_to_unwind_is_not_signalled_again() -> None:
+    result = run_script(SLOW_UNWIND)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["cleanup finished", "130 interrupted by Ctrl-C after run R finished"], (
+        result.stdout + result.stderr
+    )
+
+
+# A Ctrl-C swallowed before the run, then the run's own handler takes over: the run stops as it starts, the
+# ordinary way (one signal: not the second signal's "stopped at once"), and nothing more is sent to it.
+SWALLOWED_THEN_RUN = """
+import os, signal, sys, time
+from contracts.settings import Settings
+from flows.interrupt import RunInterrupted, before_the_run, interruptible
+
+started = time.monotonic()
+try:
+    with before_the_run():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            pass  # a library swallowed it
+        with interruptible(Settings(data_dir=sys.argv[1]), "r-test", ["ingest"]):
+            time.sleep(6)  # a stage, longer than the grace period and a few re-sends
+    print("not interrupted")
+except RunInterrupted as exc:
+    print(f"{exc.exit_code} {exc}")
+print(f"{time.monotonic() - started:.1f}", file=sys.stderr)
+"""
+
+
+def test_a_signal_swallowed_before_the_run_stops_the_run_as_it_starts(tmp_path: Path) -> None:
+    result = run_script(SWALLOWED_THEN_RUN, str(tmp_path / "data"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = result.stdout.strip()
+    assert line.startswith("130 interrupted") and "stopped at once" not in line, result.stdout + result.stderr
+    assert float(result.stderr.strip().splitlines()[-1]) < 4, result.stderr  # at once, not after the 6 s stage
