@@ -50,7 +50,8 @@ def contradicts(attribute: str, old_value: str, old_positive: bool, new_value: s
     positive values do when the attribute is functional ("lives in Paris" / "lives in Berlin") or both values
     are quantities of one kind ("on page 200" / "on page 220", "27:12" / "25:50"). Nothing else does: different
     subjects or attributes never reach this function, and a negative statement about one value says nothing
-    about another.
+    about another. garden/validity.py asks this only of an open interval's `_OpenIntervals.rivals`, which must stay a
+    superset of the intervals this can say yes to: a change to the rule here changes that list there.
     """
     same = " ".join(old_value.casefold().split()) == " ".join(new_value.casefold().split())
     if same:

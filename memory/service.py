@@ -32,7 +32,7 @@ from memory.key_model import STATIC, for_run, with_model
 from memory.recall import Ranking, embed_query, select, to_result
 from memory.recall_facts import question_facts
 from memory.text import terms
-from staging.db import connect_readonly
+from staging.db import connect_readonly, read_snapshot
 from staging.llm_calls import CallRecorder
 from staging.memory import latest_run
 
@@ -62,12 +62,14 @@ class Memory:
                 f"nothing in {settings.data_dir} yet: run `chatmem run EXPORT` first, or point --data-dir at a data dir"
             ) from None
         try:
-            run_id = run_id or latest_run(staging)
-            if run_id is not None:  # queries are embedded by the model the run's keys were (memory/key_model.py)
-                settings = for_run(settings, staging, run_id)
-            chosen = with_model(settings, STATIC) if run_id is None else settings
-            embedder = key_embedder(chosen, quick_start=quick_start)
-            index = open_index(archive, staging, settings, embedder, run_id=run_id)
+            # the run chosen and its index read from one snapshot (a cues run's prune may commit meanwhile)
+            with read_snapshot(staging), read_snapshot(archive):
+                run_id = run_id or latest_run(staging)
+                if run_id is not None:  # queries are embedded by the model the run's keys were (memory/key_model.py)
+                    settings = for_run(settings, staging, run_id)
+                chosen = with_model(settings, STATIC) if run_id is None else settings
+                embedder = key_embedder(chosen, quick_start=quick_start)
+                index = open_index(archive, staging, settings, embedder, run_id=run_id)
         finally:
             archive.close()
             staging.close()

@@ -259,17 +259,23 @@ def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     begun here and pinned by a first read (a deferred BEGIN alone takes no snapshot). In WAL mode another process
     still commits meanwhile (a cues run, its prune); the block does not see it. Reads that run in several
     statements (a recall index build: rows, key texts, edges) then cannot disagree. A connection already in a
-    transaction is left as it is: its reads are one snapshot already. Nothing may be written in the block."""
+    transaction is left as it is: its reads are one snapshot already. Nothing may be written in the block: the
+    connection is query-only meanwhile (a write fails at once), and the block ends with a ROLLBACK."""
     if conn.in_transaction:
         yield conn
         return
-    conn.execute("BEGIN")
+    query_only = int(conn.execute("PRAGMA query_only").fetchone()[0])
+    conn.execute("PRAGMA query_only = ON")
     try:
+        conn.execute("BEGIN")
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # the snapshot: taken now, not at a later read
         yield conn
     finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")  # nothing written: ends the read transaction (pending reads allowed)
+        # nothing was written; an error here must not hide the one the block may be raising
+        with contextlib.suppress(sqlite3.Error):
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.execute(f"PRAGMA query_only = {query_only}")
 
 
 class Transaction:
