@@ -3,7 +3,8 @@
     python benchmarks/bench_graph_quality.py --data-dir DIR [--labels benchmarks/labels/dev_labels.json]
         [--out result.json] [--show 10]
 
-Build the data dir first from the labelled exports (benchmarks/labels/README.md lists them), e.g.
+Build the data dir first from the labelled exports (benchmarks/labels/README.md lists them): `bash
+benchmarks/build_labelled.sh DIR` does it and scores both label sets, or by hand
 `chatmem --data-dir DIR run --to cluster <the exports>`. Prints the measures against their targets
 (precision@5 >= 0.80, concept recall >= 0.60, generic share of the top 30 <= 5 %, topic AMI >= 0.60, largest
 topic <= 25 % of conversations) and the worst conversations, so a change can be judged by eye as well. The same
