@@ -75,18 +75,22 @@ def open_built_memory(settings: Settings, where: Path) -> BuiltMemory:
     from memory.index_store import open_index
     from memory.key_model import for_run, run_choice
     from staging import memory as memory_store
+    from staging.db import read_snapshot
 
     default = build_embedder(settings.embed)
+    # the run chosen, its index and its rows read from one state of each database (as Memory.open)
     with (
         open_readonly(settings.archive_path, settings) as archive,
         open_readonly(settings.staging_path, settings) as staging,
+        read_snapshot(staging),
+        read_snapshot(archive),
     ):
         latest = memory_store.latest_run(staging)
         if latest is None:
             raise ChatmemError(f"the pipeline built no memory in {where}")
         settings = for_run(settings, staging, latest)  # `auto`: the model the cues run chose for its keys
         embedder = key_embedder(settings)
-        index = open_index(archive, staging, settings, embedder, run_id=latest)  # the stored one, as a recall reads it
+        index = open_index(archive, staging, settings, embedder, run_id=latest)  # the stored one, as recall does
         return BuiltMemory(
             index=index,
             embedder=embedder,

@@ -102,10 +102,9 @@ def intervals(statements: Iterable[Statement]) -> list[Interval]:
                 continue
             new = _open(subject, attribute, statement)
             positive = statement.polarity == "positive"
-            for old_key in open_.rivals(key, positive, statement.value):
-                old = open_.get(old_key)
-                old_positive = old is not None and old.polarity == "positive"
-                if old is not None and contradicts(attribute, old.value, old_positive, statement.value, positive):
+            for old_key in open_.rivals(key, positive, statement.value):  # distinct keys: closing one keeps the rest
+                old = open_.by_key[old_key]
+                if contradicts(attribute, old.value, old.polarity == "positive", statement.value, positive):
                     old.valid_to, old.superseded_by = statement.time, new.fact_id
                     open_.close(old_key)
             open_.add(key, new)
