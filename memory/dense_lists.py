@@ -79,6 +79,28 @@ class DenseLists:
     def lists(self) -> int:
         return len(self.centroids)
 
+    def assignment(self) -> Array:
+        """Each content position's list."""
+        assign = np.empty(len(self.order), dtype=np.int64)
+        for number, (start, end) in enumerate(zip(self.offsets[:-1].tolist(), self.offsets[1:].tolist(), strict=True)):
+            assign[self.order[start:end]] = number
+        return assign
+
+    def nearest(self, vectors: Array) -> Array:
+        """The list of each of these key vectors (rows), by the lists' own centroids."""
+        out = np.empty(len(vectors), dtype=np.int64)
+        for start in range(0, len(vectors), CHUNK):
+            block = np.asarray(vectors[start : start + CHUNK], dtype=np.float32) @ self.projection
+            out[start : start + CHUNK] = _nearest(block, self.centroids, self.half_norms)
+        return out
+
+    def reassigned(self, assign: Array) -> DenseLists:
+        """The same lists (projection, centroids) over content whose lists are `assign` (a patched index keeps the
+        k-means of the index it came from: its new rows join the nearest list, nothing is trained again)."""
+        order = np.argsort(assign, kind="stable")
+        offsets = np.searchsorted(assign[order], np.arange(self.lists + 1))
+        return DenseLists(self.projection, self.centroids, self.half_norms, order, offsets)
+
     def probe(self, query: Array, probes: int) -> Array:
         """The content positions in the `probes` lists nearest the query (unsorted)."""
         scores = self.centroids @ (self.projection.T @ query.astype(np.float32)) - self.half_norms

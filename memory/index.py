@@ -348,9 +348,11 @@ def assemble(
     titles: Mapping[str, str | None] | None = None,
     session_vectors: Array | None = None,
     session_counts: TermCounts | None = None,
+    coarse: tuple[Array, Array] | None = None,
 ) -> MemoryIndex:
     """The index of these columns, cues, key vectors, term counts and cue weights (and the conversations' key
-    vectors and documents, memory.session.session_keys, when already known)."""
+    vectors and documents, memory.session.session_keys, when already known; the coarse pass's projection and
+    projected vectors, when kept from an earlier index)."""
     cue_content, cue_conversation = cue_matrices
     prev, nxt = _neighbours(columns.conversation, columns.seq, columns.rank)
     keyed = np.isin(columns.role_code, [i for i, r in enumerate(columns.roles) if r in key_roles])
@@ -393,7 +395,9 @@ def assemble(
         ),
         days=columns.days,
     )
-    if index.size >= COARSE_FROM:
+    if coarse is not None:
+        index.projection, index.coarse = coarse
+    elif index.size >= COARSE_FROM:
         index.add_projection()
     return index
 

@@ -14,15 +14,19 @@ as in E's index, at new positions:
     neighbours        one numpy sort of (conversation, seq, id) over every content (memory.index._neighbours)
     term counts       E's for every row created at or before E (memory/index_reuse.py Reuse.counts), the rest
                       counted from their key texts
-    key vectors       E's for those rows; the others from the vector cache (their texts read from archive.db)
+    key vectors       E's for those rows, read where E's segments hold them (memory/vector_segments.py: nothing
+                      copied); the others from the vector cache (their texts read from archive.db), a new segment
+    pre-pass lists    E's k-means lists and coarse projection kept: each new row joins its nearest list (a build
+                      from scratch trains them again, so a patched index's lists are those of the build it came from)
     cue weights       E's entries, less those of the touched conversations and of the edges retired after E, plus
                       the live edges into the touched conversations (by dst: memory_edges_by_dst) and the live
                       edges that replaced a retired one (by key)
     the rest          computed over the whole memory as a fresh build does (memory.index.assemble): BM25 and its
                       statistics, session keys, the coarse projection, cues
 
-The result is the index a build from scratch gives, array for array (tests/test_index_patch.py, over several
-incremental runs). Where that cannot be shown cheaply the patch declines (returns None) and the caller builds as
+The result is the index a build from scratch gives, array for array but for the pre-pass lists and the coarse
+projection (tests/test_index_patch.py, over several incremental runs; past vector_segments' limits the vectors are
+written again and the lists trained again, and then every array is a fresh build's). Where that cannot be shown cheaply the patch declines (returns None) and the caller builds as
 before: a speaker name came or went (every key vector's masking changes), a cue of an untouched entry is gone.
 """
 
@@ -37,7 +41,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memory import vector_segments
+from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import (
+    COARSE_FROM,
     Columns,
     MemoryIndex,
     _merged_groups,
@@ -49,6 +56,7 @@ from memory.index import (
     speakers,
 )
 from memory.index_reuse import Reuse, merged_counts, strings
+from memory.mapped import Rows
 from memory.names import NAMED_ROLES
 from memory.session import conversation_counts, session_vectors
 from memory.sparse import CSR
@@ -235,13 +243,22 @@ def patch_index(
         np.array([embeds_role(settings, r.role) for r in rows], dtype=bool),
         bool,
     )
-    dense = np.zeros((n, embedder.dim), dtype=np.float32)
-    have = np.zeros(n, dtype=bool)
-    shared = np.flatnonzero((old >= 0) & wanted)
-    dense[shared] = previous.dense[old[shared]]
-    have[shared] = True
-    texts = inputs.message_texts(archive, [ids[i] for i in np.flatnonzero(wanted & ~have)])
-    fill_vectors(staging, settings, embedder, dense, have, wanted, ids, texts, previous.names)
+    fresh = np.flatnonzero(old < 0)  # rows E does not hold: their vectors from the cache (or embedded)
+    fresh_vectors = np.zeros((len(fresh), embedder.dim), dtype=np.float32)
+    fresh_ids = [ids[i] for i in fresh.tolist()]
+    texts = inputs.message_texts(archive, [ids[i] for i in fresh[wanted[fresh]].tolist()])
+    fill_vectors(
+        staging,
+        settings,
+        embedder,
+        fresh_vectors,
+        np.zeros(len(fresh), bool),
+        wanted[fresh],
+        fresh_ids,
+        texts,
+        previous.names,
+    )
+    dense, lists = _key_vectors(previous, old, fresh, fresh_vectors, wanted, n >= settings.recall.prepass_from)
 
     vectors = _session_vectors(previous, settings.memory.key_roles, columns, conversation_remap, new_at, dense)
 
@@ -255,7 +272,13 @@ def patch_index(
         return _declined(str(error))
     key_roles = settings.memory.key_roles
     summed = _session_counts(previous, key_roles, columns, conversation_remap, new_at, counts)
-    return assemble(
+    coarse = None
+    if lists is not None and previous.projection is not None and previous.coarse is not None and n >= COARSE_FROM:
+        coarse = np.empty((n, previous.projection.shape[1]), dtype=np.float32)  # E's projection, E's rows moved
+        held = np.flatnonzero(old >= 0)
+        coarse[held] = np.asarray(previous.coarse)[old[held]]
+        coarse[fresh] = fresh_vectors @ previous.projection
+    patched = assemble(
         columns,
         cues,
         run_id,
@@ -266,7 +289,39 @@ def patch_index(
         texts=texts,
         session_vectors=vectors,
         session_counts=summed,
+        coarse=None if coarse is None else (np.asarray(previous.projection), coarse),
     )
+    if lists is not None:
+        patched.prepass = PrepassTables(ConversationMembers.build(patched.conversation, len(conversation_ids)), lists)
+    return patched
+
+
+def _key_vectors(
+    previous: MemoryIndex, old: Array, fresh: Array, fresh_vectors: Array, wanted: Array, share: bool
+) -> tuple[Array, DenseLists | None]:
+    """(the key vectors, the pre-pass lists when they are E's kept): E's vector segments read where they are and a
+    segment of the `fresh` rows, with E's k-means lists (each new row joins its nearest list), when E's index holds
+    its vectors in segments and sharing them is still worth it (memory/vector_segments.py); else one array, as a
+    build from scratch holds them (its lists trained again)."""
+    n, held = len(old), np.flatnonzero(old >= 0)
+    earlier = previous.dense
+    earlier_lists = previous.prepass.lists if previous.prepass is not None else None
+    if share and isinstance(earlier, Rows) and earlier_lists is not None:
+        where = np.empty(n, dtype=np.int64)
+        where[held] = earlier.where[old[held]]
+        where[fresh] = sum(len(s) for s in earlier.segments) + np.arange(len(fresh))
+        segments = [*earlier.segments, fresh_vectors] if len(fresh) else list(earlier.segments)
+        entries = [*earlier.entries, None] if len(fresh) else list(earlier.entries)
+        if vector_segments.worth_sharing(segments, where):
+            assign = np.empty(n, dtype=np.int64)
+            assign[held] = earlier_lists.assignment()[old[held]]
+            assign[fresh] = earlier_lists.nearest(fresh_vectors)
+            return Rows(segments, where, entries), earlier_lists.reassigned(assign)
+    dense = np.zeros((n, fresh_vectors.shape[1]), dtype=np.float32)
+    shared = held[wanted[held]]  # an unwanted row's vector is zero (E's is too: the same key roles and model)
+    dense[shared] = earlier[old[shared]]
+    dense[fresh] = fresh_vectors
+    return dense, None
 
 
 def _session_counts(

@@ -10,7 +10,9 @@ built on the first open of a run (the first `chatmem recall` or MCP `recall` aft
     <name>.npy        every array of the index, one file each, opened with np.load(mmap_mode="r") (files under
                       STORED_FROM bytes are read whole): the pages a recall touches are read, the rest stay on disk
                         per content       conversation, seq, role_code, times, day, tokens, source, head, prev,
-                                          next, asks, speaker, dense (n x dim key vectors), coarse
+                                          next, asks, speaker, coarse, dense.where (each content's row in the
+                                          key vector segments), or dense (n x dim) for a memory without the
+                                          pre-pass's lists
                         sparse (CSR)      cue_content, cue_conversation, content_cue: <m>.indptr/.indices/.data
                         BM25              <b>.postings.* (terms x documents), <b>.tf (each posting's raw count),
                                           <b>.idf, <b>.vocabulary.* (below, in sorted order),
@@ -20,8 +22,13 @@ built on the first open of a run (the first `chatmem recall` or MCP `recall` aft
                                           sorted by string: lookups by binary search, memory.mapped.Lookup)
                         merged groups     group.heads (ascending), group.offsets, group.members
                         pre-pass tables   prepass.* (memory/dense_lists.py), large memories only
-    manifest.json     written last: format, key, every file's size, sha256 and modification time, and the small
-                      values (run id, role and source names, speaker names, matrix shapes)
+    manifest.json     written last: format, key, every file's size, sha256 and modification time, the key vector
+                      segments it reads, and the small values (run id, role and source names, speaker names, matrix
+                      shapes)
+
+and the key vectors (n x dim, most of the bytes) in segments under <data_dir>/recall-vectors/, shared by the
+indexes of successive runs (memory/vector_segments.py): a build from scratch writes one, list by list of the
+pre-pass's k-means lists; a patched index lists the earlier index's segments and adds one of its new rows.
 
 Nothing is unpickled and nothing is read whole: opening costs a few file opens and a JSON read whatever the size of
 the memory; a recall then reads its query's posting lists, the key vectors and rows it scores (the candidate
@@ -41,13 +48,16 @@ mismatch, another format, bytes that are not the ones written) is removed and re
 written falls back to the in-memory index.
 
 An incremental cues run's index is patched from the earlier run's (memory/index_patch.py: the touched conversations'
-rows read, everything else moved; the same arrays as a fresh build); when the patch declines, the earlier index
-still gives the shared rows' term counts and key vectors (memory/index_reuse.py); else it is built from scratch.
+rows read, everything else moved; the same arrays as a fresh build, but for the pre-pass's k-means lists and the
+coarse projection, kept from the earlier index, and the key vectors, read from its segments); when the patch
+declines, the earlier index still gives the shared rows' term counts and key vectors (memory/index_reuse.py); else
+it is built from scratch.
 
 Damage in place (a file of the same size with other bytes) is found by each file's sha256 in the manifest:
   - an earlier run's index is reused (memory/index_reuse.py) only when every file's sha256 matches (the reuse reads
     most of it anyway; about 0.05 s per 100 MB hashed on a warm page cache): else the new index is built from
-    scratch, with a warning in the log;
+    scratch, with a warning in the log. Its key vector segments are checked as an open checks a file (below): a
+    patch shares them without reading them;
   - an open for recall hashes the files it reads whole (under STORED_FROM) and every file whose modification time
     is not the one written (anything that wrote to it since); a file changed without a new modification time
     (a disk error) is not hashed, or an open would read the whole index (GBs at 1M messages) for each
@@ -71,6 +81,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from clients.embedders import Embedder
+from memory import vector_segments as segments
 from memory.candidates import prepare
 from memory.dense_lists import ConversationMembers, DenseLists, PrepassTables
 from memory.index import Array, MemoryIndex, attach_facts, check_embedder, load_index
@@ -94,7 +105,6 @@ FORMAT = 2  # 1: a pickle of the index with its large arrays beside it (scipy ma
 DIRECTORY = "recall-index"
 MANIFEST = "manifest.json"
 STORED_FROM = 64 * 1024  # smaller files are read whole (an empty array cannot be memory-mapped)
-ROWS_CHUNK = 65_536  # rows gathered per write of the key vectors in k-means list order (_Writer.rows): 24 MiB at 384-d
 # the modules that build the index and the classes it holds (read as files: importing memory.graph would load the
 # pipeline's settings into every recall)
 BUILT_BY = (
@@ -110,6 +120,7 @@ BUILT_BY = (
     "index_store",
     "index_reuse",
     "index_patch",
+    "vector_segments",
 )
 PER_CONTENT = ("conversation", "seq", "role_code", "times", "day", "tokens", "source", "head", "prev", "next")
 OPTIONAL = ("asks", "speaker", "coarse", "projection")
@@ -263,6 +274,7 @@ def _store(index: MemoryIndex, root: Path, target: Path, key: str, reuse: str) -
             return True
         shutil.rmtree(target, ignore_errors=True)  # a damaged or half-removed copy
         os.rename(temporary, target)
+        segments.collect(root, _alive)  # the key vectors no stored index reads any more
     except OSError as error:
         log.warning("recall index not stored in %s (%s); using the in-memory index", root, error)
         shutil.rmtree(temporary, ignore_errors=True)
@@ -275,8 +287,12 @@ def _building(name: str) -> bool:
     pid = name.rsplit("-", 1)[-1]
     if not name.startswith(".tmp-") or not pid.isdigit() or int(pid) == os.getpid():
         return False
+    return _alive(int(pid))
+
+
+def _alive(pid: int) -> bool:
     try:
-        os.kill(int(pid), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except OSError:
@@ -298,22 +314,10 @@ class _Writer:
         np.save(path, np.ascontiguousarray(value), allow_pickle=False)
         self._written(name, path)
 
-    def rows(self, name: str, value: Array, order: Array) -> None:
-        """`value[order]` (rows of a 2-d array), the bytes `array` writes, gathered ROWS_CHUNK rows at a time: no
-        second copy of the key vectors (n x 1.5 KB, 1.5 GB at 1M messages) is held to write them."""
-        path = self.directory / f"{name}.npy"
-        shape = (len(order), *value.shape[1:])
-        header = {"descr": np.lib.format.dtype_to_descr(value.dtype), "fortran_order": False, "shape": shape}
-        with open(path, "wb") as out:
-            np.lib.format.write_array_header_1_0(out, header)  # np.save's header (format 1.0 for every such shape)
-            for start in range(0, len(order), ROWS_CHUNK):
-                out.write(np.ascontiguousarray(value[order[start : start + ROWS_CHUNK]]).tobytes())
-        self._written(name, path)
-
     def _written(self, name: str, path: Path) -> None:
         written = path.stat()
         self.files[name], self.mtimes[name] = written.st_size, written.st_mtime_ns
-        self.sha256[name] = _sha256(path)
+        self.sha256[name] = segments.sha256(path)
 
     def strings(self, name: str, values: Sequence[str]) -> None:
         encoded = [v.encode() for v in values]
@@ -353,13 +357,18 @@ def _write(index: MemoryIndex, directory: Path, key: str, reuse: str) -> None:
         if getattr(index, name) is not None:
             out.array(name, getattr(index, name))
     lists = index.prepass.lists if index.prepass is not None else None
-    if lists is not None and len(lists.order) == index.size and index.dense.shape[0] == index.size:
-        out.rows("dense.by_list", np.asarray(index.dense), lists.order)  # see Rows
+    stored_segments: list[dict[str, Any]] = []
+    if isinstance(index.dense, Rows):  # patched: the earlier index's segments, and one of the new rows
+        for segment, entry in zip(index.dense.segments, index.dense.entries, strict=True):
+            stored_segments.append(entry or segments.write(directory.parent, index.run_id, segment))
+        out.array("dense.where", index.dense.where)
+    elif lists is not None and len(lists.order) == index.size and index.dense.shape[0] == index.size:
+        stored_segments.append(segments.write(directory.parent, index.run_id, index.dense, lists.order))  # see Rows
         where = np.empty(index.size, dtype=np.int64)
         where[lists.order] = np.arange(index.size)
         out.array("dense.where", where)
     else:
-        out.array("dense", index.dense)
+        out.array("dense", np.asarray(index.dense))
     out.array("cue_idf", index.cue_idf)
     out.array("cue_hub", index.cue_hub)
     for name in ("ids", "conversation_ids", "cue_ids", "cue_names"):
@@ -401,6 +410,7 @@ def _write(index: MemoryIndex, directory: Path, key: str, reuse: str) -> None:
         "files": out.files,
         "sha256": out.sha256,
         "mtimes": out.mtimes,
+        "segments": stored_segments,
         "meta": meta,
     }
     with open(directory / MANIFEST, "w") as written:
@@ -421,14 +431,6 @@ def _read_or_none(directory: Path, key: str) -> MemoryIndex | None:
         return None
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _read(directory: Path, key: str, *, verify: bool = False) -> MemoryIndex:
     """The stored index; ValueError when it is not the one written. `verify`: every file's sha256 checked, else
     only those of the files read whole or with another modification time than written (see the module's doc)."""
@@ -447,11 +449,15 @@ def _read(directory: Path, key: str, *, verify: bool = False) -> MemoryIndex:
         found = path.stat()
         if found.st_size != size:
             raise ValueError(f"{path.name} is {found.st_size} bytes, expected {size}")
-        if (verify or size < STORED_FROM or found.st_mtime_ns != mtimes[name]) and _sha256(path) != sha256[name]:
+        if (verify or size < STORED_FROM or found.st_mtime_ns != mtimes[name]) and segments.sha256(path) != sha256[
+            name
+        ]:
             raise ValueError(f"{path.name} does not hold the bytes written (another sha256)")
         mapped = np.load(path, mmap_mode="r" if size >= STORED_FROM else None, allow_pickle=False)
         arrays[name] = mapped.view(np.ndarray)
-    return _assemble(arrays, meta)
+    entries: list[dict[str, Any]] = manifest.get("segments", [])
+    vectors = [segments.read(directory.parent, e, hash_from=STORED_FROM) for e in entries]  # never re-hashed whole
+    return _assemble(arrays, meta, (vectors, entries) if entries else None)
 
 
 def _column(arrays: Mapping[str, Array], name: str) -> Column:
@@ -472,8 +478,13 @@ def _bm25(arrays: Mapping[str, Array], name: str, shape: list[int]) -> BM25:
     return BM25(vocabulary, postings, arrays[f"{name}.idf"], arrays.get(f"{name}.tf"))
 
 
-def _assemble(arrays: Mapping[str, Array], meta: Mapping[str, Any]) -> MemoryIndex:
-    """The MemoryIndex over the stored arrays (strings, groups and vocabularies as lookups over them)."""
+def _assemble(
+    arrays: Mapping[str, Array],
+    meta: Mapping[str, Any],
+    vectors: tuple[list[Array], list[dict[str, Any]]] | None,
+) -> MemoryIndex:
+    """The MemoryIndex over the stored arrays (strings, groups and vocabularies as lookups over them) and the key
+    vectors' segments with their manifest entries."""
     shapes = meta["shapes"]
     sessions = None
     if meta["sessions"]:
@@ -497,8 +508,8 @@ def _assemble(arrays: Mapping[str, Array], meta: Mapping[str, Any]) -> MemoryInd
         sources=list(meta["sources"]),
         group=Groups(arrays["group.heads"], arrays["group.offsets"], arrays["group.members"]),
         bm25=_bm25(arrays, "bm25", shapes["bm25"]),
-        dense=cast(Array, Rows(arrays["dense.by_list"], arrays["dense.where"]))
-        if "dense.where" in arrays
+        dense=cast(Array, Rows(vectors[0], arrays["dense.where"], vectors[1]))
+        if vectors is not None
         else arrays["dense"],
         cue_ids=_column(arrays, "cue_ids"),
         cue_names=_column(arrays, "cue_names"),

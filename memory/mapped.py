@@ -162,41 +162,60 @@ class ArchiveTitles(Mapping[str, str | None]):
 
 
 class Rows:
-    """The key vectors (n x dim), stored list by list of the pre-pass's k-means lists (memory/dense_lists.py), read by
-    content position: `rows[positions]` is `dense[positions]`, the same values in the same order. The pre-pass
-    reads whole lists, so its rows lie side by side on disk: a probe of ~26k vectors at 1M content touches a few
-    hundred pages, not one or two pages per vector (16k page faults, ~0.5 s of a recall on a loaded machine)."""
+    """The key vectors (n x dim), stored in segments shared by the stored indexes of successive runs
+    (memory/vector_segments.py), read by content position: `rows[positions]` is `dense[positions]`, the same values
+    in the same order. A from-scratch build writes one segment list by list of the pre-pass's k-means lists
+    (memory/dense_lists.py), so the pre-pass, which reads whole lists, finds their rows side by side on disk: a probe
+    of ~26k vectors at 1M content touches a few hundred pages, not one or two pages per vector (16k page faults,
+    ~0.5 s of a recall on a loaded machine). A patched index adds a small segment of its new rows."""
 
-    def __init__(self, vectors: Array, where: Array) -> None:
-        self._vectors = vectors  # row k: the vector of the content at lists.order[k]
-        self._where = where  # content position -> its row in `vectors`
-        self.dtype = vectors.dtype
+    def __init__(
+        self, segments: Array | Sequence[Array], where: Array, entries: Sequence[dict[str, Any] | None] | None = None
+    ) -> None:
+        self.segments: list[Array] = [segments] if isinstance(segments, np.ndarray) else list(segments)
+        # each segment's manifest entry (memory/vector_segments.py) when it is stored, None when only in memory
+        self.entries: list[dict[str, Any] | None] = (
+            list(entries) if entries is not None else [None] * len(self.segments)
+        )
+        self._starts = np.cumsum([0] + [len(s) for s in self.segments], dtype=np.int64)  # segment k: rows from here
+        self._where = where  # content position -> its row in the segments, end to end
+        self.dtype = self.segments[0].dtype
         self.ndim = 2
+        self._dim = int(self.segments[0].shape[1])
         # Mapped: no read-ahead (a view's rows, whole conversations, are scattered over the file: the kernel's
         # read-ahead then read most of it, 1.5 GB at 1M, on a cold page cache), runs of rows asked for ahead instead
-        memmap = vectors.base if isinstance(vectors.base, np.memmap) else None
-        self._mmap: mmap.mmap | None = getattr(memmap, "_mmap", None)
-        self._offset = int(getattr(memmap, "offset", 0))
-        if self._mmap is not None:
-            self._mmap.madvise(mmap.MADV_RANDOM)
+        self._maps: list[tuple[mmap.mmap, int] | None] = []
+        for segment in self.segments:
+            memmap = segment.base if isinstance(segment.base, np.memmap) else None
+            found: mmap.mmap | None = getattr(memmap, "_mmap", None)
+            if found is not None:
+                found.madvise(mmap.MADV_RANDOM)
+            self._maps.append(None if found is None else (found, int(getattr(memmap, "offset", 0))))
 
-    def _ask_ahead(self, rows: Array) -> None:
+    @property
+    def where(self) -> Array:
+        """Each content position's row in the segments, end to end."""
+        return self._where
+
+    def _ask_ahead(self, segment: int, rows: Array) -> None:
         """Tell the kernel about runs of consecutive rows (the pre-pass reads whole lists): read as blocks."""
-        if self._mmap is None or rows.ndim != 1 or len(rows) < RUN_ROWS:
+        mapped = self._maps[segment]
+        if mapped is None or rows.ndim != 1 or len(rows) < RUN_ROWS:
             return
+        memory, offset = mapped
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1
         starts = np.concatenate([[0], breaks])
         ends = np.concatenate([breaks, [len(rows)]])
-        size = int(self._vectors.shape[1]) * self._vectors.dtype.itemsize
+        size = self._dim * self.dtype.itemsize
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
             if end - start >= RUN_ROWS:
-                first = self._offset + int(rows[start]) * size
+                first = offset + int(rows[start]) * size
                 begin = first - first % mmap.PAGESIZE
-                self._mmap.madvise(mmap.MADV_WILLNEED, begin, self._offset + (int(rows[end - 1]) + 1) * size - begin)
+                memory.madvise(mmap.MADV_WILLNEED, begin, offset + (int(rows[end - 1]) + 1) * size - begin)
 
     @property
     def shape(self) -> tuple[int, int]:
-        return (len(self._where), int(self._vectors.shape[1]))
+        return (len(self._where), self._dim)
 
     def __len__(self) -> int:
         return len(self._where)
@@ -206,12 +225,22 @@ class Rows:
             key = np.arange(len(self._where))[key]
         elif isinstance(key, np.ndarray) and key.dtype == bool:
             key = np.flatnonzero(key)
-        rows = self._where[key]
-        self._ask_ahead(np.asarray(rows))
-        return np.asarray(self._vectors[rows])
+        rows = np.asarray(self._where[key])
+        if len(self.segments) == 1:
+            self._ask_ahead(0, rows)
+            return np.asarray(self.segments[0][rows])
+        flat = rows.reshape(-1)
+        out = np.empty((len(flat), self._dim), dtype=self.dtype)
+        segment_of = np.searchsorted(self._starts, flat, side="right") - 1
+        for k in np.unique(segment_of).tolist():
+            chosen = np.flatnonzero(segment_of == k)
+            local = flat[chosen] - self._starts[k]
+            self._ask_ahead(k, local)
+            out[chosen] = self.segments[k][local]
+        return out.reshape(*rows.shape, self._dim)
 
     def __matmul__(self, other: Array) -> Array:
-        return np.asarray(self._vectors @ other)[self._where]
+        return np.concatenate([np.asarray(s @ other) for s in self.segments])[self._where]
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Array:
-        return np.asarray(self._vectors[self._where], dtype=dtype)
+        return np.asarray(self[np.arange(len(self._where))], dtype=dtype)

@@ -9,12 +9,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from concept_support import Dbs, conversation, write_archive
 from test_index_reuse import NEW, first_build, run_stages
 from test_index_store import answers, fresh, same, stored
 
-from memory import index_patch, index_store
+from memory import index_patch, index_store, mapped, vector_segments
 from memory.index import MemoryIndex
 from staging import memory as store
 
@@ -55,6 +56,7 @@ DUMPS: list[dict[str, list[tuple[str, str]]]] = [
 def every_array_in_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(index_store, "STORED_FROM", 1)
     monkeypatch.setattr(index_patch, "PATCH_SHARE", 1.0)  # a small memory: most of it changes with each dump
+    monkeypatch.setattr(vector_segments, "MAX_DEAD", 1.0)  # and many of its vector rows are retired
 
 
 def dump(dbs: Dbs, number: int) -> None:
@@ -100,13 +102,43 @@ def test_an_index_patched_over_several_incremental_runs_equals_a_fresh_build(
         assert index.run_id > previous.run_id
         expected = fresh(dbs)
         for f in fields(MemoryIndex):
-            if f.name != "texts":
+            if f.name not in ("texts", "prepass"):
                 assert same(getattr(index, f.name), getattr(expected, f.name)), (number, f.name)
+        kept_lists(index, previous, expected)
         assert answers(dbs, index) == answers(dbs, expected)
+        shares_segments(dbs, index, previous)
         previous = index
     assert len(patches.results) == len(DUMPS)
     assert any(len(members) > 1 for members in previous.group.values()), "a merged group was patched"
     assert reweighted, "a cue -> conversation edge of an untouched conversation was re-weighted"
+
+
+def kept_lists(index: MemoryIndex, previous: MemoryIndex, expected: MemoryIndex) -> None:
+    """The patched index keeps the earlier index's k-means lists (nothing trained again) and puts each row in a list
+    nearest to its vector; its conversations' members are a fresh build's."""
+    assert index.prepass is not None and previous.prepass is not None and expected.prepass is not None
+    assert same(index.prepass.members, expected.prepass.members)
+    lists, earlier = index.prepass.lists, previous.prepass.lists
+    assert lists is not None and earlier is not None
+    for name in ("projection", "centroids", "half_norms"):
+        assert same(getattr(lists, name), getattr(earlier, name)), name
+    assert sorted(np.asarray(lists.order).tolist()) == list(range(index.size))
+    scores = (np.asarray(index.dense) @ lists.projection) @ lists.centroids.T - lists.half_norms
+    chosen = scores[np.arange(index.size), lists.assignment()]
+    assert np.all(chosen >= scores.max(axis=1) - 1e-5), "a row is not in a nearest list"
+
+
+def shares_segments(dbs: Dbs, index: MemoryIndex, previous: MemoryIndex) -> None:
+    """The patched index reads the earlier index's vector segments where they are (not rewritten) and adds at most one
+    of its new rows; the segments no index lists are gone."""
+    assert isinstance(index.dense, mapped.Rows) and isinstance(previous.dense, mapped.Rows)
+    earlier = [e["name"] for e in previous.dense.entries if e is not None]
+    now = [e["name"] for e in index.dense.entries if e is not None]
+    assert now[: len(earlier)] == earlier and len(now) - len(earlier) <= 1
+    folder = dbs.settings.data_dir / vector_segments.DIRECTORY
+    assert sorted(p.name for p in folder.iterdir()) == sorted(now)
+    for entry in index.dense.entries:
+        assert entry is not None and (folder / entry["name"]).stat().st_mtime_ns == entry["mtime"]
 
 
 def reweighted_elsewhere(dbs: Dbs, run_id: str) -> int:
@@ -119,6 +151,28 @@ def reweighted_elsewhere(dbs: Dbs, run_id: str) -> int:
             (run_id, run_id),
         ).fetchone()[0]
     )
+
+
+def test_past_the_segment_limit_the_patched_index_writes_its_vectors_again_as_a_fresh_build_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sharing stops when an index would read too many segments (or too many dead rows): its vectors are written as
+    one segment again, its k-means lists trained again: the index a build from scratch gives, array for array."""
+    monkeypatch.setattr(vector_segments, "MAX_SEGMENTS", 1)
+    dbs = first_build(tmp_path)
+    stored(dbs)
+    patches = Patches(monkeypatch)
+    for number in range(2):
+        dump(dbs, number)
+        index = stored(dbs)
+        assert patches.results[-1] is not None, f"dump {number}: the patch declined"
+        expected = fresh(dbs)
+        for f in fields(MemoryIndex):
+            if f.name != "texts":
+                assert same(getattr(index, f.name), getattr(expected, f.name)), (number, f.name)
+        assert isinstance(index.dense, mapped.Rows) and len(index.dense.segments) == 1
+        folder = dbs.settings.data_dir / vector_segments.DIRECTORY
+        assert [p.name for p in folder.iterdir()] == [index.dense.entries[0]["name"]]  # type: ignore[index]
 
 
 def test_the_patch_declines_when_a_speaker_name_comes_or_goes(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from stage_support import garden_stage as garden
 from stage_support import stage_concepts, stage_extract, stage_segment
 
 from contracts.memory import RecallRequest, RecallScope
-from memory import index_store, mapped
+from memory import index_store, mapped, vector_segments
 from memory.candidates import prepare
 from memory.index import MemoryIndex, attach_facts, key_embedder, load_index
 from memory.index_store import DIRECTORY, MANIFEST, open_index
@@ -199,6 +199,58 @@ def test_an_array_overwritten_in_place_is_found_and_the_index_rebuilt(
         if f.name != "texts":
             assert same(getattr(index, f.name), getattr(expected, f.name)), f.name
     assert answers(built, index) == answers(built, expected)
+
+
+@pytest.mark.parametrize("damage", ["overwrite", "truncate", "remove"])
+def test_a_damaged_vector_segment_is_found_and_the_index_rebuilt(
+    built: Dbs, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The key vectors live in a segment beside the index (memory/vector_segments.py): other bytes written into it,
+    a cut or a missing segment make the index unreadable, and it is rebuilt and answers as a fresh build."""
+    first = stored(built)
+    assert isinstance(first.dense, mapped.Rows)
+    (entry,) = first.dense.entries
+    assert entry is not None
+    segment = built.settings.data_dir / vector_segments.DIRECTORY / entry["name"]
+    del first
+    if damage == "overwrite":
+        overwrite_in_place(segment, keep_time=False)
+    elif damage == "truncate":
+        segment.write_bytes(segment.read_bytes()[:-8])
+    else:
+        segment.unlink()
+    with caplog.at_level(logging.WARNING, logger="memory.index_store"):
+        index = stored(built)
+    assert "cannot be used" in caplog.text
+    expected = fresh(built)
+    for f in fields(MemoryIndex):
+        if f.name != "texts":
+            assert same(getattr(index, f.name), getattr(expected, f.name)), f.name
+    assert answers(built, index) == answers(built, expected)
+    assert not segment.exists(), "no index lists the damaged segment: removed with the store"
+    assert isinstance(index.dense, mapped.Rows) and index.dense.entries[0] is not None
+    assert index.dense.entries[0]["name"] != entry["name"]
+
+
+def test_segments_no_stored_index_lists_are_removed_by_the_next_store(built: Dbs) -> None:
+    """Segments of a killed build or of an index since replaced go with the next store; one a running process
+    wrote (it is storing the index that will list it) stays."""
+    first = stored(built)
+    assert isinstance(first.dense, mapped.Rows)
+    (old_entry,) = first.dense.entries
+    assert old_entry is not None
+    del first
+    folder = built.settings.data_dir / vector_segments.DIRECTORY
+    killed, half, running = folder / "r1-999999-aa.npy", folder / ".tmp-r1-999999-bb.npy", folder / "r1-1-cc.npy"
+    for path in (killed, half, running):  # pid 999999: no such process; pid 1 runs as long as the machine
+        path.write_bytes(b"x")
+    cues.run(built.archive, built.staging, run_id=built.run_id(), settings=built.settings)
+    second = max(str(r[0]) for r in built.staging.execute("SELECT run_id FROM memory_runs"))
+    index = stored(built, run_id=second)
+    assert isinstance(index.dense, mapped.Rows)
+    listed = {e["name"] for e in index.dense.entries if e is not None}
+    assert sorted(p.name for p in folder.iterdir()) == sorted(listed | {running.name})
+    assert old_entry["name"] in listed, "the same content again: the earlier segment is shared, not copied"
 
 
 def test_half_written_build_is_never_used(built: Dbs) -> None:

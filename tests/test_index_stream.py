@@ -16,7 +16,7 @@ from concept_support import Dbs
 from test_index_store import built_memory, index_dir, same, stored
 
 from memory import index as index_module
-from memory import index_store, text
+from memory import index_store, text, vector_segments
 from memory.candidates import prepare
 from memory.index import MemoryIndex, attach_facts, build_index, embeds_role, fill_vectors, key_embedder, load_index
 from memory.key_model import for_run
@@ -111,17 +111,18 @@ def test_stored_files_are_the_whole_dict_build_files(
     built: Dbs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The files open_index stores hold the bytes the whole-dict build's index writes, file for file; the key
-    vectors written three rows at a time in list order are the bytes of np.save of the gathered array."""
-    monkeypatch.setattr(index_store, "ROWS_CHUNK", 3)
+    vectors, written three rows at a time in list order as a segment (memory/vector_segments.py), are the bytes of
+    np.save of the gathered array."""
+    monkeypatch.setattr(vector_segments, "ROWS_CHUNK", 3)
     stored(built)
     directory = index_dir(built)
     manifest = json.loads((directory / index_store.MANIFEST).read_text())
-    assert "dense.by_list" in manifest["files"], "the pre-pass lists: the key vectors in list order"
+    assert "dense.where" in manifest["files"] and len(manifest["segments"]) == 1, "the key vectors: one segment"
     expected = whole_dict_build(built)
     prepare(expected)
     assert expected.prepass is not None and expected.prepass.lists is not None
-    reference = tmp_path / "reference"
-    reference.mkdir()
+    reference = tmp_path / "recall-index" / "reference"
+    reference.mkdir(parents=True)
     index_store._write(expected, reference, manifest["key"], manifest["meta"]["reuse"])
     written = sorted(p.name for p in directory.iterdir())
     assert written == sorted(p.name for p in reference.iterdir())
@@ -130,8 +131,13 @@ def test_stored_files_are_the_whole_dict_build_files(
             assert (directory / name).read_bytes() == (reference / name).read_bytes(), name
     again = json.loads((reference / index_store.MANIFEST).read_text())
     assert again["sha256"] == manifest["sha256"] and again["meta"] == manifest["meta"]
+    (segment,) = manifest["segments"]
+    (other,) = again["segments"]
+    assert segment["sha256"] == other["sha256"] and segment["rows"] == other["rows"] == expected.size
     np.save(tmp_path / "gathered.npy", np.asarray(expected.dense)[expected.prepass.lists.order], allow_pickle=False)
-    assert (tmp_path / "gathered.npy").read_bytes() == (directory / "dense.by_list.npy").read_bytes()
+    stored_bytes = (built.settings.data_dir / vector_segments.DIRECTORY / segment["name"]).read_bytes()
+    assert (tmp_path / "gathered.npy").read_bytes() == stored_bytes
+    assert vector_segments.sha256(tmp_path / "gathered.npy") == segment["sha256"], "hashed as written"
 
 
 def old_from_counts(counts: Any, names: list[str], k1: float = 1.2, b: float = 0.75) -> tuple[Any, ...]:

@@ -1,0 +1,135 @@
+"""The key vectors of the stored recall indexes, kept in segments that successive runs' indexes share.
+
+    <data_dir>/recall-vectors/<run>-<pid>-<token>.npy     one segment: rows of key vectors (n x dim float32)
+
+The key vectors are most of a stored index (1.5 KB of 2.6 KB a message at 250k). An index built from scratch
+writes one segment, its vectors list by list of the pre-pass's k-means lists (memory/mapped.py Rows); the index of
+the next incremental cues run is patched from it (memory/index_patch.py) and writes only a segment of its new rows:
+the earlier segments are referenced, never copied, read or hashed again. Each index's manifest lists the segments
+it reads, with each one's size, sha256 and modification time taken when it was written, and its `dense.where`
+(each content position's row in its segments, end to end).
+
+A segment is written under a temporary name and renamed into place: it never changes after that. A segment no stored
+index lists is removed by the next store (`collect`), unless the process that wrote it is still running (it is
+storing the index that will list it). Reading one checks its size, and its sha256 when its modification time is not
+the one written (memory/index_store.py's rule for every file).
+
+A patched index stops sharing (its vectors are gathered and written as one new segment, the lists trained again: a
+build from scratch) when it would read more than MAX_SEGMENTS segments, or when more than MAX_DEAD of their rows
+are no live content's (content retired since the segment was written).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+Array = np.ndarray[Any, Any]
+
+DIRECTORY = "recall-vectors"
+MAX_SEGMENTS = 32
+MAX_DEAD = 0.25
+ROWS_CHUNK = 65_536  # rows gathered per write (24 MiB at 384-d): no second copy of the vectors is held
+
+
+def directory(index_root: Path) -> Path:
+    """Where the segments of the indexes under `index_root` (<data_dir>/recall-index) are kept."""
+    return index_root.parent / DIRECTORY
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write(index_root: Path, run_id: str, vectors: Array, order: Array | None = None) -> dict[str, Any]:
+    """A new segment of `vectors[order]` (all rows in order when `order` is None), written ROWS_CHUNK rows at a
+    time, renamed into place; its entry for the manifest."""
+    folder = directory(index_root)
+    folder.mkdir(exist_ok=True)
+    rows = np.arange(len(vectors)) if order is None else order
+    name = f"{run_id}-{os.getpid()}-{secrets.token_hex(4)}.npy"
+    temporary = folder / f".tmp-{name}"
+    shape = (len(rows), *vectors.shape[1:])
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(vectors.dtype)), "fortran_order": False, "shape": shape}
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, header)  # np.save's header (format 1.0 for every such shape)
+    digest = hashlib.sha256(head.getvalue())
+    with open(temporary, "wb") as out:
+        out.write(head.getvalue())
+        for start in range(0, len(rows), ROWS_CHUNK):
+            block = np.ascontiguousarray(vectors[rows[start : start + ROWS_CHUNK]]).tobytes()
+            out.write(block)
+            digest.update(block)  # hashed as written: the file is not read back
+        out.flush()
+        os.fsync(out.fileno())
+    os.rename(temporary, folder / name)
+    found = (folder / name).stat()
+    return {
+        "name": name,
+        "rows": len(rows),
+        "size": found.st_size,
+        "sha256": digest.hexdigest(),
+        "mtime": found.st_mtime_ns,
+    }
+
+
+def read(index_root: Path, entry: dict[str, Any], *, hash_from: int) -> Array:
+    """The segment of a manifest's entry, mapped (read whole under `hash_from` bytes); ValueError when it is not the
+    one written."""
+    path = directory(index_root) / str(entry["name"])
+    found = path.stat()
+    if found.st_size != entry["size"]:
+        raise ValueError(f"vector segment {path.name} is {found.st_size} bytes, expected {entry['size']}")
+    if (found.st_size < hash_from or found.st_mtime_ns != entry["mtime"]) and sha256(path) != entry["sha256"]:
+        raise ValueError(f"vector segment {path.name} does not hold the bytes written (another sha256)")
+    mapped: Array = np.load(path, mmap_mode="r" if found.st_size >= hash_from else None, allow_pickle=False)
+    return mapped.view(np.ndarray)
+
+
+def worth_sharing(segments: Sequence[Array], where: Array) -> bool:
+    """Whether an index may read these segments (else its vectors are written again as one)."""
+    total = sum(len(s) for s in segments)
+    if len(segments) > MAX_SEGMENTS or total == 0:
+        return False
+    live = len(np.unique(where))
+    return (total - live) / total <= MAX_DEAD
+
+
+def collect(index_root: Path, alive: Any) -> None:
+    """Remove the segments no stored index under `index_root` lists (and temporary ones), except those of a
+    process still running (`alive(pid)`): it is storing the index that will list them."""
+    folder = directory(index_root)
+    if not folder.is_dir():
+        return
+    listed: set[str] = set()
+    for stored in index_root.iterdir():
+        try:
+            manifest = json.loads((stored / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        listed.update(str(e["name"]) for e in manifest.get("segments", []))
+    for segment in folder.iterdir():
+        name = segment.name.removeprefix(".tmp-")
+        if segment.name in listed:
+            continue
+        parts = name.split("-")
+        pid = parts[-2] if len(parts) >= 3 else ""
+        if pid.isdigit() and int(pid) != os.getpid() and alive(int(pid)):
+            continue
+        if segment.is_dir():
+            shutil.rmtree(segment, ignore_errors=True)
+        else:
+            segment.unlink(missing_ok=True)
