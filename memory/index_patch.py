@@ -22,12 +22,13 @@ as in E's index, at new positions:
                       the live edges into the touched conversations (by dst: memory_edges_by_dst) and the live
                       edges that replaced a retired one (by key)
     the rest          computed over the whole memory as a fresh build does (memory.index.assemble): BM25 and its
-                      statistics, session keys, the coarse projection, cues
+                      statistics, session keys, cues
 
 The result is the index a build from scratch gives, array for array but for the pre-pass lists and the coarse
 projection (tests/test_index_patch.py, over several incremental runs; past vector_segments' limits the vectors are
-written again and the lists trained again, and then every array is a fresh build's). Where that cannot be shown cheaply the patch declines (returns None) and the caller builds as
-before: a speaker name came or went (every key vector's masking changes), a cue of an untouched entry is gone.
+written again and the lists trained again, and then every array is a fresh build's). Where that cannot be shown
+cheaply the patch declines (returns None) and the caller builds as before: a speaker name came or went (every key
+vector's masking changes), a cue of an untouched entry is gone.
 """
 
 from __future__ import annotations
