@@ -101,7 +101,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # 1: a pickle of the index with its large arrays beside it (scipy matrices, every string unpickled)
+FORMAT = 3  # 1: a pickle of the index with its large arrays beside it; 2: the key vectors inside the index's folder
 DIRECTORY = "recall-index"
 MANIFEST = "manifest.json"
 STORED_FROM = 64 * 1024  # smaller files are read whole (an empty array cannot be memory-mapped)
