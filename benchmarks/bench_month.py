@@ -64,7 +64,17 @@ DAY_S = 86_400.0
 FIRST_NEW = 1.8e9  # where bench_load.reexport dates its new conversations; day k starts k days later
 # The sizes the plot and the markdown table show (data-dir entries; -wal/-shm are added to their database).
 COUNTED = ("cluster", "cues", "load")  # stage counts kept per day (incremental or not, rows rebuilt, loaded)
-SHOWN = ("archive.db", "staging.db", "graph", "recall-index", "cues-state", "cluster_models", "prefect", "optuna.db")
+SHOWN = (
+    "archive.db",
+    "staging.db",
+    "graph",
+    "recall-index",
+    "recall-vectors",
+    "cues-state",
+    "cluster_models",
+    "prefect",
+    "optuna.db",
+)
 
 
 def timed(data_dir: Path, *args: str) -> dict[str, Any]:
@@ -133,7 +143,7 @@ def data_dir_sizes(data_dir: Path) -> dict[str, Any]:
     sizes = {entry.name: tree_bytes(entry) for entry in sorted(data_dir.iterdir())}
     entries = {
         name: len(list((data_dir / name).iterdir()))
-        for name in ("recall-index", "cues-state", "cluster_models")
+        for name in ("recall-index", "recall-vectors", "cues-state", "cluster_models")
         if (data_dir / name).is_dir()
     }
     return {"bytes": sizes, "total_bytes": sum(sizes.values()), "entries": entries}
@@ -336,7 +346,7 @@ def plot(result: dict[str, Any], out: Path) -> None:
     days = result["days"]
     x = [d["day"] for d in days]
     fig, (ax, ax_wall) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    for name in ("archive.db", "staging.db", "graph", "recall-index", "prefect"):
+    for name in ("archive.db", "staging.db", "graph", "recall-index", "recall-vectors", "prefect"):
         ax.plot(x, [with_wal(d["sizes"]["bytes"], name) / MB for d in days], marker=".", label=name + " (+wal)")
     ax.plot(x, [d["sizes"]["total_bytes"] / MB for d in days], "k--", label="whole data dir")
     ax.set_ylabel("MB")
