@@ -45,6 +45,10 @@ History:
                14  the concept resolver's index kept between runs (staging/resolver_state.py): a concepts run
                    updates the entries its changed concepts reach and reads the rest on use (derived: built from
                    every concept by the first concepts run after it; extract/resolve_stored.py)
+               15  the garden's staleness inputs kept between runs (staging/garden_state.py): per concept its last
+                   evidence time per source, per conversation its evidence counts and kept concepts, per source its
+                   newest message, and the concepts whose evidence changed (triggers), so that a garden run
+                   re-judges only what moved (derived: built by the first garden run after it; garden/incremental.py)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -68,6 +72,7 @@ from staging import (
     extractions,
     facts,
     fts,
+    garden_state,
     llm_calls,
     load_state,
     memory,
@@ -296,6 +301,12 @@ STAGING = (
         "the concept resolver's index kept between runs: resolver_rows, resolver_claims, resolver_entries, "
         "resolver_exact, resolver_index, resolver_words, resolver_meta",
         statements(resolver_state.SCHEMA),
+    ),
+    Migration(
+        15,
+        "the garden's staleness inputs kept between runs: garden_meta, garden_dirty (triggers on concept_evidence), "
+        "garden_concepts, garden_places, garden_last, garden_counts, garden_kept, garden_sources",
+        statements(garden_state.SCHEMA),
     ),
 )
 

@@ -1,0 +1,331 @@
+"""The incremental garden (garden/incremental.py) on real SQLite files: after each of several rounds of random
+changes (evidence written and retired, concepts merged, re-weighted, created and deleted, dangling evidence,
+conversations continued by a new dump, a source's newest message a year later or edited back), the garden's
+tables equal those a from-scratch garden leaves on a copy of the same staging.db, row for row."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from concept_support import Dbs, conversation, open_dbs, write_archive
+from stage_support import garden_stage
+
+from garden import incremental
+from staging.concepts import ConceptRow, copy_evidence, upsert_concepts
+from staging.ledger import open_run, open_staging
+
+NOW = "2025-01-01T00:00:00+00:00"
+GARDEN_TABLES = ("concepts", "concept_evidence", "concept_relations", "concept_transitions", "facts", "garden_changes")
+STATE_TABLES = ("garden_concepts", "garden_last", "garden_counts", "garden_kept", "garden_dirty")
+TEXTS = ["we talked about {0}", "more on {0} and its plan", "a note on {0}", "what about {0} later", "{0} again"]
+
+
+def texts(cid: str, n: int) -> list[tuple[str, str]]:
+    return [("user" if i % 2 == 0 else "assistant", TEXTS[i % len(TEXTS)].format(f"{cid} topic {i}")) for i in range(n)]
+
+
+class World:
+    """An archive and a concept store changed at random, seeded."""
+
+    def __init__(self, dbs: Dbs, seed: int, concepts: int = 40) -> None:
+        self.dbs, self.rng = dbs, random.Random(seed)
+        self.starts: dict[str, datetime] = {}
+        self.lengths: dict[str, int] = {}
+        self.dumps = 0
+        self.concepts = 0
+        for tag, year, first in (("old", 2021, 0), ("mid", 2022, 8), ("new", 2024, 16)):
+            batch = []
+            for c in range(first, first + 8):
+                cid = f"c{c}"
+                self.starts[cid] = datetime.fromisoformat(f"{year}-{1 + c % 12:02d}-{1 + c:02d}T09:00:00+00:00")
+                self.lengths[cid] = 4 + c % 3
+                batch.append(conversation(cid, texts(cid, self.lengths[cid]), self.starts[cid]))
+            write_archive(dbs.archive, batch, tag=tag)
+        for _ in range(concepts):
+            self.new_concept()
+        for _ in range(8 if concepts else 0):
+            self.relation()
+
+    @property
+    def staging(self) -> sqlite3.Connection:
+        return self.dbs.staging
+
+    def messages(self) -> list[tuple[str, str, str | None]]:
+        return [tuple(r) for r in self.dbs.archive.execute("SELECT uuid, conversation_id, created_at FROM messages")]
+
+    def live(self) -> list[str]:
+        return [str(r[0]) for r in self.staging.execute("SELECT concept_id FROM concepts WHERE state != 'merged'")]
+
+    def new_concept(self) -> None:
+        cid = f"k{self.concepts:03d}"
+        self.concepts += 1
+        state = self.rng.choice(["active", "active", "weak", "archived"])
+        confidence = self.rng.choice([0.3, 0.6, 0.9])
+        row = ConceptRow(cid, cid.title(), cid, "project", "", state, confidence, [], 0, self.rng.randint(1, 5),
+                         None, None, None, ["llm"], "r0", "r0", True)  # fmt: skip
+        upsert_concepts(self.staging, [row])
+        for _ in range(self.rng.randint(1, 5)):
+            self.evidence(cid)
+
+    def evidence(self, cid: str, conversation_id: str | None = None, key: str | None = None) -> None:
+        pool = [m for m in self.messages() if conversation_id is None or m[1] == conversation_id]
+        uuid, _, created_at = self.rng.choice(pool)
+        when = None if self.rng.random() < 0.1 and key is None else created_at
+        self.staging.execute(
+            "INSERT OR IGNORE INTO concept_evidence (concept_id, message_id, text_key, text, confidence, segment_id,"
+            " created_at, hypothesis_type, extractor, run_id)"
+            " VALUES (?, ?, ?, 't', 0.7, 's', ?, 'project', 'llm', 'r0')",
+            (cid, uuid, key or f"key{self.rng.randint(0, 3)}", when),
+        )
+
+    def relation(self) -> None:
+        ids = self.live()
+        source, target = self.rng.sample(ids, 2)
+        self.staging.execute(
+            "INSERT OR IGNORE INTO concept_relations VALUES (?, ?, ?, ?, 'r0')",
+            (source, self.rng.choice(["causes", "supports"]), target, self.rng.choice([0.4, 0.8])),
+        )
+
+    def change(self) -> list[str]:
+        """A few random changes of every kind the garden reads; what was done."""
+        rng, done = self.rng, []
+        for _ in range(rng.randint(3, 8)):
+            kind = rng.choice(
+                ["evidence", "evidence", "retire", "merge", "reweigh", "concept", "delete", "dangling",
+                 "focus", "continue", "jump", "edit_back", "relation"]
+            )  # fmt: skip
+            done.append(kind)
+            ids = self.live()
+            if kind == "evidence":
+                for _ in range(rng.randint(1, 6)):
+                    self.evidence(rng.choice(ids))
+            elif kind == "retire":
+                rows = self.staging.execute("SELECT rowid FROM concept_evidence").fetchall()
+                for (rowid,) in rng.sample(rows, min(len(rows), rng.randint(1, 6))):
+                    self.staging.execute("DELETE FROM concept_evidence WHERE rowid = ?", (rowid,))
+            elif kind == "merge":  # as the concepts loop does: evidence copied, the loser points at the survivor
+                loser, winner = rng.sample(ids, 2)
+                copy_evidence(self.staging, loser, winner, "r1")
+                self.staging.execute(
+                    "UPDATE concepts SET state = 'merged', merged_into = ? WHERE concept_id = ?", (winner, loser)
+                )
+            elif kind == "reweigh":
+                self.staging.execute(
+                    "UPDATE concepts SET confidence = ?, evidence_count = ? WHERE concept_id = ?",
+                    (rng.choice([0.3, 0.6, 0.9]), rng.randint(1, 5), rng.choice(ids)),
+                )
+            elif kind == "concept":
+                self.new_concept()
+            elif kind == "delete":
+                self.staging.execute("DELETE FROM concepts WHERE concept_id = ?", (rng.choice(ids),))
+            elif kind == "dangling":
+                self.evidence(f"ghost{rng.randint(0, 99)}")
+            elif kind == "focus":  # one concept takes over a conversation: its kept concepts change
+                target = rng.choice(sorted(self.lengths))
+                cid = rng.choice(ids)
+                for _ in range(4):
+                    self.evidence(cid, target)
+            elif kind == "continue":  # a new dump continues old conversations (a new source)
+                self.dumps += 1
+                chosen = rng.sample(sorted(self.lengths), 2)
+                batch = []
+                for cid in chosen:
+                    self.lengths[cid] += 2
+                    batch.append(conversation(cid, texts(cid, self.lengths[cid]), self.starts[cid]))
+                write_archive(self.dbs.archive, batch, tag=f"dump{self.dumps}")
+                for cid in chosen:  # new evidence on the new messages
+                    self.evidence(rng.choice(ids), cid)
+            elif kind in ("jump", "edit_back"):
+                source = rng.choice([r[0] for r in self.dbs.archive.execute("SELECT id FROM sources")])
+                row = self.dbs.archive.execute(
+                    "SELECT uuid, created_at FROM messages WHERE source_id = ? ORDER BY created_at DESC LIMIT 1",
+                    (source,),
+                ).fetchone()
+                if row is None:
+                    continue
+                shift = timedelta(days=366) if kind == "jump" else timedelta(days=-400)
+                moved = (datetime.fromisoformat(row[1]) + shift).isoformat()
+                self.dbs.archive.execute("UPDATE messages SET created_at = ? WHERE uuid = ?", (moved, row[0]))
+            elif kind == "relation":
+                self.relation()
+        self.dbs.archive.commit()
+        self.staging.commit()
+        return done
+
+
+def snapshot(conn: sqlite3.Connection, tables: tuple[str, ...]) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of each table, run ids left out, sorted."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for table in tables:
+        columns = [str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")]
+        kept = ", ".join(c for c in columns if c not in ("run_id", "created_run_id"))
+        out[table] = sorted((tuple(r) for r in conn.execute(f"SELECT {kept} FROM {table}")), key=repr)
+    return out
+
+
+def sources(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in conn.execute("SELECT source_id, newest FROM garden_sources ORDER BY 1")]
+
+
+def garden(dbs: Dbs, staging: sqlite3.Connection) -> dict[str, Any]:
+    run_id = open_run(staging, stages=["garden"], exports=[], settings={}, code_version="t")
+    return dict(garden_stage.run(dbs.archive, staging, run_id=run_id, settings=dbs.settings, now=NOW).counts)
+
+
+def from_scratch(dbs: Dbs, tmp_path: Path, name: str) -> sqlite3.Connection:
+    """A copy of staging.db as it is now, its garden state dropped: its next garden takes the full path."""
+    path = tmp_path / name / "staging.db"
+    path.parent.mkdir()
+    with sqlite3.connect(path) as target:
+        dbs.staging.backup(target)
+    copy = open_staging(path)
+    copy.execute("DELETE FROM garden_meta")
+    copy.commit()
+    return copy
+
+
+def assert_same(dbs: Dbs, full: sqlite3.Connection, note: str) -> None:
+    assert snapshot(dbs.staging, GARDEN_TABLES) == snapshot(full, GARDEN_TABLES), note
+    assert snapshot(dbs.staging, STATE_TABLES) == snapshot(full, STATE_TABLES), note
+    assert sources(dbs.staging) == sources(full), note
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_incremental_gardens_equal_a_full_garden_after_every_round_of_random_changes(tmp_path: Path, seed: int) -> None:
+    """Eight rounds of random changes; after each, the incremental garden (most rounds) leaves the concept store,
+    its transitions, facts, garden_changes and the kept state equal to a full garden's on a copy."""
+    dbs = open_dbs(tmp_path / "data")
+    world = World(dbs, seed)
+    first = garden(dbs, dbs.staging)
+    assert first["incremental"] == 0  # no state yet: the full path builds it
+    paths = []
+    for round_ in range(8):
+        done = world.change()
+        full = from_scratch(dbs, tmp_path, f"full{round_}")
+        counts = garden(dbs, dbs.staging)
+        assert garden(dbs, full)["incremental"] == 0
+        paths.append(counts["incremental"])
+        assert_same(dbs, full, f"round {round_}: {done}")
+        full.close()
+    assert sum(paths) >= 6, paths  # the rounds change a few things each: most stay incremental
+    transitions = dbs.staging.execute("SELECT COUNT(*) FROM concept_transitions").fetchone()[0]
+    assert transitions > 0  # the rounds did move concepts in and out of the archive
+
+
+def test_a_year_later_in_one_source_ages_its_concepts_found_by_the_index(tmp_path: Path) -> None:
+    """A source's newest message a year later archives its weak concepts not kept by a conversation, in an
+    incremental run that judged only the concepts the move aged; the full garden agrees."""
+    dbs = open_dbs(tmp_path / "data", garden={"keep_per_conversation": 0})
+    world = World(dbs, 7)
+    garden(dbs, dbs.staging)
+    newest = dbs.archive.execute(
+        "SELECT uuid, created_at FROM messages WHERE source_id = 1 ORDER BY created_at DESC LIMIT 1"
+    ).fetchone()
+    later = (datetime.fromisoformat(newest[1]) + timedelta(days=366)).isoformat()
+    dbs.archive.execute("UPDATE messages SET created_at = ? WHERE uuid = ?", (later, newest[0]))
+    dbs.archive.commit()
+    full = from_scratch(dbs, tmp_path, "full")
+    counts = garden(dbs, dbs.staging)
+    garden(dbs, full)
+    assert counts["incremental"] == 1 and counts["incremental_sources_moved"] == 1
+    assert counts["incremental_concepts_aged"] > 0 and counts["concepts_archived"] > 0
+    assert counts["incremental_concepts_aged"] < len(world.live())  # by the index, not every concept
+    assert_same(dbs, full, "a year later")
+
+
+def test_a_concept_a_conversation_no_longer_keeps_is_judged_again_though_its_evidence_did_not_move(
+    tmp_path: Path,
+) -> None:
+    """A weak, stale concept kept only as its old conversation's best is archived once another concept takes the
+    conversation over (found through the kept sets, not its own evidence), and comes back when that one goes."""
+    dbs = open_dbs(tmp_path / "data", garden={"keep_per_conversation": 1})
+    world = World(dbs, 11, concepts=0)
+    weak = ConceptRow("old-topic", "Old topic", "old topic", "project", "", "weak", 0.3, [], 0, 1,
+                      None, None, None, ["llm"], "r0", "r0", True)  # fmt: skip
+    upsert_concepts(dbs.staging, [weak, ConceptRow("newcomer", "Newcomer", "newcomer", "project", "", "active", 0.9,
+                                                   [], 0, 5, None, None, None, ["llm"], "r0", "r0", True)])  # fmt: skip
+    for key in ("a", "b"):
+        world.evidence("old-topic", "c0", key)
+    world.evidence("newcomer", "c7", "a")  # fresh in the old source: never stale
+    dbs.staging.commit()
+    garden(dbs, dbs.staging)
+    assert dbs.staging.execute("SELECT state FROM concepts WHERE concept_id = 'old-topic'").fetchone()[0] == "weak"
+    for key in ("b", "c", "d"):
+        world.evidence("newcomer", "c0", key)
+    dbs.staging.commit()
+    full = from_scratch(dbs, tmp_path, "full")
+    counts = garden(dbs, dbs.staging)
+    garden(dbs, full)
+    assert counts["incremental"] == 1 and counts["incremental_concepts_rekept"] == 2
+    assert dbs.staging.execute("SELECT state FROM concepts WHERE concept_id = 'old-topic'").fetchone()[0] == "archived"
+    assert_same(dbs, full, "taken over")
+    dbs.staging.execute("DELETE FROM concepts WHERE concept_id = 'newcomer'")
+    dbs.staging.commit()
+    full = from_scratch(dbs, tmp_path, "full2")
+    assert garden(dbs, dbs.staging)["incremental"] == 1
+    garden(dbs, full)
+    assert dbs.staging.execute("SELECT state FROM concepts WHERE concept_id = 'old-topic'").fetchone()[0] == "weak"
+    assert_same(dbs, full, "newcomer gone")
+
+
+def test_a_garden_killed_before_it_commits_leaves_the_last_state_and_its_rerun_equals_a_full_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure after the state was brought forward and the plan written, before the commit: nothing of it stays
+    (one transaction); the re-run is incremental and equal to a full garden."""
+    dbs = open_dbs(tmp_path / "data")
+    world = World(dbs, 5)
+    garden(dbs, dbs.staging)
+    for cid in world.live()[:3]:
+        world.evidence(cid)
+    world.staging.execute("DELETE FROM concept_evidence WHERE rowid IN (SELECT rowid FROM concept_evidence LIMIT 2)")
+    world.staging.commit()
+    before = snapshot(dbs.staging, GARDEN_TABLES + STATE_TABLES + ("garden_meta", "garden_places", "garden_sources"))
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(incremental, "finish", killed)
+    with pytest.raises(BaseException, match="killed"):
+        garden(dbs, dbs.staging)
+    monkeypatch.undo()
+    after = snapshot(dbs.staging, GARDEN_TABLES + STATE_TABLES + ("garden_meta", "garden_places", "garden_sources"))
+    assert after == before
+    full = from_scratch(dbs, tmp_path, "full")
+    assert garden(dbs, dbs.staging)["incremental"] == 1
+    garden(dbs, full)
+    assert_same(dbs, full, "after the kill")
+
+
+def test_other_settings_a_lost_state_or_much_changed_take_the_full_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New garden settings, a state of another version, or over a quarter of the concepts changed: the full path
+    (it rebuilds the state), then runs are incremental again."""
+    dbs = open_dbs(tmp_path / "data")
+    world = World(dbs, 9)
+    assert garden(dbs, dbs.staging)["incremental"] == 0
+    assert garden(dbs, dbs.staging)["incremental"] == 1
+    dbs.settings = dbs.settings.model_copy(
+        update={"garden": dbs.settings.garden.model_copy(update={"keep_per_conversation": 1})}
+    )
+    assert garden(dbs, dbs.staging)["incremental"] == 0
+    assert garden(dbs, dbs.staging)["incremental"] == 1
+    dbs.staging.execute("UPDATE garden_meta SET value = json_set(value, '$.version', 0)")
+    dbs.staging.commit()
+    assert garden(dbs, dbs.staging)["incremental"] == 0
+    monkeypatch.setattr(incremental, "FULL_MIN", 0)
+    for cid in world.live()[:5]:
+        world.evidence(cid)
+    dbs.staging.commit()
+    assert garden(dbs, dbs.staging)["incremental"] == 1
+    for cid in world.live()[:15]:
+        world.evidence(cid, key="new")
+    dbs.staging.commit()
+    assert garden(dbs, dbs.staging)["incremental"] == 0
+    assert garden(dbs, dbs.staging)["incremental"] == 1
