@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.settings import Settings
+from garden import facts_delta
 from garden.concepts import EvidenceTime, _cutoff, best, last_evidence
+from garden.validity import Statement
 from staging import archive_changes
 from staging import garden_state as state
 from staging.concepts import ConceptRow
@@ -67,6 +69,7 @@ class FullInputs:
     sources: Mapping[str, int]
     conversations: Mapping[str, str]
     newest: Mapping[int, tuple[str, str]]  # source -> (newest message time, a message with it)
+    statements: list[Statement]
 
 
 @dataclass(slots=True)
@@ -77,6 +80,7 @@ class Delta:
     gone: set[str] = field(default_factory=set)  # dirty ids not in the store: their evidence is dangling
     changed_rows: set[str] = field(default_factory=set)
     newest: dict[int, str] = field(default_factory=dict)
+    messages: dict[str, tuple[int, str, str | None]] = field(default_factory=dict)  # of the changed conversations
     counts: dict[str, int] = field(default_factory=dict)
 
 
@@ -127,11 +131,13 @@ def build(staging: sqlite3.Connection, inputs: FullInputs, settings: Settings, m
         "INSERT INTO garden_sources VALUES (?, ?, ?)", ((s, t, w) for s, (t, w) in inputs.newest.items())
     )
     state.sync_concepts(staging)
+    facts_delta.record_times(staging, inputs.statements)
     finish(staging, settings, mark)
 
 
 def finish(staging: sqlite3.Connection, settings: Settings, mark: archive_changes.Mark) -> None:
     staging.execute("DELETE FROM garden_dirty")
+    staging.execute("DELETE FROM garden_fact_dirty")
     state.put_meta(staging, {"version": VERSION, "settings": settings_key(settings), "archive": mark.as_json()})
 
 
@@ -163,8 +169,8 @@ def update(
     if len(dirty | set(rows)) > max(FULL_SHARE * int(total), FULL_MIN):
         log.info("garden - %d concepts changed: the full path", len(dirty | set(rows)))
         return None
-    delta = Delta(changed_rows=set(rows))
     messages = _messages_of(archive, changed)
+    delta = Delta(changed_rows=set(rows), messages=messages)
     moved = _sources(archive, staging, messages, delta)
     dirty |= _replaced(staging, messages)
     dirty |= set(rows)  # a new or gone row, or a changed one: cheap to place again, and its counts stay exact

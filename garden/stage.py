@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
 from contracts.settings import Settings
-from garden import incremental
+from garden import facts_delta, incremental
 from garden.concepts import ConceptPlan, EvidenceTime, judge, orphans, plan_concepts, tidy
 from garden.incremental import FullInputs
 from garden.validity import Change, Statement, intervals, reconcile, value_key
@@ -44,6 +45,8 @@ class GardenPlan:
     concepts: ConceptPlan = field(default_factory=ConceptPlan)
     fact_changes: list[Change] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
+    stored: dict[str, dict[str, Any]] = field(default_factory=dict)  # the stored facts the plan was made against
+    statements: list[Statement] = field(default_factory=list)
 
     @property
     def changes(self) -> list[Change]:
@@ -111,7 +114,7 @@ def plan_garden(
             conversations,
         )
         if inputs is not None:
-            inputs.append(FullInputs(concepts, evidence, sources, conversations, newest))
+            inputs.append(FullInputs(concepts, evidence, sources, conversations, newest, plan.statements))
     for kind, *_ in plan.concept_changes:
         plan.counts[kind] += 1
     return plan
@@ -120,7 +123,7 @@ def plan_garden(
 def plan_facts(
     archive: sqlite3.Connection,
     staging: sqlite3.Connection,
-    concepts: dict[str, concept_store.ConceptRow],
+    concepts: Mapping[str, concept_store.ConceptRow] | Mapping[str, concept_store.NameRow],
     *,
     run_id: str,
     now: str,
@@ -129,9 +132,22 @@ def plan_facts(
     plan = GardenPlan()
     statements = read_statements(archive, staging)
     stored = fact_store.load_facts(staging) if _table(staging, "facts") else {}
-    names = _concept_names(concepts)
+    _reconcile(plan, statements, stored, _concept_names(concepts), run_id=run_id, now=now)
+    return plan
+
+
+def _reconcile(
+    plan: GardenPlan,
+    statements: list[Statement],
+    stored: dict[str, dict[str, Any]],
+    names: dict[str, str],
+    *,
+    run_id: str,
+    now: str,
+) -> None:
     computed = intervals(statements)
     plan.fact_rows, plan.fact_changes = reconcile(computed, stored, now, run_id, names)
+    plan.stored, plan.statements = stored, statements
     plan.counts["statements"] = len(statements)
     plan.counts["facts"] = len(computed)
     plan.counts["facts_valid"] = sum(i.valid_to is None for i in computed)
@@ -139,7 +155,6 @@ def plan_facts(
     plan.counts["facts_restated"] = sum(len(i.statements) > 1 for i in computed)
     for kind, *_ in plan.fact_changes:
         plan.counts[kind] += 1
-    return plan
 
 
 def plan_changed(
@@ -151,13 +166,20 @@ def plan_changed(
     run_id: str,
     now: str,
 ) -> GardenPlan:
-    """The incremental path: the same plan as `plan_garden`, judging only the concepts `delta` names."""
-    concepts = concept_store.load_concepts(staging)
-    plan = plan_facts(archive, staging, concepts, run_id=run_id, now=now)
+    """The incremental path: the same plan as `plan_garden`, judging only the concepts `delta` names and
+    reconciling only the fact groups that can have moved (garden/facts_delta.py)."""
+    concepts = concept_store.load_names(staging)
+    names = _concept_names(concepts)
+    plan = GardenPlan()
+    groups = facts_delta.groups_to_redo(staging, delta.messages, names)
+    statements = facts_delta.statements_of(archive, staging, groups)
+    _reconcile(plan, statements, facts_delta.stored_of(staging, groups), names, run_id=run_id, now=now)
+    delta.counts["fact_groups_redone"] = len(groups)
     judged = plan.concepts
     seen, kept = incremental.seen_and_kept(staging, delta.judge)
+    rows = concept_store.load_concepts(staging, delta.judge)
     for concept_id in sorted(delta.judge):
-        row = concepts.get(concept_id)
+        row = rows.get(concept_id)
         found = (
             None
             if row is None
@@ -193,7 +215,9 @@ def _relations(staging: sqlite3.Connection) -> list[tuple[str, str, str, float]]
     ]
 
 
-def _concept_names(concepts: dict[str, concept_store.ConceptRow]) -> dict[str, str]:
+def _concept_names(
+    concepts: Mapping[str, concept_store.ConceptRow] | Mapping[str, concept_store.NameRow],
+) -> dict[str, str]:
     """Folded concept names (titles, aliases, ids) -> the live concept, for linking facts to concepts."""
     return {value_key(name): concept_id for name, concept_id in concept_store.name_index_of(concepts).items()}
 
@@ -241,7 +265,7 @@ def run(ctx: StageContext, *, now: str | None = None) -> Outcome:
             plan = plan_changed(archive, staging, settings, delta, run_id=run_id, now=when)
         else:
             plan = plan_garden(archive, staging, settings, run_id=run_id, now=when, inputs=inputs)
-        problems = validate(plan, fact_store.load_facts(staging))
+        problems = validate(plan, plan.stored)
         if problems:
             raise StageError(STAGE, run_id, f"garden check failed: {'; '.join(problems[:5])}")
         apply_plan(staging, plan, run_id)
@@ -249,6 +273,7 @@ def run(ctx: StageContext, *, now: str | None = None) -> Outcome:
             states = {concept_id for concept_id, *_ in plan.concepts.states}
             garden_state.sync_concepts(staging, delta.changed_rows | delta.gone | states)
             incremental.finish(staging, settings, mark)
+            plan.counts.update(facts_delta.totals(staging))  # what a full plan counts of every fact
         elif mark is not None and inputs:
             incremental.build(staging, inputs[0], settings, mark)
     counts = dict(plan.counts)

@@ -18,6 +18,11 @@ builds it again from `concepts`, `concept_evidence` and archive.db (garden/incre
 - `garden_kept`: each conversation's `keep_per_conversation` best-evidenced concepts (ties by id).
 - `garden_sources`: per source, its newest message time and one message that has it (the witness: while it
   is unchanged, the newest time can only grow, from the conversations changed since).
+- `garden_fact_dirty`: the (subject, attribute) groups of facts whose current statements may have changed since
+  the last garden run, logged by triggers: a fact mention written or deleted, a segment's extraction changed, a
+  segment retired, restored, inserted or deleted (indexes on fact_mentions by group and by segment serve them).
+- `garden_fact_times`: each fact mention's message time in archive.db (NULL: none, or not in the archive),
+  refreshed from the conversations the archive logs as changed.
 
 `SCHEMA` is migration 15 of staging/migrations.py (frozen: change a table with a new migration there).
 """
@@ -31,6 +36,24 @@ from typing import Any
 from staging.db import IN_VALUES, json_values
 
 _JUDGED = "SELECT concept_id, state, confidence, evidence_count, merged_into FROM concepts"
+_GROUP = (
+    "INSERT INTO garden_fact_dirty (subject, attribute) VALUES ({row}.subject, {row}.attribute)"
+    " ON CONFLICT (subject, attribute) DO NOTHING;"
+)
+_GROUPS_OF_EXTRACTION = (
+    "INSERT INTO garden_fact_dirty (subject, attribute) SELECT DISTINCT subject, attribute FROM fact_mentions"
+    " WHERE cache_key = {row}.cache_key AND segment_id = {row}.segment_id ON CONFLICT (subject, attribute) DO NOTHING;"
+)
+_GROUPS_OF_SEGMENT = (
+    "INSERT INTO garden_fact_dirty (subject, attribute) SELECT DISTINCT subject, attribute FROM fact_mentions"
+    " WHERE segment_id = {row}.segment_id ON CONFLICT (subject, attribute) DO NOTHING;"
+)
+
+
+def _trigger(name: str, event: str, body: str) -> str:
+    return f"CREATE TRIGGER IF NOT EXISTS garden_{name} AFTER {event} BEGIN\n    {body}\nEND"
+
+
 _DIRTY = "INSERT INTO garden_dirty (concept_id) VALUES ({row}.concept_id) ON CONFLICT (concept_id) DO NOTHING;"
 
 SCHEMA = [
@@ -78,6 +101,36 @@ SCHEMA = [
         newest TEXT NOT NULL,
         witness TEXT NOT NULL
     )""",
+    """CREATE TABLE IF NOT EXISTS garden_fact_dirty (
+        subject TEXT NOT NULL,
+        attribute TEXT NOT NULL,
+        PRIMARY KEY (subject, attribute)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS garden_fact_times (
+        message_id TEXT PRIMARY KEY,
+        created_at TEXT
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS fact_mentions_by_group ON fact_mentions (subject, attribute)",
+    "CREATE INDEX IF NOT EXISTS fact_mentions_by_segment ON fact_mentions (segment_id)",
+    _trigger("fact_insert", "INSERT ON fact_mentions", _GROUP.format(row="new")),
+    _trigger("fact_update", "UPDATE ON fact_mentions", _GROUP.format(row="new") + " " + _GROUP.format(row="old")),
+    _trigger("fact_delete", "DELETE ON fact_mentions", _GROUP.format(row="old")),
+    _trigger("extraction_insert", "INSERT ON segment_extractions", _GROUPS_OF_EXTRACTION.format(row="new")),
+    _trigger(
+        "extraction_update",
+        "UPDATE OF segment_id, cache_key ON segment_extractions"
+        " WHEN old.segment_id IS NOT new.segment_id OR old.cache_key IS NOT new.cache_key",
+        _GROUPS_OF_EXTRACTION.format(row="new") + " " + _GROUPS_OF_EXTRACTION.format(row="old"),
+    ),
+    _trigger("extraction_delete", "DELETE ON segment_extractions", _GROUPS_OF_EXTRACTION.format(row="old")),
+    _trigger("segment_insert", "INSERT ON segments", _GROUPS_OF_SEGMENT.format(row="new")),
+    _trigger(
+        "segment_retired",
+        "UPDATE OF segment_id, retired_run_id ON segments WHEN old.segment_id IS NOT new.segment_id"
+        " OR (old.retired_run_id IS NULL) IS NOT (new.retired_run_id IS NULL)",
+        _GROUPS_OF_SEGMENT.format(row="new") + " " + _GROUPS_OF_SEGMENT.format(row="old"),
+    ),
+    _trigger("segment_delete", "DELETE ON segments", _GROUPS_OF_SEGMENT.format(row="old")),
     "CREATE TRIGGER IF NOT EXISTS garden_dirty_insert AFTER INSERT ON concept_evidence BEGIN\n    "
     + _DIRTY.format(row="new")
     + "\nEND",
@@ -94,6 +147,8 @@ SCHEMA = [
 TABLES = (
     "garden_meta",
     "garden_dirty",
+    "garden_fact_dirty",
+    "garden_fact_times",
     "garden_concepts",
     "garden_places",
     "garden_last",

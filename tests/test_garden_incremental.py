@@ -1,7 +1,8 @@
-"""The incremental garden (garden/incremental.py) on real SQLite files: after each of several rounds of random
-changes (evidence written and retired, concepts merged, re-weighted, created and deleted, dangling evidence,
-conversations continued by a new dump, a source's newest message a year later or edited back), the garden's
-tables equal those a from-scratch garden leaves on a copy of the same staging.db, row for row."""
+"""The incremental garden (garden/incremental.py, garden/facts_delta.py) on real SQLite files: after each of several
+rounds of random changes (evidence written and retired, concepts merged, re-weighted, renamed, created and deleted,
+dangling evidence, conversations continued by a new dump, a source's newest message a year later or edited back,
+fact mentions added, re-extracted and re-segmented away), the garden's tables equal those a from-scratch garden
+leaves on a copy of the same staging.db, row for row."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ from staging.ledger import open_run, open_staging
 
 NOW = "2025-01-01T00:00:00+00:00"
 GARDEN_TABLES = ("concepts", "concept_evidence", "concept_relations", "concept_transitions", "facts", "garden_changes")
-STATE_TABLES = ("garden_concepts", "garden_last", "garden_counts", "garden_kept", "garden_dirty")
+STATE_TABLES = ("garden_concepts", "garden_last", "garden_counts", "garden_kept", "garden_dirty", "garden_fact_dirty")
+SUBJECTS = ["user", "sam"]
+ATTRIBUTES = ["lives in", "likes", "works at"]
+VALUES = ["Paris", "Berlin", "K001", "K002", "k003", "Tea", "Acme", "Kale"]
 TEXTS = ["we talked about {0}", "more on {0} and its plan", "a note on {0}", "what about {0} later", "{0} again"]
 
 
@@ -50,6 +54,64 @@ class World:
             self.new_concept()
         for _ in range(8 if concepts else 0):
             self.relation()
+        self.extractions = 0
+        for cid in sorted(self.lengths):
+            self.segment(cid)
+            for _ in range(2 if concepts else 0):
+                self.mention(cid)
+        self.staging.commit()
+
+    def segment(self, cid: str) -> None:
+        """A new current segment of the conversation (the old one retired) with a new, empty extraction."""
+        self.extractions += 1
+        self.staging.execute(
+            "UPDATE segments SET retired_run_id = 'r1' WHERE conversation_id = ? AND retired_run_id IS NULL", (cid,)
+        )
+        segment = f"s-{cid}-{self.extractions}"
+        self.staging.execute(
+            "INSERT INTO segments VALUES (?, ?, 0, 'start', 1, 1, 'h', 'm', 'm', NULL, NULL, 'r0', NULL)",
+            (segment, cid),
+        )
+        self.staging.execute("INSERT INTO segment_extractions VALUES (?, ?, 'r0')", (segment, f"x{self.extractions}"))
+
+    def mention(self, cid: str) -> None:
+        """One more fact stated in the conversation's current extraction."""
+        segment, key = self.staging.execute(
+            "SELECT s.segment_id, e.cache_key FROM segments s JOIN segment_extractions e USING (segment_id)"
+            " WHERE s.conversation_id = ? AND s.retired_run_id IS NULL",
+            (cid,),
+        ).fetchone()
+        ordinal = self.staging.execute(
+            "SELECT COALESCE(MAX(ordinal) + 1, 0) FROM fact_mentions WHERE cache_key = ?", (key,)
+        ).fetchone()[0]
+        message = self.rng.choice([m[0] for m in self.messages() if m[1] == cid])
+        value = self.rng.choice(VALUES)
+        self.staging.execute(
+            "INSERT INTO fact_mentions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0.8, 'r0')",
+            (key, ordinal, segment, message, self.rng.choice(SUBJECTS), self.rng.choice(ATTRIBUTES), value,
+             "negative" if self.rng.random() < 0.15 else "positive", f"said {value}"),
+        )  # fmt: skip
+
+    def reextract(self, cid: str) -> None:
+        """The conversation's current segment gets another extraction: some statements kept, one more."""
+        segment, key = self.staging.execute(
+            "SELECT s.segment_id, e.cache_key FROM segments s JOIN segment_extractions e USING (segment_id)"
+            " WHERE s.conversation_id = ? AND s.retired_run_id IS NULL",
+            (cid,),
+        ).fetchone()
+        self.extractions += 1
+        new = f"x{self.extractions}"
+        kept = [
+            r
+            for r in self.staging.execute("SELECT * FROM fact_mentions WHERE cache_key = ?", (key,))
+            if self.rng.random() < 0.6
+        ]
+        self.staging.executemany(
+            "INSERT INTO fact_mentions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(new, i, *row[2:]) for i, row in enumerate(kept)],
+        )
+        self.staging.execute("UPDATE segment_extractions SET cache_key = ? WHERE segment_id = ?", (new, segment))
+        self.mention(cid)
 
     @property
     def staging(self) -> sqlite3.Connection:
@@ -97,7 +159,8 @@ class World:
         for _ in range(rng.randint(3, 8)):
             kind = rng.choice(
                 ["evidence", "evidence", "retire", "merge", "reweigh", "concept", "delete", "dangling",
-                 "focus", "continue", "jump", "edit_back", "relation"]
+                 "focus", "continue", "jump", "edit_back", "relation", "fact", "fact", "reextract", "resegment",
+                 "rename"]
             )  # fmt: skip
             done.append(kind)
             ids = self.live()
@@ -153,6 +216,19 @@ class World:
                 self.dbs.archive.execute("UPDATE messages SET created_at = ? WHERE uuid = ?", (moved, row[0]))
             elif kind == "relation":
                 self.relation()
+            elif kind == "fact":
+                self.mention(rng.choice(sorted(self.lengths)))
+            elif kind == "reextract":
+                self.reextract(rng.choice(sorted(self.lengths)))
+            elif kind == "resegment":  # a conversation cut again: its old statements are no longer current
+                cid = rng.choice(sorted(self.lengths))
+                self.segment(cid)
+                self.mention(cid)
+            elif kind == "rename":  # a concept takes a fact's value as an alias: the fact's link moves
+                self.staging.execute(
+                    "UPDATE concepts SET aliases = ? WHERE concept_id = ?",
+                    (f'["{rng.choice(VALUES)}"]', rng.choice(ids)),
+                )
         self.dbs.archive.commit()
         self.staging.commit()
         return done
@@ -215,6 +291,8 @@ def test_incremental_gardens_equal_a_full_garden_after_every_round_of_random_cha
     assert sum(paths) >= 6, paths  # the rounds change a few things each: most stay incremental
     transitions = dbs.staging.execute("SELECT COUNT(*) FROM concept_transitions").fetchone()[0]
     assert transitions > 0  # the rounds did move concepts in and out of the archive
+    kinds = {r[0] for r in dbs.staging.execute("SELECT DISTINCT kind FROM garden_changes")}
+    assert {"concept_state", "fact_recorded", "fact_retracted", "fact_superseded", "fact_support"} <= kinds
 
 
 def test_a_year_later_in_one_source_ages_its_concepts_found_by_the_index(tmp_path: Path) -> None:
