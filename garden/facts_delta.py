@@ -9,7 +9,7 @@ concepts its subject and value name change. So a run recomputes and reconciles t
 - with a statement whose message's time changed in the archive (`garden_fact_times`, refreshed from the
   conversations the archive logs as changed);
 - with a fact whose concept link the concept names no longer give (a concept created, renamed, merged or gone):
-  one read of the live facts' subject, value and links, compared in memory.
+  the live facts' links compared in SQL with the kept map of folded names (garden/names.py).
 
 Every other group's rows would come out as stored (a full reconcile writes nothing for them), and none of its
 stored facts is retracted (they are exactly its intervals), so reconciling the changed groups alone writes the same
@@ -23,6 +23,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
+from garden.names import drifted
 from garden.validity import Statement
 from staging import concepts as concept_store
 from staging.db import IN_VALUES, json_values, plain_rows
@@ -32,10 +33,9 @@ Group = tuple[str, str]
 CHUNK = 20_000
 
 
-def groups_to_redo(
-    staging: sqlite3.Connection, messages: Mapping[str, tuple[int, str, str | None]], names: Mapping[str, str]
-) -> set[Group]:
-    """The groups whose facts may change: logged, re-timed or re-linked (see the module docstring)."""
+def groups_to_redo(staging: sqlite3.Connection, messages: Mapping[str, tuple[int, str, str | None]]) -> set[Group]:
+    """The groups whose facts may change: logged, re-timed or re-linked (see the module docstring); the concept
+    names' map (garden/names.py) is brought forward first."""
     groups: set[Group] = {(str(s), str(a)) for s, a in staging.execute("SELECT * FROM garden_fact_dirty")}
     uuids = list(messages)
     retimed: list[tuple[str | None, str]] = []
@@ -56,13 +56,7 @@ def groups_to_redo(
                 (json_values(u for _, u in retimed),),
             )
         )
-    for subject, attribute, value_key, subject_link, value_link in plain_rows(
-        staging,
-        "SELECT subject, attribute, value_key, subject_concept_id, value_concept_id FROM facts"
-        " WHERE state != 'retracted'",
-    ):
-        if names.get(subject) != subject_link or names.get(value_key) != value_link:
-            groups.add((str(subject), str(attribute)))
+    groups |= drifted(staging)
     return groups
 
 

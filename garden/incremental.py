@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.settings import Settings
-from garden import facts_delta
+from garden import facts_delta, names
 from garden.concepts import EvidenceTime, _cutoff, best, last_evidence
 from garden.validity import Statement
 from staging import archive_changes
@@ -70,6 +70,7 @@ class FullInputs:
     conversations: Mapping[str, str]
     newest: Mapping[int, tuple[str, str]]  # source -> (newest message time, a message with it)
     statements: list[Statement]
+    names: Mapping[str, str]  # folded name -> concept, as the facts were linked
 
 
 @dataclass(slots=True)
@@ -79,6 +80,7 @@ class Delta:
     judge: set[str] = field(default_factory=set)
     gone: set[str] = field(default_factory=set)  # dirty ids not in the store: their evidence is dangling
     changed_rows: set[str] = field(default_factory=set)
+    renamed: set[str] = field(default_factory=set)  # names or merge pointer changed, new or gone
     newest: dict[int, str] = field(default_factory=dict)
     messages: dict[str, tuple[int, str, str | None]] = field(default_factory=dict)  # of the changed conversations
     counts: dict[str, int] = field(default_factory=dict)
@@ -131,6 +133,7 @@ def build(staging: sqlite3.Connection, inputs: FullInputs, settings: Settings, m
         "INSERT INTO garden_sources VALUES (?, ?, ?)", ((s, t, w) for s, (t, w) in inputs.newest.items())
     )
     state.sync_concepts(staging)
+    names.build(staging, concepts, inputs.names)
     facts_delta.record_times(staging, inputs.statements)
     finish(staging, settings, mark)
 
@@ -164,13 +167,14 @@ def update(
         log.info("garden - %d conversations changed: the full path", len(changed))
         return None
     dirty = state.dirty(staging)
-    rows = state.changed_concepts(staging)
+    rows, renamed = state.changed_concepts(staging)
     total = staging.execute("SELECT COUNT(*) FROM concepts").fetchone()[0]
     if len(dirty | set(rows)) > max(FULL_SHARE * int(total), FULL_MIN):
         log.info("garden - %d concepts changed: the full path", len(dirty | set(rows)))
         return None
     messages = _messages_of(archive, changed)
-    delta = Delta(changed_rows=set(rows), messages=messages)
+    delta = Delta(changed_rows=set(rows), renamed=renamed, messages=messages)
+    delta.counts["name_keys_refolded"] = names.update(staging, renamed)
     moved = _sources(archive, staging, messages, delta)
     dirty |= _replaced(staging, messages)
     dirty |= set(rows)  # a new or gone row, or a changed one: cheap to place again, and its counts stay exact

@@ -24,6 +24,7 @@ from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
 from contracts.settings import Settings
 from garden import facts_delta, incremental
+from garden import names as concept_names
 from garden.concepts import ConceptPlan, EvidenceTime, judge, orphans, plan_concepts, tidy
 from garden.incremental import FullInputs
 from garden.validity import Change, Statement, intervals, reconcile, value_key
@@ -46,6 +47,7 @@ class GardenPlan:
     fact_changes: list[Change] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
     stored: dict[str, dict[str, Any]] = field(default_factory=dict)  # the stored facts the plan was made against
+    names: dict[str, str] = field(default_factory=dict)  # folded name -> concept (the full path's)
     statements: list[Statement] = field(default_factory=list)
 
     @property
@@ -114,7 +116,7 @@ def plan_garden(
             conversations,
         )
         if inputs is not None:
-            inputs.append(FullInputs(concepts, evidence, sources, conversations, newest, plan.statements))
+            inputs.append(FullInputs(concepts, evidence, sources, conversations, newest, plan.statements, plan.names))
     for kind, *_ in plan.concept_changes:
         plan.counts[kind] += 1
     return plan
@@ -132,7 +134,8 @@ def plan_facts(
     plan = GardenPlan()
     statements = read_statements(archive, staging)
     stored = fact_store.load_facts(staging) if _table(staging, "facts") else {}
-    _reconcile(plan, statements, stored, _concept_names(concepts), run_id=run_id, now=now)
+    plan.names = concept_names.folded(concepts)
+    _reconcile(plan, statements, stored, plan.names, run_id=run_id, now=now)
     return plan
 
 
@@ -168,11 +171,10 @@ def plan_changed(
 ) -> GardenPlan:
     """The incremental path: the same plan as `plan_garden`, judging only the concepts `delta` names and
     reconciling only the fact groups that can have moved (garden/facts_delta.py)."""
-    concepts = concept_store.load_names(staging)
-    names = _concept_names(concepts)
     plan = GardenPlan()
-    groups = facts_delta.groups_to_redo(staging, delta.messages, names)
+    groups = facts_delta.groups_to_redo(staging, delta.messages)
     statements = facts_delta.statements_of(archive, staging, groups)
+    names = concept_names.linked(staging, {k for s in statements for k in (s.subject, value_key(s.value))})
     _reconcile(plan, statements, facts_delta.stored_of(staging, groups), names, run_id=run_id, now=now)
     delta.counts["fact_groups_redone"] = len(groups)
     judged = plan.concepts
@@ -190,7 +192,13 @@ def plan_changed(
         if found is not None:
             judged.states.append(found)
             judged.changes.append(("concept_state", concept_id, found[3], found[1], found[2]))
-    tidy(judged, concepts, _relations(staging))
+    relations = _relations(staging)
+    merged = {
+        str(r[0]) for r in staging.execute("SELECT concept_id FROM garden_concepts WHERE merged_into IS NOT NULL")
+    }
+    ends = {concept_id for source, _, target, _ in relations for concept_id in (source, target)}
+    pointers = concept_names.pointers(staging, merged | delta.renamed | ends)
+    tidy(judged, dict(sorted(pointers.items())), relations)
     if delta.gone:
         gone = [
             EvidenceTime(str(r[0]), str(r[1]), r[2], str(r[3]))
@@ -201,7 +209,7 @@ def plan_changed(
                 (json_values(delta.gone),),
             )
         ]
-        orphans(judged, concepts, gone)
+        orphans(judged, rows, gone)  # every id in `gone` is out of the store
     for kind, *_ in plan.concept_changes:
         plan.counts[kind] += 1
     plan.counts.update({f"incremental_{k}": v for k, v in delta.counts.items()})
@@ -213,13 +221,6 @@ def _relations(staging: sqlite3.Connection) -> list[tuple[str, str, str, float]]
         (str(r[0]), str(r[1]), str(r[2]), float(r[3]))
         for r in staging.execute("SELECT concept_id, relation, target_id, confidence FROM concept_relations")
     ]
-
-
-def _concept_names(
-    concepts: Mapping[str, concept_store.ConceptRow] | Mapping[str, concept_store.NameRow],
-) -> dict[str, str]:
-    """Folded concept names (titles, aliases, ids) -> the live concept, for linking facts to concepts."""
-    return {value_key(name): concept_id for name, concept_id in concept_store.name_index_of(concepts).items()}
 
 
 def _message_places(archive: sqlite3.Connection, ids: set[str]) -> tuple[dict[str, int], dict[str, str]]:
@@ -271,7 +272,8 @@ def run(ctx: StageContext, *, now: str | None = None) -> Outcome:
         apply_plan(staging, plan, run_id)
         if mark is not None and delta is not None:
             states = {concept_id for concept_id, *_ in plan.concepts.states}
-            garden_state.sync_concepts(staging, delta.changed_rows | delta.gone | states)
+            states.update(concept_id for concept_id, *_ in plan.concepts.pointers)
+            garden_state.sync_concepts(staging, delta.changed_rows | delta.renamed | delta.gone | states)
             incremental.finish(staging, settings, mark)
             plan.counts.update(facts_delta.totals(staging))  # what a full plan counts of every fact
         elif mark is not None and inputs:

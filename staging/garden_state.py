@@ -7,7 +7,10 @@ builds it again from `concepts`, `concept_evidence` and archive.db (garden/incre
 - `garden_dirty`: concepts whose evidence rows were inserted, updated or deleted since the last garden run,
   logged by triggers on `concept_evidence` (any writer: the concepts loop, a split, the garden's own orphans).
 - `garden_concepts`: each concept row as the last run judged it: the columns a decision reads (state,
-  confidence, evidence count, merge pointer), compared with `concepts` in SQL to find the rows changed since.
+  confidence, evidence count, merge pointer) and its names (title, aliases), compared with `concepts` in SQL to
+  find the rows changed since; indexed by merge pointer (what was merged into a renamed concept).
+- `garden_names`: every concept's names in order (its id, title, aliases) with their folded key;
+  `garden_name_map`: folded name -> the concept the facts link it to (garden/names.py).
 - `garden_places`: each evidence message's source and conversation in archive.db (NULL: not in the archive), so
   that a concept's evidence is placed without reading the archive; refreshed from the conversations the
   archive logs as changed.
@@ -35,7 +38,7 @@ from typing import Any
 
 from staging.db import IN_VALUES, json_values
 
-_JUDGED = "SELECT concept_id, state, confidence, evidence_count, merged_into FROM concepts"
+_JUDGED = "SELECT concept_id, state, confidence, evidence_count, merged_into, title, aliases FROM concepts"
 _GROUP = (
     "INSERT INTO garden_fact_dirty (subject, attribute) VALUES ({row}.subject, {row}.attribute)"
     " ON CONFLICT (subject, attribute) DO NOTHING;"
@@ -69,7 +72,22 @@ SCHEMA = [
         state TEXT NOT NULL,
         confidence REAL NOT NULL,
         evidence_count INTEGER NOT NULL,
-        merged_into TEXT
+        merged_into TEXT,
+        title TEXT NOT NULL,
+        aliases TEXT NOT NULL
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS garden_concepts_by_merge ON garden_concepts (merged_into)",
+    """CREATE TABLE IF NOT EXISTS garden_names (
+        concept_id TEXT NOT NULL,
+        ord INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        key TEXT NOT NULL,
+        PRIMARY KEY (concept_id, ord)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS garden_names_by_key ON garden_names (key)",
+    """CREATE TABLE IF NOT EXISTS garden_name_map (
+        key TEXT PRIMARY KEY,
+        concept_id TEXT NOT NULL
     ) WITHOUT ROWID""",
     """CREATE TABLE IF NOT EXISTS garden_places (
         message_id TEXT PRIMARY KEY,
@@ -150,6 +168,8 @@ TABLES = (
     "garden_fact_dirty",
     "garden_fact_times",
     "garden_concepts",
+    "garden_names",
+    "garden_name_map",
     "garden_places",
     "garden_last",
     "garden_counts",
@@ -195,23 +215,34 @@ def dirty(conn: sqlite3.Connection) -> set[str]:
     return {str(r[0]) for r in conn.execute("SELECT concept_id FROM garden_dirty")}
 
 
-def changed_concepts(conn: sqlite3.Connection) -> dict[str, tuple[str | None, str | None]]:
+def changed_concepts(conn: sqlite3.Connection) -> tuple[dict[str, tuple[str | None, str | None]], set[str]]:
     """Concept rows whose judged columns differ from those the last run saw, new ones and gone ones: id -> (state
-    then, state now), None where there was or is no row."""
+    then, state now), None where there was or is no row; and the rows whose names (title, aliases) or merge
+    pointer differ, new ones and gone ones."""
     changed: dict[str, tuple[str | None, str | None]] = {}
-    for concept_id, before, now in conn.execute(
-        "SELECT c.concept_id, g.state, c.state FROM concepts c"
-        " LEFT JOIN garden_concepts g ON g.concept_id = c.concept_id"
+    renamed: set[str] = set()
+    for concept_id, before, now, judged, names in conn.execute(
+        "SELECT c.concept_id, g.state, c.state,"
+        " g.concept_id IS NULL OR g.state IS NOT c.state OR g.confidence IS NOT c.confidence"
+        "  OR g.evidence_count IS NOT c.evidence_count OR g.merged_into IS NOT c.merged_into,"
+        " g.concept_id IS NULL OR g.merged_into IS NOT c.merged_into OR g.title IS NOT c.title"
+        "  OR g.aliases IS NOT c.aliases"
+        " FROM concepts c LEFT JOIN garden_concepts g ON g.concept_id = c.concept_id"
         " WHERE g.concept_id IS NULL OR g.state IS NOT c.state OR g.confidence IS NOT c.confidence"
         " OR g.evidence_count IS NOT c.evidence_count OR g.merged_into IS NOT c.merged_into"
+        " OR g.title IS NOT c.title OR g.aliases IS NOT c.aliases"
     ):
-        changed[str(concept_id)] = (before, str(now))
+        if judged:
+            changed[str(concept_id)] = (before, str(now))
+        if names:
+            renamed.add(str(concept_id))
     for concept_id, before in conn.execute(
         "SELECT concept_id, state FROM garden_concepts g WHERE NOT EXISTS"
         " (SELECT 1 FROM concepts c WHERE c.concept_id = g.concept_id)"
     ):
         changed[str(concept_id)] = (str(before), None)
-    return changed
+        renamed.add(str(concept_id))
+    return changed, renamed
 
 
 def sync_concepts(conn: sqlite3.Connection, ids: set[str] | None = None) -> None:

@@ -584,15 +584,48 @@ STAGING.update(
         ),
         "garden_concepts": doc(
             "Garden state: concept rows judged",
-            "Each concept row as the last garden run left it: the columns a staleness decision reads, compared with"
-            " concepts to find the rows changed since.",
+            "Each concept row as the last garden run left it: the columns a staleness decision reads and its names,"
+            " compared with concepts to find the rows changed since.",
             {
                 "concept_id": "The concept.",
                 "state": "Its state then.",
                 "confidence": "Its confidence then.",
                 "evidence_count": "Its evidence count then.",
                 "merged_into": "Its merge pointer then.",
+                "title": "Its title then.",
+                "aliases": "Its aliases then (JSON as stored in concepts).",
             },
+        ),
+        "garden_names": doc(
+            "Garden state: concept names",
+            "Every concept's names in order (its id, title, aliases) with their folded key: what the facts' concept"
+            " links are folded from (garden/names.py).",
+            {
+                "concept_id": "The concept.",
+                "ord": "The name's position (0: the id, 1: the title, then the aliases).",
+                "name": "The name as stored.",
+                "key": "The name folded (case and spaces), as facts' subjects and values are.",
+            },
+        ),
+        "garden_name_map": doc(
+            "Garden state: folded names",
+            "Folded name -> the concept the facts link it to (the survivor of a merge).",
+            {"key": "A folded name.", "concept_id": "The concept it links to."},
+        ),
+        "garden_fact_dirty": doc(
+            "Garden state: fact groups to redo",
+            "The (subject, attribute) groups whose current statements may have changed since the last garden run,"
+            " logged by triggers on fact_mentions, segment_extractions and segments; the garden empties it.",
+            {"subject": "The facts' subject.", "attribute": "The facts' attribute."},
+        ),
+        "garden_fact_times": doc(
+            "Garden state: statement times",
+            "Each fact mention's message time in archive.db, as the garden last read it.",
+            {
+                "message_id": "The message (messages.uuid).",
+                "created_at": "Its time (empty: none, or not in the archive).",
+            },
+            times="created_at",
         ),
         "garden_places": doc(
             "Garden state: evidence messages' places",

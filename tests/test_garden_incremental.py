@@ -22,7 +22,10 @@ from staging.ledger import open_run, open_staging
 
 NOW = "2025-01-01T00:00:00+00:00"
 GARDEN_TABLES = ("concepts", "concept_evidence", "concept_relations", "concept_transitions", "facts", "garden_changes")
-STATE_TABLES = ("garden_concepts", "garden_last", "garden_counts", "garden_kept", "garden_dirty", "garden_fact_dirty")
+STATE_TABLES = (
+    *("garden_concepts", "garden_last", "garden_counts", "garden_kept", "garden_dirty", "garden_fact_dirty"),
+    *("garden_names", "garden_name_map"),
+)
 SUBJECTS = ["user", "sam"]
 ATTRIBUTES = ["lives in", "likes", "works at"]
 VALUES = ["Paris", "Berlin", "K001", "K002", "k003", "Tea", "Acme", "Kale"]
@@ -91,6 +94,21 @@ class World:
             (key, ordinal, segment, message, self.rng.choice(SUBJECTS), self.rng.choice(ATTRIBUTES), value,
              "negative" if self.rng.random() < 0.15 else "positive", f"said {value}"),
         )  # fmt: skip
+
+    def say(self, cid: str, subject: str, attribute: str, value: str) -> None:
+        """A statement of exactly this fact in the conversation's current extraction."""
+        segment, key = self.staging.execute(
+            "SELECT s.segment_id, e.cache_key FROM segments s JOIN segment_extractions e USING (segment_id)"
+            " WHERE s.conversation_id = ? AND s.retired_run_id IS NULL",
+            (cid,),
+        ).fetchone()
+        ordinal = self.staging.execute(
+            "SELECT COALESCE(MAX(ordinal) + 1, 0) FROM fact_mentions WHERE cache_key = ?", (key,)
+        ).fetchone()[0]
+        self.staging.execute(
+            "INSERT INTO fact_mentions VALUES (?, ?, ?, ?, ?, ?, ?, 'positive', 'said', 0.8, 'r0')",
+            (key, ordinal, segment, f"{cid}-m0", subject, attribute, value),
+        )
 
     def reextract(self, cid: str) -> None:
         """The conversation's current segment gets another extraction: some statements kept, one more."""
@@ -224,10 +242,11 @@ class World:
                 cid = rng.choice(sorted(self.lengths))
                 self.segment(cid)
                 self.mention(cid)
-            elif kind == "rename":  # a concept takes a fact's value as an alias: the fact's link moves
+            elif kind == "rename":  # a concept takes a fact's value as an alias: the fact's link may move
+                value = rng.choice(VALUES)
                 self.staging.execute(
                     "UPDATE concepts SET aliases = ? WHERE concept_id = ?",
-                    (f'["{rng.choice(VALUES)}"]', rng.choice(ids)),
+                    (f'["{rng.choice([value, value.lower(), value.upper()])}"]', rng.choice(ids)),
                 )
         self.dbs.archive.commit()
         self.staging.commit()
@@ -349,6 +368,47 @@ def test_a_concept_a_conversation_no_longer_keeps_is_judged_again_though_its_evi
     garden(dbs, full)
     assert dbs.staging.execute("SELECT state FROM concepts WHERE concept_id = 'old-topic'").fetchone()[0] == "weak"
     assert_same(dbs, full, "newcomer gone")
+
+
+def concept(concept_id: str, title: str, aliases: list[str] | None = None) -> ConceptRow:
+    return ConceptRow(concept_id, title, title.casefold(), "project", "", "active", 0.9, aliases or [], 0, 5,
+                      None, None, None, ["llm"], "r0", "r0", True)  # fmt: skip
+
+
+def test_fact_links_follow_a_competing_name_and_a_merge_chain_in_an_incremental_run(tmp_path: Path) -> None:
+    """A new concept whose alias folds like an older concept's title takes the facts' link (the later first
+    appearance wins, as in a full garden); a merge at the end of a chain moves the links of every concept merged
+    into it, though only the last one changed."""
+    dbs = open_dbs(tmp_path / "data")
+    world = World(dbs, 13, concepts=0)
+    upsert_concepts(dbs.staging, [concept("alpha", "Alpha"), concept("beta", "Beta"), concept("gamma", "Gamma")])
+    world.say("c0", "user", "likes", "Alpha")
+    world.say("c1", "user", "works at", "Beta")
+    dbs.staging.commit()
+    garden(dbs, dbs.staging)
+
+    def link(value: str) -> str:
+        row = dbs.staging.execute("SELECT value_concept_id FROM facts WHERE value = ?", (value,)).fetchone()
+        return str(row[0])
+
+    assert (link("Alpha"), link("Beta")) == ("alpha", "beta")
+    upsert_concepts(dbs.staging, [concept("zeta", "Zeta", ["ALPHA"])])
+    dbs.staging.execute("UPDATE concepts SET state = 'merged', merged_into = 'gamma' WHERE concept_id = 'beta'")
+    dbs.staging.commit()
+    full = from_scratch(dbs, tmp_path, "full1")
+    assert garden(dbs, dbs.staging)["incremental"] == 1
+    garden(dbs, full)
+    assert (link("Alpha"), link("Beta")) == ("zeta", "gamma")
+    assert_same(dbs, full, "a competing name, a merge")
+    dbs.staging.execute("UPDATE concepts SET state = 'merged', merged_into = 'alpha' WHERE concept_id = 'gamma'")
+    dbs.staging.commit()
+    full = from_scratch(dbs, tmp_path, "full2")
+    assert garden(dbs, dbs.staging)["incremental"] == 1
+    garden(dbs, full)
+    assert link("Beta") == "alpha"  # beta -> gamma -> alpha: beta's row did not change
+    assert_same(dbs, full, "a merge chain")
+    names = sorted(tuple(r) for r in dbs.staging.execute("SELECT * FROM garden_name_map"))
+    assert names == sorted(tuple(r) for r in full.execute("SELECT * FROM garden_name_map"))
 
 
 def test_a_garden_killed_before_it_commits_leaves_the_last_state_and_its_rerun_equals_a_full_one(
