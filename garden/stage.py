@@ -8,6 +8,13 @@ write in one transaction (facts, concept states with transitions, relations, mer
 `garden_changes`); return the counts.
 
 `plan_garden` is the read-only half: `chatmem garden --dry-run` prints what it returns and writes nothing.
+
+A scheduled run takes the incremental path (`plan_changed`): what the decisions read is kept in staging.db
+(staging/garden_state.py), brought forward from what changed since the last garden run, and only the concepts and
+fact groups whose inputs moved are judged again (garden/incremental.py, garden/facts_delta.py, garden/names.py),
+with the same result as the full path. The full path runs, and rebuilds that state, when it is missing, of
+another version, made with other settings or over another archive, or when much changed. Both run inside one
+write transaction with the writes: a killed run leaves the state of the last finished one.
 """
 
 from __future__ import annotations
@@ -275,7 +282,8 @@ def run(ctx: StageContext, *, now: str | None = None) -> Outcome:
             states.update(concept_id for concept_id, *_ in plan.concepts.pointers)
             garden_state.sync_concepts(staging, delta.changed_rows | delta.renamed | delta.gone | states)
             incremental.finish(staging, settings, mark)
-            plan.counts.update(facts_delta.totals(staging))  # what a full plan counts of every fact
+            for key, total in facts_delta.totals(staging).items():  # what a full plan counts of every fact
+                plan.counts[key] = total
         elif mark is not None and inputs:
             incremental.build(staging, inputs[0], settings, mark)
     counts = dict(plan.counts)
