@@ -304,7 +304,7 @@ def run(ctx: StageContext, *, now: str | None = None) -> Outcome:
 def apply_plan(staging: sqlite3.Connection, plan: GardenPlan, run_id: str) -> None:
     """Write the plan (inside the caller's transaction)."""
     fact_store.upsert_facts(staging, plan.fact_rows)
-    ordinals = concept_store.transition_counts(staging)
+    ordinals = concept_store.transition_counts(staging, {concept_id for concept_id, *_ in plan.concepts.states})
     for concept_id, before, after, reason in plan.concepts.states:
         staging.execute("UPDATE concepts SET state = ?, run_id = ? WHERE concept_id = ?", (after, run_id, concept_id))
         ordinal = ordinals.get(concept_id, 0)

@@ -201,7 +201,14 @@ def handled_inputs(conn: sqlite3.Connection, keys: list[str]) -> dict[str, set[s
     return found
 
 
-def transition_counts(conn: sqlite3.Connection) -> dict[str, int]:
+def transition_counts(conn: sqlite3.Connection, ids: Iterable[str] | None = None) -> dict[str, int]:
+    """How many transitions each concept has (`ids`: only those)."""
+    if ids is not None:
+        rows = conn.execute(
+            f"SELECT concept_id, COUNT(*) FROM concept_transitions WHERE concept_id IN {IN_VALUES} GROUP BY 1",
+            (json_values(ids),),
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
     return {
         str(r[0]): int(r[1]) for r in conn.execute("SELECT concept_id, COUNT(*) FROM concept_transitions GROUP BY 1")
     }
