@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 
 from garden.validity import value_key
-from staging.concepts import ConceptRow, NameRow, name_index_of
+from staging.concepts import ConceptRow, NameRow, name_index_of, survivor
 from staging.db import IN_VALUES, json_values, plain_rows
 
 CHUNK = 20_000
@@ -131,8 +131,6 @@ def pointers(staging: sqlite3.Connection, ids: Iterable[str]) -> dict[str, NameR
 
 def survivors_of(staging: sqlite3.Connection, ids: set[str]) -> dict[str, str]:
     """`staging.concepts.survivor` of each id, reading only the chains it follows."""
-    from staging.concepts import survivor
-
     chains = pointers(staging, ids)
     return {concept_id: survivor(chains, concept_id) for concept_id in ids}
 
