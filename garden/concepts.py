@@ -19,14 +19,14 @@ lead to another merged concept are shortened to the final survivor. Every one of
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 
 from contracts.settings import ConceptsSettings, GardenSettings
 from garden.validity import Change
-from staging.concepts import ConceptRow, survivor
+from staging.concepts import ConceptRow, Pointer, survivor
 
 RelationKey = tuple[str, str, str]  # concept_id, relation, target_id
 
@@ -63,13 +63,19 @@ def plan_concepts(
     plan = ConceptPlan()
     kept = conversation_subjects(concepts, evidence, message_conversation or {}, garden.keep_per_conversation)
     _stale(plan, concepts, evidence, message_source, source_newest, garden, concept_settings, kept)
-    _relations(plan, concepts, relations)
-    _pointers(plan, concepts)
-    _orphans(plan, concepts, evidence)
+    tidy(plan, concepts, relations)
+    orphans(plan, concepts, evidence)
     return plan
 
 
-def _orphans(plan: ConceptPlan, concepts: Mapping[str, ConceptRow], evidence: Iterable[EvidenceTime]) -> None:
+def tidy(plan: ConceptPlan, concepts: Mapping[str, Pointer], relations: Iterable[tuple[str, str, str, float]]) -> None:
+    """Relations redirected or dropped, merge chains shortened: reads every relation and merge pointer (a few
+    thousand rows; the incremental garden passes the pointers alone)."""
+    _relations(plan, concepts, relations)
+    _pointers(plan, concepts)
+
+
+def orphans(plan: ConceptPlan, concepts: Container[str], evidence: Iterable[EvidenceTime]) -> None:
     """Evidence rows whose concept is not in the store point at nothing: dropped (the span stays in the archive)."""
     for item in evidence:
         if item.concept_id not in concepts:
@@ -99,8 +105,13 @@ def conversation_subjects(
         counts[item.concept_id] = counts.get(item.concept_id, 0) + 1
     kept: set[str] = set()
     for counts in per_conversation.values():
-        kept.update(sorted(counts, key=lambda c: (-counts[c], c))[:keep])
+        kept.update(best(counts, keep))
     return kept
+
+
+def best(counts: Mapping[str, int], keep: int) -> list[str]:
+    """The `keep` concepts with the most evidence rows in one conversation, ties by id."""
+    return sorted(counts, key=lambda c: (-counts[c], c))[:keep] if keep > 0 else []
 
 
 def _stale(
@@ -113,7 +124,18 @@ def _stale(
     concept_settings: ConceptsSettings,
     kept: set[str],
 ) -> None:
-    last: dict[str, dict[int, str]] = {}  # concept -> source -> its last evidence time there
+    last = last_evidence(evidence, message_source)
+    for concept_id, row in sorted(concepts.items()):
+        found = judge(row, last.get(concept_id, {}), source_newest, garden, concept_settings, concept_id in kept)
+        if found is not None:
+            plan.states.append(found)
+    for concept_id, before, after, reason in plan.states:
+        plan.changes.append(("concept_state", concept_id, reason, before, after))
+
+
+def last_evidence(evidence: Iterable[EvidenceTime], message_source: Mapping[str, int]) -> dict[str, dict[int, str]]:
+    """Concept -> source -> its last evidence time there (evidence with no time or no source left out)."""
+    last: dict[str, dict[int, str]] = {}
     for item in evidence:
         source = message_source.get(item.message_id)
         if item.created_at is None or source is None:
@@ -121,27 +143,38 @@ def _stale(
         per_source = last.setdefault(item.concept_id, {})
         if item.created_at > per_source.get(source, ""):
             per_source[source] = item.created_at
-    for concept_id, row in sorted(concepts.items()):
-        if row.state not in ("active", "weak", "archived"):
-            continue
-        evidence_state = _evidence_state(row, concept_settings)
-        days = garden.stale_after_days if evidence_state == "active" else garden.weak_stale_after_days
-        seen = last.get(concept_id, {})
-        verdicts = [_stale_in(source, time, source_newest, days) for source, time in sorted(seen.items())]
-        stale = bool(verdicts) and all(v is not None for v in verdicts)
-        subject = concept_id in kept
-        if row.state != "archived" and stale and not subject:
-            why = "; ".join(v for v in verdicts if v)
-            plan.states.append((concept_id, row.state, "archived", f"stale per source: {why}"))
-        elif row.state == "archived" and not stale and verdicts:
-            fresh = [s for (s, _), v in zip(sorted(seen.items()), verdicts, strict=True) if v is None]
-            reason = f"not stale per source: recent evidence in source(s) {', '.join(map(str, fresh))}"
-            plan.states.append((concept_id, "archived", evidence_state, reason))
-        elif row.state == "archived" and subject:
-            reason = f"what a conversation is about: one of its {garden.keep_per_conversation} best-evidenced concepts"
-            plan.states.append((concept_id, "archived", evidence_state, reason))
-    for concept_id, before, after, reason in plan.states:
-        plan.changes.append(("concept_state", concept_id, reason, before, after))
+    return last
+
+
+def judge(
+    row: ConceptRow,
+    seen: Mapping[int, str],
+    source_newest: Mapping[int, str],
+    garden: GardenSettings,
+    concept_settings: ConceptsSettings,
+    subject: bool,
+) -> tuple[str, str, str, str] | None:
+    """One concept's transition (concept_id, from, to, reason), or None: what it is stays. `seen`: its last evidence
+    time per source; `subject`: it is one of a conversation's kept concepts. The full and the incremental garden
+    both ask this, so they decide alike."""
+    if row.state not in ("active", "weak", "archived"):
+        return None
+    concept_id = row.concept_id
+    evidence_state = _evidence_state(row, concept_settings)
+    days = garden.stale_after_days if evidence_state == "active" else garden.weak_stale_after_days
+    verdicts = [_stale_in(source, time, source_newest, days) for source, time in sorted(seen.items())]
+    stale = bool(verdicts) and all(v is not None for v in verdicts)
+    if row.state != "archived" and stale and not subject:
+        why = "; ".join(v for v in verdicts if v)
+        return (concept_id, row.state, "archived", f"stale per source: {why}")
+    if row.state == "archived" and not stale and verdicts:
+        fresh = [s for (s, _), v in zip(sorted(seen.items()), verdicts, strict=True) if v is None]
+        reason = f"not stale per source: recent evidence in source(s) {', '.join(map(str, fresh))}"
+        return (concept_id, "archived", evidence_state, reason)
+    if row.state == "archived" and subject:
+        reason = f"what a conversation is about: one of its {garden.keep_per_conversation} best-evidenced concepts"
+        return (concept_id, "archived", evidence_state, reason)
+    return None
 
 
 def _evidence_state(row: ConceptRow, settings: ConceptsSettings) -> str:
@@ -167,7 +200,7 @@ def _cutoff(newest: str, days: int) -> str:
 
 
 def _relations(
-    plan: ConceptPlan, concepts: Mapping[str, ConceptRow], relations: Iterable[tuple[str, str, str, float]]
+    plan: ConceptPlan, concepts: Mapping[str, Pointer], relations: Iterable[tuple[str, str, str, float]]
 ) -> None:
     existing = {(s, r, t): c for s, r, t, c in relations}
     moved: dict[RelationKey, float] = {}
@@ -196,7 +229,7 @@ def _relations(
         plan.changes.append(("relation_redirected", _name(old), why, _dict(old, confidence), _dict(new, best)))
 
 
-def _pointers(plan: ConceptPlan, concepts: Mapping[str, ConceptRow]) -> None:
+def _pointers(plan: ConceptPlan, concepts: Mapping[str, Pointer]) -> None:
     for concept_id, row in sorted(concepts.items()):
         if row.merged_into is None or row.merged_into not in concepts:
             continue  # a missing survivor fails the concepts stage's own check

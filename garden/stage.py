@@ -8,6 +8,13 @@ write in one transaction (facts, concept states with transitions, relations, mer
 `garden_changes`); return the counts.
 
 `plan_garden` is the read-only half: `chatmem garden --dry-run` prints what it returns and writes nothing.
+
+A scheduled run takes the incremental path (`plan_changed`): what the decisions read is kept in staging.db
+(staging/garden_state.py), brought forward from what changed since the last garden run, and only the concepts and
+fact groups whose inputs moved are judged again (garden/incremental.py, garden/facts_delta.py, garden/names.py),
+with the same result as the full path. The full path runs, and rebuilds that state, when it is missing, of
+another version, made with other settings or over another archive, or when much changed. Both run inside one
+write transaction with the writes: a killed run leaves the state of the last finished one.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -22,8 +30,12 @@ from typing import Any
 from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
 from contracts.settings import Settings
-from garden.concepts import ConceptPlan, EvidenceTime, plan_concepts
+from garden import facts_delta, incremental
+from garden import names as concept_names
+from garden.concepts import ConceptPlan, EvidenceTime, judge, orphans, plan_concepts, tidy
+from garden.incremental import FullInputs
 from garden.validity import Change, Statement, intervals, reconcile, value_key
+from staging import archive_changes, garden_state
 from staging import concepts as concept_store
 from staging import facts as fact_store
 from staging.db import IN_VALUES, Transaction, json_values, plain_rows
@@ -41,10 +53,17 @@ class GardenPlan:
     concepts: ConceptPlan = field(default_factory=ConceptPlan)
     fact_changes: list[Change] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
+    stored: dict[str, dict[str, Any]] = field(default_factory=dict)  # the stored facts the plan was made against
+    names: dict[str, str] = field(default_factory=dict)  # folded name -> concept (the full path's)
+    statements: list[Statement] = field(default_factory=list)
 
     @property
     def changes(self) -> list[Change]:
         return [*self.fact_changes, *self.concepts.changes]
+
+    @property
+    def concept_changes(self) -> list[Change]:
+        return self.concepts.changes
 
 
 def _table(conn: sqlite3.Connection, name: str) -> bool:
@@ -66,49 +85,149 @@ def read_statements(archive: sqlite3.Connection, staging: sqlite3.Connection) ->
 
 
 def plan_garden(
-    archive: sqlite3.Connection, staging: sqlite3.Connection, settings: Settings, *, run_id: str, now: str
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    *,
+    run_id: str,
+    now: str,
+    inputs: list[FullInputs] | None = None,
 ) -> GardenPlan:
-    """What the garden would change now (reads only; works on read-only connections)."""
+    """What the garden would change now (reads only; works on read-only connections): the full path, reading
+    every evidence row. `inputs`: append what it read, for the incremental state (garden/incremental.py)."""
+    has_concepts = concept_store.has_store(staging)
+    concepts = concept_store.load_concepts(staging) if has_concepts else {}
+    plan = plan_facts(archive, staging, concepts, run_id=run_id, now=now)
+    if has_concepts:
+        evidence = [
+            EvidenceTime(str(r[0]), str(r[1]), r[2], str(r[3]))
+            for r in plain_rows(
+                staging, "SELECT concept_id, message_id, created_at, text_key FROM concept_evidence ORDER BY rowid"
+            )
+        ]
+        sources, conversations = _message_places(archive, {e.message_id for e in evidence})
+        newest = {
+            int(r[0]): (str(r[1]), str(r[2]))
+            for r in archive.execute(
+                "SELECT source_id, MAX(created_at), uuid FROM messages WHERE created_at IS NOT NULL GROUP BY source_id"
+            )
+        }
+        plan.concepts = plan_concepts(
+            concepts,
+            evidence,
+            sources,
+            {s: t for s, (t, _) in newest.items()},
+            _relations(staging),
+            settings.garden,
+            settings.concepts,
+            conversations,
+        )
+        if inputs is not None:
+            inputs.append(FullInputs(concepts, evidence, sources, conversations, newest, plan.statements, plan.names))
+    for kind, *_ in plan.concept_changes:
+        plan.counts[kind] += 1
+    return plan
+
+
+def plan_facts(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    concepts: Mapping[str, concept_store.ConceptRow] | Mapping[str, concept_store.NameRow],
+    *,
+    run_id: str,
+    now: str,
+) -> GardenPlan:
+    """The facts' half of a plan: every current statement's interval against the stored facts."""
     plan = GardenPlan()
     statements = read_statements(archive, staging)
     stored = fact_store.load_facts(staging) if _table(staging, "facts") else {}
-    has_concepts = concept_store.has_store(staging)
-    concepts = concept_store.load_concepts(staging) if has_concepts else {}
-    names = _concept_names(concepts) if has_concepts else {}
+    plan.names = concept_names.folded(concepts)
+    _reconcile(plan, statements, stored, plan.names, run_id=run_id, now=now)
+    return plan
+
+
+def _reconcile(
+    plan: GardenPlan,
+    statements: list[Statement],
+    stored: dict[str, dict[str, Any]],
+    names: dict[str, str],
+    *,
+    run_id: str,
+    now: str,
+) -> None:
     computed = intervals(statements)
     plan.fact_rows, plan.fact_changes = reconcile(computed, stored, now, run_id, names)
+    plan.stored, plan.statements = stored, statements
     plan.counts["statements"] = len(statements)
     plan.counts["facts"] = len(computed)
     plan.counts["facts_valid"] = sum(i.valid_to is None for i in computed)
     plan.counts["facts_superseded"] = sum(i.valid_to is not None for i in computed)
     plan.counts["facts_restated"] = sum(len(i.statements) > 1 for i in computed)
-    if has_concepts:
-        evidence = [
-            EvidenceTime(str(r[0]), str(r[1]), r[2], str(r[3]))
-            for r in plain_rows(staging, "SELECT concept_id, message_id, created_at, text_key FROM concept_evidence")
-        ]
-        sources, conversations = _message_places(archive, {e.message_id for e in evidence})
-        newest = {
-            int(r[0]): str(r[1])
-            for r in archive.execute(
-                "SELECT source_id, MAX(created_at) FROM messages WHERE created_at IS NOT NULL GROUP BY source_id"
-            )
-        }
-        relations = [
-            (str(r[0]), str(r[1]), str(r[2]), float(r[3]))
-            for r in staging.execute("SELECT concept_id, relation, target_id, confidence FROM concept_relations")
-        ]
-        plan.concepts = plan_concepts(
-            concepts, evidence, sources, newest, relations, settings.garden, settings.concepts, conversations
-        )
-    for kind, *_ in plan.changes:
+    for kind, *_ in plan.fact_changes:
         plan.counts[kind] += 1
+
+
+def plan_changed(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    delta: incremental.Delta,
+    *,
+    run_id: str,
+    now: str,
+) -> GardenPlan:
+    """The incremental path: the same plan as `plan_garden`, judging only the concepts `delta` names and
+    reconciling only the fact groups that can have moved (garden/facts_delta.py)."""
+    plan = GardenPlan()
+    groups = facts_delta.groups_to_redo(staging, delta.messages)
+    statements = facts_delta.statements_of(archive, staging, groups)
+    names = concept_names.linked(staging, {k for s in statements for k in (s.subject, value_key(s.value))})
+    _reconcile(plan, statements, facts_delta.stored_of(staging, groups), names, run_id=run_id, now=now)
+    delta.counts["fact_groups_redone"] = len(groups)
+    judged = plan.concepts
+    seen, kept = incremental.seen_and_kept(staging, delta.judge)
+    rows = concept_store.load_concepts(staging, delta.judge)
+    for concept_id in sorted(delta.judge):
+        row = rows.get(concept_id)
+        found = (
+            None
+            if row is None
+            else judge(
+                row, seen.get(concept_id, {}), delta.newest, settings.garden, settings.concepts, concept_id in kept
+            )
+        )
+        if found is not None:
+            judged.states.append(found)
+            judged.changes.append(("concept_state", concept_id, found[3], found[1], found[2]))
+    relations = _relations(staging)
+    merged = {
+        str(r[0]) for r in staging.execute("SELECT concept_id FROM garden_concepts WHERE merged_into IS NOT NULL")
+    }
+    ends = {concept_id for source, _, target, _ in relations for concept_id in (source, target)}
+    pointers = concept_names.pointers(staging, merged | delta.renamed | ends)
+    tidy(judged, dict(sorted(pointers.items())), relations)
+    if delta.gone:
+        gone = [
+            EvidenceTime(str(r[0]), str(r[1]), r[2], str(r[3]))
+            for r in plain_rows(
+                staging,
+                "SELECT concept_id, message_id, created_at, text_key FROM concept_evidence"
+                f" WHERE concept_id IN {IN_VALUES} ORDER BY rowid",
+                (json_values(delta.gone),),
+            )
+        ]
+        orphans(judged, rows, gone)  # every id in `gone` is out of the store
+    for kind, *_ in plan.concept_changes:
+        plan.counts[kind] += 1
+    plan.counts.update({f"incremental_{k}": v for k, v in delta.counts.items()})
     return plan
 
 
-def _concept_names(concepts: dict[str, concept_store.ConceptRow]) -> dict[str, str]:
-    """Folded concept names (titles, aliases, ids) -> the live concept, for linking facts to concepts."""
-    return {value_key(name): concept_id for name, concept_id in concept_store.name_index_of(concepts).items()}
+def _relations(staging: sqlite3.Connection) -> list[tuple[str, str, str, float]]:
+    return [
+        (str(r[0]), str(r[1]), str(r[2]), float(r[3]))
+        for r in staging.execute("SELECT concept_id, relation, target_id, confidence FROM concept_relations")
+    ]
 
 
 def _message_places(archive: sqlite3.Connection, ids: set[str]) -> tuple[dict[str, int], dict[str, str]]:
@@ -142,15 +261,33 @@ def validate(plan: GardenPlan, stored: dict[str, dict[str, Any]]) -> list[str]:
 
 def run(ctx: StageContext, *, now: str | None = None) -> Outcome:
     """Garden the store: facts' validity, stale concepts per source, merged concepts' relations, dangling links."""
-    staging, run_id = ctx.staging, ctx.run_id
+    staging, archive, settings, run_id = ctx.staging, ctx.archive, ctx.settings, ctx.run_id
     when = now or datetime.now(UTC).isoformat(timespec="seconds")
-    plan = plan_garden(ctx.archive, staging, ctx.settings, run_id=run_id, now=when)
-    problems = validate(plan, fact_store.load_facts(staging))
-    if problems:
-        raise StageError(STAGE, run_id, f"garden check failed: {'; '.join(problems[:5])}")
-    with Transaction(staging):
+    with Transaction(staging):  # the plan, the writes and the kept state: one transaction, whole or not at all
+        kept = concept_store.has_store(staging) and garden_state.present(staging) and archive_changes.tracked(archive)
+        mark = archive_changes.mark(archive) if kept else None
+        found = incremental.usable(archive, staging, settings) if kept else None
+        delta = incremental.update(archive, staging, settings, found) if found is not None else None
+        inputs: list[FullInputs] = []
+        if delta is not None:
+            plan = plan_changed(archive, staging, settings, delta, run_id=run_id, now=when)
+        else:
+            plan = plan_garden(archive, staging, settings, run_id=run_id, now=when, inputs=inputs)
+        problems = validate(plan, plan.stored)
+        if problems:
+            raise StageError(STAGE, run_id, f"garden check failed: {'; '.join(problems[:5])}")
         apply_plan(staging, plan, run_id)
+        if mark is not None and delta is not None:
+            states = {concept_id for concept_id, *_ in plan.concepts.states}
+            states.update(concept_id for concept_id, *_ in plan.concepts.pointers)
+            garden_state.sync_concepts(staging, delta.changed_rows | delta.renamed | delta.gone | states)
+            incremental.finish(staging, settings, mark)
+            for key, total in facts_delta.totals(staging).items():  # what a full plan counts of every fact
+                plan.counts[key] = total
+        elif mark is not None and inputs:
+            incremental.build(staging, inputs[0], settings, mark)
     counts = dict(plan.counts)
+    counts["incremental"] = 1 if delta is not None else 0
     counts["facts_recorded"] = plan.counts["fact_recorded"]
     counts["facts_superseded_now"] = plan.counts["fact_superseded"]
     counts["concepts_archived"] = sum(1 for *_, after, _ in plan.concepts.states if after == "archived")
@@ -167,7 +304,7 @@ def run(ctx: StageContext, *, now: str | None = None) -> Outcome:
 def apply_plan(staging: sqlite3.Connection, plan: GardenPlan, run_id: str) -> None:
     """Write the plan (inside the caller's transaction)."""
     fact_store.upsert_facts(staging, plan.fact_rows)
-    ordinals = concept_store.transition_counts(staging)
+    ordinals = concept_store.transition_counts(staging, {concept_id for concept_id, *_ in plan.concepts.states})
     for concept_id, before, after, reason in plan.concepts.states:
         staging.execute("UPDATE concepts SET state = ?, run_id = ? WHERE concept_id = ?", (after, run_id, concept_id))
         ordinal = ordinals.get(concept_id, 0)

@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from staging.db import IN_VALUES, json_values, plain_rows
 
@@ -121,17 +121,21 @@ _values = attrgetter(*_COLUMNS)
 _ALIASES, _EXTRACTORS, _SETTLED = (_COLUMNS.index(name) for name in (*_JSON, "settled"))
 
 
-def load_concepts(conn: sqlite3.Connection) -> dict[str, ConceptRow]:
-    """Every stored concept by id, in id order.
+def load_concepts(conn: sqlite3.Connection, ids: Iterable[str] | None = None) -> dict[str, ConceptRow]:
+    """Every stored concept by id, in id order (`ids`: only those).
 
     Read by several stages every run (tens of thousands of rows), so built the cheap way: plain tuples,
     positional construction, and each distinct extractors list parsed once (a handful of values; every row still
     gets its own list).
     """
     found: dict[str, ConceptRow] = {}
+    args: tuple[str, ...]
     loads = json.loads
     extractors: dict[str, list[str]] = {}
-    for row in plain_rows(conn, f"SELECT {', '.join(_COLUMNS)} FROM concepts ORDER BY concept_id"):
+    where, args = "", ()
+    if ids is not None:
+        where, args = f" WHERE concept_id IN {IN_VALUES}", (json_values(ids),)
+    for row in plain_rows(conn, f"SELECT {', '.join(_COLUMNS)} FROM concepts{where} ORDER BY concept_id", args):
         values = list(row)
         aliases = values[_ALIASES]
         values[_ALIASES] = [] if aliases == "[]" else loads(aliases)
@@ -197,7 +201,14 @@ def handled_inputs(conn: sqlite3.Connection, keys: list[str]) -> dict[str, set[s
     return found
 
 
-def transition_counts(conn: sqlite3.Connection) -> dict[str, int]:
+def transition_counts(conn: sqlite3.Connection, ids: Iterable[str] | None = None) -> dict[str, int]:
+    """How many transitions each concept has (`ids`: only those)."""
+    if ids is not None:
+        rows = conn.execute(
+            f"SELECT concept_id, COUNT(*) FROM concept_transitions WHERE concept_id IN {IN_VALUES} GROUP BY 1",
+            (json_values(ids),),
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
     return {
         str(r[0]): int(r[1]) for r in conn.execute("SELECT concept_id, COUNT(*) FROM concept_transitions GROUP BY 1")
     }
@@ -322,8 +333,28 @@ def name_index(conn: sqlite3.Connection) -> dict[str, str]:
     return name_index_of(load_concepts(conn))
 
 
-def name_index_of(concepts: Mapping[str, ConceptRow]) -> dict[str, str]:
-    """`name_index` of concepts already loaded (`load_concepts`)."""
+@dataclass(frozen=True, slots=True)
+class NameRow:
+    """What a concept's names and merge pointer are (`load_names`)."""
+
+    concept_id: str
+    title: str
+    aliases: list[str]
+    merged_into: str | None
+
+
+def load_names(conn: sqlite3.Connection) -> dict[str, NameRow]:
+    """Every concept's names and merge pointer, in id order: what `name_index_of` and `survivor` read, without
+    the rest of the row (the garden's incremental path: a third of `load_concepts`' time)."""
+    loads = json.loads
+    return {
+        str(r[0]): NameRow(str(r[0]), str(r[1]), [] if r[2] == "[]" else loads(r[2]), r[3])
+        for r in plain_rows(conn, "SELECT concept_id, title, aliases, merged_into FROM concepts ORDER BY concept_id")
+    }
+
+
+def name_index_of(concepts: Mapping[str, ConceptRow] | Mapping[str, NameRow]) -> dict[str, str]:
+    """`name_index` of concepts already loaded (`load_concepts` or `load_names`)."""
     index: dict[str, str] = {}
     for row in concepts.values():
         target = survivor(concepts, row.concept_id)
@@ -332,7 +363,14 @@ def name_index_of(concepts: Mapping[str, ConceptRow]) -> dict[str, str]:
     return index
 
 
-def survivor(concepts: Mapping[str, ConceptRow], concept_id: str) -> str:
+class Pointer(Protocol):
+    """What `survivor` reads of a concept: a ConceptRow, or only its merge pointer."""
+
+    @property
+    def merged_into(self) -> str | None: ...
+
+
+def survivor(concepts: Mapping[str, Pointer], concept_id: str) -> str:
     """Follow merged_into pointers to the concept that absorbed this one (cycle-safe)."""
     seen = {concept_id}
     while (row := concepts.get(concept_id)) is not None and row.merged_into and row.merged_into not in seen:

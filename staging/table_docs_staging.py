@@ -568,6 +568,98 @@ STAGING.update(
             "The typo index's vocabulary: each word and how many entries gave it.",
             {"word": "A word of a concept's names.", "entries": "How many entries gave it."},
         ),
+        "garden_meta": doc(
+            "Garden state: meta",
+            "One row (key 'state'): the version of the garden_* tables, the settings the garden's decisions were made"
+            " with and the archive mark they were taken at (garden/incremental.py); another version or other settings"
+            " are rebuilt by the next garden run.",
+            {"key": "Always 'state'.", "value": "JSON: version, settings, archive (the archive mark)."},
+            json="value",
+        ),
+        "garden_dirty": doc(
+            "Garden state: concepts to re-judge",
+            "Concepts whose evidence rows were inserted, updated or deleted since the last garden run (triggers on"
+            " concept_evidence); the garden empties it.",
+            {"concept_id": "The concept (it may no longer be in concepts: its evidence is then dangling)."},
+        ),
+        "garden_concepts": doc(
+            "Garden state: concept rows judged",
+            "Each concept row as the last garden run left it: the columns a staleness decision reads and its names,"
+            " compared with concepts to find the rows changed since.",
+            {
+                "concept_id": "The concept.",
+                "state": "Its state then.",
+                "confidence": "Its confidence then.",
+                "evidence_count": "Its evidence count then.",
+                "merged_into": "Its merge pointer then.",
+                "title": "Its title then.",
+                "aliases": "Its aliases then (JSON as stored in concepts).",
+            },
+        ),
+        "garden_names": doc(
+            "Garden state: concept names",
+            "Every concept's names in order (its id, title, aliases) with their folded key: what the facts' concept"
+            " links are folded from (garden/names.py).",
+            {
+                "concept_id": "The concept.",
+                "ord": "The name's position (0: the id, 1: the title, then the aliases).",
+                "name": "The name as stored.",
+                "key": "The name folded (case and spaces), as facts' subjects and values are.",
+            },
+        ),
+        "garden_name_map": doc(
+            "Garden state: folded names",
+            "Folded name -> the concept the facts link it to (the survivor of a merge).",
+            {"key": "A folded name.", "concept_id": "The concept it links to."},
+        ),
+        "garden_fact_dirty": doc(
+            "Garden state: fact groups to redo",
+            "The (subject, attribute) groups whose current statements may have changed since the last garden run,"
+            " logged by triggers on fact_mentions, segment_extractions and segments; the garden empties it.",
+            {"subject": "The facts' subject.", "attribute": "The facts' attribute."},
+        ),
+        "garden_fact_times": doc(
+            "Garden state: statement times",
+            "Each fact mention's message time in archive.db, as the garden last read it.",
+            {
+                "message_id": "The message (messages.uuid).",
+                "created_at": "Its time (empty: none, or not in the archive).",
+            },
+            times="created_at",
+        ),
+        "garden_places": doc(
+            "Garden state: evidence messages' places",
+            "Each evidence message's source and conversation in archive.db, as the garden last read them.",
+            {
+                "message_id": "The message (messages.uuid).",
+                "source_id": "Its source (empty: not in the archive).",
+                "conversation_id": "Its conversation (empty: not in the archive).",
+            },
+        ),
+        "garden_last": doc(
+            "Garden state: last evidence per source",
+            "Per concept and source, the time of its last evidence there (indexed by source and time: a source's"
+            " newest message moving finds the concepts it ages).",
+            {"concept_id": "The concept.", "source_id": "The source.", "last_at": "Its last evidence time there."},
+            times="last_at",
+        ),
+        "garden_counts": doc(
+            "Garden state: evidence per conversation",
+            "Per conversation and concept, how many of the concept's evidence rows are in that conversation.",
+            {"conversation_id": "The conversation.", "concept_id": "The concept.", "n": "Its evidence rows there."},
+        ),
+        "garden_kept": doc(
+            "Garden state: kept concepts",
+            "Each conversation's keep_per_conversation best-evidenced live or archived concepts (ties by id): what"
+            " the conversation is about, never archived as stale.",
+            {"conversation_id": "The conversation.", "concept_id": "A concept it keeps."},
+        ),
+        "garden_sources": doc(
+            "Garden state: newest message per source",
+            "Per source, its newest message time and a message that has it.",
+            {"source_id": "The source.", "newest": "Its newest message time.", "witness": "A message with that time."},
+            times="newest",
+        ),
         "template_drops": doc(
             "Template rule: replays skipped",
             "Conversations whose every unfinished hypothesis the rule dropped in the last run"
