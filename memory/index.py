@@ -493,6 +493,11 @@ def _load_index(
         old = reuse.positions(ids)
         counts = reuse.counts(old, [None if o >= 0 else r.key_text for o, r in zip(old, rows, strict=True)])
         if list(reuse.previous.names.names) == list(names.names):  # the same masking: the same key vectors
+            earlier = reuse.previous.dense
+            if hasattr(earlier, "entries"):  # stored segments (memory/mapped.py Rows): hashed before they are copied
+                from memory import vector_segments
+
+                vector_segments.verify(earlier.segments, earlier.entries)
             shared = np.flatnonzero((old >= 0) & wanted)
             dense[shared] = reuse.previous.dense[old[shared]]
             have[shared] = True

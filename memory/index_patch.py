@@ -318,6 +318,8 @@ def _key_vectors(
             assign[held] = earlier_lists.assignment()[old[held]]
             assign[fresh] = earlier_lists.nearest(fresh_vectors)
             return Rows(segments, where, entries), earlier_lists.reassigned(assign)
+    if isinstance(earlier, Rows):  # copied into a new segment: no changed byte written again under a new checksum
+        vector_segments.verify(earlier.segments, earlier.entries)
     dense = np.zeros((n, fresh_vectors.shape[1]), dtype=np.float32)
     shared = held[wanted[held]]  # an unwanted row's vector is zero (E's is too: the same key roles and model)
     dense[shared] = earlier[old[shared]]

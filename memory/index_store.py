@@ -261,25 +261,34 @@ def stored_runs(data_dir: Path) -> set[str]:
 def _store(index: MemoryIndex, root: Path, target: Path, key: str, reuse: str) -> bool:
     """Write to a temporary directory, then rename it into place; False when the data dir cannot be written."""
     temporary = root / f".tmp-{target.name}-{os.getpid()}"
+    written: list[str] = []  # the vector segments this store writes: removed again when it does not finish
     try:
         root.mkdir(exist_ok=True)
-        for stale in root.iterdir():  # other runs' indexes, killed builds (not a running one's), a damaged copy
-            if stale.name != target.name and not _building(stale.name):
-                shutil.rmtree(stale, ignore_errors=True)
         shutil.rmtree(temporary, ignore_errors=True)
         temporary.mkdir()
-        _write(index, temporary, key, reuse)
+        _write(index, temporary, key, reuse, written)
         if _read_or_none(target, key) is not None:  # another process stored it meanwhile: keep theirs (maybe mapped)
-            shutil.rmtree(temporary, ignore_errors=True)
+            _discard(root, temporary, written)
             return True
         shutil.rmtree(target, ignore_errors=True)  # a damaged or half-removed copy
         os.rename(temporary, target)
+        # only now: until the new index lists them, the earlier index's manifest keeps its segments listed
+        for stale in root.iterdir():  # other runs' indexes, killed builds (not a running one's), a damaged copy
+            if stale.name != target.name and not _building(stale.name):
+                shutil.rmtree(stale, ignore_errors=True)
         segments.collect(root, _alive)  # the key vectors no stored index reads any more
     except OSError as error:
         log.warning("recall index not stored in %s (%s); using the in-memory index", root, error)
-        shutil.rmtree(temporary, ignore_errors=True)
+        _discard(root, temporary, written)
         return False
     return True
+
+
+def _discard(root: Path, temporary: Path, written: Sequence[str]) -> None:
+    """A store that did not finish: its temporary directory and the vector segments it wrote."""
+    shutil.rmtree(temporary, ignore_errors=True)
+    for name in written:
+        (segments.directory(root) / name).unlink(missing_ok=True)
 
 
 def _building(name: str) -> bool:
@@ -348,8 +357,10 @@ class _Writer:
         return self.csr(f"{name}.postings", bm25.postings)
 
 
-def _write(index: MemoryIndex, directory: Path, key: str, reuse: str) -> None:
-    """Every array of the index in its own file; the manifest (the small values, every file's size) last."""
+def _write(index: MemoryIndex, directory: Path, key: str, reuse: str, new_segments: list[str] | None = None) -> None:
+    """Every array of the index in its own file; the manifest (the small values, every file's size) last. The names
+    of the vector segments it writes are added to `new_segments`."""
+    new_segments = [] if new_segments is None else new_segments
     out = _Writer(directory)
     for name in PER_CONTENT:
         out.array(name, getattr(index, name))
@@ -360,10 +371,14 @@ def _write(index: MemoryIndex, directory: Path, key: str, reuse: str) -> None:
     stored_segments: list[dict[str, Any]] = []
     if isinstance(index.dense, Rows):  # patched: the earlier index's segments, and one of the new rows
         for segment, entry in zip(index.dense.segments, index.dense.entries, strict=True):
-            stored_segments.append(entry or segments.write(directory.parent, index.run_id, segment))
+            if entry is None:
+                entry = segments.write(directory.parent, index.run_id, segment)
+                new_segments.append(entry["name"])
+            stored_segments.append(entry)
         out.array("dense.where", index.dense.where)
     elif lists is not None and len(lists.order) == index.size and index.dense.shape[0] == index.size:
         stored_segments.append(segments.write(directory.parent, index.run_id, index.dense, lists.order))  # see Rows
+        new_segments.append(stored_segments[-1]["name"])
         where = np.empty(index.size, dtype=np.int64)
         where[lists.order] = np.arange(index.size)
         out.array("dense.where", where)

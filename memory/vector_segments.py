@@ -15,8 +15,10 @@ storing the index that will list it). Reading one checks its size, and its sha25
 the one written (memory/index_store.py's rule for every file).
 
 A patched index stops sharing (its vectors are gathered and written as one new segment, the lists trained again: a
-build from scratch) when it would read more than MAX_SEGMENTS segments, or when more than MAX_DEAD of their rows
-are no live content's (content retired since the segment was written).
+build from scratch) when it would read more than MAX_SEGMENTS segments, when more than MAX_DEAD of their rows are
+no live content's (content retired since the segment was written), or when more than MAX_UNTRAINED of them were
+added since the lists were trained. A build that copies an earlier index's vectors hashes its segments first
+(`verify`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ Array = np.ndarray[Any, Any]
 DIRECTORY = "recall-vectors"
 MAX_SEGMENTS = 32
 MAX_DEAD = 0.25
+MAX_UNTRAINED = 0.25  # rows outside the segment the k-means lists were trained on, as a share of all
 ROWS_CHUNK = 65_536  # rows gathered per write (24 MiB at 384-d): no second copy of the vectors is held
 
 
@@ -63,12 +66,10 @@ def write(index_root: Path, run_id: str, vectors: Array, order: Array | None = N
     name = f"{run_id}-{os.getpid()}-{secrets.token_hex(4)}.npy"
     temporary = folder / f".tmp-{name}"
     shape = (len(rows), *vectors.shape[1:])
-    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(vectors.dtype)), "fortran_order": False, "shape": shape}
-    head = io.BytesIO()
-    np.lib.format.write_array_header_1_0(head, header)  # np.save's header (format 1.0 for every such shape)
-    digest = hashlib.sha256(head.getvalue())
+    head = _header(shape, np.dtype(vectors.dtype))
+    digest = hashlib.sha256(head)
     with open(temporary, "wb") as out:
-        out.write(head.getvalue())
+        out.write(head)
         for start in range(0, len(rows), ROWS_CHUNK):
             block = np.ascontiguousarray(vectors[rows[start : start + ROWS_CHUNK]]).tobytes()
             out.write(block)
@@ -86,6 +87,28 @@ def write(index_root: Path, run_id: str, vectors: Array, order: Array | None = N
     }
 
 
+def _header(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bytes:
+    """np.save's header of an array of this shape and dtype (format 1.0 for every such shape)."""
+    head = io.BytesIO()
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    np.lib.format.write_array_header_1_0(head, header)
+    return head.getvalue()
+
+
+def verify(segments: Sequence[Array], entries: Sequence[dict[str, Any] | None]) -> None:
+    """ValueError unless every stored segment holds the bytes written. An open trusts a segment whose modification
+    time is the one written (its bytes are not read whole); a build that copies its vectors into a new segment
+    hashes them first, so that no changed byte is written again under a fresh checksum."""
+    for segment, entry in zip(segments, entries, strict=True):
+        if entry is None:
+            continue
+        digest = hashlib.sha256(_header(segment.shape, segment.dtype))
+        for start in range(0, len(segment), ROWS_CHUNK):
+            digest.update(np.ascontiguousarray(segment[start : start + ROWS_CHUNK]).tobytes())
+        if digest.hexdigest() != entry["sha256"]:
+            raise ValueError(f"vector segment {entry['name']} does not hold the bytes written (another sha256)")
+
+
 def read(index_root: Path, entry: dict[str, Any], *, hash_from: int) -> Array:
     """The segment of a manifest's entry, mapped (read whole under `hash_from` bytes); ValueError when it is not the
     one written."""
@@ -100,9 +123,11 @@ def read(index_root: Path, entry: dict[str, Any], *, hash_from: int) -> Array:
 
 
 def worth_sharing(segments: Sequence[Array], where: Array) -> bool:
-    """Whether an index may read these segments (else its vectors are written again as one)."""
+    """Whether an index may read these segments (else its vectors are written again as one, and the k-means lists
+    trained again): not too many segments, dead rows, or rows added since the lists were trained (the first
+    segment's: a memory that grew needs more lists, trained on what it holds now)."""
     total = sum(len(s) for s in segments)
-    if len(segments) > MAX_SEGMENTS or total == 0:
+    if len(segments) > MAX_SEGMENTS or total == 0 or (total - len(segments[0])) / total > MAX_UNTRAINED:
         return False
     live = len(np.unique(where))
     return (total - live) / total <= MAX_DEAD

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from concept_support import Dbs, conversation, write_archive
 from test_index_reuse import NEW, first_build, run_stages
-from test_index_store import answers, fresh, same, stored
+from test_index_store import answers, fresh, overwrite_in_place, same, stored
 
 from memory import index_patch, index_store, mapped, vector_segments
 from memory.index import MemoryIndex
@@ -57,6 +57,7 @@ def every_array_in_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(index_store, "STORED_FROM", 1)
     monkeypatch.setattr(index_patch, "PATCH_SHARE", 1.0)  # a small memory: most of it changes with each dump
     monkeypatch.setattr(vector_segments, "MAX_DEAD", 1.0)  # and many of its vector rows are retired
+    monkeypatch.setattr(vector_segments, "MAX_UNTRAINED", 1.0)  # or new since the first build
 
 
 def dump(dbs: Dbs, number: int) -> None:
@@ -153,19 +154,30 @@ def reweighted_elsewhere(dbs: Dbs, run_id: str) -> int:
     )
 
 
-def test_past_the_segment_limit_the_patched_index_writes_its_vectors_again_as_a_fresh_build_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("limit", ["MAX_SEGMENTS", "MAX_DEAD", "MAX_UNTRAINED", "damaged"])
+def test_past_a_sharing_limit_the_patched_index_writes_its_vectors_again_as_a_fresh_build_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str
 ) -> None:
-    """Sharing stops when an index would read too many segments (or too many dead rows): its vectors are written as
-    one segment again, its k-means lists trained again: the index a build from scratch gives, array for array."""
-    monkeypatch.setattr(vector_segments, "MAX_SEGMENTS", 1)
+    """Sharing stops when an index would read too many segments, dead rows or rows the lists were not trained on:
+    its vectors are written as one segment again, its k-means lists trained again: the index a build from scratch
+    gives, array for array. Copying hashes the earlier segments first: one whose bytes changed without a new
+    modification time (a disk error an open does not see) is not copied into the new segment."""
+    if limit == "damaged":
+        monkeypatch.setattr(vector_segments, "MAX_SEGMENTS", 1)
+    else:
+        monkeypatch.setattr(vector_segments, limit, 1 if limit == "MAX_SEGMENTS" else 0.0)
     dbs = first_build(tmp_path)
-    stored(dbs)
+    first = stored(dbs)
+    if limit == "damaged":
+        assert isinstance(first.dense, mapped.Rows) and first.dense.entries[0] is not None
+        segment = dbs.settings.data_dir / vector_segments.DIRECTORY / first.dense.entries[0]["name"]
+        del first
+        overwrite_in_place(segment, keep_time=True)
     patches = Patches(monkeypatch)
     for number in range(2):
         dump(dbs, number)
         index = stored(dbs)
-        assert patches.results[-1] is not None, f"dump {number}: the patch declined"
+        assert limit == "damaged" or patches.results[-1] is not None, f"dump {number}: the patch declined"
         expected = fresh(dbs)
         for f in fields(MemoryIndex):
             if f.name != "texts":

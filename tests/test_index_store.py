@@ -232,6 +232,20 @@ def test_a_damaged_vector_segment_is_found_and_the_index_rebuilt(
     assert index.dense.entries[0]["name"] != entry["name"]
 
 
+def test_a_store_that_fails_leaves_no_vector_segment_behind(built: Dbs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fills after the key vectors' segment was written: recall goes on from the index in memory, and the
+    segment that no index will list is removed at once (it can be GBs at 1M messages), not at the next store."""
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(index_store._Writer, "bm25", full)
+    index = stored(built)
+    assert answers(built, index) == answers(built, fresh(built))
+    folder = built.settings.data_dir / vector_segments.DIRECTORY
+    assert folder.is_dir() and list(folder.iterdir()) == []
+
+
 def test_segments_no_stored_index_lists_are_removed_by_the_next_store(built: Dbs) -> None:
     """Segments of a killed build or of an index since replaced go with the next store; one a running process
     wrote (it is storing the index that will list it) stays."""
