@@ -45,6 +45,9 @@ History:
                14  the concept resolver's index kept between runs (staging/resolver_state.py): a concepts run
                    updates the entries its changed concepts reach and reads the rest on use (derived: built from
                    every concept by the first concepts run after it; extract/resolve_stored.py)
+               15  staging_changes logs a deleted or rewritten cluster run (`cluster`), so that the load reads only
+                   the Topic and BELONGS_TO rows that differ from the cluster run its mark names
+                   (staging/staging_changes.py, load/staging_delta.py)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -296,6 +299,11 @@ STAGING = (
         "the concept resolver's index kept between runs: resolver_rows, resolver_claims, resolver_entries, "
         "resolver_exact, resolver_index, resolver_words, resolver_meta",
         statements(resolver_state.SCHEMA),
+    ),
+    Migration(
+        15,
+        "staging_changes: cluster runs deleted or rewritten since a load's mark (trigger on cluster_runs)",
+        staging_changes.create_cluster,
     ),
 )
 
