@@ -150,7 +150,8 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
         archived = archive_delta.plan(
             archive, staging, settings.data_dir, target.key, layers, lost, previous_finished=previous_finished
         )
-        # The segment, evidence and concept layers: only the ids logged since the target's mark (staging_delta.py)
+        # The segment, evidence, concept and topic layers: only the ids changed since the target's mark
+        # (staging_delta.py)
         staged = staging_delta.plan(
             staging, settings.data_dir, target.key, layers, lost, previous_finished=previous_finished
         )
