@@ -193,9 +193,9 @@ def topic_links_changed(conn: sqlite3.Connection, kind: str, since_run: str) -> 
     newest was retired after it (retired_run_id > since_run). Both are still stored while `since_run` is kept
     (`staging.topics.prune` deletes only the retired rows no kept run sees), and `since_run`'s rows are unchanged
     unless its `cluster_runs` row was deleted since (logged as `cluster`), which the caller checks first."""
-    rows = conn.execute(
-        "SELECT item_id FROM topic_link_rows WHERE run_id > :run AND kind = :kind UNION"
-        " SELECT item_id FROM topic_link_rows WHERE retired_run_id > :run AND kind = :kind ORDER BY 1",
+    rows = conn.execute(  # `+kind`: the run indexes, not the primary key's (kind, ...) scan of a whole kind
+        "SELECT item_id FROM topic_link_rows WHERE run_id > :run AND +kind = :kind UNION"
+        " SELECT item_id FROM topic_link_rows WHERE retired_run_id > :run AND +kind = :kind ORDER BY 1",
         {"run": since_run, "kind": kind},
     )
     return [str(row[0]) for row in rows]
