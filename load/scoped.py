@@ -1,11 +1,12 @@
 """A layer's rows of some ids only, diffed against the manifest: the read that archive_delta.py and
 staging_delta.py share.
 
-Each of those layers' rows belongs to one id of a change log (archive.db's `archive_changes`: a conversation;
-staging.db's `staging_changes`: a conversation, a message or a concept), which names the ids changed since the
-target's last finished load; the load reads their rows (`Scoped.rows`: the layer's SQL restricted to them) and
-looks up in the manifest their keys and the keys that may have vanished: for nodes the ids in scope, for edges
-every manifest key whose `src` is in scope (a key range: `["src",...`). What it then sends equals a full diff's.
+Each of those layers' rows belongs to one id (archive.db's `archive_changes` logs a conversation; staging.db's
+`staging_changes` a conversation, a message or a concept; a topic uid, a segment or a concept whose topic rows
+differ from the marked cluster run's), the ids changed since the target's last finished load; the load reads their
+rows (`Scoped.rows`: the layer's SQL restricted to them) and looks up in the manifest their keys and the keys that
+may have vanished: for nodes the ids in scope, for edges every manifest key whose `src` is in scope (a key range:
+`["src",...`). What it then sends equals a full diff's.
 """
 
 from __future__ import annotations

@@ -89,6 +89,8 @@ class Tally:
         )
     )
     notes: list[str] = field(default_factory=list)
+    read: dict[str, int] = field(default_factory=dict)
+    """rows_read of each layer (a note says them: what a load reads is what it costs)."""
 
     def add(self, name: str, value: int = 1) -> None:
         self.counts[name] += value
@@ -148,7 +150,8 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
         archived = archive_delta.plan(
             archive, staging, settings.data_dir, target.key, layers, lost, previous_finished=previous_finished
         )
-        # The segment, evidence and concept layers: only the ids logged since the target's mark (staging_delta.py)
+        # The segment, evidence, concept and topic layers: only the ids changed since the target's mark
+        # (staging_delta.py)
         staged = staging_delta.plan(
             staging, settings.data_dir, target.key, layers, lost, previous_finished=previous_finished
         )
@@ -175,6 +178,7 @@ def _load(ctx: StageContext, target: Target, layers: list[Layer], watermark: str
             for reader in readers:
                 reader.close()
         tally.counts["layers"] = len(layers)
+        tally.notes.append("rows read per layer: " + ", ".join(f"{name} {n}" for name, n in tally.read.items()))
         if tally.counts["edges_missing_ends"]:
             # Those rows are not in the manifest; without a watermark the next load diffs again and resends them
             # (their ends may have landed by then) instead of skipping as up to date.
@@ -320,6 +324,7 @@ def _load_layer(
         raise
     ledger.close()
     tally.add("rows_read", reader.rows_read)
+    tally.read[layer.name] = reader.rows_read
 
 
 def _write_batch(

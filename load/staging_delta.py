@@ -1,39 +1,63 @@
 """The staging layers' rows that changed since a target's last load, instead of all of them: segments, evidence,
-concepts.
+concepts, topics.
 
-Without this the Segment, Concept nodes and the CONTAINS_MESSAGE, EVIDENCE_FOR edges are read whole and every row
-hashed at every load: 535k rows at 250k messages, for the few conversations a daily re-export touches. Triggers log
-what changed in staging.db (staging/staging_changes.py), each finished load records where the log stood (a mark,
-kept per target and kind in staging/staging_loaded.py), and the next load reads the rows of the ids logged since
-(load/scoped.py), one kind per group of layers:
+Without this the Segment, Concept, Topic nodes and the CONTAINS_MESSAGE, EVIDENCE_FOR, BELONGS_TO edges are read
+whole and every row hashed at every load: 535k rows at 250k messages (and 77k of the topic layers), for the few
+conversations a daily re-export touches. Triggers log what changed in staging.db (staging/staging_changes.py), each
+finished load records where the log stood (a mark, kept per target and group in staging/staging_loaded.py), and the
+next load reads the rows of the ids changed since (load/scoped.py), one group of layers per kind of id:
 
 - `segment`, by conversation: Segment nodes and CONTAINS_MESSAGE edges. A segment and its memberships belong to
   one conversation, and a segment retired by a newer segmentation keeps its row, so the keys that vanished from
   the graph are found by the conversation too;
 - `evidence`, by message: EVIDENCE_FOR edges (key: message, concept), logged for a changed evidence row and for
   every message of a concept that appeared, went or changed state (merged and split concepts leave the graph);
-- `concept`, by concept: Concept nodes.
+- `concept`, by concept: Concept nodes;
+- `topic`, by topic uid: Topic nodes, the newest cluster run's topics. The mark names the newest cluster run then
+  (M); a cluster run's rows stay as they are while it is kept, so the topics that changed are the rows of M and of
+  the newest run that differ (the layer's own SQL at each run, EXCEPT both ways);
+- `segment_topic`, by segment, and `concept_topic`, by concept: the BELONGS_TO edges of the newest cluster run.
+  Their rows change with a link written or retired after M (`staging_changes.topic_links_changed`: an incremental
+  cluster run writes a few hundred, a full fit all of them) and with the item itself: a segment retired or current
+  again (the segments of the conversations logged as `segment`), a concept that left or joined the live ones
+  (logged as `concept`).
 
-What the load then sends equals a full diff's (tests/test_load_staging_delta.py compares the graph with a fresh
-full load). A group is diffed whole, as before, when: the target has no mark for its layers' SQL (first load, a
-load that did not finish with every row recorded, a changed layer), the previous load did not finish, the
-manifest's counts are not those recorded with the mark, the graph lost nodes of its layers, staging.db is not the
-one the mark was taken of or its log went back, a change could not be traced to an id (`staging_changes.ALL`), or
-more than `FULL_SHARE` of its ids changed.
+What the load then sends equals a full diff's (tests/test_load_staging_delta.py and test_load_topic_delta.py
+compare the graph with a fresh full load). A group is diffed whole, as before, when: the target has no mark for
+its layers' SQL (first load, a load that did not finish with every row recorded, a changed layer), the previous
+load did not finish, the manifest's counts are not those recorded with the mark, the graph lost nodes of its
+layers, staging.db is not the one the mark was taken of or its log went back, a change could not be traced to an
+id (`staging_changes.ALL`), the topic groups' cluster run M is gone or was re-run since (logged as `cluster`), or
+more than `FULL_SHARE` of its ids changed (a full cluster fit: every link and most topics).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from load.layers import CONCEPTS, CONTAINS_MESSAGE, EVIDENCE_FOR, LIVE_CONCEPT, SEGMENTS, Layer
+from load.layers import (
+    CONCEPT_TOPIC,
+    CONCEPTS,
+    CONTAINS_MESSAGE,
+    EVIDENCE_FOR,
+    LATEST_CLUSTER_RUN,
+    LIVE_CONCEPT,
+    SEGMENT_TOPIC,
+    SEGMENTS,
+    TOPICS,
+    Layer,
+)
 from load.scoped import SCOPE, SCOPE_IDS, IdScope, Scoped, manifest_rows
 from staging import staging_changes, staging_loaded
-from staging.staging_changes import CONCEPT, EVIDENCE, SEGMENT, Mark
+from staging.staging_changes import CLUSTER, CONCEPT, EVIDENCE, SEGMENT, Mark
+
+TOPIC, SEGMENT_TOPICS, CONCEPT_TOPICS = "topic", "segment_topic", "concept_topic"
+"""The topic groups' names (their marks' keys in load-staging.json): not kinds of the log, read otherwise."""
 
 FULL_SHARE = 0.3
 """Above this share of a group's ids changed, diff it whole (a streaming read in key order)."""
@@ -42,9 +66,27 @@ _SCOPE_SEGMENTS = f"SELECT segment_id FROM segments WHERE conversation_id IN {SC
 """Every segment of the scope, retired ones included: a retired segment's node and edges are deleted."""
 
 
+class Untraced(Exception):
+    """What changed cannot be told from the ids: the group is diffed whole (the message says why)."""
+
+
+Changed = Callable[[sqlite3.Connection, Mark], list[str]]
+"""The ids of a group changed since a mark (raises Untraced)."""
+
+
+def _logged(kind: str) -> Changed:
+    def changed(conn: sqlite3.Connection, since: Mark) -> list[str]:
+        found = list(staging_changes.changed_since(conn, kind, since))
+        if staging_changes.ALL in found:
+            raise Untraced("a change could not be traced to its rows")
+        return found
+
+    return changed
+
+
 @dataclass(frozen=True)
 class Group:
-    """Layers read by the ids of one kind of staging_changes."""
+    """Layers read by the ids of one kind: those of staging_changes, by default."""
 
     kind: str
     scoped: dict[str, Scoped]
@@ -52,6 +94,52 @@ class Group:
     """How many ids the kind has (the share of them changed decides a whole diff)."""
     ids: str
     """What the ids are, for the notes."""
+    changed: Changed | None = field(default=None, compare=False)
+    """How the ids changed since a mark are found; None: those logged as `kind`."""
+
+    def changed_since(self, conn: sqlite3.Connection, since: Mark) -> list[str]:
+        return (self.changed or _logged(self.kind))(conn, since)
+
+
+def _cluster_run(conn: sqlite3.Connection, since: Mark) -> str:
+    """The cluster run the mark names, when its rows are still those the marked load read (else Untraced)."""
+    run = since.cluster_run
+    if run is None:
+        raise Untraced("the mark names no cluster run")
+    if (
+        run in _logged(CLUSTER)(conn, since)
+        or conn.execute("SELECT 1 FROM cluster_runs WHERE run_id = ?", (run,)).fetchone() is None
+    ):
+        raise Untraced(f"cluster run {run} was re-run or pruned since the last load")
+    return run
+
+
+TOPICS_AT = TOPICS.sql.replace(LATEST_CLUSTER_RUN, ":run")
+"""The Topic layer's rows at cluster run :run (the same SQL: a test checks the replacement took)."""
+
+
+def _topics_changed(conn: sqlite3.Connection, since: Mark) -> list[str]:
+    """Topic uids whose row (the layer's own columns) differs between the marked cluster run and the newest."""
+    params = {"run": _cluster_run(conn, since)}
+    rows = conn.execute(
+        f"SELECT id FROM ({TOPICS.sql} EXCEPT {TOPICS_AT}) UNION SELECT id FROM ({TOPICS_AT} EXCEPT {TOPICS.sql})",
+        params,
+    )
+    return sorted({str(row[0]) for row in rows})
+
+
+def _links_changed(kind: str, item: Changed, items_of: str) -> Changed:
+    """Items whose links changed since the marked cluster run, and those the log names for the item itself
+    (`items_of`: their ids, from the logged ids in :scope)."""
+
+    def changed(conn: sqlite3.Connection, since: Mark) -> list[str]:
+        found = set(staging_changes.topic_links_changed(conn, kind, _cluster_run(conn, since)))
+        logged = item(conn, since)
+        if logged:
+            found.update(str(row[0]) for row in conn.execute(items_of, {"scope": json.dumps(logged)}))
+        return sorted(found)
+
+    return changed
 
 
 GROUPS: tuple[Group, ...] = (
@@ -85,6 +173,28 @@ GROUPS: tuple[Group, ...] = (
         {CONCEPTS.name: Scoped(f"{CONCEPTS.sql} AND concept_id IN {SCOPE}", SCOPE_IDS)},
         "SELECT COUNT(*) FROM concepts",
         "concept(s) changed",
+    ),
+    Group(
+        TOPIC,
+        {TOPICS.name: Scoped(f"{TOPICS.sql} AND topic_uid IN {SCOPE}", SCOPE_IDS)},
+        f"SELECT COUNT(*) FROM topics WHERE run_id = {LATEST_CLUSTER_RUN}",
+        "topic(s) changed",
+        _topics_changed,
+    ),
+    Group(
+        SEGMENT_TOPICS,
+        {SEGMENT_TOPIC.name: Scoped(f"{SEGMENT_TOPIC.sql} AND l.item_id IN {SCOPE}", SCOPE_IDS)},
+        "SELECT COUNT(*) FROM current_segments",
+        "segment(s) whose topic links may have changed",
+        # a segment retired or current again: every segment of the conversations logged (the retired ones too)
+        _links_changed("segment", _logged(SEGMENT), _SCOPE_SEGMENTS),
+    ),
+    Group(
+        CONCEPT_TOPICS,
+        {CONCEPT_TOPIC.name: Scoped(f"{CONCEPT_TOPIC.sql} AND l.item_id IN {SCOPE}", SCOPE_IDS)},
+        "SELECT COUNT(*) FROM concepts",
+        "concept(s) whose topic links may have changed",
+        _links_changed("concept", _logged(CONCEPT), SCOPE_IDS),
     ),
 )
 
@@ -175,14 +285,15 @@ def _plan(
         why = "staging.db is not the one the mark was taken of"
     label = f"{', '.join(layer.name for layer in ours)}:"
     if not why and since is not None:
-        changed = list(staging_changes.changed_since(staging, group.kind, since))
-        total = int(staging.execute(group.total).fetchone()[0])
-        if staging_changes.ALL in changed:
-            why = "a change could not be traced to its rows"
-        elif len(changed) <= FULL_SHARE * max(total, 1):
-            note = f"{label} only the {len(changed)} {group.ids} since the last load were read"
-            return Plan(group, ours, StagingDelta(since, changed, group), now, layers_fp, note)
+        try:
+            changed = group.changed_since(staging, since)
+        except Untraced as exc:
+            why = str(exc)
         else:
+            total = int(staging.execute(group.total).fetchone()[0])
+            if len(changed) <= FULL_SHARE * max(total, 1):
+                note = f"{label} only the {len(changed)} {group.ids} since the last load were read"
+                return Plan(group, ours, StagingDelta(since, changed, group), now, layers_fp, note)
             why = f"{len(changed)} of {total} changed"
     staging_loaded.record(data_dir, target, group.kind, None, layers_fp)
     return Plan(group, ours, None, now, layers_fp, f"{label} diffed whole ({why})")

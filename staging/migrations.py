@@ -50,6 +50,9 @@ History:
                    concepts, per source its newest message, the folded name map, statement times, and the concepts
                    and fact groups whose inputs changed (triggers), so that a garden run redoes only what moved
                    (derived: built by the first garden run after it; garden/incremental.py, garden/facts_delta.py)
+               16  staging_changes logs a deleted or rewritten cluster run (`cluster`), so that the load reads only
+                   the Topic and BELONGS_TO rows that differ from the cluster run its mark names
+                   (staging/staging_changes.py, load/staging_delta.py)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -309,6 +312,11 @@ STAGING = (
         "(triggers), garden_concepts, garden_names, garden_name_map, garden_places, garden_last, garden_counts, "
         "garden_kept, garden_sources, garden_fact_times",
         statements(garden_state.SCHEMA),
+    ),
+    Migration(
+        16,
+        "staging_changes: cluster runs deleted or rewritten since a load's mark (trigger on cluster_runs)",
+        staging_changes.create_cluster,
     ),
 )
 

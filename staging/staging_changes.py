@@ -9,16 +9,22 @@ Triggers log, in `staging_changes`, one row per (kind, id), its version raised o
   concept's evidence when the concept is inserted, deleted or changes `state` (an EVIDENCE_FOR edge is a message's
   evidence of a live concept: its key is (message, concept)).
 - `concept`: a `concepts` row inserted, updated (any column: the Concept node may show it) or deleted.
+- `cluster` (migration 16): a `cluster_runs` row deleted or updated: that cluster run's topics and topic links may
+  no longer be what a load that marked it read (a re-run of the newest cluster run rewrites them under the same run
+  id, `staging.topics._undo`; a pruned run's are gone). The topic layers' rows are not logged row by row: the
+  rows of cluster run R stay as they are while R is kept, so a load reads what differs between the cluster run its
+  mark names and the newest one (`topic_links_changed`, load/staging_delta.py).
 
-A mark is the newest version and the staging.db it was taken of (its first run); the ids of a kind changed since a
-mark are those logged with a higher version (load/staging_delta.py). A segment row deleted outright (no code does:
-a newer segmentation retires a segment, `retired_run_id`) and a membership row whose segment is gone log `ALL`,
-the empty id: their graph rows can no longer be found by conversation, and the next load diffs those layers whole.
+A mark is the newest version, the staging.db it was taken of (its first run) and the newest cluster run; the ids
+of a kind changed since a mark are those logged with a higher version (load/staging_delta.py). A segment row
+deleted outright (no code does: a newer segmentation retires a segment, `retired_run_id`) and a membership row
+whose segment is gone log `ALL`, the empty id: their graph rows can no longer be found by conversation, and the next
+load diffs those layers whole.
 
 The triggers upsert (ON CONFLICT DO UPDATE), never INSERT OR REPLACE: inside a trigger the outer statement's
 conflict policy overrides the trigger's, and a stage's own upsert would then abort on the log's key.
 
-`SCHEMA` is migration 12 of staging.db (staging/migrations.py).
+`SCHEMA` is migration 12 of staging.db, `CLUSTER_SCHEMA` migration 16 (staging/migrations.py).
 """
 
 from __future__ import annotations
@@ -28,8 +34,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-SEGMENT, EVIDENCE, CONCEPT = "segment", "evidence", "concept"
-KINDS = (SEGMENT, EVIDENCE, CONCEPT)
+SEGMENT, EVIDENCE, CONCEPT, CLUSTER = "segment", "evidence", "concept", "cluster"
+KINDS = (SEGMENT, EVIDENCE, CONCEPT, CLUSTER)
 ALL = ""
 """Logged in place of an id when a change cannot be traced to one: the next load diffs that kind's layers whole."""
 
@@ -103,10 +109,23 @@ SCHEMA = [
 ]
 
 
+CLUSTER_SCHEMA = [
+    _trigger("cluster_delete", "DELETE ON cluster_runs", _log(CLUSTER, "old.run_id")),
+    _trigger("cluster_update", "UPDATE ON cluster_runs", _log(CLUSTER, "old.run_id")),
+]
+
+
 def create(conn: sqlite3.Connection) -> None:
     """The table and its triggers (migration 12). Changes before it are not logged: a load with no mark from after
     it diffs these layers whole, as before."""
     for statement in SCHEMA:
+        conn.execute(statement)
+
+
+def create_cluster(conn: sqlite3.Connection) -> None:
+    """The `cluster` triggers (migration 16). Marks taken before it name no cluster run: the topic layers are then
+    diffed whole once."""
+    for statement in CLUSTER_SCHEMA:
         conn.execute(statement)
 
 
@@ -117,6 +136,8 @@ class Mark:
     version: int
     origin: str
     """The first run of the ledger (id and start): another staging.db has another origin."""
+    cluster_run: str | None = None
+    """The newest cluster run (`cluster_runs`): the topic layers' rows are that run's."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,7 +147,8 @@ class Mark:
         if not isinstance(found, dict):
             return None
         try:
-            return cls(int(found["version"]), str(found["origin"]))
+            run = found.get("cluster_run")
+            return cls(int(found["version"]), str(found["origin"]), None if run is None else str(run))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -141,9 +163,9 @@ def mark(conn: sqlite3.Connection) -> Mark:
     """The log as it stands now."""
     row = conn.execute(
         "SELECT (SELECT COALESCE(MAX(version), 0) FROM staging_changes),"
-        " (SELECT id || ' ' || started_at FROM runs ORDER BY rowid LIMIT 1)"
+        " (SELECT id || ' ' || started_at FROM runs ORDER BY rowid LIMIT 1), (SELECT MAX(run_id) FROM cluster_runs)"
     ).fetchone()
-    return Mark(int(row[0]), str(row[1] or ""))
+    return Mark(int(row[0]), str(row[1] or ""), None if row[2] is None else str(row[2]))
 
 
 def comparable(conn: sqlite3.Connection, since: Mark) -> bool:
@@ -160,3 +182,20 @@ def changed_since(conn: sqlite3.Connection, kind: str, since: Mark) -> Iterator[
     )
     for row in rows:
         yield str(row[0])
+
+
+def topic_links_changed(conn: sqlite3.Connection, kind: str, since_run: str) -> list[str]:
+    """Items (`kind`: segment or concept) whose topic links differ between cluster run `since_run` and the newest,
+    with a few more (links written and retired between them), in id order.
+
+    A link row is live at run R when R is in [run_id, retired_run_id) (staging/topics.py). A row live at the newest
+    run and not at `since_run` was written after it (run_id > since_run); a row live at `since_run` and not at the
+    newest was retired after it (retired_run_id > since_run). Both are still stored while `since_run` is kept
+    (`staging.topics.prune` deletes only the retired rows no kept run sees), and `since_run`'s rows are unchanged
+    unless its `cluster_runs` row was deleted since (logged as `cluster`), which the caller checks first."""
+    rows = conn.execute(  # `+kind`: the run indexes, not the primary key's (kind, ...) scan of a whole kind
+        "SELECT item_id FROM topic_link_rows WHERE run_id > :run AND +kind = :kind UNION"
+        " SELECT item_id FROM topic_link_rows WHERE retired_run_id > :run AND +kind = :kind ORDER BY 1",
+        {"run": since_run, "kind": kind},
+    )
+    return [str(row[0]) for row in rows]

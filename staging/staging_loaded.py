@@ -1,12 +1,13 @@
 """Up to which staging.db mark each graph target holds each kind of staging layer: <data_dir>/load-staging.json.
 
-    {"<target key>": {"<kind>": {"mark": {"version": 12, "origin": "..."} | null,
+    {"<target key>": {"<kind>": {"mark": {"version": 12, "origin": "...", "cluster_run": "..."} | null,
                                  "layers": "<fingerprint of those layers' SQL>", "rows": {"<layer>": n, ...}}}}
 
-The same rules as load-archive.json (staging/archive_loaded.py), per kind of staging_changes (segment, evidence,
-concept): written by the load stage after a load that finished with every row recorded (the manifest then equals
-those layers' rows as of `mark`); cleared before a load that diffs them whole; a missing or unreadable file,
-another fingerprint or other manifest row counts mean no mark (staging/staging_changes.py says what a mark is).
+The same rules as load-archive.json (staging/archive_loaded.py), per group of layers (load/staging_delta.py:
+segment, evidence, concept, topic, segment_topic, concept_topic): written by the load stage after a load that
+finished with every row recorded (the manifest then equals those layers' rows as of `mark`); cleared before a load
+that diffs them whole; a missing or unreadable file, another fingerprint or other manifest row counts mean no mark
+(staging/staging_changes.py says what a mark is).
 """
 
 from __future__ import annotations

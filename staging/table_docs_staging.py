@@ -119,11 +119,14 @@ STAGING: dict[str, TableDoc] = {
     ),
     "staging_changes": doc(
         "Staging changes",
-        "What changed for the graph's staging layers, logged by triggers (migration 12): the conversations"
-        " re-segmented, the messages whose concept evidence changed, the concepts changed. The load reads only the"
-        " rows of the ids logged since its last mark (load/staging_delta.py, staging/staging_changes.py).",
+        "What changed for the graph's staging layers, logged by triggers (migrations 12 and 16): the conversations"
+        " re-segmented, the messages whose concept evidence changed, the concepts changed, the cluster runs deleted"
+        " or rewritten. The load reads only the rows of the ids logged since its last mark, and of the topics and"
+        " topic links that differ from the cluster run the mark names (load/staging_delta.py,"
+        " staging/staging_changes.py).",
         {
-            "kind": "segment (id: a conversation), evidence (id: a message) or concept (id: a concept).",
+            "kind": "segment (id: a conversation), evidence (id: a message), concept (id: a concept) or cluster"
+            " (id: a cluster run).",
             "id": "What changed; empty when a change could not be traced to one (the next load diffs whole).",
             "version": "Raised on each change: the load reads the ids above the version it last loaded.",
         },
