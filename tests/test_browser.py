@@ -34,6 +34,13 @@ def _by_css(browser: Any, css: str) -> list[Any]:
     return list(browser.find_elements(By.CSS_SELECTOR, css))
 
 
+def _waited(browser: Any, found: Any) -> Any:
+    """What `found()` returns once it is truthy (a page that is still loading shows nothing yet), at most 10 s."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, 10).until(lambda _: found())
+
+
 def _column(browser: Any, column: str) -> list[str]:
     return [cell.text for cell in _by_css(browser, f"table.rows-and-columns td.col-{column}")]
 
@@ -81,10 +88,12 @@ def test_a_concept_page_links_to_its_evidence_messages_and_their_conversation(
 def test_full_text_search_finds_the_message(browser: Any, server: InspectServer) -> None:
     """The messages table has a search box (FTS5); searching a rare word finds its one message."""
     browser.get(server.url + "archive/messages")
-    [box] = _by_css(browser, "input[name=_search]")
+    [box] = _waited(browser, lambda: _by_css(browser, "input[name=_search]"))
     box.send_keys(SEARCH_WORD)
-    box.submit()
-    assert _column(browser, "uuid") == ["baking-0:baking-0-0"]
+    box.submit()  # returns before the results page has loaded: wait for it, not for a fixed time
+    assert _waited(browser, lambda: "_search=" in browser.current_url and _column(browser, "uuid")) == [
+        "baking-0:baking-0-0"
+    ]
     browser.get(f"{server.url}archive/search_messages?q=sourdough+AND+{SEARCH_WORD}")
     assert _column(browser, "uuid") == ["baking-0:baking-0-0"]
 
