@@ -111,13 +111,17 @@ def verify(segments: Sequence[Array], entries: Sequence[dict[str, Any] | None]) 
 
 def read(index_root: Path, entry: dict[str, Any], *, hash_from: int) -> Array:
     """The segment of a manifest's entry, mapped (read whole under `hash_from` bytes); ValueError when it is not the
-    one written."""
+    one written. A segment hashed because its modification time is not the entry's (a data dir copied without its
+    times) and found whole gets its time in `entry`: the next index that lists it records the time it has now, so
+    that not every later open hashes it again."""
     path = directory(index_root) / str(entry["name"])
     found = path.stat()
     if found.st_size != entry["size"]:
         raise ValueError(f"vector segment {path.name} is {found.st_size} bytes, expected {entry['size']}")
-    if (found.st_size < hash_from or found.st_mtime_ns != entry["mtime"]) and sha256(path) != entry["sha256"]:
-        raise ValueError(f"vector segment {path.name} does not hold the bytes written (another sha256)")
+    if found.st_size < hash_from or found.st_mtime_ns != entry["mtime"]:
+        if sha256(path) != entry["sha256"]:
+            raise ValueError(f"vector segment {path.name} does not hold the bytes written (another sha256)")
+        entry["mtime"] = found.st_mtime_ns
     mapped: Array = np.load(path, mmap_mode="r" if found.st_size >= hash_from else None, allow_pickle=False)
     return mapped.view(np.ndarray)
 

@@ -4,6 +4,7 @@ the stored index equals a build from scratch, array for array, and answers the s
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -185,6 +186,30 @@ def test_past_a_sharing_limit_the_patched_index_writes_its_vectors_again_as_a_fr
         assert isinstance(index.dense, mapped.Rows) and len(index.dense.segments) == 1
         folder = dbs.settings.data_dir / vector_segments.DIRECTORY
         assert [p.name for p in folder.iterdir()] == [index.dense.entries[0]["name"]]  # type: ignore[index]
+
+
+def test_a_segment_copied_without_its_time_is_hashed_then_listed_with_its_new_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A data dir copied without its files' times: the next patched index hashes the shared segment once and lists
+    it with the time it has now, so later opens trust it again instead of hashing it each time."""
+    dbs = first_build(tmp_path)
+    first = stored(dbs)
+    assert isinstance(first.dense, mapped.Rows) and first.dense.entries[0] is not None
+    entry = dict(first.dense.entries[0])
+    del first
+    segment = dbs.settings.data_dir / vector_segments.DIRECTORY / entry["name"]
+    os.utime(segment, ns=(entry["mtime"] + 10**9, entry["mtime"] + 10**9))  # as `cp -r` leaves it
+    dump(dbs, 0)
+    index = stored(dbs)
+    assert isinstance(index.dense, mapped.Rows)
+    listed = [e for e in index.dense.entries if e is not None and e["name"] == entry["name"]]
+    assert listed and listed[0]["mtime"] == segment.stat().st_mtime_ns == entry["mtime"] + 10**9
+    hashed: list[Path] = []
+    original = vector_segments.sha256
+    monkeypatch.setattr(vector_segments, "sha256", lambda path: hashed.append(path) or original(path))
+    stored(dbs)
+    assert segment not in hashed, "an open hashed the segment again"
 
 
 def test_the_patch_declines_when_a_speaker_name_comes_or_goes(tmp_path: Path) -> None:
