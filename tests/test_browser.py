@@ -58,10 +58,10 @@ def test_index_lists_both_databases(browser: Any, server: InspectServer) -> None
 def test_canned_queries_return_the_runs_stages_and_llm_calls(browser: Any, server: InspectServer) -> None:
     """run_stages lists the run's six stages in order; run_llm_calls has each call with its cost."""
     browser.get(f"{server.url}staging/run_stages?run_id={RUN_ID}")
-    assert _column(browser, "stage") == list(FULL_STAGES)
+    assert _waited(browser, lambda: _column(browser, "stage")) == list(FULL_STAGES)
     assert set(_column(browser, "status")) == {"succeeded"}
     browser.get(f"{server.url}staging/run_llm_calls?run_id={RUN_ID}&_size=100")
-    costs = _column(browser, "cost_usd")
+    costs = _waited(browser, lambda: _column(browser, "cost_usd"))
     assert len(costs) == 45 and {float(c) for c in costs} == {0.000625}  # 42 extractions, 3 topic labels
 
 
@@ -72,8 +72,8 @@ def test_a_concept_page_links_to_its_evidence_messages_and_their_conversation(
     browser.get(server.url + "staging/concepts/tomato-garden")
     [link] = _by_css(browser, "a.chatmem-evidence")
     assert link.text == "14 evidence"
-    link.click()
-    assert len(_column(browser, "span")) == 14
+    link.click()  # returns before the evidence page has loaded
+    assert len(_waited(browser, lambda: _column(browser, "span"))) == 14
     assert {c.split("-")[0] for c in _column(browser, "conversation_id")} == {"gardening"}
     screenshot(browser, "inspect-concept-evidence.png")
     message_link = _by_css(browser, "td.col-message_id a")[0]
