@@ -568,7 +568,8 @@ def _specific_name(token: Token, language: str) -> bool:
 def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
     run: list[Token] = []
     before: Token | None = None  # the word before the run
-    infinitive = False  # the run follows "how to", "want to", ...: its first word is a verb
+    infinitive = False  # the run follows "how to", "should", "we", ...: its first word is a verb
+    clause = False  # the last run opened with a verb it dropped: after "and" the next one may too
     previous: Token | None = None
     earlier: Token | None = None  # the word before `previous`
     for i, token in enumerate([*words, None]):
@@ -583,17 +584,21 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             )
         ):
             if not run:
-                before, infinitive = previous, _to_infinitive(earlier, previous)
+                before, infinitive = previous, _verb_slot(earlier, previous, clause)
             run.append(token)
             earlier, previous = previous, token
             continue
+        clause = False
         if infinitive and run and run[0].text == run[0].lower and _can_be_verb(run[0].lower):
-            before, run = run[0], run[1:]  # "how to deal aggressive customer", "I want to combine the files"
+            # "how to deal aggressive customer", "they should show decimal points", "when you display prices"
+            before, run, clause = run[0], run[1:], len(run) > 1
         if len(run) >= 2 and token is not None and token.lower == "to" and _verb_before_to(run, words, i + 1):
             run = run[:-1]  # "the Client wishes to engage", "emp reports to lead": a subject, then its verb
         yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not _number(token) else []
-        before, infinitive = previous, _to_infinitive(earlier, previous)
+        if run:
+            clause = False
+        before, infinitive = previous, _verb_slot(earlier, previous, clause)
         earlier, previous = previous, token
 
 
@@ -655,6 +660,36 @@ def _to_infinitive(earlier: Token | None, to: Token | None) -> bool:
     return to is not None and to.lower == "to" and earlier is not None and earlier.lower in _INFINITIVE_HEADS
 
 
+# Words after which a word that can be a verb is one: a modal ("they should show decimal points") or a subject
+# pronoun ("we store logs", "when you display prices"; "you" only at a sentence's start or after a conjunction or
+# an auxiliary: "give you access rights" takes a noun).
+_MODALS = frozenset("can could should would will shall must might cannot".split())  # noqa: SIM905
+_SUBJECTS = frozenset("i we they he she".split())  # noqa: SIM905
+# "you" is the subject after these ("when you display prices", "can you explain"), an object after a verb ("give
+# you access rights").
+_BEFORE_SUBJECT = _MODALS | frozenset(
+    "when if that do does did as so because and or then now where how why what which while unless once".split()  # noqa: SIM905
+)
+_MID_ADVERBS = frozenset("also just not never always then still only really even".split())  # noqa: SIM905
+
+
+def _verb_slot(earlier: Token | None, previous: Token | None, clause: bool = False) -> bool:
+    """Whether the run that starts after `previous` opens with a verb: after an infinitive's "to", a modal, a
+    subject pronoun, or "and"/"or" after a run that opened with a verb ("how to set goals and track progress")."""
+    if previous is None:
+        return False
+    lower = previous.lower
+    if lower in _MODALS or lower in _SUBJECTS:
+        return previous.text == lower or lower == "i" or previous.sentence_start  # "May", "Will": names
+    if lower == "you":
+        return earlier is None or previous.sentence_start or earlier.lower in _BEFORE_SUBJECT
+    if lower in _MID_ADVERBS and earlier is not None:
+        return earlier.lower in _MODALS or earlier.lower in _SUBJECTS  # "you can also display", "we just need"
+    if clause and lower in ("and", "or"):
+        return True
+    return _to_infinitive(earlier, previous)
+
+
 def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Iterator[Phrase]:
     """A run of content words -> its noun phrases: cut at verbs and adverbs, trimmed to a noun head; and, where
     the cut or the trim took a modifier off a noun phrase, the phrase with it, as a loose proposal."""
@@ -685,10 +720,16 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
             clause = True
             continue
         clause = False
+        if cut is not None and len(piece) > 1 and _adverb_only(cut.lower) and _verb_after_adverb(piece[0]):
+            piece = piece[1:]  # "you can automatically collect web content": the adverb's verb, then its object
         opener = cut if cut is not None and cut is run[0] and _determiner(before) else None
         yield from _plain_and_loose(prose, piece, opener, token, i == len(run) - 1)
         piece = []
         cut = token
+
+
+def _verb_after_adverb(token: Token) -> bool:
+    return token.text == token.lower and _can_be_verb(token.lower)
 
 
 def _plain_and_loose(
@@ -757,6 +798,11 @@ def _plural_word(lower: str) -> bool:
 @lru_cache(maxsize=1 << 16)
 def _can_be_verb(lower: str) -> bool:
     return "VERB" in lexicon.parts_of_speech(lower)
+
+
+def _plural_noun(token: Token) -> bool:
+    """ "changes", "women": a plural a verb's -s form may follow as a noun ("schema changes impacts"); not "aws"."""
+    return token.lower.endswith("s") and (_plural_word(token.lower) or (token.text == token.lower and _verb_s(token.lower)))
 
 
 def _plural_modifier(token: Token) -> bool:
@@ -852,7 +898,7 @@ def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> 
         piece = piece[:-1]  # "Spark code": Spark; "Mumbai F 22": a row of data, not a term with a letter in it
     if len(piece) >= 2 and _kind_head(piece[-1]) and all(_written_as_name(t) for t in piece[:-1]):
         piece = piece[:-1]  # "Shopify platform", "Parquet file": the name is the concept, the head its kind
-    if len(piece) >= 3 and not piece[-1].capitalised and _verb_s(piece[-1].lower) and piece[-2].lower[-1:] != "s":
+    if len(piece) >= 3 and not piece[-1].capitalised and _verb_s(piece[-1].lower) and not _plural_noun(piece[-2]):
         piece = piece[:-1]  # "Kafka Connect cluster feeds (the model)": a subject, then its verb
     while piece and not (lexicon.can_be_noun(piece[-1].lower) or _acronym(piece[-1]) or piece[-1].inner_capital):
         piece = piece[:-1]
