@@ -122,6 +122,9 @@ _META_HEADS = frozenset(_META_HEADS_TEXT.split())
 # Words that point to a time from the moment of speaking: after a noun phrase they are adverbs of the clause ("I went
 # to the support group yesterday"), never its head.
 _DEICTIC_TIMES = frozenset("yesterday today tomorrow tonight".split())  # noqa: SIM905
+# Adverbs of place that the lexicon also lists as nouns ("the outside"): lower case after a noun phrase they say
+# where it is ("a section underneath the calculator", "students outside the university"), never what it is.
+_PLACE_ADVERBS = frozenset("underneath outside inside above behind upstairs downstairs nearby overseas".split())  # noqa: SIM905
 # Heads that, after a name, only say what kind of thing the name is: "Shopify platform" is Shopify, "Parquet
 # file" Parquet, "Hive table" Hive, "SQL statement" SQL. Cut only when every word before the head is written as
 # a name and the head is not ("Amazon Web Services" keeps its last word); the generic nouns above count too.
@@ -274,12 +277,33 @@ def tokens(prose: str) -> list[Token]:
         word = match.group(0)
         if word[-2:] in ("'s", "’s") and len(word) > 2:
             word, end = word[:-2], end - 2
+        gap = prose[previous_end:start] if found else prose[:start]
         if found:
-            gap = prose[previous_end:start]
             opens = gap != " " and (_SENTENCE_END.search(gap) is not None or gap.strip() in (":", "-", "*", "•"))
-        append(Token(word, start, end, opens))
+        token = Token(word, start, end, opens)
+        if _option(gap, word) or _ASSIGNED.match(prose, end):
+            # "--password cloudera", "-m 1": a command's option, no prose word; "set city='Hyd'": a variable
+            token.stop = True
+        elif found and _OPTION_VALUE.fullmatch(gap) and _option(prose[max(0, found[-1].start - 3) : found[-1].start], found[-1].text):
+            token.stop = True  # and its value
+        append(token)
         previous_end = end
     return found
+
+
+# A command-line option written in prose ("sqoop import --username root --password cloudera"): the option's name
+# and its value are a command's arguments, never a term ("Password cloudera").
+_OPTION = re.compile(r"(?:^|\s)--$")
+_SHORT_OPTION = re.compile(r"(?:^|\s)-$")
+# "city='Hyd'", "id==1": a word with "=" written right after it is a variable, assigned or compared ("the learning
+# rate = 0.01", spaced, is prose).
+_ASSIGNED = re.compile(r"==?['\"\w]")
+
+
+def _option(gap: str, word: str) -> bool:
+    """A word written right after "--", or a letter or two right after "-" ("-m 1"; "-Spark" may be a bullet)."""
+    return _OPTION.search(gap) is not None or (len(word) <= 2 and _SHORT_OPTION.search(gap) is not None)
+_OPTION_VALUE = re.compile(r"[ \t]*=?[ \t]*['\"]?|=")
 
 
 def phrases(
@@ -630,9 +654,21 @@ def _verb_before_to(run: list[Token], words: list[Token], after: int) -> bool:
 
 
 def _number(token: Token) -> bool:
-    """ "42", "3.11", "1,000": a number, no word of a noun phrase (it opens none: "Python 3.11 runs" gives no
-    "3.11 run"); a name takes a version after it (extract.phrases._continues_name: "Python 3.11")."""
-    return token.lower.replace(".", "").replace(",", "").isdigit()
+    """ "42", "3.11", "1,000", "million": a number, no word of a noun phrase (it opens none: "Python 3.11 runs"
+    gives no "3.11 run", "a million fields" no "million field"); a name takes a version after it
+    (extract.phrases._continues_name: "Python 3.11"), and a number word in a name is written with its capital
+    ("Chapter Six")."""
+    return token.lower.replace(".", "").replace(",", "").isdigit() or (
+        token.lower in _NUMBER_WORDS and token.text == token.lower
+    )
+
+
+# The cardinal numbers written as words that are no stop words ("one", "two" are).
+_NUMBER_WORDS = frozenset(
+    "three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen"
+    " nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion trillion"
+    " dozen".split()
+)
 
 
 def _descriptive_genitive(prose: str, article: Token | None, owner: Token, head: Token) -> bool:
@@ -800,11 +836,6 @@ def _can_be_verb(lower: str) -> bool:
     return "VERB" in lexicon.parts_of_speech(lower)
 
 
-def _plural_noun(token: Token) -> bool:
-    """ "changes", "women": a plural a verb's -s form may follow as a noun ("schema changes impacts"); not "aws"."""
-    return token.lower.endswith("s") and (_plural_word(token.lower) or (token.text == token.lower and _verb_s(token.lower)))
-
-
 def _plural_modifier(token: Token) -> bool:
     return token.text == token.lower and len(token.lower) > 3 and _plural_word(token.lower)
 
@@ -892,13 +923,15 @@ def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> 
             or (lexicon.can_be_noun(before.lower) and not {before.lower, singular(before.lower)} & GENERIC)
         )
         return piece if noun and len(piece) <= MAX_WORDS and any(plausible_word(t.text) for t in piece) else []
-    while len(piece) > 1 and piece[-1].lower in _DEICTIC_TIMES:
-        piece = piece[:-1]  # "the support group yesterday": an adverb of time after the phrase, not its head
+    while len(piece) > 1 and (
+        piece[-1].lower in _DEICTIC_TIMES or (piece[-1].lower in _PLACE_ADVERBS and piece[-1].text == piece[-1].lower)
+    ):
+        piece = piece[:-1]  # "the support group yesterday": an adverb of time (or place) after the phrase, not its head
     while len(piece) > 1 and (piece[-1].lower in _META_HEADS or len(piece[-1].text) == 1):
         piece = piece[:-1]  # "Spark code": Spark; "Mumbai F 22": a row of data, not a term with a letter in it
     if len(piece) >= 2 and _kind_head(piece[-1]) and all(_written_as_name(t) for t in piece[:-1]):
         piece = piece[:-1]  # "Shopify platform", "Parquet file": the name is the concept, the head its kind
-    if len(piece) >= 3 and not piece[-1].capitalised and _verb_s(piece[-1].lower) and not _plural_noun(piece[-2]):
+    if len(piece) >= 3 and not piece[-1].capitalised and _verb_s(piece[-1].lower) and piece[-2].lower[-1:] != "s":
         piece = piece[:-1]  # "Kafka Connect cluster feeds (the model)": a subject, then its verb
     while piece and not (lexicon.can_be_noun(piece[-1].lower) or _acronym(piece[-1]) or piece[-1].inner_capital):
         piece = piece[:-1]
