@@ -9,6 +9,10 @@ output. For each segment:
    (an identifier written alone between double quotes stays: 'function calls "Multiplication_V"' names it);
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
+   a word that can be a verb is cut where it is one (after a modal, a subject pronoun, an adverb: "they should
+   show decimal points", "you can automatically collect web content"), and a command's options, a variable
+   assigned in prose and number words are no words of a term ("--password cloudera", "city='Hyd'", "a million
+   fields");
    a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
    "linguistic diversity") counts where the segment says it so twice; a message in another language
    gives names only; a word the user says that the segment writes as a function or a command in inline code
@@ -349,7 +353,8 @@ def _introduced_name(candidate: _Candidate, score: float) -> bool:
     capitals, that the replies write as a name in mid-sentence and that ranks high: the conversation names it."""
     if score < NAME_PAST_OPEN or not candidate.cased_mid or candidate.cased_mid < candidate.lower_mid:
         return False
-    return len(candidate.key) > 1 and _full_name(candidate.title()) or any(_acronym_or_inner(f) for f in candidate.forms)
+    several = len(candidate.key) > 1 and _full_name(candidate.title())
+    return several or any(_acronym_or_inner(f) for f in candidate.forms)
 
 
 def _choose(candidate: _Candidate, taken: list[tuple[set[str], bool]]) -> bool:

@@ -284,7 +284,11 @@ def tokens(prose: str) -> list[Token]:
         if _option(gap, word) or _ASSIGNED.match(prose, end):
             # "--password cloudera", "-m 1": a command's option, no prose word; "set city='Hyd'": a variable
             token.stop = True
-        elif found and _OPTION_VALUE.fullmatch(gap) and _option(prose[max(0, found[-1].start - 3) : found[-1].start], found[-1].text):
+        elif (
+            found
+            and _OPTION_VALUE.fullmatch(gap)
+            and _option(prose[max(0, found[-1].start - 3) : found[-1].start], found[-1].text)
+        ):
             token.stop = True  # and its value
         append(token)
         previous_end = end
@@ -303,6 +307,8 @@ _ASSIGNED = re.compile(r"==?['\"\w]")
 def _option(gap: str, word: str) -> bool:
     """A word written right after "--", or a letter or two right after "-" ("-m 1"; "-Spark" may be a bullet)."""
     return _OPTION.search(gap) is not None or (len(word) <= 2 and _SHORT_OPTION.search(gap) is not None)
+
+
 _OPTION_VALUE = re.compile(r"[ \t]*=?[ \t]*['\"]?|=")
 
 
@@ -664,11 +670,12 @@ def _number(token: Token) -> bool:
 
 
 # The cardinal numbers written as words that are no stop words ("one", "two" are).
-_NUMBER_WORDS = frozenset(
+_NUMBER_WORDS_TEXT = (
     "three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen"
     " nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion trillion"
-    " dozen".split()
+    " dozen"
 )
+_NUMBER_WORDS = frozenset(_NUMBER_WORDS_TEXT.split())
 
 
 def _descriptive_genitive(prose: str, article: Token | None, owner: Token, head: Token) -> bool:

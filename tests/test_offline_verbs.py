@@ -1,6 +1,6 @@
-"""The offline extractor takes no verb for a term's first word and no typist's slip for a term (issue 20): a word
-that can be a verb is one after a modal, a subject pronoun, an adverb or "and" after a verb-led clause, and a
-short word with two letters swapped beside the word it misspells is that word."""
+"""What the offline extractor takes for no term (issue 20): a verb before its object (after a modal, a subject
+pronoun, an adverb, or "and" after a verb-led clause), a command's options and their values, a variable assigned
+in prose, a number word, an adverb of place, and a typist's slip of a short word beside the word it misspells."""
 
 from __future__ import annotations
 
@@ -55,3 +55,29 @@ def test_a_four_letter_word_with_two_letters_swapped_is_a_misspelling() -> None:
     found = [h.title.casefold() for h in OfflineExtractor(8).extract(segment).hypotheses]
     assert "jion" not in found
     assert "spark" in found
+
+
+def test_a_command_option_and_its_value_are_no_term() -> None:
+    """ "sqoop import --username root --password cloudera": the options and their values are a command's
+    arguments; "set city='Hyd'" assigns a variable; a spaced "=" in a sentence is prose."""
+    found = surfaces("my sqoop import --username root --password cloudera --m 1 fails with a JDBC driver error")
+    assert not {"password cloudera", "username root", "root", "cloudera"} & set(found)
+    assert "jdbc driver error" in found
+    assert "set city" not in surfaces("update the table and set city='Hyd' where id=1 in MySQL")
+    assert "learning rate" in surfaces("the learning rate = 0.01 works for the churn model")
+
+
+def test_number_words_and_place_adverbs_join_no_term() -> None:
+    """ "a million fields": a number, like "42"; "a section underneath the calculator", "students outside the
+    university": an adverb of place says where, not what. A number word in a name keeps its capital."""
+    assert "million field" not in [" ".join(p.key) for p in phrases("a table with a million fields", "en")]
+    assert "section underneath" not in surfaces("Also add a section underneath the calculator")
+    assert "students outside" not in surfaces("food options for students outside the university")
+    assert "chapter six" in surfaces("read Chapter Six of the book")
+    assert "inside joke" in surfaces("an inside joke")
+
+
+def test_a_four_letter_slip_of_a_function_word_is_that_word() -> None:
+    """ "wirh" beside "with": one edit that lands on a function word is a typo, whatever the edit."""
+    assert misspelling("wirh", {"with", "the"}) == "with"
+    assert misspelling("hdfs", {"has", "his", "this"}) is None
