@@ -272,24 +272,25 @@ def tokens(prose: str) -> list[Token]:
     append = found.append
     previous_end = 0
     opens = True
+    after_option = False  # the word before was a command's option: this one may be its value
     for match in _TOKEN.finditer(prose):
         start, end = match.span()
         word = match.group(0)
         if word[-2:] in ("'s", "’s") and len(word) > 2:
             word, end = word[:-2], end - 2
-        gap = prose[previous_end:start] if found else prose[:start]
         if found:
+            gap = prose[previous_end:start]
             opens = gap != " " and (_SENTENCE_END.search(gap) is not None or gap.strip() in (":", "-", "*", "•"))
+        else:
+            gap = prose[max(0, start - 3) : start]
         token = Token(word, start, end, opens)
-        if _option(gap, word) or _ASSIGNED.match(prose, end):
-            # "--password cloudera", "-m 1": a command's option, no prose word; "set city='Hyd'": a variable
+        # "--password cloudera", "-m 1": a command's option and its value, no prose words; "set city='Hyd'": a
+        # variable (cheap tests first: this runs for every word)
+        option = prose[start - 1 : start] == "-" and _option(gap, word)
+        assigned = prose[end : end + 1] == "=" and _ASSIGNED.match(prose, end) is not None
+        if option or assigned or (after_option and _OPTION_VALUE.fullmatch(gap)):
             token.stop = True
-        elif (
-            found
-            and _OPTION_VALUE.fullmatch(gap)
-            and _option(prose[max(0, found[-1].start - 3) : found[-1].start], found[-1].text)
-        ):
-            token.stop = True  # and its value
+        after_option = option
         append(token)
         previous_end = end
     return found
