@@ -197,15 +197,28 @@ def edits(word: str) -> Iterator[str]:
             yield left + right[1] + right[0] + right[2:]
 
 
+def swaps(word: str) -> Iterator[str]:
+    """Every string made by swapping two neighbouring letters of `word`."""
+    for i in range(len(word) - 1):
+        yield word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+
+
 def misspelling(word: str, nearby: Container[str], language: str = "en") -> str | None:
     """The word `word` misspells, when it is rare (Zipf < 2) and one edit from a common word (Zipf >= 3) that is
     itself in `nearby` (the words of the same conversation: a reply spells correctly what the user typed,
     "heirarchy" beside "hierarchy", "deprtment" beside "department"); else None. A rare name is never one
     edit from a common word that is said beside it ("Sqoop" and "scoop" do not meet), so names are safe.
-    Lower-case Latin words of five letters or more only."""
-    if len(word) < 5 or not word.isascii() or not word.isalpha() or zipf(word, language) >= RARE_ZIPF:
+    Lower-case Latin words of five letters or more; a word of four only by two neighbours swapped ("jion" beside
+    "join"), the slip of a typist, or by any edit that gives an English function word ("wirh" for "with"): any
+    other edit of a short word meets too many words."""
+    if len(word) < 4 or not word.isascii() or not word.isalpha() or zipf(word, language) >= RARE_ZIPF:
         return None
-    for other in edits(word):
+    for other in edits(word) if len(word) >= 5 else swaps(word):
         if other in nearby and other != word and zipf(other, language) >= COMMON_ZIPF:
             return other
+    if len(word) == 4 and language == "en":
+        # "wirh" for "with": any one edit of a short word that lands on a function word (so few that they rarely meet)
+        for other in edits(word):
+            if other in ENGLISH_FUNCTION and other in nearby and other != word:
+                return other
     return None

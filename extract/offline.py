@@ -9,6 +9,10 @@ output. For each segment:
    (an identifier written alone between double quotes stays: 'function calls "Multiplication_V"' names it);
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
+   a word that can be a verb is cut where it is one (after a modal, a subject pronoun, an adverb: "they should
+   show decimal points", "you can automatically collect web content"), and a command's options, a variable
+   assigned in prose and number words are no words of a term ("--password cloudera", "city='Hyd'", "a million
+   fields");
    a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
    "linguistic diversity") counts where the segment says it so twice; a message in another language
    gives names only; a word the user says that the segment writes as a function or a command in inline code
@@ -71,7 +75,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 23  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 24  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -90,6 +94,7 @@ MAX_SUBTERM_WORDS = 3
 # by the reply's names ("travel insurance" below six towns the reply lists) is still what they asked about, a
 # reply's 6th name said once is not.
 OPEN_RANKS = 5
+NAME_PAST_OPEN = 0.3
 # Past the open ranks, a term only the replies say counts where they say it this many times ("Caching" explained
 # in three sentences of a reply on Spark's internals, "Repartition" in three).
 PAST_OPEN_SAID = 3
@@ -322,11 +327,11 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     chosen: list[dict[str, Any]] = []
     taken: list[tuple[set[str], bool]] = []  # the words of each chosen term, and whether it is a full name
     repeated: list[_Candidate] = []  # past the open ranks, terms only the replies say, PAST_OPEN_SAID times or more
-    for _, _, candidate in scored:
+    for score, _, candidate in scored:
         if len(chosen) == max_concepts:
             break
         if len(chosen) >= open_ranks and candidate.user_mentions() == 0:
-            if len(candidate.mentions) >= PAST_OPEN_SAID:
+            if len(candidate.mentions) >= PAST_OPEN_SAID or _introduced_name(candidate, -score):
                 repeated.append(candidate)
             continue  # past the open ranks, the user's words first
         if _choose(candidate, taken):
@@ -341,6 +346,15 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
             if _choose(candidate, taken):
                 chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
     return chosen
+
+
+def _introduced_name(candidate: _Candidate, score: float) -> bool:
+    """ "Spark SQL", "National Park Service", "StructType": a name of several words, or one written with inner
+    capitals, that the replies write as a name in mid-sentence and that ranks high: the conversation names it."""
+    if score < NAME_PAST_OPEN or not candidate.cased_mid or candidate.cased_mid < candidate.lower_mid:
+        return False
+    several = len(candidate.key) > 1 and _full_name(candidate.title())
+    return several or any(_acronym_or_inner(f) for f in candidate.forms)
 
 
 def _choose(candidate: _Candidate, taken: list[tuple[set[str], bool]]) -> bool:
@@ -668,7 +682,7 @@ def _spelt_right(candidate: _Candidate, nearby: _Vocabulary) -> bool:
     fixes = {
         w: right
         for w in candidate.key
-        if len(w) >= 5 and (right := lexicon.misspelling(w, nearby, candidate.language)) is not None
+        if len(w) >= 4 and (right := lexicon.misspelling(w, nearby, candidate.language)) is not None
     }
     if not fixes:
         return False

@@ -122,6 +122,9 @@ _META_HEADS = frozenset(_META_HEADS_TEXT.split())
 # Words that point to a time from the moment of speaking: after a noun phrase they are adverbs of the clause ("I went
 # to the support group yesterday"), never its head.
 _DEICTIC_TIMES = frozenset("yesterday today tomorrow tonight".split())  # noqa: SIM905
+# Adverbs of place that the lexicon also lists as nouns ("the outside"): lower case after a noun phrase they say
+# where it is ("a section underneath the calculator", "students outside the university"), never what it is.
+_PLACE_ADVERBS = frozenset("underneath outside inside above behind upstairs downstairs nearby overseas".split())  # noqa: SIM905
 # Heads that, after a name, only say what kind of thing the name is: "Shopify platform" is Shopify, "Parquet
 # file" Parquet, "Hive table" Hive, "SQL statement" SQL. Cut only when every word before the head is written as
 # a name and the head is not ("Amazon Web Services" keeps its last word); the generic nouns above count too.
@@ -269,6 +272,7 @@ def tokens(prose: str) -> list[Token]:
     append = found.append
     previous_end = 0
     opens = True
+    after_option = False  # the word before was a command's option: this one may be its value
     for match in _TOKEN.finditer(prose):
         start, end = match.span()
         word = match.group(0)
@@ -277,9 +281,36 @@ def tokens(prose: str) -> list[Token]:
         if found:
             gap = prose[previous_end:start]
             opens = gap != " " and (_SENTENCE_END.search(gap) is not None or gap.strip() in (":", "-", "*", "•"))
-        append(Token(word, start, end, opens))
+        else:
+            gap = prose[max(0, start - 3) : start]
+        token = Token(word, start, end, opens)
+        # "--password cloudera", "-m 1": a command's option and its value, no prose words; "set city='Hyd'": a
+        # variable (cheap tests first: this runs for every word)
+        option = prose[start - 1 : start] == "-" and _option(gap, word)
+        assigned = prose[end : end + 1] == "=" and _ASSIGNED.match(prose, end) is not None
+        if option or assigned or (after_option and _OPTION_VALUE.fullmatch(gap)):
+            token.stop = True
+        after_option = option
+        append(token)
         previous_end = end
     return found
+
+
+# A command-line option written in prose ("sqoop import --username root --password cloudera"): the option's name
+# and its value are a command's arguments, never a term ("Password cloudera").
+_OPTION = re.compile(r"(?:^|\s)--$")
+_SHORT_OPTION = re.compile(r"(?:^|\s)-$")
+# "city='Hyd'", "id==1": a word with "=" written right after it is a variable, assigned or compared ("the learning
+# rate = 0.01", spaced, is prose).
+_ASSIGNED = re.compile(r"==?['\"\w]")
+
+
+def _option(gap: str, word: str) -> bool:
+    """A word written right after "--", or a letter or two right after "-" ("-m 1"; "-Spark" may be a bullet)."""
+    return _OPTION.search(gap) is not None or (len(word) <= 2 and _SHORT_OPTION.search(gap) is not None)
+
+
+_OPTION_VALUE = re.compile(r"[ \t]*=?[ \t]*['\"]?|=")
 
 
 def phrases(
@@ -568,7 +599,8 @@ def _specific_name(token: Token, language: str) -> bool:
 def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
     run: list[Token] = []
     before: Token | None = None  # the word before the run
-    infinitive = False  # the run follows "how to", "want to", ...: its first word is a verb
+    infinitive = False  # the run follows "how to", "should", "we", ...: its first word is a verb
+    clause = False  # the last run opened with a verb it dropped: after "and" the next one may too
     previous: Token | None = None
     earlier: Token | None = None  # the word before `previous`
     for i, token in enumerate([*words, None]):
@@ -583,17 +615,21 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             )
         ):
             if not run:
-                before, infinitive = previous, _to_infinitive(earlier, previous)
+                before, infinitive = previous, _verb_slot(earlier, previous, clause)
             run.append(token)
             earlier, previous = previous, token
             continue
+        clause = False
         if infinitive and run and run[0].text == run[0].lower and _can_be_verb(run[0].lower):
-            before, run = run[0], run[1:]  # "how to deal aggressive customer", "I want to combine the files"
+            # "how to deal aggressive customer", "they should show decimal points", "when you display prices"
+            before, run, clause = run[0], run[1:], len(run) > 1
         if len(run) >= 2 and token is not None and token.lower == "to" and _verb_before_to(run, words, i + 1):
             run = run[:-1]  # "the Client wishes to engage", "emp reports to lead": a subject, then its verb
         yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not _number(token) else []
-        before, infinitive = previous, _to_infinitive(earlier, previous)
+        if run:
+            clause = False
+        before, infinitive = previous, _verb_slot(earlier, previous, clause)
         earlier, previous = previous, token
 
 
@@ -625,9 +661,22 @@ def _verb_before_to(run: list[Token], words: list[Token], after: int) -> bool:
 
 
 def _number(token: Token) -> bool:
-    """ "42", "3.11", "1,000": a number, no word of a noun phrase (it opens none: "Python 3.11 runs" gives no
-    "3.11 run"); a name takes a version after it (extract.phrases._continues_name: "Python 3.11")."""
-    return token.lower.replace(".", "").replace(",", "").isdigit()
+    """ "42", "3.11", "1,000", "million": a number, no word of a noun phrase (it opens none: "Python 3.11 runs"
+    gives no "3.11 run", "a million fields" no "million field"); a name takes a version after it
+    (extract.phrases._continues_name: "Python 3.11"), and a number word in a name is written with its capital
+    ("Chapter Six")."""
+    return token.lower.replace(".", "").replace(",", "").isdigit() or (
+        token.lower in _NUMBER_WORDS and token.text == token.lower
+    )
+
+
+# The cardinal numbers written as words that are no stop words ("one", "two" are).
+_NUMBER_WORDS_TEXT = (
+    "three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen"
+    " nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion trillion"
+    " dozen"
+)
+_NUMBER_WORDS = frozenset(_NUMBER_WORDS_TEXT.split())
 
 
 def _descriptive_genitive(prose: str, article: Token | None, owner: Token, head: Token) -> bool:
@@ -653,6 +702,36 @@ _INFINITIVE_HEADS = frozenset(_INFINITIVE_HEADS_TEXT.split())
 
 def _to_infinitive(earlier: Token | None, to: Token | None) -> bool:
     return to is not None and to.lower == "to" and earlier is not None and earlier.lower in _INFINITIVE_HEADS
+
+
+# Words after which a word that can be a verb is one: a modal ("they should show decimal points") or a subject
+# pronoun ("we store logs", "when you display prices"; "you" only at a sentence's start or after a conjunction or
+# an auxiliary: "give you access rights" takes a noun).
+_MODALS = frozenset("can could should would will shall must might cannot".split())  # noqa: SIM905
+_SUBJECTS = frozenset("i we they he she".split())  # noqa: SIM905
+# "you" is the subject after these ("when you display prices", "can you explain"), an object after a verb ("give
+# you access rights").
+_BEFORE_SUBJECT = _MODALS | frozenset(
+    "when if that do does did as so because and or then now where how why what which while unless once".split()  # noqa: SIM905
+)
+_MID_ADVERBS = frozenset("also just not never always then still only really even".split())  # noqa: SIM905
+
+
+def _verb_slot(earlier: Token | None, previous: Token | None, clause: bool = False) -> bool:
+    """Whether the run that starts after `previous` opens with a verb: after an infinitive's "to", a modal, a
+    subject pronoun, or "and"/"or" after a run that opened with a verb ("how to set goals and track progress")."""
+    if previous is None:
+        return False
+    lower = previous.lower
+    if lower in _MODALS or lower in _SUBJECTS:
+        return previous.text == lower or lower == "i" or previous.sentence_start  # "May", "Will": names
+    if lower == "you":
+        return earlier is None or previous.sentence_start or earlier.lower in _BEFORE_SUBJECT
+    if lower in _MID_ADVERBS and earlier is not None:
+        return earlier.lower in _MODALS or earlier.lower in _SUBJECTS  # "you can also display", "we just need"
+    if clause and lower in ("and", "or"):
+        return True
+    return _to_infinitive(earlier, previous)
 
 
 def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Iterator[Phrase]:
@@ -685,10 +764,16 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
             clause = True
             continue
         clause = False
+        if cut is not None and len(piece) > 1 and _adverb_only(cut.lower) and _verb_after_adverb(piece[0]):
+            piece = piece[1:]  # "you can automatically collect web content": the adverb's verb, then its object
         opener = cut if cut is not None and cut is run[0] and _determiner(before) else None
         yield from _plain_and_loose(prose, piece, opener, token, i == len(run) - 1)
         piece = []
         cut = token
+
+
+def _verb_after_adverb(token: Token) -> bool:
+    return token.text == token.lower and _can_be_verb(token.lower)
 
 
 def _plain_and_loose(
@@ -846,8 +931,10 @@ def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> 
             or (lexicon.can_be_noun(before.lower) and not {before.lower, singular(before.lower)} & GENERIC)
         )
         return piece if noun and len(piece) <= MAX_WORDS and any(plausible_word(t.text) for t in piece) else []
-    while len(piece) > 1 and piece[-1].lower in _DEICTIC_TIMES:
-        piece = piece[:-1]  # "the support group yesterday": an adverb of time after the phrase, not its head
+    while len(piece) > 1 and (
+        piece[-1].lower in _DEICTIC_TIMES or (piece[-1].lower in _PLACE_ADVERBS and piece[-1].text == piece[-1].lower)
+    ):
+        piece = piece[:-1]  # "the support group yesterday": an adverb of time (or place) after the phrase, not its head
     while len(piece) > 1 and (piece[-1].lower in _META_HEADS or len(piece[-1].text) == 1):
         piece = piece[:-1]  # "Spark code": Spark; "Mumbai F 22": a row of data, not a term with a letter in it
     if len(piece) >= 2 and _kind_head(piece[-1]) and all(_written_as_name(t) for t in piece[:-1]):
