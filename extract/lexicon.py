@@ -209,16 +209,11 @@ def misspelling(word: str, nearby: Container[str], language: str = "en") -> str 
     "heirarchy" beside "hierarchy", "deprtment" beside "department"); else None. A rare name is never one
     edit from a common word that is said beside it ("Sqoop" and "scoop" do not meet), so names are safe.
     Lower-case Latin words of five letters or more; a word of four only by two neighbours swapped ("jion" beside
-    "join"), the slip of a typist, or by any edit that gives an English function word ("wirh" for "with"): any
-    other edit of a short word meets too many words."""
+    "join"), the slip of a typist: any other edit of a short word meets too many words ("wasm" is one deletion from
+    "was", "itsm" from "its")."""
     if len(word) < 4 or not word.isascii() or not word.isalpha() or zipf(word, language) >= RARE_ZIPF:
         return None
     for other in edits(word) if len(word) >= 5 else swaps(word):
         if other in nearby and other != word and zipf(other, language) >= COMMON_ZIPF:
             return other
-    if len(word) == 4 and language == "en":
-        # "wirh" for "with": any one edit of a short word that lands on a function word (so few that they rarely meet)
-        for other in edits(word):
-            if other in ENGLISH_FUNCTION and other in nearby and other != word:
-                return other
     return None

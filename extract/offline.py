@@ -75,7 +75,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 24  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 25  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -666,11 +666,18 @@ class _Vocabulary:
     def __init__(self, messages: list[_Message]) -> None:
         self.messages = messages
         self.words: set[str] | None = None
+        self.reply_words: set[str] | None = None
 
     def __contains__(self, word: object) -> bool:
         if self.words is None:
             self.words = {t.lower for m in self.messages for t in m.words}
         return word in self.words
+
+    def in_replies(self, word: str) -> bool:
+        """Whether a message that is not the user's writes `word` (lower case)."""
+        if self.reply_words is None:
+            self.reply_words = {t.lower for m in self.messages if m.message.role != "user" for t in m.words}
+        return word in self.reply_words
 
 
 def _spelt_right(candidate: _Candidate, nearby: _Vocabulary) -> bool:
@@ -679,10 +686,13 @@ def _spelt_right(candidate: _Candidate, nearby: _Vocabulary) -> bool:
     such word alone (it is not a concept of its own). Words written as names in mid-sentence are not asked."""
     if candidate.cased_mid > candidate.lower_mid:
         return False
+    # a word of four letters is a slip only where no reply writes it too ("Weka" beside "a weak point"): assistants
+    # correct a typo, they do not repeat it
     fixes = {
         w: right
         for w in candidate.key
-        if len(w) >= 4 and (right := lexicon.misspelling(w, nearby, candidate.language)) is not None
+        if (len(w) >= 5 or (len(w) == 4 and not nearby.in_replies(w)))
+        and (right := lexicon.misspelling(w, nearby, candidate.language)) is not None
     }
     if not fixes:
         return False

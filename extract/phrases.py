@@ -288,7 +288,7 @@ def tokens(prose: str) -> list[Token]:
         # variable (cheap tests first: this runs for every word)
         option = prose[start - 1 : start] == "-" and _option(gap, word)
         assigned = prose[end : end + 1] == "=" and _ASSIGNED.match(prose, end) is not None
-        if option or assigned or (after_option and _OPTION_VALUE.fullmatch(gap)):
+        if option or assigned or (after_option and _option_value(prose, gap, end)):
             token.stop = True
         after_option = option
         append(token)
@@ -299,18 +299,32 @@ def tokens(prose: str) -> list[Token]:
 # A command-line option written in prose ("sqoop import --username root --password cloudera"): the option's name
 # and its value are a command's arguments, never a term ("Password cloudera").
 _OPTION = re.compile(r"(?:^|\s)--$")
-_SHORT_OPTION = re.compile(r"(?:^|\s)-$")
+_SHORT_OPTION = re.compile(r"[ \t]-$")
 # "city='Hyd'", "id==1": a word with "=" written right after it is a variable, assigned or compared ("the learning
 # rate = 0.01", spaced, is prose).
 _ASSIGNED = re.compile(r"==?['\"\w]")
 
 
 def _option(gap: str, word: str) -> bool:
-    """A word written right after "--", or a letter or two right after "-" ("-m 1"; "-Spark" may be a bullet)."""
-    return _OPTION.search(gap) is not None or (len(word) <= 2 and _SHORT_OPTION.search(gap) is not None)
+    """A word written right after "--" ("--username"), or a lower-case letter or two after " -" inside a line
+    ("-m 1"): not a dash that opens a line (a list's: "-AI ethics"), one before a number ("UTC -5": a sign) or one
+    before capitals ("-ML ops")."""
+    if _OPTION.search(gap) is not None:
+        return True
+    return len(word) <= 2 and word.isalpha() and word.islower() and _SHORT_OPTION.search(gap) is not None
 
 
-_OPTION_VALUE = re.compile(r"[ \t]*=?[ \t]*['\"]?|=")
+# The gap between an option and its value: "=" or a quote joins them ("--user=root", "--name 'etl'"); a bare word
+# after a space is the option's value only when another option follows it ("--username root --password"): a flag
+# takes none ("pip install --upgrade pandas", "docker run -it ubuntu").
+_OPTION_JOINED = re.compile(r"[ \t]*(?:=[ \t]*)?['\"]|[ \t]*=[ \t]*")
+_NEXT_OPTION = re.compile(r"['\"]?[ \t]+--?[A-Za-z]")
+
+
+def _option_value(prose: str, gap: str, end: int) -> bool:
+    return _OPTION_JOINED.fullmatch(gap) is not None or (
+        gap.strip(" \t") == "" and "\n" not in gap and _NEXT_OPTION.match(prose, end) is not None
+    )
 
 
 def phrases(
@@ -600,7 +614,6 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
     run: list[Token] = []
     before: Token | None = None  # the word before the run
     infinitive = False  # the run follows "how to", "should", "we", ...: its first word is a verb
-    clause = False  # the last run opened with a verb it dropped: after "and" the next one may too
     previous: Token | None = None
     earlier: Token | None = None  # the word before `previous`
     for i, token in enumerate([*words, None]):
@@ -615,21 +628,18 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             )
         ):
             if not run:
-                before, infinitive = previous, _verb_slot(earlier, previous, clause)
+                before, infinitive = previous, _verb_slot(earlier, previous)
             run.append(token)
             earlier, previous = previous, token
             continue
-        clause = False
         if infinitive and run and run[0].text == run[0].lower and _can_be_verb(run[0].lower):
             # "how to deal aggressive customer", "they should show decimal points", "when you display prices"
-            before, run, clause = run[0], run[1:], len(run) > 1
+            before, run = run[0], run[1:]
         if len(run) >= 2 and token is not None and token.lower == "to" and _verb_before_to(run, words, i + 1):
             run = run[:-1]  # "the Client wishes to engage", "emp reports to lead": a subject, then its verb
         yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not _number(token) else []
-        if run:
-            clause = False
-        before, infinitive = previous, _verb_slot(earlier, previous, clause)
+        before, infinitive = previous, _verb_slot(earlier, previous)
         earlier, previous = previous, token
 
 
@@ -717,20 +727,21 @@ _BEFORE_SUBJECT = _MODALS | frozenset(
 _MID_ADVERBS = frozenset("also just not never always then still only really even".split())  # noqa: SIM905
 
 
-def _verb_slot(earlier: Token | None, previous: Token | None, clause: bool = False) -> bool:
-    """Whether the run that starts after `previous` opens with a verb: after an infinitive's "to", a modal, a
-    subject pronoun, or "and"/"or" after a run that opened with a verb ("how to set goals and track progress")."""
+def _verb_slot(earlier: Token | None, previous: Token | None) -> bool:
+    """Whether the run that starts after `previous` opens with a verb: after an infinitive's "to", a modal or a
+    subject pronoun. Not after "and"/"or" (a second verb there, "set goals and track progress", cannot be told from
+    a compound, "data visualization and machine learning", "yoga and dance classes")."""
     if previous is None:
         return False
     lower = previous.lower
     if lower in _MODALS or lower in _SUBJECTS:
-        return previous.text == lower or lower == "i" or previous.sentence_start  # "May", "Will": names
+        if lower == "i":  # "Phase I trials", "Type I errors": a numeral after a name, not the pronoun
+            return earlier is None or not earlier.capitalised or earlier.sentence_start
+        return previous.text == lower or previous.sentence_start  # "May", "Will": names
     if lower == "you":
         return earlier is None or previous.sentence_start or earlier.lower in _BEFORE_SUBJECT
     if lower in _MID_ADVERBS and earlier is not None:
         return earlier.lower in _MODALS or earlier.lower in _SUBJECTS  # "you can also display", "we just need"
-    if clause and lower in ("and", "or"):
-        return True
     return _to_infinitive(earlier, previous)
 
 
@@ -764,7 +775,13 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
             clause = True
             continue
         clause = False
-        if cut is not None and len(piece) > 1 and _adverb_only(cut.lower) and _verb_after_adverb(piece[0]):
+        if (
+            cut is not None
+            and len(piece) > 1
+            and _adverb_only(cut.lower)
+            and _verb_after_adverb(piece[0])
+            and not piece[0].lower.endswith(("ed", "en"))  # "a fully connected layer": a participle, a modifier
+        ):
             piece = piece[1:]  # "you can automatically collect web content": the adverb's verb, then its object
         opener = cut if cut is not None and cut is run[0] and _determiner(before) else None
         yield from _plain_and_loose(prose, piece, opener, token, i == len(run) - 1)
