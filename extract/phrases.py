@@ -306,12 +306,13 @@ _ASSIGNED = re.compile(r"==?['\"\w]")
 
 
 def _option(gap: str, word: str) -> bool:
-    """A word written right after "--" ("--username"), or a lower-case letter or two after " -" inside a line
-    ("-m 1"): not a dash that opens a line (a list's: "-AI ethics"), one before a number ("UTC -5": a sign) or one
-    before capitals ("-ML ops")."""
+    """A word written right after "--" ("--username"), or a letter ("-m 1", "-X POST") or two lower-case ones
+    ("-it") after " -" inside a line: not a dash that opens a line (a list's: "-AI ethics"), one before a number
+    ("UTC -5": a sign) or one before two capitals ("-ML ops")."""
     if _OPTION.search(gap) is not None:
         return True
-    return len(word) <= 2 and word.isalpha() and word.islower() and _SHORT_OPTION.search(gap) is not None
+    short = len(word) == 1 or (len(word) == 2 and word.islower())  # "-X POST", "-R", "-it"; not "-ML ops"
+    return short and word.isalpha() and _SHORT_OPTION.search(gap) is not None
 
 
 # The gap between an option and its value: "=" or a quote joins them ("--user=root", "--name 'etl'"); a bare word
@@ -780,7 +781,7 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
             and len(piece) > 1
             and _adverb_only(cut.lower)
             and _verb_after_adverb(piece[0])
-            and not piece[0].lower.endswith(("ed", "en"))  # "a fully connected layer": a participle, a modifier
+            and not _past_form(piece[0].lower)  # "a fully connected layer": a participle, a modifier
         ):
             piece = piece[1:]  # "you can automatically collect web content": the adverb's verb, then its object
         opener = cut if cut is not None and cut is run[0] and _determiner(before) else None
@@ -791,6 +792,12 @@ def _split_run(prose: str, run: list[Token], before: Token | None = None) -> Ite
 
 def _verb_after_adverb(token: Token) -> bool:
     return token.text == token.lower and _can_be_verb(token.lower)
+
+
+def _past_form(lower: str) -> bool:
+    """ "connected", "written": a verb's -ed/-en form, not its base ("screen", "embed", "feed" are bases)."""
+    verbs = lexicon.lemmas(lower).get("VERB", ())
+    return lower.endswith(("ed", "en")) and bool(verbs) and lower not in verbs
 
 
 def _plain_and_loose(

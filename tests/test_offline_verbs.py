@@ -35,6 +35,7 @@ def test_a_verb_after_an_adverb_opens_no_term_and_a_compound_after_and_stays_who
     found = surfaces("You can automatically collect web content using Python.")
     assert "collect web content" not in found and "web content" in found
     assert "connected layer" in surfaces("Add a fully connected layer on top.")
+    assert "screen candidates" not in surfaces("You can automatically screen candidates.")  # a base, not a participle
     assert "machine learning" in surfaces("I love data visualization and machine learning.")
     assert "dance classes" in surfaces("She teaches yoga and dance classes.")
     assert "career progress" in surfaces("I want to talk about my career progress and salary goals.")
@@ -91,6 +92,7 @@ def test_a_flag_a_list_dash_and_a_sign_leave_the_next_words_alone() -> None:
     """A flag takes no value ("pip install --upgrade pandas": pandas is what is installed), a dash that opens a
     line is a list's ("-AI ethics"), one before a number a sign ("UTC -5 Eastern Time")."""
     assert "pandas" in surfaces("run pip install --upgrade pandas numpy first")
+    assert not any(f.startswith(("x ", "r ")) for f in surfaces("curl -X POST the endpoint, then rm -R old folder"))
     assert any("ubuntu" in f for f in surfaces("then docker run -it ubuntu bash"))
     found = surfaces("My reading list:\n-AI ethics\n-ML ops\n-UX research")
     assert {"ai ethics", "ux research"} <= set(found)
