@@ -344,3 +344,37 @@ def test_the_digest_index_reads_back_as_saved_when_it_repeats_an_object(tmp_path
         index.staging_mark,
         heads,
     )
+
+
+def test_topic_changes_compare_the_segments_that_can_differ_and_equal_comparing_all_links(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """Two cluster runs (r1's fit, r2's placements of a new dump), then a topic relabelled and a link's weight
+    changed in r2: `topic_changes` reads the links of the segments written or retired after the older run or linked
+    to a relabelled topic, and answers as comparing both runs' links whole, in either order."""
+    data = copy_of(base_dir, tmp_path)
+    settings = settings_for(data)
+    result = run_all(settings, new_dump(tmp_path / "new.jsonl"), "r2", embedder)
+    assert result.status == "succeeded"
+    with closing(open_staging(settings.staging_path)) as staging:
+        runs = [str(r[0]) for r in staging.execute("SELECT run_id FROM cluster_runs ORDER BY run_id")]
+        assert len(runs) == 2
+        older, newer = runs
+        with staging:
+            staging.execute("UPDATE topics SET label = label || ' again' WHERE run_id = ? AND topic = 0", (newer,))
+        for old, new in ((older, newer), (newer, older)):
+            with traced(staging) as sent:
+                found = cues_state.topic_changes(staging, old, new)
+            assert found == cues_state._link_changes(staging, old, new, "") and found
+            assert any("cues_topic_items" in sql and "EXCEPT" in sql for sql in sent)  # the scoped comparison
+        relabelled = conversations_of_topic(staging, newer, 0)
+        assert relabelled and relabelled <= cues_state.topic_changes(staging, older, newer)
+
+
+def conversations_of_topic(staging: sqlite3.Connection, run: str, topic: int) -> set[str]:
+    found = staging.execute(
+        "SELECT DISTINCT s.conversation_id FROM topic_links l JOIN segments s ON s.segment_id = l.item_id"
+        " WHERE l.run_id = ? AND l.kind = 'segment' AND l.topic = ?",
+        (run, topic),
+    )
+    return {str(r[0]) for r in found}
