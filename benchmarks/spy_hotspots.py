@@ -3,6 +3,8 @@
     py-spy record -r 20 -f raw --nonblocking -o concepts.txt --pid PID     # or -- python -m flows.cli ...
     python benchmarks/spy_hotspots.py concepts.txt                          # top 25, chatmem's own code
     python benchmarks/spy_hotspots.py concepts.txt --all --top 40           # library frames too
+    py-spy record -r 50 -f raw --subprocesses --nonblocking -o day.txt --pid PID   # a whole `chatmem serve --once`
+    python benchmarks/spy_hotspots.py day.txt --split                      # seconds per stage and outside them
 
 `incl` is the share of samples in which the function is on the stack (itself or what it calls), `self` the
 share in which it is the innermost frame. Idle threads (Prefect's heartbeat and event loops, waiting on a lock
@@ -65,6 +67,41 @@ def hotspots(path: Path, *, top: int, everything: bool) -> list[str]:
     return out
 
 
+STAGE_RUN = re.compile(r"^run \((\w+/stage\w*\.py):\d+\)$")
+
+
+def split(path: Path, rate: float) -> list[str]:
+    """Where a whole process's samples went (every sample, seconds at `rate` Hz): each stage (the stage module's
+    `run` under the runner's `execute`), the recall index stored on its thread, Prefect's API server (a subprocess
+    of the command), imports outside the stages, and the rest by the innermost frame of chatmem's own code."""
+    parts: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        frames = stack.split(";")
+        count = int(count_text)
+        total += count
+        if "server_guard" in stack or "uvicorn" in stack:
+            part = "Prefect API server (subprocess)"
+        elif "RecallIndexBuild._build" in stack:
+            part = "recall index (thread)"
+        elif "execute (flows/stage_runner.py" in stack:
+            runs = [m[1] for f in frames if (m := STAGE_RUN.match(f.strip()))]
+            part = f"stage {runs[0]}" if runs else "runner, in execute"
+        elif "_find_and_load" in stack:
+            part = "imports outside the stages"
+        else:
+            ours = [f"{file}:{func}" for func, file in map(_frame, frames) if _ours(file)]
+            part = f"other: {ours[-1] if ours else _frame(frames[-1])[0]}"
+        parts[part] += count
+    out = [f"{path}: {total} samples = {total / rate:.1f} s at {rate:g} Hz (all threads and processes)"]
+    for part, count in parts.most_common():
+        out.append(f"{count / rate:7.1f} s {100 * count / total:5.1f}%  {part}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -73,9 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("profiles", nargs="+", type=Path, help="py-spy `-f raw` outputs")
     parser.add_argument("--top", type=int, default=25, help="functions to list")
     parser.add_argument("--all", action="store_true", help="include library frames, not only chatmem's packages")
+    parser.add_argument("--split", action="store_true", help="seconds per stage and outside the stages (a day)")
+    parser.add_argument("--rate", type=float, default=50.0, help="the sampling rate of --split's profile (-r)")
     args = parser.parse_args(argv)
     for path in args.profiles:
-        print("\n".join(hotspots(path, top=args.top, everything=args.all)))
+        found = split(path, args.rate) if args.split else hotspots(path, top=args.top, everything=args.all)
+        print("\n".join(found[: args.top + 1] if args.split else found))
         print()
     return 0
 

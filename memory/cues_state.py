@@ -48,11 +48,12 @@ from contracts.settings import Settings
 from memory import wordnet
 from memory.graph import FrozenCounts
 from memory.names import NAMED_ROLES
-from staging import archive_changes
+from staging import archive_changes, staging_changes
 from staging import memory as store
 from staging import memory_inputs as inputs
 from staging.archive_changes import Mark
 from staging.db import IN_VALUES, json_values
+from staging.memory_inputs import Head
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,12 @@ class DigestIndex:
 
     mark: tuple[int, int, int, str] | None
     evidence: dict[str, bytes]
+    staging_mark: tuple[int, str] | None = None
+    """staging.db's change log (staging/staging_changes.py: version, origin), read before the evidence."""
+    heads: dict[str, Head | None] | None = None
+    """Every concept's head (staging.memory_inputs.live_heads) as the digests took it. With `staging_mark`, the
+    next run reads the evidence of what changed only (`scoped_digests`); an index written before them (unpickled
+    without these slots: read them with getattr) does not allow it."""
 
 
 @dataclass(slots=True)
@@ -102,6 +109,18 @@ class Digests:
     index: DigestIndex
     computed: int
     note: str
+
+
+@dataclass(slots=True)
+class Scoped:
+    """`scoped_digests`' answer: the digests, the evidence of the conversations digested (the messages of `read`),
+    every live concept with evidence (cue -> title, type), and the heads, to read more conversations' evidence."""
+
+    digests: Digests
+    evidence: list[tuple[str, str, str, str, float]]
+    concepts: dict[str, tuple[str, str]]
+    heads: dict[str, Head | None]
+    read: set[str]
 
 
 @dataclass(slots=True)
@@ -191,14 +210,21 @@ def digests_since(
     evidence: Mapping[str, Mapping[str, float]],
     concepts: Mapping[str, tuple[str, str]],
     base: Base,
+    staging_mark: staging_changes.Mark | None = None,
+    heads: dict[str, Head | None] | None = None,
 ) -> Digests:
     """Every conversation's digest as `conversation_digests` gives it, computed only for the conversations that may
-    have changed since the base run's digests (the module's docstring); all of them without a usable index."""
+    have changed since the base run's digests (the module's docstring); all of them without a usable index.
+    `staging_mark` and `heads` (taken before `evidence` was read) go into the index for the next run's
+    `scoped_digests`."""
     tracked = archive_changes.tracked(archive)
     mark = archive_changes.mark(archive) if tracked else None  # before the reads: a later change is seen next run
     by_message = evidence_digests(evidence, concepts)
     index = DigestIndex(
-        None if mark is None else (mark.conversations, mark.messages, mark.version, mark.origin), by_message
+        None if mark is None else (mark.conversations, mark.messages, mark.version, mark.origin),
+        by_message,
+        None if staging_mark is None or heads is None else (staging_mark.version, staging_mark.origin),
+        heads if staging_mark is not None else None,
     )
     state, old = base.state, base.index
     why = ""
@@ -223,6 +249,87 @@ def digests_since(
     return Digests(digests, index, len(changed), note)
 
 
+def scoped_digests(archive: sqlite3.Connection, staging: sqlite3.Connection, base: Base) -> Scoped | None:
+    """`digests_since` without reading every message's evidence: the conversations whose digest may have changed
+    are those archive.db logged as changed and those of the messages whose evidence may have changed since the
+    base run's digests: the messages staging.db logged as `evidence` since the base's mark (a row of theirs
+    inserted, updated or deleted) and the messages of every concept whose head (survivor, alive, title, type)
+    differs from the base's. Only those conversations' evidence is read (and digested); a message taken in that
+    did not change gives its conversation the digest it had. None (the caller reads everything, as before) without
+    a base index that has a staging mark and heads, or when either database is not the one it was taken of."""
+    state, old = base.state, base.index
+    if state is None or old is None or old.mark is None:
+        return None
+    old_heads, old_staging = getattr(old, "heads", None), getattr(old, "staging_mark", None)
+    if old_heads is None or old_staging is None:
+        return None
+    if not archive_changes.tracked(archive) or not archive_changes.comparable(archive, Mark(*old.mark)):
+        return None
+    if not staging_changes.tracked(staging):
+        return None
+    since = staging_changes.Mark(*old_staging)
+    if not staging_changes.comparable(staging, since):
+        return None
+    mark = archive_changes.mark(archive)  # both marks before the reads: a later change is seen next run
+    now = staging_changes.mark(staging)
+    heads = inputs.live_heads(staging)
+    logged = set(staging_changes.changed_since(staging, staging_changes.EVIDENCE, since))
+    if staging_changes.ALL in logged:
+        return None
+    moved = {c for c in heads.keys() | old_heads.keys() if heads.get(c) != old_heads.get(c)}
+    messages = logged | inputs.messages_of_concepts(staging, moved)
+    changed = set(archive_changes.changed_since(archive, Mark(*old.mark))) | _conversations_of(
+        archive, sorted(messages)
+    )
+    read = sorted(changed)
+    evidence = inputs.evidence_of(staging, heads, _message_ids(archive, read))
+    concepts: dict[str, tuple[str, str]] = {}
+    for concept_id in inputs.evidence_concepts(staging):
+        head = heads.get(concept_id)
+        if head is not None:
+            concepts[f"concept:{head[0]}"] = (head[1], head[2])
+    concepts = dict(sorted(concepts.items()))  # the order live_evidence's rows give (by head)
+    by_message: dict[str, dict[str, float]] = {}
+    for head_id, _, _, message_id, confidence in evidence:
+        cue = f"concept:{head_id}"
+        found = by_message.setdefault(message_id, {})
+        found[cue] = max(found.get(cue, 0.0), min(max(confidence, 0.0), 1.0))
+    digests = dict(state.conversations)
+    for conversation in changed:
+        digests.pop(conversation, None)
+    digests.update(conversation_digests(archive, by_message, concepts, read))
+    index = DigestIndex(
+        (mark.conversations, mark.messages, mark.version, mark.origin), {}, (now.version, now.origin), heads
+    )
+    note = (
+        f"{len(changed)} conversation digest(s) recomputed since cues run {state.run_id}, the rest carried"
+        f" (the evidence of {len(messages)} message(s) changed or moved, of those conversations read)"
+    )
+    return Scoped(Digests(digests, index, len(changed), note), evidence, concepts, heads, set(read))
+
+
+def _message_ids(archive: sqlite3.Connection, conversations: Sequence[str]) -> list[str]:
+    """Every message of these conversations (hidden ones too: evidence is read by message id)."""
+    found: list[str] = []
+    for start in range(0, len(conversations), SCOPE_CHUNK):
+        rows = archive.execute(
+            f"SELECT uuid FROM messages WHERE conversation_id IN {IN_VALUES}",
+            (json_values(conversations[start : start + SCOPE_CHUNK]),),
+        )
+        found.extend(str(r[0]) for r in rows)
+    return found
+
+
+def more_evidence(
+    archive: sqlite3.Connection, staging: sqlite3.Connection, scoped: Scoped, conversations: Sequence[str]
+) -> list[tuple[str, str, str, str, float]]:
+    """The evidence of these conversations' messages that `scoped` has not read yet (a rebuilt conversation whose
+    digest was carried: its topic links changed)."""
+    wanted = sorted(set(conversations) - scoped.read)
+    scoped.read.update(wanted)
+    return inputs.evidence_of(staging, scoped.heads, _message_ids(archive, wanted)) if wanted else []
+
+
 def _conversations_of(archive: sqlite3.Connection, messages: Sequence[str]) -> set[str]:
     found: set[str] = set()
     for start in range(0, len(messages), SCOPE_CHUNK):
@@ -234,12 +341,52 @@ def _conversations_of(archive: sqlite3.Connection, messages: Sequence[str]) -> s
     return found
 
 
+_LINKS = (
+    "SELECT l.item_id, t.topic_uid, t.label, l.weight FROM topic_links l"
+    " JOIN topics t ON t.run_id = l.run_id AND t.topic = l.topic WHERE l.run_id = ? AND l.kind = 'segment'"
+)
+_TOPICS = "SELECT topic, topic_uid, label FROM topics WHERE run_id = ?"
+
+
 def topic_changes(staging: sqlite3.Connection, old_run: str, new_run: str) -> set[str]:
-    """Conversations with a segment whose topic links (topic, label, weight) differ between two cluster runs."""
-    links = (
-        "SELECT l.item_id, t.topic_uid, t.label, l.weight FROM topic_links l"
-        " JOIN topics t ON t.run_id = l.run_id AND t.topic = l.topic WHERE l.run_id = ? AND l.kind = 'segment'"
-    )
+    """Conversations with a segment whose topic links (topic, label, weight) differ between two cluster runs.
+
+    Compared for the segments that can differ only: those with a link row written or retired after the older run
+    (staging_changes.topic_links_changed: a link live at one run and not at the other is one of them) and those
+    linked to a topic whose uid or label differs between the two runs; every other segment has the same link rows,
+    to the same topics, at both (75k links compared both ways at 250k messages: 0.6 CPU-s, now 0.02). Both runs'
+    links whole when either run is no longer in cluster_runs."""
+    known = staging.execute("SELECT COUNT(*) FROM cluster_runs WHERE run_id IN (?, ?)", (old_run, new_run)).fetchone()
+    if old_run == new_run or int(known[0]) < 2:
+        return _link_changes(staging, old_run, new_run, "")
+    items = set(staging_changes.topic_links_changed(staging, "segment", min(old_run, new_run)))
+    topics = [
+        int(r[0])
+        for r in staging.execute(
+            f"SELECT topic FROM ({_TOPICS} EXCEPT {_TOPICS}) UNION SELECT topic FROM ({_TOPICS} EXCEPT {_TOPICS})",
+            (old_run, new_run, new_run, old_run),
+        )
+    ]
+    if topics:
+        linked = staging.execute(
+            f"SELECT DISTINCT item_id FROM topic_link_rows WHERE kind = 'segment' AND topic IN {IN_VALUES}",
+            (json_values(topics),),
+        )
+        items.update(str(r[0]) for r in linked)
+    if not items:
+        return set()
+    staging.execute("DROP TABLE IF EXISTS temp.cues_topic_items")
+    staging.execute("CREATE TEMP TABLE cues_topic_items (id TEXT PRIMARY KEY) WITHOUT ROWID")
+    try:
+        staging.executemany("INSERT INTO temp.cues_topic_items VALUES (?)", ((i,) for i in sorted(items)))
+        return _link_changes(staging, old_run, new_run, " AND l.item_id IN (SELECT id FROM temp.cues_topic_items)")
+    finally:
+        staging.execute("DROP TABLE IF EXISTS temp.cues_topic_items")
+
+
+def _link_changes(staging: sqlite3.Connection, old_run: str, new_run: str, scope: str) -> set[str]:
+    """Conversations of the segments (within `scope`, SQL on the links `l`) whose links differ between two runs."""
+    links = _LINKS + scope
     rows = staging.execute(
         f"SELECT DISTINCT s.conversation_id FROM (SELECT * FROM ({links} EXCEPT {links})"
         f" UNION ALL SELECT * FROM ({links} EXCEPT {links})) d"
@@ -361,8 +508,8 @@ def load_saved(data_dir: Path, run_id: str) -> tuple[CuesState | None, DigestInd
     """The run's state, and its digest index when the file has one."""
     path = state_path(data_dir, run_id)
     try:
-        unpickler = _Unpickler(io.BytesIO(path.read_bytes()))
-        state = unpickler.load()
+        stream = io.BytesIO(path.read_bytes())
+        state = _Unpickler(stream).load()
     except FileNotFoundError:
         return None, None
     except Exception as error:  # a damaged or foreign file: build in full, say why
@@ -370,8 +517,8 @@ def load_saved(data_dir: Path, run_id: str) -> tuple[CuesState | None, DigestInd
         return None, None
     if not isinstance(state, CuesState) or state.format != FORMAT or state.run_id != run_id:
         return None, None
-    try:
-        index = unpickler.load()
+    try:  # a second pickle: an unpickler of its own (a memo kept from the first would resolve its references there)
+        index = _Unpickler(stream).load()
     except EOFError:  # written before the index existed
         return state, None
     except Exception as error:

@@ -126,8 +126,15 @@ class GraphBuilder:
     any order), then `finish`. The rows equal `build_graph`'s over all messages at once."""
 
     def __init__(
-        self, evidence: Iterable[EvidenceInput], settings: MemorySettings, wordnet: WordNet | None = None
+        self,
+        evidence: Iterable[EvidenceInput],
+        settings: MemorySettings,
+        wordnet: WordNet | None = None,
+        concepts: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
+        """`concepts` (concept cue -> title, type): every live concept with evidence, when `evidence` is only some
+        messages' (an incremental run reads the evidence of the conversations it digests or rebuilds: `add_evidence`
+        for more); None: the concepts of `evidence`, which is then all of it."""
         self.settings = settings
         self.wordnet = wordnet
         self.category_names: dict[str, str] = {}  # category cue -> its name (WordNet lemmas)
@@ -137,11 +144,9 @@ class GraphBuilder:
         self.df: Counter[str] = Counter()  # cue -> content linked (concepts in `count`, keyphrases in `batch`)
         self.evidence: dict[str, dict[str, float]] = defaultdict(dict)  # message -> concept cue -> weight
         self.concepts: dict[str, tuple[str, str]] = {}  # concept cue -> title, type
-        for e in sorted(evidence, key=lambda e: (e.concept_id, e.message_id)):
-            cue_id = f"concept:{e.concept_id}"
-            self.concepts[cue_id] = (e.title, e.concept_type)
-            weight = max(self.evidence[e.message_id].get(cue_id, 0.0), min(max(e.confidence, 0.0), 1.0))
-            self.evidence[e.message_id][cue_id] = weight
+        self.add_evidence(evidence, concepts is None)
+        if concepts is not None:
+            self.concepts = dict(concepts)
         self.tag_labels: dict[str, tuple[str, str]] = {}
         self.tag_members: Counter[str] = Counter()
         self.concept_hubs: set[str] = set()
@@ -150,6 +155,15 @@ class GraphBuilder:
         self.authors: set[str] = set()  # the named speakers (memory/names.py), counted in pass 1
         self.frozen_hubs: set[str] | None = None  # an incremental run keeps its base build's hubs (`resume`)
         self.phrases = phrase_index(self.concepts)
+
+    def add_evidence(self, evidence: Iterable[EvidenceInput], concepts: bool = False) -> None:
+        """Messages' concept evidence (each message's whole evidence, once); `concepts`: their concepts too."""
+        for e in sorted(evidence, key=lambda e: (e.concept_id, e.message_id)):
+            cue_id = f"concept:{e.concept_id}"
+            if concepts:
+                self.concepts[cue_id] = (e.title, e.concept_type)
+            weight = max(self.evidence[e.message_id].get(cue_id, 0.0), min(max(e.confidence, 0.0), 1.0))
+            self.evidence[e.message_id][cue_id] = weight
 
     def count(self, message: MessageInput) -> None:
         """Pass 1: the global frequencies (a message is counted once)."""

@@ -197,11 +197,13 @@ def open_index(
     embedder: Embedder,
     *,
     run_id: str | None = None,
+    facts: bool = True,
 ) -> MemoryIndex:
     """The stored index of the latest (or the given) cues run, built and stored first when there is none. Its key,
-    the earlier index it may reuse or patch and the build read one snapshot of each database (as load_index)."""
+    the earlier index it may reuse or patch and the build read one snapshot of each database (as load_index).
+    `facts=False`: without the garden's facts (attach_facts), for a caller that only stores the index (a run)."""
     with read_snapshot(staging), read_snapshot(archive):
-        return _open_index(archive, staging, settings, embedder, run_id)
+        return _open_index(archive, staging, settings, embedder, run_id, facts)
 
 
 def _open_index(
@@ -210,6 +212,7 @@ def _open_index(
     settings: Settings,
     embedder: Embedder,
     run_id: str | None,
+    facts: bool = True,
 ) -> MemoryIndex:
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
@@ -247,7 +250,7 @@ def _open_index(
             index = _read_or_none(target, key) or built  # unreadable once written (disk trouble): what was built
     texts = ArchiveTexts(settings.archive_path, index.ids)
     index.texts, index.titles = texts, ArchiveTitles(texts, index.conversation_ids)
-    return attach_facts(index, staging)
+    return attach_facts(index, staging) if facts else index
 
 
 def stored_runs(data_dir: Path) -> set[str]:
@@ -309,6 +312,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+class _Hashing:
+    """A file that hashes what is written to it (np.lib.format.write_array writes a non-file object's array in
+    chunks through `write`, the header first: the bytes np.save writes)."""
+
+    def __init__(self, file: Any) -> None:
+        self.file = file
+        self.digest = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return int(self.file.write(data))
+
+
 class _Writer:
     """Writes the index's arrays into a directory, one .npy each, and remembers their sizes for the manifest."""
 
@@ -319,14 +335,15 @@ class _Writer:
         self.mtimes: dict[str, int] = {}
 
     def array(self, name: str, value: Array) -> None:
+        """`np.save`'s bytes, hashed as they are written: the file is not read back (346 MB an incremental day at
+        250k messages), as a vector segment is not (memory/vector_segments.py)."""
         path = self.directory / f"{name}.npy"
-        np.save(path, np.ascontiguousarray(value), allow_pickle=False)
-        self._written(name, path)
-
-    def _written(self, name: str, path: Path) -> None:
+        with open(path, "wb") as file:
+            out = _Hashing(file)
+            np.lib.format.write_array(out, np.ascontiguousarray(value), allow_pickle=False)
         written = path.stat()
         self.files[name], self.mtimes[name] = written.st_size, written.st_mtime_ns
-        self.sha256[name] = segments.sha256(path)
+        self.sha256[name] = out.digest.hexdigest()
 
     def strings(self, name: str, values: Sequence[str]) -> None:
         encoded = [v.encode() for v in values]

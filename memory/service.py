@@ -48,12 +48,15 @@ class Memory:
     embedder: Embedder | None  # None: no dense scores (a hand-made memory in a test)
 
     @classmethod
-    def open(cls, settings: Settings, run_id: str | None = None, *, quick_start: bool = True) -> Memory:
+    def open(
+        cls, settings: Settings, run_id: str | None = None, *, quick_start: bool = True, facts: bool = True
+    ) -> Memory:
         """The latest (or the given) cues run; ChatmemError (exit 1) when the data dir has none. The index is the
         one stored under the data dir (memory/index_store.py), built and stored on the first open of a run.
         `quick_start` (the default): a query is embedded by the unoptimised session (clients.embedders.OnnxMiniLM),
         whoever asks: `chatmem recall`, the MCP server and the run that stores the index then give the same answer
-        bit for bit (the optimised session's vectors differ by ~1e-7, enough to move a rounded score)."""
+        bit for bit (the optimised session's vectors differ by ~1e-7, enough to move a rounded score). `facts=False`:
+        the index without the garden's facts (index_store.open_index), for a run that only stores it."""
         try:
             archive = connect_readonly(settings.archive_path)
             staging = connect_readonly(settings.staging_path)
@@ -69,7 +72,7 @@ class Memory:
                     settings = for_run(settings, staging, run_id)
                 chosen = with_model(settings, STATIC) if run_id is None else settings
                 embedder = key_embedder(chosen, quick_start=quick_start)
-                index = open_index(archive, staging, settings, embedder, run_id=run_id)
+                index = open_index(archive, staging, settings, embedder, run_id=run_id, facts=facts)
         finally:
             archive.close()
             staging.close()

@@ -27,7 +27,7 @@ from memory.key_model import FULL, KeyCost, with_model
 from memory.names import Names
 from staging import embeddings as vectors
 from staging import memory as store
-from staging import memory_history, memory_loaded
+from staging import memory_history, memory_loaded, staging_changes
 from staging import memory_inputs as inputs
 from staging.memory import CueRow, TagRow
 
@@ -51,27 +51,36 @@ def run(
     batch by batch of whole conversations, written as it goes, its keys looked up in the vector cache), never
     held all at once; only the messages whose key has no vector yet are read a third time, to embed them."""
     archive, staging, run_id, settings, progress = ctx.archive, ctx.staging, ctx.run_id, ctx.settings, ctx.progress
-    evidence = inputs.live_evidence(staging)
     topic_run = inputs.topic_run(staging)
     lexicon_db = (
         wordnet.WordNet.open(settings.memory.wordnet_dir, settings.embed.model_cache_dir or default_cache_dir())
         if settings.memory.hypernym_depth > 0
         else None
     )
-    builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory, lexicon_db)
-    del evidence
     base = cues_state.load_base(staging, settings)
-    # Only the conversations that may have changed since the base run are digested again (cues_state.py)
-    found = cues_state.digests_since(archive, builder.evidence, builder.concepts, base)
+    # Only the conversations that may have changed since the base run are digested again (cues_state.py), and,
+    # when the base run's index allows it, only their evidence is read (scoped_digests)
+    scoped = None if ctx.force else cues_state.scoped_digests(archive, staging, base)
+    if scoped is not None:
+        rows = [EvidenceInput(*row) for row in scoped.evidence]
+        builder = GraphBuilder(rows, settings.memory, lexicon_db, concepts=scoped.concepts)
+        found = scoped.digests
+    else:
+        builder, found = _whole(archive, staging, settings, base, lexicon_db)
     log.info("cues - %s", found.note)
     digests = found.conversations
     plan, why_full = cues_state.plan(archive, staging, settings, run_id, topic_run, digests, base)
     if ctx.force:  # `chatmem run --force`: every conversation rebuilt, as a clean build would
         plan, why_full = None, "--force: every conversation rebuilt"
     if plan is not None:
+        if scoped is not None:  # rebuilt with their digest carried (topic links changed): their evidence too
+            more = cues_state.more_evidence(archive, staging, scoped, plan.rebuilt)
+            builder.add_evidence([EvidenceInput(*row) for row in more])
         return _run_incremental(
             archive, staging, builder, plan, run_id, topic_run, settings, embedder, progress, batch_messages, found
         )
+    if scoped is not None:  # a full build counts every message's evidence: read it all after all
+        builder, _ = _whole(archive, staging, settings, base, lexicon_db, digest=False)
     cost = KeyCost(settings.memory)  # which model embeds the keys: chosen by its estimated cost
     for uuid, role, author, text in inputs.iter_visible_texts(archive):
         builder.count_text(uuid, role, author, text)
@@ -119,6 +128,27 @@ def run(
     counts.update(rows_written=rows_out, rows_shared=0)  # a full build writes every row of its memory
     log.info("cues - %s (cue-tag edges %d)", counts, cue_tag_edges)
     return Outcome(rows_in=builder.n, rows_out=rows_out, counts=counts, notes=notes)
+
+
+def _whole(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    base: cues_state.Base,
+    lexicon_db: wordnet.WordNet | None,
+    *,
+    digest: bool = True,
+) -> tuple[GraphBuilder, cues_state.Digests]:
+    """The graph builder over every message's evidence, and the digests (`digest`) as `digests_since` gives them,
+    with the staging mark and the heads the next run's `scoped_digests` starts from (taken before the reads)."""
+    mark = staging_changes.mark(staging) if staging_changes.tracked(staging) else None
+    heads = inputs.live_heads(staging)
+    evidence = inputs.live_evidence(staging, heads)
+    builder = GraphBuilder([EvidenceInput(*row) for row in evidence], settings.memory, lexicon_db)
+    del evidence
+    if not digest:
+        return builder, cues_state.Digests({}, cues_state.DigestIndex(None, {}), 0, "")
+    return builder, cues_state.digests_since(archive, builder.evidence, builder.concepts, base, mark, heads)
 
 
 def _missing_inputs(

@@ -207,16 +207,25 @@ def replace(
 
 def prune(conn: sqlite3.Connection, keep: Iterable[str]) -> list[str]:
     """The memory_runs rows of runs not in `keep`, and every retired row no remaining run sees, in one
-    transaction (killed, it is rolled back and the next prune does it). Returns the runs pruned, oldest first."""
+    transaction (killed, it is rolled back and the next prune does it). Returns the runs pruned, oldest first.
+
+    Only the retired rows that a pruned run saw can be left unseen (each retired row is seen by a remaining run
+    after every prune: when it was retired, by the newest run before its `retired_run_id`, for it was current
+    then), and those were retired after the oldest pruned run: the sweep reads the retired rows from there on (by
+    the `_retired` index), not every retired row kept (2.8M at 250k messages while a graph target loaded once,
+    long ago, holds its run, where a quiet day prunes the run of two days before)."""
     kept = set(keep)
     with Transaction(conn):
         stale = [str(r[0]) for r in conn.execute("SELECT run_id FROM memory_runs ORDER BY run_id") if r[0] not in kept]
+        if not stale:
+            return []
         conn.executemany("DELETE FROM memory_runs WHERE run_id = ?", ((r,) for r in stale))
         for table in TABLES:
             conn.execute(
-                f"DELETE FROM {table} INDEXED BY {table}_retired WHERE retired_run_id IS NOT NULL AND NOT EXISTS"
-                f" (SELECT 1 FROM memory_runs k WHERE k.run_id >= {table}.run_id"
-                f" AND k.run_id < {table}.retired_run_id)"
+                f"DELETE FROM {table} INDEXED BY {table}_retired WHERE retired_run_id IS NOT NULL"
+                f" AND retired_run_id > ? AND NOT EXISTS (SELECT 1 FROM memory_runs k WHERE k.run_id >= {table}.run_id"
+                f" AND k.run_id < {table}.retired_run_id)",
+                (stale[0],),
             )
     return stale
 

@@ -6,7 +6,8 @@ Rows come back as plain tuples in a fixed order, so the pure graph builder sees 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import NamedTuple
 
 from staging import concepts as concept_store
 from staging import topics as topic_store
@@ -45,26 +46,96 @@ def conversation_titles(archive: sqlite3.Connection) -> dict[str, str | None]:
     return {str(r[0]): r[1] for r in archive.execute("SELECT id, title FROM conversations")}
 
 
-def live_evidence(staging: sqlite3.Connection) -> list[tuple[str, str, str, str, float]]:
+Head = tuple[str, str, str]
+"""(concept_id, title, type) of the live concept a concept's evidence is credited to."""
+
+
+class _Pointer(NamedTuple):
+    merged_into: str | None
+    head: Head | None
+
+
+def live_heads(staging: sqlite3.Connection) -> dict[str, Head | None]:
+    """Every stored concept's head: the concept its evidence is credited to (its survivor, following merges),
+    None when that one is not alive (merged, split or archived). What `live_evidence` resolves, for every concept."""
+    if not concept_store.has_store(staging):
+        return {}
+    pointers: dict[str, _Pointer] = {}
+    for concept_id, title, kind, state, merged_into in staging.execute(
+        "SELECT concept_id, title, type, state, merged_into FROM concepts ORDER BY concept_id"
+    ):
+        alive = state not in ("merged", "split", "archived")
+        pointers[str(concept_id)] = _Pointer(merged_into, (str(concept_id), title, kind) if alive else None)
+    heads: dict[str, Head | None] = {}
+    for key in pointers:
+        target = pointers.get(concept_store.survivor(pointers, key))
+        heads[key] = None if target is None else target.head
+    return heads
+
+
+def live_evidence(
+    staging: sqlite3.Connection, heads: Mapping[str, Head | None] | None = None
+) -> list[tuple[str, str, str, str, float]]:
     """(concept_id, title, type, message_id, confidence) for every concept still alive, evidence of concepts merged
-    away credited to their survivor."""
+    away credited to their survivor (`heads`: `live_heads`, when the caller has them)."""
     if not concept_store.has_store(staging):
         return []
-    concepts = concept_store.load_concepts(staging)
+    if heads is None:
+        heads = live_heads(staging)
     rows = []
-    heads: dict[str, tuple[str, str, str] | None] = {}  # evidence comes concept by concept: resolve each once
     for concept_id, message_id, confidence in staging.execute(
         "SELECT concept_id, message_id, confidence FROM concept_evidence ORDER BY concept_id, message_id"
     ):
-        key = str(concept_id)
-        if key not in heads:
-            target = concepts.get(concept_store.survivor(concepts, key))
-            alive = target is not None and target.state not in ("merged", "split", "archived")
-            heads[key] = (target.concept_id, target.title, target.type) if target is not None and alive else None
-        head = heads[key]
+        head = heads.get(str(concept_id))
         if head is not None:
             rows.append((*head, str(message_id), float(confidence)))
     return rows
+
+
+def evidence_of(
+    staging: sqlite3.Connection, heads: Mapping[str, Head | None], messages: Iterable[str]
+) -> list[tuple[str, str, str, str, float]]:
+    """`live_evidence`'s rows of these messages only (one scan of concept_evidence, in SQLite: it has no index by
+    message)."""
+    wanted = sorted(set(messages))
+    if not wanted or not concept_store.has_store(staging):
+        return []
+    staging.execute("DROP TABLE IF EXISTS temp.cues_messages")
+    staging.execute("CREATE TEMP TABLE cues_messages (id TEXT PRIMARY KEY) WITHOUT ROWID")
+    try:
+        staging.executemany("INSERT INTO temp.cues_messages VALUES (?)", ((m,) for m in wanted))
+        found = staging.execute(
+            "SELECT concept_id, message_id, confidence FROM concept_evidence"
+            " WHERE message_id IN (SELECT id FROM temp.cues_messages) ORDER BY concept_id, message_id"
+        ).fetchall()
+    finally:
+        staging.execute("DROP TABLE IF EXISTS temp.cues_messages")
+    rows = []
+    for concept_id, message_id, confidence in found:
+        head = heads.get(str(concept_id))
+        if head is not None:
+            rows.append((*head, str(message_id), float(confidence)))
+    return rows
+
+
+def evidence_concepts(staging: sqlite3.Connection) -> list[str]:
+    """The concepts with evidence (in id order: the primary key's index, not the rows)."""
+    if not concept_store.has_store(staging):
+        return []
+    return [str(r[0]) for r in staging.execute("SELECT DISTINCT concept_id FROM concept_evidence ORDER BY 1")]
+
+
+def messages_of_concepts(staging: sqlite3.Connection, concepts: Iterable[str]) -> set[str]:
+    """The messages cited by these concepts' evidence (by the primary key's concept prefix)."""
+    wanted = sorted(set(concepts))
+    found: set[str] = set()
+    for start in range(0, len(wanted), 5_000):
+        rows = staging.execute(
+            f"SELECT DISTINCT message_id FROM concept_evidence WHERE concept_id IN {IN_VALUES}",
+            (json_values(wanted[start : start + 5_000]),),
+        )
+        found.update(str(r[0]) for r in rows)
+    return found
 
 
 def topic_messages(staging: sqlite3.Connection) -> tuple[str | None, list[tuple[str, str, str, float]]]:

@@ -25,7 +25,7 @@ from memory.graph import EvidenceInput, GraphBuilder
 from staging import memory_inputs as inputs
 from staging.archive import open_archive
 from staging.archive_rows import content_hash
-from staging.ledger import open_staging
+from staging.ledger import open_run, open_staging
 from tests.test_cluster import themed_export
 from tests.test_cues_incremental import (
     _Interrupted,
@@ -217,3 +217,164 @@ def test_a_cues_run_interrupted_leaves_the_base_index_and_its_rerun_equals_a_cle
     for table in TABLES:
         assert rows(data / "staging.db", table, "r2") == rows(clean / "staging.db", table, "r2"), table
     assert cues_state.load_state(data, "r2").conversations == cues_state.load_state(clean, "r2").conversations
+
+
+def scoped_now(settings: Settings) -> tuple[cues_state.Scoped, dict[str, str], list[str]]:
+    """`scoped_digests` from the newest finished cues run (staging.db's statements traced), and every digest
+    computed again from every message's evidence."""
+    with opened(settings) as (archive, staging):
+        base = cues_state.load_base(staging, settings)
+        with traced(staging) as sent:
+            found = cues_state.scoped_digests(archive, staging, base)
+        builder = builder_of(staging, settings)
+        assert found is not None
+        return found, cues_state.conversation_digests(archive, builder.evidence, builder.concepts), sent
+
+
+def conversations_citing(settings: Settings, concepts: list[str]) -> set[str]:
+    with closing(sqlite3.connect(settings.staging_path)) as conn:
+        found = conn.execute(
+            f"SELECT DISTINCT message_id FROM concept_evidence WHERE concept_id IN ({','.join('?' * len(concepts))})",
+            concepts,
+        )
+        messages = sorted(str(r[0]) for r in found)
+    with closing(sqlite3.connect(settings.archive_path)) as conn:
+        found = conn.execute(
+            f"SELECT DISTINCT conversation_id FROM messages WHERE uuid IN ({','.join('?' * len(messages))})", messages
+        )
+        return {str(r[0]) for r in found}
+
+
+def live_concepts(settings: Settings, n: int) -> list[str]:
+    """`n` live concepts with evidence in distinct conversations' messages, by id."""
+    with closing(sqlite3.connect(settings.staging_path)) as conn:
+        found = conn.execute(
+            "SELECT DISTINCT c.concept_id FROM concepts c JOIN concept_evidence e USING (concept_id)"
+            " WHERE c.state = 'active' AND c.merged_into IS NULL ORDER BY c.concept_id"
+        )
+        return [str(r[0]) for r in found][:n]
+
+
+def test_the_scoped_digests_read_the_evidence_of_what_changed_and_equal_digesting_all(
+    base_dir: Path, tmp_path: Path
+) -> None:
+    """A full build saves the heads and staging.db's mark with its digests: the next run reads no message's
+    evidence when nothing changed, and after a rename (logged as a concept change, not as evidence) or an evidence
+    row's new confidence, only the conversations of the messages concerned; the digests equal digesting all."""
+    data = copy_of(base_dir, tmp_path)
+    settings = settings_for(data)
+    state, index = cues_state.load_saved(data, "r1")
+    assert index is not None and index.heads and index.staging_mark is not None
+    found, everything, sent = scoped_now(settings)
+    assert found.digests.conversations == everything == state.conversations and found.digests.computed == 0
+    assert not [sql for sql in sent if "FROM concept_evidence" in sql and "cues_messages" in sql and "SELECT" in sql]
+
+    renamed = live_concepts(settings, 1)
+    with closing(sqlite3.connect(settings.staging_path)) as conn, conn:
+        conn.execute("UPDATE concepts SET title = title || ' renamed' WHERE concept_id = ?", renamed)
+    found, everything, _ = scoped_now(settings)
+    assert found.digests.conversations == everything
+    assert found.read == conversations_citing(settings, renamed) and found.digests.computed == len(found.read)
+
+    with closing(sqlite3.connect(settings.staging_path)) as conn, conn:
+        row = conn.execute(
+            "SELECT concept_id, message_id FROM concept_evidence WHERE concept_id > ? ORDER BY 1, 2 LIMIT 1", renamed
+        ).fetchone()
+        conn.execute("UPDATE concept_evidence SET confidence = 0.123 WHERE concept_id = ? AND message_id = ?", row)
+    found, everything, _ = scoped_now(settings)
+    assert found.digests.conversations == everything
+    assert conversations_citing(settings, [row[0]]) & found.read  # its message's conversation read
+
+
+def test_an_incremental_run_with_scoped_evidence_equals_one_that_read_all_through_a_chain_of_merges(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """A merged into B (run r2), then B into C (run r3): the second merge logs B's evidence only, yet A's evidence,
+    credited to B's survivor, moves to C: the heads saved with r2's digests find A's messages. Each run's memory
+    equals a run that read every message's evidence and digested every conversation."""
+    fast, slow = copy_of(base_dir, tmp_path, "fast"), copy_of(base_dir, tmp_path, "slow")
+    a, b, c = live_concepts(settings_for(fast), 3)
+    expected_a = conversations_citing(settings_for(fast), [a])
+    for run, (merged, into) in (("r2", (a, b)), ("r3", (b, c))):
+        counts = {}
+        for data in (fast, slow):
+            settings = settings_for(data)
+            with closing(sqlite3.connect(settings.staging_path)) as conn, conn:
+                conn.execute(
+                    "UPDATE concepts SET state = 'merged', merged_into = ? WHERE concept_id = ?", (into, merged)
+                )
+            with closing(open_staging(settings.staging_path)) as staging:
+                base = cues_state.load_base(staging, settings).run_id
+            assert base is not None
+            if data == slow:  # no index: every conversation digested from every message's evidence
+                cues_state.state_path(slow, base).write_bytes(pickle.dumps(cues_state.load_state(slow, base)))
+            elif run == "r3":
+                found, everything, _ = scoped_now(settings)
+                assert found.digests.conversations == everything and expected_a <= found.read
+            with opened(settings) as (archive, staging):
+                open_run(staging, stages=["cues"], exports=[], settings={}, code_version="t", run_id=run)
+                result = cues.run(archive, staging, run_id=run, settings=settings, embedder=embedder)
+            assert result.status == "succeeded" and result.counts["incremental"] == 1, result.notes
+            counts[data.name] = result.counts
+        assert counts["fast"]["conversations_digested"] < counts["slow"]["conversations_digested"]
+        assert counts["fast"]["conversations_rebuilt"] == counts["slow"]["conversations_rebuilt"] > 0
+        for table in TABLES:
+            assert rows(fast / "staging.db", table, run) == rows(slow / "staging.db", table, run), (run, table)
+        assert cues_state.load_state(fast, run).conversations == cues_state.load_state(slow, run).conversations
+
+
+def test_the_digest_index_reads_back_as_saved_when_it_repeats_an_object(tmp_path: Path) -> None:
+    """The state and the index are two pickles in one file: the index is read by an unpickler of its own (one
+    kept from the state's would resolve the index's memo references, a concept id used twice, to the state's
+    objects)."""
+    concept = "".join(["con", "cept-1"])  # one object, twice in the index: a memo reference
+    heads: dict[str, tuple[str, str, str] | None] = {concept: (concept, "Title", "entity"), "gone": None}
+    state = cues_state.load_state(Path("/nonexistent"), "r1")  # None: build one by hand
+    assert state is None
+    from memory.graph import FrozenCounts
+
+    state = cues_state.CuesState("r1", "r1", "s", None, FrozenCounts(1, ["ann"], 0.0, [], []), {"c1": "d", "c2": "e"})
+    index = cues_state.DigestIndex((1, 2, 3, "origin"), {"m1": b"x"}, (7, "origin r1"), heads)
+    cues_state.save_state(tmp_path, state, {"r1"}, index)
+    loaded_state, loaded = cues_state.load_saved(tmp_path, "r1")
+    assert loaded_state == state and loaded is not None
+    assert (loaded.mark, loaded.evidence, loaded.staging_mark, loaded.heads) == (
+        index.mark,
+        index.evidence,
+        index.staging_mark,
+        heads,
+    )
+
+
+def test_topic_changes_compare_the_segments_that_can_differ_and_equal_comparing_all_links(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """Two cluster runs (r1's fit, r2's placements of a new dump), then a topic relabelled and a link's weight
+    changed in r2: `topic_changes` reads the links of the segments written or retired after the older run or linked
+    to a relabelled topic, and answers as comparing both runs' links whole, in either order."""
+    data = copy_of(base_dir, tmp_path)
+    settings = settings_for(data)
+    result = run_all(settings, new_dump(tmp_path / "new.jsonl"), "r2", embedder)
+    assert result.status == "succeeded"
+    with closing(open_staging(settings.staging_path)) as staging:
+        runs = [str(r[0]) for r in staging.execute("SELECT run_id FROM cluster_runs ORDER BY run_id")]
+        assert len(runs) == 2
+        older, newer = runs
+        with staging:
+            staging.execute("UPDATE topics SET label = label || ' again' WHERE run_id = ? AND topic = 0", (newer,))
+        for old, new in ((older, newer), (newer, older)):
+            with traced(staging) as sent:
+                found = cues_state.topic_changes(staging, old, new)
+            assert found == cues_state._link_changes(staging, old, new, "") and found
+            assert any("cues_topic_items" in sql and "EXCEPT" in sql for sql in sent)  # the scoped comparison
+        relabelled = conversations_of_topic(staging, newer, 0)
+        assert relabelled and relabelled <= cues_state.topic_changes(staging, older, newer)
+
+
+def conversations_of_topic(staging: sqlite3.Connection, run: str, topic: int) -> set[str]:
+    found = staging.execute(
+        "SELECT DISTINCT s.conversation_id FROM topic_links l JOIN segments s ON s.segment_id = l.item_id"
+        " WHERE l.run_id = ? AND l.kind = 'segment' AND l.topic = ?",
+        (run, topic),
+    )
+    return {str(r[0]) for r in found}

@@ -146,3 +146,41 @@ def test_prune_keeps_what_a_kept_run_sees_and_nothing_else(tmp_path: Path) -> No
         dbs.staging.execute("SELECT COUNT(*) FROM memory_content WHERE retired_run_id IS NOT NULL").fetchone()[0] == 0
     )
     dbs.close()
+
+
+def test_prune_sweeps_only_the_rows_a_pruned_run_saw(tmp_path: Path) -> None:
+    """A run held long ago (a graph target loaded once) keeps many retired rows: a prune of a later run deletes
+    what only that run saw and leaves the held rows, reading the retired rows from the pruned run on, not all of
+    them (SQLite's virtual machine steps, counted by a progress handler, do not grow with the held rows)."""
+    from staging.ledger import open_staging
+
+    def steps(held: int) -> tuple[int, set[tuple[str, str, str | None]]]:
+        conn = open_staging(tmp_path / f"staging-{held}.db")
+        runs = ["r1", "r2", "r3", "r4"]
+        conn.executemany("INSERT INTO memory_runs VALUES (?, 0, 0, 0, 0, 0, 0, '{}')", ((r,) for r in runs))
+        rows = [(f"held{i}", "r1", "r2") for i in range(held)]  # seen by r1 only, which stays
+        rows += [("only-r2", "r2", "r3"), ("r2-r3", "r2", "r4"), ("from-r1", "r1", "r4"), ("current", "r3", None)]
+        conn.executemany("INSERT INTO memory_cues VALUES (?2, ?1, 'n', 'keyphrase', NULL, 1, 1.0, 0, ?3)", rows)
+        conn.commit()
+        counted = [0]
+
+        def tick() -> int:
+            counted[0] += 1
+            return 0
+
+        conn.set_progress_handler(tick, 1)
+        assert history.prune(conn, {"r1", "r3", "r4"}) == ["r2"]
+        conn.set_progress_handler(None, 1)
+        left = {
+            (str(c), str(r), t) for c, r, t in conn.execute("SELECT cue_id, run_id, retired_run_id FROM memory_cues")
+        }
+        conn.close()
+        return counted[0], left
+
+    few, left_few = steps(10)
+    many, left_many = steps(20_000)
+    for left, held in ((left_few, 10), (left_many, 20_000)):
+        assert ("only-r2", "r2", "r3") not in left  # only the pruned run saw it
+        assert {("r2-r3", "r2", "r4"), ("from-r1", "r1", "r4"), ("current", "r3", None)} <= left  # r3 sees them
+        assert sum(1 for c, _, _ in left if c.startswith("held")) == held  # r1 sees them
+    assert many < few + 1_000  # without the bound on retired_run_id: ~40 steps more per held row
