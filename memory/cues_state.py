@@ -90,6 +90,10 @@ class DigestIndex:
     """Every concept's head (staging.memory_inputs.live_heads) as the digests took it. With `staging_mark`, the
     next run reads the evidence of what changed only (`scoped_digests`); an index written before them (unpickled
     without these slots: read them with getattr) does not allow it."""
+    complete: bool = True
+    """False for a scoped run's index: its `evidence` holds no message's digest, so a run that digests from it in
+    full (`digests_since`: --force, a change log it cannot compare) digests every conversation; comparing against
+    the empty map would miss a message whose evidence is gone since (its conversation kept a stale digest)."""
 
 
 @dataclass(slots=True)
@@ -230,6 +234,8 @@ def digests_since(
     why = ""
     if state is None or old is None or old.mark is None:
         why = "no digest index saved with the base run"
+    elif not getattr(old, "complete", True):
+        why = "the base run's digests were scoped: its index holds no message's evidence"
     elif not tracked:
         why = "the archive logs no changes"
     elif not archive_changes.comparable(archive, Mark(*old.mark)):
@@ -299,7 +305,11 @@ def scoped_digests(archive: sqlite3.Connection, staging: sqlite3.Connection, bas
         digests.pop(conversation, None)
     digests.update(conversation_digests(archive, by_message, concepts, read))
     index = DigestIndex(
-        (mark.conversations, mark.messages, mark.version, mark.origin), {}, (now.version, now.origin), heads
+        (mark.conversations, mark.messages, mark.version, mark.origin),
+        {},
+        (now.version, now.origin),
+        heads,
+        complete=False,
     )
     note = (
         f"{len(changed)} conversation digest(s) recomputed since cues run {state.run_id}, the rest carried"

@@ -323,6 +323,66 @@ def test_an_incremental_run_with_scoped_evidence_equals_one_that_read_all_throug
         assert cues_state.load_state(fast, run).conversations == cues_state.load_state(slow, run).conversations
 
 
+def _cues_run(data: Path, run: str, embedder: StaticMiniLM, *, read_all: bool) -> dict[str, int]:
+    """A cues run; `read_all`: its base's digest index dropped first (every conversation digested, all evidence)."""
+    settings = settings_for(data)
+    if read_all:
+        with closing(open_staging(settings.staging_path)) as staging:
+            base = cues_state.load_base(staging, settings).run_id
+        assert base is not None
+        cues_state.state_path(data, base).write_bytes(pickle.dumps(cues_state.load_state(data, base)))
+    with opened(settings) as (archive, staging):
+        open_run(staging, stages=["cues"], exports=[], settings={}, code_version="t", run_id=run)
+        result = cues.run(archive, staging, run_id=run, settings=settings, embedder=embedder)
+    assert result.status == "succeeded", result.notes
+    return result.counts
+
+
+def test_after_a_scoped_run_a_run_that_cannot_scope_digests_every_conversation(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """A scoped run (r2) saves no message's evidence digest; the next run cannot scope (staging.db's change log was
+    emptied) while one conversation lost all its evidence: comparing with r2's empty map would keep that
+    conversation's old digest (and its old memory). It digests every conversation instead, r3 and r4 (the evidence
+    back) equal runs that read everything (found by review: the digest stayed, r4 then skipped the rebuild)."""
+    fast, slow = copy_of(base_dir, tmp_path, "fast"), copy_of(base_dir, tmp_path, "slow")
+    (renamed,) = live_concepts(settings_for(fast), 1)
+    with closing(sqlite3.connect(settings_for(fast).staging_path)) as staging:
+        cited = [str(r[0]) for r in staging.execute("SELECT DISTINCT message_id FROM concept_evidence")]
+    with closing(sqlite3.connect(settings_for(fast).archive_path)) as archive:
+        by_conversation: dict[str, list[str]] = {}
+        for message in cited:
+            (conversation,) = archive.execute(
+                "SELECT conversation_id FROM messages WHERE uuid = ?", (message,)
+            ).fetchone()
+            by_conversation.setdefault(str(conversation), []).append(message)
+    messages = sorted(by_conversation[max(by_conversation)])
+    where = f"FROM concept_evidence WHERE message_id IN ({', '.join('?' * len(messages))})"
+    saved: dict[str, list[tuple[object, ...]]] = {}
+    for data in (fast, slow):
+        with closing(sqlite3.connect(settings_for(data).staging_path)) as conn, conn:
+            conn.execute("UPDATE concepts SET title = title || ' x' WHERE concept_id = ?", (renamed,))
+        assert _cues_run(data, "r2", embedder, read_all=data == slow)["incremental"] == 1
+        if data == fast:
+            index = cues_state.load_saved(fast, "r2")[1]
+            assert index is not None and index.evidence == {} and not index.complete  # r2 was scoped
+        with closing(sqlite3.connect(settings_for(data).staging_path)) as conn, conn:
+            saved[data.name] = conn.execute("SELECT * " + where, messages).fetchall()
+            conn.execute("DELETE FROM staging_changes")  # a log the next run cannot compare with r2's mark
+            conn.execute("DELETE " + where, messages)
+        _cues_run(data, "r3", embedder, read_all=data == slow)
+    for table in TABLES:
+        assert rows(fast / "staging.db", table, "r3") == rows(slow / "staging.db", table, "r3"), table
+    assert cues_state.load_state(fast, "r3").conversations == cues_state.load_state(slow, "r3").conversations
+    for data in (fast, slow):
+        with closing(sqlite3.connect(settings_for(data).staging_path)) as conn, conn:
+            marks = ", ".join("?" * len(saved[data.name][0]))
+            conn.executemany(f"INSERT INTO concept_evidence VALUES ({marks})", saved[data.name])
+        _cues_run(data, "r4", embedder, read_all=data == slow)
+    for table in TABLES:
+        assert rows(fast / "staging.db", table, "r4") == rows(slow / "staging.db", table, "r4"), table
+
+
 def test_the_digest_index_reads_back_as_saved_when_it_repeats_an_object(tmp_path: Path) -> None:
     """The state and the index are two pickles in one file: the index is read by an unpickler of its own (one
     kept from the state's would resolve the index's memo references, a concept id used twice, to the state's
