@@ -49,10 +49,11 @@ def test_index_lists_both_databases(browser: Any, server: InspectServer) -> None
     """The home page links archive and staging, served on 127.0.0.1 at the port the command printed."""
     assert server.url.startswith("http://127.0.0.1:")
     browser.get(server.url)
-    assert [a.text for a in _by_css(browser, "h2 a")] == ["archive", "staging"]
+    assert _waited(browser, lambda: [a.text for a in _by_css(browser, "h2 a")]) == ["archive", "staging"]
     browser.get(server.url + "staging")
+    # canned queries are listed on the database page (waited for: under two test workers the page may still load)
+    assert _waited(browser, lambda: "Runs and their stages" in browser.page_source)
     screenshot(browser, "inspect-staging.png")
-    assert "Runs and their stages" in browser.page_source  # canned queries are listed on the database page
 
 
 def test_canned_queries_return_the_runs_stages_and_llm_calls(browser: Any, server: InspectServer) -> None:
@@ -70,7 +71,7 @@ def test_a_concept_page_links_to_its_evidence_messages_and_their_conversation(
 ) -> None:
     """concept -> its evidence (spans with their messages) -> a message -> the conversation it belongs to."""
     browser.get(server.url + "staging/concepts/tomato-garden")
-    [link] = _by_css(browser, "a.chatmem-evidence")
+    [link] = _waited(browser, lambda: _by_css(browser, "a.chatmem-evidence"))
     assert link.text == "14 evidence"
     link.click()  # returns before the evidence page has loaded
     assert len(_waited(browser, lambda: _column(browser, "span"))) == 14
@@ -79,10 +80,13 @@ def test_a_concept_page_links_to_its_evidence_messages_and_their_conversation(
     message_link = _by_css(browser, "td.col-message_id a")[0]
     message_id = message_link.text
     message_link.click()
-    assert browser.current_url.endswith("/archive/messages/" + quote(message_id.replace(":", "~3A"), safe="~"))
-    conversation_link = _by_css(browser, "td.col-conversation_id a")[0]  # archive.db's own foreign key
+    message_page = "/archive/messages/" + quote(message_id.replace(":", "~3A"), safe="~")
+    assert _waited(browser, lambda: browser.current_url.endswith(message_page))
+    # archive.db's own foreign key
+    conversation_link = _waited(browser, lambda: _by_css(browser, "td.col-conversation_id a"))[0]
     conversation_link.click()
-    assert "/archive/conversations/" in browser.current_url and message_id.split(":")[0] in browser.page_source
+    assert _waited(browser, lambda: "/archive/conversations/" in browser.current_url)
+    assert _waited(browser, lambda: message_id.split(":")[0] in browser.page_source)
 
 
 def test_full_text_search_finds_the_message(browser: Any, server: InspectServer) -> None:
@@ -91,11 +95,11 @@ def test_full_text_search_finds_the_message(browser: Any, server: InspectServer)
     [box] = _waited(browser, lambda: _by_css(browser, "input[name=_search]"))
     box.send_keys(SEARCH_WORD)
     box.submit()  # returns before the results page has loaded: wait for it, not for a fixed time
-    assert _waited(browser, lambda: "_search=" in browser.current_url and _column(browser, "uuid")) == [
-        "baking-0:baking-0-0"
-    ]
+    found = ["baking-0:baking-0-0"]
+    # the old page's uuid column stays readable until the results replace it: wait for the one message
+    assert _waited(browser, lambda: "_search=" in browser.current_url and _column(browser, "uuid") == found)
     browser.get(f"{server.url}archive/search_messages?q=sourdough+AND+{SEARCH_WORD}")
-    assert _column(browser, "uuid") == ["baking-0:baking-0-0"]
+    assert _waited(browser, lambda: _column(browser, "uuid") == found)
 
 
 def _report(data_dir: Path, out: Path) -> Path:
