@@ -17,6 +17,7 @@ import argparse
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGES = ("contracts", "staging", "clients", "ingest", "extract", "cluster", "load", "garden", "memory", "flows")
@@ -34,18 +35,21 @@ def _ours(path: str) -> bool:
     return path.split("/", 1)[0] in PACKAGES and "site-packages" not in path
 
 
+def _samples(path: Path) -> Iterator[tuple[str, list[str], int]]:
+    """py-spy's raw (folded) lines: each stack, its frames (outermost first) and its sample count."""
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if stack and count_text.isdigit():
+            yield stack, stack.split(";"), int(count_text)
+
+
 def hotspots(path: Path, *, top: int, everything: bool) -> list[str]:
     inclusive: Counter[str] = Counter()
     own: Counter[str] = Counter()
     total = 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack or not count_text.isdigit():
-            continue
-        frames = stack.split(";")
+    for _, frames, count in _samples(path):
         if any(marker in frames[-1] for marker in IDLE):
             continue
-        count = int(count_text)
         total += count
         names = []
         for raw in frames:
@@ -76,12 +80,7 @@ def split(path: Path, rate: float) -> list[str]:
     of the command), imports outside the stages, and the rest by the innermost frame of chatmem's own code."""
     parts: Counter[str] = Counter()
     total = 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack or not count_text.isdigit():
-            continue
-        frames = stack.split(";")
-        count = int(count_text)
+    for stack, frames, count in _samples(path):
         total += count
         if "server_guard" in stack or "uvicorn" in stack:
             part = "Prefect API server (subprocess)"

@@ -39,7 +39,7 @@ import logging
 import os
 import pickle
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -318,16 +318,16 @@ def scoped_digests(archive: sqlite3.Connection, staging: sqlite3.Connection, bas
     return Scoped(Digests(digests, index, len(changed), note), evidence, concepts, heads, set(read))
 
 
+def _chunked(conn: sqlite3.Connection, sql: str, values: Sequence[str]) -> Iterator[str]:
+    """The first column of `sql` (one IN_VALUES placeholder) over `values`, SCOPE_CHUNK values a query."""
+    for start in range(0, len(values), SCOPE_CHUNK):
+        for row in conn.execute(sql, (json_values(values[start : start + SCOPE_CHUNK]),)):
+            yield str(row[0])
+
+
 def _message_ids(archive: sqlite3.Connection, conversations: Sequence[str]) -> list[str]:
     """Every message of these conversations (hidden ones too: evidence is read by message id)."""
-    found: list[str] = []
-    for start in range(0, len(conversations), SCOPE_CHUNK):
-        rows = archive.execute(
-            f"SELECT uuid FROM messages WHERE conversation_id IN {IN_VALUES}",
-            (json_values(conversations[start : start + SCOPE_CHUNK]),),
-        )
-        found.extend(str(r[0]) for r in rows)
-    return found
+    return list(_chunked(archive, f"SELECT uuid FROM messages WHERE conversation_id IN {IN_VALUES}", conversations))
 
 
 def more_evidence(
@@ -341,14 +341,7 @@ def more_evidence(
 
 
 def _conversations_of(archive: sqlite3.Connection, messages: Sequence[str]) -> set[str]:
-    found: set[str] = set()
-    for start in range(0, len(messages), SCOPE_CHUNK):
-        rows = archive.execute(
-            f"SELECT DISTINCT conversation_id FROM messages WHERE uuid IN {IN_VALUES}",
-            (json_values(messages[start : start + SCOPE_CHUNK]),),
-        )
-        found.update(str(r[0]) for r in rows)
-    return found
+    return set(_chunked(archive, f"SELECT DISTINCT conversation_id FROM messages WHERE uuid IN {IN_VALUES}", messages))
 
 
 _LINKS = (

@@ -77,8 +77,8 @@ class World:
         )
         self.staging.execute("INSERT INTO segment_extractions VALUES (?, ?, 'r0')", (segment, f"x{self.extractions}"))
 
-    def mention(self, cid: str) -> None:
-        """One more fact stated in the conversation's current extraction."""
+    def _next_mention(self, cid: str) -> tuple[str, str, int]:
+        """The conversation's current segment, its extraction and the next mention ordinal there."""
         segment, key = self.staging.execute(
             "SELECT s.segment_id, e.cache_key FROM segments s JOIN segment_extractions e USING (segment_id)"
             " WHERE s.conversation_id = ? AND s.retired_run_id IS NULL",
@@ -87,6 +87,11 @@ class World:
         ordinal = self.staging.execute(
             "SELECT COALESCE(MAX(ordinal) + 1, 0) FROM fact_mentions WHERE cache_key = ?", (key,)
         ).fetchone()[0]
+        return segment, key, ordinal
+
+    def mention(self, cid: str) -> None:
+        """One more fact stated in the conversation's current extraction."""
+        segment, key, ordinal = self._next_mention(cid)
         message = self.rng.choice([m[0] for m in self.messages() if m[1] == cid])
         value = self.rng.choice(VALUES)
         self.staging.execute(
@@ -97,14 +102,7 @@ class World:
 
     def say(self, cid: str, subject: str, attribute: str, value: str) -> None:
         """A statement of exactly this fact in the conversation's current extraction."""
-        segment, key = self.staging.execute(
-            "SELECT s.segment_id, e.cache_key FROM segments s JOIN segment_extractions e USING (segment_id)"
-            " WHERE s.conversation_id = ? AND s.retired_run_id IS NULL",
-            (cid,),
-        ).fetchone()
-        ordinal = self.staging.execute(
-            "SELECT COALESCE(MAX(ordinal) + 1, 0) FROM fact_mentions WHERE cache_key = ?", (key,)
-        ).fetchone()[0]
+        segment, key, ordinal = self._next_mention(cid)
         self.staging.execute(
             "INSERT INTO fact_mentions VALUES (?, ?, ?, ?, ?, ?, ?, 'positive', 'said', 0.8, 'r0')",
             (key, ordinal, segment, f"{cid}-m0", subject, attribute, value),

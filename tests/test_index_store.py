@@ -184,6 +184,15 @@ def overwrite_in_place(path: Path, *, keep_time: bool) -> None:
     assert path.stat().st_size == before.st_size and not np.array_equal(np.load(path), array)
 
 
+def assert_fresh(built: Dbs, index: MemoryIndex) -> None:
+    """`index` equals a build from scratch, array for array, and answers as it does."""
+    expected = fresh(built)
+    for f in fields(MemoryIndex):
+        if f.name != "texts":
+            assert same(getattr(index, f.name), getattr(expected, f.name)), f.name
+    assert answers(built, index) == answers(built, expected)
+
+
 def test_an_array_overwritten_in_place_is_found_and_the_index_rebuilt(
     built: Dbs, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -194,11 +203,7 @@ def test_an_array_overwritten_in_place_is_found_and_the_index_rebuilt(
     with caplog.at_level(logging.WARNING, logger="memory.index_store"):
         index = stored(built)
     assert "bm25.idf.npy does not hold the bytes written" in caplog.text
-    expected = fresh(built)
-    for f in fields(MemoryIndex):
-        if f.name != "texts":
-            assert same(getattr(index, f.name), getattr(expected, f.name)), f.name
-    assert answers(built, index) == answers(built, expected)
+    assert_fresh(built, index)
 
 
 @pytest.mark.parametrize("damage", ["overwrite", "truncate", "remove"])
@@ -222,11 +227,7 @@ def test_a_damaged_vector_segment_is_found_and_the_index_rebuilt(
     with caplog.at_level(logging.WARNING, logger="memory.index_store"):
         index = stored(built)
     assert "cannot be used" in caplog.text
-    expected = fresh(built)
-    for f in fields(MemoryIndex):
-        if f.name != "texts":
-            assert same(getattr(index, f.name), getattr(expected, f.name)), f.name
-    assert answers(built, index) == answers(built, expected)
+    assert_fresh(built, index)
     assert not segment.exists(), "no index lists the damaged segment: removed with the store"
     assert isinstance(index.dense, mapped.Rows) and index.dense.entries[0] is not None
     assert index.dense.entries[0]["name"] != entry["name"]
