@@ -3,6 +3,7 @@ cost, and what the run left in staging.db (issue 23: memory rows shared across r
 
     python benchmarks/bench_reexport.py BUILT_DATA_DIR EXPORT --work COPY_DIR [--json OUT.json]
     python benchmarks/bench_reexport.py --make-export BASE.json NEW_MESSAGES OUT.json   # the re-export itself
+    python benchmarks/bench_reexport.py --make-export OUT.json 1000 NEXT.json --seed 8   # the month after
 
 BUILT_DATA_DIR is left as it is: copied to COPY_DIR (replaced), its local graph target renamed to the copy's (as
 bench_incremental.py --same-target: the copy's load diffs as an in-place re-run would). Then, each a `chatmem`
@@ -136,12 +137,15 @@ def main() -> None:
     parser.add_argument("--work", type=Path)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--make-export", nargs=3, metavar=("BASE", "NEW_MESSAGES", "OUT"))
+    # The new messages' ids come from this seed: a re-export made from an earlier one needs another seed, or its
+    # "new" messages are the earlier one's again (ingested already: nothing new, and their conversations clash).
+    parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     if args.make_export:
         from bench_load import reexport
 
         base, n, out = args.make_export
-        continued, added = reexport(Path(base), Path(out), int(n), 7)
+        continued, added = reexport(Path(base), Path(out), int(n), args.seed)
         print(f"{out}: {n} new messages, {continued} conversations continued, {added} new")
         return
     if args.work.exists():
