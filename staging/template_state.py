@@ -247,16 +247,19 @@ def set_found(conn: sqlite3.Connection, decisions: dict[int, bool]) -> None:
     )
 
 
+# The conversations holding a boilerplate sentence: the found sentences first, then each one's places by the primary
+# key. Without CROSS JOIN, SQLite (no statistics) walked every place by its message index and looked its sentence
+# up: 4.9 s at 1M messages (1.06M places, 21.5k found sentences) against 0.26 s in this order.
+HOLDING = (
+    "SELECT DISTINCT p.conversation_id FROM template_repeated r"
+    " CROSS JOIN template_places p ON p.sentence_key = r.sentence_key WHERE r.found = 1 ORDER BY 1"
+)
+
+
 def found(conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
     """The boilerplate sentences, and the conversations that hold one (sorted)."""
     sentences = [str(r[0]) for r in conn.execute("SELECT text FROM template_repeated WHERE found = 1")]
-    holding = [
-        str(r[0])
-        for r in conn.execute(
-            "SELECT DISTINCT p.conversation_id FROM template_repeated r"
-            " JOIN template_places p ON p.sentence_key = r.sentence_key WHERE r.found = 1 ORDER BY 1"
-        )
-    ]
+    holding = [str(r[0]) for r in conn.execute(HOLDING)]
     return sentences, holding
 
 

@@ -272,3 +272,24 @@ def test_a_signature_follows_only_the_boilerplate_its_conversation_cites() -> No
     assert signed({A, E})["c1"] == base["c1"] and signed({A, E})["c2"] != base["c2"]  # E is c2's
     assert signed({A, B})["c1"] != base["c1"]  # B is c1's
     assert signed({A}, {"k1": {"k1:0"}, "k2": {"k2:0"}})["c1"] != base["c1"]  # handed less
+
+
+def test_the_conversations_holding_boilerplate_are_read_from_the_found_sentences(tmp_path: Path) -> None:
+    """`found` reads the found sentences and then only their places (by the primary key), never every place of
+    every repeated sentence: the plan that walked all places cost 4.9 s a run at 1M messages. Same answer."""
+    conn = sqlite3.connect(tmp_path / "staging.db")
+    for ddl in state.SCHEMA:
+        conn.execute(ddl)
+    conn.executemany(
+        "INSERT INTO template_repeated (sentence_key, text, rank_seq, rank_ord, found) VALUES (?, ?, ?, 0, ?)",
+        [(key, f"sentence {key}", key, int(key % 10 == 0)) for key in range(1, 201)],
+    )
+    conn.executemany(
+        "INSERT INTO template_places (sentence_key, position, conversation_id, message_id) VALUES (?, ?, ?, ?)",
+        [(key, pos, f"c{(key + pos) % 37:02d}", f"m{key}-{pos}") for key in range(1, 201) for pos in range(3)],
+    )
+    plan = " | ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {state.HOLDING}"))
+    assert "SCAN r" in plan and "SEARCH p USING PRIMARY KEY" in plan, plan
+    sentences, holding = state.found(conn)
+    assert sorted(sentences) == sorted(f"sentence {key}" for key in range(10, 201, 10))
+    assert holding == sorted({f"c{(key + pos) % 37:02d}" for key in range(10, 201, 10) for pos in range(3)})
