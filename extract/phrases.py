@@ -638,8 +638,6 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             before, run = run[0], run[1:]
         if len(run) >= 2 and token is not None and token.lower == "to" and _verb_before_to(run, words, i + 1):
             run = run[:-1]  # "the Client wishes to engage", "emp reports to lead": a subject, then its verb
-        elif len(run) >= 2 and _verb_before_object(run, token):
-            run = run[:-1]  # "python -m pytest runs the tests", "the function returns a list": its verb
         yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not _number(token) else []
         before, infinitive = previous, _verb_slot(earlier, previous)
@@ -671,21 +669,6 @@ def _verb_before_to(run: list[Token], words: list[Token], after: int) -> bool:
         return False
     following = words[after]
     return following.text == following.lower and not following.stop and _can_be_verb(following.lower)
-
-
-# Words that open an object's noun phrase; not "that", "this", "these" or "those", which also open a relative
-# clause or end a phrase ("the data sets that we use", "the unit tests this covers").
-_OBJECT_OPENERS = frozenset("a an the your my our their its his her".split())  # noqa: SIM905
-
-
-def _verb_before_object(run: list[Token], after: Token | None) -> bool:
-    """ "python -m pytest runs the tests", "the function returns a list": a run that ends in a verb's -s form after
-    a singular noun, followed by an article or a possessive, is a subject and its verb, not a term ("pytest runs");
-    a plural noun there is a compound's head ("the data sets the stage" is rare, "Spark jobs the ..." no English)."""
-    last, subject = run[-1], run[-2]
-    if after is None or after.lower not in _OBJECT_OPENERS or last.text != last.lower or not _verb_s(last.lower):
-        return False
-    return singular(subject.lower) == subject.lower and not _verb_s(subject.lower)
 
 
 def _number(token: Token) -> bool:

@@ -122,16 +122,3 @@ def test_no_four_letter_word_is_respelt_into_a_function_word() -> None:
     )
     found = [h.title.casefold() for h in OfflineExtractor(8).extract(segment).hypotheses]
     assert not any(t.startswith("was ") for t in found)
-
-
-def test_a_verb_between_its_subject_and_an_article_ends_the_term() -> None:
-    """ "python -m pytest runs the tests": "runs" after a singular noun and before "the" is the verb of a clause, so
-    the term is "pytest", not "pytest runs"; a possessive before the noun phrase is no object ("Our team uses the
-    Hive metastore" keeps "Hive metastore")."""
-    assert "pytest runs" not in surfaces("python -m pytest runs the tests") and "pytest" in surfaces(
-        "python -m pytest runs the tests"
-    )
-    found = surfaces("Kafka stores the messages in topics.")
-    assert "kafka stores" not in found and "kafka" in found
-    assert "nightly etl job" in surfaces("The nightly ETL job uses the warehouse.")
-    assert "hive metastore" in surfaces("Our team uses the Hive metastore.")
