@@ -4,11 +4,11 @@ The steps (the runner, flows/stage_runner.py, keeps the ledger): bring the templ
 (extract/templates.py); walk the current extraction of every current segment (oldest segment first), reading and
 parsing only those with a hypothesis not handled yet (`concept_inputs`, found in SQL: a scheduled re-export costs
 its new extractions, not the store) and skipping the handled ones and the conversations whose template hypotheses
-would all be dropped again (extract/template_drops.py), so a re-run with nothing new does nothing; compute with
-`extract.concept_loop` (decisions) and `extract.resolve` (matching); write in batches, each one transaction that
-holds its concepts, evidence, relations, transitions and handled inputs, so a killed run resumes where it stopped;
-validate the store (no two concepts with one title, every live concept with evidence, every merge pointer
-resolvable); return the counts.
+would all be dropped again (extract/template_drops.py: remembered, not recounted), so a re-run with nothing new
+does nothing; compute with `extract.concept_loop` (decisions) and `extract.resolve` (matching); write in batches,
+each one transaction that holds its concepts, evidence, relations, transitions and handled inputs, so a killed run
+resumes where it stopped; validate the store (no two concepts with one title, every live concept with evidence,
+every merge pointer resolvable); return the counts.
 """
 
 from __future__ import annotations
@@ -47,11 +47,15 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
     notes: list[str] = []
     with Transaction(staging):  # the rule's kept state and what it decides, in one transaction
         boilerplate = find_boilerplate(staging, archive)  # a user's prompt template is no evidence (templates.py)
-        if boilerplate.sentences and store.cites_any(staging, boilerplate.conversation_of, boilerplate.sentences):
+        # Only a sentence found by this run can be cited by stored evidence: `strip` keeps found ones out of it.
+        if boilerplate.new_sentences and store.cites_any(
+            staging, boilerplate.conversation_of, boilerplate.new_sentences
+        ):
             # A sentence became boilerplate with its latest conversation: the hypotheses handled before cite it.
             # The store is rebuilt from every current extraction, so the schedule ends where a clean build would
             # (rare: once per new template; after it no stored evidence cites one).
             store.clear_store(staging)
+            state.forget_drops(staging, state.drops(staging))  # they remember what was handled before
             notes.append("concept store rebuilt: a prompt template found since the last run (extract/templates.py)")
     prepare: Prepare | None = None
     if similarity is None and settings.concepts.similarity == "embedding":
@@ -67,11 +71,11 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
         keep_index=resolver_state.present(staging),
     )
     # Before any write: a run sees the inputs handled before it. The rule's state holds the current extractions.
-    unfinished = state.unfinished_inputs(staging)
+    skip = template_drops.replayed(staging, boilerplate)  # conversations that would drop all again: not read
+    unfinished = state.unfinished_inputs(staging, skip)
     current = extraction_store.iter_current(staging)
     cited = state.sentences_cited(staging, unfinished)
     signed = template_drops.signatures(current, unfinished, boilerplate, cited)
-    skip = template_drops.replayed(staging, signed, boilerplate)  # conversations that would drop all again
     batch: list[CurrentExtraction] = []
     for extraction in current:
         batch.append(extraction)

@@ -53,6 +53,7 @@ class Boilerplate:
 
     sentences: frozenset[str] = frozenset()
     conversation_of: dict[str, str] = field(default_factory=dict)  # segment -> its conversation, where one holds
+    new_sentences: frozenset[str] = frozenset()  # found by this run, not the last (stored evidence may cite them)
     dropped: int = 0
     dropped_in: Counter[str] = field(default_factory=Counter)  # conversation -> hypotheses dropped there
     kept_in: set[str] = field(default_factory=set)  # conversations where `strip` kept a hypothesis
@@ -217,10 +218,15 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
     else:
         changed = set(archive_changes.changed_since(archive, since))
         kept = {e[0]: e for e in state.stored(staging)}
-        state.forget_drops(staging, changed)  # what a conversation's replay dropped holds only while it is unchanged
+    found_before = state.found_keys(staging)
     present = {e[0]: e for e in now}
-    keys = state.remove(staging, [seq for seq, e in kept.items() if present.get(seq) != e])
+    gone = [seq for seq, e in kept.items() if present.get(seq) != e]
     added = [e for e in now if kept.get(e[0]) != e]
+    # A conversation's remembered replay (extract/template_drops.py) holds while what it hands the rule is the same:
+    # forgotten when the archive changes it or its extractions change (here), or a sentence it cites is found or
+    # lost (below), or the concept store is emptied (the stage).
+    state.forget_drops(staging, changed | {kept[seq][4] for seq in gone} | {e[4] for e in added})
+    keys = state.remove(staging, gone)
     texts: dict[int, str] = {}
     sizes: dict[int, int] = {}
     # A first build has every citation at hand (in reading order), and decides every sentence: nothing to read back
@@ -254,13 +260,17 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
         sentences = [r.text for r in after.values() if r.found]
         holding = sorted({c for r in after.values() if r.found for c, _ in r.places})
     state.write_mark(staging, None if mark is None else mark.as_json())
+    found_now = state.found_keys(staging)
+    if kept:  # a state built again has no remembered replays left (`state.clear`)
+        state.forget_drops(staging, state.citing(staging, found_before ^ found_now))
     if not sentences:
         return Boilerplate()
     segments = staging.execute(
         f"SELECT segment_id, conversation_id FROM segments WHERE conversation_id IN {IN_VALUES}",
         (json_values(holding),),
     )
-    return Boilerplate(frozenset(sentences), {str(row[0]): str(row[1]) for row in segments})
+    new_sentences = frozenset(state.texts_of(staging, found_now - found_before))
+    return Boilerplate(frozenset(sentences), {str(row[0]): str(row[1]) for row in segments}, new_sentences)
 
 
 def _spans(

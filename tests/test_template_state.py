@@ -216,7 +216,7 @@ def test_a_conversation_that_drops_every_hypothesis_again_is_skipped_with_the_sa
     store_before = digest(dbs.staging)
     skipped, read = again()
     assert read == [] and skipped["boilerplate_dropped"] == replayed["boilerplate_dropped"]
-    assert skipped["extractions_read"] == replayed["extractions_read"]
+    assert skipped["extractions_read"] == 0 < replayed["extractions_read"]  # a skipped one is not even looked at
     assert digest(dbs.staging) == store_before
 
     edited = templated("t1", 1)

@@ -1,0 +1,151 @@
+"""A remembered replay of the template rule (extract/template_drops.py) is skipped without being recounted, so it
+must be forgotten by every event that changes what its conversation would hand the rule: a sentence it cites
+found or lost as boilerplate by other conversations, a new extraction in it, the concept store emptied. Each test
+ends the schedule where a clean build over the same archive ends (issue 23: no recount, the same store)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from concept_support import T0, Dbs, ScriptedExtractor, conversation, open_dbs, write_archive
+from stage_support import stage_concepts, stage_extract, stage_segment
+from test_concepts_incremental import evidence_rows, live_titles
+
+from staging import template_state as state
+
+A = ("Do not use brackets for array indexing.", "Use string concatenation for every output line.")
+B = ("Always answer in formal English.", "Explain each step with great care.")
+CODE = ["total = sum(prices[i] for i in range(n))", "print(names[0] + names[1])", "matrix[row][col] = 0"]
+
+
+def chat(conversation_id: str, day: int, template: Sequence[str] = A) -> Any:
+    """A user pastes a template (or none), then code of this conversation's own; the reply echoes nothing."""
+    user = " ".join([*template, f"Here is my code: {CODE[day % 3]} # {conversation_id}"])
+    reply = f"Sure, for {conversation_id}: here it is rewritten."
+    return conversation(conversation_id, [("user", user), ("assistant", reply)], start=T0 + timedelta(days=day))
+
+
+def answer(segment: Any) -> str:
+    """Each sentence the user pasted is the evidence of its own concept (its last two words), the code of a third."""
+    user = segment.messages[0]
+    pasted, code = user.text.split("Here is my code: ")
+    sentences = [s + "." for s in pasted.strip().rstrip(".").split(". ") if s]
+
+    def one(title: str, text: str) -> dict[str, Any]:
+        span = {"source_id": segment.segment_id, "message_id": user.message_id, "text": text, "confidence": 0.8}
+        return {
+            **{"concept_id": title.lower().replace(" ", "-"), "title": title, "type": "entity", "state": "active"},
+            **{"description": f"about {title}", "confidence": 0.8, "aliases": [], "evidence_spans": [span]},
+            **{"relations": [], "revision_count": 0, "first_seen": None, "last_seen": None},
+        }
+
+    hypotheses = [one(" ".join(s.rstrip(".").split()[-2:]).capitalize(), s) for s in sentences]
+    hypotheses.append(one(f"Code of {segment.conversation_id}", code))
+    return json.dumps({"hypotheses": hypotheses})
+
+
+def run(dbs: Dbs, chats: Sequence[Any] = (), tag: str = "", extractor: Any = None) -> dict[str, int]:
+    """One dump (if any) through segment, extract and concepts; the concepts stage's counts."""
+    if chats:
+        write_archive(dbs.archive, chats, tag=tag)
+    run_id = dbs.run_id()
+    stage_segment.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    extractor = extractor or ScriptedExtractor(answer)
+    stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, extractor=extractor)
+    return stage_concepts.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings).counts
+
+
+def clean(data_dir: Path, chats: Sequence[Any]) -> Dbs:
+    dbs = open_dbs(data_dir)
+    run(dbs, chats, "c0")
+    return dbs
+
+
+def remembered(dbs: Dbs) -> set[str]:
+    return set(state.drops(dbs.staging))
+
+
+def test_a_sentence_lost_as_boilerplate_elsewhere_replays_the_conversations_citing_it(tmp_path: Path) -> None:
+    """Four conversations paste template A and are remembered; two of them are exported again without it, so A is
+    repeated in two conversations only and is no template any more. The other two, unchanged in the archive, cite
+    it: they are replayed, and their A concepts are kept as a clean build keeps them."""
+    dbs = open_dbs(tmp_path / "s")
+    run(dbs, [chat(f"t{i}", i) for i in range(4)], "d0")
+    run(dbs)  # the replay of the dropped hypotheses, remembered
+    assert remembered(dbs) == {"t0", "t1", "t2", "t3"}
+    assert "Array indexing" not in live_titles(dbs)
+    final = [chat("t0", 0), chat("t1", 1), chat("t2", 2, ()), chat("t3", 3, ())]
+    counts = run(dbs, final[2:], "d1")
+    assert counts["boilerplate_sentences"] == 0 and remembered(dbs) == set()
+    reference = clean(tmp_path / "c", final)
+    assert "Array indexing" in live_titles(reference)
+    assert live_titles(dbs) == live_titles(reference)
+    assert evidence_rows(dbs) == evidence_rows(reference)
+
+
+def test_a_store_rebuilt_for_a_new_template_forgets_every_replay(tmp_path: Path) -> None:
+    """Template A's conversations are remembered; template B is pasted in two conversations (not yet a template:
+    their B concepts are stored), then in a third: the store is emptied and rebuilt. A conversation of A still
+    remembered then would be skipped and its own code concept, handled before, lost."""
+    dbs = open_dbs(tmp_path / "s")
+    a_chats = [chat(f"t{i}", i) for i in range(4)]
+    b_chats = [chat(f"u{i}", 10 + i, B) for i in range(3)]
+    run(dbs, [*a_chats, *b_chats[:2]], "d0")
+    run(dbs)
+    assert remembered(dbs) == {"t0", "t1", "t2", "t3"} and "Formal english" in live_titles(dbs)
+    run(dbs, b_chats[2:], "d1")
+    assert {f"Code of t{i}" for i in range(4)} <= live_titles(dbs)
+    reference = clean(tmp_path / "c", [*a_chats, *b_chats])
+    assert "Formal english" not in live_titles(reference)
+    assert live_titles(dbs) == live_titles(reference)
+    assert evidence_rows(dbs) == evidence_rows(reference)
+
+
+def test_a_new_extraction_in_a_remembered_conversation_replays_it(tmp_path: Path) -> None:
+    """A remembered conversation that the next export continues (its segment, and so its extraction, changes) is
+    replayed; the others stay skipped and are not read; the run after remembers it again."""
+    dbs = open_dbs(tmp_path / "s")
+    run(dbs, [chat(f"t{i}", i) for i in range(4)], "d0")
+    run(dbs)
+    assert remembered(dbs) == {"t0", "t1", "t2", "t3"}
+    first = chat("t1", 1)
+    turns = [(m.role, m.text) for m in first.messages] + [("user", "Here is my code: y = 1"), ("assistant", "Ok.")]
+    continued = run(dbs, [conversation("t1", turns, start=T0 + timedelta(days=1))], "d1")
+    assert continued["extractions_read"] == 1 and remembered(dbs) == {"t0", "t2", "t3"}  # t1 kept a concept
+    replay = run(dbs)
+    assert replay["extractions_read"] == 1 and remembered(dbs) == {"t0", "t1", "t2", "t3"}
+    assert run(dbs)["extractions_read"] == 0
+
+
+def test_new_extractions_of_an_unchanged_archive_replay_their_conversations(tmp_path: Path) -> None:
+    """An extractor upgrade replaces every extraction while the archive stays as it was: each remembered
+    conversation is handed new extractions, so it is replayed and their hypotheses are handled."""
+    dbs = open_dbs(tmp_path / "s")
+    run(dbs, [chat(f"t{i}", i) for i in range(4)], "d0")
+    run(dbs)
+    assert remembered(dbs) == {"t0", "t1", "t2", "t3"}
+
+    def renamed(segment: Any) -> str:
+        return answer(segment).replace('"Code of ', '"Snippet of ')
+
+    counts = run(dbs, extractor=ScriptedExtractor(renamed, name="scripted2"))
+    assert counts["extractions_read"] == 4
+    assert {f"Snippet of t{i}" for i in range(4)} <= live_titles(dbs)
+
+
+def test_skipped_conversations_are_not_looked_at(tmp_path: Path) -> None:
+    """`unfinished_inputs` with the remembered conversations skipped answers the reference for the others."""
+    from staging import concepts as store
+
+    dbs = open_dbs(tmp_path / "s")
+    run(dbs, [*(chat(f"t{i}", i) for i in range(4)), chat("p", 9, ())], "d0")
+    every = state.unfinished_inputs(dbs.staging)
+    assert every == store.unfinished_inputs(dbs.staging) and len(every) == 4  # the dropped ones' extractions
+    rows = dbs.staging.execute("SELECT cache_key FROM template_extractions WHERE conversation_id IN ('t0', 't2')")
+    skipped = {str(r[0]) for r in rows}
+    assert len(skipped) == 2
+    assert state.unfinished_inputs(dbs.staging, ["t0", "t2"]).keys() == every.keys() - skipped
