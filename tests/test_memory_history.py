@@ -184,3 +184,25 @@ def test_prune_sweeps_only_the_rows_a_pruned_run_saw(tmp_path: Path) -> None:
         assert {("r2-r3", "r2", "r4"), ("from-r1", "r1", "r4"), ("current", "r3", None)} <= left  # r3 sees them
         assert sum(1 for c, _, _ in left if c.startswith("held")) == held  # r1 sees them
     assert many < few + 1_000  # without the bound on retired_run_id: ~40 steps more per held row
+
+
+def test_prune_runs_with_its_own_page_cache_and_gives_it_back(tmp_path: Path) -> None:
+    """The prune after a full build deletes millions of rows in the retired index's order: it runs with a page cache
+    of `PRUNE_CACHE_KIB` (benchmarks/bench_prune_cache.py), and the connection's own is back after it, whether it
+    pruned something or not."""
+    from staging.ledger import open_staging
+
+    conn = open_staging(tmp_path / "staging.db")
+    own = conn.execute("PRAGMA cache_size").fetchone()[0]
+    conn.executemany("INSERT INTO memory_runs VALUES (?, 0, 0, 0, 0, 0, 0, '{}')", (("r1",), ("r2",)))
+    conn.execute("INSERT INTO memory_cues VALUES ('gone', 'r1', 'n', 'keyphrase', NULL, 1, 1.0, 0, 'r2')")
+    conn.commit()
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    assert history.prune(conn, {"r2"}) == ["r1"]
+    assert history.prune(conn, {"r2"}) == []
+    conn.set_trace_callback(None)
+    assert statements.count(f"PRAGMA cache_size = -{history.PRUNE_CACHE_KIB}") == 2
+    assert conn.execute("PRAGMA cache_size").fetchone()[0] == own
+    assert conn.execute("SELECT COUNT(*) FROM memory_cues").fetchone()[0] == 0
+    conn.close()
