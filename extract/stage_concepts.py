@@ -47,10 +47,13 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
     notes: list[str] = []
     with Transaction(staging):  # the rule's kept state and what it decides, in one transaction
         boilerplate = find_boilerplate(staging, archive)  # a user's prompt template is no evidence (templates.py)
-        # Only a sentence found by this run can be cited by stored evidence: `strip` keeps found ones out of it.
-        if boilerplate.new_sentences and store.cites_any(
+        # Stored evidence can cite a found sentence only where it is new (found by this run), or in a conversation
+        # an event touched this run (it held no boilerplate before: its older extraction's evidence is stored).
+        touched = [segment for segment, c in boilerplate.conversation_of.items() if c in boilerplate.touched]
+        new = bool(boilerplate.new_sentences) and store.cites_any(
             staging, boilerplate.conversation_of, boilerplate.new_sentences
-        ):
+        )
+        if new or (bool(touched) and store.cites_any(staging, touched, boilerplate.sentences)):
             # A sentence became boilerplate with its latest conversation: the hypotheses handled before cite it.
             # The store is rebuilt from every current extraction, so the schedule ends where a clean build would
             # (rare: once per new template; after it no stored evidence cites one).

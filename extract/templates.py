@@ -54,6 +54,7 @@ class Boilerplate:
     sentences: frozenset[str] = frozenset()
     conversation_of: dict[str, str] = field(default_factory=dict)  # segment -> its conversation, where one holds
     new_sentences: frozenset[str] = frozenset()  # found by this run, not the last (stored evidence may cite them)
+    touched: frozenset[str] = frozenset()  # conversations an event touched this run (their replays forgotten)
     dropped: int = 0
     dropped_in: Counter[str] = field(default_factory=Counter)  # conversation -> hypotheses dropped there
     kept_in: set[str] = field(default_factory=set)  # conversations where `strip` kept a hypothesis
@@ -225,7 +226,8 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
     # A conversation's remembered replay (extract/template_drops.py) holds while what it hands the rule is the same:
     # forgotten when the archive changes it or its extractions change (here), or a sentence it cites is found or
     # lost (below), or the concept store is emptied (the stage).
-    state.forget_drops(staging, changed | {kept[seq][4] for seq in gone} | {e[4] for e in added})
+    events = changed | {kept[seq][4] for seq in gone} | {e[4] for e in added}
+    state.forget_drops(staging, events)
     keys = state.remove(staging, gone)
     texts: dict[int, str] = {}
     sizes: dict[int, int] = {}
@@ -262,7 +264,9 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
     state.write_mark(staging, None if mark is None else mark.as_json())
     found_now = state.found_keys(staging)
     if kept:  # a state built again has no remembered replays left (`state.clear`)
-        state.forget_drops(staging, state.citing(staging, found_before ^ found_now))
+        flipped = state.citing(staging, found_before ^ found_now)
+        events |= flipped
+        state.forget_drops(staging, flipped)
     if not sentences:
         return Boilerplate()
     segments = staging.execute(
@@ -270,7 +274,9 @@ def find_boilerplate(staging: sqlite3.Connection, archive: sqlite3.Connection) -
         (json_values(holding),),
     )
     new_sentences = frozenset(state.texts_of(staging, found_now - found_before))
-    return Boilerplate(frozenset(sentences), {str(row[0]): str(row[1]) for row in segments}, new_sentences)
+    return Boilerplate(
+        frozenset(sentences), {str(row[0]): str(row[1]) for row in segments}, new_sentences, frozenset(events)
+    )
 
 
 def _spans(

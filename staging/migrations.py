@@ -53,6 +53,9 @@ History:
                16  staging_changes logs a deleted or rewritten cluster run (`cluster`), so that the load reads only
                    the Topic and BELONGS_TO rows that differ from the cluster run its mark names
                    (staging/staging_changes.py, load/staging_delta.py)
+               17  template_drops emptied once: a conversation's remembered replay of the template rule is now kept
+                   until an event forgets it, not checked by a signature each run (extract/template_drops.py), and
+                   a row the older code kept past such an event would be trusted (derived: one replay rebuilds it)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -317,6 +320,11 @@ STAGING = (
         16,
         "staging_changes: cluster runs deleted or rewritten since a load's mark (trigger on cluster_runs)",
         staging_changes.create_cluster,
+    ),
+    Migration(
+        17,
+        "template_drops emptied: remembered template replays are forgotten by events now, not re-signed each run",
+        statements(["DELETE FROM template_drops"]),
     ),
 )
 

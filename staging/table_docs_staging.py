@@ -665,7 +665,8 @@ STAGING.update(
         ),
         "template_drops": doc(
             "Template rule: replays skipped",
-            "Conversations whose every unfinished hypothesis the rule dropped in the last run"
+            "Conversations whose every unfinished hypothesis the rule dropped when last replayed, skipped until an"
+            " event forgets them: the archive or their extractions change, a sentence they cite is found or lost"
             " (extract/template_drops.py).",
             {
                 "conversation_id": "The conversation.",

@@ -105,6 +105,22 @@ def test_a_store_rebuilt_for_a_new_template_forgets_every_replay(tmp_path: Path)
     assert evidence_rows(dbs) == evidence_rows(reference)
 
 
+def test_a_conversation_that_holds_a_known_template_again_has_its_old_evidence_checked(tmp_path: Path) -> None:
+    """d pastes A while A is no template (its A concepts are stored); the next export edits d without A while three
+    others paste A (A is found; d holds none); the export after that restores d. A is not new, but d is touched:
+    its stored evidence cites A, so the store is rebuilt and ends as a clean build's (found by the review of the
+    remembered replays: checking only new sentences kept d's A concepts for good)."""
+    dbs = open_dbs(tmp_path / "s")
+    run(dbs, [chat("d", 5), chat("p", 7, ())], "d0")
+    assert "Array indexing" in live_titles(dbs)
+    run(dbs, [chat("d", 5, ()), *(chat(f"t{i}", i) for i in range(3))], "d1")
+    run(dbs, [chat("d", 5)], "d2")
+    reference = clean(tmp_path / "c", [chat("d", 5), chat("p", 7, ()), *(chat(f"t{i}", i) for i in range(3))])
+    assert "Array indexing" not in live_titles(reference)
+    assert live_titles(dbs) == live_titles(reference)
+    assert evidence_rows(dbs) == evidence_rows(reference)
+
+
 def test_a_new_extraction_in_a_remembered_conversation_replays_it(tmp_path: Path) -> None:
     """A remembered conversation that the next export continues (its segment, and so its extraction, changes) is
     replayed; the others stay skipped and are not read; the run after remembers it again."""
@@ -149,3 +165,21 @@ def test_skipped_conversations_are_not_looked_at(tmp_path: Path) -> None:
     skipped = {str(r[0]) for r in rows}
     assert len(skipped) == 2
     assert state.unfinished_inputs(dbs.staging, ["t0", "t2"]).keys() == every.keys() - skipped
+
+
+def test_replays_remembered_by_the_older_code_are_forgotten_by_the_upgrade(tmp_path: Path) -> None:
+    """The older code re-signed each remembered replay every run and kept a row through events it did not log (a
+    run killed after its first transaction): staging.db migration 17 empties template_drops once (one replay)."""
+    from staging.ledger import open_staging
+
+    path = tmp_path / "staging.db"
+    conn = open_staging(path)
+    conn.execute("INSERT INTO template_drops VALUES ('t0', 'signature', 2)")
+    conn.execute("DELETE FROM schema_migrations WHERE version = 17")
+    conn.execute("PRAGMA user_version = 16")
+    conn.commit()
+    conn.close()
+    conn = open_staging(path)
+    assert conn.execute("SELECT COUNT(*) FROM template_drops").fetchone()[0] == 0
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 17
+    conn.close()
