@@ -244,7 +244,7 @@ def prepare_recall(settings: Settings) -> None:
     from memory.service import Memory  # the recall path's modules: only a run that built a memory pays for them
 
     try:
-        Memory.open(settings, facts=False)  # the index is stored, not queried: no fact positions looked up
+        Memory.store(settings)  # stored, not queried: neither mapped back in nor given the garden's facts
     except (ChatmemError, OSError, sqlite3.Error, ValueError) as exc:
         log.warning("the recall index was not stored after the run (the first recall builds it): %s", exc)
 

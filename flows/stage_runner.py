@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from clients.batches import MapBatches
+from clients.free_memory import give_back
 from clients.process_batches import process_batches, worker_count
 from clients.progress import ProgressFactory
 from clients.stage import Outcome, StageContext, declared_only
@@ -117,6 +118,7 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
     finally:
         archive.close()
         staging.close()
+        give_back()  # what the stage freed leaves the process: the next stage (and the recall index) start lower
     log.info("%s - %s: %s", stage.name, result.status, result.counts)
     if context.stage_lines:
         _line(f"{stage.name}: {result.status} in {time.monotonic() - started:.1f} s, {result.rows_out} rows written")

@@ -201,9 +201,25 @@ def open_index(
 ) -> MemoryIndex:
     """The stored index of the latest (or the given) cues run, built and stored first when there is none. Its key,
     the earlier index it may reuse or patch and the build read one snapshot of each database (as load_index).
-    `facts=False`: without the garden's facts (attach_facts), for a caller that only stores the index (a run)."""
+    `facts=False`: without the garden's facts (attach_facts)."""
     with read_snapshot(staging), read_snapshot(archive):
-        return _open_index(archive, staging, settings, embedder, run_id, facts)
+        index = _open_index(archive, staging, settings, embedder, run_id, facts)
+    assert index is not None  # only a store returns none
+    return index
+
+
+def store_index(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    embedder: Embedder,
+    *,
+    run_id: str | None = None,
+) -> None:
+    """What a run does for the first recall after it: open_index's build and store, keeping nothing. The stored
+    files are not mapped back in while the built arrays are still held, and no texts or facts are attached."""
+    with read_snapshot(staging), read_snapshot(archive):
+        _open_index(archive, staging, settings, embedder, run_id, facts=False, store_only=True)
 
 
 def _open_index(
@@ -213,7 +229,8 @@ def _open_index(
     embedder: Embedder,
     run_id: str | None,
     facts: bool = True,
-) -> MemoryIndex:
+    store_only: bool = False,
+) -> MemoryIndex | None:
     run_id = run_id or store.latest_run(staging)
     if run_id is None:
         return load_index(archive, staging, settings, embedder)  # raises the "no memory yet" error
@@ -246,8 +263,10 @@ def _open_index(
         if built.size >= settings.recall.prepass_from:
             prepare(built)  # stored with the index: the pre-pass tables cost seconds at 250k
         index = built
-        if _store(built, root, target, key, reuse_key(settings, embedder)):
+        if _store(built, root, target, key, reuse_key(settings, embedder)) and not store_only:
             index = _read_or_none(target, key) or built  # unreadable once written (disk trouble): what was built
+    if store_only:
+        return None
     texts = ArchiveTexts(settings.archive_path, index.ids)
     index.texts, index.titles = texts, ArchiveTitles(texts, index.conversation_ids)
     return attach_facts(index, staging) if facts else index

@@ -27,7 +27,7 @@ from contracts.errors import ChatmemError, ConfigError
 from memory.answer import Answer, RequestLike, to_contract
 from memory.candidates import prepare, ranked
 from memory.index import Array, MemoryIndex, key_embedder
-from memory.index_store import open_index
+from memory.index_store import open_index, store_index
 from memory.key_model import STATIC, for_run, with_model
 from memory.recall import Ranking, embed_query, select, to_result
 from memory.recall_facts import question_facts
@@ -56,29 +56,18 @@ class Memory:
         `quick_start` (the default): a query is embedded by the unoptimised session (clients.embedders.OnnxMiniLM),
         whoever asks: `chatmem recall`, the MCP server and the run that stores the index then give the same answer
         bit for bit (the optimised session's vectors differ by ~1e-7, enough to move a rounded score). `facts=False`:
-        the index without the garden's facts (index_store.open_index), for a run that only stores it."""
-        try:
-            archive = connect_readonly(settings.archive_path)
-            staging = connect_readonly(settings.staging_path)
-        except FileNotFoundError:
-            raise ChatmemError(
-                f"nothing in {settings.data_dir} yet: run `chatmem run EXPORT` first, or point --data-dir at a data dir"
-            ) from None
-        try:
-            # the run chosen and its index read from one snapshot (a cues run's prune may commit meanwhile)
-            with read_snapshot(staging), read_snapshot(archive):
-                run_id = run_id or latest_run(staging)
-                if run_id is not None:  # queries are embedded by the model the run's keys were (memory/key_model.py)
-                    settings = for_run(settings, staging, run_id)
-                chosen = with_model(settings, STATIC) if run_id is None else settings
-                embedder = key_embedder(chosen, quick_start=quick_start)
-                index = open_index(archive, staging, settings, embedder, run_id=run_id, facts=facts)
-        finally:
-            archive.close()
-            staging.close()
+        the index without the garden's facts (index_store.open_index); a run that only stores it calls `store`."""
+        settings, embedder, index = _open(settings, run_id, quick_start=quick_start, facts=facts)
+        assert index is not None  # only a store returns none
         if index.size >= settings.recall.prepass_from:
             prepare(index)  # the pre-pass tables now, not on the first recall
         return cls(settings, index, embedder)
+
+    @staticmethod
+    def store(settings: Settings, run_id: str | None = None) -> None:
+        """Build and store the latest (or the given) cues run's index unless it is stored already, and keep none of
+        it in memory: what a run does for the first recall after it (flows/pipeline.py)."""
+        _open(settings, run_id, quick_start=True, facts=False, store_only=True)
 
     def recall(self, request: RecallRequest, on_call: CallRecorder | None = None) -> RecallResult:
         """Reconstruct a context (the contract: the MCP tools, `--json`); see `answer`."""
@@ -170,3 +159,33 @@ def check_scope(index: MemoryIndex, request: RequestLike) -> None:
         )
     if scope.since is not None and scope.until is not None and scope.since > scope.until:
         raise ConfigError(f"scope: since {scope.since.isoformat()} is after until {scope.until.isoformat()}")
+
+
+def _open(
+    settings: Settings, run_id: str | None, *, quick_start: bool, facts: bool, store_only: bool = False
+) -> tuple[Settings, Embedder, MemoryIndex | None]:
+    """The settings of the run chosen, its key embedder and its index (index_store.open_index)."""
+    try:
+        archive = connect_readonly(settings.archive_path)
+        staging = connect_readonly(settings.staging_path)
+    except FileNotFoundError:
+        raise ChatmemError(
+            f"nothing in {settings.data_dir} yet: run `chatmem run EXPORT` first, or point --data-dir at a data dir"
+        ) from None
+    try:
+        # the run chosen and its index read from one snapshot (a cues run's prune may commit meanwhile)
+        with read_snapshot(staging), read_snapshot(archive):
+            run_id = run_id or latest_run(staging)
+            if run_id is not None:  # queries are embedded by the model the run's keys were (memory/key_model.py)
+                settings = for_run(settings, staging, run_id)
+            chosen = with_model(settings, STATIC) if run_id is None else settings
+            embedder = key_embedder(chosen, quick_start=quick_start)
+            if store_only:
+                store_index(archive, staging, settings, embedder, run_id=run_id)
+                index = None
+            else:
+                index = open_index(archive, staging, settings, embedder, run_id=run_id, facts=facts)
+    finally:
+        archive.close()
+        staging.close()
+    return settings, embedder, index

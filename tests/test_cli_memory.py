@@ -283,16 +283,16 @@ def test_ctrl_c_while_the_index_is_stored_says_the_run_is_complete(tmp_path: Pat
     lines = [{"conversation_id": c, "id": i, "role": r, "text": t, "created_at": when} for c, i, r, t, when in NOTES]
     export.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     data_dir = tmp_path / "data"
-    opened = Memory.open
 
-    def interrupted(*args: Any, **kwargs: Any) -> Memory:
+    def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt  # what Python raises for a Ctrl-C in this step
 
-    monkeypatch.setattr(Memory, "open", interrupted)
+    monkeypatch.setattr(Memory, "store", interrupted)
     result = chatmem("--quiet", "run", export, data_dir=data_dir)
     assert result.exit_code == 130, result.output
     assert "after run" in result.output and "finished" in result.output and "nothing was run" not in result.output
     with closing(open_staging(data_dir / "staging.db")) as staging:
         assert [row[0] for row in staging.execute("SELECT status FROM runs")] == ["succeeded"]
-    monkeypatch.setattr(Memory, "open", opened)
+    monkeypatch.undo()
+    assert not (data_dir / "recall-index").exists() or not any((data_dir / "recall-index").iterdir())
     assert chatmem("recall", "Lisbon tram", data_dir=data_dir).exit_code == 0

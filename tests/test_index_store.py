@@ -131,6 +131,30 @@ def test_second_open_reads_the_stored_arrays_without_rebuilding(built: Dbs) -> N
     assert index.prepass is not None and not index.prepass.members.order.flags.writeable
 
 
+def test_store_only_writes_the_index_a_later_open_reads_and_maps_nothing_back(
+    built: Dbs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a run does (Memory.store): the index is built and stored, nothing is read back while the build is
+    held; a second store finds it stored and builds nothing; the next open reads it and equals a fresh build."""
+    reads: list[Path] = []
+    read = index_store._read
+    monkeypatch.setattr(
+        index_store, "_read", lambda directory, *a, **k: reads.append(directory) or read(directory, *a, **k)
+    )
+    Memory.store(built.settings)
+    assert reads == []  # the first store: nothing was stored yet, and what it wrote is not read back
+    directory = index_dir(built)
+    written = {p.name: p.stat().st_mtime_ns for p in directory.iterdir()}
+    Memory.store(built.settings)
+    assert reads == [directory]  # found stored: read (checked), not rebuilt
+    assert {p.name: p.stat().st_mtime_ns for p in directory.iterdir()} == written
+    expected = fresh(built)
+    index = stored(built)
+    assert all(
+        same(getattr(index, f.name), getattr(expected, f.name)) for f in fields(MemoryIndex) if f.name != "texts"
+    )
+
+
 def test_a_memory_with_speaker_names_is_stored_and_reopened_without_a_rebuild(tmp_path: Path) -> None:
     """The index of a memory whose speakers have names (their masking pattern is part of it) is read back from
     its files on the second open, not rebuilt as damaged."""
