@@ -3,41 +3,49 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from clients import free_memory
-
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmRSS and malloc_trim are Linux's")
 
 
-def resident_mib() -> float:
-    status = Path("/proc/self/status").read_text()
-    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+SCRIPT = """
+import sqlite3, sys
+from pathlib import Path
+from clients import free_memory
+
+def resident_mib():
+    return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) / 1024
+
+before = resident_mib()
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("PRAGMA cache_size = -262144")  # 256 MiB, more than the file: every page read stays cached
+# the pages are allocated between rows read out (a stage keeps some of what it reads): those pin the heap
+kept = [row for i, row in enumerate(conn.execute("SELECT body FROM t")) if i % 100 == 0]
+conn.close()
+left = resident_mib() - before
+given = free_memory.give_back()
+print(len(kept), given, left, resident_mib() - before)
+"""
 
 
 def test_the_pages_a_closed_sqlite_cache_leaves_resident_are_given_back(tmp_path: Path) -> None:
     """SQLite's page cache allocates page by page: once its connection closes, glibc keeps most of those pages
-    resident (fragmented heaps). give_back returns them."""
+    resident (fragmented heaps). give_back returns them. In a fresh process: a test worker's heap is not."""
     db = tmp_path / "big.db"
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
         conn.executemany("INSERT INTO t (body) VALUES (?)", ((f"{i:08d}" * 80,) for i in range(150_000)))
     conn.close()
-    before = resident_mib()
-    conn = sqlite3.connect(db)
-    conn.execute("PRAGMA cache_size = -262144")  # 256 MiB, more than the ~100 MiB file: every page stays cached
-    # the pages are allocated between rows read out (a stage keeps some of what it reads): those pin the heap
-    kept = [row for i, row in enumerate(conn.execute("SELECT body FROM t")) if i % 100 == 0]
-    conn.close()
-    left = resident_mib() - before
-    assert free_memory.give_back()
-    after = resident_mib() - before
-    assert left > 40, f"the closed cache left only {left:.0f} MiB: nothing to measure here"
-    assert after < left / 2, f"{left:.0f} MiB resident after the close, {after:.0f} MiB after give_back"
-    assert len(kept) == 1500
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(db)], cwd=root, capture_output=True, text=True, check=True)
+    kept, given, left, after = out.stdout.split()
+    assert (kept, given) == ("1500", "True")
+    assert float(left) > 40, f"the closed cache left only {float(left):.0f} MiB: nothing to measure here"
+    assert float(after) < float(left) / 2, f"{left} MiB resident after the close, {after} MiB after give_back"
 
 
 def test_a_stage_run_ends_with_the_memory_given_back(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
