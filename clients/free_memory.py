@@ -13,11 +13,9 @@ Elsewhere than glibc (macOS, musl) there is no such call and nothing is done.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 from collections.abc import Callable
 from functools import cache
-
 
 
 @cache
@@ -25,8 +23,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim  # the C library this process already runs on (no ldconfig lookup)
     except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
         return None
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int

@@ -1,6 +1,7 @@
 """The recall index on disk: built once per cues run, then opened by mapping its files, never rebuilt or unpickled.
 
     open_index(archive, staging, settings, embedder, run_id=None) -> MemoryIndex
+    store_index(archive, staging, settings, embedder, run_id=None) -> None     (a run: build and store, keep nothing)
 
 Building the index (memory.index.load_index) reads every text, term, edge and key vector of the run (texts a
 chunk at a time): 69 s and 1.4 GB peak at 250k messages (1.9 GB when every text was held at once). Here it is

@@ -287,12 +287,12 @@ def test_ctrl_c_while_the_index_is_stored_says_the_run_is_complete(tmp_path: Pat
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt  # what Python raises for a Ctrl-C in this step
 
-    monkeypatch.setattr(Memory, "store", interrupted)
-    result = chatmem("--quiet", "run", export, data_dir=data_dir)
+    with monkeypatch.context() as patched:  # only this patch: the autouse network guard stays
+        patched.setattr(Memory, "store", interrupted)
+        result = chatmem("--quiet", "run", export, data_dir=data_dir)
     assert result.exit_code == 130, result.output
     assert "after run" in result.output and "finished" in result.output and "nothing was run" not in result.output
     with closing(open_staging(data_dir / "staging.db")) as staging:
         assert [row[0] for row in staging.execute("SELECT status FROM runs")] == ["succeeded"]
-    monkeypatch.undo()
     assert not (data_dir / "recall-index").exists() or not any((data_dir / "recall-index").iterdir())
     assert chatmem("recall", "Lisbon tram", data_dir=data_dir).exit_code == 0

@@ -6,10 +6,16 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmRSS and malloc_trim are Linux's")
+from clients import free_memory
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or free_memory._malloc_trim() is None,
+    reason="VmRSS is Linux's and malloc_trim glibc's",
+)
 
 
 SCRIPT = """
@@ -52,17 +58,40 @@ def test_a_stage_run_ends_with_the_memory_given_back(monkeypatch: pytest.MonkeyP
     """run_stage calls give_back once a stage has finished, failed or been skipped (its databases closed)."""
     from flows import stage_runner
 
-    calls: list[bool] = []
-    monkeypatch.setattr(stage_runner, "give_back", lambda: calls.append(True) or True)
+    calls: list[str] = []
+
+    def opened(open_db: Any) -> Any:
+        def wrapped(path: Path) -> Any:
+            return _Closing(open_db(path), calls, path.name)
+
+        return wrapped
+
+    monkeypatch.setattr(stage_runner, "open_archive", opened(stage_runner.open_archive))
+    monkeypatch.setattr(stage_runner, "open_staging", opened(stage_runner.open_staging))
+    monkeypatch.setattr(stage_runner, "give_back", lambda: calls.append("give_back") or True)
     monkeypatch.setattr(stage_runner, "fingerprint_of", _raise)
     monkeypatch.setattr(stage_runner, "run_context", lambda run_id: _Context(tmp_path))
     with pytest.raises(RuntimeError, match="stage failed"):
         stage_runner.run_stage(stage_runner.spec("segment"), "r1")
-    assert calls == [True]
+    assert calls == ["archive.db closed", "staging.db closed", "give_back"]  # after the databases' caches are gone
 
 
 def _raise(*args: object, **kwargs: object) -> None:
     raise RuntimeError("stage failed")
+
+
+class _Closing:
+    """A connection whose close is recorded."""
+
+    def __init__(self, conn: Any, calls: list[str], name: str) -> None:
+        self.conn, self.calls, self.name = conn, calls, name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+    def close(self) -> None:
+        self.conn.close()
+        self.calls.append(f"{self.name} closed")
 
 
 class _Context:
