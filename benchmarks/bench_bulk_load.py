@@ -4,7 +4,7 @@ Both contenders load every layer present in a copy of a data dir `chatmem run` b
 server of its own (fresh directory, fresh JVM):
 
 - batched: the load stage as the pipeline runs it (UNWIND batches over Bolt);
-- bulk: the uniqueness constraints over Bolt, the server stopped, `python -m load.bulk_arcadedb` (ArcadeDB's
+- bulk: the uniqueness constraints over Bolt, the server stopped, benchmarks/arcadedb_bulk_writer.py (ArcadeDB's
   GraphBatch, embedded, in a process of its own) writing the same layers and their manifest, the server started.
 
 Reported per contender: wall, CPU seconds (user + system) of this process, of the graph server's JVM (from its
@@ -90,8 +90,7 @@ def bulk(settings: Settings, layers: list[Layer], directory: Path, heap: str, bu
     process = subprocess.run(
         [
             sys.executable,
-            "-m",
-            "load.bulk_arcadedb",
+            str(HERE / "arcadedb_bulk_writer.py"),
             "--data-dir",
             str(settings.data_dir),
             "--database",
@@ -124,6 +123,8 @@ def bulk(settings: Settings, layers: list[Layer], directory: Path, heap: str, bu
         "writer_wall": writer_wall,
         "counts": result["counts"],
         "seconds": result["seconds"],
+        "layer_cpu": result["cpu"],
+        "writer_cpu_in_process": result["total_cpu"],
     }
     target = Target(info.uri, USER, server.password(), info.database, key=key)
     return {"figures": figures, "server": server, "target": target}

@@ -1,26 +1,20 @@
-"""The bulk path into an empty local ArcadeDB graph: the server's own engine, embedded, writes the store directly.
+"""A bulk writer into an empty local ArcadeDB graph, measured against the load stage's Bolt batches (issue 23).
 
-A first load of a large archive sends millions of rows through Bolt, a transaction per UNWIND batch in which the
-server parses Cypher, checks a uniqueness constraint per node and looks up both ends of every relationship by
-their key. Into a graph that holds nothing yet, ArcadeDB's own batch API (`GraphBatch` of the `arcadedb-embedded`
-package, the package that runs the server) writes the same vertices and edges without any of that: vertices go
-in per type in large commits, and edges join vertices by the record ids their creation returned.
+Measured and NOT wired into the load (benchmarks/bench_bulk_load.py, RESULTS.md "An ArcadeDB bulk path for the
+first load"): ArcadeDB's own batch API writes the graph at about the same CPU cost per row as the server's Cypher
+CREATE batches over Bolt (1.18x less CPU at 50k on the real layers, none on a 200k archive), far from the 2x that
+would pay for a second write path. Kept as the reference the figures came from.
 
-A database is opened by one process at a time, so this runs in a process of its own (its own JVM) while the server
-is stopped (load/stage.py stops it, runs `python -m load.bulk_arcadedb`, and starts it again):
+What it does: ArcadeDB's `GraphBatch` (the `arcadedb-embedded` package that runs the server), embedded in a
+process of its own (a database is opened by one process at a time: the server is stopped meanwhile), writes
+every layer as the load reads it (`plan.source_rows`: the same rows, properties and row hashes): vertices per type
+in large commits, edges joined by the record ids their vertices' creation returned (no key lookups). The manifest
+rows go into staging's `load_manifest` in one transaction committed only after the database closed. The schema is
+the load's: the benchmark creates the uniqueness constraints and property indexes over Bolt first; edge types get
+one bucket each at their first edge, as the server's Cypher creates them. A NULL property is not stored; an edge
+whose end node is missing is skipped and left out of the manifest. Prints one JSON line of counts.
 
-    python -m load.bulk_arcadedb --data-dir DATA_DIR --database DB_DIR --target KEY --run-id RUN [--heap 2g]
-
-It reads each layer as the batched load reads it (`plan.source_rows`: the same rows, the same properties, the
-same row hashes), writes it, and records every row written in staging's `load_manifest` for the target, in one
-staging transaction committed only after the database is closed: either the graph holds the rows and the manifest
-lists them, or the manifest lists none (the next load then finds a graph that is not empty and MERGEs).
-
-The schema it writes into is the batched path's: the load stage creates the uniqueness constraints and property
-indexes over Bolt first (the server's Cypher records them its own way), and the edge types are created here with
-one bucket each, as the server's Cypher creates them. A NULL property is not stored (as the Cypher does not).
-An edge whose end node is not in the graph is skipped and left out of the manifest (the batched path's
-`edges_missing_ends`). Prints one JSON line of counts on success.
+    python benchmarks/arcadedb_bulk_writer.py --data-dir DATA_DIR --database DB_DIR --target KEY --run-id RUN
 """
 
 from __future__ import annotations
@@ -37,8 +31,11 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from load.layers import LAYERS, EdgeLayer, Layer, NodeLayer, edge_layers, load_order, node_layers
-from load.plan import ordered_sql, source_rows
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from load.layers import LAYERS, EdgeLayer, Layer, NodeLayer, load_order  # noqa: E402
+from load.plan import ordered_sql, source_rows  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +162,13 @@ def write(
         except BaseException:
             staging.execute("ROLLBACK")
             raise
-    return {"counts": writer.counts, "read": writer.read, "seconds": writer.seconds, "cpu": writer.cpu, "total_cpu": _cpu()}
+    return {
+        "counts": writer.counts,
+        "read": writer.read,
+        "seconds": writer.seconds,
+        "cpu": writer.cpu,
+        "total_cpu": _cpu(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,6 +203,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-__all__ = ["Writer", "edge_layers", "main", "node_layers", "write"]
