@@ -104,7 +104,7 @@ def bulk(settings: Settings, layers: list[Layer], directory: Path, heap: str, bu
             "--heap",
             bulk_heap,
         ],
-        cwd=ROOT,
+        cwd=directory,  # the embedded engine writes its log/ folder into the working directory
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
