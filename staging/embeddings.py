@@ -92,17 +92,6 @@ def cached_hashes(conn: sqlite3.Connection, model: str, hashes: Iterable[str]) -
     return {str(r[0]) for r in rows}
 
 
-def item_hashes(conn: sqlite3.Connection, kind: str, model: str, item_ids: Iterable[str]) -> dict[str, str]:
-    """item -> the hash its vector under `model` is kept by, for those of the items that have one (a lookup by the
-    items' primary key). Each of these hashes has its vector (see `pointed_hashes`): a caller whose text hashes
-    the same needs no lookup in `embeddings`, whose rows carry their vectors (a deep B-tree: ~10 pages a hash)."""
-    rows = conn.execute(
-        f"SELECT item_id, content_hash FROM embedding_items WHERE kind = ? AND item_id IN {IN_VALUES} AND model = ?",
-        (kind, json_values(dict.fromkeys(item_ids)), model),
-    )
-    return {str(r[0]): str(r[1]) for r in rows}
-
-
 def pointed_hashes(conn: sqlite3.Connection, kind: str, model: str) -> set[str]:
     """The hashes the items of `kind` point at under `model`. Each has its vector: an item is written after its
     vector (`put_items` after `put_vectors`) and no vector is ever deleted, so these need no lookup in

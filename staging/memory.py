@@ -342,7 +342,6 @@ class RunWriter:
             ),
         )
 
-
     def _write_pending_edges(self) -> None:
         """A full build's edges, from the temporary table into memory_edges in key order, the `dst` index dropped
         before and built again after (inside the run's transaction: a failure or a kill leaves it as it was). A

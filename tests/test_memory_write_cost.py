@@ -1,6 +1,6 @@
 """What made a full cues build cheaper leaves its output as it was: a full build's edges written at the end, sorted,
 with the dst index built after (staging.memory.RunWriter); the phrase index's one lookup per title length
-(memory.graph.said_phrases); the vector cache found through the message items (staging.embeddings.item_hashes).
+(memory.graph.said_phrases); the keys' vectors found through the message items (staging.embeddings.item_hashes).
 
 Real staging.db files under tmp_path; the phrase matcher against the word-by-word reference it replaced.
 """
