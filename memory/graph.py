@@ -368,42 +368,51 @@ class GraphBuilder:
                 yield cue_id, f"ctype:{ctype}", "cue-tag", 1.0
 
 
-def phrase_index(concepts: Mapping[str, tuple[str, str]]) -> dict[str, list[tuple[tuple[str, ...], str]]]:
-    """first term -> (the title's terms, concept cue), longest first, for the concepts whose title can be found
-    said in a message: several words ("customer churn model"), or one name with inner capitals or digits
-    ("PostgreSQL", "GPT-4"); a lone common word ("Data") is linked through its evidence only. When two concepts
-    share their terms, the first by id."""
-    index: dict[str, list[tuple[tuple[str, ...], str]]] = defaultdict(list)
-    seen: set[tuple[str, ...]] = set()
+@dataclass(frozen=True, slots=True)
+class PhraseIndex:
+    """The concept titles a message may say (`phrase_index`): each title's terms -> its concept cue, and per first
+    term the lengths of the titles starting with it, longest first. A position is matched by one lookup per length
+    (at most one title has given terms), not by comparing every title that shares its first term (~6 a word)."""
+
+    phrases: dict[tuple[str, ...], str]
+    lengths: dict[str, tuple[int, ...]]
+
+
+def phrase_index(concepts: Mapping[str, tuple[str, str]]) -> PhraseIndex:
+    """The concepts whose title can be found said in a message: several words ("customer churn model"), or one name
+    with inner capitals or digits ("PostgreSQL", "GPT-4"); a lone common word ("Data") is linked through its
+    evidence only. When two concepts share their terms, the first by id."""
+    phrases: dict[tuple[str, ...], str] = {}
+    lengths: dict[str, set[int]] = defaultdict(set)
     for cue_id in sorted(concepts):
         title = concepts[cue_id][0]
         words = tuple(terms(title))
-        if not words or words in seen:
+        if not words or words in phrases:
             continue
         if len(words) < 2 and (len(title.split()) > 1 or not any(ch.isupper() or ch.isdigit() for ch in title[1:])):
             continue  # one common word, or one word left of several ("uses F", "Get Started"): evidence only
-        seen.add(words)
-        index[words[0]].append((words, cue_id))
-    for entries in index.values():
-        entries.sort(key=lambda e: (-len(e[0]), e[1]))
-    return dict(index)
+        phrases[words] = cue_id
+        lengths[words[0]].add(len(words))
+    return PhraseIndex(phrases, {first: tuple(sorted(sizes, reverse=True)) for first, sizes in lengths.items()})
 
 
-def said_phrases(words: Sequence[str], index: Mapping[str, list[tuple[tuple[str, ...], str]]]) -> list[str]:
-    """The concept cues whose titles the message's terms say (longest match first, no overlaps), the most said
-    first, then the longest, then by id."""
+def said_phrases(words: Sequence[str], index: PhraseIndex) -> list[str]:
+    """The concept cues whose titles the message's terms say (longest match first, no overlaps: a match's words
+    start no other), the most said first, then the longest, then by id."""
+    phrases, lengths = index.phrases, index.lengths
     counts: Counter[str] = Counter()
     length: dict[str, int] = {}
-    i = 0
-    while i < len(words):
-        step = 1
-        for phrase, cue_id in index.get(words[i], ()):
-            if tuple(words[i : i + len(phrase)]) == phrase:
+    end, after = len(words), 0  # `after`: the first position not inside the last match
+    for i in [i for i, word in enumerate(words) if word in lengths]:
+        if i < after:
+            continue
+        for size in lengths[words[i]]:
+            cue_id = phrases.get(tuple(words[i : i + size])) if i + size <= end else None
+            if cue_id is not None:
                 counts[cue_id] += 1
-                length[cue_id] = len(phrase)
-                step = len(phrase)
+                length[cue_id] = size
+                after = i + size
                 break
-        i += step
     return sorted(counts, key=lambda c: (-counts[c], -length[c], c))
 
 

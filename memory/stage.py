@@ -357,7 +357,14 @@ class _Keys:
         if not wanted:
             return
         hashes = [vectors.text_hash(dense_key(m.text, self.names)) for m in wanted]
-        cached = vectors.cached_hashes(self.staging, self.model().key, hashes)
+        model = self.model().key
+        # A key that is the text the embed stage embedded (no speaker name in it) has the vector its message's
+        # item points at: known from the items' small rows; only the other keys are looked up among the vectors.
+        items = vectors.item_hashes(self.staging, "message", model, [m.uuid for m in wanted])
+        cached = {h for m, h in zip(wanted, hashes, strict=True) if items.get(m.uuid) == h}
+        rest = [h for h in hashes if h not in cached]
+        if rest:
+            cached |= vectors.cached_hashes(self.staging, model, rest)
         for message, digest in zip(wanted, hashes, strict=True):
             if digest in cached:
                 self.found += 1

@@ -22,6 +22,9 @@ import numpy as np
 from memory.sparse import CSR
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+# _WORD on a lower-cased ASCII text (most chat turns): its word characters are exactly these and its only
+# apostrophe is "'"; a plain character set matches ~20% faster than the Unicode class.
+_ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)?")
 # scikit-learn's list lacks the auxiliaries questions are made of ("did", "does"): as cues they match everything.
 _MORE_STOP = {
     *("s", "t", "don", "ll", "ve", "re", "m", "d", "just", "like", "really"),
@@ -70,10 +73,16 @@ def _term(word: str) -> str | None:
     return term
 
 
+def _words(text: str) -> list[str]:
+    """The text's lower-cased words (no groups in _WORD: findall gives the whole matches)."""
+    low = text.lower()
+    return (_ASCII_WORD if low.isascii() else _WORD).findall(low)
+
+
 def terms(text: str) -> list[str]:
     """The text's terms in order (stop words dropped, stemmed)."""
     out = []
-    for word in _WORD.findall(text.lower()):  # no groups in _WORD: findall gives the whole matches
+    for word in _words(text):
         term = _STEMS.get(word, "")
         if term == "":
             term = _term(word)
@@ -84,7 +93,7 @@ def terms(text: str) -> list[str]:
 
 def term_set(text: str) -> set[str]:
     """`set(terms(text))`, stemming each distinct word once."""
-    return {term for term in map(_term, set(_WORD.findall(text.lower()))) if term is not None}
+    return {term for term in map(_term, set(_words(text))) if term is not None}
 
 
 def estimate_tokens(text: str) -> int:

@@ -188,7 +188,13 @@ class RunWriter:
     batch appends; `finish` writes the run row with the counts; an exception rolls all of it back. An incremental
     run starts from its base's counts and retires what it rebuilds (memory/cues_incremental.py). Cue counts per
     conversation wait in a temporary table until every batch is in (`cue_conversations`). `counts` are the run's
-    memory (shared rows included: the memory_runs row); `written` the rows this run wrote itself."""
+    memory (shared rows included: the memory_runs row); `written` the rows this run wrote itself.
+
+    A full build's edges (~18 a message) wait in a temporary table too and go in by `finish` at once, sorted by
+    key, with the `dst` index built afterwards: each batch's edges span every cue and tag, so written batch by
+    batch they land all over both B-trees (random page writes, most of the stage's time at 1M messages); sorted,
+    the key's B-tree is written in order and the index is built by one sort. Nothing reads a full build's edges
+    before `finish`; an incremental run (`base`) reads and retires its edges as it goes, so it writes them at once."""
 
     def __init__(self, conn: sqlite3.Connection, run_id: str, *, base: str | None = None) -> None:
         self.conn = conn
@@ -197,6 +203,7 @@ class RunWriter:
         self.counts = {"content": 0, "cues": 0, "tags": 0, "edges": 0, "hubs": 0, "merged": 0}
         self.written = {"content": 0, "cues": 0, "tags": 0, "edges": 0}
         self._transaction = Transaction(conn)
+        self._pending_edges = base is None  # a full build's edges wait in temp.memory_edges_pending (`finish`)
 
     def __enter__(self) -> RunWriter:
         self._transaction.__enter__()
@@ -207,6 +214,9 @@ class RunWriter:
             raise
         self.conn.execute("DROP TABLE IF EXISTS temp.memory_cue_conversations")
         self.conn.execute("CREATE TEMP TABLE memory_cue_conversations (cue_id TEXT, conversation_id TEXT, n INTEGER)")
+        self.conn.execute("DROP TABLE IF EXISTS temp.memory_edges_pending")
+        if self._pending_edges:
+            self.conn.execute("CREATE TEMP TABLE memory_edges_pending (src TEXT, dst TEXT, kind TEXT, weight REAL)")
         return self
 
     def _begin(self) -> None:
@@ -233,6 +243,7 @@ class RunWriter:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         try:
             self.conn.execute("DROP TABLE IF EXISTS temp.memory_cue_conversations")
+            self.conn.execute("DROP TABLE IF EXISTS temp.memory_edges_pending")
         finally:
             self._transaction.__exit__(exc_type, exc, tb)
 
@@ -269,10 +280,13 @@ class RunWriter:
     def add_edges(self, edges: Iterable[EdgeTuple]) -> None:
         """(src, dst, kind, weight) rows (a batch's come sorted: neighbouring inserts share B-tree pages)."""
         run_id, before = self.run_id, self.conn.total_changes
-        self.conn.executemany(
-            "INSERT INTO memory_edges (run_id, src, dst, kind, weight) VALUES (?, ?, ?, ?, ?)",
-            ((run_id, *edge) for edge in edges),
-        )
+        if self._pending_edges:  # written by `finish`
+            self.conn.executemany("INSERT INTO temp.memory_edges_pending VALUES (?, ?, ?, ?)", edges)
+        else:
+            self.conn.executemany(
+                "INSERT INTO memory_edges (run_id, src, dst, kind, weight) VALUES (?, ?, ?, ?, ?)",
+                ((run_id, *edge) for edge in edges),
+            )
         self.counts["edges"] += self.conn.total_changes - before
         self.written["edges"] += self.conn.total_changes - before
 
@@ -308,7 +322,10 @@ class RunWriter:
             yield str(row[0]), str(row[1]), int(row[2])
 
     def finish(self, summary: Mapping[str, Any]) -> None:
-        """The run row: its counts and summary (the transaction commits when the `with` block ends)."""
+        """The run row: its counts and summary (the transaction commits when the `with` block ends); a full build's
+        edges written first."""
+        if self._pending_edges:
+            self._write_pending_edges()
         c = self.counts
         self.conn.execute(
             "INSERT INTO memory_runs (run_id, content, cues, tags, edges, hubs, merged, summary)"
@@ -324,6 +341,20 @@ class RunWriter:
                 json.dumps(summary, sort_keys=True),
             ),
         )
+
+    def _write_pending_edges(self) -> None:
+        """A full build's edges, from the temporary table into memory_edges in key order, the `dst` index dropped
+        before and built again after (inside the run's transaction: a failure or a kill leaves it as it was). A
+        duplicate edge fails here as it would have when added."""
+        self._pending_edges = False
+        self.conn.execute("DROP INDEX IF EXISTS memory_edges_by_dst")
+        self.conn.execute(
+            "INSERT INTO memory_edges (run_id, src, dst, kind, weight)"
+            " SELECT ?, src, dst, kind, weight FROM temp.memory_edges_pending ORDER BY src, dst",
+            (self.run_id,),
+        )
+        self.conn.execute(history.EDGES_BY_DST)
+        self.conn.execute("DROP TABLE temp.memory_edges_pending")
 
 
 def has_memory(conn: sqlite3.Connection) -> bool:

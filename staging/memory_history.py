@@ -112,8 +112,9 @@ SCHEMA = [
         PRIMARY KEY (merged_id, original_id, run_id)
     ) WITHOUT ROWID""",
 ]
+EDGES_BY_DST = "CREATE INDEX memory_edges_by_dst ON memory_edges (dst)"
 INDEXES = [
-    "CREATE INDEX memory_edges_by_dst ON memory_edges (dst)",
+    EDGES_BY_DST,
     "CREATE INDEX memory_content_by_conversation ON memory_content (conversation_id)",
     *(f"CREATE INDEX {table}_retired ON {table} (retired_run_id) WHERE retired_run_id IS NOT NULL" for table in TABLES),
 ]
