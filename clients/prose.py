@@ -86,7 +86,7 @@ _NUMBER_ROW = re.compile(r"^[\s|:+-]*[\d.,%$€£]+(?:[\s|:+-]+[\d.,%$€£]+)+[
 _TABLE_RULE = re.compile(r"^\s*+(?:\|\s*+)?:?-{3,}+:?\s*+(?:\|\s*+:?-{3,}+:?\s*+)*+(?:\|\s*+)?$")
 _GLUED_SENTENCE = re.compile(r"(?<=[a-z])\.(?=[A-Z][a-z])")  # "printed.For": a sentence end with its space lost
 _ZERO_WIDTH = re.compile(r"[\u200b-\u200d\u2060\ufeff\u00ad]")
-_LETTER = re.compile(r"[^\W\d_]")
+_NOT_LETTER = re.compile(r"[\W\d_]+")  # the complement of a letter, [^\W\d_]
 
 
 def _blank(match: re.Match[str]) -> str:
@@ -215,7 +215,7 @@ def _symbol_share(line: str) -> float:
     symbols = len(stripped) - len(stripped.translate(_DROP_SYMBOLS))
     if not symbols:
         return 0.0
-    letters = len(_LETTER.findall(stripped))
+    letters = len(_NOT_LETTER.sub("", stripped))  # what is left is the letters (no list of them made)
     return symbols / (symbols + letters)
 
 
