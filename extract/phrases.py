@@ -404,7 +404,8 @@ def _heads(prose: str, words: list[Token]) -> Iterator[Phrase]:
 
 
 def _joined(prose: str, left: Token, right: Token) -> bool:
-    return _BREAK_GAP.match(prose[left.end : right.start]) is not None
+    gap = prose[left.end : right.start]
+    return gap == " " or _BREAK_GAP.match(gap) is not None  # one space, the common gap, decided without the pattern
 
 
 def _is_name_word(token: Token, language: str) -> bool:
