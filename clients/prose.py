@@ -86,7 +86,7 @@ _NUMBER_ROW = re.compile(r"^[\s|:+-]*[\d.,%$€£]+(?:[\s|:+-]+[\d.,%$€£]+)+[
 _TABLE_RULE = re.compile(r"^\s*+(?:\|\s*+)?:?-{3,}+:?\s*+(?:\|\s*+:?-{3,}+:?\s*+)*+(?:\|\s*+)?$")
 _GLUED_SENTENCE = re.compile(r"(?<=[a-z])\.(?=[A-Z][a-z])")  # "printed.For": a sentence end with its space lost
 _ZERO_WIDTH = re.compile(r"[\u200b-\u200d\u2060\ufeff\u00ad]")
-_LETTER = re.compile(r"[^\W\d_]")
+_NOT_LETTER = re.compile(r"[\W\d_]+")  # the complement of a letter, [^\W\d_]
 
 
 def _blank(match: re.Match[str]) -> str:
@@ -126,7 +126,8 @@ def prose(text: str, *, table_rows: bool = False, quoted_names: bool = False) ->
     alone ("Multiplication_V")."""
     if not text:
         return text
-    text = _sub(_FENCE, text)
+    if "```" in text or "~~~" in text:
+        text = _sub(_FENCE, text)
     if "`" in text:
         text = _sub(_INLINE_CODE, text)
     if "://" in text or "www." in text:
@@ -144,10 +145,40 @@ def prose(text: str, *, table_rows: bool = False, quoted_names: bool = False) ->
     if table_rows and "|" in text:
         text = _sub(_TABLE_ROW, text)
     text = _mask_lines(text)
-    text = _sub(_PATH, text)
-    text = _sub(_IDENTIFIER, text, _blank_unquoted(text) if quoted_names else _blank)
+    # The checks below hold a character every match of the pattern needs (most messages have none; a pattern tried
+    # at every position of a message costs more than a scan for them): see _may_hold_path and the others.
+    if _may_hold_path(text):
+        text = _sub(_PATH, text)
+    if _may_hold_identifier(text):
+        text = _sub(_IDENTIFIER, text, _blank_unquoted(text) if quoted_names else _blank)
     text = _GLUED_SENTENCE.sub("\n", text)
-    return _sub(_MD_MARK, text)
+    return _sub(_MD_MARK, text) if _MD_MARK_NEEDS.search(text) is not None else text
+
+
+_DOT_WORD = re.compile(r"\.\w")  # "file.py", "df.select", "a.b.c": a dot with a word character after it
+_CAMEL = re.compile(r"[a-z][A-Z]")
+# A markdown mark holds one of these: a heading's #, a quote's >, a bullet (-, *, +), a number's dot or parenthesis,
+# emphasis (*, _), a strike-through's ~.
+_MD_MARK_NEEDS = re.compile(r"[#>*+_~-]|\d[.)]")
+
+
+def _may_hold_path(text: str) -> bool:
+    """Whether `_PATH` can match: a path holds a slash or a backslash; a file name a dot before its extension."""
+    return "/" in text or "\\" in text or _DOT_WORD.search(text) is not None
+
+
+def _may_hold_identifier(text: str) -> bool:
+    """Whether `_IDENTIFIER` can match: a call holds "(", snake_case "_", a dotted name a dot before a word
+    character, an exception class its kind's name, camelCase a small letter before a capital."""
+    return (
+        "(" in text
+        or "_" in text
+        or _DOT_WORD.search(text) is not None
+        or _CAMEL.search(text) is not None
+        or "Error" in text
+        or "Exception" in text
+        or "Warning" in text
+    )
 
 
 def _mask_lines(text: str) -> str:
@@ -215,7 +246,7 @@ def _symbol_share(line: str) -> float:
     symbols = len(stripped) - len(stripped.translate(_DROP_SYMBOLS))
     if not symbols:
         return 0.0
-    letters = len(_LETTER.findall(stripped))
+    letters = len(_NOT_LETTER.sub("", stripped))  # what is left is the letters (no list of them made)
     return symbols / (symbols + letters)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from extract.fact_rules import (
@@ -212,7 +213,7 @@ def propose_facts(segment: SegmentInput) -> list[dict[str, Any]]:
         if message.role != "user":
             continue
         for sentence in sentences(message.text):
-            for fact in facts_in_sentence(sentence):
+            for fact in _sentence_facts(sentence):
                 key = (
                     message.message_id,
                     fact["subject"],
@@ -232,6 +233,13 @@ def sentences(text: str) -> Iterator[str]:
         sentence = match.group(0).strip()
         if sentence:
             yield sentence[:MAX_SPAN_CHARS].strip()
+
+
+@lru_cache(maxsize=1 << 14)
+def _sentence_facts(sentence: str) -> tuple[dict[str, str], ...]:
+    """`facts_in_sentence`, cached: chat repeats its sentences ("Thanks!", a prompt pasted again), and every rule is
+    a regular expression run over the sentence (the rules' searches are most of the fact work). Read-only dicts."""
+    return tuple(facts_in_sentence(sentence))
 
 
 def facts_in_sentence(sentence: str) -> list[dict[str, str]]:

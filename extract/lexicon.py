@@ -13,6 +13,7 @@ a message in another language shares almost none of them); only the others go to
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Container, Iterator
 from functools import lru_cache
 
@@ -76,7 +77,7 @@ def looks_english(text: str) -> bool:
     if len(words) < 4:
         # Too short to tell: English when it is all Latin letters (a short command or a name).
         return all(_LATIN_WORD.fullmatch(w) for w in words)
-    hits = sum(w.casefold() in ENGLISH_FUNCTION for w in words)
+    hits = sum(n for w, n in Counter(words).items() if w.casefold() in ENGLISH_FUNCTION)  # each word folded once
     return hits / len(words) >= 0.12
 
 
@@ -127,21 +128,27 @@ def zipf(word: str, language: str = "en") -> float:
 @lru_cache(maxsize=1 << 18)
 def parts_of_speech(word: str) -> frozenset[str]:
     """The parts of speech an English word can take (NOUN, VERB, ADJ, ADV, PROPN...); empty when unknown."""
-    from lemminflect import getAllLemmas, getAllLemmasOOV
+    from lemminflect import getAllLemmasOOV
 
     lower = word.casefold()
-    found = getAllLemmas(lower)
+    found = _lemma_table(lower)
     if not found and lower.isalpha():
         return frozenset()
     return frozenset(found) if found else frozenset(getAllLemmasOOV(lower, upos="NOUN") and {"NOUN"})
 
 
-@lru_cache(maxsize=1 << 16)
 def lemmas(word: str) -> dict[str, tuple[str, ...]]:
-    """The lemmas of an English word by part of speech ("uses": VERB use, NOUN use)."""
+    """The lemmas of an English word by part of speech ("uses": VERB use, NOUN use). Shared: do not change it."""
+    return _lemma_table(word.casefold())
+
+
+@lru_cache(maxsize=1 << 18)
+def _lemma_table(lower: str) -> dict[str, tuple[str, ...]]:
+    """lemminflect's lemmas of a lower-case word, looked up once for both questions above (its lookup deep-copies
+    what it returns: most of the cost of a word's first sight)."""
     from lemminflect import getAllLemmas
 
-    return dict(getAllLemmas(word.casefold()))
+    return dict(getAllLemmas(lower))
 
 
 @lru_cache(maxsize=1 << 18)

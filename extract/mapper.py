@@ -37,9 +37,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from contracts.concepts import ConceptHypothesis
+from extract import text as _text
 from extract.synonyms import RELATION_SYNONYMS, TYPE_SYNONYMS, ontology_key
-from extract.text import clean_name, clean_title, fold, match_key, slug
 from extract.types import SegmentInput, SegmentMessage
+
+# Pure functions of short strings (titles, aliases, concept ids, evidence spans) that every hypothesis goes through,
+# cached: the offline extractor's are mapped twice (as proposed, then against the run's known concepts), and a
+# conversation's concepts recur from segment to segment. (A message's whole text is folded by `_folded`.)
+clean_name = lru_cache(maxsize=1 << 14)(_text.clean_name)
+clean_title = lru_cache(maxsize=1 << 14)(_text.clean_title)
+fold = lru_cache(maxsize=1 << 14)(_text.fold)
+match_key = lru_cache(maxsize=1 << 16)(_text.match_key)
+slug = lru_cache(maxsize=1 << 14)(_text.slug)
 
 MIN_SPAN_CHARS = 3  # "a", "it": a span this short occurs everywhere and supports nothing
 FIELDS = tuple(ConceptHypothesis.model_fields)
@@ -328,7 +337,7 @@ def _spans(
 @lru_cache(maxsize=256)
 def _folded(message: SegmentMessage) -> str:
     """A message's folded text, computed once per message however many spans cite it."""
-    return fold(message.text)
+    return _text.fold(message.text)
 
 
 def _dedupe(drafts: list[tuple[int, dict[str, Any]]], log: _Log) -> list[tuple[int, dict[str, Any]]]:

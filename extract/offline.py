@@ -292,7 +292,7 @@ class _Candidate:
 
     def title(self) -> str:
         """The most frequent cased form ("AWS Glue" over "aws glue"); an all-lower form gets a capital."""
-        cased = Counter({f: n for f, n in self.forms.items() if f != f.casefold()})
+        cased = {f: n for f, n in self.forms.items() if f != f.casefold()}
         best = max((cased or self.forms).items(), key=lambda kv: (kv[1], kv[0] != kv[0].casefold(), kv[0]))[0]
         return best if best != best.casefold() else best[:1].upper() + best[1:]
 
@@ -567,6 +567,7 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
                         candidate.lower_mid += 1
 
 
+@lru_cache(maxsize=1 << 14)
 def _plurals(word: str) -> tuple[str, ...]:
     """The written forms that `singular` folds into this one ("partition" <- "partitions", "query" <- "queries")."""
     forms = [word + "s"]

@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from extract import lexicon
 from extract.text import is_stopword
@@ -240,8 +240,10 @@ def _is_stop(lower: str) -> bool:
     return is_stopword(lower) or lower in lexicon.ENGLISH_FUNCTION or lower in _BARE_CONTRACTIONS
 
 
-@dataclass(frozen=True, slots=True)
-class Phrase:
+class Phrase(NamedTuple):
+    """One candidate in a message (a tuple: every phrase of the stage is made here, and a frozen dataclass's fields
+    cost a call each to set)."""
+
     surface: str  # as written
     key: tuple[str, ...]  # lower-case words
     start: int
@@ -270,20 +272,26 @@ def tokens(prose: str) -> list[Token]:
     """Words of a prose view, each with its offsets and whether it opens a sentence ("Emma's" reads "Emma")."""
     found: list[Token] = []
     append = found.append
+    shapes = _SHAPES
+    new = Token.__new__
     previous_end = 0
     opens = True
     after_option = False  # the word before was a command's option: this one may be its value
     for match in _TOKEN.finditer(prose):
         start, end = match.span()
-        word = match.group(0)
-        if word[-2:] in ("'s", "’s") and len(word) > 2:
+        word = match.group()
+        if word[-2:] in _GENITIVE and len(word) > 2:
             word, end = word[:-2], end - 2
         if found:
             gap = prose[previous_end:start]
-            opens = gap != " " and (_SENTENCE_END.search(gap) is not None or gap.strip() in (":", "-", "*", "•"))
+            opens = gap != " " and (_SENTENCE_END.search(gap) is not None or gap.strip() in _OPENING_MARKS)
         else:
             gap = prose[max(0, start - 3) : start]
-        token = Token(word, start, end, opens)
+        # Token(word, start, end, opens), built in place: this loop makes every token of the stage
+        token = new(Token)
+        token.text, token.start, token.end, token.sentence_start = word, start, end, opens
+        shape = shapes.get(word) or _shape(word)
+        token.lower, token.capitalised, token.all_caps, token.inner_capital, token.stop, token.verbish = shape
         # "--password cloudera", "-m 1": a command's option and its value, no prose words; "set city='Hyd'": a
         # variable (cheap tests first: this runs for every word)
         option = prose[start - 1 : start] == "-" and _option(gap, word)
@@ -296,6 +304,8 @@ def tokens(prose: str) -> list[Token]:
     return found
 
 
+_GENITIVE = ("'s", "’s")
+_OPENING_MARKS = (":", "-", "*", "•")  # a gap of only one of these opens a sentence (a list item, a label's value)
 # A command-line option written in prose ("sqoop import --username root --password cloudera"): the option's name
 # and its value are a command's arguments, never a term ("Password cloudera").
 _OPTION = re.compile(r"(?:^|\s)--$")
@@ -394,7 +404,8 @@ def _heads(prose: str, words: list[Token]) -> Iterator[Phrase]:
 
 
 def _joined(prose: str, left: Token, right: Token) -> bool:
-    return _BREAK_GAP.match(prose[left.end : right.start]) is not None
+    gap = prose[left.end : right.start]
+    return gap == " " or _BREAK_GAP.match(gap) is not None  # one space, the common gap, decided without the pattern
 
 
 def _is_name_word(token: Token, language: str) -> bool:
@@ -969,7 +980,7 @@ def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> 
         piece = piece[:-1]
     if len(piece) > MAX_WORDS:
         return []  # five content words in a row are a heading or a run-on list, and any four of them a fragment
-    if not piece or all(singular(t.lower) in GENERIC or t.lower in GENERIC for t in piece):
+    if not piece or all(t.lower in GENERIC or singular(t.lower) in GENERIC for t in piece):
         return []
     if len(piece) == 2 and (_vague_pair(piece[0], piece[1]) or (modifiers and piece[0].verbish and _generic(piece[1]))):
         return []  # a participle on a vague noun names nothing either ("the desired output", "the surrounding area")

@@ -551,3 +551,12 @@ def test_v6_rules_stay_silent_on_questions_personas_and_reactions(sentence: str)
     """What the v6 rules must not read: a question without its "?", a condition, a persona the user casts, a pointer
     to code, a reaction to the assistant's suggestion, a gift for someone else, an event that is no skill."""
     assert facts_in_sentence(sentence) == []
+
+
+def test_a_sentence_said_in_two_messages_is_a_fact_of_each() -> None:
+    """A sentence's facts are found once however often it is said (cached), and each message that says it is
+    cited for them."""
+    said = "I moved to Berlin in March."
+    segment = segment_input("seg-twice", [("user", said), ("assistant", "Nice."), ("user", said)])
+    facts = OfflineExtractor().extract(segment).facts
+    assert sorted((f.value, f.evidence.message_id) for f in facts) == [("Berlin", "m0"), ("Berlin", "m2")]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from concept_support import segment_input
 
+from clients import prose as prose_module
 from clients.prose import prose, unicode_view
 from extract.lexicon import language_of
 from extract.offline import OfflineExtractor
@@ -330,3 +331,50 @@ def test_a_contracts_defined_parties_are_not_concepts_on_real_chats() -> None:
     found = {t.casefold() for s in segments for t in titles(s)}
     assert not {"client", "provider", "proveedor", "cliente", "agreement", "acuerdo"} & found
     assert any("development agreement" in t or "web design" in t for t in found)
+
+
+_GUARDED = (
+    "see src/main.py and ~/data",
+    r"C:\Users\me",
+    "open data.csv now",
+    "call df.select() here",
+    "the my_var setting",
+    "a KeyError was raised",
+    "so myValue = 3",
+    "a new iPhone.",
+    "spark.read.csv reads it",
+    "# Heading",
+    "> a quote",
+    "- an item",
+    "1. first",
+    "2) second",
+    "some **bold** words",
+    "an _emphasised_ word",
+    "~~struck~~",
+)
+
+
+def test_the_prose_cleaner_skips_a_pattern_only_where_it_cannot_match() -> None:
+    """Paths, identifiers and markdown marks are looked for only where a character each match needs is there:
+    wherever the pattern matches (hand-made cases and every message of two real exports), its check lets it run,
+    so the view is the one the patterns give; a plain sentence is spared all three."""
+    texts = list(_GUARDED)
+    for export in ("spark-first", "rainchinchao"):
+        texts += [m.text for s in _real_segments(export, ("",)) for m in s.messages]
+    assert len(texts) > 200
+    matched = Counter[str]()
+    for text in texts:
+        if prose_module._PATH.search(text):
+            matched["path"] += 1
+            assert prose_module._may_hold_path(text), text
+        if prose_module._IDENTIFIER.search(text):
+            matched["identifier"] += 1
+            assert prose_module._may_hold_identifier(text), text
+        if prose_module._MD_MARK.search(text):
+            matched["mark"] += 1
+            assert prose_module._MD_MARK_NEEDS.search(text), text
+    assert min(matched.values()) >= len(_GUARDED) // 3
+    plain = "Plain words, with a comma. And a question? Yes!"
+    assert not prose_module._may_hold_path(plain)
+    assert not prose_module._may_hold_identifier(plain)
+    assert prose_module._MD_MARK_NEEDS.search(plain) is None
