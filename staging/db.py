@@ -301,7 +301,8 @@ class Transaction:
             return
         if isinstance(exc, BaseException):
             _mark_file(exc, self.conn)
-        self.conn.execute("ROLLBACK")
+        if self.conn.in_transaction:  # SQLite rolls back by itself on some errors (SQLITE_FULL): the error is `exc`
+            self.conn.execute("ROLLBACK")
 
 
 def _mark_file(exc: BaseException, conn: sqlite3.Connection) -> None:

@@ -19,6 +19,7 @@ same run undoes that run first (ids are content keys, so the same inputs give th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import sys
@@ -242,8 +243,10 @@ class RunWriter:
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         try:
-            self.conn.execute("DROP TABLE IF EXISTS temp.memory_cue_conversations")
-            self.conn.execute("DROP TABLE IF EXISTS temp.memory_edges_pending")
+            # on a failure, its error is the one to report: a full temporary directory fails these drops too
+            with contextlib.suppress(*(() if exc_type is None else (sqlite3.Error,))):
+                self.conn.execute("DROP TABLE IF EXISTS temp.memory_cue_conversations")
+                self.conn.execute("DROP TABLE IF EXISTS temp.memory_edges_pending")
         finally:
             self._transaction.__exit__(exc_type, exc, tb)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from memory.graph import phrase_index, said_phrases
 from memory.text import terms
 from staging import embeddings as vectors
 from staging import memory as store
+from staging.db import describe_storage_failure
 from staging.ledger import open_staging
 from staging.memory import ContentRow, CueRow, EdgeTuple, TagRow
 
@@ -102,6 +103,52 @@ def test_a_duplicate_edge_in_a_full_build_still_fails_the_write(tmp_path: Path) 
         writer.finish({})
     assert store.latest_run(staging) is None
     assert "memory_edges_by_dst" in _indexes(staging)
+
+
+def test_a_full_build_that_fills_the_temporary_store_fails_with_the_disk_full_error(tmp_path: Path) -> None:
+    """The pending edges fill the temporary store (capped here, as a small SQLITE_TMPDIR would be): SQLite rolls the
+    transaction back itself, and the run fails with that error, not with a failed ROLLBACK; nothing is written."""
+    staging = open_staging(tmp_path / "staging.db")
+    _write_full(staging, RUN)
+    before = staging.execute("SELECT * FROM memory_edges ORDER BY src, dst, run_id").fetchall()
+    staging.execute("PRAGMA temp.max_page_count = 16")
+    with (
+        pytest.raises(sqlite3.OperationalError, match="full") as failed,
+        store.RunWriter(staging, "r20260102T000000-bbbbbb") as writer,
+    ):
+        for b in range(3):
+            content = [_content(f"m{b}-{i:04d}", f"c{b}") for i in range(1000)]
+            writer.add(
+                content, [(f"concept:{k}", c.content_id, "cue-content", 0.5) for k in range(4) for c in content], []
+            )
+        writer.finish({})
+    assert "disk is full" in describe_storage_failure(failed.value, staging)
+    assert not staging.in_transaction
+    assert staging.execute("SELECT * FROM memory_edges ORDER BY src, dst, run_id").fetchall() == before
+    assert "memory_edges_by_dst" in _indexes(staging)
+    assert store.latest_run(staging) == RUN
+
+
+def test_a_failure_while_the_cue_counts_are_read_is_the_error_the_run_fails_with(tmp_path: Path) -> None:
+    """An error raised while `cue_conversations` is iterated (its cursor still open, so its temporary table cannot
+    be dropped: "database table is locked") is the one reported; the run is rolled back."""
+    staging = open_staging(tmp_path / "staging.db")
+
+    def cue_tag(rows: Iterator[tuple[str, str, int]]) -> Iterator[EdgeTuple]:
+        for cue, conversation, _ in rows:
+            raise ValueError(f"no tag for {cue} in {conversation}")
+        yield from ()
+
+    with pytest.raises(ValueError, match="no tag for concept:0"), store.RunWriter(staging, RUN) as writer:
+        writer.add(
+            [_content("m1", "c1")],
+            [("concept:0", "m1", "cue-content", 0.5)],
+            [],
+            [("concept:0", "c1", 1), ("concept:1", "c1", 1)],
+        )
+        writer.add_edges(cue_tag(writer.cue_conversations()))
+    assert not staging.in_transaction
+    assert store.latest_run(staging) is None
 
 
 def _reference_said(words: Sequence[str], concepts: Mapping[str, tuple[str, str]]) -> list[str]:
