@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.errors import StateError
+from staging.space import where_sqlite_ran_out
 
 IN_VALUES = "(SELECT value FROM json_each(?))"
 """An SQL `IN` list of any length in one bound parameter: `f"... WHERE id IN {IN_VALUES}"` with `json_values(ids)`
@@ -236,6 +237,9 @@ def storage_error(exc: BaseException, path: Path | None, *, data_dir: Path | Non
     code = getattr(exc, "sqlite_errorname", None)  # e.g. SQLITE_IOERR_SHMMAP: which I/O failed, for the report
     if code and code not in message:
         message = f"{message}, {code}"
+    if _disk_full(exc) and isinstance(exc, sqlite3.Error):  # the data dir's disk, or SQLite's temporary directory
+        folder = path.parent if path is not None else data_dir if data_dir is not None else Path(".")
+        return StateError(f"{where}: the disk is full ({message}); {where_sqlite_ran_out(folder)}")
     if _disk_full(exc):
         return StateError(f"{where}: the disk is full ({message}); free space there, then re-run the same command")
     if "malformed" in message or "not a database" in message:

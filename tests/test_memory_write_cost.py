@@ -14,8 +14,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from stage_support import cues_stage
 
-from memory.graph import phrase_index, said_phrases
+from clients.embedders import StaticMiniLM
+from contracts.settings import Settings
+from memory.graph import MessageInput, phrase_index, said_phrases
+from memory.names import Names
 from memory.text import terms
 from staging import embeddings as vectors
 from staging import memory as store
@@ -211,3 +215,46 @@ def test_item_hashes_give_the_hash_of_each_items_vector_under_one_model(tmp_path
     )
     assert vectors.item_hashes(staging, "message", "static", ["m1", "m2", "m3", "m5"]) == {"m1": "h1", "m2": "h2"}
     assert vectors.item_hashes(staging, "message", "full", ["m1", "m2"]) == {"m1": "h9"}
+
+
+def test_concepts_that_share_a_title_link_a_message_to_the_first_by_id() -> None:
+    """Three concepts whose titles have the same terms (case aside), given in any order: a message saying the title
+    is linked to the first by id, not to the last one read."""
+    concepts = {
+        "concept:c": ("customer churn model", "entity"),
+        "concept:a": ("Customer Churn Model", "entity"),
+        "concept:b": ("customer churn MODEL", "topic"),
+    }
+    words = terms("We retrained the customer churn model last week.")
+    assert said_phrases(words, phrase_index(concepts)) == ["concept:a"]
+    assert said_phrases(words, phrase_index(dict(reversed(concepts.items())))) == ["concept:a"]
+
+
+def test_keys_not_found_through_the_message_items_are_looked_up_among_the_vectors(tmp_path: Path) -> None:
+    """A key that is not the text its message's item points at (a speaker name masked out, or no item under the
+    key model) is found cached when staging.embeddings holds its vector; only a key with no vector anywhere is
+    left to embed (its message read again)."""
+    staging = open_staging(tmp_path / "staging.db")
+    embedder = StaticMiniLM()
+    names = Names.of(["Alice"])
+    texts = {
+        "m1": "The oven runs hot on Sundays.",  # names nobody: its key is the text its item points at
+        "m2": "Alice bakes sourdough every morning.",  # key masked, its vector cached by an earlier cues run
+        "m3": "Alice paints the garden fence.",  # key masked, no vector for it
+        "m4": "The bread needs a longer proof.",  # no item under the key model, its vector cached
+    }
+    messages = [
+        MessageInput(u, "c1", None, i, "user", "Alice", None, t, "jsonl") for i, (u, t) in enumerate(texts.items())
+    ]
+    embedded = [texts["m1"], texts["m2"], texts["m3"], names.mask(texts["m2"]), texts["m4"]]
+    assert names.mask(texts["m2"]) != texts["m2"] and names.mask(texts["m1"]) == texts["m1"]
+    vectors.put_vectors(
+        staging, embedder.key, "r", list(zip(map(vectors.text_hash, embedded), embedder.embed(embedded), strict=True))
+    )
+    vectors.put_items(
+        staging, "message", embedder.key, "r", [(u, vectors.text_hash(texts[u])) for u in ("m1", "m2", "m3")]
+    )
+    settings = Settings(data_dir=tmp_path, memory={"key_embedder": "embed"})
+    keys = cues_stage._Keys(staging, settings, names, embedder)
+    keys.look_up(messages)
+    assert keys.missing == ["m3"] and keys.found == 3
