@@ -119,7 +119,10 @@ class PhraseCounts:
         seen: set[str] = set()
         for key, surface, at_start in candidates(text[:DOC_CHARS]):
             target = self.initial if at_start else self.surfaces
-            target.setdefault(key, Counter())[surface] += 1
+            forms = target.get(key)
+            if forms is None:  # not setdefault(key, Counter()): that builds a Counter per candidate (~7M at 250k)
+                forms = target[key] = Counter()
+            forms[surface] += 1
             seen.add(key)
         self.df.update(seen)
 

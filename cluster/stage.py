@@ -402,19 +402,20 @@ def _concept_links(
         matrix = space.join(matrix, phrase_space.title_keys([concepts[c].title for c in found]))
     placed, strengths = fit_topics.place(fit.reducer, fit.clusterer, matrix)
     renumbered = _old_to_new(fit.labels, labels)
+    topics = np.array([renumbered.get(int(p), -1) for p in placed.tolist()], dtype=np.int64)
+    unplaced = np.flatnonzero(topics < 0)  # placed as noise: the nearest topic centre instead
+    nearest, sims = fit_topics.nearest_centres(matrix[unplaced], centres)
+    closest = dict(zip(unplaced.tolist(), zip(nearest, sims, strict=True), strict=True))
     links = []
     for row, concept_id in enumerate(found):
-        topic = renumbered.get(int(placed[row]), -1)
+        topic = int(topics[row])
         if topic >= 0:
             links.append(
                 ("concept", concept_id, topic, uids[topic], fit_topics.unit_weight(strengths[row]), "predicted")
             )
             continue
-        sims = {t: float(matrix[row] @ c) for t, c in centres.items()}
-        best = max(sims, key=lambda t: (sims[t], -t))
-        links.append(
-            ("concept", concept_id, best, uids[best], fit_topics.unit_weight(max(sims[best], 0.0)), "reassigned")
-        )
+        best, sim = closest[row]
+        links.append(("concept", concept_id, best, uids[best], fit_topics.unit_weight(max(sim, 0.0)), "reassigned"))
     return links
 
 

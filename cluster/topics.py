@@ -146,6 +146,33 @@ def unit_weight(value: float) -> float:
     return round(float(min(max(value, 0.0), 1.0)), 6)
 
 
+NEAR_MARGIN = 1e-3  # candidates within this (x the row's norm, at least 1) of a row's best product are checked
+
+
+def nearest_centres(points: Matrix, centres: dict[int, Matrix]) -> tuple[list[int], list[float]]:
+    """Per row of `points`, the topic whose centre it has the highest dot product with (ties: the lower topic) and
+    that product, each exactly `float(point @ centre)`: what comparing every centre one by one gives.
+
+    One by one, a point costs one small product per topic (~15k noise concepts x ~900 topics at 250k messages: 33
+    CPU-s of Python). Here one matrix product finds, per row, the centres within NEAR_MARGIN of its best (a float32
+    product of a unit centre is off by far less: ~1e-5 x the row's norm at 384 dimensions) and only those are
+    computed again one by one, so the choice and the value are those of the one-by-one comparison.
+    """
+    if not len(points) or not centres:
+        return [], []
+    topics = list(centres)
+    approx = points @ np.stack([centres[t] for t in topics]).T
+    floor = approx.max(axis=1) - NEAR_MARGIN * np.maximum(np.linalg.norm(points, axis=1), 1.0)
+    nearest: list[int] = []
+    values: list[float] = []
+    for row in range(len(points)):
+        sims = {topics[i]: float(points[row] @ centres[topics[i]]) for i in np.flatnonzero(approx[row] >= floor[row])}
+        best = max(sims, key=lambda t: (sims[t], -t))
+        nearest.append(best)
+        values.append(sims[best])
+    return nearest, values
+
+
 def centroids(points: Matrix, labels: Labels) -> dict[int, Matrix]:
     """Each topic's unit-length mean vector."""
     found: dict[int, Matrix] = {}

@@ -32,7 +32,8 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -222,21 +223,78 @@ def validity_of(clusterer: Any) -> float:
 
 
 @dataclass(slots=True)
+class SpectralMemo:
+    """UMAP's spectral initial layouts, remembered by everything they are computed from.
+
+    A seeded UMAP fit starts from a spectral layout of its fuzzy graph (eigenvectors of the graph's Laplacian, one
+    eigen-solve per connected component: ~45 % of a tuning layout's CPU at 250k messages, more than the epochs). It
+    depends on the graph, the dimension and the random state, not on min_dist, so the tuning's layouts that differ
+    only in min_dist solve the same problem twice. `active` puts a remembering wrapper in place of
+    `umap.umap_.spectral_layout` (the name UMAP's fit calls) for the calls made inside it: a call whose points,
+    graph, dimension, options and random-state position were seen before gets a copy of that result and leaves the
+    random state where that call left it; any other call runs UMAP's own function. The layouts are the same arrays
+    as without it (tests/test_cluster_budget.py).
+    """
+
+    found: dict[bytes, tuple[Matrix, Any]] = field(default_factory=dict)
+    hits: int = 0
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        import umap.umap_ as umap_module
+
+        original = umap_module.spectral_layout
+
+        def remembered(data: Any, graph: Any, dim: int, random_state: Any, **options: Any) -> Matrix:
+            key = _spectral_key(data, graph, dim, random_state, options)
+            if key in self.found:
+                layout, after = self.found[key]
+                random_state.set_state(after)
+                self.hits += 1
+                return layout.copy()
+            layout = original(data, graph, dim, random_state, **options)
+            self.found[key] = (np.array(layout, copy=True), random_state.get_state())
+            return layout  # type: ignore[no-any-return]
+
+        umap_module.spectral_layout = remembered
+        try:
+            yield
+        finally:
+            umap_module.spectral_layout = original
+
+
+def _spectral_key(data: Any, graph: Any, dim: int, random_state: Any, options: dict[str, Any]) -> bytes:
+    """A digest of every input of one spectral_layout call (the random state's position included)."""
+    coo = graph.tocoo()
+    digest = hashlib.sha256(repr((dim, coo.shape, sorted(options.items(), key=repr), np.shape(data))).encode())
+    for part in (np.asarray(data), coo.row, coo.col, coo.data):
+        digest.update(str(part.dtype).encode())
+        digest.update(np.ascontiguousarray(part).tobytes())
+    kind, keys, position, has_gauss, gauss = random_state.get_state()
+    digest.update(repr((kind, position, has_gauss, gauss)).encode())
+    digest.update(np.ascontiguousarray(keys).tobytes())
+    return digest.digest()
+
+
+@dataclass(slots=True)
 class LayoutCache:
-    """UMAP layouts of the sample by (n_neighbors, n_components, min_dist), over one k-NN graph."""
+    """UMAP layouts of the sample by (n_neighbors, n_components, min_dist), over one k-NN graph (and one spectral
+    initial layout per graph and dimension: SpectralMemo)."""
 
     points: Matrix
     seed: int
     knn: Knn | None = None
     layouts: dict[tuple[int, int, float], Matrix] = field(default_factory=dict)
     fits: int = 0
+    spectral: SpectralMemo = field(default_factory=SpectralMemo)
 
     def get(self, n_neighbors: int, n_components: int, min_dist: float) -> Matrix:
         key = (n_neighbors, n_components, min_dist)
         if key not in self.layouts:
             if self.knn is None:
                 self.knn = knn_graph(self.points, max(neighbors_for(len(self.points))), self.seed)
-            self.layouts[key], _ = umap_layout(self.points, *key, self.seed, self.knn)
+            with self.spectral.active():
+                self.layouts[key], _ = umap_layout(self.points, *key, self.seed, self.knn)
             self.fits += 1
         return self.layouts[key]
 

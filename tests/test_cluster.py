@@ -20,7 +20,7 @@ from stage_support import cluster_stage, ingest_stage, stage_embed, stage_embed_
 
 from clients.embedders import StaticMiniLM
 from cluster.labels_llm import LabelCounts, llm_labels
-from cluster.topics import ctfidf, label_of, reassign_outliers, renumber
+from cluster.topics import ctfidf, label_of, nearest_centres, reassign_outliers, renumber
 from cluster.tuning import Objective, tune
 from contracts.results import StageResult
 from contracts.settings import LLMSettings, Settings
@@ -353,3 +353,24 @@ def test_llm_labels_stop_asking_once_the_endpoint_cannot_be_reached(tmp_path: Pa
         ("topic:uid0", 2, "transient_error"),
         ("topic:uid0", 3, "transient_error"),
     ]
+
+
+def test_nearest_centres_is_the_one_by_one_comparison_exactly() -> None:
+    """Each point's nearest topic centre and its product are those of comparing every centre one by one (the
+    product as `float(point @ centre)` computes it, not the matrix product's rounding); ties go to the lower
+    topic."""
+    rng = np.random.default_rng(5)
+    centres = {
+        t: (v / np.linalg.norm(v)).astype(np.float32)
+        for t, v in zip(range(40, 0, -1), rng.normal(size=(40, 384)), strict=True)
+    }
+    centres[99] = centres[7].copy()  # a tie: topic 7 wins
+    points = rng.normal(size=(500, 384)).astype(np.float32)
+    points[0] = centres[7] * 3
+    nearest, sims = nearest_centres(points, centres)
+    for row, point in enumerate(points):
+        one_by_one = {t: float(point @ c) for t, c in centres.items()}
+        best = max(one_by_one, key=lambda t: (one_by_one[t], -t))
+        assert (nearest[row], sims[row]) == (best, one_by_one[best])
+    assert nearest[0] == 7
+    assert nearest_centres(points[:0], centres) == ([], [])

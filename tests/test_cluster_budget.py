@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cluster import topics as fit_topics
-from cluster.tuning import EXACT_KNN_MAX, budget, exact_knn, knn_graph
+from cluster.tuning import EXACT_KNN_MAX, LayoutCache, budget, exact_knn, knn_graph, umap_layout
 
 
 def test_budget_is_a_trial_count_with_a_cpu_time_safety_cap_that_grows_with_the_points() -> None:
@@ -69,3 +69,24 @@ def test_topic_sizes_renumbering_and_seeded_samples() -> None:
     assert [len(s) for s in samples] == [2, 2, 1] and all(s == sorted(s) for s in samples)
     assert set(samples[0]) <= {"s3", "s4", "s5", "s8"}
     assert fit_topics.topic_members(ids, labels, sample=2, seed=42).equals(groups)
+
+
+def test_layouts_that_differ_only_in_min_dist_share_one_spectral_init_and_stay_the_same_arrays() -> None:
+    """The tuning's second min_dist of an (n_neighbors, n_components) pair reuses the first one's spectral initial
+    layout (one eigen-solve, not two) and gives the same layout as a fit of its own; another dimension solves
+    again."""
+    rng = np.random.default_rng(0)
+    blobs = rng.normal(size=(5, 16)) * 6  # separate blobs: a fuzzy graph of several components
+    points = np.vstack([c + rng.normal(size=(80, 16)) for c in blobs]).astype(np.float32)
+    cache = LayoutCache(points, seed=42)
+    first, second = cache.get(10, 5, 0.0), cache.get(10, 5, 0.1)
+    assert cache.spectral.hits == 1
+    cache.get(10, 2, 0.0)
+    assert cache.spectral.hits == 1 and len(cache.spectral.found) == 2
+    assert cache.knn is not None
+    for layout, min_dist in ((first, 0.0), (second, 0.1)):
+        alone, _ = umap_layout(points, 10, 5, min_dist, 42, cache.knn)
+        assert np.array_equal(layout, alone)
+    import umap.umap_
+
+    assert umap.umap_.spectral_layout.__module__ == "umap.spectral"  # UMAP's own function is back after each fit
