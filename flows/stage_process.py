@@ -1,0 +1,154 @@
+"""A stage run in a process of its own: what it held is given back to the system when it ends.
+
+    outcome = run_in_own_process(stage, ctx, settings)   # flows/stage_runner.py, for a stage declared own_process
+
+Why: a stage's working set does not all leave the process when the stage returns. The cluster stage's numba
+kernels, LLVM's compiled code and the blocks UMAP and HDBSCAN allocated stay mapped (at 250k messages 1.4 GiB is
+still resident after the stage, of which ~0.5 GiB is numba and the imports, and malloc_trim returns none of it);
+the cues stage's heap ends fragmented likewise. In one process, the load and the recall index built beside it
+come on top of that (the 1M first build's peak: 7.4 GiB, of which ~3.9 GiB was left by the stages before).
+
+How: the stage's `run(ctx)` is called in a spawned child (not forked: the runner's process has threads), with
+connections of its own to the same two databases; the runner keeps the ledger in its own process, as before.
+The child sends back the stage's Outcome, or its exception (a chatmem error keeps its class, so the CLI's line
+and exit code are the same as in one process). What crosses: the settings, the run's ids and the progress
+factory (module functions), never a connection.
+- Ctrl-C reaches the whole process group: the child ignores it, the runner's process handles it
+  (flows/interrupt.py) and stops the child on its way out; the child's open transaction is rolled back by
+  SQLite, as an interrupted stage's is in one process.
+- A runner killed outright (kill -9) takes the child with it within a second (`watch_parent`): no orphan goes
+  on writing a run that is being resumed.
+- A child that dies without a word (the kernel's OOM killer) is a StageError naming its exit status.
+- Logging is set up in the child as the CLI set up the runner (flows/log_setup.py), secrets redacted alike; its
+  records do not reach Prefect's UI (the stage's summary line is the runner's and does).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+from clients.process_batches import watch_parent
+from clients.stage import Outcome, StageContext
+from contracts.errors import ChatmemError
+from contracts.settings import Settings
+
+log = logging.getLogger(__name__)
+
+STOP_WAIT_S = 5.0  # how long a stopped child gets to exit on SIGTERM before it is killed
+
+
+class StageProcessDied(ChatmemError):
+    """The stage's process ended without sending its outcome (killed, out of memory)."""
+
+
+def run_in_own_process(entry: str, ctx: StageContext, settings: Settings) -> Outcome:
+    """`entry`'s run(ctx) in a spawned child; `ctx` without its connections and with undeclared sections hidden
+    again there (`settings` is the run's whole Settings: what pickles)."""
+    from flows.log_setup import verbose_now
+
+    spawn = multiprocessing.get_context("spawn")
+    receive, send = spawn.Pipe(duplex=False)
+    fields = {name: getattr(ctx, name) for name in _SHIPPED}
+    child = spawn.Process(
+        target=_child,
+        args=(send, os.getpid(), entry, fields, settings, verbose_now()),
+        name=f"chatmem-stage-{ctx.stage}",
+    )
+    child.start()
+    send.close()  # ours is the child's: a child that dies closes the pipe, and recv() says so
+    try:
+        try:
+            kind, payload = receive.recv()
+        except EOFError:
+            child.join()
+            raise StageProcessDied(
+                f"the {ctx.stage} stage's process ended without a result (exit status {child.exitcode}"
+                f"{', killed by the system: out of memory?' if child.exitcode == -signal.SIGKILL else ''})"
+            ) from None
+        child.join()
+    finally:
+        _stop(child)
+        receive.close()
+    if kind == "error":
+        raise payload
+    outcome: Outcome = payload
+    return outcome
+
+
+_SHIPPED = ("stage", "run_id", "stage_run_id", "progress", "exports", "force_format", "force")
+
+
+def _stop(child: Any) -> None:
+    """A child still running when the runner leaves (Ctrl-C, an error here): stopped, then reaped."""
+    if child.is_alive():
+        child.terminate()
+        child.join(STOP_WAIT_S)
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+
+# --- in the child ----------------------------------------------------------------------------------------
+
+
+def _child(
+    send: Connection, parent: int, entry: str, fields: dict[str, Any], settings: Settings, verbose: bool | None
+) -> None:
+    watch_parent(parent)  # ignores Ctrl-C (the runner's to handle) and exits when the runner is gone
+    if verbose is not None:
+        from flows.log_setup import setup_logging
+
+        setup_logging(verbose)
+    from clients.stage import declared_only
+    from flows.registry import spec
+    from staging.archive import open_archive
+    from staging.ledger import open_staging
+
+    stage = spec(fields["stage"])
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        ctx = StageContext(
+            settings=declared_only(settings, stage.name, stage.settings_sections),
+            archive=archive,
+            staging=staging,
+            **fields,
+        )
+        module = importlib.import_module(entry)
+        outcome = module.run(ctx)
+        reply: tuple[str, Any] = ("ok", outcome)
+    except BaseException as exc:  # every failure goes back to the runner, which records it
+        reply = ("error", _portable(exc))
+    finally:
+        archive.close()
+        staging.close()
+    send.send(reply)
+    send.close()
+
+
+class ChildTraceback(Exception):
+    """The stage's traceback in its own process, as the cause of the exception the runner raises (a bug's
+    traceback then shows where it happened, as concurrent.futures does for its workers)."""
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """The exception itself when it survives pickling (a chatmem error, sqlite3's, OSError), else a RuntimeError
+    that names its class and says what it said (the runner records it as a failure like any other); either way
+    with the child's traceback as its cause."""
+    where = ChildTraceback("".join(traceback.format_exception(exc)))
+    copy: BaseException = RuntimeError(f"{type(exc).__name__}: {exc}")
+    try:
+        back = pickle.loads(pickle.dumps(exc))
+        if isinstance(back, BaseException) and str(back) == str(exc):
+            copy = back
+    except Exception:  # anything that does not round-trip is described instead
+        pass
+    copy.__cause__ = where
+    return copy
