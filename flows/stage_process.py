@@ -13,9 +13,9 @@ connections of its own to the same two databases; the runner keeps the ledger in
 The child sends back the stage's Outcome, or its exception (a chatmem error keeps its class, so the CLI's line
 and exit code are the same as in one process). What crosses: the settings, the run's ids and the progress
 factory (module functions), never a connection.
-- Ctrl-C reaches the whole process group: the child ignores it, the runner's process handles it
-  (flows/interrupt.py) and stops the child on its way out; the child's open transaction is rolled back by
-  SQLite, as an interrupted stage's is in one process.
+- Ctrl-C (and SIGTERM to the process group) reaches both processes: the child ignores them, the runner's process
+  handles them (flows/interrupt.py) and kills the child on its way out; the child's open transaction is rolled
+  back by SQLite, as an interrupted stage's is in one process.
 - A runner killed outright (kill -9) takes the child with it within a second (`watch_parent`): no orphan goes
   on writing a run that is being resumed.
 - A child that dies without a word (the kernel's OOM killer) is a StageError naming its exit status.
@@ -41,8 +41,6 @@ from contracts.errors import ChatmemError
 from contracts.settings import Settings
 
 log = logging.getLogger(__name__)
-
-STOP_WAIT_S = 5.0  # how long a stopped child gets to exit on SIGTERM before it is killed
 
 
 class StageProcessDied(ChatmemError):
@@ -78,7 +76,8 @@ def run_in_own_process(entry: str, ctx: StageContext, settings: Settings) -> Out
         _stop(child)
         receive.close()
     if kind == "error":
-        raise payload
+        error, where = payload
+        raise error from ChildTraceback(where)
     outcome: Outcome = payload
     return outcome
 
@@ -87,13 +86,11 @@ _SHIPPED = ("stage", "run_id", "stage_run_id", "progress", "exports", "force_for
 
 
 def _stop(child: Any) -> None:
-    """A child still running when the runner leaves (Ctrl-C, an error here): stopped, then reaped."""
+    """A child still running when the runner leaves (Ctrl-C, SIGTERM, an error here): killed, then reaped. SIGKILL
+    because it ignores SIGTERM; what it had not committed SQLite rolls back, as for any killed writer."""
     if child.is_alive():
-        child.terminate()
-        child.join(STOP_WAIT_S)
-        if child.is_alive():
-            child.kill()
-            child.join()
+        child.kill()
+        child.join()
 
 
 # --- in the child ----------------------------------------------------------------------------------------
@@ -103,6 +100,9 @@ def _child(
     send: Connection, parent: int, entry: str, fields: dict[str, Any], settings: Settings, verbose: bool | None
 ) -> None:
     watch_parent(parent)  # ignores Ctrl-C (the runner's to handle) and exits when the runner is gone
+    # SIGTERM to the process group (`kill -- -PGID`, systemd) is the runner's too: were the child to die of it
+    # first, the runner would see a stage that died, not a run stopped by SIGTERM; the runner stops it (SIGKILL)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if verbose is not None:
         from flows.log_setup import setup_logging
 
@@ -125,7 +125,7 @@ def _child(
         outcome = module.run(ctx)
         reply: tuple[str, Any] = ("ok", outcome)
     except BaseException as exc:  # every failure goes back to the runner, which records it
-        reply = ("error", _portable(exc))
+        reply = ("error", (_portable(exc), "".join(traceback.format_exception(exc))))
     finally:
         archive.close()
         staging.close()
@@ -140,9 +140,8 @@ class ChildTraceback(Exception):
 
 def _portable(exc: BaseException) -> BaseException:
     """The exception itself when it survives pickling (a chatmem error, sqlite3's, OSError), else a RuntimeError
-    that names its class and says what it said (the runner records it as a failure like any other); either way
-    with the child's traceback as its cause."""
-    where = ChildTraceback("".join(traceback.format_exception(exc)))
+    that names its class and says what it said (the runner records it as a failure like any other). Its cause
+    does not cross: the runner raises it from the child's traceback instead."""
     copy: BaseException = RuntimeError(f"{type(exc).__name__}: {exc}")
     try:
         back = pickle.loads(pickle.dumps(exc))
@@ -150,5 +149,4 @@ def _portable(exc: BaseException) -> BaseException:
             copy = back
     except Exception:  # anything that does not round-trip is described instead
         pass
-    copy.__cause__ = where
     return copy
