@@ -32,21 +32,27 @@ import os
 import pickle
 import signal
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any
 
 from clients.process_batches import watch_parent
 from clients.stage import Outcome, StageContext
-from contracts.errors import ChatmemError
+from contracts.errors import StageError
+from contracts.redact import install_log_redaction, known_secrets, remember_secret
 from contracts.settings import Settings
 
 log = logging.getLogger(__name__)
 
-STOP_WAIT_S = 5.0  # how long a stopped child gets to exit on SIGTERM before it is killed
+EXIT_WAIT_S = 10.0  # how long a child that sent its result gets to exit before it is killed (its writes are done)
+HELD = {signal.SIGINT, signal.SIGTERM}  # the runner's to handle; blocked in the child until it ignores them
+_LIVE: set[Any] = set()  # the stage processes running now (kill_stage_processes)
 
 
-class StageProcessDied(ChatmemError):
-    """The stage's process ended without sending its outcome (killed, out of memory)."""
+class StageProcessDied(StageError):
+    """The stage's process ended without sending its outcome (killed, out of memory): a StageError like any stage
+    failure (recorded with its cause, the CLI's line with the re-run command, `serve --watch` carries on)."""
 
 
 def run_in_own_process(entry: str, ctx: StageContext, settings: Settings) -> Outcome:
@@ -59,23 +65,29 @@ def run_in_own_process(entry: str, ctx: StageContext, settings: Settings) -> Out
     fields = {name: getattr(ctx, name) for name in _SHIPPED}
     child = spawn.Process(
         target=_child,
-        args=(send, os.getpid(), entry, fields, settings, verbose_now()),
+        args=(send, os.getpid(), entry, fields, settings, verbose_now(), known_secrets()),
         name=f"chatmem-stage-{ctx.stage}",
     )
-    child.start()
-    send.close()  # ours is the child's: a child that dies closes the pipe, and recv() says so
     try:
+        with _signals_held():  # the child starts with them blocked: a Ctrl-C during its start-up is not its own
+            child.start()
+        _LIVE.add(child)
+        send.close()  # ours is the child's: a child that dies closes the pipe, and recv() says so
         try:
             kind, payload = receive.recv()
         except EOFError:
             child.join()
             raise StageProcessDied(
-                f"the {ctx.stage} stage's process ended without a result (exit status {child.exitcode}"
-                f"{', killed by the system: out of memory?' if child.exitcode == -signal.SIGKILL else ''})"
+                ctx.stage,
+                ctx.run_id,
+                f"its process ended without a result (exit status {child.exitcode}"
+                f"{', killed by the system: out of memory?' if child.exitcode == -signal.SIGKILL else ''})",
             ) from None
-        child.join()
+        child.join(EXIT_WAIT_S)  # what it wrote is committed and its connections closed: it need not linger
     finally:
         _stop(child)
+        _LIVE.discard(child)
+        send.close()
         receive.close()
     if kind == "error":
         raise payload
@@ -87,22 +99,58 @@ _SHIPPED = ("stage", "run_id", "stage_run_id", "progress", "exports", "force_for
 
 
 def _stop(child: Any) -> None:
-    """A child still running when the runner leaves (Ctrl-C, an error here): stopped, then reaped."""
+    """A child still running when the runner leaves (Ctrl-C, SIGTERM, an error here): killed, then reaped. SIGKILL
+    because it ignores SIGTERM; what it had not committed SQLite rolls back, as for any killed writer."""
     if child.is_alive():
-        child.terminate()
-        child.join(STOP_WAIT_S)
-        if child.is_alive():
-            child.kill()
-            child.join()
+        child.kill()
+        child.join()
+
+
+def kill_stage_processes() -> None:
+    """Kill every stage process now, unreaped: the runner's hard way out (flows/interrupt.py's os._exit) leaves no
+    child writing on for the second its `watch_parent` takes to notice."""
+    for child in list(_LIVE):
+        child.kill()
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM blocked in this thread while it starts a child, which inherits the mask: one that comes
+    while the child imports is held there, and dropped once it ignores them (in the runner it is handled as ever,
+    by another thread or right after)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 # --- in the child ----------------------------------------------------------------------------------------
 
 
 def _child(
-    send: Connection, parent: int, entry: str, fields: dict[str, Any], settings: Settings, verbose: bool | None
+    send: Connection,
+    parent: int,
+    entry: str,
+    fields: dict[str, Any],
+    settings: Settings,
+    verbose: bool | None,
+    secrets: list[str],
 ) -> None:
-    watch_parent(parent)  # ignores Ctrl-C (the runner's to handle) and exits when the runner is gone
+    # Ctrl-C and SIGTERM to the process group are the runner's (it stops this process); blocked since the start
+    # (_signals_held), ignored from here: one that came meanwhile is dropped
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
+    watch_parent(parent)  # exits when the runner is gone
+    # The secrets the runner knows: an unpickled Settings ran none of the validators that remember them
+    for secret in secrets:
+        remember_secret(secret)
+    install_log_redaction()
     if verbose is not None:
         from flows.log_setup import setup_logging
 
