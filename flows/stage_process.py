@@ -13,9 +13,9 @@ connections of its own to the same two databases; the runner keeps the ledger in
 The child sends back the stage's Outcome, or its exception (a chatmem error keeps its class, so the CLI's line
 and exit code are the same as in one process). What crosses: the settings, the run's ids and the progress
 factory (module functions), never a connection.
-- Ctrl-C (and SIGTERM to the process group) reaches both processes: the child ignores them, the runner's process
-  handles them (flows/interrupt.py) and kills the child on its way out; the child's open transaction is rolled
-  back by SQLite, as an interrupted stage's is in one process.
+- Ctrl-C reaches the whole process group: the child ignores it, the runner's process handles it
+  (flows/interrupt.py) and stops the child on its way out; the child's open transaction is rolled back by
+  SQLite, as an interrupted stage's is in one process.
 - A runner killed outright (kill -9) takes the child with it within a second (`watch_parent`): no orphan goes
   on writing a run that is being resumed.
 - A child that dies without a word (the kernel's OOM killer) is a StageError naming its exit status.
@@ -32,19 +32,27 @@ import os
 import pickle
 import signal
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any
 
 from clients.process_batches import watch_parent
 from clients.stage import Outcome, StageContext
-from contracts.errors import ChatmemError
+from contracts.errors import StageError
+from contracts.redact import install_log_redaction, known_secrets, remember_secret
 from contracts.settings import Settings
 
 log = logging.getLogger(__name__)
 
+EXIT_WAIT_S = 10.0  # how long a child that sent its result gets to exit before it is killed (its writes are done)
+HELD = {signal.SIGINT, signal.SIGTERM}  # the runner's to handle; blocked in the child until it ignores them
+_LIVE: set[Any] = set()  # the stage processes running now (kill_stage_processes)
 
-class StageProcessDied(ChatmemError):
-    """The stage's process ended without sending its outcome (killed, out of memory)."""
+
+class StageProcessDied(StageError):
+    """The stage's process ended without sending its outcome (killed, out of memory): a StageError like any stage
+    failure (recorded with its cause, the CLI's line with the re-run command, `serve --watch` carries on)."""
 
 
 def run_in_own_process(entry: str, ctx: StageContext, settings: Settings) -> Outcome:
@@ -57,27 +65,32 @@ def run_in_own_process(entry: str, ctx: StageContext, settings: Settings) -> Out
     fields = {name: getattr(ctx, name) for name in _SHIPPED}
     child = spawn.Process(
         target=_child,
-        args=(send, os.getpid(), entry, fields, settings, verbose_now()),
+        args=(send, os.getpid(), entry, fields, settings, verbose_now(), known_secrets()),
         name=f"chatmem-stage-{ctx.stage}",
     )
-    child.start()
-    send.close()  # ours is the child's: a child that dies closes the pipe, and recv() says so
     try:
+        with _signals_held():  # the child starts with them blocked: a Ctrl-C during its start-up is not its own
+            child.start()
+        _LIVE.add(child)
+        send.close()  # ours is the child's: a child that dies closes the pipe, and recv() says so
         try:
             kind, payload = receive.recv()
         except EOFError:
             child.join()
             raise StageProcessDied(
-                f"the {ctx.stage} stage's process ended without a result (exit status {child.exitcode}"
-                f"{', killed by the system: out of memory?' if child.exitcode == -signal.SIGKILL else ''})"
+                ctx.stage,
+                ctx.run_id,
+                f"its process ended without a result (exit status {child.exitcode}"
+                f"{', killed by the system: out of memory?' if child.exitcode == -signal.SIGKILL else ''})",
             ) from None
-        child.join()
+        child.join(EXIT_WAIT_S)  # what it wrote is committed and its connections closed: it need not linger
     finally:
         _stop(child)
+        _LIVE.discard(child)
+        send.close()
         receive.close()
     if kind == "error":
-        error, where = payload
-        raise error from ChildTraceback(where)
+        raise payload
     outcome: Outcome = payload
     return outcome
 
@@ -93,16 +106,51 @@ def _stop(child: Any) -> None:
         child.join()
 
 
+def kill_stage_processes() -> None:
+    """Kill every stage process now, unreaped: the runner's hard way out (flows/interrupt.py's os._exit) leaves no
+    child writing on for the second its `watch_parent` takes to notice."""
+    for child in list(_LIVE):
+        child.kill()
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM blocked in this thread while it starts a child, which inherits the mask: one that comes
+    while the child imports is held there, and dropped once it ignores them (in the runner it is handled as ever,
+    by another thread or right after)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 # --- in the child ----------------------------------------------------------------------------------------
 
 
 def _child(
-    send: Connection, parent: int, entry: str, fields: dict[str, Any], settings: Settings, verbose: bool | None
+    send: Connection,
+    parent: int,
+    entry: str,
+    fields: dict[str, Any],
+    settings: Settings,
+    verbose: bool | None,
+    secrets: list[str],
 ) -> None:
-    watch_parent(parent)  # ignores Ctrl-C (the runner's to handle) and exits when the runner is gone
-    # SIGTERM to the process group (`kill -- -PGID`, systemd) is the runner's too: were the child to die of it
-    # first, the runner would see a stage that died, not a run stopped by SIGTERM; the runner stops it (SIGKILL)
+    # Ctrl-C and SIGTERM to the process group are the runner's (it stops this process); blocked since the start
+    # (_signals_held), ignored from here: one that came meanwhile is dropped
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
+    watch_parent(parent)  # exits when the runner is gone
+    # The secrets the runner knows: an unpickled Settings ran none of the validators that remember them
+    for secret in secrets:
+        remember_secret(secret)
+    install_log_redaction()
     if verbose is not None:
         from flows.log_setup import setup_logging
 
@@ -125,7 +173,7 @@ def _child(
         outcome = module.run(ctx)
         reply: tuple[str, Any] = ("ok", outcome)
     except BaseException as exc:  # every failure goes back to the runner, which records it
-        reply = ("error", (_portable(exc), "".join(traceback.format_exception(exc))))
+        reply = ("error", _portable(exc))
     finally:
         archive.close()
         staging.close()
@@ -140,8 +188,9 @@ class ChildTraceback(Exception):
 
 def _portable(exc: BaseException) -> BaseException:
     """The exception itself when it survives pickling (a chatmem error, sqlite3's, OSError), else a RuntimeError
-    that names its class and says what it said (the runner records it as a failure like any other). Its cause
-    does not cross: the runner raises it from the child's traceback instead."""
+    that names its class and says what it said (the runner records it as a failure like any other); either way
+    with the child's traceback as its cause."""
+    where = ChildTraceback("".join(traceback.format_exception(exc)))
     copy: BaseException = RuntimeError(f"{type(exc).__name__}: {exc}")
     try:
         back = pickle.loads(pickle.dumps(exc))
@@ -149,4 +198,5 @@ def _portable(exc: BaseException) -> BaseException:
             copy = back
     except Exception:  # anything that does not round-trip is described instead
         pass
+    copy.__cause__ = where
     return copy

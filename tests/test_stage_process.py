@@ -7,6 +7,7 @@ compiles numba's kernels again (~15-30 s), so the tests share one prepared data 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,15 +17,21 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
+from stage_process_probe import SECRET
 from stage_support import ingest_stage, stage_embed, stage_embed_concepts, stage_segment
 from test_cluster import small_settings, themed_export
 
+from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
+from contracts.redact import remember_secret
 from contracts.settings import Settings
+from flows.stage_process import kill_stage_processes, run_in_own_process
 from flows.stage_runner import run_stage_now
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
@@ -172,3 +179,88 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
     except OSError:
         return True
+
+
+# --- the stage process's own behaviour, with a stage of a few lines (tests/stage_process_probe.py) -------------
+
+
+def probe(tmp_path: Path, run_id: str) -> Outcome:
+    settings = Settings(data_dir=tmp_path / "data")
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        ctx = StageContext(stage="cues", run_id=run_id, settings=settings, archive=archive, staging=staging)
+        return run_in_own_process("stage_process_probe", ctx, settings)
+    finally:
+        archive.close()
+        staging.close()
+
+
+def test_a_stage_process_that_dies_is_a_stage_error_with_the_rerun_command(tmp_path: Path) -> None:
+    """Killed by the system (SIGKILL, as the OOM killer does): a StageError like any stage failure, so that the CLI
+    says the run and the re-run command and `serve --watch` carries on (not a bare ChatmemError)."""
+    with pytest.raises(StageError) as died:
+        probe(tmp_path, "die")
+    assert died.value.rerun_hint == "chatmem stage cues --run-id die"
+    assert "exit status -9, killed by the system: out of memory?" in died.value.cause
+
+
+def test_the_stage_process_masks_the_secrets_the_runner_knows(tmp_path: Path) -> None:
+    """The child's Settings is unpickled, not validated: the secrets the runner remembered are sent along, so that
+    its error texts and log lines are masked as the runner's are."""
+    remember_secret(SECRET)
+    outcome = probe(tmp_path, "secret")
+    assert outcome.notes == ["the endpoint said: bad key ***"]
+
+
+def test_signals_during_the_stage_process_start_up_are_the_runners(tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM to the process group while the child still imports (before it ignores them) must not kill
+    it nor print its KeyboardInterrupt traceback: it is the runner's to stop it."""
+    done = threading.Event()
+
+    def pester() -> None:
+        while not done.is_set():
+            for child in stage_processes():
+                with contextlib.suppress(psutil.Error):
+                    child.send_signal(signal.SIGINT)
+                    child.send_signal(signal.SIGTERM)
+            time.sleep(0.005)
+
+    pestering = threading.Thread(target=pester, daemon=True)
+    pestering.start()
+    try:
+        outcome = probe(tmp_path, "sleep-0.5")
+    finally:
+        done.set()
+        pestering.join()
+    assert outcome.rows_out == 1
+
+
+def stage_processes() -> list[psutil.Process]:
+    """This process's spawned children (not multiprocessing's resource tracker)."""
+    found = []
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if "spawn_main" in " ".join(child.cmdline()):
+                found.append(child)
+    return found
+
+
+def test_the_hard_way_out_kills_the_stage_process(tmp_path: Path) -> None:
+    """flows/interrupt.py's os._exit path kills the stage processes first (kill_stage_processes)."""
+    failed: list[BaseException] = []
+
+    def stage() -> None:
+        try:
+            probe(tmp_path, "sleep-60")
+        except BaseException as exc:
+            failed.append(exc)
+
+    running = threading.Thread(target=stage)
+    started = time.monotonic()
+    running.start()
+    while not stage_processes() and time.monotonic() - started < 30:
+        time.sleep(0.05)
+    kill_stage_processes()
+    running.join(30)
+    assert not running.is_alive() and time.monotonic() - started < 30
+    assert isinstance(failed[0], StageError) and "exit status -9" in str(failed[0])
