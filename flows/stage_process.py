@@ -90,7 +90,8 @@ def run_in_own_process(entry: str, ctx: StageContext, settings: Settings) -> Out
         send.close()
         receive.close()
     if kind == "error":
-        raise payload
+        error, where = payload
+        raise error from ChildTraceback(where)
     outcome: Outcome = payload
     return outcome
 
@@ -173,7 +174,7 @@ def _child(
         outcome = module.run(ctx)
         reply: tuple[str, Any] = ("ok", outcome)
     except BaseException as exc:  # every failure goes back to the runner, which records it
-        reply = ("error", _portable(exc))
+        reply = ("error", (_portable(exc), "".join(traceback.format_exception(exc))))
     finally:
         archive.close()
         staging.close()
@@ -188,9 +189,8 @@ class ChildTraceback(Exception):
 
 def _portable(exc: BaseException) -> BaseException:
     """The exception itself when it survives pickling (a chatmem error, sqlite3's, OSError), else a RuntimeError
-    that names its class and says what it said (the runner records it as a failure like any other); either way
-    with the child's traceback as its cause."""
-    where = ChildTraceback("".join(traceback.format_exception(exc)))
+    that names its class and says what it said (the runner records it as a failure like any other). Its cause
+    does not cross: the runner raises it from the child's traceback instead."""
     copy: BaseException = RuntimeError(f"{type(exc).__name__}: {exc}")
     try:
         back = pickle.loads(pickle.dumps(exc))
@@ -198,5 +198,4 @@ def _portable(exc: BaseException) -> BaseException:
             copy = back
     except Exception:  # anything that does not round-trip is described instead
         pass
-    copy.__cause__ = where
     return copy

@@ -114,7 +114,10 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
                     exports=tuple(Path(p) for p in context.exports) if stage.exports else (),
                     force_format=context.force_format if stage.exports else None,
                     force=context.force,
-                    own_process=stage.own_process and map_batches is None and settings.runner.stage_processes,
+                    own_process=stage.own_process
+                    and map_batches is None
+                    and settings.runner.stage_processes
+                    and not settings.runner.distributed,  # on Dask every stage stays in the run's process
                 )
                 result = execute(stage, run_id, settings, archive, staging, fingerprint, helpers, context.exports)
     finally:

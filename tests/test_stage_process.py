@@ -106,6 +106,7 @@ def run_runner(data_dir: Path, *stages: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.timeout(900)  # cluster and cues twice, each compiling numba's kernels: minutes on a loaded machine
 def test_cluster_and_cues_in_their_own_process_write_what_one_process_writes(prepared: Path, tmp_path: Path) -> None:
     """The same topics, links and memory edges, and the runner never imports UMAP: the stage ran elsewhere."""
     here = copy_of(prepared, tmp_path, "here")
