@@ -15,7 +15,7 @@ Why it is built this way:
 - A job is pickled once per call, into a file the workers read once (cached by that file's name), not once
   per batch: the extract job carries every known concept name (hundreds of thousands at 1M messages), and a
   worker would otherwise unpickle, and fold, them again for every batch.
-- A worker whose parent dies (kill -9 of a run) exits within a second on its own (`_watch_parent`), so no
+- A worker whose parent dies (kill -9 of a run) exits within a second on its own (`watch_parent`), so no
   orphan keeps computing; the run's writes are the parent's, so re-run safety is the single process's.
 """
 
@@ -60,7 +60,7 @@ class ProcessBatches:
         self._pool = ProcessPoolExecutor(
             workers,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=_watch_parent,
+            initializer=watch_parent,
             initargs=(os.getpid(),),
         )
         self._shipped: dict[int, tuple[Any, str]] = {}  # id(job) -> (job, its file): the job kept alive
@@ -124,7 +124,7 @@ def _run(path: str, batch: Any) -> Any:
     return _JOB[1](batch)
 
 
-def _watch_parent(parent: int) -> None:
+def watch_parent(parent: int) -> None:
     """Exit this worker as soon as the process that started it is gone (killed, or crashed). Ctrl-C reaches the
     whole process group: it is the stage process's to handle (flows/interrupt.py), which then shuts the pool
     down; a worker that died of it would only add a traceback per worker."""

@@ -30,6 +30,19 @@ class ChatmemError(Exception):
     def __init__(self, *args: Any) -> None:
         super().__init__(*(redact_text(arg) if isinstance(arg, str) else arg for arg in args))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as what it is, its attributes included, without calling `__init__` again: a subclass whose
+        `__init__` takes other arguments than its message (StageError, ExportError) comes back whole from a stage's
+        own process (flows/stage_process.py) instead of failing to unpickle."""
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuilt(cls: type[ChatmemError], args: tuple[Any, ...], attributes: dict[str, Any]) -> ChatmemError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(attributes)
+    return error
+
 
 class ConfigError(ChatmemError):
     """Settings or arguments that cannot work."""

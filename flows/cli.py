@@ -14,7 +14,6 @@ the closed pipe).
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import shutil
 import sqlite3
@@ -32,7 +31,7 @@ from click.core import ParameterSource
 from contracts.errors import ChatmemError, ConfigError, StageError
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
 from flows.cli_run_summary import print_summary
-from flows.prefect_env import OUR_PACKAGES
+from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, select_stages
 from flows.terminal import safe_line
 
@@ -225,49 +224,6 @@ class ChatmemGroup(click.Group):
             ctx.exit(1)
 
 
-class CliLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever sys.stderr is at the time (click's test runner swaps it per invocation).
-
-    Public name on purpose: Prefect keeps the root handlers it finds unless their class name starts with "_".
-    """
-
-    chatmem = True
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.stream = sys.stderr
-        super().emit(record)
-
-
-def _below_error(record: logging.LogRecord) -> bool:
-    return record.levelno < logging.ERROR
-
-
-def _setup_logging(verbose: bool) -> None:
-    """Library modules log through `logging` and own no handlers; the CLI decides where lines go.
-
-    Without --verbose, error records are dropped: every failure reaches the user anyway, once, as the CLI's
-    one-line `error:` message with its re-run hint (or as a traceback for a bug), and Prefect would otherwise
-    add a traceback of the same StageError for each flow it passed through. Warnings still show.
-    """
-    from contracts.redact import install_log_redaction
-
-    install_log_redaction()  # every record's message loses URL credentials and known secrets (contracts.redact)
-    root = logging.getLogger()
-    for old in [h for h in root.handlers if getattr(h, "chatmem", False)]:
-        root.removeHandler(old)
-    handler = CliLogHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    if not verbose:
-        handler.addFilter(_below_error)
-        handler.setLevel(logging.WARNING)
-    root.addHandler(handler)
-    root.setLevel(logging.WARNING)  # third-party chatter (httpx logs every request at INFO) stays out
-    for package in OUR_PACKAGES:
-        # INFO always: Prefect's API handler (PREFECT_LOGGING_EXTRA_LOGGERS) shows it in the UI; the console
-        # handler above shows it only with --verbose
-        logging.getLogger(package).setLevel(logging.INFO)
-
-
 @click.group(cls=ChatmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--data-dir",
@@ -286,7 +242,7 @@ def cli(ctx: click.Context, data_dir: Path | None, quiet: bool, verbose: bool) -
     """
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose exclude each other")
-    _setup_logging(verbose)
+    setup_logging(verbose)
     ctx.obj = App(data_dir, ctx.get_parameter_source("data_dir"), quiet, verbose)
 
 

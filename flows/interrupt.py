@@ -195,6 +195,10 @@ class _Interruption:
         ends the line: "stopped at once" for a second signal; after the grace period, that it was forced."""
         if not self.hard_exit.acquire(blocking=False):
             return
+        stage_processes = sys.modules.get("flows.stage_process")  # no import here: the main thread may hold its lock
+        if stage_processes is not None:
+            with contextlib.suppress(Exception):
+                stage_processes.kill_stage_processes()  # nothing of a stage is written after the record
         self.record()
         with contextlib.suppress(Exception):
             sys.stderr.write(f"error: {self.message()} ({how})\n")

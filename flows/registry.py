@@ -40,6 +40,9 @@ class StageSpec:
     # ... and, on a local run, on a pool of runner.local_workers processes (clients.process_batches): for stages
     # whose batches are CPU-bound and cheap to ship (not cluster's: its jobs carry the fitted model)
     local_pool: bool = False
+    # run in a process of its own on a local run (runner.stage_processes, flows/stage_process.py): a stage whose
+    # working set outlives it in the process (numba's kernels, a fragmented heap) and would lie under the next ones
+    own_process: bool = False
     # inputs in `reads` that the stage itself changes (ingest: the archive): their state is taken again when the
     # stage finishes, so that the fingerprint it is recorded with names what it left, and an unchanged re-run skips
     writes: tuple[str, ...] = ()
@@ -88,6 +91,7 @@ STAGES: tuple[StageSpec, ...] = (
         reads=("archive", "extract"),
         settings_sections=("concepts", "embed"),  # the embed section: similarity="embedding" embeds names
         description="Hypotheses -> the concept store: create / attach / refine / reject.",
+        own_process=True,
     ),
     StageSpec(
         "garden",
@@ -112,6 +116,7 @@ STAGES: tuple[StageSpec, ...] = (
         description="Segment vectors -> topics and weighted BELONGS_TO links for segments and concepts.",
         progress="items",
         batches=True,
+        own_process=True,
     ),
     StageSpec(
         "cues",
@@ -120,6 +125,7 @@ STAGES: tuple[StageSpec, ...] = (
         settings_sections=("memory", "embed"),  # memory: the build settings; recall's are in no stage
         description="Messages, concepts and topics -> the Cue-Tag-Content graph (cues, tags, weighted edges).",
         progress="items",
+        own_process=True,
     ),
     StageSpec(
         "load",

@@ -42,6 +42,7 @@ from contracts.version import code_version
 from flows.fingerprint import Fingerprint, fingerprint_of, settings_sections
 from flows.progress import progress_factory
 from flows.registry import StageSpec, spec
+from flows.stage_process import run_in_own_process
 from staging.archive import open_archive
 from staging.ledger import Attempt, StageRun, latest_attempt, open_staging
 from staging.stage_run import ItemsFailed, stage_run
@@ -113,6 +114,10 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
                     exports=tuple(Path(p) for p in context.exports) if stage.exports else (),
                     force_format=context.force_format if stage.exports else None,
                     force=context.force,
+                    own_process=stage.own_process
+                    and map_batches is None
+                    and settings.runner.stage_processes
+                    and not settings.runner.distributed,  # on Dask every stage stays in the run's process
                 )
                 result = execute(stage, run_id, settings, archive, staging, fingerprint, helpers, context.exports)
     finally:
@@ -134,6 +139,7 @@ class Helpers:
     exports: tuple[Path, ...] = ()
     force_format: str | None = None
     force: bool = False
+    own_process: bool = False  # run the stage in a process of its own (flows/stage_process.py)
 
 
 def execute(
@@ -164,7 +170,11 @@ def execute(
             force_format=helpers.force_format,
             force=helpers.force,
         )
-        outcome: Outcome = module.run(ctx, **(deps or {}))
+        outcome: Outcome
+        if helpers.own_process and not deps:
+            outcome = run_in_own_process(stage.entry, ctx, settings)
+        else:
+            outcome = module.run(ctx, **(deps or {}))
         if outcome.error is not None:
             raise ItemsFailed(
                 outcome.error,
@@ -208,13 +218,15 @@ def run_stage_now(
     exports: Sequence[Path | str] = (),
     force_format: str | None = None,
     force: bool = False,
+    own_process: bool = False,
     **deps: Any,
 ) -> StageResult:
-    """Run stage `name` now through the runner's bookkeeping (no skip rule), with `deps` passed to its `run`."""
+    """Run stage `name` now through the runner's bookkeeping (no skip rule), with `deps` passed to its `run`; in
+    this process unless `own_process` (flows/stage_process.py: as `chatmem run` runs a stage declared so)."""
     stage = spec(name)
     paths = [str(p) for p in exports]
     fingerprint = fingerprint_of(stage, settings, archive, staging, paths, force_format)
-    helpers = Helpers(progress, map_batches, tuple(Path(p) for p in exports), force_format, force)
+    helpers = Helpers(progress, map_batches, tuple(Path(p) for p in exports), force_format, force, own_process)
     return execute(stage, run_id, settings, archive, staging, fingerprint, helpers, paths, deps)
 
 

@@ -46,6 +46,9 @@ def prefect_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         # Embed and extract run in the stage's process: a pool of spawned workers costs a few CPU-seconds per stage
         # run, in every pipeline test. tests/test_process_batches.py runs them with workers (same rows).
         "CHATMEM_RUNNER__LOCAL_WORKERS": "1",
+        # Concepts, cluster and cues in the run's process too: a spawned stage process imports numpy, UMAP and numba
+        # again (seconds) in every pipeline test. tests/test_stage_process.py runs them in their own (same rows).
+        "CHATMEM_RUNNER__STAGE_PROCESSES": "false",
     }
     with pytest.MonkeyPatch.context() as patch:
         for name, value in values.items():

@@ -153,3 +153,40 @@ def test_public_dump_strips_credentials_from_every_endpoint(monkeypatch: pytest.
     dumped = json.dumps(Settings().public_dump())
     assert "sk-secret" not in dumped and "emb-secret" not in dumped
     assert "llm.example/v1" in dumped and "emb.example/v1" in dumped
+
+
+def test_every_chatmem_error_survives_pickling_with_its_class_text_and_attributes() -> None:
+    """A stage run in its own process (flows/stage_process.py) sends its error back pickled: a StageError or an
+    ExportError, whose __init__ takes more than the message, must come back as itself (not a RuntimeError)."""
+    import pickle
+
+    from contracts import errors
+
+    made = [
+        errors.ChatmemError("plain"),
+        errors.ConfigError("bad setting"),
+        errors.ExportError("a.json", "truncated"),
+        errors.MalformedExportError("a.json", "not JSON"),
+        errors.UnsupportedFormatError("a.json", "slack"),
+        errors.UnsafeArchiveError("a.zip", "zip-slip"),
+        errors.StageError("concepts", "r1", "concept store check failed", "chatmem run --from concepts"),
+        errors.StateError("staging.db is damaged"),
+        errors.BusyError("run r0 holds it"),
+    ]
+    assert {type(e) for e in made} >= {errors.ChatmemError, *_subclasses(errors.ChatmemError, errors.__name__)}
+    for error in made:
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error) and str(back) == str(error) and back.args == error.args
+        assert vars(back) == vars(error) and back.exit_code == error.exit_code
+    stage = pickle.loads(pickle.dumps(made[6]))
+    assert (stage.stage, stage.run_id, stage.cause, stage.rerun_hint) == (
+        "concepts",
+        "r1",
+        "concept store check failed",
+        "chatmem run --from concepts",
+    )
+
+
+def _subclasses(base: type, module: str) -> set[type]:
+    found = {c for c in base.__subclasses__() if c.__module__ == module}
+    return found.union(*(_subclasses(c, module) for c in found))

@@ -35,8 +35,10 @@ from fault_support import (
 from staging.ledger import StageRun, close_run, open_run, open_staging
 
 pytestmark = pytest.mark.slow
-# Enough Optuna trials that the cluster stage is still running when the test breaks the run (minutes, not seconds).
-LONG_CLUSTER = {"CHATMEM_CLUSTER__N_TRIALS": "1000"}
+# Enough Optuna trials that the cluster stage is still running when the test breaks the run (minutes, not seconds);
+# the cluster stage in a process of its own, as `chatmem run` runs it by default (flows/stage_process.py): the
+# signals reach both processes, and the runner's process is the one that must answer them.
+LONG_CLUSTER = {"CHATMEM_CLUSTER__N_TRIALS": "1000", "CHATMEM_RUNNER__STAGE_PROCESSES": "true"}
 
 
 STAGE_LINE = re.compile(r"^\d\d:\d\d:\d\d chatmem (\w+): (?:succeeded|skipped) in [\d.]+ s, \d+ rows written$")

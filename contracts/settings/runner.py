@@ -52,6 +52,13 @@ class RunnerSettings(BaseModel):
         "0 = one per core of this machine, 1 = none (every batch in the stage's own process). Output is the same "
         "row by row whatever the number.",
     )
+    stage_processes: bool = Field(
+        default=True,
+        description="Run the concepts, cluster and cues stages each in a process of its own, so that what they held "
+        "(numba's compiled kernels, fragmented heaps: gigabytes at 1M messages) is given back when they end instead of "
+        "staying under the load and the recall index; false: every stage in the run's process (a profiler sees "
+        "them). Output is the same either way.",
+    )
     extract_batch: int = Field(
         default=50,
         ge=1,
