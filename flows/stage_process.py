@@ -26,7 +26,6 @@ factory (module functions), never a connection.
 from __future__ import annotations
 
 import importlib
-import logging
 import multiprocessing
 import os
 import pickle
@@ -42,8 +41,6 @@ from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
 from contracts.redact import install_log_redaction, known_secrets, remember_secret
 from contracts.settings import Settings
-
-log = logging.getLogger(__name__)
 
 EXIT_WAIT_S = 10.0  # how long a child that sent its result gets to exit before it is killed (its writes are done)
 HELD = {signal.SIGINT, signal.SIGTERM}  # the runner's to handle; blocked in the child until it ignores them

@@ -31,14 +31,18 @@ def sqlite_temp_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     return None
 
 
+def _existing(path: Path) -> Path | None:
+    """`path`, or its nearest parent that exists (a data dir not made yet)."""
+    return next((place for place in (path, *path.absolute().parents) if place.exists()), None)
+
+
 def free_bytes(path: Path) -> int | None:
-    """The room left on the filesystem holding `path` (or its nearest existing parent: a data dir not made yet)."""
-    for place in (path, *path.absolute().parents):
-        try:
-            return shutil.disk_usage(place).free
-        except OSError:
-            continue
-    return None
+    """The room left on the filesystem holding `path` (or its nearest existing parent)."""
+    place = _existing(path)
+    try:
+        return None if place is None else shutil.disk_usage(place).free
+    except OSError:
+        return None
 
 
 def size_text(size: int | None) -> str:
@@ -56,12 +60,11 @@ def size_text(size: int | None) -> str:
 
 
 def _device(path: Path) -> int | None:
-    for place in (path, *path.absolute().parents):
-        try:
-            return os.stat(place).st_dev
-        except OSError:
-            continue
-    return None
+    place = _existing(path)
+    try:
+        return None if place is None else os.stat(place).st_dev
+    except OSError:
+        return None
 
 
 def where_sqlite_ran_out(data_path: Path, environ: Mapping[str, str] | None = None) -> str:
