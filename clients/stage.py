@@ -19,7 +19,7 @@ are always there.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from clients.batches import MapBatches
 from clients.progress import ProgressFactory
+from contracts.results import StageSuccess
 from contracts.settings import Settings
 
 ALWAYS = ("runner", "pipeline")
@@ -91,6 +92,25 @@ class StageContext:
     def rerun(self) -> str:
         """The command that runs this stage again."""
         return f"chatmem stage {self.stage} --run-id {self.run_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """What the ledger says since the stage's last success: what its module's `large_run(ctx, history) -> str`
+    guesses the run's size from (flows/stage_size.py builds it; a stage never reads the ledger itself)."""
+
+    last: StageSuccess  # the stage's last success
+    since: tuple[StageSuccess, ...]  # every stage's successes after it (this run's earlier stages too), oldest first
+    latest: Mapping[str, StageSuccess]  # each stage's newest success
+
+    def added_since(self, stage: str, *counts: str) -> int:
+        """The sum of these counts over `stage`'s successes since the last one of this stage."""
+        return sum(done.counts.get(name, 0) for done in self.since if done.stage == stage for name in counts)
+
+    def latest_count(self, stage: str, count: str) -> int:
+        """`count` in `stage`'s newest success (0 when it has none)."""
+        found = self.latest.get(stage)
+        return found.counts.get(count, 0) if found is not None else 0
 
 
 @dataclass

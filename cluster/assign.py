@@ -63,29 +63,60 @@ class Plan:
 
 def plan(staging: sqlite3.Connection, settings: Settings, key: str, run_id: str) -> tuple[Plan | None, str]:
     """The incremental plan for this run, or None and why the run tunes and fits instead ('' on a first run)."""
-    cfg = settings.cluster
+    base, why = _base(staging, settings, key, run_id)
+    if base is None:
+        return None, why
+    fit_run = str(base["params"]["fit_run"])
+    digest = saved_model.settings_digest(settings.cluster)
+    model, why = saved_model.load(settings.data_dir, fit_run, model=key, settings=digest)
+    if model is None:
+        return None, why
+    changed, why = _changed_since_fit(staging, settings, key, fit_run, model.points)
+    if why:
+        return None, why
+    new = store.segments_since(staging, key, str(base["run_id"]))
+    return Plan(base, model, new, changed, changed / max(model.points, 1)), ""
+
+
+def refit_reason(staging: sqlite3.Connection, settings: Settings, key: str, run_id: str) -> str:
+    """Why this run will tune and fit (or may: a saved model is there but unread), '' when `plan`'s checks up to
+    the model pass: `plan` without reading the model, for the runner's guess at the run's size (the fit's point
+    count is its cluster_runs row's, or the base run's once that row is pruned)."""
+    base, why = _base(staging, settings, key, run_id)
+    if base is None:
+        return why or "no earlier clustered run under this model"
+    fit_run = str(base["params"]["fit_run"])
+    if not saved_model.path_for(settings.data_dir, fit_run).exists():
+        return f"no saved topic model of run {fit_run}"
+    fitted = store.run_summary(staging, fit_run) or base  # pruned since: the base's count is near the fit's
+    return _changed_since_fit(staging, settings, key, fit_run, int(fitted["points"]))[1]
+
+
+def _base(staging: sqlite3.Connection, settings: Settings, key: str, run_id: str) -> tuple[dict[str, Any] | None, str]:
+    """The base run, whose params name the run that fitted its model; or None and why not ('' on a first run)."""
     base = store.base_run(staging, run_id, key)
     if base is None:
         return None, ""
-    if cfg.refit_share <= 0:
+    if settings.cluster.refit_share <= 0:
         return None, "cluster.refit_share is 0: every run tunes and fits"
-    fit_run = (base.get("params") or {}).get("fit_run")
-    if not fit_run:
+    if not (base.get("params") or {}).get("fit_run"):
         return None, f"run {base['run_id']} saved no topic model (clustered before models were kept)"
-    model, why = saved_model.load(settings.data_dir, str(fit_run), model=key, settings=saved_model.settings_digest(cfg))
-    if model is None:
-        return None, why
-    changed = len(store.segments_since(staging, key, model.fit_run)) + store.segments_retired_since(
-        staging, model.fit_run
+    return base, ""
+
+
+def _changed_since_fit(
+    staging: sqlite3.Connection, settings: Settings, key: str, fit_run: str, fitted_points: int
+) -> tuple[int, str]:
+    """Segments new, changed or retired since the fit, and why they call for a re-tune ('' while they do not)."""
+    share_limit = settings.cluster.refit_share
+    changed = len(store.segments_since(staging, key, fit_run)) + store.segments_retired_since(staging, fit_run)
+    share = changed / max(fitted_points, 1)
+    if share < share_limit:
+        return changed, ""
+    return changed, (
+        f"{changed} segment(s) new, changed or retired since the topic model was fitted (run {fit_run}):"
+        f" {share:.1%} of its {fitted_points}, not below cluster.refit_share={share_limit:g}"
     )
-    share = changed / max(model.points, 1)
-    if share >= cfg.refit_share:
-        return None, (
-            f"{changed} segment(s) new, changed or retired since the topic model was fitted (run {model.fit_run}):"
-            f" {share:.1%} of its {model.points}, not below cluster.refit_share={cfg.refit_share:g}"
-        )
-    new = store.segments_since(staging, key, str(base["run_id"]))
-    return Plan(base, model, new, changed, share), ""
 
 
 @dataclass(slots=True)

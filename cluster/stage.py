@@ -28,7 +28,7 @@ import numpy as np
 from clients.batches import MapBatches, map_in_process
 from clients.embedders import Embedder, embedder_key
 from clients.progress import bar
-from clients.stage import Outcome, StageContext
+from clients.stage import History, Outcome, StageContext
 from cluster import assign, describe, phrase_space, saved_model
 from cluster import topics as fit_topics
 from cluster.label_counts import LabelCounts
@@ -47,6 +47,12 @@ MAP_MAX = 20000  # points drawn on the topic map (a seeded sample beyond that)
 
 def optuna_url(settings: Settings) -> str:
     return f"sqlite:///{(settings.data_dir / 'optuna.db').absolute()}"
+
+
+def large_run(ctx: StageContext, history: History) -> str:
+    """Why this run will tune and fit ('' when it will place what is new in the saved model): the runner's guess
+    at its size (flows/stage_size.py), `assign.plan`'s checks without reading the model."""
+    return assign.refit_reason(ctx.staging, ctx.settings, embedder_key(ctx.settings.embed), ctx.run_id)
 
 
 def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:

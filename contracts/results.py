@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -19,3 +20,16 @@ class StageResult(StrictBase):
     rows_out: int = Field(ge=0, description="Rows written (inserted or updated).")
     counts: dict[str, int] = Field(default_factory=dict, description="Stage-specific counters.")
     notes: list[str] = Field(default_factory=list, description="Warnings a user should see.")
+
+
+@dataclass(frozen=True, slots=True)
+class StageSuccess:
+    """A stage run that did its work (succeeded, not skipped), as the ledger records it: what the runner's guess at
+    the size of a stage's next run reads (flows/stage_size.py, clients.stage.History)."""
+
+    id: int  # the stage run's ledger row: later rows are later runs
+    stage: str
+    run_id: str
+    counts: dict[str, int] = field(default_factory=dict)
+    settings: Any = None  # its declared settings sections as recorded (JSON-decoded, secrets redacted)
+    code_version: str = ""

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from clients.embedders import build_embedder
-from clients.stage import Outcome, StageContext
+from clients.stage import History, Outcome, StageContext
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import StageError
 from extract import template_drops
@@ -39,6 +39,18 @@ log = logging.getLogger(__name__)
 Prepare = Callable[[Iterable[str]], None]  # embeds names ahead of the loop's transaction
 
 STAGE = "concepts"
+LARGE_SHARE = 0.05  # of the current segments extracted again since the last run: a large run (`large_run`)
+
+
+def large_run(ctx: StageContext, history: History) -> str:
+    """Why this run handles a large share of the hypotheses ('' for a day's few): the runner's guess at its size
+    (flows/stage_size.py), from the extract stage's counts since this stage's last success. Not foreseen: a store
+    rebuilt for a prompt template found this run (rare: once per template)."""
+    redone = history.added_since("extract", "extracted")
+    segments = history.latest_count("extract", "segments")
+    if redone >= LARGE_SHARE * max(segments, 1):
+        return f"{redone} segment(s) extracted since its last run, of {segments}"
+    return ""
 
 
 def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:

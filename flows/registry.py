@@ -40,8 +40,9 @@ class StageSpec:
     # ... and, on a local run, on a pool of runner.local_workers processes (clients.process_batches): for stages
     # whose batches are CPU-bound and cheap to ship (not cluster's: its jobs carry the fitted model)
     local_pool: bool = False
-    # run in a process of its own on a local run (runner.stage_processes, flows/stage_process.py): a stage whose
-    # working set outlives it in the process (numba's kernels, a fragmented heap) and would lie under the next ones
+    # run in a process of its own on a local run (runner.stage_processes, flows/stage_process.py) when the run is
+    # large (flows/stage_size.py; the module's `large_run(ctx, history)` guesses): a stage whose working set
+    # outlives it in the process (numba's kernels, a fragmented heap) and would lie under the next ones
     own_process: bool = False
     # inputs in `reads` that the stage itself changes (ingest: the archive): their state is taken again when the
     # stage finishes, so that the fingerprint it is recorded with names what it left, and an unchanged re-run skips

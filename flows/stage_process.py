@@ -1,6 +1,7 @@
 """A stage run in a process of its own: what it held is given back to the system when it ends.
 
-    outcome = run_in_own_process(stage, ctx, settings)   # flows/stage_runner.py, for a stage declared own_process
+    outcome = run_in_own_process(stage, ctx, settings)   # flows/stage_runner.py, for a stage declared own_process,
+                                                         # when its run is large (flows/stage_size.py)
 
 Why: a stage's working set does not all leave the process when the stage returns. The cluster stage's numba
 kernels, LLVM's compiled code and the blocks UMAP and HDBSCAN allocated stay mapped (at 250k messages 1.4 GiB is

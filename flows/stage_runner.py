@@ -43,11 +43,14 @@ from flows.fingerprint import Fingerprint, fingerprint_of, settings_sections
 from flows.progress import progress_factory
 from flows.registry import StageSpec, spec
 from flows.stage_process import run_in_own_process
+from flows.stage_size import large_run
 from staging.archive import open_archive
 from staging.ledger import Attempt, StageRun, latest_attempt, open_staging
 from staging.stage_run import ItemsFailed, stage_run
 
 log = logging.getLogger(__name__)
+
+NEVER, ALWAYS, WHEN_LARGE = "never", "always", "when large"  # Helpers.own_process
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,13 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
                     exports=tuple(Path(p) for p in context.exports) if stage.exports else (),
                     force_format=context.force_format if stage.exports else None,
                     force=context.force,
-                    own_process=stage.own_process
+                    # on Dask every stage stays in the run's process
+                    own_process=WHEN_LARGE
+                    if stage.own_process
                     and map_batches is None
                     and settings.runner.stage_processes
-                    and not settings.runner.distributed,  # on Dask every stage stays in the run's process
+                    and not settings.runner.distributed
+                    else NEVER,
                 )
                 result = execute(stage, run_id, settings, archive, staging, fingerprint, helpers, context.exports)
     finally:
@@ -139,7 +145,8 @@ class Helpers:
     exports: tuple[Path, ...] = ()
     force_format: str | None = None
     force: bool = False
-    own_process: bool = False  # run the stage in a process of its own (flows/stage_process.py)
+    # a process of its own (flows/stage_process.py): NEVER, ALWAYS, or WHEN_LARGE (flows/stage_size.py decides)
+    own_process: str = NEVER
 
 
 def execute(
@@ -171,7 +178,11 @@ def execute(
             force=helpers.force,
         )
         outcome: Outcome
-        if helpers.own_process and not deps:
+        why = "" if helpers.own_process == NEVER or deps else "asked" if helpers.own_process == ALWAYS else None
+        if why is None:
+            why = large_run(stage, module, ctx, settings, helpers.force)
+        if why:
+            log.info("%s: in a process of its own (%s)", stage.name, why)
             outcome = run_in_own_process(stage.entry, ctx, settings)
         else:
             outcome = module.run(ctx, **(deps or {}))
@@ -218,11 +229,12 @@ def run_stage_now(
     exports: Sequence[Path | str] = (),
     force_format: str | None = None,
     force: bool = False,
-    own_process: bool = False,
+    own_process: str = NEVER,
     **deps: Any,
 ) -> StageResult:
     """Run stage `name` now through the runner's bookkeeping (no skip rule), with `deps` passed to its `run`; in
-    this process unless `own_process` (flows/stage_process.py: as `chatmem run` runs a stage declared so)."""
+    this process unless `own_process` is ALWAYS, or WHEN_LARGE and the run is large (flows/stage_size.py: as
+    `chatmem run` runs a stage declared own_process)."""
     stage = spec(name)
     paths = [str(p) for p in exports]
     fingerprint = fingerprint_of(stage, settings, archive, staging, paths, force_format)

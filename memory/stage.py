@@ -18,7 +18,7 @@ from typing import Any
 from clients.embed_cache import EmbedCounts, embed_cached
 from clients.embedders import Embedder, default_cache_dir
 from clients.progress import ProgressFactory
-from clients.stage import Outcome, StageContext
+from clients.stage import History, Outcome, StageContext
 from contracts.settings import Settings
 from memory import cues_incremental, cues_state, index_store, key_model, wordnet
 from memory.graph import BatchGraph, BuildReport, EvidenceInput, GraphBuilder, MessageInput, TopicInput, dense_key
@@ -37,6 +37,28 @@ STAGE = "cues"
 
 
 BATCH_MESSAGES = 5_000  # whole conversations per batch, about this many messages (100k: 20k -> 504 MiB, 2k -> 315)
+
+
+def large_run(ctx: StageContext, history: History) -> str:
+    """Why this run builds in full ('' when it will rebuild a few conversations): the runner's guess at its size
+    (flows/stage_size.py), `cues_state.plan`'s rules counted from the ledger instead of the digests: the topics
+    fitted again since its last run (every topic link changes), or the conversations written or the messages
+    added and removed since reaching memory.rebuild_share."""
+    share = ctx.settings.memory.rebuild_share
+    if share <= 0:
+        return "memory.rebuild_share is 0"
+    if any(done.counts.get("incremental") != 1 for done in history.since if done.stage == "cluster"):
+        return "the topics were fitted again since its last run"
+    written = history.added_since("ingest", "conversations_written")
+    conversations = history.latest_count("segment", "conversations")
+    if written >= share * max(conversations, 1):
+        return f"{written} conversation(s) written since its last run, of {conversations}"
+    last = history.last.counts
+    drift = last.get("messages_since_full", 0) + history.added_since("ingest", "messages_inserted", "messages_retired")
+    built = last.get("content", 0) - last.get("messages_since_full", 0)
+    if drift >= share * max(built, 1):
+        return f"{drift} message(s) added or removed since its last full build, of {built}"
+    return ""
 
 
 def run(

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from contracts.redact import redact, redact_text
+from contracts.results import StageSuccess
 from staging.db import Transaction, connect
 from staging.liveness import here, is_interrupt_error, resume_command, unfinished_stages
 from staging.migrations import STAGING, migrate
@@ -131,6 +132,33 @@ def latest_attempt(conn: sqlite3.Connection, stage: str) -> Attempt | None:
         (stage,),
     ).fetchone()
     return None if row is None else Attempt(int(row[0]), str(row[1]), str(row[2]), str(row[3]))
+
+
+_SUCCESS = "SELECT id, stage, run_id, counts, settings, code_version FROM stage_runs WHERE status = 'succeeded'"
+
+
+def last_success(conn: sqlite3.Connection, stage: str) -> StageSuccess | None:
+    """The stage's newest stage run that succeeded (a stage run still running, skipped or failed is not one)."""
+    row = conn.execute(f"{_SUCCESS} AND stage = ? ORDER BY id DESC LIMIT 1", (stage,)).fetchone()
+    return None if row is None else _success(row)
+
+
+def successes_after(conn: sqlite3.Connection, after: int) -> list[StageSuccess]:
+    """Every stage's succeeded stage runs recorded after stage run `after` (an id), oldest first."""
+    return [_success(row) for row in conn.execute(f"{_SUCCESS} AND id > ? ORDER BY id", (after,))]
+
+
+def latest_successes(conn: sqlite3.Connection) -> dict[str, StageSuccess]:
+    """Each stage's newest succeeded stage run, by stage."""
+    rows = conn.execute(
+        f"{_SUCCESS} AND id IN (SELECT MAX(id) FROM stage_runs WHERE status = 'succeeded' GROUP BY stage)"
+    )
+    return {found.stage: found for found in map(_success, rows)}
+
+
+def _success(row: Sequence[Any]) -> StageSuccess:
+    counts = json.loads(row[3]) if row[3] else {}
+    return StageSuccess(int(row[0]), str(row[1]), str(row[2]), dict(counts), json.loads(row[4]), str(row[5]))
 
 
 class StageRun:

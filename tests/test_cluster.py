@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from stage_support import cluster_stage, ingest_stage, stage_embed, stage_embed_concepts, stage_segment
 
 from clients.embedders import StaticMiniLM
+from cluster import assign
 from cluster.labels_llm import LabelCounts, llm_labels
 from cluster.topics import ctfidf, label_of, nearest_centres, reassign_outliers, renumber
 from cluster.tuning import Objective, tune
@@ -61,7 +62,11 @@ def themed_export(path: Path, per_theme: int = 20, seed: int = 3, conversation: 
     return path
 
 
-def run_stages(settings: Settings, export: Path, run_id: str, embedder: StaticMiniLM) -> StageResult:
+def run_stages(
+    settings: Settings, export: Path, run_id: str, embedder: StaticMiniLM, guesses: list[str] | None = None
+) -> StageResult:
+    """Ingest `export` through the cluster stage as run `run_id`; `guesses` gets what the runner's guess at the
+    cluster run's size (cluster.assign.refit_reason, flows/stage_size.py) said just before it."""
     archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
     try:
         open_run(staging, stages=["all"], exports=[str(export)], settings={}, code_version="test", run_id=run_id)
@@ -69,6 +74,8 @@ def run_stages(settings: Settings, export: Path, run_id: str, embedder: StaticMi
         stage_segment.run(archive, staging, run_id=run_id, settings=settings)
         stage_embed.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
         stage_embed_concepts.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
+        if guesses is not None:
+            guesses.append(assign.refit_reason(staging, settings, embedder.key, run_id))
         return cluster_stage.run(archive, staging, run_id=run_id, settings=settings, embedder=embedder)
     finally:
         archive.close()

@@ -19,7 +19,7 @@ import pytest
 from stage_support import cluster_stage
 
 from clients.embedders import StaticMiniLM
-from cluster import saved_model
+from cluster import assign, saved_model
 from contracts.results import StageResult
 from contracts.settings import Settings
 from staging.archive import open_archive
@@ -98,6 +98,16 @@ def theme_of(segment_topics: dict[str, int], settings: Settings) -> dict[int, se
     return themes
 
 
+def refit_reason(settings: Settings, run_id: str, embedder: StaticMiniLM) -> str:
+    """What the runner's guess (flows/stage_size.py) says of run `run_id`'s cluster stage, judged against the runs
+    before it: '' = it will place what is new, without reading the model."""
+    staging = open_staging(settings.staging_path)
+    try:
+        return assign.refit_reason(staging, settings, embedder.key, run_id)
+    finally:
+        staging.close()
+
+
 def rerun_cluster(settings: Settings, run_id: str, embedder: StaticMiniLM) -> StageResult:
     archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
     try:
@@ -113,7 +123,9 @@ def test_few_new_segments_join_the_saved_topics_without_a_refit(
     """3 new segments (5 % of 60): placed in r1's topics (same uids), no trial run, r1's links carried over as they
     were, each new segment in the topic of its own theme; a re-run of the same run writes the same rows."""
     settings = copy_of(base_dir, tmp_path)
-    result = run_stages(settings, new_conversations(tmp_path / "new.jsonl", per_theme=1), "r2", embedder)
+    guesses: list[str] = []
+    result = run_stages(settings, new_conversations(tmp_path / "new.jsonl", per_theme=1), "r2", embedder, guesses)
+    assert guesses == [""]  # the runner's guess, before the stage: a small run (it stays in the runner)
     assert result.status == "succeeded"
     assert result.counts["incremental"] == 1 and result.counts["segments_placed"] == 3
     assert result.counts["trials_run"] == 0 and result.counts["changed_since_fit"] == 3
@@ -141,11 +153,13 @@ def test_past_the_refit_share_the_stage_tunes_and_fits_again(
     """12 new segments (20 % of 60, over the default 10 %): a full run with trials, saying why; its model replaces
     r1's."""
     settings = copy_of(base_dir, tmp_path)
-    result = run_stages(settings, new_conversations(tmp_path / "new.jsonl", per_theme=4), "r2", embedder)
+    guesses: list[str] = []
+    result = run_stages(settings, new_conversations(tmp_path / "new.jsonl", per_theme=4), "r2", embedder, guesses)
     assert result.status == "succeeded" and result.counts["incremental"] == 0 and result.counts["trials_run"] > 0
     assert result.counts["points"] == 72
     assert any("full run: 12 segment(s) new" in note and "refit_share=0.1" in note for note in result.notes)
     assert sorted(p.name for p in (settings.data_dir / saved_model.MODEL_DIR).glob("*.pkl")) == ["r2.pkl"]
+    assert guesses[0].startswith("12 segment(s) new")  # the runner's guess, before the stage, agreed
 
 
 @pytest.mark.parametrize("change", ["settings", "missing", "share"])
@@ -160,6 +174,12 @@ def test_without_a_usable_model_the_stage_refits_and_says_why(
     staging = open_staging(settings.staging_path)
     open_run(staging, stages=["cluster"], exports=[], settings={}, code_version="test", run_id="r2")
     staging.close()
+    # The runner's guess without reading the model: a deleted model or refit_share 0 is a large run; changed
+    # settings it leaves to its generic rule (the ledger's recorded settings differ: tests/test_stage_size.py)
+    guessed = {"settings": "", "missing": "no saved topic model of run r1", "share": "cluster.refit_share is 0"}
+    assert refit_reason(settings, "r2", embedder).startswith(guessed[change]) and (
+        change != "settings" or refit_reason(settings, "r2", embedder) == ""
+    )
     result = rerun_cluster(settings, "r2", embedder)
     why = {"settings": "cluster settings changed", "missing": "no saved topic model", "share": "refit_share is 0"}
     assert result.counts["incremental"] == 0

@@ -32,7 +32,7 @@ from contracts.errors import StageError
 from contracts.redact import remember_secret
 from contracts.settings import Settings
 from flows.stage_process import kill_stage_processes, run_in_own_process
-from flows.stage_runner import run_stage_now
+from flows.stage_runner import ALWAYS, NEVER, run_stage_now
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
 
@@ -82,14 +82,23 @@ RUNNER = textwrap.dedent(
     from contracts.settings import Settings
     from flows.stage_runner import run_stage_now
     from staging.archive import open_archive
-    from staging.ledger import open_staging
+    from staging.ledger import open_run, open_staging
 
     settings = Settings(data_dir=Path(sys.argv[1]))
     settings.cluster = settings.cluster.model_copy(update={"n_trials": 4})  # as test_cluster.small_settings
     archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
-    done = [run_stage_now(s, archive, staging, run_id="r1", settings=settings, own_process=True).status
-            for s in sys.argv[2:]]
-    print(json.dumps({"status": done, "imported_umap": "umap" in sys.modules}))
+    when, run_id, report = "always", "r1", {}
+    for stage in sys.argv[2:]:
+        if stage == "--when-large":  # flows/stage_size.py decides, as `chatmem run` does
+            when = "when large"
+        elif stage.startswith("--run="):  # a next run, over the same data
+            run_id = stage.removeprefix("--run=")
+            open_run(staging, stages=["all"], exports=[], settings={}, code_version="test", run_id=run_id)
+        else:
+            done = run_stage_now(stage, archive, staging, run_id=run_id, settings=settings, own_process=when)
+            report.setdefault("status", []).append(done.status)
+            report.setdefault("imported_umap", []).append("umap" in sys.modules)
+    print(json.dumps(report))
     """
 )
 
@@ -122,17 +131,35 @@ def test_cluster_and_cues_in_their_own_process_write_what_one_process_writes(pre
     out, err = runner.communicate(timeout=240)
     assert runner.returncode == 0, err
     report = json.loads(out.strip().splitlines()[-1])
-    assert report == {"status": ["succeeded", "succeeded"], "imported_umap": False}
+    assert report == {"status": ["succeeded", "succeeded"], "imported_umap": [False, False]}
     assert digest(here, TOPICS)[0] >= 3 and digest(here, EDGES)[0] > 0  # a real clustering and memory
     for sql in (TOPICS, LINKS, EDGES):
         assert digest(apart, sql) == digest(here, sql)
 
 
+@pytest.mark.timeout(900)
+def test_a_first_run_gets_a_process_and_a_small_next_run_stays_in_the_runner(prepared: Path, tmp_path: Path) -> None:
+    """WHEN_LARGE, what `chatmem run` asks for (flows/stage_size.py): the first cluster run is large and runs
+    elsewhere (the runner never imports UMAP); the next run, with no segment changed since the fit, places what is
+    new in the saved model in the runner's own process (reading the model imports UMAP there)."""
+    settings = copy_of(prepared, tmp_path, "when-large")
+    runner = run_runner(settings.data_dir, "--when-large", "cluster", "--run=r2", "cluster")
+    out, err = runner.communicate(timeout=600)
+    assert runner.returncode == 0, err
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report == {"status": ["succeeded", "succeeded"], "imported_umap": [False, True]}
+    with sqlite3.connect(settings.staging_path) as conn:
+        counts = [
+            json.loads(c) for (c,) in conn.execute("SELECT counts FROM stage_runs WHERE stage = 'cluster' ORDER BY id")
+        ]
+    assert [c["incremental"] for c in counts] == [0, 1]
+
+
 def test_a_failure_in_the_stage_process_is_the_same_error_and_ledger_row(prepared: Path, tmp_path: Path) -> None:
     """A stage that fails in its own process fails as it would in the runner's: the same StageError, the same
     recorded cause, the child's traceback kept as the cause for a bug report."""
-    found: dict[bool, tuple[str, str]] = {}
-    for own_process in (False, True):
+    found: dict[str, tuple[str, str]] = {}
+    for own_process in (NEVER, ALWAYS):
         settings = copy_of(prepared, tmp_path, f"broken-{own_process}")
         with sqlite3.connect(settings.staging_path) as conn:
             conn.execute("DROP TABLE embedding_items")  # what the cluster stage reads its points through
@@ -147,10 +174,10 @@ def test_a_failure_in_the_stage_process_is_the_same_error_and_ledger_row(prepare
         assert row[0] == "failed"
         said = settings.data_dir.name
         found[own_process] = (str(failed.value).replace(said, "D"), row[1].replace(said, "D"))
-        if own_process:
+        if own_process == ALWAYS:
             assert "Traceback" in str(failed.value.__cause__.__cause__)  # StageError <- error <- child traceback
-    assert found[True] == found[False]
-    assert "embedding_items" in found[True][1]
+    assert found[ALWAYS] == found[NEVER]
+    assert "embedding_items" in found[ALWAYS][1]
 
 
 def test_a_killed_runner_takes_its_stage_process_with_it(prepared: Path, tmp_path: Path) -> None:

@@ -1,0 +1,142 @@
+"""The runner's guess at a stage run's size (flows/stage_size.py): a stage declared own_process gets a process of its
+own for a large run (--force, its first run, changed settings or version, its own guess from the ledger's counts)
+and stays in the runner's for a scheduled day's few changes.
+
+The ledger rows are written through the ledger's own API (staging.ledger.StageRun) into a real staging.db, with
+the counts the stages record; the cluster stage's guess is checked against its real incremental and refit runs in
+tests/test_cluster_incremental.py.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from clients.stage import StageContext, declared_only
+from contracts.settings import Settings
+from contracts.version import code_version
+from extract import stage_concepts
+from flows.fingerprint import settings_sections
+from flows.registry import spec
+from flows.stage_size import large_run
+from memory import stage as cues_stage
+from staging.ledger import StageRun, open_run, open_staging
+
+
+@pytest.fixture
+def staging(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    conn = open_staging(tmp_path / "staging.db")
+    yield conn
+    conn.close()
+
+
+def record(
+    staging: sqlite3.Connection,
+    settings: Settings,
+    stage: str,
+    run_id: str,
+    counts: Mapping[str, int],
+    *,
+    version: str | None = None,
+    status: str = "succeeded",
+) -> None:
+    """One stage run as the runner records it: the declared sections as settings, the package version, counts."""
+    if staging.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+        open_run(staging, stages=["all"], exports=[], settings={}, code_version=code_version(), run_id=run_id)
+    row = StageRun(
+        staging,
+        run_id=run_id,
+        stage=stage,
+        input_fingerprint="f",
+        settings=settings_sections(settings, spec(stage)),
+        code_version=version or code_version(),
+    )
+    if status == "succeeded":
+        row.succeed(rows_in=0, rows_out=0, counts=counts)
+    else:
+        row.fail("StageError: boom", "chatmem run")
+
+
+def guess(staging: sqlite3.Connection, settings: Settings, stage: str, run_id: str, force: bool = False) -> str:
+    """What the runner decides for `stage` in run `run_id`, with the stage's own module (its `large_run`)."""
+    module = {"concepts": stage_concepts, "cues": cues_stage}.get(stage) or ModuleType("no_guess")
+    ctx = StageContext(
+        stage=stage,
+        run_id=run_id,
+        settings=declared_only(settings, stage, spec(stage).settings_sections),
+        archive=staging,  # not read by these guesses
+        staging=staging,
+        force=force,
+    )
+    return large_run(spec(stage), module, ctx, settings, force)
+
+
+def test_force_the_first_run_and_changed_settings_or_version_are_large(
+    staging: sqlite3.Connection, tmp_path: Path
+) -> None:
+    settings = Settings(data_dir=tmp_path)
+    assert guess(staging, settings, "concepts", "r1") == "its first run"
+    record(staging, settings, "concepts", "r1", {}, status="failed")
+    assert guess(staging, settings, "concepts", "r2") == "its first run"  # a failed run did not do its work
+    record(staging, settings, "concepts", "r2", {})
+    assert guess(staging, settings, "concepts", "r3") == ""  # nothing extracted since: a small run
+    assert guess(staging, settings, "concepts", "r3", force=True) == "--force"
+    changed = Settings(data_dir=tmp_path)
+    changed.concepts = changed.concepts.model_copy(update={"batch_size": settings.concepts.batch_size + 1})
+    assert guess(staging, changed, "concepts", "r3") == "its settings changed since its last run"
+    other = Settings(data_dir=tmp_path)
+    other.garden = other.garden.model_copy(update={"keep_per_conversation": other.garden.keep_per_conversation + 1})
+    assert guess(staging, other, "concepts", "r3") == ""  # a section concepts does not declare
+    record(staging, settings, "concepts", "r3", {}, version="chatmem 0.0.1")
+    assert "is not the version of its last run (chatmem 0.0.1)" in guess(staging, settings, "concepts", "r4")
+
+
+def test_a_stage_without_its_own_guess_always_gets_a_process(staging: sqlite3.Connection, tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    record(staging, settings, "cluster", "r1", {"incremental": 1})
+    assert guess(staging, settings, "cluster", "r2") == "declared own_process"  # ModuleType: no large_run
+
+
+def test_concepts_is_large_when_the_extractions_redone_since_are_a_large_share(
+    staging: sqlite3.Connection, tmp_path: Path
+) -> None:
+    settings = Settings(data_dir=tmp_path)
+    record(staging, settings, "extract", "r1", {"segments": 1000, "extracted": 1000})
+    record(staging, settings, "concepts", "r1", {})
+    record(staging, settings, "extract", "r2", {"segments": 1020, "extracted": 30})
+    record(staging, settings, "extract", "r3", {"segments": 1040, "extracted": 20})
+    assert guess(staging, settings, "concepts", "r3") == ""  # 50 of 1,040: under 5 %
+    record(staging, settings, "extract", "r4", {"segments": 1040, "extracted": 10})
+    assert guess(staging, settings, "concepts", "r4") == "60 segment(s) extracted since its last run, of 1040"
+
+
+def test_cues_is_large_after_a_refit_or_past_the_rebuild_share(staging: sqlite3.Connection, tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    share = settings.memory.rebuild_share
+    assert share == pytest.approx(0.1)  # the figures below are written for the default
+    record(staging, settings, "segment", "r1", {"conversations": 1000})
+    record(staging, settings, "cues", "r1", {"content": 10_000, "incremental": 0})
+    record(staging, settings, "ingest", "r2", {"conversations_written": 50, "messages_inserted": 400})
+    record(staging, settings, "cluster", "r2", {"incremental": 1})
+    assert guess(staging, settings, "cues", "r2") == ""
+    record(staging, settings, "cluster", "r3", {"incremental": 0})  # the topics fitted again
+    assert guess(staging, settings, "cues", "r3") == "the topics were fitted again since its last run"
+    record(staging, settings, "cues", "r3", {"content": 10_400, "incremental": 0})
+    record(staging, settings, "ingest", "r4", {"conversations_written": 100, "messages_inserted": 300})
+    record(staging, settings, "cluster", "r4", {"incremental": 1})
+    assert guess(staging, settings, "cues", "r4") == "100 conversation(s) written since its last run, of 1000"
+    # the drift adds up over incremental builds: 900 since the full one, +150 now, of its 10,000 messages
+    record(staging, settings, "cues", "r4", {"content": 11_300, "incremental": 1, "messages_since_full": 900})
+    record(staging, settings, "ingest", "r5", {"conversations_written": 20, "messages_inserted": 100})
+    assert guess(staging, settings, "cues", "r5") == ""
+    record(staging, settings, "ingest", "r6", {"conversations_written": 20, "messages_retired": 50})
+    assert (
+        guess(staging, settings, "cues", "r6") == "1050 message(s) added or removed since its last full build, of 10400"
+    )
+    off = Settings(data_dir=tmp_path)
+    off.memory = off.memory.model_copy(update={"rebuild_share": 0.0})
+    assert guess(staging, off, "cues", "r6") == "its settings changed since its last run"
