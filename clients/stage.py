@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from clients.batches import MapBatches
 from clients.progress import ProgressFactory
-from contracts.results import StageSuccess
+from contracts.results import StageRecord
 from contracts.settings import Settings
 
 ALWAYS = ("runner", "pipeline")
@@ -99,12 +99,13 @@ class History:
     """What the ledger says since the stage's last success: what its module's `large_run(ctx, history) -> str`
     guesses the run's size from (flows/stage_size.py builds it; a stage never reads the ledger itself)."""
 
-    last: StageSuccess  # the stage's last success
-    since: tuple[StageSuccess, ...]  # every stage's successes after it (this run's earlier stages too), oldest first
-    latest: Mapping[str, StageSuccess]  # each stage's newest success
+    last: StageRecord  # the stage's last success
+    since: tuple[StageRecord, ...]  # every stage run after it but skipped ones (this run's too), oldest first
+    latest: Mapping[str, StageRecord]  # each stage's newest success
 
     def added_since(self, stage: str, *counts: str) -> int:
-        """The sum of these counts over `stage`'s successes since the last one of this stage."""
+        """The sum of these counts over `stage`'s runs since the last success of this stage (a failed run's too:
+        one whose items partly failed wrote the rest)."""
         return sum(done.counts.get(name, 0) for done in self.since if done.stage == stage for name in counts)
 
     def latest_count(self, stage: str, count: str) -> int:

@@ -81,15 +81,21 @@ def plan(staging: sqlite3.Connection, settings: Settings, key: str, run_id: str)
 def refit_reason(staging: sqlite3.Connection, settings: Settings, key: str, run_id: str) -> str:
     """Why this run will tune and fit (or may: a saved model is there but unread), '' when `plan`'s checks up to
     the model pass: `plan` without reading the model, for the runner's guess at the run's size (the fit's point
-    count is its cluster_runs row's, or the base run's once that row is pruned)."""
+    count is in the base's params, or the fit's cluster_runs row, or estimated from the base's on the low side)."""
     base, why = _base(staging, settings, key, run_id)
     if base is None:
         return why or "no earlier clustered run under this model"
     fit_run = str(base["params"]["fit_run"])
     if not saved_model.path_for(settings.data_dir, fit_run).exists():
         return f"no saved topic model of run {fit_run}"
-    fitted = store.run_summary(staging, fit_run) or base  # pruned since: the base's count is near the fit's
-    return _changed_since_fit(staging, settings, key, fit_run, int(fitted["points"]))[1]
+    points = base["params"].get("fit_points")  # absent from older fits; incremental runs carry their base's params
+    if points is None:
+        fitted = store.run_summary(staging, fit_run)
+        if fitted is not None:
+            points = fitted["points"]
+        else:  # pruned, and older than fit_points: the base's count less what changed, never more than the fit's
+            points = int(base["points"]) - len(store.segments_since(staging, key, fit_run))
+    return _changed_since_fit(staging, settings, key, fit_run, int(points))[1]
 
 
 def _base(staging: sqlite3.Connection, settings: Settings, key: str, run_id: str) -> tuple[dict[str, Any] | None, str]:

@@ -100,7 +100,12 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
         "outlier_share": round(outlier_share, 6),
         "outlier_share_raw": round(float(np.mean(fitted.fit.labels == -1)), 6),
         "validity": round(fitted.fit.validity, 6),
-        "params": {**_asdict(tuned.best), "objective": round(tuned.best_value, 6), "fit_run": run_id},
+        "params": {
+            **_asdict(tuned.best),
+            "objective": round(tuned.best_value, 6),
+            "fit_run": run_id,
+            "fit_points": len(ids),  # the base of cluster.refit_share (assign.refit_reason, after this row is pruned)
+        },
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
         "notes": notes,
     }

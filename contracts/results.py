@@ -23,13 +23,14 @@ class StageResult(StrictBase):
 
 
 @dataclass(frozen=True, slots=True)
-class StageSuccess:
-    """A stage run that did its work (succeeded, not skipped), as the ledger records it: what the runner's guess at
-    the size of a stage's next run reads (flows/stage_size.py, clients.stage.History)."""
+class StageRecord:
+    """A finished or stopped stage run as the ledger records it (not a skipped one): what the runner's guess at the
+    size of a stage's next run reads (flows/stage_size.py, clients.stage.History)."""
 
     id: int  # the stage run's ledger row: later rows are later runs
     stage: str
     run_id: str
-    counts: dict[str, int] = field(default_factory=dict)
+    status: str  # succeeded, failed, interrupted, or running (still, or killed)
+    counts: dict[str, int] = field(default_factory=dict)  # none for a run that stopped without recording them
     settings: Any = None  # its declared settings sections as recorded (JSON-decoded, secrets redacted)
     code_version: str = ""

@@ -44,12 +44,12 @@ LARGE_SHARE = 0.05  # of the current segments extracted again since the last run
 
 def large_run(ctx: StageContext, history: History) -> str:
     """Why this run handles a large share of the hypotheses ('' for a day's few): the runner's guess at its size
-    (flows/stage_size.py), from the extract stage's counts since this stage's last success. Not foreseen: a store
-    rebuilt for a prompt template found this run (rare: once per template)."""
-    redone = history.added_since("extract", "extracted")
-    segments = history.latest_count("extract", "segments")
+    (flows/stage_size.py): the segments pointed at a new extraction since this stage's last success, counted in
+    segment_extractions (whatever the extract runs' counts say). Not foreseen: a store rebuilt for a prompt
+    template found this run (rare: once per template)."""
+    redone, segments = extraction_store.changed_since(ctx.staging, history.last.run_id)
     if redone >= LARGE_SHARE * max(segments, 1):
-        return f"{redone} segment(s) extracted since its last run, of {segments}"
+        return f"{redone} of {segments} segment(s) extracted again since its last run"
     return ""
 
 

@@ -185,6 +185,8 @@ def execute(
             log.info("%s: in a process of its own (%s)", stage.name, why)
             outcome = run_in_own_process(stage.entry, ctx, settings)
         else:
+            if helpers.own_process == WHEN_LARGE:
+                log.info("%s: in the run's process (a small run: flows/stage_size.py)", stage.name)
             outcome = module.run(ctx, **(deps or {}))
         if outcome.error is not None:
             raise ItemsFailed(

@@ -42,13 +42,18 @@ BATCH_MESSAGES = 5_000  # whole conversations per batch, about this many message
 def large_run(ctx: StageContext, history: History) -> str:
     """Why this run builds in full ('' when it will rebuild a few conversations): the runner's guess at its size
     (flows/stage_size.py), `cues_state.plan`'s rules counted from the ledger instead of the digests: the topics
-    fitted again since its last run (every topic link changes), or the conversations written or the messages
-    added and removed since reaching memory.rebuild_share."""
+    fitted again since its last run (every topic link changes), or the extractions the concepts stage read
+    again (their evidence), the conversations written or the messages added and removed since reaching
+    memory.rebuild_share. Not counted: a garden merge (moves one concept's evidence)."""
     share = ctx.settings.memory.rebuild_share
     if share <= 0:
         return "memory.rebuild_share is 0"
     if any(done.counts.get("incremental") != 1 for done in history.since if done.stage == "cluster"):
         return "the topics were fitted again since its last run"
+    segments = history.latest_count("extract", "segments")
+    read = history.added_since("concepts", "extractions_read")  # their evidence, which every digest covers
+    if read >= share * max(segments, 1):
+        return f"the concepts of {read} of {segments} segment(s) handled again since its last run"
     written = history.added_since("ingest", "conversations_written")
     conversations = history.latest_count("segment", "conversations")
     if written >= share * max(conversations, 1):

@@ -194,6 +194,13 @@ def drop_retired(conn: sqlite3.Connection) -> int:
         return cursor.rowcount
 
 
+def changed_since(conn: sqlite3.Connection, run_id: str) -> tuple[int, int]:
+    """Segments pointed at their extraction by a run after `run_id` (new or extracted again), and the segments
+    with one (run ids sort by time)."""
+    row = conn.execute("SELECT COALESCE(SUM(run_id > ?), 0), COUNT(*) FROM segment_extractions", (run_id,)).fetchone()
+    return int(row[0]), int(row[1])
+
+
 @dataclass(frozen=True, slots=True)
 class CurrentExtraction:
     segment_id: str

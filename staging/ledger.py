@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.redact import redact, redact_text
-from contracts.results import StageSuccess
+from contracts.results import StageRecord
 from staging.db import Transaction, connect
 from staging.liveness import here, is_interrupt_error, resume_command, unfinished_stages
 from staging.migrations import STAGING, migrate
@@ -134,31 +134,38 @@ def latest_attempt(conn: sqlite3.Connection, stage: str) -> Attempt | None:
     return None if row is None else Attempt(int(row[0]), str(row[1]), str(row[2]), str(row[3]))
 
 
-_SUCCESS = "SELECT id, stage, run_id, counts, settings, code_version FROM stage_runs WHERE status = 'succeeded'"
+_RECORD = "SELECT id, stage, run_id, status, counts, settings, code_version FROM stage_runs"
 
 
-def last_success(conn: sqlite3.Connection, stage: str) -> StageSuccess | None:
+def last_success(conn: sqlite3.Connection, stage: str) -> StageRecord | None:
     """The stage's newest stage run that succeeded (a stage run still running, skipped or failed is not one)."""
-    row = conn.execute(f"{_SUCCESS} AND stage = ? ORDER BY id DESC LIMIT 1", (stage,)).fetchone()
-    return None if row is None else _success(row)
+    row = conn.execute(
+        f"{_RECORD} WHERE stage = ? AND status = 'succeeded' ORDER BY id DESC LIMIT 1", (stage,)
+    ).fetchone()
+    return None if row is None else _record(row)
 
 
-def successes_after(conn: sqlite3.Connection, after: int) -> list[StageSuccess]:
-    """Every stage's succeeded stage runs recorded after stage run `after` (an id), oldest first."""
-    return [_success(row) for row in conn.execute(f"{_SUCCESS} AND id > ? ORDER BY id", (after,))]
+def records_after(conn: sqlite3.Connection, after: int) -> list[StageRecord]:
+    """Every stage run recorded after stage run `after` (an id) but the skipped ones, oldest first: succeeded,
+    failed, interrupted, or 'running' (the one running now, or one killed)."""
+    return [
+        _record(row) for row in conn.execute(f"{_RECORD} WHERE id > ? AND status != 'skipped' ORDER BY id", (after,))
+    ]
 
 
-def latest_successes(conn: sqlite3.Connection) -> dict[str, StageSuccess]:
+def latest_successes(conn: sqlite3.Connection) -> dict[str, StageRecord]:
     """Each stage's newest succeeded stage run, by stage."""
     rows = conn.execute(
-        f"{_SUCCESS} AND id IN (SELECT MAX(id) FROM stage_runs WHERE status = 'succeeded' GROUP BY stage)"
+        f"{_RECORD} WHERE id IN (SELECT MAX(id) FROM stage_runs WHERE status = 'succeeded' GROUP BY stage)"
     )
-    return {found.stage: found for found in map(_success, rows)}
+    return {found.stage: found for found in map(_record, rows)}
 
 
-def _success(row: Sequence[Any]) -> StageSuccess:
-    counts = json.loads(row[3]) if row[3] else {}
-    return StageSuccess(int(row[0]), str(row[1]), str(row[2]), dict(counts), json.loads(row[4]), str(row[5]))
+def _record(row: Sequence[Any]) -> StageRecord:
+    counts = json.loads(row[4]) if row[4] else {}
+    return StageRecord(
+        int(row[0]), str(row[1]), str(row[2]), str(row[3]), dict(counts), json.loads(row[5]), str(row[6])
+    )
 
 
 class StageRun:

@@ -186,6 +186,30 @@ def test_without_a_usable_model_the_stage_refits_and_says_why(
     assert any(note.startswith("full run: ") and why[change] in note for note in result.notes)
 
 
+@pytest.mark.parametrize("fit_points", [True, False])
+def test_the_guess_sees_a_refit_due_after_the_fit_row_is_pruned(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM, fit_points: bool
+) -> None:
+    """Three small dumps of 3 segments under refit_share 0.15: the runner's guess (assign.refit_reason) calls the
+    first two small and the third, which re-tunes (9 of the fit's 60), large, although r1's cluster_runs row is
+    pruned by then. Without `fit_points` in the params (a fit recorded before them), the guess estimates the
+    fit's size on the low side and still sees it."""
+    settings = copy_of(base_dir, tmp_path, refit_share=0.15)
+    guesses: list[str] = []
+    for n, run in enumerate(("r2", "r3", "r4")):
+        if run == "r4" and not fit_points:
+            with sqlite3.connect(settings.staging_path) as conn:
+                conn.execute("UPDATE cluster_runs SET params = json_remove(params, '$.fit_points')")
+        dump = new_conversations(tmp_path / f"{run}.jsonl", per_theme=1, seed=20 + n)
+        dump.write_text(dump.read_text().replace('"new-', f'"{run}-'))  # ids of their own: new conversations
+        result = run_stages(settings, dump, run, embedder, guesses)
+        if run == "r3":
+            assert rows(settings, "SELECT run_id FROM cluster_runs WHERE run_id = 'r1'") == []  # pruned
+    assert guesses[:2] == ["", ""]
+    assert guesses[2].startswith("9 segment(s) new, changed or retired since the topic model was fitted (run r1)")
+    assert result.counts["incremental"] == 0  # the stage agreed: it tuned and fitted again
+
+
 def test_phrase_share_zero_refits_on_the_text_vectors_alone(
     base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
 ) -> None:

@@ -25,6 +25,7 @@ from flows.registry import spec
 from flows.stage_size import large_run
 from memory import stage as cues_stage
 from staging.ledger import StageRun, open_run, open_staging
+from staging.liveness import INTERRUPT_PREFIX
 
 
 @pytest.fixture
@@ -39,12 +40,14 @@ def record(
     settings: Settings,
     stage: str,
     run_id: str,
-    counts: Mapping[str, int],
+    counts: Mapping[str, int] | None = None,
     *,
     version: str | None = None,
     status: str = "succeeded",
-) -> None:
-    """One stage run as the runner records it: the declared sections as settings, the package version, counts."""
+) -> int:
+    """One stage run as the runner records it (the declared sections as settings, the package version, counts):
+    succeeded; failed with or without counts (a stage whose items partly failed records them); interrupted; or left
+    'running' (killed). Returns its id."""
     if staging.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
         open_run(staging, stages=["all"], exports=[], settings={}, code_version=code_version(), run_id=run_id)
     row = StageRun(
@@ -56,12 +59,26 @@ def record(
         code_version=version or code_version(),
     )
     if status == "succeeded":
-        row.succeed(rows_in=0, rows_out=0, counts=counts)
-    else:
-        row.fail("StageError: boom", "chatmem run")
+        row.succeed(rows_in=0, rows_out=0, counts=counts or {})
+    elif status == "failed":
+        row.fail("StageError: boom", "chatmem run", rows_in=0, rows_out=0, counts=counts)
+    elif status == "interrupted":
+        row.fail(f"{INTERRUPT_PREFIX} Ctrl-C", "chatmem run")
+    return row.id
 
 
-def guess(staging: sqlite3.Connection, settings: Settings, stage: str, run_id: str, force: bool = False) -> str:
+def extracted(staging: sqlite3.Connection, run_id: str, segments: int, start: int = 0) -> None:
+    """`segments` segments pointed at their extraction by run `run_id` (what the extract stage writes)."""
+    staging.executemany(
+        "INSERT OR REPLACE INTO segment_extractions (segment_id, cache_key, run_id) VALUES (?, ?, ?)",
+        ((f"s{n}", f"k{n}-{run_id}", run_id) for n in range(start, start + segments)),
+    )
+    staging.commit()
+
+
+def guess(
+    staging: sqlite3.Connection, settings: Settings, stage: str, run_id: str, force: bool = False, stage_run_id: int = 0
+) -> str:
     """What the runner decides for `stage` in run `run_id`, with the stage's own module (its `large_run`)."""
     module = {"concepts": stage_concepts, "cues": cues_stage}.get(stage) or ModuleType("no_guess")
     ctx = StageContext(
@@ -70,6 +87,7 @@ def guess(staging: sqlite3.Connection, settings: Settings, stage: str, run_id: s
         settings=declared_only(settings, stage, spec(stage).settings_sections),
         archive=staging,  # not read by these guesses
         staging=staging,
+        stage_run_id=stage_run_id,
         force=force,
     )
     return large_run(spec(stage), module, ctx, settings, force)
@@ -95,23 +113,49 @@ def test_force_the_first_run_and_changed_settings_or_version_are_large(
     assert "is not the version of its last run (chatmem 0.0.1)" in guess(staging, settings, "concepts", "r4")
 
 
+def test_a_run_stopped_part_way_since_upstream_or_here_is_large(staging: sqlite3.Connection, tmp_path: Path) -> None:
+    """What a failed, interrupted or killed run wrote, no count says: the next run of it or a later stage is large;
+    a stopped run of a later stage, or the stage run now running (this one), is not a reason."""
+    settings = Settings(data_dir=tmp_path)
+    record(staging, settings, "cues", "r1", {"content": 100})
+    record(staging, settings, "segment", "r1", {"conversations": 1000})
+    record(staging, settings, "load", "r2", status="failed")  # after cues: not its concern
+    now = record(staging, settings, "cues", "r2", status="running")  # the stage run this guess is for
+    assert guess(staging, settings, "cues", "r2", stage_run_id=now) == ""
+    for status, stage in (("interrupted", "extract"), ("running", "ingest"), ("failed", "cues")):
+        stopped = record(staging, settings, stage, f"r-{status}", status=status)
+        said = guess(staging, settings, "cues", "r3", stage_run_id=now)
+        assert said == f"a run of {stage} stopped part-way since its last run (r-{status}: {status})"
+        staging.execute("DELETE FROM stage_runs WHERE id = ?", (stopped,))
+        staging.commit()
+
+
 def test_a_stage_without_its_own_guess_always_gets_a_process(staging: sqlite3.Connection, tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path)
     record(staging, settings, "cluster", "r1", {"incremental": 1})
     assert guess(staging, settings, "cluster", "r2") == "declared own_process"  # ModuleType: no large_run
 
 
-def test_concepts_is_large_when_the_extractions_redone_since_are_a_large_share(
+def test_a_guess_that_fails_is_a_large_run(staging: sqlite3.Connection, tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    record(staging, settings, "concepts", "r1", {})
+    staging.execute("DROP TABLE segment_extractions")  # what the concepts guess counts in
+    assert guess(staging, settings, "concepts", "r2").startswith("its size could not be guessed (OperationalError")
+
+
+def test_concepts_is_large_when_the_segments_extracted_again_are_a_large_share(
     staging: sqlite3.Connection, tmp_path: Path
 ) -> None:
+    """Counted in segment_extractions, not in the extract runs' counts: a failed or killed extract run's writes
+    count too."""
     settings = Settings(data_dir=tmp_path)
-    record(staging, settings, "extract", "r1", {"segments": 1000, "extracted": 1000})
+    extracted(staging, "r1", 1000)
     record(staging, settings, "concepts", "r1", {})
-    record(staging, settings, "extract", "r2", {"segments": 1020, "extracted": 30})
-    record(staging, settings, "extract", "r3", {"segments": 1040, "extracted": 20})
-    assert guess(staging, settings, "concepts", "r3") == ""  # 50 of 1,040: under 5 %
-    record(staging, settings, "extract", "r4", {"segments": 1040, "extracted": 10})
-    assert guess(staging, settings, "concepts", "r4") == "60 segment(s) extracted since its last run, of 1040"
+    extracted(staging, "r2", 30, start=1000)  # new segments
+    extracted(staging, "r3", 19, start=0)  # old ones extracted again
+    assert guess(staging, settings, "concepts", "r3") == ""  # 49 of 1,030: under 5 %
+    extracted(staging, "r4", 3, start=500)
+    assert guess(staging, settings, "concepts", "r4") == "52 of 1030 segment(s) extracted again since its last run"
 
 
 def test_cues_is_large_after_a_refit_or_past_the_rebuild_share(staging: sqlite3.Connection, tmp_path: Path) -> None:
@@ -119,10 +163,18 @@ def test_cues_is_large_after_a_refit_or_past_the_rebuild_share(staging: sqlite3.
     share = settings.memory.rebuild_share
     assert share == pytest.approx(0.1)  # the figures below are written for the default
     record(staging, settings, "segment", "r1", {"conversations": 1000})
+    record(staging, settings, "extract", "r1", {"segments": 3000})
     record(staging, settings, "cues", "r1", {"content": 10_000, "incremental": 0})
     record(staging, settings, "ingest", "r2", {"conversations_written": 50, "messages_inserted": 400})
+    record(staging, settings, "concepts", "r2", {"extractions_read": 100})
     record(staging, settings, "cluster", "r2", {"incremental": 1})
     assert guess(staging, settings, "cues", "r2") == ""
+    record(staging, settings, "concepts", "r2b", {"extractions_read": 250})  # a concept store rebuilt, say
+    assert (
+        guess(staging, settings, "cues", "r2b")
+        == "the concepts of 350 of 3000 segment(s) handled again since its last run"
+    )
+    record(staging, settings, "cues", "r2b", {"content": 10_000, "incremental": 0})
     record(staging, settings, "cluster", "r3", {"incremental": 0})  # the topics fitted again
     assert guess(staging, settings, "cues", "r3") == "the topics were fitted again since its last run"
     record(staging, settings, "cues", "r3", {"content": 10_400, "incremental": 0})
@@ -134,9 +186,8 @@ def test_cues_is_large_after_a_refit_or_past_the_rebuild_share(staging: sqlite3.
     record(staging, settings, "ingest", "r5", {"conversations_written": 20, "messages_inserted": 100})
     assert guess(staging, settings, "cues", "r5") == ""
     record(staging, settings, "ingest", "r6", {"conversations_written": 20, "messages_retired": 50})
-    assert (
-        guess(staging, settings, "cues", "r6") == "1050 message(s) added or removed since its last full build, of 10400"
-    )
+    said = guess(staging, settings, "cues", "r6")
+    assert said == "1050 message(s) added or removed since its last full build, of 10400"
     off = Settings(data_dir=tmp_path)
     off.memory = off.memory.model_copy(update={"rebuild_share": 0.0})
     assert guess(staging, off, "cues", "r6") == "its settings changed since its last run"

@@ -54,10 +54,11 @@ class RunnerSettings(BaseModel):
     )
     stage_processes: bool = Field(
         default=True,
-        description="Run the concepts, cluster and cues stages each in a process of its own, so that what they held "
-        "(numba's compiled kernels, fragmented heaps: gigabytes at 1M messages) is given back when they end instead of "
-        "staying under the load and the recall index; false: every stage in the run's process (a profiler sees "
-        "them). Output is the same either way.",
+        description="Run a large run of the concepts, cluster and cues stages (a first build, --force, a re-tune: "
+        "flows/stage_size.py) each in a process of its own, so that what they held (numba's compiled kernels, "
+        "fragmented heaps: gigabytes at 1M messages) is given back when they end instead of staying under the load "
+        "and the recall index; a scheduled day's small runs stay in the run's process; false: every stage in the "
+        "run's process (a profiler sees them). Output is the same either way.",
     )
     extract_batch: int = Field(
         default=50,
