@@ -1,7 +1,9 @@
 """The segment stage: each conversation's visible active path in archive.db, cut into segments in staging.db.
 
 The steps (the runner, flows/stage_runner.py, keeps the ledger): read each conversation's active path without
-texts and compare its fingerprint with the one it was last segmented from (unchanged: no re-work); for the
+texts (only the conversations archive.db logged as changed since the last run's mark: staging/archive_changes.py,
+the mark in `segment_mark`; all of them on a first run, with --force, or when the mark cannot be compared) and
+compare its fingerprint with the one it was last segmented from (unchanged: no re-work); for the
 changed ones read the texts and segment them (pure, `extract.segment`); check the invariants (every visible
 message in exactly one segment, in order); write whole conversations per transaction (idempotent upserts keyed
 by segment id); return the counts.
@@ -17,12 +19,14 @@ from collections.abc import Sequence
 from clients.stage import Outcome, StageContext
 from contracts.errors import StageError
 from extract.segment import PathMessage, SegmentDraft, SegmentParams, path_fingerprint, segment_conversation
+from staging import archive_changes
 from staging import segments as store
 
 log = logging.getLogger(__name__)
 
 STAGE = "segment"
 BATCH_MESSAGES = 5000  # changed conversations are written once this many of their messages are pending
+CUTS_AND_ROWS = ("cuts_budget", "cuts_topic", "segments_written", "segments_unchanged", "segments_retired")
 
 
 def run(ctx: StageContext) -> Outcome:
@@ -30,16 +34,17 @@ def run(ctx: StageContext) -> Outcome:
     one; the same rows come out, written as unchanged)."""
     archive, staging, run_id = ctx.archive, ctx.staging, ctx.run_id
     params = SegmentParams(**ctx.settings.segment.model_dump())
-    known = {} if ctx.force else store.stored_fingerprints(staging)
+    mark = archive_changes.mark(archive) if archive_changes.tracked(archive) else None  # before the reads
+    scope = None if ctx.force else _changed_since_last(archive, staging, repr(params))
+    known = {} if ctx.force else store.stored_fingerprints(staging, scope)
     counts: Counter[str] = Counter()
     pending: list[tuple[str, str, list[store.SegmentRow]]] = []
     pending_messages = 0
-    for conversation_id, metas in store.iter_active_paths(archive):
-        counts["conversations"] += 1
+    for conversation_id, metas in store.iter_active_paths(archive, scope):
+        counts["conversations_read"] += 1
         blank = [PathMessage(m.uuid, m.role, "", m.created_at, m.content_hash) for m in metas]
         path_key = path_fingerprint(blank, params)
         if known.get(conversation_id) == path_key:
-            counts["conversations_unchanged"] += 1
             continue
         texts = store.message_texts(archive, conversation_id)
         path = [PathMessage(m.uuid, m.role, texts.get(m.uuid, ""), m.created_at, m.content_hash) for m in metas]
@@ -54,8 +59,20 @@ def run(ctx: StageContext) -> Outcome:
             _flush(staging, run_id, pending, counts)
             pending, pending_messages = [], 0
     _flush(staging, run_id, pending, counts)
+    if mark is not None:  # after the last write: a run killed before it reads the same changes again
+        store.write_mark(staging, mark.as_json(), repr(params))
+    read = counts.pop("conversations_read", 0)
+    total = read if scope is None else store.count_conversations(archive)  # those not read did not change
+    counts = Counter(
+        {
+            "conversations": total,
+            "conversations_read": read,
+            "conversations_unchanged": total - counts["conversations_segmented"],
+            **counts,
+        }
+    )
     counts["segments_current"] = store.count_current(staging)
-    for name in ("cuts_budget", "cuts_topic", "segments_written", "segments_unchanged", "segments_retired"):
+    for name in ("conversations_segmented", "messages_segmented", *CUTS_AND_ROWS):
         counts.setdefault(name, 0)
     log.info("segment - %s", dict(counts))
     return Outcome(
@@ -64,6 +81,21 @@ def run(ctx: StageContext) -> Outcome:
         counts=dict(counts),
         skipped=counts["conversations_segmented"] == 0,
     )
+
+
+def _changed_since_last(archive: sqlite3.Connection, staging: sqlite3.Connection, params: str) -> list[str] | None:
+    """The conversations archive.db logged as changed since the segments were last brought up to date (a path that
+    did not change keeps its fingerprint: reading it would find it unchanged), or None to read every one: no mark
+    yet, other parameters, or an archive that does not log its changes or is not the one the mark was taken of."""
+    if not archive_changes.tracked(archive):
+        return None
+    last = store.read_mark(staging)
+    if last is None or last[1] != params:
+        return None
+    since = archive_changes.Mark.from_json(last[0])
+    if since is None or not archive_changes.comparable(archive, since):
+        return None
+    return list(archive_changes.changed_since(archive, since))
 
 
 def _flush(

@@ -56,6 +56,9 @@ History:
                17  template_drops emptied once: a conversation's remembered replay of the template rule is now kept
                    until an event forgets it, not checked by a signature each run (extract/template_drops.py), and
                    a row the older code kept past such an event would be trusted (derived: one replay rebuilds it)
+               18  segment_mark: the archive mark (staging/archive_changes.py) and parameters the segments were
+                   last brought up to date with, so that the segment stage reads the active paths of the
+                   conversations changed since, not every one (derived: without it the stage reads them all once)
 
 Changing a table: append a Migration here (ALTER TABLE, a new table, a data fix); never edit one that has
 shipped. The DDL of migration 2 lives in each stage's module (`SCHEMA`) and is frozen there for that reason.
@@ -325,6 +328,12 @@ STAGING = (
         17,
         "template_drops emptied: remembered template replays are forgotten by events now, not re-signed each run",
         statements(["DELETE FROM template_drops"]),
+    ),
+    Migration(
+        18,
+        "segment_mark: the archive mark the segments were last brought up to date with (the segment stage reads what"
+        " changed since)",
+        statements(segments.MARK_SCHEMA),
     ),
 )
 

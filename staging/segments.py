@@ -8,11 +8,14 @@ Tables (`SCHEMA`: migration 2 of staging/migrations.py, frozen; change them with
   that last wrote the row; `retired_run_id` is set when a newer segmentation of the conversation no longer
   has the segment (kept, not deleted: extractions and evidence may still name it).
 - `segment_messages`: membership, keyed by (segment_id, message_id), with the message's position.
+- `segment_mark` (`MARK_SCHEMA`, migration 18): the archive mark and parameters the segments were last brought up
+  to date with: a run reads only the conversations archive.db logged as changed since.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -114,17 +117,25 @@ def archive_fingerprint(archive: sqlite3.Connection) -> str:
     return hashlib.sha256(("\n".join(shas) + f"\n{count}:{last}").encode()).hexdigest()
 
 
-def iter_active_paths(archive: sqlite3.Connection) -> Iterator[tuple[str, list[MessageMeta]]]:
-    """Every conversation's visible active path (is_active = 1, is_hidden = 0, by seq), without texts.
+def iter_active_paths(
+    archive: sqlite3.Connection, conversations: Sequence[str] | None = None
+) -> Iterator[tuple[str, list[MessageMeta]]]:
+    """Every conversation's visible active path (is_active = 1, is_hidden = 0, by seq), without texts; only those
+    of `conversations` when given.
 
     Streams one conversation at a time; a conversation with no visible active message yields an empty list,
     so its old segments can be retired.
     """
-    cursor = archive.execute(
+    select = (
         "SELECT c.id AS conversation_id, m.uuid, m.role, m.created_at, m.content_hash FROM conversations c"
         " LEFT JOIN visible_messages m ON m.conversation_id = c.id"
-        " ORDER BY c.id, m.seq"
     )
+    if conversations is None:
+        cursor = archive.execute(f"{select} ORDER BY c.id, m.seq")
+    else:
+        cursor = archive.execute(
+            f"{select} WHERE c.id IN {IN_VALUES} ORDER BY c.id, m.seq", (json_values(conversations),)
+        )
     for conversation_id, rows in groupby(cursor, key=lambda row: str(row["conversation_id"])):
         yield (
             conversation_id,
@@ -148,10 +159,44 @@ def message_texts(archive: sqlite3.Connection, conversation_id: str) -> dict[str
 # ---------------------------------------------------------------- staging.db
 
 
-def stored_fingerprints(conn: sqlite3.Connection) -> dict[str, str]:
-    return {
-        str(r[0]): str(r[1]) for r in conn.execute("SELECT conversation_id, fingerprint FROM segment_conversations")
-    }
+def stored_fingerprints(conn: sqlite3.Connection, conversations: Sequence[str] | None = None) -> dict[str, str]:
+    """Each conversation's fingerprint as last segmented (only those of `conversations` when given)."""
+    sql = "SELECT conversation_id, fingerprint FROM segment_conversations"
+    rows = (
+        conn.execute(sql)
+        if conversations is None
+        else conn.execute(f"{sql} WHERE conversation_id IN {IN_VALUES}", (json_values(conversations),))
+    )
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def count_conversations(archive: sqlite3.Connection) -> int:
+    return int(archive.execute("SELECT COUNT(*) FROM conversations").fetchone()[0])
+
+
+# What the segments were last brought up to date with (migration 18): the archive's change mark
+# (staging/archive_changes.py) and the parameters, taken before a run's reads and written after its last write.
+MARK_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS segment_mark (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        archive_mark TEXT NOT NULL,
+        params TEXT NOT NULL
+    )""",
+]
+
+
+def read_mark(conn: sqlite3.Connection) -> tuple[object, str] | None:
+    """The archive mark (JSON-decoded) and the parameters' repr the segments were last brought up to date with."""
+    row = conn.execute("SELECT archive_mark, params FROM segment_mark WHERE id = 1").fetchone()
+    return None if row is None else (json.loads(row[0]), str(row[1]))
+
+
+def write_mark(conn: sqlite3.Connection, archive_mark: object, params: str) -> None:
+    with Transaction(conn):
+        conn.execute(
+            "INSERT OR REPLACE INTO segment_mark (id, archive_mark, params) VALUES (1, ?, ?)",
+            (json.dumps(archive_mark), params),
+        )
 
 
 @dataclass(slots=True)

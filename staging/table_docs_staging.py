@@ -86,6 +86,17 @@ STAGING: dict[str, TableDoc] = {
             "run_id": RUN_ID,
         },
     ),
+    "segment_mark": doc(
+        "Segment stage: archive mark",
+        "Where archive.db stood when the segments were last brought up to date (staging/archive_changes.py): the"
+        " next run reads only the conversations changed since.",
+        {
+            "id": "Always 1.",
+            "archive_mark": "The mark (largest rowids, change version, origin).",
+            "params": "The segment parameters the mark holds for: other ones read every conversation again.",
+        },
+        json="archive_mark",
+    ),
     "segments": doc(
         "Segments",
         "Consecutive windows of one conversation (token budget and topic shifts).",

@@ -5,12 +5,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from concept_support import Msg, conversation, open_dbs, write_archive
+from concept_support import Dbs, Msg, conversation, open_dbs, write_archive
 from stage_support import stage_segment
 
 from extract.segment import PathMessage, SegmentParams, segment_conversation
 from extract.text import estimate_tokens
 from staging import segments as segment_store
+from staging.ledger import open_run
 
 GARDEN = "My vegetable garden has tomatoes and peppers; the tomato plants need staking and compost in the garden beds."
 GARDEN_REPLY = "For tomato plants in garden beds, stake early, add compost, and water the tomatoes deeply twice a week."
@@ -153,3 +154,77 @@ def test_current_segments_are_read_in_pages_that_leave_no_cursor_open(tmp_path: 
     assert paged == whole and len(whole) == 5
     assert [s.conversation_id for s in paged] == [f"c{i}" for i in range(5)]
     assert checkpoints == [0] * 5
+
+
+SEGMENT_TABLES = {
+    "segments": "SELECT * FROM segments ORDER BY segment_id",
+    "segment_messages": "SELECT * FROM segment_messages ORDER BY segment_id, message_id",
+    "segment_conversations": "SELECT * FROM segment_conversations ORDER BY conversation_id",
+}
+
+
+def _tables(staging: sqlite3.Connection) -> dict[str, list[tuple[object, ...]]]:
+    return {name: [tuple(r) for r in staging.execute(sql)] for name, sql in SEGMENT_TABLES.items()}
+
+
+def _run(dbs: Dbs, run_id: str) -> str:
+    open_run(dbs.staging, stages=["segment"], exports=[], settings={}, code_version="t", run_id=run_id)
+    return run_id
+
+
+def _topics(n: int) -> list[tuple[str, str]]:
+    return [("user", f"{GARDEN} ({n})"), ("assistant", GARDEN_REPLY), ("user", TAXES), ("assistant", TAXES_REPLY)]
+
+
+def test_a_run_reads_only_the_conversations_the_archive_changed_and_writes_what_a_full_read_writes(
+    tmp_path: Path,
+) -> None:
+    """After a first run (every conversation read, the archive's mark kept), the next dump edits one conversation,
+    hides a message of another, continues a third and adds a new one: the run reads those 4 of 9, and its
+    segments, memberships and fingerprints are those of the same run reading all 9 (the mark dropped)."""
+    rows: dict[str, dict[str, list[tuple[object, ...]]]] = {}
+    for how in ("scoped", "full"):
+        dbs = open_dbs(tmp_path / how, segment={"min_tokens": 10})
+        write_archive(dbs.archive, [conversation(f"c{n}", _topics(n)) for n in range(8)], tag="dump1")
+        first = stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r1"), settings=dbs.settings)
+        assert first.counts["conversations_read"] == 8 and first.counts["conversations_segmented"] == 8
+        hidden = [Msg(role, text, hidden=i == 1) for i, (role, text) in enumerate(_topics(3))]
+        write_archive(
+            dbs.archive,
+            [
+                conversation("c1", [*_topics(1)[:3], ("assistant", "Short answer now.")]),
+                conversation("c3", hidden),
+                conversation("c5", [*_topics(5), ("user", "And what about mulch for the tomato beds?")]),
+                conversation("c8", _topics(8)),
+            ],
+            tag="dump2",
+        )
+        if how == "full":
+            dbs.staging.execute("DELETE FROM segment_mark")  # as a data dir from before the mark: reads all
+            dbs.staging.commit()
+        result = stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r2"), settings=dbs.settings)
+        assert result.counts["conversations"] == 9 and result.counts["conversations_segmented"] == 4
+        assert result.counts["conversations_unchanged"] == 5
+        assert result.counts["conversations_read"] == (4 if how == "scoped" else 9)
+        rows[how] = _tables(dbs.staging)
+        again = stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r3"), settings=dbs.settings)
+        assert again.status == "skipped" and again.counts["conversations_read"] == 0  # nothing changed since
+    assert rows["scoped"] == rows["full"]
+    written = {r[0] for r in rows["scoped"]["segment_conversations"] if r[3] == "r2"}  # (id, fingerprint, n, run)
+    assert written == {"c1", "c3", "c5", "c8"}
+
+
+def test_other_segment_parameters_or_force_read_every_conversation(tmp_path: Path) -> None:
+    """The mark holds for the parameters it was taken with; --force reads everything and keeps a new mark."""
+    dbs = open_dbs(tmp_path / "data", segment={"min_tokens": 10})
+    write_archive(dbs.archive, [conversation(f"c{n}", _topics(n)) for n in range(3)], tag="dump1")
+    stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r1"), settings=dbs.settings)
+    other = open_dbs(tmp_path / "data", segment={"min_tokens": 20})
+    changed = stage_segment.run(other.archive, other.staging, run_id=_run(other, "r2"), settings=other.settings)
+    assert changed.counts["conversations_read"] == 3
+    forced = stage_segment.run(
+        other.archive, other.staging, run_id=_run(other, "r3"), settings=other.settings, force=True
+    )
+    assert forced.counts["conversations_read"] == 3
+    after = stage_segment.run(other.archive, other.staging, run_id=_run(other, "r4"), settings=other.settings)
+    assert after.counts["conversations_read"] == 0
