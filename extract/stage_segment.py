@@ -36,6 +36,8 @@ def run(ctx: StageContext) -> Outcome:
     params = SegmentParams(**ctx.settings.segment.model_dump())
     mark = archive_changes.mark(archive) if archive_changes.tracked(archive) else None  # before the reads
     scope = None if ctx.force else _changed_since_last(archive, staging, repr(params))
+    if scope is None:  # a full read rewrites under a new state: a run stopped part-way must not leave the old mark
+        store.clear_mark(staging)
     known = {} if ctx.force else store.stored_fingerprints(staging, scope)
     counts: Counter[str] = Counter()
     pending: list[tuple[str, str, list[store.SegmentRow]]] = []

@@ -191,6 +191,11 @@ def read_mark(conn: sqlite3.Connection) -> tuple[object, str] | None:
     return None if row is None else (json.loads(row[0]), str(row[1]))
 
 
+def clear_mark(conn: sqlite3.Connection) -> None:
+    with Transaction(conn):
+        conn.execute("DELETE FROM segment_mark")
+
+
 def write_mark(conn: sqlite3.Connection, archive_mark: object, params: str) -> None:
     with Transaction(conn):
         conn.execute(

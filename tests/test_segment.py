@@ -5,9 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from concept_support import Dbs, Msg, conversation, open_dbs, write_archive
 from stage_support import stage_segment
 
+from contracts.errors import StageError
 from extract.segment import PathMessage, SegmentParams, segment_conversation
 from extract.text import estimate_tokens
 from staging import segments as segment_store
@@ -228,3 +230,39 @@ def test_other_segment_parameters_or_force_read_every_conversation(tmp_path: Pat
     assert forced.counts["conversations_read"] == 3
     after = stage_segment.run(other.archive, other.staging, run_id=_run(other, "r4"), settings=other.settings)
     assert after.counts["conversations_read"] == 0
+
+
+def test_a_full_read_stopped_part_way_leaves_no_mark_to_trust(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Other parameters read everything and rewrite the segments; a run stopped before its new mark must not leave
+    the old one: back on the old parameters, the next run reads every conversation again (the review's case)."""
+    data = tmp_path / "data"
+    dbs = open_dbs(data, segment={"min_tokens": 10})
+    write_archive(dbs.archive, [conversation(f"c{n}", _topics(n)) for n in range(3)], tag="dump1")
+    stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r1"), settings=dbs.settings)
+    other = open_dbs(data, segment={"max_tokens": 40})
+
+    def killed(*_: object) -> None:
+        raise RuntimeError("killed before the mark")
+
+    monkeypatch.setattr(segment_store, "write_mark", killed)
+    with pytest.raises(StageError):
+        stage_segment.run(other.archive, other.staging, run_id=_run(other, "r2"), settings=other.settings)
+    monkeypatch.undo()
+    back = open_dbs(data, segment={"min_tokens": 10})
+    result = stage_segment.run(back.archive, back.staging, run_id=_run(back, "r3"), settings=back.settings)
+    assert result.counts["conversations_read"] == 3 and result.counts["conversations_segmented"] == 3
+
+
+def test_another_archive_than_the_marks_is_read_whole(tmp_path: Path) -> None:
+    """The mark names the archive it was taken of (its first source): a new archive.db in the same data dir, even
+    one grown past the mark's rowids, is read whole."""
+    data = tmp_path / "data"
+    dbs = open_dbs(data, segment={"min_tokens": 10})
+    write_archive(dbs.archive, [conversation(f"c{n}", _topics(n)) for n in range(3)], tag="dump1")
+    stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r1"), settings=dbs.settings)
+    dbs.archive.close()
+    dbs.settings.archive_path.unlink()
+    fresh = open_dbs(data, segment={"min_tokens": 10})
+    write_archive(fresh.archive, [conversation(f"c{n}", _topics(n)) for n in range(5)], tag="another")
+    result = stage_segment.run(fresh.archive, fresh.staging, run_id=_run(fresh, "r2"), settings=fresh.settings)
+    assert result.counts["conversations_read"] == 5 and result.counts["conversations_segmented"] == 2
