@@ -101,7 +101,7 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
     with Transaction(staging):
         loop.settle()
         loop.store_index()  # the kept resolver index of the rows the stage leaves, with its last write
-        template_drops.remember(staging, signed, skip, boilerplate)
+        template_drops.remember(staging, signed, skip, boilerplate, current, unfinished, cited)
     counts: Counter[str] = Counter(loop.counts)
     counts["extractions_read"] = len(unfinished)
     counts.update(boilerplate.counts())

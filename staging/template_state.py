@@ -11,9 +11,10 @@ its new extractions and changed conversations touch (issue 23). Derived data: em
 - `template_places`: per repeated sentence, each conversation citing it (in order of first citation) with the
   message the rule reads there.
 - `template_mark`: one row, the archive mark (staging/archive_changes.py) the state was built against.
-- `template_drops`: per conversation whose unfinished hypotheses the rule dropped every one of in the last run
-  (extract/template_drops.py), a digest of what it was handed and how many it dropped: a run handed the same
-  skips it. Forgotten when the archive changes the conversation, and with the rest of the state.
+- `template_drops`: per conversation whose unfinished hypotheses the rule dropped every one of in the last run,
+  or whose hypotheses left unfinished by it are the ones it dropped (extract/template_drops.py), a digest of what
+  it was, or will be, handed and how many it drops: a run handed the same skips it. Forgotten when the archive
+  changes the conversation, and with the rest of the state.
 
 `SCHEMA` is migration 11 of staging/migrations.py (frozen: change a table with a new migration there).
 """
@@ -309,6 +310,15 @@ def sentences_cited(conn: sqlite3.Connection, cache_keys: Iterable[str]) -> dict
     for cache_key, keys in rows:
         cited.setdefault(str(cache_key), set()).update(int(k) for k in json.loads(keys))
     return cited
+
+
+def hypothesis_counts(conn: sqlite3.Connection, cache_keys: Iterable[str]) -> dict[str, int]:
+    """Cache key -> how many hypotheses its stored extraction holds."""
+    rows = conn.execute(
+        f"SELECT cache_key, hypotheses FROM template_extractions WHERE cache_key IN {IN_VALUES}",
+        (json_values(cache_keys),),
+    )
+    return {str(r[0]): int(r[1]) for r in rows}
 
 
 def unfinished_inputs(conn: sqlite3.Connection, skip: Iterable[str] = ()) -> dict[str, set[str]]:

@@ -5,16 +5,19 @@ ends the schedule where a clean build over the same archive ends (issue 23: no r
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from concept_support import T0, Dbs, ScriptedExtractor, conversation, open_dbs, write_archive
 from stage_support import stage_concepts, stage_extract, stage_segment
 from test_concepts_incremental import evidence_rows, live_titles
 
+from extract import template_drops
 from staging import template_state as state
 
 A = ("Do not use brackets for array indexing.", "Use string concatenation for every output line.")
@@ -75,7 +78,7 @@ def test_a_sentence_lost_as_boilerplate_elsewhere_replays_the_conversations_citi
     it: they are replayed, and their A concepts are kept as a clean build keeps them."""
     dbs = open_dbs(tmp_path / "s")
     run(dbs, [chat(f"t{i}", i) for i in range(4)], "d0")
-    run(dbs)  # the replay of the dropped hypotheses, remembered
+    run(dbs)  # a day with nothing new
     assert remembered(dbs) == {"t0", "t1", "t2", "t3"}
     assert "Array indexing" not in live_titles(dbs)
     final = [chat("t0", 0), chat("t1", 1), chat("t2", 2, ()), chat("t3", 3, ())]
@@ -123,17 +126,15 @@ def test_a_conversation_that_holds_a_known_template_again_has_its_old_evidence_c
 
 def test_a_new_extraction_in_a_remembered_conversation_replays_it(tmp_path: Path) -> None:
     """A remembered conversation that the next export continues (its segment, and so its extraction, changes) is
-    replayed; the others stay skipped and are not read; the run after remembers it again."""
+    replayed; the others stay skipped and are not read; it is remembered again in the same run (it kept a
+    concept, and dropped the template's: what it is handed next is those only)."""
     dbs = open_dbs(tmp_path / "s")
     run(dbs, [chat(f"t{i}", i) for i in range(4)], "d0")
-    run(dbs)
     assert remembered(dbs) == {"t0", "t1", "t2", "t3"}
     first = chat("t1", 1)
     turns = [(m.role, m.text) for m in first.messages] + [("user", "Here is my code: y = 1"), ("assistant", "Ok.")]
     continued = run(dbs, [conversation("t1", turns, start=T0 + timedelta(days=1))], "d1")
-    assert continued["extractions_read"] == 1 and remembered(dbs) == {"t0", "t2", "t3"}  # t1 kept a concept
-    replay = run(dbs)
-    assert replay["extractions_read"] == 1 and remembered(dbs) == {"t0", "t1", "t2", "t3"}
+    assert continued["extractions_read"] == 1 and remembered(dbs) == {"t0", "t1", "t2", "t3"}
     assert run(dbs)["extractions_read"] == 0
 
 
@@ -184,3 +185,76 @@ def test_replays_remembered_by_the_older_code_are_forgotten_by_the_upgrade(tmp_p
     assert conn.execute("SELECT COUNT(*) FROM template_drops").fetchone()[0] == 0
     assert conn.execute("PRAGMA user_version").fetchone()[0] == STAGING[-1].version  # 17 and the ones after
     conn.close()
+
+
+def echoing(conversation_id: str, day: int) -> Any:
+    """Template A (none for a 'p' conversation) and code of its own; the reply says the template's words back; the
+    user thanks. With `SEGMENT` each message is a segment of its own."""
+    user = chat(conversation_id, day, () if conversation_id.startswith("p") else A).messages[0].text
+    reply = f"Sure, for {conversation_id}: your code, rewritten without array indexing."
+    thanks = f"Thanks, the loops of {conversation_id} work now."
+    turns = [("user", user), ("assistant", reply), ("user", thanks)]
+    return conversation(conversation_id, turns, start=T0 + timedelta(days=day))
+
+
+SEGMENT = {"max_tokens": 16, "min_tokens": 0}
+
+
+def echoing_answer(segment: Any) -> str:
+    """The pasted message: `answer`'s hypotheses (the template's dropped, the code's kept). The reply: "Code" (kept:
+    a kept title is no echo) and "Indexing" (an echo of the dropped "Array indexing", earlier: dropped too). The
+    thanks: "Loops" (kept: an extraction left with nothing unfinished)."""
+    [message] = segment.messages
+    if "Here is my code: " in message.text:
+        return answer(segment)
+    titles = ["Code", "Indexing"] if message.role == "assistant" else ["Loops"]
+    span = {"source_id": segment.segment_id, "message_id": message.message_id, "text": message.text, "confidence": 0.8}
+    hypotheses = [
+        {
+            **{"concept_id": title.lower(), "title": title, "type": "entity", "state": "active"},
+            **{"description": f"about {title}", "confidence": 0.8, "aliases": [], "evidence_spans": [span]},
+            **{"relations": [], "revision_count": 0, "first_seen": None, "last_seen": None},
+        }
+        for title in titles
+    ]
+    hypotheses[0]["relations"] = [{"target_id": "Code", "relation": "supports", "confidence": 0.7}]
+    return json.dumps({"hypotheses": hypotheses})
+
+
+def store_digest(dbs: Dbs) -> dict[str, str]:
+    """sha256 per concept-store table, over its sorted rows, run ids left out."""
+    found = {}
+    for table in ("concepts", "concept_evidence", "concept_relations", "concept_transitions", "concept_inputs"):
+        columns = [r[1] for r in dbs.staging.execute(f"PRAGMA table_info({table})") if "run_id" not in r[1]]
+        rows = dbs.staging.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {', '.join(columns)}")
+        found[table] = hashlib.sha256(repr([tuple(r) for r in rows]).encode()).hexdigest()
+    return found
+
+
+def test_a_conversation_that_kept_some_hypotheses_is_remembered_in_the_same_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first build keeps each templated conversation's own concepts and drops its template ones (and the reply's
+    echo of them, a segment later): the conversations are remembered at once, so the next run, which brings two new
+    conversations, reads their extractions only, and the run after reads nothing. Each run leaves the store, the
+    template_drops rows and the counts (but what it read) that remembering them one run later (the code before)
+    leaves."""
+    days = [[echoing(f"t{i}", i) for i in range(4)], [echoing("q", 20), echoing("p", 21)], []]
+    extractor = ScriptedExtractor(echoing_answer)
+    new, before = open_dbs(tmp_path / "new", segment=SEGMENT), open_dbs(tmp_path / "before", segment=SEGMENT)
+    drops: list[tuple[dict[str, tuple[str, int]], dict[str, tuple[str, int]]]] = []
+    for day, chats in enumerate(days):
+        counts = run(new, chats, f"d{day}", extractor)
+        with monkeypatch.context() as patch:
+            patch.setattr(template_drops, "_left_dropped", lambda *args: {})  # the code before: one run later
+            reference = run(before, chats, f"d{day}", extractor)
+        assert counts.pop("extractions_read") == [12, 6, 0][day]
+        assert reference.pop("extractions_read") == [12, 14, 2][day]  # the replays: t0-t3, then q (2 segments each)
+        assert counts == reference and counts["boilerplate_dropped"] == [12, 15, 15][day]
+        assert store_digest(new) == store_digest(before)
+        drops.append((state.drops(new.staging), state.drops(before.staging)))
+    # each row as the code before writes it a run later (signature and count), none it would not write
+    assert set(drops[0][0]) == {"t0", "t1", "t2", "t3"} and drops[0][1] == {}
+    assert drops[0][0] == drops[1][1] and drops[1][0] == drops[2][1] == drops[2][0]
+    assert {"Code of t0", "Code", "Indexing"} <= live_titles(new)  # "Indexing": p says it, with no template
+    assert "Array indexing" not in live_titles(new)
