@@ -238,6 +238,10 @@ def run_stage_now(
     this process unless `own_process` is ALWAYS, or WHEN_LARGE and the run is large (flows/stage_size.py: as
     `chatmem run` runs a stage declared own_process)."""
     stage = spec(name)
+    if own_process != NEVER and map_batches is not None:  # the child has no way to the caller's pool
+        raise ConfigError(
+            "run_stage_now: own_process and map_batches together (a stage process runs its batches itself)"
+        )
     paths = [str(p) for p in exports]
     fingerprint = fingerprint_of(stage, settings, archive, staging, paths, force_format)
     helpers = Helpers(progress, map_batches, tuple(Path(p) for p in exports), force_format, force, own_process)

@@ -16,12 +16,15 @@ from types import ModuleType
 
 import pytest
 
+from clients.batches import map_in_process
 from clients.stage import StageContext, declared_only
+from contracts.errors import ConfigError
 from contracts.settings import Settings
 from contracts.version import code_version
 from extract import stage_concepts
 from flows.fingerprint import settings_sections
 from flows.registry import spec
+from flows.stage_runner import ALWAYS, run_stage_now
 from flows.stage_size import large_run
 from memory import stage as cues_stage
 from staging.ledger import StageRun, open_run, open_staging
@@ -191,3 +194,14 @@ def test_cues_is_large_after_a_refit_or_past_the_rebuild_share(staging: sqlite3.
     off = Settings(data_dir=tmp_path)
     off.memory = off.memory.model_copy(update={"rebuild_share": 0.0})
     assert guess(staging, off, "cues", "r6") == "its settings changed since its last run"
+
+
+def test_run_stage_now_refuses_a_stage_process_with_the_callers_pool(
+    staging: sqlite3.Connection, tmp_path: Path
+) -> None:
+    """A child cannot use the caller's map_batches: said at once rather than dropped silently."""
+    settings = Settings(data_dir=tmp_path)
+    with pytest.raises(ConfigError, match="own_process and map_batches"):
+        run_stage_now(
+            "cluster", staging, staging, run_id="r1", settings=settings, own_process=ALWAYS, map_batches=map_in_process
+        )
