@@ -4,8 +4,8 @@
 
 A process of its own gives back what a large run leaves mapped (the cluster stage's numba kernels and UMAP's
 blocks, the fragmented heaps of concepts and cues: at 1M messages ~3 GiB that would lie under the load), but it
-costs a start and the stage's imports again (the embedding model, WordNet): +2 to +5 s on a scheduled day at
-250k messages, where each of these stages handles ~1,000 new messages. So a stage declared `own_process` gets
+costs a start and the stage's imports again (the embedding model, WordNet: ~1 s of CPU for the three stages) on
+a scheduled day, where each of them handles ~1,000 new messages and leaves little behind. So a stage declared `own_process` gets
 one when its run will read a large share of the archive:
 - `--force` (everything is redone), or the stage's first successful run;
 - its declared settings, or chatmem's version, changed since its last successful run (most such changes rebuild);
