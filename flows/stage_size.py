@@ -5,8 +5,8 @@
 A process of its own gives back what a large run leaves mapped (the cluster stage's numba kernels and UMAP's
 blocks, the fragmented heaps of concepts and cues: at 1M messages ~3 GiB that would lie under the load), but it
 costs a start and the stage's imports again (the embedding model, WordNet: ~1 s of CPU for the three stages) on
-a scheduled day, where each of them handles ~1,000 new messages and leaves little behind. So a stage declared `own_process` gets
-one when its run will read a large share of the archive:
+a scheduled day, where each of them handles ~1,000 new messages and leaves little behind. So a stage declared
+`own_process` gets one when its run will read a large share of the archive:
 - `--force` (everything is redone), or the stage's first successful run;
 - its declared settings, or chatmem's version, changed since its last successful run (most such changes rebuild);
 - a run of it or of a stage before it stopped part-way since its last success (failed, interrupted, killed):

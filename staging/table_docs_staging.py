@@ -676,12 +676,13 @@ STAGING.update(
         ),
         "template_drops": doc(
             "Template rule: replays skipped",
-            "Conversations whose every unfinished hypothesis the rule dropped when last replayed, skipped until an"
-            " event forgets them: the archive or their extractions change, a sentence they cite is found or lost"
-            " (extract/template_drops.py).",
+            "Conversations whose every unfinished hypothesis the rule dropped when last replayed, or whose hypotheses"
+            " left unfinished are the ones it dropped, skipped until an event forgets them: the archive or their"
+            " extractions change, a sentence they cite is found or lost (extract/template_drops.py).",
             {
                 "conversation_id": "The conversation.",
-                "signature": "Digest of what it was handed: the boilerplate sentences, its unfinished extractions.",
+                "signature": "Digest of what it was, or will be, handed: the boilerplate sentences, its unfinished"
+                " extractions.",
                 "dropped": "How many hypotheses it dropped.",
             },
         ),

@@ -231,8 +231,9 @@ def store_digest(dbs: Dbs) -> dict[str, str]:
     return found
 
 
+@pytest.mark.parametrize("batch_size", [500, 1])  # 1: each conversation's segments split over batches
 def test_a_conversation_that_kept_some_hypotheses_is_remembered_in_the_same_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_size: int
 ) -> None:
     """A first build keeps each templated conversation's own concepts and drops its template ones (and the reply's
     echo of them, a segment later): the conversations are remembered at once, so the next run, which brings two new
@@ -241,7 +242,8 @@ def test_a_conversation_that_kept_some_hypotheses_is_remembered_in_the_same_run(
     leaves."""
     days = [[echoing(f"t{i}", i) for i in range(4)], [echoing("q", 20), echoing("p", 21)], []]
     extractor = ScriptedExtractor(echoing_answer)
-    new, before = open_dbs(tmp_path / "new", segment=SEGMENT), open_dbs(tmp_path / "before", segment=SEGMENT)
+    sections = {"segment": SEGMENT, "concepts": {"batch_size": batch_size}}
+    new, before = open_dbs(tmp_path / "new", **sections), open_dbs(tmp_path / "before", **sections)
     drops: list[tuple[dict[str, tuple[str, int]], dict[str, tuple[str, int]]]] = []
     for day, chats in enumerate(days):
         counts = run(new, chats, f"d{day}", extractor)
