@@ -13,7 +13,8 @@ deletes a message or a conversation (staging/archive.py keeps them, marked inact
 logged only when a column changes: ingest rewrites every known conversation's `message_count` with the value it
 already has, and that is no change. A VACUUM may renumber rowids (fts.py says the same): a mark taken before a
 VACUUM is refused when the archive's first source differs or its largest rowids went down, and a load then diffs
-everything once (load/archive_delta.py).
+everything once (load/archive_delta.py); so is one whose newest message at the mark is another message now (an
+archive restored from an older copy that grew back past the mark).
 
 `SCHEMA` is migration 3 of archive.db (staging/migrations.py).
 """
@@ -72,6 +73,9 @@ class Mark:
     version: int
     origin: str
     """The first source's sha256 and import time: another archive (or a rebuilt one) has another origin."""
+    newest: str = ""
+    """The uuid of the message at rowid `messages` (its newest row): an archive restored from an older copy that grew
+    back past the mark holds another message there. Empty in marks taken before it was kept: not checked."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,7 +85,13 @@ class Mark:
         if not isinstance(found, dict):
             return None
         try:
-            return cls(int(found["conversations"]), int(found["messages"]), int(found["version"]), str(found["origin"]))
+            return cls(
+                int(found["conversations"]),
+                int(found["messages"]),
+                int(found["version"]),
+                str(found["origin"]),
+                str(found.get("newest") or ""),
+            )
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -97,9 +107,10 @@ def mark(conn: sqlite3.Connection) -> Mark:
     row = conn.execute(
         "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM conversations), (SELECT COALESCE(MAX(rowid), 0) FROM messages),"
         " (SELECT COALESCE(MAX(version), 0) FROM archive_changes),"
-        " (SELECT sha256 || ' ' || imported_at FROM sources ORDER BY id LIMIT 1)"
+        " (SELECT sha256 || ' ' || imported_at FROM sources ORDER BY id LIMIT 1),"
+        " (SELECT uuid FROM messages ORDER BY rowid DESC LIMIT 1)"
     ).fetchone()
-    return Mark(int(row[0]), int(row[1]), int(row[2]), str(row[3] or ""))
+    return Mark(int(row[0]), int(row[1]), int(row[2]), str(row[3] or ""), str(row[4] or ""))
 
 
 def comparable(conn: sqlite3.Connection, since: Mark) -> bool:
@@ -110,7 +121,13 @@ def comparable(conn: sqlite3.Connection, since: Mark) -> bool:
         and now.conversations >= since.conversations
         and now.messages >= since.messages
         and now.version >= since.version
+        and (not since.newest or _uuid_at(conn, since.messages) == since.newest)
     )
+
+
+def _uuid_at(conn: sqlite3.Connection, rowid: int) -> str:
+    row = conn.execute("SELECT uuid FROM messages WHERE rowid = ?", (rowid,)).fetchone()
+    return "" if row is None else str(row[0] or "")
 
 
 def changed_since(conn: sqlite3.Connection, since: Mark) -> Iterator[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -266,3 +267,27 @@ def test_another_archive_than_the_marks_is_read_whole(tmp_path: Path) -> None:
     write_archive(fresh.archive, [conversation(f"c{n}", _topics(n)) for n in range(5)], tag="another")
     result = stage_segment.run(fresh.archive, fresh.staging, run_id=_run(fresh, "r2"), settings=fresh.settings)
     assert result.counts["conversations_read"] == 5 and result.counts["conversations_segmented"] == 2
+
+
+def test_an_archive_restored_from_an_older_copy_that_grew_back_is_read_whole(tmp_path: Path) -> None:
+    """archive.db put back from a copy older than the mark, then written again past the mark's rowids: the same
+    origin and larger numbers, but another message where the mark's newest was (staging/archive_changes.py
+    `Mark.newest`), so the run reads every conversation instead of trusting the change log."""
+    data = tmp_path / "data"
+    dbs = open_dbs(data, segment={"min_tokens": 10})
+    write_archive(dbs.archive, [conversation(f"c{n}", _topics(n)) for n in range(3)], tag="dump1")
+    dbs.archive.close()
+    backup = tmp_path / "archive-backup.db"
+    shutil.copyfile(dbs.settings.archive_path, backup)
+    dbs = open_dbs(data, segment={"min_tokens": 10})
+    write_archive(dbs.archive, [conversation("c3", _topics(3))], tag="dump2")
+    stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r1"), settings=dbs.settings)
+    dbs.archive.close()
+    shutil.copyfile(backup, dbs.settings.archive_path)  # the older copy: c0-c2 only
+    restored = open_dbs(data, segment={"min_tokens": 10})
+    write_archive(restored.archive, [conversation(f"n{n}", _topics(n)) for n in range(3)], tag="dump3")
+    result = stage_segment.run(
+        restored.archive, restored.staging, run_id=_run(restored, "r2"), settings=restored.settings
+    )
+    assert result.counts["conversations_read"] == 6 == result.counts["conversations"]
+    assert result.counts["conversations_segmented"] == 3  # n0-n2; c0-c2 as they were
