@@ -1,6 +1,7 @@
 """Up to which archive mark each graph target holds the archive layers: <data_dir>/load-archive.json.
 
-    {"<target key>": {"mark": {"conversations": 1, "messages": 9, "version": 0, "origin": "..."} | null,
+    {"<target key>": {"mark": {"conversations": 1, "messages": 9, "version": 0, "origin": "...", "newest": "m9"}
+                              | null,
                       "layers": "<fingerprint of the archive layers' SQL>", "rows": {"<layer>": n, ...}}}
 
 Written by the load stage after a load that finished with every row recorded (the manifest then equals the

@@ -92,7 +92,7 @@ STAGING: dict[str, TableDoc] = {
         " next run reads only the conversations changed since.",
         {
             "id": "Always 1.",
-            "archive_mark": "The mark (largest rowids, change version, origin).",
+            "archive_mark": "The mark (largest rowids, change version, origin, newest message's uuid).",
             "params": "The segment parameters the mark holds for: other ones read every conversation again.",
         },
         json="archive_mark",
@@ -519,7 +519,7 @@ STAGING.update(
         "template_mark": doc(
             "Template rule: archive mark",
             "Where archive.db stood when the kept state was last brought up to date (staging/archive_changes.py).",
-            {"id": "Always 1.", "mark": "The mark (largest rowids, change version, origin)."},
+            {"id": "Always 1.", "mark": "The mark (largest rowids, change version, origin, newest message's uuid)."},
             json="mark",
         ),
         "resolver_meta": doc(

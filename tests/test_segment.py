@@ -291,3 +291,17 @@ def test_an_archive_restored_from_an_older_copy_that_grew_back_is_read_whole(tmp
     )
     assert result.counts["conversations_read"] == 6 == result.counts["conversations"]
     assert result.counts["conversations_segmented"] == 3  # n0-n2; c0-c2 as they were
+
+
+def test_a_mark_stored_before_it_kept_its_newest_message_is_still_trusted(tmp_path: Path) -> None:
+    """A segment_mark written by the code before `Mark.newest` (no such key): accepted as it was, so an upgraded data
+    dir reads only what changed on its next day, not everything."""
+    data = tmp_path / "data"
+    dbs = open_dbs(data, segment={"min_tokens": 10})
+    write_archive(dbs.archive, [conversation(f"c{n}", _topics(n)) for n in range(3)], tag="dump1")
+    stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r1"), settings=dbs.settings)
+    dbs.staging.execute("UPDATE segment_mark SET archive_mark = json_remove(archive_mark, '$.newest')")
+    dbs.staging.commit()
+    write_archive(dbs.archive, [conversation("c3", _topics(3))], tag="dump2")
+    result = stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r2"), settings=dbs.settings)
+    assert result.counts["conversations_read"] == 1 and result.counts["conversations"] == 4
