@@ -102,7 +102,9 @@ def _flock(
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise BusyError(busy()) from None
-                time.sleep(_POLL_S)
+            # Waited outside the except block: a signal handler that sees an exception being handled takes itself
+            # for a stop already unwinding (flows/interrupt.py) and would ignore a Ctrl-C delivered again here
+            time.sleep(_POLL_S)
         info = {
             **about,
             "pid": os.getpid(),
