@@ -178,9 +178,7 @@ def execute(
             force=helpers.force,
         )
         outcome: Outcome
-        why = "" if helpers.own_process == NEVER or deps else "asked" if helpers.own_process == ALWAYS else None
-        if why is None:
-            why = large_run(stage, module, ctx, settings, helpers.force)
+        why = _why_own_process(stage, module, ctx, settings, helpers, bool(deps))
         if why:
             log.info("%s: in a process of its own (%s)", stage.name, why)
             outcome = run_in_own_process(stage.entry, ctx, settings)
@@ -217,6 +215,18 @@ def execute(
         counts=dict(outcome.counts),
         notes=list(outcome.notes),
     )
+
+
+def _why_own_process(
+    stage: StageSpec, module: Any, ctx: StageContext, settings: Settings, helpers: Helpers, with_deps: bool
+) -> str:
+    """Why the stage runs in a process of its own ('' = in this one): never with a caller's dependencies (they do
+    not cross), always when asked, else when flows/stage_size.py calls the run large."""
+    if with_deps or helpers.own_process == NEVER:
+        return ""
+    if helpers.own_process == ALWAYS:
+        return "asked"
+    return large_run(stage, module, ctx, settings, helpers.force)
 
 
 def run_stage_now(
