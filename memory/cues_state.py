@@ -82,7 +82,7 @@ class DigestIndex:
     digest per message of its concept evidence (messages with evidence only). Pickled after the CuesState in the
     same file: a reader of FORMAT 1 without it stops at the state."""
 
-    mark: tuple[Any, ...] | None  # Mark fields in order (4 in an index written before `newest`)
+    mark: tuple[Any, ...] | None  # Mark fields in order (fewer in an index written before `newest`, `epoch`)
     evidence: dict[str, bytes]
     staging_mark: tuple[int, str] | None = None
     """staging.db's change log (staging/staging_changes.py: version, origin), read before the evidence."""
@@ -225,7 +225,7 @@ def digests_since(
     mark = archive_changes.mark(archive) if tracked else None  # before the reads: a later change is seen next run
     by_message = evidence_digests(evidence, concepts)
     index = DigestIndex(
-        None if mark is None else (mark.conversations, mark.messages, mark.version, mark.origin, mark.newest),
+        None if mark is None else mark.as_tuple(),
         by_message,
         None if staging_mark is None or heads is None else (staging_mark.version, staging_mark.origin),
         heads if staging_mark is not None else None,
@@ -305,7 +305,7 @@ def scoped_digests(archive: sqlite3.Connection, staging: sqlite3.Connection, bas
         digests.pop(conversation, None)
     digests.update(conversation_digests(archive, by_message, concepts, read))
     index = DigestIndex(
-        (mark.conversations, mark.messages, mark.version, mark.origin, mark.newest),
+        mark.as_tuple(),
         {},
         (now.version, now.origin),
         heads,

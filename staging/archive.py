@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.records import ExportConversation, ExportSource, QuarantineRecord
-from staging import archive_digests, fts
+from staging import archive_changes, archive_digests, fts
 from staging.archive_rows import (
     COMPARED_COLUMNS,
     CONVERSATION_ID,
@@ -189,6 +189,7 @@ class ArchiveWriter:
         counts = WriteCounts()
         collisions: list[QuarantineRecord] = []
         with Transaction(self.conn):
+            changes = self.conn.total_changes
             indexed = fts.last_rowid(self.conn)  # full-text search: new messages are indexed below, in bulk
             known = self._known_conversations([c.id for c in batch])  # id -> the digest of its stored rows
             fresh: list[ConversationRows] = []
@@ -225,6 +226,8 @@ class ArchiveWriter:
                 )
                 counts.quarantined += self.conn.total_changes - before
             fts.index_new(self.conn, indexed)
+            if self.conn.total_changes != changes:  # in the same transaction: a copy holds both or neither
+                archive_changes.new_epoch(self.conn)
         return counts, collisions
 
     def stored_conversation(self, conversation_id: str) -> list[dict[str, Any]]:

@@ -16,14 +16,21 @@ VACUUM is refused when the archive's first source differs or its largest rowids 
 everything once (load/archive_delta.py); so is one whose newest message at the mark is another message now (an
 archive restored from an older copy that grew back past the mark).
 
-`SCHEMA` is migration 3 of archive.db (staging/migrations.py).
+A restore can also hide behind updates alone: a copy taken before some updates, put back, then updated again up to
+the mark's version, has the same origin, rowids and newest message, and reuses the versions the mark counts as
+seen. So every write transaction of archive.db appends an epoch, a random token (`archive_epochs`, migration 7;
+`ArchiveWriter.write_batch` is the only writer of conversations and messages), and a mark keeps the newest: a copy
+taken before that write lacks the token, whatever was written since. The table keeps the newest `KEPT_EPOCHS`
+tokens; a mark older than those is refused, which costs its reader one full read and loses nothing.
+
+`SCHEMA` is migration 3 of archive.db, `EPOCHS` migration 7 (staging/migrations.py).
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from typing import Any
 
 _BUMP = "(SELECT COALESCE(MAX(version), 0) + 1 FROM archive_changes)"
@@ -57,11 +64,36 @@ SCHEMA = [
 ]
 
 
+KEPT_EPOCHS = 10_000
+_NEW_EPOCH = "INSERT INTO archive_epochs (token) VALUES (lower(hex(randomblob(12))))"
+EPOCHS = [
+    """CREATE TABLE IF NOT EXISTS archive_epochs (
+        id INTEGER PRIMARY KEY,
+        token TEXT NOT NULL UNIQUE
+    )""",
+    _NEW_EPOCH,  # a copy of the archive from before this migration opens into an epoch of its own
+]
+
+
 def create(conn: sqlite3.Connection) -> None:
     """The table and its triggers (migration 3). Changes before it are not logged: a load with no mark from after
     it diffs everything, as before."""
     for statement in SCHEMA:
         conn.execute(statement)
+
+
+def create_epochs(conn: sqlite3.Connection) -> None:
+    """The epochs table and its first token (migration 7)."""
+    for statement in EPOCHS:
+        conn.execute(statement)
+
+
+def new_epoch(conn: sqlite3.Connection) -> None:
+    """Append a token, inside the caller's write transaction (so a copy holds it exactly when it holds the write),
+    and forget the tokens past the newest `KEPT_EPOCHS`."""
+    newest = conn.execute(_NEW_EPOCH).lastrowid or 0
+    if newest > KEPT_EPOCHS and newest % 100 == 0:  # prune now and then, not on every batch
+        conn.execute("DELETE FROM archive_epochs WHERE id <= ?", (newest - KEPT_EPOCHS,))
 
 
 @dataclass(frozen=True)
@@ -76,9 +108,16 @@ class Mark:
     newest: str = ""
     """The uuid of the message at rowid `messages` (its newest row): an archive restored from an older copy that grew
     back past the mark holds another message there. Empty in marks taken before it was kept: not checked."""
+    epoch: str = ""
+    """The archive's newest epoch token: a copy from before the mark's last write lacks it. Empty in marks taken
+    before epochs were kept: not checked."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        """The fields in order (what `Mark(*fields)` takes back; older stored tuples are shorter)."""
+        return astuple(self)
 
     @classmethod
     def from_json(cls, found: object) -> Mark | None:
@@ -91,6 +130,7 @@ class Mark:
                 int(found["version"]),
                 str(found["origin"]),
                 str(found.get("newest") or ""),
+                str(found.get("epoch") or ""),
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -110,7 +150,25 @@ def mark(conn: sqlite3.Connection) -> Mark:
         " (SELECT sha256 || ' ' || imported_at FROM sources ORDER BY id LIMIT 1),"
         " (SELECT uuid FROM messages ORDER BY rowid DESC LIMIT 1)"
     ).fetchone()
-    return Mark(int(row[0]), int(row[1]), int(row[2]), str(row[3] or ""), str(row[4] or ""))
+    return Mark(int(row[0]), int(row[1]), int(row[2]), str(row[3] or ""), str(row[4] or ""), _newest_epoch(conn))
+
+
+def _newest_epoch(conn: sqlite3.Connection) -> str:
+    if not _has_epochs(conn):  # an archive opened without its migrations (read by an older layout's tools)
+        return ""
+    row = conn.execute("SELECT token FROM archive_epochs ORDER BY id DESC LIMIT 1").fetchone()
+    return "" if row is None else str(row[0])
+
+
+def _has_epochs(conn: sqlite3.Connection) -> bool:
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_epochs'")
+    return found.fetchone() is not None
+
+
+def _epoch_known(conn: sqlite3.Connection, token: str) -> bool:
+    if not _has_epochs(conn):
+        return False
+    return conn.execute("SELECT 1 FROM archive_epochs WHERE token = ?", (token,)).fetchone() is not None
 
 
 def comparable(conn: sqlite3.Connection, since: Mark) -> bool:
@@ -122,6 +180,7 @@ def comparable(conn: sqlite3.Connection, since: Mark) -> bool:
         and now.messages >= since.messages
         and now.version >= since.version
         and (not since.newest or _uuid_at(conn, since.messages) == since.newest)
+        and (not since.epoch or _epoch_known(conn, since.epoch))
     )
 
 

@@ -17,6 +17,8 @@ History:
                    so that ingest skips a conversation a newer dump repeats unchanged (staging/archive_digests.py)
                 6  raw_digests: the digest of each conversation's bytes in its last dump, so that ingest skips it
                    without parsing it (staging/archive_digests.py, ingest/raw_skip.py)
+                7  archive_epochs: a random token per write transaction, so that a mark of the change log is refused
+                   on an archive restored from a copy older than the mark (staging/archive_changes.py)
     staging.db  1  the run ledger: runs, stage_runs, ingest_files
                 2  every stage's tables, which stages used to create on first use (`ensure_schema`, before
                    this list existed): segments, embeddings, extractions, llm_calls, concepts, topics,
@@ -254,6 +256,11 @@ ARCHIVE = (
         6,
         "raw_digests: each conversation's bytes in its last dump, so that ingest skips parsing it",
         archive_digests.create_raw,
+    ),
+    Migration(
+        7,
+        "archive_epochs: a token per write, so that a change-log mark is refused on an archive restored from a copy",
+        archive_changes.create_epochs,
     ),
 )
 STAGING = (

@@ -149,6 +149,13 @@ ARCHIVE: dict[str, TableDoc] = {
             "version": "Raised on each change: the load reads the conversations above the version it last loaded.",
         },
     ),
+    "archive_epochs": doc(
+        "Archive epochs",
+        "A random token per write transaction of the archive (migration 7), the newest kept in every change-log"
+        " mark: a mark whose token is missing was taken of a later archive than this one (a restore from an older"
+        " copy), and its reader reads everything once (staging/archive_changes.py). The newest 10,000 are kept.",
+        {"id": "Order of the writes.", "token": "24 random hex digits."},
+    ),
     "conversation_digests": doc(
         "Conversation digests",
         "Per conversation, the digest of the dump last written to it when writing that dump again would change"

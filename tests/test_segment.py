@@ -293,6 +293,40 @@ def test_an_archive_restored_from_an_older_copy_that_grew_back_is_read_whole(tmp
     assert result.counts["conversations_segmented"] == 3  # n0-n2; c0-c2 as they were
 
 
+def test_an_archive_restored_from_a_copy_older_than_updates_alone_is_read_whole(tmp_path: Path) -> None:
+    """Only updates between the copy and the mark (no new message): the restored archive has the mark's origin,
+    rowids and newest message, and the updates after the restore bring the change log past the mark's version
+    again. The copy lacks the mark's epoch token (staging/archive_changes.py `Mark.epoch`), so the run reads every
+    conversation: c0's segments go back to the text the archive holds again, which the change log alone misses."""
+    data = tmp_path / "data"
+    dbs = open_dbs(data, segment={"min_tokens": 10})
+    write_archive(dbs.archive, [conversation(f"c{n}", _topics(n)) for n in range(3)], tag="dump1")
+    stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r1"), settings=dbs.settings)
+    dbs.archive.close()
+    backup = tmp_path / "archive-backup.db"
+    shutil.copyfile(dbs.settings.archive_path, backup)
+    dbs = open_dbs(data, segment={"min_tokens": 10})
+    edited = conversation("c0", [*_topics(0)[:3], ("assistant", "Short answer now.")])
+    write_archive(dbs.archive, [edited], tag="dump2")
+    stage_segment.run(dbs.archive, dbs.staging, run_id=_run(dbs, "r2"), settings=dbs.settings)
+    at_mark = dbs.archive.execute("SELECT MAX(version) FROM archive_changes").fetchone()[0]
+    dbs.archive.close()
+    shutil.copyfile(backup, dbs.settings.archive_path)  # c0 as dump1 wrote it
+    restored = open_dbs(data, segment={"min_tokens": 10})
+    for n in (1, 2):  # updates only, as many as it takes to pass the mark's version again
+        write_archive(
+            restored.archive, [conversation(f"c{n}", [*_topics(n)[:3], ("assistant", "Now short.")])], tag=f"dump3-{n}"
+        )
+    assert restored.archive.execute("SELECT MAX(version) FROM archive_changes").fetchone()[0] >= at_mark
+    result = stage_segment.run(
+        restored.archive, restored.staging, run_id=_run(restored, "r3"), settings=restored.settings
+    )
+    assert result.counts["conversations_read"] == 3 == result.counts["conversations"]
+    assert result.counts["conversations_segmented"] == 3  # c1, c2 edited; c0 back to dump1's text
+    c0 = [row for row in _tables(restored.staging)["segment_conversations"] if row[0] == "c0"]
+    assert [row[3] for row in c0] == ["r3"]
+
+
 def test_a_mark_stored_before_it_kept_its_newest_message_is_still_trusted(tmp_path: Path) -> None:
     """A segment_mark written by the code before `Mark.newest` (no such key): accepted as it was, so an upgraded data
     dir reads only what changed on its next day, not everything."""
