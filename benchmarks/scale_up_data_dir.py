@@ -63,6 +63,8 @@ NOT_COPIED = frozenset(
         "ingest_files",
         "sources",
         "archive_changes",
+        "archive_epochs",  # tokens, not data: the copy's own writes add more
+        "segment_mark",  # the base's mark, kept: the copies' rows are past it, so they are read as new
         "messages_fts",
         "messages_fts_data",
         "messages_fts_idx",
