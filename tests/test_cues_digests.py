@@ -8,6 +8,7 @@ Real stages on a real data dir (tests/test_cues_incremental.py's export and new 
 
 from __future__ import annotations
 
+import json
 import pickle
 import shutil
 import sqlite3
@@ -17,13 +18,16 @@ from pathlib import Path
 
 import pytest
 from stage_support import cues_stage as cues
+from stage_support import ingest_stage
 
 from clients.embedders import StaticMiniLM
 from contracts.settings import Settings
 from memory import cues_state
 from memory.graph import EvidenceInput, GraphBuilder
+from staging import archive_changes
 from staging import memory_inputs as inputs
 from staging.archive import open_archive
+from staging.archive_changes import Mark
 from staging.archive_rows import content_hash
 from staging.ledger import open_run, open_staging
 from tests.test_cluster import themed_export
@@ -438,3 +442,56 @@ def conversations_of_topic(staging: sqlite3.Connection, run: str, topic: int) ->
         (run, topic),
     )
     return {str(r[0]) for r in found}
+
+
+def _edited_dump(base_dir: Path, path: Path, conversation: str, tag: str) -> Path:
+    """The base export's lines of one conversation, its first message's text changed: an update, no new row."""
+    lines = [json.loads(line) for line in (base_dir.parent / "themes.jsonl").read_text(encoding="utf-8").splitlines()]
+    mine = [line for line in lines if line["conversation_id"] == conversation]
+    mine[0]["text"] += f" ({tag})"
+    path.write_text("\n".join(json.dumps(line) for line in mine) + "\n", encoding="utf-8")
+    return path
+
+
+def _ingest(settings: Settings, dump: Path, run_id: str) -> None:
+    with opened(settings) as (archive, staging):
+        open_run(staging, stages=["ingest"], exports=[str(dump)], settings={}, code_version="test", run_id=run_id)
+        ingest_stage.run(archive, staging, run_id=run_id, settings=settings, exports=[dump])
+
+
+def test_the_digest_index_keeps_the_archive_epoch_and_a_copy_from_before_it_is_digested_whole(
+    base_dir: Path, tmp_path: Path
+) -> None:
+    """Both digest indexes (`digests_since`, `scoped_digests`) keep the mark's epoch (staging/archive_changes.py): an
+    archive.db restored from a copy older than the mark, with only updates between them and enough updates after
+    the restore to pass the mark's version, is refused, and every conversation is digested."""
+    data = copy_of(base_dir, tmp_path)
+    settings = settings_for(data)
+    backup = tmp_path / "archive-backup.db"
+    shutil.copyfile(settings.archive_path, backup)
+    conversations = sorted({json.loads(line)["conversation_id"] for line in (base_dir.parent / "themes.jsonl").open()})
+    _ingest(settings, _edited_dump(base_dir, tmp_path / "edit.jsonl", conversations[0], "edited"), "r2")
+    with opened(settings) as (archive, staging):
+        now = archive_changes.mark(archive)
+        assert now.epoch
+        base = cues_state.load_base(staging, settings)
+        scoped = cues_state.scoped_digests(archive, staging, base)
+        builder = builder_of(staging, settings)
+        full = cues_state.digests_since(archive, builder.evidence, builder.concepts, base)
+    assert scoped is not None and full.index.mark is not None and scoped.digests.index.mark is not None
+    assert Mark(*full.index.mark) == now == Mark(*scoped.digests.index.mark)
+    shutil.copyfile(backup, settings.archive_path)  # the copy from before the edit
+    for n, other in enumerate(conversations[1:4]):  # updates only, past the mark's version
+        _ingest(settings, _edited_dump(base_dir, tmp_path / f"again{n}.jsonl", other, f"again {n}"), f"r3-{n}")
+    with opened(settings) as (archive, _):
+        restored = archive_changes.mark(archive)
+    assert (restored.origin, restored.messages, restored.newest) == (now.origin, now.messages, now.newest)
+    assert restored.version >= now.version  # every check but the epoch passes
+    state, _ = cues_state.load_saved(data, "r1")
+    path = cues_state.state_path(data, "r1")
+    path.write_bytes(pickle.dumps(state) + pickle.dumps(full.index))
+    found, everything, _ = digests_now(settings)
+    assert found.computed == len(everything) and "not the one" in found.note
+    path.write_bytes(pickle.dumps(state) + pickle.dumps(scoped.digests.index))
+    with opened(settings) as (archive, staging):
+        assert cues_state.scoped_digests(archive, staging, cues_state.load_base(staging, settings)) is None
