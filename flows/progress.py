@@ -7,9 +7,10 @@ Stages take a `progress` factory rather than tqdm itself, so that they stay free
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import Any, TextIO
 
 from clients.progress import ProgressFactory
 
@@ -28,10 +29,23 @@ def progress_factory(enabled: bool, unit: str = "bytes") -> ProgressFactory | No
     return tqdm_bar if unit == "bytes" else count_bar
 
 
+def _tqdm() -> Any:
+    """tqdm (imported here: inspection commands never pay for it), with a thread lock instead of the multiprocessing
+    lock it makes by default: bars are drawn by one process, and a stage process killed on Ctrl-C would leave that
+    lock's semaphore behind ("resource_tracker: There appear to be 1 leaked semaphore objects")."""
+    from tqdm import tqdm
+
+    if not isinstance(getattr(tqdm, "_lock", None), _THREAD_LOCK_TYPE):
+        tqdm.set_lock(threading.RLock())
+    return tqdm
+
+
+_THREAD_LOCK_TYPE = type(threading.RLock())
+
+
 @contextmanager
 def tqdm_bar(label: str, total: int) -> Iterator[Callable[[int], object]]:
-    from tqdm import tqdm  # imported here: inspection commands never pay for it
-
+    tqdm = _tqdm()
     with tqdm(
         total=total,
         desc=_shorten(label),
@@ -54,7 +68,7 @@ def _shorten(label: str, width: int = 40) -> str:
 @contextmanager
 def count_bar(label: str, total: int) -> Iterator[Callable[[int], object]]:
     """A bar that counts items (texts, rows, trials) on stderr."""
-    from tqdm import tqdm
+    tqdm = _tqdm()
 
     with tqdm(total=total, desc=_shorten(label), unit="it", file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
         yield bar.update

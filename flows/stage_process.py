@@ -31,6 +31,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -83,7 +84,7 @@ def run_in_own_process(entry: str, ctx: StageContext, settings: Settings) -> Out
             ) from None
         child.join(EXIT_WAIT_S)  # what it wrote is committed and its connections closed: it need not linger
     finally:
-        _stop(child)
+        _stop(child, bars=ctx.progress is not None)
         _LIVE.discard(child)
         send.close()
         receive.close()
@@ -97,12 +98,25 @@ def run_in_own_process(entry: str, ctx: StageContext, settings: Settings) -> Out
 _SHIPPED = ("stage", "run_id", "stage_run_id", "progress", "exports", "force_format", "force")
 
 
-def _stop(child: Any) -> None:
+def _stop(child: Any, bars: bool = False) -> None:
     """A child still running when the runner leaves (Ctrl-C, SIGTERM, an error here): killed, then reaped. SIGKILL
-    because it ignores SIGTERM; what it had not committed SQLite rolls back, as for any killed writer."""
+    because it ignores SIGTERM; what it had not committed SQLite rolls back, as for any killed writer. With `bars`,
+    the line its progress bar was drawn on is cleared: a killed child cannot clear it, and the runner's next line
+    would be written after the half-drawn bar."""
     if child.is_alive():
         child.kill()
         child.join()
+        if bars:
+            _clear_bar_line(sys.stderr)
+
+
+def _clear_bar_line(stream: Any) -> None:
+    try:
+        if stream.isatty():
+            stream.write("\r\x1b[K")  # back to the line's start, erase to its end
+            stream.flush()
+    except (OSError, ValueError):  # a closed or detached stream: nothing to clear
+        pass
 
 
 def kill_stage_processes() -> None:

@@ -15,6 +15,11 @@ SECRET = "sk-probe-secret-4711"
 def run(ctx: StageContext) -> Outcome:
     if ctx.run_id == "die":  # as the kernel's OOM killer does it
         os.kill(os.getpid(), signal.SIGKILL)
+    if ctx.run_id == "bar" and ctx.progress is not None:  # a bar drawn, then never closed: killed while it shows
+        with ctx.progress("probe stage", 100) as advance:
+            advance(40)
+            print("bar drawn", flush=True)
+            time.sleep(60)
     if ctx.run_id.startswith("sleep-"):
         time.sleep(float(ctx.run_id.removeprefix("sleep-")))
     return Outcome(rows_out=1, notes=[redact_text(f"the endpoint said: bad key {SECRET}")])

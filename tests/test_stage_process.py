@@ -292,3 +292,54 @@ def test_the_hard_way_out_kills_the_stage_process(tmp_path: Path) -> None:
     running.join(30)
     assert not running.is_alive() and time.monotonic() - started < 30
     assert isinstance(failed[0], StageError) and "exit status -9" in str(failed[0])
+
+
+BAR_RUNNER = """
+import sys
+from pathlib import Path
+sys.path[:0] = [{tests!r}, {root!r}]
+from contracts.settings import Settings
+from clients.stage import StageContext
+from flows.progress import tqdm_bar
+from flows.stage_process import run_in_own_process
+from staging.archive import open_archive
+from staging.ledger import open_staging
+settings = Settings(data_dir=Path({data!r}))
+archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+ctx = StageContext(stage="cues", run_id="bar", settings=settings, archive=archive, staging=staging, progress=tqdm_bar)
+try:
+    run_in_own_process("stage_process_probe", ctx, settings)
+except KeyboardInterrupt:
+    sys.stderr.write("stopped\\n")
+"""
+
+
+def test_a_stage_process_killed_on_ctrl_c_leaves_no_half_drawn_bar(tmp_path: Path) -> None:
+    """A terminal (a real pty as stderr): the child draws its progress bar, Ctrl-C stops the runner, which kills the
+    child; the bar's line is cleared before the runner writes on, so "stopped" starts a clean line. The killed child
+    leaves no semaphore behind either (tqdm's default lock is a multiprocessing one: flows/progress.py)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal 100 columns wide
+    script = BAR_RUNNER.format(tests=str(ROOT / "tests"), root=str(ROOT), data=str(tmp_path / "data"))
+    runner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    try:
+        assert runner.stdout is not None and runner.stdout.readline().strip() == "bar drawn"
+        runner.send_signal(signal.SIGINT)
+        runner.wait(60)
+        screen = b""
+        with contextlib.suppress(OSError):  # EIO once every writer of the pty is gone
+            while chunk := os.read(master, 4096):
+                screen += chunk
+    finally:
+        os.close(master)
+        if runner.poll() is None:
+            runner.kill()
+    text = screen.decode("utf-8", "replace")
+    assert "probe stage:" in text  # the child's bar reached the terminal
+    assert text.endswith("\r\x1b[Kstopped\r\n")  # its line cleared, and no leaked semaphore's warning after
