@@ -170,6 +170,9 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
     if not bad:
         return
     names = ", ".join(safe_line(str(row["path"])) for row in bad[:3]) + (" ..." if len(bad) > 3 else "")
+    if len(bad) == 1 and bad[0]["status"] == "failed":  # one file: why, too (the summary above has it as well)
+        why = str(bad[0]["detail"] or "").removeprefix(f"{bad[0]['path']}: ")
+        names = safe_line(f"{bad[0]['path']}: {why[:200]}" if why else str(bad[0]["path"]))
     cut = any(row["status"] == "partial" for row in bad)
     fix = "run again with the whole file" if cut else "fix the file and run again"
     raise ChatmemError(f"{_files_word(bad)} in run {run_id}: {names}; {fix} (chatmem staging failures lists them)")

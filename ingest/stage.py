@@ -92,7 +92,10 @@ def _record(ctx: StageContext, outcome: FileOutcome) -> None:
 
 
 def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
-    """The stage's counts and notes over every file; an error naming the files that failed."""
+    """The stage's counts and notes over every file. A file that failed does not hold the others back: the run goes
+    on with what arrived (the summary names the failed file and the command exits 1, flows/cli_run_summary.py; `serve
+    --watch` tries it again next time). Only when every file failed is the stage an error: there is nothing to go
+    on with."""
     total = WriteCounts()
     for outcome in outcomes:
         total.add(outcome.counts)
@@ -114,14 +117,15 @@ def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
     notes = [f"{o.path}: {o.detail}" for o in outcomes if o.detail]
     notes += [f"{o.path}: {describe_dropped(o.timestamps_dropped)}" for o in outcomes if o.timestamps_dropped]
     failed = [o for o in outcomes if o.status == "failed"]
+    stuck = bool(failed) and len(failed) == len(outcomes)
     return Outcome(
         rows_in=counts["messages_read"],
         rows_out=total.inserted + total.updated + total.retired,
         counts=counts,
         notes=notes,
         skipped=all(o.status == "skipped" for o in outcomes),
-        error="; ".join(f"{o.detail}" for o in failed) if failed else None,
-        hint=f"fix or remove the file, then: {ctx.rerun}" if failed else None,
+        error="; ".join(f"{o.detail}" for o in failed) if stuck else None,
+        hint=f"fix or remove the file, then: {ctx.rerun}" if stuck else None,
     )
 
 

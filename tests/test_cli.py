@@ -156,7 +156,10 @@ def test_bad_stage_options_are_usage_errors(data_dir: Path, jsonl_export: Path) 
 def test_malformed_file_fails_in_one_line_and_stage_rerun_fixes_it(
     tmp_path: Path, chatgpt_export: Path, jsonl_export: Path
 ) -> None:
-    """A real `chatmem` process: exit 1, one `error:` line naming the file and the re-run; then re-run."""
+    """A real `chatmem` process: a file cut inside its first conversation (nothing readable) beside a good one. The
+    run goes on with the good one and exits 1 with one `error:` line naming the bad file and why; fixed, a re-run
+    of the same command ingests it and the failure is gone. Alone, the file fails the ingest stage with the
+    command that re-runs it."""
     data_dir = tmp_path / "data"
     broken = tmp_path / "conversations.json"
     broken.write_bytes(chatgpt_export.read_bytes()[:3000])  # cut inside the first conversation
@@ -164,26 +167,27 @@ def test_malformed_file_fails_in_one_line_and_stage_rerun_fixes_it(
     assert done.returncode == 1, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
-    assert str(broken) in errors[0] and "chatmem stage ingest --run-id" in errors[0]
     report = json.loads(done.stdout)
-    assert report["status"] == "failed" and report["failed_stage"] == "ingest"
+    assert f"1 file failed in run {report['run_id']}: {broken}: " in errors[0]
+    assert report["status"] == "succeeded" and "failed_stage" not in report
     statuses = {f["path"]: f["status"] for f in report["files"]}
     assert statuses == {str(broken): "failed", str(jsonl_export): "ingested"}
     assert as_json(chatmem("archive", "stats", "--json", data_dir=data_dir))["conversations"] == 2
 
     failures = as_json(chatmem("staging", "failures", "--json", data_dir=data_dir))
     assert [f["path"] for f in failures["files"]] == [str(broken)]
-    assert failures["stage_runs"][0]["run_id"] == report["run_id"]
-    broken.write_bytes(chatgpt_export.read_bytes())  # the user fixes the file and re-runs the stage
-    rerun = chatmem("stage", "ingest", "--run-id", report["run_id"], data_dir=data_dir)
+    broken.write_bytes(chatgpt_export.read_bytes())  # the user fixes the file and runs again
+    rerun = chatmem("run", broken, jsonl_export, data_dir=data_dir)
     assert rerun.exit_code == 0, rerun.output
-    # the stage succeeded; the run stays failed, as the ledger has it, until its later stages have run (issue 22)
-    assert f"run {report['run_id']}: failed (stage(s) not run yet: segment, " in rerun.stdout
-    assert "  ingest: succeeded" in rerun.stdout
-    assert f"skipped (already ingested, same sha256): {jsonl_export}" in rerun.stdout
     assert as_json(chatmem("archive", "stats", "--json", data_dir=data_dir))["conversations"] == 3
     failures = as_json(chatmem("staging", "failures", "--json", data_dir=data_dir))
-    assert failures["files"] == [] and failures["stage_runs"] == []
+    assert failures["files"] == []
+
+    alone = tmp_path / "alone.json"
+    alone.write_bytes(chatgpt_export.read_bytes()[:3000])
+    failed = chatmem_process("--data-dir", data_dir, "run", alone, "--json", cwd=tmp_path)
+    assert failed.returncode == 1 and "chatmem stage ingest --run-id" in failed.stderr, failed.stderr
+    assert json.loads(failed.stdout)["failed_stage"] == "ingest"
 
 
 def test_prefect_server_too_slow_to_start_is_one_line_naming_the_setting(tmp_path: Path, jsonl_export: Path) -> None:

@@ -161,19 +161,30 @@ def test_zip_bomb_is_refused_by_declared_size_and_ratio(tmp_path: Path) -> None:
 
 
 def test_bad_file_fails_alone_and_good_files_still_arrive(tmp_path: Path) -> None:
-    """One malformed file among good ones: the good ones are ingested, the stage fails naming the bad one."""
+    """One malformed file among good ones: the good ones are ingested and the stage succeeds, so the run goes on
+    with them; the bad one is recorded failed with its reason (the CLI then exits 1 naming it)."""
     good = write_json(tmp_path / "good.json", make_chatgpt_export(2))
     bad = tmp_path / "bad.json"
     bad.write_text("[{ this is not json", encoding="utf-8")
-    with pytest.raises(StageError) as error:
-        ingest(tmp_path / "data", good, bad)
-    assert "bad.json" in str(error.value)
-    archive = open_archive(tmp_path / "data" / "archive.db")
+    archive, result = ingest(tmp_path / "data", good, bad)
+    assert result.status == "succeeded" and result.counts["files_failed"] == 1
+    assert any("bad.json" in note for note in result.notes)
     assert archive_stats(archive)["messages"] == 8
     staging = open_staging(tmp_path / "data" / "staging.db")
-    statuses = dict(staging.execute("SELECT path, status FROM ingest_files").fetchall())
-    assert statuses == {str(good): "ingested", str(bad): "failed"}
-    assert staging.execute("SELECT status, rerun_hint FROM stage_runs").fetchone()["status"] == "failed"
+    rows = {row["path"]: row for row in staging.execute("SELECT path, status, detail FROM ingest_files")}
+    assert {path: row["status"] for path, row in rows.items()} == {str(good): "ingested", str(bad): "failed"}
+    assert "not" in rows[str(bad)]["detail"]  # the reason, as the parser gave it
+
+
+def test_a_stage_whose_every_file_failed_fails_naming_them(tmp_path: Path) -> None:
+    """Nothing arrived: the stage fails (nothing to go on with), naming the file and how to re-run."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{ this is not json", encoding="utf-8")
+    with pytest.raises(StageError) as error:
+        ingest(tmp_path / "data", bad)
+    assert "bad.json" in str(error.value) and "fix or remove the file" in str(error.value.rerun_hint or error.value)
+    staging = open_staging(tmp_path / "data" / "staging.db")
+    assert staging.execute("SELECT status FROM stage_runs").fetchone()["status"] == "failed"
 
 
 def test_truncated_file_keeps_every_complete_conversation(tmp_path: Path) -> None:

@@ -86,6 +86,24 @@ def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them(
     assert result["error"] is None
 
 
+def test_a_bad_dump_beside_good_ones_does_not_hold_them_back(tmp_path: Path, make_jsonl: Callable[..., Path]) -> None:
+    """One tick with a good dump and a broken one: the good one goes through every stage (its memory is built), the
+    broken one is reported failed and the command exits 1; it does not stall the folder."""
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    make_jsonl(watch / "good.jsonl", prefix="a")
+    bad = watch / "broken.json"
+    bad.write_text('[{"mapping": {"x": ', encoding="utf-8")
+    code, result = serve_once(watch, data_dir)
+    assert code == 1 and [f["path"] for f in result["failed"]] == [str(bad)]
+    assert result["error"] is None and result["ingested"] == [{"path": str(watch / "good.jsonl"), "status": "ingested"}]
+    staging = sqlite3.connect(data_dir / "staging.db")
+    stages = dict(
+        staging.execute("SELECT stage, status FROM stage_runs WHERE run_id = ?", (result["run_id"],)).fetchall()
+    )
+    assert stages["ingest"] == "succeeded" and stages["cues"] == "succeeded"
+    assert staging.execute("SELECT COUNT(*) FROM memory_content").fetchone()[0] > 0
+
+
 def _api(url: str, body: object | None = None) -> Any:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
     data = None if body is None else json.dumps(body).encode()
