@@ -126,6 +126,7 @@ def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
         skipped=all(o.status == "skipped" for o in outcomes),
         error="; ".join(f"{o.detail}" for o in failed) if stuck else None,
         hint=f"fix or remove the file, then: {ctx.rerun}" if stuck else None,
+        unfinished=bool(failed),  # the failed files are read again by the next run, not skipped as unchanged
     )
 
 

@@ -33,6 +33,8 @@ def test_a_bad_file_beside_a_good_one_is_named_and_fixed_by_running_again(tmp_pa
 
     before = json.loads(chatmem(data_dir, "staging", "failures", "--json").output)
     assert [f["path"] for f in before["files"]] == [str(bad)], before
+    still = chatmem(data_dir, "run", good, bad, "--to", "segment")  # not skipped as unchanged: tried again
+    assert still.exit_code == 1 and f"{bad}: " in still.output and "nothing new" not in still.output, still.output
     bad.write_text(json.dumps({"conversation_id": "d", "id": "2", "role": "user", "text": "fixed now"}) + "\n")
     again = chatmem(data_dir, "run", good, bad, "--to", "segment")
     assert again.exit_code == 0, again.output
