@@ -270,6 +270,11 @@ def extraction(
         emit(report.as_dict() | {"source": source})
     else:
         _print(report)
+    if report.replies == 0:  # every call failed: the figures above measure nothing
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(report.failures.items())) or "no call made"
+        first = safe_line(str(report.examples[0]["reason"]))[:300] if report.examples else ""
+        where = llm.base_url or "the endpoint"
+        raise ChatmemError(f"no reply from {where} ({kinds})" + (f": {first}" if first else ""))
 
 
 def _score_labels(app: App, labels: Path, data_dir: Path | None, show: int, as_json: bool) -> None:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from flows.cli import cli
@@ -152,3 +153,22 @@ def test_eval_extraction_wants_a_model_or_labels(tmp_path: Path) -> None:
         cli, ["eval", "extraction", "--labels", str(labels), "--data-dir", str(tmp_path / "x")]
     )
     assert missing.exit_code == 1 and "build the data dir first" in missing.output
+
+
+def test_eval_with_no_reply_at_all_is_an_error_naming_the_endpoint(
+    data_dir: Path, jsonl_export: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing listens at the endpoint: the report still prints, but the command exits 1 saying no reply came,
+    instead of a success whose figures (determinism 1.000 of nothing) measure nothing."""
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base_url = f"http://127.0.0.1:{port}/v1"
+    monkeypatch.setenv("CHATMEM_EXTRACT__LLM__MODEL", "m")  # the configured endpoint's retries: none, to be quick
+    monkeypatch.setenv("CHATMEM_EXTRACT__LLM__MAX_RETRIES", "0")
+    argv = ["--data-dir", str(data_dir), "eval", "extraction", "--model", "m", "--base-url", base_url]
+    result = CliRunner().invoke(cli, [*argv, "--export", str(jsonl_export), "--repeat", "1", "--segments", "1"])
+    assert result.exit_code == 1, result.output
+    assert f"no reply from {base_url} (1 " in result.output and "0 replies" in result.output
