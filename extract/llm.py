@@ -106,6 +106,9 @@ class LLMExtractor:
         self.client = make_client(settings)
         self.budget = Budget(settings)
         self.stopped: str | None = None  # why the last extract_many stopped early, if it did
+        # Set by a worker when the endpoint refused the key (401, 403): no segment is sent after it, since every
+        # one would be refused the same way (thousands of calls and log lines on an archive)
+        self.refused: str | None = None
         build_request(settings, [])  # fail now on settings that cannot work (e.g. responses + json_object)
         self.cache_key_parts: tuple[str, ...] = (*VERSION_PARTS, settings.model, settings.reasoning_effort or "unset")
 
@@ -120,7 +123,7 @@ class LLMExtractor:
         with ThreadPoolExecutor(self.settings.max_concurrency, thread_name_prefix="chatmem-llm") as pool:
             in_flight: dict[Future[tuple[Result, list[LLMCall]]], SegmentInput] = {}
             while True:
-                while len(in_flight) < self.settings.max_concurrency and not self.budget.exhausted():
+                while len(in_flight) < self.settings.max_concurrency and not self._halted():
                     segment = next(pending, None)
                     if segment is None:
                         break
@@ -132,12 +135,18 @@ class LLMExtractor:
                     segment = in_flight.pop(future)
                     result, attempts = future.result()  # a bug in a worker re-raises here, loudly
                     yield segment, self.finish(segment, result, attempts)
-        left = list(pending)  # only segments the budget stopped
-        self.stopped = self.budget.exhausted() if left else None
+        left = list(pending)  # only segments the budget or a refused key stopped
+        self.stopped = self._halted() if left else None
         if self.stopped:
             log.warning("extract - %d segment(s) not done: %s", len(left), self.stopped)
         for segment in left:
             yield segment, SegmentNotDone(reason=f"not done: {self.stopped}; re-run the stage to continue")
+
+    def _halted(self) -> str | None:
+        """Why no new call may start: the budget, or the endpoint refused the API key."""
+        if self.refused is not None:
+            return f"the endpoint refused the API key ({self.refused}): set a valid extract.llm.api_key"
+        return self.budget.exhausted()
 
     def finish(self, segment: SegmentInput, result: Result, attempts: list[LLMCall]) -> Result:
         """On the iterating thread: record every attempt, count the spend, log a failure."""
@@ -236,6 +245,8 @@ class LLMExtractor:
                 on_error=failed,
             )
         except openai.OpenAIError as error:
+            if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
+                self.refused = self.refused or describe(error)
             why = (
                 f"retries exhausted after {len(attempts)} attempts"
                 if is_transient(error)

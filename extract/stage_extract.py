@@ -54,6 +54,7 @@ from staging import extractions as store
 from staging import segments as segment_store
 
 log = logging.getLogger(__name__)
+LOGGED_FAILURES = 5  # failed segments logged at WARNING per run; the rest at INFO (the stage error has the count)
 
 STAGE = "extract"
 AHEAD = 2  # stage batches handed to the workers before the one being written: both cores stay busy
@@ -299,7 +300,11 @@ def _row(
         return store.ExtractionRow(status="failed", hypotheses=None, reason=output.reason, **base)
     if isinstance(output, ExtractionFailure):
         counts["failed"] += 1
-        log.warning("extract - segment %s failed: %s", segment.segment_id, output.reason)
+        # The first few at WARNING; the rest at INFO (-v): the stage's error counts them all, with their reasons
+        if counts["failed"] == LOGGED_FAILURES + 1:
+            log.warning("extract - more segments failed: each is logged with -v only")
+        level = logging.WARNING if counts["failed"] <= LOGGED_FAILURES else logging.INFO
+        log.log(level, "extract - segment %s failed: %s", segment.segment_id, output.reason)
         return store.ExtractionRow(status="failed", hypotheses=None, reason=output.reason, **base)
     given = getattr(output, "decisions", None)
     if isinstance(given, list):

@@ -186,3 +186,19 @@ def test_the_guard_refuses_hosts_beyond_loopback(no_real_model_requests: list[ob
     assert isinstance(result, ExtractionFailure) and "connection failed" in result.reason
     assert [address[0] for address in no_real_model_requests] == ["203.0.113.7"]  # type: ignore[index]
     no_real_model_requests.clear()  # refusing it was the point of this test
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_stops_sending_the_other_segments(fake_llm: FakeLLMServer, status: int) -> None:
+    """Every segment would be refused the same way: after the first 401/403 no new request starts. The ones in
+    flight fail as they are; the rest are left not done (retried by the next run), saying why."""
+    fake_llm.reply_with(*[Reply.fail(status)] * 40)
+    segments = [make_segment(i) for i in range(40)]
+    extractor = LLMExtractor(settings_for(fake_llm, max_concurrency=2))
+    results = run(extractor, segments)
+    failed = [r for r in results.values() if isinstance(r, ExtractionFailure) and r.reason.startswith("API error")]
+    not_done = [r for r in results.values() if isinstance(r, ExtractionFailure) and r.reason.startswith("not done")]
+    assert 1 <= len(failed) <= 2 and len(failed) + len(not_done) == 40
+    assert len(fake_llm.model_requests()) == len(failed)
+    assert f"the endpoint refused the API key (HTTP {status}" in not_done[0].reason
+    assert extractor.stopped is not None and "refused the API key" in extractor.stopped
