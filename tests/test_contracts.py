@@ -104,6 +104,27 @@ def test_settings_read_nested_environment(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert settings.archive_path == tmp_path / "archive.db"
 
 
+def test_a_chatmem_variable_naming_no_section_is_warned_about_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """pydantic-settings ignores CHATMEM_EXTRAKT__BATCH_SIZE (no such section) without a word: chatmem names it,
+    once per process, and the known sections; a known section's variable is not named."""
+    import contracts.settings as settings_module
+
+    monkeypatch.setattr(settings_module, "_WARNED", set())
+    monkeypatch.setenv("CHATMEM_EXTRAKT__BATCH_SIZE", "3")
+    monkeypatch.setenv("CHATMEM_LLM__API_KEY", "sk-not-a-setting")
+    monkeypatch.setenv("CHATMEM_INGEST__BATCH_SIZE", "7")
+    with caplog.at_level("WARNING", logger="chatmem.settings"):
+        first = Settings()
+        Settings()
+    named = [r.getMessage() for r in caplog.records if r.name == "chatmem.settings"]
+    assert len(named) == 2 and first.ingest.batch_size == 7
+    assert named[0].startswith("CHATMEM_EXTRAKT__BATCH_SIZE is not a chatmem setting (ignored)")
+    assert named[1].startswith("CHATMEM_LLM__API_KEY is not a chatmem setting") and "CHATMEM_EXTRACT" in named[1]
+    assert "sk-not-a-setting" not in " ".join(named)
+
+
 def test_every_settings_field_has_a_description() -> None:
     """Each setting documents itself (the CLI and docs read these)."""
 

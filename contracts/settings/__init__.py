@@ -19,7 +19,9 @@ MemorySettings` works as before the split.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -130,10 +132,39 @@ class Settings(BaseSettings):
         remember_uri_secrets(self.load.uri)
         remember_uri_secrets(self.runner.dask_address)
         remember_environment_secrets(os.environ)
+        _warn_unknown_environment(os.environ)
 
     def public_dump(self) -> dict[str, Any]:
         """Settings as JSON-able data for the run ledger: secret fields and URL credentials removed."""
         return section_dump(self)
+
+
+NOT_SETTINGS = frozenset({"CHATMEM_SCREENSHOT_DIR"})  # read by the test suite's browser helper, not by chatmem
+_WARNED: set[str] = set()
+
+
+def unknown_environment(environ: Mapping[str, str]) -> list[str]:
+    """CHATMEM_* variables that name no settings section, which pydantic-settings ignores without a word: a typo
+    (`CHATMEM_EXTRAKT__BATCH_SIZE`) or a guessed name (`CHATMEM_LLM__API_KEY`) would otherwise change nothing
+    silently. A wrong field inside a known section is already an error (extra="forbid")."""
+    sections = {name.upper() for name in Settings.model_fields}
+    return sorted(
+        name
+        for name in environ
+        if name.startswith("CHATMEM_")
+        and name not in NOT_SETTINGS
+        and name.removeprefix("CHATMEM_").split("__")[0] not in sections
+    )
+
+
+def _warn_unknown_environment(environ: Mapping[str, str]) -> None:
+    for name in unknown_environment(environ):
+        if name not in _WARNED:  # once per process: Settings is built many times
+            _WARNED.add(name)
+            sections = ", ".join(f"CHATMEM_{n.upper()}" for n in Settings.model_fields)
+            logging.getLogger("chatmem.settings").warning(
+                "%s is not a chatmem setting (ignored): settings are %s, sections with __FIELD", name, sections
+            )
 
 
 def section_dump(section: BaseModel) -> dict[str, Any]:
