@@ -32,7 +32,7 @@ from contracts.errors import ChatmemError, ConfigError, StageError
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
 from flows.cli_run_summary import print_summary
 from flows.log_setup import setup_logging
-from flows.registry import STAGE_ORDER, check_entries, select_stages
+from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
 from flows.terminal import safe_line
 
 if TYPE_CHECKING:
@@ -403,7 +403,7 @@ def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, 
     """
     from staging.ledger import run_exists, run_exports
 
-    stages = select_stages(None, None, stage_name)
+    stages = check_stages([stage_name])  # the message names the stage given, not an option never typed
     settings = app.settings()
     with open_readonly(settings.staging_path, settings) as staging:
         if not run_exists(staging, run_id):
@@ -457,7 +457,8 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
         for row in result["ingested"]:
             click.echo(f"  {row['status']}: {safe_line(str(row['path']))}")
         for row in result["failed"]:
-            click.echo(f"  failed (retried next time): {safe_line(str(row['path']))}: {safe_line(str(row['error']))}")
+            why = str(row["error"]).removeprefix(f"{row['path']}: ")  # export errors start with the path already
+            click.echo(f"  failed (retried next time): {safe_line(str(row['path']))}: {safe_line(why)}")
     if result["failed"]:
         raise ChatmemError(f"{len(result['failed'])} dump(s) failed; see `chatmem staging failures`")
     if result["error"]:

@@ -145,6 +145,8 @@ def test_bad_stage_options_are_usage_errors(data_dir: Path, jsonl_export: Path) 
         result = chatmem(*args, data_dir=data_dir)
         assert result.exit_code == 2, (args, result.output)
     assert "unknown stage" in chatmem("run", jsonl_export, "--from", "nope", data_dir=data_dir).stderr
+    wrong = chatmem("stage", "nope", "--run-id", "r1", data_dir=data_dir).stderr
+    assert "unknown stage(s) 'nope'" in wrong and "--only" not in wrong  # names what was typed
     assert not data_dir.exists()  # refused before anything started
     # a missing export is a file that cannot be read, as an empty one is: exit 1, naming it (test_cli_cold_pass.py)
     missing = chatmem("run", data_dir.parent / "missing.json", data_dir=data_dir)

@@ -102,6 +102,9 @@ def test_a_bad_dump_beside_good_ones_does_not_hold_them_back(tmp_path: Path, mak
     )
     assert stages["ingest"] == "succeeded" and stages["cues"] == "succeeded"
     assert staging.execute("SELECT COUNT(*) FROM memory_content").fetchone()[0] > 0
+    again = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch)])
+    [line] = [line for line in again.stdout.splitlines() if "failed (retried next time)" in line]
+    assert line.count(str(bad)) == 1, line  # the path once, then why
 
 
 def _api(url: str, body: object | None = None) -> Any:
