@@ -84,8 +84,8 @@ class DigestIndex:
 
     mark: tuple[Any, ...] | None  # Mark fields in order (fewer in an index written before `newest`, `epoch`)
     evidence: dict[str, bytes]
-    staging_mark: tuple[int, str] | None = None
-    """staging.db's change log (staging/staging_changes.py: version, origin), read before the evidence."""
+    staging_mark: tuple[Any, ...] | None = None  # staging_changes.Mark fields in order (2 in older indexes)
+    """staging.db's change log (staging/staging_changes.py: version, origin, ...), read before the evidence."""
     heads: dict[str, Head | None] | None = None
     """Every concept's head (staging.memory_inputs.live_heads) as the digests took it. With `staging_mark`, the
     next run reads the evidence of what changed only (`scoped_digests`); an index written before them (unpickled
@@ -227,7 +227,7 @@ def digests_since(
     index = DigestIndex(
         None if mark is None else mark.as_tuple(),
         by_message,
-        None if staging_mark is None or heads is None else (staging_mark.version, staging_mark.origin),
+        None if staging_mark is None or heads is None else staging_mark.as_tuple(),
         heads if staging_mark is not None else None,
     )
     state, old = base.state, base.index
@@ -307,7 +307,7 @@ def scoped_digests(archive: sqlite3.Connection, staging: sqlite3.Connection, bas
     index = DigestIndex(
         mark.as_tuple(),
         {},
-        (now.version, now.origin),
+        now.as_tuple(),
         heads,
         complete=False,
     )

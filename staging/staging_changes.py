@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from typing import Any
 
 SEGMENT, EVIDENCE, CONCEPT, CLUSTER = "segment", "evidence", "concept", "cluster"
@@ -138,9 +138,18 @@ class Mark:
     """The first run of the ledger (id and start): another staging.db has another origin."""
     cluster_run: str | None = None
     """The newest cluster run (`cluster_runs`): the topic layers' rows are that run's."""
+    stage_run: str = ""
+    """The newest stage run's row (id and start) when the mark was taken: the reader's own, so every write the
+    mark counts as seen came before it. A staging.db restored from a copy older than the mark lacks that row, and
+    the mark is refused, even when the writes since brought the log's version past the mark's (which reuses
+    versions the mark counts as seen). Empty in marks taken before it was kept: not checked."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        """The fields in order (what `Mark(*fields)` takes back; older stored tuples are shorter)."""
+        return astuple(self)
 
     @classmethod
     def from_json(cls, found: object) -> Mark | None:
@@ -148,7 +157,12 @@ class Mark:
             return None
         try:
             run = found.get("cluster_run")
-            return cls(int(found["version"]), str(found["origin"]), None if run is None else str(run))
+            return cls(
+                int(found["version"]),
+                str(found["origin"]),
+                None if run is None else str(run),
+                str(found.get("stage_run") or ""),
+            )
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -163,15 +177,32 @@ def mark(conn: sqlite3.Connection) -> Mark:
     """The log as it stands now."""
     row = conn.execute(
         "SELECT (SELECT COALESCE(MAX(version), 0) FROM staging_changes),"
-        " (SELECT id || ' ' || started_at FROM runs ORDER BY rowid LIMIT 1), (SELECT MAX(run_id) FROM cluster_runs)"
+        " (SELECT id || ' ' || started_at FROM runs ORDER BY rowid LIMIT 1), (SELECT MAX(run_id) FROM cluster_runs),"
+        " (SELECT id || ' ' || started_at FROM stage_runs ORDER BY id DESC LIMIT 1)"
     ).fetchone()
-    return Mark(int(row[0]), str(row[1] or ""), None if row[2] is None else str(row[2]))
+    return Mark(int(row[0]), str(row[1] or ""), None if row[2] is None else str(row[2]), str(row[3] or ""))
 
 
 def comparable(conn: sqlite3.Connection, since: Mark) -> bool:
-    """staging.db is the one the mark was taken of, and its log has only grown since."""
+    """staging.db is the one the mark was taken of, and its log has only grown since (and it is no copy older
+    than the mark: `Mark.stage_run`)."""
     now = mark(conn)
-    return now.origin == since.origin and now.version >= since.version
+    return (
+        now.origin == since.origin
+        and now.version >= since.version
+        and (not since.stage_run or _stage_run_present(conn, since.stage_run))
+    )
+
+
+def _stage_run_present(conn: sqlite3.Connection, stage_run: str) -> bool:
+    row_id, _, started_at = stage_run.partition(" ")
+    try:
+        found = conn.execute(
+            "SELECT 1 FROM stage_runs WHERE id = ? AND started_at = ?", (int(row_id), started_at)
+        ).fetchone()
+    except ValueError:
+        return False
+    return found is not None
 
 
 def changed_since(conn: sqlite3.Connection, kind: str, since: Mark) -> Iterator[str]:

@@ -211,6 +211,37 @@ def test_the_segment_log_names_changed_conversations_and_not_unchanged_rewrites(
         assert staging_changes.ALL in set(staging_changes.changed_since(staging, SEGMENT, after))
 
 
+def test_a_staging_db_restored_from_a_copy_older_than_the_mark_is_refused(tmp_path: Path) -> None:
+    """staging.db put back from a copy taken before the mark, then written past the mark's version again: the same
+    origin and a larger version, but the stage run the mark was taken in is gone (`Mark.stage_run`), so the mark is
+    refused and the load diffs whole instead of missing what the copy lost. A mark stored before the field
+    existed is trusted as before."""
+    import shutil
+
+    settings = Settings(data_dir=tmp_path / "data")
+    day(settings, export(tmp_path / "a.jsonl"))
+    backup = tmp_path / "staging-backup.db"
+    with closing(open_staging(settings.staging_path)) as staging:
+        staging.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copyfile(settings.staging_path, backup)
+    day(settings, export(tmp_path / "b.jsonl", changed=True))
+    with closing(open_staging(settings.staging_path)) as staging:
+        since = staging_changes.mark(staging)
+    assert since.stage_run
+    for name in ("staging.db-wal", "staging.db-shm"):
+        (settings.data_dir / name).unlink(missing_ok=True)
+    shutil.copyfile(backup, settings.staging_path)
+    for n in range(3):  # changes again after the restore, until the log's version passes the mark's
+        day(settings, export(tmp_path / f"c{n}.jsonl", changed=n % 2 == 0))
+    with closing(open_staging(settings.staging_path)) as staging:
+        now = staging_changes.mark(staging)
+        assert now.origin == since.origin and now.version >= since.version  # the older checks pass
+        assert not staging_changes.comparable(staging, since)
+        old = staging_changes.Mark.from_json({k: v for k, v in since.as_json().items() if k != "stage_run"})
+        assert old is not None and staging_changes.comparable(staging, old)  # before the field: not checked
+        assert staging_changes.Mark(*since.as_tuple()) == since
+
+
 def test_every_layer_the_staging_delta_covers_is_a_loaded_layer_of_one_group() -> None:
     """The scoped reads are keyed by layer name: a renamed layer must not silently fall back to nothing."""
     covered = [name for group in staging_delta.GROUPS for name in group.scoped]
