@@ -45,7 +45,7 @@ def print_report(benchmark: str, report: dict[str, Any]) -> None:
     names = [*headline(benchmark), "context_tokens_mean", "latency_p95_ms"]
     click.echo(f"{'method':24s}" + "".join(f"{n:>22s}" for n in names))
     for method, values in report.items():
-        if isinstance(values, dict) and "questions" in values:
+        if method != "run" and isinstance(values, dict) and "questions" in values:  # "run": the work dir's facts
             click.echo(f"{method:24s}" + "".join(f"{values.get(n, 0):>22}" for n in names))
     system = report["system"]
     click.echo("\nsystem by category:")

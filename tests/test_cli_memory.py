@@ -296,3 +296,13 @@ def test_ctrl_c_while_the_index_is_stored_says_the_run_is_complete(tmp_path: Pat
         assert [row[0] for row in staging.execute("SELECT status FROM runs")] == ["succeeded"]
     assert not (data_dir / "recall-index").exists() or not any((data_dir / "recall-index").iterdir())
     assert chatmem("recall", "Lisbon tram", data_dir=data_dir).exit_code == 0
+
+
+def test_the_recall_report_lists_methods_not_the_runs_facts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The report's "run" entry (work dir, question count) is no method: no `run 0 0 0` row in the table."""
+    from flows.cli_eval_recall import print_report
+
+    method = {"questions": 3, "recall_all@3": 0.5, "categories": {"single": {"questions": 3, "recall_all@3": 0.5}}}
+    print_report("longmemeval", {"system": method, "bm25": dict(method), "run": {"questions": 3, "work_dir": "W"}})
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:] if line and not line.startswith(" ")]
+    assert rows[:2] == ["system", "bm25"] and "run" not in rows
