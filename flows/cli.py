@@ -48,7 +48,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "flows.cli_concepts:concepts",
         "List concepts with their evidence (message_id, text, confidence), ...",
     ),
-    "eval": ("flows.cli_eval:eval_group", "Measure an extractor (read-only: nothing is written to the data dir)."),
+    "eval": (
+        "flows.cli_eval:eval_group",
+        "Measure the extractor or recall (your memory is left as it is; recall builds in DATA_DIR/eval/).",
+    ),
     "facts": ("flows.cli_garden:facts", "List facts the user stated about themselves, each with when it held ..."),
     "garden": ("flows.cli_garden:garden", "Preview the garden stage: facts closed by newer ones, concepts ..."),
     "graph": ("flows.cli_graph:graph", "The graph: start or stop the local Bolt server, show its status and ..."),

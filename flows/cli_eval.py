@@ -146,7 +146,7 @@ def _print(report: EvalReport) -> None:
 
 @click.group("eval")
 def eval_group() -> None:
-    """Measure an extractor (read-only: nothing is written to the data dir).
+    """Measure the extractor or recall (your memory is left as it is; recall builds in DATA_DIR/eval/).
 
     \b
     Example: chatmem eval extraction --model gpt-5-mini --effort low --repeat 3
