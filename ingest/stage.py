@@ -2,8 +2,10 @@
 
 The steps (the runner, flows/stage_runner.py, keeps the ledger): read the inputs (the export files, hashed);
 compute (parse, pure); validate (parsers build contract models); write in batches of whole conversations
-(idempotent upserts), and each file's outcome (`ingest_files`); return the counts, and an error naming the
-files that could not be read (the runner records the stage failed, with the hint to fix or remove them).
+(idempotent upserts), and each file's outcome (`ingest_files`); return the counts, and the files that could not
+be read. A file that failed beside one that arrived does not fail the stage (the run goes on, the CLI exits 1
+naming it, and the next run reads it again: `unfinished`); when nothing arrived, the stage is an error naming them
+(the runner records it failed, with the hint to fix or remove them).
 
 A file whose bytes were already ingested completely (same sha256) is skipped at no cost. A file that breaks
 partway (truncated JSON) keeps every complete conversation before the break and gets a quarantine row for
@@ -32,12 +34,11 @@ from ingest.sources import OpenedExport, open_export, read_head
 from ingest.timestamps import describe_dropped
 from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
 from staging.archive_rows import to_rows
-from staging.ingest_files import failed_before, record_ingest_file
+from staging.ingest_files import REMOVED, failed_before, record_ingest_file
 
 log = logging.getLogger(__name__)
 
 STAGE = "ingest"
-REMOVED = "removed after it failed: left out of this run"
 
 
 @dataclass
@@ -117,7 +118,9 @@ def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
     notes = [f"{o.path}: {o.detail}" for o in outcomes if o.detail]
     notes += [f"{o.path}: {describe_dropped(o.timestamps_dropped)}" for o in outcomes if o.timestamps_dropped]
     failed = [o for o in outcomes if o.status == "failed"]
-    stuck = bool(failed) and len(failed) == len(outcomes)
+    # Nothing arrived: every file failed, or failed with the rest removed after failing (the hint's "remove the
+    # file"): a stage of nothing would send the run on with no data while a file still fails
+    stuck = bool(failed) and all(o.status == "failed" or o.detail == REMOVED for o in outcomes)
     return Outcome(
         rows_in=counts["messages_read"],
         rows_out=total.inserted + total.updated + total.retired,

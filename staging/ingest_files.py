@@ -22,7 +22,13 @@ def record_ingest_file(conn: sqlite3.Connection, *, run_id: str, stage_run_id: i
         )
 
 
+REMOVED = "removed after it failed: left out of this run"  # the detail of such a file's row (ingest/stage.py)
+
+
 def failed_before(conn: sqlite3.Connection, run_id: str, path: str) -> bool:
-    """The file failed in an earlier attempt of this run's ingest stage (its row says so)."""
-    row = conn.execute("SELECT status FROM ingest_files WHERE run_id = ? AND path = ?", (run_id, path)).fetchone()
-    return row is not None and row[0] == "failed"
+    """The file failed in an earlier attempt of this run's ingest stage, or was left out after failing (its row
+    says so): a third attempt leaves it out again, rather than failing on the file the hint said to remove."""
+    row = conn.execute(
+        "SELECT status, detail FROM ingest_files WHERE run_id = ? AND path = ?", (run_id, path)
+    ).fetchone()
+    return row is not None and (row[0] == "failed" or (row[0] == "skipped" and row[1] == REMOVED))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,25 @@ def test_a_chatmem_variable_naming_no_section_is_warned_about_once(
     assert named[0].startswith("CHATMEM_EXTRAKT__BATCH_SIZE is not a chatmem setting (ignored)")
     assert named[1].startswith("CHATMEM_LLM__API_KEY is not a chatmem setting") and "CHATMEM_EXTRACT" in named[1]
     assert "sk-not-a-setting" not in " ".join(named)
+
+
+def test_a_chatmem_variable_is_named_as_unknown_by_its_section_whatever_its_case(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """pydantic-settings reads CHATMEM_* names ignoring case: `CHATMEM_Ingest__batch_size` sets the batch size, so
+    it is not called ignored; `chatmem_extrakt__batch_size` is ignored like its upper-case spelling, and named."""
+    import contracts.settings as settings_module
+
+    monkeypatch.setattr(settings_module, "_WARNED", set())
+    for name in [n for n in os.environ if n.upper().startswith("CHATMEM_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CHATMEM_Ingest__batch_size", "7")
+    monkeypatch.setenv("chatmem_extrakt__batch_size", "3")
+    with caplog.at_level("WARNING", logger="chatmem.settings"):
+        settings = Settings()
+    named = [r.getMessage() for r in caplog.records if r.name == "chatmem.settings"]
+    assert settings.ingest.batch_size == 7
+    assert len(named) == 1 and named[0].startswith("chatmem_extrakt__batch_size is not a chatmem setting"), named
 
 
 def test_every_settings_field_has_a_description() -> None:

@@ -135,6 +135,26 @@ def test_failed_segments_are_recorded_and_retried_next_run(tmp_path: Path) -> No
     assert extractor.calls == 3 and again.counts["extracted"] == 1 and again.counts["failed"] == 0
 
 
+def test_only_the_first_failed_segments_are_logged_as_warnings(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """8 segments fail: the first 5 are WARNING lines, then one line says the rest are logged with -v only, and
+    those 3 are INFO; the stage's error still counts all 8."""
+    dbs = open_dbs(tmp_path)
+    write_archive(
+        dbs.archive, [conversation(f"c{i}", [("user", f"Planning trip number {i} to Lisbon.")]) for i in range(8)]
+    )
+    run_id = dbs.run_id()
+    stage_segment.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings)
+    extractor = ScriptedExtractor(lambda segment: ExtractionFailure("HTTP 400: bad request"))
+    with caplog.at_level("INFO", logger="extract.stage_extract"), pytest.raises(StageError, match="8 segments failed"):
+        stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, extractor=extractor)
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "extract.stage_extract"]
+    per_segment = [level for level, message in said if message.startswith("extract - segment ")]
+    assert per_segment == ["WARNING"] * 5 + ["INFO"] * 3, said
+    assert ("WARNING", "extract - more segments failed: each is logged with -v only") in said
+
+
 def test_tokens_per_1k_messages_come_from_usage(tmp_path: Path) -> None:
     """Usage of 100 + 20 tokens per call over 2 segments of 2 messages: 60,000 tokens per 1k messages."""
     dbs, run_id = segmented(tmp_path)

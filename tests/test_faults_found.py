@@ -192,9 +192,10 @@ def _answers(port: int) -> bool:
 def test_failed_segments_fail_the_run_and_the_next_run_retries_them(
     fake_llm: FakeLLMServer, prefect_home: Path, tmp_path: Path
 ) -> None:
-    """3 of 3 segments fail (401, 400, bad JSON): exit 1 saying "3 segments failed"; once the endpoint works, a
-    plain `chatmem run` does not skip extract as unchanged: it retries those 3 and ends succeeded."""
-    fake_llm.reply_with(Reply.fail(401), Reply.fail(400), Reply.raw(b"{not json"))
+    """3 of 3 segments fail (400, bad JSON, 401: last, since after a refused key no other segment is sent): exit 1
+    saying "3 segments failed"; once the endpoint works, a plain `chatmem run` does not skip extract as
+    unchanged: it retries those 3 and ends succeeded."""
+    fake_llm.reply_with(Reply.fail(400), Reply.raw(b"{not json"), Reply.fail(401))
     data = tmp_path / "data"
     export = _chats(tmp_path / "chats.jsonl", CHATS)
     env = _llm_env(prefect_home, fake_llm, OPENAI_API_KEY="sk-placeholder-for-the-fake-server")

@@ -187,6 +187,28 @@ def test_a_stage_whose_every_file_failed_fails_naming_them(tmp_path: Path) -> No
     assert staging.execute("SELECT status FROM stage_runs").fetchone()["status"] == "failed"
 
 
+def test_removing_one_of_the_failed_files_as_the_hint_says_leaves_the_other_failing(tmp_path: Path) -> None:
+    """Every file failed. The one removed (as the hint says: "fix or remove the file") is left out, said so; the
+    other, still broken, fails the stage again, naming it alone: nothing arrived, the run has nothing to go on
+    with. Both removed, the stage is done with nothing to read."""
+    settings = Settings(data_dir=tmp_path / "data")
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    bad, worse = tmp_path / "bad.json", tmp_path / "worse.json"
+    bad.write_text("[{ this is not json", encoding="utf-8")
+    worse.write_text("not json at all", encoding="utf-8")
+    exports = [bad, worse]
+    run_id = open_run(staging, stages=["ingest"], exports=list(map(str, exports)), settings={}, code_version="test")
+    with pytest.raises(StageError):
+        ingest_run(archive, staging, run_id=run_id, settings=settings, exports=exports)
+    bad.unlink()
+    with pytest.raises(StageError) as again:
+        ingest_run(archive, staging, run_id=run_id, settings=settings, exports=exports)
+    assert "worse.json" in str(again.value) and "bad.json" not in str(again.value)
+    worse.unlink()
+    done = ingest_run(archive, staging, run_id=run_id, settings=settings, exports=exports)
+    assert done.status == "skipped" and all("removed after it failed" in note for note in done.notes), done.notes
+
+
 def test_truncated_file_keeps_every_complete_conversation(tmp_path: Path) -> None:
     """A dump cut mid-record keeps the conversations before the cut and quarantines the remainder."""
     text = json.dumps(make_chatgpt_export(5))

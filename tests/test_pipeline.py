@@ -62,19 +62,24 @@ def test_stages_run_as_prefect_subflows_of_the_pipeline(data_dir: Path, jsonl_ex
 
 
 def test_a_failed_stage_fails_the_run_with_the_error(data_dir: Path, jsonl_export: Path) -> None:
+    """The ingest stage fails when its every file failed (beside a good file it goes on: the run succeeds, the
+    bad file is reported): the run fails with the stage's error and the command that re-runs it."""
     from flows.pipeline import run_pipeline
 
     bad = data_dir.parent / "bad.json"
     bad.write_text('[{"mapping": {"a": ', encoding="utf-8")
     settings = Settings(data_dir=data_dir)
     with pytest.raises(StageError) as caught:
-        run_pipeline(settings, [bad, jsonl_export], ["ingest"])
+        run_pipeline(settings, [bad], ["ingest"])
     error = caught.value
     assert error.stage == "ingest" and str(bad) in error.cause
     assert f"chatmem stage ingest --run-id {error.run_id}" in error.rerun_hint
     run, stages = _ledger(settings, error.run_id)
     assert run["status"] == "failed" and str(bad) in run["error"]
     assert stages[-1]["status"] == "failed"
+    run_id, [result] = run_pipeline(settings, [bad, jsonl_export], ["ingest"])
+    assert result.status == "succeeded" and result.counts["files_failed"] == 1
+    assert _ledger(settings, run_id)[0]["status"] == "succeeded"
     archive = sqlite3.connect(settings.archive_path)
     assert archive.execute("SELECT COUNT(*) FROM conversations").fetchone()[0] == 2  # the good file arrived
 

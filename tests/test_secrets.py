@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from contracts.concepts import ExtractionResponse
 from contracts.errors import StageError
 from contracts.redact import install_log_redaction, redact, redact_text, remember_secret
 from contracts.settings import Settings
@@ -111,8 +112,9 @@ def test_no_secret_reaches_a_table_a_log_or_an_error(
     """Retries, refusals quoting the credentials and a failed stage leave no URL token or API key anywhere."""
     caplog.set_level(logging.INFO)
     fake_llm.responder = quoting_responder()
-    # extraction: a 500 (retried), then a 401 that quotes the credentials (the segment fails), then answers
-    fake_llm.reply_with(Reply.fail(500), Reply.echoing(401))
+    # extraction (one request at a time): a 500 (retried) and an answer, then a 401 that quotes the credentials
+    # (that segment fails; it comes last, since after a refused key no other segment is sent)
+    fake_llm.reply_with(Reply.fail(500), Reply.valid(ExtractionResponse(hypotheses=[], facts=[])), Reply.echoing(401))
     fake_llm.embedding_script.append(Reply.fail(503))  # embeddings: one transient failure, retried
     first = _chatmem("run", _export(tmp_path / "one.jsonl", "one"))
     assert first.exit_code == 1 and "1 segment failed" in first.output, first.output  # the 401: retried next run

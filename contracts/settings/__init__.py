@@ -146,14 +146,15 @@ _WARNED: set[str] = set()
 def unknown_environment(environ: Mapping[str, str]) -> list[str]:
     """CHATMEM_* variables that name no settings section, which pydantic-settings ignores without a word: a typo
     (`CHATMEM_EXTRAKT__BATCH_SIZE`) or a guessed name (`CHATMEM_LLM__API_KEY`) would otherwise change nothing
-    silently. A wrong field inside a known section is already an error (extra="forbid")."""
+    silently. A wrong field inside a known section is already an error (extra="forbid"). Names are compared
+    ignoring case, as pydantic-settings reads them (`CHATMEM_Ingest__batch_size` sets ingest.batch_size)."""
     sections = {name.upper() for name in Settings.model_fields}
     return sorted(
         name
         for name in environ
-        if name.startswith("CHATMEM_")
-        and name not in NOT_SETTINGS
-        and name.removeprefix("CHATMEM_").split("__")[0] not in sections
+        if name.upper().startswith("CHATMEM_")
+        and name.upper() not in NOT_SETTINGS
+        and name.upper().removeprefix("CHATMEM_").split("__")[0] not in sections
     )
 
 
