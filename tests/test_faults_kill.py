@@ -41,11 +41,13 @@ KILL_AT = {
     "cues": ("call", "memory.stage:embed_cached"),
 }
 # What happened in each run, not what was computed: a killed run leaves its own rows there by design.
-LEDGER = {"runs", "stage_runs", "ingest_files", "schema_migrations"}
+LEDGER = {"runs", "stage_runs", "ingest_files", "schema_migrations", "archive_epochs"}  # epochs: a token per write
 VOLATILE = {"imported_at", "seconds", "created_run_id", "started_at", "finished_at", "duration_s"}
 RUN_ID = re.compile(r"r\d{8}T\d{6}-[0-9a-f]{6}")
 # An archive mark's origin is the first source's sha256 and import time: another data dir has another one
 ORIGIN = re.compile(r'\\?"origin\\?": \\?"[^"\\]*\\?"')
+# ... and its epoch a random token of the archive's newest write (staging/archive_changes.py `Mark.epoch`)
+EPOCH = re.compile(r'\\?"epoch\\?": \\?"[0-9a-f]*\\?"')
 WORDS = [
     *("garden", "kitchen", "python", "budget", "travel", "spanish", "lessons", "guitar", "marathon", "recipe"),
     *("sourdough", "invoice", "server", "docker", "holiday", "museum", "painting", "novel", "chapter", "tomato"),
@@ -94,7 +96,7 @@ def contents(data: Path) -> dict[str, tuple[int, str]]:
                 kept = ", ".join(f'"{c}"' for c in columns if c not in VOLATILE and c != "run_id")
                 rows = sorted(
                     {
-                        ORIGIN.sub("ORIGIN", RUN_ID.sub("RUN", repr(r)))
+                        EPOCH.sub("EPOCH", ORIGIN.sub("ORIGIN", RUN_ID.sub("RUN", repr(r))))
                         for r in conn.execute(f'SELECT {kept} FROM "{table}"')
                     }
                 )
