@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from contracts.errors import ChatmemError, ConfigError, StageError
+from contracts.errors import ChatmemError, ConfigError, ExportError, StageError
 from flows.cli_inspect import JSON_OPTION, emit, open_readonly
 from flows.cli_run_summary import print_summary
 from flows.log_setup import setup_logging
@@ -280,7 +280,12 @@ def _run(
     take_sigint()  # started with SIGINT ignored (`chatmem run ... &` in a script): `kill -INT PID` still stops it
 
     if run_id is None and "ingest" in stages:
-        refuse_bad_exports(exports, settings, force_format)  # before Prefect: nothing starts for a bad file
+        try:
+            refuse_bad_exports(exports, settings, force_format)  # before Prefect: nothing starts for a bad file
+        except ExportError as exc:
+            if as_json:  # a script reading stdout gets an object that says why, as a failed run's summary does
+                emit({"run_id": None, "status": "refused", "error": str(exc), "stages": [], "files": []})
+            raise
     # `staging runs` says a run is starting until the run has a row; Ctrl-C before the run's own handler (Prefect's
     # import, another run's lock): one line, exit 130
     with announce_start(settings.data_dir), _no_prefect_left(settings.data_dir), before_the_run():

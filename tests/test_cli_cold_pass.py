@@ -150,6 +150,27 @@ def test_a_missing_path_alone_is_refused_before_anything_naming_it(tmp_path: Pat
     assert not data_dir.exists()
 
 
+def test_a_refused_file_with_json_prints_an_object_saying_why(tmp_path: Path) -> None:
+    """`run --json` on a file refused before the run: stdout is still one JSON object (a script reads it), the error
+    line stays on stderr, exit 1, nothing written."""
+    data_dir = tmp_path / "data"
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"bad": ', encoding="utf-8")
+    done = subprocess.run(
+        [*chatmem_command(), "--data-dir", str(data_dir), "run", str(bad), "--json"],
+        capture_output=True,
+        text=True,
+        env=process_env(tmp_path / "prefect"),
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "refused" and summary["run_id"] is None
+    assert str(bad) in summary["error"] and "truncated JSON" in summary["error"]
+    assert done.stderr.strip() == f"error: {summary['error']}"
+    assert not data_dir.exists()
+
+
 def grey_pixels(path: Path) -> int:
     """Pixels of a low-saturation mid grey (the outliers' colour and tab20's two greys), not black, not white."""
     import matplotlib.image
