@@ -311,6 +311,27 @@ def adjusted_mutual_info(left: Sequence[object], right: Sequence[object]) -> flo
     return float(adjusted_mutual_info_score([str(x) for x in left], [str(x) for x in right]))
 
 
+def topic_agreement(dominant: dict[str, Any], labels: Labels, present: set[str]) -> dict[str, Any]:
+    """AMI between each labelled conversation's dominant topic and its labelled group: `topic_ami` over the
+    conversations with a topic (the issue's measure), `topic_ami_all` over every labelled conversation present, one
+    the topics left out (every segment an outlier) counted as a group of its own, so that a clustering cannot raise
+    it by leaving the hard conversations out."""
+    wanted = [c for c in sorted(labels.conversations) if c in present]
+    grouped = [c for c in wanted if c in dominant]
+
+    def agreement(ids: list[str]) -> float | None:
+        if len(ids) < 2:
+            return None
+        found = [dominant.get(c, f"no topic: {c}") for c in ids]
+        return adjusted_mutual_info(found, [labels.conversations[c]["topic_group"] for c in ids])
+
+    return {
+        "topic_ami": agreement(grouped),
+        "topic_ami_all": agreement(wanted),
+        "conversations_without_topic": len(wanted) - len(grouped),
+    }
+
+
 def score_data_dir(data_dir: Path, labels: Labels) -> dict[str, Any]:
     """Every measure for one data dir against the labels (conversations not in the archive are listed)."""
     archive, staging = _open(data_dir / "archive.db"), _open(data_dir / "staging.db")
@@ -329,7 +350,6 @@ def score_data_dir(data_dir: Path, labels: Labels) -> dict[str, Any]:
         archive.close()
         staging.close()
     precisions = [s.precision for s in scored if s.precision is not None]
-    grouped = [c for c in sorted(labels.conversations) if c in dominant]
     sizes = Counter(dominant.values())
     wanted_facts = [
         (c, f) for c in sorted(labels.conversations) if c in present for f in labels.conversations[c].get("facts", [])
@@ -346,11 +366,7 @@ def score_data_dir(data_dir: Path, labels: Labels) -> dict[str, Any]:
         "archive_top30": top,
         "archive_top30_generic": [t for t in top if labels.is_generic(t)],
         "generic_share_top30": (sum(labels.is_generic(t) for t in top) / len(top)) if top else 0.0,
-        "topic_ami": adjusted_mutual_info(
-            [dominant[c] for c in grouped], [labels.conversations[c]["topic_group"] for c in grouped]
-        )
-        if len(grouped) > 1
-        else None,
+        **topic_agreement(dominant, labels, present),
         "topics": len(sizes),
         "largest_topic_share": (max(sizes.values()) / sum(sizes.values())) if sizes else None,
         "facts_labelled": len(wanted_facts),
@@ -380,6 +396,11 @@ def report_lines(result: dict[str, Any], show: int = 8) -> list[str]:
         shown = "n/a" if value is None else f"{value:.3f}"
         lines.append(f"  {name:22s} {shown:>7s}   target {op} {target:.2f}   {'met' if ok else 'NOT met'}")
     lines.append(f"  precision@5 counting conversations without concepts as 0: {result['precision_at_5_all'] or 0:.3f}")
+    if result.get("topic_ami_all") is not None:
+        lines.append(
+            f"  topic AMI over every labelled conversation ({result['conversations_without_topic']} without a topic,"
+            f" each its own group): {result['topic_ami_all']:.3f}"
+        )
     recall = result["fact_recall"]
     lines.append(
         f"  topics {result['topics']}; facts labelled {result['facts_labelled']}, found {result['facts_found']},"

@@ -15,6 +15,7 @@ from staging.graph_quality import (
     names_match,
     normalise,
     score_conversation,
+    topic_agreement,
 )
 
 LABELS = Path(__file__).parents[1] / "benchmarks" / "labels" / "dev_labels.json"
@@ -101,6 +102,27 @@ def test_fact_precision_counts_found_facts_of_labelled_conversations_that_match_
         ("c2", "plan a trip"),
     ]
     assert fact_precision({}, labels, {"c1"}) == (None, 0, [])
+
+
+def test_topic_agreement_counts_a_conversation_left_out_of_every_topic_as_its_own_group() -> None:
+    """Leaving the hard conversations out of every topic raises the AMI over the placed ones (the issue's measure)
+    but not the AMI over all of them: there each left-out conversation is a group of its own."""
+    groups = {"a1": "a", "a2": "a", "a3": "a", "b1": "b", "b2": "b", "b3": "b", "c1": "c", "c2": "c"}
+    labels = Labels({c: {"topic_group": g} for c, g in groups.items()}, frozenset())
+    present = set(groups) | {"unlabelled"}
+    every = {c: g.upper() for c, g in groups.items()}
+    assert topic_agreement(every, labels, present) == {
+        "topic_ami": pytest.approx(1.0),
+        "topic_ami_all": pytest.approx(1.0),
+        "conversations_without_topic": 0,
+    }
+    hard_left_out = {"a1": 0, "a2": 0, "b1": 1, "b2": 1, "c1": 2}  # a3, b3, c2 in no topic
+    placed = topic_agreement(hard_left_out, labels, present)
+    assert placed["conversations_without_topic"] == 3
+    assert placed["topic_ami"] == pytest.approx(1.0)
+    assert placed["topic_ami_all"] < 0.7
+    missing = topic_agreement(every, labels, {"a1"})  # one conversation present: no agreement to measure
+    assert missing == {"topic_ami": None, "topic_ami_all": None, "conversations_without_topic": 0}
 
 
 def test_the_dev_labels_are_well_formed() -> None:
