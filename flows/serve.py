@@ -45,7 +45,16 @@ from flows import early_api, local_api, server_guard  # noqa: E402
 from flows.interrupt import EXIT_CODE, FLOW_RUN_ID, RunInterrupted  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
-from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES, ZIP_MAGIC, file_sha256, open_export  # noqa: E402
+from ingest.detect import detect_format  # noqa: E402
+from ingest.sources import (  # noqa: E402
+    CONVERSATIONS_FILE,
+    KNOWN_SIDE_FILES,
+    ZIP_MAGIC,
+    OpenedExport,
+    file_sha256,
+    open_export,
+    read_head,
+)
 from staging.archive import ArchiveWriter  # noqa: E402
 from staging.db import connect_readonly  # noqa: E402
 from staging.ingest_files import STUCK, last_outcome  # noqa: E402
@@ -89,7 +98,7 @@ def split_new(
     """(new, already ingested completely, waiting for a change). A dump that cannot even be opened counts as new
     (the ingest stage then records why it failed, in the ledger where `chatmem staging failures` finds it) until
     it failed once: waiting, as is a dump whose latest outcome was failed or partial, while its bytes stay the
-    same (and are read as the same format: a --format that names another is tried)."""
+    same and would be read as the same format."""
     if not settings.archive_path.exists():
         return list(dumps), [], []
     new: list[Path] = []
@@ -113,8 +122,11 @@ def split_new(
                 done.append(path)
                 continue
             last = last_outcome(staging, sha256) if staging is not None and sha256 else None
-            same_read = force_format is None or (last is not None and last["format"] in (None, force_format))
-            if last is not None and last["status"] in STUCK and same_read:
+            if (
+                last is not None
+                and last["status"] in STUCK
+                and last["format"] in (None, _read_as(opened, force_format))
+            ):
                 waiting.append({**last, "path": str(path)})
             else:
                 new.append(path)
@@ -123,6 +135,17 @@ def split_new(
         if staging is not None:
             staging.close()
     return new, done, waiting
+
+
+def _read_as(opened: OpenedExport | None, force_format: str | None) -> str | None:
+    """The format this tick's ingest would read the dump as (ingest/stage.py), None where it would fail before
+    naming one: bytes that failed read as one format are tried again as another (a manual run's wrong --format)."""
+    if opened is None or force_format is not None:
+        return None if opened is None else force_format
+    try:
+        return detect_format(read_head(opened), name=opened.path)
+    except (ExportError, OSError):
+        return None
 
 
 # The interruption that ended this process's last watch run (Ctrl-C or SIGTERM), for `run_once` to raise.
