@@ -10,12 +10,14 @@ The shared LLM client of every stage package (extraction, topic labels, recall):
     describe(error)                                 one line for a failure reason
     RecordedCall(settings, ...).send(client, body)  one request with retries, every attempt an llm_calls row
     Breaker                                         endpoints that failed to connect: not asked again
+    REFUSED                                         keys an endpoint refused (401, 403): not sent again (KeyRefused)
 
 What a request says (its schema, its prompt) belongs to the stage that sends it: see extract/llm_request.py.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import threading
@@ -33,7 +35,7 @@ from clients.auth import basic_auth
 from clients.retry import retrying
 from clients.usage import Usage as Usage  # re-exported: callers name it from here
 from contracts.errors import ConfigError
-from contracts.redact import remember_secret
+from contracts.redact import redact_text, remember_secret
 from contracts.settings import LLMSettings, redact_uri
 from staging.llm_calls import CallRecorder, CallStatus, LLMCall
 
@@ -84,9 +86,15 @@ class MalformedReply(openai.OpenAIError):
 
 def send(client: OpenAI, api: str, body: dict[str, Any]) -> Reply:
     """One HTTP call. Raises the SDK's errors unchanged (`is_transient` sorts them), and MalformedReply for a
-    2xx body that is not the wire format."""
+    2xx body that is not the wire format; KeyRefused, sending nothing, when the endpoint refused this key before
+    (REFUSED: every caller, whatever it forgets to check)."""
+    REFUSED.check(client, body)
     create = client.chat.completions if api == "chat" else client.responses
-    raw = create.with_raw_response.create(**body)
+    try:
+        raw = create.with_raw_response.create(**body)
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
+        REFUSED.note(client, body, error)
+        raise
     text = raw.http_response.text
     try:
         parsed = raw.parse()
@@ -178,7 +186,7 @@ def describe(error: BaseException) -> str:
     if isinstance(error, openai.APIStatusError):
         code = f" {error.code}" if error.code else ""
         return " ".join(f"HTTP {error.status_code}{code}: {error.message}".split())[:1000]
-    if isinstance(error, MalformedReply):
+    if isinstance(error, MalformedReply | KeyRefused):
         return str(error)
     if isinstance(error, openai.APITimeoutError):
         return "timed out"
@@ -214,6 +222,64 @@ class Breaker:
         """Remember the endpoint as down, with the first failure's reason."""
         with self._lock:
             self._down.setdefault(endpoint(settings), describe(error))
+
+
+def refused_key(where: str, reason: str) -> str:
+    """The one line that says an endpoint refused the API key, and what to do. Masked here (a server may quote
+    the key in its 401): the line goes to logs and staging as it is."""
+    return redact_text(f"the endpoint {where} refused the API key ({reason}): fix the key and run again")
+
+
+class KeyRefused(openai.OpenAIError):
+    """The endpoint refused this API key earlier in this process (HTTP 401 or 403): the request was not sent."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(refused_key(where, f"{reason}, earlier in this process; not sent"))
+        self.where, self.reason = where, reason
+
+
+def is_key_refusal(error: BaseException) -> bool:
+    """The endpoint refused the key, now (401, 403) or earlier in this process (KeyRefused): every other request
+    with it would be refused the same way, so a caller stops asking rather than fail each task in turn."""
+    return isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError | KeyRefused)
+
+
+class Refusals:
+    """Credentials an endpoint refused (HTTP 401 or 403), for the life of the process: `send` sends nothing
+    more with them (KeyRefused at once), so that no caller (a stage's thousands of segments, a Dask worker's
+    batches, topic labels, each recall) spends a request per task on a key that cannot work. Keyed by the base
+    URL, a digest of the credentials (never the key itself) and the model: another key, a fixed one read on a
+    new start or a model the key may use is asked. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._refused: dict[tuple[str, str, str], str] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(client: OpenAI, body: dict[str, Any]) -> tuple[str, str, str]:
+        auth = next((v for k, v in client.default_headers.items() if k.lower() == "authorization"), "")
+        digest = hashlib.sha256(f"{client.api_key}\0{auth}".encode()).hexdigest()
+        return str(client.base_url).rstrip("/"), digest, str(body.get("model"))
+
+    def check(self, client: OpenAI, body: dict[str, Any]) -> None:
+        """KeyRefused when this client's key was refused for this model before; else nothing."""
+        key = self._key(client, body)
+        with self._lock:
+            reason = self._refused.get(key)
+        if reason is not None:
+            raise KeyRefused(key[0], reason)
+
+    def note(self, client: OpenAI, body: dict[str, Any], error: BaseException) -> None:
+        """Remember the refusal, with the first one's reason (masked: a server may quote the key)."""
+        with self._lock:
+            self._refused.setdefault(self._key(client, body), redact_text(describe(error)))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._refused.clear()
+
+
+REFUSED = Refusals()
 
 
 @dataclass(slots=True)
@@ -266,15 +332,18 @@ class RecordedCall:
     ) -> Reply:
         """The reply, retried while `retry(error)` holds (default: `is_transient`) and retries last. Raises the
         last SDK error; with a `breaker`, EndpointDown at once for an endpoint that failed to connect before, and
-        a connection failure marks the endpoint down."""
+        a connection failure marks the endpoint down. KeyRefused at once, nothing recorded, for a refused key."""
         if breaker is not None and (reason := breaker.down(self.settings)) is not None:
             raise EndpointDown(f"the endpoint {endpoint(self.settings)} failed earlier ({reason}); not asked again")
+        REFUSED.check(client, body)  # before any attempt: a request not sent is no llm_calls row
 
         def attempt_once(attempt: int) -> Reply:
             self.started, self.attempt = time.monotonic(), attempt
             return send(client, self.api, body)
 
         def failed(error: BaseException, attempt: int, will_retry: bool) -> None:
+            if isinstance(error, KeyRefused):
+                return  # not sent (another thread met the refusal meanwhile): no llm_calls row
             self.record("transient_error" if is_transient(error) else "error", error=describe(error))
 
         try:

@@ -11,3 +11,4 @@ class LabelCounts:
     calls: int = 0
     cached: int = 0
     failed: int = 0
+    refused: int = 0  # topics not asked, or refused, because the endpoint refused the key: left for the next run

@@ -4,6 +4,9 @@ The model sees the topic's c-TF-IDF keywords and the openings of its representat
 with a name of a few words. Answers are cached in staging.db by (topic_uid, model, prompt version): topic_uid
 is a content key of the topic's members, so a re-run with the same topics makes no call. A failed or empty
 answer keeps the c-TF-IDF label and is counted: a label is a convenience, never a reason to fail the stage.
+An endpoint that refuses the API key (401, 403) is said once, and the topics left are not asked: they keep
+their keyword labels, nothing is cached for them, and the stage is left unfinished so that the next run (with a
+fixed key) names them.
 """
 
 from __future__ import annotations
@@ -17,7 +20,17 @@ import openai
 from openai import OpenAI
 from openai.types.chat import ChatCompletionMessageParam
 
-from clients.llm import Breaker, RecordedCall, describe, make_client, usage_fields
+from clients.llm import (
+    Breaker,
+    KeyRefused,
+    RecordedCall,
+    describe,
+    endpoint,
+    is_key_refusal,
+    make_client,
+    refused_key,
+    usage_fields,
+)
 from cluster.label_counts import LabelCounts as LabelCounts  # re-exported: callers name it from here
 from contracts.settings import LLMSettings
 from staging import topics as store
@@ -71,22 +84,38 @@ def llm_labels(
     fresh: list[tuple[str, str]] = []
     client: OpenAI | None = None
     breaker = Breaker()  # an endpoint that cannot be reached costs one topic's retries, not every topic's
+    refused: str | None = None
     for topic in topics:
         number, uid = int(str(topic["topic"])), str(topic["topic_uid"])
         if uid in cached:
             found[number] = cached[uid]
             counts.cached += 1
             continue
+        if refused is not None:  # the key was refused: not asked, left for the next run
+            counts.refused += 1
+            continue
         client = client or make_client(llm)
         keywords = [str(k) for k in topic["keywords"]] if isinstance(topic["keywords"], list) else []
+        try:
+            label = _ask(client, llm, uid, label_messages(keywords, snippets.get(number, [])), on_call, breaker)
+        except KeyRefused as exc:  # refused earlier in this process: nothing sent
+            refused, counts.refused = refused_key(endpoint(llm), exc.reason), counts.refused + 1
+            continue
+        except openai.OpenAIError as exc:  # 401 or 403 now (_ask raises nothing else)
+            refused, counts.refused = refused_key(endpoint(llm), describe(exc)), counts.refused + 1
+            counts.calls += 1
+            continue
         counts.calls += 1
-        label = _ask(client, llm, uid, label_messages(keywords, snippets.get(number, [])), on_call, breaker)
         if label is None:
             counts.failed += 1
             continue
         found[number] = label
         fresh.append((uid, label))
     store.cache_labels(staging, llm.model, PROMPT_VERSION, fresh)
+    if refused is not None:
+        log.warning(
+            "cluster - %s; %d topic(s) keep their keyword label until then (nothing cached)", refused, counts.refused
+        )
     return found
 
 
@@ -98,7 +127,8 @@ def _ask(
     on_call: CallRecorder | None,
     breaker: Breaker,
 ) -> str | None:
-    """One topic's name, retried on transient errors; None (and a warning) when no usable name came back."""
+    """One topic's name, retried on transient errors; None (and a warning) when no usable name came back. A
+    refused key (clients.llm.is_key_refusal) is raised."""
     body: dict[str, Any] = {"model": llm.model, "messages": messages}
     if llm.reasoning_effort is not None:
         body["reasoning_effort"] = llm.reasoning_effort
@@ -112,6 +142,8 @@ def _ask(
     try:
         reply = call.send(client, body, breaker=breaker)
     except openai.OpenAIError as exc:
+        if is_key_refusal(exc):
+            raise  # every other topic would be refused the same way: llm_labels stops asking
         log.warning("cluster - topic %s: no LLM label (%s); keeping the keyword label", uid, describe(exc))
         return None
     label = clean_label(reply.text)

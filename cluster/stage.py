@@ -42,6 +42,9 @@ from staging import topics as store
 log = logging.getLogger(__name__)
 
 STAGE = "cluster"
+# Topics the LLM did not name because the endpoint refused the key: the stage is left unfinished (the next run
+# is not skipped as unchanged, and names them once the key is fixed; the others come from the label cache)
+REFUSED_NOTE = "{} topic(s) kept their keyword label: the endpoint refused the API key; fix the key and run again"
 MAP_MAX = 20000  # points drawn on the topic map (a seeded sample beyond that)
 
 
@@ -130,13 +133,15 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
         "llm_label_calls": fitted.named.calls,
         "llm_labels_cached": fitted.named.cached,
         "llm_labels_failed": fitted.named.failed,
+        "llm_labels_refused": fitted.named.refused,
         "incremental": 0,
         "segments_placed": 0,
         "studies_pruned": len(pruned),
     }
     log.info("cluster - %s; %s", counts, summary["seconds"])
     rows_out = len(fitted.links) + len(fitted.topic_rows)
-    return Outcome(rows_in=len(ids), rows_out=rows_out, counts=counts, notes=notes)
+    unfinished = bool(fitted.named.refused)
+    return Outcome(rows_in=len(ids), rows_out=rows_out, counts=counts, notes=notes, unfinished=unfinished)
 
 
 @dataclass(slots=True)
@@ -285,6 +290,8 @@ def _fit(
             describe.name_topics(archive, staging, points.members, topic_rows, settings.extract.llm, named, ctx.run_id)
         if named.failed:
             notes.append(f"{named.failed} topic(s) kept their keyword label: the LLM gave no usable name")
+        if named.refused:
+            notes.append(REFUSED_NOTE.format(named.refused))
     uids = {t["topic"]: t["topic_uid"] for t in topic_rows}
     links = [
         ("segment", ids[i], int(labels[i]), uids[int(labels[i])], fit_topics.unit_weight(weights[i]), source[i])
@@ -355,6 +362,8 @@ def _run_assigned(
             )
         if named.failed:
             done.notes.append(f"{named.failed} topic(s) kept their keyword label: the LLM gave no usable name")
+        if named.refused:
+            done.notes.append(REFUSED_NOTE.format(named.refused))
     _check(done.topics, done.links)
     with _timed(seconds, "write"):
         done.summary["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
@@ -376,6 +385,7 @@ def _run_assigned(
         "llm_label_calls": named.calls,
         "llm_labels_cached": named.cached,
         "llm_labels_failed": named.failed,
+        "llm_labels_refused": named.refused,
     }
     log.info("cluster - incremental: %s; %s", counts, done.summary["seconds"])
     return Outcome(
@@ -383,6 +393,7 @@ def _run_assigned(
         rows_out=len(done.links) + len(done.topics),
         counts=counts,
         notes=done.notes,
+        unfinished=bool(named.refused),
     )
 
 

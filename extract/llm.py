@@ -24,7 +24,21 @@ from typing import Any
 import openai
 from pydantic import ValidationError
 
-from clients.llm import MalformedReply, Reply, Usage, describe, is_transient, make_client, retry_delay, send
+from clients.llm import (
+    REFUSED,
+    KeyRefused,
+    MalformedReply,
+    Reply,
+    Usage,
+    describe,
+    endpoint,
+    is_key_refusal,
+    is_transient,
+    make_client,
+    refused_key,
+    retry_delay,
+    send,
+)
 from clients.retry import retrying
 from contracts.concepts import SCHEMA_VERSION, ConceptHypothesis, ExtractionResponse
 from contracts.errors import ConfigError
@@ -106,9 +120,11 @@ class LLMExtractor:
         self.client = make_client(settings)
         self.budget = Budget(settings)
         self.stopped: str | None = None  # why the last extract_many stopped early, if it did
-        # Set by a worker when the endpoint refused the key (401, 403): no segment is sent after it, since every
-        # one would be refused the same way (thousands of calls and log lines on an archive)
+        # Set (on the iterating thread, by `finish`) once the endpoint refused the key (401, 403): no segment is
+        # sent after it, since every one would be refused the same way (thousands of calls and log lines on an
+        # archive). The line that says so, endpoint and what to do included; the key never.
         self.refused: str | None = None
+        self._said: set[str] = set()  # stop reasons logged at WARNING already (once per run, not per batch)
         build_request(settings, [])  # fail now on settings that cannot work (e.g. responses + json_object)
         self.cache_key_parts: tuple[str, ...] = (*VERSION_PARTS, settings.model, settings.reasoning_effort or "unset")
 
@@ -123,7 +139,7 @@ class LLMExtractor:
         with ThreadPoolExecutor(self.settings.max_concurrency, thread_name_prefix="chatmem-llm") as pool:
             in_flight: dict[Future[tuple[Result, list[LLMCall]]], SegmentInput] = {}
             while True:
-                while len(in_flight) < self.settings.max_concurrency and not self._halted():
+                while len(in_flight) < self.settings.max_concurrency and not self.halted():
                     segment = next(pending, None)
                     if segment is None:
                         break
@@ -136,20 +152,29 @@ class LLMExtractor:
                     result, attempts = future.result()  # a bug in a worker re-raises here, loudly
                     yield segment, self.finish(segment, result, attempts)
         left = list(pending)  # only segments the budget or a refused key stopped
-        self.stopped = self._halted() if left else None
+        self.stopped = self.halted() if left else None
         if self.stopped:
-            log.warning("extract - %d segment(s) not done: %s", len(left), self.stopped)
+            level = logging.INFO if self.stopped in self._said else logging.WARNING  # once, not once per batch
+            self._said.add(self.stopped)
+            log.log(level, "extract - %d segment(s) not done: %s", len(left), self.stopped)
         for segment in left:
-            yield segment, SegmentNotDone(reason=f"not done: {self.stopped}; re-run the stage to continue")
+            yield segment, SegmentNotDone(reason=self.not_done_reason(self.stopped or ""))
 
-    def _halted(self) -> str | None:
-        """Why no new call may start: the budget, or the endpoint refused the API key."""
-        if self.refused is not None:
-            return f"the endpoint refused the API key ({self.refused}): set a valid extract.llm.api_key"
-        return self.budget.exhausted()
+    def halted(self) -> str | None:
+        """Why no new call may start: the endpoint refused the API key, or the budget is spent."""
+        return self.refused or self.budget.exhausted()
+
+    def not_done_reason(self, why: str) -> str:
+        """A segment left for the next run: why, and what to do (a refused key says it already)."""
+        return f"not done: {why}" if why == self.refused else f"not done: {why}; re-run the stage to continue"
 
     def finish(self, segment: SegmentInput, result: Result, attempts: list[LLMCall]) -> Result:
-        """On the iterating thread: record every attempt, count the spend, log a failure."""
+        """On the iterating thread: record every attempt, count the spend, log a failure, and learn a refused key
+        (from this process's workers or another's: extract/batch_job.py), said once."""
+        if isinstance(result, ExtractionFailure) and result.key_refused is not None and self.refused is None:
+            self.refused = result.key_refused
+            self._said.add(self.refused)
+            log.warning("extract - %s; no other segment is sent in this run", self.refused)
         for call in attempts:
             if self.on_call is not None:
                 self.on_call(call)
@@ -215,9 +240,15 @@ class LLMExtractor:
         )
 
     def extract_one(self, segment: SegmentInput) -> tuple[Result, list[LLMCall]]:
-        """One segment, retried on transient errors (runs on a worker thread; touches no shared state)."""
+        """One segment, retried on transient errors (runs on a worker thread; touches no shared state). Not sent,
+        and not done, when the endpoint refused the key earlier in this process (clients.llm.REFUSED)."""
         messages = build_messages(segment, self.known_concepts)
         body = build_request(self.settings, messages)
+        try:
+            REFUSED.check(self.client, body)
+        except KeyRefused as refused:  # no attempt: no llm_calls row
+            line = refused_key(endpoint(self.settings), refused.reason)
+            return SegmentNotDone(reason=f"not done: {line}", key_refused=line), []
         record = self.request_record(messages)
         attempts: list[LLMCall] = []
         started = time.monotonic()
@@ -228,6 +259,8 @@ class LLMExtractor:
             return send(self.client, self.settings.api, body), round(time.monotonic() - started, 4)
 
         def failed(error: BaseException, attempt: int, will_retry: bool) -> None:
+            if isinstance(error, KeyRefused):
+                return  # not sent: no attempt to record
             status: CallStatus = "transient_error" if is_transient(error) else "error"
             latency = round(time.monotonic() - started, 4)
             call = self.new_call(segment, attempt, record, status=status, latency_s=latency, error=describe(error))
@@ -244,15 +277,19 @@ class LLMExtractor:
                 max_retries=self.settings.max_retries,
                 on_error=failed,
             )
+        except KeyRefused as refused:  # refused by another thread meanwhile: not sent either
+            line = refused_key(endpoint(self.settings), refused.reason)
+            return SegmentNotDone(reason=f"not done: {line}", key_refused=line), attempts
         except openai.OpenAIError as error:
-            if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
-                self.refused = self.refused or describe(error)
             why = (
                 f"retries exhausted after {len(attempts)} attempts"
                 if is_transient(error)
                 else "API error (not retried)"
             )
-            return ExtractionFailure(reason=f"{why}: {describe(error)}", raw_response=_error_body(error)), attempts
+            failure = ExtractionFailure(reason=f"{why}: {describe(error)}", raw_response=_error_body(error))
+            if is_key_refusal(error):
+                failure.key_refused = refused_key(endpoint(self.settings), describe(error))
+            return failure, attempts
         result, status, error_text = self.interpret(reply, segment)
         attempts.append(
             self.reply_call(

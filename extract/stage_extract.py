@@ -234,12 +234,14 @@ class Spread:
         self, extractor: Extractor, inputs: Sequence[SegmentInput]
     ) -> Iterator[tuple[SegmentInput, ExtractionOutput | ExtractionFailure]]:
         """Each segment's result; an LLM extractor records each attempt and spends it against its budget here,
-        on the stage's thread. The budget is checked once per stage batch (all of its tasks are in flight at
-        once), so a run may overshoot it by up to extract.batch_size segments."""
-        budget = getattr(extractor, "budget", None)
-        stopped = budget.exhausted() if budget is not None else None
+        on the stage's thread, and learns there that the endpoint refused the key. Both are checked once per
+        stage batch (all of its tasks are in flight at once), so a run may overshoot the budget by up to
+        extract.batch_size segments; after a refused key, each worker process sends no more than its
+        max_concurrency requests (clients.llm.REFUSED) and the stage's next batches none."""
+        halted = getattr(extractor, "halted", None)
+        stopped = halted() if halted is not None else None
         if stopped:
-            reason = f"not done: {stopped}; re-run the stage to continue"
+            reason = extractor.not_done_reason(stopped)  # type: ignore[attr-defined]  # the LLM extractor's
             return iter([(segment, SegmentNotDone(reason=reason)) for segment in inputs])
         batches = split(inputs, self.size)
         return self._results(extractor, batches, self.map_batches(self.job, batches))  # submitted now

@@ -53,12 +53,16 @@ class ExtractionFailure:
     reason: str
     raw_response: str | None = None
     usage: Usage = field(default_factory=Usage)
+    # Set when the endpoint refused the API key (401, 403): the line that says so, for the stage's extractor to
+    # stop sending (the result may come from a worker process, extract/batch_job.py)
+    key_refused: str | None = None
 
 
 @dataclass(slots=True)
 class SegmentNotDone(ExtractionFailure):
-    """Not attempted because the budget ran out first (or a batch job is still running). Not the segment's fault
-    and no failure of the stage: a re-run picks it up, and the next run does not skip the stage as unchanged."""
+    """Not attempted because the budget ran out first or the endpoint refused the key (or a batch job is still
+    running). Not the segment's fault and no failure of the stage: a re-run picks it up, and the next run does
+    not skip the stage as unchanged."""
 
 
 class Extractor(Protocol):

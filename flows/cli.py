@@ -439,7 +439,8 @@ def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, 
 def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | None, as_json: bool) -> None:
     """Ingest new dumps dropped in a folder, on a cron schedule (a served Prefect deployment).
 
-    Dumps already ingested (same bytes) are skipped; failed ones are reported and retried next time.
+    Dumps already ingested (same bytes) are skipped; a dump that fails is reported once and tried again when
+    the file changes (a fixed copy), not at every tick.
 
     \b
     Example: chatmem serve --cron "*/15 * * * *" --watch ~/dumps
@@ -466,7 +467,10 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
             click.echo(f"  {row['status']}: {safe_line(str(row['path']))}")
         for row in result["failed"]:
             why = str(row["error"]).removeprefix(f"{row['path']}: ")  # export errors start with the path already
-            click.echo(f"  failed (retried next time): {safe_line(str(row['path']))}: {safe_line(why)}")
+            click.echo(f"  failed (tried again once the file changes): {safe_line(str(row['path']))}: {safe_line(why)}")
+        for row in result.get("waiting", []):
+            said = f"{row['status']} in run {row['run_id']}"
+            click.echo(f"  waiting for the file to change ({said}): {safe_line(str(row['path']))}")
     if result["failed"]:
         raise ChatmemError(f"{len(result['failed'])} dump(s) failed; see `chatmem staging failures`")
     if result["error"]:

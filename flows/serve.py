@@ -2,8 +2,11 @@
 
 Each run lists the dumps in the folder (export files, zips, unzipped export folders), skips those whose bytes
 were already ingested completely (same sha256: the archive's `sources` row is 'complete'), and runs the
-pipeline over the rest. A dump that fails is logged and listed in the flow's result; since its source is not
-'complete', the next run tries it again, and a fixed copy (new bytes) is simply new.
+pipeline over the rest. A dump that fails (or arrives only partly: cut short) is logged once, saying that it
+waits for the file to change, and listed in the flow's result; the next runs leave those same bytes alone (the
+ledger's `ingest_files` row for that sha256 says failed or partial: read again, they would only fail again, one
+failed run per tick), listing it as waiting. A fixed copy (new bytes) is simply new, at the next tick;
+`chatmem run PATH` reads the old bytes again (after raising a zip limit, say).
 
 Prefect's ephemeral API has no scheduler, so `serve_forever` starts a Prefect server on loopback (state under
 PREFECT_HOME) unless PREFECT_API_URL points at one already. `--once` runs the flow once on the ephemeral API.
@@ -42,9 +45,19 @@ from flows import early_api, local_api, server_guard  # noqa: E402
 from flows.interrupt import EXIT_CODE, FLOW_RUN_ID, RunInterrupted  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
-from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES, ZIP_MAGIC, open_export  # noqa: E402
+from ingest.detect import detect_format  # noqa: E402
+from ingest.sources import (  # noqa: E402
+    CONVERSATIONS_FILE,
+    KNOWN_SIDE_FILES,
+    ZIP_MAGIC,
+    OpenedExport,
+    file_sha256,
+    open_export,
+    read_head,
+)
 from staging.archive import ArchiveWriter  # noqa: E402
 from staging.db import connect_readonly  # noqa: E402
+from staging.ingest_files import STUCK, last_outcome  # noqa: E402
 from staging.inspect import run_files  # noqa: E402
 from staging.lock import serve_lock  # noqa: E402
 
@@ -79,14 +92,20 @@ def _is_zip(path: Path) -> bool:
         return handle.read(4) == ZIP_MAGIC
 
 
-def split_new(settings: Settings, dumps: list[Path]) -> tuple[list[Path], list[Path]]:
-    """(new, already ingested completely). A dump that cannot even be opened counts as new: the ingest
-    stage then records why it failed, in the ledger where `chatmem staging failures` finds it."""
+def split_new(
+    settings: Settings, dumps: list[Path], force_format: str | None = None
+) -> tuple[list[Path], list[Path], list[dict[str, Any]]]:
+    """(new, already ingested completely, waiting for a change). A dump that cannot even be opened counts as new
+    (the ingest stage then records why it failed, in the ledger where `chatmem staging failures` finds it) until
+    it failed once: waiting, as is a dump whose latest outcome was failed or partial, while its bytes stay the
+    same and would be read as the same format."""
     if not settings.archive_path.exists():
-        return list(dumps), []
+        return list(dumps), [], []
     new: list[Path] = []
     done: list[Path] = []
+    waiting: list[dict[str, Any]] = []
     archive = connect_readonly(settings.archive_path)
+    staging = connect_readonly(settings.staging_path) if settings.staging_path.exists() else None
     try:
         writer = ArchiveWriter(archive)  # only its read method is used: the connection is read-only
         for path in dumps:
@@ -96,13 +115,37 @@ def split_new(settings: Settings, dumps: list[Path]) -> tuple[list[Path], list[P
                     max_member_bytes=settings.ingest.max_zip_member_bytes,
                     max_ratio=settings.ingest.max_zip_ratio,
                 )
+                sha256: str | None = opened.sha256
             except ExportError:
-                new.append(path)
+                opened, sha256 = None, file_sha256(path)
+            if opened is not None and writer.source_status(opened.sha256) == "complete":
+                done.append(path)
                 continue
-            (done if writer.source_status(opened.sha256) == "complete" else new).append(path)
+            last = last_outcome(staging, sha256) if staging is not None and sha256 else None
+            if (
+                last is not None
+                and last["status"] in STUCK
+                and last["format"] in (None, _read_as(opened, force_format))
+            ):
+                waiting.append({**last, "path": str(path)})
+            else:
+                new.append(path)
     finally:
         archive.close()
-    return new, done
+        if staging is not None:
+            staging.close()
+    return new, done, waiting
+
+
+def _read_as(opened: OpenedExport | None, force_format: str | None) -> str | None:
+    """The format this tick's ingest would read the dump as (ingest/stage.py), None where it would fail before
+    naming one: bytes that failed read as one format are tried again as another (a manual run's wrong --format)."""
+    if opened is None or force_format is not None:
+        return None if opened is None else force_format
+    try:
+        return detect_format(read_head(opened), name=opened.path)
+    except (ExportError, OSError):
+        return None
 
 
 # The interruption that ended this process's last watch run (Ctrl-C or SIGTERM), for `run_once` to raise.
@@ -117,19 +160,22 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
     interrupted, and the flow run ends with that one line rather than a RunInterrupted traceback in the log."""
     logger = get_run_logger()
     settings = Settings(data_dir=Path(data_dir))
-    new, done = split_new(settings, list_dumps(Path(watch_dir)))
+    new, done, waiting = split_new(settings, list_dumps(Path(watch_dir)), force_format)
     result: dict[str, Any] = {
         "watch_dir": watch_dir,
         "run_id": None,
         "already_ingested": [str(p) for p in done],
         "ingested": [],
         "failed": [],
+        # failed (or partial) before with these same bytes: said when it failed, not tried until the file changes
+        "waiting": [{k: w[k] for k in ("path", "run_id", "status")} | {"error": w["detail"]} for w in waiting],
         "error": None,  # a stage failure, whether or not a particular dump is to blame
     }
+    unchanged = f"; {len(waiting)} failed before, unchanged since: waiting for the file to change" if waiting else ""
     if not new:
-        logger.info("watch - nothing new in %s (%d dump(s) already ingested)", watch_dir, len(done))
+        logger.info("watch - nothing new in %s (%d dump(s) already ingested%s)", watch_dir, len(done), unchanged)
         return result
-    logger.info("watch - %d new dump(s) in %s", len(new), watch_dir)
+    logger.info("watch - %d new dump(s) in %s%s", len(new), watch_dir, unchanged)
     graph = local_server(settings) if settings.load.local_server and not settings.load.uri else None
     try:
         with left_as_found(graph):  # the run stops a local graph server it started (clients/graph_server.py)
@@ -154,12 +200,17 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
         staging.close()
     for row in files:
         if row["status"] == "failed":
-            # Not 'complete' in the archive, so the next run retries it.
-            logger.error("watch - %s failed (retried next run): %s", row["path"], row["detail"])
+            # Said once, here: the next runs leave these bytes alone (split_new) until the file changes
+            logger.error("watch - %s failed: %s; %s", row["path"], row["detail"], WAITING)
             result["failed"].append({"path": row["path"], "error": row["detail"]})
         else:
+            if row["status"] == "partial":
+                logger.warning("watch - %s arrived only partly: %s; %s", row["path"], row["detail"], WAITING)
             result["ingested"].append({"path": row["path"], "status": row["status"]})
     return result
+
+
+WAITING = "not tried again until the file changes (a fixed copy is read at the next tick)"
 
 
 def run_once(watch_dir: Path, settings: Settings, force_format: str | None = None) -> dict[str, Any]:

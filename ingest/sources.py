@@ -84,6 +84,15 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def file_sha256(path: Path) -> str | None:
+    """The sha256 of a regular file's bytes, or None (a folder, a FIFO, gone, unreadable): what identifies a dump
+    that could not be opened as an export."""
+    try:
+        return sha256_file(path) if path.is_file() else None
+    except OSError:
+        return None
+
+
 def open_export(path: Path, *, max_member_bytes: int, max_ratio: float, digest: bool = True) -> OpenedExport:
     """Resolve `path` to the one stream to parse. Raises an ExportError subclass naming the file.
     `digest=False` leaves `sha256` empty (a check before the run: reading a large dump twice costs seconds)."""

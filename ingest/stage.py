@@ -30,7 +30,7 @@ from ingest.detect import detect_format
 from ingest.jsonl import continued
 from ingest.overlap import prefetched
 from ingest.raw_skip import RawLookup
-from ingest.sources import OpenedExport, open_export, read_head
+from ingest.sources import OpenedExport, file_sha256, open_export, read_head
 from ingest.timestamps import describe_dropped
 from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
 from staging.archive_rows import to_rows
@@ -156,7 +156,8 @@ def _ingest_one(
             return FileOutcome(opened.path, "skipped", opened.sha256, detail=None)
     except ExportError as exc:
         log.error("ingest - %s", exc)
-        return FileOutcome(str(path), "failed", detail=str(exc))
+        # The bytes' sha256 all the same (a zip cut short, a corrupt one): `serve --watch` waits for them to change
+        return FileOutcome(str(path), "failed", sha256=file_sha256(path), detail=str(exc))
 
     source = ExportSource(path=opened.path, sha256=opened.sha256, format=fmt, size_bytes=opened.size_bytes)
     source_id = writer.begin_source(source)

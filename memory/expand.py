@@ -8,8 +8,9 @@ One chat completion per recall (plus retries on rate limits and server errors), 
 attempt goes to `on_call` as an llm_calls row (segment_id `recall:<question hash>`). The deterministic default
 is "stop" everywhere (the first pass stands): used when no LLM is configured, and when the answer is unusable
 (an API error, not JSON, not the contract, a tag that was not asked about), with the reason logged and kept in
-ExpandOutcome.fallback_reason. An endpoint that cannot be reached (refused, timed out) is tried once per
-process: the first failure is logged once, and every later recall falls back at once, sending nothing.
+ExpandOutcome.fallback_reason. An endpoint that cannot be reached (refused, timed out), or that refuses the API
+key (401, 403: clients.llm.REFUSED), is tried once per process: the first failure is logged once, and every
+later recall falls back at once, sending nothing.
 An expanded tag's best activated messages not yet in the context move to the top of the ranking (at most
 `recall.expand_pieces` per tag); the budget still bounds the context.
 """
@@ -25,7 +26,19 @@ import numpy as np
 import openai
 from pydantic import ValidationError
 
-from clients.llm import Breaker, RecordedCall, Reply, describe, endpoint, is_transient, make_client, usage_fields
+from clients.llm import (
+    Breaker,
+    KeyRefused,
+    RecordedCall,
+    Reply,
+    describe,
+    endpoint,
+    is_key_refusal,
+    is_transient,
+    make_client,
+    refused_key,
+    usage_fields,
+)
 from contracts.memory import ExpandDecision, ExpandOutcome, ExpandRequest, ExpandResponse, ExpandTag
 from contracts.settings import LLMSettings, RecallSettings
 from memory.index import MemoryIndex
@@ -132,7 +145,8 @@ def parse(reply: Reply, request: ExpandRequest) -> list[ExpandDecision]:
 
 def ask(llm: LLMSettings, request: ExpandRequest, on_call: CallRecorder | None) -> list[ExpandDecision]:
     """One chat completion, every attempt recorded; Unusable on failure. Rate limits and server errors are
-    retried; a connection failure is not, and marks the endpoint down for the rest of the process (DOWN)."""
+    retried; a connection failure is not, and marks the endpoint down for the rest of the process (DOWN), as a
+    refused key marks the key (clients.llm.REFUSED)."""
     if (reason := DOWN.down(llm)) is not None:
         raise Unusable(f"the LLM endpoint {endpoint(llm)} failed earlier in this process ({reason})", quiet=True)
     key = hashlib.sha256(request.model_dump_json().encode()).hexdigest()[:16]
@@ -151,7 +165,16 @@ def ask(llm: LLMSettings, request: ExpandRequest, on_call: CallRecorder | None) 
             f"the LLM endpoint {endpoint(llm)} cannot be reached ({describe(exc)}): not asked again in this"
             " process, every recall keeps its first pass (restart to try it again)"
         ) from None
+    except KeyRefused as exc:  # said by the first recall that met it: quiet now, nothing was sent
+        raise Unusable(
+            f"{refused_key(endpoint(llm), exc.reason)} (not sent again in this process)", quiet=True
+        ) from None
     except openai.OpenAIError as exc:
+        if is_key_refusal(exc):  # the first in this process: said once, then never sent again (clients.llm.REFUSED)
+            raise Unusable(
+                f"{refused_key(endpoint(llm), describe(exc))}: not asked again in this process, every recall keeps"
+                " its first pass (restart with the fixed key)"
+            ) from None
         raise Unusable(f"the LLM call failed: {describe(exc)}") from None
     raw = reply.text if reply.text is not None else reply.refusal
     try:

@@ -32,3 +32,17 @@ def failed_before(conn: sqlite3.Connection, run_id: str, path: str) -> bool:
         "SELECT status, detail FROM ingest_files WHERE run_id = ? AND path = ?", (run_id, path)
     ).fetchone()
     return row is not None and (row[0] == "failed" or (row[0] == "skipped" and row[1] == REMOVED))
+
+
+STUCK = ("failed", "partial")  # outcomes that the same bytes, read again, would repeat
+
+
+def last_outcome(conn: sqlite3.Connection, sha256: str) -> dict[str, Any] | None:
+    """The latest outcome recorded for a file with these bytes (any path, any run): run_id, path, status, format
+    and detail; None when none was. `serve --watch` does not try bytes again whose outcome is in STUCK."""
+    row = conn.execute(
+        "SELECT run_id, path, status, format, detail FROM ingest_files WHERE sha256 = ?"
+        " ORDER BY stage_run_id DESC, rowid DESC LIMIT 1",
+        (sha256,),
+    ).fetchone()
+    return None if row is None else dict(zip(("run_id", "path", "status", "format", "detail"), row, strict=True))

@@ -399,7 +399,11 @@ def _multipart_file(content_type: str, raw: bytes) -> bytes:
 
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLMServer]:
-    """A scripted OpenAI-compatible server on 127.0.0.1 (a fresh one per test)."""
+    """A scripted OpenAI-compatible server on 127.0.0.1 (a fresh one per test, in a process where no key was
+    refused yet: clients.llm.REFUSED is per process, and a port may come round again)."""
+    from clients.llm import REFUSED
+
+    REFUSED.clear()
     server = FakeLLMServer().start()
     try:
         yield server

@@ -317,6 +317,16 @@ def test_llm_labels_name_topics_once_and_failures_keep_keywords(
         open_run(staging, stages=["cluster"], exports=[], settings={}, code_version="test", run_id="r5")
         failed = cluster_stage.run(archive, staging, run_id="r5", settings=broken, embedder=embedder)
         kept = store.list_topics(staging, "r5")
+        fake_llm.responder = lambda body: llm_server.Reply.fail(401)  # a refused key: one request, the stage unfinished
+        refused_llm = llm.model_copy(update={"model": "third"})
+        refused_settings = settings.model_copy(
+            update={"extract": settings.extract.model_copy(update={"llm": refused_llm})}
+        )
+        open_run(staging, stages=["cluster"], exports=[], settings={}, code_version="test", run_id="r6")
+        before = len(fake_llm.model_requests())
+        refused = cluster_stage.run(archive, staging, run_id="r6", settings=refused_settings, embedder=embedder)
+        refused_requests = len(fake_llm.model_requests()) - before
+        [fingerprint] = staging.execute("SELECT input_fingerprint FROM stage_runs WHERE run_id = 'r6'").fetchone()
         calls = {run: llm_calls.calls(staging, run) for run in ("r3", "r4", "r5")}
     finally:
         archive.close()
@@ -337,6 +347,9 @@ def test_llm_labels_name_topics_once_and_failures_keep_keywords(
         ("transient_error", 1),
         ("transient_error", 2),
     ] * topics
+    assert refused.status == "succeeded" and refused_requests == 1 and refused.counts["llm_labels_refused"] == topics
+    assert any("refused the API key" in n and "fix the key and run again" in n for n in refused.notes)
+    assert fingerprint.endswith(":unfinished")  # the next run is not skipped: it names the topics
 
 
 def test_llm_labels_stop_asking_once_the_endpoint_cannot_be_reached(tmp_path: Path) -> None:

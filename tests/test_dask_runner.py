@@ -23,13 +23,13 @@ from stage_support import stage_extract
 from clients.batches import map_in_process, split
 from clients.embed_cache import EmbedJob
 from clients.embedders import StaticMiniLM
-from contracts.errors import ConfigError
+from contracts.errors import ConfigError, StageError
 from contracts.settings import ExtractSettings, LLMSettings, RunnerSettings, Settings
 from extract.batch_job import ExtractJob
 from staging import llm_calls
 from tests import llm_guard, llm_server
 from tests.llm_cases import SECRET
-from tests.llm_server import FakeLLMServer, quoting_responder
+from tests.llm_server import FakeLLMServer, Reply, quoting_responder
 from tests.test_cluster import THEMES
 from tests.test_llm_stage import segmented
 
@@ -189,3 +189,20 @@ def test_llm_extraction_through_batches_stages_what_the_streaming_path_stages(
         )
     assert len(fake_llm.model_requests()) == 6
     assert staged[0] == staged[1]
+
+
+def test_a_refused_key_stops_the_batch_jobs_from_sending(fake_llm: FakeLLMServer, tmp_path: Path) -> None:
+    """Through batch jobs (one segment a job, as on Dask workers): after the endpoint refuses the key (401) the
+    other jobs send nothing (the worker's client remembers it: clients.llm.REFUSED); their segments are left
+    not done, saying why and what to do, and the stage's error names the one refused request."""
+    fake_llm.responder = lambda body: Reply.fail(401)
+    dbs, run_id = segmented(tmp_path, fake_llm, max_concurrency=1, max_retries=0)
+    dbs.settings.runner = RunnerSettings(task_runner="dask", extract_batch=1)  # Spread, as on Dask workers
+    with pytest.raises(StageError, match="1 segment failed of 3"):
+        stage_extract.run(dbs.archive, dbs.staging, run_id=run_id, settings=dbs.settings, map_batches=map_in_process)
+    assert len(fake_llm.model_requests()) == 1
+    assert [c["status"] for c in llm_calls.calls(dbs.staging, run_id)] == ["error"]
+    reasons = [r for (r,) in dbs.staging.execute("SELECT reason FROM extractions WHERE reason LIKE 'not done:%'")]
+    assert len(reasons) == 2 and all(f"{fake_llm.base_url} refused the API key (HTTP 401" in r for r in reasons)
+    assert all(r.endswith("fix the key and run again") for r in reasons)
+    assert dbs.staging.execute("SELECT COUNT(*) FROM extractions WHERE status = 'ok'").fetchone()[0] == 0

@@ -12,7 +12,7 @@ from contracts.errors import ConfigError
 from contracts.settings import LLMSettings
 from extract.llm import LLMExtractionOutput, LLMExtractor
 from extract.prompts import build_messages
-from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput
+from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentNotDone
 from tests import llm_guard, llm_server
 from tests.llm_cases import SECRET, answer_for, extract_one, make_segment, run, settings_for
 from tests.llm_server import FakeLLMServer, Reply
@@ -200,5 +200,24 @@ def test_a_refused_key_stops_sending_the_other_segments(fake_llm: FakeLLMServer,
     not_done = [r for r in results.values() if isinstance(r, ExtractionFailure) and r.reason.startswith("not done")]
     assert 1 <= len(failed) <= 2 and len(failed) + len(not_done) == 40
     assert len(fake_llm.model_requests()) == len(failed)
-    assert f"the endpoint refused the API key (HTTP {status}" in not_done[0].reason
+    assert f"{fake_llm.base_url} refused the API key (HTTP {status}" in not_done[0].reason
+    assert not_done[0].reason.endswith("fix the key and run again")
     assert extractor.stopped is not None and "refused the API key" in extractor.stopped
+
+
+def test_a_key_refused_earlier_in_the_process_is_not_sent_again(fake_llm: FakeLLMServer) -> None:
+    """The refusal is the shared client's (clients.llm.REFUSED): a second extractor in the same process (the
+    next stage batch, another stage run) sends nothing with that key and leaves every segment not done, with
+    no llm_calls row for a request never made; another key is sent."""
+    fake_llm.responder = lambda body: Reply.fail(401)
+    first = LLMExtractor(settings_for(fake_llm, max_concurrency=1))
+    run(first, [make_segment(0)])
+    calls: list[Any] = []
+    second = LLMExtractor(settings_for(fake_llm, max_concurrency=1), on_call=calls.append)
+    results = run(second, [make_segment(i) for i in range(1, 6)])
+    assert len(fake_llm.model_requests()) == 1 and calls == []
+    assert all(isinstance(r, SegmentNotDone) and "refused the API key (HTTP 401" in r.reason for r in results.values())
+    assert SECRET not in str(results)
+    fake_llm.responder = lambda body: Reply.valid(ExtractionResponse(hypotheses=[], facts=[]))
+    other_key = LLMExtractor(settings_for(fake_llm, api_key=SecretStr("sk-test-fixed-key-0001")))
+    assert all(isinstance(r, ExtractionOutput) for r in run(other_key, [make_segment(7)]).values())

@@ -226,3 +226,23 @@ def test_a_host_that_drops_the_connection_attempt_fails_on_the_connect_timeout(b
             filler.close()
     assert [(c["status"], c["error"]) for c in one_calls] == [("transient_error", "timed out")]
     assert one.decided_by == "default"  # type: ignore[attr-defined]
+
+
+def test_a_refused_key_is_sent_once_per_process_then_every_recall_falls_back_at_once(
+    built: Dbs, fake_llm: FakeLLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 401: the first recall records one attempt and warns once, naming the endpoint and what to do; the next
+    one sends nothing (the shared client remembers the refused key: clients.llm.REFUSED), writes no llm_calls
+    row and keeps the first pass, quietly."""
+    first_pass, _ = ask(built.settings, built)
+    fake_llm.responder = lambda body: Reply.fail(401)
+    settings = with_llm(built.settings, fake_llm)
+    with caplog.at_level(logging.WARNING, logger="memory.expand"):
+        (one, one_calls), (two, two_calls) = recall_twice(settings, built)
+    assert [(c["status"], str(c["error"])[:8]) for c in one_calls] == [("error", "HTTP 401")]
+    assert len(fake_llm.model_requests()) == 1 and two_calls == []
+    assert f"{fake_llm.base_url} refused the API key (HTTP 401" in one.fallback_reason  # type: ignore[attr-defined]
+    assert "refused the API key" in two.fallback_reason and two.decided_by == "default"  # type: ignore[attr-defined]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "fix the key and run again" in warnings[0], warnings
+    assert ask(settings, built)[0] == first_pass

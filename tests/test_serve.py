@@ -6,6 +6,7 @@ Prefect is imported inside the tests (see conftest.prefect_env).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -49,7 +50,7 @@ def test_list_dumps_recognises_exports_and_leaves_the_rest(tmp_path: Path, chatg
     assert [p.name for p in list_dumps(tmp_path)] == ["a.json", "b.JSONL", "download", "unzipped"]
 
 
-def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them(
+def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them_once_changed(
     tmp_path: Path, chatgpt_export: Path, make_jsonl: Callable[..., Path]
 ) -> None:
     watch, data_dir = tmp_path / "watch", tmp_path / "data"
@@ -70,8 +71,10 @@ def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them(
     assert [f["path"] for f in result["failed"]] == [str(bad)] and str(bad) in result["failed"][0]["error"]
     assert "chatmem stage ingest --run-id" in result["error"]
 
-    code, result = serve_once(watch, data_dir)  # the failed dump is tried again, the others are not
-    assert code == 1 and [f["path"] for f in result["failed"]] == [str(bad)]
+    failed_run = result["run_id"]
+    code, result = serve_once(watch, data_dir)  # the same broken bytes: not tried again, no run, listed as waiting
+    assert code == 0 and result["run_id"] is None and result["failed"] == []
+    assert [(w["path"], w["run_id"], w["status"]) for w in result["waiting"]] == [(str(bad), failed_run, "failed")]
     assert len(result["already_ingested"]) == 2
 
     make_jsonl(bad, prefix="c")  # the user replaces it with a good dump
@@ -102,9 +105,61 @@ def test_a_bad_dump_beside_good_ones_does_not_hold_them_back(tmp_path: Path, mak
     )
     assert stages["ingest"] == "succeeded" and stages["cues"] == "succeeded"
     assert staging.execute("SELECT COUNT(*) FROM memory_content").fetchone()[0] > 0
-    again = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch)])
-    [line] = [line for line in again.stdout.splitlines() if "failed (retried next time)" in line]
-    assert line.count(str(bad)) == 1, line  # the path once, then why
+    said = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch)])
+    [line] = [line for line in said.stdout.splitlines() if "waiting for the file to change" in line]
+    assert line.endswith(f"(failed in run {result['run_id']}): {bad}"), line  # the path once, after the run
+    assert said.exit_code == 0, said.output  # nothing was run: nothing failed
+
+
+def _runs(data_dir: Path) -> int:
+    with sqlite3.connect(data_dir / "staging.db") as staging:
+        return int(staging.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+
+def test_a_dump_that_stays_broken_costs_one_failed_run_not_one_per_tick(
+    tmp_path: Path, chatgpt_export: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A zip cut short (it fails before its bytes are parsed) and a ChatGPT export cut after its first
+    conversation (partial): the tick that reads them says once that they wait for the file to change; the ticks
+    after run nothing, add no run to the ledger and say nothing more about them; once the files change (the
+    downloads complete), the next tick reads them."""
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    watch.mkdir()
+    zipped = tmp_path / "export.zip"
+    with zipfile.ZipFile(zipped, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.write(chatgpt_export, "conversations.json")
+    whole = zipped.read_bytes()
+    cut_zip = watch / "export.zip"
+    cut_zip.write_bytes(whole[: len(whole) // 2])
+    one = json.loads(chatgpt_export.read_text(encoding="utf-8"))[0]
+    two = [one, {**one, "id": "second", "conversation_id": "second", "title": "Second"}]
+    text = json.dumps(two)
+    cut_json = watch / "partial.json"
+    cut_json.write_text(text[: len(text) * 3 // 4], encoding="utf-8")
+
+    with caplog.at_level(logging.INFO):
+        code, first = serve_once(watch, data_dir)
+        runs = _runs(data_dir)
+        ticks = [serve_once(watch, data_dir) for _ in range(2)]
+    assert code == 1 and [f["path"] for f in first["failed"]] == [str(cut_zip)]
+    assert first["ingested"] == [{"path": str(cut_json), "status": "partial"}]
+    assert _runs(data_dir) == runs  # the ticks after added no run
+    for code, result in ticks:
+        assert code == 0 and result["run_id"] is None and result["failed"] == []
+        assert {(w["path"], w["status"]) for w in result["waiting"]} == {
+            (str(cut_zip), "failed"),
+            (str(cut_json), "partial"),
+        }
+    said = [r.getMessage() for r in caplog.records if "not tried again until the file changes" in r.getMessage()]
+    assert len(said) == 2 and any(str(cut_zip) in m for m in said) and any(str(cut_json) in m for m in said), said
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "watch - " in r.getMessage()]
+    assert sorted(loud) == sorted(said), loud  # the ticks after said nothing above INFO
+
+    cut_zip.write_bytes(whole)  # the downloads complete
+    cut_json.write_text(text, encoding="utf-8")
+    code, result = serve_once(watch, data_dir)
+    assert code == 0 and result["waiting"] == [] and result["failed"] == []
+    assert sorted(r["status"] for r in result["ingested"]) == ["ingested", "ingested"]
 
 
 def _api(url: str, body: object | None = None) -> Any:
