@@ -26,7 +26,8 @@ flow runs in the user's process, it is ours.
 A stage can sit in native code (an ONNX session, a numba kernel) where the KeyboardInterrupt waits for it.
 A watchdog thread, woken by the signal itself through `signal.set_wakeup_fd`, gives the orderly way GRACE_S
 seconds; then it records the interruption with a connection of its own, prints the line, stops the Prefect
-server and leaves with `os._exit(130)`. A second Ctrl-C does that at once.
+server and the local graph server the run started (clients/graph_server.py `stop_for_exit`) and leaves with
+`os._exit(130)`. A second Ctrl-C does that at once.
 """
 
 from __future__ import annotations
@@ -191,7 +192,7 @@ class _Interruption:
                 conn.close()
 
     def exit_now(self, how: str = "stopped at once") -> None:
-        """The hard way out: record, say where, stop Prefect's server, exit without waiting for anything. `how`
+        """The hard way out: record, say where, stop Prefect's server and the run's graph server, exit. `how`
         ends the line: "stopped at once" for a second signal; after the grace period, that it was forced."""
         if not self.hard_exit.acquire(blocking=False):
             return
@@ -205,6 +206,10 @@ class _Interruption:
             sys.stderr.flush()
         with contextlib.suppress(Exception):
             stop_servers(timeout_s=2.0)
+        graph_servers = sys.modules.get("clients.graph_server")  # no import here either (see above)
+        if graph_servers is not None:
+            with contextlib.suppress(Exception):  # the local graph server the run started: no `finally` stops it now
+                graph_servers.stop_for_exit(timeout_s=3.0)
         os._exit(EXIT_CODES.get(self.signum, EXIT_CODE))
 
 
