@@ -10,6 +10,10 @@ It runs as its own Java process, detached from chatmem, under one directory (def
       server.pid   the pid of the server last started, written as soon as it is started: a process killed
                    while its server was starting leaves a Java process with no server.json, which `stop`
                    and `start` find by this file (or by its java.args in /proc) and stop
+      server.owner who the server last started is for (JSON, written with server.pid): a run (the load stage, or
+                   the start ahead of it), which stops it as it ends, or the user (`chatmem graph up`), whose
+                   server no run ever stops; with the start time of the server's and the starter's process, so
+                   that a reused pid is not taken for either (see `left_as_found`)
       server.log   the server's stdout and stderr
       arcadedb/    ArcadeDB's root: databases, config (users with hashed passwords), its own logs
 
@@ -42,6 +46,7 @@ from pathlib import Path
 
 from clients.graph_errors import LocalServerError
 from contracts.redact import remember_secret
+from staging.liveness import process_start
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +69,10 @@ _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # servers this process start
 # Starts begun by `start_in_background` and not yet taken by a `start` (or `settle`), per server directory
 _PENDING: dict[Path, Future[tuple[ServerInfo, bool]]] = {}
 _PENDING_LOCK = threading.Lock()
+# The servers of the `left_as_found` blocks open in this process (a run's): a server started for one of them is
+# recorded as the run's, and the hard exit (`stop_for_exit`) stops them, since no `finally` runs then
+_RUNS: list[LocalServer] = []
+RUN, USER_STARTED = "run", "user"  # server.owner's `by`
 
 
 @dataclass(frozen=True)
@@ -146,6 +155,10 @@ class LocalServer:
     @property
     def _pid_path(self) -> Path:
         return self.directory / "server.pid"
+
+    @property
+    def _owner_path(self) -> Path:
+        return self.directory / "server.owner"
 
     @property
     def users_path(self) -> Path:
@@ -242,6 +255,8 @@ class LocalServer:
     def _start_now(self) -> tuple[ServerInfo, bool]:
         running = self.status()
         if running is not None:
+            if not self._for_a_run():  # `chatmem graph up` of a server a run started: the user's from now on
+                self._record_owner(running.pid, USER_STARTED)
             return running, False
         for stray in self.strays():  # never announced, yet it holds the database: stop it, then start afresh
             log.warning("load - stopping graph server pid %d of %s: started, never announced", stray, self.directory)
@@ -267,6 +282,7 @@ class LocalServer:
         _CHILDREN[process.pid] = process
         # Before it answers, with who started it: a kill from here on leaves a server `strays` finds and stops.
         _write_private(self._pid_path, f"{process.pid} {os.getpid()}\n")
+        self._record_owner(process.pid, RUN if self._for_a_run() else USER_STARTED)
         info = ServerInfo(process.pid, bolt, http, self.database, datetime.now(UTC).isoformat())
         log.info("load - starting the local graph server (pid %d) at %s", process.pid, info.uri)
         try:
@@ -287,7 +303,41 @@ class LocalServer:
         for pid in pids:
             _stop_pid(pid, timeout_s)
         self._pid_path.unlink(missing_ok=True)
+        self._owner_path.unlink(missing_ok=True)
         return bool(pids)
+
+    def stops_with_the_run(self) -> bool:
+        """The running server is a run's to stop as it ends: server.owner says a run started this very process (pid
+        and start time), and that run is this process or is gone (killed: its server was orphaned, and the next run
+        stops it as its own). A server `chatmem graph up` started or claimed, or one with no owner record (started
+        by an older chatmem), is the user's: never."""
+        info = self.status()
+        owner = self._owner()
+        if info is None or owner is None or owner.get("by") != RUN or owner.get("pid") != info.pid:
+            return False
+        if process_start(info.pid) not in (owner.get("pid_start"), None):
+            return False  # another server of this directory has the recorded pid since: not the one recorded
+        starter, starter_start = owner.get("starter"), owner.get("starter_start")
+        if starter == os.getpid():
+            return True
+        return not (isinstance(starter, int) and _alive(starter) and process_start(starter) in (starter_start, None))
+
+    def _for_a_run(self) -> bool:
+        """A `left_as_found` block of this process is open on this directory: a server started now is the run's."""
+        return any(server.directory == self.directory for server in _RUNS)
+
+    def _record_owner(self, pid: int, by: str) -> None:
+        me = os.getpid()
+        owner = {"by": by, "pid": pid, "pid_start": process_start(pid)}
+        owner.update(starter=me, starter_start=process_start(me))
+        _write_private(self._owner_path, json.dumps(owner) + "\n")
+
+    def _owner(self) -> dict[str, object] | None:
+        try:
+            owner = json.loads(self._owner_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return owner if isinstance(owner, dict) else None
 
     def strays(self) -> list[int]:
         """Servers of this directory that server.json does not announce and whose starter is gone: started, then
@@ -409,24 +459,52 @@ class LocalServer:
 
 @contextmanager
 def left_as_found(server: LocalServer | None) -> Iterator[None]:
-    """Leave `server` (None: no local server in use) as the block found it: a server started inside the block (the
-    load stage starts one when none is running) is stopped when the block ends, however it ends; one that was
-    running already (`chatmem graph up`) keeps running.
+    """Around a run that may start `server` (None: no local server in use): a server started for the run (the load
+    stage starts one when none is running) is stopped when the block ends, however it ends; so is one an earlier run
+    started and left behind when it was killed (`stops_with_the_run`). One the user started (`chatmem graph up`)
+    keeps running. The hard exit, which runs no `finally`, does the same through `stop_for_exit`.
 
     A batch run must not leave a 0.4-0.9 GB Java process behind per data dir: nothing in the read path (recall,
     MCP, inspection) needs it; a user who wants to query the graph starts it with `chatmem graph up`."""
-    running = server is not None and server.status() is not None
+    if server is None:
+        yield
+        return
+    _RUNS.append(server)
     try:
         yield
     finally:
-        if server is not None:
-            server.settle()  # a start still under way in the background: stopped below once it has answered
-        if server is not None and not running and server.status() is not None:
-            try:
+        server.settle()  # a start still under way in the background: stopped below once it has answered
+        _RUNS.remove(server)
+        try:
+            if server.stops_with_the_run():
                 server.stop()
                 log.info("load - stopped the local graph server this run started (%s)", server.directory)
-            except OSError as exc:  # a full disk, /proc unreadable: the next `graph down` or start stops it
-                log.warning("load - could not stop the local graph server of %s: %s", server.directory, exc)
+        except OSError as exc:  # a full disk, /proc unreadable: the next `graph down` or start stops it
+            log.warning("load - could not stop the local graph server of %s: %s", server.directory, exc)
+
+
+def stop_for_exit(timeout_s: float = 3.0) -> None:
+    """`left_as_found`'s stop for a hard exit (flows/interrupt.py `exit_now`, then os._exit: no `finally` runs): the
+    servers of this process's open run blocks that are the run's to stop, and any it is still starting, get SIGTERM
+    (ArcadeDB closes its databases cleanly); waits up to `timeout_s` for them to go, never longer (the exit is meant
+    to be at once; one still closing then finishes on its own). Takes no lock: the main thread may hold one."""
+    pids: set[int] = set()
+    for server in list(_RUNS):
+        info = server.status()
+        if info is not None and server.stops_with_the_run():
+            pids.add(info.pid)
+        announced = info.pid if info is not None else 0
+        for pid, child in list(_CHILDREN.items()):  # started by this process, not answering yet: the run's start
+            if pid != announced and child.poll() is None and _is_our_java(pid, server.directory, trust_missing=False):
+                pids.add(pid)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+    deadline = time.monotonic() + timeout_s
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _listening(port: int) -> bool:

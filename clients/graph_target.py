@@ -63,12 +63,15 @@ def resolve_target(settings: Settings, *, start: bool) -> tuple[Target | None, l
             )
         info, started = found, False
     # A server the run started is stopped when the run ends (clients.graph_server.left_as_found, flows/cli.py).
-    how = (
-        "started the local ArcadeDB server for this run (stopped when it ends; `chatmem graph up` keeps one"
-        " running for queries)"
-        if started
-        else "using the local ArcadeDB server (running before this run: `chatmem graph down` stops it)"
-    )
+    if started:
+        how = (
+            "started the local ArcadeDB server for this run (stopped when it ends; `chatmem graph up` keeps one"
+            " running for queries)"
+        )
+    elif server.stops_with_the_run():  # a killed run's server, left running: this run stops it as its own
+        how = "using the local ArcadeDB server an earlier run started and left running (stopped when this run ends)"
+    else:
+        how = "using the local ArcadeDB server (running before this run: `chatmem graph down` stops it)"
     note = f"graph: {how} at {info.uri}, database {info.database}; set NEO4J_URI to load into Neo4j"
     key = f"local:{server.directory}#{info.database}"
     return Target(info.uri, USER, server.password(), info.database, key, local=True), [note]

@@ -26,7 +26,8 @@ flow runs in the user's process, it is ours.
 A stage can sit in native code (an ONNX session, a numba kernel) where the KeyboardInterrupt waits for it.
 A watchdog thread, woken by the signal itself through `signal.set_wakeup_fd`, gives the orderly way GRACE_S
 seconds; then it records the interruption with a connection of its own, prints the line, stops the Prefect
-server and leaves with `os._exit(130)`. A second Ctrl-C does that at once.
+server and the local graph server the run started (clients/graph_server.py `stop_for_exit`) and leaves with
+`os._exit(130)`. A second Ctrl-C does that at once.
 """
 
 from __future__ import annotations
@@ -191,7 +192,7 @@ class _Interruption:
                 conn.close()
 
     def exit_now(self, how: str = "stopped at once") -> None:
-        """The hard way out: record, say where, stop Prefect's server, exit without waiting for anything. `how`
+        """The hard way out: record, say where, stop Prefect's server and the run's graph server, exit. `how`
         ends the line: "stopped at once" for a second signal; after the grace period, that it was forced."""
         if not self.hard_exit.acquire(blocking=False):
             return
@@ -199,12 +200,18 @@ class _Interruption:
         if stage_processes is not None:
             with contextlib.suppress(Exception):
                 stage_processes.kill_stage_processes()  # nothing of a stage is written after the record
-        self.record()
+        # with the rows failed since the first signal: a library's failure it caused (the neo4j driver's BufferError)
+        # is recorded before the orderly way turns it into the interruption, and the second signal can come between
+        self.record(after_failure=True)
         with contextlib.suppress(Exception):
             sys.stderr.write(f"error: {self.message()} ({how})\n")
             sys.stderr.flush()
         with contextlib.suppress(Exception):
             stop_servers(timeout_s=2.0)
+        graph_servers = sys.modules.get("clients.graph_server")  # no import here either (see above)
+        if graph_servers is not None:
+            with contextlib.suppress(Exception):  # the local graph server the run started: no `finally` stops it now
+                graph_servers.stop_for_exit(timeout_s=3.0)
         os._exit(EXIT_CODES.get(self.signum, EXIT_CODE))
 
 
@@ -306,7 +313,9 @@ def before_the_run() -> Iterator[None]:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if ended.is_set():  # a signal delivered again just as the block ended: it is stopping already
             return
-        if got and sys.exc_info()[1] is not None:  # sent again while the first one's stop is unwinding: let it finish
+        if (got or pre_run.taken_over.is_set()) and sys.exc_info()[1] is not None:
+            # sent again while the first one's stop is unwinding, this block's or the run's (its handler took the
+            # first and is gone: its line is on the way out, the graph server it started being stopped): let it finish
             return
         got.append(signum)
         logging.disable(logging.CRITICAL)  # one line, not the traceback of a library that logs what it caught
@@ -327,6 +336,12 @@ def before_the_run() -> Iterator[None]:
         ended.set()
         # the KeyboardInterrupt itself, or one a library wrapped in an error of its own (pydantic: RuntimeError,
         # PydanticSerializationError) before any run took over; chatmem's own errors say what they say
+        if isinstance(exc, KeyboardInterrupt) and pre_run.taken_over.is_set():  # the run's handler had ended
+            by = "SIGTERM" if got and got[-1] == signal.SIGTERM else "Ctrl-C"
+            raise RunInterrupted(
+                f"interrupted by {by} after the run ended: what it did is recorded (chatmem staging runs)",
+                EXIT_CODES[signal.SIGTERM if by == "SIGTERM" else signal.SIGINT],
+            ) from None
         if isinstance(exc, KeyboardInterrupt) or (got and not pre_run.taken_over.is_set() and _foreign(exc)):
             signum = got[0] if got else signal.SIGINT
             by = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"

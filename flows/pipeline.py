@@ -40,6 +40,7 @@ from flows.prefect_history import prune_quietly  # noqa: E402
 from flows.progress import bars_wanted  # noqa: E402
 from flows.registry import STAGE_ORDER, STAGES, StageSpec, check_stages  # noqa: E402
 from flows.stage_runner import RunContext, active_run, run_context, run_stage  # noqa: E402
+from staging.db import connect_readonly  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
 from staging.liveness import interrupt_error  # noqa: E402
 from staging.lock import data_dir_lock  # noqa: E402
@@ -169,6 +170,8 @@ def run_pipeline(
         try:
             early_api.wait_ready()  # the ephemeral API started as the command began (flows/early_api.py)
             results = pipeline(run_id=run_id, stages=selected)
+            if not recall_index.started and {"cues", "load"} & set(selected):
+                recall_index.start_unless_stored()  # the memory of a run killed before it stored its index
         except Exception:  # not a Ctrl-C (a BaseException): that stops the build's daemon thread with the process
             recall_index.wait()  # the memory is complete even when the load failed: its index is worth keeping
             raise
@@ -222,6 +225,27 @@ class RecallIndexBuild:
         if self.thread is None:  # daemon: a Ctrl-C does not wait for it
             self.thread = threading.Thread(target=self._build, name="chatmem-recall-index", daemon=True)
             self.thread.start()
+
+    def start_unless_stored(self) -> None:
+        """`start` when the latest memory has no stored index: a run killed after its cues stage and before its index
+        was stored (in the load, say) leaves it without one, and the re-run skips the cues stage as unchanged, which
+        would leave the build to the first `chatmem recall` (minutes at 1M messages). A look at run ids only (the
+        memory's latest run, the index folder's names): nothing is built or loaded when the index is there."""
+        from memory.index_store import stored_runs  # the recall path's modules, as in prepare_recall
+        from staging.memory import latest_run
+
+        try:
+            staging = connect_readonly(self.settings.staging_path)
+            try:
+                latest = latest_run(staging)
+            finally:
+                staging.close()
+        except (ChatmemError, OSError, sqlite3.Error) as exc:  # the first recall says what is wrong, if anything is
+            log.warning("the recall index was not checked after the run: %s", exc)
+            return
+        if latest is not None and latest not in stored_runs(self.settings.data_dir):
+            log.info("storing the recall index of run %s: an earlier run stopped before it stored it", latest)
+            self.start()
 
     def _build(self) -> None:
         try:

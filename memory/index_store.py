@@ -44,9 +44,9 @@ open, and so never makes the index stale: message texts (read from archive.db on
 conversation titles (one query per title shown), the garden's facts. `--at` and scopes are query-time filters.
 
 A build is written to a temporary directory and renamed into place: a killed build leaves a temporary directory
-(removed by the next build), never a half index. An index that does not open (missing or truncated file, size
-mismatch, another format, bytes that are not the ones written) is removed and rebuilt; a data dir that cannot be
-written falls back to the in-memory index.
+(removed as the next build begins to write), never a half index. An index that does not open (missing or truncated
+file, size mismatch, another format, bytes that are not the ones written) is removed and rebuilt; a data dir that
+cannot be written falls back to the in-memory index.
 
 An incremental cues run's index is patched from the earlier run's (memory/index_patch.py: the touched conversations'
 rows read, everything else moved; the same arrays as a fresh build, but for the pre-pass's k-means lists and the
@@ -287,6 +287,7 @@ def _store(index: MemoryIndex, root: Path, target: Path, key: str, reuse: str) -
     written: list[str] = []  # the vector segments this store writes: removed again when it does not finish
     try:
         root.mkdir(exist_ok=True)
+        _clear_killed_builds(root)
         shutil.rmtree(temporary, ignore_errors=True)
         temporary.mkdir()
         _write(index, temporary, key, reuse, written)
@@ -312,6 +313,17 @@ def _discard(root: Path, temporary: Path, written: Sequence[str]) -> None:
     shutil.rmtree(temporary, ignore_errors=True)
     for name in written:
         (segments.directory(root) / name).unlink(missing_ok=True)
+
+
+def _clear_killed_builds(root: Path) -> None:
+    """The `.tmp-*` folders of earlier builds whose process is gone (killed while writing), removed before this
+    build writes, not only once it is in place: a leftover is about as large as the index (GBs at 1M messages),
+    and a store that then fails (a full disk) or is stopped again would leave them to pile up. Only those folders:
+    a stored index, and a build still running (another process, or a thread of this one), are never touched."""
+    for leftover in root.glob(".tmp-*"):
+        pid = leftover.name.rsplit("-", 1)[-1]
+        if leftover.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _building(name: str) -> bool:

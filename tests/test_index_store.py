@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -302,6 +304,60 @@ def test_half_written_build_is_never_used(built: Dbs) -> None:
     (leftover / "ids.bytes.npy").write_bytes(b"half")
     assert answers(built, stored(built)) == answers(built, fresh(built))
     assert (directory / MANIFEST).exists() and not leftover.exists()
+
+
+def test_a_killed_builds_leftover_is_cleared_before_the_next_store_writes(built: Dbs) -> None:
+    """A build killed while writing leaves its `.tmp-*` folder, about as large as the index. The next store removes
+    it before it writes, not only once its own index is in place: the two need not fit on the disk together (here a
+    real small filesystem, a tmpfs the leftover nearly fills). A live build's folder stays."""
+    first = stored(built)
+    page = 4096  # what each file takes on a tmpfs, at least
+    used = sum(-(-f.stat().st_size // page) * page for f in index_dir(built).iterdir())
+    del first
+    root = built.settings.data_dir / DIRECTORY
+    shutil.rmtree(root)
+    root.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={used * 3 // 2 // 1024}k", "tmpfs", str(root)])
+    if mounted.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        killed, running = root / ".tmp-r1-aaaa-999999", root / ".tmp-r1-bbbb-1"  # pid 999999: none; pid 1: always
+        for folder in (killed, running):
+            folder.mkdir()
+        (killed / "dense.npy").write_bytes(b"x" * (used * 4 // 5))
+        (running / "dense.npy").write_bytes(b"x")
+        index = stored(built)
+        assert answers(built, index) == answers(built, fresh(built))
+        run_id = index.run_id
+        del index  # its files are mapped: unmapped before the tmpfs goes
+        assert index_store.stored_runs(built.settings.data_dir) == {run_id}, "the store did not fit"
+        assert sorted(p.name for p in root.iterdir()) == sorted([running.name, index_dir(built).name])
+        assert (index_dir(built) / MANIFEST).exists()
+    finally:
+        subprocess.run(["umount", "-l", str(root)], check=True)
+
+
+@pytest.mark.prefect
+def test_a_run_that_skips_cues_stores_the_index_a_killed_run_did_not(built: Dbs) -> None:
+    """A run killed after its cues stage, while its recall index was being written beside the load, leaves the
+    memory with no stored index (a `.tmp-*` folder instead). The re-run does not run cues again (here the load alone,
+    as the resume line says); it stores the index all the same, so the first recall opens it rather than building it
+    (minutes at 1M messages), and the killed build's folder goes. A run whose memory has its index builds nothing."""
+    from flows.pipeline import run_pipeline
+    from staging.memory import latest_run
+
+    root = built.settings.data_dir / DIRECTORY
+    killed = root / f".tmp-{latest_run(built.staging)}-aaaa-999999"  # no pid 999999: a build killed while writing
+    killed.mkdir(parents=True)
+    (killed / "ids.bytes.npy").write_bytes(b"half")
+    run_id = built.run_id()
+    _, results = run_pipeline(built.settings, [], stages=["load"], run_id=run_id, quiet=True)
+    assert [r.status for r in results] == ["skipped"]  # no graph in the tests: the load has nothing to do
+    assert index_store.stored_runs(built.settings.data_dir) == {latest_run(built.staging)}
+    assert not killed.exists()
+    stored_at = {p.name: p.stat().st_mtime_ns for p in index_dir(built).iterdir()}
+    run_pipeline(built.settings, [], stages=["load"], run_id=run_id, quiet=True)
+    assert {p.name: p.stat().st_mtime_ns for p in index_dir(built).iterdir()} == stored_at
 
 
 def test_new_cues_run_gets_a_new_index_and_the_old_one_goes(built: Dbs) -> None:

@@ -152,3 +152,71 @@ def test_a_signal_swallowed_before_the_run_stops_the_run_as_it_starts(tmp_path: 
     line = result.stdout.strip()
     assert line.startswith("130 interrupted") and "stopped at once" not in line, result.stdout + result.stderr
     assert float(result.stderr.strip().splitlines()[-1]) < 4, result.stderr  # at once, not after the 6 s stage
+
+
+# A run's own handler takes the first Ctrl-C and ends ("stopped": the run's RunInterrupted on its way out) or the run
+# ends by itself ("finished"); then comes the command's cleanup after the run (the stop of the local graph server it
+# started: seconds), where the next Ctrl-C lands with `before_the_run`'s handler back in place.
+AFTER_THE_RUN = """
+import sys, time
+from pathlib import Path
+from contracts.settings import Settings
+from flows.interrupt import RunInterrupted, before_the_run, interruptible
+from staging.ledger import StageRun, open_run, open_staging
+
+settings, case = Settings(data_dir=Path(sys.argv[1])), sys.argv[2]
+settings.data_dir.mkdir(parents=True)
+staging = open_staging(settings.staging_path)
+open_run(staging, stages=["load"], exports=[], settings={}, code_version="t", run_id="r-x")
+StageRun(staging, run_id="r-x", stage="load", input_fingerprint="x", settings={}, code_version="t")
+try:
+    with before_the_run():
+        try:
+            with interruptible(settings, "r-x", ["load"]):
+                print("ready", flush=True)
+                if case == "stopped":
+                    time.sleep(30)
+        finally:
+            try:
+                print("cleanup", flush=True)
+                time.sleep(3)
+                print("cleanup finished", flush=True)
+            except KeyboardInterrupt:
+                print("cleanup interrupted", flush=True)
+                raise
+    print("not interrupted")
+except RunInterrupted as exc:
+    print(f"{exc.exit_code} {exc}")
+"""
+
+
+@pytest.mark.parametrize("case", ["stopped", "finished"])
+def test_a_ctrl_c_after_the_runs_handler_ended_never_says_nothing_was_run(tmp_path: Path, case: str) -> None:
+    """A second Ctrl-C while a stopped run unwinds lets the cleanup finish and keeps the run's own line; a Ctrl-C in
+    the cleanup after a run that ended says so. Before: "before the run started: nothing was run" after 9 stages."""
+    import signal
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", AFTER_THE_RUN, str(tmp_path / "data"), case],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    if case == "stopped":
+        process.send_signal(signal.SIGINT)
+    assert process.stdout.readline().strip() == "cleanup"
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    if case == "stopped":
+        assert out.splitlines() == [
+            "cleanup finished",
+            "130 interrupted in stage load of run r-x; resume with: chatmem stage load --run-id r-x",
+        ], out + err
+    else:
+        assert out.splitlines() == [
+            "cleanup interrupted",
+            "130 interrupted by Ctrl-C after the run ended: what it did is recorded (chatmem staging runs)",
+        ], out + err

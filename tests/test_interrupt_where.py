@@ -90,3 +90,57 @@ def test_ctrl_c_just_after_a_stage_finished_says_between_it_and_the_next(tmp_pat
     )
     _, stages = ledger(data_dir)
     assert [(s["stage"], s["status"]) for s in stages] == [("extract", "succeeded")]
+
+
+# A load stage the first Ctrl-C turns into a library's own error (the neo4j driver's BufferError as it resets), which
+# the stage and the run record as failed; the second Ctrl-C comes before the orderly way says it was the signal's.
+FAILED_BY_THE_SIGNAL = """
+import sys, time
+from pathlib import Path
+from contracts.settings import Settings
+from flows.interrupt import interruptible
+from staging.ledger import StageRun, close_run, open_run, open_staging
+
+settings = Settings(data_dir=Path(sys.argv[1]))
+settings.data_dir.mkdir(parents=True)
+staging = open_staging(settings.staging_path)
+open_run(staging, stages=["load"], exports=[], settings={}, code_version="t", run_id="r-x")
+load = StageRun(staging, run_id="r-x", stage="load", input_fingerprint="x", settings={}, code_version="t")
+with interruptible(settings, "r-x", ["load"]):
+    said = False
+    while True:
+        try:  # "ready" inside: the Ctrl-C sent as soon as it is read lands here
+            if not said:
+                print("ready", flush=True)
+                said = True
+            time.sleep(60)
+        except KeyboardInterrupt:
+            error = "BufferError: Existing exports of data: object cannot be re-sized"
+            load.fail(error, "chatmem stage load --run-id r-x")
+            close_run(staging, "r-x", error=f"stage load failed in run r-x: {error}")
+            print("failed", flush=True)
+"""
+
+
+def test_a_second_ctrl_c_after_a_library_failed_on_the_first_records_the_run_interrupted(tmp_path: Path) -> None:
+    """The stop at once (second Ctrl-C) records as the orderly way does: what failed since the first Ctrl-C is
+    the interruption, not a failure (before: the run stayed `failed` with the driver's BufferError)."""
+    import signal
+
+    data_dir = tmp_path / "data"
+    process = subprocess.Popen(
+        [sys.executable, "-c", FAILED_BY_THE_SIGNAL, str(data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    process.send_signal(signal.SIGINT)
+    assert process.stdout.readline().strip() == "failed"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "interrupted in stage load of run r-x" in err and "(stopped at once)" in err
+    runs, stages = ledger(data_dir)
+    assert [r["status"] for r in runs] == ["interrupted"] and [s["status"] for s in stages] == ["interrupted"]
