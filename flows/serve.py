@@ -88,8 +88,11 @@ def list_dumps(watch_dir: Path) -> list[Path]:
 
 
 def _is_zip(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return handle.read(4) == ZIP_MAGIC
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == ZIP_MAGIC
+    except OSError:  # unreadable: not known to be a dump (one named as an export is listed, and fails in ingest)
+        return False
 
 
 def split_new(

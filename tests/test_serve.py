@@ -111,6 +111,26 @@ def test_a_bad_dump_beside_good_ones_does_not_hold_them_back(tmp_path: Path, mak
     assert said.exit_code == 0, said.output  # nothing was run: nothing failed
 
 
+def test_a_dump_that_cannot_be_read_fails_alone_and_the_folder_goes_on(
+    tmp_path: Path, make_jsonl: Callable[..., Path]
+) -> None:
+    """A dump whose read fails (EIO: /proc/self/mem at offset 0, behind a symlink) is a failed dump like a broken
+    one, at the first tick (no archive yet) and the ticks after, while good dumps beside it arrive; an unreadable
+    file with no export suffix is not taken for a zip. Before, an OSError failed the ingest stage, then every
+    later tick before it listed anything."""
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    watch.mkdir()
+    bad = watch / "unreadable.json"
+    bad.symlink_to("/proc/self/mem")
+    (watch / "download").symlink_to("/proc/self/mem")
+    for good in ("good.jsonl", "later.jsonl"):
+        make_jsonl(watch / good, prefix=good[0])
+        code, result = serve_once(watch, data_dir)
+        assert code == 1 and result["error"] is None, result
+        assert result["failed"] == [{"path": str(bad), "error": f"{bad}: cannot be read (Input/output error)"}]
+        assert result["ingested"] == [{"path": str(watch / good), "status": "ingested"}]
+
+
 def _runs(data_dir: Path) -> int:
     with sqlite3.connect(data_dir / "staging.db") as staging:
         return int(staging.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
