@@ -131,6 +131,34 @@ def test_a_dump_that_cannot_be_read_fails_alone_and_the_folder_goes_on(
         assert result["ingested"] == [{"path": str(watch / good), "status": "ingested"}]
 
 
+def test_a_dump_that_failed_before_naming_a_format_is_read_once_settings_or_format_let_it(
+    tmp_path: Path, chatgpt_export: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes that failed before a format was named wait only while they would fail the same way: after the zip
+    limit that refused them is raised (as its message says to), or with --format for a file detection could not
+    name, the next tick reads them."""
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    watch.mkdir()
+    with zipfile.ZipFile(watch / "export.zip", "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.write(chatgpt_export, "conversations.json")
+    odd = watch / "odd.json"
+    odd.write_text('[{"x": 1}]', encoding="utf-8")  # no format detected
+    monkeypatch.setenv("CHATMEM_INGEST__MAX_ZIP_MEMBER_BYTES", "10")
+    code, result = serve_once(watch, data_dir)
+    assert code == 1 and sorted(f["path"] for f in result["failed"]) == [str(watch / "export.zip"), str(odd)]
+    code, result = serve_once(watch, data_dir)  # the same bytes, the same settings: waiting
+    assert code == 0 and len(result["waiting"]) == 2
+
+    monkeypatch.delenv("CHATMEM_INGEST__MAX_ZIP_MEMBER_BYTES")
+    code, result = serve_once(watch, data_dir)
+    assert result["ingested"] == [{"path": f"{watch / 'export.zip'}!conversations.json", "status": "ingested"}]
+    assert [w["path"] for w in result["waiting"]] == [str(odd)]
+
+    args = ["--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch), "--format", "jsonl", "--json"]
+    tried = json.loads(CliRunner().invoke(cli, args).stdout)
+    assert tried["waiting"] == [] and [f["path"] for f in tried["failed"]] == [str(odd)], tried
+
+
 def _runs(data_dir: Path) -> int:
     with sqlite3.connect(data_dir / "staging.db") as staging:
         return int(staging.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
