@@ -88,12 +88,12 @@ def send(client: OpenAI, api: str, body: dict[str, Any]) -> Reply:
     """One HTTP call. Raises the SDK's errors unchanged (`is_transient` sorts them), and MalformedReply for a
     2xx body that is not the wire format; KeyRefused, sending nothing, when the endpoint refused this key before
     (REFUSED: every caller, whatever it forgets to check)."""
-    REFUSED.check(client, body)
+    REFUSED.check(client, api, body)
     create = client.chat.completions if api == "chat" else client.responses
     try:
         raw = create.with_raw_response.create(**body)
     except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
-        REFUSED.note(client, body, error)
+        REFUSED.note(client, api, body, error)
         raise
     text = raw.http_response.text
     try:
@@ -248,31 +248,32 @@ class Refusals:
     """Credentials an endpoint refused (HTTP 401 or 403), for the life of the process: `send` sends nothing
     more with them (KeyRefused at once), so that no caller (a stage's thousands of segments, a Dask worker's
     batches, topic labels, each recall) spends a request per task on a key that cannot work. Keyed by the base
-    URL, a digest of the credentials (never the key itself) and the model: another key, a fixed one read on a
-    new start or a model the key may use is asked. Thread-safe."""
+    URL, the API (chat, responses), a digest of the credentials (never the key itself) and the model: another
+    key, a fixed one read on a new start, a model or an API the key may use (a key without the Responses scope
+    still names topics over chat completions) is asked. Thread-safe."""
 
     def __init__(self) -> None:
-        self._refused: dict[tuple[str, str, str], str] = {}
+        self._refused: dict[tuple[str, str, str, str], str] = {}
         self._lock = threading.Lock()
 
     @staticmethod
-    def _key(client: OpenAI, body: dict[str, Any]) -> tuple[str, str, str]:
+    def _key(client: OpenAI, api: str, body: dict[str, Any]) -> tuple[str, str, str, str]:
         auth = next((v for k, v in client.default_headers.items() if k.lower() == "authorization"), "")
         digest = hashlib.sha256(f"{client.api_key}\0{auth}".encode()).hexdigest()
-        return str(client.base_url).rstrip("/"), digest, str(body.get("model"))
+        return str(client.base_url).rstrip("/"), api, digest, str(body.get("model"))
 
-    def check(self, client: OpenAI, body: dict[str, Any]) -> None:
-        """KeyRefused when this client's key was refused for this model before; else nothing."""
-        key = self._key(client, body)
+    def check(self, client: OpenAI, api: str, body: dict[str, Any]) -> None:
+        """KeyRefused when this client's key was refused for this API and model before; else nothing."""
+        key = self._key(client, api, body)
         with self._lock:
             reason = self._refused.get(key)
         if reason is not None:
             raise KeyRefused(key[0], reason)
 
-    def note(self, client: OpenAI, body: dict[str, Any], error: BaseException) -> None:
+    def note(self, client: OpenAI, api: str, body: dict[str, Any], error: BaseException) -> None:
         """Remember the refusal, with the first one's reason (masked: a server may quote the key)."""
         with self._lock:
-            self._refused.setdefault(self._key(client, body), redact_text(describe(error)))
+            self._refused.setdefault(self._key(client, api, body), redact_text(describe(error)))
 
     def clear(self) -> None:
         with self._lock:
@@ -335,7 +336,7 @@ class RecordedCall:
         a connection failure marks the endpoint down. KeyRefused at once, nothing recorded, for a refused key."""
         if breaker is not None and (reason := breaker.down(self.settings)) is not None:
             raise EndpointDown(f"the endpoint {endpoint(self.settings)} failed earlier ({reason}); not asked again")
-        REFUSED.check(client, body)  # before any attempt: a request not sent is no llm_calls row
+        REFUSED.check(client, self.api, body)  # before any attempt: a request not sent is no llm_calls row
 
         def attempt_once(attempt: int) -> Reply:
             self.started, self.attempt = time.monotonic(), attempt

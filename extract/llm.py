@@ -245,7 +245,7 @@ class LLMExtractor:
         messages = build_messages(segment, self.known_concepts)
         body = build_request(self.settings, messages)
         try:
-            REFUSED.check(self.client, body)
+            REFUSED.check(self.client, self.settings.api, body)
         except KeyRefused as refused:  # no attempt: no llm_calls row
             line = refused_key(endpoint(self.settings), refused.reason)
             return SegmentNotDone(reason=f"not done: {line}", key_refused=line), []

@@ -5,8 +5,9 @@ were already ingested completely (same sha256: the archive's `sources` row is 'c
 pipeline over the rest. A dump that fails (or arrives only partly: cut short) is logged once, saying that it
 waits for the file to change, and listed in the flow's result; the next runs leave those same bytes alone (the
 ledger's `ingest_files` row for that sha256 says failed or partial: read again, they would only fail again, one
-failed run per tick), listing it as waiting. A fixed copy (new bytes) is simply new, at the next tick;
-`chatmem run PATH` reads the old bytes again (after raising a zip limit, say).
+failed run per tick), listing it as waiting. A fixed copy (new bytes) is simply new, at the next tick, as are
+bytes that failed before a format was named once one is (a raised zip limit, a --format given);
+`chatmem run PATH` reads the old bytes again at will.
 
 Prefect's ephemeral API has no scheduler, so `serve_forever` starts a Prefect server on loopback (state under
 PREFECT_HOME) unless PREFECT_API_URL points at one already. `--once` runs the flow once on the ephemeral API.
@@ -88,8 +89,11 @@ def list_dumps(watch_dir: Path) -> list[Path]:
 
 
 def _is_zip(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return handle.read(4) == ZIP_MAGIC
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == ZIP_MAGIC
+    except OSError:  # unreadable: not known to be a dump (one named as an export is listed, and fails in ingest)
+        return False
 
 
 def split_new(
@@ -125,7 +129,7 @@ def split_new(
             if (
                 last is not None
                 and last["status"] in STUCK
-                and last["format"] in (None, _read_as(opened, force_format))
+                and last["format"] == _read_as(opened, force_format)  # None: before one was named, as now
             ):
                 waiting.append({**last, "path": str(path)})
             else:
@@ -139,7 +143,8 @@ def split_new(
 
 def _read_as(opened: OpenedExport | None, force_format: str | None) -> str | None:
     """The format this tick's ingest would read the dump as (ingest/stage.py), None where it would fail before
-    naming one: bytes that failed read as one format are tried again as another (a manual run's wrong --format)."""
+    naming one: bytes that failed read as one format are tried again as another (a manual run's wrong --format),
+    and bytes that failed before a format was named, once one is (a raised zip limit, a --format given)."""
     if opened is None or force_format is not None:
         return None if opened is None else force_format
     try:

@@ -106,13 +106,15 @@ def open_export(path: Path, *, max_member_bytes: int, max_ratio: float, digest: 
         return opened
     if not path.is_file():
         raise MalformedExportError(str(path), _not_a_file(path))
-    with path.open("rb") as handle:
-        magic = handle.read(4)
-    if magic in (ZIP_MAGIC, EMPTY_ZIP_MAGIC):
-        return _open_zip(path, max_member_bytes=max_member_bytes, max_ratio=max_ratio, digest=digest)
-
-    sha256 = sha256_file(path) if digest else ""
-    return OpenedExport(path=str(path), file=path, sha256=sha256, size_bytes=path.stat().st_size)
+    try:  # a file that cannot be read (its mode, an I/O error) is a bad export like any other, never a traceback
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+        if magic in (ZIP_MAGIC, EMPTY_ZIP_MAGIC):
+            return _open_zip(path, max_member_bytes=max_member_bytes, max_ratio=max_ratio, digest=digest)
+        sha256 = sha256_file(path) if digest else ""
+        return OpenedExport(path=str(path), file=path, sha256=sha256, size_bytes=path.stat().st_size)
+    except OSError as exc:
+        raise MalformedExportError(str(path), f"cannot be read ({exc.strerror or exc})") from exc
 
 
 def _not_a_file(path: Path) -> str:

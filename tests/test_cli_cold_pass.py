@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import urllib.request
@@ -167,6 +168,44 @@ def test_a_refused_file_with_json_prints_an_object_saying_why(tmp_path: Path) ->
     summary = json.loads(done.stdout)
     assert summary["status"] == "refused" and summary["run_id"] is None
     assert str(bad) in summary["error"] and "truncated JSON" in summary["error"]
+    assert done.stderr.strip() == f"error: {summary['error']}"
+    assert not data_dir.exists()
+
+
+def _without_root_reads() -> list[str]:
+    """A prefix that makes a file of mode 000 unreadable to this process's children even as root (no
+    CAP_DAC_OVERRIDE); nothing needed for another user."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: a mode-000 file stays readable")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
+@pytest.mark.parametrize("how", ["mode 000", "I/O error"])
+def test_a_file_that_cannot_be_read_is_refused_with_one_json_object(tmp_path: Path, how: str) -> None:
+    """Unreadable (its mode) or failing on read (EIO: /proc/self/mem at offset 0, behind a symlink): refused like a
+    missing file, one JSON object on stdout and exit 1, rather than a usage error (exit 2) or a traceback."""
+    data_dir = tmp_path / "data"
+    bad = tmp_path / "locked.json"
+    prefix: list[str] = []
+    if how == "mode 000":
+        bad.write_text('[{"mapping": {}, "current_node": null}]', encoding="utf-8")
+        bad.chmod(0)
+        prefix = _without_root_reads()
+    else:
+        bad.symlink_to("/proc/self/mem")
+    done = subprocess.run(
+        [*prefix, *chatmem_command(), "--data-dir", str(data_dir), "run", str(bad), "--json"],
+        capture_output=True,
+        text=True,
+        env=process_env(tmp_path / "prefect"),
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    reason = "Permission denied" if how == "mode 000" else "Input/output error"
+    assert summary["status"] == "refused" and summary["error"] == f"{bad}: cannot be read ({reason})"
     assert done.stderr.strip() == f"error: {summary['error']}"
     assert not data_dir.exists()
 

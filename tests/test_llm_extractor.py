@@ -221,3 +221,22 @@ def test_a_key_refused_earlier_in_the_process_is_not_sent_again(fake_llm: FakeLL
     fake_llm.responder = lambda body: Reply.valid(ExtractionResponse(hypotheses=[], facts=[]))
     other_key = LLMExtractor(settings_for(fake_llm, api_key=SecretStr("sk-test-fixed-key-0001")))
     assert all(isinstance(r, ExtractionOutput) for r in run(other_key, [make_segment(7)]).values())
+
+
+def test_a_key_refused_on_one_api_is_still_sent_on_the_other(fake_llm: FakeLLMServer) -> None:
+    """A key the endpoint refuses on /v1/responses only (an OpenAI restricted key without the Responses scope, a
+    proxy's route list) is remembered for that API: topic labels and recall, which send chat completions with the
+    same key and model, are still sent and answered."""
+    from clients.llm import RecordedCall, make_client
+
+    fake_llm.responder = lambda body: Reply.fail(401) if "input" in body else Reply.text("Kitchen renovation")
+    settings = settings_for(fake_llm, api="responses", max_concurrency=1)
+    extractor = LLMExtractor(settings)
+    run(extractor, [make_segment(i) for i in range(3)])
+    assert extractor.stopped is not None and "refused the API key (HTTP 401" in extractor.stopped
+    assert [r.path for r in fake_llm.model_requests()] == ["/v1/responses"]
+
+    call = RecordedCall(settings, segment_id="topic:t1", cache_key="t1", request={})
+    reply = call.send(make_client(settings), {"model": settings.model, "messages": [{"role": "user", "content": "x"}]})
+    assert reply.text == "Kitchen renovation"
+    assert [r.path for r in fake_llm.model_requests()] == ["/v1/responses", "/v1/chat/completions"]

@@ -111,6 +111,54 @@ def test_a_bad_dump_beside_good_ones_does_not_hold_them_back(tmp_path: Path, mak
     assert said.exit_code == 0, said.output  # nothing was run: nothing failed
 
 
+def test_a_dump_that_cannot_be_read_fails_alone_and_the_folder_goes_on(
+    tmp_path: Path, make_jsonl: Callable[..., Path]
+) -> None:
+    """A dump whose read fails (EIO: /proc/self/mem at offset 0, behind a symlink) is a failed dump like a broken
+    one, at the first tick (no archive yet) and the ticks after, while good dumps beside it arrive; an unreadable
+    file with no export suffix is not taken for a zip. Before, an OSError failed the ingest stage, then every
+    later tick before it listed anything."""
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    watch.mkdir()
+    bad = watch / "unreadable.json"
+    bad.symlink_to("/proc/self/mem")
+    (watch / "download").symlink_to("/proc/self/mem")
+    for good in ("good.jsonl", "later.jsonl"):
+        make_jsonl(watch / good, prefix=good[0])
+        code, result = serve_once(watch, data_dir)
+        assert code == 1 and result["error"] is None, result
+        assert result["failed"] == [{"path": str(bad), "error": f"{bad}: cannot be read (Input/output error)"}]
+        assert result["ingested"] == [{"path": str(watch / good), "status": "ingested"}]
+
+
+def test_a_dump_that_failed_before_naming_a_format_is_read_once_settings_or_format_let_it(
+    tmp_path: Path, chatgpt_export: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes that failed before a format was named wait only while they would fail the same way: after the zip
+    limit that refused them is raised (as its message says to), or with --format for a file detection could not
+    name, the next tick reads them."""
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    watch.mkdir()
+    with zipfile.ZipFile(watch / "export.zip", "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.write(chatgpt_export, "conversations.json")
+    odd = watch / "odd.json"
+    odd.write_text('[{"x": 1}]', encoding="utf-8")  # no format detected
+    monkeypatch.setenv("CHATMEM_INGEST__MAX_ZIP_MEMBER_BYTES", "10")
+    code, result = serve_once(watch, data_dir)
+    assert code == 1 and sorted(f["path"] for f in result["failed"]) == [str(watch / "export.zip"), str(odd)]
+    code, result = serve_once(watch, data_dir)  # the same bytes, the same settings: waiting
+    assert code == 0 and len(result["waiting"]) == 2
+
+    monkeypatch.delenv("CHATMEM_INGEST__MAX_ZIP_MEMBER_BYTES")
+    code, result = serve_once(watch, data_dir)
+    assert result["ingested"] == [{"path": f"{watch / 'export.zip'}!conversations.json", "status": "ingested"}]
+    assert [w["path"] for w in result["waiting"]] == [str(odd)]
+
+    args = ["--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch), "--format", "jsonl", "--json"]
+    tried = json.loads(CliRunner().invoke(cli, args).stdout)
+    assert tried["waiting"] == [] and [f["path"] for f in tried["failed"]] == [str(odd)], tried
+
+
 def _runs(data_dir: Path) -> int:
     with sqlite3.connect(data_dir / "staging.db") as staging:
         return int(staging.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
