@@ -33,11 +33,33 @@ def render_content(content: dict[str, Any]) -> tuple[str, str | None]:
     if renderer is not None:
         text = renderer(content)
         if text:
-            return text, None
+            return text, None if _parts_read(content) else _raw(content)
     fallback = all_strings(content)
     if renderer is not None and not fallback:
         return "", None  # a known type that is really empty (the blank system prompt): nothing to keep
-    return fallback, json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    return fallback, _raw(content)
+
+
+def _raw(content: dict[str, Any]) -> str:
+    return json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _parts_read(content: dict[str, Any]) -> bool:
+    """Whether the text holds every part: false when a dict part with neither text of its own nor a media pointer,
+    and more than its content_type, is among them (its fields are not all in the text, so the content's raw JSON is
+    kept: nothing dropped)."""
+    parts = content.get("parts")
+    if not isinstance(parts, list) or all(isinstance(p, str) for p in parts):
+        return True  # the common case, checked at C speed
+    return all(
+        not isinstance(p, dict) or _text_of(p) or _str(p.get("asset_pointer")) or p.keys() <= {"content_type"}
+        for p in parts
+    )
+
+
+def _text_of(part: dict[str, Any]) -> str:
+    text = part.get("text")
+    return text if isinstance(text, str) else ""
 
 
 def all_strings(value: object) -> str:
@@ -95,7 +117,10 @@ def _render_part(part: object) -> str:
         size = f" {width}x{height}" if isinstance(width, int) and isinstance(height, int) else ""
         return f"[image: {pointer}{size}]" if pointer else f"[image{size}]"
     label = kind if isinstance(kind, str) and kind else "part"
-    return f"[{label}: {pointer}]" if pointer else f"[{label}]"
+    if pointer:
+        return f"[{label}: {pointer}]"
+    strings = all_strings(part)  # a part of a shape not seen before: its strings stay searchable (raw kept too)
+    return f"[{label}]\n{strings}" if strings else f"[{label}]"
 
 
 def _code(content: dict[str, Any]) -> str:

@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 
 from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
+from ingest.chatgpt_content import all_strings
 from ingest.detect import json_kind, peek_start, raw_json
 from ingest.jsonstream import TOO_DEEP_MESSAGE, TooDeep, guard_depth, iter_json_items, too_deep_link
 from ingest.raw_skip import RawLookup, Unchanged
@@ -229,12 +230,15 @@ def _content_text(content: object) -> str:
 
 
 def _best_effort(block: object) -> str:
+    """The text of a block of a type this parser does not know (kept whole in `raw` too): its `text` or `content`,
+    else every string in it but its type tag (a `voice_note`'s transcript stays searchable)."""
     if isinstance(block, str):
         return block
     if isinstance(block, dict):
         for key in ("text", "content"):
             if isinstance(block.get(key), str):
                 return str(block[key])
+        return all_strings({k: v for k, v in block.items() if k != "type"})
     return ""
 
 

@@ -496,6 +496,20 @@ def test_unknown_content_type_keeps_its_strings_as_text_and_its_raw_json() -> No
     assert text == "last\nfirst" and raw == json.dumps(content, sort_keys=True)
 
 
+def test_a_part_of_an_unseen_shape_keeps_its_strings_and_the_raw_json() -> None:
+    """A dict inside `parts` with no text and no media pointer is more than its placeholder: its strings are in the
+    text and the content's raw JSON is kept, so nothing of it is lost (a number or a list part is JSON already)."""
+    content = {"content_type": "text", "parts": [3.14, True, {"x": 1}, {"note": "call Ana"}]}
+    text, raw = render_content(content)
+    assert text == "3.14\ntrue\n[part]\n[part]\ncall Ana"
+    assert raw is not None and json.loads(raw) == content
+    image = {"content_type": "image_asset_pointer", "asset_pointer": "file-service://f1", "width": 2, "height": 3}
+    assert render_content({"content_type": "multimodal_text", "parts": ["look", image]}) == (
+        "look\n[image: file-service://f1 2x3]",
+        None,
+    )
+
+
 def test_message_without_content_type_is_unknown_and_keeps_raw() -> None:
     """A content object with no content_type gets content_type 'unknown', its text, and its raw JSON."""
     nodes = [_root(), _node("a", "client-created-root")]

@@ -160,11 +160,12 @@ def test_unknown_block_keeps_its_text_and_its_raw_json() -> None:
         {"type": "text", "text": "Hi"},
         {"type": "voice_note", "text": "spoken"},
         {"type": "token_budget"},
+        {"type": "audio_note", "transcript": "buy milk", "duration": 3},
     ]
     (conversation,), _ = _parse_bytes(json.dumps([_conversation([_message("m", content=content)])]).encode())
     (parsed,) = conversation.messages
-    assert parsed.text == "Hi\n\nspoken"
-    assert parsed.content_type == "text+token_budget+voice_note"
+    assert parsed.text == "Hi\n\nspoken\n\nbuy milk"  # an unknown block's strings stay searchable
+    assert parsed.content_type == "audio_note+text+token_budget+voice_note"
     assert parsed.raw is not None
     assert json.loads(parsed.raw) == content[1:]
 
