@@ -21,7 +21,7 @@ from contracts.base import StrictBase
 from contracts.concepts import ConceptState, ConceptType
 from contracts.memory import PLAIN_DATE_END, PLAIN_DATE_START, EndTime, StartTime
 
-MCP_SCHEMA_VERSION = 2
+MCP_SCHEMA_VERSION = 3
 
 # ---------------------------------------------------------------- search_concepts
 
@@ -113,7 +113,14 @@ class ConversationMessage(StrictBase):
     role: str = Field(description="Who wrote it: user, assistant, system, tool or other.")
     author: str | None = Field(description="A display name (a model, a tool, a person), when the export had one.")
     created_at: datetime | None = Field(description="When it was written, when known.")
-    text: str = Field(description="The message text, as stored in the archive.")
+    text: str = Field(
+        description="The message text, as stored in the archive; a very long one is cut after its first part, with "
+        "a marker at the end saying how much was left out (full_tokens set)."
+    )
+    full_tokens: int | None = Field(
+        description="Set when `text` was cut (the message is too long to return whole): the whole message's size in "
+        "estimated tokens. recall with the words you look for shows a window of the rest around them."
+    )
 
 
 class ConversationResult(StrictBase):

@@ -114,8 +114,8 @@ class RecallPiece(StrictBase):
     full_tokens: int | None = Field(
         default=None,
         description="Set when the piece was too big for the budget left: its whole size in tokens, and `text` is a "
-        "window of it around the query's words ('…' where cut). A larger budget_tokens (or get_conversation) shows "
-        "it whole.",
+        "window of it around the query's words ('…' where cut). A larger budget_tokens (or get_conversation, up "
+        "to its cap on one message's size) shows it whole.",
     )
 
 

@@ -278,7 +278,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         "Read a conversation",
         "Read a conversation's messages along its active path (the branch the user kept), in order: from the "
         "start (page with offset/limit) or centered on one message (around_message_id with `window` messages "
-        "either side). more_before / more_after say whether there is more to read.",
+        "either side). more_before / more_after say whether there is more to read. A very long message comes cut "
+        "after its first part (full_tokens set, a marker says how much was left out); recall shows a window of it "
+        "around the words you look for.",
         ConversationRequest,
         ConversationResult,
         service.get_conversation,

@@ -27,7 +27,7 @@ from contracts.mcp import (
     TopicsResult,
     TopicSummary,
 )
-from memory.text import BM25, terms
+from memory.text import BM25, estimate_tokens, terms
 from staging import agent_reads as reads
 from staging import concepts as concept_store
 from staging import topics as topic_store
@@ -166,6 +166,24 @@ def concept_description(description: str, evidence: int) -> str:
 # ---------------------------------------------------------------- get_conversation
 
 
+# The most characters of one message get_conversation returns (~16,000 tokens, more than any normal turn): a message
+# of 50 MB came back whole, and no agent got an answer in 110 s. The rest is what recall's windows are for.
+MESSAGE_CHARS = 64_000
+
+
+def capped(text: str) -> tuple[str, int | None]:
+    """The message text as returned (its first MESSAGE_CHARS characters and a marker saying what was cut when it is
+    longer), and its whole size in tokens when it was cut (None: whole)."""
+    if len(text) <= MESSAGE_CHARS:
+        return text, None
+    whole = estimate_tokens(text)
+    marker = (
+        f"\n[… cut by chatmem: the first {MESSAGE_CHARS:,} of {len(text):,} characters shown (about {whole:,} tokens "
+        "in all); recall with the words you look for shows a window of the rest around them]"
+    )
+    return text[:MESSAGE_CHARS] + marker, whole
+
+
 def _center(path_length: int, index: int, window: int, limit: int) -> tuple[int, int]:
     """[start, end) of `window` messages either side of `index`, cut to `limit` messages around it."""
     start, end = max(0, index - window), min(path_length, index + window + 1)
@@ -200,9 +218,11 @@ def get_conversation(archive: sqlite3.Connection, request: ConversationRequest) 
             role=m.role,
             author=m.author,
             created_at=as_time(m.created_at),
-            text=m.text,
+            text=text,
+            full_tokens=full,
         )
         for i, m in enumerate(path[start:end])
+        for text, full in [capped(m.text)]
     ]
     return ConversationResult(
         conversation_id=request.conversation_id,

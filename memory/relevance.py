@@ -128,9 +128,11 @@ def window(text: str, keys: KeyTerms, tokens: int) -> str:
     if len(text) <= room:
         return text
     spots: list[tuple[int, int]] = []  # (character offset, query term) of each word of the text holding one
+    hits: dict[str, list[int]] = {}  # word -> the query terms it holds: a long text repeats its words
     for match in _WORDS.finditer(text.lower()):
-        for term in terms(match.group(0)):
-            for k, word in enumerate(keys.terms):
-                if near(word, {term}):
-                    spots.append((match.start(), k))
+        word = match.group(0)
+        found = hits.get(word)
+        if found is None:
+            found = hits[word] = [k for term in terms(word) for k, key in enumerate(keys.terms) if near(key, {term})]
+        spots.extend((match.start(), k) for k in found)
     return excerpt(text, spots, room, lambda held: sum(keys.idf[k] for k in held), tail=12, snap=40)

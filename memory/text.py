@@ -256,14 +256,40 @@ def excerpt(text: str, spots: Sequence[tuple[int, Any]], room: int, value: Any, 
     before it) and the window whose matches (those starting `tail` characters or more before its end) have the
     most `value(set of what matched)` wins, the first on ties. The window's ends move to a space within `snap`
     characters so no word is cut in half. Used by recall's windows of long pieces (memory/relevance.py) and the
-    evidence spans of `chatmem concepts` (flows/cli_concepts.py)."""
+    evidence spans of `chatmem concepts` (flows/cli_concepts.py).
+
+    Linear in the spots (after a sort): a window's begin only grows with the spot's offset, so the spots inside it
+    are counted as the window slides (two pointers), not scanned again for each window (a 50 MB message repeating
+    the query's words has millions of spots: the scan per window ran for CPU-hours)."""
+
+    def begin_of(offset: int) -> int:  # the window tried for a spot: a quarter of it before the spot
+        return max(0, min(offset - room // 4, len(text) - room))
+
+    ordered = sorted(spots, key=lambda spot: spot[0])
+    held: dict[int, float] = {}  # each window's begin -> the value of what matched inside it
+    inside: Counter[Any] = Counter()  # what matched, counted over ordered[low:high]: the spots inside the window
+    low = high = 0
+    for offset, _ in ordered:
+        begin = begin_of(offset)
+        if begin in held:
+            continue
+        while low < len(ordered) and ordered[low][0] < begin:
+            if low < high:
+                inside[ordered[low][1]] -= 1
+                if not inside[ordered[low][1]]:
+                    del inside[ordered[low][1]]
+            low += 1
+        high = max(high, low)
+        while high < len(ordered) and ordered[high][0] < begin + room - tail:
+            inside[ordered[high][1]] += 1
+            high += 1
+        held[begin] = float(value(set(inside)))
     start = 0
     best = -1.0
-    for offset, _ in spots:
-        begin = max(0, min(offset - room // 4, len(text) - room))
-        held = float(value({what for at, what in spots if begin <= at < begin + room - tail}))
-        if held > best:
-            best, start = held, begin
+    for offset, _ in spots:  # in the caller's order: the first of equal windows wins, as it always did
+        begin = begin_of(offset)
+        if held[begin] > best:
+            best, start = held[begin], begin
     end = min(len(text), start + room)
     if start > 0:
         space = text.find(" ", start, start + snap)

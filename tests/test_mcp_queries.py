@@ -15,7 +15,8 @@ from concept_support import T0, Dbs, Msg, conversation, open_dbs, write_archive
 from test_concepts import chat, hyp, pipeline
 
 from contracts.mcp import ConceptSearchRequest, ConversationRequest, TimelineRequest, TopicsRequest
-from memory.queries import QueryError, get_conversation, search_concepts, topics
+from memory.queries import MESSAGE_CHARS, QueryError, get_conversation, search_concepts, topics
+from memory.text import estimate_tokens
 from memory.timeline import timeline
 from staging.facts import upsert_facts
 
@@ -163,6 +164,21 @@ def test_a_window_centers_on_the_message_and_respects_the_limit(branchy: Dbs) ->
     capped = ConversationRequest(conversation_id="x", around_message_id="x-m5", window=10, limit=3)
     result = get_conversation(branchy.archive, capped)
     assert [m.message_id for m in result.messages] == ["x-m2", "x-m5", "x-m6"] and result.more_before
+
+
+def test_a_huge_message_comes_back_cut_with_a_marker_and_its_whole_size(tmp_path: Path) -> None:
+    """A message of megabytes (a cold try's 50 MB one got no answer in 110 s) comes back as its first
+    MESSAGE_CHARS characters and a marker saying how much was cut and where to read the rest (full_tokens set);
+    a normal message beside it comes back whole."""
+    huge = "Lisbon tram trip. " * 200_000  # 3.6 MB
+    dbs = open_dbs(tmp_path)
+    write_archive(dbs.archive, [conversation("z", [("user", huge), ("assistant", "a short answer")])])
+    result = get_conversation(dbs.archive, ConversationRequest(conversation_id="z"))
+    cut, whole = result.messages
+    assert cut.text.startswith(huge[:MESSAGE_CHARS]) and len(cut.text) < MESSAGE_CHARS + 300
+    assert f"the first {MESSAGE_CHARS:,} of {len(huge):,} characters shown" in cut.text and "recall" in cut.text
+    assert cut.full_tokens == estimate_tokens(huge)
+    assert whole.text == "a short answer" and whole.full_tokens is None
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from memory_support import T0, memory, msg
 from test_recall_facts import record
 
@@ -16,6 +18,7 @@ from contracts.memory import RecallRequest, RecallScope
 from contracts.settings import Settings
 from memory.graph import EvidenceInput, MessageInput
 from memory.service import Memory
+from memory.text import estimate_tokens, excerpt
 
 AT = T0 + timedelta(days=5)
 EARLY = [
@@ -199,6 +202,42 @@ def test_the_best_piece_too_big_for_the_budget_comes_as_a_window_around_its_matc
     assert "border collie, a herding breed" in first.text and first.text.startswith("…") and first.text.endswith("…")
     assert result.tokens <= 2000 and len(result.pieces) == 3
     assert result.budget_note and "#1" in result.budget_note and "window" in result.budget_note
+
+
+class _CountedSpots(list[tuple[int, int]]):
+    """The spots of a match, counting how often they are read through (the work of `excerpt`)."""
+
+    reads = 0
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        self.reads += 1
+        return super().__iter__()
+
+
+def test_a_window_reads_the_matches_of_a_huge_piece_a_few_times_not_once_per_match() -> None:
+    """A piece repeating the query's words thousands of times: `excerpt` tried each match against every other
+    (quadratic: a 50 MB message ran for 10+ CPU-minutes, and hung the MCP server); now it reads the matches a few
+    times, and still picks the first stretch that holds the most."""
+    text = "filler " * 50 + "Lisbon tram trip. " * 5000 + "filler " * 50
+    spots = _CountedSpots(
+        (m.start(), k) for k, word in enumerate(("lisbon", "tram", "trip")) for m in re.finditer(word, text.lower())
+    )
+    cut = excerpt(text, spots, 200, len, tail=12, snap=40)
+    assert cut.startswith("…filler") and "filler Lisbon tram trip. Lisbon" in cut and len(cut) <= 202  # the first
+    assert spots.reads <= 3
+
+
+@pytest.mark.timeout(120)  # the quadratic window took hours here; linear, well under a CPU-second for 2 MB
+def test_recall_windows_a_message_of_megabytes_repeating_the_query_in_bounded_time() -> None:
+    """The cold try's hang, small: a 2 MB message saying "Lisbon tram trip" 90,000 times, recalled with a budget of
+    200 tokens, comes back as a window around the words (full_tokens set), instead of running for hours."""
+    big = "We took the Lisbon tram on our trip and talked about it for a while. " * 30_000
+    index, config = memory([msg("big", 0, big, day=0), msg("small", 0, "Lisbon has yellow trams", day=1)])
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    result = service.recall(RecallRequest(query="Lisbon tram trip", budget_tokens=200))
+    first = next(p for p in result.pieces if p.content_id == "big-0")
+    assert first.full_tokens == estimate_tokens(big) and first.tokens <= 200
+    assert first.text.startswith("We took the Lisbon tram on our trip") and first.text.endswith("…")
 
 
 def test_a_tiny_budget_still_shows_the_best_piece_and_never_fills_up_with_worse_ones() -> None:
