@@ -65,7 +65,11 @@ def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
         new = bool(boilerplate.new_sentences) and store.cites_any(
             staging, boilerplate.conversation_of, boilerplate.new_sentences
         )
-        if new or (bool(touched) and store.cites_any(staging, touched, boilerplate.sentences)):
+        if ctx.force:  # `chatmem run --force`: every current extraction resolved again, as a clean build does
+            store.clear_store(staging)
+            state.forget_drops(staging, state.drops(staging))
+            notes.append("--force: concept store rebuilt from every current extraction")
+        elif new or (bool(touched) and store.cites_any(staging, touched, boilerplate.sentences)):
             # A sentence became boilerplate with its latest conversation: the hypotheses handled before cite it.
             # The store is rebuilt from every current extraction, so the schedule ends where a clean build would
             # (rare: once per new template; after it no stored evidence cites one).

@@ -339,7 +339,8 @@ FORCE_OPTION = click.option(
     help=(
         "Run every selected stage even when its inputs, settings and code are unchanged (default: skip it), and:"
         " ingest reads already-ingested dumps again, segment cuts every conversation again, cluster tunes and"
-        " fits again (no incremental placement), cues rebuilds every conversation (no carry); the other stages"
+        " fits again (no incremental placement), concepts resolves every current extraction again, garden plans"
+        " over every fact and concept, cues rebuilds every conversation (no carry); the other stages"
         " run in full with their content-keyed caches (a text already embedded is not embedded again)."
     ),
 )

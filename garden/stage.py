@@ -266,7 +266,8 @@ def run(ctx: StageContext, *, now: str | None = None) -> Outcome:
     with Transaction(staging):  # the plan, the writes and the kept state: one transaction, whole or not at all
         kept = concept_store.has_store(staging) and garden_state.present(staging) and archive_changes.tracked(archive)
         mark = archive_changes.mark(archive) if kept else None
-        found = incremental.usable(archive, staging, settings) if kept else None
+        # `chatmem run --force`: the full plan over every fact and concept (its kept state built again from it)
+        found = incremental.usable(archive, staging, settings) if kept and not ctx.force else None
         delta = incremental.update(archive, staging, settings, found) if found is not None else None
         inputs: list[FullInputs] = []
         if delta is not None:
@@ -297,7 +298,8 @@ def run(ctx: StageContext, *, now: str | None = None) -> Outcome:
         rows_in=plan.counts["statements"],
         rows_out=len(plan.changes),
         counts=counts,
-        notes=[f"{len(plan.changes)} change(s); see chatmem staging show garden_changes --run-id {run_id}"],
+        notes=[f"{len(plan.changes)} change(s); see chatmem staging show garden_changes --run-id {run_id}"]
+        + (["--force: gardened in full (every fact and concept)"] if ctx.force else []),
     )
 
 
