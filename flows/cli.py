@@ -392,7 +392,40 @@ def run(
             paths = paths or list(run_exports(staging, run_id))
     elif not paths:
         raise click.UsageError("give at least one export file (or --run-id RUN to resume a run)")
+    else:
+        paths, left = rest_of_an_export(paths)
+        if left and not settings.pipeline.quiet:
+            names = ", ".join(Path(p).name for p in left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+            click.echo(
+                f"left out {len(left)} path(s) beside a conversations.json also given ({names}): the rest of an"
+                " unzipped export, which holds no conversations",
+                err=True,
+            )
     _run(app, settings, paths, stages, force_format=force_format, as_json=as_json, run_id=run_id, force=force)
+
+
+READ_BESIDE = (".json", ".jsonl", ".zip")  # beside a conversations.json, still read: a file of the user's own
+
+
+def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[str | Path]]:
+    """(what to read, what to leave out) of the paths given. `chatmem run export/*` on an unzipped ChatGPT export
+    names its conversations.json with everything beside it: user.json, message_feedback.json, chat.html, images,
+    folders of images. Those hold no conversations, and read as exports each would fail the run. Left out: a known
+    side file, a folder, or a file of another kind than .json/.jsonl/.zip, sitting in the folder of a
+    conversations.json that is given too. Everything else is read as given (a file alone is never left out)."""
+    from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES
+
+    resolved = [Path(p).resolve() for p in paths]
+    folders = {r.parent for r in resolved if r.name == CONVERSATIONS_FILE and r.is_file()}
+    read: list[str | Path] = []
+    left: list[str | Path] = []
+    for path, real in zip(paths, resolved, strict=True):
+        beside = real.parent in folders and real.name != CONVERSATIONS_FILE
+        other_kind = (real.is_dir() and not (real / CONVERSATIONS_FILE).exists()) or (
+            not real.is_dir() and real.suffix.lower() not in READ_BESIDE
+        )
+        (left if beside and (real.name in KNOWN_SIDE_FILES or other_kind) else read).append(path)
+    return read, left
 
 
 @cli.command("stage")

@@ -135,6 +135,33 @@ def test_a_missing_path_among_good_files_is_a_bad_file_named_and_the_good_ones_a
     assert stats["conversations"] == 1
 
 
+@pytest.mark.prefect
+def test_the_rest_of_an_unzipped_export_given_beside_its_conversations_is_left_out_not_failed(
+    tmp_path: Path, chatgpt_export: Path
+) -> None:
+    """`chatmem run export/*` on an unzipped ChatGPT export: user.json, message_feedback.json, chat.html, an image
+    and a folder of images beside conversations.json are left out in one line, not failed one by one (exit 1 on
+    every real download); a file of the user's own beside it (.jsonl) is still read."""
+    export = tmp_path / "export"
+    (export / "dalle-generations").mkdir(parents=True)
+    shutil.copy(chatgpt_export, export / "conversations.json")
+    (export / "user.json").write_text('{"id": "user-1", "email": "a@b.c"}', encoding="utf-8")
+    (export / "message_feedback.json").write_text("[]", encoding="utf-8")
+    (export / "chat.html").write_text("<html></html>", encoding="utf-8")
+    (export / "file-abc.png").write_bytes(b"\x89PNG\r\n")
+    (export / "dalle-generations" / "img.webp").write_bytes(b"RIFF")
+    write_chats(export / "notes.jsonl", 1)
+    given = sorted(export.iterdir())  # what the shell gives for export/*
+    done = chatmem("run", *given, "--only", "ingest", data_dir=tmp_path / "data")
+    assert done.exit_code == 0, done.output
+    assert "left out 5 path(s) beside a conversations.json also given" in done.stderr
+    assert "files failed 0" in done.stdout and "failed:" not in done.stdout
+    stats = json.loads(chatmem("archive", "stats", "--json", data_dir=tmp_path / "data").stdout)
+    assert stats["conversations"] == 2  # the export's one and notes.jsonl's one
+    alone = chatmem("run", export / "user.json", "--only", "ingest", data_dir=tmp_path / "data2")
+    assert alone.exit_code == 1 and "chatgpt-side-file" in alone.stderr  # given alone: refused as before
+
+
 def test_a_missing_path_alone_is_refused_before_anything_naming_it(tmp_path: Path) -> None:
     """Alone it is refused like an empty file: one line naming it, exit 1, no data dir written, no Prefect."""
     data_dir = tmp_path / "data"
