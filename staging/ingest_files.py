@@ -10,14 +10,21 @@ from staging.db import Transaction
 
 
 def record_ingest_file(conn: sqlite3.Connection, *, run_id: str, stage_run_id: int, **row: Any) -> None:
-    """Upsert what the ingest stage did with one file in this run."""
+    """Upsert what the ingest stage did with one file in this run. A row saying the file arrived in this run is
+    not replaced by "skipped" for the same bytes: the file given twice (a path twice, a folder and its
+    conversations.json) or read again by a resumed attempt of the run arrived all the same, and the ledger says so."""
     row = {"run_id": run_id, "stage_run_id": stage_run_id, **redact(row)}
     columns = ", ".join(row)
     marks = ", ".join("?" * len(row))
     updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("run_id", "path"))
+    kept = (
+        "NOT (excluded.status = 'skipped' AND ingest_files.status IN ('ingested', 'partial')"
+        " AND excluded.sha256 IS ingest_files.sha256)"
+    )
     with Transaction(conn):
         conn.execute(
-            f"INSERT INTO ingest_files ({columns}) VALUES ({marks}) ON CONFLICT (run_id, path) DO UPDATE SET {updates}",
+            f"INSERT INTO ingest_files ({columns}) VALUES ({marks}) ON CONFLICT (run_id, path) DO UPDATE SET {updates}"
+            f" WHERE {kept}",
             tuple(row.values()),
         )
 

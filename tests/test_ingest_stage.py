@@ -106,6 +106,21 @@ def test_same_dump_twice_is_skipped_and_changes_nothing(tmp_path: Path) -> None:
     assert dump_tables(archive) == before
 
 
+def test_a_dump_given_twice_in_one_run_is_recorded_as_ingested(tmp_path: Path) -> None:
+    """The same file twice in one run (a path twice; a folder and its conversations.json): its conversations arrive
+    once, and the ledger's row says ingested, not the second sight's "skipped, already ingested"."""
+    folder = tmp_path / "export"
+    folder.mkdir()
+    export = write_json(folder / "conversations.json", make_chatgpt_export(2))
+    for given in ([export, export], [folder, export]):
+        data = tmp_path / f"data-{len(list(tmp_path.iterdir()))}"
+        archive, result = ingest(data, *given)
+        assert result.counts["messages_inserted"] == 8 and archive_stats(archive)["conversations"] == 2
+        with sqlite3.connect(data / "staging.db") as staging:
+            rows = staging.execute("SELECT path, status, messages_inserted FROM ingest_files").fetchall()
+        assert rows == [(str(export), "ingested", 8)], rows
+
+
 def test_newer_dump_extends_conversations_incrementally(tmp_path: Path) -> None:
     """A newer dump adds only new messages: old ones are unchanged, the new conversation arrives."""
     old = write_json(tmp_path / "old.json", make_chatgpt_export(2, turns=2))
