@@ -95,6 +95,7 @@ def pipeline(run_id: str, stages: list[str]) -> list[StageResult]:
             settings=settings.public_dump(),
             code_version=code_version(),
             run_id=run_id,
+            order=STAGE_ORDER,
         )
         results: list[StageResult] = []
         stage = ""

@@ -57,8 +57,12 @@ def open_run(
     settings: Mapping[str, Any],
     code_version: str,
     run_id: str | None = None,
+    order: Sequence[str] = (),
 ) -> str:
-    """Record a new run (or re-open an existing one, for `chatmem stage X --run-id R`)."""
+    """Record a new run (or re-open an existing one, for `chatmem stage X --run-id R`). A run re-opened with other
+    stages (`chatmem run --only ingest`, then `--from segment --run-id R`) selects them all from then on, in `order`
+    (the pipeline's stage order), so that what is left of it and the command that resumes it name the stages it
+    was last asked to run, not only the first selection's."""
     run_id = run_id or new_run_id()
     with Transaction(conn):
         existing = conn.execute("SELECT id FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -77,10 +81,13 @@ def open_run(
                 ),
             )
         else:
+            before = json.loads(conn.execute("SELECT stages FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+            wanted = set(before) | set(stages)
+            merged = [x for x in order if x in wanted] + [x for x in [*before, *stages] if x not in order]
             conn.execute(
                 "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, pid = ?, host = ?,"
-                " pid_start = ? WHERE id = ?",
-                (*here(), run_id),
+                " pid_start = ?, stages = ? WHERE id = ?",
+                (*here(), json.dumps(list(dict.fromkeys(merged))), run_id),
             )
     return run_id
 

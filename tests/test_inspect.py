@@ -15,7 +15,7 @@ from contracts.settings import Settings
 from staging import inspect as inspection
 from staging.archive import open_archive
 from staging.db import connect_readonly
-from staging.ledger import close_run, new_run_id, open_run, open_staging
+from staging.ledger import StageRun, close_run, new_run_id, open_run, open_staging
 
 
 def _ingest(settings: Settings, run_id: str, *exports: Path) -> str | None:
@@ -163,3 +163,31 @@ def test_run_ids_sort_in_the_order_runs_were_opened_even_within_one_second() -> 
     ids = [new_run_id() for _ in range(2_000)]
     assert len(set(ids)) == len(ids) and sorted(ids) == ids
     assert all(re.fullmatch(r"r\d{8}T\d{6}-[0-9a-f]{6}", run_id) for run_id in ids)
+
+
+def test_a_run_resumed_with_other_stages_names_the_stage_that_failed_in_its_resume_command(tmp_path: Path) -> None:
+    """`run --only ingest`, then `run --from segment --run-id R` whose load fails: the run now selects every stage
+    it was asked for, so its resume command names load (it named ingest, which had succeeded)."""
+    order = ("ingest", "segment", "embed", "load")
+    conn = open_staging(tmp_path / "staging.db")
+    run_id = open_run(conn, stages=["ingest"], exports=[], settings={}, code_version="t", order=order)
+
+    def stage(name: str, ok: bool) -> None:
+        entry = StageRun(conn, run_id=run_id, stage=name, input_fingerprint="f", settings={}, code_version="t")
+        if ok:
+            entry.succeed(rows_in=0, rows_out=0, counts={})
+        else:
+            entry.fail("it broke", f"chatmem stage {name} --run-id {run_id}")
+
+    stage("ingest", True)
+    close_run(conn, run_id)
+    open_run(
+        conn, stages=["segment", "embed", "load"], exports=[], settings={}, code_version="t", run_id=run_id, order=order
+    )
+    stage("segment", True)
+    stage("embed", True)
+    stage("load", False)
+    close_run(conn, run_id, error="stage load failed")
+    (run,) = inspection.list_runs(conn)
+    assert run["stages"] == ["ingest", "segment", "embed", "load"]
+    assert run["resume"] == f"chatmem stage load --run-id {run_id}"
