@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from load.layers import BRANCH, CONVERSATIONS, HAS_MESSAGE, MESSAGES, NEXT, Layer
+from load.layers import BRANCH, CONVERSATIONS, HAS_MESSAGE, MESSAGES, NEXT, TEXT_CAP_BYTES, Layer, NodeLayer
 from load.scoped import SCOPE, SCOPE_IDS, IdScope, Scoped
 from load.scoped import manifest_rows as _manifest_rows
 from staging import archive_changes, archive_loaded
@@ -69,9 +69,18 @@ class ArchiveDelta(IdScope):
         self.since = since
 
 
+def _cap(layer: Layer) -> str:
+    return f":{layer.capped}:{TEXT_CAP_BYTES}" if isinstance(layer, NodeLayer) and layer.capped else ""
+
+
 def fingerprint(layers: Sequence[Layer]) -> str:
-    """What the archive layers' rows are made of: a mark recorded under other SQL is no mark."""
-    parts = sorted(f"{layer.name}:{layer.sql}:{layer.booleans}" for layer in layers if layer.source == "archive")
+    """What the archive layers' rows are made of: a mark recorded under other SQL (or another text cap) is no mark.
+
+    The cap is in it so that a load after the cap came (or changed) diffs everything once: a message a Neo4j
+    target holds whole is then cut like any other, not only once its conversation changes."""
+    parts = sorted(
+        f"{layer.name}:{layer.sql}:{layer.booleans}{_cap(layer)}" for layer in layers if layer.source == "archive"
+    )
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 

@@ -12,6 +12,9 @@ send, the same properties) and the command that imports them:
   `is_active:boolean`; text untyped); an ID space per label, as the load's uniqueness constraint per label;
 - relationships: `:START_ID(Label)`, `:END_ID(Label)`, then the properties; the type is given on the command line
   (`--relationships=TYPE=file`), so two layers of one type (Segment- and Concept-BELONGS_TO-Topic) are two files;
+- a message's text is capped as the load caps it (`layers.TEXT_CAP_BYTES`, with its `text_truncated`,
+  `text_bytes` and `text_full_in` marks): the rows are `plan.source_rows`', and a field stays well under
+  neo4j-admin's read buffer;
 - a NULL is an empty unquoted field (not stored, as in the load); text is quoted and may hold newlines
   (`--multiline-fields=true`); an edge whose end has no node (the load counts them as missing ends) is skipped by
   `--skip-bad-relationships=true`.
@@ -34,7 +37,7 @@ from typing import Any
 
 from load.inputs import available_layers
 from load.layers import LAYERS, Layer, NodeLayer
-from load.plan import ordered_sql
+from load.plan import cap_marks, ordered_sql, source_rows
 
 TYPES = {int: "long", float: "double", bool: "boolean"}
 
@@ -61,16 +64,13 @@ def header(layer: Layer, types: dict[str, str | None]) -> list[str]:
     return [f":START_ID({layer.src})", f":END_ID({layer.dst})", *props]
 
 
-def rows(conn: sqlite3.Connection, layer: Layer, types: dict[str, str | None]) -> Iterator[list[Any]]:
-    """The layer's rows in key order (as the load reads them), NULLs as None, the boolean columns as bools."""
-    ends = 1 if isinstance(layer, NodeLayer) else 2  # id, or src and dst, before the properties
-    booleans = [ends + i for i, kind in enumerate(types.values()) if kind == "boolean"]
-    for row in conn.execute(ordered_sql(layer)):
-        values = list(row[1:])  # without the _key column
-        for i in booleans:
-            if values[i] is not None:
-                values[i] = bool(values[i])
-        yield values
+def rows(conn: sqlite3.Connection, layer: Layer) -> Iterator[list[Any]]:
+    """The layer's rows in key order, as the load sends them (`plan.source_rows`: NULLs as None, the boolean
+    columns as bools, a capped text cut and marked)."""
+    for change in source_rows(conn.execute(ordered_sql(layer)), layer):
+        params = change.params
+        ends = [params["id"]] if isinstance(layer, NodeLayer) else [params["src"], params["dst"]]
+        yield [*ends, *params["props"].values()]
 
 
 def field(value: Any) -> str:
@@ -105,10 +105,12 @@ def write(archive: sqlite3.Connection, staging: sqlite3.Connection, out: Path, l
         cursor = conn.execute(f"SELECT * FROM ({layer.sql}) LIMIT 0")
         columns = [c[0] for c in cursor.description][1 if isinstance(layer, NodeLayer) else 2 :]
         types = column_types(conn, layer, columns)
+        if isinstance(layer, NodeLayer):
+            types |= cap_marks(c for c in columns if c in layer.capped)
         path = out / file_name(layer)
         with path.open("w", encoding="utf-8", newline="") as handle:
             handle.write(",".join(header(layer, types)) + "\n")
-            handle.writelines(line(values) for values in rows(conn, layer, types))
+            handle.writelines(line(values) for values in rows(conn, layer))
         if isinstance(layer, NodeLayer):
             nodes.append(f"--nodes={layer.label}={shlex.quote(path.name)}")
         else:

@@ -23,7 +23,8 @@ differently, the adaptation is made here and only here:
    see point 5. This holds on Neo4j too (same error, same rollback).
 4. Message size. ArcadeDB refuses a Bolt message over 16 MiB and then leaves the connection hanging; batches are
    cut by bytes (`max_batch_bytes`, 8 MiB by default) and a single row above the limit is refused before it is
-   sent (`ARCADEDB_MAX_MESSAGE`).
+   sent (`ARCADEDB_MAX_MESSAGE`). A message's text is capped (`layers.TEXT_CAP_BYTES`, 1 MiB), so only a row of
+   another layer can still be that big.
 5. New relationships. MERGE of a relationship costs a walk of the anchor's edges before the insert; CREATE does
    not. No constraint can catch a duplicate relationship, so an edge batch goes as CREATE only when staging can
    prove that none of its rows is in the graph: the rows are new to the manifest (and not repeated in the layer),

@@ -92,6 +92,9 @@ class NodeLayer:
     text_ids: bool = False
     """`id` is an indexed TEXT column: the loader reads it in index order (streaming) instead of sorting the
     whole layer first (the order is the same: BINARY, as the manifest's keys sort)."""
+    capped: tuple[str, ...] = field(default=())
+    """TEXT columns cut to `TEXT_CAP_BYTES` of UTF-8 in the graph (see `TEXT_CAP_BYTES`): every row then carries
+    `<column>_truncated`, `<column>_bytes` and `<column>_full_in`, null (not stored) unless its value was cut."""
 
     def __post_init__(self) -> None:
         check_label(self.label)
@@ -141,6 +144,14 @@ class EdgeLayer:
 
 Layer = NodeLayer | EdgeLayer
 
+TEXT_CAP_BYTES = 1024 * 1024
+"""The most UTF-8 bytes of a capped column (`NodeLayer.capped`) the graph holds. archive.db keeps every message
+whole (the source of truth); the graph is derived, and a row bigger than a Bolt message cannot be loaded at all
+(ArcadeDB refuses messages over 16 MiB: a 50 MB pasted log would fail every load, every day). A longer value is
+cut on a character boundary and its node says so: `text_truncated: true`, `text_bytes` (the whole text's UTF-8
+size) and `text_full_in` (where the whole text is: `FULL_TEXT_AT`)."""
+FULL_TEXT_AT = "archive.db: SELECT text FROM messages WHERE uuid = <the node's id>"
+
 CONVERSATIONS = NodeLayer(
     "Conversation",
     "archive",
@@ -156,6 +167,7 @@ MESSAGES = NodeLayer(
     " content_hash FROM messages",
     booleans=("is_active", "is_hidden"),
     text_ids=True,
+    capped=("text",),
 )
 HAS_MESSAGE = EdgeLayer(
     "HAS_MESSAGE",

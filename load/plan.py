@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import orjson
 
-from load.layers import Layer, NodeLayer
+from load.layers import FULL_TEXT_AT, TEXT_CAP_BYTES, Layer, NodeLayer
 
 Kind = Literal["upsert", "delete"]
 ROW_OVERHEAD = 32  # bytes of Bolt framing and map keys per row, roughly: keeps tiny rows from looking free
@@ -102,6 +102,8 @@ def source_rows(cursor: sqlite3.Cursor, layer: Layer) -> Iterator[Change]:
     skip = 2 if isinstance(layer, NodeLayer) else 3  # _key and id, or _key, src and dst
     props = names[skip:]
     booleans = [i for i, name in enumerate(props) if name in layer.booleans]
+    capped = [(i, name) for i, name in enumerate(props) if isinstance(layer, NodeLayer) and name in layer.capped]
+    marks = dict.fromkeys(cap_marks([name for _, name in capped]))
     previous = ""
     for row in cursor:
         key = row[0]
@@ -112,14 +114,38 @@ def source_rows(cursor: sqlite3.Cursor, layer: Layer) -> Iterator[Change]:
         for i in booleans:
             if values[i] is not None:
                 values[i] = bool(values[i])
-        properties = dict(zip(props, values, strict=True))
+        cut: dict[str, Any] = {}
+        for i, name in capped:
+            value = values[i]
+            if isinstance(value, str) and len(value) * 4 > TEXT_CAP_BYTES:  # UTF-8 is at most 4 bytes a character
+                size = len(value.encode("utf-8"))
+                if size > TEXT_CAP_BYTES:
+                    values[i] = cap_text(value, TEXT_CAP_BYTES)
+                    cut |= {f"{name}_truncated": True, f"{name}_bytes": size, f"{name}_full_in": FULL_TEXT_AT}
+        # Every row carries the marks (a CREATE names the first row's properties for the whole batch), null unless
+        # cut; they join the hash only when set, so a row that was never cut hashes as it always did.
+        properties = dict(zip(props, values, strict=True)) | marks | cut
         if isinstance(layer, NodeLayer):
             params: dict[str, Any] = {"id": key, "props": properties}
         else:
             params = {"src": str(row[1]), "dst": str(row[2]), "props": properties}
         # The JSON of the row is both what is hashed and a good measure of its size on the wire (UTF-8).
-        blob = orjson.dumps([key, *values], default=_bytes_as_hex)
+        blob = orjson.dumps([key, *values, *cut.values()], default=_bytes_as_hex)
         yield Change("upsert", key, _hash(blob), params, ROW_OVERHEAD + len(blob))
+
+
+CAP_MARKS = (("truncated", "boolean"), ("bytes", "long"), ("full_in", None))
+"""The properties that say a capped column was cut, with their neo4j-admin header types (None: text)."""
+
+
+def cap_marks(columns: Iterable[str]) -> dict[str, str | None]:
+    """The mark properties of capped columns, in the order `source_rows` puts them after the layer's columns."""
+    return {f"{name}_{suffix}": kind for name in columns for suffix, kind in CAP_MARKS}
+
+
+def cap_text(text: str, limit: int) -> str:
+    """The longest prefix of `text` whose UTF-8 is at most `limit` bytes (cut between characters, never inside)."""
+    return text.encode("utf-8")[:limit].decode("utf-8", "ignore")  # drops only a last character cut in two
 
 
 def delete_params(layer: Layer, key: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from contracts.settings import Settings
 from load import bulk_csv
-from load.layers import ARCHIVE_LAYERS, LAYERS, NodeLayer
+from load.layers import ARCHIVE_LAYERS, LAYERS, TEXT_CAP_BYTES, NodeLayer
 from load.plan import ordered_sql, source_rows
 from staging.archive import open_archive
 from staging.ledger import open_staging
@@ -32,6 +32,7 @@ def parse(value: str, kind: str | None) -> Any:
 
 
 def read_back(path: Path) -> tuple[list[str], list[list[Any]]]:
+    csv.field_size_limit(4 * 2**20)  # neo4j-admin's default --read-buffer-size (Python's default is 128 KiB)
     with path.open(encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle)
         header = next(reader)
@@ -45,7 +46,9 @@ def test_each_layer_file_holds_the_rows_the_load_sends(tmp_path: Path) -> None:
     lines = export.read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])
     first["text"] = TRICKY
-    export.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    second = json.loads(lines[1])
+    second["text"] = "z" * (TEXT_CAP_BYTES + 5)  # cut to the cap and marked, as the load sends it
+    export.write_text("\n".join([json.dumps(first), json.dumps(second), *lines[2:]]) + "\n", encoding="utf-8")
     ingest(settings, export)
     out = tmp_path / "import"
     with closing(open_archive(settings.archive_path)) as archive, closing(open_staging(settings.staging_path)) as st:
@@ -63,6 +66,10 @@ def test_each_layer_file_holds_the_rows_the_load_sends(tmp_path: Path) -> None:
             assert f"--{'nodes' if isinstance(layer, NodeLayer) else 'relationships'}=" in command
     message_header = (out / "Message.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
     assert "is_active:boolean" in message_header and "seq:long" in message_header
+    assert "text_truncated:boolean" in message_header and "text_bytes:long" in message_header
+    _, messages = read_back(out / "Message.csv")
+    text, cut, size = (message_header.index(n) for n in ("text", "text_truncated:boolean", "text_bytes:long"))
+    assert [(len(r[text]), r[cut], r[size]) for r in messages if r[cut]] == [(TEXT_CAP_BYTES, True, TEXT_CAP_BYTES + 5)]
     raw = (out / "Message.csv").read_text(encoding="utf-8")
     assert '"She said ""no, thanks"",\nthen left; naïve café ☕"' in raw  # quoted, quotes doubled, one field
     assert ',,"text"' in raw  # the NULL author: an empty unquoted field (no property), not ""
