@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from load.layers import BRANCH, CONVERSATIONS, HAS_MESSAGE, MESSAGES, NEXT, TEXT_CAP_BYTES, Layer, NodeLayer
+from load.layers import BRANCH, CONVERSATIONS, HAS_MESSAGE, MESSAGES, NEXT, Layer
 from load.scoped import SCOPE, SCOPE_IDS, IdScope, Scoped
 from load.scoped import manifest_rows as _manifest_rows
 from staging import archive_changes, archive_loaded
@@ -69,18 +69,13 @@ class ArchiveDelta(IdScope):
         self.since = since
 
 
-def _cap(layer: Layer) -> str:
-    return f":{layer.capped}:{TEXT_CAP_BYTES}" if isinstance(layer, NodeLayer) and layer.capped else ""
-
-
 def fingerprint(layers: Sequence[Layer]) -> str:
-    """What the archive layers' rows are made of: a mark recorded under other SQL (or another text cap) is no mark.
+    """What the archive layers' rows are made of: a mark recorded under other SQL is no mark.
 
-    The cap is in it so that a load after the cap came (or changed) diffs everything once: a message a Neo4j
-    target holds whole is then cut like any other, not only once its conversation changes."""
-    parts = sorted(
-        f"{layer.name}:{layer.sql}:{layer.booleans}{_cap(layer)}" for layer in layers if layer.source == "archive"
-    )
+    The text cap (load/layers.py TEXT_CAP_BYTES) is not in it: a message a Neo4j target already holds whole (loaded
+    before the cap) stays whole until its conversation changes or a full diff meets it, rather than every archive
+    row being read and hashed again on the upgrade (~500 s at 1M messages) to cut a few texts that are not wrong."""
+    parts = sorted(f"{layer.name}:{layer.sql}:{layer.booleans}" for layer in layers if layer.source == "archive")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
