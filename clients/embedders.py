@@ -114,12 +114,25 @@ def _cut_word_pieces(max_tokens: int) -> Any:
     return _tokenizer(max_tokens, pad=False)
 
 
+CHARS_PER_PIECE = 100  # WordPiece reads a longer word as one [UNK]: `max_pieces` pieces rarely span more characters
+
+
+def bounded(texts: Sequence[str], max_pieces: int) -> list[str]:
+    """The texts, each cut to `max_pieces` x CHARS_PER_PIECE characters before the tokenizer sees it: the tokenizer
+    encodes a whole text before it truncates, so a pasted 50 MB log cost ~145 s and ~7.8 GB to keep its first 256
+    (or 4,096) pieces. A text under the bound (every ordinary message) is read as before; one over it keeps the same
+    first pieces unless its opening averages more than CHARS_PER_PIECE characters a piece (runs of whitespace, words
+    too long to spell)."""
+    bound = max_pieces * CHARS_PER_PIECE
+    return [text if len(text) <= bound else text[:bound] for text in texts]
+
+
 def word_piece_counts(texts: Sequence[str], max_tokens: int) -> list[int]:
     """How many word pieces the full model reads of each text ([CLS] and [SEP] included, cut at `max_tokens`):
     what its cost grows with (the tokenizer alone, no model loaded)."""
     if not texts:
         return []
-    return [len(e.ids) for e in _cut_word_pieces(max_tokens).encode_batch(list(texts))]
+    return [len(e.ids) for e in _cut_word_pieces(max_tokens).encode_batch(bounded(texts, max_tokens))]
 
 
 def reads_word_pieces(embedder: object) -> bool:
@@ -205,7 +218,7 @@ class OnnxMiniLM:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._tokenizer is None or (not self._optimised and len(texts) > self.QUICK_TEXTS):
             self._load(optimise=not self.quick_start or len(texts) > self.QUICK_TEXTS)
-        encodings = self._tokenizer.encode_batch(list(texts))
+        encodings = self._tokenizer.encode_batch(bounded(texts, self.max_tokens))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         hidden = self.run_ids(ids, mask)
@@ -294,7 +307,7 @@ class StaticMiniLM:
         if self._table is None:
             self._load()
         assert self._table is not None and self._weights is not None
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        encodings = self._tokenizer.encode_batch(bounded(texts, STATIC_MAX_PIECES), add_special_tokens=False)
         lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
         ids = np.fromiter((i for e in encodings for i in e.ids), dtype=np.int64, count=int(lengths.sum()))
         if len(texts) == 1:  # a query: its pieces' rows added in turn, as scipy's product adds them (same float32

@@ -15,7 +15,16 @@ import pytest
 from stage_support import ingest_stage, stage_embed, stage_segment
 
 from clients.embed_cache import EmbedCounts, batches_by_length, embed_cached, embed_texts, mean_vector
-from clients.embedders import OnnxMiniLM, StaticMiniLM, build_embedder, embedder_key, packaged_file
+from clients.embedders import (
+    CHARS_PER_PIECE,
+    STATIC_MAX_PIECES,
+    OnnxMiniLM,
+    StaticMiniLM,
+    bounded,
+    build_embedder,
+    embedder_key,
+    packaged_file,
+)
 from clients.embedders_http import EmbeddingError, EndpointEmbedder
 from contracts.errors import ConfigError
 from contracts.settings import EmbedEndpointSettings, EmbedSettings, Settings
@@ -67,6 +76,18 @@ def test_length_sorted_batches_keep_the_input_order(static: StaticMiniLM) -> Non
     texts = [t * (i + 1) for i, t in enumerate(TEXTS[:3])] * 3
     assert sorted(i for b in batches_by_length(texts, 2) for i in b) == list(range(len(texts)))
     assert np.allclose(embed_texts(static, texts, batch_size=2), static.embed(texts), atol=1e-6)
+
+
+def test_a_huge_text_is_cut_before_the_tokenizer_and_embeds_as_its_opening_does(static: StaticMiniLM) -> None:
+    """A pasted multi-megabyte log: the tokenizer would encode all of it to keep its first pieces (~7.8 GB for
+    50 MB). It sees at most STATIC_MAX_PIECES x CHARS_PER_PIECE characters, and the vector is the same as the
+    whole text's (the same first pieces); an ordinary text is not touched."""
+    line = "ERROR 2024-05-01 worker-7 timed out reading partition 12 of the orders table\n"
+    huge = line * (3 * STATIC_MAX_PIECES * CHARS_PER_PIECE // len(line))
+    bound = STATIC_MAX_PIECES * CHARS_PER_PIECE
+    assert [len(t) for t in bounded([huge, line], STATIC_MAX_PIECES)] == [bound, len(line)]
+    cut, under = static.embed([huge])[0], static.embed([huge[: bound - len(line)]])[0]  # the second is not cut
+    assert np.allclose(cut, under, atol=1e-6)  # the same first 4,096 pieces: the same vector as read whole
 
 
 def test_a_model_file_with_the_wrong_digest_is_refused() -> None:
