@@ -231,15 +231,20 @@ def _content_text(content: object) -> str:
 
 def _best_effort(block: object) -> str:
     """The text of a block of a type this parser does not know (kept whole in `raw` too): its `text` or `content`,
-    else every string in it but its type tag (a `voice_note`'s transcript stays searchable)."""
+    else every string in it but its type tag and times (`BLOCK_META`: a `voice_note`'s transcript stays searchable)."""
     if isinstance(block, str):
         return block
     if isinstance(block, dict):
         for key in ("text", "content"):
             if isinstance(block.get(key), str):
                 return str(block[key])
-        return all_strings({k: v for k, v in block.items() if k != "type"})
+        return all_strings({k: v for k, v in block.items() if k not in BLOCK_META})
     return ""
+
+
+BLOCK_META = frozenset({"type", "start_timestamp", "stop_timestamp", "flags"})
+"""Keys of every Claude content block that say nothing of its content: an unknown block holding only these gives no
+text (the message's own `text` is then its text, not two timestamps)."""
 
 
 def _str(value: object) -> str:
