@@ -185,7 +185,8 @@ def test_an_export_of_any_name_beside_a_conversations_json_is_read_not_left_out(
         ["conversations.json", "notes.ndjson", "claude-backup"], "ingested"
     ), read
     (run_id,) = [r["id"] for r in json.loads(chatmem("staging", "runs", "--json", data_dir=tmp_path / "data").stdout)]
-    again = chatmem("run", *sorted(export.iterdir()), "--only", "ingest", "--run-id", run_id, data_dir=tmp_path / "data")
+    given = sorted(export.iterdir())
+    again = chatmem("run", *given, "--only", "ingest", "--run-id", run_id, data_dir=tmp_path / "data")
     assert again.exit_code == 0 and "left out 1 path(s)" in again.stderr, again.output
 
 
