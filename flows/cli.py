@@ -392,7 +392,7 @@ def run(
             paths = paths or list(run_exports(staging, run_id))
     elif not paths:
         raise click.UsageError("give at least one export file (or --run-id RUN to resume a run)")
-    else:
+    if exports:  # given here (not the run's recorded ones, already left out when it was started)
         paths, left = rest_of_an_export(paths)
         if left and not settings.pipeline.quiet:
             names = ", ".join(Path(p).name for p in left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
@@ -407,12 +407,27 @@ def run(
 READ_BESIDE = (".json", ".jsonl", ".zip")  # beside a conversations.json, still read: a file of the user's own
 
 
+def _holds_json_or_zip(path: Path) -> bool:
+    """Whether the file's first bytes could start an export (a zip, or JSON: ingest reads the format from the bytes,
+    never the name, so a JSONL export named .ndjson or with no suffix is one); unreadable: let ingest say why."""
+    from ingest.sources import EMPTY_ZIP_MAGIC, ZIP_MAGIC
+
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return True
+    body = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    return head[:4] in (ZIP_MAGIC, EMPTY_ZIP_MAGIC) or body[:1] in (b"[", b"{")
+
+
 def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[str | Path]]:
     """(what to read, what to leave out) of the paths given. `chatmem run export/*` on an unzipped ChatGPT export
     names its conversations.json with everything beside it: user.json, message_feedback.json, chat.html, images,
     folders of images. Those hold no conversations, and read as exports each would fail the run. Left out: a known
-    side file, a folder, or a file of another kind than .json/.jsonl/.zip, sitting in the folder of a
-    conversations.json that is given too. Everything else is read as given (a file alone is never left out)."""
+    side file, a folder, or a file neither named .json/.jsonl/.zip nor starting as JSON or a zip does (an image,
+    an HTML page), sitting in the folder of a conversations.json that is given too. Everything else is read as
+    given (a file alone is never left out)."""
     from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES
 
     resolved = [Path(p).resolve() for p in paths]
@@ -422,7 +437,7 @@ def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[s
     for path, real in zip(paths, resolved, strict=True):
         beside = real.parent in folders and real.name != CONVERSATIONS_FILE
         other_kind = (real.is_dir() and not (real / CONVERSATIONS_FILE).exists()) or (
-            not real.is_dir() and real.suffix.lower() not in READ_BESIDE
+            not real.is_dir() and real.suffix.lower() not in READ_BESIDE and not _holds_json_or_zip(real)
         )
         (left if beside and (real.name in KNOWN_SIDE_FILES or other_kind) else read).append(path)
     return read, left

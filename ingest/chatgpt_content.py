@@ -51,10 +51,17 @@ def _parts_read(content: dict[str, Any]) -> bool:
     parts = content.get("parts")
     if not isinstance(parts, list) or all(isinstance(p, str) for p in parts):
         return True  # the common case, checked at C speed
-    return all(
-        not isinstance(p, dict) or _text_of(p) or _str(p.get("asset_pointer")) or p.keys() <= {"content_type"}
-        for p in parts
-    )
+    return all(not isinstance(p, dict) or _text_of(p) or _pointer(p) or p.keys() <= {"content_type"} for p in parts)
+
+
+def _pointer(part: dict[str, Any]) -> str:
+    """A media part's pointer: its own `asset_pointer`, or that of a media part it holds (a voice-mode turn's
+    real_time_user_audio_video_asset_pointer holds its audio_asset_pointer); '' when it has none."""
+    own = _str(part.get("asset_pointer"))
+    if own:
+        return own
+    inner = (_str(value.get("asset_pointer")) for value in part.values() if isinstance(value, dict))
+    return next((pointer for pointer in inner if pointer), "")
 
 
 def _text_of(part: dict[str, Any]) -> str:
@@ -111,7 +118,7 @@ def _render_part(part: object) -> str:
     text = part.get("text")
     if isinstance(text, str) and text:  # audio_transcription and any part that carries its own text
         return text
-    pointer = _str(part.get("asset_pointer"))
+    pointer = _pointer(part)
     if kind == "image_asset_pointer":
         width, height = part.get("width"), part.get("height")
         size = f" {width}x{height}" if isinstance(width, int) and isinstance(height, int) else ""

@@ -173,6 +173,7 @@ def render_message(message: dict[str, Any]) -> tuple[str, str, str | None]:
     parts: list[str] = []
     kinds: set[str] = set()
     unknown: list[Any] = []
+    said = False  # a block said what the message says (a known block, or an unknown one's text or content)
     if isinstance(blocks, list) and blocks:
         for block in blocks:
             kind = block.get("type") if isinstance(block, dict) else None
@@ -181,11 +182,14 @@ def render_message(message: dict[str, Any]) -> tuple[str, str, str | None]:
             if text is None:
                 unknown.append(block)
                 text = _best_effort(block)
+                said = said or (bool(text) and not _guessed(block))
+            else:
+                said = said or bool(text)
             if text:
                 parts.append(text)
     plain = message.get("text")
-    if not parts and isinstance(plain, str) and plain:  # no blocks, or blocks with nothing to say
-        parts.append(plain)
+    if not said and isinstance(plain, str) and plain:  # no blocks, or none that says it (only guessed strings)
+        parts.insert(0, plain)
         kinds.add("text")
     if not kinds:
         kinds.add("text")  # an empty message is still plain text
@@ -231,15 +235,26 @@ def _content_text(content: object) -> str:
 
 def _best_effort(block: object) -> str:
     """The text of a block of a type this parser does not know (kept whole in `raw` too): its `text` or `content`,
-    else every string in it but its type tag (a `voice_note`'s transcript stays searchable)."""
+    else every string in it but its type tag and times (`BLOCK_META`: a `voice_note`'s transcript stays searchable)."""
     if isinstance(block, str):
         return block
     if isinstance(block, dict):
         for key in ("text", "content"):
             if isinstance(block.get(key), str):
                 return str(block[key])
-        return all_strings({k: v for k, v in block.items() if k != "type"})
+        return all_strings({k: v for k, v in block.items() if k not in BLOCK_META})
     return ""
+
+
+def _guessed(block: object) -> bool:
+    """Whether `_best_effort` gave the block's strings (not a text or content of its own): the message's `text`
+    is then kept too, before them."""
+    return isinstance(block, dict) and not any(isinstance(block.get(key), str) for key in ("text", "content"))
+
+
+BLOCK_META = frozenset({"type", "start_timestamp", "stop_timestamp", "flags"})
+"""Keys of every Claude content block that say nothing of its content: an unknown block holding only these gives no
+text (the message's own `text` is then its text, not two timestamps)."""
 
 
 def _str(value: object) -> str:

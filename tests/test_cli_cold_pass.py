@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -160,6 +161,33 @@ def test_the_rest_of_an_unzipped_export_given_beside_its_conversations_is_left_o
     assert stats["conversations"] == 2  # the export's one and notes.jsonl's one
     alone = chatmem("run", export / "user.json", "--only", "ingest", data_dir=tmp_path / "data2")
     assert alone.exit_code == 1 and "chatgpt-side-file" in alone.stderr  # given alone: refused as before
+
+
+@pytest.mark.prefect
+def test_an_export_of_any_name_beside_a_conversations_json_is_read_not_left_out(
+    tmp_path: Path, chatgpt_export: Path
+) -> None:
+    """The format is read from the bytes, never the name: a JSONL export named .ndjson (a suffix `serve` watches)
+    or with no suffix at all, beside a conversations.json, is read, not left out as the rest of the export (only
+    what holds no JSON or zip is). Given with --run-id, the rest of the export is left out as without it."""
+    export = tmp_path / "export"
+    export.mkdir()
+    shutil.copy(chatgpt_export, export / "conversations.json")
+    write_chats(export / "notes.ndjson", 1, seed=2)
+    write_chats(export / "claude-backup", 1, seed=3)
+    (export / "file-abc.png").write_bytes(b"\x89PNG\r\n")
+    done = chatmem("run", *sorted(export.iterdir()), "--only", "ingest", data_dir=tmp_path / "data")
+    assert done.exit_code == 0, done.output
+    assert "left out 1 path(s) beside a conversations.json also given (file-abc.png)" in done.stderr
+    with sqlite3.connect(tmp_path / "data" / "staging.db") as staging:
+        read = dict(staging.execute("SELECT path, status FROM ingest_files").fetchall())
+    assert {Path(p).name: s for p, s in read.items()} == dict.fromkeys(
+        ["conversations.json", "notes.ndjson", "claude-backup"], "ingested"
+    ), read
+    (run_id,) = [r["id"] for r in json.loads(chatmem("staging", "runs", "--json", data_dir=tmp_path / "data").stdout)]
+    given = sorted(export.iterdir())
+    again = chatmem("run", *given, "--only", "ingest", "--run-id", run_id, data_dir=tmp_path / "data")
+    assert again.exit_code == 0 and "left out 1 path(s)" in again.stderr, again.output
 
 
 def test_a_missing_path_alone_is_refused_before_anything_naming_it(tmp_path: Path) -> None:

@@ -526,3 +526,29 @@ def test_known_type_in_an_unseen_shape_falls_back_to_its_strings_and_raw() -> No
         '{"content_type": "text", "text": "hi"}',
     )
     assert render_content({"content_type": "text", "parts": [""]}) == ("", None)
+
+
+def test_a_voice_mode_part_is_its_nested_audio_pointer_not_unseen_strings() -> None:
+    """Every voice-mode user turn has a real_time_user_audio_video_asset_pointer part whose media pointer sits in a
+    nested audio_asset_pointer: it is a media part, shown as `[label: pointer]` with no raw JSON kept (it read as a
+    part of an unseen shape: the pointer and "wav" in the text, ~700 bytes of raw on every voice turn)."""
+    audio = {
+        "content_type": "audio_asset_pointer",
+        "asset_pointer": "sediment://file_0a1",
+        "size_bytes": 123,
+        "format": "wav",
+        "metadata": {"start_timestamp": None, "transcription": None, "start": 0.0, "end": 4.38},
+    }
+    voice = {
+        "content_type": "real_time_user_audio_video_asset_pointer",
+        "expiry_datetime": None,
+        "frames_asset_pointers": [],
+        "video_container_asset_pointer": None,
+        "audio_asset_pointer": audio,
+        "audio_start_timestamp": 5.1,
+    }
+    spoken = {"content_type": "audio_transcription", "text": "what is the weather", "direction": "in"}
+    assert render_content({"content_type": "multimodal_text", "parts": [spoken, voice]}) == (
+        "what is the weather\n[real_time_user_audio_video_asset_pointer: sediment://file_0a1]",
+        None,
+    )

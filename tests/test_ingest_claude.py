@@ -265,3 +265,17 @@ def test_the_text_field_is_kept_when_the_blocks_render_nothing() -> None:
     (conversation,), _ = _parse_bytes(json.dumps([_conversation([message])]).encode())
     (parsed,) = conversation.messages
     assert parsed.text == "text of m" and parsed.content_type == "text+token_budget"
+
+
+def test_an_unknown_block_of_only_its_times_says_nothing_and_the_message_keeps_its_text() -> None:
+    """Claude's blocks carry start/stop timestamps: an unknown block holding only those (and its type) gives no text,
+    so a message of such blocks keeps its own `text` (the timestamps were its text instead, the words lost); one
+    whose strings are only guessed at (no text or content of its own) keeps the message's `text` before them."""
+    times = {"start_timestamp": "2025-03-01T10:00:00.000000Z", "stop_timestamp": "2025-03-01T10:00:02.000000Z"}
+    content = [{"type": "token_budget", **times, "flags": None}]
+    (conversation,), _ = _parse_bytes(json.dumps([_conversation([_message("m", content=content)])]).encode())
+    (parsed,) = conversation.messages
+    assert parsed.text == "text of m" and parsed.raw is not None and json.loads(parsed.raw) == content
+    note = [{"type": "voice_note", **times, "title": "Groceries"}]  # its strings are a guess: the text is kept too
+    (conversation,), _ = _parse_bytes(json.dumps([_conversation([_message("m", content=note)])]).encode())
+    assert conversation.messages[0].text == "text of m\n\nGroceries"
