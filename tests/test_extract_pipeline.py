@@ -103,18 +103,29 @@ def test_a_prompt_template_repeated_across_conversations_is_no_evidence(
 
 def test_a_rerun_makes_no_extractor_call_and_changes_no_concept(ran: tuple[Settings, str, list[StageResult]]) -> None:
     """Same dumps again: every stage skipped as unchanged; forced, ingest reads the dumps again and segment cuts
-    them again (the same rows), and still zero extractor calls (the cache) and zero hypotheses handled."""
+    them again (the same rows), still zero extractor calls (the cache), and concepts rebuilds its store from every
+    extraction into the same concepts."""
     from flows.pipeline import run_pipeline
 
     settings, _, _ = ran
     _, results = run_pipeline(settings, real_exports(), STAGES, quiet=True)
     assert all(r.status == "skipped" and "unchanged since run" in r.notes[0] for r in results)
+    before = _concept_rows(settings.staging_path)
     _, forced = run_pipeline(settings, real_exports(), STAGES, quiet=True, force=True)
     by_stage = {r.stage: r for r in forced}
     assert by_stage["ingest"].status == by_stage["segment"].status == "succeeded"
     assert by_stage["segment"].counts["segments_written"] == 0
-    assert all(r.status == "skipped" for r in forced if r.stage not in ("ingest", "segment"))
-    assert by_stage["extract"].counts["extractor_calls"] == 0 and by_stage["concepts"].counts["hypotheses"] == 0
+    assert by_stage["extract"].status == "skipped" and by_stage["extract"].counts["extractor_calls"] == 0
+    assert any("--force: concept store rebuilt" in note for note in by_stage["concepts"].notes)
+    assert by_stage["concepts"].counts["hypotheses"] > 0
+    assert _concept_rows(settings.staging_path) == before
+
+
+def _concept_rows(staging_path: Path) -> list[tuple[Any, ...]]:
+    """Every concept, without the run that wrote it."""
+    with sqlite3.connect(staging_path) as conn:
+        names = [r[1] for r in conn.execute("PRAGMA table_info(concepts)") if "run" not in r[1]]
+        return sorted(tuple(r) for r in conn.execute(f"SELECT {', '.join(names)} FROM concepts"))
 
 
 def _concepts_cli(settings: Settings, *args: str) -> Any:
