@@ -95,7 +95,8 @@ def around(text: str, names: list[str], width: int) -> str:
     lower = line.casefold()
     spots = [
         (m.start(), word)
-        for word in words
+        for word in sorted(words)  # sorted: ties between windows go the same way on every call (a set's order
+        # follows the process's hash seed)
         for m in re.finditer(rf"\b{re.escape(word[:-1] if len(word) > 4 and word.endswith('s') else word)}", lower)
     ]
     from memory.text import excerpt  # here: memory.text imports numpy, which `--help` and usage errors never need

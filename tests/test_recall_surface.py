@@ -4,6 +4,7 @@ nothing in the memory, and argument errors as one line through the MCP SDK's own
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -218,3 +219,24 @@ def test_a_long_span_keeps_its_matched_words() -> None:
     assert "cat playground" in shown and shown.startswith("…") and shown.endswith("…") and len(shown) <= 60
     assert around("short text", ["x"], 60) == "short text"
     assert around(LONG_TALK, ["nothing here"], 40).endswith("…")
+
+
+def test_a_concepts_span_is_the_same_window_whatever_the_hash_seed() -> None:
+    """Two of the concept's words, each alone in its stretch of a long span: a tie between two windows. The window
+    shown is the same in every process (it followed the order of a set of words, which the hash seed sets)."""
+    import subprocess
+    import sys
+
+    line = "alpha " + "filler " * 40 + "beta " + "filler " * 40
+    code = f"from flows.cli_concepts import around; print(around({line!r}, ['Alpha Beta'], 40))"
+    shown = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(shown) == 1 and "alpha" in shown.pop()
