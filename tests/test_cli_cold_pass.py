@@ -209,22 +209,30 @@ def test_a_missing_path_alone_is_refused_before_anything_naming_it(tmp_path: Pat
 def test_a_refused_file_with_json_prints_an_object_saying_why(tmp_path: Path) -> None:
     """`run --json` on a file refused before the run: stdout is still one JSON object (a script reads it), the error
     line stays on stderr, exit 1, nothing written."""
-    data_dir = tmp_path / "data"
     bad = tmp_path / "bad.json"
     bad.write_text('{"bad": ', encoding="utf-8")
+    summary = refused_json(tmp_path, bad)
+    assert summary["run_id"] is None
+    assert str(bad) in summary["error"] and "truncated JSON" in summary["error"]
+
+
+def refused_json(tmp_path: Path, bad: Path, prefix: list[str] | None = None) -> dict[str, Any]:
+    """`chatmem run BAD --json` in a real process (behind `prefix`): exit 1, one JSON object on stdout whose status
+    is refused, the same error as the one line on stderr, and no data dir written. Returns the object."""
+    data_dir = tmp_path / "data"
     done = subprocess.run(
-        [*chatmem_command(), "--data-dir", str(data_dir), "run", str(bad), "--json"],
+        [*(prefix or []), *chatmem_command(), "--data-dir", str(data_dir), "run", str(bad), "--json"],
         capture_output=True,
         text=True,
         env=process_env(tmp_path / "prefect"),
         timeout=120,
     )
     assert done.returncode == 1, done.stderr
-    summary = json.loads(done.stdout)
-    assert summary["status"] == "refused" and summary["run_id"] is None
-    assert str(bad) in summary["error"] and "truncated JSON" in summary["error"]
+    summary: dict[str, Any] = json.loads(done.stdout)
+    assert summary["status"] == "refused"
     assert done.stderr.strip() == f"error: {summary['error']}"
     assert not data_dir.exists()
+    return summary
 
 
 def _without_root_reads() -> list[str]:
@@ -241,7 +249,6 @@ def _without_root_reads() -> list[str]:
 def test_a_file_that_cannot_be_read_is_refused_with_one_json_object(tmp_path: Path, how: str) -> None:
     """Unreadable (its mode) or failing on read (EIO: /proc/self/mem at offset 0, behind a symlink): refused like a
     missing file, one JSON object on stdout and exit 1, rather than a usage error (exit 2) or a traceback."""
-    data_dir = tmp_path / "data"
     bad = tmp_path / "locked.json"
     prefix: list[str] = []
     if how == "mode 000":
@@ -250,19 +257,9 @@ def test_a_file_that_cannot_be_read_is_refused_with_one_json_object(tmp_path: Pa
         prefix = _without_root_reads()
     else:
         bad.symlink_to("/proc/self/mem")
-    done = subprocess.run(
-        [*prefix, *chatmem_command(), "--data-dir", str(data_dir), "run", str(bad), "--json"],
-        capture_output=True,
-        text=True,
-        env=process_env(tmp_path / "prefect"),
-        timeout=120,
-    )
-    assert done.returncode == 1, done.stderr
-    summary = json.loads(done.stdout)
+    summary = refused_json(tmp_path, bad, prefix)
     reason = "Permission denied" if how == "mode 000" else "Input/output error"
-    assert summary["status"] == "refused" and summary["error"] == f"{bad}: cannot be read ({reason})"
-    assert done.stderr.strip() == f"error: {summary['error']}"
-    assert not data_dir.exists()
+    assert summary["error"] == f"{bad}: cannot be read ({reason})"
 
 
 def grey_pixels(path: Path) -> int:
