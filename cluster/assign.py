@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from clients.batches import MapBatches
-from cluster import phrase_space, saved_model
+from cluster import phrase_space, saved_model, topic_space
 from cluster import topics as fit_topics
 from cluster.saved_model import SavedModel
 from contracts.settings import Settings
@@ -68,7 +68,8 @@ def plan(staging: sqlite3.Connection, settings: Settings, key: str, run_id: str)
         return None, why
     fit_run = str(base["params"]["fit_run"])
     digest = saved_model.settings_digest(settings.cluster)
-    model, why = saved_model.load(settings.data_dir, fit_run, model=key, settings=digest)
+    fitted_on = topic_space.model_key(settings, key)
+    model, why = saved_model.load(settings.data_dir, fit_run, model=fitted_on, settings=digest)
     if model is None:
         return None, why
     changed, why = _changed_since_fit(staging, settings, key, fit_run, model.points)
@@ -148,6 +149,8 @@ def assign(
     ids, points = vectors.item_matrix(staging, "segment", key, found.new_segments)
     keep = np.linalg.norm(points, axis=1) > 0 if ids else np.zeros(0, dtype=bool)
     ids, points = [i for i, k in zip(ids, keep, strict=True) if k], points[keep] if ids else points
+    if model.anchors is not None and ids:  # into the full model's space by their nearest anchors, as in the fit
+        points = topic_space.place(model.anchors, points)
     if model.phrase_space is not None and ids:  # joined with their phrases, as the fit's points were
         members = segment_store.members_of(staging, ids)
         points = model.phrase_space.join(points, phrase_space.segment_keys(archive, members, ids, map_batches))
@@ -246,6 +249,8 @@ def _place_concepts(
     found, matrix = vectors.item_matrix(staging, "concept", key, concept_ids)
     if not found or not any(t in uids for t in model.centres):
         return []
+    if model.anchors is not None:
+        matrix = topic_space.place(model.anchors, matrix)
     if model.phrase_space is not None:
         titles = concept_store.titles_of(staging, found)
         matrix = model.phrase_space.join(matrix, phrase_space.title_keys([titles.get(c, "") for c in found]))

@@ -3,7 +3,8 @@
 A full run (tune, fit, outliers, renumber) ends by saving what placing a point needs: the UMAP reducer and the
 HDBSCAN clusterer (with its prediction data), HDBSCAN's label -> the run's topic number, and the reference the
 outlier rule and the concept fallback compare with (each topic's centre and its members' sorted cosines to it),
-and the phrase space the points were joined with (cluster.phrase_share > 0).
+the phrase space the points were joined with (cluster.phrase_share > 0), and the anchors new points are placed
+by (cluster.encoder: their static and full-model vectors, ~3 MB per 1,000).
 A later run with few new segments (`cluster.refit_share`) loads it instead of tuning and fitting again
 (cluster/assign.py).
 
@@ -35,13 +36,14 @@ from typing import Any
 import numpy as np
 
 from cluster.phrase_space import PhraseSpace
+from cluster.topic_space import Anchors
 from cluster.tuning import OBJECTIVE_VERSION
 from contracts.settings import ClusterSettings, section_dump
 from staging.embeddings import Matrix
 
 log = logging.getLogger(__name__)
 
-MODEL_VERSION = 2  # bump when SavedModel's fields or their meaning change: older files are then refitted
+MODEL_VERSION = 3  # bump when SavedModel's fields or their meaning change: older files are then refitted
 MODEL_DIR = "cluster_models"
 JIT_CACHE = "jit-cache"  # under MODEL_DIR: numba's compiled UMAP functions (cache_compiled)
 NOT_FIT_SETTINGS = ("refit_share", "llm_labels")  # settings that do not shape the fitted model or its topics
@@ -60,7 +62,7 @@ class OutlierReference:
 class SavedModel:
     version: int
     fit_run: str  # the run that tuned and fitted it
-    model: str  # the embedding model's key: vectors of another model cannot be placed in it
+    model: str  # the embedding model's key (+ the topic encoder's: topic_space.model_key): no other vectors fit it
     settings: str  # settings_digest of the cluster settings it was fitted under
     points: int  # segments the fitting run clustered (the base of cluster.refit_share)
     reducer: Any
@@ -69,6 +71,7 @@ class SavedModel:
     reference: OutlierReference  # keyed by topic number
     centres: dict[int, Matrix]  # each topic's unit centre after outlier handling (the concept fallback)
     phrase_space: PhraseSpace | None = None  # what new points' vectors are joined with (cluster/phrase_space.py)
+    anchors: Anchors | None = None  # the segments the full model read, new points placed by (cluster/topic_space.py)
 
 
 def settings_digest(cfg: ClusterSettings) -> str:

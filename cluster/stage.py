@@ -29,7 +29,7 @@ from clients.batches import MapBatches, map_in_process
 from clients.embedders import Embedder, embedder_key
 from clients.progress import bar
 from clients.stage import History, Outcome, StageContext
-from cluster import assign, describe, phrase_space, saved_model
+from cluster import assign, describe, phrase_space, saved_model, topic_space
 from cluster import topics as fit_topics
 from cluster.label_counts import LabelCounts
 from cluster.tuning import Objective, Tuned, budget, prune_studies, tune
@@ -83,6 +83,9 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
     distinct = _distinct_rows(points.matrix, enough=cfg.min_points)
     if distinct < cfg.min_points:
         return _not_clustered(staging, run_id, key, points, distinct, cfg.min_points, notes)
+    if topic_space.enabled(settings):
+        with _timed(seconds, "encode"):
+            _encode_anchors(ctx, points, notes)
     if cfg.phrase_share > 0:
         with _timed(seconds, "phrase_space"):
             _join_phrases(archive, points, cfg.phrase_share, cfg.phrase_dims, cfg.seed, map_batches)
@@ -108,13 +111,14 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
             "objective": round(tuned.best_value, 6),
             "fit_run": run_id,
             "fit_points": len(ids),  # the base of cluster.refit_share (assign.refit_reason, after this row is pruned)
+            "encoder": points.anchors.encoder if points.anchors is not None else key,  # what the topics were found on
         },
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
         "notes": notes,
     }
     _check(fitted.topic_rows, fitted.links)
     with _timed(seconds, "save_model"):
-        _save_model(settings, run_id, key, len(ids), fitted, points.space)
+        _save_model(settings, run_id, key, len(ids), fitted, points)
     with _timed(seconds, "write"):
         store.write_run(staging, run_id, summary, fitted.topic_rows, fitted.links, map_rows)
     saved_model.prune(settings.data_dir, keep=run_id)
@@ -122,6 +126,7 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
     pruned = prune_studies(optuna_url(settings), store.kept_studies(staging))
     counts = {
         "points": len(ids),
+        "segments_encoded": len(points.anchors.ids) if points.anchors is not None else 0,
         "topics": len(fitted.topic_rows),
         "outliers": int(np.sum(labels == -1)),
         "outliers_reassigned": int(sum(s == "reassigned" for s in fitted.source)),
@@ -155,6 +160,27 @@ class _Points:
     without_vector: int  # current segments with no (or a zero) vector
     keys: list[tuple[str, ...]] | None = None  # each point's phrase keys, when cluster.phrase_share > 0
     space: phrase_space.PhraseSpace | None = None  # the phrase space `matrix` was joined with
+    anchors: topic_space.Anchors | None = None  # the segments the full model read (cluster.encoder)
+    anchor_rows: np.ndarray[Any, Any] | None = None  # their rows in `matrix`: what the tuning and the fit see
+
+
+def _encode_anchors(ctx: StageContext, points: _Points, notes: list[str]) -> None:
+    """The points moved into the full model's space (cluster/topic_space.py), in place: the anchors by their
+    own full-model vectors, every other segment by its nearest anchors."""
+    cfg = ctx.settings.cluster
+    rows = topic_space.chosen(points.ids, cfg.encode_max, cfg.seed)
+    anchor_ids = [points.ids[i] for i in rows]
+    encoded, encoder = topic_space.encode(
+        ctx.archive, ctx.staging, ctx.settings, ctx.run_id, points.members, anchor_ids, progress=ctx.progress
+    )
+    points.anchors = topic_space.Anchors(anchor_ids, topic_space.unit(points.matrix[rows]), encoded, encoder)
+    others = np.setdiff1d(np.arange(len(points.ids)), rows)
+    matrix = np.empty((len(points.ids), encoded.shape[1]), dtype=np.float32)
+    matrix[rows] = encoded
+    matrix[others] = topic_space.place(points.anchors, points.matrix[others])
+    points.matrix, points.anchor_rows = matrix, rows
+    placed = f"; the other {len(others)} placed by their nearest ones" if len(others) else ""
+    notes.append(f"topics found by {encoder} on the title and opening of {len(rows)} segment(s){placed}")
 
 
 def _join_phrases(
@@ -210,7 +236,8 @@ def _tune(
         outlier_quantile=cfg.outlier_quantile,
         phrase_weight=cfg.phrase_weight,
     )
-    sample = fit_topics.seeded_sample(len(points.ids), cfg.sample_size, cfg.seed)
+    pool = points.anchor_rows if points.anchor_rows is not None else np.arange(len(points.ids))
+    sample = pool[fit_topics.seeded_sample(len(pool), cfg.sample_size, cfg.seed)]
     groups = _conversation_groups([points.conversation_of[points.ids[i]] for i in sample])
     n_trials, timeout_s = budget(len(sample), cfg.n_trials, cfg.timeout_s)
     phrases = None
@@ -227,7 +254,7 @@ def _tune(
             n_trials=n_trials,
             objective=objective,
             groups=groups,
-            tag=key,
+            tag=topic_space.model_key(ctx.settings, key),
             timeout_s=timeout_s,
             on_trial=advance,
             phrases=phrases,
@@ -273,7 +300,9 @@ def _fit(
     archive, staging, settings, cfg = ctx.archive, ctx.staging, ctx.settings, ctx.settings.cluster
     matrix, ids = points.matrix, points.ids
     with _timed(seconds, "fit"):
-        fit = fit_topics.fit_all(matrix, tuned.best, seed=cfg.seed, fit_max=cfg.fit_max, map_batches=map_batches)
+        fit = fit_topics.fit_all(
+            matrix, tuned.best, seed=cfg.seed, fit_max=cfg.fit_max, map_batches=map_batches, pool=points.anchor_rows
+        )
     labels, weights, source = fit.labels, fit.weights, list(fit.source)
     with _timed(seconds, "outliers"):
         reference = fit_topics.outlier_reference(matrix, labels)
@@ -300,15 +329,13 @@ def _fit(
     with _timed(seconds, "concepts"):
         missing: list[int] = []
         centres = fit_topics.centroids(matrix, labels)
-        links += _concept_links(staging, fit, key, labels, centres, uids, missing, points.space)
+        links += _concept_links(staging, fit, key, labels, centres, uids, missing, points)
         if missing:
             notes.append(f"{missing[0]} concept(s) without a vector got no topic: run the embed_concepts stage")
     return _Fitted(fit, labels, source, reference, centres, topic_rows, links, named)
 
 
-def _save_model(
-    settings: Settings, run_id: str, key: str, points: int, fitted: _Fitted, space: phrase_space.PhraseSpace | None
-) -> None:
+def _save_model(settings: Settings, run_id: str, key: str, count: int, fitted: _Fitted, points: _Points) -> None:
     """The fitted model, for the incremental runs that place new segments in its topics (cluster/assign.py)."""
     topic_of = _old_to_new(fitted.fit.labels, fitted.labels)
     centres, member_sims = fitted.reference
@@ -317,9 +344,9 @@ def _save_model(
         saved_model.SavedModel(
             version=saved_model.MODEL_VERSION,
             fit_run=run_id,
-            model=key,
+            model=topic_space.model_key(settings, key),
             settings=saved_model.settings_digest(settings.cluster),
-            points=points,
+            points=count,
             reducer=fitted.fit.reducer,
             clusterer=fitted.fit.clusterer,
             topic_of=topic_of,
@@ -328,7 +355,8 @@ def _save_model(
                 {topic_of[t]: m for t, m in member_sims.items() if t in topic_of},
             ),
             centres=fitted.centres,
-            phrase_space=space,
+            phrase_space=points.space,
+            anchors=points.anchors,
         ),
     )
 
@@ -405,11 +433,12 @@ def _concept_links(
     centres: dict[int, np.ndarray[Any, Any]],
     uids: dict[int, str],
     missing: list[int],
-    space: phrase_space.PhraseSpace | None,
+    points: _Points,
 ) -> list[tuple[str, str, int, str, float, str]]:
     """Concept -> Topic links: each concept's vector placed in the fitted model, else its nearest topic.
     Concepts without a vector (the embed_concepts stage has not run since they appeared) are counted in
-    `missing` and get no link. With a phrase space, a concept's vector is joined with its title's phrases."""
+    `missing` and get no link. With anchors, a concept is placed by its nearest ones first (as a segment is);
+    with a phrase space, its vector is then joined with its title's phrases."""
     if not uids or not concept_store.has_store(staging):
         return []
     concepts = {c.concept_id: c for c in concept_store.load_concepts(staging).values() if c.merged_into is None}
@@ -420,6 +449,9 @@ def _concept_links(
         missing.append(len(concepts) - len(found))
     if not found:
         return []
+    if points.anchors is not None:
+        matrix = topic_space.place(points.anchors, matrix)
+    space = points.space
     if space is not None:
         matrix = space.join(matrix, phrase_space.title_keys([concepts[c].title for c in found]))
     placed, strengths = fit_topics.place(fit.reducer, fit.clusterer, matrix)

@@ -63,11 +63,19 @@ class PlaceJob:
 
 
 def fit_all(
-    points: Matrix, params: Params, *, seed: int, fit_max: int, map_batches: MapBatches = map_in_process
+    points: Matrix,
+    params: Params,
+    *,
+    seed: int,
+    fit_max: int,
+    map_batches: MapBatches = map_in_process,
+    pool: np.ndarray[Any, np.dtype[np.int64]] | None = None,
 ) -> Fit:
-    """Fit on a seeded sample of `fit_max` points, then place the rest through `map_batches` in batches of
-    PREDICT_CHUNK (the cut `place` makes itself, so any runner computes what one process does)."""
-    fit_idx = seeded_sample(len(points), fit_max, seed)
+    """Fit on a seeded sample of `fit_max` points (of `pool`'s rows when given: the anchors of
+    cluster/topic_space.py), then place the rest through `map_batches` in batches of PREDICT_CHUNK (the cut
+    `place` makes itself, so any runner computes what one process does)."""
+    rows = np.arange(len(points)) if pool is None else np.asarray(pool, dtype=np.int64)
+    fit_idx = rows[seeded_sample(len(rows), fit_max, seed)]
     layout, reducer = umap_layout(points[fit_idx], params.n_neighbors, params.n_components, params.min_dist, seed)
     clusterer = run_hdbscan(layout, params, prediction_data=True)
     labels = np.full(len(points), -1, dtype=np.int64)

@@ -78,6 +78,19 @@ class ClusterSettings(BaseModel):
         description="Optuna trials per study (a re-run reuses finished ones); null: 30, whatever the machine's "
         "load, under a CPU-time safety cap (cluster.tuning.budget); set: all of them run unless timeout_s is set.",
     )
+    encoder: Literal["minilm-onnx", "embed"] = Field(
+        default="minilm-onnx",
+        description="What the topics are found on: minilm-onnx: the full MiniLM reads the title and opening of up "
+        "to encode_max segments (the anchors), every other segment and concept is placed by its embed vector's "
+        "nearest anchors (cluster/topic_space.py); embed: the embed stage's vectors alone (cheaper, topics a "
+        "person agrees with less).",
+    )
+    encode_max: int = Field(
+        default=5000,
+        ge=10,
+        description="Most segments the full model reads when encoder=minilm-onnx (~15 a second on 2 cores, once: "
+        "cached); the tuning and the final fit see these only.",
+    )
     sample_size: int = Field(default=20000, ge=10, description="Points Optuna tunes on (a seeded random sample).")
     fit_max: int = Field(
         default=50000,
