@@ -95,8 +95,8 @@ def facts_at(conn: sqlite3.Connection, at: str, subject: str | None = None) -> l
     where = "state != 'retracted' AND valid_from IS NOT NULL AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)"
     params: list[object] = [when, when]
     if subject is not None:
-        where += " AND subject = ?"
-        params.append(subject)
+        where += " AND subject = ? COLLATE NOCASE"  # as a user types it: "User", "user's Dog"
+        params.append(" ".join(subject.split()))
     return _records(conn, where, params)
 
 
@@ -120,8 +120,8 @@ def timeline(
     clauses, params = ["1"], []
     for column, value in (("subject", subject), ("attribute", attribute)):
         if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value)
+            clauses.append(f"{column} = ? COLLATE NOCASE")  # stored folded; typed any case ("User", "Lives In")
+            params.append(" ".join(value.split()))
     if concept_id is not None:
         clauses.append("(subject_concept_id = ? OR value_concept_id = ?)")
         params += [concept_id, concept_id]

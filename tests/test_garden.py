@@ -252,6 +252,21 @@ def test_facts_command_answers_at_a_date(tmp_path: Path) -> None:
     assert bad.exit_code == 2
 
 
+def test_facts_subject_matches_whatever_case_the_user_types(tmp_path: Path) -> None:
+    """`chatmem facts --subject User` (or "USER", " user ") lists the facts stored under "user", with or without
+    --at: the cold try's "--subject User" found nothing."""
+    moved(tmp_path).close()
+    base = ["--data-dir", str(tmp_path), "facts", "--json"]
+    for typed in ("user", "User", "USER", " user "):
+        listed = CliRunner().invoke(cli, [*base, "--subject", typed])
+        assert listed.exit_code == 0, listed.output
+        assert sorted(f["value"] for f in json.loads(listed.output)["facts"]) == ["Berlin", "Paris"], typed
+        then = CliRunner().invoke(cli, [*base, "--subject", typed, "--at", "2023-06-01"])
+        assert [f["value"] for f in json.loads(then.output)["facts"]] == ["Berlin"], typed
+    other = CliRunner().invoke(cli, [*base, "--subject", "User's sister"])
+    assert json.loads(other.output)["facts"] == []
+
+
 def test_facts_with_nothing_matching_say_so_not_run_the_pipeline(tmp_path: Path) -> None:
     """The garden ran: `facts --query` that no fact matches (or an --at before any fact) says that, and suggests
     `chatmem run` no more (it said "run `chatmem run EXPORT` first" on a data dir that had run)."""
