@@ -127,6 +127,8 @@ _NOT_THINGS_TEXT = (
     " degree course class classes salad style theme diet plan routine goal goals experience industry field area"
     " office company business sector place flight flights woes threads cocktail cocktails drink degree masters"
     " roots heritage ancestry culture project projects shop store"
+    " ride rides tour tours visit visits vacation vacations holiday holidays getaway stay honeymoon cruise"
+    " adventure adventures excursion memories hotel hotels booking reservation ticket tickets"
     " together"
 )
 _NOT_THINGS = frozenset(_NOT_THINGS_TEXT.split())
@@ -490,8 +492,10 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     if rule.name == "my_brand":
         words = value.casefold().split()
         first = words[0].strip("'").removesuffix("'s")
-        if first in _NOT_BRANDS or first in _RELATIVE_WORDS or noun in _NOT_THINGS or set(words) & _DISHES:
-            return None  # "my Mom", "my English", "my Japan itinerary", "my Mushroom Bolognese": no thing owned
+        if first in _NOT_BRANDS or first in _RELATIVE_WORDS or set(words) & _DISHES:
+            return None  # "my Mom", "my English", "my Mushroom Bolognese": no thing owned
+        if _NOT_THINGS.intersection(_compound(noun, match.string[match.end() :])):
+            return None  # "my Japan itinerary", "my Lisbon tram trip": the name qualifies a plan, not a thing owned
         if re.search(r"-(?:inspired|style|styled|themed|based)$", value) or _title_case(match.string):
             return None  # "my Japanese-inspired dishes"; a title ("Your Data Is My Data: ...")
         if len(words) == 1 and zipf(first) >= 4.3 and first not in _TOOLS:
@@ -553,6 +557,24 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         "polarity": rule.polarity,
         "rule": rule.name,
     }
+
+
+def _compound(noun: str, after: str) -> list[str]:
+    """The small words of a compound noun that the rule's `noun` starts ("tram" of "my Lisbon tram trip ..."): the
+    noun and up to two lowercase words after it, up to the first word that ends a value or any punctuation."""
+    if not noun or noun in VALUE_STOP or noun in _FUNCTION:
+        return []
+    words = [noun]
+    if re.match(r"[a-z]", after):
+        return words  # the noun group stopped inside a word ("my Nikon camera-bag"): nothing more to read
+    for token in after.split()[:2]:
+        word = token.rstrip(",;:.!?")
+        if not re.fullmatch(r"[a-z]+", word) or word in VALUE_STOP or word in _FUNCTION:
+            break
+        words.append(word)
+        if word != token:
+            break  # punctuation after the word ends the compound
+    return words
 
 
 def _value(text: str, rule: Rule) -> str:

@@ -560,3 +560,25 @@ def test_a_sentence_said_in_two_messages_is_a_fact_of_each() -> None:
     segment = segment_input("seg-twice", [("user", said), ("assistant", "Nice."), ("user", said)])
     facts = OfflineExtractor().extract(segment).facts
     assert sorted((f.value, f.evidence.message_id) for f in facts) == [("Berlin", "m0"), ("Berlin", "m2")]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I took so many photos on my Lisbon tram trip last spring.",
+        "My Lisbon tram ride was the best part.",
+        "I booked my Lisbon hotel room yesterday.",
+        "My Japan itinerary is finally done.",
+    ],
+)
+def test_a_name_that_qualifies_a_trip_is_not_a_thing_owned(sentence: str) -> None:
+    """The cold try's "user owns Lisbon" from "my Lisbon tram trip": the name modifies a compound whose head is a
+    trip, a ride, a stay, not a thing the user owns; a name before a thing still is one ("my Nikon camera")."""
+    assert [t for t in triples(sentence) if t[1] in ("owns", "uses")] == []
+
+
+def test_a_brand_before_a_thing_is_still_owned() -> None:
+    """The compound check keeps the facts it should: the brand of a camera, a car, a guitar."""
+    assert ("user", "owns", "Nikon", "positive") in triples("I've had some experience with my Nikon camera, honestly.")
+    assert ("user", "owns", "Honda Civic", "positive") in triples("I need new tires for my Honda Civic.")
+    assert ("user", "owns", "Taylor GS Mini", "positive") in triples("I'm selling my Taylor GS Mini guitar today.")
