@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
+from extract import lexicon
 from extract.fact_rules import (
     ARTICLE,
     CONDITIONAL,
@@ -542,6 +543,8 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         value = goal(value) or _moved_goal(value) or _led_goal(value)
         if not value or value.split()[1].casefold() in ("your", "you"):
             return None  # "I'd love to get your input": a turn of the talk, not an outcome the user wants
+        if rule.name == "goal_considered" and _arranging(value):
+            return None  # "I'm thinking of serving some yakitori": a detail of the plan in the talk, not a goal
     attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
     if not attribute or attribute in NO_VALUE:
         return None
@@ -557,6 +560,22 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         "polarity": rule.polarity,
         "rule": rule.name,
     }
+
+
+# What the user considers doing within a plan being talked through (a menu, a party, a play), not an outcome: "I'm
+# thinking of serving some grilled skewers", "having the party at our backyard", "going with a simple theme",
+# "taking the train", "suggesting we focus on thrillers", "incorporating some seafood dishes into the menu".
+_ARRANGING = frozenset(["serve", "have", "suggest", "incorporate", "take", "go"])
+_ARRANGING_KEPT = frozenset(["take up", "take on", "go to", "go on", "go back"])  # "taking up photography"
+_HAVE_KEPT = frozenset(["baby", "child", "kid", "kids", "children"])  # "having a baby": a goal of its own
+
+
+def _arranging(value: str) -> bool:
+    words = value.casefold().split()
+    verb = (lexicon.lemmas(words[0]).get("VERB") or (words[0],))[0]
+    if verb == "have" and _HAVE_KEPT.intersection(words[1:4]):
+        return False
+    return verb in _ARRANGING and f"{verb} {words[1]}" not in _ARRANGING_KEPT
 
 
 def _compound(noun: str, after: str) -> list[str]:
