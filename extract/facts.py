@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
+from extract import lexicon
 from extract.fact_rules import (
     ARTICLE,
     CONDITIONAL,
@@ -127,6 +128,8 @@ _NOT_THINGS_TEXT = (
     " degree course class classes salad style theme diet plan routine goal goals experience industry field area"
     " office company business sector place flight flights woes threads cocktail cocktails drink degree masters"
     " roots heritage ancestry culture project projects shop store"
+    " ride rides tour tours visit visits vacation vacations holiday holidays getaway stay honeymoon cruise"
+    " adventure adventures excursion memories hotel hotels booking reservation ticket tickets"
     " together"
 )
 _NOT_THINGS = frozenset(_NOT_THINGS_TEXT.split())
@@ -490,8 +493,10 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     if rule.name == "my_brand":
         words = value.casefold().split()
         first = words[0].strip("'").removesuffix("'s")
-        if first in _NOT_BRANDS or first in _RELATIVE_WORDS or noun in _NOT_THINGS or set(words) & _DISHES:
-            return None  # "my Mom", "my English", "my Japan itinerary", "my Mushroom Bolognese": no thing owned
+        if first in _NOT_BRANDS or first in _RELATIVE_WORDS or set(words) & _DISHES:
+            return None  # "my Mom", "my English", "my Mushroom Bolognese": no thing owned
+        if _NOT_THINGS.intersection(_compound(noun, match.string[match.end() :])):
+            return None  # "my Japan itinerary", "my Lisbon tram trip": the name qualifies a plan, not a thing owned
         if re.search(r"-(?:inspired|style|styled|themed|based)$", value) or _title_case(match.string):
             return None  # "my Japanese-inspired dishes"; a title ("Your Data Is My Data: ...")
         if len(words) == 1 and zipf(first) >= 4.3 and first not in _TOOLS:
@@ -538,6 +543,8 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         value = goal(value) or _moved_goal(value) or _led_goal(value)
         if not value or value.split()[1].casefold() in ("your", "you"):
             return None  # "I'd love to get your input": a turn of the talk, not an outcome the user wants
+        if rule.name == "goal_considered" and _arranging(value):
+            return None  # "I'm thinking of serving some yakitori": a detail of the plan in the talk, not a goal
     attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
     if not attribute or attribute in NO_VALUE:
         return None
@@ -553,6 +560,40 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         "polarity": rule.polarity,
         "rule": rule.name,
     }
+
+
+# What the user considers doing within a plan being talked through (a menu, a party, a play), not an outcome: "I'm
+# thinking of serving some grilled skewers", "having the party at our backyard", "going with a simple theme",
+# "taking the train", "suggesting we focus on thrillers", "incorporating some seafood dishes into the menu".
+_ARRANGING = frozenset(["serve", "have", "suggest", "incorporate", "take", "go"])
+_ARRANGING_KEPT = frozenset(["take up", "take on", "go to", "go on", "go back"])  # "taking up photography"
+_HAVE_KEPT = frozenset(["baby", "child", "kid", "kids", "children"])  # "having a baby": a goal of its own
+
+
+def _arranging(value: str) -> bool:
+    words = value.casefold().split()
+    verb = (lexicon.lemmas(words[0]).get("VERB") or (words[0],))[0]
+    if verb == "have" and _HAVE_KEPT.intersection(words[1:4]):
+        return False
+    return verb in _ARRANGING and f"{verb} {words[1]}" not in _ARRANGING_KEPT
+
+
+def _compound(noun: str, after: str) -> list[str]:
+    """The small words of a compound noun that the rule's `noun` starts ("tram" of "my Lisbon tram trip ..."): the
+    noun and up to two lowercase words after it, up to the first word that ends a value or any punctuation."""
+    if not noun or noun in VALUE_STOP or noun in _FUNCTION:
+        return []
+    words = [noun]
+    if re.match(r"[a-z]", after):
+        return words  # the noun group stopped inside a word ("my Nikon camera-bag"): nothing more to read
+    for token in after.split()[:2]:
+        word = token.rstrip(",;:.!?")
+        if not re.fullmatch(r"[a-z]+", word) or word in VALUE_STOP or word in _FUNCTION:
+            break
+        words.append(word)
+        if word != token:
+            break  # punctuation after the word ends the compound
+    return words
 
 
 def _value(text: str, rule: Rule) -> str:

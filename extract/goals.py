@@ -16,6 +16,8 @@ _CLAUSE_END = re.compile(
     # a question or a subordinate clause run on without punctuation: "grant access to a user how do I ..."
     r"|\s(?:how|what|who|whom|whose|why|where|when|whether|if|as|like|than|instead|rather|unless|until|that)\b"
     r"|\s(?:and|or)\s+(?:was|wanted|would|am|have|had|will|need|needed)\b"  # "... and was wondering if"
+    # a comment on the goal or a step after it: "declutter my desk and it's been a challenge", "... and see how"
+    r"|\s(?:and|but)\s+(?:it|it's|it\s+is|that's|this|they|see|either|then)\b"
 )
 MAX_GOAL_WORDS = 10
 
@@ -33,7 +35,7 @@ MAX_GOAL_WORDS = 10
 _MOVE_VERBS_TEXT = (
     "ask tell talk discuss say mention share chat know understand clarify confirm check verify double-check"
     " see hear look continue circle revisit review consider decide brainstorm try keep stay remain focus"
-    " mix switch include highlight display fill balance wonder ensure spend use"
+    " mix switch include highlight display fill balance wonder ensure spend use compare"
 )
 _MOVE_VERBS = frozenset(_MOVE_VERBS_TEXT.split())
 _MOVE_PAIRS = frozenset(
@@ -79,14 +81,43 @@ _FUNCTION_TEXT = (
 _FUNCTION = frozenset(_FUNCTION_TEXT.split())
 
 
+# "visit in early April", "leave on Monday": a verb followed by nothing but when names no outcome
+_TIME_WORDS_TEXT = (
+    "january february march april may june july august september october november december monday tuesday"
+    " wednesday thursday friday saturday sunday early late mid morning afternoon evening night weekend week month"
+    " year summer winter spring fall autumn next this soon today tomorrow tonight the a"
+)
+_TIME_WORDS = frozenset(_TIME_WORDS_TEXT.split())
+_TIME_LINKS = frozenset(["in", "on", "at", "during", "by", "before", "after", "next", "this", "soon", "around"])
+
 _GOAL_IS = re.compile(r"^[\s:,]*(?:(?:is|was)\s+to\s+)?")  # "my goal is to ..."
+
+
+def _purpose_cut(words: list[str]) -> list[str]:
+    """The goal without a purpose clause that was cut off: "getting a detailing spray to keep my car [looking
+    shiny]" -> "getting a detailing spray", "log in to my account to check [if ...]" -> "log in to my account". The
+    last "to" before a lowercase word that can be a verb, past the goal's own verb and object, with at most two words
+    after that verb (a longer one says what it is for: "incorporate yoga to improve my flexibility"); "" when none."""
+    for position in range(len(words) - 2, max(1, len(words) - 5), -1):
+        after = words[position + 1]
+        if (
+            words[position].casefold() == "to"
+            and after.islower()
+            and after not in _FUNCTION
+            and after not in _DETERMINERS
+            and lexicon.lemmas(after).get("VERB")
+        ):
+            return words[:position]
+    return []
 
 
 def goal(text: str) -> str:
     """The goal a clause names (cut at its phrase ends), or "" when it names none (see _MOVE_VERBS)."""
-    clause = _CLAUSE_END.split(_ADVICE_ON.sub("", _GOAL_IS.sub("", text)), maxsplit=1)[0]
+    parts = _CLAUSE_END.split(_ADVICE_ON.sub("", _GOAL_IS.sub("", text)), maxsplit=1)
+    clause = parts[0]
     words = clause.split()
     truncated = len(words) > MAX_GOAL_WORDS
+    cut = truncated or (len(parts) > 1 and parts[1].strip() != "")  # the phrase went on past what is kept
     words = words[:MAX_GOAL_WORDS]
     while words and words[0].casefold() in _GOAL_OPENERS:
         words = words[1:]
@@ -106,6 +137,12 @@ def goal(text: str) -> str:
     head = [w for w in rest if w not in _DETERMINERS]
     if not rest or rest[0] in _VAGUE_OBJECT or not head or _VAGUE_OBJECT.intersection(head[:2]):
         return ""  # "make it a memorable celebration", "get some advice", "get result row wise": names nothing
+    if (
+        lower[1] in _TIME_LINKS
+        and not (lower[1] == "in" and lower[2:3] in (["next"], ["this"]))  # "move in next month": a phrasal verb
+        and all(w in _TIME_WORDS or w.isdigit() for w in lower[1:] if w not in _TIME_LINKS)
+    ):
+        return ""  # "visit in early April": when, but not what
     if verb == "be" and rest[0] not in ("a", "an", "the", "my"):
         return ""  # "be more consistent": a state with no named outcome; "be a better ally" names one
     if truncated:  # cut short mid-phrase: back off to the last noun ("... to improve my running efficiency")
@@ -113,6 +150,9 @@ def goal(text: str) -> str:
             words, lower = words[:-1], lower[:-1]
     while len(words) > 2 and (lower[-1] in _FUNCTION or (lower[-2] == "to" and lexicon.only_verb_or_adverb(lower[-1]))):
         words, lower = words[:-1], lower[:-1]  # "remind my friend Sarah to return the dog crate I", "... to check"
+    if cut:
+        words = _purpose_cut(words) or words
+        lower = [w.casefold() for w in words]
     named = [
         w
         for w, low in zip(words[1:], lower[1:], strict=True)

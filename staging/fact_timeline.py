@@ -44,6 +44,32 @@ _QUERY_STOP_TEXT = (
     " with about now currently still ever before after used use"
 )
 _QUERY_STOP = frozenset(_QUERY_STOP_TEXT.split())
+# A question names a kind of fact in a word the fact itself never holds: "what pets do I have?" asks about the
+# facts of "user's dog called Max" and "user's cat called Luna". Each such word (folded as `_words` folds it) also
+# matches the subject or the attribute of the facts of its kind, as the fact rules write them ("user's dog", "role",
+# "works at", "uses"); not their values ("what is my job?" is not about the goal "work on my footwork").
+_PETS = "dog cat puppy kitten parrot rabbit hamster retriever terrier labrador poodle beagle turtle"
+_FAMILY = (
+    "mom mum mother dad father parent sister brother sibling son daughter kid child children wife husband partner"
+    " grandma grandpa grandmother grandfather niece nephew cousin aunt uncle"
+)
+_KIND_WORDS = {
+    "pet": _PETS,
+    "animal": _PETS,
+    "family": _FAMILY,
+    "relative": _FAMILY,
+    "job": "role work employer",
+    "occupation": "role work",
+    "profession": "role work",
+    "career": "role work experience",
+    "employer": "work employer",
+    "hometown": "from",
+    "hobby": "like enjoy play interested",
+    "hobbie": "like enjoy play interested",  # "hobbies", folded
+    "tool": "use",
+    "software": "use",
+}  # not "plan" for goals: recall asks "what did we plan for the trip?" and every short goal would match
+_KINDS = {kind: frozenset(words.split()) for kind, words in _KIND_WORDS.items()}
 
 
 def _rows(conn: sqlite3.Connection, where: str, params: Sequence[object]) -> list[dict[str, object]]:
@@ -95,8 +121,8 @@ def facts_at(conn: sqlite3.Connection, at: str, subject: str | None = None) -> l
     where = "state != 'retracted' AND valid_from IS NOT NULL AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)"
     params: list[object] = [when, when]
     if subject is not None:
-        where += " AND subject = ?"
-        params.append(subject)
+        where += " AND subject = ? COLLATE NOCASE"  # as a user types it: "User", "user's Dog"
+        params.append(" ".join(subject.split()))
     return _records(conn, where, params)
 
 
@@ -120,8 +146,8 @@ def timeline(
     clauses, params = ["1"], []
     for column, value in (("subject", subject), ("attribute", attribute)):
         if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value)
+            clauses.append(f"{column} = ? COLLATE NOCASE")  # stored folded; typed any case ("User", "Lives In")
+            params.append(" ".join(value.split()))
     if concept_id is not None:
         clauses.append("(subject_concept_id = ? OR value_concept_id = ?)")
         params += [concept_id, concept_id]
@@ -184,8 +210,9 @@ def _subject_words(subject: str) -> set[str]:
 
 
 def facts_for_query(conn: sqlite3.Connection, query: str, at: str | None = None) -> list[FactRecord]:
-    """The facts a question is about (its words meet the fact's subject past "user", attribute or value), best
-    first: `rank_facts` over every fact of the store that is not retracted."""
+    """The facts a question is about (its words meet the fact's subject past "user", attribute or value, a word
+    naming a kind of fact meeting the facts of that kind: "pets" meets "user's dog"), best first: `rank_facts`
+    over every fact of the store that is not retracted."""
     return rank_facts(_records(conn, "state != 'retracted'"), query, at)
 
 
@@ -204,7 +231,9 @@ def rank_facts(records: Iterable[R], query: str, at: str | None = None) -> list[
     for record in records:
         if record.state == "retracted":
             continue
-        overlap = len(words & (_words(f"{record.attribute} {record.value}") | _subject_words(record.subject)))
+        kind = _words(record.attribute) | _subject_words(record.subject)
+        said = kind | _words(record.value)
+        overlap = sum(1 for word in words if word in said or not _KINDS.get(word, frozenset()).isdisjoint(kind))
         if not overlap or (overlap < 2 and len(_words(record.value)) > 4):
             continue  # a long value (a goal as the user put it) needs two words of the question, not any one
         started = record.valid_from.isoformat() if record.valid_from else ""

@@ -252,6 +252,42 @@ def test_facts_command_answers_at_a_date(tmp_path: Path) -> None:
     assert bad.exit_code == 2
 
 
+def test_facts_subject_matches_whatever_case_the_user_types(tmp_path: Path) -> None:
+    """`chatmem facts --subject User` (or "USER", " user ") lists the facts stored under "user", with or without
+    --at: the cold try's "--subject User" found nothing."""
+    moved(tmp_path).close()
+    base = ["--data-dir", str(tmp_path), "facts", "--json"]
+    for typed in ("user", "User", "USER", " user "):
+        listed = CliRunner().invoke(cli, [*base, "--subject", typed])
+        assert listed.exit_code == 0, listed.output
+        assert sorted(f["value"] for f in json.loads(listed.output)["facts"]) == ["Berlin", "Paris"], typed
+        then = CliRunner().invoke(cli, [*base, "--subject", typed, "--at", "2023-06-01"])
+        assert [f["value"] for f in json.loads(then.output)["facts"]] == ["Berlin"], typed
+    other = CliRunner().invoke(cli, [*base, "--subject", "User's sister"])
+    assert json.loads(other.output)["facts"] == []
+
+
+PETS = [
+    ("user", "I have a dog named Max and he needs a lot of walks. Last spring I adopted a kitten called Luna."),
+    ("assistant", "Two pets! Walk Max before work and give Luna a scratching post."),
+]
+
+
+def test_a_plain_question_finds_the_facts_of_the_kind_it_asks_about(tmp_path: Path) -> None:
+    """The cold try: `facts --query "what pets do I have"` found nothing though the user named a dog and a cat
+    (stored as "user's dog called Max"): "pets" names their kind, and now meets the facts of that kind."""
+    dbs = open_dbs(tmp_path)
+    write_archive(dbs.archive, [conversation("pets", PETS, at("2023-03-29"))])
+    stages(dbs, "2024-01-01T00:00:00+00:00")
+    dbs.close()
+    result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "facts", "--query", "what pets do I have"])
+    assert result.exit_code == 0, result.output
+    listed = sorted(line.split("  ")[0] for line in result.output.splitlines())
+    assert listed == ["user's dog called Max", "user's kitten called Luna"]
+    other = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "facts", "--query", "what is my job"])
+    assert "called" not in other.output  # a kind word meets its own kind only
+
+
 def test_facts_with_nothing_matching_say_so_not_run_the_pipeline(tmp_path: Path) -> None:
     """The garden ran: `facts --query` that no fact matches (or an --at before any fact) says that, and suggests
     `chatmem run` no more (it said "run `chatmem run EXPORT` first" on a data dir that had run)."""
