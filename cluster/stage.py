@@ -1,13 +1,14 @@
 """The cluster stage: segment embeddings -> topics (UMAP -> HDBSCAN, tuned by Optuna), weighted BELONGS_TO links.
 
 The steps (the runner, flows/stage_runner.py, keeps the ledger): read the current segments' vectors (written
-by the embed stage under the configured model) and the concepts'; join each with the phrases its segment uses
-(cluster/phrase_space.py, when cluster.phrase_share > 0: the segments' texts from archive.db); compute
-(cluster.tuning: the study on a seeded sample, stored in optuna.db under the data dir and reused when the inputs
-are the same; cluster.topics:
-final fit, outlier handling, c-TF-IDF labels, LLM names when extract.llm is set, the 2-D map); check the links
-(`_check`: weights finite in 0..1, every link to a known topic, no empty topic); replace this run's rows in
-staging.db in one transaction; return the counts.
+by the embed stage under the configured model) and the concepts'; move them into the full model's space
+(cluster/topic_space.py, cluster.encoder: the anchors read by the full model, the rest placed by them); join each
+with the phrases its segment uses (cluster/phrase_space.py, when cluster.phrase_share > 0: the segments' texts
+from archive.db); compute (cluster.tuning: the study on a seeded sample of the anchors, stored in optuna.db under
+the data dir and reused when the inputs are the same; cluster.topics: final fit, outlier handling, c-TF-IDF
+labels, LLM names when extract.llm is set, the 2-D map); check the links (`_check`: weights finite in 0..1, every
+link to a known topic, no empty topic); replace this run's rows in staging.db in one transaction; return the
+counts.
 
 Fewer points than `cluster.min_points` (a tiny archive, a test): nothing to tune, so the stage records a
 skipped run with a note instead of forcing a meaningless clustering.
@@ -158,6 +159,7 @@ class _Points:
     members: dict[str, tuple[str, ...]]  # segment id -> its message ids
     conversation_of: dict[str, str]
     without_vector: int  # current segments with no (or a zero) vector
+    openers: set[str]  # each conversation's first current segment
     keys: list[tuple[str, ...]] | None = None  # each point's phrase keys, when cluster.phrase_share > 0
     space: phrase_space.PhraseSpace | None = None  # the phrase space `matrix` was joined with
     anchors: topic_space.Anchors | None = None  # the segments the full model read (cluster.encoder)
@@ -168,7 +170,7 @@ def _encode_anchors(ctx: StageContext, points: _Points, notes: list[str]) -> Non
     """The points moved into the full model's space (cluster/topic_space.py), in place: the anchors by their
     own full-model vectors, every other segment by its nearest anchors."""
     cfg = ctx.settings.cluster
-    rows = topic_space.chosen(points.ids, cfg.encode_max, cfg.seed)
+    rows = topic_space.chosen(points.ids, cfg.encode_max, cfg.seed, points.openers)
     anchor_ids = [points.ids[i] for i in rows]
     encoded, encoder = topic_space.encode(
         ctx.archive, ctx.staging, ctx.settings, ctx.run_id, points.members, anchor_ids, progress=ctx.progress
@@ -196,14 +198,16 @@ def _join_phrases(
 def _read_points(staging: sqlite3.Connection, key: str) -> _Points:
     members: dict[str, tuple[str, ...]] = {}
     conversation_of: dict[str, str] = {}
+    openers: dict[str, str] = {}  # conversation -> its first current segment (segments come by ordinal)
     for segment in segment_store.iter_current_segments(staging):
         members[segment.segment_id] = segment.message_ids
         conversation_of[segment.segment_id] = segment.conversation_id
+        openers.setdefault(segment.conversation_id, segment.segment_id)
     ids, points = vectors.item_matrix(staging, "segment", key, list(members))
     keep = np.linalg.norm(points, axis=1) > 0 if len(ids) else np.zeros(0, dtype=bool)
     ids = [i for i, k in zip(ids, keep, strict=True) if k]
     points = points[keep] if len(ids) else points
-    return _Points(ids, points, members, conversation_of, len(members) - len(ids))
+    return _Points(ids, points, members, conversation_of, len(members) - len(ids), set(openers.values()))
 
 
 def _not_clustered(

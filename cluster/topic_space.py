@@ -7,8 +7,9 @@ over each segment's title and opening reaches 0.77 / 0.67 at best and the object
 (benchmarks/RESULTS.md, sessions 27-28). Running the full model on every message costs ~100x the static one
 (hours at 1M messages), so it reads only what the topics are *found* on:
 
-- the anchors: up to `cluster.encode_max` current segments, those whose seeded hash of their id is smallest
-  (so a segment chosen once stays chosen while the archive grows, and a re-fit re-encodes only the newcomers);
+- the anchors: up to `cluster.encode_max` current segments, conversations' opening segments first, each tier by
+  a seeded hash of the id (so a segment chosen once stays chosen until a newcomer outranks it, and a re-fit
+  re-encodes only the newcomers);
   each is read as its conversation's title and its opening (`topic_text`: the model keeps its first
   `embed.max_tokens` word pieces), by `cluster.encoder`, through the embedding cache (staging.db, keyed by the
   text's hash and the model: a re-run embeds nothing again);
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,11 +70,17 @@ def model_key(settings: Settings, key: str) -> str:
     return f"{key}|{embedder_key(settings.embed.model_copy(update={'backend': settings.cluster.encoder}))}"
 
 
-def chosen(ids: Sequence[str], limit: int, seed: int) -> np.ndarray[Any, np.dtype[np.int64]]:
-    """Sorted indices of the `limit` ids with the smallest seeded hash (all of them when there are fewer)."""
+def chosen(
+    ids: Sequence[str], limit: int, seed: int, openers: Collection[str] = ()
+) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Sorted indices of the `limit` ids ranked first: conversations' opening segments (`openers`: the title and
+    the first request say most of what a conversation is for) before the others, each by a seeded hash of the
+    id; all of them when there are fewer. The rank is the id's own, so a larger archive only pushes ids out."""
     if len(ids) <= limit:
         return np.arange(len(ids))
-    ranks = [hashlib.sha256(f"{seed}:{segment_id}".encode()).digest()[:8] for segment_id in ids]
+    ranks = [
+        (segment_id not in openers, hashlib.sha256(f"{seed}:{segment_id}".encode()).digest()[:8]) for segment_id in ids
+    ]
     order = sorted(range(len(ids)), key=ranks.__getitem__)
     return np.sort(np.asarray(order[:limit], dtype=np.int64))
 

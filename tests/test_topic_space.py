@@ -30,6 +30,9 @@ def test_the_anchors_are_stable_as_the_archive_grows() -> None:
     assert {s for s in more if s in set(ids[:300])} <= few
     assert list(topic_space.chosen(ids[:30], 50, seed=42)) == list(range(30))  # fewer than the limit: all
     assert {ids[i] for i in topic_space.chosen(ids, 50, seed=7)} != more  # the seed picks them
+    openers = set(ids[::10])  # 40 conversations' first segments come before any other
+    first = {ids[i] for i in topic_space.chosen(ids, 50, seed=42, openers=openers)}
+    assert openers <= first and len(first) == 50
 
 
 def test_the_topic_text_is_the_title_and_the_opening() -> None:

@@ -86,10 +86,10 @@ class ClusterSettings(BaseModel):
         "person agrees with less).",
     )
     encode_max: int = Field(
-        default=5000,
+        default=20000,
         ge=10,
-        description="Most segments the full model reads when encoder=minilm-onnx (~15 a second on 2 cores, once: "
-        "cached); the tuning and the final fit see these only.",
+        description="Most segments the full model reads when encoder=minilm-onnx (~15 a second on 2 CPU cores, "
+        "each once: cached in staging.db); the tuning and the final fit see these only, the rest are placed.",
     )
     sample_size: int = Field(default=20000, ge=10, description="Points Optuna tunes on (a seeded random sample).")
     fit_max: int = Field(
