@@ -11,7 +11,10 @@ What is masked:
 - fenced code blocks (``` or ~~~, to the closing fence or the end of the message) and inline `code`;
 - lines that read as code: a shell or REPL prompt, a keyword that opens a statement (def, import, SELECT,
   val, #include...), a line ending in `;`, `{` or `}`, or one where symbols outnumber letters;
-- a table pasted one cell per line (six or more lines of one or two short words in a row);
+- a table pasted one cell per line (six or more lines of one or two short words in a row), and rows of
+  delimited values with numbers among them ("107,bb, 15Kjava", "John\\t25\\tNYC", "104, cc,35K, Testing") with
+  the header row next to them ("id, name,sal,dept"): three or more short fields of one or two words split by
+  commas, semicolons, tabs or runs of spaces; a sentence with a number or a list in it has longer fields;
 - tracebacks and stack traces (`Traceback (most recent call last):`, `  File "..."`, `at pkg.Class(...)`,
   `NameError: ...`);
 - HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
@@ -196,7 +199,78 @@ def _mask_lines(text: str) -> str:
         if in_trace or _is_code_line(line):
             lines[i] = " " * len(line)
     _mask_cell_columns(lines)
+    _mask_delimited_rows(lines)
     return "\n".join(lines)
+
+
+# A row of delimited values: cells split by a comma, a semicolon, a tab or a run of spaces (a list's bullet or number
+# before it set aside). A cell is short, of one or two words; a cell holding a number opens with a digit ("15K",
+# "25Kbigdata", "$40"). Repeats are possessive: no backtracking on a line of separators.
+_LIST_MARK = re.compile(r"(?:[-*+]|\d{1,3}[.)])[ \t]++")
+# a comma between a digit and three more is a thousands separator ("$365,700"), no delimiter
+_CELL_SPLIT = re.compile(r"[ ]*+(?:,(?!(?<=\d,)\d{3}(?!\d))|[;\t])[ \t]*+|[ ]{2,}+")
+_NUMBER_CELL = re.compile(r"[-+$€£]?\d")
+ROW_CELLS = 3  # a row has this many cells or more
+CELL_CHARS = 24  # a cell is this long at most, and of two words at most
+ROW_NUMBERS = 2  # a row of this many cells opening with a number or more (a third of them at least) is data, and
+# so are two rows of a run with a number each ("John\t25\tNYC", "Mary\t31\tLA")
+
+
+def _mask_delimited_rows(lines: list[str]) -> None:
+    """Blank rows of delimited values ("107,bb, 15Kjava", "104, cc,35K, Testing", "John\\t25\\tNYC") and the rows
+    around them (a header, "id, name,sal,dept"): a run of lines each split in ROW_CELLS short cells or more, one of
+    them holding ROW_NUMBERS numbers or more. A sentence with a number or a list in it ("I ran 3 races in Paris,
+    Rome and Oslo", "Spark, Hive, Kafka") has a longer cell, or no numbers."""
+    run: list[int] = []
+    data = False
+    with_number = 0  # rows of the run with a number in them
+    for i, line in enumerate([*lines, ""]):
+        cells = _cells(line) if i < len(lines) else None
+        if cells is not None:
+            run.append(i)
+            numbers = sum(1 for cell in cells if _NUMBER_CELL.match(cell))
+            with_number += numbers > 0
+            data = data or (numbers >= ROW_NUMBERS and numbers * 3 >= len(cells)) or with_number >= ROW_NUMBERS
+            continue
+        if data:
+            for j in run:
+                lines[j] = " " * len(lines[j])
+            if run[0] > 0:
+                _mask_lead_in(lines, run[0] - 1)
+        run, data, with_number = [], False, 0
+
+
+def _mask_lead_in(lines: list[str], i: int) -> None:
+    """The line above rows of data may open with words and go on with cells, its line break lost in the paste
+    ("pyspark code for table1:emp_dept id, name,sal,dept 101,aa,25Kbigdata"): its cells are blanked, the words
+    before the first delimiter stay."""
+    line = lines[i]
+    first = _CELL_SPLIT.search(line.strip())
+    if first is None:
+        return
+    start = len(line) - len(line.lstrip()) + first.start()
+    if _cells("a," + line[start:].lstrip(" \t,;")) is not None:  # "a,": the words before stand for one cell
+        lines[i] = line[:start] + " " * (len(line) - start)
+
+
+def _cells(line: str) -> list[str] | None:
+    """The cells of a row of delimited values, or None when the line is not one."""
+    stripped = line.strip()
+    if len(stripped) < 5 or stripped.endswith(("?", "!")):
+        return None
+    if "," not in stripped and ";" not in stripped and "\t" not in stripped and "  " not in stripped:
+        return None
+    if stripped.endswith(".") and stripped[-2:-1].isalpha():
+        return None  # a sentence's end
+    mark = _LIST_MARK.match(stripped)
+    cells = _CELL_SPLIT.split(stripped[mark.end() :] if mark else stripped)
+    if cells and not cells[-1]:
+        cells.pop()  # "a,b,c,": a closing delimiter
+    if len(cells) < ROW_CELLS:
+        return None
+    if any(len(cell) > CELL_CHARS or cell.count(" ") > 1 for cell in cells):
+        return None
+    return cells
 
 
 CELL_RUN = 6  # this many short lines in a row are a table pasted one cell per line

@@ -5,8 +5,9 @@ is a heuristic, announced as such (name "offline", and every description says so
 output. For each segment:
 
 1. every message but a tool's output is read through its prose view (clients/prose.py): code blocks, inline
-   code, tracebacks, markup, tables of numbers, paths and URLs are blanked, so no concept comes from them
-   (an identifier written alone between double quotes stays: 'function calls "Multiplication_V"' names it);
+   code, tracebacks, markup, tables of numbers and rows of delimited values, paths and URLs are blanked, so no
+   concept comes from them (an identifier written alone between double quotes stays: 'function calls
+   "Multiplication_V"' names it);
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
    a word that can be a verb is cut where it is one (after a modal, a subject pronoun, an adverb: "they should
@@ -75,7 +76,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 25  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 26  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).

@@ -378,3 +378,36 @@ def test_the_prose_cleaner_skips_a_pattern_only_where_it_cannot_match() -> None:
     assert not prose_module._may_hold_path(plain)
     assert not prose_module._may_hold_identifier(plain)
     assert prose_module._MD_MARK_NEEDS.search(plain) is None
+
+
+def test_rows_of_delimited_values_are_a_table_not_prose() -> None:
+    """Comma- or tab-separated rows with numbers among them (and their header) are blanked: issue 20's "15Kjava
+    103" came from such rows; sentences with a number or a list in them, and a list of names, stay."""
+    rows = (
+        "pyspark code for table1 id, name,sal,dept 101,aa,25Kbigdata\n"  # a line break lost: words, then cells
+        "107,bb, 15Kjava\n103, cc,45Kbigdata\n104, cc,35K, Testing\n"
+    )
+    tabbed = "Name\tAge\tCity\nJohn\t25\tNYC\nMary\t31\tLA\n"
+    kept = (
+        "Display the employee name, id and dept of the top earner in each department.\n"
+        "I ran 3 races in Paris, Rome and Oslo in 2019, 2020 and 2021.\n"
+        "Skills: Python, Java, 2 years\n"
+        "Spark, Hive, Kafka\n"
+        "1. PySpark, Hive, Sqoop\n"
+        "I have 2 kids, 3 dogs, 1 cat\n"
+        "* Chicago, IL: $365,700\n"
+        "* Houston, TX: $331,760\n"
+    )
+    view = prose(rows + tabbed + "\n" + kept)
+    assert view.startswith("pyspark code for table1 id ")
+    assert view[len("pyspark code for table1 id") : len(rows + tabbed)].strip() == ""
+    assert view.endswith(kept.replace("1. ", "   ").replace("* ", "  "))
+
+
+def test_pasted_rows_of_data_give_no_concepts_on_real_chats() -> None:
+    """spark-first: the employee table pasted as rows ("107,bb, 15Kjava", "103, cc,45Kbigdata") gives no concept
+    made of its cells (the cold pass found "15Kjava 103")."""
+    segments = _real_segments("spark-first", ("15kjava",))
+    assert segments
+    found = [t.casefold() for s in segments for t in titles(s, max_concepts=10)]
+    assert found and not any(any(c.isdigit() for c in t) or "kjava" in t or "bigdata" in t for t in found), found
