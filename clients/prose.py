@@ -8,10 +8,22 @@ replaces a character by a space (a newline stays a newline), so an offset in the
 in the message and an evidence span cut there is still a verbatim substring of it.
 
 What is masked:
+- a Claude reply's private notes, `<antThinking>...</antThinking>` in its text or a thinking block as the ingest
+  renders it, "[thinking]\\n...\\n[/thinking]" (the archive keeps them, no extractor reads them; an archive written
+  before the block was closed has it to the end of the message), and its artifacts, `<antArtifact identifier=...
+  type=... title=...>...</antArtifact>`: an artifact's body is code (a React component, HTML, SVG, a Mermaid
+  diagram, `application/vnd.ant.code`) except a document's (`text/markdown`, `text/plain`), read as prose like
+  the rest of the message, and its title stays (the name the reader sees it under); a tool call as the ingest
+  renders it, "[tool_use NAME] {input as JSON}" (LibreChat: "[tool_call NAME] ..."), is no prose either, except
+  an `artifacts` call's title and the content of one that makes a document, read in place with its JSON escapes
+  blanked;
 - fenced code blocks (``` or ~~~, to the closing fence or the end of the message) and inline `code`;
 - lines that read as code: a shell or REPL prompt, a keyword that opens a statement (def, import, SELECT,
   val, #include...), a line ending in `;`, `{` or `}`, or one where symbols outnumber letters;
-- a table pasted one cell per line (six or more lines of one or two short words in a row);
+- a table pasted one cell per line (six or more lines of one or two short words in a row), and rows of
+  delimited values with numbers among them ("107,bb, 15Kjava", "John\\t25\\tNYC", "104, cc,35K, Testing") with
+  the header row next to them ("id, name,sal,dept"): three or more short fields of one or two words split by
+  commas, semicolons, tabs or runs of spaces; a sentence with a number or a list in it has longer fields;
 - tracebacks and stack traces (`Traceback (most recent call last):`, `  File "..."`, `at pkg.Class(...)`,
   `NameError: ...`);
 - HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
@@ -34,10 +46,23 @@ offsets, for the rare message that needs it ("Cafe\u0301" and "Caf\u200be" both 
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Callable
 
+# Claude's private notes and its artifacts, to their closing tag or the end of the message (a reply is read cut short):
+# in the text ("<antThinking>"), or a thinking block as the ingest renders it ("[thinking]\n...\n[/thinking]").
+_ANT_THINKING = re.compile(
+    r"<antThinking>.*?(?:</antThinking>|\Z)|^\[thinking\]\n.*?(?:^\[/thinking\]$|\Z)", re.DOTALL | re.MULTILINE
+)
+_ARTIFACT = re.compile(r"(<antArtifact\b[^<>]{0,2000}>)(.*?)(</antArtifact>|\Z)", re.DOTALL)
+_ARTIFACT_TITLE = re.compile(r'\btitle\s*=\s*"([^"]{1,200})"')
+_ARTIFACT_TYPE = re.compile(r"""\btype\s*=\s*["']([^"']*)["']""")
+DOCUMENT_TYPES = frozenset({"text/markdown", "text/plain"})  # an artifact of these types is a document: prose
+# A tool call as the ingest renders it (ingest/claude.py, ingest/librechat.py): its input is JSON on one line.
+_TOOL_USE = re.compile(r"^\[tool_(?:use|call) ([^\]\n]{0,200})\] ([^\n]*)$", re.MULTILINE)
+_JSON_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
 _FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
 _INLINE_CODE = re.compile(r"`[^`\n]{1,400}`")
 _URL = re.compile(r"\b(?:https?|ftp|s3a?|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
@@ -90,10 +115,71 @@ _NOT_LETTER = re.compile(r"[\W\d_]+")  # the complement of a letter, [^\W\d_]
 
 
 def _blank(match: re.Match[str]) -> str:
-    found = match.group(0)
+    return _blank_text(match.group(0))
+
+
+def _blank_text(found: str) -> str:
     if "\n" not in found:
         return " " * len(found)
     return "\n".join(" " * len(line) for line in found.split("\n"))
+
+
+def _blank_artifact(match: re.Match[str]) -> str:
+    """A Claude artifact blanked but for its title (the name the artifact is shown under) and, for a document, its
+    body."""
+    tag = match.group(1)
+    title = _ARTIFACT_TITLE.search(tag)
+    opening = " " * len(tag)
+    if title is not None:
+        opening = opening[: title.start(1)] + title.group(1) + opening[title.end(1) :]
+    body = match.group(2) if _is_document(match) else _blank_text(match.group(2))
+    return opening + body + " " * len(match.group(3))
+
+
+def _is_document(artifact: re.Match[str]) -> bool:
+    kind = _ARTIFACT_TYPE.search(artifact.group(1))
+    return kind is not None and kind.group(1).strip().casefold() in DOCUMENT_TYPES
+
+
+def _blank_tool_use(match: re.Match[str]) -> str:
+    """A rendered tool call blanked whole, but for an `artifacts` call's title and a document's content, kept in
+    place with their JSON escapes blanked (an escaped newline reads as a space and a newline: same length)."""
+    line = match.group(0)
+    out = [" "] * len(line)
+    for key, value in _artifact_fields(match.group(1), match.group(2)):
+        encoded = json.dumps(value, ensure_ascii=False)  # as the ingest wrote it (json.dumps, ensure_ascii=False)
+        at = line.find(f'"{key}": {encoded}')
+        if at >= 0:
+            start = at + len(f'"{key}": ') + 1
+            end = start + len(encoded) - 2
+            out[start:end] = _JSON_ESCAPE.sub(_unescape_blank, line[start:end])
+    return "".join(out)
+
+
+def _artifact_fields(name: str, tool_input: str) -> list[tuple[str, str]]:
+    """What of an `artifacts` tool call is prose: its title, and its content where it makes a document."""
+    if name.strip() != "artifacts":
+        return []
+    try:
+        found = json.loads(tool_input)
+    except ValueError:
+        return []
+    if not isinstance(found, dict):
+        return []
+    kind = found.get("type")
+    document = isinstance(kind, str) and kind.strip().casefold() in DOCUMENT_TYPES
+    return [(k, v) for k, v in found.items() if isinstance(v, str) and (k == "title" or (k == "content" and document))]
+
+
+def _unescape_blank(match: re.Match[str]) -> str:
+    """A JSON escape as prose of the same length: a newline after a space, a quote beside the word it quotes."""
+    escape = match.group(0)
+    if escape == "\\n":
+        return " \n"
+    if escape == '\\"':
+        opens = match.string[match.end() : match.end() + 1].isalnum()
+        return ' "' if opens else '" '
+    return " " * len(escape)
 
 
 _QUOTED_NAME = re.compile(r"[^\W\d_][^\W\d]*_[^\W\d]*[^\W\d_]")  # snake_case or Name_V, letters only
@@ -126,6 +212,11 @@ def prose(text: str, *, table_rows: bool = False, quoted_names: bool = False) ->
     alone ("Multiplication_V")."""
     if not text:
         return text
+    if "<ant" in text or "[thinking]" in text:
+        text = _sub(_ANT_THINKING, text)
+        text = _sub(_ARTIFACT, text, _blank_artifact)
+    if "[tool_" in text:
+        text = _sub(_TOOL_USE, text, _blank_tool_use)
     if "```" in text or "~~~" in text:
         text = _sub(_FENCE, text)
     if "`" in text:
@@ -196,7 +287,78 @@ def _mask_lines(text: str) -> str:
         if in_trace or _is_code_line(line):
             lines[i] = " " * len(line)
     _mask_cell_columns(lines)
+    _mask_delimited_rows(lines)
     return "\n".join(lines)
+
+
+# A row of delimited values: cells split by a comma, a semicolon, a tab or a run of spaces (a list's bullet or number
+# before it set aside). A cell is short, of one or two words; a cell holding a number opens with a digit ("15K",
+# "25Kbigdata", "$40"). Repeats are possessive: no backtracking on a line of separators.
+_LIST_MARK = re.compile(r"(?:[-*+]|\d{1,3}[.)])[ \t]++")
+# a comma between a digit and three more is a thousands separator ("$365,700"), no delimiter
+_CELL_SPLIT = re.compile(r"[ ]*+(?:,(?!(?<=\d,)\d{3}(?!\d))|[;\t])[ \t]*+|[ ]{2,}+")
+_NUMBER_CELL = re.compile(r"[-+$€£]?\d")
+ROW_CELLS = 3  # a row has this many cells or more
+CELL_CHARS = 24  # a cell is this long at most, and of two words at most
+ROW_NUMBERS = 2  # a row of this many cells opening with a number or more (a third of them at least) is data, and
+# so are two rows of a run with a number each ("John\t25\tNYC", "Mary\t31\tLA")
+
+
+def _mask_delimited_rows(lines: list[str]) -> None:
+    """Blank rows of delimited values ("107,bb, 15Kjava", "104, cc,35K, Testing", "John\\t25\\tNYC") and the rows
+    around them (a header, "id, name,sal,dept"): a run of lines each split in ROW_CELLS short cells or more, one of
+    them holding ROW_NUMBERS numbers or more. A sentence with a number or a list in it ("I ran 3 races in Paris,
+    Rome and Oslo", "Spark, Hive, Kafka") has a longer cell, or no numbers."""
+    run: list[int] = []
+    data = False
+    with_number = 0  # rows of the run with a number in them
+    for i, line in enumerate([*lines, ""]):
+        cells = _cells(line) if i < len(lines) else None
+        if cells is not None:
+            run.append(i)
+            numbers = sum(1 for cell in cells if _NUMBER_CELL.match(cell))
+            with_number += numbers > 0
+            data = data or (numbers >= ROW_NUMBERS and numbers * 3 >= len(cells)) or with_number >= ROW_NUMBERS
+            continue
+        if data:
+            for j in run:
+                lines[j] = " " * len(lines[j])
+            if run[0] > 0:
+                _mask_lead_in(lines, run[0] - 1)
+        run, data, with_number = [], False, 0
+
+
+def _mask_lead_in(lines: list[str], i: int) -> None:
+    """The line above rows of data may open with words and go on with cells, its line break lost in the paste
+    ("pyspark code for table1:emp_dept id, name,sal,dept 101,aa,25Kbigdata"): its cells are blanked, the words
+    before the first delimiter stay."""
+    line = lines[i]
+    first = _CELL_SPLIT.search(line.strip())
+    if first is None:
+        return
+    start = len(line) - len(line.lstrip()) + first.start()
+    if _cells("a," + line[start:].lstrip(" \t,;")) is not None:  # "a,": the words before stand for one cell
+        lines[i] = line[:start] + " " * (len(line) - start)
+
+
+def _cells(line: str) -> list[str] | None:
+    """The cells of a row of delimited values, or None when the line is not one."""
+    stripped = line.strip()
+    if len(stripped) < 5 or stripped.endswith(("?", "!")):
+        return None
+    if "," not in stripped and ";" not in stripped and "\t" not in stripped and "  " not in stripped:
+        return None
+    if stripped.endswith(".") and stripped[-2:-1].isalpha():
+        return None  # a sentence's end
+    mark = _LIST_MARK.match(stripped)
+    cells = _CELL_SPLIT.split(stripped[mark.end() :] if mark else stripped)
+    if cells and not cells[-1]:
+        cells.pop()  # "a,b,c,": a closing delimiter
+    if len(cells) < ROW_CELLS:
+        return None
+    if any(len(cell) > CELL_CHARS or cell.count(" ") > 1 for cell in cells):
+        return None
+    return cells
 
 
 CELL_RUN = 6  # this many short lines in a row are a table pasted one cell per line

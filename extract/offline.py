@@ -5,8 +5,9 @@ is a heuristic, announced as such (name "offline", and every description says so
 output. For each segment:
 
 1. every message but a tool's output is read through its prose view (clients/prose.py): code blocks, inline
-   code, tracebacks, markup, tables of numbers, paths and URLs are blanked, so no concept comes from them
-   (an identifier written alone between double quotes stays: 'function calls "Multiplication_V"' names it);
+   code, tracebacks, markup, tables of numbers and rows of delimited values, paths and URLs, a Claude reply's
+   private notes and code artifacts are blanked, so no concept comes from them (an identifier written alone
+   between double quotes stays: 'function calls "Multiplication_V"' names it; so does an artifact's title);
 2. candidates (extract/phrases.py) are names ("AWS Glue", "PySpark", "Power BI") and, in English, noun
    phrases kept whole ("customer churn model"), from the user's words and from the prose of the replies;
    a word that can be a verb is cut where it is one (after a modal, a subject pronoun, an adverb: "they should
@@ -30,13 +31,14 @@ output. For each segment:
    than three times and only in replies (unless written as a name, "Point Reyes", made only of words the user or
    the title says, by lemma: "the bakery comparisons" for a user who asked how the bakeries compare, or one word
    heading a reply's list item: "Mutability: Lists are mutable"; a code block marked with a language the prose
-   names, "```python", is a mention of it), a word no list holds said once (a typo, unless the user writes an
-   identifier: "number_to_hex()"), identifiers in lower case with digits ("sqm3") and quoted values no lexicon
-   holds ("'aal'"), single common words (the bar rises a little with each doubling of the mentions of a noun the
-   user says and the replies repeat: "cache" said eight times; a proper noun the user writes with its capital,
-   unknown to the lexicon, passes however common: "Europe", "Emily"), phrases of generic words, a misspelling of a
-   word the segment spells right ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never
-   qualify, and an acronym and its expansion are one candidate ("DAG", "Directed Acyclic Graph");
+   names, "```python", is a mention of it, and so is a Claude artifact of that kind: 'type="application/vnd.ant.react"'
+   for React), a word no list holds said once (a typo, unless the user writes an identifier: "number_to_hex()"),
+   identifiers in lower case with digits ("sqm3") and quoted values no lexicon holds ("'aal'"), single common words
+   (the bar rises a little with each doubling of the mentions of a noun the user says and the replies repeat:
+   "cache" said eight times; a proper noun the user writes with its capital, unknown to the lexicon, passes however
+   common: "Europe", "Emily"), phrases of generic words, a misspelling of a word the segment spells right
+   ("heirarchy" beside "hierarchy"), numbered variables ("XW0", "XW10") never qualify, and an acronym and its
+   expansion are one candidate ("DAG", "Directed Acyclic Graph");
 4. the best `max_concepts` (past the fifth, terms the user says, then terms the replies say three times or more;
    a term is skipped when a better one holds all its words: "Glue" after "AWS Glue", though a name is not
    covered by a phrase that uses it as a modifier, "Hive" after "partitioned Hive table"; a term of up to three
@@ -75,7 +77,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 25  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 27  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
@@ -210,6 +212,8 @@ def _read(message: SegmentMessage) -> _Message:
         else []
     )
     fences = [(m.group(1), m.start(1), m.end(1)) for m in _FENCE.finditer(view)] if "```" in view else []
+    if "<antArtifact" in view:
+        fences += _artifact_kinds(view)
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
     stops = [m.start() for m in _STOPS.finditer(message.text)]
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
@@ -220,6 +224,32 @@ def _read(message: SegmentMessage) -> _Message:
 
 # The language a fenced code block is written in, as its opening fence names it ("```python", "```scala").
 _FENCE = re.compile(r"(?m)^[ \t]*```[ \t]*([A-Za-z][\w+#-]{0,20})[ \t]*$")
+
+
+# A Claude artifact's opening tag and its attributes: its type says what the artifact is written in, as a fence does
+# ('type="application/vnd.ant.react"': React; 'type="application/vnd.ant.code" language="python"': Python).
+_ARTIFACT_TAG = re.compile(r"<antArtifact\b[^<>]{0,2000}>")
+_ATTRIBUTE = re.compile(r"""\b(type|language)\s*=\s*["']([^"'<>]{1,60})["']""")
+_ARTIFACT_LANGUAGES = {
+    "application/vnd.ant.react": "React",
+    "text/html": "HTML",
+    "image/svg+xml": "SVG",
+    "application/vnd.ant.mermaid": "Mermaid",
+}
+
+
+def _artifact_kinds(view: str) -> list[tuple[str, int, int]]:
+    """What each Claude artifact of the view is written in, as a fence's language: (word, view start, view end)."""
+    kinds = []
+    for tag in _ARTIFACT_TAG.finditer(view):
+        attributes = {m.group(1): m for m in _ATTRIBUTE.finditer(view, tag.start(), tag.end())}
+        kind = attributes.get("type")
+        language = _ARTIFACT_LANGUAGES.get(kind.group(2).strip().casefold()) if kind is not None else None
+        if language is not None and kind is not None:
+            kinds.append((language, kind.start(2), kind.end(2)))
+        elif "language" in attributes:
+            kinds.append((attributes["language"].group(2), *attributes["language"].span(2)))
+    return kinds
 
 
 # An identifier alone in inline code, bare or called with nothing ("`explode`", "`cache()`", "`ulimit`"), and the

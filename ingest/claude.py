@@ -10,10 +10,11 @@ API returns, e.g. the claude-chat-viewer sample); the first significant byte dec
 memory at a time.
 
 Text: when a message has `content` blocks they are rendered in order and joined by blank lines
-(text → its text; thinking → "[thinking]\\n..."; tool_use → "[tool_use NAME] <input as JSON>"; tool_result →
-its content text; any other block → its `text` if it has one, and the raw blocks are kept in `raw`); without
-blocks, or when they render nothing, the `text` field. Each attachment's `extracted_content` follows, under
-"[attachment FILE_NAME]".
+(text → its text; thinking → "[thinking]\\n...\\n[/thinking]", closed so that a reader can leave the model's
+private notes out: the archive keeps them, no extractor reads them, clients/prose.py; tool_use → "[tool_use NAME]
+<input as JSON>"; tool_result → its content text; any other block → its `text` if it has one, and the raw
+blocks are kept in `raw`); without blocks, or when they render nothing, the `text` field. Each attachment's
+`extracted_content` follows, under "[attachment FILE_NAME]".
 
 content_type: the distinct block types, sorted and joined by "+" ("text", "text+thinking",
 "text+tool_result+tool_use"), plus "attachment" when attachment text was appended ("attachment+text").
@@ -207,7 +208,7 @@ def _render_block(block: dict[str, Any], kind: object) -> str | None:
     if kind == "text":
         return _str(block.get("text"))
     if kind == "thinking":
-        return f"[thinking]\n{_str(block.get('thinking'))}"
+        return f"[thinking]\n{_str(block.get('thinking'))}\n[/thinking]"
     if kind == "tool_use":
         tool_input = json.dumps(block.get("input"), ensure_ascii=False, sort_keys=True)
         return f"[tool_use {_str(block.get('name'))}] {tool_input}"

@@ -138,7 +138,7 @@ def _librechat_text(message: dict[str, Any]) -> tuple[str, str, str | None]:
         if kind == "text" and isinstance(value, dict):
             value = value.get("value")  # the assistants API shape: {"text": {"value": ...}}
         if kind == "think" and isinstance(value, str):
-            pieces.append(f"[thinking]\n{value}")
+            pieces.append(f"[thinking]\n{value}\n[/thinking]")  # closed, as ingest/claude.py renders it
         elif kind == "tool_call" and isinstance(value, dict):
             pieces.append(f"[tool_call {value.get('name', '')}] {json.dumps(value, ensure_ascii=False)}")
         elif isinstance(value, str):

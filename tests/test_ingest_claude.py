@@ -147,7 +147,7 @@ def test_thinking_tool_use_and_tool_result_blocks_render_deterministically() -> 
     (conversation,), _ = _parse_bytes(json.dumps([_conversation([message])]).encode())
     (parsed,) = conversation.messages
     assert parsed.text == (
-        "[thinking]\nLet me check.\n\nSearching.\n\n"
+        "[thinking]\nLet me check.\n[/thinking]\n\nSearching.\n\n"
         '[tool_use web_search] {"limit": 3, "query": "dal"}\n\nDal recipe\n\nFound it.'
     )
     assert parsed.content_type == "text+thinking+tool_result+tool_use"

@@ -131,7 +131,7 @@ def test_content_parts_are_rendered_when_text_is_empty() -> None:
     document = {"conversationId": "c", "messages": [{"messageId": "m", "text": "", "content": content}]}
     (conversation,), _ = _parse(parse_librechat, json.dumps(document).encode())
     (message,) = conversation.messages
-    assert message.text.startswith("[thinking]\nPlan.\n\nAnswer.\n\n[tool_call calc] ")
+    assert message.text.startswith("[thinking]\nPlan.\n[/thinking]\n\nAnswer.\n\n[tool_call calc] ")
     assert message.content_type == "image_file+text+think+tool_call"
     assert message.raw is not None and json.loads(message.raw) == content[3:]
 

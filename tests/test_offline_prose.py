@@ -378,3 +378,138 @@ def test_the_prose_cleaner_skips_a_pattern_only_where_it_cannot_match() -> None:
     assert not prose_module._may_hold_path(plain)
     assert not prose_module._may_hold_identifier(plain)
     assert prose_module._MD_MARK_NEEDS.search(plain) is None
+
+
+CLAUDE_REPLY = (
+    " I'll build the Pomodoro timer as a React component.\n\n"
+    "<antThinking>A timer is self-contained and reusable, so a new artifact is warranted.</antThinking>\n\n"
+    '<antArtifact identifier="timer" type="application/vnd.ant.react" title="Pomodoro Timer">\n'
+    "import React, { useState } from 'react';\n\n"
+    "const Timer = () => {\n"
+    "  const [left, setLeft] = useState(1500);\n"
+    "  const modes = {\n"
+    "    work: {\n"
+    "      title: 'Deep Work Session',\n"
+    "      note: 'Phones in the Drawer'\n"
+    "    }\n"
+    "  };\n"
+    '  return <div className="timer">{left}</div>;\n'
+    "};\n\n"
+    "export default Timer;\n"
+    "</antArtifact>\n\n"
+    '<antArtifact identifier="plan" type="text/markdown" title="Study Plan">\n'
+    "# Study plan\n\n"
+    "Read the Kafka Streams chapter before the exam.\n"
+    "</antArtifact>\n\n"
+    "The timer counts down from 25 minutes.\n\n"
+    '<antArtifact identifier="chart" type="application/vnd.ant.code" language="python" title="Chart">\n'
+    "import matplotlib.pyplot as plt\n"
+    "labels = ['Weekly Hours',\n"  # the reply is cut short here: the artifact never closes
+)
+
+
+def test_claude_private_notes_and_code_artifacts_are_not_prose_but_a_document_artifact_is() -> None:
+    """A Claude reply's <antThinking> notes and the body of a code artifact (React, code; closed or cut short) are
+    blanked, values in the component included; a text/markdown artifact is a document and its prose stays; an
+    artifact's title, the name the reader sees it under, stays."""
+    view = prose(CLAUDE_REPLY, quoted_names=True)
+    assert len(view) == len(CLAUDE_REPLY) and view.count("\n") == CLAUDE_REPLY.count("\n")
+    assert "Pomodoro timer as a React component" in view and "counts down from 25 minutes" in view
+    assert "warranted" not in view and "antThinking" not in view and "antArtifact" not in view
+    assert "Deep Work Session" not in view and "Phones in the Drawer" not in view and "Weekly Hours" not in view
+    assert "Kafka Streams chapter before the exam" in view and "Study plan" in view
+    assert " Pomodoro Timer " in view and " Study Plan " in view and " Chart " in view
+    assert "identifier" not in view and "vnd.ant" not in view
+
+
+def test_claude_thinking_and_tool_blocks_as_the_ingest_renders_them_are_not_prose() -> None:
+    """A thinking block and a tool call rendered by the Claude ingest are blanked; a document an `artifacts` call
+    writes is read in place (its escaped newlines read as newlines), a component it writes is not; the titles stay."""
+    from ingest.claude import render_message
+
+    document = '# Lisbon trip\n\nVisit the Belem Tower on Monday, then the "Time Out Market".'
+    blocks = [
+        {"type": "thinking", "thinking": "The user wants a plan.\n\nMaybe mention the Oceanarium too."},
+        {"type": "text", "text": "Here is your Lisbon itinerary."},
+        {"type": "tool_use", "name": "web_search", "input": {"query": "Sintra palace tickets"}},
+        {
+            "type": "tool_use",
+            "name": "artifacts",
+            "input": {"id": "trip", "type": "text/markdown", "title": "Trip", "command": "create", "content": document},
+        },
+        {
+            "type": "tool_use",
+            "name": "artifacts",
+            "input": {
+                "id": "ui",
+                "type": "application/vnd.ant.react",
+                "title": "Tram Map",
+                "content": "import React from 'react';\nconst label = 'Tram Twenty Eight';",
+            },
+        },
+    ]
+    text, _, _ = render_message({"content": blocks})
+    view = prose(text, quoted_names=True)
+    assert len(view) == len(text)
+    assert "Here is your Lisbon itinerary." in view
+    assert "Oceanarium" not in view and "Sintra" not in view and "Tram Twenty Eight" not in view
+    assert "Lisbon trip \n \nVisit the Belem Tower on Monday" in view and ' "Time Out Market" ' in view
+    assert "tool_use" not in view and "React" not in view and "#" not in view and "create" not in view
+    assert " Trip " in view and " Tram Map " in view  # an artifact's title stays
+
+
+def test_rows_of_delimited_values_are_a_table_not_prose() -> None:
+    """Comma- or tab-separated rows with numbers among them (and their header) are blanked: issue 20's "15Kjava
+    103" came from such rows; sentences with a number or a list in them, and a list of names, stay."""
+    rows = (
+        "pyspark code for table1 id, name,sal,dept 101,aa,25Kbigdata\n"  # a line break lost: words, then cells
+        "107,bb, 15Kjava\n103, cc,45Kbigdata\n104, cc,35K, Testing\n"
+    )
+    tabbed = "Name\tAge\tCity\nJohn\t25\tNYC\nMary\t31\tLA\n"
+    kept = (
+        "Display the employee name, id and dept of the top earner in each department.\n"
+        "I ran 3 races in Paris, Rome and Oslo in 2019, 2020 and 2021.\n"
+        "Skills: Python, Java, 2 years\n"
+        "Spark, Hive, Kafka\n"
+        "1. PySpark, Hive, Sqoop\n"
+        "I have 2 kids, 3 dogs, 1 cat\n"
+        "* Chicago, IL: $365,700\n"
+        "* Houston, TX: $331,760\n"
+    )
+    view = prose(rows + tabbed + "\n" + kept)
+    assert view.startswith("pyspark code for table1 id ")
+    assert view[len("pyspark code for table1 id") : len(rows + tabbed)].strip() == ""
+    assert view.endswith(kept.replace("1. ", "   ").replace("* ", "  "))
+
+
+def test_pasted_rows_of_data_give_no_concepts_on_real_chats() -> None:
+    """spark-first: the employee table pasted as rows ("107,bb, 15Kjava", "103, cc,45Kbigdata") gives no concept
+    made of its cells (the cold pass found "15Kjava 103")."""
+    segments = _real_segments("spark-first", ("15kjava",))
+    assert segments
+    found = [t.casefold() for s in segments for t in titles(s, max_concepts=10)]
+    assert found and not any(any(c.isdigit() for c in t) or "kjava" in t or "bigdata" in t for t in found), found
+
+
+def test_a_claude_artifacts_kind_is_a_mention_of_it_as_a_fence_is() -> None:
+    """A React artifact ('type="application/vnd.ant.react"') says the reply's code is React, as "```python" says
+    Python: where the prose names React, each such artifact is one more mention, though its code is not read."""
+
+    def reply(opening: str, title: str) -> str:
+        return (
+            f" {opening}\n\n<antThinking>A new artifact.</antThinking>\n\n"
+            f'<antArtifact identifier="chart" type="application/vnd.ant.react" title="{title}">\n'
+            "import React from 'react';\nexport default () => <div>chart</div>;\n</antArtifact>\n"
+        )
+
+    segment = segment_input(
+        "seg-artifact",
+        [
+            ("user", "Make an interactive chart of my marathon training log."),
+            ("assistant", reply("I'll make the chart a React component.", "Marathon Training Chart")),
+            ("user", "Add my weekly mileage to the marathon training chart."),
+            ("assistant", reply("Here is the chart with your mileage.", "Marathon Training Chart with Mileage")),
+        ],
+    )
+    found = titles(segment, max_concepts=10)
+    assert "React" in found, found
