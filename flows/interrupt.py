@@ -137,8 +137,11 @@ class _Interruption:
                 return
             if not data:  # the pipe was closed: the run ended
                 return
-            if any(signum in data for signum in self.watched) and deadline is None:
+            first = next((byte for byte in data if byte in self.watched), None)
+            if first is not None and deadline is None:
                 deadline = time.monotonic() + GRACE_S
+                if self.signals == 0:  # the handler has not run (the main thread sits in native code holding
+                    self.signum = first  # the GIL): the byte says which signal, for the line and the exit code
             if REARM in data:
                 time.sleep(0.05)
                 _thread.interrupt_main(signal.SIGINT)

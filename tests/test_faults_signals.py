@@ -244,6 +244,44 @@ def test_a_stage_that_ignores_ctrl_c_is_stopped_by_the_watchdog(tmp_path: Path) 
     assert [r["status"] for r in runs] == ["interrupted"] and [s["status"] for s in stages] == ["interrupted"]
 
 
+NATIVE = WATCHED.replace(
+    """    while True:  # a stage that swallows KeyboardInterrupt, as code stuck in a native call would ignore it
+        try:
+            time.sleep(0.1)
+        except KeyboardInterrupt:
+            pass
+""",
+    """    import ctypes, os, signal
+    signal.siginterrupt(signal.SIGTERM, False)  # the call below is restarted, never back in Python
+    idle, _ = os.pipe()
+    ctypes.CDLL(None).read(idle, ctypes.create_string_buffer(1), 1)  # native, GIL released, waiting for ever
+""",
+)
+
+
+def test_sigterm_to_a_stage_in_native_code_is_forced_as_sigterm(tmp_path: Path) -> None:
+    """SIGTERM while the stage sits in one native call that releases the GIL (an ONNX session's run): the run's
+    Python handler does not run before the call returns, so the watchdog alone knows the signal, from the wakeup
+    byte; its line and exit code are SIGTERM's (143), not Ctrl-C's (found by a run stopped while the cluster
+    stage's full model was reading on a loaded machine)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", NATIVE, str(tmp_path / "data")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=process_env(tmp_path / "prefect"),
+    )
+    assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 143, err
+    assert err.strip() == (
+        "error: interrupted by SIGTERM in stage embed of run r-stuck; resume with: chatmem run --from embed --to"
+        " cluster --run-id r-stuck (forced: the stage did not stop within 5 s)"
+    )
+
+
 def test_a_killed_serve_leaves_no_prefect_server_behind(tmp_path: Path) -> None:
     """`chatmem serve` killed with SIGKILL: the local Prefect server it started ends by itself."""
     watch = tmp_path / "watch"
