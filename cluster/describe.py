@@ -32,8 +32,10 @@ def describe_topics(
     ids: list[str],
     key: str,
     settings: Settings,
+    read: np.ndarray[Any, np.dtype[np.bool_]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Label, size, keywords, representatives and content key of every topic."""
+    """Label, size, keywords, representatives and content key of every topic (the representatives among the
+    `read` points, the anchors, when a topic has any)."""
     cfg = settings.cluster
     groups = fit_topics.topic_members(ids, labels, cfg.label_docs, cfg.seed).sort("topic")
     topics = groups["topic"].to_list()
@@ -43,7 +45,7 @@ def describe_topics(
     rows = []
     for topic, size, in_topic in groups.select("topic", "size", "members").iter_rows():
         uid = hashlib.sha256("\n".join([key, *in_topic]).encode()).hexdigest()[:16]
-        reps = [ids[i] for i in fit_topics.representatives(points, labels, topic, cfg.representatives)]
+        reps = [ids[i] for i in fit_topics.representatives(points, labels, topic, cfg.representatives, read)]
         rows.append(
             {
                 "topic": topic,

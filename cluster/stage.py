@@ -170,7 +170,8 @@ def _encode_anchors(ctx: StageContext, points: _Points, notes: list[str]) -> Non
     """The points moved into the full model's space (cluster/topic_space.py), in place: the anchors by their
     own full-model vectors, every other segment by its nearest anchors."""
     cfg = ctx.settings.cluster
-    rows = topic_space.chosen(points.ids, cfg.encode_max, cfg.seed, points.openers)
+    # never fewer than min_points: the tuning and the fit see the anchors only
+    rows = topic_space.chosen(points.ids, max(cfg.encode_max, cfg.min_points), cfg.seed, points.openers)
     anchor_ids = [points.ids[i] for i in rows]
     encoded, encoder = topic_space.encode(
         ctx.archive, ctx.staging, ctx.settings, ctx.run_id, points.members, anchor_ids, progress=ctx.progress
@@ -316,7 +317,11 @@ def _fit(
                 source[i] = "reassigned"
         labels = fit_topics.renumber(labels)
     with _timed(seconds, "labels"):
-        topic_rows = describe.describe_topics(archive, points.members, matrix, labels, ids, key, settings)
+        read = None
+        if points.anchor_rows is not None:  # the representatives are segments the full model read
+            read = np.zeros(len(ids), dtype=bool)
+            read[points.anchor_rows] = True
+        topic_rows = describe.describe_topics(archive, points.members, matrix, labels, ids, key, settings, read)
     named = LabelCounts()
     if cfg.llm_labels and settings.extract.llm is not None and topic_rows:
         with _timed(seconds, "llm_labels"):

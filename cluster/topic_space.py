@@ -149,7 +149,8 @@ def encode(
 
 def place(anchors: Anchors, static_points: Matrix, k: int = NEIGHBOURS) -> Matrix:
     """Full-model-space vectors of points known by their static vectors: the cosine-weighted mean of the
-    full-model vectors of their k nearest anchors (the nearest one alone when none is similar at all)."""
+    full-model vectors of their k nearest anchors (the nearest one alone when none is similar at all). A zero
+    vector (a text of stop words alone) is near no anchor and stays zero."""
     if not len(static_points):
         return np.zeros((0, anchors.encoded.shape[1]), dtype=np.float32)
     query = unit(static_points)
@@ -164,6 +165,7 @@ def place(anchors: Anchors, static_points: Matrix, k: int = NEIGHBOURS) -> Matri
         weights[none] = 0.0
         mixed = np.einsum("nk,nkd->nd", weights, anchors.encoded[nearest])
         mixed[none] = anchors.encoded[best[none]]
+        mixed[~query[start : start + CHUNK].any(axis=1)] = 0.0
         out[start : start + CHUNK] = mixed
     return unit(out)
 

@@ -276,10 +276,16 @@ def label_of(keywords: Sequence[str], topic: int) -> str:
     return label_from(keywords, topic)
 
 
-def representatives(points: Matrix, labels: Labels, topic: int, k: int) -> list[int]:
-    """Indices of the `k` members closest to the topic's centre (most typical first)."""
+def representatives(
+    points: Matrix, labels: Labels, topic: int, k: int, among: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+) -> list[int]:
+    """Indices of the `k` members closest to the topic's centre (most typical first); of those in `among` when
+    the topic has any (the anchors, cluster/topic_space.py: a placed point is a mean of anchors, so averaging,
+    not its text, brings it near the centre)."""
     members = np.flatnonzero(labels == topic)
     centre = points[members].mean(axis=0)
+    if among is not None and among[members].any():
+        members = members[among[members]]
     sims = points[members] @ centre
     return [int(members[i]) for i in np.argsort(-sims, kind="stable")[:k]]
 

@@ -127,3 +127,37 @@ def test_encoder_embed_finds_the_topics_on_the_embed_vectors(tmp_path: Path, emb
     with sqlite3.connect(settings.staging_path) as conn:
         models = {row[0] for row in conn.execute("SELECT DISTINCT model FROM embeddings")}
     assert models == {embedder.key}
+
+
+def test_a_zero_vector_stays_zero_rather_than_taking_the_first_anchors() -> None:
+    """A point with a zero static vector (a concept whose text is all stop words) is near no anchor: it stays a zero
+    vector (and gets no confident topic) rather than the full-model vector of whichever anchor comes first."""
+    rng = np.random.default_rng(1)
+    static = topic_space.unit(rng.normal(size=(20, 8)).astype(np.float32))
+    encoded = topic_space.unit(rng.normal(size=(20, 8)).astype(np.float32))
+    anchors = topic_space.Anchors([f"a{i}" for i in range(20)], static, encoded, "test")
+    placed = topic_space.place(anchors, np.vstack([np.zeros((1, 8), np.float32), static[[5]]]))
+    assert not placed[0].any()
+    assert float(placed[1] @ encoded[5]) == pytest.approx(float(np.max(encoded @ placed[1])))
+
+
+def test_fewer_anchors_than_min_points_are_never_read(tmp_path: Path, embedder: StaticMiniLM) -> None:
+    """encode_max below cluster.min_points (10 < 30, both allowed): the full model still reads min_points segments,
+    so the tuning and the fit see no fewer points than a clustering needs (10 crashed UMAP's spectral layout)."""
+    settings = small_settings(tmp_path / "data", encode_max=10)
+    result = run_stages(settings, themed_export(tmp_path / "themes.jsonl"), "r1", embedder)
+    assert result.status == "succeeded" and result.counts["segments_encoded"] == settings.cluster.min_points
+
+
+def test_representatives_are_segments_the_full_model_read(tmp_path: Path, embedder: StaticMiniLM) -> None:
+    """A placed segment's vector is a mean of ten anchors', so it lies nearer any topic centre than a segment read
+    on its own: the representatives (what the LLM names a topic from, what `chatmem topics` shows) are drawn from
+    the anchors of the topic, not from the placed segments that averaging pulls to the centre."""
+    settings = small_settings(tmp_path / "data", encode_max=30)
+    result = run_stages(settings, themed_export(tmp_path / "themes.jsonl"), "r1", embedder)
+    assert result.status == "succeeded" and result.counts["segments_encoded"] == 30
+    model = pickle.loads((settings.data_dir / saved_model.MODEL_DIR / "r1.pkl").read_bytes())
+    with sqlite3.connect(settings.staging_path) as conn:
+        reps = [json.loads(r[0]) for r in conn.execute("SELECT representatives FROM topics WHERE run_id = 'r1'")]
+    assert reps and all(r for r in reps)
+    assert {s for r in reps for s in r} <= set(model.anchors.ids)

@@ -89,7 +89,8 @@ class ClusterSettings(BaseModel):
         default=20000,
         ge=10,
         description="Most segments the full model reads when encoder=minilm-onnx (~15 a second on 2 CPU cores, "
-        "each once: cached in staging.db); the tuning and the final fit see these only, the rest are placed.",
+        "each once: cached in staging.db; never fewer than min_points); the tuning and the final fit see these "
+        "only, the rest are placed.",
     )
     sample_size: int = Field(default=20000, ge=10, description="Points Optuna tunes on (a seeded random sample).")
     fit_max: int = Field(
