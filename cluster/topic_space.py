@@ -43,7 +43,7 @@ from staging.embeddings import Matrix
 
 NEIGHBOURS = 10  # anchors whose vectors make a placed point's (UMAP's own default k is 15; fewer keeps it local)
 OPENING_CHARS = 4000  # of a segment's messages, joined: more than 256 word pieces of any language
-CHUNK = 2048  # points placed per matrix product (memory: CHUNK x anchors floats)
+CHUNK = 1024  # points placed per matrix product (memory: ~2 x CHUNK x anchors x 4-8 bytes: 250 MB at 20k)
 UNTITLED = {"", "new chat", "untitled", "new conversation"}
 
 
@@ -158,7 +158,7 @@ def place(anchors: Anchors, static_points: Matrix, k: int = NEIGHBOURS) -> Matri
     out = np.empty((len(query), anchors.encoded.shape[1]), dtype=np.float32)
     for start in range(0, len(query), CHUNK):
         sims = query[start : start + CHUNK] @ anchors.static.T
-        nearest = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        nearest = np.argpartition(sims, sims.shape[1] - k, axis=1)[:, -k:]  # the k largest, no negated copy
         weights = np.maximum(np.take_along_axis(sims, nearest, axis=1), 0.0)
         best = np.argmax(sims, axis=1)
         none = weights.sum(axis=1) <= 0
