@@ -274,7 +274,12 @@ def test_sigterm_to_a_stage_in_native_code_is_forced_as_sigterm(tmp_path: Path) 
     assert process.stdout is not None and process.stdout.readline().strip() == "ready"
     time.sleep(0.5)
     process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=60)
+    try:
+        _, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()  # it would wait on its pipe for ever
+        _, err = process.communicate()
+        raise AssertionError(f"the watchdog did not stop the run: {err[-3000:]}") from None
     assert process.returncode == 143, err
     assert err.strip() == (
         "error: interrupted by SIGTERM in stage embed of run r-stuck; resume with: chatmem run --from embed --to"
