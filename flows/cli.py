@@ -29,7 +29,7 @@ import click
 from click.core import ParameterSource
 
 from contracts.errors import ChatmemError, ConfigError, ExportError, StageError
-from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.cli_inspect import JSON_OPTION, check_run_id, emit, open_readonly
 from flows.cli_run_summary import print_summary
 from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
@@ -380,15 +380,14 @@ def run(
     \b
     Example: chatmem run ~/Downloads/chatgpt-export.zip notes.jsonl --only ingest
     """
-    from staging.ledger import run_exists, run_exports
+    from staging.ledger import run_exports
 
     stages = select_stages(from_, to, only)
     settings = app.settings()
     paths: list[str | Path] = list(exports)
     if run_id is not None:
+        check_run_id(settings, run_id)
         with open_readonly(settings.staging_path, settings) as staging:
-            if not run_exists(staging, run_id):
-                raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
             paths = paths or list(run_exports(staging, run_id))
     elif not paths:
         raise click.UsageError("give at least one export file (or --run-id RUN to resume a run)")
@@ -458,13 +457,12 @@ def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, 
     \b
     Example: chatmem stage ingest --run-id r20260101T120000-1a2b3c
     """
-    from staging.ledger import run_exists, run_exports
+    from staging.ledger import run_exports
 
     stages = check_stages([stage_name])  # the message names the stage given, not an option never typed
     settings = app.settings()
+    check_run_id(settings, run_id)  # unknown, or no runs at all in this data dir: a usage error (exit 2)
     with open_readonly(settings.staging_path, settings) as staging:
-        if not run_exists(staging, run_id):
-            raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
         exports: list[str | Path] = list(run_exports(staging, run_id))
     _run(app, settings, exports, stages, run_id=run_id, force_format=force_format, as_json=as_json, force=force)
 

@@ -193,6 +193,23 @@ def test_an_unknown_run_id_is_a_usage_error_everywhere(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_a_run_id_in_a_data_dir_with_no_runs_is_a_usage_error(tmp_path: Path) -> None:
+    """`chatmem --data-dir /mistyped stage cluster --run-id r1` (and run, topics, report): exit 2, one line naming the
+    run id and the data dir (it exited 1, as a failed stage does); nothing is created there."""
+    data_dir = tmp_path / "nonexistent"
+    for args in (
+        ("stage", "cluster", "--run-id", "r1"),
+        ("run", "--run-id", "r1"),
+        ("topics", "--run-id", "r1"),
+        ("report", "--run-id", "r1"),
+    ):
+        done = chatmem(*args, data_dir=data_dir)
+        assert done.exit_code == 2, (args, done.output)
+        assert done.stderr.count("\n") == 1 and "unknown run id 'r1'" in done.stderr, (args, done.stderr)
+        assert str(data_dir) in done.stderr and "--data-dir" in done.stderr, (args, done.stderr)
+    assert not data_dir.exists()
+
+
 # ---------------------------------------------------------------- runs (real pipeline)
 
 
