@@ -290,8 +290,8 @@ def _run(
     # import, another run's lock): one line, exit 130
     with announce_start(settings.data_dir), _no_prefect_left(settings.data_dir), before_the_run():
         done = None
-        if run_id is None and not force:
-            done = finish_if_unchanged(settings, exports, stages, force_format)  # nothing to do: no Prefect at all
+        if not force:  # nothing to do: no Prefect at all, and a run re-run (--run-id) is left as it was
+            done = finish_if_unchanged(settings, exports, stages, force_format, rerun_of=run_id)
         if done is not None:
             run_id, results = done
         else:
