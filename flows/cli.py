@@ -442,7 +442,20 @@ def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[s
     return read, left
 
 
-@cli.command("stage")
+# the help names the stages from the registry (a docstring cannot): an added stage is listed without an edit here
+STAGE_HELP = f"""Re-run one stage of an existing run (ingest re-reads the run's recorded exports).
+
+STAGE is one of, in pipeline order: {", ".join(STAGE_ORDER)}.
+
+Skipped when its inputs, settings and code are unchanged since it last succeeded; --force recomputes. Done and
+unchanged in the run, it leaves the run as it was (the check is recorded as a no-op run of its own).
+
+\b
+Example: chatmem stage cluster --run-id r20260101T120000-1a2b3c
+"""
+
+
+@cli.command("stage", help=STAGE_HELP)
 @click.argument("stage_name", metavar="STAGE")
 @click.option("--run-id", required=True, help="The run whose stage to re-run (see `chatmem staging runs`).")
 @FORMAT_OPTION
@@ -450,13 +463,6 @@ def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[s
 @JSON_OPTION
 @click.pass_obj
 def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, force: bool, as_json: bool) -> None:
-    """Re-run one stage of an existing run (ingest re-reads the run's recorded exports).
-
-    Skipped when its inputs, settings and code are unchanged since it last succeeded; --force recomputes.
-
-    \b
-    Example: chatmem stage ingest --run-id r20260101T120000-1a2b3c
-    """
     from staging.ledger import run_exports
 
     stages = check_stages([stage_name])  # the message names the stage given, not an option never typed
