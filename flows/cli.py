@@ -31,6 +31,7 @@ from click.core import ParameterSource
 from contracts.errors import ChatmemError, ConfigError, ExportError, StageError
 from flows.cli_inspect import JSON_OPTION, check_run_id, emit, open_readonly
 from flows.cli_run_summary import print_summary
+from flows.export_paths import expand_folders, rest_of_an_export
 from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
 from flows.terminal import safe_line
@@ -372,6 +373,10 @@ def run(
 ) -> None:
     """Run the pipeline over export dumps (.zip, conversations.json, .jsonl, export folders).
 
+    A folder with no conversations.json of its own (a folder of downloads) is searched for exports 3 levels of
+    subfolders down: a subfolder holding a conversations.json, a file starting as JSON or a zip; the rest is left
+    out in one line, and the data dir is never read.
+
     A dump whose bytes were already ingested is skipped, and so is every stage whose inputs, settings and
     code are unchanged since its last successful run (--force recomputes). Exit 1 if a stage or a file failed.
     With --run-id, resume an interrupted or failed run: `chatmem run --from cluster --run-id R` (no exports
@@ -400,46 +405,10 @@ def run(
                 " unzipped export, which holds no conversations",
                 err=True,
             )
+        paths, looked = expand_folders(paths, settings.data_dir)  # `chatmem run ~/Downloads`: exports in subfolders
+        for line in [] if settings.pipeline.quiet else looked:
+            click.echo(safe_line(line), err=True)
     _run(app, settings, paths, stages, force_format=force_format, as_json=as_json, run_id=run_id, force=force)
-
-
-READ_BESIDE = (".json", ".jsonl", ".zip")  # beside a conversations.json, still read: a file of the user's own
-
-
-def _holds_json_or_zip(path: Path) -> bool:
-    """Whether the file's first bytes could start an export (a zip, or JSON: ingest reads the format from the bytes,
-    never the name, so a JSONL export named .ndjson or with no suffix is one); unreadable: let ingest say why."""
-    from ingest.sources import EMPTY_ZIP_MAGIC, ZIP_MAGIC
-
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return True
-    body = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
-    return head[:4] in (ZIP_MAGIC, EMPTY_ZIP_MAGIC) or body[:1] in (b"[", b"{")
-
-
-def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[str | Path]]:
-    """(what to read, what to leave out) of the paths given. `chatmem run export/*` on an unzipped ChatGPT export
-    names its conversations.json with everything beside it: user.json, message_feedback.json, chat.html, images,
-    folders of images. Those hold no conversations, and read as exports each would fail the run. Left out: a known
-    side file, a folder, or a file neither named .json/.jsonl/.zip nor starting as JSON or a zip does (an image,
-    an HTML page), sitting in the folder of a conversations.json that is given too. Everything else is read as
-    given (a file alone is never left out)."""
-    from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES
-
-    resolved = [Path(p).resolve() for p in paths]
-    folders = {r.parent for r in resolved if r.name == CONVERSATIONS_FILE and r.is_file()}
-    read: list[str | Path] = []
-    left: list[str | Path] = []
-    for path, real in zip(paths, resolved, strict=True):
-        beside = real.parent in folders and real.name != CONVERSATIONS_FILE
-        other_kind = (real.is_dir() and not (real / CONVERSATIONS_FILE).exists()) or (
-            not real.is_dir() and real.suffix.lower() not in READ_BESIDE and not _holds_json_or_zip(real)
-        )
-        (left if beside and (real.name in KNOWN_SIDE_FILES or other_kind) else read).append(path)
-    return read, left
 
 
 # the help names the stages from the registry (a docstring cannot): an added stage is listed without an edit here
