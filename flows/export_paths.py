@@ -108,7 +108,8 @@ def expand_folders(paths: list[str | Path], data_dir: Path) -> tuple[list[str | 
         found, left = exports_in_folder(folder, data_dir)
         read.extend(found or [path])
         said = f"{len(found)} export(s) found" if found else "no export found"
-        where = f"in it and {FOLDER_DEPTH} levels of subfolders below" + (f" ({_names(found, folder)})" if found else "")
+        where = f"in it and {FOLDER_DEPTH} levels of subfolders below"
+        where += f" ({_names(found, folder)})" if found else ""
         skipped = f"; left out {len(left)} that are not exports ({_names(left, folder)})" if left else ""
         lines.append(f"{folder}: {said} {where}{skipped}")
     return read, lines

@@ -136,9 +136,7 @@ def empty_reason(
     nothing = f"nothing relevant in the scope ({scope})" if scope else "nothing relevant"
     keys = "the scope's keys" if scope else "the memory's keys"
     if not terms(query):
-        return (
-            f"{nothing}: the query has no word to search for (only stop words or single letters) and no cue matched"
-        )
+        return f"{nothing}: the query has no word to search for (only stop words or single letters) and no cue matched"
     if embedder is not None and reads_word_pieces(embedder) and not whole_words(query):
         return (
             f"{nothing}: no word of the query occurs in {keys}, no cue matched, and the embedder "

@@ -263,9 +263,9 @@ def test_a_run_with_nothing_new_is_one_line_and_starts_no_prefect(tmp_path: Path
 @pytest.mark.prefect
 @pytest.mark.slow
 def test_a_stage_rerun_with_nothing_to_do_leaves_the_run_as_it_was(tmp_path: Path, jsonl_export: Path) -> None:
-    """`chatmem stage segment --run-id R` (and `run --to segment --run-id R`) with nothing changed: R's row in `staging runs`
-    (status, finish time, each stage's status) and its stage runs stay as the real run left them (the no-op's
-    replaced them); the check is a no-op run of its own, decided before Prefect, said in one line naming R."""
+    """`chatmem stage segment --run-id R` (and `run --to segment --run-id R`) with nothing changed: R's row in
+    `staging runs` (status, finish time, each stage's status) and its stage runs stay as the real run left them (the
+    no-op's replaced them); the check is a no-op run of its own, decided before Prefect, said in one line naming R."""
     data_dir = tmp_path / "data"
     first = chatmem("-q", "run", jsonl_export, "--to", "segment", "--json", data_dir=data_dir)
     assert first.exit_code == 0, first.output

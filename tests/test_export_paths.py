@@ -60,4 +60,5 @@ def test_a_folder_with_no_export_stays_as_given_and_says_so(tmp_path: Path) -> N
     (folder / "x" / "photo.jpg").write_bytes(b"\xff\xd8\xff")
     read, [line] = expand_folders([folder], tmp_path / "data")
     assert read == [folder]
-    assert line == f"{folder}: no export found in it and 3 levels of subfolders below; left out 1 that are not exports (x/photo.jpg)"
+    said = "no export found in it and 3 levels of subfolders below; left out 1 that are not exports (x/photo.jpg)"
+    assert line == f"{folder}: {said}"
