@@ -181,7 +181,7 @@ def test_rerunning_one_stage_of_an_unfinished_run_does_not_mark_it_succeeded(kil
     result = run(data_dir, "stage", "embed", "--run-id", run_id, "--force", env=env)
     assert result.returncode == 0, result.stderr
     [after] = [r for r in json.loads(run(data_dir, "staging", "runs", "--json", env=env).stdout) if r["id"] == run_id]
-    assert after["stage_status"]["embed"] == "succeeded"
+    assert after["stage_status"]["embed"] in ("succeeded", "skipped")  # skipped by the stage: every text cached
     assert after["status"] == "failed" and after["error"].startswith("stage(s) not run yet: cluster, ")
     assert "load (resume:" in after["error"]
     assert after["resume"] == f"chatmem run --from cluster --to load --run-id {run_id}"
