@@ -29,8 +29,9 @@ import click
 from click.core import ParameterSource
 
 from contracts.errors import ChatmemError, ConfigError, ExportError, StageError
-from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.cli_inspect import JSON_OPTION, check_run_id, emit, open_readonly
 from flows.cli_run_summary import print_summary
+from flows.export_paths import expand_folders, rest_of_an_export
 from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
 from flows.terminal import safe_line
@@ -290,8 +291,8 @@ def _run(
     # import, another run's lock): one line, exit 130
     with announce_start(settings.data_dir), _no_prefect_left(settings.data_dir), before_the_run():
         done = None
-        if run_id is None and not force:
-            done = finish_if_unchanged(settings, exports, stages, force_format)  # nothing to do: no Prefect at all
+        if not force:  # nothing to do: no Prefect at all, and a run re-run (--run-id) is left as it was
+            done = finish_if_unchanged(settings, exports, stages, force_format, rerun_of=run_id)
         if done is not None:
             run_id, results = done
         else:
@@ -372,6 +373,10 @@ def run(
 ) -> None:
     """Run the pipeline over export dumps (.zip, conversations.json, .jsonl, export folders).
 
+    A folder with no conversations.json of its own (a folder of downloads) is searched for exports 3 levels of
+    subfolders down: a subfolder holding a conversations.json, a file starting as JSON or a zip; the rest is left
+    out in one line, and the data dir is never read.
+
     A dump whose bytes were already ingested is skipped, and so is every stage whose inputs, settings and
     code are unchanged since its last successful run (--force recomputes). Exit 1 if a stage or a file failed.
     With --run-id, resume an interrupted or failed run: `chatmem run --from cluster --run-id R` (no exports
@@ -380,15 +385,14 @@ def run(
     \b
     Example: chatmem run ~/Downloads/chatgpt-export.zip notes.jsonl --only ingest
     """
-    from staging.ledger import run_exists, run_exports
+    from staging.ledger import run_exports
 
     stages = select_stages(from_, to, only)
     settings = app.settings()
     paths: list[str | Path] = list(exports)
     if run_id is not None:
+        check_run_id(settings, run_id)
         with open_readonly(settings.staging_path, settings) as staging:
-            if not run_exists(staging, run_id):
-                raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
             paths = paths or list(run_exports(staging, run_id))
     elif not paths:
         raise click.UsageError("give at least one export file (or --run-id RUN to resume a run)")
@@ -401,49 +405,26 @@ def run(
                 " unzipped export, which holds no conversations",
                 err=True,
             )
+        paths, looked = expand_folders(paths, settings.data_dir)  # `chatmem run ~/Downloads`: exports in subfolders
+        for line in [] if settings.pipeline.quiet else looked:
+            click.echo(safe_line(line), err=True)
     _run(app, settings, paths, stages, force_format=force_format, as_json=as_json, run_id=run_id, force=force)
 
 
-READ_BESIDE = (".json", ".jsonl", ".zip")  # beside a conversations.json, still read: a file of the user's own
+# the help names the stages from the registry (a docstring cannot): an added stage is listed without an edit here
+STAGE_HELP = f"""Re-run one stage of an existing run (ingest re-reads the run's recorded exports).
+
+STAGE is one of, in pipeline order: {", ".join(STAGE_ORDER)}.
+
+Skipped when its inputs, settings and code are unchanged since it last succeeded; --force recomputes. Done and
+unchanged in the run, it leaves the run as it was (the check is recorded as a no-op run of its own).
+
+\b
+Example: chatmem stage cluster --run-id r20260101T120000-1a2b3c
+"""
 
 
-def _holds_json_or_zip(path: Path) -> bool:
-    """Whether the file's first bytes could start an export (a zip, or JSON: ingest reads the format from the bytes,
-    never the name, so a JSONL export named .ndjson or with no suffix is one); unreadable: let ingest say why."""
-    from ingest.sources import EMPTY_ZIP_MAGIC, ZIP_MAGIC
-
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return True
-    body = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
-    return head[:4] in (ZIP_MAGIC, EMPTY_ZIP_MAGIC) or body[:1] in (b"[", b"{")
-
-
-def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[str | Path]]:
-    """(what to read, what to leave out) of the paths given. `chatmem run export/*` on an unzipped ChatGPT export
-    names its conversations.json with everything beside it: user.json, message_feedback.json, chat.html, images,
-    folders of images. Those hold no conversations, and read as exports each would fail the run. Left out: a known
-    side file, a folder, or a file neither named .json/.jsonl/.zip nor starting as JSON or a zip does (an image,
-    an HTML page), sitting in the folder of a conversations.json that is given too. Everything else is read as
-    given (a file alone is never left out)."""
-    from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES
-
-    resolved = [Path(p).resolve() for p in paths]
-    folders = {r.parent for r in resolved if r.name == CONVERSATIONS_FILE and r.is_file()}
-    read: list[str | Path] = []
-    left: list[str | Path] = []
-    for path, real in zip(paths, resolved, strict=True):
-        beside = real.parent in folders and real.name != CONVERSATIONS_FILE
-        other_kind = (real.is_dir() and not (real / CONVERSATIONS_FILE).exists()) or (
-            not real.is_dir() and real.suffix.lower() not in READ_BESIDE and not _holds_json_or_zip(real)
-        )
-        (left if beside and (real.name in KNOWN_SIDE_FILES or other_kind) else read).append(path)
-    return read, left
-
-
-@cli.command("stage")
+@cli.command("stage", help=STAGE_HELP)
 @click.argument("stage_name", metavar="STAGE")
 @click.option("--run-id", required=True, help="The run whose stage to re-run (see `chatmem staging runs`).")
 @FORMAT_OPTION
@@ -451,20 +432,12 @@ def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[s
 @JSON_OPTION
 @click.pass_obj
 def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, force: bool, as_json: bool) -> None:
-    """Re-run one stage of an existing run (ingest re-reads the run's recorded exports).
-
-    Skipped when its inputs, settings and code are unchanged since it last succeeded; --force recomputes.
-
-    \b
-    Example: chatmem stage ingest --run-id r20260101T120000-1a2b3c
-    """
-    from staging.ledger import run_exists, run_exports
+    from staging.ledger import run_exports
 
     stages = check_stages([stage_name])  # the message names the stage given, not an option never typed
     settings = app.settings()
+    check_run_id(settings, run_id)  # unknown, or no runs at all in this data dir: a usage error (exit 2)
     with open_readonly(settings.staging_path, settings) as staging:
-        if not run_exists(staging, run_id):
-            raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")
         exports: list[str | Path] = list(run_exports(staging, run_id))
     _run(app, settings, exports, stages, run_id=run_id, force_format=force_format, as_json=as_json, force=force)
 

@@ -166,11 +166,18 @@ def open_readonly(path: Path, settings: Settings) -> Iterator[sqlite3.Connection
 
 def check_run_id(settings: Settings, run_id: str | None) -> None:
     """A --run-id that names no run is a usage error (one line, exit 2), not an empty table that looks like
-    "that run wrote nothing"."""
+    "that run wrote nothing". So is one given for a data dir that holds no runs at all (a mistyped --data-dir):
+    no run of that id can be there (only a first run still starting is said as such, exit 1, by open_readonly)."""
     if run_id is None:
         return
+    from flows.preflight import starting
     from staging.ledger import run_exists
 
+    if not settings.staging_path.exists() and starting(settings.data_dir) is None:
+        raise ConfigError(
+            f"unknown run id {run_id!r}: {settings.data_dir} holds no runs ({settings.staging_path.name} does not"
+            " exist); point --data-dir / CHATMEM_DATA_DIR at the data dir of that run"
+        )
     with open_readonly(settings.staging_path, settings) as conn:
         if not run_exists(conn, run_id):
             raise ConfigError(f"unknown run id {run_id!r}; list runs with: chatmem staging runs")

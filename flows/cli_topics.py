@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from contracts.errors import ChatmemError, ConfigError
-from flows.cli_inspect import JSON_OPTION, emit, open_readonly, print_table
+from flows.cli_inspect import JSON_OPTION, check_run_id, emit, open_readonly, print_table
 from flows.terminal import safe_line
 from staging import topics as store
 
@@ -55,6 +55,7 @@ def topics(app: App, run_id: str | None, limit: int, as_json: bool) -> None:
     Example: chatmem topics --json --limit 20
     """
     settings = app.settings()
+    check_run_id(settings, run_id)  # in a data dir with no runs at all too: a usage error (exit 2)
     with open_readonly(settings.staging_path, settings) as conn:
         summary = _pick_run(conn, run_id)
         found = store.list_topics(conn, summary["run_id"])

@@ -18,7 +18,8 @@ stage leaves the state the next one's fingerprint reads exactly as it was, so "e
 is known up front. Then the run is written to the ledger as the pipeline would write it (a runs row, one
 skipped stage run per stage with its note, closed as succeeded) under the data dir's lock, and no flow runs:
 Prefect's UI does not show such a run, `chatmem staging runs` does. Anything else (a stage to run, --force, a
-resumed run) goes to the pipeline, which decides again stage by stage.
+resumed run whose stages are not all done) goes to the pipeline, which decides again stage by stage. A re-run of
+stages of a run R that are all done there and unchanged is such a no-op run too: R's own row and figures stay.
 """
 
 from __future__ import annotations
@@ -132,20 +133,35 @@ def _plan(
 
 
 def finish_if_unchanged(
-    settings: Settings, exports: list[str | Path], stages: list[str], force_format: str | None = None
+    settings: Settings,
+    exports: list[str | Path],
+    stages: list[str],
+    force_format: str | None = None,
+    *,
+    rerun_of: str | None = None,
 ) -> tuple[str, list[StageResult]] | None:
-    """(run id, the skipped stages' results) when every stage is unchanged, the run recorded; else None."""
+    """(run id, the skipped stages' results) when every stage is unchanged, the run recorded; else None.
+
+    `rerun_of`: a re-run of stages of that run (`chatmem stage X --run-id R`, `chatmem run --run-id R`). When each
+    of them is done in R already (its latest stage run there succeeded or was skipped) and unchanged, re-running
+    them would change nothing but R's row: its status, finish time and stage figures would become the no-op's. So
+    R is left as it was and the check is recorded as a no-op run of its own, as a no-op `chatmem run` is (`staging
+    runs` folds those). A stage not done in R yet goes to the pipeline: skipped or not, it finishes R."""
     if not (settings.archive_path.exists() and settings.staging_path.exists()):
         return None  # a first run: everything runs
     from contracts.version import code_version
     from flows.stage_runner import record_unchanged
-    from staging.ledger import close_run, new_run_id, open_run, open_staging
+    from staging.ledger import close_run, new_run_id, open_run, open_staging, stages_done
     from staging.lock import data_dir_lock
 
     paths = [str(Path(p).expanduser().absolute()) for p in exports]  # as run_pipeline records them
     run_id = new_run_id()
     with data_dir_lock(settings.data_dir, run_id, wait_s=settings.pipeline.lock_wait_s):
         try:
+            if rerun_of is not None:
+                with closing(open_staging(settings.staging_path)) as staging:
+                    if not stages_done(staging, rerun_of, stages):
+                        return None
             plan = _plan(settings, paths, stages, force_format)
         except sqlite3.Error:
             return None  # the pipeline meets the same problem and reports it with its own words

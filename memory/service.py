@@ -18,6 +18,7 @@ The CLI's `chatmem recall` is this for one question. The databases are read once
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime, time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -83,7 +84,9 @@ class Memory:
         result = to_result(view, request, ranking, settings)
         # recall.fact_weight 0 turns the facts off: in the ranking, and in the answer (CLI, --json and MCP alike)
         facts, changes = question_facts(self.index, request) if settings.fact_weight > 0 else ([], [])
-        reason = empty_reason(view, ranking, vector, settings, self.embedder, request.query)
+        reason = empty_reason(
+            view, ranking, vector, settings, self.embedder, request.query, scope=scope_words(request), at=request.at
+        )
         if reason is not None:
             result = replace(result, pieces=[], tokens=0, empty_reason=reason, weak_reason=None, budget_note=None)
         elif settings.expand_with_llm and result.pieces:  # every LLM call goes to `on_call` (llm_calls rows)
@@ -110,25 +113,33 @@ def empty_reason(
     settings: RecallSettings,
     embedder: Embedder | None = None,
     query: str = "",
+    *,
+    scope: str = "",
+    at: datetime | None = None,
 ) -> str | None:
     """Why the recall should return nothing, or None. Dense scores are rescaled per query (the best candidate
     always scores 1), so without this floor a query about nothing in the memory still fills the budget.
 
     With no lexical or cue evidence, only the dense score is left, and it means something only for words the
     embedder knows: a query spelled entirely from word-piece fragments ("zxqv blorpt") averages to a vector near
-    every key (cosine 0.44-0.58 with the static embedder, above any sane floor), so it recalls nothing."""
+    every key (cosine 0.44-0.58 with the static embedder, above any sane floor), so it recalls nothing.
+
+    `scope` (scope_words) and `at`: a recall limited to part of the memory says that the part matched nothing,
+    naming it, not that the memory holds nothing of the kind (the words may well be elsewhere in it)."""
+    before = f" before {_when(at)}" if at is not None else ""
     if ranking.candidates == 0:
-        return "nothing in scope: no content in the scope (or before `at`) to recall from"
+        if scope:
+            return f"nothing in scope: the scope ({scope}) matches no content{before} to recall from"
+        return f"nothing in scope: no content{before or ' in the memory'} to recall from"
     if float(ranking.lexical.max(initial=0.0)) > 0 or ranking.cue_activation:
         return None
+    nothing = f"nothing relevant in the scope ({scope})" if scope else "nothing relevant"
+    keys = "the scope's keys" if scope else "the memory's keys"
     if not terms(query):
-        return (
-            "nothing relevant: the query has no word to search for (only stop words or single letters) "
-            "and no cue matched"
-        )
+        return f"{nothing}: the query has no word to search for (only stop words or single letters) and no cue matched"
     if embedder is not None and reads_word_pieces(embedder) and not whole_words(query):
         return (
-            "nothing relevant: no word of the query occurs in the memory's keys, no cue matched, and the embedder "
+            f"{nothing}: no word of the query occurs in {keys}, no cue matched, and the embedder "
             "knows none of its words (each is only word-piece fragments, so its similarity means nothing)"
         )
     best = -1.0
@@ -138,9 +149,24 @@ def empty_reason(
     if best >= settings.min_similarity:
         return None
     return (
-        f"nothing relevant: no word of the query occurs in the memory's keys, no cue matched, and the closest key's "
+        f"{nothing}: no word of the query occurs in {keys}, no cue matched, and the closest key's "
         f"similarity ({best:.2f}) is below recall.min_similarity ({settings.min_similarity:.2f})"
     )
+
+
+def scope_words(request: RequestLike) -> str:
+    """The request's scope as `--scope` values ("conversation:etl, since:2024-06-01"); "" when it has none."""
+    scope = request.scope
+    parts = [f"conversation:{c}" for c in scope.conversation_ids] + [f"source:{s}" for s in scope.sources]
+    parts += [f"{name}:{_when(value)}" for name, value in (("since", scope.since), ("until", scope.until)) if value]
+    return ", ".join(parts)
+
+
+def _when(moment: datetime) -> str:
+    """A day's first or last instant as the day (what `--scope until:2024-01-01` became), else to the minute."""
+    if moment.time() in (time.min, time.max):
+        return moment.date().isoformat()
+    return moment.isoformat(timespec="minutes")
 
 
 def check_scope(index: MemoryIndex, request: RequestLike) -> None:

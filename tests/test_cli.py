@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from flows.cli import cli
+from flows.registry import STAGE_ORDER
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,6 +74,14 @@ def test_every_command_has_help_with_an_example() -> None:
         result = chatmem(*path, "--help")
         assert result.exit_code == 0, path
         assert "Example:" in result.stdout, f"`chatmem {' '.join(path)} --help` has no Example: line"
+
+
+def test_stage_help_lists_every_stage_name_in_pipeline_order_with_an_example() -> None:
+    """`chatmem stage --help` names the stages a user can pass, from the registry, and its example names one."""
+    help_text = " ".join(chatmem("stage", "--help").stdout.split())  # click wraps the lines
+    assert f"STAGE is one of, in pipeline order: {', '.join(STAGE_ORDER)}." in help_text, help_text
+    [example] = [line for line in chatmem("stage", "--help").stdout.splitlines() if "Example:" in line]
+    assert example.split()[3] in STAGE_ORDER, example  # Example: chatmem stage NAME --run-id R
 
 
 def test_inspection_never_imports_the_engine(ingested: tuple[Path, dict[str, Any]]) -> None:

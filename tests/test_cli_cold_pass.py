@@ -336,3 +336,24 @@ def _api(url: str, body: object | None = None) -> Any:
     )
     with opener.open(request, timeout=10) as response:
         return json.loads(response.read() or b"null")
+
+
+@pytest.mark.prefect
+def test_run_on_a_folder_of_downloads_reads_the_exports_in_its_subfolders(tmp_path: Path, chatgpt_export: Path) -> None:
+    """`chatmem run DIR` where the exports sit in subfolders (DIR/2024-05-export/conversations.json, a .jsonl two
+    levels down) and the data dir lies under DIR: both exports ingested, the page beside them left out in one line,
+    nothing failed (it exited 1: "folder has no conversations.json"); run again, the data dir is still not read."""
+    folder = tmp_path / "downloads"
+    (folder / "2024-05-export").mkdir(parents=True)
+    shutil.copy(chatgpt_export, folder / "2024-05-export" / "conversations.json")
+    write_chats(folder / "notes" / "2024" / "notes.jsonl", 1)
+    (folder / "page.html").write_text("<html></html>", encoding="utf-8")
+    data_dir = folder / "chatmem-data"
+    done = chatmem("run", folder, "--only", "ingest", data_dir=data_dir)
+    assert done.exit_code == 0, done.output
+    assert f"{folder}: 2 export(s) found in it and 3 levels of subfolders below" in done.stderr, done.stderr
+    assert "left out 1 that are not exports (page.html)" in done.stderr, done.stderr
+    stats = json.loads(chatmem("archive", "stats", "--json", data_dir=data_dir).stdout)
+    assert stats["conversations"] == 2  # the export's one and notes.jsonl's one
+    again = chatmem("run", folder, "--only", "ingest", data_dir=data_dir)  # the data dir now holds databases
+    assert again.exit_code == 0 and "2 export(s) found" in again.stderr and "chatmem-data" not in again.stderr

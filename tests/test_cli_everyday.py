@@ -193,6 +193,23 @@ def test_an_unknown_run_id_is_a_usage_error_everywhere(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_a_run_id_in_a_data_dir_with_no_runs_is_a_usage_error(tmp_path: Path) -> None:
+    """`chatmem --data-dir /mistyped stage cluster --run-id r1` (and run, topics, report): exit 2, one line naming the
+    run id and the data dir (it exited 1, as a failed stage does); nothing is created there."""
+    data_dir = tmp_path / "nonexistent"
+    for args in (
+        ("stage", "cluster", "--run-id", "r1"),
+        ("run", "--run-id", "r1"),
+        ("topics", "--run-id", "r1"),
+        ("report", "--run-id", "r1"),
+    ):
+        done = chatmem(*args, data_dir=data_dir)
+        assert done.exit_code == 2, (args, done.output)
+        assert done.stderr.count("\n") == 1 and "unknown run id 'r1'" in done.stderr, (args, done.stderr)
+        assert str(data_dir) in done.stderr and "--data-dir" in done.stderr, (args, done.stderr)
+    assert not data_dir.exists()
+
+
 # ---------------------------------------------------------------- runs (real pipeline)
 
 
@@ -241,6 +258,39 @@ def test_a_run_with_nothing_new_is_one_line_and_starts_no_prefect(tmp_path: Path
     forced = chatmem("-q", "run", jsonl_export, "--to", "segment", "--force", "--json", data_dir=data_dir)
     statuses = {s["stage"]: s["status"] for s in json.loads(forced.stdout)["stages"]}
     assert statuses == {"ingest": "succeeded", "segment": "succeeded"}, statuses  # --force skips nothing
+
+
+@pytest.mark.prefect
+@pytest.mark.slow
+def test_a_stage_rerun_with_nothing_to_do_leaves_the_run_as_it_was(tmp_path: Path, jsonl_export: Path) -> None:
+    """`chatmem stage segment --run-id R` (and `run --to segment --run-id R`) with nothing changed: R's row in
+    `staging runs` (status, finish time, each stage's status) and its stage runs stay as the real run left them (the
+    no-op's replaced them); the check is a no-op run of its own, decided before Prefect, said in one line naming R."""
+    data_dir = tmp_path / "data"
+    first = chatmem("-q", "run", jsonl_export, "--to", "segment", "--json", data_dir=data_dir)
+    assert first.exit_code == 0, first.output
+    worked = json.loads(first.stdout)["run_id"]
+
+    def recorded() -> tuple[object, object]:
+        runs = json.loads(chatmem("staging", "runs", "--json", data_dir=data_dir).stdout)
+        rows = chatmem("staging", "show", "stage_runs", "--run-id", worked, "--json", data_dir=data_dir)
+        return [r for r in runs if r["id"] == worked], json.loads(rows.stdout)
+
+    before = recorded()
+    assert before[0] and before[0][0]["stage_status"] == {"ingest": "succeeded", "segment": "succeeded"}
+    done, loaded = process("stage", "segment", "--run-id", worked, data_dir=data_dir)
+    assert done.returncode == 0 and loaded == [], done.stderr  # no Prefect started for it
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("nothing new: ") and f"since run {worked}" in lines[0], lines
+    assert recorded() == before
+    again = chatmem("run", "--to", "segment", "--run-id", worked, data_dir=data_dir)
+    assert again.exit_code == 0 and again.stdout.startswith("nothing new: "), again.output
+    assert recorded() == before
+    runs = json.loads(chatmem("staging", "runs", "--json", data_dir=data_dir).stdout)
+    assert [r["stage_status"] for r in runs if r["id"] != worked] == [
+        {"ingest": "skipped", "segment": "skipped"},
+        {"segment": "skipped"},
+    ]  # the checks, newest first, each a no-op run
 
 
 @pytest.mark.prefect

@@ -37,8 +37,8 @@ def test_run_then_stage_cluster_alone(data_dir: Path, jsonl_export: Path) -> Non
         catch_exceptions=False,
     )
     assert again.exit_code == 0, again.output
-    [only] = json.loads(again.stdout)["stages"]
-    assert only["stage"] == "cluster" and any("unchanged since this run" in n for n in only["notes"])
+    [only] = json.loads(again.stdout)["stages"]  # a no-op run of its own, the run left as it was
+    assert only["stage"] == "cluster" and any(f"unchanged since run {report['run_id']}" in n for n in only["notes"])
     forced = runner.invoke(
         cli,
         ["--data-dir", str(data_dir), "stage", "cluster", "--run-id", report["run_id"], "--force", "--json"],

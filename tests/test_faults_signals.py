@@ -170,13 +170,18 @@ def test_a_killed_run_is_shown_interrupted_with_the_command_that_resumes_it(kill
 
 
 def test_rerunning_one_stage_of_an_unfinished_run_does_not_mark_it_succeeded(killed_run: dict[str, Any]) -> None:
-    """`chatmem stage embed --run-id R` succeeds, but R stays failed: cluster and load never ran."""
+    """`chatmem stage embed --run-id R` succeeds, but R stays unfinished: cluster and load never ran. Unchanged, the
+    re-run is a no-op run of its own and R stays as the kill left it; forced, R is failed with the stages left."""
     data_dir, env = killed_run["data_dir"], killed_run["env"]
     run_id = killed_run["runs_after"][0]["id"]
     result = run(data_dir, "stage", "embed", "--run-id", run_id, env=env)
     assert result.returncode == 0, result.stderr
-    [after] = json.loads(run(data_dir, "staging", "runs", "--json", env=env).stdout)
-    assert after["stage_status"]["embed"] in ("succeeded", "skipped")  # skipped: its inputs are unchanged
+    runs = json.loads(run(data_dir, "staging", "runs", "--json", env=env).stdout)
+    assert [r for r in runs if r["id"] == run_id] == killed_run["runs_after"]  # interrupted, as it was
+    result = run(data_dir, "stage", "embed", "--run-id", run_id, "--force", env=env)
+    assert result.returncode == 0, result.stderr
+    [after] = [r for r in json.loads(run(data_dir, "staging", "runs", "--json", env=env).stdout) if r["id"] == run_id]
+    assert after["stage_status"]["embed"] in ("succeeded", "skipped")  # skipped by the stage: every text cached
     assert after["status"] == "failed" and after["error"].startswith("stage(s) not run yet: cluster, ")
     assert "load (resume:" in after["error"]
     assert after["resume"] == f"chatmem run --from cluster --to load --run-id {run_id}"

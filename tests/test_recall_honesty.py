@@ -117,6 +117,22 @@ def test_an_empty_scope_says_so() -> None:
     assert result.pieces == [] and result.empty_reason and "nothing in scope" in result.empty_reason
 
 
+def test_a_scope_that_matches_nothing_says_so_naming_the_scope_not_the_memory() -> None:
+    """`--scope conversation:etl` asked about the sourdough (said in another conversation): the reason names the
+    scope and its keys, not "the memory's keys" (which hold the word); a scope with no content at all names it too."""
+    memory = _memory()
+    elsewhere = memory.recall(RecallRequest(query="sourdough bread", scope=RecallScope(conversation_ids=["etl"])))
+    assert elsewhere.pieces == [] and elsewhere.empty_reason is not None
+    assert elsewhere.empty_reason.startswith("nothing relevant in the scope (conversation:etl): "), elsewhere
+    assert "memory's keys" not in elsewhere.empty_reason
+    assert memory.recall(RecallRequest(query="sourdough bread")).pieces  # the memory has it: only the scope has not
+    late = RecallScope(conversation_ids=["etl"], since=datetime(2025, 6, 1, tzinfo=UTC))
+    empty = memory.recall(RecallRequest(query="nightly ETL", scope=late))
+    assert empty.pieces == [] and empty.empty_reason == (
+        "nothing in scope: the scope (conversation:etl, since:2025-06-01) matches no content to recall from"
+    )
+
+
 def test_pieces_without_the_querys_key_terms_are_marked_weak() -> None:
     """ "sourdough warehouse": the bread turn holds the rarer word (one turn has it), the ETL turn only the more
     common one (two have it): less than half of the query's information, so it is weak and the bread turn is not;
