@@ -19,7 +19,7 @@ from typing import Any
 from contracts.redact import redact, redact_text
 from contracts.results import StageRecord
 from staging.db import Transaction, connect
-from staging.liveness import DONE, here, is_interrupt_error, resume_command, unfinished_stages
+from staging.liveness import DONE, here, is_interrupt_error, latest_statuses, resume_command, unfinished_stages
 from staging.migrations import STAGING, migrate
 
 
@@ -119,13 +119,7 @@ def run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
 
 def stages_done(conn: sqlite3.Connection, run_id: str, stages: Sequence[str]) -> bool:
     """Whether the run's latest stage run of each of `stages` succeeded or was skipped (none: not done)."""
-    latest = dict(
-        conn.execute(
-            "SELECT stage, status FROM stage_runs WHERE id IN"
-            " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? GROUP BY stage)",
-            (run_id,),
-        ).fetchall()
-    )
+    latest = latest_statuses(conn, run_id)
     return all(latest.get(stage) in DONE for stage in stages)
 
 

@@ -111,18 +111,23 @@ def shown_status(status: str, pid: int | None, host: str | None, pid_start: int 
     return status
 
 
-def unfinished_stages(conn: sqlite3.Connection, run_id: str) -> list[str]:
-    """The stages the run selected (in its order) whose latest stage run has not succeeded or been skipped."""
-    row = conn.execute("SELECT stages FROM runs WHERE id = ?", (run_id,)).fetchone()
-    if row is None:
-        return []
-    latest = dict(
+def latest_statuses(conn: sqlite3.Connection, run_id: str) -> dict[str, str]:
+    """Each stage of the run -> the status of its latest stage run."""
+    return dict(
         conn.execute(
             "SELECT stage, status FROM stage_runs WHERE id IN"
             " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? GROUP BY stage)",
             (run_id,),
         ).fetchall()
     )
+
+
+def unfinished_stages(conn: sqlite3.Connection, run_id: str) -> list[str]:
+    """The stages the run selected (in its order) whose latest stage run has not succeeded or been skipped."""
+    row = conn.execute("SELECT stages FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if row is None:
+        return []
+    latest = latest_statuses(conn, run_id)
     return [stage for stage in json.loads(row[0]) if latest.get(stage) not in DONE]
 
 

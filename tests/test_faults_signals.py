@@ -226,17 +226,23 @@ with interruptible(settings, run_id, ["embed", "cluster"]):
 """
 
 
-def test_a_stage_that_ignores_ctrl_c_is_stopped_by_the_watchdog(tmp_path: Path) -> None:
-    """When the stage does not stop, the watchdog records the interruption, says the line (that it forced the stop
-    after the grace period, not "at once") and exits 130."""
+def _stuck_stage(script: str, tmp_path: Path) -> subprocess.Popen[str]:
+    """`script` (WATCHED or NATIVE) started on a data dir under `tmp_path`, once it says it is in its stage."""
     process = subprocess.Popen(
-        [sys.executable, "-c", WATCHED, str(tmp_path / "data")],
+        [sys.executable, "-c", script, str(tmp_path / "data")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=process_env(tmp_path / "prefect"),
     )
     assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    return process
+
+
+def test_a_stage_that_ignores_ctrl_c_is_stopped_by_the_watchdog(tmp_path: Path) -> None:
+    """When the stage does not stop, the watchdog records the interruption, says the line (that it forced the stop
+    after the grace period, not "at once") and exits 130."""
+    process = _stuck_stage(WATCHED, tmp_path)
     time.sleep(0.5)  # into the loop that swallows KeyboardInterrupt, past the print that announced it
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
@@ -269,14 +275,7 @@ def test_sigterm_to_a_stage_in_native_code_is_forced_as_sigterm(tmp_path: Path) 
     Python handler does not run before the call returns, so the watchdog alone knows the signal, from the wakeup
     byte; its line and exit code are SIGTERM's (143), not Ctrl-C's (found by a run stopped while the cluster
     stage's full model was reading on a loaded machine)."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", NATIVE, str(tmp_path / "data")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=process_env(tmp_path / "prefect"),
-    )
-    assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    process = _stuck_stage(NATIVE, tmp_path)
     time.sleep(0.5)
     process.send_signal(signal.SIGTERM)
     try:
