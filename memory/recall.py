@@ -30,7 +30,7 @@ from memory.index import Array, MemoryIndex
 from memory.names import Names
 from memory.relevance import KEY_SHARE, held_terms, key_terms, weak_reason, window
 from memory.session import session_activation, unit
-from memory.text import estimate_tokens, term_set, terms
+from memory.text import distinct_words, estimate_tokens, term_set, terms, terms_of
 from memory.timeexpr import TimeRange, find_range, range_factor
 
 if TYPE_CHECKING:
@@ -425,6 +425,7 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
     keys = key_terms(index, request.query)
     shown: list[tuple[list[int], str, list[Step]]] = []
     extra: list[set[str]] = []
+    words: list[set[str]] = []  # each piece's distinct words, found once (a window reads them again)
     for i in chosen:
         # a merged group's originals said after `at` (or outside the scope) stay out: same day, not same moment
         members = [m for m in index.group.get(i, [i]) if allowed[m]] or [i]
@@ -433,7 +434,8 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
         shown.append((members, text, path))
         # what the piece holds: its whole text, and the cue and conversation tag its path came through (a cue named
         # by the query's words that brought the piece counts, not only the cues linked to it)
-        extra.append(term_set(text + " " + " ".join(s.label for s in path if s.kind in ("cue", "tag"))))
+        words.append(distinct_words(text))
+        extra.append(terms_of(words[-1]) | term_set(" ".join(s.label for s in path if s.kind in ("cue", "tag"))))
     held = held_terms(index, keys, chosen, extra)
     coverage = held.astype(np.float64) @ keys.idf / keys.total if keys.terms else np.ones(len(chosen))
     pieces = []
@@ -442,7 +444,7 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
         created = datetime.fromtimestamp(float(index.times[i]), UTC) if np.isfinite(index.times[i]) else None
         whole = int(index.tokens[members].sum())
         room = selection.windows.get(i)
-        cut = window(text, keys, room) if room is not None else text
+        cut = window(text, keys, room, words[n]) if room is not None else text
         pieces.append(
             Piece(
                 content_id=index.ids[i],

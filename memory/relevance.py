@@ -14,7 +14,7 @@ import numpy as np
 
 from memory.answer import Piece
 from memory.index import Array, MemoryIndex
-from memory.text import excerpt, terms
+from memory.text import distinct_words, excerpt, terms
 
 _WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")  # memory.text's words: a reason names the query's own
 
@@ -121,18 +121,45 @@ def weak_reason(pieces: list[Piece], keys: KeyTerms | None = None, held: Array |
     )
 
 
-def window(text: str, keys: KeyTerms, tokens: int) -> str:
+def window(text: str, keys: KeyTerms, tokens: int, words: set[str] | None = None) -> str:
     """At most `tokens` (estimated: 4 characters each) of `text` around the query's words: the stretch holding
-    the most of its information, widened to word boundaries, "…" where it was cut."""
+    the most of its information, widened to word boundaries, "…" where it was cut. `words`: the text's distinct
+    words when the caller found them already (`memory.text.distinct_words`)."""
     room = max(4 * tokens - 2, 8)
     if len(text) <= room:
         return text
-    spots: list[tuple[int, int]] = []  # (character offset, query term) of each word of the text holding one
-    hits: dict[str, list[int]] = {}  # word -> the query terms it holds: a long text repeats its words
-    for match in _WORDS.finditer(text.lower()):
-        word = match.group(0)
-        found = hits.get(word)
-        if found is None:
-            found = hits[word] = [k for term in terms(word) for k, key in enumerate(keys.terms) if near(key, {term})]
-        spots.extend((match.start(), k) for k in found)
+    holding = _holding(distinct_words(text) if words is None else words, keys)
+    # (character offset, query term) of each word of the text holding one, found by one regular expression over
+    # the text: a 50 MB paste has millions of words, and a Python loop over them took half a minute per recall
+    spots = [(m.start(), k) for m in _spotter(holding).finditer(text.lower()) for k in holding[m.group(0)]]
     return excerpt(text, spots, room, lambda held: sum(keys.idf[k] for k in held), tail=12, snap=40)
+
+
+def _holding(words: set[str], keys: KeyTerms) -> dict[str, list[int]]:
+    """Each distinct word of a text that holds some of the query's terms -> those terms (by `near`, which never
+    joins words with different first letters)."""
+    firsts = {key[0] for key in keys.terms}
+    holding: dict[str, list[int]] = {}
+    for word in words:
+        if word[0] not in firsts:
+            continue
+        found = [k for term in terms(word) for k, key in enumerate(keys.terms) if near(key, {term})]
+        if found:
+            holding[word] = found
+    return holding
+
+
+def _spotter(holding: dict[str, list[int]]) -> re.Pattern[str]:
+    """Where the words in `holding` stand as whole words of a lower-cased text (`_WORDS`'s words: a word is not
+    part of a longer run, nor of a word with an apostrophe; a word right after an inner apostrophe ("rock'n'roll")
+    may be missed: windows only, never ranking)."""
+    plain = [re.escape(w) for w in sorted(holding) if "'" not in w and "’" not in w]
+    joined = [re.escape(w) for w in sorted(holding) if "'" in w or "’" in w]
+    ways = [f"(?:{'|'.join(plain)}){_ENDS_PLAIN}"] if plain else []
+    ways += [f"(?:{'|'.join(joined)}){_ENDS_JOINED}"] if joined else []
+    return re.compile(f"{_STARTS}(?:{'|'.join(ways)})" if ways else r"(?!)")  # (?!) matches nothing
+
+
+_STARTS = r"(?<![^\W_])(?<![^\W_]['’])"  # no word character, nor a word and an apostrophe, just before
+_ENDS_PLAIN = r"(?![^\W_]|['’][^\W_])"  # the word ends here: `_WORDS` would not go on, nor take an apostrophe
+_ENDS_JOINED = r"(?![^\W_])"  # a word with its one apostrophe ends at the next non-word character

@@ -93,7 +93,18 @@ def terms(text: str) -> list[str]:
 
 def term_set(text: str) -> set[str]:
     """`set(terms(text))`, stemming each distinct word once."""
-    return {term for term in map(_term, set(_words(text))) if term is not None}
+    return terms_of(distinct_words(text))
+
+
+def distinct_words(text: str) -> set[str]:
+    """The text's distinct lower-cased words (what `term_set` and recall's windows read of a long text: found
+    once, a 50 MB paste has millions of words but few distinct ones)."""
+    return set(_words(text))
+
+
+def terms_of(words: Iterable[str]) -> set[str]:
+    """The terms of distinct words (`term_set` of a text whose words were found already)."""
+    return {term for term in map(_term, words) if term is not None}
 
 
 def estimate_tokens(text: str) -> int:
