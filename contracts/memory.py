@@ -117,6 +117,12 @@ class RecallPiece(StrictBase):
         "window of it around the query's words ('…' where cut). A larger budget_tokens (or get_conversation, up "
         "to its cap on one message's size) shows it whole.",
     )
+    reply_to: str | None = Field(
+        default=None,
+        description="Set on the assistant's reply to a user's message the answer holds: that message's content_id. "
+        "It comes right after it, whatever its own rank (at most a sixth of the budget: a window around the query's "
+        "words when longer, full_tokens set), so the answer shows what the user was told, not only what they asked.",
+    )
 
 
 class RecallFact(StrictBase):

@@ -103,7 +103,7 @@ def print_result(result: Answer) -> None:
         elif result.order == "relevance":
             click.echo("")
         click.echo(_head(piece))
-        if result.order == "relevance":
+        if result.order == "relevance" and piece.reply_to is None:  # a reply: the question's conversation, above
             click.echo(f"   in {where}")
         click.echo(safe(piece.text))
 
@@ -116,6 +116,8 @@ def _head(piece: Piece) -> str:
     how = " and ".join(cues) or ("its conversation" if tags else "direct match")
     weak = " (weak: holds under half of the query's information, its rarer words)" if piece.weak else ""
     cut = f" (a window: {piece.tokens} of its {piece.full_tokens} tokens)" if piece.full_tokens is not None else ""
+    if piece.reply_to is not None:
+        return f"#{piece.rank} {stamp} {piece.role}, the reply to the message above{cut}"
     return f"#{piece.rank} {stamp} {piece.role}, score {piece.score:.3f}, via {how}{weak}{cut}"
 
 

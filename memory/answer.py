@@ -100,6 +100,7 @@ class Piece:
     weak: bool
     path: list[Step]
     full_tokens: int | None = None
+    reply_to: str | None = None
 
 
 @dataclass

@@ -17,7 +17,7 @@ Content said after `at`, or outside the scope, never takes part.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -340,6 +340,7 @@ class Selection:
     chosen: list[int]
     windows: dict[int, int]
     skipped: list[tuple[int, int, int]]
+    replies: dict[int, int] = field(default_factory=dict)  # a reply shown after its question: reply -> question
 
 
 def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> Selection:
@@ -347,13 +348,14 @@ def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> 
     with at least WINDOW_MIN_TOKENS left it comes as a window around the query's words (of what is left, at most
     half the budget while others may follow; the first piece whatever is left), else it is left out, said so
     (`skipped`), and the answer ends there: a smaller piece further down would fill the budget with worse ones."""
-    chosen: list[int] = []
-    windows: dict[int, int] = {}
-    skipped: list[tuple[int, int, int]] = []
+    selection = Selection([], {}, [])
+    chosen, windows, skipped = selection.chosen, selection.windows, selection.skipped
     used = 0
     for i in ranking.order.tolist():
         if ranking.score[i] <= 0 or len(chosen) >= max_pieces:
             break
+        if i in selection.replies:
+            continue  # shown already, after the question it answers
         cost = int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
         left = budget - used
         if cost > left:
@@ -362,6 +364,7 @@ def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> 
                 chosen.append(i)
                 windows[i] = share
                 used += share
+                used += _add_reply(index, ranking, i, budget, budget - used, max_pieces, selection)
                 continue
             # too big for what is left: stop here rather than fill the rest with pieces further down, which are
             # worse by the ranking's own measure (the answer says a better piece was left out, `budget_note`)
@@ -369,7 +372,37 @@ def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> 
             break
         chosen.append(i)
         used += cost
-    return Selection(chosen, windows, skipped)
+        used += _add_reply(index, ranking, i, budget, budget - used, max_pieces, selection)
+    return selection
+
+
+def _add_reply(
+    index: MemoryIndex, ranking: Ranking, i: int, budget: int, left: int, max_pieces: int, selection: Selection
+) -> int:
+    """A user's turn chosen for the answer brings the assistant's reply to it, right after it: what a person asking
+    their own archive wants is what they were told, not only that they asked (replies rank below the user's own
+    words, which say what the conversation is about; and a request rarely ends in "?"). At most REPLY_SHARE of
+    the budget, as a window around the query's words when longer; none when less than WINDOW_MIN_TOKENS is left,
+    or the reply is chosen already. The tokens it takes."""
+    reply = int(index.next[i])
+    if (
+        reply < 0
+        or index.roles[int(index.role_code[i])] != "user"
+        or index.roles[int(index.role_code[reply])] != "assistant"
+        or ranking.score[reply] <= 0  # out of the request's scope or time (`rank` zeroes those)
+        or reply in selection.chosen
+        or len(selection.chosen) >= max_pieces
+        or left < WINDOW_MIN_TOKENS
+    ):
+        return 0
+    cost = int(index.tokens[reply])
+    share = min(left, max(int(budget * REPLY_SHARE), WINDOW_MIN_TOKENS))
+    selection.chosen.append(reply)
+    selection.replies[reply] = i
+    if cost <= share:
+        return cost
+    selection.windows[reply] = share
+    return share
 
 
 def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> list[int]:
@@ -404,6 +437,7 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings
 
 
 FIRST_WINDOW_MIN_TOKENS = 8  # the best piece comes as a window of even a tiny budget: the answer is never empty for it
+REPLY_SHARE = 1 / 6  # of the budget, at most, for the reply to a user's turn the answer holds (~330 of 2,000)
 WINDOW_MIN_TOKENS = 48  # a piece too big for what is left is shown as a window of it, if at least this much is left
 
 
@@ -461,6 +495,7 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
                 weak=bool(coverage[n] < KEY_SHARE),
                 path=path,
                 full_tokens=whole if cut != text else None,
+                reply_to=index.ids[selection.replies[i]] if i in selection.replies else None,
             )
         )
     cues = [
@@ -486,7 +521,7 @@ def budget_note(pieces: list[Piece], selection: Selection, ranking: Ranking, ran
     """What the budget changed, when it did: pieces shown as a window, better pieces left out (and how to see
     them)."""
     notes = []
-    cut = [p for p in pieces if p.full_tokens is not None]
+    cut = [p for p in pieces if p.full_tokens is not None and p.reply_to is None]  # a reply's window is its share
     if cut:
         shown = ", ".join(f"#{p.rank} ({p.tokens} of {p.full_tokens} tokens)" for p in cut)
         notes.append(f"too big for the budget left, shown as a window around the query's words: {shown}")

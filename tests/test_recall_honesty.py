@@ -94,13 +94,49 @@ def test_pieces_come_best_first_by_default_and_in_conversation_order_on_request(
     service = _memory()
     best = service.recall(RecallRequest(query="nightly ETL failed orders", budget_tokens=5000))
     assert best.order == "relevance" and len(best.pieces) >= 3
-    assert [p.rank for p in best.pieces] == sorted(p.rank for p in best.pieces)
-    assert [p.score for p in best.pieces] == sorted((p.score for p in best.pieces), reverse=True)
+    ranked = [p for p in best.pieces if p.reply_to is None]  # a reply comes right after its message (next test)
+    assert [p.rank for p in ranked] == sorted(p.rank for p in ranked)
+    assert [p.score for p in ranked] == sorted((p.score for p in ranked), reverse=True)
     reading = service.recall(RecallRequest(query="nightly ETL failed orders", budget_tokens=5000, order="time"))
     assert reading.order == "time"
     assert {p.content_id for p in reading.pieces} == {p.content_id for p in best.pieces}
     times = [(p.created_at, p.seq) for p in reading.pieces if p.conversation_id == "etl"]
     assert times == sorted(times)
+
+
+def test_a_users_message_in_the_answer_brings_the_reply_to_it_right_after_it() -> None:
+    """A person asking their archive wants what they were told: a user's message chosen for the answer comes with
+    the assistant's reply after it (replies rank below the user's own words: on a real export the top pieces were
+    all one-line questions), at most a sixth of the budget as a window around the query's words, never twice, and
+    never a reply said after `at`."""
+    service = _memory()
+    result = service.recall(RecallRequest(query="nightly ETL failed orders", budget_tokens=5000))
+    ids = [p.content_id for p in result.pieces]
+    assert ids.count("etl-3") == 1 and ids.count("etl-1") == 1
+    for before, piece in zip(result.pieces, result.pieces[1:], strict=False):
+        if piece.reply_to is not None:
+            assert piece.reply_to == before.content_id and before.role == "user" and piece.role == "assistant"
+    reply = result.pieces[ids.index("etl-3")]
+    assert reply.reply_to == "etl-2" and ids.index("etl-3") == ids.index("etl-2") + 1
+    assert reply.rank > result.pieces[ids.index("etl-2")].rank  # its own rank, lower: shown for its message
+    # a long reply: a window of a sixth of the budget around the query's words
+    long_reply = (
+        "Some preamble about scheduling. " * 200 + "The nightly ETL failed because the orders table was locked."
+    )
+    index, config = memory(
+        [
+            msg("etl", 0, "Why did the nightly ETL fail on orders?", day=0),
+            msg("etl", 1, long_reply, day=0, role="assistant", minute=1),
+        ]
+    )
+    small = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    answer = small.recall(RecallRequest(query="nightly ETL failed orders", budget_tokens=600))
+    assert [p.content_id for p in answer.pieces] == ["etl-0", "etl-1"]
+    assert answer.pieces[1].full_tokens == estimate_tokens(long_reply) and answer.pieces[1].tokens <= 100
+    assert "orders table was locked" in answer.pieces[1].text and answer.budget_note is None
+    # asked as of a moment before the reply was written: the question alone
+    early = small.recall(RecallRequest(query="nightly ETL failed orders", at=T0 + timedelta(seconds=30)))
+    assert [p.content_id for p in early.pieces] == ["etl-0"]
 
 
 def test_a_query_about_nothing_in_the_memory_comes_back_empty_with_its_reason() -> None:
