@@ -10,6 +10,7 @@ the top: `chatmem --help` and a usage error answer at once (flows/cli.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 FOLDER_DEPTH = 3  # how many levels of subfolders `chatmem run DIR` looks into (DIR/a/b/c/export.zip)
@@ -54,14 +55,18 @@ def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[s
     return read, left
 
 
-def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -> tuple[list[Path], list[Path]]:
+def exports_in_folder(
+    folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH, accept: Callable[[Path], bool] = holds_json_or_zip
+) -> tuple[list[Path], list[Path]]:
     """(the exports found, what was left out) in a folder given to `chatmem run` that holds no conversations.json
     itself: the exports of a folder of downloads (DIR/2024-05-export/conversations.json, DIR/claude/..., a .zip,
     a .jsonl), looked for `depth` levels of subfolders down, in name order. Found: a subfolder that holds a
     conversations.json (read whole, as an unzipped export; not looked into further), and a file that starts as
     JSON or a zip. Left out: any other file (an image, a page, notes), and the side files of an export (user.json,
     ...). Never looked at: hidden entries (.git, the default data dir .chatmem), the data dir wherever it lies
-    (its databases are no export), folders deeper than `depth`, and links to folders (no loops)."""
+    (its databases are no export), folders deeper than `depth`, and links to folders (no loops). `accept`: which
+    other files are exports (`serve --watch` asks for an export's name or a zip's bytes: a half-written download
+    is left alone)."""
     from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES
 
     own = data_dir.resolve()
@@ -83,7 +88,7 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
                     found.append(entry)
                 elif level < depth and not entry.is_symlink():
                     visit(entry, level + 1)
-            elif entry.is_file() and entry.name not in KNOWN_SIDE_FILES and holds_json_or_zip(entry):
+            elif entry.is_file() and entry.name not in KNOWN_SIDE_FILES and accept(entry):
                 found.append(entry)
             else:
                 left.append(entry)

@@ -43,13 +43,12 @@ from clients.graph_target import local_server  # noqa: E402
 from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows import early_api, local_api, server_guard  # noqa: E402
+from flows.export_paths import exports_in_folder  # noqa: E402
 from flows.interrupt import EXIT_CODE, FLOW_RUN_ID, RunInterrupted  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
 from ingest.detect import detect_format  # noqa: E402
 from ingest.sources import (  # noqa: E402
-    CONVERSATIONS_FILE,
-    KNOWN_SIDE_FILES,
     ZIP_MAGIC,
     OpenedExport,
     file_sha256,
@@ -68,24 +67,21 @@ DUMP_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".zip"})
 DEPLOYMENT_NAME = "chatmem-watch"
 
 
-def list_dumps(watch_dir: Path) -> list[Path]:
-    """The entries of `watch_dir` that look like exports, in name order (not recursive).
-
-    Hidden files, partial downloads and the side files of an unzipped ChatGPT export (user.json, ...) are left
-    alone: ingesting them could only fail, again at every run.
+def list_dumps(watch_dir: Path, data_dir: Path) -> list[Path]:
+    """The exports in `watch_dir` and FOLDER_DEPTH levels of its subfolders (as `chatmem run DIR` finds them,
+    flows/export_paths.py), in name order: a folder holding a conversations.json, and a file named as an export
+    (.json, .jsonl, .ndjson, .zip) or starting as a zip. Hidden entries, the data dir, partial downloads and the
+    side files of an unzipped ChatGPT export (user.json, ...) are left alone: ingesting them could only fail,
+    again at every run.
     """
     if not watch_dir.is_dir():
         raise ConfigError(f"--watch {watch_dir}: not a directory")
-    found: list[Path] = []
-    for entry in sorted(watch_dir.iterdir()):
-        if entry.name.startswith(".") or entry.name in KNOWN_SIDE_FILES:
-            continue
-        if entry.is_dir():
-            if (entry / CONVERSATIONS_FILE).is_file():
-                found.append(entry)
-        elif entry.is_file() and (entry.suffix.lower() in DUMP_SUFFIXES or _is_zip(entry)):
-            found.append(entry)
+    found, _ = exports_in_folder(watch_dir, data_dir, accept=_named_as_dump)
     return found
+
+
+def _named_as_dump(path: Path) -> bool:
+    return path.suffix.lower() in DUMP_SUFFIXES or _is_zip(path)
 
 
 def _is_zip(path: Path) -> bool:
@@ -165,7 +161,7 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
     interrupted, and the flow run ends with that one line rather than a RunInterrupted traceback in the log."""
     logger = get_run_logger()
     settings = Settings(data_dir=Path(data_dir))
-    new, done, waiting = split_new(settings, list_dumps(Path(watch_dir)), force_format)
+    new, done, waiting = split_new(settings, list_dumps(Path(watch_dir), settings.data_dir), force_format)
     result: dict[str, Any] = {
         "watch_dir": watch_dir,
         "run_id": None,
@@ -246,7 +242,8 @@ def check_schedule(watch_dir: Path, cron: str) -> None:
         CronSchedule(cron=cron)
     except ValueError as exc:
         raise ConfigError(f"--cron {cron!r} is not a valid cron expression") from exc
-    list_dumps(watch_dir)
+    if not watch_dir.is_dir():
+        raise ConfigError(f"--watch {watch_dir}: not a directory")
 
 
 def serve_forever(

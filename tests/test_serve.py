@@ -47,7 +47,29 @@ def test_list_dumps_recognises_exports_and_leaves_the_rest(tmp_path: Path, chatg
     (tmp_path / "other-folder").mkdir()
     for ignored in (".hidden.json", "user.json", "notes.txt", "dump.json.crdownload"):
         (tmp_path / ignored).write_text("{}")
-    assert [p.name for p in list_dumps(tmp_path)] == ["a.json", "b.JSONL", "download", "unzipped"]
+    # a folder of downloads, as `chatmem run DIR` reads it: exports in subfolders, 3 levels down, not 4
+    (tmp_path / "2024" / "may" / "claude").mkdir(parents=True)
+    (tmp_path / "2024" / "may" / "claude" / "conversations.json").write_text("[]")
+    (tmp_path / "2024" / "june.jsonl").write_text("")
+    (tmp_path / "2024" / "june.jsonl.part").write_text("{}")
+    (tmp_path / "a" / "b" / "c" / "d").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c" / "deep.json").write_text("[]")
+    (tmp_path / "a" / "b" / "c" / "d" / "too-deep.json").write_text("[]")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x.json").write_text("[]")
+    data_dir = tmp_path / "data"  # a data dir inside the watched folder is never read
+    data_dir.mkdir()
+    (data_dir / "load-memory.json").write_text("{}")
+    found = [p.relative_to(tmp_path).as_posix() for p in list_dumps(tmp_path, data_dir)]
+    assert found == [
+        "2024/june.jsonl",
+        "2024/may/claude",
+        "a/b/c/deep.json",
+        "a.json",
+        "b.JSONL",
+        "download",
+        "unzipped",
+    ]
 
 
 def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them_once_changed(
