@@ -254,7 +254,8 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         "`scope` to search only some conversations, sources or a time window. `facts` lists what the user stated "
         "about the question as it stood at `at` (valid_from, valid_to, superseded); an empty result says why in "
         "`empty_reason`. A piece too big for the budget comes as a window around the question's words "
-        "(`full_tokens` set) and `budget_note` says so, or names the next piece that did not fit. The same answer as "
+        "(`full_tokens` set) and `budget_note` says so, or names the next piece that did not fit. A user's message "
+        "comes with the assistant's reply right after it (`reply_to` set on the reply). The same answer as "
         "`chatmem recall --json`. Follow up with get_conversation to read around a piece.",
         RecallRequest,
         RecallResult,
