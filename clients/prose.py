@@ -66,7 +66,7 @@ DOCUMENT_TYPES = frozenset({"text/markdown", "text/plain"})  # an artifact of th
 _TOOL_USE = re.compile(r"^\[tool_(?:use|call) ([^\]\n]{0,200})\] ([^\n]*)$", re.MULTILINE)
 # What a tool returned, closed by the ingest (ingest/claude.py): a web page a search fetched, "OK" from an artifact
 # call; to its closing line or the end of the message.
-_TOOL_RESULT = re.compile(r"^\[tool_result[^\]\n]{0,200}\]\n.*?(?:^\[/tool_result\]$|\Z)", re.DOTALL | re.MULTILINE)
+_TOOL_RESULT = re.compile(r"^\[tool_result([^\]\n]{0,200})\]\n(.*?)(?:^\[/tool_result\]$|\Z)", re.DOTALL | re.MULTILINE)
 # A colour written as hex: "#FF5733", "#fff", "#1e90ffcc", or bare with a digit and a letter among six or eight hex
 # digits ("F7DC6F", "1E90FF"): a value, never a name. A lone "#" word of hex letters only ("#bad", "#cafe") may be a
 # hashtag: it is a colour when its letters are one repeated ("#fff") or capitals.
@@ -74,6 +74,9 @@ _HEX_COLOUR = re.compile(
     r"(?<![\w#&])#(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6}|[0-9a-fA-F]{3,4})(?![\w-])"
     r"|\b(?=[0-9a-fA-F]{0,7}[0-9])(?=[0-9a-fA-F]{0,7}[a-fA-F])(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6})\b"
 )
+# The same markup as what a reader of the archive's text is shown (recall's pieces, memory/shown.py) must tell apart.
+THINKING, ARTIFACT, ARTIFACT_TITLE, ARTIFACT_TYPE = _ANT_THINKING, _ARTIFACT, _ARTIFACT_TITLE, _ARTIFACT_TYPE
+TOOL_USE, TOOL_RESULT = _TOOL_USE, _TOOL_RESULT
 _JSON_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
 _FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
 _INLINE_CODE = re.compile(r"`[^`\n]{1,400}`")

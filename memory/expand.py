@@ -43,6 +43,7 @@ from contracts.memory import ExpandDecision, ExpandOutcome, ExpandRequest, Expan
 from contracts.settings import LLMSettings, RecallSettings
 from memory.index import MemoryIndex
 from memory.recall import Ranking
+from memory.shown import shown_text
 from staging.llm_calls import CallRecorder, CallStatus
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def top_tags(index: MemoryIndex, ranking: Ranking, chosen: list[int], k: int) ->
                     tag_id=f"conv:{conversation}",
                     title=index.titles.get(conversation) or conversation,
                     activation=round(float(ranking.conversation_activation[code]), 4),
-                    recalled=[" ".join(index.text(i).split())[:SNIPPET_CHARS] for i in mine[:3]],
+                    recalled=[" ".join(shown_text(index.text(i)).split())[:SNIPPET_CHARS] for i in mine[:3]],
                     more=max(more, 0),
                 ),
             )
