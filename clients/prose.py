@@ -29,6 +29,8 @@ What is masked:
   `NameError: ...`);
 - HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
   a markdown link (its text stays), table rule lines and table rows made of numbers;
+- the ingest's placeholder of an image, "[image: POINTER WxH]", and a media pointer of any scheme
+  ("sediment://...", "file-service://...");
 - URLs, e-mail addresses, file paths and file names with an extension, snake_case and dotted.call() identifiers;
 - with `quoted_names=True` (the extractor), an identifier written alone between double quotes and without a
   digit is kept: "Multiplication_V", "number_to_hex" in a sentence are names the writer calls things by (a
@@ -74,13 +76,17 @@ _HEX_COLOUR = re.compile(
     r"(?<![\w#&])#(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6}|[0-9a-fA-F]{3,4})(?![\w-])"
     r"|\b(?=[0-9a-fA-F]{0,7}[0-9])(?=[0-9a-fA-F]{0,7}[a-fA-F])(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6})\b"
 )
-# The same markup as what a reader of the archive's text is shown (recall's pieces, memory/shown.py) must tell apart.
+# The same markup, which what a reader is shown of a message (clients/shown.py) leaves out or rewrites.
 THINKING, ARTIFACT, ARTIFACT_TITLE, ARTIFACT_TYPE = _ANT_THINKING, _ARTIFACT, _ARTIFACT_TITLE, _ARTIFACT_TYPE
 TOOL_USE, TOOL_RESULT = _TOOL_USE, _TOOL_RESULT
 _JSON_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
 _FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
 _INLINE_CODE = re.compile(r"`[^`\n]{1,400}`")
-_URL = re.compile(r"\b(?:https?|ftp|s3a?|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
+# Any scheme: the web's, a store's (s3, hdfs, jdbc:mysql) and the pointers a ChatGPT export gives its media
+# ("file-service://file-AbC1", "sediment://file_00..."); the scheme's letters come first, so no backtracking.
+_URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]{0,30}|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
+# The ingest's placeholder for an image a ChatGPT message holds ("[image: POINTER 1024x768]", ingest/chatgpt_content.py)
+_IMAGE = re.compile(r"\[image(?:: [^\]\n]{0,300})?\]")
 _EMAIL = re.compile(r"\b[\w.+-]++@[\w-]++\.[\w.-]+\b")
 _PATH = re.compile(
     r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]++[/\\])++[\w.-]++"  # dir/dir/file, /abs/path, C:\x\y
@@ -251,6 +257,8 @@ def prose(text: str, *, table_rows: bool = False, quoted_names: bool = False) ->
         text = _sub(_INLINE_CODE, text)
     if _HEX_DIGITS.search(text) is not None:
         text = _sub(_HEX_COLOUR, text, _blank_colour)
+    if "[image" in text:
+        text = _sub(_IMAGE, text)
     if "://" in text or "www." in text:
         text = _sub(_URL, text)
     if "@" in text:

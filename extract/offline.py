@@ -79,6 +79,7 @@ from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, Seg
 
 OFFLINE_VERSION = 28  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
+TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: clients/prose.py reads as far)
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
 READ_USER_CHARS = 20_000
@@ -186,10 +187,17 @@ class _Message:
     fences: list[tuple[str, int, int]] = field(default_factory=list)
     source: str = ""  # the text the view was made from (same offsets): what the view blanked is told apart by it
 
-    def masked(self, start: int, end: int) -> bool:
-        """Whether view[start:end] is all blanked: a mention found in markup (a fence's language, an artifact's
-        type), not in the prose."""
-        return not self.view[start:end].strip()
+    def in_tag(self, start: int, end: int) -> bool:
+        """Whether the mention view[start:end] was found inside a tag the view blanks (an artifact's type,
+        'type="text/html"'), not in the prose: an artifact's title, kept, is prose."""
+        if self.view[start:end].strip():
+            return False
+        source = self.source
+        opens = source.rfind("<", max(start - TAG_CHARS, 0), start)
+        if opens < 0 or source.rfind(">", opens, start) >= 0 or self.view[opens] != " ":
+            return False
+        closes = source.find(">", end, end + TAG_CHARS)
+        return closes >= 0 and source.find("<", end, closes) < 0
 
     def unmarked(self, start: int, end: int) -> tuple[int, int]:
         """View bounds around the mention view[start:end] that leave out the markup beside it: where a tag's
@@ -940,9 +948,9 @@ def _hypothesis(segment: SegmentInput, candidate: _Candidate, rank: int, open_ra
     ordered = sorted(
         candidate.mentions, key=lambda m: (m[0].message.role != "user", order[m[0].message.message_id], m[1])
     )
-    # A mention found in markup (a fence's language, an artifact's type) counts, but its sentence is code or a tag:
-    # the evidence is cut from the prose mentions (every such candidate is named in the prose too)
-    ordered = [m for m in ordered if not m[0].masked(m[1], m[2])] or ordered
+    # A mention found inside a tag (an artifact's type) counts, but its sentence is the tag: no evidence of it (every
+    # such candidate is named in the prose too)
+    ordered = [m for m in ordered if not m[0].in_tag(m[1], m[2])] or ordered
     spans: list[dict[str, Any]] = []
     for message, start, end in ordered:
         text = message.span(*message.original(start, end), *message.original(*message.unmarked(start, end)))

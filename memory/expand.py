@@ -39,11 +39,11 @@ from clients.llm import (
     refused_key,
     usage_fields,
 )
+from clients.shown import shown_text
 from contracts.memory import ExpandDecision, ExpandOutcome, ExpandRequest, ExpandResponse, ExpandTag
 from contracts.settings import LLMSettings, RecallSettings
 from memory.index import MemoryIndex
 from memory.recall import Ranking
-from memory.shown import shown_text
 from staging.llm_calls import CallRecorder, CallStatus
 
 log = logging.getLogger(__name__)

@@ -33,10 +33,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clients.shown import shown_text
 from contracts.settings import MemorySettings
 from memory.consolidate import consolidate, dedupe
 from memory.names import NAMED_ROLES, Names
-from memory.shown import shown_text
 from memory.text import estimate_tokens, terms
 from memory.wordnet import WordNet
 from staging.memory import ContentRow, CueRow, EdgeRow, EdgeTuple, MemoryGraph, TagRow
@@ -98,7 +98,7 @@ def speaker(role: str, author: str | None) -> str:
 
 
 def key_base(message: MessageInput) -> str:
-    """Who said it and what recall shows of it (memory/shown.py: no model's notes, an artifact by its title)."""
+    """Who said it and what recall shows of it (clients/shown.py: no model's notes, an artifact by its title)."""
     return f"{speaker(message.role, message.author)}: {shown_text(message.text)}"
 
 
@@ -109,7 +109,7 @@ def dense_key(text: str, names: Names) -> str:
     and a text that names nobody is then exactly what the embed stage embedded, so its vector is already cached
     (`role: text` keys cost the cues stage ~290 CPU-ms per 1k messages to embed again; recall held without the
     prefix, benchmarks/RESULTS.md "cues: keys shared with the embed stage"). Read as recall shows it
-    (memory/shown.py: no model's notes, an artifact by its title), as the lexical key is: the few messages with
+    (clients/shown.py: no model's notes, an artifact by its title), as the lexical key is: the few messages with
     such markup are embedded again here, every other text is the embed stage's."""
     return names.mask(shown_text(text))
 

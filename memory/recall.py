@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clients.embedders import Embedder
+from clients.shown import shown_text
 from memory.answer import Answer, Piece, RequestLike, Step, to_contract
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
 from memory.names import Names
 from memory.relevance import KEY_SHARE, held_terms, key_terms, weak_reason, window
 from memory.session import session_activation, unit
-from memory.shown import shown_text
 from memory.text import estimate_tokens, term_set, terms
 from memory.timeexpr import TimeRange, find_range, range_factor
 
@@ -429,7 +429,7 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
     for i in chosen:
         # a merged group's originals said after `at` (or outside the scope) stay out: same day, not same moment
         members = [m for m in index.group.get(i, [i]) if allowed[m]] or [i]
-        # the archive's text as recall shows it: no model's notes, an artifact by its title (memory/shown.py)
+        # the archive's text as recall shows it: no model's notes, an artifact by its title (clients/shown.py)
         text = "\n".join(shown_text(index.text(m)) for m in members) if len(members) > 1 else shown_text(index.text(i))
         path = _path(index, ranking, i, settings)
         shown.append((members, text, path))

@@ -166,6 +166,7 @@ def test_an_artifacts_tag_is_never_a_concepts_evidence_on_a_real_export() -> Non
         for e in h.evidence_spans
     ]
     assert any(t == "HTML" for t, _ in spans), spans
+    assert all("HTML" in e for t, e in spans if t == "HTML"), spans  # cited where the prose says it, not 'text/html'
     assert not any("antArtifact" in e or "identifier=" in e or "<" in e for _, e in spans), spans
 
 
@@ -181,3 +182,20 @@ def test_a_mention_inside_a_tag_cites_only_its_own_words() -> None:
     cited = [e.text for e in hypothesis.evidence_spans]
     assert "Vexmoor Feeding Planner" in cited, cited
     assert not any("antArtifact" in e or "identifier" in e for e in cited), cited
+
+
+def test_an_images_pointer_is_no_concept() -> None:
+    """A ChatGPT message with images reads "[image: POINTER WxH]" in the archive (older exports point with
+    "file-service://file-...", newer with "sediment://file_..."): neither the pointer nor its size is a concept."""
+    from ingest.chatgpt_content import render_content
+
+    def asked(pointer: str) -> str:
+        part = {"content_type": "image_asset_pointer", "asset_pointer": pointer, "width": 800, "height": 600}
+        text, _ = render_content({"content_type": "multimodal_text", "parts": [part, "What plant is this?"]})
+        return text
+
+    pointers = ["file-service://file-AbC1xYz9Qw", "file-service://file-Kd8Lm2Pq7R", "sediment://file_00000000b1c2"]
+    turns = [("user", asked(p)) for p in pointers] + [("assistant", "It looks like a Monstera deliciosa.")]
+    assert "[image: file-service://file-AbC1xYz9Qw 800x600]" in turns[0][1]
+    found = titles(segment_input("seg-images", turns))
+    assert "Monstera deliciosa" in found and not any("file" in t.casefold() or "800" in t for t in found), found

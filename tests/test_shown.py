@@ -1,5 +1,5 @@
-"""Recall shows a message without a model's private notes and raw artifact tags, and finds it by what it shows; the
-archive's text is not changed (issue 20)."""
+"""Recall and the LLM extractor's prompt show a message without a model's private notes and raw artifact tags, and
+recall finds it by what it shows; the archive's text is not changed (issue 20)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from memory_support import memory, msg
 
+from clients.shown import CODE_LINES, THINKING_ONLY, shown_text
 from contracts.memory import RecallRequest
 from ingest.chatgpt_content import render_content
 from ingest.claude import render_message
 from memory.recall import recall
-from memory.shown import CODE_LINES, THINKING_ONLY, shown_text
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "exports" / "claude" / "claude-to-sqlite"
 
@@ -98,3 +98,24 @@ def test_a_real_claude_export_is_recalled_without_artifact_tags() -> None:
         view = shown_text(text)
         assert "[artifact: " in view and "<antArtifact" not in view and "identifier=" not in view
         assert len(view) < len(text)
+
+
+def test_the_llm_extractor_reads_messages_as_they_are_shown_and_no_tool_turns() -> None:
+    """The extraction prompt shows a Claude reply without its notes and with its artifact by title and its code cut,
+    and leaves a tool's own turn out (a page a search fetched), as the offline extractor does."""
+    from concept_support import segment_input
+
+    from extract.prompts import build_messages
+
+    segment = segment_input(
+        "seg-llm",
+        [
+            ("user", "Can you build me a Pomodoro timer for my study plan?"),
+            ("tool", "Grizzlebrook Flour Mill recommends the Vexmoor Drying Method."),
+            ("assistant", CLAUDE_REPLY),
+        ],
+    )
+    prompt = build_messages(segment)[1]["content"]
+    assert "Here is the Pomodoro timer for your study plan." in prompt and "[artifact: Pomodoro Timer]" in prompt
+    assert "Quorvex" not in prompt and "antArtifact" not in prompt and "Vexmoor" not in prompt
+    assert "[m1]" not in prompt and "[m0] user" in prompt and "[m2] assistant" in prompt

@@ -1,8 +1,10 @@
-"""What recall shows of a message, and matches it by: its text without the markup a reader has no use for.
+"""What a reader is shown of a message: its text without the markup a reader has no use for. Recall's pieces show
+it and recall's keys are made of it (memory/graph.py, memory/recall.py); the LLM extractor's prompt shows it
+(extract/prompts.py).
 
 The archive keeps every message as the export wrote it (ingest renders a model's reasoning and tool blocks closed,
 so they can be told apart: ingest/claude.py, ingest/chatgpt_content.py); the prose cleaner blanks that markup for
-the extractors (clients/prose.py). Recall shows the text itself, and there:
+the offline extractor and the topic labels (clients/prose.py), keeping offsets. Here the text is rewritten:
 
 - a model's private notes (Claude's `<antThinking>` and thinking blocks, ChatGPT's reasoning turns) are left out; a
   message that is nothing else reads `THINKING_ONLY`;
