@@ -9,14 +9,15 @@ in the message and an evidence span cut there is still a verbatim substring of i
 
 What is masked:
 - a Claude reply's private notes, `<antThinking>...</antThinking>` in its text or a thinking block as the ingest
-  renders it, "[thinking]\\n...\\n[/thinking]" (the archive keeps them, no extractor reads them; an archive written
+  renders it, "[thinking]\\n...\\n[/thinking]" (Claude's thinking blocks, ChatGPT's `thoughts` and
+  `reasoning_recap`; the archive keeps them, no extractor reads them; an archive written
   before the block was closed has it to the end of the message), and its artifacts, `<antArtifact identifier=...
   type=... title=...>...</antArtifact>`: an artifact's body is code (a React component, HTML, SVG, a Mermaid
   diagram, `application/vnd.ant.code`) except a document's (`text/markdown`, `text/plain`), read as prose like
   the rest of the message, and its title stays (the name the reader sees it under); a tool call as the ingest
   renders it, "[tool_use NAME] {input as JSON}" (LibreChat: "[tool_call NAME] ..."), is no prose either, except
   an `artifacts` call's title and the content of one that makes a document, read in place with its JSON escapes
-  blanked;
+  blanked; nor is what a tool returned, "[tool_result NAME]\\n...\\n[/tool_result]" (a web page a search fetched);
 - fenced code blocks (``` or ~~~, to the closing fence or the end of the message) and inline `code`;
 - lines that read as code: a shell or REPL prompt, a keyword that opens a statement (def, import, SELECT,
   val, #include...), a line ending in `;`, `{` or `}`, or one where symbols outnumber letters;
@@ -28,12 +29,15 @@ What is masked:
   `NameError: ...`);
 - HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
   a markdown link (its text stays), table rule lines and table rows made of numbers;
+- the ingest's placeholder of an image, "[image: POINTER WxH]", and a media pointer of any scheme
+  ("sediment://...", "file-service://...");
 - URLs, e-mail addresses, file paths and file names with an extension, snake_case and dotted.call() identifiers;
 - with `quoted_names=True` (the extractor), an identifier written alone between double quotes and without a
   digit is kept: "Multiplication_V", "number_to_hex" in a sentence are names the writer calls things by (a
   quoted "temp_0", "a_1" stays masked: numbered variables), and so is a lone name called with nothing in
   prose ("**coalesce()**: ...", "using input_define()"): a function the text is about ("add_two(x)",
   "df.select()" stay masked);
+- colours written in hex ("#FF5733", "#fff", "F7DC6F"), values and never names;
 - citation markers ("【4†source】", "[12]") and LaTeX (`$$...$$`, `\\(...\\)`, `\\[...\\]`, `\\frac`);
 - with `table_rows=True` (topic labels), every markdown table row: a table's cells are column names and values
   more often than prose; the extractor keeps rows of words ("| Spark | Hadoop |") and masks rows of numbers.
@@ -62,10 +66,27 @@ _ARTIFACT_TYPE = re.compile(r"""\btype\s*=\s*["']([^"']*)["']""")
 DOCUMENT_TYPES = frozenset({"text/markdown", "text/plain"})  # an artifact of these types is a document: prose
 # A tool call as the ingest renders it (ingest/claude.py, ingest/librechat.py): its input is JSON on one line.
 _TOOL_USE = re.compile(r"^\[tool_(?:use|call) ([^\]\n]{0,200})\] ([^\n]*)$", re.MULTILINE)
+# What a tool returned, closed by the ingest (ingest/claude.py): a web page a search fetched, "OK" from an artifact
+# call; to its closing line or the end of the message.
+_TOOL_RESULT = re.compile(r"^\[tool_result([^\]\n]{0,200})\]\n(.*?)(?:^\[/tool_result\]$|\Z)", re.DOTALL | re.MULTILINE)
+# A colour written as hex: "#FF5733", "#fff", "#1e90ffcc", or bare with a digit and a letter among six or eight hex
+# digits ("F7DC6F", "1E90FF"): a value, never a name. A lone "#" word of hex letters only ("#bad", "#cafe") may be a
+# hashtag: it is a colour when its letters are one repeated ("#fff") or capitals.
+_HEX_COLOUR = re.compile(
+    r"(?<![\w#&])#(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6}|[0-9a-fA-F]{3,4})(?![\w-])"
+    r"|\b(?=[0-9a-fA-F]{0,7}[0-9])(?=[0-9a-fA-F]{0,7}[a-fA-F])(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6})\b"
+)
+# The same markup, which what a reader is shown of a message (clients/shown.py) leaves out or rewrites.
+THINKING, ARTIFACT, ARTIFACT_TITLE, ARTIFACT_TYPE = _ANT_THINKING, _ARTIFACT, _ARTIFACT_TITLE, _ARTIFACT_TYPE
+TOOL_USE, TOOL_RESULT = _TOOL_USE, _TOOL_RESULT
 _JSON_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
 _FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)")
 _INLINE_CODE = re.compile(r"`[^`\n]{1,400}`")
-_URL = re.compile(r"\b(?:https?|ftp|s3a?|hdfs|file|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
+# Any scheme: the web's, a store's (s3, hdfs, jdbc:mysql) and the pointers a ChatGPT export gives its media
+# ("file-service://file-AbC1", "sediment://file_00..."); the scheme's letters come first, so no backtracking.
+_URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]{0,30}|jdbc:\w+)://\S+|\bwww\.\S+", re.IGNORECASE)
+# The ingest's placeholder for an image a ChatGPT message holds ("[image: POINTER 1024x768]", ingest/chatgpt_content.py)
+_IMAGE = re.compile(r"\[image(?:: [^\]\n]{0,300})?\]")
 _EMAIL = re.compile(r"\b[\w.+-]++@[\w-]++\.[\w.-]+\b")
 _PATH = re.compile(
     r"(?<![\w/])(?:[A-Za-z]:\\|~?/|\./|\.\./)?(?:[\w.-]++[/\\])++[\w.-]++"  # dir/dir/file, /abs/path, C:\x\y
@@ -122,6 +143,18 @@ def _blank_text(found: str) -> str:
     if "\n" not in found:
         return " " * len(found)
     return "\n".join(" " * len(line) for line in found.split("\n"))
+
+
+# A colour opens with "#", or (bare) has a digit beside a hex letter somewhere: most messages have neither
+_HEX_DIGITS = re.compile(r"#[0-9a-fA-F]|[0-9][a-fA-F]|[a-fA-F][0-9]")
+_HASHTAG = re.compile(r"#[a-f]{3,8}")  # "#bad", "#cafe", "#decade": maybe a tag of words, unless one letter repeated
+
+
+def _blank_colour(match: re.Match[str]) -> str:
+    found = match.group(0)
+    if _HASHTAG.fullmatch(found) and len(set(found[1:])) > 1:
+        return found
+    return " " * len(found)
 
 
 def _blank_artifact(match: re.Match[str]) -> str:
@@ -217,10 +250,15 @@ def prose(text: str, *, table_rows: bool = False, quoted_names: bool = False) ->
         text = _sub(_ARTIFACT, text, _blank_artifact)
     if "[tool_" in text:
         text = _sub(_TOOL_USE, text, _blank_tool_use)
+        text = _sub(_TOOL_RESULT, text)
     if "```" in text or "~~~" in text:
         text = _sub(_FENCE, text)
     if "`" in text:
         text = _sub(_INLINE_CODE, text)
+    if _HEX_DIGITS.search(text) is not None:
+        text = _sub(_HEX_COLOUR, text, _blank_colour)
+    if "[image" in text:
+        text = _sub(_IMAGE, text)
     if "://" in text or "www." in text:
         text = _sub(_URL, text)
     if "@" in text:

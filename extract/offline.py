@@ -77,8 +77,9 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 27  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 28  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
+TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: clients/prose.py reads as far)
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
 # no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
 READ_USER_CHARS = 20_000
@@ -184,19 +185,62 @@ class _Message:
     code_names: list[tuple[str, int, int, bool, bool]] = field(default_factory=list)
     # the language a fenced code block is marked as ("```python"): (word, view start, view end)
     fences: list[tuple[str, int, int]] = field(default_factory=list)
+    source: str = ""  # the text the view was made from (same offsets): what the view blanked is told apart by it
+
+    def in_tag(self, start: int, end: int) -> bool:
+        """Whether the mention view[start:end] was found inside a tag the view blanks (an artifact's type,
+        'type="text/html"'), not in the prose: an artifact's title, kept, is prose."""
+        if self.view[start:end].strip():
+            return False
+        source = self.source
+        opens = source.rfind("<", max(start - TAG_CHARS, 0), start)
+        if opens < 0 or source.rfind(">", opens, start) >= 0 or self.view[opens] != " ":
+            return False
+        closes = source.find(">", end, end + TAG_CHARS)
+        return closes >= 0 and source.find("<", end, closes) < 0
+
+    def unmarked(self, start: int, end: int) -> tuple[int, int]:
+        """View bounds around the mention view[start:end] that leave out the markup beside it: where a tag's
+        bracket was blanked between the mention and the sentence's edge, the bound is the blanked character
+        nearest the mention ('title="LLM Pricing Calculator">' of a Claude artifact's tag gives its title alone);
+        (0, len(view)) where there is no tag."""
+        view, source = self.view, self.source
+        lo, hi = 0, len(view)
+        nearest = None
+        for p in range(start - 1, max(start - MAX_SPAN_CHARS, 0) - 1, -1):
+            char = source[p]
+            if char == "\n":
+                break
+            if view[p] == " " and not char.isspace():
+                nearest = p if nearest is None else nearest
+                if char in "<>":
+                    lo = nearest + 1
+                    break
+        nearest = None
+        for p in range(end, min(end + MAX_SPAN_CHARS, len(view))):
+            char = source[p]
+            if char == "\n":
+                break
+            if view[p] == " " and not char.isspace():
+                nearest = p if nearest is None else nearest
+                if char in "<>":
+                    hi = nearest
+                    break
+        return lo, hi
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         if self.offsets is None:
             return start, end
         return self.offsets[start], self.offsets[end - 1] + 1 if end > start else self.offsets[end]
 
-    def span(self, start: int, end: int) -> str:
-        """The sentence around text[start:end], cut to MAX_SPAN_CHARS around the mention; a substring."""
+    def span(self, start: int, end: int, lo: int = 0, hi: int | None = None) -> str:
+        """The sentence around text[start:end], within text[lo:hi], cut to MAX_SPAN_CHARS around the mention; a
+        substring."""
         text = self.message.text
         i = bisect.bisect_left(self.stops, start)
-        left = self.stops[i - 1] + 1 if i > 0 else 0
+        left = max(self.stops[i - 1] + 1 if i > 0 else 0, lo)
         j = bisect.bisect_left(self.stops, end)
-        right = self.stops[j] + 1 if j < len(self.stops) else len(text)
+        right = min(self.stops[j] + 1 if j < len(self.stops) else len(text), len(text) if hi is None else hi)
         if right - left > MAX_SPAN_CHARS:
             half = (MAX_SPAN_CHARS - (end - start)) // 2
             left, right = max(left, start - half), min(right, end + max(half, 0))
@@ -214,11 +258,21 @@ def _read(message: SegmentMessage) -> _Message:
     fences = [(m.group(1), m.start(1), m.end(1)) for m in _FENCE.finditer(view)] if "```" in view else []
     if "<antArtifact" in view:
         fences += _artifact_kinds(view)
+    source = view
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
     stops = [m.start() for m in _STOPS.finditer(message.text)]
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
     return _Message(
-        message, view, offsets, lexicon.language_of(view), stops, tokens(view), view.islower(), code_names, fences
+        message,
+        view,
+        offsets,
+        lexicon.language_of(view),
+        stops,
+        tokens(view),
+        view.islower(),
+        code_names,
+        fences,
+        source,
     )
 
 
@@ -894,9 +948,12 @@ def _hypothesis(segment: SegmentInput, candidate: _Candidate, rank: int, open_ra
     ordered = sorted(
         candidate.mentions, key=lambda m: (m[0].message.role != "user", order[m[0].message.message_id], m[1])
     )
+    # A mention found inside a tag (an artifact's type) counts, but its sentence is the tag: no evidence of it (every
+    # such candidate is named in the prose too)
+    ordered = [m for m in ordered if not m[0].in_tag(m[1], m[2])] or ordered
     spans: list[dict[str, Any]] = []
     for message, start, end in ordered:
-        text = message.span(*message.original(start, end))
+        text = message.span(*message.original(start, end), *message.original(*message.unmarked(start, end)))
         if not text or any(s["message_id"] == message.message.message_id and s["text"] == text for s in spans):
             continue
         spans.append(

@@ -296,7 +296,7 @@ def tokens(prose: str) -> list[Token]:
         # variable (cheap tests first: this runs for every word)
         option = prose[start - 1 : start] == "-" and _option(gap, word)
         assigned = prose[end : end + 1] == "=" and _ASSIGNED.match(prose, end) is not None
-        if option or assigned or (after_option and _option_value(prose, gap, end)):
+        if option or assigned or (after_option and _option_value(prose, gap, end)) or _digit_group(prose, start):
             token.stop = True
         after_option = option
         append(token)
@@ -305,6 +305,16 @@ def tokens(prose: str) -> list[Token]:
 
 
 _GENITIVE = ("'s", "’s")
+# A number written with thousands separators, and its unit when glued to it, is a quantity, never a word: a group of
+# three digits after a digit and a separator the tokens were cut at ("000mAh" of "5,000mAh", "000" of "5 000 mAh"),
+# or a token that holds its separators ("1'500mAh", "5.000mAh").
+_DIGIT_GROUP = re.compile(r"(?<=\d[,'’ \u00a0\u202f\u2009])\d{3}(?!\d)|\d{1,3}(?:['’.]\d{3})+(?!\d)")
+
+
+def _digit_group(prose: str, start: int) -> bool:
+    return prose[start : start + 1].isdigit() and _DIGIT_GROUP.match(prose, start) is not None
+
+
 _OPENING_MARKS = (":", "-", "*", "•")  # a gap of only one of these opens a sentence (a list item, a label's value)
 # A command-line option written in prose ("sqoop import --username root --password cloudera"): the option's name
 # and its value are a command's arguments, never a term ("Password cloudera").
@@ -598,7 +608,7 @@ _LETTER_AND_SYMBOLS = re.compile(r"[^\W\d_](?:\+\+|#)")
 
 
 def plausible_word(text: str) -> bool:
-    """Not a number, a hash or a cell reference: more letters than digits, and no long run of hex; a letter
+    """Not a number, a hash, a colour or a cell reference: more letters than digits, and no run of hex; a letter
     with ++ or # is a language's name ("C++", "C#", "F#")."""
     if text.isalpha():
         return len(text) >= 2
@@ -608,7 +618,8 @@ def plausible_word(text: str) -> bool:
     digits = sum(c.isdigit() for c in text)
     if letters < 2 or digits > letters:
         return False
-    return not (len(text) >= 8 and digits and all(c in "0123456789abcdefABCDEF" for c in text))
+    # six hex digits or more with a digit among them: a hash or a colour ("F7DC6F", "1E90FF", "a3f9c2d1")
+    return not (len(text) >= 6 and digits and all(c in "0123456789abcdefABCDEF" for c in text))
 
 
 def _specific_name(token: Token, language: str) -> bool:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from clients.shown import shown_text
 from contracts.concepts import CONCEPT_TYPES, RELATION_TYPES, SCHEMA_VERSION, ExtractionResponse
 from extract.types import SegmentInput
 
-PROMPT_VERSION = 2  # 2: facts
+PROMPT_VERSION = 3  # 2: facts; 3: messages as a reader is shown them (clients/shown.py), no tool turns
 # The first cache key parts of every LLM extraction this prompt makes, whatever the model and effort (the rest of
 # extract.llm.LLMExtractor.cache_key_parts): an extraction whose key starts otherwise is never read again.
 VERSION_PARTS = (f"prompt-v{PROMPT_VERSION}", f"schema-v{SCHEMA_VERSION}")
@@ -53,12 +54,17 @@ last_seen are the times of the earliest and latest evidence messages, or null.
 
 
 def render_segment(segment: SegmentInput) -> str:
-    """The segment as the model sees it: a header, then each message under its [id], role and time."""
+    """The segment as the model sees it: a header, then each message under its [id], role and time. A message reads
+    as a reader is shown it (clients/shown.py: no model's private notes, an artifact by its title and its code cut,
+    a tool's result on one short line), and a tool's own turn is left out, as the offline extractor leaves it: it was
+    written by no one in the conversation, and the reply says what it took from it."""
     title = f' "{segment.title}"' if segment.title else ""
     lines = [f"Segment id: {segment.segment_id}", f"Conversation{title} ({segment.conversation_id})", "", "Messages:"]
     for message in segment.messages:
+        if message.role == "tool":
+            continue
         when = f" at {message.created_at.isoformat()}" if message.created_at else ""
-        text = message.text
+        text = shown_text(message.text)
         if len(text) > MAX_MESSAGE_CHARS:
             text = text[:MAX_MESSAGE_CHARS] + " [...truncated]"
         lines += [f"[{message.message_id}] {message.role}{when}:", text, ""]

@@ -176,11 +176,19 @@ def _thoughts(content: dict[str, Any]) -> str:
     if not isinstance(thoughts, list):
         return ""
     rendered = (_join(item.get("summary"), item.get("content")) for item in thoughts if isinstance(item, dict))
-    return "\n\n".join(text for text in rendered if text)
+    return closed_thinking("\n\n".join(text for text in rendered if text))
 
 
 def _reasoning_recap(content: dict[str, Any]) -> str:
-    return _str(content.get("content"))
+    # "Thought for 12 seconds": the app's label of the reasoning above, no part of the reply either
+    return closed_thinking(_str(content.get("content")))
+
+
+def closed_thinking(text: str) -> str:
+    """A reasoning model's private notes (ChatGPT's `thoughts` and `reasoning_recap`, Claude's thinking blocks) as
+    one closed block, "[thinking]\\n...\\n[/thinking]": the archive keeps them whole, and the prose cleaner
+    (clients/prose.py) and recall's display leave them out, as they leave Claude's out. '' stays ''."""
+    return f"[thinking]\n{text}\n[/thinking]" if text else ""
 
 
 def _webpage(content: dict[str, Any]) -> str:

@@ -12,9 +12,10 @@ memory at a time.
 Text: when a message has `content` blocks they are rendered in order and joined by blank lines
 (text → its text; thinking → "[thinking]\\n...\\n[/thinking]", closed so that a reader can leave the model's
 private notes out: the archive keeps them, no extractor reads them, clients/prose.py; tool_use → "[tool_use NAME]
-<input as JSON>"; tool_result → its content text; any other block → its `text` if it has one, and the raw
-blocks are kept in `raw`); without blocks, or when they render nothing, the `text` field. Each attachment's
-`extracted_content` follows, under "[attachment FILE_NAME]".
+<input as JSON>"; tool_result → "[tool_result NAME]\\n<its content text>\\n[/tool_result]", closed for the same
+reason; any other block → its `text` if it has one, and the raw blocks are kept in `raw`); without blocks, or when
+they render nothing, the `text` field. Each attachment's `extracted_content` follows, under "[attachment
+FILE_NAME]".
 
 content_type: the distinct block types, sorted and joined by "+" ("text", "text+thinking",
 "text+tool_result+tool_use"), plus "attachment" when attachment text was appended ("attachment+text").
@@ -213,7 +214,10 @@ def _render_block(block: dict[str, Any], kind: object) -> str | None:
         tool_input = json.dumps(block.get("input"), ensure_ascii=False, sort_keys=True)
         return f"[tool_use {_str(block.get('name'))}] {tool_input}"
     if kind == "tool_result":
-        return _content_text(block.get("content"))
+        # closed like a thinking block: what a tool returned (a web page, "OK") is no one's prose, and the cleaner
+        # (clients/prose.py) can only leave it out where it can see where it ends
+        name = _str(block.get("name"))
+        return f"[tool_result{' ' + name if name else ''}]\n{_content_text(block.get('content'))}\n[/tool_result]"
     return None
 
 

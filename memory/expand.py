@@ -39,6 +39,7 @@ from clients.llm import (
     refused_key,
     usage_fields,
 )
+from clients.shown import shown_text
 from contracts.memory import ExpandDecision, ExpandOutcome, ExpandRequest, ExpandResponse, ExpandTag
 from contracts.settings import LLMSettings, RecallSettings
 from memory.index import MemoryIndex
@@ -89,7 +90,7 @@ def top_tags(index: MemoryIndex, ranking: Ranking, chosen: list[int], k: int) ->
                     tag_id=f"conv:{conversation}",
                     title=index.titles.get(conversation) or conversation,
                     activation=round(float(ranking.conversation_activation[code]), 4),
-                    recalled=[" ".join(index.text(i).split())[:SNIPPET_CHARS] for i in mine[:3]],
+                    recalled=[" ".join(shown_text(index.text(i)).split())[:SNIPPET_CHARS] for i in mine[:3]],
                     more=max(more, 0),
                 ),
             )

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clients.shown import shown_text
 from contracts.settings import MemorySettings
 from memory.consolidate import consolidate, dedupe
 from memory.names import NAMED_ROLES, Names
@@ -97,7 +98,8 @@ def speaker(role: str, author: str | None) -> str:
 
 
 def key_base(message: MessageInput) -> str:
-    return f"{speaker(message.role, message.author)}: {message.text}"
+    """Who said it and what recall shows of it (clients/shown.py: no model's notes, an artifact by its title)."""
+    return f"{speaker(message.role, message.author)}: {shown_text(message.text)}"
 
 
 def dense_key(text: str, names: Names) -> str:
@@ -106,8 +108,10 @@ def dense_key(text: str, names: Names) -> str:
     lexical key's prefix, `key_base`, and the speaker tag) and no cue names: a sentence model reads sentences,
     and a text that names nobody is then exactly what the embed stage embedded, so its vector is already cached
     (`role: text` keys cost the cues stage ~290 CPU-ms per 1k messages to embed again; recall held without the
-    prefix, benchmarks/RESULTS.md "cues: keys shared with the embed stage")."""
-    return names.mask(text)
+    prefix, benchmarks/RESULTS.md "cues: keys shared with the embed stage"). Read as recall shows it
+    (clients/shown.py: no model's notes, an artifact by its title), as the lexical key is: the few messages with
+    such markup are embedded again here, every other text is the embed stage's."""
+    return names.mask(shown_text(text))
 
 
 @dataclass(slots=True)
@@ -259,7 +263,7 @@ class GraphBuilder:
                     day,
                     message.source,
                     key,
-                    estimate_tokens(message.text),
+                    estimate_tokens(shown_text(message.text)),  # what a recall piece costs: what it shows
                 )
             )
             for cue_id, weight in sorted(cues_here.items()):

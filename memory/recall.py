@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clients.embedders import Embedder
+from clients.shown import shown_text
 from memory.answer import Answer, Piece, RequestLike, Step, to_contract
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
@@ -431,7 +432,7 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings
                 score=round(float(ranking.conversation_activation[int(index.conversation[i])]), 4),
             )
         )
-    label = index.text(i)[:80]
+    label = shown_text(index.text(i))[:80]
     steps.append(Step(kind="content", id=index.ids[i], label=label, score=round(float(ranking.score[i]), 4)))
     return steps
 
@@ -463,7 +464,8 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
     for i in chosen:
         # a merged group's originals said after `at` (or outside the scope) stay out: same day, not same moment
         members = [m for m in index.group.get(i, [i]) if allowed[m]] or [i]
-        text = "\n".join(index.text(m) for m in members) if len(members) > 1 else index.text(i)
+        # the archive's text as recall shows it: no model's notes, an artifact by its title (clients/shown.py)
+        text = "\n".join(shown_text(index.text(m)) for m in members) if len(members) > 1 else shown_text(index.text(i))
         path = _path(index, ranking, i, settings)
         shown.append((members, text, path))
         # what the piece holds: its whole text, and the cue and conversation tag its path came through (a cue named

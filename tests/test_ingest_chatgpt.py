@@ -473,9 +473,12 @@ def test_quarantined_raw_json_is_cut_at_the_limit_with_a_marker() -> None:
         ({"content_type": "user_editable_context", "user_profile": "P", "user_instructions": "I"}, "P\nI"),
         (
             {"content_type": "thoughts", "thoughts": [{"summary": "S1", "content": "C1"}, {"content": "C2"}]},
-            "S1\nC1\n\nC2",
+            "[thinking]\nS1\nC1\n\nC2\n[/thinking]",
         ),
-        ({"content_type": "reasoning_recap", "content": "Thought for 5 seconds"}, "Thought for 5 seconds"),
+        (
+            {"content_type": "reasoning_recap", "content": "Thought for 5 seconds"},
+            "[thinking]\nThought for 5 seconds\n[/thinking]",
+        ),
         (
             {"content_type": "sonic_webpage", "title": "T", "url": "https://u", "text": "body"},
             "T\nhttps://u\nbody",

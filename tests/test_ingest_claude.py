@@ -148,7 +148,8 @@ def test_thinking_tool_use_and_tool_result_blocks_render_deterministically() -> 
     (parsed,) = conversation.messages
     assert parsed.text == (
         "[thinking]\nLet me check.\n[/thinking]\n\nSearching.\n\n"
-        '[tool_use web_search] {"limit": 3, "query": "dal"}\n\nDal recipe\n\nFound it.'
+        '[tool_use web_search] {"limit": 3, "query": "dal"}\n\n[tool_result web_search]\nDal recipe\n[/tool_result]'
+        "\n\nFound it."
     )
     assert parsed.content_type == "text+thinking+tool_result+tool_use"
     assert parsed.raw is None
