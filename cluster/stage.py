@@ -321,7 +321,9 @@ def _fit(
         if points.anchor_rows is not None:  # the representatives are segments the full model read
             read = np.zeros(len(ids), dtype=bool)
             read[points.anchor_rows] = True
-        topic_rows = describe.describe_topics(archive, points.members, matrix, labels, ids, key, settings, read)
+        topic_rows = describe.describe_topics(
+            archive, points.members, matrix, labels, ids, key, settings, points.conversation_of, read
+        )
     named = LabelCounts()
     if cfg.llm_labels and settings.extract.llm is not None and topic_rows:
         with _timed(seconds, "llm_labels"):
