@@ -46,7 +46,7 @@ def describe_topics(
     texts = {t: [docs.get(s, "") for s in chosen[t]] for t in topics}
     owners = {t: [conversation_of.get(s, s) for s in chosen[t]] for t in topics}
     keywords = fit_topics.ctfidf(texts, cfg.keywords, owners)
-    labels = fit_topics.labels_of(keywords)
+    names = fit_topics.labels_of(keywords)
     rows = []
     for topic, size, in_topic in groups.select("topic", "size", "members").iter_rows():
         uid = hashlib.sha256("\n".join([key, *in_topic]).encode()).hexdigest()[:16]
@@ -55,7 +55,7 @@ def describe_topics(
             {
                 "topic": topic,
                 "topic_uid": f"topic-{uid}",
-                "label": labels[topic],
+                "label": names[topic],
                 "size": size,
                 "keywords": keywords[topic],
                 "representatives": reps,

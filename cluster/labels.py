@@ -1,10 +1,10 @@
-"""Topic labels from the topics' c-TF-IDF keywords (cluster/phrases.py): a phrase a person would have filed the
-topic under. Pure functions.
+"""Topic labels from the topics' c-TF-IDF keywords (cluster/phrases.py, which puts first the keyword a person
+would file the topic under: a phrase or a name said in enough of its conversations). Pure functions.
 
-- `label_from`: one topic's label: the first of its best LABEL_FROM keywords that is a multi-word phrase or a
-  name (a bare common word says less: "battery life" over "devices"), else the best; two leading names joined
-  ("Hive and Sqoop") when both are names, share no word and are not one thing's two names ("AWS", "Amazon Web
-  Services"). Common words are never paired ("stylish and dress" names nothing), nor joined by "/".
+- `label_from`: one topic's label: its first keyword; with the second when both are one-word names that share
+  nothing and are not one thing's two names ("Hive and Sqoop"; not "AWS and Amazon Web Services"), or rather
+  a keyword that holds both ("Spark DataFrame" over "DataFrame and Spark"). Never common words paired
+  ("stylish and dress" names nothing), a phrase joined to a fragment ("Calculator and Presets"), nor "a / b".
 - `labels_for`: every topic's label, unique across the topics: topics take their labels largest first, and a
   topic whose label an earlier one took takes its next keyword that is still free (a phrase or a name first);
   when none is, its label with a keyword that tells it apart ("SQL query (window functions)").
@@ -18,8 +18,6 @@ import re
 from collections.abc import Mapping, Sequence
 
 from cluster.phrases import key_of
-
-LABEL_FROM = 3  # keywords a label is chosen from
 
 
 def labels_for(keywords: Mapping[int, Sequence[str]]) -> dict[int, str]:
@@ -59,18 +57,24 @@ def _specific(phrase: str) -> bool:
 
 
 def label_from(keywords: Sequence[str], topic: int) -> str:
-    """One topic's label from its keywords, best first (module doc); no keywords: "topic N"."""
+    """One topic's label from its keywords, the lead first (module doc); no keywords: "topic N"."""
     if not keywords:
         return f"topic {topic}"
-    best = list(keywords[:LABEL_FROM])
-    first = next((k for k in best if _specific(k)), best[0])
-    for second in best[best.index(first) + 1 :]:
-        disjoint = not {w.lower() for w in first.split()} & {w.lower() for w in second.split()}
-        same = _abbreviates(first, second) or _abbreviates(second, first)  # "AWS" / "Amazon Web Services"
-        if disjoint and not same and _named(first) and _named(second) and len(first.split()) + len(second.split()) <= 4:
-            return f"{first} and {second}"
-        break
-    return first
+    first = keywords[0]
+    if len(keywords) < 2:
+        return first
+    second = keywords[1]
+    if not (_one_name(first) and _one_name(second)) or first.lower() == second.lower():
+        return first
+    if _abbreviates(first, second) or _abbreviates(second, first):  # "AWS" / "Amazon Web Services"
+        return first
+    pair = {first.lower(), second.lower()}
+    holding = next((k for k in keywords[2:] if pair <= {w.lower() for w in k.split()}), None)
+    return holding or f"{first} and {second}"
+
+
+def _one_name(phrase: str) -> bool:
+    return len(phrase.split()) == 1 and _named(phrase)
 
 
 _INITIALS_SKIP = frozenset(["of", "and", "&", "the", "for", "to", "in", "on"])

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -118,7 +118,7 @@ class PhraseCounts:
     df: Counter[str] = field(default_factory=Counter)
     surfaces: dict[str, Counter[str]] = field(default_factory=dict)
     initial: dict[str, Counter[str]] = field(default_factory=dict)
-    weight: Counter[str] = field(default_factory=Counter)
+    weight: dict[str, float] = field(default_factory=dict)
     groups: dict[str, set[str]] = field(default_factory=dict)
 
     def add(self, text: str, group: str | None = None, share: float = 1.0, *, names: bool = False) -> None:
@@ -135,7 +135,7 @@ class PhraseCounts:
         self.df.update(seen)
         if group is not None:
             for key in seen:
-                self.weight[key] += share
+                self.weight[key] = self.weight.get(key, 0.0) + share
                 self.groups.setdefault(key, set()).add(group)
 
     def shown(self, key: str) -> str:
@@ -202,7 +202,28 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
 
 # Particles of names that the stop list holds ("los", "de", "von"): written capitalised before a capitalised word
 # they are part of a name ("Los Angeles", "De Niro", "Von Trier"), for keywords and labels only.
-PARTICLES = frozenset("el la las los del de da di du le les des der die das von van al".split())
+PARTICLES = frozenset(
+    [
+        "el",
+        "la",
+        "las",
+        "los",
+        "del",
+        "de",
+        "da",
+        "di",
+        "du",
+        "le",
+        "les",
+        "des",
+        "der",
+        "die",
+        "das",
+        "von",
+        "van",
+        "al",
+    ]
+)
 
 
 def _particle_at(word: str) -> bool:
@@ -249,7 +270,7 @@ class Ranked:
 
 
 def ctfidf_phrases(
-    docs: dict[int, Sequence[str]], top_k: int, groups: dict[int, Sequence[str]] | None = None
+    docs: Mapping[int, Sequence[str]], top_k: int, groups: Mapping[int, Sequence[str]] | None = None
 ) -> dict[int, Ranked]:
     """Top `top_k` class-based TF-IDF phrases per topic (see the module docstring); `groups`, row for row with
     `docs`, name each text's conversation: a conversation then counts once however many of its segments are read,
@@ -265,9 +286,10 @@ def ctfidf_phrases(
             counts.add(text, owner, 1.0 / shares[owner], names=True)
         per_topic[topic] = counts
         spread[topic] = len(shares) if groups is not None else 1
-    totals: Counter[str] = Counter()
+    totals: dict[str, float] = {}
     for counts in per_topic.values():
-        totals.update(counts.weight)
+        for key, weight in counts.weight.items():
+            totals[key] = totals.get(key, 0.0) + weight
     live = [t for t in per_topic if per_topic[t].df]
     average = sum(totals.values()) / max(len(live), 1)
     result: dict[int, Ranked] = {}
@@ -279,9 +301,41 @@ def ctfidf_phrases(
         shared = [k for k in usable if len(counts.groups[k]) >= 2] if spread[topic] >= 2 else usable
         scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
         chosen = _pick(scored, counts.df, top_k)
-        merged = _merge_shown([counts.shown(k) for k in chosen], [scored[k] for k in chosen])
-        result[topic] = Ranked([p for p, _ in merged][:top_k], [s for _, s in merged][:top_k])
+        merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])[:top_k]
+        merged = _lead_first(merged, {k: len(counts.groups[k]) for k, _, _ in merged})
+        result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
+
+
+LEAD_FROM = 3  # keywords the one shown first (the topic's label) is chosen from, with the best one's longer forms
+LEAD_SHARE = 0.75  # a phrase or name leads when it is said in this share of the conversations the best one is
+
+
+def _lead_first(ranked: list[tuple[str, str, float]], spread: dict[str, int]) -> list[tuple[str, str, float]]:
+    """The keywords with the one a person would file the topic under first: the first of the best LEAD_FROM, or of
+    the best one's longer forms ("morning routine" for "morning"), that is a multi-word phrase or holds a name
+    ("battery life" over "devices") and is said in LEAD_SHARE of the conversations (segments, in a topic of one)
+    the best one is ("gift ideas", not "heartfelt message", over "gift"); else the best."""
+    if not ranked:
+        return ranked
+    best = ranked[0][0]
+    floor = LEAD_SHARE * spread[best]
+    words = set(best.split())
+    lead = next(
+        (
+            i
+            for i, (key, phrase, _) in enumerate(ranked)
+            if (i < LEAD_FROM or words < set(key.split())) and _specific(phrase) and spread[key] >= floor
+        ),
+        0,
+    )
+    return [ranked[lead], *ranked[:lead], *ranked[lead + 1 :]]
+
+
+def _specific(phrase: str) -> bool:
+    """A multi-word phrase or one that holds a name (a capital letter away from a sentence start: shown forms
+    are)."""
+    return len(phrase.split()) > 1 or any(c.isupper() for c in phrase)
 
 
 def _read_count(texts: Sequence[str]) -> int:
@@ -295,7 +349,7 @@ def _read_count(texts: Sequence[str]) -> int:
 
 
 # Titles that are no subject alone ("Mrs", "Dr"): kept inside a name ("Mrs Dalloway"), never a keyword by themselves.
-HONORIFICS = frozenset("mr mrs ms miss mx dr prof sir madam mme mlle jr sr st".split())
+HONORIFICS = frozenset(["mr", "mrs", "ms", "miss", "mx", "dr", "prof", "sir", "madam", "mme", "mlle", "jr", "sr", "st"])
 
 
 def _keyword_ok(key: str) -> bool:
@@ -334,12 +388,12 @@ def _pick(scored: dict[str, float], uses: Counter[str], top_k: int) -> list[str]
     return kept
 
 
-def _merge_shown(phrases: list[str], scores: list[float]) -> list[tuple[str, float]]:
-    """Drop a phrase shown the same as a better one (case aside)."""
+def _merge_shown(ranked: list[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
+    """Drop a (key, shown phrase, score) shown the same as a better one (case aside)."""
     seen: set[str] = set()
-    merged: list[tuple[str, float]] = []
-    for phrase, score in zip(phrases, scores, strict=True):
+    merged: list[tuple[str, str, float]] = []
+    for key, phrase, score in ranked:
         if phrase.lower() not in seen:
             seen.add(phrase.lower())
-            merged.append((phrase, score))
+            merged.append((key, phrase, score))
     return merged

@@ -268,7 +268,7 @@ def topic_members(ids: Sequence[str], labels: Labels, sample: int, seed: int) ->
 
 
 def ctfidf(
-    docs: dict[int, Sequence[str]], top_k: int, groups: dict[int, Sequence[str]] | None = None
+    docs: Mapping[int, Sequence[str]], top_k: int, groups: Mapping[int, Sequence[str]] | None = None
 ) -> dict[int, list[str]]:
     """Top `top_k` class-based TF-IDF phrases per topic, from text cleaned of code and markup, each conversation
     counted once when `groups` names the texts' conversations (cluster.phrases)."""
