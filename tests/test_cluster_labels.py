@@ -113,9 +113,11 @@ def test_one_long_conversation_does_not_name_a_topic_of_many() -> None:
 def test_titles_are_no_keywords_and_names_keep_their_particle() -> None:
     """ "Mrs" alone is never a keyword; "Los Angeles" stays whole (no "Angeles", no "Hollywood and Angeles")."""
     travel = [
-        f"Mrs Patel asked about a trip: Mrs Patel wants Hollywood and {p}Los Angeles beaches, says Mrs Patel."
-        for p in ("", "the ", "downtown ", "sunny ")
-    ] + ["Mrs Okafor loves Hollywood tours in Los Angeles; Mrs Okafor books them early."] * 2
+        f"Mrs {name} asked about a trip: Mrs {name} wants Hollywood and {p}Los Angeles beaches, says Mrs {name}."
+        for name, p in (("Patel", ""), ("Chen", "the "), ("Novak", "downtown "), ("Silva", "sunny "))
+    ] + [
+        f"Mrs {name} loves Hollywood tours in Los Angeles; Mrs {name} books them early." for name in ("Okafor", "Berg")
+    ]
     other = ["The quarterly budget review is due on Friday.", "Send the budget review to finance."] * 2
     owners = ["a", "b", "c", "d", "e", "f"]
     ranked = ctfidf_phrases({0: travel, 1: other}, 10, {0: owners, 1: ["x", "y", "x", "y"]})
