@@ -112,18 +112,18 @@ LONGER_SHARE = 0.6  # a longer phrase replaces a phrase it contains when it is t
 
 @dataclass(slots=True)
 class PhraseCounts:
-    """Segment frequencies of phrase keys, how each key was written (away from a sentence start first), and, for
-    keywords, which conversations use each key and its uses weighted so that each conversation counts once."""
+    """Segment frequencies of phrase keys and how each key was written (away from a sentence start first); for
+    keywords (`add_conversation`), also how many conversations use each key and its uses weighted so that each
+    conversation counts once."""
 
     df: Counter[str] = field(default_factory=Counter)
     surfaces: dict[str, Counter[str]] = field(default_factory=dict)
     initial: dict[str, Counter[str]] = field(default_factory=dict)
     weight: dict[str, float] = field(default_factory=dict)
-    groups: dict[str, set[str]] = field(default_factory=dict)
+    spread: Counter[str] = field(default_factory=Counter)
 
-    def add(self, text: str, group: str | None = None, share: float = 1.0, *, names: bool = False) -> None:
-        """Count one segment's phrases; `group` (its conversation) and `share` (1 / that conversation's segments
-        read in the topic) for keywords, `names` to keep names with a particle whole ("Los Angeles")."""
+    def add(self, text: str, *, names: bool = False) -> set[str]:
+        """Count one segment's phrases (`names`: names with a particle kept whole, "Los Angeles"); its keys."""
         seen: set[str] = set()
         for key, surface, at_start in candidates(text[:DOC_CHARS], names=names):
             target = self.initial if at_start else self.surfaces
@@ -133,10 +133,18 @@ class PhraseCounts:
             forms[surface] += 1
             seen.add(key)
         self.df.update(seen)
-        if group is not None:
+        return seen
+
+    def add_conversation(self, texts: Sequence[str]) -> None:
+        """Count the segments of one conversation read in a topic, for keywords: each of its segments weighs
+        1 / their number, and a key it uses counts once in `spread`."""
+        used: set[str] = set()
+        for text in texts:
+            seen = self.add(text, names=True)
             for key in seen:
-                self.weight[key] = self.weight.get(key, 0.0) + share
-                self.groups.setdefault(key, set()).add(group)
+                self.weight[key] = self.weight.get(key, 0.0) + 1.0 / len(texts)
+            used |= seen
+        self.spread.update(used)
 
     def shown(self, key: str) -> str:
         """The phrase as most often written away from a sentence start (else as written at one)."""
@@ -202,28 +210,8 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
 
 # Particles of names that the stop list holds ("los", "de", "von"): written capitalised before a capitalised word
 # they are part of a name ("Los Angeles", "De Niro", "Von Trier"), for keywords and labels only.
-PARTICLES = frozenset(
-    [
-        "el",
-        "la",
-        "las",
-        "los",
-        "del",
-        "de",
-        "da",
-        "di",
-        "du",
-        "le",
-        "les",
-        "des",
-        "der",
-        "die",
-        "das",
-        "von",
-        "van",
-        "al",
-    ]
-)
+_PARTICLES_TEXT = "el la las los del de da di du le les des der die das von van al"
+PARTICLES = frozenset(_PARTICLES_TEXT.split())
 
 
 def _particle_at(word: str) -> bool:
@@ -278,14 +266,16 @@ def ctfidf_phrases(
     per_topic: dict[int, PhraseCounts] = {}
     spread: dict[int, int] = {}
     for topic, texts in docs.items():
-        owners = list(groups[topic]) if groups is not None else [str(i) for i in range(len(texts))]
         read = _read_count(texts)
-        shares = Counter(owners[:read])
+        owners = list(groups[topic])[:read] if groups is not None else [str(i) for i in range(read)]
+        by_owner: dict[str, list[str]] = {}
+        for text, owner in zip(texts[:read], owners, strict=True):
+            by_owner.setdefault(owner, []).append(text)
         counts = PhraseCounts()
-        for text, owner in zip(texts[:read], owners[:read], strict=True):
-            counts.add(text, owner, 1.0 / shares[owner], names=True)
+        for owner in sorted(by_owner):
+            counts.add_conversation(by_owner.pop(owner))
         per_topic[topic] = counts
-        spread[topic] = len(shares) if groups is not None else 1
+        spread[topic] = len(set(owners)) if groups is not None else 1
     totals: dict[str, float] = {}
     for counts in per_topic.values():
         for key, weight in counts.weight.items():
@@ -298,11 +288,11 @@ def ctfidf_phrases(
         floor = 2 if len(docs[topic]) >= 4 else 1
         size = sum(counts.weight.values()) or 1.0
         usable = [k for k, df in counts.df.items() if df >= floor and _keyword_ok(k)]
-        shared = [k for k in usable if len(counts.groups[k]) >= 2] if spread[topic] >= 2 else usable
+        shared = [k for k in usable if counts.spread[k] >= 2] if spread[topic] >= 2 else usable
         scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
         chosen = _pick(scored, counts.df, top_k)
         merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])[:top_k]
-        merged = _lead_first(merged, {k: len(counts.groups[k]) for k, _, _ in merged})
+        merged = _lead_first(merged, {k: counts.spread[k] for k, _, _ in merged})
         result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
 
@@ -349,7 +339,8 @@ def _read_count(texts: Sequence[str]) -> int:
 
 
 # Titles that are no subject alone ("Mrs", "Dr"): kept inside a name ("Mrs Dalloway"), never a keyword by themselves.
-HONORIFICS = frozenset(["mr", "mrs", "ms", "miss", "mx", "dr", "prof", "sir", "madam", "mme", "mlle", "jr", "sr", "st"])
+_HONORIFICS_TEXT = "mr mrs ms miss mx dr prof sir madam mme mlle jr sr st"
+HONORIFICS = frozenset(_HONORIFICS_TEXT.split())
 
 
 def _keyword_ok(key: str) -> bool:
