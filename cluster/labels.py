@@ -1,10 +1,10 @@
 """Topic labels from the topics' c-TF-IDF keywords (cluster/phrases.py, which puts first the keyword a person
 would file the topic under: a phrase or a name said in enough of its conversations). Pure functions.
 
-- `label_from`: one topic's label: its first keyword; with the second when both are one-word names that share
-  nothing and are not one thing's two names ("Hive and Sqoop"; not "AWS and Amazon Web Services"), or rather
-  a keyword that holds both ("Spark DataFrame" over "DataFrame and Spark"). Never common words paired
-  ("stylish and dress" names nothing), a phrase joined to a fragment ("Calculator and Presets"), nor "a / b".
+- `label_from`: one topic's label: its first keyword, or, when the first two are one-word names, a keyword
+  that holds both ("Spark DataFrame" for "DataFrame", "Spark"). Never two keywords joined: common words paired
+  name nothing ("stylish and dress"), and names joined were often a name's two fragments ("Hollywood and
+  Angeles", "Everia and Chronicles" of "Chronicles of Everia") or one thing twice ("Sikh and Sikhism").
 - `labels_for`: every topic's label, unique across the topics: topics take their labels largest first, and a
   topic whose label an earlier one took takes its next keyword that is still free (a phrase or a name first);
   when none is, its label with a keyword that tells it apart ("SQL query (window functions)").
@@ -57,39 +57,19 @@ def _specific(phrase: str) -> bool:
 
 
 def label_from(keywords: Sequence[str], topic: int) -> str:
-    """One topic's label from its keywords, the lead first (module doc); no keywords: "topic N"."""
+    """One topic's label: its first keyword, or a keyword that holds it and the second when both are one-word
+    names (module doc); no keywords: "topic N"."""
     if not keywords:
         return f"topic {topic}"
     first = keywords[0]
-    if len(keywords) < 2:
-        return first
-    second = keywords[1]
-    if not (_one_name(first) and _one_name(second)) or first.lower() == second.lower():
-        return first
-    if _abbreviates(first, second) or _abbreviates(second, first):  # "AWS" / "Amazon Web Services"
-        return first
-    pair = {first.lower(), second.lower()}
-    holding = next((k for k in keywords[2:] if pair <= {w.lower() for w in k.split()}), None)
-    return holding or f"{first} and {second}"
+    if len(keywords) > 1 and _one_name(first) and _one_name(keywords[1]):
+        pair = {first.lower(), keywords[1].lower()}
+        return next((k for k in keywords[2:] if pair <= {w.lower() for w in k.split()}), first)
+    return first
 
 
 def _one_name(phrase: str) -> bool:
     return len(phrase.split()) == 1 and _named(phrase)
-
-
-_INITIALS_SKIP = frozenset(["of", "and", "&", "the", "for", "to", "in", "on"])
-
-
-def _abbreviates(short: str, long: str) -> bool:
-    """`short` is one word made of the initials of `long`'s words ("AWS", "Amazon Web Services") or of its
-    capitalised parts ("DF", "DataFrame"): two names of one thing."""
-    words = long.split()
-    if len(short.split()) != 1 or not short.isalpha() or len(short) < 2:
-        return False
-    initials = "".join(w[0] for w in words if w.lower() not in _INITIALS_SKIP)
-    if len(words) == 1:
-        initials = "".join(re.findall(r"[A-Z]", long))
-    return initials.lower() == short.lower()
 
 
 def _named(phrase: str) -> bool:

@@ -56,18 +56,17 @@ def test_keywords_are_phrases_from_prose_and_labels_keep_case() -> None:
     assert ctfidf({0: GLUE, 1: BAKING}, 8) == {0: glue, 1: baking}
 
 
-def test_label_is_the_lead_keyword_or_two_names() -> None:
-    """The label is the first keyword; two one-word names sharing nothing are joined with "and", or rather a
-    keyword that holds both; common words and phrases are never paired; no keywords: "topic N"."""
-    assert label_from(["Hive", "Sqoop", "HDFS"], 0) == "Hive and Sqoop"
+def test_label_is_the_lead_keyword_never_two_joined() -> None:
+    """The label is the first keyword, or a keyword holding the first two when they are one-word names; never two
+    keywords joined (common words, fragments of one name, one thing's two names); no keywords: "topic N"."""
     assert label_from(["DataFrame", "Spark", "PySpark", "Spark DataFrame"], 0) == "Spark DataFrame"
-    assert label_from(["AWS", "Amazon Web Services", "S3"], 0) == "AWS"  # one thing's two names are not two
-    assert label_from(["RDD", "Resilient Distributed Dataset"], 0) == "RDD"
-    # neither common words nor a phrase and a fragment are paired: "stylish and dress", "Calculator and Presets"
+    assert label_from(["Hive", "Sqoop", "HDFS"], 0) == "Hive"
+    assert label_from(["Everia", "Chronicles", "quest"], 0) == "Everia"  # "Chronicles of Everia", cut at "of"
+    assert label_from(["Sikh", "Sikhism", "Gurdwara"], 0) == "Sikh"
+    assert label_from(["AWS", "Amazon Web Services", "S3"], 0) == "AWS"
     assert label_from(["flavor", "recipe", "sauce"], 0) == "flavor"
     assert label_from(["stylish", "dress", "outfit"], 0) == "stylish"
     assert label_from(["LLM Pricing Calculator", "Presets", "Gemini"], 0) == "LLM Pricing Calculator"
-    assert label_from(["AWS Glue jobs", "AWS Glue"], 0) == "AWS Glue jobs"
     assert labels_of({7: []}) == {7: "topic 7"}
 
 
