@@ -109,7 +109,7 @@ def dev_run(vectors: np.ndarray, texts: list[str], trials: int, cfg: ClusterSett
         "topic_size_max": int(sizes.max()) if len(sizes) else 0,
         "seconds": seconds,
         "peak_rss_mib": round(rss_mib()),
-        "top_labels": [fit_topics.label_of(keywords[t], t) for t in sorted(keywords)[:15]],
+        "top_labels": list(fit_topics.labels_of(keywords).values())[:15],
     }
     return result, tuned.best
 

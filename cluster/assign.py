@@ -170,10 +170,11 @@ def assign(
     concept_ids, missing = store.concepts_to_place(staging, key, base_id)
     links += _place_concepts(staging, key, model, concept_ids, uids, map_batches)
     current = set(store.current_segment_ids(staging, [r for t in base_topics.values() for r in t["representatives"]]))
+    names = fit_topics.labels_of({topic: row["keywords"] for topic, row in base_topics.items()})
     topic_rows = [
         {
             **row,
-            "label": fit_topics.label_of(row["keywords"], topic),
+            "label": names[topic],
             "size": sizes[topic],
             "representatives": [r for r in row["representatives"] if r in current],
         }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,16 +32,21 @@ def describe_topics(
     ids: list[str],
     key: str,
     settings: Settings,
+    conversation_of: Mapping[str, str],
     read: np.ndarray[Any, np.dtype[np.bool_]] | None = None,
 ) -> list[dict[str, Any]]:
     """Label, size, keywords, representatives and content key of every topic (the representatives among the
-    `read` points, the anchors, when a topic has any)."""
+    `read` points, the anchors, when a topic has any; `conversation_of` each segment's conversation: the
+    keywords count each conversation once)."""
     cfg = settings.cluster
     groups = fit_topics.topic_members(ids, labels, cfg.label_docs, cfg.seed).sort("topic")
     topics = groups["topic"].to_list()
     chosen: dict[int, list[str]] = dict(zip(topics, groups["sample"].to_list(), strict=True))
     docs = segment_texts(archive, members, [s for c in chosen.values() for s in c])
-    keywords = fit_topics.ctfidf({t: [docs.get(s, "") for s in chosen[t]] for t in topics}, cfg.keywords)
+    texts = {t: [docs.get(s, "") for s in chosen[t]] for t in topics}
+    owners = {t: [conversation_of.get(s, s) for s in chosen[t]] for t in topics}
+    keywords = fit_topics.ctfidf(texts, cfg.keywords, owners)
+    names = fit_topics.labels_of(keywords)
     rows = []
     for topic, size, in_topic in groups.select("topic", "size", "members").iter_rows():
         uid = hashlib.sha256("\n".join([key, *in_topic]).encode()).hexdigest()[:16]
@@ -50,7 +55,7 @@ def describe_topics(
             {
                 "topic": topic,
                 "topic_uid": f"topic-{uid}",
-                "label": fit_topics.label_of(keywords[topic], topic),
+                "label": names[topic],
                 "size": size,
                 "keywords": keywords[topic],
                 "representatives": reps,

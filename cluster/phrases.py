@@ -12,13 +12,17 @@ kept whole and cased as most often written, ranked by class-based TF-IDF. Pure f
 - `ctfidf_phrases`: the first DOC_CHARS of each segment, at most TOPIC_CHARS per topic, through BERTopic's
   class-based TF-IDF (each topic one document; tf normalised per topic, idf =
   log(1 + average phrases per topic / the phrase's frequency over all topics)) over those phrases, counted
-  once per segment (a phrase repeated in one reply is not ten documents' worth), kept when at least two of the
-  topic's segments use it (one when the topic has fewer than four). A longer phrase replaces the words it
-  contains when it is at least 0.6 of their uses in the topic ("AWS Glue" over "Glue"), and a word already
-  shown in a kept phrase is not listed again.
-- `label_from`: the first of the best three keywords that is a multi-word phrase or a name (else the best), and
-  the next one too ("Hive and Sqoop") when both hold a name (a capital letter) and share no word; never words
-  joined by "/".
+  once per segment (a phrase repeated in one reply is not ten documents' worth) and, given each segment's
+  conversation, weighted so that each conversation counts once (one long conversation does not name a topic
+  of many: "BBQ" over a cocktails topic); kept when at least two of the topic's segments use it (one when the
+  topic has fewer than four) and, in a topic of several conversations, two of them (when any phrase is). Names
+  with a particle stay whole ("Los Angeles", never "Angeles"); a title ("Mrs") is never a keyword alone. A
+  longer phrase replaces the words it contains when it is at least 0.6 of their uses in the topic ("AWS Glue"
+  over "Glue"), and a word already shown in a kept phrase is not listed again.
+
+The labels made from these keywords: cluster/labels.py. `candidates` without `names` is what the tuning
+objective's phrase coherence counts (cluster/objective.py, via `phrase_keys`): keyword-only rules stay out of it,
+so that they never move a segment to another topic.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -101,7 +105,6 @@ program programs application applications project projects person people experie
 GENERIC = frozenset(_GENERIC_TEXT.split())
 
 _MAX_WORDS = 3
-LABEL_FROM = 3  # keywords a label is chosen from
 DOC_CHARS = 2000  # the opening of a segment read for its phrases: the question and the start of the answer
 TOPIC_CHARS = 150_000  # read per topic at most (~75 segments): labels cost the same at 1M messages as at 10k
 LONGER_SHARE = 0.6  # a longer phrase replaces a phrase it contains when it is this share of its uses in the topic
@@ -109,15 +112,20 @@ LONGER_SHARE = 0.6  # a longer phrase replaces a phrase it contains when it is t
 
 @dataclass(slots=True)
 class PhraseCounts:
-    """Segment frequencies of phrase keys, and how each key was written (away from a sentence start first)."""
+    """Segment frequencies of phrase keys and how each key was written (away from a sentence start first); for
+    keywords (`add_conversation`), also how many conversations use each key and its uses weighted so that each
+    conversation counts once."""
 
     df: Counter[str] = field(default_factory=Counter)
     surfaces: dict[str, Counter[str]] = field(default_factory=dict)
     initial: dict[str, Counter[str]] = field(default_factory=dict)
+    weight: dict[str, float] = field(default_factory=dict)
+    spread: Counter[str] = field(default_factory=Counter)
 
-    def add(self, text: str) -> None:
+    def add(self, text: str, *, names: bool = False) -> set[str]:
+        """Count one segment's phrases (`names`: names with a particle kept whole, "Los Angeles"); its keys."""
         seen: set[str] = set()
-        for key, surface, at_start in candidates(text[:DOC_CHARS]):
+        for key, surface, at_start in candidates(text[:DOC_CHARS], names=names):
             target = self.initial if at_start else self.surfaces
             forms = target.get(key)
             if forms is None:  # not setdefault(key, Counter()): that builds a Counter per candidate (~7M at 250k)
@@ -125,6 +133,18 @@ class PhraseCounts:
             forms[surface] += 1
             seen.add(key)
         self.df.update(seen)
+        return seen
+
+    def add_conversation(self, texts: Sequence[str]) -> None:
+        """Count the segments of one conversation read in a topic, for keywords: each of its segments weighs
+        1 / their number, and a key it uses counts once in `spread`."""
+        used: set[str] = set()
+        for text in texts:
+            seen = self.add(text, names=True)
+            for key in seen:
+                self.weight[key] = self.weight.get(key, 0.0) + 1.0 / len(texts)
+            used |= seen
+        self.spread.update(used)
 
     def shown(self, key: str) -> str:
         """The phrase as most often written away from a sentence start (else as written at one)."""
@@ -166,15 +186,16 @@ def _key(words: Sequence[str]) -> str:
     return " ".join(lowered)
 
 
-def candidates(text: str) -> Iterable[tuple[str, str, bool]]:
+def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bool]]:
     """(key, surface form, at a sentence start) of every 1-3 word n-gram of every run of content words in the
-    cleaned text."""
+    cleaned text; with `names`, a capitalised particle before a capitalised word joins the run ("Los Angeles",
+    "Van Gogh"), and no n-gram ends with one or cuts the name after it (no "Angeles" alone)."""
     for clause in _SPLIT.split(clean(text)):
         run: list[str] = []
         start = 0
         words = _WORD.findall(clause)
         for index, word in enumerate([*words, ""]):
-            if word and _content(word):
+            if word and (_content(word) or (names and _particle(word, words[index + 1 : index + 2]))):
                 if not run:
                     start = index
                 run.append(word)
@@ -182,9 +203,28 @@ def candidates(text: str) -> Iterable[tuple[str, str, bool]]:
             for size in range(1, _MAX_WORDS + 1):
                 for offset in range(len(run) - size + 1):
                     gram = tuple(run[offset : offset + size])
-                    if _alone_ok(gram):
+                    if _alone_ok(gram) and not (names and _cut_name(run, offset, size)):
                         yield key_of(gram), " ".join(gram), start + offset == 0
             run = []
+
+
+# Particles of names that the stop list holds ("los", "de", "von"): written capitalised before a capitalised word
+# they are part of a name ("Los Angeles", "De Niro", "Von Trier"), for keywords and labels only.
+_PARTICLES_TEXT = "el la las los del de da di du le les des der die das von van al"
+PARTICLES = frozenset(_PARTICLES_TEXT.split())
+
+
+def _particle_at(word: str) -> bool:
+    return word.istitle() and word.lower() in PARTICLES
+
+
+def _cut_name(run: Sequence[str], offset: int, size: int) -> bool:
+    """The n-gram run[offset:offset+size] ends with a particle or starts right after one."""
+    return _particle_at(run[offset + size - 1]) or (offset > 0 and _particle_at(run[offset - 1]))
+
+
+def _particle(word: str, following: Sequence[str]) -> bool:
+    return _particle_at(word) and bool(following) and following[0][:1].isupper() and _content(following[0])
 
 
 @lru_cache(maxsize=200_000)
@@ -217,34 +257,96 @@ class Ranked:
     scores: list[float]
 
 
-def ctfidf_phrases(docs: dict[int, Sequence[str]], top_k: int) -> dict[int, Ranked]:
-    """Top `top_k` class-based TF-IDF phrases per topic (see the module docstring)."""
+def ctfidf_phrases(
+    docs: Mapping[int, Sequence[str]], top_k: int, groups: Mapping[int, Sequence[str]] | None = None
+) -> dict[int, Ranked]:
+    """Top `top_k` class-based TF-IDF phrases per topic (see the module docstring); `groups`, row for row with
+    `docs`, name each text's conversation: a conversation then counts once however many of its segments are read,
+    and a topic with several conversations keeps the phrases that two or more of them use."""
     per_topic: dict[int, PhraseCounts] = {}
+    spread: dict[int, int] = {}
     for topic, texts in docs.items():
-        counts, read = PhraseCounts(), 0
-        for text in texts:
-            if read >= TOPIC_CHARS:
-                break
-            counts.add(text)
-            read += min(len(text), DOC_CHARS)
+        read = _read_count(texts)
+        owners = list(groups[topic])[:read] if groups is not None else [str(i) for i in range(read)]
+        by_owner: dict[str, list[str]] = {}
+        for text, owner in zip(texts[:read], owners, strict=True):
+            by_owner.setdefault(owner, []).append(text)
+        counts = PhraseCounts()
+        for owner in sorted(by_owner):
+            counts.add_conversation(by_owner.pop(owner))
         per_topic[topic] = counts
-    totals: Counter[str] = Counter()
+        spread[topic] = len(set(owners)) if groups is not None else 1
+    totals: dict[str, float] = {}
     for counts in per_topic.values():
-        totals.update(counts.df)
+        for key, weight in counts.weight.items():
+            totals[key] = totals.get(key, 0.0) + weight
     live = [t for t in per_topic if per_topic[t].df]
     average = sum(totals.values()) / max(len(live), 1)
     result: dict[int, Ranked] = {}
     for topic in docs:
         counts = per_topic[topic]
         floor = 2 if len(docs[topic]) >= 4 else 1
-        size = sum(counts.df.values()) or 1
-        scored = {
-            key: (df / size) * math.log(1.0 + average / totals[key]) for key, df in counts.df.items() if df >= floor
-        }
+        size = sum(counts.weight.values()) or 1.0
+        usable = [k for k, df in counts.df.items() if df >= floor and _keyword_ok(k)]
+        shared = [k for k in usable if counts.spread[k] >= 2] if spread[topic] >= 2 else usable
+        scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
         chosen = _pick(scored, counts.df, top_k)
-        merged = _merge_shown([counts.shown(k) for k in chosen], [scored[k] for k in chosen])
-        result[topic] = Ranked([p for p, _ in merged][:top_k], [s for _, s in merged][:top_k])
+        merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])[:top_k]
+        merged = _lead_first(merged, {k: counts.spread[k] for k, _, _ in merged})
+        result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
+
+
+LEAD_FROM = 3  # keywords the one shown first (the topic's label) is chosen from, with the best one's longer forms
+LEAD_SHARE = 0.75  # a phrase or name leads when it is said in this share of the conversations the best one is
+
+
+def _lead_first(ranked: list[tuple[str, str, float]], spread: dict[str, int]) -> list[tuple[str, str, float]]:
+    """The keywords with the one a person would file the topic under first: the first of the best LEAD_FROM, or of
+    the best one's longer forms ("morning routine" for "morning"), that is a multi-word phrase or holds a name
+    ("battery life" over "devices") and is said in LEAD_SHARE of the conversations (segments, in a topic of one)
+    the best one is ("gift ideas", not "heartfelt message", over "gift"); else the best."""
+    if not ranked:
+        return ranked
+    best = ranked[0][0]
+    floor = LEAD_SHARE * spread[best]
+    words = set(best.split())
+    lead = next(
+        (
+            i
+            for i, (key, phrase, _) in enumerate(ranked)
+            if (i < LEAD_FROM or words < set(key.split())) and _specific(phrase) and spread[key] >= floor
+        ),
+        0,
+    )
+    return [ranked[lead], *ranked[:lead], *ranked[lead + 1 :]]
+
+
+def _specific(phrase: str) -> bool:
+    """A multi-word phrase or one that holds a name (a capital letter away from a sentence start: shown forms
+    are)."""
+    return len(phrase.split()) > 1 or any(c.isupper() for c in phrase)
+
+
+def _read_count(texts: Sequence[str]) -> int:
+    """How many of a topic's texts are read: up to TOPIC_CHARS of their openings."""
+    read = 0
+    for index, text in enumerate(texts):
+        if read >= TOPIC_CHARS:
+            return index
+        read += min(len(text), DOC_CHARS)
+    return len(texts)
+
+
+# Titles that are no subject alone ("Mrs", "Dr"): kept inside a name ("Mrs Dalloway"), never a keyword by themselves.
+_HONORIFICS_TEXT = "mr mrs ms miss mx dr prof sir madam mme mlle jr sr st"
+HONORIFICS = frozenset(_HONORIFICS_TEXT.split())
+
+
+def _keyword_ok(key: str) -> bool:
+    """Not a title alone, not a letter or a stop word alone (what a person would not file a topic under)."""
+    words = key.split()
+    return not all(w.rstrip(".") in HONORIFICS or w in STOP or len(w) < 2 for w in words)
 
 
 def _pick(scored: dict[str, float], uses: Counter[str], top_k: int) -> list[str]:
@@ -277,56 +379,12 @@ def _pick(scored: dict[str, float], uses: Counter[str], top_k: int) -> list[str]
     return kept
 
 
-def _merge_shown(phrases: list[str], scores: list[float]) -> list[tuple[str, float]]:
-    """Drop a phrase shown the same as a better one (case aside)."""
+def _merge_shown(ranked: list[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
+    """Drop a (key, shown phrase, score) shown the same as a better one (case aside)."""
     seen: set[str] = set()
-    merged: list[tuple[str, float]] = []
-    for phrase, score in zip(phrases, scores, strict=True):
+    merged: list[tuple[str, str, float]] = []
+    for key, phrase, score in ranked:
         if phrase.lower() not in seen:
             seen.add(phrase.lower())
-            merged.append((phrase, score))
+            merged.append((key, phrase, score))
     return merged
-
-
-def label_from(keywords: Sequence[str], topic: int) -> str:
-    """The first of the best LABEL_FROM keywords that is a multi-word phrase or holds a name (a bare common word
-    says less: "battery life" over "devices"), else the two best common words ("flavor and recipe"); and the
-    next one too ("Hive and Sqoop") when both hold a name, share no word and are not one thing's two names
-    ("AWS", "Amazon Web Services"). Never "a / b / c"."""
-    if not keywords:
-        return f"topic {topic}"
-    best = list(keywords[:LABEL_FROM])
-    first = next((k for k in best if len(k.split()) > 1 or _named(k)), best[0])
-    if len(first.split()) == 1 and not _named(first) and len(best) > 1 and not _named(best[1]):
-        # Only common words at the top ("flavor", "recipe", "sauce"): one alone says too little of a topic
-        # ("flavor"), the two best say what it holds ("flavor and recipe"), as a person would file it.
-        second = best[1]
-        if len(second.split()) == 1 and second.lower() != first.lower():
-            return f"{first} and {second}"
-    for second in best[best.index(first) + 1 :]:
-        disjoint = not {w.lower() for w in first.split()} & {w.lower() for w in second.split()}
-        same = _abbreviates(first, second) or _abbreviates(second, first)  # "AWS" / "Amazon Web Services"
-        if disjoint and not same and _named(first) and _named(second) and len(first.split()) + len(second.split()) <= 4:
-            return f"{first} and {second}"
-        break
-    return first
-
-
-_INITIALS_SKIP = frozenset(["of", "and", "&", "the", "for", "to", "in", "on"])
-
-
-def _abbreviates(short: str, long: str) -> bool:
-    """`short` is one word made of the initials of `long`'s words ("AWS", "Amazon Web Services") or of its
-    capitalised parts ("DF", "DataFrame"): two names of one thing."""
-    words = long.split()
-    if len(short.split()) != 1 or not short.isalpha() or len(short) < 2:
-        return False
-    initials = "".join(w[0] for w in words if w.lower() not in _INITIALS_SKIP)
-    if len(words) == 1:
-        initials = "".join(re.findall(r"[A-Z]", long))
-    return initials.lower() == short.lower()
-
-
-def _named(phrase: str) -> bool:
-    """A phrase that holds a name: a capital letter away from a sentence start (shown forms are)."""
-    return any(c.isupper() for c in phrase)

@@ -92,6 +92,8 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
             _join_phrases(archive, points, cfg.phrase_share, cfg.phrase_dims, cfg.seed, map_batches)
     tuned, sample = _tune(ctx, points, key, seconds, notes)
     fitted = _fit(ctx, points, tuned, key, map_batches, seconds, notes)
+    if points.anchor_rows is not None:
+        notes.extend(crowded(points.anchor_rows, fitted.labels, cfg.encode_max))
     with _timed(seconds, "map"):
         shown = sample[fit_topics.seeded_sample(len(sample), MAP_MAX, cfg.seed)]
         xy = fit_topics.map_layout(points.matrix[shown], tuned.best.n_neighbors, cfg.seed)
@@ -184,6 +186,31 @@ def _encode_anchors(ctx: StageContext, points: _Points, notes: list[str]) -> Non
     points.matrix, points.anchor_rows = matrix, rows
     placed = f"; the other {len(others)} placed by their nearest ones" if len(others) else ""
     notes.append(f"topics found by {encoder} on the title and opening of {len(rows)} segment(s){placed}")
+
+
+CROWDED_SHARE = 0.25  # a topic with more of the placed segments than this, and ...
+CROWDED_RATIO = 1.5  # ... this many times its share of the read ones: the run says why
+
+
+def crowded(read: np.ndarray[Any, Any], labels: np.ndarray[Any, Any], encode_max: int) -> list[str]:
+    """A note when the segments placed by their nearest anchors crowd into one topic: it holds more than
+    CROWDED_SHARE of them and CROWDED_RATIO times its share of the anchors (`read`: their rows in `labels`). A
+    small cluster.encode_max does it: few anchors find few, coarse topics, and a placed segment (the mean of its
+    nearest anchors) lands near the middle of them (50 read of the labelled set's 1,404: one topic held 62 %)."""
+    placed = np.ones(len(labels), dtype=bool)
+    placed[read] = False
+    if not placed.any() or not (labels[placed] >= 0).any():
+        return []
+    topic = int(np.bincount(labels[placed & (labels >= 0)]).argmax())
+    share = float(np.mean(labels[placed] == topic))
+    among_read = float(np.mean(labels[~placed] == topic)) if (~placed).any() else 0.0
+    if share <= CROWDED_SHARE or share <= CROWDED_RATIO * among_read:
+        return []
+    return [
+        f"one topic holds {share:.0%} of the {int(placed.sum())} segment(s) placed by their nearest read ones, and"
+        f" {among_read:.0%} of the {len(read)} the full model read (cluster.encode_max={encode_max}): too few read"
+        " for this archive's topics; a larger CHATMEM_CLUSTER__ENCODE_MAX finds finer ones"
+    ]
 
 
 def _join_phrases(
@@ -321,7 +348,9 @@ def _fit(
         if points.anchor_rows is not None:  # the representatives are segments the full model read
             read = np.zeros(len(ids), dtype=bool)
             read[points.anchor_rows] = True
-        topic_rows = describe.describe_topics(archive, points.members, matrix, labels, ids, key, settings, read)
+        topic_rows = describe.describe_topics(
+            archive, points.members, matrix, labels, ids, key, settings, points.conversation_of, read
+        )
     named = LabelCounts()
     if cfg.llm_labels and settings.extract.llm is not None and topic_rows:
         with _timed(seconds, "llm_labels"):

@@ -10,13 +10,14 @@
   merged: a point that fits no topic stays noise, and the share that stays is reported.
 - `ctfidf`: BERTopic's class-based TF-IDF (each topic one document; tf normalised per topic, idf =
   log(1 + average phrases per topic / frequency of the phrase over all topics)) over noun-like phrases of the
-  cleaned prose, cased as written (cluster/phrases.py); `label_of`: the best phrase or two, never "a / b / c".
+  cleaned prose, cased as written (cluster/phrases.py); `labels_of`: a phrase per topic, no two topics alike
+  (cluster/labels.py).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,8 @@ import numpy as np
 import polars as pl
 
 from clients.batches import MapBatches, map_in_process
-from cluster.phrases import ctfidf_phrases, label_from
+from cluster.labels import labels_for
+from cluster.phrases import ctfidf_phrases
 from cluster.tuning import Params, run_hdbscan, umap_layout, validity_of
 from staging.embeddings import Matrix
 
@@ -265,15 +267,17 @@ def topic_members(ids: Sequence[str], labels: Labels, sample: int, seed: int) ->
     return grouped.sort(["size", "topic"], descending=[True, False])
 
 
-def ctfidf(docs: dict[int, Sequence[str]], top_k: int) -> dict[int, list[str]]:
-    """Top `top_k` class-based TF-IDF phrases per topic, from text cleaned of code and markup
-    (cluster.phrases)."""
-    return {t: ranked.phrases for t, ranked in ctfidf_phrases(docs, top_k).items()}
+def ctfidf(
+    docs: Mapping[int, Sequence[str]], top_k: int, groups: Mapping[int, Sequence[str]] | None = None
+) -> dict[int, list[str]]:
+    """Top `top_k` class-based TF-IDF phrases per topic, from text cleaned of code and markup, each conversation
+    counted once when `groups` names the texts' conversations (cluster.phrases)."""
+    return {t: ranked.phrases for t, ranked in ctfidf_phrases(docs, top_k, groups).items()}
 
 
-def label_of(keywords: Sequence[str], topic: int) -> str:
-    """The topic's label: a phrase or name among its best three keywords, or two leading names (cluster.phrases)."""
-    return label_from(keywords, topic)
+def labels_of(keywords: Mapping[int, Sequence[str]]) -> dict[int, str]:
+    """Every topic's label: a phrase or name among its best keywords, unique across the topics (cluster.labels)."""
+    return labels_for(keywords)
 
 
 def representatives(

@@ -164,6 +164,24 @@ def open_readonly(path: Path, settings: Settings) -> Iterator[sqlite3.Connection
         conn.close()
 
 
+def nothing_yet(settings: Settings, path: Path) -> bool:
+    """`path` does not exist yet (a data dir no run has written to, and none starting): said in one line on
+    stderr, and the listing commands (`staging runs`, `failures`, `tables`, `archive stats`) answer with their
+    empty answer, exit 0: no runs, no failures is a true answer, as in a data dir whose runs are all no-ops. The
+    line names the data dir, so that a mistyped --data-dir is seen. Commands that show what a stage builds
+    (`topics`, `recall`, `report`, `staging show`) exit 1 instead and name the command that builds it."""
+    from flows.preflight import starting
+
+    if path.exists() or starting(settings.data_dir) is not None:
+        return False
+    click.echo(
+        f"nothing in {settings.data_dir} yet ({path.name} does not exist): run `chatmem run EXPORT` first, or point"
+        " --data-dir / CHATMEM_DATA_DIR at an existing data dir",
+        err=True,
+    )
+    return True
+
+
 def check_run_id(settings: Settings, run_id: str | None) -> None:
     """A --run-id that names no run is a usage error (one line, exit 2), not an empty table that looks like
     "that run wrote nothing". So is one given for a data dir that holds no runs at all (a mistyped --data-dir):
@@ -227,7 +245,7 @@ def staging_runs(app: App, limit: int, each: bool, as_json: bool) -> None:
 
     settings = app.settings()
     info = starting(settings.data_dir)  # a run between its command and its runs row (Prefect starting)
-    if info is not None and not settings.staging_path.exists():
+    if (info is not None and not settings.staging_path.exists()) or nothing_yet(settings, settings.staging_path):
         runs: list[dict[str, Any]] = []
     else:
         with open_readonly(settings.staging_path, settings) as conn:
@@ -286,7 +304,8 @@ def staging_tables(app: App, as_json: bool) -> None:
 
     settings = app.settings()
     rows: list[dict[str, Any]] = []
-    for name, path in _databases(settings):
+    empty = not settings.archive_path.exists() and nothing_yet(settings, settings.staging_path)
+    for name, path in [] if empty else _databases(settings):
         with open_readonly(path, settings) as conn:
             rows.extend({"database": name, **t} for t in inspection.list_tables(conn))
     emit(rows) if as_json else print_table(rows, ["database", "table", "type", "rows"])
@@ -332,12 +351,14 @@ def staging_failures(app: App, as_json: bool) -> None:
     from staging import inspect as inspection
 
     settings = app.settings()
-    with open_readonly(settings.staging_path, settings) as staging_conn:
-        if settings.archive_path.exists():
-            with open_readonly(settings.archive_path, settings) as archive_conn:
-                found = inspection.failures(staging_conn, archive_conn)
-        else:
-            found = inspection.failures(staging_conn)
+    found: dict[str, list[Any]] = {"runs": [], "stage_runs": [], "files": [], "quarantine": []}
+    if not nothing_yet(settings, settings.staging_path):
+        with open_readonly(settings.staging_path, settings) as staging_conn:
+            if settings.archive_path.exists():
+                with open_readonly(settings.archive_path, settings) as archive_conn:
+                    found = inspection.failures(staging_conn, archive_conn)
+            else:
+                found = inspection.failures(staging_conn)
     if as_json:
         emit(found)
         return
@@ -364,6 +385,9 @@ def archive() -> None:
     """
 
 
+EMPTY_ARCHIVE = ("sources", "conversations", "messages", "active_messages", "hidden_messages", "quarantined")
+
+
 @archive.command("stats")
 @JSON_OPTION
 @click.pass_obj
@@ -376,8 +400,11 @@ def archive_stats_cmd(app: App, as_json: bool) -> None:
     from staging.archive import archive_stats
 
     settings = app.settings()
-    with open_readonly(settings.archive_path, settings) as conn:
-        stats = archive_stats(conn)
+    if nothing_yet(settings, settings.archive_path):
+        stats = dict.fromkeys(EMPTY_ARCHIVE, 0)
+    else:
+        with open_readonly(settings.archive_path, settings) as conn:
+            stats = archive_stats(conn)
     if as_json:
         emit(stats)
         return

@@ -30,14 +30,23 @@ def progress_factory(enabled: bool, unit: str = "bytes") -> ProgressFactory | No
 
 
 def _tqdm() -> Any:
-    """tqdm (imported here: inspection commands never pay for it), with a thread lock instead of the multiprocessing
-    lock it makes by default: bars are drawn by one process, and a stage process killed on Ctrl-C would leave that
-    lock's semaphore behind ("resource_tracker: There appear to be 1 leaked semaphore objects")."""
+    """tqdm (imported here: inspection commands never pay for it), with a thread lock (`bars_lock_threads`)."""
+    from tqdm import tqdm
+
+    bars_lock_threads()
+    return tqdm
+
+
+def bars_lock_threads() -> None:
+    """Give tqdm a thread lock instead of the multiprocessing lock it makes by default, before any bar is made in
+    this process: bars are drawn by one process, and a stage process killed on Ctrl-C would leave that lock's
+    semaphore behind ("resource_tracker: There appear to be 1 leaked semaphore objects" after chatmem's own
+    line). Not only our bars make one: UMAP's layout makes a tqdm even when it shows none (umap/layouts.py), so
+    the stage process and the runner call this before a stage runs."""
     from tqdm import tqdm
 
     if not isinstance(getattr(tqdm, "_lock", None), _THREAD_LOCK_TYPE):
         tqdm.set_lock(threading.RLock())
-    return tqdm
 
 
 _THREAD_LOCK_TYPE = type(threading.RLock())

@@ -169,10 +169,12 @@ def _child(
 
         setup_logging(verbose)
     from clients.stage import declared_only
+    from flows.progress import bars_lock_threads
     from flows.registry import spec
     from staging.archive import open_archive
     from staging.ledger import open_staging
 
+    bars_lock_threads()  # a library's tqdm (UMAP's) would make a semaphore that the kill on Ctrl-C leaves behind
     stage = spec(fields["stage"])
     archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
     try:

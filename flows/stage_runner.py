@@ -161,6 +161,9 @@ def execute(
     deps: Mapping[str, Any] | None = None,
 ) -> StageResult:
     """Open the stage run, call the stage with its context (and `deps`, a test's or a benchmark's), record it."""
+    from flows.progress import bars_lock_threads
+
+    bars_lock_threads()  # UMAP's tqdm would make a semaphore that the hard way out (os._exit on Ctrl-C) leaves behind
     module = importlib.import_module(stage.entry)
     recorded = settings_sections(settings, stage)
     with stage_run(staging, stage=stage.name, run_id=run_id, fingerprint=fingerprint.digest, settings=recorded) as row:

@@ -20,6 +20,13 @@ def run(ctx: StageContext) -> Outcome:
             advance(40)
             print("bar drawn", flush=True)
             time.sleep(60)
+    if ctx.run_id == "library-bar":  # a library's own bar, shown or not (UMAP's layout makes one with disable=True)
+        from tqdm import tqdm
+
+        for _ in tqdm(range(1), disable=True):
+            pass
+        print("bar made", flush=True)
+        time.sleep(60)
     if ctx.run_id.startswith("sleep-"):
         time.sleep(float(ctx.run_id.removeprefix("sleep-")))
     return Outcome(rows_out=1, notes=[redact_text(f"the endpoint said: bad key {SECRET}")])

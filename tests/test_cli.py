@@ -278,7 +278,24 @@ def test_staging_failures_when_all_is_well(ingested: tuple[Path, dict[str, Any]]
 
 
 def test_inspection_of_an_empty_data_dir_says_so(data_dir: Path) -> None:
-    for args in (("staging", "runs"), ("staging", "tables"), ("staging", "failures"), ("archive", "stats")):
+    """The listings of a data dir with nothing yet give their empty answer, exit 0 (no runs, no failures is true),
+    with one line on stderr naming the data dir and the command that fills it; what a stage builds exits 1."""
+    empty = {
+        ("staging", "runs"): [],
+        ("staging", "tables"): [],
+        ("staging", "failures"): {"runs": [], "stage_runs": [], "files": [], "quarantine": []},
+        ("archive", "stats"): dict.fromkeys(
+            ("sources", "conversations", "messages", "active_messages", "hidden_messages", "quarantined"), 0
+        ),
+    }
+    for args, answer in empty.items():
         result = chatmem(*args, data_dir=data_dir)
-        assert result.exit_code == 1 and "nothing in" in result.stderr and "chatmem run" in result.stderr
+        assert result.exit_code == 0 and "nothing in" in result.stderr and "chatmem run" in result.stderr, args
+        assert str(data_dir) in result.stderr and result.stderr.count("\n") == 1, result.stderr
+        listed = chatmem(*args, "--json", data_dir=data_dir)
+        assert listed.exit_code == 0 and json.loads(listed.stdout) == answer, args
+    assert chatmem("staging", "failures", data_dir=data_dir).stdout.strip() == "no failures"
+    for args in (("topics",), ("staging", "show", "runs"), ("report",)):
+        result = chatmem(*args, data_dir=data_dir)
+        assert result.exit_code == 1 and "nothing in" in result.stderr, (args, result.stderr)
     assert not data_dir.exists()  # reading never creates anything

@@ -1,9 +1,11 @@
-"""Topic keywords and labels (cluster/phrases.py): phrases from cleaned prose, cased as written, no "/"."""
+"""Topic keywords and labels (cluster/phrases.py, cluster/labels.py): phrases from cleaned prose, cased as written,
+no "/", each conversation counted once, no two topics alike."""
 
 from __future__ import annotations
 
-from cluster.phrases import candidates, clean, ctfidf_phrases, label_from
-from cluster.topics import ctfidf, label_of
+from cluster.labels import label_from, labels_for
+from cluster.phrases import _lead_first, candidates, clean, ctfidf_phrases
+from cluster.topics import ctfidf, labels_of
 
 GLUE = [
     "How do I schedule AWS Glue jobs? My aws glue job fails.\n```python\ndf = glueContext.create_dynamic_frame()\n"
@@ -48,22 +50,96 @@ def test_keywords_are_phrases_from_prose_and_labels_keep_case() -> None:
     words = {w.lower() for phrase in glue + baking for w in phrase.split()}
     assert not words & {"gluecontext", "print", "dtype", "div", "nameerror", "traceback", "col", "count", "https"}
     assert not any(p.islower() and "aws" in p.lower() for p in glue)  # "AWS" keeps its case wherever it is shown
-    assert ranked[0].scores == sorted(ranked[0].scores, reverse=True)
+    assert ranked[0].scores[1:] == sorted(ranked[0].scores[1:], reverse=True)  # best first, after the lead
     for topic, phrases in ((0, glue), (1, baking)):
         assert "/" not in label_from(phrases, topic)
     assert ctfidf({0: GLUE, 1: BAKING}, 8) == {0: glue, 1: baking}
 
 
-def test_label_is_one_phrase_or_two_names() -> None:
-    """Two names sharing no word are joined with "and"; otherwise the best phrase alone; no keywords: "topic N"."""
-    assert label_from(["Hive", "Sqoop", "HDFS"], 0) == "Hive and Sqoop"
-    assert label_from(["AWS", "Amazon Web Services", "S3"], 0) == "AWS"  # one thing's two names are not two
-    assert label_from(["Amazon Web Services", "AWS"], 0) == "Amazon Web Services"
-    assert label_from(["RDD", "Resilient Distributed Dataset"], 0) == "RDD"
-    # the demo's broad topics had one common word for a label ("flavor", "character", "price")
-    assert label_from(["flavor", "recipe", "sauce"], 0) == "flavor and recipe"
-    assert label_from(["character", "story", "themes", "game"], 0) == "character and story"
-    assert label_from(["body", "strength training", "exercises"], 0) == "strength training"
-    assert label_from(["AWS Glue jobs", "AWS Glue"], 0) == "AWS Glue jobs"
-    assert label_from(["sourdough starter", "oven spring"], 0) == "sourdough starter"
-    assert label_of([], 7) == "topic 7"
+def test_label_is_the_lead_keyword_never_two_joined() -> None:
+    """The label is the first keyword, or a keyword holding the first two when they are one-word names; never two
+    keywords joined (common words, fragments of one name, one thing's two names); no keywords: "topic N"."""
+    assert label_from(["DataFrame", "Spark", "PySpark", "Spark DataFrame"], 0) == "Spark DataFrame"
+    assert label_from(["Hive", "Sqoop", "HDFS"], 0) == "Hive"
+    assert label_from(["Everia", "Chronicles", "quest"], 0) == "Everia"  # "Chronicles of Everia", cut at "of"
+    assert label_from(["Sikh", "Sikhism", "Gurdwara"], 0) == "Sikh"
+    assert label_from(["AWS", "Amazon Web Services", "S3"], 0) == "AWS"
+    assert label_from(["flavor", "recipe", "sauce"], 0) == "flavor"
+    assert label_from(["stylish", "dress", "outfit"], 0) == "stylish"
+    assert label_from(["LLM Pricing Calculator", "Presets", "Gemini"], 0) == "LLM Pricing Calculator"
+    assert labels_of({7: []}) == {7: "topic 7"}
+
+
+def test_the_lead_keyword_is_a_phrase_said_nearly_as_widely_as_the_best() -> None:
+    """A phrase or name among the best three, or a longer form of the best word, leads when about as many
+    conversations say it (5 of 6: "gift ideas"), not when few do (3 of 6: "heartfelt message")."""
+    ranked = [
+        (k, k, 0.03 - i / 1000) for i, k in enumerate(["gift", "touch", "heartfelt message", "design", "gift idea"])
+    ]
+    spread = {"gift": 6, "touch": 7, "heartfelt message": 3, "design": 4, "gift idea": 5}
+    assert [k for k, _, _ in _lead_first(ranked, spread)][:3] == ["gift idea", "gift", "touch"]
+    assert _lead_first(ranked, {**spread, "gift idea": 3}) == ranked  # too few say it: the best word stays
+    devices = [("devices", "devices", 0.03), ("battery life", "battery life", 0.02), ("phone", "phone", 0.01)]
+    assert _lead_first(devices, {"devices": 5, "battery life": 4, "phone": 4})[0][1] == "battery life"
+    assert _lead_first(devices, {"devices": 5, "battery life": 2, "phone": 4})[0][1] == "devices"
+
+
+COCKTAILS = [
+    "How do I make a classic Negroni cocktail at home?",
+    "A Negroni cocktail is equal parts gin, Campari and sweet vermouth.",
+    "What garnish suits a whiskey sour cocktail?",
+    "A whiskey sour cocktail takes lemon juice and egg white.",
+    "Which cocktail shaker should I buy for a home bar?",
+    "A Boston shaker is the usual cocktail shaker behind a bar.",
+]
+BBQ = [f"For the BBQ party, pair the brisket with a smoky BBQ sauce (step {n})." for n in range(12)]
+
+
+def test_one_long_conversation_does_not_name_a_topic_of_many() -> None:
+    """A phrase from one conversation of a topic of several (its 12 segments: "BBQ") is no keyword, and each
+    conversation counts once however many of its segments are read."""
+    texts = COCKTAILS + BBQ
+    owners = [f"c{n}" for n in range(len(COCKTAILS))] + ["bbq"] * len(BBQ)
+    other = ["The quarterly budget review is due on Friday.", "Send the budget review to finance."] * 2
+    ranked = ctfidf_phrases({0: texts, 1: other}, 8, {0: owners, 1: ["x", "y", "x", "y"]})
+    assert not {p.lower() for p in ranked[0].phrases} & {"bbq", "bbq sauce", "brisket", "bbq party"}
+    assert "cocktail" in {p.lower() for p in ranked[0].phrases}
+    assert labels_of(ctfidf({0: texts, 1: other}, 8, {0: owners, 1: ["x", "y", "x", "y"]}))[0] != "BBQ"
+    alone = ctfidf_phrases({0: BBQ, 1: other}, 8, {0: ["bbq"] * len(BBQ), 1: ["x", "y", "x", "y"]})
+    assert alone[0].phrases[0] in {"BBQ", "BBQ sauce", "BBQ party"}  # a topic of one conversation keeps its own
+
+
+def test_titles_are_no_keywords_and_names_keep_their_particle() -> None:
+    """ "Mrs" alone is never a keyword; "Los Angeles" stays whole (no "Angeles", no "Hollywood and Angeles")."""
+    travel = [
+        f"Mrs {name} asked about a trip: Mrs {name} wants Hollywood and {p}Los Angeles beaches, says Mrs {name}."
+        for name, p in (("Patel", ""), ("Chen", "the "), ("Novak", "downtown "), ("Silva", "sunny "))
+    ] + [
+        f"Mrs {name} loves Hollywood tours in Los Angeles; Mrs {name} books them early." for name in ("Okafor", "Berg")
+    ]
+    other = ["The quarterly budget review is due on Friday.", "Send the budget review to finance."] * 2
+    owners = ["a", "b", "c", "d", "e", "f"]
+    ranked = ctfidf_phrases({0: travel, 1: other}, 10, {0: owners, 1: ["x", "y", "x", "y"]})
+    shown = {p.lower() for p in ranked[0].phrases}
+    assert "los angeles" in shown and not shown & {"mrs", "angeles", "los"}
+    assert labels_of({t: r.phrases for t, r in ranked.items()})[0] not in {"Mrs", "Hollywood and Angeles"}
+    # the tuning objective's phrases are as before: the keyword rules never move a segment to another topic
+    assert "Angeles" in {surface for _, surface, _ in candidates("We flew to Los Angeles.")}
+
+
+def test_labels_are_unique_across_topics() -> None:
+    """Two topics whose best phrase is one ("SQL query", "SQL queries") get two labels: the smaller keeps its
+    next distinct phrase, or its label with a keyword that tells it apart."""
+    labels = labels_for(
+        {
+            0: ["SQL query", "joins", "indexes"],
+            1: ["SQL queries", "window functions", "ranking"],
+            2: ["SQL query"],
+            3: ["SQL query", "SQL queries", "Postgres"],
+        }
+    )
+    assert labels[0] == "SQL query" and labels[1] == "window functions" and labels[3] == "Postgres"
+    assert labels[2] == "SQL query (topic 2)"
+    assert len({label.lower() for label in labels.values()}) == 4
+    assert labels_for({0: ["SQL", "joins"], 1: ["SQL", "joins", "cron"]}) == {0: "SQL", 1: "joins"}
+    assert labels_for({0: ["SQL"], 1: ["SQL", "query"]}) == {0: "SQL", 1: "query"}

@@ -343,3 +343,20 @@ def test_a_stage_process_killed_on_ctrl_c_leaves_no_half_drawn_bar(tmp_path: Pat
     text = screen.decode("utf-8", "replace")
     assert "probe stage:" in text  # the child's bar reached the terminal
     assert text.endswith("\r\x1b[Kstopped\r\n")  # its line cleared, and no leaked semaphore's warning after
+
+
+def test_a_stage_process_killed_on_ctrl_c_leaves_no_semaphore_of_a_librarys_bar(tmp_path: Path) -> None:
+    """No terminal, no bars of ours: UMAP's layout still makes a tqdm (disabled), whose default lock is a
+    multiprocessing semaphore; the child killed on Ctrl-C must not leave it for the resource tracker to warn about
+    after the runner's own line."""
+    script = BAR_RUNNER.format(tests=str(ROOT / "tests"), root=str(ROOT), data=str(tmp_path / "data"))
+    script = script.replace('run_id="bar"', 'run_id="library-bar"').replace("progress=tqdm_bar", "progress=None")
+    runner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert runner.stdout is not None and runner.stdout.readline().strip() == "bar made"
+        runner.send_signal(signal.SIGINT)
+        _, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert err.strip() == "stopped", err

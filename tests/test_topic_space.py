@@ -161,3 +161,19 @@ def test_representatives_are_segments_the_full_model_read(tmp_path: Path, embedd
         reps = [json.loads(r[0]) for r in conn.execute("SELECT representatives FROM topics WHERE run_id = 'r1'")]
     assert reps and all(r for r in reps)
     assert {s for r in reps for s in r} <= set(model.anchors.ids)
+
+
+def test_segments_placed_into_one_topic_are_said_with_the_setting_that_reads_more() -> None:
+    """A tiny cluster.encode_max (50 read of 1,404): the placed segments crowd into one topic (64 % of them, 16 % of
+    the read ones) and the run says so, naming the setting; placed segments spread as the read ones are (three even
+    themes, 33 % each) say nothing."""
+    from cluster.stage import crowded
+
+    read = np.arange(50)
+    labels = np.concatenate([np.arange(50) % 7, np.where(np.arange(1354) < 866, 0, 1 + np.arange(1354) % 6)])
+    [note] = crowded(read, labels, 50)
+    assert "64% of the 1354 segment(s) placed" in note and "16% of the 50" in note
+    assert "CHATMEM_CLUSTER__ENCODE_MAX" in note and "cluster.encode_max=50" in note
+    even = np.arange(60) % 3
+    assert crowded(np.arange(10), even, 10) == []
+    assert crowded(np.arange(60), even, 20000) == []  # every segment read: nothing placed

@@ -1,0 +1,77 @@
+"""Topic labels from the topics' c-TF-IDF keywords (cluster/phrases.py, which puts first the keyword a person
+would file the topic under: a phrase or a name said in enough of its conversations). Pure functions.
+
+- `label_from`: one topic's label: its first keyword, or, when the first two are one-word names, a keyword
+  that holds both ("Spark DataFrame" for "DataFrame", "Spark"). Never two keywords joined: common words paired
+  name nothing ("stylish and dress"), and names joined were often a name's two fragments ("Hollywood and
+  Angeles", "Everia and Chronicles" of "Chronicles of Everia") or one thing twice ("Sikh and Sikhism").
+- `labels_for`: every topic's label, unique across the topics: topics take their labels largest first, and a
+  topic whose label an earlier one took takes its next keyword that is still free (a phrase or a name first);
+  when none is, its label with a keyword that tells it apart ("SQL query (window functions)").
+
+Incremental runs call `labels_for` over the base run's stored keywords, so a topic keeps its label.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from cluster.phrases import key_of
+
+
+def labels_for(keywords: Mapping[int, Sequence[str]]) -> dict[int, str]:
+    """Each topic's label (`keywords`: per topic, best first), no two alike (case and a plural s aside)."""
+    taken: set[str] = set()
+    labels: dict[int, str] = {}
+    for topic in sorted(keywords):
+        words = list(keywords[topic])
+        first = label_from(words, topic)
+        label = next((c for c in _choices(first, words) if _key(c) not in taken), None)
+        if label is None:
+            label = next(
+                (f"{first} ({k})" for k in words if not _shares_word(k, first) and _key(f"{first} ({k})") not in taken),
+                f"{first} (topic {topic})",
+            )
+        taken.add(_key(label))
+        labels[topic] = label
+    return labels
+
+
+def _choices(first: str, keywords: Sequence[str]) -> list[str]:
+    """The label, then the other keywords that are phrases or names, then the rest, best first in each."""
+    rest = [k for k in keywords if k != first]
+    return [first, *[k for k in rest if _specific(k)], *[k for k in rest if not _specific(k)]]
+
+
+def _key(label: str) -> str:
+    return key_of(label.split()) if label.strip() else ""
+
+
+def _shares_word(one: str, other: str) -> bool:
+    return bool({w.lower() for w in one.split()} & {w.lower() for w in re.findall(r"[\w+#.-]+", other)})
+
+
+def _specific(phrase: str) -> bool:
+    return len(phrase.split()) > 1 or _named(phrase)
+
+
+def label_from(keywords: Sequence[str], topic: int) -> str:
+    """One topic's label: its first keyword, or a keyword that holds it and the second when both are one-word
+    names (module doc); no keywords: "topic N"."""
+    if not keywords:
+        return f"topic {topic}"
+    first = keywords[0]
+    if len(keywords) > 1 and _one_name(first) and _one_name(keywords[1]):
+        pair = {first.lower(), keywords[1].lower()}
+        return next((k for k in keywords[2:] if pair <= {w.lower() for w in k.split()}), first)
+    return first
+
+
+def _one_name(phrase: str) -> bool:
+    return len(phrase.split()) == 1 and _named(phrase)
+
+
+def _named(phrase: str) -> bool:
+    """A phrase that holds a name: a capital letter away from a sentence start (shown forms are)."""
+    return any(c.isupper() for c in phrase)
