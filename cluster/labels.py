@@ -1,7 +1,8 @@
 """Topic labels from the topics' c-TF-IDF keywords (cluster/phrases.py, which puts first the keyword a person
 would file the topic under: a phrase or a name said in enough of its conversations). Pure functions.
 
-- `label_from`: one topic's label: its first keyword, or, when the first two are one-word names, a keyword
+- `label_from`: one topic's label: its first keyword that can name something (a name, or a noun phrase: never a
+  verb or an adjective alone, "elevate", "political"), or, when the first two are one-word names, a keyword
   that holds both ("Spark DataFrame" for "DataFrame", "Spark"). Never two keywords joined: common words paired
   name nothing ("stylish and dress"), and names joined were often a name's two fragments ("Hollywood and
   Angeles", "Everia and Chronicles" of "Chronicles of Everia") or one thing twice ("Sikh and Sikhism").
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from clients.parts_of_speech import can_be_noun
 from cluster.phrases import key_of
 
 
@@ -39,9 +41,21 @@ def labels_for(keywords: Mapping[int, Sequence[str]]) -> dict[int, str]:
 
 
 def _choices(first: str, keywords: Sequence[str]) -> list[str]:
-    """The label, then the other keywords that are phrases or names, then the rest, best first in each."""
+    """The label, then the other keywords that are phrases or names, then the other nouns, then the rest, best
+    first in each."""
     rest = [k for k in keywords if k != first]
-    return [first, *[k for k in rest if _specific(k)], *[k for k in rest if not _specific(k)]]
+    nouns = [k for k in rest if _nominal(k)]
+    specific = [k for k in nouns if _specific(k)]
+    return [first, *specific, *[k for k in nouns if k not in specific], *[k for k in rest if not _nominal(k)]]
+
+
+def _nominal(phrase: str) -> bool:
+    """A keyword a topic can be called: a name, or words whose last can be a noun. A label is a noun phrase: a
+    verb ("elevate") or an adjective ("political", "stylish") alone names no topic, though it may lead the
+    c-TF-IDF; a word lemminflect does not know counts as a noun (a product, a term), and so does a gerund."""
+    words = phrase.split()
+    last = words[-1].strip(".,;:!?()'\"").lower() if words else ""
+    return bool(last) and (_named(phrase) or can_be_noun(last) or last.endswith("ing"))  # "time tracking", "birding"
 
 
 def _key(label: str) -> str:
@@ -57,10 +71,11 @@ def _specific(phrase: str) -> bool:
 
 
 def label_from(keywords: Sequence[str], topic: int) -> str:
-    """One topic's label: its first keyword, or a keyword that holds it and the second when both are one-word
-    names (module doc); no keywords: "topic N"."""
+    """One topic's label: its first keyword that names something (`_nominal`), or a keyword that holds it and the
+    second when both are one-word names (module doc); no keywords: "topic N"."""
     if not keywords:
         return f"topic {topic}"
+    keywords = [k for k in keywords if _nominal(k)] or list(keywords)
     first = keywords[0]
     if len(keywords) > 1 and _one_name(first) and _one_name(keywords[1]):
         pair = {first.lower(), keywords[1].lower()}

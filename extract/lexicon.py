@@ -3,7 +3,8 @@
 All of it ships inside pip packages and loads offline (pinned in pyproject.toml):
 - `wordfreq`: Zipf frequencies (log10 of uses per billion words) for English and dozens of other languages;
   a word at Zipf 5 ("data", "table") names nothing in particular, one under 3 ("Sqoop", "Redshift") does;
-- `lemminflect`: the parts of speech an English word can take ("explain": verb only, "churn": noun or verb);
+- `lemminflect`: the parts of speech an English word can take ("explain": verb only, "churn": noun or verb;
+  clients/parts_of_speech.py, which the topic labels read too);
 - `py3langid`: the language of a message that does not read as English.
 
 A message is English when enough of its words are English function words (cheap, and right for chat, where
@@ -16,6 +17,8 @@ import re
 from collections import Counter
 from collections.abc import Container, Iterator
 from functools import lru_cache
+
+from clients.parts_of_speech import can_be_noun, lemmas, parts_of_speech  # noqa: F401 (extract reads them as lexicon.X)
 
 # The commonest English function words: a message whose words are at least 12 % these reads as English.
 _ENGLISH_FUNCTION_TEXT = (
@@ -123,38 +126,6 @@ def zipf(word: str, language: str = "en") -> float:
     if word.endswith(("+", "#")):
         return 0.0  # "c++", "c#", "f#": wordfreq drops the symbols and answers for the letter "c"
     return float(zipf_frequency(word, language, wordlist="best", minimum=0.0))
-
-
-@lru_cache(maxsize=1 << 18)
-def parts_of_speech(word: str) -> frozenset[str]:
-    """The parts of speech an English word can take (NOUN, VERB, ADJ, ADV, PROPN...); empty when unknown."""
-    from lemminflect import getAllLemmasOOV
-
-    lower = word.casefold()
-    found = _lemma_table(lower)
-    if not found and lower.isalpha():
-        return frozenset()
-    return frozenset(found) if found else frozenset(getAllLemmasOOV(lower, upos="NOUN") and {"NOUN"})
-
-
-def lemmas(word: str) -> dict[str, tuple[str, ...]]:
-    """The lemmas of an English word by part of speech ("uses": VERB use, NOUN use). Shared: do not change it."""
-    return _lemma_table(word.casefold())
-
-
-@lru_cache(maxsize=1 << 18)
-def _lemma_table(lower: str) -> dict[str, tuple[str, ...]]:
-    """lemminflect's lemmas of a lower-case word, looked up once for both questions above (its lookup deep-copies
-    what it returns: most of the cost of a word's first sight)."""
-    from lemminflect import getAllLemmas
-
-    return dict(getAllLemmas(lower))
-
-
-@lru_cache(maxsize=1 << 18)
-def can_be_noun(word: str) -> bool:
-    tags = parts_of_speech(word)
-    return not tags or "NOUN" in tags or "PROPN" in tags
 
 
 @lru_cache(maxsize=1 << 18)

@@ -65,7 +65,7 @@ def test_label_is_the_lead_keyword_never_two_joined() -> None:
     assert label_from(["Sikh", "Sikhism", "Gurdwara"], 0) == "Sikh"
     assert label_from(["AWS", "Amazon Web Services", "S3"], 0) == "AWS"
     assert label_from(["flavor", "recipe", "sauce"], 0) == "flavor"
-    assert label_from(["stylish", "dress", "outfit"], 0) == "stylish"
+    assert label_from(["stylish", "dress", "outfit"], 0) == "dress"  # an adjective alone names nothing
     assert label_from(["LLM Pricing Calculator", "Presets", "Gemini"], 0) == "LLM Pricing Calculator"
     assert labels_of({7: []}) == {7: "topic 7"}
 
@@ -143,3 +143,18 @@ def test_labels_are_unique_across_topics() -> None:
     assert len({label.lower() for label in labels.values()}) == 4
     assert labels_for({0: ["SQL", "joins"], 1: ["SQL", "joins", "cron"]}) == {0: "SQL", 1: "joins"}
     assert labels_for({0: ["SQL"], 1: ["SQL", "query"]}) == {0: "SQL", 1: "query"}
+
+
+def test_a_label_is_a_noun_phrase_never_a_verb_or_an_adjective_alone() -> None:
+    """The demo's topics were labelled "elevate" (a blazer and dress topic), "political", "cultural", "stylish":
+    words that led the c-TF-IDF but name nothing. The label is the first keyword that can: a noun (one that is
+    also a verb counts: "switch", "cat"), a phrase ending in one, or a name; none at all: the first keyword."""
+    assert label_from(["elevate", "blazer", "dress"], 0) == "blazer"
+    assert label_from(["political", "election", "vote"], 0) == "election"
+    assert label_from(["stylish", "Utility Dress"], 0) == "Utility Dress"
+    assert label_from(["switch", "mode"], 0) == "switch" and label_from(["cat", "pet"], 0) == "cat"
+    assert label_from(["cultural traditions", "festival"], 0) == "cultural traditions"
+    assert label_from(["time tracking", "Department"], 0) == "time tracking"  # a gerund heads a noun phrase
+    assert label_from(["quickly", "explain"], 0) == "quickly"  # nothing names anything: as before
+    # a topic whose free keywords are taken takes a noun before an adjective
+    assert labels_for({0: ["dress", "stylish"], 1: ["dress", "stylish", "blazer"]}) == {0: "dress", 1: "blazer"}
