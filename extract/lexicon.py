@@ -18,7 +18,10 @@ from collections import Counter
 from collections.abc import Container, Iterator
 from functools import lru_cache
 
-from clients.parts_of_speech import can_be_noun, lemmas, parts_of_speech  # noqa: F401 (extract reads them as lexicon.X)
+# re-exported: extract's modules read them as lexicon.X
+from clients.parts_of_speech import can_be_noun as can_be_noun
+from clients.parts_of_speech import lemmas as lemmas
+from clients.parts_of_speech import parts_of_speech as parts_of_speech
 
 # The commonest English function words: a message whose words are at least 12 % these reads as English.
 _ENGLISH_FUNCTION_TEXT = (
