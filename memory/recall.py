@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clients.embedders import Embedder
-from clients.shown import shown_text
+from clients.shown import THINKING_ONLY, shown_text
 from memory.answer import Answer, Piece, RequestLike, Step, to_contract
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
@@ -385,11 +385,9 @@ def _add_reply(
     words, which say what the conversation is about; and a request rarely ends in "?"). At most REPLY_SHARE of
     the budget, as a window around the query's words when longer; none when less than WINDOW_MIN_TOKENS is left,
     or the reply is chosen already. The tokens it takes."""
-    reply = int(index.next[i])
+    reply = _reply_of(index, i) if index.roles[int(index.role_code[i])] == "user" else -1
     if (
         reply < 0
-        or index.roles[int(index.role_code[i])] != "user"
-        or index.roles[int(index.role_code[reply])] != "assistant"
         or ranking.score[reply] <= 0  # out of the request's scope or time (`rank` zeroes those)
         or reply in selection.chosen
         or len(selection.chosen) >= max_pieces
@@ -404,6 +402,20 @@ def _add_reply(
         return cost
     selection.windows[reply] = share
     return share
+
+
+def _reply_of(index: MemoryIndex, i: int) -> int:
+    """The assistant's turn answering turn `i`: the next turn that shows something, past a model's notes
+    (ChatGPT's reasoning turns: "[thinking, not shown]") and tool turns, at most REPLY_STEPS turns on; -1 when a
+    person speaks first, or none is found."""
+    j = int(index.next[i])
+    for _ in range(REPLY_STEPS):
+        if j < 0 or index.roles[int(index.role_code[j])] in ("user", "other"):
+            return -1
+        if index.roles[int(index.role_code[j])] == "assistant" and shown_text(index.text(j)) != THINKING_ONLY:
+            return j
+        j = int(index.next[j])
+    return -1
 
 
 def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> list[int]:
@@ -438,6 +450,7 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings
 
 
 FIRST_WINDOW_MIN_TOKENS = 8  # the best piece comes as a window of even a tiny budget: the answer is never empty for it
+REPLY_STEPS = 6  # turns looked at for the reply to a user's turn (thoughts, a recap, a tool call and result: 4)
 REPLY_SHARE = 1 / 6  # of the budget, at most, for the reply to a user's turn the answer holds (~330 of 2,000)
 WINDOW_MIN_TOKENS = 48  # a piece too big for what is left is shown as a window of it, if at least this much is left
 

@@ -359,3 +359,28 @@ def test_facts_meet_a_relevance_floor_and_weight_zero_turns_them_off() -> None:
     off = settings.model_copy(update={"recall": config.model_copy(update={"fact_weight": 0.0})})
     silent = Memory(off, index, None).recall(RecallRequest(query="where do I live?"))
     assert silent.facts == [] and silent.fact_changes == []
+
+
+def test_the_reply_to_a_users_message_is_the_answer_past_the_models_notes_and_tool_turns() -> None:
+    """A reasoning model's ChatGPT turns come as user -> thoughts -> "Thought for 12 seconds" -> tool -> answer
+    (ingest renders the first two as closed [thinking] blocks, shown as "[thinking, not shown]"): the reply a
+    user's message brings is the answer, not a turn that shows nothing."""
+    turns = [
+        msg("spark", 0, "How do I restart the spark cluster on the master node?", day=0),
+        msg("spark", 1, "[thinking]\nThe user wants the cluster restarted.\n[/thinking]", 0, "assistant", minute=1),
+        msg("spark", 2, "[thinking]\nThought for 12 seconds\n[/thinking]", day=0, role="assistant", minute=2),
+        msg("spark", 3, "search results: cluster scripts", day=0, role="tool", minute=3),
+        msg("spark", 4, "Run stop-all.sh and then start-all.sh on the master.", day=0, role="assistant", minute=4),
+    ]
+    index, config = memory(turns)
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    result = service.recall(RecallRequest(query="restart spark cluster", budget_tokens=2000))
+    ids = [p.content_id for p in result.pieces]
+    assert ids[0] == "spark-0", ids
+    reply = result.pieces[1]
+    assert (reply.content_id, reply.reply_to) == ("spark-4", "spark-0"), [(p.content_id, p.text) for p in result.pieces]
+    # the user speaking again before any answer: no reply
+    index, config = memory([turns[0], turns[1], msg("spark", 2, "hello? restart the spark cluster", 0, minute=2)])
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    assert all(p.reply_to is None for p in service.recall(RecallRequest(query="restart spark cluster")).pieces)
+
