@@ -388,13 +388,14 @@ def _add_reply(
     reply = _reply_of(index, i) if index.roles[int(index.role_code[i])] == "user" else -1
     if (
         reply < 0
+        or int(index.head[reply]) != reply  # merged into an earlier turn's node: shown there, whole, if at all
         or ranking.score[reply] <= 0  # out of the request's scope or time (`rank` zeroes those)
         or reply in selection.chosen
         or len(selection.chosen) >= max_pieces
         or left < WINDOW_MIN_TOKENS
     ):
         return 0
-    cost = int(index.tokens[reply])
+    cost = int(index.tokens[index.group[reply]].sum()) if reply in index.group else int(index.tokens[reply])
     share = min(left, max(int(budget * REPLY_SHARE), WINDOW_MIN_TOKENS))
     selection.chosen.append(reply)
     selection.replies[reply] = i

@@ -384,3 +384,28 @@ def test_the_reply_to_a_users_message_is_the_answer_past_the_models_notes_and_to
     service = Memory(Settings().model_copy(update={"recall": config}), index, None)
     assert all(p.reply_to is None for p in service.recall(RecallRequest(query="restart spark cluster")).pieces)
 
+
+
+def test_a_reply_merged_with_a_repeat_of_it_is_shown_once_and_within_its_share() -> None:
+    """The assistant gave the same answer twice on one day (one merged node, its first original the head): each
+    question's reply is that node, shown once, and a reply never takes more than its share of the budget (the
+    group's originals are all shown, so all are counted)."""
+    answer = (
+        "Run stop-all.sh and then start-all.sh on the master node to restart the whole spark cluster now; the"
+        " workers rejoin by themselves once the master is back."
+    )
+    turns = [
+        msg("spark", 0, "How do I restart the spark cluster?", day=0),
+        msg("spark", 1, answer, day=0, role="assistant", minute=1),
+        msg("spark", 2, "The spark cluster hangs, restart it how?", day=0, minute=2),
+        msg("spark", 3, answer, day=0, role="assistant", minute=3),
+    ]
+    index, config = memory(turns)
+    assert index.group, "the builder merged the two answers"
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    result = service.recall(RecallRequest(query="restart spark cluster", budget_tokens=300))
+    shown = [m for p in result.pieces for m in p.message_ids]
+    assert len(shown) == len(set(shown)), [(p.content_id, p.message_ids) for p in result.pieces]
+    for piece in result.pieces:
+        if piece.reply_to is not None:
+            assert piece.tokens <= max(300 // 6, 48), (piece.content_id, piece.tokens)
