@@ -348,7 +348,8 @@ def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> 
     """The best pieces within the budget, best first. A piece too big for what is left is never silently dropped:
     with at least WINDOW_MIN_TOKENS left it comes as a window around the query's words (of what is left, at most
     half the budget while others may follow; the first piece whatever is left), else it is left out, said so
-    (`skipped`), and the answer ends there: a smaller piece further down would fill the budget with worse ones."""
+    (`skipped`), and the answer ends there: a smaller piece further down would fill the budget with worse ones.
+    A turn showing nothing but a model's notes is no piece."""
     selection = Selection([], {}, [])
     chosen, windows, skipped = selection.chosen, selection.windows, selection.skipped
     used = 0
@@ -357,6 +358,8 @@ def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> 
             break
         if i in selection.replies:
             continue  # shown already, after the question it answers
+        if shown_text(index.text(i)) == THINKING_ONLY:
+            continue  # a model's notes only (a ChatGPT reasoning turn): nothing to show
         cost = int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
         left = budget - used
         if cost > left:

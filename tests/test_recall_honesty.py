@@ -409,3 +409,23 @@ def test_a_reply_merged_with_a_repeat_of_it_is_shown_once_and_within_its_share()
     for piece in result.pieces:
         if piece.reply_to is not None:
             assert piece.tokens <= max(300 // 6, 48), (piece.content_id, piece.tokens)
+
+
+def test_a_turn_that_shows_nothing_but_the_models_notes_is_no_piece() -> None:
+    """ChatGPT's reasoning turns show "[thinking, not shown]" (clients/shown.py): as pieces they took a place of
+    max_pieces to say nothing, and in conversation order stood between a question and its reply ("the reply to
+    the message above")."""
+    turns = [
+        msg("spark", 0, "How do I restart the spark cluster on the master node?", day=0),
+        msg("spark", 1, "[thinking]\nThe user wants the cluster restarted.\n[/thinking]", 0, "assistant", minute=1),
+        msg("spark", 2, "[thinking]\nThought for 12 seconds\n[/thinking]", day=0, role="assistant", minute=2),
+        msg("spark", 3, "Run stop-all.sh and then start-all.sh on the master.", day=0, role="assistant", minute=3),
+        msg("spark", 4, "Thanks, the spark cluster is back", day=0, minute=4),
+    ]
+    index, config = memory(turns)
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    for order in ("relevance", "time"):
+        result = service.recall(RecallRequest(query="restart spark cluster", budget_tokens=2000, order=order))
+        ids = [p.content_id for p in result.pieces]
+        assert "spark-1" not in ids and "spark-2" not in ids, (order, ids)
+        assert ids.index("spark-3") == ids.index("spark-0") + 1, (order, ids)
