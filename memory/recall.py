@@ -470,8 +470,15 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
             conversation = int(index.conversation[i])
             t = float(index.times[i]) if np.isfinite(index.times[i]) else float("inf")
             first_time[conversation] = min(first_time.get(conversation, float("inf")), t)
+        # a reply right after its message, as in relevance order: not after a tool turn between them
+        asked = selection.replies
         chosen.sort(
-            key=lambda i: (first_time[int(index.conversation[i])], int(index.conversation[i]), int(index.seq[i]))
+            key=lambda i: (
+                first_time[int(index.conversation[i])],
+                int(index.conversation[i]),
+                int(index.seq[asked.get(i, i)]),
+                i in asked,
+            )
         )
     allowed = candidate_mask(index, request, _utc(request.at).timestamp() if request.at is not None else None)
     keys = key_terms(index, request.query)

@@ -429,3 +429,21 @@ def test_a_turn_that_shows_nothing_but_the_models_notes_is_no_piece() -> None:
         ids = [p.content_id for p in result.pieces]
         assert "spark-1" not in ids and "spark-2" not in ids, (order, ids)
         assert ids.index("spark-3") == ids.index("spark-0") + 1, (order, ids)
+
+
+def test_in_conversation_order_a_reply_still_comes_right_after_its_message() -> None:
+    """`--order time` sorted the pieces by their place in the conversation: a tool turn between a question and the
+    answer it brings (ChatGPT's browsing: user -> tool -> assistant) stood between them, and the CLI's "the reply
+    to the message above" named the tool's output."""
+    turns = [
+        msg("spark", 0, "How do I restart the spark cluster on the master node?", day=0),
+        msg("spark", 1, "search results: restart spark cluster scripts", day=0, role="tool", minute=1),
+        msg("spark", 2, "Run stop-all.sh and then start-all.sh on the master.", day=0, role="assistant", minute=2),
+    ]
+    index, config = memory(turns)
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    for order in ("relevance", "time"):
+        pieces = service.recall(RecallRequest(query="restart spark cluster", order=order)).pieces
+        ids = [p.content_id for p in pieces]
+        assert "spark-1" in ids and pieces[ids.index("spark-2")].reply_to == "spark-0", (order, ids)
+        assert ids.index("spark-2") == ids.index("spark-0") + 1, (order, ids)
