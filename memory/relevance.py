@@ -8,6 +8,7 @@ weak reason names the key terms no piece holds. A piece too big for the budget i
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,8 +132,18 @@ def window(text: str, keys: KeyTerms, tokens: int, words: set[str] | None = None
     holding = _holding(distinct_words(text) if words is None else words, keys)
     # (character offset, query term) of each word of the text holding one, found by one regular expression over
     # the text: a 50 MB paste has millions of words, and a Python loop over them took half a minute per recall
-    spots = [(m.start(), k) for m in _spotter(holding).finditer(text.lower()) for k in holding.get(m.group(0), ())]
+    low = text.lower()
+    spots = [(m.start(), k) for m in _spotter(holding).finditer(low) for k in holding.get(m.group(0), ())]
+    if len(low) != len(text):
+        spots = _in_text(text, spots)
     return excerpt(text, spots, room, lambda held: sum(keys.idf[k] for k in held), tail=12, snap=40)
+
+
+def _in_text(text: str, spots: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spots' places in `text.lower()` -> in `text`: "İ", the one character that lower-cases to two ("i" and a
+    combining dot), puts every word after it one place further on."""
+    dotted = [at + n for n, at in enumerate(m.start() for m in re.finditer("İ", text))]  # places in the lower-cased
+    return [(at - bisect_left(dotted, at), k) for at, k in spots]
 
 
 def _holding(words: set[str], keys: KeyTerms) -> dict[str, list[int]]:

@@ -468,3 +468,13 @@ def test_a_windows_cost_does_not_grow_with_how_many_distinct_words_hold_the_quer
         spent.append(time.process_time() - started)
         assert cut.startswith("user") and "port" in cut and len(cut) <= 4 * 100
     assert spent[1] < 4 * spent[0] + 0.05, spent
+
+
+def test_a_window_of_a_turkish_text_stands_around_the_querys_words() -> None:
+    """ "İ" is the one character that lower-cases to two ("i" and a combining dot): a window read its words' places
+    in the lower-cased text, one character further on per "İ" before them, and a Turkish text's window stood
+    hundreds of characters past the query's words."""
+    text = "İzmir ve İstanbul İçin İyi bir gün. " * 40 + "Lisbon tram trip was lovely. " + "Sonra eve döndük. " * 40
+    keys = KeyTerms(["lisbon", "tram", "trip"], np.ones(3), ["lisbon", "tram", "trip"])
+    cut = window(text, keys, 20)
+    assert "Lisbon tram trip" in cut, cut
