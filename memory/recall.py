@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clients.embedders import Embedder
-from clients.shown import shown_text
+from clients.shown import THINKING_ONLY, shown_text
 from memory.answer import Answer, Piece, RequestLike, Step, to_contract
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
@@ -348,7 +348,8 @@ def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> 
     """The best pieces within the budget, best first. A piece too big for what is left is never silently dropped:
     with at least WINDOW_MIN_TOKENS left it comes as a window around the query's words (of what is left, at most
     half the budget while others may follow; the first piece whatever is left), else it is left out, said so
-    (`skipped`), and the answer ends there: a smaller piece further down would fill the budget with worse ones."""
+    (`skipped`), and the answer ends there: a smaller piece further down would fill the budget with worse ones.
+    A turn showing nothing but a model's notes is no piece."""
     selection = Selection([], {}, [])
     chosen, windows, skipped = selection.chosen, selection.windows, selection.skipped
     used = 0
@@ -357,6 +358,8 @@ def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> 
             break
         if i in selection.replies:
             continue  # shown already, after the question it answers
+        if shown_text(index.text(i)) == THINKING_ONLY:
+            continue  # a model's notes only (a ChatGPT reasoning turn): nothing to show
         cost = int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
         left = budget - used
         if cost > left:
@@ -385,18 +388,17 @@ def _add_reply(
     words, which say what the conversation is about; and a request rarely ends in "?"). At most REPLY_SHARE of
     the budget, as a window around the query's words when longer; none when less than WINDOW_MIN_TOKENS is left,
     or the reply is chosen already. The tokens it takes."""
-    reply = int(index.next[i])
+    reply = _reply_of(index, i) if index.roles[int(index.role_code[i])] == "user" else -1
     if (
         reply < 0
-        or index.roles[int(index.role_code[i])] != "user"
-        or index.roles[int(index.role_code[reply])] != "assistant"
+        or int(index.head[reply]) != reply  # merged into an earlier turn's node: shown there, whole, if at all
         or ranking.score[reply] <= 0  # out of the request's scope or time (`rank` zeroes those)
         or reply in selection.chosen
         or len(selection.chosen) >= max_pieces
         or left < WINDOW_MIN_TOKENS
     ):
         return 0
-    cost = int(index.tokens[reply])
+    cost = int(index.tokens[index.group[reply]].sum()) if reply in index.group else int(index.tokens[reply])
     share = min(left, max(int(budget * REPLY_SHARE), WINDOW_MIN_TOKENS))
     selection.chosen.append(reply)
     selection.replies[reply] = i
@@ -404,6 +406,20 @@ def _add_reply(
         return cost
     selection.windows[reply] = share
     return share
+
+
+def _reply_of(index: MemoryIndex, i: int) -> int:
+    """The assistant's turn answering turn `i`: the next turn that shows something, past a model's notes
+    (ChatGPT's reasoning turns: "[thinking, not shown]") and tool turns, at most REPLY_STEPS turns on; -1 when a
+    person speaks first, or none is found."""
+    j = int(index.next[i])
+    for _ in range(REPLY_STEPS):
+        if j < 0 or index.roles[int(index.role_code[j])] in ("user", "other"):
+            return -1
+        if index.roles[int(index.role_code[j])] == "assistant" and shown_text(index.text(j)) != THINKING_ONLY:
+            return j
+        j = int(index.next[j])
+    return -1
 
 
 def select(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> list[int]:
@@ -438,6 +454,7 @@ def _path(index: MemoryIndex, ranking: Ranking, i: int, settings: RecallSettings
 
 
 FIRST_WINDOW_MIN_TOKENS = 8  # the best piece comes as a window of even a tiny budget: the answer is never empty for it
+REPLY_STEPS = 6  # turns looked at for the reply to a user's turn (thoughts, a recap, a tool call and result: 4)
 REPLY_SHARE = 1 / 6  # of the budget, at most, for the reply to a user's turn the answer holds (~330 of 2,000)
 WINDOW_MIN_TOKENS = 48  # a piece too big for what is left is shown as a window of it, if at least this much is left
 
@@ -453,8 +470,15 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
             conversation = int(index.conversation[i])
             t = float(index.times[i]) if np.isfinite(index.times[i]) else float("inf")
             first_time[conversation] = min(first_time.get(conversation, float("inf")), t)
+        # a reply right after its message, as in relevance order: not after a tool turn between them
+        asked = selection.replies
         chosen.sort(
-            key=lambda i: (first_time[int(index.conversation[i])], int(index.conversation[i]), int(index.seq[i]))
+            key=lambda i: (
+                first_time[int(index.conversation[i])],
+                int(index.conversation[i]),
+                int(index.seq[asked.get(i, i)]),
+                i in asked,
+            )
         )
     allowed = candidate_mask(index, request, _utc(request.at).timestamp() if request.at is not None else None)
     keys = key_terms(index, request.query)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import random
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from memory_support import T0, memory, msg
 from test_recall_facts import record
@@ -18,7 +20,7 @@ from test_recall_facts import record
 from contracts.memory import RecallRequest, RecallScope
 from contracts.settings import Settings
 from memory.graph import EvidenceInput, MessageInput
-from memory.relevance import _WORDS, _spotter
+from memory.relevance import _WORDS, KeyTerms, _spotter, window
 from memory.service import Memory
 from memory.text import estimate_tokens, excerpt
 
@@ -294,7 +296,8 @@ def test_a_windows_word_spots_are_the_words_the_tokenizer_reads() -> None:
         words = [(m.start(), m.group(0)) for m in _WORDS.finditer(text)]
         chosen = {w for _, w in words if rng.random() < 0.5}
         want = [(at, w) for at, w in words if w in chosen]
-        got = [(m.start(), m.group(0)) for m in _spotter({w: [0] for w in chosen}).finditer(text)]
+        found = _spotter({w: [0] for w in chosen}).finditer(text)  # words starting as a chosen one: those kept
+        got = [(m.start(), m.group(0)) for m in found if m.group(0) in chosen]
         assert set(got) <= set(want), text
         if chains.search(text) is None:
             assert got == want, text
@@ -359,3 +362,119 @@ def test_facts_meet_a_relevance_floor_and_weight_zero_turns_them_off() -> None:
     off = settings.model_copy(update={"recall": config.model_copy(update={"fact_weight": 0.0})})
     silent = Memory(off, index, None).recall(RecallRequest(query="where do I live?"))
     assert silent.facts == [] and silent.fact_changes == []
+
+
+def test_the_reply_to_a_users_message_is_the_answer_past_the_models_notes_and_tool_turns() -> None:
+    """A reasoning model's ChatGPT turns come as user -> thoughts -> "Thought for 12 seconds" -> tool -> answer
+    (ingest renders the first two as closed [thinking] blocks, shown as "[thinking, not shown]"): the reply a
+    user's message brings is the answer, not a turn that shows nothing."""
+    turns = [
+        msg("spark", 0, "How do I restart the spark cluster on the master node?", day=0),
+        msg("spark", 1, "[thinking]\nThe user wants the cluster restarted.\n[/thinking]", 0, "assistant", minute=1),
+        msg("spark", 2, "[thinking]\nThought for 12 seconds\n[/thinking]", day=0, role="assistant", minute=2),
+        msg("spark", 3, "search results: cluster scripts", day=0, role="tool", minute=3),
+        msg("spark", 4, "Run stop-all.sh and then start-all.sh on the master.", day=0, role="assistant", minute=4),
+    ]
+    index, config = memory(turns)
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    result = service.recall(RecallRequest(query="restart spark cluster", budget_tokens=2000))
+    ids = [p.content_id for p in result.pieces]
+    assert ids[0] == "spark-0", ids
+    reply = result.pieces[1]
+    assert (reply.content_id, reply.reply_to) == ("spark-4", "spark-0"), [(p.content_id, p.text) for p in result.pieces]
+    # the user speaking again before any answer: no reply
+    index, config = memory([turns[0], turns[1], msg("spark", 2, "hello? restart the spark cluster", 0, minute=2)])
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    assert all(p.reply_to is None for p in service.recall(RecallRequest(query="restart spark cluster")).pieces)
+
+
+def test_a_reply_merged_with_a_repeat_of_it_is_shown_once_and_within_its_share() -> None:
+    """The assistant gave the same answer twice on one day (one merged node, its first original the head): each
+    question's reply is that node, shown once, and a reply never takes more than its share of the budget (the
+    group's originals are all shown, so all are counted)."""
+    answer = (
+        "Run stop-all.sh and then start-all.sh on the master node to restart the whole spark cluster now; the"
+        " workers rejoin by themselves once the master is back."
+    )
+    turns = [
+        msg("spark", 0, "How do I restart the spark cluster?", day=0),
+        msg("spark", 1, answer, day=0, role="assistant", minute=1),
+        msg("spark", 2, "The spark cluster hangs, restart it how?", day=0, minute=2),
+        msg("spark", 3, answer, day=0, role="assistant", minute=3),
+    ]
+    index, config = memory(turns)
+    assert index.group, "the builder merged the two answers"
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    result = service.recall(RecallRequest(query="restart spark cluster", budget_tokens=300))
+    shown = [m for p in result.pieces for m in p.message_ids]
+    assert len(shown) == len(set(shown)), [(p.content_id, p.message_ids) for p in result.pieces]
+    for piece in result.pieces:
+        if piece.reply_to is not None:
+            assert piece.tokens <= max(300 // 6, 48), (piece.content_id, piece.tokens)
+
+
+def test_a_turn_that_shows_nothing_but_the_models_notes_is_no_piece() -> None:
+    """ChatGPT's reasoning turns show "[thinking, not shown]" (clients/shown.py): as pieces they took a place of
+    max_pieces to say nothing, and in conversation order stood between a question and its reply ("the reply to
+    the message above")."""
+    turns = [
+        msg("spark", 0, "How do I restart the spark cluster on the master node?", day=0),
+        msg("spark", 1, "[thinking]\nThe user wants the cluster restarted.\n[/thinking]", 0, "assistant", minute=1),
+        msg("spark", 2, "[thinking]\nThought for 12 seconds\n[/thinking]", day=0, role="assistant", minute=2),
+        msg("spark", 3, "Run stop-all.sh and then start-all.sh on the master.", day=0, role="assistant", minute=3),
+        msg("spark", 4, "Thanks, the spark cluster is back", day=0, minute=4),
+    ]
+    index, config = memory(turns)
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    for order in ("relevance", "time"):
+        result = service.recall(RecallRequest(query="restart spark cluster", budget_tokens=2000, order=order))
+        ids = [p.content_id for p in result.pieces]
+        assert "spark-1" not in ids and "spark-2" not in ids, (order, ids)
+        assert ids.index("spark-3") == ids.index("spark-0") + 1, (order, ids)
+
+
+def test_in_conversation_order_a_reply_still_comes_right_after_its_message() -> None:
+    """`--order time` sorted the pieces by their place in the conversation: a tool turn between a question and the
+    answer it brings (ChatGPT's browsing: user -> tool -> assistant) stood between them, and the CLI's "the reply
+    to the message above" named the tool's output."""
+    turns = [
+        msg("spark", 0, "How do I restart the spark cluster on the master node?", day=0),
+        msg("spark", 1, "search results: restart spark cluster scripts", day=0, role="tool", minute=1),
+        msg("spark", 2, "Run stop-all.sh and then start-all.sh on the master.", day=0, role="assistant", minute=2),
+    ]
+    index, config = memory(turns)
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    for order in ("relevance", "time"):
+        pieces = service.recall(RecallRequest(query="restart spark cluster", order=order)).pieces
+        ids = [p.content_id for p in pieces]
+        assert "spark-1" in ids and pieces[ids.index("spark-2")].reply_to == "spark-0", (order, ids)
+        assert ids.index("spark-2") == ids.index("spark-0") + 1, (order, ids)
+
+
+def test_a_windows_cost_does_not_grow_with_how_many_distinct_words_hold_the_query() -> None:
+    """A log pasted whole says "user17", "user942", "port8080": thousands of distinct words near the query's
+    "user" and "port". The window's one regular expression alternated them all, tried at every word of the text
+    (a 1.5 MB log: 3 CPU-s, 15x the Python loop it replaced; a 50 MB one over a minute per recall): it costs
+    about what a text whose few distinct words hold the query costs."""
+    rng = random.Random(5)
+    line = "user{} logged in from port{} at once; "
+    many = "".join(line.format(rng.randint(0, 999), rng.randint(0, 999)) for _ in range(12_000))
+    few = "".join(line.format(rng.randint(0, 3), rng.randint(0, 3)) for _ in range(12_000))
+    keys = KeyTerms(["login", "port", "user"], np.ones(3), ["login", "port", "user"])
+    spent = []
+    for text in (few, many):
+        started = time.process_time()
+        cut = window(text, keys, 100)
+        spent.append(time.process_time() - started)
+        assert cut.startswith("user") and "port" in cut and len(cut) <= 4 * 100
+    assert spent[1] < 4 * spent[0] + 0.05, spent
+
+
+def test_a_window_of_a_turkish_text_stands_around_the_querys_words() -> None:
+    """ "İ" is the one character that lower-cases to two ("i" and a combining dot): a window read its words' places
+    in the lower-cased text, one character further on per "İ" before them, and a Turkish text's window stood
+    hundreds of characters past the query's words."""
+    text = "İzmir ve İstanbul İçin İyi bir gün. " * 40 + "Lisbon tram trip was lovely. " + "Sonra eve döndük. " * 40
+    keys = KeyTerms(["lisbon", "tram", "trip"], np.ones(3), ["lisbon", "tram", "trip"])
+    cut = window(text, keys, 20)
+    assert "Lisbon tram trip" in cut, cut
