@@ -67,3 +67,16 @@ def test_label_is_one_phrase_or_two_names() -> None:
     assert label_from(["AWS Glue jobs", "AWS Glue"], 0) == "AWS Glue jobs"
     assert label_from(["sourdough starter", "oven spring"], 0) == "sourdough starter"
     assert label_of([], 7) == "topic 7"
+
+
+def test_a_unit_glued_to_a_number_is_no_keyword_nor_a_models_notes() -> None:
+    """ "5,000mAh", "16GB", "1st" give no word; names with digits of their own stay ("EC2", "GPT-4o"); a reply's
+    <antThinking> notes and an artifact's code give no phrase (the prose cleaner masks them)."""
+    text = (
+        "<antThinking>Kubernetes operators</antThinking>An Anker power bank of 5,000mAh, 16GB of RAM on the 1st EC2 "
+        'box, GPT-4o.\n<antArtifact identifier="w" type="application/vnd.ant.react" title="Charge Widget">\n'
+        "export default function Zustand() {}\n</antArtifact>"
+    )
+    keys = {key for key, _, _ in candidates(text)}
+    assert {"anker power bank", "ec2", "gpt-4o", "ram", "charge widget"} <= keys
+    assert not {k for k in keys if k.split()[0] in {"mah", "ah", "gb", "st", "kubernete", "zustand"}}
