@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from clients.shown import read_text
 from cluster import topics as fit_topics
 from cluster.label_counts import LabelCounts
 from cluster.objective import PhraseSample
@@ -76,7 +77,7 @@ def name_topics(
     """Replace keyword labels with the LLM's names where it gives one (cached per topic_uid)."""
     from cluster.labels_llm import llm_labels  # the OpenAI SDK: only a run with an endpoint pays its import
 
-    texts = segment_texts(archive, members, [r for t in topic_rows for r in t["representatives"]])
+    texts = segment_texts(archive, members, [r for t in topic_rows for r in t["representatives"]], shown=True)
     snippets = {t["topic"]: [texts.get(r, "") for r in t["representatives"]] for t in topic_rows}
     names = llm_labels(staging, llm, topic_rows, snippets, counts, on_call=recorder(staging, run_id))
     for row in topic_rows:
@@ -104,13 +105,17 @@ def phrase_sample(
 
 
 def segment_texts(
-    archive: sqlite3.Connection, members: dict[str, tuple[str, ...]], segment_ids: list[str]
+    archive: sqlite3.Connection, members: dict[str, tuple[str, ...]], segment_ids: list[str], *, shown: bool = False
 ) -> dict[str, str]:
-    """The text of each wanted segment (its messages joined), read 2,000 segments at a time."""
+    """The text of each wanted segment (its messages joined), read 2,000 segments at a time: the archive's, which
+    the phrases' prose cleaner masks in place (cluster/phrases.py), or with `shown` each message as a reader is
+    shown it (clients/shown.py: the excerpts an LLM names a topic from open with what was said, not a model's
+    notes)."""
     texts: dict[str, str] = {}
     for start in range(0, len(segment_ids), 2000):
         chunk = segment_ids[start : start + 2000]
         rows = segment_store.messages_by_id(archive, [m for s in chunk for m in members.get(s, ())])
         for s in chunk:
-            texts[s] = "\n".join(str(rows[m]["text"]) for m in members.get(s, ()) if m in rows)
+            found = (str(rows[m]["text"]) for m in members.get(s, ()) if m in rows)
+            texts[s] = "\n".join(t for t in map(read_text, found) if t) if shown else "\n".join(found)
     return texts

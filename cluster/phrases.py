@@ -36,8 +36,9 @@ from functools import lru_cache
 
 from clients.prose import prose
 
-# A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI").
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[.'+#-][A-Za-z0-9]+)*(?:\+\+|#)?")
+# A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI"); never
+# letters glued after a digit, a number's unit ("mAh" of "5,000mAh", "GB" of "16GB", "px", "st" of "1st").
+_WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z][A-Za-z0-9]*(?:[.'+#-][A-Za-z0-9]+)*(?:\+\+|#)?")
 _SPLIT = re.compile(r"[.!?;:,()\[\]{}\"“”…|/\\=<>]|\s-\s|\s–\s|\s—\s|\n")
 
 # sklearn's English stop words, plus verbs, vague nouns and adjectives that make a phrase no one would file

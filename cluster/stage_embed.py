@@ -2,8 +2,10 @@
 vectors are the embed_concepts stage's, cluster/stage_embed_concepts.py, which runs once the concepts exist).
 
 The steps (the runner, flows/stage_runner.py, keeps the ledger): read the current segments not yet embedded
-from their present content (staging.db `embedded_segments`: a re-run with a small new dump reads only the new
-or changed segments) and their messages' texts (archive.db) a chunk at a time; embed what the cache does not
+from their present content (staging.db `embedded_segments`, under `mark_key`: a re-run with a small new dump reads
+only the new or changed segments) and their messages' texts (archive.db) a chunk at a time, each as a reader is
+shown it (`clients.shown.read_text`: no model's notes, an artifact by its title and its code cut, a tool's result
+on one line: a segment's vector is of what the conversation says); embed what the cache does not
 have (`clients.embed_cache.embed_cached`: keyed by the text's sha256 and the model, so a re-run embeds nothing
 unchanged) and derive each segment's vector from its messages'; check every vector is finite; write vectors
 and item rows in batches (idempotent upserts), then mark the chunk's segments embedded (a run killed before
@@ -31,6 +33,7 @@ from clients.embed_cache import (
 )
 from clients.embedders import Embedder, build_embedder
 from clients.progress import ProgressFactory
+from clients.shown import read_text
 from clients.stage import Outcome, StageContext
 from contracts.settings import Settings
 from staging import embeddings as store
@@ -41,6 +44,14 @@ log = logging.getLogger(__name__)
 STAGE = "embed"
 CHUNK_MESSAGES = 20000  # messages read, embedded and written per round: memory stays bounded at any size
 AHEAD = 1  # chunks handed to worker processes before the one being written (none in-process)
+# Raise when what a message is read as changes: every segment is then embedded once more (texts met before come
+# from the cache). 2: as a reader is shown it (clients/shown.py read_text), not the archive's raw text.
+TEXT_VERSION = 2
+
+
+def mark_key(embedder: Embedder) -> str:
+    """What `embedded_segments` records a segment under: the model and how its messages were read."""
+    return f"{embedder.key}|text-v{TEXT_VERSION}"
 
 
 def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
@@ -66,7 +77,7 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
         nonlocal todo
         chunk: list[segment_store.SegmentRow] = []
         size = 0
-        for segment in segment_store.iter_current_segments(staging, unless_embedded_under=embedder.key):
+        for segment in segment_store.iter_current_segments(staging, unless_embedded_under=mark_key(embedder)):
             todo += 1
             chunk.append(segment)
             size += len(segment.message_ids)
@@ -124,10 +135,10 @@ def _start(
     map_batches: MapBatches,
     in_flight: set[str],
 ) -> _Chunk:
-    """Read a chunk's message texts and start embedding those the cache does not have."""
+    """Read a chunk's message texts (as shown) and start embedding those the cache does not have."""
     ids = [m for s in segments for m in s.message_ids]
     rows = segment_store.messages_by_id(archive, ids)
-    texts = {m: str(rows[m]["text"]) if m in rows else "" for m in ids}
+    texts = {m: read_text(str(rows[m]["text"])) if m in rows else "" for m in ids}
     unique = list(dict.fromkeys(ids))
     embedding = start_embedding(
         staging,
@@ -177,7 +188,7 @@ def _finish(
     counts.written += store.put_vectors(staging, embedder.key, run_id, list(dict(derived).items()))
     changed_segments = store.put_items(staging, "segment", embedder.key, run_id, segment_rows)
     segment_ids = [(s.segment_id, s.content_hash) for s in work.segments]
-    store.mark_segments_embedded(staging, embedder.key, run_id, segment_ids)
+    store.mark_segments_embedded(staging, mark_key(embedder), run_id, segment_ids)
     return changed_messages, changed_segments
 
 

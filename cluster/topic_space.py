@@ -11,8 +11,9 @@ over each segment's title and opening reaches 0.77 / 0.67 at best and the object
   a seeded hash of the id (so a segment chosen once stays chosen until a newcomer outranks it, and a re-fit
   re-encodes only the newcomers);
   each is read as its conversation's title and its opening (`topic_text`: the model keeps its first
-  `embed.max_tokens` word pieces), by `cluster.encoder`, through the embedding cache (staging.db, keyed by the
-  text's hash and the model: a re-run embeds nothing again);
+  `embed.max_tokens` word pieces), each message as a reader is shown it (`clients.shown.read_text`: a reply's
+  opening is what it says, not a model's notes or an artifact's markup), by `cluster.encoder`, through the
+  embedding cache (staging.db, keyed by the text's hash and the model: a re-run embeds nothing again);
 - every other segment, and every concept, gets the weighted mean of the full-model vectors of its
   `NEIGHBOURS` nearest anchors by their static vectors (`place`): the static model is good at "which
   segments are near this one", poor at "which of them form a topic". The tuning and the final fit see anchors
@@ -36,6 +37,7 @@ import numpy as np
 from clients.embed_cache import EmbedCounts, embed_cached
 from clients.embedders import Embedder, build_embedder, embedder_key
 from clients.progress import ProgressFactory
+from clients.shown import read_text
 from contracts.settings import Settings
 from staging import embeddings as vectors
 from staging import segments as segment_store
@@ -89,6 +91,8 @@ def topic_text(title: str | None, texts: Sequence[str]) -> str:
     """What the full model reads of a segment: its conversation's title (unless a placeholder) and its opening."""
     body = ""
     for text in texts:
+        if not text:
+            continue
         body = f"{body}\n{text}" if body else text
         if len(body) >= OPENING_CHARS:
             break
@@ -99,7 +103,7 @@ def topic_text(title: str | None, texts: Sequence[str]) -> str:
 def topic_texts(
     archive: sqlite3.Connection, members: Mapping[str, Sequence[str]], segment_ids: Sequence[str]
 ) -> list[str]:
-    """`topic_text` of each segment, read from archive.db (the source of truth)."""
+    """`topic_text` of each segment, read from archive.db (the source of truth), its messages as shown."""
     out: list[str] = []
     for start in range(0, len(segment_ids), 500):
         batch = segment_ids[start : start + 500]
@@ -107,7 +111,7 @@ def topic_texts(
         for segment_id in batch:
             found = [rows[m] for m in members.get(segment_id, ()) if m in rows]
             title = str(found[0]["title"] or "") if found else ""
-            out.append(topic_text(title, [str(row["text"] or "") for row in found]))
+            out.append(topic_text(title, [read_text(str(row["text"] or "")) for row in found]))
     return out
 
 

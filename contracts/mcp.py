@@ -21,7 +21,7 @@ from contracts.base import StrictBase
 from contracts.concepts import ConceptState, ConceptType
 from contracts.memory import PLAIN_DATE_END, PLAIN_DATE_START, EndTime, StartTime
 
-MCP_SCHEMA_VERSION = 3
+MCP_SCHEMA_VERSION = 4
 
 # ---------------------------------------------------------------- search_concepts
 
@@ -103,6 +103,12 @@ class ConversationRequest(StrictBase):
         default=0, ge=0, description="Without around_message_id: messages of the path to skip (for paging)."
     )
     limit: int = Field(default=50, ge=1, le=500, description="Most messages returned.")
+    raw: bool = Field(
+        default=False,
+        description="false: each message as recall shows it (a model's private notes left out, an artifact by its "
+        "title with its code cut, a long code block cut, a tool's result on one line); true: as stored in the "
+        "archive, markup, notes and whole code included.",
+    )
 
 
 class ConversationMessage(StrictBase):
@@ -114,8 +120,8 @@ class ConversationMessage(StrictBase):
     author: str | None = Field(description="A display name (a model, a tool, a person), when the export had one.")
     created_at: datetime | None = Field(description="When it was written, when known.")
     text: str = Field(
-        description="The message text, as stored in the archive; a very long one is cut after its first part, with "
-        "a marker at the end saying how much was left out (full_tokens set)."
+        description="The message text as recall shows it (as stored in the archive with raw=true); a very long one "
+        "is cut after its first part, with a marker at the end saying how much was left out (full_tokens set)."
     )
     full_tokens: int | None = Field(
         description="Set when `text` was cut (the message is too long to return whole): the whole message's size in "

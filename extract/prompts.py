@@ -15,7 +15,8 @@ from clients.shown import shown_text
 from contracts.concepts import CONCEPT_TYPES, RELATION_TYPES, SCHEMA_VERSION, ExtractionResponse
 from extract.types import SegmentInput
 
-PROMPT_VERSION = 3  # 2: facts; 3: messages as a reader is shown them (clients/shown.py), no tool turns
+PROMPT_VERSION = 4  # 2: facts; 3: messages as a reader is shown them (clients/shown.py), no tool turns;
+# 4: a long code block of any message cut as an artifact's code is
 # The first cache key parts of every LLM extraction this prompt makes, whatever the model and effort (the rest of
 # extract.llm.LLMExtractor.cache_key_parts): an extraction whose key starts otherwise is never read again.
 VERSION_PARTS = (f"prompt-v{PROMPT_VERSION}", f"schema-v{SCHEMA_VERSION}")

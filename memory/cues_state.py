@@ -57,8 +57,9 @@ from staging.memory_inputs import Head
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3  # bump when the state's layout or what a digest covers changes: every run then builds in full once
-# (3: a content row's keys and token cost are of the text recall shows, clients/shown.py)
+FORMAT = 4  # bump when the state's layout or what a digest covers changes: every run then builds in full once
+# (3: a content row's keys and token cost are of the text recall shows, clients/shown.py; 4: which cuts a long code
+# block of any message as it cuts an artifact's code)
 DIRECTORY = "cues-state"
 NOT_GRAPH_SETTINGS = ("rebuild_share", "prune_runs")  # how runs are made, not what the graph is
 SCOPE_CHUNK = 5_000  # conversations (or messages) per scoped read

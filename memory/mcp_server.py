@@ -281,7 +281,8 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         "start (page with offset/limit) or centered on one message (around_message_id with `window` messages "
         "either side). more_before / more_after say whether there is more to read. A very long message comes cut "
         "after its first part (full_tokens set, a marker says how much was left out); recall shows a window of it "
-        "around the words you look for.",
+        "around the words you look for. Messages read as recall shows them (no model's private notes, artifacts "
+        "by title, long code cut); raw=true reads them as stored.",
         ConversationRequest,
         ConversationResult,
         service.get_conversation,

@@ -14,6 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from clients.shown import shown_text
 from contracts.errors import ChatmemError
 from contracts.mcp import (
     ConceptMatch,
@@ -194,7 +195,9 @@ def _center(path_length: int, index: int, window: int, limit: int) -> tuple[int,
 
 
 def get_conversation(archive: sqlite3.Connection, request: ConversationRequest) -> ConversationResult:
-    """The conversation's active path, from `offset` or around one message, at most `limit` messages."""
+    """The conversation's active path, from `offset` or around one message, at most `limit` messages, each as recall
+    shows it (clients/shown.py: an agent reading around a recalled piece reads what the piece showed) unless
+    `raw`."""
     conversation = reads.conversation_row(archive, request.conversation_id)
     if conversation is None:
         raise QueryError(
@@ -222,7 +225,7 @@ def get_conversation(archive: sqlite3.Connection, request: ConversationRequest) 
             full_tokens=full,
         )
         for i, m in enumerate(path[start:end])
-        for text, full in [capped(m.text)]
+        for text, full in [capped(m.text if request.raw else shown_text(m.text))]
     ]
     return ConversationResult(
         conversation_id=request.conversation_id,

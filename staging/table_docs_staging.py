@@ -318,7 +318,7 @@ STAGING: dict[str, TableDoc] = {
         "Which content each current segment's message and segment vectors were last derived from.",
         {
             "segment_id": "The segment (segments.segment_id).",
-            "model": "Embedding model.",
+            "model": "The embedding model and how its messages were read ('MODEL|text-v2': cluster/stage_embed.py).",
             "content_hash": "The segment's content_hash when it was embedded: equal to today's means nothing to redo.",
             "run_id": RUN_ID,
         },

@@ -158,3 +158,16 @@ def test_a_label_is_a_noun_phrase_never_a_verb_or_an_adjective_alone() -> None:
     assert label_from(["quickly", "explain"], 0) == "quickly"  # nothing names anything: as before
     # a topic whose free keywords are taken takes a noun before an adjective
     assert labels_for({0: ["dress", "stylish"], 1: ["dress", "stylish", "blazer"]}) == {0: "dress", 1: "blazer"}
+
+
+def test_a_unit_glued_to_a_number_is_no_keyword_nor_a_models_notes() -> None:
+    """ "5,000mAh", "16GB", "1st" give no word; names with digits of their own stay ("EC2", "GPT-4o"); a reply's
+    <antThinking> notes and an artifact's code give no phrase (the prose cleaner masks them)."""
+    text = (
+        "<antThinking>Kubernetes operators</antThinking>An Anker power bank of 5,000mAh, 16GB of RAM on the 1st EC2 "
+        'box, GPT-4o.\n<antArtifact identifier="w" type="application/vnd.ant.react" title="Charge Widget">\n'
+        "export default function Zustand() {}\n</antArtifact>"
+    )
+    keys = {key for key, _, _ in candidates(text)}
+    assert {"anker power bank", "ec2", "gpt-4o", "ram", "charge widget"} <= keys
+    assert not {k for k in keys if k.split()[0] in {"mah", "ah", "gb", "st", "kubernete", "zustand"}}

@@ -10,6 +10,7 @@ import pytest
 from stage_support import ingest_stage, stage_embed, stage_segment
 
 from clients.embedders import StaticMiniLM
+from cluster.stage_embed import mark_key
 from contracts.settings import Settings
 from staging.archive import open_archive
 from staging.ledger import open_run, open_staging
@@ -163,4 +164,52 @@ def test_embedded_segments_records_the_content_of_every_current_segment(tmp_path
     data.run(BASE)
     current = set(data.staging.execute("SELECT segment_id, content_hash FROM segments WHERE retired_run_id IS NULL"))
     recorded = data.staging.execute("SELECT segment_id, content_hash, model FROM embedded_segments").fetchall()
-    assert {(r[0], r[1]) for r in recorded} == {tuple(r) for r in current} and {r[2] for r in recorded} == {static.key}
+    assert {(r[0], r[1]) for r in recorded} == {tuple(r) for r in current}
+    assert {r[2] for r in recorded} == {mark_key(static)}
+
+
+QUESTION = "How do I bake sourdough bread with a crispy crust?"
+ANSWER = "Bake it hot, in a covered pot, for 40 minutes."
+NOTES = "<antThinking>Kubernetes operators, Terraform modules and Helm charts for the cluster.</antThinking>\n\n"
+
+
+def _segments_of(data: DataDir) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """segment id -> (conversation id, its message ids in order), of the current segments."""
+    rows = data.staging.execute(
+        "SELECT s.segment_id, s.conversation_id, m.message_id FROM segments s JOIN segment_messages m"
+        " USING (segment_id) WHERE s.retired_run_id IS NULL ORDER BY s.segment_id, m.position"
+    ).fetchall()
+    out: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for segment, conversation, message in rows:
+        out[segment] = (conversation, (*out.get(segment, ("", ()))[1], message))
+    return out
+
+
+def test_a_segment_is_embedded_as_shown_so_a_models_notes_do_not_move_it(tmp_path: Path, static: StaticMiniLM) -> None:
+    """A reply's <antThinking> notes are not read: its segment's vector is the one of the reply without them, and
+    the cluster stage's topic text and its LLM excerpts hold none of the notes either."""
+    from cluster.describe import segment_texts
+    from cluster.topic_space import topic_texts
+
+    data = DataDir(tmp_path, static)
+    data.run({"notes": [QUESTION, NOTES + ANSWER], "plain": [QUESTION, ANSWER]})
+    state = data.state()
+    segments = _segments_of(data)
+    by_conversation = {conversation.rsplit(":", 1)[-1]: s for s, (conversation, _) in segments.items()}
+    assert state[("segment", by_conversation["notes"])] == state[("segment", by_conversation["plain"])]
+    members = {s: ids for s, (_, ids) in segments.items()}
+    (topic,) = topic_texts(data.archive, members, [by_conversation["notes"]])
+    assert ANSWER in topic and "Kubernetes" not in topic and "antThinking" not in topic
+    excerpt = segment_texts(data.archive, members, [by_conversation["notes"]], shown=True)[by_conversation["notes"]]
+    assert ANSWER in excerpt and "Kubernetes" not in excerpt
+
+
+def test_segments_embedded_from_the_raw_text_are_embedded_again_once(tmp_path: Path, static: StaticMiniLM) -> None:
+    """A data dir whose segments were embedded before messages were read as shown (marked under the bare model
+    key) embeds every segment once more, then none."""
+    data = DataDir(tmp_path, static)
+    data.run(BASE)
+    data.staging.execute("UPDATE embedded_segments SET model = ?", (static.key,))
+    data.staging.commit()
+    assert data.run(BASE)["segments_embedded"] == 3
+    assert data.run(BASE)["segments_embedded"] == 0

@@ -204,3 +204,21 @@ def test_topics_before_any_clustering_say_so(merged: Dbs) -> None:
     """No cluster run: no topics, and a note saying what to run (not an error)."""
     result = topics(merged.staging, TopicsRequest())
     assert result.run_id is None and result.topics == [] and result.note and "chatmem run" in result.note
+
+
+def test_a_conversation_reads_as_recall_shows_it_and_as_stored_when_raw(tmp_path: Path) -> None:
+    """get_conversation returns a Claude reply without its <antThinking> notes and its artifact by title, as recall
+    shows it; raw=true returns the archive's text, markup and notes included."""
+    component = "\n".join(f"const row{i} = {i};" for i in range(30))
+    reply = (
+        "<antThinking>A Quorvex widget suits an artifact.</antThinking>\n\nHere is the timer.\n\n"
+        f'<antArtifact identifier="t" type="application/vnd.ant.react" title="Pomodoro Timer">\n{component}\n'
+        "</antArtifact>"
+    )
+    dbs = open_dbs(tmp_path)
+    write_archive(dbs.archive, [conversation("c", [("user", "Build me a timer"), ("assistant", reply)])])
+    shown = get_conversation(dbs.archive, ConversationRequest(conversation_id="c")).messages[1].text
+    assert "Quorvex" not in shown and "<ant" not in shown and "const row29" not in shown
+    assert shown.startswith("Here is the timer.\n\n[artifact: Pomodoro Timer]\n```jsx\nconst row0 = 0;")
+    raw = get_conversation(dbs.archive, ConversationRequest(conversation_id="c", raw=True)).messages[1].text
+    assert raw == reply

@@ -119,3 +119,17 @@ def test_the_llm_extractor_reads_messages_as_they_are_shown_and_no_tool_turns() 
     assert "Here is the Pomodoro timer for your study plan." in prompt and "[artifact: Pomodoro Timer]" in prompt
     assert "Quorvex" not in prompt and "antArtifact" not in prompt and "Vexmoor" not in prompt
     assert "[m1]" not in prompt and "[m0] user" in prompt and "[m2] assistant" in prompt
+
+
+def test_a_long_fenced_code_block_in_a_reply_is_cut_as_an_artifacts_code_is() -> None:
+    """A reply's fenced block longer than CODE_LINES lines shows its first CODE_LINES lines, its closing fence and a
+    count of the rest; a short block, and a message with no long block, come back as they are."""
+    code = "\n".join(f"step_{i} = run({i})" for i in range(30))
+    reply = f"Use a loop.\n\n```python\n{code}\n```\n\nIt retries each step.\n\n~~~\nshort\n~~~"
+    text = shown_text(reply)
+    assert text.startswith("Use a loop.\n\n```python\nstep_0 = run(0)\n")
+    assert f"step_{CODE_LINES - 1} = " in text and f"step_{CODE_LINES} = " not in text
+    assert f"```\n[… {30 - CODE_LINES} more line(s) of code not shown]\n\nIt retries each step." in text
+    assert text.endswith("~~~\nshort\n~~~")
+    short = "Run:\n\n```\npip install polars\n```\n\n\n\nDone."
+    assert shown_text(short) == short
