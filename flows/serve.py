@@ -64,6 +64,7 @@ from staging.lock import serve_lock  # noqa: E402
 log = logging.getLogger(__name__)
 
 DUMP_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".zip"})
+PARTIAL_SUFFIXES = frozenset({".part", ".crdownload"})  # a download still being written: its zip bytes start as one
 DEPLOYMENT_NAME = "chatmem-watch"
 
 
@@ -81,7 +82,8 @@ def list_dumps(watch_dir: Path, data_dir: Path) -> list[Path]:
 
 
 def _named_as_dump(path: Path) -> bool:
-    return path.suffix.lower() in DUMP_SUFFIXES or _is_zip(path)
+    suffix = path.suffix.lower()
+    return suffix not in PARTIAL_SUFFIXES and (suffix in DUMP_SUFFIXES or _is_zip(path))
 
 
 def _is_zip(path: Path) -> bool:

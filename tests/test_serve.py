@@ -52,6 +52,9 @@ def test_list_dumps_recognises_exports_and_leaves_the_rest(tmp_path: Path, chatg
     (tmp_path / "2024" / "may" / "claude" / "conversations.json").write_text("[]")
     (tmp_path / "2024" / "june.jsonl").write_text("")
     (tmp_path / "2024" / "june.jsonl.part").write_text("{}")
+    for partial in ("july.zip.part", "july.zip.crdownload"):  # a half-written zip download starts as a zip
+        with zipfile.ZipFile(tmp_path / "2024" / partial, "w") as archive:
+            archive.write(chatgpt_export, "conversations.json")
     (tmp_path / "a" / "b" / "c" / "d").mkdir(parents=True)
     (tmp_path / "a" / "b" / "c" / "deep.json").write_text("[]")
     (tmp_path / "a" / "b" / "c" / "d" / "too-deep.json").write_text("[]")
