@@ -83,7 +83,7 @@ class App:
         try:
             settings = Settings(data_dir=self.data_dir) if self.data_dir is not None else Settings()
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            problems = "; ".join(_setting_problem(e["loc"], e["msg"]) for e in exc.errors())
             raise ConfigError(f"invalid settings: {problems}") from exc
         if self.quiet:
             settings.pipeline = settings.pipeline.model_copy(update={"quiet": True})
@@ -509,6 +509,15 @@ def main() -> None:
         if _output_closed() or (done.code == 1 and _reader_gone()):
             raise SystemExit(CLOSED_PIPE_EXIT) from None
         raise
+
+
+def _setting_problem(loc: tuple[int | str, ...], message: str) -> str:
+    """`cluster.encode_max (CHATMEM_CLUSTER__ENCODE_MAX): Input should be a valid integer`: the setting, and the
+    environment variable it came from when one is set (never its value: it may be a key)."""
+    name = ".".join(map(str, loc))
+    variable = "CHATMEM_" + "__".join(str(part) for part in loc).upper()
+    where = f" ({variable})" if variable in os.environ else ""
+    return f"{name}{where}: {message}"
 
 
 if __name__ == "__main__":

@@ -163,6 +163,19 @@ def test_bad_stage_options_are_usage_errors(data_dir: Path, jsonl_export: Path) 
     assert not data_dir.exists()
 
 
+def test_a_bad_setting_names_its_environment_variable_never_its_value(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold try set CHATMEM_CLUSTER__ENCODE_MAX=abc and read `cluster.encode_max: Input should be a valid
+    integer`: which variable to fix is now said; a value is never echoed (an API key's would be a leak)."""
+    monkeypatch.setenv("CHATMEM_CLUSTER__ENCODE_MAX", "abc")
+    monkeypatch.setenv("CHATMEM_EXTRACT__LLM__TIMEOUT_S", "sk-secret-looking-value")
+    result = chatmem("archive", "stats", data_dir=data_dir)
+    assert result.exit_code == 2 and "invalid settings" in result.stderr
+    assert "cluster.encode_max (CHATMEM_CLUSTER__ENCODE_MAX): Input should be a valid integer" in result.stderr
+    assert "(CHATMEM_EXTRACT__LLM__TIMEOUT_S)" in result.stderr and "sk-secret" not in result.stderr + result.output
+
+
 @pytest.mark.slow
 def test_malformed_file_fails_in_one_line_and_stage_rerun_fixes_it(
     tmp_path: Path, chatgpt_export: Path, jsonl_export: Path
