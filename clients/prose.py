@@ -26,7 +26,9 @@ What is masked:
   the header row next to them ("id, name,sal,dept"): three or more short fields of one or two words split by
   commas, semicolons, tabs or runs of spaces; a sentence with a number or a list in it has longer fields;
 - tracebacks and stack traces (`Traceback (most recent call last):`, `  File "..."`, `at pkg.Class(...)`,
-  `NameError: ...`);
+  `NameError: ...`), and a log pasted as it was written: two or more lines in a row that open with a time of day to
+  the second (`2024-03-01 12:41:03,123 INFO ...`, `[12:41:03] ...`, `Mar  1 12:41:03 host ...`) or a log level
+  (`ERROR ...`, `[WARN] ...`, `INFO:root:...`); one such line alone is prose ("ERROR: I forgot the key");
 - HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
   a markdown link (its text stays), table rule lines and table rows made of numbers;
 - the ingest's placeholder of an image, "[image: POINTER WxH]", and a media pointer of any scheme
@@ -115,6 +117,14 @@ _TRACE_LINE = re.compile(
     r"^\s*(?:Traceback \(most recent call last\)|File \"[^\"]*\", line \d+|at [\w$.<>]+\(.*\)|Caused by: |\^+\s*$"
     r"|[\w.]*(?:Error|Exception|Warning)(?::|$)|\.\.\. \d+ more|-{3,}> |During handling of the above)"
 )
+# A line of a log: it opens with a time of day to the second (after a date or not; syslog's "Mar  1 12:41:03")
+# or a log level, each maybe in brackets. Only a run of them is masked (LOG_RUN): a log is several lines.
+_LOG_LINE = re.compile(
+    r"^\s*[\[(]?(?:\d{4}[-/.]\d{2}[-/.]\d{2}[T ]\d{1,2}:\d{2}:\d{2}|\d{1,2}:\d{2}:\d{2}"
+    r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}"
+    r"|(?:DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|SEVERE|TRACE|FATAL|CRITICAL)\b[\])]?[:\s])"
+)
+LOG_RUN = 2  # this many log lines in a row or more are a log
 _CODE_START = re.compile(
     r"^\s*(?:\$ |>>> |\.\.\. |In \[\d+\]:|Out\[\d+\]:|scala> |sql> |mysql> |# ?include\b|//|/\*|\*/|--\s|@\w+"
     r"|(?:def|class|import|from \S+ import|return|elif|else:|try:|except\b|finally:|raise|lambda|yield|async|await"
@@ -324,9 +334,23 @@ def _mask_lines(text: str) -> str:
             in_trace = False  # a trace is its indented frames and trace lines: the next plain line is prose
         if in_trace or _is_code_line(line):
             lines[i] = " " * len(line)
+    _mask_log_runs(lines)
     _mask_cell_columns(lines)
     _mask_delimited_rows(lines)
     return "\n".join(lines)
+
+
+def _mask_log_runs(lines: list[str]) -> None:
+    """Blank each run of LOG_RUN or more lines in a row that read as a log's (`_LOG_LINE`)."""
+    start = 0
+    while start < len(lines):
+        end = start
+        while end < len(lines) and _LOG_LINE.match(lines[end]):
+            end += 1
+        if end - start >= LOG_RUN:
+            for i in range(start, end):
+                lines[i] = " " * len(lines[i])
+        start = max(end, start + 1)
 
 
 # A row of delimited values: cells split by a comma, a semicolon, a tab or a run of spaces (a list's bullet or number

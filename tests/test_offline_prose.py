@@ -55,6 +55,28 @@ def test_code_markup_tracebacks_paths_and_urls_never_become_concepts() -> None:
     assert not any("/" in t or "http" in t for t in found)
 
 
+def test_a_pasted_log_is_no_prose_but_one_line_that_looks_like_one_is() -> None:
+    """A log pasted without a code fence gave concepts "DEBUG", "Latency 0ms", "Latency 1ms"... (a cold try's 20 MB
+    paste): two or more lines in a row that open with a time of day or a log level are blanked, whatever the format
+    (ISO, a bracketed time, syslog); a single such line is somebody's sentence, and so is a line opening with a
+    date and a time without seconds, as a person writes one."""
+    log = "\n".join(
+        f"2024-03-0{1 + i % 9} 12:{i % 60:02d}:{i % 60:02d},{i:03d} {('INFO', 'WARN', 'DEBUG')[i % 3]} "
+        f"[Zorblax.consumer] task {i} finished partition {i % 7} latency {i % 97}ms"
+        for i in range(40)
+    )
+    tail = "[12:41:05] ERROR Quintor connector timed out\nMar  1 12:41:03 host sshd[123]: Accepted key for Vexmoor"
+    text = f"Here is the Spark Streaming log of my Kafka pipeline:\n{log}\n{tail}\nWhy?\nERROR: I forgot the Kafka key."
+    diary = "\n2023-05-03 12:00 we went to Lisbon and took the tram."
+    view = prose(text + diary)
+    assert len(view) == len(text + diary) and "Zorblax" not in view and "Quintor" not in view and "Vexmoor" not in view
+    assert "Spark Streaming log" in view and "ERROR: I forgot the Kafka key." in view and "Lisbon" in view
+    reply = "The Kafka consumer lags: raise its partitions."
+    segment = segment_input("seg-log", [("user", text), ("assistant", reply)])
+    found = {t.casefold() for t in titles(segment)}
+    assert "kafka" in found and not {t for t in found if "latency" in t or t in {"debug", "info", "warn", "zorblax"}}
+
+
 def test_prose_view_keeps_offsets_so_evidence_stays_verbatim() -> None:
     """Masking keeps every offset (same length, same newlines), and every span is a substring of its message."""
     text = CODE_HEAVY.messages[1].text
