@@ -66,6 +66,13 @@ _ARTIFACT = re.compile(r"(<antArtifact\b[^<>]{0,2000}>)(.*?)(</antArtifact>|\Z)"
 _ARTIFACT_TITLE = re.compile(r'\btitle\s*=\s*"([^"]{1,200})"')
 _ARTIFACT_TYPE = re.compile(r"""\btype\s*=\s*["']([^"']*)["']""")
 DOCUMENT_TYPES = frozenset({"text/markdown", "text/plain"})  # an artifact of these types is a document: prose
+# what an artifact of a code type is written in: (the language's name, as prose names it; its fence's word)
+ARTIFACT_LANGUAGES = {
+    "application/vnd.ant.react": ("React", "jsx"),
+    "text/html": ("HTML", "html"),
+    "image/svg+xml": ("SVG", "svg"),
+    "application/vnd.ant.mermaid": ("Mermaid", "mermaid"),
+}
 # A tool call as the ingest renders it (ingest/claude.py, ingest/librechat.py): its input is JSON on one line.
 _TOOL_USE = re.compile(r"^\[tool_(?:use|call) ([^\]\n]{0,200})\] ([^\n]*)$", re.MULTILINE)
 # What a tool returned, closed by the ingest (ingest/claude.py): a web page a search fetched, "OK" from an artifact

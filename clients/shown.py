@@ -28,19 +28,21 @@ from __future__ import annotations
 import json
 import re
 
-from clients.prose import ARTIFACT, ARTIFACT_TITLE, ARTIFACT_TYPE, DOCUMENT_TYPES, THINKING, TOOL_RESULT, TOOL_USE
+from clients.prose import (
+    ARTIFACT,
+    ARTIFACT_LANGUAGES,
+    ARTIFACT_TITLE,
+    ARTIFACT_TYPE,
+    DOCUMENT_TYPES,
+    THINKING,
+    TOOL_RESULT,
+    TOOL_USE,
+)
 
 THINKING_ONLY = "[thinking, not shown]"
 CODE_LINES = 12  # an artifact's or a fenced block's code shown; the rest is counted in a line under it
 TOOL_CHARS = 200  # a tool call's input or a tool's result shown, on one line
 _LANGUAGE = re.compile(r"""\blanguage\s*=\s*["']([^"'<>]{1,40})["']""")
-# the fence language of an artifact's type (application/vnd.ant.code says it in its own `language` attribute)
-_FENCE_OF = {
-    "application/vnd.ant.react": "jsx",
-    "text/html": "html",
-    "image/svg+xml": "svg",
-    "application/vnd.ant.mermaid": "mermaid",
-}
 _BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*){2,}")
 # A fenced code block: its opening fence line, its body, and its closing fence (or the end of a message cut short).
 _FENCED = re.compile(r"^([ \t]*(```|~~~)[^\n]*)\n(.*?)(^[ \t]*\2[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
@@ -103,7 +105,7 @@ def artifact(title: str, kind: str, body: str, language: str = "") -> str:
     if kind in DOCUMENT_TYPES or not body.strip():
         return f"{label}\n{body}" if body.strip() else label
     lines = body.split("\n")
-    fence = _FENCE_OF.get(kind, language.strip().casefold())
+    fence = ARTIFACT_LANGUAGES[kind][1] if kind in ARTIFACT_LANGUAGES else language.strip().casefold()
     more = len(lines) - CODE_LINES
     code = "\n".join(lines[:CODE_LINES])
     rest = f"\n[… {more} more line(s) of code not shown]" if more > 0 else ""

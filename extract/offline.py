@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from clients.prose import prose, unicode_view
+from clients.prose import ARTIFACT_LANGUAGES, prose, unicode_view
 from contracts.concepts import SCHEMA_VERSION
 from extract import lexicon
 from extract.fact_mapper import map_raw_facts
@@ -204,29 +204,23 @@ class _Message:
         bracket was blanked between the mention and the sentence's edge, the bound is the blanked character
         nearest the mention ('title="LLM Pricing Calculator">' of a Claude artifact's tag gives its title alone);
         (0, len(view)) where there is no tag."""
-        view, source = self.view, self.source
-        lo, hi = 0, len(view)
+        before = self._tag_edge(range(start - 1, max(start - MAX_SPAN_CHARS, 0) - 1, -1))
+        after = self._tag_edge(range(end, min(end + MAX_SPAN_CHARS, len(self.view))))
+        return (0 if before is None else before + 1), (len(self.view) if after is None else after)
+
+    def _tag_edge(self, places: range) -> int | None:
+        """Walking `places` away from a mention (to the line's end): the blanked character nearest the mention
+        when a tag's bracket was blanked on the way, else None."""
         nearest = None
-        for p in range(start - 1, max(start - MAX_SPAN_CHARS, 0) - 1, -1):
-            char = source[p]
+        for p in places:
+            char = self.source[p]
             if char == "\n":
-                break
-            if view[p] == " " and not char.isspace():
+                return None
+            if self.view[p] == " " and not char.isspace():
                 nearest = p if nearest is None else nearest
                 if char in "<>":
-                    lo = nearest + 1
-                    break
-        nearest = None
-        for p in range(end, min(end + MAX_SPAN_CHARS, len(view))):
-            char = source[p]
-            if char == "\n":
-                break
-            if view[p] == " " and not char.isspace():
-                nearest = p if nearest is None else nearest
-                if char in "<>":
-                    hi = nearest
-                    break
-        return lo, hi
+                    return nearest
+        return None
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         if self.offsets is None:
@@ -284,12 +278,6 @@ _FENCE = re.compile(r"(?m)^[ \t]*```[ \t]*([A-Za-z][\w+#-]{0,20})[ \t]*$")
 # ('type="application/vnd.ant.react"': React; 'type="application/vnd.ant.code" language="python"': Python).
 _ARTIFACT_TAG = re.compile(r"<antArtifact\b[^<>]{0,2000}>")
 _ATTRIBUTE = re.compile(r"""\b(type|language)\s*=\s*["']([^"'<>]{1,60})["']""")
-_ARTIFACT_LANGUAGES = {
-    "application/vnd.ant.react": "React",
-    "text/html": "HTML",
-    "image/svg+xml": "SVG",
-    "application/vnd.ant.mermaid": "Mermaid",
-}
 
 
 def _artifact_kinds(view: str) -> list[tuple[str, int, int]]:
@@ -298,7 +286,8 @@ def _artifact_kinds(view: str) -> list[tuple[str, int, int]]:
     for tag in _ARTIFACT_TAG.finditer(view):
         attributes = {m.group(1): m for m in _ATTRIBUTE.finditer(view, tag.start(), tag.end())}
         kind = attributes.get("type")
-        language = _ARTIFACT_LANGUAGES.get(kind.group(2).strip().casefold()) if kind is not None else None
+        found = ARTIFACT_LANGUAGES.get(kind.group(2).strip().casefold()) if kind is not None else None
+        language = found[0] if found else None
         if language is not None and kind is not None:
             kinds.append((language, kind.start(2), kind.end(2)))
         elif "language" in attributes:
