@@ -489,7 +489,7 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
     for i, token in enumerate([*words, None]):
         # Most words are lower case and no run is open: decided without a call (this loop sees every token).
         named = token is not None and (token.capitalised or token.inner_capital) and _is_name_word(token, language)
-        if named and defines and i and _defined_term(words[i - 1], token, prose, language):
+        if named and defines and i and token is not None and _defined_term(words[i - 1], token, prose, language):
             named = False
         if not run:
             if named or (
