@@ -106,6 +106,9 @@ _PATH = re.compile(
 )
 _TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>\n]*)?/?>|<![A-Za-z][^<>]*>|<!--.*?-->|&[a-z]+;|&#\d+;", re.DOTALL)
 _MD_LINK = re.compile(r"\]\([^)\s]*\)")
+# A template's slot, "[Name of the company]", "[Fecha de inicio del proyecto]", "[Your Name]": words in brackets that
+# no link follows (a markdown link's "](url)" is blanked before), to be filled in, no subject of the conversation.
+_SLOT = re.compile(r"\[(?=[^\]\n]{0,120}?[^\W\d_])[^\[\]\n]{2,120}\](?!\()")
 _CITATION = re.compile(r"【[^】\n]{0,200}】|\[\d{1,3}\]")
 _LATEX = re.compile(r"\$\$[^$]{0,2000}\$\$|\\\([^\n]{0,400}?\\\)|\\\[[^\n]{0,400}?\\\]|\\[A-Za-z]++")
 _TABLE_ROW = re.compile(r"^[ \t]*+\|[^\n]*\|[ \t]*+$", re.MULTILINE)
@@ -286,6 +289,8 @@ def prose(text: str, *, table_rows: bool = False, quoted_names: bool = False) ->
         text = _sub(_MD_LINK, text)
     if "【" in text or "[" in text:
         text = _sub(_CITATION, text)
+        if "[" in text:
+            text = _sub(_SLOT, text)
     if "\\" in text or "$$" in text:
         text = _sub(_LATEX, text)
     if table_rows and "|" in text:

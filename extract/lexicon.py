@@ -5,7 +5,9 @@ All of it ships inside pip packages and loads offline (pinned in pyproject.toml)
   a word at Zipf 5 ("data", "table") names nothing in particular, one under 3 ("Sqoop", "Redshift") does;
 - `lemminflect`: the parts of speech an English word can take ("explain": verb only, "churn": noun or verb;
   clients/parts_of_speech.py, which the topic labels read too);
-- `py3langid`: the language of a message that does not read as English.
+- `py3langid`: the language of a message that does not read as English;
+- `simplemma`: lemmas for dozens of other languages, which say where a word is a form of a verb ("creaste" is
+  "crear"): the one part of speech the terms of those languages are checked for.
 
 A message is English when enough of its words are English function words (cheap, and right for chat, where
 a message in another language shares almost none of them); only the others go to the language identifier.
@@ -129,6 +131,44 @@ def zipf(word: str, language: str = "en") -> float:
     if word.endswith(("+", "#")):
         return 0.0  # "c++", "c#", "f#": wordfreq drops the symbols and answers for the letter "c"
     return float(zipf_frequency(word, language, wordlist="best", minimum=0.0))
+
+
+# The endings of an infinitive, in the languages whose verbs simplemma folds to it: a word whose lemma is another
+# word with one of them is a form of a verb ("creaste" -> "crear", "conseilles" -> "conseiller", "сделал" ->
+# "сделать"); an infinitive itself, or a noun such as "lugar", is its own lemma and is not taken for one.
+_INFINITIVE_ENDINGS: dict[str, tuple[str, ...]] = {
+    "es": ("ar", "er", "ir"),
+    "pt": ("ar", "er", "ir", "or"),
+    "gl": ("ar", "er", "ir"),
+    "ca": ("ar", "er", "ir", "re"),
+    "it": ("are", "ere", "ire", "rre"),
+    "fr": ("er", "ir", "re", "oir"),
+    "ru": ("ть", "ти", "чь", "ться", "тись"),
+    "uk": ("ти", "тися", "ть"),
+}
+# Adverbs made from adjectives by a suffix no noun of the language ends in ("anteriormente", "velocemente").
+_ADVERB_SUFFIX = {"es": "mente", "pt": "mente", "it": "mente", "gl": "mente", "ca": "ment"}
+
+
+def verb_form(word: str, language: str) -> bool:
+    """Whether `word` (lower case) is a conjugated form of a verb of `language` (False where that is not known)."""
+    endings = _INFINITIVE_ENDINGS.get(language)
+    if not endings:
+        return False
+    lemma = _lemma(word, language)
+    return lemma != word and lemma.endswith(endings)
+
+
+def adverb_by_suffix(word: str, language: str) -> bool:
+    suffix = _ADVERB_SUFFIX.get(language)
+    return suffix is not None and len(word) > len(suffix) + 3 and word.endswith(suffix)
+
+
+@lru_cache(maxsize=1 << 16)
+def _lemma(word: str, language: str) -> str:
+    import simplemma  # loads the language's dictionary on first use (~0.5 s), only when a message is in it
+
+    return str(simplemma.lemmatize(word, lang=language)).casefold()
 
 
 @lru_cache(maxsize=1 << 18)

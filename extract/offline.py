@@ -16,8 +16,9 @@ output. For each segment:
    fields");
    a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
    "linguistic diversity") counts where the segment says it so twice; a message in another language
-   gives names only; a word the user says that the segment writes as a function or a command in inline code
-   ("if we use explode", then "the `explode` function") is a candidate however common, its code mentions
+   gives names and the runs of content words the segment says twice (extract/phrases.py); a word the user
+   says that the segment writes as a function or a command in inline code ("if we use explode", then "the
+   `explode` function") is a candidate however common, its code mentions
    counted; an API a reply names in inline code (a class in UpperCamelCase, "`StructType`"; a function called or
    followed by its kind, named as no English word is, "`DENSE_RANK()`") is a candidate too; a value typed in a
    statement ("set city='Hyd'", then quoted back by the reply) and the assistant's words for itself ("As an AI
@@ -72,12 +73,23 @@ from extract.fact_mapper import map_raw_facts
 from extract.facts import FACT_RULES_VERSION, propose_facts
 from extract.goals import goal
 from extract.mapper import map_raw_hypotheses
-from extract.phrases import GENERIC, Phrase, Token, _shouted, key_of, phrases, plausible_word, singular, tokens
+from extract.phrases import (
+    GENERIC,
+    Phrase,
+    Token,
+    _shouted,
+    capital_marks_name,
+    key_of,
+    phrases,
+    plausible_word,
+    singular,
+    tokens,
+)
 from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 29  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 30  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: clients/prose.py reads as far)
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
@@ -107,6 +119,8 @@ COMMON_WORD_ZIPF = 3.4
 REPEATED_ZIPF_STEP = 0.1
 # A hyphenated word made an adjective ("Python-like", "Spark-based"): a name's modifier, never a name alone.
 _ADJECTIVE_ENDS = ("-like", "-based", "-style", "-related", "-specific", "-friendly", "-oriented", "-driven")
+# The least specificity of a one-word name in a language that capitalises names only (`_specificity`).
+NAME_SPECIFICITY = 0.35
 _STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
 _TITLE_WORD = re.compile(r"[^\W_][\w'’+#.&-]*", re.UNICODE)
 
@@ -657,6 +671,10 @@ def _specificity(candidate: _Candidate) -> float:
         value = (5.2 - rarest) / 3.0
         if candidate.named:
             value += 0.3
+        if candidate.named and capital_marks_name(candidate.language):
+            # a name in a language that capitalises names only: "Paris" is as common in French as "the" is rare,
+            # and no less a name (its English counterpart stays above the bar on the named bonus alone)
+            value = max(value, NAME_SPECIFICITY)
     else:
         value = 0.45 + (5.5 - rarest) / 6.0 + 0.1 * candidate.named
     return max(0.0, min(1.0, value))
@@ -679,7 +697,7 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     if any(_acronym_or_inner(f) for f in forms):
         # "AI", "HR", "MB": a two-letter acronym is a unit or a department more often than a subject
         return len(word) > 2 or len(candidate.mentions) >= 3
-    if _proper_noun(candidate):
+    if _proper_noun(candidate) or _name_by_capital(candidate):
         return True
     if candidate.cased_mid and candidate.cased_mid >= candidate.lower_mid:
         return frequency < 4.8 and (candidate.cased_mid >= 2 or frequency < 3.5)
@@ -705,6 +723,20 @@ def _proper_noun(candidate: _Candidate) -> bool:
         and candidate.lower_mid == 0
         and candidate.user_mentions() > 0
         and not lexicon.parts_of_speech(candidate.key[0])
+        and not any(_beside_capital(m.view, start, end) for m, start, end in candidate.mentions)
+    )
+
+
+def _name_by_capital(candidate: _Candidate) -> bool:
+    """ "Sevilla", "Lyon", "Петербург": in a language that capitalises names only, a word the user writes with its
+    capital inside sentences, never without it, is a name however common (the English rule above asks the
+    lexicon instead; a German capital marks any noun)."""
+    return (
+        capital_marks_name(candidate.language)
+        and len(candidate.key[0]) > 2
+        and candidate.cased_mid > 0
+        and candidate.lower_mid == 0
+        and candidate.user_mentions() > 0
         and not any(_beside_capital(m.view, start, end) for m, start, end in candidate.mentions)
     )
 

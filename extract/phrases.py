@@ -35,8 +35,15 @@ Where the rules above cut a modifier off a noun phrase (a participle after a det
 front: "linguistic diversity"), the phrase with it is proposed as well, marked loose: the extractor keeps it only
 where the segment says it so twice or more (a collocation, not "a larger dataset" said once).
 
-For a message in another language only names are proposed: without a part-of-speech lexicon for it, a run of
-words is as likely junk as a term, and fewer concepts beat wrong ones.
+For a message in another language there is no part-of-speech lexicon here, so fewer kinds of candidate: names
+(where the language capitalises names only, Spanish, French, Russian..., a capital inside a sentence is a name's
+however common the word, "Sevilla", "Lyon"; a common noun with a capital after an article is a term a contract
+defines, "el Cliente"; German capitalises every noun, so there a capital is a name's only on a word that is no
+common German noun: "Siemens", "Schwabing", not "Monat") and, in the languages wordfreq has frequencies for,
+runs of two or three content words ("paella valenciana", "aceite de oliva", "ремонт кухни"; `_content_runs`),
+none of them among the language's most frequent words nor a form of a verb (simplemma's lemma says which), each
+loose: a term where the segment says it twice. A language without frequencies (and Chinese, Japanese, Korean
+text, which needs a segmenter) gives names only: fewer concepts beat wrong ones.
 """
 
 from __future__ import annotations
@@ -362,12 +369,14 @@ def phrases(
     if not words:
         return
     yield from _names(prose, words, language)
+    if phrase_chars is not None and words[-1].start >= phrase_chars:
+        words = [t for t in words if t.start < phrase_chars]
     if language == "en":
-        if phrase_chars is not None and words[-1].start >= phrase_chars:
-            words = [t for t in words if t.start < phrase_chars]
         yield from _noun_phrases(prose, words)
         if heads:
             yield from _heads(prose, words)
+    elif capital_marks_name(language) and language in lexicon.LANGUAGES_WITH_FREQUENCIES:
+        yield from _content_runs(prose, words, language)
 
 
 # A list item's head: the opening of a line, up to its first colon ("1. **Data Partitioning**: ...", "Caching:"),
@@ -418,6 +427,18 @@ def _joined(prose: str, left: Token, right: Token) -> bool:
     return gap == " " or _BREAK_GAP.match(gap) is not None  # one space, the common gap, decided without the pattern
 
 
+# Languages whose writing capitalises every noun ("Wohnung", "Monat"): there a capital says noun, not name.
+NOUN_CAPITALISING = frozenset(["de", "lb"])
+
+
+def capital_marks_name(language: str) -> bool:
+    """Whether a word capitalised inside a sentence is a name in this language by its capital alone: Spanish,
+    French, Russian and most others capitalise names only (and Chinese text has capitals only in the Latin names
+    it quotes); not German, which capitalises every noun, nor English, where the lexicon decides ("Spark" is a
+    name, "Ready" in a heading is not)."""
+    return language != "en" and language not in NOUN_CAPITALISING
+
+
 def _is_name_word(token: Token, language: str) -> bool:
     if not token.capitalised and not token.inner_capital:
         return False
@@ -430,11 +451,24 @@ def _is_name_word(token: Token, language: str) -> bool:
     if not token.capitalised:
         return False
     if not token.sentence_start:
-        return True
+        return language not in NOUN_CAPITALISING or _capitalised_name(token.lower, language)
     # A capital that opens a sentence says nothing; a word this rare is a name all the same ("Kafka is ..."),
     # unless it can only be a verb: a list of steps opens its lines with them ("Initializes an empty list",
     # "Populates it with ...").
     return lexicon.zipf(token.lower, language) < 2.5 and lexicon.zipf(token.lower, "en") < 2.5 and not token.verbish
+
+
+# In German every noun has a capital: one is a name's where the word is not a common noun of the language
+# (a coined name or a compound, "Schwabing", "Datenanalystin") or where English text uses it nearly as much (a name
+# both languages write: "Siemens", "Hamburg", "Python"); "Monat", "Jahren", "Wohnung" are nouns.
+_COMMON_NOUN_ZIPF = 4.0
+_NAME_ZIPF_GAP = 1.6
+
+
+@lru_cache(maxsize=1 << 14)
+def _capitalised_name(lower: str, language: str) -> bool:
+    own = lexicon.zipf(lower, language)
+    return own < _COMMON_NOUN_ZIPF or lexicon.zipf(lower, "en") > own - _NAME_ZIPF_GAP
 
 
 # A work's title in quotes, its article first: "The Power", "A Little Life", “The Seven Husbands of Evelyn Hugo”.
@@ -451,9 +485,12 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
     if '"' in prose or "“" in prose:
         yield from _quoted_titles(prose, words)
     run: list[Token] = []
+    defines = capital_marks_name(language)
     for i, token in enumerate([*words, None]):
         # Most words are lower case and no run is open: decided without a call (this loop sees every token).
         named = token is not None and (token.capitalised or token.inner_capital) and _is_name_word(token, language)
+        if named and defines and i and token is not None and _defined_term(words[i - 1], token, prose, language):
+            named = False
         if not run:
             if named or (
                 token is not None
@@ -474,6 +511,35 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
             continue
         yield from _emit_name(prose, run, language)
         run = [token] if token is not None and named else []
+
+
+# Definite articles (alone or joined to a preposition) of languages that capitalise names only: only the words that
+# are no preposition of the language as well ("a", "à", "de" are).
+_ARTICLES: dict[str, frozenset[str]] = {
+    language: frozenset(text.split())
+    for language, text in (
+        ("es", "el la los las lo del al"),
+        ("fr", "le la les l' l’ du des au aux"),
+        ("it", "il lo la i gli le l' l’ del dello della dei degli delle al allo alla ai agli alle"),
+        ("pt", "o os as do da dos das no na nos nas ao aos"),
+        ("ca", "el la els les l' l’ del dels al als"),
+    )
+}
+
+
+def _defined_term(before: Token, token: Token, prose: str, language: str) -> bool:
+    """ "el Cliente", "le Prestataire", "la Empresa": a common noun written with a capital after an article is a
+    term a contract or a set of terms defines, not a name (names rarely take one, and those that do are no common
+    words: "el Prado", "la Alhambra")."""
+    articles = _ARTICLES.get(language)
+    if not articles:
+        return False
+    elided = prose[before.start : token.start].casefold()  # "l'Entreprise": one token "l'Entreprise" (below)
+    return (
+        ((before.lower in articles and _joined(prose, before, token)) or elided in articles)
+        and not token.all_caps
+        and lexicon.zipf(token.lower, language) >= _COMMON_NOUN_ZIPF
+    )
 
 
 def _opens_name(token: Token, words: list[Token], i: int, prose: str, language: str) -> bool:
@@ -626,7 +692,10 @@ def _specific_name(token: Token, language: str) -> bool:
     """A single capitalised word is a name when it is an acronym or has inner capitals ("AWS", "PySpark"), or
     when it is not a common word of the language capitalised for emphasis or in a heading ("Ready", "Presets",
     "FINAL"); a common word that is a name ("Spark", "Glue") is kept by its capital in the middle of sentences,
-    which the scoring counts."""
+    which the scoring counts. In a language that capitalises names only (`capital_marks_name`), a capital in the
+    middle of a sentence is a name's however common the word: "Sevilla", "Lyon", "Петербург"."""
+    if token.capitalised and not token.all_caps and not token.sentence_start and capital_marks_name(language):
+        return True
     letters = sum(c.isalpha() for c in token.text)
     if token.all_caps:
         return letters >= 2 and lexicon.zipf(token.lower, language) < 4.0
@@ -892,6 +961,65 @@ def _can_be_verb(lower: str) -> bool:
 
 def _plural_modifier(token: Token) -> bool:
     return token.text == token.lower and len(token.lower) > 3 and _plural_word(token.lower)
+
+
+# The words that join two nouns into one term in languages without a part-of-speech lexicon here: "aceite de
+# oliva", "plan d'entraînement", "corso di laurea", "bolo de cenoura".
+_TERM_CONNECTORS = frozenset("de del du des di della dello delle dei degli do da dos das".split())  # noqa: SIM905
+_ELIDED = re.compile(r"^(?:d|l|dell|all|nell|dall|sull)['’](?=\w)", re.IGNORECASE)
+RUN_STOP_WORDS = 300  # a language's most frequent words that end a run of content words
+
+
+def _content_runs(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
+    """Terms of a language with no part-of-speech lexicon here (Spanish, French, Russian...): runs of two or three
+    content words, none of them among the language's most frequent words, joined by nothing but a space or one
+    connector ("paella valenciana", "aceite de oliva", "ремонт кухни"), a name allowed at the end ("marathon de
+    Paris"). Without a lexicon a run is as likely a verb and its object as a term, so every one is loose: a term
+    only where the segment says it twice or more (extract.offline), as people repeat what they talk about."""
+    frequent = lexicon.frequent_words(language, RUN_STOP_WORDS)
+    run: list[Token] = []
+    connector: Token | None = None  # a connector after the run's last word, waiting for the next content word
+
+    def content(token: Token) -> bool:
+        lower = _ELIDED.sub("", token.lower)
+        if token.sentence_start or len(lower) < 3 or not lower.isalpha():
+            return False
+        if token.capitalised and not token.all_caps:
+            return True  # a name ("Paris"), however common: only a run's last word (emit)
+        return (
+            token.text == token.lower
+            and lower not in frequent
+            and not lexicon.verb_form(lower, language)  # "creaste anteriormente", "hice paella": no terms
+            and not lexicon.adverb_by_suffix(lower, language)
+        )
+
+    def emit() -> Iterator[Phrase]:
+        said = [t for t in run if t.lower not in _TERM_CONNECTORS]
+        if 2 <= len(said) <= 3 and not any(t.capitalised for t in run[:-1]):
+            yield _phrase(prose, run, loose=True)  # longer: a clause, not a term, and any part of it a fragment
+
+    previous: Token | None = None
+    for token in words:
+        joined = previous is not None and _joined(prose, previous, token)
+        if run and joined and connector is None and token.lower in _TERM_CONNECTORS:
+            connector = token
+        elif (
+            run
+            and joined
+            and content(token)
+            and not run[-1].capitalised
+            # a name ends a term only after a connector: "marathon de Paris"; "plataforma Shopify" is Shopify
+            and not (token.capitalised and (connector is None or _defined_term(connector, token, prose, language)))
+        ):
+            if connector is not None:
+                run.append(connector)
+                connector = None
+            run.append(token)
+        else:
+            yield from emit()
+            run, connector = ([token] if content(token) and not token.capitalised else []), None
+        previous = token
+    yield from emit()
 
 
 def _phrase(prose: str, phrase: list[Token], loose: bool = False, head: bool = False) -> Phrase:
