@@ -36,7 +36,8 @@ front: "linguistic diversity"), the phrase with it is proposed as well, marked l
 where the segment says it so twice or more (a collocation, not "a larger dataset" said once).
 
 For a message in another language only names are proposed: without a part-of-speech lexicon for it, a run of
-words is as likely junk as a term, and fewer concepts beat wrong ones.
+words is as likely junk as a term, and fewer concepts beat wrong ones. Chinese has one (jieba's tagger): its
+nouns and noun compounds too (extract/chinese.py, on the words extract.chinese.tokens cuts).
 """
 
 from __future__ import annotations
@@ -362,6 +363,10 @@ def phrases(
     if not words:
         return
     yield from _names(prose, words, language)
+    if language == "zh":
+        from extract import chinese  # imported here: it builds on this module
+
+        yield from chinese.phrases(prose, words, phrase_chars)
     if language == "en":
         if phrase_chars is not None and words[-1].start >= phrase_chars:
             words = [t for t in words if t.start < phrase_chars]
