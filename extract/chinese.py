@@ -146,6 +146,16 @@ def _content(token: HanToken) -> bool:
     return token.tag in _NOUNS or (token.tag == _VERB and len(token.text) >= 2)
 
 
+# Prepositions of place and direction whose object a verb follows ("在阿里巴巴工作", "对推荐系统感兴趣"), and what
+# closes such an object instead ("在机器学习中", "在机器学习的"): a locative, 的.
+_PLACE_PREPOSITIONS = frozenset("在 从 跟 给 对 向 到".split())  # noqa: SIM905
+_CLOSES_PLACE = frozenset(["f", "uj"])
+
+
+def _place_before(before: Token | None) -> bool:
+    return isinstance(before, HanToken) and before.tag == "p" and before.text in _PLACE_PREPOSITIONS
+
+
 def _modifier_context(before: Token | None) -> bool:
     if not isinstance(before, HanToken):
         return False
@@ -169,6 +179,13 @@ def _terms(prose: str, run: list[HanToken], before: Token | None, after: Token |
         and not (isinstance(after, HanToken) and after.tag not in _PREDICATE_AFTER)
     ):
         run = run[:-1]  # "系统崩溃了", "在阿里巴巴工作了三年", "数据存在MySQL里": a subject or a place, then the verb
+    elif (
+        run
+        and run[-1].tag in _VERBS
+        and _place_before(before)
+        and not (isinstance(after, HanToken) and after.tag in _CLOSES_PLACE)
+    ):
+        run = run[:-1]  # "在阿里巴巴工作。": where, then the verb (not "在机器学习中": 在 ... 中 holds a term)
     if not run or len(run) > MAX_WORDS:
         return
     if len(run) == 1 and (run[0].tag == _VERB or len(run[0].text) < 2 or run[0].capitalised):

@@ -56,6 +56,9 @@ def test_chinese_nouns_and_compounds_are_candidates() -> None:
     found = candidates(CONVERSATION[0][1])
     assert {"阿里巴巴", "软件工程师", "机器学习"} <= set(found)
     assert not {"学习机器学习", "阿里巴巴工作", "机器"} & set(found)
+    found = candidates("我在阿里巴巴工作，在机器学习中用得最多的是推荐系统。")
+    assert {"阿里巴巴", "机器学习", "推荐系统"} <= set(found)
+    assert "阿里巴巴工作" not in found
 
 
 def test_no_single_character_and_no_compound_of_common_words() -> None:
