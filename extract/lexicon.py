@@ -35,7 +35,8 @@ ENGLISH_FUNCTION = frozenset(_ENGLISH_FUNCTION_TEXT.split())
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
 _NEEDS_SEGMENTER = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _ANY_WORD = re.compile(r"[^\W\d_]+")
-# Not zh, ja, ko: wordfreq needs a segmenter (jieba, MeCab) for those; names in them are looked up in English.
+# Not zh, ja, ko: wordfreq needs a segmenter (jieba, MeCab) for those; names in them are looked up in English (Chinese
+# words: extract.chinese.zipf).
 LANGUAGES_WITH_FREQUENCIES = frozenset(
     [
         "ar",
@@ -124,10 +125,14 @@ def zipf(word: str, language: str = "en") -> float:
     """Background frequency of a word on the Zipf scale (0 for a word the lists do not hold)."""
     from wordfreq import zipf_frequency
 
+    if _NEEDS_SEGMENTER.search(word):
+        if language == "zh":
+            from extract.chinese import zipf as chinese_zipf  # imported here: it builds on extract.phrases
+
+            return chinese_zipf(word)
+        return 0.0  # Japanese or Korean script: wordfreq would need MeCab
     if language not in LANGUAGES_WITH_FREQUENCIES:
         language = "en"
-    if _NEEDS_SEGMENTER.search(word):
-        return 0.0  # Chinese, Japanese or Korean script: wordfreq would need jieba or MeCab
     if word.endswith(("+", "#")):
         return 0.0  # "c++", "c#", "f#": wordfreq drops the symbols and answers for the letter "c"
     return float(zipf_frequency(word, language, wordlist="best", minimum=0.0))

@@ -16,9 +16,10 @@ output. For each segment:
    fields");
    a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
    "linguistic diversity") counts where the segment says it so twice; a message in another language
-   gives names and the runs of content words the segment says twice (extract/phrases.py); a word the user
-   says that the segment writes as a function or a command in inline code ("if we use explode", then "the
-   `explode` function") is a candidate however common, its code mentions
+   gives names and the runs of content words the segment says twice (extract/phrases.py), one in Chinese its
+   nouns and noun compounds (extract/chinese.py: 推荐系统, 机器学习); a word the user says that the segment
+   writes as a function or a command in inline code ("if we use explode", then "the `explode` function") is a
+   candidate however common, its code mentions
    counted; an API a reply names in inline code (a class in UpperCamelCase, "`StructType`"; a function called or
    followed by its kind, named as no English word is, "`DENSE_RANK()`") is a candidate too; a value typed in a
    statement ("set city='Hyd'", then quoted back by the reply) and the assistant's words for itself ("As an AI
@@ -68,7 +69,7 @@ from typing import Any
 
 from clients.prose import ARTIFACT_LANGUAGES, prose, unicode_view
 from contracts.concepts import SCHEMA_VERSION
-from extract import lexicon
+from extract import chinese, lexicon
 from extract.fact_mapper import map_raw_facts
 from extract.facts import FACT_RULES_VERSION, propose_facts
 from extract.goals import goal
@@ -89,7 +90,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 30  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 31  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: clients/prose.py reads as far)
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
@@ -269,14 +270,16 @@ def _read(message: SegmentMessage) -> _Message:
     source = view
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
     stops = [m.start() for m in _STOPS.finditer(message.text)]
+    language = lexicon.language_of(view)
+    words = chinese.tokens(view) if language == "zh" else tokens(view)  # Chinese is cut into words by jieba
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
     return _Message(
         message,
         view,
         offsets,
-        lexicon.language_of(view),
+        language,
         stops,
-        tokens(view),
+        words,
         view.islower(),
         code_names,
         fences,
@@ -396,6 +399,8 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     for key in [k for k, c in candidates.items() if c.defined or 0 < c.not_subject >= c.proposals() - c.quoted]:
         del candidates[key]  # a value in a statement ('city="CHN"', then 'equal to "CHN"'); "As an AI model, I"
     title_words = {w.casefold() for w in _TITLE_WORD.findall(segment.title or "")}
+    if chinese.HAN.search(segment.title or ""):
+        title_words |= {t.lower for t in chinese.tokens(segment.title or "")}  # "学习机器学习": 学习, 机器, 学习
     asked = _Asked(messages, title_words)
     base = {key: _score(candidate, title_words, asked) for key, candidate in candidates.items()}
     names = {key: c for key, c in candidates.items() if base[key] > 0 and len(key) > 1 and _full_name(c.title())}

@@ -42,8 +42,9 @@ defines, "el Cliente"; German capitalises every noun, so there a capital is a na
 common German noun: "Siemens", "Schwabing", not "Monat") and, in the languages wordfreq has frequencies for,
 runs of two or three content words ("paella valenciana", "aceite de oliva", "ремонт кухни"; `_content_runs`),
 none of them among the language's most frequent words nor a form of a verb (simplemma's lemma says which), each
-loose: a term where the segment says it twice. A language without frequencies (and Chinese, Japanese, Korean
-text, which needs a segmenter) gives names only: fewer concepts beat wrong ones.
+loose: a term where the segment says it twice. Chinese has a part-of-speech tagger here (jieba): its nouns and
+noun compounds too (extract/chinese.py, on the words extract.chinese.tokens cuts). A language without frequencies
+(and Japanese and Korean text, which need a segmenter) gives names only: fewer concepts beat wrong ones.
 """
 
 from __future__ import annotations
@@ -369,6 +370,10 @@ def phrases(
     if not words:
         return
     yield from _names(prose, words, language)
+    if language == "zh":
+        from extract import chinese  # imported here: it builds on this module
+
+        yield from chinese.phrases(prose, words, phrase_chars)
     if phrase_chars is not None and words[-1].start >= phrase_chars:
         words = [t for t in words if t.start < phrase_chars]
     if language == "en":
