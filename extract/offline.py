@@ -120,6 +120,8 @@ COMMON_WORD_ZIPF = 3.4
 REPEATED_ZIPF_STEP = 0.1
 # A hyphenated word made an adjective ("Python-like", "Spark-based"): a name's modifier, never a name alone.
 _ADJECTIVE_ENDS = ("-like", "-based", "-style", "-related", "-specific", "-friendly", "-oriented", "-driven")
+# Fewer words than this, and a message takes its segment's language (`_settle_languages`).
+SHORT_MESSAGE_WORDS = 6
 # The least specificity of a one-word name in a language that capitalises names only (`_specificity`).
 NAME_SPECIFICITY = 0.35
 _STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
@@ -392,6 +394,7 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     # A tool's output (a web page the search fetched, "Successfully created text document ...", a run's result)
     # was written by no one in the conversation: what the assistant takes from it, its reply says.
     messages = [_read(m) for m in segment.messages if m.text and m.role != "tool"]
+    _settle_languages(messages)
     candidates = _candidates(messages)
     fold_expansions(candidates)
     drop_numbered(candidates)
@@ -438,6 +441,20 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
             if _choose(candidate, taken):
                 chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
     return chosen
+
+
+def _settle_languages(messages: list[_Message]) -> None:
+    """A message of a few words says too little for the language identifier ("bitte 25 weitere" reads as English):
+    it is read in the language most of its segment's words are in."""
+    words: Counter[str] = Counter()
+    for message in messages:
+        if len(message.words) >= SHORT_MESSAGE_WORDS:
+            words[message.language] += len(message.words)
+    if words:
+        language = words.most_common(1)[0][0]
+        for message in messages:
+            if len(message.words) < SHORT_MESSAGE_WORDS:
+                message.language = language
 
 
 def _introduced_name(candidate: _Candidate, score: float) -> bool:

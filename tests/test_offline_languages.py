@@ -90,3 +90,25 @@ def test_a_defined_term_of_a_contract_is_no_name_and_a_slot_no_text() -> None:
     found = titles(segment_input("seg-contract", [("user", text)]))
     assert "Madrid" in found
     assert not {"Cliente", "Proveedor", "País"} & set(found)
+
+
+def test_a_short_message_is_read_in_its_segments_language() -> None:
+    """ "bitte 25 weitere" alone reads as English to the identifier; beside German messages it is German, so its
+    words are no English noun phrases ("Bitte", "Weitere")."""
+    assert language_of("bitte 25 weitere") == "en"
+    reply = (
+        'Hier sind weitere Vorschläge für lustige Buchtitel: "Die chaotische Welt des Kaffeesatzlesens", '
+        '"Der große Leitfaden für Einhörner im Haushalt" und viele mehr, ganz nach deinem Wunsch.'
+    )
+    segment = segment_input(
+        "seg-de-short",
+        [
+            ("user", "Schreib mir bitte lustige Buchtitel über Einhörner und Kaffeesatzlesen."),
+            ("assistant", reply),
+            ("user", "bitte 25 weitere"),
+            ("assistant", reply),
+            ("user", "bitte 25 weitere"),
+        ],
+    )
+    found = {t.casefold() for t in titles(segment)}
+    assert not found & {"bitte", "weitere"}
