@@ -73,7 +73,12 @@ class RecallRequest(StrictBase):
         default=2000, ge=1, le=MAX_BUDGET_TOKENS, description="Most tokens (estimated) of content text in the result."
     )
     scope: RecallScope = Field(default_factory=RecallScope, description="Restrict the search; empty: everything.")
-    max_pieces: int = Field(default=50, ge=1, le=1000, description="Most pieces in the result.")
+    max_pieces: int = Field(
+        default=50,
+        ge=1,
+        le=1000,
+        description="Most pieces in the result; a user's message and the reply shown after it count as one.",
+    )
     order: Literal["relevance", "time"] = Field(
         default="relevance",
         description="relevance: the best piece first (rank order); time: the reading view, conversations by their "

@@ -493,6 +493,10 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
         for row in result.get("waiting", []):
             said = f"{row['status']} in run {row['run_id']}"
             click.echo(f"  waiting for the file to change ({said}): {safe_line(str(row['path']))}")
+        if result.get("left_out"):  # each said with why in the log when first found; not again at every look
+            click.echo(
+                f"  left out {len(result['left_out'])} path(s) that are not exports or not ready: --json lists them"
+            )
     if result["failed"]:
         raise ChatmemError(f"{len(result['failed'])} dump(s) failed; see `chatmem staging failures`")
     if result["error"]:

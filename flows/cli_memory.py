@@ -144,7 +144,12 @@ def one_question_threads() -> None:
     multiple=True,
     help="Restrict the search: conversation:ID, source:FORMAT, since:DATE, until:DATE (repeatable).",
 )
-@click.option("--max-pieces", default=50, type=click.IntRange(1, 1000), help="Most pieces in the context.")
+@click.option(
+    "--max-pieces",
+    default=50,
+    type=click.IntRange(1, 1000),
+    help="Most pieces in the context (a question and the reply shown after it count as one).",
+)
 @click.option(
     "--order",
     type=click.Choice(["relevance", "time"]),

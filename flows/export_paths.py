@@ -1,7 +1,8 @@
-"""Which of the paths given to `chatmem run` are read as exports.
+"""Which of the paths given to `chatmem run` (or watched by `chatmem serve`) are read as exports.
 
     rest_of_an_export(paths)              `chatmem run export/*`: the side files of an unzipped export left out
-    exports_in_folder(folder, data_dir)   `chatmem run DIR`: the exports in DIR and its subfolders
+    exports_in_folder(folder, data_dir)   `chatmem run DIR`, `serve --watch DIR`: the exports in DIR and below,
+                                          and what is left out there, each with why (LeftOut)
 
 Both only look at names and first bytes (a zip, or JSON: ingest reads the format from the bytes, never the
 name); what they keep is read, and reported, by the ingest stage. Only the standard library is imported here at
@@ -10,7 +11,7 @@ the top: `chatmem --help` and a usage error answer at once (flows/cli.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 FOLDER_DEPTH = 3  # how many levels of subfolders `chatmem run DIR` looks into (DIR/a/b/c/export.zip)
@@ -55,72 +56,172 @@ def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[s
     return read, left
 
 
-def exports_in_folder(
-    folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH, accept: Callable[[Path], bool] = holds_json_or_zip
-) -> tuple[list[Path], list[Path]]:
-    """(the exports found, what was left out) in a folder given to `chatmem run` that holds no conversations.json
-    itself: the exports of a folder of downloads (DIR/2024-05-export/conversations.json, DIR/claude/..., a .zip,
-    a .jsonl), looked for `depth` levels of subfolders down, in name order. Found: a subfolder that holds a
-    conversations.json (read whole, as an unzipped export; not looked into further), and a file that starts as
-    JSON or a zip. Left out: any other file (an image, a page, notes), and the side files of an export (user.json,
-    ...). Never looked at: hidden entries (.git, the default data dir .chatmem), the data dir wherever it lies
-    (its databases are no export), folders deeper than `depth`, and links to folders (no loops). `accept`: which
-    other files are exports (`serve --watch` asks for an export's name or a zip's bytes: a half-written download
-    is left alone)."""
+EXPORT_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".zip"})  # named as an export: read, whatever its bytes
+# A download still being written: Firefox's .part, Chrome's .crdownload, Safari's .download (a folder). Its zip bytes
+# start as one, and read now it could only fail; once complete it is renamed, and the new name is read.
+PARTIAL_SUFFIXES = frozenset({".part", ".crdownload", ".download"})
+NOT_AN_EXPORT = "not an export"
+SIDE_FILE = "holds no conversations (a side file of an export)"
+DOWNLOADING = "a download still in progress: read once it completes"
+HIDDEN = "hidden: its name starts with a dot"
+LINKED = "a link to a folder, not followed"
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A path in a searched folder that is not read, and why (one short phrase, said as `PATH: why`)."""
+
+    path: Path
+    why: str
+
+
+def why_not_an_export(path: Path) -> str | None:
+    """None where the file is read as an export: named .json/.jsonl/.ndjson/.zip (unreadable: ingest says why), or
+    starting as JSON or a zip (ingest reads the format from the bytes); else why it is left out."""
+    from ingest.sources import CONVERSATIONS_FILE, EMPTY_ZIP_MAGIC, KNOWN_SIDE_FILES, ZIP_MAGIC
+
+    suffix = path.suffix.lower()
+    if path.name in KNOWN_SIDE_FILES:
+        return SIDE_FILE
+    if suffix in PARTIAL_SUFFIXES:
+        return DOWNLOADING
+    if suffix in EXPORT_SUFFIXES or path.name == CONVERSATIONS_FILE:
+        return None
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    body = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    return None if head[:4] in (ZIP_MAGIC, EMPTY_ZIP_MAGIC) or body[:1] in (b"[", b"{") else NOT_AN_EXPORT
+
+
+def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -> tuple[list[Path], list[LeftOut]]:
+    """(the exports found, what was left out and why) in a folder given to `chatmem run` or watched by `chatmem
+    serve`: the exports of a folder of downloads (DIR/2024-05-export/conversations.json, DIR/claude/..., a .zip, a
+    .jsonl), looked for `depth` levels of subfolders down, in name order. `run` and `serve` read the same ones.
+
+    Found: a folder that holds a conversations.json (an unzipped export: read whole, its side files noted by
+    ingest), `folder` itself included, and a file that `why_not_an_export` takes. Inside an export folder, only
+    export folders are looked for (an older export unzipped in it): a vendor's export holds images, uploaded files
+    and project sandboxes (`user-ID/.../mnt/data/x.json`), none of them an export, so its other files are its own:
+    not read; one beside its conversations.json named as an export is said (it may be the user's, to move out), the
+    rest are not (a ChatGPT export's images and sandboxes would be hundreds of lines). Left out and said: any other
+    file, a download still in progress, an unreadable file, a hidden file named as an export, a folder deeper than
+    `depth` and a link to a folder (no loops). Never looked at, never said: other hidden entries (.git, .DS_Store,
+    the default data dir .chatmem) and the data dir wherever it lies (its databases are no export)."""
     from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES
 
     own = data_dir.resolve()
     found: list[Path] = []
-    left: list[Path] = []
+    left: list[LeftOut] = []
 
-    def visit(where: Path, level: int) -> None:
+    def visit(where: Path, level: int, export: Path | None) -> None:
         try:
             entries = sorted(where.iterdir())
-        except OSError:  # unreadable: said as left out, not a traceback
-            left.append(where)
+        except OSError as exc:  # unreadable: said as left out, not a traceback
+            left.append(LeftOut(where, f"cannot be read: {exc.strerror or exc}"))
             return
         for entry in entries:
             real = entry.resolve()
-            if entry.name.startswith(".") or real == own or own in real.parents:
+            if real == own or own in real.parents:
+                continue
+            if entry.name.startswith("."):
+                if export is None and entry.suffix.lower() in EXPORT_SUFFIXES and not entry.is_dir():
+                    left.append(LeftOut(entry, HIDDEN))
                 continue
             if entry.is_dir():
-                if (entry / CONVERSATIONS_FILE).is_file():
+                visit_folder(entry, level + 1, export)
+            elif export is None:
+                why = why_not_an_export(entry) if entry.is_file() else NOT_AN_EXPORT
+                if why is None:
                     found.append(entry)
-                elif level < depth and not entry.is_symlink():
-                    visit(entry, level + 1)
-            elif entry.is_file() and entry.name not in KNOWN_SIDE_FILES and accept(entry):
-                found.append(entry)
-            else:
-                left.append(entry)
+                else:
+                    left.append(LeftOut(entry, why))
+            elif where == export and _named_as_export(entry) and entry.name not in KNOWN_SIDE_FILES:
+                left.append(LeftOut(entry, in_export(export)))  # beside its conversations.json: may be the user's
 
-    visit(folder, 0)
+    def visit_folder(entry: Path, level: int, export: Path | None) -> None:
+        """`entry` lies `level` subfolders down (1: in `folder` itself)."""
+        if entry.suffix.lower() in PARTIAL_SUFFIXES:
+            if export is None:
+                left.append(LeftOut(entry, DOWNLOADING))
+            return
+        if (entry / CONVERSATIONS_FILE).is_file():
+            found.append(entry)  # read whole, even one level deeper than `depth` or behind a link
+            export = entry
+        elif export is not None:
+            pass  # inside an export: only export folders are looked for, and nothing else is said
+        elif entry.is_symlink():
+            left.append(LeftOut(entry, LINKED))
+            return
+        elif level > depth:
+            left.append(LeftOut(entry, f"more than {depth} levels of subfolders down, not looked into"))
+            return
+        if level <= depth and not entry.is_symlink():
+            visit(entry, level, export)
+
+    if (folder / CONVERSATIONS_FILE).is_file():
+        found.append(folder)
+        visit(folder, 0, folder)
+    else:
+        visit(folder, 0, None)
     return found, left
 
 
-def expand_folders(paths: list[str | Path], data_dir: Path) -> tuple[list[str | Path], list[str]]:
-    """(the paths to read, one line to say per folder looked into): each folder given that holds no
-    conversations.json itself becomes the exports found in it (`exports_in_folder`); one with none found stays as
-    given, and the ingest stage reports it (named, as a file that cannot be read)."""
+def _named_as_export(path: Path) -> bool:
     from ingest.sources import CONVERSATIONS_FILE
 
+    return path.suffix.lower() in EXPORT_SUFFIXES and path.name != CONVERSATIONS_FILE
+
+
+def in_export(export: Path) -> str:
+    return f"inside the export folder {export.name}/, taken as one of its files; move it out to have it read"
+
+
+def expand_folders(paths: list[str | Path], data_dir: Path) -> tuple[list[str | Path], list[str]]:
+    """(the paths to read, one line to say per folder looked into): each folder given becomes the exports found
+    in it (`exports_in_folder`; the folder itself where it holds a conversations.json, nothing else said when that
+    is all); one with none found stays as given, and the ingest stage reports it (named, as a file that cannot be
+    read)."""
     read: list[str | Path] = []
     lines: list[str] = []
     for path in paths:
         folder = Path(path)
-        if not folder.is_dir() or (folder / CONVERSATIONS_FILE).exists():
+        if not folder.is_dir():
             read.append(path)
             continue
         found, left = exports_in_folder(folder, data_dir)
-        read.extend(found or [path])
+        if found == [folder] and not left:  # an export folder alone: read as given, as a file is
+            read.append(path)
+            continue
+        read.extend([path if p == folder else p for p in found] or [path])
         said = f"{len(found)} export(s) found" if found else "no export found"
         where = f"in it and {FOLDER_DEPTH} levels of subfolders below"
         where += f" ({_names(found, folder)})" if found else ""
-        skipped = f"; left out {len(left)} that are not exports ({_names(left, folder)})" if left else ""
-        lines.append(f"{folder}: {said} {where}{skipped}")
+        lines.append(f"{folder}: {said} {where}{said_left(left, folder)}")
     return read, lines
+
+
+def said_left(left: list[LeftOut], folder: Path) -> str:
+    """`; left out 3: a.txt, page.html (not an export); b.zip.part (a download still in progress: ...)`: each reason
+    once, with up to 3 of its paths."""
+    if not left:
+        return ""
+    reasons: dict[str, list[Path]] = {}
+    for item in left:
+        reasons.setdefault(item.why, []).append(item.path)
+    return f"; left out {len(left)}: " + "; ".join(f"{_names(p, folder)} ({why})" for why, p in reasons.items())
 
 
 def _names(paths: list[Path], folder: Path, shown: int = 3) -> str:
     """`2024-05-export/, claude/, notes/a.jsonl and 2 more`: paths under `folder`, a folder with its slash."""
-    names = [f"{p.relative_to(folder)}{'/' if p.is_dir() else ''}" for p in paths[:shown]]
+    names = [f"{_relative(p, folder)}{'/' if p.is_dir() and p != folder else ''}" for p in paths[:shown]]
     return ", ".join(names) + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """A path under `folder`; `folder` itself, an export folder, as the file read in it."""
+    from ingest.sources import CONVERSATIONS_FILE
+
+    return CONVERSATIONS_FILE if path == folder else str(path.relative_to(folder))

@@ -22,6 +22,7 @@ catches the KeyboardInterrupt, shuts down in order and returns as after any stop
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import subprocess
@@ -43,13 +44,12 @@ from clients.graph_target import local_server  # noqa: E402
 from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows import early_api, local_api, server_guard  # noqa: E402
-from flows.export_paths import exports_in_folder  # noqa: E402
+from flows.export_paths import LeftOut, exports_in_folder  # noqa: E402
 from flows.interrupt import EXIT_CODE, FLOW_RUN_ID, RunInterrupted  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
 from ingest.detect import detect_format  # noqa: E402
 from ingest.sources import (  # noqa: E402
-    ZIP_MAGIC,
     OpenedExport,
     file_sha256,
     open_export,
@@ -63,35 +63,39 @@ from staging.lock import serve_lock  # noqa: E402
 
 log = logging.getLogger(__name__)
 
-DUMP_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".zip"})
-PARTIAL_SUFFIXES = frozenset({".part", ".crdownload"})  # a download still being written: its zip bytes start as one
 DEPLOYMENT_NAME = "chatmem-watch"
+SAID_FILE = "watch-left-out.json"  # in the data dir: what the watch runs said they leave out, to say it once
 
 
-def list_dumps(watch_dir: Path, data_dir: Path) -> list[Path]:
-    """The exports in `watch_dir` and FOLDER_DEPTH levels of its subfolders (as `chatmem run DIR` finds them,
-    flows/export_paths.py), in name order: a folder holding a conversations.json, and a file named as an export
-    (.json, .jsonl, .ndjson, .zip) or starting as a zip. Hidden entries, the data dir, partial downloads and the
-    side files of an unzipped ChatGPT export (user.json, ...) are left alone: ingesting them could only fail,
-    again at every run.
-    """
+def list_dumps(watch_dir: Path, data_dir: Path) -> tuple[list[Path], list[LeftOut]]:
+    """(the exports in `watch_dir`, what is left out there and why), as `chatmem run DIR` finds them
+    (flows/export_paths.py): an export folder, a file named .json/.jsonl/.ndjson/.zip or starting as JSON or a zip,
+    FOLDER_DEPTH levels of subfolders down. Left out: half-written downloads (.part, .crdownload, .download), the
+    side files of an unzipped export (user.json, ...), what is not an export: ingesting them could only fail, again
+    at every run."""
     if not watch_dir.is_dir():
         raise ConfigError(f"--watch {watch_dir}: not a directory")
-    found, _ = exports_in_folder(watch_dir, data_dir, accept=_named_as_dump)
-    return found
+    return exports_in_folder(watch_dir, data_dir)
 
 
-def _named_as_dump(path: Path) -> bool:
-    suffix = path.suffix.lower()
-    return suffix not in PARTIAL_SUFFIXES and (suffix in DUMP_SUFFIXES or _is_zip(path))
-
-
-def _is_zip(path: Path) -> bool:
+def newly_left_out(data_dir: Path, left: list[LeftOut]) -> list[LeftOut]:
+    """Of what a watch run leaves out, what no earlier run said (or said for another reason): each is said once,
+    not at every tick. The record (SAID_FILE) holds what is left out now, so a file removed and dropped in again is
+    said again; it is written only when that changes. A record that cannot be read or written says all again."""
+    record = data_dir / SAID_FILE
     try:
-        with path.open("rb") as handle:
-            return handle.read(4) == ZIP_MAGIC
-    except OSError:  # unreadable: not known to be a dump (one named as an export is listed, and fails in ingest)
-        return False
+        said = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        said = None
+    said = said if isinstance(said, dict) else {}
+    now = {str(item.path): item.why for item in left}
+    if now != said:
+        with contextlib.suppress(OSError):
+            data_dir.mkdir(parents=True, exist_ok=True)
+            partial = record.with_suffix(".tmp")
+            partial.write_text(json.dumps(now, indent=0), encoding="utf-8")
+            partial.replace(record)
+    return [item for item in left if said.get(str(item.path)) != item.why]
 
 
 def split_new(
@@ -163,7 +167,10 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
     interrupted, and the flow run ends with that one line rather than a RunInterrupted traceback in the log."""
     logger = get_run_logger()
     settings = Settings(data_dir=Path(data_dir))
-    new, done, waiting = split_new(settings, list_dumps(Path(watch_dir), settings.data_dir), force_format)
+    dumps, left = list_dumps(Path(watch_dir), settings.data_dir)
+    for item in newly_left_out(settings.data_dir, left):  # a file dropped in that is not read: why, once
+        logger.warning("watch - left out %s: %s", item.path, item.why)
+    new, done, waiting = split_new(settings, dumps, force_format)
     result: dict[str, Any] = {
         "watch_dir": watch_dir,
         "run_id": None,
@@ -173,6 +180,7 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
         # failed (or partial) before with these same bytes: said when it failed, not tried until the file changes
         "waiting": [{k: w[k] for k in ("path", "run_id", "status")} | {"error": w["detail"]} for w in waiting],
         "error": None,  # a stage failure, whether or not a particular dump is to blame
+        "left_out": [{"path": str(item.path), "why": item.why} for item in left],  # every tick; logged once
     }
     unchanged = f"; {len(waiting)} failed before, unchanged since: waiting for the file to change" if waiting else ""
     if not new:

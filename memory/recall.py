@@ -343,32 +343,41 @@ class Selection:
     skipped: list[tuple[int, int, int]]
     replies: dict[int, int] = field(default_factory=dict)  # a reply shown after its question: reply -> question
 
+    @property
+    def pieces(self) -> int:
+        """What counts against max_pieces: a reply rides along with its question, the two one piece."""
+        return len(self.chosen) - len(self.replies)
+
 
 def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> Selection:
     """The best pieces within the budget, best first. A piece too big for what is left is never silently dropped:
     with at least WINDOW_MIN_TOKENS left it comes as a window around the query's words (of what is left, at most
     half the budget while others may follow; the first piece whatever is left), else it is left out, said so
     (`skipped`), and the answer ends there: a smaller piece further down would fill the budget with worse ones.
-    A turn showing nothing but a model's notes is no piece."""
+    A turn showing nothing but a model's notes is no piece. A user's turn brings the reply to it (`_add_reply`),
+    and the two count as one of `max_pieces`: a question alone answers nothing, even with `--max-pieces 1`."""
     selection = Selection([], {}, [])
     chosen, windows, skipped = selection.chosen, selection.windows, selection.skipped
     used = 0
     for i in ranking.order.tolist():
-        if ranking.score[i] <= 0 or len(chosen) >= max_pieces:
+        if ranking.score[i] <= 0 or selection.pieces >= max_pieces:
             break
         if i in selection.replies:
             continue  # shown already, after the question it answers
         if shown_text(index.text(i)) == THINKING_ONLY:
             continue  # a model's notes only (a ChatGPT reasoning turn): nothing to show
-        cost = int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
+        cost = _cost(index, i)
         left = budget - used
         if cost > left:
             if left >= WINDOW_MIN_TOKENS or (not chosen and left >= FIRST_WINDOW_MIN_TOKENS):
-                share = left if len(chosen) + 1 >= max_pieces else min(left, max(budget // 2, WINDOW_MIN_TOKENS))
+                if selection.pieces + 1 >= max_pieces:  # the last piece: what is left, less its reply's share
+                    share = max(left - _reply_share(index, ranking, i, budget, selection), min(left, WINDOW_MIN_TOKENS))
+                else:
+                    share = min(left, max(budget // 2, WINDOW_MIN_TOKENS))
                 chosen.append(i)
                 windows[i] = share
                 used += share
-                used += _add_reply(index, ranking, i, budget, budget - used, max_pieces, selection)
+                used += _add_reply(index, ranking, i, budget, budget - used, selection)
                 continue
             # too big for what is left: stop here rather than fill the rest with pieces further down, which are
             # worse by the ranking's own measure (the answer says a better piece was left out, `budget_note`)
@@ -376,29 +385,21 @@ def plan(index: MemoryIndex, ranking: Ranking, budget: int, max_pieces: int) -> 
             break
         chosen.append(i)
         used += cost
-        used += _add_reply(index, ranking, i, budget, budget - used, max_pieces, selection)
+        used += _add_reply(index, ranking, i, budget, budget - used, selection)
     return selection
 
 
-def _add_reply(
-    index: MemoryIndex, ranking: Ranking, i: int, budget: int, left: int, max_pieces: int, selection: Selection
-) -> int:
+def _add_reply(index: MemoryIndex, ranking: Ranking, i: int, budget: int, left: int, selection: Selection) -> int:
     """A user's turn chosen for the answer brings the assistant's reply to it, right after it: what a person asking
     their own archive wants is what they were told, not only that they asked (replies rank below the user's own
     words, which say what the conversation is about; and a request rarely ends in "?"). At most REPLY_SHARE of
     the budget, as a window around the query's words when longer; none when less than WINDOW_MIN_TOKENS is left,
-    or the reply is chosen already. The tokens it takes."""
-    reply = _reply_of(index, i) if index.roles[int(index.role_code[i])] == "user" else -1
-    if (
-        reply < 0
-        or int(index.head[reply]) != reply  # merged into an earlier turn's node: shown there, whole, if at all
-        or ranking.score[reply] <= 0  # out of the request's scope or time (`rank` zeroes those)
-        or reply in selection.chosen
-        or len(selection.chosen) >= max_pieces
-        or left < WINDOW_MIN_TOKENS
-    ):
+    or the reply is chosen already. It counts with its question against max_pieces (`Selection.pieces`). The
+    tokens it takes."""
+    reply = _reply_to_show(index, ranking, i, selection)
+    if reply < 0 or left < WINDOW_MIN_TOKENS:
         return 0
-    cost = int(index.tokens[index.group[reply]].sum()) if reply in index.group else int(index.tokens[reply])
+    cost = _cost(index, reply)
     share = min(left, max(int(budget * REPLY_SHARE), WINDOW_MIN_TOKENS))
     selection.chosen.append(reply)
     selection.replies[reply] = i
@@ -408,12 +409,41 @@ def _add_reply(
     return share
 
 
+def _reply_to_show(index: MemoryIndex, ranking: Ranking, i: int, selection: Selection) -> int:
+    """The reply `_add_reply` would show after turn `i`, or -1: none for a turn that is not a user's, none merged
+    into an earlier turn's node (shown there, whole, if at all), out of the request's scope or time (`rank` zeroes
+    those), or chosen already."""
+    reply = _reply_of(index, i) if index.roles[int(index.role_code[i])] == "user" else -1
+    if reply < 0 or int(index.head[reply]) != reply or ranking.score[reply] <= 0 or reply in selection.chosen:
+        return -1
+    return reply
+
+
+def _reply_share(index: MemoryIndex, ranking: Ranking, i: int, budget: int, selection: Selection) -> int:
+    """The tokens to leave for the reply to turn `i` (`_add_reply` shows one only with WINDOW_MIN_TOKENS left): 0
+    when it brings none."""
+    reply = _reply_to_show(index, ranking, i, selection)
+    if reply < 0:
+        return 0
+    return max(min(_cost(index, reply), int(budget * REPLY_SHARE)), WINDOW_MIN_TOKENS)
+
+
+def _cost(index: MemoryIndex, i: int) -> int:
+    """The tokens of row `i` shown whole (a merged group: all its originals)."""
+    return int(index.tokens[index.group[i]].sum()) if i in index.group else int(index.tokens[i])
+
+
 def _reply_of(index: MemoryIndex, i: int) -> int:
     """The assistant's turn answering turn `i`: the next turn that shows something, past a model's notes
-    (ChatGPT's reasoning turns: "[thinking, not shown]") and tool turns, at most REPLY_STEPS turns on; -1 when a
-    person speaks first, or none is found."""
+    (ChatGPT's reasoning turns: "[thinking, not shown]"), tool turns and the user's own repeat of `i` (merged with
+    it: the same question sent again), at most REPLY_STEPS turns on; -1 when a person speaks first, or none is
+    found."""
+    own = int(index.head[i])
     j = int(index.next[i])
     for _ in range(REPLY_STEPS):
+        if j >= 0 and int(index.head[j]) == own:
+            j = int(index.next[j])  # `i` said again, before any answer: the answer comes after the repeat
+            continue
         if j < 0 or index.roles[int(index.role_code[j])] in ("user", "other"):
             return -1
         if index.roles[int(index.role_code[j])] == "assistant" and shown_text(index.text(j)) != THINKING_ONLY:

@@ -352,7 +352,7 @@ def test_run_on_a_folder_of_downloads_reads_the_exports_in_its_subfolders(tmp_pa
     done = chatmem("run", folder, "--only", "ingest", data_dir=data_dir)
     assert done.exit_code == 0, done.output
     assert f"{folder}: 2 export(s) found in it and 3 levels of subfolders below" in done.stderr, done.stderr
-    assert "left out 1 that are not exports (page.html)" in done.stderr, done.stderr
+    assert "left out 1: page.html (not an export)" in done.stderr, done.stderr
     stats = json.loads(chatmem("archive", "stats", "--json", data_dir=data_dir).stdout)
     assert stats["conversations"] == 2  # the export's one and notes.jsonl's one
     again = chatmem("run", folder, "--only", "ingest", data_dir=data_dir)  # the data dir now holds databases

@@ -4,11 +4,20 @@ real files under tmp_path; what is not an export is left out and said, the data 
 from __future__ import annotations
 
 import shutil
+import zipfile
 from pathlib import Path
 
 from conftest import write_jsonl
 
-from flows.export_paths import FOLDER_DEPTH, expand_folders
+from flows.export_paths import (
+    DOWNLOADING,
+    FOLDER_DEPTH,
+    LINKED,
+    NOT_AN_EXPORT,
+    SIDE_FILE,
+    expand_folders,
+    exports_in_folder,
+)
 
 
 def downloads(root: Path, chatgpt_export: Path) -> Path:
@@ -41,7 +50,10 @@ def test_a_folder_of_downloads_is_searched_three_levels_down_for_exports(tmp_pat
     assert read == [folder / "2024-05-export", folder / "a" / "b" / "c" / "notes.jsonl", folder / "claude"]
     [line] = lines
     assert line.startswith(f"{folder}: 3 export(s) found in it and 3 levels of subfolders below (2024-05-export/, ")
-    assert line.endswith("; left out 2 that are not exports (a/todo.txt, page.html)"), line
+    assert line.endswith(
+        "; left out 3: a/b/c/d/ (more than 3 levels of subfolders down, not looked into); a/todo.txt,"
+        " page.html (not an export)"
+    ), line
 
 
 def test_a_folder_with_its_own_conversations_json_and_a_file_are_read_as_given(
@@ -60,5 +72,84 @@ def test_a_folder_with_no_export_stays_as_given_and_says_so(tmp_path: Path) -> N
     (folder / "x" / "photo.jpg").write_bytes(b"\xff\xd8\xff")
     read, [line] = expand_folders([folder], tmp_path / "data")
     assert read == [folder]
-    said = "no export found in it and 3 levels of subfolders below; left out 1 that are not exports (x/photo.jpg)"
+    said = "no export found in it and 3 levels of subfolders below; left out 1: x/photo.jpg (not an export)"
     assert line == f"{folder}: {said}"
+
+
+def test_what_a_folder_leaves_out_is_said_with_why_and_the_same_for_run_and_serve(
+    tmp_path: Path, chatgpt_export: Path
+) -> None:
+    """Each file dropped in that is not read has its reason: not an export, a side file, a download still being
+    written (Chrome's .crdownload and Firefox's .part start as a zip; Safari's .download is a folder holding the
+    partial file under its final name), a file that cannot be read (EIO: /proc/self/mem), a hidden file named as an
+    export, a folder too deep, a link to a folder. An export with no suffix is read by its bytes. `serve --watch`
+    lists the same (flows/serve.py `list_dumps`); before, it dropped all of these without a word, and `run DIR`
+    failed the half-written downloads and the unreadable file."""
+    folder = tmp_path / "watch"
+    folder.mkdir()
+    zipped = tmp_path / "export.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.write(chatgpt_export, "conversations.json")
+    half = zipped.read_bytes()[:300]
+    (folder / "new.zip.crdownload").write_bytes(half)
+    (folder / "older.zip.part").write_bytes(half)
+    (folder / "safari.zip.download").mkdir()
+    (folder / "safari.zip.download" / "safari.zip").write_bytes(half)
+    (folder / "mystery").symlink_to("/proc/self/mem")
+    (folder / ".backup.json").write_text("[]", encoding="utf-8")
+    (folder / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")  # hidden and no export: never said
+    (folder / "user.json").write_text('{"id": "u"}', encoding="utf-8")
+    (folder / "notes.txt").write_text("buy bread", encoding="utf-8")
+    shutil.copy(chatgpt_export, folder / "claude-backup")  # JSON with no suffix: read by its bytes
+    write_jsonl(folder / "a" / "b" / "c" / "d" / "deep.jsonl")
+    (tmp_path / "elsewhere").mkdir()
+    (folder / "linked").symlink_to(tmp_path / "elsewhere")
+    found, left = exports_in_folder(folder, tmp_path / "data")
+    assert found == [folder / "claude-backup"]
+    assert [(item.path.relative_to(folder).as_posix(), item.why) for item in left] == [
+        (".backup.json", "hidden: its name starts with a dot"),
+        ("a/b/c/d", "more than 3 levels of subfolders down, not looked into"),
+        ("linked", LINKED),
+        ("mystery", "cannot be read: Input/output error"),
+        ("new.zip.crdownload", DOWNLOADING),
+        ("notes.txt", NOT_AN_EXPORT),
+        ("older.zip.part", DOWNLOADING),
+        ("safari.zip.download", DOWNLOADING),
+        ("user.json", SIDE_FILE),
+    ]
+    read, [line] = expand_folders([folder], tmp_path / "data")
+    assert read == [folder / "claude-backup"]
+    assert "; left out 9: .backup.json (hidden: its name starts with a dot); " in line, line
+    assert f"new.zip.crdownload, older.zip.part, safari.zip.download/ ({DOWNLOADING})" in line, line
+
+
+def test_exports_inside_an_export_folder_are_read_and_its_own_files_are_not(
+    tmp_path: Path, chatgpt_export: Path
+) -> None:
+    """An older export unzipped inside a newer one's folder (a folder with its own conversations.json, at any depth
+    within FOLDER_DEPTH) is read, as a folder given or watched and as one found below: before, a folder holding a
+    conversations.json was read whole and nothing under it was looked at. A vendor's export also holds images,
+    uploaded files and project sandboxes (`user-ID/.../mnt/data/*.json`): not exports, not read and not said; a
+    file named as an export beside its conversations.json is not read either (it may be an upload), and is said."""
+    export = tmp_path / "downloads" / "2025-export"
+    (export / "dalle-generations").mkdir(parents=True)
+    shutil.copy(chatgpt_export, export / "conversations.json")
+    (export / "user.json").write_text('{"id": "u"}', encoding="utf-8")
+    (export / "dalle-generations" / "a.webp").write_bytes(b"RIFF")
+    (export / "user-x" / "proj" / "mnt" / "data").mkdir(parents=True)
+    (export / "user-x" / "proj" / "mnt" / "data" / "table.json").write_text("[]", encoding="utf-8")
+    write_jsonl(export / "mine.jsonl")
+    (export / "old" / "2023").mkdir(parents=True)
+    shutil.copy(chatgpt_export, export / "old" / "2023" / "conversations.json")
+    downloads = export.parent
+    found, left = exports_in_folder(downloads, tmp_path / "data")
+    assert found == [export, export / "old" / "2023"]
+    said = "inside the export folder 2025-export/, taken as one of its files; move it out to have it read"
+    assert [(item.path, item.why) for item in left] == [(export / "mine.jsonl", said)]
+
+    read, [line] = expand_folders([export], tmp_path / "data")  # `chatmem run 2025-export/`
+    assert read == [export, export / "old" / "2023"]
+    assert line == (
+        f"{export}: 2 export(s) found in it and 3 levels of subfolders below (conversations.json, old/2023/); left"
+        f" out 1: mine.jsonl ({said})"
+    )

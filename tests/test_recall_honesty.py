@@ -255,7 +255,8 @@ def test_the_best_piece_too_big_for_the_budget_comes_as_a_window_around_its_matc
     assert first.content_id == "dog-0" and first.rank == 1
     assert first.full_tokens == whole.pieces[0].tokens and first.tokens < first.full_tokens
     assert "border collie, a herding breed" in first.text and first.text.startswith("…") and first.text.endswith("…")
-    assert result.tokens <= 2000 and len(result.pieces) == 3
+    assert result.tokens <= 2000  # max_pieces 3: both questions, each with its reply riding along
+    assert [p.content_id for p in result.pieces] == ["dog-0", "dog-1", "pets-0", "pets-1"]
     assert result.budget_note and "#1" in result.budget_note and "window" in result.budget_note
 
 
@@ -385,6 +386,54 @@ def test_the_reply_to_a_users_message_is_the_answer_past_the_models_notes_and_to
     index, config = memory([turns[0], turns[1], msg("spark", 2, "hello? restart the spark cluster", 0, minute=2)])
     service = Memory(Settings().model_copy(update={"recall": config}), index, None)
     assert all(p.reply_to is None for p in service.recall(RecallRequest(query="restart spark cluster")).pieces)
+
+
+def test_a_question_and_its_reply_count_as_one_piece_even_with_max_pieces_one() -> None:
+    """`--max-pieces 1` returned the user's question alone (the reply was over the count): it answered nothing. The
+    reply rides along with its question and the two count as one piece; the ranking is the same (rank 1 first,
+    the next question second with max_pieces 2). A question too big for the budget, as the last piece, leaves its
+    reply's share: a window of the question, then the reply."""
+    service = _memory()
+    whole = service.recall(RecallRequest(query="nightly ETL failed orders", budget_tokens=5000, at=AT))
+    first = [p.content_id for p in whole.pieces if p.reply_to is None]
+    one = service.recall(RecallRequest(query="nightly ETL failed orders", budget_tokens=5000, at=AT, max_pieces=1))
+    assert [(p.content_id, p.reply_to) for p in one.pieces] == [("etl-2", None), ("etl-3", "etl-2")]
+    assert one.pieces[0].rank == 1 and first[0] == "etl-2"
+    two = service.recall(RecallRequest(query="nightly ETL failed orders", budget_tokens=5000, at=AT, max_pieces=2))
+    assert [p.content_id for p in two.pieces] == [
+        "etl-2",
+        "etl-3",
+        first[1],
+        *(["etl-1"] if first[1] == "etl-0" else []),
+    ]
+    long_question = "Some context about our warehouse jobs. " * 120 + "Why did the nightly ETL fail on orders?"
+    index, config = memory(
+        [
+            msg("etl", 0, long_question, day=0),
+            msg("etl", 1, "The orders table was locked by the nightly backup.", day=0, role="assistant", minute=1),
+        ]
+    )
+    small = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    answer = small.recall(RecallRequest(query="nightly ETL failed orders", budget_tokens=300, max_pieces=1))
+    assert [(p.content_id, p.reply_to) for p in answer.pieces] == [("etl-0", None), ("etl-1", "etl-0")]
+    assert answer.pieces[0].full_tokens is not None and answer.tokens <= 300
+
+
+def test_a_question_sent_twice_in_a_row_brings_the_reply_after_its_repeat() -> None:
+    """A user who sends the same question again before any answer (a resend after an error): the two are one merged
+    node, and the turn after the first is its own repeat. The reply was looked for there, met a user's turn, and
+    the question came alone; it is found past the repeat."""
+    turns = [
+        msg("spark", 0, "How do I restart the spark cluster on the master node?", day=0),
+        msg("spark", 1, "How do I restart the spark cluster on the master node?", day=0, minute=1),
+        msg("spark", 2, "Run stop-all.sh and then start-all.sh on the master.", day=0, role="assistant", minute=2),
+    ]
+    index, config = memory(turns)
+    assert index.group, "the builder merged the two questions"
+    service = Memory(Settings().model_copy(update={"recall": config}), index, None)
+    result = service.recall(RecallRequest(query="restart spark cluster", max_pieces=1))
+    assert [(p.content_id, p.reply_to) for p in result.pieces] == [("spark-0", None), ("spark-2", "spark-0")]
+    assert result.pieces[0].message_ids == ["spark-0", "spark-1"]
 
 
 def test_a_reply_merged_with_a_repeat_of_it_is_shown_once_and_within_its_share() -> None:

@@ -45,8 +45,9 @@ def test_list_dumps_recognises_exports_and_leaves_the_rest(tmp_path: Path, chatg
     (tmp_path / "unzipped").mkdir()
     (tmp_path / "unzipped" / "conversations.json").write_text("[]")
     (tmp_path / "other-folder").mkdir()
-    for ignored in (".hidden.json", "user.json", "notes.txt", "dump.json.crdownload"):
+    for ignored in (".hidden.json", "user.json", "dump.json.crdownload"):
         (tmp_path / ignored).write_text("{}")
+    (tmp_path / "notes.txt").write_text("buy bread")  # read by its bytes, as `run DIR` reads it: not JSON, no zip
     # a folder of downloads, as `chatmem run DIR` reads it: exports in subfolders, 3 levels down, not 4
     (tmp_path / "2024" / "may" / "claude").mkdir(parents=True)
     (tmp_path / "2024" / "may" / "claude" / "conversations.json").write_text("[]")
@@ -63,7 +64,10 @@ def test_list_dumps_recognises_exports_and_leaves_the_rest(tmp_path: Path, chatg
     data_dir = tmp_path / "data"  # a data dir inside the watched folder is never read
     data_dir.mkdir()
     (data_dir / "load-memory.json").write_text("{}")
-    found = [p.relative_to(tmp_path).as_posix() for p in list_dumps(tmp_path, data_dir)]
+    (tmp_path / "unzipped" / "older").mkdir()  # an older export unzipped inside the newer one's folder
+    (tmp_path / "unzipped" / "older" / "conversations.json").write_text("[]")
+    dumps, left = list_dumps(tmp_path, data_dir)
+    found = [p.relative_to(tmp_path).as_posix() for p in dumps]
     assert found == [
         "2024/june.jsonl",
         "2024/may/claude",
@@ -72,7 +76,61 @@ def test_list_dumps_recognises_exports_and_leaves_the_rest(tmp_path: Path, chatg
         "b.JSONL",
         "download",
         "unzipped",
+        "unzipped/older",
     ]
+    assert [p.path.relative_to(tmp_path).as_posix() for p in left] == [
+        ".hidden.json",
+        "2024/july.zip.crdownload",
+        "2024/july.zip.part",
+        "2024/june.jsonl.part",
+        "a/b/c/d",
+        "dump.json.crdownload",
+        "notes.txt",
+        "user.json",
+    ]
+
+
+def test_what_the_watch_leaves_out_is_said_once_per_file_with_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file dropped in the watched folder that will not be ingested (not an export, a download still being
+    written, a file that cannot be read, a folder too deep) is said with its reason (a warning in the log) at the
+    first tick that finds it, not at every tick; one dropped in later is said at the tick that finds it, and one
+    removed and dropped in again is said again. `--json` lists them all each time (`left_out`), the summary counts
+    them. Before, they vanished without a word: a user saw nothing happen."""
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    watch.mkdir()
+    (watch / "notes.txt").write_text("buy bread", encoding="utf-8")
+    (watch / "export.zip.crdownload").write_bytes(b"PK\x03\x04half")
+    (watch / "mystery").symlink_to("/proc/self/mem")
+    (watch / "a" / "b" / "c" / "d").mkdir(parents=True)
+
+    def tick() -> tuple[list[tuple[str, str]], list[str]]:
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            code, result = serve_once(watch, data_dir)
+        assert code == 0 and result["run_id"] is None, result
+        listed = [(Path(row["path"]).relative_to(watch).as_posix(), row["why"]) for row in result["left_out"]]
+        said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("watch - left out ")]
+        return listed, said
+
+    listed, said = tick()
+    assert listed == [
+        ("a/b/c/d", "more than 3 levels of subfolders down, not looked into"),
+        ("export.zip.crdownload", "a download still in progress: read once it completes"),
+        ("mystery", "cannot be read: Input/output error"),
+        ("notes.txt", "not an export"),
+    ]
+    assert said == [f"watch - left out {watch / path}: {why}" for path, why in listed]
+    (watch / "photo.jpg").write_bytes(b"\xff\xd8\xff")
+    listed, said = tick()
+    assert len(listed) == 5 and said == [f"watch - left out {watch / 'photo.jpg'}: not an export"]
+    (watch / "notes.txt").unlink()
+    assert tick()[1] == []
+    (watch / "notes.txt").write_text("again", encoding="utf-8")
+    assert tick()[1] == [f"watch - left out {watch / 'notes.txt'}: not an export"]
+    human = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch)])
+    assert "  left out 5 path(s) that are not exports or not ready: --json lists them" in human.stdout, human.output
 
 
 def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them_once_changed(
