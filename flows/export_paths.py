@@ -41,15 +41,15 @@ def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[s
     side file, a folder, or a file neither named .json/.jsonl/.zip nor starting as JSON or a zip does (an image,
     an HTML page), sitting in the folder of a conversations.json that is given too. Everything else is read as
     given (a file alone is never left out)."""
-    from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES
+    from ingest.sources import KNOWN_SIDE_FILES, conversation_files, is_conversations_file
 
     resolved = [Path(p).resolve() for p in paths]
-    folders = {r.parent for r in resolved if r.name == CONVERSATIONS_FILE and r.is_file()}
+    folders = {r.parent for r in resolved if is_conversations_file(r.name) and r.is_file()}
     read: list[str | Path] = []
     left: list[str | Path] = []
     for path, real in zip(paths, resolved, strict=True):
-        beside = real.parent in folders and real.name != CONVERSATIONS_FILE
-        other_kind = (real.is_dir() and not (real / CONVERSATIONS_FILE).exists()) or (
+        beside = real.parent in folders and not is_conversations_file(real.name)
+        other_kind = (real.is_dir() and not conversation_files(real)) or (
             not real.is_dir() and real.suffix.lower() not in READ_BESIDE and not holds_json_or_zip(real)
         )
         (left if beside and (real.name in KNOWN_SIDE_FILES or other_kind) else read).append(path)
@@ -78,14 +78,14 @@ class LeftOut:
 def why_not_an_export(path: Path) -> str | None:
     """None where the file is read as an export: named .json/.jsonl/.ndjson/.zip (unreadable: ingest says why), or
     starting as JSON or a zip (ingest reads the format from the bytes); else why it is left out."""
-    from ingest.sources import CONVERSATIONS_FILE, EMPTY_ZIP_MAGIC, KNOWN_SIDE_FILES, ZIP_MAGIC
+    from ingest.sources import EMPTY_ZIP_MAGIC, KNOWN_SIDE_FILES, ZIP_MAGIC, is_conversations_file
 
     suffix = path.suffix.lower()
     if path.name in KNOWN_SIDE_FILES:
         return SIDE_FILE
     if suffix in PARTIAL_SUFFIXES:
         return DOWNLOADING
-    if suffix in EXPORT_SUFFIXES or path.name == CONVERSATIONS_FILE:
+    if suffix in EXPORT_SUFFIXES or is_conversations_file(path.name):
         return None
     try:
         with path.open("rb") as handle:
@@ -110,7 +110,7 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
     file, a download still in progress, an unreadable file, a hidden file named as an export, a folder deeper than
     `depth` and a link to a folder (no loops). Never looked at, never said: other hidden entries (.git, .DS_Store,
     the default data dir .chatmem) and the data dir wherever it lies (its databases are no export)."""
-    from ingest.sources import CONVERSATIONS_FILE, KNOWN_SIDE_FILES
+    from ingest.sources import KNOWN_SIDE_FILES, conversation_files
 
     own = data_dir.resolve()
     found: list[Path] = []
@@ -147,7 +147,7 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
             if export is None:
                 left.append(LeftOut(entry, DOWNLOADING))
             return
-        if (entry / CONVERSATIONS_FILE).is_file():
+        if conversation_files(entry):
             found.append(entry)  # read whole, even one level deeper than `depth` or behind a link
             export = entry
         elif export is not None:
@@ -161,7 +161,7 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
         if level <= depth and not entry.is_symlink():
             visit(entry, level, export)
 
-    if (folder / CONVERSATIONS_FILE).is_file():
+    if conversation_files(folder):
         found.append(folder)
         visit(folder, 0, folder)
     else:
@@ -170,9 +170,9 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
 
 
 def _named_as_export(path: Path) -> bool:
-    from ingest.sources import CONVERSATIONS_FILE
+    from ingest.sources import is_conversations_file
 
-    return path.suffix.lower() in EXPORT_SUFFIXES and path.name != CONVERSATIONS_FILE
+    return path.suffix.lower() in EXPORT_SUFFIXES and not is_conversations_file(path.name)
 
 
 def in_export(export: Path) -> str:

@@ -1,5 +1,10 @@
 """Open what the user points at: a loose export file, a downloaded .zip, or an unzipped export folder.
 
+A ChatGPT export made since early 2026 has no conversations.json: its conversations are split over numbered files,
+conversations-000.json, conversations-001.json, ... (each a JSON array; export_manifest.json lists them). Such a
+zip or folder is opened as one stream all the same: the arrays read as one (`_JoinedArrays`), parts in number
+order, so the parsers, the skip by sha256 and the run's records see one export as before.
+
 A zip is recognised by its bytes, not its name. It is never extracted to disk: the conversations member is
 streamed. Before reading, the archive is checked: member paths that climb out of the archive (zip-slip),
 absolute paths, and members whose declared size or compression ratio looks like a bomb are refused; while
@@ -11,17 +16,20 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import stat
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import IO, BinaryIO
 
 from contracts.errors import MalformedExportError, UnsafeArchiveError
 
 CONVERSATIONS_FILE = "conversations.json"
+CONVERSATIONS_PART = re.compile(r"conversations-(\d{1,6})\.json")  # one part of a split export
 # Files that sit beside conversations.json in a real download; recorded, not parsed.
 KNOWN_SIDE_FILES = frozenset(
     {
@@ -32,8 +40,36 @@ KNOWN_SIDE_FILES = frozenset(
         "users.json",
         "projects.json",
         "chat.html",
+        "export_manifest.json",
+        "user_settings.json",
+        "conversations.json.index",
     }
 )
+
+
+def is_conversations_file(name: str) -> bool:
+    """conversations.json, or one numbered part of a split export (conversations-000.json)."""
+    return name == CONVERSATIONS_FILE or CONVERSATIONS_PART.fullmatch(name) is not None
+
+
+def conversation_files(folder: Path) -> list[Path]:
+    """An unzipped export folder's conversations: its conversations.json, else its numbered parts in number order;
+    [] where it has neither."""
+    whole = folder / CONVERSATIONS_FILE
+    if whole.is_file():
+        return [whole]
+    try:
+        parts = [p for p in folder.iterdir() if CONVERSATIONS_PART.fullmatch(p.name) and p.is_file()]
+    except OSError:
+        return []
+    return sorted(parts, key=_part_number)
+
+
+def _part_number(path: Path | PurePosixPath) -> tuple[int, str]:
+    found = CONVERSATIONS_PART.fullmatch(path.name)
+    return (int(found.group(1)) if found else -1, path.name)
+
+
 ZIP_MAGIC = b"PK\x03\x04"
 EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 
@@ -52,9 +88,16 @@ class OpenedExport:
     member: str | None = None  # the zip member to read, when `file` is a zip
     member_limit: int = 0  # the most bytes the member may produce (its declared size, capped)
     side_files: list[str] = field(default_factory=list)
+    # A split export: its parts in order, read as one array (zip members of `file`, or files when `file` is a folder)
+    parts: list[str] = field(default_factory=list)
+    part_limits: list[int] = field(default_factory=list)  # of each zip member, as member_limit
 
     @contextmanager
     def open(self) -> Iterator[BinaryIO]:
+        if self.parts:
+            with self._open_parts() as joined:
+                yield joined
+            return
         if self.member is None:
             with self.file.open("rb") as handle:
                 yield handle
@@ -62,6 +105,27 @@ class OpenedExport:
         with zipfile.ZipFile(self.file) as archive, archive.open(self.member) as stream:
             limited = _LimitedReader(stream, limit=self.member_limit, name=str(self.file))
             yield limited  # type: ignore[misc]  # a RawIOBase is a binary stream
+
+    @contextmanager
+    def _open_parts(self) -> Iterator[BinaryIO]:
+        if self.file.is_dir():
+            files = [(part, partial(_open_file, Path(part))) for part in self.parts]
+            yield _JoinedArrays(files)  # type: ignore[misc]  # a RawIOBase is a binary stream
+            return
+        with zipfile.ZipFile(self.file) as archive:
+            members = [
+                (f"{self.file}!{name}", partial(_open_member, archive, name, limit, f"{self.file}!{name}"))
+                for name, limit in zip(self.parts, self.part_limits, strict=True)
+            ]
+            yield _JoinedArrays(members)  # type: ignore[misc]
+
+
+def _open_file(path: Path) -> IO[bytes]:
+    return path.open("rb")  # closed by _JoinedArrays, which reads it
+
+
+def _open_member(archive: zipfile.ZipFile, name: str, limit: int, shown: str) -> IO[bytes]:
+    return _LimitedReader(archive.open(name), limit=limit, name=shown)  # type: ignore[return-value]
 
 
 # (device, inode, size, modification and change times in ns) -> sha256, for this process: a watch run hashes
@@ -97,11 +161,16 @@ def open_export(path: Path, *, max_member_bytes: int, max_ratio: float, digest: 
     """Resolve `path` to the one stream to parse. Raises an ExportError subclass naming the file.
     `digest=False` leaves `sha256` empty (a check before the run: reading a large dump twice costs seconds)."""
     if path.is_dir():
-        candidate = path / CONVERSATIONS_FILE
-        if not candidate.is_file():
-            raise MalformedExportError(str(path), f"folder has no {CONVERSATIONS_FILE}")
+        files = conversation_files(path)
+        if not files:
+            raise MalformedExportError(
+                str(path), f"folder has no {CONVERSATIONS_FILE} (nor its numbered parts, conversations-000.json)"
+            )
         side = sorted(p.name for p in path.iterdir() if p.name in KNOWN_SIDE_FILES)
-        opened = open_export(candidate, max_member_bytes=max_member_bytes, max_ratio=max_ratio, digest=digest)
+        if len(files) == 1:
+            opened = open_export(files[0], max_member_bytes=max_member_bytes, max_ratio=max_ratio, digest=digest)
+        else:
+            opened = _split_folder(path, files, digest=digest)
         opened.side_files = side
         return opened
     if not path.is_file():
@@ -172,19 +241,46 @@ def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float, digest: bo
         if name.is_absolute() or ".." in name.parts or (name.parts and name.parts[0].endswith(":")):
             raise UnsafeArchiveError(str(path), f"unsafe member path {info.filename!r} (zip-slip); refused")
     candidates = [
-        info for info in infos if not info.is_dir() and PurePosixPath(info.filename).name == CONVERSATIONS_FILE
+        info for info in infos if not info.is_dir() and is_conversations_file(PurePosixPath(info.filename).name)
     ]
     if not candidates:
         names = ", ".join(i.filename for i in infos[:10]) or "none"
-        raise UnsafeArchiveError(str(path), f"zip has no {CONVERSATIONS_FILE} (members: {names})")
-    member = min(candidates, key=lambda i: (i.filename.count("/"), i.filename))
-    _check_bomb(path, member, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
+        raise UnsafeArchiveError(
+            str(path), f"zip has no {CONVERSATIONS_FILE} nor its numbered parts (members: {names})"
+        )
+    # the shallowest conversations file, conversations.json before the numbered parts beside it
+    member = min(
+        candidates,
+        key=lambda i: (i.filename.count("/"), PurePosixPath(i.filename).name != CONVERSATIONS_FILE, i.filename),
+    )
     prefix = str(PurePosixPath(member.filename).parent)
     side = sorted(
         i.filename
         for i in infos
         if PurePosixPath(i.filename).name in KNOWN_SIDE_FILES and str(PurePosixPath(i.filename).parent) == prefix
     )
+    if PurePosixPath(member.filename).name != CONVERSATIONS_FILE:
+        parts = sorted(
+            (
+                i
+                for i in candidates
+                if str(PurePosixPath(i.filename).parent) == prefix and i.filename != member.filename
+            ),
+            key=lambda i: _part_number(PurePosixPath(i.filename)),
+        )
+        parts = sorted([member, *parts], key=lambda i: _part_number(PurePosixPath(i.filename)))
+        for part in parts:
+            _check_bomb(path, part, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
+        return OpenedExport(
+            path=f"{path}!{_parts_name([i.filename for i in parts])}",
+            file=path,
+            sha256=sha256_file(path) if digest else "",
+            size_bytes=sum(i.file_size for i in parts),
+            side_files=side,
+            parts=[i.filename for i in parts],
+            part_limits=[min(i.file_size, max_member_bytes) for i in parts],
+        )
+    _check_bomb(path, member, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
 
     return OpenedExport(
         path=f"{path}!{member.filename}",
@@ -195,6 +291,102 @@ def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float, digest: bo
         member_limit=min(member.file_size, max_member_bytes),
         side_files=side,
     )
+
+
+def _parts_name(names: list[str]) -> str:
+    """ "conversations-000.json..conversations-004.json" (with their folder): how a split export's parts are named."""
+    return names[0] if len(names) == 1 else f"{names[0]}..{PurePosixPath(names[-1]).name}"
+
+
+def _split_folder(folder: Path, files: list[Path], *, digest: bool) -> OpenedExport:
+    """An unzipped split export: its parts read as one, identified by the sha256 of their bytes in order."""
+    sha256 = ""
+    if digest:
+        combined = hashlib.sha256()
+        for part in files:
+            combined.update(part.name.encode() + b"\0" + sha256_file(part).encode())
+        sha256 = combined.hexdigest()
+    return OpenedExport(
+        path=str(folder / _parts_name([p.name for p in files])),
+        file=folder,
+        sha256=sha256,
+        size_bytes=sum(p.stat().st_size for p in files),
+        parts=[str(p) for p in files],
+    )
+
+
+class _JoinedArrays(io.RawIOBase):
+    """Several streams, each one JSON array, read as one array: `[a, b]` and `[c]` give `[a, b,c]`. Streamed: each
+    part is opened when the one before it is used up, and only its brackets (and an empty part) are left out.
+
+    A part that is not an array is named in the error (MalformedExportError), as a file that is not JSON is."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, opens: Sequence[tuple[str, Callable[[], IO[bytes]]]]) -> None:
+        self._chunks = self._generate(opens)
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        """As much as `buffer` holds (a reader of a head, `read_head`, reads once: the "[" alone would say little)."""
+        filled = 0
+        while filled < len(buffer):
+            if not self._pending:
+                chunk = next(self._chunks, None)
+                if chunk is None:
+                    break
+                self._pending = chunk
+            size = min(len(buffer) - filled, len(self._pending))
+            buffer[filled : filled + size] = self._pending[:size]
+            self._pending = self._pending[size:]
+            filled += size
+        return filled
+
+    def _generate(self, opens: Sequence[tuple[str, Callable[[], IO[bytes]]]]) -> Iterator[bytes]:
+        yield b"["
+        first = True
+        for name, open_part in opens:
+            with open_part() as stream:
+                body = self._inside(stream, name)
+                head = next(body, None)
+                if head is None:
+                    continue  # "[]": an empty part adds nothing, not even a comma
+                if not first:
+                    yield b","
+                first = False
+                yield head
+                yield from body
+        yield b"]"
+
+    def _inside(self, stream: IO[bytes], name: str) -> Iterator[bytes]:
+        """The bytes between the part's opening "[" and its closing "]", starting with a byte that is not a space;
+        nothing for an empty array."""
+        space = b" \t\r\n"
+        opened = b""
+        while not opened:  # up to the opening bracket
+            chunk = stream.read(self.CHUNK)
+            if not chunk:
+                raise MalformedExportError(name, "a part of a split export is empty: no JSON array found")
+            opened = (opened + chunk).removeprefix(b"\xef\xbb\xbf").lstrip(space)
+        if opened[:1] != b"[":
+            raise MalformedExportError(name, "a part of a split export is not a JSON array")
+        held = opened[1:].lstrip(space)  # the last bytes read that are not only spaces: they may hold the "]"
+        while chunk := stream.read(self.CHUNK):
+            if not held:
+                held = chunk.lstrip(space)
+            elif not chunk.strip(space):
+                held += chunk
+            else:
+                yield held
+                held = chunk
+        tail = held.rstrip(space)
+        if not tail.endswith(b"]"):
+            raise MalformedExportError(name, "a part of a split export ends before its array closes")
+        if tail[:-1].strip(space):
+            yield tail[:-1]
 
 
 def _check_bomb(path: Path, member: zipfile.ZipInfo, *, max_member_bytes: int, max_ratio: float) -> None:
@@ -223,6 +415,12 @@ class _LimitedReader(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def close(self) -> None:
+        try:
+            self._stream.close()
+        finally:
+            super().close()
 
     def read(self, size: int = -1) -> bytes:
         data = self._stream.read(size)

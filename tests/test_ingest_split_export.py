@@ -1,0 +1,107 @@
+"""A ChatGPT export made since early 2026: no conversations.json, its conversations split over numbered files
+(conversations-000.json, ...) beside export_manifest.json and user_settings.json. As a zip or an unzipped folder it
+reads as one export with every conversation the whole file would give (ingest/sources.py `_JoinedArrays`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stage_support import ingest_run
+
+from contracts.errors import MalformedExportError
+from contracts.settings import IngestSettings, Settings
+from flows.export_paths import exports_in_folder, rest_of_an_export
+from ingest.sources import open_export
+from staging.archive import archive_stats, open_archive
+from staging.ledger import open_run, open_staging
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "exports" / "chatgpt" / "rainchinchao"
+SIDE = {"export_manifest.json": {"files": []}, "user_settings.json": [], "user.json": {"id": "u"}}
+
+
+def ingest(data_dir: Path, export: Path) -> tuple[Any, Any]:
+    settings = Settings(data_dir=data_dir, ingest=IngestSettings())
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    run_id = open_run(
+        staging, stages=["ingest"], exports=[str(export)], settings=settings.public_dump(), code_version="t"
+    )
+    return archive, ingest_run(archive, staging, run_id=run_id, settings=settings, exports=[export])
+
+
+def split(conversations: list[Any]) -> dict[str, str]:
+    """The parts as a 2026 export writes them, one of them empty, one pretty-printed with a BOM, numbered past 9."""
+    cut = [conversations[:10], [], conversations[10:18], conversations[18:]]
+    names = ["conversations-000.json", "conversations-001.json", "conversations-009.json", "conversations-010.json"]
+    texts = [json.dumps(part) for part in cut]
+    texts[2] = "\ufeff" + json.dumps(cut[2], indent=2) + "\n\n"
+    return dict(zip(names, texts, strict=True))
+
+
+@pytest.fixture
+def whole(tmp_path: Path) -> tuple[Path, list[Any]]:
+    path = tmp_path / "whole" / "conversations.json"
+    path.parent.mkdir()
+    shutil.copy(REAL / "conversations.json", path)
+    return path, json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_a_split_export_zip_and_folder_read_as_the_whole_file(tmp_path: Path, whole: tuple[Path, list[Any]]) -> None:
+    path, conversations = whole
+    parts = split(conversations)
+    dump = tmp_path / "chatgpt-2026.zip"
+    with zipfile.ZipFile(dump, "w", zipfile.ZIP_DEFLATED) as archive_zip:
+        for name in reversed(list(parts)):  # the zip's order is not the parts' order
+            archive_zip.writestr(name, parts[name])
+        for name, value in SIDE.items():
+            archive_zip.writestr(name, json.dumps(value))
+        archive_zip.writestr("chat.html", "<html></html>")
+    folder = tmp_path / "unzipped"
+    folder.mkdir()
+    for name, text in {**parts, **{k: json.dumps(v) for k, v in SIDE.items()}}.items():
+        (folder / name).write_text(text, encoding="utf-8")
+
+    archive, result = ingest(tmp_path / "whole-data", path)
+    expected = archive_stats(archive)
+    for export, data in ((dump, "zip-data"), (folder, "folder-data")):
+        archive, result = ingest(tmp_path / data, export)
+        assert archive_stats(archive) == expected, export
+        assert result.counts["conversations_written"] == len(conversations)
+        assert any("export_manifest.json" in note and "user_settings.json" in note for note in result.notes)
+        again = ingest(tmp_path / data, export)[1]
+        assert again.counts["files_skipped"] == 1  # the same bytes: skipped as the whole file is
+    opened = open_export(dump, max_member_bytes=1 << 30, max_ratio=1000)
+    assert opened.path.endswith("!conversations-000.json..conversations-010.json")
+
+
+def test_a_part_that_is_not_an_array_is_named(tmp_path: Path, whole: tuple[Path, list[Any]]) -> None:
+    parts = split(whole[1])
+    parts["conversations-009.json"] = '{"title": "not a list"}'
+    folder = tmp_path / "unzipped"
+    folder.mkdir()
+    for name, text in parts.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    opened = open_export(folder, max_member_bytes=1 << 30, max_ratio=1000)
+    with pytest.raises(MalformedExportError) as error, opened.open() as stream:
+        stream.read()
+    assert "conversations-009.json" in str(error.value) and "not a JSON array" in str(error.value)
+
+
+def test_run_and_serve_take_a_split_export_folder_and_leave_its_side_files(
+    tmp_path: Path, whole: tuple[Path, list[Any]]
+) -> None:
+    downloads = tmp_path / "downloads"
+    export = downloads / "2026-export"
+    export.mkdir(parents=True)
+    for name, text in {**split(whole[1]), **{k: json.dumps(v) for k, v in SIDE.items()}}.items():
+        (export / name).write_text(text, encoding="utf-8")
+    found, left = exports_in_folder(downloads, tmp_path / "data")
+    assert found == [export] and not left
+    given = sorted(export.iterdir())  # `chatmem run 2026-export/*`
+    read, left_out = rest_of_an_export(list(given))
+    assert {Path(p).name for p in left_out} == set(SIDE)
+    assert all(Path(p).name.startswith("conversations-") for p in read)
