@@ -41,7 +41,7 @@ def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[s
     side file, a folder, or a file neither named .json/.jsonl/.zip nor starting as JSON or a zip does (an image,
     an HTML page), sitting in the folder of a conversations.json that is given too. Everything else is read as
     given (a file alone is never left out)."""
-    from ingest.sources import KNOWN_SIDE_FILES, conversation_files, is_conversations_file
+    from ingest.sources import conversation_files, is_conversations_file, is_side_file
 
     resolved = [Path(p).resolve() for p in paths]
     folders = {r.parent for r in resolved if is_conversations_file(r.name) and r.is_file()}
@@ -52,7 +52,7 @@ def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[s
         other_kind = (real.is_dir() and not conversation_files(real)) or (
             not real.is_dir() and real.suffix.lower() not in READ_BESIDE and not holds_json_or_zip(real)
         )
-        (left if beside and (real.name in KNOWN_SIDE_FILES or other_kind) else read).append(path)
+        (left if beside and (is_side_file(real.name) or other_kind) else read).append(path)
     return read, left
 
 
@@ -78,10 +78,10 @@ class LeftOut:
 def why_not_an_export(path: Path) -> str | None:
     """None where the file is read as an export: named .json/.jsonl/.ndjson/.zip (unreadable: ingest says why), or
     starting as JSON or a zip (ingest reads the format from the bytes); else why it is left out."""
-    from ingest.sources import EMPTY_ZIP_MAGIC, KNOWN_SIDE_FILES, ZIP_MAGIC, is_conversations_file
+    from ingest.sources import EMPTY_ZIP_MAGIC, ZIP_MAGIC, is_conversations_file, is_side_file
 
     suffix = path.suffix.lower()
-    if path.name in KNOWN_SIDE_FILES:
+    if is_side_file(path.name):
         return SIDE_FILE
     if suffix in PARTIAL_SUFFIXES:
         return DOWNLOADING
@@ -110,7 +110,7 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
     file, a download still in progress, an unreadable file, a hidden file named as an export, a folder deeper than
     `depth` and a link to a folder (no loops). Never looked at, never said: other hidden entries (.git, .DS_Store,
     the default data dir .chatmem) and the data dir wherever it lies (its databases are no export)."""
-    from ingest.sources import KNOWN_SIDE_FILES, conversation_files
+    from ingest.sources import conversation_files, is_side_file
 
     own = data_dir.resolve()
     found: list[Path] = []
@@ -138,7 +138,7 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
                     found.append(entry)
                 else:
                     left.append(LeftOut(entry, why))
-            elif where == export and _named_as_export(entry) and entry.name not in KNOWN_SIDE_FILES:
+            elif where == export and _named_as_export(entry) and not is_side_file(entry.name):
                 left.append(LeftOut(entry, in_export(export)))  # beside its conversations.json: may be the user's
 
     def visit_folder(entry: Path, level: int, export: Path | None) -> None:

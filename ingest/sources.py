@@ -43,8 +43,17 @@ KNOWN_SIDE_FILES = frozenset(
         "export_manifest.json",
         "user_settings.json",
         "conversations.json.index",
+        "memories.json",  # Claude's, since 2026
     }
 )
+# Claude's download of 2026 is a few files: conversations-000.zip (its conversations.json), users.json,
+# memories.json and projects-000.zip (one JSON file per project): the last holds no conversations either.
+_SIDE_ARCHIVE = re.compile(r"projects-\d{1,6}\.zip")
+
+
+def is_side_file(name: str) -> bool:
+    """A file that comes with an export and holds no conversations (user.json, export_manifest.json, ...)."""
+    return name in KNOWN_SIDE_FILES or _SIDE_ARCHIVE.fullmatch(name) is not None
 
 
 def is_conversations_file(name: str) -> bool:

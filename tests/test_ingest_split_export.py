@@ -105,3 +105,23 @@ def test_run_and_serve_take_a_split_export_folder_and_leave_its_side_files(
     read, left_out = rest_of_an_export(list(given))
     assert {Path(p).name for p in left_out} == set(SIDE)
     assert all(Path(p).name.startswith("conversations-") for p in read)
+
+
+def test_claudes_download_of_2026_gives_its_conversations_and_leaves_the_rest(tmp_path: Path) -> None:
+    """conversations-000.zip (holding conversations.json) is read; projects-000.zip, memories.json and users.json
+    are files of the export that hold no conversations: left out as such, never failed."""
+    real = REAL.parent.parent / "claude" / "claude-to-sqlite" / "tests" / "example.json"
+    folder = tmp_path / "claude-2026"
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "conversations-000.zip", "w") as archive_zip:
+        archive_zip.writestr("conversations.json", real.read_text(encoding="utf-8"))
+    with zipfile.ZipFile(folder / "projects-000.zip", "w") as archive_zip:
+        archive_zip.writestr("projects/p1.json", json.dumps({"uuid": "p1", "name": "Garden", "docs": []}))
+    (folder / "memories.json").write_text(json.dumps({"conversations_memory": "likes tomatoes"}), encoding="utf-8")
+    (folder / "users.json").write_text(json.dumps([{"uuid": "u"}]), encoding="utf-8")
+    found, left = exports_in_folder(folder, tmp_path / "data")
+    assert found == [folder / "conversations-000.zip"]
+    assert {item.path.name for item in left} == {"projects-000.zip", "memories.json", "users.json"}
+    assert all("holds no conversations" in item.why for item in left)
+    archive, result = ingest(tmp_path / "data", found[0])
+    assert result.counts["conversations_written"] >= 1 and archive_stats(archive)["messages"] > 0
