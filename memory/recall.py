@@ -29,7 +29,7 @@ from memory.answer import Answer, Piece, RequestLike, Step, to_contract
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
 from memory.names import Names
-from memory.relevance import KEY_SHARE, held_terms, key_terms, weak_reason, window
+from memory.relevance import KEY_SHARE, could_hold, held_terms, key_terms, weak_reason, window
 from memory.session import session_activation, unit
 from memory.text import distinct_words, estimate_tokens, term_set, terms, terms_of
 from memory.timeexpr import TimeRange, find_range, range_factor
@@ -492,10 +492,12 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
         text = "\n".join(shown_text(index.text(m)) for m in members) if len(members) > 1 else shown_text(index.text(i))
         path = _path(index, ranking, i, settings)
         shown.append((members, text, path))
-        # what the piece holds: its whole text, and the cue and conversation tag its path came through (a cue named
+        # what the piece holds: its whole text (the words that may hold the query's terms: stemming every word of a
+        # pasted log cost seconds a recall), and the cue and conversation tag its path came through (a cue named
         # by the query's words that brought the piece counts, not only the cues linked to it)
         words.append(distinct_words(text))
-        extra.append(terms_of(words[-1]) | term_set(" ".join(s.label for s in path if s.kind in ("cue", "tag"))))
+        labels = " ".join(s.label for s in path if s.kind in ("cue", "tag"))
+        extra.append(terms_of(could_hold(words[-1], keys)) | term_set(labels))
     held = held_terms(index, keys, chosen, extra)
     coverage = held.astype(np.float64) @ keys.idf / keys.total if keys.terms else np.ones(len(chosen))
     pieces = []

@@ -1,0 +1,62 @@
+"""Recall over a memory holding a huge pasted message (the cold try's 20 MB log): its rare token finds it, its size
+moves no other message's weights, and showing it does not stem every word it holds."""
+
+from __future__ import annotations
+
+import numpy as np
+from memory_support import msg
+
+from clients.embedders import StaticMiniLM
+from contracts.memory import RecallRequest
+from contracts.settings import MemorySettings, Settings
+from memory import text
+from memory.graph import MessageInput, build_graph
+from memory.index import MemoryIndex, build_index
+from memory.service import Memory
+
+LOG = "Here is the log from last night's job, why did it fail?\n" + "\n".join(
+    f"INFO task {i} finished partition {i % 200} offset {i * 7}"
+    + (" FATAL checksum in blk_zebrafish42" if i == 900 else "")
+    for i in range(2000)
+)
+TURNS = [
+    msg("log", 0, LOG, day=0),
+    msg(
+        "log",
+        1,
+        "It failed on a checksum mismatch in blk_zebrafish42; re-replicate it.",
+        day=0,
+        role="assistant",
+        minute=1,
+    ),
+    msg("trip", 0, "We decided to take the tram 28 in Lisbon on Saturday", day=1),
+    msg("trip", 1, "Near Alfama you can visit the cathedral and the castle.", day=1, role="assistant", minute=1),
+    msg("bread", 0, "How often should I feed my sourdough starter?", day=2),
+    msg("bread", 1, "Once a day at room temperature.", day=2, role="assistant", minute=1),
+]
+
+
+def _indexed(messages: list[MessageInput], embedder: StaticMiniLM | None = None) -> MemoryIndex:
+    """The memory of `messages`, the users' turns keyed by `embedder`'s vectors as the pipeline keys them (none:
+    no vectors)."""
+    graph, _ = build_graph(messages, [], [], MemorySettings())
+    rows = [c for c in graph.content if c.kind == "message"]
+    dense = np.zeros((len(rows), 384 if embedder else 8), np.float32)
+    if embedder is not None:
+        users = [i for i, c in enumerate(rows) if c.role == "user"]
+        dense[users] = embedder.embed([rows[i].key_text for i in users])
+    return build_index(graph, "run-t", dense, texts={m.uuid: m.text for m in messages})
+
+
+def test_showing_a_piece_stems_only_its_words_that_may_hold_the_querys_terms() -> None:
+    """To see which of the query's terms a piece holds, recall stemmed every distinct word of it: a 20 MB pasted log
+    has ~350k, which cost 3-6 CPU-s a recall and, past the stem cache's bound (2^18 words), emptied the cache at
+    every recall. Now it stems only the words starting as a query term does (no other word can hold one)."""
+    log = "Here is the log: " + " ".join(f"task{i}" for i in range(5000)) + " zebrafish42 end"
+    messages = [msg("log", 0, log, day=0), msg("trip", 0, "We took the tram in Lisbon", day=1)]
+    service = Memory(Settings(), _indexed(messages), None)
+    text._STEMS.clear()  # what building the index stemmed
+    result = service.recall(RecallRequest(query="zebrafish42", budget_tokens=200))
+    assert result.pieces[0].content_id == "log-0" and not result.pieces[0].weak
+    assert "zebrafish42" in result.pieces[0].text
+    assert not any(word.startswith("task") for word in text._STEMS)
