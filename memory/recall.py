@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clients.embedders import Embedder
+from clients.embedders import Embedder, reads_word_pieces, whole_words
 from clients.shown import THINKING_ONLY, shown_text
 from memory.answer import Answer, Piece, RequestLike, Step, to_contract
 from memory.fact_boost import fact_boost
@@ -561,8 +561,19 @@ def budget_note(pieces: list[Piece], selection: Selection, ranking: Ranking, ran
 
 
 def embed_query(embedder: Embedder, query: str, names: Names) -> Any:
-    """The query's vector, as the keys were embedded: the memory's speaker names masked (memory/names.py)."""
-    return embedder.embed([names.query_text(query)])[0]
+    """The query's vector, as the keys were embedded: the memory's speaker names masked (memory/names.py); None
+    when it would mean nothing (`has_meaning`)."""
+    return embedder.embed([names.query_text(query)])[0] if has_meaning(embedder, query) else None
+
+
+def has_meaning(embedder: Embedder, query: str) -> bool:
+    """Whether the query's vector is evidence: not when the embedder reads MiniLM word pieces and knows none of the
+    query's words whole ("zebrafish42", "Kubernetes", gibberish; clients.embedders.whole_words). Such a query is
+    embedded as an average of fragments that sits near every key, and key similarity is scaled per query (the
+    closest key scores 1, as much as a key holding the query's words): `recall zebrafish42` put an unrelated turn
+    (cosine 0.14) first, above the reply and the pasted log that hold the token. It is ranked by its words and
+    cues only, and recalls nothing when they match nothing (memory.service.empty_reason)."""
+    return not reads_word_pieces(embedder) or bool(whole_words(query))
 
 
 def recall(

@@ -48,6 +48,21 @@ def _indexed(messages: list[MessageInput], embedder: StaticMiniLM | None = None)
     return build_index(graph, "run-t", dense, texts={m.uuid: m.text for m in messages})
 
 
+def test_a_query_the_embedder_knows_no_word_of_ranks_the_turns_holding_it_over_the_closest_unrelated_key() -> None:
+    """The cold try: `recall zebrafish42` (a token of a pasted log and of the reply to it) put a turn about Lisbon
+    first, on key similarity alone: the embedder spells "zebrafish42" from word-piece fragments, whose average
+    sits near everything, and similarity is scaled per query (the closest key scores 1 however far it is). Such a
+    query is ranked by its words and cues only: the two turns holding the token lead, and nothing else comes. A
+    query with a word the embedder knows still reaches a turn by meaning alone."""
+    embedder = StaticMiniLM()
+    service = Memory(Settings(), _indexed(TURNS, embedder), embedder)
+    result = service.recall(RecallRequest(query="zebrafish42"))
+    assert {p.content_id for p in result.pieces} == {"log-0", "log-1"}
+    assert result.pieces[0].content_id == "log-1" and result.pieces[1].content_id == "log-0"
+    meant = service.recall(RecallRequest(query="a weekend trip to Portugal"))  # no word of it in any turn
+    assert meant.pieces and meant.pieces[0].content_id == "trip-0"
+
+
 def test_showing_a_piece_stems_only_its_words_that_may_hold_the_querys_terms() -> None:
     """To see which of the query's terms a piece holds, recall stemmed every distinct word of it: a 20 MB pasted log
     has ~350k, which cost 3-6 CPU-s a recall and, past the stem cache's bound (2^18 words), emptied the cache at
