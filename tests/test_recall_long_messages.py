@@ -13,6 +13,7 @@ from memory import text
 from memory.graph import MessageInput, build_graph
 from memory.index import MemoryIndex, build_index
 from memory.service import Memory
+from memory.text import BM25, LENGTH_CAP
 
 LOG = "Here is the log from last night's job, why did it fail?\n" + "\n".join(
     f"INFO task {i} finished partition {i % 200} offset {i * 7}"
@@ -61,6 +62,21 @@ def test_a_query_the_embedder_knows_no_word_of_ranks_the_turns_holding_it_over_t
     assert result.pieces[0].content_id == "log-1" and result.pieces[1].content_id == "log-0"
     meant = service.recall(RecallRequest(query="a weekend trip to Portugal"))  # no word of it in any turn
     assert meant.pieces and meant.pieces[0].content_id == "trip-0"
+
+
+def test_a_huge_message_weighs_a_word_as_a_long_document_does_and_moves_no_other_messages_weights() -> None:
+    """BM25's length normalisation: a word said once in a message of 10x LENGTH_CAP terms weighed ~1/10 of the
+    same word in a message of LENGTH_CAP terms, and the huge message's length raised the average every other
+    message is normalised by. Past LENGTH_CAP the length counts as LENGTH_CAP: the same weights as a message of
+    that length, for it and for every other message."""
+    short = [["tram", "lisbon", "saturday"], ["sourdough", "starter", "feed", "daily", "tram"]] * 20
+    huge = ["zebrafish42", *(f"task{i}" for i in range(10 * LENGTH_CAP))]
+    capped = ["zebrafish42", *(f"task{i}" for i in range(LENGTH_CAP))]
+    with_huge, with_capped = BM25.build([*short, huge]), BM25.build([*short, capped])
+    for query in (["zebrafish42"], ["tram"], ["sourdough", "tram"]):
+        assert np.allclose(with_huge.score(query), with_capped.score(query), rtol=1e-6)
+    below = ["zebrafish42", *(f"task{i}" for i in range(LENGTH_CAP // 2))]
+    assert BM25.build([*short, below]).score(["zebrafish42"])[-1] > with_capped.score(["zebrafish42"])[-1]
 
 
 def test_showing_a_piece_stems_only_its_words_that_may_hold_the_querys_terms() -> None:
