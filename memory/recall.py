@@ -31,7 +31,7 @@ from memory.index import Array, MemoryIndex
 from memory.names import Names
 from memory.relevance import KEY_SHARE, could_hold, held_terms, key_terms, weak_reason, window
 from memory.session import session_activation, unit
-from memory.text import distinct_words, estimate_tokens, term_set, terms, terms_of
+from memory.text import distinct_words, estimate_tokens, stop_words, term_set, terms, terms_of
 from memory.timeexpr import TimeRange, find_range, range_factor
 
 if TYPE_CHECKING:
@@ -568,12 +568,16 @@ def embed_query(embedder: Embedder, query: str, names: Names) -> Any:
 
 def has_meaning(embedder: Embedder, query: str) -> bool:
     """Whether the query's vector is evidence: not when the embedder reads MiniLM word pieces and knows none of the
-    query's words whole ("zebrafish42", "Kubernetes", gibberish; clients.embedders.whole_words). Such a query is
-    embedded as an average of fragments that sits near every key, and key similarity is scaled per query (the
-    closest key scores 1, as much as a key holding the query's words): `recall zebrafish42` put an unrelated turn
-    (cosine 0.14) first, above the reply and the pasted log that hold the token. It is ranked by its words and
-    cues only, and recalls nothing when they match nothing (memory.service.empty_reason)."""
-    return not reads_word_pieces(embedder) or bool(whole_words(query))
+    query's words whole but stop words ("zebrafish42", "what was zebrafish42", "Kubernetes", gibberish;
+    clients.embedders.whole_words). Such a query is embedded as an average of fragments (and words that say
+    nothing) that sits near every key, and key similarity is scaled per query (the closest key scores 1, as much
+    as a key holding the query's words): `recall zebrafish42` put an unrelated turn (cosine 0.14) first, above the
+    reply and the pasted log that hold the token. It is ranked by its words and cues only, and recalls nothing
+    when they match nothing (memory.service.empty_reason)."""
+    if not reads_word_pieces(embedder):
+        return True
+    stop = stop_words()
+    return any(word not in stop for word in whole_words(query))
 
 
 def recall(
