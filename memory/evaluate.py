@@ -28,7 +28,7 @@ from memory.benchmarks import Benchmark, Question
 from memory.candidates import ranked
 from memory.graph import speaker
 from memory.index import Array, MemoryIndex
-from memory.recall import Switches, candidate_mask, to_result
+from memory.recall import Switches, candidate_mask, has_meaning, to_result
 from memory.session import build_session_keys
 from memory.text import BM25, terms
 from staging import embeddings as vectors
@@ -117,7 +117,8 @@ def evaluate(
         def run(question: Question, vector: Array) -> tuple[Array, int]:
             request = _request(question, budget_tokens)
             # what a recall does (memory.candidates: the pre-pass on a large scope, else every candidate scored)
-            view, ranking, keep = ranked(variant, question.question, vector, request, config, switches)
+            meant = vector if has_meaning(embedder, question.question) else None  # as recall does (embed_query)
+            view, ranking, keep = ranked(variant, question.question, meant, request, config, switches)
             result = to_result(view, request, ranking, config)
             return (ranking.order if keep is None else keep[ranking.order]), result.tokens
 

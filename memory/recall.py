@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clients.embedders import Embedder
+from clients.embedders import Embedder, reads_word_pieces, whole_words
 from clients.shown import THINKING_ONLY, shown_text
 from memory.answer import Answer, Piece, RequestLike, Step, to_contract
 from memory.fact_boost import fact_boost
 from memory.index import Array, MemoryIndex
 from memory.names import Names
-from memory.relevance import KEY_SHARE, held_terms, key_terms, weak_reason, window
+from memory.relevance import KEY_SHARE, could_hold, held_terms, key_terms, weak_reason, window
 from memory.session import session_activation, unit
-from memory.text import distinct_words, estimate_tokens, term_set, terms, terms_of
+from memory.text import distinct_words, estimate_tokens, stop_words, term_set, terms, terms_of
 from memory.timeexpr import TimeRange, find_range, range_factor
 
 if TYPE_CHECKING:
@@ -522,10 +522,12 @@ def to_result(index: MemoryIndex, request: RequestLike, ranking: Ranking, settin
         text = "\n".join(shown_text(index.text(m)) for m in members) if len(members) > 1 else shown_text(index.text(i))
         path = _path(index, ranking, i, settings)
         shown.append((members, text, path))
-        # what the piece holds: its whole text, and the cue and conversation tag its path came through (a cue named
+        # what the piece holds: its whole text (the words that may hold the query's terms: stemming every word of a
+        # pasted log cost seconds a recall), and the cue and conversation tag its path came through (a cue named
         # by the query's words that brought the piece counts, not only the cues linked to it)
         words.append(distinct_words(text))
-        extra.append(terms_of(words[-1]) | term_set(" ".join(s.label for s in path if s.kind in ("cue", "tag"))))
+        labels = " ".join(s.label for s in path if s.kind in ("cue", "tag"))
+        extra.append(terms_of(could_hold(words[-1], keys)) | term_set(labels))
     held = held_terms(index, keys, chosen, extra)
     coverage = held.astype(np.float64) @ keys.idf / keys.total if keys.terms else np.ones(len(chosen))
     pieces = []
@@ -589,8 +591,23 @@ def budget_note(pieces: list[Piece], selection: Selection, ranking: Ranking, ran
 
 
 def embed_query(embedder: Embedder, query: str, names: Names) -> Any:
-    """The query's vector, as the keys were embedded: the memory's speaker names masked (memory/names.py)."""
-    return embedder.embed([names.query_text(query)])[0]
+    """The query's vector, as the keys were embedded: the memory's speaker names masked (memory/names.py); None
+    when it would mean nothing (`has_meaning`)."""
+    return embedder.embed([names.query_text(query)])[0] if has_meaning(embedder, query) else None
+
+
+def has_meaning(embedder: Embedder, query: str) -> bool:
+    """Whether the query's vector is evidence: not when the embedder reads MiniLM word pieces and knows none of the
+    query's words whole but stop words ("zebrafish42", "what was zebrafish42", "Kubernetes", gibberish;
+    clients.embedders.whole_words). Such a query is embedded as an average of fragments (and words that say
+    nothing) that sits near every key, and key similarity is scaled per query (the closest key scores 1, as much
+    as a key holding the query's words): `recall zebrafish42` put an unrelated turn (cosine 0.14) first, above the
+    reply and the pasted log that hold the token. It is ranked by its words and cues only, and recalls nothing
+    when they match nothing (memory.service.empty_reason)."""
+    if not reads_word_pieces(embedder):
+        return True
+    stop = stop_words()
+    return any(word not in stop for word in whole_words(query))
 
 
 def recall(

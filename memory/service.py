@@ -9,8 +9,9 @@ The CLI's `chatmem recall` is this for one question. The databases are read once
   1. the candidate pre-pass on a large memory (memory/candidates.py), activation over the candidates
      (memory.recall.rank), the pieces within the budget (memory.recall.to_result);
   2. the relevance floor: a query that matches no key's words and activates no cue recalls nothing, with the
-     reason (RecallResult.empty_reason), when the embedder knows none of its words whole (all word-piece
-     fragments: no meaning to compare) or its best key cosine is below recall.min_similarity;
+     reason (RecallResult.empty_reason), when the embedder knows none of its words whole but stop words
+     (word-piece fragments: no meaning to compare; memory.recall.has_meaning) or its best key cosine is below
+     recall.min_similarity;
   3. optionally, the LLM's expand-or-stop decision on the top conversation tags (memory/expand.py);
   4. the garden's facts of the question as they stood at `at` (memory/recall_facts.py).
 """
@@ -23,14 +24,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from clients.embedders import Embedder, reads_word_pieces, whole_words
+from clients.embedders import Embedder
 from contracts.errors import ChatmemError, ConfigError
 from memory.answer import Answer, RequestLike, to_contract
 from memory.candidates import prepare, ranked
 from memory.index import Array, MemoryIndex, key_embedder
 from memory.index_store import open_index, store_index
 from memory.key_model import STATIC, for_run, with_model
-from memory.recall import Ranking, embed_query, select, to_result
+from memory.recall import Ranking, embed_query, has_meaning, select, to_result
 from memory.recall_facts import question_facts
 from memory.text import terms
 from staging.db import connect_readonly, read_snapshot
@@ -137,10 +138,11 @@ def empty_reason(
     keys = "the scope's keys" if scope else "the memory's keys"
     if not terms(query):
         return f"{nothing}: the query has no word to search for (only stop words or single letters) and no cue matched"
-    if embedder is not None and reads_word_pieces(embedder) and not whole_words(query):
+    if embedder is not None and not has_meaning(embedder, query):
         return (
             f"{nothing}: no word of the query occurs in {keys}, no cue matched, and the embedder "
-            "knows none of its words (each is only word-piece fragments, so its similarity means nothing)"
+            "knows none of its words whole but stop words (the others are only word-piece fragments, so its "
+            "similarity means nothing)"
         )
     best = -1.0
     if vector is not None and index.dense.shape[0]:
