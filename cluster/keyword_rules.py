@@ -19,23 +19,39 @@ from functools import lru_cache
 
 from clients.parts_of_speech import closed_class, lemmas, only_verb, parts_of_speech
 
-# What ends the text before a word glued to it: "90-" of "90-year-old", or an apostrophe (the curly one too) of a
-# contraction the word regex split ("ll" of "they'll" written with a curly quote)
-_GLUED = re.compile(r"(?:\d-|['\u2019])$")
+# A word glued to a number ("year-old" of "90-year-old", "star" of "5-star") or a contraction's clitic after a
+# curly apostrophe, which the word pattern splits off ("ll" of "they\u2019ll"): pieces, not words.
+_GLUED = re.compile(r"(?<=\d)-[A-Za-z][\w-]*|\u2019(?:ll|re|ve|d|m|t)\b", re.IGNORECASE)
 
 
-def breaks(word: str, before: str, previous: str) -> bool:
+def unglued(text: str) -> str:
+    """The text with every piece glued to a number or cut off at a curly apostrophe replaced by a stop word: it
+    ends a keyword's phrase there and is no word of it."""
+    return _GLUED.sub(" the ", text)
+
+
+def breaks(word: str, previous: str, opening: bool) -> bool:
     """Where a keyword's phrase ends, beyond the stop words: a preposition, interjection or contraction
-    ("regarding", "Wow", "they'll"), a piece glued to a number or cut at an apostrophe ("year-old" of
-    "90-year-old", "ll" of "they’ll"), a word that can only be a verb, written in lower case or opening the
-    clause ("minimize distractions", "Designate a shelf"; an -ing or -ed form can head or modify a noun:
-    "time tracking", "grated cheese"), or an -ing verb after a plural noun ("issues facing": a participle)."""
-    if closed_class(word) or _GLUED.search(before):
+    ("regarding", "Wow", "they'll"), a word that can only be a verb, written in lower case or opening the clause
+    ("minimize distractions", "Designate a shelf"; an -ing or -ed form can head or modify a noun: "time
+    tracking", "grated cheese"), or an -ing verb after a plural noun (`previous`, the run's last word: "issues
+    facing" is a participle)."""
+    if word.endswith("ing") and previous and _participle(word, previous):
+        return True
+    return _breaks(word, opening)
+
+
+@lru_cache(maxsize=200_000)
+def _breaks(word: str, opening: bool) -> bool:
+    if closed_class(word):
         return True
     lower = word.lower()
-    if lower.endswith("ing"):
-        return bool(previous) and word.islower() and "VERB" in parts_of_speech(lower) and _plural_noun(previous)
-    return (word.islower() or (not previous and not before.strip())) and not lower.endswith("ed") and only_verb(lower)
+    return (word.islower() or opening) and not lower.endswith(("ing", "ed")) and only_verb(lower)
+
+
+@lru_cache(maxsize=200_000)
+def _participle(word: str, previous: str) -> bool:
+    return word.islower() and "VERB" in parts_of_speech(word) and _plural_noun(previous)
 
 
 def _plural_noun(word: str) -> bool:

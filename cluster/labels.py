@@ -2,13 +2,16 @@
 would file the topic under: a phrase or a name said in enough of its conversations). Pure functions.
 
 - `label_from`: one topic's label: its first keyword that can name something (a name, or a noun phrase: never a
-  verb or an adjective alone, "elevate", "political"), or, when the first two are one-word names, a keyword
-  that holds both ("Spark DataFrame" for "DataFrame", "Spark"). Never two keywords joined: common words paired
-  name nothing ("stylish and dress"), and names joined were often a name's two fragments ("Hollywood and
+  verb or an adjective alone, "elevate", "political"; never with an interjection, preposition or contraction,
+  "Wow"; never a vague noun numbered, "Part II"; no possessive, "Hamlet's": cluster/phrases.py makes no such
+  keywords now, but an older chatmem's stored ones may hold them), or, when the first two are one-word names, a
+  keyword that holds both ("Spark DataFrame" for "DataFrame", "Spark"). Never two keywords joined: common words
+  paired name nothing ("stylish and dress"), and names joined were often a name's two fragments ("Hollywood and
   Angeles", "Everia and Chronicles" of "Chronicles of Everia") or one thing twice ("Sikh and Sikhism").
 - `labels_for`: every topic's label, unique across the topics: topics take their labels largest first, and a
-  topic whose label an earlier one took takes its next keyword that is still free (a phrase or a name first);
-  when none is, its label with a keyword that tells it apart ("SQL query (window functions)").
+  topic whose label an earlier one took takes its next keyword that is still free (a phrase or a name first, a
+  broad word last: cluster/keyword_rules.py); when none is, its label with a keyword that tells it apart
+  ("SQL query (window functions)").
 
 Incremental runs call `labels_for` over the base run's stored keywords, so a topic keeps its label.
 """

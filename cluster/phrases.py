@@ -16,7 +16,9 @@ kept whole and cased as most often written, ranked by class-based TF-IDF. Pure f
   conversation, weighted so that each conversation counts once (one long conversation does not name a topic
   of many: "BBQ" over a cocktails topic); kept when at least two of the topic's segments use it (one when the
   topic has fewer than four) and, in a topic of several conversations, two of them (when any phrase is). Names
-  with a particle stay whole ("Los Angeles", never "Angeles"); a title ("Mrs") is never a keyword alone. A
+  with a particle stay whole ("Los Angeles", never "Angeles"); a title ("Mrs") is never a keyword alone, nor a
+  vague noun numbered or described ("Part II", "typical steps"); a keyword's phrase ends where a noun phrase
+  does and is shown without a possessive or a capital only a sentence start gave (cluster/keyword_rules.py). A
   longer phrase replaces the words it contains when it is at least 0.6 of their uses in the topic ("AWS Glue"
   over "Glue"), and a word already shown in a kept phrase is not listed again.
 
@@ -36,7 +38,7 @@ from functools import lru_cache
 
 from clients.parts_of_speech import parts_of_speech
 from clients.prose import prose
-from cluster.keyword_rules import breaks, lead_first, sentence_case, shown_in_run, trailing
+from cluster.keyword_rules import breaks, lead_first, sentence_case, shown_in_run, trailing, unglued
 
 # A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI"); never
 # letters glued after a digit, a number's unit ("mAh" of "5,000mAh", "GB" of "16GB", "px", "st" of "1st").
@@ -209,16 +211,16 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
     it (no "Angeles" alone); the run is cut where a noun phrase ends ("minimize distractions" gives
     "distractions", "feet flat" is none), and a possessive that ends an n-gram inside its run is shown without its
     's ("Hamlet" of "Hamlet's soliloquy")."""
-    for clause in _SPLIT.split(clean(text)):
+    prose = clean(text)
+    for clause in _SPLIT.split(unglued(prose) if names else prose):
         run: list[str] = []
         start = 0
-        found = list(_WORD.finditer(clause))
-        words = [m.group() for m in found]
+        words = _WORD.findall(clause)
         for index, word in enumerate([*words, ""]):
             if (
                 word
                 and (_content(word) or (names and _particle(word, words[index + 1 : index + 2])))
-                and not (names and breaks(word, clause[: found[index].start()], run[-1] if run else ""))
+                and not (names and breaks(word, run[-1] if run else "", index == 0))
             ):
                 if not run:
                     start = index
@@ -347,6 +349,7 @@ def _keyword_ok(key: str) -> bool:
 _NUMERAL = re.compile(r"(?:\d+|[ivx]+)")  # "2", "II" (a roman numeral, in a key's lower case)
 
 
+@lru_cache(maxsize=200_000)
 def vague(key: str) -> bool:
     """A vague noun that only a number or an adjective goes with ("Part II", "typical steps", "crucial step"), or a
     numeral alone ("II"): every word vague (GENERIC), a numeral or an adjective that cannot be a noun, and one at

@@ -238,3 +238,5 @@ def test_a_broad_word_yields_to_a_phrase_most_of_its_conversations_share() -> No
     assert lead_first(pasta, {"pasta": 6, "garlic": 5, "pepper": 6, "olive oil": 6})[0][0] == "pasta"
     spark = [(k, k, 0.05 - i / 100) for i, k in enumerate(["path", "CSV file", "SparkSession", "Spark"])]
     assert lead_first(spark, {"path": 9, "CSV file": 6, "SparkSession": 7, "Spark": 11})[0][0] == "SparkSession"
+    # a topic whose label an earlier one took takes its next free noun, a broad one last
+    assert labels_for({0: ["grandmother"], 1: ["grandmother", "birds", "birding"]})[1] == "birding"
