@@ -30,13 +30,16 @@ def unglued(text: str) -> str:
     return _GLUED.sub(" the ", text)
 
 
-def breaks(word: str, previous: str, opening: bool) -> bool:
+def breaks(word: str, previous: str, opening: bool, after_to: bool = False) -> bool:
     """Where a keyword's phrase ends, beyond the stop words: a preposition, interjection or contraction
     ("regarding", "Wow", "they'll"), a word that can only be a verb, written in lower case or opening the clause
     ("minimize distractions", "Designate a shelf"; an -ing or -ed form can head or modify a noun: "time
     tracking", "grated cheese"), or an -ing verb after a plural noun (`previous`, the run's last word: "issues
-    facing" is a participle)."""
+    facing" is a participle), or a word that can be a verb after "to" (`after_to`: "to collect data", "to set
+    reminders" give "data" and "reminders")."""
     if word.endswith("ing") and previous and _participle(word, previous):
+        return True
+    if after_to and word.islower() and "VERB" in parts_of_speech(word):
         return True
     return _breaks(word, opening)
 
@@ -118,9 +121,9 @@ def _first_specific(
 
 
 def _dictionary_word(phrase: str) -> bool:
-    """One word the dictionary knows, capitalised or not ("Museum", "Pro"): a capital makes it no more specific
-    than the broad word it would replace (a name such as "Paris" is no dictionary word)."""
-    return " " not in phrase and bool(parts_of_speech(phrase.lower()))
+    """One broad word the dictionary knows, capitalised or not ("Museum", "History", "Pro"): a capital makes it
+    no more specific than the broad word it would replace ("Paris" is no dictionary word, "Hamlet" no broad one)."""
+    return " " not in phrase and bool(parts_of_speech(phrase.lower())) and broad(phrase.lower())
 
 
 @lru_cache(maxsize=4096)

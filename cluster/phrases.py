@@ -220,7 +220,7 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
             if (
                 word
                 and (_content(word) or (names and _particle(word, words[index + 1 : index + 2])))
-                and not (names and breaks(word, run[-1] if run else "", index == 0))
+                and not (names and breaks(word, run[-1] if run else "", index == 0, words[index - 1 : index] == ["to"]))
             ):
                 if not run:
                     start = index
@@ -230,7 +230,7 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
                 for offset in range(len(run) - size + 1):
                     gram = tuple(run[offset : offset + size])
                     if _alone_ok(gram) and not (names and (_cut_name(run, offset, size) or trailing(gram))):
-                        inside = names and offset + size < len(run)
+                        inside = names and (offset + size < len(run) or bool(word))  # a word follows it
                         yield key_of(gram), shown_in_run(gram) if inside else " ".join(gram), start + offset == 0
             run = []
 
