@@ -2,11 +2,11 @@
 tuning objective's phrases, so they never move a segment to another topic): where a keyword's noun phrase ends,
 how a phrase is shown, and which keyword leads (the topic's label). Pure functions.
 
-- `breaks`: a keyword's phrase ends at a preposition, interjection or contraction, at a word glued to a number or
-  cut at an apostrophe, at a word that can only be a verb, and at an -ing verb after a plural noun;
-  `trailing`: a plural noun and an adjective after it ("feet flat") is no phrase; `shown_in_run`: a possessive
-  cut from what follows loses its 's ("Hamlet"); `sentence_case`: a capital only a sentence start gave is
-  dropped ("Designate" was no name).
+- `breaks`: a keyword's phrase ends at a preposition, interjection or contraction, at a word that can only be a
+  verb (or can be one, after "to"), and at an -ing verb after a plural noun; `unglued`: at a word glued to a
+  number or cut at an apostrophe too; `trailing`: a plural noun and an adjective after it ("feet flat") is no
+  phrase; `shown_in_run`: a possessive followed by a word loses its 's ("Hamlet"); `sentence_case`: a capital
+  only a sentence start gave is dropped ("Designate" was no name).
 - `lead_first`: the keyword a person would file the topic under first: a phrase or name said nearly as widely as
   the best keyword, or, when the best is one word common all over English ("body", "city"), a little less widely.
 """
@@ -71,7 +71,7 @@ def trailing(gram: tuple[str, ...]) -> bool:
 
 
 def shown_in_run(gram: tuple[str, ...]) -> str:
-    """An n-gram cut from a longer run, shown without the possessive 's that ties it to what follows."""
+    """An n-gram followed by a word in its clause, shown without the possessive 's that ties it to that word."""
     last = gram[-1]
     if last.lower().endswith("'s") and len(last) > 2:  # a curly apostrophe ends a word: "Luna" of "Luna\u2019s"
         return " ".join((*gram[:-1], last[:-2]))

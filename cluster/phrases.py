@@ -209,8 +209,8 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
     cleaned text. With `names` (the keywords' phrases, cluster/keyword_rules.py): a capitalised particle before a
     capitalised word joins the run ("Los Angeles", "Van Gogh"), and no n-gram ends with one or cuts the name after
     it (no "Angeles" alone); the run is cut where a noun phrase ends ("minimize distractions" gives
-    "distractions", "feet flat" is none), and a possessive that ends an n-gram inside its run is shown without its
-    's ("Hamlet" of "Hamlet's soliloquy")."""
+    "distractions", "feet flat" is none), and a possessive that ends an n-gram a word follows is shown without its
+    's ("Hamlet" of "Hamlet's soliloquy"; "lunch at McDonald's." keeps it)."""
     prose = clean(text)
     for clause in _SPLIT.split(unglued(prose) if names else prose):
         run: list[str] = []
