@@ -16,7 +16,9 @@ kept whole and cased as most often written, ranked by class-based TF-IDF. Pure f
   conversation, weighted so that each conversation counts once (one long conversation does not name a topic
   of many: "BBQ" over a cocktails topic); kept when at least two of the topic's segments use it (one when the
   topic has fewer than four) and, in a topic of several conversations, two of them (when any phrase is). Names
-  with a particle stay whole ("Los Angeles", never "Angeles"); a title ("Mrs") is never a keyword alone. A
+  with a particle stay whole ("Los Angeles", never "Angeles"); a title ("Mrs") is never a keyword alone, nor a
+  vague noun numbered or described ("Part II", "typical steps"); a keyword's phrase ends where a noun phrase
+  does and is shown without a possessive or a capital only a sentence start gave (cluster/keyword_rules.py). A
   longer phrase replaces the words it contains when it is at least 0.6 of their uses in the topic ("AWS Glue"
   over "Glue"), and a word already shown in a kept phrase is not listed again.
 
@@ -34,7 +36,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from clients.parts_of_speech import parts_of_speech
 from clients.prose import prose
+from cluster.keyword_rules import breaks, lead_first, sentence_case, shown_in_run, trailing, unglued
 
 # A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI"); never
 # letters glued after a digit, a number's unit ("mAh" of "5,000mAh", "GB" of "16GB", "px", "st" of "1st").
@@ -148,9 +152,22 @@ class PhraseCounts:
         self.spread.update(used)
 
     def shown(self, key: str) -> str:
-        """The phrase as most often written away from a sentence start (else as written at one)."""
-        forms = self.surfaces.get(key) or self.initial.get(key) or Counter({key: 1})
-        return min(forms.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        """The phrase as most often written away from a sentence start, else as written at one, where the capital
+        of a dictionary word that only a sentence start gave it is dropped ("Designate", "Business" were no names:
+        a label reads a capital as one; "Hamlet's soliloquy" keeps it when "Hamlet" is written so elsewhere)."""
+        forms = self.surfaces.get(key)
+        if forms:
+            return _most(forms)
+        forms = self.initial.get(key)
+        if not forms:
+            return key
+        phrase = _most(forms)
+        alone = self.surfaces.get(key_of(phrase.split()[:1]))
+        return phrase if alone and _most(alone)[:1].isupper() else sentence_case(phrase)
+
+
+def _most(forms: Counter[str]) -> str:
+    return min(forms.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
 def phrase_keys(text: str) -> set[str]:
@@ -189,14 +206,22 @@ def _key(words: Sequence[str]) -> str:
 
 def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bool]]:
     """(key, surface form, at a sentence start) of every 1-3 word n-gram of every run of content words in the
-    cleaned text; with `names`, a capitalised particle before a capitalised word joins the run ("Los Angeles",
-    "Van Gogh"), and no n-gram ends with one or cuts the name after it (no "Angeles" alone)."""
-    for clause in _SPLIT.split(clean(text)):
+    cleaned text. With `names` (the keywords' phrases, cluster/keyword_rules.py): a capitalised particle before a
+    capitalised word joins the run ("Los Angeles", "Van Gogh"), and no n-gram ends with one or cuts the name after
+    it (no "Angeles" alone); the run is cut where a noun phrase ends ("minimize distractions" gives
+    "distractions", "feet flat" is none), and a possessive that ends an n-gram a word follows is shown without its
+    's ("Hamlet" of "Hamlet's soliloquy"; "lunch at McDonald's." keeps it)."""
+    prose = clean(text)
+    for clause in _SPLIT.split(unglued(prose) if names else prose):
         run: list[str] = []
         start = 0
         words = _WORD.findall(clause)
         for index, word in enumerate([*words, ""]):
-            if word and (_content(word) or (names and _particle(word, words[index + 1 : index + 2]))):
+            if (
+                word
+                and (_content(word) or (names and _particle(word, words[index + 1 : index + 2])))
+                and not (names and breaks(word, run[-1] if run else "", index == 0, words[index - 1 : index] == ["to"]))
+            ):
                 if not run:
                     start = index
                 run.append(word)
@@ -204,8 +229,9 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
             for size in range(1, _MAX_WORDS + 1):
                 for offset in range(len(run) - size + 1):
                     gram = tuple(run[offset : offset + size])
-                    if _alone_ok(gram) and not (names and _cut_name(run, offset, size)):
-                        yield key_of(gram), " ".join(gram), start + offset == 0
+                    if _alone_ok(gram) and not (names and (_cut_name(run, offset, size) or trailing(gram))):
+                        inside = names and (offset + size < len(run) or bool(word))  # a word follows it
+                        yield key_of(gram), shown_in_run(gram) if inside else " ".join(gram), start + offset == 0
             run = []
 
 
@@ -293,40 +319,9 @@ def ctfidf_phrases(
         scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
         chosen = _pick(scored, counts.df, top_k)
         merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])[:top_k]
-        merged = _lead_first(merged, {k: counts.spread[k] for k, _, _ in merged})
+        merged = lead_first(merged, {k: counts.spread[k] for k, _, _ in merged})
         result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
-
-
-LEAD_FROM = 3  # keywords the one shown first (the topic's label) is chosen from, with the best one's longer forms
-LEAD_SHARE = 0.75  # a phrase or name leads when it is said in this share of the conversations the best one is
-
-
-def _lead_first(ranked: list[tuple[str, str, float]], spread: dict[str, int]) -> list[tuple[str, str, float]]:
-    """The keywords with the one a person would file the topic under first: the first of the best LEAD_FROM, or of
-    the best one's longer forms ("morning routine" for "morning"), that is a multi-word phrase or holds a name
-    ("battery life" over "devices") and is said in LEAD_SHARE of the conversations (segments, in a topic of one)
-    the best one is ("gift ideas", not "heartfelt message", over "gift"); else the best."""
-    if not ranked:
-        return ranked
-    best = ranked[0][0]
-    floor = LEAD_SHARE * spread[best]
-    words = set(best.split())
-    lead = next(
-        (
-            i
-            for i, (key, phrase, _) in enumerate(ranked)
-            if (i < LEAD_FROM or words < set(key.split())) and _specific(phrase) and spread[key] >= floor
-        ),
-        0,
-    )
-    return [ranked[lead], *ranked[:lead], *ranked[lead + 1 :]]
-
-
-def _specific(phrase: str) -> bool:
-    """A multi-word phrase or one that holds a name (a capital letter away from a sentence start: shown forms
-    are)."""
-    return len(phrase.split()) > 1 or any(c.isupper() for c in phrase)
 
 
 def _read_count(texts: Sequence[str]) -> int:
@@ -345,9 +340,32 @@ HONORIFICS = frozenset(_HONORIFICS_TEXT.split())
 
 
 def _keyword_ok(key: str) -> bool:
-    """Not a title alone, not a letter or a stop word alone (what a person would not file a topic under)."""
+    """Not a title alone, not a letter or a stop word alone, not a vague noun numbered or described (what a person
+    would not file a topic under)."""
     words = key.split()
-    return not all(w.rstrip(".") in HONORIFICS or w in STOP or len(w) < 2 for w in words)
+    return not all(w.rstrip(".") in HONORIFICS or w in STOP or len(w) < 2 for w in words) and not vague(key)
+
+
+_NUMERAL = re.compile(r"(?:\d+|[ivx]+)")  # "2", "II" (a roman numeral, in a key's lower case)
+
+
+@lru_cache(maxsize=200_000)
+def vague(key: str) -> bool:
+    """A vague noun that only a number or an adjective goes with ("Part II", "typical steps", "crucial step"), or a
+    numeral alone ("II"): every word vague (GENERIC), a numeral or an adjective that cannot be a noun, and one at
+    least vague or all numerals. A name made of such words names a part of something the topic's other keywords
+    name ("Horizon Zero Dawn")."""
+    words = key.lower().split()
+    kinds = [
+        "vague" if w in GENERIC else "other" if not (_NUMERAL.fullmatch(w) or _adjective(w)) else "modifier"
+        for w in words
+    ]
+    return "other" not in kinds and ("vague" in kinds or all(_NUMERAL.fullmatch(w) for w in words))
+
+
+def _adjective(word: str) -> bool:
+    tags = parts_of_speech(word)
+    return "ADJ" in tags and not tags & {"NOUN", "PROPN"}
 
 
 def _pick(scored: dict[str, float], uses: Counter[str], top_k: int) -> list[str]:

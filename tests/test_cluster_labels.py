@@ -3,8 +3,9 @@ no "/", each conversation counted once, no two topics alike."""
 
 from __future__ import annotations
 
+from cluster.keyword_rules import lead_first
 from cluster.labels import label_from, labels_for
-from cluster.phrases import _lead_first, candidates, clean, ctfidf_phrases
+from cluster.phrases import PhraseCounts, candidates, clean, ctfidf_phrases
 from cluster.topics import ctfidf, labels_of
 
 GLUE = [
@@ -77,11 +78,11 @@ def test_the_lead_keyword_is_a_phrase_said_nearly_as_widely_as_the_best() -> Non
         (k, k, 0.03 - i / 1000) for i, k in enumerate(["gift", "touch", "heartfelt message", "design", "gift idea"])
     ]
     spread = {"gift": 6, "touch": 7, "heartfelt message": 3, "design": 4, "gift idea": 5}
-    assert [k for k, _, _ in _lead_first(ranked, spread)][:3] == ["gift idea", "gift", "touch"]
-    assert _lead_first(ranked, {**spread, "gift idea": 3}) == ranked  # too few say it: the best word stays
+    assert [k for k, _, _ in lead_first(ranked, spread)][:3] == ["gift idea", "gift", "touch"]
+    assert lead_first(ranked, {**spread, "gift idea": 3}) == ranked  # too few say it: the best word stays
     devices = [("devices", "devices", 0.03), ("battery life", "battery life", 0.02), ("phone", "phone", 0.01)]
-    assert _lead_first(devices, {"devices": 5, "battery life": 4, "phone": 4})[0][1] == "battery life"
-    assert _lead_first(devices, {"devices": 5, "battery life": 2, "phone": 4})[0][1] == "devices"
+    assert lead_first(devices, {"devices": 5, "battery life": 4, "phone": 4})[0][1] == "battery life"
+    assert lead_first(devices, {"devices": 5, "battery life": 2, "phone": 4})[0][1] == "devices"
 
 
 COCKTAILS = [
@@ -171,3 +172,76 @@ def test_a_unit_glued_to_a_number_is_no_keyword_nor_a_models_notes() -> None:
     keys = {key for key, _, _ in candidates(text)}
     assert {"anker power bank", "ec2", "gpt-4o", "ram", "charge widget"} <= keys
     assert not {k for k in keys if k.split()[0] in {"mah", "ah", "gb", "st", "kubernete", "zustand"}}
+
+
+def test_a_keyword_phrase_ends_where_its_noun_phrase_ends() -> None:
+    """The demo's labels "feet flat", "year-old grandma", "minimize distractions" and keywords "they'll", "Wow",
+    "regarding", "issues facing" were no noun phrases: a keyword's run of words is cut at a verb, a preposition, an
+    interjection, a contraction, a number's compound and a participle or adjective after a plural noun. The tuning
+    objective's phrases are as before (keyword rules never move a segment to another topic)."""
+    text = (
+        "Keep your feet flat on the floor. My 90-year-old grandma loves puzzles. Minimize distractions while you "
+        "study; they'll pass. Wow, questions regarding the lease agreement are common. The issues facing farmers "
+        "grow. They’ll attract aphids. You need to set reminders."
+    )
+    shown = {surface for _, surface, _ in candidates(text, names=True)}
+    assert {"grandma", "distractions", "lease agreement", "feet", "farmers", "aphids", "reminders"} <= shown
+    gone = {"feet flat", "year-old grandma", "year-old", "minimize distractions", "Minimize", "they'll", "Wow"}
+    assert not shown & (gone | {"regarding", "facing", "issues facing", "ll", "ll attract", "set reminders"})
+    tuning = {surface for _, surface, _ in candidates(text)}
+    assert {"feet flat", "year-old grandma", "Minimize distractions", "they'll"} <= tuning
+
+
+def test_a_possessive_and_a_sentence_start_capital_are_not_shown() -> None:
+    """ "Hamlet's" (of "Hamlet's soliloquy") is shown "Hamlet", a possessive that ends its phrase stays ("lunch at
+    McDonald's"); a dictionary word capitalised only at sentence starts is shown in lower case ("Designate a
+    shelf": no name), a word the dictionary lacks keeps its capital ("Yosemite")."""
+    counts = PhraseCounts()
+    for text in ("Hamlet's soliloquy doubts revenge.", "In Hamlet's mind, Hamlet's doubt grows.", "Hamlet's fate."):
+        counts.add(text, names=True)
+    counts.add("Designate a shelf. Yosemite hikes are long. We had lunch at McDonald's.", names=True)
+    counts.add("See the laptop manufacturer's support page.", names=True)  # "support" is a stop word
+    assert counts.shown("hamlet") == "Hamlet" and counts.shown("hamlet soliloquy") == "Hamlet's soliloquy"
+    assert counts.shown("designate") == "designate" and counts.shown("yosemite hike") == "Yosemite hikes"
+    assert counts.shown("mcdonald") == "McDonald's" and counts.shown("laptop manufacturer") == "laptop manufacturer"
+    assert label_from(["Hamlet's", "conflict"], 0) == "Hamlet"  # a keyword an older chatmem stored
+
+
+HORIZON = [
+    "Is Horizon Zero Dawn worth playing before Part II? The machine combat looks great.",
+    "Horizon Zero Dawn has great combat, and Part II adds new machine types.",
+    "I finished Part II of Horizon Zero Dawn and loved the exploration.",
+    "What are the typical steps to beat Part II bosses in Horizon Zero Dawn?",
+]
+
+
+def test_a_vague_noun_numbered_or_described_is_no_keyword() -> None:
+    """ "Part II" led the demo's Horizon Zero Dawn topic: a vague noun that only a numeral or an adjective goes
+    with ("Part II", "typical steps") and a numeral alone are no keywords; the game's name leads."""
+    other = ["The quarterly budget review is due on Friday.", "Send the budget review to finance."] * 2
+    ranked = ctfidf_phrases({0: HORIZON, 1: other}, 8, {0: ["a", "b", "c", "d"], 1: ["x", "y", "x", "y"]})
+    assert ranked[0].phrases[0] == "Horizon Zero Dawn"
+    assert not {p.lower() for p in ranked[0].phrases} & {"part ii", "ii", "typical steps", "part", "typical step"}
+    assert label_from(["Part II", "Horizon Zero Dawn", "combat"], 0) == "Horizon Zero Dawn"  # stored keywords
+    assert label_from(["Wow", "Leopard", "snow"], 0) == "Leopard"
+
+
+def test_a_broad_word_yields_to_a_phrase_most_of_its_conversations_share() -> None:
+    """The labelled build's largest topic was "body" (said in 16 of its conversations; "strength training" in 10,
+    fourth): one word common all over English gives way to a phrase or name among the best five said in 0.6 as
+    many conversations; a word that is not broad ("pasta") keeps the lead, and so does a broad one when no phrase
+    is said widely enough."""
+    ranked = [(k, k, 0.05 - i / 100) for i, k in enumerate(["body", "exercises", "legs", "strength training", "aim"])]
+    spread = {"body": 16, "exercises": 15, "legs": 13, "strength training": 10, "aim": 14}
+    assert lead_first(ranked, spread)[0][0] == "strength training"
+    assert lead_first(ranked, {**spread, "strength training": 9})[0][0] == "body"
+    pasta = [(k, k, 0.05 - i / 100) for i, k in enumerate(["pasta", "garlic", "pepper", "olive oil"])]
+    assert lead_first(pasta, {"pasta": 6, "garlic": 5, "pepper": 6, "olive oil": 6})[0][0] == "pasta"
+    hamlet = [(k, k, 0.05 - i / 100) for i, k in enumerate(["conflict", "corruption", "Hamlet", "characters"])]
+    assert lead_first(hamlet, {"conflict": 5, "corruption": 3, "Hamlet": 3, "characters": 4})[0][0] == "Hamlet"
+    kids = [(k, k, 0.05 - i / 100) for i, k in enumerate(["kids", "Museum", "History", "activities"])]
+    assert lead_first(kids, {"kids": 3, "Museum": 2, "History": 2, "activities": 2})[0][0] == "kids"  # broad too
+    spark = [(k, k, 0.05 - i / 100) for i, k in enumerate(["path", "CSV file", "SparkSession", "Spark"])]
+    assert lead_first(spark, {"path": 9, "CSV file": 6, "SparkSession": 7, "Spark": 11})[0][0] == "SparkSession"
+    # a topic whose label an earlier one took takes its next free noun, a broad one last
+    assert labels_for({0: ["grandmother"], 1: ["grandmother", "birds", "birding"]})[1] == "birding"
