@@ -43,6 +43,11 @@ from cluster.keyword_rules import breaks, lead_first, sentence_case, shown_in_ru
 # A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI"); never
 # letters glued after a digit, a number's unit ("mAh" of "5,000mAh", "GB" of "16GB", "px", "st" of "1st").
 _WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z][A-Za-z0-9]*(?:[.'+#-][A-Za-z0-9]+)*(?:\+\+|#)?")
+# The same for keywords (`names`), with the letters of other alphabets written with spaces (accented Latin, Greek,
+# Cyrillic): "Könnten", "München", "ремонт" are words, never "nnten" or "nchen". Not for the tuning's phrases, so that
+# no segment moves to another topic; not Chinese or Japanese, written without spaces (a sentence is no keyword).
+_LETTERS = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u052f\u1e00-\u1eff"
+_ANY_WORD = re.compile(rf"(?<![0-9{_LETTERS}])[{_LETTERS}][{_LETTERS}0-9]*(?:[.'+#-][{_LETTERS}0-9]+)*(?:\+\+|#)?")
 _SPLIT = re.compile(r"[.!?;:,()\[\]{}\"“”…|/\\=<>]|\s-\s|\s–\s|\s—\s|\n")
 
 # sklearn's English stop words, plus verbs, vague nouns and adjectives that make a phrase no one would file
@@ -215,7 +220,9 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
     for clause in _SPLIT.split(unglued(prose) if names else prose):
         run: list[str] = []
         start = 0
-        words = _WORD.findall(clause)
+        words = (_ANY_WORD if names else _WORD).findall(clause)
+        if names:
+            words = [w if not _foreign_function_word(w.lower()) else "," for w in words]
         for index, word in enumerate([*words, ""]):
             if (
                 word
@@ -252,6 +259,26 @@ def _cut_name(run: Sequence[str], offset: int, size: int) -> bool:
 
 def _particle(word: str, following: Sequence[str]) -> bool:
     return _particle_at(word) and bool(following) and following[0][:1].isupper() and _content(following[0])
+
+
+# The function words of the languages written with spaces that wordfreq knows ("und", "bitte", "para", "pour",
+# "это"): cut a keyword's run as the English stop list does, where the word is not a common English word as well.
+_FUNCTION_LANGUAGES = ("de", "es", "fr", "it", "pt", "nl", "ru", "pl", "sv", "da", "nb", "cs", "tr", "ca", "ro", "uk")
+_FUNCTION_WORDS = 200  # the lists hold common nouns too ("gobierno", "país"): no keyword alone either
+
+
+@lru_cache(maxsize=1)
+def _foreign_function_words() -> frozenset[str]:
+    from wordfreq import top_n_list, zipf_frequency
+
+    found = set()
+    for language in _FUNCTION_LANGUAGES:
+        found.update(top_n_list(language, _FUNCTION_WORDS))
+    return frozenset(w for w in found if zipf_frequency(w, "en") < 3.5)
+
+
+def _foreign_function_word(lower: str) -> bool:
+    return lower in _foreign_function_words()
 
 
 @lru_cache(maxsize=200_000)

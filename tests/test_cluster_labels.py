@@ -245,3 +245,21 @@ def test_a_broad_word_yields_to_a_phrase_most_of_its_conversations_share() -> No
     assert lead_first(spark, {"path": 9, "CSV file": 6, "SparkSession": 7, "Spark": 11})[0][0] == "SparkSession"
     # a topic whose label an earlier one took takes its next free noun, a broad one last
     assert labels_for({0: ["grandmother"], 1: ["grandmother", "birds", "birding"]})[1] == "birding"
+
+
+def test_keywords_of_other_languages_are_whole_words_and_never_their_function_words() -> None:
+    """ "Könnten" is a word, not "nnten"; "bitte", "para", "хочу" and "Sie" open no keyword; the tuning's phrases
+    (no names) are left as they were, so no segment moves to another topic."""
+    german = "Könnten Sie bitte lustige Buchtitel über Einhörner schreiben? Die chaotische Welt des Kaffeesatzlesens."
+    spanish = "Quiero preparar una paella valenciana para diez personas en Sevilla."
+    russian = "Я хочу сделать ремонт кухни в Санкт-Петербурге."
+    shown = {s for text in (german, spanish, russian) for _, s, _ in candidates(text, names=True)}
+    assert {
+        "Einhörner",
+        "Kaffeesatzlesens",
+        "lustige Buchtitel",
+        "paella valenciana",
+        "Sevilla",
+        "ремонт кухни",
+    } <= shown
+    assert not any(s.split()[0] in {"nnten", "Sie", "bitte", "Quiero", "para", "хочу", "rner"} for s in shown)
