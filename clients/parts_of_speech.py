@@ -71,3 +71,14 @@ def closed_class(word: str) -> bool:
 def only_verb(word: str) -> bool:
     """A word lemminflect knows as a verb and nothing else ("minimize", "deter"; not "build", "set", "designate")."""
     return parts_of_speech(word) == frozenset({"VERB"})
+
+
+# The commonest English function words: a text whose words are at least 12 % these reads as English (the offline
+# extractor's language check, extract/lexicon.py, and the topic keywords', cluster/phrases.py).
+_ENGLISH_FUNCTION_TEXT = (
+    "the a an and or but of to in on at for with from by is are was were be been am i you he she it we they my"
+    " your our their this that these those what which who how why when where can could would should will do"
+    " does did not no yes if then than so as there here have has had me him her them us its just also about"
+)
+ENGLISH_FUNCTION = frozenset(_ENGLISH_FUNCTION_TEXT.split())
+ENGLISH_FUNCTION_SHARE = 0.12

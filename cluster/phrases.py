@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from clients.parts_of_speech import parts_of_speech
+from clients.parts_of_speech import ENGLISH_FUNCTION, ENGLISH_FUNCTION_SHARE, parts_of_speech
 from clients.prose import prose
 from cluster.keyword_rules import breaks, lead_first, sentence_case, shown_in_run, trailing, unglued
 
@@ -217,11 +217,12 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
     "distractions", "feet flat" is none), and a possessive that ends an n-gram a word follows is shown without its
     's ("Hamlet" of "Hamlet's soliloquy"; "lunch at McDonald's." keeps it)."""
     prose = clean(text)
+    foreign = names and _not_english(prose)
     for clause in _SPLIT.split(unglued(prose) if names else prose):
         run: list[str] = []
         start = 0
         words = (_ANY_WORD if names else _WORD).findall(clause)
-        if names:
+        if foreign:
             words = [w if not _foreign_function_word(w.lower()) else "," for w in words]
         for index, word in enumerate([*words, ""]):
             if (
@@ -261,10 +262,11 @@ def _particle(word: str, following: Sequence[str]) -> bool:
     return _particle_at(word) and bool(following) and following[0][:1].isupper() and _content(following[0])
 
 
-# The function words of the languages written with spaces that wordfreq knows ("und", "bitte", "para", "pour",
-# "это"): cut a keyword's run as the English stop list does, where the word is not a common English word as well.
+# The function words of the languages written with spaces that wordfreq knows ("und", "aus", "para", "pour",
+# "это"): in a text that is not English they cut a keyword's run as the English stop list does.
 _FUNCTION_LANGUAGES = ("de", "es", "fr", "it", "pt", "nl", "ru", "pl", "sv", "da", "nb", "cs", "tr", "ca", "ro", "uk")
 _FUNCTION_WORDS = 200  # the lists hold common nouns too ("gobierno", "país"): no keyword alone either
+FOREIGN_BELOW_ZIPF = 4.2  # ...unless as common in English ("die", "son", "per": a text in English never asks)
 
 
 @lru_cache(maxsize=1)
@@ -274,11 +276,18 @@ def _foreign_function_words() -> frozenset[str]:
     found = set()
     for language in _FUNCTION_LANGUAGES:
         found.update(top_n_list(language, _FUNCTION_WORDS))
-    return frozenset(w for w in found if zipf_frequency(w, "en") < 3.5)
+    return frozenset(w for w in found if zipf_frequency(w, "en") < FOREIGN_BELOW_ZIPF)
 
 
 def _foreign_function_word(lower: str) -> bool:
     return lower in _foreign_function_words()
+
+
+def _not_english(prose: str) -> bool:
+    """Whether a text has too few of English's function words to be English, as the extractor judges a message
+    (its keywords then cut at the function words of other languages)."""
+    words = [w.lower() for w in _ANY_WORD.findall(prose[:4000])]
+    return len(words) >= 4 and sum(w in ENGLISH_FUNCTION for w in words) < ENGLISH_FUNCTION_SHARE * len(words)
 
 
 @lru_cache(maxsize=200_000)

@@ -20,18 +20,14 @@ from collections import Counter
 from collections.abc import Container, Iterator
 from functools import lru_cache
 
-# re-exported: extract's modules read them as lexicon.X
+# re-exported: extract's modules read them as lexicon.X (ENGLISH_FUNCTION: a message whose words are at least
+# ENGLISH_FUNCTION_SHARE of these reads as English)
+from clients.parts_of_speech import ENGLISH_FUNCTION as ENGLISH_FUNCTION
+from clients.parts_of_speech import ENGLISH_FUNCTION_SHARE
 from clients.parts_of_speech import can_be_noun as can_be_noun
 from clients.parts_of_speech import lemmas as lemmas
 from clients.parts_of_speech import parts_of_speech as parts_of_speech
 
-# The commonest English function words: a message whose words are at least 12 % these reads as English.
-_ENGLISH_FUNCTION_TEXT = (
-    "the a an and or but of to in on at for with from by is are was were be been am i you he she it we they my"
-    " your our their this that these those what which who how why when where can could would should will do"
-    " does did not no yes if then than so as there here have has had me him her them us its just also about"
-)
-ENGLISH_FUNCTION = frozenset(_ENGLISH_FUNCTION_TEXT.split())
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
 _NEEDS_SEGMENTER = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _ANY_WORD = re.compile(r"[^\W\d_]+")
@@ -87,7 +83,7 @@ def looks_english(text: str) -> bool:
         # Too short to tell: English when it is all Latin letters (a short command or a name).
         return all(_LATIN_WORD.fullmatch(w) for w in words)
     hits = sum(n for w, n in Counter(words).items() if w.casefold() in ENGLISH_FUNCTION)  # each word folded once
-    return hits / len(words) >= 0.12
+    return hits / len(words) >= ENGLISH_FUNCTION_SHARE
 
 
 @lru_cache(maxsize=1 << 16)

@@ -263,3 +263,6 @@ def test_keywords_of_other_languages_are_whole_words_and_never_their_function_wo
         "ремонт кухни",
     } <= shown
     assert not any(s.split()[0] in {"nnten", "Sie", "bitte", "Quiero", "para", "хочу", "rner"} for s in shown)
+    english = "We met at the barn near the dock in Oslo, then drove the sedan to Café Müller."
+    kept = {s for _, s, _ in candidates(english, names=True)}
+    assert {"barn", "dock", "Oslo", "sedan", "Café Müller"} <= kept  # an English text never asks the other lists
