@@ -401,7 +401,7 @@ def run(
         if left and not settings.pipeline.quiet:
             names = ", ".join(Path(p).name for p in left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
             click.echo(
-                f"left out {len(left)} path(s) beside a conversations.json also given ({names}): the rest of an"
+                f"left out {len(left)} path(s) given with an export's conversations ({names}): the rest of an"
                 " unzipped export, which holds no conversations",
                 err=True,
             )

@@ -52,7 +52,9 @@ def rest_of_an_export(paths: list[str | Path]) -> tuple[list[str | Path], list[s
         other_kind = (real.is_dir() and not conversation_files(real)) or (
             not real.is_dir() and real.suffix.lower() not in READ_BESIDE and not holds_json_or_zip(real)
         )
-        (left if beside and (is_side_file(real.name) or other_kind) else read).append(path)
+        # a side file given with other paths is the rest of a download (Claude's memories.json, projects-000.zip)
+        side = len(paths) > 1 and is_side_file(real.name)
+        (left if side or (beside and other_kind) else read).append(path)
     return read, left
 
 

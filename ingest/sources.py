@@ -62,16 +62,13 @@ def is_conversations_file(name: str) -> bool:
 
 
 def conversation_files(folder: Path) -> list[Path]:
-    """An unzipped export folder's conversations: its conversations.json, else its numbered parts in number order;
-    [] where it has neither."""
-    whole = folder / CONVERSATIONS_FILE
-    if whole.is_file():
-        return [whole]
+    """An unzipped export folder's conversations: its conversations.json and its numbered parts in number order (both,
+    where a new export was unzipped over an old one); [] where it has neither."""
     try:
-        parts = [p for p in folder.iterdir() if CONVERSATIONS_PART.fullmatch(p.name) and p.is_file()]
+        found = [p for p in folder.iterdir() if is_conversations_file(p.name) and p.is_file()]
     except OSError:
         return []
-    return sorted(parts, key=_part_number)
+    return sorted(found, key=_part_number)
 
 
 def _part_number(path: Path | PurePosixPath) -> tuple[int, str]:
@@ -100,6 +97,9 @@ class OpenedExport:
     # A split export: its parts in order, read as one array (zip members of `file`, or files when `file` is a folder)
     parts: list[str] = field(default_factory=list)
     part_limits: list[int] = field(default_factory=list)  # of each zip member, as member_limit
+    # Parts not read, and why (empty, no JSON array, cut short, missing from the numbering, in another folder of the
+    # zip): the ingest stage quarantines each with its reason, and the rest of the export arrives
+    part_problems: list[tuple[str, str]] = field(default_factory=list)
 
     @contextmanager
     def open(self) -> Iterator[BinaryIO]:
@@ -176,7 +176,7 @@ def open_export(path: Path, *, max_member_bytes: int, max_ratio: float, digest: 
                 str(path), f"folder has no {CONVERSATIONS_FILE} (nor its numbered parts, conversations-000.json)"
             )
         side = sorted(p.name for p in path.iterdir() if p.name in KNOWN_SIDE_FILES)
-        if len(files) == 1:
+        if len(files) == 1 and files[0].name == CONVERSATIONS_FILE:
             opened = open_export(files[0], max_member_bytes=max_member_bytes, max_ratio=max_ratio, digest=digest)
         else:
             opened = _split_folder(path, files, digest=digest)
@@ -257,37 +257,39 @@ def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float, digest: bo
         raise UnsafeArchiveError(
             str(path), f"zip has no {CONVERSATIONS_FILE} nor its numbered parts (members: {names})"
         )
-    # the shallowest conversations file, conversations.json before the numbered parts beside it
-    member = min(
-        candidates,
-        key=lambda i: (i.filename.count("/"), PurePosixPath(i.filename).name != CONVERSATIONS_FILE, i.filename),
-    )
+    # the shallowest folder with a conversations file: its conversations.json and its numbered parts
+    member = min(candidates, key=lambda i: (i.filename.count("/"), _part_number(PurePosixPath(i.filename))))
     prefix = str(PurePosixPath(member.filename).parent)
     side = sorted(
         i.filename
         for i in infos
         if PurePosixPath(i.filename).name in KNOWN_SIDE_FILES and str(PurePosixPath(i.filename).parent) == prefix
     )
-    if PurePosixPath(member.filename).name != CONVERSATIONS_FILE:
-        parts = sorted(
-            (
-                i
-                for i in candidates
-                if str(PurePosixPath(i.filename).parent) == prefix and i.filename != member.filename
-            ),
-            key=lambda i: _part_number(PurePosixPath(i.filename)),
-        )
-        parts = sorted([member, *parts], key=lambda i: _part_number(PurePosixPath(i.filename)))
-        for part in parts:
+    here = [i for i in candidates if str(PurePosixPath(i.filename).parent) == prefix]
+    if len(here) > 1 or PurePosixPath(member.filename).name != CONVERSATIONS_FILE:
+        here.sort(key=lambda i: _part_number(PurePosixPath(i.filename)))
+        for part in here:
             _check_bomb(path, part, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
+        problems = [(i.filename, "in another folder of the zip: not read") for i in candidates if i not in here]
+        problems += _missing_parts([i.filename for i in here])
+        with zipfile.ZipFile(path) as archive:
+            for info in here:
+                why = "empty" if info.file_size == 0 else _array_head(archive.open(info.filename))
+                if why:
+                    problems.append((info.filename, why))
+        bad = {name for name, _ in problems}
+        parts = [i for i in here if i.filename not in bad]
+        if not parts:
+            raise MalformedExportError(str(path), "no part of the split export can be read: " + _said(problems))
         return OpenedExport(
-            path=f"{path}!{_parts_name([i.filename for i in parts])}",
+            path=f"{path}!{_parts_name(prefix)}",
             file=path,
             sha256=sha256_file(path) if digest else "",
             size_bytes=sum(i.file_size for i in parts),
             side_files=side,
             parts=[i.filename for i in parts],
             part_limits=[min(i.file_size, max_member_bytes) for i in parts],
+            part_problems=problems,
         )
     _check_bomb(path, member, max_member_bytes=max_member_bytes, max_ratio=max_ratio)
 
@@ -302,25 +304,81 @@ def _open_zip(path: Path, *, max_member_bytes: int, max_ratio: float, digest: bo
     )
 
 
-def _parts_name(names: list[str]) -> str:
-    """ "conversations-000.json..conversations-004.json" (with their folder): how a split export's parts are named."""
-    return names[0] if len(names) == 1 else f"{names[0]}..{PurePosixPath(names[-1]).name}"
+SPLIT_NAME = "conversations*.json"  # how a split export is named in the run's records, whichever parts it holds
+
+
+def _parts_name(folder: str) -> str:
+    """ "export/conversations*.json": the same name for an export whatever parts it has now (a part removed after
+    a failure, the next run's record of the export is the one that failed)."""
+    return SPLIT_NAME if folder in ("", ".") else f"{folder}/{SPLIT_NAME}"
+
+
+def _missing_parts(names: list[str]) -> list[tuple[str, str]]:
+    """The numbers a split export's parts skip (conversations-002.json of 000, 001, 003): named, never silent."""
+    found = [m for m in (CONVERSATIONS_PART.fullmatch(PurePosixPath(name).name) for name in names) if m]
+    if not found:
+        return []
+    numbers = sorted(int(m.group(1)) for m in found)
+    width = len(found[0].group(1))
+    folder = str(PurePosixPath(names[0]).parent)
+    missing = sorted(set(range(numbers[0], numbers[-1] + 1)) - set(numbers))
+    return [
+        (str(PurePosixPath(folder) / f"conversations-{n:0{width}d}.json"), "missing: the numbering skips it")
+        for n in missing
+    ]
+
+
+def _array_head(stream: IO[bytes]) -> str | None:
+    """Why a part is not read (its first bytes are no JSON array), or None."""
+    with stream:
+        head = stream.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    if not head:
+        return "empty: no JSON array"
+    return None if head[:1] == b"[" else "not a JSON array"
+
+
+def _array_tail(path: Path) -> str | None:
+    """Why an unzipped part is not read (it does not end as an array: cut short), or None."""
+    with path.open("rb") as handle:
+        size = handle.seek(0, 2)
+        handle.seek(max(0, size - 4096))
+        tail = handle.read().rstrip(b" \t\r\n")
+    return None if tail.endswith(b"]") else "cut short: its array never closes"
+
+
+def _said(problems: list[tuple[str, str]]) -> str:
+    return "; ".join(f"{PurePosixPath(name).name} ({why})" for name, why in problems)
 
 
 def _split_folder(folder: Path, files: list[Path], *, digest: bool) -> OpenedExport:
-    """An unzipped split export: its parts read as one, identified by the sha256 of their bytes in order."""
+    """An unzipped split export: its parts read as one, identified by the sha256 of their bytes in order; a part
+    that is empty, no JSON array or cut short is left out with its reason, as is a number the parts skip."""
+    problems = _missing_parts([p.name for p in files])
+    readable = []
+    for part in files:
+        try:
+            why = _array_head(part.open("rb")) or _array_tail(part)
+        except OSError as exc:
+            why = f"cannot be read ({exc.strerror or exc})"
+        if why:
+            problems.append((part.name, why))
+        else:
+            readable.append(part)
+    if not readable:
+        raise MalformedExportError(str(folder), "no part of the split export can be read: " + _said(problems))
     sha256 = ""
     if digest:
         combined = hashlib.sha256()
-        for part in files:
+        for part in readable:
             combined.update(part.name.encode() + b"\0" + sha256_file(part).encode())
         sha256 = combined.hexdigest()
     return OpenedExport(
-        path=str(folder / _parts_name([p.name for p in files])),
+        path=str(folder / SPLIT_NAME),
         file=folder,
         sha256=sha256,
-        size_bytes=sum(p.stat().st_size for p in files),
-        parts=[str(p) for p in files],
+        size_bytes=sum(p.stat().st_size for p in readable),
+        parts=[str(p) for p in readable],
+        part_problems=problems,
     )
 
 

@@ -194,6 +194,19 @@ def _ingest_one(
     except ExportError as exc:
         writer.finish_source(source_id, partial=True, notes=[*notes, str(exc)])
         return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=str(exc))
+    if opened.part_problems:
+        # Parts of a split export that could not be read: each quarantined with its reason, the rest arrived
+        left = [
+            QuarantineRecord(locator=name, reason=f"part not read: {why}", raw="") for name, why in opened.part_problems
+        ]
+        counts, _ = writer.write_batch(source_id, fmt, [], left)
+        outcome.counts.add(counts)
+        notes.append("parts not read: " + "; ".join(f"{name} ({why})" for name, why in opened.part_problems))
+        if not _nothing_read(outcome):
+            outcome.status = "partial"
+            writer.finish_source(source_id, partial=True, notes=notes)
+            outcome.detail = "; ".join(notes)
+            return outcome
     if _nothing_read(outcome):
         # Every record quarantined: not an ingested file. Its quarantine rows stay (`staging failures`), the
         # source stays unfinished so that a re-run reads it again, and the file counts as failed (exit 1).

@@ -155,7 +155,7 @@ def test_the_rest_of_an_unzipped_export_given_beside_its_conversations_is_left_o
     given = sorted(export.iterdir())  # what the shell gives for export/*
     done = chatmem("run", *given, "--only", "ingest", data_dir=tmp_path / "data")
     assert done.exit_code == 0, done.output
-    assert "left out 5 path(s) beside a conversations.json also given" in done.stderr
+    assert "left out 5 path(s) given with an export's conversations" in done.stderr
     assert "files failed 0" in done.stdout and "failed:" not in done.stdout
     stats = json.loads(chatmem("archive", "stats", "--json", data_dir=tmp_path / "data").stdout)
     assert stats["conversations"] == 2  # the export's one and notes.jsonl's one
@@ -178,7 +178,7 @@ def test_an_export_of_any_name_beside_a_conversations_json_is_read_not_left_out(
     (export / "file-abc.png").write_bytes(b"\x89PNG\r\n")
     done = chatmem("run", *sorted(export.iterdir()), "--only", "ingest", data_dir=tmp_path / "data")
     assert done.exit_code == 0, done.output
-    assert "left out 1 path(s) beside a conversations.json also given (file-abc.png)" in done.stderr
+    assert "left out 1 path(s) given with an export's conversations (file-abc.png)" in done.stderr
     with sqlite3.connect(tmp_path / "data" / "staging.db") as staging:
         read = dict(staging.execute("SELECT path, status FROM ingest_files").fetchall())
     assert {Path(p).name: s for p, s in read.items()} == dict.fromkeys(

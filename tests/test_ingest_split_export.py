@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from stage_support import ingest_run
 
-from contracts.errors import MalformedExportError
 from contracts.settings import IngestSettings, Settings
 from flows.export_paths import exports_in_folder, rest_of_an_export
 from ingest.sources import open_export
@@ -34,9 +33,9 @@ def ingest(data_dir: Path, export: Path) -> tuple[Any, Any]:
 
 
 def split(conversations: list[Any]) -> dict[str, str]:
-    """The parts as a 2026 export writes them, one of them empty, one pretty-printed with a BOM, numbered past 9."""
+    """The parts as a 2026 export writes them, one of them empty, one pretty-printed with a BOM."""
     cut = [conversations[:10], [], conversations[10:18], conversations[18:]]
-    names = ["conversations-000.json", "conversations-001.json", "conversations-009.json", "conversations-010.json"]
+    names = [f"conversations-{n:03d}.json" for n in range(len(cut))]
     texts = [json.dumps(part) for part in cut]
     texts[2] = "\ufeff" + json.dumps(cut[2], indent=2) + "\n\n"
     return dict(zip(names, texts, strict=True))
@@ -75,20 +74,43 @@ def test_a_split_export_zip_and_folder_read_as_the_whole_file(tmp_path: Path, wh
         again = ingest(tmp_path / data, export)[1]
         assert again.counts["files_skipped"] == 1  # the same bytes: skipped as the whole file is
     opened = open_export(dump, max_member_bytes=1 << 30, max_ratio=1000)
-    assert opened.path.endswith("!conversations-000.json..conversations-010.json")
+    assert opened.path.endswith("!conversations*.json")
 
 
-def test_a_part_that_is_not_an_array_is_named(tmp_path: Path, whole: tuple[Path, list[Any]]) -> None:
-    parts = split(whole[1])
-    parts["conversations-009.json"] = '{"title": "not a list"}'
+def test_bad_parts_are_quarantined_with_why_and_the_good_ones_arrive(
+    tmp_path: Path, whole: tuple[Path, list[Any]]
+) -> None:
+    """Not JSON, cut short, empty, a number skipped: each named with why (a quarantine row), every conversation of
+    the good parts arrives, and an old conversations.json unzipped beside the parts is read too."""
+    conversations = whole[1]
     folder = tmp_path / "unzipped"
     folder.mkdir()
-    for name, text in parts.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    opened = open_export(folder, max_member_bytes=1 << 30, max_ratio=1000)
-    with pytest.raises(MalformedExportError) as error, opened.open() as stream:
-        stream.read()
-    assert "conversations-009.json" in str(error.value) and "not a JSON array" in str(error.value)
+    (folder / "conversations.json").write_text(json.dumps(conversations[:3]), encoding="utf-8")
+    (folder / "conversations-000.json").write_text(json.dumps(conversations[3:10]), encoding="utf-8")
+    (folder / "conversations-001.json").write_text('{"title": "not a list"}', encoding="utf-8")
+    (folder / "conversations-002.json").write_text(json.dumps(conversations[10:18])[:-40], encoding="utf-8")
+    (folder / "conversations-003.json").write_bytes(b"")
+    (folder / "conversations-005.json").write_text(json.dumps(conversations[18:]), encoding="utf-8")
+    archive, result = ingest(tmp_path / "data", folder)
+    assert result.counts["conversations_written"] == 3 + 7 + len(conversations[18:])
+    assert result.counts["files_partial"] == 1
+    reasons = dict(archive.execute("SELECT locator, reason FROM quarantine").fetchall())
+    assert "not a JSON array" in reasons["conversations-001.json"]
+    assert "cut short" in reasons["conversations-002.json"]
+    assert "empty" in reasons["conversations-003.json"]
+    assert "skips it" in reasons["conversations-004.json"]
+
+
+def test_a_zip_says_which_parts_it_leaves_in_other_folders(tmp_path: Path, whole: tuple[Path, list[Any]]) -> None:
+    conversations = whole[1]
+    dump = tmp_path / "scattered.zip"
+    with zipfile.ZipFile(dump, "w") as archive_zip:
+        archive_zip.writestr("export/conversations-000.json", json.dumps(conversations[:10]))
+        archive_zip.writestr("export/more/conversations-001.json", json.dumps(conversations[10:]))
+    archive, result = ingest(tmp_path / "data", dump)
+    assert result.counts["conversations_written"] == 10
+    reasons = dict(archive.execute("SELECT locator, reason FROM quarantine").fetchall())
+    assert "another folder" in reasons["export/more/conversations-001.json"]
 
 
 def test_run_and_serve_take_a_split_export_folder_and_leave_its_side_files(
@@ -125,3 +147,14 @@ def test_claudes_download_of_2026_gives_its_conversations_and_leaves_the_rest(tm
     assert all("holds no conversations" in item.why for item in left)
     archive, result = ingest(tmp_path / "data", found[0])
     assert result.counts["conversations_written"] >= 1 and archive_stats(archive)["messages"] > 0
+
+
+def test_claudes_download_given_file_by_file_leaves_its_side_files(tmp_path: Path) -> None:
+    """`chatmem run claude-2026/*`: memories.json, projects-000.zip and users.json are left out, not failed."""
+    given = [tmp_path / name for name in ("conversations-000.zip", "memories.json", "projects-000.zip", "users.json")]
+    for path in given:
+        path.write_bytes(b"{}")
+    read, left = rest_of_an_export(list(given))
+    assert len(left) == 3
+    assert [Path(p).name for p in read] == ["conversations-000.zip"]
+    assert rest_of_an_export([given[1]]) == ([given[1]], [])  # a file alone is never left out
