@@ -58,13 +58,21 @@ def settings_sections(settings: Settings, stage: StageSpec) -> dict[str, object]
 
 
 def exports_state(exports: list[str]) -> list[list[object]]:
-    """Each export by absolute path, size and mtime (a changed dump is re-read; ingest then checks its sha256)."""
+    """Each export by absolute path, size and mtime (a changed dump is re-read; ingest then checks its sha256); an
+    unzipped export folder by its conversations files as well (rewritten in place, a file leaves its folder's own
+    size and mtime as they were: `serve --watch` of a folder holding a conversations.json)."""
+    from ingest.sources import conversation_files
+
     state: list[list[object]] = []
     for name in sorted(exports):
         path = Path(name)
         try:
             info = path.stat()
-            state.append([str(path.absolute()), info.st_size, info.st_mtime_ns])
+            entry: list[object] = [str(path.absolute()), info.st_size, info.st_mtime_ns]
+            for part in conversation_files(path) if path.is_dir() else []:
+                found = part.stat()
+                entry += [part.name, found.st_size, found.st_mtime_ns]
+            state.append(entry)
         except OSError as exc:  # missing now: ingest will say so; the fingerprint just differs
             state.append([str(path), type(exc).__name__])
     return state
