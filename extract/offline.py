@@ -719,7 +719,7 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     if any(_acronym_or_inner(f) for f in forms):
         # "AI", "HR", "MB": a two-letter acronym is a unit or a department more often than a subject
         return len(word) > 2 or len(candidate.mentions) >= 3
-    if _proper_noun(candidate) or _name_by_capital(candidate):
+    if _proper_noun(candidate):
         return True
     if candidate.cased_mid and candidate.cased_mid >= candidate.lower_mid:
         return frequency < 4.8 and (candidate.cased_mid >= 2 or frequency < 3.5)
@@ -736,26 +736,17 @@ def _single_word_ok(candidate: _Candidate) -> bool:
 
 def _proper_noun(candidate: _Candidate) -> bool:
     """ "Europe", "Emily", "Paris": a word the user writes with its capital inside sentences, never without it, that
-    the English lexicon has no part of speech for (a proper noun: a place, a person, a brand), however common; not
-    a part of a longer name it is written beside ("York" in "New York", "Dr" in "Dr Jones")."""
+    is a name however common: in English one the lexicon has no part of speech for (a place, a person, a brand), in
+    a language that capitalises names only ("Sevilla", "Lyon", "Петербург") any; not a part of a longer name it is
+    written beside ("York" in "New York", "Dr" in "Dr Jones"), nor a title ("Mrs", "Dr": the name follows). A German
+    capital marks any noun: no name by it alone."""
+    word = candidate.key[0]
+    if candidate.language == "en":
+        by_language = len(word) > 3 and not lexicon.parts_of_speech(word)
+    else:
+        by_language = capital_marks_name(candidate.language) and len(word) > 2
     return (
-        candidate.language == "en"
-        and len(candidate.key[0]) > 3  # "Mrs", "Dr": a title, the name follows
-        and candidate.cased_mid > 0
-        and candidate.lower_mid == 0
-        and candidate.user_mentions() > 0
-        and not lexicon.parts_of_speech(candidate.key[0])
-        and not any(_beside_capital(m.view, start, end) for m, start, end in candidate.mentions)
-    )
-
-
-def _name_by_capital(candidate: _Candidate) -> bool:
-    """ "Sevilla", "Lyon", "Петербург": in a language that capitalises names only, a word the user writes with its
-    capital inside sentences, never without it, is a name however common (the English rule above asks the
-    lexicon instead; a German capital marks any noun)."""
-    return (
-        capital_marks_name(candidate.language)
-        and len(candidate.key[0]) > 2
+        by_language
         and candidate.cased_mid > 0
         and candidate.lower_mid == 0
         and candidate.user_mentions() > 0

@@ -23,13 +23,18 @@ READ_BESIDE = (".json", ".jsonl", ".zip")  # beside a conversations.json, still 
 def holds_json_or_zip(path: Path) -> bool:
     """Whether the file's first bytes could start an export (a zip, or JSON: ingest reads the format from the bytes,
     never the name, so a JSONL export named .ndjson or with no suffix is one); unreadable: let ingest say why."""
-    from ingest.sources import EMPTY_ZIP_MAGIC, ZIP_MAGIC
-
     try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
+        return _starts_as_export(path)
     except OSError:
         return True
+
+
+def _starts_as_export(path: Path) -> bool:
+    """Whether the file's first bytes are a zip's or JSON's (raises OSError where it cannot be read)."""
+    from ingest.sources import EMPTY_ZIP_MAGIC, ZIP_MAGIC
+
+    with path.open("rb") as handle:
+        head = handle.read(4096)
     body = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
     return head[:4] in (ZIP_MAGIC, EMPTY_ZIP_MAGIC) or body[:1] in (b"[", b"{")
 
@@ -80,7 +85,7 @@ class LeftOut:
 def why_not_an_export(path: Path) -> str | None:
     """None where the file is read as an export: named .json/.jsonl/.ndjson/.zip (unreadable: ingest says why), or
     starting as JSON or a zip (ingest reads the format from the bytes); else why it is left out."""
-    from ingest.sources import EMPTY_ZIP_MAGIC, ZIP_MAGIC, is_conversations_file, is_side_file
+    from ingest.sources import is_conversations_file, is_side_file
 
     suffix = path.suffix.lower()
     if is_side_file(path.name):
@@ -90,12 +95,9 @@ def why_not_an_export(path: Path) -> str | None:
     if suffix in EXPORT_SUFFIXES or is_conversations_file(path.name):
         return None
     try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
+        return None if _starts_as_export(path) else NOT_AN_EXPORT
     except OSError as exc:
         return f"cannot be read: {exc.strerror or exc}"
-    body = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
-    return None if head[:4] in (ZIP_MAGIC, EMPTY_ZIP_MAGIC) or body[:1] in (b"[", b"{") else NOT_AN_EXPORT
 
 
 def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -> tuple[list[Path], list[LeftOut]]:

@@ -133,3 +133,8 @@ class CountingOffline(OfflineExtractor):
     def extract(self, segment: SegmentInput) -> ExtractionOutput:
         self.calls += 1
         return super().extract(segment)
+
+
+def titles(segment: SegmentInput, max_concepts: int = 8) -> list[str]:
+    """The offline extractor's best `max_concepts`, whoever said them (no rank reserved for the user's words)."""
+    return [h.title for h in OfflineExtractor(max_concepts, open_ranks=max_concepts).extract(segment).hypotheses]

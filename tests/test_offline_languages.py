@@ -3,16 +3,10 @@ the segment repeats, no verbs, no defined terms of a contract, no template slots
 
 from __future__ import annotations
 
-from concept_support import segment_input
+from concept_support import segment_input, titles
 
 from clients.prose import prose
 from extract.lexicon import language_of, verb_form
-from extract.offline import OfflineExtractor
-from extract.types import SegmentInput
-
-
-def titles(segment: SegmentInput, max_concepts: int = 8) -> list[str]:
-    return [h.title for h in OfflineExtractor(max_concepts, open_ranks=max_concepts).extract(segment).hypotheses]
 
 
 def test_a_term_the_segment_repeats_is_a_concept_and_a_run_said_once_is_not() -> None:

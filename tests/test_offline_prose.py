@@ -7,18 +7,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from concept_support import segment_input
+from concept_support import segment_input, titles
 
 from clients import prose as prose_module
 from clients.prose import prose, unicode_view
 from extract.offline import OfflineExtractor
 from extract.types import SegmentInput
-
-
-def titles(segment: SegmentInput, max_concepts: int = 8) -> list[str]:
-    """The best `max_concepts`, whoever said them (no rank reserved for the user's words)."""
-    return [h.title for h in OfflineExtractor(max_concepts, open_ranks=max_concepts).extract(segment).hypotheses]
-
 
 CODE_HEAVY = segment_input(
     "seg-code",
