@@ -1,6 +1,6 @@
 """The summary `chatmem run` and `chatmem stage` print when a run ends: one line for a run with nothing new, the
 stages that worked with their counts and notes, each file that failed or was cut short; then exit 1 when a file
-did not arrive whole, so that a cron job notices (README, "Scheduled runs")."""
+did not arrive whole, so that a cron job notices (docs/cli.md, the exit codes)."""
 
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ def _file_line(row: dict[str, Any]) -> str:
 
 
 def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
-    """Exit 1 after the summary when a file failed or was cut short (documented in the README for cron)."""
+    """Exit 1 after the summary when a file failed or was cut short (documented in docs/cli.md for cron)."""
     if not bad:
         return
     names = ", ".join(safe_line(str(row["path"])) for row in bad[:3]) + (" ..." if len(bad) > 3 else "")

@@ -268,7 +268,7 @@ def interruptible(settings: Settings, run_id: str, stages: list[str]) -> Iterato
 def take_sigint() -> None:
     """A process started with SIGINT ignored (a background job of a non-interactive shell: `chatmem run ... &` in
     a script) would ignore `kill -INT PID` too: `run` and `serve` put Python's default handler back, so that one
-    SIGINT stops them as the README says. A handler someone installed on purpose is left alone."""
+    SIGINT stops them as docs/faults.md says ("Faults"). A handler someone installed on purpose is left alone."""
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

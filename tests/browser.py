@@ -2,7 +2,7 @@
 `chatmem inspect` started as a real process on a free loopback port.
 
 .ci/run installs the two packages when chromium is missing; without them the tests fail with the command to
-run, never skip. Set CHATMEM_SCREENSHOT_DIR (e.g. docs/images) to keep the screenshots the README shows.
+run, never skip. Set CHATMEM_SCREENSHOT_DIR (e.g. docs/images) to keep the screenshots docs/inspect.md shows.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def browser() -> Iterator[Any]:
 
 
 def screenshot(browser: Any, name: str) -> None:
-    """Keep a screenshot for the README when CHATMEM_SCREENSHOT_DIR is set."""
+    """Keep a screenshot for docs/inspect.md when CHATMEM_SCREENSHOT_DIR is set."""
     folder = os.environ.get("CHATMEM_SCREENSHOT_DIR")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)

@@ -297,19 +297,19 @@ def test_without_a_memory_the_command_exits_with_one_line(tmp_path: Path) -> Non
     assert done.returncode == 1 and "chatmem run" in done.stderr and done.stdout == ""
 
 
-README_MARKER = "<!-- tested: tests/test_mcp_server.py::test_the_readme_client_example_recalls_over_stdio -->"
+DOC_MARKER = "<!-- tested: tests/test_mcp_server.py::test_the_docs_client_example_recalls_over_stdio -->"
 
 
-def readme_client_example() -> str:
-    """The Python block that follows the README's `tested:` marker of the test below."""
-    after = (ROOT / "README.md").read_text(encoding="utf-8").split(README_MARKER, 1)[1]
+def docs_client_example() -> str:
+    """The Python block that follows docs/mcp.md's `tested:` marker of the test below (the README's until it moved)."""
+    after = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8").split(DOC_MARKER, 1)[1]
     return after.split("```python\n", 1)[1].split("```", 1)[0]
 
 
-def test_the_readme_client_example_recalls_over_stdio(memory_dir: Path, tmp_path: Path) -> None:
-    """The README's MCP client snippet, run as written (its data dir swapped for the built one, `chatmem` on
+def test_the_docs_client_example_recalls_over_stdio(memory_dir: Path, tmp_path: Path) -> None:
+    """docs/mcp.md's MCP client snippet, run as written (its data dir swapped for the built one, `chatmem` on
     PATH): it starts the server over stdio, calls recall and prints the Lisbon trip's pieces."""
-    code = readme_client_example()
+    code = docs_client_example()
     assert '"/home/you/.chatmem"' in code
     script = tmp_path / "client.py"
     script.write_text(code.replace("/home/you/.chatmem", str(memory_dir)), encoding="utf-8")
