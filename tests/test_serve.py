@@ -172,6 +172,20 @@ def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them_once_cha
     assert result["error"] is None
 
 
+def test_an_export_folder_whose_conversations_file_is_not_json_waits_for_it_to_change(tmp_path: Path) -> None:
+    """An unzipped export folder whose conversations.json holds `{not json` fails once, then waits like a broken
+    file: the next tick runs nothing until the file changes. Before, its failure was recorded with no sha256 (the
+    folder's bytes) and every tick read it again and failed again."""
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    (watch / "unzipped").mkdir(parents=True)
+    (watch / "unzipped" / "conversations.json").write_text("{not json", encoding="utf-8")
+    code, first = serve_once(watch, data_dir)
+    assert code == 1 and [f["path"] for f in first["failed"]] == [str(watch / "unzipped")]
+    code, again = serve_once(watch, data_dir)
+    assert code == 0 and again["run_id"] is None and again["failed"] == [], again
+    assert [(w["path"], w["run_id"]) for w in again["waiting"]] == [(str(watch / "unzipped"), first["run_id"])]
+
+
 def test_a_bad_dump_beside_good_ones_does_not_hold_them_back(tmp_path: Path, make_jsonl: Callable[..., Path]) -> None:
     """One tick with a good dump and a broken one: the good one goes through every stage (its memory is built), the
     broken one is reported failed and the command exits 1; it does not stall the folder."""
