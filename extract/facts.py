@@ -42,6 +42,7 @@ from extract.fact_rules import (
 )
 from extract.goals import _CLAUSE_END, _FUNCTION, _VAGUE_OBJECT, goal
 from extract.lexicon import zipf
+from extract.text import READ_USER_CHARS
 from extract.types import SegmentInput, SegmentMessage
 
 __all__ = ["FACT_RULES_VERSION", "facts_in_sentence", "propose_facts", "sentences"]
@@ -215,7 +216,7 @@ def propose_facts(segment: SegmentInput) -> list[dict[str, Any]]:
     for message in segment.messages:
         if message.role != "user":
             continue
-        for sentence in sentences(message.text):
+        for sentence in sentences(message.text[:READ_USER_CHARS]):  # a huge paste: its opening, as for concepts
             for fact in _sentence_facts(sentence):
                 key = (
                     message.message_id,

@@ -87,15 +87,15 @@ from extract.phrases import (
     tokens,
 )
 from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
-from extract.text import TERMINAL_ESCAPES, slug
+from extract.text import READ_USER_CHARS, TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
 OFFLINE_VERSION = 32  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: clients/prose.py reads as far)
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
-# no more than its first pages. The cost of a message is bounded whatever its size (time and memory).
-READ_USER_CHARS = 20_000
+# no more than its first pages (READ_USER_CHARS, extract/text.py: the fact rules read as much). The cost of a
+# message is bounded whatever its size (time and memory).
 READ_REPLY_CHARS = 800
 REPLY_PHRASE_CHARS = 700  # noun phrases are proposed from a reply's opening only; names from all that is read
 # A noun phrase with the modifier the plain rules cut ("a hashing algorithm", "performance tuning", "healthy meal
@@ -271,7 +271,8 @@ def _read(message: SegmentMessage) -> _Message:
         fences += _artifact_kinds(view)
     source = view
     view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
-    stops = [m.start() for m in _STOPS.finditer(message.text)]
+    # sentence ends as far as a span around what is read can reach (`span`: past it, a span is cut the same)
+    stops = [m.start() for m in _STOPS.finditer(message.text, 0, limit + MAX_SPAN_CHARS + 1)]
     language = lexicon.language_of(view)
     words = chinese.tokens(view) if language == "zh" else tokens(view)  # Chinese is cut into words by jieba
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)

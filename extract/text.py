@@ -37,6 +37,9 @@ _STOPWORD_TEXT = """
     incorporate improve increase create reduce consider considering considered wondering ensure explore
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# How much of a user's message the offline rules read (concepts: extract/offline.py, facts: extract/facts.py): a
+# user's paste of 20 MB says no more than its first pages, and every rule's cost grows with what it reads.
+READ_USER_CHARS = 20_000
 _CONTRACTION = re.compile(r"['’](?:ll|re|ve|d|m)$|n['’]t$", re.IGNORECASE)  # not 's: "grandma's" is content
 
 

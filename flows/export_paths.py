@@ -112,8 +112,9 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
     not read; one beside its conversations.json named as an export is said (it may be the user's, to move out), the
     rest are not (a ChatGPT export's images and sandboxes would be hundreds of lines). Left out and said: any other
     file, a download still in progress, an unreadable file, a hidden file named as an export, a folder deeper than
-    `depth` and a link to a folder (no loops). Never looked at, never said: other hidden entries (.git, .DS_Store,
-    the default data dir .chatmem) and the data dir wherever it lies (its databases are no export)."""
+    `depth` (an export folder too) and a link to a folder (no loops). Never looked at, never said: other hidden
+    entries (.git, .DS_Store, the default data dir .chatmem) and the data dir wherever it lies (its databases are
+    no export)."""
     from ingest.sources import conversation_files, is_side_file
 
     own = data_dir.resolve()
@@ -151,18 +152,19 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
             if export is None:
                 left.append(LeftOut(entry, DOWNLOADING))
             return
+        if level > depth:  # an export folder too: DIR/a/b/c/x.zip is read, DIR/a/b/c/x/conversations.json is not
+            if export is None or conversation_files(entry):  # inside an export, only its export folders are said
+                left.append(LeftOut(entry, f"more than {depth} levels of subfolders down, not looked into"))
+            return
         if conversation_files(entry):
-            found.append(entry)  # read whole, even one level deeper than `depth` or behind a link
+            found.append(entry)  # read whole, even behind a link
             export = entry
         elif export is not None:
             pass  # inside an export: only export folders are looked for, and nothing else is said
         elif entry.is_symlink():
             left.append(LeftOut(entry, LINKED))
             return
-        elif level > depth:
-            left.append(LeftOut(entry, f"more than {depth} levels of subfolders down, not looked into"))
-            return
-        if level <= depth and not entry.is_symlink():
+        if not entry.is_symlink():
             visit(entry, level, export)
 
     if conversation_files(folder):

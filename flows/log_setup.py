@@ -52,6 +52,26 @@ def setup_logging(verbose: bool) -> None:
         logging.getLogger(package).setLevel(logging.INFO)
 
 
+def said_by_one_flow(flow_name: str) -> None:
+    """In a flow-run process that Prefect's runner started (a `chatmem serve` tick), the console shows what the
+    CLI shows for `chatmem run`: warnings, and errors only as the one line `flow_name`'s run says for each.
+
+    There the console is Prefect's own root handler, and every flow a StageError passes through (the stage's,
+    the pipeline's) logs it with a traceback, after the stage logged its cause: the flow named here catches the
+    error and reports each failure once (each failed dump, a stage that failed), so those other error records
+    are dropped from the console. Prefect's API still gets them all (its handler is not the root's). With
+    `--verbose` (Prefect's level INFO, inherited from `serve`) nothing is dropped, as for `run --verbose`.
+    """
+    if logging.getLogger("prefect").getEffectiveLevel() <= logging.INFO:
+        return
+
+    def one_line_each(record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR or getattr(record, "flow_name", None) == flow_name
+
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(one_line_each)
+
+
 def verbose_now() -> bool | None:
     """The `verbose` the CLI set this process up with (None: not set up by it, e.g. a test or a library call)."""
     ours = [h for h in logging.getLogger().handlers if getattr(h, "chatmem", False)]

@@ -37,6 +37,7 @@ ensure_no_outbound()  # before prefect is imported
 
 from prefect import flow, get_run_logger  # noqa: E402
 from prefect.client.schemas.objects import State  # noqa: E402
+from prefect.context import FlowRunContext  # noqa: E402
 from prefect.states import Cancelled  # noqa: E402
 
 from clients.graph_server import left_as_found  # noqa: E402
@@ -46,6 +47,7 @@ from contracts.settings import Settings  # noqa: E402
 from flows import early_api, local_api, server_guard  # noqa: E402
 from flows.export_paths import LeftOut, exports_in_folder  # noqa: E402
 from flows.interrupt import EXIT_CODE, FLOW_RUN_ID, RunInterrupted  # noqa: E402
+from flows.log_setup import said_by_one_flow  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
 from flows.registry import STAGE_ORDER  # noqa: E402
 from ingest.detect import detect_format  # noqa: E402
@@ -159,13 +161,26 @@ def _read_as(opened: OpenedExport | None, force_format: str | None) -> str | Non
 _INTERRUPTED: list[RunInterrupted] = []
 
 
-@flow(name="chatmem-watch", persist_result=False, validate_parameters=False)
+WATCH_FLOW = "chatmem-watch"
+
+
+def _a_served_tick() -> bool:
+    """Whether this flow run is a run of the served deployment (in a process Prefect's runner started for it),
+    not `serve --once` in the CLI's process. (The runner's flow-run process has PREFECT__DEPLOYMENT_NAME in its
+    environment but, in Prefect 3.9, no PREFECT__FLOW_RUN_ID: the run's own record says it.)"""
+    context = FlowRunContext.get()
+    return context is not None and context.flow_run is not None and context.flow_run.deployment_id is not None
+
+
+@flow(name=WATCH_FLOW, persist_result=False, validate_parameters=False)
 def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None) -> Any:
     """Ingest the dumps in `watch_dir` that are not in the archive yet; report the ones that fail.
 
     Returns the result dict, or a Cancelled state when Ctrl-C or SIGTERM stopped the run: the ledger has it as
     interrupted, and the flow run ends with that one line rather than a RunInterrupted traceback in the log."""
     logger = get_run_logger()
+    if _a_served_tick():  # its console says each failure once (`--once`: the CLI does)
+        said_by_one_flow(WATCH_FLOW)
     settings = Settings(data_dir=Path(data_dir))
     dumps, left = list_dumps(Path(watch_dir), settings.data_dir)
     for item in newly_left_out(settings.data_dir, left):  # a file dropped in that is not read: why, once
@@ -188,13 +203,13 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
         return result
     logger.info("watch - %d new dump(s) in %s%s", len(new), watch_dir, unchanged)
     graph = local_server(settings) if settings.load.local_server and not settings.load.uri else None
+    stage_failed: StageError | None = None
     try:
         with left_as_found(graph):  # the run stops a local graph server it started (clients/graph_server.py)
             run_id, _ = run_pipeline(settings, new, STAGE_ORDER, force_format=force_format, quiet=True, graph=graph)
     except StageError as exc:
-        run_id = exc.run_id
+        run_id, stage_failed = exc.run_id, exc
         result["error"] = str(exc)
-        logger.error("watch - %s", exc)
     except RunInterrupted as exc:
         _INTERRUPTED[:] = [exc]
         (logger.warning if os.environ.get(FLOW_RUN_ID) else logger.info)("watch - %s", exc)  # --once: the CLI says it
@@ -218,6 +233,8 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
             if row["status"] == "partial":
                 logger.warning("watch - %s arrived only partly: %s; %s", row["path"], row["detail"], WAITING)
             result["ingested"].append({"path": row["path"], "status": row["status"]})
+    if stage_failed is not None and not (stage_failed.stage == "ingest" and result["failed"]):
+        logger.error("watch - %s", stage_failed)  # ingest stops only when no dump arrived: their lines say why
     return result
 
 

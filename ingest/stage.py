@@ -141,6 +141,7 @@ def _ingest_one(
     progress: ProgressFactory | None,
     force: bool = False,
 ) -> FileOutcome:
+    opened: OpenedExport | None = None
     try:
         opened = open_export(
             path,
@@ -156,8 +157,10 @@ def _ingest_one(
             return FileOutcome(opened.path, "skipped", opened.sha256, detail=None)
     except ExportError as exc:
         log.error("ingest - %s", exc)
-        # The bytes' sha256 all the same (a zip cut short, a corrupt one): `serve --watch` waits for them to change
-        return FileOutcome(str(path), "failed", sha256=file_sha256(path), detail=str(exc))
+        # The bytes' sha256 all the same (a zip cut short, a corrupt one), as `serve --watch` reads them to wait for
+        # a change: the opened export's (an unzipped export folder's has the sha256 of its conversations file)
+        sha256 = opened.sha256 if opened is not None else file_sha256(path)
+        return FileOutcome(str(path), "failed", sha256=sha256, detail=str(exc))
 
     source = ExportSource(path=opened.path, sha256=opened.sha256, format=fmt, size_bytes=opened.size_bytes)
     source_id = writer.begin_source(source)

@@ -56,6 +56,28 @@ def test_a_folder_of_downloads_is_searched_three_levels_down_for_exports(tmp_pat
     ), line
 
 
+def test_the_depth_is_the_same_for_an_export_folder_a_file_and_what_is_said(
+    tmp_path: Path, chatgpt_export: Path
+) -> None:
+    """At FOLDER_DEPTH levels of subfolders down an unzipped export folder is read, as a file there is; one level
+    deeper it is left out, said as "not looked into", as a file there is. Before, a/b/c/d/conversations.json was
+    read while the line said a/b/c/d/ was not looked into (and an export inside an export, alike)."""
+    folder = tmp_path / "downloads"
+    for export in ("a/b/c", "a/b/c/d", "x/y/old", "x/y/old/2023"):
+        (folder / export).mkdir(parents=True)
+        shutil.copy(chatgpt_export, folder / export / "conversations.json")
+    write_jsonl(folder / "e" / "f" / "g" / "notes.jsonl")
+    write_jsonl(folder / "e" / "f" / "g" / "h" / "deep.jsonl")
+    found, left = exports_in_folder(folder, tmp_path / "data")
+    assert found == [folder / "a" / "b" / "c", folder / "e" / "f" / "g" / "notes.jsonl", folder / "x" / "y" / "old"]
+    too_deep = "more than 3 levels of subfolders down, not looked into"
+    assert [(item.path.relative_to(folder).as_posix(), item.why) for item in left] == [
+        ("a/b/c/d", too_deep),
+        ("e/f/g/h", too_deep),
+        ("x/y/old/2023", too_deep),
+    ]
+
+
 def test_a_folder_with_its_own_conversations_json_and_a_file_are_read_as_given(
     tmp_path: Path, chatgpt_export: Path
 ) -> None:

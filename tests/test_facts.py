@@ -618,3 +618,16 @@ def test_goals_are_outcomes_not_plan_details_or_cut_off_purposes(sentence: str, 
     longer end up inside one."""
     goals = [f["value"] for f in facts_in_sentence(sentence) if f["attribute"] == "goal"]
     assert goals == ([] if goal_value is None else [goal_value])
+
+
+def test_the_fact_rules_read_a_users_message_as_far_as_the_concept_rules_do() -> None:
+    """A user's huge paste: the fact rules read its first READ_USER_CHARS, as the concept rules do, so its cost is
+    bounded whatever its size (a 20 MB paste took a minute: every rule ran over every sentence). A fact said in
+    the opening is found; one said only after a paste longer than that is not read."""
+    from extract.offline import READ_USER_CHARS
+
+    paste = "2024-05-01T10:00:00Z INFO [worker-3] request id=42 took 45ms status=200\n" * (READ_USER_CHARS // 60)
+    said = "I moved to Berlin last year.\n" + paste + "I work at Acme Corp as an engineer."
+    segment = segment_input("seg-paste", [("user", said)])
+    facts = OfflineExtractor().extract(segment).facts
+    assert [(f.attribute, f.value) for f in facts] == [("lives in", "Berlin")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from concept_support import segment_input
 
 from extract.offline import OfflineExtractor
@@ -61,3 +62,29 @@ def test_extract_many_returns_one_result_per_segment() -> None:
     other = segment_input("seg-3", [("user", "Planning a trip to Lisbon in May with my partner.")])
     results = list(OfflineExtractor().extract_many([SEGMENT, other]))
     assert [segment.segment_id for segment, _ in results] == ["seg-1", "seg-3"]
+
+
+@pytest.mark.slow
+def test_a_20_mb_paste_costs_seconds_and_is_read_as_its_opening() -> None:
+    """One user message of 20 MB (a log, CSV rows and prose, as pasted): extracted in seconds (a minute before:
+    the fact rules ran over all of it, and the mapper folded all of it to check each span), with the concepts of
+    its opening, the same as for the message cut to what is read."""
+    import time
+
+    from extract.offline import READ_USER_CHARS
+
+    rows = [
+        f"2024-05-{1 + i % 28:02d}T10:{i % 60:02d}:00Z INFO [worker-{i % 16}] request id={i:08x} took {i % 900}ms\n"
+        f"{i},Widget-{i % 999},{i % 97}.99,{i % 50},EU\n"
+        + ("The Postgres replica lagged behind the primary during the Kubernetes upgrade.\n" if i % 5 == 0 else "")
+        for i in range(20_000_000 // 110)
+    ]
+    paste = "Why did the Postgres migration fail? Here is the log:\n" + "".join(rows)
+    whole = segment_input("seg-huge", [("user", paste), ("assistant", "The replica lagged.")])
+    opening = segment_input("seg-huge", [("user", paste[:READ_USER_CHARS]), ("assistant", "The replica lagged.")])
+    assert len(paste) > 20_000_000
+    started = time.perf_counter()
+    found = OfflineExtractor().extract(whole)
+    assert time.perf_counter() - started < 30
+    assert [h.title for h in found.hypotheses] == [h.title for h in OfflineExtractor().extract(opening).hypotheses]
+    assert found.hypotheses

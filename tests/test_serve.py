@@ -5,6 +5,7 @@ Prefect is imported inside the tests (see conftest.prefect_env).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -17,9 +18,9 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 from click.testing import CliRunner
@@ -172,6 +173,20 @@ def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them_once_cha
     assert result["error"] is None
 
 
+def test_an_export_folder_whose_conversations_file_is_not_json_waits_for_it_to_change(tmp_path: Path) -> None:
+    """An unzipped export folder whose conversations.json holds `{not json` fails once, then waits like a broken
+    file: the next tick runs nothing until the file changes. Before, its failure was recorded with no sha256 (the
+    folder's bytes) and every tick read it again and failed again."""
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    (watch / "unzipped").mkdir(parents=True)
+    (watch / "unzipped" / "conversations.json").write_text("{not json", encoding="utf-8")
+    code, first = serve_once(watch, data_dir)
+    assert code == 1 and [f["path"] for f in first["failed"]] == [str(watch / "unzipped")]
+    code, again = serve_once(watch, data_dir)
+    assert code == 0 and again["run_id"] is None and again["failed"] == [], again
+    assert [(w["path"], w["run_id"]) for w in again["waiting"]] == [(str(watch / "unzipped"), first["run_id"])]
+
+
 def test_a_bad_dump_beside_good_ones_does_not_hold_them_back(tmp_path: Path, make_jsonl: Callable[..., Path]) -> None:
     """One tick with a good dump and a broken one: the good one goes through every stage (its memory is built), the
     broken one is reported failed and the command exits 1; it does not stall the folder."""
@@ -311,21 +326,15 @@ def _wait(what: str, check: Callable[[], Any], timeout_s: float) -> Any:
     raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
-@pytest.mark.slow
-def test_serve_runs_a_cron_deployment_that_ingests_the_folder(tmp_path: Path, chatgpt_export: Path) -> None:
-    """`chatmem serve --cron` starts a loopback Prefect server and serves the watch deployment.
-
-    The cron is set far in the future and one run is triggered through the API, so the test does not wait
-    for a minute boundary. The process is stopped with SIGTERM and must take its server with it.
-    """
-    watch = tmp_path / "watch"
-    watch.mkdir()
-    (watch / "conversations.json").write_bytes(chatgpt_export.read_bytes())
-    data_dir = tmp_path / "data"
+@contextlib.contextmanager
+def _served(tmp_path: Path, watch: Path) -> Iterator[tuple[str, dict[str, Any], TextIO]]:
+    """`chatmem serve --cron` on `watch` in a process: (its API, its deployment, its output). The cron is set far
+    in the future: a test triggers runs through the API rather than wait for a minute boundary. The process is
+    stopped with SIGTERM at the end and must take its server with it."""
     log = (tmp_path / "serve.log").open("w+")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_HOME": str(tmp_path / "prefect")}
     env["PREFECT_RUNNER_POLL_FREQUENCY"] = "2"  # the runner looks for runs every 2 s instead of 10
-    command = [sys.executable, "-m", "flows.cli", "--data-dir", str(data_dir), "serve"]
+    command = [sys.executable, "-m", "flows.cli", "--data-dir", str(tmp_path / "data"), "serve"]
     command += ["--cron", "0 0 1 1 *", "--watch", str(watch)]
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=log, start_new_session=True)
     try:
@@ -339,19 +348,7 @@ def test_serve_runs_a_cron_deployment_that_ingests_the_folder(tmp_path: Path, ch
         api = _wait("the served deployment", api_url, 180)
         filters = {"deployments": {"name": {"any_": ["chatmem-watch"]}}}
         [deployment] = _wait("the deployment", lambda: _api(f"{api}/deployments/filter", filters), 60)
-        schedules = _api(f"{api}/deployments/{deployment['id']}/schedules")
-        assert [s["schedule"]["cron"] for s in schedules] == ["0 0 1 1 *"]
-        assert deployment["parameters"]["watch_dir"] == str(watch)
-
-        flow_run = _api(f"{api}/deployments/{deployment['id']}/create_flow_run", {})
-
-        def finished() -> str | None:
-            state = _api(f"{api}/flow_runs/{flow_run['id']}")["state"]["type"]
-            return state if state in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED") else None
-
-        assert _wait("the triggered watch run", finished, 150) == "COMPLETED"
-        archive = sqlite3.connect(data_dir / "archive.db")
-        assert archive.execute("SELECT COUNT(*) FROM conversations").fetchone()[0] == 1
+        yield api, deployment, log
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -362,3 +359,57 @@ def test_serve_runs_a_cron_deployment_that_ingests_the_folder(tmp_path: Path, ch
             raise
     with pytest.raises(urllib.error.URLError):
         _api(f"{api}/health")  # the server went with it
+
+
+def _tick(api: str, deployment: dict[str, Any]) -> str:
+    """Trigger one run of the served deployment; its final state's type."""
+    flow_run = _api(f"{api}/deployments/{deployment['id']}/create_flow_run", {})
+
+    def finished() -> str | None:
+        state = _api(f"{api}/flow_runs/{flow_run['id']}")["state"]["type"]
+        return state if state in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED") else None
+
+    return str(_wait("the triggered watch run", finished, 150))
+
+
+@pytest.mark.slow
+def test_serve_runs_a_cron_deployment_that_ingests_the_folder(tmp_path: Path, chatgpt_export: Path) -> None:
+    """`chatmem serve --cron` starts a loopback Prefect server and serves the watch deployment on that cron."""
+    watch = tmp_path / "watch"
+    watch.mkdir()
+    (watch / "conversations.json").write_bytes(chatgpt_export.read_bytes())
+    with _served(tmp_path, watch) as (api, deployment, _):
+        schedules = _api(f"{api}/deployments/{deployment['id']}/schedules")
+        assert [s["schedule"]["cron"] for s in schedules] == ["0 0 1 1 *"]
+        assert deployment["parameters"]["watch_dir"] == str(watch)
+        assert _tick(api, deployment) == "COMPLETED"
+    archive = sqlite3.connect(tmp_path / "data" / "archive.db")
+    assert archive.execute("SELECT COUNT(*) FROM conversations").fetchone()[0] == 1
+
+
+@pytest.mark.slow
+def test_a_served_tick_says_each_bad_dump_in_one_line_without_a_traceback(tmp_path: Path, chatgpt_export: Path) -> None:
+    """Bad dumps alone (a conversations.json holding `{not json`, a .zip that is no zip): serve's output names each
+    once, with why, as `run` does, and no traceback (before, the ingest flow and the pipeline flow each logged
+    the StageError's traceback, and the stage and the watch said it again); the next tick ingests a good dump
+    dropped beside them and leaves the bad ones waiting."""
+    watch = tmp_path / "watch"
+    (watch / "unzipped").mkdir(parents=True)
+    not_json = watch / "unzipped" / "conversations.json"
+    not_json.write_text("{not json", encoding="utf-8")
+    not_zip = watch / "export.zip"
+    not_zip.write_bytes(b"PK\x03\x04" + b"\x00" * 26 + b"cut short")
+    with _served(tmp_path, watch) as (api, deployment, log):
+        assert _tick(api, deployment) == "COMPLETED"
+        (watch / "good").mkdir()
+        (watch / "good" / "conversations.json").write_bytes(chatgpt_export.read_bytes())
+        assert _tick(api, deployment) == "COMPLETED"
+        log.seek(0)
+        said = log.read()
+    assert "Traceback" not in said, said
+    for bad in (not_json, not_zip):
+        lines = [line for line in said.splitlines() if f"{bad}:" in line]
+        assert len(lines) == 1 and "not tried again until the file changes" in lines[0], said
+    assert "invalid JSON" in said
+    archive = sqlite3.connect(tmp_path / "data" / "archive.db")
+    assert archive.execute("SELECT COUNT(*) FROM conversations").fetchone()[0] == 1
