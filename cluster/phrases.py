@@ -8,7 +8,8 @@ kept whole and cased as most often written, ranked by class-based TF-IDF. Pure f
 - `candidates`: runs of content words between stop words and punctuation (a run is cut at verbs and vague
   words too, so "write a Spark DataFrame join" gives "Spark DataFrame join"), and every 1-3 word n-gram inside
   a run. A phrase is counted under a key (lower case, a plural s dropped from its last word) and shown as its
-  most frequent surface form away from a sentence start ("AWS Glue", "DataFrames", never "Aws glue").
+  most frequent surface form away from a sentence start ("AWS Glue", "DataFrames", never "Aws glue"). For
+  keywords, a text holding Chinese gives its Chinese noun terms too (cluster/chinese_keywords.py: jieba's words).
 - `ctfidf_phrases`: the first DOC_CHARS of each segment, at most TOPIC_CHARS per topic, through BERTopic's
   class-based TF-IDF (each topic one document; tf normalised per topic, idf =
   log(1 + average phrases per topic / the phrase's frequency over all topics)) over those phrases, counted
@@ -36,8 +37,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from clients.chinese_words import HAN
 from clients.parts_of_speech import ENGLISH_FUNCTION, ENGLISH_FUNCTION_SHARE, parts_of_speech
 from clients.prose import prose
+from cluster import chinese_keywords
 from cluster.keyword_rules import breaks, lead_first, sentence_case, shown_in_run, trailing, unglued
 
 # A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI"); never
@@ -45,9 +48,11 @@ from cluster.keyword_rules import breaks, lead_first, sentence_case, shown_in_ru
 _WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z][A-Za-z0-9]*(?:[.'+#-][A-Za-z0-9]+)*(?:\+\+|#)?")
 # The same for keywords (`names`), with the letters of other alphabets written with spaces (accented Latin, Greek,
 # Cyrillic): "Könnten", "München", "ремонт" are words, never "nnten" or "nchen". Not for the tuning's phrases, so that
-# no segment moves to another topic; not Chinese or Japanese, written without spaces (a sentence is no keyword).
+# no segment moves to another topic; not Chinese or Japanese, written without spaces (a sentence is no keyword):
+# Chinese words are jieba's (cluster/chinese_keywords.py).
 _LETTERS = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u052f\u1e00-\u1eff"
 _ANY_WORD = re.compile(rf"(?<![0-9{_LETTERS}])[{_LETTERS}][{_LETTERS}0-9]*(?:[.'+#-][{_LETTERS}0-9]+)*(?:\+\+|#)?")
+_HAN_RUN = re.compile(HAN.pattern + "+")
 _SPLIT = re.compile(r"[.!?;:,()\[\]{}\"“”…|/\\=<>]|\s-\s|\s–\s|\s—\s|\n")
 
 # sklearn's English stop words, plus verbs, vague nouns and adjectives that make a phrase no one would file
@@ -218,6 +223,9 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
     's ("Hamlet" of "Hamlet's soliloquy"; "lunch at McDonald's." keeps it)."""
     prose = clean(text)
     foreign = names and _not_english(prose)
+    if names and chinese_keywords.has_chinese(prose):  # its Chinese words by jieba; the rest as any text's
+        yield from ((key, surface, False) for key, surface in chinese_keywords.candidates(prose))
+        prose = _HAN_RUN.sub(" the ", prose)  # Latin words are a run only when no Chinese is written between them
     for clause in _SPLIT.split(unglued(prose) if names else prose):
         run: list[str] = []
         start = 0

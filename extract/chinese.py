@@ -1,10 +1,8 @@
 """Chinese for the offline extractor: words, their parts of speech and frequencies, and the noun terms they make.
 
-A message the extractor reads as Chinese (lexicon.language_of: "zh") is cut into words by jieba, whose dictionary
-and part-of-speech tagger ship inside the package (pinned in pyproject.toml; nothing is downloaded). jieba is
-loaded on the first Chinese message only (about 2.5 CPU-s), without its cache file (it would write one to the
-temp directory) and with its logging quiet. Background frequencies are wordfreq's Chinese list, looked up word
-by word (wordfreq's own lookup would load a second jieba).
+A message the extractor reads as Chinese (lexicon.language_of: "zh") is cut into words by jieba, loaded on the
+first Chinese message only and writing nothing; background frequencies are wordfreq's Chinese list (both from
+clients/chinese_words.py, which the topic keywords share).
 
 - `tokens`: the words of a prose view, as phrases.tokens gives them, with every word that holds Chinese
   characters cut where jieba cuts it ("用PyTorch实现" is 用 / PyTorch / 实现), each Chinese word a `HanToken`
@@ -26,18 +24,13 @@ a common word (工作, 时间, 问题) is none, a specific term is.
 
 from __future__ import annotations
 
-import logging
-import math
-import re
-import threading
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any
 
+from clients.chinese_words import HAN, segmenter, zipf
 from extract.phrases import MAX_WORDS, Phrase, Token, key_of
 from extract.phrases import tokens as plain_tokens
 
-HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Parts of speech (jieba's tag set, ICTCLAS) of the words a term is made of.
 _NOUNS = frozenset(["n", "nz", "vn", "an", "l", "j", "ns", "nt", "nr", "nrt", "nrfg"])
 _NAMES = frozenset(["ns", "nt", "nr", "nrt", "nrfg"])
@@ -81,7 +74,7 @@ def tokens(prose: str) -> list[Token]:
     found = plain_tokens(prose)
     if not HAN.search(prose):
         return found
-    cut = _segmenter().cut
+    cut = segmenter().cut
     words: list[Token] = []
     for token in found:
         if not HAN.search(token.text):
@@ -194,48 +187,3 @@ def _terms(prose: str, run: list[HanToken], before: Token | None, after: Token |
         return  # "工作时间": common words together name nothing in particular
     named = any(t.capitalised for t in run)
     yield Phrase(prose[run[0].start : run[-1].end], key_of([t.lower for t in run]), run[0].start, run[-1].end, named)
-
-
-@lru_cache(maxsize=1 << 16)
-def zipf(word: str) -> float:
-    """Background frequency of a Chinese word on the Zipf scale, from wordfreq's Chinese list (simplified script;
-    0 for a word the list does not hold)."""
-    frequency = _frequencies().get(_simplified(word), 0.0)
-    return math.log10(frequency * 1e9) if frequency > 0 else 0.0
-
-
-_LOCK = threading.Lock()
-_LOADED: dict[str, Any] = {}
-
-
-def _segmenter() -> Any:
-    """jieba's part-of-speech tokenizer over its default dictionary, loaded once per process, writing nothing."""
-    with _LOCK:
-        found = _LOADED.get("segmenter")
-        if found is None:
-            import jieba
-            import jieba.posseg
-
-            jieba.setLogLevel(logging.WARNING)
-            dictionary = jieba.Tokenizer()
-            # what Tokenizer.initialize does, less its cache file (a marshal dump under the temp directory)
-            dictionary.FREQ, dictionary.total = dictionary.gen_pfdict(dictionary.get_dict_file())
-            dictionary.initialized = True
-            found = _LOADED["segmenter"] = jieba.posseg.POSTokenizer(dictionary)
-        return found
-
-
-def _frequencies() -> dict[str, float]:
-    with _LOCK:
-        found = _LOADED.get("frequencies")
-        if found is None:
-            from wordfreq import get_frequency_dict
-
-            found = _LOADED["frequencies"] = get_frequency_dict("zh", wordlist="best")
-        return found
-
-
-def _simplified(word: str) -> str:
-    from wordfreq.chinese import simplify_chinese  # a character table; imports jieba, loads none of its data
-
-    return str(simplify_chinese(word))

@@ -32,7 +32,7 @@ _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
 _NEEDS_SEGMENTER = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _ANY_WORD = re.compile(r"[^\W\d_]+")
 # Not zh, ja, ko: wordfreq needs a segmenter (jieba, MeCab) for those; names in them are looked up in English (Chinese
-# words: extract.chinese.zipf).
+# words: clients.chinese_words.zipf).
 LANGUAGES_WITH_FREQUENCIES = frozenset(
     [
         "ar",
@@ -123,7 +123,7 @@ def zipf(word: str, language: str = "en") -> float:
 
     if _NEEDS_SEGMENTER.search(word):
         if language == "zh":
-            from extract.chinese import zipf as chinese_zipf  # imported here: it builds on extract.phrases
+            from clients.chinese_words import zipf as chinese_zipf  # imported here: most archives hold no Chinese
 
             return chinese_zipf(word)
         return 0.0  # Japanese or Korean script: wordfreq would need MeCab

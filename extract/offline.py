@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from clients.chinese_words import HAN
 from clients.prose import ARTIFACT_LANGUAGES, prose, unicode_view
 from contracts.concepts import SCHEMA_VERSION
 from extract import chinese, lexicon
@@ -403,7 +404,7 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     for key in [k for k, c in candidates.items() if c.defined or 0 < c.not_subject >= c.proposals() - c.quoted]:
         del candidates[key]  # a value in a statement ('city="CHN"', then 'equal to "CHN"'); "As an AI model, I"
     title_words = {w.casefold() for w in _TITLE_WORD.findall(segment.title or "")}
-    if chinese.HAN.search(segment.title or ""):
+    if HAN.search(segment.title or ""):
         title_words |= {t.lower for t in chinese.tokens(segment.title or "")}  # "学习机器学习": 学习, 机器, 学习
     asked = _Asked(messages, title_words)
     base = {key: _score(candidate, title_words, asked) for key, candidate in candidates.items()}

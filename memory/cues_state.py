@@ -57,9 +57,10 @@ from staging.memory_inputs import Head
 
 log = logging.getLogger(__name__)
 
-FORMAT = 4  # bump when the state's layout or what a digest covers changes: every run then builds in full once
+FORMAT = 5  # bump when the state's layout or what a digest covers changes: every run then builds in full once
 # (3: a content row's keys and token cost are of the text recall shows, clients/shown.py; 4: which cuts a long code
-# block of any message as it cuts an artifact's code)
+# block of any message as it cuts an artifact's code; 5: CJK text's terms are its two-character pieces, memory/text.py,
+# so the concepts said in a Chinese message are found again: a carried conversation would keep the old links)
 DIRECTORY = "cues-state"
 NOT_GRAPH_SETTINGS = ("rebuild_share", "prune_runs")  # how runs are made, not what the graph is
 SCOPE_CHUNK = 5_000  # conversations (or messages) per scoped read

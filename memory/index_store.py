@@ -102,7 +102,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3  # 1: a pickle of the index with its large arrays beside it; 2: the key vectors inside the index's folder
+FORMAT = 4  # 1: a pickle of the index with its large arrays beside it; 2: the key vectors inside the index's folder;
+# 4: a CJK run's terms are its two-character pieces (memory/text.py): a stored vocabulary of whole runs is not read
 DIRECTORY = "recall-index"
 MANIFEST = "manifest.json"
 STORED_FROM = 64 * 1024  # smaller files are read whole (an empty array cannot be memory-mapped)

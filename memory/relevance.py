@@ -15,9 +15,9 @@ import numpy as np
 
 from memory.answer import Piece
 from memory.index import Array, MemoryIndex
-from memory.text import distinct_words, excerpt, terms
+from memory.text import CJK_LETTERS, distinct_words, excerpt, has_cjk, is_cjk, terms, words_in
 
-_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")  # memory.text's words: a reason names the query's own
+_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")  # memory.text's words before CJK runs are cut into their pieces
 
 
 KEY_SHARE = 0.5  # a piece whose key holds less than this share of the query's term information (IDF) is weak
@@ -40,7 +40,7 @@ class KeyTerms:
 def key_terms(index: MemoryIndex, query: str) -> KeyTerms:
     words = sorted(set(terms(query)))
     said: dict[str, str] = {}
-    for word in _WORDS.findall(query.lower()):
+    for word in words_in(query):  # a reason names the query's own words (a CJK piece: the two characters it said)
         for term in terms(word):
             said.setdefault(term, word)
     bm25 = getattr(index.bm25, "whole", None) or index.bm25
@@ -133,7 +133,10 @@ def window(text: str, keys: KeyTerms, tokens: int, words: set[str] | None = None
     # (character offset, query term) of each word of the text holding one, found by one regular expression over
     # the text: a 50 MB paste has millions of words, and a Python loop over them took half a minute per recall
     low = text.lower()
-    spots = [(m.start(), k) for m in _spotter(holding).finditer(low) for k in holding.get(m.group(0), ())]
+    if has_cjk(low):
+        spots = [(m.start(), k) for m in _cjk_spotter(holding).finditer(low) for k in holding[m.group(1) or m.group(2)]]
+    else:
+        spots = [(m.start(), k) for m in _spotter(holding).finditer(low) for k in holding.get(m.group(0), ())]
     if len(low) != len(text):
         spots = _in_text(text, spots)
     return excerpt(text, spots, room, lambda held: sum(keys.idf[k] for k in held), tail=12, snap=40)
@@ -178,3 +181,15 @@ def _spotter(holding: dict[str, list[int]]) -> re.Pattern[str]:
 
 
 _STARTS = r"(?<![^\W_])(?<![^\W_]['’])"  # no word character, nor a word and an apostrophe, just before
+
+
+def _cjk_spotter(holding: dict[str, list[int]]) -> re.Pattern[str]:
+    """`_spotter` for a text with CJK in it, where words are written against each other with no space: a CJK piece
+    (group 1) wherever it is, overlapping pieces included (a lookahead), and another word (group 2) where no
+    other letter or digit of its script touches it ("我用pandas读取" holds "pandas")."""
+    pieces = "|".join(sorted((re.escape(w) for w in holding if is_cjk(w)), key=lambda w: (-len(w), w)))
+    others = "|".join(sorted((re.escape(w) for w in holding if not is_cjk(w)), key=lambda w: (-len(w), w)))
+    letter = rf"[^\W_{CJK_LETTERS}]"  # a word character of no CJK script
+    found = [f"(?=({pieces}))"] if pieces else ["(?!)()"]
+    found.append(f"(?<!{letter})({others})(?!{letter})" if others else "(?!)()")
+    return re.compile("|".join(found))

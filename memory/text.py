@@ -1,7 +1,13 @@
 """Words, keyphrases and BM25: the lexical half of recall, as pure functions over plain lists.
 
 Terms are lower-cased word runs without English stop words, lightly stemmed (plural and verb endings), so
-"hiking", "hikes" and "hike" meet. BM25 keeps the saturated term weights as posting lists (a terms x documents
+"hiking", "hikes" and "hike" meet. Chinese, Japanese and Korean are written without spaces
+between words: a run of Han ideographs, of hiragana, of katakana or of hangul is cut from the
+letters and digits around it ("我用pandas读取数据" is 我用 / pandas / 读取数据) and read as its
+overlapping two-character pieces (读取, 取数, 数据; one character alone: itself), as Lucene's
+CJKAnalyzer (CJKBigramFilter, Elasticsearch's cjk_bigram) indexes them: a question's pieces meet a
+message's wherever they share two characters written together, with no dictionary to cut words.
+BM25 keeps the saturated term weights as posting lists (a terms x documents
 sparse matrix, memory/sparse.py): scoring a query reads its terms' lists only, fast enough for hundreds of thousands
 of documents, and from memory-mapped arrays when the index is stored (memory/index_store.py).
 """
@@ -25,6 +31,21 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 # _WORD on a lower-cased ASCII text (most chat turns): its word characters are exactly these and its only
 # apostrophe is "'"; a plain character set matches ~20% faster than the Unicode class.
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)?")
+# The scripts written without spaces between words (Unicode blocks): Han (CJK ideographs, their extensions and
+# compatibility forms, with U+3005-U+3007), hiragana, katakana (with its phonetic extensions and half-width forms) and
+# hangul (syllables, jamo). Each is a script of its own, as Unicode's word breaks take them: a run is cut where the
+# script changes (東京 / タワー / に: a name, a loanword, a particle).
+_HAN = "\u3005-\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_HIRAGANA = "\u3040-\u309f"
+_KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+_HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
+CJK_LETTERS = _HAN + _HIRAGANA + _KATAKANA + _HANGUL  # for a regular expression's character class
+_CJK = re.compile(f"[{CJK_LETTERS}]")
+# A _WORD match holding CJK, cut into runs of one script each: CJK, or _WORD's other word characters.
+_SCRIPT_RUNS = re.compile(
+    f"[{_HAN}]+|[{_HIRAGANA}]+|[{_KATAKANA}]+|[{_HANGUL}]+"
+    f"|(?:(?![{CJK_LETTERS}])[^\\W_])+(?:['’](?:(?![{CJK_LETTERS}])[^\\W_])+)?"
+)
 # scikit-learn's list lacks the auxiliaries questions are made of ("did", "does"): as cues they match everything.
 _MORE_STOP = {
     *("s", "t", "don", "ll", "ve", "re", "m", "d", "just", "like", "really"),
@@ -68,7 +89,8 @@ def _term(word: str) -> str | None:
     found = _STEMS.get(word, "")
     if found != "":
         return found
-    term = None if word in stop_words() or len(word) < 2 else stem(word)
+    # a letter or digit alone says nothing; a CJK character alone is a word ("猫", "山")
+    term = None if word in stop_words() or (len(word) < 2 and not _CJK.match(word)) else stem(word)
     if len(_STEMS) >= _STEMS_MAX:
         _STEMS.clear()
     _STEMS[word] = term
@@ -76,9 +98,42 @@ def _term(word: str) -> str | None:
 
 
 def _words(text: str) -> list[str]:
-    """The text's lower-cased words (no groups in _WORD: findall gives the whole matches)."""
+    """The text's lower-cased words (no groups in _WORD: findall gives the whole matches), a CJK run as its
+    pieces (`cjk_pieces`). Only a text with a non-ASCII character is searched for CJK."""
     low = text.lower()
-    return (_ASCII_WORD if low.isascii() else _WORD).findall(low)
+    if low.isascii():
+        return _ASCII_WORD.findall(low)
+    found = _WORD.findall(low)
+    if _CJK.search(low) is None:
+        return found
+    return [piece for word in found for piece in (cjk_pieces(word) if _CJK.search(word) else (word,))]
+
+
+def words_in(text: str) -> list[str]:
+    """The text's lower-cased words in order, as its terms are made of them (what a reason names)."""
+    return _words(text)
+
+
+def cjk_pieces(word: str) -> list[str]:
+    """A word (a _WORD match) cut where its script changes, each CJK run as its overlapping two-character pieces
+    (a run of one character: itself): "我用pandas读取数据" gives 我用, pandas, 读取, 取数, 数据."""
+    pieces: list[str] = []
+    for run in _SCRIPT_RUNS.findall(word):
+        if _CJK.match(run):
+            pieces.extend(run[i : i + 2] for i in range(max(len(run) - 1, 1)))
+        else:
+            pieces.append(run)
+    return pieces
+
+
+def has_cjk(text: str) -> bool:
+    """Whether the text holds a character of a CJK script."""
+    return _CJK.search(text) is not None
+
+
+def is_cjk(word: str) -> bool:
+    """Whether a word (or term) is of a CJK script: a piece of `cjk_pieces`."""
+    return _CJK.match(word) is not None
 
 
 def terms(text: str) -> list[str]:

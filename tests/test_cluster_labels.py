@@ -3,9 +3,14 @@ no "/", each conversation counted once, no two topics alike."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from cluster.keyword_rules import lead_first
 from cluster.labels import label_from, labels_for
-from cluster.phrases import PhraseCounts, candidates, clean, ctfidf_phrases
+from cluster.phrases import PhraseCounts, candidates, clean, ctfidf_phrases, phrase_keys
 from cluster.topics import ctfidf, labels_of
 
 GLUE = [
@@ -266,3 +271,66 @@ def test_keywords_of_other_languages_are_whole_words_and_never_their_function_wo
     english = "We met at the barn near the dock in Oslo, then drove the sedan to Café Müller."
     kept = {s for _, s, _ in candidates(english, names=True)}
     assert {"barn", "dock", "Oslo", "sedan", "Café Müller"} <= kept  # an English text never asks the other lists
+
+
+COOKING_ZH = [
+    "如何做出一份美味的宫保鸡丁？",
+    "宫保鸡丁需要花生米和干辣椒。",
+    "做宫保鸡丁时先用小火炒花生米。",
+    "宫保鸡丁是一道经典川菜。",
+]
+LAW_ZH = [
+    "离婚后房产怎么分割？",
+    "离婚时夫妻共同财产要依法分割。",
+    "房产证上写的是谁的名字？",
+    "夫妻共同财产包括婚后买的房产。",
+]
+CODE_ZH = [
+    "我用pandas读取数据，然后用matplotlib画图。",
+    "pandas的DataFrame可以直接画图。",
+    "用pandas分组统计以后再画柱状图。",
+    "matplotlib的柱状图怎么加标题？",
+]
+
+
+def test_a_chinese_topic_is_labelled_by_a_chinese_keyword() -> None:
+    """Chinese is written without spaces: jieba's nouns and compounds are its keywords (宫保鸡丁, 夫妻共同财产), so
+    a Chinese topic gets a label, not "topic N"; a Latin name written against Chinese is a word of its own and a
+    run of Latin words ends where Chinese is written (no "pandas matplotlib")."""
+    ranked = ctfidf_phrases({0: COOKING_ZH, 1: LAW_ZH, 2: CODE_ZH}, top_k=5)
+    keywords = {topic: r.phrases for topic, r in ranked.items()}
+    assert keywords[0][0] == "宫保鸡丁" and "花生米" in keywords[0]
+    assert "夫妻共同财产" in keywords[1] and "房产" in keywords[1]
+    assert {"pandas", "matplotlib", "柱状图"} <= set(keywords[2])
+    assert not any(" " in k for k in keywords[2])
+    assert labels_for(keywords) == {0: "宫保鸡丁", 1: "夫妻共同财产", 2: "pandas"}
+
+
+def test_chinese_keywords_are_nouns_and_compounds_never_talk() -> None:
+    """A verb that takes an object opens no keyword (学习机器学习 gives 机器学习), a verb that is the predicate ends
+    none (系统崩溃了, 面试需要做), a common verb or a vague noun is none alone (需要, 了解, 问题); a rare verb names
+    an activity (面试). The tuning's phrases stay as they were: no Chinese keys, so no segment moves."""
+    shown = {
+        s
+        for text in ("我想学习机器学习。", "推荐系统崩溃了", "程序员面试需要做哪些准备？这个问题我想了解")
+        for _, s, _ in candidates(text, names=True)
+    }
+    assert {"机器学习", "推荐系统", "程序员面试", "面试"} <= shown
+    assert not shown & {"学习机器", "推荐系统崩溃", "程序员面试需要", "需要", "了解", "问题", "学习"}
+    assert phrase_keys("我想学习机器学习。推荐系统崩溃了") == set()
+
+
+def test_chinese_keywords_load_jieba_only_for_chinese_and_write_no_cache_file(tmp_path: Path) -> None:
+    """English topics never import jieba; its first Chinese text loads it without the cache file it would write
+    to the temp directory, and without a word on stderr."""
+    root = Path(__file__).resolve().parents[1]
+    code = (
+        "import sys; from cluster.phrases import ctfidf_phrases as c; "
+        "c({0: ['AWS Glue jobs and crawlers', 'AWS Glue job bookmarks']}, 3); print('jieba' in sys.modules); "
+        "print(c({0: ['如何做宫保鸡丁', '宫保鸡丁的做法']}, 3)[0].phrases[0])"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(root), *sys.path])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "宫保鸡丁"]
+    assert done.stderr == ""
+    assert list(tmp_path.iterdir()) == []
