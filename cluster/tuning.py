@@ -46,7 +46,7 @@ __all__ = ["Objective", "Params", "tune"]
 
 log = logging.getLogger(__name__)
 
-OBJECTIVE_VERSION = "v3"  # part of the study name: a changed objective never reuses old trials (v3: + phrases)
+OBJECTIVE_VERSION = "v4"  # part of the study name: a changed objective never reuses old trials (v4: small topics)
 SAMPLING = "seed-per-trial"  # part of the study name: studies sampled the old way (one seed per study) are not resumed
 NEIGHBORS = (10, 15, 30, 50)
 COMPONENTS = (5, 10)

@@ -63,6 +63,32 @@ def test_a_topic_past_a_quarter_of_the_conversations_is_penalised() -> None:
     assert capped < objective.score(measure(subjects, conversations, points))
 
 
+def test_topics_of_one_or_two_conversations_are_penalised() -> None:
+    """A topic per pair of conversations keeps every conversation whole and spreads them widely, yet no one files
+    two conversations as a subject: each such topic counts as small (v4), and the true grouping has none."""
+    points, conversations, subjects = grouped_points()
+    pairs = conversations // 2
+    parts = measure(pairs, conversations, points)
+    assert parts["small_share"] == 1.0 and parts["cohesion"] == 1.0
+    assert measure(subjects, conversations, points)["small_share"] == 0.0
+    objective = Objective()
+    assert Objective(small_weight=0.0).score(parts) - objective.score(parts) == pytest.approx(objective.small_weight)
+    # one topic of two conversations beside the subjects: 1 small topic of GROUPS + 1
+    lone = np.where(conversations < 2, GROUPS, subjects)
+    assert measure(lone, conversations, points)["small_share"] == pytest.approx(1 / (GROUPS + 1))
+
+
+def test_conversations_left_out_of_every_topic_are_counted() -> None:
+    """unfiled_share: the share of conversations none of whose segments is in a topic once the outlier rule ran
+    (`written`); a conversation with one segment in a topic is filed."""
+    points, conversations, subjects = grouped_points()
+    written = np.where(conversations % 10 == 0, -1, subjects)  # 6 of 60 conversations wholly noise
+    written[(conversations == 1) & (np.arange(len(subjects)) % SEGMENTS != 0)] = -1  # one segment of it stays
+    parts = measure(subjects, conversations, points, written)
+    assert parts["unfiled_share"] == pytest.approx(6 / 60)
+    assert Objective(unfiled_weight=0.0).score(parts) - Objective().score(parts) == pytest.approx(0.5 * 6 / 60)
+
+
 def test_noise_and_degenerate_labellings() -> None:
     """Noise lowers the score; fewer than two topics is the worst score; without conversations every segment is
     its own (cohesion 1, the other parts decide)."""
