@@ -94,6 +94,7 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
     fitted = _fit(ctx, points, tuned, key, map_batches, seconds, notes)
     if points.anchor_rows is not None:
         notes.extend(crowded(points.anchor_rows, fitted.labels, cfg.encode_max))
+    notes.extend(unfiled([points.conversation_of[i] for i in points.ids], fitted.labels))
     with _timed(seconds, "map"):
         shown = sample[fit_topics.seeded_sample(len(sample), MAP_MAX, cfg.seed)]
         xy = fit_topics.map_layout(points.matrix[shown], tuned.best.n_neighbors, cfg.seed)
@@ -186,6 +187,16 @@ def _encode_anchors(ctx: StageContext, points: _Points, notes: list[str]) -> Non
     points.matrix, points.anchor_rows = matrix, rows
     placed = f"; the other {len(others)} placed by their nearest ones" if len(others) else ""
     notes.append(f"topics found by {encoder} on the title and opening of {len(rows)} segment(s){placed}")
+
+
+def unfiled(conversations: list[str], labels: np.ndarray[Any, Any]) -> list[str]:
+    """A note of the conversations none of whose segments is in a topic (each one an outlier): `chatmem topics`
+    lists no topic that holds them (`conversations`: each point's conversation, row for row with `labels`)."""
+    filed = {c for c, topic in zip(conversations, labels.tolist(), strict=True) if topic >= 0}
+    left = len(set(conversations)) - len(filed)
+    if not left:
+        return []
+    return [f"{left} of {len(set(conversations))} conversation(s) in no topic: each of their segments an outlier"]
 
 
 CROWDED_SHARE = 0.25  # a topic with more of the placed segments than this, and ...

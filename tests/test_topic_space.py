@@ -177,3 +177,14 @@ def test_segments_placed_into_one_topic_are_said_with_the_setting_that_reads_mor
     even = np.arange(60) % 3
     assert crowded(np.arange(10), even, 10) == []
     assert crowded(np.arange(60), even, 20000) == []  # every segment read: nothing placed
+
+
+def test_the_conversations_in_no_topic_are_named_in_a_note() -> None:
+    """A conversation all of whose segments are outliers is in no topic: the run's notes say how many (a
+    conversation with one segment in a topic is filed)."""
+    from cluster.stage import unfiled
+
+    conversations = ["a", "a", "b", "b", "c", "d"]
+    labels = np.array([0, -1, -1, -1, 1, -1])
+    assert unfiled(conversations, labels) == ["2 of 4 conversation(s) in no topic: each of their segments an outlier"]
+    assert unfiled(conversations, np.array([0, 0, 1, 1, 1, 0])) == []
