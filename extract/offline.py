@@ -44,7 +44,9 @@ output. For each segment:
 4. the best `max_concepts` (past the fifth, terms the user says, then terms the replies say three times or more;
    a term is skipped when a better one holds all its words: "Glue" after "AWS Glue", though a name is not
    covered by a phrase that uses it as a modifier, "Hive" after "partitioned Hive table"; a term of up to three
-   words the user says after its head word is a concept of its own: "Hive external table" after "Hive") are
+   words the user says after its head word is a concept of its own: "Hive external table" after "Hive"), and past
+   a full segment up to two names more, after all of them ("IKEA", which the user writes once beside six book
+   titles; "StructType", which a reply introduces: `_names_past_cap`), are
    typed by a cue in the user's sentence around the first mention (tension, goal, project, behavioral_pattern,
    event, belief; otherwise entity) and titled by their most frequent cased form ("AWS Glue" over "aws glue");
 5. evidence spans are the sentences (up to 240 characters) around the mentions, copied verbatim; the best
@@ -91,7 +93,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import READ_USER_CHARS, TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 32  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 33  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: clients/prose.py reads as far)
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
@@ -112,6 +114,8 @@ MAX_SUBTERM_WORDS = 3
 # reply's 6th name said once is not.
 OPEN_RANKS = 5
 NAME_PAST_OPEN = 0.3
+# Past a full segment (`max_concepts`), this many more names it mentions (`_names_past_cap`).
+NAMES_PAST_CAP = 2
 # Past the open ranks, a term only the replies say counts where they say it this many times ("Caching" explained
 # in three sentences of a reply on Spark's internals, "Repartition" in three).
 PAST_OPEN_SAID = 3
@@ -436,13 +440,55 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     # then what the replies keep saying, where room is left and where it cannot tie with an open rank: one that
     # cites a single span (said once) would share its evidence count, and its place in the conversation's top
     # five would be left to the titles' alphabetical order
-    if repeated and all(len(h["evidence_spans"]) >= 2 for h in chosen[:open_ranks]):
+    untied = all(len(h["evidence_spans"]) >= 2 for h in chosen[:open_ranks])
+    if repeated and untied:
         for candidate in repeated:
             if len(chosen) == max_concepts:
                 break
             if _choose(candidate, taken):
                 chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
+    if len(chosen) == max_concepts:
+        _names_past_cap(segment, scored, chosen, taken, open_ranks, untied)
     return chosen
+
+
+def _names_past_cap(
+    segment: SegmentInput,
+    scored: list[tuple[float, str, _Candidate]],
+    chosen: list[dict[str, Any]],
+    taken: list[tuple[set[str], bool]],
+    open_ranks: int,
+    untied: bool,
+) -> None:
+    """Past a full segment, up to NAMES_PAST_CAP more of the names it mentions ("IKEA" beside six book titles,
+    "StructType" below a reply's terms on schema changes): a person lists the things a conversation names, and each
+    cites one span, after every term above, so a conversation's top five change only where fewer than five of its
+    concepts cite more. A name only the replies say is added where it cannot tie with an open rank (as `propose`
+    adds the replies' repeated terms)."""
+    titles = {h["title"] for h in chosen}
+    added = 0
+    for score, _, candidate in scored:
+        if added == NAMES_PAST_CAP:
+            return
+        if candidate.title() in titles or not _listed_name(candidate, -score):
+            continue
+        if candidate.user_mentions() == 0 and not untied:
+            continue
+        if _choose(candidate, taken):  # one span, whatever the cap: past it, below every term inside it
+            chosen.append(_hypothesis(segment, candidate, max(len(chosen), open_ranks), open_ranks))
+            added += 1
+
+
+def _listed_name(candidate: _Candidate, score: float) -> bool:
+    """A name in its own right: one the replies introduce (`_introduced_name`), or one the user writes as a name
+    ("IKEA", "West Elm" in mid-sentence) or as an identifier ("number_to_hex()")."""
+    if _introduced_name(candidate, score):
+        return True
+    if candidate.user_mentions() == 0:
+        return False
+    word = candidate.key[0]
+    shaped = any(_acronym_or_inner(f) for f in candidate.forms) or (len(candidate.key) == 1 and "_" in word.strip("_"))
+    return shaped or (candidate.named and candidate.cased_mid > candidate.lower_mid)
 
 
 def _settle_languages(messages: list[_Message]) -> None:

@@ -48,7 +48,7 @@ class ExtractSettings(BaseModel):
         default=6,
         ge=1,
         description="Most hypotheses the offline extractor proposes for one segment (past the fifth, only terms the"
-        " user says).",
+        " user says), and then up to two names more, each citing one span (extract/offline.py NAMES_PAST_CAP).",
     )
 
 
