@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -289,7 +290,16 @@ def serve_forever(
     with serve_lock(settings.data_dir, wait_s=settings.pipeline.lock_wait_s), ctrl_c_seen() as seen:
         _serve(watch_dir, settings, cron, force_format, announce)  # one server per data dir (the lock)
     if seen:
-        raise ServeStopped(f"serve stopped by Ctrl-C; start it again with: chatmem serve --watch {watch_dir}")
+        raise ServeStopped(
+            f"serve stopped by Ctrl-C; start it again with: {_serve_command(watch_dir, settings, cron, force_format)}"
+        )
+
+
+def _serve_command(watch_dir: Path, settings: Settings, cron: str, force_format: str | None) -> str:
+    """The command line that serves the same folder into the same data dir on the same schedule (quoted for a
+    shell): a restart hint without --data-dir would serve into the default .chatmem."""
+    words = ["chatmem", "--data-dir", str(settings.data_dir), "serve", "--cron", cron, "--watch", str(watch_dir)]
+    return shlex.join(words + (["--format", force_format] if force_format else []))
 
 
 class ServeStopped(RunInterrupted):

@@ -326,7 +326,10 @@ def test_serve_stopped_by_ctrl_c_exits_130(tmp_path: Path) -> None:
     text = log.read()
     assert process.returncode == 130, text[-3000:]
     assert "Traceback" not in text, text[-3000:]
-    assert text.strip().splitlines()[-1].startswith("error: serve stopped by Ctrl-C; start it again with:"), text
+    hint = (
+        f"error: serve stopped by Ctrl-C; start it again with: chatmem --data-dir {data_dir} serve --cron '0 0 1 1 *'"
+    )
+    assert text.strip().splitlines()[-1] == f"{hint} --watch {watch}", text  # the same data dir and schedule
 
 
 def _api(url: str, body: object | None = None) -> Any:
