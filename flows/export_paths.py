@@ -110,7 +110,8 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
     export folders are looked for (an older export unzipped in it): a vendor's export holds images, uploaded files
     and project sandboxes (`user-ID/.../mnt/data/x.json`), none of them an export, so its other files are its own:
     not read; one beside its conversations.json named as an export is said (it may be the user's, to move out), the
-    rest are not (a ChatGPT export's images and sandboxes would be hundreds of lines). Left out and said: any other
+    rest are not (a ChatGPT export's images and sandboxes would be hundreds of lines); one that is an export itself
+    (`is_an_export_itself`: another dump dropped beside a bare conversations.json) is read. Left out and said: any other
     file, a download still in progress, an unreadable file, a hidden file named as an export, a folder deeper than
     `depth` (an export folder too) and a link to a folder (no loops). Never looked at, never said: other hidden
     entries (.git, .DS_Store, the default data dir .chatmem) and the data dir wherever it lies (its databases are
@@ -144,7 +145,10 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
                 else:
                     left.append(LeftOut(entry, why))
             elif where == export and _named_as_export(entry) and not is_side_file(entry.name):
-                left.append(LeftOut(entry, in_export(export)))  # beside its conversations.json: may be the user's
+                if is_an_export_itself(entry):  # another export dropped beside it (a watched folder of dumps)
+                    found.append(entry)
+                else:
+                    left.append(LeftOut(entry, in_export(export)))  # beside its conversations.json: may be an upload
 
     def visit_folder(entry: Path, level: int, export: Path | None) -> None:
         """`entry` lies `level` subfolders down (1: in `folder` itself)."""
@@ -173,6 +177,29 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
     else:
         visit(folder, 0, None)
     return found, left
+
+
+def is_an_export_itself(path: Path) -> bool:
+    """Whether a file beside an export's conversations.json is an export of its own: a zip that holds a
+    conversations file, or JSON whose first records read as one of the formats (ingest.detect). A watched folder
+    that holds a bare conversations.json is an export folder, and every dump dropped in beside it later would
+    otherwise be taken as one of its files and never read; an upload of the vendor's export (a table, a config:
+    no conversations) is still one of its files."""
+    import zipfile
+
+    from contracts.errors import MalformedExportError, UnsupportedFormatError
+    from ingest.detect import HEAD_BYTES, detect_format
+    from ingest.sources import is_conversations_file
+
+    try:
+        if path.suffix.lower() == ".zip":
+            with zipfile.ZipFile(path) as archive:
+                return any(is_conversations_file(name.rsplit("/", 1)[-1]) for name in archive.namelist())
+        with path.open("rb") as stream:
+            detect_format(stream.read(HEAD_BYTES), name=path.name)
+        return True
+    except (OSError, zipfile.BadZipFile, MalformedExportError, UnsupportedFormatError):
+        return False
 
 
 def _named_as_export(path: Path) -> bool:

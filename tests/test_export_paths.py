@@ -3,6 +3,7 @@ real files under tmp_path; what is not an export is left out and said, the data 
 
 from __future__ import annotations
 
+import json
 import shutil
 import zipfile
 from pathlib import Path
@@ -152,7 +153,8 @@ def test_exports_inside_an_export_folder_are_read_and_its_own_files_are_not(
     within FOLDER_DEPTH) is read, as a folder given or watched and as one found below: before, a folder holding a
     conversations.json was read whole and nothing under it was looked at. A vendor's export also holds images,
     uploaded files and project sandboxes (`user-ID/.../mnt/data/*.json`): not exports, not read and not said; a
-    file named as an export beside its conversations.json is not read either (it may be an upload), and is said."""
+    file named as an export beside its conversations.json is not read either where it holds no conversations (an
+    upload), and is said; one that is an export itself (mine.jsonl) is read."""
     export = tmp_path / "downloads" / "2025-export"
     (export / "dalle-generations").mkdir(parents=True)
     shutil.copy(chatgpt_export, export / "conversations.json")
@@ -161,17 +163,39 @@ def test_exports_inside_an_export_folder_are_read_and_its_own_files_are_not(
     (export / "user-x" / "proj" / "mnt" / "data").mkdir(parents=True)
     (export / "user-x" / "proj" / "mnt" / "data" / "table.json").write_text("[]", encoding="utf-8")
     write_jsonl(export / "mine.jsonl")
+    (export / "upload.json").write_text('{"rows": [1, 2]}', encoding="utf-8")
     (export / "old" / "2023").mkdir(parents=True)
     shutil.copy(chatgpt_export, export / "old" / "2023" / "conversations.json")
     downloads = export.parent
     found, left = exports_in_folder(downloads, tmp_path / "data")
-    assert found == [export, export / "old" / "2023"]
+    assert found == [export, export / "mine.jsonl", export / "old" / "2023"]
     said = "inside the export folder 2025-export/, taken as one of its files; move it out to have it read"
-    assert [(item.path, item.why) for item in left] == [(export / "mine.jsonl", said)]
+    assert [(item.path, item.why) for item in left] == [(export / "upload.json", said)]
 
     read, [line] = expand_folders([export], tmp_path / "data")  # `chatmem run 2025-export/`
-    assert read == [export, export / "old" / "2023"]
+    assert read == [export, export / "mine.jsonl", export / "old" / "2023"]
     assert line == (
-        f"{export}: 2 export(s) found in it and 3 levels of subfolders below (conversations.json, old/2023/); left"
-        f" out 1: mine.jsonl ({said})"
+        f"{export}: 3 export(s) found in it and 3 levels of subfolders below (conversations.json, mine.jsonl,"
+        f" old/2023/); left out 1: upload.json ({said})"
     )
+
+
+def test_dumps_dropped_beside_a_bare_conversations_json_are_read(tmp_path: Path, chatgpt_export: Path) -> None:
+    """A watched folder of dumps that holds a bare conversations.json is an export folder; a Claude export and a
+    zipped export dropped in beside it later are exports of their own and read (they were taken as its files and
+    never read), while a zip or JSON that holds no conversations is still said."""
+    import zipfile
+
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    shutil.copy(chatgpt_export, dumps / "conversations.json")
+    claude = [{"uuid": "c1", "name": "t", "created_at": "2024-01-01T00:00:00Z", "chat_messages": []}]
+    (dumps / "claude-2024.json").write_text(json.dumps(claude), encoding="utf-8")
+    with zipfile.ZipFile(dumps / "export-2025.zip", "w") as archive:
+        archive.write(chatgpt_export, "conversations.json")
+    with zipfile.ZipFile(dumps / "photos.zip", "w") as archive:
+        archive.writestr("a.jpg", b"jpg")
+    (dumps / "fake.zip").write_bytes(b"this is not a zip")
+    found, left = exports_in_folder(dumps, tmp_path / "data")
+    assert found == [dumps, dumps / "claude-2024.json", dumps / "export-2025.zip"]
+    assert [item.path.name for item in left] == ["fake.zip", "photos.zip"]
