@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The topics' agreement with the blind labels over several seeds (RESULTS.md "Session 31": one seed is no figure).
+#
+#   bash benchmarks/topic_seeds.sh BUILT_DIR 42 7 11 3 5      # from the repo root, the venv active
+#
+# BUILT_DIR: a labelled build (`bash benchmarks/build_labelled.sh DIR`), left as it is. For each seed, a copy
+# BUILT_DIR-seed-S gets its cluster stage run again with CHATMEM_CLUSTER__SEED=S (--force: tuned and fitted anew; the
+# topic texts' vectors are cached, so ~2-5 min a seed on 2 cores), then both label sets are scored. Prints one line a
+# seed: AMI over the conversations with a topic and over all of them, conversations in no topic, topics.
+set -euo pipefail
+BUILT=${1:?usage: topic_seeds.sh BUILT_DIR SEED...}
+shift
+for S in "$@"; do
+  D="$BUILT-seed-$S"
+  rm -rf "$D"
+  cp -r "$BUILT" "$D"
+  RUN=$(python -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT run_id FROM cluster_runs ORDER BY run_id DESC LIMIT 1').fetchone()[0])" "$D/staging.db")
+  CHATMEM_CLUSTER__SEED=$S chatmem --data-dir "$D" -q stage cluster --run-id "$RUN" --force > "$D.out" 2>&1 \
+    || { tail -5 "$D.out"; continue; }
+  python benchmarks/bench_graph_quality.py --data-dir "$D" --out "$D.dev.json" --show 0 > /dev/null
+  python benchmarks/bench_graph_quality.py --data-dir "$D" --labels benchmarks/labels/heldout_labels.json \
+    --out "$D.heldout.json" --show 0 > /dev/null
+  python - "$D" "$S" <<'PY'
+import json, sys
+d, s = sys.argv[1:]
+a, b = (json.load(open(f"{d}.{k}.json")) for k in ("dev", "heldout"))
+print(f"seed {s}: dev AMI {a['topic_ami']:.3f} (all {a['topic_ami_all']:.3f}, {a['conversations_without_topic']} in no topic)"
+      f" | held-out {b['topic_ami']:.3f} (all {b['topic_ami_all']:.3f}, {b['conversations_without_topic']} in no topic)"
+      f" | {a['topics']} topics, largest {a['largest_topic_share']:.3f}", flush=True)
+PY
+done
