@@ -17,6 +17,8 @@ What (`assign`), against the base run:
   current and concepts not merged, and their map points (new segments get no map point: the map is a sample);
 - topics keep the base's number, topic_uid, keywords and representatives (minus retired ones); sizes are
   recounted; the label is the keyword label again, then the LLM name when one is configured (cached by uid).
+  Keywords computed under other keyword rules (the base's params hold no or another
+  cluster.describe.KEYWORDS_VERSION) are computed again from the topics' segments after this run, once.
   A topic keeps its uid although its members grew: it is the same cluster of the same model, and a stable uid
   keeps the cues and load stages from rewriting every edge of a topic that gained one segment.
 
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from clients.batches import MapBatches
-from cluster import phrase_space, saved_model, topic_space
+from cluster import describe, phrase_space, saved_model, topic_space
 from cluster import topics as fit_topics
 from cluster.saved_model import SavedModel
 from contracts.settings import Settings
@@ -126,6 +128,25 @@ def _changed_since_fit(
     )
 
 
+def _keywords_again(
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    base_id: str,
+    placed: list[str],
+    links: list[Link],
+) -> dict[int, list[str]]:
+    """Every topic's keywords from its segments after this run (the base's kept, and those placed now)."""
+    members: dict[str, tuple[str, ...]] = {}
+    conversation_of: dict[str, str] = {}
+    for segment in segment_store.iter_current_segments(staging):
+        members[segment.segment_id] = segment.message_ids
+        conversation_of[segment.segment_id] = segment.conversation_id
+    kept = store.kept_segment_links(staging, base_id, placed)
+    now = [(item, topic) for kind, item, topic, *_ in links if kind == "segment"]
+    return describe.topic_keywords(archive, members, kept + now, settings, conversation_of)
+
+
 @dataclass(slots=True)
 class Assigned:
     summary: dict[str, Any]
@@ -170,10 +191,17 @@ def assign(
     concept_ids, missing = store.concepts_to_place(staging, key, base_id)
     links += _place_concepts(staging, key, model, concept_ids, uids, map_batches)
     current = set(store.current_segment_ids(staging, [r for t in base_topics.values() for r in t["representatives"]]))
-    names = fit_topics.labels_of({topic: row["keywords"] for topic, row in base_topics.items()})
+    keywords = {topic: list(row["keywords"]) for topic, row in base_topics.items()}
+    params = dict(found.base.get("params") or {})
+    again = params.get("keywords_version") != describe.KEYWORDS_VERSION
+    if again:  # computed under other keyword rules: this run's topics, as a full fit describes them
+        keywords.update(_keywords_again(archive, staging, settings, base_id, found.new_segments, links))
+        params["keywords_version"] = describe.KEYWORDS_VERSION
+    names = fit_topics.labels_of(keywords)
     topic_rows = [
         {
             **row,
+            "keywords": keywords[topic],
             "label": names[topic],
             "size": sizes[topic],
             "representatives": [r for r in row["representatives"] if r in current],
@@ -191,6 +219,8 @@ def assign(
     ]
     if missing:
         notes.append(f"{missing} concept(s) without a vector got no topic: run the embed_concepts stage")
+    if again:
+        notes.append(f"topic keywords and labels computed again (keyword rules v{describe.KEYWORDS_VERSION})")
     summary = {
         "status": "clustered",
         "model": key,
@@ -200,7 +230,7 @@ def assign(
         "outlier_share": round(outlier_share, 6),
         "outlier_share_raw": found.base.get("outlier_share_raw"),
         "validity": found.base.get("validity"),
-        "params": found.base.get("params"),
+        "params": params or None,
         "notes": notes,
     }
     counts = {

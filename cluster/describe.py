@@ -1,7 +1,8 @@
 """What a topic is shown as: its label, size, c-TF-IDF keywords and representative segments, and its LLM name.
 
 `describe_topics` after a full fit (keywords from a seeded sample of each topic's segment texts, representatives
-nearest the topic's centre, topic_uid a content key of the model and the members); `name_topics` replaces the
+nearest the topic's centre, topic_uid a content key of the model and the members); `topic_keywords` the keywords
+alone, for an incremental run whose base's keywords are of another KEYWORDS_VERSION; `name_topics` replaces the
 keyword label with the configured LLM's name, cached per topic_uid (cluster/labels_llm.py), after a full fit or
 an incremental run (cluster/assign.py keeps the base run's keywords and representatives).
 """
@@ -14,6 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from clients.shown import read_text
 from cluster import topics as fit_topics
@@ -41,12 +43,7 @@ def describe_topics(
     keywords count each conversation once)."""
     cfg = settings.cluster
     groups = fit_topics.topic_members(ids, labels, cfg.label_docs, cfg.seed).sort("topic")
-    topics = groups["topic"].to_list()
-    chosen: dict[int, list[str]] = dict(zip(topics, groups["sample"].to_list(), strict=True))
-    docs = segment_texts(archive, members, [s for c in chosen.values() for s in c])
-    texts = {t: [docs.get(s, "") for s in chosen[t]] for t in topics}
-    owners = {t: [conversation_of.get(s, s) for s in chosen[t]] for t in topics}
-    keywords = fit_topics.ctfidf(texts, cfg.keywords, owners)
+    keywords = _keywords(archive, members, groups, settings, conversation_of)
     names = fit_topics.labels_of(keywords)
     rows = []
     for topic, size, in_topic in groups.select("topic", "size", "members").iter_rows():
@@ -63,6 +60,37 @@ def describe_topics(
             }
         )
     return rows
+
+
+def topic_keywords(
+    archive: sqlite3.Connection,
+    members: dict[str, tuple[str, ...]],
+    links: Sequence[tuple[str, int]],
+    settings: Settings,
+    conversation_of: Mapping[str, str],
+) -> dict[int, list[str]]:
+    """Every topic's c-TF-IDF keywords from its segments (`links`: segment id, topic), as `describe_topics` computes
+    them: an incremental run's, when its base's were computed under another KEYWORDS_VERSION (cluster/assign.py)."""
+    cfg = settings.cluster
+    ids = [segment for segment, _ in links]
+    labels = np.array([topic for _, topic in links], dtype=np.int64)
+    groups = fit_topics.topic_members(ids, labels, cfg.label_docs, cfg.seed).sort("topic")
+    return _keywords(archive, members, groups, settings, conversation_of)
+
+
+def _keywords(
+    archive: sqlite3.Connection,
+    members: dict[str, tuple[str, ...]],
+    groups: pl.DataFrame,
+    settings: Settings,
+    conversation_of: Mapping[str, str],
+) -> dict[int, list[str]]:
+    topics = groups["topic"].to_list()
+    chosen: dict[int, list[str]] = dict(zip(topics, groups["sample"].to_list(), strict=True))
+    docs = segment_texts(archive, members, [s for c in chosen.values() for s in c])
+    texts = {t: [docs.get(s, "") for s in chosen[t]] for t in topics}
+    owners = {t: [conversation_of.get(s, s) for s in chosen[t]] for t in topics}
+    return fit_topics.ctfidf(texts, settings.cluster.keywords, owners)
 
 
 def name_topics(
@@ -83,6 +111,11 @@ def name_topics(
     for row in topic_rows:
         row["label"] = names.get(row["topic"], row["label"])
 
+
+# Bump when the keyword or label rules change what a topic's keywords are (their order included: the label reads
+# it): an incremental run keeps its base's keywords (cluster/assign.py) unless they were computed under another
+# version. 2: a broad word's longer form or partner ("morning routine", "company and career").
+KEYWORDS_VERSION = 2
 
 PHRASE_ROWS = 5000  # sampled segments whose phrases the tuning objective's phrase coherence reads
 

@@ -8,16 +8,20 @@ how a phrase is shown, and which keyword leads (the topic's label). Pure functio
   phrase; `shown_in_run`: a possessive followed by a word loses its 's ("Hamlet"); `sentence_case`: a capital
   only a sentence start gave is dropped ("Designate" was no name).
 - `lead_first`: the keyword a person would file the topic under first: a phrase or name said nearly as widely as
-  the best keyword, or, when the best is one word common all over English ("body", "city"), a little less widely.
+  the best keyword, or, when the label would be one word common all over English (`generic`: "body", "company",
+  "Museum"), a little less widely, or a longer form of that word ("morning routine" for "morning");
+  `partner_second`: when none is and the word stays first, the keyword it is shown with ("company and career":
+  cluster/labels.py) second: the one that adds most of the topic's conversations to it, a specific one first.
+- `generic`, `nominal`, `can_pair`: the word tests the label reads too (cluster/labels.py).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from functools import lru_cache
 
-from clients.parts_of_speech import closed_class, lemmas, only_verb, parts_of_speech
+from clients.parts_of_speech import can_be_noun, closed_class, lemmas, only_verb, parts_of_speech
 
 # A word glued to a number ("year-old" of "90-year-old", "star" of "5-star") or a contraction's clitic after a
 # curly apostrophe, which the word pattern splits off ("ll" of "they\u2019ll"): pieces, not words.
@@ -92,38 +96,93 @@ LEAD_SHARE = 0.75  # a phrase or name leads when it is said in this share of the
 BROAD_ZIPF = 4.5  # wordfreq's Zipf (log10 uses per billion words) from which one common word is too broad a label
 BROAD_FROM = 5  # keywords a broad best word's replacement is chosen from
 BROAD_SHARE = 0.6  # a phrase or name replaces a broad best word when said in this share of its conversations
+LONGER_SHARE = 0.4  # ...and a longer form of it ("morning routine", "classic sci-fi") in this share
+PARTNER_FROM = 8  # keywords a broad word's partner ("company and career") is chosen from
 
 
-def lead_first(ranked: list[tuple[str, str, float]], spread: dict[str, int]) -> list[tuple[str, str, float]]:
+def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) -> list[tuple[str, str, float]]:
     """The keywords with the one a person would file the topic under first: the first of the best LEAD_FROM, or of
     the best one's longer forms ("morning routine" for "morning"), that is a multi-word phrase or holds a name
     ("battery life" over "devices") and is said in LEAD_SHARE of the conversations (segments, in a topic of one)
-    the best one is ("gift ideas", not "heartfelt message", over "gift"); when none is and the best is a broad
-    word (`broad`: "body", "city"), the first of the best BROAD_FROM said in BROAD_SHARE of them ("strength
-    training" over "body"); else the best."""
+    the best one is ("gift ideas", not "heartfelt message", over "gift"); when none is and the label would be a
+    broad word (`generic`, the first keyword that can name something: "body", "company", "Museum"), the first of
+    the best BROAD_FROM said in BROAD_SHARE of the conversations it is ("strength training" over "body") or of its
+    longer forms said in LONGER_SHARE of them ("classic sci-fi" over "classic"); else the best. A broad
+    dictionary word, capitalised or not, is never the specific one ("Museum", "History", "Pro"; "Paris" is no
+    dictionary word, "Hamlet" no broad one)."""
     if not ranked:
         return ranked
     best = ranked[0][0]
     words = set(best.split())
     near = (i for i, (key, _, _) in enumerate(ranked) if i < LEAD_FROM or words < set(key.split()))
     lead = _first_specific(ranked, spread, near, LEAD_SHARE * spread[best])
-    if lead is None and broad(ranked[0][1]):
-        among = (i for i in range(min(BROAD_FROM, len(ranked))) if not _dictionary_word(ranked[i][1]))
-        lead = _first_specific(ranked, spread, among, BROAD_SHARE * spread[best])
+    head = _head(ranked)
+    if lead is None and head is not None and generic(ranked[head][1]):
+        lead = _instead_of_broad(ranked, spread, head)
     lead = lead or 0
     return [ranked[lead], *ranked[:lead], *ranked[lead + 1 :]]
 
 
+def _head(ranked: list[tuple[str, str, float]]) -> int | None:
+    """The keyword the label would be: the first that can name something (cluster/labels.py)."""
+    return next((i for i, (_, shown, _) in enumerate(ranked) if nominal(shown)), None)
+
+
+def _instead_of_broad(ranked: list[tuple[str, str, float]], spread: Mapping[str, int], head: int) -> int | None:
+    key = ranked[head][0]
+    words = set(key.split())
+    fits = [i for i, (_, shown, _) in enumerate(ranked) if _specific(shown) and not generic(shown) and nominal(shown)]
+    wide = [i for i in fits if i < BROAD_FROM and spread[ranked[i][0]] >= BROAD_SHARE * spread[key]]
+    longer = [
+        i for i in fits if words < set(ranked[i][0].split()) and spread[ranked[i][0]] >= LONGER_SHARE * spread[key]
+    ]
+    chosen = wide or longer
+    return chosen[0] if chosen else None
+
+
+def partner_second(
+    ranked: list[tuple[str, str, float]], users_of: Callable[[Sequence[str]], Mapping[str, Set[str]]]
+) -> list[tuple[str, str, float]]:
+    """The keywords with, when the first that can name something is a broad word (`generic`: it would be the
+    label), the keyword shown with it ("company and career", cluster/labels.py) right after it: of the next
+    PARTNER_FROM that can follow it (`can_pair`), a specific one (not broad) before a broad one, then the one
+    whose conversations add most to the broad word's (`users_of`: for the keys given, the topic's conversations
+    that say each; asked only here), then the best ranked."""
+    head = _head(ranked)
+    if head is None or not generic(ranked[head][1]):
+        return ranked
+    key, shown = ranked[head][0], ranked[head][1]
+    options = [i for i, (_, other, _) in enumerate(ranked) if i > head and can_pair(shown, other)][:PARTNER_FROM]
+    if not options:
+        return ranked
+    users = users_of([key, *(ranked[i][0] for i in options)])
+    said = users.get(key, set())
+    pick = max(options, key=lambda i: (not generic(ranked[i][1]), len(said | users.get(ranked[i][0], set())), -i))
+    rest = [r for i, r in enumerate(ranked) if i not in (head, pick)]
+    return [ranked[head], ranked[pick], *rest]
+
+
+def can_pair(word: str, other: str) -> bool:
+    """Whether keyword `other` can be shown after the broad word `word` and "and" ("company and career"): it names
+    something (`nominal`), is no one word that can be an adjective ("music and upbeat" reads as no noun phrase),
+    and no word of one begins as a word of the other does, to its fourth letter ("birds and birding", "art and
+    artwork", "Sikh and Sikhism" are one thing twice)."""
+    if not nominal(other):
+        return False
+    if " " not in other and not any(c.isupper() for c in other) and "ADJ" in parts_of_speech(other.lower()):
+        return False
+    mine = [w.lower() for w in word.split()]
+    theirs = [w.lower() for w in other.split()]
+    return not any(a[: min(4, len(a), len(b))] == b[: min(4, len(a), len(b))] for a in mine for b in theirs)
+
+
 def _first_specific(
-    ranked: list[tuple[str, str, float]], spread: dict[str, int], among: Iterable[int], floor: float
+    ranked: list[tuple[str, str, float]], spread: Mapping[str, int], among: Iterable[int], floor: float
 ) -> int | None:
-    return next((i for i in among if _specific(ranked[i][1]) and spread[ranked[i][0]] >= floor), None)
-
-
-def _dictionary_word(phrase: str) -> bool:
-    """One broad word the dictionary knows, capitalised or not ("Museum", "History", "Pro"): a capital makes it
-    no more specific than the broad word it would replace ("Paris" is no dictionary word, "Hamlet" no broad one)."""
-    return " " not in phrase and bool(parts_of_speech(phrase.lower())) and broad(phrase.lower())
+    return next(
+        (i for i in among if _specific(ranked[i][1]) and not generic(ranked[i][1]) and spread[ranked[i][0]] >= floor),
+        None,
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -133,6 +192,26 @@ def broad(phrase: str) -> bool:
     from wordfreq import zipf_frequency
 
     return " " not in phrase and phrase.islower() and zipf_frequency(phrase, "en") >= BROAD_ZIPF
+
+
+@lru_cache(maxsize=4096)
+def generic(phrase: str) -> bool:
+    """One word common all over English however it is written: a broad lower-case word ("company", "morning",
+    "selling", "classic"), or a capitalised one the dictionary knows ("Museum", "Park", "Act"): a capital makes
+    it no more specific. A name is none ("Paris", "Japan": no dictionary words; "Hamlet", "Spark": not broad)."""
+    lower = phrase.lower()
+    return " " not in phrase and (phrase.islower() or bool(parts_of_speech(lower))) and broad(lower)
+
+
+def nominal(phrase: str) -> bool:
+    """Words a topic can be called: a name, or words whose last can be a noun (a word lemminflect does not know
+    counts as one: a product, a term; so does a gerund, "time tracking"), none a preposition, an interjection or
+    a contraction. Not a verb ("elevate") or an adjective ("political", "stylish") alone."""
+    words = phrase.split()
+    last = words[-1].strip(".,;:!?()'\"").lower() if words else ""
+    if not last or any(closed_class(w) for w in words):
+        return False
+    return any(c.isupper() for c in phrase) or can_be_noun(last) or last.endswith("ing")
 
 
 def _specific(phrase: str) -> bool:

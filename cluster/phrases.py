@@ -21,7 +21,9 @@ kept whole and cased as most often written, ranked by class-based TF-IDF. Pure f
   vague noun numbered or described ("Part II", "typical steps"); a keyword's phrase ends where a noun phrase
   does and is shown without a possessive or a capital only a sentence start gave (cluster/keyword_rules.py). A
   longer phrase replaces the words it contains when it is at least 0.6 of their uses in the topic ("AWS Glue"
-  over "Glue"), and a word already shown in a kept phrase is not listed again.
+  over "Glue"), and a word already shown in a kept phrase is not listed again. The keyword the topic would be
+  filed under leads, and a broad word that leads is followed by the one it is shown with ("company and
+  startup"; cluster/keyword_rules.py `lead_first`, `partner_second`).
 
 The labels made from these keywords: cluster/labels.py. `candidates` without `names` is what the tuning
 objective's phrase coherence counts (cluster/objective.py, via `phrase_keys`): keyword-only rules stay out of it,
@@ -35,13 +37,13 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from clients.chinese_words import HAN
 from clients.parts_of_speech import ENGLISH_FUNCTION, ENGLISH_FUNCTION_SHARE, parts_of_speech
 from clients.prose import prose
 from cluster import chinese_keywords
-from cluster.keyword_rules import breaks, lead_first, sentence_case, shown_in_run, trailing, unglued
+from cluster.keyword_rules import breaks, lead_first, partner_second, sentence_case, shown_in_run, trailing, unglued
 
 # A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI"); never
 # letters glued after a digit, a number's unit ("mAh" of "5,000mAh", "GB" of "16GB", "px", "st" of "1st").
@@ -336,6 +338,7 @@ def ctfidf_phrases(
     and a topic with several conversations keeps the phrases that two or more of them use."""
     per_topic: dict[int, PhraseCounts] = {}
     spread: dict[int, int] = {}
+    read_by: dict[int, dict[str, list[str]]] = {}
     for topic, texts in docs.items():
         read = _read_count(texts)
         owners = list(groups[topic])[:read] if groups is not None else [str(i) for i in range(read)]
@@ -344,8 +347,9 @@ def ctfidf_phrases(
             by_owner.setdefault(owner, []).append(text)
         counts = PhraseCounts()
         for owner in sorted(by_owner):
-            counts.add_conversation(by_owner.pop(owner))
+            counts.add_conversation(by_owner[owner])
         per_topic[topic] = counts
+        read_by[topic] = by_owner
         spread[topic] = len(set(owners)) if groups is not None else 1
     totals: dict[str, float] = {}
     for counts in per_topic.values():
@@ -364,8 +368,23 @@ def ctfidf_phrases(
         chosen = _pick(scored, counts.df, top_k)
         merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])[:top_k]
         merged = lead_first(merged, {k: counts.spread[k] for k, _, _ in merged})
+        merged = partner_second(merged, partial(_users, read_by[topic]))
         result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
+
+
+def _users(by_owner: Mapping[str, Sequence[str]], keys: Sequence[str]) -> dict[str, set[str]]:
+    """The conversations of a topic (its texts read, by conversation) that say each of `keys`, read again: asked
+    for a few keywords of the few topics led by a broad word (cluster/keyword_rules.py `partner_second`), so the
+    counts keep no set per phrase."""
+    wanted = set(keys)
+    users: dict[str, set[str]] = {key: set() for key in keys}
+    for owner, texts in by_owner.items():
+        for text in texts:
+            for key, _, _ in candidates(text[:DOC_CHARS], names=True):
+                if key in wanted:
+                    users[key].add(owner)
+    return users
 
 
 def _read_count(texts: Sequence[str]) -> int:

@@ -116,6 +116,7 @@ def run(ctx: StageContext, *, embedder: Embedder | None = None) -> Outcome:
             "fit_run": run_id,
             "fit_points": len(ids),  # the base of cluster.refit_share (assign.refit_reason, after this row is pruned)
             "encoder": points.anchors.encoder if points.anchors is not None else key,  # what the topics were found on
+            "keywords_version": describe.KEYWORDS_VERSION,  # an incremental run keeps keywords of this version only
         },
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
         "notes": notes,

@@ -520,6 +520,17 @@ def kept_segment_sizes(conn: sqlite3.Connection, base: str, replaced: Sequence[s
     return sizes
 
 
+def kept_segment_links(conn: sqlite3.Connection, base: str, replaced: Sequence[str]) -> list[tuple[str, int]]:
+    """(segment id, topic) of run `base`'s segment links that an incremental run keeps (as `kept_segment_sizes`)."""
+    gone = set(replaced)
+    rows = conn.execute(
+        "SELECT l.item_id, l.topic FROM topic_links l JOIN current_segments s ON s.segment_id = l.item_id"
+        " WHERE l.run_id = ? AND l.kind = 'segment' ORDER BY l.item_id",
+        (base,),
+    )
+    return [(str(r[0]), int(r[1])) for r in rows if str(r[0]) not in gone]
+
+
 def write_assigned(
     conn: sqlite3.Connection,
     run_id: str,

@@ -19,7 +19,7 @@ import pytest
 from stage_support import cluster_stage
 
 from clients.embedders import StaticMiniLM
-from cluster import assign, saved_model
+from cluster import assign, describe, saved_model
 from contracts.results import StageResult
 from contracts.settings import Settings
 from staging.archive import open_archive
@@ -226,3 +226,36 @@ def test_phrase_share_zero_refits_on_the_text_vectors_alone(
     r2 = pickle.loads((settings.data_dir / saved_model.MODEL_DIR / "r2.pkl").read_bytes())
     assert r2.phrase_space is None and r2.reducer._raw_data.shape[1] == 384
     assert result.counts["topics"] >= 2
+
+
+def test_keywords_of_older_rules_are_computed_again_once(
+    base_dir: Path, tmp_path: Path, embedder: StaticMiniLM
+) -> None:
+    """An incremental run keeps its base's keywords, unless they were computed under other keyword rules (no or
+    another cluster.describe.KEYWORDS_VERSION in the base's params, as a run of an older chatmem): then it computes
+    them from its topics' segments, as a full fit would, labels the topics from them and records the version, so
+    the next run keeps them again."""
+    settings = copy_of(base_dir, tmp_path)
+    fresh = rows(settings, "SELECT topic, keywords, label FROM topics WHERE run_id = 'r1' ORDER BY topic")
+    assert (
+        json.loads(rows(settings, "SELECT params FROM cluster_runs")[0][0])["keywords_version"]
+        == describe.KEYWORDS_VERSION
+    )
+    with sqlite3.connect(settings.staging_path) as conn:  # r1 as an older chatmem wrote it
+        conn.execute("UPDATE cluster_runs SET params = json_remove(params, '$.keywords_version')")
+        conn.execute("UPDATE topics SET keywords = '[\"stale\", \"keywords\"]', label = 'stale'")
+    staging = open_staging(settings.staging_path)
+    for run in ("r2", "r3"):
+        open_run(staging, stages=["cluster"], exports=[], settings={}, code_version="test", run_id=run)
+    staging.close()
+    result = rerun_cluster(settings, "r2", embedder)
+    assert result.counts["incremental"] == 1 and result.counts["segments_placed"] == 0
+    assert any("topic keywords and labels computed again" in note for note in result.notes)
+    assert rows(settings, "SELECT topic, keywords, label FROM topics WHERE run_id = 'r2' ORDER BY topic") == fresh
+    params = json.loads(rows(settings, "SELECT params FROM cluster_runs WHERE run_id = 'r2'")[0][0])
+    assert params["keywords_version"] == describe.KEYWORDS_VERSION and params["fit_run"] == "r1"
+    with sqlite3.connect(settings.staging_path) as conn:  # kept from here on: r3 does not read them again
+        conn.execute("UPDATE topics SET keywords = '[\"kept\", \"keywords\"]' WHERE run_id = 'r2'")
+    result = rerun_cluster(settings, "r3", embedder)
+    assert not any("computed again" in note for note in result.notes)
+    assert {r[0] for r in rows(settings, "SELECT keywords FROM topics WHERE run_id = 'r3'")} == {'["kept", "keywords"]'}

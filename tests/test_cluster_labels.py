@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cluster.keyword_rules import lead_first
+from cluster.keyword_rules import generic, lead_first, partner_second
 from cluster.labels import label_from, labels_for
 from cluster.phrases import PhraseCounts, candidates, clean, ctfidf_phrases, phrase_keys
 from cluster.topics import ctfidf, labels_of
@@ -62,29 +62,33 @@ def test_keywords_are_phrases_from_prose_and_labels_keep_case() -> None:
     assert ctfidf({0: GLUE, 1: BAKING}, 8) == {0: glue, 1: baking}
 
 
-def test_label_is_the_lead_keyword_never_two_joined() -> None:
+def test_label_is_the_lead_keyword_never_two_names_or_specific_words_joined() -> None:
     """The label is the first keyword, or a keyword holding the first two when they are one-word names; never two
-    keywords joined (common words, fragments of one name, one thing's two names); no keywords: "topic N"."""
+    names or specific words joined (fragments of one name, one thing's two names); no keywords: "topic N"."""
     assert label_from(["DataFrame", "Spark", "PySpark", "Spark DataFrame"], 0) == "Spark DataFrame"
     assert label_from(["Hive", "Sqoop", "HDFS"], 0) == "Hive"
     assert label_from(["Everia", "Chronicles", "quest"], 0) == "Everia"  # "Chronicles of Everia", cut at "of"
     assert label_from(["Sikh", "Sikhism", "Gurdwara"], 0) == "Sikh"
     assert label_from(["AWS", "Amazon Web Services", "S3"], 0) == "AWS"
     assert label_from(["flavor", "recipe", "sauce"], 0) == "flavor"
-    assert label_from(["stylish", "dress", "outfit"], 0) == "dress"  # an adjective alone names nothing
+    assert label_from(["stylish", "blazer", "outfit"], 0) == "blazer"  # an adjective alone names nothing
     assert label_from(["LLM Pricing Calculator", "Presets", "Gemini"], 0) == "LLM Pricing Calculator"
     assert labels_of({7: []}) == {7: "topic 7"}
 
 
 def test_the_lead_keyword_is_a_phrase_said_nearly_as_widely_as_the_best() -> None:
     """A phrase or name among the best three, or a longer form of the best word, leads when about as many
-    conversations say it (5 of 6: "gift ideas"), not when few do (3 of 6: "heartfelt message")."""
+    conversations say it (5 of 6: "gift ideas"), not when few do (3 of 6: "heartfelt message") and the best word
+    is no broad one ("gifting": a broad word yields to its longer form more readily, below)."""
     ranked = [
         (k, k, 0.03 - i / 1000) for i, k in enumerate(["gift", "touch", "heartfelt message", "design", "gift idea"])
     ]
     spread = {"gift": 6, "touch": 7, "heartfelt message": 3, "design": 4, "gift idea": 5}
     assert [k for k, _, _ in lead_first(ranked, spread)][:3] == ["gift idea", "gift", "touch"]
-    assert lead_first(ranked, {**spread, "gift idea": 3}) == ranked  # too few say it: the best word stays
+    words = ["gifting", "touch", "heartfelt message", "design", "gifting idea"]
+    gifting = [(k, k, 0.03 - i / 1000) for i, k in enumerate(words)]
+    spread = {"gifting": 6, "touch": 7, "heartfelt message": 3, "design": 4, "gifting idea": 3}
+    assert lead_first(gifting, spread) == gifting  # too few say it: the best word stays
     devices = [("devices", "devices", 0.03), ("battery life", "battery life", 0.02), ("phone", "phone", 0.01)]
     assert lead_first(devices, {"devices": 5, "battery life": 4, "phone": 4})[0][1] == "battery life"
     assert lead_first(devices, {"devices": 5, "battery life": 2, "phone": 4})[0][1] == "devices"
@@ -148,22 +152,25 @@ def test_labels_are_unique_across_topics() -> None:
     assert labels[2] == "SQL query (topic 2)"
     assert len({label.lower() for label in labels.values()}) == 4
     assert labels_for({0: ["SQL", "joins"], 1: ["SQL", "joins", "cron"]}) == {0: "SQL", 1: "joins"}
-    assert labels_for({0: ["SQL"], 1: ["SQL", "query"]}) == {0: "SQL", 1: "query"}
+    assert labels_for({0: ["SQL"], 1: ["SQL", "cron"]}) == {0: "SQL", 1: "cron"}
+    # never a vague noun, an adjective or a broad word alone: the label with a noun that tells it apart
+    assert labels_for({0: ["SQL"], 1: ["SQL", "query"]}) == {0: "SQL", 1: "SQL (query)"}
+    assert labels_for({0: ["Python"], 1: ["Python", "longest", "length"]})[1] == "Python (length)"
 
 
 def test_a_label_is_a_noun_phrase_never_a_verb_or_an_adjective_alone() -> None:
     """The demo's topics were labelled "elevate" (a blazer and dress topic), "political", "cultural", "stylish":
     words that led the c-TF-IDF but name nothing. The label is the first keyword that can: a noun (one that is
-    also a verb counts: "switch", "cat"), a phrase ending in one, or a name; none at all: the first keyword."""
+    also a verb counts: "toggle"), a phrase ending in one, or a name; none at all: the first keyword."""
     assert label_from(["elevate", "blazer", "dress"], 0) == "blazer"
-    assert label_from(["political", "election", "vote"], 0) == "election"
+    assert label_from(["political", "referendum", "ballots"], 0) == "referendum"
     assert label_from(["stylish", "Utility Dress"], 0) == "Utility Dress"
-    assert label_from(["switch", "mode"], 0) == "switch" and label_from(["cat", "pet"], 0) == "cat"
+    assert label_from(["toggle", "modes"], 0) == "toggle" and label_from(["kitten", "pet"], 0) == "kitten"
     assert label_from(["cultural traditions", "festival"], 0) == "cultural traditions"
     assert label_from(["time tracking", "Department"], 0) == "time tracking"  # a gerund heads a noun phrase
     assert label_from(["quickly", "explain"], 0) == "quickly"  # nothing names anything: as before
     # a topic whose free keywords are taken takes a noun before an adjective
-    assert labels_for({0: ["dress", "stylish"], 1: ["dress", "stylish", "blazer"]}) == {0: "dress", 1: "blazer"}
+    assert labels_for({0: ["blazer", "stylish"], 1: ["blazer", "stylish", "denim"]}) == {0: "blazer", 1: "denim"}
 
 
 def test_a_unit_glued_to_a_number_is_no_keyword_nor_a_models_notes() -> None:
@@ -250,6 +257,71 @@ def test_a_broad_word_yields_to_a_phrase_most_of_its_conversations_share() -> No
     assert lead_first(spark, {"path": 9, "CSV file": 6, "SparkSession": 7, "Spark": 11})[0][0] == "SparkSession"
     # a topic whose label an earlier one took takes its next free noun, a broad one last
     assert labels_for({0: ["grandmother"], 1: ["grandmother", "birds", "birding"]})[1] == "birding"
+
+
+MORNING = [
+    "My morning starts at six. I want a better morning routine with meditation.",
+    "Every morning I feel tired; which morning routine gives me energy?",
+    "How can I use the morning for journaling and meditation?",
+    "A calm morning routine: stretch, water and meditation.",
+    "Is coffee in the morning bad for my sleep?",
+    "What morning habits did famous writers keep?",
+]
+COMPANY = [
+    "Should I leave my company for a startup?",
+    "My company offers mentoring; is it worth joining?",
+    "How do I ask my company for a raise before my startup idea takes off?",
+    "Which company culture suits an introvert at a startup?",
+    "I want a career change, but my company pays well.",
+    "Is a small company riskier than a big company for my career?",
+]
+BUDGET = [
+    "The quarterly budget review is due on Friday.",
+    "Send the budget review to finance.",
+    "Finance wants the budget review early.",
+    "The budget review needs a summary.",
+]
+
+
+def test_a_broad_word_is_never_a_label_alone() -> None:
+    """The demo's topics were labelled "morning", "company", "selling", "classic": one word common all over English
+    that led the keywords. "morning" is said in all six conversations of a topic, "morning routine" in three (too
+    few to lead before): the phrase is the label now. "company" has no phrase at all: it is shown with the keyword
+    that says more, "startup" (a specific word, before the broad "career")."""
+    owners = {0: [f"m{i}" for i in range(6)], 1: [f"c{i}" for i in range(6)], 2: ["x", "y", "z", "w"]}
+    ranked = ctfidf_phrases({0: MORNING, 1: COMPANY, 2: BUDGET}, 8, owners)
+    assert ranked[0].phrases[0] == "morning routine" and "morning" in ranked[0].phrases
+    assert ranked[1].phrases[:2] == ["company", "startup"] and "career" in ranked[1].phrases
+    labels = labels_of({topic: r.phrases for topic, r in ranked.items()})
+    assert labels == {0: "morning routine", 1: "company and startup", 2: "budget review"}
+    assert all(not generic(label) for label in labels.values())
+    assert generic("company") and generic("morning") and generic("Museum") and not generic("Paris")
+
+
+def test_a_broad_words_partner_is_a_noun_that_adds_conversations_and_is_not_the_word_again() -> None:
+    """Keywords stored by an older chatmem still never give a broad word alone: it is shown with the next noun that
+    is not an adjective ("upbeat") nor the same word again ("birding"). Of the keywords after it, the partner is a
+    specific one, and of those the one said in most of the conversations the broad word is not."""
+    assert label_from(["music", "upbeat", "lyrics"], 0) == "music and lyrics"
+    assert label_from(["birds", "birding", "habitats"], 0) == "birds and habitats"
+    assert label_from(["art", "artwork", "gallery"], 0) == "art and gallery"
+    assert label_from(["company"], 0) == "company"  # nothing to show it with
+    ranked = [(k, k, 0.05 - i / 100) for i, k in enumerate(["company", "business", "startup", "mentoring"])]
+    said = {
+        "company": {"a", "b", "c", "d"},
+        "business": {"a", "e"},
+        "startup": {"a", "b", "c"},
+        "mentoring": {"e", "f"},
+    }
+    asked: list[list[str]] = []
+
+    def users_of(keys: list[str]) -> dict[str, set[str]]:
+        asked.append(list(keys))
+        return {k: said[k] for k in keys}
+
+    assert [k for k, _, _ in partner_second(ranked, users_of)] == ["company", "mentoring", "business", "startup"]
+    pasta = [(k, k, 0.05 - i / 100) for i, k in enumerate(["pasta", "garlic", "olive oil"])]
+    assert partner_second(pasta, users_of) == pasta and len(asked) == 1  # no broad word: nothing read again
 
 
 def test_keywords_of_other_languages_are_whole_words_and_never_their_function_words() -> None:
