@@ -29,7 +29,8 @@ counter group's "Job Counters", "Map-Reduce Framework", Keras' "Epoch 2/10", "Ex
 where it holds LOG_RUN log lines, one of them no counter, or COUNTER_RUN counters. A date or the word "error" in a
 sentence ("On 2024-03-01 12:41:03 the ERROR page showed up again") opens no line as a log does, and stays.
 
-Every pattern is linear in the line (bounded or disjoint repeats).
+One pattern reads a line's opening for every kind told by it (`_OPENING`): one match a line. Every pattern is
+linear in the line (bounded or disjoint repeats).
 """
 
 from __future__ import annotations
@@ -48,11 +49,10 @@ _STAMP = (
     r"[\[(]?(?:(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}(?:[-/.]\d{2,4})?),?[T ]\s?"
     r"|[A-Z][a-z]{2} {1,2}\d{1,2},? )?\d{1,2}:\d{2}:\d{2}(?:[.,:]\d{1,9})?(?: ?(?:Z|UTC|[+-]\d{2}:?\d{2}))?[\])]?"
 )
-_STAMPED = re.compile(r"\s*" + _STAMP)
 # After a stamp, within the line's opening: a level word in capitals, or logcat's one-letter level before its tag.
 _LEVEL_AFTER = re.compile(rf"[\s\[(|:-]{_LEVEL}\b|\s[VDIWEF]\s+[\w.$-]+\s*:|\s[VDIWEF]/[\w.$-]+")
 LEVEL_WITHIN = 80  # characters after the stamp a level word is looked for in
-_LOG_ALONE = re.compile(
+_LOG_ALONE = (
     r"\s*(?:[IWEF]\d{4} \d{2}:\d{2}:\d{2}"  # glog
     r"|\S+ \S+ \S+ \[\d{1,2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] \""  # an access log
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:"  # Python's logging.basicConfig
@@ -61,11 +61,13 @@ _LOG_ALONE = re.compile(
     # a compiler's diagnostic: "main.c:3:5: error: ...", "app.ts(12,5): error TS2322: ..."
     r"|[\w./\\-]{1,200}\.[A-Za-z]{1,5}(?::\d+(?::\d+)?|\(\d+(?:,\d+)?\)): ?(?:fatal error|error|warning)\b)"
 )
-_LEVEL_FIRST = re.compile(rf"\s*[\[(]?{_LEVEL}\b[\])]?[:\s]")
-# Progress: tqdm's "45%|", bars of block characters or of "=" in brackets, Spark's "[Stage 3:", a rate with an ETA.
+_LEVEL_FIRST = rf"\s*[\[(]?{_LEVEL}\b[\])]?[:\s]"
+# Progress: bars of block characters; tqdm's "45%|####  |", a bar of "=" in brackets, Spark's "[Stage 3:", a rate with
+# an ETA. Looked for only where a line holds what each needs (`_progress`).
+_BARS = re.compile(r"[█▉▊▋▌▍▎▏━╸╺■▓▒░]{3}")
 _PROGRESS = re.compile(
-    r"\d{1,3}(?:\.\d+)?%\s?\|[█▉▊▋▌▍▎▏#▕ -]{0,100}\||[█▉▊▋▌▍▎▏━╸╺■▓▒░]{3}"
-    r"|\[(?=[^\]\n]{0,200}[=#]{3})[=#>.\- ]{4,200}\]|\[Stage \d+:|\d[kKMG]?i?B/s\b.{0,40}\beta\b"
+    r"\d{1,3}(?:\.\d+)?%\s?\|[█▉▊▋▌▍▎▏#▕ -]{0,100}\||\[(?=[^\]\n]{0,200}[=#]{3})[=#>.\- ]{4,200}\]|\[Stage \d+:"
+    r"|\d[kKMG]?i?B/s\b.{0,40}\beta\b"
 )
 _COUNTER = re.compile(r"\s*[A-Za-z][\w ().,/%:-]{0,80}=\s?-?\d[\d.,]{0,30}\s?[A-Za-z%]{0,3}\s*")
 # A stack frame: Java's (its location a source file and line, or native), written with spaces where it went through
@@ -77,10 +79,9 @@ _FRAME = re.compile(
     r"|\bat (?:async )?[\w$.<>\[\] ]{1,120}?"
     r"\((?:[\w.:-]*[/\\][^()\s]{0,300}|node:[^()\s]{1,200}|[\w.-]+\.m?[jt]sx?):\d+:\d+\)"
 )
-_FRAME_FIRST = re.compile(r"\s*at ")
 # A prompt and its command: a shell's ("$ ls", "user@host:~/x$ ls", "[user@host x]# ls", "PS C:\x> ls", "C:\x>ls",
 # zsh's "➜ ") or a REPL's (">>> ", "In [3]: ", "scala> ", "mysql> ", "hive> ", "irb(main):001:0> ").
-_PROMPT = re.compile(
+_PROMPT = (
     r"\s*(?:\([\w.-]{1,40}\) ?)?(?:\$ (?=[\w./~-])|[\w.-]{1,40}@[\w.-]{1,60}:[^\s$#]{0,200} ?[$#] "
     r"|\[[\w.-]{1,40}@[\w.-]{1,60} [^\]\n]{0,200}\][$#] "
     r"|PS [A-Za-z]:\\[^>\n]{0,200}> |[A-Za-z]:\\[^>\n]{0,200}> ?(?=\S)|➜ "
@@ -94,21 +95,32 @@ _PERSON_FIRST = re.compile(
     re.IGNORECASE,
 )
 
-NONE, LOG, RUN, COUNTER, FRAME = range(5)
+# The opening of a line, one pattern for the kinds told by it: one match a line, not one for each kind.
+_OPENING = re.compile(
+    rf"(?P<stamp>\s*{_STAMP})|(?P<alone>{_LOG_ALONE})|(?P<frame>\s*at )|(?P<level>{_LEVEL_FIRST})"
+    rf"|(?P<prompt>{_PROMPT})"
+)
+
+NONE, LOG, RUN, COUNTER, FRAME, PROMPT = range(6)
+_LOGGED = frozenset({LOG, RUN, COUNTER, FRAME})
 
 
 def _kind(line: str) -> int:
     """What a raw line is (see the module docstring)."""
-    stamp = _STAMPED.match(line)
-    if stamp is not None:
-        return LOG if _LEVEL_AFTER.search(line, stamp.end() - 1, stamp.end() + LEVEL_WITHIN) else RUN
-    if _LOG_ALONE.match(line) or _PROGRESS.search(line):
+    opening = _OPENING.match(line)
+    group = opening.lastgroup if opening is not None else None
+    if opening is not None and group == "stamp":
+        end = opening.end()
+        return LOG if _LEVEL_AFTER.search(line, end - 1, end + LEVEL_WITHIN) else RUN
+    if group == "alone" or _progress(line):
         return LOG
-    if _FRAME_FIRST.match(line) and _FRAME.match(line, len(line) - len(line.lstrip())):
+    if opening is not None and group == "frame" and _FRAME.match(line, opening.end() - 3):
         return FRAME
-    if _LEVEL_FIRST.match(line):
+    if group == "level":
         return RUN
-    if _COUNTER.fullmatch(line):
+    if group == "prompt":
+        return PROMPT
+    if "=" in line and _COUNTER.fullmatch(line):
         return COUNTER
     return NONE
 
@@ -119,25 +131,22 @@ def _bridge(line: str) -> bool:
     return 0 < len(stripped) <= 60 and len(stripped.split()) <= BRIDGE_WORDS and not stripped.endswith((".", "?"))
 
 
-# What every console line holds one of: a time's colon between digits, a level word's capitals, a frame's "at ", "="
-# of a counter or a bar, a prompt's "$", ">", "@", "In [" or "➜", a bar's block character or "%", a compiler's
-# "error", Java's "Exception in thread": a message without any is passed over in one scan.
-_MAY_HOLD = re.compile(
-    rf"\d:\d\d|{_LEVEL}|\bat [\w$]|=|[$>@%█▉▊▋▌▍▎▏━■▓▒░➜]|In \[\d|\[Stage|npm |: ?(?:fatal )?error|: ?warning"
-    r"|Exception in thread"
-)
+def _progress(line: str) -> bool:
+    """A progress bar's line. A pattern searched through every line costs more than the rest of the rules: it is
+    tried only on a line with a character past ASCII (a bar's blocks), a "%", a "[" or a rate's "B/s"."""
+    if not line.isascii() and _BARS.search(line):
+        return True
+    return ("%" in line or "[" in line or "B/s" in line) and _PROGRESS.search(line) is not None
 
 
 def console_spans(text: str) -> list[tuple[int, int]]:
     """The (start, end) offsets in `text` of what reads as console output, in order; they may touch, never overlap."""
-    if _MAY_HOLD.search(text) is None:
-        return []
     lines = text.split("\n")
     starts = [0]
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
     kinds = [_kind(line) for line in lines]
-    whole = _log_lines(lines, kinds) | _session_lines(lines)
+    whole = _log_lines(lines, kinds) | _session_lines(lines, kinds)
     spans = []
     for i, line in enumerate(lines):
         if i in whole:
@@ -153,21 +162,21 @@ def _log_lines(lines: list[str], kinds: list[int]) -> set[int]:
     out = {i for i, kind in enumerate(kinds) if kind == LOG}
     i = 0
     while i < len(lines):
-        if kinds[i] == NONE:
+        if kinds[i] not in _LOGGED:
             i += 1
             continue
         block = [i]  # a block opens and closes with a log line; a bridge inside only between two of them
         j = i + 1
         while j < len(lines):
-            if kinds[j] != NONE:
+            if kinds[j] in _LOGGED:
                 block.append(j)
                 j += 1
-            elif _bridge(lines[j]) and j + 1 < len(lines) and kinds[j + 1] != NONE:
+            elif _bridge(lines[j]) and j + 1 < len(lines) and kinds[j + 1] in _LOGGED:
                 block.extend((j, j + 1))
                 j += 2
             else:
                 break
-        logged = [k for k in block if kinds[k] != NONE]
+        logged = [k for k in block if kinds[k] in _LOGGED]
         counters = sum(kinds[k] == COUNTER for k in logged)
         if (len(logged) >= LOG_RUN and counters < len(logged)) or counters >= COUNTER_RUN:
             out.update(k for k in block if kinds[k] != FRAME)
@@ -175,18 +184,18 @@ def _log_lines(lines: list[str], kinds: list[int]) -> set[int]:
     return out
 
 
-def _session_lines(lines: list[str]) -> set[int]:
+def _session_lines(lines: list[str], kinds: list[int]) -> set[int]:
     """The indices of a shell or REPL session's lines: each prompt, and what the command printed after it."""
     out: set[int] = set()
     i = 0
     while i < len(lines):
-        if not _PROMPT.match(lines[i]):
+        if kinds[i] != PROMPT:
             i += 1
             continue
         out.add(i)
         i += 1
         printed = 0
-        while i < len(lines) and printed < OUTPUT_LINES and lines[i].strip() and not _PROMPT.match(lines[i]):
+        while i < len(lines) and printed < OUTPUT_LINES and lines[i].strip() and kinds[i] != PROMPT:
             stripped = lines[i].strip()
             if stripped.endswith("?") or _PERSON_FIRST.match(lines[i]):
                 break

@@ -7,7 +7,6 @@ import pytest
 from concept_support import titles
 from test_offline_prose import _real_segments
 
-from clients import console
 from clients.prose import prose
 
 
@@ -149,14 +148,3 @@ def test_the_sqoop_paste_gives_no_concept_from_its_log() -> None:
     found = {t.casefold() for t in titles(segment)}
     assert "sqoop" in found and "hadoop" in found
     assert not {t for t in found if " ounter" in t or "mapreduce" in t or "map task" in t or "framework" in t}
-
-
-def test_the_check_before_the_line_rules_lets_every_console_line_through() -> None:
-    """`console_spans` reads no line of a message in which `_MAY_HOLD` finds nothing: every console line above holds
-    what it looks for, and a sentence without any of it is spared the line rules."""
-    for text in CONSOLE.values():
-        for line in text.split("\n"):
-            kind = console._kind(line)
-            if kind != console.NONE or console._PROMPT.match(line):
-                assert console._MAY_HOLD.search(line), line
-    assert console._MAY_HOLD.search("Plain words, with a comma. And a question? Yes! At home (mostly).") is None
