@@ -26,9 +26,11 @@ What is masked:
   the header row next to them ("id, name,sal,dept"): three or more short fields of one or two words split by
   commas, semicolons, tabs or runs of spaces; a sentence with a number or a list in it has longer fields;
 - tracebacks and stack traces (`Traceback (most recent call last):`, `  File "..."`, `at pkg.Class(...)`,
-  `NameError: ...`), and a log pasted as it was written: two or more lines in a row that open with a time of day to
-  the second (`2024-03-01 12:41:03,123 INFO ...`, `[12:41:03] ...`, `Mar  1 12:41:03 host ...`) or a log level
-  (`ERROR ...`, `[WARN] ...`, `INFO:root:...`); one such line alone is prose ("ERROR: I forgot the key");
+  `NameError: ...`), and console output pasted as prose (clients/console.py): a log (a line with a time to the second
+  and a level, or two or more lines in a row that open with a time or a level: `2024-03-01 12:41:03,123 INFO ...`,
+  `23/04/10 07:52:54 WARN ...`, `[WARN] ...`; one line that opens with a level alone is prose: "ERROR: I forgot the
+  key"), Java and JavaScript stack frames in a line of prose, counter dumps ("Failed map tasks=1"), a shell or
+  REPL prompt with what the command printed, progress bars;
 - HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
   a markdown link (its text stays), table rule lines and table rows made of numbers;
 - the ingest's placeholder of an image, "[image: POINTER WxH]", and a media pointer of any scheme
@@ -56,6 +58,8 @@ import json
 import re
 import unicodedata
 from collections.abc import Callable
+
+from clients.console import blank_spans, console_spans
 
 # Claude's private notes and its artifacts, to their closing tag or the end of the message (a reply is read cut short):
 # in the text ("<antThinking>"), or a thinking block as the ingest renders it ("[thinking]\n...\n[/thinking]").
@@ -125,16 +129,11 @@ _IDENTIFIER = re.compile(
 )
 _TRACE_LINE = re.compile(
     r"^\s*(?:Traceback \(most recent call last\)|File \"[^\"]*\", line \d+|at [\w$.<>]+\(.*\)|Caused by: |\^+\s*$"
-    r"|[\w.]*(?:Error|Exception|Warning)(?::|$)|\.\.\. \d+ more|-{3,}> |During handling of the above)"
+    r"|[\w.]+(?:Error|Exception|Warning)(?::|$)|\.\.\. \d+ more|-{3,}> |During handling of the above)"
 )
-# A line of a log: it opens with a time of day to the second (after a date or not; syslog's "Mar  1 12:41:03")
-# or a log level, each maybe in brackets. Only a run of them is masked (LOG_RUN): a log is several lines.
-_LOG_LINE = re.compile(
-    r"^\s*[\[(]?(?:\d{4}[-/.]\d{2}[-/.]\d{2}[T ]\d{1,2}:\d{2}:\d{2}|\d{1,2}:\d{2}:\d{2}"
-    r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}"
-    r"|(?:DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|SEVERE|TRACE|FATAL|CRITICAL)\b[\])]?[:\s])"
-)
-LOG_RUN = 2  # this many log lines in a row or more are a log
+# A kind's name alone ("Exception: boom", "Error: ..."): a traceback's last line, but a person writes "Warning: the
+# bridge is closed" too; read as a trace's only inside one (`_mask_lines`).
+_BARE_KIND = re.compile(r"\s*(?:Error|Exception|Warning)(?::|$)")
 _CODE_START = re.compile(
     r"^\s*(?:\$ |>>> |\.\.\. |In \[\d+\]:|Out\[\d+\]:|scala> |sql> |mysql> |# ?include\b|//|/\*|\*/|--\s|@\w+"
     r"|(?:def|class|import|from \S+ import|return|elif|else:|try:|except\b|finally:|raise|lambda|yield|async|await"
@@ -275,6 +274,7 @@ def prose(text: str, *, table_rows: bool = False, quoted_names: bool = False) ->
         text = _sub(_FENCE, text)
     if "`" in text:
         text = _sub(_INLINE_CODE, text)
+    console = console_spans(text)  # read on the lines as written: the masks below would cut a log's lines apart
     if _HEX_DIGITS.search(text) is not None:
         text = _sub(_HEX_COLOUR, text, _blank_colour)
     if "[image" in text:
@@ -296,6 +296,7 @@ def prose(text: str, *, table_rows: bool = False, quoted_names: bool = False) ->
     if table_rows and "|" in text:
         text = _sub(_TABLE_ROW, text)
     text = _mask_lines(text)
+    text = blank_spans(text, console)  # after the line masks: a row of data is read whole, its time stamp too
     # The checks below hold a character every match of the pattern needs (most messages have none; a pattern tried
     # at every position of a message costs more than a scan for them): see _may_hold_path and the others.
     if _may_hold_path(text):
@@ -342,27 +343,13 @@ def _mask_lines(text: str) -> str:
             continue
         if stripped.startswith("Traceback (most recent call last)"):
             in_trace = True
-        elif in_trace and not line[:1].isspace() and not _TRACE_LINE.match(line):
+        elif in_trace and not line[:1].isspace() and not _TRACE_LINE.match(line) and not _BARE_KIND.match(line):
             in_trace = False  # a trace is its indented frames and trace lines: the next plain line is prose
         if in_trace or _is_code_line(line):
             lines[i] = " " * len(line)
-    _mask_log_runs(lines)
     _mask_cell_columns(lines)
     _mask_delimited_rows(lines)
     return "\n".join(lines)
-
-
-def _mask_log_runs(lines: list[str]) -> None:
-    """Blank each run of LOG_RUN or more lines in a row that read as a log's (`_LOG_LINE`)."""
-    start = 0
-    while start < len(lines):
-        end = start
-        while end < len(lines) and _LOG_LINE.match(lines[end]):
-            end += 1
-        if end - start >= LOG_RUN:
-            for i in range(start, end):
-                lines[i] = " " * len(lines[i])
-        start = max(end, start + 1)
 
 
 # A row of delimited values: cells split by a comma, a semicolon, a tab or a run of spaces (a list's bullet or number
