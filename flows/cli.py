@@ -272,7 +272,10 @@ def _run(
     force_format: str | None,
     run_id: str | None = None,
     force: bool = False,
+    nothing_found: dict[str | Path, str] | None = None,
 ) -> None:
+    """`nothing_found`: the folders given in which no export was found, with why (flows/export_paths.py): the
+    refusal says it when nothing else can be read; else said here, and the ingest stage reports each failed."""
     from clients.graph_server import left_as_found
     from flows.interrupt import before_the_run, take_sigint
     from flows.preflight import announce_start, finish_if_unchanged, refuse_bad_exports
@@ -282,11 +285,14 @@ def _run(
 
     if run_id is None and "ingest" in stages:
         try:
-            refuse_bad_exports(exports, settings, force_format)  # before Prefect: nothing starts for a bad file
+            # before Prefect: nothing starts for a bad file
+            refuse_bad_exports(exports, settings, force_format, nothing_found)
         except ExportError as exc:
             if as_json:  # a script reading stdout gets an object that says why, as a failed run's summary does
                 emit({"run_id": None, "status": "refused", "error": str(exc), "stages": [], "files": []})
             raise
+    for folder, why in {} if settings.pipeline.quiet else (nothing_found or {}).items():
+        click.echo(safe_line(f"{folder}: {why}"), err=True)
     # `staging runs` says a run is starting until the run has a row; Ctrl-C before the run's own handler (Prefect's
     # import, another run's lock): one line, exit 130
     with announce_start(settings.data_dir), _no_prefect_left(settings.data_dir), before_the_run():
@@ -405,10 +411,21 @@ def run(
                 " unzipped export, which holds no conversations",
                 err=True,
             )
-        paths, looked = expand_folders(paths, settings.data_dir)  # `chatmem run ~/Downloads`: exports in subfolders
+        # `chatmem run ~/Downloads`: the exports in its subfolders
+        paths, looked, nothing_found = expand_folders(paths, settings.data_dir)
         for line in [] if settings.pipeline.quiet else looked:
             click.echo(safe_line(line), err=True)
-    _run(app, settings, paths, stages, force_format=force_format, as_json=as_json, run_id=run_id, force=force)
+    _run(
+        app,
+        settings,
+        paths,
+        stages,
+        force_format=force_format,
+        as_json=as_json,
+        run_id=run_id,
+        force=force,
+        nothing_found=nothing_found if exports else None,
+    )
 
 
 # the help names the stages from the registry (a docstring cannot): an added stage is listed without an edit here
@@ -461,8 +478,8 @@ def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, 
 def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | None, as_json: bool) -> None:
     """Ingest new dumps dropped in a folder, on a cron schedule (a served Prefect deployment).
 
-    Dumps already ingested (same bytes) are skipped; a dump that fails is reported once and tried again when
-    the file changes (a fixed copy), not at every tick.
+    Dumps already ingested (same bytes) are skipped; a dump picked up is said in one line, and how its run ended;
+    a dump that fails is reported once and tried again when the file changes (a fixed copy), not at every tick.
 
     \b
     Example: chatmem serve --cron "*/15 * * * *" --watch ~/dumps

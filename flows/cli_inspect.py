@@ -149,6 +149,8 @@ def open_readonly(path: Path, settings: Settings) -> Iterator[sqlite3.Connection
         from flows.preflight import describe_starting, starting
 
         info = starting(settings.data_dir)
+        if info is None and not settings.data_dir.exists():
+            raise ChatmemError(no_data_dir(settings)) from None
         if info is not None:  # a first run between its command and its first stage: not "nothing"
             raise ChatmemError(
                 f"nothing in {settings.data_dir} yet: {describe_starting(info)}; {path.name} appears when its"
@@ -169,17 +171,33 @@ def nothing_yet(settings: Settings, path: Path) -> bool:
     stderr, and the listing commands (`staging runs`, `failures`, `tables`, `archive stats`) answer with their
     empty answer, exit 0: no runs, no failures is a true answer, as in a data dir whose runs are all no-ops. The
     line names the data dir, so that a mistyped --data-dir is seen. Commands that show what a stage builds
-    (`topics`, `recall`, `report`, `staging show`) exit 1 instead and name the command that builds it."""
+    (`topics`, `recall`, `report`, `staging show`) exit 1 instead and name the command that builds it. A data dir
+    that does not exist at all is no empty answer (a mistyped --data-dir, or `chatmem archive stats` before any
+    run): exit 1, one line naming it and the command that builds an archive there (`no_data_dir`)."""
     from flows.preflight import starting
 
     if path.exists() or starting(settings.data_dir) is not None:
         return False
+    if not settings.data_dir.exists():  # not an empty answer: a mistyped --data-dir, or no run yet at all
+        raise ChatmemError(no_data_dir(settings))
     click.echo(
         f"nothing in {settings.data_dir} yet ({path.name} does not exist): run `chatmem run EXPORT` first, or point"
         " --data-dir / CHATMEM_DATA_DIR at an existing data dir",
         err=True,
     )
     return True
+
+
+def no_data_dir(settings: Settings) -> str:
+    """One line for a read-only command on a data dir that does not exist (it is not created): it has no archive,
+    and the command that builds one there."""
+    import shlex
+
+    build = shlex.join(["chatmem", "--data-dir", str(settings.data_dir), "run", "EXPORT"])
+    return (
+        f"{settings.data_dir} does not exist, so it holds no archive: build one with `{build}`, or point --data-dir"
+        " / CHATMEM_DATA_DIR at an existing data dir"
+    )
 
 
 def check_run_id(settings: Settings, run_id: str | None) -> None:
@@ -232,7 +250,8 @@ def staging() -> None:
 @JSON_OPTION
 @click.pass_obj
 def staging_runs(app: App, limit: int, each: bool, as_json: bool) -> None:
-    """List recent runs, newest first, with each stage's latest status.
+    """List recent runs, newest first, with each stage's latest status and how long the run took; below the
+    table, how long each stage took (its latest attempt).
 
     Consecutive no-op runs (every stage unchanged: a cron job's checks) show as one line, the newest, with how
     many checks it stands for since when (--each: one line per run; --json always gives every run).
@@ -262,11 +281,62 @@ def staging_runs(app: App, limit: int, each: bool, as_json: bool) -> None:
         first = str(run_row.pop("first_check", "") or "")[:16].replace("T", " ")
         if checks > 1:
             run_row["status"] = f"{checks} no-op runs since {first}"
-        run_row["stages"] = _stage_summary(run_row.pop("stage_status"))
+        statuses = run_row.pop("stage_status")
+        run_row["stages"] = _stage_summary(statuses)
+        run_row["stage_times"] = stage_times(statuses, run_row.pop("stage_duration_s"))
+        took = run_row.pop("duration_s")
+        run_row["took"] = "" if took is None else duration(took)
         run_row["exports"] = len(run_row["exports"])
         run_row["started_at"] = str(run_row["started_at"] or "")[:16].replace("T", " ")  # UTC, to the minute
         run_row.setdefault("resume", "")
-    print_table(runs, ["id", "status", "started_at", "stages", "exports", "error", "resume"])
+    print_table(runs, ["id", "status", "started_at", "took", "stages", "exports", "error", "resume"])
+    print_stage_times(runs)
+
+
+def print_stage_times(runs: list[dict[str, Any]]) -> None:
+    """Each run's stage times below the table, one run a line (wrapped under itself): a table cell of ten stages'
+    times would make every table too wide for a terminal (each run one block of lines) or cut its middle."""
+    timed = [row for row in runs if row["stage_times"]]
+    if not timed:
+        return
+    click.echo("stage times (each stage's latest attempt; a stage skipped as unchanged did no work):")
+    label = max(len(str(row["id"])) for row in timed)
+    room = max(terminal_width() - label - 4, 30)
+    for row in timed:
+        lines = [""]
+        for part in str(row["stage_times"]).split(", "):  # a stage and its time stay on one line
+            if lines[-1] and len(lines[-1]) + 2 + len(part) > room:
+                lines[-1] += ","
+                lines.append("")
+            lines[-1] += f"{', ' if lines[-1] else ''}{part}"
+        click.echo(f"  {str(row['id']).ljust(label)}  {lines[0]}")
+        for line in lines[1:]:
+            click.echo(f"  {' ' * label}  {line}")
+
+
+def duration(seconds: float) -> str:
+    """`0.4s`, `12s`, `3m05s`, `2h07m`: a time at a glance, to the precision that matters at its size."""
+    if seconds < 9.95:
+        return f"{seconds:.1f}s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def stage_times(statuses: dict[str, str], durations: dict[str, float | None]) -> str:
+    """`ingest 0.2s, embed 1.5s, cluster 3.1s`: each stage that ran, in pipeline order, with how long its latest
+    stage run took; a stage skipped as unchanged did no work and is left out (`stages` names it), one not finished
+    says its status instead (`embed running`)."""
+    shown = []
+    for stage, status in statuses.items():
+        took = durations.get(stage)
+        if status == "skipped":
+            continue
+        shown.append(f"{stage} {status}" if took is None else f"{stage} {duration(took)}")
+    return ", ".join(shown)
 
 
 def _stage_summary(statuses: dict[str, str]) -> str:

@@ -174,5 +174,5 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
         why = str(bad[0]["detail"] or "").removeprefix(f"{bad[0]['path']}: ")
         names = safe_line(f"{bad[0]['path']}: {why[:200]}" if why else str(bad[0]["path"]))
     cut = any(row["status"] == "partial" for row in bad)
-    fix = "run again with the whole file" if cut else "fix the file and run again"
+    fix = "run again with the whole file" if cut else f"fix the file{'s' if len(bad) > 1 else ''} and run again"
     raise ChatmemError(f"{_files_word(bad)} in run {run_id}: {names}; {fix} (chatmem staging failures lists them)")

@@ -111,7 +111,9 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
     and project sandboxes (`user-ID/.../mnt/data/x.json`), none of them an export, so its other files are its own:
     not read; one beside its conversations.json named as an export is said (it may be the user's, to move out), the
     rest are not (a ChatGPT export's images and sandboxes would be hundreds of lines); one that is an export itself
-    (`is_an_export_itself`: another dump dropped beside a bare conversations.json) is read. Left out and said: any other
+    (`beside_export`: another dump dropped beside a bare conversations.json) is read, and so is a broken one beside a
+    bare conversations.json (no vendor's side file there: a folder of the user's dumps), for ingest to report it bad
+    (in a vendor's download it may be an upload, and is said as its file). Left out and said: any other
     file, a download still in progress, an unreadable file, a hidden file named as an export, a folder deeper than
     `depth` (an export folder too) and a link to a folder (no loops). Never looked at, never said: other hidden
     entries (.git, .DS_Store, the default data dir .chatmem) and the data dir wherever it lies (its databases are
@@ -128,6 +130,8 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
         except OSError as exc:  # unreadable: said as left out, not a traceback
             left.append(LeftOut(where, f"cannot be read: {exc.strerror or exc}"))
             return
+        # A bare conversations.json (no side file of a vendor's download beside it: a folder of the user's dumps)
+        bare = where == export and not any(is_side_file(e.name) for e in entries)
         for entry in entries:
             real = entry.resolve()
             if real == own or own in real.parents:
@@ -145,8 +149,9 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
                 else:
                     left.append(LeftOut(entry, why))
             elif where == export and _named_as_export(entry) and not is_side_file(entry.name):
-                if is_an_export_itself(entry):  # another export dropped beside it (a watched folder of dumps)
-                    found.append(entry)
+                kind = beside_export(entry)
+                if kind == EXPORT or (kind == BROKEN and bare):  # another dump dropped beside it (a watched folder)
+                    found.append(entry)  # a broken one is read too: ingest reports it bad, with why, in one line
                 else:
                     left.append(LeftOut(entry, in_export(export)))  # beside its conversations.json: may be an upload
 
@@ -179,12 +184,16 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
     return found, left
 
 
-def is_an_export_itself(path: Path) -> bool:
-    """Whether a file beside an export's conversations.json is an export of its own: a zip that holds a
-    conversations file, or JSON whose first records read as one of the formats (ingest.detect). A watched folder
-    that holds a bare conversations.json is an export folder, and every dump dropped in beside it later would
-    otherwise be taken as one of its files and never read; an upload of the vendor's export (a table, a config:
-    no conversations) is still one of its files."""
+EXPORT, BROKEN, OWN_FILE = "export", "broken", "own file"  # what a file beside an export's conversations.json is
+
+
+def beside_export(path: Path) -> str:
+    """What a file named as an export beside an export's conversations.json is: EXPORT, an export of its own (a zip
+    that holds a conversations file, or JSON whose first records read as one of the formats: ingest.detect);
+    BROKEN, a dump that cannot be read (a .zip that is no zip, JSON that is not JSON, empty, cut short in its first
+    record, unreadable); else OWN_FILE, one of the export's own files (an upload: a table, a config, a zip of
+    photos). A watched folder that holds a bare conversations.json is an export folder, and every dump dropped in
+    beside it later would otherwise be taken as one of its files and never read, a broken one never said bad."""
     import zipfile
 
     from contracts.errors import MalformedExportError, UnsupportedFormatError
@@ -194,12 +203,15 @@ def is_an_export_itself(path: Path) -> bool:
     try:
         if path.suffix.lower() == ".zip":
             with zipfile.ZipFile(path) as archive:
-                return any(is_conversations_file(name.rsplit("/", 1)[-1]) for name in archive.namelist())
+                names = archive.namelist()
+            return EXPORT if any(is_conversations_file(name.rsplit("/", 1)[-1]) for name in names) else OWN_FILE
         with path.open("rb") as stream:
             detect_format(stream.read(HEAD_BYTES), name=path.name)
-        return True
-    except (OSError, zipfile.BadZipFile, MalformedExportError, UnsupportedFormatError):
-        return False
+        return EXPORT
+    except UnsupportedFormatError:  # valid JSON of another shape
+        return OWN_FILE
+    except (OSError, zipfile.BadZipFile, MalformedExportError):
+        return BROKEN
 
 
 def _named_as_export(path: Path) -> bool:
@@ -212,13 +224,18 @@ def in_export(export: Path) -> str:
     return f"inside the export folder {export.name}/, taken as one of its files; move it out to have it read"
 
 
-def expand_folders(paths: list[str | Path], data_dir: Path) -> tuple[list[str | Path], list[str]]:
-    """(the paths to read, one line to say per folder looked into): each folder given becomes the exports found
-    in it (`exports_in_folder`; the folder itself where it holds a conversations.json, nothing else said when that
-    is all); one with none found stays as given, and the ingest stage reports it (named, as a file that cannot be
-    read)."""
+def expand_folders(
+    paths: list[str | Path], data_dir: Path
+) -> tuple[list[str | Path], list[str], dict[str | Path, str]]:
+    """(the paths to read, one line to say per folder looked into where exports were found, why each folder in
+    which none was found has nothing to read): each folder given becomes the exports found in it
+    (`exports_in_folder`; the folder itself where it holds a conversations.json, nothing else said when that is
+    all); one with none found stays as given, said once in the same words whether it is refused alone
+    (flows/preflight.py) or reported failed beside exports that arrive (`no export found in it and 3 levels of
+    subfolders below; left out 1: a/b/c/d/ (...)`, not that and then "folder has no conversations.json")."""
     read: list[str | Path] = []
     lines: list[str] = []
+    nothing_found: dict[str | Path, str] = {}
     for path in paths:
         folder = Path(path)
         if not folder.is_dir():
@@ -229,11 +246,13 @@ def expand_folders(paths: list[str | Path], data_dir: Path) -> tuple[list[str | 
             read.append(path)
             continue
         read.extend([path if p == folder else p for p in found] or [path])
-        said = f"{len(found)} export(s) found" if found else "no export found"
         where = f"in it and {FOLDER_DEPTH} levels of subfolders below"
-        where += f" ({_names(found, folder)})" if found else ""
-        lines.append(f"{folder}: {said} {where}{said_left(left, folder)}")
-    return read, lines
+        if found:
+            said = f"{len(found)} export(s) found {where} ({names_under(found, folder)})"
+            lines.append(f"{folder}: {said}{said_left(left, folder)}")
+        else:
+            nothing_found[path] = f"no export found {where}{said_left(left, folder)}"
+    return read, lines, nothing_found
 
 
 def said_left(left: list[LeftOut], folder: Path) -> str:
@@ -244,10 +263,10 @@ def said_left(left: list[LeftOut], folder: Path) -> str:
     reasons: dict[str, list[Path]] = {}
     for item in left:
         reasons.setdefault(item.why, []).append(item.path)
-    return f"; left out {len(left)}: " + "; ".join(f"{_names(p, folder)} ({why})" for why, p in reasons.items())
+    return f"; left out {len(left)}: " + "; ".join(f"{names_under(p, folder)} ({why})" for why, p in reasons.items())
 
 
-def _names(paths: list[Path], folder: Path, shown: int = 3) -> str:
+def names_under(paths: list[Path], folder: Path, shown: int = 3) -> str:
     """`2024-05-export/, claude/, notes/a.jsonl and 2 more`: paths under `folder`, a folder with its slash."""
     names = [f"{_relative(p, folder)}{'/' if p.is_dir() and p != folder else ''}" for p in paths[:shown]]
     return ", ".join(names) + (f" and {len(paths) - shown} more" if len(paths) > shown else "")

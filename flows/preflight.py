@@ -44,15 +44,24 @@ if TYPE_CHECKING:
     from staging.ledger import Attempt
 
 
-def refuse_bad_exports(paths: list[str | Path], settings: Settings, force_format: str | None) -> None:
+def refuse_bad_exports(
+    paths: list[str | Path],
+    settings: Settings,
+    force_format: str | None,
+    nothing_found: dict[str | Path, str] | None = None,
+) -> None:
     """Raise the first file's ExportError when no export can be read at all (empty, not an export, a zip with
     no conversations file, ...): nothing is started or written for such a run. With one readable export the
-    run goes ahead and the ingest stage reports the others (the rest of a run still arrives)."""
+    run goes ahead and the ingest stage reports the others (the rest of a run still arrives). A folder in
+    `nothing_found` (one given in which the search found no export) is refused with what the search said."""
     from ingest.detect import detect_format
     from ingest.sources import open_export, read_head
 
     errors: list[ExportError] = []
     for path in paths:
+        if nothing_found and path in nothing_found:
+            errors.append(ExportError(str(path), nothing_found[path]))
+            continue
         try:
             opened = open_export(
                 Path(path),

@@ -46,7 +46,7 @@ from clients.graph_target import local_server  # noqa: E402
 from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from flows import early_api, local_api, server_guard  # noqa: E402
-from flows.export_paths import LeftOut, exports_in_folder  # noqa: E402
+from flows.export_paths import LeftOut, exports_in_folder, names_under  # noqa: E402
 from flows.interrupt import EXIT_CODE, FLOW_RUN_ID, RunInterrupted  # noqa: E402
 from flows.log_setup import said_by_one_flow  # noqa: E402
 from flows.pipeline import run_pipeline, without_heartbeats  # noqa: E402
@@ -202,7 +202,8 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
     if not new:
         logger.info("watch - nothing new in %s (%d dump(s) already ingested%s)", watch_dir, len(done), unchanged)
         return result
-    logger.info("watch - %d new dump(s) in %s%s", len(new), watch_dir, unchanged)
+    names = names_under(new, Path(watch_dir))  # `conversations.json, 2024-05/, new.zip and 2 more`
+    _say(logger, "watch - %d new dump(s) in %s, picked up: %s%s", len(new), watch_dir, names, unchanged)
     graph = local_server(settings) if settings.load.local_server and not settings.load.uri else None
     stage_failed: StageError | None = None
     try:
@@ -236,7 +237,19 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
             result["ingested"].append({"path": row["path"], "status": row["status"]})
     if stage_failed is not None and not (stage_failed.stage == "ingest" and result["failed"]):
         logger.error("watch - %s", stage_failed)  # ingest stops only when no dump arrived: their lines say why
+    elif stage_failed is None and not result["failed"]:  # the failures' own lines say how those ended
+        _say(logger, "watch - run %s succeeded: %d dump(s) ingested", run_id, len(result["ingested"]))
     return result
+
+
+def _say(run_logger: Any, message: str, *args: object) -> None:
+    """`message` at INFO on the run's logger, past that logger's level: in a served tick Prefect's console shows the
+    run's warnings only, and a dump picked up, or the run that ingested it, is news all the same. The handlers still
+    decide, as for any record: Prefect's API gets it, a served tick's console shows it as the run's other lines
+    ("Flow run 'name' - watch - ..."), and the CLI's handler (`serve --once`) only with --verbose, as before."""
+    logger = run_logger.logger
+    _, kwargs = run_logger.process(message, {})  # the flow run's name and id, as its own lines carry them
+    logger.handle(logger.makeRecord(logger.name, logging.INFO, __file__, 0, message, args, None, extra=kwargs["extra"]))
 
 
 WAITING = "not tried again until the file changes (a fixed copy is read at the next tick)"

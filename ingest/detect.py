@@ -68,8 +68,7 @@ def detect_format(head: bytes, *, name: str) -> str:
         keys, closed, error = [], False, None
         fmt = "jsonl" if _looks_like_jsonl(body) else None
         if fmt is None:
-            problem = f"not a JSON list or object: the file starts with {_describe_start(body)}"
-            raise MalformedExportError(name, problem)
+            raise MalformedExportError(name, _not_json(body, name, len(head)))
     if fmt is not None:
         return fmt
     if error is not None:
@@ -181,12 +180,35 @@ def _looks_like_jsonl(body: bytes) -> bool:
     return False
 
 
-def _describe_start(body: bytes) -> str:
+def _not_json(body: bytes, name: str, size: int) -> str:
+    """Why a file that starts as neither JSON nor JSONL is no export, in words (never a bytes repr, which a user
+    cannot read): what it looks like instead, and its size."""
     if body.startswith(b"PK\x03\x04"):
-        return "a zip signature (open it as a zip export)"
+        return "not a JSON list or object: the file starts with a zip signature (open it as a zip export)"
     if body.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "a UTF-16 byte order mark (chatmem reads UTF-8)"
-    return repr(body[:20])
+        return "not a JSON list or object: the file starts with a UTF-16 byte order mark (chatmem reads UTF-8)"
+    amount = f"{size:,} bytes" if size < HEAD_BYTES else f"over {HEAD_BYTES // 1024} KiB"
+    start = _text_start(body)
+    if name.lower().endswith(".zip"):  # named as a zip, but no zip's signature: a download that went wrong
+        what = "binary data" if start is None else f"text: {start}"
+        return f"not a zip file: {amount} that start as neither a zip archive nor JSON ({what})"
+    return f"not a JSON list or object: {amount} of " + ("binary data" if start is None else f"text starting {start}")
+
+
+def _text_start(body: bytes, shown: int = 20) -> str | None:
+    """The first words of a text file, quoted ("<!DOCTYPE html>"), or None for binary data (not UTF-8, or control
+    characters other than whitespace in the first bytes)."""
+    head = body[: shown * 4]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # not only a character cut at the end of the head
+            return None
+        text = head[: exc.start].decode("utf-8")
+    if any(ord(c) < 32 and c not in "\t\r\n" for c in text):
+        return None
+    words = " ".join(text.split())
+    return '"' + words[:shown] + ('…"' if len(words) > shown else '"')
 
 
 def _keys(keys: list[str]) -> str:

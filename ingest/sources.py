@@ -173,7 +173,8 @@ def open_export(path: Path, *, max_member_bytes: int, max_ratio: float, digest: 
         files = conversation_files(path)
         if not files:
             raise MalformedExportError(
-                str(path), f"folder has no {CONVERSATIONS_FILE} (nor its numbered parts, conversations-000.json)"
+                str(path),
+                f"folder has no {CONVERSATIONS_FILE} directly in it (nor its numbered parts, conversations-000.json)",
             )
         side = sorted(p.name for p in path.iterdir() if p.name in KNOWN_SIDE_FILES)
         if len(files) == 1 and files[0].name == CONVERSATIONS_FILE:

@@ -128,9 +128,14 @@ def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
         notes=notes,
         skipped=all(o.status == "skipped" for o in outcomes),
         error="; ".join(f"{o.detail}" for o in failed) if stuck else None,
-        hint=f"fix or remove the file, then: {ctx.rerun}" if stuck else None,
+        hint=f"fix or remove {_named(failed)}, then: {ctx.rerun}" if stuck else None,
         unfinished=bool(failed),  # the failed files are read again by the next run, not skipped as unchanged
     )
+
+
+def _named(failed: list[FileOutcome]) -> str:
+    """The file(s) a re-run hint asks to fix: run again unchanged, they would only fail again."""
+    return failed[0].path if len(failed) == 1 else f"the {len(failed)} files named"
 
 
 def _ingest_one(

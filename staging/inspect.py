@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import datetime
 from typing import Any
 
 from contracts.errors import ConfigError
@@ -81,7 +82,8 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
     """The most recent runs first, each with the latest status of each of its stages.
 
     A run or stage recorded as `running` whose process is gone is shown as `interrupted` (staging/liveness.py),
-    and every run that is not succeeded (nor still running) carries `resume`, the command that finishes it.
+    and every run that is not succeeded (nor still running) carries `resume`, the command that finishes it. Each
+    run has how long it took (`duration_s`) and each stage's latest stage run took (`stage_duration_s`).
     """
     runs = _rows(
         conn.execute(
@@ -99,15 +101,43 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
         if recorded == "running" and run["status"] == "interrupted" and not run["error"]:
             run["error"] = vanished(pid)
         latest = conn.execute(
-            "SELECT stage, status, pid, host, pid_start FROM stage_runs WHERE id IN"
+            "SELECT stage, status, pid, host, pid_start, duration_s FROM stage_runs WHERE id IN"
             " (SELECT MAX(id) FROM stage_runs WHERE run_id = ? GROUP BY stage) ORDER BY id",
             (run["id"],),
-        )
-        run["stage_status"] = {str(row[0]): shown_status(str(row[1]), *row[2:]) for row in latest}
+        ).fetchall()
+        run["stage_status"] = {str(row[0]): shown_status(str(row[1]), *row[2:5]) for row in latest}
+        # how long each stage's latest stage run took (None: not finished), and the run from start to end
+        run["stage_duration_s"] = {str(row[0]): row[5] for row in latest}
+        run["duration_s"] = _seconds_between(run["started_at"], run["finished_at"])
         if run["status"] not in ("succeeded", "running"):
             left = unfinished_stages(conn, run["id"]) or run["stages"]
-            run["resume"] = resume_command(run["id"], left, run["stages"])
+            run["resume"] = _fix_first(conn, run["id"], left) + resume_command(run["id"], left, run["stages"])
     return runs
+
+
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    """Seconds from one ledger timestamp (ISO 8601) to another; None when either is missing or unreadable."""
+    try:
+        return round((datetime.fromisoformat(str(end)) - datetime.fromisoformat(str(start))).total_seconds(), 3)
+    except (ValueError, TypeError):  # not finished (None), or a timestamp an older chatmem wrote otherwise
+        return None
+
+
+def _fix_first(conn: sqlite3.Connection, run_id: str, left: list[str]) -> str:
+    """`fix or remove PATH, then: ` where the run stopped at ingest because no file could be read: run again
+    as it is, it would fail the same way (the command alone is no fix); '' otherwise."""
+    if not left or left[0] != "ingest":
+        return ""
+    rows = conn.execute(
+        "SELECT f.path FROM ingest_files f JOIN stage_runs s ON s.id = f.stage_run_id"
+        " WHERE f.run_id = ? AND f.status = 'failed' AND s.status = 'failed'"
+        " AND s.id = (SELECT MAX(id) FROM stage_runs WHERE run_id = ? AND stage = 'ingest') ORDER BY f.rowid",
+        (run_id, run_id),
+    ).fetchall()
+    if not rows:  # interrupted, or failed for another reason: the command is the fix
+        return ""
+    named = str(rows[0][0]) if len(rows) == 1 else f"the {len(rows)} files that failed (chatmem staging failures)"
+    return f"fix or remove {named}, then: "
 
 
 def vanished(pid: int | None) -> str:

@@ -244,7 +244,8 @@ def test_staging_runs_text_and_json(ingested: tuple[Path, dict[str, Any]]) -> No
         (run["run_id"], "succeeded", "succeeded")
     ]
     text = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "staging", "runs"], env={"COLUMNS": "200"}).stdout
-    assert text.splitlines()[0].split() == ["id", "status", "started_at", "stages", "exports", "error", "resume"]
+    header = ["id", "status", "started_at", "took", "stages", "exports", "error", "resume"]
+    assert text.splitlines()[0].split() == header
     statuses = as_json(chatmem("staging", "runs", "--json", "--limit", "1", data_dir=data_dir))[0]["stage_status"]
     succeeded = sum(status == "succeeded" for status in statuses.values())
     others = [f"{stage}:{status}" for stage, status in statuses.items() if status != "succeeded"]
@@ -290,9 +291,34 @@ def test_staging_failures_when_all_is_well(ingested: tuple[Path, dict[str, Any]]
     assert chatmem("staging", "failures", data_dir=data_dir).stdout.strip() == "no failures"
 
 
+def test_inspection_of_a_data_dir_that_does_not_exist_exits_1_and_creates_nothing(data_dir: Path) -> None:
+    """`archive stats` and its siblings on a data dir that does not exist (a mistyped --data-dir, or before any run):
+    exit 1 with one line saying it holds no archive and the command that builds one there, --json too (they exited 0
+    with an empty answer, as if an archive were there and empty); the data dir is not created."""
+    commands = [
+        ("archive", "stats"),
+        ("archive", "stats", "--json"),
+        ("staging", "runs"),
+        ("staging", "runs", "--json"),
+        ("staging", "tables"),
+        ("staging", "failures"),
+        ("staging", "show", "runs"),
+        ("topics",),
+        ("report",),
+    ]
+    for args in commands:
+        result = chatmem(*args, data_dir=data_dir)
+        assert result.exit_code == 1 and result.stdout == "", (args, result.output)
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"error: {data_dir} does not exist, so it holds no archive"), (args, line)
+        assert f"`chatmem --data-dir {data_dir} run EXPORT`" in line, (args, line)
+    assert not data_dir.exists()
+
+
 def test_inspection_of_an_empty_data_dir_says_so(data_dir: Path) -> None:
     """The listings of a data dir with nothing yet give their empty answer, exit 0 (no runs, no failures is true),
     with one line on stderr naming the data dir and the command that fills it; what a stage builds exits 1."""
+    data_dir.mkdir()  # there, but no run has written to it yet
     empty = {
         ("staging", "runs"): [],
         ("staging", "tables"): [],
@@ -311,4 +337,4 @@ def test_inspection_of_an_empty_data_dir_says_so(data_dir: Path) -> None:
     for args in (("topics",), ("staging", "show", "runs"), ("report",)):
         result = chatmem(*args, data_dir=data_dir)
         assert result.exit_code == 1 and "nothing in" in result.stderr, (args, result.stderr)
-    assert not data_dir.exists()  # reading never creates anything
+    assert list(data_dir.iterdir()) == []  # reading never creates anything

@@ -250,3 +250,26 @@ def test_the_detected_parser_reads_the_file(path: Path) -> None:
     with path.open("rb") as stream:
         items = list(parse(stream, name=path.name))
     assert items and all(isinstance(item, ExportConversation) for item in items)
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "said"),
+    [
+        (bytes(range(256)) + b"\x00" * 44, "x.zip", "x.zip: not a zip file: 300 bytes that start as neither a zip"),
+        (b"<!DOCTYPE html><html>", "x.zip", "not a zip file: 21 bytes that start as neither a zip archive nor JSON"),
+        (bytes(range(1, 256)) * 300, "x.json", "x.json: not a JSON list or object: over 64 KiB of binary data"),
+        (
+            b"hello world\n",
+            "notes.json",
+            'notes.json: not a JSON list or object: 12 bytes of text starting "hello world"',
+        ),
+    ],
+    ids=["random-bytes-zip", "page-named-zip", "binary", "text"],
+)
+def test_what_is_not_json_is_said_in_words_with_its_size_never_as_bytes(data: bytes, name: str, said: str) -> None:
+    """A fake .zip (random bytes named x.zip) is "not a zip file" with its size, what else a file holds is said in
+    words (binary data, or its first words quoted): before, the message quoted a Python bytes repr."""
+    with pytest.raises(MalformedExportError) as raised:
+        detect_format(data[:HEAD_BYTES], name=name)
+    message = str(raised.value)
+    assert said in message and "b'" not in message and 'b"' not in message and "\\x" not in message, message

@@ -46,7 +46,8 @@ def test_a_folder_of_downloads_is_searched_three_levels_down_for_exports(tmp_pat
     or a zip, up to FOLDER_DEPTH levels down. Left out, in one line: the page and the text file. Never read: the
     data dir under DIR, a hidden folder, anything deeper."""
     folder = downloads(tmp_path, chatgpt_export)
-    read, lines = expand_folders([folder], folder / "data")
+    read, lines, nothing_found = expand_folders([folder], folder / "data")
+    assert nothing_found == {}
     assert FOLDER_DEPTH == 3
     assert read == [folder / "2024-05-export", folder / "a" / "b" / "c" / "notes.jsonl", folder / "claude"]
     [line] = lines
@@ -85,18 +86,19 @@ def test_a_folder_with_its_own_conversations_json_and_a_file_are_read_as_given(
     """An export folder given itself, and a file: as before, nothing looked for and nothing said."""
     folder = downloads(tmp_path, chatgpt_export)
     given: list[str | Path] = [folder / "claude", str(folder / "page.html")]
-    assert expand_folders(given, folder / "data") == (given, [])
+    assert expand_folders(given, folder / "data") == (given, [], {})
 
 
 def test_a_folder_with_no_export_stays_as_given_and_says_so(tmp_path: Path) -> None:
-    """Nothing found: the folder is kept (the ingest stage names it as a file it cannot read) and the line says so."""
+    """Nothing found: the folder is kept (refused alone, else reported failed) with why, apart from the lines of the
+    folders where exports were found: the run says that why once, in these words, whichever happens."""
     folder = tmp_path / "empty"
     (folder / "x").mkdir(parents=True)
     (folder / "x" / "photo.jpg").write_bytes(b"\xff\xd8\xff")
-    read, [line] = expand_folders([folder], tmp_path / "data")
-    assert read == [folder]
+    read, lines, nothing_found = expand_folders([folder], tmp_path / "data")
+    assert read == [folder] and lines == []
     said = "no export found in it and 3 levels of subfolders below; left out 1: x/photo.jpg (not an export)"
-    assert line == f"{folder}: {said}"
+    assert nothing_found == {folder: said}
 
 
 def test_what_a_folder_leaves_out_is_said_with_why_and_the_same_for_run_and_serve(
@@ -140,7 +142,7 @@ def test_what_a_folder_leaves_out_is_said_with_why_and_the_same_for_run_and_serv
         ("safari.zip.download", DOWNLOADING),
         ("user.json", SIDE_FILE),
     ]
-    read, [line] = expand_folders([folder], tmp_path / "data")
+    read, [line], _ = expand_folders([folder], tmp_path / "data")
     assert read == [folder / "claude-backup"]
     assert "; left out 9: .backup.json (hidden: its name starts with a dot); " in line, line
     assert f"new.zip.crdownload, older.zip.part, safari.zip.download/ ({DOWNLOADING})" in line, line
@@ -172,7 +174,7 @@ def test_exports_inside_an_export_folder_are_read_and_its_own_files_are_not(
     said = "inside the export folder 2025-export/, taken as one of its files; move it out to have it read"
     assert [(item.path, item.why) for item in left] == [(export / "upload.json", said)]
 
-    read, [line] = expand_folders([export], tmp_path / "data")  # `chatmem run 2025-export/`
+    read, [line], _ = expand_folders([export], tmp_path / "data")  # `chatmem run 2025-export/`
     assert read == [export, export / "mine.jsonl", export / "old" / "2023"]
     assert line == (
         f"{export}: 3 export(s) found in it and 3 levels of subfolders below (conversations.json, mine.jsonl,"
@@ -183,7 +185,8 @@ def test_exports_inside_an_export_folder_are_read_and_its_own_files_are_not(
 def test_dumps_dropped_beside_a_bare_conversations_json_are_read(tmp_path: Path, chatgpt_export: Path) -> None:
     """A watched folder of dumps that holds a bare conversations.json is an export folder; a Claude export and a
     zipped export dropped in beside it later are exports of their own and read (they were taken as its files and
-    never read), while a zip or JSON that holds no conversations is still said."""
+    never read), and so are dumps that cannot be read (a .zip that is no zip, JSON that is not JSON: ingest reports
+    them bad; they were said as its files), while a zip or JSON that holds no conversations is still said."""
     import zipfile
 
     dumps = tmp_path / "dumps"
@@ -196,6 +199,30 @@ def test_dumps_dropped_beside_a_bare_conversations_json_are_read(tmp_path: Path,
     with zipfile.ZipFile(dumps / "photos.zip", "w") as archive:
         archive.writestr("a.jpg", b"jpg")
     (dumps / "fake.zip").write_bytes(b"this is not a zip")
+    (dumps / "broken.json").write_text("{not json", encoding="utf-8")
+    (dumps / "table.json").write_text('{"rows": [1, 2]}', encoding="utf-8")
     found, left = exports_in_folder(dumps, tmp_path / "data")
-    assert found == [dumps, dumps / "claude-2024.json", dumps / "export-2025.zip"]
-    assert [item.path.name for item in left] == ["fake.zip", "photos.zip"]
+    assert found == [
+        dumps,
+        dumps / "broken.json",
+        dumps / "claude-2024.json",
+        dumps / "export-2025.zip",
+        dumps / "fake.zip",
+    ]
+    assert [item.path.name for item in left] == ["photos.zip", "table.json"]
+
+
+def test_a_broken_file_in_a_vendors_export_folder_is_still_said_as_one_of_its_files(
+    tmp_path: Path, chatgpt_export: Path
+) -> None:
+    """Beside a conversations.json with the vendor's side files (user.json, chat.html: an unzipped download), a
+    file named as an export that cannot be read may be an upload of the user's (a broken JSON they asked about):
+    said as one of the export's files, not read, as before; the run of a real download does not fail for it."""
+    export = tmp_path / "2025-export"
+    export.mkdir()
+    shutil.copy(chatgpt_export, export / "conversations.json")
+    (export / "chat.html").write_text("<html></html>", encoding="utf-8")
+    (export / "file-abc-broken.json").write_text("{not json", encoding="utf-8")
+    found, left = exports_in_folder(export, tmp_path / "data")
+    assert found == [export]
+    assert [item.path.name for item in left] == ["file-abc-broken.json"]

@@ -197,7 +197,7 @@ def test_a_stage_whose_every_file_failed_fails_naming_them(tmp_path: Path) -> No
     bad.write_text("[{ this is not json", encoding="utf-8")
     with pytest.raises(StageError) as error:
         ingest(tmp_path / "data", bad)
-    assert "bad.json" in str(error.value) and "fix or remove the file" in str(error.value.rerun_hint or error.value)
+    assert "bad.json" in str(error.value) and f"fix or remove {bad}, then: " in str(error.value.rerun_hint)
     staging = open_staging(tmp_path / "data" / "staging.db")
     assert staging.execute("SELECT status FROM stage_runs").fetchone()["status"] == "failed"
 

@@ -32,7 +32,7 @@ def test_an_empty_data_dir_says_to_run_first_and_help_has_an_example(tmp_path: P
     """No databases yet: exit 1 with the command to run; --help shows an example."""
     runner = CliRunner()
     result = runner.invoke(cli, ["--data-dir", str(tmp_path / "none"), "inspect"])
-    assert result.exit_code == 1 and "chatmem run EXPORT" in result.output
+    assert result.exit_code == 1 and f"chatmem --data-dir {tmp_path / 'none'} run EXPORT" in result.output
     assert "Example:" in runner.invoke(cli, ["inspect", "--help"]).output
 
 

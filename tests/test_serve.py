@@ -374,15 +374,23 @@ def _tick(api: str, deployment: dict[str, Any]) -> str:
 
 @pytest.mark.slow
 def test_serve_runs_a_cron_deployment_that_ingests_the_folder(tmp_path: Path, chatgpt_export: Path) -> None:
-    """`chatmem serve --cron` starts a loopback Prefect server and serves the watch deployment on that cron."""
+    """`chatmem serve --cron` starts a loopback Prefect server and serves the watch deployment on that cron. Its
+    output says, in one line, the dump a tick picks up, and then that the run succeeded (it said nothing at all);
+    a tick with nothing new stays quiet."""
     watch = tmp_path / "watch"
     watch.mkdir()
     (watch / "conversations.json").write_bytes(chatgpt_export.read_bytes())
-    with _served(tmp_path, watch) as (api, deployment, _):
+    with _served(tmp_path, watch) as (api, deployment, log):
         schedules = _api(f"{api}/deployments/{deployment['id']}/schedules")
         assert [s["schedule"]["cron"] for s in schedules] == ["0 0 1 1 *"]
         assert deployment["parameters"]["watch_dir"] == str(watch)
         assert _tick(api, deployment) == "COMPLETED"
+        assert _tick(api, deployment) == "COMPLETED"  # nothing new
+        log.seek(0)
+        said = [line for line in log.read().splitlines() if " - watch - " in line]
+    assert len(said) == 2, said
+    assert said[0].endswith(f"watch - 1 new dump(s) in {watch}, picked up: conversations.json"), said
+    assert re.search(r"watch - run r\S+ succeeded: 1 dump\(s\) ingested$", said[1]), said
     archive = sqlite3.connect(tmp_path / "data" / "archive.db")
     assert archive.execute("SELECT COUNT(*) FROM conversations").fetchone()[0] == 1
 
