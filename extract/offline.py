@@ -15,7 +15,8 @@ output. For each segment:
    assigned in prose and number words are no words of a term ("--password cloudera", "city='Hyd'", "a million
    fields");
    a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
-   "linguistic diversity") counts where the segment says it so twice; a message in another language
+   "linguistic diversity") counts where the segment says it so twice, one opened by a qualifying word ("small
+   business") where the user says it so too (a reply's "a small vase" describes); a message in another language
    gives names and the runs of content words the segment says twice (extract/phrases.py), one in Chinese its
    nouns and noun compounds (extract/chinese.py: 推荐系统, 机器学习); a word the user says that the segment
    writes as a function or a command in inline code ("if we use explode", then "the `explode` function") is a
@@ -79,6 +80,7 @@ from extract.goals import goal
 from extract.mapper import map_raw_hypotheses
 from extract.phrases import (
     GENERIC,
+    QUALIFYING_OPENERS,
     Phrase,
     Token,
     _shouted,
@@ -93,7 +95,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import READ_USER_CHARS, TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 34  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 35  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: clients/prose.py reads as far)
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
@@ -562,10 +564,16 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
     _propose_coded(messages, found)
     _index_mentions(messages, found)
     _index_fences(messages, found)
-    for key in [k for k, c in found.items() if not c.firm and len(c.mentions) < LOOSE_SPREAD]:
+    for key in [k for k, c in found.items() if not c.firm and (len(c.mentions) < LOOSE_SPREAD or _described(c))]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
     return found
+
+
+def _described(candidate: _Candidate) -> bool:
+    """A loose phrase opened by a qualifying word ("small business", "a small vase") that only the replies say: the
+    assistant describing a thing, where the user's own "small business" names the kind they ask about."""
+    return candidate.key[0] in QUALIFYING_OPENERS and candidate.user_mentions() == 0
 
 
 def _propose_coded(messages: list[_Message], found: dict[tuple[str, ...], _Candidate]) -> None:
