@@ -1,5 +1,6 @@
-"""A qualifying opener the plain phrase rules cut ("small" in "a small business") comes back where the user names a
-kind with it: the offline extractor keeps the term as the user writes it (extract/phrases.py QUALIFYING_OPENERS)."""
+"""The offline extractor keeps a term as the user writes it: a qualifying opener the plain phrase rules cut ("small"
+in "a small business") comes back where the user names a kind with it (extract/phrases.py QUALIFYING_OPENERS), and
+the user's longer term ranks before a common word it holds ("litter box" before "litter")."""
 
 from __future__ import annotations
 
@@ -75,3 +76,36 @@ def test_the_qualifier_returns_only_on_a_kind_of_thing_and_the_phrase_stays_as_t
     assert loose("complex pyspark code in realtime requirements") == []
     assert loose("We made a small change to the schedule.") == []
     assert "Small businesses" in loose("Small businesses can compete with larger companies.")
+
+
+def test_the_users_longer_term_ranks_before_the_common_word_it_holds() -> None:
+    """A user who asks about the litter box says "litter" too, and the replies repeat both: the common word alone
+    scored first and took the better rank; the user's term says which thing, so it goes first and "litter" right
+    after it (kept, and citing no more evidence than the term)."""
+    segment = segment_input(
+        "seg-litter-box",
+        [
+            (
+                "user",
+                "I'm trying to get my kitten to use the litter box. The litter box is in the laundry room, and she"
+                " keeps kicking litter onto the floor. What litter works best for kittens?",
+            ),
+            (
+                "assistant",
+                "Kittens often kick litter out of a shallow litter box. Try a covered litter box with unscented"
+                " clumping litter, and place a mat under it. Keep the litter box away from her food and scoop the"
+                " litter daily.",
+            ),
+            ("user", "Should I get a second litter box for the upstairs bedroom?"),
+            (
+                "assistant",
+                "Yes: the usual rule is one litter box per cat plus one, so a second litter box upstairs helps. Use"
+                " the same litter in both.",
+            ),
+        ],
+    )
+    found = OfflineExtractor(6).extract(segment).hypotheses
+    order = [h.title.casefold() for h in found]
+    assert order.index("litter box") < order.index("litter")
+    spans = {h.title.casefold(): len(h.evidence_spans) for h in found}
+    assert spans["litter box"] >= spans["litter"]
