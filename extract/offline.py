@@ -15,7 +15,8 @@ output. For each segment:
    assigned in prose and number words are no words of a term ("--password cloudera", "city='Hyd'", "a million
    fields");
    a noun phrase with a modifier the plain rules cut ("a hashing algorithm", "performance tuning",
-   "linguistic diversity") counts where the segment says it so twice; a message in another language
+   "linguistic diversity") counts where the segment says it so twice, one opened by a qualifying word ("small
+   business") where the user says it so too (a reply's "a small vase" describes); a message in another language
    gives names and the runs of content words the segment says twice (extract/phrases.py), one in Chinese its
    nouns and noun compounds (extract/chinese.py: 推荐系统, 机器学习); a word the user says that the segment
    writes as a function or a command in inline code ("if we use explode", then "the `explode` function") is a
@@ -44,7 +45,8 @@ output. For each segment:
 4. the best `max_concepts` (past the fifth, terms the user says, then terms the replies say three times or more;
    a term is skipped when a better one holds all its words: "Glue" after "AWS Glue", though a name is not
    covered by a phrase that uses it as a modifier, "Hive" after "partitioned Hive table"; a term of up to three
-   words the user says after its head word is a concept of its own: "Hive external table" after "Hive"), and past
+   words the user says after its head word is a concept of its own: "Hive external table" after "Hive", and goes
+   before a common word it holds that scored higher: "litter box", then "litter", `_specific_first`), and past
    a full segment up to two names more, after all of them ("IKEA", which the user writes once beside six book
    titles; "StructType", which a reply introduces: `_names_past_cap`), are
    typed by a cue in the user's sentence around the first mention (tension, goal, project, behavioral_pattern,
@@ -79,6 +81,7 @@ from extract.goals import goal
 from extract.mapper import map_raw_hypotheses
 from extract.phrases import (
     GENERIC,
+    QUALIFYING_OPENERS,
     Phrase,
     Token,
     _shouted,
@@ -93,7 +96,7 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import READ_USER_CHARS, TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 34  # bump with any change to the rules below: it is part of the extraction cache key
+OFFLINE_VERSION = 36  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: clients/prose.py reads as far)
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
@@ -426,6 +429,7 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
             scored.append((-score, candidate.title().casefold(), candidate))
     scored.sort(key=lambda item: (item[0], item[1]))
     chosen: list[dict[str, Any]] = []
+    picked: list[_Candidate] = []
     taken: list[tuple[set[str], bool]] = []  # the words of each chosen term, and whether it is a full name
     repeated: list[_Candidate] = []  # past the open ranks, terms only the replies say, PAST_OPEN_SAID times or more
     for score, _, candidate in scored:
@@ -436,7 +440,11 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
                 repeated.append(candidate)
             continue  # past the open ranks, the user's words first
         if _choose(candidate, taken):
+            picked.append(candidate)
             chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
+    order = _specific_first(picked)
+    if order != picked:
+        chosen = [_hypothesis(segment, c, rank, open_ranks) for rank, c in enumerate(order)]
     # then what the replies keep saying, where room is left and where it cannot tie with an open rank: one that
     # cites a single span (said once) would share its evidence count, and its place in the conversation's top
     # five would be left to the titles' alphabetical order
@@ -450,6 +458,34 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     if len(chosen) == max_concepts:
         _names_past_cap(segment, scored, chosen, taken, open_ranks, untied)
     return chosen
+
+
+def _specific_first(picked: list[_Candidate]) -> list[_Candidate]:
+    """The segment's chosen terms in rank order, but a common word moved to just after a longer term the user says
+    that holds it ("Calculator" after "pricing calculator", "Neem" after "neem oil"): the user's term says which
+    thing, so it takes the better rank and the more evidence; the word stays, a place lower. Names ("Hive" before
+    "Hive external table") and words written as code keep their rank."""
+    order: list[_Candidate] = []
+    waiting: list[_Candidate] = []
+    for i, candidate in enumerate(picked):
+        if _common_word(candidate) and any(_holds(later, candidate) for later in picked[i + 1 :]):
+            waiting.append(candidate)
+            continue
+        order.append(candidate)
+        for word in [w for w in waiting if _holds(candidate, w)]:
+            waiting.remove(word)
+            order.append(word)
+    return order + waiting
+
+
+def _common_word(candidate: _Candidate) -> bool:
+    name = candidate.named and candidate.cased_mid > candidate.lower_mid
+    return len(candidate.key) == 1 and not name and not candidate.coded
+
+
+def _holds(term: _Candidate, word: _Candidate) -> bool:
+    """Whether `term` is a longer term the user says with `word` in it."""
+    return len(term.key) > 1 and word.key[0] in term.key and term.user_mentions() > 0
 
 
 def _names_past_cap(
@@ -562,10 +598,16 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
     _propose_coded(messages, found)
     _index_mentions(messages, found)
     _index_fences(messages, found)
-    for key in [k for k, c in found.items() if not c.firm and len(c.mentions) < LOOSE_SPREAD]:
+    for key in [k for k, c in found.items() if not c.firm and (len(c.mentions) < LOOSE_SPREAD or _described(c))]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
     return found
+
+
+def _described(candidate: _Candidate) -> bool:
+    """A loose phrase opened by a qualifying word ("small business", "a small vase") that only the replies say: the
+    assistant describing a thing, where the user's own "small business" names the kind they ask about."""
+    return candidate.key[0] in QUALIFYING_OPENERS and candidate.user_mentions() == 0
 
 
 def _propose_coded(messages: list[_Message], found: dict[tuple[str, ...], _Candidate]) -> None:

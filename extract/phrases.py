@@ -32,8 +32,9 @@ A list item's head of up to two words ("1. **Caching**: ...", "Use partitioning:
 
 Where the rules above cut a modifier off a noun phrase (a participle after a determiner: "a hashing algorithm",
 "a stored procedure"; an -ing head that ends a run after a noun: "performance tuning"; a common adjective in
-front: "linguistic diversity"), the phrase with it is proposed as well, marked loose: the extractor keeps it only
-where the segment says it so twice or more (a collocation, not "a larger dataset" said once).
+front: "linguistic diversity"; a qualifying opener, "small business", QUALIFYING_OPENERS), the phrase with it is
+proposed as well, marked loose: the extractor keeps it only where the segment says it so twice or more (a
+collocation, not "a larger dataset" said once), and one with a qualifying opener only where the user says it so.
 
 For a message in another language there is no part-of-speech lexicon here, so fewer kinds of candidate: names
 (where the language capitalises names only, Spanish, French, Russian..., a capital inside a sentence is a name's
@@ -120,6 +121,12 @@ _COMMON_OPENERS_TEXT = (
     " total one two three four five six seven eight nine ten dozen"
 )
 _COMMON_OPENERS = frozenset(_COMMON_OPENERS_TEXT.split())
+# The openers above that can say what kind a thing is rather than which one: with a noun they make collocations
+# people file things under ("small business", "big data", "high availability", "real estate", "normal distribution").
+# The plain rules cut them like the rest ("a small change"); the loose proposal puts them back, and the extractor
+# keeps it where the user says it so and the segment twice (extract/offline.py). "common" and "long" are left out:
+# they say how often or how far ("common pitfalls", "a long drive"), not what kind.
+QUALIFYING_OPENERS = frozenset(("large", "small", "big", "high", "low", "short", "real", "complex", "normal"))
 # Heads that only say what kind of text a thing was discussed in: "Spark code" is Spark, "pandas library" pandas.
 _META_HEADS_TEXT = (
     "code codes snippet snippets library libraries script scripts example examples program programs syntax"
@@ -909,8 +916,24 @@ def _plain_and_loose(
         wider = _with_modifiers(piece, opener, after, last)
         if len(wider) > 1:
             wider = _proper_head(prose, wider)
+        if phrase and wider in ([], phrase):
+            wider = _qualified(piece, phrase)
         if wider and wider != phrase:
             yield _phrase(prose, wider, loose=True)
+
+
+def _qualified(piece: list[Token], phrase: list[Token]) -> list[Token]:
+    """The noun phrase with the qualifying opener the plain rules cut just before it ("small business" of "a small
+    business"), [] when there is none: the phrase itself is trimmed as it was, so only the opener comes back."""
+    at = next((i for i, t in enumerate(piece) if t is phrase[0]), 0)
+    before = piece[at - 1] if at > 0 else None
+    if before is None or before.lower not in QUALIFYING_OPENERS or len(phrase) >= MAX_WORDS:
+        return []
+    if before.text != before.lower and not before.sentence_start:
+        return []  # "Big" in "the Big Apple": a name's word, which the name rules read
+    if any(_written_as_name(t) for t in phrase) or not lexicon.parts_of_speech(phrase[0].lower):
+        return []  # "complex pyspark code", "large Hive tables": it says which instance of a name, not a kind
+    return [before, *phrase]
 
 
 _ADDRESS_END = re.compile(r"[ \t]*(?:[!?,]|$)")
