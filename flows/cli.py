@@ -221,11 +221,27 @@ class ChatmemGroup(click.Group):
             from staging.db import is_storage_error, storage_error
 
             if not is_storage_error(exc):
+                if _in_the_way(exc):
+                    click.echo(f"error: {safe_line(_in_the_way(exc))}", err=True)
+                    ctx.exit(1)
                 raise
             app = ctx.obj if isinstance(ctx.obj, App) else None
             data_dir = app.data_dir if app and app.data_dir else Path(os.environ.get("CHATMEM_DATA_DIR", ".chatmem"))
             click.echo(f"error: {safe_line(str(storage_error(exc, None, data_dir=data_dir)))}", err=True)
             ctx.exit(1)
+
+
+def _in_the_way(exc: BaseException) -> str:
+    """One line for a path the command could not make or write because of what is already there (a file where a
+    folder must be, or the reverse), "" for any other error: the user's path, not a traceback."""
+    if not isinstance(exc, NotADirectoryError | FileExistsError | IsADirectoryError) or exc.filename is None:
+        return ""
+    why = {
+        NotADirectoryError: "a part of this path is a file, not a folder",
+        FileExistsError: "a file is where a folder has to be made",
+        IsADirectoryError: "a folder is where a file has to be written",
+    }[type(exc)]
+    return f"{exc.filename}: {why}; give a path of folders, or move the file away"
 
 
 @click.group(cls=ChatmemGroup, context_settings={"help_option_names": ["-h", "--help"]})

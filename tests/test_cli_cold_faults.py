@@ -156,3 +156,26 @@ def test_staging_runs_shows_how_long_the_run_and_each_stage_took(tmp_path: Path)
         assert any(line.startswith("took") or " took " in line for line in lines), lines
         heading = next(i for i, line in enumerate(lines) if line.startswith("stage times"))
         assert re.fullmatch(rf"  {run['id']}  ingest \d+\.\ds, segment \d+\.\ds", lines[heading + 1]), lines
+
+
+def test_a_path_through_a_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """An output path or a data dir that runs through a regular file: one `error:` line naming the path and exit 1,
+    for each command that makes folders (a NotADirectoryError / FileExistsError traceback before)."""
+    afile = tmp_path / "afile"
+    afile.write_text("", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    assert chatmem("archive", "stats", data_dir=data_dir).exit_code == 1  # nothing built: a data dir is made below
+    write_chats(tmp_path / "chats.jsonl", 2)
+    assert chatmem("-q", "run", tmp_path / "chats.jsonl", "--only", "ingest", data_dir=data_dir).exit_code == 0
+    for args in (
+        ("report", "--out", afile / "r"),
+        ("staging", "export", "stage_runs", "--out", afile / "x.csv", "--format", "csv"),
+        ("graph", "export-csv", afile / "g"),
+    ):
+        done = chatmem(*args, data_dir=data_dir)
+        assert done.exit_code == 1, (args, done.output)
+        assert "Traceback" not in done.output and isinstance(done.exception, SystemExit | None)
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith(f"error: {afile}") and "give a path of folders" in line, line
+    done = chatmem("-q", "run", tmp_path / "chats.jsonl", "--only", "ingest", data_dir=afile / "sub")
+    assert done.exit_code == 1 and "a part of this path is a file" in done.stderr, done.output
