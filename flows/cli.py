@@ -505,8 +505,8 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
     take_sigint()  # as `run` does: one SIGINT stops it even when it was started with SIGINT ignored
     settings = app.settings()
     engine = app.engine(settings, "serve", early_api=once)  # serve itself starts a server with a scheduler
+    engine.check_schedule(watch_dir, cron)  # with --once too: a bad --cron is a mistake to say, not to ignore
     if not once:
-        engine.check_schedule(watch_dir, cron)
         for line in app.defaults(settings, serving=True):
             click.echo(line, err=True)
         engine.serve_forever(watch_dir, settings, cron, force_format, lambda line: click.echo(line, err=True))

@@ -179,3 +179,16 @@ def test_a_path_through_a_file_is_one_line_not_a_traceback(tmp_path: Path) -> No
         assert line.startswith(f"error: {afile}") and "give a path of folders" in line, line
     done = chatmem("-q", "run", tmp_path / "chats.jsonl", "--only", "ingest", data_dir=afile / "sub")
     assert done.exit_code == 1 and "a part of this path is a file" in done.stderr, done.output
+
+
+def test_serve_once_refuses_a_bad_cron_before_it_reads_the_folder(tmp_path: Path) -> None:
+    """`serve --once --cron 'bad cron'`: the cron is checked with --once too (it was ignored, and the folder ingested),
+    exit 2 with one line, nothing ingested."""
+    watch = tmp_path / "dumps"
+    watch.mkdir()
+    write_chats(watch / "chats.jsonl", 2)
+    data_dir = tmp_path / "data"
+    done = chatmem("serve", "--once", "--cron", "bad cron", "--watch", watch, data_dir=data_dir)
+    assert done.exit_code == 2, done.output
+    assert done.stderr.strip() == "error: --cron 'bad cron' is not a valid cron expression", done.stderr
+    assert not (data_dir / "archive.db").exists()
