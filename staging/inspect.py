@@ -109,6 +109,12 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
         # how long each stage's latest stage run took (None: not finished), and the run from start to end
         run["stage_duration_s"] = {str(row[0]): row[5] for row in latest}
         run["duration_s"] = _seconds_between(run["started_at"], run["finished_at"])
+        # a run "succeeded" with files it could not read: what `staging runs` says beside the status
+        run["files_failed"] = int(
+            conn.execute(
+                "SELECT COUNT(*) FROM ingest_files WHERE run_id = ? AND status = 'failed'", (run["id"],)
+            ).fetchone()[0]
+        )
         if run["status"] not in ("succeeded", "running"):
             left = unfinished_stages(conn, run["id"]) or run["stages"]
             run["resume"] = _fix_first(conn, run["id"], left) + resume_command(run["id"], left, run["stages"])
