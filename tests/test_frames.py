@@ -86,4 +86,5 @@ def test_export_usage_errors_exit_2_and_help_has_an_example(inspected: Inspected
     assert bad.exit_code == 2
     assert "Example:" in runner.invoke(cli, ["staging", "export", "--help"]).output
     empty = runner.invoke(cli, ["--data-dir", str(tmp_path / "none"), "staging", "export", "runs", "--out", "x"])
-    assert empty.exit_code == 1 and "nothing in" in empty.output
+    assert empty.exit_code == 1 and "does not exist, so it holds no archive" in empty.output
+    assert not (tmp_path / "none").exists()

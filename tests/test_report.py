@@ -79,5 +79,6 @@ def test_report_command_writes_the_page_and_pngs_and_refuses_unknown_runs(
     unknown = runner.invoke(cli, ["--data-dir", data_dir, "report", "--run-id", "nope"])
     assert unknown.exit_code == 2 and "unknown run id 'nope'" in unknown.output
     empty = runner.invoke(cli, ["--data-dir", str(tmp_path / "none"), "report"])
-    assert empty.exit_code == 1 and "nothing in" in empty.output
+    assert empty.exit_code == 1 and "does not exist, so it holds no archive" in empty.output
+    assert not (tmp_path / "none").exists()
     assert "Example:" in runner.invoke(cli, ["report", "--help"]).output
