@@ -5,8 +5,10 @@
 #
 # BUILT_DIR: a labelled build (`bash benchmarks/build_labelled.sh DIR`), left as it is. For each seed, a copy
 # BUILT_DIR-seed-S gets its cluster stage run again with CHATMEM_CLUSTER__SEED=S (--force: tuned and fitted anew; the
-# topic texts' vectors are cached, so ~2-5 min a seed on 2 cores), then both label sets are scored. Prints one line a
-# seed: AMI over the conversations with a topic and over all of them, conversations in no topic, topics.
+# topic texts' vectors are cached, so ~2-5 min a seed on 2 cores), then both label sets and the two larger blind
+# groupings (benchmarks/labels/topic_grouping_{spark,demo}.json: 200 + 160 conversations, topics only) are scored.
+# Prints one line a seed: AMI over the conversations with a topic (and over all of them, conversations in no topic),
+# topics, largest topic.
 set -euo pipefail
 BUILT=${1:?usage: topic_seeds.sh BUILT_DIR SEED...}
 shift
@@ -20,12 +22,17 @@ for S in "$@"; do
   python benchmarks/bench_graph_quality.py --data-dir "$D" --out "$D.dev.json" --show 0 > /dev/null
   python benchmarks/bench_graph_quality.py --data-dir "$D" --labels benchmarks/labels/heldout_labels.json \
     --out "$D.heldout.json" --show 0 > /dev/null
+  for G in spark demo; do
+    python benchmarks/bench_graph_quality.py --data-dir "$D" --labels "benchmarks/labels/topic_grouping_$G.json" \
+      --out "$D.$G.json" > /dev/null
+  done
   python - "$D" "$S" <<'PY'
 import json, sys
 d, s = sys.argv[1:]
-a, b = (json.load(open(f"{d}.{k}.json")) for k in ("dev", "heldout"))
-print(f"seed {s}: dev AMI {a['topic_ami']:.3f} (all {a['topic_ami_all']:.3f}, {a['conversations_without_topic']} in no topic)"
-      f" | held-out {b['topic_ami']:.3f} (all {b['topic_ami_all']:.3f}, {b['conversations_without_topic']} in no topic)"
-      f" | {a['topics']} topics, largest {a['largest_topic_share']:.3f}", flush=True)
+r = {k: json.load(open(f"{d}.{k}.json")) for k in ("dev", "heldout", "spark", "demo")}
+parts = [f"{k} {v['topic_ami']:.3f} (all {v['topic_ami_all']:.3f}, {v['conversations_without_topic']} in no topic)"
+         for k, v in r.items()]
+print(f"seed {s}: AMI " + " | ".join(parts) + f" | {r['dev']['topics']} topics, largest {r['dev']['largest_topic_share']:.3f}",
+      flush=True)
 PY
 done

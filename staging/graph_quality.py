@@ -102,6 +102,12 @@ class Labels:
     def is_generic(self, title: str) -> bool:
         return normalise(title) in self.generic_never
 
+    @property
+    def topics_only(self) -> bool:
+        """A grouping with no concepts labelled (benchmarks/labels/topic_grouping_*.json): only the topic measures
+        mean anything against it."""
+        return not any("concepts" in c for c in self.conversations.values())
+
 
 @dataclass
 class Concept:
@@ -356,6 +362,15 @@ def score_data_dir(data_dir: Path, labels: Labels) -> dict[str, Any]:
     ]
     facts_hit = sum(fact_found(f, facts.get(c, [])) for c, f in wanted_facts)
     precision_of_facts, facts_in_labelled, facts_unmatched = fact_precision(facts, labels, present)
+    if labels.topics_only:
+        return {
+            "topics_only": True,
+            "conversations_labelled": len(labels.conversations),
+            "conversations_scored": len(scored),
+            **topic_agreement(dominant, labels, present),
+            "topics": len(sizes),
+            "largest_topic_share": (max(sizes.values()) / sum(sizes.values())) if sizes else None,
+        }
     return {
         "conversations_labelled": len(labels.conversations),
         "conversations_scored": len(scored),
@@ -379,6 +394,23 @@ def score_data_dir(data_dir: Path, labels: Labels) -> dict[str, Any]:
     }
 
 
+def _topic_lines(result: dict[str, Any]) -> list[str]:
+    """The report against a grouping without concepts: the topic measures alone."""
+    lines = [f"{result['conversations_scored']} of {result['conversations_labelled']} grouped conversations present"]
+    for name in ("topic_ami", "largest_topic_share"):
+        op, target = TARGETS[name]
+        value = result[name]
+        ok = value is not None and (value >= target if op == ">=" else value <= target)
+        shown = "n/a" if value is None else f"{value:.3f}"
+        lines.append(f"  {name:22s} {shown:>7s}   target {op} {target:.2f}   {'met' if ok else 'NOT met'}")
+    if result.get("topic_ami_all") is not None:
+        lines.append(
+            f"  topic AMI over every grouped conversation ({result['conversations_without_topic']} without a topic,"
+            f" each its own group): {result['topic_ami_all']:.3f}; topics {result['topics']}"
+        )
+    return lines
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -386,6 +418,8 @@ def _mean(values: Sequence[float]) -> float | None:
 def report_lines(result: dict[str, Any], show: int = 8) -> list[str]:
     """`score_data_dir`'s result as text: each measure against its target, facts, the archive's top 30, and the
     `show` worst conversations (what they ranked first, what was wrong, what was missed)."""
+    if result.get("topics_only"):
+        return _topic_lines(result)
     lines = [
         f"{result['conversations_scored']} of {result['conversations_labelled']} labelled conversations present,"
         f" {result['conversations_without_concepts']} without any concept"

@@ -14,6 +14,7 @@ from staging.graph_quality import (
     fact_precision,
     names_match,
     normalise,
+    report_lines,
     score_conversation,
     topic_agreement,
 )
@@ -133,3 +134,38 @@ def test_the_dev_labels_are_well_formed() -> None:
         assert item["topic_group"] and item["concepts"]
         assert all(c["name"] and isinstance(c.get("aliases", []), list) for c in item["concepts"])
     assert all(w == w.lower() for w in raw["generic_never"])
+
+
+@pytest.mark.parametrize("name", ["topic_grouping_spark.json", "topic_grouping_demo.json"])
+def test_the_large_topic_groupings_are_topic_only_and_cover_their_exports_apart_from_the_labelled_sets(
+    name: str,
+) -> None:
+    """The blind groupings of session 33 hold a topic group for each of their conversations, none of them in the dev
+    or held-out labels (so a change tuned on them is still checked on those), and are read as topic-only."""
+    grouping = Labels.load(LABELS.parent / name)
+    labelled = set(Labels.load(LABELS).conversations) | set(
+        Labels.load(LABELS.parent / "heldout_labels.json").conversations
+    )
+    assert len(grouping.conversations) >= 150
+    assert grouping.topics_only and not Labels.load(LABELS).topics_only
+    assert all(item["topic_group"] for item in grouping.conversations.values())
+    assert not set(grouping.conversations) & labelled
+
+
+def test_a_topic_only_grouping_reports_the_topic_measures_alone() -> None:
+    """Against a grouping without concepts the report shows agreement and the largest topic, no concept measure."""
+    result = {
+        "topics_only": True,
+        "conversations_labelled": 3,
+        "conversations_scored": 3,
+        **topic_agreement(
+            {"a": 1, "b": 1, "c": 2},
+            Labels({"a": {"topic_group": "x"}, "b": {"topic_group": "x"}, "c": {"topic_group": "y"}}, frozenset()),
+            {"a", "b", "c"},
+        ),
+        "topics": 2,
+        "largest_topic_share": 2 / 3,
+    }
+    lines = report_lines(result)
+    assert lines[1].split()[:2] == ["topic_ami", "1.000"] and "met" in lines[1]
+    assert not any("precision" in line or "recall" in line for line in lines)
