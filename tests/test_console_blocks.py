@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from concept_support import titles
 from test_offline_prose import _real_segments
 
 from clients.prose import prose
@@ -140,6 +141,16 @@ def test_the_eclipse_and_ocr_pastes_of_spark_first_are_blanked_in_place() -> Non
         kept = _kept(text)
         assert "Resource" not in kept and "Ival" not in kept and "groupSizes" not in kept, kept
     assert any(_kept(t).startswith("how to solve") for t in pastes)
+
+
+def test_the_spark_first_pastes_give_no_concept_and_their_subjects_stay() -> None:
+    """The cold try's junk from those pastes ("Description Resource Path Location", "Unknown Java Problem",
+    "sparkFirst", "Ival sc", "groupSizes") is no concept now; what the conversations are about stays."""
+    eclipse = {t.casefold() for s in _real_segments("spark-first", ("description\tresource",)) for t in titles(s)}
+    scala = {t.casefold() for s in _real_segments("spark-first", ("ival sc",)) for t in titles(s)}
+    assert {"eclipse", "scala", "java"} <= eclipse and "rdd" in scala
+    junk = {"description resource path location", "unknown java problem", "sparkfirst", "sparkfirst2", "ival sc"}
+    assert not (eclipse | scala) & (junk | {"ival", "groupsizes"})
 
 
 def test_a_copied_chatgpt_page_in_the_demo_keeps_its_prose() -> None:
