@@ -11,13 +11,16 @@ A line is one of:
 - a log line, alone (`LOG`): a date and a time to the second with a level word after it ("23/04/10 07:52:54 WARN
   mapreduce.Counters: ...", "2024-03-01 12:41:03,123 - app - ERROR - ...", "04-12 10:00:00.123 1234 E Tag: ..."),
   glog's "I0412 10:00:00.123", an access log's "1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET ...", Python's
-  "WARNING:root:...", "npm ERR! ...", a compiler's "main.c:3:5: error: ..."; a progress bar ("45%|████",
+  "WARNING:root:...", "npm ERR! ...", a compiler's "main.c:3:5: error: ...", log4j's level and logger without a date
+  (Spark's "ERROR Executor: ..."), gradle's "> Task :app:compileJava", Keras' "loss: 0.29 - accuracy: 0.91"; a
+  progress bar ("45%|████",
   "[=====>    ]", "━━━━━━ 1.2/3.4 MB"); a Java or JavaScript stack frame ("at org.x.Y.run(Y.java:12)", written
   with spaces where it went through OCR: "at org. apache. sqoop. tool. ExportTool. run (ExportTool. java: 99)"),
   blanked frame by frame, so a question written after the frames on the same line stays;
 - a log line in a run (`RUN`): one that opens with a time to the second or with a level word ("INFO: connection
-  open", "[WARN] ..."): a log is several such lines, and one alone is somebody's sentence ("ERROR: I forgot the
-  key", "12:41:05 is when it stopped");
+  open", "[WARN] ..."), or a tool's ("Epoch 3/10", docker compose's "web_1  | ...", pip's "Collecting pandas"): a
+  log is several such lines, and one alone is somebody's sentence ("ERROR: I forgot the key", "12:41:05 is when it
+  stopped");
 - a counter (`COUNTER`): "Failed map tasks=1", "GC time elapsed (ms)=94": words, "=", a number; a dump of
   COUNTER_RUN of them, or one beside another log line, is output ("rent=1200" and "food=300" alone are a budget);
 - a shell or REPL prompt with its command ("user@host:~/x$ hdfs dfs -ls", "PS C:\\> pip install", "mysql> ...",
@@ -29,6 +32,9 @@ counter group's "Job Counters", "Map-Reduce Framework", Keras' "Epoch 2/10", "Ex
 where it holds LOG_RUN log lines, one of them no counter, or COUNTER_RUN counters. A date or the word "error" in a
 sentence ("On 2024-03-01 12:41:03 the ERROR page showed up again") opens no line as a log does, and stays.
 
+Programs and tables pasted without a fence are read in blocks of lines (clients/console_blocks.py), and blanked
+here with the rest.
+
 One pattern reads a line's opening for every kind told by it (`_OPENING`): one match a line. Every pattern is
 linear in the line (bounded or disjoint repeats).
 """
@@ -36,6 +42,8 @@ linear in the line (bounded or disjoint repeats).
 from __future__ import annotations
 
 import re
+
+from clients.console_blocks import PERSON_FIRST, code_lines, table_spans
 
 LOG_RUN = 2  # this many log lines in a row or more are a log
 COUNTER_RUN = 3  # this many counters in a row or more are a counter dump
@@ -59,8 +67,25 @@ _LOG_ALONE = (
     r"|npm (?:ERR!|WARN|notice) "
     r"|Exception in thread \"[^\"\n]{1,80}\" "  # Java's uncaught exception
     # a compiler's diagnostic: "main.c:3:5: error: ...", "app.ts(12,5): error TS2322: ..."
-    r"|[\w./\\-]{1,200}\.[A-Za-z]{1,5}(?::\d+(?::\d+)?|\(\d+(?:,\d+)?\)): ?(?:fatal error|error|warning)\b)"
+    r"|[\w./\\-]{1,200}\.[A-Za-z]{1,5}(?::\d+(?::\d+)?|\(\d+(?:,\d+)?\)): ?(?:fatal error|error|warning)\b"
+    # log4j's "%p %c{1}: %m" without its date (Spark, Hadoop): "ERROR Executor: ...", "WARN util.NativeCodeLoader: ..."
+    rf"|{_LEVEL} (?:[a-z][\w$]{{0,40}}\.){{0,8}}[A-Z][\w$]{{0,60}}: "
+    r"|BUILD (?:SUCCESSFUL|FAILED) in \d|> Task :[\w:-]|FAILURE: Build failed with an exception)"  # gradle's
 )
+# A line of a tool's output in a run: Keras' "Epoch 3/10", docker compose's
+# "web_1  | ..." (a service and its replica before a bar), pip's "Collecting pandas", "Requirement already satisfied:
+# x in /path", "Successfully installed a-1.0 b-2.0": each with what follows the word as the tool writes it, so
+# "Downloading recent movies is illegal" stays.
+_TOOL_LINE = (
+    r"\s*(?:Epoch \d{1,6}/\d{1,6}\b|[\w.-]{1,60}[_-]\d{1,3}\s{0,40}\| "
+    r"|Collecting [\w.\[\],-]{1,100}(?:[<>=!~]=?[\w.*]{1,40})?(?: \(.{0,200}\))?\s*$"
+    r"|(?:Downloading|Using cached) [\w.-]{1,200}\.(?:whl|tar\.gz|zip)\b|Requirement already satisfied: \S{1,200} in "
+    r"|Installing collected packages: |Successfully (?:installed|uninstalled|built) [\w.-]{1,100}-\d"
+    r"|Building wheels? for [\w.-]{1,100} \(|Found existing installation: \S{1,100} \d)"
+)
+# Keras' metrics, "1875/1875 - 3s - loss: 0.2900 - accuracy: 0.9170": two "name: number" after " - " or more.
+_METRIC = r"\w{1,40}: \d{1,9}(?:\.\d{1,9})?(?:e-?\d{1,3})?"
+_METRICS = re.compile(rf"\b{_METRIC}(?: - {_METRIC})+")
 _LEVEL_FIRST = rf"\s*[\[(]?{_LEVEL}\b[\])]?[:\s]"
 # Progress: bars of block characters; tqdm's "45%|####  |", a bar of "=" in brackets, Spark's "[Stage 3:", a rate with
 # an ETA. Looked for only where a line holds what each needs (`_progress`).
@@ -88,17 +113,11 @@ _PROMPT = (
     r"|>>> |In \[\d+\]: |(?:scala|mysql|MariaDB \[[^\]\n]{0,40}\]|hive|sqlite|spark-sql|beeline|cqlsh|grunt|sql|"
     r"postgres|psql)[=>#-]{1,2} |irb\([\w]+\):\d+:\d+> )"
 )
-# The user speaking again after a command's output: a question, or a first word that only a person writes with.
-_PERSON_FIRST = re.compile(
-    r"\s*(?:i|i'm|i've|my|we|what|why|how|can|could|would|should|please|help|thanks|thank|is there|any|where|when"
-    r"|which|so|but|now|then|here|this|it)\b",
-    re.IGNORECASE,
-)
 
 # The opening of a line, one pattern for the kinds told by it: one match a line, not one for each kind.
 _OPENING = re.compile(
     rf"(?P<stamp>\s*{_STAMP})|(?P<alone>{_LOG_ALONE})|(?P<frame>\s*at )|(?P<level>{_LEVEL_FIRST})"
-    rf"|(?P<prompt>{_PROMPT})"
+    rf"|(?P<tool>{_TOOL_LINE})|(?P<prompt>{_PROMPT})"
 )
 
 NONE, LOG, RUN, COUNTER, FRAME, PROMPT = range(6)
@@ -112,11 +131,11 @@ def _kind(line: str) -> int:
     if opening is not None and group == "stamp":
         end = opening.end()
         return LOG if _LEVEL_AFTER.search(line, end - 1, end + LEVEL_WITHIN) else RUN
-    if group == "alone" or _progress(line):
+    if group == "alone" or _progress(line) or (" - " in line and ": " in line and _METRICS.search(line)):
         return LOG
     if opening is not None and group == "frame" and _FRAME.match(line, opening.end() - 3):
         return FRAME
-    if group == "level":
+    if group in ("level", "tool"):
         return RUN
     if group == "prompt":
         return PROMPT
@@ -146,14 +165,25 @@ def console_spans(text: str) -> list[tuple[int, int]]:
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
     kinds = [_kind(line) for line in lines]
-    whole = _log_lines(lines, kinds) | _session_lines(lines, kinds)
-    spans = []
+    whole = _log_lines(lines, kinds) | _session_lines(lines, kinds) | code_lines(lines)
+    spans = table_spans(lines, starts) if "\t" in text or "  " in text else []  # a table's cells are set apart so
     for i, line in enumerate(lines):
         if i in whole:
             spans.append((starts[i], starts[i] + len(line)))
         elif kinds[i] == FRAME or (" at " in line and _FRAME.search(line)):
             spans.extend((starts[i] + m.start(), starts[i] + m.end()) for m in _FRAME.finditer(line))
-    return spans
+    return _merged(spans)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans in order, those that overlap made one (a table's row may be a program's line too)."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start < out[-1][1]:
+            out[-1] = (out[-1][0], max(end, out[-1][1]))
+        else:
+            out.append((start, end))
+    return out
 
 
 def _log_lines(lines: list[str], kinds: list[int]) -> set[int]:
@@ -197,7 +227,7 @@ def _session_lines(lines: list[str], kinds: list[int]) -> set[int]:
         printed = 0
         while i < len(lines) and printed < OUTPUT_LINES and lines[i].strip() and kinds[i] != PROMPT:
             stripped = lines[i].strip()
-            if stripped.endswith("?") or _PERSON_FIRST.match(lines[i]):
+            if stripped.endswith("?") or PERSON_FIRST.match(lines[i]):
                 break
             out.add(i)
             i += 1

@@ -30,7 +30,10 @@ What is masked:
   and a level, or two or more lines in a row that open with a time or a level: `2024-03-01 12:41:03,123 INFO ...`,
   `23/04/10 07:52:54 WARN ...`, `[WARN] ...`; one line that opens with a level alone is prose: "ERROR: I forgot the
   key"), Java and JavaScript stack frames in a line of prose, counter dumps ("Failed map tasks=1"), a shell or
-  REPL prompt with what the command printed, progress bars;
+  REPL prompt with what the command printed, progress bars, a tool's lines (docker compose, Keras, gradle, pip); and
+  (clients/console_blocks.py) a program pasted without a fence, two statement-shaped lines in a row or more
+  ("Ival sc = SparkContext.getOrCreate ()", "webPageData.persist ()"), a tab-separated table (an IDE's "Problems"
+  view) and one under a header in capitals (kubectl's "NAME  READY  STATUS");
 - HTML and XML tags and entities, markdown markers (headings, emphasis, list bullets, quotes), the target of
   a markdown link (its text stays), table rule lines and table rows made of numbers;
 - the ingest's placeholder of an image, "[image: POINTER WxH]", and a media pointer of any scheme

@@ -96,7 +96,8 @@ from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.text import READ_USER_CHARS, TERMINAL_ESCAPES, slug
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput, SegmentMessage
 
-OFFLINE_VERSION = 36  # bump with any change to the rules below: it is part of the extraction cache key
+# v37: the prose view blanks unfenced code, tool tables and tool logs (clients/console_blocks.py, clients/console.py)
+OFFLINE_VERSION = 37  # bump with any change to the rules below: it is part of the extraction cache key
 MAX_SPAN_CHARS = 240
 TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: clients/prose.py reads as far)
 # How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
