@@ -31,7 +31,7 @@ from click.core import ParameterSource
 from contracts.errors import ChatmemError, ConfigError, ExportError, StageError
 from flows.cli_inspect import JSON_OPTION, check_run_id, emit, open_readonly
 from flows.cli_run_summary import print_summary
-from flows.export_paths import expand_folders, rest_of_an_export
+from flows.export_paths import LeftOut, expand_folders, no_export_found, rest_of_an_export
 from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
 from flows.terminal import safe_line
@@ -500,20 +500,28 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
     \b
     Example: chatmem serve --cron "*/15 * * * *" --watch ~/dumps
     """
+    from flows.cron_check import check_cron
     from flows.interrupt import take_sigint
 
     take_sigint()  # as `run` does: one SIGINT stops it even when it was started with SIGINT ignored
     settings = app.settings()
+    # with --once too (a bad --cron is a mistake to say, not to ignore), and before Prefect: nothing is created
+    check_cron(cron)
     engine = app.engine(settings, "serve", early_api=once)  # serve itself starts a server with a scheduler
-    engine.check_schedule(watch_dir, cron)  # with --once too: a bad --cron is a mistake to say, not to ignore
+    engine.check_schedule(watch_dir, cron)
     if not once:
         for line in app.defaults(settings, serving=True):
             click.echo(line, err=True)
         engine.serve_forever(watch_dir, settings, cron, force_format, lambda line: click.echo(line, err=True))
         return
     result = engine.run_once(watch_dir, settings, force_format)
+    found = any(result[key] for key in ("already_ingested", "ingested", "failed", "waiting"))
     if as_json:
         emit(result)
+    elif result.get("left_out") and not found and result["run_id"] is None:
+        # no export at all, only paths left out (exports nested too deep): in the words `chatmem run DIR` uses
+        left = [LeftOut(Path(row["path"]), row["why"]) for row in result["left_out"]]
+        click.echo(safe_line(f"{watch_dir}: {no_export_found(Path(result['watch_dir']), left)}"))
     else:
         click.echo(f"watch {watch_dir}: run {result['run_id'] or '(nothing new)'}")
         for path in result["already_ingested"]:

@@ -23,8 +23,20 @@ CONCEPT_STATES = ("active", "weak", "merged", "split", "archived")
 @click.command("concepts")
 @click.option("--type", "concept_type", type=click.Choice(CONCEPT_TYPES), help="Only concepts of this type.")
 @click.option("--state", type=click.Choice(CONCEPT_STATES), help="Only concepts in this state.")
-@click.option("--limit", default=50, show_default=True, help="How many concepts, most evidence first (0: all).")
-@click.option("--evidence", default=3, show_default=True, help="Evidence spans shown per concept in text (0: all).")
+@click.option(
+    "--limit",
+    default=50,
+    type=click.IntRange(min=0),
+    show_default=True,
+    help="How many concepts, most evidence first (0: all).",
+)
+@click.option(
+    "--evidence",
+    default=3,
+    type=click.IntRange(min=0),
+    show_default=True,
+    help="Evidence spans shown per concept in text (0: all).",
+)
 @JSON_OPTION
 @click.pass_obj
 def concepts(app: App, concept_type: str | None, state: str | None, limit: int, evidence: int, as_json: bool) -> None:

@@ -21,7 +21,13 @@ if TYPE_CHECKING:
 
 @click.command("garden")
 @click.option("--dry-run", is_flag=True, help="Show the changes the garden stage would make; write nothing.")
-@click.option("--limit", default=50, show_default=True, help="Changes shown in text (0: all); --json shows all.")
+@click.option(
+    "--limit",
+    default=50,
+    type=click.IntRange(min=0),
+    show_default=True,
+    help="Changes shown in text (0: all); --json shows all.",
+)
 @JSON_OPTION
 @click.pass_obj
 def garden(app: App, dry_run: bool, limit: int, as_json: bool) -> None:

@@ -166,6 +166,16 @@ def open_readonly(path: Path, settings: Settings) -> Iterator[sqlite3.Connection
         conn.close()
 
 
+def require_data(settings: Settings, *paths: Path) -> None:
+    """Refuse, in one line and exit 1, a command with nothing to read: a data dir that does not exist (`no_data_dir`,
+    not created), or one without `paths` yet (open_readonly's line): the same words in every read-only command."""
+    if not settings.data_dir.exists():
+        raise ChatmemError(no_data_dir(settings))
+    for path in paths:
+        with open_readonly(path, settings):
+            pass
+
+
 def nothing_yet(settings: Settings, path: Path) -> bool:
     """`path` does not exist yet (a data dir no run has written to, and none starting): said in one line on
     stderr, and the listing commands (`staging runs`, `failures`, `tables`, `archive stats`) answer with their
@@ -245,7 +255,9 @@ def staging() -> None:
 
 
 @staging.command("runs")
-@click.option("--limit", default=20, show_default=True, help="How many recent runs (0: all).")
+@click.option(
+    "--limit", default=20, type=click.IntRange(min=0), show_default=True, help="How many recent runs (0: all)."
+)
 @click.option("--each", is_flag=True, help="One line per run: no-op runs in a row are not folded into one.")
 @JSON_OPTION
 @click.pass_obj
@@ -387,7 +399,7 @@ def staging_tables(app: App, as_json: bool) -> None:
 @staging.command("show")
 @click.argument("table")
 @click.option("--run-id", help="Only the rows of this run (tables with a run_id column).")
-@click.option("--limit", default=20, show_default=True, help="How many rows (0: all).")
+@click.option("--limit", default=20, type=click.IntRange(min=0), show_default=True, help="How many rows (0: all).")
 @JSON_OPTION
 @click.pass_obj
 def staging_show(app: App, table: str, run_id: str | None, limit: int, as_json: bool) -> None:

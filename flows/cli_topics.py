@@ -43,7 +43,7 @@ def _run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
 
 @click.command("topics")
 @RUN_OPTION
-@click.option("--limit", default=0, help="Show only the largest N topics (0: all).")
+@click.option("--limit", default=0, type=click.IntRange(min=0), help="Show only the largest N topics (0: all).")
 @JSON_OPTION
 @click.pass_obj
 def topics(app: App, run_id: str | None, limit: int, as_json: bool) -> None:
