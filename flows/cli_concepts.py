@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from flows.cli_inspect import CELL_WIDTH, JSON_OPTION, emit, open_readonly, require_stage, terminal_width
+from flows.cli_data import open_readonly, require_stage
+from flows.cli_table import CELL_WIDTH, JSON_OPTION, emit, terminal_width
 from flows.terminal import safe_line
 
 if TYPE_CHECKING:
     from contracts.concepts import ConceptHypothesis
-    from flows.cli import App
+    from flows.cli_app import App
 
 # contracts.concepts.CONCEPT_TYPES / CONCEPT_STATES (a pydantic module: loaded only when the command runs, so
 # that a usage error answers at once); tests/test_cli_startup.py keeps them equal

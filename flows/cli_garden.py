@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 import click
 
 from contracts.errors import ConfigError
-from flows.cli_inspect import JSON_OPTION, cell, emit, open_readonly, require_stage
+from flows.cli_data import open_readonly, require_stage
+from flows.cli_table import JSON_OPTION, cell, emit
 
 if TYPE_CHECKING:
     from contracts.facts import FactRecord
-    from flows.cli import App
+    from flows.cli_app import App
 
 
 @click.command("garden")

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from contracts.errors import ChatmemError
-from flows.cli_inspect import JSON_OPTION, emit, print_table, require_data
+from flows.cli_data import require_data
+from flows.cli_table import JSON_OPTION, emit, print_table
 from staging.db import connect_readonly
 
 if TYPE_CHECKING:
-    from flows.cli import App
+    from flows.cli_app import App
 
 
 @click.group("graph")

@@ -196,7 +196,7 @@ def _open(
     try:
         archive = connect_readonly(settings.archive_path)
         staging = connect_readonly(settings.staging_path)
-    except FileNotFoundError:  # the words of the CLI's read-only commands (flows/cli_inspect.py)
+    except FileNotFoundError:  # the words of the CLI's read-only commands (flows/cli_data.py)
         missing = (settings.staging_path if settings.archive_path.exists() else settings.archive_path).name
         raise ChatmemError(
             f"nothing in {settings.data_dir} yet ({missing} does not exist): run `chatmem run EXPORT` first, or point"
