@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, os.environ.get("CODE_ROOT", str(Path(__file__).resolve().parents[1])))
 from clients.embedders import build_embedder
 from contracts.settings import Settings
+from flows.cli_data import open_readonly
 from flows.cli_eval_recall import work_dir
-from flows.cli_inspect import open_readonly
 from memory.benchmarks import read_benchmark
 from memory.evaluate import ablations, evaluate, flat_vectors, plain_keys
 from memory.index import key_embedder, load_index, run_embedder

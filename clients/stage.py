@@ -87,11 +87,15 @@ class StageContext:
     exports: tuple[Path, ...] = ()  # the run's export files (a stage declared with exports)
     force_format: str | None = None
     force: bool = False  # --force: the stage redoes what its own caches would skip (ingest's sha256, segment's)
+    # the command that finishes the run from this stage (the runner reads it from the ledger: staging.liveness.
+    # finish_command); a stage does not know the run's other stages
+    finish: str = ""
 
     @property
     def rerun(self) -> str:
-        """The command that runs this stage again."""
-        return f"chatmem stage {self.stage} --run-id {self.run_id}"
+        """The command to give in a hint: the one that finishes the run (this stage and the later ones it
+        selected), or this stage alone for a context built without it (a test's)."""
+        return self.finish or f"chatmem stage {self.stage} --run-id {self.run_id}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@
     ├── ExportError                 a whole export file cannot be read (exit code 1)
     │   ├── MalformedExportError    not valid JSON / JSONL, truncated, wrong encoding
     │   ├── UnsupportedFormatError  valid JSON, but a format chatmem does not ingest (names the format)
-    │   └── UnsafeArchiveError      a .zip with path traversal, a bomb, or no conversations file
+    │   ├── UnsafeArchiveError      a .zip with path traversal, a bomb, or no conversations file
+    │   └── ExportsError            several files given and none can be read (names each, with why)
     ├── StageError                  a pipeline stage failed; names the stage, the run and how to re-run
     ├── StateError                  damaged, missing or unwritable state (a database, a full disk, the graph
     │                               password): names the file and what to do
@@ -75,6 +76,20 @@ class UnsafeArchiveError(ExportError):
     """A zip archive that is unsafe or useless to open (zip-slip paths, bombs, no conversations file)."""
 
 
+class ExportsError(ExportError):
+    """Several export files given and none can be read: each is named with why (the first `shown` of them), so
+    that all can be fixed at once rather than one per attempt."""
+
+    SHOWN = 10
+
+    def __init__(self, errors: list[ExportError], shown: int = SHOWN) -> None:
+        self.path = errors[0].path
+        named = "; ".join(str(error) for error in errors[:shown])
+        more = f"; and {len(errors) - shown} more" if len(errors) > shown else ""
+        self.problem = f"none of the {len(errors)} files given can be read: {named}{more}"
+        ChatmemError.__init__(self, self.problem)
+
+
 class StageError(ChatmemError):
     """A stage failed. The message says which stage, which run, why, and the command that re-runs it."""
 
@@ -83,7 +98,18 @@ class StageError(ChatmemError):
         self.run_id = run_id
         self.cause = redact_text(cause)
         self.rerun_hint = rerun_hint or f"chatmem stage {stage} --run-id {run_id}"
-        super().__init__(f"stage {stage} failed in run {run_id}: {self.cause} (re-run: {self.rerun_hint})")
+        self.hint_given = rerun_hint is not None  # else the runner gives the one that finishes the run (rehint)
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        return f"stage {self.stage} failed in run {self.run_id}: {self.cause} (re-run: {self.rerun_hint})"
+
+    def rehint(self, rerun_hint: str) -> None:
+        """Say `rerun_hint` instead of the default (the stage alone): the runner knows the run's stages, a stage
+        that raised this does not."""
+        self.rerun_hint = rerun_hint
+        self.hint_given = True
+        self.args = (redact_text(self._message()),)
 
 
 class StateError(ChatmemError):

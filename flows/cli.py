@@ -1,5 +1,6 @@
 """The `chatmem` command line: global options, `run`, `stage` and `serve`; every other command is loaded only
-when it is asked for (the table COMMANDS below: flows/cli_inspect.py, cli_memory.py, ...).
+when it is asked for (the table COMMANDS in flows/cli_app.py, with the App and the group class: flows/cli_inspect.py,
+cli_memory.py, ...).
 
 Start-up is part of every command's cost: `chatmem --help` and a usage error must answer at once, so this module
 imports only click and the standard library at the top; pydantic settings, numpy, the stage packages and prefect
@@ -13,25 +14,21 @@ the closed pipe).
 
 from __future__ import annotations
 
-import importlib
-import os
 import shutil
 import sqlite3
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import click
-from click.core import ParameterSource
 
-from contracts.errors import ChatmemError, ConfigError, ExportError, StageError
-from flows.cli_inspect import JSON_OPTION, check_run_id, emit, open_readonly
+from contracts.errors import ChatmemError, ExportError, StageError
+from flows.cli_app import CLOSED_PIPE_EXIT, App, ChatmemGroup, output_closed, reader_gone
+from flows.cli_data import check_run_id, open_readonly
 from flows.cli_run_summary import print_summary
-from flows.export_paths import expand_folders, rest_of_an_export
+from flows.cli_table import JSON_OPTION, emit
+from flows.export_paths import LeftOut, expand_folders, no_export_found, rest_of_an_export
 from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
 from flows.terminal import safe_line
@@ -41,207 +38,6 @@ if TYPE_CHECKING:
 
 # contracts.records.EXPORT_FORMATS (a pydantic module); tests/test_cli_startup.py keeps the two equal
 EXPORT_FORMATS = ("chatgpt", "claude", "jsonl", "librechat", "chatbotui")
-
-# name -> ("module:attribute", the one-line help `chatmem --help` shows without importing the module)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "archive": ("flows.cli_inspect:archive", "Inspect archive.db, the source of truth, read-only."),
-    "concepts": (
-        "flows.cli_concepts:concepts",
-        "List concepts with their evidence (message_id, text, confidence), ...",
-    ),
-    "eval": (
-        "flows.cli_eval:eval_group",
-        "Measure the extractor or recall (your memory is left as it is; recall builds in DATA_DIR/eval/).",
-    ),
-    "facts": ("flows.cli_garden:facts", "List facts the user stated about themselves, each with when it held ..."),
-    "garden": ("flows.cli_garden:garden", "Preview the garden stage: facts closed by newer ones, concepts ..."),
-    "graph": ("flows.cli_graph:graph", "The graph: start or stop the local Bolt server, show its status and ..."),
-    "inspect": ("flows.cli_inspect:inspect_cmd", "Browse archive.db and staging.db in Datasette, read-only, ..."),
-    "mcp": ("flows.cli_mcp:mcp_command", "Serve the memory to an agent over MCP: recall, search_concepts, ..."),
-    "recall": ("flows.cli_memory:recall", "Reconstruct what the memory holds about QUESTION: the best pieces ..."),
-    "report": ("flows.cli_report:report", "Write a self-contained HTML report of a run: stage timeline, ..."),
-    "staging": ("flows.cli_inspect:staging", "Inspect staging.db (the run ledger) and archive.db tables, read-only."),
-    "topics": ("flows.cli_topics:topics", "List the topics of a run: label, size, keywords, and the run's ..."),
-}
-
-
-@dataclass
-class App:
-    """What the global options decided, shared by every command."""
-
-    data_dir: Path | None
-    data_dir_source: ParameterSource | None
-    quiet: bool
-    verbose: bool
-
-    def settings(self) -> Settings:
-        """The settings (environment, then these options); --quiet sets pipeline.quiet."""
-        from pydantic import ValidationError
-
-        from contracts.settings import Settings
-
-        try:
-            settings = Settings(data_dir=self.data_dir) if self.data_dir is not None else Settings()
-        except ValidationError as exc:
-            problems = "; ".join(_setting_problem(e["loc"], e["msg"]) for e in exc.errors())
-            raise ConfigError(f"invalid settings: {problems}") from exc
-        if self.quiet:
-            settings.pipeline = settings.pipeline.model_copy(update={"quiet": True})
-        return settings
-
-    def defaults(self, settings: Settings, *, serving: bool = False, prefect: bool = True) -> list[str]:
-        """The defaults in use, announced once per run so that nothing happens by surprise (Prefect's API only
-        when Prefect was started)."""
-        if settings.pipeline.quiet:
-            return []
-        lines = []
-        if self.data_dir_source in (None, ParameterSource.DEFAULT):
-            lines.append(f"data dir: {settings.data_dir} (default; set --data-dir or CHATMEM_DATA_DIR)")
-        if prefect:
-            from flows.prefect_env import describe_api
-
-            lines.append(describe_api(serving=serving))
-        return lines
-
-    def engine(self, settings: Settings, name: str = "pipeline", *, early_api: bool = True) -> ModuleType:
-        """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first and, for a
-        command whose flows run on the ephemeral API (`early_api`), that API's server starting while it imports
-        (flows/early_api.py).
-
-        A damaged archive.db or staging.db (0 bytes, not SQLite, truncated) is refused before anything is
-        written: no staging.db, no Prefect state, no run row whose resume hint would fail the same way."""
-        from flows.prefect_env import configure_prefect
-        from staging.db import check_database
-
-        for path in (settings.archive_path, settings.staging_path):
-            check_database(path)  # no connection of ours is open here (see staging.db.refuse_empty)
-        configure_prefect(settings.data_dir, verbose=self.verbose)
-        if not early_api:
-            return importlib.import_module(f"flows.{name}")
-        from flows import early_api as early
-
-        early.start()
-        module = importlib.import_module(f"flows.{name}")
-        early.imported()
-        return module
-
-
-EPHEMERAL_TIMEOUT = "attempting to connect to ephemeral Prefect API server"  # Prefect's start-up timeout message
-STARTUP_TIMEOUT_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
-INTERRUPTED_EXIT = 130  # 128 + SIGINT (flows.interrupt.EXIT_CODE, not imported: it imports the settings)
-CLOSED_PIPE_EXIT = 141  # 128 + SIGPIPE: the reader of stdout (or stderr) went away
-
-
-def _output_closed() -> bool:
-    """Flush stdout and stderr; True when one's reader has gone (`| head -1`), which then writes to /dev/null, so
-    that what is still buffered is dropped and Python's own flush at exit raises nothing."""
-    closed = False
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BrokenPipeError:
-            closed = True
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, stream.fileno())
-                os.close(devnull)
-            except (OSError, ValueError):  # not a file (click's test runner): nothing left to flush at exit
-                pass
-        except (OSError, ValueError):
-            pass
-    return closed
-
-
-def _reader_gone() -> bool:
-    """Whether stdout or stderr is a pipe whose reader has gone (poll's POLLERR on its write end)."""
-    import select
-
-    try:
-        poll = select.poll()
-        for fd in (1, 2):
-            poll.register(fd, select.POLLOUT)
-        return any(events & select.POLLERR for _, events in poll.poll(0))
-    except (OSError, ValueError, AttributeError):  # no poll (Windows) or no such descriptor
-        return False
-
-
-class ChatmemGroup(click.Group):
-    """Turns a ChatmemError anywhere below into one line on stderr and its exit code, and loads each command of
-    COMMANDS only when it is used (`--help` lists them from the table, importing none)."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *COMMANDS})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            module, _, attribute = COMMANDS[cmd_name][0].partition(":")
-            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
-        return self.commands.get(cmd_name)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
-        rows = []
-        for name in self.list_commands(ctx):
-            command = self.commands.get(name)
-            if command is None:
-                rows.append((name, COMMANDS[name][1]))
-            elif not command.hidden:
-                rows.append((name, command.get_short_help_str(limit)))
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except ChatmemError as exc:
-            click.echo(f"error: {safe_line(str(exc))}", err=True)
-            ctx.exit(exc.exit_code)
-        except BrokenPipeError:
-            # writing to a pipe whose reader has gone: stop quietly, as Unix tools do (not click's exit 1)
-            _output_closed()
-            ctx.exit(CLOSED_PIPE_EXIT)
-        except KeyboardInterrupt:
-            # Ctrl-C in a command that records nothing (a run records its own stop: flows/interrupt.py): the stop
-            # line and the shell's code for it, not click's "Aborted!" with exit 1
-            click.echo("error: interrupted by Ctrl-C", err=True)
-            ctx.exit(INTERRUPTED_EXIT)
-        except RuntimeError as exc:
-            # Prefect's local API server did not come up in time (a busy machine): say which setting to raise.
-            if EPHEMERAL_TIMEOUT not in str(exc):
-                raise
-            seconds = os.environ.get(STARTUP_TIMEOUT_SETTING, "?")
-            click.echo(
-                f"error: Prefect's local API server did not start within {seconds} s (a busy machine?); nothing was"
-                f" run: try again, or allow it longer, e.g. {STARTUP_TIMEOUT_SETTING}=600 chatmem ...",
-                err=True,
-            )
-            ctx.exit(1)
-        except (sqlite3.Error, OSError) as exc:
-            # A full disk or a damaged database met outside a stage: one line naming the data dir, no traceback.
-            from staging.db import is_storage_error, storage_error
-
-            if not is_storage_error(exc):
-                if _in_the_way(exc):
-                    click.echo(f"error: {safe_line(_in_the_way(exc))}", err=True)
-                    ctx.exit(1)
-                raise
-            app = ctx.obj if isinstance(ctx.obj, App) else None
-            data_dir = app.data_dir if app and app.data_dir else Path(os.environ.get("CHATMEM_DATA_DIR", ".chatmem"))
-            click.echo(f"error: {safe_line(str(storage_error(exc, None, data_dir=data_dir)))}", err=True)
-            ctx.exit(1)
-
-
-def _in_the_way(exc: BaseException) -> str:
-    """One line for a path the command could not make or write because of what is already there (a file where a
-    folder must be, or the reverse), "" for any other error: the user's path, not a traceback."""
-    if not isinstance(exc, NotADirectoryError | FileExistsError | IsADirectoryError) or exc.filename is None:
-        return ""
-    why = {
-        NotADirectoryError: "a part of this path is a file, not a folder",
-        FileExistsError: "a file is where a folder has to be made",
-        IsADirectoryError: "a folder is where a file has to be written",
-    }[type(exc)]
-    return f"{exc.filename}: {why}; give a path of folders, or move the file away"
 
 
 @click.group(cls=ChatmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -500,20 +296,28 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
     \b
     Example: chatmem serve --cron "*/15 * * * *" --watch ~/dumps
     """
+    from flows.cron_check import check_cron
     from flows.interrupt import take_sigint
 
     take_sigint()  # as `run` does: one SIGINT stops it even when it was started with SIGINT ignored
     settings = app.settings()
+    # with --once too (a bad --cron is a mistake to say, not to ignore), and before Prefect: nothing is created
+    check_cron(cron)
     engine = app.engine(settings, "serve", early_api=once)  # serve itself starts a server with a scheduler
-    engine.check_schedule(watch_dir, cron)  # with --once too: a bad --cron is a mistake to say, not to ignore
+    engine.check_schedule(watch_dir, cron)
     if not once:
         for line in app.defaults(settings, serving=True):
             click.echo(line, err=True)
         engine.serve_forever(watch_dir, settings, cron, force_format, lambda line: click.echo(line, err=True))
         return
     result = engine.run_once(watch_dir, settings, force_format)
+    found = any(result[key] for key in ("already_ingested", "ingested", "failed", "waiting"))
     if as_json:
         emit(result)
+    elif result.get("left_out") and not found and result["run_id"] is None:
+        # no export at all, only paths left out (exports nested too deep): in the words `chatmem run DIR` uses
+        left = [LeftOut(Path(row["path"]), row["why"]) for row in result["left_out"]]
+        click.echo(safe_line(f"{watch_dir}: {no_export_found(Path(result['watch_dir']), left)}"))
     else:
         click.echo(f"watch {watch_dir}: run {result['run_id'] or '(nothing new)'}")
         for path in result["already_ingested"]:
@@ -543,18 +347,9 @@ def main() -> None:
     except SystemExit as done:
         # the last lines, still buffered, had no reader; or click met the closed pipe before a command ran (`--help`:
         # click swallows it and exits 1)
-        if _output_closed() or (done.code == 1 and _reader_gone()):
+        if output_closed() or (done.code == 1 and reader_gone()):
             raise SystemExit(CLOSED_PIPE_EXIT) from None
         raise
-
-
-def _setting_problem(loc: tuple[int | str, ...], message: str) -> str:
-    """`cluster.encode_max (CHATMEM_CLUSTER__ENCODE_MAX): Input should be a valid integer`: the setting, and the
-    environment variable it came from when one is set (never its value: it may be a key)."""
-    name = ".".join(map(str, loc))
-    variable = "CHATMEM_" + "__".join(str(part) for part in loc).upper()
-    where = f" ({variable})" if variable in os.environ else ""
-    return f"{name}{where}: {message}"
 
 
 if __name__ == "__main__":

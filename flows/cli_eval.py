@@ -19,14 +19,14 @@ import click
 
 from contracts.errors import ChatmemError, ConfigError
 from flows.cli_eval_recall import eval_recall
-from flows.cli_inspect import JSON_OPTION, emit
+from flows.cli_table import JSON_OPTION, emit
 from flows.terminal import safe, safe_line
 
 if TYPE_CHECKING:
     from contracts.settings import Settings
     from extract.llm_eval import EvalReport
     from extract.types import SegmentInput
-    from flows.cli import App
+    from flows.cli_app import App
 
 DEMO_EXPORT = Path(__file__).resolve().parents[1] / "demo" / "longmemeval-demo.zip"
 

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from contracts.errors import ChatmemError
-from flows.cli_inspect import JSON_OPTION, emit, open_readonly
+from flows.cli_data import open_readonly
 from flows.cli_memory import MAX_BUDGET_TOKENS
+from flows.cli_table import JSON_OPTION, emit
 from flows.registry import select_stages
 
 if TYPE_CHECKING:
     from contracts.settings import Settings
-    from flows.cli import App
+    from flows.cli_app import App
 
 PIPELINE = select_stages(to="cues")  # every stage the memory is built from (the registry's order); no load
 

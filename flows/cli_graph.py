@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from contracts.errors import ChatmemError
-from flows.cli_inspect import JSON_OPTION, emit, print_table
+from flows.cli_data import require_data
+from flows.cli_table import JSON_OPTION, emit, print_table
 from staging.db import connect_readonly
 
 if TYPE_CHECKING:
-    from flows.cli import App
+    from flows.cli_app import App
 
 
 @click.group("graph")
@@ -119,6 +120,7 @@ def graph_status(app: App, as_json: bool) -> None:
     from clients.graph_target import local_server
 
     settings = app.settings()
+    require_data(settings)  # a data dir that does not exist (a mistyped --data-dir): said, not "not running"
     server = local_server(settings)
     info = server.status()
     local: dict[str, Any] = {"running": info is not None, "dir": str(server.directory)}
@@ -180,6 +182,7 @@ def graph_stats(app: App, as_json: bool) -> None:
     from load.inputs import expected_counts
 
     settings = app.settings()
+    require_data(settings)  # not "start the server" for a data dir that does not exist
     target, _ = resolve_target(settings, start=False)
     if target is None:
         raise ChatmemError(NO_GRAPH)
@@ -219,8 +222,7 @@ def graph_export_csv(app: App, out_dir: Path, as_json: bool) -> None:
     from load import bulk_csv
 
     settings = app.settings()
-    if not settings.archive_path.exists() or not settings.staging_path.exists():
-        raise ChatmemError(f"nothing in {settings.data_dir} yet: run `chatmem run EXPORT` first")
+    require_data(settings, settings.archive_path, settings.staging_path)
     earlier = _earlier_export(out_dir)
     with _readonly(settings.archive_path) as archive_db, _readonly(settings.staging_path) as staging_db:
         command = bulk_csv.write(archive_db, staging_db, out_dir)

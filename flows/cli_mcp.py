@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from flows.cli import App
+    from flows.cli_app import App
 
 
 @click.command("mcp")

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, cast
 import click
 
 from contracts.errors import ConfigError
-from flows.cli_inspect import JSON_OPTION, emit, shorten
+from flows.cli_data import require_data
+from flows.cli_table import JSON_OPTION, emit, shorten
 from flows.terminal import safe, safe_line
 
 if TYPE_CHECKING:
     from contracts.settings import Settings
-    from flows.cli import App
+    from flows.cli_app import App
     from memory.answer import Answer, Piece, Scope
 
 # contracts.memory.MAX_BUDGET_TOKENS (a pydantic module, loaded only when a recall runs); a test keeps them equal
@@ -194,6 +195,7 @@ def recall(
 
     # the defaults without pydantic unless a CHATMEM_ variable sets something (then the full settings)
     settings = cast("Settings", light_settings(app.data_dir)) or app.settings()
+    require_data(settings, settings.archive_path, settings.staging_path)  # as every read-only command says it
     request = Request(
         query=question,
         at=parse_time(at, "--at", end_of_day=True),

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from flows.cli_inspect import JSON_OPTION, check_run_id, emit, open_readonly
+from flows.cli_data import check_run_id, open_readonly
+from flows.cli_table import JSON_OPTION, emit
 from flows.registry import STAGE_ORDER
 
 if TYPE_CHECKING:
-    from flows.cli import App
+    from flows.cli_app import App
 
 
 @click.command("report")

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from contracts.errors import ChatmemError, StageError
-from flows.cli_inspect import emit, open_readonly
+from flows.cli_data import open_readonly
+from flows.cli_table import emit
 from flows.terminal import safe_line
 
 if TYPE_CHECKING:
     from contracts.results import StageResult
     from contracts.settings import Settings
-    from flows.cli import App
+    from flows.cli_app import App
 
 
 def _format_counts(counts: dict[str, int]) -> str:

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from contracts.errors import ChatmemError, ConfigError
-from flows.cli_inspect import JSON_OPTION, check_run_id, emit, open_readonly, print_table
+from flows.cli_data import check_run_id, open_readonly
+from flows.cli_table import JSON_OPTION, emit, print_table
 from flows.terminal import safe_line
 from staging import topics as store
 
 if TYPE_CHECKING:
-    from flows.cli import App
+    from flows.cli_app import App
 
 RUN_OPTION = click.option("--run-id", help="The run whose topics to show (default: the latest clustered run).")
 
@@ -43,7 +44,7 @@ def _run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
 
 @click.command("topics")
 @RUN_OPTION
-@click.option("--limit", default=0, help="Show only the largest N topics (0: all).")
+@click.option("--limit", default=0, type=click.IntRange(min=0), help="Show only the largest N topics (0: all).")
 @JSON_OPTION
 @click.pass_obj
 def topics(app: App, run_id: str | None, limit: int, as_json: bool) -> None:

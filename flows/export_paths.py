@@ -246,13 +246,21 @@ def expand_folders(
             read.append(path)
             continue
         read.extend([path if p == folder else p for p in found] or [path])
-        where = f"in it and {FOLDER_DEPTH} levels of subfolders below"
         if found:
-            said = f"{len(found)} export(s) found {where} ({names_under(found, folder)})"
+            said = f"{len(found)} export(s) found {_WHERE} ({names_under(found, folder)})"
             lines.append(f"{folder}: {said}{said_left(left, folder)}")
         else:
-            nothing_found[path] = f"no export found {where}{said_left(left, folder)}"
+            nothing_found[path] = no_export_found(folder, left)
     return read, lines, nothing_found
+
+
+_WHERE = f"in it and {FOLDER_DEPTH} levels of subfolders below"
+
+
+def no_export_found(folder: Path, left: list[LeftOut]) -> str:
+    """`no export found in it and 3 levels of subfolders below; left out 1: a/b/c/d/ (...)`: what `chatmem run DIR`
+    and `chatmem serve --once --watch DIR` say of a folder in which the search found nothing to read."""
+    return f"no export found {_WHERE}{said_left(left, folder)}"
 
 
 def said_left(left: list[LeftOut], folder: Path) -> str:

@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contracts.errors import ExportError
+from contracts.errors import ExportError, ExportsError
 
 if TYPE_CHECKING:
     from contracts.results import StageResult
@@ -50,8 +50,9 @@ def refuse_bad_exports(
     force_format: str | None,
     nothing_found: dict[str | Path, str] | None = None,
 ) -> None:
-    """Raise the first file's ExportError when no export can be read at all (empty, not an export, a zip with
-    no conversations file, ...): nothing is started or written for such a run. With one readable export the
+    """Raise an ExportError when no export can be read at all (empty, not an export, a zip with no conversations
+    file, ...), naming each file with why (ExportsError: the first 10, then how many more): nothing is started or
+    written for such a run. With one readable export the
     run goes ahead and the ingest stage reports the others (the rest of a run still arrives). A folder in
     `nothing_found` (one given in which the search found no export) is refused with what the search said."""
     from ingest.detect import detect_format
@@ -77,9 +78,9 @@ def refuse_bad_exports(
             errors.append(exc)
         else:
             return
+    if len(errors) > 1:  # each named with why: all can be fixed before the next try, not one per try
+        raise ExportsError(errors)
     if errors:
-        if len(errors) > 1:
-            raise ExportError(errors[0].path, f"{errors[0].problem} (and {len(errors) - 1} more file(s) like it)")
         raise errors[0]
 
 

@@ -95,7 +95,7 @@ def run_in_own_process(entry: str, ctx: StageContext, settings: Settings) -> Out
     return outcome
 
 
-_SHIPPED = ("stage", "run_id", "stage_run_id", "progress", "exports", "force_format", "force")
+_SHIPPED = ("stage", "run_id", "stage_run_id", "progress", "exports", "force_format", "force", "finish")
 
 
 def _stop(child: Any, bars: bool = False) -> None:

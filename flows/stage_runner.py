@@ -46,6 +46,7 @@ from flows.stage_process import run_in_own_process
 from flows.stage_size import large_run
 from staging.archive import open_archive
 from staging.ledger import Attempt, StageRun, latest_attempt, open_staging
+from staging.liveness import finish_command
 from staging.stage_run import ItemsFailed, stage_run
 
 log = logging.getLogger(__name__)
@@ -179,6 +180,7 @@ def execute(
             exports=helpers.exports,
             force_format=helpers.force_format,
             force=helpers.force,
+            finish=finish_command(staging, run_id, stage.name),
         )
         outcome: Outcome
         why = _why_own_process(stage, module, ctx, settings, helpers, bool(deps))

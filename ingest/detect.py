@@ -31,6 +31,7 @@ import ijson
 
 from contracts.errors import ConfigError, MalformedExportError, UnsupportedFormatError
 from contracts.records import EXPORT_FORMATS, ExportConversation, QuarantineRecord
+from ingest.json_errors import Before, advance, yajl_error
 from ingest.raw_skip import Unchanged
 
 HEAD_BYTES = 64 * 1024
@@ -52,15 +53,16 @@ def detect_format(head: bytes, *, name: str) -> str:
     """
     body = head[len(_BOM) :] if head.startswith(_BOM) else head
     body = body.lstrip(_WHITESPACE)
+    before = advance(Before(), head[: len(head) - len(body)])  # where body starts: an error says its line
     if not body:
         raise MalformedExportError(name, "empty file: no JSON found")
     first = body[:1]
     if first == b"[":
-        keys, closed, error = _first_record_keys(body, "item")
+        keys, closed, error = _first_record_keys(body, "item", before)
         # `[]` is an export with no conversations: any list parser yields nothing from it.
         fmt = "chatgpt" if body[1:].lstrip(_WHITESPACE).startswith(b"]") else _classify_list(keys, name)
     elif first == b"{":
-        keys, closed, error = _first_record_keys(body, "")
+        keys, closed, error = _first_record_keys(body, "", before)
         fmt = _classify_object(keys, name)
         if fmt is None and _looks_like_jsonl(body):  # the first line may be the one bad line of a JSONL file
             fmt = "jsonl"
@@ -84,13 +86,15 @@ def detect_format(head: bytes, *, name: str) -> str:
     raise UnsupportedFormatError(name, "unknown", problem + ", ".join(EXPORT_FORMATS))
 
 
-def _first_record_keys(body: bytes, prefix: str) -> tuple[list[str], bool, str | None]:
-    """The keys of the first record under `prefix`, whether that record closed, and the JSON error if any.
+def _first_record_keys(body: bytes, prefix: str, before: Before) -> tuple[list[str], bool, str | None]:
+    """The keys of the first record under `prefix`, whether that record closed, and the JSON error if any (one
+    line, with its line and column in the file: `body` starts there after `before`).
 
     Stops early on a decisive key. A record that is not an object gives no keys.
     """
     keys: list[str] = []
-    events = ijson.parse(io.BytesIO(body), multiple_values=True)
+    # one buffer for the whole head, so that the error's drawing is found in it (ingest/json_errors.py)
+    events = ijson.parse(io.BytesIO(body), multiple_values=True, buf_size=max(len(body), 1))
     try:
         for path, event, value in events:
             if path != prefix:
@@ -104,7 +108,7 @@ def _first_record_keys(body: bytes, prefix: str) -> tuple[list[str], bool, str |
         else:
             return keys, True, None  # the document ended: an empty list or object
     except ijson.common.JSONError as exc:
-        message = " ".join(str(exc).split())[:120]
+        message = yajl_error(exc, body, before)
         # The head is usually cut mid-record: running out of bytes is not an error, bad bytes are.
         return keys, False, None if "premature EOF" in message else message
     return keys, False, None  # stopped on a decisive key

@@ -32,6 +32,7 @@ import orjson
 
 from contracts.errors import MalformedExportError
 from contracts.records import QuarantineRecord
+from ingest.json_errors import Before, advance, yajl_error
 from ingest.raw_skip import RawLookup
 
 CHUNK = 1 << 20  # 1 MiB reads
@@ -95,6 +96,9 @@ class _CountingReader(io.RawIOBase):
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
         self.position = 0
+        # the last chunk read (the buffer yajl fails in) and where it starts: a JSON error says its line and column
+        self.chunk = b""
+        self.before = Before()
 
     def readable(self) -> bool:
         return True
@@ -105,6 +109,8 @@ class _CountingReader(io.RawIOBase):
             data = data[3:] or self._stream.read(size)  # yajl rejects a UTF-8 BOM (Windows tools write one)
             self.position += 3
         self.position += len(data)
+        self.before = advance(self.before, self.chunk)
+        self.chunk = data
         return data
 
     def readinto(self, buffer: Any) -> int:
@@ -128,11 +134,11 @@ def iter_json_items(stream: BinaryIO, prefix: str, *, name: str, lookup: RawLook
     try:
         yield from ijson.items(reader, prefix, use_float=True, buf_size=CHUNK)
     except ijson.common.IncompleteJSONError as exc:
-        error = MalformedExportError(name, _describe(exc, reader.position, truncated=True))
+        error = MalformedExportError(name, _describe(exc, reader, truncated=True))
         error.invalid_utf8 = "UTF8" in str(exc)  # type: ignore[attr-defined]
         raise error from exc
     except ijson.common.JSONError as exc:
-        raise MalformedExportError(name, _describe(exc, reader.position, truncated=False)) from exc
+        raise MalformedExportError(name, _describe(exc, reader, truncated=False)) from exc
     except UnicodeDecodeError as exc:
         raise MalformedExportError(name, f"not UTF-8 text near byte {reader.position}: {exc.reason}") from exc
 
@@ -146,12 +152,16 @@ def _without_position(message: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _describe(exc: Exception, position: int, *, truncated: bool) -> str:
-    detail = " ".join(str(exc).split())[:200]  # yajl's message spans lines; the error must be one line
+def _describe(exc: Exception, reader: _CountingReader, *, truncated: bool) -> str:
+    """One line: yajl's message draws the text and a caret under it over three lines; this says the line and
+    column instead (ingest/json_errors.py), or how far the file was read when they cannot be found."""
     if "UTF8" in str(exc):
-        return f"not valid UTF-8 within the first {position} bytes"
+        return f"not valid UTF-8 within the first {reader.position} bytes"
     kind = "invalid or truncated JSON" if truncated else "invalid JSON"
-    return f"{kind} within the first {position} bytes ({detail})"
+    detail = yajl_error(exc, reader.chunk, reader.before)[:200]
+    if " at line " in detail:
+        return f"{kind} ({detail})"
+    return f"{kind} within the first {reader.position} bytes ({detail})"
 
 
 class Utf8RepairReader(io.RawIOBase):

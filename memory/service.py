@@ -196,9 +196,11 @@ def _open(
     try:
         archive = connect_readonly(settings.archive_path)
         staging = connect_readonly(settings.staging_path)
-    except FileNotFoundError:
+    except FileNotFoundError:  # the words of the CLI's read-only commands (flows/cli_data.py)
+        missing = (settings.staging_path if settings.archive_path.exists() else settings.archive_path).name
         raise ChatmemError(
-            f"nothing in {settings.data_dir} yet: run `chatmem run EXPORT` first, or point --data-dir at a data dir"
+            f"nothing in {settings.data_dir} yet ({missing} does not exist): run `chatmem run EXPORT` first, or point"
+            " --data-dir / CHATMEM_DATA_DIR at an existing data dir"
         ) from None
     try:
         # the run chosen and its index read from one snapshot (a cues run's prune may commit meanwhile)

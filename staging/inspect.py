@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from contracts.errors import ConfigError
-from staging.liveness import resume_command, shown_status, unfinished_stages
+from staging.liveness import finish_command, shown_status, unfinished_stages
 
 Row = dict[str, Any]
 
@@ -117,7 +117,7 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
         )
         if run["status"] not in ("succeeded", "running"):
             left = unfinished_stages(conn, run["id"]) or run["stages"]
-            run["resume"] = _fix_first(conn, run["id"], left) + resume_command(run["id"], left, run["stages"])
+            run["resume"] = _fix_first(conn, run["id"], left) + finish_command(conn, run["id"])
     return runs
 
 

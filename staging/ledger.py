@@ -19,7 +19,7 @@ from typing import Any
 from contracts.redact import redact, redact_text
 from contracts.results import StageRecord
 from staging.db import Transaction, connect
-from staging.liveness import DONE, here, is_interrupt_error, latest_statuses, resume_command, unfinished_stages
+from staging.liveness import DONE, finish_command, here, is_interrupt_error, latest_statuses, unfinished_stages
 from staging.migrations import STAGING, migrate
 
 
@@ -104,9 +104,7 @@ def close_run(conn: sqlite3.Connection, run_id: str, *, error: str | None = None
             left = unfinished_stages(conn, run_id)
             if left:
                 status = "failed"
-                selected = json.loads(conn.execute("SELECT stages FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
-                resume = resume_command(run_id, left, selected)
-                error = f"stage(s) not run yet: {', '.join(left)} (resume: {resume})"
+                error = f"stage(s) not run yet: {', '.join(left)} (resume: {finish_command(conn, run_id)})"
         conn.execute(
             "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?",
             (status, _now(), redact_text(error) if error else None, run_id),

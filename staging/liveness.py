@@ -9,6 +9,8 @@ is shown as `interrupted`, with the command that resumes it.
                                      pid now belongs to a process started at another time) -> `interrupted`
     unfinished_stages(conn, run_id)  the run's selected stages whose latest stage run did not succeed
     resume_command(run_id, stages)   the one command that runs them
+    finish_command(conn, run_id)     that command for the run as the ledger has it: a failed stage's hint, the
+                                     `resume` of `chatmem staging runs`
     mark_interrupted(conn, run_id)   record a Ctrl-C on the rows this process left running
 
 Nothing here imports the pipeline: `chatmem staging runs` and `staging failures` use it read-only.
@@ -142,6 +144,18 @@ def resume_command(run_id: str, stages_left: list[str], selected: list[str]) -> 
     return f"chatmem run --from {first}{to} --run-id {run_id}"
 
 
+def finish_command(conn: sqlite3.Connection, run_id: str, stage: str | None = None) -> str:
+    """The one command that finishes the run: its selected stages from the first one not done (`resume_command`).
+    What a failed stage's hint says (a stage that fails is not done: it and every later one are run), the same
+    as the `resume` of `chatmem staging runs`: `chatmem stage X` alone would leave a run with later stages failed.
+    A run with no row (a test's bare stage run) falls back to the stage alone."""
+    row = conn.execute("SELECT stages FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if row is None:
+        return f"chatmem stage {stage} --run-id {run_id}" if stage else f"chatmem run --run-id {run_id}"
+    selected = json.loads(row[0])
+    return resume_command(run_id, unfinished_stages(conn, run_id) or selected, selected)
+
+
 def mark_interrupted(
     conn: sqlite3.Connection,
     run_id: str,
@@ -154,7 +168,7 @@ def mark_interrupted(
     signal caused."""
     pid, host, _ = here()
     now = datetime.now(UTC).isoformat()
-    hint = f"chatmem stage {stage} --run-id {run_id}"
+    hint = finish_command(conn, run_id, stage)  # as a failed stage's: the command that finishes the run
     statuses = "('running', 'failed')" if failed_since else "('running')"
     since = failed_since or ""  # finished_at of a 'running' row is NULL; a failed row must have ended after it
     conn.execute("BEGIN IMMEDIATE")

@@ -15,7 +15,7 @@ from contracts.errors import ChatmemError, StageError
 from contracts.version import code_version
 from staging.db import describe_storage_failure, is_storage_error
 from staging.ledger import StageRun
-from staging.liveness import interrupt_error
+from staging.liveness import finish_command, interrupt_error
 
 
 class ItemsFailed(Exception):
@@ -43,7 +43,7 @@ class ItemsFailed(Exception):
 def stage_run(
     staging: sqlite3.Connection, *, stage: str, run_id: str, fingerprint: str, settings: Mapping[str, Any]
 ) -> Iterator[StageRun]:
-    """Open the stage run; on any failure record it with the re-run command and raise a StageError.
+    """Open the stage run; on any failure record it with the command that finishes the run and raise a StageError.
 
     Chatmem's own errors (a ConfigError keeps exit code 2) and KeyboardInterrupt pass through as they are,
     after being recorded: the ledger must never say 'running' for a stage that stopped.
@@ -56,10 +56,14 @@ def stage_run(
         settings=settings,
         code_version=code_version(),
     )
-    hint = f"chatmem stage {stage} --run-id {run_id}"
+    # what finishes the run (this stage and every later one it selected), not this stage alone: re-run alone, a
+    # failed first stage would leave the run failed, its later stages never run
+    hint = finish_command(staging, run_id, stage)
     try:
         yield run
     except StageError as exc:  # the stage's own words: its cause and its hint, as the CLI prints them
+        if not exc.hint_given:
+            exc.rehint(hint)
         run.fail(exc.cause, exc.rerun_hint)
         raise
     except ChatmemError as exc:

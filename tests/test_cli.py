@@ -210,7 +210,10 @@ def test_malformed_file_fails_in_one_line_and_stage_rerun_fixes_it(
     alone = tmp_path / "alone.json"
     alone.write_bytes(chatgpt_export.read_bytes()[:3000])
     failed = chatmem_process("--data-dir", data_dir, "run", alone, "--json", cwd=tmp_path)
-    assert failed.returncode == 1 and "chatmem stage ingest --run-id" in failed.stderr, failed.stderr
+    # the command that finishes the run (every stage from ingest on), not ingest alone
+    assert failed.returncode == 1 and "then: chatmem run --from ingest --to load --run-id" in failed.stderr, (
+        failed.stderr
+    )
     assert json.loads(failed.stdout)["failed_stage"] == "ingest"
 
 

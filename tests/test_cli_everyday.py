@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 
 from contracts.facts import FactRecord
 from flows.cli import cli
-from flows.cli_inspect import fit, print_table, shorten
+from flows.cli_table import fit, print_table, shorten
 from memory.queries import concept_description
 from staging.archive import open_archive
 from staging.fact_timeline import change_lines

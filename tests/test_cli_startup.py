@@ -16,7 +16,8 @@ from pathlib import Path
 
 import click
 
-from flows.cli import COMMANDS, EXPORT_FORMATS, cli
+from flows.cli import EXPORT_FORMATS, cli
+from flows.cli_app import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("pydantic", "pydantic_settings", "numpy", "scipy", "prefect", "sklearn", "polars", "openai", "memory")

@@ -210,6 +210,7 @@ def test_every_chatmem_error_survives_pickling_with_its_class_text_and_attribute
         errors.MalformedExportError("a.json", "not JSON"),
         errors.UnsupportedFormatError("a.json", "slack"),
         errors.UnsafeArchiveError("a.zip", "zip-slip"),
+        errors.ExportsError([errors.ExportError("a.json", "empty"), errors.MalformedExportError("b.json", "not JSON")]),
         errors.StageError("concepts", "r1", "concept store check failed", "chatmem run --from concepts"),
         errors.StateError("staging.db is damaged"),
         errors.BusyError("run r0 holds it"),
@@ -219,7 +220,7 @@ def test_every_chatmem_error_survives_pickling_with_its_class_text_and_attribute
         back = pickle.loads(pickle.dumps(error))
         assert type(back) is type(error) and str(back) == str(error) and back.args == error.args
         assert vars(back) == vars(error) and back.exit_code == error.exit_code
-    stage = pickle.loads(pickle.dumps(made[6]))
+    stage = pickle.loads(pickle.dumps(made[7]))
     assert (stage.stage, stage.run_id, stage.cause, stage.rerun_hint) == (
         "concepts",
         "r1",

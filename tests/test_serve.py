@@ -131,7 +131,9 @@ def test_what_the_watch_leaves_out_is_said_once_per_file_with_why(
     (watch / "notes.txt").write_text("again", encoding="utf-8")
     assert tick()[1] == [f"watch - left out {watch / 'notes.txt'}: not an export"]
     human = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch)])
-    assert "  left out 5 path(s) that are not exports or not ready: --json lists them" in human.stdout, human.output
+    # no export at all: said in the words of `chatmem run DIR` (tests/test_cli_cold_faults.py)
+    said_as_run = f"{watch}: no export found in it and 3 levels of subfolders below; left out 5: a/b/c/d/ (more than 3"
+    assert human.stdout.startswith(said_as_run) and "notes.txt, photo.jpg (not an export)" in human.stdout, human.output
 
 
 def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them_once_changed(
@@ -153,7 +155,7 @@ def test_serve_once_ingests_new_dumps_reports_failures_and_retries_them_once_cha
     assert code == 1
     assert result["already_ingested"] == [str(second), str(first)]
     assert [f["path"] for f in result["failed"]] == [str(bad)] and str(bad) in result["failed"][0]["error"]
-    assert "chatmem stage ingest --run-id" in result["error"]
+    assert "then: chatmem run --from ingest --to load --run-id" in result["error"]  # what finishes the run
 
     failed_run = result["run_id"]
     code, result = serve_once(watch, data_dir)  # the same broken bytes: not tried again, no run, listed as waiting

@@ -57,7 +57,7 @@ def test_a_cues_build_that_fills_sqlites_temporary_directory_names_it_in_one_lin
     export = write_chats(tmp_path / "chats.jsonl", 1000)
     archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
     try:
-        open_run(staging, stages=["all"], exports=[str(export)], settings={}, code_version="test", run_id=RUN)
+        open_run(staging, stages=["ingest"], exports=[str(export)], settings={}, code_version="test", run_id=RUN)
         assert ingest_stage.run(archive, staging, run_id=RUN, settings=settings, exports=[export]).status == "succeeded"
     finally:
         archive.close()
