@@ -8,7 +8,8 @@ n_components x min_dist (the stage's choices) x 7 min_cluster_size x up to 4 min
 (896 on the labelled build, ~8 CPU-min) gets HDBSCAN on the cached layout and the stage's outlier rule, then its
 objective parts (cluster/objective.py), the share of conversations in no topic, the topics that file <= 2
 conversations, and the AMI of each labelled conversation's dominant topic against dev, held-out and both label sets
-(`ami_*`: conversations with a topic; `amiall_*`: each without one a group of its own). Nothing is written to DIR.
+and the larger groupings (spark, demo, big: the two; `ami_*`: conversations with a topic; `amiall_*`: each without
+one a group of its own). Nothing is written to DIR.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ def label_sets() -> dict[str, dict[str, str]]:
         for name, f in (("dev", "dev_labels.json"), ("held", "heldout_labels.json"))
     }
     sets["both"] = {**{c: "d:" + g for c, g in sets["dev"].items()}, **{c: "h:" + g for c, g in sets["held"].items()}}
+    for name in ("spark", "demo"):  # the larger blind groupings (topics only), and the two together as "big"
+        grouping = json.loads((LABELS / f"topic_grouping_{name}.json").read_text())["conversations"]
+        sets[name] = {c: v["topic_group"] for c, v in grouping.items()}
+    sets["big"] = {**{c: "s:" + g for c, g in sets["spark"].items()}, **{c: "m:" + g for c, g in sets["demo"].items()}}
     return sets
 
 
