@@ -229,7 +229,8 @@ def failures(
         row["status"] = shown_status(row["status"], row.pop("pid"), row.pop("host"), row.pop("pid_start"))
         if row["status"] == "interrupted" and not row["error"]:
             row["error"] = vanished(None)
-        row["rerun_hint"] = row["rerun_hint"] or f"chatmem stage {row['stage']} --run-id {row['run_id']}"
+        # a killed process wrote no hint: the command that finishes its run, as a failed stage's hint says
+        row["rerun_hint"] = row["rerun_hint"] or finish_command(staging, row["run_id"], row["stage"])
     superseded = _superseded_runs(staging)
     stages = [row for row in stages if row["status"] != "running" and row["run_id"] not in superseded]
     files = _rows(

@@ -166,7 +166,7 @@ def test_a_killed_run_is_shown_interrupted_with_the_command_that_resumes_it(kill
     ]
     [stage] = failures["stage_runs"]
     assert (stage["stage"], stage["status"]) == ("cluster", "interrupted")
-    assert stage["rerun_hint"] == f"chatmem stage cluster --run-id {shown['id']}"
+    assert stage["rerun_hint"] == shown["resume"]  # the command that finishes the run, not the killed stage alone
 
 
 def test_rerunning_one_stage_of_an_unfinished_run_does_not_mark_it_succeeded(killed_run: dict[str, Any]) -> None:
