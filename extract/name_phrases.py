@@ -15,7 +15,14 @@ from functools import lru_cache
 
 from extract import lexicon
 from extract.tokens import MAX_WORDS, Phrase, Token, _joined, _shouted, key_of, plausible_word
-from extract.word_kinds import NOT_NAMES, NOUN_CAPITALISING, _adverb_only, _title_case, capital_marks_name
+from extract.word_kinds import (
+    NOT_NAMES,
+    NOUN_CAPITALISING,
+    _adverb_only,
+    _name_opener,
+    _title_case,
+    capital_marks_name,
+)
 
 _CONNECTORS = frozenset(["of", "&", "de", "du", "la", "von", "van", "der", "for"])
 
@@ -74,6 +81,8 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
         named = token is not None and (token.capitalised or token.inner_capital) and _is_name_word(token, language)
         if named and defines and i and token is not None and _defined_term(words[i - 1], token, prose, language):
             named = False
+        elif not named and token is not None and token.sentence_start and token.capitalised:
+            named = _opens_sentence_name(words, i, prose, language)  # "Point Reyes National Seashore"
         if not run:
             if named or (
                 token is not None
@@ -137,6 +146,18 @@ def _opens_name(token: Token, words: list[Token], i: int, prose: str, language: 
     after = words[i + 1]
     return (
         not after.sentence_start and not after.stop and _is_name_word(after, language) and _joined(prose, token, after)
+    )
+
+
+def _opens_sentence_name(words: list[Token], i: int, prose: str, language: str) -> bool:
+    """A common noun that opens a sentence and a name with it ("Point Reyes National Seashore":
+    word_kinds._name_opener): its capital says nothing, but the name it opens is written whole. English only: the
+    lexicon says which words are common nouns."""
+    return (
+        language == "en"
+        and _name_opener(words, i)
+        and _joined(prose, words[i], words[i + 1])
+        and _joined(prose, words[i + 1], words[i + 2])
     )
 
 

@@ -19,8 +19,8 @@ from extract.word_kinds import (
     _COMMON_OPENERS,
     NOT_NAMES,
     _adverb_only,
+    _command,
     _generic,
-    _imperative,
     _number,
     _verb_s,
     _written_as_name,
@@ -50,7 +50,7 @@ def _heads(prose: str, words: list[Token]) -> Iterator[Phrase]:
         while i < len(words) and words[i].end <= match.end(1):
             head.append(words[i])
             i += 1
-        if len(head) > 1 and _imperative(head[0].lower) and head[0].text[:1].isupper():
+        if len(head) > 1 and head[0].text[:1].isupper() and _command(head):
             head = head[1:]
         while head and (head[0].lower in _COMMON_OPENERS or head[0].lower in NOT_NAMES):
             head = head[1:]  # "Current points:", "Overall Performance:"

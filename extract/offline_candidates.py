@@ -16,7 +16,7 @@ from functools import lru_cache
 from extract.offline_messages import _Message
 from extract.phrases import phrases
 from extract.tokens import Phrase, key_of, plausible_word, singular
-from extract.word_kinds import QUALIFYING_OPENERS
+from extract.word_kinds import QUALIFYING_OPENERS, _name_opener
 
 REPLY_PHRASE_CHARS = 700  # noun phrases are proposed from a reply's opening only; names from all that is read
 
@@ -252,7 +252,9 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
                     first = words_[i]
                     if blind:
                         candidate.blind += 1
-                    elif not first.sentence_start and first.capitalised:
+                    elif (not first.sentence_start and first.capitalised) or (size > 2 and _name_opener(words_, i)):
+                        # written as a name: with its capital inside a sentence, or whole where a common noun that
+                        # opens the sentence opens the name too ("Point Reyes National Seashore")
                         candidate.cased_mid += 1
                     elif first.text == first.lower:
                         candidate.lower_mid += 1

@@ -18,8 +18,8 @@ from extract.word_kinds import (
     GENERIC,
     NOT_NAMES,
     QUALIFYING_OPENERS,
+    _command,
     _generic,
-    _imperative,
     _number,
     _title_case,
     _verb_s,
@@ -168,7 +168,7 @@ def _kind_head(token: Token) -> bool:
 def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> list[Token]:
     """The noun phrase in a piece of a run; with `modifiers`, a common adjective in front stays, and with
     `gerund` the last word is an -ing head ("performance tuning") that no noun list holds."""
-    if len(piece) > 1 and piece[0].sentence_start and _imperative(piece[0].lower):
+    if len(piece) > 1 and piece[0].sentence_start and _command(piece):
         piece = piece[1:]  # "Load data", "Monitor progress": a command that opens a sentence, then its object
     if len(piece) > 1 and not piece[0].capitalised and _verb_s(piece[0].lower):
         piece = piece[1:]  # "(it) uses array indexing": a verb's -s form, then its object

@@ -8,7 +8,9 @@ four words, "role-based access control", "AWS Glue job"):
   ("Power BI", "AWS Glue", "PySpark", "EC2"), with "of", "&", "de" allowed inside ("Bank of America") and a
   plural's apostrophe ("The Liars' Gospel"); an adjective of the stop list in title case opens one ("New York");
   a work's title in quotes keeps its article ('"The Power" by Naomi Alderman');
-  a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language;
+  a sentence-initial word counts when it is all caps or has inner capitals, or is rare in the language, or, in
+  English, is a common noun that opens a name of three words or more with a proper noun ("Point Reyes National
+  Seashore": no command, "Visit Yosemite" is one);
 - a **noun phrase** (English only): a run of content words between function words and punctuation, with
   leading verbs and adverbs dropped (and the verb after "how to", "want to": "how to deal aggressive customer"),
   cut where a verb-only word stands inside, and ending on a word that can

@@ -9,6 +9,7 @@ scorer (GENERIC).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from extract import lexicon
@@ -113,6 +114,49 @@ def _adverb_only(lower: str) -> bool:
 def _imperative(lower: str) -> bool:
     """A common word that can be a verb ("load", "track", "produce"): at a sentence's start, a command."""
     return "VERB" in lexicon.parts_of_speech(lower) and lexicon.zipf(lower) >= 4.0
+
+
+def _command(words: Sequence[Token], i: int = 0) -> bool:
+    """Whether words[i], opening a sentence or a heading, is a command and the words after it its object ("Load
+    data", "Monitor Progress", "**Visit Yosemite**"): a common word that can be a verb (`_imperative`), unless it
+    is the first word of a name (`_name_opener`: "Point Reyes National Seashore")."""
+    return _imperative(words[i].lower) and not _name_opener(words, i)
+
+
+def _name_opener(words: Sequence[Token], i: int) -> bool:
+    """ "Point Reyes National Seashore", "Lake Tahoe Basin": a common noun in title case, then a proper noun (in
+    title case, a word the English lexicon has no part of speech for: a place, a person) and one more word of a name
+    is a name of three words or more that the noun opens, not a command and its object. A command takes one name
+    ("Visit Yosemite"), common nouns ("Use Version Control", "Check Point Software": a name whose second word is a
+    common word cannot be told from them) or no noun at all ("Install Docker Desktop": "install" is a verb only).
+    The words after words[i] are taken as joined to it (the caller's run or piece)."""
+    if i + 2 >= len(words):
+        return False
+    first, second, third = words[i], words[i + 1], words[i + 2]
+    return (
+        _title_case(first)
+        and _title_case(second)
+        and not second.sentence_start
+        and not second.stop
+        and len(second.text) > 2
+        and second.text.isalpha()
+        and third.capitalised
+        and not third.sentence_start
+        and not third.stop
+        and third.lower not in NOT_NAMES  # "Make America Great Again": a slogan, a sentence in title case
+        and not first.stop
+        and first.lower not in NOT_NAMES  # "This Logan Square", "How Nebulizers Work": a sentence's own words
+        and not lexicon.parts_of_speech(second.lower)
+        and _noun_only(first.lower)
+    )
+
+
+@lru_cache(maxsize=1 << 14)
+def _noun_only(lower: str) -> bool:
+    """A noun, perhaps a verb, never an adjective: an adjective in title case before a name describes it ("Regional
+    Indian Cuisine", "Classic Italian Dishes")."""
+    tags = lexicon.parts_of_speech(lower)
+    return "NOUN" in tags and "ADJ" not in tags
 
 
 @lru_cache(maxsize=1 << 16)
