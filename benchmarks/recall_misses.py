@@ -19,9 +19,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extract import offline as off
-from extract.phrases import GENERIC, singular
+from extract import offline_candidates, offline_messages, offline_scoring
 from extract.stage_extract import _inputs
 from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
+from extract.text import READ_USER_CHARS
+from extract.tokens import singular
+from extract.word_kinds import GENERIC
 from staging import segments as segment_store
 from staging.db import connect_readonly
 from staging.graph_quality import Labels, concept_matches, conversation_concepts, names_match, normalise
@@ -36,7 +39,7 @@ def cand_forms(c):
 
 
 def score_reason(c, title_words):
-    """Why off._score gives 0 (None when it does not)."""
+    """Why offline_scoring._score gives 0 (None when it does not)."""
     key = c.key
     if not c.mentions:
         return "no mention indexed"
@@ -45,21 +48,21 @@ def score_reason(c, title_words):
     user = c.user_mentions()
     if user == 0 and len(c.mentions) < 2 and len(key) == 1 and not c.cased_mid:
         return "one lower-case word once in a reply"
-    if len(key) == 1 and not off._single_word_ok(c):
+    if len(key) == 1 and not offline_scoring._single_word_ok(c):
         return "single word not ok (common word)"
-    if off._specificity(c) < 0.2:
+    if offline_scoring._specificity(c) < 0.2:
         return "specificity < 0.2"
     other = len(c.mentions) - user
-    if user == 0 and other < 3 and not (c.cased_mid > 0 and off._specificity(c) >= 0.6):
+    if user == 0 and other < 3 and not (c.cased_mid > 0 and offline_scoring._specificity(c) >= 0.6):
         return "reply-only phrase said < 3 times"
     return None
 
 
 def trace_segment(segment, label_forms, max_concepts=6, open_ranks=off.OPEN_RANKS):
     """(stage, detail) of the furthest point the label reaches in this segment's offline extraction."""
-    messages = [off._read(m) for m in segment.messages if m.text and m.role != "tool"]
+    messages = [offline_messages._read(m) for m in segment.messages if m.text and m.role != "tool"]
     # raw candidates before any deletion: redo _candidates without the loose filter to see it
-    cands = off._candidates(messages)
+    cands = offline_candidates._candidates(messages)
     hit0 = {k: c for k, c in cands.items() if matches(cand_forms(c), label_forms)}
     fold_expansions(cands)
     drop_numbered(cands)
@@ -72,10 +75,10 @@ def trace_segment(segment, label_forms, max_concepts=6, open_ranks=off.OPEN_RANK
     if not hit:
         return None
     title_words = {w.casefold() for w in off._TITLE_WORD.findall(segment.title or "")}
-    base = {key: off._score(c, title_words) for key, c in cands.items()}
-    names = {k: c for k, c in cands.items() if base[k] > 0 and len(k) > 1 and off._full_name(c.title())}
-    inside = off._inside_longer(names, cands)
-    nearby = off._Vocabulary(messages)
+    base = {key: offline_scoring._score(c, title_words) for key, c in cands.items()}
+    names = {k: c for k, c in cands.items() if base[k] > 0 and len(k) > 1 and offline_scoring._full_name(c.title())}
+    inside = offline_scoring._inside_longer(names, cands)
+    nearby = offline_scoring._Vocabulary(messages)
     scored = []
     zero = {}
     for c in cands.values():
@@ -83,11 +86,11 @@ def trace_segment(segment, label_forms, max_concepts=6, open_ranks=off.OPEN_RANK
         why = None
         if s == 0:
             why = score_reason(c, title_words) or "score 0"
-        elif off._spelt_right(c, nearby):
+        elif offline_scoring._spelt_right(c, nearby):
             s, why = 0.0, "misspelling of a nearby word"
         elif inside.get(c.key, 0) * 2 >= len(c.mentions) > 0:
             s, why = 0.0, "mostly inside a longer name"
-        if s > off.MIN_LIKELIHOOD:
+        if s > offline_scoring.MIN_LIKELIHOOD:
             scored.append((-s, c.title().casefold(), c))
         elif c.key in hit:
             zero[c.key] = why or f"score {s:.3f} <= min"
@@ -147,14 +150,14 @@ def text_class(segments, title, label_forms):
             raw = words_of(m.text)
             if not any(contains(raw, f) for f in forms):
                 continue
-            limit = off.READ_USER_CHARS if m.role == "user" else off.READ_REPLY_CHARS
-            read = off._read(m)
+            limit = READ_USER_CHARS if m.role == "user" else offline_messages.READ_REPLY_CHARS
+            read = offline_messages._read(m)
             view_words = words_of(read.view)
             in_view = any(contains(view_words, f) for f in forms)
             head_words = words_of(m.text[:limit])
             in_read = any(contains(head_words, f) for f in forms)
             phrase_part = m.role == "user" or any(
-                contains(words_of(read.view[: off.REPLY_PHRASE_CHARS]), f) for f in forms
+                contains(words_of(read.view[: offline_candidates.REPLY_PHRASE_CHARS]), f) for f in forms
             )
             where.append((m.role, in_read, in_view, phrase_part))
     if not where:

@@ -14,7 +14,7 @@ clients/chinese_words.py, which the topic keywords share).
   it (系统崩溃了); never one character alone, never a compound of common words only (工作时间);
 - names: a word of three characters or more that jieba tags as a person, a place or an organisation (nr, ns,
   nt, nrt, nrfg: 阿里巴巴, 吴恩达, 哥本哈根) is written as a name is in English: its token is marked capitalised,
-  so the name rules (phrases._names) propose it and the scorer counts it as a name written with its capital.
+  so the name rules (name_phrases._names) propose it and the scorer counts it as a name written with its capital.
   Not one of two characters: there jieba's name tags hold as many common words as names (入门/ns, 深度/ns,
   高峰/nr, 崇拜/nrt), which stay plain nouns.
 
@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from clients.chinese_words import HAN, segmenter, zipf
-from extract.phrases import MAX_WORDS, Phrase, Token, key_of
-from extract.phrases import tokens as plain_tokens
+from extract.tokens import MAX_WORDS, Phrase, Token, key_of
+from extract.tokens import tokens as plain_tokens
 
 # Parts of speech (jieba's tag set, ICTCLAS) of the words a term is made of.
 _NOUNS = frozenset(["n", "nz", "vn", "an", "l", "j", "ns", "nt", "nr", "nrt", "nrfg"])
@@ -110,7 +110,7 @@ def _pieces(text: str, cut: Any) -> list[tuple[str, int, str]]:
 
 
 def phrases(prose: str, words: list[Token], phrase_chars: int | None = None) -> Iterator[Phrase]:
-    """The Chinese noun terms of a message (names come from phrases._names): nouns alone and compounds of nouns
+    """The Chinese noun terms of a message (names come from name_phrases._names): nouns alone and compounds of nouns
     and verbs written together; from the first `phrase_chars` characters only, when given."""
     run: list[HanToken] = []
     before: Token | None = None  # the word written right before the run
@@ -182,7 +182,7 @@ def _terms(prose: str, run: list[HanToken], before: Token | None, after: Token |
     if not run or len(run) > MAX_WORDS:
         return
     if len(run) == 1 and (run[0].tag == _VERB or len(run[0].text) < 2 or run[0].capitalised):
-        return  # a verb, a character alone; a name alone is the name rules' (phrases._names)
+        return  # a verb, a character alone; a name alone is the name rules' (name_phrases._names)
     if len(run) > 1 and all(zipf(t.text) >= COMMON_COMPOUND_ZIPF for t in run):
         return  # "工作时间": common words together name nothing in particular
     named = any(t.capitalised for t in run)

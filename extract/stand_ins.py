@@ -10,10 +10,11 @@ import re
 from typing import TYPE_CHECKING
 
 from extract import lexicon
-from extract.phrases import GENERIC, singular
+from extract.tokens import singular
+from extract.word_kinds import GENERIC
 
 if TYPE_CHECKING:
-    from extract.offline import _Candidate as Candidate
+    from extract.offline_candidates import _Candidate as Candidate
 
 
 _INITIALS_SKIP = frozenset(["of", "and", "&", "the", "for", "to", "in", "on"])

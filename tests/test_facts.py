@@ -624,7 +624,7 @@ def test_the_fact_rules_read_a_users_message_as_far_as_the_concept_rules_do() ->
     """A user's huge paste: the fact rules read its first READ_USER_CHARS, as the concept rules do, so its cost is
     bounded whatever its size (a 20 MB paste took a minute: every rule ran over every sentence). A fact said in
     the opening is found; one said only after a paste longer than that is not read."""
-    from extract.offline import READ_USER_CHARS
+    from extract.text import READ_USER_CHARS
 
     paste = "2024-05-01T10:00:00Z INFO [worker-3] request id=42 took 45ms status=200\n" * (READ_USER_CHARS // 60)
     said = "I moved to Berlin last year.\n" + paste + "I work at Acme Corp as an engineer."

@@ -71,7 +71,7 @@ def test_a_20_mb_paste_costs_seconds_and_is_read_as_its_opening() -> None:
     its opening, the same as for the message cut to what is read."""
     import time
 
-    from extract.offline import READ_USER_CHARS
+    from extract.text import READ_USER_CHARS
 
     rows = [
         f"2024-05-{1 + i % 28:02d}T10:{i % 60:02d}:00Z INFO [worker-{i % 16}] request id={i:08x} took {i % 900}ms\n"

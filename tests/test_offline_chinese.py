@@ -81,7 +81,7 @@ def test_a_chinese_conversation_gives_its_terms_and_not_its_common_words() -> No
     about, and the names the replies introduce; never 工作, 时间, 项目, 小时 or a single character."""
     segment = segment_input("seg-zh", CONVERSATION)
     titles = [h.title for h in OfflineExtractor(6).extract(segment).hypotheses]
-    # 阿里巴巴, the user's employer, is a name by its tag however common (extract/offline.py _proper_noun)
+    # 阿里巴巴, the user's employer, is a name by its tag however common (extract/offline_scoring.py _proper_noun)
     assert set(titles[:3]) == {"机器学习", "推荐系统", "阿里巴巴"}
     assert {"PyTorch", "MovieLens"} <= set(titles)  # 吴恩达, a name said once in a reply, past the open ranks
     assert not {"工作", "时间", "项目", "小时", "问题", "学习"} & set(titles)

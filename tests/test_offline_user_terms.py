@@ -1,5 +1,5 @@
 """The offline extractor keeps a term as the user writes it: a qualifying opener the plain phrase rules cut ("small"
-in "a small business") comes back where the user names a kind with it (extract/phrases.py QUALIFYING_OPENERS), and
+in "a small business") comes back where the user names a kind with it (extract/word_kinds.py QUALIFYING_OPENERS), and
 the user's longer term ranks before a common word it holds ("litter box" before "litter")."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 from concept_support import segment_input
 
 from extract.offline import OfflineExtractor
-from extract.phrases import phrases, tokens
+from extract.phrases import phrases
+from extract.tokens import tokens
 from extract.types import SegmentInput
 
 

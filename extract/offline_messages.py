@@ -1,0 +1,232 @@
+"""How the offline extractor (extract/offline.py) reads one message: step 1 of its rules.
+
+`_read` makes a `_Message`: the prose view of what is read (a reply's opening, READ_REPLY_CHARS; a user's first
+READ_USER_CHARS), its words and language, its sentence bounds (`_Message.span` cuts an evidence span from them), the
+identifiers it writes alone in inline code, and the languages its code blocks and Claude artifacts are marked as.
+`_settle_languages` gives a message of a few words its segment's language.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from clients.prose import ARTIFACT_LANGUAGES, prose, unicode_view
+from extract import chinese, lexicon
+from extract.text import READ_USER_CHARS, TERMINAL_ESCAPES
+from extract.tokens import Token, _shouted, tokens
+from extract.types import SegmentMessage
+
+MAX_SPAN_CHARS = 240
+
+
+TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: clients/prose.py reads as far)
+
+
+# How much of a message is read: the opening of a reply names what it is about, and a user's paste of 5 MB says
+# no more than its first pages (READ_USER_CHARS, extract/text.py: the fact rules read as much). The cost of a
+# message is bounded whatever its size (time and memory).
+READ_REPLY_CHARS = 800
+
+
+# Fewer words than this, and a message takes its segment's language (`_settle_languages`).
+SHORT_MESSAGE_WORDS = 6
+
+
+_STOPS = re.compile(r"[.!?。！？](?=\s)|\n")
+
+
+@dataclass
+class _Message:
+    """One message as the extractor reads it: its prose view, words, sentence bounds and language."""
+
+    message: SegmentMessage
+    view: str  # prose view (NFC, escapes and code blanked)
+    offsets: list[int] | None  # view offset -> message offset, when the view is not the text itself
+    language: str
+    stops: list[int] = field(default_factory=list)  # sentence ends in the message text, sorted
+    words: list[Token] = field(default_factory=list)  # tokens of the view
+    case_blind: bool = False  # written without a single capital ("how to use limit in linux"): no case evidence
+    # identifiers written alone as inline code ("`explode`", "`cache()`"): (as written, view start, view end,
+    # named as a function or command there: called, followed by its kind or shaped as an identifier; an API's
+    # name there: see _api_name)
+    code_names: list[tuple[str, int, int, bool, bool]] = field(default_factory=list)
+    # the language a fenced code block is marked as ("```python"): (word, view start, view end)
+    fences: list[tuple[str, int, int]] = field(default_factory=list)
+    source: str = ""  # the text the view was made from (same offsets): what the view blanked is told apart by it
+
+    def in_tag(self, start: int, end: int) -> bool:
+        """Whether the mention view[start:end] was found inside a tag the view blanks (an artifact's type,
+        'type="text/html"'), not in the prose: an artifact's title, kept, is prose."""
+        if self.view[start:end].strip():
+            return False
+        source = self.source
+        opens = source.rfind("<", max(start - TAG_CHARS, 0), start)
+        if opens < 0 or source.rfind(">", opens, start) >= 0 or self.view[opens] != " ":
+            return False
+        closes = source.find(">", end, end + TAG_CHARS)
+        return closes >= 0 and source.find("<", end, closes) < 0
+
+    def unmarked(self, start: int, end: int) -> tuple[int, int]:
+        """View bounds around the mention view[start:end] that leave out the markup beside it: where a tag's
+        bracket was blanked between the mention and the sentence's edge, the bound is the blanked character
+        nearest the mention ('title="LLM Pricing Calculator">' of a Claude artifact's tag gives its title alone);
+        (0, len(view)) where there is no tag."""
+        before = self._tag_edge(range(start - 1, max(start - MAX_SPAN_CHARS, 0) - 1, -1))
+        after = self._tag_edge(range(end, min(end + MAX_SPAN_CHARS, len(self.view))))
+        return (0 if before is None else before + 1), (len(self.view) if after is None else after)
+
+    def _tag_edge(self, places: range) -> int | None:
+        """Walking `places` away from a mention (to the line's end): the blanked character nearest the mention
+        when a tag's bracket was blanked on the way, else None."""
+        nearest = None
+        for p in places:
+            char = self.source[p]
+            if char == "\n":
+                return None
+            if self.view[p] == " " and not char.isspace():
+                nearest = p if nearest is None else nearest
+                if char in "<>":
+                    return nearest
+        return None
+
+    def original(self, start: int, end: int) -> tuple[int, int]:
+        if self.offsets is None:
+            return start, end
+        return self.offsets[start], self.offsets[end - 1] + 1 if end > start else self.offsets[end]
+
+    def span(self, start: int, end: int, lo: int = 0, hi: int | None = None) -> str:
+        """The sentence around text[start:end], within text[lo:hi], cut to MAX_SPAN_CHARS around the mention; a
+        substring."""
+        text = self.message.text
+        i = bisect.bisect_left(self.stops, start)
+        left = max(self.stops[i - 1] + 1 if i > 0 else 0, lo)
+        j = bisect.bisect_left(self.stops, end)
+        right = min(self.stops[j] + 1 if j < len(self.stops) else len(text), len(text) if hi is None else hi)
+        if right - left > MAX_SPAN_CHARS:
+            half = (MAX_SPAN_CHARS - (end - start)) // 2
+            left, right = max(left, start - half), min(right, end + max(half, 0))
+        return text[left:right].strip()
+
+
+def _read(message: SegmentMessage) -> _Message:
+    limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
+    view, offsets = unicode_view(message.text[:limit])
+    code_names = (
+        [(m.group(1), m.start(1), m.end(1), _names_code(m), _api_name(m)) for m in _CODE_NAME.finditer(view)]
+        if "`" in view
+        else []
+    )
+    fences = [(m.group(1), m.start(1), m.end(1)) for m in _FENCE.finditer(view)] if "```" in view else []
+    if "<antArtifact" in view:
+        fences += _artifact_kinds(view)
+    source = view
+    view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
+    # sentence ends as far as a span around what is read can reach (`span`: past it, a span is cut the same)
+    stops = [m.start() for m in _STOPS.finditer(message.text, 0, limit + MAX_SPAN_CHARS + 1)]
+    language = lexicon.language_of(view)
+    words = chinese.tokens(view) if language == "zh" else tokens(view)  # Chinese is cut into words by jieba
+    # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
+    return _Message(
+        message,
+        view,
+        offsets,
+        language,
+        stops,
+        words,
+        view.islower(),
+        code_names,
+        fences,
+        source,
+    )
+
+
+# The language a fenced code block is written in, as its opening fence names it ("```python", "```scala").
+_FENCE = re.compile(r"(?m)^[ \t]*```[ \t]*([A-Za-z][\w+#-]{0,20})[ \t]*$")
+
+
+# A Claude artifact's opening tag and its attributes: its type says what the artifact is written in, as a fence does
+# ('type="application/vnd.ant.react"': React; 'type="application/vnd.ant.code" language="python"': Python).
+_ARTIFACT_TAG = re.compile(r"<antArtifact\b[^<>]{0,2000}>")
+
+
+_ATTRIBUTE = re.compile(r"""\b(type|language)\s*=\s*["']([^"'<>]{1,60})["']""")
+
+
+def _artifact_kinds(view: str) -> list[tuple[str, int, int]]:
+    """What each Claude artifact of the view is written in, as a fence's language: (word, view start, view end)."""
+    kinds = []
+    for tag in _ARTIFACT_TAG.finditer(view):
+        attributes = {m.group(1): m for m in _ATTRIBUTE.finditer(view, tag.start(), tag.end())}
+        kind = attributes.get("type")
+        found = ARTIFACT_LANGUAGES.get(kind.group(2).strip().casefold()) if kind is not None else None
+        language = found[0] if found else None
+        if language is not None and kind is not None:
+            kinds.append((language, kind.start(2), kind.end(2)))
+        elif "language" in attributes:
+            kinds.append((attributes["language"].group(2), *attributes["language"].span(2)))
+    return kinds
+
+
+# An identifier alone in inline code, bare or called with nothing ("`explode`", "`cache()`", "`ulimit`"), and the
+# word after it: called, followed by its kind ("the `explode` function", "`explode` is a method") or shaped as an
+# identifier ("`flatMap`"), it names a function or a command; a plain word that names a column, a field or a
+# variable ("the `balance` field", "`zero` is ...") does not.
+_CODE_NAME = re.compile(r"`([^\W\d_][\w-]{1,40})(\(\))?`(?:[ \t]+(?:is[ \t]+(?:an?|the)[ \t]+)?([A-Za-z]+))?")
+
+
+_CODE_KINDS_TEXT = (
+    "function functions method methods command commands keyword keywords clause clauses operator operators"
+    " class statement utility transformation transformations action actions"
+)
+
+
+_CODE_KINDS = frozenset(_CODE_KINDS_TEXT.split())
+
+
+def _names_code(match: re.Match[str]) -> bool:
+    """An inline-code identifier is a function, a command or a method where it is called ("`cache()`"), followed
+    by its kind ("the `limit` command") or shaped as an identifier ("`flatMap`", "`row_number`"): no English word
+    is written so."""
+    name = match.group(1)
+    if match.group(2) or (match.group(3) or "").casefold() in _CODE_KINDS:
+        return True
+    return "_" in name.strip("_") or (name[:1].islower() and name != name.casefold())
+
+
+def _api_name(match: re.Match[str]) -> bool:
+    """An inline-code identifier that names an API: a class, written in UpperCamelCase ("`StructType`",
+    "`CountVectorizer`", "`SparkSubmitOperator`"), or a function called or followed by its kind whose name no
+    English word is written as (snake case, camel case or capitals: "`DENSE_RANK()`", "`partitionBy()`",
+    "`row_number` function"); not a plain word ("`cache()`", "`explode`") nor a variable ("`my_table`")."""
+    name = match.group(1)
+    letters = name.replace("_", "")
+    if not letters.isalnum():
+        return False
+    mixed = any(c.isupper() for c in letters[1:]) and any(c.islower() for c in letters)
+    if name[:1].isupper() and mixed and "_" not in name:
+        return True
+    called = bool(match.group(2)) or (match.group(3) or "").casefold() in _CODE_KINDS
+    # a keyword in capitals is an English word ("`DISTINCT`", "the `SELECT` statement": extract.tokens._shouted), no API
+    shaped = "_" in name.strip("_") or mixed or (name.isupper() and len(letters) >= 3 and not _shouted(name.casefold()))
+    return called and shaped
+
+
+def _blank_escape(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+def _settle_languages(messages: list[_Message]) -> None:
+    """A message of a few words says too little for the language identifier ("bitte 25 weitere" reads as English):
+    it is read in the language most of its segment's words are in."""
+    words: Counter[str] = Counter()
+    for message in messages:
+        if len(message.words) >= SHORT_MESSAGE_WORDS:
+            words[message.language] += len(message.words)
+    if words:
+        language = words.most_common(1)[0][0]
+        for message in messages:
+            if len(message.words) < SHORT_MESSAGE_WORDS:
+                message.language = language
