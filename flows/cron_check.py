@@ -11,6 +11,7 @@ expression after Prefect's import, as before.
 from __future__ import annotations
 
 import importlib.util
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
@@ -21,13 +22,24 @@ _VENDORED = ("_vendor", "croniter", "croniter.py")
 
 def check_cron(cron: str) -> None:
     """ConfigError (exit 2) for an expression Prefect would refuse: croniter's, and no random or hashed fields
-    (`R`, `H`), which Prefect does not support."""
+    (`R`, `H`), which Prefect does not support. Also refused, though croniter takes them: a sixth (seconds) or
+    seventh (years) field, since a schedule of runs every second floods Prefect's database with late runs, each
+    one a traceback ("* * * * * *"); and a date that never comes ("0 0 31 2 *"), a schedule that never runs."""
+    fields = cron.split()
+    if len(fields) > 5:
+        raise ConfigError(
+            f"--cron {cron!r} has {len(fields)} fields: give 5 (minute hour day-of-month month day-of-week),"
+            " e.g. '*/30 * * * *'; a run at most once a minute"
+        )
     croniter = _croniter()
     if croniter is None:
         return
-    fields = cron.split()
     if not croniter.croniter.is_valid(cron) or any(field.casefold() in ("r", "h") for field in fields):
         raise ConfigError(f"--cron {cron!r} is not a valid cron expression")
+    try:
+        croniter.croniter(cron, datetime.now(UTC)).get_next(datetime)
+    except croniter.CroniterBadDateError:
+        raise ConfigError(f"--cron {cron!r} never fires: no such date (e.g. 31 February)") from None
 
 
 def _croniter() -> ModuleType | None:
