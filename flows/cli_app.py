@@ -8,6 +8,7 @@ contracts.errors at the top; the settings, prefect and the pipeline load inside 
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sqlite3
@@ -215,9 +216,18 @@ class ChatmemGroup(click.Group):
             ctx.exit(1)
 
 
+_NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
 def _in_the_way(exc: BaseException) -> str:
     """One line for a path the command could not make or write because of what is already there (a file where a
-    folder must be, or the reverse), "" for any other error: the user's path, not a traceback."""
+    folder must be, or the reverse) or because it may not write there (a read-only mount, no permission: `report`
+    into a read-only data dir), "" for any other error: the user's path, not a traceback."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.errno in _NOT_WRITABLE:
+        return (
+            f"{exc.filename}: cannot be written here ({exc.strerror}); give a folder you can write to"
+            " (an --out DIR where the command has one, or another --data-dir)"
+        )
     if not isinstance(exc, NotADirectoryError | FileExistsError | IsADirectoryError) or exc.filename is None:
         return ""
     why = {

@@ -7,6 +7,7 @@ tests/test_serve.py)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -421,3 +422,14 @@ def test_graph_export_csv_on_a_missing_data_dir_says_so_in_the_common_words(tmp_
         f"error: nothing in {data_dir} yet (archive.db does not exist): run `chatmem run EXPORT` first, or point"
         " --data-dir / CHATMEM_DATA_DIR at an existing data dir"
     ], done.stderr
+
+
+@pytest.mark.parametrize("code", [errno.EROFS, errno.EACCES])
+def test_a_path_the_command_may_not_write_is_one_line_naming_it(code: int) -> None:
+    """`report` into a read-only data dir (a read-only mount: root's permissions do not stop a test's writes, so
+    the error itself is made here) is one `error:` line naming the path and the way out, not a traceback."""
+    from flows.cli_app import _in_the_way
+
+    line = _in_the_way(OSError(code, os.strerror(code), "/data/reports/r1"))
+    assert line.startswith(f"/data/reports/r1: cannot be written here ({os.strerror(code)}); give a folder")
+    assert _in_the_way(OSError(errno.ENOENT, "No such file or directory", "/data/x")) == ""
