@@ -54,6 +54,9 @@ class FileOutcome:
     timestamps_dropped: Counter[str] = field(default_factory=Counter)
 
 
+EMPTY_EXPORT = "no conversation in it (an empty export)"
+
+
 def run(ctx: StageContext) -> Outcome:
     """Ingest the run's exports into archive.db. `ctx.force` (`chatmem run --force`) reads a dump again even
     when its bytes were already ingested (after a parser fix: idempotent upserts)."""
@@ -221,9 +224,16 @@ def _ingest_one(
         detail = _nothing_read_reason(opened, fmt, force_format, outcome.counts.quarantined)
         writer.finish_source(source_id, partial=True, notes=[*notes, detail])
         return FileOutcome(opened.path, "failed", opened.sha256, fmt, counts=outcome.counts, detail=detail)
+    if _empty(outcome):
+        notes.append(EMPTY_EXPORT)  # a valid file of no conversation ("[]"): said, so a wrong file is noticed
     writer.finish_source(source_id, partial=False, notes=notes)
     outcome.detail = "; ".join(notes) or None
     return outcome
+
+
+def _empty(outcome: FileOutcome) -> bool:
+    counts = outcome.counts
+    return outcome.messages_read == 0 and outcome.known_by_bytes == 0 and not any(vars(counts).values())
 
 
 def _nothing_read(outcome: FileOutcome) -> bool:

@@ -15,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -433,3 +434,21 @@ def test_a_path_the_command_may_not_write_is_one_line_naming_it(code: int) -> No
     line = _in_the_way(OSError(code, os.strerror(code), "/data/reports/r1"))
     assert line.startswith(f"/data/reports/r1: cannot be written here ({os.strerror(code)}); give a folder")
     assert _in_the_way(OSError(errno.ENOENT, "No such file or directory", "/data/x")) == ""
+
+
+@pytest.mark.prefect
+@pytest.mark.parametrize("name", ["conversations.json", "export.zip"])
+def test_an_export_of_no_conversation_is_said_in_a_note(tmp_path: Path, name: str) -> None:
+    """`[]` (a ChatGPT export with nothing in it, bare or zipped) is a valid file, not a failure, but a run that
+    says nothing of it reads as if the dump arrived: the summary notes that the file held no conversation."""
+    export = tmp_path / name
+    if name.endswith(".zip"):
+        with zipfile.ZipFile(export, "w") as bundle:
+            bundle.writestr("conversations.json", "[]")
+    else:
+        export.write_text("[]", encoding="utf-8")
+    done = chatmem("run", "--to", "ingest", export, data_dir=tmp_path / "data")
+    assert done.exit_code == 0, done.output
+    notes = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("note:")]
+    read = f"{export}!conversations.json" if name.endswith(".zip") else str(export)  # the member read, in a zip
+    assert notes == [f"note: {read}: no conversation in it (an empty export)"], done.stdout

@@ -188,7 +188,8 @@ def test_bad_file_fails_alone_and_good_files_still_arrive(tmp_path: Path) -> Non
     staging = open_staging(tmp_path / "data" / "staging.db")
     rows = {row["path"]: row for row in staging.execute("SELECT path, status, detail FROM ingest_files")}
     assert {path: row["status"] for path, row in rows.items()} == {str(good): "ingested", str(bad): "failed"}
-    assert "not" in rows[str(bad)]["detail"]  # the reason, as the parser gave it
+    detail = rows[str(bad)]["detail"]  # the reason, as the parser gave it, on one line with where it is
+    assert "invalid JSON" in detail and "line 1, column" in detail and "\n" not in detail
 
 
 def test_a_stage_whose_every_file_failed_fails_naming_them(tmp_path: Path) -> None:
