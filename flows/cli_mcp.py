@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from contracts.errors import ChatmemError
+from flows.cli_data import no_data_dir
+
 if TYPE_CHECKING:
     from flows.cli_app import App
 
@@ -36,6 +39,8 @@ def mcp_command(app: App, http_port: int | None) -> None:
     from memory.mcp_server import MemoryService, build_server, serve_http, serve_stdio
 
     settings = app.settings()
+    if not settings.data_dir.exists():  # the words of every other read-only command (flows/cli_data.py)
+        raise ChatmemError(no_data_dir(settings))
     service = MemoryService(settings)
     service.check()  # no memory at all: one line and exit 1 now, not an error on every tool call later
     server = build_server(service)

@@ -387,7 +387,7 @@ def test_a_json_error_past_the_head_of_a_real_export_is_one_line_with_its_line_a
     assert re.search(r"\(parse error: .* at line 40, column \d+\)$", message), message
 
 
-@pytest.mark.parametrize("args", [("graph", "status"), ("graph", "stats"), ("recall", "a question")])
+@pytest.mark.parametrize("args", [("graph", "status"), ("graph", "stats"), ("recall", "a question"), ("mcp",)])
 def test_read_only_commands_on_a_missing_data_dir_say_so_in_the_common_words(
     tmp_path: Path, args: tuple[str, ...]
 ) -> None:

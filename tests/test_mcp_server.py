@@ -291,7 +291,9 @@ def test_http_refuses_a_foreign_host_header(http_server: tuple[str, subprocess.P
 
 
 def test_without_a_memory_the_command_exits_with_one_line(tmp_path: Path) -> None:
-    """`chatmem mcp` on an empty data dir: exit 1 and a message saying what to run, before serving anything."""
+    """`chatmem mcp` on an empty data dir: exit 1 and a message saying what to run, before serving anything (a
+    missing one: tests/test_cli_cold_faults.py)."""
+    (tmp_path / "empty").mkdir()
     command = [sys.executable, "-m", "flows.cli", "--data-dir", str(tmp_path / "empty"), "mcp"]
     done = subprocess.run(command, cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "chatmem run" in done.stderr and done.stdout == ""
