@@ -82,7 +82,8 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
     """The most recent runs first, each with the latest status of each of its stages.
 
     A run or stage recorded as `running` whose process is gone is shown as `interrupted` (staging/liveness.py),
-    and every run that is not succeeded (nor still running) carries `resume`, the command that finishes it. Each
+    and every run that is not succeeded (nor still running) carries `resume`, the command that finishes it, unless
+    a run started later succeeded with the same stages (then nothing is left to resume). Each
     run has how long it took (`duration_s`) and each stage's latest stage run took (`stage_duration_s`).
     """
     runs = _rows(
@@ -93,6 +94,7 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
             (limit if limit > 0 else -1,),
         )
     )
+    superseded = _superseded_runs(conn)
     for run in runs:
         run["stages"] = json.loads(run["stages"])
         run["exports"] = json.loads(run["exports"])
@@ -115,7 +117,9 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
                 "SELECT COUNT(*) FROM ingest_files WHERE run_id = ? AND status = 'failed'", (run["id"],)
             ).fetchone()[0]
         )
-        if run["status"] not in ("succeeded", "running"):
+        # a failed or interrupted run that a later run went through again (`staging failures` leaves it out): no
+        # command to resume it, which would only repeat what the later run did
+        if run["status"] not in ("succeeded", "running") and run["id"] not in superseded:
             left = unfinished_stages(conn, run["id"]) or run["stages"]
             run["resume"] = _fix_first(conn, run["id"], left) + finish_command(conn, run["id"])
     return runs

@@ -191,3 +191,29 @@ def test_a_run_resumed_with_other_stages_names_the_stage_that_failed_in_its_resu
     (run,) = inspection.list_runs(conn)
     assert run["stages"] == ["ingest", "segment", "embed", "load"]
     assert run["resume"] == f"chatmem stage load --run-id {run_id}"
+
+
+def test_a_failed_run_that_a_later_run_went_through_again_has_nothing_to_resume(tmp_path: Path) -> None:
+    """A run whose load failed, then a later run of the same stages that succeeded: `staging runs` still lists the
+    failed one, but with no resume command (it would only repeat the later run; `staging failures` leaves it out)."""
+    order = ("ingest", "load")
+    conn = open_staging(tmp_path / "staging.db")
+
+    def one_run(load_ok: bool) -> str:
+        run_id = open_run(conn, stages=list(order), exports=[], settings={}, code_version="t", order=order)
+        for name in order:
+            entry = StageRun(conn, run_id=run_id, stage=name, input_fingerprint="f", settings={}, code_version="t")
+            if name == "ingest" or load_ok:
+                entry.succeed(rows_in=0, rows_out=0, counts={})
+            else:
+                entry.fail("it broke", f"chatmem stage {name} --run-id {run_id}")
+        close_run(conn, run_id, error=None if load_ok else "stage load failed")
+        return run_id
+
+    failed = one_run(load_ok=False)
+    (alone,) = inspection.list_runs(conn)
+    assert alone["resume"] == f"chatmem stage load --run-id {failed}"
+    later = one_run(load_ok=True)
+    runs = {run["id"]: run for run in inspection.list_runs(conn)}
+    assert runs[failed]["status"] == "failed" and "resume" not in runs[failed]
+    assert runs[later]["status"] == "succeeded"
