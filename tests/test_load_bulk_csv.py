@@ -116,4 +116,5 @@ def test_export_csv_command_writes_the_files_and_refuses_a_folder_of_other_files
         assert refused.exit_code == 2 and make.rstrip("/") in refused.output, refused.output
         assert sorted(p.name for p in folder.iterdir()) == [make.rstrip("/")]  # nothing of the user's touched
     empty = chatmem("graph", "export-csv", tmp_path / "out2", data_dir=tmp_path / "nothing")
-    assert empty.exit_code == 1 and "nothing in" in empty.output and not (tmp_path / "out2").exists()
+    assert empty.exit_code == 1 and "does not exist, so it holds no archive" in empty.output, empty.output
+    assert not (tmp_path / "out2").exists() and not (tmp_path / "nothing").exists()

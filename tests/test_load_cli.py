@@ -94,6 +94,7 @@ def test_graph_up_down_status_and_run_starting_the_local_server(
     monkeypatch.setenv("CHATMEM_LOAD__LOCAL_DIR", str(bolt_server.server.directory))
     monkeypatch.setenv("CHATMEM_LOAD__LOCAL_HEAP", "1g")
     data_dir, export = tmp_path / "data", write_branchy_jsonl(tmp_path / "a.jsonl", conversations=2)
+    data_dir.mkdir()  # the graph commands answer for a data dir that exists (a missing one: one error line)
     before = bolt_server.ensure_up()
     status = as_json(chatmem("graph", "status", "--json", data_dir=data_dir))
     assert status["local_server"]["running"] and status["local_server"]["uri"] == before.uri
