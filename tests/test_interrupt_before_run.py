@@ -6,6 +6,7 @@ seen as a hang of test_cli_honest_run over two xdist workers). Real processes, r
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _default_sigint() -> None:
+    """In each script's process before it starts: SIGINT as a terminal gives it. A test run started with SIGINT
+    ignored (a background job of a non-interactive shell: `bash .ci/run &`) passes SIG_IGN on, and Python then
+    installs no handler: every os.kill(SIGINT) of these scripts would be lost (`chatmem run` itself puts the
+    handler back: flows.interrupt.take_sigint)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 
 # The block `chatmem run` puts around its start (flows/cli.py _run); the signal comes at a statement whose
 # library swallows it ("swallowed"), wraps it in an error of its own ("wrapped"), or in Prefect's import itself.
@@ -69,6 +79,7 @@ def test_one_signal_a_library_swallowed_before_the_run_still_stops_it(
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         timeout=120,
+        preexec_fn=_default_sigint,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (
@@ -85,6 +96,7 @@ def run_script(script: str, *args: str, cwd: Path | None = None) -> subprocess.C
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         timeout=120,
         cwd=cwd,
+        preexec_fn=_default_sigint,
     )
 
 
@@ -194,14 +206,13 @@ except RunInterrupted as exc:
 def test_a_ctrl_c_after_the_runs_handler_ended_never_says_nothing_was_run(tmp_path: Path, case: str) -> None:
     """A second Ctrl-C while a stopped run unwinds lets the cleanup finish and keeps the run's own line; a Ctrl-C in
     the cleanup after a run that ended says so. Before: "before the run started: nothing was run" after 9 stages."""
-    import signal
-
     process = subprocess.Popen(
         [sys.executable, "-c", AFTER_THE_RUN, str(tmp_path / "data"), case],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=_default_sigint,
     )
     assert process.stdout is not None and process.stdout.readline().strip() == "ready"
     if case == "stopped":
