@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from flows.cli_data import open_readonly, require_stage
-from flows.cli_table import CELL_WIDTH, JSON_OPTION, emit, terminal_width
+from flows.cli_table import CELL_WIDTH, JSON_OPTION, count_option, emit, terminal_width
 from flows.terminal import safe_line
 
 if TYPE_CHECKING:
@@ -24,20 +24,8 @@ CONCEPT_STATES = ("active", "weak", "merged", "split", "archived")
 @click.command("concepts")
 @click.option("--type", "concept_type", type=click.Choice(CONCEPT_TYPES), help="Only concepts of this type.")
 @click.option("--state", type=click.Choice(CONCEPT_STATES), help="Only concepts in this state.")
-@click.option(
-    "--limit",
-    default=50,
-    type=click.IntRange(min=0),
-    show_default=True,
-    help="How many concepts, most evidence first (0: all).",
-)
-@click.option(
-    "--evidence",
-    default=3,
-    type=click.IntRange(min=0),
-    show_default=True,
-    help="Evidence spans shown per concept in text (0: all).",
-)
+@count_option("--limit", default=50, help_text="How many concepts, most evidence first (0: all).")
+@count_option("--evidence", default=3, help_text="Evidence spans shown per concept in text (0: all).")
 @JSON_OPTION
 @click.pass_obj
 def concepts(app: App, concept_type: str | None, state: str | None, limit: int, evidence: int, as_json: bool) -> None:

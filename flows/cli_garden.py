@@ -13,7 +13,7 @@ import click
 
 from contracts.errors import ConfigError
 from flows.cli_data import open_readonly, require_stage
-from flows.cli_table import JSON_OPTION, cell, emit
+from flows.cli_table import JSON_OPTION, cell, count_option, emit
 
 if TYPE_CHECKING:
     from contracts.facts import FactRecord
@@ -22,13 +22,7 @@ if TYPE_CHECKING:
 
 @click.command("garden")
 @click.option("--dry-run", is_flag=True, help="Show the changes the garden stage would make; write nothing.")
-@click.option(
-    "--limit",
-    default=50,
-    type=click.IntRange(min=0),
-    show_default=True,
-    help="Changes shown in text (0: all); --json shows all.",
-)
+@count_option("--limit", default=50, help_text="Changes shown in text (0: all); --json shows all.")
 @JSON_OPTION
 @click.pass_obj
 def garden(app: App, dry_run: bool, limit: int, as_json: bool) -> None:

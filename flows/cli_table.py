@@ -5,9 +5,11 @@ run). Used by every `chatmem` command that prints rows (flows/cli_inspect.py, cl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
+from click.decorators import FC
 
 from flows.terminal import safe_json, safe_line
 
@@ -15,6 +17,12 @@ HEADING_MIN = 12  # a column's heading is never cut shorter ("messa…rted" says
 CELL_WIDTH = 60  # a cell outside a table (a line of `concepts`, `garden`) is shortened to this; --json: whole
 WHOLE_COLUMNS = frozenset({"resume", "rerun_hint"})  # commands to copy: never cut
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+
+
+def count_option(flag: str, *, default: int, help_text: str) -> Callable[[FC], FC]:
+    """How many rows or items a command shows in text (`--limit`, `--evidence`): a whole number >= 0, 0 meaning
+    all, its default shown in --help. One definition, so that every such count reads and checks alike."""
+    return click.option(flag, default=default, type=click.IntRange(min=0), show_default=True, help=help_text)
 
 
 def emit(data: object) -> None:
