@@ -16,7 +16,7 @@ import click
 
 from contracts.errors import ConfigError
 from flows.cli_data import check_run_id, nothing_yet, open_readonly
-from flows.cli_table import JSON_OPTION, emit, print_table, terminal_width
+from flows.cli_table import JSON_OPTION, count_option, emit, print_table, terminal_width
 
 if TYPE_CHECKING:
     from contracts.settings import Settings
@@ -33,9 +33,7 @@ def staging() -> None:
 
 
 @staging.command("runs")
-@click.option(
-    "--limit", default=20, type=click.IntRange(min=0), show_default=True, help="How many recent runs (0: all)."
-)
+@count_option("--limit", default=20, help_text="How many recent runs (0: all).")
 @click.option("--each", is_flag=True, help="One line per run: no-op runs in a row are not folded into one.")
 @JSON_OPTION
 @click.pass_obj
@@ -177,7 +175,7 @@ def staging_tables(app: App, as_json: bool) -> None:
 @staging.command("show")
 @click.argument("table")
 @click.option("--run-id", help="Only the rows of this run (tables with a run_id column).")
-@click.option("--limit", default=20, type=click.IntRange(min=0), show_default=True, help="How many rows (0: all).")
+@count_option("--limit", default=20, help_text="How many rows (0: all).")
 @JSON_OPTION
 @click.pass_obj
 def staging_show(app: App, table: str, run_id: str | None, limit: int, as_json: bool) -> None:

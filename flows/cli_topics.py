@@ -13,7 +13,7 @@ import click
 
 from contracts.errors import ChatmemError, ConfigError
 from flows.cli_data import check_run_id, open_readonly
-from flows.cli_table import JSON_OPTION, emit, print_table
+from flows.cli_table import JSON_OPTION, count_option, emit, print_table
 from flows.terminal import safe_line
 from staging import topics as store
 
@@ -44,7 +44,7 @@ def _run_exists(conn: sqlite3.Connection, run_id: str) -> bool:
 
 @click.command("topics")
 @RUN_OPTION
-@click.option("--limit", default=0, type=click.IntRange(min=0), help="Show only the largest N topics (0: all).")
+@count_option("--limit", default=0, help_text="Show only the largest N topics (0: all).")
 @JSON_OPTION
 @click.pass_obj
 def topics(app: App, run_id: str | None, limit: int, as_json: bool) -> None:
