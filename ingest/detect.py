@@ -58,11 +58,11 @@ def detect_format(head: bytes, *, name: str) -> str:
         raise MalformedExportError(name, "empty file: no JSON found")
     first = body[:1]
     if first == b"[":
-        keys, closed, error = _first_record_keys(body, "item", before)
+        keys, closed, error = _first_record_keys_repaired(body, "item", before)
         # `[]` is an export with no conversations: any list parser yields nothing from it.
         fmt = "chatgpt" if body[1:].lstrip(_WHITESPACE).startswith(b"]") else _classify_list(keys, name)
     elif first == b"{":
-        keys, closed, error = _first_record_keys(body, "", before)
+        keys, closed, error = _first_record_keys_repaired(body, "", before)
         fmt = _classify_object(keys, name)
         if fmt is None and _looks_like_jsonl(body):  # the first line may be the one bad line of a JSONL file
             fmt = "jsonl"
@@ -84,6 +84,16 @@ def detect_format(head: bytes, *, name: str) -> str:
     shape = "list" if first == b"[" else "object"
     problem = f"JSON {shape} of an unknown shape (first record's keys: {_keys(keys)}); expected one of "
     raise UnsupportedFormatError(name, "unknown", problem + ", ".join(EXPORT_FORMATS))
+
+
+def _first_record_keys_repaired(body: bytes, prefix: str, before: Before) -> tuple[list[str], bool, str | None]:
+    """`_first_record_keys`, read again with invalid UTF-8 replaced by U+FFFD when they stop it: the parsers replace
+    such bytes (the stage's second pass), so a bad byte in the first record's title must not fail detection when
+    the same byte in a later record costs nothing."""
+    found = _first_record_keys(body, prefix, before)
+    if found[2] is None or "UTF8" not in found[2]:
+        return found
+    return _first_record_keys(body.decode("utf-8", "replace").encode("utf-8"), prefix, before)
 
 
 def _first_record_keys(body: bytes, prefix: str, before: Before) -> tuple[list[str], bool, str | None]:

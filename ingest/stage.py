@@ -52,6 +52,7 @@ class FileOutcome:
     known_by_bytes: int = 0  # conversations the archive held as these bytes: counted, not parsed
     detail: str | None = None
     timestamps_dropped: Counter[str] = field(default_factory=Counter)
+    items: int = 0  # what the parser yielded and was written (a second pass over the same bytes skips them)
 
 
 EMPTY_EXPORT = "no conversation in it (an empty export)"
@@ -178,8 +179,9 @@ def _ingest_one(
         _parse_and_write(writer, opened, source_id, fmt, settings, outcome, progress, repair=False, force=force)
     except MalformedExportError as exc:
         if getattr(exc, "invalid_utf8", False):
-            # Second pass over the whole file with invalid bytes replaced; upserts make the re-write safe.
-            outcome = FileOutcome(opened.path, "ingested", opened.sha256, fmt)
+            # Second pass over the whole file with invalid bytes replaced. What the first pass wrote (the records
+            # before the bad bytes) is stored and counted in `outcome`: the second pass reads past it, so that the
+            # file's counts are those of one read (the archive would be the same either way: upserts).
             try:
                 replaced = _parse_and_write(
                     writer, opened, source_id, fmt, settings, outcome, progress, repair=True, force=force
@@ -273,10 +275,11 @@ def _parse_and_write(
     unless `force` (a dump read again on purpose is parsed whole)."""
     stats = BatchStats()
     lookup = None if force else RawLookup(fmt, writer.known_raw())
+    skip = outcome.items  # read and written by a first pass over the same bytes
 
     def batches() -> Iterator[Batch]:
         return iter_batches(
-            opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats, lookup=lookup
+            opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats, lookup=lookup, skip=skip
         )
 
     with bar(progress, opened.path, opened.size_bytes) as advance:
@@ -290,8 +293,9 @@ def _parse_and_write(
             counts.unchanged += batch.unchanged
             outcome.counts.add(counts)
             outcome.messages_read += batch.messages
+            outcome.known_by_bytes += batch.skipped  # per batch: a pass stopped by bad bytes keeps its count
+            outcome.items += batch.items
             advance(batch.bytes_read - reported)
             reported = batch.bytes_read
             outcome.timestamps_dropped.update(dropped)
-    outcome.known_by_bytes += lookup.recognised if lookup is not None else 0
     return stats.utf8_replacements
