@@ -9,7 +9,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from test_ingest_stage import dump_tables, ingest, make_chatgpt_export
+from test_ingest_stage import dump_tables, ingest, make_chatgpt_export, write_json
+
+from staging.archive import archive_stats
 
 # The counts of a file that say nothing of how it was read (the notes name the replaced bytes)
 _COUNTS = (
@@ -126,3 +128,71 @@ def test_a_jsonl_file_read_again_for_invalid_utf8_counts_its_bad_lines_once(tmp_
     assert _counts(result) == _counts(clean_result)
     assert result.counts["quarantined"] == 1
     assert _rows(archive) == _rows(clean_archive)
+
+
+def _under_other_ids(export: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    """The same conversations and messages under other conversation ids (message ids kept)."""
+    moved = json.loads(json.dumps(export))
+    for conversation in moved:
+        conversation["id"] = conversation["conversation_id"] = prefix + conversation["id"]
+    return moved
+
+
+def _empty_conversations(archive: sqlite3.Connection) -> list[str]:
+    sql = "SELECT id FROM conversations c WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id)"
+    return [row[0] for row in archive.execute(sql)]
+
+
+def test_a_file_whose_every_message_id_is_taken_writes_nothing_and_says_so(tmp_path: Path) -> None:
+    """The same messages under other conversation ids: no conversation of no message is stored, each message is
+    quarantined, and the file is no failure (nothing could be read would be wrong: it was read) but a note saying
+    nothing new was written."""
+    first = write_json(tmp_path / "first.json", make_chatgpt_export(2))
+    again = write_json(tmp_path / "again.json", _under_other_ids(make_chatgpt_export(2), "other-"))
+    ingest(tmp_path / "data", first)
+    archive, result = ingest(tmp_path / "data", again)
+    assert _empty_conversations(archive) == []
+    assert archive_stats(archive)["conversations"] == 2
+    assert result.counts["files_failed"] == 0
+    assert result.counts["conversations_written"] == 0
+    assert result.counts["quarantined"] == 8
+    assert result.counts["messages_inserted"] == 0
+    assert [n for n in result.notes if "nothing new written" in n] == [
+        f"{again}: nothing new written: all 8 message(s) are already in the archive under other conversation ids"
+        " (quarantined, not written again)"
+    ]
+    status = archive.execute("SELECT status FROM sources WHERE path = ?", (str(again),)).fetchone()[0]
+    assert status == "complete"
+
+
+def test_taken_conversations_beside_new_ones_leave_no_empty_conversation(tmp_path: Path) -> None:
+    """In one batch: a taken conversation (twice), a new one after it that shares an id with it, and a new one. The
+    new ones arrive whole (the shared id goes to the first new conversation that holds it), the taken one is not
+    stored, and the counts say so."""
+    first = write_json(tmp_path / "first.json", make_chatgpt_export(1))
+    taken = _under_other_ids(make_chatgpt_export(1), "other-")[0]
+    sharing = make_chatgpt_export(1, prefix="s")[0]
+    node = sharing["mapping"].pop("s0-m3")  # its last message takes the id of the taken conversation's last one
+    node["id"] = node["message"]["id"] = "c0-m3"
+    sharing["mapping"]["c0-m3"] = node
+    sharing["mapping"]["s0-m2"]["children"] = ["c0-m3"]
+    sharing["current_node"] = "c0-m3"
+    new = make_chatgpt_export(1, prefix="n")[0]
+    mixed = write_json(tmp_path / "mixed.json", [taken, sharing, taken, new])
+    ingest(tmp_path / "data", first)
+    archive, result = ingest(tmp_path / "data", mixed)
+    assert _empty_conversations(archive) == []
+    counts = dict(archive.execute("SELECT id, message_count FROM conversations").fetchall())
+    assert counts == {"c0": 4, "s0": 3, "n0": 4}  # c0-m3 stays c0's
+    assert result.counts["conversations_written"] == 2
+    assert result.counts["files_failed"] == 0
+    # 4 + 4 (the taken conversation's two copies, counted as messages read are) + the shared id
+    assert any("9 message(s) already in the archive under other conversation ids" in n for n in result.notes), (
+        result.notes
+    )
+    # read again (--force): the same archive, nothing written
+    before = dump_tables(archive)
+    archive, again = ingest(tmp_path / "data", mixed, force=True)
+    assert dump_tables(archive)["conversations"] == before["conversations"]
+    assert dump_tables(archive)["messages"] == before["messages"]
+    assert again.counts["conversations_written"] == 0
