@@ -5,13 +5,18 @@ JSONL line of unknown shape. Real files under tmp_path, the real stage and SQLit
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from test_ingest_stage import dump_tables, ingest, make_chatgpt_export, write_json
 
 from staging.archive import archive_stats
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # The counts of a file that say nothing of how it was read (the notes name the replaced bytes)
 _COUNTS = (
@@ -196,3 +201,35 @@ def test_taken_conversations_beside_new_ones_leave_no_empty_conversation(tmp_pat
     assert dump_tables(archive)["conversations"] == before["conversations"]
     assert dump_tables(archive)["messages"] == before["messages"]
     assert again.counts["conversations_written"] == 0
+
+
+def _serve_once(watch: Path, data_dir: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    """`chatmem serve --once` as a user runs it: its own process, every line it writes (logs included)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "flows.cli", "--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch)]
+    return subprocess.run([*command, *more], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+
+
+def test_serve_once_on_a_folder_with_nothing_to_read_creates_nothing_and_says_it_once(tmp_path: Path) -> None:
+    """An empty watch folder, and one holding only a file that is no export: one line each, in the words of `chatmem
+    run DIR` (the left-out file once: the watch flow logged it again), exit 0, and no data dir: no Prefect state
+    was started for nothing to do."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("not an export\n", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    done = _serve_once(empty, data_dir)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout + done.stderr).splitlines() == [
+        f"{empty}: no export found in it and 3 levels of subfolders below"
+    ]
+    done = _serve_once(junk, data_dir)
+    assert done.returncode == 0, done.stderr
+    said = f"{junk}: no export found in it and 3 levels of subfolders below; left out 1: notes.txt (not an export)"
+    assert (done.stdout + done.stderr).splitlines() == [said]
+    listed = json.loads(_serve_once(junk, data_dir, "--json").stdout)
+    assert listed["left_out"] == [{"path": str(junk / "notes.txt"), "why": "not an export"}]
+    assert listed["run_id"] is None and listed["ingested"] == []
+    assert not data_dir.exists()
