@@ -7,6 +7,7 @@ with ijson and looks at the keys of the first record:
     [ {chat_messages ... } ] / [ {uuid, name} ] claude
     [ {id, name, messages} ]                   chatbotui (version 1 had no envelope)
     {chat_messages ...}                        claude (one conversation, as the web API returns it)
+    {mapping | current_node ...}               chatgpt (one conversation of its list)
     {conversationId, messages}                 librechat
     {version, history}                         chatbotui
     one JSON object per line with conversation_id, role, text    jsonl
@@ -159,8 +160,7 @@ def _classify_object(keys: list[str], name: str) -> str | None:
     if {"uuid", "name"} <= found:
         return "claude"  # cut before chat_messages
     if found & {"mapping", "current_node"}:
-        problem = "detected 'chatgpt-single-conversation': a ChatGPT export is a list of conversations"
-        raise UnsupportedFormatError(name, "chatgpt-single-conversation", problem)
+        return "chatgpt"  # one conversation of a ChatGPT export, read as an export of that one
     if {"email", "chatgpt_plus_user"} & found:
         problem = _side_problem("chatgpt-side-file", "user.json")
         raise UnsupportedFormatError(name, "chatgpt-side-file", problem)

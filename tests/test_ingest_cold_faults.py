@@ -233,3 +233,26 @@ def test_serve_once_on_a_folder_with_nothing_to_read_creates_nothing_and_says_it
     assert listed["left_out"] == [{"path": str(junk / "notes.txt"), "why": "not an export"}]
     assert listed["run_id"] is None and listed["ingested"] == []
     assert not data_dir.exists()
+
+
+REAL_CHATGPT = ROOT / "tests" / "fixtures" / "exports" / "chatgpt" / "chatgpt2graph" / "conversations.json"
+
+
+def test_one_chatgpt_conversation_object_is_read_as_an_export_of_that_conversation(tmp_path: Path) -> None:
+    """The first conversation of a real ChatGPT export, saved alone as an object (not a list): detected as chatgpt and
+    ingested with the same rows as from the list; a node of it that cannot be read is quarantined under the locator
+    `conversation` (it was refused whole: "a ChatGPT export is a list of conversations")."""
+    conversation = json.loads(REAL_CHATGPT.read_text(encoding="utf-8"))[0]
+    alone = write_json(tmp_path / "one.json", conversation)
+    listed = write_json(tmp_path / "list.json", [conversation])
+    archive, result = ingest(tmp_path / "alone", alone)
+    assert result.counts["files_failed"] == 0 and result.counts["conversations_written"] == 1
+    assert result.counts["messages_inserted"] > 0
+    from_list, _ = ingest(tmp_path / "listed", listed)
+    assert _rows(archive) == _rows(from_list)
+    node = next(iter(conversation["mapping"]))
+    conversation["mapping"][node] = "not a node"
+    archive, result = ingest(tmp_path / "bad-node", write_json(tmp_path / "bad-node.json", conversation))
+    assert result.counts["conversations_written"] == 1
+    [(locator, reason)] = archive.execute("SELECT locator, reason FROM quarantine").fetchall()
+    assert (locator, reason) == (f"conversation.mapping[{node}]", "node is a JSON string, not an object")
