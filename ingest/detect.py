@@ -40,6 +40,7 @@ RAW_LIMIT = 1_000_000  # characters of a quarantined record's JSON that are kept
 _BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\r\n"
 _JSONL_KEYS = frozenset({"conversation_id", "role", "text"})
+JSONL_REQUIRED = ("conversation_id", "id", "role", "text")  # what every JSONL line must have (ingest/jsonl.py)
 # Keys that settle the format as soon as they are seen, whatever else the record holds.
 _DECISIVE = frozenset({"mapping", "current_node", "chat_messages", "history", "conversationId"})
 
@@ -84,7 +85,8 @@ def detect_format(head: bytes, *, name: str) -> str:
         raise UnsupportedFormatError(name, "unknown", problem)
     shape = "list" if first == b"[" else "object"
     problem = f"JSON {shape} of an unknown shape (first record's keys: {_keys(keys)}); expected one of "
-    raise UnsupportedFormatError(name, "unknown", problem + ", ".join(EXPORT_FORMATS))
+    lacks = _jsonl_lacks(body, keys) if shape == "object" else ""
+    raise UnsupportedFormatError(name, "unknown", problem + ", ".join(EXPORT_FORMATS) + lacks)
 
 
 def _first_record_keys_repaired(body: bytes, prefix: str, before: Before) -> tuple[list[str], bool, str | None]:
@@ -180,6 +182,22 @@ def _chatgpt_side_file(found: set[str]) -> str | None:
 
 def _side_problem(kind: str, which: str) -> str:
     return f"detected {kind!r} ({which}): it sits beside conversations.json and holds no conversations"
+
+
+def _jsonl_lacks(body: bytes, keys: list[str]) -> str:
+    """'; as JSONL, its first line lacks conversation_id (a line needs conversation_id, id, role, text)': for a head
+    that is an object per line, or whose first object has some of a JSONL line's fields; else ''. Which fields are
+    missing is what a user writing JSONL needs to know, not only the keys that were found."""
+    lines = [line.strip() for line in body.split(b"\n", 3)[:3]]
+    per_line = sum(line.startswith(b"{") for line in lines) > 1
+    if not per_line and not set(keys) & set(JSONL_REQUIRED):
+        return ""
+    missing = [key for key in JSONL_REQUIRED if key not in keys]
+    where = "its first line" if per_line else "it"
+    needed = ", ".join(JSONL_REQUIRED)
+    if len(missing) == len(JSONL_REQUIRED):
+        return f"; as JSONL, {where} has none of the fields a line needs ({needed})"
+    return f"; as JSONL, {where} lacks {', '.join(missing)} (a line needs {needed})"
 
 
 def _looks_like_jsonl(body: bytes) -> bool:

@@ -12,8 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+from click.testing import CliRunner
 from test_ingest_stage import dump_tables, ingest, make_chatgpt_export, write_json
 
+from contracts.errors import StageError
+from flows.cli import cli
 from staging.archive import archive_stats
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -256,3 +260,43 @@ def test_one_chatgpt_conversation_object_is_read_as_an_export_of_that_conversati
     assert result.counts["conversations_written"] == 1
     [(locator, reason)] = archive.execute("SELECT locator, reason FROM quarantine").fetchall()
     assert (locator, reason) == (f"conversation.mapping[{node}]", "node is a JSON string, not an object")
+
+
+def test_jsonl_lines_of_unknown_shape_are_refused_naming_the_fields_they_lack(tmp_path: Path) -> None:
+    """A .jsonl of messages with no conversation_id: `chatmem run` refuses it naming the field a JSONL line lacks (it
+    said only the keys found, "id, role, text", and the formats it could be); one with none of them says so."""
+    lines = [{"id": f"m{n}", "role": "user", "text": f"hello {n}"} for n in range(3)]
+    no_conversation = tmp_path / "messages.jsonl"
+    no_conversation.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    done = CliRunner().invoke(cli, ["--data-dir", str(tmp_path / "data"), "run", str(no_conversation)])
+    assert done.exit_code == 1, done.output
+    assert done.stderr.strip().endswith(
+        "; as JSONL, its first line lacks conversation_id (a line needs conversation_id, id, role, text)"
+    ), done.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"message": "hi", "author": "me"}\n{"message": "ho", "author": "you"}\n', encoding="utf-8")
+    done = CliRunner().invoke(cli, ["--data-dir", str(tmp_path / "data"), "run", str(other)])
+    assert done.stderr.strip().endswith(
+        "; as JSONL, its first line has none of the fields a line needs (conversation_id, id, role, text)"
+    ), done.stderr
+
+
+def test_a_jsonl_file_of_no_message_says_why_its_first_bad_line_is_bad(tmp_path: Path) -> None:
+    """Every line lacks `id`: the file fails (nothing could be read) and says which field, from its first bad line; a
+    line that is no object says what a line needs, in JSON's words (`null`, not Python's `NoneType`)."""
+    path = tmp_path / "chat.jsonl"
+    lines = [json.dumps({"conversation_id": "j1", "role": "user", "text": f"t{n}"}) for n in range(3)]
+    path.write_text("\n".join(["null", *lines]) + "\n", encoding="utf-8")
+    with pytest.raises(StageError) as failed:
+        ingest(tmp_path / "data", path)
+    assert "no line is a JSONL message (4 bad line(s), quarantined; line 1: a JSON null, not an object with" in str(
+        failed.value
+    )
+    good = json.dumps({"conversation_id": "j1", "id": "m1", "role": "user", "text": "hi"})
+    path.write_text("\n".join([good, "[1, 2]"]) + "\n", encoding="utf-8")
+    archive, _ = ingest(tmp_path / "data2", path)
+    [reason] = [row[0] for row in archive.execute("SELECT reason FROM quarantine WHERE locator = 'line 2'")]
+    assert reason == "a JSON list, not an object with conversation_id, id, role, text"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(StageError, match=r"quarantined; line 1: missing required field\(s\): id\)"):
+        ingest(tmp_path / "data3", path)
