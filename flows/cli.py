@@ -28,7 +28,7 @@ from flows.cli_app import CLOSED_PIPE_EXIT, App, ChatmemGroup, output_closed, re
 from flows.cli_data import check_run_id, open_readonly
 from flows.cli_run_summary import print_summary
 from flows.cli_table import JSON_OPTION, emit
-from flows.export_paths import LeftOut, expand_folders, no_export_found, rest_of_an_export
+from flows.export_paths import LeftOut, expand_folders, exports_in_folder, no_export_found, rest_of_an_export
 from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
 from flows.terminal import safe_line
@@ -303,6 +303,8 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
     settings = app.settings()
     # with --once too (a bad --cron is a mistake to say, not to ignore), and before Prefect: nothing is created
     check_cron(cron)
+    if once and _no_export_to_watch(watch_dir, settings.data_dir, as_json):
+        return
     engine = app.engine(settings, "serve", early_api=once)  # serve itself starts a server with a scheduler
     engine.check_schedule(watch_dir, cron)
     if not once:
@@ -338,6 +340,33 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
         raise ChatmemError(f"{len(result['failed'])} dump(s) failed; see `chatmem staging failures`")
     if result["error"]:
         raise ChatmemError(result["error"])
+
+
+def _no_export_to_watch(watch_dir: Path, data_dir: Path, as_json: bool) -> bool:
+    """`serve --once` on a folder with no export in it (empty, or only what is left out): said once, in the words of
+    `chatmem run DIR`, and True; nothing is started or created for nothing to do (no Prefect, no data dir). The watch
+    flow would look again and log each left-out path a second time."""
+    dumps, left = exports_in_folder(watch_dir, data_dir)
+    if dumps:
+        return False
+    if as_json:  # the watch flow's result, as it would have been
+        nothing: list[Any] = []
+        left_out = [{"path": str(item.path), "why": item.why} for item in left]
+        emit(
+            {
+                "watch_dir": str(watch_dir.absolute()),
+                "run_id": None,
+                "already_ingested": nothing,
+                "ingested": nothing,
+                "failed": nothing,
+                "waiting": nothing,
+                "error": None,
+                "left_out": left_out,
+            }
+        )
+    else:
+        click.echo(safe_line(f"{watch_dir}: {no_export_found(watch_dir.absolute(), left)}"))
+    return True
 
 
 def main() -> None:

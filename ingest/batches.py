@@ -23,7 +23,7 @@ from ingest.jsonl import Continuation
 from ingest.jsonstream import Utf8RepairReader
 from ingest.raw_skip import RawLookup, Unchanged
 from ingest.sources import OpenedExport
-from ingest.timestamps import dropped_so_far
+from ingest.timestamps import dropped_mark, dropped_so_far, forget_dropped_since
 from staging.archive_rows import ConversationRows, to_rows
 
 RAW_SKIP_FORMATS = ("chatgpt", "claude")  # parsers that stream a top-level list (ingest/jsonstream.py)
@@ -39,6 +39,7 @@ class Batch:
     skipped: int = 0  # those conversations: they count toward the batch's size as parsed ones do
     raw: dict[str, bytes] = field(default_factory=dict)  # conversation id -> the hash of the bytes it was read from
     bytes_read: int = 0  # position in the stream when the batch was cut (for progress)
+    items: int = 0  # what the parser yielded into it (conversations, markers, quarantine records): see `skip`
 
 
 @dataclass
@@ -67,10 +68,15 @@ def iter_batches(
     repair: bool,
     stats: BatchStats,
     lookup: RawLookup | None = None,
+    skip: int = 0,
 ) -> Iterator[Batch]:
     """Yield batches of whole conversations. A parse error is raised after the batch before it is yielded,
     so that whatever was parsed before the error is written, not lost. `lookup` (the ChatGPT and Claude
-    lists only): conversations whose bytes the archive holds are counted, not parsed (ingest/raw_skip.py)."""
+    lists only): conversations whose bytes the archive holds are counted, not parsed (ingest/raw_skip.py).
+
+    `skip`: the first items the parser yields are left out, their timestamps drops uncounted: the second pass over
+    a file with invalid UTF-8 (`repair`) reads again the bytes before the bad spot, which the first pass wrote
+    and counted (the `items` of its batches); the same bytes give the same items in the same order."""
     parse = parser_for(fmt)
     options = {"lookup": lookup} if lookup is not None and fmt in RAW_SKIP_FORMATS else {}
     batch = Batch()
@@ -80,7 +86,15 @@ def iter_batches(
         try:
             flagged: bytes | None = None  # the element whose parse quarantined something
             drops = dropped_so_far()  # timestamps dropped before the current element
+            mark = dropped_mark()  # nothing is yielded while skipping: one mark for every skipped item
             for item in parse(stream, name=opened.path, **options):
+                if skip:
+                    skip -= 1
+                    if options and not isinstance(item, QuarantineRecord | Unchanged):
+                        lookup.parsed(item.id)  # type: ignore[union-attr]  # as the first pass did
+                    forget_dropped_since(mark)
+                    continue
+                batch.items += 1
                 if isinstance(item, QuarantineRecord):
                     batch.quarantined.append(item)
                     flagged = lookup.last if options else None  # type: ignore[union-attr]

@@ -4,6 +4,9 @@
       "mapping": {node_id: {"id", "parent", "children": [...], "message": null | {
           "id", "author": {"role", "name"}, "create_time", "content": {"content_type", ...}, "metadata"}}}}]
 
+A single conversation object (one element of that list, as a tool or a user saves one conversation) is read as
+an export of that one conversation, as Claude's is (ingest/claude.py).
+
 One conversation is held in memory at a time. Each node with a message becomes a `DraftMessage`; nodes
 without one (the "client-created-root" and other skeleton nodes) are passed to `build_thread` as structural
 parents, so a message's parent is its nearest ancestor that is a message. The tree rules (orphans, cycles,
@@ -27,8 +30,10 @@ import json
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
+from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.chatgpt_content import content_type_of, render_content
+from ingest.detect import peek_start
 from ingest.jsonstream import MAX_DEPTH, TooDeep, guard_depth, iter_json_items
 from ingest.raw_skip import RawLookup, Unchanged
 from ingest.timestamps import to_utc
@@ -48,7 +53,15 @@ def parse(
     Raises MalformedExportError (naming `name`) when the file is not valid JSON, after every complete
     conversation before the break has been yielded.
     """
-    for index, record in enumerate(iter_json_items(stream, "item", name=name, lookup=lookup)):
+    first, replay = peek_start(stream)
+    if first == b"{":  # one conversation object
+        for record in iter_json_items(replay, "", name=name):
+            yield from guard_depth(parse_conversation(record, 0, "conversation"), "conversation")
+        return
+    if first != b"[":
+        found = repr(first) if first else "an empty file"
+        raise MalformedExportError(name, f"a ChatGPT export is a JSON list or object, found {found}")
+    for index, record in enumerate(iter_json_items(replay, "item", name=name, lookup=lookup)):
         if isinstance(record, Unchanged):
             yield record
             continue
@@ -62,9 +75,12 @@ def parse(
         yield from guard_depth(parse_conversation(record, index), f"conversations[{index}]")
 
 
-def parse_conversation(record: object, index: int) -> Iterator[ExportConversation | QuarantineRecord]:
-    """One element of the top-level list: its quarantine rows, then the conversation unless it is unusable."""
-    locator = f"conversations[{index}]"
+def parse_conversation(
+    record: object, index: int, locator: str | None = None
+) -> Iterator[ExportConversation | QuarantineRecord]:
+    """One element of the top-level list (or the file's one conversation, `locator` "conversation"): its quarantine
+    rows, then the conversation unless it is unusable."""
+    locator = locator or f"conversations[{index}]"
     if not isinstance(record, dict):
         yield _quarantine(locator, f"conversation is a JSON {_kind(record)}, not an object", record)
         return

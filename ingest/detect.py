@@ -7,6 +7,7 @@ with ijson and looks at the keys of the first record:
     [ {chat_messages ... } ] / [ {uuid, name} ] claude
     [ {id, name, messages} ]                   chatbotui (version 1 had no envelope)
     {chat_messages ...}                        claude (one conversation, as the web API returns it)
+    {mapping | current_node ...}               chatgpt (one conversation of its list)
     {conversationId, messages}                 librechat
     {version, history}                         chatbotui
     one JSON object per line with conversation_id, role, text    jsonl
@@ -39,6 +40,7 @@ RAW_LIMIT = 1_000_000  # characters of a quarantined record's JSON that are kept
 _BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\r\n"
 _JSONL_KEYS = frozenset({"conversation_id", "role", "text"})
+JSONL_REQUIRED = ("conversation_id", "id", "role", "text")  # what every JSONL line must have (ingest/jsonl.py)
 # Keys that settle the format as soon as they are seen, whatever else the record holds.
 _DECISIVE = frozenset({"mapping", "current_node", "chat_messages", "history", "conversationId"})
 
@@ -58,11 +60,11 @@ def detect_format(head: bytes, *, name: str) -> str:
         raise MalformedExportError(name, "empty file: no JSON found")
     first = body[:1]
     if first == b"[":
-        keys, closed, error = _first_record_keys(body, "item", before)
+        keys, closed, error = _first_record_keys_repaired(body, "item", before)
         # `[]` is an export with no conversations: any list parser yields nothing from it.
         fmt = "chatgpt" if body[1:].lstrip(_WHITESPACE).startswith(b"]") else _classify_list(keys, name)
     elif first == b"{":
-        keys, closed, error = _first_record_keys(body, "", before)
+        keys, closed, error = _first_record_keys_repaired(body, "", before)
         fmt = _classify_object(keys, name)
         if fmt is None and _looks_like_jsonl(body):  # the first line may be the one bad line of a JSONL file
             fmt = "jsonl"
@@ -83,7 +85,18 @@ def detect_format(head: bytes, *, name: str) -> str:
         raise UnsupportedFormatError(name, "unknown", problem)
     shape = "list" if first == b"[" else "object"
     problem = f"JSON {shape} of an unknown shape (first record's keys: {_keys(keys)}); expected one of "
-    raise UnsupportedFormatError(name, "unknown", problem + ", ".join(EXPORT_FORMATS))
+    lacks = _jsonl_lacks(body, keys) if shape == "object" else ""
+    raise UnsupportedFormatError(name, "unknown", problem + ", ".join(EXPORT_FORMATS) + lacks)
+
+
+def _first_record_keys_repaired(body: bytes, prefix: str, before: Before) -> tuple[list[str], bool, str | None]:
+    """`_first_record_keys`, read again with invalid UTF-8 replaced by U+FFFD when they stop it: the parsers replace
+    such bytes (the stage's second pass), so a bad byte in the first record's title must not fail detection when
+    the same byte in a later record costs nothing."""
+    found = _first_record_keys(body, prefix, before)
+    if found[2] is None or "UTF8" not in found[2]:
+        return found
+    return _first_record_keys(body.decode("utf-8", "replace").encode("utf-8"), prefix, before)
 
 
 def _first_record_keys(body: bytes, prefix: str, before: Before) -> tuple[list[str], bool, str | None]:
@@ -149,8 +162,7 @@ def _classify_object(keys: list[str], name: str) -> str | None:
     if {"uuid", "name"} <= found:
         return "claude"  # cut before chat_messages
     if found & {"mapping", "current_node"}:
-        problem = "detected 'chatgpt-single-conversation': a ChatGPT export is a list of conversations"
-        raise UnsupportedFormatError(name, "chatgpt-single-conversation", problem)
+        return "chatgpt"  # one conversation of a ChatGPT export, read as an export of that one
     if {"email", "chatgpt_plus_user"} & found:
         problem = _side_problem("chatgpt-side-file", "user.json")
         raise UnsupportedFormatError(name, "chatgpt-side-file", problem)
@@ -170,6 +182,22 @@ def _chatgpt_side_file(found: set[str]) -> str | None:
 
 def _side_problem(kind: str, which: str) -> str:
     return f"detected {kind!r} ({which}): it sits beside conversations.json and holds no conversations"
+
+
+def _jsonl_lacks(body: bytes, keys: list[str]) -> str:
+    """'; as JSONL, its first line lacks conversation_id (a line needs conversation_id, id, role, text)': for a head
+    that is an object per line, or whose first object has some of a JSONL line's fields; else ''. Which fields are
+    missing is what a user writing JSONL needs to know, not only the keys that were found."""
+    lines = [line.strip() for line in body.split(b"\n", 3)[:3]]
+    per_line = sum(line.startswith(b"{") for line in lines) > 1
+    if not per_line and not set(keys) & set(JSONL_REQUIRED):
+        return ""
+    missing = [key for key in JSONL_REQUIRED if key not in keys]
+    where = "its first line" if per_line else "it"
+    needed = ", ".join(JSONL_REQUIRED)
+    if len(missing) == len(JSONL_REQUIRED):
+        return f"; as JSONL, {where} has none of the fields a line needs ({needed})"
+    return f"; as JSONL, {where} lacks {', '.join(missing)} (a line needs {needed})"
 
 
 def _looks_like_jsonl(body: bytes) -> bool:

@@ -39,14 +39,14 @@ from pydantic import PrivateAttr
 
 from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
-from ingest.detect import RAW_LIMIT, raw_json
+from ingest.detect import JSONL_REQUIRED, RAW_LIMIT, json_kind, raw_json
 from ingest.jsonstream import MAX_DEPTH
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
 
 CHUNK = 1 << 20
 BATCH = 10_000
-REQUIRED = ("conversation_id", "id", "role", "text")
+REQUIRED = JSONL_REQUIRED
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _ROLES: dict[str, Role] = {
@@ -131,6 +131,7 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
         titles: dict[int, str] = {}
         contiguous = True
         good = bad = 0
+        first_bad = ""  # the first bad line's reason: said when no line is a message
         batch: list[Row] = []
         for number, line in enumerate(_lines(stream), start=1):
             if not line.strip():
@@ -143,6 +144,7 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
                 raise error from None
             if isinstance(decoded, QuarantineRecord):
                 bad += 1
+                first_bad = first_bad or f"{decoded.locator}: {decoded.reason}"
                 yield decoded
                 continue
             record, conversation_id = decoded
@@ -175,7 +177,8 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
                 batch.clear()
         spill.executemany("INSERT INTO m VALUES (?,?,?,?,?,?,?,?,?)", batch)
         if not good and bad:
-            raise MalformedExportError(name, f"no line is a JSONL message ({bad} bad line(s), quarantined)")
+            problem = f"no line is a JSONL message ({bad} bad line(s), quarantined; {first_bad})"
+            raise MalformedExportError(name, problem)
         if contiguous:
             rows = spill.execute("SELECT * FROM m ORDER BY rowid")
         else:
@@ -217,7 +220,7 @@ def _decode(line: bytes, number: int) -> tuple[dict[str, Any], str] | Quarantine
     except RecursionError:
         return _bad(number, f"JSON nested deeper than {MAX_DEPTH} levels: line skipped", line)
     if not isinstance(record, dict):
-        return _bad(number, f"a JSON {type(record).__name__}, not an object", line)
+        return _bad(number, f"a JSON {json_kind(record)}, not an object with {', '.join(REQUIRED)}", line)
     missing = [key for key in REQUIRED if record.get(key) is None]
     if missing:
         return _bad(number, f"missing required field(s): {', '.join(missing)}", line, record)

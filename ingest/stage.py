@@ -52,6 +52,8 @@ class FileOutcome:
     known_by_bytes: int = 0  # conversations the archive held as these bytes: counted, not parsed
     detail: str | None = None
     timestamps_dropped: Counter[str] = field(default_factory=Counter)
+    items: int = 0  # what the parser yielded and was written (a second pass over the same bytes skips them)
+    taken: int = 0  # messages whose id another conversation of the archive holds: quarantined, not written
 
 
 EMPTY_EXPORT = "no conversation in it (an empty export)"
@@ -178,8 +180,9 @@ def _ingest_one(
         _parse_and_write(writer, opened, source_id, fmt, settings, outcome, progress, repair=False, force=force)
     except MalformedExportError as exc:
         if getattr(exc, "invalid_utf8", False):
-            # Second pass over the whole file with invalid bytes replaced; upserts make the re-write safe.
-            outcome = FileOutcome(opened.path, "ingested", opened.sha256, fmt)
+            # Second pass over the whole file with invalid bytes replaced. What the first pass wrote (the records
+            # before the bad bytes) is stored and counted in `outcome`: the second pass reads past it, so that the
+            # file's counts are those of one read (the archive would be the same either way: upserts).
             try:
                 replaced = _parse_and_write(
                     writer, opened, source_id, fmt, settings, outcome, progress, repair=True, force=force
@@ -224,6 +227,8 @@ def _ingest_one(
         detail = _nothing_read_reason(opened, fmt, force_format, outcome.counts.quarantined)
         writer.finish_source(source_id, partial=True, notes=[*notes, detail])
         return FileOutcome(opened.path, "failed", opened.sha256, fmt, counts=outcome.counts, detail=detail)
+    if outcome.taken:
+        notes.append(_taken_note(outcome))
     if _empty(outcome):
         notes.append(EMPTY_EXPORT)  # a valid file of no conversation ("[]"): said, so a wrong file is noticed
     writer.finish_source(source_id, partial=False, notes=notes)
@@ -237,8 +242,25 @@ def _empty(outcome: FileOutcome) -> bool:
 
 
 def _nothing_read(outcome: FileOutcome) -> bool:
+    """Every record quarantined by the parser: the wrong --format, or no export. Messages quarantined because their ids
+    are taken were read (`_taken_note`)."""
     counts = outcome.counts
-    return counts.quarantined > 0 and counts.conversations == 0 and counts.unchanged == 0 and counts.updated == 0
+    nothing = counts.conversations == 0 and counts.unchanged == 0 and counts.updated == 0
+    return counts.quarantined > 0 and nothing and not outcome.taken
+
+
+def _taken_note(outcome: FileOutcome) -> str:
+    """Messages whose ids already belong to other conversations (the same messages under another conversation id):
+    quarantined, never overwritten. When that is all the file held, it says so: nothing new, not a failure."""
+    counts = outcome.counts
+    if counts.conversations or counts.inserted or counts.updated or counts.retired or counts.unchanged:
+        return (
+            f"{outcome.taken} message(s) already in the archive under other conversation ids: quarantined, not written"
+        )
+    return (
+        f"nothing new written: all {outcome.taken} message(s) are already in the archive under other conversation ids"
+        " (quarantined, not written again)"
+    )
 
 
 def _nothing_read_reason(opened: OpenedExport, fmt: str, force_format: str | None, quarantined: int) -> str:
@@ -273,10 +295,11 @@ def _parse_and_write(
     unless `force` (a dump read again on purpose is parsed whole)."""
     stats = BatchStats()
     lookup = None if force else RawLookup(fmt, writer.known_raw())
+    skip = outcome.items  # read and written by a first pass over the same bytes
 
     def batches() -> Iterator[Batch]:
         return iter_batches(
-            opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats, lookup=lookup
+            opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats, lookup=lookup, skip=skip
         )
 
     with bar(progress, opened.path, opened.size_bytes) as advance:
@@ -284,14 +307,16 @@ def _parse_and_write(
         # The next batch is parsed in a thread while this one is written (ingest/overlap.py).
         for batch, dropped in prefetched(batches):
             joined = [to_rows(continued(part, writer.stored_conversation(part.id)), fmt) for part in batch.parts]
-            counts, _ = writer.write_batch(
+            counts, taken = writer.write_batch(
                 source_id, fmt, [*batch.conversations, *joined], batch.quarantined, raw=batch.raw
             )
+            outcome.taken += len(taken)
             counts.unchanged += batch.unchanged
             outcome.counts.add(counts)
             outcome.messages_read += batch.messages
+            outcome.known_by_bytes += batch.skipped  # per batch: a pass stopped by bad bytes keeps its count
+            outcome.items += batch.items
             advance(batch.bytes_read - reported)
             reported = batch.bytes_read
             outcome.timestamps_dropped.update(dropped)
-    outcome.known_by_bytes += lookup.recognised if lookup is not None else 0
     return stats.utf8_replacements

@@ -46,6 +46,20 @@ def dropped_so_far() -> int:
     return sum(counter.values()) if counter is not None else 0
 
 
+def dropped_mark() -> Counter[str]:
+    """This thread's drops so far, by reason: a mark to go back to with `forget_dropped_since`."""
+    counter = _DROPPED.get()
+    return Counter(counter) if counter is not None else Counter()
+
+
+def forget_dropped_since(mark: Counter[str]) -> None:
+    """Take back the drops counted since `mark` (records read a second time, whose drops were counted the first)."""
+    counter = _DROPPED.get()
+    if counter is not None:
+        counter.clear()
+        counter.update(mark)
+
+
 def _drop(reason: str) -> None:
     counter = _DROPPED.get()
     if counter is not None:

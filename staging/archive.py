@@ -202,6 +202,10 @@ class ArchiveWriter:
                     fresh.append(conversation)
             collisions.extend(self._insert_fresh(source_id, fresh, counts, known))
             for conversation in again:
+                if conversation.id not in known:  # its first copy in the batch held only taken ids: not stored
+                    known[conversation.id] = None
+                    collisions.extend(self._insert_fresh(source_id, [conversation], counts, known))
+                    continue
                 found = digest(conversation)
                 if found == known[conversation.id]:  # stored exactly so: a write would change nothing
                     counts.unchanged += len(conversation.messages)
@@ -266,26 +270,48 @@ class ArchiveWriter:
 
         A message id already stored under another conversation makes its insert do nothing; that is
         noticed from the change count, and only then are the ids looked up to quarantine the intruders.
+        A conversation whose every message is such an intruder (the same messages under another conversation id)
+        is not stored at all, rather than as a conversation of no message: its inserts are rolled back and the rest
+        inserted again (removed from `known`, so a later copy in the batch is fresh again).
         Every row stored as given: each conversation's digest is recorded (and in `known`); else none is.
         """
         if not conversations:
             return []
         conn = self.conn
-        conn.executemany(
-            _INSERT_CONVERSATION,
-            [(c.id, *c.fields, c.row_hash, len(c.messages), source_id) for c in conversations],
-        )
-        counts.conversations += len(conversations)
-        rows = [(*row, source_id) for c in conversations for row in c.messages]
-        before = conn.total_changes
-        conn.executemany(_INSERT_MESSAGE + " ON CONFLICT (uuid) DO NOTHING", rows)
-        inserted = conn.total_changes - before
+        kept = conversations
+        conn.execute("SAVEPOINT fresh")
+        while True:
+            conn.executemany(
+                _INSERT_CONVERSATION, [(c.id, *c.fields, c.row_hash, len(c.messages), source_id) for c in kept]
+            )
+            rows = [(*row, source_id) for c in kept for row in c.messages]
+            before = conn.total_changes
+            conn.executemany(_INSERT_MESSAGE + " ON CONFLICT (uuid) DO NOTHING", rows)
+            inserted = conn.total_changes - before
+            if inserted == len(rows):
+                break
+            stored = self._stored_messages(list({str(row[UUID]) for row in rows}))
+            emptied = {
+                c.id
+                for c in kept
+                if c.messages and all(stored[str(r[UUID])][CONVERSATION_ID] != c.id for r in c.messages)
+            }
+            if not emptied:
+                break
+            # Taking them out frees only ids, so the loop ends: the next round empties none or fewer conversations
+            conn.execute("ROLLBACK TO fresh")
+            kept = [c for c in kept if c.id not in emptied]
+        conn.execute("RELEASE fresh")
+        counts.conversations += len(kept)
         counts.inserted += inserted
-        if inserted == len(rows):
+        for dropped in {c.id for c in conversations} - {c.id for c in kept}:
+            known.pop(dropped, None)
+        if kept is conversations and inserted == len(rows):
             digests = [(c.id, digest(c)) for c in conversations]
             archive_digests.put(conn, digests)
             known.update(digests)
             return []
+        rows = [row for c in conversations for row in c.messages]
         stored = self._stored_messages(list({str(row[UUID]) for row in rows}))
         collisions = [
             _collision(row, str(owner))

@@ -200,12 +200,11 @@ def test_empty_and_non_json_files_are_malformed(data: bytes, words: str) -> None
     [
         (b"[1, 2]", "unknown"),
         (b'{"a": 1}', "unknown"),
-        (b'{"mapping": {}, "title": "t"}', "chatgpt-single-conversation"),
         (b'[{"conversation_id": "c", "role": "user", "text": "t"}]', "json-message-list"),
         (b'[{"uuid": "p", "name": "proj", "docs": [], "prompt_template": ""}]', "claude-side-file"),
         (b'{"id": "user-1", "email": "a@b.c", "chatgpt_plus_user": false}', SIDE),
     ],
-    ids=["list-of-numbers", "object", "chatgpt-single", "message-list", "claude-projects", "chatgpt-user"],
+    ids=["list-of-numbers", "object", "message-list", "claude-projects", "chatgpt-user"],
 )
 def test_valid_json_that_is_not_a_conversations_export_is_unsupported(data: bytes, detected: str) -> None:
     """Valid JSON of another shape is UnsupportedFormatError with the kind it looks like."""
@@ -273,3 +272,11 @@ def test_what_is_not_json_is_said_in_words_with_its_size_never_as_bytes(data: by
         detect_format(data[:HEAD_BYTES], name=name)
     message = str(raised.value)
     assert said in message and "b'" not in message and 'b"' not in message and "\\x" not in message, message
+
+
+def test_one_chatgpt_conversation_object_is_chatgpt() -> None:
+    """A single ChatGPT conversation (an object with `mapping`, as one element of the export's list) is chatgpt, as a
+    single Claude conversation is claude; it was refused as not "a list of conversations"."""
+    assert detect_format(b'{"title": "t", "mapping": {}, "current_node": null}', name="one.json") == "chatgpt"
+    assert detect_format(b'{"current_node": "n1", "title": "t"}', name="one.json") == "chatgpt"
+    assert detect_format(b'{"uuid": "k", "name": "n", "chat_messages": []}', name="one.json") == "claude"

@@ -67,7 +67,9 @@ def make_chatgpt_export(conversations: int, turns: int = 4, *, prefix: str = "c"
     return out
 
 
-def ingest(data_dir: Path, *exports: Path, batch_size: int = 2000) -> tuple[sqlite3.Connection, Any]:
+def ingest(
+    data_dir: Path, *exports: Path, batch_size: int = 2000, force: bool = False
+) -> tuple[sqlite3.Connection, Any]:
     settings = Settings(data_dir=data_dir, ingest=IngestSettings(batch_size=batch_size))
     archive = open_archive(settings.archive_path)
     staging = open_staging(settings.staging_path)
@@ -78,7 +80,7 @@ def ingest(data_dir: Path, *exports: Path, batch_size: int = 2000) -> tuple[sqli
         settings=settings.public_dump(),
         code_version="test",
     )
-    return archive, ingest_run(archive, staging, run_id=run_id, settings=settings, exports=list(exports))
+    return archive, ingest_run(archive, staging, run_id=run_id, settings=settings, exports=list(exports), force=force)
 
 
 def write_json(path: Path, data: Any) -> Path:

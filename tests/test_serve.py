@@ -98,9 +98,14 @@ def test_what_the_watch_leaves_out_is_said_once_per_file_with_why(
     written, a file that cannot be read, a folder too deep) is said with its reason (a warning in the log) at the
     first tick that finds it, not at every tick; one dropped in later is said at the tick that finds it, and one
     removed and dropped in again is said again. `--json` lists them all each time (`left_out`), the summary counts
-    them. Before, they vanished without a word: a user saw nothing happen."""
+    them. Before, they vanished without a word: a user saw nothing happen. (The folder holds a dump that failed and
+    waits for a change, so that each tick runs the watch flow: with no export at all, `serve --once` says the
+    left-out paths in one line and starts nothing, below.)"""
     watch, data_dir = tmp_path / "watch", tmp_path / "data"
     watch.mkdir()
+    broken = watch / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    assert serve_once(watch, data_dir)[0] == 1  # failed once: the next ticks leave it waiting
     (watch / "notes.txt").write_text("buy bread", encoding="utf-8")
     (watch / "export.zip.crdownload").write_bytes(b"PK\x03\x04half")
     (watch / "mystery").symlink_to("/proc/self/mem")
@@ -130,6 +135,7 @@ def test_what_the_watch_leaves_out_is_said_once_per_file_with_why(
     assert tick()[1] == []
     (watch / "notes.txt").write_text("again", encoding="utf-8")
     assert tick()[1] == [f"watch - left out {watch / 'notes.txt'}: not an export"]
+    broken.unlink()
     human = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch)])
     # no export at all: said in the words of `chatmem run DIR` (tests/test_cli_cold_faults.py)
     said_as_run = f"{watch}: no export found in it and 3 levels of subfolders below; left out 5: a/b/c/d/ (more than 3"
