@@ -1,6 +1,7 @@
 """Pieces of words are no concepts: a word the read limit cuts in two ("Projec" of "Microsoft Project"), two
-sentences glued without their space ("executedWhere"), a JSON key typed or OCR'd into prose ("ITid'：") (extract/
-offline_messages.py `_word_end`, extract/tokens.py `_glued` and `_KEY`)."""
+sentences glued without their space ("executedWhere"), a JSON key typed or OCR'd into prose ("ITid'："), a name's
+Roman numeral alone ("II") (extract/offline_messages.py `_word_end`, extract/tokens.py `_glued` and `_KEY`,
+extract/offline_scoring.py `_ROMAN_NUMERAL`)."""
 
 from __future__ import annotations
 
@@ -60,3 +61,27 @@ def test_a_json_key_in_prose_is_no_term() -> None:
     found = surfaces(text)
     assert "ITid" not in found and "batters" not in found
     assert "Spark" in surfaces('In the term "Spark": a framework for big data.')
+
+
+def test_a_roman_numeral_alone_is_no_concept() -> None:
+    """ "The Last of Us Part II" (the demo): "Part" is a stop word, so the name rules kept "II" alone, a concept with
+    eight mentions. A numeral is a name's number ("World War II" stays whole), never a name by itself."""
+    found = [
+        h.title
+        for h in OfflineExtractor(8)
+        .extract(
+            segment_input(
+                "seg-roman",
+                [
+                    (
+                        "user",
+                        "How long did it take the developers to create The Last of Us Part II? I recently completed"
+                        " The Last of Us Part II on hard, and I am reading about World War II.",
+                    ),
+                    ("assistant", "The Last of Us Part II took about six years; Part II was praised. World War II ..."),
+                ],
+            )
+        )
+        .hypotheses
+    ]
+    assert "II" not in found and "World War II" in found
