@@ -225,17 +225,24 @@ def swaps(word: str) -> Iterator[str]:
         yield word[:i] + word[i + 1] + word[i] + word[i + 2 :]
 
 
+def _short_slips(word: str) -> Iterator[str]:
+    """A short word's slips: two neighbours swapped ("jion"), or the last letter left off ("scal")."""
+    yield from swaps(word)
+    for c in _LETTERS:
+        yield word + c
+
+
 def misspelling(word: str, nearby: Container[str], language: str = "en") -> str | None:
     """The word `word` misspells, when it is rare (Zipf < 2) and one edit from a common word (Zipf >= 3) that is
     itself in `nearby` (the words of the same conversation: a reply spells correctly what the user typed,
     "heirarchy" beside "hierarchy", "deprtment" beside "department"); else None. A rare name is never one
     edit from a common word that is said beside it ("Sqoop" and "scoop" do not meet), so names are safe.
     Lower-case Latin words of five letters or more; a word of four only by two neighbours swapped ("jion" beside
-    "join"), the slip of a typist: any other edit of a short word meets too many words ("wasm" is one deletion from
-    "was", "itsm" from "its")."""
+    "join"), the slip of a typist, or cut short of its last letter ("scal" beside "scala"): any other edit of a short
+    word meets too many words ("wasm" is one deletion from "was", "itsm" from "its")."""
     if len(word) < 4 or not word.isascii() or not word.isalpha() or zipf(word, language) >= RARE_ZIPF:
         return None
-    for other in edits(word) if len(word) >= 5 else swaps(word):
+    for other in edits(word) if len(word) >= 5 else _short_slips(word):
         if other in nearby and other != word and zipf(other, language) >= COMMON_ZIPF:
             return other
     return None

@@ -74,6 +74,8 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
             yield Phrase(word.text, key_of([word.lower]), word.start, word.end, True)
     if '"' in prose or "“" in prose:
         yield from _quoted_titles(prose, words)
+    if language == "en" and ("'s " in prose or "’s " in prose):
+        yield from _possessive_names(prose, words, language)
     run: list[Token] = []
     defines = capital_marks_name(language)
     for i, token in enumerate([*words, None]):
@@ -178,6 +180,74 @@ def _quoted_titles(prose: str, words: list[Token]) -> Iterator[Phrase]:
             yield Phrase(
                 prose[run[0].start : run[-1].end], key_of([t.lower for t in run]), run[0].start, run[-1].end, True
             )
+
+
+_POSSESSIVE_GAPS = ("'s ", "’s ")
+
+
+# The most words of an owner's name ("Trader Joe's", "AWS Glue's"): one longer is a name's end ("Department of
+# Education's", "Sid Meier's"), and its whole cannot be told.
+OWNER_WORDS = 2
+
+
+def _possessive_names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
+    """A name in the possessive, then a run of two title-case words or more, or one common word in title case, is
+    one name: "Assassin's Creed Odyssey", "Knott's Scary Farm", "Ender's Game", "Mother's Day" (the name rules cut
+    a name at its "'s", which left "Assassin" and "Creed Odyssey", or "Ender" alone): the capitals of common words
+    after the owner say that they and the owner are one title. Not where what follows is a name by itself (one
+    word that is no common word, "Google's Chrome", "Apple's iPhone"; words that are no English words, "Gaudí's
+    Sagrada Família": a maker and its work), nor a run too long to be one name, nor where the owner's capital says
+    nothing (a sentence's first word: "**Emma's Favorite Movie**:", "Visit Knott's"; a rare one says it is a name:
+    "Knott's Scary Farm is ..."). The parts are proposed as well: where the segment writes the owner or the run
+    as a name alone as often, each is a name of its own (offline_candidates._drop_owned: "Dell's Battery Meter"
+    beside "Dell"); else the whole holds their mentions (offline_scoring._inside_longer)."""
+    for i in range(len(words) - 1):
+        owner, first = words[i], words[i + 1]
+        if prose[owner.end : first.start] not in _POSSESSIVE_GAPS or not _owner(owner):
+            continue
+        h = i
+        while i - h + 1 < OWNER_WORDS and h > 0 and not words[h].sentence_start and _owner(words[h - 1]):
+            if not _joined(prose, words[h - 1], words[h]):
+                break
+            h -= 1
+        if h > 0 and not words[h].sentence_start and _joined(prose, words[h - 1], words[h]):
+            before = words[h - 1]
+            if before.lower in _CONNECTORS or _owner(before):
+                continue  # the end of a longer name ("Department of Education's", "Sid Meier's")
+        if words[h].sentence_start and not _is_name_word(words[h], language):
+            continue
+        j = i + 1
+        while (
+            j < len(words)
+            and j - h <= MAX_WORDS
+            and not words[j].sentence_start
+            and not words[j].stop
+            and (words[j].capitalised or words[j].inner_capital)
+            and words[j].lower not in NOT_NAMES
+            and (j == i + 1 or _joined(prose, words[j - 1], words[j]))
+        ):
+            j += 1
+        tail = words[i + 1 : j]
+        if not tail or j - h > MAX_WORDS:
+            continue  # no name after it, or a run too long for one: a heading in title case
+        if len(tail) == 1 and (not _title_case(first) or _specific_name(first, language)):
+            continue  # "Google's Chrome": a product named by itself after its maker
+        if not any(lexicon.parts_of_speech(t.lower) for t in tail):
+            continue  # "Gaudí's Sagrada Família": a proper name already (no word of it an English word), its maker's
+        run = words[h:j]
+        yield Phrase(prose[run[0].start : run[-1].end], key_of([t.lower for t in run]), run[0].start, run[-1].end, True)
+
+
+def _owner(token: Token) -> bool:
+    """A word written as a name that can own one ("Knott's", "AWS Glue's"): not a pronoun nor a word of a
+    contraction ("Let's", "It's", "Here's", "Today's") nor a verb-only word ("Visit")."""
+    return (
+        (token.capitalised or token.inner_capital)
+        and not token.stop
+        and not token.verbish
+        and token.lower not in NOT_NAMES
+        and not token.text[:1].isdigit()
+    )
 
 
 def _plural_possessive(prose: str, left: Token, right: Token) -> bool:

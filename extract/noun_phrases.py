@@ -98,6 +98,8 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             before, run = run[0], run[1:]
         if len(run) >= 2 and token is not None and token.lower == "to" and _verb_before_to(run, words, i + 1):
             run = run[:-1]  # "the Client wishes to engage", "emp reports to lead": a subject, then its verb
+        elif len(run) >= 2 and _verb_after_subject(run, before, words, i):
+            run = run[:-1]  # "This function takes a function", "a job takes 15 mins": a subject, then its verb
         yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not _number(token) else []
         before, infinitive = previous, _verb_slot(earlier, previous)
@@ -129,6 +131,39 @@ def _verb_before_to(run: list[Token], words: list[Token], after: int) -> bool:
         return False
     following = words[after]
     return following.text == following.lower and not following.stop and _can_be_verb(following.lower)
+
+
+# Determiners that take a singular noun only: after them a noun and a verb's -s form are a subject and its verb ("this
+# function takes ...", "a job takes ..."), never a compound with a plural head ("the data types", "these window
+# functions").
+_SINGULAR_DETERMINERS = frozenset("a an this that each every another".split())  # noqa: SIM905
+
+
+# Words that open a verb's object, never a clause on a plural noun: object pronouns ("the task takes me an hour"); a
+# determiner can open either ("this function takes a predicate", "the data types the reader accepts").
+_OBJECT_PRONOUNS = frozenset("me us him them".split())  # noqa: SIM905
+
+
+_ABOUT = frozenset("about around roughly approximately nearly almost over under".split())  # noqa: SIM905
+
+
+def _verb_after_subject(run: list[Token], before: Token | None, words: list[Token], after: int) -> bool:
+    """ "This function takes a function", "a job takes 15 mins", "the transformation takes 1 min per partition":
+    a run that ends in a verb's -s form after a singular noun is a subject and its verb where a determiner of the
+    singular opens it ("a", "this": "a job takes" has no plural head) or where a number or an object pronoun
+    follows (a quantity of time, "takes about 30 minutes"); a compound with a plural head is not cut ("the data
+    types the reader accepts", "window functions", "tax returns")."""
+    last = run[-1]
+    if last.text != last.lower or run[-2].lower.endswith("s") or not _verb_s(last.lower):
+        return False
+    if before is not None and before.lower in _SINGULAR_DETERMINERS and len(run) == 2:
+        return True
+    if after >= len(words):
+        return False
+    following = words[after]
+    if following.lower in _ABOUT and after + 1 < len(words):
+        following = words[after + 1]
+    return following.lower in _OBJECT_PRONOUNS or following.lower[:1].isdigit()
 
 
 def _descriptive_genitive(prose: str, article: Token | None, owner: Token, head: Token) -> bool:

@@ -95,7 +95,10 @@ from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput
 
 # v37: a common noun opening a sentence and a name of 3+ words stays in it ("Point Reyes National Seashore")
 # v38: the prose view blanks unfenced code, tool tables and tool logs (clients/console_blocks.py, clients/console.py)
-OFFLINE_VERSION = 38  # bump with any change to the rules here or in the modules above: part of the extraction cache key
+# v39: a possessive before a title's words is one name ("Assassin's Creed Odyssey"), a verb's -s form after a singular
+# subject ends a term ("This function takes"), the read limit ends on a word's end ("Projec"), glued sentences are cut
+# ("executedWhere"), JSON keys in prose are no words, a four-letter word one letter short is a misspelling ("scal")
+OFFLINE_VERSION = 39  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from extract import lexicon
 from extract.offline_messages import _Message
 from extract.phrases import phrases
 from extract.tokens import Phrase, key_of, plausible_word, singular
@@ -78,10 +79,48 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
     _propose_coded(messages, found)
     _index_mentions(messages, found)
     _index_fences(messages, found)
+    _drop_owned(found)
     for key in [k for k, c in found.items() if not c.firm and (len(c.mentions) < LOOSE_SPREAD or _described(c))]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
     return found
+
+
+_OWNED = re.compile(r"['’]s ")
+
+
+def _drop_owned(found: dict[tuple[str, ...], _Candidate]) -> None:
+    """A name joined to its owner across a possessive (extract.name_phrases._possessive_names) is no name of its
+    own where the segment writes the owner or the run after it as a name alone as often: "Dell's Battery Meter"
+    beside "Dell", "Microsoft's Visual Studio" beside "Visual Studio" are a maker and its product, each a name; so
+    is a proper name's said once.
+    "Assassin's Creed Odyssey", never "Assassin" nor "Creed Odyssey" alone, stays whole; so does "Ender's Game"
+    beside the common word "game"."""
+    joined: list[tuple[_Candidate, tuple[str, ...], tuple[str, ...]]] = []
+    within: Counter[tuple[str, ...]] = Counter()  # mentions of an owner inside the names it owns
+    for key, candidate in found.items():
+        if candidate.named and all(_OWNED.search(form) for form in candidate.forms):
+            form = next(iter(candidate.forms))
+            size = len(_OWNED.split(form, 1)[0].split())
+            owner, tail = key_of(list(key[:size])), key_of(list(key[size:]))
+            joined.append((candidate, owner, tail))
+            within[owner] += len(candidate.mentions)
+    for candidate, owner, tail in joined:
+        n = len(candidate.mentions)
+        if _alone(found.get(tail), n) >= n or _alone(found.get(owner), within[owner]) >= n:
+            del found[candidate.key]
+        elif n < 2 and len(tail) > 1 and not any(lexicon.parts_of_speech(w) for w in owner):
+            # "Uniqlo's Utility Chic" once: a brand's or a person's name owns a product or a work as often as it
+            # names a title ("Knott's Berry Farm"), and one mention cannot tell; a common noun's ("Assassin's
+            # Creed", "Runner's World") is a title's
+            del found[candidate.key]
+
+
+def _alone(part: _Candidate | None, inside: int) -> int:
+    """How many of a name's mentions are written as a name (not in lower case) outside the `inside` ones."""
+    if part is None or not part.named:
+        return 0
+    return len(part.mentions) - part.lower_mid - inside
 
 
 def _described(candidate: _Candidate) -> bool:

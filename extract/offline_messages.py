@@ -31,6 +31,15 @@ TAG_CHARS = 2000  # the longest tag looked through (an artifact's opening tag: c
 READ_REPLY_CHARS = 800
 
 
+# The cut at a read limit is moved to the end of the word it falls in, up to this many characters further: a word
+# cut in two ("Projec" of "Microsoft Project", "Celesti", "Morocca") is a fragment no one wrote, and a name rule takes
+# a rare fragment for a name. A "word" longer than this (a hash, base64) is cut where it is.
+WORD_END_CHARS = 40
+
+
+_WORD_REST = re.compile(rf"[\w'’-]{{1,{WORD_END_CHARS}}}(?![\w'’-])")
+
+
 # Fewer words than this, and a message takes its segment's language (`_settle_languages`).
 SHORT_MESSAGE_WORDS = 6
 
@@ -112,7 +121,7 @@ class _Message:
 
 
 def _read(message: SegmentMessage) -> _Message:
-    limit = READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS
+    limit = _word_end(message.text, READ_USER_CHARS if message.role == "user" else READ_REPLY_CHARS)
     view, offsets = unicode_view(message.text[:limit])
     code_names = (
         [(m.group(1), m.start(1), m.end(1), _names_code(m), _api_name(m)) for m in _CODE_NAME.finditer(view)]
@@ -141,6 +150,14 @@ def _read(message: SegmentMessage) -> _Message:
         fences,
         source,
     )
+
+
+def _word_end(text: str, limit: int) -> int:
+    """`limit`, or past it to the end of the word it cuts (`WORD_END_CHARS`)."""
+    if limit >= len(text) or not text[limit - 1].isalnum():
+        return limit
+    rest = _WORD_REST.match(text, limit)
+    return limit if rest is None else rest.end()
 
 
 # The language a fenced code block is written in, as its opening fence names it ("```python", "```scala").

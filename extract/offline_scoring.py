@@ -48,6 +48,10 @@ def _specificity(candidate: _Candidate) -> float:
     return max(0.0, min(1.0, value))
 
 
+# A Roman numeral in capitals, one to thirty-nine ("II", "IV", "XII"; not "XL", a size, nor "VIX", an index).
+_ROMAN_NUMERAL = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
+
+
 def _single_word_ok(candidate: _Candidate) -> bool:
     """One word is a concept when it is a rare term ("backpropagation", "Sqoop"), an acronym or inner-capital
     name ("AWS", "PySpark"), or a word written with its capital inside sentences more often than without
@@ -55,6 +59,8 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     a word no list holds, said once, is more likely a typo than a term."""
     word = candidate.key[0]
     forms = list(candidate.forms)
+    if all(_ROMAN_NUMERAL.fullmatch(f) for f in forms):
+        return False  # "II" of "The Last of Us Part II", "VI" of "Civilization VI": a name's number, no name alone
     if all(f == f.casefold() for f in forms) and any(c.isdigit() for c in word):
         return False  # "sqm3", "df2", "table1": an identifier no one writes with a capital ("EC2", "S3", "GPT-4o" are)
     if candidate.quoted >= candidate.proposals() and _quoted_value(candidate):

@@ -190,15 +190,23 @@ def tokens(prose: str) -> list[Token]:
             opens = gap != " " and (_SENTENCE_END.search(gap) is not None or gap.strip() in _OPENING_MARKS)
         else:
             gap = prose[max(0, start - 3) : start]
+        shape = shapes.get(word) or _shape(word)
+        if shape[3] and (cut := _glued(word)):
+            # "executedWhere is the data loaded": two sentences joined without a space; the second opens there
+            append(Token(word[:cut], start, start + cut, opens))
+            word, start, opens = word[cut:], start + cut, True
+            shape = _shape(word)
         # Token(word, start, end, opens), built in place: this loop makes every token of the stage
         token = new(Token)
         token.text, token.start, token.end, token.sentence_start = word, start, end, opens
-        shape = shapes.get(word) or _shape(word)
         token.lower, token.capitalised, token.all_caps, token.inner_capital, token.stop, token.verbish = shape
         # "--password cloudera", "-m 1": a command's option and its value, no prose words; "set city='Hyd'": a
         # variable (cheap tests first: this runs for every word)
         option = prose[start - 1 : start] == "-" and _option(gap, word)
-        assigned = prose[end : end + 1] == "=" and _ASSIGNED.match(prose, end) is not None
+        after = prose[end : end + 1]
+        assigned = (after == "=" and _ASSIGNED.match(prose, end) is not None) or (
+            after in _CLOSING_QUOTES and _KEY.match(prose, end) is not None
+        )
         if option or assigned or (after_option and _option_value(prose, gap, end)) or _digit_group(prose, start):
             token.stop = True
         after_option = option
@@ -208,6 +216,27 @@ def tokens(prose: str) -> list[Token]:
 
 
 _GENITIVE = ("'s", "’s")
+
+
+# The words that open a sentence and never an identifier's second part: where one is glued to a lower-case word
+# ("executedWhere", "anyWhat"), a sentence ended there and its space was lost (a paste from a form or a PDF).
+# Identifiers join other words ("groupBy", "getOrCreate", "isEmpty", "toDF").
+_SENTENCE_OPENERS = frozenset(
+    "What Where When Why How Which Who Whose The This These Those There Here Please We You They".split()  # noqa: SIM905
+)
+
+
+@lru_cache(maxsize=1 << 12)
+def _glued(word: str) -> int:
+    """Where a word glued to the sentence after it ends ("executedWhere": 8), 0 if it is not one: a lower-case
+    English word, then a capitalised sentence opener (`_SENTENCE_OPENERS`) to the end."""
+    for cut in range(2, len(word) - 1):
+        if word[cut].isupper():
+            head, tail = word[:cut], word[cut:]
+            if tail in _SENTENCE_OPENERS and head.isalpha() and head.islower():
+                return cut if _is_stop(head) or lexicon.parts_of_speech(head) else 0
+            return 0
+    return 0
 
 
 # A number written with thousands separators, and its unit when glued to it, is a quantity, never a word: a group of
@@ -234,6 +263,15 @@ _SHORT_OPTION = re.compile(r"[ \t]-$")
 # "city='Hyd'", "id==1": a word with "=" written right after it is a variable, assigned or compared ("the learning
 # rate = 0.01", spaced, is prose).
 _ASSIGNED = re.compile(r"==?['\"\w]")
+
+
+# '"ppu": 0.55', 'ITid\'\uff1a “10019' (a JSON object typed or OCR'd into prose, its colon full-width): a word in
+# quotes before a colon and a value is a key, no term ('the term "Spark": a framework ...' is prose: a word follows
+# the colon).
+_CLOSING_QUOTES = frozenset("'\"’”")
+
+
+_KEY = re.compile(r"""['"’”][ \t]*[:：][ \t]*(?:$|['"‘“\d\[{])""", re.MULTILINE)
 
 
 def _option(gap: str, word: str) -> bool:

@@ -122,3 +122,41 @@ def test_no_four_letter_word_is_respelt_into_a_function_word() -> None:
     )
     found = [h.title.casefold() for h in OfflineExtractor(8).extract(segment).hypotheses]
     assert not any(t.startswith("was ") for t in found)
+
+
+def test_a_verbs_s_form_after_a_singular_subject_is_no_part_of_a_term() -> None:
+    """ "This function takes a function as an argument", "a job takes 15 mins", "the transformation takes 1 min per
+    partition", "work takes about 30 minutes": a singular noun after "a" or "this", or before a quantity or an object
+    pronoun, then a verb's -s form is a subject and its verb ("Function takes" was a concept). A compound with a
+    plural head stays, whatever follows it ("the image formats the reader accepts", "window functions")."""
+    for text in (
+        "map: This function takes a function as an argument and applies it to each element",
+        "if a job usually a job takes 15 mins to process suddenly if takes 30 mins in spark",
+        "if the transformation takes 1 min per partition, how long does the job run",
+        "My daily commute to work takes about 30 minutes, so I want to make the most of that time",
+        "the cleanup task takes me an hour every week",
+    ):
+        assert not any(f.endswith(" takes") for f in surfaces(text)), text
+    assert "image formats" in surfaces("Check the image formats the reader accepts.")
+    assert "window functions" in surfaces("We use window functions over partitions.")
+    assert "tax returns" in surfaces("She files tax returns every April.")
+
+
+def test_a_short_word_cut_short_of_its_last_letter_is_a_misspelling() -> None:
+    """ "companion object in scal", the reply on Scala: a four-letter word one letter short of a word the segment
+    writes is that word typed short, no concept ("Scal" was one); its other edits are still not asked."""
+    assert misspelling("scal", {"scala"}) == "scala"
+    assert misspelling("wasm", {"was"}) is None and misspelling("hdfs", {"hdf"}) is None
+    segment = segment_input(
+        "seg-scal",
+        [
+            ("user", "companion object in scal"),
+            (
+                "assistant",
+                "In Scala, a companion object is an object with the same name as a class, defined in the same file."
+                " Scala uses companion objects for factory methods.",
+            ),
+        ],
+    )
+    found = [h.title.casefold() for h in OfflineExtractor(8).extract(segment).hypotheses]
+    assert "scal" not in found and "scala" in found
