@@ -5,8 +5,10 @@ topics after the fit trade granularity per region (RESULTS.md "Session 34")?
 
 Each DIR is a copy that `benchmarks/topic_seeds.sh BUILT 42 7 11` re-clustered (its seed is read from the name). The
 stage's final fit is made again from the parameters its run stored (the same points, seed and code: the links must come
-out identical, checked), then each variant relabels the fitted points and the stage's outlier rule and renumbering run
-as in the stage. Variants, none of which reads a label:
+out identical to what the stage wrote, checked), then each variant relabels the fitted points, and the stage's outlier
+rule and renumbering run as in the stage. `the stage` is what it writes (the flat cut, then its topics joined by their
+titles, cluster/title_merge.py); `flat cut` is HDBSCAN's cut after the outlier rule alone (the stage before session 34);
+every other variant starts from the flat cut and reads no label:
 
 - `leaf`: HDBSCAN's leaf clusters of the same condensed tree (the finest cut);
 - `tree-obj`: greedy moves on the condensed tree (a selected cluster replaced by its two child clusters, or two selected
@@ -21,7 +23,8 @@ as in the stage. Variants, none of which reads a label:
   similarity T;
 - `shared-conv`: topics that share >= 2 conversations (segments of one conversation in both), >= 20 % of the smaller
   one's, joined;
-- `fold-small`: topics that are the dominant topic of <= 2 conversations dissolved into their nearest centre's topic.
+- `fold-small`: topics that are the dominant topic of <= 2 conversations dissolved into their nearest centre's topic;
+- `titles D cap C`: the stage's title join (cluster/title_merge.py) at cosine distance D and cap C.
 
 And a bound, which reads the labels: `oracle-tree`, greedy tree moves (as `tree-obj`) while the AMI on spark + demo
 rises: what any rule choosing among this tree's cuts could at best reach. Prints one line per seed and variant (AMI over
@@ -52,7 +55,7 @@ from sklearn.metrics import adjusted_mutual_info_score
 from topic_grid import label_sets
 
 from clients.embedders import embedder_key
-from cluster import describe, topic_space
+from cluster import describe, title_merge, topic_space
 from cluster import topics as fit_topics
 from cluster.objective import Objective, PhraseSample, measure
 from cluster.stage import _read_points
@@ -125,12 +128,23 @@ class Scene:
         fit = fit_topics.fit_all(self.matrix, self.params, seed=seed, fit_max=settings.cluster.fit_max)
         self.fit_labels, self.layout, self.clusterer = fit.labels, np.asarray(fit.reducer.embedding_), fit.clusterer
         self.tree = Tree(fit.clusterer, len(points.ids))
-        self.base = self.written(fit.labels)
+        self.flat = self.written(fit.labels)  # the flat cut: HDBSCAN's labels after the outlier rule
+        self.title_vectors, self.titled = title_merge.title_vectors(
+            archive, staging, settings, run[0], self.conversation
+        )  # cached in staging.db by the stage
+        self.base = self.flat
+        if settings.cluster.title_merge > 0:  # what the stage writes
+            self.base = self.titles(settings.cluster.title_merge, settings.cluster.title_merge_cap)
         stored = dict(
             staging.execute("SELECT item_id, topic FROM topic_links WHERE kind = 'segment' AND run_id = ?", (run[0],))
         )
         if not np.array_equal(self.base, [stored.get(i, -1) for i in points.ids]):
             raise SystemExit(f"{data_dir}: the fit made again differs from the stage's links (other code or seed?)")
+
+    def titles(self, distance: float, cap: float) -> Labels:
+        """The flat cut's topics joined by their titles (cluster/title_merge.py, as the stage joins them)."""
+        joined, _ = title_merge.merge(self.flat, self.conversation, self.title_vectors, self.titled, distance, cap)
+        return fit_topics.renumber(joined)
 
     def written(self, labels: Labels) -> Labels:
         """The stage's outlier rule (quantile 0.1) and renumbering, as the stage writes topics."""
@@ -288,7 +302,8 @@ def fold_small(scene: Scene, labels: Labels) -> Labels:
 
 def variants(scene: Scene, sets: dict[str, dict[str, str]]) -> Iterator[tuple[str, Labels]]:
     tree = scene.tree
-    yield "base", scene.base
+    yield "the stage", scene.base
+    yield "flat cut", scene.flat
     yield "leaf", scene.written(tree.labels(tree.leaves()))
     yield "tree-obj", scene.written(tree.labels(greedy_tree(scene, scene.objective)))
     for k in (2, 3):
@@ -297,11 +312,13 @@ def variants(scene: Scene, sets: dict[str, dict[str, str]]) -> Iterator[tuple[st
         yield f"split-radius {q}", scene.written(split_radius(scene, q))
     yield "sub-hdbscan 2", scene.written(sub_hdbscan(scene, 2))
     for t in (0.3, 0.35, 0.4):
-        yield f"centroid {t}", agglomerate(scene.base, fit_topics.centroids(scene.matrix, scene.base), t)
+        yield f"centroid {t}", agglomerate(scene.flat, fit_topics.centroids(scene.matrix, scene.flat), t)
     for t in (0.3, 0.4):
-        yield f"ctfidf {t}", agglomerate(scene.base, ctfidf_vectors(scene, scene.base), 1 - t)
-    yield "shared-conv", shared_conversations(scene, scene.base)
-    yield "fold-small", fold_small(scene, scene.base)
+        yield f"ctfidf {t}", agglomerate(scene.flat, ctfidf_vectors(scene, scene.flat), 1 - t)
+    yield "shared-conv", shared_conversations(scene, scene.flat)
+    yield "fold-small", fold_small(scene, scene.flat)
+    for distance, cap in ((0.3, 0.08), (0.4, 0.06), (0.4, 0.08)):
+        yield f"titles {distance} cap {cap}", scene.titles(distance, cap)
 
     def big(labels: Labels) -> float:
         return agreement(scene.conversation, scene.written(labels), sets)["big"]
