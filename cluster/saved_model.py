@@ -43,8 +43,9 @@ from staging.embeddings import Matrix
 
 log = logging.getLogger(__name__)
 
-MODEL_VERSION = 4  # bump when SavedModel's fields or their meaning change: older files are then refitted
-# (4: the anchors' vectors are of their messages as shown, clients/shown.py, not of the raw text)
+MODEL_VERSION = 5  # bump when SavedModel's fields or their meaning change: older files are then refitted
+# (4: the anchors' vectors are of their messages as shown, clients/shown.py, not of the raw text; 5: topics joined by
+# their titles, cluster/title_merge.py: several fitted labels map to one topic, whose reference is theirs together)
 MODEL_DIR = "cluster_models"
 JIT_CACHE = "jit-cache"  # under MODEL_DIR: numba's compiled UMAP functions (cache_compiled)
 NOT_FIT_SETTINGS = ("refit_share", "llm_labels")  # settings that do not shape the fitted model or its topics

@@ -5,10 +5,10 @@ by the embed stage under the configured model) and the concepts'; move them into
 (cluster/topic_space.py, cluster.encoder: the anchors read by the full model, the rest placed by them); join each
 with the phrases its segment uses (cluster/phrase_space.py, when cluster.phrase_share > 0: the segments' texts
 from archive.db); compute (cluster.tuning: the study on a seeded sample of the anchors, stored in optuna.db under
-the data dir and reused when the inputs are the same; cluster.topics: final fit, outlier handling, c-TF-IDF
-labels, LLM names when extract.llm is set, the 2-D map); check the links (`_check`: weights finite in 0..1, every
-link to a known topic, no empty topic); replace this run's rows in staging.db in one transaction; return the
-counts.
+the data dir and reused when the inputs are the same; cluster.topics: final fit, outlier handling;
+cluster.title_merge: topics joined by their conversations' titles; c-TF-IDF labels, LLM names when extract.llm is
+set, the 2-D map); check the links (`_check`: weights finite in 0..1, every link to a known topic, no empty topic);
+replace this run's rows in staging.db in one transaction; return the counts.
 
 Fewer points than `cluster.min_points` (a tiny archive, a test): nothing to tune, so the stage records a
 skipped run with a note instead of forcing a meaningless clustering.
@@ -30,7 +30,7 @@ from clients.batches import MapBatches, map_in_process
 from clients.embedders import Embedder, embedder_key
 from clients.progress import bar
 from clients.stage import History, Outcome, StageContext
-from cluster import assign, describe, phrase_space, saved_model, topic_space
+from cluster import assign, describe, phrase_space, saved_model, title_merge, topic_space
 from cluster import topics as fit_topics
 from cluster.label_counts import LabelCounts
 from cluster.tuning import Objective, Tuned, budget, prune_studies, tune
@@ -328,6 +328,7 @@ class _Fitted:
     topic_rows: list[dict[str, Any]]
     links: list[tuple[str, str, int, str, float, str]]
     named: LabelCounts
+    joins: int = 0  # topics joined by their titles (cluster/title_merge.py)
 
 
 def _fit(
@@ -355,6 +356,17 @@ def _fit(
             for i in np.flatnonzero(moved):
                 source[i] = "reassigned"
         labels = fit_topics.renumber(labels)
+    joins = 0
+    if cfg.title_merge > 0 and points.anchors is not None:  # titles read by the full model the topics are found by
+        with _timed(seconds, "title_merge"):
+            conversations = [points.conversation_of[i] for i in ids]
+            title_vectors, titled = title_merge.title_vectors(archive, staging, settings, ctx.run_id, conversations)
+            labels, joins = title_merge.merge(
+                labels, conversations, title_vectors, titled, cfg.title_merge, cfg.title_merge_cap
+            )
+            labels = fit_topics.renumber(labels)
+        if joins:
+            notes.append(f"{joins} topic(s) joined to one whose conversations' titles are alike (cluster.title_merge)")
     with _timed(seconds, "labels"):
         read = None
         if points.anchor_rows is not None:  # the representatives are segments the full model read
@@ -382,13 +394,20 @@ def _fit(
         links += _concept_links(staging, fit, key, labels, centres, uids, missing, points)
         if missing:
             notes.append(f"{missing[0]} concept(s) without a vector got no topic: run the embed_concepts stage")
-    return _Fitted(fit, labels, source, reference, centres, topic_rows, links, named)
+    return _Fitted(fit, labels, source, reference, centres, topic_rows, links, named, joins)
 
 
 def _save_model(settings: Settings, run_id: str, key: str, count: int, fitted: _Fitted, points: _Points) -> None:
     """The fitted model, for the incremental runs that place new segments in its topics (cluster/assign.py)."""
     topic_of = _old_to_new(fitted.fit.labels, fitted.labels)
     centres, member_sims = fitted.reference
+    reference = saved_model.OutlierReference(
+        {topic_of[t]: c for t, c in centres.items() if t in topic_of},
+        {topic_of[t]: m for t, m in member_sims.items() if t in topic_of},
+    )
+    if fitted.joins:  # several fitted labels make one topic: its reference is their members' together
+        joined = np.array([topic_of.get(t, -1) for t in fitted.fit.labels.tolist()], dtype=np.int64)
+        reference = saved_model.OutlierReference(*fit_topics.outlier_reference(points.matrix, joined))
     saved_model.save(
         settings.data_dir,
         saved_model.SavedModel(
@@ -400,10 +419,7 @@ def _save_model(settings: Settings, run_id: str, key: str, count: int, fitted: _
             reducer=fitted.fit.reducer,
             clusterer=fitted.fit.clusterer,
             topic_of=topic_of,
-            reference=saved_model.OutlierReference(
-                {topic_of[t]: c for t, c in centres.items() if t in topic_of},
-                {topic_of[t]: m for t, m in member_sims.items() if t in topic_of},
-            ),
+            reference=reference,
             centres=fitted.centres,
             phrase_space=points.space,
             anchors=points.anchors,

@@ -363,3 +363,9 @@ def messages_by_id(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str,
         (json_values(set(ids)),),
     )
     return {str(row["uuid"]): row for row in rows}
+
+
+def conversation_titles(archive: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
+    """The title of each given conversation ('' when it has none)."""
+    rows = archive.execute(f"SELECT id, title FROM conversations WHERE id IN {IN_VALUES}", (json_values(set(ids)),))
+    return {str(row[0]): str(row[1] or "") for row in rows}

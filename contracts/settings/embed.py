@@ -137,6 +137,21 @@ class ClusterSettings(BaseModel):
         description="A noise point joins its nearest topic when its cosine to the topic centre is at least this "
         "quantile of the members' own cosines; null: noise stays noise.",
     )
+    title_merge: float = Field(
+        default=0.4,
+        ge=0,
+        le=2,
+        description="After the fit, topics whose conversations' titles (read alone by the full model, "
+        "cluster.encoder=minilm-onnx) are within this cosine distance are joined, closest first "
+        "(cluster/title_merge.py); 0: never.",
+    )
+    title_merge_cap: float = Field(
+        default=0.08,
+        gt=0,
+        le=1,
+        description="A join is made only while the joined topic is the dominant topic of at most this share of the "
+        "conversations (a subject that fills much of the archive stays split).",
+    )
     timeout_s: float | None = Field(
         default=None,
         gt=0,
