@@ -281,7 +281,9 @@ def names_under(paths: list[Path], folder: Path, shown: int = 3) -> str:
 
 
 def _relative(path: Path, folder: Path) -> str:
-    """A path under `folder`; `folder` itself, an export folder, as the file read in it."""
+    """A path under `folder`; `folder` itself, an export folder, as the file read in it. Both made absolute first:
+    one may be as typed ("junk/a.txt") and the other absolute (`serve --once --watch junk` gave a traceback)."""
     from ingest.sources import CONVERSATIONS_FILE
 
+    path, folder = path.absolute(), folder.absolute()
     return CONVERSATIONS_FILE if path == folder else str(path.relative_to(folder))

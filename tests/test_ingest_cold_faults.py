@@ -207,11 +207,11 @@ def test_taken_conversations_beside_new_ones_leave_no_empty_conversation(tmp_pat
     assert again.counts["conversations_written"] == 0
 
 
-def _serve_once(watch: Path, data_dir: Path, *more: str) -> subprocess.CompletedProcess[str]:
+def _serve_once(watch: Path, data_dir: Path, *more: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """`chatmem serve --once` as a user runs it: its own process, every line it writes (logs included)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "flows.cli", "--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch)]
-    return subprocess.run([*command, *more], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    return subprocess.run([*command, *more], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
 
 
 def test_serve_once_on_a_folder_with_nothing_to_read_creates_nothing_and_says_it_once(tmp_path: Path) -> None:
@@ -236,6 +236,10 @@ def test_serve_once_on_a_folder_with_nothing_to_read_creates_nothing_and_says_it
     listed = json.loads(_serve_once(junk, data_dir, "--json").stdout)
     assert listed["left_out"] == [{"path": str(junk / "notes.txt"), "why": "not an export"}]
     assert listed["run_id"] is None and listed["ingested"] == []
+    for relative in ("junk", "./junk", "empty/../junk"):  # as typed in the folder above (a traceback once)
+        done = _serve_once(Path(relative), data_dir, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert (done.stdout + done.stderr).splitlines() == [said.replace(str(junk), str(Path(relative)))]
     assert not data_dir.exists()
 
 
