@@ -111,13 +111,16 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
     return conn
 
 
-# The -shm file (the WAL's index, shared between processes) cannot be created or grown: a full disk.
-SHM_ERRORS = frozenset({"SQLITE_IOERR_SHMSIZE", "SQLITE_IOERR_SHMOPEN", "SQLITE_IOERR_SHMMAP"})
+# The -shm file (the WAL's index, shared between processes) cannot be created or grown: a full disk; or created at
+# all, SQLITE_CANTOPEN: a data dir on a read-only mount (a backup, a copy shared read-only) whose -wal is there and
+# -shm is not (the file itself exists: connect_readonly checked).
+SHM_ERRORS = frozenset({"SQLITE_IOERR_SHMSIZE", "SQLITE_IOERR_SHMOPEN", "SQLITE_IOERR_SHMMAP", "SQLITE_CANTOPEN"})
 
 
 def _open_readonly(path: Path) -> sqlite3.Connection:
     """`mode=ro`, its schema read (which finds a damaged file). When a full disk leaves no room for the WAL's
-    -shm index (SQLITE_IOERR_SHMSIZE: every read-only command failed), read without it instead (`_without_shm`)."""
+    -shm index (SQLITE_IOERR_SHMSIZE: every read-only command failed), or a read-only mount none can be made on
+    (SQLITE_CANTOPEN), read without it instead (`_without_shm`); if that fails too, the first error stands."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
     conn.row_factory = sqlite3.Row
     try:
@@ -126,7 +129,10 @@ def _open_readonly(path: Path) -> sqlite3.Connection:
         conn.close()
         if getattr(exc, "sqlite_errorname", "") not in SHM_ERRORS:
             raise
-        return _without_shm(path)
+        try:
+            return _without_shm(path)
+        except sqlite3.Error:
+            raise exc from None
     return conn
 
 
@@ -135,10 +141,10 @@ def _without_shm(path: Path) -> sqlite3.Connection:
 
     SQLite keeps the index in memory in exclusive locking mode, which needs a write lock a read-only file
     cannot take; the `unix-none` VFS takes no locks at all. Without locks a writer could change the file under
-    the reader, but a disk with no room for 32 KiB of index has none for a writer's WAL frames either, and this
-    connection is only for the read-only commands that would otherwise fail. Everything committed is read,
-    the WAL included (`immutable=1` would read only the main file: stale, or malformed when most of the data
-    is still in the WAL)."""
+    the reader, but a disk with no room for 32 KiB of index has none for a writer's WAL frames either, a writer
+    would have made the -shm that a read-only mount lacks, and this connection is only for the read-only
+    commands that would otherwise fail. Everything committed is read, the WAL included (`immutable=1` would
+    read only the main file: stale, or malformed when most of the data is still in the WAL)."""
     conn = sqlite3.connect(f"file:{path}?mode=ro&vfs=unix-none", uri=True, timeout=30.0)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA locking_mode=EXCLUSIVE")  # before the first read: the index then never touches -shm

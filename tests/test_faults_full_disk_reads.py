@@ -50,3 +50,30 @@ def test_read_only_commands_answer_on_a_full_disk(full_disk: tuple[Path, str], t
     assert runs.returncode == 0, runs.stderr
     assert [r["stage_status"] for r in json.loads(runs.stdout)] == [{"ingest": "succeeded"}]
     assert read("staging", "failures").returncode == 0
+
+
+def test_read_only_commands_answer_where_no_wal_index_can_be_made(tmp_path: Path) -> None:
+    """A data dir copied with its -wal files but no -shm onto a read-only mount (a backup): SQLite must make the
+    -shm to read the WAL and cannot (SQLITE_CANTOPEN), and `archive stats` said "cannot be opened". Here the -shm
+    names a path in a folder that does not exist: as on a read-only mount (and as root, whom permissions do not
+    stop), it cannot be created. `archive stats` and `staging runs` answer with what the run wrote, WAL included."""
+    data_dir = tmp_path / "data"
+    env = process_env(tmp_path / "prefect")
+    export = write_chats(tmp_path / "small.jsonl", 3)
+    command = [*chatmem_command(), "--data-dir", str(data_dir)]
+    done = subprocess.run(
+        [*command, "-q", "run", str(export), "--only", "ingest"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    copy = tmp_path / "copy"
+    shutil.copytree(data_dir, copy, ignore=shutil.ignore_patterns("*-shm"))
+    assert any(copy.glob("*.db-wal")), "the run's databases keep a -wal: the case this test is about"
+    for wal in copy.glob("*.db-wal"):
+        wal.with_name(wal.name.removesuffix("-wal") + "-shm").symlink_to(tmp_path / "no-such-folder" / "index")
+    command = [*chatmem_command(), "--data-dir", str(copy)]
+    stats = subprocess.run([*command, "archive", "stats", "--json"], capture_output=True, text=True, env=env)
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["conversations"] == 3
+    runs = subprocess.run([*command, "staging", "runs", "--json"], capture_output=True, text=True, env=env)
+    assert runs.returncode == 0, runs.stderr
+    assert [r["stage_status"] for r in json.loads(runs.stdout)] == [{"ingest": "succeeded"}]
