@@ -216,7 +216,8 @@ def _decode(line: bytes, number: int) -> tuple[dict[str, Any], str] | Quarantine
     try:
         record = json.loads(text)
     except json.JSONDecodeError as exc:
-        return _bad(number, f"invalid JSON: {exc.msg} at column {exc.colno}", line)
+        said = exc.msg.removesuffix(" at")  # "Unterminated string starting at" + " at column 54"
+        return _bad(number, f"invalid JSON: {said} at column {exc.colno}", line)
     except RecursionError:
         return _bad(number, f"JSON nested deeper than {MAX_DEPTH} levels: line skipped", line)
     if not isinstance(record, dict):

@@ -84,11 +84,13 @@ def test_bad_lines_are_quarantined_with_their_line_numbers_while_good_lines_arri
         json.dumps({"conversation_id": "c1", "id": "y", "role": "user", "text": 42}).encode(),
         json.dumps({"conversation_id": ["c1"], "id": "z", "role": "user", "text": "list id"}).encode(),
         _line("c1", "m2", role="assistant"),
+        b'{"conversation_id": "c1", "id": "cut", "text": "a line cut sho',
     )
     conversations, quarantined = _parse(data)
-    assert [q.locator for q in quarantined] == ["line 2", "line 3", "line 4", "line 5", "line 6"]
+    assert [q.locator for q in quarantined] == ["line 2", "line 3", "line 4", "line 5", "line 6", "line 8"]
     reasons = [q.reason for q in quarantined]
     assert reasons[0].startswith("invalid JSON") and "not an object" in reasons[1]
+    assert reasons[5] == "invalid JSON: Unterminated string starting at column 48"  # "at" said once
     assert "missing required field(s): role" in reasons[2] and "text must be a string" in reasons[3]
     assert quarantined[0].raw == "{not json" and quarantined[2].conversation_id == "c1"
     (conversation,) = conversations
