@@ -17,7 +17,7 @@ from extract import lexicon
 from extract.offline_candidates import _Candidate
 from extract.offline_messages import _Message
 from extract.tokens import key_of, singular
-from extract.word_kinds import GENERIC, capital_marks_name
+from extract.word_kinds import ADJECTIVE_ENDS, GENERIC, capital_marks_name
 
 # A single common word is a concept only under this background frequency (Zipf: "salary" 4.2, "cache" 3.6, "sqoop"
 # 0); a noun the user says and the replies repeat gets this much more per doubling of its mentions.
@@ -59,6 +59,8 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     a word no list holds, said once, is more likely a typo than a term."""
     word = candidate.key[0]
     forms = list(candidate.forms)
+    if word.endswith(ADJECTIVE_ENDS):
+        return False  # "Moroccan-inspired" in "a Moroccan-inspired menu": a modifier, the menu is the thing
     if all(_ROMAN_NUMERAL.fullmatch(f) for f in forms):
         return False  # "II" of "The Last of Us Part II", "VI" of "Civilization VI": a name's number, no name alone
     if all(f == f.casefold() for f in forms) and any(c.isdigit() for c in word):
@@ -247,6 +249,10 @@ _SPECIFIC = 0.6  # per unit of background specificity (0..1)
 MIN_LIKELIHOOD = 0.0
 
 
+# A phrase only the replies say counts where they say it this many times (unless written as a name, ...: `_score`).
+REPLY_ONLY_SAID = 3
+
+
 class _Asked:
     """The lemmas of the words the user and the title say, collected on the first question (most segments never
     ask): a reply's phrase made only of them words what the user asked about."""
@@ -276,8 +282,11 @@ def _lemmas(word: str) -> frozenset[str]:
     return frozenset({word, singular(word), *(x for forms in lexicon.lemmas(word).values() for x in forms)})
 
 
-def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = None) -> float:
-    """How much this candidate is what the segment is about (0: not a concept at all)."""
+def _score(
+    candidate: _Candidate, title_words: set[str], asked: _Asked | None = None, *, reply_only: bool = False
+) -> float:
+    """How much this candidate is what the segment is about (0: not a concept at all). `reply_only`: scored all the
+    same where only the replies say it, once or twice (extract.offline._reply_tail)."""
     key = candidate.key
     if not candidate.mentions or all(w in GENERIC or singular(w) in GENERIC for w in key):
         return 0.0
@@ -292,7 +301,7 @@ def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = 
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
     echo = len(key) > 1 and asked is not None and not _verb_first(candidate) and asked.all_said(key)
-    if user == 0 and other < 3 and not named_term and not echo and not candidate.head:
+    if user == 0 and other < REPLY_ONLY_SAID and not named_term and not echo and not candidate.head and not reply_only:
         # Said once or twice, in replies only: how the assistant happened to explain ("load times", "network
         # overhead", "human-readable format"), not what the conversation is about, however specific its words;
         # a name it introduces ("Point Reyes", "KryoSerializer") is the exception. Said three times, it counts.
