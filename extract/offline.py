@@ -102,7 +102,8 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # ("executedWhere"), JSON keys in prose are no words, a four-letter word one letter short is a misspelling ("scal")
 # v40: an acronym ending in S folds its expansion ("HDFS", "Hadoop Distributed File System"), a word written with a
 # capital then a verb's -s form then an object is a clause ("Grandma loves the garden"), "-inspired" words are
-# modifiers, and past a full open set up to four terms a reply says once or twice (`_reply_tail`)
+# modifiers, "McDonald's" keeps its 's, "Happy Mother's Day" is "Mother's Day", and past a full open set up to four
+# terms that rank nowhere: a reply's passing phrases, common nouns the user says (`_tail`)
 OFFLINE_VERSION = 40  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
@@ -125,8 +126,8 @@ NAME_PAST_OPEN = 0.3
 NAMES_PAST_CAP = 2
 
 
-# Past a full open set, this many more terms a reply says once or twice (`_reply_tail`).
-REPLY_TAIL = 4
+# Past a full open set, this many more terms that rank nowhere (`_tail`).
+TAIL = 4
 
 
 # Past the open ranks, a term only the replies say counts where they say it this many times ("Caching" explained
@@ -226,13 +227,13 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     if len(chosen) == max_concepts:
         _names_past_cap(segment, scored, chosen, taken, open_ranks, untied)
     if untied and open_full:
-        _reply_tail(segment, candidates, base, _Tail(title_words, asked, nearby, inside), chosen, taken, open_ranks)
+        _tail(segment, candidates, base, _Tail(title_words, asked, nearby, inside), chosen, taken, open_ranks)
     return chosen
 
 
 @dataclass(frozen=True)
 class _Tail:
-    """What `_reply_tail` asks of the segment beside its candidates (the checks `propose` runs on the scores)."""
+    """What `_tail` asks of the segment beside its candidates (the checks `propose` runs on the scores)."""
 
     title_words: set[str]
     asked: _Asked
@@ -240,7 +241,7 @@ class _Tail:
     inside: dict[tuple[str, ...], int]
 
 
-def _reply_tail(
+def _tail(
     segment: SegmentInput,
     candidates: dict[tuple[str, ...], _Candidate],
     base: dict[tuple[str, ...], float],
@@ -249,17 +250,18 @@ def _reply_tail(
     taken: list[tuple[set[str], bool]],
     open_ranks: int,
 ) -> None:
-    """Past a full open set whose terms each cite two spans or more, up to REPLY_TAIL terms more that only a reply
-    says, once or twice ("critical path", "broadcast join", "Uber" in a list of examples): what a reply only touches
-    on is not what the conversation is about, so none of them ranks (`_score` gives 0), but a person listing what
-    the conversation mentions names them. Each cites one span, so below every term above it: a conversation's top
-    five change only where fewer than five of its concepts cite two."""
+    """Past a full open set whose terms each cite two spans or more, up to TAIL terms more that rank nowhere: what
+    only a reply says, once or twice ("critical path", "broadcast join", "Uber" in a list of examples), and a common
+    noun the user says that the replies repeat ("cuisine"). Neither is what the conversation is about, so neither
+    ranks (`_score` gives 0), but a person listing what the conversation mentions names them. Each cites one span,
+    so below every term above it: a conversation's top five change only where fewer than five of its concepts cite
+    two."""
     titles = {h["title"] for h in chosen}
     extra = []
     for key, candidate in candidates.items():
-        if base[key] > 0 or candidate.user_mentions() or candidate.title() in titles:
+        if base[key] > 0 or (candidate.user_mentions() and len(key) > 1) or candidate.title() in titles:
             continue
-        score = _score(candidate, tail.title_words, tail.asked, reply_only=True)
+        score = _score(candidate, tail.title_words, tail.asked, tail=True)
         if score <= MIN_LIKELIHOOD or tail.inside.get(key, 0) * 2 >= len(candidate.mentions):
             continue
         if _spelt_right(candidate, tail.nearby):
@@ -268,7 +270,7 @@ def _reply_tail(
     extra.sort(key=lambda item: (item[0], item[1]))
     added = 0
     for _, _, candidate in extra:
-        if added == REPLY_TAIL:
+        if added == TAIL:
             return
         if _choose(candidate, taken):
             chosen.append(_hypothesis(segment, candidate, max(len(chosen), open_ranks), open_ranks))

@@ -88,6 +88,21 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     return frequency < COMMON_WORD_ZIPF
 
 
+# A common noun the user says and the replies repeat is listed after a segment's terms under this much more
+# background frequency than COMMON_WORD_ZIPF ("cuisine" 3.8, "sexism" 3.5; "way" 5.9 stays out).
+TAIL_ZIPF_STEP = 0.6
+
+
+def _common_noun_repeated(candidate: _Candidate) -> bool:
+    """ "Brazilian food ... cuisine": a noun the user says that the replies say again, common enough that it
+    ranks nowhere (`_single_word_ok`) but no commoner than TAIL_ZIPF_STEP above the bar."""
+    user = candidate.user_mentions()
+    word = candidate.key[0]
+    if not user or len(candidate.mentions) <= user or "NOUN" not in lexicon.parts_of_speech(word):
+        return False
+    return lexicon.zipf(word, candidate.language) < COMMON_WORD_ZIPF + TAIL_ZIPF_STEP
+
+
 def _proper_noun(candidate: _Candidate) -> bool:
     """ "Europe", "Emily", "Paris": a word the user writes with its capital inside sentences, never without it, that
     is a name however common: in English one the lexicon has no part of speech for (a place, a person, a brand), in
@@ -282,18 +297,17 @@ def _lemmas(word: str) -> frozenset[str]:
     return frozenset({word, singular(word), *(x for forms in lexicon.lemmas(word).values() for x in forms)})
 
 
-def _score(
-    candidate: _Candidate, title_words: set[str], asked: _Asked | None = None, *, reply_only: bool = False
-) -> float:
-    """How much this candidate is what the segment is about (0: not a concept at all). `reply_only`: scored all the
-    same where only the replies say it, once or twice (extract.offline._reply_tail)."""
+def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = None, *, tail: bool = False) -> float:
+    """How much this candidate is what the segment is about (0: not a concept at all). With `tail`, as a term listed
+    after the segment's own (extract.offline._tail): a phrase the replies say once or twice, and a common noun the user
+    says and the replies repeat ("cuisine", "sexism"), are scored all the same."""
     key = candidate.key
     if not candidate.mentions or all(w in GENERIC or singular(w) in GENERIC for w in key):
         return 0.0
     user = candidate.user_mentions()
     if user == 0 and len(candidate.mentions) < 2 and len(key) == 1 and not candidate.cased_mid and not candidate.head:
         return 0.0  # one lower-case word said once in a reply (most candidates: decided before any lookup)
-    if len(key) == 1 and not _single_word_ok(candidate):
+    if len(key) == 1 and not _single_word_ok(candidate) and not (tail and _common_noun_repeated(candidate)):
         return 0.0
     specificity = _specificity(candidate)
     if specificity < 0.2:
@@ -301,7 +315,7 @@ def _score(
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
     echo = len(key) > 1 and asked is not None and not _verb_first(candidate) and asked.all_said(key)
-    if user == 0 and other < REPLY_ONLY_SAID and not named_term and not echo and not candidate.head and not reply_only:
+    if user == 0 and other < REPLY_ONLY_SAID and not named_term and not echo and not candidate.head and not tail:
         # Said once or twice, in replies only: how the assistant happened to explain ("load times", "network
         # overhead", "human-readable format"), not what the conversation is about, however specific its words;
         # a name it introduces ("Point Reyes", "KryoSerializer") is the exception. Said three times, it counts.

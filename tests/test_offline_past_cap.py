@@ -104,3 +104,40 @@ def test_a_segment_short_of_five_terms_keeps_no_passing_words() -> None:
     reply would take a place in the conversation's top five: none is added."""
     found = _found(segment_input("seg-joins-short", JOINS[:2]), 6)
     assert "Broadcast join" not in [title for title, _ in found], found
+
+
+def test_past_a_full_open_set_a_common_noun_the_user_says_and_the_replies_repeat_is_kept_last() -> None:
+    """ "What about the cuisine?", then the replies' "The cuisine is seafood first", "The cuisine of the Algarve":
+    too common a word to rank, but what the user asked about; listed after the five places, one span. "Is the
+    Algarve worth it" is the Algarve."""
+    found = _found(
+        segment_input(
+            "seg-portugal",
+            [
+                (
+                    "user",
+                    "I'm planning ten days in Portugal: Lisbon, Porto and Sintra, maybe the Algarve. What about the"
+                    " cuisine?",
+                ),
+                (
+                    "assistant",
+                    "Lisbon and Porto each deserve three days. Sintra is an easy day trip from Lisbon, and the Algarve"
+                    " needs two days at least. The cuisine is seafood first: grilled sardines in Lisbon, francesinha"
+                    " in Porto.",
+                ),
+                ("user", "Should I fly into Porto and out of Lisbon? And is the Algarve worth it in October?"),
+                (
+                    "assistant",
+                    "Flying into Porto and out of Lisbon saves a day. The Algarve in October is warm and quiet, and"
+                    " Sintra is less crowded then too. The cuisine of the Algarve is known for cataplana, and"
+                    " Portugal's trains are cheap.",
+                ),
+            ],
+        ),
+        6,
+    )
+    titles = [title for title, _ in found]
+    assert set(titles[:5]) == {"Lisbon", "Algarve", "Porto", "Sintra", "Portugal"}, found
+    assert all(spans >= 2 for _, spans in found[:5]), found
+    assert "Cuisine" in titles[5:] and dict(found)["Cuisine"] == 1, found
+    assert not any("worth" in t.casefold() for t in titles), found
