@@ -261,6 +261,8 @@ def _tail(
     for key, candidate in candidates.items():
         if base[key] > 0 or (candidate.user_mentions() and len(key) > 1) or candidate.title() in titles:
             continue
+        if key[0][:1].isdigit():
+            continue  # "14-16 grams", "1-2 inches": a quantity, no term
         score = _score(candidate, tail.title_words, tail.asked, tail=True)
         if score <= MIN_LIKELIHOOD or tail.inside.get(key, 0) * 2 >= len(candidate.mentions):
             continue

@@ -87,16 +87,13 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
     return found
 
 
-# A possessive that owns nothing: at the end, before punctuation or a function word ("like McDonald's or Uber",
-# "McDonald's has expanded").
-_BARE_POSSESSIVE = re.compile(
-    r"['’]s(?=\s*$|\s*[^\w\s]|\s+(?:and|or|but|is|was|has|had|have|are|in|on|at|to|for|with|from|by|as|which|that|"
-    r"who|does|did|do|will|can|also|makes?|made|offers?|uses?|sells?)\b)"
-)
+# A possessive that owns nothing: at a sentence's or a clause's end, or before a conjunction or an auxiliary ("like
+# McDonald's or Uber", "McDonald's has expanded"); a quote or a blanked path after it may open what it owns.
+_BARE_POSSESSIVE = re.compile(r"['’]s(?=\s*$|[.,!?;:)]|\s+(?:and|or|but|is|was|has|had|are|were)\b)")
 
 
 def _own_possessive(found: dict[tuple[str, ...], _Candidate]) -> None:
-    """ "McDonald's", "Macy's", "Trader Joe's": a name the segment writes with its possessive every time, once at
+    """ "McDonald's", "Macy's", "Trader Joe's": a name the segment writes with its possessive every time, twice at
     least with nothing after it for the possessive to own ("like McDonald's or Uber"), is written so: the 's is
     part of the name (it was titled "McDonald"). An owner ("Sid Meier's Civilization") always owns something."""
     for candidate in found.values():
@@ -105,8 +102,8 @@ def _own_possessive(found: dict[tuple[str, ...], _Candidate]) -> None:
         ends = [m.view[end : end + 2] for m, _, end in candidate.mentions]
         if not all(e in ("'s", "’s") for e in ends):
             continue
-        if not any(_BARE_POSSESSIVE.match(m.view, end) for m, _, end in candidate.mentions):
-            continue
+        if sum(_BARE_POSSESSIVE.match(m.view, end) is not None for m, _, end in candidate.mentions) < 2:
+            continue  # once may be a slip or an ellipsis ("Maven's and SBT's build files"); a brand is said so again
         candidate.forms = Counter({form + ends[0]: n for form, n in candidate.forms.items()})
 
 

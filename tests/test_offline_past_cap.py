@@ -75,7 +75,8 @@ JOINS = [
         "assistant",
         "For two large DataFrames, Spark picks the sort-merge join strategy by default: both sides are shuffled by the"
         " join key and sorted. The shuffle is what takes the time. Spark also provides other join strategies, such"
-        " as broadcast join and hash join, which suit a small table better.",
+        " as broadcast join and hash join, which suit a small table better: a broadcast join sends the small side"
+        " to every executor.",
     ),
     ("user", "Can I make the shuffle cheaper? Is the join key skewed maybe? customer_id has a few huge values."),
     (
@@ -88,15 +89,14 @@ JOINS = [
 
 
 def test_past_a_full_open_set_the_terms_a_reply_says_once_are_kept_last() -> None:
-    """The reply names "broadcast join" and "hash join" once, beside the strategy it explains: no rank of their
-    own (a reply's passing words), but listed after the segment's terms, one span each; the first five, which each
-    cite two spans or more, come first as they were, and "Spark picks" is a clause, no term."""
+    """The reply names "broadcast join" twice, beside the strategy it explains: no rank of its own (a reply's
+    passing words), but listed after the segment's terms, one span; the first five, which each cite two spans or
+    more, come first as they were, and "Spark picks" is a clause, no term."""
     found = _found(segment_input("seg-joins", JOINS), 6)
     titles = [title for title, _ in found]
     assert all(spans >= 2 for _, spans in found[:5]), found
-    assert {"Broadcast join", "Hash join"} <= set(titles[5:]), found
-    assert all(dict(found)[t] == 1 for t in ("Broadcast join", "Hash join"))
-    assert not any(t.endswith(" picks") for t in titles), found
+    assert "Broadcast join" in titles[5:] and dict(found)["Broadcast join"] == 1, found
+    assert "Spark picks" not in titles, found
 
 
 def test_a_segment_short_of_five_terms_keeps_no_passing_words() -> None:
