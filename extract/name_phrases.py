@@ -210,12 +210,14 @@ def _possessive_names(prose: str, words: list[Token], language: str) -> Iterator
             if not _joined(prose, words[h - 1], words[h]):
                 break
             h -= 1
-        if h > 0 and not words[h].sentence_start and _joined(prose, words[h - 1], words[h]):
+        if words[h].sentence_start and not _is_name_word(words[h], language):
+            if h == i:
+                continue
+            h += 1  # "Happy Mother's Day!": the sentence's first word says nothing, the name after it does
+        elif h > 0 and _joined(prose, words[h - 1], words[h]):
             before = words[h - 1]
             if before.lower in _CONNECTORS or _owner(before):
                 continue  # the end of a longer name ("Department of Education's", "Sid Meier's")
-        if words[h].sentence_start and not _is_name_word(words[h], language):
-            continue
         j = i + 1
         while (
             j < len(words)

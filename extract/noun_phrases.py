@@ -98,7 +98,7 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             before, run = run[0], run[1:]
         if len(run) >= 2 and token is not None and token.lower == "to" and _verb_before_to(run, words, i + 1):
             run = run[:-1]  # "the Client wishes to engage", "emp reports to lead": a subject, then its verb
-        elif len(run) >= 2 and _verb_after_subject(run, before, words, i):
+        elif len(run) >= 2 and _verb_after_subject(prose, run, before, words, i):
             run = run[:-1]  # "This function takes a function", "a job takes 15 mins": a subject, then its verb
         yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not _number(token) else []
@@ -147,14 +147,18 @@ _OBJECT_PRONOUNS = frozenset("me us him them".split())  # noqa: SIM905
 _ABOUT = frozenset("about around roughly approximately nearly almost over under".split())  # noqa: SIM905
 
 
-def _verb_after_subject(run: list[Token], before: Token | None, words: list[Token], after: int) -> bool:
+def _verb_after_subject(prose: str, run: list[Token], before: Token | None, words: list[Token], after: int) -> bool:
     """ "This function takes a function", "a job takes 15 mins", "the transformation takes 1 min per partition":
     a run that ends in a verb's -s form after a singular noun is a subject and its verb where a determiner of the
     singular opens it ("a", "this": "a job takes" has no plural head) or where a number or an object pronoun
     follows (a quantity of time, "takes about 30 minutes"); a compound with a plural head is not cut ("the data
     types the reader accepts", "window functions", "tax returns")."""
     last = run[-1]
-    if last.text != last.lower or run[-2].lower.endswith("s") or not _verb_s(last.lower):
+    if last.text != last.lower or not _verb_s(last.lower):
+        return False
+    if len(run) == 2 and _name_then_verb(prose, run[0], before, words, after):
+        return True
+    if run[-2].lower.endswith("s"):
         return False
     if before is not None and before.lower in _SINGULAR_DETERMINERS and len(run) == 2:
         return True
@@ -164,6 +168,24 @@ def _verb_after_subject(run: list[Token], before: Token | None, words: list[Toke
     if following.lower in _ABOUT and after + 1 < len(words):
         following = words[after + 1]
     return following.lower in _OBJECT_PRONOUNS or following.lower[:1].isdigit()
+
+
+# Words that open a verb's object or follow a verb, never a noun phrase's plural head: "Grandma loves the garden",
+# "OpenSpaces offers its members", "the Shield works well".
+_AFTER_VERB = frozenset("the a an my your our their his her its this these those me us him them well".split())  # noqa: SIM905
+
+
+def _name_then_verb(prose: str, name: Token, before: Token | None, words: list[Token], after: int) -> bool:
+    """ "Grandma loves the garden", "OpenSpaces offers its members", "Shield works well": one word written with a
+    capital that opens its clause, then a verb's -s form, then an object's determiner or an adverb, is a subject and
+    its verb; a name's compound with a plural head is followed by neither ("Spark jobs in production", "Hive tables
+    are"), and an object does not open a clause ("we tune Spark jobs well")."""
+    if not (name.capitalised or name.inner_capital) or after >= len(words):
+        return False
+    if before is not None and not before.stop and not name.sentence_start and _joined(prose, before, name):
+        return False  # a word just before it, no clause's opening: "we tune Spark jobs well"
+    following = words[after]
+    return following.lower in _AFTER_VERB or (following.text == following.lower and _adverb_only(following.lower))
 
 
 def _descriptive_genitive(prose: str, article: Token | None, owner: Token, head: Token) -> bool:

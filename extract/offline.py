@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -92,13 +93,18 @@ from extract.offline_scoring import (
 )
 from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput
+from extract.word_kinds import ADJECTIVE_ENDS
 
 # v37: a common noun opening a sentence and a name of 3+ words stays in it ("Point Reyes National Seashore")
 # v38: the prose view blanks unfenced code, tool tables and tool logs (clients/console_blocks.py, clients/console.py)
 # v39: a possessive before a title's words is one name ("Assassin's Creed Odyssey"), a verb's -s form after a singular
 # subject ends a term ("This function takes"), the read limit ends on a word's end ("Projec"), glued sentences are cut
 # ("executedWhere"), JSON keys in prose are no words, a four-letter word one letter short is a misspelling ("scal")
-OFFLINE_VERSION = 39  # bump with any change to the rules here or in the modules above: part of the extraction cache key
+# v40: an acronym ending in S folds its expansion ("HDFS", "Hadoop Distributed File System"), a word written with a
+# capital then a verb's -s form then an object is a clause ("Grandma loves the garden"), "-inspired" words are
+# modifiers, "McDonald's" keeps its 's, "Happy Mother's Day" is "Mother's Day", and past a full open set up to four
+# terms that rank nowhere: a reply's passing phrases, common nouns the user says (`_tail`)
+OFFLINE_VERSION = 40  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of
@@ -120,13 +126,13 @@ NAME_PAST_OPEN = 0.3
 NAMES_PAST_CAP = 2
 
 
+# Past a full open set, this many more terms that rank nowhere (`_tail`).
+TAIL = 4
+
+
 # Past the open ranks, a term only the replies say counts where they say it this many times ("Caching" explained
 # in three sentences of a reply on Spark's internals, "Repartition" in three).
 PAST_OPEN_SAID = 3
-
-
-# A hyphenated word made an adjective ("Python-like", "Spark-based"): a name's modifier, never a name alone.
-_ADJECTIVE_ENDS = ("-like", "-based", "-style", "-related", "-specific", "-friendly", "-oriented", "-driven")
 
 
 _TITLE_WORD = re.compile(r"[^\W_][\w'’+#.&-]*", re.UNICODE)
@@ -217,9 +223,60 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
                 break
             if _choose(candidate, taken):
                 chosen.append(_hypothesis(segment, candidate, len(chosen), open_ranks))
+    open_full = len(chosen) >= open_ranks  # before the names past the cap: those cite one span each
     if len(chosen) == max_concepts:
         _names_past_cap(segment, scored, chosen, taken, open_ranks, untied)
+    if untied and open_full:
+        _tail(segment, candidates, base, _Tail(title_words, asked, nearby, inside), chosen, taken, open_ranks)
     return chosen
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """What `_tail` asks of the segment beside its candidates (the checks `propose` runs on the scores)."""
+
+    title_words: set[str]
+    asked: _Asked
+    nearby: _Vocabulary
+    inside: dict[tuple[str, ...], int]
+
+
+def _tail(
+    segment: SegmentInput,
+    candidates: dict[tuple[str, ...], _Candidate],
+    base: dict[tuple[str, ...], float],
+    tail: _Tail,
+    chosen: list[dict[str, Any]],
+    taken: list[tuple[set[str], bool]],
+    open_ranks: int,
+) -> None:
+    """Past a full open set whose terms each cite two spans or more, up to TAIL terms more that rank nowhere: what
+    only a reply says, once or twice ("critical path", "broadcast join", "Uber" in a list of examples), and a common
+    noun the user says that the replies repeat ("cuisine"). Neither is what the conversation is about, so neither
+    ranks (`_score` gives 0), but a person listing what the conversation mentions names them. Each cites one span,
+    so below every term above it: a conversation's top five change only where fewer than five of its concepts cite
+    two."""
+    titles = {h["title"] for h in chosen}
+    extra = []
+    for key, candidate in candidates.items():
+        if base[key] > 0 or (candidate.user_mentions() and len(key) > 1) or candidate.title() in titles:
+            continue
+        if key[0][:1].isdigit():
+            continue  # "14-16 grams", "1-2 inches": a quantity, no term
+        score = _score(candidate, tail.title_words, tail.asked, tail=True)
+        if score <= MIN_LIKELIHOOD or tail.inside.get(key, 0) * 2 >= len(candidate.mentions):
+            continue
+        if _spelt_right(candidate, tail.nearby):
+            continue
+        extra.append((-score, candidate.title().casefold(), candidate))
+    extra.sort(key=lambda item: (item[0], item[1]))
+    added = 0
+    for _, _, candidate in extra:
+        if added == TAIL:
+            return
+        if _choose(candidate, taken):
+            chosen.append(_hypothesis(segment, candidate, max(len(chosen), open_ranks), open_ranks))
+            added += 1
 
 
 def _specific_first(picked: list[_Candidate]) -> list[_Candidate]:
@@ -306,7 +363,7 @@ def _choose(candidate: _Candidate, taken: list[tuple[set[str], bool]]) -> bool:
         len(words_) == 1
         and candidate.named
         and candidate.cased_mid > candidate.lower_mid
-        and not candidate.key[0].endswith(_ADJECTIVE_ENDS)  # "Python-like" in "Python-like pseudocode"
+        and not candidate.key[0].endswith(ADJECTIVE_ENDS)  # "Python-like" in "Python-like pseudocode"
         and _noun_or_unknown(candidate.key[0])  # "Amplified" in "Amplified zombie types": a modifier
     )
     if any((words_ <= other and (full or not lone_name)) or (other <= words_ and not own) for other, full in taken):

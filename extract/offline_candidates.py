@@ -83,7 +83,28 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
     for key in [k for k, c in found.items() if not c.firm and (len(c.mentions) < LOOSE_SPREAD or _described(c))]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
+    _own_possessive(found)
     return found
+
+
+# A possessive that owns nothing: at a sentence's or a clause's end, or before a conjunction or an auxiliary ("like
+# McDonald's or Uber", "McDonald's has expanded"); a quote or a blanked path after it may open what it owns.
+_BARE_POSSESSIVE = re.compile(r"['’]s(?=\s*$|[.,!?;:)]|\s+(?:and|or|but|is|was|has|had|are|were)\b)")
+
+
+def _own_possessive(found: dict[tuple[str, ...], _Candidate]) -> None:
+    """ "McDonald's", "Macy's", "Trader Joe's": a name the segment writes with its possessive every time, twice at
+    least with nothing after it for the possessive to own ("like McDonald's or Uber"), is written so: the 's is
+    part of the name (it was titled "McDonald"). An owner ("Sid Meier's Civilization") always owns something."""
+    for candidate in found.values():
+        if not candidate.named or not candidate.mentions:
+            continue
+        ends = [m.view[end : end + 2] for m, _, end in candidate.mentions]
+        if not all(e in ("'s", "’s") for e in ends):
+            continue
+        if sum(_BARE_POSSESSIVE.match(m.view, end) is not None for m, _, end in candidate.mentions) < 2:
+            continue  # once may be a slip or an ellipsis ("Maven's and SBT's build files"); a brand is said so again
+        candidate.forms = Counter({form + ends[0]: n for form, n in candidate.forms.items()})
 
 
 _OWNED = re.compile(r"['’]s ")

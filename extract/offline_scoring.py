@@ -17,7 +17,7 @@ from extract import lexicon
 from extract.offline_candidates import _Candidate
 from extract.offline_messages import _Message
 from extract.tokens import key_of, singular
-from extract.word_kinds import GENERIC, capital_marks_name
+from extract.word_kinds import ADJECTIVE_ENDS, GENERIC, capital_marks_name
 
 # A single common word is a concept only under this background frequency (Zipf: "salary" 4.2, "cache" 3.6, "sqoop"
 # 0); a noun the user says and the replies repeat gets this much more per doubling of its mentions.
@@ -59,6 +59,8 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     a word no list holds, said once, is more likely a typo than a term."""
     word = candidate.key[0]
     forms = list(candidate.forms)
+    if word.endswith(ADJECTIVE_ENDS):
+        return False  # "Moroccan-inspired" in "a Moroccan-inspired menu": a modifier, the menu is the thing
     if all(_ROMAN_NUMERAL.fullmatch(f) for f in forms):
         return False  # "II" of "The Last of Us Part II", "VI" of "Civilization VI": a name's number, no name alone
     if all(f == f.casefold() for f in forms) and any(c.isdigit() for c in word):
@@ -84,6 +86,21 @@ def _single_word_ok(candidate: _Candidate) -> bool:
         # ("Cache" said 8 times, "Artifact" 5 times); a word said once is held to the plain bar
         return frequency < COMMON_WORD_ZIPF + REPEATED_ZIPF_STEP * math.log2(len(candidate.mentions))
     return frequency < COMMON_WORD_ZIPF
+
+
+# A common noun the user says and the replies repeat is listed after a segment's terms under this much more
+# background frequency than COMMON_WORD_ZIPF ("cuisine" 3.8, "sexism" 3.5; "way" 5.9 stays out).
+TAIL_ZIPF_STEP = 0.6
+
+
+def _common_noun_repeated(candidate: _Candidate) -> bool:
+    """ "Brazilian food ... cuisine": a noun the user says that the replies say again, common enough that it
+    ranks nowhere (`_single_word_ok`) but no commoner than TAIL_ZIPF_STEP above the bar."""
+    user = candidate.user_mentions()
+    word = candidate.key[0]
+    if not user or len(candidate.mentions) <= user or "NOUN" not in lexicon.parts_of_speech(word):
+        return False
+    return lexicon.zipf(word, candidate.language) < COMMON_WORD_ZIPF + TAIL_ZIPF_STEP
 
 
 def _proper_noun(candidate: _Candidate) -> bool:
@@ -247,6 +264,10 @@ _SPECIFIC = 0.6  # per unit of background specificity (0..1)
 MIN_LIKELIHOOD = 0.0
 
 
+# A phrase only the replies say counts where they say it this many times (unless written as a name, ...: `_score`).
+REPLY_ONLY_SAID = 3
+
+
 class _Asked:
     """The lemmas of the words the user and the title say, collected on the first question (most segments never
     ask): a reply's phrase made only of them words what the user asked about."""
@@ -276,15 +297,17 @@ def _lemmas(word: str) -> frozenset[str]:
     return frozenset({word, singular(word), *(x for forms in lexicon.lemmas(word).values() for x in forms)})
 
 
-def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = None) -> float:
-    """How much this candidate is what the segment is about (0: not a concept at all)."""
+def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = None, *, tail: bool = False) -> float:
+    """How much this candidate is what the segment is about (0: not a concept at all). With `tail`, as a term listed
+    after the segment's own (extract.offline._tail): a phrase the replies say once or twice, and a common noun the user
+    says and the replies repeat ("cuisine", "sexism"), are scored all the same."""
     key = candidate.key
     if not candidate.mentions or all(w in GENERIC or singular(w) in GENERIC for w in key):
         return 0.0
     user = candidate.user_mentions()
     if user == 0 and len(candidate.mentions) < 2 and len(key) == 1 and not candidate.cased_mid and not candidate.head:
         return 0.0  # one lower-case word said once in a reply (most candidates: decided before any lookup)
-    if len(key) == 1 and not _single_word_ok(candidate):
+    if len(key) == 1 and not _single_word_ok(candidate) and not (tail and _common_noun_repeated(candidate)):
         return 0.0
     specificity = _specificity(candidate)
     if specificity < 0.2:
@@ -292,7 +315,7 @@ def _score(candidate: _Candidate, title_words: set[str], asked: _Asked | None = 
     other = len(candidate.mentions) - user
     named_term = candidate.cased_mid > 0 and specificity >= 0.6
     echo = len(key) > 1 and asked is not None and not _verb_first(candidate) and asked.all_said(key)
-    if user == 0 and other < 3 and not named_term and not echo and not candidate.head:
+    if user == 0 and other < REPLY_ONLY_SAID and not named_term and not echo and not candidate.head and not tail:
         # Said once or twice, in replies only: how the assistant happened to explain ("load times", "network
         # overhead", "human-readable format"), not what the conversation is about, however specific its words;
         # a name it introduces ("Point Reyes", "KryoSerializer") is the exception. Said three times, it counts.

@@ -191,6 +191,8 @@ def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> 
         piece[-1].lower in _DEICTIC_TIMES or (piece[-1].lower in _PLACE_ADVERBS and piece[-1].text == piece[-1].lower)
     ):
         piece = piece[:-1]  # "the support group yesterday": an adverb of time (or place) after the phrase, not its head
+    if len(piece) > 1 and piece[-1].text == "worth" and piece[-2].capitalised:
+        piece = piece[:-1]  # "is the Algarve worth it", "Is Civilization worth it": a name, then its predicate
     while len(piece) > 1 and (piece[-1].lower in _META_HEADS or len(piece[-1].text) == 1):
         piece = piece[:-1]  # "Spark code": Spark; "Mumbai F 22": a row of data, not a term with a letter in it
     if len(piece) >= 2 and _kind_head(piece[-1]) and all(_written_as_name(t) for t in piece[:-1]):

@@ -80,13 +80,19 @@ def phrases(
     words = tokens(prose) if words is None else words
     if not words:
         return
-    yield from _names(prose, words, language)
+    owned: list[Phrase] = []  # names with a possessive inside ("Mother's Day")
+    for name in _names(prose, words, language):
+        if "'s " in name.surface or "’s " in name.surface:
+            owned.append(name)
+        yield name
     if language == "zh":
         yield from chinese.phrases(prose, words, phrase_chars)
     if phrase_chars is not None and words[-1].start >= phrase_chars:
         words = [t for t in words if t.start < phrase_chars]
     if language == "en":
-        yield from _noun_phrases(prose, words)
+        for phrase in _noun_phrases(prose, words):
+            if not any(phrase.start < name.start < phrase.end < name.end for name in owned):
+                yield phrase  # "Happy Mother" of "Happy Mother's Day": its last word is the name's owner
         if heads:
             yield from _heads(prose, words)
     elif capital_marks_name(language) and language in lexicon.LANGUAGES_WITH_FREQUENCIES:

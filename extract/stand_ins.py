@@ -26,6 +26,9 @@ def fold_expansions(candidates: dict[tuple[str, ...], Candidate]) -> None:
     mentions and forms join the acronym's, and the title is whichever form is said most."""
     short = {key[0]: c for key, c in candidates.items() if len(key) == 1 and 2 <= len(key[0]) <= 6 and key[0].isalpha()}
     acronyms = {word: c for word, c in short.items() if any(f.isupper() for f in c.forms)}
+    for c in list(acronyms.values()):
+        # "HDFS", "AWS": an acronym that ends in S is keyed singular ("hdf"); its initials are the written letters
+        acronyms.update((f.casefold(), c) for f in c.forms if f.isupper() and f.isalpha())
     for key in [k for k in candidates if 1 <= len(k) <= 6]:
         if key not in candidates:
             continue  # a lower-case abbreviation already folded into its expansion

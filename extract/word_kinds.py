@@ -199,3 +199,11 @@ def _generic(token: Token) -> bool:
 
 def _written_as_name(token: Token) -> bool:
     return _acronym(token) or token.inner_capital or (token.capitalised and not token.sentence_start)
+
+
+# A hyphenated word made an adjective ("Python-like", "Spark-based", "Moroccan-inspired"): a name's modifier, never
+# a concept alone.
+ADJECTIVE_ENDS = (
+    "-like", "-based", "-style", "-related", "-specific", "-friendly", "-oriented", "-driven", "-inspired", "-themed",
+    "-focused", "-powered", "-centric", "-infused",
+)  # fmt: skip

@@ -63,3 +63,81 @@ def test_past_a_full_segment_only_names_are_added() -> None:
     assert "Geometric bookends" not in titles
     assert titles[3:] and {"Song of Achilles", "Liars' Gospel"} >= set(titles[3:]), found
     assert all(spans == 1 for _, spans in found[3:]), found
+
+
+JOINS = [
+    (
+        "user",
+        "My Spark job joins two DataFrames on customer_id and the shuffle takes forever. Which join strategy does"
+        " Spark pick for a large DataFrame?",
+    ),
+    (
+        "assistant",
+        "For two large DataFrames, Spark picks the sort-merge join strategy by default: both sides are shuffled by the"
+        " join key and sorted. The shuffle is what takes the time. Spark also provides other join strategies, such"
+        " as broadcast join and hash join, which suit a small table better: a broadcast join sends the small side"
+        " to every executor.",
+    ),
+    ("user", "Can I make the shuffle cheaper? Is the join key skewed maybe? customer_id has a few huge values."),
+    (
+        "assistant",
+        "Yes: a skewed join key sends most rows to a few tasks, so the shuffle stalls on them. Salting the join key"
+        " spreads the skewed values, and adaptive query execution in Spark 3 can split skewed partitions. Check the"
+        " DataFrame's key distribution first.",
+    ),
+]
+
+
+def test_past_a_full_open_set_the_terms_a_reply_says_once_are_kept_last() -> None:
+    """The reply names "broadcast join" twice, beside the strategy it explains: no rank of its own (a reply's
+    passing words), but listed after the segment's terms, one span; the first five, which each cite two spans or
+    more, come first as they were, and "Spark picks" is a clause, no term."""
+    found = _found(segment_input("seg-joins", JOINS), 6)
+    titles = [title for title, _ in found]
+    assert all(spans >= 2 for _, spans in found[:5]), found
+    assert "Broadcast join" in titles[5:] and dict(found)["Broadcast join"] == 1, found
+    assert "Spark picks" not in titles, found
+
+
+def test_a_segment_short_of_five_terms_keeps_no_passing_words() -> None:
+    """With fewer terms than the open ranks (the question and its first answer alone), a term said once in the
+    reply would take a place in the conversation's top five: none is added."""
+    found = _found(segment_input("seg-joins-short", JOINS[:2]), 6)
+    assert "Broadcast join" not in [title for title, _ in found], found
+
+
+def test_past_a_full_open_set_a_common_noun_the_user_says_and_the_replies_repeat_is_kept_last() -> None:
+    """ "What about the cuisine?", then the replies' "The cuisine is seafood first", "The cuisine of the Algarve":
+    too common a word to rank, but what the user asked about; listed after the five places, one span. "Is the
+    Algarve worth it" is the Algarve."""
+    found = _found(
+        segment_input(
+            "seg-portugal",
+            [
+                (
+                    "user",
+                    "I'm planning ten days in Portugal: Lisbon, Porto and Sintra, maybe the Algarve. What about the"
+                    " cuisine?",
+                ),
+                (
+                    "assistant",
+                    "Lisbon and Porto each deserve three days. Sintra is an easy day trip from Lisbon, and the Algarve"
+                    " needs two days at least. The cuisine is seafood first: grilled sardines in Lisbon, francesinha"
+                    " in Porto.",
+                ),
+                ("user", "Should I fly into Porto and out of Lisbon? And is the Algarve worth it in October?"),
+                (
+                    "assistant",
+                    "Flying into Porto and out of Lisbon saves a day. The Algarve in October is warm and quiet, and"
+                    " Sintra is less crowded then too. The cuisine of the Algarve is known for cataplana, and"
+                    " Portugal's trains are cheap.",
+                ),
+            ],
+        ),
+        6,
+    )
+    titles = [title for title, _ in found]
+    assert set(titles[:5]) == {"Lisbon", "Algarve", "Porto", "Sintra", "Portugal"}, found
+    assert all(spans >= 2 for _, spans in found[:5]), found
+    assert "Cuisine" in titles[5:] and dict(found)["Cuisine"] == 1, found
+    assert not any("worth" in t.casefold() for t in titles), found

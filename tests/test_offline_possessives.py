@@ -81,3 +81,30 @@ def test_a_maker_the_segment_names_alone_keeps_its_own_name() -> None:
     )
     assert "Dell" in found and "Visual Studio" in found
     assert not [t for t in found if "'s" in t]
+
+
+def test_a_greeting_that_opens_a_sentence_leaves_the_holiday_whole() -> None:
+    """ "Happy Mother's Day!": the sentence's first word says nothing of a name, the holiday after it is one name
+    ("Happy Mother", cut at the "'s", was the concept)."""
+    assert "Mother's Day" in surfaces("Happy Mother's Day! Write a short card for my mom.")
+    found = titles(
+        ("user", "Happy Mother's Day! Write a short card for my mom, she loves gardening."),
+        ("assistant", "Happy Mother's Day, Mom! Thank you for every garden you planted with me."),
+    )
+    assert "Mother's Day" in found, found
+    assert not any(t.startswith("Happy") for t in found), found
+
+
+def test_a_name_always_written_with_a_possessive_that_owns_nothing_keeps_it() -> None:
+    """ "like McDonald's or Uber", "McDonald's has expanded": the "'s" owns nothing, it is part of the name (titled
+    "McDonald" before); an owner of a title keeps its title ("Sid Meier's Civilization VI")."""
+    found = titles(
+        ("user", "I want to open a franchise like McDonald's or Uber. How do franchises like McDonald's make money?"),
+        ("assistant", "McDonald's has expanded to over 100 countries. Uber takes a commission on every ride."),
+    )
+    assert "McDonald's" in found and "McDonald" not in found, found
+    found = titles(
+        ("user", "I have been playing Sid Meier's Civilization VI all week. Which civilization should I pick?"),
+        ("assistant", "Sid Meier's Civilization VI rewards a science victory with Korea."),
+    )
+    assert "Sid Meier's Civilization VI" in found, found

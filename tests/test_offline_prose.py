@@ -508,3 +508,22 @@ def test_a_claude_artifacts_kind_is_a_mention_of_it_as_a_fence_is() -> None:
     )
     found = titles(segment, max_concepts=10)
     assert "React" in found, found
+
+
+def test_an_acronym_that_ends_in_s_and_its_expansion_are_one_concept() -> None:
+    """spark-first: "HDFS" and "Hadoop Distributed File System", "AWS" and "Amazon Web Services" are one concept
+    each (the acronym's key is singular, "hdf", and missed its expansion's initials: both took a place)."""
+    segment = segment_input(
+        "seg-hdfs",
+        [
+            ("user", "How do I load a csv file from HDFS into a Hive table? We run it all on AWS."),
+            (
+                "assistant",
+                "HDFS (Hadoop Distributed File System) stores the file. Load it from HDFS with LOAD DATA INPATH into"
+                " the Hive table. On Amazon Web Services (AWS), EMR gives you HDFS and Hive together.",
+            ),
+        ],
+    )
+    found = titles(segment, max_concepts=10)
+    assert "HDFS" in found and "Hadoop Distributed File System" not in found, found
+    assert "AWS" in found and "Amazon Web Services" not in found, found

@@ -160,3 +160,37 @@ def test_a_short_word_cut_short_of_its_last_letter_is_a_misspelling() -> None:
     )
     found = [h.title.casefold() for h in OfflineExtractor(8).extract(segment).hypotheses]
     assert "scal" not in found and "scala" in found
+
+
+def test_a_word_with_a_capital_then_a_verbs_s_form_and_its_object_is_a_clause() -> None:
+    """ "Grandma loves the garden", "OpenSpaces offers its members desks", "The Shield works well": a word written
+    with a capital that opens its clause, then a verb's -s form, then an object's determiner or an adverb, is a
+    subject and its verb, no term ("Grandma loves", "Shield works" and "OpenSpaces offers" were concepts). A name's
+    compound with a plural head stays ("Spark jobs in production")."""
+    for text, clause in (
+        ("Grandma loves the garden we planted last spring.", "grandma loves"),
+        ("OpenSpaces offers its members desks by the hour.", "openspaces offers"),
+        ("The Shield works well against fire damage.", "shield works"),
+    ):
+        assert clause not in surfaces(text), text
+    assert "openspaces" in surfaces("OpenSpaces offers its members desks by the hour.")
+    assert "spark jobs" in surfaces("Spark jobs in production fail at night.")
+    assert "hive tables" in surfaces("Hive tables hold the raw data.")
+
+
+def test_a_word_made_an_adjective_by_its_hyphen_is_no_concept_alone() -> None:
+    """ "Moroccan-inspired" in "a Moroccan-inspired menu" is the menu's modifier: the menu is the concept."""
+    segment = segment_input(
+        "seg-menu",
+        [
+            ("user", "Can you suggest a Moroccan-inspired menu for my dinner party on Saturday?"),
+            (
+                "assistant",
+                "Here is a Moroccan-inspired menu: a lamb tagine, couscous with raisins and mint tea. A"
+                " Moroccan-inspired dessert could be orange slices with cinnamon.",
+            ),
+        ],
+    )
+    found = [h.title for h in OfflineExtractor(8).extract(segment).hypotheses]
+    assert "Moroccan-inspired" not in found, found
+    assert "Moroccan-inspired menu" in found, found
