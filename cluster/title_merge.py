@@ -27,10 +27,8 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from clients.embed_cache import EmbedCounts, embed_cached
 from cluster import topic_space
 from contracts.settings import Settings
-from staging import embeddings as vectors
 from staging import segments as segment_store
 
 Labels = np.ndarray[Any, np.dtype[np.int64]]
@@ -47,18 +45,7 @@ def title_vectors(
     found: dict[str, np.ndarray[Any, Any]] = {}
     if wanted:  # the full model is loaded only when there is a title to read
         encoder = topic_space.encoder_for(settings)
-        hashes = embed_cached(
-            staging,
-            encoder,
-            run_id,
-            wanted,
-            batch_size=settings.embed.batch_size,
-            write_batch=settings.embed.write_batch,
-            counts=EmbedCounts(),
-            label="cluster: conversation titles",
-        )
-        stored = vectors.load_vectors(staging, encoder.key, hashes)
-        matrix = topic_space.unit(np.stack([stored[h] for h in hashes]).astype(np.float32))
+        matrix = topic_space.read(staging, settings, run_id, wanted, encoder, "cluster: conversation titles")
         found = dict(zip(wanted, matrix, strict=True))
     dim = next(iter(found.values())).shape[0] if found else 1
     zero = np.zeros(dim, dtype=np.float32)

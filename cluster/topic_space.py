@@ -135,20 +135,33 @@ def encode(
     Cached in staging.db by text hash and model: what was read once is never read again."""
     encoder = encoder or encoder_for(settings)
     texts = topic_texts(archive, members, segment_ids)
+    return read(staging, settings, run_id, texts, encoder, "cluster: topic texts", progress), encoder.key
+
+
+def read(
+    staging: sqlite3.Connection,
+    settings: Settings,
+    run_id: str,
+    texts: Sequence[str],
+    encoder: Embedder,
+    label: str,
+    progress: ProgressFactory | None = None,
+) -> Matrix:
+    """`texts` read by `encoder` (unit rows, in the given order), through the embedding cache in staging.db."""
     hashes = embed_cached(
         staging,
         encoder,
         run_id,
-        texts,
+        list(texts),
         batch_size=settings.embed.batch_size,
         write_batch=settings.embed.write_batch,
         counts=EmbedCounts(),
         progress=progress,
-        label="cluster: topic texts",
+        label=label,
     )
     found = vectors.load_vectors(staging, encoder.key, hashes)
     matrix = np.stack([found[h] for h in hashes]).astype(np.float32) if hashes else np.zeros((0, 0), np.float32)
-    return unit(matrix), encoder.key
+    return unit(matrix)
 
 
 def place(anchors: Anchors, static_points: Matrix, k: int = NEIGHBOURS) -> Matrix:

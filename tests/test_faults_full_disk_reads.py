@@ -14,11 +14,8 @@ from fault_support import chatmem_command, process_env, write_chats
 from test_faults_state import _limit_file_size, full_disk  # noqa: F401  (the fixture: a real full disk)
 
 
-def test_read_only_commands_answer_on_a_full_disk(full_disk: tuple[Path, str], tmp_path: Path) -> None:  # noqa: F811
-    """After a run, the disk fills up and the -shm index is gone (none can be made): `archive stats` and
-    `staging runs` exit 0 with what the run wrote, and `staging failures` answers too."""
-    mount_point, kind = full_disk
-    data_dir = mount_point / "data"
+def _ingest_three_chats(data_dir: Path, tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """`chatmem run small.jsonl --only ingest` (3 conversations) into `data_dir`: the command and environment."""
     env = process_env(tmp_path / "prefect")
     export = write_chats(tmp_path / "small.jsonl", 3)
     command = [*chatmem_command(), "--data-dir", str(data_dir)]
@@ -26,6 +23,15 @@ def test_read_only_commands_answer_on_a_full_disk(full_disk: tuple[Path, str], t
         [*command, "-q", "run", str(export), "--only", "ingest"], capture_output=True, text=True, env=env
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    return command, env
+
+
+def test_read_only_commands_answer_on_a_full_disk(full_disk: tuple[Path, str], tmp_path: Path) -> None:  # noqa: F811
+    """After a run, the disk fills up and the -shm index is gone (none can be made): `archive stats` and
+    `staging runs` exit 0 with what the run wrote, and `staging failures` answers too."""
+    mount_point, kind = full_disk
+    data_dir = mount_point / "data"
+    command, env = _ingest_three_chats(data_dir, tmp_path)
     for index in data_dir.glob("*-shm"):  # nothing has the databases open: as after a reboot, SQLite rebuilds it
         index.unlink()
     limit = None
@@ -58,13 +64,7 @@ def test_read_only_commands_answer_where_no_wal_index_can_be_made(tmp_path: Path
     names a path in a folder that does not exist: as on a read-only mount (and as root, whom permissions do not
     stop), it cannot be created. `archive stats` and `staging runs` answer with what the run wrote, WAL included."""
     data_dir = tmp_path / "data"
-    env = process_env(tmp_path / "prefect")
-    export = write_chats(tmp_path / "small.jsonl", 3)
-    command = [*chatmem_command(), "--data-dir", str(data_dir)]
-    done = subprocess.run(
-        [*command, "-q", "run", str(export), "--only", "ingest"], capture_output=True, text=True, env=env
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    _, env = _ingest_three_chats(data_dir, tmp_path)
     copy = tmp_path / "copy"
     shutil.copytree(data_dir, copy, ignore=shutil.ignore_patterns("*-shm"))
     assert any(copy.glob("*.db-wal")), "the run's databases keep a -wal: the case this test is about"
