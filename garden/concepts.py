@@ -4,11 +4,17 @@ survivor, dangling links repaired. Pure functions over loaded rows; `garden.stag
 Stale, per source. An export is a snapshot of its own time: a 2021 export mixed with a 2025 one must not make
 every 2021 concept stale. So a concept is stale only when, in every source it has evidence in, its last evidence
 is more than N days older than that source's newest message (N: `stale_after_days` for an active concept,
-`weak_stale_after_days` for a weak one). What a conversation is about is never stale while the conversation is in
-the archive: its `keep_per_conversation` best-evidenced concepts stay (an old export's conversations kept no
-concept at all, "Baseline schedule" with three spans archived with the rest), and only what it touched on fades.
-A concept that was archived but is no longer stale by these rules (the old whole-store rule archived it) comes
-back to the state its evidence gives it.
+`weak_stale_after_days` for a weak one). A concept is not false because it is old, so age archives few:
+- what a conversation is about is never stale while the conversation is in the archive: its
+  `keep_per_conversation` (5, the extractor's open ranks) best-evidenced concepts stay (an old export's
+  conversations kept no concept at all, "Baseline schedule" with three spans archived with the rest; with 2,
+  "Gift wrapping ideas", 4th of its conversation, was archived);
+- nor is what the user named in their own words (`keep_said_by_user`: evidence in a user message): what the
+  user brought up is what a memory is asked about later ("Coffee intake", "Holiday schedule", said once by the
+  user in 2023 chats, were archived: recall takes no cues from an archived concept).
+Age fades only what replies alone touched on in passing, past a conversation's best. A concept that was archived
+but is no longer stale by these rules (the old whole-store rule archived it) comes back to the state its evidence
+gives it.
 
 Relations. A relation that starts or ends at a merged concept is moved to the survivor (the concept loop copied
 only outgoing ones, so incoming ones pointed at a concept the loader does not draw); one that would point a
@@ -59,10 +65,13 @@ def plan_concepts(
     garden: GardenSettings,
     concept_settings: ConceptsSettings,
     message_conversation: Mapping[str, str] | None = None,
+    user_messages: Container[str] = frozenset(),
 ) -> ConceptPlan:
+    """`user_messages`: the ids of the evidence messages the user wrote (the rest are replies, tools, system)."""
     plan = ConceptPlan()
     kept = conversation_subjects(concepts, evidence, message_conversation or {}, garden.keep_per_conversation)
-    _stale(plan, concepts, evidence, message_source, source_newest, garden, concept_settings, kept)
+    said = said_by_user(evidence, user_messages) if garden.keep_said_by_user else set()
+    _stale(plan, concepts, evidence, message_source, source_newest, garden, concept_settings, kept, said)
     tidy(plan, concepts, relations)
     orphans(plan, concepts, evidence)
     return plan
@@ -109,6 +118,11 @@ def conversation_subjects(
     return kept
 
 
+def said_by_user(evidence: Iterable[EvidenceTime], user_messages: Container[str]) -> set[str]:
+    """The concepts with evidence in a message the user wrote."""
+    return {item.concept_id for item in evidence if item.message_id in user_messages}
+
+
 def best(counts: Mapping[str, int], keep: int) -> list[str]:
     """The `keep` concepts with the most evidence rows in one conversation, ties by id."""
     return sorted(counts, key=lambda c: (-counts[c], c))[:keep] if keep > 0 else []
@@ -123,10 +137,12 @@ def _stale(
     garden: GardenSettings,
     concept_settings: ConceptsSettings,
     kept: set[str],
+    said: set[str],
 ) -> None:
     last = last_evidence(evidence, message_source)
     for concept_id, row in sorted(concepts.items()):
-        found = judge(row, last.get(concept_id, {}), source_newest, garden, concept_settings, concept_id in kept)
+        seen = last.get(concept_id, {})
+        found = judge(row, seen, source_newest, garden, concept_settings, concept_id in kept, concept_id in said)
         if found is not None:
             plan.states.append(found)
     for concept_id, before, after, reason in plan.states:
@@ -153,10 +169,12 @@ def judge(
     garden: GardenSettings,
     concept_settings: ConceptsSettings,
     subject: bool,
+    said: bool = False,
 ) -> tuple[str, str, str, str] | None:
     """One concept's transition (concept_id, from, to, reason), or None: what it is stays. `seen`: its last evidence
-    time per source; `subject`: it is one of a conversation's kept concepts. The full and the incremental garden
-    both ask this, so they decide alike."""
+    time per source; `subject`: it is one of a conversation's kept concepts; `said`: the user named it in their own
+    words (only asked with `keep_said_by_user`). The full and the incremental garden both ask this, so they decide
+    alike."""
     if row.state not in ("active", "weak", "archived"):
         return None
     concept_id = row.concept_id
@@ -164,7 +182,7 @@ def judge(
     days = garden.stale_after_days if evidence_state == "active" else garden.weak_stale_after_days
     verdicts = [_stale_in(source, time, source_newest, days) for source, time in sorted(seen.items())]
     stale = bool(verdicts) and all(v is not None for v in verdicts)
-    if row.state != "archived" and stale and not subject:
+    if row.state != "archived" and stale and not subject and not said:
         why = "; ".join(v for v in verdicts if v)
         return (concept_id, row.state, "archived", f"stale per source: {why}")
     if row.state == "archived" and not stale and verdicts:
@@ -174,6 +192,8 @@ def judge(
     if row.state == "archived" and subject:
         reason = f"what a conversation is about: one of its {garden.keep_per_conversation} best-evidenced concepts"
         return (concept_id, "archived", evidence_state, reason)
+    if row.state == "archived" and said:
+        return (concept_id, "archived", evidence_state, "the user named it in their own words: never stale")
     return None
 
 

@@ -3,8 +3,10 @@ only the concepts whose inputs moved (issue 23: reading every evidence row with 
 source's newest message was most of a quiet day's garden).
 
 A concept's decision (garden.concepts.judge) reads its row (state, confidence, evidence count), its last evidence
-time per source, each such source's newest message, and whether it is one of a conversation's kept concepts. The
-last run left every concept at rest: judging it again on the same inputs changes nothing. So a run judges
+time per source, each such source's newest message, whether it is one of a conversation's kept concepts, and
+whether the user said it (evidence in a user message: `said_by_user`, read from its evidence rows and the archive
+when judged). The last run left every concept at rest: judging it again on the same inputs changes nothing. So a
+run judges
 
 - the concepts whose evidence rows were written or deleted since (`garden_dirty`, logged by triggers), whose
   evidence messages changed source or conversation (the archive's changed conversations), and whose judged
@@ -13,6 +15,8 @@ last run left every concept at rest: judging it again on the same inputs changes
   had evidence, or where a concept entered or left the states that compete;
 - the concepts a source's moved newest message ages (or, moved back, freshens): those whose last evidence
   there lies between the old and the new cutoffs, found by the index on (source, last evidence time).
+- with `keep_said_by_user`, the concepts with evidence in a changed conversation (a message rewritten in place
+  may have another role now).
 
 A source's newest message only grows while the message that had it (its witness) is unchanged; when the witness
 itself changed, that source's newest is read again from the archive (a scan, rare: the message was edited).
@@ -184,7 +188,10 @@ def update(
     )
     kept = _rekeep(staging, conversations, settings.garden.keep_per_conversation)
     aged = _aged(staging, moved, settings)
-    delta.judge = (dirty | kept | aged) - delta.gone
+    # a changed conversation's message may have been rewritten in place, its role too (the archive updates a
+    # message whose uuid comes back): whether the user said a concept there is read again when it is judged
+    voiced = _conversations_concepts(staging, changed) if settings.garden.keep_said_by_user else set()
+    delta.judge = (dirty | kept | aged | voiced) - delta.gone
     delta.counts.update(
         conversations_changed=len(changed),
         messages_read=len(messages),
@@ -192,6 +199,7 @@ def update(
         conversations_rekept=len(conversations),
         concepts_rekept=len(kept),
         concepts_aged=len(aged),
+        concepts_voiced=len(voiced),
         sources_moved=len(moved),
     )
     return delta
@@ -346,6 +354,19 @@ def _place(
     return found
 
 
+def _conversations_concepts(staging: sqlite3.Connection, conversations: list[str]) -> set[str]:
+    """The concepts with evidence in these conversations (garden_counts, by its key)."""
+    if not conversations:
+        return set()
+    return {
+        str(r[0])
+        for r in staging.execute(
+            f"SELECT DISTINCT concept_id FROM garden_counts WHERE conversation_id IN {IN_VALUES}",
+            (json_values(conversations),),
+        )
+    }
+
+
 def _conversations_of(staging: sqlite3.Connection, concepts: set[str]) -> set[str]:
     if not concepts:
         return set()
@@ -406,6 +427,33 @@ def _aged(
                 (source, min(cutoffs), max(cutoffs)),
             )
         found.update(str(r[0]) for r in rows)
+    return found
+
+
+def said_by_user(archive: sqlite3.Connection, staging: sqlite3.Connection, ids: Iterable[str]) -> set[str]:
+    """Which of the judged concepts have evidence in a message the user wrote: their evidence rows (by the store's
+    key) and those messages' roles, read when judged. Not kept in the state: a concept whose evidence rows changed
+    is dirty, and one with evidence in a changed conversation (a message's role can change there) is judged too."""
+    wanted = sorted(set(ids))
+    found: set[str] = set()
+    for start in range(0, len(wanted), CHUNK):
+        evidence = plain_rows(
+            staging,
+            f"SELECT DISTINCT concept_id, message_id FROM concept_evidence WHERE concept_id IN {IN_VALUES}",
+            (json_values(wanted[start : start + CHUNK]),),
+        ).fetchall()
+        messages = sorted({str(m) for _, m in evidence})
+        users: set[str] = set()
+        for at in range(0, len(messages), CHUNK):
+            users.update(
+                str(r[0])
+                for r in plain_rows(
+                    archive,
+                    f"SELECT uuid FROM messages WHERE uuid IN {IN_VALUES} AND role = 'user'",
+                    (json_values(messages[at : at + CHUNK]),),
+                )
+            )
+        found.update(str(c) for c, m in evidence if str(m) in users)
     return found
 
 

@@ -105,7 +105,7 @@ def plan_garden(
                 staging, "SELECT concept_id, message_id, created_at, text_key FROM concept_evidence ORDER BY rowid"
             )
         ]
-        sources, conversations = _message_places(archive, {e.message_id for e in evidence})
+        sources, conversations, users = _message_places(archive, {e.message_id for e in evidence})
         newest = {
             int(r[0]): (str(r[1]), str(r[2]))
             for r in archive.execute(
@@ -121,6 +121,7 @@ def plan_garden(
             settings.garden,
             settings.concepts,
             conversations,
+            users,
         )
         if inputs is not None:
             inputs.append(FullInputs(concepts, evidence, sources, conversations, newest, plan.statements, plan.names))
@@ -186,6 +187,7 @@ def plan_changed(
     delta.counts["fact_groups_redone"] = len(groups)
     judged = plan.concepts
     seen, kept = incremental.seen_and_kept(staging, delta.judge)
+    said = incremental.said_by_user(archive, staging, delta.judge) if settings.garden.keep_said_by_user else set()
     rows = concept_store.load_concepts(staging, delta.judge)
     for concept_id in sorted(delta.judge):
         row = rows.get(concept_id)
@@ -193,7 +195,13 @@ def plan_changed(
             None
             if row is None
             else judge(
-                row, seen.get(concept_id, {}), delta.newest, settings.garden, settings.concepts, concept_id in kept
+                row,
+                seen.get(concept_id, {}),
+                delta.newest,
+                settings.garden,
+                settings.concepts,
+                concept_id in kept,
+                concept_id in said,
             )
         )
         if found is not None:
@@ -230,18 +238,23 @@ def _relations(staging: sqlite3.Connection) -> list[tuple[str, str, str, float]]
     ]
 
 
-def _message_places(archive: sqlite3.Connection, ids: set[str]) -> tuple[dict[str, int], dict[str, str]]:
-    """Each message's source and conversation."""
+def _message_places(archive: sqlite3.Connection, ids: set[str]) -> tuple[dict[str, int], dict[str, str], set[str]]:
+    """Each message's source and conversation, and which of them the user wrote."""
     rows = plain_rows(
-        archive, f"SELECT uuid, source_id, conversation_id FROM messages WHERE uuid IN {IN_VALUES}", (json_values(ids),)
+        archive,
+        f"SELECT uuid, source_id, conversation_id, role = 'user' FROM messages WHERE uuid IN {IN_VALUES}",
+        (json_values(ids),),
     )
     sources: dict[str, int] = {}
     conversations: dict[str, str] = {}
+    users: set[str] = set()
     shared: dict[str, str] = {}  # one string per conversation, not one per message
-    for uuid, source, conversation in rows:
+    for uuid, source, conversation, by_user in rows:
         sources[str(uuid)] = int(source)
         conversations[str(uuid)] = shared.setdefault(str(conversation), str(conversation))
-    return sources, conversations
+        if by_user:
+            users.add(str(uuid))
+    return sources, conversations, users
 
 
 def validate(plan: GardenPlan, stored: dict[str, dict[str, Any]]) -> list[str]:

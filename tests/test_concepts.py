@@ -30,14 +30,16 @@ def hyp(title: str, kind: str = "project", confidence: float = 0.8, spans: int =
 
 
 def answer(specs: dict[str, list[Spec]]) -> Callable[[SegmentInput], str]:
-    """Raw model JSON for a segment from `specs[conversation_id]`; evidence cites the segment's first messages."""
+    """Raw model JSON for a segment from `specs[conversation_id]`; evidence cites the segment's first messages (a
+    spec's `by`: only messages of that role)."""
 
     def reply(segment: SegmentInput) -> str:
         out = []
         for spec in specs.get(segment.conversation_id, []):
+            cited = [m for m in segment.messages if spec.get("by") in (None, m.role)]
             spans = [
                 {"source_id": segment.segment_id, "message_id": m.message_id, "text": m.text, "confidence": 0.8}
-                for m in segment.messages[: spec["spans"]]
+                for m in cited[: spec["spans"]]
             ]
             out.append(
                 {

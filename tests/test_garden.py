@@ -95,13 +95,14 @@ def test_a_later_export_closes_the_current_fact_and_keeps_history_queryable(tmp_
 
 def test_stale_concepts_are_measured_per_source(tmp_path: Path) -> None:
     """An old dump beside a new one: only a concept stale within its own source is archived, with the reason
-    (the old conversation's two best-evidenced concepts, what it is about, stay: the test below)."""
+    (the old conversation's two best-evidenced concepts, what it is about, stay: the test below; "Old hobby" is
+    only in a reply, so the user's words keep it not)."""
     specs = {
-        "early": [hyp("Paris bakeries"), hyp("Rainy weekend"), hyp("Old hobby", spans=1)],
+        "early": [hyp("Paris bakeries"), hyp("Rainy weekend"), hyp("Old hobby", spans=1, by="assistant")],
         "late": [hyp("Garden shed")],
         "new": [hyp("New job")],
     }
-    dbs = open_dbs(tmp_path)
+    dbs = open_dbs(tmp_path, garden={"keep_per_conversation": 2})
     write_archive(
         dbs.archive,
         [conversation("early", PARIS, at("2019-01-01")), conversation("late", BERLIN, at("2020-12-01"))],
@@ -122,14 +123,15 @@ def test_stale_concepts_are_measured_per_source(tmp_path: Path) -> None:
 
 
 def test_what_an_old_conversation_is_about_is_never_archived_as_stale(tmp_path: Path) -> None:
-    """A conversation of an old export keeps its best-evidenced concepts (keep_per_conversation, 2) however old:
-    what it is about stays in the graph while it is in the archive; what it only touched on fades, and with
-    keep_per_conversation 0 staleness alone decides. A subject archived before comes back."""
+    """A conversation of an old export keeps its best-evidenced concepts (keep_per_conversation, here 2) however
+    old: what it is about stays in the graph while it is in the archive; what it only touched on fades, and with
+    keep_per_conversation 0 staleness alone decides (what the user said aside: the next test). A subject archived
+    before comes back."""
     specs = {
         "early": [hyp("Paris bakeries"), hyp("Rainy weekend"), hyp("Old hobby", spans=1)],
         "new": [hyp("New job")],
     }
-    dbs = open_dbs(tmp_path)
+    dbs = open_dbs(tmp_path, garden={"keep_per_conversation": 2, "keep_said_by_user": False})
     write_archive(dbs.archive, [conversation("early", PARIS, at("2019-01-01"))], tag="old")
     write_archive(dbs.archive, [conversation("later", BERLIN, at("2021-06-01"))], tag="old")
     write_archive(dbs.archive, [conversation("new", MUNICH, at("2024-06-01"))], tag="new")
@@ -157,6 +159,53 @@ def test_what_an_old_conversation_is_about_is_never_archived_as_stale(tmp_path: 
         "Old hobby": "archived",
         "New job": "active",
     }
+
+
+OLD_CHAT = [
+    ("user", "How much coffee is too much? I drink four cups before noon and sleep badly."),
+    ("assistant", "Four cups is about 400 mg of caffeine; try a cut-off at noon and swap one cup for green tea."),
+    ("user", "And for my morning routine, is a ten-minute meditation enough?"),
+    ("assistant", "Ten minutes helps; a fixed time and a quiet corner matter more than length. Matcha is an option."),
+]
+
+
+def test_what_the_user_said_stays_and_a_reply_passing_mention_fades_with_age(tmp_path: Path) -> None:
+    """An old conversation, five subjects (two spans each) and two one-span terms past them: "Coffee intake" the
+    user said, "Matcha" only the reply. Past the five kept, age archives the reply's passing term alone, with
+    keep_said_by_user the user's own term stays (false: it fades too); archived before, it comes back with the
+    reason."""
+    subjects = [hyp(title) for title in ("Caffeine", "Sleep", "Morning routine", "Meditation", "Green tea")]
+    specs = {
+        "early": [*subjects, hyp("Coffee intake", spans=1, by="user"), hyp("Matcha", spans=1, by="assistant")],
+        "new": [hyp("New job")],
+    }
+    dbs = open_dbs(tmp_path)
+    assert (dbs.settings.garden.keep_per_conversation, dbs.settings.garden.keep_said_by_user) == (5, True)
+    write_archive(dbs.archive, [conversation("early", OLD_CHAT, at("2023-03-01"))], tag="old")
+    write_archive(dbs.archive, [conversation("later", BERLIN, at("2023-12-14"))], tag="old")
+    write_archive(dbs.archive, [conversation("new", MUNICH, at("2024-06-01"))], tag="new")
+    stages(dbs, "2024-07-01T00:00:00+00:00", ScriptedExtractor(answer(specs)))
+    states = dict(dbs.staging.execute("SELECT title, state FROM concepts").fetchall())
+    assert {t: states[t] for t in ("Caffeine", "Green tea", "Coffee intake", "Matcha")} == {
+        "Caffeine": "active",
+        "Green tea": "active",
+        "Coffee intake": "weak",
+        "Matcha": "archived",
+    }
+    dbs.staging.execute("UPDATE concepts SET state = 'archived' WHERE title = 'Coffee intake'")
+    garden_stage.run(
+        dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings, now="2024-07-02T00:00:00+00:00"
+    )
+    back = dbs.staging.execute(
+        "SELECT c.state, t.reason FROM concepts c JOIN concept_transitions t USING (concept_id)"
+        " WHERE c.title = 'Coffee intake' ORDER BY t.ordinal DESC LIMIT 1"
+    ).fetchone()
+    assert tuple(back) == ("weak", "the user named it in their own words: never stale")
+    dbs.settings.garden.keep_said_by_user = False
+    garden_stage.run(
+        dbs.archive, dbs.staging, run_id=dbs.run_id(), settings=dbs.settings, now="2024-07-03T00:00:00+00:00"
+    )
+    assert dbs.staging.execute("SELECT state FROM concepts WHERE title = 'Coffee intake'").fetchone()[0] == "archived"
 
 
 def test_a_concept_archived_by_the_whole_store_rule_comes_back(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """The incremental garden (garden/incremental.py, garden/facts_delta.py) on real SQLite files: after each of several
 rounds of random changes (evidence written and retired, concepts merged, re-weighted, renamed, created and deleted,
 dangling evidence, conversations continued by a new dump, a source's newest message a year later or edited back,
-fact mentions added, re-extracted and re-segmented away), the garden's tables equal those a from-scratch garden
-leaves on a copy of the same staging.db, row for row."""
+a message's role rewritten, fact mentions added, re-extracted and re-segmented away), the garden's tables equal
+those a from-scratch garden leaves on a copy of the same staging.db, row for row."""
 
 from __future__ import annotations
 
@@ -176,7 +176,7 @@ class World:
             kind = rng.choice(
                 ["evidence", "evidence", "retire", "merge", "reweigh", "concept", "delete", "dangling",
                  "focus", "continue", "jump", "edit_back", "relation", "fact", "fact", "reextract", "resegment",
-                 "rename"]
+                 "rename", "voice"]
             )  # fmt: skip
             done.append(kind)
             ids = self.live()
@@ -230,6 +230,12 @@ class World:
                 shift = timedelta(days=366) if kind == "jump" else timedelta(days=-400)
                 moved = (datetime.fromisoformat(row[1]) + shift).isoformat()
                 self.dbs.archive.execute("UPDATE messages SET created_at = ? WHERE uuid = ?", (moved, row[0]))
+            elif kind == "voice":  # a message rewritten in place with the other role: who said its concepts
+                uuid = rng.choice(self.messages())[0]
+                self.dbs.archive.execute(
+                    "UPDATE messages SET role = CASE role WHEN 'user' THEN 'assistant' ELSE 'user' END WHERE uuid = ?",
+                    (uuid,),
+                )
             elif kind == "relation":
                 self.relation()
             elif kind == "fact":
@@ -369,6 +375,41 @@ def test_a_concept_a_conversation_no_longer_keeps_is_judged_again_though_its_evi
     garden(dbs, full)
     assert dbs.staging.execute("SELECT state FROM concepts WHERE concept_id = 'old-topic'").fetchone()[0] == "weak"
     assert_same(dbs, full, "newcomer gone")
+
+
+def test_a_message_the_user_no_longer_wrote_lets_its_old_concept_fade_in_an_incremental_run(tmp_path: Path) -> None:
+    """A weak concept of an old conversation said only in one user message stays (keep_said_by_user); the message
+    rewritten in place as a reply (its conversation logged as changed, no evidence row moved) makes it stale in
+    the next incremental run, and back again; the full garden agrees each time."""
+    dbs = open_dbs(tmp_path / "data", garden={"keep_per_conversation": 0})
+    World(dbs, 5, concepts=0)
+    row = ConceptRow("said-once", "Said once", "said once", "project", "", "weak", 0.3, [], 0, 1,
+                     None, None, None, ["llm"], "r0", "r0", True)  # fmt: skip
+    upsert_concepts(dbs.staging, [row])
+    [(created_at,)] = dbs.archive.execute("SELECT created_at FROM messages WHERE uuid = 'c0-m0'").fetchall()
+    dbs.staging.execute(
+        "INSERT INTO concept_evidence (concept_id, message_id, text_key, text, confidence, segment_id, created_at,"
+        " hypothesis_type, extractor, run_id) VALUES ('said-once', 'c0-m0', 'k', 't', 0.7, 's', ?, 'project',"
+        " 'llm', 'r0')",
+        (created_at,),
+    )
+    dbs.staging.commit()
+    garden(dbs, dbs.staging)
+
+    def state() -> str:
+        return str(dbs.staging.execute("SELECT state FROM concepts WHERE concept_id = 'said-once'").fetchone()[0])
+
+    assert state() == "weak"
+    for role, expected in (("assistant", "archived"), ("user", "weak")):
+        dbs.archive.execute("UPDATE messages SET role = ? WHERE uuid = 'c0-m0'", (role,))
+        dbs.archive.commit()
+        full = from_scratch(dbs, tmp_path, f"full-{role}")
+        counts = garden(dbs, dbs.staging)
+        garden(dbs, full)
+        assert counts["incremental"] == 1 and counts["incremental_concepts_voiced"] >= 1
+        assert state() == expected
+        assert_same(dbs, full, f"c0-m0 by {role}")
+        full.close()
 
 
 def concept(concept_id: str, title: str, aliases: list[str] | None = None) -> ConceptRow:

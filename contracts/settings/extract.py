@@ -106,9 +106,15 @@ class GardenSettings(BaseModel):
         description="The same for a weak concept (thin or unconfident evidence), which fades sooner; null: never.",
     )
     keep_per_conversation: int = Field(
-        default=2,
+        default=5,
         ge=0,
         description="A conversation's this many best-evidenced concepts are never archived as stale: what a "
-        "conversation in the archive is about stays in the graph (only what it touched on fades); 0: staleness "
-        "alone decides.",
+        "conversation in the archive is about stays in the graph (only what it touched on fades; five, as the "
+        "extractor's open ranks per segment); 0: staleness alone decides.",
+    )
+    keep_said_by_user: bool = Field(
+        default=True,
+        description="A concept with evidence in the user's own messages is never archived as stale: a subject is not "
+        "false because it is old, and what the user brought up is what is asked about later; age fades only what "
+        "replies alone touched on. false: the kept concepts and staleness alone decide.",
     )
