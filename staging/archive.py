@@ -103,6 +103,10 @@ class ArchiveWriter:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.deferred = False  # deferrable indexes dropped for a bulk load (see `bulk`)
+        # The quarantine keys (locator, reason) each source's current read has given: its count is what the read
+        # found, also when the rows stand from an earlier read of the same bytes (a forced re-read, a re-read of a
+        # file cut short), which the INSERT OR IGNORE leaves as they are.
+        self.quarantine_keys: dict[int, set[tuple[str, str]]] = {}
 
     def begin_bulk(self) -> None:
         """Into an empty archive, drop the deferrable indexes: built once by `end_bulk` (sorting all the keys
@@ -145,13 +149,16 @@ class ArchiveWriter:
                     "UPDATE sources SET status = 'importing', path = ?, format = ? WHERE id = ?",
                     (source.path, source.format, row["id"]),
                 )
-                return int(row["id"])
-            cursor = self.conn.execute(
-                "INSERT INTO sources (path, sha256, format, size_bytes, status, imported_at)"
-                " VALUES (?, ?, ?, ?, 'importing', ?)",
-                (source.path, source.sha256, source.format, source.size_bytes, datetime.now(UTC).isoformat()),
-            )
-            return int(cursor.lastrowid or 0)
+                source_id = int(row["id"])
+            else:
+                cursor = self.conn.execute(
+                    "INSERT INTO sources (path, sha256, format, size_bytes, status, imported_at)"
+                    " VALUES (?, ?, ?, ?, 'importing', ?)",
+                    (source.path, source.sha256, source.format, source.size_bytes, datetime.now(UTC).isoformat()),
+                )
+                source_id = int(cursor.lastrowid or 0)
+        self.quarantine_keys[source_id] = set()  # a new read of these bytes
+        return source_id
 
     def finish_source(self, source_id: int, *, partial: bool, notes: Sequence[str] = ()) -> None:
         """Close the source. A complete one also clears the END_OF_FILE rows of earlier partial reads of the same
@@ -222,13 +229,15 @@ class ArchiveWriter:
                 for q in (*quarantined, *collisions)
             ]
             if rows:
-                before = self.conn.total_changes
                 self.conn.executemany(
                     "INSERT OR IGNORE INTO quarantine (source_id, locator, reason, raw, conversation_id)"
                     " VALUES (?, ?, ?, ?, ?)",
                     rows,
                 )
-                counts.quarantined += self.conn.total_changes - before
+                seen = self.quarantine_keys.setdefault(source_id, set())
+                before = len(seen)
+                seen.update((row[1], row[2]) for row in rows)
+                counts.quarantined += len(seen) - before
             fts.index_new(self.conn, indexed)
             if self.conn.total_changes != changes:  # in the same transaction: a copy holds both or neither
                 archive_changes.new_epoch(self.conn)
