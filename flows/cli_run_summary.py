@@ -160,9 +160,10 @@ def _file_line(row: dict[str, Any]) -> str:
     if row["status"] == "partial":
         problem = "; ".join(part.removeprefix(PARTIAL_NOTE) for part in detail.split("; "))
         kept = int(row.get("conversations") or 0)
-        return safe_line(
-            f"cut short: {path}: {kept} complete conversation(s) arrived; the rest could not be read: {problem}"
-        )
+        arrived = f"{kept} complete conversation(s) arrived"
+        if not kept and row.get("messages_unchanged"):  # read again (a later run, --force): nothing new before the cut
+            arrived = f"nothing new before the cut ({row['messages_unchanged']} message(s) already in the archive)"
+        return safe_line(f"cut short: {path}: {arrived}; the rest could not be read: {problem}")
     return safe_line(f"failed: {path}: {detail}")
 
 
@@ -175,5 +176,6 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
         why = str(bad[0]["detail"] or "").removeprefix(f"{bad[0]['path']}: ")
         names = safe_line(f"{bad[0]['path']}: {why[:200]}" if why else str(bad[0]["path"]))
     cut = any(row["status"] == "partial" for row in bad)
+    # Said at every run while the file stays as it is (ingest/stage.py reads it again): the damage stands
     fix = "run again with the whole file" if cut else f"fix the file{'s' if len(bad) > 1 else ''} and run again"
     raise ChatmemError(f"{_files_word(bad)} in run {run_id}: {names}; {fix} (chatmem staging failures lists them)")

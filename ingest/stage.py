@@ -134,7 +134,9 @@ def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
         skipped=all(o.status == "skipped" for o in outcomes),
         error="; ".join(f"{o.detail}" for o in failed) if stuck else None,
         hint=f"fix or remove {_named(failed)}, then: {ctx.rerun}" if stuck else None,
-        unfinished=bool(failed),  # the failed files are read again by the next run, not skipped as unchanged
+        # The failed files, and those cut short, are read again by the next run, not skipped as unchanged: a damage
+        # that stands is said (and exits 1) at every run, as a cron job sees it, not only at the first
+        unfinished=bool(failed) or any(o.status == "partial" for o in outcomes),
     )
 
 
