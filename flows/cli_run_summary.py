@@ -158,7 +158,11 @@ def _file_line(row: dict[str, Any]) -> str:
     detail = str(row["detail"] or "")
     detail = detail.removeprefix(f"{path}: ")  # export errors start with the file name: do not say it twice
     if row["status"] == "partial":
-        problem = "; ".join(part.removeprefix(PARTIAL_NOTE) for part in detail.split("; "))
+        parts = detail.split("; ")
+        problem = "; ".join(p.removeprefix(PARTIAL_NOTE) for p in parts if p.startswith(PARTIAL_NOTE)) or detail
+        also = [p for p in parts if not p.startswith(PARTIAL_NOTE)]  # the file's other notes (bytes replaced)
+        if also and problem != detail:
+            problem += f" (also: {'; '.join(also)})"
         kept = int(row.get("conversations") or 0)
         arrived = f"{kept} complete conversation(s) arrived"
         if not kept and row.get("messages_unchanged"):  # read again (a later run, --force): nothing new before the cut

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +54,7 @@ class FileOutcome:
     timestamps_dropped: Counter[str] = field(default_factory=Counter)
     items: int = 0  # what the parser yielded and was written (a second pass over the same bytes skips them)
     taken: int = 0  # messages whose id another conversation of the archive holds: quarantined, not written
+    utf8_replaced: int = 0  # invalid UTF-8 sequences the second pass replaced with U+FFFD
 
 
 EMPTY_EXPORT = "no conversation in it (an empty export)"
@@ -185,14 +186,14 @@ def _ingest_one(
             # Second pass over the whole file with invalid bytes replaced. What the first pass wrote (the records
             # before the bad bytes) is stored and counted in `outcome`: the second pass reads past it, so that the
             # file's counts are those of one read (the archive would be the same either way: upserts).
+            whole = False
             try:
-                replaced = _parse_and_write(
-                    writer, opened, source_id, fmt, settings, outcome, progress, repair=True, force=force
-                )
-                notes.append(f"{replaced} invalid UTF-8 byte sequence(s) replaced with U+FFFD")
+                _parse_and_write(writer, opened, source_id, fmt, settings, outcome, progress, repair=True, force=force)
+                whole = True
             except MalformedExportError as again:
-                exc = again
-            else:
+                exc = again  # cut short as well: the note stays beside why the rest is unreadable
+            notes.append(f"{outcome.utf8_replaced} invalid UTF-8 byte sequence(s) replaced with U+FFFD")
+            if whole:
                 writer.finish_source(source_id, partial=False, notes=notes)
                 outcome.detail = "; ".join(notes) or None
                 return outcome
@@ -290,8 +291,8 @@ def _parse_and_write(
     *,
     repair: bool,
     force: bool = False,
-) -> int:
-    """Parse one stream and write it in batches. Returns the number of UTF-8 replacements made.
+) -> None:
+    """Parse one stream and write it in batches; the UTF-8 replacements made go to `outcome.utf8_replaced`.
 
     Conversations whose bytes the archive already holds as rows are counted, not parsed (ingest/raw_skip.py),
     unless `force` (a dump read again on purpose is parsed whole)."""
@@ -304,6 +305,21 @@ def _parse_and_write(
             opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats, lookup=lookup, skip=skip
         )
 
+    try:
+        _write_batches(writer, batches, opened, source_id, fmt, outcome, progress)
+    finally:  # also when the repaired bytes fail further on (a file cut short): the note says them all the same
+        outcome.utf8_replaced = stats.utf8_replacements
+
+
+def _write_batches(
+    writer: ArchiveWriter,
+    batches: Callable[[], Iterator[Batch]],
+    opened: OpenedExport,
+    source_id: int,
+    fmt: str,
+    outcome: FileOutcome,
+    progress: ProgressFactory | None,
+) -> None:
     with bar(progress, opened.path, opened.size_bytes) as advance:
         reported = 0
         # The next batch is parsed in a thread while this one is written (ingest/overlap.py).
@@ -321,4 +337,3 @@ def _parse_and_write(
             advance(batch.bytes_read - reported)
             reported = batch.bytes_read
             outcome.timestamps_dropped.update(dropped)
-    return stats.utf8_replacements

@@ -67,3 +67,51 @@ def test_a_file_cut_short_exits_1_at_every_run_while_it_stays_cut(tmp_path: Path
     done = _chatmem(data_dir, "-q", "run", path, "--only", "ingest")
     assert done.exit_code == 0, done.output
     assert _chatmem(data_dir, "-q", "run", path, "--only", "ingest").stdout.startswith("nothing new:")
+
+
+def test_invalid_utf8_in_a_file_cut_short_keeps_its_note_and_names_the_files_byte(tmp_path: Path) -> None:
+    """Bad bytes and a cut: the file's detail says both, the bytes replaced and why the rest is unreadable, at the
+    byte of the file (the end: it was cut there). Before, the note was lost and the offset counted the U+FFFD
+    written in place of the bad bytes (3 bytes each for 1 here)."""
+    export = make_chatgpt_export(6)
+    export[1]["title"] = "TITLE1"
+    data = json.dumps(export).encode().replace(b"TITLE1", b"\xff\xfe\xfd", 1)
+    cut = data[: data.rindex(b'{"id": "c') + 40]
+    path, twin = tmp_path / "conversations.json", tmp_path / "twin.json"
+    path.write_bytes(cut)
+    twin.write_bytes(cut.replace(b"\xff\xfe\xfd", b"abc"))  # the same bytes but valid: its offset is the file's
+    _, result = ingest(tmp_path / "data", path)
+    assert result.counts["files_partial"] == 1 and result.counts["conversations_written"] == 5
+    [note] = result.notes
+    assert "3 invalid UTF-8 byte sequence(s) replaced with U+FFFD" in note, note
+    _, valid = ingest(tmp_path / "twin", twin)
+    offset = valid.notes[0].rpartition(" at byte ")[2]
+    assert int(offset) > cut.index(b"\xff") and note.endswith(f" at byte {offset}"), (note, valid.notes)
+
+
+def test_the_repaired_stream_is_what_decode_replace_gives_and_maps_back_to_the_files_bytes() -> None:
+    """The second pass's reader over bad bytes everywhere (at chunk and window edges, a character cut by a read, a
+    U+FFFD the file holds): the bytes of `decode(errors="replace")`, its invalid sequences counted (not the U+FFFD
+    that was in the file), and every offset of the output named in the file."""
+    import io
+
+    from ingest.utf8_repair import Utf8RepairReader
+
+    good = "aé€😀\ufffd".encode()
+    pieces = [good * 7000, b"\xff", good * 3, b"\xe2\x82", b"x", b"\xc3", good * 20000, b"\xf0\x9f\x98"]
+    data = b"".join(pieces)
+    reader = Utf8RepairReader(io.BytesIO(data))  # type: ignore[arg-type]
+    out = b""
+    while chunk := reader.read(50_000):
+        out += chunk
+    expected = data.decode("utf-8", errors="replace")
+    assert out == expected.encode()
+    assert reader.replacements == 4
+    # each character of the output found at its offset in the file: valid ones as themselves, U+FFFD of bad bytes
+    position = 0
+    for char in expected[::997]:
+        at = out.index(char.encode(), position)
+        position = at
+        mapped = reader.file_offset(at)
+        if char != "\ufffd":
+            assert data[mapped : mapped + len(char.encode())] == char.encode()
