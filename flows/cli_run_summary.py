@@ -4,6 +4,7 @@ did not arrive whole, so that a cron job notices (docs/cli.md, the exit codes)."
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -179,7 +180,19 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
     if len(bad) == 1 and bad[0]["status"] == "failed":  # one file: why, too (the summary above has it as well)
         why = str(bad[0]["detail"] or "").removeprefix(f"{bad[0]['path']}: ")
         names = safe_line(f"{bad[0]['path']}: {why[:200]}" if why else str(bad[0]["path"]))
-    cut = any(row["status"] == "partial" for row in bad)
     # Said at every run while the file stays as it is (ingest/stage.py reads it again): the damage stands
-    fix = "run again with the whole file" if cut else f"fix the file{'s' if len(bad) > 1 else ''} and run again"
+    failed = [row for row in bad if row["status"] == "failed"]
+    # A path given that does not exist (a typo, a file moved) has nothing to fix: it is checked or left out
+    missing = [row for row in failed if not Path(str(row["path"])).exists()]
+    advice = ["run again with the whole file"] if len(failed) < len(bad) else []
+    if len(failed) > len(missing):
+        advice.append(f"fix the file{'s' if len(failed) - len(missing) > 1 else ''} and run again")
+    if len(missing) == 1:
+        advice.append(
+            f"{'the path' if len(bad) == 1 else safe_line(str(missing[0]['path']))} does not exist: check"
+            " it, or leave it out of the command"
+        )
+    elif missing:
+        advice.append(f"{len(missing)} of the paths do not exist: check them, or leave them out of the command")
+    fix = "; ".join(advice)
     raise ChatmemError(f"{_files_word(bad)} in run {run_id}: {names}; {fix} (chatmem staging failures lists them)")
