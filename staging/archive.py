@@ -38,6 +38,9 @@ from staging.db import IN_VALUES, Transaction, connect, json_values
 from staging.migrations import ARCHIVE, migrate
 
 END_OF_FILE = "end of file"  # the locator of the quarantine row for an unreadable remainder of a file
+# The reason of a message whose id another conversation holds (`_collision`), as a LIKE pattern: `staging failures`
+# counts a re-export's many such rows as one group
+TAKEN_LIKE = "message id % already belongs to conversation %; not overwritten"
 
 
 # Indexes a bulk load into an empty archive builds once at the end instead of row by row (`ArchiveWriter.bulk`).

@@ -5,10 +5,12 @@ CLI on real files under tmp_path."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from test_ingest_stage import ingest, make_chatgpt_export, write_json
 
 from flows.cli import cli
 
@@ -31,3 +33,29 @@ def test_a_missing_path_beside_good_files_is_said_not_to_exist_not_to_be_fixed(
     [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert "the path does not exist: check it, or leave it out of the command" in error, error
     assert "fix the file" not in error, error
+
+
+def test_a_re_exports_taken_ids_are_one_group_in_staging_failures(tmp_path: Path) -> None:
+    """An export read again under new conversation ids (its message ids kept): every message is quarantined with a
+    reason naming its id, and `staging failures` showed one block per message. Now one block per file: the count and
+    a few of its conversations; another reason in the same file keeps its own block."""
+    data_dir = tmp_path / "data"
+    ingest(data_dir, write_json(tmp_path / "first.json", make_chatgpt_export(5)))
+    moved = make_chatgpt_export(5)
+    for conversation in moved:
+        conversation["id"] = conversation["conversation_id"] = "re-" + conversation["id"]
+    del moved[0]["mapping"]  # and one conversation that is no conversation: a reason of its own
+    again = write_json(tmp_path / "again.json", moved)
+    archive, result = ingest(data_dir, again)
+    archive.close()
+    assert result.counts["quarantined"] == 17
+    shown = chatmem(data_dir, "staging", "failures", "--json")
+    assert shown.exit_code == 0, shown.output
+    groups = json.loads(shown.stdout)["quarantine"]
+    assert [(g["source"], g["rows"]) for g in groups] == [(str(again), 16), (str(again), 1)], groups
+    assert groups[0]["reason"] == (
+        "message ids already in the archive under other conversation ids; not overwritten"
+        " (4 conversation(s): re-c1, re-c2, re-c3 and 1 more)"
+    )
+    text = chatmem(data_dir, "staging", "failures").stdout
+    assert text.count(str(again)) == 2 and "re-c4" not in text, text
