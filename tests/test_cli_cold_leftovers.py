@@ -59,3 +59,32 @@ def test_a_re_exports_taken_ids_are_one_group_in_staging_failures(tmp_path: Path
     )
     text = chatmem(data_dir, "staging", "failures").stdout
     assert text.count(str(again)) == 2 and "re-c4" not in text, text
+
+
+@pytest.mark.prefect
+def test_paths_given_with_dot_dot_are_said_folded_and_a_symlinks_dot_dot_as_the_file_it_names(
+    tmp_path: Path, chatgpt_export: Path
+) -> None:
+    """`clone/../shared/x.json` is said (and recorded) as `shared/x.json`: the summary, the error line and `staging
+    failures` name the file as a person would. Through a symlinked folder `..` goes where the link points: folded
+    by its letters it would name another file, so that path is said resolved."""
+    (tmp_path / "clone").mkdir()
+    (tmp_path / "shared" / "deep").mkdir(parents=True)
+    good = tmp_path / "shared" / "conversations.json"
+    good.write_bytes(chatgpt_export.read_bytes())
+    (tmp_path / "link").symlink_to(tmp_path / "shared" / "deep")
+    (tmp_path / "shared" / "other.json").write_text("{not json", encoding="utf-8")
+    decoy = tmp_path / "other.json"  # where `link/../other.json` would lead if folded by its letters
+    decoy.write_text("[]", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    given = [tmp_path / "clone" / ".." / "shared" / "conversations.json", tmp_path / "link" / ".." / "other.json"]
+    done = chatmem(data_dir, "-q", "run", *given, tmp_path / "clone" / ".." / "typo.json", "--only", "ingest")
+    assert done.exit_code == 1, done.output
+    assert f"ingested: {good}: 1 conversation(s)" in done.stdout, done.stdout
+    broken = (tmp_path / "shared" / "other.json").resolve()  # said resolved: tmp_path's own links too
+    assert f"failed: {broken}: " in done.stdout, done.stdout
+    assert f"failed: {tmp_path / 'typo.json'}: no such file" in done.stdout, done.stdout
+    assert "/../" not in done.output and str(decoy) + ":" not in done.output, done.output
+    failures = chatmem(data_dir, "staging", "failures", "--json")
+    paths = {row["path"] for row in json.loads(failures.stdout)["files"]}
+    assert paths == {str(broken), str(tmp_path / "typo.json")}, paths
