@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from datetime import datetime
+from difflib import get_close_matches
 from typing import Any
 
 from contracts.errors import ConfigError
@@ -76,7 +78,20 @@ def show_rows(conn: sqlite3.Connection, table: str, *, run_id: str | None = None
 def _check_table(conn: sqlite3.Connection, table: str) -> None:
     known = table_names(conn)
     if table not in known:
-        raise ConfigError(f"unknown table {table!r}; tables: {', '.join(known)}")
+        raise unknown_table(table, known)
+
+
+def unknown_table(table: str, known: Iterable[str]) -> ConfigError:
+    """The usage error for a table no database holds: the few names closest to it (a typo, a part of the name) and
+    the command that lists them all, rather than all ~90 names on one line (schema_migrations twice: both databases
+    have one)."""
+    names = list(dict.fromkeys(known))
+    close = get_close_matches(table, names, n=4, cutoff=0.6)
+    close += [n for n in names if table and table.lower() in n and n not in close][: 4 - len(close)]
+    listed = "`chatmem staging tables` lists them all"
+    if not close:
+        return ConfigError(f"unknown table {table!r}; {listed}")
+    return ConfigError(f"unknown table {table!r}; did you mean {', '.join(close)}? ({listed})")
 
 
 def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:

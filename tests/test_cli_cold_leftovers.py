@@ -88,3 +88,21 @@ def test_paths_given_with_dot_dot_are_said_folded_and_a_symlinks_dot_dot_as_the_
     failures = chatmem(data_dir, "staging", "failures", "--json")
     paths = {row["path"] for row in json.loads(failures.stdout)["files"]}
     assert paths == {str(broken), str(tmp_path / "typo.json")}, paths
+
+
+def test_an_unknown_table_names_the_closest_ones_not_all_ninety(tmp_path: Path) -> None:
+    """`staging show` (and `staging export`) of a table no database holds: a short line with the closest names and the
+    command that lists them all. Before: every table of both databases on one line, schema_migrations twice."""
+    data_dir = tmp_path / "data"
+    ingest(data_dir, write_json(tmp_path / "conversations.json", make_chatgpt_export(1)))[0].close()
+    for args in (["show", "ingest_file"], ["export", "ingest_file", "--out", str(tmp_path / "x.csv")]):
+        shown = chatmem(data_dir, "staging", *args)
+        assert shown.exit_code == 2, shown.output
+        [line] = [line for line in shown.stderr.splitlines() if line.strip()]
+        assert line == (
+            "error: unknown table 'ingest_file'; did you mean ingest_files? (`chatmem staging tables` lists them all)"
+        ), line
+    nope = chatmem(data_dir, "staging", "show", "nope")
+    assert nope.exit_code == 2 and "schema_migrations" not in nope.stderr and "lists them all" in nope.stderr
+    garden = chatmem(data_dir, "staging", "show", "garden").stderr
+    assert garden.count("garden_") == 4 and len(garden) < 200, garden  # a part of the names: a few of them
