@@ -198,8 +198,9 @@ def _ingest_one(
                 outcome.detail = "; ".join(notes) or None
                 return outcome
         if outcome.messages_read == 0 and outcome.counts.conversations == 0 and outcome.counts.unchanged == 0:
-            writer.finish_source(source_id, partial=True, notes=[*notes, str(exc)])
-            return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=str(exc))
+            detail = str(exc) + _other_format(opened, fmt, force_format)
+            writer.finish_source(source_id, partial=True, notes=[*notes, detail])
+            return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=detail)
         rest = QuarantineRecord(locator=END_OF_FILE, reason=f"unreadable remainder: {exc.problem}", raw="")
         counts, _ = writer.write_batch(source_id, fmt, [], [rest])
         outcome.counts.add(counts)
@@ -209,8 +210,9 @@ def _ingest_one(
         outcome.detail = "; ".join(notes)
         return outcome
     except ExportError as exc:
-        writer.finish_source(source_id, partial=True, notes=[*notes, str(exc)])
-        return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=str(exc))
+        detail = str(exc) + _other_format(opened, fmt, force_format)
+        writer.finish_source(source_id, partial=True, notes=[*notes, detail])
+        return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=detail)
     if opened.part_problems:
         # Parts of a split export that could not be read: each quarantined with its reason, the rest arrived
         left = [
@@ -269,15 +271,22 @@ def _taken_note(outcome: FileOutcome) -> str:
 def _nothing_read_reason(opened: OpenedExport, fmt: str, force_format: str | None, quarantined: int) -> str:
     """One line: nothing could be read as `fmt`, and the --format to use when detection names another."""
     reason = f"{opened.path}: nothing could be read as {fmt} ({quarantined} record(s) quarantined)"
+    return reason + _other_format(opened, fmt, force_format)
+
+
+def _other_format(opened: OpenedExport, fmt: str, force_format: str | None) -> str:
+    """'; it looks like jsonl: run with --format jsonl (or without --format)' for a file that failed read as the
+    `--format` given while detection names another (a JSONL file read with --format chatgpt failed as JSON
+    "trailing garbage", nothing more); '' without --format or when detection agrees."""
     if force_format is None:
-        return reason
+        return ""
     try:
         detected = detect_format(read_head(opened), name=opened.path)
     except ExportError:
-        return f"{reason}; is --format {force_format} right for this file?"
+        return f"; is --format {force_format} right for this file?"
     if detected != fmt:
-        return f"{reason}; it looks like {detected}: run with --format {detected} (or without --format)"
-    return reason
+        return f"; it looks like {detected}: run with --format {detected} (or without --format)"
+    return ""
 
 
 def _parse_and_write(

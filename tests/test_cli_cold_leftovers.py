@@ -106,3 +106,13 @@ def test_an_unknown_table_names_the_closest_ones_not_all_ninety(tmp_path: Path) 
     assert nope.exit_code == 2 and "schema_migrations" not in nope.stderr and "lists them all" in nope.stderr
     garden = chatmem(data_dir, "staging", "show", "garden").stderr
     assert garden.count("garden_") == 4 and len(garden) < 200, garden  # a part of the names: a few of them
+
+
+@pytest.mark.prefect
+def test_a_jsonl_file_read_with_format_chatgpt_says_to_use_format_jsonl(tmp_path: Path, jsonl_export: Path) -> None:
+    """A JSONL file read as ChatGPT fails as JSON ("trailing garbage" after its first line); the line now says what
+    detection sees and the --format to use, as for a file of which nothing could be read."""
+    done = chatmem(tmp_path / "data", "-q", "run", jsonl_export, "--format", "chatgpt", "--only", "ingest")
+    assert done.exit_code == 1, done.output
+    said = "it looks like jsonl: run with --format jsonl (or without --format)"
+    assert said in done.stdout and said in done.stderr, done.output
