@@ -116,3 +116,29 @@ def test_a_jsonl_file_read_with_format_chatgpt_says_to_use_format_jsonl(tmp_path
     assert done.exit_code == 1, done.output
     said = "it looks like jsonl: run with --format jsonl (or without --format)"
     assert said in done.stdout and said in done.stderr, done.output
+
+
+def test_jsonl_written_in_brackets_is_read_as_jsonl_and_a_json_list_of_messages_is_still_refused(
+    tmp_path: Path, jsonl_export: Path
+) -> None:
+    """A file starting with `[` whose lines are JSON objects with no commas between them (`[` alone on the first line
+    and `]` on the last, or `[` glued to the first object) is JSONL in brackets: it is read as JSONL, every message
+    arrives, the brackets are no bad line. Before: refused as a JSON message list ("write one message per line
+    instead", which it is). A JSON array of the same messages (commas) is still refused so."""
+    from contracts.errors import UnsupportedFormatError
+    from ingest.detect import detect_format
+
+    lines = jsonl_export.read_text(encoding="utf-8").splitlines()
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text("\n".join(["[", *lines, "]"]) + "\n", encoding="utf-8")
+    glued = tmp_path / "glued.jsonl"
+    glued.write_text("[" + "\n".join(lines) + "\n", encoding="utf-8")
+    for path in (alone, glued):
+        assert detect_format(path.read_bytes(), name=path.name) == "jsonl"
+        archive, result = ingest(tmp_path / path.stem, path)
+        assert result.counts["messages_inserted"] == 6 and result.counts["quarantined"] == 0, result.counts
+        assert archive.execute("SELECT COUNT(*) FROM conversations").fetchone()[0] == 2
+    array = ("[\n" + ",\n".join(lines) + "\n]\n").encode()
+    assert json.loads(array)  # valid JSON: a list of messages
+    with pytest.raises(UnsupportedFormatError, match="json-message-list"):
+        detect_format(array, name="array.json")
