@@ -32,8 +32,9 @@ from ingest.overlap import prefetched
 from ingest.raw_skip import RawLookup
 from ingest.sources import OpenedExport, file_sha256, open_export, read_head
 from ingest.timestamps import describe_dropped
-from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
+from staging.archive import END_OF_FILE, ArchiveWriter
 from staging.archive_rows import to_rows
+from staging.archive_update import WriteCounts
 from staging.ingest_files import REMOVED, failed_before, record_ingest_file
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from difflib import get_close_matches
 from typing import Any
 
 from contracts.errors import ConfigError
-from staging.archive import TAKEN_LIKE
+from staging.archive_update import TAKEN_LIKE
 from staging.liveness import finish_command, shown_status, unfinished_stages
 
 Row = dict[str, Any]
