@@ -115,3 +115,17 @@ def test_the_repaired_stream_is_what_decode_replace_gives_and_maps_back_to_the_f
         mapped = reader.file_offset(at)
         if char != "\ufffd":
             assert data[mapped : mapped + len(char.encode())] == char.encode()
+
+
+@pytest.mark.prefect
+def test_the_run_summary_says_the_cut_and_the_replaced_bytes_of_one_file(tmp_path: Path) -> None:
+    """The file's line in `chatmem run`: why the rest is unreadable, then the bytes replaced, once each (before, the
+    replaced bytes were not said, and a note beside the cut would have been read as part of its reason)."""
+    data = json.dumps(make_chatgpt_export(6)).replace("turn 1 of c1", "TURN").encode().replace(b"TURN", b"\xff", 1)
+    path = tmp_path / "conversations.json"
+    path.write_bytes(data[: data.rindex(b'{"id": "c') + 40])
+    done = _chatmem(tmp_path / "data", "-q", "run", path, "--only", "ingest")
+    assert done.exit_code == 1, done.output
+    [line] = [line for line in done.stdout.splitlines() if line.strip().startswith("cut short:")]
+    assert line.endswith("(also: 1 invalid UTF-8 byte sequence(s) replaced with U+FFFD)"), line
+    assert "the rest could not be read: invalid or truncated JSON" in line and line.count("invalid UTF-8") == 1, line
