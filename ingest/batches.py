@@ -135,7 +135,7 @@ def iter_batches(
                 yield batch
             if isinstance(stream, Utf8RepairReader) and isinstance(exc, MalformedExportError):
                 stats.utf8_replacements = stream.replacements  # said beside the error (a file also cut short)
-                moved = in_file(exc, stream)  # "at byte N" of the file, not of the repaired text
+                moved = in_file(exc, stream, opened.open)  # "at byte N" of the file, not of the repaired text
                 if moved is not exc:
                     raise moved from exc
             raise

@@ -2,9 +2,11 @@
 with U+FFFD (ingest/stage.py reads the file again through this when the first pass met bad bytes).
 
 A replacement changes the length (U+FFFD is 3 bytes, the sequence it stands for 1 to 3), so an offset the parser
-names in the repaired stream is not the file's: `file_offset` maps it back, so that "at byte N" of a file that is
-also cut short names the byte in the file. The replacements are those of `bytes.decode(errors="replace")`; a U+FFFD
-the file itself holds (valid UTF-8) is not counted as one.
+names in the repaired stream is not the file's: `in_file` maps it back, so that "at byte N" of a file that is also
+cut short names the byte in the file. The reading stays at C speed (a Latin-1 file has a bad byte every few
+bytes): it notes only where each read started, in the file and in the output, and the one offset an error names is
+found by reading the file again up to that read and walking its bytes. The replacements counted are those of
+`bytes.decode(errors="replace")`; a U+FFFD the file itself holds (valid UTF-8) is not one.
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ import codecs
 import io
 from array import array
 from bisect import bisect_right
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, BinaryIO
 
 from contracts.errors import MalformedExportError
 
 CHUNK = 1 << 20  # 1 MiB reads
-_WINDOW = 1 << 16  # bytes decoded at a time: a decode error copies what it was given, so that stays small
-_REPLACEMENT = "\ufffd".encode()
+_WINDOW = 4096  # bytes decoded at a time by the walk: a decode error copies what it was given
+_FFFD = "\ufffd".encode()
 
 
 class Utf8RepairReader(io.RawIOBase):
@@ -32,9 +36,9 @@ class Utf8RepairReader(io.RawIOBase):
         self._read = 0  # bytes read from the stream
         self._given = 0  # bytes produced
         self.replacements = 0
-        # After each replacement, the offset reached in the output and in the file: where the two part (16 bytes each)
-        self._out = array("q")
-        self._in = array("q")
+        # Where each decoded piece started: in the file (its held bytes included) and in the output
+        self._starts_in = array("q")
+        self._starts_out = array("q")
 
     def readable(self) -> bool:
         return True
@@ -56,49 +60,70 @@ class Utf8RepairReader(io.RawIOBase):
         buffer[: len(data)] = data
         return len(data)
 
-    def file_offset(self, offset: int) -> int:
-        """The offset in the file of byte `offset` of the repaired stream."""
-        index = bisect_right(self._out, offset) - 1
-        if index < 0:
-            return offset
-        return self._in[index] + offset - self._out[index]
-
     def _repair(self, data: bytes, *, final: bool) -> bytes:
-        """`data` (the held bytes and a new chunk) repaired; an incomplete character at its end is held for the next
-        chunk unless `final`. Valid UTF-8 passes as it is: only the invalid sequences are replaced."""
-        start = self._read - len(self._held)  # the file offset of data[0]
-        view = memoryview(data)
-        out = bytearray()
-        pos = 0
-        while pos < len(data):
-            stop = min(pos + _WINDOW, len(data))
-            try:
-                _, used = codecs.utf_8_decode(view[pos:stop], "strict", final and stop == len(data))
-            except UnicodeDecodeError as exc:
-                out += view[pos : pos + exc.start]
-                out += _REPLACEMENT
-                pos += exc.end
-                self.replacements += 1
-                self._out.append(self._given + len(out))
-                self._in.append(start + pos)
-                continue
-            if not used:  # an incomplete character at the end of the chunk: held for the next one
-                break
-            out += view[pos : pos + used]
-            pos += used
-        self._held = bytes(view[pos:])
+        self._starts_in.append(self._read - len(self._held))
+        self._starts_out.append(self._given)
+        text, used = codecs.utf_8_decode(data, "replace", final)
+        self._held = data[used:]
+        # U+FFFD bytes in the file decode as themselves (EF is never a continuation byte): not replacements
+        self.replacements += text.count("\ufffd") - data.count(_FFFD, 0, used)
+        out = text.encode("utf-8", "surrogatepass")
         self._given += len(out)
-        return bytes(out)
+        return out
+
+    def file_offset(self, offset: int, reopen: Callable[[], AbstractContextManager[BinaryIO]]) -> int:
+        """The offset in the file of byte `offset` of the output; `reopen` opens the file again from its start."""
+        index = bisect_right(self._starts_out, offset) - 1
+        if index < 0 or not self.replacements:
+            return offset
+        start_in, start_out = self._starts_in[index], self._starts_out[index]
+        with reopen() as stream:
+            skip = start_in
+            while skip > 0:
+                skipped = len(stream.read(min(skip, CHUNK)))
+                if not skipped:
+                    return offset
+                skip -= skipped
+            data = stream.read(CHUNK + 4)  # the piece (its held bytes and a read) and a character past it
+        return start_in + _walk(data, offset - start_out)
 
 
-def in_file(error: MalformedExportError, reader: Utf8RepairReader) -> MalformedExportError:
+def _walk(data: bytes, target: int) -> int:
+    """How many bytes of `data` give the first `target` bytes of its repaired output."""
+    view = memoryview(data)
+    pos = out = 0
+    while pos < len(data):
+        stop = min(pos + _WINDOW, len(data))
+        try:
+            _, used = codecs.utf_8_decode(view[pos:stop], "strict", stop == len(data))
+        except UnicodeDecodeError as exc:
+            if target < out + exc.start:  # within the valid bytes before the bad ones: the same bytes
+                return pos + target - out
+            out, pos = out + exc.start, pos + exc.start
+            if target < out + len(_FFFD):
+                return pos
+            out, pos = out + len(_FFFD), pos + exc.end - exc.start
+            continue
+        if not used:
+            break
+        if target < out + used:
+            return pos + target - out
+        out, pos = out + used, pos + used
+    return pos + target - out
+
+
+def in_file(
+    error: MalformedExportError, reader: Utf8RepairReader, reopen: Callable[[], AbstractContextManager[BinaryIO]]
+) -> MalformedExportError:
     """`error` naming the byte of the file where it names one of the repaired stream ("at byte N", the parser's
     `byte_offset`): the same error when there is none or the two agree."""
     offset = getattr(error, "byte_offset", None)
     said = f"at byte {offset}"
-    if offset is None or said not in error.problem or reader.file_offset(offset) == offset:
+    if offset is None or said not in error.problem:
         return error
-    moved = reader.file_offset(offset)
+    moved = reader.file_offset(offset, reopen)
+    if moved == offset:
+        return error
     head, _, tail = error.problem.rpartition(said)
     again = MalformedExportError(error.path, f"{head}at byte {moved}{tail}")
     again.__dict__.update({**error.__dict__, "path": again.path, "problem": again.problem, "byte_offset": moved})

@@ -93,12 +93,15 @@ def test_the_repaired_stream_is_what_decode_replace_gives_and_maps_back_to_the_f
     """The second pass's reader over bad bytes everywhere (at chunk and window edges, a character cut by a read, a
     U+FFFD the file holds): the bytes of `decode(errors="replace")`, its invalid sequences counted (not the U+FFFD
     that was in the file), and every offset of the output named in the file."""
+    import contextlib
     import io
 
     from ingest.utf8_repair import Utf8RepairReader
 
     good = "aé€😀\ufffd".encode()
-    pieces = [good * 7000, b"\xff", good * 3, b"\xe2\x82", b"x", b"\xc3", good * 20000, b"\xf0\x9f\x98"]
+    head = good * 70000 + b"\xff" + good * 3
+    head += b"b" * ((1 << 20) - 1 - len(head))  # a cut character across the first 1 MiB read, then a bad byte
+    pieces = [head, b"\xe2\x82", b"x", b"\xc3", good * 100000, b"\xf0\x9f\x98"]
     data = b"".join(pieces)
     reader = Utf8RepairReader(io.BytesIO(data))  # type: ignore[arg-type]
     out = b""
@@ -107,12 +110,15 @@ def test_the_repaired_stream_is_what_decode_replace_gives_and_maps_back_to_the_f
     expected = data.decode("utf-8", errors="replace")
     assert out == expected.encode()
     assert reader.replacements == 4
+    reopen = lambda: contextlib.nullcontext(io.BytesIO(data))  # noqa: E731
+    x = len(head) + 2 + 3  # the x after the cut character: the head's one bad byte grew by 2, the cut one is U+FFFD
+    assert out[x : x + 1] == b"x" and reader.file_offset(x, reopen) == len(head) + 2  # type: ignore[arg-type]
     # each character of the output found at its offset in the file: valid ones as themselves, U+FFFD of bad bytes
     position = 0
     for char in expected[::997]:
         at = out.index(char.encode(), position)
         position = at
-        mapped = reader.file_offset(at)
+        mapped = reader.file_offset(at, reopen)  # type: ignore[arg-type]
         if char != "\ufffd":
             assert data[mapped : mapped + len(char.encode())] == char.encode()
 
