@@ -140,6 +140,7 @@ def _done_by(results: list[StageResult]) -> list[tuple[str, list[str]]]:
 
 
 UNCHANGED = "unchanged since"  # how the runner's note on a skipped, unchanged stage starts (flows/stage_runner.py)
+NO_SUCH_FILE = ": no such file"  # how the ingest stage's detail of a path that does not exist ends (ingest/sources.py)
 PARTIAL_NOTE = "partial: "  # how the ingest stage's detail of a file cut short names its problem (ingest/stage.py)
 
 
@@ -182,8 +183,9 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
         names = safe_line(f"{bad[0]['path']}: {why[:200]}" if why else str(bad[0]["path"]))
     # Said at every run while the file stays as it is (ingest/stage.py reads it again): the damage stands
     failed = [row for row in bad if row["status"] == "failed"]
-    # A path given that does not exist (a typo, a file moved) has nothing to fix: it is checked or left out
-    missing = [row for row in failed if not Path(str(row["path"])).exists()]
+    # A path given that does not exist (a typo, a file moved) has nothing to fix: it is checked or left out. Said so
+    # by the stage (ingest/sources.py); a member of a zip ("x.zip!conversations.json") is no path of its own
+    missing = [r for r in failed if str(r["detail"]).endswith(NO_SUCH_FILE) and not Path(str(r["path"])).exists()]
     advice = ["run again with the whole file"] if len(failed) < len(bad) else []
     if len(failed) > len(missing):
         advice.append(f"fix the file{'s' if len(failed) - len(missing) > 1 else ''} and run again")

@@ -6,6 +6,7 @@ CLI on real files under tmp_path."""
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,17 @@ def test_a_missing_path_beside_good_files_is_said_not_to_exist_not_to_be_fixed(
     [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert "the path does not exist: check it, or leave it out of the command" in error, error
     assert "fix the file" not in error, error
+    # beside a zip whose conversations.json is broken (its path "x.zip!conversations.json" is no file either): that
+    # one is to fix, the missing one to check
+    zipped = tmp_path / "broken.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("conversations.json", '[{"mapping": {}, "id": "c1", !')  # read as ChatGPT, then broken
+    both = chatmem(tmp_path / "data", "-q", "run", chatgpt_export, missing, zipped, "--only", "ingest")
+    [error] = [line for line in both.stderr.splitlines() if line.startswith("error:")]
+    assert error.endswith(
+        f"; fix the file and run again; {missing} does not exist: check it, or leave it out of the command"
+        " (chatmem staging failures lists them)"
+    ), error
 
 
 def test_a_re_exports_taken_ids_are_one_group_in_staging_failures(tmp_path: Path) -> None:
