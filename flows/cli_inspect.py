@@ -197,7 +197,7 @@ def staging_show(app: App, table: str, run_id: str | None, limit: int, as_json: 
                 emit(rows) if as_json else print_table(rows)
                 return
             known.extend(names)
-    raise ConfigError(f"unknown table {table!r}; tables: {', '.join(known)}")
+    raise inspection.unknown_table(table, known)
 
 
 @staging.command("failures")

@@ -4,6 +4,7 @@ did not arrive whole, so that a cron job notices (docs/cli.md, the exit codes)."
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -139,6 +140,7 @@ def _done_by(results: list[StageResult]) -> list[tuple[str, list[str]]]:
 
 
 UNCHANGED = "unchanged since"  # how the runner's note on a skipped, unchanged stage starts (flows/stage_runner.py)
+NO_SUCH_FILE = ": no such file"  # how the ingest stage's detail of a path that does not exist ends (ingest/sources.py)
 PARTIAL_NOTE = "partial: "  # how the ingest stage's detail of a file cut short names its problem (ingest/stage.py)
 
 
@@ -158,11 +160,16 @@ def _file_line(row: dict[str, Any]) -> str:
     detail = str(row["detail"] or "")
     detail = detail.removeprefix(f"{path}: ")  # export errors start with the file name: do not say it twice
     if row["status"] == "partial":
-        problem = "; ".join(part.removeprefix(PARTIAL_NOTE) for part in detail.split("; "))
+        parts = detail.split("; ")
+        problem = "; ".join(p.removeprefix(PARTIAL_NOTE) for p in parts if p.startswith(PARTIAL_NOTE)) or detail
+        also = [p for p in parts if not p.startswith(PARTIAL_NOTE)]  # the file's other notes (bytes replaced)
+        if also and problem != detail:
+            problem += f" (also: {'; '.join(also)})"
         kept = int(row.get("conversations") or 0)
-        return safe_line(
-            f"cut short: {path}: {kept} complete conversation(s) arrived; the rest could not be read: {problem}"
-        )
+        arrived = f"{kept} complete conversation(s) arrived"
+        if not kept and row.get("messages_unchanged"):  # read again (a later run, --force): nothing new before the cut
+            arrived = f"nothing new before the cut ({row['messages_unchanged']} message(s) already in the archive)"
+        return safe_line(f"cut short: {path}: {arrived}; the rest could not be read: {problem}")
     return safe_line(f"failed: {path}: {detail}")
 
 
@@ -174,6 +181,20 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
     if len(bad) == 1 and bad[0]["status"] == "failed":  # one file: why, too (the summary above has it as well)
         why = str(bad[0]["detail"] or "").removeprefix(f"{bad[0]['path']}: ")
         names = safe_line(f"{bad[0]['path']}: {why[:200]}" if why else str(bad[0]["path"]))
-    cut = any(row["status"] == "partial" for row in bad)
-    fix = "run again with the whole file" if cut else f"fix the file{'s' if len(bad) > 1 else ''} and run again"
+    # Said at every run while the file stays as it is (ingest/stage.py reads it again): the damage stands
+    failed = [row for row in bad if row["status"] == "failed"]
+    # A path given that does not exist (a typo, a file moved) has nothing to fix: it is checked or left out. Said so
+    # by the stage (ingest/sources.py); a member of a zip ("x.zip!conversations.json") is no path of its own
+    missing = [r for r in failed if str(r["detail"]).endswith(NO_SUCH_FILE) and not Path(str(r["path"])).exists()]
+    advice = ["run again with the whole file"] if len(failed) < len(bad) else []
+    if len(failed) > len(missing):
+        advice.append(f"fix the file{'s' if len(failed) - len(missing) > 1 else ''} and run again")
+    if len(missing) == 1:
+        advice.append(
+            f"{'the path' if len(bad) == 1 else safe_line(str(missing[0]['path']))} does not exist: check"
+            " it, or leave it out of the command"
+        )
+    elif missing:
+        advice.append(f"{len(missing)} of the paths do not exist: check them, or leave them out of the command")
+    fix = "; ".join(advice)
     raise ChatmemError(f"{_files_word(bad)} in run {run_id}: {names}; {fix} (chatmem staging failures lists them)")

@@ -3,6 +3,8 @@
     rest_of_an_export(paths)              `chatmem run export/*`: the side files of an unzipped export left out
     exports_in_folder(folder, data_dir)   `chatmem run DIR`, `serve --watch DIR`: the exports in DIR and below,
                                           and what is left out there, each with why (LeftOut)
+    absolute(path)                        how the ledger names a path given: absolute, `..` folded where that names
+                                          the same file
 
 Both only look at names and first bytes (a zip, or JSON: ingest reads the format from the bytes, never the
 name); what they keep is read, and reported, by the ingest stage. Only the standard library is imported here at
@@ -11,6 +13,7 @@ the top: `chatmem --help` and a usage error answer at once (flows/cli.py).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +21,15 @@ FOLDER_DEPTH = 3  # how many levels of subfolders `chatmem run DIR` looks into (
 
 
 READ_BESIDE = (".json", ".jsonl", ".zip")  # beside a conversations.json, still read: a file of the user's own
+
+
+def absolute(path: str | Path) -> Path:
+    """The path as the ledger and every message name it, whatever directory a command starts from: absolute, with
+    `..` folded (`clone/../shared/x.json` is `shared/x.json`) where that names the same file; where a symlinked
+    folder makes `..` go elsewhere, the resolved path (a lexical fold would name another file)."""
+    given = Path(path).expanduser().absolute()
+    folded = Path(os.path.normpath(given))
+    return folded if folded == given or folded.resolve() == given.resolve() else given.resolve()
 
 
 def holds_json_or_zip(path: Path) -> bool:

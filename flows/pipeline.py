@@ -35,6 +35,7 @@ from contracts.results import StageResult  # noqa: E402
 from contracts.settings import Settings  # noqa: E402
 from contracts.version import code_version  # noqa: E402
 from flows import early_api, server_guard  # noqa: E402
+from flows.export_paths import absolute  # noqa: E402
 from flows.interrupt import EXIT_CODES, RunInterrupted, interruptible  # noqa: E402
 from flows.prefect_history import prune_quietly  # noqa: E402
 from flows.progress import bars_wanted  # noqa: E402
@@ -147,7 +148,7 @@ def run_pipeline(
     if "ingest" in selected and not exports:
         raise ConfigError("the ingest stage needs at least one export file")
     # Absolute paths: the ledger must name the same files whatever directory a re-run starts from.
-    paths = [str(Path(p).expanduser().absolute()) for p in exports]
+    paths = [str(absolute(p)) for p in exports]
     run_id = run_id or new_run_id()
     recall_index = RecallIndexBuild(settings)
     context = RunContext(

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contracts.errors import ExportError, ExportsError
+from flows.export_paths import absolute
 
 if TYPE_CHECKING:
     from contracts.results import StageResult
@@ -164,7 +165,7 @@ def finish_if_unchanged(
     from staging.ledger import close_run, new_run_id, open_run, open_staging, stages_done
     from staging.lock import data_dir_lock
 
-    paths = [str(Path(p).expanduser().absolute()) for p in exports]  # as run_pipeline records them
+    paths = [str(absolute(p)) for p in exports]  # as run_pipeline records them
     run_id = new_run_id()
     with data_dir_lock(settings.data_dir, run_id, wait_s=settings.pipeline.lock_wait_s):
         try:

@@ -16,14 +16,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from contracts.errors import ExportError
+from contracts.errors import ExportError, MalformedExportError
 from contracts.records import QuarantineRecord
 from ingest.detect import parser_for
 from ingest.jsonl import Continuation
-from ingest.jsonstream import Utf8RepairReader
 from ingest.raw_skip import RawLookup, Unchanged
 from ingest.sources import OpenedExport
 from ingest.timestamps import dropped_mark, dropped_so_far, forget_dropped_since
+from ingest.utf8_repair import Utf8RepairReader, in_file
 from staging.archive_rows import ConversationRows, to_rows
 
 RAW_SKIP_FORMATS = ("chatgpt", "claude")  # parsers that stream a top-level list (ingest/jsonstream.py)
@@ -128,11 +128,16 @@ def iter_batches(
                     batch.bytes_read = counting.position
                     yield batch
                     batch = Batch()
-        except (ExportError, UnicodeError):
+        except (ExportError, UnicodeError) as exc:
             # Whatever was parsed before a bad spot is complete and good: hand it over, then the error.
             if batch.conversations or batch.parts or batch.quarantined or batch.messages:
                 batch.bytes_read = counting.position
                 yield batch
+            if isinstance(stream, Utf8RepairReader) and isinstance(exc, MalformedExportError):
+                stats.utf8_replacements = stream.replacements  # said beside the error (a file also cut short)
+                moved = in_file(exc, stream, opened.open)  # "at byte N" of the file, not of the repaired text
+                if moved is not exc:
+                    raise moved from exc
             raise
         if isinstance(stream, Utf8RepairReader):
             stats.utf8_replacements = stream.replacements

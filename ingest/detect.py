@@ -10,7 +10,7 @@ with ijson and looks at the keys of the first record:
     {mapping | current_node ...}               chatgpt (one conversation of its list)
     {conversationId, messages}                 librechat
     {version, history}                         chatbotui
-    one JSON object per line with conversation_id, role, text    jsonl
+    one JSON object per line with conversation_id, role, text    jsonl (also after a `[`, with no commas)
 
 Keys are collected until the first record closes or the head runs out, so key order does not matter and a
 cut head still decides. A head that breaks (bad JSON) after enough keys were seen still decides: the parser
@@ -59,6 +59,8 @@ def detect_format(head: bytes, *, name: str) -> str:
     if not body:
         raise MalformedExportError(name, "empty file: no JSON found")
     first = body[:1]
+    if first == b"[" and _bracketed_jsonl(body):
+        return "jsonl"
     if first == b"[":
         keys, closed, error = _first_record_keys_repaired(body, "item", before)
         # `[]` is an export with no conversations: any list parser yields nothing from it.
@@ -198,6 +200,25 @@ def _jsonl_lacks(body: bytes, keys: list[str]) -> str:
     if len(missing) == len(JSONL_REQUIRED):
         return f"; as JSONL, {where} has none of the fields a line needs ({needed})"
     return f"; as JSONL, {where} lacks {', '.join(missing)} (a line needs {needed})"
+
+
+def _bracketed_jsonl(body: bytes) -> bool:
+    """JSONL in brackets: `[` and then a JSON object per line with no comma between them (`[{...}` then `{...}`, or
+    `[` alone on the first line), which is no JSON array. Its first two lines, the bracket left aside, are each a
+    JSONL message; a JSON array of messages cannot have that (a comma follows its first element), so it is still
+    refused as a JSON message list. The JSONL parser leaves the brackets aside (ingest/jsonl.py)."""
+    lines = [line.strip() for line in body[1:].split(b"\n", 200)[:200]]
+    records = [line for line in lines if line and line != b"]"][:3]
+    if len(records) < 2:
+        return False
+    for line in records[:2]:
+        try:
+            record = json.loads(line)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return False
+        if not (isinstance(record, dict) and record.keys() >= _JSONL_KEYS):
+            return False
+    return True
 
 
 def _looks_like_jsonl(body: bytes) -> bool:

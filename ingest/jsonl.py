@@ -134,6 +134,7 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
         first_bad = ""  # the first bad line's reason: said when no line is a message
         batch: list[Row] = []
         for number, line in enumerate(_lines(stream), start=1):
+            line = _unbracketed(line, number)
             if not line.strip():
                 continue  # blank lines (and the final newline's empty piece) are not records
             try:
@@ -206,6 +207,15 @@ def _lines(stream: BinaryIO) -> Iterator[bytes]:
     last = b"".join(tail)
     if last:
         yield last
+
+
+def _unbracketed(line: bytes, number: int) -> bytes:
+    """The line without the brackets of JSONL written in brackets (ingest/detect.py `_bracketed_jsonl`): the `[` that
+    opens the first line and a `]` alone on a line hold no message, so they are no bad line either."""
+    if number == 1:
+        body = line.removeprefix(b"\xef\xbb\xbf").lstrip()
+        return body[1:] if body.startswith(b"[") else line
+    return b"" if line.strip() == b"]" else line
 
 
 def _decode(line: bytes, number: int) -> tuple[dict[str, Any], str] | QuarantineRecord:

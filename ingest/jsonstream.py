@@ -164,43 +164,6 @@ def _describe(exc: Exception, reader: _CountingReader, *, truncated: bool) -> st
     return f"{kind} within the first {reader.position} bytes ({detail})"
 
 
-class Utf8RepairReader(io.RawIOBase):
-    """Re-encode a byte stream as valid UTF-8, replacing invalid sequences with U+FFFD and counting them.
-
-    Used only as a second pass over a file that failed on invalid UTF-8, so that the good records in it
-    still arrive; the replacement character marks exactly where bytes could not be read.
-    """
-
-    def __init__(self, stream: BinaryIO) -> None:
-        import codecs
-
-        self._stream = stream
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pending = b""
-        self.replacements = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        while not self._pending:
-            chunk = self._stream.read(CHUNK)
-            text = self._decoder.decode(chunk, final=not chunk)
-            self.replacements += text.count("\ufffd")
-            self._pending = text.encode("utf-8", "surrogatepass")
-            if not chunk:
-                break
-        if size < 0:
-            size = len(self._pending)
-        data, self._pending = self._pending[:size], self._pending[size:]
-        return data
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
 _WHITESPACE = b" \t\r\n"
 # The end of an object followed by the next object or by the end of the array. Inside a conversation this
 # pattern only occurs in arrays of objects (message parts, citations), so wrong candidates are few.
@@ -252,6 +215,7 @@ class _ArrayReader:
     def fail(self, problem: str, *, invalid_utf8: bool = False) -> MalformedExportError:
         error = MalformedExportError(self.name, f"{problem} at byte {self.offset + self.pos}")
         error.invalid_utf8 = invalid_utf8  # type: ignore[attr-defined]
+        error.byte_offset = self.offset + self.pos  # type: ignore[attr-defined]  # in the stream read: see in_file()
         return error
 
 

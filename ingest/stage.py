@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,8 +32,9 @@ from ingest.overlap import prefetched
 from ingest.raw_skip import RawLookup
 from ingest.sources import OpenedExport, file_sha256, open_export, read_head
 from ingest.timestamps import describe_dropped
-from staging.archive import END_OF_FILE, ArchiveWriter, WriteCounts
+from staging.archive import END_OF_FILE, ArchiveWriter
 from staging.archive_rows import to_rows
+from staging.archive_update import WriteCounts
 from staging.ingest_files import REMOVED, failed_before, record_ingest_file
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class FileOutcome:
     timestamps_dropped: Counter[str] = field(default_factory=Counter)
     items: int = 0  # what the parser yielded and was written (a second pass over the same bytes skips them)
     taken: int = 0  # messages whose id another conversation of the archive holds: quarantined, not written
+    utf8_replaced: int = 0  # invalid UTF-8 sequences the second pass replaced with U+FFFD
 
 
 EMPTY_EXPORT = "no conversation in it (an empty export)"
@@ -134,7 +136,9 @@ def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
         skipped=all(o.status == "skipped" for o in outcomes),
         error="; ".join(f"{o.detail}" for o in failed) if stuck else None,
         hint=f"fix or remove {_named(failed)}, then: {ctx.rerun}" if stuck else None,
-        unfinished=bool(failed),  # the failed files are read again by the next run, not skipped as unchanged
+        # The failed files, and those cut short, are read again by the next run, not skipped as unchanged: a damage
+        # that stands is said (and exits 1) at every run, as a cron job sees it, not only at the first
+        unfinished=bool(failed) or any(o.status == "partial" for o in outcomes),
     )
 
 
@@ -183,20 +187,21 @@ def _ingest_one(
             # Second pass over the whole file with invalid bytes replaced. What the first pass wrote (the records
             # before the bad bytes) is stored and counted in `outcome`: the second pass reads past it, so that the
             # file's counts are those of one read (the archive would be the same either way: upserts).
+            whole = False
             try:
-                replaced = _parse_and_write(
-                    writer, opened, source_id, fmt, settings, outcome, progress, repair=True, force=force
-                )
-                notes.append(f"{replaced} invalid UTF-8 byte sequence(s) replaced with U+FFFD")
+                _parse_and_write(writer, opened, source_id, fmt, settings, outcome, progress, repair=True, force=force)
+                whole = True
             except MalformedExportError as again:
-                exc = again
-            else:
+                exc = again  # cut short as well: the note stays beside why the rest is unreadable
+            notes.append(f"{outcome.utf8_replaced} invalid UTF-8 byte sequence(s) replaced with U+FFFD")
+            if whole:
                 writer.finish_source(source_id, partial=False, notes=notes)
                 outcome.detail = "; ".join(notes) or None
                 return outcome
         if outcome.messages_read == 0 and outcome.counts.conversations == 0 and outcome.counts.unchanged == 0:
-            writer.finish_source(source_id, partial=True, notes=[*notes, str(exc)])
-            return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=str(exc))
+            detail = str(exc) + _other_format(opened, fmt, force_format)
+            writer.finish_source(source_id, partial=True, notes=[*notes, detail])
+            return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=detail)
         rest = QuarantineRecord(locator=END_OF_FILE, reason=f"unreadable remainder: {exc.problem}", raw="")
         counts, _ = writer.write_batch(source_id, fmt, [], [rest])
         outcome.counts.add(counts)
@@ -206,8 +211,9 @@ def _ingest_one(
         outcome.detail = "; ".join(notes)
         return outcome
     except ExportError as exc:
-        writer.finish_source(source_id, partial=True, notes=[*notes, str(exc)])
-        return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=str(exc))
+        detail = str(exc) + _other_format(opened, fmt, force_format)
+        writer.finish_source(source_id, partial=True, notes=[*notes, detail])
+        return FileOutcome(opened.path, "failed", opened.sha256, fmt, detail=detail)
     if opened.part_problems:
         # Parts of a split export that could not be read: each quarantined with its reason, the rest arrived
         left = [
@@ -266,15 +272,22 @@ def _taken_note(outcome: FileOutcome) -> str:
 def _nothing_read_reason(opened: OpenedExport, fmt: str, force_format: str | None, quarantined: int) -> str:
     """One line: nothing could be read as `fmt`, and the --format to use when detection names another."""
     reason = f"{opened.path}: nothing could be read as {fmt} ({quarantined} record(s) quarantined)"
+    return reason + _other_format(opened, fmt, force_format)
+
+
+def _other_format(opened: OpenedExport, fmt: str, force_format: str | None) -> str:
+    """'; it looks like jsonl: run with --format jsonl (or without --format)' for a file that failed read as the
+    `--format` given while detection names another (a JSONL file read with --format chatgpt failed as JSON
+    "trailing garbage", nothing more); '' without --format or when detection agrees."""
     if force_format is None:
-        return reason
+        return ""
     try:
         detected = detect_format(read_head(opened), name=opened.path)
     except ExportError:
-        return f"{reason}; is --format {force_format} right for this file?"
+        return f"; is --format {force_format} right for this file?"
     if detected != fmt:
-        return f"{reason}; it looks like {detected}: run with --format {detected} (or without --format)"
-    return reason
+        return f"; it looks like {detected}: run with --format {detected} (or without --format)"
+    return ""
 
 
 def _parse_and_write(
@@ -288,8 +301,8 @@ def _parse_and_write(
     *,
     repair: bool,
     force: bool = False,
-) -> int:
-    """Parse one stream and write it in batches. Returns the number of UTF-8 replacements made.
+) -> None:
+    """Parse one stream and write it in batches; the UTF-8 replacements made go to `outcome.utf8_replaced`.
 
     Conversations whose bytes the archive already holds as rows are counted, not parsed (ingest/raw_skip.py),
     unless `force` (a dump read again on purpose is parsed whole)."""
@@ -302,6 +315,21 @@ def _parse_and_write(
             opened, fmt, batch_size=settings.ingest.batch_size, repair=repair, stats=stats, lookup=lookup, skip=skip
         )
 
+    try:
+        _write_batches(writer, batches, opened, source_id, fmt, outcome, progress)
+    finally:  # also when the repaired bytes fail further on (a file cut short): the note says them all the same
+        outcome.utf8_replaced = stats.utf8_replacements
+
+
+def _write_batches(
+    writer: ArchiveWriter,
+    batches: Callable[[], Iterator[Batch]],
+    opened: OpenedExport,
+    source_id: int,
+    fmt: str,
+    outcome: FileOutcome,
+    progress: ProgressFactory | None,
+) -> None:
     with bar(progress, opened.path, opened.size_bytes) as advance:
         reported = 0
         # The next batch is parsed in a thread while this one is written (ingest/overlap.py).
@@ -319,4 +347,3 @@ def _parse_and_write(
             advance(batch.bytes_read - reported)
             reported = batch.bytes_read
             outcome.timestamps_dropped.update(dropped)
-    return stats.utf8_replacements

@@ -6,33 +6,28 @@ and a message that a newer dump no longer contains is kept (marked inactive), ne
 archive already holds as the dump has it is recognised by one digest (staging/archive_digests.py), without
 reading its messages. Each batch is one transaction that holds whole conversations, so a killed ingest leaves
 no half-written conversation.
-Rows are built by the pure functions in `staging.archive_rows`.
+Rows are built by the pure functions in `staging.archive_rows`; a conversation the archive already holds is written
+by `staging.archive_update`.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from contracts.records import ExportConversation, ExportSource, QuarantineRecord
 from staging import archive_changes, archive_digests, fts
-from staging.archive_rows import (
-    COMPARED_COLUMNS,
-    CONVERSATION_ID,
-    MESSAGE_COLUMNS,
-    UUID,
-    ConversationRows,
-    MessageRow,
-    compared,
-    digest,
-    relocated,
-    row_as_json,
-    to_rows,
-    utf8_safe,
+from staging.archive_rows import CONVERSATION_ID, UUID, ConversationRows, digest, to_rows, utf8_safe
+from staging.archive_update import (
+    INSERT_MESSAGE,
+    WriteCounts,
+    collision,
+    recount,
+    stored_messages,
+    write_known,
 )
 from staging.db import IN_VALUES, Transaction, connect, json_values
 from staging.migrations import ARCHIVE, migrate
@@ -68,32 +63,9 @@ def restore_indexes(conn: sqlite3.Connection) -> None:
                 conn.execute(ddl)
 
 
-@dataclass
-class WriteCounts:
-    conversations: int = 0
-    inserted: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    retired: int = 0  # kept messages that a newer dump of their conversation no longer contains
-    quarantined: int = 0
-
-    def add(self, other: WriteCounts) -> None:
-        for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-
 _INSERT_CONVERSATION = (
     "INSERT INTO conversations (id, title, created_at, updated_at, current_node, format, row_hash,"
     " message_count, source_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_MESSAGE = (
-    f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}, source_id)"
-    f" VALUES ({', '.join('?' * (len(MESSAGE_COLUMNS) + 1))})"
-)
-_UPDATE_MESSAGE = (
-    "UPDATE messages SET "
-    + ", ".join(f"{column} = ?{index + 1}" for index, column in enumerate(MESSAGE_COLUMNS) if index)
-    + f", source_id = ?{len(MESSAGE_COLUMNS) + 1} WHERE uuid = ?1"
 )
 
 
@@ -103,6 +75,10 @@ class ArchiveWriter:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.deferred = False  # deferrable indexes dropped for a bulk load (see `bulk`)
+        # The quarantine keys (locator, reason) each source's current read has given: its count is what the read
+        # found, also when the rows stand from an earlier read of the same bytes (a forced re-read, a re-read of a
+        # file cut short), which the INSERT OR IGNORE leaves as they are.
+        self.quarantine_keys: dict[int, set[tuple[str, str]]] = {}
 
     def begin_bulk(self) -> None:
         """Into an empty archive, drop the deferrable indexes: built once by `end_bulk` (sorting all the keys
@@ -145,13 +121,16 @@ class ArchiveWriter:
                     "UPDATE sources SET status = 'importing', path = ?, format = ? WHERE id = ?",
                     (source.path, source.format, row["id"]),
                 )
-                return int(row["id"])
-            cursor = self.conn.execute(
-                "INSERT INTO sources (path, sha256, format, size_bytes, status, imported_at)"
-                " VALUES (?, ?, ?, ?, 'importing', ?)",
-                (source.path, source.sha256, source.format, source.size_bytes, datetime.now(UTC).isoformat()),
-            )
-            return int(cursor.lastrowid or 0)
+                source_id = int(row["id"])
+            else:
+                cursor = self.conn.execute(
+                    "INSERT INTO sources (path, sha256, format, size_bytes, status, imported_at)"
+                    " VALUES (?, ?, ?, ?, 'importing', ?)",
+                    (source.path, source.sha256, source.format, source.size_bytes, datetime.now(UTC).isoformat()),
+                )
+                source_id = int(cursor.lastrowid or 0)
+        self.quarantine_keys[source_id] = set()  # a new read of these bytes
+        return source_id
 
     def finish_source(self, source_id: int, *, partial: bool, notes: Sequence[str] = ()) -> None:
         """Close the source. A complete one also clears the END_OF_FILE rows of earlier partial reads of the same
@@ -210,7 +189,8 @@ class ArchiveWriter:
                 if found == known[conversation.id]:  # stored exactly so: a write would change nothing
                     counts.unchanged += len(conversation.messages)
                     continue
-                collisions.extend(self._write_known(source_id, conversation, counts, found, known))
+                self._need_indexes()
+                collisions.extend(write_known(self.conn, source_id, conversation, counts, found, known))
             if raw:
                 read = {c.id: (raw[c.id], len(c.messages)) for c in batch if c.id in raw}
                 archive_digests.put_raw(
@@ -222,13 +202,15 @@ class ArchiveWriter:
                 for q in (*quarantined, *collisions)
             ]
             if rows:
-                before = self.conn.total_changes
                 self.conn.executemany(
                     "INSERT OR IGNORE INTO quarantine (source_id, locator, reason, raw, conversation_id)"
                     " VALUES (?, ?, ?, ?, ?)",
                     rows,
                 )
-                counts.quarantined += self.conn.total_changes - before
+                seen = self.quarantine_keys.setdefault(source_id, set())
+                before = len(seen)
+                seen.update((row[1], row[2]) for row in rows)
+                counts.quarantined += len(seen) - before
             fts.index_new(self.conn, indexed)
             if self.conn.total_changes != changes:  # in the same transaction: a copy holds both or neither
                 archive_changes.new_epoch(self.conn)
@@ -252,12 +234,6 @@ class ArchiveWriter:
             (json_values(ids),),
         )
         return {row[0]: row[1] for row in rows}
-
-    def _stored_messages(self, uuids: list[str]) -> dict[str, MessageRow]:
-        rows = self.conn.execute(
-            f"SELECT {COMPARED_COLUMNS} FROM messages WHERE uuid IN {IN_VALUES}", (json_values(uuids),)
-        )
-        return {row[0]: tuple(row) for row in rows}
 
     def _insert_fresh(
         self,
@@ -286,11 +262,11 @@ class ArchiveWriter:
             )
             rows = [(*row, source_id) for c in kept for row in c.messages]
             before = conn.total_changes
-            conn.executemany(_INSERT_MESSAGE + " ON CONFLICT (uuid) DO NOTHING", rows)
+            conn.executemany(INSERT_MESSAGE + " ON CONFLICT (uuid) DO NOTHING", rows)
             inserted = conn.total_changes - before
             if inserted == len(rows):
                 break
-            stored = self._stored_messages(list({str(row[UUID]) for row in rows}))
+            stored = stored_messages(self.conn, list({str(row[UUID]) for row in rows}))
             emptied = {
                 c.id
                 for c in kept
@@ -312,91 +288,15 @@ class ArchiveWriter:
             known.update(digests)
             return []
         rows = [row for c in conversations for row in c.messages]
-        stored = self._stored_messages(list({str(row[UUID]) for row in rows}))
+        stored = stored_messages(self.conn, list({str(row[UUID]) for row in rows}))
         collisions = [
-            _collision(row, str(owner))
+            collision(row, str(owner))
             for row in rows
             if (owner := stored[str(row[UUID])][CONVERSATION_ID]) != row[CONVERSATION_ID]
         ]
         self._need_indexes()
         for affected in {c.conversation_id for c in collisions}:
-            self._recount(str(affected))
-        return collisions
-
-    def _write_known(
-        self,
-        source_id: int,
-        conversation: ConversationRows,
-        counts: WriteCounts,
-        found: str,
-        known: dict[str, str | None],
-    ) -> list[QuarantineRecord]:
-        """A conversation the archive already has: insert what is new, update what changed, keep the rest.
-
-        Records its digest `found` (and in `known`) when writing it again would change nothing: it was not an
-        older dump and quarantined no id collision."""
-        self._need_indexes()
-        conn = self.conn
-        existing = conn.execute(
-            "SELECT updated_at, row_hash FROM conversations WHERE id = ?", (conversation.id,)
-        ).fetchone()
-        # An older dump of a conversation arriving after a newer one may add messages, but must not move the
-        # active path or the title back in time.
-        new_updated = conversation.updated_at
-        older_dump = (
-            existing["updated_at"] is not None and new_updated is not None and new_updated < existing["updated_at"]
-        )
-        stored = self._stored_messages([str(row[UUID]) for row in conversation.messages])
-        collisions: list[QuarantineRecord] = []
-        inserts: list[MessageRow] = []
-        updates: list[MessageRow] = []
-        kept: set[str] = set()
-        next_seq = 0
-        if older_dump:
-            found = conn.execute(
-                "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE conversation_id = ?", (conversation.id,)
-            ).fetchone()
-            next_seq = int(found[0])
-        for row in conversation.messages:
-            uuid = str(row[UUID])
-            previous = stored.get(uuid)
-            if previous is not None and previous[CONVERSATION_ID] != conversation.id:
-                collisions.append(_collision(row, str(previous[CONVERSATION_ID])))
-                continue
-            kept.add(uuid)
-            if previous is None and older_dump:
-                inserts.append((*relocated(row, next_seq), source_id))
-                next_seq += 1
-            elif previous is None:
-                inserts.append((*row, source_id))
-            elif not older_dump and previous != compared(row):
-                updates.append((*row, source_id))
-            else:
-                counts.unchanged += 1
-        if not older_dump and existing["row_hash"] != conversation.row_hash:
-            # A dump that continues a conversation may not repeat its title (a JSONL file with the new lines
-            # only): the stored title stays, and so does the earliest start the archive has seen.
-            title, created_at, *rest = conversation.fields
-            conn.execute(
-                "UPDATE conversations SET title = COALESCE(?, title),"
-                " created_at = COALESCE(MIN(?, created_at), ?, created_at), updated_at = ?, current_node = ?,"
-                " format = ?, row_hash = ?, source_id = ? WHERE id = ?",
-                (title, created_at, created_at, *rest, conversation.row_hash, source_id, conversation.id),
-            )
-            counts.conversations += 1
-        if inserts:
-            conn.executemany(_INSERT_MESSAGE, inserts)
-            counts.inserted += len(inserts)
-        if updates:
-            conn.executemany(_UPDATE_MESSAGE, updates)
-            counts.updated += len(updates)
-        if not older_dump:
-            counts.retired += self._retire_missing(conversation.id, kept, len(conversation.messages))
-        self._recount(conversation.id)
-        stays = not older_dump and not collisions
-        if stays:  # after every write above: their triggers dropped the old digest
-            archive_digests.put(conn, [(conversation.id, found)])
-        known[conversation.id] = found if stays else None
+            recount(self.conn, str(affected))
         return collisions
 
     def _need_indexes(self) -> None:
@@ -406,41 +306,6 @@ class ArchiveWriter:
             for ddl in DEFERRABLE_INDEXES.values():
                 self.conn.execute(ddl)
             self.deferred = False
-
-    def _recount(self, conversation_id: str) -> None:
-        self.conn.execute(
-            "UPDATE conversations SET message_count ="
-            " (SELECT COUNT(*) FROM messages WHERE conversation_id = ?1) WHERE id = ?1",
-            (conversation_id,),
-        )
-
-    def _retire_missing(self, conversation_id: str, present: set[str], first_free_seq: int) -> int:
-        """Messages stored earlier but absent from this newer dump: kept, inactive, ordered after the rest."""
-        stored = self.conn.execute("SELECT COUNT(*) FROM messages WHERE conversation_id = ?", (conversation_id,))
-        if int(stored.fetchone()[0]) == len(present):  # every stored message is in the dump (the common case): an
-            return 0  # index count, no row read (`present` is a subset of the conversation's stored messages)
-        rows = self.conn.execute(
-            "SELECT uuid, is_active, seq FROM messages WHERE conversation_id = ? ORDER BY seq, uuid",
-            (conversation_id,),
-        ).fetchall()
-        missing = [row for row in rows if row["uuid"] not in present]
-        changed = 0
-        for offset, row in enumerate(missing):
-            seq = first_free_seq + offset
-            if row["is_active"] or row["seq"] != seq:
-                self.conn.execute("UPDATE messages SET is_active = 0, seq = ? WHERE uuid = ?", (seq, row["uuid"]))
-                changed += 1
-        return changed
-
-
-def _collision(row: MessageRow, owner: str) -> QuarantineRecord:
-    uuid, conversation_id = row[UUID], str(row[CONVERSATION_ID])
-    return QuarantineRecord(
-        locator=f"conversation[{conversation_id}].message[{uuid}]",
-        reason=f"message id {uuid!r} already belongs to conversation {owner!r}; not overwritten",
-        raw=row_as_json(row[: len(MESSAGE_COLUMNS)]),
-        conversation_id=conversation_id,
-    )
 
 
 def archive_stats(conn: sqlite3.Connection) -> dict[str, int]:

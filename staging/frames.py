@@ -180,8 +180,7 @@ class Frames:
         for database, names in known.items():
             if table in names:
                 return database
-        listed = ", ".join(n for names in known.values() for n in names)
-        raise ConfigError(f"unknown table {table!r}; tables: {listed}")
+        raise inspection.unknown_table(table, [n for names in known.values() for n in names])
 
     def table(self, table: str, *, run_id: str | None = None) -> pl.DataFrame:
         """One table as a DataFrame; `run_id` keeps only that run's rows (tables with a run_id column)."""

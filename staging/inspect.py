@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from datetime import datetime
+from difflib import get_close_matches
 from typing import Any
 
 from contracts.errors import ConfigError
+from staging.archive_update import TAKEN_LIKE
 from staging.liveness import finish_command, shown_status, unfinished_stages
 
 Row = dict[str, Any]
@@ -75,7 +78,20 @@ def show_rows(conn: sqlite3.Connection, table: str, *, run_id: str | None = None
 def _check_table(conn: sqlite3.Connection, table: str) -> None:
     known = table_names(conn)
     if table not in known:
-        raise ConfigError(f"unknown table {table!r}; tables: {', '.join(known)}")
+        raise unknown_table(table, known)
+
+
+def unknown_table(table: str, known: Iterable[str]) -> ConfigError:
+    """The usage error for a table no database holds: the few names closest to it (a typo, a part of the name) and
+    the command that lists them all, rather than all ~90 names on one line (schema_migrations twice: both databases
+    have one)."""
+    names = list(dict.fromkeys(known))
+    close = get_close_matches(table, names, n=4, cutoff=0.6)
+    close += [n for n in names if table and table.lower() in n and n not in close][: 4 - len(close)]
+    listed = "`chatmem staging tables` lists them all"
+    if not close:
+        return ConfigError(f"unknown table {table!r}; {listed}")
+    return ConfigError(f"unknown table {table!r}; did you mean {', '.join(close)}? ({listed})")
 
 
 def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
@@ -247,20 +263,45 @@ def failures(
     )
     quarantine: list[Row] = []
     if archive is not None:
-        quarantine = _rows(
-            archive.execute(
-                "SELECT s.path AS source, q.reason, COUNT(*) AS rows FROM quarantine q"
-                " JOIN sources s ON s.id = q.source_id GROUP BY s.path, q.reason ORDER BY rows DESC, s.path"
-                " LIMIT ?",
-                (limit if limit > 0 else -1,),
-            )
-        )
+        quarantine = _quarantine_groups(archive, limit)
     runs = [
         {"run_id": r["id"], "status": r["status"], "error": r["error"], "resume": r["resume"]}
         for r in list_runs(staging, limit=0)
         if r["status"] in ("failed", "interrupted") and r["id"] not in superseded
     ]
     return {"runs": runs, "stage_runs": stages, "files": files, "quarantine": quarantine}
+
+
+TAKEN = "message ids already in the archive under other conversation ids; not overwritten"
+_FEW = 3  # conversation ids named in the group of taken ids
+
+
+def _quarantine_groups(archive: sqlite3.Connection, limit: int) -> list[Row]:
+    """Quarantine rows counted per source file and reason, largest first. Messages whose ids other conversations
+    hold (a re-export under new conversation ids: one reason per message) are one group per file, naming a few of
+    its conversations, rather than a block per message."""
+    rows = _rows(
+        archive.execute(
+            "SELECT s.path AS source, CASE WHEN q.reason LIKE ?1 THEN ?2 ELSE q.reason END AS reason,"
+            " COUNT(*) AS rows FROM quarantine q JOIN sources s ON s.id = q.source_id"
+            " GROUP BY s.path, 2 ORDER BY rows DESC, s.path LIMIT ?3",
+            (TAKEN_LIKE, TAKEN, limit if limit > 0 else -1),
+        )
+    )
+    for row in rows:
+        if row["reason"] != TAKEN:
+            continue
+        ids = [
+            str(found[0])
+            for found in archive.execute(
+                "SELECT DISTINCT q.conversation_id FROM quarantine q JOIN sources s ON s.id = q.source_id"
+                " WHERE s.path = ? AND q.reason LIKE ? ORDER BY 1",
+                (row["source"], TAKEN_LIKE),
+            )
+        ]
+        more = f" and {len(ids) - _FEW} more" if len(ids) > _FEW else ""
+        row["reason"] = f"{TAKEN} ({len(ids)} conversation(s): {', '.join(ids[:_FEW])}{more})"
+    return rows
 
 
 def _superseded_runs(conn: sqlite3.Connection) -> set[str]:

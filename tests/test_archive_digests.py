@@ -10,7 +10,8 @@ from pathlib import Path
 
 from contracts.records import ExportConversation, ExportSource
 from ingest.tree import DraftMessage, build_thread
-from staging.archive import ArchiveWriter, WriteCounts, open_archive
+from staging.archive import ArchiveWriter, open_archive
+from staging.archive_update import WriteCounts
 from staging.migrations import ARCHIVE, schema_version
 
 

@@ -37,10 +37,10 @@ def test_frames_type_columns_and_decode_json(inspected: Inspected) -> None:
 
 
 def test_frames_refuse_unknown_tables_and_run_filters_they_cannot_apply(inspected: Inspected) -> None:
-    """An unknown table lists the tables; --run-id on a table without run_id says to drop it."""
+    """An unknown table names the closest tables; --run-id on a table without run_id says to drop it."""
     frames = Frames(inspected.settings.data_dir)
-    with pytest.raises(ConfigError, match=r"unknown table 'nope'; tables: .*stage_runs"):
-        frames.table("nope")
+    with pytest.raises(ConfigError, match=r"unknown table 'stage_run'; did you mean stage_runs\b"):
+        frames.table("stage_run")
     with pytest.raises(ConfigError, match="no run_id column"):
         frames.table("messages", run_id=RUN_ID)
 

@@ -103,7 +103,7 @@ def test_bad_lines_are_quarantined_with_their_line_numbers_while_good_lines_arri
 def test_invalid_utf8_asks_for_the_repair_pass_and_the_repaired_stream_keeps_the_message() -> None:
     """Invalid UTF-8 bytes, as in a JSON export: the parser raises MalformedExportError marked invalid_utf8 (the
     stage then re-reads with Utf8RepairReader); through that reader the message arrives with U+FFFD."""
-    from ingest.jsonstream import Utf8RepairReader
+    from ingest.utf8_repair import Utf8RepairReader
 
     bad = b'{"conversation_id": "c1", "id": "m2", "role": "user", "text": "caf\xe9"}'
     data = _file(_line("c1", "m1"), bad, _line("c1", "m3"))

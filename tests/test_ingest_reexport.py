@@ -1,5 +1,5 @@
 """A service's next full export (every conversation again) costs what changed in ingest: a conversation whose every
-stored message is in the dump is not read again to retire missing ones (staging/archive.py `_retire_missing`: an
+stored message is in the dump is not read again to retire missing ones (staging/archive_update.py `_retire_missing`: an
 index count, no row read); a conversation that lost a message still has it retired, as before.
 
 Real stage (ingest, through the stage runner), real SQLite, statements traced on the archive connection.
