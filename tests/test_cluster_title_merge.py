@@ -62,6 +62,66 @@ def test_dominant_counts_take_the_topic_with_most_segments_and_the_lower_on_a_ti
     assert title_merge.dominant_counts(labels, conversation, 3).tolist() == [1, 1, 1]
 
 
+def _merge_by_search(
+    labels: np.ndarray, conversations: list[str], vectors: np.ndarray, titled: np.ndarray, distance: float, cap: float
+) -> tuple[np.ndarray, int]:
+    """The join as first written (session 34): the whole distance matrix and every dominant count again after each
+    join. The incremental `merge` must make the same joins in the same order."""
+    labels = np.asarray(labels, dtype=np.int64).copy()
+    numbers: dict[str, int] = {}
+    conversation = np.array([numbers.setdefault(c, len(numbers)) for c in conversations], dtype=np.int64)
+    topics = int(labels.max()) + 1 if len(labels) else 0
+    if topics < 2 or not titled.any():
+        return labels, 0
+    sums = np.zeros((topics, vectors.shape[1]), dtype=np.float64)
+    np.add.at(sums, labels[titled & (labels >= 0)], vectors[titled & (labels >= 0)])
+    alive = np.linalg.norm(sums, axis=1) > 0
+    joins = 0
+    while alive.sum() >= 2:
+        centres = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+        apart = 1.0 - centres @ centres.T
+        counts = title_merge.dominant_counts(labels, conversation, topics)
+        allowed = np.triu(apart <= distance, 1) & np.outer(alive, alive)
+        allowed &= (counts[:, None] + counts[None, :]) <= cap * len(numbers)
+        if not allowed.any():
+            break
+        keep, into = np.unravel_index(int(np.argmin(np.where(allowed, apart, np.inf))), apart.shape)
+        labels[labels == into] = keep
+        sums[keep] += sums[into]
+        sums[into] = 0.0
+        alive[into] = False
+        joins += 1
+    return labels, joins
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_incremental_join_makes_the_joins_a_search_of_the_whole_matrix_makes(seed: int) -> None:
+    """Seeded inputs of 5-60 topics in a few subjects (so some pairs are near), conversations spread over several
+    topics (so a join moves other topics' dominant counts), untitled points, noise, caps that bind and that do not;
+    some titles repeated exactly (tied distances)."""
+    rng = np.random.default_rng(seed)
+    topics = int(rng.integers(5, 60))
+    points = int(rng.integers(50, 1500))
+    conversation_count = int(rng.integers(5, max(6, points // 2)))
+    subjects = rng.standard_normal((int(rng.integers(1, 6)), 8))
+    directions = subjects[rng.integers(0, len(subjects), topics)] + rng.uniform(0.1, 1.0) * rng.standard_normal(
+        (topics, 8)
+    )
+    labels = rng.integers(-1, topics, points)
+    labels[:topics] = np.arange(topics)  # every topic has a point
+    conversations = [f"c{n}" for n in rng.integers(0, conversation_count, points)]
+    vectors = directions[np.maximum(labels, 0)] + 0.5 * rng.standard_normal((points, 8))
+    if seed % 3 == 0:
+        vectors = np.round(vectors)  # exact ties among the centres' distances
+    vectors = (vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+    titled = rng.random(points) > 0.1
+    titled[labels == 1] = False  # topic 1: untitled
+    for distance, cap in ((0.4, 0.08), (0.4, 1.0), (0.8, 0.25), (2.0, 0.5)):
+        expected, expected_joins = _merge_by_search(labels, conversations, vectors, titled, distance, cap)
+        joined, joins = title_merge.merge(labels, conversations, vectors, titled, distance, cap)
+        assert joins == expected_joins and joined.tolist() == expected.tolist(), (distance, cap)
+
+
 TRIPS = {  # two trips told apart by their words, titled alike (the destination in the text, not in the title)
     "paris": (("Planning a trip", "Planning a city trip"), "louvre seine eiffel montmartre croissant bistro marais"),
     "tokyo": (("Planning a trip", "Planning a city trip"), "shibuya sushi shinkansen asakusa ramen akihabara shinjuku"),
