@@ -9,6 +9,10 @@ or keywords tells them (benchmarks/RESULTS.md, "Session 34"). A conversation's t
 
 - `title_vectors`: each point's conversation title read alone by the full model (cluster.encoder), through the
   embedding cache (each distinct title once, never again); placeholder titles ("New chat", none) count as untitled;
+  the stage reads the titles of the anchors' conversations only (the segments the topics were found on, at most
+  cluster.encode_max), so the full model's reads stay bounded as the anchors' are: at 1M messages every title
+  would be ~25k reads on the generated archive, ~71k on one whose titles are all distinct, ~8 CPU-ms each
+  (benchmarks/RESULTS.md, "Session 35"); a point of another conversation counts as untitled;
 - `merge`: a topic's title centre is the mean of its titled points' title vectors; while the closest two topics are
   within cosine distance `distance`, and the joined topic would be the dominant topic of at most a share `cap` of the
   conversations, they are joined (the lower number kept). The cap keeps a subject that fills much of an archive (one
@@ -21,7 +25,7 @@ set 0.579 -> 0.594, dev 0.500 -> 0.506, held-out 0.582 -> 0.633; the spark group
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,11 +40,18 @@ Flags = np.ndarray[Any, np.dtype[np.bool_]]
 
 
 def title_vectors(
-    archive: sqlite3.Connection, staging: sqlite3.Connection, settings: Settings, run_id: str, conversations: list[str]
+    archive: sqlite3.Connection,
+    staging: sqlite3.Connection,
+    settings: Settings,
+    run_id: str,
+    conversations: list[str],
+    read: Collection[str] | None = None,
 ) -> tuple[np.ndarray[Any, Any], Flags]:
     """Per point (`conversations`: each point's conversation), its conversation title's unit vector by the full
-    model and whether the conversation has a title (an untitled point's vector is zeros)."""
-    titles = segment_store.conversation_titles(archive, set(conversations))
+    model and whether the conversation has a title (an untitled point's vector is zeros). `read`: the conversations
+    whose titles are read (None: every one); a point of any other counts as untitled."""
+    wanted_conversations = set(conversations) if read is None else set(conversations) & set(read)
+    titles = segment_store.conversation_titles(archive, wanted_conversations)
     wanted = sorted({t.strip() for t in titles.values() if t.strip().lower() not in topic_space.UNTITLED})
     found: dict[str, np.ndarray[Any, Any]] = {}
     if wanted:  # the full model is loaded only when there is a title to read

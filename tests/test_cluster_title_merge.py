@@ -10,9 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stage_support import ingest_stage
 
 from clients.embedders import StaticMiniLM
-from cluster import title_merge
+from cluster import title_merge, topic_space
+from staging.archive import open_archive
+from staging.ledger import open_run, open_staging
 from tests.test_cluster import run_stages, small_settings
 
 
@@ -195,3 +198,28 @@ def test_new_segments_are_placed_in_the_joined_topic(tmp_path: Path) -> None:
         "tokyo-new0": min(joined["paris"]),
         "baking-new0": min(joined["baking"]),
     }
+
+
+def test_only_the_titles_of_the_conversations_to_read_are_read(tmp_path: Path) -> None:
+    """The stage reads the titles of the anchors' conversations only (bounded as the anchors are): a point of any
+    other conversation counts as untitled, and its title is not read by the full model (nothing in the cache)."""
+    settings = small_settings(tmp_path / "data")
+    export = _titled_export(tmp_path / "trips.jsonl", per_theme=2)
+    archive, staging = open_archive(settings.archive_path), open_staging(settings.staging_path)
+    try:
+        open_run(staging, stages=["all"], exports=[str(export)], settings={}, code_version="test", run_id="r1")
+        ingest_stage.run(archive, staging, run_id="r1", settings=settings, exports=[export])
+        key = topic_space.encoder_for(settings).key
+        conversations = ["paris-0", "paris-1", "tokyo-0", "baking-0", "baking-0"]
+        read = {"paris-0", "baking-0"}  # titled "Planning a trip" and "Sourdough bread baking"
+        vectors, titled = title_merge.title_vectors(archive, staging, settings, "r1", conversations, read)
+        assert titled.tolist() == [True, False, False, True, True]
+        assert not vectors[1].any() and not vectors[2].any()
+        cached = "SELECT COUNT(*) FROM embeddings WHERE model = ?"
+        assert staging.execute(cached, (key,)).fetchone()[0] == 2  # "Planning a city trip" (paris-1) not read
+        every, all_titled = title_merge.title_vectors(archive, staging, settings, "r1", conversations)
+        assert all_titled.all() and np.array_equal(every[[0, 3, 4]], vectors[[0, 3, 4]])
+        assert staging.execute(cached, (key,)).fetchone()[0] == 3
+    finally:
+        archive.close()
+        staging.close()
