@@ -15,6 +15,7 @@ from stage_support import ingest_stage
 from clients.embedders import StaticMiniLM
 from cluster import title_merge, topic_space
 from staging.archive import open_archive
+from staging.embeddings import text_hash
 from staging.ledger import open_run, open_staging
 from tests.test_cluster import run_stages, small_settings
 
@@ -132,12 +133,12 @@ TRIPS = {  # two trips told apart by their words, titled alike (the destination 
 }
 
 
-def _titled_export(path: Path, per_theme: int = 15, seed: int = 5, prefix: str = "") -> Path:
+def _titled_export(path: Path, per_theme: int = 15, seed: int = 5, prefix: str = "", numbered: bool = False) -> Path:
     rng = random.Random(seed)
     lines = []
     for theme, (titles, words) in TRIPS.items():
         for n in range(per_theme):
-            title = titles[n % len(titles)]
+            title = titles[n % len(titles)] + (f" {theme} {n}" if numbered else "")  # numbered: each its own
             for turn in range(2):
                 text = " ".join(rng.choice(words.split()) for _ in range(12))
                 cid = f"{theme}-{prefix}{n}"
@@ -223,3 +224,17 @@ def test_only_the_titles_of_the_conversations_to_read_are_read(tmp_path: Path) -
     finally:
         archive.close()
         staging.close()
+
+
+def test_the_stage_reads_the_titles_of_the_anchors_conversations_only(tmp_path: Path) -> None:
+    """45 conversations, each titled its own way, and 30 anchors (cluster.encode_max): the full model reads the 30
+    anchors' conversations' titles, not the other 15 (at 1M messages: 20,000 conversations' titles, not 71,000)."""
+    settings = small_settings(tmp_path / "data", encode_max=30, title_merge=0.4, title_merge_cap=0.7)
+    result = run_stages(settings, _titled_export(tmp_path / "trips.jsonl", numbered=True), "r1", StaticMiniLM())
+    assert result.status == "succeeded" and result.counts["segments_encoded"] == 30
+    titles = {f"{titles[n % len(titles)]} {theme} {n}" for theme, (titles, _) in TRIPS.items() for n in range(15)}
+    assert len(titles) == 45
+    with sqlite3.connect(settings.staging_path) as conn:
+        key = topic_space.encoder_for(settings).key
+        cached = {row[0] for row in conn.execute("SELECT content_hash FROM embeddings WHERE model = ?", (key,))}
+    assert sum(text_hash(title) in cached for title in titles) == 30
