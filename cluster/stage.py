@@ -360,7 +360,10 @@ def _fit(
     if cfg.title_merge > 0 and points.anchors is not None:  # titles read by the full model the topics are found by
         with _timed(seconds, "title_merge"):
             conversations = [points.conversation_of[i] for i in ids]
-            title_vectors, titled = title_merge.title_vectors(archive, staging, settings, ctx.run_id, conversations)
+            anchored = {points.conversation_of[i] for i in points.anchors.ids}  # bounded as the anchors are
+            title_vectors, titled = title_merge.title_vectors(
+                archive, staging, settings, ctx.run_id, conversations, anchored
+            )
             labels, joins = title_merge.merge(
                 labels, conversations, title_vectors, titled, cfg.title_merge, cfg.title_merge_cap
             )
