@@ -248,13 +248,22 @@ def generic(phrase: str) -> bool:
     return " " not in phrase and (phrase.islower() or bool(parts_of_speech(lower))) and broad(lower)
 
 
+# What a person asks for, not what the conversation is about: never a label alone, nor a broad word's partner
+# ("language and guidance", "game and recommendations"); inside a phrase it is ("book recommendations"). Not in
+# cluster/phrases.py's GENERIC, which the tuning's phrases read too: a label rule never moves a segment.
+_REQUESTS_TEXT = """advice guidance recommendation recommendations suggestion suggestions tip tips idea ideas help
+inspiration insight insights thought thoughts feedback assistance resource resources guide guides"""
+REQUESTS = frozenset(_REQUESTS_TEXT.split())
+
+
 def nominal(phrase: str) -> bool:
     """Words a topic can be called: a name, or words whose last can be a noun (a word lemminflect does not know
     counts as one: a product, a term; so does a gerund, "time tracking"), none a preposition, an interjection or
-    a contraction. Not a verb ("elevate") or an adjective ("political", "stylish") alone."""
+    a contraction. Not a verb ("elevate") or an adjective ("political", "stylish") alone, nor what is asked for
+    alone (REQUESTS: "guidance", "recommendations")."""
     words = phrase.split()
     last = words[-1].strip(".,;:!?()'\"").lower() if words else ""
-    if not last or any(closed_class(w) for w in words):
+    if not last or any(closed_class(w) for w in words) or (len(words) == 1 and last in REQUESTS):
         return False
     return any(c.isupper() for c in phrase) or can_be_noun(last) or last.endswith("ing")
 

@@ -339,6 +339,9 @@ def test_a_broad_words_partner_is_a_noun_that_adds_conversations_and_is_not_the_
     assert label_from(["bird", "birding", "habitats"], 0) == "bird and habitats"
     assert label_from(["art", "artwork", "gallery"], 0) == "art and gallery"
     assert label_from(["company"], 0) == "company"  # nothing to show it with
+    # what a person asks for is no subject: "language and guidance", "game and recommendations" were labels
+    assert label_from(["language", "guidance", "English"], 0) == "language and English"
+    assert label_from(["recommendations", "book recommendations"], 0) == "book recommendations"
     ranked = [(k, k, 0.05 - i / 100) for i, k in enumerate(["company", "business", "startup", "mentoring"])]
     said = {
         "company": {"a", "b", "c", "d"},
