@@ -11,10 +11,9 @@ would file the topic under: a phrase or a name said in enough of its conversatio
   with the next keyword, the one that adds most of the topic's conversations to it ("company and career",
   "selling and collectors"), unless it is shown in the plural: most of the topic's conversations say it, often
   so, and the topic is about those things ("games", "books"; cluster/keyword_rules.py `plural_alone`). No other
-  two keywords are joined: adjectives paired name nothing ("stylish and
-  dress"), and names joined were often a name's two fragments ("Hollywood and Angeles", "Everia and
-  Chronicles" of "Chronicles of Everia") or one thing twice ("Sikh and Sikhism"; a broad word's partner never
-  begins as it does, "birds and birding").
+  two keywords are joined: adjectives paired name nothing ("stylish and dress"), and names joined were often a
+  name's two fragments ("Hollywood and Angeles", "Everia and Chronicles" of "Chronicles of Everia") or one thing
+  twice ("Sikh and Sikhism"; a broad word's partner never begins as it does, "birds and birding").
 - `labels_for`: every topic's label, unique across the topics: topics take their labels largest first, and a
   topic whose label an earlier one took takes its next keyword that is still free (a phrase or a name first, a
   word that is not broad next, never a broad word alone); when none is, its label with a keyword that tells it
