@@ -12,8 +12,8 @@ how a phrase is shown, and which keyword leads (the topic's label). Pure functio
   "Museum"), a little less widely, or a longer form of that word ("morning routine" for "morning");
   `partner_second`: when none is and the word stays first, the keyword it is shown with ("company and career":
   cluster/labels.py) second: the one that adds most of the topic's conversations to it, a specific one first;
-  `plural_alone`: a broad word three quarters of the topic's conversations say, often in the plural, is shown
-  alone in the plural ("games", not "game and exploration"), any other broad word that leads in the singular.
+  `plural_alone`: a broad word three quarters of the topic's conversations say, half of them in the plural, is
+  shown alone in the plural ("games", not "game and exploration"), any other broad word that leads in the singular.
 - `generic`, `nominal`, `can_pair`: the word tests the label reads too (cluster/labels.py).
 """
 
@@ -100,8 +100,8 @@ BROAD_FROM = 5  # keywords a broad best word's replacement is chosen from
 BROAD_SHARE = 0.6  # a phrase or name replaces a broad best word when said in this share of its conversations
 LONGER_SHARE = 0.4  # ...and a longer form of it ("morning routine", "classic sci-fi") in this share
 PARTNER_FROM = 8  # keywords a broad word's partner ("company and career") is chosen from
-ALONE_SHARE = 0.75  # a broad word said in this share of a topic's conversations, often in the plural, is its label
-PLURAL_SHARE = 1 / 3  # ...when this share of its uses are plural ("books", "games"; not "technologies" of technology)
+ALONE_SHARE = 0.75  # a broad word said in this share of a topic's conversations, in the plural, is its label
+PLURAL_SHARE = 0.5  # ...and this share of those write it in the plural ("books"; not "universes" of a sci-fi topic)
 
 
 def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) -> list[tuple[str, str, float]]:
@@ -171,14 +171,16 @@ def plural_alone(
     spread: Mapping[str, int],
     conversations: int,
     forms_of: Callable[[str], Mapping[str, int]],
+    plural_in: Callable[[str], int],
 ) -> list[tuple[str, str, float]]:
     """The keywords with a broad word that would be the label (`_head`) shown in the plural when at least
-    ALONE_SHARE of the topic's `conversations` say it and PLURAL_SHARE of its uses are plural (`forms_of`: for a
-    key, how it was written and how often): the topic is about those things, and that is what a person files it
-    under ("games", "books"; cluster/labels.py shows a broad word in the plural alone). Otherwise it is shown in
-    the singular when it is written so, with a partner (`partner_second`): "bird and habitats", never "birds" of
-    a topic that is about more. The partner, which adds the conversations the broad word misses, named the other
-    part of a topic the broad word covers nearly whole ("book and fiction", "game and exploration")."""
+    ALONE_SHARE of the topic's `conversations` say it and PLURAL_SHARE of those write it in the plural
+    (`plural_in`: for a key, how many of the topic's conversations do; asked only here; `forms_of`: how the key was
+    written and how often): the topic is about those things, and that is what a person files it under ("games",
+    "books"; cluster/labels.py shows a broad word in the plural alone). Otherwise it is shown in the singular when
+    it is written so, with a partner (`partner_second`): "bird and habitats", never "birds" of a topic that is
+    about more. The partner, which adds the conversations the broad word misses, named the other part of a topic
+    the broad word covers nearly whole ("book and fiction", "game and exploration")."""
     head = _head(ranked)
     if head is None or not (generic(ranked[head][1]) or generic(ranked[head][0])):  # "trips": "trip" is broad
         return ranked
@@ -186,9 +188,8 @@ def plural_alone(
     forms = forms_of(key)
     plural = _most_written(forms, plural_word)
     singular = _most_written(forms, lambda form: not plural_word(form))
-    plurals = sum(count for form, count in forms.items() if plural_word(form))
-    wide = conversations >= 2 and spread.get(key, 0) >= ALONE_SHARE * conversations
-    if plural and wide and plurals >= PLURAL_SHARE * sum(forms.values()):
+    said = spread.get(key, 0)
+    if plural and conversations >= 2 and said >= ALONE_SHARE * conversations and plural_in(key) >= PLURAL_SHARE * said:
         shown = plural
     elif singular and plural_word(shown):
         shown = singular

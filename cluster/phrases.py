@@ -48,6 +48,7 @@ from cluster.keyword_rules import (
     lead_first,
     partner_second,
     plural_alone,
+    plural_word,
     sentence_case,
     shown_in_run,
     trailing,
@@ -382,7 +383,9 @@ def ctfidf_phrases(
         merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])[:top_k]
         merged = lead_first(merged, {k: counts.spread[k] for k, _, _ in merged})
         merged = partner_second(merged, partial(_users, read_by[topic]))
-        merged = plural_alone(merged, counts.spread, len(read_by[topic]), counts.forms)
+        merged = plural_alone(
+            merged, counts.spread, len(read_by[topic]), counts.forms, partial(_plural_users, read_by[topic])
+        )
         result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
 
@@ -399,6 +402,19 @@ def _users(by_owner: Mapping[str, Sequence[str]], keys: Sequence[str]) -> dict[s
                 if key in wanted:
                     users[key].add(owner)
     return users
+
+
+def _plural_users(by_owner: Mapping[str, Sequence[str]], key: str) -> int:
+    """How many conversations of a topic (its texts read, by conversation) write `key` in the plural, read again:
+    asked for the broad word of the few topics it would label alone (cluster/keyword_rules.py `plural_alone`)."""
+    return sum(
+        any(found == key and plural_word(surface) for text in texts for found, surface, _ in _named(text))
+        for texts in by_owner.values()
+    )
+
+
+def _named(text: str) -> Iterable[tuple[str, str, bool]]:
+    return candidates(text[:DOC_CHARS], names=True)
 
 
 def _read_count(texts: Sequence[str]) -> int:

@@ -311,19 +311,21 @@ GAMES = [
 def test_a_broad_word_most_conversations_say_in_the_plural_is_the_label_alone() -> None:
     """The demo's games and books topics were "game and exploration", "book and fiction": a broad word shown with the
     keyword that adds the conversations it misses, which named a part of the topic. When three quarters of the
-    topic's conversations say the broad word and a third of its uses are plural, the topic is about those things:
-    the label is the plural alone ("games"). A broad word fewer say keeps its partner, shown in the singular ("trip
-    and ..."), and so do stored keywords in the singular."""
+    topic's conversations say the broad word and half of those write it in the plural, the topic is about those
+    things: the label is the plural alone ("games"). A broad word fewer say, or few in the plural ("universes"),
+    keeps its partner, shown in the singular ("trip and ..."), and so do stored keywords in the singular."""
     owners = {0: [f"g{i}" for i in range(6)], 1: ["x", "y", "z", "w"]}
     ranked = ctfidf_phrases({0: GAMES, 1: BUDGET}, 8, owners)
     assert labels_of({topic: r.phrases for topic, r in ranked.items()}) == {0: "games", 1: "budget review"}
     trips = [("trip", "trips", 0.05), ("restaurants", "restaurants", 0.04), ("planning", "planning", 0.03)]
-    forms = {"trip": {"trips": 5, "trip": 4}, "technology": {"technology": 28, "technologies": 4}}
+    forms = {"trip": {"trips": 5, "trip": 4}, "universe": {"universe": 10, "universes": 6}}
+    plural_in = {"trip": 4, "universe": 1}.__getitem__
     # said in 3 of 6 conversations: a partner's, in the singular
-    assert plural_alone(trips, {"trip": 3}, 6, forms.__getitem__)[0][1] == "trip"
-    assert plural_alone(trips, {"trip": 5}, 6, forms.__getitem__)[0][1] == "trips"
-    tech = [("technology", "technology", 0.05), ("NASA", "NASA", 0.04)]
-    assert plural_alone(tech, {"technology": 6}, 6, forms.__getitem__) == tech  # rarely plural: not a thing counted
+    assert plural_alone(trips, {"trip": 3}, 6, forms.__getitem__, plural_in)[0][1] == "trip"
+    assert plural_alone(trips, {"trip": 5}, 6, forms.__getitem__, plural_in)[0][1] == "trips"
+    # said in all 4 conversations of a sci-fi film topic, in the plural in one ("parallel universes"): not alone
+    films = [("universe", "universe", 0.05), ("sci-fi", "sci-fi", 0.04)]
+    assert plural_alone(films, {"universe": 4}, 4, forms.__getitem__, plural_in) == films
     assert label_from(["games", "exploration"], 0) == "games" and label_from(["game", "exploration"], 0) == (
         "game and exploration"
     )
