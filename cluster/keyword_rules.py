@@ -210,16 +210,13 @@ def plural_word(word: str) -> bool:
 
 def can_pair(word: str, other: str) -> bool:
     """Whether keyword `other` can be shown after the broad word `word` and "and" ("company and career"): it names
-    something (`nominal`), is no one word that can be an adjective ("music and upbeat" reads as no noun phrase)
-    nor an -ing word lemminflect knows as a verb form only (as often a modifier as a gerund: "trip and charming"),
+    something (`nominal`), is no one word that can be an adjective ("music and upbeat" reads as no noun phrase),
     and no word of one begins as a word of the other does, to its fourth letter ("birds and birding", "art and
     artwork", "Sikh and Sikhism" are one thing twice)."""
     if not nominal(other):
         return False
-    if " " not in other and not any(c.isupper() for c in other):
-        kinds = parts_of_speech(other.lower())
-        if "ADJ" in kinds or (other.endswith("ing") and kinds == {"VERB"}):
-            return False
+    if " " not in other and not any(c.isupper() for c in other) and "ADJ" in parts_of_speech(other.lower()):
+        return False
     mine = [w.lower() for w in word.split()]
     theirs = [w.lower() for w in other.split()]
     return not any(a[: min(4, len(a), len(b))] == b[: min(4, len(a), len(b))] for a in mine for b in theirs)
