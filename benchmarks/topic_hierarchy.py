@@ -24,7 +24,13 @@ every other variant starts from the flat cut and reads no label:
 - `shared-conv`: topics that share >= 2 conversations (segments of one conversation in both), >= 20 % of the smaller
   one's, joined;
 - `fold-small`: topics that are the dominant topic of <= 2 conversations dissolved into their nearest centre's topic;
-- `titles D cap C`: the stage's title join (cluster/title_merge.py) at cosine distance D and cap C.
+- `titles D cap C`: the stage's title join (cluster/title_merge.py) at cosine distance D and cap C;
+- `rehome-titles M` (after the stage's topics): a titled conversation whose title vector is nearer, by more than M in
+  cosine, the title centre of another topic (one of >= 3 titled conversations) than its own topic's (itself left out)
+  moves there whole;
+- `nearest-centre M` (after the stage's topics): a conversation whose filed segments are nearer on average, by more than
+  M in cosine, to another topic's centre in the topic space than to its dominant topic's moves there whole (one
+  k-means step per conversation).
 
 And a bound, which reads the labels: `oracle-tree`, greedy tree moves (as `tree-obj`) while the AMI on spark + demo
 rises: what any rule choosing among this tree's cuts could at best reach. Prints one line per seed and variant (AMI over
@@ -300,6 +306,51 @@ def fold_small(scene: Scene, labels: Labels) -> Labels:
     return fit_topics.renumber(out)
 
 
+def rehome_titles(scene: Scene, labels: Labels, margin: float, least: int = 3) -> Labels:
+    rows: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(scene.conversation):
+        rows[c].append(i)
+    found = dominant(scene.conversation, labels)
+    vectors = {c: scene.title_vectors[r[0]].astype(np.float64) for c, r in rows.items() if scene.titled[r[0]]}
+    sums = np.zeros((int(labels.max()) + 1, scene.title_vectors.shape[1]))
+    titled = np.zeros(len(sums), dtype=np.int64)
+    for c, t in found.items():
+        if c in vectors:
+            sums[t] += vectors[c]
+            titled[t] += 1
+    centres = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+    out = labels.copy()
+    for c, t in found.items():
+        if c not in vectors or titled[t] < 2:
+            continue
+        own = sums[t] - vectors[c]
+        sims = centres @ vectors[c]
+        sims[t] = -9.0
+        sims[titled < least] = -9.0
+        best = int(np.argmax(sims))
+        if sims[best] - (own / max(float(np.linalg.norm(own)), 1e-12)) @ vectors[c] > margin:
+            out[[i for i in rows[c] if out[i] >= 0]] = best
+    return fit_topics.renumber(out)
+
+
+def nearest_centre(scene: Scene, labels: Labels, margin: float) -> Labels:
+    unit = scene.matrix / np.maximum(np.linalg.norm(scene.matrix, axis=1, keepdims=True), 1e-12)
+    centres = np.stack([unit[labels == t].mean(axis=0) for t in range(int(labels.max()) + 1)])
+    sims = unit @ (centres / np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)).T
+    rows: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(scene.conversation):
+        if labels[i] >= 0:
+            rows[c].append(i)
+    found = dominant(scene.conversation, labels)
+    out = labels.copy()
+    for c, filed in rows.items():
+        mean = sims[filed].mean(axis=0)
+        best = int(mean.argmax())
+        if best != found[c] and mean[best] - mean[found[c]] > margin:
+            out[filed] = best
+    return fit_topics.renumber(out)
+
+
 def variants(scene: Scene, sets: dict[str, dict[str, str]]) -> Iterator[tuple[str, Labels]]:
     tree = scene.tree
     yield "the stage", scene.base
@@ -319,6 +370,10 @@ def variants(scene: Scene, sets: dict[str, dict[str, str]]) -> Iterator[tuple[st
     yield "fold-small", fold_small(scene, scene.flat)
     for distance, cap in ((0.3, 0.08), (0.4, 0.06), (0.4, 0.08)):
         yield f"titles {distance} cap {cap}", scene.titles(distance, cap)
+    for margin in (0.1, 0.2):
+        yield f"rehome-titles {margin}", rehome_titles(scene, scene.base, margin)
+    for margin in (0.0, 0.03, 0.06):
+        yield f"nearest-centre {margin}", nearest_centre(scene, scene.base, margin)
 
     def big(labels: Labels) -> float:
         return agreement(scene.conversation, scene.written(labels), sets)["big"]

@@ -11,7 +11,9 @@ how a phrase is shown, and which keyword leads (the topic's label). Pure functio
   the best keyword, or, when the label would be one word common all over English (`generic`: "body", "company",
   "Museum"), a little less widely, or a longer form of that word ("morning routine" for "morning");
   `partner_second`: when none is and the word stays first, the keyword it is shown with ("company and career":
-  cluster/labels.py) second: the one that adds most of the topic's conversations to it, a specific one first.
+  cluster/labels.py) second: the one that adds most of the topic's conversations to it, a specific one first;
+  `plural_alone`: a broad word three quarters of the topic's conversations say, half of them in the plural, is
+  shown alone in the plural ("games", not "game and exploration"), any other broad word that leads in the singular.
 - `generic`, `nominal`, `can_pair`: the word tests the label reads too (cluster/labels.py).
 """
 
@@ -98,6 +100,8 @@ BROAD_FROM = 5  # keywords a broad best word's replacement is chosen from
 BROAD_SHARE = 0.6  # a phrase or name replaces a broad best word when said in this share of its conversations
 LONGER_SHARE = 0.4  # ...and a longer form of it ("morning routine", "classic sci-fi") in this share
 PARTNER_FROM = 8  # keywords a broad word's partner ("company and career") is chosen from
+ALONE_SHARE = 0.75  # a broad word said in this share of a topic's conversations, in the plural, is its label
+PLURAL_SHARE = 0.5  # ...and this share of those write it in the plural ("books"; not "universes" of a sci-fi topic)
 
 
 def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) -> list[tuple[str, str, float]]:
@@ -162,6 +166,48 @@ def partner_second(
     return [ranked[head], ranked[pick], *rest]
 
 
+def plural_alone(
+    ranked: list[tuple[str, str, float]],
+    spread: Mapping[str, int],
+    conversations: int,
+    forms_of: Callable[[str], Mapping[str, int]],
+    plural_in: Callable[[str], int],
+) -> list[tuple[str, str, float]]:
+    """The keywords with a broad word that would be the label (`_head`) shown in the plural when at least
+    ALONE_SHARE of the topic's `conversations` say it and PLURAL_SHARE of those write it in the plural
+    (`plural_in`: for a key, how many of the topic's conversations do; asked only here; `forms_of`: how the key was
+    written and how often): the topic is about those things, and that is what a person files it under ("games",
+    "books"; cluster/labels.py shows a broad word in the plural alone). Otherwise it is shown in the singular when
+    it is written so, with a partner (`partner_second`): "bird and habitats", never "birds" of a topic that is
+    about more. The partner, which adds the conversations the broad word misses, named the other part of a topic
+    the broad word covers nearly whole ("book and fiction", "game and exploration")."""
+    head = _head(ranked)
+    if head is None or not (generic(ranked[head][1]) or generic(ranked[head][0])):  # "trips": "trip" is broad
+        return ranked
+    key, shown, score = ranked[head]
+    forms = forms_of(key)
+    plural = _most_written(forms, plural_word)
+    singular = _most_written(forms, lambda form: not plural_word(form))
+    said = spread.get(key, 0)
+    if plural and conversations >= 2 and said >= ALONE_SHARE * conversations and plural_in(key) >= PLURAL_SHARE * said:
+        shown = plural
+    elif singular and plural_word(shown):
+        shown = singular
+    return [*ranked[:head], (key, shown, score), *ranked[head + 1 :]]
+
+
+def _most_written(forms: Mapping[str, int], wanted: Callable[[str], bool]) -> str | None:
+    found = [(count, form) for form, count in forms.items() if wanted(form) and " " not in form]
+    return min(found, key=lambda cf: (-cf[0], cf[1]))[1] if found else None
+
+
+def plural_word(word: str) -> bool:
+    """One word in the plural: lemminflect knows a singular noun of it ("games", "trips", "costs"; not "news",
+    "series", "species")."""
+    lower = word.lower()
+    return " " not in word and any(noun != lower for noun in lemmas(lower).get("NOUN", ()))
+
+
 def can_pair(word: str, other: str) -> bool:
     """Whether keyword `other` can be shown after the broad word `word` and "and" ("company and career"): it names
     something (`nominal`), is no one word that can be an adjective ("music and upbeat" reads as no noun phrase),
@@ -203,13 +249,22 @@ def generic(phrase: str) -> bool:
     return " " not in phrase and (phrase.islower() or bool(parts_of_speech(lower))) and broad(lower)
 
 
+# What a person asks for, not what the conversation is about: never a label alone, nor a broad word's partner
+# ("language and guidance", "game and recommendations"); inside a phrase it is ("book recommendations"). Not in
+# cluster/phrases.py's GENERIC, which the tuning's phrases read too: a label rule never moves a segment.
+_REQUESTS_TEXT = """advice guidance recommendation recommendations suggestion suggestions tip tips idea ideas help
+inspiration insight insights thought thoughts feedback assistance resource resources guide guides"""
+REQUESTS = frozenset(_REQUESTS_TEXT.split())
+
+
 def nominal(phrase: str) -> bool:
     """Words a topic can be called: a name, or words whose last can be a noun (a word lemminflect does not know
     counts as one: a product, a term; so does a gerund, "time tracking"), none a preposition, an interjection or
-    a contraction. Not a verb ("elevate") or an adjective ("political", "stylish") alone."""
+    a contraction. Not a verb ("elevate") or an adjective ("political", "stylish") alone, nor what is asked for
+    alone (REQUESTS: "guidance", "recommendations")."""
     words = phrase.split()
     last = words[-1].strip(".,;:!?()'\"").lower() if words else ""
-    if not last or any(closed_class(w) for w in words):
+    if not last or any(closed_class(w) for w in words) or (len(words) == 1 and last in REQUESTS):
         return False
     return any(c.isupper() for c in phrase) or can_be_noun(last) or last.endswith("ing")
 

@@ -9,10 +9,11 @@ would file the topic under: a phrase or a name said in enough of its conversatio
   never shown alone ("company", "morning", "Museum": cluster/keyword_rules.py `generic`; cluster/phrases.py
   leads with a phrase that says more when the topic's conversations share one, "morning routine"): it is shown
   with the next keyword, the one that adds most of the topic's conversations to it ("company and career",
-  "selling and collectors"). No other two keywords are joined: adjectives paired name nothing ("stylish and
-  dress"), and names joined were often a name's two fragments ("Hollywood and Angeles", "Everia and
-  Chronicles" of "Chronicles of Everia") or one thing twice ("Sikh and Sikhism"; a broad word's partner never
-  begins as it does, "birds and birding").
+  "selling and collectors"), unless it is shown in the plural: most of the topic's conversations say it, often
+  so, and the topic is about those things ("games", "books"; cluster/keyword_rules.py `plural_alone`). No other
+  two keywords are joined: adjectives paired name nothing ("stylish and dress"), and names joined were often a
+  name's two fragments ("Hollywood and Angeles", "Everia and Chronicles" of "Chronicles of Everia") or one thing
+  twice ("Sikh and Sikhism"; a broad word's partner never begins as it does, "birds and birding").
 - `labels_for`: every topic's label, unique across the topics: topics take their labels largest first, and a
   topic whose label an earlier one took takes its next keyword that is still free (a phrase or a name first, a
   word that is not broad next, never a broad word alone); when none is, its label with a keyword that tells it
@@ -26,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from cluster.keyword_rules import can_pair, generic, nominal
+from cluster.keyword_rules import can_pair, generic, nominal, plural_word
 from cluster.phrases import key_of, vague
 
 
@@ -92,7 +93,7 @@ def label_from(keywords: Sequence[str], topic: int) -> str:
         holding = next((k for k in keywords[2:] if pair <= {w.lower() for w in k.split()}), None)
         if holding is not None or not generic(first):
             return holding or first
-    if generic(first):
+    if generic(first) and not plural_word(first):  # a broad word in the plural: what the topic is about
         partner = next((k for k in keywords[1:] if _nominal(k) and can_pair(first, k)), None)
         return f"{first} and {partner}" if partner else first
     return first

@@ -43,7 +43,17 @@ from clients.chinese_words import HAN
 from clients.parts_of_speech import ENGLISH_FUNCTION, ENGLISH_FUNCTION_SHARE, parts_of_speech
 from clients.prose import prose
 from cluster import chinese_keywords
-from cluster.keyword_rules import breaks, lead_first, partner_second, sentence_case, shown_in_run, trailing, unglued
+from cluster.keyword_rules import (
+    breaks,
+    lead_first,
+    partner_second,
+    plural_alone,
+    plural_word,
+    sentence_case,
+    shown_in_run,
+    trailing,
+    unglued,
+)
 
 # A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI"); never
 # letters glued after a digit, a number's unit ("mAh" of "5,000mAh", "GB" of "16GB", "px", "st" of "1st").
@@ -162,6 +172,10 @@ class PhraseCounts:
                 self.weight[key] = self.weight.get(key, 0.0) + 1.0 / len(texts)
             used |= seen
         self.spread.update(used)
+
+    def forms(self, key: str) -> Counter[str]:
+        """How a key was written and how often, at a sentence start or away from one."""
+        return self.surfaces.get(key, Counter()) + self.initial.get(key, Counter())
 
     def shown(self, key: str) -> str:
         """The phrase as most often written away from a sentence start, else as written at one, where the capital
@@ -369,6 +383,9 @@ def ctfidf_phrases(
         merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])[:top_k]
         merged = lead_first(merged, {k: counts.spread[k] for k, _, _ in merged})
         merged = partner_second(merged, partial(_users, read_by[topic]))
+        merged = plural_alone(
+            merged, counts.spread, len(read_by[topic]), counts.forms, partial(_plural_users, read_by[topic])
+        )
         result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
 
@@ -385,6 +402,19 @@ def _users(by_owner: Mapping[str, Sequence[str]], keys: Sequence[str]) -> dict[s
                 if key in wanted:
                     users[key].add(owner)
     return users
+
+
+def _plural_users(by_owner: Mapping[str, Sequence[str]], key: str) -> int:
+    """How many conversations of a topic (its texts read, by conversation) write `key` in the plural, read again:
+    asked for the broad word of the few topics it would label alone (cluster/keyword_rules.py `plural_alone`)."""
+    return sum(
+        any(found == key and plural_word(surface) for text in texts for found, surface, _ in _named(text))
+        for texts in by_owner.values()
+    )
+
+
+def _named(text: str) -> Iterable[tuple[str, str, bool]]:
+    return candidates(text[:DOC_CHARS], names=True)
 
 
 def _read_count(texts: Sequence[str]) -> int:

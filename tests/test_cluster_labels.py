@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cluster.keyword_rules import generic, lead_first, partner_second
+from cluster.keyword_rules import generic, lead_first, partner_second, plural_alone, plural_word
 from cluster.labels import label_from, labels_for
 from cluster.phrases import PhraseCounts, candidates, clean, ctfidf_phrases, phrase_keys
 from cluster.topics import ctfidf, labels_of
@@ -298,14 +298,52 @@ def test_a_broad_word_is_never_a_label_alone() -> None:
     assert generic("company") and generic("morning") and generic("Museum") and not generic("Paris")
 
 
+GAMES = [
+    "Can you recommend indie games like Hades? I love roguelike games.",
+    "Which open-world games have the best exploration? Games like Zelda.",
+    "I want new games for my Switch: cozy games, no combat.",
+    "Are story-driven games worth it? The game I finished was short.",
+    "Board games for four players: which game is easy to learn?",
+    "Which multiplayer games can I play with friends online?",
+]
+
+
+def test_a_broad_word_most_conversations_say_in_the_plural_is_the_label_alone() -> None:
+    """The demo's games and books topics were "game and exploration", "book and fiction": a broad word shown with the
+    keyword that adds the conversations it misses, which named a part of the topic. When three quarters of the
+    topic's conversations say the broad word and half of those write it in the plural, the topic is about those
+    things: the label is the plural alone ("games"). A broad word fewer say, or few in the plural ("universes"),
+    keeps its partner, shown in the singular ("trip and ..."), and so do stored keywords in the singular."""
+    owners = {0: [f"g{i}" for i in range(6)], 1: ["x", "y", "z", "w"]}
+    ranked = ctfidf_phrases({0: GAMES, 1: BUDGET}, 8, owners)
+    assert labels_of({topic: r.phrases for topic, r in ranked.items()}) == {0: "games", 1: "budget review"}
+    trips = [("trip", "trips", 0.05), ("restaurants", "restaurants", 0.04), ("planning", "planning", 0.03)]
+    forms = {"trip": {"trips": 5, "trip": 4}, "universe": {"universe": 10, "universes": 6}}
+    plural_in = {"trip": 4, "universe": 1}.__getitem__
+    # said in 3 of 6 conversations: a partner's, in the singular
+    assert plural_alone(trips, {"trip": 3}, 6, forms.__getitem__, plural_in)[0][1] == "trip"
+    assert plural_alone(trips, {"trip": 5}, 6, forms.__getitem__, plural_in)[0][1] == "trips"
+    # said in all 4 conversations of a sci-fi film topic, in the plural in one ("parallel universes"): not alone
+    films = [("universe", "universe", 0.05), ("sci-fi", "sci-fi", 0.04)]
+    assert plural_alone(films, {"universe": 4}, 4, forms.__getitem__, plural_in) == films
+    assert label_from(["games", "exploration"], 0) == "games" and label_from(["game", "exploration"], 0) == (
+        "game and exploration"
+    )
+    assert plural_word("games") and plural_word("costs") and not plural_word("news") and not plural_word("series")
+    assert not plural_word("game") and not plural_word("species")
+
+
 def test_a_broad_words_partner_is_a_noun_that_adds_conversations_and_is_not_the_word_again() -> None:
     """Keywords stored by an older chatmem still never give a broad word alone: it is shown with the next noun that
     is not an adjective ("upbeat") nor the same word again ("birding"). Of the keywords after it, the partner is a
     specific one, and of those the one said in most of the conversations the broad word is not."""
     assert label_from(["music", "upbeat", "lyrics"], 0) == "music and lyrics"
-    assert label_from(["birds", "birding", "habitats"], 0) == "birds and habitats"
+    assert label_from(["bird", "birding", "habitats"], 0) == "bird and habitats"
     assert label_from(["art", "artwork", "gallery"], 0) == "art and gallery"
     assert label_from(["company"], 0) == "company"  # nothing to show it with
+    # what a person asks for is no subject: "language and guidance", "game and recommendations" were labels
+    assert label_from(["language", "guidance", "English"], 0) == "language and English"
+    assert label_from(["recommendations", "book recommendations"], 0) == "book recommendations"
     ranked = [(k, k, 0.05 - i / 100) for i, k in enumerate(["company", "business", "startup", "mentoring"])]
     said = {
         "company": {"a", "b", "c", "d"},
