@@ -114,8 +114,9 @@ def name_topics(
 
 # Bump when the keyword or label rules change what a topic's keywords are (their order included: the label reads
 # it): an incremental run keeps its base's keywords (cluster/assign.py) unless they were computed under another
-# version. 2: a broad word's longer form or partner ("morning routine", "company and career").
-KEYWORDS_VERSION = 2
+# version. 2: a broad word's longer form or partner ("morning routine", "company and career"). 3: no pieces of words
+# nor misspellings ("clo", "departhent": cluster/keyword_rules.py `no_word`).
+KEYWORDS_VERSION = 3
 
 PHRASE_ROWS = 5000  # sampled segments whose phrases the tuning objective's phrase coherence reads
 

@@ -43,7 +43,16 @@ from clients.chinese_words import HAN
 from clients.parts_of_speech import ENGLISH_FUNCTION, ENGLISH_FUNCTION_SHARE, parts_of_speech
 from clients.prose import prose
 from cluster import chinese_keywords
-from cluster.keyword_rules import breaks, lead_first, partner_second, sentence_case, shown_in_run, trailing, unglued
+from cluster.keyword_rules import (
+    breaks,
+    lead_first,
+    no_word,
+    partner_second,
+    sentence_case,
+    shown_in_run,
+    trailing,
+    unglued,
+)
 
 # A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI"); never
 # letters glued after a digit, a number's unit ("mAh" of "5,000mAh", "GB" of "16GB", "px", "st" of "1st").
@@ -362,7 +371,11 @@ def ctfidf_phrases(
         counts = per_topic[topic]
         floor = 2 if len(docs[topic]) >= 4 else 1
         size = sum(counts.weight.values()) or 1.0
-        usable = [k for k, df in counts.df.items() if df >= floor and _keyword_ok(k)]
+        usable = [
+            k
+            for k, df in counts.df.items()
+            if df >= floor and _keyword_ok(k) and (" " in k or not no_word(counts.shown(k)))
+        ]
         shared = [k for k in usable if counts.spread[k] >= 2] if spread[topic] >= 2 else usable
         scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
         chosen = _pick(scored, counts.df, top_k)

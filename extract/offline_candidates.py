@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from extract import lexicon
 from extract.offline_messages import _Message
+from extract.phrase_trim import KIND_HEADS
 from extract.phrases import phrases
 from extract.tokens import Phrase, key_of, plausible_word, singular
 from extract.word_kinds import QUALIFYING_OPENERS, _name_opener
@@ -45,6 +46,7 @@ class _Candidate:
     firm: bool = False  # proposed by the plain rules at least once, not only with a modifier they cut (loose)
     coded: bool = False  # a word the user says that the segment writes as inline code: a function, command, keyword
     head: bool = False  # one word that heads a reply's list item ("- Mutability: Lists are mutable, ...")
+    written: Counter[str] = field(default_factory=Counter)  # mentions written with a capital inside a sentence
 
     def proposals(self) -> int:
         return sum(self.forms.values())
@@ -55,6 +57,10 @@ class _Candidate:
     def title(self) -> str:
         """The most frequent cased form ("AWS Glue" over "aws glue"); an all-lower form gets a capital."""
         cased = {f: n for f, n in self.forms.items() if f != f.casefold()}
+        if not cased and self.written:
+            # proposed only as typed in lower case ("aws services"), written with capitals where the segment says it
+            # again ("AWS services" in a reply past the part its phrases are taken from): "Aws services" is no one's
+            cased = {f: n for f, n in self.written.items() if f.casefold() in self.forms}
         best = max((cased or self.forms).items(), key=lambda kv: (kv[1], kv[0] != kv[0].casefold(), kv[0]))[0]
         return best if best != best.casefold() else best[:1].upper() + best[1:]
 
@@ -84,7 +90,24 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
     _own_possessive(found)
+    _fold_kind_heads(found)
     return found
+
+
+def _fold_kind_heads(found: dict[tuple[str, ...], _Candidate]) -> None:
+    """ "aws services" typed by the user, "AWS services" where the segment says it again: the name and a head that
+    only says what kind of thing it is (extract.phrase_trim cuts it where the phrase is written so; typed in lower case
+    it was no name there), so its mentions are the name's where the segment names it alone ("AWS")."""
+    for key in [k for k in found if len(k) == 2 and k[1] in KIND_HEADS]:
+        candidate = found[key]
+        name = found.get(key_of([key[0]]))
+        first = candidate.title().split(" ", 1)[0]
+        if name is None or not name.named or not any(f.isupper() for f in name.forms) or not first.isupper():
+            continue
+        name.mentions.extend(candidate.mentions)
+        name.cased_mid += candidate.cased_mid
+        name.first_user = name.first_user or candidate.first_user
+        del found[key]
 
 
 # A possessive that owns nothing: at a sentence's or a clause's end, or before a conjunction or an auxiliary ("like
@@ -316,6 +339,8 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
                         # written as a name: with its capital inside a sentence, or whole where a common noun that
                         # opens the sentence opens the name too ("Point Reyes National Seashore")
                         candidate.cased_mid += 1
+                        if first.all_caps or first.inner_capital:
+                            candidate.written[message.view[first.start : words_[i + size - 1].end]] += 1
                     elif first.text == first.lower:
                         candidate.lower_mid += 1
 
