@@ -312,8 +312,10 @@ def _plain_and_loose(
     prose: str, piece: list[Token], opener: Token | None, after: Token | None, last: bool
 ) -> Iterator[Phrase]:
     """The noun phrase of one piece of a run and, where the plain rules cut a modifier off it, the loose one."""
-    if len(piece) > 1 and piece[0].lower.endswith(ADJECTIVE_ENDS):
-        piece = piece[1:]  # "Python-like pseudocode", "Spark-based pipeline": the modifier says which, the rest what
+    if len(piece) > 1 and piece[0].lower.endswith(ADJECTIVE_ENDS) and _written_as_name(piece[0]):
+        # "Python-like pseudocode", "Moroccan-inspired rug": a name's modifier says which, the rest what; a common
+        # word's is part of the term ("role-based access control", "plant-based meals")
+        piece = piece[1:]
     phrase = _trim(piece)
     if len(phrase) > 1:
         phrase = _proper_head(prose, phrase)
