@@ -192,14 +192,22 @@ _UNITS_TEXT = (
 _UNITS = frozenset(_UNITS_TEXT.split())
 
 
+# Units that are no word of a term even where the number before them is gone (the prose view blanks "1/2" and "1/4"
+# as it does paths: "   oz agave syrup", "   teaspoon cayenne pepper"), written in lower case ("Oz", "ML" are names).
+_MEASURES = frozenset("oz ounce ounces tbsp tsp teaspoon teaspoons tablespoon tablespoons ml mg kg lb lbs".split())  # noqa: SIM905
+
+
 # A number joined to its unit by a hyphen ("30-minute", "5-year", "2-3-day"): a measure that modifies a noun, no word
 # of a term ("daily 30-minute cleaning routine").
 _MEASURE = re.compile(r"\d[\d.,/-]*-[^\W\d_]+")
 
 
 def _quantity(token: Token, previous: Token | None) -> bool:
-    """A number, a number joined to its unit ("30-minute") or a unit after a number ("oz" in "1/2 oz agave syrup")."""
+    """A number, a number joined to its unit ("30-minute"), a unit after a number ("2 cups flour") or a unit of
+    measure in lower case ("oz" of "1/2 oz agave syrup", whose fraction the prose view blanks)."""
     if _number(token) or _MEASURE.fullmatch(token.lower) is not None:
+        return True
+    if token.lower in _MEASURES and token.text == token.lower:
         return True
     return previous is not None and token.lower in _UNITS and _number(previous)
 

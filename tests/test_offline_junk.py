@@ -170,6 +170,12 @@ def test_a_quantity_opens_no_term() -> None:
     found = surfaces(recipe)
     assert "agave syrup" in found and "lime juice" in found
     assert not any(s.startswith(("oz", "cups")) for s in found), found
+    # the prose view blanks "1/2" and "1/4" as it does paths: the unit is the quantity's all the same
+    message = _read(SegmentMessage("m1", "assistant", recipe + "\n* 1/4 teaspoon cayenne pepper (optional)", None))
+    found = [p.surface for p in phrases(message.view, "en", message.words)]
+    assert "agave syrup" in found and "cayenne pepper" in found, found
+    assert not any(s.startswith(("oz", "teaspoon")) for s in found), found
+    assert "Wizard of Oz" in surfaces("We watched The Wizard of Oz last night.")
     routine = surfaces("Is it a good idea to set daily tasks, like my daily 30-minute cleaning routine?")
     assert not any("30-minute" in s for s in routine), routine
     assert "Gemini 1.5 Flash" in surfaces("We compared Gemini 1.5 Flash with other models.")  # a version stays
