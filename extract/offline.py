@@ -106,9 +106,9 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # terms that rank nowhere: a reply's passing phrases, common nouns the user says (`_tail`)
 # v41: sentences in another language inside an English message are blanked ("Chúng tôi ...", "Cảm ơn bạn"), a person's
 # short name said after the full name folds into it ("Lloyd" into "Frank Lloyd"), an acronym meets an expansion with a
-# compound or hyphenated word ("RDBMS", "UDF"), a name's kind head typed in lower case is the name ("aws services"), a
-# lower-case form takes the capitals the segment writes ("SQL query"), a quantity, a hyphenated modifier and the verb
-# after an adjective and "to" open no term ("1/2 oz agave syrup", "Python-like pseudocode", "essential to support")
+# compound word ("RDBMS"), a lower-case form takes the capitals the segment writes ("SQL query", "AWS services"), a
+# quantity, a name's hyphenated modifier and the verb after an adjective and "to" open no term ("1/2 oz agave syrup",
+# "Python-like pseudocode", "essential to support"), "Whoever" opens no name
 OFFLINE_VERSION = 41  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 

@@ -15,7 +15,6 @@ from functools import lru_cache
 
 from extract import lexicon
 from extract.offline_messages import _Message
-from extract.phrase_trim import KIND_HEADS
 from extract.phrases import phrases
 from extract.tokens import Phrase, key_of, plausible_word, singular
 from extract.word_kinds import QUALIFYING_OPENERS, _name_opener
@@ -90,24 +89,7 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
         del found[key]  # "a larger dataset" once: the adjective says which one; "linguistic diversity" twice: a term
     _truecase(found)
     _own_possessive(found)
-    _fold_kind_heads(found)
     return found
-
-
-def _fold_kind_heads(found: dict[tuple[str, ...], _Candidate]) -> None:
-    """ "aws services" typed by the user, "AWS services" where the segment says it again: the name and a head that
-    only says what kind of thing it is (extract.phrase_trim cuts it where the phrase is written so; typed in lower case
-    it was no name there), so its mentions are the name's where the segment names it alone ("AWS")."""
-    for key in [k for k in found if len(k) == 2 and k[1] in KIND_HEADS]:
-        candidate = found[key]
-        name = found.get(key_of([key[0]]))
-        first = candidate.title().split(" ", 1)[0]
-        if name is None or not name.named or not any(f.isupper() for f in name.forms) or not first.isupper():
-            continue
-        name.mentions.extend(candidate.mentions)
-        name.cased_mid += candidate.cased_mid
-        name.first_user = name.first_user or candidate.first_user
-        del found[key]
 
 
 # A possessive that owns nothing: at a sentence's or a clause's end, or before a conjunction or an auxiliary ("like

@@ -50,14 +50,14 @@ _PLACE_ADVERBS = frozenset("underneath outside inside above behind upstairs down
 # Heads that, after a name, only say what kind of thing the name is: "Shopify platform" is Shopify, "Parquet
 # file" Parquet, "Hive table" Hive, "SQL statement" SQL. Cut only when every word before the head is written as
 # a name and the head is not ("Amazon Web Services" keeps its last word); the generic nouns above count too.
-KIND_HEADS_TEXT = (
+_KIND_HEADS_TEXT = (
     "platform platforms framework frameworks language languages service services software app apps application"
     " applications engine engines tool tools component components directory directories environment"
     " environments interface api apis website site"
 )
 
 
-KIND_HEADS = frozenset(KIND_HEADS_TEXT.split())
+_KIND_HEADS = frozenset(_KIND_HEADS_TEXT.split())
 
 
 def _common_adjective(token: Token) -> bool:
@@ -162,7 +162,7 @@ def _with_modifiers(piece: list[Token], opener: Token | None, after: Token | Non
 def _kind_head(token: Token) -> bool:
     if token.text != token.lower:
         return False
-    return token.lower in KIND_HEADS or token.lower in GENERIC or singular(token.lower) in GENERIC
+    return token.lower in _KIND_HEADS or token.lower in GENERIC or singular(token.lower) in GENERIC
 
 
 def _trim(piece: list[Token], modifiers: bool = False, gerund: bool = False) -> list[Token]:

@@ -1,8 +1,8 @@
 """Junk the offline extractor wrote on the demo and the real exports (issue 20, session 35), each a rule: another
 language's sentences inside an English reply give no concepts (extract/offline_messages.py `_blank_foreign`), a
 person's short name folds into the full name said first (extract/stand_ins.py `fold_short_names`), an acronym meets an
-expansion with a compound or hyphenated word ("RDBMS", "UDF") and a name's kind head typed in lower case ("aws
-services") is the name (extract/offline_candidates.py `_fold_kind_heads`), and a quantity, a hyphenated modifier or an
+expansion with a compound word ("RDBMS"), a form typed in lower case takes the capitals the segment writes ("AWS
+services": extract/offline_candidates.py `_Candidate.title`), and a quantity, a hyphenated modifier or an
 infinitive's verb opens no term ("1/2 oz agave syrup", "Python-like pseudocode", "to support muscle growth")."""
 
 from __future__ import annotations
@@ -131,25 +131,20 @@ def test_an_acronym_meets_an_expansion_with_a_compound_word() -> None:
     assert "RDBMS" in found and "Relational Database Management System" not in found
 
 
-def test_a_hyphenated_expansion_meets_its_acronym() -> None:
-    found = titles(
-        ("user", "how do I register a UDF in pyspark"),
-        ("assistant", "A User-Defined Function (UDF) lets you run Python code on each row. Register the UDF first."),
-    )
-    assert "UDF" in found and "User-Defined Function" not in found
-
-
-def test_a_name_and_its_kind_typed_in_lower_case_is_the_name() -> None:
-    """spark-first's "aws services cloudwatch": "Aws services" (the user's lower case, capitalised) was a concept
-    beside AWS; the replies write "AWS services": the kind says what AWS is, the concept is AWS."""
+def test_a_name_and_its_kind_typed_in_lower_case_takes_the_replies_capitals() -> None:
+    """spark-first's "aws services cloudwatch": the user's lower case, capitalised, titled a concept "Aws services";
+    the replies write "AWS services" past the opening their phrases are taken from: titled so. (Folding it into AWS
+    cost a held-out conversation its tail: RESULTS.md, session 35.)"""
     reply = (
-        "Amazon CloudWatch is a monitoring service provided by Amazon Web Services (AWS) for cloud resources. It lets"
-        " you collect metrics from various sources such as AWS services and custom applications, and analyze logs"
-        " from AWS services. You can send alarms to AWS Lambda functions."
+        "Amazon CloudWatch is a monitoring service provided by Amazon Web Services (AWS) for cloud resources and"
+        " applications. It lets you collect and track metrics from various sources and set alarms on them."
+        " Metrics Collection: CloudWatch allows you to collect and track metrics from various sources such as AWS"
+        " services, custom applications, and on-premises servers. Log Monitoring: CloudWatch Logs allows you to"
+        " collect, monitor, and analyze log files from various sources, including AWS services and applications."
     )
     found = titles(("user", "aws services cloudwatch"), ("assistant", reply))
-    assert "Aws services" not in found and "AWS services" not in found
-    assert "AWS" in found or "Amazon Web Services" in found
+    assert "Aws services" not in found
+    assert "AWS services" in found
 
 
 def test_a_lower_case_form_takes_the_capitals_the_segment_writes() -> None:
