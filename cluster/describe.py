@@ -116,8 +116,9 @@ def name_topics(
 # it): an incremental run keeps its base's keywords (cluster/assign.py) unless they were computed under another
 # version. 2: a broad word's longer form or partner ("morning routine", "company and career"). 3: a broad word most
 # of a topic's conversations say, half of them in the plural, shown alone in the plural ("games"), else singular;
-# what is asked for ("guidance", "recommendations") never a label or a partner alone.
-KEYWORDS_VERSION = 3
+# what is asked for ("guidance", "recommendations") never a label or a partner alone. 4: no pieces of words nor
+# misspellings ("clo", "departhent": cluster/keyword_rules.py `no_word`).
+KEYWORDS_VERSION = 4
 
 PHRASE_ROWS = 5000  # sampled segments whose phrases the tuning objective's phrase coherence reads
 

@@ -93,6 +93,46 @@ def sentence_case(phrase: str) -> str:
     return phrase[:1].lower() + phrase[1:] if parts_of_speech(first.lower()) else phrase
 
 
+# A keyword that is no word: a lower-case one of up to SHORT_PIECE letters no lexicon knows and rarer than
+# PIECE_ZIPF ("clo" of a text that writes "clo aked"), or one of TYPO_LETTERS or more that wordfreq does not know, one
+# edit from a word at least TYPO_NEAR_ZIPF common ("departhent"). Written in capitals it is an acronym ("CSV", "RDD");
+# a name wordfreq does not know is one edit from no common word ("pyspark", "sqoop").
+SHORT_PIECE = 3
+PIECE_ZIPF = 3.0
+TYPO_LETTERS = 5
+TYPO_NEAR_ZIPF = 4.0
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+
+
+@lru_cache(maxsize=50_000)
+def no_word(shown: str) -> bool:
+    """Whether a one-word keyword, as shown, is a piece of a word or a misspelling rather than a word a person would
+    file a topic under ("clo", "departhent")."""
+    from wordfreq import zipf_frequency
+
+    if not (shown.isascii() and shown.isalpha() and shown.islower()) or parts_of_speech(shown):
+        return False
+    if len(shown) <= SHORT_PIECE:
+        return zipf_frequency(shown, "en") < PIECE_ZIPF
+    if len(shown) < TYPO_LETTERS or zipf_frequency(shown, "en") > 0:
+        return False
+    return any(zipf_frequency(near, "en") >= TYPO_NEAR_ZIPF for near in _edits(shown))
+
+
+def _edits(word: str) -> Iterable[str]:
+    """Every string one edit from `word`: a letter dropped, added or changed, or two neighbours swapped."""
+    for i in range(len(word) + 1):
+        left, right = word[:i], word[i:]
+        for c in _ALPHABET:
+            yield left + c + right
+            if right and c != right[0]:
+                yield left + c + right[1:]
+        if right:
+            yield left + right[1:]
+        if len(right) > 1:
+            yield left + right[1] + right[0] + right[2:]
+
+
 LEAD_FROM = 3  # keywords the one shown first (the topic's label) is chosen from, with the best one's longer forms
 LEAD_SHARE = 0.75  # a phrase or name leads when it is said in this share of the conversations the best one is
 BROAD_ZIPF = 4.5  # wordfreq's Zipf (log10 uses per billion words) from which one common word is too broad a label

@@ -46,6 +46,7 @@ from cluster import chinese_keywords
 from cluster.keyword_rules import (
     breaks,
     lead_first,
+    no_word,
     partner_second,
     plural_alone,
     plural_word,
@@ -376,7 +377,11 @@ def ctfidf_phrases(
         counts = per_topic[topic]
         floor = 2 if len(docs[topic]) >= 4 else 1
         size = sum(counts.weight.values()) or 1.0
-        usable = [k for k, df in counts.df.items() if df >= floor and _keyword_ok(k)]
+        usable = [
+            k
+            for k, df in counts.df.items()
+            if df >= floor and _keyword_ok(k) and (" " in k or not no_word(counts.shown(k)))
+        ]
         shared = [k for k in usable if counts.spread[k] >= 2] if spread[topic] >= 2 else usable
         scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
         chosen = _pick(scored, counts.df, top_k)

@@ -116,6 +116,47 @@ def _english_words(text: str, code: str) -> bool:
     return english >= _ENGLISH_ZIPF and english + _CLEARLY_MORE > other
 
 
+# A sentence of an English text is in another language where its words are this common in that language, on average,
+# and this much more common there than in English ("Chúng tôi rất vui khi ...": Vietnamese 5.9, English 1.4); a list
+# of names or terms ("AWS Glue, Redshift, EMR, Athena") is common in no language and stays English.
+FOREIGN_ZIPF = 3.0
+
+
+# A sentence in another language is one written in it, with its grammar: at least this share of its words among that
+# language's FOREIGN_GRAMMAR_WORDS most frequent (articles, pronouns, particles, auxiliaries).
+FOREIGN_GRAMMAR_WORDS = 300
+
+
+FOREIGN_GRAMMAR_SHARE = 0.3
+
+
+def foreign_language(sentence: str) -> str | None:
+    """The language a sentence quoted inside an English message is written in ("Cảm ơn bạn đã chọn ...", a reply's
+    example in Vietnamese; "Je voudrais un café", a phrase to translate), or None where it reads as English or its
+    words are common in no language (names, terms, identifiers). Four words at least: fewer say too little."""
+    written = _ANY_WORD.findall(sentence[:2000])[:200]
+    if len(written) < 4 or sum(w.islower() for w in written) * 3 < len(written) * 2 or looks_english(sentence):
+        return None  # "La Sagrada Familia de Barcelona", "(9 Carrefour de l'Odeon)": names, written with capitals
+    words = [w.casefold() for w in written]
+    code = language_of(sentence)
+    if code == "en" or code not in LANGUAGES_WITH_FREQUENCIES:
+        return None  # Chinese, Japanese, Korean: no word frequencies without a segmenter here
+    grammar = frequent_words(code, FOREIGN_GRAMMAR_WORDS)
+    if sum(w in grammar for w in words) < FOREIGN_GRAMMAR_SHARE * len(words):
+        return None  # "Tacos al pastor, carne asada": names of things, a list an English text gives as it is
+    english = sum(zipf(w, "en") for w in words) / len(words)
+    other = sum(zipf(w, code) for w in words) / len(words)
+    return code if other >= FOREIGN_ZIPF and other >= english + _CLEARLY_MORE else None
+
+
+def foreign_words(sentence: str, code: str) -> bool:
+    """Whether a short sentence after one in `code` (`foreign_language`) is in that language too ("Cảm ơn bạn." after
+    a Vietnamese sentence): not English by its words, and one of them among the language's most frequent."""
+    words = [w.casefold() for w in _ANY_WORD.findall(sentence[:2000])]
+    grammar = frequent_words(code, FOREIGN_GRAMMAR_WORDS)
+    return bool(words) and not looks_english(sentence) and any(w in grammar for w in words)
+
+
 @lru_cache(maxsize=1 << 18)
 def zipf(word: str, language: str = "en") -> float:
     """Background frequency of a word on the Zipf scale (0 for a word the lists do not hold)."""

@@ -17,11 +17,12 @@ from extract.phrase_trim import _proper_head, _qualified, _trim, _with_modifiers
 from extract.tokens import Phrase, Token, _acronym, _joined, _phrase, plausible_word
 from extract.word_kinds import (
     _COMMON_OPENERS,
+    ADJECTIVE_ENDS,
     NOT_NAMES,
     _adverb_only,
     _command,
     _generic,
-    _number,
+    _quantity,
     _verb_s,
     _written_as_name,
 )
@@ -81,7 +82,7 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
         if (
             token is not None
             and not token.stop
-            and (not _number(token) or _inner_version(prose, run, words, i))
+            and (not _quantity(token, previous) or _inner_version(prose, run, words, i))
             and (
                 not run
                 or (_joined(prose, run[-1], token) and not token.sentence_start)
@@ -101,7 +102,7 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
         elif len(run) >= 2 and _verb_after_subject(prose, run, before, words, i):
             run = run[:-1]  # "This function takes a function", "a job takes 15 mins": a subject, then its verb
         yield from _split_run(prose, run, before)
-        run = [token] if token is not None and not token.stop and not _number(token) else []
+        run = [token] if token is not None and not token.stop and not _quantity(token, previous) else []
         before, infinitive = previous, _verb_slot(earlier, previous)
         earlier, previous = previous, token
 
@@ -205,6 +206,7 @@ def _descriptive_genitive(prose: str, article: Token | None, owner: Token, head:
 _INFINITIVE_HEADS_TEXT = (
     "how want wants wanted wanting need needs needed trying try tries tried able unable going have has had"
     " like love would ways way steps tips best easiest decided plan planning hoping hope learn learning"
+    " essential important crucial necessary vital easy easier hard harder difficult helpful useful order"
 )
 
 
@@ -310,6 +312,10 @@ def _plain_and_loose(
     prose: str, piece: list[Token], opener: Token | None, after: Token | None, last: bool
 ) -> Iterator[Phrase]:
     """The noun phrase of one piece of a run and, where the plain rules cut a modifier off it, the loose one."""
+    if len(piece) > 1 and piece[0].lower.endswith(ADJECTIVE_ENDS) and _written_as_name(piece[0]):
+        # "Python-like pseudocode", "Moroccan-inspired rug": a name's modifier says which, the rest what; a common
+        # word's is part of the term ("role-based access control", "plant-based meals")
+        piece = piece[1:]
     phrase = _trim(piece)
     if len(phrase) > 1:
         phrase = _proper_head(prose, phrase)

@@ -91,7 +91,7 @@ from extract.offline_scoring import (
     _spelt_right,
     _Vocabulary,
 )
-from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions
+from extract.stand_ins import drop_numbered, drop_placeholders, fold_expansions, fold_short_names
 from extract.types import ExtractionFailure, ExtractionOutput, SegmentInput
 from extract.word_kinds import ADJECTIVE_ENDS
 
@@ -104,7 +104,12 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # capital then a verb's -s form then an object is a clause ("Grandma loves the garden"), "-inspired" words are
 # modifiers, "McDonald's" keeps its 's, "Happy Mother's Day" is "Mother's Day", and past a full open set up to four
 # terms that rank nowhere: a reply's passing phrases, common nouns the user says (`_tail`)
-OFFLINE_VERSION = 40  # bump with any change to the rules here or in the modules above: part of the extraction cache key
+# v41: sentences in another language inside an English message are blanked ("Chúng tôi ...", "Cảm ơn bạn"), a person's
+# short name said after the full name folds into it ("Lloyd" into "Frank Lloyd"), an acronym meets an expansion with a
+# compound word ("RDBMS"), a lower-case form takes the capitals the segment writes ("SQL query", "AWS services"), a
+# quantity, a name's hyphenated modifier and the verb after an adjective and "to" open no term ("1/2 oz agave syrup",
+# "Python-like pseudocode", "essential to support"), "Whoever" opens no name
+OFFLINE_VERSION = 41  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of
@@ -174,6 +179,7 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     _settle_languages(messages)
     candidates = _candidates(messages)
     fold_expansions(candidates)
+    fold_short_names(candidates, {id(m): i for i, m in enumerate(messages)})
     drop_numbered(candidates)
     drop_placeholders(candidates)
     for key in [k for k, c in candidates.items() if c.defined or 0 < c.not_subject >= c.proposals() - c.quoted]:

@@ -45,6 +45,7 @@ class _Candidate:
     firm: bool = False  # proposed by the plain rules at least once, not only with a modifier they cut (loose)
     coded: bool = False  # a word the user says that the segment writes as inline code: a function, command, keyword
     head: bool = False  # one word that heads a reply's list item ("- Mutability: Lists are mutable, ...")
+    written: Counter[str] = field(default_factory=Counter)  # mentions written with a capital inside a sentence
 
     def proposals(self) -> int:
         return sum(self.forms.values())
@@ -55,6 +56,10 @@ class _Candidate:
     def title(self) -> str:
         """The most frequent cased form ("AWS Glue" over "aws glue"); an all-lower form gets a capital."""
         cased = {f: n for f, n in self.forms.items() if f != f.casefold()}
+        if not cased and self.written:
+            # proposed only as typed in lower case ("aws services"), written with capitals where the segment says it
+            # again ("AWS services" in a reply past the part its phrases are taken from): "Aws services" is no one's
+            cased = {f: n for f, n in self.written.items() if f.casefold() in self.forms}
         best = max((cased or self.forms).items(), key=lambda kv: (kv[1], kv[0] != kv[0].casefold(), kv[0]))[0]
         return best if best != best.casefold() else best[:1].upper() + best[1:]
 
@@ -316,6 +321,8 @@ def _index_mentions(messages: list[_Message], found: dict[tuple[str, ...], _Cand
                         # written as a name: with its capital inside a sentence, or whole where a common noun that
                         # opens the sentence opens the name too ("Point Reyes National Seashore")
                         candidate.cased_mid += 1
+                        if first.all_caps or first.inner_capital:
+                            candidate.written[message.view[first.start : words_[i + size - 1].end]] += 1
                     elif first.text == first.lower:
                         candidate.lower_mid += 1
 

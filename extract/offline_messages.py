@@ -136,6 +136,8 @@ def _read(message: SegmentMessage) -> _Message:
     # sentence ends as far as a span around what is read can reach (`span`: past it, a span is cut the same)
     stops = [m.start() for m in _STOPS.finditer(message.text, 0, limit + MAX_SPAN_CHARS + 1)]
     language = lexicon.language_of(view)
+    if language == "en":
+        view = _blank_foreign(view)
     words = chinese.tokens(view) if language == "zh" else tokens(view)  # Chinese is cut into words by jieba
     # str.islower: some cased letter and no capital at all (one pass in C; a script without case is never blind)
     return _Message(
@@ -150,6 +152,34 @@ def _read(message: SegmentMessage) -> _Message:
         fences,
         source,
     )
+
+
+# A sentence of the prose view: up to a stop and the space after it, or a line's end (a quote mark may close it).
+_SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+[\"'”’)]*(?=\s|$)|[.!?]+|\n|$)")
+
+
+def _blank_foreign(view: str) -> str:
+    """The view with the sentences of an English message that are written in another language blanked (a reply's
+    examples in Vietnamese, "Cảm ơn bạn đã chọn ...", a French phrase the user asks to translate): their words are
+    no English words, and read as English their capitals open names ("Chúng") and their runs make phrases ("Cảm ơn
+    bạn"). A short sentence after one goes with it where it is no English ("Cảm ơn bạn."). Names and lists of
+    terms in another language stay (lexicon.foreign_language)."""
+    if view.isascii():
+        # the cost: most sentences of the languages met inside English chats write a letter outside ASCII
+        return view
+    pieces: list[str] = []
+    last: str | None = None
+    for match in _SENTENCE.finditer(view):
+        sentence = match.group(0)
+        if not sentence.strip():
+            pieces.append(sentence)
+            continue
+        code = lexicon.foreign_language(sentence)
+        if code is None and last is not None and lexicon.foreign_words(sentence, last):
+            code = last
+        last = code
+        pieces.append(sentence if code is None else re.sub(r"[^\n]", " ", sentence))
+    return "".join(pieces)
 
 
 def _word_end(text: str, limit: int) -> int:

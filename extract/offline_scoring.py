@@ -98,6 +98,8 @@ def _common_noun_repeated(candidate: _Candidate) -> bool:
     ranks nowhere (`_single_word_ok`) but no commoner than TAIL_ZIPF_STEP above the bar."""
     user = candidate.user_mentions()
     word = candidate.key[0]
+    if word.endswith(ADJECTIVE_ENDS):
+        return False  # "AI-powered", which the lexicon guesses is a noun: a modifier (`_single_word_ok`)
     if not user or len(candidate.mentions) <= user or "NOUN" not in lexicon.parts_of_speech(word):
         return False
     return lexicon.zipf(word, candidate.language) < COMMON_WORD_ZIPF + TAIL_ZIPF_STEP

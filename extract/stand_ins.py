@@ -7,6 +7,7 @@ Used by the offline extractor (extract/offline.py) on its candidates before they
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from extract import lexicon
@@ -38,6 +39,10 @@ def fold_expansions(candidates: dict[tuple[str, ...], Candidate]) -> None:
             initials = "".join(w[0] for w in key if w not in _INITIALS_SKIP)
         # An acronym said in capitals, or in lower case when it is no English word ("df" for "data frame").
         target = acronyms.get(initials)
+        if target is None and len(key) > 1:
+            # "RDBMS", "Relational Database Management System": a compound word gives the initials of its parts
+            initials = next((i for i in _compound_initials(key) if i in acronyms), initials)
+            target = acronyms.get(initials)
         if target is None and len(initials) >= 2 and not lexicon.parts_of_speech(initials):
             target = short.get(initials)
         if target is None or target is candidates[key] or target.key not in candidates:
@@ -54,6 +59,109 @@ def fold_expansions(candidates: dict[tuple[str, ...], Candidate]) -> None:
         target.cased_mid += expansion.cased_mid
         target.lower_mid += expansion.lower_mid
         target.first_user = target.first_user or expansion.first_user
+
+
+# A full name of this many words at most whose first or last word the segment also writes alone: a person's ("Frank
+# Lloyd" then "Lloyd", "Bai Long Ma" then "Bai"); longer runs are titles and institutions.
+SHORT_FORM_OF = 3
+
+
+def fold_short_names(candidates: dict[tuple[str, ...], Candidate], order: dict[int, int]) -> None:
+    """A name written in full, then by one of its ends alone ("How did Frank Lloyd's identity ...", then "Lloyd
+    explored ..."; "Bai Long Ma hesitated", then "Bai nodded"), is one candidate: the lone word's mentions join the
+    full name's, as a story or a biography calls a person by the surname or the given name once introduced. Only
+    where the full name comes first, is written in plain capitals ("AWS Lambda", "PySpark SQL" are products), is
+    the only name in the segment that holds the word (a maker's or a family's: "Google" beside "Google Sheets" and
+    "Google Drive"), and the word is never written in lower case ("Spark" of "spark of hope"). `order` gives each
+    message's place in the segment (by `id`)."""
+    holders: dict[str, list[Candidate]] = {}
+    for key, candidate in candidates.items():
+        if len(key) > 1 and (candidate.named or candidate.cased_mid):
+            for word in set(key):
+                holders.setdefault(singular(word), []).append(candidate)
+    for key in [k for k, c in candidates.items() if len(k) == 1 and c.named and c.mentions]:
+        short = candidates[key]
+        owners = holders.get(key[0], [])
+        if len(owners) != 1 or short.lower_mid or not short.cased_mid:
+            continue
+        if not all(_plain_capital(f) or f.islower() for f in short.forms):
+            continue  # lower case: "Bai" opening a sentence, as _form writes it; "AWS" is an acronym
+        full = owners[0]
+        if (
+            not 1 < len(full.key) <= SHORT_FORM_OF
+            or not full.mentions
+            or key[0]
+            not in (
+                singular(full.key[0]),
+                full.key[-1],
+            )
+        ):
+            continue
+        if not all(all(_plain_capital(w) for w in f.split(" ")) for f in full.forms):
+            continue
+        if sum(
+            _PERSONAL.search(m.view, max(0, start - PERSON_WINDOW), end + PERSON_WINDOW) is not None
+            for m, start, end in short.mentions
+        ) * 2 < len(short.mentions):
+            continue  # "Apache Spark" then "Spark", "Seattle Mariners" and "Seattle": things, no one's short name
+        spans = [(order[id(m)], start, end) for m, start, end in full.mentions]
+        alone = [(m, start, end) for m, start, end in short.mentions if not _within(spans, order[id(m)], start, end)]
+        if not alone or min(spans) > min((order[id(m)], start, end) for m, start, end in alone):
+            continue  # "Spark" said before "Spark Streaming": a name of its own, that the longer one uses
+        full.mentions.extend(alone)
+        full.cased_mid += short.cased_mid
+        full.first_user = full.first_user or short.first_user
+        del candidates[key]
+
+
+# A person is "he" or "she" around the mentions of their short name ("Lloyd explored ... in his films"); a product, a
+# place or a team is "it" or "they".
+_PERSONAL = re.compile(r"\b(?:he|she|his|her|him|hers|himself|herself)\b", re.IGNORECASE)
+
+
+PERSON_WINDOW = 200
+
+
+def _plain_capital(word: str) -> bool:
+    """ "Lloyd", "Long": a word with its capital and no other ("AWS", "PySpark" are no person's name)."""
+    letters = word.replace("'", "").replace("’", "").replace("-", "")
+    return letters.isalpha() and letters[:1].isupper() and (letters[1:].islower() or len(letters) == 1)
+
+
+def _within(spans: list[tuple[int, int, int]], message: int, start: int, end: int) -> bool:
+    return any(m == message and s <= start and end <= e for m, s, e in spans)
+
+
+def _compound_initials(key: tuple[str, ...]) -> list[str]:
+    """The initials of an expansion where a word of it is a compound of two English words ("database": "db", so
+    "relational database management system" is "rdbms"), one compound at a time; [] where no word is one. A
+    hyphenated word is left out: "Server-Side Encryption" folded into SSE left "Encryption" alone, a concept of its
+    own (a dev conversation's top five lost SSE)."""
+    words = [w for w in key if w not in _INITIALS_SKIP]
+    found = []
+    for i, word in enumerate(words):
+        for part in _compound_parts(word):
+            found.append("".join(w[0] if j != i else w[0] + w[part] for j, w in enumerate(words)))
+    return found
+
+
+# Both parts of a compound word are English words at least this common and this long ("data" + "base", "frame" +
+# "work", "key" + "board"), so that a word is not cut at any letter that happens to fit an acronym.
+COMPOUND_PART_ZIPF = 3.5
+
+
+COMPOUND_PART_CHARS = 3
+
+
+@lru_cache(maxsize=1 << 12)
+def _compound_parts(word: str) -> tuple[int, ...]:
+    return tuple(
+        k
+        for k in range(COMPOUND_PART_CHARS, len(word) - COMPOUND_PART_CHARS + 1)
+        if word.isalpha()
+        and lexicon.zipf(word[:k]) >= COMPOUND_PART_ZIPF
+        and lexicon.zipf(word[k:]) >= COMPOUND_PART_ZIPF
+    )
 
 
 _CAMEL_PART = re.compile(r"[A-Z][a-z]+")

@@ -138,9 +138,16 @@ _BARE_CONTRACTIONS = frozenset(
 )
 
 
+# Pronouns of "-ever" that open a clause ("Whoever Bai is talking to ...") and that extract.text's list (which the
+# segment stage's keyword overlap reads too) leaves out: no word of a name or a term.
+_EVER_PRONOUNS = frozenset("whoever whomever whichever wherever whenever".split())  # noqa: SIM905
+
+
 @lru_cache(maxsize=1 << 16)
 def _is_stop(lower: str) -> bool:
-    return is_stopword(lower) or lower in lexicon.ENGLISH_FUNCTION or lower in _BARE_CONTRACTIONS
+    if lower in _EVER_PRONOUNS or lower in _BARE_CONTRACTIONS:
+        return True
+    return is_stopword(lower) or lower in lexicon.ENGLISH_FUNCTION
 
 
 class Phrase(NamedTuple):

@@ -9,6 +9,7 @@ scorer (GENERIC).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -176,6 +177,39 @@ def _number(token: Token) -> bool:
     return token.lower.replace(".", "").replace(",", "").isdigit() or (
         token.lower in _NUMBER_WORDS and token.text == token.lower
     )
+
+
+# Units a number measures in: after a number they are the quantity's ("1/2 oz agave syrup", "2 cups flour", "16 GB
+# RAM"), no word of the term that follows.
+_UNITS_TEXT = (
+    "oz ounce ounces lb lbs pound pounds g gram grams kg mg mcg ml l liter liters litre litres cup cups tbsp tsp"
+    " tablespoon tablespoons teaspoon teaspoons pinch dash inch inches cm mm km ft foot feet mile miles"
+    " minute minutes min mins hour hours hr hrs second seconds sec secs day days week weeks month months year years"
+    " kb mb gb tb x pcs piece pieces slice slices clove cloves serving servings percent"
+)
+
+
+_UNITS = frozenset(_UNITS_TEXT.split())
+
+
+# Units that are no word of a term even where the number before them is gone (the prose view blanks "1/2" and "1/4"
+# as it does paths: "   oz agave syrup", "   teaspoon cayenne pepper"), written in lower case ("Oz", "ML" are names).
+_MEASURES = frozenset("oz ounce ounces tbsp tsp teaspoon teaspoons tablespoon tablespoons ml mg kg lb lbs".split())  # noqa: SIM905
+
+
+# A number joined to its unit by a hyphen ("30-minute", "5-year", "2-3-day"): a measure that modifies a noun, no word
+# of a term ("daily 30-minute cleaning routine").
+_MEASURE = re.compile(r"\d[\d.,/-]*-[^\W\d_]+")
+
+
+def _quantity(token: Token, previous: Token | None) -> bool:
+    """A number, a number joined to its unit ("30-minute"), a unit after a number ("2 cups flour") or a unit of
+    measure in lower case ("oz" of "1/2 oz agave syrup", whose fraction the prose view blanks)."""
+    if _number(token) or _MEASURE.fullmatch(token.lower) is not None:
+        return True
+    if token.lower in _MEASURES and token.text == token.lower:
+        return True
+    return previous is not None and token.lower in _UNITS and _number(previous)
 
 
 # The cardinal numbers written as words that are no stop words ("one", "two" are).

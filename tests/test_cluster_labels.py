@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cluster.keyword_rules import generic, lead_first, partner_second, plural_alone, plural_word
+from cluster.keyword_rules import generic, lead_first, no_word, partner_second, plural_alone, plural_word
 from cluster.labels import label_from, labels_for
 from cluster.phrases import PhraseCounts, candidates, clean, ctfidf_phrases, phrase_keys
 from cluster.topics import ctfidf, labels_of
@@ -236,6 +236,25 @@ def test_a_vague_noun_numbered_or_described_is_no_keyword() -> None:
     assert not {p.lower() for p in ranked[0].phrases} & {"part ii", "ii", "typical steps", "part", "typical step"}
     assert label_from(["Part II", "Horizon Zero Dawn", "combat"], 0) == "Horizon Zero Dawn"  # stored keywords
     assert label_from(["Wow", "Leopard", "snow"], 0) == "Leopard"
+
+
+def test_a_piece_of_a_word_or_a_misspelling_is_no_keyword() -> None:
+    """ "clo" (a fixture's "This realm, clo aked in perpetual twilight", said twice) and "departhent" (the demo's
+    "departhent, salary difference", typed in several conversations) were topic keywords: a lower-case piece no
+    lexicon knows and a word wordfreq does not know one edit from a common one are no words. An acronym written in
+    capitals ("CSV") and a name wordfreq does not know ("pyspark", "sqoop") stay."""
+    assert no_word("clo") and no_word("departhent")
+    assert not any(no_word(w) for w in ("CSV", "pyspark", "sqoop", "department", "api", "seo", "ghee", "scala"))
+    realm = [
+        "The enigmatic kingdom of Eldoria, clo aked in perpetual twilight, was the story's setting.",
+        "Eldoria, a realm clo aked in mist, hides the kingdom's story.",
+    ]
+    salary = ["departhent, salary difference between departments", "salary difference per departhent and department"]
+    other = ["The quarterly budget review is due on Friday.", "Send the budget review to finance."]
+    ranked = ctfidf_phrases({0: realm, 1: salary, 2: other}, 8)
+    shown = {p.lower() for r in ranked.values() for p in r.phrases}
+    assert "eldoria" in shown and "salary difference" in shown
+    assert not shown & {"clo", "aked", "departhent"}
 
 
 def test_a_broad_word_yields_to_a_phrase_most_of_its_conversations_share() -> None:
