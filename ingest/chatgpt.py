@@ -5,7 +5,8 @@
           "id", "author": {"role", "name"}, "create_time", "content": {"content_type", ...}, "metadata"}}}}]
 
 A single conversation object (one element of that list, as a tool or a user saves one conversation) is read as
-an export of that one conversation, as Claude's is (ingest/claude.py).
+an export of that one conversation, as Claude's is (ingest/claude.py); conversation objects one per line (the
+list's elements written as JSONL) are read a line at a time, a bad line quarantined (ingest/object_lines.py).
 
 One conversation is held in memory at a time. Each node with a message becomes a `DraftMessage`; nodes
 without one (the "client-created-root" and other skeleton nodes) are passed to `build_thread` as structural
@@ -35,6 +36,7 @@ from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.chatgpt_content import content_type_of, render_content
 from ingest.detect import peek_start
 from ingest.jsonstream import MAX_DEPTH, TooDeep, guard_depth, iter_json_items
+from ingest.object_lines import iter_objects
 from ingest.raw_skip import RawLookup, Unchanged
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
@@ -54,9 +56,12 @@ def parse(
     conversation before the break has been yielded.
     """
     first, replay = peek_start(stream)
-    if first == b"{":  # one conversation object
-        for record in iter_json_items(replay, "", name=name):
-            yield from guard_depth(parse_conversation(record, 0, "conversation"), "conversation")
+    if first == b"{":  # one conversation object, or conversation objects one per line
+        for locator, record in iter_objects(replay, name=name):
+            if isinstance(record, QuarantineRecord):
+                yield record
+                continue
+            yield from guard_depth(parse_conversation(record, 0, locator), locator)
         return
     if first != b"[":
         found = repr(first) if first else "an empty file"

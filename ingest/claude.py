@@ -6,7 +6,8 @@
                          "extracted_content"}], "files": [...], "parent_message_uuid"?}]}]
 
 The top level is a list of conversations (the data export) or a single conversation object (what the web
-API returns, e.g. the claude-chat-viewer sample); the first significant byte decides. One conversation is in
+API returns, e.g. the claude-chat-viewer sample), or such objects one per line (ingest/object_lines.py); the first
+significant byte decides. One conversation is in
 memory at a time.
 
 Text: when a message has `content` blocks they are rendered in order and joined by blank lines
@@ -39,6 +40,7 @@ from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.chatgpt_content import all_strings
 from ingest.detect import json_kind, peek_start, raw_json
 from ingest.jsonstream import TOO_DEEP_MESSAGE, TooDeep, guard_depth, iter_json_items, too_deep_link
+from ingest.object_lines import iter_objects
 from ingest.raw_skip import RawLookup, Unchanged
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
@@ -59,9 +61,12 @@ def parse(
     the break was yielded.
     """
     first, replay = peek_start(stream)
-    if first == b"{":
-        for record in iter_json_items(replay, "", name=name):
-            yield from guard_depth(parse_conversation(record, "conversation"), "conversation")
+    if first == b"{":  # one conversation object, or conversation objects one per line
+        for locator, record in iter_objects(replay, name=name):
+            if isinstance(record, QuarantineRecord):
+                yield record
+                continue
+            yield from guard_depth(parse_conversation(record, locator), locator)
     elif first == b"[":
         for index, record in enumerate(iter_json_items(replay, "item", name=name, lookup=lookup)):
             if isinstance(record, Unchanged):

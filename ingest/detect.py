@@ -7,7 +7,7 @@ with ijson and looks at the keys of the first record:
     [ {chat_messages ... } ] / [ {uuid, name} ] claude
     [ {id, name, messages} ]                   chatbotui (version 1 had no envelope)
     {chat_messages ...}                        claude (one conversation, as the web API returns it)
-    {mapping | current_node ...}               chatgpt (one conversation of its list)
+    {mapping | current_node ...}               chatgpt (one conversation of its list, or several one per line)
     {conversationId, messages}                 librechat
     {version, history}                         chatbotui
     one JSON object per line with conversation_id, role, text    jsonl (also after a `[`, with no commas)
@@ -301,11 +301,11 @@ def peek_start(stream: BinaryIO) -> tuple[bytes, BinaryIO]:
         start = start[len(_BOM) :] if start.startswith(_BOM) else start
         stripped = start.lstrip(_WHITESPACE)
         if stripped and stripped != _BOM[: len(stripped)]:
-            return stripped[:1], _Replay(b"".join(seen), stream)  # type: ignore[return-value]
-    return b"", _Replay(b"".join(seen), stream)  # type: ignore[return-value]
+            return stripped[:1], Replay(b"".join(seen), stream)  # type: ignore[return-value]
+    return b"", Replay(b"".join(seen), stream)  # type: ignore[return-value]
 
 
-class _Replay(io.RawIOBase):
+class Replay(io.RawIOBase):
     """Read `prefix` first, then the rest of `stream`."""
 
     def __init__(self, prefix: bytes, stream: BinaryIO) -> None:
