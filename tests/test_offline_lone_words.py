@@ -1,20 +1,17 @@
 """One-word concepts the offline extractor wrote on the demo and the real exports that are no concept (issue 20,
 session 35; extract/lone_words.py): the names a reply's own code gives its functions and settings ("handleClick",
-"generateCards", `.appName("MyApp")`) where the user never says them, a day of the week ("Mondays and Wednesdays")
-and a word that can only describe ("cohesive", "informational"); the identifiers the user asks about
-("Multiplication_V", "Addition_V"), a library's API and a describing word the title names stay."""
+"generateCards", `.appName("MyApp")`) where the user never says them and a day of the week ("Mondays and
+Wednesdays"); the identifiers the user asks about ("Multiplication_V", "Addition_V") and a library's type stay."""
 
 from __future__ import annotations
 
 from concept_support import segment_input
 
 from extract.offline import OfflineExtractor
-from extract.types import SegmentInput
 
 
-def titles(*texts: tuple[str, str], title: str = "a title") -> list[str]:
+def titles(*texts: tuple[str, str]) -> list[str]:
     segment = segment_input("seg-lone", list(texts))
-    segment = SegmentInput(segment.segment_id, segment.conversation_id, title, segment.messages, segment.content_hash)
     return [h.title for h in OfflineExtractor(8).extract(segment).hypotheses]
 
 
@@ -88,34 +85,17 @@ def test_days_of_the_week_are_no_concepts() -> None:
     assert not {"Mondays", "Wednesdays"} & set(found), found
 
 
-def test_a_word_that_only_describes_is_no_concept_unless_the_title_names_it() -> None:
-    """ "a cohesive look for my art collection" gave "Cohesive"; "implicit in scala", titled "Implicit in Scala",
-    is about Scala's implicits and keeps "Implicit"."""
-    user = "Do you have any suggestions on how to create a cohesive look for my art collection in the living room?"
-    reply = (
-        "Creating a Cohesive Look for Your Art Collection\n\nHere are some tips to help you achieve a cohesive look:"
-        " repeat one frame colour, keep the spacing even, and pick a cohesive palette from your sofa. A cohesive"
-        " gallery wall starts with one anchor piece."
-    )
-    found = titles(("user", user), ("assistant", reply))
-    assert "Cohesive" not in found, found
-    scala = titles(
-        ("user", "implicit in scala"),
+def test_a_name_the_code_declares_values_of_stays() -> None:
+    """ "val df: DataFrame = ..." declares a value of a library's type: DataFrame stays a concept, and the test's
+    own "object HelloWorld" goes."""
+    found = titles(
+        ("user", "write a unit test case in scala for a spark job that standardizes the column names of a dataframe"),
         (
             "assistant",
-            "In Scala, the concept of implicit plays a significant role in the language. Implicit conversions and"
-            " implicit parameters are two primary use cases for implicits in Scala.\n\n1. Implicit Conversions:\n"
-            "   Implicit conversions allow you to define automatic type conversions in the language. It means that if"
-            " Scala encounters a type mismatch during compilation, it will look for an implicit conversion that can"
-            " convert the value to the expected type.",
+            "Here is a Spark unit test case in Scala. It builds a small DataFrame, runs the standardization and checks"
+            ' the DataFrame\'s column names:\n\n```scala\nobject HelloWorld {\n  val df: DataFrame = Seq((1, "a"))'
+            '.toDF("Id", "Full Name")\n  val result: DataFrame = standardize(df)\n}\n```\n\nThe DataFrame returned'
+            " has lower-case column names; HelloWorld holds the test.",
         ),
-        ("user", "implicit keyword in scala"),
-        (
-            "assistant",
-            "In Scala, the `implicit` keyword is used in several contexts to define implicit conversions, implicit"
-            " parameters, implicit classes, and implicit values. Here are the main use cases of the `implicit`"
-            " keyword in Scala.",
-        ),
-        title="Implicit in Scala",
     )
-    assert "Implicit" in scala and "Scala" in scala, scala
+    assert "DataFrame" in found and "HelloWorld" not in found, found
