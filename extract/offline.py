@@ -77,6 +77,7 @@ from contracts.concepts import SCHEMA_VERSION
 from extract import chinese, lexicon
 from extract.fact_mapper import map_raw_facts
 from extract.facts import FACT_RULES_VERSION, propose_facts
+from extract.lone_words import drop_lone_words
 from extract.mapper import map_raw_hypotheses
 from extract.offline_candidates import _Candidate, _candidates
 from extract.offline_hypotheses import _hypothesis
@@ -109,7 +110,9 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # compound word ("RDBMS"), a lower-case form takes the capitals the segment writes ("SQL query", "AWS services"), a
 # quantity, a name's hyphenated modifier and the verb after an adjective and "to" open no term ("1/2 oz agave syrup",
 # "Python-like pseudocode", "essential to support"), "Whoever" opens no name
-OFFLINE_VERSION = 41  # bump with any change to the rules here or in the modules above: part of the extraction cache key
+# v42: a day of the week ("Mondays") and an identifier the segment's code defines that the user never says
+# ("handleClick", "MyApp") are no concepts (extract/lone_words.py)
+OFFLINE_VERSION = 42  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of
@@ -182,6 +185,7 @@ def propose(segment: SegmentInput, max_concepts: int, open_ranks: int = OPEN_RAN
     fold_short_names(candidates, {id(m): i for i, m in enumerate(messages)})
     drop_numbered(candidates)
     drop_placeholders(candidates)
+    drop_lone_words(candidates, messages)
     for key in [k for k, c in candidates.items() if c.defined or 0 < c.not_subject >= c.proposals() - c.quoted]:
         del candidates[key]  # a value in a statement ('city="CHN"', then 'equal to "CHN"'); "As an AI model, I"
     title_words = {w.casefold() for w in _TITLE_WORD.findall(segment.title or "")}
