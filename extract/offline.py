@@ -112,7 +112,11 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # "Python-like pseudocode", "essential to support"), "Whoever" opens no name
 # v42: a day of the week ("Mondays") and an identifier the segment's code defines that the user never says
 # ("handleClick", "MyApp") are no concepts (extract/lone_words.py)
-OFFLINE_VERSION = 42  # bump with any change to the rules here or in the modules above: part of the extraction cache key
+# v43: a piece of a longer name the name rules cut ("Zealand" of "New Zealand", "Gen" of "Next Gen"), a word used as
+# a verb or a modifier in every mention ("to complement the sofa", "a cohesive look"), an abbreviation ("(Wis)"), a
+# quoted example sentence ('"The dog runs."'), a numbered item ("store 10") and a browser extension's "Share Prompt"
+# and lines of chords ("E D A Bm") are no concepts (extract/lone_words.py, extract/offline_messages.py)
+OFFLINE_VERSION = 43  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of

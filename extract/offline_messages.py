@@ -132,7 +132,7 @@ def _read(message: SegmentMessage) -> _Message:
     if "<antArtifact" in view:
         fences += _artifact_kinds(view)
     source = view
-    view = prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True)
+    view = _blank_markup(prose(TERMINAL_ESCAPES.sub(_blank_escape, view), quoted_names=True), message.role)
     # sentence ends as far as a span around what is read can reach (`span`: past it, a span is cut the same)
     stops = [m.start() for m in _STOPS.finditer(message.text, 0, limit + MAX_SPAN_CHARS + 1)]
     language = lexicon.language_of(view)
@@ -152,6 +152,29 @@ def _read(message: SegmentMessage) -> _Message:
         fences,
         source,
     )
+
+
+# Text a browser extension appends to every ChatGPT prompt it sends ("... in store 10?Share Prompt"): markup that
+# no one in the conversation wrote, read as a name ("Share Prompt") and glued to the prompt's last word.
+_EXTENSION_TAILS = re.compile(r"Share Prompt(?=\s*$)")
+
+
+# A line of chord symbols ("E D A Bm", "A G D F#m", "C/G Am7"): music written out, no prose; its capitals make names.
+_CHORD = r"[A-G][#b♯♭]?(?:maj|min|m|dim|aug|sus|add)?\d{0,2}(?:/[A-G][#b♯♭]?)?"
+
+
+_CHORD_LINE = re.compile(rf"^[ \t]*{_CHORD}(?:[ \t]+{_CHORD}){{2,}}[ \t]*$", re.MULTILINE)
+
+
+def _blank_markup(view: str, role: str) -> str:
+    """The view with an extension's appended text (a user's only) and lines of chords blanked, offsets kept."""
+    if role == "user" and "Share Prompt" in view:
+        view = _EXTENSION_TAILS.sub(_blank_match, view)
+    return _CHORD_LINE.sub(_blank_match, view)
+
+
+def _blank_match(match: re.Match[str]) -> str:
+    return re.sub(r"[^\n]", " ", match.group(0))
 
 
 # A sentence of the prose view: up to a stop and the space after it, or a line's end (a quote mark may close it).
