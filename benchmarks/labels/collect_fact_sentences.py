@@ -1,6 +1,7 @@
-"""How fact_sentences.jsonl and fact_sentences_fresh.jsonl were sampled (labels added by hand after).
+"""How the fact_sentences*.jsonl sets were sampled (labels added by hand after).
 
-Reproducible with the sentence splitter of fact rules v6-v7, which drew them (v8 keeps "Node.js" whole).
+Sets a and fresh: reproducible with the sentence splitter of fact rules v6-v7, which drew them (v8 keeps "Node.js"
+whole).
 
     python benchmarks/labels/collect_fact_sentences.py --shared ../shared/data --heldout-ids IDS --out DIR
 
@@ -8,6 +9,12 @@ Writes DIR/sample_a.json (set a, ids 0-323) and DIR/sample_fresh.json (ids 1000-
 the held-out set is read: the conversations whose ids are in IDS (one a line) and the dev-labelled ones are
 dropped before any text is looked at; the demo's LongMemEval sessions (the haystacks of the first 8 questions of
 the dev split) are dropped too. Only the sentence splitter of extract/facts.py is used, never a rule.
+
+Set fresh2 (session 36, drawn with the v8 splitter; ids 2000-2199):
+
+    python benchmarks/labels/collect_fact_sentences.py --shared ../shared/data --fresh2 --out DIR
+
+writes DIR/sample_fresh2.json from sources the two sets above did not use; see `_fresh2`.
 """
 
 from __future__ import annotations
@@ -92,13 +99,157 @@ def _user_sentences(sessions: dict[str, list[dict[str, str]]], keep: Callable[[s
     return rows
 
 
+# --- set fresh2 (session 36) -------------------------------------------------------------------------------------
+
+_LABELLED = (
+    "dev_labels.json",
+    "heldout_labels.json",
+    "multilingual_dev_labels.json",
+    "multilingual_heldout_labels.json",
+)
+# a first-person statement rather than a request: most facts sit in these, so 70 of the 100 LongMemEval sentences
+# come from them and 30 from any first-person sentence (the set still holds a share of sentences with no fact)
+# the fill for the exports' share: set a's _CAREER without its "use/using/project/team" (which drew mostly kitchen
+# and hobby sentences), with words of work, study and home, the attributes that random draws hardly reach
+_WORK_LIFE = re.compile(
+    r"\b(I|I'm|I've|my|we|our)\b[^.?!]{0,60}\b(work|working|worked|job|role|years?|experience|engineer|developer"
+    r"|manager|company|colleagues?|boss|office|resume|interview|internship|degree|graduated|student|studying"
+    r"|university|college|career|startup|business|clients?|live|living|moved)\b"
+)
+_STATEMENT = re.compile(r"\b(I'm|I am|I've|I have|I had|I was|I work|I live|my|our)\b")
+
+
+def _flat(text: str) -> list[str]:
+    return [" ".join(sentence.split()) for sentence in sentences(text)]
+
+
+def _one_per_session(rows: list[dict[str, str]], count: int, seed: int, used: set[str]) -> list[dict[str, str]]:
+    """`count` rows drawn at random (seeded), at most one from each session and none from a session in `used`."""
+    order = list(rows)
+    random.Random(seed).shuffle(order)
+    picked: list[dict[str, str]] = []
+    for row in order:
+        if len(picked) == count:
+            break
+        if row["conversation"] not in used:
+            used.add(row["conversation"])
+            picked.append(row)
+    return picked
+
+
+def _locomo(shared: Path, taken: set[str]) -> list[dict[str, str]]:
+    """First-person sentences of LoCoMo dev2 turns; both speakers are people, each is "the user" of its turn."""
+    rows: list[dict[str, str]] = []
+    for sample in json.loads((shared / "benchmarks/locomo/locomo_dev2.json").read_text()):
+        conversation = sample["conversation"]
+        sessions = sorted((k for k in conversation if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k[8:]))
+        for key in sessions:
+            for turn in conversation[key]:
+                for flat in dict.fromkeys(_flat(turn.get("text") or "")):
+                    if flat not in taken and 20 <= len(flat) <= 300 and _FIRST_FRESH.search(flat):
+                        taken.add(flat)
+                        where = f"{sample['sample_id']}:{turn['dia_id']}"
+                        rows.append({"source": "locomo", "conversation": where, "sentence": flat})
+    return rows
+
+
+def _exports(shared: Path, skip: set[str], taken: set[str]) -> list[dict[str, str]]:
+    """First-person sentences of the real exports outside every labelled conversation and not in sets a or fresh.
+
+    Set a took every such sentence of the unlabelled spark-first and rainchinchao messages, so what is left is a
+    handful of re-splits of set a's sentences (the v8 splitter cuts a few differently): a sentence that a taken one
+    contains, or that contains a taken one, counts as taken.
+    """
+    exports = shared / "exports"
+    sources = [
+        *(
+            _chatgpt(exports / "chatgpt" / name, skip)
+            for name in (
+                "spark-first/conversations.json",
+                "rainchinchao/conversations.json",
+                "chatgpt2graph/examples/conversations.json",
+                "librechat-fixtures/chatgpt-export.json",
+                "librechat-fixtures/chatgpt-tree.json",
+                "librechat-fixtures/chatgpt-citations.json",
+            )
+        ),
+        *(
+            _claude(exports / "claude" / name, skip)
+            for name in (
+                "claude-to-sqlite/tests/example.json",
+                "claude-to-sqlite/tests/artifacts.json",
+                "claude-chat-viewer/testdata/claude-bakery-chat.json",
+            )
+        ),
+    ]
+    rows: list[dict[str, str]] = []
+    for messages in sources:
+        for cid, text in messages:
+            for flat in _flat(text):
+                if len(flat) < 12 or flat in taken or not _CAREER_OR_FIRST.search(flat):
+                    continue
+                if any(flat in old or old in flat for old in taken):
+                    continue
+                taken.add(flat)
+                rows.append({"source": "export", "conversation": cid, "sentence": flat})
+    # the sentences with a career or tool word first, as set a's sampler preferred them
+    return sorted(rows, key=lambda row: not _CAREER.search(row["sentence"]))
+
+
+def _fresh2(shared: Path) -> list[dict[str, str]]:
+    """~200 user sentences from sources sets a and fresh did not use, ids 2000 on.
+
+    100 LongMemEval_S dev50 first-person sentences (outside the demo and every session either set drew from, one a
+    session), 60 LoCoMo dev2 ones, then the real exports' (outside every labelled conversation) up to 40; where the
+    exports run short, LongMemEval_S statements with a first-person and a work, study or home word fill the 40.
+    """
+    labels = Path(__file__).parent
+    skip: set[str] = set()
+    for name in _LABELLED:
+        skip |= set(json.loads((labels / name).read_text())["conversations"])
+    old = [
+        json.loads(line)
+        for name in ("fact_sentences.jsonl", "fact_sentences_fresh.jsonl")
+        for line in (labels / name).read_text().splitlines()
+        if line.strip()
+    ]
+    taken = {row["sentence"] for row in old}
+    used = {row["conversation"] for row in old}
+    _demo, lme_s = _lme_s(shared)
+    first = _user_sentences(
+        lme_s, lambda flat: flat not in taken and 20 <= len(flat) <= 300 and bool(_FIRST_FRESH.search(flat))
+    )
+    is_statement = [not r["sentence"].endswith("?") and bool(_STATEMENT.search(r["sentence"])) for r in first]
+    rows = _one_per_session([r for r, s in zip(first, is_statement, strict=True) if s], 70, 36, used)
+    rows += _one_per_session([r for r, s in zip(first, is_statement, strict=True) if not s], 30, 37, used)
+    taken |= {row["sentence"] for row in rows}
+    rows += random.Random(38).sample(_locomo(shared, taken), 60)
+    exports = _exports(shared, skip, taken)[:40]
+    rows += exports
+    career = [
+        {**row, "source": "lme-s-career"}
+        for row in first
+        if not row["sentence"].endswith("?") and _WORK_LIFE.search(row["sentence"]) and row["sentence"] not in taken
+    ]
+    rows += _one_per_session(career, 40 - len(exports), 39, used)
+    return [{"id": 2000 + index, **row} for index, row in enumerate(rows)]  # type: ignore[dict-item]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared", type=Path, required=True)
-    parser.add_argument("--heldout-ids", type=Path, required=True)
+    parser.add_argument("--heldout-ids", type=Path, help="held-out conversation ids, one a line (sets a and fresh)")
+    parser.add_argument("--fresh2", action="store_true", help="draw set fresh2 instead (needs no id file)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     shared = args.shared
+    if args.fresh2:
+        args.out.mkdir(parents=True, exist_ok=True)
+        fresh2 = _fresh2(shared)
+        (args.out / "sample_fresh2.json").write_text(json.dumps(fresh2, ensure_ascii=False, indent=0))
+        return 0
+    if args.heldout_ids is None:
+        parser.error("--heldout-ids is needed unless --fresh2")
     dev = set(json.loads((Path(__file__).parent / "dev_labels.json").read_text())["conversations"])
     skip = set(args.heldout_ids.read_text().split()) | dev
     exports = shared / "exports"
