@@ -1,0 +1,53 @@
+"""What session 35's cold try left (a new user, a fresh clone, real exports from ../shared/data and bad input of their
+own): each through the real CLI (click's runner, or a subprocess for the shell scripts) on real files under tmp_path,
+with real SQLite."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_build_labelled_runs_with_the_python_of_the_chatmem_on_path_not_a_bare_python(tmp_path: Path) -> None:
+    """benchmarks/build_labelled.sh called a bare `python`: without the venv active (no `python` on PATH, as on Debian)
+    it stopped at "python: command not found" after the build. Now the python that runs the `chatmem` on PATH (its
+    entry script's #! line), or $PYTHON. A chatmem whose #! names a python that logs its arguments shows which one
+    ran the measures."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    fake_python = tmp_path / "venv-python"
+    fake_python.write_text(f'#!/bin/sh\necho "$@" >> {log}\n', encoding="utf-8")
+    fake_python.chmod(0o755)
+    chatmem = bin_dir / "chatmem"
+    chatmem.write_text(f"#!{fake_python}\n# an entry script as pip writes it\n", encoding="utf-8")
+    chatmem.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    assert subprocess.run(["sh", "-c", "command -v python"], env=env, capture_output=True).returncode != 0
+    done = subprocess.run(
+        ["bash", "benchmarks/build_labelled.sh", str(tmp_path / "built")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = log.read_text(encoding="utf-8").splitlines()
+    measures = [c for c in calls if c.startswith("benchmarks/bench_graph_quality.py")]
+    assert len(measures) == 2 and "heldout_labels.json" in measures[1], calls
+    # $PYTHON given wins over the chatmem's
+    other = tmp_path / "other-python"
+    other.write_text(f'#!/bin/sh\necho "other $@" >> {log}\n', encoding="utf-8")
+    other.chmod(0o755)
+    again = subprocess.run(
+        ["bash", "benchmarks/build_labelled.sh", str(tmp_path / "built")],
+        cwd=ROOT,
+        env={**env, "PYTHON": str(other)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 0 and log.read_text(encoding="utf-8").count("other benchmarks/") == 2, again.stderr
