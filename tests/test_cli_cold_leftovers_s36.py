@@ -7,7 +7,18 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from click.testing import CliRunner, Result
+from test_ingest_stage import ingest, make_chatgpt_export, write_json
+
+from flows.cli import cli
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def chatmem(data_dir: Path, *args: str | Path, columns: int = 120) -> Result:
+    return CliRunner().invoke(
+        cli, ["--data-dir", str(data_dir), *map(str, args)], env={"COLUMNS": str(columns)}, catch_exceptions=False
+    )
 
 
 def test_build_labelled_runs_with_the_python_of_the_chatmem_on_path_not_a_bare_python(tmp_path: Path) -> None:
@@ -51,3 +62,31 @@ def test_build_labelled_runs_with_the_python_of_the_chatmem_on_path_not_a_bare_p
         timeout=60,
     )
     assert again.returncode == 0 and log.read_text(encoding="utf-8").count("other benchmarks/") == 2, again.stderr
+
+
+def test_topics_cut_a_long_keyword_list_after_a_whole_keyword_not_mid_word(tmp_path: Path) -> None:
+    """`chatmem topics` on a narrow terminal shortened the keywords in their middle ("strength training, legs,
+    bod…xercises, endurance"): no word at all where the cut fell. Now they are cut after a whole keyword, "…" after
+    it, and a keyword list that fits is shown whole."""
+    from staging import topics as topic_store
+    from staging.db import connect
+
+    data_dir = tmp_path / "data"
+    ingest(data_dir, write_json(tmp_path / "conversations.json", make_chatgpt_export(1)))[0].close()
+    long = ["strength training", "legs", "body", "exercises", "endurance", "injury"]
+    topics = [
+        {"topic": 0, "topic_uid": "u0", "label": "strength training", "size": 61, "keywords": long},
+        {"topic": 1, "topic_uid": "u1", "label": "flavor", "size": 9, "keywords": ["flavor", "recipe"]},
+    ]
+    topics = [t | {"representatives": []} for t in topics]
+    staging = connect(data_dir / "staging.db")
+    topic_store.write_run(staging, "r1", {"status": "clustered", "points": 70, "topics": 2}, topics)
+    staging.close()
+    shown = chatmem(data_dir, "topics", columns=80)
+    assert shown.exit_code == 0, shown.output
+    [row] = [line for line in shown.stdout.splitlines() if line.startswith("0 ")]
+    keywords = row.split("strength training", 1)[1].strip()
+    assert keywords.endswith("…") and len(row) <= 80, row
+    kept = keywords.removesuffix("…").split(", ")
+    assert kept == long[: len(kept)] and len(kept) >= 3, row  # whole keywords, the first ones
+    assert "flavor, recipe" in shown.stdout and "…" not in shown.stdout.split("flavor", 1)[1], shown.stdout
