@@ -4,9 +4,11 @@ with real SQLite."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 from test_ingest_stage import ingest, make_chatgpt_export, write_json
 
@@ -90,3 +92,38 @@ def test_topics_cut_a_long_keyword_list_after_a_whole_keyword_not_mid_word(tmp_p
     kept = keywords.removesuffix("…").split(", ")
     assert kept == long[: len(kept)] and len(kept) >= 3, row  # whole keywords, the first ones
     assert "flavor, recipe" in shown.stdout and "…" not in shown.stdout.split("flavor", 1)[1], shown.stdout
+
+
+NOTES = [
+    ("trip", "1", "user", "We are planning a trip to Lisbon in May; tram 28 is a must.", "2024-03-01T09:00:00Z"),
+    ("trip", "2", "assistant", "Lisbon in May is lovely. Take tram 28 early in the morning.", "2024-03-01T09:01:00Z"),
+    ("bread", "1", "user", "My sourdough starter smells of acetone, what should I do?", "2024-04-10T18:00:00Z"),
+    ("bread", "2", "assistant", "Feed the starter twice a day for a few days.", "2024-04-10T18:01:00Z"),
+    ("trip2", "1", "user", "Back from Lisbon: the tram rides were the best part of the trip.", "2024-06-02T10:00:00Z"),
+]
+
+
+@pytest.mark.prefect
+@pytest.mark.slow
+def test_recall_numbers_the_pieces_as_shown_and_says_a_rank_that_differs(tmp_path: Path) -> None:
+    """`chatmem recall --order time` numbered its pieces by their rank among the best (#1, #16, #2 down the page).
+    Now #1..#n as listed, and `rank N` beside a piece whose rank is another (the JSON keeps `rank`)."""
+    export = tmp_path / "notes.jsonl"
+    lines = [{"conversation_id": c, "id": i, "role": r, "text": t, "created_at": when} for c, i, r, t, when in NOTES]
+    export.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    assert chatmem(data_dir, "--quiet", "run", export).exit_code == 0
+    question = "back from Lisbon: the tram rides were the best part"
+    ranks = [
+        p["rank"]
+        for p in json.loads(chatmem(data_dir, "recall", question, "--order", "time", "--json").stdout)["pieces"]
+    ]
+    assert ranks != sorted(ranks), ranks  # the best piece (trip2, June) comes last in time
+    for order in ("time", "relevance"):
+        shown = chatmem(data_dir, "recall", question, "--order", order)
+        assert shown.exit_code == 0, shown.output
+        heads = [line for line in shown.stdout.splitlines() if line.startswith("#")]
+        assert [int(h[1:].split()[0]) for h in heads] == list(range(1, len(heads) + 1)), heads
+        if order == "time":
+            for head, rank in zip(heads, ranks, strict=True):
+                assert (f", rank {rank}" in head) == (rank != int(head[1:].split()[0])), (head, rank)
