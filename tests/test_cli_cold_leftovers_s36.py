@@ -100,19 +100,35 @@ NOTES = [
     ("bread", "1", "user", "My sourdough starter smells of acetone, what should I do?", "2024-04-10T18:00:00Z"),
     ("bread", "2", "assistant", "Feed the starter twice a day for a few days.", "2024-04-10T18:01:00Z"),
     ("trip2", "1", "user", "Back from Lisbon: the tram rides were the best part of the trip.", "2024-06-02T10:00:00Z"),
+    (
+        "party",
+        "1",
+        "user",
+        "I'm a nurse. I want to plan a surprise party for my sister Emma's birthday.",
+        "2024-06-03T10:00:00Z",
+    ),
+    ("party", "2", "assistant", "A surprise party is a lovely idea.", "2024-06-03T10:01:00Z"),
 ]
 
 
-@pytest.mark.prefect
-@pytest.mark.slow
-def test_recall_numbers_the_pieces_as_shown_and_says_a_rank_that_differs(tmp_path: Path) -> None:
-    """`chatmem recall --order time` numbered its pieces by their rank among the best (#1, #16, #2 down the page).
-    Now #1..#n as listed, and `rank N` beside a piece whose rank is another (the JSON keeps `rank`)."""
+@pytest.fixture(scope="module")
+def memory_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir built by `chatmem run` (every stage, the offline extractor) from a small JSONL export."""
+    tmp_path = tmp_path_factory.mktemp("memory")
     export = tmp_path / "notes.jsonl"
     lines = [{"conversation_id": c, "id": i, "role": r, "text": t, "created_at": when} for c, i, r, t, when in NOTES]
     export.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     data_dir = tmp_path / "data"
     assert chatmem(data_dir, "--quiet", "run", export).exit_code == 0
+    return data_dir
+
+
+@pytest.mark.prefect
+@pytest.mark.slow
+def test_recall_numbers_the_pieces_as_shown_and_says_a_rank_that_differs(memory_dir: Path) -> None:
+    """`chatmem recall --order time` numbered its pieces by their rank among the best (#1, #16, #2 down the page).
+    Now #1..#n as listed, and `rank N` beside a piece whose rank is another (the JSON keeps `rank`)."""
+    data_dir = memory_dir
     question = "back from Lisbon: the tram rides were the best part"
     ranks = [
         p["rank"]
@@ -127,3 +143,30 @@ def test_recall_numbers_the_pieces_as_shown_and_says_a_rank_that_differs(tmp_pat
         if order == "time":
             for head, rank in zip(heads, ranks, strict=True):
                 assert (f", rank {rank}" in head) == (rank != int(head[1:].split()[0])), (head, rank)
+
+
+@pytest.mark.prefect
+@pytest.mark.slow
+def test_facts_are_said_of_the_user_not_in_the_users_first_person(memory_dir: Path) -> None:
+    """A fact's value keeps the user's words ("plan a surprise party for my sister"): `chatmem facts` and recall's
+    fact lines said "user goal ... my sister". Now said of the user, as the subject is ("their sister"); the
+    stored value and --json keep the user's words. "I'm a nurse" was already "user role nurse"."""
+    text = chatmem(memory_dir, "facts")
+    assert text.exit_code == 0, text.output
+    assert "user goal plan a surprise party for their sister Emma's birthday" in text.stdout, text.stdout
+    assert "user role nurse" in text.stdout and " my " not in text.stdout, text.stdout
+    stored = {f["value"] for f in json.loads(chatmem(memory_dir, "facts", "--json").stdout)["facts"]}
+    assert "plan a surprise party for my sister Emma's birthday" in stored, stored
+    recall = chatmem(memory_dir, "recall", "the surprise party for my sister")
+    facts = [line for line in recall.stdout.splitlines() if line.startswith("fact: ")]
+    assert any("for their sister" in line for line in facts) and not any(" my " in f for f in facts), recall.stdout
+
+
+def test_first_person_words_of_a_value_are_turned_to_the_third_and_nothing_else() -> None:
+    from contracts.fact_rules import said_of_the_user
+
+    assert said_of_the_user("videos of me playing my Fender") == "videos of them playing their Fender"
+    assert said_of_the_user("I am a nurse") == "they are a nurse"
+    assert said_of_the_user("I\u2019m moving with our dog") == "they're moving with their dog"
+    for kept in ("new to US", "I/O", "World War I", "me-time", "Emma's memory", "myriad"):
+        assert said_of_the_user(kept) == kept
