@@ -69,9 +69,10 @@ def staging_runs(app: App, limit: int, each: bool, as_json: bool) -> None:
         first = str(run_row.pop("first_check", "") or "")[:16].replace("T", " ")
         if checks > 1:
             run_row["status"] = f"{checks} no-op runs since {first}"
-        failed_files = run_row.pop("files_failed", 0)
-        if failed_files and run_row["status"] == "succeeded":
-            run_row["status"] = f"succeeded, {failed_files} file(s) failed (staging failures)"
+        run_row.pop("files_failed", 0), run_row.pop("files_partial", 0)
+        incomplete = run_row.pop("incomplete", None)
+        if incomplete:  # as `chatmem run` said it (exit code 1)
+            run_row["status"] = f"{run_row['status']}: {incomplete} (staging failures)"
         statuses = run_row.pop("stage_status")
         run_row["stages"] = _stage_summary(statuses)
         run_row["stage_times"] = stage_times(statuses, run_row.pop("stage_duration_s"))

@@ -63,6 +63,10 @@ def print_summary(
         status, left = inspection.run_status(staging, run_id, "failed" if error else "succeeded")
         worked = inspection.latest_working_run(staging)
     bad = [row for row in files if row["status"] in ("failed", "partial")]
+    incomplete = None
+    if error is None and not left:  # `incomplete` where a file failed or was cut short: the exit code 1 below
+        counts = [sum(row["status"] == s for row in bad) for s in ("failed", "partial")]
+        status, incomplete = inspection.shown_run_status(status, *counts)
     unchanged = [r.stage for r in results if r.status == "skipped" and any(n.startswith(UNCHANGED) for n in r.notes)]
     nothing_new = bool(results) and len(unchanged) == len(results) and error is None
     defaults = app.defaults(settings, prefect=not nothing_new)
@@ -75,6 +79,8 @@ def print_summary(
             "files": files,
             "defaults": defaults,
         }
+        if incomplete:
+            data.update(incomplete=incomplete)
         if error is not None:
             data.update(error=error.cause, failed_stage=error.stage, rerun=error.rerun_hint)
         elif left:
@@ -95,8 +101,8 @@ def print_summary(
         click.echo(f"nothing new: {len(results)} stage(s) unchanged{since} (run {run_id}; --force recomputes)")
         return
     headline = f" ({safe_line(left)})" if left and not error else ""
-    if bad and error is None and not left:
-        headline = f", but {_files_word(bad)} (exit code 1)"
+    if incomplete:
+        headline = f": {incomplete} (exit code 1)"
     click.echo(f"run {run_id}: {status}{headline}")
     if unchanged:
         # each skipped stage's note names the run that did its work ("unchanged since run R (...)")
@@ -145,13 +151,10 @@ PARTIAL_NOTE = "partial: "  # how the ingest stage's detail of a file cut short 
 
 
 def _files_word(bad: list[dict[str, Any]]) -> str:
-    """`1 file cut short`, `2 files failed`, `1 file failed and 1 file cut short`."""
-    parts = []
-    for status, word in (("failed", "failed"), ("partial", "cut short")):
-        n = sum(row["status"] == status for row in bad)
-        if n:
-            parts.append(f"{n} file{'s' if n > 1 else ''} {word}")
-    return " and ".join(parts)
+    """`1 file cut short`, `2 files failed`, `1 file failed and 1 file cut short` (staging.inspect.files_word)."""
+    from staging.inspect import files_word
+
+    return files_word(*(sum(row["status"] == status for row in bad) for status in ("failed", "partial")))
 
 
 def _file_line(row: dict[str, Any]) -> str:

@@ -127,18 +127,40 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
         # how long each stage's latest stage run took (None: not finished), and the run from start to end
         run["stage_duration_s"] = {str(row[0]): row[5] for row in latest}
         run["duration_s"] = _seconds_between(run["started_at"], run["finished_at"])
-        # a run "succeeded" with files it could not read: what `staging runs` says beside the status
-        run["files_failed"] = int(
+        # files it could not read (or read only up to a cut): its command exited 1
+        bad = dict(
             conn.execute(
-                "SELECT COUNT(*) FROM ingest_files WHERE run_id = ? AND status = 'failed'", (run["id"],)
-            ).fetchone()[0]
+                "SELECT status, COUNT(*) FROM ingest_files WHERE run_id = ? AND status IN ('failed', 'partial')"
+                " GROUP BY status",
+                (run["id"],),
+            ).fetchall()
         )
+        run["files_failed"], run["files_partial"] = int(bad.get("failed", 0)), int(bad.get("partial", 0))
         # a failed or interrupted run that a later run went through again (`staging failures` leaves it out): no
         # command to resume it, which would only repeat what the later run did
         if run["status"] not in ("succeeded", "running") and run["id"] not in superseded:
             left = unfinished_stages(conn, run["id"]) or run["stages"]
             run["resume"] = _fix_first(conn, run["id"], left) + finish_command(conn, run["id"])
+        run["status"], run["incomplete"] = shown_run_status(run["status"], run["files_failed"], run["files_partial"])
     return runs
+
+
+INCOMPLETE = "incomplete"  # a run whose stages succeeded but a file failed or was cut short (its command exits 1)
+
+
+def files_word(failed: int, partial: int) -> str:
+    """`1 file cut short`, `2 files failed`, `1 file failed and 1 file cut short`."""
+    parts = [f"{n} file{'s' if n > 1 else ''} {word}" for n, word in ((failed, "failed"), (partial, "cut short")) if n]
+    return " and ".join(parts)
+
+
+def shown_run_status(status: str, files_failed: int, files_partial: int) -> tuple[str, str | None]:
+    """(the status said of a run, why it is `incomplete`): the ledger's `succeeded` is `incomplete` where a file
+    failed or was cut short, as the run's exit code 1 says (`chatmem run` and `chatmem staging runs` alike); the
+    ledger keeps `succeeded` (every stage did), which resumes and supersedes go by."""
+    if status == "succeeded" and (files_failed or files_partial):
+        return INCOMPLETE, files_word(files_failed, files_partial)
+    return status, None
 
 
 def _seconds_between(start: str | None, end: str | None) -> float | None:

@@ -170,3 +170,35 @@ def test_first_person_words_of_a_value_are_turned_to_the_third_and_nothing_else(
     assert said_of_the_user("I\u2019m moving with our dog") == "they're moving with their dog"
     for kept in ("new to US", "I/O", "World War I", "me-time", "Emma's memory", "myriad"):
         assert said_of_the_user(kept) == kept
+
+
+def _cut_export(path: Path, conversations: int = 6) -> Path:
+    """A ChatGPT export cut short inside its last conversation (tests/test_ingest_standing_faults.py's cut)."""
+    data = json.dumps(make_chatgpt_export(conversations)).encode()
+    path.write_bytes(data[: data.rindex(b'{"id": "c') + 40])
+    return path
+
+
+@pytest.mark.prefect
+def test_a_run_that_exits_1_for_a_file_cut_short_is_incomplete_in_run_and_in_staging_runs(tmp_path: Path) -> None:
+    """A file cut short (or failed) beside stages that succeeded: `chatmem run` exits 1 but said "succeeded, but ..."
+    and `--json` and `staging runs --json` said "succeeded". Now `incomplete` with the reason, the same words in all
+    of them; a run of the whole file says succeeded again."""
+    data_dir = tmp_path / "data"
+    cut = _cut_export(tmp_path / "conversations.json")
+    done = chatmem(data_dir, "-q", "run", cut, "--only", "ingest")
+    assert done.exit_code == 1 and done.stdout.splitlines()[0].endswith(": incomplete: 1 file cut short (exit code 1)")
+    as_json = chatmem(data_dir, "-q", "run", cut, "--only", "ingest", "--json")
+    assert as_json.exit_code == 1, as_json.output
+    summary = json.loads(as_json.stdout)
+    assert (summary["status"], summary["incomplete"]) == ("incomplete", "1 file cut short"), summary
+    runs = json.loads(chatmem(data_dir, "staging", "runs", "--json").stdout)
+    assert [(r["status"], r["incomplete"], r["files_partial"]) for r in runs] == [
+        ("incomplete", "1 file cut short", 1)
+    ] * 2
+    table = chatmem(data_dir, "staging", "runs", "--each", columns=300).stdout
+    assert table.count("incomplete: 1 file cut short (staging failures)") == 2, table
+    cut.write_text(json.dumps(make_chatgpt_export(6)), encoding="utf-8")  # the whole download
+    whole = chatmem(data_dir, "-q", "run", cut, "--only", "ingest", "--json")
+    assert whole.exit_code == 0 and json.loads(whole.stdout)["status"] == "succeeded", whole.output
+    assert json.loads(chatmem(data_dir, "staging", "runs", "--json").stdout)[0]["incomplete"] is None
