@@ -65,8 +65,8 @@ def print_summary(
     bad = [row for row in files if row["status"] in ("failed", "partial")]
     incomplete = None
     if error is None and not left:  # `incomplete` where a file failed or was cut short: the exit code 1 below
-        counts = [sum(row["status"] == s for row in bad) for s in ("failed", "partial")]
-        status, incomplete = inspection.shown_run_status(status, *counts)
+        failed, partial = (sum(row["status"] == s for row in bad) for s in ("failed", "partial"))
+        status, incomplete = inspection.shown_run_status(status, failed, partial)
     unchanged = [r.stage for r in results if r.status == "skipped" and any(n.startswith(UNCHANGED) for n in r.notes)]
     nothing_new = bool(results) and len(unchanged) == len(results) and error is None
     defaults = app.defaults(settings, prefect=not nothing_new)
