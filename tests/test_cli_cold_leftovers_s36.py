@@ -202,3 +202,31 @@ def test_a_run_that_exits_1_for_a_file_cut_short_is_incomplete_in_run_and_in_sta
     whole = chatmem(data_dir, "-q", "run", cut, "--only", "ingest", "--json")
     assert whole.exit_code == 0 and json.loads(whole.stdout)["status"] == "succeeded", whole.output
     assert json.loads(chatmem(data_dir, "staging", "runs", "--json").stdout)[0]["incomplete"] is None
+
+
+@pytest.mark.prefect
+def test_the_re_run_hint_of_a_run_started_with_format_keeps_it_and_works_as_typed(tmp_path: Path) -> None:
+    """`chatmem run bad.json --format chatgpt`: the file fails, the stage with it, and the hint said `fix or remove
+    bad.json, then: chatmem run --from ingest --run-id R`: without --format, the run's exports read by detection,
+    not as the run was asked to. Now the hint (the error line, `staging runs` and `staging failures`) says
+    `--format chatgpt` again, and typed as it stands once the file is fixed, it reads the file as chatgpt."""
+    import shlex
+
+    data_dir = tmp_path / "data"
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"mapping": {}, "id": "c1", !', encoding="utf-8")
+    done = chatmem(data_dir, "-q", "run", bad, "--format", "chatgpt", "--only", "ingest")
+    assert done.exit_code == 1, done.output
+    hint = done.stderr.rsplit("then: ", 1)[1].rstrip(")\n")
+    assert hint.startswith("chatmem stage ingest --run-id ") and hint.endswith(" --format chatgpt"), done.stderr
+    [run] = json.loads(chatmem(data_dir, "staging", "runs", "--json").stdout)
+    failures = json.loads(chatmem(data_dir, "staging", "failures", "--json").stdout)
+    assert run["resume"].endswith(hint) and failures["stage_runs"][0]["rerun_hint"].endswith(hint), (run, failures)
+    bad.write_text(json.dumps(make_chatgpt_export(2)), encoding="utf-8")  # fixed
+    again = chatmem(data_dir, "-q", *shlex.split(hint)[1:])
+    assert again.exit_code == 0, again.output
+    files = json.loads(chatmem(data_dir, "staging", "show", "ingest_files", "--json").stdout)
+    assert [(f["status"], f["format"]) for f in files] == [("ingested", "chatgpt")], files
+    # a run without --format: no --format in its hint
+    plain = chatmem(tmp_path / "plain", "-q", "run", tmp_path / "other.json", "--only", "ingest")
+    assert "--format" not in plain.stderr, plain.stderr
