@@ -28,7 +28,15 @@ from flows.cli_app import CLOSED_PIPE_EXIT, App, ChatmemGroup, output_closed, re
 from flows.cli_data import check_run_id, open_readonly
 from flows.cli_run_summary import print_summary
 from flows.cli_table import JSON_OPTION, emit
-from flows.export_paths import LeftOut, expand_folders, exports_in_folder, no_export_found, rest_of_an_export
+from flows.export_paths import (
+    LeftOut,
+    absolute,
+    expand_folders,
+    exports_in_folder,
+    given_once,
+    no_export_found,
+    rest_of_an_export,
+)
 from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
 from flows.terminal import safe_line
@@ -193,7 +201,8 @@ def run(
 
     A folder with no conversations.json of its own (a folder of downloads) is searched for exports 3 levels of
     subfolders down: a subfolder holding a conversations.json, a file starting as JSON or a zip; the rest is left
-    out in one line, and the data dir is never read.
+    out in one line, and the data dir is never read. A file given twice (by two names, or an export folder and its
+    conversations.json) is read once, and said so.
 
     A dump whose bytes were already ingested is skipped, and so is every stage whose inputs, settings and
     code are unchanged since its last successful run (--force recomputes). Exit 1 if a stage or a file failed.
@@ -227,6 +236,9 @@ def run(
         paths, looked, nothing_found = expand_folders(paths, settings.data_dir)
         for line in [] if settings.pipeline.quiet else looked:
             click.echo(safe_line(line), err=True)
+        paths, again = given_once(paths)
+        for path in again:  # said with -q too: what the user typed, not a default announced
+            click.echo(safe_line(f"{absolute(path)}: given twice, read once"), err=True)
     _run(
         app,
         settings,

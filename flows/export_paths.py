@@ -32,6 +32,26 @@ def absolute(path: str | Path) -> Path:
     return folded if folded == given or folded.resolve() == given.resolve() else given.resolve()
 
 
+def given_once(paths: list[str | Path]) -> tuple[list[str | Path], list[str | Path]]:
+    """(the paths with each file once, in the order given; those given again): the same file typed twice, by two
+    names (`./x.json` and `x.json`, a link), or an export folder and its conversations.json. The ingest stage read
+    it once and skipped the second silently ("files skipped 1"); the command says it instead: given twice, read
+    once."""
+    seen: set[Path] = set()
+    kept: list[str | Path] = []
+    again: list[str | Path] = []
+    for path in paths:
+        real = Path(path).expanduser().resolve()
+        if real.is_dir() and (real / "conversations.json").is_file():
+            real = real / "conversations.json"  # an export folder is read as its conversations.json
+        if real in seen:
+            again.append(path)
+            continue
+        seen.add(real)
+        kept.append(path)
+    return kept, again
+
+
 def holds_json_or_zip(path: Path) -> bool:
     """Whether the file's first bytes could start an export (a zip, or JSON: ingest reads the format from the bytes,
     never the name, so a JSONL export named .ndjson or with no suffix is one); unreadable: let ingest say why."""

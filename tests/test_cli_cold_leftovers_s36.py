@@ -230,3 +230,19 @@ def test_the_re_run_hint_of_a_run_started_with_format_keeps_it_and_works_as_type
     # a run without --format: no --format in its hint
     plain = chatmem(tmp_path / "plain", "-q", "run", tmp_path / "other.json", "--only", "ingest")
     assert "--format" not in plain.stderr, plain.stderr
+
+
+@pytest.mark.prefect
+def test_a_path_given_twice_is_said_once_and_read_once(tmp_path: Path) -> None:
+    """`chatmem run x.json x.json` (or `x.json ./sub/../x.json`, or an export folder and its conversations.json): the
+    second was skipped in silence ("files skipped 1"). Now one line says it, with -q too, and the file is read once."""
+    (tmp_path / "export").mkdir()
+    export = write_json(tmp_path / "export" / "conversations.json", make_chatgpt_export(2))
+    data_dir = tmp_path / "data"
+    twice = [export, tmp_path / "export" / ".." / "export" / "conversations.json", tmp_path / "export"]
+    done = chatmem(data_dir, "-q", "run", *twice, "--only", "ingest", "--json")
+    assert done.exit_code == 0, done.output
+    said = [line for line in done.stderr.splitlines() if line.endswith("given twice, read once")]
+    assert said == [f"{export}: given twice, read once", f"{tmp_path / 'export'}: given twice, read once"], said
+    files = json.loads(done.stdout)["files"]
+    assert [(f["path"], f["status"]) for f in files] == [(str(export), "ingested")], files
