@@ -181,7 +181,8 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
     if not bad:
         return
     names = ", ".join(safe_line(str(row["path"])) for row in bad[:3]) + (" ..." if len(bad) > 3 else "")
-    if len(bad) == 1 and bad[0]["status"] == "failed":  # one file: why, too (the summary above has it as well)
+    alone_folder = len(bad) == 1 and Path(str(bad[0]["path"])).is_dir()  # its advice below says why
+    if len(bad) == 1 and bad[0]["status"] == "failed" and not alone_folder:  # one file: why, too (as the summary)
         why = str(bad[0]["detail"] or "").removeprefix(f"{bad[0]['path']}: ")
         names = safe_line(f"{bad[0]['path']}: {why[:200]}" if why else str(bad[0]["path"]))
     # Said at every run while the file stays as it is (ingest/stage.py reads it again): the damage stands
@@ -189,9 +190,19 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
     # A path given that does not exist (a typo, a file moved) has nothing to fix: it is checked or left out. Said so
     # by the stage (ingest/sources.py); a member of a zip ("x.zip!conversations.json") is no path of its own
     missing = [r for r in failed if str(r["detail"]).endswith(NO_SUCH_FILE) and not Path(str(r["path"])).exists()]
+    # A folder in which no export was found: nothing in it to fix, it is the wrong folder (or a typo)
+    folders = [r for r in failed if Path(str(r["path"])).is_dir()]
     advice = ["run again with the whole file"] if len(failed) < len(bad) else []
-    if len(failed) > len(missing):
-        advice.append(f"fix the file{'s' if len(failed) - len(missing) > 1 else ''} and run again")
+    if len(failed) > len(missing) + len(folders):
+        advice.append(f"fix the file{'s' if len(failed) - len(missing) - len(folders) > 1 else ''} and run again")
+    if folders:
+        from flows.export_paths import LOOKED_FOR
+
+        which = "the folder" if len(bad) == 1 else ", ".join(safe_line(str(r["path"])) for r in folders[:3])
+        holds = "holds" if len(folders) == 1 else "hold"
+        advice.append(
+            f"{which} {holds} no export chatmem can read ({LOOKED_FOR}): check the path, or leave it out of the command"
+        )
     if len(missing) == 1:
         advice.append(
             f"{'the path' if len(bad) == 1 else safe_line(str(missing[0]['path']))} does not exist: check"

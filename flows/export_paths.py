@@ -287,6 +287,11 @@ def expand_folders(
 
 
 _WHERE = f"in it and {FOLDER_DEPTH} levels of subfolders below"
+# what `exports_in_folder` takes as an export, in a few words (the error line of a run with such a folder)
+LOOKED_FOR = (
+    "it looked for a conversations.json, a .json or .jsonl file starting as JSON, or a .zip, in it and"
+    f" {FOLDER_DEPTH} levels of subfolders below"
+)
 
 
 def no_export_found(folder: Path, left: list[LeftOut]) -> str:

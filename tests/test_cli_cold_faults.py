@@ -130,7 +130,9 @@ def test_a_folder_with_no_export_beside_a_good_file_is_said_once_and_reported_fa
         f"{deep}: no export found in it and 3 levels of subfolders below; left out 1: a/b/c/d/ (more"
         " than 3 levels of subfolders down, not looked into)"
     ], done.stderr
-    assert f"failed: {deep}: folder has no conversations.json directly in it" in done.stdout, done.stdout
+    assert f"failed: {deep}: the folder holds no export chatmem can read: no conversations.json directly in it" in (
+        done.stdout
+    ), done.stdout
     assert f"ingested: {good}" in done.stdout, done.stdout
 
 

@@ -246,3 +246,31 @@ def test_a_path_given_twice_is_said_once_and_read_once(tmp_path: Path) -> None:
     assert said == [f"{export}: given twice, read once", f"{tmp_path / 'export'}: given twice, read once"], said
     files = json.loads(done.stdout)["files"]
     assert [(f["path"], f["status"]) for f in files] == [(str(export), "ingested")], files
+
+
+@pytest.mark.prefect
+def test_a_folder_with_no_export_beside_good_paths_is_said_to_hold_none_not_to_be_fixed(tmp_path: Path) -> None:
+    """A folder of notes (no export in it) among other paths, with -q: the error line said "fix the file and run
+    again". Now it says the folder holds no export chatmem can read, what it looked for, and to check the path or
+    leave it out; the other paths still arrive (and a broken file beside it is still to fix)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "readme.txt").write_text("hello", encoding="utf-8")
+    (tmp_path / "export").mkdir()  # not beside the folder: that would be the rest of an unzipped export
+    good = write_json(tmp_path / "export" / "conversations.json", make_chatgpt_export(2))
+    data_dir = tmp_path / "data"
+    done = chatmem(data_dir, "-q", "run", notes, good, "--only", "ingest")
+    assert done.exit_code == 1 and f"ingested: {good}: 2 conversation(s)" in done.stdout, done.output
+    assert f"failed: {notes}: the folder holds no export chatmem can read" in done.stdout, done.stdout
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert "fix the file" not in error, error
+    assert error.endswith(
+        f"{notes}; the folder holds no export chatmem can read (it looked for a conversations.json, a .json or .jsonl"
+        " file starting as JSON, or a .zip, in it and 3 levels of subfolders below): check the path, or leave it out"
+        " of the command (chatmem staging failures lists them)"
+    ), error
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    both = chatmem(data_dir, "-q", "run", notes, broken, good, "--only", "ingest")
+    [error] = [line for line in both.stderr.splitlines() if line.startswith("error:")]
+    assert "; fix the file and run again; " in error and f"{notes} holds no export chatmem can read" in error, error
