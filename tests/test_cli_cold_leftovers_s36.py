@@ -274,3 +274,44 @@ def test_a_folder_with_no_export_beside_good_paths_is_said_to_hold_none_not_to_b
     both = chatmem(data_dir, "-q", "run", notes, broken, good, "--only", "ingest")
     [error] = [line for line in both.stderr.splitlines() if line.startswith("error:")]
     assert "; fix the file and run again; " in error and f"{notes} holds no export chatmem can read" in error, error
+
+
+def _jsonl_lines(objects: list[dict[str, object]]) -> bytes:
+    return b"".join(json.dumps(o).encode() + b"\n" for o in objects)
+
+
+@pytest.mark.prefect
+def test_generic_jsonl_cut_inside_its_last_line_is_cut_short_as_conversations_one_per_line_are(tmp_path: Path) -> None:
+    """A JSONL file of messages whose last line is cut (a download that stopped) was read with that line quarantined
+    and exit 0, while a file of conversations one per line (ingest/object_lines.py) cut the same way said "cut
+    short" and exited 1. Now one behaviour: cut short, the good lines arrive, exit 1 at every run while it stays
+    cut, the same words for both; the whole file arrives and exits 0. A bad line that is not the last (or the last
+    one ended by a newline) is still a quarantined line, exit 0."""
+    messages = [
+        {"conversation_id": f"c{i // 2}", "id": str(i), "role": "user", "text": f"line {i} of the notes"}
+        for i in range(6)
+    ]
+    whole = _jsonl_lines(messages)
+    cut = whole[: len(whole) - 12]  # inside the last message's text
+    conversations = json.dumps(make_chatgpt_export(3)[0]).encode() + b"\n"
+    for name, data in (("notes.jsonl", cut), ("conversations.jsonl", conversations * 2 + conversations[:60])):
+        path = tmp_path / name
+        path.write_bytes(data)
+        data_dir = tmp_path / f"data-{name}"
+        for _ in range(2):  # at every run while it stays cut
+            done = chatmem(data_dir, "-q", "run", path, "--only", "ingest")
+            assert done.exit_code == 1, (name, done.output)
+            [line] = [x for x in done.stdout.splitlines() if x.strip().startswith("cut short:")]
+            assert "the rest could not be read: truncated JSON: the file ends inside its last line" in line, line
+    stats = json.loads(chatmem(tmp_path / "data-notes.jsonl", "archive", "stats", "--json").stdout)
+    assert (stats["conversations"], stats["messages"]) == (3, 5), stats  # every line before the cut
+    (tmp_path / "notes.jsonl").write_bytes(whole)
+    done = chatmem(tmp_path / "data-notes.jsonl", "-q", "run", tmp_path / "notes.jsonl", "--only", "ingest")
+    assert done.exit_code == 0, done.output
+    stats = json.loads(chatmem(tmp_path / "data-notes.jsonl", "archive", "stats", "--json").stdout)
+    assert stats["messages"] == 6, stats
+    # a bad line that is no cut: quarantined, the run exits 0 (as before)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(whole + b'{"conversation_id": "c9", "id": "9", "role": "us\n')  # ended by its newline
+    kept = chatmem(tmp_path / "data-bad", "-q", "run", bad, "--only", "ingest")
+    assert kept.exit_code == 0 and "1 record(s) quarantined" in kept.stdout, kept.output
