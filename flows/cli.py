@@ -26,7 +26,7 @@ import click
 from contracts.errors import ChatmemError, ExportError, StageError
 from flows.cli_app import CLOSED_PIPE_EXIT, App, ChatmemGroup, output_closed, reader_gone
 from flows.cli_data import check_run_id, open_readonly
-from flows.cli_run_summary import print_summary
+from flows.cli_run_summary import print_summary, refuse_bad_files
 from flows.cli_table import JSON_OPTION, emit
 from flows.export_paths import (
     LeftOut,
@@ -304,6 +304,7 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
 
     Dumps already ingested (same bytes) are skipped; a dump picked up is said in one line, and how its run ended;
     a dump that fails is reported once and tried again when the file changes (a fixed copy), not at every tick.
+    With --once, the tick that reads a dump that fails or is cut short exits 1, as `chatmem run` does.
 
     \b
     Example: chatmem serve --cron "*/15 * * * *" --watch ~/dumps
@@ -348,8 +349,15 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
             click.echo(
                 f"  left out {len(result['left_out'])} path(s) that are not exports or not ready: --json lists them"
             )
-    if result["failed"]:
-        raise ChatmemError(f"{len(result['failed'])} dump(s) failed; see `chatmem staging failures`")
+    # Exit 1 as `chatmem run` does for the same files, in its words: a dump that failed, or one cut short (its
+    # complete conversations arrived; before, a cut-short dump exited 0 here). The served loop logs them instead.
+    bad = [{"path": row["path"], "status": "failed", "detail": row["error"]} for row in result["failed"]]
+    bad += [
+        {"path": row["path"], "status": "partial", "detail": None}
+        for row in result["ingested"]
+        if row["status"] == "partial"
+    ]
+    refuse_bad_files(bad, str(result["run_id"]))
     if result["error"]:
         raise ChatmemError(result["error"])
 

@@ -315,3 +315,27 @@ def test_generic_jsonl_cut_inside_its_last_line_is_cut_short_as_conversations_on
     bad.write_bytes(whole + b'{"conversation_id": "c9", "id": "9", "role": "us\n')  # ended by its newline
     kept = chatmem(tmp_path / "data-bad", "-q", "run", bad, "--only", "ingest")
     assert kept.exit_code == 0 and "1 record(s) quarantined" in kept.stdout, kept.output
+
+
+@pytest.mark.prefect
+def test_serve_once_exits_1_on_the_tick_that_reads_a_dump_cut_short_as_run_does(tmp_path: Path) -> None:
+    """`serve --once` over a folder holding a dump cut short exited 0 on the tick that read it, while `chatmem run`
+    over the same file exits 1: a cron job running --once never noticed. Now that tick exits 1 with run's error
+    line; the ticks after leave the unchanged bytes waiting (the rule for a dump that failed, which already exited 1
+    once and then 0), and the whole file, once there, arrives with exit 0."""
+    watch = tmp_path / "watch"
+    watch.mkdir()
+    cut = _cut_export(watch / "conversations.json")
+    ran = chatmem(tmp_path / "by-run", "-q", "run", cut)
+    served = chatmem(tmp_path / "data", "-q", "serve", "--once", "--watch", watch)
+    assert (ran.exit_code, served.exit_code) == (1, 1), (ran.output, served.output)
+    said = [
+        line.split(" in run ")[0] for r in (ran, served) for line in r.stderr.splitlines() if line.startswith("error:")
+    ]
+    assert said == ["error: 1 file cut short"] * 2, (ran.stderr, served.stderr)
+    assert f"partial: {cut}" in served.stdout, served.stdout
+    again = chatmem(tmp_path / "data", "-q", "serve", "--once", "--watch", watch, "--json")
+    assert again.exit_code == 0 and json.loads(again.stdout)["waiting"][0]["status"] == "partial", again.output
+    cut.write_text(json.dumps(make_chatgpt_export(6)), encoding="utf-8")
+    whole = chatmem(tmp_path / "data", "-q", "serve", "--once", "--watch", watch)
+    assert whole.exit_code == 0 and f"ingested: {cut}" in whole.stdout, whole.output
