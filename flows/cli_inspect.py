@@ -207,13 +207,16 @@ def staging_show(app: App, table: str, run_id: str | None, limit: int, as_json: 
 def staging_failures(app: App, as_json: bool) -> None:
     """Show what needs attention: failed stages (with the re-run command), failed files, quarantine.
 
+    A file cut short whose every conversation a whole re-export (another path) delivered later is listed apart, as
+    superseded: nothing to do.
+
     \b
     Example: chatmem staging failures --json
     """
     from staging import inspect as inspection
 
     settings = app.settings()
-    found: dict[str, list[Any]] = {"runs": [], "stage_runs": [], "files": [], "quarantine": []}
+    found: dict[str, list[Any]] = {"runs": [], "stage_runs": [], "files": [], "quarantine": [], "superseded": []}
     if not nothing_yet(settings, settings.staging_path):
         with open_readonly(settings.staging_path, settings) as staging_conn:
             if settings.archive_path.exists():
@@ -224,13 +227,14 @@ def staging_failures(app: App, as_json: bool) -> None:
     if as_json:
         emit(found)
         return
-    if not any(found.values()):
+    if not any(v for k, v in found.items() if k != "superseded"):
         click.echo("no failures")
     titles = {
         "runs": "failed or interrupted runs",
         "stage_runs": "failed or interrupted stage runs",
         "files": "failed or partial files",
         "quarantine": "quarantine",
+        "superseded": "files cut short, superseded by a whole re-export read later (nothing to do)",
     }
     for key, title in titles.items():
         if found[key]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from contracts.errors import ConfigError
 from staging.archive_update import TAKEN_LIKE
+from staging.ingest_files import SUPERSEDED
 from staging.liveness import finish_command, shown_status, unfinished_stages
 
 Row = dict[str, Any]
@@ -255,7 +256,9 @@ def failures(
       stage), with the command that re-runs them;
     - files whose latest outcome is failed or partial (one row per path, the latest: a later ingest of the
       same path replaces it);
-    - quarantined records, counted per source file and reason (the `limit` largest groups).
+    - quarantined records, counted per source file and reason (the `limit` largest groups);
+    - `superseded`: files cut short whose every conversation a whole file read later (another path) delivered:
+      nothing to do, said apart; their unreadable remainder is left out of the quarantine groups.
     """
     stages = _rows(
         staging.execute(
@@ -283,15 +286,39 @@ def failures(
             " ORDER BY f.stage_run_id, f.path"
         )
     )
+    # files cut short that a whole re-export read later holds entirely (ingest/supersede.py): said apart, as done
+    superseded_files = _rows(
+        staging.execute(
+            "SELECT f.run_id, f.path, f.detail FROM ingest_files f WHERE f.status = 'skipped' AND f.detail LIKE ?"
+            " AND NOT EXISTS (SELECT 1 FROM ingest_files later"
+            "   WHERE later.path = f.path AND later.stage_run_id > f.stage_run_id)"
+            " ORDER BY f.stage_run_id, f.path",
+            (f"{SUPERSEDED}%",),
+        )
+    )
     quarantine: list[Row] = []
     if archive is not None:
-        quarantine = _quarantine_groups(archive, limit)
+        moot = {row["path"] for row in superseded_files}  # their unreadable remainder is no longer missing
+        quarantine = [
+            group
+            for group in _quarantine_groups(archive, limit)
+            if not (group["source"] in moot and str(group["reason"]).startswith(REMAINDER))
+        ]
     runs = [
         {"run_id": r["id"], "status": r["status"], "error": r["error"], "resume": r["resume"]}
         for r in list_runs(staging, limit=0)
         if r["status"] in ("failed", "interrupted") and r["id"] not in superseded
     ]
-    return {"runs": runs, "stage_runs": stages, "files": files, "quarantine": quarantine}
+    return {
+        "runs": runs,
+        "stage_runs": stages,
+        "files": files,
+        "quarantine": quarantine,
+        "superseded": superseded_files,
+    }
+
+
+REMAINDER = "unreadable remainder: "  # the reason of a file's quarantine row for the rest after a cut (ingest/stage.py)
 
 
 TAKEN = "message ids already in the archive under other conversation ids; not overwritten"

@@ -339,3 +339,37 @@ def test_serve_once_exits_1_on_the_tick_that_reads_a_dump_cut_short_as_run_does(
     cut.write_text(json.dumps(make_chatgpt_export(6)), encoding="utf-8")
     whole = chatmem(tmp_path / "data", "-q", "serve", "--once", "--watch", watch)
     assert whole.exit_code == 0 and f"ingested: {cut}" in whole.stdout, whole.output
+
+
+@pytest.mark.prefect
+def test_a_file_cut_short_is_superseded_by_a_whole_re_export_read_later_under_another_path(tmp_path: Path) -> None:
+    """`staging failures` kept a cut file's row (and its unreadable remainder) until the same path was read whole.
+    A user downloads the export again (another name) and runs that: the run that reads it whole, holding every
+    conversation the cut file delivered, records the cut file superseded, says so, and `staging failures` lists it
+    apart ("nothing to do"), no longer as a partial file nor its remainder as quarantine. A whole file holding
+    only some of them supersedes nothing; a cut file given in the same run stays as it is."""
+    data_dir = tmp_path / "data"
+    cut = _cut_export(tmp_path / "conversations.json")  # 5 whole conversations of 6
+    assert chatmem(data_dir, "-q", "run", cut, "--only", "ingest").exit_code == 1
+    (tmp_path / "again").mkdir()
+    some = write_json(tmp_path / "again" / "some.json", make_chatgpt_export(3))  # not all of the 5
+    assert chatmem(data_dir, "-q", "run", some, "--only", "ingest").exit_code == 0
+    still = json.loads(chatmem(data_dir, "staging", "failures", "--json").stdout)
+    assert [f["path"] for f in still["files"]] == [str(cut)] and still["superseded"] == [], still
+    assert [q["source"] for q in still["quarantine"]] == [str(cut)], still
+    whole = write_json(tmp_path / "again" / "conversations (1).json", make_chatgpt_export(7))
+    done = chatmem(data_dir, "-q", "run", whole, "--only", "ingest")
+    assert done.exit_code == 0, done.output
+    said = f"skipped (superseded by {whole}: every conversation it held (5) arrived whole from there): {cut}"
+    assert said in done.stdout, done.stdout
+    found = json.loads(chatmem(data_dir, "staging", "failures", "--json").stdout)
+    assert found["files"] == [] and found["quarantine"] == [], found
+    assert [(s["path"], s["detail"].split(":")[0]) for s in found["superseded"]] == [
+        (str(cut), f"superseded by {whole}")
+    ]
+    text = chatmem(data_dir, "staging", "failures").stdout
+    assert text.startswith("no failures\n") and "superseded by a whole re-export read later (nothing to do)" in text
+    # the cut file given beside the whole one in one run: said as it is now (cut short), exit 1
+    other = tmp_path / "other"
+    both = chatmem(other, "-q", "run", cut, whole, "--only", "ingest")
+    assert both.exit_code == 1 and "superseded" not in both.stdout, both.output
