@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The topics' agreement with the blind labels over several seeds (RESULTS.md "Session 31": one seed is no figure).
 #
-#   bash benchmarks/topic_seeds.sh BUILT_DIR 42 7 11 3 5      # from the repo root, the venv active
+#   bash benchmarks/topic_seeds.sh BUILT_DIR 42 7 11 3 5      # from the repo root, chatmem on PATH
 #
 # BUILT_DIR: a labelled build (`bash benchmarks/build_labelled.sh DIR`), left as it is. For each seed, a copy
 # BUILT_DIR-seed-S gets its cluster stage run again with CHATMEM_CLUSTER__SEED=S (--force: tuned and fitted anew; the
@@ -10,23 +10,24 @@
 # Prints one line a seed: AMI over the conversations with a topic (and over all of them, conversations in no topic),
 # topics, largest topic.
 set -euo pipefail
+. "$(dirname "$0")/python_of_chatmem.sh"  # PYTHON: the chatmem's own, no venv needed
 BUILT=${1:?usage: topic_seeds.sh BUILT_DIR SEED...}
 shift
 for S in "$@"; do
   D="$BUILT-seed-$S"
   rm -rf "$D"
   cp -r "$BUILT" "$D"
-  RUN=$(python -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT run_id FROM cluster_runs ORDER BY run_id DESC LIMIT 1').fetchone()[0])" "$D/staging.db")
+  RUN=$($PYTHON -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT run_id FROM cluster_runs ORDER BY run_id DESC LIMIT 1').fetchone()[0])" "$D/staging.db")
   CHATMEM_CLUSTER__SEED=$S chatmem --data-dir "$D" -q stage cluster --run-id "$RUN" --force > "$D.out" 2>&1 \
     || { tail -5 "$D.out"; continue; }
-  python benchmarks/bench_graph_quality.py --data-dir "$D" --out "$D.dev.json" --show 0 > /dev/null
-  python benchmarks/bench_graph_quality.py --data-dir "$D" --labels benchmarks/labels/heldout_labels.json \
+  $PYTHON benchmarks/bench_graph_quality.py --data-dir "$D" --out "$D.dev.json" --show 0 > /dev/null
+  $PYTHON benchmarks/bench_graph_quality.py --data-dir "$D" --labels benchmarks/labels/heldout_labels.json \
     --out "$D.heldout.json" --show 0 > /dev/null
   for G in spark demo; do
-    python benchmarks/bench_graph_quality.py --data-dir "$D" --labels "benchmarks/labels/topic_grouping_$G.json" \
+    $PYTHON benchmarks/bench_graph_quality.py --data-dir "$D" --labels "benchmarks/labels/topic_grouping_$G.json" \
       --out "$D.$G.json" > /dev/null
   done
-  python - "$D" "$S" <<'PY'
+  $PYTHON - "$D" "$S" <<'PY'
 import json, sys
 d, s = sys.argv[1:]
 r = {k: json.load(open(f"{d}.{k}.json")) for k in ("dev", "heldout", "spark", "demo")}

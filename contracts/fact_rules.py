@@ -24,6 +24,50 @@ FUNCTIONAL_ATTRIBUTES = frozenset(
 )
 
 
+# A value keeps the user's own words ("plan a trip with my partner", "videos of me playing"): shown, they are said
+# of the user, as the fact's subject is ("user goal plan a trip with their partner"). "they" agrees with the verbs
+# the user wrote for "I" ("I want" / "they want"); "am"/"was" are the two that change. Only lowercase "us" (not the
+# country, "US"), only a capital "I" (a lone "i" is more often a list item).
+_FIRST_PERSON = {
+    "i am": "they are",
+    "i'm": "they're",
+    "i was": "they were",
+    "i've": "they've",
+    "i'd": "they'd",
+    "i'll": "they'll",
+    "i": "they",
+    "me": "them",
+    "my": "their",
+    "mine": "theirs",
+    "myself": "themselves",
+    "we": "they",
+    "we're": "they're",
+    "we've": "they've",
+    "us": "them",
+    "our": "their",
+    "ours": "theirs",
+    "ourselves": "themselves",
+}
+_FIRST_PERSON_WORD = re.compile(
+    r"(?<![\w/'\u2019-])"
+    r"(?:I(?: am|['\u2019](?:m|ve|d|ll)| was|(?= [a-z]))|[Mm](?:e|y|ine|yself)|[Ww]e(?:['\u2019](?:re|ve))?"
+    r"|us|[Oo]urs?|[Oo]urselves)"
+    r"(?![\w/'\u2019-])"
+)
+
+
+def said_of_the_user(value: str) -> str:
+    """A fact's value as it is shown: the user's first person turned to the third ("my partner" -> "their
+    partner", "I am a nurse" -> "they are a nurse"). The stored value (and --json) keeps the user's words."""
+
+    def third(match: re.Match[str]) -> str:
+        word = match.group(0)
+        said = _FIRST_PERSON[word.replace("\u2019", "'").casefold()]
+        return said[0].upper() + said[1:] if word[0].isupper() and word[0] != "I" else said
+
+    return _FIRST_PERSON_WORD.sub(third, value)
+
+
 def is_quantity(value: str) -> bool:
     """A count, amount, time or score ("15", "$400,000", "25:50", "12.8 seconds"): it starts with a number."""
     text = value.strip()

@@ -26,9 +26,17 @@ import click
 from contracts.errors import ChatmemError, ExportError, StageError
 from flows.cli_app import CLOSED_PIPE_EXIT, App, ChatmemGroup, output_closed, reader_gone
 from flows.cli_data import check_run_id, open_readonly
-from flows.cli_run_summary import print_summary
+from flows.cli_run_summary import print_summary, refuse_bad_files
 from flows.cli_table import JSON_OPTION, emit
-from flows.export_paths import LeftOut, expand_folders, exports_in_folder, no_export_found, rest_of_an_export
+from flows.export_paths import (
+    LeftOut,
+    absolute,
+    expand_folders,
+    exports_in_folder,
+    given_once,
+    no_export_found,
+    rest_of_an_export,
+)
 from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
 from flows.terminal import safe_line
@@ -193,7 +201,8 @@ def run(
 
     A folder with no conversations.json of its own (a folder of downloads) is searched for exports 3 levels of
     subfolders down: a subfolder holding a conversations.json, a file starting as JSON or a zip; the rest is left
-    out in one line, and the data dir is never read.
+    out in one line, and the data dir is never read. A file given twice (by two names, or an export folder and its
+    conversations.json) is read once, and said so.
 
     A dump whose bytes were already ingested is skipped, and so is every stage whose inputs, settings and
     code are unchanged since its last successful run (--force recomputes). Exit 1 if a stage or a file failed.
@@ -227,6 +236,9 @@ def run(
         paths, looked, nothing_found = expand_folders(paths, settings.data_dir)
         for line in [] if settings.pipeline.quiet else looked:
             click.echo(safe_line(line), err=True)
+        paths, again = given_once(paths)
+        for path in again:  # said with -q too: what the user typed, not a default announced
+            click.echo(safe_line(f"{absolute(path)}: given twice, read once"), err=True)
     _run(
         app,
         settings,
@@ -292,6 +304,7 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
 
     Dumps already ingested (same bytes) are skipped; a dump picked up is said in one line, and how its run ended;
     a dump that fails is reported once and tried again when the file changes (a fixed copy), not at every tick.
+    With --once, the tick that reads a dump that fails or is cut short exits 1, as `chatmem run` does.
 
     \b
     Example: chatmem serve --cron "*/15 * * * *" --watch ~/dumps
@@ -336,8 +349,15 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
             click.echo(
                 f"  left out {len(result['left_out'])} path(s) that are not exports or not ready: --json lists them"
             )
-    if result["failed"]:
-        raise ChatmemError(f"{len(result['failed'])} dump(s) failed; see `chatmem staging failures`")
+    # Exit 1 as `chatmem run` does for the same files, in its words: a dump that failed, or one cut short (its
+    # complete conversations arrived; before, a cut-short dump exited 0 here). The served loop logs them instead.
+    bad = [{"path": row["path"], "status": "failed", "detail": row["error"]} for row in result["failed"]]
+    bad += [
+        {"path": row["path"], "status": "partial", "detail": None}
+        for row in result["ingested"]
+        if row["status"] == "partial"
+    ]
+    refuse_bad_files(bad, str(result["run_id"]))
     if result["error"]:
         raise ChatmemError(result["error"])
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from contracts.errors import ConfigError
+from contracts.fact_rules import said_of_the_user
 from flows.cli_data import open_readonly, require_stage
 from flows.cli_table import JSON_OPTION, cell, count_option, emit
 
@@ -126,7 +127,8 @@ def _none_found(query: str | None, at: str | None, subject: str | None, concept_
 
 
 def _line(record: FactRecord) -> str:
-    value = record.value if record.polarity == "positive" else f"not {record.value}"
+    value = said_of_the_user(record.value)  # "their partner": said of the user, as the subject is
+    value = value if record.polarity == "positive" else f"not {value}"
     since = f"{record.valid_from:%Y-%m-%d}" if record.valid_from else "?"
     until = f"{record.valid_to:%Y-%m-%d}" if record.valid_to else "now"
     return (

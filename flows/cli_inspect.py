@@ -69,9 +69,10 @@ def staging_runs(app: App, limit: int, each: bool, as_json: bool) -> None:
         first = str(run_row.pop("first_check", "") or "")[:16].replace("T", " ")
         if checks > 1:
             run_row["status"] = f"{checks} no-op runs since {first}"
-        failed_files = run_row.pop("files_failed", 0)
-        if failed_files and run_row["status"] == "succeeded":
-            run_row["status"] = f"succeeded, {failed_files} file(s) failed (staging failures)"
+        run_row.pop("files_failed", 0), run_row.pop("files_partial", 0)
+        incomplete = run_row.pop("incomplete", None)
+        if incomplete:  # as `chatmem run` said it (exit code 1)
+            run_row["status"] = f"{run_row['status']}: {incomplete} (staging failures)"
         statuses = run_row.pop("stage_status")
         run_row["stages"] = _stage_summary(statuses)
         run_row["stage_times"] = stage_times(statuses, run_row.pop("stage_duration_s"))
@@ -206,13 +207,16 @@ def staging_show(app: App, table: str, run_id: str | None, limit: int, as_json: 
 def staging_failures(app: App, as_json: bool) -> None:
     """Show what needs attention: failed stages (with the re-run command), failed files, quarantine.
 
+    A file cut short whose every conversation a whole re-export (another path) delivered later is listed apart, as
+    superseded: nothing to do.
+
     \b
     Example: chatmem staging failures --json
     """
     from staging import inspect as inspection
 
     settings = app.settings()
-    found: dict[str, list[Any]] = {"runs": [], "stage_runs": [], "files": [], "quarantine": []}
+    found: dict[str, list[Any]] = {"runs": [], "stage_runs": [], "files": [], "quarantine": [], "superseded": []}
     if not nothing_yet(settings, settings.staging_path):
         with open_readonly(settings.staging_path, settings) as staging_conn:
             if settings.archive_path.exists():
@@ -223,13 +227,14 @@ def staging_failures(app: App, as_json: bool) -> None:
     if as_json:
         emit(found)
         return
-    if not any(found.values()):
+    if not any(v for k, v in found.items() if k != "superseded"):
         click.echo("no failures")
     titles = {
         "runs": "failed or interrupted runs",
         "stage_runs": "failed or interrupted stage runs",
         "files": "failed or partial files",
         "quarantine": "quarantine",
+        "superseded": "files cut short, superseded by a whole re-export read later (nothing to do)",
     }
     for key, title in titles.items():
         if found[key]:

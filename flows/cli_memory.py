@@ -95,7 +95,8 @@ def print_result(result: Answer) -> None:
     if result.cues:
         click.echo("cues: " + ", ".join(f"{safe_line(c.label)} ({c.score:.2f})" for c in result.cues[:8]))
     current = None
-    for piece in result.pieces:
+    # numbered as shown, 1..n; a piece's place among the best (its rank) is said beside when it differs
+    for number, piece in enumerate(result.pieces, 1):
         title = shorten(safe_line(piece.conversation_title or piece.conversation_id), 70)
         where = f'"{title}" [{piece.conversation_id}]'
         if result.order == "time" and piece.conversation_id != current:
@@ -103,23 +104,26 @@ def print_result(result: Answer) -> None:
             click.echo(f"\n== {where}")
         elif result.order == "relevance":
             click.echo("")
-        click.echo(_head(piece))
+        click.echo(_head(piece, number))
         if result.order == "relevance" and piece.reply_to is None:  # a reply: the question's conversation, above
             click.echo(f"   in {where}")
         click.echo(safe(piece.text))
 
 
-def _head(piece: Piece) -> str:
-    """`#1 2023-05-29 11:12 user, score 2.531, via cue "Birthday"`: what brought the piece, in a few words."""
+def _head(piece: Piece, number: int) -> str:
+    """`#1 2023-05-29 11:12 user, score 2.531, via cue "Birthday"`: what brought the piece, in a few words. `number`:
+    its place in the listing (1..n as shown); `, rank 16` too where that is not its place among the best (the
+    JSON's `rank`: in conversation order, a reply shown under its question), as the budget's note names it."""
     stamp = piece.created_at.strftime("%Y-%m-%d %H:%M") if piece.created_at else "time unknown"
     cues = [f'cue "{shorten(safe_line(s.label), 40)}"' for s in piece.path if s.kind == "cue"]
     tags = [s for s in piece.path if s.kind == "tag"]
     how = " and ".join(cues) or ("its conversation" if tags else "direct match")
     weak = " (weak: holds under half of the query's information, its rarer words)" if piece.weak else ""
     cut = f" (a window: {piece.tokens} of its {piece.full_tokens} tokens)" if piece.full_tokens is not None else ""
+    rank = f", rank {piece.rank}" if piece.rank != number else ""
     if piece.reply_to is not None:
-        return f"#{piece.rank} {stamp} {piece.role}, the reply to the message above{cut}"
-    return f"#{piece.rank} {stamp} {piece.role}, score {piece.score:.3f}, via {how}{weak}{cut}"
+        return f"#{number} {stamp} {piece.role}, the reply to the message above{rank}{cut}"
+    return f"#{number} {stamp} {piece.role}{rank}, score {piece.score:.3f}, via {how}{weak}{cut}"
 
 
 def one_question_threads() -> None:

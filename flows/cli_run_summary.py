@@ -63,6 +63,10 @@ def print_summary(
         status, left = inspection.run_status(staging, run_id, "failed" if error else "succeeded")
         worked = inspection.latest_working_run(staging)
     bad = [row for row in files if row["status"] in ("failed", "partial")]
+    incomplete = None
+    if error is None and not left:  # `incomplete` where a file failed or was cut short: the exit code 1 below
+        failed, partial = (sum(row["status"] == s for row in bad) for s in ("failed", "partial"))
+        status, incomplete = inspection.shown_run_status(status, failed, partial)
     unchanged = [r.stage for r in results if r.status == "skipped" and any(n.startswith(UNCHANGED) for n in r.notes)]
     nothing_new = bool(results) and len(unchanged) == len(results) and error is None
     defaults = app.defaults(settings, prefect=not nothing_new)
@@ -75,6 +79,8 @@ def print_summary(
             "files": files,
             "defaults": defaults,
         }
+        if incomplete:
+            data.update(incomplete=incomplete)
         if error is not None:
             data.update(error=error.cause, failed_stage=error.stage, rerun=error.rerun_hint)
         elif left:
@@ -95,8 +101,8 @@ def print_summary(
         click.echo(f"nothing new: {len(results)} stage(s) unchanged{since} (run {run_id}; --force recomputes)")
         return
     headline = f" ({safe_line(left)})" if left and not error else ""
-    if bad and error is None and not left:
-        headline = f", but {_files_word(bad)} (exit code 1)"
+    if incomplete:
+        headline = f": {incomplete} (exit code 1)"
     click.echo(f"run {run_id}: {status}{headline}")
     if unchanged:
         # each skipped stage's note names the run that did its work ("unchanged since run R (...)")
@@ -145,13 +151,10 @@ PARTIAL_NOTE = "partial: "  # how the ingest stage's detail of a file cut short 
 
 
 def _files_word(bad: list[dict[str, Any]]) -> str:
-    """`1 file cut short`, `2 files failed`, `1 file failed and 1 file cut short`."""
-    parts = []
-    for status, word in (("failed", "failed"), ("partial", "cut short")):
-        n = sum(row["status"] == status for row in bad)
-        if n:
-            parts.append(f"{n} file{'s' if n > 1 else ''} {word}")
-    return " and ".join(parts)
+    """`1 file cut short`, `2 files failed`, `1 file failed and 1 file cut short` (staging.inspect.files_word)."""
+    from staging.inspect import files_word
+
+    return files_word(*(sum(row["status"] == status for row in bad) for status in ("failed", "partial")))
 
 
 def _file_line(row: dict[str, Any]) -> str:
@@ -178,7 +181,8 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
     if not bad:
         return
     names = ", ".join(safe_line(str(row["path"])) for row in bad[:3]) + (" ..." if len(bad) > 3 else "")
-    if len(bad) == 1 and bad[0]["status"] == "failed":  # one file: why, too (the summary above has it as well)
+    alone_folder = len(bad) == 1 and Path(str(bad[0]["path"])).is_dir()  # its advice below says why
+    if len(bad) == 1 and bad[0]["status"] == "failed" and not alone_folder:  # one file: why, too (as the summary)
         why = str(bad[0]["detail"] or "").removeprefix(f"{bad[0]['path']}: ")
         names = safe_line(f"{bad[0]['path']}: {why[:200]}" if why else str(bad[0]["path"]))
     # Said at every run while the file stays as it is (ingest/stage.py reads it again): the damage stands
@@ -186,9 +190,19 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
     # A path given that does not exist (a typo, a file moved) has nothing to fix: it is checked or left out. Said so
     # by the stage (ingest/sources.py); a member of a zip ("x.zip!conversations.json") is no path of its own
     missing = [r for r in failed if str(r["detail"]).endswith(NO_SUCH_FILE) and not Path(str(r["path"])).exists()]
+    # A folder in which no export was found: nothing in it to fix, it is the wrong folder (or a typo)
+    folders = [r for r in failed if Path(str(r["path"])).is_dir()]
     advice = ["run again with the whole file"] if len(failed) < len(bad) else []
-    if len(failed) > len(missing):
-        advice.append(f"fix the file{'s' if len(failed) - len(missing) > 1 else ''} and run again")
+    if len(failed) > len(missing) + len(folders):
+        advice.append(f"fix the file{'s' if len(failed) - len(missing) - len(folders) > 1 else ''} and run again")
+    if folders:
+        from flows.export_paths import LOOKED_FOR
+
+        which = "the folder" if len(bad) == 1 else ", ".join(safe_line(str(r["path"])) for r in folders[:3])
+        holds = "holds" if len(folders) == 1 else "hold"
+        advice.append(
+            f"{which} {holds} no export chatmem can read ({LOOKED_FOR}): check the path, or leave it out of the command"
+        )
     if len(missing) == 1:
         advice.append(
             f"{'the path' if len(bad) == 1 else safe_line(str(missing[0]['path']))} does not exist: check"

@@ -5,7 +5,7 @@ run). Used by every `chatmem` command that prints rows (flows/cli_inspect.py, cl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
@@ -38,6 +38,20 @@ def shorten(text: str, width: int) -> str:
         return "…"[:width]
     tail = (width - 1) // 2
     return text[: width - 1 - tail] + "…" + (text[-tail:] if tail else "")
+
+
+def shorten_words(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut at its end after a whole item of a comma-separated list (else a
+    whole word), with "…": for a list of words (a topic's keywords), where a cut in the middle of one
+    ("bod…xercises") names no word at all."""
+    if len(text) <= width:
+        return text
+    room = text[: max(width - 1, 0)]
+    if not text[len(room) :].startswith((",", ", ")):  # the cut falls inside an item ("broadcast join") or a word
+        # back to the end of the item before, else of the word before
+        end = room.rfind(", ")
+        room = room[:end] if end > 0 else room[: max(room.rfind(" "), 0)]
+    return room.rstrip(" ,;") + "…" if room.strip() else shorten(text, width)
 
 
 def cell(value: object, *, whole: bool = False, width: int = CELL_WIDTH) -> str:
@@ -73,14 +87,17 @@ def fit(widths: list[int], fixed: list[bool], total: int, minimum: list[int]) ->
     return [w if f else min(w, max(low, minimum[i])) for i, (w, f) in enumerate(zip(widths, fixed, strict=True))]
 
 
-def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None, *, whole: bool = False) -> None:
+def print_table(
+    rows: list[dict[str, Any]], cols: list[str] | None = None, *, whole: bool = False, word_cut: Iterable[str] = ()
+) -> None:
     """A text table that fits the terminal: the widest columns are shortened in their middle (headings too, to
     no less than HEADING_MIN characters; values to no less than 24). A table that cannot fit so (with `whole`: that
     cannot fit without shortening a value, for tables whose values are the point, such as failure reasons; or
     whose shortening would make two different values of a column look the same) is shown
     one record per block, a `column  value` line each (psql's expanded display), a long value wrapped over up
     to EXPANDED_LINES lines (all of it with `whole`) and shortened in its middle beyond that; --json always has
-    every value whole."""
+    every value whole. The `word_cut` columns (lists of words) are cut at their end on a word boundary instead
+    (`shorten_words`)."""
     if not rows:
         click.echo("(no rows)")
         return
@@ -94,7 +111,8 @@ def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None, *, wh
     fitted = fit(widths, fixed, columns - 2 * (len(cols) - 1), minimum)
     if fitted is not None and whole and any(f < v for f, v in zip(fitted, values, strict=True)):
         fitted = None  # a value would lose its middle: one record per block instead
-    if fitted is not None and not all(_still_distinct([r[i] for r in texts], w) for i, w in enumerate(fitted)):
+    cuts = [shorten_words if c in set(word_cut) else shorten for c in cols]
+    if fitted is not None and not all(_still_distinct([r[i] for r in texts], w, cuts[i]) for i, w in enumerate(fitted)):
         fitted = None  # two different values would look the same (two paths cut to one): one record per block
     if fitted is None:
         label = max(len(c) for c in cols)
@@ -108,17 +126,17 @@ def print_table(rows: list[dict[str, Any]], cols: list[str] | None = None, *, wh
                     click.echo(f"{' ' * label}  {line}".rstrip())
         return
     heads = [shorten(c, w) for c, w in zip(cols, fitted, strict=True)]
-    cells = [[v if fixed[i] else shorten(v, fitted[i]) for i, v in enumerate(r)] for r in texts]
+    cells = [[v if fixed[i] else cuts[i](v, fitted[i]) for i, v in enumerate(r)] for r in texts]
     click.echo("  ".join(c.ljust(w) for c, w in zip(heads, fitted, strict=True)).rstrip())
     for r in cells:
         click.echo("  ".join(v.ljust(w) for v, w in zip(r, fitted, strict=True)).rstrip())
 
 
-def _still_distinct(column: list[str], width: int) -> bool:
+def _still_distinct(column: list[str], width: int, cut: Callable[[str, int], str] = shorten) -> bool:
     """Values that differ still differ once shortened to `width` (the part that tells two paths apart is often
     their middle: `.../spark-first/conversations.json` and `.../rainchinchao/conversations.json`)."""
     distinct = set(column)
-    return len({shorten(v, width) for v in distinct}) == len(distinct)
+    return len({cut(v, width) for v in distinct}) == len(distinct)
 
 
 WHOLE_LINES = 1000  # a table whose values are the point (`whole`: failure reasons) wraps them whole

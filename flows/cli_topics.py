@@ -83,4 +83,4 @@ def topics(app: App, run_id: str | None, limit: int, as_json: bool) -> None:
         click.echo(f"  note: {safe_line(note)}")
     rows = [{**t, "keywords": ", ".join(t["keywords"][:6])} for t in shown]
     if rows:
-        print_table(rows, ["topic", "size", "label", "keywords"])
+        print_table(rows, ["topic", "size", "label", "keywords"], word_cut=["keywords"])  # whole keywords, "…" after

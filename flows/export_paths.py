@@ -32,6 +32,26 @@ def absolute(path: str | Path) -> Path:
     return folded if folded == given or folded.resolve() == given.resolve() else given.resolve()
 
 
+def given_once(paths: list[str | Path]) -> tuple[list[str | Path], list[str | Path]]:
+    """(the paths with each file once, in the order given; those given again): the same file typed twice, by two
+    names (`./x.json` and `x.json`, a link), or an export folder and its conversations.json. The ingest stage read
+    it once and skipped the second silently ("files skipped 1"); the command says it instead: given twice, read
+    once."""
+    seen: set[Path] = set()
+    kept: list[str | Path] = []
+    again: list[str | Path] = []
+    for path in paths:
+        real = Path(path).expanduser().resolve()
+        if real.is_dir() and (real / "conversations.json").is_file():
+            real = real / "conversations.json"  # an export folder is read as its conversations.json
+        if real in seen:
+            again.append(path)
+            continue
+        seen.add(real)
+        kept.append(path)
+    return kept, again
+
+
 def holds_json_or_zip(path: Path) -> bool:
     """Whether the file's first bytes could start an export (a zip, or JSON: ingest reads the format from the bytes,
     never the name, so a JSONL export named .ndjson or with no suffix is one); unreadable: let ingest say why."""
@@ -267,6 +287,11 @@ def expand_folders(
 
 
 _WHERE = f"in it and {FOLDER_DEPTH} levels of subfolders below"
+# what `exports_in_folder` takes as an export, in a few words (the error line of a run with such a folder)
+LOOKED_FOR = (
+    "it looked for a conversations.json, a .json or .jsonl file starting as JSON, or a .zip, in it and"
+    f" {FOLDER_DEPTH} levels of subfolders below"
+)
 
 
 def no_export_found(folder: Path, left: list[LeftOut]) -> str:

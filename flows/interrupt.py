@@ -53,7 +53,7 @@ from typing import Any
 from contracts.errors import ChatmemError
 from contracts.settings import Settings
 from flows.server_guard import stop_servers
-from staging.liveness import current_stage, mark_interrupted, resume_command, unfinished_stages
+from staging.liveness import current_stage, mark_interrupted, resume_command, run_format, unfinished_stages
 
 GRACE_S = 5.0
 REDELIVER_S = 1.0  # before the run: a signal no handler saw end the block in this time is sent again
@@ -150,11 +150,12 @@ class _Interruption:
         """The one line: where the run stopped and the command that resumes it (read from the ledger). A run the
         ledger does not hold (stopped in Prefect's start-up, before the flow recorded it; staging.db may not even
         exist) has nothing to resume: the line says so, as before the run started."""
-        stage, status, left, recorded = None, None, list(self.stages), False
+        stage, status, left, recorded, fmt = None, None, list(self.stages), False, None
         with contextlib.suppress(sqlite3.Error, OSError, ChatmemError):
             conn = sqlite3.connect(f"file:{self.settings.staging_path}?mode=ro", uri=True, timeout=2.0)
             try:
                 recorded = conn.execute("SELECT 1 FROM runs WHERE id = ?", (self.run_id,)).fetchone() is not None
+                fmt = run_format(conn, self.run_id) if recorded else None
                 stage = current_stage(conn, self.run_id)
                 if stage is not None:
                     row = conn.execute(
@@ -171,7 +172,7 @@ class _Interruption:
         else:
             where = f"in stage {stage} " if stage else "before its first stage "
         how = f"interrupted {self.by()} " if self.signum == signal.SIGTERM else "interrupted "
-        return f"{how}{where}of run {self.run_id}; resume with: {resume_command(self.run_id, left, self.stages)}"
+        return f"{how}{where}of run {self.run_id}; resume with: {resume_command(self.run_id, left, self.stages, fmt)}"
 
     def by(self) -> str:
         return "by SIGTERM" if self.signum == signal.SIGTERM else "by Ctrl-C"

@@ -43,7 +43,7 @@ from flows.registry import STAGE_ORDER, STAGES, StageSpec, check_stages  # noqa:
 from flows.stage_runner import RunContext, active_run, run_context, run_stage  # noqa: E402
 from staging.db import connect_readonly  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
-from staging.liveness import interrupt_error  # noqa: E402
+from staging.liveness import FORMAT_KEY, interrupt_error  # noqa: E402
 from staging.lock import data_dir_lock  # noqa: E402
 
 if TYPE_CHECKING:
@@ -93,7 +93,8 @@ def pipeline(run_id: str, stages: list[str]) -> list[StageResult]:
             staging,
             stages=stages,
             exports=context.exports,
-            settings=settings.public_dump(),
+            # the run's --format: the command that resumes it says it again (staging.liveness.resume_command)
+            settings=settings.public_dump() | ({FORMAT_KEY: context.force_format} if context.force_format else {}),
             code_version=code_version(),
             run_id=run_id,
             order=STAGE_ORDER,

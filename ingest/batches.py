@@ -37,6 +37,7 @@ class Batch:
     messages: int = 0  # read, the unchanged ones included
     unchanged: int = 0  # messages of conversations known by their bytes (ingest/raw_skip.py): not parsed
     skipped: int = 0  # those conversations: they count toward the batch's size as parsed ones do
+    skipped_ids: list[str] = field(default_factory=list)  # their ids (what a file delivered: ingest/supersede.py)
     raw: dict[str, bytes] = field(default_factory=dict)  # conversation id -> the hash of the bytes it was read from
     bytes_read: int = 0  # position in the stream when the batch was cut (for progress)
     items: int = 0  # what the parser yielded into it (conversations, markers, quarantine records): see `skip`
@@ -104,6 +105,7 @@ def iter_batches(
                 if isinstance(item, Unchanged):
                     batch.unchanged += item.messages
                     batch.skipped += 1
+                    batch.skipped_ids.append(item.conversation_id)
                 elif isinstance(item, Continuation):  # joined to the archive in the stage's thread
                     batch.parts.append(item)
                 else:

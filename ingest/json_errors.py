@@ -17,6 +17,7 @@ the same column; the failing byte is found again by drawing that buffer the same
 from __future__ import annotations
 
 import ast
+import json
 from dataclasses import dataclass
 
 ARROW = "(right here) ------^"
@@ -91,3 +92,16 @@ def _drawn(flat: bytes, offset: int) -> bytes:
     pad = _CARET - offset if offset < _NEAR else _CARET - _NEAR
     start = max(offset - _NEAR, 0)
     return b" " * pad + flat[start : min(offset + _NEAR, len(flat))]
+
+
+def cut_inside(exc: json.JSONDecodeError, ends: bool) -> bool:
+    """The line is the file's last, with no newline after it, and its JSON stops before it is whole: the file was
+    cut there (a download or a copy that stopped), not a line written wrong. The same rule for a JSONL file of
+    messages (ingest/jsonl.py) and one of conversations (ingest/object_lines.py): cut short, exit 1 while it stays
+    cut, every line before it arrived."""
+    return not ends and (exc.pos >= len(exc.doc) - 1 or exc.msg.startswith("Unterminated string"))
+
+
+def cut_problem(number: int, said: str) -> str:
+    """What a file cut inside its last line says (the stage's "the rest could not be read: ...")."""
+    return f"truncated JSON: the file ends inside its last line, {number} ({said})"

@@ -40,6 +40,7 @@ from pydantic import PrivateAttr
 from contracts.errors import MalformedExportError
 from contracts.records import ExportConversation, QuarantineRecord, Role
 from ingest.detect import JSONL_REQUIRED, RAW_LIMIT, json_kind, raw_json
+from ingest.json_errors import cut_inside, cut_problem
 from ingest.jsonstream import MAX_DEPTH
 from ingest.timestamps import to_utc
 from ingest.tree import DraftMessage, build_thread
@@ -133,16 +134,20 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
         good = bad = 0
         first_bad = ""  # the first bad line's reason: said when no line is a message
         batch: list[Row] = []
-        for number, line in enumerate(_lines(stream), start=1):
+        cut: MalformedExportError | None = None  # the file stops inside its last line: raised once the rest is out
+        for number, (line, ends) in enumerate(_lines(stream), start=1):
             line = _unbracketed(line, number)
             if not line.strip():
                 continue  # blank lines (and the final newline's empty piece) are not records
             try:
-                decoded = _decode(line, number)
+                decoded = _decode(line, number, ends)
             except UnicodeDecodeError as exc:
                 error = MalformedExportError(name, f"line {number} is not valid UTF-8 (invalid byte at {exc.start})")
                 error.invalid_utf8 = True  # type: ignore[attr-defined]  # the stage re-reads with U+FFFD
                 raise error from None
+            except _Cut as exc:
+                cut = MalformedExportError(name, str(exc))
+                continue
             if isinstance(decoded, QuarantineRecord):
                 bad += 1
                 first_bad = first_bad or f"{decoded.locator}: {decoded.reason}"
@@ -177,6 +182,8 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
                 spill.executemany("INSERT INTO m VALUES (?,?,?,?,?,?,?,?,?)", batch)
                 batch.clear()
         spill.executemany("INSERT INTO m VALUES (?,?,?,?,?,?,?,?,?)", batch)
+        if not good and cut is not None:
+            raise cut  # nothing but the cut line: nothing arrived (the stage: failed)
         if not good and bad:
             problem = f"no line is a JSONL message ({bad} bad line(s), quarantined; {first_bad})"
             raise MalformedExportError(name, problem)
@@ -188,12 +195,21 @@ def parse(stream: BinaryIO, *, name: str) -> Iterator[ExportConversation | Quara
         ids = list(conversations)
         for conv, group in _grouped(rows):
             yield from _conversation(ids[conv], group, titles.get(conv))
+        if cut is not None:
+            # after every conversation of the lines before it: cut short, as a JSONL of conversations (and an export
+            # list) cut short is; the stage keeps what arrived, quarantines the rest, exits 1 and reads it again
+            raise cut
     finally:
         spill.close()
 
 
-def _lines(stream: BinaryIO) -> Iterator[bytes]:
-    """Split a stream on b"\\n" reading 1 MiB at a time (the stage's readers have only `read`)."""
+class _Cut(Exception):
+    """The file ends inside its last line (`_decode`): its message is the problem to say."""
+
+
+def _lines(stream: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """(line, whether a newline ends it): a stream split on b"\\n" reading 1 MiB at a time (the stage's readers
+    have only `read`)."""
     tail: list[bytes] = []
     while chunk := stream.read(CHUNK):
         pieces = chunk.split(b"\n")
@@ -201,12 +217,13 @@ def _lines(stream: BinaryIO) -> Iterator[bytes]:
             tail.append(chunk)
             continue
         tail.append(pieces[0])
-        yield b"".join(tail)
-        yield from pieces[1:-1]
+        yield b"".join(tail), True
+        for piece in pieces[1:-1]:
+            yield piece, True
         tail = [pieces[-1]]
     last = b"".join(tail)
     if last:
-        yield last
+        yield last, False
 
 
 def _unbracketed(line: bytes, number: int) -> bytes:
@@ -218,8 +235,9 @@ def _unbracketed(line: bytes, number: int) -> bytes:
     return b"" if line.strip() == b"]" else line
 
 
-def _decode(line: bytes, number: int) -> tuple[dict[str, Any], str] | QuarantineRecord:
-    """The line's record and conversation id, or a quarantine row saying why it cannot be used."""
+def _decode(line: bytes, number: int, ends: bool = True) -> tuple[dict[str, Any], str] | QuarantineRecord:
+    """The line's record and conversation id, or a quarantine row saying why it cannot be used. Raises `_Cut` for
+    the last line, with no newline after it, whose JSON stops before it is whole (ingest/json_errors.cut_inside)."""
     if number == 1 and line.startswith(b"\xef\xbb\xbf"):
         line = line[3:]
     text = line.decode("utf-8")  # UnicodeDecodeError: the caller asks for a re-read with U+FFFD
@@ -227,6 +245,8 @@ def _decode(line: bytes, number: int) -> tuple[dict[str, Any], str] | Quarantine
         record = json.loads(text)
     except json.JSONDecodeError as exc:
         said = exc.msg.removesuffix(" at")  # "Unterminated string starting at" + " at column 54"
+        if cut_inside(exc, ends):
+            raise _Cut(cut_problem(number, f"{said} at column {exc.colno}")) from None
         return _bad(number, f"invalid JSON: {said} at column {exc.colno}", line)
     except RecursionError:
         return _bad(number, f"JSON nested deeper than {MAX_DEPTH} levels: line skipped", line)

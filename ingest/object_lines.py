@@ -25,6 +25,7 @@ import orjson
 from contracts.errors import MalformedExportError
 from contracts.records import QuarantineRecord
 from ingest.detect import RAW_LIMIT, Replay
+from ingest.json_errors import cut_inside, cut_problem
 from ingest.jsonstream import CHUNK, MAX_DEPTH, iter_json_items
 
 _BOM = b"\xef\xbb\xbf"
@@ -104,11 +105,10 @@ def _record(line: bytes, number: int, ends: bool, name: str) -> Any:
         return json.loads(line)
     except json.JSONDecodeError as exc:
         said = f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
-        if not ends and (exc.pos >= len(exc.doc) - 1 or exc.msg.startswith("Unterminated string")):
+        if cut_inside(exc, ends):
             # The file stops inside its last line: cut short (every line before it has arrived), so the stage
             # says so and the next run reads it again, as for an export list cut short
-            problem = f"truncated JSON: the file ends inside its last line, {number} ({said})"
-            raise MalformedExportError(name, problem) from None
+            raise MalformedExportError(name, cut_problem(number, said)) from None
         reason = f"invalid JSON: {said}"
     except RecursionError:  # built without recursion, the parser then loses only the message that is too deep
         try:

@@ -174,7 +174,9 @@ def open_export(path: Path, *, max_member_bytes: int, max_ratio: float, digest: 
         if not files:
             raise MalformedExportError(
                 str(path),
-                f"folder has no {CONVERSATIONS_FILE} directly in it (nor its numbered parts, conversations-000.json)",
+                # a folder, not a file to fix: said as what it holds (`chatmem run` says where it looked too)
+                f"the folder holds no export chatmem can read: no {CONVERSATIONS_FILE} directly in it (nor its"
+                " numbered parts, conversations-000.json)",
             )
         side = sorted(p.name for p in path.iterdir() if p.name in KNOWN_SIDE_FILES)
         if len(files) == 1 and files[0].name == CONVERSATIONS_FILE:

@@ -31,6 +31,7 @@ from ingest.jsonl import continued
 from ingest.overlap import prefetched
 from ingest.raw_skip import RawLookup
 from ingest.sources import OpenedExport, file_sha256, open_export, read_head
+from ingest.supersede import superseded
 from ingest.timestamps import describe_dropped
 from staging.archive import END_OF_FILE, ArchiveWriter
 from staging.archive_rows import to_rows
@@ -56,6 +57,7 @@ class FileOutcome:
     items: int = 0  # what the parser yielded and was written (a second pass over the same bytes skips them)
     taken: int = 0  # messages whose id another conversation of the archive holds: quarantined, not written
     utf8_replaced: int = 0  # invalid UTF-8 sequences the second pass replaced with U+FFFD
+    delivered: set[str] = field(default_factory=set)  # the conversation ids it held (ingest/supersede.py)
 
 
 EMPTY_EXPORT = "no conversation in it (an empty export)"
@@ -67,6 +69,7 @@ def run(ctx: StageContext) -> Outcome:
     writer = ArchiveWriter(ctx.archive)
     outcomes: list[FileOutcome] = []
     writer.begin_bulk()  # an empty archive: indexes built once at the end (a killed run: on the next open)
+    cut_before = writer.partial_sources()  # files cut short, as they stood before this run wrote
     for path in ctx.exports:
         if not path.exists() and failed_before(ctx.staging, ctx.run_id, str(path)):
             # The re-run hint says "fix or remove the file": removed, it is left out of this run, not failed.
@@ -75,6 +78,11 @@ def run(ctx: StageContext) -> Outcome:
             outcome = _ingest_one(writer, path, ctx.settings, ctx.force_format, ctx.progress, ctx.force)
         outcomes.append(outcome)
         _record(ctx, outcome)
+    whole = [(o.path, o.delivered) for o in outcomes if o.status == "ingested"]
+    given = {o.path for o in outcomes} | {str(p) for p in ctx.exports}
+    for cut, detail in superseded(ctx.staging, cut_before, whole, given):
+        # a file cut short that a whole re-export read now holds entirely: said, and no longer a failure to list
+        _record(ctx, FileOutcome(cut, "skipped", detail=detail))
     writer.end_bulk()
     return _outcome(ctx, outcomes)
 
@@ -343,6 +351,8 @@ def _write_batches(
             outcome.counts.add(counts)
             outcome.messages_read += batch.messages
             outcome.known_by_bytes += batch.skipped  # per batch: a pass stopped by bad bytes keeps its count
+            outcome.delivered.update([*(c.id for c in batch.conversations), *(p.id for p in batch.parts)])
+            outcome.delivered.update(batch.skipped_ids)
             outcome.items += batch.items
             advance(batch.bytes_read - reported)
             reported = batch.bytes_read

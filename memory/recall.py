@@ -581,10 +581,11 @@ def budget_note(pieces: list[Piece], selection: Selection, ranking: Ranking, ran
     notes = []
     cut = [p for p in pieces if p.full_tokens is not None and p.reply_to is None]  # a reply's window is its share
     if cut:
-        shown = ", ".join(f"#{p.rank} ({p.tokens} of {p.full_tokens} tokens)" for p in cut)
+        # by rank, what `chatmem recall` says beside a piece listed at another place (`#2 ..., rank 16`)
+        shown = ", ".join(f"rank {p.rank} ({p.tokens} of {p.full_tokens} tokens)" for p in cut)
         notes.append(f"too big for the budget left, shown as a window around the query's words: {shown}")
     for i, cost, left in selection.skipped:  # the next best piece, which did not fit: the answer ends before it
-        notes.append(f"the next piece, #{rank_of.get(i, 0)} ({cost} tokens), did not fit the {left} token(s) left")
+        notes.append(f"the next piece, rank {rank_of.get(i, 0)} ({cost} tokens), did not fit the {left} token(s) left")
     if not notes:
         return None
     return "; ".join(notes) + "; a larger --budget (budget_tokens) shows more"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contracts.fact_rules import FUNCTIONAL_ATTRIBUTES, FactRow
+from contracts.fact_rules import FUNCTIONAL_ATTRIBUTES, FactRow, said_of_the_user
 from memory.answer import Fact, RequestLike
 from memory.index import MemoryIndex
 from memory.relevance import KEY_SHARE, key_terms, near
@@ -24,7 +24,8 @@ LIMIT = 5
 
 
 def _line(record: FactRow) -> str:
-    value = record.value if record.polarity == "positive" else f"not {record.value}"
+    value = said_of_the_user(record.value)  # "their partner": said of the user, as the subject is
+    value = value if record.polarity == "positive" else f"not {value}"
     start = f"{record.valid_from:%Y-%m-%d}" if record.valid_from else None
     if record.valid_to is not None:
         return f"{record.subject} {record.attribute} {value} from {start or '?'} until {record.valid_to:%Y-%m-%d}"

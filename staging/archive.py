@@ -112,6 +112,21 @@ class ArchiveWriter:
         row = self.conn.execute("SELECT format FROM sources WHERE sha256 = ?", (sha256,)).fetchone()
         return None if row is None else str(row["format"])
 
+    def partial_sources(self) -> dict[str, tuple[str, set[str]]]:
+        """sha256 -> (path, the conversations it delivered) of each source read only in part (a file cut short),
+        that delivered any: what a later whole read of the same conversations supersedes (ingest/supersede.py).
+        Read before a stage writes: a conversation rewritten by a later file takes that file's source id."""
+        found: dict[str, tuple[str, set[str]]] = {}
+        rows = self.conn.execute(
+            "SELECT s.sha256, s.path, m.conversation_id FROM sources s JOIN messages m ON m.source_id = s.id"
+            " WHERE s.status = 'partial'"
+            " UNION SELECT s.sha256, s.path, c.id FROM sources s JOIN conversations c ON c.source_id = s.id"
+            " WHERE s.status = 'partial'"
+        )
+        for sha256, path, conversation_id in rows:
+            found.setdefault(str(sha256), (str(path), set()))[1].add(str(conversation_id))
+        return found
+
     def begin_source(self, source: ExportSource) -> int:
         """Register the source (or reuse the row of an interrupted import of the same bytes)."""
         with Transaction(self.conn):

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
-from contracts.fact_rules import FactRow, contradicts
+from contracts.fact_rules import FactRow, contradicts, said_of_the_user
 from staging.facts import FACT_COLUMNS, has_facts
 
 if TYPE_CHECKING:  # pydantic: a recall process reads FactRow (fact_rows) and never imports it
@@ -187,7 +187,8 @@ def change_lines(records: Iterable[FactRecord] | Iterable[FactRow]) -> list[str]
 
 
 def _interval(record: FactRecord | FactRow) -> str:
-    value = record.value if record.polarity == "positive" else f"not {record.value}"
+    value = said_of_the_user(record.value)  # "their partner": said of the user, as the subject is
+    value = value if record.polarity == "positive" else f"not {value}"
     start = f"{record.valid_from:%Y-%m-%d}" if record.valid_from else "?"
     if record.valid_to is None:
         return f"{value} since {start}"

@@ -53,3 +53,16 @@ def last_outcome(conn: sqlite3.Connection, sha256: str) -> dict[str, Any] | None
         (sha256,),
     ).fetchone()
     return None if row is None else dict(zip(("run_id", "path", "status", "format", "detail"), row, strict=True))
+
+
+SUPERSEDED = "superseded by "  # how the detail of a file cut short that a later whole read made moot starts
+
+
+def latest_for_path(conn: sqlite3.Connection, path: str) -> dict[str, Any] | None:
+    """The latest outcome recorded for this path (any run): run_id, status, sha256 and detail; None when none was."""
+    row = conn.execute(
+        "SELECT run_id, status, sha256, detail FROM ingest_files WHERE path = ? ORDER BY stage_run_id DESC, rowid DESC"
+        " LIMIT 1",
+        (path,),
+    ).fetchone()
+    return None if row is None else dict(zip(("run_id", "status", "sha256", "detail"), row, strict=True))

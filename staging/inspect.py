@@ -16,6 +16,7 @@ from typing import Any
 
 from contracts.errors import ConfigError
 from staging.archive_update import TAKEN_LIKE
+from staging.ingest_files import SUPERSEDED
 from staging.liveness import finish_command, shown_status, unfinished_stages
 
 Row = dict[str, Any]
@@ -127,18 +128,40 @@ def list_runs(conn: sqlite3.Connection, *, limit: int = 20) -> list[Row]:
         # how long each stage's latest stage run took (None: not finished), and the run from start to end
         run["stage_duration_s"] = {str(row[0]): row[5] for row in latest}
         run["duration_s"] = _seconds_between(run["started_at"], run["finished_at"])
-        # a run "succeeded" with files it could not read: what `staging runs` says beside the status
-        run["files_failed"] = int(
+        # files it could not read (or read only up to a cut): its command exited 1
+        bad = dict(
             conn.execute(
-                "SELECT COUNT(*) FROM ingest_files WHERE run_id = ? AND status = 'failed'", (run["id"],)
-            ).fetchone()[0]
+                "SELECT status, COUNT(*) FROM ingest_files WHERE run_id = ? AND status IN ('failed', 'partial')"
+                " GROUP BY status",
+                (run["id"],),
+            ).fetchall()
         )
+        run["files_failed"], run["files_partial"] = int(bad.get("failed", 0)), int(bad.get("partial", 0))
         # a failed or interrupted run that a later run went through again (`staging failures` leaves it out): no
         # command to resume it, which would only repeat what the later run did
         if run["status"] not in ("succeeded", "running") and run["id"] not in superseded:
             left = unfinished_stages(conn, run["id"]) or run["stages"]
             run["resume"] = _fix_first(conn, run["id"], left) + finish_command(conn, run["id"])
+        run["status"], run["incomplete"] = shown_run_status(run["status"], run["files_failed"], run["files_partial"])
     return runs
+
+
+INCOMPLETE = "incomplete"  # a run whose stages succeeded but a file failed or was cut short (its command exits 1)
+
+
+def files_word(failed: int, partial: int) -> str:
+    """`1 file cut short`, `2 files failed`, `1 file failed and 1 file cut short`."""
+    parts = [f"{n} file{'s' if n > 1 else ''} {word}" for n, word in ((failed, "failed"), (partial, "cut short")) if n]
+    return " and ".join(parts)
+
+
+def shown_run_status(status: str, files_failed: int, files_partial: int) -> tuple[str, str | None]:
+    """(the status said of a run, why it is `incomplete`): the ledger's `succeeded` is `incomplete` where a file
+    failed or was cut short, as the run's exit code 1 says (`chatmem run` and `chatmem staging runs` alike); the
+    ledger keeps `succeeded` (every stage did), which resumes and supersedes go by."""
+    if status == "succeeded" and (files_failed or files_partial):
+        return INCOMPLETE, files_word(files_failed, files_partial)
+    return status, None
 
 
 def _seconds_between(start: str | None, end: str | None) -> float | None:
@@ -233,7 +256,9 @@ def failures(
       stage), with the command that re-runs them;
     - files whose latest outcome is failed or partial (one row per path, the latest: a later ingest of the
       same path replaces it);
-    - quarantined records, counted per source file and reason (the `limit` largest groups).
+    - quarantined records, counted per source file and reason (the `limit` largest groups);
+    - `superseded`: files cut short whose every conversation a whole file read later (another path) delivered:
+      nothing to do, said apart; their unreadable remainder is left out of the quarantine groups.
     """
     stages = _rows(
         staging.execute(
@@ -261,15 +286,39 @@ def failures(
             " ORDER BY f.stage_run_id, f.path"
         )
     )
+    # files cut short that a whole re-export read later holds entirely (ingest/supersede.py): said apart, as done
+    superseded_files = _rows(
+        staging.execute(
+            "SELECT f.run_id, f.path, f.detail FROM ingest_files f WHERE f.status = 'skipped' AND f.detail LIKE ?"
+            " AND NOT EXISTS (SELECT 1 FROM ingest_files later"
+            "   WHERE later.path = f.path AND later.stage_run_id > f.stage_run_id)"
+            " ORDER BY f.stage_run_id, f.path",
+            (f"{SUPERSEDED}%",),
+        )
+    )
     quarantine: list[Row] = []
     if archive is not None:
-        quarantine = _quarantine_groups(archive, limit)
+        moot = {row["path"] for row in superseded_files}  # their unreadable remainder is no longer missing
+        quarantine = [
+            group
+            for group in _quarantine_groups(archive, limit)
+            if not (group["source"] in moot and str(group["reason"]).startswith(REMAINDER))
+        ]
     runs = [
         {"run_id": r["id"], "status": r["status"], "error": r["error"], "resume": r["resume"]}
         for r in list_runs(staging, limit=0)
         if r["status"] in ("failed", "interrupted") and r["id"] not in superseded
     ]
-    return {"runs": runs, "stage_runs": stages, "files": files, "quarantine": quarantine}
+    return {
+        "runs": runs,
+        "stage_runs": stages,
+        "files": files,
+        "quarantine": quarantine,
+        "superseded": superseded_files,
+    }
+
+
+REMAINDER = "unreadable remainder: "  # the reason of a file's quarantine row for the rest after a cut (ingest/stage.py)
 
 
 TAKEN = "message ids already in the archive under other conversation ids; not overwritten"

@@ -133,15 +133,31 @@ def unfinished_stages(conn: sqlite3.Connection, run_id: str) -> list[str]:
     return [stage for stage in json.loads(row[0]) if latest.get(stage) not in DONE]
 
 
-def resume_command(run_id: str, stages_left: list[str], selected: list[str]) -> str:
-    """`chatmem stage X --run-id R` for the run's last stage alone, else `chatmem run --from X --run-id R`."""
+def resume_command(run_id: str, stages_left: list[str], selected: list[str], fmt: str | None = None) -> str:
+    """`chatmem stage X --run-id R` for the run's last stage alone, else `chatmem run --from X --run-id R`; with
+    `--format F` where the run was started with it and its ingest is left (the run's exports read again: without
+    it, detection would read them, which may be what failed: a command that works as typed)."""
+    again = f" --format {fmt}" if fmt and "ingest" in (stages_left or selected) else ""
     if not stages_left:
-        return f"chatmem run --run-id {run_id}"
+        return f"chatmem run --run-id {run_id}{again}"
     first = stages_left[0]
     if selected and first == selected[-1]:
-        return f"chatmem stage {first} --run-id {run_id}"
+        return f"chatmem stage {first} --run-id {run_id}{again}"
     to = f" --to {selected[-1]}" if selected else ""
-    return f"chatmem run --from {first}{to} --run-id {run_id}"
+    return f"chatmem run --from {first}{to} --run-id {run_id}{again}"
+
+
+FORMAT_KEY = "force_format"  # the run's --format, in its runs.settings (flows/pipeline.py records it)
+
+
+def run_format(conn: sqlite3.Connection, run_id: str) -> str | None:
+    """The --format the run was started with; None without one (or a run an older chatmem recorded)."""
+    row = conn.execute("SELECT settings FROM runs WHERE id = ?", (run_id,)).fetchone()
+    try:
+        found = json.loads(row[0]).get(FORMAT_KEY) if row is not None else None
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return str(found) if found else None
 
 
 def finish_command(conn: sqlite3.Connection, run_id: str, stage: str | None = None) -> str:
@@ -153,7 +169,7 @@ def finish_command(conn: sqlite3.Connection, run_id: str, stage: str | None = No
     if row is None:
         return f"chatmem stage {stage} --run-id {run_id}" if stage else f"chatmem run --run-id {run_id}"
     selected = json.loads(row[0])
-    return resume_command(run_id, unfinished_stages(conn, run_id) or selected, selected)
+    return resume_command(run_id, unfinished_stages(conn, run_id) or selected, selected, run_format(conn, run_id))
 
 
 def mark_interrupted(

@@ -193,7 +193,7 @@ def test_malformed_file_fails_in_one_line_and_stage_rerun_fixes_it(
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
     report = json.loads(done.stdout)
     assert f"1 file failed in run {report['run_id']}: {broken}: " in errors[0]
-    assert report["status"] == "succeeded" and "failed_stage" not in report
+    assert report["status"] == "incomplete" and "failed_stage" not in report  # exit 1: a file failed
     statuses = {f["path"]: f["status"] for f in report["files"]}
     assert statuses == {str(broken): "failed", str(jsonl_export): "ingested"}
     assert as_json(chatmem("archive", "stats", "--json", data_dir=data_dir))["conversations"] == 2

@@ -130,7 +130,9 @@ def test_a_folder_with_no_export_beside_a_good_file_is_said_once_and_reported_fa
         f"{deep}: no export found in it and 3 levels of subfolders below; left out 1: a/b/c/d/ (more"
         " than 3 levels of subfolders down, not looked into)"
     ], done.stderr
-    assert f"failed: {deep}: folder has no conversations.json directly in it" in done.stdout, done.stdout
+    assert f"failed: {deep}: the folder holds no export chatmem can read: no conversations.json directly in it" in (
+        done.stdout
+    ), done.stdout
     assert f"ingested: {good}" in done.stdout, done.stdout
 
 
@@ -247,17 +249,17 @@ def test_serve_once_refuses_a_bad_cron_before_it_reads_the_folder(tmp_path: Path
 
 
 def test_staging_runs_says_a_run_succeeded_with_files_it_could_not_read(tmp_path: Path) -> None:
-    """A good file and a broken one: the run exits 1 and `staging runs` says so beside "succeeded" (it showed a plain
-    "succeeded"); --json counts them in `files_failed`."""
+    """A good file and a broken one: the run exits 1 and `staging runs` says so (it showed a plain "succeeded"):
+    `incomplete` with why since session 36, as `chatmem run` says it; --json counts them in `files_failed`."""
     good = write_chats(tmp_path / "good.jsonl", 2)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
     data_dir = tmp_path / "data"
     assert chatmem("-q", "run", good, bad, "--only", "ingest", data_dir=data_dir).exit_code == 1
     [run] = as_json(chatmem("staging", "runs", "--json", data_dir=data_dir))
-    assert run["status"] == "succeeded" and run["files_failed"] == 1, run
+    assert run["status"] == "incomplete" and run["files_failed"] == 1 and run["incomplete"] == "1 file failed", run
     table = chatmem("staging", "runs", data_dir=data_dir, columns=300)
-    assert "succeeded, 1 file(s) failed (staging failures)" in table.stdout, table.stdout
+    assert "incomplete: 1 file failed (staging failures)" in table.stdout, table.stdout
 
 
 @pytest.mark.prefect

@@ -105,7 +105,7 @@ def test_a_dump_cut_short_gets_one_honest_summary(tmp_path: Path, chatgpt_export
     done = chatmem("-q", "run", cut, "--only", "ingest", data_dir=data_dir)
     assert done.exit_code == 1, done.output
     lines = done.stdout.splitlines()
-    assert re.fullmatch(r"run r\S+: succeeded, but 1 file cut short \(exit code 1\)", lines[0]), lines
+    assert re.fullmatch(r"run r\S+: incomplete: 1 file cut short \(exit code 1\)", lines[0]), lines
     [file_line] = [line for line in lines if str(cut) in line]
     assert file_line.strip().startswith(f"cut short: {cut}: 1 complete conversation(s) arrived; the rest could not")
     assert "(unterminated string) at byte" in file_line, file_line

@@ -308,7 +308,7 @@ def test_a_dump_cut_short_exits_1_after_keeping_what_arrived(tmp_path: Path, cha
     done = chatmem("-q", "run", cut, "--only", "ingest", "--json", data_dir=data_dir)
     assert done.exit_code == 1, done.output
     summary = json.loads(done.stdout)
-    assert summary["status"] == "succeeded" and [f["status"] for f in summary["files"]] == ["partial"]
+    assert summary["status"] == "incomplete" and [f["status"] for f in summary["files"]] == ["partial"]
     assert "1 file cut short" in done.stderr and str(cut) in done.stderr  # tests/test_cli_cold_pass.py: the text
     stats = json.loads(chatmem("archive", "stats", "--json", data_dir=data_dir).stdout)
     assert stats["conversations"] == 1

@@ -58,7 +58,7 @@ def test_a_file_cut_short_exits_1_at_every_run_while_it_stays_cut(tmp_path: Path
     for _ in range(2):
         again = _chatmem(data_dir, "-q", "run", path, "--only", "ingest")
         assert again.exit_code == 1, again.output
-        assert "nothing new:" not in again.stdout and "but 1 file cut short (exit code 1)" in again.stdout
+        assert "nothing new:" not in again.stdout and ": incomplete: 1 file cut short (exit code 1)" in again.stdout
         assert "nothing new before the cut" in again.stdout and "1 file cut short in run" in again.stderr
     counts = _ingest_counts(_chatmem(data_dir, "-q", "run", path, "--only", "ingest", "--json"))
     assert counts["counts"]["conversations_known_by_bytes"] == whole and counts["counts"]["messages_inserted"] == 0

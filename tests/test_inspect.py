@@ -97,7 +97,9 @@ def test_list_runs_newest_first_with_stage_status(ledger: tuple[Settings, Path, 
     runs = inspection.list_runs(_ro(settings.staging_path))
     assert [run["id"] for run in runs] == ["r2", "r1"]
     assert runs[0]["status"] == "succeeded" and runs[0]["stage_status"] == {"ingest": "skipped"}
-    assert runs[1]["status"] == "succeeded" and runs[1]["stage_status"] == {"ingest": "succeeded"}
+    # r1 read a bad file beside the good one: its stage succeeded, the run is incomplete (its command exited 1)
+    assert runs[1]["status"] == "incomplete" and runs[1]["stage_status"] == {"ingest": "succeeded"}
+    assert (runs[1]["incomplete"], runs[1]["files_failed"]) == ("1 file failed", 1)
     assert runs[1]["exports"] == [str(p) for p in ledger[1:]]
     assert len(inspection.list_runs(_ro(settings.staging_path), limit=1)) == 1
 

@@ -257,7 +257,7 @@ def test_the_best_piece_too_big_for_the_budget_comes_as_a_window_around_its_matc
     assert "border collie, a herding breed" in first.text and first.text.startswith("…") and first.text.endswith("…")
     assert result.tokens <= 2000  # max_pieces 3: both questions, each with its reply riding along
     assert [p.content_id for p in result.pieces] == ["dog-0", "dog-1", "pets-0", "pets-1"]
-    assert result.budget_note and "#1" in result.budget_note and "window" in result.budget_note
+    assert result.budget_note and "rank 1 (" in result.budget_note and "window" in result.budget_note
 
 
 class _CountedSpots(list[tuple[int, int]]):
@@ -329,7 +329,7 @@ def test_a_tiny_budget_still_shows_the_best_piece_and_never_fills_up_with_worse_
     assert first.content_id == "dog-0" and first.rank == 1 and first.full_tokens is not None
     assert "breed" in first.text and result.tokens <= 30
     assert [p.rank for p in result.pieces] == list(range(1, len(result.pieces) + 1))  # no gap: nothing skipped over
-    assert result.budget_note and "the next piece, #" in result.budget_note and "did not fit" in result.budget_note
+    assert result.budget_note and "the next piece, rank " in result.budget_note and "did not fit" in result.budget_note
     assert "--budget" in result.budget_note
 
 
