@@ -99,6 +99,9 @@ RELATIVES = (
 )
 # A place name: capitalised words ("Oakland", "San Francisco", "São Paulo"), not a sentence-initial pronoun.
 _PLACE = r"(?-i:(?!I\b)[A-ZÀ-Ý][\w'-]+(?:\s+(?:de\s+|do\s+|del\s+|am\s+)?[A-ZÀ-Ý][\w'-]+){0,2})"
+_NAME = r"(?-i:[A-Z][a-z]+)"  # a first name: "I'm Priya, a product manager"
+# An employer: a name, "the" before it allowed ("at the University of Michigan")
+_EMPLOYER = r"(?:the\s+)?(?P<value>" + _PLACE + r"(?:\s+of\s+" + _PLACE + r")?)(?![\w-])"
 _OWNED = r"(?P<noun>phone|car|laptop|computer|bike|tablet|watch|camera|dog|cat|console|tv|headphones|guitar)"
 RULES: tuple[Rule, ...] = (
     _rule(
@@ -253,8 +256,13 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "role_i_am",
         # "I'm a nurse", "iam a data engineer", "I've been a teacher for 12 years", "I'm currently working as a tutor"
-        r"\b(?:" + _IM + r"|I(?:'ve|\s+have)\s+been)\s+(?:(?:currently|now|also|still|actually)\s+)?"
-        r"(?:(?:working|employed)\s+as\s+)?(?:a|an)\s+(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
+        # "I'm Priya, a product manager", "I am working as Data Engineer" (no article after "working as")
+        r"\b(?:"
+        + _IM
+        + r"(?:\s+"
+        + _NAME
+        + r",)?|I(?:'ve|\s+have)\s+been)\s+(?:(?:currently|now|also|still|actually)\s+)?"
+        r"(?:(?:working|employed)\s+as\s+(?:(?:a|an)\s+)?|(?:a|an)\s+)(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
         "user",
         "role",
         presupposed=True,
@@ -714,5 +722,26 @@ RULES: tuple[Rule, ...] = (
         "user",
         "will try",
         list_value=True,
+    ),
+    _rule(
+        "role_at",
+        # "I'm a nurse at Mercy Hospital", "I work as a backend developer at Shopify", "I'm Priya, a product manager
+        # at Atlassian": the employer named after the user's role (the role's last word a role noun, see _fill)
+        r"\b(?:" + _IM + r"(?:\s+" + _NAME + r",)?|I(?:'ve|\s+have)\s+been|I\s+(?:currently\s+)?(?:work|worked)"
+        r"(?=\s+as\b))\s+(?:(?:currently|now|also|still|actually)\s+)?(?:(?:working|employed|as)\s+(?:as\s+)?)?"
+        r"(?:(?:a|an)\s+)?(?P<role>(?:[\w-]+\s+){0,3}?[\w-]+)\s+(?:at|with|for)\s+" + _EMPLOYER,
+        "user",
+        "{verb}",
+        whole_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "joined_as",
+        # "I joined Amazon as an SDE in 2021", "I recently started at Stripe as a data analyst"
+        _I + r"(?:joined|started\s+at|started\s+working\s+(?:at|for))\s+" + _EMPLOYER + r"\s+as\s+(?:a|an)\s",
+        "user",
+        "works at",
+        whole_value=True,
+        presupposed=True,
     ),
 )

@@ -354,7 +354,7 @@ def _action_tools(sentence: str) -> list[dict[str, str]]:
 # Rules that read a role or years of experience from a phrase whose owner is the sentence's subject, not "I":
 # "Act as a senior data engineer with 10 years of experience" and "You are a nurse" give the assistant a role.
 _ABOUT_WHOEVER_SPEAKS = frozenset(
-    ["role_i_am", "role_as", "experience", "role_resume", "experience_years", "experience_for", "tools_like",
+    ["role_i_am", "role_as", "role_at", "experience", "role_resume", "experience_years", "experience_for", "tools_like",
      "experience_with", "education"]
 )  # fmt: skip
 # The user's own resume, profile or interview: what it says of experience and tools is the user's.
@@ -509,6 +509,12 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
             return None  # "my Switch", "my Data Science certification": a common word capitalised
         tool = first in _TOOLS or noun in _SOFTWARE_NOUNS
         noun, verb = "", "uses" if tool else "owns"
+    if rule.name == "role_at":
+        role, role_head = _role(groups["role"])
+        if role != groups["role"] or _INTENSIFIERS.intersection(role.casefold().split()):
+            return None  # "I'm a regular at Joe's", "I'm a pretty good cook at home": no job
+        verb = "studies at" if role_head in _STUDYING else "volunteers at" if role_head == "volunteer" else "works at"
+        # "a graduate student at UCLA": a school, not an employer
     if rule.name in ("thing_i_got", "my_new_thing", "looking_for"):  # "this new sunscreen", "recipes to try out"
         value = _PURPOSE_TAIL.sub("", value if rule.name == "looking_for" else _OWNED_ADJECTIVE.sub("", value))
     if rule.name == "my_new_thing" and re.search(
@@ -584,7 +590,9 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
 _WAYS_TEXT = "method methods technique techniques tip tips trick tricks strategy tactic"
 _WAYS = frozenset(_WAYS_TEXT.split())  # "I'll try the steam inhalation method": one of the talk's suggestions
 _OWNED_ADJECTIVE = re.compile(r"^(?:brand[\s-])?new\s+(?=\S)", re.IGNORECASE)
-_PURPOSE_TAIL = re.compile(r"\s+to\s+[a-z]+(?:\s+(?:out|up|on|with))?$")
+# what a sought thing is for, or a place word left when "me" was dropped: "recipes to try out", "spots near (me)"
+_PURPOSE_TAIL = re.compile(r"\s+(?:to\s+[a-z]+(?:\s+(?:out|up|on|with))?|near|around|nearby)$")
+_STUDYING = frozenset(["student", "undergraduate", "graduate", "fresher"])
 _SOME_PLACE = frozenset(["something", "somewhere", "someplace"])
 _NOT_A_KIND = frozenset(["to", "that", "i", "you", "like", "else", "about", "and", "or", "is", "was"])
 # What "I'm looking for" names when it asks the assistant for something in the talk, not a thing the user seeks

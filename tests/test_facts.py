@@ -689,3 +689,26 @@ def test_v11_rules_leave_talk_errors_jobs_and_gifts_alone(sentence: str) -> None
     technique from the talk, an error, a job, a person, a gift for someone else, a condition."""
     new = {"looking for", "will try", "owns", "likes", "goal"}
     assert [t for t in triples(sentence) if t[1] in new] == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("I'm a nurse at Mercy Hospital.", [("role", "nurse"), ("works at", "Mercy Hospital")]),
+        ("Hi, I'm Priya, a product manager at Atlassian.", [("role", "product manager"), ("works at", "Atlassian")]),
+        ("I joined Amazon as an SDE in 2021.", [("role", "SDE"), ("works at", "Amazon")]),
+        ("I am working as Data Engineer in Infosys for 3 years.", [("role", "Data Engineer")]),
+        ("I'm a graduate student at the University of Michigan.",
+         [("role", "graduate student"), ("studies at", "University of Michigan")]),
+        ("I'm a regular at Joe's Diner.", []),  # no role noun: no job
+        ("If I were a developer at Google, what would I earn?", []),
+        ("Act as a senior engineer at Google.", []),  # a persona for the assistant
+    ],
+)  # fmt: skip
+def test_v11_an_introduction_names_the_role_and_the_employer_after_it(
+    sentence: str, expected: list[tuple[str, str]]
+) -> None:
+    """Issue 20: how people introduce themselves ("I'm a nurse at X", "I'm Priya, a product manager at X", "I
+    joined X as an SDE"): the role, and the employer named after it, when the role's last word is a role noun."""
+    found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
+    assert sorted(f for f in found if f[0] in ("role", "works at", "studies at")) == expected
