@@ -697,8 +697,8 @@ RULES: tuple[Rule, ...] = (
         "thing_i_got",
         # "the Air Fryer I got yesterday", "my Suica card I just got": a thing the user got, named before its clause
         r"\b(?:the|my|a|an|this|these|those)\s+(?P<value>(?:(?!(?:the|a|an|my|in|on|at|of|to|for|with|and|or|from"
-        r"|that|which|by|into|i)\b)[\w'-]+\s+){0,3}?(?!(?:the|a|an|my|in|on|at|of|to|for|with|and|or|from|that|which"
-        r"|by|into|i)\b)[\w'-]+)\s+(?:that\s+|which\s+)?I(?:'ve|\s+have)?\s+(?:(?:just|recently|finally|also)\s+)?"
+        r"|that|which|by|into|i)\b)\w[\w'-]*\s+){0,3}?(?!(?:the|a|an|my|in|on|at|of|to|for|with|and|or|from|that|which"
+        r"|by|into|i)\b)\w[\w'-]*)\s+(?:that\s+|which\s+)?I(?:'ve|\s+have)?\s+(?:(?:just|recently|finally|also)\s+)?"
         r"(?:got|bought|purchased|ordered)\b",
         "user",
         "owns",

@@ -475,6 +475,8 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         said += after  # "the blue one": the word after the value says it was a pointer
     if rule.name == "will_try" and said and (said[0] in _TOOL_POINTERS or said[-1] in _SOFTWARE_NOUNS | _WAYS):
         return None  # "I'll use the following code", "I'll try the steam method": a step suggested in the talk
+    if rule.name == "will_try":
+        value = _TRY_END.split(value, maxsplit=1)[0].strip(" ,")  # "Pocket and Evernote to see", "Trello for now"
     if rule.name in ("chose", "will_try") and _VAGUE_CHOICE.intersection(said):
         return None  # "I'll go with the first option", "I'll choose that one": a pointer, not a thing named
     noun = " ".join((groups.get("noun") or "").casefold().split())
@@ -593,6 +595,14 @@ _OWNED_ADJECTIVE = re.compile(r"^(?:brand[\s-])?new\s+(?=\S)", re.IGNORECASE)
 # what a sought thing is for, or a place word left when "me" was dropped: "recipes to try out", "spots near (me)"
 _PURPOSE_TAIL = re.compile(r"\s+(?:to\s+[a-z]+(?:\s+(?:out|up|on|with))?|near|around|nearby)$")
 _STUDYING = frozenset(["student", "undergraduate", "graduate", "fresher"])
+# Where what the user will try ends: its purpose ("to see how", not "to the garlic butter"), a time, a thanks, a
+# next step ("and see", "and keep")
+_TRY_END = re.compile(
+    r"\s+to\s+(?!(?:the|a|an|my|your|our|his|her|their|some|this|that|these|those)\b)[a-z]"
+    r"|\s+(?:for\s+now|during|first|instead|later|tonight|tomorrow|next|this\s+week(?:end)?)\b"
+    r"|,\s*(?:thanks|thank\s+you|along|too|and\s+I)\b|\s+and\s+(?:see|keep|check|let|store|storing|report|get)\b",
+    re.IGNORECASE,
+)
 _SOME_PLACE = frozenset(["something", "somewhere", "someplace"])
 _NOT_A_KIND = frozenset(["to", "that", "i", "you", "like", "else", "about", "and", "or", "is", "was"])
 # What "I'm looking for" names when it asks the assistant for something in the talk, not a thing the user seeks
@@ -605,14 +615,14 @@ _NOT_SOUGHT_TEXT = (
 _NOT_SOUGHT = frozenset(_NOT_SOUGHT_TEXT.split())
 _NOT_A_THING_TEXT = (
     "role position career life home hobby habit skill skills traceback stacktrace trace exceptions warnings outputs"
-    " one ones same following thing things way approach method technique setup set-up"
+    " one ones same following thing things way approach method technique setup set-up favorite favourite go-to"
 )
 # "the Air Fryer I got", "my new mesh router": a thing owned only when no word of it is a job, a person, a plan, an
 # error or a word of the talk ("the error I got", "my new boss", "my new project", "the same output I got")
 _NOT_A_THING = (
     _NOT_OWNED | _NOT_THINGS | _SOFTWARE_NOUNS | _PEOPLE | _RELATIVE_WORDS | _VAGUE_OBJECT | _FUNCTION | VALUE_STOP
 ) | frozenset(_NOT_A_THING_TEXT.split())
-_USE_TO = re.compile(r"^(?:using|use)\s+(?P<what>.+?)\s+(?:to|for)\s+(?P<purpose>[a-z]+\s+.+)$", re.IGNORECASE)
+_USE_TO = re.compile(r"^(?:using|use)\s+(?P<what>.+?)\s+to\s+(?P<purpose>[a-z]+\s+.+)$", re.IGNORECASE)
 _USE_THING = re.compile(r"^(?P<verb>using|use|checking\s+out|check\s+out|trying\s+out|try\s+out)\s+(?P<rest>.+)$", re.I)
 _MORE_GOAL = re.compile(
     r"^(?P<verb>[a-z]+)\s+(?P<adverb>more|less|regularly|often)\s+(?P<rest>(?:at|in|with|on|for|outdoors|outside)\b.+)$",
@@ -637,7 +647,8 @@ def _plain_goal(value: str) -> str:
     if use:
         thing = _list_value(ARTICLE.sub("", re.sub(r"^(?:some|a\s+few)\s+", "", use.group("rest"), flags=re.I)))
         said = set(thing.casefold().split())
-        if thing and not (said & (_VAGUE_CHOICE | _TOOL_POINTERS)) and len(said) >= 2:
+        first = thing.split()[0].casefold() if thing else ""
+        if thing and not (said & (_VAGUE_CHOICE | _TOOL_POINTERS)) and len(said) >= 2 and first not in VALUE_STOP:
             return f"{' '.join(use.group('verb').split())} {thing}"
         return ""
     more = _MORE_GOAL.match(value)

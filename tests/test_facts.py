@@ -712,3 +712,24 @@ def test_v11_an_introduction_names_the_role_and_the_employer_after_it(
     joined X as an SDE"): the role, and the employer named after it, when the role's last word is a role noun."""
     found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
     assert sorted(f for f in found if f[0] in ("role", "works at", "studies at")) == expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("I'll try Pocket and Evernote Web Clipper to see which one I like.",
+         [("will try", "Pocket and Evernote Web Clipper")]),
+        ("I think I'll try Trello for now.", [("will try", "Trello")]),
+        ("I'll try Yelp, thanks.", [("will try", "Yelp")]),
+        ("I'll try adding some Parmesan cheese to the garlic butter.",
+         [("will try", "adding some Parmesan cheese to the garlic butter")]),
+        ("I have a voucher that I need to use before the end of the year.", []),
+        ("I think I've found my new favorite spot - the park.", []),
+        ("I'd say I'm an intermediate birder - I've got some experience.", []),
+    ],
+)  # fmt: skip
+def test_v11_values_end_where_their_phrase_ends(sentence: str, expected: list[tuple[str, str]]) -> None:
+    """What the labelled build's new facts showed cut badly: a purpose ("to see"), a time ("for now") or a thanks
+    after a thing to try; "use" with no object; a favourite spot is no thing owned; a dash is no word."""
+    found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
+    assert [f for f in found if f[0] in ("will try", "goal", "owns")] == expected
