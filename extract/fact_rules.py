@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FACT_RULES_VERSION = 10  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
+FACT_RULES_VERSION = 11  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
@@ -99,6 +99,9 @@ RELATIVES = (
 )
 # A place name: capitalised words ("Oakland", "San Francisco", "São Paulo"), not a sentence-initial pronoun.
 _PLACE = r"(?-i:(?!I\b)[A-ZÀ-Ý][\w'-]+(?:\s+(?:de\s+|do\s+|del\s+|am\s+)?[A-ZÀ-Ý][\w'-]+){0,2})"
+_NAME = r"(?-i:[A-Z][a-z]+)"  # a first name: "I'm Priya, a product manager"
+# An employer: a name, "the" before it allowed ("at the University of Michigan")
+_EMPLOYER = r"(?:the\s+)?(?P<value>" + _PLACE + r"(?:\s+of\s+" + _PLACE + r")?)(?![\w-])"
 _OWNED = r"(?P<noun>phone|car|laptop|computer|bike|tablet|watch|camera|dog|cat|console|tv|headphones|guitar)"
 RULES: tuple[Rule, ...] = (
     _rule(
@@ -253,8 +256,13 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "role_i_am",
         # "I'm a nurse", "iam a data engineer", "I've been a teacher for 12 years", "I'm currently working as a tutor"
-        r"\b(?:" + _IM + r"|I(?:'ve|\s+have)\s+been)\s+(?:(?:currently|now|also|still|actually)\s+)?"
-        r"(?:(?:working|employed)\s+as\s+)?(?:a|an)\s+(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
+        # "I'm Priya, a product manager", "I am working as Data Engineer" (no article after "working as")
+        r"\b(?:"
+        + _IM
+        + r"(?:\s+"
+        + _NAME
+        + r",)?|I(?:'ve|\s+have)\s+been)\s+(?:(?:currently|now|also|still|actually)\s+)?"
+        r"(?:(?:working|employed)\s+as\s+(?:(?:a|an)\s+)?|(?:a|an)\s+)(?P<value>[\w-]+(?:\s+[\w-]+){0,3})",
         "user",
         "role",
         presupposed=True,
@@ -285,7 +293,8 @@ RULES: tuple[Rule, ...] = (
         + r"\s+(?:(?:also|really|currently|actually|just|still|now)\s+)?(?:trying|planning|hoping|aiming|looking)\s+to|"
         + _WE_ARE
         + r"\s+planning\s+on"
-        r"|(?:my|our)\s+(?:main\s+)?goal\s+is\s+to|(?:I|we)\s+(?:want|need|plan|hope|aim)\s+to"
+        r"|(?:my|our)\s+(?:main\s+)?goal\s+is\s+to"
+        r"|(?:I|we)\s+(?:(?:do|really|also|still|just|definitely|eventually|ultimately)\s+)?(?:want|need|plan|hope|aim)\s+to"
         r"|(?:I|we)(?:'d|\s+would)\s+(?:like|love)\s+to|(?:I|we)(?:'ll|\s+will)\s+(?:aim|try)\s+to"
         r"|(?:I|we)(?:'ve|\s+have)\s+been\s+(?:trying|meaning|hoping|planning|aiming|looking)\s+to)\s+(?P<value>.+)",
         "user",
@@ -308,9 +317,11 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "prefer",
         # "We prefer milder weather", "I'm really interested in birding", "we're open to a moderate budget"
-        r"\b(?:(?:I|we)\s+(?:(?:really|much|generally|usually|definitely)\s+)?(?P<verb>prefer)"
-        r"|" + _WE_ARE + r"\s+(?:(?:really|particularly|very|most|mostly|mainly|especially|also|more)\s+)*"
-        r"(?P<verb2>interested\s+in|open\s+to|into|keen\s+on|passionate\s+about))\s+(?P<value>.+)",
+        # "I'd prefer something within an hour's commute", "I'm fascinated by astronomy"
+        r"\b(?:(?:I|we)(?:'d|\s+would)?\s+(?:(?:really|much|generally|usually|definitely|still)\s+)?(?P<verb>prefer)"
+        r"|" + _WE_ARE + r"\s+(?:(?:really|particularly|very|most|mostly|mainly|especially|also|more|always)\s+)*"
+        r"(?P<verb2>interested\s+in|open\s+to|into|keen\s+on|passionate\s+about|fascinated\s+(?:by|with)|fond\s+of))"
+        r"\s+(?P<value>.+)",
         "user",
         "{verb}",
         list_value=True,
@@ -544,7 +555,7 @@ RULES: tuple[Rule, ...] = (
         "likes",
         # "I love hiking in the Alps", "I enjoy SQL puzzles"; not "I like the idea of ...", a reaction to a suggestion
         r"\bI\s+(?:(?:really|also|absolutely|especially|particularly|do|just|totally|genuinely|truly)\s+)*"
-        r"(?P<verb>like|love|enjoy|adore)\s+(?:to\s+)?(?P<value>.+)",
+        r"(?P<verb>like|love|enjoy|adore|loved|enjoyed)\s+(?:to\s+)?(?P<value>.+)",
         "user",
         "{verb}",
         list_value=True,
@@ -649,6 +660,88 @@ RULES: tuple[Rule, ...] = (
         "user",
         "{noun}",
         numeric_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "fan_of",
+        # "I'm a big fan of Brandon Sanderson", "I've always been a huge fan of jazz": what the user likes
+        r"\b(?:" + _IM + r"|I(?:'ve|\s+have)\s+(?:always\s+)?been)\s+(?:(?:also|always|really|such|still|long)\s+)*"
+        r"(?:a|an)\s+(?:(?:big|huge|massive|great|longtime|long-time|lifelong|avid|real)\s+)*fan\s+of\s+(?P<value>.+)",
+        "user",
+        "likes",
+        list_value=True,
+    ),
+    _rule(
+        "favourite",
+        # "my favorite band is Radiohead", "my favourite Sweet Baby Ray's" (a name after it): what the user likes
+        r"\b(?:my|our)\s+(?:(?:all-time|absolute|new|current)\s+)?favou?rite\s+(?:(?P<noun>[a-z]+(?:\s+[a-z]+)?)\s+"
+        r"(?:is|are|has\s+(?:always\s+)?been)\s+(?P<value>.+)|(?P<value2>(?-i:[A-Z][\w'&+-]*(?:\s+[A-Z0-9][\w'&+-]*)"
+        r"{0,3})))",
+        "user",
+        "likes",
+        list_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "looking_for",
+        # "I'm looking for a new laptop for work", "I'm looking for some recommendations for rock music playlists":
+        # what the user sets out to find (not advice, help or an answer: a turn of the talk, see _NOT_SOUGHT)
+        r"\b" + _WE_ARE + r"\s+(?:(?:currently|also|now|actually|just|still|really)\s+)?(?:looking|searching|shopping)"
+        r"\s+(?:around\s+)?for\s+(?:(?:some|any|a\s+few)\s+)?(?:(?:good\s+|new\s+)?(?:recommendations|suggestions|ideas"
+        r"|options)\s+(?:for|on)\s+(?!how\b|what\b|ways?\b))?(?P<value>.+)",
+        "user",
+        "looking for",
+        list_value=True,
+    ),
+    _rule(
+        "thing_i_got",
+        # "the Air Fryer I got yesterday", "my Suica card I just got": a thing the user got, named before its clause
+        r"\b(?:the|my|a|an|this|these|those)\s+(?P<value>(?:(?!(?:the|a|an|my|in|on|at|of|to|for|with|and|or|from"
+        r"|that|which|by|into|i)\b)\w[\w'-]*\s+){0,3}?(?!(?:the|a|an|my|in|on|at|of|to|for|with|and|or|from|that|which"
+        r"|by|into|i)\b)\w[\w'-]*)\s+(?:that\s+|which\s+)?I(?:'ve|\s+have)?\s+(?:(?:just|recently|finally|also)\s+)?"
+        r"(?:got|bought|purchased|ordered)\b",
+        "user",
+        "owns",
+        whole_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "my_new_thing",
+        # "my new mesh router", "my brand-new air fryer": a thing the user now has
+        r"\bmy\s+(?:brand[\s-])?new\s+(?P<value>[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,3})",
+        "user",
+        "owns",
+        presupposed=True,
+    ),
+    _rule(
+        "will_try",
+        # "I think I'll try out the Fender Acoustic 40", "I'll use a spice rack": what the user settles on trying
+        # ("I'll try to ..." is a goal, see the goal rule)
+        r"\bI(?:'ll|\s+will)\s+(?:(?:probably|definitely|just|finally|also|first)\s+)?(?P<verb>try(?:\s+out)?"
+        r"(?:\s+using)?|use)\s+(?!to\b|out\b|it\b)(?:(?:a|an|the|some)\s+)?(?P<value>.+)",
+        "user",
+        "will try",
+        list_value=True,
+    ),
+    _rule(
+        "role_at",
+        # "I'm a nurse at Mercy Hospital", "I work as a backend developer at Shopify", "I'm Priya, a product manager
+        # at Atlassian": the employer named after the user's role (the role's last word a role noun, see _fill)
+        r"\b(?:" + _IM + r"(?:\s+" + _NAME + r",)?|I(?:'ve|\s+have)\s+been|I\s+(?:currently\s+)?(?:work|worked)"
+        r"(?=\s+as\b))\s+(?:(?:currently|now|also|still|actually)\s+)?(?:(?:working|employed|as)\s+(?:as\s+)?)?"
+        r"(?:(?:a|an)\s+)?(?P<role>(?:[\w-]+\s+){0,3}?[\w-]+)\s+(?:at|with|for)\s+" + _EMPLOYER,
+        "user",
+        "{verb}",
+        whole_value=True,
+        presupposed=True,
+    ),
+    _rule(
+        "joined_as",
+        # "I joined Amazon as an SDE in 2021", "I recently started at Stripe as a data analyst"
+        _I + r"(?:joined|started\s+at|started\s+working\s+(?:at|for))\s+" + _EMPLOYER + r"\s+as\s+(?:a|an)\s",
+        "user",
+        "works at",
+        whole_value=True,
         presupposed=True,
     ),
 )

@@ -49,7 +49,8 @@ __all__ = ["FACT_RULES_VERSION", "facts_in_sentence", "propose_facts", "sentence
 
 _PREFERENCE_NAMES = {
     "prefer": "prefers", "interested in": "interested in", "into": "interested in", "keen on": "interested in",
-    "passionate about": "interested in", "open to": "open to",
+    "passionate about": "interested in", "open to": "open to", "fascinated by": "interested in",
+    "fascinated with": "interested in", "fond of": "likes",
 }  # fmt: skip
 _VAGUE_CHOICE_TEXT = (
     "first second third last other option options one ones version approach suggestion idea both recommendation"
@@ -71,7 +72,8 @@ _LIST_END = re.compile(
     r"[;!?()]|\.(?!\d|[a-z]|[A-Z]{2})|:(?!\d)"
     r"|,?\s(?:because|but|so that|which|since|although|though|while|when|if|as|than|instead"
     r"|rather|unless|until|that|who|where|to\s+avoid|so\s+I|so\s+we)\b|,?\s(?:and|but|or)\s+(?:I|I'm|we|we're|my|our)\b"
-    r"|,\s+(?:I|I'm|I've|I'd|I'll|we|we're|it|it's|this|they|especially|including|such\s+as|like|but)\b"
+    r"|,\s+(?:I|I'm|I've|I'd|I'll|we|we're|it|it's|this|they|especially|including|such\s+as|like|but|preferably"
+    r"|ideally|maybe|perhaps|possibly|probably|specifically)\b"
     r"|,?\s(?:and|but|or)\s+(?:was|wanted|would|am|have|had|will|need|needed)\b"  # "... cuisine and was wondering"
 )
 # A tool's name ends before what it is used for or when: "Kayak to compare prices", "oat milk a lot lately"
@@ -261,7 +263,8 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
             if rule.name in _CLAUSE_ASKED and _ASKING.search(before):
                 continue  # "why we use sqoop", "once we submit a spark job", "if I use Airflow"
             wish = CONDITIONAL if rule.presupposed else HYPOTHETICAL
-            if wish.search(sentence[: min(match.end(), match.start() + 40)]):  # "explain it like | I have a PhD"
+            clause = _clause_start(before)  # "I'm not sure if I want to stay, but I do want to work here": its own
+            if wish.search(sentence[clause : min(match.end(), match.start() + 40)]):  # "explain it like | I have a PhD"
                 continue
             if not rule.negative_rule and (NEGATED.search(before[-30:]) or _negated_inside(match)):
                 continue
@@ -285,7 +288,7 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
 _V6_RULES_TEXT = (
     "age_said role_resume experience_years experience_for work_in uses_i uses_we tools_like experience_with working_on"
     " planning_thing interview learn_about likes got_thing have_from my_brand from_place education new_to my_role_is"
-    " pet_named have_family"
+    " pet_named have_family fan_of favourite looking_for will_try"
 )
 _V6_RULES = frozenset(_V6_RULES_TEXT.split())
 _QUESTION_OPENER = re.compile(
@@ -351,7 +354,7 @@ def _action_tools(sentence: str) -> list[dict[str, str]]:
 # Rules that read a role or years of experience from a phrase whose owner is the sentence's subject, not "I":
 # "Act as a senior data engineer with 10 years of experience" and "You are a nurse" give the assistant a role.
 _ABOUT_WHOEVER_SPEAKS = frozenset(
-    ["role_i_am", "role_as", "experience", "role_resume", "experience_years", "experience_for", "tools_like",
+    ["role_i_am", "role_as", "role_at", "experience", "role_resume", "experience_years", "experience_for", "tools_like",
      "experience_with", "education"]
 )  # fmt: skip
 # The user's own resume, profile or interview: what it says of experience and tools is the user's.
@@ -443,7 +446,7 @@ def _is_the_users(rule: str, sentence: str, match: re.Match[str]) -> bool:
 def _matches(rule: Rule, sentence: str) -> Iterator[re.Match[str]]:
     """The rule's matches; a clause value (a goal) runs to the sentence's end, so the next match is looked for from
     where the value starts: "I'd love to get back to the show, but I need to catch up on Succession first"."""
-    if not rule.phrase_value:
+    if not (rule.phrase_value or rule.list_value):  # a list runs to the end too: "I'm open to X, but I'd prefer Y"
         yield from rule.pattern.finditer(sentence)
         return
     position = 0
@@ -470,7 +473,11 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     after = re.findall(r"[\w'-]+", ARTICLE.sub("", groups["value"].strip().casefold()))[len(said) : len(said) + 1]
     if after and after[0] in ("one", "ones", "option", "options"):
         said += after  # "the blue one": the word after the value says it was a pointer
-    if rule.name == "chose" and _VAGUE_CHOICE.intersection(said):
+    if rule.name == "will_try" and said and (said[0] in _TOOL_POINTERS or said[-1] in _SOFTWARE_NOUNS | _WAYS):
+        return None  # "I'll use the following code", "I'll try the steam method": a step suggested in the talk
+    if rule.name == "will_try":
+        value = _TRY_END.split(value, maxsplit=1)[0].strip(" ,")  # "Pocket and Evernote to see", "Trello for now"
+    if rule.name in ("chose", "will_try") and _VAGUE_CHOICE.intersection(said):
         return None  # "I'll go with the first option", "I'll choose that one": a pointer, not a thing named
     noun = " ".join((groups.get("noun") or "").casefold().split())
     if rule.attribute == "{verb}" and not (groups["value"] or "").strip(" .,;:!?") and verb in ("smoking", "drinking"):
@@ -504,7 +511,26 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
             return None  # "my Switch", "my Data Science certification": a common word capitalised
         tool = first in _TOOLS or noun in _SOFTWARE_NOUNS
         noun, verb = "", "uses" if tool else "owns"
-    if rule.name in ("got_thing", "have_from") and (
+    if rule.name == "role_at":
+        role, role_head = _role(groups["role"])
+        if role != groups["role"] or _INTENSIFIERS.intersection(role.casefold().split()):
+            return None  # "I'm a regular at Joe's", "I'm a pretty good cook at home": no job
+        verb = "studies at" if role_head in _STUDYING else "volunteers at" if role_head == "volunteer" else "works at"
+        # "a graduate student at UCLA": a school, not an employer
+    if rule.name in ("thing_i_got", "my_new_thing", "looking_for"):  # "this new sunscreen", "recipes to try out"
+        value = _PURPOSE_TAIL.sub("", value if rule.name == "looking_for" else _OWNED_ADJECTIVE.sub("", value))
+    if rule.name == "my_new_thing" and re.search(
+        r"\s(?:from|by)\s+(?-i:[A-Z])", groups["value"] + match.string[match.end() :][:30]
+    ):
+        return None  # "my new bookshelf from IKEA": new_thing_from names it with its brand
+    if rule.name in ("thing_i_got", "my_new_thing") and _not_a_thing(value):
+        return None  # "the error I got", "my new job", "my new boss", "my new project": not a thing owned
+    if rule.name == "looking_for" and (
+        _NOT_SOUGHT.intersection(w.casefold().strip(",") for w in value.split()[:3])
+        or value.split()[0].casefold() in _NOT_OWNED_FIRST
+    ):
+        return None  # "I'm looking for advice on ...", "looking for a way to ...": a turn of the talk, not a thing
+    if rule.name in ("got_thing", "have_from", "thing_i_got", "my_new_thing") and (
         set(value.casefold().split()) & _NOT_OWNED
         or value.casefold() in NO_VALUE
         or value.split()[0].casefold() in _NOT_OWNED_FIRST
@@ -529,7 +555,7 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
             return None  # "I like the routine you've suggested", "I love the second option": about the talk
         if re.match(r"(?:the|this|that|these|those|your)\b", groups["value"].strip(), re.I):
             return None  # "I like the White Blouse and Blazer combo": a pick among the assistant's suggestions
-        verb = "enjoy" if verb == "enjoy" else "like"
+        verb = "enjoy" if verb.startswith("enjoy") else "like"  # "I really enjoyed working with clay": enjoys
     if rule.name == "education" and value.casefold() == "degree":
         return None  # "I have a degree": which, the sentence does not say
     if rule.name == "pet_named" and noun in ("retriever", "terrier", "labrador", "poodle", "beagle"):
@@ -541,7 +567,7 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     if rule.name == "planning_thing":
         value = f"{_PLANNED.get(verb, verb)} {value}"  # "planning a trip to Miami": plan a trip to Miami
     if rule.attribute == "goal" and rule.name != "interview":
-        value = goal(value) or _moved_goal(value) or _led_goal(value)
+        value = goal(value) or _moved_goal(value) or _led_goal(value) or _plain_goal(value)
         if not value or value.split()[1].casefold() in ("your", "you"):
             return None  # "I'd love to get your input": a turn of the talk, not an outcome the user wants
         if rule.name == "goal_considered" and _arranging(value):
@@ -561,6 +587,86 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         "polarity": rule.polarity,
         "rule": rule.name,
     }
+
+
+_WAYS_TEXT = "method methods technique techniques tip tips trick tricks strategy tactic"
+_WAYS = frozenset(_WAYS_TEXT.split())  # "I'll try the steam inhalation method": one of the talk's suggestions
+_OWNED_ADJECTIVE = re.compile(r"^(?:brand[\s-])?new\s+(?=\S)", re.IGNORECASE)
+# what a sought thing is for, or a place word left when "me" was dropped: "recipes to try out", "spots near (me)"
+_PURPOSE_TAIL = re.compile(r"\s+(?:to\s+[a-z]+(?:\s+(?:out|up|on|with))?|near|around|nearby)$")
+_STUDYING = frozenset(["student", "undergraduate", "graduate", "fresher"])
+# Where what the user will try ends: its purpose ("to see how", not "to the garlic butter"), a time, a thanks, a
+# next step ("and see", "and keep")
+_TRY_END = re.compile(
+    r"\s+to\s+(?!(?:the|a|an|my|your|our|his|her|their|some|this|that|these|those)\b)[a-z]"
+    r"|\s+(?:for\s+now|during|first|instead|later|tonight|tomorrow|next|this\s+week(?:end)?)\b"
+    r"|,\s*(?:thanks|thank\s+you|along|too|and\s+I)\b|\s+and\s+(?:see|keep|check|let|store|storing|report|get)\b",
+    re.IGNORECASE,
+)
+_SOME_PLACE = frozenset(["something", "somewhere", "someplace"])
+_NOT_A_KIND = frozenset(["to", "that", "i", "you", "like", "else", "about", "and", "or", "is", "was"])
+# What "I'm looking for" names when it asks the assistant for something in the talk, not a thing the user seeks
+_NOT_SOUGHT_TEXT = (
+    "advice guidance help way ways tips tip information info solution solutions answer answers code script query"
+    " function example examples explanation resource resources method approach someone feedback input clarification"
+    " assistance support insight insights recommendation recommendations suggestion suggestions idea ideas option"
+    " options something anything clarity confirmation assurance reassurance direction pointers opinion thoughts"
+)
+_NOT_SOUGHT = frozenset(_NOT_SOUGHT_TEXT.split())
+_NOT_A_THING_TEXT = (
+    "role position career life home hobby habit skill skills traceback stacktrace trace exceptions warnings outputs"
+    " one ones same following thing things way approach method technique setup set-up favorite favourite go-to"
+)
+# "the Air Fryer I got", "my new mesh router": a thing owned only when no word of it is a job, a person, a plan, an
+# error or a word of the talk ("the error I got", "my new boss", "my new project", "the same output I got")
+_NOT_A_THING = (
+    _NOT_OWNED | _NOT_THINGS | _SOFTWARE_NOUNS | _PEOPLE | _RELATIVE_WORDS | _VAGUE_OBJECT | _FUNCTION | VALUE_STOP
+) | frozenset(_NOT_A_THING_TEXT.split())
+_USE_TO = re.compile(r"^(?:using|use)\s+(?P<what>.+?)\s+to\s+(?P<purpose>[a-z]+\s+.+)$", re.IGNORECASE)
+_USE_THING = re.compile(r"^(?P<verb>using|use|checking\s+out|check\s+out|trying\s+out|try\s+out)\s+(?P<rest>.+)$", re.I)
+_MORE_GOAL = re.compile(
+    r"^(?P<verb>[a-z]+)\s+(?P<adverb>more|less|regularly|often)\s+(?P<rest>(?:at|in|with|on|for|outdoors|outside)\b.+)$",
+    re.IGNORECASE,
+)
+
+
+def _not_a_thing(value: str) -> bool:
+    words = [w.casefold().strip("'") for w in value.split()]
+    return any(w in _NOT_A_THING or w.removesuffix("s") in _NOT_A_THING for w in words) or not words
+
+
+def _plain_goal(value: str) -> str:
+    """The goals goal() leaves out because their verb is mostly a turn of the talk, when the rest names a thing:
+    "using a Vallejo paint set to sell my clothes" -> its purpose; "using a physical notebook", "checking out some
+    local music events" -> as said; "cook more at home": an adverb before where, not a vague object."""
+    value = " ".join(_CLAUSE_END.split(value, maxsplit=1)[0].split())
+    use_to = _USE_TO.match(value)
+    if use_to and (purpose := goal(use_to.group("purpose"))):
+        return purpose  # "using Facebook Marketplace to sell my clothes": the outcome is the sale
+    use = _USE_THING.match(value)
+    if use:
+        thing = _list_value(ARTICLE.sub("", re.sub(r"^(?:some|a\s+few)\s+", "", use.group("rest"), flags=re.I)))
+        said = set(thing.casefold().split())
+        first = thing.split()[0].casefold() if thing else ""
+        if thing and not (said & (_VAGUE_CHOICE | _TOOL_POINTERS)) and len(said) >= 2 and first not in VALUE_STOP:
+            return f"{' '.join(use.group('verb').split())} {thing}"
+        return ""
+    more = _MORE_GOAL.match(value)
+    if more and (rest := goal(f"{more.group('verb')} {more.group('rest')}")):
+        return f"{more.group('verb')} {more.group('adverb')} {rest.split(' ', 1)[1]}"
+    return ""
+
+
+_CLAUSE_BREAK = re.compile(r"(?:,\s*|;\s*|\s)but\s|;\s", re.IGNORECASE)
+
+
+def _clause_start(before: str) -> int:
+    """Where the clause that holds a match starts: after the last ", but" or ";" before it. A condition or a wish of
+    an earlier clause ("I'm not sure if I want to stay, but I do want to work here") does not govern it."""
+    start = 0
+    for found in _CLAUSE_BREAK.finditer(before):
+        start = found.end()
+    return start
 
 
 # What the user considers doing within a plan being talked through (a menu, a party, a play), not an outcome: "I'm
@@ -652,6 +758,8 @@ def _list_value(text: str) -> str:
     if not words:
         return ""
     first = words[0].casefold().strip(",")
+    if first in _SOME_PLACE and len(words) >= 3 and words[1].casefold() not in _NOT_A_KIND:
+        return " ".join(words).strip(" ,")  # "I'd prefer something within an hour's commute": a kind of thing
     if first in _WH_WORDS:
         return ""  # "I'd like to learn how to ...", "I love how it absorbs flavors": a clause, not a thing
     if _ASKED_FOR.intersection(w.casefold().strip(",") for w in words):

@@ -93,7 +93,7 @@ def test_questions_wishes_negations_and_vague_values_state_no_fact(sentence: str
                 ("user's sister", "called", "Emma", "positive"),
             ],
         ),
-        ("I'm a big fan of jazz.", []),
+        ("I'm a big fan of jazz.", [("user", "likes", "jazz", "positive")]),  # no role, but a liking (v11)
         ("I want to try that out.", []),
         (
             "I want to attend another festival soon and I want to make it.",
@@ -631,3 +631,105 @@ def test_the_fact_rules_read_a_users_message_as_far_as_the_concept_rules_do() ->
     segment = segment_input("seg-paste", [("user", said)])
     facts = OfflineExtractor().extract(segment).facts
     assert [(f.attribute, f.value) for f in facts] == [("lives in", "Berlin")]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "fact"),
+    [
+        # a preference stated with a verb in the past, as a fan, as a favourite, or as something to prefer
+        ("I really enjoyed working with watercolors and layering washes.",
+         ("enjoys", "working with watercolors and layering washes")),
+        ("I've always been a huge fan of Studio Ghibli films.", ("likes", "Studio Ghibli films")),
+        ("My favorite band has always been Radiohead.", ("likes", "Radiohead")),
+        ("We ran out of my favourite Trader Joe's salsa again.", ("likes", "Trader Joe's")),
+        ("I'm fascinated by ancient Roman architecture.", ("interested in", "ancient Roman architecture")),
+        # a second statement after ", but" is read too, and the wish of the first clause does not govern it
+        ("I'm flexible on dates, but I'd prefer something with a direct flight.",
+         ("prefers", "something with a direct flight")),
+        ("I don't know if I'll stay in Denver, but I do want to buy a house before I turn 40.",
+         ("goal", "buy a house before I turn 40")),
+        # what the user looks for, settles on trying, or considers using
+        ("I'm looking for a used road bike under $800.", ("looking for", "used road bike under $800")),
+        ("I'm looking for some recommendations for sci-fi audiobooks.", ("looking for", "sci-fi audiobooks")),
+        ("I think I'll try out the Garmin Forerunner 255 and the Coros Pace 3.",
+         ("will try", "Garmin Forerunner 255 and the Coros Pace 3")),
+        ("I'm considering using Facebook Marketplace to sell my old furniture.", ("goal", "sell my old furniture")),
+        ("I'm considering using a standing desk at work.", ("goal", "using standing desk at work")),
+        ("I'm thinking of checking out a few pottery studios nearby.", ("goal", "checking out pottery studios nearby")),
+        ("I've been trying to walk more in the evenings.", ("goal", "walk more in the evenings")),
+        # a thing the user got, named before its clause or as new
+        ("The espresso machine I bought last month keeps leaking.", ("owns", "espresso machine")),
+        ("I finally set up my new mesh router, and the signal is great.", ("owns", "mesh router")),
+    ],
+)  # fmt: skip
+def test_v11_rules_read_preferences_goals_and_things_by_their_grammar(sentence: str, fact: tuple[str, str]) -> None:
+    """Issue 20, fact rules v11: the user's preferences, goals and things stated in the common grammar of chat
+    ("I really enjoyed ...", "a huge fan of ...", "my favorite X is Y", "I'm looking for ...", "I'll try out ...",
+    "the X I bought"), each value a noun phrase cut at its clause."""
+    assert fact in [(attribute, value) for _, attribute, value, _ in triples(sentence)]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I'm looking for some advice on how to ask for a raise.",  # a turn of the talk, not a thing sought
+        "I'm looking for a way to speed up this query.",
+        "I'll use the following code for the join.",  # a step in the talk, not a thing chosen
+        "I'll definitely try the box breathing technique.",
+        "I'll try to be more patient.",  # a goal rule's business, and it names no outcome
+        "The error I got says the column is missing.",  # not things owned
+        "I'm starting my new job on Monday.",
+        "My new manager is great.",
+        "The gift I bought for my sister arrived broken.",
+        "If I'm a fan of jazz, which album should I start with?",
+    ],
+)
+def test_v11_rules_leave_talk_errors_jobs_and_gifts_alone(sentence: str) -> None:
+    """What the v11 rules must not read as a preference, a thing sought or a thing owned: advice asked for, code or a
+    technique from the talk, an error, a job, a person, a gift for someone else, a condition."""
+    new = {"looking for", "will try", "owns", "likes", "goal"}
+    assert [t for t in triples(sentence) if t[1] in new] == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("I'm a nurse at Mercy Hospital.", [("role", "nurse"), ("works at", "Mercy Hospital")]),
+        ("Hi, I'm Priya, a product manager at Atlassian.", [("role", "product manager"), ("works at", "Atlassian")]),
+        ("I joined Amazon as an SDE in 2021.", [("role", "SDE"), ("works at", "Amazon")]),
+        ("I am working as Data Engineer in Infosys for 3 years.", [("role", "Data Engineer")]),
+        ("I'm a graduate student at the University of Michigan.",
+         [("role", "graduate student"), ("studies at", "University of Michigan")]),
+        ("I'm a regular at Joe's Diner.", []),  # no role noun: no job
+        ("If I were a developer at Google, what would I earn?", []),
+        ("Act as a senior engineer at Google.", []),  # a persona for the assistant
+    ],
+)  # fmt: skip
+def test_v11_an_introduction_names_the_role_and_the_employer_after_it(
+    sentence: str, expected: list[tuple[str, str]]
+) -> None:
+    """Issue 20: how people introduce themselves ("I'm a nurse at X", "I'm Priya, a product manager at X", "I
+    joined X as an SDE"): the role, and the employer named after it, when the role's last word is a role noun."""
+    found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
+    assert sorted(f for f in found if f[0] in ("role", "works at", "studies at")) == expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("I'll try Pocket and Evernote Web Clipper to see which one I like.",
+         [("will try", "Pocket and Evernote Web Clipper")]),
+        ("I think I'll try Trello for now.", [("will try", "Trello")]),
+        ("I'll try Yelp, thanks.", [("will try", "Yelp")]),
+        ("I'll try adding some Parmesan cheese to the garlic butter.",
+         [("will try", "adding some Parmesan cheese to the garlic butter")]),
+        ("I have a voucher that I need to use before the end of the year.", []),
+        ("I think I've found my new favorite spot - the park.", []),
+        ("I'd say I'm an intermediate birder - I've got some experience.", []),
+    ],
+)  # fmt: skip
+def test_v11_values_end_where_their_phrase_ends(sentence: str, expected: list[tuple[str, str]]) -> None:
+    """What the labelled build's new facts showed cut badly: a purpose ("to see"), a time ("for now") or a thanks
+    after a thing to try; "use" with no object; a favourite spot is no thing owned; a dash is no word."""
+    found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
+    assert [f for f in found if f[0] in ("will try", "goal", "owns")] == expected
