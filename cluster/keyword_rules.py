@@ -45,8 +45,8 @@ _SELF_TALK = re.compile(
 # quoted key and a colon ('"type": "Devil's Food" 1'), or a key and a colon before a number or a quote
 # ("ITid'\uff1a \u201c10019"): its values are no subject ("Devil's Food" named a Spark topic; "ITid" a keyword).
 _DATA_LINE = re.compile(
-    r"^[ \t\[{(]*(?:[\"\u201c'][^\"\u201d\n]{1,40}[\"\u201d']|\w+['\"\u201d]?)[ \t]*[:\uff1a][ \t]*"
-    r"(?:[\"\u201c\d\[{]|$).*$",
+    r"^[ \t\[{(]*(?:[\"\u201c][^\"\u201d\n]{1,40}[\"\u201d][ \t]*[:\uff1a]"
+    r"|\w+['\"\u201d]?[ \t]*[:\uff1a][ \t]*[\"\u201c\d\[{]).*$",
     re.MULTILINE,
 )
 

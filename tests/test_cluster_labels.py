@@ -546,6 +546,7 @@ def test_keywords_skip_self_talk_data_lines_participle_clauses_and_near() -> Non
     assert "AI researcher" in keys("I work as an AI researcher in Berlin.")
     data = keys('nested json in Spark\n"type": "Devil\'s Food" 1,\nITid\'\uff1a \u201c10019\nflatten the batters')
     assert "Spark" in data and not {"Devil's Food", "Devil", "ITid"} & data
+    assert {"sourdough starter", "rye flour"} <= keys("Ingredients:\nsourdough starter\nNote: rye flour works")
     assert "covering topics" not in keys("A course on AWS, covering topics like Lambda and IAM.")
     assert "camping spots" in keys("We loved the hiking trails, camping spots and lakes.")
     assert not {"located near", "near"} & keys("A modern hotel located near Universal Studios Japan.")
