@@ -274,13 +274,8 @@ def candidates(text: str, *, names: bool = False, tails: Counter[str] | None = N
                     gram = tuple(run[offset : offset + size])
                     if _alone_ok(gram) and not (names and (_cut_name(run, offset, size) or trailing(gram))):
                         inside = names and (offset + size < len(run) or bool(word))  # a word follows it
-                        if (
-                            tails is not None
-                            and size == 1
-                            and offset
-                            and run[offset - 1][:1].isupper() == gram[0][:1].isupper()
-                        ):
-                            tails[key_of(gram)] += 1  # "Airlines" of "Delta Airlines": a name's last word
+                        if tails is not None and size == 1 and offset and run[offset - 1][:1].isupper():
+                            tails[key_of(gram)] += gram[0][:1].isupper()  # "Airlines" of "Delta Airlines"
                         yield key_of(gram), shown_in_run(gram) if inside else " ".join(gram), start + offset == 0
             run = []
 

@@ -530,6 +530,9 @@ def test_a_capital_that_only_names_last_words_gave_is_no_name() -> None:
     assert name_tail("Airlines", 16, 18) and name_tail("Park", 32, 34)
     assert not name_tail("Spark", 5, 40) and not name_tail("Samsung", 10, 10) and not name_tail("park", 9, 9)
     assert not name_tail("Airlines", 8, 18)  # written alone often enough: a name
+    # lower-case words before a lower-case use are no name's ("tiny spark"): "Spark" said alone stays a name
+    sparks = [f"I use Spark daily. A {w} spark of hope." for w in ("tiny", "bright", "faint", "brief")]
+    assert "Spark" in ctfidf_phrases({0: sparks, 1: BAKING}, 10, {0: list("abcd"), 1: list("wxyz")})[0].phrases
 
 
 def test_keywords_skip_self_talk_data_lines_participle_clauses_and_near() -> None:
