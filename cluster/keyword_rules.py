@@ -383,14 +383,14 @@ def adjectival(word: str) -> bool:
 
 @lru_cache(maxsize=50_000)
 def past_participle(word: str) -> bool:
-    """A verb's past participle that is not also its past tense ("known", "grown", "shown", "written"): lemminflect
-    lists some as nouns ("the known") but a topic is never called so; "ground", "rose", "wound" are past tenses too
-    and stay nouns (-ed forms end no keyword: cluster/phrases.py)."""
-    from lemminflect import getInflection
-
+    """An irregular past participle ("known", "grown", "shown", "written", "done"): a verb form in -n or -ne whose
+    lemma differs. lemminflect lists some as nouns ("the known") but a topic is never called so; past tenses in -d
+    or -se stay nouns ("ground", "wound", "rose"; -ed forms end no keyword: cluster/phrases.py). Read off the lemma
+    table the label reads anyway: lemminflect's inflection table costs a second to load."""
     lower = word.lower()
-    verbs = [v for v in lemmas(lower).get("VERB", ()) if v != lower]
-    return any(lower in getInflection(v, "VBN") and lower not in getInflection(v, "VBD") for v in verbs)
+    if not lower.endswith(("n", "ne")) or lower.endswith("ing"):
+        return False
+    return any(verb != lower for verb in lemmas(lower).get("VERB", ()))
 
 
 def nominal(phrase: str) -> bool:

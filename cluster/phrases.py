@@ -263,7 +263,16 @@ def candidates(text: str, *, names: bool = False, tails: Counter[str] | None = N
             if (
                 word
                 and (_content(word) or (names and _particle(word, words[index + 1 : index + 2])))
-                and not (names and breaks(word, run[-1] if run else "", index == 0, *_around(words, index)))
+                and not (
+                    names
+                    and breaks(
+                        word,
+                        run[-1] if run else "",
+                        index == 0,
+                        words[index - 1 : index] == ["to"],
+                        not index and _vague_second(words),
+                    )
+                )
             ):
                 if not run:
                     start = index
@@ -280,10 +289,9 @@ def candidates(text: str, *, names: bool = False, tails: Counter[str] | None = N
             run = []
 
 
-def _around(words: Sequence[str], index: int) -> tuple[bool, bool]:
-    """Whether the word at `index` follows "to", and whether a vague noun (GENERIC) follows it (`breaks`)."""
-    after = words[index + 1 : index + 2]
-    return words[index - 1 : index] == ["to"], bool(after) and after[0].lower() in GENERIC
+def _vague_second(words: Sequence[str]) -> bool:
+    """Whether a clause's second word is a vague noun (GENERIC: ", covering topics like ...", `breaks`)."""
+    return len(words) > 1 and words[1].lower() in GENERIC
 
 
 # Particles of names that the stop list holds ("los", "de", "von"): written capitalised before a capitalised word
