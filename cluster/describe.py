@@ -117,8 +117,12 @@ def name_topics(
 # version. 2: a broad word's longer form or partner ("morning routine", "company and career"). 3: a broad word most
 # of a topic's conversations say, half of them in the plural, shown alone in the plural ("games"), else singular;
 # what is asked for ("guidance", "recommendations") never a label or a partner alone. 4: no pieces of words nor
-# misspellings ("clo", "departhent": cluster/keyword_rules.py `no_word`).
-KEYWORDS_VERSION = 4
+# misspellings ("clo", "departhent": cluster/keyword_rules.py `no_word`). 5: no adjective in -ing nor past participle
+# as a noun ("charming", "known"), a broad word's partner said in a third of the topic's conversations and never a
+# word of how or who ("vibe", "roles"), a capital that only names' last words gave is dropped ("Airlines", "Park"),
+# no keyword from the assistant's words about itself ("AI language model"), a line of data ("Devil's Food") or a
+# participle's clause (", covering topics"), "near" ends a keyword ("located near").
+KEYWORDS_VERSION = 5
 
 PHRASE_ROWS = 5000  # sampled segments whose phrases the tuning objective's phrase coherence reads
 

@@ -30,29 +30,66 @@ from clients.parts_of_speech import can_be_noun, closed_class, lemmas, only_verb
 _GLUED = re.compile(r"(?<=\d)-[A-Za-z][\w-]*|\u2019(?:ll|re|ve|d|m|t)\b", re.IGNORECASE)
 
 
+# The assistant speaking of itself ("As an AI language model, I don't have personal preferences, but ..."; "I'm an
+# AI", "as a language model"): up to the end of its clause or a "but", it says nothing of the conversation's subject.
+_SELF_TALK = re.compile(
+    r"\b(?:as|i am|i['\u2019]m|being)\s+an?\s+"
+    r"(?:(?:ai|artificial intelligence)(?:\s+(?:language\s+)?model|\s+assistant)?|(?:large\s+)?language model)"
+    r"(?=\s*[,.;:!?]|\s+(?:i|and|that|developed|trained|created|designed|by)\b)"
+    r"[^.!?;\n]*?(?=\bbut\b|[.!?;\n]|$)",
+    re.IGNORECASE,
+)
+
+
+# A line of data pasted as text, which the prose cleaner leaves when it is broken (a screenshot read by OCR): a
+# quoted key and a colon ('"type": "Devil's Food" 1'), or a key and a colon before a number or a quote
+# ("ITid'\uff1a \u201c10019"): its values are no subject ("Devil's Food" named a Spark topic; "ITid" a keyword).
+_DATA_LINE = re.compile(
+    r"^[ \t\[{(]*(?:[\"\u201c][^\"\u201d\n]{1,40}[\"\u201d][ \t]*[:\uff1a]"
+    r"|\w+['\"\u201d]?[ \t]*[:\uff1a][ \t]*[\"\u201c\d\[{]).*$",
+    re.MULTILINE,
+)
+
+
 def unglued(text: str) -> str:
     """The text with every piece glued to a number or cut off at a curly apostrophe replaced by a stop word: it
-    ends a keyword's phrase there and is no word of it."""
-    return _GLUED.sub(" the ", text)
+    ends a keyword's phrase there and is no word of it; without the assistant's words about itself
+    (`_SELF_TALK`: "AI language model", "personal" were keywords of the demo's topics) and lines of data
+    (`_DATA_LINE`)."""
+    return _GLUED.sub(" the ", _SELF_TALK.sub(" , ", _DATA_LINE.sub(" , ", text)))
 
 
-def breaks(word: str, previous: str, opening: bool, after_to: bool = False) -> bool:
+def breaks(word: str, previous: str, opening: bool, after_to: bool = False, vague_next: bool = False) -> bool:
     """Where a keyword's phrase ends, beyond the stop words: a preposition, interjection or contraction
     ("regarding", "Wow", "they'll"), a word that can only be a verb, written in lower case or opening the clause
     ("minimize distractions", "Designate a shelf"; an -ing or -ed form can head or modify a noun: "time
     tracking", "grated cheese"), or an -ing verb after a plural noun (`previous`, the run's last word: "issues
     facing" is a participle), or a word that can be a verb after "to" (`after_to`: "to collect data", "to set
-    reminders" give "data" and "reminders")."""
+    reminders" give "data" and "reminders"), or a lower-case -ing verb that opens a clause before a vague noun
+    (`vague_next`: cluster/phrases.py GENERIC; ", covering topics like ...", ", offering options": a participle and
+    its object, not a noun phrase; "hiking trails" after a comma stays)."""
     if word.endswith("ing") and previous and _participle(word, previous):
+        return True
+    if vague_next and opening and word.islower() and word.endswith("ing") and "VERB" in parts_of_speech(word):
         return True
     if after_to and word.islower() and "VERB" in parts_of_speech(word):
         return True
     return _breaks(word, opening)
 
 
+# Prepositions that neither the stop list (cluster/phrases.py STOP) nor clients/parts_of_speech.py's closed classes
+# hold, which the extractor shares: "located near" was a keyword. Keyword-side only, like REQUESTS below.
+_PREPOSITIONS_TEXT = "near alongside"
+PREPOSITIONS = frozenset(_PREPOSITIONS_TEXT.split())
+
+
+def _closed(word: str) -> bool:
+    return closed_class(word) or word.lower() in PREPOSITIONS
+
+
 @lru_cache(maxsize=200_000)
 def _breaks(word: str, opening: bool) -> bool:
-    if closed_class(word):
+    if _closed(word):
         return True
     lower = word.lower()
     return (word.islower() or opening) and not lower.endswith(("ing", "ed")) and only_verb(lower)
@@ -119,6 +156,25 @@ def no_word(shown: str) -> bool:
     return any(zipf_frequency(near, "en") >= TYPO_NEAR_ZIPF for near in _edits(shown))
 
 
+TAIL_SHARE = 0.75  # a capitalised dictionary word written after another capital in this share of its uses
+
+
+def name_tail(shown: str, tails: int, uses: int) -> bool:
+    """A one-word keyword that is the last word of several names, not a name ("Airlines" of "Delta Airlines" and
+    "United Airlines", "Park" of national parks, "Ultra" of "Galaxy S23 Ultra"): a dictionary word shown
+    capitalised, written right after another capitalised word (`tails`) in TAIL_SHARE of its `uses`. One name
+    said whole replaces it already (cluster/phrases.py `_pick`: "AWS Glue" over "Glue"); a name is said alone
+    too ("Spark", "Hive")."""
+    return (
+        " " not in shown
+        and shown[:1].isupper()
+        and not shown.isupper()
+        and bool(parts_of_speech(shown.lower()))
+        and uses > 0
+        and tails >= TAIL_SHARE * uses
+    )
+
+
 def _edits(word: str) -> Iterable[str]:
     """Every string one edit from `word`: a letter dropped, added or changed, or two neighbours swapped."""
     for i in range(len(word) + 1):
@@ -140,6 +196,7 @@ BROAD_FROM = 5  # keywords a broad best word's replacement is chosen from
 BROAD_SHARE = 0.6  # a phrase or name replaces a broad best word when said in this share of its conversations
 LONGER_SHARE = 0.4  # ...and a longer form of it ("morning routine", "classic sci-fi") in this share
 PARTNER_FROM = 8  # keywords a broad word's partner ("company and career") is chosen from
+PARTNER_SHARE = 1 / 3  # ...said in this share of the topic's conversations first (not one member's: "corruption")
 ALONE_SHARE = 0.75  # a broad word said in this share of a topic's conversations, in the plural, is its label
 PLURAL_SHARE = 0.5  # ...and this share of those write it in the plural ("books"; not "universes" of a sci-fi topic)
 
@@ -185,13 +242,17 @@ def _instead_of_broad(ranked: list[tuple[str, str, float]], spread: Mapping[str,
 
 
 def partner_second(
-    ranked: list[tuple[str, str, float]], users_of: Callable[[Sequence[str]], Mapping[str, Set[str]]]
+    ranked: list[tuple[str, str, float]],
+    users_of: Callable[[Sequence[str]], Mapping[str, Set[str]]],
+    conversations: int = 0,
 ) -> list[tuple[str, str, float]]:
     """The keywords with, when the first that can name something is a broad word (`generic`: it would be the
     label), the keyword shown with it ("company and career", cluster/labels.py) right after it: of the next
-    PARTNER_FROM that can follow it (`can_pair`), a specific one (not broad) before a broad one, then the one
-    whose conversations add most to the broad word's (`users_of`: for the keys given, the topic's conversations
-    that say each; asked only here), then the best ranked."""
+    PARTNER_FROM that can follow it (`can_pair`), one said in PARTNER_SHARE of the topic's `conversations` first
+    (a word of one or two members named a part of no one else's: "film and corruption" of a film topic's 8
+    conversations, 2 of them about Hamlet's and Willie Stark's), then a specific one (not broad) before a broad
+    one, then the one whose conversations add most to the broad word's (`users_of`: for the keys given, the
+    topic's conversations that say each; asked only here), then the best ranked."""
     head = _head(ranked)
     if head is None or not generic(ranked[head][1]):
         return ranked
@@ -201,7 +262,13 @@ def partner_second(
         return ranked
     users = users_of([key, *(ranked[i][0] for i in options)])
     said = users.get(key, set())
-    pick = max(options, key=lambda i: (not generic(ranked[i][1]), len(said | users.get(ranked[i][0], set())), -i))
+    floor = PARTNER_SHARE * conversations
+
+    def rank(i: int) -> tuple[bool, bool, int, int]:
+        theirs = users.get(ranked[i][0], set())
+        return len(theirs) >= floor, not (generic(ranked[i][1]) or generic(ranked[i][0])), len(said | theirs), -i
+
+    pick = max(options, key=rank)
     rest = [r for i, r in enumerate(ranked) if i not in (head, pick)]
     return [ranked[head], ranked[pick], *rest]
 
@@ -294,19 +361,51 @@ def generic(phrase: str) -> bool:
 # cluster/phrases.py's GENERIC, which the tuning's phrases read too: a label rule never moves a segment.
 _REQUESTS_TEXT = """advice guidance recommendation recommendations suggestion suggestions tip tips idea ideas help
 inspiration insight insights thought thoughts feedback assistance resource resources guide guides"""
-REQUESTS = frozenset(_REQUESTS_TEXT.split())
+# ...and nouns that say how something feels or who takes part, never what it is: "trip and charming"'s kin "rock
+# and vibe", "company and roles", "donors and individuals" (inside a phrase they are: "job roles", "beach vibe").
+_UNNAMING_TEXT = """vibe vibes atmosphere feel mood tone touch twist sense flair charm appeal essence aura role roles
+individual individuals member members participant participants tension spot spots place places"""
+REQUESTS = frozenset(_REQUESTS_TEXT.split()) | frozenset(_UNNAMING_TEXT.split())
+
+ADVERB_ZIPF = 1.0  # an -ing word whose -ly adverb wordfreq knows this commonly is an adjective ("charmingly")
+
+
+@lru_cache(maxsize=50_000)
+def adjectival(word: str) -> bool:
+    """An -ing word that is an adjective, not a gerund: English makes an adverb of it ("charming": "charmingly",
+    "stunning", "challenging", "interesting"), never of an activity ("hiking", "cooking", "gardening", "selling":
+    lemminflect knows all of them as verb forms only, so its tables cannot tell them apart)."""
+    from wordfreq import zipf_frequency
+
+    lower = word.lower()
+    return lower.endswith("ing") and len(lower) > 5 and zipf_frequency(lower + "ly", "en") >= ADVERB_ZIPF
+
+
+@lru_cache(maxsize=50_000)
+def past_participle(word: str) -> bool:
+    """An irregular past participle ("known", "grown", "shown", "written", "done"): a verb form in -n or -ne whose
+    lemma differs. lemminflect lists some as nouns ("the known") but a topic is never called so; past tenses in -d
+    or -se stay nouns ("ground", "wound", "rose"; -ed forms end no keyword: cluster/phrases.py). Read off the lemma
+    table the label reads anyway: lemminflect's inflection table costs a second to load."""
+    lower = word.lower()
+    if not lower.endswith(("n", "ne")) or lower.endswith("ing"):
+        return False
+    return any(verb != lower for verb in lemmas(lower).get("VERB", ()))
 
 
 def nominal(phrase: str) -> bool:
     """Words a topic can be called: a name, or words whose last can be a noun (a word lemminflect does not know
     counts as one: a product, a term; so does a gerund, "time tracking"), none a preposition, an interjection or
-    a contraction. Not a verb ("elevate") or an adjective ("political", "stylish") alone, nor what is asked for
-    alone (REQUESTS: "guidance", "recommendations")."""
+    a contraction. Not a verb ("elevate", "known": `past_participle`) or an adjective ("political", "stylish",
+    "charming": `adjectival`) alone,
+    nor what is asked for or how something feels alone (REQUESTS: "guidance", "recommendations", "vibe")."""
     words = phrase.split()
     last = words[-1].strip(".,;:!?()'\"").lower() if words else ""
-    if not last or any(closed_class(w) for w in words) or (len(words) == 1 and last in REQUESTS):
+    if not last or any(_closed(w) for w in words) or (len(words) == 1 and last in REQUESTS):
         return False
-    return any(c.isupper() for c in phrase) or can_be_noun(last) or last.endswith("ing")
+    if any(c.isupper() for c in phrase):
+        return True
+    return (can_be_noun(last) or last.endswith("ing")) and not adjectival(last) and not past_participle(last)
 
 
 def _specific(phrase: str) -> bool:

@@ -46,6 +46,7 @@ from cluster import chinese_keywords
 from cluster.keyword_rules import (
     breaks,
     lead_first,
+    name_tail,
     no_word,
     partner_second,
     plural_alone,
@@ -149,11 +150,12 @@ class PhraseCounts:
     initial: dict[str, Counter[str]] = field(default_factory=dict)
     weight: dict[str, float] = field(default_factory=dict)
     spread: Counter[str] = field(default_factory=Counter)
+    tails: Counter[str] = field(default_factory=Counter)  # one-word uses right after a capitalised word (keywords)
 
     def add(self, text: str, *, names: bool = False) -> set[str]:
         """Count one segment's phrases (`names`: names with a particle kept whole, "Los Angeles"); its keys."""
         seen: set[str] = set()
-        for key, surface, at_start in candidates(text[:DOC_CHARS], names=names):
+        for key, surface, at_start in candidates(text[:DOC_CHARS], names=names, tails=self.tails if names else None):
             target = self.initial if at_start else self.surfaces
             forms = target.get(key)
             if forms is None:  # not setdefault(key, Counter()): that builds a Counter per candidate (~7M at 250k)
@@ -181,10 +183,18 @@ class PhraseCounts:
     def shown(self, key: str) -> str:
         """The phrase as most often written away from a sentence start, else as written at one, where the capital
         of a dictionary word that only a sentence start gave it is dropped ("Designate", "Business" were no names:
-        a label reads a capital as one; "Hamlet's soliloquy" keeps it when "Hamlet" is written so elsewhere)."""
+        a label reads a capital as one; "Hamlet's soliloquy" keeps it when "Hamlet" is written so elsewhere), and
+        so is one that the ends of names gave it ("Park" of "Yosemite National Park" and "Central Park" is shown
+        "park" where it is written so: cluster/keyword_rules.py `name_tail`)."""
         forms = self.surfaces.get(key)
         if forms:
-            return _most(forms)
+            shown = _most(forms)
+            if self.tails[key] and name_tail(
+                shown, self.tails[key], sum(n for f, n in forms.items() if f[:1].isupper())
+            ):
+                lower = Counter({f: n for f, n in forms.items() if f.islower()})
+                return _most(lower) if lower else shown
+            return shown
         forms = self.initial.get(key)
         if not forms:
             return key
@@ -231,7 +241,7 @@ def _key(words: Sequence[str]) -> str:
     return " ".join(lowered)
 
 
-def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bool]]:
+def candidates(text: str, *, names: bool = False, tails: Counter[str] | None = None) -> Iterable[tuple[str, str, bool]]:
     """(key, surface form, at a sentence start) of every 1-3 word n-gram of every run of content words in the
     cleaned text. With `names` (the keywords' phrases, cluster/keyword_rules.py): a capitalised particle before a
     capitalised word joins the run ("Los Angeles", "Van Gogh"), and no n-gram ends with one or cuts the name after
@@ -253,7 +263,16 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
             if (
                 word
                 and (_content(word) or (names and _particle(word, words[index + 1 : index + 2])))
-                and not (names and breaks(word, run[-1] if run else "", index == 0, words[index - 1 : index] == ["to"]))
+                and not (
+                    names
+                    and breaks(
+                        word,
+                        run[-1] if run else "",
+                        index == 0,
+                        words[index - 1 : index] == ["to"],
+                        not index and _vague_second(words),
+                    )
+                )
             ):
                 if not run:
                     start = index
@@ -264,8 +283,15 @@ def candidates(text: str, *, names: bool = False) -> Iterable[tuple[str, str, bo
                     gram = tuple(run[offset : offset + size])
                     if _alone_ok(gram) and not (names and (_cut_name(run, offset, size) or trailing(gram))):
                         inside = names and (offset + size < len(run) or bool(word))  # a word follows it
+                        if tails is not None and size == 1 and offset and run[offset - 1][:1].isupper():
+                            tails[key_of(gram)] += gram[0][:1].isupper()  # "Airlines" of "Delta Airlines"
                         yield key_of(gram), shown_in_run(gram) if inside else " ".join(gram), start + offset == 0
             run = []
+
+
+def _vague_second(words: Sequence[str]) -> bool:
+    """Whether a clause's second word is a vague noun (GENERIC: ", covering topics like ...", `breaks`)."""
+    return len(words) > 1 and words[1].lower() in GENERIC
 
 
 # Particles of names that the stop list holds ("los", "de", "von"): written capitalised before a capitalised word
@@ -378,21 +404,27 @@ def ctfidf_phrases(
         floor = 2 if len(docs[topic]) >= 4 else 1
         size = sum(counts.weight.values()) or 1.0
         usable = [
-            k
-            for k, df in counts.df.items()
-            if df >= floor and _keyword_ok(k) and (" " in k or not no_word(counts.shown(k)))
+            k for k, df in counts.df.items() if df >= floor and _keyword_ok(k) and (" " in k or not _piece(counts, k))
         ]
         shared = [k for k in usable if counts.spread[k] >= 2] if spread[topic] >= 2 else usable
         scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
         chosen = _pick(scored, counts.df, top_k)
         merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])[:top_k]
         merged = lead_first(merged, {k: counts.spread[k] for k, _, _ in merged})
-        merged = partner_second(merged, partial(_users, read_by[topic]))
+        merged = partner_second(merged, partial(_users, read_by[topic]), len(read_by[topic]))
         merged = plural_alone(
             merged, counts.spread, len(read_by[topic]), counts.forms, partial(_plural_users, read_by[topic])
         )
         result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
+
+
+def _piece(counts: PhraseCounts, key: str) -> bool:
+    """A one-word key that is a piece of a word, a misspelling, or the last word of several names and never written
+    in lower case ("clo", "Ultra" of "Galaxy S23 Ultra": cluster/keyword_rules.py `no_word`, `name_tail`)."""
+    shown = counts.shown(key)
+    capitals = sum(n for form, n in counts.surfaces.get(key, Counter()).items() if form[:1].isupper())
+    return no_word(shown) or name_tail(shown, counts.tails[key], capitals)
 
 
 def _users(by_owner: Mapping[str, Sequence[str]], keys: Sequence[str]) -> dict[str, set[str]]:

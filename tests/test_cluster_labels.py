@@ -8,7 +8,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cluster.keyword_rules import generic, lead_first, no_word, partner_second, plural_alone, plural_word
+from cluster.keyword_rules import (
+    adjectival,
+    can_pair,
+    generic,
+    lead_first,
+    name_tail,
+    no_word,
+    nominal,
+    partner_second,
+    past_participle,
+    plural_alone,
+    plural_word,
+)
 from cluster.labels import label_from, labels_for
 from cluster.phrases import PhraseCounts, candidates, clean, ctfidf_phrases, phrase_keys
 from cluster.topics import ctfidf, labels_of
@@ -463,3 +475,82 @@ def test_chinese_keywords_load_jieba_only_for_chinese_and_write_no_cache_file(tm
     assert done.stdout.split() == ["False", "宫保鸡丁"]
     assert done.stderr == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_adjective_in_ing_or_a_past_participle_is_never_a_noun_of_a_label() -> None:
+    """The demo's travel topic was "trip and charming": lemminflect knows "charming" as a verb form only, as it does
+    "hiking" and "cooking", so the label read it as a gerund. English makes an adverb of an adjective ("charmingly",
+    "stunningly"), never of an activity: such a word is no partner and no label alone; a gerund still is. A past
+    participle that is no past tense ("known") is no noun either ("trip and known" of the labelled build)."""
+    assert label_from(["trip", "charming", "city"], 0) == "trip and city"
+    assert label_from(["trip", "stunning", "known", "hiking"], 0) == "trip and hiking"
+    assert label_from(["interesting", "art pieces"], 0) == "art pieces"
+    assert adjectival("charming") and adjectival("challenging") and not adjectival("gardening")
+    assert not adjectival("morning") and not adjectival("pricing")
+    assert past_participle("known") and past_participle("written") and not past_participle("ground")
+    assert nominal("hiking") and nominal("wireless charging") and not nominal("stunning") and not nominal("known")
+    assert can_pair("trip", "hiking") and not can_pair("trip", "charming")
+
+
+def test_a_broad_words_partner_is_said_across_the_topic_and_names_a_thing() -> None:
+    """ "film and corruption" (a film topic of 8 conversations; corruption in the 2 about Hamlet and Willie Stark),
+    "rock and vibe", "company and roles": the partner named one member's subject, or how something feels or who
+    takes part. A partner said in a third of the topic's conversations comes first, and a word of how or who
+    (vibe, tone, roles, individuals) is never one, nor a label alone."""
+    ranked = [(k, k, 0.05 - i / 100) for i, k in enumerate(["film", "corruption", "characters", "tension"])]
+    said = {"film": set("abcde"), "corruption": set("gh"), "characters": set("abcfgh"), "tension": set("abcd")}
+
+    def users_of(keys: list[str]) -> dict[str, set[str]]:
+        return {k: said[k] for k in keys}
+
+    assert [k for k, _, _ in partner_second(ranked, users_of, 8)][:2] == ["film", "characters"]
+    assert [k for k, _, _ in partner_second(ranked, users_of)][:2] == ["film", "corruption"]  # no count: as before
+    assert label_from(["rock", "vibe", "music"], 0) == "rock and music"
+    assert label_from(["company", "roles", "job"], 0) == "company and job"
+    assert label_from(["film", "tension", "characters"], 0) == "film and characters"
+    assert not nominal("vibe") and not nominal("individuals") and nominal("job roles")
+
+
+AIRLINES = [
+    "I fly Delta Airlines often; are the airlines' loyalty programs worth it?",
+    "Compare United Airlines and Delta Airlines rewards for frequent flyer miles.",
+    "American Airlines gave me miles; which airlines let me transfer frequent flyer miles?",
+    "Alaska Airlines or JetBlue Airways for frequent flyer miles?",
+]
+
+
+def test_a_capital_that_only_names_last_words_gave_is_no_name() -> None:
+    """The demo's deals topic was labelled "Airlines", its travel topic had "Park" and "Museum", its devices topic
+    "Ultra": dictionary words written capitalised only as the last word of names that differ ("Delta Airlines",
+    "United Airlines"). Shown as written in lower case, or no keyword when never so; a name said alone ("Spark")
+    or one name said whole ("AWS Glue") is untouched."""
+    ranked = ctfidf_phrases({0: AIRLINES, 1: BAKING}, 10, {0: list("abcd"), 1: list("wxyz")})
+    airlines = ranked[0].phrases
+    assert "Airlines" not in airlines and "airlines" in airlines and "frequent flyer miles" in airlines
+    assert name_tail("Airlines", 16, 18) and name_tail("Park", 32, 34)
+    assert not name_tail("Spark", 5, 40) and not name_tail("Samsung", 10, 10) and not name_tail("park", 9, 9)
+    assert not name_tail("Airlines", 8, 18)  # written alone often enough: a name
+    # lower-case words before a lower-case use are no name's ("tiny spark"): "Spark" said alone stays a name
+    sparks = [f"I use Spark daily. A {w} spark of hope." for w in ("tiny", "bright", "faint", "brief")]
+    assert "Spark" in ctfidf_phrases({0: sparks, 1: BAKING}, 10, {0: list("abcd"), 1: list("wxyz")})[0].phrases
+
+
+def test_keywords_skip_self_talk_data_lines_participle_clauses_and_near() -> None:
+    """Keywords the demo and the real exports showed that name nothing: "AI language model" (the assistant on
+    itself), "Devil's Food" and "ITid" (a donut JSON pasted by OCR into a Spark question), "covering topics"
+    (", covering topics like ..."), "located near". A title in quotes, a gerund after a comma and prose with a
+    colon stay."""
+
+    def keys(text: str) -> set[str]:
+        return {surface for _, surface, _ in candidates(text, names=True)}
+
+    said = keys("As an AI language model, I don't have personal preferences, but Kyoto temples are lovely.")
+    assert "Kyoto temples" in said and not {"AI language model", "personal preferences", "AI"} & said
+    assert "AI researcher" in keys("I work as an AI researcher in Berlin.")
+    data = keys('nested json in Spark\n"type": "Devil\'s Food" 1,\nITid\'\uff1a \u201c10019\nflatten the batters')
+    assert "Spark" in data and not {"Devil's Food", "Devil", "ITid"} & data
+    assert {"sourdough starter", "rye flour"} <= keys("Ingredients:\nsourdough starter\nNote: rye flour works")
+    assert "covering topics" not in keys("A course on AWS, covering topics like Lambda and IAM.")
+    assert "camping spots" in keys("We loved the hiking trails, camping spots and lakes.")
+    assert not {"located near", "near"} & keys("A modern hotel located near Universal Studios Japan.")
+    assert "Parasite" in keys('I just watched "Parasite" for the first time.')
