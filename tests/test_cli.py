@@ -290,6 +290,7 @@ def test_staging_failures_when_all_is_well(ingested: tuple[Path, dict[str, Any]]
         "stage_runs": [],
         "files": [],
         "quarantine": [],
+        "superseded": [],  # cut files a later whole file replaced (ingest/supersede.py)
     }
     assert chatmem("staging", "failures", data_dir=data_dir).stdout.strip() == "no failures"
 
@@ -325,7 +326,7 @@ def test_inspection_of_an_empty_data_dir_says_so(data_dir: Path) -> None:
     empty = {
         ("staging", "runs"): [],
         ("staging", "tables"): [],
-        ("staging", "failures"): {"runs": [], "stage_runs": [], "files": [], "quarantine": []},
+        ("staging", "failures"): {"runs": [], "stage_runs": [], "files": [], "quarantine": [], "superseded": []},
         ("archive", "stats"): dict.fromkeys(
             ("sources", "conversations", "messages", "active_messages", "hidden_messages", "quarantined"), 0
         ),
