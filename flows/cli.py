@@ -37,6 +37,7 @@ from flows.export_paths import (
     no_export_found,
     rest_of_an_export,
 )
+from flows.hints import chosen_data_dir, with_data_dir
 from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
 from flows.terminal import safe_line
@@ -323,7 +324,12 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
     if not once:
         for line in app.defaults(settings, serving=True):
             click.echo(line, err=True)
-        engine.serve_forever(watch_dir, settings, cron, force_format, lambda line: click.echo(line, err=True))
+        chosen = chosen_data_dir(app)  # the log lines come from the flows' threads, outside click's context
+
+        def say(line: str) -> None:
+            click.echo(with_data_dir(line, chosen), err=True)
+
+        engine.serve_forever(watch_dir, settings, cron, force_format, say)
         return
     result = engine.run_once(watch_dir, settings, force_format)
     found = any(result[key] for key in ("already_ingested", "ingested", "failed", "waiting"))

@@ -44,3 +44,58 @@ def test_a_folder_scan_leaves_out_another_chatmem_data_dir_in_one_line(tmp_path:
     alone = chatmem(tmp_path / "dd-3", "run", "--to", "ingest", only)
     assert alone.exit_code == 1 and "no export found" in alone.stderr, alone.output
     assert "dd-other/ (a chatmem data dir" in alone.stderr and "fix the file" not in alone.stderr, alone.stderr
+
+
+def paste(hint: str, cwd: Path) -> Result:
+    """The suggested command run as a user pastes it, from another folder than the one it was printed in."""
+    import os
+    import shlex
+
+    words = shlex.split(hint)
+    assert words[0] == "chatmem", hint
+    here = Path.cwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(cli, words[1:], env={"COLUMNS": "200", "CHATMEM_DATA_DIR": None})
+    finally:
+        os.chdir(here)
+
+
+def test_hints_carry_the_data_dir_the_user_chose_and_work_pasted_as_shown(tmp_path: Path) -> None:
+    """`chatmem --data-dir dd-int45 run ...` said `resume with: chatmem run --from cluster --to load --run-id R` and
+    `(chatmem staging failures lists them)` with no --data-dir: pasted as shown they read the default .chatmem and
+    failed. Now every command a hint suggests carries `--data-dir PATH` (absolute, shell-quoted) where the data dir
+    is not the default, given by --data-dir or CHATMEM_DATA_DIR; pasted from another folder each works."""
+    import re
+
+    good = write_json(tmp_path / "good.json", make_chatgpt_export(2))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    data_dir = tmp_path / "my data"  # a space: the hint quotes it
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = chatmem(data_dir, "run", "--to", "ingest", good, broken)
+    assert done.exit_code == 1, done.output
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    hint = re.search(r"\((chatmem .*) lists them\)", error)
+    assert hint and f"chatmem --data-dir '{data_dir}' staging failures" == hint.group(1), error
+    listed = paste(hint.group(1), elsewhere)
+    assert listed.exit_code == 0 and str(broken) in listed.stdout, listed.output
+
+    # a stage that fails: the command that finishes the run, and the `resume` column of `staging runs`
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(good.read_bytes()[:300])
+    stopped = CliRunner().invoke(
+        cli, ["run", "--to", "segment", str(cut)], env={"COLUMNS": "200", "CHATMEM_DATA_DIR": str(data_dir)}
+    )
+    assert stopped.exit_code == 1, stopped.output
+    finish = re.search(r"(chatmem --data-dir '[^']+' (?:run|stage) [^)]*--run-id [\w-]+)", stopped.stderr)
+    assert finish and f"--data-dir '{data_dir}'" in finish.group(1), stopped.stderr
+    runs = chatmem(data_dir, "staging", "runs", env={"COLUMNS": "400"})
+    assert f"chatmem --data-dir '{data_dir}' " in runs.stdout and "resume" in runs.stdout, runs.stdout
+    resumed = paste(finish.group(1), elsewhere)
+    assert "unknown run id" not in resumed.output and "nothing in" not in resumed.output, resumed.output
+    # the default data dir (.chatmem where the command runs): hints as before, with nothing added
+    default = paste("chatmem staging failures", elsewhere)
+    assert default.exit_code == 1 and "chatmem run EXPORT" in default.stderr, default.output
+    assert str(data_dir) not in default.stderr, default.stderr  # no other data dir carried over
