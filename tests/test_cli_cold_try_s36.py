@@ -99,3 +99,30 @@ def test_hints_carry_the_data_dir_the_user_chose_and_work_pasted_as_shown(tmp_pa
     default = paste("chatmem staging failures", elsewhere)
     assert default.exit_code == 1 and "chatmem run EXPORT" in default.stderr, default.output
     assert str(data_dir) not in default.stderr, default.stderr  # no other data dir carried over
+
+
+def test_serve_once_says_invalid_utf8_replaced_as_run_does(tmp_path: Path) -> None:
+    """Invalid UTF-8 inside an otherwise valid export is read with U+FFFD in its place: `chatmem run` notes it
+    (`2 invalid UTF-8 byte sequence(s) replaced with U+FFFD`), but `chatmem serve --once` said only `ingested: PATH`
+    with exit 0: the message text started with U+FFFD U+FFFD and nothing said so. Now the tick says the note after
+    the file, and --json gives it as the file's `notes`."""
+    import json
+
+    watch = tmp_path / "downloads"
+    watch.mkdir()
+    clean = json.dumps(make_chatgpt_export(2)).encode()
+    at = clean.index(b'"parts": ["') + len(b'"parts": ["')
+    bad = watch / "conversations.json"
+    bad.write_bytes(clean[:at] + b"\xff\xfe" + clean[at:])  # two bytes no UTF-8 sequence starts with
+    said = "2 invalid UTF-8 byte sequence(s) replaced with U+FFFD"
+    tick = chatmem(tmp_path / "data", "serve", "--once", "--watch", watch)
+    assert tick.exit_code == 0, tick.output
+    assert f"  ingested: {bad} ({said})" in tick.stdout.splitlines(), tick.stdout
+    run = chatmem(tmp_path / "data2", "run", "--to", "ingest", bad)  # what `run` says of the same file
+    assert run.exit_code == 0 and f"note: {bad}: {said}" in run.stdout, run.output
+    again = watch / "more.json"
+    again.write_bytes(clean[:at] + b"\xff" + clean[at:].replace(b'"c0"', b'"d0"').replace(b'"c1"', b'"d1"'))
+    tick = chatmem(tmp_path / "data", "serve", "--once", "--watch", watch, "--json")
+    assert tick.exit_code == 0, tick.output
+    [row] = json.loads(tick.stdout)["ingested"]
+    assert row == {"path": str(again), "status": "ingested", "notes": said.replace("2 ", "1 ", 1)}, row
