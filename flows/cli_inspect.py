@@ -84,7 +84,11 @@ def staging_runs(app: App, limit: int, each: bool, as_json: bool) -> None:
         # commands to paste: with this command's --data-dir (the ledger records them without; --json gives them so)
         run_row["resume"] = with_data_dir(str(run_row.get("resume") or ""))
         run_row["error"] = with_data_dir(str(run_row.get("error") or ""))
-    print_table(runs, ["id", "status", "started_at", "took", "stages", "exports", "error", "resume"])
+    # a status is words ("incomplete: 1 file failed and 1 file cut short (staging failures)"): cut after a whole
+    # one, not in its middle ("incomplete: 1 fil…aging failures)" said no count of files at all)
+    print_table(
+        runs, ["id", "status", "started_at", "took", "stages", "exports", "error", "resume"], word_cut=["status"]
+    )
     print_stage_times(runs)
 
 

@@ -126,3 +126,30 @@ def test_serve_once_says_invalid_utf8_replaced_as_run_does(tmp_path: Path) -> No
     assert tick.exit_code == 0, tick.output
     [row] = json.loads(tick.stdout)["ingested"]
     assert row == {"path": str(again), "status": "ingested", "notes": said.replace("2 ", "1 ", 1)}, row
+
+
+def test_staging_runs_cuts_a_status_after_a_whole_word_not_in_its_middle(tmp_path: Path) -> None:
+    """`chatmem staging runs` piped (no terminal: 120 columns) cut the status in the middle of a word ("succeeded,
+    1 fil…aging failures)"; with the `incomplete` status of 0b72f46, "incomplete: 1 fil…aging failures)"): the count
+    of files was lost. Now a status too wide for its column is cut after a whole word, with "…"; --json and a wide
+    enough table have it whole."""
+    import json
+
+    good = write_json(tmp_path / "good.json", make_chatgpt_export(1))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    assert chatmem(data_dir, "run", "--to", "ingest", good, broken).exit_code == 1
+    whole = "incomplete: 1 file failed (staging failures)"
+    for columns in ("120", "300"):  # 120: what a pipe gets
+        table = chatmem(data_dir, "staging", "runs", env={"COLUMNS": columns})
+        assert table.exit_code == 0, table.output
+        [row] = [line for line in table.stdout.splitlines() if line.startswith("r2")]
+        shown = row.split("  ")[1]
+        if columns == "300":
+            assert shown == whole, row
+        else:  # cut after a whole word: what it shows is the status's start, up to a space
+            assert shown.endswith("…") and whole.startswith(shown[:-1] + " "), row
+            assert shown.startswith("incomplete: 1 file"), row
+    [run] = json.loads(chatmem(data_dir, "staging", "runs", "--json").stdout)
+    assert (run["status"], run["incomplete"]) == ("incomplete", "1 file failed"), run
