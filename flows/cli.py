@@ -37,6 +37,7 @@ from flows.export_paths import (
     no_export_found,
     rest_of_an_export,
 )
+from flows.hints import chosen_data_dir, with_data_dir
 from flows.log_setup import setup_logging
 from flows.registry import STAGE_ORDER, check_entries, check_stages, select_stages
 from flows.terminal import safe_line
@@ -201,7 +202,7 @@ def run(
 
     A folder with no conversations.json of its own (a folder of downloads) is searched for exports 3 levels of
     subfolders down: a subfolder holding a conversations.json, a file starting as JSON or a zip; the rest is left
-    out in one line, and the data dir is never read. A file given twice (by two names, or an export folder and its
+    out in one line, and no chatmem data dir is read. A file given twice (by two names, or an export folder and its
     conversations.json) is read once, and said so.
 
     A dump whose bytes were already ingested is skipped, and so is every stage whose inputs, settings and
@@ -323,7 +324,12 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
     if not once:
         for line in app.defaults(settings, serving=True):
             click.echo(line, err=True)
-        engine.serve_forever(watch_dir, settings, cron, force_format, lambda line: click.echo(line, err=True))
+        chosen = chosen_data_dir(app)  # the log lines come from the flows' threads, outside click's context
+
+        def say(line: str) -> None:
+            click.echo(with_data_dir(line, chosen), err=True)
+
+        engine.serve_forever(watch_dir, settings, cron, force_format, say)
         return
     result = engine.run_once(watch_dir, settings, force_format)
     found = any(result[key] for key in ("already_ingested", "ingested", "failed", "waiting"))
@@ -338,7 +344,9 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
         for path in result["already_ingested"]:
             click.echo(f"  skipped (already ingested): {safe_line(str(path))}")
         for row in result["ingested"]:
-            click.echo(f"  {row['status']}: {safe_line(str(row['path']))}")
+            # what was repaired on the way (`2 invalid UTF-8 byte sequence(s) replaced with U+FFFD`), as `run` says
+            noted = f" ({row['notes']})" if row.get("notes") else ""
+            click.echo(f"  {row['status']}: {safe_line(str(row['path']) + noted)}")
         for row in result["failed"]:
             why = str(row["error"]).removeprefix(f"{row['path']}: ")  # export errors start with the path already
             click.echo(f"  failed (tried again once the file changes): {safe_line(str(row['path']))}: {safe_line(why)}")

@@ -22,6 +22,7 @@ import click
 from click.core import ParameterSource
 
 from contracts.errors import ChatmemError, ConfigError
+from flows.hints import chosen_data_dir, with_data_dir
 from flows.terminal import safe_line
 
 if TYPE_CHECKING:
@@ -179,7 +180,8 @@ class ChatmemGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ChatmemError as exc:
-            click.echo(f"error: {safe_line(str(exc))}", err=True)
+            # its hint (`resume with: chatmem run ...`) with this command's --data-dir, to paste as shown
+            click.echo(f"error: {safe_line(with_data_dir(str(exc), chosen_data_dir(ctx.obj)))}", err=True)
             ctx.exit(exc.exit_code)
         except BrokenPipeError:
             # writing to a pipe whose reader has gone: stop quietly, as Unix tools do (not click's exit 1)

@@ -17,6 +17,7 @@ import click
 from contracts.errors import ConfigError
 from flows.cli_data import check_run_id, nothing_yet, open_readonly
 from flows.cli_table import JSON_OPTION, count_option, emit, print_table, terminal_width
+from flows.hints import with_data_dir
 
 if TYPE_CHECKING:
     from contracts.settings import Settings
@@ -80,8 +81,14 @@ def staging_runs(app: App, limit: int, each: bool, as_json: bool) -> None:
         run_row["took"] = "" if took is None else duration(took)
         run_row["exports"] = len(run_row["exports"])
         run_row["started_at"] = str(run_row["started_at"] or "")[:16].replace("T", " ")  # UTC, to the minute
-        run_row.setdefault("resume", "")
-    print_table(runs, ["id", "status", "started_at", "took", "stages", "exports", "error", "resume"])
+        # commands to paste: with this command's --data-dir (the ledger records them without; --json gives them so)
+        run_row["resume"] = with_data_dir(str(run_row.get("resume") or ""))
+        run_row["error"] = with_data_dir(str(run_row.get("error") or ""))
+    # a status is words ("incomplete: 1 file failed and 1 file cut short (staging failures)"): cut after a whole
+    # one, not in its middle ("incomplete: 1 fil…aging failures)" said no count of files at all)
+    print_table(
+        runs, ["id", "status", "started_at", "took", "stages", "exports", "error", "resume"], word_cut=["status"]
+    )
     print_stage_times(runs)
 
 
@@ -239,7 +246,12 @@ def staging_failures(app: App, as_json: bool) -> None:
     for key, title in titles.items():
         if found[key]:
             click.echo(f"{title}:")
-            print_table(found[key], whole=True)  # the reasons are the point
+            hints = ("resume", "rerun_hint", "error")  # commands to paste, with this command's --data-dir
+            rows = [
+                {k: with_data_dir(v) if k in hints and isinstance(v, str) else v for k, v in r.items()}
+                for r in found[key]
+            ]
+            print_table(rows, whole=True)  # the reasons are the point
 
 
 @click.group()

@@ -12,6 +12,7 @@ import click
 from contracts.errors import ChatmemError, StageError
 from flows.cli_data import open_readonly
 from flows.cli_table import emit
+from flows.hints import with_data_dir
 from flows.terminal import safe_line
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def print_summary(
     if nothing_new:
         click.echo(f"nothing new: {len(results)} stage(s) unchanged{since} (run {run_id}; --force recomputes)")
         return
-    headline = f" ({safe_line(left)})" if left and not error else ""
+    headline = f" ({safe_line(with_data_dir(left))})" if left and not error else ""
     if incomplete:
         headline = f": {incomplete} (exit code 1)"
     click.echo(f"run {run_id}: {status}{headline}")
@@ -118,9 +119,10 @@ def print_summary(
         click.echo(f"  {result.stage}: {result.status}{counts}")
         for note in result.notes:
             if not note.startswith(shown_below):  # a bad file's note: its own line below says it
-                click.echo(f"    note: {safe_line(note)}")
+                click.echo(f"    note: {safe_line(with_data_dir(note))}")  # the garden's `see chatmem staging ...`
         if result.counts.get("quarantined"):
-            click.echo(f"    {result.counts['quarantined']} record(s) quarantined: chatmem staging failures")
+            said = f"{result.counts['quarantined']} record(s) quarantined: chatmem staging failures"
+            click.echo(f"    {with_data_dir(said)}")
     for row in files:
         if row["status"] == "skipped":
             why = row["detail"] or "already ingested, same sha256"

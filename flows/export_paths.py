@@ -104,6 +104,17 @@ SIDE_FILE = "holds no conversations (a side file of an export)"
 DOWNLOADING = "a download still in progress: read once it completes"
 HIDDEN = "hidden: its name starts with a dot"
 LINKED = "a link to a folder, not followed"
+DATA_DIR = "a chatmem data dir: its state, no export"
+# What makes a folder a chatmem data dir (contracts/settings: archive.db, staging.db; staging/lock.py: chatmem.lock).
+# Its JSON files (the lock, graph/server.json, load-*.json, recall-index manifests) start as JSON: read as exports
+# each failed the run "of an unknown shape", and its databases and subfolders were said one by one as left out.
+DATA_DIR_FILES = ("staging.db", "archive.db", "chatmem.lock")
+
+
+def is_data_dir(folder: Path) -> bool:
+    """Whether the folder is a chatmem data dir (another one than the run's: `chatmem --data-dir dd-2 run ~/work`
+    beside dd-1), by the files only chatmem writes there."""
+    return any((folder / name).is_file() for name in DATA_DIR_FILES)
 
 
 @dataclass(frozen=True)
@@ -147,7 +158,8 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
     bare conversations.json (no vendor's side file there: a folder of the user's dumps), for ingest to report it bad
     (in a vendor's download it may be an upload, and is said as its file). Left out and said: any other
     file, a download still in progress, an unreadable file, a hidden file named as an export, a folder deeper than
-    `depth` (an export folder too) and a link to a folder (no loops). Never looked at, never said: other hidden
+    `depth` (an export folder too), a link to a folder (no loops) and another chatmem data dir (`is_data_dir`: its
+    state, not looked into, said once as the folder). Never looked at, never said: other hidden
     entries (.git, .DS_Store, the default data dir .chatmem) and the data dir wherever it lies (its databases are
     no export)."""
     from ingest.sources import conversation_files, is_side_file
@@ -192,6 +204,10 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
         if entry.suffix.lower() in PARTIAL_SUFFIXES:
             if export is None:
                 left.append(LeftOut(entry, DOWNLOADING))
+            return
+        if is_data_dir(entry):  # another data dir's state is no export: said once, as the folder, never read
+            if export is None:
+                left.append(LeftOut(entry, DATA_DIR))
             return
         if level > depth:  # an export folder too: DIR/a/b/c/x.zip is read, DIR/a/b/c/x/conversations.json is not
             if export is None or conversation_files(entry):  # inside an export, only its export folders are said

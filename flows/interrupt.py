@@ -52,6 +52,7 @@ from typing import Any
 
 from contracts.errors import ChatmemError
 from contracts.settings import Settings
+from flows.hints import chosen_data_dir, with_data_dir
 from flows.server_guard import stop_servers
 from staging.liveness import current_stage, mark_interrupted, resume_command, run_format, unfinished_stages
 
@@ -80,6 +81,8 @@ class _Interruption:
         self.settings = settings
         self.run_id = run_id
         self.stages = stages
+        # the --data-dir the resume command says: read now, in click's thread (the watchdog's forced line is not)
+        self.data_dir = chosen_data_dir()
         self.signals = 0
         self.signum: int = signal.SIGINT  # the first signal: SIGINT (Ctrl-C) or SIGTERM
         self.watched = {signal.SIGINT}  # and SIGTERM when this run handles it (see _take_sigterm)
@@ -172,7 +175,8 @@ class _Interruption:
         else:
             where = f"in stage {stage} " if stage else "before its first stage "
         how = f"interrupted {self.by()} " if self.signum == signal.SIGTERM else "interrupted "
-        return f"{how}{where}of run {self.run_id}; resume with: {resume_command(self.run_id, left, self.stages, fmt)}"
+        resume = with_data_dir(resume_command(self.run_id, left, self.stages, fmt), self.data_dir)
+        return f"{how}{where}of run {self.run_id}; resume with: {resume}"
 
     def by(self) -> str:
         return "by SIGTERM" if self.signum == signal.SIGTERM else "by Ctrl-C"

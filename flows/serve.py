@@ -234,7 +234,10 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
         else:
             if row["status"] == "partial":
                 logger.warning("watch - %s arrived only partly: %s; %s", row["path"], row["detail"], WAITING)
-            result["ingested"].append({"path": row["path"], "status": row["status"]})
+            said = {"path": row["path"], "status": row["status"]}
+            if row["status"] == "ingested" and row["detail"]:  # repaired on the way (invalid UTF-8 replaced with
+                said["notes"] = row["detail"]  # U+FFFD): `run` notes it, and the tick said only "ingested"
+            result["ingested"].append(said)
     if stage_failed is not None and not (stage_failed.stage == "ingest" and result["failed"]):
         logger.error("watch - %s", stage_failed)  # ingest stops only when no dump arrived: their lines say why
     elif stage_failed is None and not result["failed"]:  # the failures' own lines say how those ended

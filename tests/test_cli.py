@@ -211,9 +211,8 @@ def test_malformed_file_fails_in_one_line_and_stage_rerun_fixes_it(
     alone.write_bytes(chatgpt_export.read_bytes()[:3000])
     failed = chatmem_process("--data-dir", data_dir, "run", alone, "--json", cwd=tmp_path)
     # the command that finishes the run (every stage from ingest on), not ingest alone
-    assert failed.returncode == 1 and "then: chatmem run --from ingest --to load --run-id" in failed.stderr, (
-        failed.stderr
-    )
+    finish = f"then: chatmem --data-dir {data_dir} run --from ingest --to load --run-id"
+    assert failed.returncode == 1 and finish in failed.stderr, failed.stderr
     assert json.loads(failed.stdout)["failed_stage"] == "ingest"
 
 
@@ -237,7 +236,7 @@ def test_stage_with_an_unknown_run_id_is_a_usage_error(ingested: tuple[Path, dic
     data_dir, _ = ingested
     result = chatmem("stage", "ingest", "--run-id", "r-nope", data_dir=data_dir)
     assert result.exit_code == 2
-    assert "unknown run id 'r-nope'" in result.stderr and "chatmem staging runs" in result.stderr
+    assert "unknown run id 'r-nope'" in result.stderr and f"chatmem --data-dir {data_dir} staging runs" in result.stderr
 
 
 def test_staging_runs_text_and_json(ingested: tuple[Path, dict[str, Any]]) -> None:

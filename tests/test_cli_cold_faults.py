@@ -152,13 +152,14 @@ def test_a_run_stopped_by_a_bad_file_says_the_command_that_finishes_it_once_the_
     assert done.exit_code == 1, done.output
     [run] = as_json(chatmem("staging", "runs", "--json", data_dir=data_dir))
     command = f"chatmem run --from ingest --to segment --run-id {run['id']}"
-    assert f"(re-run: fix or remove {bad}, then: {command})" in done.stderr, done.stderr
+    assert f"(re-run: fix or remove {bad}, then: chatmem --data-dir {data_dir} {command[8:]})" in done.stderr
     assert run["resume"] == f"fix or remove {bad}, then: {command}", run
     failures = as_json(chatmem("staging", "failures", "--json", data_dir=data_dir))
     assert [row["resume"] for row in failures["runs"]] == [run["resume"]]
     assert [row["rerun_hint"] for row in failures["stage_runs"]] == [f"fix or remove {bad}, then: {command}"]
     table = chatmem("staging", "runs", data_dir=data_dir, columns=300)
-    assert f"fix or remove {bad}, then: {command}" in table.stdout, table.stdout
+    printed = command.replace("chatmem ", f"chatmem --data-dir {data_dir} ", 1)  # the table says the data dir
+    assert f"fix or remove {bad}, then: {printed}" in table.stdout and printed in done.stderr, table.stdout
 
     shutil.copy(chatgpt_export, bad)  # the user fixes the file, then runs the command the hint gave
     finished = chatmem("-q", *shlex.split(command)[1:], data_dir=data_dir)
@@ -422,7 +423,8 @@ def test_graph_export_csv_on_a_missing_data_dir_says_so_in_the_common_words(tmp_
     done = chatmem("graph", "export-csv", out, data_dir=data_dir)
     assert done.exit_code == 1 and not out.exists(), done.output
     assert done.stderr.splitlines() == [
-        f"error: nothing in {data_dir} yet (archive.db does not exist): run `chatmem run EXPORT` first, or point"
+        f"error: nothing in {data_dir} yet (archive.db does not exist): run `chatmem --data-dir {data_dir} run EXPORT`"
+        " first, or point"
         " --data-dir / CHATMEM_DATA_DIR at an existing data dir"
     ], done.stderr
 

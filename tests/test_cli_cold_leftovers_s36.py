@@ -218,10 +218,13 @@ def test_the_re_run_hint_of_a_run_started_with_format_keeps_it_and_works_as_type
     done = chatmem(data_dir, "-q", "run", bad, "--format", "chatgpt", "--only", "ingest")
     assert done.exit_code == 1, done.output
     hint = done.stderr.rsplit("then: ", 1)[1].rstrip(")\n")
-    assert hint.startswith("chatmem stage ingest --run-id ") and hint.endswith(" --format chatgpt"), done.stderr
+    assert hint.startswith(f"chatmem --data-dir {data_dir} stage ingest --run-id "), done.stderr
+    assert hint.endswith(" --format chatgpt"), done.stderr
     [run] = json.loads(chatmem(data_dir, "staging", "runs", "--json").stdout)
     failures = json.loads(chatmem(data_dir, "staging", "failures", "--json").stdout)
-    assert run["resume"].endswith(hint) and failures["stage_runs"][0]["rerun_hint"].endswith(hint), (run, failures)
+    recorded = hint.replace(f"--data-dir {data_dir} ", "")  # the ledger's, said with the data dir when printed
+    assert run["resume"].endswith(recorded), run
+    assert failures["stage_runs"][0]["rerun_hint"].endswith(recorded), failures
     bad.write_text(json.dumps(make_chatgpt_export(2)), encoding="utf-8")  # fixed
     again = chatmem(data_dir, "-q", *shlex.split(hint)[1:])
     assert again.exit_code == 0, again.output
@@ -267,7 +270,7 @@ def test_a_folder_with_no_export_beside_good_paths_is_said_to_hold_none_not_to_b
     assert error.endswith(
         f"{notes}; the folder holds no export chatmem can read (it looked for a conversations.json, a .json or .jsonl"
         " file starting as JSON, or a .zip, in it and 3 levels of subfolders below): check the path, or leave it out"
-        " of the command (chatmem staging failures lists them)"
+        f" of the command (chatmem --data-dir {data_dir} staging failures lists them)"
     ), error
     broken = tmp_path / "broken.json"
     broken.write_text("{not json", encoding="utf-8")

@@ -165,7 +165,7 @@ def test_a_data_dir_where_no_stage_ran_answers_every_read_command_alike(tmp_path
     for args in (("recall", "anything"), ("topics",), ("concepts",), ("facts",), ("concepts", "--json")):
         done = chatmem(*args, data_dir=data_dir)
         assert done.exit_code == 1, (args, done.output)
-        assert "chatmem run" in done.stderr and done.stdout == "", (args, done.output)
+        assert f"chatmem --data-dir {data_dir} run" in done.stderr and done.stdout == "", (args, done.output)
     for args in (("staging", "runs"), ("staging", "failures"), ("archive", "stats")):
         assert chatmem(*args, data_dir=data_dir).exit_code == 0, args
 

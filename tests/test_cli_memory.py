@@ -271,7 +271,8 @@ def test_recall_before_any_memory_says_which_command_builds_it(tmp_path: Path) -
     open_staging(data_dir / "staging.db").close()
     done = chatmem("recall", "anything", data_dir=data_dir)
     assert done.exit_code == 1
-    assert "no memory yet" in done.stderr and "chatmem run --run-id RUN --from segment" in done.stderr
+    assert "no memory yet" in done.stderr
+    assert f"chatmem --data-dir {data_dir} run --run-id RUN --from segment" in done.stderr
 
 
 def test_ctrl_c_while_the_index_is_stored_says_the_run_is_complete(tmp_path: Path, monkeypatch: Any) -> None:

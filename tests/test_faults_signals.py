@@ -68,7 +68,8 @@ def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_leaves_no_process(tmp
     lines = [line for line in err.splitlines() if line.strip() and not STAGE_LINE.match(line)]
     assert "Traceback" not in err and len(lines) == 1, err[-3000:]
     [run_row] = ledger(data_dir)[0]
-    expected = f"error: interrupted in stage cluster of run {run_row['id']}; resume with: chatmem run --from cluster"
+    resume = f"chatmem --data-dir {data_dir} run --from cluster"
+    expected = f"error: interrupted in stage cluster of run {run_row['id']}; resume with: {resume}"
     assert lines[0].startswith(expected) and f"--run-id {run_row['id']}" in lines[0]
     assert run_row["status"] == "interrupted"
     assert [s["status"] for s in ledger(data_dir)[1] if s["stage"] == "cluster"] == ["interrupted"]

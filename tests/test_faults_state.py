@@ -119,7 +119,8 @@ def test_a_lost_graph_password_is_refused_and_reset_keeps_the_graph(tmp_path: Pa
     server.password_path.unlink()
     refused = chatmem("graph", "up", data_dir=data_dir)
     line = one_error_line(refused)
-    assert refused.exit_code == 1 and "password is missing" in line and "chatmem graph reset-password" in line
+    assert refused.exit_code == 1 and "password is missing" in line
+    assert f"chatmem --data-dir {data_dir} graph reset-password" in line
     assert not server.password_path.exists()  # nothing generated behind the user's back
     try:
         reset = chatmem("graph", "reset-password", "--json", data_dir=data_dir)
@@ -245,7 +246,8 @@ def test_a_full_disk_during_ingest_is_one_line_naming_the_file(full_disk: tuple[
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     # the file that could not be written, not the data dir and both files
-    assert f"{data_dir / 'archive.db'}: " in lines[0] and "re-run: chatmem stage ingest --run-id" in lines[0]
+    assert f"{data_dir / 'archive.db'}: " in lines[0]
+    assert f"re-run: chatmem --data-dir {data_dir} stage ingest --run-id" in lines[0]
     assert "staging.db" not in lines[0]
     if kind == "tmpfs":
         assert "the disk is full" in lines[0] and shutil.disk_usage(mount_point).free < 64 * 1024

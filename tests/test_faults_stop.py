@@ -51,7 +51,7 @@ def test_sigterm_records_the_run_interrupted_by_sigterm_with_its_resume_command(
     runs, stages = ledger(data_dir)
     [run_row] = runs
     assert line.startswith(f"error: interrupted by SIGTERM in stage cluster of run {run_row['id']}; resume with:")
-    assert f"chatmem run --from cluster --to load --run-id {run_row['id']}" in line
+    assert f"chatmem --data-dir {data_dir} run --from cluster --to load --run-id {run_row['id']}" in line
     assert run_row["status"] == "interrupted"
     assert run_row["error"] == "interrupted: stopped by SIGTERM in stage cluster", run_row
     [cluster] = [s for s in stages if s["stage"] == "cluster"]

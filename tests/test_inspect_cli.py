@@ -56,7 +56,8 @@ def test_an_unknown_run_id_is_a_one_line_usage_error(ingest_only: Inspected, tmp
         result = runner.invoke(cli, [*base, *command, "--run-id", "r-nope"])
         lines = [line for line in result.output.splitlines() if line.strip()]
         assert result.exit_code == 2, result.output
-        assert lines == ["error: unknown run id 'r-nope'; list runs with: chatmem staging runs"], result.output
+        said = f"error: unknown run id 'r-nope'; list runs with: chatmem --data-dir {base[1]} staging runs"
+        assert lines == [said], result.output
         assert not out.exists()
     known = runner.invoke(
         cli, [*base, "export", "ingest_files", "--format", "csv", "--out", str(out), "--run-id", ingest_only.run_id]

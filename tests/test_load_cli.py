@@ -65,7 +65,8 @@ def test_a_wrong_password_exits_1_with_one_error_line(
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in result.output, result.output
     [error] = errors
-    assert graph.uri in error and "authentication failed" in error and "chatmem stage load --run-id" in error
+    assert graph.uri in error and "authentication failed" in error
+    assert f"chatmem --data-dir {data_dir} stage load --run-id" in error
     assert "definitely-wrong" not in result.output
     stats = chatmem("graph", "stats", data_dir=data_dir)
     assert stats.exit_code == 1 and "authentication failed" in stats.stderr

@@ -72,7 +72,7 @@ def test_a_cues_build_that_fills_sqlites_temporary_directory_names_it_in_one_lin
     assert "the disk is full" in line and "SQLITE_FULL" in line
     assert f"its temporary directory ({small_tmpfs}: 0 bytes free;" in line, line
     assert f"the data dir's disk ({data_dir}: " in line and "set SQLITE_TMPDIR to a directory with room" in line
-    assert f"re-run: chatmem stage cues --run-id {RUN}" in line
+    assert f"re-run: chatmem --data-dir {data_dir} stage cues --run-id {RUN}" in line
     with sqlite3.connect(f"file:{settings.staging_path}?mode=ro", uri=True) as conn:
         status = conn.execute("SELECT status FROM stage_runs WHERE run_id = ? AND stage = 'cues'", (RUN,)).fetchone()
     assert status[0] in ("failed", "interrupted")
