@@ -119,7 +119,7 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # v44: a browser extension's "Please write in English language." footer and a Korean one's "지금 번역하기" are no
 # prose, a quoted title opened by any capitalised word with a small word inside is one name ("Once Upon a Time in
 # Hollywood"), a title's small words keep it a full name, an adjective written with a capital before its noun in every
-# mention ("Indigenous communities") is no concept
+# mention ("Indigenous communities") is no concept, nor is an "-led" or "-owned" word ("Indigenous-led")
 OFFLINE_VERSION = 44  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 

@@ -93,9 +93,11 @@ INDIGENOUS_REPLY = (
 def test_an_adjective_written_with_a_capital_before_its_noun_is_no_concept() -> None:
     """ "Indigenous communities", "Indigenous people", "Indigenous businesses": the capital is a convention, the word
     says how the thing is; the phrase stays. A name in title case after it ("Indigenous Business Australia"), a word
-    joined to another ("Indigenous and non-Indigenous") or one the lexicon does not know tell nothing."""
+    joined to another ("Indigenous and non-Indigenous") or one the lexicon does not know tell nothing. "Indigenous-led"
+    is a modifier too."""
     found = titles(("user", INDIGENOUS_USER), ("assistant", INDIGENOUS_REPLY))
     assert "Indigenous" not in found and "Indigenous communities" in found, found
+    assert "Indigenous-led" not in found, found  # "-led", "-owned": a modifier, like "Moroccan-inspired"
 
 
 def test_a_capitalised_adjective_said_as_a_name_stays() -> None:
