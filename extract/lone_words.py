@@ -175,7 +175,7 @@ def _verb_or_modifier(candidate: Candidate) -> bool:
         if adjective and word not in _OBJECT_OPENERS and _noun(word):
             told = True
             continue
-        if adjective and not lexicon.parts_of_speech(word):
+        if adjective and not is_stopword(word) and not lexicon.parts_of_speech(word):
             continue  # a word the lexicon does not know ("Indigenous entrepreneurship"): no evidence either way
         return False
     return told
