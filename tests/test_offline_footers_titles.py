@@ -108,3 +108,21 @@ def test_a_capitalised_adjective_said_as_a_name_stays() -> None:
         ("assistant", "Rocky is a classic! Sylvester Stallone wrote Rocky in three days."),
     )
     assert "Rocky" in found, found
+
+
+def test_an_adjective_said_once_as_a_noun_stays() -> None:
+    """ "a chicken parmesan with pasta": a stop word after the word says it is a noun there, so "Parmesan" of
+    "Grated Parmesan cheese" stays a concept (the lexicon lists "parmesan" as an adjective only)."""
+    found = titles(
+        (
+            "user",
+            "I'm looking for some new recipe ideas for dinner. I recently made a chicken parmesan with pasta and it"
+            " turned out great. Can you suggest something similar?",
+        ),
+        (
+            "assistant",
+            "Here is a Creamy Tomato Pasta Bake: penne, cherry tomatoes, garlic, basil, salt, and pepper. Grated"
+            " Parmesan cheese for serving. Cooks in 30 minutes.",
+        ),
+    )
+    assert "Parmesan" in found, found
