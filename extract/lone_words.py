@@ -145,24 +145,40 @@ def _verb_or_modifier(candidate: Candidate) -> bool:
     """A common word that every mention uses as a verb with its object ("to complement the sofa", "would complement
     your space", "spotting a Quetzal") or as an adjective before its noun ("a cohesive look", a heading's "a Cohesive
     Look"): what is done or how a thing is, not a thing. A word said once in another way ("Caching: ...", "the
-    deductible is") is a noun there, and stays; so does a list item's head and a word written as code."""
-    if candidate.coded or candidate.head or not candidate.mentions or candidate.cased_mid > candidate.lower_mid:
+    deductible is") is a noun there, and stays; so does a list item's head and a word written as code.
+
+    An adjective some write with a capital ("Indigenous communities", "Indigenous people") is one too, where it
+    comes before a noun in lower case: a name in title case runs on ("Indigenous Business Australia") and such a
+    mention, like one that ends what is read, is joined to another ("Indigenous and non-Indigenous communities") or
+    comes before a word the lexicon does not know, tells nothing; at least one mention must tell. A verb written
+    with a capital inside sentences is a name's ("Frozen")."""
+    if candidate.coded or candidate.head or not candidate.mentions:
         return False
     tags = lexicon.parts_of_speech(candidate.key[0])
-    verb, adjective = "VERB" in tags, tags == {"ADJ"}
+    cased = candidate.cased_mid > candidate.lower_mid
+    verb, adjective = "VERB" in tags and not cased, tags == {"ADJ"}
     if not verb and not adjective:
         return False
+    told = False
     for message, _, end in candidate.mentions:
         after = _NEXT_WORD.match(message.view, end)
         if after is None:
-            return False
+            if message.view[end:].strip():
+                return False  # a stop or a bracket after it ("Caching: ..."): a noun
+            continue  # what is read ends here
+        if after.group(1) in ("and", "or") or (cased and after.group(1)[:1].isupper()):
+            continue
         word = after.group(1).casefold()
         if verb and word in _OBJECT_OPENERS:
+            told = True
             continue
         if adjective and word not in _OBJECT_OPENERS and _noun(word):
+            told = True
             continue
+        if adjective and not is_stopword(word) and not lexicon.parts_of_speech(word):
+            continue  # a word the lexicon does not know ("Indigenous entrepreneurship"): no evidence either way
         return False
-    return True
+    return told
 
 
 def _noun(word: str) -> bool:

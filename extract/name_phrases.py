@@ -61,10 +61,19 @@ def _capitalised_name(lower: str, language: str) -> bool:
     return own < _COMMON_NOUN_ZIPF or lexicon.zipf(lower, "en") > own - _NAME_ZIPF_GAP
 
 
-# A work's title in quotes, its article first: "The Power", "A Little Life", “The Seven Husbands of Evelyn Hugo”.
+# A work's title in quotes, its article first: "The Power", "A Little Life", “The Seven Husbands of Evelyn Hugo”; or
+# any title-case word first where a small word in lower case follows inside ("Once Upon a Time in Hollywood", "Gone
+# with the Wind"): the name rules stop at the small word and take a piece ("Hollywood") for the work.
+_SMALL = r"(?:of|the|and|in|on|to|for|a|an|with|at|from|by)"
+_TITLE_CASE = r"[A-Z][\w'’-]*"
 _QUOTED_TITLE = re.compile(
-    r"[\"“](?P<title>(?:The|A|An)[ \t]+[A-Z][\w'’-]*(?:[ \t]+(?:[A-Z][\w'’-]*|of|the|and|in|on|to|for|a|an)){0,5})[\"”]"
+    rf"[\"“](?P<title>(?:The|A|An)[ \t]+{_TITLE_CASE}(?:[ \t]+(?:{_TITLE_CASE}|{_SMALL})){{0,5}}"
+    rf"|{_TITLE_CASE}(?:[ \t]+{_TITLE_CASE})*[ \t]+{_SMALL}(?:[ \t]+(?:{_TITLE_CASE}|{_SMALL})){{1,4}})[\"”]"
 )
+
+
+# The most words of a quoted title: a work's title is longer than a name ("The Seven Husbands of Evelyn Hugo").
+TITLE_WORDS = 6
 
 
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
@@ -176,7 +185,7 @@ def _quoted_titles(prose: str, words: list[Token]) -> Iterator[Phrase]:
         while i < len(words) and words[i].end <= match.end("title"):
             run.append(words[i])
             i += 1
-        if len(run) >= 2 and len(run) <= MAX_WORDS and run[-1].capitalised and run[-1].end == match.end("title"):
+        if 2 <= len(run) <= TITLE_WORDS and run[-1].capitalised and run[-1].end == match.end("title"):
             yield Phrase(
                 prose[run[0].start : run[-1].end], key_of([t.lower for t in run]), run[0].start, run[-1].end, True
             )

@@ -116,7 +116,11 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # a verb or a modifier in every mention ("to complement the sofa", "a cohesive look"), an abbreviation ("(Wis)"), a
 # quoted example sentence ('"The dog runs."'), a numbered item ("store 10") and a browser extension's "Share Prompt"
 # and lines of chords ("E D A Bm") are no concepts (extract/lone_words.py, extract/offline_messages.py)
-OFFLINE_VERSION = 43  # bump with any change to the rules here or in the modules above: part of the extraction cache key
+# v44: a browser extension's "Please write in English language." footer and a Korean one's "지금 번역하기" are no
+# prose, a quoted title opened by any capitalised word with a small word inside is one name ("Once Upon a Time in
+# Hollywood"), a title's small words keep it a full name, an adjective written with a capital before its noun in every
+# mention ("Indigenous communities") is no concept, nor is an "-led" or "-owned" word ("Indigenous-led")
+OFFLINE_VERSION = 44  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of

@@ -154,9 +154,18 @@ def _read(message: SegmentMessage) -> _Message:
     )
 
 
-# Text a browser extension appends to every ChatGPT prompt it sends ("... in store 10?Share Prompt"): markup that
-# no one in the conversation wrote, read as a name ("Share Prompt") and glued to the prompt's last word.
-_EXTENSION_TAILS = re.compile(r"Share Prompt(?=\s*$)")
+# Text a browser extension appends to every ChatGPT prompt it sends ("... in store 10?Share Prompt", "Please write
+# in English language.", "Please write in English (US) language.", "Please write in Portuguese language.", a Korean
+# one's "지금 번역하기", "translate now"): markup that no one in the conversation wrote, read as a name ("Share Prompt",
+# "English": the language it asks for, in every prompt, outranks what the prompts are about) and glued to the
+# prompt's last word. One or more of them at the message's end; the same words inside a prompt are the user's.
+_EXTENSION_TAIL = r"Share Prompt|Please write in [^\n.]{1,80}? language\.?|지금 번역하기"
+
+
+_EXTENSION_TAILS = re.compile(rf"(?:{_EXTENSION_TAIL})(?:\s*(?:{_EXTENSION_TAIL}))*(?=\s*$)")
+
+
+_EXTENSION_MARKS = ("Share Prompt", "Please write in ", "지금 번역하기")
 
 
 # A line of chord symbols ("E D A Bm", "A G D F#m", "C/G Am7"): music written out, no prose; its capitals make names.
@@ -168,7 +177,7 @@ _CHORD_LINE = re.compile(rf"^[ \t]*{_CHORD}(?:[ \t]+{_CHORD}){{2,}}[ \t]*$", re.
 
 def _blank_markup(view: str, role: str) -> str:
     """The view with an extension's appended text (a user's only) and lines of chords blanked, offsets kept."""
-    if role == "user" and "Share Prompt" in view:
+    if role == "user" and any(mark in view for mark in _EXTENSION_MARKS):
         view = _EXTENSION_TAILS.sub(_blank_match, view)
     return _CHORD_LINE.sub(_blank_match, view)
 

@@ -205,9 +205,19 @@ def _respelt(word: str, fixes: dict[str, str]) -> str:
     return right[:1].upper() + right[1:] if word[:1].isupper() else right
 
 
+# The small words a title keeps in lower case between its capitalised words ("Once Upon a Time in Hollywood").
+_TITLE_SMALL = frozenset(
+    ("of", "&", "de", "the", "a", "an", "and", "in", "on", "to", "for", "with", "at", "from", "by")
+)
+
+
 def _full_name(title: str) -> bool:
-    """ "Café Müller", "AWS Glue", "Volkswagen Transporter": every word capitalised (a name, not "Hive table")."""
-    return all(w[:1].isupper() or w[:1].isdigit() or w in ("of", "&", "de") for w in title.split())
+    """ "Café Müller", "AWS Glue", "Volkswagen Transporter", "Once Upon a Time in Hollywood": every word
+    capitalised but a title's small words inside (a name, not "Hive table")."""
+    words = title.split()
+    if not words or words[-1] in _TITLE_SMALL:
+        return False
+    return all(w[:1].isupper() or w[:1].isdigit() or w in _TITLE_SMALL for w in words)
 
 
 def _inside_longer(

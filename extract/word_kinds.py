@@ -235,9 +235,9 @@ def _written_as_name(token: Token) -> bool:
     return _acronym(token) or token.inner_capital or (token.capitalised and not token.sentence_start)
 
 
-# A hyphenated word made an adjective ("Python-like", "Spark-based", "Moroccan-inspired"): a name's modifier, never
-# a concept alone.
+# A hyphenated word made an adjective ("Python-like", "Spark-based", "Moroccan-inspired", "Indigenous-led",
+# "Indigenous-owned"): a name's modifier, never a concept alone.
 ADJECTIVE_ENDS = (
     "-like", "-based", "-style", "-related", "-specific", "-friendly", "-oriented", "-driven", "-inspired", "-themed",
-    "-focused", "-powered", "-centric", "-infused",
+    "-focused", "-powered", "-centric", "-infused", "-led", "-owned", "-funded", "-backed",
 )  # fmt: skip
