@@ -18,10 +18,10 @@ from pathlib import Path
 import click
 
 # the commands a hint names (flows/cli_app.COMMANDS and those of flows/cli.py): `chatmem ingest: succeeded` is a log
-# line's name, not a command
+# line's name, not a command; "already served by `chatmem serve` (pid 12)" names the process holding it, no command
 _COMMAND = re.compile(
-    r"(?<![\w./-])chatmem (?=(?:run|stage|staging|serve|report|topics|concepts|facts|recall|archive|graph|eval|inspect"
-    r"|mcp|garden)\b(?! only previews))"
+    r"(?<![\w./-])(?<!by `)chatmem (?=(?:run|stage|staging|serve|report|topics|concepts|facts|recall|archive|graph|eval"
+    r"|inspect|mcp|garden)\b(?! only previews))"
 )
 
 

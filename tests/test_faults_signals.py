@@ -93,7 +93,10 @@ def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path) -> None:
     assert "Traceback" not in err and len(lines) == 1, err[-3000:]
     runs, stages = ledger(data_dir)
     [run_row] = runs
-    expected = f"error: interrupted by SIGTERM in stage cluster of run {run_row['id']}; resume with: chatmem run"
+    expected = (
+        f"error: interrupted by SIGTERM in stage cluster of run {run_row['id']}; "
+        f"resume with: chatmem --data-dir {data_dir} run"
+    )
     assert lines[0].startswith(expected) and "--from cluster" in lines[0], lines[0]
     assert run_row["status"] == "interrupted", run_row
     assert [s["status"] for s in stages if s["stage"] == "cluster"] == ["interrupted"]

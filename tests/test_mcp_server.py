@@ -296,7 +296,8 @@ def test_without_a_memory_the_command_exits_with_one_line(tmp_path: Path) -> Non
     (tmp_path / "empty").mkdir()
     command = [sys.executable, "-m", "flows.cli", "--data-dir", str(tmp_path / "empty"), "mcp"]
     done = subprocess.run(command, cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1 and "chatmem run" in done.stderr and done.stdout == ""
+    said = f"chatmem --data-dir {tmp_path / 'empty'} run"  # the hint as it can be pasted (flows/hints.py)
+    assert done.returncode == 1 and said in done.stderr and done.stdout == ""
 
 
 DOC_MARKER = "<!-- tested: tests/test_mcp_server.py::test_the_docs_client_example_recalls_over_stdio -->"
