@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from test_cli_memory import NOTES as MEMORY_NOTES
 from test_ingest_stage import ingest, make_chatgpt_export, write_json
 
 from flows.cli import cli
@@ -94,12 +95,8 @@ def test_topics_cut_a_long_keyword_list_after_a_whole_keyword_not_mid_word(tmp_p
     assert "flavor, recipe" in shown.stdout and "…" not in shown.stdout.split("flavor", 1)[1], shown.stdout
 
 
-NOTES = [
-    ("trip", "1", "user", "We are planning a trip to Lisbon in May; tram 28 is a must.", "2024-03-01T09:00:00Z"),
-    ("trip", "2", "assistant", "Lisbon in May is lovely. Take tram 28 early in the morning.", "2024-03-01T09:01:00Z"),
-    ("bread", "1", "user", "My sourdough starter smells of acetone, what should I do?", "2024-04-10T18:00:00Z"),
-    ("bread", "2", "assistant", "Feed the starter twice a day for a few days.", "2024-04-10T18:01:00Z"),
-    ("trip2", "1", "user", "Back from Lisbon: the tram rides were the best part of the trip.", "2024-06-02T10:00:00Z"),
+NOTES = [  # test_cli_memory's notes, and one where the user speaks of themselves and their family
+    *MEMORY_NOTES,
     (
         "party",
         "1",
