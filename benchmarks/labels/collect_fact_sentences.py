@@ -15,6 +15,14 @@ Set fresh2 (session 36, drawn with the v8 splitter; ids 2000-2199):
     python benchmarks/labels/collect_fact_sentences.py --shared ../shared/data --fresh2 --out DIR
 
 writes DIR/sample_fresh2.json from sources the two sets above did not use; see `_fresh2`.
+
+Set fresh3 (session 37, drawn with the splitter of main at 98eb2cc; ids 3000-3219):
+
+    python benchmarks/labels/collect_fact_sentences.py --shared ../shared/data --fresh3 --out DIR
+
+writes DIR/sample_fresh3.json (seeds 40-43), at most one sentence a session (the oracle's: four), from no session
+or LoCoMo turn that sets a, fresh or fresh2 drew from and with none of their sentences; see `_fresh3`. Its word
+list of people, work, study, home and likes (`_LIFE`) was fixed before any sentence was looked at.
 """
 
 from __future__ import annotations
@@ -123,17 +131,23 @@ def _flat(text: str) -> list[str]:
     return [" ".join(sentence.split()) for sentence in sentences(text)]
 
 
-def _one_per_session(rows: list[dict[str, str]], count: int, seed: int, used: set[str]) -> list[dict[str, str]]:
-    """`count` rows drawn at random (seeded), at most one from each session and none from a session in `used`."""
+def _one_per_session(
+    rows: list[dict[str, str]], count: int, seed: int, used: set[str], most: int = 1
+) -> list[dict[str, str]]:
+    """`count` rows drawn at random (seeded), at most `most` from each session and none from a session in `used`."""
     order = list(rows)
     random.Random(seed).shuffle(order)
     picked: list[dict[str, str]] = []
+    taken: dict[str, int] = {}
     for row in order:
         if len(picked) == count:
             break
-        if row["conversation"] not in used:
-            used.add(row["conversation"])
-            picked.append(row)
+        where = row["conversation"]
+        if (where in used and where not in taken) or taken.get(where, 0) >= most:
+            continue
+        taken[where] = taken.get(where, 0) + 1
+        picked.append(row)
+    used |= set(taken)
     return picked
 
 
@@ -235,21 +249,92 @@ def _fresh2(shared: Path) -> list[dict[str, str]]:
     return [{"id": 2000 + index, **row} for index, row in enumerate(rows)]  # type: ignore[dict-item]
 
 
+# --- set fresh3 (session 37) -------------------------------------------------------------------------------------
+
+# written down before any sentence of the draw was read (the brief's list): the attributes random sentences
+# hardly reach (family, role, employer, education, location, preference)
+_LIFE = re.compile(
+    r"\b(family|wife|husband|son|daughter|mom|dad|sister|brother|friend|partner|coworker|boss"
+    r"|job|work|company|role|years|degree|class|study"
+    r"|house|apartment|city|moved|live"
+    r"|love|favorite|prefer|enjoy|fan)\b",
+    re.IGNORECASE,
+)
+_EARLIER = ("fact_sentences.jsonl", "fact_sentences_fresh.jsonl", "fact_sentences_fresh2.jsonl")
+
+
+def _earlier(labels: Path) -> tuple[set[str], set[str]]:
+    """The sentences and the sessions (LoCoMo: SAMPLE:DIA_ID turns) of the earlier sets, plus every labelled
+    conversation: nothing of them is drawn again."""
+    rows = [json.loads(line) for name in _EARLIER for line in (labels / name).read_text().splitlines() if line.strip()]
+    used = {row["conversation"] for row in rows}
+    for name in _LABELLED:
+        used |= set(json.loads((labels / name).read_text())["conversations"])
+    return {row["sentence"] for row in rows}, used
+
+
+def _first_statement(flat: str) -> bool:
+    """A first-person sentence of 20-300 characters with no question mark anywhere."""
+    return 20 <= len(flat) <= 300 and "?" not in flat and bool(_FIRST_FRESH.search(flat))
+
+
+def _oracle(shared: Path, demo: set[str]) -> list[dict[str, str]]:
+    """Each distinct first-person statement of the users' turns of LongMemEval oracle dev50 outside the demo."""
+    with gzip.open(shared / "benchmarks/longmemeval/longmemeval_oracle_dev50.json.gz", "rt") as handle:
+        oracle = json.load(handle)
+    sessions: dict[str, list[dict[str, str]]] = {}
+    for question in oracle:
+        for sid, session in zip(question["haystack_session_ids"], question["haystack_sessions"], strict=True):
+            if sid not in demo:
+                sessions.setdefault(sid, session)
+    return [{**row, "source": "lme-oracle"} for row in _user_sentences(sessions, _first_statement)]
+
+
+def _fresh3(shared: Path, labels: Path | None = None) -> list[dict[str, str]]:
+    """~220 user sentences, ids 3000 on, one a session, outside every earlier set's sessions and sentences.
+
+    40 first-person statements (no "?" anywhere) of the LongMemEval oracle dev50 sessions outside the demo and the
+    earlier sets (`lme-oracle`; only 11 such sessions are left, so up to 4 a session), 100 LongMemEval_S dev50
+    first-person statements (`lme-s`), 60 LongMemEval_S first-person statements with a word of `_LIFE`
+    (`lme-s-life`), 20 first-person sentences of LoCoMo dev2 turns outside fresh2's (`locomo`).
+    """
+    taken, used = _earlier(labels or Path(__file__).parent)
+    demo, lme_s = _lme_s(shared)
+    # first, as only 11 oracle sessions are left outside the demo and the earlier sets: 4 sentences a session
+    rows = _one_per_session(_oracle(shared, demo), 40, 42, used, most=4)
+    taken |= {row["sentence"] for row in rows}
+    first = _user_sentences(lme_s, lambda flat: flat not in taken and _first_statement(flat))
+    rows += _one_per_session(first, 100, 40, used)
+    taken |= {row["sentence"] for row in rows}
+    life = [{**row, "source": "lme-s-life"} for row in first if _LIFE.search(row["sentence"])]
+    rows += _one_per_session([row for row in life if row["sentence"] not in taken], 60, 41, used)
+    taken |= {row["sentence"] for row in rows}
+    locomo = [row for row in _locomo(shared, set(taken)) if "?" not in row["sentence"]]
+    rows += _one_per_session(locomo, 20, 43, used)
+    return [{"id": 3000 + index, **row} for index, row in enumerate(rows)]  # type: ignore[dict-item]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared", type=Path, required=True)
     parser.add_argument("--heldout-ids", type=Path, help="held-out conversation ids, one a line (sets a and fresh)")
     parser.add_argument("--fresh2", action="store_true", help="draw set fresh2 instead (needs no id file)")
+    parser.add_argument("--fresh3", action="store_true", help="draw set fresh3 instead (needs no id file)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     shared = args.shared
+    if args.fresh3:
+        args.out.mkdir(parents=True, exist_ok=True)
+        fresh3 = _fresh3(shared)
+        (args.out / "sample_fresh3.json").write_text(json.dumps(fresh3, ensure_ascii=False, indent=0))
+        return 0
     if args.fresh2:
         args.out.mkdir(parents=True, exist_ok=True)
         fresh2 = _fresh2(shared)
         (args.out / "sample_fresh2.json").write_text(json.dumps(fresh2, ensure_ascii=False, indent=0))
         return 0
     if args.heldout_ids is None:
-        parser.error("--heldout-ids is needed unless --fresh2")
+        parser.error("--heldout-ids is needed unless --fresh2 or --fresh3")
     dev = set(json.loads((Path(__file__).parent / "dev_labels.json").read_text())["conversations"])
     skip = set(args.heldout_ids.read_text().split()) | dev
     exports = shared / "exports"
