@@ -201,7 +201,9 @@ ALONE_SHARE = 0.75  # a broad word said in this share of a topic's conversations
 PLURAL_SHARE = 0.5  # ...and this share of those write it in the plural ("books"; not "universes" of a sci-fi topic)
 
 
-def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) -> list[tuple[str, str, float]]:
+def lead_first(
+    ranked: list[tuple[str, str, float]], spread: Mapping[str, int], conversations: int = 0
+) -> list[tuple[str, str, float]]:
     """The keywords with the one a person would file the topic under first: the first of the best LEAD_FROM, or of
     the best one's longer forms ("morning routine" for "morning"), that is a multi-word phrase or holds a name
     ("battery life" over "devices") and is said in LEAD_SHARE of the conversations (segments, in a topic of one)
@@ -219,7 +221,9 @@ def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) 
     lead = _first_specific(ranked, spread, near, LEAD_SHARE * spread[best])
     head = _head(ranked)
     if lead is None and head is not None and generic(ranked[head][1]):
-        lead = _instead_of_broad(ranked, spread, head)
+        lead = _instead_of_broad(ranked, spread, head, conversations)
+    elif lead is None and head is not None and _one_word(ranked[head][1]):
+        lead = _phrase_as_wide(ranked, spread, head)
     lead = lead or 0
     return [ranked[lead], *ranked[:lead], *ranked[lead + 1 :]]
 
@@ -229,16 +233,53 @@ def _head(ranked: list[tuple[str, str, float]]) -> int | None:
     return next((i for i, (_, shown, _) in enumerate(ranked) if nominal(shown)), None)
 
 
-def _instead_of_broad(ranked: list[tuple[str, str, float]], spread: Mapping[str, int], head: int) -> int | None:
+def _instead_of_broad(
+    ranked: list[tuple[str, str, float]], spread: Mapping[str, int], head: int, conversations: int = 0
+) -> int | None:
+    """The phrase or name that replaces a broad best word (`lead_first`); a one-word name only when more than half
+    of the topic's `conversations` say it: a brand or a thing of a few members ("Samsung", said in 3 of a devices
+    topic's 6) is no name of the whole topic, where the broad word and its partner say more ("devices and ...")."""
     key = ranked[head][0]
     words = set(key.split())
-    fits = [i for i, (_, shown, _) in enumerate(ranked) if _specific(shown) and not generic(shown) and nominal(shown)]
+    fits = [
+        i
+        for i, (k, shown, _) in enumerate(ranked)
+        if _specific(shown)
+        and not generic(shown)
+        and nominal(shown)
+        and (" " in shown or 2 * spread.get(k, 0) > conversations)
+    ]
     wide = [i for i in fits if i < BROAD_FROM and spread[ranked[i][0]] >= BROAD_SHARE * spread[key]]
     longer = [
         i for i in fits if words < set(ranked[i][0].split()) and spread[ranked[i][0]] >= LONGER_SHARE * spread[key]
     ]
     chosen = wide or longer
     return chosen[0] if chosen else None
+
+
+def _one_word(shown: str) -> bool:
+    return " " not in shown and shown.islower()
+
+
+def _phrase_as_wide(ranked: list[tuple[str, str, float]], spread: Mapping[str, int], head: int) -> int | None:
+    """In place of a one-word lower-case label that is not broad, the first phrase of several words that holds a
+    name, among the best BROAD_FROM, said in as many of the topic's conversations: a part of something ("clause",
+    of a topic about SQL queries for the highest salary) names less than the named thing it is a part of, said as
+    widely ("SQL query"). A lower-case phrase does not replace it ("olive oil" is no more the subject of a pasta
+    topic than "pasta"), nor a one-word name (one member's brand or tool: "Mendeley" for "thesis")."""
+    said = spread[ranked[head][0]]
+    return next(
+        (
+            i
+            for i, (key, shown, _) in enumerate(ranked[:BROAD_FROM])
+            if i != head and " " in shown and _named_phrase(shown) and nominal(shown) and spread[key] >= said
+        ),
+        None,
+    )
+
+
+def _named_phrase(shown: str) -> bool:
+    return any(c.isupper() for c in shown)
 
 
 def partner_second(
