@@ -123,7 +123,7 @@ def name_topics(
 # no keyword from the assistant's words about itself ("AI language model"), a line of data ("Devil's Food") or a
 # participle's clause (", covering topics"), "near" ends a keyword ("located near"). 6: no adjective in -ing as a
 # keyword alone ("stunning"), a one-word label yields to a phrase with a name said as widely ("clause" -> "SQL
-# query"), a broad word to a one-word name only when most of the topic's conversations say it ("Samsung" -> "devices").
+# query").
 KEYWORDS_VERSION = 6
 
 PHRASE_ROWS = 5000  # sampled segments whose phrases the tuning objective's phrase coherence reads

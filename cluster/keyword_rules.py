@@ -9,7 +9,8 @@ how a phrase is shown, and which keyword leads (the topic's label). Pure functio
   only a sentence start gave is dropped ("Designate" was no name).
 - `lead_first`: the keyword a person would file the topic under first: a phrase or name said nearly as widely as
   the best keyword, or, when the label would be one word common all over English (`generic`: "body", "company",
-  "Museum"), a little less widely, or a longer form of that word ("morning routine" for "morning");
+  "Museum"), a little less widely, or a longer form of that word ("morning routine" for "morning"), or, when it
+  would be one lower-case word, a phrase with a name said as widely ("SQL query" for "clause");
   `partner_second`: when none is and the word stays first, the keyword it is shown with ("company and career":
   cluster/labels.py) second: the one that adds most of the topic's conversations to it, a specific one first;
   `plural_alone`: a broad word three quarters of the topic's conversations say, half of them in the plural, is
@@ -201,16 +202,16 @@ ALONE_SHARE = 0.75  # a broad word said in this share of a topic's conversations
 PLURAL_SHARE = 0.5  # ...and this share of those write it in the plural ("books"; not "universes" of a sci-fi topic)
 
 
-def lead_first(
-    ranked: list[tuple[str, str, float]], spread: Mapping[str, int], conversations: int = 0
-) -> list[tuple[str, str, float]]:
+def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) -> list[tuple[str, str, float]]:
     """The keywords with the one a person would file the topic under first: the first of the best LEAD_FROM, or of
     the best one's longer forms ("morning routine" for "morning"), that is a multi-word phrase or holds a name
     ("battery life" over "devices") and is said in LEAD_SHARE of the conversations (segments, in a topic of one)
     the best one is ("gift ideas", not "heartfelt message", over "gift"); when none is and the label would be a
     broad word (`generic`, the first keyword that can name something: "body", "company", "Museum"), the first of
     the best BROAD_FROM said in BROAD_SHARE of the conversations it is ("strength training" over "body") or of its
-    longer forms said in LONGER_SHARE of them ("classic sci-fi" over "classic"); else the best. A broad
+    longer forms said in LONGER_SHARE of them ("classic sci-fi" over "classic"); when it would be one lower-case
+    word that is not broad, the first phrase with a name among the best BROAD_FROM said as widely ("SQL query" over
+    "clause": `_phrase_as_wide`); else the best. A broad
     dictionary word, capitalised or not, is never the specific one ("Museum", "History", "Pro"; "Paris" is no
     dictionary word, "Hamlet" no broad one)."""
     if not ranked:
@@ -221,7 +222,7 @@ def lead_first(
     lead = _first_specific(ranked, spread, near, LEAD_SHARE * spread[best])
     head = _head(ranked)
     if lead is None and head is not None and generic(ranked[head][1]):
-        lead = _instead_of_broad(ranked, spread, head, conversations)
+        lead = _instead_of_broad(ranked, spread, head)
     elif lead is None and head is not None and _one_word(ranked[head][1]):
         lead = _phrase_as_wide(ranked, spread, head)
     lead = lead or 0
@@ -233,22 +234,10 @@ def _head(ranked: list[tuple[str, str, float]]) -> int | None:
     return next((i for i, (_, shown, _) in enumerate(ranked) if nominal(shown)), None)
 
 
-def _instead_of_broad(
-    ranked: list[tuple[str, str, float]], spread: Mapping[str, int], head: int, conversations: int = 0
-) -> int | None:
-    """The phrase or name that replaces a broad best word (`lead_first`); a one-word name only when more than half
-    of the topic's `conversations` say it: a brand or a thing of a few members ("Samsung", said in 3 of a devices
-    topic's 6) is no name of the whole topic, where the broad word and its partner say more ("devices and ...")."""
+def _instead_of_broad(ranked: list[tuple[str, str, float]], spread: Mapping[str, int], head: int) -> int | None:
     key = ranked[head][0]
     words = set(key.split())
-    fits = [
-        i
-        for i, (k, shown, _) in enumerate(ranked)
-        if _specific(shown)
-        and not generic(shown)
-        and nominal(shown)
-        and (" " in shown or 2 * spread.get(k, 0) > conversations)
-    ]
+    fits = [i for i, (_, shown, _) in enumerate(ranked) if _specific(shown) and not generic(shown) and nominal(shown)]
     wide = [i for i in fits if i < BROAD_FROM and spread[ranked[i][0]] >= BROAD_SHARE * spread[key]]
     longer = [
         i for i in fits if words < set(ranked[i][0].split()) and spread[ranked[i][0]] >= LONGER_SHARE * spread[key]

@@ -413,7 +413,7 @@ def ctfidf_phrases(
         scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
         chosen = _pick(scored, counts.df, top_k)
         merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])[:top_k]
-        merged = lead_first(merged, {k: counts.spread[k] for k, _, _ in merged}, len(read_by[topic]))
+        merged = lead_first(merged, {k: counts.spread[k] for k, _, _ in merged})
         merged = partner_second(merged, partial(_users, read_by[topic]), len(read_by[topic]))
         merged = plural_alone(
             merged, counts.spread, len(read_by[topic]), counts.forms, partial(_plural_users, read_by[topic])

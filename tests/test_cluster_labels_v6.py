@@ -1,6 +1,5 @@
 """Topic labels v6 (cluster/keyword_rules.py, cluster/phrases.py; KEYWORDS_VERSION 6): an adjective in -ing is no
-keyword alone, a one-word label yields to a phrase said as widely, a broad word yields to a one-word name only when
-most of the topic's conversations say it."""
+keyword alone, a one-word label yields to a phrase with a name said as widely."""
 
 from __future__ import annotations
 
@@ -47,28 +46,17 @@ def test_a_one_word_label_yields_to_a_phrase_said_as_widely() -> None:
     member's tool), nor a lower-case phrase ("olive oil" is no more a pasta topic's subject than "pasta")."""
     sql = _ranked(["clause", "subquery", "highest", "SQL query", "employee"])
     spread = {"clause": 7, "subquery": 6, "highest": 5, "SQL query": 7, "employee": 5}
-    assert lead_first(sql, spread, 9)[0][1] == "SQL query"
-    assert lead_first(sql, {**spread, "SQL query": 6}, 9)[0][1] == "clause"
+    assert lead_first(sql, spread)[0][1] == "SQL query"
+    assert lead_first(sql, {**spread, "SQL query": 6})[0][1] == "clause"
     pasta = _ranked(["pasta", "garlic", "pepper", "olive oil"])
-    assert lead_first(pasta, {"pasta": 6, "garlic": 5, "pepper": 6, "olive oil": 6}, 8)[0][1] == "pasta"
+    assert lead_first(pasta, {"pasta": 6, "garlic": 5, "pepper": 6, "olive oil": 6})[0][1] == "pasta"
     thesis = _ranked(["thesis", "research", "citation", "Mendeley", "literature review"])
     spread = {"thesis": 2, "research": 2, "citation": 2, "Mendeley": 2, "literature review": 1}
-    assert lead_first(thesis, spread, 3)[0][1] == "thesis"
+    assert lead_first(thesis, spread)[0][1] == "thesis"
     later = _ranked(["clause", "subquery", "highest", "employee", "department", "SQL query"])  # past the best five
     assert (
-        lead_first(
-            later, {"clause": 7, "subquery": 6, "highest": 5, "employee": 5, "department": 4, "SQL query": 7}, 9
-        )[0][1]
+        lead_first(later, {"clause": 7, "subquery": 6, "highest": 5, "employee": 5, "department": 4, "SQL query": 7})[
+            0
+        ][1]
         == "clause"
     )
-
-
-def test_a_broad_word_yields_to_a_one_word_name_only_when_most_conversations_say_it() -> None:
-    """The demo's devices topic was labelled "Samsung" (said in 3 of its 6 conversations, "devices" in 5): one
-    member's brand. A one-word name replaces a broad best word only when more than half of the topic's
-    conversations say it; a phrase ("battery life") as before."""
-    devices = _ranked(["devices", "Samsung", "cloud storage", "battery"])
-    spread = {"devices": 5, "Samsung": 3, "cloud storage": 2, "battery": 3}
-    assert lead_first(devices, spread, 6)[0][1] == "devices"
-    assert lead_first(devices, spread, 5)[0][1] == "Samsung"  # 3 of 5
-    assert lead_first(devices, {**spread, "cloud storage": 4}, 10)[0][1] == "cloud storage"
