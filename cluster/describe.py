@@ -121,8 +121,10 @@ def name_topics(
 # as a noun ("charming", "known"), a broad word's partner said in a third of the topic's conversations and never a
 # word of how or who ("vibe", "roles"), a capital that only names' last words gave is dropped ("Airlines", "Park"),
 # no keyword from the assistant's words about itself ("AI language model"), a line of data ("Devil's Food") or a
-# participle's clause (", covering topics"), "near" ends a keyword ("located near").
-KEYWORDS_VERSION = 5
+# participle's clause (", covering topics"), "near" ends a keyword ("located near"). 6: no adjective in -ing as a
+# keyword alone ("stunning"), a one-word label yields to a phrase with a name said as widely ("clause" -> "SQL
+# query").
+KEYWORDS_VERSION = 6
 
 PHRASE_ROWS = 5000  # sampled segments whose phrases the tuning objective's phrase coherence reads
 

@@ -9,7 +9,8 @@ how a phrase is shown, and which keyword leads (the topic's label). Pure functio
   only a sentence start gave is dropped ("Designate" was no name).
 - `lead_first`: the keyword a person would file the topic under first: a phrase or name said nearly as widely as
   the best keyword, or, when the label would be one word common all over English (`generic`: "body", "company",
-  "Museum"), a little less widely, or a longer form of that word ("morning routine" for "morning");
+  "Museum"), a little less widely, or a longer form of that word ("morning routine" for "morning"), or, when it
+  would be one lower-case word, a phrase with a name said as widely ("SQL query" for "clause");
   `partner_second`: when none is and the word stays first, the keyword it is shown with ("company and career":
   cluster/labels.py) second: the one that adds most of the topic's conversations to it, a specific one first;
   `plural_alone`: a broad word three quarters of the topic's conversations say, half of them in the plural, is
@@ -208,7 +209,9 @@ def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) 
     the best one is ("gift ideas", not "heartfelt message", over "gift"); when none is and the label would be a
     broad word (`generic`, the first keyword that can name something: "body", "company", "Museum"), the first of
     the best BROAD_FROM said in BROAD_SHARE of the conversations it is ("strength training" over "body") or of its
-    longer forms said in LONGER_SHARE of them ("classic sci-fi" over "classic"); else the best. A broad
+    longer forms said in LONGER_SHARE of them ("classic sci-fi" over "classic"); when it would be one lower-case
+    word that is not broad, the first phrase with a name among the best BROAD_FROM said as widely ("SQL query" over
+    "clause": `_phrase_as_wide`); else the best. A broad
     dictionary word, capitalised or not, is never the specific one ("Museum", "History", "Pro"; "Paris" is no
     dictionary word, "Hamlet" no broad one)."""
     if not ranked:
@@ -220,6 +223,8 @@ def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) 
     head = _head(ranked)
     if lead is None and head is not None and generic(ranked[head][1]):
         lead = _instead_of_broad(ranked, spread, head)
+    elif lead is None and head is not None and _one_word(ranked[head][1]):
+        lead = _phrase_as_wide(ranked, spread, head)
     lead = lead or 0
     return [ranked[lead], *ranked[:lead], *ranked[lead + 1 :]]
 
@@ -239,6 +244,31 @@ def _instead_of_broad(ranked: list[tuple[str, str, float]], spread: Mapping[str,
     ]
     chosen = wide or longer
     return chosen[0] if chosen else None
+
+
+def _one_word(shown: str) -> bool:
+    return " " not in shown and shown.islower()
+
+
+def _phrase_as_wide(ranked: list[tuple[str, str, float]], spread: Mapping[str, int], head: int) -> int | None:
+    """In place of a one-word lower-case label that is not broad, the first phrase of several words that holds a
+    name, among the best BROAD_FROM, said in as many of the topic's conversations: a part of something ("clause",
+    of a topic about SQL queries for the highest salary) names less than the named thing it is a part of, said as
+    widely ("SQL query"). A lower-case phrase does not replace it ("olive oil" is no more the subject of a pasta
+    topic than "pasta"), nor a one-word name (one member's brand or tool: "Mendeley" for "thesis")."""
+    said = spread[ranked[head][0]]
+    return next(
+        (
+            i
+            for i, (key, shown, _) in enumerate(ranked[:BROAD_FROM])
+            if i != head and " " in shown and _named_phrase(shown) and nominal(shown) and spread[key] >= said
+        ),
+        None,
+    )
+
+
+def _named_phrase(shown: str) -> bool:
+    return any(c.isupper() for c in shown)
 
 
 def partner_second(

@@ -40,10 +40,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 
 from clients.chinese_words import HAN
-from clients.parts_of_speech import ENGLISH_FUNCTION, ENGLISH_FUNCTION_SHARE, parts_of_speech
+from clients.parts_of_speech import ENGLISH_FUNCTION, ENGLISH_FUNCTION_SHARE, can_be_noun, parts_of_speech
 from clients.prose import prose
 from cluster import chinese_keywords
 from cluster.keyword_rules import (
+    adjectival,
     breaks,
     lead_first,
     name_tail,
@@ -404,7 +405,9 @@ def ctfidf_phrases(
         floor = 2 if len(docs[topic]) >= 4 else 1
         size = sum(counts.weight.values()) or 1.0
         usable = [
-            k for k, df in counts.df.items() if df >= floor and _keyword_ok(k) and (" " in k or not _piece(counts, k))
+            k
+            for k, df in counts.df.items()
+            if df >= floor and _keyword_ok(k) and (" " in k or not (_piece(counts, k) or _adjective_alone(counts, k)))
         ]
         shared = [k for k in usable if counts.spread[k] >= 2] if spread[topic] >= 2 else usable
         scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
@@ -425,6 +428,15 @@ def _piece(counts: PhraseCounts, key: str) -> bool:
     shown = counts.shown(key)
     capitals = sum(n for form, n in counts.surfaces.get(key, Counter()).items() if form[:1].isupper())
     return no_word(shown) or name_tail(shown, counts.tails[key], capitals)
+
+
+def _adjective_alone(counts: PhraseCounts, key: str) -> bool:
+    """A one-word key shown as an adjective in -ing ("stunning", "charming", "interesting": cluster/keyword_rules.py
+    `adjectival`): never a label nor a partner already, and as a keyword alone it says how something is, not what
+    the topic is about ("trip, city, restaurant, stunning"); inside a phrase it stays ("stunning views"), and so
+    does one that is a noun too ("understanding", "feeling")."""
+    shown = counts.shown(key)
+    return shown.islower() and adjectival(shown) and not can_be_noun(shown)  # "understanding", "feeling" stay
 
 
 def _users(by_owner: Mapping[str, Sequence[str]], keys: Sequence[str]) -> dict[str, set[str]]:
