@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FACT_RULES_VERSION = 11  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
+FACT_RULES_VERSION = 12  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
@@ -343,6 +343,7 @@ RULES: tuple[Rule, ...] = (
         r"(?:go\s+with|choose|pick(?!\s+up\b)|decided\s+on|chosen|picked|settled\s+on|went\s+with)\s+(?P<value>.+)",
         "user",
         "chose",
+        list_value=True,  # "the simple red and green labels", "the classic combo of coleslaw and French fries"
     ),
     _rule(
         "relative_role",
