@@ -50,7 +50,8 @@ __all__ = ["FACT_RULES_VERSION", "facts_in_sentence", "propose_facts", "sentence
 _PREFERENCE_NAMES = {
     "prefer": "prefers", "interested in": "interested in", "into": "interested in", "keen on": "interested in",
     "passionate about": "interested in", "open to": "open to", "fascinated by": "interested in",
-    "fascinated with": "interested in", "fond of": "likes",
+    "fascinated with": "interested in", "fond of": "likes", "love": "likes", "passion": "likes",
+    "interest": "interested in", "fascination": "interested in", "obsession": "likes",
 }  # fmt: skip
 _VAGUE_CHOICE_TEXT = (
     "first second third last other option options one ones version approach suggestion idea both recommendation"
@@ -278,6 +279,8 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
                 facts.append(fact)
     if not asked:
         facts.extend(_action_tools(sentence))
+    said_of = {fact["subject"].removeprefix("user's ") for fact in facts if fact["subject"].startswith("user's ")}
+    facts = [f for f in facts if f["rule"] not in _HAD or f["value"].split()[-1].casefold() not in said_of]
     unique: dict[tuple[str, str, str, str], dict[str, str]] = {}
     for fact in sorted(facts, key=lambda f: f["attribute"] != "has experience with"):  # two rules, one fact
         attribute = "uses" if fact["attribute"] in _TOOL_ATTRIBUTES else fact["attribute"]
@@ -285,6 +288,8 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
     return list(unique.values())
 
 
+# "my mom is 60", "my phone is a Pixel 8": a fact of the user's mom or phone says the user has one; not said again
+_HAD = frozenset(["kin_mention", "my_thing"])
 # "3+ years of experience using tools like Hadoop, hive": two rules read one list, as a skill and as a tool; say it once
 # (as "has experience with": the sentence says the user's skill, which says the use too)
 _TOOL_ATTRIBUTES = frozenset(["uses", "has experience with"])
@@ -295,7 +300,8 @@ _TOOL_ATTRIBUTES = frozenset(["uses", "has experience with"])
 _V6_RULES_TEXT = (
     "age_said role_resume experience_years experience_for work_in uses_i uses_we tools_like experience_with working_on"
     " planning_thing interview learn_about likes got_thing have_from my_brand from_place education new_to my_role_is"
-    " pet_named have_family fan_of favourite looking_for will_try"
+    " pet_named have_family fan_of favourite looking_for will_try kin_mention my_thing is_my_favourite my_love_for"
+    " a_lot_of"
 )
 _V6_RULES = frozenset(_V6_RULES_TEXT.split())
 _QUESTION_OPENER = re.compile(
@@ -472,7 +478,15 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     groups["value"] = groups["value"] or groups.get("value2") or ""
     value = _value(groups["value"], rule)
     verb = " ".join((groups.get("verb") or groups.get("verb2") or "").casefold().split())
-    if rule.name in ("prefer", "relative_prefer"):
+    if rule.name == "my_thing" and _not_owned_here(match):
+        return None  # "my home Wi-Fi router", "my business goals", "working on my laptop": not said as a thing owned
+    if rule.name == "is_my_favourite":
+        value = _named_before(value)  # "I think Sweet Baby Ray's": back to the clause's start
+    if rule.name == "kin_mention" and _FOR_SOMEONE.match(" for my " + value) is None:
+        return None  # not kin (the pattern's list and _FOR_SOMEONE's agree)
+    if rule.name in ("my_love_for", "a_lot_of"):
+        value = _TASTE_END.split(value, maxsplit=1)[0].strip(" ,")  # "Phoebe Bridgers lately", "dance and how it"
+    if rule.name in ("prefer", "relative_prefer", "my_love_for"):
         verb = _PREFERENCE_NAMES.get("prefer" if verb.startswith("prefer") else verb, verb)
         if _EMBEDDED.search(match.string[: match.start()]):
             return None  # "ask me which I prefer to play", "the journals I'm interested in": not a statement
@@ -603,6 +617,58 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         "polarity": rule.polarity,
         "rule": rule.name,
     }
+
+
+_DEVICES = frozenset(["laptop", "computer", "pc", "desktop", "phone", "smartphone", "iphone", "tablet", "ipad", "tv"])
+
+
+def _not_owned_here(match: re.Match[str]) -> bool:
+    """Whether "my <ownable>" is not said of a thing owned: the noun qualifies another ("my home Wi-Fi router", "my
+    business goals": a compound, its head the next noun), or a device is only where something happens ("working on
+    my laptop", "it's happening on my phone")."""
+    after = re.match(r"\s+([A-Za-z][\w-]*)", match.string[match.end() :])
+    if not match.group(0).endswith("'s") and after:
+        word = after.group(1).casefold()
+        noun_after = word not in VALUE_STOP | _FUNCTION | _VERBS_AFTER_THINGS and lexicon.can_be_noun(word)
+        if noun_after and not lexicon.only_verb_or_adverb(word):
+            return True
+    noun = match.group("noun").casefold()
+    return noun in _DEVICES and re.search(r"\b(?:on|using|from|with)\s+$", match.string[: match.start()]) is not None
+
+
+_VERBS_AFTER_THINGS = frozenset(
+    ["is", "was", "has", "had", "needs", "keeps", "broke", "died", "works", "runs", "looks"]
+)
+
+
+# Where the thing named before "is my go-to" starts: after the last clause break or a verb of saying or thinking
+_CLAUSE_OPENING = re.compile(
+    r"^.*(?:[,;:(]|\b(?:and|but|so|or|because|since|though|although|think|guess|say|said|mean|that|while|when|as"
+    r"|honestly|actually|definitely|really|also|now)\b)\s*",
+    re.IGNORECASE,
+)
+
+
+def _named_before(value: str) -> str:
+    """The noun phrase of "(I think) Sweet Baby Ray's is my go-to": the words after the clause's start, without an
+    article; "" for a pronoun or a pointer ("it's my favorite", "that one is my go-to")."""
+    value = ARTICLE.sub("", _CLAUSE_OPENING.sub("", value).strip())
+    value = re.split(r"\s+(?:my|I|we|you|that|which|who)\b", value, maxsplit=1)[0]  # "hoops [my sister gave me]"
+    words = value.split()
+    if not words or words[0].casefold() in NO_VALUE | PRONOUNS | _VAGUE_CHOICE | _FUNCTION | {"i", "what", "which"}:
+        return ""
+    if words[0].casefold() in _ME_WORDS:
+        return ""  # "mine is my favourite"
+    return value
+
+
+# Where a taste ends: a time ("lately"), or a new clause after "and" ("and how it makes me feel", "and learn more")
+_TASTE_END = re.compile(
+    r"\s+(?:lately|recently|these\s+days|nowadays|now|again|all\s+the\s+time|every\s+\w+)\b"
+    r"|\s+and\s+(?:how|what|why|when|where|which|who|learn|try|see|get|make|find|share|keep)\b",
+    re.IGNORECASE,
+)
+_ME_WORDS = frozenset(["mine", "yours", "you", "he", "she", "we", "they", "who", "whose", "everything"])
 
 
 def _a_step_of_the_talk(match: re.Match[str], value: str) -> bool:
