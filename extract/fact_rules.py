@@ -108,7 +108,7 @@ OWNABLE = (
     r"car|truck|van|suv|motorcycle|motorbike|scooter|bike|bicycle|e-bike|boat|rv|camper"
     r"|laptop|computer|pc|desktop|phone|smartphone|iphone|tablet|ipad|smartwatch|watch|camera|cameras|tv|television"
     r"|printer|router|console|headphones|earbuds|speakers?|hearing\s+aids?|kindle|e-reader|drone|projector"
-    r"|house|home|apartment|condo|flat|cabin|cottage|garage|garden|backyard|yard|balcony|patio|pool|basement|attic"
+    r"|house|apartment|condo|flat|cabin|cottage|garage|garden|backyard|yard|balcony|patio|pool|basement|attic"
     r"|dogs?|cats?|puppy|kitten|horses?|cows?|chickens|goats?|parrot|rabbit|hamster|aquarium|fish\s+tank|plants"
     r"|guitar|piano|violin|ukulele|drums|drum\s+set|keyboard|cello|saxophone|trumpet|flute"
     r"|business|store|shop|bakery|restaurant|cafe|startup|farm|etsy\s+shop"
@@ -771,7 +771,8 @@ RULES: tuple[Rule, ...] = (
         # "my sister gave me ...", "my daughter's birthday", "I took my kids to a park": the user has them. Only kin
         # (not "my friends", "my team", "my colleague": said in passing of anyone); a name after it is relative_name's
         r"\b(?:my|our)\s+(?P<value>(?:(?:late|older|younger|little|big|baby|eldest|oldest|youngest|twin|teenage"
-        r"|adult|grown|step|\d{1,2}-year-old)\s+){0,2}(?P<noun>" + KIN + r"))(?:'s)?\b(?!\s*,?\s+(?-i:[A-Z][a-z]+\b))",
+        r"|adult|grown|step|\d{1,2}-year-old)\s+){0,2}(?P<noun>" + KIN + r"))(?:'s)?(?![\w-])"
+        r"(?!\s*,?\s+(?-i:[A-Z][a-z]+\b))",
         "user",
         "has",
         presupposed=True,
@@ -781,7 +782,8 @@ RULES: tuple[Rule, ...] = (
         "my_thing",
         # "my hearing aids", "my vintage cameras", "my small business", "my apartment": a thing the user has, said
         # without a verb; only nouns of things a person owns (OWNABLE), up to two words before them
-        r"\b(?:my|our)\s+(?P<value>(?:(?!(?:new|old|own|other|current|favou?rite|first|next|last|same)\b)[a-z][\w-]*\s+)"
+        r"\b(?:my|our)\s+(?P<value>(?:(?!(?:new|old|own|other|current|favou?rite|first|next|last|same|local|usual|nearest|perfect|dream|ideal"
+        r"|future)\b)[a-z][\w-]*\s+)"
         r"{0,2}?(?P<noun>" + OWNABLE + r"))(?:'s)?(?![\w-])",
         "user",
         "owns",
@@ -791,8 +793,9 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "is_my_favourite",
         # "Sweet Baby Ray's is my go-to", "Guitar's mostly my thing", "pizza has always been my favorite": the thing
-        # named before (the words back to the clause's start, see extract/facts.py)
-        r"(?<![\w'])(?P<value>(?:[\w'&.-]+\s+){0,5}?[\w'&.-]+?)(?:'s|\s+is|\s+are|\s+has\s+(?:always\s+)?been)\s+"
+        # named before, read back from the match to the clause's start by extract/facts.py (a value group before the
+        # verb would be tried at every word of every sentence: the costliest rule by far)
+        r"(?P<value>)(?:'s|\s+is|\s+are|\s+has\s+(?:always\s+)?been)\s+"
         r"(?:(?:always|definitely|still|really|mostly|totally|probably|now)\s+)?(?:my|our)\s+"
         r"(?:(?:new|all-time|absolute|personal|current|favou?rite)\s+)?(?:go-to|favou?rite|thing)\b",
         "user",

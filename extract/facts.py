@@ -478,14 +478,15 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     groups["value"] = groups["value"] or groups.get("value2") or ""
     value = _value(groups["value"], rule)
     verb = " ".join((groups.get("verb") or groups.get("verb2") or "").casefold().split())
-    if rule.name == "my_thing" and _not_owned_here(match):
-        return None  # "my home Wi-Fi router", "my business goals", "working on my laptop": not said as a thing owned
+    if rule.name == "my_thing" and (_not_owned_here(match) or any(w[:1].isupper() for w in value.split())):
+        return None  # "my home Wi-Fi router", "working on my laptop": not a thing owned; "my Nikon camera": my_brand's
     if rule.name == "is_my_favourite":
-        value = _named_before(value)  # "I think Sweet Baby Ray's": back to the clause's start
+        value = _named_before(" ".join(match.string[: match.start()].split()[-6:]))  # back to the clause's start
     if rule.name == "kin_mention" and _FOR_SOMEONE.match(" for my " + value) is None:
         return None  # not kin (the pattern's list and _FOR_SOMEONE's agree)
-    if rule.name in ("my_love_for", "a_lot_of"):
+    if rule.name in ("my_love_for", "a_lot_of", "prefer"):
         value = _TASTE_END.split(value, maxsplit=1)[0].strip(" ,")  # "Phoebe Bridgers lately", "dance and how it"
+        value = _MODIFIER_TAIL.split(value, maxsplit=1)[0] if rule.name != "prefer" else value  # "videos on the topic"
     if rule.name in ("prefer", "relative_prefer", "my_love_for"):
         verb = _PREFERENCE_NAMES.get("prefer" if verb.startswith("prefer") else verb, verb)
         if _EMBEDDED.search(match.string[: match.start()]):
@@ -501,6 +502,9 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     if rule.name in ("will_try", "chose"):
         value = _TRY_END.split(value, maxsplit=1)[0].strip(" ,")  # "Pocket and Evernote to see", "Trello for now"
         value = _MODIFIER_TAIL.split(value, maxsplit=1)[0]  # "red and green labels for the gift tags": what, not for
+        if rule.name == "chose":  # "a signature cocktail, something that's refreshing": what follows a comma says how
+            value = value.split(",", 1)[0].strip()
+            said = value.casefold().split()
     if rule.name in ("chose", "will_try") and _VAGUE_CHOICE.intersection(said):
         return None  # "I'll go with the first option", "I'll choose that one": a pointer, not a thing named
     noun = " ".join((groups.get("noun") or "").casefold().split())
@@ -664,7 +668,7 @@ def _named_before(value: str) -> str:
 
 # Where a taste ends: a time ("lately"), or a new clause after "and" ("and how it makes me feel", "and learn more")
 _TASTE_END = re.compile(
-    r"\s+(?:lately|recently|these\s+days|nowadays|now|again|all\s+the\s+time|every\s+\w+)\b"
+    r"\s+(?:lately|recently|these\s+days|nowadays|now|again|all\s+the\s+time|every\s+\w+|there|here)\b"
     r"|\s+and\s+(?:how|what|why|when|where|which|who|learn|try|see|get|make|find|share|keep)\b",
     re.IGNORECASE,
 )
@@ -695,7 +699,7 @@ _STEP_OBJECTS_TEXT = "a an the some my more it them this that these those your"
 _STEP_OBJECTS = frozenset(_STEP_OBJECTS_TEXT.split())
 # a modifier after the thing chosen: "the red and green labels for the gift tags" -> "red and green labels"
 _MODIFIER_TAIL = re.compile(
-    r"\s+(?:for|to|in|on|at|from|into|with)\s+(?:the|my|a|an|our|your|this|that|his|her|their)\b"
+    r"\s+(?:for|to|in|on|at|from|into|with)\s+(?:the|my|a|an|our|your|this|that|his|her|their)\s+(?-i:[a-z])"
     r"|\s+(?:from|by|at)\s+(?-i:[A-Z])",  # "the geometric bookends from West Elm": where from, not what
     re.IGNORECASE,
 )
@@ -781,7 +785,7 @@ _STUDYING = frozenset(["student", "undergraduate", "graduate", "fresher"])
 # next step ("and see", "and keep")
 _TRY_END = re.compile(
     r"\s+to\s+(?!(?:the|a|an|my|your|our|his|her|their|some|this|that|these|those)\b)[a-z]"
-    r"|\s+(?:for\s+now|during|first|instead|later|tonight|tomorrow|next|this\s+week(?:end)?)\b"
+    r"|\s+(?:for\s+now|during|first|instead|later|tonight|tomorrow|next|this\s+(?:week(?:end)?|year|time))\b"
     r"|,\s*(?:thanks|thank\s+you|along|too|and\s+I)\b|\s+and\s+(?:see|keep|check|let|store|storing|report|get)\b",
     re.IGNORECASE,
 )

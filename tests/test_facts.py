@@ -756,6 +756,9 @@ def test_v11_values_end_where_their_phrase_ends(sentence: str, expected: list[tu
         # a choice is the whole noun phrase ("red and green"), not what it is for
         ("I think I'll go with the simple red and green labels for the gift tags.",
          [("chose", "simple red and green labels")]),
+        ("I think I'll go with a signature cocktail, something that's refreshing.", [("chose", "signature cocktail")]),
+        ("I think I'll try Kihei Caffe or Cafe O'Lei at the Dunes for breakfast, and maybe Da Kitchen for brunch.",
+         [("will try", "Kihei Caffe or Cafe O'Lei at the Dunes")]),  # a name's "at the": no modifier
         # a part of the assistant's answer is no liking
         ("I like Entertainment part. Go ahead.", []),
         ("I really like the second section.", []),
@@ -818,6 +821,9 @@ def test_v12_precision_the_talks_suggestions_parts_and_tasks_are_no_facts(
         ("My dance moves help me tackle my business goals.", []),  # "business" qualifies the goals
         ("It keeps buffering when I watch on my phone.", []),  # a device as where something happens
         ("I sold my old car last year.", []),  # an old thing may be gone
+        ("I have a rewards card at my local grocery store.", []),  # a place the user goes to, not owns
+        ("I'm looking for gift ideas for my sister-in-law.", []),  # no sister said
+        ("I've been really into abstract landscapes lately.", [("interested in", "abstract landscapes")]),
     ],
 )  # fmt: skip
 def test_v12_recall_family_preference_clauses_and_things_without_a_verb(
