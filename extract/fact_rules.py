@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FACT_RULES_VERSION = 11  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
+FACT_RULES_VERSION = 12  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
@@ -96,6 +96,23 @@ _NOT_DOING = r"(?:\w*thing|morning|evening|wedding|building|clothing|spring|ring
 RELATIVES = (
     r"sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend|girlfriend|boyfriend"
     r"|cousin|niece|nephew|aunt|uncle|grandma|grandpa|grandmother|grandfather|roommate"
+)
+# Kin, of whom "my X" says the user has one ("my sister", "my kids"); friends, colleagues and teams are said in passing
+KIN = (
+    r"sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|girlfriend|boyfriend|fianc[ée]e?"
+    r"|cousin|niece|nephew|aunt|uncle|grandma|grandpa|grandmother|grandfather|grandson|granddaughter|kids|children"
+    r"|sons|daughters|sisters|brothers|siblings|parents|grandparents|grandkids|grandchildren|twins|in-laws"
+)
+# Things a person owns, by kind: vehicles, devices, homes, animals, instruments, a business, things worn or collected
+OWNABLE = (
+    r"car|truck|van|suv|motorcycle|motorbike|scooter|bike|bicycle|e-bike|boat|rv|camper"
+    r"|laptop|computer|pc|desktop|phone|smartphone|iphone|tablet|ipad|smartwatch|watch|camera|cameras|tv|television"
+    r"|printer|router|console|headphones|earbuds|speakers?|hearing\s+aids?|kindle|e-reader|drone|projector"
+    r"|house|apartment|condo|flat|cabin|cottage|garage|garden|backyard|yard|balcony|patio|pool|basement|attic"
+    r"|dogs?|cats?|puppy|kitten|horses?|cows?|chickens|goats?|parrot|rabbit|hamster|aquarium|fish\s+tank|plants"
+    r"|guitar|piano|violin|ukulele|drums|drum\s+set|keyboard|cello|saxophone|trumpet|flute"
+    r"|business|store|shop|bakery|restaurant|cafe|startup|farm|etsy\s+shop"
+    r"|boots|shoes|sneakers|jacket|coat|earrings|necklace|ring|bracelet|wardrobe|collection"
 )
 # A place name: capitalised words ("Oakland", "San Francisco", "São Paulo"), not a sentence-initial pronoun.
 _PLACE = r"(?-i:(?!I\b)[A-ZÀ-Ý][\w'-]+(?:\s+(?:de\s+|do\s+|del\s+|am\s+)?[A-ZÀ-Ý][\w'-]+){0,2})"
@@ -319,7 +336,9 @@ RULES: tuple[Rule, ...] = (
         # "We prefer milder weather", "I'm really interested in birding", "we're open to a moderate budget"
         # "I'd prefer something within an hour's commute", "I'm fascinated by astronomy"
         r"\b(?:(?:I|we)(?:'d|\s+would)?\s+(?:(?:really|much|generally|usually|definitely|still)\s+)?(?P<verb>prefer)"
-        r"|" + _WE_ARE + r"\s+(?:(?:really|particularly|very|most|mostly|mainly|especially|also|more|always)\s+)*"
+        # "I've always been fascinated by the culture of West Africa": a standing interest, said in the perfect
+        r"|(?:" + _WE_ARE + r"|I(?:'ve|\s+have)\s+(?:always\s+|long\s+)?been)\s+"
+        r"(?:(?:really|particularly|very|most|mostly|mainly|especially|also|more|always)\s+)*"
         r"(?P<verb2>interested\s+in|open\s+to|into|keen\s+on|passionate\s+about|fascinated\s+(?:by|with)|fond\s+of))"
         r"\s+(?P<value>.+)",
         "user",
@@ -343,6 +362,7 @@ RULES: tuple[Rule, ...] = (
         r"(?:go\s+with|choose|pick(?!\s+up\b)|decided\s+on|chosen|picked|settled\s+on|went\s+with)\s+(?P<value>.+)",
         "user",
         "chose",
+        list_value=True,  # "the simple red and green labels", "the classic combo of coleslaw and French fries"
     ),
     _rule(
         "relative_role",
@@ -405,7 +425,8 @@ RULES: tuple[Rule, ...] = (
         "relative_name",
         r"\bmy\s+(?P<noun>sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend"
         r"|girlfriend|boyfriend|cousin|niece|nephew|aunt|uncle|grandma|grandpa|boss|colleague|roommate"
-        r"|dog|cat|puppy|kitten)\s*,?\s+"
+        r"|coworker|co-worker|neighbou?r|fianc[ée]e?|best\s+friend|grandson|granddaughter|stepson|stepdaughter"
+        r"|teammate|classmate|mentor|manager|dog|cat|puppy|kitten)\s*,?\s+"
         r"(?P<value>[A-Z][a-z]+)\b",
         "user's {noun}",
         "called",  # not "name": a user has several friends and cousins, and a new one ends no other
@@ -584,8 +605,9 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "my_brand",
         # "my Fitbit Versa 3 smartwatch", "my Taylor GS Mini", "my AWS account": a named thing the user has or uses
+        # "my 2015 Honda Civic": the model year is part of the name
         r"\bmy\s+(?:new\s+|own\s+|old\s+)?(?!(?-i:(?:API|CSS|HTML|JSON|XML|YAML|URL|SQL|TODO|FAQ|README|Q[1-4])\b))"
-        r"(?P<value>(?-i:[A-Z][\w'&+-]*(?:\s+[A-Z0-9][\w'&+-]*){0,3}))(?![\w-])"
+        r"(?P<value>(?:(?:19|20)\d\d\s+)?(?-i:[A-Z][\w'&+-]*(?:\s+[A-Z0-9][\w'&+-]*){0,3}))(?![\w-])"
         r"(?:\s+(?P<noun>[a-z]+))?",
         "user",
         "{verb}",
@@ -743,5 +765,61 @@ RULES: tuple[Rule, ...] = (
         "works at",
         whole_value=True,
         presupposed=True,
+    ),
+    _rule(
+        "kin_mention",
+        # "my sister gave me ...", "my daughter's birthday", "I took my kids to a park": the user has them. Only kin
+        # (not "my friends", "my team", "my colleague": said in passing of anyone); a name after it is relative_name's
+        r"\b(?:my|our)\s+(?P<value>(?:(?:late|older|younger|little|big|baby|eldest|oldest|youngest|twin|teenage"
+        r"|adult|grown|step|\d{1,2}-year-old)\s+){0,2}(?P<noun>" + KIN + r"))(?:'s)?(?![\w-])"
+        r"(?!\s*,?\s+(?-i:[A-Z][a-z]+\b))",
+        "user",
+        "has",
+        presupposed=True,
+        whole_value=True,
+    ),
+    _rule(
+        "my_thing",
+        # "my hearing aids", "my vintage cameras", "my small business", "my apartment": a thing the user has, said
+        # without a verb; only nouns of things a person owns (OWNABLE), up to two words before them
+        r"\b(?:my|our)\s+(?P<value>(?:(?!(?:new|old|own|other|current|favou?rite|first|next|last|same|local|usual|nearest|perfect|dream|ideal"
+        r"|future)\b)[a-z][\w-]*\s+)"
+        r"{0,2}?(?P<noun>" + OWNABLE + r"))(?:'s)?(?![\w-])",
+        "user",
+        "owns",
+        presupposed=True,
+        whole_value=True,
+    ),
+    _rule(
+        "is_my_favourite",
+        # "Sweet Baby Ray's is my go-to", "Guitar's mostly my thing", "pizza has always been my favorite": the thing
+        # named before, read back from the match to the clause's start by extract/facts.py (a value group before the
+        # verb would be tried at every word of every sentence: the costliest rule by far)
+        r"(?P<value>)(?:'s|\s+is|\s+are|\s+has\s+(?:always\s+)?been)\s+"
+        r"(?:(?:always|definitely|still|really|mostly|totally|probably|now)\s+)?(?:my|our)\s+"
+        r"(?:(?:new|all-time|absolute|personal|current|favou?rite)\s+)?(?:go-to|favou?rite|thing)\b",
+        "user",
+        "likes",
+        presupposed=True,
+        whole_value=True,
+    ),
+    _rule(
+        "my_love_for",
+        # "my love for dance", "others who share my interest in antiques", "my passion for baking"
+        r"\bmy\s+(?:(?:great|deep|real|new|growing|lifelong|long-time|newfound|own)\s+)?(?P<verb>love|passion|interest"
+        r"|fascination|obsession)\s+(?:for|of|in|with)\s+(?P<value>.+)",
+        "user",
+        "{verb}",
+        presupposed=True,
+        list_value=True,
+    ),
+    _rule(
+        "a_lot_of",
+        # "I've been listening to a lot of Phoebe Bridgers lately", "I've been reading a lot of fantasy": a taste
+        r"\bI(?:'ve|\s+have)\s+been\s+(?:\w+ly\s+)?(?:reading|listening\s+to|watching|playing)\s+(?:a\s+lot\s+of"
+        r"|lots\s+of|so\s+much)\s+(?P<value>.+)",
+        "user",
+        "likes",
+        list_value=True,
     ),
 )

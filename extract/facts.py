@@ -50,10 +50,12 @@ __all__ = ["FACT_RULES_VERSION", "facts_in_sentence", "propose_facts", "sentence
 _PREFERENCE_NAMES = {
     "prefer": "prefers", "interested in": "interested in", "into": "interested in", "keen on": "interested in",
     "passionate about": "interested in", "open to": "open to", "fascinated by": "interested in",
-    "fascinated with": "interested in", "fond of": "likes",
+    "fascinated with": "interested in", "fond of": "likes", "love": "likes", "passion": "likes",
+    "interest": "interested in", "fascination": "interested in", "obsession": "likes",
 }  # fmt: skip
 _VAGUE_CHOICE_TEXT = (
     "first second third last other option options one ones version approach suggestion idea both recommendation"
+    " part parts section sections paragraph point points step steps"  # "I like Entertainment part": of the reply
 )
 _VAGUE_CHOICE = frozenset(_VAGUE_CHOICE_TEXT.split()) | _VAGUE_OBJECT
 MAX_LIST_WORDS = 8
@@ -277,10 +279,20 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
                 facts.append(fact)
     if not asked:
         facts.extend(_action_tools(sentence))
+    said_of = {fact["subject"].removeprefix("user's ") for fact in facts if fact["subject"].startswith("user's ")}
+    facts = [f for f in facts if f["rule"] not in _HAD or f["value"].split()[-1].casefold() not in said_of]
     unique: dict[tuple[str, str, str, str], dict[str, str]] = {}
-    for fact in facts:  # "with my 8 years of experience": two rules, one fact
-        unique.setdefault((fact["subject"], fact["attribute"], fact["value"].casefold(), fact["polarity"]), fact)
+    for fact in sorted(facts, key=lambda f: f["attribute"] != "has experience with"):  # two rules, one fact
+        attribute = "uses" if fact["attribute"] in _TOOL_ATTRIBUTES else fact["attribute"]
+        unique.setdefault((fact["subject"], attribute, fact["value"].casefold(), fact["polarity"]), fact)
     return list(unique.values())
+
+
+# "my mom is 60", "my phone is a Pixel 8": a fact of the user's mom or phone says the user has one; not said again
+_HAD = frozenset(["kin_mention", "my_thing"])
+# "3+ years of experience using tools like Hadoop, hive": two rules read one list, as a skill and as a tool; say it once
+# (as "has experience with": the sentence says the user's skill, which says the use too)
+_TOOL_ATTRIBUTES = frozenset(["uses", "has experience with"])
 
 
 # Rules added in v6 (issue 20, phrasings of technical users and plain statements): none reads a sentence that
@@ -288,7 +300,8 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
 _V6_RULES_TEXT = (
     "age_said role_resume experience_years experience_for work_in uses_i uses_we tools_like experience_with working_on"
     " planning_thing interview learn_about likes got_thing have_from my_brand from_place education new_to my_role_is"
-    " pet_named have_family fan_of favourite looking_for will_try"
+    " pet_named have_family fan_of favourite looking_for will_try kin_mention my_thing is_my_favourite my_love_for"
+    " a_lot_of"
 )
 _V6_RULES = frozenset(_V6_RULES_TEXT.split())
 _QUESTION_OPENER = re.compile(
@@ -465,7 +478,16 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     groups["value"] = groups["value"] or groups.get("value2") or ""
     value = _value(groups["value"], rule)
     verb = " ".join((groups.get("verb") or groups.get("verb2") or "").casefold().split())
-    if rule.name in ("prefer", "relative_prefer"):
+    if rule.name == "my_thing" and (_not_owned_here(match) or any(w[:1].isupper() for w in value.split())):
+        return None  # "my home Wi-Fi router", "working on my laptop": not a thing owned; "my Nikon camera": my_brand's
+    if rule.name == "is_my_favourite":
+        value = _named_before(" ".join(match.string[: match.start()].split()[-6:]))  # back to the clause's start
+    if rule.name == "kin_mention" and _FOR_SOMEONE.match(" for my " + value) is None:
+        return None  # not kin (the pattern's list and _FOR_SOMEONE's agree)
+    if rule.name in ("my_love_for", "a_lot_of", "prefer"):
+        value = _TASTE_END.split(value, maxsplit=1)[0].strip(" ,")  # "Phoebe Bridgers lately", "dance and how it"
+        value = _MODIFIER_TAIL.split(value, maxsplit=1)[0] if rule.name != "prefer" else value  # "videos on the topic"
+    if rule.name in ("prefer", "relative_prefer", "my_love_for"):
         verb = _PREFERENCE_NAMES.get("prefer" if verb.startswith("prefer") else verb, verb)
         if _EMBEDDED.search(match.string[: match.start()]):
             return None  # "ask me which I prefer to play", "the journals I'm interested in": not a statement
@@ -475,8 +497,14 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         said += after  # "the blue one": the word after the value says it was a pointer
     if rule.name == "will_try" and said and (said[0] in _TOOL_POINTERS or said[-1] in _SOFTWARE_NOUNS | _WAYS):
         return None  # "I'll use the following code", "I'll try the steam method": a step suggested in the talk
-    if rule.name == "will_try":
+    if rule.name == "will_try" and _a_step_of_the_talk(match, value):
+        return None  # "I'll try out the recipe", "I'll try adding some sweet potato": the talk's suggestion, a step
+    if rule.name in ("will_try", "chose"):
         value = _TRY_END.split(value, maxsplit=1)[0].strip(" ,")  # "Pocket and Evernote to see", "Trello for now"
+        value = _MODIFIER_TAIL.split(value, maxsplit=1)[0]  # "red and green labels for the gift tags": what, not for
+        if rule.name == "chose":  # "a signature cocktail, something that's refreshing": what follows a comma says how
+            value = value.split(",", 1)[0].strip()
+            said = value.casefold().split()
     if rule.name in ("chose", "will_try") and _VAGUE_CHOICE.intersection(said):
         return None  # "I'll go with the first option", "I'll choose that one": a pointer, not a thing named
     noun = " ".join((groups.get("noun") or "").casefold().split())
@@ -570,8 +598,14 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         value = goal(value) or _moved_goal(value) or _led_goal(value) or _plain_goal(value)
         if not value or value.split()[1].casefold() in ("your", "you"):
             return None  # "I'd love to get your input": a turn of the talk, not an outcome the user wants
+        if _a_task_on_software(match.string, value):
+            return None  # "i have created a s3 bucket and i want to grant access to a user": a how-to, not a goal
         if rule.name == "goal_considered" and _arranging(value):
             return None  # "I'm thinking of serving some yakitori": a detail of the plan in the talk, not a goal
+    if rule.attribute == "experience":
+        value = _experience_of(rule, match, value)
+        if not value:
+            return None  # "3+ years", "12 years": of what, the sentence does not say
     attribute = rule.attribute.format(verb=_VERB_NAMES.get(verb, verb), noun=noun, head=head)
     if not attribute or attribute in NO_VALUE:
         return None
@@ -589,6 +623,158 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     }
 
 
+_DEVICES = frozenset(["laptop", "computer", "pc", "desktop", "phone", "smartphone", "iphone", "tablet", "ipad", "tv"])
+
+
+def _not_owned_here(match: re.Match[str]) -> bool:
+    """Whether "my <ownable>" is not said of a thing owned: the noun qualifies another ("my home Wi-Fi router", "my
+    business goals": a compound, its head the next noun), or a device is only where something happens ("working on
+    my laptop", "it's happening on my phone")."""
+    after = re.match(r"\s+([A-Za-z][\w-]*)", match.string[match.end() :])
+    if not match.group(0).endswith("'s") and after:
+        word = after.group(1).casefold()
+        noun_after = word not in VALUE_STOP | _FUNCTION | _VERBS_AFTER_THINGS and lexicon.can_be_noun(word)
+        if noun_after and not lexicon.only_verb_or_adverb(word):
+            return True
+    noun = match.group("noun").casefold()
+    return noun in _DEVICES and re.search(r"\b(?:on|using|from|with)\s+$", match.string[: match.start()]) is not None
+
+
+_VERBS_AFTER_THINGS = frozenset(
+    ["is", "was", "has", "had", "needs", "keeps", "broke", "died", "works", "runs", "looks"]
+)
+
+
+# Where the thing named before "is my go-to" starts: after the last clause break or a verb of saying or thinking
+_CLAUSE_OPENING = re.compile(
+    r"^.*(?:[,;:(]|\b(?:and|but|so|or|because|since|though|although|think|guess|say|said|mean|that|while|when|as"
+    r"|honestly|actually|definitely|really|also|now)\b)\s*",
+    re.IGNORECASE,
+)
+
+
+def _named_before(value: str) -> str:
+    """The noun phrase of "(I think) Sweet Baby Ray's is my go-to": the words after the clause's start, without an
+    article; "" for a pronoun or a pointer ("it's my favorite", "that one is my go-to")."""
+    value = ARTICLE.sub("", _CLAUSE_OPENING.sub("", value).strip())
+    value = re.split(r"\s+(?:my|I|we|you|that|which|who)\b", value, maxsplit=1)[0]  # "hoops [my sister gave me]"
+    words = value.split()
+    if not words or words[0].casefold() in NO_VALUE | PRONOUNS | _VAGUE_CHOICE | _FUNCTION | {"i", "what", "which"}:
+        return ""
+    if words[0].casefold() in _ME_WORDS:
+        return ""  # "mine is my favourite"
+    return value
+
+
+# Where a taste ends: a time ("lately"), or a new clause after "and" ("and how it makes me feel", "and learn more")
+_TASTE_END = re.compile(
+    r"\s+(?:lately|recently|these\s+days|nowadays|now|again|all\s+the\s+time|every\s+\w+|there|here)\b"
+    r"|\s+and\s+(?:how|what|why|when|where|which|who|learn|try|see|get|make|find|share|keep)\b",
+    re.IGNORECASE,
+)
+_ME_WORDS = frozenset(["mine", "yours", "you", "he", "she", "we", "they", "who", "whose", "everything"])
+
+
+def _a_step_of_the_talk(match: re.Match[str], value: str) -> bool:
+    """What "I'll try" names when it takes up the assistant's suggestion, not a thing of the user's choosing: a thing
+    with "the" and no name ("I'll try out the recipe", "the multigrain bread with the hummus": the one just
+    offered), or a step done to a thing ("I'll try adding some sweet potato cubes to the salad"). Named things stay
+    ("I'll try the CorePower Yoga Almaden"), and so does an activity ("I'll try skiing")."""
+    words = value.split()
+    if not words:
+        return False
+    first = words[0].casefold()
+    if (
+        first.endswith("ing")
+        and lexicon.lemmas(first).get("VERB")
+        and len(words) > 1
+        and words[1].casefold() in _STEP_OBJECTS
+    ):
+        return True
+    definite = re.match(r"(?:the|this|that|these|those|your)\b", match.string[match.end("verb") :].lstrip(), re.I)
+    return definite is not None and not any(w[:1].isupper() or any(c.isdigit() for c in w) for w in words)
+
+
+_STEP_OBJECTS_TEXT = "a an the some my more it them this that these those your"
+_STEP_OBJECTS = frozenset(_STEP_OBJECTS_TEXT.split())
+# a modifier after the thing chosen: "the red and green labels for the gift tags" -> "red and green labels"
+_MODIFIER_TAIL = re.compile(
+    r"\s+(?:for|to|in|on|at|from|into|with)\s+(?:the|my|a|an|our|your|this|that|his|her|their)\s+(?-i:[a-z])"
+    r"|\s+(?:from|by|at)\s+(?-i:[A-Z])",  # "the geometric bookends from West Elm": where from, not what
+    re.IGNORECASE,
+)
+# What a technical user's "I want to ..." acts on when it asks how to do a task in a tool: an access right, a table,
+# a file, a column ("i have created a s3 bucket and i want to grant access to a particular user how")
+_DATA_OBJECTS_TEXT = (
+    "access permission permissions privilege privileges column columns row rows record records table tables bucket"
+    " buckets dataframe dataframes header headers file files key keys variable variables schema partition"
+    " partitions query queries script function loop array dict string duplicates cluster database db server"
+)
+_DATA_OBJECTS = frozenset(_DATA_OBJECTS_TEXT.split())
+
+
+def _a_task_on_software(sentence: str, value: str) -> bool:
+    """A goal that is a how-to asked of the assistant, not an outcome the user sets out to reach: the sentence names
+    a known tool, the goal acts on a data or access object, and a question follows it, typed without its "?" ("i
+    want to grant access to a particular user how"). "We need to migrate our database to Postgres." stays a goal."""
+    if not _DATA_OBJECTS.intersection(value.casefold().split()):
+        return False
+    if not any(w.casefold() in _TOOLS for w in re.findall(r"[A-Za-z][\w]*", sentence)):
+        return False
+    return _ASKED_AFTER.search(sentence[sentence.find(value) + len(value) :]) is not None
+
+
+_ASKED_AFTER = re.compile(r"\b(?:how|what|which|why)\b(?:\s+(?:to|do|can|could|should|would|is|are|will)\b|\W*$)", re.I)
+
+
+# "N years" says nothing without what they were spent at. It is said after them ("5 years of experience in Python",
+# "12 years in paediatrics", "3 years of experience using tools like Spark"), or before, as the field of a resume
+# ("big data professional summary for 3+ years of experience") or the role the years are had in ("I'm a nurse with
+# 12 years ...", "act as a product manager with my 8 years of experience").
+_EXPERIENCE_TAIL = re.compile(
+    r"^\s*(?:of\s+)?(?:(?:professional|work|working|industry|hands-on|relevant|total)\s+)?(?:(?:experience|exp)\s+)?"
+    r"(?P<link>in|with|as|on|using|at|working\s+(?:with|on|in|as|at|for))\s+(?:(?:tools|technologies|frameworks)"
+    r"\s+(?:like|such\s+as|including)\s+)?(?P<what>.+)",
+    re.IGNORECASE,
+)
+_FIELD_BEFORE = re.compile(
+    r"(?P<field>(?:[\w-]+\s+){0,2}?[\w-]+)\s+(?:professional\s+summ\w*|resume|résumé|cv|profile|bio)\s+"
+    r"(?:for|with)\s+(?:a\s+|an\s+|my\s+|over\s+|about\s+)?$",
+    re.IGNORECASE,
+)
+_ROLE_BEFORE = re.compile(
+    r"\b(?:I'm|I\s+am|Iam|as|being)\s+(?:a|an)\s+(?P<role>(?:[\w-]+\s+){0,3}?[\w-]+)\s+(?:with|having)\s+"
+    r"(?:my\s+|over\s+|about\s+|nearly\s+|almost\s+)?$",
+    re.IGNORECASE,
+)
+_WORKING_AT = re.compile(r"^(?:\w+ly\s+)?(?:working|employed)\s+(?=(?:at|for|in|as|with|on)\b)", re.IGNORECASE)
+
+
+def _experience_of(rule: Rule, match: re.Match[str], years: str) -> str:
+    """The years with what they were spent at ("4 years at NovaTech", "3+ years of big data experience", "12 years
+    as a nurse"); "" when the sentence does not say."""
+    if rule.name == "experience_for":  # "I've been <what> for N years"
+        what = _WORKING_AT.sub("", " ".join(match.group("what").split()))
+        if re.match(r"(?:a|an)\s", what, re.IGNORECASE):
+            what = f"as {what}"  # "I've been a nurse for 12 years"
+        return f"{years} {what}"
+    before, tail = match.string[: match.start("value")], match.string[match.end("value") :]
+    field = _FIELD_BEFORE.search(before)
+    if field and field.group("field").casefold() not in _FUNCTION:
+        return f"{years} of {field.group('field')} experience"
+    kept = [years]
+    role = _ROLE_BEFORE.search(before)
+    if role and _role(role.group("role"))[0]:
+        kept.append(f"as {_role(role.group('role'))[0]}")
+    said = _EXPERIENCE_TAIL.match(tail)
+    if said:
+        what = _list_value(ARTICLE.sub("", said.group("what")))
+        what = " ".join(_TOOL_END.split(what, maxsplit=1)[0].split()[:5]).strip(" ,")
+        if what:
+            kept.append(f"{' '.join(said.group('link').split())} {what}")
+    return " ".join(kept) if len(kept) > 1 else ""
+
+
 _WAYS_TEXT = "method methods technique techniques tip tips trick tricks strategy tactic"
 _WAYS = frozenset(_WAYS_TEXT.split())  # "I'll try the steam inhalation method": one of the talk's suggestions
 _OWNED_ADJECTIVE = re.compile(r"^(?:brand[\s-])?new\s+(?=\S)", re.IGNORECASE)
@@ -599,7 +785,7 @@ _STUDYING = frozenset(["student", "undergraduate", "graduate", "fresher"])
 # next step ("and see", "and keep")
 _TRY_END = re.compile(
     r"\s+to\s+(?!(?:the|a|an|my|your|our|his|her|their|some|this|that|these|those)\b)[a-z]"
-    r"|\s+(?:for\s+now|during|first|instead|later|tonight|tomorrow|next|this\s+week(?:end)?)\b"
+    r"|\s+(?:for\s+now|during|first|instead|later|tonight|tomorrow|next|this\s+(?:week(?:end)?|year|time))\b"
     r"|,\s*(?:thanks|thank\s+you|along|too|and\s+I)\b|\s+and\s+(?:see|keep|check|let|store|storing|report|get)\b",
     re.IGNORECASE,
 )

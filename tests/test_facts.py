@@ -61,7 +61,7 @@ def test_first_person_statements_become_facts(sentence: str, expected: list[tupl
         "If I lived in Rome I'd be happy.",
         "I didn't move to Berlin.",
         "I live in a small town.",
-        "My dog is a good boy.",
+        "The dog is a good boy.",  # no breed named ("my dog": a dog owned, v12, see below)
         "I'm learning to cook.",
         "I'm engaged in a project at work.",
         "Having watched 3 videos, you should rest.",
@@ -80,11 +80,17 @@ def test_questions_wishes_negations_and_vague_values_state_no_fact(sentence: str
         ("I want to work at Google.", [("user", "goal", "work at Google", "positive")]),
         (
             "I'm a nurse with 12 years in paediatrics.",
-            [("user", "role", "nurse", "positive"), ("user", "experience", "12 years", "positive")],
+            [
+                ("user", "role", "nurse", "positive"),
+                ("user", "experience", "12 years as nurse in paediatrics", "positive"),
+            ],
         ),
         (
             "Act as a product manager with my 8 years of experience.",
-            [("user", "role", "product manager", "positive"), ("user", "experience", "8 years", "positive")],
+            [
+                ("user", "role", "product manager", "positive"),
+                ("user", "experience", "8 years as product manager", "positive"),
+            ],
         ),
         (
             "I'm trying to plan a surprise party for my sister Emma, she turns 30.",
@@ -275,7 +281,7 @@ def test_a_considered_move_is_a_goal_never_where_the_user_lives() -> None:
         ),
         (
             "My parents love Italy, while my siblings and I would love to explore Greece and Croatia.",
-            [("user", "goal", "explore Greece and Croatia", "positive")],
+            [("user", "goal", "explore Greece and Croatia", "positive"), ("user", "has", "parents", "positive")],
         ),
         (
             "I think we'll aim to travel in the shoulder season to avoid the crowds.",
@@ -414,10 +420,17 @@ def test_role_play_hypotheticals_and_pointers_state_no_fact(sentence: str) -> No
         # technical users, as they type: no capital, no apostrophe, no full stop
         (
             "iam a data engineer with 3 years of experience in spark",
-            [("role", "data engineer"), ("experience", "3 years"), ("has experience with", "spark")],
+            [
+                ("has experience with", "spark"),
+                ("role", "data engineer"),
+                ("experience", "3 years as data engineer in spark"),
+            ],
         ),
-        ("I've been a nurse for 12 years.", [("role", "nurse"), ("experience", "12 years")]),
-        ("I've been working at NovaTech for about 4 years now.", [("works at", "NovaTech"), ("experience", "4 years")]),
+        ("I've been a nurse for 12 years.", [("role", "nurse"), ("experience", "12 years as a nurse")]),
+        (
+            "I've been working at NovaTech for about 4 years now.",
+            [("works at", "NovaTech"), ("experience", "4 years at NovaTech")],
+        ),
         (
             "I'm currently working as a data analyst at a bank.",
             [("works as", "data analyst"), ("role", "data analyst")],
@@ -426,11 +439,7 @@ def test_role_play_hypotheticals_and_pointers_state_no_fact(sentence: str) -> No
         ("spark developer roles and responsibilities to put in resume", [("role", "spark developer")]),
         (
             "big data professional summary for 3+ years of experience using tools like Hadoop, sqoop, hive and aws",
-            [
-                ("experience", "3+ years"),
-                ("uses", "Hadoop, sqoop, hive and aws"),
-                ("has experience with", "Hadoop, sqoop, hive and aws"),
-            ],
+            [("has experience with", "Hadoop, sqoop, hive and aws"), ("experience", "3+ years of big data experience")],
         ),
         ("In my project we use Airflow and Snowflake.", [("uses", "Airflow and Snowflake")]),
         ("My team uses dbt for transformations.", [("uses", "dbt")]),
@@ -519,7 +528,7 @@ def test_a_pet_named_is_the_users_pet() -> None:
         "I like the idea of a round mirror with a thin frame.",
         "I like the White Blouse and Blazer combo.",
         "I'm interested in learning more about the author, Naomi Alderman.",
-        "I got a silver necklace for my sister.",
+        "I got a silver necklace for a friend.",
         "I got an error when I ran it.",
         "I've got a good understanding of the claims process now.",
         "I just got back from LA last Thursday.",
@@ -529,7 +538,7 @@ def test_a_pet_named_is_the_users_pet() -> None:
         "I work in the mornings.",
         "Act as a tutor with a PhD in physics.",
         "She has a master's degree in law.",
-        "I have a laptop from my sister.",
+        "I have a laptop from a friend.",
         "I got a good one from Amazon last time.",
         # the session-15 review's cases
         "I got a 404.",
@@ -721,8 +730,6 @@ def test_v11_an_introduction_names_the_role_and_the_employer_after_it(
          [("will try", "Pocket and Evernote Web Clipper")]),
         ("I think I'll try Trello for now.", [("will try", "Trello")]),
         ("I'll try Yelp, thanks.", [("will try", "Yelp")]),
-        ("I'll try adding some Parmesan cheese to the garlic butter.",
-         [("will try", "adding some Parmesan cheese to the garlic butter")]),
         ("I have a voucher that I need to use before the end of the year.", []),
         ("I think I've found my new favorite spot - the park.", []),
         ("I'd say I'm an intermediate birder - I've got some experience.", []),
@@ -733,3 +740,99 @@ def test_v11_values_end_where_their_phrase_ends(sentence: str, expected: list[tu
     after a thing to try; "use" with no object; a favourite spot is no thing owned; a dash is no word."""
     found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
     assert [f for f in found if f[0] in ("will try", "goal", "owns")] == expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # "I'll try": a thing of the user's choosing stays; the talk's own suggestion ("the recipe") and a step done to
+        # a thing ("adding some ... to the salad") do not
+        ("I think I'll try out the Garmin Forerunner 255.", [("will try", "Garmin Forerunner 255")]),
+        ("I think I'll use a spice rack with built-in containers.",
+         [("will try", "spice rack with built-in containers")]),
+        ("I'll definitely try out the recipe.", []),
+        ("I think I'll try the multigrain bread with the hummus filling.", []),
+        ("I think I'll try adding some roasted sweet potato cubes to the salad.", []),
+        # a choice is the whole noun phrase ("red and green"), not what it is for
+        ("I think I'll go with the simple red and green labels for the gift tags.",
+         [("chose", "simple red and green labels")]),
+        ("I think I'll go with a signature cocktail, something that's refreshing.", [("chose", "signature cocktail")]),
+        ("I think I'll try Kihei Caffe or Cafe O'Lei at the Dunes for breakfast, and maybe Da Kitchen for brunch.",
+         [("will try", "Kihei Caffe or Cafe O'Lei at the Dunes")]),  # a name's "at the": no modifier
+        # a part of the assistant's answer is no liking
+        ("I like Entertainment part. Go ahead.", []),
+        ("I really like the second section.", []),
+        ("I really like hiking in the Alps.", [("likes", "hiking in the Alps")]),
+        # years of experience say of what, or are not a fact
+        ("big data professional summary for 3+ years of experience using tools like Hadoop, hive and aws",
+         [("has experience with", "Hadoop, hive and aws"), ("experience", "3+ years of big data experience")]),
+        ("I have 5 years of experience in Python and SQL.",
+         [("has experience with", "Python and SQL"), ("experience", "5 years in Python and SQL")]),
+        ("I have 5 years of experience.", []),
+        ("I've been teaching for 12 years.", [("experience", "12 years teaching")]),
+        # a how-to about a tool, typed without "?", is a task for the assistant, not the user's goal
+        ("iam aws i have created a s3 bucket and i want to grant access to a particular user how",
+         [("uses", "AWS"), ("uses", "S3")]),
+        ("We need to migrate our database to Postgres.", [("goal", "migrate our database to Postgres")]),
+        ("I want to run a marathon next year, how should I train", [("goal", "run a marathon next year")]),
+    ],
+)  # fmt: skip
+def test_v12_precision_the_talks_suggestions_parts_and_tasks_are_no_facts(
+    sentence: str, expected: list[tuple[str, str]]
+) -> None:
+    """Fact rules v12, precision: what v11 read wrongly on the sentence sets and the real exports ("will try: recipe",
+    "chose: simple red", "likes: Entertainment part", "experience: 3+ years", "goal: grant access to a particular
+    user", a tool list said twice as "uses" and "has experience with"), each by its general cause."""
+    kept = {"will try", "chose", "likes", "experience", "goal", "uses", "has experience with"}
+    found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
+    assert [f for f in found if f[0] in kept] == expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # family: kin said in passing ("my sister gave me"), and named people ("my coworker Rachel")
+        ("The silver hoops my sister gave me are my favourite earrings.",
+         [("has", "sister"), ("likes", "silver hoops")]),
+        ("I got a silver necklace for my sister.", [("has", "sister")]),  # the gift is hers; the sister is the user's
+        ("My dog is a good boy.", [("owns", "dog")]),
+        ("We celebrated my daughter's birthday with a concert.", [("has", "daughter")]),
+        ("Since we last spoke, I took my kids to a park.", [("has", "kids")]),
+        ("I saw her live with my coworker Rachel.", [("called", "Rachel")]),
+        ("My sister Emma is visiting next week.", [("called", "Emma")]),
+        ("I'm going to play tennis with my friends this Sunday.", []),  # friends and teams: said of anyone
+        ("I'm preparing for a meeting with my team.", []),
+        # preferences said as a clause of their own
+        ("Sweet Baby Ray's is my go-to BBQ sauce.", [("likes", "Sweet Baby Ray's")]),
+        ("Honestly, guitar's mostly my thing.", [("likes", "guitar")]),
+        ("It's my favorite.", []),
+        ("I just think about my love for dance and how it makes me feel.", [("likes", "dance")]),
+        ("I'd love to meet others who share my interest in antiques and learn more.", [("interested in", "antiques")]),
+        ("I've been listening to a lot of Phoebe Bridgers lately.", [("likes", "Phoebe Bridgers")]),
+        ("I've always been fascinated by the rich cultural heritage of West Africa.",
+         [("interested in", "rich cultural heritage of West Africa")]),
+        ("I prefer tea over coffee.", [("prefers", "tea over coffee")]),
+        # things owned, said without a verb
+        ("I just drove my 2015 Honda Civic to work.", [("owns", "2015 Honda Civic")]),
+        ("I made chili in my new Instant Pot.", [("owns", "Instant Pot")]),
+        ("I need replacement batteries for my hearing aids.", [("owns", "hearing aids")]),
+        ("The humidity worries me because of my vintage cameras.", [("owns", "vintage cameras")]),
+        ("I upgraded my home Wi-Fi router last week.", []),  # "home" qualifies the router: no house said
+        ("My dance moves help me tackle my business goals.", []),  # "business" qualifies the goals
+        ("It keeps buffering when I watch on my phone.", []),  # a device as where something happens
+        ("I sold my old car last year.", []),  # an old thing may be gone
+        ("I have a rewards card at my local grocery store.", []),  # a place the user goes to, not owns
+        ("I'm looking for gift ideas for my sister-in-law.", []),  # no sister said
+        ("I've been really into abstract landscapes lately.", [("interested in", "abstract landscapes")]),
+    ],
+)  # fmt: skip
+def test_v12_recall_family_preference_clauses_and_things_without_a_verb(
+    sentence: str, expected: list[tuple[str, str]]
+) -> None:
+    """Fact rules v12, recall: what no v11 rule reached on the sentence sets. Kin ("my sister", "my kids": the user
+    has them; friends and teams are not counted), named people, a preference said as "X is my go-to", "my love for
+    X", "a lot of X", a standing interest ("I've always been fascinated by"), and a thing owned named by its kind
+    or its make ("my hearing aids", "my 2015 Honda Civic"), not a noun that qualifies another."""
+    kept = {"has", "called", "likes", "interested in", "prefers", "owns"}
+    found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
+    assert [f for f in found if f[0] in kept] == expected
