@@ -44,10 +44,11 @@ def drop_lone_words(candidates: dict[tuple[str, ...], Candidate], messages: list
     used as a verb or a modifier in every mention, abbreviations, quoted example sentences and numbered items."""
     texts = [m.message.text for m in messages]
     capitals = _Capitals(messages)
+    _drop_descriptions(candidates)
     for key in list(candidates):
         candidate = candidates[key]
         if len(key) != 1:
-            if _example_sentence(candidate) or _numbered_item(candidate, candidates.get(key[:1])):
+            if _example_sentence(candidate) or _numbered_item(candidate, candidates.get(key[:1]), texts):
                 del candidates[key]
             continue
         if key[0] in _WEEKDAYS:
@@ -220,10 +221,11 @@ def _abbreviation(candidate: Candidate, capitals: _Capitals) -> bool:
 NUMBERED_NOUN_ZIPF = 4.5
 
 
-def _numbered_item(candidate: Candidate, noun: Candidate | None) -> bool:
+def _numbered_item(candidate: Candidate, noun: Candidate | None, texts: list[str]) -> bool:
     """ "Store 10" of "the mean of sales in store 10", "the rest of the stores, excluding Store 10": a common noun
-    and a number, where the segment writes the noun or the pair in lower case as well, is one of many stores, not
-    a name (the name rules take it for one by the capital a sentence or a heading gives it)."""
+    and a number, where the segment writes the noun or the pair in lower case as well, or where its code compares
+    or sets a field of that name to the number ("filter(data, Store == 10)", "store_id = 10"), is one of many
+    stores, not a name (the name rules take it for one by the capital a sentence or a heading gives it)."""
     key = candidate.key
     if len(key) != 2 or not key[1].isdigit() or lexicon.zipf(key[0]) < NUMBERED_NOUN_ZIPF:
         return False
@@ -231,7 +233,10 @@ def _numbered_item(candidate: Candidate, noun: Candidate | None) -> bool:
         return False
     if noun is not None and noun.lower_mid > 0:
         return True
-    return any(m.view[start:end].islower() and not m.case_blind for m, start, end in candidate.mentions)
+    if any(m.view[start:end].islower() and not m.case_blind for m, start, end in candidate.mentions):
+        return True
+    field = re.compile(rf"\b{re.escape(key[0])}\w*[ \t]*(?:==?|:|<-)[ \t]*['\"]?{key[1]}\b", re.IGNORECASE)
+    return any(field.search(text) for text in texts)
 
 
 # An opening quote and an article, then the mention: a sentence quoted as an example ('"The dog runs."').
@@ -245,3 +250,45 @@ def _example_sentence(candidate: Candidate) -> bool:
     if not candidate.mentions or any(f != f.casefold() for f in candidate.forms):
         return False
     return all(_EXAMPLE_OPENING.search(m.view, max(0, start - 8), start) for m, start, _ in candidate.mentions)
+
+
+# The small words a title holds in lower case ("Once Upon a Time in Hollywood"; extract/name_phrases.py's _SMALL).
+_SMALL_WORDS = frozenset(("of", "the", "and", "in", "on", "to", "for", "a", "an", "with", "at", "from", "by"))
+
+
+def _drop_descriptions(candidates: dict[tuple[str, ...], Candidate]) -> None:
+    """Drop the descriptions in title case (`_described`) and the pieces of them said nowhere else ("Exploring
+    Data", "Aggregating" of "Exploring Data by Aggregating"): the whole held their mentions, and none is a name."""
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for key in [k for k, c in candidates.items() if _described(c)]:
+        for m, start, end in candidates.pop(key).mentions:
+            spans.setdefault(id(m), []).append((start, end))
+    if not spans:
+        return
+    for key in [k for k, c in candidates.items() if c.mentions]:
+        if all(
+            any(s <= start and end <= e for s, e in spans.get(id(m), ())) for m, start, end in candidates[key].mentions
+        ):
+            del candidates[key]
+
+
+def _described(candidate: Candidate) -> bool:
+    """ "Night Out with Friends" of 'name your playlist "Night Out with Friends"' beside the user's "a fun night out
+    with friends", "Exploring Data by Aggregating" of a heading whose sentences say "Exploring data by aggregating
+    is ...": a title-case run with a small word inside that the segment writes in lower case more often than not (its
+    words past the first) is a description in a label's or a heading's capitals, no name. A work's title keeps its
+    capitals wherever it is written ("Once Upon a Time in Hollywood"); a message typed without capitals tells
+    nothing."""
+    key = candidate.key
+    if len(key) < 3 or not any(w in _SMALL_WORDS for w in key[1:-1]):
+        return False
+    lower = cased = 0
+    for m, start, end in candidate.mentions:
+        words = [w for w in m.view[start:end].split()[1:] if w.casefold() not in _SMALL_WORDS]
+        if m.case_blind or not words:
+            continue
+        if all(w[:1].isupper() for w in words):
+            cased += 1
+        elif all(w[:1].islower() for w in words):
+            lower += 1
+    return lower > cased

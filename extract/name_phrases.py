@@ -172,6 +172,10 @@ def _opens_sentence_name(words: list[Token], i: int, prose: str, language: str) 
     )
 
 
+# A JSON key and its colon, just before a quoted value (extract/tokens.py blanks the value's words as well).
+_AFTER_KEY = re.compile(r"""['"’”][ \t]*[:：][ \t]*$""")
+
+
 def _quoted_titles(prose: str, words: list[Token]) -> Iterator[Phrase]:
     """A run of title-case words in quotes that opens with an article names a work ("The Power", "A Little Life"):
     the article is part of the title, and the name rules, which never start a name on "The", would keep only a
@@ -179,8 +183,8 @@ def _quoted_titles(prose: str, words: list[Token]) -> Iterator[Phrase]:
     starts = {t.start: i for i, t in enumerate(words)}
     for match in _QUOTED_TITLE.finditer(prose):
         i = starts.get(match.start("title"))
-        if i is None:
-            continue
+        if i is None or _AFTER_KEY.search(prose, max(0, match.start() - 8), match.start()):
+            continue  # '"type": "Chocolate with Sprinkles"': a value of the data after its key, no title
         run = []
         while i < len(words) and words[i].end <= match.end("title"):
             run.append(words[i])

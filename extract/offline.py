@@ -120,7 +120,10 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # prose, a quoted title opened by any capitalised word with a small word inside is one name ("Once Upon a Time in
 # Hollywood"), a title's small words keep it a full name, an adjective written with a capital before its noun in every
 # mention ("Indigenous communities") is no concept, nor is an "-led" or "-owned" word ("Indigenous-led")
-OFFLINE_VERSION = 44  # bump with any change to the rules here or in the modules above: part of the extraction cache key
+# v45: a quoted value after a JSON key is data ('"type": "Chocolate with Sprinkles"'), a title with a small word the
+# segment writes in lower case is a description ("Night Out with Friends"), a numbered item whose code compares its
+# field to the number ("Store == 10"), "Schema" alone are no concepts
+OFFLINE_VERSION = 45  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of

@@ -17,7 +17,7 @@ from extract import lexicon
 from extract.offline_candidates import _Candidate
 from extract.offline_messages import _Message
 from extract.tokens import key_of, singular
-from extract.word_kinds import ADJECTIVE_ENDS, GENERIC, capital_marks_name
+from extract.word_kinds import ADJECTIVE_ENDS, ALONE_GENERIC, GENERIC, capital_marks_name
 
 # A single common word is a concept only under this background frequency (Zipf: "salary" 4.2, "cache" 3.6, "sqoop"
 # 0); a noun the user says and the replies repeat gets this much more per doubling of its mentions.
@@ -61,6 +61,8 @@ def _single_word_ok(candidate: _Candidate) -> bool:
     forms = list(candidate.forms)
     if word.endswith(ADJECTIVE_ENDS):
         return False  # "Moroccan-inspired" in "a Moroccan-inspired menu": a modifier, the menu is the thing
+    if word in ALONE_GENERIC:
+        return False  # "Schema": what every table has, a concept only with a word that says which ("schema evolution")
     if all(_ROMAN_NUMERAL.fullmatch(f) for f in forms):
         return False  # "II" of "The Last of Us Part II", "VI" of "Civilization VI": a name's number, no name alone
     if all(f == f.casefold() for f in forms) and any(c.isdigit() for c in word):

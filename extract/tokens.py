@@ -187,6 +187,7 @@ def tokens(prose: str) -> list[Token]:
     previous_end = 0
     opens = True
     after_option = False  # the word before was a command's option: this one may be its value
+    value_end = -1  # where the quoted value after a JSON key ends: its words are data, no prose
     for match in _TOKEN.finditer(prose):
         start, end = match.span()
         word = match.group()
@@ -211,10 +212,17 @@ def tokens(prose: str) -> list[Token]:
         # variable (cheap tests first: this runs for every word)
         option = prose[start - 1 : start] == "-" and _option(gap, word)
         after = prose[end : end + 1]
-        assigned = (after == "=" and _ASSIGNED.match(prose, end) is not None) or (
-            after in _CLOSING_QUOTES and _KEY.match(prose, end) is not None
-        )
-        if option or assigned or (after_option and _option_value(prose, gap, end)) or _digit_group(prose, start):
+        key = after in _CLOSING_QUOTES and _KEY.match(prose, end)
+        assigned = (after == "=" and _ASSIGNED.match(prose, end) is not None) or bool(key)
+        if key and prose[key.end() - 1 : key.end()] in _OPENING_QUOTES:
+            value_end = _value_end(prose, key.end())
+        if (
+            option
+            or assigned
+            or start < value_end
+            or (after_option and _option_value(prose, gap, end))
+            or _digit_group(prose, start)
+        ):
             token.stop = True
         after_option = option
         append(token)
@@ -279,6 +287,23 @@ _CLOSING_QUOTES = frozenset("'\"’”")
 
 
 _KEY = re.compile(r"""['"’”][ \t]*[:：][ \t]*(?:$|['"‘“\d\[{])""", re.MULTILINE)
+
+
+# '"type": "Chocolate with Sprinkles"': the quoted value after a key is a value of the data, as the key is its
+# field: no words of a term ("Chocolate with Sprinkles", "Powdered Sugar" of a donut menu's JSON pasted as text).
+_OPENING_QUOTES = frozenset("'\"‘“")
+
+
+# The quote that closes a value, by the one that opens it ("Devil's Food" holds an apostrophe); a line's end at the
+# latest.
+_CLOSERS = (('"', '"”'), ("“", '”"'), ("'", "'’"), ("‘", "’'"))
+_VALUE_CLOSE = {opener: re.compile(rf"[{closers}]|$", re.MULTILINE) for opener, closers in _CLOSERS}
+
+
+def _value_end(prose: str, start: int) -> int:
+    """Where a quoted value opened just before `start` closes (its line's end at the latest)."""
+    found = _VALUE_CLOSE[prose[start - 1]].search(prose, start)
+    return found.start() if found else len(prose)
 
 
 def _option(gap: str, word: str) -> bool:

@@ -72,6 +72,12 @@ _GENERIC_TEXT = (
 GENERIC = frozenset(_GENERIC_TEXT.split())
 
 
+# Nouns that name nothing alone but do in any term: "schema" is the description of the tables, columns, fields and
+# types above (each in GENERIC, each in the labels' `generic_never`), which no one files a conversation under; the
+# labels write "schema evolution", "schema changes" (a GENERIC word beside it, so not in GENERIC: the phrase would go).
+ALONE_GENERIC = frozenset(("schema", "schemas"))
+
+
 _COMMON_OPENERS_TEXT = (
     "good new different simple best same following above below specific main certain other various whole full"
     " basic important common general overall entire particular several many few more most some any each every"
