@@ -202,7 +202,8 @@ def run(
 
     A folder with no conversations.json of its own (a folder of downloads) is searched for exports 3 levels of
     subfolders down: a subfolder holding a conversations.json, a file starting as JSON or a zip; the rest is left
-    out in one line, and no chatmem data dir is read. A file given twice (by two names, or an export folder and its
+    out in one line, and no chatmem data dir's state is read (given itself, a data dir is said as one and
+    only the exports put in it are read). A file given twice (by two names, or an export folder and its
     conversations.json) is read once, and said so.
 
     A dump whose bytes were already ingested is skipped, and so is every stage whose inputs, settings and
