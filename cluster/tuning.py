@@ -97,12 +97,27 @@ def cluster_size_range(n_points: int) -> tuple[int, int]:
     return low, max(low + 1, min(round(n_points * 0.02), 1000))
 
 
-def study_name(sample: Matrix, seed: int, objective: Objective, tag: str, groups: Groups | None = None) -> str:
-    """Same points (bytes), conversations, seed, objective and search space -> same name -> the stored study is
-    reused."""
+def study_name(
+    sample: Matrix,
+    seed: int,
+    objective: Objective,
+    tag: str,
+    groups: Groups | None = None,
+    phrases: PhraseSample | None = None,
+) -> str:
+    """Same points (bytes), conversations, phrases, seed, objective and search space -> same name -> the stored
+    study is reused (a resume runs only its missing trials)."""
     digest = hashlib.sha256(np.ascontiguousarray(sample, dtype="<f4").tobytes())
     if groups is not None:
         digest.update(np.ascontiguousarray(groups, dtype="<i8").tobytes())
+    if phrases is not None:
+        # The phrases score every trial (the objective's phrase coherence) and come from the archive's texts and
+        # cluster/phrases.py: a resume after either changed reused trials scored on other phrases beside new ones.
+        # None (phrase_weight 0) adds nothing: those studies keep their names.
+        matrix = phrases.matrix.sorted_indices()
+        digest.update(b"phrases")
+        for part in (phrases.rows, np.asarray(matrix.shape), matrix.indptr, matrix.indices):
+            digest.update(np.ascontiguousarray(part, dtype="<i8").tobytes())
     space = (NEIGHBORS, COMPONENTS, MIN_DISTS, METHODS)
     digest.update(repr((seed, objective, *space, OBJECTIVE_VERSION, tag, SAMPLING)).encode())
     return f"cluster-{digest.hexdigest()[:20]}"
@@ -379,7 +394,7 @@ def tune(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     started = time.monotonic()
-    name = study_name(sample, seed, objective, tag, groups)
+    name = study_name(sample, seed, objective, tag, groups, phrases)
     study = optuna.create_study(
         study_name=name,
         storage=optuna.storages.RDBStorage(storage_url, engine_kwargs={"connect_args": {"timeout": 60}}),
