@@ -41,6 +41,8 @@ def test_run_given_a_data_dir_says_what_it_is_and_reads_only_the_exports_in_it(t
 
     inside = chatmem(data_dir, "run", "--to", "ingest", data_dir / "graph")
     assert inside.exit_code == 1 and "inside this command's data dir" in inside.stderr, inside.output
+    watched = chatmem(data_dir, "serve", "--once", "--watch", data_dir)  # the watch says it as run does
+    assert watched.exit_code == 0 and "this command's data dir (--data-dir): its state is not read" in watched.output
 
     # exports the user put in the data dir, at its top and in a folder of their own there, are read
     write_json(data_dir / "dropped.json", make_chatgpt_export(2, prefix="d"))
