@@ -22,7 +22,7 @@ and the study ended with other best parameters, and other topics, than a clean r
 trial therefore gets a sampler of its own, seeded by the study's seed and the number of trials completed before
 it: the k-th completed trial samples the same parameters, from the same history, whether the study ran in one
 go or was resumed. A trial the stop left unfinished (FAIL after Ctrl-C, RUNNING after a kill) counts for
-nothing: TPE leaves both out of its history and they change no seed.
+nothing: TPE leaves both out of its history (no constant liar: `_sampler`) and they change no seed.
 """
 
 from __future__ import annotations
@@ -97,12 +97,27 @@ def cluster_size_range(n_points: int) -> tuple[int, int]:
     return low, max(low + 1, min(round(n_points * 0.02), 1000))
 
 
-def study_name(sample: Matrix, seed: int, objective: Objective, tag: str, groups: Groups | None = None) -> str:
-    """Same points (bytes), conversations, seed, objective and search space -> same name -> the stored study is
-    reused."""
+def study_name(
+    sample: Matrix,
+    seed: int,
+    objective: Objective,
+    tag: str,
+    groups: Groups | None = None,
+    phrases: PhraseSample | None = None,
+) -> str:
+    """Same points (bytes), conversations, phrases, seed, objective and search space -> same name -> the stored
+    study is reused (a resume runs only its missing trials)."""
     digest = hashlib.sha256(np.ascontiguousarray(sample, dtype="<f4").tobytes())
     if groups is not None:
         digest.update(np.ascontiguousarray(groups, dtype="<i8").tobytes())
+    if phrases is not None:
+        # The phrases score every trial (the objective's phrase coherence) and come from the archive's texts and
+        # cluster/phrases.py: a resume after either changed reused trials scored on other phrases beside new ones.
+        # None (phrase_weight 0) adds nothing: those studies keep their names.
+        matrix = phrases.matrix.sorted_indices()
+        digest.update(b"phrases")
+        for part in (phrases.rows, np.asarray(matrix.shape), matrix.indptr, matrix.indices):
+            digest.update(np.ascontiguousarray(part, dtype="<i8").tobytes())
     space = (NEIGHBORS, COMPONENTS, MIN_DISTS, METHODS)
     digest.update(repr((seed, objective, *space, OBJECTIVE_VERSION, tag, SAMPLING)).encode())
     return f"cluster-{digest.hexdigest()[:20]}"
@@ -331,6 +346,17 @@ def trial_seed(seed: int, completed_before: int) -> int:
     return int.from_bytes(digest[:4], "little")
 
 
+def _sampler(seed: int, completed_before: int) -> Any:
+    """The TPE sampler of the trial that follows `completed_before` completed trials. No "constant liar" (Optuna
+    5's default, for parallel workers): it counts RUNNING trials as bad ones, and a trial a killed stage left
+    RUNNING stays so for good, so every trial of the resumed study was sampled beside it (on spark-first the
+    resumed study left a clean one's at its 13th trial: 19 topics, not 18). Trials run one at a time here; without
+    liars a clean study samples exactly as with them (its only RUNNING trial is the one being sampled)."""
+    import optuna
+
+    return optuna.samplers.TPESampler(seed=trial_seed(seed, completed_before), constant_liar=False)
+
+
 def completed(study: Any) -> int:
     """Trials of `study` that completed (the only ones TPE learns from, and the ones that count to n_trials)."""
     import optuna
@@ -379,12 +405,12 @@ def tune(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     started = time.monotonic()
-    name = study_name(sample, seed, objective, tag, groups)
+    name = study_name(sample, seed, objective, tag, groups, phrases)
     study = optuna.create_study(
         study_name=name,
         storage=optuna.storages.RDBStorage(storage_url, engine_kwargs={"connect_args": {"timeout": 60}}),
         direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=trial_seed(seed, 0)),
+        sampler=_sampler(seed, 0),
         load_if_exists=True,
     )
     done = completed(study)
@@ -426,7 +452,7 @@ def tune(
             if deadline is not None and time.process_time() >= deadline:
                 break  # the cap only stops new trials from starting (as Optuna's `timeout` did)
             # a sampler per trial, seeded by the completed trials before it: a resumed study samples as a clean one
-            study.sampler = optuna.samplers.TPESampler(seed=trial_seed(seed, completed(study)))
+            study.sampler = _sampler(seed, completed(study))
             study.optimize(trial_fn, n_trials=1, gc_after_trial=False)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not complete:

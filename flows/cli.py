@@ -31,11 +31,14 @@ from flows.cli_table import JSON_OPTION, emit
 from flows.export_paths import (
     LeftOut,
     absolute,
+    data_dir_given,
+    data_dir_line,
     expand_folders,
     exports_in_folder,
     given_once,
     no_export_found,
     rest_of_an_export,
+    said_left,
 )
 from flows.hints import chosen_data_dir, with_data_dir
 from flows.log_setup import setup_logging
@@ -202,7 +205,8 @@ def run(
 
     A folder with no conversations.json of its own (a folder of downloads) is searched for exports 3 levels of
     subfolders down: a subfolder holding a conversations.json, a file starting as JSON or a zip; the rest is left
-    out in one line, and no chatmem data dir is read. A file given twice (by two names, or an export folder and its
+    out in one line, and no chatmem data dir's state is read (given itself, a data dir is said as one and
+    only the exports put in it are read). A file given twice (by two names, or an export folder and its
     conversations.json) is read once, and said so.
 
     A dump whose bytes were already ingested is skipped, and so is every stage whose inputs, settings and
@@ -393,7 +397,9 @@ def _no_export_to_watch(watch_dir: Path, data_dir: Path, as_json: bool) -> bool:
             }
         )
     else:
-        click.echo(safe_line(f"{watch_dir}: {no_export_found(watch_dir.absolute(), left)}"))
+        kind = data_dir_given(watch_dir, data_dir)  # `serve --once --watch DATA_DIR`: said as `run DATA_DIR` says it
+        why = data_dir_line(kind) + said_left(left, watch_dir) if kind else no_export_found(watch_dir.absolute(), left)
+        click.echo(safe_line(f"{watch_dir}: {why}"))
     return True
 
 

@@ -117,6 +117,59 @@ def is_data_dir(folder: Path) -> bool:
     return any((folder / name).is_file() for name in DATA_DIR_FILES)
 
 
+# What chatmem writes at a data dir's top level (each name where it is written: contracts/settings archive.db,
+# staging.db; cluster/stage.py optuna.db; staging/lock.py the locks; flows/preflight.py run.starting; flows/serve.py
+# watch-left-out.json; staging/*_loaded.py load-*.json; the folders of graph, prefect_env, cluster/saved_model,
+# memory/cues_state, memory/index_store, cli_report, cli_eval_recall). `chatmem run DATA_DIR` read its JSON as
+# exports; a test keeps this in step with the modules' own constants (tests/test_cli_cold_leftovers_s37.py).
+DATA_DIR_STATE = frozenset(
+    {
+        *DATA_DIR_FILES,
+        "optuna.db",
+        "serve.lock",
+        "run.starting",
+        "watch-left-out.json",
+        "load-archive.json",
+        "load-memory.json",
+        "load-staging.json",
+        "graph",
+        "prefect",
+        "cluster_models",
+        "cues-state",
+        "recall-index",
+        "reports",
+        "eval",
+    }
+)
+_SQLITE_SIDE = ("-shm", "-wal", "-journal")  # SQLite's files beside a database
+DATA_DIR_FILE = "in a chatmem data dir and no export: one of its files"
+
+
+def is_state(name: str) -> bool:
+    """Whether a name at a data dir's top level is chatmem's own state (a database with its -wal/-shm included)."""
+    for side in _SQLITE_SIDE:
+        name = name.removesuffix(side)
+    return name in DATA_DIR_STATE
+
+
+def data_dir_given(folder: Path, data_dir: Path) -> str | None:
+    """What the folder given to `chatmem run` is where it is a chatmem data dir, in a few words; None where it is
+    none. `chatmem --data-dir X run X` said "no export found" and `chatmem run OTHER_DATA_DIR` failed on its lock,
+    graph/server.json and load-*.json "of an unknown shape": a data dir is no export, its state is never read."""
+    own, root = data_dir.resolve(), folder.resolve()
+    if root == own:
+        return "this command's data dir (--data-dir)"
+    if own in root.parents:
+        return "inside this command's data dir (--data-dir)"
+    return "a chatmem data dir" if is_data_dir(root) else None
+
+
+def data_dir_line(kind: str) -> str:
+    """`this command's data dir (--data-dir): its state is not read as exports; give the export files, or the
+    folder they are in` (what a run says of a data dir given as a folder to read)."""
+    return f"{kind}: its state is not read as exports; give the export files, or the folder they are in"
+
+
 @dataclass(frozen=True)
 class LeftOut:
     """A path in a searched folder that is not read, and why (one short phrase, said as `PATH: why`)."""
@@ -164,7 +217,11 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
     no export)."""
     from ingest.sources import conversation_files, is_side_file
 
-    own = data_dir.resolve()
+    own, root = data_dir.resolve(), folder.resolve()
+    in_own = root == own or own in root.parents  # `chatmem --data-dir X run X`: X's state is left out by name
+    if own in root.parents and is_state(root.relative_to(own).parts[0]):
+        return [], []  # `run DATA_DIR/graph`: state only (data_dir_given says so)
+    state_here = root == own or is_data_dir(root)  # the folder given is a data dir: its exports only are read
     found: list[Path] = []
     left: list[LeftOut] = []
 
@@ -176,9 +233,12 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
             return
         # A bare conversations.json (no side file of a vendor's download beside it: a folder of the user's dumps)
         bare = where == export and not any(is_side_file(e.name) for e in entries)
+        top = where is folder and state_here  # a data dir's top level: its state left out, said once as the folder
         for entry in entries:
+            if top and is_state(entry.name):
+                continue
             real = entry.resolve()
-            if real == own or own in real.parents:
+            if not in_own and (real == own or own in real.parents):
                 continue
             if entry.name.startswith("."):
                 if export is None and entry.suffix.lower() in EXPORT_SUFFIXES and not entry.is_dir():
@@ -188,6 +248,8 @@ def exports_in_folder(folder: Path, data_dir: Path, depth: int = FOLDER_DEPTH) -
                 visit_folder(entry, level + 1, export)
             elif export is None:
                 why = why_not_an_export(entry) if entry.is_file() else NOT_AN_EXPORT
+                if why is None and top and beside_export(entry) == OWN_FILE:  # JSON of the data dir's, not named above
+                    why = DATA_DIR_FILE
                 if why is None:
                     found.append(entry)
                 else:
@@ -290,13 +352,17 @@ def expand_folders(
             read.append(path)
             continue
         found, left = exports_in_folder(folder, data_dir)
-        if found == [folder] and not left:  # an export folder alone: read as given, as a file is
+        kind = data_dir_given(folder, data_dir)
+        if found == [folder] and not left and kind is None:  # an export folder alone: read as given, as a file is
             read.append(path)
             continue
         read.extend([path if p == folder else p for p in found] or [path])
         if found:
             said = f"{len(found)} export(s) found {_WHERE} ({names_under(found, folder)})"
+            said = f"{data_dir_line(kind)}; the exports in it are read: {said}" if kind else said
             lines.append(f"{folder}: {said}{said_left(left, folder)}")
+        elif kind:  # not "no export found in it": what it is, and what to give instead
+            nothing_found[path] = data_dir_line(kind) + said_left(left, folder)
         else:
             nothing_found[path] = no_export_found(folder, left)
     return read, lines, nothing_found

@@ -31,7 +31,7 @@ from memory.index import Array, MemoryIndex
 from memory.names import Names
 from memory.relevance import KEY_SHARE, could_hold, held_terms, key_terms, weak_reason, window
 from memory.session import session_activation, unit
-from memory.text import distinct_words, estimate_tokens, stop_words, term_set, terms, terms_of
+from memory.text import cue_terms, distinct_words, estimate_tokens, stop_words, term_set, terms, terms_of
 from memory.timeexpr import TimeRange, find_range, range_factor
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def _cue_activation(
     none = _Cues(np.zeros(index.size, np.float32), [], np.zeros(len(index.conversation_ids), np.float32))
     if not switches.cues or not len(index.cue_ids):
         return none
-    raw = index.cue_bm25.score(words) * index.cue_idf
+    raw = index.cue_bm25.score(cue_terms(words)) * index.cue_idf  # not the words about the asking
     raw[index.cue_hub] *= 0.25  # a hub still counts, a little (it matched), but never leads
     if raw.max() > 0 and not mask.all():
         # (`recall "aws glue" --at` listed cues first seen weeks later)

@@ -77,6 +77,34 @@ def stem(word: str) -> str:
     return word
 
 
+# Words about the asking or remembering, not what is asked about: "what did I request, asking about my mortgage"
+# activated the cues "request, asking", "HTTP requests" and "Leave requests". A small closed class, each with its
+# inflections (the stemmer joins -s/-ed/-ing; the irregular and odd ones are listed), left out of a query's cues
+# (`cue_terms`); the query's content words still reach content and cues.
+_ASKING = (
+    *("ask", "asks", "asked", "asking", "request", "requests", "requested", "requesting"),
+    *("tell", "tells", "told", "telling", "say", "says", "said", "saying", "mention", "mentions", "mentioned"),
+    *("mentioning", "talk", "talks", "talked", "talking", "discuss", "discusses", "discussed", "discussing"),
+    *("discussion", "discussions", "question", "questions", "questioned", "remember", "remembers", "remembered"),
+    *("remembering", "recall", "recalls", "recalled", "recalling", "remind", "reminds", "reminded", "reminding"),
+    *("inquire", "inquired", "inquiring", "enquire", "enquired", "enquiring"),
+)
+
+
+@cache
+def asking_terms() -> frozenset[str]:
+    """The terms of the words about asking or remembering (`_ASKING`), as the query's terms are made."""
+    return frozenset(term for term in map(_term, _ASKING) if term is not None)
+
+
+def cue_terms(words: list[str]) -> list[str]:
+    """A query's terms that may activate cues: those about the asking left out (`_ASKING`), unless nothing else is
+    left ("what was our discussion?": as before, no content word to go by)."""
+    asking = asking_terms()
+    kept = [word for word in words if word not in asking]
+    return kept or words
+
+
 _STEMS: dict[str, str | None] = {}  # word -> its term, None for a stop word or a single letter
 BM25_CHUNK = 1 << 20  # postings weighted per step of BM25.from_counts (two float64 temporaries of this size)
 # the longest a document reads to BM25's length normalisation (terms: ~50 KB of prose): see BM25.from_counts
