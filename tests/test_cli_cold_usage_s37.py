@@ -73,3 +73,20 @@ def test_concepts_of_a_type_none_has_names_the_types_there_are(tmp_path: Path) -
     assert result.exit_code == 0 and "run `chatmem run EXPORT` first" not in result.output
     assert "no concept matches --type tension; there are" in result.output
     assert all(kind in result.output for kind in types)
+
+
+def test_a_long_message_repeating_a_sentence_cites_it_once_not_also_a_piece_of_it() -> None:
+    """The cold try's 5 MB message (one sentence repeated): each concept cited the sentence and, from where reading
+    stops (READ_USER_CHARS), the same sentence cut short: one message twice, one span inside the other."""
+    from concept_support import segment_input
+
+    from extract.offline import OfflineExtractor
+
+    sentence = "The quick brown fox jumps over the lazy dog near the river bank. "
+    segment = segment_input("seg-big", [("user", sentence * 80_000), ("assistant", "Noted.")])
+    hypotheses = OfflineExtractor(6).extract(segment).hypotheses
+    assert hypotheses
+    for hypothesis in hypotheses:
+        texts = [span.text for span in hypothesis.evidence_spans if span.message_id == "m0"]
+        nested = [(a, b) for i, a in enumerate(texts) for j, b in enumerate(texts) if i != j and a in b]
+        assert texts and not nested, (hypothesis.concept_id, texts)
