@@ -35,7 +35,7 @@ from clients.auth import basic_auth
 from clients.retry import retrying
 from clients.usage import Usage as Usage  # re-exported: callers name it from here
 from contracts.errors import ConfigError
-from contracts.redact import redact_text, remember_secret
+from contracts.redact import mask_secret_shapes, redact_text, remember_secret
 from contracts.settings import LLMSettings, redact_uri
 from staging.llm_calls import CallRecorder, CallStatus, LLMCall
 
@@ -87,7 +87,10 @@ class MalformedReply(openai.OpenAIError):
 def send(client: OpenAI, api: str, body: dict[str, Any]) -> Reply:
     """One HTTP call. Raises the SDK's errors unchanged (`is_transient` sorts them), and MalformedReply for a
     2xx body that is not the wire format; KeyRefused, sending nothing, when the endpoint refused this key before
-    (REFUSED: every caller, whatever it forgets to check)."""
+    (REFUSED: every caller, whatever it forgets to check). A secret pasted into a chat (an API key, a private key)
+    is masked before it leaves (contracts.redact.mask_secret_shapes): it is worth nothing to the model, and the
+    endpoint is someone else's machine."""
+    body = without_pasted_secrets(body)
     REFUSED.check(client, api, body)
     create = client.chat.completions if api == "chat" else client.responses
     try:
@@ -106,6 +109,21 @@ def send(client: OpenAI, api: str, body: dict[str, Any]) -> Reply:
     except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:  # ValidationError is a ValueError
         problem = f"the body is not the API's JSON ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
     raise MalformedReply(f"HTTP {raw.http_response.status_code} but {problem}", text[:10_000])
+
+
+def without_pasted_secrets(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with every string of its prompt (chat `messages`, Responses `input`) masked of secret shapes."""
+
+    def masked(value: Any) -> Any:
+        if isinstance(value, str):
+            return mask_secret_shapes(value)
+        if isinstance(value, dict):
+            return {key: masked(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [masked(item) for item in value]
+        return value
+
+    return {key: masked(value) if key in ("messages", "input") else value for key, value in body.items()}
 
 
 def reply_from_chat(completion: ChatCompletion) -> Reply:

@@ -15,6 +15,12 @@ through here:
 
 Masking known values is what catches a secret that arrives inside someone else's text (a server that echoes
 the key in its 401 body, a library exception that prints the URL): a pattern alone cannot know an API key.
+
+A third kind arrives in the chats themselves: a key the user pasted into a message. chatmem cannot know it, but
+the well-known shapes (SECRET_SHAPES: OpenAI and Anthropic keys, AWS access key ids, GitHub, Slack and Google
+tokens, bearer tokens, PEM private key blocks) are masked by mask_secret_shapes, which redact_text applies too:
+nothing chatmem writes outside the archive (staged LLM requests and replies, logs, errors) and no prompt it sends
+to an LLM holds one. The archive keeps the messages verbatim: it is the user's own copy of their export.
 """
 
 from __future__ import annotations
@@ -33,6 +39,33 @@ MIN_SECRET_CHARS = 4  # shorter values would mask ordinary words; no real key or
 # scheme://userinfo@ — userinfo is anything up to the first '@' that has no '/', whitespace or quote before it.
 URL_CREDENTIALS_PATTERN = r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/\s@'\"<>]+@"
 _URL_CREDENTIALS = re.compile(URL_CREDENTIALS_PATTERN)
+
+# Well-known secret shapes, each replaced by its kept prefix + ***. No secret scanner is a dependency, and these
+# few shapes are documented by their issuers; the length floors keep ordinary words ("sk-learn") out.
+SECRET_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # OpenAI (sk-..., sk-proj-..., sk-svcacct-...) and Anthropic (sk-ant-...) API keys
+    # (20+ characters with a digit: "sk-learn-compatible" is a word, every issued key has digits)
+    ("openai/anthropic key", re.compile(r"(?<![A-Za-z0-9_-])(sk-)(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}")),
+    ("aws access key id", re.compile(r"\b()(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("github token", re.compile(r"\b(gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,}")),
+    ("slack token", re.compile(r"\b(xox[abposre]-)[A-Za-z0-9-]{10,}")),
+    ("google api key", re.compile(r"\b(AIza)[0-9A-Za-z_-]{30,}")),
+    ("bearer token", re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{16,}")),
+    (
+        "pem private key",
+        re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----).*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S),
+    ),
+)
+
+
+def mask_secret_shapes(text: str) -> str:
+    """`text` with every well-known secret shape (SECRET_SHAPES) cut to its prefix + *** ("sk-***", "Bearer ***")."""
+    if not text:
+        return text
+    for _, pattern in SECRET_SHAPES:
+        text = pattern.sub(lambda m: m.group(1) + MASK, text)
+    return text
+
 
 _known: set[str] = set()
 _lock = threading.Lock()
@@ -95,10 +128,10 @@ def redact_uri(uri: str | None) -> str | None:
 
 
 def redact_text(text: str) -> str:
-    """`text` with URL credentials cut out and every remembered secret replaced by ***."""
+    """`text` with URL credentials cut out, every remembered secret and every well-known secret shape masked."""
     if not text:
         return text
-    cleaned = _URL_CREDENTIALS.sub(r"\g<scheme>", text)
+    cleaned = mask_secret_shapes(_URL_CREDENTIALS.sub(r"\g<scheme>", text))
     for secret in known_secrets():
         if secret in cleaned:
             cleaned = cleaned.replace(secret, MASK)

@@ -123,7 +123,8 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # v45: a quoted value after a JSON key is data ('"type": "Chocolate with Sprinkles"'), a title with a small word the
 # segment writes in lower case is a description ("Night Out with Friends"), a numbered item whose code compares its
 # field to the number ("Store == 10"), "Schema" alone are no concepts
-OFFLINE_VERSION = 45  # bump with any change to the rules here or in the modules above: part of the extraction cache key
+# v46: a span inside another span of the same message is not cited again (a repeated sentence cut where reading ends)
+OFFLINE_VERSION = 46  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of

@@ -94,7 +94,11 @@ def _hypothesis(segment: SegmentInput, candidate: _Candidate, rank: int, open_ra
     spans: list[dict[str, Any]] = []
     for message, start, end in ordered:
         text = message.span(*message.original(start, end), *message.original(*message.unmarked(start, end)))
-        if not text or any(s["message_id"] == message.message.message_id and s["text"] == text for s in spans):
+        # one message cited once per passage: not the same text again, nor a piece of a text already cited (a sentence
+        # repeated in a long message, cut at the end of what is read: "... the lazy dog near" beside the whole one)
+        if not text or any(
+            s["message_id"] == message.message.message_id and (text in s["text"] or s["text"] in text) for s in spans
+        ):
             continue
         spans.append(
             {

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from clients.shown import shown_text
 from contracts.concepts import CONCEPT_TYPES, RELATION_TYPES, SCHEMA_VERSION, ExtractionResponse
+from contracts.redact import mask_secret_shapes
 from extract.types import SegmentInput
 
 PROMPT_VERSION = 4  # 2: facts; 3: messages as a reader is shown them (clients/shown.py), no tool turns;
@@ -58,14 +59,16 @@ def render_segment(segment: SegmentInput) -> str:
     """The segment as the model sees it: a header, then each message under its [id], role and time. A message reads
     as a reader is shown it (clients/shown.py: no model's private notes, an artifact by its title and its code cut,
     a tool's result on one short line), and a tool's own turn is left out, as the offline extractor leaves it: it was
-    written by no one in the conversation, and the reply says what it took from it."""
+    written by no one in the conversation, and the reply says what it took from it. Secret shapes are masked
+    (contracts.redact.mask_secret_shapes); a text without one is unchanged, so PROMPT_VERSION stays."""
     title = f' "{segment.title}"' if segment.title else ""
     lines = [f"Segment id: {segment.segment_id}", f"Conversation{title} ({segment.conversation_id})", "", "Messages:"]
     for message in segment.messages:
         if message.role == "tool":
             continue
         when = f" at {message.created_at.isoformat()}" if message.created_at else ""
-        text = shown_text(message.text)
+        # a key pasted into a chat is no evidence of anything and must not reach the endpoint (nor the batch file)
+        text = mask_secret_shapes(shown_text(message.text))
         if len(text) > MAX_MESSAGE_CHARS:
             text = text[:MAX_MESSAGE_CHARS] + " [...truncated]"
         lines += [f"[{message.message_id}] {message.role}{when}:", text, ""]

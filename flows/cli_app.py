@@ -8,6 +8,7 @@ contracts.errors at the top; the settings, prefect and the pipeline load inside 
 
 from __future__ import annotations
 
+import difflib
 import errno
 import importlib
 import os
@@ -164,6 +165,20 @@ class ChatmemGroup(click.Group):
             self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
         return self.commands.get(cmd_name)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.NoSuchCommand as exc:
+            # click suggests from self.commands, which holds only the commands loaded so far (none: COMMANDS is
+            # lazy), so `chatmem recal` got no "Did you mean": suggest from every command's name
+            names = difflib.get_close_matches(exc.command_name, self.list_commands(ctx), n=3, cutoff=0.6)
+            if not names:
+                raise
+            hint = " or ".join(repr(name) for name in names)
+            raise click.UsageError(f"{exc.message} Did you mean {hint}?", ctx) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
         rows = []
@@ -183,6 +198,8 @@ class ChatmemGroup(click.Group):
             # its hint (`resume with: chatmem run ...`) with this command's --data-dir, to paste as shown
             click.echo(f"error: {safe_line(with_data_dir(str(exc), chosen_data_dir(ctx.obj)))}", err=True)
             ctx.exit(exc.exit_code)
+        except click.NoSuchOption as exc:
+            raise _global_option_hint(ctx, exc) from None
         except BrokenPipeError:
             # writing to a pipe whose reader has gone: stop quietly, as Unix tools do (not click's exit 1)
             output_closed()
@@ -216,6 +233,23 @@ class ChatmemGroup(click.Group):
             data_dir = app.data_dir if app and app.data_dir else Path(os.environ.get("CHATMEM_DATA_DIR", ".chatmem"))
             click.echo(f"error: {safe_line(str(storage_error(exc, None, data_dir=data_dir)))}", err=True)
             ctx.exit(1)
+
+
+def _global_option_hint(ctx: click.Context, exc: click.NoSuchOption) -> click.UsageError:
+    """`chatmem run X --data-dir D`: --data-dir is chatmem's own option, not run's; say where it goes (click's
+    "No such option" alone reads as if chatmem had no --data-dir). Any other unknown option is left as it is."""
+    root = ctx.find_root().command
+    name = exc.option_name.split("=", 1)[0]
+    option = next(
+        (p for p in root.params if isinstance(p, click.Option) and name in (*p.opts, *p.secondary_opts)), None
+    )
+    where = exc.ctx.command_path if exc.ctx is not None else ""
+    if option is None or not where.startswith(f"{ctx.command_path} "):
+        return exc
+    value = "" if option.is_flag else (" DIR" if name == "--data-dir" else " VALUE")
+    example = f"{ctx.command_path} {name}{value} {where[len(ctx.command_path) + 1 :]} ..."
+    hint = f"{name} is an option of chatmem itself: give it before the command, as in `{example}`"
+    return click.UsageError(f"{exc.message} ({hint})", exc.ctx)
 
 
 _NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)

@@ -37,22 +37,46 @@ def concepts(app: App, concept_type: str | None, state: str | None, limit: int, 
     \b
     Example: chatmem concepts --type project --state active --json
     """
-    from staging.concepts import list_concepts
+    from staging.concepts import kind_counts, list_concepts
 
     settings = app.settings()
+    kinds: dict[tuple[str, str], int] = {}
     with open_readonly(settings.staging_path, settings) as conn:
         found = list_concepts(conn, concept_type=concept_type, state=state)
         if not found:
             require_stage(conn, "concepts", "concepts")
+            kinds = kind_counts(conn)
     if limit > 0:
         found = found[:limit]
     if as_json:
         emit([hypothesis.model_dump(mode="json") for hypothesis, _ in found])
         return
     if not found:
-        click.echo("(no concepts: run `chatmem run EXPORT` first, or relax --type / --state)")
+        click.echo(_none_found(kinds, concept_type, state))
     for hypothesis, merged_into in found:
         _show(hypothesis, merged_into, evidence)
+
+
+def _none_found(kinds: dict[tuple[str, str], int], concept_type: str | None, state: str | None) -> str:
+    """Why the list is empty: no concept at all (run first), or none of this --type / --state among those there
+    are, named with what there is (the cold try read "run first" beside 993 concepts)."""
+    if not kinds:
+        return "(no concepts: run `chatmem run EXPORT` first)"
+    asked = " and ".join(f"{name} {value}" for name, value in (("--type", concept_type), ("--state", state)) if value)
+    present: dict[str, dict[str, int]] = {"type": {}, "state": {}}
+    for (kind, in_state), n in kinds.items():
+        if state is None or in_state == state:  # the types there are in the state asked for
+            present["type"][kind] = present["type"].get(kind, 0) + n
+        if concept_type is None or kind == concept_type:  # the states the type asked for is in
+            present["state"][in_state] = present["state"].get(in_state, 0) + n
+    lines = [f"(no concept matches {asked}; there are {sum(kinds.values()):,} concepts in all)"]
+    for name, value in (("type", concept_type), ("state", state)):
+        if value and present[name]:
+            counts = ", ".join(f"{k} {n:,}" for k, n in sorted(present[name].items(), key=lambda kv: (-kv[1], kv[0])))
+            among = f" of {state} concepts" if name == "type" and state else ""
+            among = f" of {concept_type} concepts" if name == "state" and concept_type else among
+            lines.append(f"  {name}s{among}: {counts}")
+    return "\n".join(lines)
 
 
 def _show(concept: ConceptHypothesis, merged_into: str | None, evidence: int) -> None:

@@ -404,6 +404,15 @@ def has_store(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'concepts'").fetchone() is not None
 
 
+def kind_counts(conn: sqlite3.Connection) -> dict[tuple[str, str], int]:
+    """How many concepts of each (type, state): what a filter that matched nothing can name instead."""
+    if not has_store(conn):
+        return {}
+    return {
+        (str(t), str(s)): int(n) for t, s, n in conn.execute("SELECT type, state, COUNT(*) FROM concepts GROUP BY 1, 2")
+    }
+
+
 def list_concepts(
     conn: sqlite3.Connection, *, concept_type: str | None = None, state: str | None = None
 ) -> list[tuple[ConceptHypothesis, str | None]]:
