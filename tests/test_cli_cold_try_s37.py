@@ -1,0 +1,72 @@
+"""Faults session 37's cold try met (helper-163's logs): each through the real CLI (a process of its own, or click's
+runner) on real files under tmp_path with real SQLite and Prefect."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+from fault_support import chatmem_command, write_chats
+
+from flows.cli import cli
+
+
+def chatmem(data_dir: Path, *args: str | Path) -> Result:
+    return CliRunner().invoke(cli, ["--data-dir", str(data_dir), *map(str, args)], env={"COLUMNS": "120"})
+
+
+def _env() -> dict[str, str]:
+    root = Path(__file__).resolve().parent.parent
+    # Prefect's state in DATA/prefect, as a new user's is: the two runs share its database
+    return {k: v for k, v in {**os.environ, "PYTHONPATH": str(root)}.items() if k not in ("PREFECT_HOME",)}
+
+
+def test_a_second_run_on_a_new_data_dir_refuses_before_it_touches_the_firsts_prefect_database(tmp_path: Path) -> None:
+    """`chatmem run a &` then `chatmem run b` on a new data dir: the second refused, but only after its own
+    Prefect API server had migrated prefect/'s database alongside the first's, whose server then died ("No such
+    constraint: 'fk_flow_run__deployment_id__deployment'"): the first waited 240 s and ingested nothing. Now the
+    command takes the data dir's lock before its server starts: the second refuses with no server, the first runs."""
+    data_dir = tmp_path / "data"
+    first_export, second_export = write_chats(tmp_path / "a.jsonl", 3), write_chats(tmp_path / "b.jsonl", 2)
+    command = [*chatmem_command(), "--data-dir", str(data_dir), "run", "--only", "ingest"]
+    env = _env()
+    first = subprocess.Popen(
+        [*command, str(first_export)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    deadline = time.monotonic() + 120
+    while not (data_dir / "prefect").exists() and first.poll() is None:  # the first's server is starting
+        assert time.monotonic() < deadline, "the first run never started Prefect"
+        time.sleep(0.02)
+    second = subprocess.run([*command, str(second_export)], capture_output=True, text=True, env=env, timeout=240)
+    _out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err[-3000:]
+    assert "Traceback" not in err and "did not start" not in err, err[-3000:]
+    if second.returncode != 0:  # the first still held the data dir (always, but on a machine far too slow)
+        assert second.returncode == 1 and "Traceback" not in second.stderr, second.stderr[-3000:]
+        assert f"{data_dir} is in use by" in second.stderr and f"pid {first.pid}" in second.stderr, second.stderr
+    stats = subprocess.run(
+        [*chatmem_command(), "--data-dir", str(data_dir), "archive", "stats", "--json"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert json.loads(stats.stdout)["conversations"] >= 3, stats.stdout
+
+
+def test_a_run_refused_by_the_lock_starts_no_prefect_server_on_the_data_dir(tmp_path: Path) -> None:
+    """The cause of the crash above, deterministically: a run refused by another's lock had already made prefect/
+    and started its API server on prefect.db (it created and migrated it). Now it refuses first: no prefect/."""
+    from staging.lock import data_dir_lock
+
+    data_dir = tmp_path / "data"
+    export = write_chats(tmp_path / "a.jsonl", 2)
+    with data_dir_lock(data_dir, "r-first"):
+        refused = subprocess.run(
+            [*chatmem_command(), "--data-dir", str(data_dir), "run", "--only", "ingest", str(export)],
+            capture_output=True, text=True, env=_env(), timeout=240,
+        )  # fmt: skip
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    assert f"{data_dir} is in use by run r-first (pid {os.getpid()}" in refused.stderr, refused.stderr
+    assert not (data_dir / "prefect").exists(), sorted(p.name for p in (data_dir / "prefect").iterdir())
