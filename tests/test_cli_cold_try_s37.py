@@ -70,3 +70,21 @@ def test_a_run_refused_by_the_lock_starts_no_prefect_server_on_the_data_dir(tmp_
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
     assert f"{data_dir} is in use by run r-first (pid {os.getpid()}" in refused.stderr, refused.stderr
     assert not (data_dir / "prefect").exists(), sorted(p.name for p in (data_dir / "prefect").iterdir())
+
+
+def test_a_folder_whose_export_failed_to_parse_is_not_said_to_hold_no_export(tmp_path: Path) -> None:
+    """`run exports/` with `invalid-skeleton/sample/conversations.json` invalid JSON: the summary said so, but the
+    last error line said the folder "holds no export chatmem can read (it looked for a conversations.json ...)".
+    Now the last line says what failed in it, as the summary does, and to fix the file."""
+    exports = tmp_path / "exports"
+    write_chats(exports / "good" / "a.jsonl", 2)
+    (exports / "bad" / "sample").mkdir(parents=True)
+    # as the real skeleton: a placeholder where a number should be, and a side file beside it
+    (exports / "bad" / "sample" / "conversations.json").write_text('[{"title": "[title]", "create_time": EPOCH}]')
+    (exports / "bad" / "sample" / "model_comparisons.json").write_text("[]")
+    result = chatmem(tmp_path / "data", "run", "--only", "ingest", exports)
+    assert result.exit_code == 1, result.output
+    last = result.stderr.strip().splitlines()[-1]
+    assert "no export chatmem can read" not in last and "it looked for" not in last, last
+    assert f"{exports / 'bad' / 'sample' / 'conversations.json'}: invalid JSON" in last, last
+    assert "fix the file and run again" in last, last
