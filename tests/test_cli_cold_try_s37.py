@@ -88,3 +88,21 @@ def test_a_folder_whose_export_failed_to_parse_is_not_said_to_hold_no_export(tmp
     assert "no export chatmem can read" not in last and "it looked for" not in last, last
     assert f"{exports / 'bad' / 'sample' / 'conversations.json'}: invalid JSON" in last, last
     assert "fix the file and run again" in last, last
+
+
+def test_an_empty_export_into_an_empty_data_dir_stops_after_the_ingest(tmp_path: Path) -> None:
+    """`run empty_list.json` (`[]`) ran every stage (the graph server, 38 s of cluster) and said "no current
+    segments: run the segment stage first". Now the ingest says the export holds no conversation, the run ends
+    there (succeeded, the later stages recorded as not run), and the next export with conversations builds."""
+    data_dir = tmp_path / "data"
+    empty = tmp_path / "empty_list.json"
+    empty.write_text("[]")
+    result = chatmem(data_dir, "run", "--to", "segment", empty)
+    assert result.exit_code == 0, result.output
+    assert "no conversation in it (an empty export)" in result.stdout, result.stdout
+    assert "nothing to build; the later stages were not run" in result.stdout, result.stdout
+    assert "segment:" not in result.stdout and "run the segment stage first" not in result.output, result.stdout
+    assert ": succeeded" in result.stdout.splitlines()[0 if "Prefect" not in result.stdout else 1], result.stdout
+    built = chatmem(data_dir, "run", "--to", "segment", write_chats(tmp_path / "a.jsonl", 2))
+    assert built.exit_code == 0, built.output
+    assert "segment: succeeded" in built.stdout, built.stdout
