@@ -152,13 +152,22 @@ def is_state(name: str) -> bool:
     return name in DATA_DIR_STATE
 
 
+OWN_DATA_DIR = "this command's data dir (--data-dir)"
+# `chatmem --data-dir X run X` with exports in X: it works and re-runs are clean, but chatmem's state lands among
+# the user's files, which a new user did not expect (the cold try of session 37): said, not refused
+SHARED_FOLDER = (
+    "the data dir is the export folder itself: chatmem writes its state (archive.db, staging.db, prefect/, graph/)"
+    " beside the exports; give --data-dir a folder of its own to keep the export folder as it was"
+)
+
+
 def data_dir_given(folder: Path, data_dir: Path) -> str | None:
     """What the folder given to `chatmem run` is where it is a chatmem data dir, in a few words; None where it is
     none. `chatmem --data-dir X run X` said "no export found" and `chatmem run OTHER_DATA_DIR` failed on its lock,
     graph/server.json and load-*.json "of an unknown shape": a data dir is no export, its state is never read."""
     own, root = data_dir.resolve(), folder.resolve()
     if root == own:
-        return "this command's data dir (--data-dir)"
+        return OWN_DATA_DIR
     if own in root.parents:
         return "inside this command's data dir (--data-dir)"
     return "a chatmem data dir" if is_data_dir(root) else None
@@ -361,6 +370,8 @@ def expand_folders(
             said = f"{len(found)} export(s) found {_WHERE} ({names_under(found, folder)})"
             said = f"{data_dir_line(kind)}; the exports in it are read: {said}" if kind else said
             lines.append(f"{folder}: {said}{said_left(left, folder)}")
+            if kind == OWN_DATA_DIR:
+                lines.append(f"warning: {folder}: {SHARED_FOLDER}")
         elif kind:  # not "no export found in it": what it is, and what to give instead
             nothing_found[path] = data_dir_line(kind) + said_left(left, folder)
         else:

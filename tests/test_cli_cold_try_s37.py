@@ -11,6 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner, Result
 from fault_support import chatmem_command, write_chats
+from test_ingest_stage import make_chatgpt_export, write_json
 
 from flows.cli import cli
 
@@ -106,3 +107,15 @@ def test_an_empty_export_into_an_empty_data_dir_stops_after_the_ingest(tmp_path:
     built = chatmem(data_dir, "run", "--to", "segment", write_chats(tmp_path / "a.jsonl", 2))
     assert built.exit_code == 0, built.output
     assert "segment: succeeded" in built.stdout, built.stdout
+
+
+def test_a_data_dir_that_is_the_export_folder_is_warned_of(tmp_path: Path) -> None:
+    """`chatmem --data-dir exportdir run exportdir` was accepted silently and wrote archive.db, prefect/ ... beside
+    the user's conversations.json. It works (re-runs are clean), so it is not refused: one warning line says it."""
+    folder = tmp_path / "exportdir"
+    folder.mkdir()
+    write_json(folder / "conversations.json", make_chatgpt_export(1))
+    result = chatmem(folder, "run", "--to", "ingest", folder)
+    assert result.exit_code == 0, result.output
+    assert f"warning: {folder}: the data dir is the export folder itself" in result.stderr, result.stderr
+    assert "conversations written 1" in result.stdout, result.stdout
