@@ -359,6 +359,9 @@ def expand_folders(
         folder = Path(path)
         if not folder.is_dir():
             read.append(path)
+            left_in_zip = zip_left_out(folder)
+            if left_in_zip:
+                lines.append(f"{folder}: {left_in_zip}")
             continue
         found, left = exports_in_folder(folder, data_dir)
         kind = data_dir_given(folder, data_dir)
@@ -417,3 +420,34 @@ def _relative(path: Path, folder: Path) -> str:
 
     path, folder = path.absolute(), folder.absolute()
     return CONVERSATIONS_FILE if path == folder else str(path.relative_to(folder))
+
+
+# Members of a zip export read by no one and worth no line: the uploads and images a vendor's download carries
+_MEDIA = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".wav", ".mp3", ".m4a", ".webm", ".mp4"})
+
+
+def zip_left_out(path: Path, shown: int = 3) -> str:
+    """`left out 2: junk.bin, notes.txt (not an export)`: the members of a zip given that are read as nothing (no
+    conversations file, no side file, no image or recording), said as a folder's are; "" for none, or no zip
+    (what cannot be opened, ingest says)."""
+    import zipfile
+
+    from ingest.sources import is_conversations_file, is_side_file
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [i.filename for i in archive.infolist() if not i.is_dir()]
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return ""
+    left = []
+    for name in names:
+        base = name.replace("\\", "/").rsplit("/", 1)[-1]
+        if base.startswith(".") or name.startswith("__MACOSX/"):
+            continue
+        if is_conversations_file(base) or is_side_file(base) or Path(base).suffix.lower() in _MEDIA:
+            continue
+        left.append(name)
+    if not left:
+        return ""
+    more = f" and {len(left) - shown} more" if len(left) > shown else ""
+    return f"left out {len(left)}: {', '.join(left[:shown])}{more} ({NOT_AN_EXPORT})"

@@ -119,3 +119,21 @@ def test_a_data_dir_that_is_the_export_folder_is_warned_of(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     assert f"warning: {folder}: the data dir is the export folder itself" in result.stderr, result.stderr
     assert "conversations written 1" in result.stdout, result.stdout
+
+
+def test_a_zip_says_its_members_left_out_in_one_line_as_a_folder_does(tmp_path: Path) -> None:
+    """`run junk.zip` (a good conversations.json, junk.bin and notes.txt) ignored the extra members silently where
+    a folder says "left out". Now one line names them; a side file and an image are no news and are not said."""
+    import zipfile
+
+    export = tmp_path / "junk.zip"
+    with zipfile.ZipFile(export, "w") as bundle:
+        bundle.writestr("conversations.json", json.dumps(make_chatgpt_export(1)))
+        bundle.writestr("junk.bin", b"\\x00" * 50)
+        bundle.writestr("notes.txt", "notes")
+        bundle.writestr("user.json", "{}")
+        bundle.writestr("file-abc.png", b"\\x89PNG")
+    result = chatmem(tmp_path / "data", "run", "--to", "ingest", export)
+    assert result.exit_code == 0, result.output
+    assert f"{export}: left out 2: junk.bin, notes.txt (not an export)" in result.stderr, result.stderr
+    assert "conversations written 1" in result.stdout, result.stdout
