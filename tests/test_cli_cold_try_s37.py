@@ -137,3 +137,16 @@ def test_a_zip_says_its_members_left_out_in_one_line_as_a_folder_does(tmp_path: 
     assert result.exit_code == 0, result.output
     assert f"{export}: left out 2: junk.bin, notes.txt (not an export)" in result.stderr, result.stderr
     assert "conversations written 1" in result.stdout, result.stdout
+
+
+def test_serve_once_says_the_quarantined_lines_as_run_does(tmp_path: Path) -> None:
+    """`serve --once --watch DIR` on a JSONL file with 2 bad lines said only "ingested: .../mixed.jsonl" (exit 0),
+    where `run` says "2 record(s) quarantined: chatmem staging failures". Now the tick says it in the same words."""
+    watch, data_dir = tmp_path / "watch", tmp_path / "data"
+    good = write_chats(tmp_path / "good.jsonl", 2).read_text(encoding="utf-8")
+    watch.mkdir()
+    (watch / "mixed.jsonl").write_text("{not json\\n{nor this\\n" + good, encoding="utf-8")
+    result = chatmem(data_dir, "serve", "--once", "--watch", watch)
+    assert result.exit_code == 0, result.output
+    assert f"ingested: {watch / 'mixed.jsonl'}" in result.stdout, result.stdout
+    assert f"record(s) quarantined: chatmem --data-dir {data_dir} staging failures" in result.stdout, result.stdout
