@@ -351,6 +351,9 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
             # what was repaired on the way (`2 invalid UTF-8 byte sequence(s) replaced with U+FFFD`), as `run` says
             noted = f" ({row['notes']})" if row.get("notes") else ""
             click.echo(f"  {row['status']}: {safe_line(str(row['path']) + noted)}")
+            if row.get("quarantined"):  # in `run`'s words
+                said = f"{row['quarantined']} record(s) quarantined: chatmem staging failures"
+                click.echo(f"    {with_data_dir(said)}")
         for row in result["failed"]:
             why = str(row["error"]).removeprefix(f"{row['path']}: ")  # export errors start with the path already
             click.echo(f"  failed (tried again once the file changes): {safe_line(str(row['path']))}: {safe_line(why)}")

@@ -178,12 +178,20 @@ def _file_line(row: dict[str, Any]) -> str:
     return safe_line(f"failed: {path}: {detail}")
 
 
+def _no_export_in(row: dict[str, Any]) -> bool:
+    """A failed folder in which no export was found, not an export folder whose conversations.json failed to parse
+    (its detail names that file, in the folder): that one has a file to fix, and saying the folder "holds no export
+    chatmem can read" contradicted the summary's own "invalid JSON ... at line 1, column 39"."""
+    path = str(row["path"])
+    return Path(path).is_dir() and f"{path.rstrip('/')}/" not in str(row.get("detail") or "")
+
+
 def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
     """Exit 1 after the summary when a file failed or was cut short (documented in docs/cli.md for cron)."""
     if not bad:
         return
     names = ", ".join(safe_line(str(row["path"])) for row in bad[:3]) + (" ..." if len(bad) > 3 else "")
-    alone_folder = len(bad) == 1 and Path(str(bad[0]["path"])).is_dir()  # its advice below says why
+    alone_folder = len(bad) == 1 and _no_export_in(bad[0])  # its advice below says why
     if len(bad) == 1 and bad[0]["status"] == "failed" and not alone_folder:  # one file: why, too (as the summary)
         why = str(bad[0]["detail"] or "").removeprefix(f"{bad[0]['path']}: ")
         names = safe_line(f"{bad[0]['path']}: {why[:200]}" if why else str(bad[0]["path"]))
@@ -193,7 +201,7 @@ def refuse_bad_files(bad: list[dict[str, Any]], run_id: str) -> None:
     # by the stage (ingest/sources.py); a member of a zip ("x.zip!conversations.json") is no path of its own
     missing = [r for r in failed if str(r["detail"]).endswith(NO_SUCH_FILE) and not Path(str(r["path"])).exists()]
     # A folder in which no export was found: nothing in it to fix, it is the wrong folder (or a typo)
-    folders = [r for r in failed if Path(str(r["path"])).is_dir()]
+    folders = [r for r in failed if _no_export_in(r)]
     advice = ["run again with the whole file"] if len(failed) < len(bad) else []
     if len(failed) > len(missing) + len(folders):
         advice.append(f"fix the file{'s' if len(failed) - len(missing) - len(folders) > 1 else ''} and run again")

@@ -152,13 +152,22 @@ def is_state(name: str) -> bool:
     return name in DATA_DIR_STATE
 
 
+OWN_DATA_DIR = "this command's data dir (--data-dir)"
+# `chatmem --data-dir X run X` with exports in X: it works and re-runs are clean, but chatmem's state lands among
+# the user's files, which a new user did not expect (the cold try of session 37): said, not refused
+SHARED_FOLDER = (
+    "the data dir is the export folder itself: chatmem writes its state (archive.db, staging.db, prefect/, graph/)"
+    " beside the exports; give --data-dir a folder of its own to keep the export folder as it was"
+)
+
+
 def data_dir_given(folder: Path, data_dir: Path) -> str | None:
     """What the folder given to `chatmem run` is where it is a chatmem data dir, in a few words; None where it is
     none. `chatmem --data-dir X run X` said "no export found" and `chatmem run OTHER_DATA_DIR` failed on its lock,
     graph/server.json and load-*.json "of an unknown shape": a data dir is no export, its state is never read."""
     own, root = data_dir.resolve(), folder.resolve()
     if root == own:
-        return "this command's data dir (--data-dir)"
+        return OWN_DATA_DIR
     if own in root.parents:
         return "inside this command's data dir (--data-dir)"
     return "a chatmem data dir" if is_data_dir(root) else None
@@ -350,6 +359,9 @@ def expand_folders(
         folder = Path(path)
         if not folder.is_dir():
             read.append(path)
+            left_in_zip = zip_left_out(folder)
+            if left_in_zip:
+                lines.append(f"{folder}: {left_in_zip}")
             continue
         found, left = exports_in_folder(folder, data_dir)
         kind = data_dir_given(folder, data_dir)
@@ -361,6 +373,8 @@ def expand_folders(
             said = f"{len(found)} export(s) found {_WHERE} ({names_under(found, folder)})"
             said = f"{data_dir_line(kind)}; the exports in it are read: {said}" if kind else said
             lines.append(f"{folder}: {said}{said_left(left, folder)}")
+            if kind == OWN_DATA_DIR:
+                lines.append(f"warning: {folder}: {SHARED_FOLDER}")
         elif kind:  # not "no export found in it": what it is, and what to give instead
             nothing_found[path] = data_dir_line(kind) + said_left(left, folder)
         else:
@@ -406,3 +420,34 @@ def _relative(path: Path, folder: Path) -> str:
 
     path, folder = path.absolute(), folder.absolute()
     return CONVERSATIONS_FILE if path == folder else str(path.relative_to(folder))
+
+
+# Members of a zip export read by no one and worth no line: the uploads and images a vendor's download carries
+_MEDIA = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".wav", ".mp3", ".m4a", ".webm", ".mp4"})
+
+
+def zip_left_out(path: Path, shown: int = 3) -> str:
+    """`left out 2: junk.bin, notes.txt (not an export)`: the members of a zip given that are read as nothing (no
+    conversations file, no side file, no image or recording), said as a folder's are; "" for none, or no zip
+    (what cannot be opened, ingest says)."""
+    import zipfile
+
+    from ingest.sources import is_conversations_file, is_side_file
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [i.filename for i in archive.infolist() if not i.is_dir()]
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return ""
+    left = []
+    for name in names:
+        base = name.replace("\\", "/").rsplit("/", 1)[-1]
+        if base.startswith(".") or name.startswith("__MACOSX/"):
+            continue
+        if is_conversations_file(base) or is_side_file(base) or Path(base).suffix.lower() in _MEDIA:
+            continue
+        left.append(name)
+    if not left:
+        return ""
+    more = f" and {len(left) - shown} more" if len(left) > shown else ""
+    return f"left out {len(left)}: {', '.join(left[:shown])}{more} ({NOT_AN_EXPORT})"

@@ -40,7 +40,13 @@ from flows.interrupt import EXIT_CODES, RunInterrupted, interruptible  # noqa: E
 from flows.prefect_history import prune_quietly  # noqa: E402
 from flows.progress import bars_wanted  # noqa: E402
 from flows.registry import STAGE_ORDER, STAGES, StageSpec, check_stages  # noqa: E402
-from flows.stage_runner import RunContext, active_run, run_context, run_stage  # noqa: E402
+from flows.stage_runner import (  # noqa: E402
+    RunContext,
+    active_run,
+    record_nothing_to_build,
+    run_context,
+    run_stage,
+)
 from staging.db import connect_readonly  # noqa: E402
 from staging.ledger import close_run, new_run_id, open_run, open_staging  # noqa: E402
 from staging.liveness import FORMAT_KEY, interrupt_error  # noqa: E402
@@ -74,6 +80,28 @@ def stage_flow(stage: StageSpec) -> Callable[[str], StageResult]:
 
 
 STAGE_FLOWS: dict[str, Callable[[str], StageResult]] = {stage.name: stage_flow(stage) for stage in STAGES}
+STAGE_BY_NAME = {stage.name: stage for stage in STAGES}
+
+
+NOTHING_TO_BUILD = "the archive holds no conversation: nothing to build; the later stages were not run"
+
+
+def _archive_empty(settings: Settings) -> bool:
+    """The archive holds no conversation after the ingest (an empty export into an empty data dir): the later
+    stages would only start their heavy parts (the graph server, the cluster's imports) to find nothing, and
+    say "no current segments: run the segment stage first", advice that does not apply."""
+    if not settings.archive_path.exists():
+        return True  # the ingest stored nothing
+    try:
+        archive = connect_readonly(settings.archive_path)
+    except (sqlite3.Error, OSError):
+        return False  # the stages meet it and say so in their own words
+    try:
+        return archive.execute("SELECT 1 FROM conversations LIMIT 1").fetchone() is None
+    except sqlite3.Error:
+        return False
+    finally:
+        archive.close()
 
 
 @flow(
@@ -106,6 +134,12 @@ def pipeline(run_id: str, stages: list[str]) -> list[StageResult]:
                 if context.before_stage:
                     context.before_stage(stage, results)
                 results.append(STAGE_FLOWS[stage](run_id))
+                if stage == "ingest" and len(stages) > 1 and _archive_empty(settings):
+                    results[-1].notes.append(NOTHING_TO_BUILD)
+                    logger.info("run %s: %s", run_id, NOTHING_TO_BUILD)
+                    for later in stages[1:]:
+                        record_nothing_to_build(staging, STAGE_BY_NAME[later], run_id, settings)
+                    break
                 if stage == "cues" and results[-1].status == "succeeded" and context.on_memory_ready:
                     context.on_memory_ready()  # the recall index is stored while the load writes the graph
         except BaseException as exc:  # a KeyboardInterrupt too: the ledger must not say 'running' forever

@@ -237,6 +237,8 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
             said = {"path": row["path"], "status": row["status"]}
             if row["status"] == "ingested" and row["detail"]:  # repaired on the way (invalid UTF-8 replaced with
                 said["notes"] = row["detail"]  # U+FFFD): `run` notes it, and the tick said only "ingested"
+            if row["quarantined"]:  # lines set aside (bad JSONL lines): `run` says so, the tick said only "ingested"
+                said["quarantined"] = int(row["quarantined"])
             result["ingested"].append(said)
     if stage_failed is not None and not (stage_failed.stage == "ingest" and result["failed"]):
         logger.error("watch - %s", stage_failed)  # ingest stops only when no dump arrived: their lines say why

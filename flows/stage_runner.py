@@ -304,3 +304,17 @@ def record_unchanged(
     )
     ledger.succeed(rows_in=0, rows_out=0, counts={}, notes=[note], skipped=True)
     return StageResult(stage=stage.name, run_id=run_id, status="skipped", rows_in=0, rows_out=0, notes=[note])
+
+
+def record_nothing_to_build(staging: sqlite3.Connection, stage: StageSpec, run_id: str, settings: Settings) -> None:
+    """A skipped stage run after an ingest that left the archive empty (flows/pipeline.py): the run is complete,
+    and no fingerprint of real inputs is recorded, so the first run that brings conversations runs the stage."""
+    ledger = StageRun(
+        staging,
+        run_id=run_id,
+        stage=stage.name,
+        input_fingerprint="nothing-to-build",
+        settings=settings_sections(settings, stage),
+        code_version=code_version(),
+    )
+    ledger.succeed(rows_in=0, rows_out=0, counts={}, notes=["the archive holds no conversation: not run"], skipped=True)

@@ -49,21 +49,76 @@ def holder(data_dir: Path, name: str = LOCK_NAME) -> dict[str, object] | None:
 def describe_holder(info: dict[str, object] | None) -> str:
     if not info:
         return "another process"
-    return f"run {info.get('run_id')} (pid {info.get('pid')} on {info.get('host')}, since {info.get('since')})"
+    who = f"run {info['run_id']}" if info.get("run_id") else f"`chatmem {info.get('command') or 'run'}`"
+    return f"{who} (pid {info.get('pid')} on {info.get('host')}, since {info.get('since')})"
+
+
+def _busy_message(data_dir: Path) -> str:
+    return (
+        f"{data_dir} is in use by {describe_holder(holder(data_dir))}: one run writes to a data dir"
+        f" at a time; wait for it (or set CHATMEM_PIPELINE__LOCK_WAIT_S to wait), then re-run"
+    )
+
+
+# Write locks this process holds for a whole command (`hold_for_command`), by lock path: its runs' own
+# `data_dir_lock` re-enters them instead of asking again (an flock asked again on a second file description
+# would refuse the process that holds it)
+_HELD: set[Path] = set()
+
+
+@contextmanager
+def hold_for_command(data_dir: Path, command: str, *, wait_s: float = 0.0) -> Iterator[None]:
+    """Hold the write lock for a whole command, from before it starts Prefect's API server on the data dir's
+    database (flows/early_api.py) to its end; BusyError after `wait_s` as `data_dir_lock` raises it. A second
+    `chatmem run` started while the first imported used to start its own server on the same prefect/ database
+    and refuse only later, at its run's lock: its server's migration, racing the first's, broke the first's
+    server ("No such constraint: 'fk_flow_run__deployment_id__deployment'") and the first run waited 240 s
+    and ingested nothing. The runs inside re-enter the lock (`data_dir_lock`) and name themselves in it."""
+    path = lock_path(data_dir).absolute()
+    if path in _HELD:
+        yield
+        return
+    with _flock(data_dir, LOCK_NAME, {"run_id": None, "command": command}, wait_s, lambda: _busy_message(data_dir)):
+        _HELD.add(path)
+        try:
+            yield
+        finally:
+            _HELD.discard(path)
 
 
 @contextmanager
 def data_dir_lock(data_dir: Path, run_id: str, *, wait_s: float = 0.0) -> Iterator[None]:
-    """Hold the data dir's write lock for the block; wait up to `wait_s` for it, then raise BusyError."""
-
-    def busy() -> str:
-        return (
-            f"{data_dir} is in use by {describe_holder(holder(data_dir))}: one run writes to a data dir"
-            f" at a time; wait for it (or set CHATMEM_PIPELINE__LOCK_WAIT_S to wait), then re-run"
-        )
-
-    with _flock(data_dir, LOCK_NAME, {"run_id": run_id}, wait_s, busy):
+    """Hold the data dir's write lock for the block; wait up to `wait_s` for it, then raise BusyError. Inside
+    `hold_for_command` on the same data dir the lock is held already: the block names its run in it."""
+    path = lock_path(data_dir).absolute()
+    if path in _HELD:
+        _describe(path, {"run_id": run_id})
+        try:
+            yield
+        finally:
+            _describe(path, {"run_id": None, "command": "run"})
+        return
+    with _flock(data_dir, LOCK_NAME, {"run_id": run_id}, wait_s, lambda: _busy_message(data_dir)):
         yield
+
+
+def _describe(path: Path, about: dict[str, object]) -> None:
+    """Rewrite the lock file's description of its holder (this process), keeping the lock."""
+    info = {
+        **about,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    try:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # only the description is missing
 
 
 @contextmanager
