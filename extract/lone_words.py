@@ -16,6 +16,7 @@ by the code, not defined in it.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from extract import lexicon
@@ -67,13 +68,19 @@ def drop_lone_words(candidates: dict[tuple[str, ...], Candidate], messages: list
 def _defined(form: str, texts: list[str]) -> bool:
     """Whether a message's code defines `form`: a function, class or variable it declares ("function handleClick(",
     "def cumulative_sum(", a line "My_table = ...") or a string literal it sets ('.appName("MyApp")')."""
+    return any(form in text and _definition(form).search(text) for text in texts)
+
+
+@lru_cache(maxsize=1 << 12)
+def _definition(form: str) -> re.Pattern[str]:
+    """`_defined`'s pattern for one form, compiled once per form (a compile costs more than the search, and the
+    same identifiers come back segment after segment; re's own cache holds 512 patterns of all callers)."""
     name = re.escape(form)
-    pattern = re.compile(
+    return re.compile(
         rf"\b(?:def|function|class|object|const|let|var|val|fun|func|struct|interface|type)\s+{name}\b"
         rf"|^[ \t]*{name}[ \t]*=(?!=)|\(\s*[\"']{name}[\"']\s*\)",
         re.MULTILINE,
     )
-    return any(form in text and pattern.search(text) for text in texts)
 
 
 # A name's word the name rules do not take, then the word a candidate is: "New Zealand" ("new" opens no name alone

@@ -79,10 +79,12 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
     previous: Token | None = None
     earlier: Token | None = None  # the word before `previous`
     for i, token in enumerate([*words, None]):
+        # whether the word is a quantity, asked once: the test below and the new run after a cut both need it
+        quantity = token is not None and not token.stop and _quantity(token, previous)
         if (
             token is not None
             and not token.stop
-            and (not _quantity(token, previous) or _inner_version(prose, run, words, i))
+            and (not quantity or _inner_version(prose, run, words, i))
             and (
                 not run
                 or (_joined(prose, run[-1], token) and not token.sentence_start)
@@ -102,7 +104,7 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
         elif len(run) >= 2 and _verb_after_subject(prose, run, before, words, i):
             run = run[:-1]  # "This function takes a function", "a job takes 15 mins": a subject, then its verb
         yield from _split_run(prose, run, before)
-        run = [token] if token is not None and not token.stop and not _quantity(token, previous) else []
+        run = [token] if token is not None and not token.stop and not quantity else []
         before, infinitive = previous, _verb_slot(earlier, previous)
         earlier, previous = previous, token
 

@@ -46,12 +46,20 @@ class _Candidate:
     coded: bool = False  # a word the user says that the segment writes as inline code: a function, command, keyword
     head: bool = False  # one word that heads a reply's list item ("- Mutability: Lists are mutable, ...")
     written: Counter[str] = field(default_factory=Counter)  # mentions written with a capital inside a sentence
+    # user_mentions' count and the number of mentions it was counted over: the scoring and the choice ask it many
+    # times per candidate, and mentions are only ever appended to (or extended), so an unchanged length is an
+    # unchanged count
+    _users: tuple[int, int] = field(default=(-1, 0), init=False, repr=False, compare=False)
 
     def proposals(self) -> int:
         return sum(self.forms.values())
 
     def user_mentions(self) -> int:
-        return sum(m.message.role == "user" for m, _, _ in self.mentions)
+        counted, users = self._users
+        if counted != len(self.mentions):
+            users = sum(m.message.role == "user" for m, _, _ in self.mentions)
+            self._users = (len(self.mentions), users)
+        return users
 
     def title(self) -> str:
         """The most frequent cased form ("AWS Glue" over "aws glue"); an all-lower form gets a capital."""
@@ -72,7 +80,9 @@ def _candidates(messages: list[_Message]) -> dict[tuple[str, ...], _Candidate]:
         user = message.message.role == "user"
         phrase_chars = None if user else REPLY_PHRASE_CHARS
         for phrase in phrases(message.view, message.language, message.words, phrase_chars, heads=not user):
-            candidate = found.setdefault(phrase.key, _Candidate(phrase.key, language=message.language))
+            candidate = found.get(phrase.key)
+            if candidate is None:  # not setdefault: it would build (two Counters) a candidate for every phrase
+                candidate = found[phrase.key] = _Candidate(phrase.key, language=message.language)
             candidate.named = candidate.named or phrase.named
             candidate.firm = candidate.firm or not phrase.loose
             candidate.head = candidate.head or (phrase.head and len(phrase.key) == 1)

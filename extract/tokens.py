@@ -221,7 +221,7 @@ def tokens(prose: str) -> list[Token]:
             or assigned
             or start < value_end
             or (after_option and _option_value(prose, gap, end))
-            or _digit_group(prose, start)
+            or (word[:1].isdigit() and _digit_group(prose, start))  # the call only where a digit opens the word
         ):
             token.stop = True
         after_option = option
