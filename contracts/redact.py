@@ -131,11 +131,12 @@ def redact_text(text: str) -> str:
     """`text` with URL credentials cut out, every remembered secret and every well-known secret shape masked."""
     if not text:
         return text
-    cleaned = mask_secret_shapes(_URL_CREDENTIALS.sub(r"\g<scheme>", text))
+    cleaned = _URL_CREDENTIALS.sub(r"\g<scheme>", text)
     for secret in known_secrets():
         if secret in cleaned:
             cleaned = cleaned.replace(secret, MASK)
-    return cleaned
+    # the shapes last: a configured key reads *** whole (not "sk-***"), as it always did
+    return mask_secret_shapes(cleaned)
 
 
 def redact(value: Any) -> Any:

@@ -434,6 +434,8 @@ def zip_left_out(path: Path, shown: int = 3) -> str:
 
     from ingest.sources import is_conversations_file, is_side_file
 
+    if not path.is_file():
+        return ""  # a FIFO, a device, a missing path: opening one would block or fail (ingest names what it is)
     try:
         with zipfile.ZipFile(path) as archive:
             names = [i.filename for i in archive.infolist() if not i.is_dir()]

@@ -296,7 +296,7 @@ def test_a_dump_that_stays_broken_costs_one_failed_run_not_one_per_tick(
         runs = _runs(data_dir)
         ticks = [serve_once(watch, data_dir) for _ in range(2)]
     assert code == 1 and [f["path"] for f in first["failed"]] == [str(cut_zip)]
-    assert first["ingested"] == [{"path": str(cut_json), "status": "partial"}]
+    assert first["ingested"] == [{"path": str(cut_json), "status": "partial", "quarantined": 1}]  # the cut record
     assert _runs(data_dir) == runs  # the ticks after added no run
     for code, result in ticks:
         assert code == 0 and result["run_id"] is None and result["failed"] == []
