@@ -1,4 +1,5 @@
-"""benchmarks/labels/collect_fact_sentences.py: set fresh3 draws reproducibly and nothing an earlier set drew."""
+"""benchmarks/labels/collect_fact_sentences.py: sets fresh3 and fresh4 draw reproducibly and nothing an earlier set
+drew."""
 
 from __future__ import annotations
 
@@ -41,13 +42,13 @@ def test_one_per_session_skips_used_sessions_and_caps_each(collect: ModuleType) 
     assert Counter(r["conversation"] for r in more) == {"c": 2}
 
 
-def _check_new(rows: list[dict[str, str]]) -> None:
+EARLIER3 = ("fact_sentences.jsonl", "fact_sentences_fresh.jsonl", "fact_sentences_fresh2.jsonl")
+EARLIER4 = (*EARLIER3, "fact_sentences_fresh3.jsonl")
+
+
+def _check_new(rows: list[dict[str, str]], earlier_sets: tuple[str, ...] = EARLIER3) -> None:
     """None of the earlier sets' sessions or sentences, one sentence a session (an oracle session: 4), no "?"."""
-    earlier = [
-        json.loads(line)
-        for name in ("fact_sentences.jsonl", "fact_sentences_fresh.jsonl", "fact_sentences_fresh2.jsonl")
-        for line in (LABELS / name).read_text().splitlines()
-    ]
+    earlier = [json.loads(line) for name in earlier_sets for line in (LABELS / name).read_text().splitlines()]
     assert not {r["conversation"] for r in rows} & {r["conversation"] for r in earlier}
     assert not {r["sentence"] for r in rows} & {r["sentence"] for r in earlier}
     per_session = Counter(r["conversation"] for r in rows)
@@ -68,3 +69,21 @@ def test_fresh3_draw_is_seeded_and_new(collect: ModuleType) -> None:
     assert Counter(r["source"] for r in drawn) == {"lme-oracle": 40, "lme-s": 100, "lme-s-life": 60, "locomo": 20}
     assert collect._fresh3(SHARED) == drawn
     _check_new(drawn)
+
+
+def test_fresh4_labelled_set_is_new() -> None:
+    rows = [json.loads(line) for line in (LABELS / "fact_sentences_fresh4.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == list(range(4000, 4220))
+    _check_new(rows, EARLIER4)
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/data")
+def test_fresh4_draw_is_seeded_and_new(collect: ModuleType) -> None:
+    drawn = collect._fresh4(SHARED)
+    # fresh3 took the last oracle sessions outside the demo: lme-s-life fills the oracle's 40
+    assert Counter(r["source"] for r in drawn) == {"lme-s": 100, "lme-s-life": 100, "locomo": 20}
+    assert [r["id"] for r in drawn] == list(range(4000, 4220))
+    assert collect._fresh4(SHARED) == drawn
+    _check_new(drawn, EARLIER4)
+    # and nothing fresh3 drew, whichever splitter cuts the sentences now
+    assert not {r["sentence"] for r in drawn} & {r["sentence"] for r in collect._fresh3(SHARED)}

@@ -23,6 +23,13 @@ Set fresh3 (session 37, drawn with the splitter of main at 98eb2cc; ids 3000-321
 writes DIR/sample_fresh3.json (seeds 40-43), at most one sentence a session (the oracle's: four), from no session
 or LoCoMo turn that sets a, fresh or fresh2 drew from and with none of their sentences; see `_fresh3`. Its word
 list of people, work, study, home and likes (`_LIFE`) was fixed before any sentence was looked at.
+
+Set fresh4 (session 38, ids 4000-4219):
+
+    python benchmarks/labels/collect_fact_sentences.py --shared ../shared/data --fresh4 --out DIR
+
+writes DIR/sample_fresh4.json (seeds 50-53) the way fresh3 was drawn, from no session or LoCoMo turn that sets a,
+fresh, fresh2 or fresh3 drew from and with none of their sentences; see `_fresh4`.
 """
 
 from __future__ import annotations
@@ -263,10 +270,10 @@ _LIFE = re.compile(
 _EARLIER = ("fact_sentences.jsonl", "fact_sentences_fresh.jsonl", "fact_sentences_fresh2.jsonl")
 
 
-def _earlier(labels: Path) -> tuple[set[str], set[str]]:
-    """The sentences and the sessions (LoCoMo: SAMPLE:DIA_ID turns) of the earlier sets, plus every labelled
+def _earlier(labels: Path, names: tuple[str, ...] = _EARLIER) -> tuple[set[str], set[str]]:
+    """The sentences and the sessions (LoCoMo: SAMPLE:DIA_ID turns) of the earlier sets `names`, plus every labelled
     conversation: nothing of them is drawn again."""
-    rows = [json.loads(line) for name in _EARLIER for line in (labels / name).read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for name in names for line in (labels / name).read_text().splitlines() if line.strip()]
     used = {row["conversation"] for row in rows}
     for name in _LABELLED:
         used |= set(json.loads((labels / name).read_text())["conversations"])
@@ -314,15 +321,50 @@ def _fresh3(shared: Path, labels: Path | None = None) -> list[dict[str, str]]:
     return [{"id": 3000 + index, **row} for index, row in enumerate(rows)]  # type: ignore[dict-item]
 
 
+# --- set fresh4 (session 38) -------------------------------------------------------------------------------------
+
+_EARLIER4 = (*_EARLIER, "fact_sentences_fresh3.jsonl")
+
+
+def _fresh4(shared: Path, labels: Path | None = None) -> list[dict[str, str]]:
+    """~220 user sentences, ids 4000 on, drawn as `_fresh3` (same filters, sources and shares, seeds 50-53) from
+    outside every session, LoCoMo turn and sentence of sets a, fresh, fresh2 and fresh3.
+
+    fresh3 drew from the last 11 oracle sessions outside the demo, so the oracle's 40 can come up short (it does:
+    none is left); `lme-s-life` makes up the shortfall, the source nearest the oracle's evidence sessions (users
+    telling of their own lives), so the set keeps 220 sentences and fresh3's other shares.
+    """
+    taken, used = _earlier(labels or Path(__file__).parent, _EARLIER4)
+    demo, lme_s = _lme_s(shared)
+    rows = _one_per_session(_oracle(shared, demo), 40, 52, used, most=4)
+    short = 40 - len(rows)
+    taken |= {row["sentence"] for row in rows}
+    first = _user_sentences(lme_s, lambda flat: flat not in taken and _first_statement(flat))
+    rows += _one_per_session(first, 100, 50, used)
+    taken |= {row["sentence"] for row in rows}
+    life = [{**row, "source": "lme-s-life"} for row in first if _LIFE.search(row["sentence"])]
+    rows += _one_per_session([row for row in life if row["sentence"] not in taken], 60 + short, 51, used)
+    taken |= {row["sentence"] for row in rows}
+    locomo = [row for row in _locomo(shared, set(taken)) if "?" not in row["sentence"]]
+    rows += _one_per_session(locomo, 20, 53, used)
+    return [{"id": 4000 + index, **row} for index, row in enumerate(rows)]  # type: ignore[dict-item]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared", type=Path, required=True)
     parser.add_argument("--heldout-ids", type=Path, help="held-out conversation ids, one a line (sets a and fresh)")
     parser.add_argument("--fresh2", action="store_true", help="draw set fresh2 instead (needs no id file)")
     parser.add_argument("--fresh3", action="store_true", help="draw set fresh3 instead (needs no id file)")
+    parser.add_argument("--fresh4", action="store_true", help="draw set fresh4 instead (needs no id file)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     shared = args.shared
+    if args.fresh4:
+        args.out.mkdir(parents=True, exist_ok=True)
+        fresh4 = _fresh4(shared)
+        (args.out / "sample_fresh4.json").write_text(json.dumps(fresh4, ensure_ascii=False, indent=0))
+        return 0
     if args.fresh3:
         args.out.mkdir(parents=True, exist_ok=True)
         fresh3 = _fresh3(shared)
@@ -334,7 +376,7 @@ def main() -> int:
         (args.out / "sample_fresh2.json").write_text(json.dumps(fresh2, ensure_ascii=False, indent=0))
         return 0
     if args.heldout_ids is None:
-        parser.error("--heldout-ids is needed unless --fresh2 or --fresh3")
+        parser.error("--heldout-ids is needed unless --fresh2, --fresh3 or --fresh4")
     dev = set(json.loads((Path(__file__).parent / "dev_labels.json").read_text())["conversations"])
     skip = set(args.heldout_ids.read_text().split()) | dev
     exports = shared / "exports"
