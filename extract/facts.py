@@ -886,8 +886,8 @@ def _event(text: str) -> str:
     if not words:
         return ""
     first = words[0].casefold().strip("'\"")
-    if first[:1].isdigit():
-        return ""  # "I finished 10 videos": a count, the counted rule's
+    if first.isdigit():
+        return ""  # "I finished 10 videos": a count, the counted rule's ("a 5-day hiking trip" is an event)
     if first in _FUNCTION or first in NO_VALUE or first in PRONOUNS or first in _VAGUE_OBJECT or first in _ME_WORDS:
         return ""  # "it", "your advice", "around with", "with my team", "one of them"
     if not first.endswith("ing") and (

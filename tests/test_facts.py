@@ -926,6 +926,8 @@ def test_v13_places_choices_pronoun_goals_and_years_read_as_a_person_would_write
         ("I just got back from LA last Thursday.", [("got back from", "LA")]),
         ("I just finished listening to 'The Power' by Naomi Alderman today.",
          [("finished", "listening to 'The Power' by Naomi Alderman")]),
+        ("I went on a 5-day hiking trip to Yellowstone with my friends Emily and Jake.",
+         [("went on", "5-day hiking trip to Yellowstone with my friends")]),
         ("I watched the video you sent.", []),  # a step of the talk
         ("I went to check the oven.", []),  # a purpose, not a place
         ("The one I went to last year was better.", []),  # an embedded clause with no object
@@ -938,6 +940,6 @@ def test_v13_recall_family_tastes_goals_and_events(sentence: str, expected: list
     a goal said as readiness ("excited to", "determined to"), as work ("working on developing ...") or as a leaning,
     and an event of the user's life said in the past ("I attended", "I went to", "I got back from")."""
     kept = {"has", "likes", "enjoys", "interested in", "goal", "attended", "went to", "got back from", "finished"}
-    kept |= {"watched", "visited"}
+    kept |= {"watched", "visited", "went on"}
     found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
     assert [f for f in found if f[0] in kept] == expected
