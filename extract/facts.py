@@ -550,9 +550,11 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         _not_owned_here(match)
         or _NEAR.match(match.string[match.end() :])
         or _FOR_SOMEONE.match(match.string[match.end() :])
-        or re.match(r"\s+from\b", match.string[match.end() :])
+        or re.match(r"\s+from\s+(?:a|an|my|his|her|our|their|the|some)\b", match.string[match.end() :], re.I)
+        or (re.match(r"\s+from\s+(?-i:[A-Z])", match.string[match.end() :]) and _HAVE_FROM.search(match.string))
     ):
-        return None  # "I have a home Wi-Fi router", "a cafe near my house" (there is one), "from Zara": have_from's
+        return None  # "a home Wi-Fi router", "a cafe near my house" (there is one), "a laptop from a friend", "from
+        # Zara" (have_from's "Zara denim jacket")
     if rule.name == "have_thing":
         value = re.sub(r"^(?:pairs?|sets?|couple)\s+of\s+", "", value, flags=re.I)  # "a few pairs of earrings"
     if rule.name == "my_thing" and (_not_owned_here(match) or any(w[:1].isupper() for w in value.split())):
@@ -695,6 +697,8 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
             return None
     if rule.name == "excited_to":
         value = goal(re.split(r"\s+and\s+(?:start|then|see|get|try|enjoy|learn)\b", value, maxsplit=1)[0])
+        if value and value.split()[0].casefold() in _TRYING_OUT:
+            return None  # "excited to experiment with different woods": trying the talk's ideas, as "try" is
     elif rule.attribute == "goal" and rule.name != "interview":
         value = (
             goal(value) or _pronoun_goal(value, match.string[: match.start()]) or _led_goal(value) or _plain_goal(value)
@@ -750,6 +754,7 @@ def _not_owned_here(match: re.Match[str]) -> bool:
 # Homes and their parts: a preposition of place before "my" makes them a landmark ("the park near my house", "a
 # walk from my apartment"), not a thing the user is telling of. "in my apartment", "from my garden" still say the
 # user has one (the sets label them), and a business is said as the user's where it is ("sell at my store").
+_HAVE_FROM = next(rule.pattern for rule in RULES if rule.name == "have_from")
 _NEAR = re.compile(
     r"\s+(?:near|nearby|close\s+to|next\s+to|around\s+the\s+corner|down\s+the\s+(?:street|road|block)|in\s+(?:my|our|the)"
     r"\s+(?:neighbou?rhood|area|town|city|building))\b",
@@ -822,6 +827,7 @@ def _a_step_of_the_talk(match: re.Match[str], value: str) -> bool:
     return definite is not None and not any(w[:1].isupper() or any(c.isdigit() for c in w) for w in words)
 
 
+_TRYING_OUT = frozenset(["experiment", "play", "tinker", "test", "practice", "practise"])
 _THE_TALK_TEXT = "conversation conversations chat chats discussion talk list plan plans recipe itinerary process"
 _THE_TALK = frozenset(_THE_TALK_TEXT.split())
 _HOW_NOT_A_CLAUSE = re.compile(

@@ -912,6 +912,7 @@ def test_v13_places_choices_pronoun_goals_and_years_read_as_a_person_would_write
          [("goal", "start exploring Skillshare")]),
         ("I'm determined to find the right spot for the studio.", [("goal", "find the right spot for the studio")]),
         ("I'm so excited to hear what you think.", []),
+        ("I just got a smoker and I'm excited to experiment with different types of wood.", []),  # trying things out
         ("I've also been working on improving my posture at the desk.",
          [("goal", "improving my posture at the desk")]),
         ("I'm leaning towards applying for the data science program I saw, but I'm not sure.",
