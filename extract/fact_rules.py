@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FACT_RULES_VERSION = 12  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
+FACT_RULES_VERSION = 13  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
@@ -102,6 +102,9 @@ KIN = (
     r"sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|girlfriend|boyfriend|fianc[ée]e?"
     r"|cousin|niece|nephew|aunt|uncle|grandma|grandpa|grandmother|grandfather|grandson|granddaughter|kids|children"
     r"|sons|daughters|sisters|brothers|siblings|parents|grandparents|grandkids|grandchildren|twins|in-laws"
+    # v13: plurals, in-laws and step-kin, and a best friend (the sets label them as family)
+    r"|cousins|nieces|nephews|aunts|uncles|grandsons|granddaughters|(?:mother|father|sister|brother|son|daughter)-in-law"
+    r"|step(?:mom|dad|mother|father|son|daughter|sister|brother)|best\s+friend|roommate"
 )
 # Things a person owns, by kind: vehicles, devices, homes, animals, instruments, a business, things worn or collected
 OWNABLE = (
@@ -323,7 +326,9 @@ RULES: tuple[Rule, ...] = (
         # "I'm thinking of planning a trip", "I was thinking of setting a goal to attend a workshop": an intention.
         # A rule of its own, so that "I'm thinking of hosting a party and I want to serve tacos" gives both goals.
         "goal_considered",
-        r"\b(?:" + _WE_ARE + r"|(?:I|we)\s+(?:was|were))\s+(?:\w+ly\s+)?(?:thinking\s+(?:of|about)|considering)"
+        # v13: "I'm also thinking of", "I've been thinking about" (what the user has long meant to do)
+        r"\b(?:" + _WE_ARE + r"|(?:I|we)\s+(?:was|were)|(?:I|we)(?:'ve|\s+have)\s+(?:also\s+)?been)\s+"
+        r"(?:(?:\w+ly|also|still|just|now|really|even|seriously)\s+)*(?:thinking\s+(?:of|about)|considering)"
         r"(?:\s+setting\s+(?:a|the|my|our)\s+goal\s+(?:to|of)|(?=\s+\w+ing\b)(?!\s+" + _NOT_DOING + r"\b))"
         r"\s+(?P<value>.+)",
         "user",
@@ -426,8 +431,9 @@ RULES: tuple[Rule, ...] = (
         r"\bmy\s+(?P<noun>sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend"
         r"|girlfriend|boyfriend|cousin|niece|nephew|aunt|uncle|grandma|grandpa|boss|colleague|roommate"
         r"|coworker|co-worker|neighbou?r|fianc[ée]e?|best\s+friend|grandson|granddaughter|stepson|stepdaughter"
-        r"|teammate|classmate|mentor|manager|dog|cat|puppy|kitten)\s*,?\s+"
-        r"(?P<value>[A-Z][a-z]+)\b",
+        r"|teammate|classmate|mentor|manager|dog|cat|puppy|kitten"
+        r"|friends|cousins|kids|sons|daughters|sisters|brothers|parents|grandkids|dogs|cats)\s*,?\s+"
+        r"(?P<value>[A-Z][a-z]+(?:\s+and\s+(?-i:[A-Z][a-z]+))?)\b",  # v13: "my friends Alex and Emma"
         "user's {noun}",
         "called",  # not "name": a user has several friends and cousins, and a new one ends no other
         presupposed=True,
@@ -540,7 +546,11 @@ RULES: tuple[Rule, ...] = (
         r"\b"
         + _WE_ARE
         + r"\s+(?:(?:currently|also|now|actually|just|still|really)\s+)?(?:(?P<verb>planning|organi[sz]ing)\s+"
-        r"(?P<value>(?:a|an|my|our|the)\s+.+)|(?P<verb2>preparing\s+for)\s+(?P<value2>.+))",
+        r"(?P<value>(?:a|an|my|our|the)\s+.+)|(?P<verb2>preparing\s+for)\s+(?P<value2>.+)"
+        # v13: "I'm starting a dance studio", "we're launching a podcast": a venture of the user's own
+        r"|(?P<verb3>starting|launching|opening|founding)\s+(?P<value3>(?:a|an|my|our)\s+(?:own\s+)?(?:new\s+)?"
+        r"(?:[\w-]+\s+){0,2}?(?:business|company|studio|shop|store|blog|podcast|channel|bakery|restaurant|cafe|club"
+        r"|nonprofit|non-profit|charity|practice|firm|agency|startup|band|newsletter|garden|farm)\b.*))",
         "user",
         "goal",
         presupposed=True,
@@ -812,6 +822,91 @@ RULES: tuple[Rule, ...] = (
         "{verb}",
         presupposed=True,
         list_value=True,
+    ),
+    _rule(
+        "excited_to",
+        # "I'm excited to start exploring Skillshare", "I'm determined to find the right spot", "I think I'm ready to
+        # give all my love to a child" (v13: read by goal() alone: "excited to try out the recipe" is a reaction)
+        r"\b" + _WE_ARE + r"\s+(?:(?:so|really|very|also|finally|just|now|more\s+than)\s+)*(?:excited|determined|eager"
+        r"|ready|itching|dying)\s+to\s+(?P<value>.+)",
+        "user",
+        "goal",
+        presupposed=True,
+        phrase_value=True,
+    ),
+    _rule(
+        "curious_about",
+        # "I've always been curious about making pasta from scratch": a standing interest ("I'm curious about X" is
+        # as often a question in the talk: not read)
+        r"\bI(?:'ve|\s+have)\s+(?:always|long)\s+been\s+(?:(?:really|very|so|quite)\s+)?curious\s+about\s+"
+        r"(?P<value>.+)",
+        "user",
+        "interested in",
+        list_value=True,
+    ),
+    _rule(
+        "loving",
+        # "I'm really loving the outdoor concert series", "I've been really enjoying "Daring Greatly" so far", "I've
+        # been obsessed with the new Athleta store": a taste said in the progressive (v13)
+        r"\b(?:" + _IM + r"|I(?:'ve|\s+have)\s+been)\s+(?:(?:really|absolutely|totally|just|also|still|so|kind\s+of"
+        r"|a\s+bit|pretty|lately)\s+)*(?P<verb>loving|enjoying|obsessed\s+with|hooked\s+on|addicted\s+to)\s+"
+        r"(?P<value>.+)",
+        "user",
+        "{verb}",
+        list_value=True,
+    ),
+    _rule(
+        "working_on_doing",
+        # "I've been working on developing more positive self-talk", "I'm still working on fine-tuning my speed
+        # management": what the user works at is a goal (v13; "working on a churn model" is working_on's)
+        r"\b(?:" + _WE_ARE + r"|(?:I|we)(?:'ve|\s+have)\s+(?:also\s+)?been)\s+(?:(?:currently|also|now|actually|just"
+        r"|still|really)\s+)*working\s+on\s+(?P<value>[a-z][\w-]*ing\s.+)",
+        "user",
+        "goal",
+        presupposed=True,
+        phrase_value=True,
+    ),
+    _rule(
+        "leaning_towards",
+        # "I'm leaning towards working on a business idea", "I'm leaning towards The Brooklyn Riviera" (v13)
+        r"\b" + _WE_ARE + r"\s+(?:(?:also|really|currently|now|still|kind\s+of)\s+)*leaning\s+(?:towards?|toward)\s+"
+        r"(?P<value>.+)",
+        "user",
+        "goal",
+        presupposed=True,
+        phrase_value=True,
+    ),
+    _rule(
+        "have_thing",
+        # "I have a small business", "I have two cats", "we own a cabin": a thing owned, named by its kind (v13; the
+        # kinds are my_thing's, so "I have a question" or "I have a meeting" give nothing)
+        r"\b(?:I|we)\s+(?:(?:also|still|now|already|just|actually)\s+)*(?:have|own)\s+(?:a|an|two|three|four|five"
+        r"|several|a\s+few|some)\s+(?P<value>(?:(?!(?:new|old|own|other|current|favou?rite)\b)[a-z][\w-]*\s+){0,2}?"
+        r"(?P<noun>" + OWNABLE + r"))(?:'s)?(?![\w-])",
+        "user",
+        "owns",
+        whole_value=True,
+    ),
+    _rule(
+        "eyeing",
+        # "I've been eyeing a canvas tote bag from a local brand": a thing the user means to get (v13)
+        r"\b(?:" + _IM + r"|I(?:'ve|\s+have)\s+been)\s+(?:(?:really|also|still|just)\s+)*eyeing\s+(?:up\s+)?"
+        r"(?P<value>(?:a|an|some|this|these|that)\s+.+)",
+        "user",
+        "goal",
+        presupposed=True,
+        list_value=True,
+    ),
+    _rule(
+        "did",
+        # "I attended a charity gala at the Hilton hotel", "I just got back from a business trip to Chicago", "Last
+        # week I went to an LGBTQ+ pride parade": an event of the user's life, said in the past (v13; "other" facts)
+        r"\bI\s+(?:(?:just|recently|actually|also|finally|once|even|first|then)\s+)*(?P<verb>attended|went\s+to"
+        r"|went\s+on|got\s+back\s+from|participated\s+in|took\s+part\s+in|visited|volunteered\s+(?:at|for)"
+        r"|competed\s+in|celebrated|met\s+up\s+with|met|played|watched|finished|completed|hiked)\s+(?P<value>.+)",
+        "user",
+        "{verb}",
+        whole_value=True,
     ),
     _rule(
         "a_lot_of",

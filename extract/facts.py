@@ -26,6 +26,7 @@ from extract.fact_rules import (
     CONDITIONAL,
     FACT_RULES_VERSION,
     HYPOTHETICAL,
+    KIN,
     MAX_SPAN_CHARS,
     MAX_VALUE_WORDS,
     NEGATED,
@@ -98,7 +99,10 @@ _VERB_NAMES = {
     "read": "reads", "reading": "reads", "run": "runs", "running": "runs", "studying": "is studying",
     "like": "likes", "enjoy": "enjoys",
 }  # fmt: skip
-_PLANNED = {"planning": "plan", "preparing for": "prepare for", "organizing": "organize", "organising": "organise"}
+_PLANNED = {
+    "planning": "plan", "preparing for": "prepare for", "organizing": "organize", "organising": "organise",
+    "starting": "start", "launching": "launch", "opening": "open", "founding": "found",
+}  # fmt: skip
 _SOFTWARE_NOUNS_TEXT = (
     "account job jobs cluster code project script table tables bucket database db instance app notebook pipeline"
     " repo repository query queries server workspace subscription profile page channel workflow dag dags videos"
@@ -123,8 +127,8 @@ _NOT_OWNED = frozenset(_NOT_OWNED_TEXT.split())
 _BARE_AMOUNTS = frozenset(["pair", "set", "bunch", "couple", "few", "lot", "one", "ones", "bit", "piece"])
 _NOT_OWNED_FIRST = frozenset(["good", "great", "better", "clear", "bad", "pretty", "decent", "rough", "basic", "solid"])
 _FOR_SOMEONE = re.compile(
-    r"[^.!?]{0,40}?\bfor\s+(?:my|her|his|our|a|another|the)\s+(?:\w+\s+)?(?:" + RELATIVES + r"|parents|kids|children"
-    r"|friends|neighbou?r|coworker|colleague|boss|teacher|host|team|mentor)\b",
+    r"[^.!?]{0,40}?\bfor\s+(?:my|her|his|our|a|another|the)\s+(?:\w+\s+)?(?:" + KIN + "|" + RELATIVES + r"|parents|kids"
+    r"|children|friends|neighbou?r|coworker|colleague|boss|teacher|host|team|mentor)(?![\w-])",
     re.IGNORECASE,
 )
 # Nouns after "my <Name>" that make the name a plan, a dish, a use or a document, not a thing owned
@@ -159,12 +163,79 @@ _NOT_LIKED = frozenset(["sound", "look", "looks", "idea", "ideas", "feel", "way"
 _TOOL_POINTERS = frozenset(
     ["following", "above", "below", "same", "previous", "attached", "given", "mentioned", "other"]
 )
-# "we want to move it to AWS": the pronoun is the data of the sentence before; the destination names the goal
-_MOVED = re.compile(
-    r"^(?P<verb>move|migrate|transfer|shift|port|load|copy|deploy|upload|push|convert)\s+(?P<what>it|them|this|that"
-    r"|these|those|everything|all\s+of\s+it)\s+(?P<to>to|into|onto|on)\s+(?P<rest>.+)",
+# "we want to move it to AWS", "I want to sell them": a goal whose object is a pronoun
+_PRONOUN_GOAL = re.compile(
+    r"^(?P<verb>[a-z]+)(?P<link>\s+(?:up|out|off|back|over|away|down|along|on))?\s+(?P<what>it|them|this|that|these"
+    r"|those)\b(?P<rest>.*)$",
     re.IGNORECASE,
 )
+_MOVED_VERBS_TEXT = "move migrate transfer shift port load copy deploy upload push convert"
+_MOVED_VERBS = frozenset(_MOVED_VERBS_TEXT.split())
+# What the pronoun stands for, when the sentence names it before the goal: the thing the user has, got or made
+# ("we have huge RDBMS data in a server location we want to move it to AWS")
+_REFERENT = re.compile(
+    r"\b(?:I|we)(?:'ve|\s+have|'d|\s+had)?\s+(?:(?:just|recently|finally|also|already|still)\s+)*(?:have|has|had"
+    r"|got|own|bought|made|built|wrote|created|adopted|found|collected|inherited|keep|store|received|taken|took)\s+"
+    r"(?P<np>[^.!?;:]+)",
+    re.IGNORECASE,
+)
+_AMOUNT_WORDS_TEXT = (
+    "a an the some this these those my our huge large big massive small little lots lot tons of several few all"
+)
+_AMOUNT_WORDS = frozenset(_AMOUNT_WORDS_TEXT.split())
+
+
+def _referent(before: str) -> str:
+    """The noun phrase of the last "I/we have/got/made X" before a goal, up to its first modifier or clause; ""
+    when the sentence names none, or names a state rather than a thing ("I have no idea", "I had a great time")."""
+    found = list(_REFERENT.finditer(before))
+    if not found:
+        return ""
+    words = found[-1].group("np").split()
+    while words and words[0].casefold() in _AMOUNT_WORDS:
+        words = words[1:]
+    if len(words) > 2 and words[0].casefold() in _MEASURES and words[1].casefold() == "of":
+        words = words[2:]  # "a pair of black high-waisted jeans": the jeans
+        while words and words[0].casefold() in _AMOUNT_WORDS:
+            words = words[1:]
+    kept: list[str] = []
+    for token in words[:4]:
+        word = token.rstrip(",")
+        low = word.casefold()
+        if low in VALUE_STOP or low in _FUNCTION or not re.fullmatch(r"[\w'&+-]+", word):
+            break
+        kept.append(word)
+        if word != token:
+            break
+    if not kept or kept[0].casefold() in {"no", "not", "any"} | NO_VALUE | PRONOUNS:
+        return ""
+    last = kept[-1].casefold()
+    if last in _VAGUE_OBJECT or last in _NOT_OWNED or last in TIME_UNITS or last in _NOT_REFERENTS:
+        return ""
+    return " ".join(kept)
+
+
+_MEASURES = frozenset(["pair", "pairs", "set", "sets", "bunch", "couple", "box", "bag", "bottle", "jar"])
+_NOT_REFERENTS = frozenset(["time", "fun", "day", "night", "blast", "trouble", "luck", "way", "need", "plan", "goal"])
+
+
+def _pronoun_goal(value: str, before: str) -> str:
+    """A goal whose object is a pronoun ("move it to AWS", "sell them"), the pronoun taken for what the same
+    sentence named before it ("we have huge RDBMS data ... we want to move it to AWS" -> "move RDBMS data to AWS");
+    "" when the sentence names nothing: the pronoun points into the talk, and "move it to AWS" says nothing alone."""
+    match = _PRONOUN_GOAL.match(" ".join(_CLAUSE_END.split(value, maxsplit=1)[0].split()))
+    if match is None or not (referent := _referent(before)):
+        return ""
+    rest, link = match.group("rest"), match.group("link") or ""
+    particle = re.match(r"\s+(up|out|off|back|away|down)\b", rest, re.IGNORECASE)
+    if particle and not link:  # "dress them up with a nice top": "dress up the jeans with a nice top"
+        link, rest = f" {particle.group(1)}", rest[particle.end() :]
+    said = f"{match.group('verb')}{link} {referent}{rest}"
+    found = goal(said)
+    if found or match.group("verb").casefold() not in _MOVED_VERBS:
+        return found
+    rest = " ".join(rest.split()[:4])  # "load it into Snowflake": an operation verb, still a move
+    return f"{match.group('verb')}{link} {referent} {rest}" if _names_a_tool(rest) else ""
 
 
 # "find ways to reduce my commute costs", "get back on track with my fitness goals": the outcome after the lead
@@ -183,17 +254,6 @@ def _led_goal(value: str) -> str:
         return goal(match.group("rest"))
     rest = _list_value(ARTICLE.sub("", match.group("rest")))
     return f"{' '.join(match.group('keep').split())} {rest}" if rest else ""
-
-
-def _moved_goal(value: str) -> str:
-    """ "move it to AWS of any storage" -> itself, cut: a move whose destination is named, though its object is not."""
-    match = _MOVED.match(value)
-    if match is None:
-        return ""
-    rest = " ".join(_CLAUSE_END.split(match.group("rest"), maxsplit=1)[0].split()[:4])
-    if not rest or not _names_a_tool(rest):
-        return ""
-    return f"{match.group('verb')} {match.group('what')} {match.group('to')} {rest}"
 
 
 def _names_a_tool(value: str) -> bool:
@@ -264,6 +324,8 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
             before = sentence[: match.start()]
             if rule.name in _CLAUSE_ASKED and _ASKING.search(before):
                 continue  # "why we use sqoop", "once we submit a spark job", "if I use Airflow"
+            if rule.name == "did" and _ASKING_EVENT.search(before):
+                continue  # "when I visited Paris", "the one I went to": no event said ("speaking of which, I ..." is)
             wish = CONDITIONAL if rule.presupposed else HYPOTHETICAL
             clause = _clause_start(before)  # "I'm not sure if I want to stay, but I do want to work here": its own
             if wish.search(sentence[clause : min(match.end(), match.start() + 40)]):  # "explain it like | I have a PhD"
@@ -289,7 +351,7 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
 
 
 # "my mom is 60", "my phone is a Pixel 8": a fact of the user's mom or phone says the user has one; not said again
-_HAD = frozenset(["kin_mention", "my_thing"])
+_HAD = frozenset(["kin_mention", "my_thing", "have_thing"])
 # "3+ years of experience using tools like Hadoop, hive": two rules read one list, as a skill and as a tool; say it once
 # (as "has experience with": the sentence says the user's skill, which says the use too)
 _TOOL_ATTRIBUTES = frozenset(["uses", "has experience with"])
@@ -301,7 +363,7 @@ _V6_RULES_TEXT = (
     "age_said role_resume experience_years experience_for work_in uses_i uses_we tools_like experience_with working_on"
     " planning_thing interview learn_about likes got_thing have_from my_brand from_place education new_to my_role_is"
     " pet_named have_family fan_of favourite looking_for will_try kin_mention my_thing is_my_favourite my_love_for"
-    " a_lot_of"
+    " a_lot_of loving working_on_doing leaning_towards have_thing eyeing did excited_to curious_about"
 )
 _V6_RULES = frozenset(_V6_RULES_TEXT.split())
 _QUESTION_OPENER = re.compile(
@@ -317,6 +379,12 @@ _CLAUSE_ASKED = frozenset(
 _ASKING = re.compile(
     r"\b(?:if|when|whenever|once|whether|why|how|what|which|where|can|could|should|would|do|does|did|while|let's"
     r"|lets|suppose|assume|assuming)\b",
+    re.IGNORECASE,
+)
+# The same for a past event, but "which" ("speaking of which, I went to ...") and "while" open no question there
+_ASKING_EVENT = re.compile(
+    r"\b(?:if|when|whenever|once|whether|why|how|what|where|can|could|should|would|do|does|did|let's|lets|suppose"
+    r"|assume|assuming)\b|\b(?:the|that|those|these)\s+(?:[\w'-]+\s+){0,3}$",  # "the concert I attended": a clause
     re.IGNORECASE,
 )
 # Tools a technical user names when reporting what they did or got: "while running spark job in eclipse i got the
@@ -475,22 +543,35 @@ def _negated_inside(match: re.Match[str]) -> bool:
 
 def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
     groups = match.groupdict()
-    groups["value"] = groups["value"] or groups.get("value2") or ""
+    groups["value"] = groups["value"] or groups.get("value2") or groups.get("value3") or ""
     value = _value(groups["value"], rule)
-    verb = " ".join((groups.get("verb") or groups.get("verb2") or "").casefold().split())
+    verb = " ".join((groups.get("verb") or groups.get("verb2") or groups.get("verb3") or "").casefold().split())
+    if rule.name == "have_thing" and (
+        _not_owned_here(match)
+        or _NEAR.match(match.string[match.end() :])
+        or _FOR_SOMEONE.match(match.string[match.end() :])
+        or re.match(r"\s+from\s+(?:a|an|my|his|her|our|their|the|some)\b", match.string[match.end() :], re.I)
+        or (re.match(r"\s+from\s+(?-i:[A-Z])", match.string[match.end() :]) and _HAVE_FROM.search(match.string))
+    ):
+        return None  # "a home Wi-Fi router", "a cafe near my house" (there is one), "a laptop from a friend", "from
+        # Zara" (have_from's "Zara denim jacket")
+    if rule.name == "have_thing":
+        value = re.sub(r"^(?:pairs?|sets?|couple)\s+of\s+", "", value, flags=re.I)  # "a few pairs of earrings"
     if rule.name == "my_thing" and (_not_owned_here(match) or any(w[:1].isupper() for w in value.split())):
         return None  # "my home Wi-Fi router", "working on my laptop": not a thing owned; "my Nikon camera": my_brand's
     if rule.name == "is_my_favourite":
         value = _named_before(" ".join(match.string[: match.start()].split()[-6:]))  # back to the clause's start
     if rule.name == "kin_mention" and _FOR_SOMEONE.match(" for my " + value) is None:
         return None  # not kin (the pattern's list and _FOR_SOMEONE's agree)
-    if rule.name in ("my_love_for", "a_lot_of", "prefer"):
+    if rule.name in ("my_love_for", "a_lot_of", "prefer", "loving"):
         value = _TASTE_END.split(value, maxsplit=1)[0].strip(" ,")  # "Phoebe Bridgers lately", "dance and how it"
         value = _MODIFIER_TAIL.split(value, maxsplit=1)[0] if rule.name != "prefer" else value  # "videos on the topic"
     if rule.name in ("prefer", "relative_prefer", "my_love_for"):
         verb = _PREFERENCE_NAMES.get("prefer" if verb.startswith("prefer") else verb, verb)
         if _EMBEDDED.search(match.string[: match.start()]):
             return None  # "ask me which I prefer to play", "the journals I'm interested in": not a statement
+        if not value and verb == "interested in":
+            value = _how_clause(groups["value"])  # "fascinated by how data can inform business decisions"
     said = value.casefold().split()
     after = re.findall(r"[\w'-]+", ARTICLE.sub("", groups["value"].strip().casefold()))[len(said) : len(said) + 1]
     if after and after[0] in ("one", "ones", "option", "options"):
@@ -499,12 +580,12 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         return None  # "I'll use the following code", "I'll try the steam method": a step suggested in the talk
     if rule.name == "will_try" and _a_step_of_the_talk(match, value):
         return None  # "I'll try out the recipe", "I'll try adding some sweet potato": the talk's suggestion, a step
-    if rule.name in ("will_try", "chose"):
+    if rule.name == "will_try":
         value = _TRY_END.split(value, maxsplit=1)[0].strip(" ,")  # "Pocket and Evernote to see", "Trello for now"
-        value = _MODIFIER_TAIL.split(value, maxsplit=1)[0]  # "red and green labels for the gift tags": what, not for
-        if rule.name == "chose":  # "a signature cocktail, something that's refreshing": what follows a comma says how
-            value = value.split(",", 1)[0].strip()
-            said = value.casefold().split()
+        value = _MODIFIER_TAIL.split(value, maxsplit=1)[0]  # "the recipe in my hair mask": what, not where
+    if rule.name == "chose":
+        value, thing = _chosen(groups["value"])
+        said = thing.casefold().split()
     if rule.name in ("chose", "will_try") and _VAGUE_CHOICE.intersection(said):
         return None  # "I'll go with the first option", "I'll choose that one": a pointer, not a thing named
     noun = " ".join((groups.get("noun") or "").casefold().split())
@@ -573,7 +654,7 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         value.split()[0].casefold() in _NOT_WORKPLACES or value.split()[-1].casefold() in _NOT_THINGS
     ):
         return None  # "I work in the mornings", "I'm working in a team"
-    if rule.name == "likes":
+    if rule.name in ("likes", "loving") and value:
         words_said = set(re.findall(r"[\w']+", value.casefold()))
         if re.search(r"\b(?:that|which|who|what|whatever|the\s+\w+)\s*$", match.string[: match.start()], re.I):
             return None  # "a necklace that I love", "the ones I like": an embedded clause, not a statement
@@ -581,8 +662,14 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
             return None  # "I love the sound of that recipe", "I like the idea of ...": a reaction in the talk
         if words_said & {"you", "your", "you've", "yours"} or words_said & _VAGUE_CHOICE:
             return None  # "I like the routine you've suggested", "I love the second option": about the talk
-        if re.match(r"(?:the|this|that|these|those|your)\b", groups["value"].strip(), re.I):
-            return None  # "I like the White Blouse and Blazer combo": a pick among the assistant's suggestions
+        pointer = (
+            r"(?:the|this|that|these|those|your)\b" if rule.name == "likes" else r"(?:this|that|these|those|your)\b"
+        )
+        if re.match(pointer, groups["value"].strip(), re.I):
+            return None  # "I like the White Blouse and Blazer combo", "I'm loving these": the assistant's suggestions
+        if rule.name == "loving" and words_said & _THE_TALK:
+            return None  # "I'm really enjoying our conversation": the talk itself
+        # "I'm really loving the outdoor concert series": a taste of the user's days, not a pick in the talk
         verb = "enjoy" if verb.startswith("enjoy") else "like"  # "I really enjoyed working with clay": enjoys
     if rule.name == "education" and value.casefold() == "degree":
         return None  # "I have a degree": which, the sentence does not say
@@ -593,9 +680,30 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
             return None  # "I have an interview for my green card": with whom, the rule does not read
         verb = "goal" if groups.get("verb") else "interviewed"
     if rule.name == "planning_thing":
+        value = re.split(r"\s+(?:'?cause|cuz|coz|'cos)\b", value, maxsplit=1)[0]  # "a studio 'cause I love it"
         value = f"{_PLANNED.get(verb, verb)} {value}"  # "planning a trip to Miami": plan a trip to Miami
+    if rule.name == "leaning_towards":
+        value = re.split(r"\s(?:I|we)\s", value, maxsplit=1)[0]  # "a business idea [I already have]"
+        first = value.split()[0] if value.split() else ""
+        if not first.casefold().endswith("ing") and not _names_a_thing(ARTICLE.sub("", value)):
+            return None  # "I'm leaning towards the blue one", "a red dress": one of the talk's options
+    if rule.name == "eyeing":
+        value = f"get {value}" if value and not _not_a_thing(value.split()[-1]) else ""  # "get new pair of boots"
+        if not value:
+            return None
+    if rule.name == "did":
+        value = _event(groups["value"])
+        if not value:
+            return None
+    if rule.name == "excited_to":
+        value = goal(re.split(r"\s+and\s+(?:start|then|see|get|try|enjoy|learn)\b", value, maxsplit=1)[0])
+        if value and value.split()[0].casefold() in _TRYING_OUT:
+            return None  # "excited to experiment with different woods": trying the talk's ideas, as "try" is
+    elif rule.attribute == "goal" and rule.name != "interview":
+        value = (
+            goal(value) or _pronoun_goal(value, match.string[: match.start()]) or _led_goal(value) or _plain_goal(value)
+        )
     if rule.attribute == "goal" and rule.name != "interview":
-        value = goal(value) or _moved_goal(value) or _led_goal(value) or _plain_goal(value)
         if not value or value.split()[1].casefold() in ("your", "you"):
             return None  # "I'd love to get your input": a turn of the talk, not an outcome the user wants
         if _a_task_on_software(match.string, value):
@@ -637,7 +745,29 @@ def _not_owned_here(match: re.Match[str]) -> bool:
         if noun_after and not lexicon.only_verb_or_adverb(word):
             return True
     noun = match.group("noun").casefold()
-    return noun in _DEVICES and re.search(r"\b(?:on|using|from|with)\s+$", match.string[: match.start()]) is not None
+    before = match.string[: match.start()]
+    if noun in _PLACES and _NEAR_A_PLACE.search(before) is not None:
+        return True  # "a store near my house", "the gym at my apartment": where, not what the user owns
+    return noun in _DEVICES and re.search(r"\b(?:on|using|from|with)\s+$", before) is not None
+
+
+# Homes and their parts: a preposition of place before "my" makes them a landmark ("the park near my house", "a
+# walk from my apartment"), not a thing the user is telling of. "in my apartment", "from my garden" still say the
+# user has one (the sets label them), and a business is said as the user's where it is ("sell at my store").
+_HAVE_FROM = next(rule.pattern for rule in RULES if rule.name == "have_from")
+_NEAR = re.compile(
+    r"\s+(?:near|nearby|close\s+to|next\s+to|around\s+the\s+corner|down\s+the\s+(?:street|road|block)|in\s+(?:my|our|the)"
+    r"\s+(?:neighbou?rhood|area|town|city|building))\b",
+    re.IGNORECASE,
+)
+_PLACES_TEXT = "house apartment condo flat cabin cottage garage garden backyard yard balcony patio pool basement attic"
+_PLACES = frozenset(_PLACES_TEXT.split())
+_NEAR_A_PLACE = re.compile(
+    r"\b(?:near|nearby|close\s+to|next\s+to|around|outside|beside|behind|across\s+from|opposite|by|at|past|toward"
+    r"|towards|(?:away|down\s+the\s+(?:street|road|block)|(?:minutes?|mins?|blocks?|miles?|km|walk|drive|ride)"
+    r")\s+from)\s+$",
+    re.IGNORECASE,
+)
 
 
 _VERBS_AFTER_THINGS = frozenset(
@@ -668,7 +798,9 @@ def _named_before(value: str) -> str:
 
 # Where a taste ends: a time ("lately"), or a new clause after "and" ("and how it makes me feel", "and learn more")
 _TASTE_END = re.compile(
-    r"\s+(?:lately|recently|these\s+days|nowadays|now|again|all\s+the\s+time|every\s+\w+|there|here)\b"
+    r"\s+(?:lately|recently|these\s+days|nowadays|now|again|all\s+the\s+time|every\s+\w+|there|here|so\s+far"
+    r"|for\s+(?:about\s+|over\s+|almost\s+|nearly\s+|the\s+(?:past|last)\s+)?(?:\d+|a|an|a\s+few|several|one|two"
+    r"|three|four|five|six)\s+(?:days?|weeks?|months?|years?))\b"
     r"|\s+and\s+(?:how|what|why|when|where|which|who|learn|try|see|get|make|find|share|keep)\b",
     re.IGNORECASE,
 )
@@ -693,6 +825,131 @@ def _a_step_of_the_talk(match: re.Match[str], value: str) -> bool:
         return True
     definite = re.match(r"(?:the|this|that|these|those|your)\b", match.string[match.end("verb") :].lstrip(), re.I)
     return definite is not None and not any(w[:1].isupper() or any(c.isdigit() for c in w) for w in words)
+
+
+_TRYING_OUT = frozenset(["experiment", "play", "tinker", "test", "practice", "practise"])
+_THE_TALK_TEXT = "conversation conversations chat chats discussion talk list plan plans recipe itinerary process"
+_THE_TALK = frozenset(_THE_TALK_TEXT.split())
+_HOW_NOT_A_CLAUSE = re.compile(
+    r"how\s+(?:to|I|I'm|I've|we|you|my|our|it|it's|they|this|that|these|those|much|many|long|often|far|well|do|does"
+    r"|did|can|could|should|would|is|are)\b",
+    re.IGNORECASE,
+)
+
+
+def _how_clause(text: str) -> str:
+    """What an interest "in how ..." is in: the clause, when it says how a thing is or works ("how data can inform
+    business decisions", "how different countries excel in ..."); "" for a how-to, the user's own doings or a
+    pointer ("how to ...", "how I can ...", "how it works")."""
+    text = text.strip()
+    if not re.match(r"how\s", text, re.IGNORECASE) or _HOW_NOT_A_CLAUSE.match(text):
+        return ""
+    words = _LIST_END.split(text[4:], maxsplit=1)[0].split()[: MAX_LIST_WORDS - 1]
+    while words and words[-1].casefold() in _FUNCTION:
+        words.pop()
+    return f"how {' '.join(words)}" if len(words) >= 2 else ""
+
+
+def _names_a_thing(text: str) -> bool:
+    """Whether a phrase holds a name: a capitalised word that is not a language, a month or a word of address."""
+    words = re.findall(r"[A-Za-z][\w'&.-]*", text)
+    return any(w[:1].isupper() and w.casefold() not in _NOT_BRANDS and w != "I" for w in words)
+
+
+# Where an event's object ends: a clause, a time ("yesterday", "last week", "on March 10th", "about a month ago"), a
+# dash, a comma, "for the first time"
+_EVENT_END = re.compile(
+    r"[;!?()]|\.(?!\d|[a-z]|[A-Z]{2})|:(?!\d)|,|\s[-–—]\s"
+    r"|\s(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+|a\s+few|a\s+couple\s+of|several)\s+(?:minutes?"
+    r"|hours?|days?|weeks?|months?|years?)\s+ago\b|\sfor\s+(?:the\s+\w+\s+(?:time|year)|(?:about|over|almost|nearly"
+    r"|around|the\s+past|the\s+last)?\s*(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few"
+    r"|several)\s+(?:minutes?|hours?|days?|weeks?|months?|years?))\b"
+    r"|\s(?:yesterday|today|tonight|earlier|recently|lately|ago|last\s+\w+|this\s+(?:morning|afternoon|evening|week"
+    r"|weekend|month|year|past\s+\w+)|(?:about|around|almost|nearly|over)\s+(?:\d|a|an|one|two|three|four|five|six"
+    r"|seven|eight|nine|ten)\b|(?:on|in)\s+(?:(?-i:[A-Z])[a-z]+day|January|February|March|April|May|June|July|August"
+    r"|September|October|November|December|the\s+\d|\d)|for\s+the\s+first\s+time|because|but|so|since|which|who"
+    r"|where|when|while|as|after|before|until|if|though|although|that|and\s+(?:I|I'm|I've|it|it's|we|we're|was|had"
+    r"|have|got|then|they|she|he|saw|managed|ended|it's))\b",
+    re.IGNORECASE,
+)
+_NOT_EVENTS_TEXT = (
+    "bed sleep sleeping website site page link url docs documentation tutorial tutorials step steps task tasks"
+    " requirement requirements trouble issue issues problem problems interview interviews log logs goal goals"
+    " deadline deadlines target targets"
+)
+_NOT_EVENTS = _SOFTWARE_NOUNS | _NOT_OWNED | frozenset(_NOT_EVENTS_TEXT.split())
+
+
+def _event(text: str) -> str:
+    """The object of a past event ("a charity gala at the Hilton hotel", "listening to 'The Power' by Naomi
+    Alderman"), cut at its time or the next clause; "" when it names nothing the user did ("it", "the video you
+    sent", "to check", "around with the settings")."""
+    said = _EVENT_END.split(" " + text.strip(), maxsplit=1)[0]
+    words = re.sub(r"^(?:a|an|the|my|our|some|a\s+few|several)\s+", "", said.strip(), flags=re.I).split()
+    words = words[:MAX_LIST_WORDS]
+    while words and words[-1].casefold().strip("'\"") in _FUNCTION:
+        words.pop()
+    if not words:
+        return ""
+    first = words[0].casefold().strip("'\"")
+    if first.isdigit():
+        return ""  # "I finished 10 videos": a count, the counted rule's ("a 5-day hiking trip" is an event)
+    if first in _FUNCTION or first in NO_VALUE or first in PRONOUNS or first in _VAGUE_OBJECT or first in _ME_WORDS:
+        return ""  # "it", "your advice", "around with", "with my team", "one of them"
+    if not first.endswith("ing") and (
+        lexicon.only_verb_or_adverb(first)
+        or (len(words) > 1 and words[1].casefold() in _STEP_OBJECTS and lexicon.lemmas(first).get("VERB"))
+    ):
+        return ""  # "went to check the oven": a purpose, not a place
+    if any(w.casefold().strip("'\".,") in _NOT_EVENTS | _VAGUE_CHOICE for w in words[:3]):
+        return ""  # "the code", "the video you sent", "the documentation": a step of the talk, not the user's life
+    return " ".join(words).strip(" ,")
+
+
+def _chosen(text: str) -> tuple[str, str]:
+    """What "I'll go with" chose, and the thing alone: a choice says something of the user only with what it was
+    chosen for ("the ginger ale as a substitute for the gin", "the red and green labels for the gift tags") or when
+    it is a named thing ("the Junmai sake", "the geometric bookends from West Elm"). An unnamed pick said alone ("the
+    brass finish", "a personal anecdote", "a silk blouse and heels") is one of the talk's options: ("", thing)."""
+    text = ARTICLE.sub("", text.strip())
+    thing = _TRY_END.split(_list_value(text), maxsplit=1)[0].strip(" ,")  # "Trello for now"
+    thing = _MODIFIER_TAIL.split(thing, maxsplit=1)[0].split(",", 1)[0].strip()  # "labels [for the gift tags]"
+    if not thing:
+        return "", ""
+    rest = text.split()[len(thing.split()) :]
+    source = re.match(r"(?:from|by|at)\s+(?-i:[A-Z])[\w'&.-]*(?:\s+(?-i:[A-Z])[\w'&.-]*){0,2}", " ".join(rest))
+    named = any(w[:1].isupper() and w.casefold() not in _NOT_BRANDS for w in thing.split()) or source is not None
+    purpose = _purpose(rest) if rest and rest[0].casefold() in ("for", "as") else ""
+    if purpose:
+        return f"{thing} {purpose}", thing
+    if named:
+        return (f"{thing} {source.group(0).rstrip('.,;:!?')}" if source else thing), thing
+    return "", thing
+
+
+_AS_WHAT = frozenset(["a", "an", "the", "my", "our", "part", "one", "some"])
+_PURPOSE_STOP_TEXT = "in on at from into with during this next so since because"
+_PURPOSE_STOP = frozenset(_PURPOSE_STOP_TEXT.split())
+
+
+def _purpose(words: list[str]) -> str:
+    """ "for the gift tags", "as a substitute for the gin [in the ... version]": up to six words, to the first word
+    that opens another modifier, a clause or a time, or to punctuation; "" when it names nothing ("for now")."""
+    kept = [words[0].casefold()]
+    if kept[0] == "as" and (len(words) < 2 or words[1].casefold() not in _AS_WHAT):
+        return ""  # "as it seems the cheapest", "as I've used it before": a reason, not what it is for
+    for token in words[1:6]:
+        word = token.rstrip(",;:.!?)")
+        if not word or word.casefold() in _PURPOSE_STOP or not re.match(r"[\w$'-]", word):
+            break
+        kept.append(word)
+        if word != token:
+            break
+    while kept and kept[-1].casefold() in _FUNCTION:
+        kept.pop()
+    if len(kept) < 2 or all(w.casefold() in _FUNCTION | VALUE_STOP | NO_VALUE for w in kept[1:]):
+        return ""
+    return " ".join(kept)
 
 
 _STEP_OBJECTS_TEXT = "a an the some my more it them this that these those your"
@@ -761,7 +1018,10 @@ def _experience_of(rule: Rule, match: re.Match[str], years: str) -> str:
     before, tail = match.string[: match.start("value")], match.string[match.end("value") :]
     field = _FIELD_BEFORE.search(before)
     if field and field.group("field").casefold() not in _FUNCTION:
-        return f"{years} of {field.group('field')} experience"
+        # "3+ years in big data", "4 years as Spark developer": the attribute says "experience" already; the
+        # sentence's capital is no name
+        where = _sentence_case(field.group("field"), at_start=not before[: field.start("field")].strip())
+        return f"{years} {'as' if _role(where)[0] == where else 'in'} {where}"
     kept = [years]
     role = _ROLE_BEFORE.search(before)
     if role and _role(role.group("role"))[0]:
@@ -773,6 +1033,15 @@ def _experience_of(rule: Rule, match: re.Match[str], years: str) -> str:
         if what:
             kept.append(f"{' '.join(said.group('link').split())} {what}")
     return " ".join(kept) if len(kept) > 1 else ""
+
+
+def _sentence_case(phrase: str, at_start: bool) -> str:
+    """A phrase that opens the sentence, its first word in lower case when only its place made it a capital ("Big
+    data professional summary" -> "big data"); a name, a tool or an acronym stays ("Spark developer", "AWS")."""
+    first, _, rest = phrase.partition(" ")
+    if not at_start or not first[1:].islower() or first.casefold() in _TOOLS or zipf(first.casefold()) < 3.4:
+        return phrase
+    return f"{first.casefold()} {rest}".strip()
 
 
 _WAYS_TEXT = "method methods technique techniques tip tips trick tricks strategy tactic"
@@ -810,6 +1079,7 @@ _NOT_A_THING = (
 ) | frozenset(_NOT_A_THING_TEXT.split())
 _USE_TO = re.compile(r"^(?:using|use)\s+(?P<what>.+?)\s+to\s+(?P<purpose>[a-z]+\s+.+)$", re.IGNORECASE)
 _USE_THING = re.compile(r"^(?P<verb>using|use|checking\s+out|check\s+out|trying\s+out|try\s+out)\s+(?P<rest>.+)$", re.I)
+_SEE_NAMED = re.compile(r"^(?:see|watch|hear)\s+(?P<what>(?!(?:what|how|if|whether|why|you|your)\b).+)$", re.I)
 _MORE_GOAL = re.compile(
     r"^(?P<verb>[a-z]+)\s+(?P<adverb>more|less|regularly|often)\s+(?P<rest>(?:at|in|with|on|for|outdoors|outside)\b.+)$",
     re.IGNORECASE,
@@ -837,6 +1107,9 @@ def _plain_goal(value: str) -> str:
         if thing and not (said & (_VAGUE_CHOICE | _TOOL_POINTERS)) and len(said) >= 2 and first not in VALUE_STOP:
             return f"{' '.join(use.group('verb').split())} {thing}"
         return ""
+    seen = _SEE_NAMED.match(value)
+    if seen and _names_a_thing(" ".join(w for w in seen.group("what").split() if not w.isupper())):
+        return value  # "see some Ukiyo-e prints in person", "watch the Perseids": a named thing to experience
     more = _MORE_GOAL.match(value)
     if more and (rest := goal(f"{more.group('verb')} {more.group('rest')}")):
         return f"{more.group('verb')} {more.group('adverb')} {rest.split(' ', 1)[1]}"
@@ -860,6 +1133,9 @@ def _clause_start(before: str) -> int:
 # "taking the train", "suggesting we focus on thrillers", "incorporating some seafood dishes into the menu".
 _ARRANGING = frozenset(["serve", "have", "suggest", "incorporate", "take", "go"])
 _ARRANGING_KEPT = frozenset(["take up", "take on", "go to", "go on", "go back"])  # "taking up photography"
+# v13: "taking an art history course", "taking my dance skills to the next level" name what the user sets out to do;
+# "taking the train" picks one of the talk's options
+_TAKE_KEPT = frozenset(["a", "an", "my", "our"])
 _HAVE_KEPT = frozenset(["baby", "child", "kid", "kids", "children"])  # "having a baby": a goal of its own
 
 
@@ -867,6 +1143,8 @@ def _arranging(value: str) -> bool:
     words = value.casefold().split()
     verb = (lexicon.lemmas(words[0]).get("VERB") or (words[0],))[0]
     if verb == "have" and _HAVE_KEPT.intersection(words[1:4]):
+        return False
+    if verb == "take" and words[1] in _TAKE_KEPT:
         return False
     return verb in _ARRANGING and f"{verb} {words[1]}" not in _ARRANGING_KEPT
 

@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from contracts.fact_rules import said_of_the_user
 from contracts.mcp import TimelineEntry, TimelineRequest, TimelineResult
 from memory.queries import QueryError, as_time, fold
 from staging import agent_reads as reads
@@ -70,7 +71,8 @@ def fact_entries(
     entries = []
     for record in kept:
         conversation = places.get(record.message_ids[0])
-        value = record.value if record.polarity == "positive" else f"not {record.value}"
+        value = said_of_the_user(record.value)  # "their partner": said of the user, as the subject is
+        value = value if record.polarity == "positive" else f"not {value}"
         entries.append(
             TimelineEntry(
                 kind="fact",

@@ -322,7 +322,8 @@ def answer_lines(conn: sqlite3.Connection, query: str, at: str | None = None, li
         ended = record.valid_to.isoformat() if record.valid_to else None
         if ended is not None and (when is None or ended <= when):
             continue
-        value = record.value if record.polarity == "positive" else f"not {record.value}"
+        value = said_of_the_user(record.value)  # "their partner": said of the user, as the subject is
+        value = value if record.polarity == "positive" else f"not {value}"
         since = f" since {record.valid_from:%Y-%m-%d}" if record.valid_from else ""
         lines.append(f"{record.subject} {record.attribute} {value}{since}")
     keys = {(r.subject, r.attribute) for r in found[:limit]}

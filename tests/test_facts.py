@@ -234,8 +234,10 @@ def test_goals_on_real_text_name_an_outcome_not_a_conversational_move() -> None:
     # getting a bike rack", "I'll try to create a plant corner near my desk"): about 100 more, checked by hand; v6
     # ("I'm planning a trip to Seoul", "I'm considering getting a PS5", "I'm also planning to ..."): 49 more, all
     # read by hand (plans and purchases the user states, none a move of the talk); "I've been trying / meaning to
-    # ...": 21 more, read by hand (habits the user works on: "cut back on my coffee intake").
-    assert len(goals) <= 300
+    # ...": 21 more, read by hand (habits the user works on: "cut back on my coffee intake"); v13 ("I'm also thinking
+    # of", "I've been thinking about", "I'm excited to", "I'm leaning towards"): 59 more, read by hand (purchases,
+    # sales, ventures, outings; two weak: "creating a little", "adding some kimchi juice").
+    assert len(goals) <= 360
     considered = {g for g in goals if g.split()[0].casefold().endswith("ing")}
     assert {"planning a yoga retreat for the summer", "taking up photography", "selling my sculptures online"} <= goals
     assert not any(g.split()[0].casefold() in ("something", "thinking", "wondering") for g in considered)
@@ -249,8 +251,8 @@ def test_goals_on_real_text_name_an_outcome_not_a_conversational_move() -> None:
         ("I want to convert it into a style that uses string concatenation for the output", None),
         ("I want to get result row wise", None),
         ("I want to know the process of pitch in same context", None),
-        # the dev labels' "migrate on-premise RDBMS data to AWS": a move whose destination is named keeps its "it"
-        ("we have huge RDBMS data in a server location we want to move it to AWS", "move it to AWS"),
+        # the dev labels' "migrate on-premise RDBMS data to AWS": "it" is the data the same sentence named before
+        ("we have huge RDBMS data in a server location we want to move it to AWS", "move RDBMS data to AWS"),
         ("I want to move it to the other folder", None),
     ],
 )
@@ -281,7 +283,11 @@ def test_a_considered_move_is_a_goal_never_where_the_user_lives() -> None:
         ),
         (
             "My parents love Italy, while my siblings and I would love to explore Greece and Croatia.",
-            [("user", "goal", "explore Greece and Croatia", "positive"), ("user", "has", "parents", "positive")],
+            [
+                ("user", "goal", "explore Greece and Croatia", "positive"),
+                ("user", "has", "parents", "positive"),
+                ("user", "has", "siblings", "positive"),  # v13: kin in the plural (v12 read "siblings", then lost it)
+            ],
         ),
         (
             "I think we'll aim to travel in the shoulder season to avoid the crowds.",
@@ -312,7 +318,7 @@ def test_a_considered_move_is_a_goal_never_where_the_user_lives() -> None:
         # choices, possessions, relatives' roles and things, places
         (
             "I think I'll go with the geometric bookends from West Elm.",
-            [("user", "chose", "geometric bookends", "positive")],
+            [("user", "chose", "geometric bookends from West Elm", "positive")],
         ),
         ("I just organized my new bookshelf from IKEA.", [("user", "owns", "IKEA bookshelf", "positive")]),
         ("I recently bought a new Phalaenopsis orchid.", [("user", "owns", "Phalaenopsis orchid", "positive")]),
@@ -439,7 +445,7 @@ def test_role_play_hypotheticals_and_pointers_state_no_fact(sentence: str) -> No
         ("spark developer roles and responsibilities to put in resume", [("role", "spark developer")]),
         (
             "big data professional summary for 3+ years of experience using tools like Hadoop, sqoop, hive and aws",
-            [("has experience with", "Hadoop, sqoop, hive and aws"), ("experience", "3+ years of big data experience")],
+            [("has experience with", "Hadoop, sqoop, hive and aws"), ("experience", "3+ years in big data")],
         ),
         ("In my project we use Airflow and Snowflake.", [("uses", "Airflow and Snowflake")]),
         ("My team uses dbt for transformations.", [("uses", "dbt")]),
@@ -531,7 +537,6 @@ def test_a_pet_named_is_the_users_pet() -> None:
         "I got a silver necklace for a friend.",
         "I got an error when I ran it.",
         "I've got a good understanding of the claims process now.",
-        "I just got back from LA last Thursday.",
         "I'm adding more chili flakes to my Japanese-inspired dishes.",
         "I've had a pretty good experience with United Airlines.",
         "I've been in pain for 2 years.",
@@ -755,8 +760,8 @@ def test_v11_values_end_where_their_phrase_ends(sentence: str, expected: list[tu
         ("I think I'll try adding some roasted sweet potato cubes to the salad.", []),
         # a choice is the whole noun phrase ("red and green"), not what it is for
         ("I think I'll go with the simple red and green labels for the gift tags.",
-         [("chose", "simple red and green labels")]),
-        ("I think I'll go with a signature cocktail, something that's refreshing.", [("chose", "signature cocktail")]),
+         [("chose", "simple red and green labels for the gift tags")]),
+        ("I think I'll go with a signature cocktail, something that's refreshing.", []),  # v13: no purpose, no name
         ("I think I'll try Kihei Caffe or Cafe O'Lei at the Dunes for breakfast, and maybe Da Kitchen for brunch.",
          [("will try", "Kihei Caffe or Cafe O'Lei at the Dunes")]),  # a name's "at the": no modifier
         # a part of the assistant's answer is no liking
@@ -765,7 +770,7 @@ def test_v11_values_end_where_their_phrase_ends(sentence: str, expected: list[tu
         ("I really like hiking in the Alps.", [("likes", "hiking in the Alps")]),
         # years of experience say of what, or are not a fact
         ("big data professional summary for 3+ years of experience using tools like Hadoop, hive and aws",
-         [("has experience with", "Hadoop, hive and aws"), ("experience", "3+ years of big data experience")]),
+         [("has experience with", "Hadoop, hive and aws"), ("experience", "3+ years in big data")]),
         ("I have 5 years of experience in Python and SQL.",
          [("has experience with", "Python and SQL"), ("experience", "5 years in Python and SQL")]),
         ("I have 5 years of experience.", []),
@@ -822,7 +827,6 @@ def test_v12_precision_the_talks_suggestions_parts_and_tasks_are_no_facts(
         ("It keeps buffering when I watch on my phone.", []),  # a device as where something happens
         ("I sold my old car last year.", []),  # an old thing may be gone
         ("I have a rewards card at my local grocery store.", []),  # a place the user goes to, not owns
-        ("I'm looking for gift ideas for my sister-in-law.", []),  # no sister said
         ("I've been really into abstract landscapes lately.", [("interested in", "abstract landscapes")]),
     ],
 )  # fmt: skip
@@ -834,5 +838,109 @@ def test_v12_recall_family_preference_clauses_and_things_without_a_verb(
     X", "a lot of X", a standing interest ("I've always been fascinated by"), and a thing owned named by its kind
     or its make ("my hearing aids", "my 2015 Honda Civic"), not a noun that qualifies another."""
     kept = {"has", "called", "likes", "interested in", "prefers", "owns"}
+    found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
+    assert [f for f in found if f[0] in kept] == expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # a place preposition before "my X" makes it a landmark, not a thing said to be owned
+        ("Can you suggest some jogging routes near my house?", []),
+        ("There's a convenience store near my apartment that sells Japanese snacks.", []),
+        ("The gym is a five-minute walk from my apartment.", []),
+        ("We're meeting at my house on Saturday.", []),
+        ("I'm worried about the humidity level in my apartment.", [("owns", "apartment")]),
+        ("I made hot sauce using jalapenos from my garden.", [("owns", "garden")]),
+        # a thing owned, named by its kind after "I have"
+        ("I have a small business that sells candles.", [("owns", "small business")]),
+        ("We also own two dogs and a cat.", [("owns", "dogs")]),
+        ("I have a question about the schedule.", []),
+        # a choice keeps what it was chosen for, or its name; an unnamed pick alone is one of the talk's options
+        ("I think I'll go with the ginger ale as a substitute for the gin in the non-alcoholic version.",
+         [("chose", "ginger ale as a substitute for the gin")]),
+        ("I think I'll go with the Junmai sake.", [("chose", "Junmai sake")]),
+        ("I think I'll go with the brass finish.", []),
+        ("I think I'll go with the classic combo of coleslaw and French fries.", []),
+        ("I think I'll go with a personal anecdote.", []),
+        ("I'll probably go with the cloud storage option, it sounds convenient.", []),
+        ("I think I'll go with American Airlines since I've had a decent experience with them before.",
+         [("chose", "American Airlines")]),
+        ("I think I'll go with the red ribbon as it matches the wrapping paper.", []),  # "as it ...": a reason
+        # a goal whose object is a pronoun: its referent when the sentence names it before, else nothing
+        ("We want to move it to AWS.", []),
+        ("I want to sell them on eBay.", []),
+        ("I just bought a drone and I want to fly it over the lake this weekend.",
+         [("goal", "fly drone over the lake this weekend")]),  # "bought": got_thing's, void in a wish
+        ("I had a great time and I want to do it again.", []),
+        # years of experience read once: the attribute says "experience", the sentence's first capital is no name
+        ("Big data professional summary for 3+ years of experience", [("experience", "3+ years in big data")]),
+        ("Spark developer resume for 4 years of experience", [("experience", "4 years as Spark developer")]),
+    ],
+)  # fmt: skip
+def test_v13_places_choices_pronoun_goals_and_years_read_as_a_person_would_write_them(
+    sentence: str, expected: list[tuple[str, str]]
+) -> None:
+    """Fact rules v13, precision (the faults of real exports, the demo and the blind fresh3 set, each by its cause):
+    "owns: house" from "near my house"; "chose: ginger ale" without what for; "goal: move it to AWS"; "experience:
+    3+ years of big data experience" (the attribute said twice, a sentence's capital mid-value)."""
+    kept = {"owns", "chose", "goal", "experience"}
+    found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
+    assert [f for f in found if f[0] in kept] == expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # kin in the plural, in-laws, step-kin and a best friend are the user's family
+        ("I played Scattergories with my cousins at a family gathering.", [("has", "cousins")]),
+        ("I'm looking for gift ideas for my sister-in-law.", [("has", "sister-in-law")]),
+        ("I want to make sure my best friend feels just as special.", [("has", "best friend")]),
+        ("I'm going to play tennis with my friends this Sunday.", []),  # friends: said of anyone
+        # a taste said in the progressive
+        ("I'm really loving the outdoor concert series in the park.", [("likes", "outdoor concert series")]),
+        ('I\'ve been really enjoying "Daring Greatly" so far.', [("enjoys", "Daring Greatly")]),
+        ("I've been obsessed with the new Athleta store that opened up at the mall.",
+         [("likes", "new Athleta store")]),
+        ("I'm loving the itinerary you put together.", []),  # about the talk
+        # an interest in how a thing is
+        ("I'm fascinated by how data can inform business decisions.",
+         [("interested in", "how data can inform business decisions")]),
+        ("I'm interested in how to set up a cron job.", []),  # a how-to
+        # goals said as readiness, as work at a habit, or as a leaning
+        ("I'm excited to start exploring Skillshare and see what classes I can take.",
+         [("goal", "start exploring Skillshare")]),
+        ("I'm determined to find the right spot for the studio.", [("goal", "find the right spot for the studio")]),
+        ("I'm so excited to hear what you think.", []),
+        ("I just got a smoker and I'm excited to experiment with different types of wood.", []),  # trying things out
+        ("I've also been working on improving my posture at the desk.",
+         [("goal", "improving my posture at the desk")]),
+        ("I'm leaning towards applying for the data science program I saw, but I'm not sure.",
+         [("goal", "applying for the data science program")]),
+        ("I'm leaning towards The Brooklyn Riviera.", [("goal", "Brooklyn Riviera")]),
+        ("I'm leaning towards the blue one.", []),
+        ("I've been eyeing a new pair of boots, I saw them at the mall.", [("goal", "get new pair of boots")]),
+        # an event of the user's life, said in the past
+        ("By the way, I attended a charity gala at the Hilton hotel recently, and it was great.",
+         [("attended", "charity gala at the Hilton hotel")]),
+        ("Last week I went to an LGBTQ+ pride parade.", [("went to", "LGBTQ+ pride parade")]),
+        ("I just got back from LA last Thursday.", [("got back from", "LA")]),
+        ("I just finished listening to 'The Power' by Naomi Alderman today.",
+         [("finished", "listening to 'The Power' by Naomi Alderman")]),
+        ("I went on a 5-day hiking trip to Yellowstone with my friends Emily and Jake.",
+         [("went on", "5-day hiking trip to Yellowstone with my friends")]),
+        ("I watched the video you sent.", []),  # a step of the talk
+        ("I went to check the oven.", []),  # a purpose, not a place
+        ("The one I went to last year was better.", []),  # an embedded clause with no object
+        ("If I visited Paris, where should I stay?", []),
+    ],
+)  # fmt: skip
+def test_v13_recall_family_tastes_goals_and_events(sentence: str, expected: list[tuple[str, str]]) -> None:
+    """Fact rules v13, recall: what no v12 rule reached on the four sentence sets, by its form: kin in the plural and
+    in-laws, a taste in the progressive ("I'm loving", "I've been obsessed with"), an interest in how a thing is,
+    a goal said as readiness ("excited to", "determined to"), as work ("working on developing ...") or as a leaning,
+    and an event of the user's life said in the past ("I attended", "I went to", "I got back from")."""
+    kept = {"has", "likes", "enjoys", "interested in", "goal", "attended", "went to", "got back from", "finished"}
+    kept |= {"watched", "visited", "went on"}
     found = [(attribute, value) for _, attribute, value, _ in triples(sentence)]
     assert [f for f in found if f[0] in kept] == expected

@@ -393,3 +393,14 @@ def test_recall_lines_and_prior_say_what_held_then_without_leaking_later_facts(t
     records = timeline(dbs.staging)
     assert fact_prior(records, "where do I live?", "2022-06-01") == {"paris-m0": 1.0}
     assert fact_prior(records, "where do I live?", "2023-06-01") == {"berlin-m0": 1.0, "paris-m0": 0.5}
+
+
+def test_recall_lines_say_a_goal_of_the_user_not_in_the_users_first_person(tmp_path: Path) -> None:
+    """answer_lines printed the stored value as the user wrote it ("user goal plan a surprise party for my
+    sister"); like `chatmem facts` and recall's fact lines, it now says it of the user ("their sister")."""
+    dbs = open_dbs(tmp_path)
+    party = [("user", "I'm planning a surprise party for my sister next month."), ("assistant", "Fun! Theme?")]
+    write_archive(dbs.archive, [conversation("party", party, at("2023-03-01"))])
+    stages(dbs, "2024-01-01T00:00:00+00:00")
+    lines = answer_lines(dbs.staging, "the surprise party I am planning", "2023-06-01")
+    assert any("party for their sister" in line for line in lines) and not any(" my " in line for line in lines), lines

@@ -134,6 +134,16 @@ def test_timeline_shows_the_gardens_facts_with_their_validity(merged: Dbs) -> No
     assert [e.at for e in result.entries] == sorted(e.at for e in result.entries if e.at)
 
 
+def test_timeline_says_a_facts_value_of_the_user(merged: Dbs) -> None:
+    """A fact's value keeps the user's words ("giving my partner a small gift"); the timeline's line says it of the
+    user, as `chatmem facts` and recall do ("their partner")."""
+    upsert_facts(merged.staging, [fact_row("f1", "giving my partner a small gift", 0, "a-m1", "valid")])
+    merged.staging.commit()
+    result = timeline(merged.staging, merged.archive, TimelineRequest(concept="kitchen-renovation"))
+    facts = [e.text for e in result.entries if e.kind == "fact"]
+    assert facts == ["kitchen renovation budget: giving their partner a small gift"]
+
+
 @pytest.fixture
 def branchy(tmp_path: Path) -> Dbs:
     """Conversation x: six visible messages on the active path, one hidden, one on an abandoned branch."""
