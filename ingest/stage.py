@@ -84,7 +84,7 @@ def run(ctx: StageContext) -> Outcome:
         # a file cut short that a whole re-export read now holds entirely: said, and no longer a failure to list
         _record(ctx, FileOutcome(cut, "skipped", detail=detail))
     writer.end_bulk()
-    return _outcome(ctx, outcomes)
+    return _outcome(ctx, outcomes, len(writer.written))
 
 
 def _record(ctx: StageContext, outcome: FileOutcome) -> None:
@@ -107,11 +107,12 @@ def _record(ctx: StageContext, outcome: FileOutcome) -> None:
     )
 
 
-def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
+def _outcome(ctx: StageContext, outcomes: list[FileOutcome], written: int) -> Outcome:
     """The stage's counts and notes over every file. A file that failed does not hold the others back: the run goes
     on with what arrived (the summary names the failed file and the command exits 1, flows/cli_run_summary.py; `serve
     --watch` tries it again next time). Only when every file failed is the stage an error: there is nothing to go
-    on with."""
+    on with. `written`: the distinct conversations written, not the files' counts summed (a conversation two files
+    hold is written by each)."""
     total = WriteCounts()
     for outcome in outcomes:
         total.add(outcome.counts)
@@ -120,7 +121,7 @@ def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
         "files_skipped": sum(o.status == "skipped" for o in outcomes),
         "files_failed": sum(o.status == "failed" for o in outcomes),
         "files_partial": sum(o.status == "partial" for o in outcomes),
-        "conversations_written": total.conversations,
+        "conversations_written": written,
         "messages_read": sum(o.messages_read for o in outcomes),
         "conversations_known_by_bytes": sum(o.known_by_bytes for o in outcomes),
         "messages_inserted": total.inserted,

@@ -1,0 +1,59 @@
+"""Faults session 37's cold try found and left (benchmarks/RESULTS.md, session 37's cold-try sections): each through
+the real CLI (click's runner, or a process of its own) on real files under tmp_path with real SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from flows.cli import cli
+
+
+def chatmem(data_dir: Path, *args: str | Path) -> Result:
+    return CliRunner().invoke(cli, ["--data-dir", str(data_dir), *map(str, args)], env={"COLUMNS": "120"})
+
+
+def _env() -> dict[str, str]:
+    root = Path(__file__).resolve().parent.parent
+    # Prefect's state in DATA/prefect, as a new user's is
+    return {k: v for k, v in {**os.environ, "PYTHONPATH": str(root)}.items() if k != "PREFECT_HOME"}
+
+
+def _lines(path: Path, records: list[dict[str, str]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def _message(conversation: str, number: int, text: str) -> dict[str, str]:
+    role = "user" if number % 2 else "assistant"
+    when = f"2024-05-01T10:0{number}:00Z"
+    return {"conversation_id": conversation, "id": str(number), "role": role, "text": text, "created_at": when}
+
+
+def test_a_conversation_two_export_files_hold_is_written_once_in_the_runs_count(tmp_path: Path) -> None:
+    """The cold try's `run` of the shared exports said "conversations written 416" beside 415 in the archive: one
+    conversation was in two export files, and the files' counts were summed. Now the run counts the distinct
+    conversations it wrote; each file's own row still counts what that file wrote."""
+    first = _lines(
+        tmp_path / "a.jsonl",
+        [
+            _message("trip", 1, "Booking the Lisbon trip."),
+            _message("trip", 2, "Alfama is close to the castle."),
+            _message("dog", 1, "My retriever Max turned 3."),
+        ],
+    )
+    later = _lines(
+        tmp_path / "b.jsonl",  # a later dump of the same trip, one message longer
+        [_message("trip", n, text) for n, text in ((1, "Booking the Lisbon trip."), (2, "Alfama."), (3, "May 3rd."))],
+    )
+    data_dir = tmp_path / "data"
+    result = chatmem(data_dir, "run", "--to", "ingest", first, later)
+    assert result.exit_code == 0, result.output
+    stats = json.loads(chatmem(data_dir, "archive", "stats", "--json").stdout)
+    assert stats["conversations"] == 2, stats
+    assert "conversations written 2," in result.stdout, result.stdout
+    files = json.loads(chatmem(data_dir, "staging", "show", "ingest_files", "--json").stdout)
+    assert sorted(row["conversations"] for row in files) == [1, 2], files  # per file: what each wrote
