@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner, Result
+from fault_support import chatmem_command, write_chats
 
 from flows.cli import cli
 
@@ -57,3 +59,40 @@ def test_a_conversation_two_export_files_hold_is_written_once_in_the_runs_count(
     assert "conversations written 2," in result.stdout, result.stdout
     files = json.loads(chatmem(data_dir, "staging", "show", "ingest_files", "--json").stdout)
     assert sorted(row["conversations"] for row in files) == [1, 2], files  # per file: what each wrote
+
+
+def test_serve_once_on_a_held_data_dir_refuses_before_it_starts_prefect(tmp_path: Path) -> None:
+    """`serve --once` on a data dir another command holds made prefect/ and started Prefect's API server on its
+    database before its watch run met the lock: the race session 37 closed for `run` (a second server migrating the
+    first's prefect.db). Now it takes the write lock first, as `run` does: refused in one line, no prefect/."""
+    from staging.lock import data_dir_lock
+
+    data_dir, watch = tmp_path / "data", tmp_path / "watch"
+    write_chats(watch / "a.jsonl", 2)
+    command = [*chatmem_command(), "--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch)]
+
+    def serve(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, *extra], capture_output=True, text=True, env=_env(), timeout=300, stdin=subprocess.DEVNULL
+        )
+
+    with data_dir_lock(data_dir, "r-first"):
+        refused, as_json = serve(), serve("--json")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    assert f"{data_dir} is in use by run r-first (pid {os.getpid()}" in refused.stderr, refused.stderr
+    assert as_json.returncode == 1, as_json.stderr[-3000:]
+    assert "is in use by run r-first" in json.loads(as_json.stdout)["error"], as_json.stdout
+    assert not (data_dir / "prefect").exists(), sorted(p.name for p in (data_dir / "prefect").iterdir())
+    served = serve()
+    assert served.returncode == 0, served.stderr[-3000:]
+    assert f"ingested: {watch / 'a.jsonl'}" in served.stdout, served.stdout
+
+
+def _archive(data_dir: Path, sql: str) -> list[tuple[object, ...]]:
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{data_dir / 'archive.db'}?mode=ro", uri=True)
+    try:
+        return [tuple(row) for row in conn.execute(sql)]
+    finally:
+        conn.close()
