@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 from click.testing import CliRunner, Result
@@ -86,6 +88,34 @@ def test_serve_once_on_a_held_data_dir_refuses_before_it_starts_prefect(tmp_path
     served = serve()
     assert served.returncode == 0, served.stderr[-3000:]
     assert f"ingested: {watch / 'a.jsonl'}" in served.stdout, served.stdout
+
+
+def test_inspect_stopped_by_ctrl_c_exits_130_in_one_line(tmp_path: Path) -> None:
+    """`chatmem inspect` ended by Ctrl-C exited 0 (the KeyboardInterrupt uvicorn raises again as it shuts down was
+    swallowed). Now it ends as Ctrl-C ends the other commands: exit 130, one line, no traceback."""
+    data_dir = tmp_path / "data"
+    assert chatmem(data_dir, "run", "--to", "ingest", write_chats(tmp_path / "a.jsonl", 2)).exit_code == 0
+    log = tmp_path / "inspect.log"
+    with log.open("w") as out, open(os.devnull) as nothing:
+        process = subprocess.Popen(
+            [*chatmem_command(), "--data-dir", str(data_dir), "inspect"],
+            stdin=nothing, stdout=out, stderr=subprocess.STDOUT, env=_env(), start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while "Datasette on http" not in log.read_text() and process.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)  # only the group this test started
+            process.wait()
+    text = log.read_text()
+    assert process.returncode == 130, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    assert text.strip().splitlines()[-1] == "error: interrupted by Ctrl-C", text
 
 
 def _archive(data_dir: Path, sql: str) -> list[tuple[object, ...]]:
