@@ -90,6 +90,67 @@ def test_serve_once_on_a_held_data_dir_refuses_before_it_starts_prefect(tmp_path
     assert f"ingested: {watch / 'a.jsonl'}" in served.stdout, served.stdout
 
 
+KILLED_IN_A_TRIAL = """
+import os, sys
+import optuna
+study = optuna.create_study(study_name=sys.argv[2], storage=sys.argv[1], direction="maximize", load_if_exists=True)
+study.ask()
+os._exit(9)  # as SIGKILL inside a trial: no cleanup, the trial stays RUNNING in the storage
+"""
+
+
+def test_a_trial_a_killed_stage_left_running_is_marked_failed_when_the_study_is_resumed(tmp_path: Path) -> None:
+    """A stage killed inside a trial left it RUNNING in the data dir's optuna.db (and `cluster_trials`) for good.
+    Now resuming the study marks it FAIL through Optuna's own `tell`; what the study gives does not change."""
+    import sys
+
+    import numpy as np
+    import optuna
+
+    from cluster.tuning import (
+        COMPONENTS,
+        METHODS,
+        MIN_DISTS,
+        Objective,
+        cluster_size_range,
+        neighbors_for,
+        study_name,
+        tune,
+    )
+
+    points = np.random.default_rng(0).normal(size=(150, 8)).astype(np.float32)
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    name = study_name(points, 7, Objective(), "")
+    low, high = cluster_size_range(len(points))
+    params = {
+        "min_cluster_size": low,
+        "n_neighbors": neighbors_for(len(points))[0],
+        "n_components": COMPONENTS[0],
+        "min_dist": MIN_DISTS[0],
+        "min_samples": 1,
+        "cluster_selection_method": METHODS[0],
+    }
+    distributions = {
+        "min_cluster_size": optuna.distributions.IntDistribution(low, high, log=True),
+        "n_neighbors": optuna.distributions.CategoricalDistribution(neighbors_for(len(points))),
+        "n_components": optuna.distributions.CategoricalDistribution(COMPONENTS),
+        "min_dist": optuna.distributions.CategoricalDistribution(MIN_DISTS),
+        "min_samples": optuna.distributions.IntDistribution(1, low, log=True),
+        "cluster_selection_method": optuna.distributions.CategoricalDistribution(METHODS),
+    }
+    study = optuna.create_study(study_name=name, storage=storage, direction="maximize")
+    study.add_trial(optuna.trial.create_trial(params=params, distributions=distributions, value=0.5))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    died = subprocess.run([sys.executable, "-c", KILLED_IN_A_TRIAL, storage, name], env=env, capture_output=True)
+    assert died.returncode == 9, died.stderr[-2000:]
+
+    resumed = tune(points, storage_url=storage, seed=7, n_trials=1, objective=Objective())  # 1 done: none to run
+    assert [(t.number, t.state) for t in resumed.trials] == [(0, "COMPLETE"), (1, "FAIL")]
+    stored = optuna.load_study(study_name=name, storage=storage).get_trials(deepcopy=False)
+    assert [t.state.name for t in stored] == ["COMPLETE", "FAIL"]
+    assert (resumed.best_value, resumed.trials_run) == (0.5, 0)
+
+
 def test_inspect_stopped_by_ctrl_c_exits_130_in_one_line(tmp_path: Path) -> None:
     """`chatmem inspect` ended by Ctrl-C exited 0 (the KeyboardInterrupt uvicorn raises again as it shuts down was
     swallowed). Now it ends as Ctrl-C ends the other commands: exit 130, one line, no traceback."""
