@@ -187,3 +187,32 @@ def _archive(data_dir: Path, sql: str) -> list[tuple[object, ...]]:
         return [tuple(row) for row in conn.execute(sql)]
     finally:
         conn.close()
+
+
+def test_a_latin1_export_says_its_encoding_and_a_utf8_copy_mends_the_text(tmp_path: Path) -> None:
+    """A Latin-1 JSONL file (the cold try's latin1.jsonl): its "München" arrived as "M\\ufffdnchen" with only a
+    count of the bytes replaced. Now the note says the file is Latin-1 / Windows-1252, the word as written and to
+    re-save it as UTF-8; the good line still arrives, and the re-saved file mends the text. Stray bad bytes in a
+    UTF-8 file (no Latin-1 text) keep the count alone."""
+    records = [_message("good", 1, "plain ascii line"), _message("lat", 1, "Ich wohne in München, Straße 5")]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    export = tmp_path / "latin1.jsonl"
+    export.write_bytes(text.encode("latin-1"))
+    data_dir = tmp_path / "data"
+    result = chatmem(data_dir, "run", "--to", "ingest", export)
+    assert result.exit_code == 0, result.output
+    note = next(line for line in result.stdout.splitlines() if str(export) in line)
+    assert "2 invalid UTF-8 byte sequence(s) replaced with U+FFFD: the file is not UTF-8 but Latin-1" in note, note
+    assert '("München" as written): re-save it as UTF-8 and run again' in note, note
+    assert len(_archive(data_dir, "SELECT uuid FROM messages")) == 2
+    export.write_text(text, encoding="utf-8")  # re-saved as UTF-8
+    again = chatmem(data_dir, "run", "--to", "ingest", export)
+    assert again.exit_code == 0 and "invalid UTF-8" not in again.stdout, again.output
+    texts = _archive(data_dir, "SELECT text FROM messages WHERE conversation_id = 'lat'")
+    assert texts == [("Ich wohne in München, Straße 5",)], texts
+
+    stray = tmp_path / "stray.jsonl"  # UTF-8 text with two bytes that are no character
+    stray.write_bytes(text.encode("utf-8").replace(b"plain", b"\xff\xfeplain"))
+    result = chatmem(tmp_path / "data2", "run", "--to", "ingest", stray)
+    assert result.exit_code == 0 and "2 invalid UTF-8 byte sequence(s) replaced with U+FFFD" in result.stdout
+    assert "Latin-1" not in result.stdout, result.stdout
