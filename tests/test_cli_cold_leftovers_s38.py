@@ -189,6 +189,34 @@ def _archive(data_dir: Path, sql: str) -> list[tuple[object, ...]]:
         conn.close()
 
 
+def test_two_bad_lines_are_two_quarantine_rows_and_lines_joined_by_a_written_backslash_n_say_so(tmp_path: Path) -> None:
+    """Session 37's "1 record(s) quarantined" for "a file with two bad lines": its test wrote the lines joined by the
+    two characters \\n, not line breaks: one line, one bad record (the count was right), and the good message after
+    them was lost inside it. Two real bad lines are two rows with their reasons and every good line arrives; a line
+    joined so now says it in its row's reason."""
+    good = [json.dumps(_message("c0", n, f"text {n}")) for n in (1, 2)]
+    meant = tmp_path / "meant.jsonl"
+    meant.write_text("{not json\n{nor this\n" + "\n".join(good) + "\n", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    result = chatmem(data_dir, "run", "--to", "ingest", meant)
+    assert result.exit_code == 0, result.output
+    assert f"2 record(s) quarantined: chatmem --data-dir {data_dir} staging failures" in result.stdout, result.stdout
+    rows = _archive(data_dir, "SELECT locator, reason FROM quarantine ORDER BY locator")
+    assert [row[0] for row in rows] == ["line 1", "line 2"] and all("invalid JSON" in str(r[1]) for r in rows), rows
+    assert _archive(data_dir, "SELECT text FROM messages ORDER BY seq") == [("text 1",), ("text 2",)]
+
+    written = tmp_path / "written.jsonl"  # as session 37's test wrote it
+    written.write_text("{not json\\n{nor this\\n" + "\n".join(good) + "\n", encoding="utf-8")
+    other = tmp_path / "other"
+    result = chatmem(other, "run", "--to", "ingest", written)
+    assert result.exit_code == 0 and "1 record(s) quarantined" in result.stdout, result.output
+    [(locator, reason)] = _archive(other, "SELECT locator, reason FROM quarantine")
+    assert locator == "line 1" and reason.startswith("invalid JSON: Expecting property name"), reason
+    said = "the line holds 3 pieces joined by the two characters \\n, not by line breaks, 1 of them a whole JSON object"
+    assert said in str(reason), reason
+    assert _archive(other, "SELECT text FROM messages") == [("text 2",)]
+
+
 def test_a_latin1_export_says_its_encoding_and_a_utf8_copy_mends_the_text(tmp_path: Path) -> None:
     """A Latin-1 JSONL file (the cold try's latin1.jsonl): its "München" arrived as "M\\ufffdnchen" with only a
     count of the bytes replaced. Now the note says the file is Latin-1 / Windows-1252, the word as written and to
