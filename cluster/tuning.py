@@ -22,7 +22,8 @@ and the study ended with other best parameters, and other topics, than a clean r
 trial therefore gets a sampler of its own, seeded by the study's seed and the number of trials completed before
 it: the k-th completed trial samples the same parameters, from the same history, whether the study ran in one
 go or was resumed. A trial the stop left unfinished (FAIL after Ctrl-C, RUNNING after a kill) counts for
-nothing: TPE leaves both out of its history (no constant liar: `_sampler`) and they change no seed.
+nothing: TPE leaves both out of its history (no constant liar: `_sampler`) and they change no seed; one left
+RUNNING is marked FAIL as the study is resumed (`left_running`), so that the stored study says what happened.
 """
 
 from __future__ import annotations
@@ -364,6 +365,22 @@ def completed(study: Any) -> int:
     return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
 
 
+def left_running(study: Any) -> list[int]:
+    """Mark FAIL (Optuna's `tell`) the trials a killed stage left RUNNING in the loaded study, and return their
+    numbers. Only one stage writes a data dir at a time (its write lock), and optuna.db is the data dir's, so a
+    trial RUNNING as the stage opens the study belongs to a process that is gone: left so, it stayed RUNNING in
+    optuna.db and `cluster_trials` for good. It changes no result: TPE learns from neither state (no constant
+    liar, `_sampler`), the seeds count completed trials only, and each trial gets its sampler anew."""
+    import optuna
+
+    stale = [t.number for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))]
+    for number in stale:
+        study.tell(number, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+    if stale:
+        log.info("cluster - study %s: trial(s) %s a stopped run left unfinished marked FAIL", study.study_name, stale)
+    return stale
+
+
 def prune_studies(storage_url: str, keep: Collection[str]) -> list[str]:
     """Delete the stored studies of this module (named `cluster-...`) that are not in `keep`: those of the cluster
     runs no longer kept (docs/runs.md). A study to continue is always kept: it is a kept run's, or it is made again
@@ -413,6 +430,7 @@ def tune(
         sampler=_sampler(seed, 0),
         load_if_exists=True,
     )
+    left_running(study)
     done = completed(study)
     todo = max(0, n_trials - done)
     n = len(sample)

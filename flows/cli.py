@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from contracts.errors import ChatmemError, ExportError, StageError
+from contracts.errors import BusyError, ChatmemError, ExportError, StageError
 from flows.cli_app import CLOSED_PIPE_EXIT, App, ChatmemGroup, output_closed, reader_gone
 from flows.cli_data import check_run_id, open_readonly
 from flows.cli_run_summary import print_summary, refuse_bad_files
@@ -323,7 +323,13 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
     check_cron(cron)
     if once and _no_export_to_watch(watch_dir, settings.data_dir, as_json):
         return
-    engine = app.engine(settings, "serve", early_api=once)  # serve itself starts a server with a scheduler
+    try:
+        # --once: the data dir's write lock first, as `run` takes it (App.engine), then Prefect's early server
+        engine = app.engine(settings, "serve", early_api=once)  # serve itself starts a server with a scheduler
+    except BusyError as exc:
+        if as_json:  # the look's result, as the watch flow gave it when the lock refused its run
+            emit(_look_result(watch_dir, error=str(exc)))
+        raise
     engine.check_schedule(watch_dir, cron)
     if not once:
         for line in app.defaults(settings, serving=True):
@@ -385,25 +391,26 @@ def _no_export_to_watch(watch_dir: Path, data_dir: Path, as_json: bool) -> bool:
     if dumps:
         return False
     if as_json:  # the watch flow's result, as it would have been
-        nothing: list[Any] = []
-        left_out = [{"path": str(item.path), "why": item.why} for item in left]
-        emit(
-            {
-                "watch_dir": str(watch_dir.absolute()),
-                "run_id": None,
-                "already_ingested": nothing,
-                "ingested": nothing,
-                "failed": nothing,
-                "waiting": nothing,
-                "error": None,
-                "left_out": left_out,
-            }
-        )
+        emit(_look_result(watch_dir, left_out=[{"path": str(item.path), "why": item.why} for item in left]))
     else:
         kind = data_dir_given(watch_dir, data_dir)  # `serve --once --watch DATA_DIR`: said as `run DATA_DIR` says it
         why = data_dir_line(kind) + said_left(left, watch_dir) if kind else no_export_found(watch_dir.absolute(), left)
         click.echo(safe_line(f"{watch_dir}: {why}"))
     return True
+
+
+def _look_result(watch_dir: Path, *, left_out: list[Any] | None = None, error: str | None = None) -> dict[str, Any]:
+    """The watch flow's result (flows/serve.py `watch_folder`) of a look that ran nothing."""
+    return {
+        "watch_dir": str(watch_dir.absolute()),
+        "run_id": None,
+        "already_ingested": [],
+        "ingested": [],
+        "failed": [],
+        "waiting": [],
+        "error": error,
+        "left_out": left_out or [],
+    }
 
 
 def main() -> None:

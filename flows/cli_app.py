@@ -102,12 +102,14 @@ class App:
 
         for path in (settings.archive_path, settings.staging_path):
             check_database(path)  # no connection of ours is open here (see staging.db.refuse_empty)
-        if early_api and name == "pipeline":
-            # the write lock before Prefect's server opens prefect/: a second run refuses here, its server unstarted
+        if early_api:
+            # the write lock before Prefect's server opens prefect/: a second run (or `serve --once`, which runs the
+            # pipeline as `run` does) refuses here, its server unstarted
             from staging.lock import hold_for_command
 
+            command = "run" if name == "pipeline" else f"{name} --once"
             click.get_current_context().with_resource(
-                hold_for_command(settings.data_dir, "run", wait_s=settings.pipeline.lock_wait_s)
+                hold_for_command(settings.data_dir, command, wait_s=settings.pipeline.lock_wait_s)
             )
         configure_prefect(settings.data_dir, verbose=self.verbose)
         if not early_api:

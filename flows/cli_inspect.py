@@ -335,6 +335,9 @@ def inspect_cmd(app: App, port: int | None) -> None:
     \b
     Example: chatmem inspect --port 8001   # then open http://127.0.0.1:8001/
     """
+    from flows.interrupt import take_sigint
+
+    take_sigint()  # as `run` and `serve` do: one SIGINT stops it even when it was started with SIGINT ignored
     settings = app.settings()
     _databases(settings)
     from flows import inspect_server  # Datasette loads only for this command
@@ -345,8 +348,8 @@ def inspect_cmd(app: App, port: int | None) -> None:
         raise ConfigError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}; pick another --port") from None
     ds = inspect_server.build(settings.archive_path, settings.staging_path)
     try:
+        # Ctrl-C: uvicorn shuts the server down and raises the signal again as it returns (KeyboardInterrupt), which
+        # ends the command as Ctrl-C ends the others (ChatmemGroup.invoke: one line, exit 130); it exited 0
         inspect_server.serve(ds, sock, lambda line: click.echo(line, err=False))
-    except KeyboardInterrupt:
-        pass
     finally:
         sock.close()

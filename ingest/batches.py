@@ -48,6 +48,7 @@ class BatchStats:
     """Filled in while batches are produced; read after the last one."""
 
     utf8_replacements: int = 0
+    utf8_first_bad: bytes = b""  # the bytes around the first of them (ingest/utf8_repair.latin1_hint)
 
 
 class _CountingStream:
@@ -137,12 +138,13 @@ def iter_batches(
                 yield batch
             if isinstance(stream, Utf8RepairReader) and isinstance(exc, MalformedExportError):
                 stats.utf8_replacements = stream.replacements  # said beside the error (a file also cut short)
+                stats.utf8_first_bad = stream.first_bad
                 moved = in_file(exc, stream, opened.open)  # "at byte N" of the file, not of the repaired text
                 if moved is not exc:
                     raise moved from exc
             raise
         if isinstance(stream, Utf8RepairReader):
-            stats.utf8_replacements = stream.replacements
+            stats.utf8_replacements, stats.utf8_first_bad = stream.replacements, stream.first_bad
         if batch.conversations or batch.parts or batch.quarantined or batch.messages:
             batch.bytes_read = counting.position
             yield batch

@@ -247,7 +247,7 @@ def _decode(line: bytes, number: int, ends: bool = True) -> tuple[dict[str, Any]
         said = exc.msg.removesuffix(" at")  # "Unterminated string starting at" + " at column 54"
         if cut_inside(exc, ends):
             raise _Cut(cut_problem(number, f"{said} at column {exc.colno}")) from None
-        return _bad(number, f"invalid JSON: {said} at column {exc.colno}", line)
+        return _bad(number, f"invalid JSON: {said} at column {exc.colno}{_glued(text)}", line)
     except RecursionError:
         return _bad(number, f"JSON nested deeper than {MAX_DEPTH} levels: line skipped", line)
     if not isinstance(record, dict):
@@ -263,6 +263,26 @@ def _decode(line: bytes, number: int, ends: bool = True) -> tuple[dict[str, Any]
         if not isinstance(record[key], str):
             return _bad(number, f"{key} must be a string", line, record)
     return record, _id(record["conversation_id"])
+
+
+def _glued(text: str) -> str:
+    """For a bad line that holds records joined by the two characters backslash and n (a line break written as "\\n":
+    session 37's own test wrote its "two bad lines" so, and the good record after them was lost in the one bad line
+    it made): say so, and how many of its pieces are whole JSON objects, so that the row says why messages seem
+    missing. "" when no piece after the first is a JSON object (a backslash-n in a string of a broken record)."""
+    pieces = text.split("\\n")
+    whole = 0
+    for piece in pieces[1:]:
+        try:
+            whole += isinstance(json.loads(piece), dict)
+        except (ValueError, RecursionError):
+            continue
+    if not whole:
+        return ""
+    return (
+        f" (the line holds {len(pieces)} pieces joined by the two characters \\n, not by line breaks, {whole} of"
+        " them a whole JSON object: write one record per line)"
+    )
 
 
 def _bad(number: int, reason: str, line: bytes, record: object = None) -> QuarantineRecord:

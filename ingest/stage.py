@@ -33,6 +33,7 @@ from ingest.raw_skip import RawLookup
 from ingest.sources import OpenedExport, file_sha256, open_export, read_head
 from ingest.supersede import superseded
 from ingest.timestamps import describe_dropped
+from ingest.utf8_repair import latin1_hint
 from staging.archive import END_OF_FILE, ArchiveWriter
 from staging.archive_rows import to_rows
 from staging.archive_update import WriteCounts
@@ -57,6 +58,7 @@ class FileOutcome:
     items: int = 0  # what the parser yielded and was written (a second pass over the same bytes skips them)
     taken: int = 0  # messages whose id another conversation of the archive holds: quarantined, not written
     utf8_replaced: int = 0  # invalid UTF-8 sequences the second pass replaced with U+FFFD
+    utf8_first_bad: bytes = b""  # the bytes around the first of them
     delivered: set[str] = field(default_factory=set)  # the conversation ids it held (ingest/supersede.py)
 
 
@@ -84,7 +86,7 @@ def run(ctx: StageContext) -> Outcome:
         # a file cut short that a whole re-export read now holds entirely: said, and no longer a failure to list
         _record(ctx, FileOutcome(cut, "skipped", detail=detail))
     writer.end_bulk()
-    return _outcome(ctx, outcomes)
+    return _outcome(ctx, outcomes, len(writer.written))
 
 
 def _record(ctx: StageContext, outcome: FileOutcome) -> None:
@@ -107,11 +109,12 @@ def _record(ctx: StageContext, outcome: FileOutcome) -> None:
     )
 
 
-def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
+def _outcome(ctx: StageContext, outcomes: list[FileOutcome], written: int) -> Outcome:
     """The stage's counts and notes over every file. A file that failed does not hold the others back: the run goes
     on with what arrived (the summary names the failed file and the command exits 1, flows/cli_run_summary.py; `serve
     --watch` tries it again next time). Only when every file failed is the stage an error: there is nothing to go
-    on with."""
+    on with. `written`: the distinct conversations written, not the files' counts summed (a conversation two files
+    hold is written by each)."""
     total = WriteCounts()
     for outcome in outcomes:
         total.add(outcome.counts)
@@ -120,7 +123,7 @@ def _outcome(ctx: StageContext, outcomes: list[FileOutcome]) -> Outcome:
         "files_skipped": sum(o.status == "skipped" for o in outcomes),
         "files_failed": sum(o.status == "failed" for o in outcomes),
         "files_partial": sum(o.status == "partial" for o in outcomes),
-        "conversations_written": total.conversations,
+        "conversations_written": written,
         "messages_read": sum(o.messages_read for o in outcomes),
         "conversations_known_by_bytes": sum(o.known_by_bytes for o in outcomes),
         "messages_inserted": total.inserted,
@@ -201,7 +204,7 @@ def _ingest_one(
                 whole = True
             except MalformedExportError as again:
                 exc = again  # cut short as well: the note stays beside why the rest is unreadable
-            notes.append(f"{outcome.utf8_replaced} invalid UTF-8 byte sequence(s) replaced with U+FFFD")
+            notes.append(_replaced_note(outcome))
             if whole:
                 writer.finish_source(source_id, partial=False, notes=notes)
                 outcome.detail = "; ".join(notes) or None
@@ -248,6 +251,14 @@ def _ingest_one(
     writer.finish_source(source_id, partial=False, notes=notes)
     outcome.detail = "; ".join(notes) or None
     return outcome
+
+
+def _replaced_note(outcome: FileOutcome) -> str:
+    """`2 invalid UTF-8 byte sequence(s) replaced with U+FFFD`, and for a file saved in Latin-1 what it is and what
+    to do: the cold try's Latin-1 file got the count alone ("München" arrived as "M?nchen", and why was not said)."""
+    said = f"{outcome.utf8_replaced} invalid UTF-8 byte sequence(s) replaced with U+FFFD"
+    hint = latin1_hint(outcome.utf8_first_bad)
+    return f"{said}: {hint}" if hint else said
 
 
 def _empty(outcome: FileOutcome) -> bool:
@@ -326,7 +337,7 @@ def _parse_and_write(
     try:
         _write_batches(writer, batches, opened, source_id, fmt, outcome, progress)
     finally:  # also when the repaired bytes fail further on (a file cut short): the note says them all the same
-        outcome.utf8_replaced = stats.utf8_replacements
+        outcome.utf8_replaced, outcome.utf8_first_bad = stats.utf8_replacements, stats.utf8_first_bad
 
 
 def _write_batches(

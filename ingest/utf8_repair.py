@@ -36,6 +36,7 @@ class Utf8RepairReader(io.RawIOBase):
         self._read = 0  # bytes read from the stream
         self._given = 0  # bytes produced
         self.replacements = 0
+        self.first_bad = b""  # the bytes around the first invalid sequence: what `latin1_hint` reads
         # Where each decoded piece started: in the file (its held bytes included) and in the output
         self._starts_in = array("q")
         self._starts_out = array("q")
@@ -66,7 +67,10 @@ class Utf8RepairReader(io.RawIOBase):
         text, used = codecs.utf_8_decode(data, "replace", final)
         self._held = data[used:]
         # U+FFFD bytes in the file decode as themselves (EF is never a continuation byte): not replacements
-        self.replacements += text.count("\ufffd") - data.count(_FFFD, 0, used)
+        found = text.count("\ufffd") - data.count(_FFFD, 0, used)
+        if found and not self.first_bad:
+            self.first_bad = _around_first_invalid(data[:used])
+        self.replacements += found
         out = text.encode("utf-8", "surrogatepass")
         self._given += len(out)
         return out
@@ -86,6 +90,42 @@ class Utf8RepairReader(io.RawIOBase):
                 skip -= skipped
             data = stream.read(CHUNK + 4)  # the piece (its held bytes and a read) and a character past it
         return start_in + _walk(data, offset - start_out)
+
+
+def _around_first_invalid(data: bytes, reach: int = 80) -> bytes:
+    """The bytes around the first invalid UTF-8 sequence of `data` (b"" when there is none)."""
+    try:
+        codecs.utf_8_decode(data, "strict", True)
+    except UnicodeDecodeError as exc:
+        return data[max(0, exc.start - reach) : exc.end + reach]
+    return b""
+
+
+# What the non-ASCII bytes of Latin-1 text stand for: the letters of Western European languages and Windows-1252's
+# typographic signs. Not ÿ, þ, ð (rare in text; 0xFF 0xFE is a byte order mark, and the usual made-up bad bytes)
+_LATIN1_TEXT = frozenset("ÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÑÒÓÔÕÖØÙÚÛÜÝßàáâãäåæçèéêëìíîïñòóôõöøùúûüýŒœŠšŽž’‘“”„–—…«»°€£§©®±·¿¡´º")
+_JSON_PUNCTUATION = "\"'{}[],:;.!?()"
+
+
+def latin1_hint(sample: bytes) -> str:
+    """What to say of invalid UTF-8 around `sample` (a reader's `first_bad`) when it reads as Latin-1 text: the file
+    was saved in Latin-1 / Windows-1252 (an older Windows tool's "ANSI"), the word it spells, and what to do. ""
+    when it does not: bytes of no text, or stray bytes among valid UTF-8 (a damaged file, which no re-save mends)."""
+    try:
+        text = sample.decode("cp1252")
+    except UnicodeDecodeError:  # five bytes Windows-1252 leaves undefined: not Latin-1 text
+        return ""
+    high = [c for c in text if ord(c) > 127]
+    if not high or not all(c in _LATIN1_TEXT for c in high):
+        return ""
+    if any(ord(c) > 127 and c != "\ufffd" for c in sample.decode("utf-8", "replace")):
+        return ""  # valid UTF-8 beside the bad bytes: not a file saved in another encoding
+    word = next((w for w in text.split() if any(ord(c) > 127 for c in w)), "").strip(_JSON_PUNCTUATION)
+    spelt = f' ("{word}" as written)' if word else ""
+    return (
+        f"the file is not UTF-8 but Latin-1 / Windows-1252{spelt}: re-save it as UTF-8 and run again,"
+        " and its messages are updated with those characters"
+    )
 
 
 def _walk(data: bytes, target: int) -> int:

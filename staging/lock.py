@@ -60,10 +60,10 @@ def _busy_message(data_dir: Path) -> str:
     )
 
 
-# Write locks this process holds for a whole command (`hold_for_command`), by lock path: its runs' own
-# `data_dir_lock` re-enters them instead of asking again (an flock asked again on a second file description
-# would refuse the process that holds it)
-_HELD: set[Path] = set()
+# Write locks this process holds for a whole command (`hold_for_command`), by lock path, with the command: its
+# runs' own `data_dir_lock` re-enters them instead of asking again (an flock asked again on a second file
+# description would refuse the process that holds it), and gives the command back its description after the run
+_HELD: dict[Path, str] = {}
 
 
 @contextmanager
@@ -79,11 +79,11 @@ def hold_for_command(data_dir: Path, command: str, *, wait_s: float = 0.0) -> It
         yield
         return
     with _flock(data_dir, LOCK_NAME, {"run_id": None, "command": command}, wait_s, lambda: _busy_message(data_dir)):
-        _HELD.add(path)
+        _HELD[path] = command
         try:
             yield
         finally:
-            _HELD.discard(path)
+            _HELD.pop(path, None)
 
 
 @contextmanager
@@ -96,7 +96,7 @@ def data_dir_lock(data_dir: Path, run_id: str, *, wait_s: float = 0.0) -> Iterat
         try:
             yield
         finally:
-            _describe(path, {"run_id": None, "command": "run"})
+            _describe(path, {"run_id": None, "command": _HELD.get(path, "run")})
         return
     with _flock(data_dir, LOCK_NAME, {"run_id": run_id}, wait_s, lambda: _busy_message(data_dir)):
         yield

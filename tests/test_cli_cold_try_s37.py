@@ -145,8 +145,9 @@ def test_serve_once_says_the_quarantined_lines_as_run_does(tmp_path: Path) -> No
     watch, data_dir = tmp_path / "watch", tmp_path / "data"
     good = write_chats(tmp_path / "good.jsonl", 2).read_text(encoding="utf-8")
     watch.mkdir()
-    (watch / "mixed.jsonl").write_text("{not json\\n{nor this\\n" + good, encoding="utf-8")
+    # two lines: written "\\n" here before, they were one bad line that held the first good record too (1 quarantined)
+    (watch / "mixed.jsonl").write_text("{not json\n{nor this\n" + good, encoding="utf-8")
     result = chatmem(data_dir, "serve", "--once", "--watch", watch)
     assert result.exit_code == 0, result.output
     assert f"ingested: {watch / 'mixed.jsonl'}" in result.stdout, result.stdout
-    assert f"record(s) quarantined: chatmem --data-dir {data_dir} staging failures" in result.stdout, result.stdout
+    assert f"2 record(s) quarantined: chatmem --data-dir {data_dir} staging failures" in result.stdout, result.stdout
