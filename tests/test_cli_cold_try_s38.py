@@ -1,0 +1,36 @@
+"""Faults session 38's cold try met (helper-173): each through the real CLI (a process of its own, or click's runner)
+on real files under tmp_path with real SQLite."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from fault_support import chatmem_command, process_env, write_chats
+
+
+def test_a_clean_data_dir_on_a_read_only_mount_answers_archive_stats(tmp_path: Path) -> None:
+    """A data dir whose archive.db was closed cleanly (no -wal left: the usual state after a run) copied onto a
+    read-only mount: `archive stats` and `recall` said "archive.db: cannot be opened or written (SQLITE_CANTOPEN)",
+    while `concepts` and `staging runs` (staging.db still had its -wal) answered. SQLite in WAL mode opens the -wal,
+    which a read-only mount cannot create, even without the -shm. Here the -wal and -shm are links into a folder
+    that does not exist: as on a read-only mount (root's permissions stop nothing), neither can be created."""
+    data_dir = tmp_path / "data"
+    env = process_env(tmp_path / "prefect")
+    export = write_chats(tmp_path / "small.jsonl", 3)
+    command = [*chatmem_command(), "--data-dir", str(data_dir)]
+    done = subprocess.run(
+        [*command, "-q", "run", str(export), "--only", "ingest"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    copy = tmp_path / "copy"
+    shutil.copytree(data_dir, copy, ignore=shutil.ignore_patterns("*-shm", "archive.db-wal"))
+    assert not (data_dir / "archive.db-wal").exists(), "archive.db closed cleanly: the case this test is about"
+    for suffix in ("-wal", "-shm"):
+        (copy / f"archive.db{suffix}").symlink_to(tmp_path / "no-such-folder" / f"archive{suffix}")
+    command = [*chatmem_command(), "--data-dir", str(copy)]
+    stats = subprocess.run([*command, "archive", "stats", "--json"], capture_output=True, text=True, env=env)
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["conversations"] == 3
