@@ -34,3 +34,23 @@ def test_a_clean_data_dir_on_a_read_only_mount_answers_archive_stats(tmp_path: P
     stats = subprocess.run([*command, "archive", "stats", "--json"], capture_output=True, text=True, env=env)
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout)["conversations"] == 3
+
+
+def test_the_words_a_new_user_tries_first_point_at_the_command_that_does_it() -> None:
+    """`chatmem ask "..."` said "No such command 'ask'." and nothing else (no command is spelt near it); so did
+    `query`, `search`, `stats`, `status`. Each now names the command that does it; typos keep difflib's hints."""
+    from click.testing import CliRunner
+
+    from flows.cli import cli
+
+    for word, command in (
+        ("ask", "recall"),
+        ("search", "recall"),
+        ("stats", "archive stats"),
+        ("status", "staging runs"),
+    ):
+        result = CliRunner().invoke(cli, [word, "lisbon trip"])
+        assert result.exit_code == 2, result.output
+        assert f"No such command '{word}'. Did you mean '{command}'" in result.output, result.output
+    typo = CliRunner().invoke(cli, ["recal", "lisbon"])
+    assert "Did you mean 'recall' or 'eval'?" in typo.output, typo.output
