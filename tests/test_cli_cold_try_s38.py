@@ -3,9 +3,11 @@ on real files under tmp_path with real SQLite."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 from fault_support import chatmem_command, process_env, write_chats
@@ -54,3 +56,23 @@ def test_the_words_a_new_user_tries_first_point_at_the_command_that_does_it() ->
         assert f"No such command '{word}'. Did you mean '{command}'" in result.output, result.output
     typo = CliRunner().invoke(cli, ["recal", "lisbon"])
     assert "Did you mean 'recall' or 'eval'?" in typo.output, typo.output
+
+
+def test_a_compressed_export_says_what_it_is_and_to_unpack_it(tmp_path: Path) -> None:
+    """`chatmem run export.json.gz` (or a .tar.gz) said "not a JSON list or object: 492 bytes of binary data": true,
+    and no help to someone who compressed an export to move it; a .tar of a JSONL file was read as JSONL (its lines
+    between the tar's headers ingested, the headers quarantined as bad lines, exit 0). Now each names its format and
+    says to unpack it."""
+    from click.testing import CliRunner
+
+    from flows.cli import cli
+
+    export = write_chats(tmp_path / "chats.jsonl", 2)
+    packed = tmp_path / "chats.jsonl.gz"
+    packed.write_bytes(gzip.compress(export.read_bytes()))
+    with tarfile.open(tmp_path / "chats.tar", "w") as tar:
+        tar.add(export, arcname="chats.jsonl")
+    for path, what in ((packed, "gzip-compressed"), (tmp_path / "chats.tar", "a tar archive")):
+        result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path / "data"), "run", "--only", "ingest", str(path)])
+        assert result.exit_code == 1, result.output
+        assert f"{path}: not a JSON list or object: the file is {what}; unpack it" in result.output, result.output
