@@ -76,3 +76,18 @@ def test_a_compressed_export_says_what_it_is_and_to_unpack_it(tmp_path: Path) ->
         result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path / "data"), "run", "--only", "ingest", str(path)])
         assert result.exit_code == 1, result.output
         assert f"{path}: not a JSON list or object: the file is {what}; unpack it" in result.output, result.output
+
+
+def test_a_folder_says_a_packed_file_in_it_may_hold_an_export(tmp_path: Path) -> None:
+    """`chatmem run DOWNLOADS` where the export is DOWNLOADS/chats.jsonl.gz: "no export found in it ...; left out 1:
+    chats.jsonl.gz (not an export)". Now the reason says it is packed, and to unpack it."""
+    from click.testing import CliRunner
+
+    from flows.cli import cli
+
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "chats.jsonl.gz").write_bytes(gzip.compress(write_chats(tmp_path / "chats.jsonl", 2).read_bytes()))
+    result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path / "data"), "run", "--only", "ingest", str(folder)])
+    assert result.exit_code == 1, result.output
+    assert "left out 1: chats.jsonl.gz (compressed or archived: unpack it if an export is inside)" in result.output
