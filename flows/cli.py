@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from contracts.errors import ChatmemError, ExportError, StageError
+from contracts.errors import ChatmemError, ConfigError, ExportError, StageError
 from flows.cli_app import CLOSED_PIPE_EXIT, App, ChatmemGroup, output_closed, reader_gone
 from flows.cli_data import check_run_id, open_readonly
 from flows.cli_run_summary import print_summary, refuse_bad_files
@@ -115,6 +115,12 @@ def _run(
             if as_json:  # a script reading stdout gets an object that says why, as a failed run's summary does
                 emit({"run_id": None, "status": "refused", "error": str(exc), "stages": [], "files": []})
             raise
+    if "extract" in stages and settings.extract.llm is not None:
+        from clients.llm import missing_key
+
+        problem = missing_key(settings.extract.llm)
+        if problem:  # found by the extract stage only after ingest, segment and embed had run: say it first
+            raise ConfigError(problem)
     for folder, why in {} if settings.pipeline.quiet else (nothing_found or {}).items():
         click.echo(safe_line(f"{folder}: {why}"), err=True)
     # `staging runs` says a run is starting until the run has a row; Ctrl-C before the run's own handler (Prefect's

@@ -91,3 +91,22 @@ def test_a_folder_says_a_packed_file_in_it_may_hold_an_export(tmp_path: Path) ->
     result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path / "data"), "run", "--only", "ingest", str(folder)])
     assert result.exit_code == 1, result.output
     assert "left out 1: chats.jsonl.gz (compressed or archived: unpack it if an export is inside)" in result.output
+
+
+def test_a_missing_llm_key_is_said_before_any_stage_runs(tmp_path: Path) -> None:
+    """CHATMEM_EXTRACT__LLM__MODEL set, no key and no base URL: `chatmem run EXPORT` ran ingest, segment and embed
+    (the Prefect server, the embedding model: a minute on the cold try's machine) and only then said "no key is
+    set", exit 2. Now it says so first: exit 2, nothing ingested, no data dir made."""
+    from click.testing import CliRunner
+
+    from flows.cli import cli
+
+    export = write_chats(tmp_path / "chats.jsonl", 2)
+    data_dir = tmp_path / "data"
+    env = {"CHATMEM_EXTRACT__LLM__MODEL": "gpt-5-mini", "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}
+    env |= {"CHATMEM_EXTRACT__LLM__API_KEY": None, "CHATMEM_EXTRACT__LLM__BASE_URL": None}
+    result = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "run", str(export)], env=env)
+    assert result.exit_code == 2, result.output
+    assert "the LLM extractor talks to OpenAI's API but no key is set" in result.output, result.output
+    assert not (data_dir / "archive.db").exists(), "nothing is ingested before the refusal"
+    assert "ingest: succeeded" not in result.output, result.output
