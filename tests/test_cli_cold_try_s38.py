@@ -110,3 +110,20 @@ def test_a_missing_llm_key_is_said_before_any_stage_runs(tmp_path: Path) -> None
     assert "the LLM extractor talks to OpenAI's API but no key is set" in result.output, result.output
     assert not (data_dir / "archive.db").exists(), "nothing is ingested before the refusal"
     assert "ingest: succeeded" not in result.output, result.output
+
+
+def test_serve_once_says_a_missing_llm_key_before_its_tick(tmp_path: Path) -> None:
+    """The same for `serve --once --watch DIR`: its tick ran ingest, segment and embed, then failed in extract."""
+    from click.testing import CliRunner
+
+    from flows.cli import cli
+
+    watch = tmp_path / "dumps"
+    write_chats(watch / "chats.jsonl", 2)
+    data_dir = tmp_path / "data"
+    env = {"CHATMEM_EXTRACT__LLM__MODEL": "gpt-5-mini", "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}
+    env |= {"CHATMEM_EXTRACT__LLM__API_KEY": None, "CHATMEM_EXTRACT__LLM__BASE_URL": None}
+    result = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "serve", "--once", "--watch", str(watch)], env=env)
+    assert result.exit_code == 2, result.output
+    assert "the LLM extractor talks to OpenAI's API but no key is set" in result.output, result.output
+    assert not (data_dir / "archive.db").exists(), "nothing is ingested before the refusal"
