@@ -127,3 +127,22 @@ def test_serve_once_says_a_missing_llm_key_before_its_tick(tmp_path: Path) -> No
     assert result.exit_code == 2, result.output
     assert "the LLM extractor talks to OpenAI's API but no key is set" in result.output, result.output
     assert not (data_dir / "archive.db").exists(), "nothing is ingested before the refusal"
+
+
+def test_staging_show_without_a_table_names_some(tmp_path: Path) -> None:
+    """`chatmem staging show` said "Missing argument 'TABLE'." and named none; now it says how many there are, the
+    ones a person looks at first, and where the whole list is. Exit 2 as before."""
+    from click.testing import CliRunner
+
+    from flows.cli import cli
+
+    data_dir = tmp_path / "data"
+    ingest = CliRunner().invoke(
+        cli, ["--data-dir", str(data_dir), "run", "--only", "ingest", str(write_chats(tmp_path / "c.jsonl", 2))]
+    )
+    assert ingest.exit_code == 0, ingest.output
+    result = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "staging", "show"])
+    assert result.exit_code == 2, result.output
+    assert "Missing argument 'TABLE': one of the " in result.output, result.output
+    assert "e.g. runs, stage_runs, ingest_files, quarantine" in result.output, result.output
+    assert "`chatmem staging tables` lists them all" in result.output, result.output
