@@ -52,6 +52,19 @@ class Reply:
     usage: Usage
 
 
+def missing_key(settings: LLMSettings) -> str | None:
+    """Why no call can be made, or None: OpenAI's own API (no base URL) with no key to send. `chatmem run` asks
+    before its first stage, so that a missing key is not found only after ingest, segment and embed ran."""
+    if settings.api_key or os.environ.get("OPENAI_API_KEY"):
+        return None
+    if settings.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
+        return (
+            "the LLM extractor talks to OpenAI's API but no key is set:"
+            " set CHATMEM_EXTRACT__LLM__API_KEY or OPENAI_API_KEY, or set a base_url for a local server"
+        )
+    return None
+
+
 def make_client(settings: LLMSettings) -> OpenAI:
     """An SDK client with its own retries off: `is_transient` decides, and every attempt is recorded."""
     key = settings.api_key.get_secret_value() if settings.api_key else os.environ.get("OPENAI_API_KEY")
@@ -61,11 +74,9 @@ def make_client(settings: LLMSettings) -> OpenAI:
     # with neither, a placeholder key (local servers ignore it). The URL itself never carries them.
     headers = {} if key else basic_auth(settings.base_url)
     if not key:
-        if settings.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
-            raise ConfigError(
-                "the LLM extractor talks to OpenAI's API but no key is set:"
-                " set CHATMEM_EXTRACT__LLM__API_KEY or OPENAI_API_KEY, or set a base_url for a local server"
-            )
+        problem = missing_key(settings)
+        if problem:
+            raise ConfigError(problem)
         key = PLACEHOLDER_KEY
     base_url = redact_uri(settings.base_url)
     # The connect timeout apart: a host that is down (no RST, packets dropped) costs seconds, not a reply's wait.

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from contracts.errors import BusyError, ChatmemError, ExportError, StageError
+from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError
 from flows.cli_app import CLOSED_PIPE_EXIT, App, ChatmemGroup, output_closed, reader_gone
 from flows.cli_data import check_run_id, open_readonly
 from flows.cli_run_summary import print_summary, refuse_bad_files
@@ -115,6 +115,8 @@ def _run(
             if as_json:  # a script reading stdout gets an object that says why, as a failed run's summary does
                 emit({"run_id": None, "status": "refused", "error": str(exc), "stages": [], "files": []})
             raise
+    if "extract" in stages:
+        refuse_missing_llm_key(settings)
     for folder, why in {} if settings.pipeline.quiet else (nothing_found or {}).items():
         click.echo(safe_line(f"{folder}: {why}"), err=True)
     # `staging runs` says a run is starting until the run has a row; Ctrl-C before the run's own handler (Prefect's
@@ -291,6 +293,18 @@ def stage_cmd(app: App, stage_name: str, run_id: str, force_format: str | None, 
 # ---------------------------------------------------------------- serve
 
 
+def refuse_missing_llm_key(settings: Settings) -> None:
+    """ConfigError when the LLM extractor is configured for OpenAI's API with no key: the extract stage found it
+    only after ingest, segment and embed had run (a minute, the Prefect server, the embedding model)."""
+    if settings.extract.llm is None:
+        return
+    from clients.llm import missing_key
+
+    problem = missing_key(settings.extract.llm)
+    if problem:
+        raise ConfigError(problem)
+
+
 @cli.command()
 @click.option(
     "--watch",
@@ -321,6 +335,7 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
     settings = app.settings()
     # with --once too (a bad --cron is a mistake to say, not to ignore), and before Prefect: nothing is created
     check_cron(cron)
+    refuse_missing_llm_key(settings)  # a tick would find it in extract, after ingest, segment and embed
     if once and _no_export_to_watch(watch_dir, settings.data_dir, as_json):
         return
     try:

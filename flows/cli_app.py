@@ -161,6 +161,24 @@ def reader_gone() -> bool:
         return False
 
 
+# The words a new user tries first for a command named otherwise (`chatmem ask ...`: no command of that name, and
+# none spelt near it for difflib): each points at the command that does it.
+ALIASES = {
+    "ask": "recall",
+    "query": "recall",
+    "search": "recall",
+    "remember": "recall",
+    "ingest": "run",
+    "import": "run",
+    "load": "run",
+    "stats": "archive stats",
+    "status": "staging runs",
+    "runs": "staging runs",
+    "failures": "staging failures",
+    "clusters": "topics",
+}
+
+
 class ChatmemGroup(click.Group):
     """Turns a ChatmemError anywhere below into one line on stderr and its exit code, and loads each command of
     COMMANDS only when it is used (`--help` lists them from the table, importing none)."""
@@ -183,6 +201,9 @@ class ChatmemGroup(click.Group):
             # click suggests from self.commands, which holds only the commands loaded so far (none: COMMANDS is
             # lazy), so `chatmem recal` got no "Did you mean": suggest from every command's name
             names = difflib.get_close_matches(exc.command_name, self.list_commands(ctx), n=3, cutoff=0.6)
+            alias = ALIASES.get(exc.command_name.lower()) if ctx.parent is None else None
+            if alias and alias not in names:
+                names = [alias, *names]
             if not names:
                 raise
             hint = " or ".join(repr(name) for name in names)

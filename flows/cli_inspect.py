@@ -180,13 +180,17 @@ def staging_tables(app: App, as_json: bool) -> None:
     emit(rows) if as_json else print_table(rows, ["database", "table", "type", "rows"])
 
 
+# The tables a person looks at first (the ledger, what each file gave, what was set aside, what was found).
+FIRST_TABLES = ("runs", "stage_runs", "ingest_files", "quarantine", "concepts", "facts", "topics")
+
+
 @staging.command("show")
-@click.argument("table")
+@click.argument("table", required=False)
 @click.option("--run-id", help="Only the rows of this run (tables with a run_id column).")
 @count_option("--limit", default=20, help_text="How many rows (0: all).")
 @JSON_OPTION
 @click.pass_obj
-def staging_show(app: App, table: str, run_id: str | None, limit: int, as_json: bool) -> None:
+def staging_show(app: App, table: str | None, run_id: str | None, limit: int, as_json: bool) -> None:
     """Show rows of one table of staging.db or archive.db (see `staging tables`).
 
     \b
@@ -197,6 +201,13 @@ def staging_show(app: App, table: str, run_id: str | None, limit: int, as_json: 
     settings = app.settings()
     check_run_id(settings, run_id)
     known: list[str] = []
+    if table is None:  # click's "Missing argument 'TABLE'." named none: a new user's next question is which
+        for _name, path in _databases(settings):
+            with open_readonly(path, settings) as conn:
+                known.extend(inspection.table_names(conn))
+        first = [name for name in FIRST_TABLES if name in known]
+        hint = f"one of the {len(known)} tables, e.g. {', '.join(first)}; `chatmem staging tables` lists them all"
+        raise click.UsageError(f"Missing argument 'TABLE': {hint}")
     for _name, path in _databases(settings):
         with open_readonly(path, settings) as conn:
             names = inspection.table_names(conn)

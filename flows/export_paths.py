@@ -100,6 +100,10 @@ EXPORT_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".zip"})  # named as 
 # start as one, and read now it could only fail; once complete it is renamed, and the new name is read.
 PARTIAL_SUFFIXES = frozenset({".part", ".crdownload", ".download"})
 NOT_AN_EXPORT = "not an export"
+# A compressed or archived file: chatmem reads zips only, and such a file may be an export packed to move it
+# (ingest/detect.py says the same of one given by name): "not an export" gave no hint of what to do.
+PACKED_SUFFIXES = frozenset({".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar"})
+PACKED = "compressed or archived: unpack it if an export is inside"
 SIDE_FILE = "holds no conversations (a side file of an export)"
 DOWNLOADING = "a download still in progress: read once it completes"
 HIDDEN = "hidden: its name starts with a dot"
@@ -199,6 +203,8 @@ def why_not_an_export(path: Path) -> str | None:
         return DOWNLOADING
     if suffix in EXPORT_SUFFIXES or is_conversations_file(path.name):
         return None
+    if suffix in PACKED_SUFFIXES:
+        return PACKED
     try:
         return None if _starts_as_export(path) else NOT_AN_EXPORT
     except OSError as exc:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
@@ -59,6 +60,10 @@ def detect_format(head: bytes, *, name: str) -> str:
     if not body:
         raise MalformedExportError(name, "empty file: no JSON found")
     first = body[:1]
+    packed = None if first in (b"[", b"{") else _packed(head)
+    if packed:  # an export someone packed to move it: "N bytes of binary data", or a tar of JSONL read as JSONL
+        problem = f"not a JSON list or object: the file is {packed}; unpack it and give chatmem the export inside"
+        raise MalformedExportError(name, problem + " (chatmem reads .zip, .json and .jsonl)")
     if first == b"[" and _bracketed_jsonl(body):
         return "jsonl"
     if first == b"[":
@@ -246,6 +251,24 @@ def _not_json(body: bytes, name: str, size: int) -> str:
         what = "binary data" if start is None else f"text: {start}"
         return f"not a zip file: {amount} that start as neither a zip archive nor JSON ({what})"
     return f"not a JSON list or object: {amount} of " + ("binary data" if start is None else f"text starting {start}")
+
+
+# Archive and compression formats by their magic bytes (a tar's is at offset 257): what a user packed an export in.
+_PACKED = (
+    (re.compile(rb"\x1f\x8b"), "gzip-compressed"),
+    (re.compile(rb"BZh[1-9]1AY&SY"), "bzip2-compressed"),
+    (re.compile(rb"\xfd7zXZ\x00"), "xz-compressed"),
+    (re.compile(rb"7z\xbc\xaf\x27\x1c"), "a 7-Zip archive"),
+    (re.compile(rb"Rar!\x1a\x07"), "a RAR archive"),
+)
+
+
+def _packed(head: bytes) -> str | None:
+    """What archive or compression format `head` starts as, in words, or None."""
+    for magic, what in _PACKED:
+        if magic.match(head):
+            return what
+    return "a tar archive" if head[257:262] == b"ustar" else None
 
 
 def _text_start(body: bytes, shown: int = 20) -> str | None:

@@ -145,6 +145,15 @@ def _without_shm(path: Path) -> sqlite3.Connection:
     would have made the -shm that a read-only mount lacks, and this connection is only for the read-only
     commands that would otherwise fail. Everything committed is read, the WAL included (`immutable=1` would
     read only the main file: stale, or malformed when most of the data is still in the WAL)."""
+    wal = path.with_name(path.name + "-wal")
+    if not wal.exists() or wal.stat().st_size == 0:
+        # No WAL to read (a database closed cleanly, then copied or mounted read-only): SQLite in WAL mode still
+        # opens a -wal it cannot create here (SQLITE_CANTOPEN, even under unix-none), and the main file holds
+        # everything committed, so read it as immutable: nothing can write to it where no -wal can be made.
+        conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, timeout=30.0)
+        conn.row_factory = sqlite3.Row
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
     conn = sqlite3.connect(f"file:{path}?mode=ro&vfs=unix-none", uri=True, timeout=30.0)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA locking_mode=EXCLUSIVE")  # before the first read: the index then never touches -shm
