@@ -8,9 +8,9 @@ Each name (a concept's title or alias) gives its variants, each with a key two n
 - `container`: a name that ends in a word saying what kind of thing the rest is ("CSV file", "SQL query", "S3
   bucket", "LIMIT clause", "Broadcast join") -> the rest. A generic kind (`KIND_HEADS`: file, table, bucket...)
   adds nothing to a name ("CSV file" is CSV), but says which thing a common word is ("Coffee table" is no coffee),
-  so it folds only into a core written as a name (`name_shaped`, or written so in the bare concept's evidence:
-  "stored as Parquet"); a code construct (`CODE_HEADS`: clause, join, function...) also folds a common word the same
-  conversations say into itself ("Broadcast" into "Broadcast join");
+  so it folds only into a name-shaped core (`name_shaped`: "CSV", "S3", "MySQL", or a bare title so written, "RDBMS"
+  for "Rdbms data"); a code construct (`CODE_HEADS`: clause, join, function...) also folds a common word the same
+  conversations say in lower case into itself ("Broadcast" into "Broadcast join");
 - `prefix`: "data" before a noun of process or property ("Data skewness", "Data partitioning") -> the noun;
 - `inflection`: one word that is a verb's -ing or -ed form ("Partitioning", "PARTITIONED") -> the verb.
 
@@ -81,7 +81,7 @@ FOLDED_STATES = ("active", "weak")
 class Variant:
     key: str  # what two names of one family share (a match key)
     kind: str  # bare, container, prefix, inflection
-    core: str = ""  # container: the rest of the name as written ("CSV" of "CSV file")
+    core: str = ""  # container: the rest of the name as written ("CSV" of "CSV file"); bare: the name itself
     head: str = ""  # container: its kind word ("file"); inflection: "verb" when the form is a verb's only
 
 
@@ -90,7 +90,7 @@ def variants(name: str) -> list[Variant]:
     bare = match_key(name)
     if not bare:
         return []
-    found = [Variant(bare, "bare")]
+    found = [Variant(bare, "bare", name)]
     words = name.split()
     keys = bare.split()
     if len(words) == len(keys) >= 2:
@@ -146,8 +146,8 @@ def name_shaped(core: str) -> bool:
 class Rule:
     """How a pair folds: `shared`, only where most of the smaller's conversations are the larger's; `keep`, the side
     whose title stays ("bare", "container", or "" for the one with more evidence); `core`, a container's common word,
-    which folds only where the bare concept's evidence writes it as a name (keeping the bare title) or, with a code
-    construct (`code`), as the longer title ("Broadcast join" over "Broadcast")."""
+    which folds only into a code construct (`code`) and where the evidence does not write it as a name, the longer
+    title kept ("Broadcast join" over "Broadcast")."""
 
     shared: bool
     keep: str
@@ -161,9 +161,9 @@ def fold_rule(left: Variant, right: Variant) -> Rule | None:
     the loop checks what the rule needs of the store (`Folds`)."""
     pair = {left.kind, right.kind}
     if pair == {"bare", "container"}:
-        container = left if left.kind == "container" else right
+        container, bare = (left, right) if left.kind == "container" else (right, left)
         why = f"{container.core} {container.head}: a name and its kind"
-        if name_shaped(container.core):
+        if name_shaped(container.core) or name_shaped(bare.core):  # "Rdbms data" beside "RDBMS"
             return Rule(False, "bare", why)
         return Rule(True, "", why, container.core, container.head in CODE_HEADS)
     if pair == {"bare", "prefix"}:
@@ -259,13 +259,19 @@ class Folds:
         return left.type == right.type and left.state in FOLDED_STATES and right.state in FOLDED_STATES
 
     def _keep(self, rule: Rule, ids: dict[str, str]) -> str | None:
-        """The id whose title stays ("" for the one with more evidence), or None where the pair does not fold."""
+        """The id whose title stays ("" for the one with more evidence), or None where the pair does not fold. A name
+        with its kind folds only where the name is name-shaped (`fold_rule`): "Parquet file" and "Hive table" stay
+        beside "Parquet" and "Hive" (folding them, written as names in the evidence, was tried: on the labelled
+        build it let a conversation's one-span tail terms into its top five, benchmarks/RESULTS.md, session 38)."""
         if rule.shared and not self._shared(*ids.values()):
             return None
         if rule.core:
-            if name_written(store.evidence_texts(self.conn, ids["bare"]), rule.core):
-                return ids["bare"]  # "Parquet file" into "Parquet", which the replies write as a name
-            return ids["container"] if rule.code else None  # "Broadcast" into "Broadcast join"; not "Coffee table"
+            # "Broadcast" into "Broadcast join": a common word the code construct says the sense of; not "Scala" into
+            # "Scala function" (the replies write it as a name: that is a name with its kind, below), nor a common
+            # word into a generic kind ("Coffee table")
+            if not rule.code or name_written(store.evidence_texts(self.conn, ids["bare"]), rule.core):
+                return None
+            return ids["container"]
         return ids.get(rule.keep, "")
 
     def _shared(self, a: str, b: str) -> bool:

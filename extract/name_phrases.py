@@ -22,7 +22,6 @@ from extract.word_kinds import (
     _name_opener,
     _title_case,
     capital_marks_name,
-    unit_after_number,
 )
 
 _CONNECTORS = frozenset(["of", "&", "de", "du", "la", "von", "van", "der", "for"])
@@ -91,8 +90,6 @@ def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
     for i, token in enumerate([*words, None]):
         # Most words are lower case and no run is open: decided without a call (this loop sees every token).
         named = token is not None and (token.capitalised or token.inner_capital) and _is_name_word(token, language)
-        if named and i and token is not None and unit_after_number(token, words[i - 1]):
-            named = False  # "50 GB": a quantity's unit, no name
         if named and defines and i and token is not None and _defined_term(words[i - 1], token, prose, language):
             named = False
         elif not named and token is not None and token.sentence_start and token.capitalised:

@@ -125,8 +125,7 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # field to the number ("Store == 10"), "Schema" alone are no concepts
 # v46: a span inside another span of the same message is not cited again (a repeated sentence cut where reading ends)
 # v47: a habit's word ("daily", "every day", "weekly") types a term a habit only where the user is its subject and the
-# word is not the term's own ("daily routine of a data engineer", "daily csv to datalake" are no habits); a unit after
-# its number is no name ("50 GB")
+# word is not the term's own ("daily routine of a data engineer", "daily csv to datalake" are no habits)
 OFFLINE_VERSION = 47  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 

@@ -208,12 +208,6 @@ _MEASURES = frozenset("oz ounce ounces tbsp tsp teaspoon teaspoons tablespoon ta
 _MEASURE = re.compile(r"\d[\d.,/-]*-[^\W\d_]+")
 
 
-def unit_after_number(token: Token, previous: Token | None) -> bool:
-    """ "GB" of "50 GB", "MB" of "128 MB": a unit after its number is the quantity's, written in capitals or not; no
-    name (extract/name_phrases.py) and no word of a term."""
-    return previous is not None and token.lower in _UNITS and _number(previous)
-
-
 def _quantity(token: Token, previous: Token | None) -> bool:
     """A number, a number joined to its unit ("30-minute"), a unit after a number ("2 cups flour") or a unit of
     measure in lower case ("oz" of "1/2 oz agave syrup", whose fraction the prose view blanks)."""
@@ -221,7 +215,7 @@ def _quantity(token: Token, previous: Token | None) -> bool:
         return True
     if token.lower in _MEASURES and token.text == token.lower:
         return True
-    return unit_after_number(token, previous)
+    return previous is not None and token.lower in _UNITS and _number(previous)
 
 
 # The cardinal numbers written as words that are no stop words ("one", "two" are).

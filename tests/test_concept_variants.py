@@ -57,45 +57,47 @@ def test_a_common_word_folds_into_its_code_construct_only_where_the_same_convers
     tmp_path: Path,
 ) -> None:
     """ "Broadcast" beside "Broadcast join" in one conversation: one concept, the longer title (it says which sense);
-    "Window" of a house and "Window function" of SQL, in two conversations: two concepts."""
+    "Window" of a house and "Window function" of SQL, in two conversations: two concepts; "Scala function" stays
+    beside "Scala", which the replies write as a name."""
     chats = [
         talk("a", "broadcast join in spark", "A broadcast join sends the small table; use broadcast().", 0),
         talk("b", "paint the window frame", "Sand the window first.", 1),
         talk("c", "row_number window function", "A window function computes over a frame.", 2),
+        talk("d", "scala function syntax", "In Scala a function is a value; Scala infers its type.", 3),
     ]
     specs = {
         "a": [entity("Broadcast", spans=2), entity("Broadcast join", spans=1)],
         "b": [entity("Window")],
         "c": [entity("Window function")],
+        "d": [entity("Scala"), entity("Scala function", spans=1)],
     }
     dbs, _ = pipeline(tmp_path, chats, specs)
     rows = live(concepts(dbs))
-    assert set(rows) == {"Broadcast join", "Window", "Window function"}
+    assert set(rows) == {"Broadcast join", "Window", "Window function", "Scala", "Scala function"}
     assert "Broadcast" in json.loads(rows["Broadcast join"]["aliases"])
 
 
-def test_a_generic_kind_folds_into_a_common_word_only_where_the_evidence_writes_it_as_a_name(tmp_path: Path) -> None:
-    """ "Parquet file" into "Parquet", said in the same conversation, which the replies write as a name ("stored as
-    Parquet"); "Coffee table" stays beside "Coffee" (a cup of coffee), though one conversation says both."""
+def test_a_generic_kind_folds_only_into_a_name_shaped_core(tmp_path: Path) -> None:
+    """ "Rdbms data" into "RDBMS" (the bare title is an acronym); "Parquet file" stays beside "Parquet" and "Coffee
+    table" beside "Coffee", though one conversation says both (a common word before a kind may name another thing)."""
     chats = [
-        talk(
-            "a",
-            "what is parquet",
-            "Data in Parquet is columnar, and tools read Parquet fast as Parquet has a schema.",
-            0,
-        ),
+        talk("a", "what is parquet", "Data in Parquet is columnar, and tools read Parquet fast.", 0),
         talk("b", "open a parquet file", "Read the Parquet file with pandas.", 1),
         talk("c", "I drink coffee at the coffee table", "Keep a cup of coffee on a coaster.", 2),
+        talk("d", "rdbms data to hdfs", "Sqoop moves RDBMS tables to HDFS.", 3),
+        talk("e", "what is an rdbms", "An RDBMS stores relations.", 4),
     ]
     specs = {
         "a": [entity("Parquet")],
         "b": [entity("Parquet file", spans=1), entity("Parquet", spans=1)],
         "c": [entity("Coffee"), entity("Coffee table", spans=1)],
+        "d": [entity("Rdbms data", spans=1)],
+        "e": [entity("RDBMS")],
     }
     dbs, _ = pipeline(tmp_path, chats, specs)
     rows = live(concepts(dbs))
-    assert set(rows) == {"Parquet", "Coffee", "Coffee table"}
-    assert "Parquet file" in json.loads(rows["Parquet"]["aliases"]) and rows["Parquet"]["evidence_count"] == 3
+    assert set(rows) == {"Parquet", "Parquet file", "Coffee", "Coffee table", "RDBMS"}
+    assert "Rdbms data" in json.loads(rows["RDBMS"]["aliases"]) and rows["RDBMS"]["evidence_count"] == 3
 
 
 def test_forms_of_one_verb_are_one_concept_titled_by_the_most_evidence(tmp_path: Path) -> None:

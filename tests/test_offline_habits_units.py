@@ -1,7 +1,6 @@
 """Concepts v47 (issue 20, session 38's cold try of the real exports): a habit's word types a term a habit only where
-the user is its subject and the word is not the term's own (extract/offline_hypotheses.py `_cue`), and a unit
-after its number is no name ("50 GB": extract/name_phrases.py, extract/word_kinds.py `unit_after_number`). The
-texts are spark-first's (shared/data/README.md), shortened."""
+the user is its subject and the word is not the term's own (extract/offline_hypotheses.py `_cue`). The texts are
+spark-first's (shared/data/README.md), shortened."""
 
 from __future__ import annotations
 
@@ -49,16 +48,3 @@ def test_a_habit_the_user_has_is_still_one() -> None:
         ),
     )
     assert found.get("Green tea") == "behavioral_pattern", found
-
-
-def test_a_unit_after_its_number_is_no_name() -> None:
-    """spark-first: "50 gb of single file data"; the reply's "50 GB" made "GB" a concept."""
-    found = typed(
-        ("user", "50 gb of single file data how to process in spark with minimal code"),
-        (
-            "assistant",
-            "Processing a 50 GB single file in Spark can be challenging, as Spark is designed to handle distributed"
-            " data. Split the 50 GB file into partitions, and give each executor 8 GB of memory.",
-        ),
-    )
-    assert "GB" not in found and "Spark" in found, found
