@@ -68,8 +68,6 @@ CODE_HEADS = frozenset(["clause", "statement", "keyword", "command", "function",
 # only a noun of process or property after it.
 PREFIXES = frozenset(["data"])
 _PROCESS_ENDS = ("ness", "ing", "ion", "ity", "ment")
-# An all-capital word this common is a keyword shouted ("LIMIT", "SELECT", "PARTITION"), not an acronym.
-COMMON_CAPS_ZIPF = 3.5
 _LETTER = re.compile(r"[^\W\d_]")
 # A one-word concept is a piece of a longer title of at most this many words that cites all its evidence (`_pieces`).
 PIECE_OF_WORDS = 3
@@ -123,9 +121,19 @@ def _inflected(word: str) -> tuple[str, bool] | None:
     return match_key(verbs[0]), not own
 
 
+def _names_variants(row: ConceptRow) -> list[Variant]:
+    """The variants of a concept's title, and its aliases as they are: an alias is a looser name (the vendor's "S3" of
+    "Amazon S3" is one, "Partitioned table" of "partitioned Hive table" is no kind of "PARTITIONED")."""
+    found = variants(row.title)
+    for alias in row.aliases:
+        found += variants(alias)[:1]
+    return found
+
+
 def name_shaped(core: str) -> bool:
     """A core written as a name: with a digit ("S3", "EC2"), capitals inside a word ("MySQL", "PySpark"), an acronym
-    that is no common word ("CSV", "SQL"; "LIMIT" is a keyword), or a later word capitalised ("Spark SQL")."""
+    that is no English word ("CSV", "SQL"; "LIMIT", "PARTITIONED" are keywords), or a later word capitalised ("Spark
+    SQL")."""
     for index, word in enumerate(core.split()):
         letters = _LETTER.findall(word)
         if not letters:
@@ -134,9 +142,9 @@ def name_shaped(core: str) -> bool:
             return True
         caps = sum(c.isupper() for c in letters)
         if caps == len(letters) and len(letters) >= 2:
-            if lexicon.zipf(word.casefold()) < COMMON_CAPS_ZIPF:
+            if not lexicon.parts_of_speech(word.casefold()):
                 return True
-            continue
+            continue  # an English word shouted: "LIMIT", "PARTITIONED"
         if caps >= 2 or (index > 0 and word[:1].isupper()):
             return True
     return False
@@ -186,9 +194,8 @@ class Folds:
         for concept_id in sorted(rows):
             row = rows[concept_id]
             if row.state in FOLDED_STATES:
-                for name in (row.title, *row.aliases):
-                    for variant in variants(name):
-                        self.index.setdefault(variant.key, []).append((concept_id, variant))
+                for variant in _names_variants(row):
+                    self.index.setdefault(variant.key, []).append((concept_id, variant))
         self.conversations: dict[str, set[str]] = {}
         # each concept's evidence before this run's folds: a family of forms takes the title of its best-evidenced
         # member ("Partitioning", 11, over "PARTITION", 6, and "PARTITIONED", 3, whichever pair merges first)
@@ -206,22 +213,20 @@ class Folds:
         """Merge every near-duplicate of one concept into one (`merge(a, b, why, keep_id)` returns the survivor);
         returns how many merges."""
         merged = 0
-        row = self.rows[concept_id]
-        for name in (row.title, *row.aliases):
-            for mine in variants(name):
-                for other_id, theirs in self.index.get(mine.key, ()):
-                    a, b = self.live(concept_id), self.live(other_id)
-                    rule = fold_rule(mine, theirs)
-                    if a == b or rule is None or not self._foldable(a, b):
-                        continue
-                    found = self._keep(rule, {mine.kind: a, theirs.kind: b})
-                    if found is None:
-                        continue
-                    if not found and self.own.get(a, 0) != self.own.get(b, 0):
-                        found = max((a, b), key=lambda c: self.own.get(c, 0))
-                    survivor = merge(a, b, rule.why, found or None)
-                    self.conversations[survivor] = self._conversations(a) | self._conversations(b)
-                    merged += 1
+        for mine in _names_variants(self.rows[concept_id]):
+            for other_id, theirs in self.index.get(mine.key, ()):
+                a, b = self.live(concept_id), self.live(other_id)
+                rule = fold_rule(mine, theirs)
+                if a == b or rule is None or not self._foldable(a, b):
+                    continue
+                found = self._keep(rule, {mine.kind: a, theirs.kind: b})
+                if found is None:
+                    continue
+                if not found and self.own.get(a, 0) != self.own.get(b, 0):
+                    found = max((a, b), key=lambda c: self.own.get(c, 0))
+                survivor = merge(a, b, rule.why, found or None)
+                self.conversations[survivor] = self._conversations(a) | self._conversations(b)
+                merged += 1
         return merged + self._pieces(concept_id, merge)
 
     def _pieces(self, concept_id: str, merge: Merge) -> int:
