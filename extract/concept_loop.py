@@ -6,7 +6,8 @@ attach (new evidence spans, revision_count + 1, first/last_seen from the evidenc
 aliases) or refine (the same, and the description is replaced by a more confident one). Evidence already on
 the concept changes nothing (decision 'duplicate'). When a hypothesis's alias exactly names a second concept
 of the same type, the two merge: the one with more evidence survives, the other becomes 'merged' with a
-pointer to it, and its evidence and names move over.
+pointer to it, and its evidence and names move over. Before the checks below, near-duplicates among the concepts
+touched ("CSV" / "CSV file", "Partitioning" / "PARTITIONED") merge the same way (extract/concept_variants.py).
 
 After the new hypotheses, the concepts touched are re-checked: type by majority of segments; split in two
 when two types each hold `split_min_segments` segments and the smaller at least half of the larger (the
@@ -25,7 +26,8 @@ from dataclasses import replace
 from contracts.concepts import ConceptHypothesis
 from contracts.settings import ConceptsSettings
 from extract import lexicon, resolve_stored
-from extract.resolve import Match, Resolver, Similarity
+from extract.concept_variants import FOLDED_STATES, Folds
+from extract.resolve import TYPO_RATIO, Match, Resolver, Similarity, ratio_at_least
 from extract.text import fold, match_key, short_hash, slug
 from staging import concepts as store
 from staging.concepts import ConceptRow
@@ -213,6 +215,11 @@ class ConceptLoop:
                 row = self.concepts[concept_id]
         if _better_cased(hypothesis.title, row.title):
             row.title = hypothesis.title  # "AWS Glue" over "Aws glue": the same name, written as people write it
+        elif better_spelled(hypothesis.title, row.title) and self._title_free(hypothesis.title, concept_id):
+            # "Data ingestion" resolved to "Data injestion" (fuzzy: one typo apart): the title a person writes, the
+            # typo kept as an alias
+            row.aliases = [a for a in row.aliases if match_key(a) != match_key(hypothesis.title)] + [row.title]
+            row.title, row.title_key = hypothesis.title, match_key(hypothesis.title)
         refine = hypothesis.confidence > row.confidence or not row.description
         if refine:
             row.description = hypothesis.description or row.description
@@ -222,6 +229,14 @@ class ConceptLoop:
         self.dirty.add(concept_id)
         self.counts["refined" if refine else "attached"] += 1
         return "refine" if refine else "attach"
+
+    def _title_free(self, title: str, concept_id: str) -> bool:
+        """Whether a concept may take this title: its name already (no other concept resolves it), and no other row,
+        a merged one included, holds its key (titles are unique in the store)."""
+        key = match_key(title)
+        if self.resolver.owner(title) != concept_id:
+            return False
+        return not any(r.title_key == key for c, r in self.concepts.items() if c != concept_id)
 
     def _mergeable(self, left: str, right: str) -> bool:
         a, b = self.concepts[left], self.concepts[right]
@@ -270,10 +285,13 @@ class ConceptLoop:
         row.evidence_count, row.first_seen, row.last_seen = store.evidence_summary(self.conn, row.concept_id)
         self.summarised.add(row.concept_id)
 
-    def _merge(self, left: str, right: str, why: str) -> str:
-        """Merge two concepts of one type; the one with more evidence (then older, then smaller id) survives."""
+    def _merge(self, left: str, right: str, why: str, keep_id: str | None = None) -> str:
+        """Merge two concepts of one type; the one with more evidence (then older, then smaller id) survives, or
+        `keep_id` where the caller knows which title a person would keep."""
         a, b = self.concepts[left], self.concepts[right]
         keep, gone = sorted((a, b), key=lambda r: (-r.evidence_count, r.first_seen or "~", r.concept_id))
+        if keep_id == gone.concept_id:
+            keep, gone = gone, keep
         store.copy_evidence(self.conn, gone.concept_id, keep.concept_id, self.run_id)
         self.conn.execute(
             "INSERT OR IGNORE INTO concept_relations (concept_id, relation, target_id, confidence, run_id)"
@@ -308,6 +326,8 @@ class ConceptLoop:
         Unsettled is stored: a run killed before this step leaves its concepts unsettled for the next run.
         """
         self.flush()
+        if self._fold_variants():
+            self.flush()  # the survivors of the folds are checked below too (an untouched one gained evidence)
         for concept_id in sorted(c for c, row in self.concepts.items() if not row.settled):
             row = self.concepts[concept_id]
             row.settled = True
@@ -331,6 +351,21 @@ class ConceptLoop:
             self.concepts[concept_id].settled = True
         store.upsert_concepts(self.conn, (self.concepts[c] for c in sorted(self.dirty)))
         self.dirty.clear()
+
+    def _fold_variants(self) -> int:
+        """Near-duplicates of the concepts this run touched merged (extract/concept_variants.py): "CSV file" into
+        "CSV", "Broadcast" into "Broadcast join", "PARTITIONED" and "PARTITION" with "Partitioning". A hypothesis
+        resolves one name at a time; which two titles are one thing shows only once both are in the store."""
+        touched = sorted(c for c, row in self.concepts.items() if not row.settled and row.state in FOLDED_STATES)
+        if not touched:
+            return 0
+        folds = Folds(self.conn, self.concepts, lambda c: self._live(c, None))
+        merged = sum(folds.fold(concept_id, self._fold) for concept_id in touched)
+        self.counts["variants_folded"] += merged
+        return merged
+
+    def _fold(self, left: str, right: str, why: str, keep_id: str | None) -> str:
+        return self._merge(left, right, f"variant: {why}", keep_id)
 
     def store_index(self) -> None:
         """The kept index made the index of the concept rows as the run leaves them (in the caller's transaction,
@@ -429,6 +464,29 @@ def vendor_variant(title: str) -> str | None:
     if any(lexicon.zipf(word.casefold()) >= _NAME_ZIPF for word in rest.split()):
         return None
     return rest
+
+
+# A word this common spells what a word under lexicon.RARE_ZIPF one typo from it misspells ("ingestion", 2.9 on the
+# Zipf scale, for "injestion", 0).
+SPELT_ZIPF = 2.5
+
+
+def better_spelled(new: str, old: str) -> bool:
+    """The same name with a misspelt word spelt right: word for word the same but for words one typo apart
+    (`extract.resolve` TYPO_RATIO), each rare in the old title (a misspelling: under lexicon.RARE_ZIPF) and common
+    in the new one ("Data ingestion" over "Data injestion"); never the reverse."""
+    left, right = new.casefold().split(), old.casefold().split()
+    pairs = [(a, b) for a, b in zip(left, right, strict=False) if a != b]
+    if len(left) != len(right) or not pairs:
+        return False
+    return all(
+        a.isalpha()
+        and b.isalpha()
+        and lexicon.zipf(b) < lexicon.RARE_ZIPF
+        and lexicon.zipf(a) >= SPELT_ZIPF
+        and ratio_at_least(a, b, TYPO_RATIO) is not None
+        for a, b in pairs
+    )
 
 
 def _better_cased(new: str, old: str) -> bool:

@@ -124,7 +124,9 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # segment writes in lower case is a description ("Night Out with Friends"), a numbered item whose code compares its
 # field to the number ("Store == 10"), "Schema" alone are no concepts
 # v46: a span inside another span of the same message is not cited again (a repeated sentence cut where reading ends)
-OFFLINE_VERSION = 46  # bump with any change to the rules here or in the modules above: part of the extraction cache key
+# v47: a habit's word ("daily", "every day", "weekly") types a term a habit only where the user is its subject and the
+# word is not the term's own ("daily routine of a data engineer", "daily csv to datalake" are no habits)
+OFFLINE_VERSION = 47  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of

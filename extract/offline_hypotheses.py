@@ -49,15 +49,38 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 def _cue(candidate: _Candidate) -> tuple[str, str] | None:
     """The type cue of the first user sentence that has one for this candidate; a goal cue only when what follows
     is a goal (extract.goals.goal) holding the candidate ("I want to convert it into a style that uses string
-    concatenation": string concatenation is no goal)."""
+    concatenation": string concatenation is no goal); a habit's word inside the term itself describes the thing,
+    unless the user owns it ("daily csv" is a file that comes each day; "my daily walk" is a habit)."""
     for message, start, end in candidate.mentions:
         if message.message.role == "user":
             first, last = message.original(start, end)
             mention = message.message.text[first:last].casefold()
+            before = message.message.text[max(0, first - 4) : first].casefold()
             for kind, said, goal_value in _sentence_cues(message.span(first, last)):
-                if kind != "goal" or mention in goal_value:
-                    return kind, said
+                if kind == "goal" and mention not in goal_value:
+                    continue
+                if kind == "behavioral_pattern" and said.casefold() in mention and not _OWNED.search(before):
+                    continue
+                return kind, said
     return None
+
+
+# A habit is the user's: "every day", "daily", "weekly", "habit" type a term only where the user is its subject ("I do
+# yoga every morning", "every morning I run", "my daily walk"); "daily routine of a data engineer" asks about a job,
+# "daily csv to datalake ... if i receive" is about a feed.
+_SUBJECT_BEFORE = re.compile(r"\b(?:i|we)(?:'m|'ve|'re)?\b", re.IGNORECASE)
+_SUBJECT_AFTER = re.compile(r"[ \t]*,?[ \t]*(?:i|we)\b", re.IGNORECASE)
+_SAID_BY_USER = ("i ", "i'", "my ")
+_OWNED = re.compile(r"\b(?:my|our) $")
+
+
+def _users_habit(hit: re.Match[str], sentence: str) -> bool:
+    if hit.group(0).casefold().startswith(_SAID_BY_USER):
+        return True
+    before = sentence[: hit.start()].replace("’", "'")
+    if _SUBJECT_BEFORE.search(before) or _OWNED.search(before.casefold()):
+        return True
+    return _SUBJECT_AFTER.match(sentence, hit.end()) is not None
 
 
 @lru_cache(maxsize=1 << 14)
@@ -67,6 +90,8 @@ def _sentence_cues(sentence: str) -> tuple[tuple[str, str, str], ...]:
     found = []
     for kind, pattern in CUES:
         hit = pattern.search(sentence)
+        if hit and kind == "behavioral_pattern" and not _users_habit(hit, sentence):
+            continue
         if hit:
             named = goal(sentence[hit.end() :]).casefold() if kind == "goal" else ""
             found.append((kind, hit.group(0), named))

@@ -266,6 +266,31 @@ def type_segments(conn: sqlite3.Connection, concept_id: str) -> dict[str, int]:
     return {str(r[0]): int(r[1]) for r in rows}
 
 
+def conversations_of(conn: sqlite3.Connection, concept_id: str) -> set[str]:
+    """The conversations a concept's evidence is in (through its segments)."""
+    rows = conn.execute(
+        "SELECT DISTINCT s.conversation_id FROM concept_evidence e JOIN segments s ON s.segment_id = e.segment_id"
+        " WHERE e.concept_id = ?",
+        (concept_id,),
+    )
+    return {str(r[0]) for r in rows}
+
+
+def evidence_keys(conn: sqlite3.Connection, concept_id: str) -> set[tuple[str, str]]:
+    """A concept's evidence as (message_id, text_key) pairs: what two concepts citing the same sentences share."""
+    rows = conn.execute("SELECT message_id, text_key FROM concept_evidence WHERE concept_id = ?", (concept_id,))
+    return {(str(r[0]), str(r[1])) for r in rows}
+
+
+def evidence_texts(conn: sqlite3.Connection, concept_id: str, limit: int = 50) -> list[str]:
+    """Up to `limit` of a concept's evidence sentences (in key order: deterministic)."""
+    rows = conn.execute(
+        "SELECT text FROM concept_evidence WHERE concept_id = ? ORDER BY message_id, text_key LIMIT ?",
+        (concept_id, limit),
+    )
+    return [str(r[0]) for r in rows]
+
+
 def add_relation(
     conn: sqlite3.Connection, concept_id: str, relation: str, target_id: str, confidence: float, run_id: str
 ) -> bool:

@@ -159,18 +159,23 @@ def _open(path: Path) -> sqlite3.Connection:
 
 
 def conversation_concepts(archive: sqlite3.Connection, staging: sqlite3.Connection) -> dict[str, list[Concept]]:
-    """Every conversation's concepts, evidence counted inside it (a merged concept counts for its target)."""
+    """Every conversation's concepts, evidence counted inside it (a merged concept counts for its target, each
+    piece of evidence once: a merge copies the merged concept's evidence to its target, and keeps it)."""
     concepts = {
         r["concept_id"]: r
         for r in staging.execute("SELECT concept_id, title, aliases, state, merged_into FROM concepts")
     }
     conversation_of = dict(archive.execute("SELECT uuid, conversation_id FROM messages").fetchall())
     counts: dict[str, Counter[str]] = {}
-    for concept_id, message_id in staging.execute("SELECT concept_id, message_id FROM concept_evidence"):
+    seen: set[tuple[str, str, str]] = set()
+    for concept_id, message_id, text_key in staging.execute(
+        "SELECT concept_id, message_id, text_key FROM concept_evidence"
+    ):
         target = _resolve(concept_id, concepts)
         conversation = conversation_of.get(message_id)
-        if target is None or conversation is None:
+        if target is None or conversation is None or (target, message_id, text_key) in seen:
             continue
+        seen.add((target, message_id, text_key))
         counts.setdefault(conversation, Counter())[target] += 1
     result: dict[str, list[Concept]] = {}
     for conversation, per_concept in counts.items():
