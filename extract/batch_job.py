@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clients.batches import shippable, unship
+from clients.gc_pace import fewer_collections
 from contracts.errors import ConfigError
 from contracts.settings import ExtractSettings, Settings
 from extract.mapper import KnownNames, MapperDecision, map_raw_hypotheses
@@ -49,7 +50,8 @@ class ExtractJob:
     def __call__(self, segments: Sequence[SegmentInput]) -> list[Outcome]:
         extractor = self._worker_extractor()
         if isinstance(extractor, OfflineExtractor):
-            return [(self._mapped(extractor.extract(s), s), []) for s in segments]
+            with fewer_collections():  # the worker's share of the stage's short-lived objects (clients/gc_pace.py)
+                return [(self._mapped(extractor.extract(s), s), []) for s in segments]
         one: Callable[[SegmentInput], Outcome] = extractor.extract_one  # type: ignore[attr-defined]
         llm = self.settings.llm
         workers = llm.max_concurrency if llm is not None else 1

@@ -77,7 +77,7 @@ TITLE_WORDS = 6
 
 
 def _names(prose: str, words: list[Token], language: str) -> Iterator[Phrase]:
-    for word in words:
+    for word in words if "()" in prose else ():  # most views call no function: not a test per word
         if prose[word.end : word.end + 2] == "()" and not word.stop and plausible_word(word.text):
             # a function the prose names by its call ("**coalesce()**:", "using number_to_hex()"): an identifier
             yield Phrase(word.text, key_of([word.lower]), word.start, word.end, True)

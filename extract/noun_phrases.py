@@ -79,6 +79,11 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
     previous: Token | None = None
     earlier: Token | None = None  # the word before `previous`
     for i, token in enumerate([*words, None]):
+        if not run and token is not None and token.stop:
+            # a function word with no run open (half the words of a message): it ends nothing and opens nothing,
+            # and `before` and `infinitive` are set again where the next run opens
+            earlier, previous = previous, token
+            continue
         # whether the word is a quantity, asked once: the test below and the new run after a cut both need it
         quantity = token is not None and not token.stop and _quantity(token, previous)
         if (
@@ -103,9 +108,11 @@ def _noun_phrases(prose: str, words: list[Token]) -> Iterator[Phrase]:
             run = run[:-1]  # "the Client wishes to engage", "emp reports to lead": a subject, then its verb
         elif len(run) >= 2 and _verb_after_subject(prose, run, before, words, i):
             run = run[:-1]  # "This function takes a function", "a job takes 15 mins": a subject, then its verb
-        yield from _split_run(prose, run, before)
+        if run:
+            yield from _split_run(prose, run, before)
         run = [token] if token is not None and not token.stop and not quantity else []
-        before, infinitive = previous, _verb_slot(earlier, previous)
+        if run:  # read only while a run is open; a run opened later sets them where it opens
+            before, infinitive = previous, _verb_slot(earlier, previous)
         earlier, previous = previous, token
 
 

@@ -91,7 +91,7 @@ def phrases(
         words = [t for t in words if t.start < phrase_chars]
     if language == "en":
         for phrase in _noun_phrases(prose, words):
-            if not any(phrase.start < name.start < phrase.end < name.end for name in owned):
+            if not owned or not any(phrase.start < name.start < phrase.end < name.end for name in owned):
                 yield phrase  # "Happy Mother" of "Happy Mother's Day": its last word is the name's owner
         if heads:
             yield from _heads(prose, words)

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from clients.embedders import build_embedder
+from clients.gc_pace import fewer_collections
 from clients.stage import History, Outcome, StageContext
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import StageError
@@ -54,7 +55,14 @@ def large_run(ctx: StageContext, history: History) -> str:
 
 
 def run(ctx: StageContext, *, similarity: Similarity | None = None) -> Outcome:
-    """Resolve every new hypothesis against the concept store (`similarity`: the third matching step)."""
+    """Resolve every new hypothesis against the concept store (`similarity`: the third matching step), with the
+    garbage collector paced for a stage that makes an object for every hypothesis (clients/gc_pace.py)."""
+    with fewer_collections():
+        return _run(ctx, similarity)
+
+
+def _run(ctx: StageContext, similarity: Similarity | None) -> Outcome:
+    """`run`, collected as usual."""
     archive, staging, run_id, settings = ctx.archive, ctx.staging, ctx.run_id, ctx.settings
     notes: list[str] = []
     with Transaction(staging):  # the rule's kept state and what it decides, in one transaction

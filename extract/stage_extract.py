@@ -31,6 +31,7 @@ from itertools import chain, islice
 from typing import Any, cast
 
 from clients.batches import MapBatches, ahead_of, split
+from clients.gc_pace import fewer_collections
 from clients.stage import Outcome, StageContext
 from contracts.concepts import ConceptHypothesis
 from contracts.errors import ConfigError
@@ -95,6 +96,13 @@ def announce(extractor: Extractor, settings: Settings) -> str:
 
 
 def run(ctx: StageContext, *, extractor: Extractor | None = None) -> Outcome:
+    """Extract every current segment that has no cached extraction under the extractor's cache key (`_run`), with
+    the garbage collector paced for a stage that makes millions of short-lived objects (clients/gc_pace.py)."""
+    with fewer_collections():
+        return _run(ctx, extractor)
+
+
+def _run(ctx: StageContext, extractor: Extractor | None) -> Outcome:
     """Extract every current segment that has no cached extraction under the extractor's cache key.
 
     With `ctx.map_batches` (the Dask runner, or local worker processes for the offline extractor) the uncached

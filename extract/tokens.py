@@ -366,13 +366,12 @@ def plausible_word(text: str) -> bool:
 
 
 def _phrase(prose: str, phrase: list[Token], loose: bool = False, head: bool = False) -> Phrase:
-    named = any(_acronym(t) or t.inner_capital or (t.capitalised and not t.sentence_start) for t in phrase)
+    named = False  # any word written as a name (an acronym, inner capitals, a capital inside a sentence): a loop,
+    for t in phrase:  # not any() over a generator: every noun phrase of the stage is made here
+        if t.inner_capital or (t.capitalised and not t.sentence_start) or (t.all_caps and not _shouted(t.lower)):
+            named = True
+            break
+    first, last = phrase[0], phrase[-1]
     return Phrase(
-        prose[phrase[0].start : phrase[-1].end],
-        key_of([t.lower for t in phrase]),
-        phrase[0].start,
-        phrase[-1].end,
-        named,
-        loose,
-        head,
+        prose[first.start : last.end], key_of([t.lower for t in phrase]), first.start, last.end, named, loose, head
     )

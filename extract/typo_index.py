@@ -70,6 +70,7 @@ class TypoIndex:
         self._asked: dict[str, set[str]] = {}  # deletion key -> the words asked whose answer it can change
         self._indexed = False  # deletion keys built: after SCAN_QUERIES words asked
         self._misses = 0
+        self._is_typo: Callable[[str, str], bool] | None = None  # `neighbours`' check (the same on every call)
 
     def add_words(self, words: tuple[str, ...]) -> None:
         for word in words:
@@ -85,16 +86,25 @@ class TypoIndex:
 
     def _index(self, word: str) -> None:
         size = len(word)
+        reached: set[str] = set()
         for key in deletion_keys(word):
             self._by_key.setdefault(key, []).append(word)  # once: add_words indexes a word once
             asked_here = self._asked.get(key)
-            if not asked_here:
-                continue
-            # The words asked that share this key may have gained a neighbour, if the key is long enough.
-            changed = [asked for asked in asked_here if _close_enough(len(key), len(asked), size)]
-            for asked in changed:
-                asked_here.discard(asked)
-                self._neighbours.pop(asked, None)
+            if asked_here:
+                # The words asked that share this key have `word` among their candidates now, if the key is long
+                # enough (the test `candidates` makes of it).
+                reached.update(asked for asked in asked_here if _close_enough(len(key), len(asked), size))
+        reached.discard(word)  # no word is its own neighbour
+        if not reached or self._is_typo is None:
+            return
+        # Each answer reached gains `word` where it is a typo, and nothing else: the other candidates are those it
+        # was computed from, and a long word (scanned, not indexed) clears every answer (`add_words`). Kept up to
+        # date here, not dropped: a word asked again after the vocabulary grew is the resolver's common case, and
+        # computing its answer again cost most of the concepts stage's matching.
+        for asked in reached:
+            found = self._neighbours.get(asked)
+            if found is not None and self._is_typo(asked, word):
+                self._neighbours[asked] = tuple(sorted((*found, word)))
 
     def _build(self) -> None:
         """The deletion keys of every word indexed so far (answers cached before are dropped: they hold no
@@ -128,11 +138,12 @@ class TypoIndex:
         return found
 
     def neighbours(self, word: str, is_typo: Callable[[str, str], bool]) -> tuple[str, ...]:
-        """The candidates that `is_typo(word, candidate)` accepts, sorted; cached until the vocabulary gains a word
-        sharing one of its deletion keys (or any long word).
+        """The candidates that `is_typo(word, candidate)` accepts, sorted; cached, and kept up to date as the
+        vocabulary gains words sharing one of its deletion keys (`_index`; any long word drops every answer).
 
         `is_typo` must be the same function on every call (the resolver's cached difflib check).
         """
+        self._is_typo = is_typo
         found = self._neighbours.get(word)
         if found is None:
             self._misses += 1

@@ -211,11 +211,22 @@ _MEASURE = re.compile(r"\d[\d.,/-]*-[^\W\d_]+")
 def _quantity(token: Token, previous: Token | None) -> bool:
     """A number, a number joined to its unit ("30-minute"), a unit after a number ("2 cups flour") or a unit of
     measure in lower case ("oz" of "1/2 oz agave syrup", whose fraction the prose view blanks)."""
-    if _number(token) or _MEASURE.fullmatch(token.lower) is not None:
-        return True
-    if token.lower in _MEASURES and token.text == token.lower:
-        return True
-    return previous is not None and token.lower in _UNITS and _number(previous)
+    alone, unit = _quantity_word(token.text)
+    return alone or (unit and previous is not None and _number(previous))
+
+
+@lru_cache(maxsize=1 << 16)
+def _quantity_word(text: str) -> tuple[bool, bool]:
+    """(a quantity by itself, a unit that is one after a number) of a word, asked once per distinct word: the noun
+    phrase rules ask it of every word of every message (a token's lower form is its text casefolded)."""
+    lower = text.casefold()
+    alone = (
+        lower.replace(".", "").replace(",", "").isdigit()
+        or (lower in _NUMBER_WORDS and text == lower)
+        or _MEASURE.fullmatch(lower) is not None
+        or (lower in _MEASURES and text == lower)
+    )
+    return alone, lower in _UNITS
 
 
 # The cardinal numbers written as words that are no stop words ("one", "two" are).

@@ -278,6 +278,35 @@ def test_the_typo_index_finds_every_word_the_veto_pairs_as_a_typo(
     assert pairs > 80 and any(len(w) > 12 for w in vocabulary)
 
 
+def test_the_typo_index_keeps_its_answers_as_words_come_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the concept loop uses it: words asked and words added in turn (the asked word itself added later, a near
+    word added after its neighbour was asked); each answer kept up to date equals the one computed afresh."""
+    monkeypatch.setattr(typo_index, "SCAN_QUERIES", 0)
+    rng = np.random.default_rng(11)
+    letters = np.array(list("abcdefg"))
+    stems = ["".join(rng.choice(letters, size=int(rng.integers(3, 12)))) for _ in range(60)]
+    words = []
+    for stem in stems:  # each with near copies, so that answers keep growing
+        i = int(rng.integers(0, len(stem)))
+        words += [stem, stem[:i] + stem[i + 1 :], stem[:i] + "x" + stem[i:], stem + "g"]
+    order = [words[int(i)] for i in rng.permutation(len(words))]
+
+    def is_typo(left: str, right: str) -> bool:
+        return difflib.SequenceMatcher(None, left, right).ratio() >= 0.8
+
+    index, vocabulary = TypoIndex(), set()
+    for step, word in enumerate(order):
+        if step % 3:
+            index.add_words((word,))
+            vocabulary.add(word)
+        asked = order[int(rng.integers(0, len(order)))]
+        expected = tuple(sorted(w for w in vocabulary if w != asked and is_typo(asked, w)))
+        assert index.neighbours(asked, is_typo) == expected, (step, asked)
+    for word in sorted(set(order)):
+        expected = tuple(sorted(w for w in vocabulary if w != word and is_typo(word, w)))
+        assert index.neighbours(word, is_typo) == expected, word
+
+
 @SCAN_OR_INDEX
 def test_the_typo_index_on_real_words_finds_every_typo_and_few_else(
     scan_queries: int, monkeypatch: pytest.MonkeyPatch
