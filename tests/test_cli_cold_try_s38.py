@@ -130,8 +130,8 @@ def test_serve_once_says_a_missing_llm_key_before_its_tick(tmp_path: Path) -> No
 
 
 def test_staging_show_without_a_table_names_some(tmp_path: Path) -> None:
-    """`chatmem staging show` said "Missing argument 'TABLE'." and named none; now it says how many there are, the
-    ones a person looks at first, and where the whole list is. Exit 2 as before."""
+    """`chatmem staging show` said "Missing argument 'TABLE'." and named none; now it names the ones a person looks
+    at first and where the whole list is, from click alone (a usage error opens no database). Exit 2 as before."""
     from click.testing import CliRunner
 
     from flows.cli import cli
@@ -143,6 +143,6 @@ def test_staging_show_without_a_table_names_some(tmp_path: Path) -> None:
     assert ingest.exit_code == 0, ingest.output
     result = CliRunner().invoke(cli, ["--data-dir", str(data_dir), "staging", "show"])
     assert result.exit_code == 2, result.output
-    assert "Missing argument 'TABLE': one of the " in result.output, result.output
+    assert "Missing argument 'TABLE': a table of staging.db or archive.db" in result.output, result.output
     assert "e.g. runs, stage_runs, ingest_files, quarantine" in result.output, result.output
     assert "`chatmem staging tables` lists them all" in result.output, result.output
