@@ -219,7 +219,7 @@ class Folds:
                 rule = fold_rule(mine, theirs)
                 if a == b or rule is None or not self._foldable(a, b):
                     continue
-                found = self._keep(rule, {mine.kind: a, theirs.kind: b})
+                found = self._keep(rule, {mine.kind: a, theirs.kind: b}, (a, b))
                 if found is None:
                     continue
                 if not found and self.own.get(a, 0) != self.own.get(b, 0):
@@ -263,12 +263,13 @@ class Folds:
         left, right = self.rows[a], self.rows[b]
         return left.type == right.type and left.state in FOLDED_STATES and right.state in FOLDED_STATES
 
-    def _keep(self, rule: Rule, ids: dict[str, str]) -> str | None:
+    def _keep(self, rule: Rule, ids: dict[str, str], pair: tuple[str, str]) -> str | None:
         """The id whose title stays ("" for the one with more evidence), or None where the pair does not fold. A name
         with its kind folds only where the name is name-shaped (`fold_rule`): "Parquet file" and "Hive table" stay
         beside "Parquet" and "Hive" (folding them, written as names in the evidence, was tried: on the labelled
         build it let a conversation's one-span tail terms into its top five, benchmarks/RESULTS.md, session 38)."""
-        if rule.shared and not self._shared(*ids.values()):
+        # `pair`, not ids' values: two forms of one verb ("Testing", "Tested") are both of kind inflection, one key
+        if rule.shared and not self._shared(*pair):
             return None
         if rule.core:
             # "Broadcast" into "Broadcast join": a common word the code construct says the sense of; not "Scala" into

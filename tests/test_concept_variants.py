@@ -120,6 +120,26 @@ def test_forms_of_one_verb_are_one_concept_titled_by_the_most_evidence(tmp_path:
     assert rows["Partitioning"]["evidence_count"] == 6
 
 
+def test_two_forms_of_one_verb_neither_bare_fold_where_they_share_conversations(tmp_path: Path) -> None:
+    """ "Testing" (a noun of its own) and "Tested" (a verb's form only) share no bare name, only the verb "test": the
+    pair is two inflections, folded only where the same conversations say both. The 1M build's first concepts run
+    met such a pair and failed (the pair's two ids were keyed by their kind, one lost); "Streaming" and "Streamed"
+    in two unrelated conversations stay two."""
+    chats = [talk(c, f"{c}: question", f"{c}: answer", i) for i, c in enumerate("abc")]
+    specs = {
+        "a": [entity("Testing", spans=2), entity("Tested", spans=1)],
+        "b": [entity("Streaming")],
+        "c": [entity("Streamed")],
+    }
+    dbs, result = pipeline(tmp_path, chats, specs)
+    assert result.status == "succeeded"
+    rows = live(concepts(dbs))
+    assert set(rows) == {"Testing", "Streaming", "Streamed"}
+    assert "Tested" in json.loads(rows["Testing"]["aliases"])
+    reasons = [r[0] for r in dbs.staging.execute("SELECT reason FROM concept_transitions WHERE to_state = 'merged'")]
+    assert reasons == ["merged (variant: forms of one word)"], reasons
+
+
 def test_data_before_a_process_noun_folds_where_the_same_conversations_say_both(tmp_path: Path) -> None:
     """ "Data skewness" and "Skewness" in one conversation: one concept; "Data engineer" and "Engineer" stay two (a
     role, not a process); "Data ingestion" and "Ingestion" in two unrelated conversations stay two."""
