@@ -90,6 +90,12 @@ def test_fresh4_draw_is_seeded_and_new(collect: ModuleType) -> None:
     assert not {r["sentence"] for r in drawn} & {r["sentence"] for r in collect._fresh3(SHARED)}
 
 
+def test_fresh5_labelled_set_is_new() -> None:
+    rows = [json.loads(line) for line in (LABELS / "fact_sentences_fresh5.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == list(range(5000, 5220))
+    _check_new(rows, EARLIER5)
+
+
 @pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/data")
 def test_fresh5_draw_is_seeded_and_new(collect: ModuleType) -> None:
     drawn = collect._fresh5(SHARED)
