@@ -1,5 +1,5 @@
-"""benchmarks/labels/collect_fact_sentences.py: sets fresh3 and fresh4 draw reproducibly and nothing an earlier set
-drew."""
+"""benchmarks/labels/collect_fact_sentences.py: sets fresh3, fresh4 and fresh5 draw reproducibly and nothing an
+earlier set drew."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ def test_one_per_session_skips_used_sessions_and_caps_each(collect: ModuleType) 
 
 EARLIER3 = ("fact_sentences.jsonl", "fact_sentences_fresh.jsonl", "fact_sentences_fresh2.jsonl")
 EARLIER4 = (*EARLIER3, "fact_sentences_fresh3.jsonl")
+EARLIER5 = (*EARLIER4, "fact_sentences_fresh4.jsonl")
 
 
 def _check_new(rows: list[dict[str, str]], earlier_sets: tuple[str, ...] = EARLIER3) -> None:
@@ -87,3 +88,23 @@ def test_fresh4_draw_is_seeded_and_new(collect: ModuleType) -> None:
     _check_new(drawn, EARLIER4)
     # and nothing fresh3 drew, whichever splitter cuts the sentences now
     assert not {r["sentence"] for r in drawn} & {r["sentence"] for r in collect._fresh3(SHARED)}
+
+
+def test_fresh5_labelled_set_is_new() -> None:
+    rows = [json.loads(line) for line in (LABELS / "fact_sentences_fresh5.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == list(range(5000, 5220))
+    _check_new(rows, EARLIER5)
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/data")
+def test_fresh5_draw_is_seeded_and_new(collect: ModuleType) -> None:
+    drawn = collect._fresh5(SHARED)
+    # no oracle session is left outside the demo: lme-s-life fills the oracle's 40, as in fresh4
+    assert Counter(r["source"] for r in drawn) == {"lme-s": 100, "lme-s-life": 100, "locomo": 20}
+    assert [r["id"] for r in drawn] == list(range(5000, 5220))
+    assert collect._fresh5(SHARED) == drawn
+    _check_new(drawn, EARLIER5)
+    # and nothing fresh4 draws now, whichever splitter cuts the sentences
+    fresh4 = collect._fresh4(SHARED)
+    assert not {r["sentence"] for r in drawn} & {r["sentence"] for r in fresh4}
+    assert not {r["conversation"] for r in drawn} & {r["conversation"] for r in fresh4}

@@ -30,6 +30,13 @@ Set fresh4 (session 38, ids 4000-4219):
 
 writes DIR/sample_fresh4.json (seeds 50-53) the way fresh3 was drawn, from no session or LoCoMo turn that sets a,
 fresh, fresh2 or fresh3 drew from and with none of their sentences; see `_fresh4`.
+
+Set fresh5 (session 39, ids 5000-5219):
+
+    python benchmarks/labels/collect_fact_sentences.py --shared ../shared/data --fresh5 --out DIR
+
+writes DIR/sample_fresh5.json (seeds 60-63) the way fresh4 was drawn, from no session or LoCoMo turn that sets a,
+fresh, fresh2, fresh3 or fresh4 drew from and with none of their sentences; see `_fresh5`.
 """
 
 from __future__ import annotations
@@ -334,20 +341,48 @@ def _fresh4(shared: Path, labels: Path | None = None) -> list[dict[str, str]]:
     none is left); `lme-s-life` makes up the shortfall, the source nearest the oracle's evidence sessions (users
     telling of their own lives), so the set keeps 220 sentences and fresh3's other shares.
     """
-    taken, used = _earlier(labels or Path(__file__).parent, _EARLIER4)
+    return _like_fresh3(shared, labels or Path(__file__).parent, _EARLIER4, 50, 4000)
+
+
+def _like_fresh3(shared: Path, labels: Path, earlier: tuple[str, ...], seed: int, start: int) -> list[dict[str, str]]:
+    """fresh3's draw from outside the sets `earlier`: oracle 40 (seed + 2; a shortfall goes to `lme-s-life`),
+    `lme-s` 100 (seed), `lme-s-life` 60 (seed + 1), `locomo` 20 (seed + 3); ids from `start`."""
+    taken, used = _earlier(labels, earlier)
     demo, lme_s = _lme_s(shared)
-    rows = _one_per_session(_oracle(shared, demo), 40, 52, used, most=4)
+    rows = _one_per_session(_oracle(shared, demo), 40, seed + 2, used, most=4)
     short = 40 - len(rows)
     taken |= {row["sentence"] for row in rows}
     first = _user_sentences(lme_s, lambda flat: flat not in taken and _first_statement(flat))
-    rows += _one_per_session(first, 100, 50, used)
+    rows += _one_per_session(first, 100, seed, used)
     taken |= {row["sentence"] for row in rows}
     life = [{**row, "source": "lme-s-life"} for row in first if _LIFE.search(row["sentence"])]
-    rows += _one_per_session([row for row in life if row["sentence"] not in taken], 60 + short, 51, used)
+    rows += _one_per_session([row for row in life if row["sentence"] not in taken], 60 + short, seed + 1, used)
     taken |= {row["sentence"] for row in rows}
     locomo = [row for row in _locomo(shared, set(taken)) if "?" not in row["sentence"]]
-    rows += _one_per_session(locomo, 20, 53, used)
-    return [{"id": 4000 + index, **row} for index, row in enumerate(rows)]  # type: ignore[dict-item]
+    rows += _one_per_session(locomo, 20, seed + 3, used)
+    return [{"id": start + index, **row} for index, row in enumerate(rows)]  # type: ignore[dict-item]
+
+
+# --- set fresh5 (session 39) -------------------------------------------------------------------------------------
+
+_EARLIER5 = (*_EARLIER4, "fact_sentences_fresh4.jsonl")
+
+
+def _fresh5(shared: Path, labels: Path | None = None) -> list[dict[str, str]]:
+    """~220 user sentences, ids 5000 on, drawn as `_fresh4` (same filters, sources and shares, seeds 60-63) from
+    outside every session, LoCoMo turn and sentence of sets a, fresh, fresh2, fresh3 and fresh4.
+
+    Where each share comes from (what /work/shared/data still holds outside the earlier sets): no LongMemEval
+    oracle session is left outside the demo (fresh3 took the last), so `lme-s-life` fills the oracle's 40 as in
+    fresh4; `lme-s` and `lme-s-life` come from the LongMemEval_S dev50 haystack sessions outside the demo's 8
+    questions (753 sessions with a first-person statement are left, 235 of them with a `_LIFE` word), `locomo`
+    from the LoCoMo dev2 turns no earlier set drew (333 turns with a statement are left). The real exports add
+    nothing: set a took their first-person sentences, fresh2 the rest, and the fixtures no set read (LibreChat and
+    Chatbot UI exports, model_comparisons.json) hold one first-person statement, a reply to the assistant's list
+    ("I like Entertainment part."), too few for a share. After this draw about 550 LongMemEval_S sessions (90 with
+    a `_LIFE` word) and 310 LoCoMo turns are left for a later set.
+    """
+    return _like_fresh3(shared, labels or Path(__file__).parent, _EARLIER5, 60, 5000)
 
 
 def main() -> int:
@@ -357,9 +392,15 @@ def main() -> int:
     parser.add_argument("--fresh2", action="store_true", help="draw set fresh2 instead (needs no id file)")
     parser.add_argument("--fresh3", action="store_true", help="draw set fresh3 instead (needs no id file)")
     parser.add_argument("--fresh4", action="store_true", help="draw set fresh4 instead (needs no id file)")
+    parser.add_argument("--fresh5", action="store_true", help="draw set fresh5 instead (needs no id file)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     shared = args.shared
+    if args.fresh5:
+        args.out.mkdir(parents=True, exist_ok=True)
+        fresh5 = _fresh5(shared)
+        (args.out / "sample_fresh5.json").write_text(json.dumps(fresh5, ensure_ascii=False, indent=0))
+        return 0
     if args.fresh4:
         args.out.mkdir(parents=True, exist_ok=True)
         fresh4 = _fresh4(shared)
@@ -376,7 +417,7 @@ def main() -> int:
         (args.out / "sample_fresh2.json").write_text(json.dumps(fresh2, ensure_ascii=False, indent=0))
         return 0
     if args.heldout_ids is None:
-        parser.error("--heldout-ids is needed unless --fresh2, --fresh3 or --fresh4")
+        parser.error("--heldout-ids is needed unless --fresh2, --fresh3, --fresh4 or --fresh5")
     dev = set(json.loads((Path(__file__).parent / "dev_labels.json").read_text())["conversations"])
     skip = set(args.heldout_ids.read_text().split()) | dev
     exports = shared / "exports"
