@@ -59,16 +59,23 @@ _QUOTED_LINE = re.compile(
     r"^[ \t\[{(]*[\"\u201c][^\"\u201d\n]{1,40}(?:[\"\u201d][^\w\n]{0,6}\w{0,2}[^\w\n]{0,4})?$", re.MULTILINE
 )
 DATA_LINES = 2
+# The field a line of data opens with, quoted ('"topping": [', '"batter"'): its name, one word.
+_FIELD = re.compile(r"^[ \t\[{(]*[\"\u201c]([A-Za-z][A-Za-z0-9-]{1,30})[\"\u201d]", re.MULTILINE)
 
 
 def unglued(text: str) -> str:
     """The text with every piece glued to a number or cut off at a curly apostrophe replaced by a stop word: it
     ends a keyword's phrase there and is no word of it; without the assistant's words about itself
     (`_SELF_TALK`: "AI language model", "personal" were keywords of the demo's topics) and lines of data
-    (`_DATA_LINE`; and, in a text with DATA_LINES of them, lines of one quoted value: `_QUOTED_LINE`)."""
+    (`_DATA_LINE`; and, in a text with DATA_LINES of them, lines of one quoted value, `_QUOTED_LINE`, and the
+    names of the data's fields wherever the text says them: "explode the topping and batter columns" of a pasted
+    donut JSON is about its fields, not a subject: "batter" labelled a topic about flattening nested JSON)."""
     data, lines = _DATA_LINE.subn(" , ", text)
     if lines >= DATA_LINES:
+        fields = sorted({m.group(1) for m in _FIELD.finditer(text)}, key=lambda f: (-len(f), f))
         data = _QUOTED_LINE.sub(" , ", data)
+        if fields:
+            data = re.sub(rf"(?<!\w)(?:{'|'.join(map(re.escape, fields))})(?!\w)", " , ", data)  # "batter.id" too
     return _GLUED.sub(" the ", _SELF_TALK.sub(" , ", data))
 
 

@@ -421,7 +421,7 @@ def ctfidf_phrases(
         counts = per_topic[topic]
         floor = 2 if len(docs[topic]) >= 4 else 1
         size = sum(counts.weight.values()) or 1.0
-        numbered = numbered_series(counts.df)
+        numbered = numbered_series(counts.df, [text for texts in read_by[topic].values() for text in texts])
         usable = [
             k
             for k, df in counts.df.items()
@@ -433,7 +433,7 @@ def ctfidf_phrases(
         scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
         chosen = _pick(scored, counts.df, top_k)
         merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])
-        merged = one_per_family(merged, counts.spread, counts.weight)[:top_k]
+        merged = _with_nouns(one_per_family(merged, counts.spread, counts.weight), top_k)
         if titles and len(read_by[topic]) >= 2:
             merged = _titles_last(merged, counts.spread, read_by[topic], titles)
         merged = lead_first(merged, {k: counts.spread[k] for k, _, _ in merged}, _modifiers(counts, merged))
@@ -441,6 +441,7 @@ def ctfidf_phrases(
         merged = plural_alone(
             merged, counts.spread, len(read_by[topic]), counts.forms, partial(_plural_users, read_by[topic])
         )
+        merged = [r for r in merged if not adjective_alone(r[1])]  # after the label's choice: it reads none
         result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
 
@@ -454,32 +455,56 @@ def _piece(counts: PhraseCounts, key: str) -> bool:
 
 
 def _adjective_alone(counts: PhraseCounts, key: str) -> bool:
-    """A one-word key shown as an adjective: in -ing ("stunning", "charming", "interesting": cluster/keyword_rules.py
-    `adjectival`) or one lemminflect knows as an adjective and never a noun ("cultural", "traditional", "rich",
-    "stylish", "consistent"): never a label nor a partner already, and as a keyword alone it says how something
-    is, not what the topic is about ("trip, city, restaurant, stunning"; "cultural, tradition, traditional,
-    culture"); inside a phrase it stays ("stunning views", "cultural heritage"), and so does one that is a noun too
-    ("understanding", "feeling", "classic", "professional")."""
+    """A one-word key shown as an adjective in -ing ("stunning", "charming", "interesting": cluster/keyword_rules.py
+    `adjectival`): never a label nor a partner already, and as a keyword alone it says how something is, not what
+    the topic is about ("trip, city, restaurant, stunning"); inside a phrase it stays ("stunning views"), and so
+    does one that is a noun too ("understanding", "feeling")."""
     shown = counts.shown(key)
-    adjective = adjectival(shown) or "ADJ" in parts_of_speech(shown)
-    return shown.islower() and adjective and not can_be_noun(shown)  # "understanding", "feeling" stay
+    return shown.islower() and adjectival(shown) and not can_be_noun(shown)  # "understanding", "feeling" stay
+
+
+@lru_cache(maxsize=50_000)
+def adjective_alone(shown: str) -> bool:
+    """A one-word lower-case keyword lemminflect knows as an adjective and never as a noun ("cultural",
+    "traditional", "rich", "stylish", "consistent"): it says how something is, not what a topic is about, and is
+    never a label or a partner (cluster/keyword_rules.py `nominal`, `can_pair`). Shown in no topic's keywords, but
+    only once the label is chosen: the lead's bars are the best keyword's spread, which v6's labels were chosen
+    by ("missing" made "Eclipse project" the label). Inside a phrase it stays ("cultural heritage"), and so does one
+    that is a noun too ("classic", "professional")."""
+    return " " not in shown and shown.islower() and "ADJ" in parts_of_speech(shown) and not can_be_noun(shown)
+
+
+def _with_nouns(ranked: list[tuple[str, str, float]], top_k: int) -> list[tuple[str, str, float]]:
+    """The best of `ranked` up to `top_k` that are no adjective alone, and the adjectives among them (dropped once
+    the label is chosen: `adjective_alone`), so a topic still shows `top_k` keywords."""
+    kept, nouns = [], 0
+    for row in ranked:
+        if nouns >= top_k:
+            break
+        kept.append(row)
+        nouns += not adjective_alone(row[1])
+    return kept
 
 
 SERIES = 3  # one-word keys alike but for their numbers ("XW0", "XW00", "XW10") that make a series of names in code
 
 
-def numbered_series(keys: Iterable[str]) -> set[str]:
-    """The one-word keys with digits that SERIES or more keys of a topic share but for their numbers ("xw0",
-    "xw00", "xw10": variables a script numbers, left in prose as "XW0' + str(i)"): names of things in code, not
-    what the topic is about. A name with a number said alone ("S3", "EC2") has no such siblings."""
-    series: dict[str, list[str]] = {}
-    for key in keys:
-        if " " not in key and any(c.isdigit() for c in key):
-            series.setdefault(_DIGITS.sub("#", key), []).append(key)
-    return {k for found in series.values() if len(found) >= SERIES for k in found}
+def numbered_series(keys: Iterable[str], texts: Sequence[str] = ()) -> set[str]:
+    """The one-word keys with digits that SERIES or more words of a topic's `keys` or raw `texts` (code included:
+    the cleaner blanks it for keywords) share but for their numbers ("XW0", "XW00", "XW10": variables a script
+    numbers, left in prose as "'XW0' + str(i)"): names of things in code, not what the topic is about. A name with
+    a number said alone ("S3", "EC2") has no such siblings."""
+    wanted = [key for key in keys if " " not in key and any(c.isdigit() for c in key)]
+    if not wanted:
+        return set()
+    series: dict[str, set[str]] = {}
+    for word in [*wanted, *(w.lower() for text in texts for w in _NUMBERED.findall(text))]:
+        series.setdefault(_DIGITS.sub("#", word), set()).add(word)
+    return {k for k in wanted if len(series[_DIGITS.sub("#", k)]) >= SERIES}
 
 
 _DIGITS = re.compile(r"\d+")
+_NUMBERED = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*\d[A-Za-z0-9]*(?![\w])")
 _TITLE_WORD = re.compile(r"[^\W_]+(?:[.'+#-][^\W_]+)*", re.UNICODE)
 
 

@@ -9,8 +9,9 @@ WordNet's files.
   "cultural" -> culture, "traditional" -> tradition); of those, the forms that begin as it does, to STEM_LETTERS
   letters (a verb's irregular past is no form of another noun: "ground" and "grind"; a pointer to another word's
   stem is none either).
-- `one_per_family`: the ranked keywords with each family shown once, at the place of its best-ranked form, as the
-  form a topic can be called (one that can be a noun: "culture", not "cultural") said in most of the topic's
+- `one_per_family`: the ranked keywords with each family shown once, at the place of its best-ranked form that can
+  be a noun (an adjective's rank is its uses as one, "cultural events", not the noun's as a subject), as the form
+  a topic can be called (one that can be a noun: "culture", not "cultural") said in most of the topic's
   conversations, then most often. Names (a capital) and phrases are their own families: "Japan" and "Japanese", or
   "Spark" and "Spark job", say different things.
 
@@ -25,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from clients.parts_of_speech import can_be_noun, lemmas, parts_of_speech
+from cluster.keyword_rules import adjectival
 
 WORDNET_DIR = Path("/usr/share/wordnet")
 STEM_LETTERS = 4  # a related noun begins as the adjective does, to this many letters ("cultural", "culture")
@@ -94,7 +96,7 @@ def family(word: str) -> frozenset[str]:
 def one_per_family(
     ranked: Sequence[tuple[str, str, float]], spread: Mapping[str, int], weight: Mapping[str, float]
 ) -> list[tuple[str, str, float]]:
-    """The ranked (key, shown, score) keywords with each word family once (module doc): at its best-ranked form's
+    """The ranked (key, shown, score) keywords with each word family once (module doc): at its best-ranked noun's
     place, as its form that can be a noun said in most conversations (`spread`), then with most weight."""
     groups: list[list[int]] = []
     forms: list[frozenset[str]] = []  # per group of one-word lower-case keywords, its forms (others: none)
@@ -107,14 +109,21 @@ def one_per_family(
         else:
             groups[joined].append(index)
             forms[joined] = forms[joined] | mine
-    kept = []
+    placed = []
     for members in groups:
         best = max(
             members,
-            key=lambda i: (can_be_noun(ranked[i][1]), spread.get(ranked[i][0], 0), weight.get(ranked[i][0], 0.0), -i),
+            key=lambda i: (_noun(ranked[i][1]), spread.get(ranked[i][0], 0), weight.get(ranked[i][0], 0.0), -i),
         )
-        kept.append((ranked[best][0], ranked[best][1], ranked[members[0]][2]))
-    return kept
+        at = next((i for i in members if _noun(ranked[i][1])), members[0])
+        placed.append((at, (ranked[best][0], ranked[best][1], ranked[at][2])))
+    return [row for _, row in sorted(placed, key=lambda p: p[0])]
+
+
+def _noun(shown: str) -> bool:
+    """A form a topic can be called: a noun, or an activity in -ing ("gardening": lemminflect knows it as a verb form
+    only; cluster/keyword_rules.py `nominal` reads it so too), not an adjective in -ing ("stunning")."""
+    return can_be_noun(shown) or (shown.endswith("ing") and not adjectival(shown))
 
 
 def _one(shown: str) -> bool:
