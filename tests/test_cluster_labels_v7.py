@@ -1,13 +1,13 @@
 """Topic keywords and labels v7 (cluster/word_family.py, cluster/phrases.py, cluster/keyword_rules.py;
-KEYWORDS_VERSION 7): one keyword per word family, no adjective alone, no numbered names of code, no quoted values of
-pasted JSON, one member's title never leads."""
+KEYWORDS_VERSION 7): one keyword per word family, no adjective alone, no numbered names of code, no quoted values or
+field names of pasted JSON, one member's title never leads, a one-word label that modifies yields."""
 
 from __future__ import annotations
 
 from cluster.describe import KEYWORDS_VERSION
-from cluster.keyword_rules import unglued
+from cluster.keyword_rules import lead_first, unglued
 from cluster.labels import labels_for
-from cluster.phrases import ctfidf_phrases, numbered_series
+from cluster.phrases import PhraseCounts, ctfidf_phrases, numbered_series
 from cluster.word_family import family, one_per_family
 
 OTHER = [
@@ -87,6 +87,30 @@ def test_a_quoted_value_of_pasted_json_is_no_keyword() -> None:
     assert "nested json read in spark" in cleaned
     quoted = 'She said:\n"The Great Gatsby"\nis her favourite book.'
     assert "The Great Gatsby" in unglued(quoted)
+
+
+def test_the_field_names_of_pasted_data_are_no_words_of_its_text() -> None:
+    """The same questions went on "explode ... on topping and batter columns" and "batter.id, topping.type": the
+    data's own fields, which still made "batter" the label. A text without lines of data keeps such words."""
+    asked = '"id": "0001",\n"type": "donut",\n"batter"\n"topping": [\nexplode the topping and batter columns, batter.id'
+    cleaned = unglued(asked)
+    assert "batter" not in cleaned and "topping" not in cleaned
+    assert "explode" in cleaned and "columns" in cleaned
+    assert "batter" in unglued("Whisk the batter, then add the topping.")
+
+
+def test_a_one_word_label_that_mostly_modifies_yields_as_a_broad_word_does() -> None:
+    """The real exports' SQL-join topic was labelled "matching", written in "matching rows", "matching records",
+    "matching keys": it names no thing. Counted in the keyword pass, it yields to a phrase said in 0.6 of its
+    conversations ("left join"); a word that heads its phrases ("loop" of "for loop") does not."""
+    counts = PhraseCounts()
+    counts.add("It returns the matching rows and the matching records of both tables.", names=True)
+    counts.add("Only matching keys are kept by an inner join; the for loop reads the loop index.", names=True)
+    assert counts.modifying["matching"] == 3 and counts.modifying["loop"] == 1
+    ranked = [(k, k, 1.0 - i / 10) for i, k in enumerate(["matching", "left join", "UNION", "SQL queries"])]
+    spread = {"matching": 5, "left join": 3, "UNION": 3, "SQL queries": 3}
+    assert lead_first(ranked, spread, {"matching"})[0][1] == "left join"
+    assert lead_first(ranked, spread)[0][1] == "matching"
 
 
 def test_one_members_title_never_leads_a_topic_of_several() -> None:
