@@ -441,7 +441,7 @@ def ctfidf_phrases(
         merged = plural_alone(
             merged, counts.spread, len(read_by[topic]), counts.forms, partial(_plural_users, read_by[topic])
         )
-        merged = [r for r in merged if not adjective_alone(r[1])]  # after the label's choice: it reads none
+        merged = [r for r in merged if not adjective_alone(r[1])]  # once the lead is chosen (`adjective_alone`)
         result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
 
@@ -467,10 +467,11 @@ def _adjective_alone(counts: PhraseCounts, key: str) -> bool:
 def adjective_alone(shown: str) -> bool:
     """A one-word lower-case keyword lemminflect knows as an adjective and never as a noun ("cultural",
     "traditional", "rich", "stylish", "consistent"): it says how something is, not what a topic is about, and is
-    never a label or a partner (cluster/keyword_rules.py `nominal`, `can_pair`). Shown in no topic's keywords, but
-    only once the label is chosen: the lead's bars are the best keyword's spread, which v6's labels were chosen
-    by ("missing" made "Eclipse project" the label). Inside a phrase it stays ("cultural heritage"), and so does one
-    that is a noun too ("classic", "professional")."""
+    no label or partner (cluster/keyword_rules.py `nominal`, `can_pair`). Shown in no topic's keywords, but dropped
+    only once the lead is chosen (`lead_first`, `partner_second`): their bars are shares of the best keyword's
+    spread, which v6's labels were chosen by ("missing", broad, made "Eclipse project" lead; without it
+    "documentation" did). The label is read off the list without them. Inside a phrase it stays ("cultural
+    heritage"), and so does one that is a noun too ("classic", "professional")."""
     return " " not in shown and shown.islower() and "ADJ" in parts_of_speech(shown) and not can_be_noun(shown)
 
 
