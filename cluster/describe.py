@@ -90,7 +90,8 @@ def _keywords(
     docs = segment_texts(archive, members, [s for c in chosen.values() for s in c])
     texts = {t: [docs.get(s, "") for s in chosen[t]] for t in topics}
     owners = {t: [conversation_of.get(s, s) for s in chosen[t]] for t in topics}
-    return fit_topics.ctfidf(texts, settings.cluster.keywords, owners)
+    titles = segment_store.conversation_titles(archive, {o for found in owners.values() for o in found})
+    return fit_topics.ctfidf(texts, settings.cluster.keywords, owners, titles)
 
 
 def name_topics(
@@ -123,8 +124,10 @@ def name_topics(
 # no keyword from the assistant's words about itself ("AI language model"), a line of data ("Devil's Food") or a
 # participle's clause (", covering topics"), "near" ends a keyword ("located near"). 6: no adjective in -ing as a
 # keyword alone ("stunning"), a one-word label yields to a phrase with a name said as widely ("clause" -> "SQL
-# query").
-KEYWORDS_VERSION = 6
+# query"). 7: one keyword per word family ("culture", never beside "cultural", "traditional"; cluster/word_family.py),
+# no adjective alone ("rich", "stylish"), no numbered names of code ("XW0"), no quoted values of pasted JSON
+# ("batter"), one member's title never leads ("Interactive Bakery Comparison").
+KEYWORDS_VERSION = 7
 
 PHRASE_ROWS = 5000  # sampled segments whose phrases the tuning objective's phrase coherence reads
 

@@ -52,12 +52,31 @@ _DATA_LINE = re.compile(
 )
 
 
+# A line that is one quoted value and what closes it ('"batter"', '"Blueberry" ).', an OCR'd '"Regular™j,'): in
+# a text with DATA_LINES lines of data it is a member of the same pasted JSON, not a quotation ("batter", "topping",
+# "Chocolate" of a donut JSON labelled a topic about flattening nested JSON in Spark "batter").
+_QUOTED_LINE = re.compile(
+    r"^[ \t\[{(]*[\"\u201c][^\"\u201d\n]{1,40}(?:[\"\u201d][^\w\n]{0,6}\w{0,2}[^\w\n]{0,4})?$", re.MULTILINE
+)
+DATA_LINES = 2
+# The field a line of data opens with, quoted ('"topping": [', '"batter"'): its name, one word.
+_FIELD = re.compile(r"^[ \t\[{(]*[\"\u201c]([A-Za-z][A-Za-z0-9-]{1,30})[\"\u201d]", re.MULTILINE)
+
+
 def unglued(text: str) -> str:
     """The text with every piece glued to a number or cut off at a curly apostrophe replaced by a stop word: it
     ends a keyword's phrase there and is no word of it; without the assistant's words about itself
     (`_SELF_TALK`: "AI language model", "personal" were keywords of the demo's topics) and lines of data
-    (`_DATA_LINE`)."""
-    return _GLUED.sub(" the ", _SELF_TALK.sub(" , ", _DATA_LINE.sub(" , ", text)))
+    (`_DATA_LINE`; and, in a text with DATA_LINES of them, lines of one quoted value, `_QUOTED_LINE`, and the
+    names of the data's fields wherever the text says them: "explode the topping and batter columns" of a pasted
+    donut JSON is about its fields, not a subject: "batter" labelled a topic about flattening nested JSON)."""
+    data, lines = _DATA_LINE.subn(" , ", text)
+    if lines >= DATA_LINES:
+        fields = sorted({m.group(1) for m in _FIELD.finditer(text)}, key=lambda f: (-len(f), f))
+        data = _QUOTED_LINE.sub(" , ", data)
+        if fields:
+            data = re.sub(rf"(?<!\w)(?:{'|'.join(map(re.escape, fields))})(?!\w)", " , ", data)  # "batter.id" too
+    return _GLUED.sub(" the ", _SELF_TALK.sub(" , ", data))
 
 
 def breaks(word: str, previous: str, opening: bool, after_to: bool = False, vague_next: bool = False) -> bool:
@@ -202,7 +221,9 @@ ALONE_SHARE = 0.75  # a broad word said in this share of a topic's conversations
 PLURAL_SHARE = 0.5  # ...and this share of those write it in the plural ("books"; not "universes" of a sci-fi topic)
 
 
-def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) -> list[tuple[str, str, float]]:
+def lead_first(
+    ranked: list[tuple[str, str, float]], spread: Mapping[str, int], modifying: Set[str] = frozenset()
+) -> list[tuple[str, str, float]]:
     """The keywords with the one a person would file the topic under first: the first of the best LEAD_FROM, or of
     the best one's longer forms ("morning routine" for "morning"), that is a multi-word phrase or holds a name
     ("battery life" over "devices") and is said in LEAD_SHARE of the conversations (segments, in a topic of one)
@@ -211,7 +232,8 @@ def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) 
     the best BROAD_FROM said in BROAD_SHARE of the conversations it is ("strength training" over "body") or of its
     longer forms said in LONGER_SHARE of them ("classic sci-fi" over "classic"); when it would be one lower-case
     word that is not broad, the first phrase with a name among the best BROAD_FROM said as widely ("SQL query" over
-    "clause": `_phrase_as_wide`); else the best. A broad
+    "clause": `_phrase_as_wide`), or, when that one word mostly modifies another (`modifying`, its keys: "matching"
+    of "matching rows"), what would replace a broad word; else the best. A broad
     dictionary word, capitalised or not, is never the specific one ("Museum", "History", "Pro"; "Paris" is no
     dictionary word, "Hamlet" no broad one)."""
     if not ranked:
@@ -225,6 +247,8 @@ def lead_first(ranked: list[tuple[str, str, float]], spread: Mapping[str, int]) 
         lead = _instead_of_broad(ranked, spread, head)
     elif lead is None and head is not None and _one_word(ranked[head][1]):
         lead = _phrase_as_wide(ranked, spread, head)
+        if lead is None and ranked[head][0] in modifying:  # "matching" names no thing: what it modifies might
+            lead = _instead_of_broad(ranked, spread, head)
     lead = lead or 0
     return [ranked[lead], *ranked[:lead], *ranked[lead + 1 :]]
 

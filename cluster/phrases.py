@@ -21,9 +21,12 @@ kept whole and cased as most often written, ranked by class-based TF-IDF. Pure f
   vague noun numbered or described ("Part II", "typical steps"); a keyword's phrase ends where a noun phrase
   does and is shown without a possessive or a capital only a sentence start gave (cluster/keyword_rules.py). A
   longer phrase replaces the words it contains when it is at least 0.6 of their uses in the topic ("AWS Glue"
-  over "Glue"), and a word already shown in a kept phrase is not listed again. The keyword the topic would be
-  filed under leads, and a broad word that leads is followed by the one it is shown with ("company and
-  startup"; cluster/keyword_rules.py `lead_first`, `partner_second`).
+  over "Glue"), and a word already shown in a kept phrase is not listed again; one word's forms are listed once
+  ("culture", never beside "cultural" and "traditional": cluster/word_family.py), an adjective alone ("rich") and
+  numbered names of code ("XW0", "XW00", "XW10": `numbered_series`) never, and a phrase that copies one member's
+  conversation title goes last (`_titles_last`). The keyword the topic would be filed under leads, and a broad
+  word that leads is followed by the one it is shown with ("company and startup"; cluster/keyword_rules.py
+  `lead_first`, `partner_second`).
 
 The labels made from these keywords: cluster/labels.py. `candidates` without `names` is what the tuning
 objective's phrase coherence counts (cluster/objective.py, via `phrase_keys`): keyword-only rules stay out of it,
@@ -57,6 +60,7 @@ from cluster.keyword_rules import (
     trailing,
     unglued,
 )
+from cluster.word_family import one_per_family
 
 # A word: letters, then letters, digits or joiners inside ("C++", "C#", "Node.js", "scikit-learn", "Power BI"); never
 # letters glued after a digit, a number's unit ("mAh" of "5,000mAh", "GB" of "16GB", "px", "st" of "1st").
@@ -152,11 +156,14 @@ class PhraseCounts:
     weight: dict[str, float] = field(default_factory=dict)
     spread: Counter[str] = field(default_factory=Counter)
     tails: Counter[str] = field(default_factory=Counter)  # one-word uses right after a capitalised word (keywords)
+    modifying: Counter[str] = field(default_factory=Counter)  # one-word uses before another word of its noun phrase
 
     def add(self, text: str, *, names: bool = False) -> set[str]:
         """Count one segment's phrases (`names`: names with a particle kept whole, "Los Angeles"); its keys."""
         seen: set[str] = set()
-        for key, surface, at_start in candidates(text[:DOC_CHARS], names=names, tails=self.tails if names else None):
+        tails, modifying = (self.tails, self.modifying) if names else (None, None)
+        found = candidates(text[:DOC_CHARS], names=names, tails=tails, modifying=modifying)
+        for key, surface, at_start in found:
             target = self.initial if at_start else self.surfaces
             forms = target.get(key)
             if forms is None:  # not setdefault(key, Counter()): that builds a Counter per candidate (~7M at 250k)
@@ -242,13 +249,17 @@ def _key(words: Sequence[str]) -> str:
     return " ".join(lowered)
 
 
-def candidates(text: str, *, names: bool = False, tails: Counter[str] | None = None) -> Iterable[tuple[str, str, bool]]:
+def candidates(
+    text: str, *, names: bool = False, tails: Counter[str] | None = None, modifying: Counter[str] | None = None
+) -> Iterable[tuple[str, str, bool]]:
     """(key, surface form, at a sentence start) of every 1-3 word n-gram of every run of content words in the
     cleaned text. With `names` (the keywords' phrases, cluster/keyword_rules.py): a capitalised particle before a
     capitalised word joins the run ("Los Angeles", "Van Gogh"), and no n-gram ends with one or cuts the name after
     it (no "Angeles" alone); the run is cut where a noun phrase ends ("minimize distractions" gives
     "distractions", "feet flat" is none), and a possessive that ends an n-gram a word follows is shown without its
-    's ("Hamlet" of "Hamlet's soliloquy"; "lunch at McDonald's." keeps it)."""
+    's ("Hamlet" of "Hamlet's soliloquy"; "lunch at McDonald's." keeps it). `tails` counts a one-word n-gram
+    right after a capitalised word, `modifying` one before another word of its run ("matching" of "matching
+    rows")."""
     prose = clean(text)
     foreign = names and _not_english(prose)
     if names and chinese_keywords.has_chinese(prose):  # its Chinese words by jieba; the rest as any text's
@@ -286,6 +297,8 @@ def candidates(text: str, *, names: bool = False, tails: Counter[str] | None = N
                         inside = names and (offset + size < len(run) or bool(word))  # a word follows it
                         if tails is not None and size == 1 and offset and run[offset - 1][:1].isupper():
                             tails[key_of(gram)] += gram[0][:1].isupper()  # "Airlines" of "Delta Airlines"
+                        if modifying is not None and size == 1 and offset + 1 < len(run):
+                            modifying[key_of(gram)] += 1  # "matching" of "matching rows"
                         yield key_of(gram), shown_in_run(gram) if inside else " ".join(gram), start + offset == 0
             run = []
 
@@ -373,11 +386,15 @@ class Ranked:
 
 
 def ctfidf_phrases(
-    docs: Mapping[int, Sequence[str]], top_k: int, groups: Mapping[int, Sequence[str]] | None = None
+    docs: Mapping[int, Sequence[str]],
+    top_k: int,
+    groups: Mapping[int, Sequence[str]] | None = None,
+    titles: Mapping[str, str] | None = None,
 ) -> dict[int, Ranked]:
     """Top `top_k` class-based TF-IDF phrases per topic (see the module docstring); `groups`, row for row with
     `docs`, name each text's conversation: a conversation then counts once however many of its segments are read,
-    and a topic with several conversations keeps the phrases that two or more of them use."""
+    and a topic with several conversations keeps the phrases that two or more of them use; `titles`, each
+    conversation's title: one member's title said by it alone never leads (`_titles_last`)."""
     per_topic: dict[int, PhraseCounts] = {}
     spread: dict[int, int] = {}
     read_by: dict[int, dict[str, list[str]]] = {}
@@ -404,20 +421,27 @@ def ctfidf_phrases(
         counts = per_topic[topic]
         floor = 2 if len(docs[topic]) >= 4 else 1
         size = sum(counts.weight.values()) or 1.0
+        numbered = numbered_series(counts.df, [text for texts in read_by[topic].values() for text in texts])
         usable = [
             k
             for k, df in counts.df.items()
-            if df >= floor and _keyword_ok(k) and (" " in k or not (_piece(counts, k) or _adjective_alone(counts, k)))
+            if df >= floor
+            and _keyword_ok(k)
+            and (" " in k or not (_piece(counts, k) or _adjective_alone(counts, k) or k in numbered))
         ]
         shared = [k for k in usable if counts.spread[k] >= 2] if spread[topic] >= 2 else usable
         scored = {k: (counts.weight[k] / size) * math.log(1.0 + average / totals[k]) for k in shared or usable}
         chosen = _pick(scored, counts.df, top_k)
-        merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])[:top_k]
-        merged = lead_first(merged, {k: counts.spread[k] for k, _, _ in merged})
+        merged = _merge_shown([(k, counts.shown(k), scored[k]) for k in chosen])
+        merged = _with_nouns(one_per_family(merged, counts.spread, counts.weight), top_k)
+        if titles and len(read_by[topic]) >= 2:
+            merged = _titles_last(merged, counts.spread, read_by[topic], titles)
+        merged = lead_first(merged, {k: counts.spread[k] for k, _, _ in merged}, _modifiers(counts, merged))
         merged = partner_second(merged, partial(_users, read_by[topic]), len(read_by[topic]))
         merged = plural_alone(
             merged, counts.spread, len(read_by[topic]), counts.forms, partial(_plural_users, read_by[topic])
         )
+        merged = [r for r in merged if not adjective_alone(r[1])]  # once the lead is chosen (`adjective_alone`)
         result[topic] = Ranked([p for _, p, _ in merged], [s for _, _, s in merged])
     return result
 
@@ -437,6 +461,96 @@ def _adjective_alone(counts: PhraseCounts, key: str) -> bool:
     does one that is a noun too ("understanding", "feeling")."""
     shown = counts.shown(key)
     return shown.islower() and adjectival(shown) and not can_be_noun(shown)  # "understanding", "feeling" stay
+
+
+@lru_cache(maxsize=50_000)
+def adjective_alone(shown: str) -> bool:
+    """A one-word lower-case keyword lemminflect knows as an adjective and never as a noun ("cultural",
+    "traditional", "rich", "stylish", "consistent"): it says how something is, not what a topic is about, and is
+    no label or partner (cluster/keyword_rules.py `nominal`, `can_pair`). Shown in no topic's keywords, but dropped
+    only once the lead is chosen (`lead_first`, `partner_second`): their bars are shares of the best keyword's
+    spread, which v6's labels were chosen by ("missing", broad, made "Eclipse project" lead; without it
+    "documentation" did). The label is read off the list without them. Inside a phrase it stays ("cultural
+    heritage"), and so does one that is a noun too ("classic", "professional")."""
+    return " " not in shown and shown.islower() and "ADJ" in parts_of_speech(shown) and not can_be_noun(shown)
+
+
+def _with_nouns(ranked: list[tuple[str, str, float]], top_k: int) -> list[tuple[str, str, float]]:
+    """The best of `ranked` up to `top_k` that are no adjective alone, and the adjectives among them (dropped once
+    the label is chosen: `adjective_alone`), so a topic still shows `top_k` keywords."""
+    kept, nouns = [], 0
+    for row in ranked:
+        if nouns >= top_k:
+            break
+        kept.append(row)
+        nouns += not adjective_alone(row[1])
+    return kept
+
+
+SERIES = 3  # one-word keys alike but for their numbers ("XW0", "XW00", "XW10") that make a series of names in code
+
+
+def numbered_series(keys: Iterable[str], texts: Sequence[str] = ()) -> set[str]:
+    """The one-word keys with digits that SERIES or more words of a topic's `keys` or raw `texts` (code included:
+    the cleaner blanks it for keywords) share but for their numbers ("XW0", "XW00", "XW10": variables a script
+    numbers, left in prose as "'XW0' + str(i)"): names of things in code, not what the topic is about. A name with
+    a number said alone ("S3", "EC2") has no such siblings."""
+    wanted = [key for key in keys if " " not in key and any(c.isdigit() for c in key)]
+    if not wanted:
+        return set()
+    series: dict[str, set[str]] = {}
+    for word in [*wanted, *(w.lower() for text in texts for w in _NUMBERED.findall(text))]:
+        series.setdefault(_DIGITS.sub("#", word), set()).add(word)
+    return {k for k in wanted if len(series[_DIGITS.sub("#", k)]) >= SERIES}
+
+
+_DIGITS = re.compile(r"\d+")
+_NUMBERED = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*\d[A-Za-z0-9]*(?![\w])")
+_TITLE_WORD = re.compile(r"[^\W_]+(?:[.'+#-][^\W_]+)*", re.UNICODE)
+
+
+def _titles_last(
+    ranked: list[tuple[str, str, float]],
+    spread: Mapping[str, int],
+    by_owner: Mapping[str, Sequence[str]],
+    titles: Mapping[str, str],
+) -> list[tuple[str, str, float]]:
+    """The keywords with those that copy one conversation's title ("Interactive Bakery Comparison", the name of a
+    Claude artifact and of its conversation, "Interactive Bakery Comparison Visualization") last, when that
+    conversation alone says it and holds less than half of the topic's segments read: it names one member, not
+    the topic (a topic of two conversations that share no phrase keeps every phrase of each). A title said by
+    several conversations, or by the one that is most of the topic, stays where it is."""
+    read = sum(len(texts) for texts in by_owner.values())
+    words = {owner: {w.lower() for w in _TITLE_WORD.findall(titles.get(owner, ""))} for owner in by_owner}
+    copied = set()
+    for key, shown, _ in ranked:
+        mine = {w.lower() for w in shown.split()}
+        if len(mine) < 2 or spread.get(key, 0) != 1:
+            continue
+        owners = [o for o, theirs in words.items() if mine <= theirs]
+        if len(owners) == 1 and 2 * len(by_owner[owners[0]]) < read and _says(by_owner[owners[0]], key):
+            copied.add(key)
+    return [r for r in ranked if r[0] not in copied] + [r for r in ranked if r[0] in copied]
+
+
+def _says(texts: Sequence[str], key: str) -> bool:
+    return any(found == key for text in texts for found, _, _ in _named(text))
+
+
+MODIFIER_SHARE = 2 / 3  # a one-word key written before another word of its noun phrase in this share of its uses
+
+
+def _modifiers(counts: PhraseCounts, ranked: Sequence[tuple[str, str, float]]) -> set[str]:
+    """The one-word lower-case keys of `ranked` that mostly modify another word ("matching rows", "matching
+    records", "matching keys": cluster/keyword_rules.py `lead_first` reads them as it reads a broad word): written
+    before another word of their noun phrase in MODIFIER_SHARE of their uses."""
+    return {
+        key
+        for key, shown, _ in ranked
+        if " " not in shown
+        and shown.islower()
+        and counts.modifying[key] >= max(1.0, MODIFIER_SHARE * sum(counts.forms(key).values()))
+    }
 
 
 def _users(by_owner: Mapping[str, Sequence[str]], keys: Sequence[str]) -> dict[str, set[str]]:

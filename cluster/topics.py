@@ -268,11 +268,15 @@ def topic_members(ids: Sequence[str], labels: Labels, sample: int, seed: int) ->
 
 
 def ctfidf(
-    docs: Mapping[int, Sequence[str]], top_k: int, groups: Mapping[int, Sequence[str]] | None = None
+    docs: Mapping[int, Sequence[str]],
+    top_k: int,
+    groups: Mapping[int, Sequence[str]] | None = None,
+    titles: Mapping[str, str] | None = None,
 ) -> dict[int, list[str]]:
     """Top `top_k` class-based TF-IDF phrases per topic, from text cleaned of code and markup, each conversation
-    counted once when `groups` names the texts' conversations (cluster.phrases)."""
-    return {t: ranked.phrases for t, ranked in ctfidf_phrases(docs, top_k, groups).items()}
+    counted once when `groups` names the texts' conversations (cluster.phrases; `titles`: the conversations'
+    titles, one member's title never leads)."""
+    return {t: ranked.phrases for t, ranked in ctfidf_phrases(docs, top_k, groups, titles).items()}
 
 
 def labels_of(keywords: Mapping[int, Sequence[str]]) -> dict[int, str]:

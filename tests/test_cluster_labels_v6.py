@@ -20,7 +20,7 @@ def _ranked(words: list[str]) -> list[tuple[str, str, float]]:
 
 
 def test_the_version_says_the_keywords_changed() -> None:
-    assert KEYWORDS_VERSION == 6  # an incremental run recomputes a v5 base's keywords and labels once
+    assert KEYWORDS_VERSION >= 6  # an incremental run recomputes a v5 base's keywords and labels once
 
 
 def test_an_adjective_in_ing_is_no_keyword_alone_but_a_noun_in_ing_is() -> None:
