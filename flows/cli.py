@@ -128,7 +128,7 @@ def _run(
         if done is not None:
             run_id, results = done
         else:
-            engine = app.engine(settings)
+            engine = app.engine(settings, starting=_starting(stages))
             # a local graph server the load stage starts is stopped as the run ends: nothing keeps running
             graph = _local_graph(settings) if "load" in stages else None
             with left_as_found(graph):
@@ -143,6 +143,12 @@ def _run(
                         pass  # a full disk or a damaged staging.db: the error line says so; the summary cannot
                     raise
     print_summary(app, settings, run_id, results, as_json)
+
+
+def _starting(stages: list[str]) -> str:
+    """The line a run says as it starts Prefect: what comes first, and which stages follow."""
+    which = stages[0] if len(stages) == 1 else f"{stages[0]} to {stages[-1]} ({len(stages)} stages)"
+    return f"starting: Prefect, then {which}"
 
 
 @contextmanager
