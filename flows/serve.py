@@ -22,6 +22,7 @@ catches the KeyboardInterrupt, shuts down in order and returns as after any stop
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -186,7 +187,7 @@ def watch_folder(watch_dir: str, data_dir: str, force_format: str | None = None)
     # What the CLI's summary of `serve --once` says itself (a file left out, one cut short) is no warning there: the
     # raw `WARNING prefect.flow_runs: watch - ...` line came before the summary that said the same (session 38's
     # cold try). A served tick has no summary: its log is where they are said.
-    tell = logger.warning if served else logger.info
+    tell = logger.warning if served else functools.partial(_say, logger)  # INFO past Prefect's level (its API's)
     settings = Settings(data_dir=Path(data_dir))
     dumps, left = list_dumps(Path(watch_dir), settings.data_dir)
     for item in newly_left_out(settings.data_dir, left):  # a file dropped in that is not read: why, once
