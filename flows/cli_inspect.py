@@ -318,14 +318,15 @@ def stats_lines(stats: dict[str, int]) -> list[tuple[str, int, str]]:
     """`archive stats` in words: the messages as three parts that add up to them (session 38's cold try read
     `active_messages 145, hidden_messages 33` of 159 and could not tell that the 33 were among the 145)."""
     active, visible = stats["active_messages"], stats["visible_messages"]
+    quarantine = with_data_dir("records that could not be read: chatmem staging failures")
     return [
-        ("sources", stats["sources"], "export files read"),
+        ("sources", stats["sources"], "export files ingested (each content once)"),
         ("conversations", stats["conversations"], ""),
         ("messages", stats["messages"], "all of them, on every branch:"),
         ("  visible", visible, "on the current branches, shown by the chat app (what recall reads)"),
         ("  hidden", active - visible, "on the current branches, hidden by the chat app (system prompts, tools)"),
         ("  other branch", stats["other_branch_messages"], "on branches edited or regenerated away (kept)"),
-        ("quarantined", stats["quarantined"], "records that could not be read: chatmem staging failures"),
+        ("quarantined", stats["quarantined"], quarantine),
     ]
 
 
