@@ -393,7 +393,7 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
             click.echo(f"  waiting for the file to change ({said}): {safe_line(str(row['path']))}")
         if result.get("left_out"):  # with why, as `run DIR` says it (the tick's log says it only with --verbose)
             left = [LeftOut(Path(row["path"]), row["why"]) for row in result["left_out"]]
-            click.echo(safe_line(f"  {said_left(left, Path(result['watch_dir'])).removeprefix('; ')}"))
+            click.echo("  " + safe_line(said_left(left, Path(result["watch_dir"])).removeprefix("; ")))
     # Exit 1 as `chatmem run` does for the same files, in its words: a dump that failed, or one cut short (its
     # complete conversations arrived; before, a cut-short dump exited 0 here). The served loop logs them instead.
     bad = [{"path": row["path"], "status": "failed", "detail": row["error"]} for row in result["failed"]]

@@ -146,7 +146,7 @@ def test_serve_once_says_a_file_cut_short_in_its_summary_only(tmp_path: Path, ch
     assert "WARNING" not in done.stderr and "prefect.flow_runs" not in done.stderr, done.stderr[-3000:]
     said = f"cut short: {watch / 'cut.json'}: 1 complete conversation(s) arrived; the rest could not be read: "
     assert said in done.stdout, done.stdout
-    assert "left out 1: notes.txt (not an export)" in done.stdout, done.stdout
+    assert "\n  left out 1: notes.txt (not an export)\n" in done.stdout, done.stdout
 
 
 TINY_RUN = """
