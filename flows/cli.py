@@ -26,7 +26,7 @@ import click
 from contracts.errors import BusyError, ChatmemError, ConfigError, ExportError, StageError
 from flows.cli_app import CLOSED_PIPE_EXIT, App, ChatmemGroup, output_closed, reader_gone
 from flows.cli_data import check_run_id, open_readonly
-from flows.cli_run_summary import print_summary, refuse_bad_files
+from flows.cli_run_summary import cut_short_lines, print_summary, refuse_bad_files
 from flows.cli_table import JSON_OPTION, emit
 from flows.export_paths import (
     LeftOut,
@@ -128,7 +128,7 @@ def _run(
         if done is not None:
             run_id, results = done
         else:
-            engine = app.engine(settings)
+            engine = app.engine(settings, starting=_starting(stages))
             # a local graph server the load stage starts is stopped as the run ends: nothing keeps running
             graph = _local_graph(settings) if "load" in stages else None
             with left_as_found(graph):
@@ -143,6 +143,12 @@ def _run(
                         pass  # a full disk or a damaged staging.db: the error line says so; the summary cannot
                     raise
     print_summary(app, settings, run_id, results, as_json)
+
+
+def _starting(stages: list[str]) -> str:
+    """The line a run says as it starts Prefect: what comes first, and which stages follow."""
+    which = stages[0] if len(stages) == 1 else f"{stages[0]} to {stages[-1]} ({len(stages)} stages)"
+    return f"starting: Prefect, then {which}"
 
 
 @contextmanager
@@ -368,10 +374,14 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
         click.echo(f"watch {watch_dir}: run {result['run_id'] or '(nothing new)'}")
         for path in result["already_ingested"]:
             click.echo(f"  skipped (already ingested): {safe_line(str(path))}")
+        cut = cut_short_lines(settings, result)
         for row in result["ingested"]:
             # what was repaired on the way (`2 invalid UTF-8 byte sequence(s) replaced with U+FFFD`), as `run` says
             noted = f" ({row['notes']})" if row.get("notes") else ""
-            click.echo(f"  {row['status']}: {safe_line(str(row['path']) + noted)}")
+            if row["path"] in cut:  # what arrived and why the rest did not, in `run`'s words (was the log's warning)
+                click.echo(f"  {cut[row['path']]}")
+            else:
+                click.echo(f"  {row['status']}: {safe_line(str(row['path']) + noted)}")
             if row.get("quarantined"):  # in `run`'s words
                 said = f"{row['quarantined']} record(s) quarantined: chatmem staging failures"
                 click.echo(f"    {with_data_dir(said)}")
@@ -381,10 +391,9 @@ def serve(app: App, watch_dir: Path, cron: str, once: bool, force_format: str | 
         for row in result.get("waiting", []):
             said = f"{row['status']} in run {row['run_id']}"
             click.echo(f"  waiting for the file to change ({said}): {safe_line(str(row['path']))}")
-        if result.get("left_out"):  # each said with why in the log when first found; not again at every look
-            click.echo(
-                f"  left out {len(result['left_out'])} path(s) that are not exports or not ready: --json lists them"
-            )
+        if result.get("left_out"):  # with why, as `run DIR` says it (the tick's log says it only with --verbose)
+            left = [LeftOut(Path(row["path"]), row["why"]) for row in result["left_out"]]
+            click.echo("  " + safe_line(said_left(left, Path(result["watch_dir"])).removeprefix("; ")))
     # Exit 1 as `chatmem run` does for the same files, in its words: a dump that failed, or one cut short (its
     # complete conversations arrived; before, a cut-short dump exited 0 here). The served loop logs them instead.
     bad = [{"path": row["path"], "status": "failed", "detail": row["error"]} for row in result["failed"]]

@@ -14,6 +14,7 @@ import importlib
 import os
 import sqlite3
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -90,10 +91,14 @@ class App:
             lines.append(describe_api(serving=serving))
         return lines
 
-    def engine(self, settings: Settings, name: str = "pipeline", *, early_api: bool = True) -> ModuleType:
+    def engine(
+        self, settings: Settings, name: str = "pipeline", *, early_api: bool = True, starting: str = ""
+    ) -> ModuleType:
         """Import the Prefect side (flows.pipeline or flows.serve), with its environment set first and, for a
         command whose flows run on the ephemeral API (`early_api`), that API's server starting while it imports
-        (flows/early_api.py).
+        (flows/early_api.py). `starting`: said on stderr (not with --quiet) once the data dir is this command's,
+        before Prefect starts: the first stage begins up to a minute later on a busy machine, and nothing was
+        said until then (session 38's cold try).
 
         A damaged archive.db or staging.db (0 bytes, not SQLite, truncated) is refused before anything is
         written: no staging.db, no Prefect state, no run row whose resume hint would fail the same way."""
@@ -111,6 +116,8 @@ class App:
             click.get_current_context().with_resource(
                 hold_for_command(settings.data_dir, command, wait_s=settings.pipeline.lock_wait_s)
             )
+        if starting and not settings.pipeline.quiet:  # after the lock: a refused run says its one line only
+            click.echo(f"{time.strftime('%H:%M:%S')} chatmem {starting}", err=True)
         configure_prefect(settings.data_dir, verbose=self.verbose)
         if not early_api:
             return importlib.import_module(f"flows.{name}")

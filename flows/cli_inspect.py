@@ -273,7 +273,16 @@ def archive() -> None:
     """
 
 
-EMPTY_ARCHIVE = ("sources", "conversations", "messages", "active_messages", "hidden_messages", "quarantined")
+EMPTY_ARCHIVE = (
+    "sources",
+    "conversations",
+    "messages",
+    "active_messages",
+    "hidden_messages",
+    "visible_messages",
+    "other_branch_messages",
+    "quarantined",
+)
 
 
 @archive.command("stats")
@@ -281,6 +290,11 @@ EMPTY_ARCHIVE = ("sources", "conversations", "messages", "active_messages", "hid
 @click.pass_obj
 def archive_stats_cmd(app: App, as_json: bool) -> None:
     """Count sources, conversations, messages and quarantined records.
+
+    The messages split into those on each conversation's current branch, shown by the chat app (visible: what
+    recall reads) or hidden by it (system prompts, tool output), and those on branches edited or regenerated away;
+    the three add up to all messages. --json: active_messages = visible + hidden on the current branch;
+    hidden_messages counts the hidden ones on any branch; other_branch_messages = messages - active_messages.
 
     \b
     Example: chatmem archive stats --json
@@ -296,8 +310,24 @@ def archive_stats_cmd(app: App, as_json: bool) -> None:
     if as_json:
         emit(stats)
         return
-    for name, value in stats.items():
-        click.echo(f"{name:<16}{value}")
+    for name, value, what in stats_lines(stats):
+        click.echo(f"{name:<16}{value:<8}{what}".rstrip())
+
+
+def stats_lines(stats: dict[str, int]) -> list[tuple[str, int, str]]:
+    """`archive stats` in words: the messages as three parts that add up to them (session 38's cold try read
+    `active_messages 145, hidden_messages 33` of 159 and could not tell that the 33 were among the 145)."""
+    active, visible = stats["active_messages"], stats["visible_messages"]
+    quarantine = with_data_dir("records that could not be read: chatmem staging failures")
+    return [
+        ("sources", stats["sources"], "export files ingested (each content once)"),
+        ("conversations", stats["conversations"], ""),
+        ("messages", stats["messages"], "all of them, on every branch:"),
+        ("  visible", visible, "on the current branches, shown by the chat app (what recall reads)"),
+        ("  hidden", active - visible, "on the current branches, hidden by the chat app (system prompts, tools)"),
+        ("  other branch", stats["other_branch_messages"], "on branches edited or regenerated away (kept)"),
+        ("quarantined", stats["quarantined"], quarantine),
+    ]
 
 
 @staging.command("export")

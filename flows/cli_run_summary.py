@@ -13,6 +13,7 @@ from contracts.errors import ChatmemError, StageError
 from flows.cli_data import open_readonly
 from flows.cli_table import emit
 from flows.hints import with_data_dir
+from flows.summary_lines import hidden, shown_counts, shown_notes
 from flows.terminal import safe_line
 
 if TYPE_CHECKING:
@@ -111,28 +112,61 @@ def print_summary(
         said = origins.pop().removeprefix("unchanged ") if len(origins) == 1 else ""
         click.echo(f"  skipped, unchanged{' ' + said if said else ''}: {', '.join(unchanged)}")
     shown_below = tuple(f"{row['path']}:" for row in bad)
+    verbose = app.verbose
+    more = False  # the default summary left something out: its last line says where it is
     for result in results:
         if result.stage in unchanged:
             continue
-        shown = _load_counts if result.stage == "load" and "nodes_upserted" in result.counts else _format_counts
-        counts = f"; {shown(result.counts)}" if result.counts else ""
+        more = more or (not verbose and hidden(result.stage, result.counts, result.notes))
+        if result.stage == "load" and "nodes_upserted" in result.counts:
+            counts = f"; {_load_counts(result.counts)}"
+        else:
+            shown = shown_counts(result.stage, result.counts, verbose)
+            counts = f"; {_format_counts(shown)}" if shown else ""
         click.echo(f"  {result.stage}: {result.status}{counts}")
-        for note in result.notes:
+        for note in shown_notes(result.notes, verbose):
             if not note.startswith(shown_below):  # a bad file's note: its own line below says it
                 click.echo(f"    note: {safe_line(with_data_dir(note))}")  # the garden's `see chatmem staging ...`
         if result.counts.get("quarantined"):
             said = f"{result.counts['quarantined']} record(s) quarantined: chatmem staging failures"
             click.echo(f"    {with_data_dir(said)}")
-    for row in files:
-        if row["status"] == "skipped":
-            why = row["detail"] or "already ingested, same sha256"
-            click.echo(f"  skipped ({safe_line(str(why))}): {safe_line(str(row['path']))}")
-        elif row["status"] in ("failed", "partial"):
-            click.echo(f"  {_file_line(row)}")
-        elif bad:  # beside a bad file, say which files arrived whole
-            click.echo(f"  ingested: {safe_line(str(row['path']))}: {row['conversations'] or 0} conversation(s)")
+    more = _file_lines(files, bad, verbose) or more
+    if more:
+        click.echo("  (every count and note: --verbose, or --json)")
     if error is None:
         refuse_bad_files(bad, run_id)
+
+
+FOLD_FILES = 5  # more files than this skipped, or arrived whole beside a bad one: one line for them (not -v)
+
+
+def _file_lines(files: list[dict[str, Any]], bad: list[dict[str, Any]], verbose: bool) -> bool:
+    """The files' lines: each that failed or was cut short; the skipped ones (why), and beside a bad file each that
+    arrived whole, one line each up to FOLD_FILES of them, else one line for all (every one with --verbose: the
+    real exports' 15 files gave 13 "ingested:" lines under one failure). True when some were folded."""
+    skipped = [row for row in files if row["status"] == "skipped"]
+    whole = [row for row in files if row["status"] not in ("skipped", "failed", "partial")] if bad else []
+    fold_skipped = not verbose and len(skipped) > FOLD_FILES
+    fold_whole = not verbose and len(whole) > FOLD_FILES
+    for row in files:
+        if row["status"] in ("failed", "partial"):
+            click.echo(f"  {file_line(row)}")
+        elif row["status"] == "skipped" and not fold_skipped:
+            why = row["detail"] or "already ingested, same sha256"
+            click.echo(f"  skipped ({safe_line(str(why))}): {safe_line(str(row['path']))}")
+        elif bad and row["status"] != "skipped" and not fold_whole:  # beside a bad file, the files that arrived whole
+            click.echo(f"  ingested: {safe_line(str(row['path']))}: {row['conversations'] or 0} conversation(s)")
+    if fold_skipped:
+        whys: dict[str, int] = {}
+        for row in skipped:
+            why = str(row["detail"] or "already ingested, same sha256")
+            whys[why] = whys.get(why, 0) + 1
+        said = "; ".join(f"{n} {safe_line(why)}" for why, n in whys.items())
+        click.echo(f"  skipped {len(skipped)} file(s): {said}")
+    if fold_whole:
+        conversations = sum(int(row["conversations"] or 0) for row in whole)
+        click.echo(f"  ingested whole: the {len(whole)} other file(s), {conversations} conversation(s)")
+    return fold_skipped or fold_whole
 
 
 def _done_by(results: list[StageResult]) -> list[tuple[str, list[str]]]:
@@ -159,7 +193,7 @@ def _files_word(bad: list[dict[str, Any]]) -> str:
     return files_word(*(sum(row["status"] == status for row in bad) for status in ("failed", "partial")))
 
 
-def _file_line(row: dict[str, Any]) -> str:
+def file_line(row: dict[str, Any]) -> str:
     """One line per bad file: what arrived, what did not, and why."""
     path = str(row["path"])
     detail = str(row["detail"] or "")
@@ -176,6 +210,19 @@ def _file_line(row: dict[str, Any]) -> str:
             arrived = f"nothing new before the cut ({row['messages_unchanged']} message(s) already in the archive)"
         return safe_line(f"cut short: {path}: {arrived}; the rest could not be read: {problem}")
     return safe_line(f"failed: {path}: {detail}")
+
+
+def cut_short_lines(settings: Settings, result: dict[str, Any]) -> dict[str, str]:
+    """Of a `serve --once` tick (its result), each dump cut short: its line as `run` says it (`cut short: PATH: 2
+    complete conversation(s) arrived; the rest could not be read: ...`), read from the run's files in the ledger.
+    The tick's summary said "partial: PATH" after a raw Prefect warning that gave the why (session 38)."""
+    from staging.inspect import run_files
+
+    if not any(row["status"] == "partial" for row in result["ingested"]) or not result["run_id"]:
+        return {}
+    with open_readonly(settings.staging_path, settings) as staging:
+        files = run_files(staging, str(result["run_id"]))
+    return {str(row["path"]): file_line(row) for row in files if row["status"] == "partial"}
 
 
 def _no_export_in(row: dict[str, Any]) -> bool:

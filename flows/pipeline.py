@@ -193,6 +193,7 @@ def run_pipeline(
         force=force,
         show_progress=bars_wanted(quiet or settings.pipeline.quiet),
         stage_lines=not (quiet or settings.pipeline.quiet or bars_wanted(False)),
+        start_lines=not (quiet or settings.pipeline.quiet),
         on_memory_ready=recall_index.start,
         before_stage=_graph_ahead(graph, selected, force),
     )

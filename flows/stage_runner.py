@@ -64,6 +64,8 @@ class RunContext:
     force: bool = False  # recompute even when the inputs are unchanged
     show_progress: bool = False
     stage_lines: bool = False  # one line per stage on stderr: for a log file or a pipe, where bars are off
+    # a line on stderr as a stage starts its work (not one skipped as unchanged): a person sees which stage runs
+    start_lines: bool = False
     # called once the cues stage has succeeded: the memory is complete (run_pipeline stores its recall index then)
     on_memory_ready: Callable[[], None] | None = field(default=None, repr=False)
     # called before each stage with its name and the results so far (run_pipeline starts the graph server ahead)
@@ -103,6 +105,8 @@ def run_stage(stage: StageSpec, run_id: str) -> StageResult:
         if not context.force and latest is not None and unchanged(latest, fingerprint.digest):
             result = record_unchanged(staging, stage, run_id, settings, fingerprint.digest, latest)
         else:
+            if context.start_lines:
+                _line(f"{stage.name}: started")
             with ExitStack() as stack:
                 map_batches = None
                 if stage.batches and settings.runner.distributed:

@@ -19,6 +19,12 @@ a scheduled day, where each of them handles ~1,000 new messages and leaves littl
 
 A guess, never a difference in what is written: the stage decides for itself what it redoes, in whichever
 process. A wrong guess costs a second (a small run in a child) or memory (a large run left in the runner).
+
+Before all of these: an archive of fewer current segments than cluster.min_points (the segment stage's latest
+count; a handful of conversations) stays in the runner, first run or --force alike. No stage holds much for so
+few (the cluster stage does not even import UMAP below that size), and the children's starts and imports were
+most of a tiny export's stage time: session 38's cold try saw 2 conversations take 50 s, concepts, cluster and
+cues a process each (measured in benchmarks/RESULTS.md, session 39).
 """
 
 from __future__ import annotations
@@ -43,13 +49,23 @@ STOPPED = ("failed", "interrupted", "running")  # a stage run that did not finis
 
 def large_run(stage: StageSpec, module: ModuleType, ctx: StageContext, settings: Settings, force: bool) -> str:
     """Why this run of `stage` goes to a process of its own ('' when it stays in the runner's)."""
-    if force:
-        return "--force"
     try:
+        if _tiny(ctx, settings):
+            return ""
+        if force:
+            return "--force"
         return _guess(stage, module, ctx, settings)
     except Exception as error:  # a guess must never fail the stage: the safe side is a process of its own
         log.warning("%s: guessing the run's size failed (%s: %s)", stage.name, type(error).__name__, error)
         return f"its size could not be guessed ({type(error).__name__})"
+
+
+def _tiny(ctx: StageContext, settings: Settings) -> bool:
+    """Fewer current segments than cluster.min_points, as the segment stage last counted them (0: not counted yet,
+    or nothing there: not called tiny, the rules below decide)."""
+    segmented = last_success(ctx.staging, "segment")
+    current = int(segmented.counts.get("segments_current", 0)) if segmented is not None else 0
+    return 0 < current < settings.cluster.min_points
 
 
 def _guess(stage: StageSpec, module: ModuleType, ctx: StageContext, settings: Settings) -> str:

@@ -91,6 +91,14 @@ def detect_format(head: bytes, *, name: str) -> str:
         problem = f"format not recognised in the first {len(head)} bytes (first record's keys: {_keys(keys)})"
         raise UnsupportedFormatError(name, "unknown", problem)
     shape = "list" if first == b"[" else "object"
+    if len(head) < HEAD_BYTES:  # the head is the whole file: a file that is no valid JSON says so, and where
+        broken = _whole_file_error(body, before, shape)
+        if broken:
+            raise MalformedExportError(name, broken)
+    item = _first_item(body) if shape == "list" else "object"
+    if item != "object":  # `[1, 2]`: "first record's keys: none" read oddly for a number
+        problem = f"JSON list of {item}s, not of conversations (objects); expected one of "
+        raise UnsupportedFormatError(name, "unknown", problem + ", ".join(EXPORT_FORMATS))
     problem = f"JSON {shape} of an unknown shape (first record's keys: {_keys(keys)}); expected one of "
     lacks = _jsonl_lacks(body, keys) if shape == "object" else ""
     raise UnsupportedFormatError(name, "unknown", problem + ", ".join(EXPORT_FORMATS) + lacks)
@@ -132,6 +140,38 @@ def _first_record_keys(body: bytes, prefix: str, before: Before) -> tuple[list[s
         # The head is usually cut mid-record: running out of bytes is not an error, bad bytes are.
         return keys, False, None if "premature EOF" in message else message
     return keys, False, None  # stopped on a decisive key
+
+
+def _whole_file_error(body: bytes, before: Before, shape: str) -> str | None:
+    """Why `body`, a whole file whose first record was read, is no valid JSON, with where (one line); None when it
+    is valid. `[1,2` (cut after its second number) was "JSON list of an unknown shape" (session 38's cold try)."""
+    try:
+        for _ in ijson.parse(io.BytesIO(body), multiple_values=True, buf_size=max(len(body), 1)):
+            pass
+    except ijson.common.JSONError as exc:
+        message = yajl_error(exc, body, before)
+        if "premature EOF" not in message:
+            return f"invalid JSON ({message})"
+        end = advance(before, body.rstrip(_WHITESPACE))
+        return (
+            f"truncated JSON: the file ends at line {end.lines + 1}, column {end.column + 1} before its {shape} closes"
+            f" ({len(body)} bytes)"
+        )
+    return None
+
+
+_ITEM_KINDS = {"start_map": "object", "start_array": "list", "number": "number", "string": "string"}
+
+
+def _first_item(body: bytes) -> str:
+    """What the first item of a JSON list is: object, list, number, string, boolean or null."""
+    try:
+        for path, event, _ in ijson.parse(io.BytesIO(body), buf_size=max(len(body), 1)):
+            if path == "item":
+                return str(_ITEM_KINDS.get(event, event))
+    except ijson.common.JSONError:
+        pass
+    return "object"
 
 
 def _classify_list(keys: list[str], name: str) -> str | None:

@@ -332,17 +332,29 @@ class ArchiveWriter:
 
 
 def archive_stats(conn: sqlite3.Connection) -> dict[str, int]:
-    """Counts for `chatmem archive stats`."""
+    """Counts for `chatmem archive stats`. The messages split two ways: `active_messages` (on each conversation's
+    current branch) and `other_branch_messages` (on a branch edited or regenerated away) add up to `messages`;
+    `visible_messages` (active and shown by the chat app: what the cues stage and recall read) and the active
+    hidden ones (active_messages - visible_messages) add up to the active ones. `hidden_messages` counts what the
+    chat app hides (system prompts, tool output) on any branch, as it always did: a ChatGPT export's hidden
+    system prompt is also on the current branch, which made `hidden` and `active` look as if they overlapped."""
 
     def count(sql: str) -> int:
         return int(conn.execute(sql).fetchone()[0])
 
+    # one pass over the messages (a million rows at scale), not one per count
+    total, active, hidden, visible = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(is_active = 1), 0), COALESCE(SUM(is_hidden = 1), 0),"
+        " COALESCE(SUM(is_active = 1 AND is_hidden = 0), 0) FROM messages"
+    ).fetchone()
     return {
         "sources": count("SELECT COUNT(*) FROM sources"),
         "conversations": count("SELECT COUNT(*) FROM conversations"),
-        "messages": count("SELECT COUNT(*) FROM messages"),
-        "active_messages": count("SELECT COUNT(*) FROM messages WHERE is_active = 1"),
-        "hidden_messages": count("SELECT COUNT(*) FROM messages WHERE is_hidden = 1"),
+        "messages": int(total),
+        "active_messages": int(active),
+        "hidden_messages": int(hidden),
+        "visible_messages": int(visible),
+        "other_branch_messages": int(total) - int(active),
         "quarantined": count("SELECT COUNT(*) FROM quarantine"),
     }
 

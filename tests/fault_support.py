@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sqlite3
 import subprocess
 import sys
@@ -137,3 +138,15 @@ def ledger(data_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     finally:
         conn.close()
     return runs, stages
+
+
+# A run's progress on stderr (flows/stage_runner.py, flows/cli_app.py): as it starts Prefect, as each stage starts its
+# work and, into a pipe, as each stage ends
+PROGRESS = re.compile(
+    r"^\d\d:\d\d:\d\d chatmem (?:starting: .*|\w+: started|\w+: (?:succeeded|skipped) in [\d.]+ s, \d+ rows written)$"
+)
+
+
+def said_lines(stderr: str) -> list[str]:
+    """The lines of stderr that are not a run's progress (nor blank): what a test of "one line" counts."""
+    return [line for line in stderr.splitlines() if line.strip() and not PROGRESS.match(line)]

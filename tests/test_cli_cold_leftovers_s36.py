@@ -333,7 +333,7 @@ def test_serve_once_exits_1_on_the_tick_that_reads_a_dump_cut_short_as_run_does(
         line.split(" in run ")[0] for r in (ran, served) for line in r.stderr.splitlines() if line.startswith("error:")
     ]
     assert said == ["error: 1 file cut short"] * 2, (ran.stderr, served.stderr)
-    assert f"partial: {cut}" in served.stdout, served.stdout
+    assert f"cut short: {cut}: 5 complete conversation(s) arrived" in served.stdout, served.stdout  # in run's words
     again = chatmem(tmp_path / "data", "-q", "serve", "--once", "--watch", watch, "--json")
     assert again.exit_code == 0 and json.loads(again.stdout)["waiting"][0]["status"] == "partial", again.output
     cut.write_text(json.dumps(make_chatgpt_export(6)), encoding="utf-8")

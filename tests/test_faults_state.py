@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from concept_support import conversation, open_dbs, write_archive
-from fault_support import chatmem_command, process_env, write_chats
+from fault_support import chatmem_command, process_env, said_lines, write_chats
 from stage_support import stage_extract, stage_segment
 
 from clients.graph_server import LocalServer
@@ -243,7 +243,7 @@ def test_a_full_disk_during_ingest_is_one_line_naming_the_file(full_disk: tuple[
     command = [*chatmem_command(), "--data-dir", str(data_dir), "run", str(export), "--only", "ingest"]
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=240, preexec_fn=limit)
     assert result.returncode == 1, result.stderr[-2000:]
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = said_lines(result.stderr)  # the run's progress lines aside
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     # the file that could not be written, not the data dir and both files
     assert f"{data_dir / 'archive.db'}: " in lines[0]

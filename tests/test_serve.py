@@ -307,7 +307,8 @@ def test_a_dump_that_stays_broken_costs_one_failed_run_not_one_per_tick(
     said = [r.getMessage() for r in caplog.records if "not tried again until the file changes" in r.getMessage()]
     assert len(said) == 2 and any(str(cut_zip) in m for m in said) and any(str(cut_json) in m for m in said), said
     loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "watch - " in r.getMessage()]
-    assert sorted(loud) == sorted(said), loud  # the ticks after said nothing above INFO
+    # the ticks after said nothing above INFO; the dump cut short is INFO in `serve --once` too, whose summary says it
+    assert loud == [m for m in said if str(cut_zip) in m], loud
 
     cut_zip.write_bytes(whole)  # the downloads complete
     cut_json.write_text(text, encoding="utf-8")

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fault_support import chatmem_command, process_env, write_chats
+from fault_support import chatmem_command, process_env, said_lines, write_chats
 from stage_support import ingest_stage
 
 from contracts.settings import Settings
@@ -66,7 +66,7 @@ def test_a_cues_build_that_fills_sqlites_temporary_directory_names_it_in_one_lin
     command = [*chatmem_command(), "--data-dir", str(data_dir), "stage", "cues", "--run-id", RUN]
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=240)
     assert result.returncode == 1, result.stderr[-2000:]
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = said_lines(result.stderr)  # the run's progress lines aside
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     line = lines[0]
     assert "the disk is full" in line and "SQLITE_FULL" in line

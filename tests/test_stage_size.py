@@ -205,3 +205,20 @@ def test_run_stage_now_refuses_a_stage_process_with_the_callers_pool(
         run_stage_now(
             "cluster", staging, staging, run_id="r1", settings=settings, own_process=ALWAYS, map_batches=map_in_process
         )
+
+
+def test_an_archive_too_small_to_cluster_stays_in_the_runner_even_on_its_first_run(
+    staging: sqlite3.Connection, tmp_path: Path
+) -> None:
+    """Session 38's cold try: a 2-conversation export took 50 s, concepts, cluster and cues each in a process of
+    its own (a start and the imports again, 2-3 s each on a busy machine) for a handful of rows. Fewer current
+    segments than cluster.min_points (the segment stage's count): in the runner, first run and --force alike; at
+    cluster.min_points, or with no count yet, the rules as before."""
+    settings = Settings(data_dir=tmp_path)
+    record(staging, settings, "segment", "r1", {"segments_current": settings.cluster.min_points - 1})
+    for stage in ("concepts", "cues", "cluster"):
+        assert guess(staging, settings, stage, "r1") == "", stage
+        assert guess(staging, settings, stage, "r1", force=True) == "", stage
+    record(staging, settings, "segment", "r2", {"segments_current": settings.cluster.min_points})
+    assert guess(staging, settings, "concepts", "r2") == "its first run"
+    assert guess(staging, settings, "cluster", "r2", force=True) == "--force"
