@@ -41,7 +41,7 @@ from extract.fact_rules import (
     VALUE_STOP,
     Rule,
 )
-from extract.goals import _CLAUSE_END, _FUNCTION, _VAGUE_OBJECT, goal
+from extract.goals import _CLAUSE_END, _FUNCTION, _MOVE_PAIRS, _VAGUE_OBJECT, goal
 from extract.lexicon import zipf
 from extract.text import READ_USER_CHARS
 from extract.types import SegmentInput, SegmentMessage
@@ -1312,7 +1312,8 @@ def _plain_goal(value: str) -> str:
         thing = _list_value(ARTICLE.sub("", re.sub(r"^(?:some|a\s+few)\s+", "", use.group("rest"), flags=re.I)))
         said = set(thing.casefold().split())
         first = thing.split()[0].casefold() if thing else ""
-        if thing and not (said & (_VAGUE_CHOICE | _TOOL_POINTERS)) and len(said) >= 2 and first not in VALUE_STOP:
+        named = len(said) >= 2 or _names_a_thing(thing)  # v14: "checking out Narcos: Mexico"
+        if thing and not (said & (_VAGUE_CHOICE | _TOOL_POINTERS)) and named and first not in VALUE_STOP:
             return f"{' '.join(use.group('verb').split())} {thing}"
         return ""
     seen = _SEE_NAMED.match(value)
@@ -1321,7 +1322,35 @@ def _plain_goal(value: str) -> str:
     more = _MORE_GOAL.match(value)
     if more and (rest := goal(f"{more.group('verb')} {more.group('rest')}")):
         return f"{more.group('verb')} {more.group('adverb')} {rest.split(' ', 1)[1]}"
+    counted = _QUANTIFIED_GOAL.match(value)
+    if (
+        counted
+        and (_verb_lemma(counted.group("verb")), "more") not in _MOVE_PAIRS  # "explore more X": an interest, not a goal
+        and (rest := goal(f"{counted.group('verb')} {counted.group('rest')}"))
+        and not (_TALK_OBJECTS | {"you", "your"}).intersection(w.casefold().strip(",.") for w in rest.split()[1:])
+    ):
+        return f"{counted.group('verb')} {' '.join(counted.group('amount').split())} {rest.split(' ', 1)[1]}"
     return _stay_try_or_return(value)
+
+
+# v14: an amount before the object is no vague object: "developing more positive self-talk", "adding a few other
+# vintage items to the arrangement", "buying a few more decorations for my living room" ("a few things" still is)
+def _verb_lemma(word: str) -> str:
+    low = word.casefold()
+    return (lexicon.lemmas(low).get("VERB") or (low,))[0]
+
+
+_TALK_OBJECTS_TEXT = (
+    "detail details example examples info information point points section sections line lines word words content"
+    " context question questions option options idea ideas tip tips step steps feature features text paragraph"
+    " paragraphs sentence sentences bullet bullets sample samples"
+)
+_TALK_OBJECTS = frozenset(_TALK_OBJECTS_TEXT.split()) | _DATA_OBJECTS | _SOFTWARE_NOUNS
+_QUANTIFIED_GOAL = re.compile(
+    r"^(?P<verb>[a-z]+)\s+(?P<amount>a\s+few(?:\s+more|\s+other)?|a\s+couple\s+(?:of\s+)?(?:more\s+)?|more|less|fewer"
+    r"|some\s+more)\s+(?P<rest>(?!(?:about|of|on)\b)[a-z].+)$",  # "explore more about X", "a few of the ...": not
+    re.IGNORECASE,
+)
 
 
 # v14: a stay, a try or a return that names its object is a goal ("stay at an eco-lodge", "staying at the
@@ -1333,7 +1362,9 @@ _NOT_STAYS_TEXT = "touch loop shape line bed mind control character budget sync 
 _NOT_STAYS = frozenset(_NOT_STAYS_TEXT.split())
 _TRY_THING = re.compile(r"^(?P<verb>try(?:\s+out)?)\s+(?:some\s+of\s+|some\s+|an?\s+)(?P<what>.+)$", re.IGNORECASE)
 _NOT_TRIED = frozenset(["few", "couple", "other", "more", "different", "new", "bit", "little", "lot", "similar"])
-_BACK_TO = re.compile(r"^(?P<verb>(?:get|go|come)(?:ting|ing)?\s+back)\s+(?:to|into)\s+(?P<what>.+)$", re.IGNORECASE)
+_BACK_TO = re.compile(
+    r"^(?P<verb>(?:get|go|come)(?:ting|ing)?\s+back)\s+(?P<link>to|into)\s+(?P<what>.+)$", re.IGNORECASE
+)
 _RETURNS_TEXT = (
     "school college university grad work office gym running yoga painting writing reading cooking baking church"
     " therapy dancing swimming hiking climbing cycling knitting drawing teaching studying"
@@ -1362,8 +1393,10 @@ def _stay_try_or_return(value: str) -> str:
     if back:
         what = ARTICLE.sub("", back.group("what").strip())
         first = what.split()[0].casefold().strip(",.") if what.split() else ""
-        if first in _RETURNS or (_names_a_thing(what) and first not in PRONOUNS):
-            return f"{back.group('verb')} to {_list_value(what) or what}"
+        into = back.group("link").casefold() == "into"  # "getting back into fantasy football": an activity resumed
+        if first in _RETURNS or ((into or _names_a_thing(what)) and first not in PRONOUNS | _VAGUE_OBJECT):
+            said = _list_value(what) or ("" if into else what)
+            return f"{back.group('verb')} {back.group('link')} {said}" if said else ""
     return ""
 
 
