@@ -578,6 +578,8 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         verb = _PREFERENCE_NAMES.get("prefer" if verb.startswith("prefer") else verb, verb)
         if _EMBEDDED.search(match.string[: match.start()]):
             return None  # "ask me which I prefer to play", "the journals I'm interested in": not a statement
+        if verb == "interested in" and _a_work_of_the_talk(groups["value"], parts=False):
+            return None  # v14: "I'm interested in "The OA"": one of the assistant's picks
         if not value and verb == "interested in":
             value = _how_clause(groups["value"])  # "fascinated by how data can inform business decisions"
         if not value and verb == "interested in":
@@ -1040,7 +1042,9 @@ _POINTING = frozenset(["this", "that", "these", "those", "your", "you", "it", "t
 
 
 def _a_subject(text: str) -> str:
-    """The subject of "I'd like to learn more about X" (v14), or "" for a pointer into the talk."""
+    """The subject of "I'd like to learn more about X" (v14), or "" for a pointer into the talk or a work in it."""
+    if _a_work_of_the_talk(text):
+        return ""
     head = _LIST_END.split(text.strip(), maxsplit=1)[0]
     if _POINTING.intersection(w.casefold() for w in head.split()[:8]):
         return ""
@@ -1048,6 +1052,23 @@ def _a_subject(text: str) -> str:
     if words and words[0].casefold() == "the" and "of" not in words and not _names_a_thing(" ".join(words[1:])):
         return ""
     return _list_value(ARTICLE.sub("", text.strip()))
+
+
+# A title in quotes the user is "interested in" is a pick from the assistant's list ("I'm interested in "The Haunting
+# of Hill House" and "The OA""), and a work's parts are questions about the book or film in the talk ("the themes
+# and power dynamics explored in ...", "the writing style ... used in ...", "the author")
+_WORK_PARTS_TEXT = (
+    "theme themes plot plots character characters author authors ending storyline story narrative symbolism tone"
+    " style writing literary setting message meaning chapter chapters scene scenes"
+)
+_WORK_PARTS = frozenset(_WORK_PARTS_TEXT.split())
+
+
+def _a_work_of_the_talk(text: str, parts: bool = True) -> bool:
+    """Whether an interest is a title in quotes, or (`parts`) "the" part of a work ("the themes ...", "the author")."""
+    words = [w.casefold().strip(",") for w in text.split()[:2]]
+    the_part = parts and len(words) == 2 and words[0] == "the" and words[1] in _WORK_PARTS
+    return text.lstrip()[:1] in '"“' or the_part
 
 
 def _learning_about(text: str) -> str:
@@ -1395,8 +1416,8 @@ def _stay_try_or_return(value: str) -> str:
         first = what.split()[0].casefold().strip(",.") if what.split() else ""
         into = back.group("link").casefold() == "into"  # "getting back into fantasy football": an activity resumed
         if first in _RETURNS or ((into or _names_a_thing(what)) and first not in PRONOUNS | _VAGUE_OBJECT):
-            said = _list_value(what) or ("" if into else what)
-            return f"{back.group('verb')} {back.group('link')} {said}" if said else ""
+            resumed = _list_value(what) or ("" if into else what)
+            return f"{back.group('verb')} {back.group('link')} {resumed}" if resumed else ""
     return ""
 
 

@@ -1037,6 +1037,8 @@ def test_v14_recall_habits_news_interests_and_plain_goals(sentence: str, expecte
         "I'd love to learn more about your experience.",
         "I'm interested in learning more about the author, Naomi Alderman.",
         "I'd like to learn more about the culture and customs.",
+        'I\'m interested in "The Haunting of Hill House" and "The OA".',  # a pick from the assistant's list
+        "I'm interested in learning more about the themes and power dynamics explored in \"The Liars' Gospel\".",
         "I've gotten into the habit of running at night.",
         "I like the White Blouse and Blazer combo.",
         # turns of the talk that look like a stay, a try or a return; a migration; data in sets
