@@ -1025,3 +1025,20 @@ RULES: tuple[Rule, ...] = (
         whole_value=True,
     ),
 )
+
+# v14. Words one of which a sentence must hold (casefolded) for a rule to match at all: a substring test is far cheaper
+# than the rule's search, and the facts step runs every rule over every user sentence (1M-message archives). Only
+# words every match of the pattern contains are listed (tests/test_facts.py checks it on the rules' own examples).
+NEEDS: dict[str, tuple[str, ...]] = {
+    "habit": ("been", "currently", "now"),
+    "did_told": (
+        "saw", "stayed", "tried", "took", "made", "posted", "organi", "learn", "ran", "caught", "joined", "signed",
+        "sold", "donated", "camped", "performed", "baked", "hosted", "threw", "won", "booked", "passed",
+    ),
+    "like_to_learn": ("learn", "explore", "discover"),
+    "got_into": ("into",),
+    "counted_things": ("of",),
+    "moving_to": ("moving", "relocating"),
+    "staying_at": ("staying",),
+    "my_trip": ("recent", "last", "latest"),
+}  # fmt: skip

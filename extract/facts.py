@@ -29,6 +29,7 @@ from extract.fact_rules import (
     KIN,
     MAX_SPAN_CHARS,
     MAX_VALUE_WORDS,
+    NEEDS,
     NEGATED,
     NO_VALUE,
     NUMBER_WORD,
@@ -319,9 +320,12 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
     sentence = sentence.replace("\u2019", "'")  # a curly apostrophe, as phones type it
     asked = _QUESTION_OPENER.match(sentence) is not None  # "how we should look into ..." typed without "?"
     facts = []
-    for rule in RULES:
+    low = sentence.casefold()
+    for rule, needs in _RULES_NEEDS:
         if asked and rule.name in _V6_RULES and rule.name != "my_brand":  # "how to reset my Fitbit": still a Fitbit
             continue
+        if needs is not None and needs.search(low) is None:
+            continue  # the rule's words are not in the sentence: its search would find nothing
         for match in _matches(rule, sentence):
             before = sentence[: match.start()]
             if rule.name in _CLAUSE_ASKED and _ASKING.search(before):
@@ -355,6 +359,9 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
     return list(unique.values())
 
 
+_RULES_NEEDS = tuple(
+    (rule, re.compile("|".join(map(re.escape, NEEDS[rule.name]))) if rule.name in NEEDS else None) for rule in RULES
+)
 # "my mom is 60", "my phone is a Pixel 8": a fact of the user's mom or phone says the user has one; not said again
 _HAD = frozenset(["kin_mention", "my_thing", "have_thing"])
 # "3+ years of experience using tools like Hadoop, hive": two rules read one list, as a skill and as a tool; say it once

@@ -1056,3 +1056,30 @@ def test_v14_recall_habits_news_interests_and_plain_goals(sentence: str, expecte
 def test_v14_rules_leave_the_talks_steps_pointers_and_vague_activities_alone(sentence: str) -> None:
     """Fact rules v14, precision: what the new forms must not read (checked on the real exports and the demo)."""
     assert triples(sentence) == []
+
+
+def test_v14_a_rules_needed_words_are_in_every_match_it_makes() -> None:
+    """The facts step skips a rule whose words (fact_rules.NEEDS) are not in the sentence: every match the rule's own
+    search makes on the demo's user turns holds one of them, so the skip changes no fact, only the cost."""
+    from extract.fact_rules import NEEDS, RULES
+
+    demo = Path(__file__).resolve().parents[1] / "demo" / "longmemeval-demo.zip"
+    with zipfile.ZipFile(demo) as archive:
+        conversations = json.loads(archive.read("conversations.json"))
+    said = [
+        sentence
+        for conversation in conversations
+        for node in conversation["mapping"].values()
+        if node["message"] and node["message"]["author"]["role"] == "user"
+        for part in node["message"]["content"].get("parts", [])
+        if isinstance(part, str)
+        for sentence in sentences(part)
+    ]
+    matched = 0
+    for rule in RULES:
+        for sentence in said:
+            for match in rule.pattern.finditer(sentence.replace("\u2019", "'")):
+                if rule.name in NEEDS:
+                    matched += 1
+                    assert any(word in match.group(0).casefold() for word in NEEDS[rule.name]), (rule.name, sentence)
+    assert matched > 100
