@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FACT_RULES_VERSION = 13  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
+FACT_RULES_VERSION = 14  # bump with any change here or in extract/facts.py: part of the offline extractor's cache key
 MAX_VALUE_WORDS = 5
 MAX_SPAN_CHARS = 300
 
@@ -176,7 +176,9 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "left_job",
-        _I + r"(?:quit|left)\s+(?:my\s+)?(?:job|position|role)\s+(?:at|with)\s+(?P<value>.+)",
+        # v14: "I lost my job at Door Dash": the same end of a job
+        _I + r"(?:quit|left|lost)\s+(?:my\s+)?(?:(?:old|previous|day|full-time|part-time)\s+)?(?:job|position|role)\s+"
+        r"(?:at|with)\s+(?P<value>.+)",
         "user",
         "works at",
         "negative",
@@ -316,7 +318,11 @@ RULES: tuple[Rule, ...] = (
         r"|(?:my|our)\s+(?:main\s+)?goal\s+is\s+to"
         r"|(?:I|we)\s+(?:(?:do|really|also|still|just|definitely|eventually|ultimately)\s+)?(?:want|need|plan|hope|aim)\s+to"
         r"|(?:I|we)(?:'d|\s+would)\s+(?:like|love)\s+to|(?:I|we)(?:'ll|\s+will)\s+(?:aim|try)\s+to"
-        r"|(?:I|we)(?:'ve|\s+have)\s+been\s+(?:trying|meaning|hoping|planning|aiming|looking)\s+to)\s+(?P<value>.+)",
+        r"|(?:I|we)(?:'ve|\s+have)\s+been\s+(?:trying|meaning|hoping|planning|aiming|looking|wanting)\s+to"
+        # v14: "I've been wanting to try out a boots and dress combination"; "I'm doing my best to reduce my carbon
+        # footprint", "I'll do my best to give these kids a home"
+        r"|(?:" + _WE_ARE + r"\s+(?:(?:really|also|just)\s+)*(?:doing|trying)|(?:I|we)(?:'ll|\s+will)\s+do)\s+"
+        r"(?:my|our)\s+(?:very\s+)?best\s+to)\s+(?P<value>.+)",
         "user",
         "goal",
         presupposed=True,
@@ -343,8 +349,10 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:(?:I|we)(?:'d|\s+would)?\s+(?:(?:really|much|generally|usually|definitely|still)\s+)?(?P<verb>prefer)"
         # "I've always been fascinated by the culture of West Africa": a standing interest, said in the perfect
         r"|(?:" + _WE_ARE + r"|I(?:'ve|\s+have)\s+(?:always\s+|long\s+)?been)\s+"
-        r"(?:(?:really|particularly|very|most|mostly|mainly|especially|also|more|always)\s+)*"
-        r"(?P<verb2>interested\s+in|open\s+to|into|keen\s+on|passionate\s+about|fascinated\s+(?:by|with)|fond\s+of))"
+        r"(?:(?:really|particularly|very|most|mostly|mainly|especially|also|more|always|actually|definitely|genuinely"
+        r"|truly|quite|so)\s+)*"  # v14: "I'm actually really interested in ...", "I'm definitely interested in ..."
+        r"(?P<verb2>interested\s+in|open\s+to|into|keen\s+on|passionate\s+about|fascinated\s+(?:by|with)|fond\s+of"
+        r"|drawn\s+to))"  # v14: "I'm particularly drawn to Frida Kahlo's work"
         r"\s+(?P<value>.+)",
         "user",
         "{verb}",
@@ -428,7 +436,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "relative_name",
-        r"\bmy\s+(?P<noun>sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend"
+        r"\b(?:my|our)\s+(?P<noun>sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|friend"
         r"|girlfriend|boyfriend|cousin|niece|nephew|aunt|uncle|grandma|grandpa|boss|colleague|roommate"
         r"|coworker|co-worker|neighbou?r|fianc[ée]e?|best\s+friend|grandson|granddaughter|stepson|stepdaughter"
         r"|teammate|classmate|mentor|manager|dog|cat|puppy|kitten"
@@ -627,7 +635,9 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "pet_named",
         # "I have a golden retriever named Max", "we adopted a kitten called Luna"
-        r"\b(?:I|we)\s+(?:have|got|adopted|own)\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}?(?P<noun>dog|cat|puppy|kitten|parrot"
+        # v14: "I've got a cat called Luna", "we've had a dog named Max for years"
+        r"\b(?:I|we)(?:'ve|\s+have)?\s+(?:(?:also|just|recently)\s+)*(?:have|got|adopted|own|had)\s+(?:a|an)\s+"
+        r"(?:[\w-]+\s+){0,2}?(?P<noun>dog|cat|puppy|kitten|parrot"
         r"|rabbit|hamster|retriever|terrier|labrador|poodle|beagle)\s+(?:named|called)\s+(?P<value>[\w-]+)",
         "user's {noun}",
         "called",
@@ -903,7 +913,8 @@ RULES: tuple[Rule, ...] = (
         # week I went to an LGBTQ+ pride parade": an event of the user's life, said in the past (v13; "other" facts)
         r"\bI\s+(?:(?:just|recently|actually|also|finally|once|even|first|then)\s+)*(?P<verb>attended|went\s+to"
         r"|went\s+on|got\s+back\s+from|participated\s+in|took\s+part\s+in|visited|volunteered\s+(?:at|for)"
-        r"|competed\s+in|celebrated|met\s+up\s+with|met|played|watched|finished|completed|hiked)\s+(?P<value>.+)",
+        r"|competed\s+in|celebrated|met\s+up\s+with|met|played|watched|finished|completed"
+        r"|hiked(?:\s+(?:in|at|through|along|up|to))?)\s+(?P<value>.+)",  # v14: "I hiked in Forest Park"
         "user",
         "{verb}",
         whole_value=True,
@@ -917,4 +928,117 @@ RULES: tuple[Rule, ...] = (
         "likes",
         list_value=True,
     ),
+    _rule(
+        "habit",
+        # "I've been experimenting with different pasta shapes", "I've been attending weekly seminars on
+        # entrepreneurship", "I'm currently taking a course on data science": what the user does these days, an
+        # activity of their life (v14, the sets' "other"; which verbs need what object: extract/facts.py _habit)
+        r"\b(?:(?:I|we)(?:'ve|\s+have)\s+(?:(?:also|really|just|still|actually)\s+)*been|"
+        + _WE_ARE
+        + r"\s+(?:currently|now))\s+(?:(?:really|also|just|still|mostly|actually|regularly|lately|recently"
+        r"|currently)\s+)*"
+        r"(?P<verb>experimenting\s+with|practi[cs]ing|attending|frequenting|volunteering\s+(?:at|with|for|in)"
+        r"|training\s+for|taking|doing|reading|listening\s+to|watching|following|collecting)\s+(?P<value>.+)",
+        "user",
+        "{verb}",
+        whole_value=True,
+    ),
+    _rule(
+        "did_told",
+        # "I just saw the new Marvel movie", "I recently tried out a recipe for Korean bibimbap", "I posted a quote
+        # about productivity on Facebook a few days ago": an event told with a verb the talk uses as often ("I saw
+        # your answer", "I made a change"), so read only when told as news: "just", "recently" before it or a time
+        # after it (v14; extract/facts.py _told_as_news)
+        r"\bI\s+(?P<adverb>(?:(?:just|recently|actually|also|finally|once|even|then)\s+)*)(?P<verb>saw|stayed\s+(?:at|in)"
+        r"|tried(?:\s+out)?|took|made|posted|organi[sz]ed|learned|learnt|ran\s+into|caught\s+up\s+with|joined"
+        r"|signed\s+up\s+for|signed|sold|donated\s+to|camped\s+(?:at|in)|performed\s+(?:in|at)|baked|hosted|threw"
+        r"|won|booked|passed)\s+(?P<value>.+)",
+        "user",
+        "{verb}",
+        whole_value=True,
+    ),
+    _rule(
+        "like_to_learn",
+        # "I'd like to learn more about the Square Kilometre Array project", "I've been wanting to learn more about
+        # the culture and history of the region", "I'd love to explore more psychological thrillers": a subject the
+        # user wants more of, an interest (v14: the sets label it a preference; "I want to learn Spanish" is a goal)
+        r"\b(?:I(?:'d|\s+would)\s+(?:(?:really|also|just|definitely)\s+)*(?:like|love)|I(?:'ve|\s+have)\s+(?:always\s+)?"
+        r"been\s+(?:wanting|meaning|dying)|" + _IM + r"\s+(?:(?:really|also|just)\s+)*(?:looking|eager|keen))\s+to\s+"
+        r"(?:learn|explore|discover)\s+(?:more\s+(?:about\s+)?|about\s+)(?P<value>.+)",
+        "user",
+        "interested in",
+        presupposed=True,
+        list_value=True,
+    ),
+    _rule(
+        "got_into",
+        # "I've recently gotten into word-based games", "I've really got into bouldering": a new taste (v14)
+        r"\bI(?:'ve|\s+have)\s+(?:(?:recently|really|also|just|lately|finally)\s+)*(?:gotten|got)\s+(?:(?:really|very"
+        r"|back)\s+)?into\s+(?P<value>.+)",
+        "user",
+        "interested in",
+        list_value=True,
+    ),
+    _rule(
+        "moving_to",
+        # "I'm moving to Edinburgh for university", "we're relocating to Denver": a move the user has settled on, a
+        # goal until it is done (v14; "I moved to Berlin" is moved_to's, where the user lives)
+        r"\b"
+        + _WE_ARE
+        + r"\s+(?:(?:also|soon|finally|actually|officially|now|really|just)\s+)*(?P<verb>(?:moving|relocating)"
+        r"(?:\s+back)?)\s+to\s+(?P<value>" + _PLACE + r")(?![\w-])",
+        "user",
+        "goal",
+        presupposed=True,
+        whole_value=True,
+    ),
+    _rule(
+        "staying_at",
+        # "I'm staying at the Hilton Hotel", "we'll be staying at the Bellagio for a concert": where the user stays on
+        # a trip, named (v14, the sets' "other")
+        r"\b(?:" + _WE_ARE + r"|(?:I|we)(?:'ll|\s+will)\s+be)\s+(?:(?:currently|also|actually|now)\s+)*staying\s+"
+        r"(?:at|in)\s+(?:the\s+)?(?P<value>" + _PLACE + r")(?![\w-])",
+        "user",
+        "stays at",
+        whole_value=True,
+    ),
+    _rule(
+        "my_trip",
+        # "my recent flight to LA on February 10th", "on my last trip to Chicago", "photos from my recent beach trip
+        # with friends": a trip the user took (v14, the sets' "other")
+        r"\bmy\s+(?:most\s+)?(?:recent|last|latest)\s+(?P<value>(?:[\w-]+\s+){0,2}?(?:trip|flight|vacation|holiday"
+        r"|getaway|cruise)\b.*)",
+        "user",
+        "went on",
+        presupposed=True,
+        whole_value=True,
+    ),
+    _rule(
+        "counted_things",
+        # "I have four pairs of sandals, five pairs of sneakers, two pairs of boots, and three pairs of heels": each
+        # counted thing is owned (v14; have_thing reads only OWNABLE's kinds). Split by extract/facts.py _counted.
+        r"\b(?:I|we)\s+(?:(?:also|still|now|already|just|actually)\s+)*(?:have|own)\s+(?P<value>"
+        + NUMBER_WORD
+        + r"\s+(?:pairs?|sets?|boxes|bags|jars|bottles|packs)\s+of\s+.+)",
+        "user",
+        "owns",
+        whole_value=True,
+    ),
 )
+
+# v14. Words one of which a sentence must hold (casefolded) for a rule to match at all: a substring test is far cheaper
+# than the rule's search, and the facts step runs every rule over every user sentence (1M-message archives). Only
+# words every match of the pattern contains are listed (tests/test_facts.py checks it on the rules' own examples).
+NEEDS: dict[str, tuple[str, ...]] = {
+    "habit": ("been", "currently", "now"),
+    "did_told": (
+        "saw", "stayed", "tried", "took", "made", "posted", "organi", "learn", "ran", "caught", "joined", "signed",
+        "sold", "donated", "camped", "performed", "baked", "hosted", "threw", "won", "booked", "passed",
+    ),
+    "like_to_learn": ("learn", "explore", "discover"),
+    "got_into": ("into",),
+    "counted_things": ("of",),
+    "moving_to": ("moving", "relocating"),
+    "staying_at": ("staying",),
+    "my_trip": ("recent", "last", "latest"),
+}  # fmt: skip

@@ -29,6 +29,7 @@ from extract.fact_rules import (
     KIN,
     MAX_SPAN_CHARS,
     MAX_VALUE_WORDS,
+    NEEDS,
     NEGATED,
     NO_VALUE,
     NUMBER_WORD,
@@ -41,7 +42,7 @@ from extract.fact_rules import (
     VALUE_STOP,
     Rule,
 )
-from extract.goals import _CLAUSE_END, _FUNCTION, _VAGUE_OBJECT, goal
+from extract.goals import _CLAUSE_END, _FUNCTION, _MOVE_PAIRS, _VAGUE_OBJECT, goal
 from extract.lexicon import zipf
 from extract.text import READ_USER_CHARS
 from extract.types import SegmentInput, SegmentMessage
@@ -52,7 +53,7 @@ _PREFERENCE_NAMES = {
     "prefer": "prefers", "interested in": "interested in", "into": "interested in", "keen on": "interested in",
     "passionate about": "interested in", "open to": "open to", "fascinated by": "interested in",
     "fascinated with": "interested in", "fond of": "likes", "love": "likes", "passion": "likes",
-    "interest": "interested in", "fascination": "interested in", "obsession": "likes",
+    "interest": "interested in", "fascination": "interested in", "obsession": "likes", "drawn to": "interested in",
 }  # fmt: skip
 _VAGUE_CHOICE_TEXT = (
     "first second third last other option options one ones version approach suggestion idea both recommendation"
@@ -75,7 +76,7 @@ _LIST_END = re.compile(
     r"[;!?()]|\.(?!\d|[a-z]|[A-Z]{2})|:(?!\d)"
     r"|,?\s(?:because|but|so that|which|since|although|though|while|when|if|as|than|instead"
     r"|rather|unless|until|that|who|where|to\s+avoid|so\s+I|so\s+we)\b|,?\s(?:and|but|or)\s+(?:I|I'm|we|we're|my|our)\b"
-    r"|,\s+(?:I|I'm|I've|I'd|I'll|we|we're|it|it's|this|they|especially|including|such\s+as|like|but|preferably"
+    r"|,\s+(?:I|I'm|I've|I'd|I'll|we|we're|it|it's|this|they|especially|including|such\s+as|like|but|preferably|having"
     r"|ideally|maybe|perhaps|possibly|probably|specifically)\b"
     r"|,?\s(?:and|but|or)\s+(?:was|wanted|would|am|have|had|will|need|needed)\b"  # "... cuisine and was wondering"
 )
@@ -159,6 +160,8 @@ _NOT_WORKPLACES_TEXT = (
     " shifts shift pairs parallel progress tandem this that it my our"
 )
 _NOT_WORKPLACES = frozenset(_NOT_WORKPLACES_TEXT.split())
+# A name of a few capitalised words: "The North Face", "The Elder Scrolls 6"
+_TITLE = r"(?-i:[A-Z][\w'&.-]*)(?:\s+(?-i:[A-Z0-9][\w'&.-]*))*"
 _NOT_LIKED = frozenset(["sound", "look", "looks", "idea", "ideas", "feel", "way", "fact", "thought", "suggestion"])
 _TOOL_POINTERS = frozenset(
     ["following", "above", "below", "same", "previous", "attached", "given", "mentioned", "other"]
@@ -317,24 +320,30 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
     sentence = sentence.replace("\u2019", "'")  # a curly apostrophe, as phones type it
     asked = _QUESTION_OPENER.match(sentence) is not None  # "how we should look into ..." typed without "?"
     facts = []
-    for rule in RULES:
+    low = sentence.casefold()
+    for rule, needs in _RULES_NEEDS:
         if asked and rule.name in _V6_RULES and rule.name != "my_brand":  # "how to reset my Fitbit": still a Fitbit
             continue
+        if needs is not None and needs.search(low) is None:
+            continue  # the rule's words are not in the sentence: its search would find nothing
         for match in _matches(rule, sentence):
             before = sentence[: match.start()]
             if rule.name in _CLAUSE_ASKED and _ASKING.search(before):
                 continue  # "why we use sqoop", "once we submit a spark job", "if I use Airflow"
-            if rule.name == "did" and _ASKING_EVENT.search(before):
+            if rule.name in _EVENT_RULES and _ASKING_EVENT.search(_own_clause(before)):
                 continue  # "when I visited Paris", "the one I went to": no event said ("speaking of which, I ..." is)
             wish = CONDITIONAL if rule.presupposed else HYPOTHETICAL
             clause = _clause_start(before)  # "I'm not sure if I want to stay, but I do want to work here": its own
-            if wish.search(sentence[clause : min(match.end(), match.start() + 40)]):  # "explain it like | I have a PhD"
+            if wish.search(sentence[clause : _clause_end(match)]):  # "explain it like | I have a PhD"
                 continue
-            if not rule.negative_rule and (NEGATED.search(before[-30:]) or _negated_inside(match)):
+            if not rule.negative_rule and (NEGATED.search(_own_clause(before)[-30:]) or _negated_inside(match)):
                 continue
             if match.group(0)[:6].casefold() == "having" and not re.search(r"\bI\b", before):
                 continue  # a participle states a fact only about the sentence's subject, which must be "I"
             if rule.name in _ABOUT_WHOEVER_SPEAKS and not _is_the_users(rule.name, sentence, match):
+                continue
+            if rule.name == "counted_things":
+                facts.extend(_counted(match.group("value")))
                 continue
             fact = _fill(rule, match)
             if fact is not None:
@@ -350,6 +359,9 @@ def facts_in_sentence(sentence: str) -> list[dict[str, str]]:
     return list(unique.values())
 
 
+_RULES_NEEDS = tuple(
+    (rule, re.compile("|".join(map(re.escape, NEEDS[rule.name]))) if rule.name in NEEDS else None) for rule in RULES
+)
 # "my mom is 60", "my phone is a Pixel 8": a fact of the user's mom or phone says the user has one; not said again
 _HAD = frozenset(["kin_mention", "my_thing", "have_thing"])
 # "3+ years of experience using tools like Hadoop, hive": two rules read one list, as a skill and as a tool; say it once
@@ -364,6 +376,7 @@ _V6_RULES_TEXT = (
     " planning_thing interview learn_about likes got_thing have_from my_brand from_place education new_to my_role_is"
     " pet_named have_family fan_of favourite looking_for will_try kin_mention my_thing is_my_favourite my_love_for"
     " a_lot_of loving working_on_doing leaning_towards have_thing eyeing did excited_to curious_about"
+    " habit did_told like_to_learn got_into counted_things moving_to staying_at my_trip"  # v14
 )
 _V6_RULES = frozenset(_V6_RULES_TEXT.split())
 _QUESTION_OPENER = re.compile(
@@ -563,6 +576,8 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         value = _named_before(" ".join(match.string[: match.start()].split()[-6:]))  # back to the clause's start
     if rule.name == "kin_mention" and _FOR_SOMEONE.match(" for my " + value) is None:
         return None  # not kin (the pattern's list and _FOR_SOMEONE's agree)
+    if rule.name == "loving" and not value:
+        value = _learning_about(groups["value"])  # v14: "I've been enjoying learning about cognitive biases"
     if rule.name in ("my_love_for", "a_lot_of", "prefer", "loving"):
         value = _TASTE_END.split(value, maxsplit=1)[0].strip(" ,")  # "Phoebe Bridgers lately", "dance and how it"
         value = _MODIFIER_TAIL.split(value, maxsplit=1)[0] if rule.name != "prefer" else value  # "videos on the topic"
@@ -570,8 +585,12 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         verb = _PREFERENCE_NAMES.get("prefer" if verb.startswith("prefer") else verb, verb)
         if _EMBEDDED.search(match.string[: match.start()]):
             return None  # "ask me which I prefer to play", "the journals I'm interested in": not a statement
+        if verb == "interested in" and _a_work_of_the_talk(groups["value"], parts=False):
+            return None  # v14: "I'm interested in "The OA"": one of the assistant's picks
         if not value and verb == "interested in":
             value = _how_clause(groups["value"])  # "fascinated by how data can inform business decisions"
+        if not value and verb == "interested in":
+            value = _learning_about(groups["value"])  # v14: "interested in learning more about bird behavior"
     said = value.casefold().split()
     after = re.findall(r"[\w'-]+", ARTICLE.sub("", groups["value"].strip().casefold()))[len(said) : len(said) + 1]
     if after and after[0] in ("one", "ones", "option", "options"):
@@ -662,8 +681,10 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
             return None  # "I love the sound of that recipe", "I like the idea of ...": a reaction in the talk
         if words_said & {"you", "your", "you've", "yours"} or words_said & _VAGUE_CHOICE:
             return None  # "I like the routine you've suggested", "I love the second option": about the talk
-        pointer = (
-            r"(?:the|this|that|these|those|your)\b" if rule.name == "likes" else r"(?:this|that|these|those|your)\b"
+        pointer = (  # v14: "I do love The North Face": a name with its article, no pointer
+            r"(?:the(?!\s+" + _TITLE + r"\s*(?:[,.;!]|$))|this|that|these|those|your)\b"
+            if rule.name == "likes"
+            else r"(?:this|that|these|those|your)\b"
         )
         if re.match(pointer, groups["value"].strip(), re.I):
             return None  # "I like the White Blouse and Blazer combo", "I'm loving these": the assistant's suggestions
@@ -691,10 +712,32 @@ def _fill(rule: Rule, match: re.Match[str]) -> dict[str, str] | None:
         value = f"get {value}" if value and not _not_a_thing(value.split()[-1]) else ""  # "get new pair of boots"
         if not value:
             return None
-    if rule.name == "did":
+    if rule.name in ("did", "my_trip"):
         value = _event(groups["value"])
+        if not value or (rule.name == "my_trip" and len(value.split()) < 2):
+            return None  # "my last trip": where to, the sentence does not say
+    if rule.name == "moving_to":
+        if value.split()[0].casefold() in _TOOLS:
+            return None  # "we're moving to AWS": a migration, not a home
+        value = f"{verb} to {value}"  # as said: "moving to Edinburgh", "relocating back to Denver"
+    if rule.name == "staying_at" and value.split()[0].casefold() in _TOOLS:
+        return None
+    if rule.name == "did_told":
+        value = _told_as_news(match, verb, groups["value"])
         if not value:
             return None
+        verb = "tried" if verb == "tried out" else "learned" if verb == "learnt" else verb
+    if rule.name == "habit":
+        value = _habit(verb, groups["value"])
+        if not value:
+            return None
+        verb = _HABITS.get(verb, verb.replace("volunteering", "volunteers"))
+    if rule.name == "like_to_learn":
+        value = _a_subject(groups["value"])
+        if not value:
+            return None
+    if rule.name == "got_into" and _NOT_TASTES.intersection(w.casefold().strip(",") for w in value.split()):
+        return None  # "I've gotten into trouble", "got into the habit of": no taste
     if rule.name == "excited_to":
         value = goal(re.split(r"\s+and\s+(?:start|then|see|get|try|enjoy|learn)\b", value, maxsplit=1)[0])
         if value and value.split()[0].casefold() in _TRYING_OUT:
@@ -869,7 +912,7 @@ _EVENT_END = re.compile(
     r"|seven|eight|nine|ten)\b|(?:on|in)\s+(?:(?-i:[A-Z])[a-z]+day|January|February|March|April|May|June|July|August"
     r"|September|October|November|December|the\s+\d|\d)|for\s+the\s+first\s+time|because|but|so|since|which|who"
     r"|where|when|while|as|after|before|until|if|though|although|that|and\s+(?:I|I'm|I've|it|it's|we|we're|was|had"
-    r"|have|got|then|they|she|he|saw|managed|ended|it's))\b",
+    r"|have|got|then|they|she|he|saw|managed|ended|it's|want|wanted|need|needed|would|am|hope|think))\b",
     re.IGNORECASE,
 )
 _NOT_EVENTS_TEXT = (
@@ -884,15 +927,19 @@ def _event(text: str) -> str:
     """The object of a past event ("a charity gala at the Hilton hotel", "listening to 'The Power' by Naomi
     Alderman"), cut at its time or the next clause; "" when it names nothing the user did ("it", "the video you
     sent", "to check", "around with the settings")."""
-    said = _EVENT_END.split(" " + text.strip(), maxsplit=1)[0]
-    words = re.sub(r"^(?:a|an|the|my|our|some|a\s+few|several)\s+", "", said.strip(), flags=re.I).split()
+    said = _EVENT_END.split(" " + text.strip(), maxsplit=1)[0].strip()
+    named = re.match(r"the\s+(?-i:[A-Z0-9])", said, re.I) is not None  # "The 1975": a name, not a count
+    words = re.sub(r"^(?:a|an|the|my|our|some|a\s+few|several)\s+", "", said, flags=re.I).split()
     words = words[:MAX_LIST_WORDS]
     while words and words[-1].casefold().strip("'\"") in _FUNCTION:
         words.pop()
     if not words:
         return ""
+    title = _QUOTED_TITLE.match(said)
+    if title:  # v14: a title in quotes ("A Short History of Nearly Everything"), with its author
+        return " ".join(f"{title.group('title')}{title.group('by') or ''}".split())
     first = words[0].casefold().strip("'\"")
-    if first.isdigit():
+    if first.isdigit() and not named:
         return ""  # "I finished 10 videos": a count, the counted rule's ("a 5-day hiking trip" is an event)
     if first in _FUNCTION or first in NO_VALUE or first in PRONOUNS or first in _VAGUE_OBJECT or first in _ME_WORDS:
         return ""  # "it", "your advice", "around with", "with my team", "one of them"
@@ -904,6 +951,195 @@ def _event(text: str) -> str:
     if any(w.casefold().strip("'\".,") in _NOT_EVENTS | _VAGUE_CHOICE for w in words[:3]):
         return ""  # "the code", "the video you sent", "the documentation": a step of the talk, not the user's life
     return " ".join(words).strip(" ,")
+
+
+_QUOTED_TITLE = re.compile(
+    r"[\"“](?P<title>(?-i:[A-Z0-9])[^\"”]{0,80})[\"”]"
+    r"(?P<by>\s+(?:by|from|on)\s+(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*){0,3})?"
+)
+_EVENT_RULES = frozenset(["did", "did_told", "habit", "my_trip"])
+# v14. A time said after the verb makes a common verb's object an event of the user's life: "I made a limited
+# edition line last week", "I posted a quote on Facebook a few days ago" (not "I made a change", "I saw your reply")
+_WHEN_SAID = re.compile(
+    r"\b(?:yesterday|today|tonight|earlier\s+today|this\s+(?:morning|afternoon|evening|week(?:end)?|month|year|past\s+\w+)"
+    r"|last\s+(?:night|week(?:end)?|month|year|summer|winter|spring|fall|autumn|\w+day)|(?:a|an|one|two|three|four|five"
+    r"|six|seven|eight|nine|ten|\d+|a\s+few|a\s+couple\s+of|several)\s+(?:days?|weeks?|months?|years?|\w+days)\s+ago"
+    r"|on\s+(?:January|February|March|April|May|June|July|August|September|October|November|December)\b)",
+    re.IGNORECASE,
+)
+_NEWS_ADVERBS = frozenset(["just", "recently", "actually", "finally", "once", "even"])
+# What the talk's verbs take that is no event: "took a look", "made a mistake", "saw an article", "tried the fix"
+_NOT_TOLD_TEXT = (
+    "look break advice note notes screenshot moment while time care nap shower breath plunge mistake mistakes change"
+    " changes edit edits sure progress decision point copy backup update updates adjustment adjustments tweak tweaks"
+    " attempt effort call meeting solution fix command workaround ad ads article articles comment comments thread"
+    " review reviews sense difference use advantage action steps notice photo-op screenshot test tests"
+)
+_NOT_TOLD = frozenset(_NOT_TOLD_TEXT.split())
+
+
+def _told_as_news(match: re.Match[str], verb: str, text: str) -> str:
+    """The object of an event told with a common verb ("saw the new Marvel movie", "tried out a recipe for Korean
+    bibimbap", "how to make a classic Negroni"), when the sentence tells it as news: "just", "recently", "actually"
+    ... before the verb, or a time after it; "" otherwise, or when it is a step of the talk ("took a look")."""
+    adverbs = set(match.group("adverb").casefold().split())
+    if not adverbs & _NEWS_ADVERBS and _WHEN_SAID.search(match.string, match.end("verb")) is None:
+        return ""
+    text = text.strip()
+    if verb in ("learned", "learnt"):
+        how = re.match(r"how\s+to\s+(?P<rest>[a-z].+)", text, re.IGNORECASE)
+        if how is None:
+            return ""  # "I just learned that ...", "I learned a lot": no skill named
+        words = _EVENT_END.split(" " + how.group("rest"), maxsplit=1)[0].split()[:MAX_LIST_WORDS]
+        while words and words[-1].casefold() in _FUNCTION:
+            words.pop()
+        return f"how to {' '.join(words)}" if len(words) >= 2 else ""
+    value = _purpose_dropped(_event(text))
+    if not value or _NOT_TOLD.intersection(w.casefold().strip(",.") for w in value.split()[:3]):
+        return ""
+    return value
+
+
+_HABITS = {
+    "experimenting with": "experiments with", "practicing": "practices", "practising": "practises",
+    "attending": "attends", "frequenting": "frequents", "training for": "trains for", "taking": "takes",
+    "doing": "does", "reading": "reads", "listening to": "listens to", "watching": "watches", "following": "follows",
+    "collecting": "collects",
+}  # fmt: skip
+_CLASSES = frozenset(["class", "classes", "lesson", "lessons", "course", "courses", "workshop", "workshops"])
+_NOT_DOING_TEXT = "well fine okay ok good great better badly alright things stuff everything nothing lot bit"
+_NOT_DOING = frozenset(_NOT_DOING_TEXT.split())
+_MEDIA_VERBS = frozenset(["reading", "listening to", "watching", "following"])
+
+
+def _purpose_dropped(value: str) -> str:
+    """An event's object without the purpose after it: "different spices and ingredients [to give it a twist]"."""
+    words = value.split()
+    for position, word in enumerate(words[1:-1], start=1):
+        after = words[position + 1]
+        if word == "to" and after.islower() and after not in _FUNCTION and lexicon.lemmas(after).get("VERB"):
+            return " ".join(words[:position])
+    return value
+
+
+def _habit(verb: str, text: str) -> str:
+    """What the user has been doing of late ("different pasta shapes and sauces", "weekly seminars on
+    entrepreneurship", "research on coilovers"), cut as an event's object; "" when it names nothing of their life: a
+    course verb without a course ("taking notes"), "doing" with one vague word ("doing well", "doing some
+    shopping"), or what is read or watched without a name ("reading reviews": a step before a purchase)."""
+    text = re.split(r"\s+and\s+(?=[a-z]+(?:ing|ed)\b)", text.strip(), maxsplit=1)[0]  # "reviews [and watching ...]"
+    value = _purpose_dropped(_event(text))
+    if not value or re.search(r"\b(?:my|our)\s+own(?:\s+(?:from|at|with|for|in)\b|$)", value):
+        return ""  # "experimenting with making my own from scratch": my own what, the sentence does not say
+    words = [w.casefold().strip(",.") for w in value.split()]
+    if verb == "taking" and not _CLASSES.intersection(words[:5]):
+        return ""
+    if verb == "doing" and (len(words) < 2 or _NOT_DOING.intersection(words[:2]) or words[0] in _INTENSIFIERS):
+        return ""
+    if verb in _MEDIA_VERBS and not _names_a_thing(value):
+        return ""
+    return value
+
+
+# Where a subject of interest is only pointed at: "the author", "these coins", "the culture and customs" (of a place
+# the talk named before); "the significance of Palm Sunday", "the differences between European and Brazilian
+# Portuguese" name it
+_LEARNING_ABOUT = re.compile(r"^\s*(?:learning|reading|hearing|finding\s+out)\s+(?:more\s+)?about\s+(?P<what>.+)", re.I)
+_POINTING = frozenset(["this", "that", "these", "those", "your", "you", "it", "them", "there"])
+
+
+def _a_subject(text: str) -> str:
+    """The subject of "I'd like to learn more about X" (v14), or "" for a pointer into the talk or a work in it."""
+    if _a_work_of_the_talk(text):
+        return ""
+    head = _LIST_END.split(text.strip(), maxsplit=1)[0]
+    if _POINTING.intersection(w.casefold() for w in head.split()[:8]):
+        return ""
+    words = re.split(r"[,;:(]", head, maxsplit=1)[0].split()  # "the author, Naomi Alderman": the author
+    if words and words[0].casefold() == "the" and "of" not in words and not _names_a_thing(" ".join(words[1:])):
+        return ""
+    return _list_value(ARTICLE.sub("", text.strip()))
+
+
+# A title in quotes the user is "interested in" is a pick from the assistant's list ("I'm interested in "The Haunting
+# of Hill House" and "The OA""), and a work's parts are questions about the book or film in the talk ("the themes
+# and power dynamics explored in ...", "the writing style ... used in ...", "the author")
+_WORK_PARTS_TEXT = (
+    "theme themes plot plots character characters author authors ending storyline story narrative symbolism tone"
+    " style writing literary setting message meaning chapter chapters scene scenes"
+)
+_WORK_PARTS = frozenset(_WORK_PARTS_TEXT.split())
+
+
+def _a_work_of_the_talk(text: str, parts: bool = True) -> bool:
+    """Whether an interest is a title in quotes, or (`parts`) "the" part of a work ("the themes ...", "the author")."""
+    words = [w.casefold().strip(",") for w in text.split()[:2]]
+    the_part = parts and len(words) == 2 and words[0] == "the" and words[1] in _WORK_PARTS
+    return text.lstrip()[:1] in '"“' or the_part
+
+
+def _learning_about(text: str) -> str:
+    said = _LEARNING_ABOUT.match(text)
+    return _a_subject(said.group("what")) if said else ""
+
+
+_NOT_TASTES_TEXT = (
+    "trouble argument arguments fight fights accident debt college university school program programme habit"
+    " routine car bed shape details position character mess situation issue issues problem problems it this that"
+)
+_NOT_TASTES = frozenset(_NOT_TASTES_TEXT.split())
+_COUNTED = re.compile(
+    r"^(?P<count>" + NUMBER_WORD + r")\s+(?P<measure>pairs?|sets?|boxes|bags|jars|bottles|packs)\s+of\s+(?P<what>.+)$",
+    re.IGNORECASE,
+)
+
+
+def _counted(text: str) -> list[dict[str, str]]:
+    """Each counted thing of "four pairs of sandals, five pairs of sneakers, and three pairs of heels all crammed
+    ...": one `owns` fact each, up to the first piece that is no count."""
+    found = []
+    for piece in re.split(r",\s*(?:and\s+)?|\s+and\s+", text.strip()):
+        counted = _COUNTED.match(piece.strip())
+        if counted is None:
+            break
+        kept = []
+        for token in counted.group("what").split()[:3]:
+            word = token.rstrip(".,;:!?")
+            if not word.isalpha() or word.casefold() in VALUE_STOP | _FUNCTION | {"all"}:
+                break
+            kept.append(word)
+            if word != token:
+                break
+        if not kept or _DATA_OBJECTS.intersection(w.casefold() for w in kept) or kept[0].casefold() == "data":
+            break  # "two sets of data": no thing owned
+        value = f"{counted.group('count')} {counted.group('measure')} of {' '.join(kept)}"
+        found.append({"subject": "user", "attribute": "owns", "value": value, "polarity": "positive",
+                      "rule": "counted_things"})  # fmt: skip
+    return found
+
+
+# A wish in a later clause governs nothing before it: "I'm a fan of cheese fondue, so I might have to give that a try"
+_NEXT_CLAUSE = re.compile(
+    r",\s*(?:so|and|but|which|though|although|because|since)\s|\s(?:so|and|but)\s+(?:I|I'm|I'll|I'd|I've|we|it)\b|;"
+)
+
+
+# v14. A clause after a comma or a joining word has its own negation and question words: "I couldn't agree more, I'm
+# doing my best to ...", "I learned how to make a Negroni, and I've been experimenting with ..."
+_CLAUSE_JOIN = re.compile(r"(?:[,;:]|\s[-–—])\s*(?:(?:and|but|so|then|now)\s+)?$|\s(?:and|but|so)\s+$", re.IGNORECASE)
+
+
+def _own_clause(before: str) -> str:
+    """The part of the sentence before a match that is the match's own clause: "" when the match opens a clause of
+    its own after a comma or "and" (the rules' matches start at "I", "my", "we")."""
+    return "" if _CLAUSE_JOIN.search(before) else before
+
+
+def _clause_end(match: re.Match[str]) -> int:
+    """Where a rule's clause ends for the wish check: 40 characters on from the match, or its next clause (v14)."""
+    end = min(match.end(), match.start() + 40)
+    after = _NEXT_CLAUSE.search(match.string, match.start(), end)
+    return after.start() if after else end
 
 
 def _chosen(text: str) -> tuple[str, str]:
@@ -1104,7 +1340,8 @@ def _plain_goal(value: str) -> str:
         thing = _list_value(ARTICLE.sub("", re.sub(r"^(?:some|a\s+few)\s+", "", use.group("rest"), flags=re.I)))
         said = set(thing.casefold().split())
         first = thing.split()[0].casefold() if thing else ""
-        if thing and not (said & (_VAGUE_CHOICE | _TOOL_POINTERS)) and len(said) >= 2 and first not in VALUE_STOP:
+        named = len(said) >= 2 or _names_a_thing(thing)  # v14: "checking out Narcos: Mexico"
+        if thing and not (said & (_VAGUE_CHOICE | _TOOL_POINTERS)) and named and first not in VALUE_STOP:
             return f"{' '.join(use.group('verb').split())} {thing}"
         return ""
     seen = _SEE_NAMED.match(value)
@@ -1113,6 +1350,81 @@ def _plain_goal(value: str) -> str:
     more = _MORE_GOAL.match(value)
     if more and (rest := goal(f"{more.group('verb')} {more.group('rest')}")):
         return f"{more.group('verb')} {more.group('adverb')} {rest.split(' ', 1)[1]}"
+    counted = _QUANTIFIED_GOAL.match(value)
+    if (
+        counted
+        and (_verb_lemma(counted.group("verb")), "more") not in _MOVE_PAIRS  # "explore more X": an interest, not a goal
+        and (rest := goal(f"{counted.group('verb')} {counted.group('rest')}"))
+        and not (_TALK_OBJECTS | {"you", "your"}).intersection(w.casefold().strip(",.") for w in rest.split()[1:])
+    ):
+        return f"{counted.group('verb')} {' '.join(counted.group('amount').split())} {rest.split(' ', 1)[1]}"
+    return _stay_try_or_return(value)
+
+
+# v14: an amount before the object is no vague object: "developing more positive self-talk", "adding a few other
+# vintage items to the arrangement", "buying a few more decorations for my living room" ("a few things" still is)
+def _verb_lemma(word: str) -> str:
+    low = word.casefold()
+    return (lexicon.lemmas(low).get("VERB") or (low,))[0]
+
+
+_TALK_OBJECTS_TEXT = (
+    "detail details example examples info information point points section sections line lines word words content"
+    " context question questions option options idea ideas tip tips step steps feature features text paragraph"
+    " paragraphs sentence sentences bullet bullets sample samples"
+)
+_TALK_OBJECTS = frozenset(_TALK_OBJECTS_TEXT.split()) | _DATA_OBJECTS | _SOFTWARE_NOUNS
+_QUANTIFIED_GOAL = re.compile(
+    r"^(?P<verb>[a-z]+)\s+(?P<amount>a\s+few(?:\s+more|\s+other)?|a\s+couple\s+(?:of\s+)?(?:more\s+)?|more|less|fewer"
+    r"|some\s+more)\s+(?P<rest>(?!(?:about|of|on)\b)[a-z].+)$",  # "explore more about X", "a few of the ...": not
+    re.IGNORECASE,
+)
+
+
+# v14: a stay, a try or a return that names its object is a goal ("stay at an eco-lodge", "staying at the
+# Ritz-Carlton in Battery Park", "try some fried green tomatoes", "go back to school"); "stay in touch", "try a few
+# different ones", "get back to you" are turns of the talk, as goal() has them
+_STAY = re.compile(r"^(?P<verb>stay(?:ing)?\s+(?:at|in))\s+(?P<where>.+)$", re.IGNORECASE)
+_STAY_END = re.compile(r"\s(?:there|for|during|while|when|because|since|until|after|before|over)\b|[,;]", re.I)
+_NOT_STAYS_TEXT = "touch loop shape line bed mind control character budget sync contact place tune range charge order"
+_NOT_STAYS = frozenset(_NOT_STAYS_TEXT.split())
+_TRY_THING = re.compile(r"^(?P<verb>try(?:\s+out)?)\s+(?:some\s+of\s+|some\s+|an?\s+)(?P<what>.+)$", re.IGNORECASE)
+_NOT_TRIED = frozenset(["few", "couple", "other", "more", "different", "new", "bit", "little", "lot", "similar"])
+_BACK_TO = re.compile(
+    r"^(?P<verb>(?:get|go|come)(?:ting|ing)?\s+back)\s+(?P<link>to|into)\s+(?P<what>.+)$", re.IGNORECASE
+)
+_RETURNS_TEXT = (
+    "school college university grad work office gym running yoga painting writing reading cooking baking church"
+    " therapy dancing swimming hiking climbing cycling knitting drawing teaching studying"
+)
+_RETURNS = frozenset(_RETURNS_TEXT.split())
+
+
+def _stay_try_or_return(value: str) -> str:
+    stay = _STAY.match(value)
+    if stay:
+        where = _STAY_END.split(stay.group("where"), maxsplit=1)[0].strip()
+        words = where.split()
+        if not words or words[0].casefold() in _NOT_STAYS | PRONOUNS | NO_VALUE:
+            return ""
+        if words[0].casefold() not in ("a", "an", "the") and not _names_a_thing(where):
+            return ""  # "stay at home", "stay in bed": no place of a trip
+        return f"{' '.join(stay.group('verb').split())} {' '.join(words[:MAX_LIST_WORDS])}"
+    tried = _TRY_THING.match(value)
+    if tried:
+        thing = _list_value(tried.group("what"))
+        said = [w.casefold().strip(",") for w in thing.split()]
+        if not said or said[0] in _NOT_TRIED or set(said) & (_VAGUE_CHOICE | _WAYS | _NOT_EVENTS | _POINTING):
+            return ""
+        return f"{tried.group('verb')} {thing}"
+    back = _BACK_TO.match(value)
+    if back:
+        what = ARTICLE.sub("", back.group("what").strip())
+        first = what.split()[0].casefold().strip(",.") if what.split() else ""
+        into = back.group("link").casefold() == "into"  # "getting back into fantasy football": an activity resumed
+        if first in _RETURNS or ((into or _names_a_thing(what)) and first not in PRONOUNS | _VAGUE_OBJECT):
+            resumed = _list_value(what) or ("" if into else what)
+            return f"{back.group('verb')} {back.group('link')} {resumed}" if resumed else ""
     return ""
 
 
