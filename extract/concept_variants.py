@@ -356,7 +356,7 @@ class Folds:
         return self.conversations[concept_id]
 
 
-_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
+_POSSESSIVE = re.compile(r"(?<=\w)['’](?:s\b|(?!\w))")  # "the Crain family's", "the Cleveland Indians' name"
 
 
 def said_apart(texts: Iterable[str], piece: str, holder: str) -> bool:

@@ -13,7 +13,7 @@ from concept_support import T0, conversation
 from test_concepts import concepts, hyp, pipeline
 
 from extract.concept_loop import better_spelled
-from extract.concept_variants import name_shape, name_shaped, name_written
+from extract.concept_variants import name_shape, name_shaped, name_written, said_apart
 
 
 def talk(conversation_id: str, user: str, reply: str, days: int = 0) -> Any:
@@ -251,6 +251,9 @@ def test_what_reads_as_a_name() -> None:
         "title",
         "",
     ]
+    assert said_apart(["Unzip the Flutter archive file, then start using Flutter"], "Flutter", "Flutter archive file")
+    assert not said_apart(["the Cleveland Indians' team name", "Cleveland Indians"], "Cleveland", "Cleveland Indians")
+    assert not said_apart(["The show follows the Crain family's house"], "Crain", "Crain family")
     assert name_written(["Data stored as Parquet is columnar", "Parquet compresses"], "Parquet")
     assert not name_written(["Keep a cup of coffee on a coaster", "Coffee is hot"], "Coffee")
 
