@@ -378,6 +378,12 @@ def _mask_delimited_rows(lines: list[str]) -> None:
     with_number = 0  # rows of the run with a number in them
     for i, line in enumerate([*lines, ""]):
         cells = _cells(line) if i < len(lines) else None
+        header = _field_header(line) if i < len(lines) else 0
+        if header:
+            # a row of a program's field names is a header with or without its rows: blanked alone, the words
+            # after its last cell stay ("... topping.type using explode function")
+            lines[i] = " " * header + line[header:]
+            cells = None
         if cells is not None:
             run.append(i)
             numbers = sum(1 for cell in cells if _NUMBER_CELL.match(cell))
@@ -390,6 +396,41 @@ def _mask_delimited_rows(lines: list[str]) -> None:
             if run[0] > 0:
                 _mask_lead_in(lines, run[0] - 1)
         run, data, with_number = [], False, 0
+
+
+# A program's field name: a word opening in lower case, joined by dots or underscores ("id", "ppu", "batter.id",
+# "firstName"); a field path ("batter.id", "topping.type") is a program's, never a sentence's.
+_FIELD = re.compile(r"[a-z][A-Za-z0-9]*+(?:[._][A-Za-z0-9]++)*+")
+_FIELD_PATH = re.compile(r"[a-z][A-Za-z0-9]*+\.[A-Za-z][A-Za-z0-9]*+")
+_DELIMITER = re.compile(r"[ ]*+[,;\t][ \t]*+")
+_FIRST_WORD = re.compile(r"\S++")
+
+
+def _field_header(line: str) -> int:
+    """The end of a header row of field names at the line's start ("id, type, name, ppu, batter.id,batter.type,
+    topping.id, topping.type", "id,name,sal,dept"), or 0: ROW_CELLS fields or more, each one token, and written as a
+    program writes them, one a field path or every delimiter without a space. Its cells are column names, never
+    prose, with or without data rows below; a list of names in a sentence ("Spark, Hive, Kafka", "apples, pears,
+    plums") has capitals, spaces after its commas and no dotted words. The last cell may run on into words ("...
+    topping.type using explode function"): the row ends with the cell's first word."""
+    stripped = line.lstrip()
+    if "," not in stripped and ";" not in stripped and "\t" not in stripped:
+        return 0
+    count, tight, path, at = 0, True, False, 0
+    for delimiter in _DELIMITER.finditer(stripped):
+        cell = stripped[at : delimiter.start()]
+        if _FIELD.fullmatch(cell) is None:
+            return 0  # most lines with a comma end here, at their first cell
+        count += 1
+        tight = tight and delimiter.group(0) in (",", ";", "\t")
+        path = path or _FIELD_PATH.fullmatch(cell) is not None
+        at = delimiter.end()
+    last = _FIRST_WORD.match(stripped, at)
+    if last is None or _FIELD.fullmatch(last.group(0)) is None or count + 1 < ROW_CELLS:
+        return 0  # "a,b,c,": a closing delimiter
+    if not tight and not path and _FIELD_PATH.fullmatch(last.group(0)) is None:
+        return 0
+    return len(line) - len(stripped) + last.end()
 
 
 def _mask_lead_in(lines: list[str], i: int) -> None:

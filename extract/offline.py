@@ -126,7 +126,12 @@ from extract.word_kinds import ADJECTIVE_ENDS
 # v46: a span inside another span of the same message is not cited again (a repeated sentence cut where reading ends)
 # v47: a habit's word ("daily", "every day", "weekly") types a term a habit only where the user is its subject and the
 # word is not the term's own ("daily routine of a data engineer", "daily csv to datalake" are no habits)
-OFFLINE_VERSION = 47  # bump with any change to the rules here or in the modules above: part of the extraction cache key
+# v48: a header row of a program's field names is no prose, with or without data rows ("id, type, name, ppu,
+# batter.id, ..."), and the concepts stage's folds refuse a verb's forms that speak of other things ("Flicking" paint,
+# "Flicks" of a game), a table made of a title-cased common phrase ("Glass coffee table", a "Glass Coffee" cafe), a
+# kind through an abbreviation's alias ("Cv data", "CV" of "Computer Vision") and a word said outside the longer name
+# that holds it ("start using Flutter" beside "the Flutter archive file")
+OFFLINE_VERSION = 48  # bump with any change to the rules here or in the modules above: part of the extraction cache key
 
 
 # A term the user says that holds a better-ranked one ("Hive external table" after "Hive") counts as a concept of

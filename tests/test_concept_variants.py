@@ -13,15 +13,15 @@ from concept_support import T0, conversation
 from test_concepts import concepts, hyp, pipeline
 
 from extract.concept_loop import better_spelled
-from extract.concept_variants import name_shaped, name_written
+from extract.concept_variants import name_shape, name_shaped, name_written, said_apart
 
 
 def talk(conversation_id: str, user: str, reply: str, days: int = 0) -> Any:
     return conversation(conversation_id, [("user", user), ("assistant", reply)], start=T0 + timedelta(days=days))
 
 
-def entity(title: str, spans: int = 2) -> dict[str, Any]:
-    return hyp(title, "entity", spans=spans)
+def entity(title: str, spans: int = 2, **extra: Any) -> dict[str, Any]:
+    return hyp(title, "entity", spans=spans, **extra)
 
 
 def live(rows: dict[str, Any]) -> dict[str, Any]:
@@ -102,9 +102,19 @@ def test_a_generic_kind_folds_only_into_a_name_shaped_core(tmp_path: Path) -> No
 
 def test_forms_of_one_verb_are_one_concept_titled_by_the_most_evidence(tmp_path: Path) -> None:
     """ "PARTITION", "PARTITIONED" (which the resolver's similarity already puts with PARTITION) and "Partitioning",
-    said most, in four conversations: one concept titled "Partitioning", the others aliases, every span kept;
-    "Building" (a noun of its own) and "Build" in two conversations stay two."""
-    chats = [talk(c, f"{c}: question", f"{c}: answer", i) for i, c in enumerate("abcdef")]
+    said most, in four conversations about Hive tables: one concept titled "Partitioning", the others aliases, every
+    span kept; "Building" (a noun of its own) and "Build" in two conversations stay two."""
+    hive = [
+        (
+            "alter table add partition in hive",
+            "A PARTITION clause adds a folder to the Hive table for one column value.",
+        ),
+        ("hive table partitioned by date", "PARTITIONED BY keeps each date's rows in a Hive folder of the table."),
+        ("partitioning a hive table", "Partitioning splits a Hive table into folders by a column value."),
+        ("partitioning in spark and hive", "Partitioning by a column lets Hive skip the table's other folders."),
+    ]
+    chats = [talk(c, *hive[i], i) for i, c in enumerate("abcd")]
+    chats += [talk(c, f"{c}: question", f"{c}: answer", i) for i, c in enumerate("ef", 4)]
     specs = {
         "a": [entity("PARTITION", spans=1)],
         "b": [entity("PARTITIONED", spans=1)],
@@ -140,6 +150,67 @@ def test_two_forms_of_one_verb_neither_bare_fold_where_they_share_conversations(
     assert reasons == ["merged (variant: forms of one word)"], reasons
 
 
+def test_forms_of_one_verb_fold_across_conversations_only_where_they_speak_of_the_same_things(tmp_path: Path) -> None:
+    """The 1M build's v47 folded "Flicking" (paint flicked onto a canvas) into "Flicks" (a shooter game's aim),
+    "Boating" into a bike shop's "Boat": a verb's forms in unrelated conversations are one act only where their
+    evidence shares its words ("Thawing" / "Thaw": frozen, fridge, overnight), not where it shares none."""
+    chats = [
+        talk("a", "how do I flick paint onto a canvas", "Flicking paint with a toothbrush splatters the canvas.", 0),
+        talk("b", "aim training for a shooter game", "Practice flicks and tracking against bots on a wall.", 1),
+        talk("c", "thawing frozen soup", "Thawing frozen soup overnight in the fridge keeps it safe.", 2),
+        talk("d", "how long do frozen meals take", "Thaw frozen meals overnight in the fridge, then reheat them.", 3),
+    ]
+    specs = {
+        "a": [entity("Flicking")],
+        "b": [entity("Flicks")],
+        "c": [entity("Thawing")],
+        "d": [entity("Thaw", spans=1, by="assistant")],
+    }
+    dbs, result = pipeline(tmp_path, chats, specs)
+    rows = live(concepts(dbs))
+    assert set(rows) == {"Flicking", "Flicks", "Thawing"}, set(rows)
+    assert "Thaw" in json.loads(rows["Thawing"]["aliases"]) and result.counts["variants_folded"] == 1
+
+
+def test_a_generic_kind_folds_into_a_title_cased_phrase_only_where_it_is_about_it(tmp_path: Path) -> None:
+    """The 1M build's v47 folded "Glass coffee table" into "Glass Coffee", a cafe, because the capitals made the
+    phrase name-shaped; a table made of a common phrase is another thing, data about it is not ("Blood pressure data"
+    into "Blood Pressure"). And an abbreviation of a title ("CV" of "Computer Vision") stands for it in one sense
+    only: "cv data" of a resume stays apart."""
+    chats = [
+        talk("a", "a coffee table for a small living room", "A glass coffee table adds a light, modern touch.", 0),
+        talk("b", "cafes in honolulu", "Morning Glass Coffee is a cozy cafe with good pastries.", 1),
+        talk("c", "datasets of vital signs", "PhysioNet holds ECG and blood pressure data from patients.", 2),
+        talk("d", "does caffeine raise it", "Caffeine can raise Blood Pressure for a few hours.", 3),
+        talk(
+            "e", "make a data frame of the given cv data", "Read the cv data into a DataFrame, one row per resume.", 4
+        ),
+        talk("f", "what is computer vision", "Computer Vision (CV) teaches machines to read images.", 5),
+    ]
+    specs = {
+        "a": [entity("Glass coffee table", spans=1, by="assistant")],
+        "b": [entity("Glass Coffee")],
+        "c": [entity("Blood pressure data", spans=1, by="assistant")],
+        "d": [entity("Blood Pressure")],
+        "e": [entity("Cv data", spans=1, by="assistant")],
+        "f": [hyp("Computer Vision", "entity", aliases=["CV"])],
+    }
+    dbs, _ = pipeline(tmp_path, chats, specs)
+    rows = live(concepts(dbs))
+    assert set(rows) == {"Glass coffee table", "Glass Coffee", "Blood Pressure", "Cv data", "Computer Vision"}
+    assert "Blood pressure data" in json.loads(rows["Blood Pressure"]["aliases"])
+
+
+def test_a_word_said_apart_from_the_longer_name_is_no_piece_of_it(tmp_path: Path) -> None:
+    """The 1M build's v47 folded "Flutter" into "Flutter archive file": every sentence citing Flutter cites the file,
+    but one says Flutter outside it ("start using Flutter"), so Flutter is a thing of its own."""
+    reply = "Unzip the Flutter archive file into Downloads, then start using Flutter for development."
+    chats = [talk("a", "how do I install it on a mac", reply, 0)]
+    specs = {"a": [entity("Flutter archive file"), entity("Flutter", spans=1, by="assistant")]}
+    dbs, _ = pipeline(tmp_path, chats, specs)
+    assert set(live(concepts(dbs))) == {"Flutter archive file", "Flutter"}
+
+
 def test_data_before_a_process_noun_folds_where_the_same_conversations_say_both(tmp_path: Path) -> None:
     """ "Data skewness" and "Skewness" in one conversation: one concept; "Data engineer" and "Engineer" stay two (a
     role, not a process); "Data ingestion" and "Ingestion" in two unrelated conversations stay two."""
@@ -172,6 +243,17 @@ def test_what_reads_as_a_name() -> None:
         False,
         False,
     ]
+    assert [name_shape(c) for c in ("MySQL", "S3", "Spark SQL", "Glass Coffee", "Blood Pressure", "Coffee")] == [
+        "name",
+        "name",
+        "name",
+        "title",
+        "title",
+        "",
+    ]
+    assert said_apart(["Unzip the Flutter archive file, then start using Flutter"], "Flutter", "Flutter archive file")
+    assert not said_apart(["the Cleveland Indians' team name", "Cleveland Indians"], "Cleveland", "Cleveland Indians")
+    assert not said_apart(["The show follows the Crain family's house"], "Crain", "Crain family")
     assert name_written(["Data stored as Parquet is columnar", "Parquet compresses"], "Parquet")
     assert not name_written(["Keep a cup of coffee on a coaster", "Coffee is hot"], "Coffee")
 

@@ -477,6 +477,39 @@ def test_rows_of_delimited_values_are_a_table_not_prose() -> None:
     assert view.endswith(kept.replace("1. ", "   ").replace("* ", "  "))
 
 
+def test_a_header_row_of_field_names_is_no_prose_with_or_without_its_rows() -> None:
+    """A row of a program's field names ("id, type, name, ppu, batter.id,batter.type, ...": lower-case tokens, a
+    field path among them, or every comma without a space) is a table's header though no data row follows it: its
+    cells are blanked, the words after its last cell stay; a list of names or words in a sentence stays."""
+    header = "id, type, name, ppu, batter.id,batter.type, topping.id, topping.type\n"
+    run_on = "id, type, name, ppu, batter.id,batter.type, topping.id, topping.type using explode function\n"
+    csv_header = "emp_id,name,sal,dept\n"
+    kept = (
+        "Spark, Hive, Kafka\n"
+        "apples, pears, plums\n"
+        "ok, thanks, bye\n"
+        "I read the CSV, split it by dept, and sum sal per dept.\n"
+        "The table holds id, name and dept for each row\n"
+    )
+    view = prose(header + run_on + csv_header + kept)
+    lines = view.split("\n")
+    assert lines[0].strip() == ""
+    assert lines[1].strip() == "using explode function" and lines[1].endswith(" using explode function")
+    assert lines[2].strip() == ""
+    assert view.endswith(kept)
+    # beside rows of data the header goes as before
+    assert prose("id,name,sal\n101,aa,25K\n102,bb,30K\n").strip() == ""
+
+
+def test_a_header_rows_cells_give_no_concept_on_real_chats() -> None:
+    """spark-first: the user's nested JSON question ends in the output's header row ("id, type, name, ppu,
+    batter.id, ..."); the cold try of session 37 found "Ppu", a field name, among the concepts."""
+    segments = _real_segments("spark-first", ("ppu",))
+    assert segments
+    found = {t.casefold() for s in segments for t in titles(s, max_concepts=10)}
+    assert found and "ppu" not in found and not any("batter.id" in t for t in found), found
+
+
 def test_pasted_rows_of_data_give_no_concepts_on_real_chats() -> None:
     """spark-first: the employee table pasted as rows ("107,bb, 15Kjava", "103, cc,45Kbigdata") gives no concept
     made of its cells (the cold pass found "15Kjava 103")."""
