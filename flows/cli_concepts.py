@@ -19,18 +19,26 @@ if TYPE_CHECKING:
 # that a usage error answers at once); tests/test_cli_startup.py keeps them equal
 CONCEPT_TYPES = ("behavioral_pattern", "project", "event", "tension", "goal", "belief", "entity")
 CONCEPT_STATES = ("active", "weak", "merged", "split", "archived")
+# States of a concept that no longer stands for itself (folded into another, split, retired by the garden): listed
+# only when asked for (`--state`, `--all`). Session 39's read of the graph found 971 of the demo's 4,577 listed
+# concepts in them, "SQL query" in the exports' top 40 beside the "SQL" it was merged into.
+RETIRED_STATES = ("merged", "split", "archived")
 
 
 @click.command("concepts")
 @click.option("--type", "concept_type", type=click.Choice(CONCEPT_TYPES), help="Only concepts of this type.")
 @click.option("--state", type=click.Choice(CONCEPT_STATES), help="Only concepts in this state.")
+@click.option("--all", "show_all", is_flag=True, help="Also merged, split and archived ones.")
 @count_option("--limit", default=50, help_text="How many concepts, most evidence first (0: all).")
 @count_option("--evidence", default=3, help_text="Evidence spans shown per concept in text (0: all).")
 @JSON_OPTION
 @click.pass_obj
-def concepts(app: App, concept_type: str | None, state: str | None, limit: int, evidence: int, as_json: bool) -> None:
+def concepts(
+    app: App, concept_type: str | None, state: str | None, show_all: bool, limit: int, evidence: int, as_json: bool
+) -> None:
     """List concepts with their evidence (message_id, text, confidence), relations, state and revision count.
 
+    Active and weak concepts by default: merged, split and archived ones only with --all or --state.
     --json prints a list of ConceptHypothesis objects (the contract in contracts/concepts.py), every evidence
     span included.
 
@@ -43,6 +51,9 @@ def concepts(app: App, concept_type: str | None, state: str | None, limit: int, 
     kinds: dict[tuple[str, str], int] = {}
     with open_readonly(settings.staging_path, settings) as conn:
         found = list_concepts(conn, concept_type=concept_type, state=state)
+        retired = 0
+        if state is None and not show_all:
+            found, retired = _standing(found, limit)
         if not found:
             require_stage(conn, "concepts", "concepts")
             kinds = kind_counts(conn)
@@ -51,10 +62,27 @@ def concepts(app: App, concept_type: str | None, state: str | None, limit: int, 
     if as_json:
         emit([hypothesis.model_dump(mode="json") for hypothesis, _ in found])
         return
-    if not found:
+    if not found and not retired:
         click.echo(_none_found(kinds, concept_type, state))
     for hypothesis, merged_into in found:
         _show(hypothesis, merged_into, evidence)
+    if retired:
+        click.echo(f"({retired:,} merged, split or archived concept(s) ranked among these not listed: --all)")
+
+
+def _standing(
+    found: list[tuple[ConceptHypothesis, str | None]], limit: int
+) -> tuple[list[tuple[ConceptHypothesis, str | None]], int]:
+    """The concepts not retired, and how many retired ones ranked among those the list shows (within `limit` of
+    them, 0: all): a footer says that many were left out, and none when the top of the list held none."""
+    kept: list[tuple[ConceptHypothesis, str | None]] = []
+    retired = 0
+    for hypothesis, into in found:
+        if hypothesis.state not in RETIRED_STATES:
+            kept.append((hypothesis, into))
+        elif limit <= 0 or len(kept) < limit:
+            retired += 1
+    return kept, retired
 
 
 def _none_found(kinds: dict[tuple[str, str], int], concept_type: str | None, state: str | None) -> str:
