@@ -104,6 +104,25 @@ def _items(raw: object, log: _Log) -> list[object]:
     return []
 
 
+# A double quote and its pair: trimming a value's ends must not leave one of a pair behind
+_QUOTE_PAIRS = (('"', '"'), ("\u201c", "\u201d"))
+
+
+def value_text(value: str) -> str:
+    """A fact's value as shown: `clean_name`'s trim, then no double quote left without its pair. The trim takes the
+    opening quote of a value that starts with a quoted name ('"Run Disney" 5K event at Disneyland' showed as 'Run
+    Disney" 5K event at Disneyland', session 39's read of the demo); the name's quotes go, its words stay."""
+    text = clean_name(value)
+    for opening, closing in _QUOTE_PAIRS:
+        same = opening == closing
+        if (text.count(opening) % 2 == 1) if same else (text.count(opening) != text.count(closing)):
+            text = _SPACES.sub(" ", text.replace(opening, "").replace(closing, "")).strip()
+    return text
+
+
+_SPACES = re.compile(r"\s+")
+
+
 def _fact(index: int, item: object, segment: SegmentInput, messages: dict[str, Any], log: _Log) -> Fact | None:
     if not isinstance(item, dict):
         log.add("fact_not_an_object", index, "", item, None)
@@ -111,7 +130,7 @@ def _fact(index: int, item: object, segment: SegmentInput, messages: dict[str, A
     for extra in sorted(set(item) - set(FACT_FIELDS)):
         log.add("fact_unknown_field", index, extra, item[extra], None)
     names: dict[str, str] = {}
-    for name, normalise in (("subject", subject_key), ("attribute", attribute_key), ("value", clean_name)):
+    for name, normalise in (("subject", subject_key), ("attribute", attribute_key), ("value", value_text)):
         given = item.get(name)
         cleaned = normalise(given) if isinstance(given, str) else ""
         if not cleaned:

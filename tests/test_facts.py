@@ -1083,3 +1083,29 @@ def test_v14_a_rules_needed_words_are_in_every_match_it_makes() -> None:
                     matched += 1
                     assert any(word in match.group(0).casefold() for word in NEEDS[rule.name]), (rule.name, sentence)
     assert matched > 100
+
+
+def test_a_value_starting_with_a_quoted_name_keeps_no_lone_quote() -> None:
+    """The demo's recall showed 'participated in Run Disney" 5K event at Disneyland': the value's trim took the
+    opening quote of "Run Disney" and left its closing one. Through the extractor and the mapper, as a run does."""
+    text = 'Earlier in October, I participated in the "Run Disney" 5K event at Disneyland on the 8th.'
+    segment = segment_input("seg-q", [("user", text)])
+    facts = OfflineExtractor().extract(segment).facts
+    values = {fact.value for fact in facts if fact.attribute == "participated in"}
+    assert values == {"Run Disney 5K event at Disneyland"}, [(f.attribute, f.value) for f in facts]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ('"Run Disney" 5K event', "Run Disney 5K event"),
+        ('"The Power"', "The Power"),  # a value quoted whole: its quotes trimmed, as before
+        ('the "Hamilton" soundtrack', 'the "Hamilton" soundtrack'),  # a pair inside: kept
+        ("\u201cDune\u201d by Frank Herbert", "Dune by Frank Herbert"),
+        ("Sweet Baby Ray's", "Sweet Baby Ray's"),  # an apostrophe is no quote
+    ],
+)
+def test_fact_values_keep_double_quotes_only_in_pairs(value: str, shown: str) -> None:
+    from extract.fact_mapper import value_text
+
+    assert value_text(value) == shown
