@@ -132,7 +132,7 @@ def print_summary(
             click.echo(f"    {with_data_dir(said)}")
     more = _file_lines(files, bad, verbose) or more
     if more:
-        click.echo("  (every count and note: --verbose, or --json)")
+        click.echo("  (every count and note: chatmem --verbose run ..., or run ... --json)")
     if error is None:
         refuse_bad_files(bad, run_id)
 

@@ -39,7 +39,7 @@ def test_the_run_summary_shows_what_each_stage_made_and_the_rest_behind_verbose(
     assert any(line.startswith("  segment: succeeded; conversations segmented 3, segments written") for line in lines)
     assert "messages unchanged" not in done.stdout and "cuts budget" not in done.stdout, done.stdout
     assert "note: model: " not in done.stdout, done.stdout  # the embedding model's key: a detail
-    assert lines[-1] == "  (every count and note: --verbose, or --json)", done.stdout
+    assert lines[-1] == "  (every count and note: chatmem --verbose run ..., or run ... --json)", done.stdout
     verbose = chatmem(tmp_path / "data-v", "-v", "run", export, "--to", "embed")
     assert verbose.exit_code == 0, verbose.output
     assert "messages unchanged 0" in verbose.stdout and "note: model: " in verbose.stdout, verbose.stdout
