@@ -396,26 +396,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     shared = args.shared
-    if args.fresh5:
-        args.out.mkdir(parents=True, exist_ok=True)
-        fresh5 = _fresh5(shared)
-        (args.out / "sample_fresh5.json").write_text(json.dumps(fresh5, ensure_ascii=False, indent=0))
-        return 0
-    if args.fresh4:
-        args.out.mkdir(parents=True, exist_ok=True)
-        fresh4 = _fresh4(shared)
-        (args.out / "sample_fresh4.json").write_text(json.dumps(fresh4, ensure_ascii=False, indent=0))
-        return 0
-    if args.fresh3:
-        args.out.mkdir(parents=True, exist_ok=True)
-        fresh3 = _fresh3(shared)
-        (args.out / "sample_fresh3.json").write_text(json.dumps(fresh3, ensure_ascii=False, indent=0))
-        return 0
-    if args.fresh2:
-        args.out.mkdir(parents=True, exist_ok=True)
-        fresh2 = _fresh2(shared)
-        (args.out / "sample_fresh2.json").write_text(json.dumps(fresh2, ensure_ascii=False, indent=0))
-        return 0
+    drawn = {"fresh5": _fresh5, "fresh4": _fresh4, "fresh3": _fresh3, "fresh2": _fresh2}
+    for name, draw in drawn.items():  # a later set first, as before
+        if getattr(args, name):
+            args.out.mkdir(parents=True, exist_ok=True)
+            sample = draw(shared)
+            (args.out / f"sample_{name}.json").write_text(json.dumps(sample, ensure_ascii=False, indent=0))
+            return 0
     if args.heldout_ids is None:
         parser.error("--heldout-ids is needed unless --fresh2, --fresh3, --fresh4 or --fresh5")
     dev = set(json.loads((Path(__file__).parent / "dev_labels.json").read_text())["conversations"])
